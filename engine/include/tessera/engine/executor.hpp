@@ -1,0 +1,58 @@
+#pragma once
+// Executes a per-rank task graph on any EventLoop + Network pair.
+//
+// Per rank: one compute stream (compute tasks in program order) and one
+// communication stream per group (collectives in program order, as NCCL
+// serialises a communicator). A collective starts when every member has
+// reached it; it is expanded into point-to-point transfers by the collectives
+// library and finishes on all members when its last transfer is delivered.
+#include <cstdint>
+#include <vector>
+
+#include "tessera/collectives/transfer_graph.hpp"
+#include "tessera/engine/event_loop.hpp"
+#include "tessera/engine/network.hpp"
+#include "tessera/parallelism/task_graph.hpp"
+
+namespace tessera::engine {
+
+/// Measurements go through observers, never logs. All hooks are optional.
+class ExecutionObserver {
+ public:
+  virtual ~ExecutionObserver() = default;
+  virtual void on_compute(int /*rank*/, const parallelism::Task& /*task*/, Time /*start*/, Time /*end*/) {}
+  virtual void on_collective(const parallelism::Task& /*task*/, const std::vector<int>& /*ranks*/,
+                             Time /*start*/, Time /*end*/) {}
+  virtual void on_transfer(const collectives::Transfer& /*t*/, Time /*start*/, Time /*end*/) {}
+};
+
+struct RankResult {
+  Time finish;        ///< when the rank's last task ended
+  Time compute_busy;  ///< total time its compute stream was busy
+  Flops flops;        ///< model FLOPs it executed
+};
+
+struct ExecutionResult {
+  Time makespan;  ///< when the last task of any rank ended
+  std::vector<RankResult> ranks;
+  std::uint64_t transfers = 0;
+  Bytes bytes_sent;
+};
+
+/// Runs `graph` to completion: schedules its tasks on `loop`, sends its
+/// transfers through `net`, calls loop.run(). Throws SimulationError if some
+/// task can never run (a deadlock in the graph).
+ExecutionResult execute(const parallelism::TaskGraph& graph, EventLoop& loop, Network& net,
+                        ExecutionObserver* observer = nullptr);
+
+/// The headline numbers of one iteration.
+struct IterationSummary {
+  Time iteration_time;
+  Time compute_time;        ///< compute-stream busy time of the critical rank
+  Time exposed_comm_time;   ///< iteration time not covered by its compute
+  double tflops_per_gpu = 0.0;
+  int critical_rank = 0;
+};
+IterationSummary summarize(const ExecutionResult& r);
+
+}  // namespace tessera::engine

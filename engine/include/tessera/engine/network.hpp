@@ -1,0 +1,22 @@
+#pragma once
+// The network seam: backends move point-to-point messages between GPUs.
+#include "tessera/engine/event_loop.hpp"
+#include "tessera/units.hpp"
+
+namespace tessera::engine {
+
+struct Message {
+  int src = -1;  ///< GPU rank
+  int dst = -1;  ///< GPU rank
+  Bytes bytes;
+};
+
+class Network {
+ public:
+  virtual ~Network() = default;
+  /// Starts moving `msg` now; `on_delivered` runs on the event loop when its
+  /// last byte has arrived at `dst`.
+  virtual void send(const Message& msg, Callback on_delivered) = 0;
+};
+
+}  // namespace tessera::engine

@@ -1,0 +1,56 @@
+#pragma once
+// Kernel descriptors: the unit of work the node model times.
+#include <cstdint>
+#include <string_view>
+
+#include "tessera/node_model/gpu_spec.hpp"
+#include "tessera/units.hpp"
+
+namespace tessera::node_model {
+
+/// Kernel classes, named as in NeuSight's measurements.
+enum class KernelOp {
+  Bmm,        ///< batched GEMM  B x (M x K) @ (K x N)
+  Linear,     ///< GEMM with a weight matrix (B*M rows)
+  Add, AddU, Mul, MulU, Div, DivU, Pow, PowU,  ///< elementwise; U = with a scalar
+  Gelu, Relu, Tanh,
+  Softmax,    ///< row softmax over B rows of H
+  LayerNorm,  ///< row layer norm over B rows of H
+  Copy,       ///< memory copy / transpose of B x H elements
+};
+
+std::string_view to_string(KernelOp op);
+/// Parses NeuSight's OPName ("bmm", "linear", "add", "addu", ..., "ln", "softmax").
+/// Throws InputError for an unknown name.
+KernelOp parse_kernel_op(std::string_view name);
+bool is_gemm(KernelOp op);
+
+struct Kernel {
+  KernelOp op = KernelOp::Copy;
+  DType dtype = DType::FP32;
+  // GEMMs: B x M x N x K.  Vector ops: B rows x H columns (stored in b, h).
+  std::int64_t b = 1, m = 0, n = 0, k = 0, h = 0;
+
+  static Kernel gemm(KernelOp op, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k,
+                     DType dtype);
+  static Kernel vector(KernelOp op, std::int64_t rows, std::int64_t cols, DType dtype);
+
+  /// Floating-point work (2BMNK for GEMMs).
+  [[nodiscard]] Flops flops() const;
+  /// Minimum DRAM traffic: every operand read once, the result written once.
+  [[nodiscard]] Bytes bytes() const;
+  /// Throws InputError when a needed dimension is not positive.
+  void validate() const;
+};
+
+/// Predicts the latency of one kernel on one GPU. Implementations are
+/// immutable after construction, so one instance may be shared by planners.
+class KernelPredictor {
+ public:
+  virtual ~KernelPredictor() = default;
+  [[nodiscard]] virtual Time predict(const Kernel& kernel) const = 0;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  [[nodiscard]] virtual const GpuSpec& gpu() const = 0;
+};
+
+}  // namespace tessera::node_model

@@ -1,0 +1,19 @@
+#pragma once
+#include "tessera/node_model/kernel.hpp"
+
+namespace tessera::node_model {
+
+/// The roofline bound: max(FLOPs / peak, bytes / memory bandwidth). An upper
+/// bound on speed, kept as the reference baseline for every learned predictor.
+class RooflinePredictor final : public KernelPredictor {
+ public:
+  explicit RooflinePredictor(GpuSpec gpu);
+  [[nodiscard]] Time predict(const Kernel& kernel) const override;
+  [[nodiscard]] std::string_view name() const override { return "roofline"; }
+  [[nodiscard]] const GpuSpec& gpu() const override { return gpu_; }
+
+ private:
+  GpuSpec gpu_;
+};
+
+}  // namespace tessera::node_model

@@ -1,0 +1,145 @@
+#pragma once
+// Strong unit types: the vocabulary every layer speaks.
+//
+// Simulated time is an integer number of picoseconds (4 KiB at 400 Gb/s is
+// exactly 81,920 ps). Sizes are integer bytes, link rates integer bits per
+// second. FLOP counts and FLOP rates are doubles (they are model estimates,
+// never compared for equality). Conversions that produce a Time round up to
+// the next picosecond so that the same input always gives the same output.
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tessera {
+
+class Time {
+ public:
+  constexpr Time() = default;
+  static constexpr Time from_ps(std::int64_t ps) { return Time(ps); }
+  static constexpr Time from_ns(std::int64_t ns) { return Time(ns * 1000); }
+  static constexpr Time from_us(std::int64_t us) { return Time(us * 1000 * 1000); }
+  static constexpr Time from_ms(std::int64_t ms) { return Time(ms * 1000 * 1000 * 1000); }
+  /// Rounds up to the next picosecond (a duration is never shortened).
+  static Time from_seconds(double s);
+  static constexpr Time zero() { return Time(0); }
+  static constexpr Time max() { return Time(INT64_MAX); }
+
+  [[nodiscard]] constexpr std::int64_t ps() const { return ps_; }
+  [[nodiscard]] constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
+  [[nodiscard]] constexpr double ms() const { return static_cast<double>(ps_) * 1e-9; }
+  [[nodiscard]] constexpr double us() const { return static_cast<double>(ps_) * 1e-6; }
+
+  constexpr auto operator<=>(const Time&) const = default;
+  constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
+  constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
+  constexpr Time& operator+=(Time o) { ps_ += o.ps_; return *this; }
+  constexpr Time& operator-=(Time o) { ps_ -= o.ps_; return *this; }
+  constexpr Time operator*(std::int64_t k) const { return Time(ps_ * k); }
+
+ private:
+  constexpr explicit Time(std::int64_t ps) : ps_(ps) {}
+  std::int64_t ps_ = 0;
+};
+
+class Bytes {
+ public:
+  constexpr Bytes() = default;
+  constexpr explicit Bytes(std::int64_t n) : n_(n) {}
+  static constexpr Bytes kib(std::int64_t n) { return Bytes(n * 1024); }
+  static constexpr Bytes mib(std::int64_t n) { return Bytes(n * 1024 * 1024); }
+  static constexpr Bytes gib(std::int64_t n) { return Bytes(n * 1024 * 1024 * 1024); }
+
+  [[nodiscard]] constexpr std::int64_t count() const { return n_; }
+  [[nodiscard]] constexpr double as_double() const { return static_cast<double>(n_); }
+
+  constexpr auto operator<=>(const Bytes&) const = default;
+  constexpr Bytes operator+(Bytes o) const { return Bytes(n_ + o.n_); }
+  constexpr Bytes operator-(Bytes o) const { return Bytes(n_ - o.n_); }
+  constexpr Bytes& operator+=(Bytes o) { n_ += o.n_; return *this; }
+  constexpr Bytes operator*(std::int64_t k) const { return Bytes(n_ * k); }
+  constexpr Bytes operator/(std::int64_t k) const { return Bytes(n_ / k); }
+
+ private:
+  std::int64_t n_ = 0;
+};
+
+/// A data rate in bits per second (the unit network vendors quote).
+class Bandwidth {
+ public:
+  constexpr Bandwidth() = default;
+  static constexpr Bandwidth bits_per_second(std::int64_t bps) { return Bandwidth(bps); }
+  static constexpr Bandwidth gbps(std::int64_t g) { return Bandwidth(g * 1000 * 1000 * 1000); }
+  /// Decimal gigabytes per second (50 GB/s = 400 Gb/s).
+  static constexpr Bandwidth gigabytes_per_second(std::int64_t g) {
+    return Bandwidth(g * 8 * 1000 * 1000 * 1000);
+  }
+
+  [[nodiscard]] constexpr std::int64_t bps() const { return bps_; }
+  [[nodiscard]] constexpr double bytes_per_second() const {
+    return static_cast<double>(bps_) / 8.0;
+  }
+  constexpr auto operator<=>(const Bandwidth&) const = default;
+
+ private:
+  constexpr explicit Bandwidth(std::int64_t bps) : bps_(bps) {}
+  std::int64_t bps_ = 0;
+};
+
+/// A count of floating-point operations.
+class Flops {
+ public:
+  constexpr Flops() = default;
+  constexpr explicit Flops(double v) : v_(v) {}
+  [[nodiscard]] constexpr double count() const { return v_; }
+  constexpr auto operator<=>(const Flops&) const = default;
+  constexpr Flops operator+(Flops o) const { return Flops(v_ + o.v_); }
+  constexpr Flops& operator+=(Flops o) { v_ += o.v_; return *this; }
+  constexpr Flops operator*(double k) const { return Flops(v_ * k); }
+
+ private:
+  double v_ = 0.0;
+};
+
+/// Floating-point operations per second.
+class FlopRate {
+ public:
+  constexpr FlopRate() = default;
+  static constexpr FlopRate per_second(double v) { return FlopRate(v); }
+  static constexpr FlopRate tflops(double t) { return FlopRate(t * 1e12); }
+  [[nodiscard]] constexpr double per_second() const { return v_; }
+  [[nodiscard]] constexpr double tflops() const { return v_ * 1e-12; }
+  constexpr auto operator<=>(const FlopRate&) const = default;
+
+ private:
+  constexpr explicit FlopRate(double v) : v_(v) {}
+  double v_ = 0.0;
+};
+
+/// Exact time to serialise `size` at `rate`, rounded up to the picosecond.
+/// Throws InputError for a non-positive rate.
+Time transmit_time(Bytes size, Bandwidth rate);
+/// Time to execute `work` at `rate` (rounded up to the picosecond).
+Time compute_time(Flops work, FlopRate rate);
+/// Achieved rate of `work` done in `t`.
+FlopRate achieved_rate(Flops work, Time t);
+
+// Parsing of unit strings. A number (decimal, optional exponent), optional
+// spaces, then a unit. Each throws UnitError naming the string on failure.
+//   time:      ps ns us ms s            ("1.5us", "500 ns")
+//   bytes:     B KB MB GB TB (10^3) KiB MiB GiB TiB (2^10)   ("80GiB")
+//   bandwidth: bps Kbps Mbps Gbps Tbps (also Gb/s), B/s KB/s MB/s GB/s TB/s,
+//              KiB/s MiB/s GiB/s     ("400Gbps", "50GB/s")
+//   flop rate: FLOPS GFLOPS TFLOPS PFLOPS (also TFLOP/s)   ("989TFLOPS")
+Time parse_time(std::string_view text);
+Bytes parse_bytes(std::string_view text);
+Bandwidth parse_bandwidth(std::string_view text);
+FlopRate parse_flop_rate(std::string_view text);
+
+// Canonical, round-trippable renderings ("81.92ns", "80GiB", "400Gbps").
+std::string to_string(Time t);
+std::string to_string(Bytes b);
+std::string to_string(Bandwidth bw);
+std::string to_string(FlopRate r);
+
+}  // namespace tessera

@@ -1,0 +1,116 @@
+#include "tessera/node_model/kernel.hpp"
+
+#include <array>
+#include <fmt/format.h>
+#include <utility>
+
+#include "tessera/error.hpp"
+
+namespace tessera::node_model {
+namespace {
+constexpr std::array<std::pair<KernelOp, std::string_view>, 17> kNames{{
+    {KernelOp::Bmm, "bmm"},       {KernelOp::Linear, "linear"}, {KernelOp::Add, "add"},
+    {KernelOp::AddU, "addu"},     {KernelOp::Mul, "mul"},       {KernelOp::MulU, "mulu"},
+    {KernelOp::Div, "div"},       {KernelOp::DivU, "divu"},     {KernelOp::Pow, "pow"},
+    {KernelOp::PowU, "powu"},     {KernelOp::Gelu, "gelu"},     {KernelOp::Relu, "relu"},
+    {KernelOp::Tanh, "tanh"},     {KernelOp::Softmax, "softmax"}, {KernelOp::LayerNorm, "ln"},
+    {KernelOp::Copy, "copy"},     {KernelOp::Copy, "memcpy"},
+}};
+
+/// Operand tensors read per output element for vector ops.
+int vector_inputs(KernelOp op) {
+  switch (op) {
+    case KernelOp::Add: case KernelOp::Mul: case KernelOp::Div: case KernelOp::Pow: return 2;
+    default: return 1;
+  }
+}
+
+/// Arithmetic per element (rough instruction counts; these ops are memory-bound).
+double vector_flops_per_element(KernelOp op) {
+  switch (op) {
+    case KernelOp::Gelu: return 8.0;
+    case KernelOp::Tanh: return 6.0;
+    case KernelOp::Pow: case KernelOp::PowU: return 4.0;
+    case KernelOp::Softmax: return 5.0;
+    case KernelOp::LayerNorm: return 8.0;
+    case KernelOp::Copy: return 0.0;
+    default: return 1.0;
+  }
+}
+}  // namespace
+
+std::string_view to_string(KernelOp op) {
+  for (const auto& [o, n] : kNames) {
+    if (o == op) return n;
+  }
+  return "?";
+}
+
+KernelOp parse_kernel_op(std::string_view name) {
+  for (const auto& [o, n] : kNames) {
+    if (n == name) return o;
+  }
+  throw InputError(fmt::format(
+      "unknown op '{}' (expected bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, gelu, "
+      "relu, tanh, softmax, ln)",
+      name));
+}
+
+bool is_gemm(KernelOp op) { return op == KernelOp::Bmm || op == KernelOp::Linear; }
+
+Kernel Kernel::gemm(KernelOp op, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    DType dtype) {
+  Kernel x;
+  x.op = op;
+  x.dtype = dtype;
+  x.b = b;
+  x.m = m;
+  x.n = n;
+  x.k = k;
+  return x;
+}
+
+Kernel Kernel::vector(KernelOp op, std::int64_t rows, std::int64_t cols, DType dtype) {
+  Kernel x;
+  x.op = op;
+  x.dtype = dtype;
+  x.b = rows;
+  x.h = cols;
+  return x;
+}
+
+Flops Kernel::flops() const {
+  if (is_gemm(op)) {
+    return Flops(2.0 * static_cast<double>(b) * static_cast<double>(m) * static_cast<double>(n) *
+                 static_cast<double>(k));
+  }
+  return Flops(vector_flops_per_element(op) * static_cast<double>(b) * static_cast<double>(h));
+}
+
+Bytes Kernel::bytes() const {
+  const std::int64_t e = dtype_bytes(dtype);
+  if (op == KernelOp::Linear) {  // weights are shared across the batch
+    return Bytes(e * (b * m * k + k * n + b * m * n));
+  }
+  if (op == KernelOp::Bmm) return Bytes(e * b * (m * k + k * n + m * n));
+  return Bytes(e * b * h * (vector_inputs(op) + 1));
+}
+
+void Kernel::validate() const {
+  auto need = [&](std::int64_t v, std::string_view dim) {
+    if (v <= 0) {
+      throw InputError(fmt::format("{} kernel: dimension {} must be positive (got {})",
+                                   to_string(op), dim, v));
+    }
+  };
+  need(b, "B");
+  if (is_gemm(op)) {
+    need(m, "M");
+    need(n, "N");
+    need(k, "K");
+  } else {
+    need(h, "H");
+  }
+}
+
+}  // namespace tessera::node_model

@@ -1,0 +1,226 @@
+#include "tessera/units.hpp"
+
+#include <array>
+#include <cmath>
+#include <fmt/format.h>
+#include <charconv>
+#include <limits>
+#include <utility>
+
+#include "tessera/error.hpp"
+
+namespace tessera {
+namespace {
+
+__extension__ using Int128 = __int128;
+
+struct UnitFactor {
+  std::string_view unit;
+  double factor;  // multiplier to the base unit
+};
+
+struct Parsed {
+  double value;
+  double factor;
+};
+
+[[noreturn]] void fail(std::string_view kind, std::string_view text, std::string_view why) {
+  throw UnitError(fmt::format("invalid {} '{}': {}", kind, text, why));
+}
+
+template <std::size_t N>
+Parsed parse_with(std::string_view kind, std::string_view text,
+                  const std::array<UnitFactor, N>& units, std::string_view expected) {
+  std::string_view s = text;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s.empty()) fail(kind, text, "empty string");
+  // Number: [+-]digits[.digits][e[+-]digits]
+  std::size_t i = 0;
+  if (s[i] == '+' || s[i] == '-') ++i;
+  bool digits = false;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) != 0)) { ++i; digits = true; }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) != 0)) { ++i; digits = true; }
+  }
+  if (!digits) fail(kind, text, fmt::format("expected a number followed by a unit ({})", expected));
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    std::size_t j = i + 1;
+    if (j < s.size() && (s[j] == '+' || s[j] == '-')) ++j;
+    std::size_t k = j;
+    while (k < s.size() && (std::isdigit(static_cast<unsigned char>(s[k])) != 0)) ++k;
+    if (k > j) i = k;  // a real exponent; otherwise 'e' starts the unit
+  }
+  const std::string number(s.substr(0, i));
+  double value = 0.0;
+  try {
+    std::size_t used = 0;
+    value = std::stod(number, &used);
+    if (used != number.size()) fail(kind, text, "malformed number");
+  } catch (const std::logic_error&) {
+    fail(kind, text, "malformed number");
+  }
+  if (!std::isfinite(value)) fail(kind, text, "number out of range");
+  if (value < 0) fail(kind, text, "must not be negative");
+  std::string_view unit = s.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  if (unit.empty()) fail(kind, text, fmt::format("missing unit (one of {})", expected));
+  for (const auto& u : units) {
+    if (u.unit == unit) return {value, u.factor};
+  }
+  fail(kind, text, fmt::format("unknown unit '{}' (expected one of {})", unit, expected));
+}
+
+constexpr std::array<UnitFactor, 5> kTimeUnits{{
+    {"ps", 1.0}, {"ns", 1e3}, {"us", 1e6}, {"ms", 1e9}, {"s", 1e12}}};
+
+constexpr std::array<UnitFactor, 9> kByteUnits{{{"B", 1.0},
+                                                {"KB", 1e3},
+                                                {"MB", 1e6},
+                                                {"GB", 1e9},
+                                                {"TB", 1e12},
+                                                {"KiB", 1024.0},
+                                                {"MiB", 1024.0 * 1024},
+                                                {"GiB", 1024.0 * 1024 * 1024},
+                                                {"TiB", 1024.0 * 1024 * 1024 * 1024}}};
+
+constexpr std::array<UnitFactor, 18> kBandwidthUnits{{{"bps", 1.0},
+                                                      {"Kbps", 1e3},
+                                                      {"Mbps", 1e6},
+                                                      {"Gbps", 1e9},
+                                                      {"Tbps", 1e12},
+                                                      {"b/s", 1.0},
+                                                      {"Kb/s", 1e3},
+                                                      {"Mb/s", 1e6},
+                                                      {"Gb/s", 1e9},
+                                                      {"Tb/s", 1e12},
+                                                      {"B/s", 8.0},
+                                                      {"KB/s", 8e3},
+                                                      {"MB/s", 8e6},
+                                                      {"GB/s", 8e9},
+                                                      {"TB/s", 8e12},
+                                                      {"KiB/s", 8.0 * 1024},
+                                                      {"MiB/s", 8.0 * 1024 * 1024},
+                                                      {"GiB/s", 8.0 * 1024 * 1024 * 1024}}};
+
+constexpr std::array<UnitFactor, 10> kFlopRateUnits{{{"FLOPS", 1.0},
+                                                    {"GFLOPS", 1e9},
+                                                    {"TFLOPS", 1e12},
+                                                    {"PFLOPS", 1e15},
+                                                    {"FLOP/s", 1.0},
+                                                    {"GFLOP/s", 1e9},
+                                                    {"TFLOP/s", 1e12},
+                                                    {"PFLOP/s", 1e15},
+                                                    {"MFLOPS", 1e6},
+                                                    {"MFLOP/s", 1e6}}};
+
+std::int64_t to_integer(std::string_view kind, std::string_view text, double v) {
+  if (v >= 9.2e18) fail(kind, text, "value too large");
+  const double r = std::round(v);
+  // Accept tiny floating-point noise from decimal scaling (1.1us), reject real fractions.
+  if (std::fabs(v - r) > 1e-6 * std::max(1.0, std::fabs(v))) {
+    fail(kind, text, "not a whole number of the base unit");
+  }
+  return static_cast<std::int64_t>(r);
+}
+
+/// Shortest decimal rendering of value / factor, with up to 6 significant decimals.
+std::string with_unit(double value, std::string_view unit) {
+  std::string s = fmt::format("{:.6f}", value);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s + std::string(unit);
+}
+
+}  // namespace
+
+Time Time::from_seconds(double s) {
+  if (!std::isfinite(s) || s < 0) throw InputError(fmt::format("invalid duration {} s", s));
+  const double ps = std::ceil(s * 1e12 - 1e-6);
+  if (ps >= 9.2e18) throw InputError(fmt::format("duration {} s is too long", s));
+  return Time(static_cast<std::int64_t>(std::max(ps, 0.0)));
+}
+
+Time transmit_time(Bytes size, Bandwidth rate) {
+  if (rate.bps() <= 0) throw InputError("transmit_time: bandwidth must be positive");
+  if (size.count() < 0) throw InputError("transmit_time: size must not be negative");
+  const Int128 num = static_cast<Int128>(size.count()) * 8 * 1'000'000'000'000LL;
+  const Int128 den = rate.bps();
+  const Int128 q = (num + den - 1) / den;
+  return Time::from_ps(static_cast<std::int64_t>(q));
+}
+
+Time compute_time(Flops work, FlopRate rate) {
+  if (rate.per_second() <= 0) throw InputError("compute_time: FLOP rate must be positive");
+  return Time::from_seconds(work.count() / rate.per_second());
+}
+
+FlopRate achieved_rate(Flops work, Time t) {
+  if (t.ps() <= 0) return FlopRate::per_second(0.0);
+  return FlopRate::per_second(work.count() / t.seconds());
+}
+
+Time parse_time(std::string_view text) {
+  const auto p = parse_with("time", text, kTimeUnits, "ps, ns, us, ms, s");
+  return Time::from_ps(to_integer("time", text, p.value * p.factor));
+}
+
+Bytes parse_bytes(std::string_view text) {
+  const auto p = parse_with("size", text, kByteUnits, "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB");
+  return Bytes(to_integer("size", text, p.value * p.factor));
+}
+
+Bandwidth parse_bandwidth(std::string_view text) {
+  const auto p = parse_with("bandwidth", text, kBandwidthUnits,
+                            "bps, Kbps, Mbps, Gbps, Tbps, B/s, KB/s, MB/s, GB/s, TB/s, GiB/s");
+  const double bps = std::round(p.value * p.factor);
+  if (bps >= 9.2e18) fail("bandwidth", text, "value too large");
+  if (bps <= 0) fail("bandwidth", text, "must be positive");
+  return Bandwidth::bits_per_second(static_cast<std::int64_t>(bps));
+}
+
+FlopRate parse_flop_rate(std::string_view text) {
+  const auto p = parse_with("FLOP rate", text, kFlopRateUnits, "FLOPS, GFLOPS, TFLOPS, PFLOPS");
+  if (p.value <= 0) fail("FLOP rate", text, "must be positive");
+  return FlopRate::per_second(p.value * p.factor);
+}
+
+std::string to_string(Time t) {
+  // Exact decimal rendering in the largest unit that is at most |t|.
+  const std::int64_t ps = t.ps();
+  const std::int64_t a = ps < 0 ? -ps : ps;
+  constexpr std::array<std::pair<std::int64_t, std::string_view>, 4> kUnits{
+      {{1'000'000'000'000LL, "s"}, {1'000'000'000LL, "ms"}, {1'000'000LL, "us"}, {1'000LL, "ns"}}};
+  for (const auto& [f, u] : kUnits) {
+    if (a < f) continue;
+    std::string frac = fmt::format("{:0{}}", a % f, static_cast<int>(std::log10(static_cast<double>(f)) + 0.5));
+    while (!frac.empty() && frac.back() == '0') frac.pop_back();
+    return fmt::format("{}{}{}{}{}", ps < 0 ? "-" : "", a / f, frac.empty() ? "" : ".", frac, u);
+  }
+  return fmt::format("{}ps", ps);
+}
+
+std::string to_string(Bytes b) {
+  const std::int64_t n = b.count();
+  constexpr std::array<std::pair<std::int64_t, std::string_view>, 4> kBin{
+      {{1LL << 40, "TiB"}, {1LL << 30, "GiB"}, {1LL << 20, "MiB"}, {1LL << 10, "KiB"}}};
+  for (const auto& [f, u] : kBin) {
+    if (n != 0 && n % f == 0) return fmt::format("{}{}", n / f, u);
+  }
+  return fmt::format("{}B", n);
+}
+
+std::string to_string(Bandwidth bw) {
+  const std::int64_t b = bw.bps();
+  constexpr std::array<std::pair<std::int64_t, std::string_view>, 4> kDec{
+      {{1'000'000'000'000LL, "Tbps"}, {1'000'000'000LL, "Gbps"}, {1'000'000LL, "Mbps"}, {1'000LL, "Kbps"}}};
+  for (const auto& [f, u] : kDec) {
+    if (b != 0 && b % f == 0) return fmt::format("{}{}", b / f, u);
+  }
+  return fmt::format("{}bps", b);
+}
+
+std::string to_string(FlopRate r) { return with_unit(r.tflops(), "TFLOPS"); }
+
+}  // namespace tessera

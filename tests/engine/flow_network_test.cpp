@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include "tessera/engine/executor.hpp"
+#include "tessera/engine/flow_network.hpp"
+#include "test_topologies.hpp"
+
+using namespace tessera;
+using namespace tessera::engine;
+
+namespace {
+
+parallelism::TaskGraph one_all_reduce(int p, Bytes size) {
+  parallelism::TaskGraph g;
+  parallelism::Group all;
+  for (int r = 0; r < p; ++r) all.ranks.push_back(r);
+  g.groups.push_back(all);
+  g.ranks.resize(static_cast<std::size_t>(p));
+  for (auto& prog : g.ranks) {
+    parallelism::Task ar;
+    ar.name = "all_reduce";
+    ar.kind = parallelism::TaskKind::Collective;
+    ar.group = 0;
+    ar.collective_id = 0;
+    ar.bytes = size;
+    prog.tasks.push_back(ar);
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST(FlowNetwork, RingAllReduceMatchesAlphaBeta) {
+  // T = 2(p-1)/p * S/B + 2(p-1) * a, with a the per-step (path) latency.
+  for (int p : {2, 4, 8}) {
+    const Bandwidth bw = parse_bandwidth("100Gbps");
+    const Time hop = parse_time("1us");
+    const auto topo = test_support::star(p, bw, hop);
+    DiscreteEventLoop loop;
+    FlowNetwork net(topo, loop);
+    const Bytes size = Bytes::mib(64);
+    const auto r = execute(one_all_reduce(p, size), loop, net);
+    const double a = 2 * hop.seconds();
+    const double expected = 2.0 * (p - 1) / p * size.as_double() / bw.bytes_per_second() + 2.0 * (p - 1) * a;
+    EXPECT_NEAR(r.makespan.seconds(), expected, 0.01 * expected) << "p=" << p;
+    EXPECT_EQ(r.transfers, static_cast<std::uint64_t>(2 * (p - 1) * p));
+  }
+}
+
+TEST(FlowNetwork, TwoFlowsSharingALinkEachGetHalf) {
+  const Bandwidth bw = parse_bandwidth("100Gbps");
+  const auto topo = test_support::star(3, bw, Time::zero());
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  Time done_a, done_b;
+  net.send(Message{0, 2, Bytes::mib(8)}, [&] { done_a = loop.now(); });
+  net.send(Message{1, 2, Bytes::mib(8)}, [&] { done_b = loop.now(); });
+  const auto rates = net.active_rates();
+  ASSERT_EQ(rates.size(), 2U);
+  EXPECT_DOUBLE_EQ(rates[0], bw.bytes_per_second() / 2);
+  EXPECT_DOUBLE_EQ(rates[1], bw.bytes_per_second() / 2);
+  loop.run();
+  const double expected = 2 * Bytes::mib(8).as_double() / bw.bytes_per_second();
+  EXPECT_NEAR(done_a.seconds(), expected, 1e-9);
+  EXPECT_NEAR(done_b.seconds(), expected, 1e-9);
+}
+
+TEST(FlowNetwork, MaxMinGivesLeftoverToUnconstrainedFlows) {
+  // Flows 0->2 and 1->2 share host 2's link; flow 0->3 shares host 0's uplink
+  // with 0->2. Max-min: 0->2 and 1->2 get B/2, 0->3 gets the other B/2.
+  const Bandwidth bw = parse_bandwidth("80Gbps");
+  const auto topo = test_support::star(4, bw, Time::zero());
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  net.send(Message{0, 2, Bytes::mib(1)}, [] {});
+  net.send(Message{1, 2, Bytes::mib(1)}, [] {});
+  net.send(Message{1, 3, Bytes::mib(1)}, [] {});
+  const auto rates = net.active_rates();
+  ASSERT_EQ(rates.size(), 3U);
+  EXPECT_DOUBLE_EQ(rates[0], 5e9);
+  EXPECT_DOUBLE_EQ(rates[1], 5e9);
+  EXPECT_DOUBLE_EQ(rates[2], 5e9);
+  loop.run();
+  EXPECT_EQ(net.flows_completed(), 3U);
+}
+
+TEST(FlowNetwork, LateFlowSpeedsUpWhenTheOtherFinishes) {
+  // A 1 MB flow and a 3 MB flow start together on one link of 8 Gb/s (1 GB/s):
+  // both at 0.5 GB/s until the small one ends at 2 ms, then the big one alone:
+  // it has 2 MB left at 1 GB/s, ending at 4 ms.
+  const auto topo = test_support::star(3, parse_bandwidth("8Gbps"), Time::zero());
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  Time small, big;
+  net.send(Message{0, 2, Bytes(1'000'000)}, [&] { small = loop.now(); });
+  net.send(Message{1, 2, Bytes(3'000'000)}, [&] { big = loop.now(); });
+  loop.run();
+  EXPECT_EQ(small, parse_time("2ms"));
+  EXPECT_NEAR(big.ms(), 4.0, 1e-6);
+  EXPECT_NEAR(net.link_bytes()[topo.route(1, 2)[0]], 3e6, 1.0);
+}

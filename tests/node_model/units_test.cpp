@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include "tessera/error.hpp"
+#include "tessera/units.hpp"
+
+using namespace tessera;
+
+TEST(Units, ParsesTime) {
+  EXPECT_EQ(parse_time("1.5us").ps(), 1'500'000);
+  EXPECT_EQ(parse_time("500 ns").ps(), 500'000);
+  EXPECT_EQ(parse_time("81.92ns").ps(), 81'920);
+  EXPECT_EQ(parse_time("2ms").ps(), 2'000'000'000LL);
+  EXPECT_EQ(parse_time("1s").ps(), 1'000'000'000'000LL);
+  EXPECT_EQ(parse_time("0ps").ps(), 0);
+  EXPECT_EQ(parse_time("1e3ns").ps(), 1'000'000);
+}
+
+TEST(Units, ParsesBytes) {
+  EXPECT_EQ(parse_bytes("80GiB").count(), 80LL * 1024 * 1024 * 1024);
+  EXPECT_EQ(parse_bytes("25MB").count(), 25'000'000);
+  EXPECT_EQ(parse_bytes("4KiB").count(), 4096);
+  EXPECT_EQ(parse_bytes("1.5KiB").count(), 1536);
+  EXPECT_EQ(parse_bytes("7B").count(), 7);
+}
+
+TEST(Units, ParsesBandwidth) {
+  EXPECT_EQ(parse_bandwidth("400Gbps").bps(), 400'000'000'000LL);
+  EXPECT_EQ(parse_bandwidth("50GB/s").bps(), 400'000'000'000LL);
+  EXPECT_EQ(parse_bandwidth("200Gb/s").bps(), 200'000'000'000LL);
+  EXPECT_EQ(parse_bandwidth("1GiB/s").bps(), 8LL * 1024 * 1024 * 1024);
+}
+
+TEST(Units, ParsesFlopRate) {
+  EXPECT_DOUBLE_EQ(parse_flop_rate("989TFLOPS").per_second(), 989e12);
+  EXPECT_DOUBLE_EQ(parse_flop_rate("19.5 TFLOP/s").per_second(), 19.5e12);
+}
+
+TEST(Units, RejectsBadStrings) {
+  for (const char* bad : {"", "us", "1.5", "1.5 parsecs", "-1us", "1.2.3us", "abc", "1 u s", "0.3ps"}) {
+    EXPECT_THROW((void)parse_time(bad), UnitError) << bad;
+  }
+  for (const char* bad : {"0.5B", "-4KiB", "4 KIB", "4Kib", "GB", "1e400GB"}) {
+    EXPECT_THROW((void)parse_bytes(bad), UnitError) << bad;
+  }
+  for (const char* bad : {"400Gbs", "400", "0Gbps", "-1Gbps", "400 GBps"}) {
+    EXPECT_THROW((void)parse_bandwidth(bad), UnitError) << bad;
+  }
+  EXPECT_THROW((void)parse_flop_rate("0TFLOPS"), UnitError);
+}
+
+TEST(Units, ErrorMessageNamesTheString) {
+  try {
+    (void)parse_bandwidth("400Gbs");
+    FAIL() << "expected UnitError";
+  } catch (const UnitError& e) {
+    EXPECT_NE(std::string(e.what()).find("'400Gbs'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Gbps"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Units, RoundTrips) {
+  for (const char* s : {"81.92ns", "1.5us", "3ms", "2s", "17ps"}) {
+    EXPECT_EQ(to_string(parse_time(s)), s);
+  }
+  for (const char* s : {"80GiB", "4KiB", "1000B", "3MiB"}) {
+    EXPECT_EQ(to_string(parse_bytes(s)), s);
+  }
+  for (const char* s : {"400Gbps", "100Mbps", "1Tbps", "7bps"}) {
+    EXPECT_EQ(to_string(parse_bandwidth(s)), s);
+  }
+  // Any time survives a round trip through its rendering.
+  for (std::int64_t ps : {1LL, 999LL, 1001LL, 123'456'789LL, 5'000'000'000'001LL}) {
+    EXPECT_EQ(parse_time(to_string(Time::from_ps(ps))).ps(), ps) << to_string(Time::from_ps(ps));
+  }
+}
+
+TEST(Units, TransmitTimeIsExact) {
+  // 4 KiB at 400 Gb/s is 81.92 ns exactly.
+  EXPECT_EQ(transmit_time(Bytes::kib(4), Bandwidth::gbps(400)).ps(), 81'920);
+  // 1 byte at 3 bps: 8/3 s, rounded up to the picosecond.
+  EXPECT_EQ(transmit_time(Bytes(1), Bandwidth::bits_per_second(3)).ps(), 2'666'666'666'667LL);
+  // 64 GiB at 1 Gbps does not overflow.
+  EXPECT_EQ(transmit_time(Bytes::gib(64), Bandwidth::gbps(1)).ps(), 64LL * 1024 * 1024 * 1024 * 8 * 1000);
+  EXPECT_THROW((void)transmit_time(Bytes(1), Bandwidth::bits_per_second(0)), InputError);
+}
+
+TEST(Units, ComputeTime) {
+  EXPECT_EQ(compute_time(Flops(1e12), FlopRate::tflops(1)).ps(), 1'000'000'000'000LL);
+  EXPECT_NEAR(achieved_rate(Flops(2e12), Time::from_ms(1000)).tflops(), 2.0, 1e-12);
+}

@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tessera/error.hpp"
+#include "tessera/topology/topology.hpp"
+
+using namespace tessera;
+using namespace tessera::topology;
+
+namespace {
+LeafSpineSpec two_nodes() {
+  LeafSpineSpec s;
+  s.nodes = 4;
+  s.gpus_per_node = 8;
+  s.nvlink_bandwidth = parse_bandwidth("450GB/s");
+  s.nvlink_latency = parse_time("500ns");
+  s.nic_bandwidth = parse_bandwidth("400Gbps");
+  s.nic_latency = parse_time("1us");
+  s.hosts_per_leaf = 16;
+  s.spines = 4;
+  s.spine_bandwidth = parse_bandwidth("400Gbps");
+  s.spine_latency = parse_time("1us");
+  return s;
+}
+}  // namespace
+
+TEST(LeafSpine, CountsVerticesAndLinks) {
+  const auto t = build_leaf_spine(two_nodes());
+  EXPECT_EQ(t.num_gpus(), 32);
+  EXPECT_EQ(t.count(VertexKind::NvSwitch), 4);
+  EXPECT_EQ(t.count(VertexKind::Leaf), 2);
+  EXPECT_EQ(t.count(VertexKind::Spine), 4);
+  // Directed links: 2 x (32 NVLink + 32 NIC + 2 leaves x 4 spines).
+  EXPECT_EQ(t.links().size(), 2U * (32 + 32 + 8));
+}
+
+TEST(LeafSpine, IntraNodeTrafficUsesNvSwitch) {
+  const auto t = build_leaf_spine(two_nodes());
+  const Path p = t.route(0, 5);
+  ASSERT_EQ(p.size(), 2U);
+  EXPECT_EQ(t.vertex(t.link(p[0]).dst).kind, VertexKind::NvSwitch);
+  EXPECT_EQ(t.latency(p), parse_time("1us"));
+}
+
+TEST(LeafSpine, PathsAcrossLeavesCrossOneSpine) {
+  const auto t = build_leaf_spine(two_nodes());
+  const Path same_leaf = t.route(0, 8);  // node 0 -> node 1, both on leaf 0
+  ASSERT_EQ(same_leaf.size(), 2U);
+  EXPECT_EQ(t.vertex(t.link(same_leaf[0]).dst).kind, VertexKind::Leaf);
+  const Path p = t.route(0, 20);  // leaf 0 -> leaf 1
+  ASSERT_EQ(p.size(), 4U);
+  EXPECT_EQ(t.vertex(t.link(p[1]).dst).kind, VertexKind::Spine);
+  EXPECT_EQ(t.latency(p), parse_time("4us"));
+}
+
+TEST(LeafSpine, DestinationModKSpreadsOverSpines) {
+  const auto t = build_leaf_spine(two_nodes());
+  // Sixteen destinations on leaf 1 from GPU 0: each of the 4 spines carries 4.
+  std::map<VertexId, int> per_spine;
+  for (int dst = 16; dst < 32; ++dst) ++per_spine[t.link(t.route(0, dst)[1]).dst];
+  ASSERT_EQ(per_spine.size(), 4U);
+  for (auto [spine, n] : per_spine) EXPECT_EQ(n, 4);
+}
+
+TEST(LeafSpine, RejectsImpossibleSpecs) {
+  auto s = two_nodes();
+  s.nodes = 0;
+  EXPECT_THROW(build_leaf_spine(s), InputError);
+  s = two_nodes();
+  s.spines = -1;
+  EXPECT_THROW(build_leaf_spine(s), InputError);
+  const auto t = build_leaf_spine(two_nodes());
+  EXPECT_THROW((void)t.route(0, 32), InputError);
+}
