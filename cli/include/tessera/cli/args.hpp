@@ -1,0 +1,47 @@
+#pragma once
+// A small, strict command-line parser: declared options only, every error a
+// UsageError naming the flag.
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tessera/error.hpp"
+
+namespace tessera::cli {
+
+/// Command-line misuse (unknown flag, missing value). Exit code 2.
+class UsageError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+class ArgParser {
+ public:
+  /// `command` is used in messages ("tessera run").
+  explicit ArgParser(std::string command) : command_(std::move(command)) {}
+  /// Declares `--name VALUE`.
+  ArgParser& option(const std::string& name);
+  /// Declares a boolean `--name`.
+  ArgParser& flag(const std::string& name);
+  /// Parses; throws UsageError. Positional arguments are collected in order.
+  void parse(const std::vector<std::string>& args);
+
+  [[nodiscard]] bool has(const std::string& name) const;
+  [[nodiscard]] std::optional<std::string> get(const std::string& name) const;
+  /// Value of a mandatory option; throws UsageError naming it when absent.
+  [[nodiscard]] std::string require(const std::string& name) const;
+  [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
+  /// Exactly `n` positional arguments, named for the message; throws otherwise.
+  void expect_positional(std::size_t n, const std::string& what) const;
+
+ private:
+  std::string command_;
+  std::set<std::string> options_, flags_;
+  std::map<std::string, std::string> values_;
+  std::set<std::string> seen_flags_;
+  std::vector<std::string> positional_;
+};
+
+}  // namespace tessera::cli

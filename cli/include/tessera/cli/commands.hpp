@@ -1,0 +1,23 @@
+#pragma once
+// Sub-commands of the `tessera` program. Each takes the arguments after its
+// name, writes its report to `out`, and returns the process exit code.
+// Library errors propagate as exceptions; main() maps them to one line on
+// stderr and an exit code: 0 success, 1 simulation/internal error,
+// 2 bad input (usage, scenario, units, data files).
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_run(const Args& args, std::ostream& out);
+// Node-model commands: cli/src/node_model_commands.cpp.
+int cmd_predict_kernels(const Args& args, std::ostream& out);
+int cmd_predict_model(const Args& args, std::ostream& out);
+int cmd_predict_graph(const Args& args, std::ostream& out);
+int cmd_validate(const Args& args, std::ostream& out);
+int cmd_train_predictor(const Args& args, std::ostream& out);
+
+}  // namespace tessera::cli

@@ -1,0 +1,43 @@
+#pragma once
+// Scenario files: YAML in, a fully validated Scenario out. Unknown keys,
+// wrong types, bad unit strings and impossible values are all reported as a
+// ScenarioError naming the file, line, column and key path.
+#include <string>
+
+#include "tessera/error.hpp"
+#include "tessera/node_model/gpu_spec.hpp"
+#include "tessera/parallelism/data_parallel.hpp"
+#include "tessera/parallelism/transformer.hpp"
+#include "tessera/topology/topology.hpp"
+
+namespace tessera::cli {
+
+class ScenarioError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+enum class Backend { Flow, Ns3 };
+Backend parse_backend(const std::string& text);  // throws InputError
+std::string_view to_string(Backend b);
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  node_model::GpuSpec gpu;
+  topology::LeafSpineSpec cluster;
+  parallelism::TransformerConfig model;
+  parallelism::Workload workload;
+  parallelism::DataParallelPlan plan;
+  std::string predictor = "roofline";
+  Backend backend = Backend::Flow;
+
+  [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
+};
+
+/// Reads and validates a scenario file. Throws ScenarioError.
+Scenario load_scenario(const std::string& path);
+/// Same, from text; `file` is used in messages.
+Scenario parse_scenario(const std::string& text, const std::string& file);
+
+}  // namespace tessera::cli

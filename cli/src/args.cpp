@@ -1,0 +1,69 @@
+#include "tessera/cli/args.hpp"
+
+#include <fmt/format.h>
+
+namespace tessera::cli {
+
+ArgParser& ArgParser::option(const std::string& name) {
+  options_.insert(name);
+  return *this;
+}
+
+ArgParser& ArgParser::flag(const std::string& name) {
+  flags_.insert(name);
+  return *this;
+}
+
+void ArgParser::parse(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0 || a == "--") {
+      positional_.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2);
+    std::optional<std::string> inline_value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (flags_.count(name) != 0U) {
+      if (inline_value) throw UsageError(fmt::format("{}: --{} takes no value", command_, name));
+      seen_flags_.insert(name);
+    } else if (options_.count(name) != 0U) {
+      if (inline_value) {
+        values_[name] = *inline_value;
+      } else {
+        if (i + 1 >= args.size()) throw UsageError(fmt::format("{}: --{} needs a value", command_, name));
+        values_[name] = args[++i];
+      }
+    } else {
+      throw UsageError(fmt::format("{}: unknown option --{} (see '{} --help')", command_, name, command_));
+    }
+  }
+}
+
+bool ArgParser::has(const std::string& name) const {
+  return seen_flags_.count(name) != 0U || values_.count(name) != 0U;
+}
+
+std::optional<std::string> ArgParser::get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string ArgParser::require(const std::string& name) const {
+  auto v = get(name);
+  if (!v) throw UsageError(fmt::format("{}: missing required option --{}", command_, name));
+  return *v;
+}
+
+void ArgParser::expect_positional(std::size_t n, const std::string& what) const {
+  if (positional_.size() != n) {
+    throw UsageError(fmt::format("{}: expected {} ({} argument{}), got {}", command_, what, n,
+                                 n == 1 ? "" : "s", positional_.size()));
+  }
+}
+
+}  // namespace tessera::cli

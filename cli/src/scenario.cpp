@@ -1,0 +1,274 @@
+#include "tessera/cli/scenario.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "tessera/units.hpp"
+
+namespace tessera::cli {
+
+Backend parse_backend(const std::string& text) {
+  if (text == "flow") return Backend::Flow;
+  if (text == "ns3") return Backend::Ns3;
+  throw InputError(fmt::format("unknown backend '{}' (expected flow or ns3)", text));
+}
+
+std::string_view to_string(Backend b) { return b == Backend::Flow ? "flow" : "ns3"; }
+
+namespace {
+
+/// A YAML mapping being read: tracks which keys were used so that leftovers
+/// are reported as unknown, and prefixes every error with file:line:col and
+/// the key path.
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string path, const std::string& file)
+      : node_(node), path_(std::move(path)), file_(file) {
+    if (!node_.IsMap()) fail(node_, path_.empty() ? "the scenario must be a YAML mapping" : "must be a mapping");
+  }
+
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& msg) const {
+    fail_at(at.Mark(), path_, msg);
+  }
+  [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& path, const std::string& msg) const {
+    const std::string where = m.is_null() ? file_ : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
+    throw ScenarioError(path.empty() ? fmt::format("{}: {}", where, msg) : fmt::format("{}: {}: {}", where, path, msg));
+  }
+
+  [[nodiscard]] std::string key_path(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  [[nodiscard]] bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+
+  /// The value at `key`; missing keys are an error.
+  YAML::Node need(const std::string& key) {
+    used_.insert(key);
+    YAML::Node v = node_[key];
+    if (!v) fail_at(node_.Mark(), key_path(key), "missing required key");
+    if (v.IsNull()) fail_at(v.Mark(), key_path(key), "has no value");
+    return v;
+  }
+
+  std::string scalar(const std::string& key) {
+    YAML::Node v = need(key);
+    if (!v.IsScalar()) fail_at(v.Mark(), key_path(key), "expected a single value, not a list or mapping");
+    return v.Scalar();
+  }
+
+  std::int64_t positive_int(const std::string& key) {
+    YAML::Node v = need(key);
+    std::int64_t x = 0;
+    try {
+      if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
+      x = v.as<std::int64_t>();
+    } catch (const YAML::BadConversion&) {
+      fail_at(v.Mark(), key_path(key), fmt::format("expected a whole number, got '{}'", describe(v)));
+    }
+    if (x <= 0) fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", x));
+    return x;
+  }
+
+  template <typename T>
+  T unit(const std::string& key, T (*parse)(std::string_view)) {
+    const std::string text = scalar(key);
+    try {
+      return parse(text);
+    } catch (const UnitError& e) {
+      fail_at(node_[key].Mark(), key_path(key), e.what());
+    }
+  }
+
+  Section child(const std::string& key) {
+    YAML::Node v = need(key);
+    if (!v.IsMap()) fail_at(v.Mark(), key_path(key), "must be a mapping");
+    return Section(v, key_path(key), file_);
+  }
+
+  /// Reports the first key that nobody asked for.
+  void finish() const {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      if (used_.count(k) == 0U && allowed_.count(k) == 0U) {
+        std::string known;
+        for (const auto& u : used_) known += (known.empty() ? "" : ", ") + u;
+        fail_at(it->first.Mark(), key_path(k), fmt::format("unknown key (known here: {})", known));
+      }
+    }
+  }
+
+  /// Marks a key as known even if this scenario does not use it.
+  void allow(const std::string& key) { allowed_.insert(key); }
+  void mark_used(const std::string& key) { used_.insert(key); }
+  [[nodiscard]] const YAML::Node& node() const { return node_; }
+
+ private:
+  static std::string describe(const YAML::Node& v) {
+    if (v.IsScalar()) return v.Scalar();
+    if (v.IsSequence()) return "a list";
+    if (v.IsMap()) return "a mapping";
+    return "nothing";
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  const std::string& file_;
+  std::set<std::string> used_;
+  std::set<std::string> allowed_;
+};
+
+/// Wraps a library InputError (e.g. an impossible combination found by a
+/// validate()) with the file and key path it came from.
+template <typename F>
+auto checked(const Section& s, const YAML::Node& at, const std::string& path, F&& f) {
+  try {
+    return f();
+  } catch (const ScenarioError&) {
+    throw;
+  } catch (const InputError& e) {
+    s.fail_at(at.Mark(), path, e.what());
+  }
+}
+
+node_model::GpuSpec read_gpu(Section& cluster) {
+  YAML::Node v = cluster.need("gpu");
+  if (v.IsScalar()) {
+    return checked(cluster, v, cluster.key_path("gpu"), [&] { return node_model::gpu_preset(v.Scalar()); });
+  }
+  Section g = cluster.child("gpu");
+  node_model::GpuSpec spec;
+  spec.name = g.scalar("name");
+  spec.fp32_peak = g.unit("fp32_peak", parse_flop_rate);
+  spec.tensor_peak = g.unit("tensor_peak", parse_flop_rate);
+  spec.memory_bandwidth = g.unit("memory_bandwidth", parse_bandwidth);
+  spec.sms = static_cast<int>(g.positive_int("sms"));
+  spec.l2_cache = g.unit("l2_cache", parse_bytes);
+  spec.memory = g.unit("memory", parse_bytes);
+  g.finish();
+  checked(g, g.node(), cluster.key_path("gpu"), [&] { spec.validate(); return 0; });
+  return spec;
+}
+
+parallelism::TransformerConfig read_model(Section& m) {
+  parallelism::TransformerConfig cfg;
+  if (m.has("preset")) {
+    const YAML::Node at = m.need("preset");
+    cfg = checked(m, at, m.key_path("preset"), [&] { return parallelism::model_preset(m.scalar("preset")); });
+    // Fields given beside a preset override it.
+    auto override_field = [&](const char* key, std::int64_t& field) {
+      if (m.has(key)) field = m.positive_int(key);
+    };
+    override_field("layers", cfg.layers);
+    override_field("hidden", cfg.hidden);
+    override_field("heads", cfg.heads);
+    override_field("ffn_hidden", cfg.ffn_hidden);
+    override_field("vocab", cfg.vocab);
+  } else {
+    cfg.name = m.has("name") ? m.scalar("name") : "custom";
+    cfg.layers = m.positive_int("layers");
+    cfg.hidden = m.positive_int("hidden");
+    cfg.heads = m.positive_int("heads");
+    cfg.ffn_hidden = m.has("ffn_hidden") ? m.positive_int("ffn_hidden") : 4 * cfg.hidden;
+    cfg.vocab = m.positive_int("vocab");
+  }
+  m.finish();
+  checked(m, m.node(), "model", [&] { cfg.validate(); return 0; });
+  return cfg;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));
+
+  Scenario s;
+  s.file = file;
+  Section top(root, "", file);
+  s.name = top.has("name") ? top.scalar("name") : "unnamed";
+
+  {
+    Section c = top.child("cluster");
+    auto& cl = s.cluster;
+    cl.nodes = static_cast<int>(c.positive_int("nodes"));
+    cl.gpus_per_node = static_cast<int>(c.positive_int("gpus_per_node"));
+    s.gpu = read_gpu(c);
+    cl.nvlink_bandwidth = c.unit("nvlink_bandwidth", parse_bandwidth);
+    cl.nvlink_latency = c.unit("nvlink_latency", parse_time);
+    cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
+    cl.nic_latency = c.unit("nic_latency", parse_time);
+    Section f = c.child("fabric");
+    const std::string type = f.scalar("type");
+    if (type != "leaf-spine") {
+      f.fail_at(f.node()["type"].Mark(), f.key_path("type"),
+                fmt::format("unknown fabric type '{}' (expected leaf-spine)", type));
+    }
+    cl.hosts_per_leaf = static_cast<int>(f.positive_int("hosts_per_leaf"));
+    cl.spines = static_cast<int>(f.positive_int("spines"));
+    cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
+    cl.spine_latency = f.unit("spine_latency", parse_time);
+    f.finish();
+    c.finish();
+  }
+  {
+    Section m = top.child("model");
+    s.model = read_model(m);
+  }
+  {
+    Section t = top.child("training");
+    s.workload.micro_batch = t.positive_int("micro_batch");
+    s.workload.seq_len = t.positive_int("seq_len");
+    const YAML::Node dt = t.need("dtype");
+    s.workload.dtype = checked(t, dt, t.key_path("dtype"), [&] { return node_model::parse_dtype(t.scalar("dtype")); });
+    t.finish();
+  }
+  {
+    Section p = top.child("parallelism");
+    const YAML::Node dpn = p.need("dp");
+    s.plan.dp = static_cast<int>(p.positive_int("dp"));
+    if (s.plan.dp != s.gpus()) {
+      p.fail_at(dpn.Mark(), p.key_path("dp"),
+                fmt::format("dp ({}) must equal the number of GPUs, cluster.nodes x cluster.gpus_per_node "
+                            "= {} x {} = {} (only data parallelism is supported so far)",
+                            s.plan.dp, s.cluster.nodes, s.cluster.gpus_per_node, s.gpus()));
+    }
+    if (p.has("bucket_size")) s.plan.bucket_size = p.unit("bucket_size", parse_bytes);
+    if (s.plan.bucket_size.count() <= 0) {
+      p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");
+    }
+    p.finish();
+  }
+  if (top.has("predictor")) {
+    s.predictor = top.scalar("predictor");
+    if (s.predictor != "roofline") {
+      top.fail_at(root["predictor"].Mark(), "predictor",
+                  fmt::format("unknown predictor '{}' (expected roofline)", s.predictor));
+    }
+  }
+  if (top.has("backend")) {
+    const YAML::Node b = top.need("backend");
+    s.backend = checked(top, b, "backend", [&] { return parse_backend(top.scalar("backend")); });
+  }
+  top.finish();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ScenarioError(fmt::format("{}: cannot open scenario file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_scenario(text.str(), path);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,16 @@
+# Runs TESSERA with ARGS (a ;-list) and checks: exit code 2, nothing on
+# stdout, exactly one line on stderr, matching REGEX.
+execute_process(COMMAND ${TESSERA} ${ARGS} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 2)
+  message(FATAL_ERROR "expected exit code 2, got ${rc}\nstderr: ${err}")
+endif()
+if(NOT out STREQUAL "")
+  message(FATAL_ERROR "expected no output on stdout, got:\n${out}")
+endif()
+string(REGEX REPLACE "\n$" "" line "${err}")
+if(line MATCHES "\n")
+  message(FATAL_ERROR "expected one line on stderr, got:\n${err}")
+endif()
+if(NOT line MATCHES "${REGEX}")
+  message(FATAL_ERROR "stderr does not match\n  ${REGEX}\ngot\n  ${line}")
+endif()
