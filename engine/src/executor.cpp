@@ -4,7 +4,7 @@
 #include <map>
 #include <memory>
 
-#include "tessera/collectives/ring.hpp"
+#include "tessera/collectives/expand.hpp"
 #include "tessera/error.hpp"
 
 namespace tessera::engine {
@@ -128,7 +128,7 @@ class Executor {
     ActiveCollective& ac = active_[t.collective_id];
     const auto& members = g_.groups[static_cast<std::size_t>(t.group)].ranks;
     ac.start = loop_.now();
-    ac.transfers = collectives::ring_all_reduce(members, t.bytes);
+    ac.transfers = collectives::expand(t.collective, members, t.bytes);
     const auto n = ac.transfers.transfers.size();
     if (n == 0) {
       const std::int64_t id = t.collective_id;

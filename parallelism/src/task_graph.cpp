@@ -11,6 +11,12 @@ namespace tessera::parallelism {
 std::string_view to_string(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::AllReduce: return "all-reduce";
+    case CollectiveKind::ReduceScatter: return "reduce-scatter";
+    case CollectiveKind::AllGather: return "all-gather";
+    case CollectiveKind::Broadcast: return "broadcast";
+    case CollectiveKind::Reduce: return "reduce";
+    case CollectiveKind::AllToAll: return "all-to-all";
+    case CollectiveKind::SendRecv: return "send-recv";
   }
   return "?";
 }

@@ -19,7 +19,11 @@ namespace tessera::parallelism {
 using TaskIndex = std::int32_t;  ///< index into RankProgram::tasks
 
 enum class TaskKind { Compute, Collective };
-enum class CollectiveKind { AllReduce };
+/// What a communication task does. `bytes` is always the per-rank buffer
+/// size: the full buffer for all-reduce/broadcast/reduce, the full (gathered)
+/// buffer for reduce-scatter/all-gather, the whole send buffer for all-to-all,
+/// the message for send-recv (a group of two ranks: sender first).
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll, SendRecv };
 
 std::string_view to_string(CollectiveKind k);
 
