@@ -1,0 +1,292 @@
+#include <fmt/format.h>
+#include <ns3/callback.h>
+#include <ns3/data-rate.h>
+#include <ns3/drop-tail-queue.h>
+#include <ns3/mac48-address.h>
+#include <ns3/node.h>
+#include <ns3/nstime.h>
+#include <ns3/packet.h>
+#include <ns3/point-to-point-channel.h>
+#include <ns3/point-to-point-net-device.h>
+#include <ns3/queue-size.h>
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/error.hpp"
+#include "tessera/ns3_modules/ns3_backend.hpp"
+#include "tessera_header.hpp"
+
+namespace tessera::ns3_modules {
+
+using topology::LinkId;
+
+namespace {
+/// PPP header bytes the PointToPointNetDevice adds to every frame.
+constexpr std::int64_t kPppHeaderBytes = 2;
+static_assert(Ns3Network::kPacketOverhead == TesseraHeader::kSerializedSize + kPppHeaderBytes);
+/// EtherType handed to PointToPointNetDevice::Send. PPP only knows how to
+/// frame IPv4 and IPv6; the number is never interpreted beyond that.
+constexpr std::uint16_t kProtocolNumber = 0x0800;
+/// Transmit queues are never the reason for a loss (see docs/ns3_modules.md).
+constexpr std::uint32_t kUnboundedQueuePackets = std::numeric_limits<std::uint32_t>::max();
+constexpr std::int64_t kMaxMtu = std::int64_t{1} << 20;
+}  // namespace
+
+/// The ns-3 side of Ns3Network: nodes, devices, channels and the forwarding
+/// logic. It lives inside ns-3's callbacks, so it follows ns-3 naming.
+class Ns3Network::Fabric {
+ public:
+  Fabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options);
+
+  void Send(const engine::Message& msg, engine::Callback onDelivered);
+  const Ns3NetworkStats& GetStats() const { return m_stats; }
+  void Verify() const;
+
+ private:
+  struct MessageState {
+    const topology::Path* path;
+    std::uint32_t destination;
+    std::int64_t bytes;
+    std::uint32_t packets;  ///< at least one: an empty message is a header-only packet
+    std::uint32_t nextSequence = 0;
+    std::uint32_t packetsArrived = 0;
+    engine::Callback onDelivered;
+  };
+  /// A GPU's transmit side on one of its links: the messages that start
+  /// there, served one packet at a time in round-robin order.
+  struct SourcePort {
+    std::deque<std::uint64_t> active;
+    bool filling = false;
+  };
+
+  ns3::Ptr<ns3::PointToPointNetDevice> MakeDevice(topology::VertexId vertex, Bandwidth rate);
+  const topology::Path& Route(int src, int dst);
+  void FillSourcePort(LinkId link);
+  void InjectPacket(std::uint64_t id, MessageState& msg, LinkId link);
+  void Transmit(LinkId link, ns3::Ptr<ns3::Packet> packet);
+  bool Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> device, ns3::Ptr<const ns3::Packet> packet,
+               std::uint16_t protocol, const ns3::Address& from);
+  void OnSourceTxBegin(LinkId link, ns3::Ptr<const ns3::Packet> packet);
+  void OnDrop(ns3::Ptr<const ns3::Packet> packet);
+
+  const topology::Topology& m_topo;
+  Ns3EventLoop& m_loop;
+  std::int64_t m_mtu;
+  std::uint32_t m_sourceWindow;
+  std::vector<ns3::Ptr<ns3::Node>> m_nodes;                      ///< index = VertexId
+  std::vector<ns3::Ptr<ns3::PointToPointNetDevice>> m_txDevice;  ///< index = LinkId
+  std::vector<SourcePort> m_ports;                               ///< index = LinkId
+  std::map<std::pair<int, int>, topology::Path> m_routes;
+  std::unordered_map<std::uint64_t, MessageState> m_messages;
+  std::uint64_t m_nextMessageId = 0;
+  ns3::Address m_peer;  ///< PointToPointNetDevice ignores the destination address
+  Ns3NetworkStats m_stats;
+};
+
+Ns3Network::Fabric::Fabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options)
+    : m_topo(topo),
+      m_loop(loop),
+      m_mtu(options.mtu.count()),
+      m_sourceWindow(static_cast<std::uint32_t>(options.source_window)),
+      m_peer(ns3::Mac48Address("ff:ff:ff:ff:ff:ff")) {
+  if (m_mtu <= 0 || m_mtu > kMaxMtu) {
+    throw InputError(fmt::format("ns-3 backend: mtu must be in 1 B..1 MiB (got {} B)", m_mtu));
+  }
+  if (options.source_window < 1) {
+    throw InputError(fmt::format("ns-3 backend: source_window must be at least 1 (got {})", options.source_window));
+  }
+  m_nodes.reserve(topo.num_vertices());
+  for (std::size_t v = 0; v < topo.num_vertices(); ++v) m_nodes.push_back(ns3::CreateObject<ns3::Node>());
+
+  // Topology::add_duplex_link appends the two directions of a link as ids
+  // 2k (a->b) and 2k+1 (b->a): one channel with a device at each end.
+  const auto& links = topo.links();
+  if (links.size() % 2 != 0) throw SimulationError("ns-3 backend: topology links are not duplex pairs");
+  m_txDevice.resize(links.size());
+  m_ports.resize(links.size());
+  for (std::size_t k = 0; k < links.size(); k += 2) {
+    const topology::Link& ab = links[k];
+    const topology::Link& ba = links[k + 1];
+    if (ab.src != ba.dst || ab.dst != ba.src || ab.bandwidth != ba.bandwidth || ab.latency != ba.latency) {
+      throw SimulationError(fmt::format("ns-3 backend: links {} and {} are not one duplex link", k, k + 1));
+    }
+    const auto a = MakeDevice(ab.src, ab.bandwidth);
+    const auto b = MakeDevice(ab.dst, ab.bandwidth);
+    const auto channel = ns3::CreateObject<ns3::PointToPointChannel>();
+    channel->SetAttribute("Delay", ns3::TimeValue(ns3::PicoSeconds(ab.latency.ps())));
+    a->Attach(channel);
+    b->Attach(channel);
+    const auto abId = static_cast<LinkId>(k);
+    const auto baId = static_cast<LinkId>(k + 1);
+    m_txDevice[k] = a;
+    m_txDevice[k + 1] = b;
+    // A device receives what travels towards it: a hears b->a, b hears a->b.
+    a->SetReceiveCallback(ns3::MakeCallback(&Fabric::Receive, this, baId));
+    b->SetReceiveCallback(ns3::MakeCallback(&Fabric::Receive, this, abId));
+    for (const auto& [id, dev] : {std::pair{abId, a}, std::pair{baId, b}}) {
+      if (topo.vertex(links[static_cast<std::size_t>(id)].src).kind == topology::VertexKind::Gpu) {
+        dev->TraceConnectWithoutContext("PhyTxBegin", ns3::MakeCallback(&Fabric::OnSourceTxBegin, this, id));
+      }
+    }
+  }
+}
+
+ns3::Ptr<ns3::PointToPointNetDevice> Ns3Network::Fabric::MakeDevice(topology::VertexId vertex, Bandwidth rate) {
+  auto device = ns3::CreateObject<ns3::PointToPointNetDevice>();
+  device->SetDataRate(ns3::DataRate(static_cast<std::uint64_t>(rate.bps())));
+  auto queue = ns3::CreateObject<ns3::DropTailQueue<ns3::Packet>>();
+  queue->SetMaxSize(ns3::QueueSize(ns3::QueueSizeUnit::PACKETS, kUnboundedQueuePackets));
+  device->SetQueue(queue);
+  m_nodes[vertex]->AddDevice(device);  // installs the node's receive callback; ours replaces it
+  for (const char* source : {"MacTxDrop", "PhyTxDrop", "PhyRxDrop"}) {
+    device->TraceConnectWithoutContext(source, ns3::MakeCallback(&Fabric::OnDrop, this));
+  }
+  return device;
+}
+
+const topology::Path& Ns3Network::Fabric::Route(int src, int dst) {
+  const auto key = std::make_pair(src, dst);
+  auto it = m_routes.find(key);
+  if (it == m_routes.end()) it = m_routes.emplace(key, m_topo.route(src, dst)).first;
+  return it->second;
+}
+
+void Ns3Network::Fabric::Send(const engine::Message& msg, engine::Callback onDelivered) {
+  if (msg.bytes.count() < 0) throw SimulationError("ns-3 backend: negative message size");
+  const topology::Path& path = Route(msg.src, msg.dst);
+  ++m_stats.messages_sent;
+  if (path.empty()) {  // to itself: nothing crosses the fabric
+    m_loop.schedule(Time::zero(), [this, done = std::move(onDelivered)] {
+      ++m_stats.messages_delivered;
+      done();
+    });
+    return;
+  }
+  const std::int64_t packets = std::max<std::int64_t>(1, (msg.bytes.count() + m_mtu - 1) / m_mtu);
+  if (packets > std::numeric_limits<std::uint32_t>::max()) {
+    throw SimulationError(fmt::format("ns-3 backend: message of {} B needs too many packets", msg.bytes.count()));
+  }
+  const std::uint64_t id = m_nextMessageId++;
+  m_messages.emplace(id, MessageState{&path, static_cast<std::uint32_t>(msg.dst), msg.bytes.count(),
+                                      static_cast<std::uint32_t>(packets), 0, 0, std::move(onDelivered)});
+  m_ports[static_cast<std::size_t>(path.front())].active.push_back(id);
+  FillSourcePort(path.front());
+}
+
+void Ns3Network::Fabric::FillSourcePort(LinkId link) {
+  SourcePort& port = m_ports[static_cast<std::size_t>(link)];
+  // Sending on an idle device starts its transmission at once, which fires
+  // PhyTxBegin and calls us again: the outer call keeps filling.
+  if (port.filling) return;
+  port.filling = true;
+  const auto queue = m_txDevice[static_cast<std::size_t>(link)]->GetQueue();
+  while (!port.active.empty() && queue->GetNPackets() < m_sourceWindow) {
+    const std::uint64_t id = port.active.front();
+    port.active.pop_front();
+    MessageState& msg = m_messages.at(id);
+    InjectPacket(id, msg, link);
+    if (msg.nextSequence < msg.packets) port.active.push_back(id);
+  }
+  port.filling = false;
+}
+
+void Ns3Network::Fabric::InjectPacket(std::uint64_t id, MessageState& msg, LinkId link) {
+  const std::int64_t offset = static_cast<std::int64_t>(msg.nextSequence) * m_mtu;
+  const auto payload = static_cast<std::uint32_t>(std::min(m_mtu, msg.bytes - offset));
+  auto packet = ns3::Create<ns3::Packet>(payload);  // zero-filled virtual payload, never allocated
+  TesseraHeader header;
+  header.SetMessageId(id);
+  header.SetDestination(msg.destination);
+  header.SetSequence(msg.nextSequence);
+  packet->AddHeader(header);
+  ++msg.nextSequence;
+  ++m_stats.packets_injected;
+  m_stats.payload_injected += Bytes(payload);
+  Transmit(link, packet);
+}
+
+void Ns3Network::Fabric::Transmit(LinkId link, ns3::Ptr<ns3::Packet> packet) {
+  const auto& device = m_txDevice[static_cast<std::size_t>(link)];
+  m_stats.wire_bytes += Bytes(packet->GetSize() + kPppHeaderBytes);
+  device->Send(packet, m_peer, kProtocolNumber);  // a refusal shows up as MacTxDrop
+  m_stats.max_queue_packets = std::max(m_stats.max_queue_packets, device->GetQueue()->GetNPackets());
+}
+
+bool Ns3Network::Fabric::Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> /*device*/,
+                                 ns3::Ptr<const ns3::Packet> packet, std::uint16_t /*protocol*/,
+                                 const ns3::Address& /*from*/) {
+  TesseraHeader header;
+  packet->PeekHeader(header);
+  const auto it = m_messages.find(header.GetMessageId());
+  if (it == m_messages.end()) {
+    throw SimulationError(fmt::format("ns-3 backend: packet of unknown message {}", header.GetMessageId()));
+  }
+  MessageState& msg = it->second;
+  auto hop = std::find(msg.path->begin(), msg.path->end(), inLink);
+  if (hop == msg.path->end()) {
+    throw SimulationError(fmt::format("ns-3 backend: packet of message {} arrived off its route on link {}",
+                                      it->first, inLink));
+  }
+  if (++hop != msg.path->end()) {
+    Transmit(*hop, packet->Copy());
+    return true;
+  }
+  // One path and FIFO queues: a message's packets arrive in order.
+  if (header.GetDestination() != msg.destination || header.GetSequence() != msg.packetsArrived) {
+    throw SimulationError(fmt::format("ns-3 backend: message {} got packet {} for GPU {}, expected packet {} for GPU {}",
+                                      it->first, header.GetSequence(), header.GetDestination(),
+                                      msg.packetsArrived, msg.destination));
+  }
+  ++m_stats.packets_delivered;
+  m_stats.payload_delivered += Bytes(packet->GetSize() - TesseraHeader::kSerializedSize);
+  if (++msg.packetsArrived < msg.packets) return true;
+  engine::Callback done = std::move(msg.onDelivered);
+  m_messages.erase(it);
+  ++m_stats.messages_delivered;
+  done();
+  return true;
+}
+
+void Ns3Network::Fabric::OnSourceTxBegin(LinkId link, ns3::Ptr<const ns3::Packet> /*packet*/) {
+  FillSourcePort(link);
+}
+
+void Ns3Network::Fabric::OnDrop(ns3::Ptr<const ns3::Packet> /*packet*/) { ++m_stats.drops; }
+
+void Ns3Network::Fabric::Verify() const {
+  if (m_stats.drops != 0) {
+    throw SimulationError(fmt::format("ns-3 backend: {} packets were dropped", m_stats.drops));
+  }
+  if (!m_messages.empty() || m_stats.messages_delivered != m_stats.messages_sent) {
+    throw SimulationError(fmt::format("ns-3 backend: {} of {} messages were never delivered",
+                                      m_stats.messages_sent - m_stats.messages_delivered, m_stats.messages_sent));
+  }
+  if (m_stats.packets_delivered != m_stats.packets_injected ||
+      m_stats.payload_delivered != m_stats.payload_injected) {
+    throw SimulationError(fmt::format("ns-3 backend: injected {} packets ({} B) but delivered {} ({} B)",
+                                      m_stats.packets_injected, m_stats.payload_injected.count(),
+                                      m_stats.packets_delivered, m_stats.payload_delivered.count()));
+  }
+}
+
+// --- Ns3Network: the Tessera-facing side ------------------------------------
+
+Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options)
+    : fabric_(std::make_unique<Fabric>(topo, loop, options)) {}
+
+Ns3Network::~Ns3Network() = default;
+
+void Ns3Network::send(const engine::Message& msg, engine::Callback on_delivered) {
+  fabric_->Send(msg, std::move(on_delivered));
+}
+
+const Ns3NetworkStats& Ns3Network::stats() const { return fabric_->GetStats(); }
+
+void Ns3Network::verify() const { fabric_->Verify(); }
+
+}  // namespace tessera::ns3_modules

@@ -1,0 +1,278 @@
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "tessera/engine/executor.hpp"
+#include "tessera/engine/flow_network.hpp"
+#include "tessera/error.hpp"
+#include "tessera/ns3_modules/ns3_backend.hpp"
+#include "tessera/topology/topology.hpp"
+
+using namespace tessera;
+using engine::Message;
+using ns3_modules::Ns3EventLoop;
+using ns3_modules::Ns3Network;
+using ns3_modules::Ns3Options;
+using topology::Topology;
+using topology::VertexKind;
+
+namespace {
+
+constexpr std::int64_t kMtu = 4096;
+/// Per-packet wire overhead, by hand: Tessera header (8 B message id, 4 B
+/// destination, 4 B sequence) + 2 B PPP header.
+constexpr std::int64_t kOverhead = 8 + 4 + 4 + 2;
+
+/// Seconds to serialise `payload` message bytes (with their packet headers).
+double wire_seconds(std::int64_t payload, Bandwidth bw) {
+  const std::int64_t packets = std::max<std::int64_t>(1, (payload + kMtu - 1) / kMtu);
+  return static_cast<double>(payload + packets * kOverhead) * 8.0 / static_cast<double>(bw.bps());
+}
+
+/// `hosts` GPUs, each on its own link to one leaf switch.
+Topology star(int hosts, Bandwidth bw, Time hop) {
+  Topology t;
+  std::vector<topology::VertexId> gpus;
+  for (int i = 0; i < hosts; ++i) gpus.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
+  const auto leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
+  for (auto g : gpus) t.add_duplex_link(g, leaf, bw, hop);
+  return t;
+}
+
+/// One collective per rank, all in one group, optionally after a compute task
+/// of `compute_us[rank]` microseconds.
+parallelism::TaskGraph all_reduce_graph(int ranks, Bytes size, const std::vector<std::int64_t>& compute_us = {}) {
+  parallelism::TaskGraph g;
+  parallelism::Group group;
+  for (int r = 0; r < ranks; ++r) group.ranks.push_back(r);
+  g.groups.push_back(group);
+  for (int r = 0; r < ranks; ++r) {
+    parallelism::RankProgram prog;
+    std::vector<parallelism::TaskIndex> deps;
+    if (!compute_us.empty()) {
+      parallelism::Task c;
+      c.name = "fwd";
+      c.kind = parallelism::TaskKind::Compute;
+      c.duration = Time::from_us(compute_us[static_cast<std::size_t>(r)]);
+      c.flops = Flops(1e9);
+      prog.tasks.push_back(c);
+      deps.push_back(0);
+    }
+    parallelism::Task ar;
+    ar.name = "all_reduce";
+    ar.kind = parallelism::TaskKind::Collective;
+    ar.group = 0;
+    ar.collective_id = 0;
+    ar.bytes = size;
+    ar.deps = deps;
+    prog.tasks.push_back(ar);
+    g.ranks.push_back(prog);
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST(Ns3EventLoop, PicosecondClockAndFifoTies) {
+  Ns3EventLoop loop;
+  std::vector<int> order;
+  std::vector<Time> at;
+  loop.schedule(Time::from_ps(81'920), [&] { order.push_back(2); at.push_back(loop.now()); });
+  loop.schedule(Time::from_ps(1), [&] {
+    order.push_back(0);
+    at.push_back(loop.now());
+    loop.schedule(Time::from_ps(81'919), [&] { order.push_back(3); at.push_back(loop.now()); });
+  });
+  loop.schedule(Time::from_ps(1), [&] { order.push_back(1); at.push_back(loop.now()); });
+  loop.run();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(at, (std::vector<Time>{Time::from_ps(1), Time::from_ps(1), Time::from_ps(81'920), Time::from_ps(81'920)}));
+  EXPECT_THROW(loop.schedule(Time::from_ps(-1), [] {}), SimulationError);
+}
+
+TEST(Ns3EventLoop, OnlyOneAtATime) {
+  {
+    Ns3EventLoop first;
+    EXPECT_THROW(Ns3EventLoop second, SimulationError);
+  }
+  Ns3EventLoop again;  // the first one's destructor released the simulator
+  EXPECT_EQ(again.now(), Time::zero());
+}
+
+TEST(Ns3EventLoop, FreshSimulatorAfterAnExceptionInsideRun) {
+  {
+    Ns3EventLoop loop;
+    loop.schedule(Time::from_ns(5), [] { throw SimulationError("boom"); });
+    loop.schedule(Time::from_ns(9), [] {});
+    EXPECT_THROW(loop.run(), SimulationError);
+  }
+  Ns3EventLoop loop;
+  EXPECT_EQ(loop.now(), Time::zero());
+  int ran = 0;
+  loop.schedule(Time::from_ns(1), [&] { ++ran; });
+  loop.run();
+  EXPECT_EQ(ran, 1);  // the 9 ns event of the failed run is gone
+  EXPECT_EQ(loop.now(), Time::from_ns(1));
+}
+
+TEST(Ns3Network, RejectsBadOptions) {
+  const Topology t = star(2, Bandwidth::gbps(100), Time::from_us(1));
+  Ns3EventLoop loop;
+  EXPECT_THROW(Ns3Network(t, loop, Ns3Options{Bytes(0), 2}), InputError);
+  EXPECT_THROW(Ns3Network(t, loop, Ns3Options{Bytes(4096), 0}), InputError);
+}
+
+TEST(Ns3Network, OneMessageOnOneLinkTakesSizeOverBandwidthPlusLatency) {
+  const Bandwidth bw = Bandwidth::gbps(100);
+  const Time latency = Time::from_us(1);
+  Topology t;
+  const auto a = t.add_vertex(VertexKind::Gpu, "gpu0", 0);
+  const auto b = t.add_vertex(VertexKind::Gpu, "gpu1", 1);
+  t.add_duplex_link(a, b, bw, latency);
+
+  const std::int64_t size = (1 << 20) + 100;  // 256 full packets and a 100 B one
+  Ns3EventLoop loop;
+  Ns3Network net(t, loop);
+  Time delivered = Time::max();
+  net.send(Message{0, 1, Bytes(size)}, [&] { delivered = loop.now(); });
+  loop.run();
+  net.verify();
+
+  const double expected = wire_seconds(size, bw) + latency.seconds();  // 85.25 us
+  EXPECT_NEAR(delivered.seconds(), expected, 0.01 * expected);
+  // In fact it is exact up to ns-3's per-packet rounding to the picosecond.
+  EXPECT_NEAR(delivered.seconds(), expected, 257e-12);
+  EXPECT_EQ(net.stats().packets_injected, 257u);
+  EXPECT_EQ(net.stats().wire_bytes, Bytes(size + 257 * kOverhead));
+  EXPECT_EQ(net.stats().drops, 0u);
+}
+
+TEST(Ns3Network, StoreAndForwardAcrossALeafSpineFabric) {
+  // 2 nodes x 2 GPUs, 2 GPUs per leaf: GPU 0 -> GPU 3 crosses
+  // GPU-leaf-spine-leaf-GPU, four 100 Gb/s links.
+  topology::LeafSpineSpec spec;
+  spec.nodes = 2;
+  spec.gpus_per_node = 2;
+  spec.nvlink_bandwidth = Bandwidth::gigabytes_per_second(450);
+  spec.nvlink_latency = Time::from_ns(300);
+  spec.nic_bandwidth = Bandwidth::gbps(100);
+  spec.nic_latency = Time::from_ns(500);
+  spec.hosts_per_leaf = 2;
+  spec.spines = 1;
+  spec.spine_bandwidth = Bandwidth::gbps(100);
+  spec.spine_latency = Time::from_ns(700);
+  const Topology t = build_leaf_spine(spec);
+  ASSERT_EQ(t.route(0, 3).size(), 4u);
+
+  Ns3EventLoop loop;
+  Ns3Network net(t, loop);
+  const std::int64_t size = 64 * kMtu;
+  Time big = Time::max();
+  Time empty = Time::max();
+  net.send(Message{0, 3, Bytes(size)}, [&] { big = loop.now(); });
+  net.send(Message{1, 2, Bytes(0)}, [&] { empty = loop.now(); });  // one header-only packet
+  Time self = Time::max();
+  net.send(Message{3, 3, Bytes(1000)}, [&] { self = loop.now(); });  // crosses nothing
+  loop.run();
+  net.verify();
+
+  const Bandwidth bw = Bandwidth::gbps(100);
+  const double packet = wire_seconds(kMtu, bw);
+  const double path_latency = 2 * 500e-9 + 2 * 700e-9;
+  // 64 packets back to back on the first link, then the last one is
+  // re-serialised at each of the three switches.
+  const double expected = 64 * packet + 3 * packet + path_latency;
+  EXPECT_NEAR(big.seconds(), expected, 1e-4 * expected);
+  const double header_only = 4 * static_cast<double>(kOverhead) * 8.0 / 100e9 + path_latency;
+  EXPECT_NEAR(empty.seconds(), header_only, 1e-4 * header_only);
+  EXPECT_EQ(self, Time::zero());
+  EXPECT_EQ(net.stats().messages_delivered, 3u);
+  EXPECT_EQ(net.stats().packets_delivered, 65u);
+}
+
+namespace {
+struct SharedLinkRun {
+  Time first;
+  Time second;
+  ns3_modules::Ns3NetworkStats stats;
+};
+SharedLinkRun run_two_flows(const Topology& t, Message m1, Message m2) {
+  Ns3EventLoop loop;
+  Ns3Network net(t, loop);
+  SharedLinkRun r{Time::max(), Time::max(), {}};
+  net.send(m1, [&] { r.first = loop.now(); });
+  net.send(m2, [&] { r.second = loop.now(); });
+  loop.run();
+  net.verify();
+  r.stats = net.stats();
+  return r;
+}
+}  // namespace
+
+TEST(Ns3Network, TwoFlowsSharingALinkEachGetHalf) {
+  const Bandwidth bw = Bandwidth::gbps(100);
+  const Time hop = Time::from_us(1);
+  const Topology t = star(4, bw, hop);
+  const std::int64_t size = 4 << 20;
+  const double half_rate = bw.bytes_per_second() / 2;
+  // Each message's payload over its time on the wire (delivery minus path
+  // latency), against half the link; the header overhead is 0.44 %.
+  auto rate = [&](Time done) { return static_cast<double>(size) / (done.seconds() - 2 * hop.seconds()); };
+
+  // Incast: 0 -> 2 and 1 -> 2 meet on the leaf's link down to GPU 2.
+  const auto in = run_two_flows(t, Message{0, 2, Bytes(size)}, Message{1, 2, Bytes(size)});
+  std::printf("incast: %.3f and %.3f GB/s of %.3f (max queue %u packets)\n", rate(in.first) * 1e-9,
+              rate(in.second) * 1e-9, half_rate * 1e-9, in.stats.max_queue_packets);
+  EXPECT_NEAR(rate(in.first), half_rate, 0.01 * half_rate);
+  EXPECT_NEAR(rate(in.second), half_rate, 0.01 * half_rate);
+  EXPECT_EQ(in.stats.drops, 0u);
+  EXPECT_EQ(in.stats.payload_injected, Bytes(2 * size));
+  EXPECT_EQ(in.stats.payload_delivered, in.stats.payload_injected);
+  EXPECT_EQ(in.stats.packets_delivered, in.stats.packets_injected);
+  EXPECT_GT(in.stats.max_queue_packets, 500u);  // the leaf absorbed the incast losslessly
+
+  // Outcast: 0 -> 1 and 0 -> 2 share GPU 0's own link; it serves them
+  // round-robin, packet by packet.
+  const auto out = run_two_flows(t, Message{0, 1, Bytes(size)}, Message{0, 2, Bytes(size)});
+  std::printf("outcast: %.3f and %.3f GB/s of %.3f\n", rate(out.first) * 1e-9, rate(out.second) * 1e-9,
+              half_rate * 1e-9);
+  EXPECT_NEAR(rate(out.first), half_rate, 0.01 * half_rate);
+  EXPECT_NEAR(rate(out.second), half_rate, 0.01 * half_rate);
+  EXPECT_EQ(out.stats.drops, 0u);
+  EXPECT_EQ(out.stats.payload_delivered, Bytes(2 * size));
+  EXPECT_EQ(out.stats.packets_delivered, out.stats.packets_injected);
+}
+
+TEST(Ns3Backend, AgreesWithFlowBackendOnRingAllReduce) {
+  const Topology t = star(8, Bandwidth::gbps(100), Time::from_us(1));
+  const auto graph = all_reduce_graph(8, Bytes::mib(64));
+
+  engine::DiscreteEventLoop flow_loop;
+  engine::FlowNetwork flow_net(t, flow_loop);
+  const auto flow = engine::execute(graph, flow_loop, flow_net);
+  const auto packet = ns3_modules::run_on_ns3(graph, t);
+
+  std::printf("ring all-reduce 64 MiB, 8 hosts, 100 Gb/s: flow %.3f us, ns-3 %.3f us (%+.3f %%)\n",
+              flow.makespan.us(), packet.makespan.us(),
+              100.0 * (packet.makespan.seconds() / flow.makespan.seconds() - 1.0));
+  EXPECT_NEAR(packet.makespan.seconds(), flow.makespan.seconds(), 0.05 * flow.makespan.seconds());
+  EXPECT_EQ(packet.transfers, flow.transfers);
+  EXPECT_EQ(packet.bytes_sent, flow.bytes_sent);
+  // Packets cost header bytes and store-and-forward: never faster than fluid.
+  EXPECT_GT(packet.makespan, flow.makespan);
+}
+
+TEST(Ns3Backend, TwoRunsInOneProcessAreIdentical) {
+  const Topology t = star(4, Bandwidth::gbps(200), Time::from_ns(600));
+  const auto graph = all_reduce_graph(4, Bytes::mib(8) + Bytes(12'345), {30, 10, 20, 40});
+  const auto first = ns3_modules::run_on_ns3(graph, t, Ns3Options{Bytes(2048), 3});
+  const auto second = ns3_modules::run_on_ns3(graph, t, Ns3Options{Bytes(2048), 3});
+  EXPECT_EQ(first.makespan, second.makespan);
+  ASSERT_EQ(first.ranks.size(), second.ranks.size());
+  for (std::size_t r = 0; r < first.ranks.size(); ++r) {
+    EXPECT_EQ(first.ranks[r].finish, second.ranks[r].finish) << "rank " << r;
+  }
+  EXPECT_GT(first.makespan, Time::from_us(40));
+}
