@@ -5,8 +5,10 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/output.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "tessera/cli/trace.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/node_model/roofline.hpp"
 #include "tessera/parallelism/data_parallel.hpp"
@@ -17,34 +19,66 @@
 namespace tessera::cli {
 
 namespace {
-engine::ExecutionResult simulate(const Scenario& s, const parallelism::TaskGraph& graph,
-                                 const topology::Topology& topo) {
+
+/// Per-link totals of a run, as CSV: one row per directed link that carried
+/// traffic, average utilization over the iteration.
+std::string link_csv(const topology::Topology& topo, const std::vector<double>& bytes, Time makespan) {
+  std::string out = "link,src,dst,bandwidth_bps,bytes,avg_utilization\n";
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] <= 0) continue;
+    const auto& l = topo.link(static_cast<topology::LinkId>(i));
+    const double capacity = l.bandwidth.bytes_per_second() * makespan.seconds();
+    out += fmt::format("{},{},{},{},{:.0f},{:.6f}\n", i, topo.vertex(l.src).name, topo.vertex(l.dst).name,
+                       l.bandwidth.bps(), bytes[i], capacity > 0 ? bytes[i] / capacity : 0.0);
+  }
+  return out;
+}
+
+struct Simulated {
+  engine::ExecutionResult result;
+  std::vector<double> link_bytes;  // empty when the backend does not count them
+};
+
+Simulated simulate(const Scenario& s, const parallelism::TaskGraph& graph, const topology::Topology& topo,
+                   engine::ExecutionObserver* observer) {
   if (s.backend == Backend::Ns3) {
 #ifdef TESSERA_HAVE_NS3
-    return ns3_modules::run_on_ns3(graph, topo, ns3_modules::Ns3Options{});
+    return {ns3_modules::run_on_ns3(graph, topo, ns3_modules::Ns3Options{}, observer), {}};
 #else
     throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
 #endif
   }
   engine::DiscreteEventLoop loop;
   engine::FlowNetwork net(topo, loop);
-  return engine::execute(graph, loop, net);
+  auto result = engine::execute(graph, loop, net, observer);
+  return {std::move(result), net.link_bytes()};
 }
 }  // namespace
 
 int cmd_run(const Args& args, std::ostream& out) {
   ArgParser p("tessera run");
-  p.option("backend").flag("json");
+  p.option("backend").option("trace").option("links").flag("json");
   p.parse(args);
   p.expect_positional(1, "a scenario file");
   Scenario s = load_scenario(p.positional()[0]);
   if (auto b = p.get("backend")) s.backend = parse_backend(*b);
+  const auto trace_path = p.get("trace");
+  const auto links_path = p.get("links");
+  // Fail on unwritable outputs before spending time simulating.
+  if (trace_path) check_writable(*trace_path, "--trace");
+  if (links_path) {
+    check_writable(*links_path, "--links");
+    if (s.backend != Backend::Flow) throw InputError("--links: per-link counters are only available on the flow backend so far");
+  }
 
   const node_model::RooflinePredictor predictor(s.gpu);
   const auto graph = parallelism::plan_data_parallel(s.model, s.workload, s.plan, predictor);
   const auto topo = topology::build_leaf_spine(s.cluster);
-  const auto result = simulate(s, graph, topo);
-  const RunReport rep = make_report(s, result);
+  ChromeTraceObserver trace(graph.num_ranks());
+  const auto sim = simulate(s, graph, topo, trace_path ? &trace : nullptr);
+  const RunReport rep = make_report(s, sim.result);
+  if (trace_path) write_file_atomically(*trace_path, trace.json());
+  if (links_path) write_file_atomically(*links_path, link_csv(topo, sim.link_bytes, sim.result.makespan));
   out << (p.has("json") ? format_json(rep) : format_text(rep));
   return 0;
 }

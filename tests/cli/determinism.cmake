@@ -1,0 +1,26 @@
+# Runs the same scenario twice with every output and checks that JSON, trace
+# and link CSV are byte-identical, and that the trace is not empty.
+foreach(i 1 2)
+  execute_process(COMMAND ${TESSERA} run ${SCENARIO} --json --trace ${WORKDIR}/trace${i}.json
+                          --links ${WORKDIR}/links${i}.csv
+                  OUTPUT_VARIABLE out${i} ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "run ${i} failed: ${err}")
+  endif()
+endforeach()
+if(NOT out1 STREQUAL out2)
+  message(FATAL_ERROR "JSON differs between two runs:\n${out1}\n${out2}")
+endif()
+foreach(f trace links)
+  file(GLOB a ${WORKDIR}/${f}1.*)
+  file(GLOB b ${WORKDIR}/${f}2.*)
+  file(READ ${a} ca)
+  file(READ ${b} cb)
+  if(NOT ca STREQUAL cb)
+    message(FATAL_ERROR "${f} output differs between two runs")
+  endif()
+  string(LENGTH "${ca}" n)
+  if(n LESS 1000)
+    message(FATAL_ERROR "${f} output is suspiciously short (${n} bytes)")
+  endif()
+endforeach()
