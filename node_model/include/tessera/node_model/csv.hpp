@@ -1,0 +1,46 @@
+#pragma once
+// CSV input/output for kernel measurements (NeuSight's schema). Every error
+// names the file, the row (1-based data row; the header is row 0) and the
+// column. Output is written atomically: a temporary file renamed into place,
+// so a failed run never leaves a partial file behind.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/node_model/kernel.hpp"
+
+namespace tessera::node_model {
+
+struct CsvTable {
+  std::string path;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+
+  /// Index of a column, or -1.
+  [[nodiscard]] int column(std::string_view name) const;
+  /// Index of a column; throws InputError "<file>: missing column '<name>'".
+  [[nodiscard]] std::size_t require_column(std::string_view name) const;
+  /// Cell as a finite number; throws InputError naming file, row and column.
+  [[nodiscard]] double number(std::size_t row, std::size_t col) const;
+  /// Cell as a positive integer dimension; throws InputError naming file, row and column.
+  [[nodiscard]] std::int64_t positive_int(std::size_t row, std::size_t col) const;
+};
+
+/// Parses CSV text (RFC 4180 quoting). Rows with a different number of cells
+/// than the header are errors.
+CsvTable parse_csv(std::string_view text, const std::string& path);
+CsvTable read_csv(const std::string& path);
+
+/// The kernel described by one row: `OPName` plus `B,M,N,K` (GEMMs) or `B,H`.
+/// Throws InputError naming file, row and column (unknown op, missing column,
+/// non-numeric or non-positive dimension).
+Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype = DType::FP32);
+
+/// Quotes a cell when needed.
+std::string csv_escape(std::string_view cell);
+/// Writes `content` to `path` through a temporary file in the same directory
+/// and a rename. Throws InputError when it cannot.
+void write_file_atomic(const std::string& path, std::string_view content);
+
+}  // namespace tessera::node_model

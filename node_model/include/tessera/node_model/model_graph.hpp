@@ -1,0 +1,66 @@
+#pragma once
+// Operator graphs of whole models, as lists of kernels: built analytically
+// from a HuggingFace config, or read from NeuSight's torch.fx graph CSVs.
+#include <string>
+#include <vector>
+
+#include "tessera/node_model/json.hpp"
+#include "tessera/node_model/validation.hpp"
+
+namespace tessera::node_model {
+
+enum class Phase { Forward, Backward };
+
+/// One kernel launch of a model, with how many times it runs per iteration.
+struct GraphOp {
+  std::string name;
+  Kernel kernel;
+  Phase phase = Phase::Forward;
+  double count = 1;
+};
+
+struct ModelShape {
+  std::string family;  ///< gpt2, opt, bert, switch
+  std::int64_t hidden = 0, heads = 0, layers = 0, ffn = 0, vocab = 0;
+  std::int64_t decoder_layers = 0, experts = 0;  ///< switch
+};
+
+/// Reads the dimensions of a HuggingFace config; throws InputError naming the file and key.
+ModelShape model_shape_from_config(const JsonValue& config, const std::string& source);
+
+/// The kernels PyTorch eager FP32 launches for one forward (and, when
+/// `train`, backward) pass of the model.
+std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train);
+
+struct GraphTimes {
+  double fw_ms = 0, bw_ms = 0;
+  [[nodiscard]] double e2e_ms() const { return fw_ms + bw_ms; }
+};
+GraphTimes predict_graph_times(const std::vector<GraphOp>& ops, const KernelPredictor& p);
+
+/// One row of NeuSight's torch.fx graph CSV with the kernels it maps to.
+struct FxOp {
+  std::string name;
+  std::string target;
+  bool in_layer = false;  ///< part of the repeated block (layer 0)
+  double measured_ms = 0, measured_fw_ms = 0, measured_bw_ms = 0;
+  std::vector<Kernel> kernels;      ///< forward kernels (empty: treated as free)
+  std::vector<Kernel> bw_kernels;   ///< backward kernels
+};
+/// Reads a graph CSV; rows the model does not understand get no kernels.
+std::vector<FxOp> read_fx_graph(const std::string& path);
+
+struct ModelErrorRow {
+  std::string gpu, model, mode;
+  double measured_ms = 0, predicted_ms = 0, roofline_ms = 0;
+  [[nodiscard]] double error() const { return 100.0 * std::abs(predicted_ms / measured_ms - 1.0); }
+  [[nodiscard]] double roofline_error() const { return 100.0 * std::abs(roofline_ms / measured_ms - 1.0); }
+};
+/// Every labels/<GPU>/<model>-<inf|train>-<seq>-<batch>.json (not -fusion) of
+/// a known GPU and model config.
+std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const std::string& model_configs_dir,
+                                           const DeviceCatalog& catalog, const PredictorFactory& make,
+                                           const std::string& gpu_filter = "");
+std::string format_model_errors(const std::vector<ModelErrorRow>& rows, const std::string& predictor);
+
+}  // namespace tessera::node_model

@@ -1,0 +1,29 @@
+#pragma once
+// Choosing a kernel predictor by name. The learned predictors load the
+// weights committed in node_model/weights/ (embedded in the binary at build
+// time), or the weights of a directory written by `tessera train-predictor`.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/node_model/kernel.hpp"
+
+namespace tessera::node_model {
+
+/// "roofline", "linreg", "mlp", "tile-mlp" (the default).
+std::vector<std::string> predictor_names();
+inline constexpr std::string_view kDefaultPredictor = "tile-mlp";
+
+/// A predictor with the shipped (embedded) weights. Throws InputError for an
+/// unknown name, Error when the build has no weights for it.
+std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu);
+/// Same, with weights read from `weights_dir` (tile_mlp.txt, linreg.txt, mlp.txt).
+std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu,
+                                                const std::string& weights_dir);
+
+/// Text of an embedded weights file by stem ("tile_mlp", "linreg", "mlp");
+/// empty when the build has none. Defined in a generated source.
+std::string_view embedded_weights(std::string_view name);
+
+}  // namespace tessera::node_model

@@ -1,0 +1,149 @@
+#pragma once
+// NeuSight-style tile/wave kernel latency predictor (see docs/node_model.md).
+//
+//   tiles       = number of output tiles (GEMM) or thread blocks (vector ops)
+//   waves       = ceil(tiles / SMs)
+//   tile bound  = max(tile FLOPs / (peak / SMs), tile bytes / (bandwidth / SMs))
+//   utilization = alpha - beta / waves,  alpha = sigmoid(o0), beta = alpha * sigmoid(o1)
+//   latency     = waves * tile bound / utilization
+// with (o0, o1) from a small MLP per kernel class. The tile shape is looked
+// up in a table learned from the kernel names / grid sizes of the training
+// data (nearest shape, on the nearest training GPU by spec).
+#include <array>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/node_model/dataset.hpp"
+#include "tessera/node_model/kernel.hpp"
+#include "tessera/node_model/mlp.hpp"
+
+namespace tessera::node_model {
+
+enum class KernelClass { Bmm, Linear, Elementwise, Softmax, LayerNorm };
+inline constexpr int kNumKernelClasses = 5;
+std::string_view to_string(KernelClass c);
+/// nullptr-like: std::nullopt for kernels without a learned class (copies).
+std::optional<KernelClass> kernel_class(KernelOp op);
+
+/// Index of an elementwise op in the one-hot feature (0..10), -1 otherwise.
+int elementwise_index(KernelOp op);
+inline constexpr int kNumElementwiseOps = 11;
+
+/// The tile a kernel runs with: GEMMs use an (a x b) output tile, a along N
+/// and b along the rows (B*M for linear, M for bmm); vector ops process
+/// `elements` elements per thread block.
+struct Tile {
+  int a = 128, b = 128;
+  double elements = 512.0;
+};
+
+/// Work decomposition of one kernel on one GPU.
+struct TileGeometry {
+  double tiles = 1, waves = 1;
+  double tile_flops = 0, tile_bytes = 0;
+  double tile_bound_s = 0;  ///< roofline time of one tile on one SM
+  double total_bytes = 0;
+};
+TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile);
+
+/// Features of the utilization MLP (all classes use the same layout).
+inline constexpr int kTileFeatures = 19 + kNumElementwiseOps;
+Eigen::VectorXd tile_features(const Kernel& k, const GpuSpec& gpu, const Tile& tile, const TileGeometry& g);
+
+/// The learned tile table.
+class TileTable {
+ public:
+  struct GemmEntry {
+    int gpu, cls, mb, nb, kb, a, b, count;
+  };
+  struct VectorEntry {
+    int cls, op, hb, eb;
+    double elements;
+  };
+  struct GpuKey {
+    std::string name;
+    double sms, peak, bw, l2;
+  };
+
+  /// Learns the table from measurements (GEMM tiles from kernel names,
+  /// elements per block from grid sizes).
+  static TileTable learn(const MeasurementSet& data);
+  /// The tile for `k` on `gpu`.
+  [[nodiscard]] Tile lookup(const Kernel& k, const GpuSpec& gpu) const;
+  /// Index of the training GPU closest to `gpu` by spec (-1 if none).
+  [[nodiscard]] int nearest_gpu(const GpuSpec& gpu) const;
+
+  void write(std::ostream& out) const;
+  static TileTable read(std::istream& in, const std::string& source);
+
+ private:
+  std::vector<GpuKey> gpus_;
+  std::vector<GemmEntry> gemm_;
+  std::vector<VectorEntry> vector_;
+};
+
+/// Trained weights of the tile-mlp predictor.
+struct TileMlpModel {
+  TileTable tiles;
+  std::array<Mlp, kNumKernelClasses> nets;
+
+  [[nodiscard]] std::string serialize() const;
+  /// Throws InputError naming `source` on a malformed or wrong-version file.
+  static TileMlpModel parse(std::string_view text, const std::string& source);
+  /// Utilization (0, 1] for a kernel of a learned class.
+  [[nodiscard]] double utilization(KernelClass c, const Eigen::VectorXd& features, double waves) const;
+};
+
+struct TileMlpTrainOptions {
+  TrainOptions mlp;
+  int max_rows_per_class = 40000;
+  std::vector<int> hidden = {64, 64, 64};
+};
+
+/// Trains every class on `data` (deterministic for a fixed seed). `log` may be null.
+TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOptions& opt, std::ostream* log);
+
+/// Memory-bound fallback for kernels without a learned class.
+Time memory_bound_time(const Kernel& k, const GpuSpec& gpu);
+
+/// A per-shape cache shared by the learned predictors (thread-safe).
+class ShapeCache {
+ public:
+  [[nodiscard]] std::optional<Time> find(const Kernel& k) const;
+  void put(const Kernel& k, Time t) const;
+
+ private:
+  struct Key {
+    std::int64_t b, m, n, k, h;
+    int op, dtype;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    std::size_t operator()(const Key& k) const;
+  };
+  static Key key(const Kernel& k);
+  mutable std::mutex mu_;
+  mutable std::unordered_map<Key, Time, Hash> map_;
+};
+
+class TileMlpPredictor final : public KernelPredictor {
+ public:
+  TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model);
+  [[nodiscard]] Time predict(const Kernel& kernel) const override;
+  [[nodiscard]] std::string_view name() const override { return "tile-mlp"; }
+  [[nodiscard]] const GpuSpec& gpu() const override { return gpu_; }
+  /// Uncached prediction in milliseconds (for validation and training reports).
+  [[nodiscard]] double predict_ms_uncached(const Kernel& kernel) const;
+
+ private:
+  GpuSpec gpu_;
+  std::shared_ptr<const TileMlpModel> model_;
+  ShapeCache cache_;
+};
+
+}  // namespace tessera::node_model

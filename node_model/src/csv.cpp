@@ -1,0 +1,172 @@
+#include "tessera/node_model/csv.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <unistd.h>
+
+#include "tessera/error.hpp"
+#include "tessera/node_model/json.hpp"
+
+namespace tessera::node_model {
+
+int CsvTable::column(std::string_view name) const {
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::size_t CsvTable::require_column(std::string_view name) const {
+  const int c = column(name);
+  if (c < 0) throw InputError(fmt::format("{}: missing column '{}'", path, name));
+  return static_cast<std::size_t>(c);
+}
+
+double CsvTable::number(std::size_t row, std::size_t col) const {
+  const std::string& cell = rows.at(row).at(col);
+  char* end = nullptr;
+  const double v = std::strtod(cell.c_str(), &end);
+  if (cell.empty() || end != cell.c_str() + cell.size() || !std::isfinite(v)) {
+    throw InputError(fmt::format("{}: row {}, column '{}': '{}' is not a number", path, row + 1,
+                                 header.at(col), cell));
+  }
+  return v;
+}
+
+std::int64_t CsvTable::positive_int(std::size_t row, std::size_t col) const {
+  const double v = number(row, col);
+  if (v <= 0 || v != std::floor(v) || v > 9e15) {
+    throw InputError(fmt::format("{}: row {}, column '{}': dimension must be a positive integer (got '{}')",
+                                 path, row + 1, header.at(col), rows[row][col]));
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+CsvTable parse_csv(std::string_view text, const std::string& path) {
+  CsvTable t;
+  t.path = path;
+  std::vector<std::string> cells;
+  std::string cell;
+  bool in_quotes = false;
+  bool any = false;
+  std::size_t line = 1;
+  std::size_t row_start_line = 1;
+  auto end_row = [&]() {
+    cells.push_back(std::move(cell));
+    cell.clear();
+    if (!(cells.size() == 1 && cells[0].empty())) {  // skip blank lines
+      if (t.header.empty()) {
+        t.header = std::move(cells);
+      } else {
+        if (cells.size() != t.header.size()) {
+          throw InputError(fmt::format("{}: row {} (line {}): {} cells, but the header has {} columns", path,
+                                       t.rows.size() + 1, row_start_line, cells.size(), t.header.size()));
+        }
+        t.rows.push_back(std::move(cells));
+      }
+    }
+    cells = {};
+    any = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_quotes) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          cell += '"';
+          ++i;
+        } else {
+          in_quotes = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        cell += c;
+      }
+      continue;
+    }
+    if (!any) row_start_line = line;
+    any = true;
+    if (c == '"') {
+      in_quotes = true;
+    } else if (c == ',') {
+      cells.push_back(std::move(cell));
+      cell.clear();
+    } else if (c == '\n') {
+      end_row();
+      ++line;
+    } else if (c != '\r') {
+      cell += c;
+    }
+  }
+  if (in_quotes) throw InputError(fmt::format("{}: line {}: unterminated quoted cell", path, row_start_line));
+  if (any || !cell.empty() || !cells.empty()) end_row();
+  if (t.header.empty()) throw InputError(fmt::format("{}: empty CSV file (no header)", path));
+  // Strip a UTF-8 byte-order mark and surrounding spaces from column names.
+  if (t.header[0].starts_with("\xEF\xBB\xBF")) t.header[0] = t.header[0].substr(3);
+  for (auto& h : t.header) {
+    while (!h.empty() && h.front() == ' ') h.erase(h.begin());
+    while (!h.empty() && h.back() == ' ') h.pop_back();
+  }
+  return t;
+}
+
+CsvTable read_csv(const std::string& path) { return parse_csv(read_text_file(path), path); }
+
+Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype) {
+  const std::size_t op_col = t.require_column("OPName");
+  KernelOp op{};
+  try {
+    op = parse_kernel_op(t.rows.at(row).at(op_col));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: row {}, column 'OPName': {}", t.path, row + 1, e.what()));
+  }
+  if (is_gemm(op)) {
+    return Kernel::gemm(op, t.positive_int(row, t.require_column("B")),
+                        t.positive_int(row, t.require_column("M")),
+                        t.positive_int(row, t.require_column("N")),
+                        t.positive_int(row, t.require_column("K")), dtype);
+  }
+  return Kernel::vector(op, t.positive_int(row, t.require_column("B")),
+                        t.positive_int(row, t.require_column("H")), dtype);
+}
+
+std::string csv_escape(std::string_view cell) {
+  if (cell.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(cell);
+  std::string out = "\"";
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+void write_file_atomic(const std::string& path, std::string_view content) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path tmp = target.parent_path() / (target.filename().string() + fmt::format(".tmp{}", ::getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(fmt::format("{}: cannot write output file", path));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out) {
+      out.close();
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw InputError(fmt::format("{}: error while writing output file", path));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(fmt::format("{}: cannot move the output into place", path));
+  }
+}
+
+}  // namespace tessera::node_model

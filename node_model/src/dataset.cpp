@@ -1,0 +1,106 @@
+#include "tessera/node_model/dataset.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <regex>
+#include <set>
+#include <tuple>
+
+#include "tessera/error.hpp"
+#include "tessera/node_model/csv.hpp"
+
+namespace tessera::node_model {
+
+int MeasurementSet::add_gpu(const GpuSpec& g) {
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i].name == g.name) return static_cast<int>(i);
+  }
+  gpus.push_back(g);
+  return static_cast<int>(gpus.size() - 1);
+}
+
+std::pair<int, int> gemm_tile_from_name(const std::string& kernel_name) {
+  static const std::regex kTile("([0-9]+)x([0-9]+)");
+  std::smatch m;
+  if (!std::regex_search(kernel_name, m, kTile)) return {0, 0};
+  return {std::stoi(m[1].str()), std::stoi(m[2].str())};
+}
+
+void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog, MeasurementSet& into) {
+  const CsvTable t = read_csv(csv_path);
+  const std::size_t dev_col = t.require_column("Device");
+  const std::size_t lat_col = t.require_column("Latency");
+  const int name_col = t.column("Kernel Name");
+  const int gx = t.column("Grid x");
+  const int gy = t.column("Grid y");
+  const int gz = t.column("Grid z");
+  std::vector<std::pair<std::string, int>> gpu_of;  // small cache
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string& dev = t.rows[r][dev_col];
+    int gpu = -1;
+    for (const auto& [n, i] : gpu_of) {
+      if (n == dev) gpu = i;
+    }
+    if (gpu < 0) {
+      const GpuSpec* g = catalog.find(dev);
+      gpu = g == nullptr ? -2 : into.add_gpu(*g);
+      gpu_of.emplace_back(dev, gpu);
+    }
+    if (gpu < 0) continue;
+    Measurement m;
+    m.kernel = kernel_from_row(t, r);
+    m.gpu = gpu;
+    m.latency_ms = t.number(r, lat_col);
+    if (m.latency_ms <= 0) continue;
+    if (is_gemm(m.kernel.op)) {
+      if (name_col >= 0) std::tie(m.tile_a, m.tile_b) = gemm_tile_from_name(t.rows[r][name_col]);
+    } else if (gx >= 0 && gy >= 0 && gz >= 0) {
+      const double blocks = t.number(r, gx) * t.number(r, gy) * t.number(r, gz);
+      if (blocks > 0) {
+        m.elements_per_block = static_cast<double>(m.kernel.b) * static_cast<double>(m.kernel.h) / blocks;
+      }
+    }
+    into.rows.push_back(m);
+  }
+}
+
+MeasurementSet read_measurement_dir(const std::string& dir, const DeviceCatalog& catalog) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw InputError(fmt::format("{}: not a directory", dir));
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  MeasurementSet set;
+  for (const auto& f : files) read_measurements(f.string(), catalog, set);
+  // The combined files repeat rows of the per-op files (test/vec.csv is
+  // elem.csv + ln.csv + softmax.csv): keep the first copy of each measurement.
+  using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, double>;
+  std::set<Key> seen;
+  std::vector<Measurement> unique;
+  unique.reserve(set.rows.size());
+  for (const auto& m : set.rows) {
+    const auto& k = m.kernel;
+    if (seen.emplace(m.gpu, static_cast<int>(k.op), k.b, k.m, k.n, k.k, k.h, m.latency_ms).second) {
+      unique.push_back(m);
+    }
+  }
+  set.rows = std::move(unique);
+  return set;
+}
+
+std::string find_device_configs(const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  fs::path p(data_dir);
+  for (int up = 0; up < 4; ++up) {
+    if (fs::is_directory(p / "device_configs")) return (p / "device_configs").string();
+    if (p.filename() == "device_configs") return p.string();
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+    p = p.parent_path();
+  }
+  throw InputError(fmt::format("{}: cannot find the device_configs directory next to the data", data_dir));
+}
+
+}  // namespace tessera::node_model

@@ -1,0 +1,83 @@
+#include "tessera/node_model/device_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "tessera/error.hpp"
+
+namespace tessera::node_model {
+namespace {
+
+double positive_number(const JsonValue& json, const std::string& source, const char* field) {
+  const JsonValue* v = json.find(field);
+  if (v == nullptr) throw InputError(fmt::format("{}: missing field '{}'", source, field));
+  if (!v->is_number()) throw InputError(fmt::format("{}: field '{}' must be a number", source, field));
+  const double x = v->number();
+  if (!std::isfinite(x) || x <= 0) {
+    throw InputError(fmt::format("{}: field '{}' must be positive (got {})", source, field, x));
+  }
+  return x;
+}
+
+}  // namespace
+
+GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
+  if (!json.is_object()) throw InputError(fmt::format("{}: a device config must be a JSON object", source));
+  GpuSpec g;
+  const JsonValue* name = json.find("Device");
+  if (name == nullptr || !name->is_string() || name->string().empty()) {
+    throw InputError(fmt::format("{}: missing string field 'Device'", source));
+  }
+  g.name = name->string();
+  g.memory = Bytes(static_cast<std::int64_t>(positive_number(json, source, "Dev_Mem") * 1024.0 * 1024 * 1024));
+  g.memory_bandwidth = Bandwidth::bits_per_second(
+      static_cast<std::int64_t>(std::llround(positive_number(json, source, "Mem_Bw") * 8e9)));
+  const double sms = positive_number(json, source, "Num_Sm");
+  if (sms != std::floor(sms)) throw InputError(fmt::format("{}: field 'Num_Sm' must be an integer", source));
+  g.sms = static_cast<int>(sms);
+  g.l2_cache = Bytes(static_cast<std::int64_t>(positive_number(json, source, "L2Cache") * 1024.0 * 1024));
+  if (json.find("SingleFLOPs") != nullptr) {
+    const double f = positive_number(json, source, "SingleFLOPs") * 1e9;
+    g.fp32_peak = FlopRate::per_second(f);
+    g.tensor_peak = FlopRate::per_second(f);
+  } else if (json.find("SingleFLOPsVEC") != nullptr || json.find("SingleFLOPsMM") != nullptr) {
+    g.fp32_peak = FlopRate::per_second(positive_number(json, source, "SingleFLOPsVEC") * 1e9);
+    g.tensor_peak = FlopRate::per_second(positive_number(json, source, "SingleFLOPsMM") * 1e9);
+  } else {
+    throw InputError(fmt::format("{}: missing field 'SingleFLOPs'", source));
+  }
+  if (const JsonValue* tp = json.find("TensorFLOPs"); tp != nullptr) {
+    g.tensor_peak = FlopRate::per_second(positive_number(json, source, "TensorFLOPs") * 1e9);
+  }
+  g.validate();
+  return g;
+}
+
+GpuSpec load_device_config(const std::string& path) {
+  return gpu_from_device_json(read_json_file(path), path);
+}
+
+DeviceCatalog::DeviceCatalog(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw InputError(fmt::format("{}: not a directory of device configs", dir));
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const auto p = e.path();
+    if (p.extension() != ".json") continue;
+    if (p.stem().string().ends_with("_TP")) continue;
+    files.push_back(p);
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& p : files) gpus_.push_back(load_device_config(p.string()));
+}
+
+const GpuSpec* DeviceCatalog::find(const std::string& device_name) const {
+  for (const auto& g : gpus_) {
+    if (g.name == device_name) return &g;
+  }
+  return nullptr;
+}
+
+}  // namespace tessera::node_model

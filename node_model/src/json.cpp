@@ -1,0 +1,188 @@
+#include "tessera/node_model/json.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "tessera/error.hpp"
+
+namespace tessera::node_model {
+
+const JsonValue* JsonValue::find(std::string_view key) const {
+  if (!is_object()) return nullptr;
+  const auto& o = object();
+  auto it = o.find(key);
+  return it == o.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string_view source) : s_(text), source_(source) {}
+
+  JsonValue parse_document() {
+    skip_ws();
+    JsonValue v = parse_value(0);
+    skip_ws();
+    if (i_ != s_.size()) fail("unexpected trailing characters");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(std::string_view why) const {
+    int line = 1;
+    int col = 1;
+    for (std::size_t j = 0; j < i_ && j < s_.size(); ++j) {
+      if (s_[j] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    throw InputError(fmt::format("{}: line {}, column {}: malformed JSON: {}", source_, line, col, why));
+  }
+  void skip_ws() {
+    while (i_ < s_.size() && (std::isspace(static_cast<unsigned char>(s_[i_])) != 0)) ++i_;
+  }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void expect(char c) {
+    if (peek() != c) fail(fmt::format("expected '{}'", c));
+    ++i_;
+  }
+
+  JsonValue parse_value(int depth) {
+    if (depth > 64) fail("nesting too deep");
+    skip_ws();
+    const char c = peek();
+    if (c == '{') return parse_object(depth);
+    if (c == '[') return parse_array(depth);
+    if (c == '"') return JsonValue(parse_string());
+    if (c == 't' && s_.substr(i_, 4) == "true") { i_ += 4; return JsonValue(true); }
+    if (c == 'f' && s_.substr(i_, 5) == "false") { i_ += 5; return JsonValue(false); }
+    if (c == 'n' && s_.substr(i_, 4) == "null") { i_ += 4; return JsonValue(); }
+    if (c == 'N' && s_.substr(i_, 3) == "NaN") { i_ += 3; return JsonValue(std::nan("")); }
+    if (c == '-' || (std::isdigit(static_cast<unsigned char>(c)) != 0)) return JsonValue(parse_number());
+    if (c == '\0') fail("unexpected end of input");
+    fail(fmt::format("unexpected character '{}'", c));
+  }
+
+  double parse_number() {
+    const std::size_t start = i_;
+    if (peek() == '-') ++i_;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) != 0 || s_[i_] == '.' ||
+                              s_[i_] == 'e' || s_[i_] == 'E' || s_[i_] == '+' || s_[i_] == '-')) {
+      ++i_;
+    }
+    const std::string num(s_.substr(start, i_ - start));
+    char* end = nullptr;
+    const double v = std::strtod(num.c_str(), &end);
+    if (end != num.c_str() + num.size()) {
+      i_ = start;
+      fail(fmt::format("bad number '{}'", num));
+    }
+    return v;
+  }
+
+  std::string parse_string() {
+    expect('"');
+    std::string out;
+    while (true) {
+      if (i_ >= s_.size()) fail("unterminated string");
+      const char c = s_[i_++];
+      if (c == '"') break;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (i_ >= s_.size()) fail("unterminated string");
+      const char e = s_[i_++];
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u': {
+          if (i_ + 4 > s_.size()) fail("bad \\u escape");
+          const unsigned cp = std::stoul(std::string(s_.substr(i_, 4)), nullptr, 16);
+          i_ += 4;
+          if (cp < 0x80) {
+            out += static_cast<char>(cp);
+          } else if (cp < 0x800) {
+            out += static_cast<char>(0xC0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+          } else {
+            out += static_cast<char>(0xE0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+          }
+          break;
+        }
+        default: out += e; break;
+      }
+    }
+    return out;
+  }
+
+  JsonValue parse_array(int depth) {
+    expect('[');
+    JsonValue::Array a;
+    skip_ws();
+    if (peek() == ']') { ++i_; return JsonValue(std::move(a)); }
+    while (true) {
+      a.push_back(parse_value(depth + 1));
+      skip_ws();
+      if (peek() == ',') { ++i_; continue; }
+      if (peek() == ']') { ++i_; break; }
+      fail("expected ',' or ']'");
+    }
+    return JsonValue(std::move(a));
+  }
+
+  JsonValue parse_object(int depth) {
+    expect('{');
+    JsonValue::Object o;
+    skip_ws();
+    if (peek() == '}') { ++i_; return JsonValue(std::move(o)); }
+    while (true) {
+      skip_ws();
+      if (peek() != '"') fail("expected a key string");
+      std::string key = parse_string();
+      skip_ws();
+      expect(':');
+      o[key] = parse_value(depth + 1);
+      skip_ws();
+      if (peek() == ',') { ++i_; continue; }
+      if (peek() == '}') { ++i_; break; }
+      fail("expected ',' or '}'");
+    }
+    return JsonValue(std::move(o));
+  }
+
+  std::string_view s_;
+  std::string_view source_;
+  std::size_t i_ = 0;
+};
+
+}  // namespace
+
+JsonValue parse_json(std::string_view text, std::string_view source) {
+  return Parser(text, source).parse_document();
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open file", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+JsonValue read_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
+
+}  // namespace tessera::node_model

@@ -1,0 +1,203 @@
+#include "tessera/node_model/mlp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <istream>
+#include <numbers>
+#include <ostream>
+
+#include "tessera/error.hpp"
+
+namespace tessera::node_model {
+
+std::uint64_t Rng::next() {
+  std::uint64_t z = (s_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+double Rng::normal() {
+  double u1 = uniform();
+  while (u1 <= 1e-300) u1 = uniform();
+  const double u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+Mlp::Mlp(const std::vector<int>& sizes, Rng& rng) {
+  for (std::size_t l = 1; l < sizes.size(); ++l) {
+    Eigen::MatrixXd w(sizes[l], sizes[l - 1]);
+    const double s = std::sqrt(2.0 / sizes[l - 1]);
+    for (int r = 0; r < w.rows(); ++r) {
+      for (int c = 0; c < w.cols(); ++c) w(r, c) = rng.normal() * s;
+    }
+    if (l + 1 == sizes.size()) w *= 0.1;  // start near a constant output
+    w_.push_back(std::move(w));
+    b_.push_back(Eigen::VectorXd::Zero(sizes[l]));
+  }
+  const int in = sizes.front();
+  lo_ = Eigen::VectorXd::Constant(in, -1e300);
+  hi_ = Eigen::VectorXd::Constant(in, 1e300);
+  mean_ = Eigen::VectorXd::Zero(in);
+  inv_std_ = Eigen::VectorXd::Ones(in);
+}
+
+void Mlp::fit_normalization(const Eigen::MatrixXd& x) {
+  lo_ = x.rowwise().minCoeff();
+  hi_ = x.rowwise().maxCoeff();
+  mean_ = x.rowwise().mean();
+  inv_std_.resize(x.rows());
+  for (int f = 0; f < x.rows(); ++f) {
+    const double var = (x.row(f).array() - mean_(f)).square().mean();
+    inv_std_(f) = var > 1e-18 ? 1.0 / std::sqrt(var) : 0.0;
+  }
+}
+
+Eigen::MatrixXd Mlp::normalize(const Eigen::MatrixXd& raw) const {
+  Eigen::MatrixXd z(raw.rows(), raw.cols());
+  for (int c = 0; c < raw.cols(); ++c) {
+    z.col(c) = ((raw.col(c).cwiseMax(lo_).cwiseMin(hi_) - mean_).array() * inv_std_.array()).matrix();
+  }
+  return z;
+}
+
+Eigen::VectorXd Mlp::forward(const Eigen::VectorXd& raw) const {
+  Eigen::VectorXd a = ((raw.cwiseMax(lo_).cwiseMin(hi_) - mean_).array() * inv_std_.array()).matrix();
+  for (std::size_t l = 0; l < w_.size(); ++l) {
+    Eigen::VectorXd z = w_[l] * a + b_[l];
+    if (l + 1 < w_.size()) z = z.cwiseMax(0.0);
+    a = std::move(z);
+  }
+  return a;
+}
+
+namespace {
+void write_vec(std::ostream& out, const Eigen::VectorXd& v) {
+  for (int i = 0; i < v.size(); ++i) out << (i ? " " : "") << fmt::format("{:.8g}", v(i));
+  out << '\n';
+}
+}  // namespace
+
+void Mlp::write(std::ostream& out) const {
+  out << "mlp " << w_.size() + 1 << ' ' << inputs();
+  for (const auto& w : w_) out << ' ' << w.rows();
+  out << '\n';
+  write_vec(out, lo_);
+  write_vec(out, hi_);
+  write_vec(out, mean_);
+  write_vec(out, inv_std_);
+  for (std::size_t l = 0; l < w_.size(); ++l) {
+    for (int r = 0; r < w_[l].rows(); ++r) write_vec(out, w_[l].row(r).transpose());
+    write_vec(out, b_[l]);
+  }
+}
+
+Mlp Mlp::read(std::istream& in, const std::string& source) {
+  auto fail = [&](const char* what) {
+    throw InputError(fmt::format("{}: malformed weights ({})", source, what));
+  };
+  std::string tag;
+  int n = 0;
+  if (!(in >> tag >> n) || tag != "mlp" || n < 2 || n > 64) fail("mlp header");
+  std::vector<int> sizes(n);
+  for (auto& s : sizes) {
+    if (!(in >> s) || s <= 0 || s > 100000) fail("layer size");
+  }
+  Mlp m;
+  auto read_vec = [&](Eigen::VectorXd& v, int size) {
+    v.resize(size);
+    for (int i = 0; i < size; ++i) {
+      if (!(in >> v(i))) fail("number");
+    }
+  };
+  read_vec(m.lo_, sizes[0]);
+  read_vec(m.hi_, sizes[0]);
+  read_vec(m.mean_, sizes[0]);
+  read_vec(m.inv_std_, sizes[0]);
+  for (int l = 1; l < n; ++l) {
+    Eigen::MatrixXd w(sizes[l], sizes[l - 1]);
+    for (int r = 0; r < w.rows(); ++r) {
+      for (int c = 0; c < w.cols(); ++c) {
+        if (!(in >> w(r, c))) fail("weight");
+      }
+    }
+    Eigen::VectorXd b;
+    read_vec(b, sizes[l]);
+    m.w_.push_back(std::move(w));
+    m.b_.push_back(std::move(b));
+  }
+  return m;
+}
+
+void train_mlp(Mlp& net, const Eigen::MatrixXd& x, const LossFn& loss, const TrainOptions& opt,
+               const std::function<void(int, double)>& log) {
+  const int n = static_cast<int>(x.cols());
+  if (n == 0) return;
+  net.fit_normalization(x);
+  const Eigen::MatrixXd z = net.normalize(x);
+  auto& w = net.weights();
+  auto& b = net.biases();
+  const std::size_t layers = w.size();
+  std::vector<Eigen::MatrixXd> mw(layers), vw(layers);
+  std::vector<Eigen::VectorXd> mb(layers), vb(layers);
+  for (std::size_t l = 0; l < layers; ++l) {
+    mw[l] = Eigen::MatrixXd::Zero(w[l].rows(), w[l].cols());
+    vw[l] = mw[l];
+    mb[l] = Eigen::VectorXd::Zero(b[l].size());
+    vb[l] = mb[l];
+  }
+  constexpr double kBeta1 = 0.9;
+  constexpr double kBeta2 = 0.999;
+  constexpr double kEps = 1e-8;
+  Rng rng(opt.seed);
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  std::vector<Eigen::MatrixXd> acts(layers + 1);
+  std::int64_t step = 0;
+  const int batches = (n + opt.batch - 1) / opt.batch;
+  const std::int64_t total_steps = static_cast<std::int64_t>(batches) * opt.epochs;
+  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+    for (int i = n - 1; i > 0; --i) {
+      const int j = static_cast<int>(rng.next() % static_cast<std::uint64_t>(i + 1));
+      std::swap(order[i], order[j]);
+    }
+    double epoch_loss = 0.0;
+    for (int start = 0; start < n; start += opt.batch) {
+      const int bs = std::min(opt.batch, n - start);
+      std::vector<int> idx(order.begin() + start, order.begin() + start + bs);
+      acts[0].resize(z.rows(), bs);
+      for (int c = 0; c < bs; ++c) acts[0].col(c) = z.col(idx[c]);
+      for (std::size_t l = 0; l < layers; ++l) {
+        acts[l + 1] = (w[l] * acts[l]).colwise() + b[l];
+        if (l + 1 < layers) acts[l + 1] = acts[l + 1].cwiseMax(0.0);
+      }
+      Eigen::MatrixXd grad(acts[layers].rows(), bs);
+      epoch_loss += loss(acts[layers], idx, grad);
+      grad /= static_cast<double>(bs);
+      ++step;
+      const double progress = static_cast<double>(step) / static_cast<double>(total_steps);
+      const double lr =
+          opt.lr_final + 0.5 * (opt.lr - opt.lr_final) * (1.0 + std::cos(std::numbers::pi * progress));
+      const double c1 = 1.0 - std::pow(kBeta1, static_cast<double>(step));
+      const double c2 = 1.0 - std::pow(kBeta2, static_cast<double>(step));
+      for (std::size_t l = layers; l-- > 0;) {
+        const Eigen::MatrixXd gw = grad * acts[l].transpose();
+        const Eigen::VectorXd gb = grad.rowwise().sum();
+        if (l > 0) {
+          grad = (w[l].transpose() * grad).cwiseProduct((acts[l].array() > 0.0).cast<double>().matrix());
+        }
+        mw[l] = kBeta1 * mw[l] + (1 - kBeta1) * gw;
+        vw[l] = kBeta2 * vw[l] + (1 - kBeta2) * gw.cwiseProduct(gw);
+        mb[l] = kBeta1 * mb[l] + (1 - kBeta1) * gb;
+        vb[l] = kBeta2 * vb[l] + (1 - kBeta2) * gb.cwiseProduct(gb);
+        w[l].array() -= lr * ((mw[l].array() / c1) / ((vw[l].array() / c2).sqrt() + kEps) +
+                              opt.weight_decay * w[l].array());
+        b[l].array() -= lr * (mb[l].array() / c1) / ((vb[l].array() / c2).sqrt() + kEps);
+      }
+    }
+    if (log) log(epoch, epoch_loss / n);
+  }
+}
+
+}  // namespace tessera::node_model

@@ -1,0 +1,482 @@
+#include "tessera/node_model/model_graph.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <regex>
+
+#include "tessera/error.hpp"
+#include "tessera/node_model/csv.hpp"
+#include "tessera/node_model/device_config.hpp"
+#include "tessera/node_model/roofline.hpp"
+
+namespace tessera::node_model {
+namespace {
+
+std::int64_t get_int(const JsonValue& c, std::initializer_list<const char*> keys, const std::string& source,
+                     std::int64_t fallback = -1) {
+  for (const char* k : keys) {
+    if (const JsonValue* v = c.find(k); v != nullptr) {
+      if (!v->is_number() || v->number() <= 0 || v->number() != std::floor(v->number())) {
+        throw InputError(fmt::format("{}: key '{}' must be a positive integer", source, k));
+      }
+      return static_cast<std::int64_t>(v->number());
+    }
+  }
+  if (fallback > 0) return fallback;
+  throw InputError(fmt::format("{}: missing key '{}'", source, *keys.begin()));
+}
+
+/// Collects kernels; backward rules are applied by `add_*` helpers.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(bool train) : train_(train) {}
+
+  void linear(const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, double count = 1) {
+    push(name, Kernel::gemm(KernelOp::Linear, 1, rows, out, in, DType::FP32), Phase::Forward, count);
+    if (train_) {
+      push(name + ".dx", Kernel::gemm(KernelOp::Linear, 1, rows, in, out, DType::FP32), Phase::Backward, count);
+      push(name + ".dw", Kernel::gemm(KernelOp::Linear, 1, in, out, rows, DType::FP32), Phase::Backward, count);
+      accumulate(name, in * out + out, count);
+    }
+  }
+  void bmm(const std::string& name, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k, double count = 1) {
+    push(name, Kernel::gemm(KernelOp::Bmm, b, m, n, k, DType::FP32), Phase::Forward, count);
+    if (train_) {
+      push(name + ".da", Kernel::gemm(KernelOp::Bmm, b, m, k, n, DType::FP32), Phase::Backward, count);
+      push(name + ".db", Kernel::gemm(KernelOp::Bmm, b, k, n, m, DType::FP32), Phase::Backward, count);
+    }
+  }
+  /// Elementwise op; `bw_kernels` = elementwise kernels its gradient needs.
+  void elem(const std::string& name, KernelOp op, std::int64_t rows, std::int64_t cols, int bw_kernels,
+            double count = 1) {
+    push(name, Kernel::vector(op, rows, cols, DType::FP32), Phase::Forward, count);
+    if (train_) {
+      for (int i = 0; i < bw_kernels; ++i) {
+        push(fmt::format("{}.bw{}", name, i), Kernel::vector(KernelOp::Mul, rows, cols, DType::FP32),
+             Phase::Backward, count);
+      }
+    }
+  }
+  void softmax(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
+    push(name, Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32), Phase::Forward, count);
+    if (train_) push(name + ".bw", Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32), Phase::Backward, count);
+  }
+  void layer_norm(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
+    push(name, Kernel::vector(KernelOp::LayerNorm, rows, cols, DType::FP32), Phase::Forward, count);
+    if (train_) {
+      push(name + ".bw", Kernel::vector(KernelOp::LayerNorm, rows, cols, DType::FP32), Phase::Backward, 2 * count);
+      accumulate(name, 2 * cols, count);
+    }
+  }
+  void copy(const std::string& name, std::int64_t elements, double count = 1, bool grad = true) {
+    push(name, Kernel::vector(KernelOp::Copy, 1, elements, DType::FP32), Phase::Forward, count);
+    if (train_ && grad) push(name + ".bw", Kernel::vector(KernelOp::Copy, 1, elements, DType::FP32), Phase::Backward, count);
+  }
+  void embedding(const std::string& name, std::int64_t tokens, std::int64_t rows, std::int64_t hidden) {
+    push(name, Kernel::vector(KernelOp::Copy, tokens, hidden, DType::FP32), Phase::Forward, 1);
+    if (train_) {
+      // embedding_dense_backward: zero the table gradient, scatter-add the tokens.
+      push(name + ".bw", Kernel::vector(KernelOp::Copy, rows, hidden, DType::FP32), Phase::Backward, 1);
+      push(name + ".bw_scatter", Kernel::vector(KernelOp::Add, tokens, hidden, DType::FP32), Phase::Backward, 1);
+      accumulate(name, rows * hidden, 1);
+    }
+  }
+  /// Dropout is active only in training.
+  void dropout(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
+    if (train_) elem(name, KernelOp::Mul, rows, cols, 1, count);
+  }
+
+  std::vector<GraphOp> take() { return std::move(ops_); }
+
+ private:
+  void push(const std::string& name, const Kernel& k, Phase phase, double count) {
+    ops_.push_back({name, k, phase, count});
+  }
+  /// Gradient accumulation into .grad (one add per parameter tensor).
+  void accumulate(const std::string& name, std::int64_t params, double count) {
+    push(name + ".acc", Kernel::vector(KernelOp::Add, 1, params, DType::FP32), Phase::Backward, count);
+  }
+
+  bool train_;
+  std::vector<GraphOp> ops_;
+};
+
+void gpt_gelu(GraphBuilder& g, const std::string& p, std::int64_t rows, std::int64_t cols, double n) {
+  // gelu_new as HF writes it: 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))).
+  g.elem(p + ".mul", KernelOp::MulU, rows, cols, 1, n);
+  g.elem(p + ".pow", KernelOp::PowU, rows, cols, 2, n);
+  g.elem(p + ".mul1", KernelOp::MulU, rows, cols, 1, n);
+  g.elem(p + ".add", KernelOp::Add, rows, cols, 0, n);
+  g.elem(p + ".mul2", KernelOp::MulU, rows, cols, 1, n);
+  g.elem(p + ".tanh", KernelOp::Tanh, rows, cols, 1, n);
+  g.elem(p + ".add1", KernelOp::AddU, rows, cols, 0, n);
+  g.elem(p + ".mul3", KernelOp::Mul, rows, cols, 2, n);
+}
+
+}  // namespace
+
+ModelShape model_shape_from_config(const JsonValue& c, const std::string& source) {
+  if (!c.is_object()) throw InputError(fmt::format("{}: a model config must be a JSON object", source));
+  ModelShape m;
+  const JsonValue* type = c.find("model_type");
+  if (type == nullptr || !type->is_string()) throw InputError(fmt::format("{}: missing key 'model_type'", source));
+  const std::string& t = type->string();
+  if (t == "gpt2" || t == "gpt_neo" || t == "gpt3") {
+    m.family = "gpt2";
+    m.hidden = get_int(c, {"n_embd", "hidden_size"}, source);
+    m.heads = get_int(c, {"n_head", "num_attention_heads"}, source);
+    m.layers = get_int(c, {"n_layer", "num_hidden_layers"}, source);
+    m.ffn = get_int(c, {"n_inner"}, source, 4 * m.hidden);
+    m.vocab = get_int(c, {"vocab_size"}, source);
+  } else if (t == "opt") {
+    m.family = "opt";
+    m.hidden = get_int(c, {"hidden_size"}, source);
+    m.heads = get_int(c, {"num_attention_heads"}, source);
+    m.layers = get_int(c, {"num_hidden_layers"}, source);
+    m.ffn = get_int(c, {"ffn_dim"}, source);
+    m.vocab = get_int(c, {"vocab_size"}, source);
+  } else if (t == "bert") {
+    m.family = "bert";
+    m.hidden = get_int(c, {"hidden_size"}, source);
+    m.heads = get_int(c, {"num_attention_heads"}, source);
+    m.layers = get_int(c, {"num_hidden_layers"}, source);
+    m.ffn = get_int(c, {"intermediate_size"}, source);
+    m.vocab = get_int(c, {"vocab_size"}, source);
+  } else if (t == "switch_transformers") {
+    m.family = "switch";
+    m.hidden = get_int(c, {"d_model"}, source);
+    m.heads = get_int(c, {"num_heads"}, source);
+    m.layers = get_int(c, {"num_layers"}, source);
+    m.decoder_layers = get_int(c, {"num_decoder_layers"}, source, m.layers);
+    m.ffn = get_int(c, {"d_ff"}, source);
+    m.vocab = get_int(c, {"vocab_size"}, source);
+    m.experts = get_int(c, {"num_experts"}, source, 1);
+  } else {
+    throw InputError(fmt::format("{}: unsupported model_type '{}' (gpt2, opt, bert, switch_transformers)", source, t));
+  }
+  if (m.hidden % m.heads != 0) {
+    throw InputError(fmt::format("{}: hidden size {} is not a multiple of the {} heads", source, m.hidden, m.heads));
+  }
+  return m;
+}
+
+std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train) {
+  if (batch <= 0 || seq <= 0) throw InputError("batch and sequence length must be positive");
+  GraphBuilder g(train);
+  const std::int64_t T = batch * seq;
+  const std::int64_t H = m.hidden;
+  const std::int64_t nh = m.heads;
+  const std::int64_t dh = H / nh;
+  const std::int64_t F = m.ffn;
+  const std::int64_t attn_rows = batch * nh * seq;
+
+  // One transformer block (self-attention + MLP), repeated `n` times.
+  auto block = [&](const std::string& p, double n, bool causal, KernelOp act, bool gpt_act, std::int64_t ffn,
+                   bool separate_qkv, bool post_norm) {
+    if (!post_norm) g.layer_norm(p + ".ln1", T, H, n);
+    if (separate_qkv) {
+      g.linear(p + ".q", T, H, H, n);
+      g.linear(p + ".k", T, H, H, n);
+      g.linear(p + ".v", T, H, H, n);
+    } else {
+      g.linear(p + ".qkv", T, H, 3 * H, n);
+    }
+    if (m.family == "opt") g.elem(p + ".scale", KernelOp::MulU, T, H, 1, n);
+    if (m.family == "opt" || m.family == "switch") g.copy(p + ".contiguous_qkv", 3 * T * H, n);
+    g.bmm(p + ".qk", batch * nh, seq, seq, dh, n);
+    if (m.family != "opt" && m.family != "switch") g.elem(p + ".div", KernelOp::DivU, attn_rows, seq, 1, n);
+    g.elem(p + ".mask", KernelOp::Add, attn_rows, seq, 0, n);
+    if (causal && m.family == "opt") g.elem(p + ".max", KernelOp::Add, attn_rows, seq, 2, n);
+    g.softmax(p + ".softmax", attn_rows, seq, n);
+    if (m.family != "opt") g.dropout(p + ".attn_drop", attn_rows, seq, n);
+    g.bmm(p + ".pv", batch * nh, seq, dh, seq, n);
+    g.copy(p + ".contiguous", T * H, n);
+    g.linear(p + ".out", T, H, H, n);
+    g.dropout(p + ".drop1", T, H, n);
+    g.elem(p + ".res1", KernelOp::Add, T, H, 0, n);
+    if (post_norm) g.layer_norm(p + ".ln1", T, H, n);
+    if (!post_norm) g.layer_norm(p + ".ln2", T, H, n);
+    g.linear(p + ".fc1", T, H, ffn, n);
+    if (gpt_act) {
+      gpt_gelu(g, p + ".gelu", T, ffn, n);
+    } else {
+      g.elem(p + ".act", act, T, ffn, 1, n);
+    }
+    g.linear(p + ".fc2", T, ffn, H, n);
+    g.dropout(p + ".drop2", T, H, n);
+    g.elem(p + ".res2", KernelOp::Add, T, H, 0, n);
+    if (post_norm) g.layer_norm(p + ".ln2", T, H, n);
+  };
+
+  const double L = static_cast<double>(m.layers);
+  if (m.family == "gpt2") {
+    g.embedding("wte", T, m.vocab, H);
+    g.embedding("wpe", seq, seq, H);
+    g.elem("emb_add", KernelOp::Add, T, H, 0);
+    g.dropout("emb_drop", T, H);
+    block("h", L, true, KernelOp::Gelu, true, F, false, false);
+    g.layer_norm("ln_f", T, H);
+    g.linear("lm_head", T, H, m.vocab);
+  } else if (m.family == "opt") {
+    g.embedding("embed_tokens", T, m.vocab, H);
+    g.embedding("embed_positions", T, seq + 2, H);
+    g.elem("emb_add", KernelOp::Add, T, H, 0);
+    block("layers", L, true, KernelOp::Relu, false, F, true, false);
+    g.layer_norm("final_layer_norm", T, H);
+    g.linear("lm_head", T, H, m.vocab);
+  } else if (m.family == "bert") {
+    g.embedding("word_embeddings", T, m.vocab, H);
+    g.embedding("token_type_embeddings", T, 2, H);
+    g.elem("emb_add", KernelOp::Add, T, H, 0);
+    g.embedding("position_embeddings", seq, seq, H);
+    g.elem("emb_add2", KernelOp::Add, T, H, 0);
+    g.layer_norm("emb_ln", T, H);
+    g.dropout("emb_drop", T, H);
+    block("layer", L, false, KernelOp::Gelu, false, F, true, true);
+    g.linear("pooler", batch, H, H);
+    g.elem("pooler_act", KernelOp::Tanh, batch, H, 1);
+    g.linear("classifier", batch, H, 2);
+  } else {  // switch: encoder-decoder; every other FFN is a top-1 mixture of experts.
+    g.embedding("shared", T, m.vocab, H);
+    const double enc_dense = std::ceil(L / 2.0);
+    const double enc_sparse = L - enc_dense;
+    block("encoder.dense", enc_dense, false, KernelOp::Relu, false, F, true, false);
+    // A top-1 router sends each token to one expert: the expert FFNs together
+    // see T tokens; the router adds one small GEMM and a softmax.
+    block("encoder.sparse", enc_sparse, false, KernelOp::Relu, false, F, true, false);
+    g.linear("encoder.router", T, H, m.experts, enc_sparse);
+    g.softmax("encoder.router_softmax", T, m.experts, enc_sparse);
+    const double D = static_cast<double>(m.decoder_layers);
+    const double dec_dense = std::ceil(D / 2.0);
+    block("decoder.dense", dec_dense, true, KernelOp::Relu, false, F, true, false);
+    block("decoder.sparse", D - dec_dense, true, KernelOp::Relu, false, F, true, false);
+    // Cross-attention of every decoder layer.
+    g.linear("decoder.cross_q", T, H, H, D);
+    g.linear("decoder.cross_kv", T, H, 2 * H, D);
+    g.bmm("decoder.cross_qk", batch * nh, seq, seq, dh, D);
+    g.softmax("decoder.cross_softmax", attn_rows, seq, D);
+    g.bmm("decoder.cross_pv", batch * nh, seq, dh, seq, D);
+    g.linear("decoder.cross_out", T, H, H, D);
+    g.layer_norm("decoder.cross_ln", T, H, D);
+    g.linear("lm_head", T, H, m.vocab);
+  }
+  return g.take();
+}
+
+GraphTimes predict_graph_times(const std::vector<GraphOp>& ops, const KernelPredictor& p) {
+  GraphTimes t;
+  for (const auto& op : ops) {
+    const double ms = p.predict(op.kernel).ms() * op.count;
+    (op.phase == Phase::Forward ? t.fw_ms : t.bw_ms) += ms;
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------- fx graphs
+
+namespace {
+
+std::vector<std::vector<std::int64_t>> parse_shapes(const std::string& text) {
+  // "[[4, 1024, 1280], [1]]" or "(4, 1024, 1280)"
+  std::vector<std::vector<std::int64_t>> out;
+  std::vector<std::int64_t> cur;
+  int depth = 0;
+  std::string num;
+  auto flush = [&]() {
+    if (!num.empty()) {
+      cur.push_back(std::stoll(num));
+      num.clear();
+    }
+  };
+  const bool single = !text.empty() && text.front() == '(';
+  for (char c : text) {
+    if (c == '[' || c == '(') {
+      ++depth;
+      if ((single && depth == 1) || depth == 2) cur.clear();
+    } else if (c == ']' || c == ')') {
+      flush();
+      if ((single && depth == 1) || depth == 2) out.push_back(cur);
+      --depth;
+    } else if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
+      num += c;
+    } else {
+      flush();
+    }
+  }
+  return out;
+}
+
+std::int64_t product(const std::vector<std::int64_t>& s, std::size_t from = 0, std::size_t to = std::string::npos) {
+  std::int64_t p = 1;
+  for (std::size_t i = from; i < std::min(to, s.size()); ++i) p *= s[i];
+  return p;
+}
+
+}  // namespace
+
+std::vector<FxOp> read_fx_graph(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t c_op = t.require_column("op");
+  const std::size_t c_target = t.require_column("target");
+  const std::size_t c_meta = t.require_column("meta");
+  const std::size_t c_in = t.require_column("input_shapes");
+  const std::size_t c_out = t.require_column("output_shape");
+  const std::size_t c_lat = t.require_column("latency");
+  const int c_fw = t.column("fw_latency");
+  const int c_bw = t.column("bw_latency");
+  const int c_name = t.column("Name");
+  static const std::regex kLayer(R"(\.(h|layer|layers|block)\.0[.'])");
+  std::vector<FxOp> ops;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const auto& row = t.rows[r];
+    FxOp op;
+    op.name = c_name >= 0 ? row[c_name] : fmt::format("row{}", r + 1);
+    op.target = row[c_target];
+    op.in_layer = std::regex_search(row[c_meta], kLayer);
+    op.measured_ms = t.number(r, c_lat);
+    op.measured_fw_ms = c_fw >= 0 ? t.number(r, c_fw) : op.measured_ms;
+    op.measured_bw_ms = c_bw >= 0 ? t.number(r, c_bw) : 0.0;
+    const std::string& kind = row[c_op];
+    std::vector<std::vector<std::int64_t>> in;
+    std::vector<std::vector<std::int64_t>> outs;
+    try {
+      in = parse_shapes(row[c_in]);
+      outs = parse_shapes(row[c_out]);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("{}: row {}, column 'input_shapes': cannot parse shapes", path, r + 1));
+    }
+    if (kind == "placeholder" || kind == "get_attr" || kind == "output" || outs.empty()) {
+      ops.push_back(std::move(op));
+      continue;
+    }
+    const auto& out = outs.front();
+    const std::int64_t numel = product(out);
+    const std::int64_t last = out.empty() ? 1 : out.back();
+    const std::string& target = op.target;
+    const std::string& meta = row[c_meta];
+    auto vec = [&](KernelOp k) { op.kernels.push_back(Kernel::vector(k, std::max<std::int64_t>(1, numel / last), last, DType::FP32)); };
+    auto has = [&](const char* s) { return target.find(s) != std::string::npos; };
+    // Size of the innermost module of this row (the last entry of the stack).
+    const std::size_t last_mod = meta.rfind("<class '");
+    const std::string module = last_mod == std::string::npos ? "" : meta.substr(last_mod);
+    const bool is_module = kind == "call_module";
+    if (has("addmm") && in.size() == 3 && in[1].size() == 2 && in[2].size() == 2) {
+      op.kernels.push_back(Kernel::gemm(KernelOp::Linear, 1, in[1][0], in[2][1], in[1][1], DType::FP32));
+    } else if (is_module && (module.find("Linear") != std::string::npos || module.find("Conv1D") != std::string::npos) &&
+               !in.empty() && !in[0].empty()) {
+      const std::int64_t k = in[0].back();
+      op.kernels.push_back(Kernel::gemm(KernelOp::Linear, 1, product(in[0]) / k, last, k, DType::FP32));
+    } else if ((has("matmul") || has("bmm")) && in.size() >= 2 && in[0].size() >= 2 && in[1].size() >= 2) {
+      const auto& a = in[0];
+      const auto& b = in[1];
+      op.kernels.push_back(Kernel::gemm(KernelOp::Bmm, product(a, 0, a.size() - 2), a[a.size() - 2], b.back(),
+                                        a.back(), DType::FP32));
+    } else if (has("softmax")) {
+      vec(KernelOp::Softmax);
+    } else if (is_module && module.find("LayerNorm") != std::string::npos) {
+      vec(KernelOp::LayerNorm);
+    } else if (is_module && module.find("Embedding") != std::string::npos) {
+      op.kernels.push_back(Kernel::vector(KernelOp::Copy, 1, numel, DType::FP32));
+    } else if (has("embedding") || target == "contiguous" || target == "to" || target == "float") {
+      op.kernels.push_back(Kernel::vector(KernelOp::Copy, 1, numel, DType::FP32));
+    } else if (numel > 1 && (has("gelu") || (is_module && module.find("GELU") != std::string::npos))) {
+      vec(KernelOp::Gelu);
+    } else if (numel > 1 && (has("relu") || (is_module && module.find("ReLU") != std::string::npos))) {
+      vec(KernelOp::Relu);
+    } else if (numel > 1 && (has("tanh") || (is_module && module.find("Tanh") != std::string::npos))) {
+      vec(KernelOp::Tanh);
+    } else if (numel > 1 && has("pow")) {
+      vec(KernelOp::PowU);
+    } else if (numel > 1 && (has("add") || has("sub") || has("mul") || has("truediv") || has("where") ||
+                             has("max") || has("masked_fill") || has("dropout") ||
+                             (is_module && module.find("Dropout") != std::string::npos))) {
+      int big_inputs = 0;
+      for (const auto& s : in) big_inputs += product(s) > 1 ? 1 : 0;
+      const bool binary = big_inputs >= 2;
+      KernelOp k = binary ? KernelOp::Add : KernelOp::AddU;
+      if (has("mul") || has("dropout") || module.find("Dropout") != std::string::npos) k = binary ? KernelOp::Mul : KernelOp::MulU;
+      if (has("truediv")) k = binary ? KernelOp::Div : KernelOp::DivU;
+      vec(k);
+    }
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+// ---------------------------------------------------------------- validation
+
+std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const std::string& model_configs_dir,
+                                           const DeviceCatalog& catalog, const PredictorFactory& make,
+                                           const std::string& gpu_filter) {
+  namespace fs = std::filesystem;
+  static const std::regex kName(R"(^(.+)-(inf|train)-([0-9]+)-([0-9]+)\.json$)");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(labels_dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<ModelErrorRow> rows;
+  std::map<std::string, std::pair<std::unique_ptr<KernelPredictor>, std::unique_ptr<KernelPredictor>>> preds;
+  for (const auto& f : files) {
+    std::smatch m;
+    const std::string fname = f.filename().string();
+    if (!std::regex_match(fname, m, kName)) continue;
+    const std::string model = m[1].str();
+    const fs::path config = fs::path(model_configs_dir) / (model + ".json");
+    if (!fs::exists(config)) continue;
+    // The GPU: the directory name is the device-config file stem.
+    const fs::path dev_file = fs::path(model_configs_dir).parent_path() / "device_configs" /
+                              (f.parent_path().filename().string() + ".json");
+    if (!fs::exists(dev_file)) continue;
+    const GpuSpec gpu = load_device_config(dev_file.string());
+    if (!gpu_filter.empty() && gpu.name != gpu_filter) continue;
+    (void)catalog;
+    auto& p = preds[gpu.name];
+    if (!p.first) {
+      p.first = make(gpu);
+      p.second = std::make_unique<RooflinePredictor>(gpu);
+    }
+    const JsonValue label = read_json_file(f.string());
+    const JsonValue* e2e = label.find("e2e_latency");
+    if (e2e == nullptr || !e2e->is_number()) continue;
+    const ModelShape shape = model_shape_from_config(read_json_file(config.string()), config.string());
+    const bool train = m[2].str() == "train";
+    const auto graph = build_model_graph(shape, std::stoll(m[4].str()), std::stoll(m[3].str()), train);
+    ModelErrorRow row;
+    row.gpu = gpu.name;
+    row.model = fmt::format("{}-{}-{}", model, m[3].str(), m[4].str());
+    row.mode = m[2].str();
+    row.measured_ms = e2e->number();
+    row.predicted_ms = predict_graph_times(graph, *p.first).e2e_ms();
+    row.roofline_ms = predict_graph_times(graph, *p.second).e2e_ms();
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string format_model_errors(const std::vector<ModelErrorRow>& rows, const std::string& predictor) {
+  std::string s = fmt::format("{:<24} {:<26} {:<6} {:>12} {:>12} {:>8} {:>10}\n", "gpu", "model", "mode",
+                              "measured_ms", "predicted_ms", "error", "roofline");
+  std::map<std::string, std::pair<double, int>> by_mode;
+  std::map<std::string, double> roof_by_mode;
+  double worst = 0.0;
+  for (const auto& r : rows) {
+    s += fmt::format("{:<24} {:<26} {:<6} {:>12.1f} {:>12.1f} {:>7.1f}% {:>9.1f}%\n", r.gpu, r.model, r.mode,
+                     r.measured_ms, r.predicted_ms, r.error(), r.roofline_error());
+    by_mode[r.mode].first += r.error();
+    by_mode[r.mode].second += 1;
+    roof_by_mode[r.mode] += r.roofline_error();
+    worst = std::max(worst, r.error());
+  }
+  for (const auto& [mode, v] : by_mode) {
+    s += fmt::format("mean error ({}): {} {:.1f}%, roofline {:.1f}% over {} runs\n", mode, predictor,
+                     v.first / v.second, roof_by_mode[mode] / v.second, v.second);
+  }
+  if (!rows.empty()) s += fmt::format("max error: {:.1f}%\n", worst);
+  return s;
+}
+
+}  // namespace tessera::node_model

@@ -1,0 +1,80 @@
+#include "tessera/node_model/predictors.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <mutex>
+
+#include "tessera/error.hpp"
+#include "tessera/node_model/baselines.hpp"
+#include "tessera/node_model/json.hpp"
+#include "tessera/node_model/roofline.hpp"
+#include "tessera/node_model/tile_mlp.hpp"
+
+namespace tessera::node_model {
+namespace {
+
+std::string weights_stem(std::string_view name) {
+  if (name == "tile-mlp") return "tile_mlp";
+  return std::string(name);
+}
+
+void check_name(std::string_view name) {
+  for (const auto& n : predictor_names()) {
+    if (n == name) return;
+  }
+  throw InputError(fmt::format("unknown predictor '{}' (expected roofline, linreg, mlp or tile-mlp)", name));
+}
+
+/// Parsed models are shared by every predictor made from the same text.
+template <class Model>
+std::shared_ptr<const Model> parse_shared(const std::string& key, std::string_view text, const std::string& source) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Model>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  auto model = std::make_shared<const Model>(Model::parse(text, source));
+  cache.emplace(key, model);
+  return model;
+}
+
+std::unique_ptr<KernelPredictor> build(std::string_view name, const GpuSpec& gpu, std::string_view text,
+                                       const std::string& source, const std::string& key) {
+  if (name == "tile-mlp") {
+    return std::make_unique<TileMlpPredictor>(gpu, parse_shared<TileMlpModel>(key, text, source));
+  }
+  if (name == "linreg") {
+    return std::make_unique<LinRegPredictor>(gpu, parse_shared<LinRegModel>(key, text, source));
+  }
+  return std::make_unique<DirectMlpPredictor>(gpu, parse_shared<DirectMlpModel>(key, text, source));
+}
+
+}  // namespace
+
+std::vector<std::string> predictor_names() { return {"roofline", "linreg", "mlp", "tile-mlp"}; }
+
+std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu) {
+  check_name(name);
+  if (name == "roofline") return std::make_unique<RooflinePredictor>(gpu);
+  const std::string stem = weights_stem(name);
+  const std::string_view text = embedded_weights(stem);
+  if (text.empty()) {
+    throw Error(fmt::format("this build has no weights for predictor '{}' (train them with 'tessera "
+                            "train-predictor' and rebuild)",
+                            name));
+  }
+  return build(name, gpu, text, fmt::format("<embedded {}.txt>", stem), "embedded:" + stem);
+}
+
+std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu,
+                                                const std::string& weights_dir) {
+  check_name(name);
+  if (name == "roofline") return std::make_unique<RooflinePredictor>(gpu);
+  const std::string path = (std::filesystem::path(weights_dir) / (weights_stem(name) + ".txt")).string();
+  const std::string text = read_text_file(path);
+  // Keyed by path and content so a retrained file is re-read.
+  return build(name, gpu, text, path, path + ":" + std::to_string(std::hash<std::string>{}(text)));
+}
+
+}  // namespace tessera::node_model

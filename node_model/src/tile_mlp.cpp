@@ -1,0 +1,496 @@
+#include "tessera/node_model/tile_mlp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "tessera/error.hpp"
+
+namespace tessera::node_model {
+namespace {
+
+constexpr std::string_view kMagic = "tessera-node-model-weights";
+constexpr int kVersion = 1;
+
+double safe_log(double x) { return std::log(std::max(x, 1e-30)); }
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+int log2_bucket(double x, double per_octave) {
+  return static_cast<int>(std::lround(std::log2(std::max(x, 1.0)) * per_octave));
+}
+
+std::string underscored(std::string s) {
+  std::replace(s.begin(), s.end(), ' ', '_');
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(KernelClass c) {
+  switch (c) {
+    case KernelClass::Bmm: return "bmm";
+    case KernelClass::Linear: return "linear";
+    case KernelClass::Elementwise: return "elementwise";
+    case KernelClass::Softmax: return "softmax";
+    case KernelClass::LayerNorm: return "ln";
+  }
+  return "?";
+}
+
+std::optional<KernelClass> kernel_class(KernelOp op) {
+  switch (op) {
+    case KernelOp::Bmm: return KernelClass::Bmm;
+    case KernelOp::Linear: return KernelClass::Linear;
+    case KernelOp::Softmax: return KernelClass::Softmax;
+    case KernelOp::LayerNorm: return KernelClass::LayerNorm;
+    case KernelOp::Copy: return std::nullopt;
+    default: return KernelClass::Elementwise;
+  }
+}
+
+int elementwise_index(KernelOp op) {
+  switch (op) {
+    case KernelOp::Add: return 0;
+    case KernelOp::AddU: return 1;
+    case KernelOp::Mul: return 2;
+    case KernelOp::MulU: return 3;
+    case KernelOp::Div: return 4;
+    case KernelOp::DivU: return 5;
+    case KernelOp::Pow: return 6;
+    case KernelOp::PowU: return 7;
+    case KernelOp::Gelu: return 8;
+    case KernelOp::Relu: return 9;
+    case KernelOp::Tanh: return 10;
+    default: return -1;
+  }
+}
+
+TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile) {
+  TileGeometry g;
+  const double sms = gpu.sms;
+  const double e = dtype_bytes(k.dtype);
+  const double peak = (is_gemm(k.op) ? gpu.matmul_peak(k.dtype) : gpu.fp32_peak).per_second();
+  const double bw = gpu.memory_bandwidth.bytes_per_second();
+  if (is_gemm(k.op)) {
+    const double rows = k.op == KernelOp::Linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m);
+    const double batch = k.op == KernelOp::Linear ? 1.0 : static_cast<double>(k.b);
+    const double n = static_cast<double>(k.n);
+    const double depth = static_cast<double>(k.k);
+    g.tiles = batch * std::ceil(n / tile.a) * std::ceil(rows / tile.b);
+    const double ta = std::min<double>(tile.a, n);
+    const double tb = std::min<double>(tile.b, rows);
+    g.tile_flops = 2.0 * ta * tb * depth;
+    g.tile_bytes = e * (ta * depth + tb * depth + ta * tb);
+  } else {
+    const double numel = static_cast<double>(k.b) * static_cast<double>(k.h);
+    const double ept = std::max(1.0, tile.elements);
+    g.tiles = std::max(1.0, std::ceil(numel / ept));
+    g.tile_flops = k.flops().count() / g.tiles;
+    g.tile_bytes = k.bytes().as_double() / g.tiles;
+  }
+  g.waves = std::ceil(g.tiles / sms);
+  g.tile_bound_s = std::max(g.tile_flops / (peak / sms), g.tile_bytes / (bw / sms));
+  g.total_bytes = k.bytes().as_double();
+  return g;
+}
+
+Eigen::VectorXd tile_features(const Kernel& k, const GpuSpec& gpu, const Tile& tile, const TileGeometry& g) {
+  Eigen::VectorXd f = Eigen::VectorXd::Zero(kTileFeatures);
+  const double sms = gpu.sms;
+  const double peak = (is_gemm(k.op) ? gpu.matmul_peak(k.dtype) : gpu.fp32_peak).per_second();
+  const double bw = gpu.memory_bandwidth.bytes_per_second();
+  const double l2 = gpu.l2_cache.as_double();
+  const double mem = gpu.memory.as_double();
+  f(0) = safe_log(g.tile_flops / (peak / sms) * 1e6);
+  f(1) = safe_log(g.tile_bytes / (bw / sms) * 1e6);
+  f(2) = safe_log(g.waves * g.tile_bytes / (l2 / sms));
+  f(3) = safe_log(g.waves * g.tile_bytes / (mem / sms));
+  f(4) = safe_log((g.tile_flops / std::max(g.tile_bytes, 1.0)) / (peak / bw));
+  f(5) = safe_log(g.waves);
+  f(6) = g.tiles / (g.waves * sms);
+  f(7) = safe_log(g.tiles);
+  f(8) = safe_log(sms);
+  f(9) = safe_log(peak * 1e-12);
+  f(10) = safe_log(bw * 1e-9);
+  f(11) = safe_log(l2 * 1e-6);
+  if (is_gemm(k.op)) {
+    f(12) = safe_log(static_cast<double>(k.k));
+    f(13) = safe_log(tile.a);
+    f(14) = safe_log(tile.b);
+  } else {
+    f(12) = safe_log(static_cast<double>(k.h));
+    f(13) = safe_log(tile.elements);
+  }
+  f(15) = safe_log(g.total_bytes / l2);
+  // Raw problem dimensions: the quantisation of shapes into tiles and the
+  // library's choice of kernel variant are not captured by the ratios alone.
+  if (is_gemm(k.op)) {
+    const bool linear = k.op == KernelOp::Linear;
+    f(16) = safe_log(linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m));
+    f(17) = safe_log(static_cast<double>(k.n));
+    f(18) = safe_log(linear ? 1.0 : static_cast<double>(k.b));
+  } else {
+    f(16) = safe_log(static_cast<double>(k.b));
+  }
+  if (const int i = elementwise_index(k.op); i >= 0) f(19 + i) = 1.0;
+  return f;
+}
+
+// ---------------------------------------------------------------- tile table
+
+TileTable TileTable::learn(const MeasurementSet& data) {
+  TileTable t;
+  for (const auto& g : data.gpus) {
+    t.gpus_.push_back({underscored(g.name), static_cast<double>(g.sms), g.fp32_peak.per_second(),
+                       g.memory_bandwidth.bytes_per_second(), g.l2_cache.as_double()});
+  }
+  std::map<std::array<int, 5>, std::map<std::pair<int, int>, int>> gemm_counts;
+  std::map<std::array<int, 4>, std::vector<double>> vec_values;
+  for (const auto& m : data.rows) {
+    const auto cls = kernel_class(m.kernel.op);
+    if (!cls) continue;
+    const auto& k = m.kernel;
+    if (is_gemm(k.op)) {
+      if (m.tile_a <= 0 || m.tile_b <= 0) continue;
+      const double rows = k.op == KernelOp::Linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m);
+      const std::array<int, 5> key{m.gpu, static_cast<int>(*cls), log2_bucket(rows, 1),
+                                   log2_bucket(static_cast<double>(k.n), 1),
+                                   log2_bucket(static_cast<double>(k.k), 0.5)};
+      ++gemm_counts[key][{m.tile_a, m.tile_b}];
+    } else {
+      if (m.elements_per_block <= 0) continue;
+      const std::array<int, 4> key{static_cast<int>(*cls), std::max(0, elementwise_index(k.op)),
+                                   log2_bucket(static_cast<double>(k.h), 1),
+                                   log2_bucket(static_cast<double>(k.b) * static_cast<double>(k.h), 1)};
+      vec_values[key].push_back(m.elements_per_block);
+    }
+  }
+  for (const auto& [key, counts] : gemm_counts) {
+    std::pair<int, int> best{128, 128};
+    int best_n = -1;
+    int total = 0;
+    for (const auto& [tile, n] : counts) {
+      total += n;
+      if (n > best_n) {
+        best = tile;
+        best_n = n;
+      }
+    }
+    t.gemm_.push_back({key[0], key[1], key[2], key[3], key[4], best.first, best.second, total});
+  }
+  for (auto& [key, values] : vec_values) {
+    std::sort(values.begin(), values.end());
+    t.vector_.push_back({key[0], key[1], key[2], key[3], values[values.size() / 2]});
+  }
+  return t;
+}
+
+int TileTable::nearest_gpu(const GpuSpec& gpu) const {
+  int best = -1;
+  double best_d = 1e300;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const auto& g = gpus_[i];
+    if (g.name == underscored(gpu.name)) return static_cast<int>(i);
+    auto sq = [](double a, double b) { return std::pow(std::log(a / b), 2); };
+    const double d = sq(g.sms, gpu.sms) + sq(g.peak, gpu.fp32_peak.per_second()) +
+                     sq(g.bw, gpu.memory_bandwidth.bytes_per_second()) + sq(g.l2, gpu.l2_cache.as_double());
+    if (d < best_d) {
+      best_d = d;
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+Tile TileTable::lookup(const Kernel& k, const GpuSpec& gpu) const {
+  Tile tile;
+  const auto cls = kernel_class(k.op);
+  if (!cls) return tile;
+  if (is_gemm(k.op)) {
+    const int g = nearest_gpu(gpu);
+    const double rows = k.op == KernelOp::Linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m);
+    const int mb = log2_bucket(rows, 1);
+    const int nb = log2_bucket(static_cast<double>(k.n), 1);
+    const int kb = log2_bucket(static_cast<double>(k.k), 0.5);
+    int best_d = 1 << 30;
+    int best_count = -1;
+    for (const auto& e : gemm_) {
+      if (e.gpu != g || e.cls != static_cast<int>(*cls)) continue;
+      const int d = std::abs(e.mb - mb) + std::abs(e.nb - nb) + std::abs(e.kb - kb);
+      if (d < best_d || (d == best_d && e.count > best_count)) {
+        best_d = d;
+        best_count = e.count;
+        tile.a = e.a;
+        tile.b = e.b;
+      }
+    }
+    return tile;
+  }
+  const int op = std::max(0, elementwise_index(k.op));
+  const int hb = log2_bucket(static_cast<double>(k.h), 1);
+  const int eb = log2_bucket(static_cast<double>(k.b) * static_cast<double>(k.h), 1);
+  int best_d = 1 << 30;
+  for (const auto& e : vector_) {
+    if (e.cls != static_cast<int>(*cls) || e.op != op) continue;
+    const int d = 2 * std::abs(e.hb - hb) + std::abs(e.eb - eb);
+    if (d < best_d) {
+      best_d = d;
+      tile.elements = e.elements;
+    }
+  }
+  return tile;
+}
+
+void TileTable::write(std::ostream& out) const {
+  out << "gpus " << gpus_.size() << '\n';
+  for (const auto& g : gpus_) out << fmt::format("{} {} {:.8g} {:.8g} {:.8g}\n", g.name, g.sms, g.peak, g.bw, g.l2);
+  out << "gemm_tiles " << gemm_.size() << '\n';
+  for (const auto& e : gemm_) {
+    out << fmt::format("{} {} {} {} {} {} {} {}\n", e.gpu, e.cls, e.mb, e.nb, e.kb, e.a, e.b, e.count);
+  }
+  out << "vector_tiles " << vector_.size() << '\n';
+  for (const auto& e : vector_) out << fmt::format("{} {} {} {} {:.6g}\n", e.cls, e.op, e.hb, e.eb, e.elements);
+}
+
+TileTable TileTable::read(std::istream& in, const std::string& source) {
+  auto fail = [&](const char* what) {
+    throw InputError(fmt::format("{}: malformed weights ({})", source, what));
+  };
+  TileTable t;
+  std::string tag;
+  std::size_t n = 0;
+  if (!(in >> tag >> n) || tag != "gpus" || n > 1000) fail("gpus");
+  t.gpus_.resize(n);
+  for (auto& g : t.gpus_) {
+    if (!(in >> g.name >> g.sms >> g.peak >> g.bw >> g.l2)) fail("gpu");
+  }
+  if (!(in >> tag >> n) || tag != "gemm_tiles" || n > 10'000'000) fail("gemm_tiles");
+  t.gemm_.resize(n);
+  for (auto& e : t.gemm_) {
+    if (!(in >> e.gpu >> e.cls >> e.mb >> e.nb >> e.kb >> e.a >> e.b >> e.count)) fail("gemm tile");
+    if (e.a <= 0 || e.b <= 0) fail("gemm tile size");
+  }
+  if (!(in >> tag >> n) || tag != "vector_tiles" || n > 10'000'000) fail("vector_tiles");
+  t.vector_.resize(n);
+  for (auto& e : t.vector_) {
+    if (!(in >> e.cls >> e.op >> e.hb >> e.eb >> e.elements)) fail("vector tile");
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------- model
+
+std::string TileMlpModel::serialize() const {
+  std::ostringstream out;
+  out << kMagic << ' ' << kVersion << " tile-mlp\n";
+  tiles.write(out);
+  for (int c = 0; c < kNumKernelClasses; ++c) {
+    out << "class " << to_string(static_cast<KernelClass>(c)) << (nets[c].empty() ? " untrained\n" : " trained\n");
+    if (!nets[c].empty()) nets[c].write(out);
+  }
+  return out.str();
+}
+
+TileMlpModel TileMlpModel::parse(std::string_view text, const std::string& source) {
+  std::istringstream in{std::string(text)};
+  std::string magic, kind;
+  int version = 0;
+  if (!(in >> magic >> version >> kind) || magic != kMagic) {
+    throw InputError(fmt::format("{}: not a Tessera weights file (expected header '{} {} tile-mlp')", source,
+                                 kMagic, kVersion));
+  }
+  if (version != kVersion || kind != "tile-mlp") {
+    throw InputError(fmt::format("{}: weights version {} kind '{}' (this build reads version {} tile-mlp)",
+                                 source, version, kind, kVersion));
+  }
+  TileMlpModel m;
+  m.tiles = TileTable::read(in, source);
+  for (int c = 0; c < kNumKernelClasses; ++c) {
+    std::string tag, name, state;
+    if (!(in >> tag >> name >> state) || tag != "class" || name != to_string(static_cast<KernelClass>(c))) {
+      throw InputError(fmt::format("{}: malformed weights (class {})", source, c));
+    }
+    if (state == "trained") {
+      m.nets[c] = Mlp::read(in, source);
+      if (m.nets[c].inputs() != kTileFeatures || m.nets[c].outputs() != 2) {
+        throw InputError(fmt::format("{}: weights for class {} have the wrong shape", source, name));
+      }
+    }
+  }
+  return m;
+}
+
+double TileMlpModel::utilization(KernelClass c, const Eigen::VectorXd& features, double waves) const {
+  const Eigen::VectorXd o = nets[static_cast<int>(c)].forward(features);
+  const double alpha = sigmoid(o(0));
+  const double s1 = sigmoid(o(1));
+  return std::max(alpha * (1.0 - s1 / waves), 1e-9);
+}
+
+// ---------------------------------------------------------------- training
+
+TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOptions& opt, std::ostream* log) {
+  TileMlpModel model;
+  model.tiles = TileTable::learn(data);
+  std::array<std::string, kNumKernelClasses> logs;
+  auto train_class = [&](int c) {
+    std::vector<int> rows;
+    for (std::size_t i = 0; i < data.rows.size(); ++i) {
+      const auto& m = data.rows[i];
+      const auto cls = kernel_class(m.kernel.op);
+      if (!cls || static_cast<int>(*cls) != c) continue;
+      if (is_gemm(m.kernel.op) ? m.tile_a <= 0 : m.elements_per_block <= 0) continue;
+      rows.push_back(static_cast<int>(i));
+    }
+    if (rows.empty()) {
+      logs[c] = fmt::format("{}: no training rows, left untrained\n", to_string(static_cast<KernelClass>(c)));
+      return;
+    }
+    Rng rng(opt.mlp.seed + 1000003ULL * static_cast<std::uint64_t>(c + 1));
+    for (std::size_t i = rows.size() - 1; i > 0; --i) {
+      std::swap(rows[i], rows[rng.next() % (i + 1)]);
+    }
+    if (static_cast<int>(rows.size()) > opt.max_rows_per_class) rows.resize(opt.max_rows_per_class);
+    std::sort(rows.begin(), rows.end());
+    const int n = static_cast<int>(rows.size());
+    Eigen::MatrixXd x(kTileFeatures, n);
+    std::vector<double> log_base(n), log_y(n), waves(n);
+    for (int i = 0; i < n; ++i) {
+      const auto& m = data.rows[rows[i]];
+      const GpuSpec& gpu = data.gpus[m.gpu];
+      Tile tile;
+      tile.a = m.tile_a;
+      tile.b = m.tile_b;
+      tile.elements = m.elements_per_block;
+      const TileGeometry g = tile_geometry(m.kernel, gpu, tile);
+      x.col(i) = tile_features(m.kernel, gpu, tile, g);
+      log_base[i] = std::log(g.waves * g.tile_bound_s);
+      log_y[i] = std::log(m.latency_ms * 1e-3);
+      waves[i] = g.waves;
+    }
+    std::vector<int> sizes{kTileFeatures};
+    sizes.insert(sizes.end(), opt.hidden.begin(), opt.hidden.end());
+    sizes.push_back(2);
+    Rng init(opt.mlp.seed + 17ULL * static_cast<std::uint64_t>(c + 1));
+    Mlp net(sizes, init);
+    LossFn loss = [&](const Eigen::MatrixXd& out, const std::vector<int>& idx, Eigen::MatrixXd& grad) {
+      double total = 0.0;
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        const int i = idx[j];
+        const double alpha = sigmoid(out(0, j));
+        const double s1 = sigmoid(out(1, j));
+        const double keep = std::max(1.0 - s1 / waves[i], 1e-12);
+        const double log_pred = log_base[i] - std::log(alpha) - std::log(keep);
+        const double r = log_pred - log_y[i];
+        total += r * r;
+        grad(0, j) = 2.0 * r * -(1.0 - alpha);
+        grad(1, j) = 2.0 * r * (s1 * (1.0 - s1) / waves[i]) / keep;
+      }
+      return total;
+    };
+    train_mlp(net, x, loss, opt.mlp);
+    // Training-set MAPE for the log.
+    double ape = 0.0;
+    for (int i = 0; i < n; ++i) {
+      const Eigen::VectorXd o = net.forward(x.col(i));
+      const double alpha = sigmoid(o(0));
+      const double util = std::max(alpha * (1.0 - sigmoid(o(1)) / waves[i]), 1e-9);
+      ape += std::abs(std::exp(log_base[i] - std::log(util) - log_y[i]) - 1.0);
+    }
+    logs[c] = fmt::format("{}: {} rows, training MAPE {:.2f}%\n", to_string(static_cast<KernelClass>(c)), n,
+                          100.0 * ape / n);
+    model.nets[c] = std::move(net);
+  };
+  // Classes are independent: train them on up to two threads (each result is
+  // deterministic regardless of scheduling).
+  const unsigned workers = std::max(1U, std::min(2U, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  std::mutex mu;
+  int next = 0;
+  for (unsigned w = 0; w < workers; ++w) {
+    pool.emplace_back([&]() {
+      while (true) {
+        int c = 0;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (next >= kNumKernelClasses) return;
+          c = next++;
+        }
+        train_class(c);
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  if (log != nullptr) {
+    for (const auto& l : logs) *log << l;
+  }
+  return model;
+}
+
+// ---------------------------------------------------------------- prediction
+
+Time memory_bound_time(const Kernel& k, const GpuSpec& gpu) {
+  return transmit_time(k.bytes(), gpu.memory_bandwidth);
+}
+
+ShapeCache::Key ShapeCache::key(const Kernel& k) {
+  return {k.b, k.m, k.n, k.k, k.h, static_cast<int>(k.op), static_cast<int>(k.dtype)};
+}
+
+std::size_t ShapeCache::Hash::operator()(const Key& k) const {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](std::uint64_t v) {
+    h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  };
+  mix(static_cast<std::uint64_t>(k.b));
+  mix(static_cast<std::uint64_t>(k.m));
+  mix(static_cast<std::uint64_t>(k.n));
+  mix(static_cast<std::uint64_t>(k.k));
+  mix(static_cast<std::uint64_t>(k.h));
+  mix(static_cast<std::uint64_t>(k.op) << 8 | static_cast<std::uint64_t>(k.dtype));
+  return static_cast<std::size_t>(h);
+}
+
+std::optional<Time> ShapeCache::find(const Kernel& k) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key(k));
+  if (it == map_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ShapeCache::put(const Kernel& k, Time t) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_.size() > (1U << 20)) map_.clear();
+  map_.emplace(key(k), t);
+}
+
+TileMlpPredictor::TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model)
+    : gpu_(std::move(gpu)), model_(std::move(model)) {
+  gpu_.validate();
+  if (!model_) throw InputError("tile-mlp predictor: no model");
+}
+
+double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
+  const auto cls = kernel_class(kernel.op);
+  if (!cls || model_->nets[static_cast<int>(*cls)].empty()) {
+    return memory_bound_time(kernel, gpu_).ms();
+  }
+  const Tile tile = model_->tiles.lookup(kernel, gpu_);
+  const TileGeometry g = tile_geometry(kernel, gpu_, tile);
+  const double util = model_->utilization(*cls, tile_features(kernel, gpu_, tile, g), g.waves);
+  return g.waves * g.tile_bound_s / util * 1e3;
+}
+
+Time TileMlpPredictor::predict(const Kernel& kernel) const {
+  if (auto t = cache_.find(kernel)) return *t;
+  kernel.validate();
+  const Time t = Time::from_seconds(predict_ms_uncached(kernel) * 1e-3);
+  cache_.put(kernel, t);
+  return t;
+}
+
+}  // namespace tessera::node_model
