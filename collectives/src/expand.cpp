@@ -2,23 +2,47 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+
+#include "build_util.hpp"
+#include "tessera/collectives/all_to_all.hpp"
+#include "tessera/collectives/halving_doubling.hpp"
+#include "tessera/collectives/hierarchical.hpp"
 #include "tessera/collectives/ring.hpp"
+#include "tessera/collectives/tree.hpp"
 #include "tessera/error.hpp"
 
 namespace tessera::collectives {
 
+using parallelism::CollectiveKind;
+
 std::string_view to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::Auto: return "auto";
-    case Algorithm::Ring: return "ring";
+    case Algorithm::Auto:
+      return "auto";
+    case Algorithm::Ring:
+      return "ring";
+    case Algorithm::Tree:
+      return "tree";
+    case Algorithm::HalvingDoubling:
+      return "halving-doubling";
+    case Algorithm::Direct:
+      return "direct";
+    case Algorithm::Hierarchical:
+      return "hierarchical";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(std::string_view text) {
-  if (text == "auto") return Algorithm::Auto;
-  if (text == "ring") return Algorithm::Ring;
-  throw InputError(fmt::format("unknown collective algorithm '{}' (expected auto or ring)", text));
+  for (Algorithm a : {Algorithm::Auto, Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
+                      Algorithm::Direct, Algorithm::Hierarchical}) {
+    if (text == to_string(a)) return a;
+  }
+  throw InputError(
+      fmt::format("unknown collective algorithm '{}' (expected auto, ring, tree, halving-doubling, direct or "
+                  "hierarchical)",
+                  text));
 }
 
 TransferGraph send_recv(const std::vector<int>& ranks, Bytes size) {
@@ -31,15 +55,132 @@ TransferGraph send_recv(const std::vector<int>& ranks, Bytes size) {
   return g;
 }
 
-TransferGraph expand(parallelism::CollectiveKind kind, const std::vector<int>& ranks, Bytes size,
-                     Algorithm algorithm) {
-  using parallelism::CollectiveKind;
-  if (kind == CollectiveKind::SendRecv) return send_recv(ranks, size);
-  if (kind == CollectiveKind::AllReduce && (algorithm == Algorithm::Auto || algorithm == Algorithm::Ring)) {
-    return ring_all_reduce(ranks, size);
+namespace {
+
+std::vector<Algorithm> available(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::AllReduce:
+      return {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical};
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllGather:
+      return {Algorithm::Ring, Algorithm::HalvingDoubling};
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce:
+      return {Algorithm::Ring, Algorithm::Tree};
+    case CollectiveKind::AllToAll:
+    case CollectiveKind::SendRecv:
+      return {Algorithm::Direct};
   }
-  throw InputError(fmt::format("collective {} with algorithm {} is not implemented", parallelism::to_string(kind),
-                               to_string(algorithm)));
+  return {};
+}
+
+/// True when the group spans >= 2 nodes with the same >= 2 ranks on each.
+bool multi_node_shape(const std::vector<int>& ranks, int ranks_per_node) {
+  if (ranks_per_node < 2) return false;
+  const auto nodes = split_by_node(ranks, ranks_per_node);
+  if (nodes.size() < 2 || nodes.front().size() < 2) return false;
+  for (const auto& n : nodes) {
+    if (n.size() != nodes.front().size()) return false;
+  }
+  return true;
+}
+
+TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ranks, Bytes size,
+                    const ExpandOptions& o) {
+  switch (kind) {
+    case CollectiveKind::AllReduce:
+      if (a == Algorithm::Ring) return ring_all_reduce(ranks, size);
+      if (a == Algorithm::Tree) return double_binary_tree_all_reduce(ranks, size);
+      if (a == Algorithm::HalvingDoubling) return halving_doubling_all_reduce(ranks, size);
+      if (a == Algorithm::Hierarchical) {
+        if (o.ranks_per_node < 1) {
+          throw InputError(fmt::format(
+              "hierarchical all-reduce needs ranks_per_node (got {}): which of the {} ranks share a node",
+              o.ranks_per_node, ranks.size()));
+        }
+        return hierarchical_all_reduce(ranks, size, o.ranks_per_node);
+      }
+      break;
+    case CollectiveKind::ReduceScatter:
+      if (a == Algorithm::Ring) return ring_reduce_scatter(ranks, size);
+      if (a == Algorithm::HalvingDoubling) return halving_reduce_scatter(ranks, size);
+      break;
+    case CollectiveKind::AllGather:
+      if (a == Algorithm::Ring) return ring_all_gather(ranks, size);
+      if (a == Algorithm::HalvingDoubling) return doubling_all_gather(ranks, size);
+      break;
+    case CollectiveKind::Broadcast:
+      if (a == Algorithm::Ring) return chain_broadcast(ranks, size);
+      if (a == Algorithm::Tree) return binomial_broadcast(ranks, size);
+      break;
+    case CollectiveKind::Reduce:
+      if (a == Algorithm::Ring) return chain_reduce(ranks, size);
+      if (a == Algorithm::Tree) return binomial_reduce(ranks, size);
+      break;
+    case CollectiveKind::AllToAll:
+      if (a == Algorithm::Direct) return direct_all_to_all(ranks, size);
+      break;
+    case CollectiveKind::SendRecv:
+      return send_recv(ranks, size);
+  }
+  std::string names;
+  for (Algorithm x : available(kind)) names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(x));
+  throw InputError(fmt::format("collective {} has no algorithm '{}' (available: auto, {})",
+                               parallelism::to_string(kind), to_string(a), names));
+}
+
+}  // namespace
+
+Algorithm resolve_algorithm(CollectiveKind kind, const std::vector<int>& ranks, Bytes size,
+                            const ExpandOptions& o) {
+  if (o.algorithm != Algorithm::Auto) return o.algorithm;
+  const auto p = static_cast<double>(ranks.size());
+  const double a = o.auto_latency.seconds();
+  const double s_over_b = size.as_double() / o.auto_bandwidth.bytes_per_second();
+  const double c = std::max(1, o.chunks);
+  const double log_p = std::bit_width(ranks.size() > 1 ? ranks.size() - 1 : 0);  // ceil(log2 p)
+  switch (kind) {
+    case CollectiveKind::SendRecv:
+    case CollectiveKind::AllToAll:
+      return Algorithm::Direct;
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllGather:
+      return Algorithm::Ring;
+    case CollectiveKind::AllReduce: {
+      if (ranks.size() <= 2) return Algorithm::Ring;
+      const double ring = 2 * (p - 1) * (a + s_over_b / p);
+      const double tree = (2 * log_p + c - 1) * (a + s_over_b / c);
+      if (tree < ring) return Algorithm::Tree;
+      return multi_node_shape(ranks, o.ranks_per_node) ? Algorithm::Hierarchical : Algorithm::Ring;
+    }
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce: {
+      const double chain = (p - 1 + c - 1) * (a + s_over_b / c);
+      const double tree = log_p * (a + s_over_b);
+      return chain < tree ? Algorithm::Ring : Algorithm::Tree;
+    }
+  }
+  return Algorithm::Ring;
+}
+
+TransferGraph expand(CollectiveKind kind, const std::vector<int>& ranks, Bytes size,
+                     const ExpandOptions& options) {
+  if (kind == CollectiveKind::SendRecv) return send_recv(ranks, size);
+  detail::check_group(parallelism::to_string(kind), ranks, size);
+  if (options.chunks < 1) {
+    throw InputError(fmt::format("collective chunks must be at least 1 (got {})", options.chunks));
+  }
+  const Algorithm a = resolve_algorithm(kind, ranks, size, options);
+  // Validate the pair once, even for sizes that expand to nothing.
+  (void)build(kind, a, ranks, Bytes(0), options);
+  if (options.chunks == 1) return build(kind, a, ranks, size, options);
+  return pipeline([&](Bytes slice) { return build(kind, a, ranks, slice, options); }, size, options.chunks);
+}
+
+TransferGraph expand(CollectiveKind kind, const std::vector<int>& ranks, Bytes size, Algorithm algorithm) {
+  ExpandOptions o;
+  o.algorithm = algorithm;
+  return expand(kind, ranks, size, o);
 }
 
 }  // namespace tessera::collectives

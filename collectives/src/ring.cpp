@@ -1,31 +1,21 @@
 #include "tessera/collectives/ring.hpp"
 
-#include <fmt/format.h>
-#include <set>
-
-#include "tessera/error.hpp"
+#include "build_util.hpp"
 
 namespace tessera::collectives {
 
-TransferGraph ring_all_reduce(const std::vector<int>& ranks, Bytes size) {
-  if (ranks.empty()) throw InputError("ring all-reduce: the group is empty");
-  if (size.count() < 0) {
-    throw InputError(fmt::format("ring all-reduce: size must not be negative (got {} B)", size.count()));
-  }
-  std::set<int> uniq(ranks.begin(), ranks.end());
-  if (uniq.size() != ranks.size()) throw InputError("ring all-reduce: the group lists a rank twice");
+namespace detail {
 
+TransferGraph ring_steps(const std::vector<int>& ranks, Bytes size, std::int64_t first, std::int64_t last) {
   const auto p = static_cast<std::int64_t>(ranks.size());
   TransferGraph g;
-  if (p == 1 || size.count() == 0) return g;
-
-  auto chunk_bytes = [&](std::int64_t c) {
-    return Bytes(size.count() / p + (c < size.count() % p ? 1 : 0));
+  if (p < 2 || last <= first) return g;
+  const auto chunks = split(size, p);
+  g.transfers.reserve(static_cast<std::size_t>((last - first) * p));
+  auto index = [&](std::int64_t step, std::int64_t i) {
+    return static_cast<TransferIndex>((step - first) * p + i);
   };
-  const std::int64_t steps = 2 * (p - 1);
-  g.transfers.reserve(static_cast<std::size_t>(steps * p));
-  auto index = [&](std::int64_t step, std::int64_t i) { return static_cast<TransferIndex>(step * p + i); };
-  for (std::int64_t s = 0; s < steps; ++s) {
+  for (std::int64_t s = first; s < last; ++s) {
     for (std::int64_t i = 0; i < p; ++i) {
       // Reduce-scatter: rank i sends chunk (i - s) mod p. All-gather: rank i
       // forwards the fully reduced chunk (i + 1 - (s - (p-1))) mod p.
@@ -33,14 +23,62 @@ TransferGraph ring_all_reduce(const std::vector<int>& ranks, Bytes size) {
       Transfer t;
       t.src = ranks[static_cast<std::size_t>(i)];
       t.dst = ranks[static_cast<std::size_t>((i + 1) % p)];
-      t.bytes = chunk_bytes(c);
-      t.step = static_cast<std::int32_t>(s);
-      if (s > 0) {
+      t.bytes = chunks[static_cast<std::size_t>(c)];
+      t.step = static_cast<std::int32_t>(s - first);
+      if (s > first) {
         t.deps.push_back(index(s - 1, i));
         t.deps.push_back(index(s - 1, (i - 1 + p) % p));
       }
       g.transfers.push_back(std::move(t));
     }
+  }
+  return g;
+}
+
+}  // namespace detail
+
+TransferGraph ring_all_reduce(const std::vector<int>& ranks, Bytes size) {
+  detail::check_group("ring all-reduce", ranks, size);
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  if (p == 1 || size.count() == 0) return {};
+  return detail::ring_steps(ranks, size, 0, 2 * (p - 1));
+}
+
+TransferGraph ring_reduce_scatter(const std::vector<int>& ranks, Bytes size) {
+  detail::check_group("ring reduce-scatter", ranks, size);
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  if (p == 1 || size.count() == 0) return {};
+  return detail::ring_steps(ranks, size, 0, p - 1);
+}
+
+TransferGraph ring_all_gather(const std::vector<int>& ranks, Bytes size) {
+  detail::check_group("ring all-gather", ranks, size);
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  if (p == 1 || size.count() == 0) return {};
+  return detail::ring_steps(ranks, size, p - 1, 2 * (p - 1));
+}
+
+TransferGraph chain_broadcast(const std::vector<int>& ranks, Bytes size) {
+  detail::check_group("chain broadcast", ranks, size);
+  TransferGraph g;
+  if (ranks.size() == 1 || size.count() == 0) return g;
+  for (std::size_t i = 0; i + 1 < ranks.size(); ++i) {
+    std::vector<TransferIndex> deps;
+    if (i > 0) deps.push_back(static_cast<TransferIndex>(i - 1));
+    detail::add(g, ranks[i], ranks[i + 1], size, static_cast<std::int32_t>(i), std::move(deps));
+  }
+  return g;
+}
+
+TransferGraph chain_reduce(const std::vector<int>& ranks, Bytes size) {
+  detail::check_group("chain reduce", ranks, size);
+  TransferGraph g;
+  if (ranks.size() == 1 || size.count() == 0) return g;
+  for (std::size_t i = ranks.size() - 1; i > 0; --i) {
+    std::vector<TransferIndex> deps;
+    if (!g.transfers.empty()) deps.push_back(static_cast<TransferIndex>(g.transfers.size() - 1));
+    detail::add(g, ranks[i], ranks[i - 1], size, static_cast<std::int32_t>(g.transfers.size()),
+                std::move(deps));
   }
   return g;
 }

@@ -42,8 +42,9 @@ struct ActiveCollective {
 
 class Executor {
  public:
-  Executor(const TaskGraph& g, EventLoop& loop, Network& net, ExecutionObserver* obs)
-      : g_(g), loop_(loop), net_(net), obs_(obs), ranks_(static_cast<std::size_t>(g.num_ranks())),
+  Executor(const TaskGraph& g, EventLoop& loop, Network& net, ExecutionObserver* obs,
+           const ExecutionOptions& opts)
+      : g_(g), loop_(loop), net_(net), obs_(obs), opts_(opts), ranks_(static_cast<std::size_t>(g.num_ranks())),
         result_() {
     result_.ranks.resize(ranks_.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
@@ -128,7 +129,7 @@ class Executor {
     ActiveCollective& ac = active_[t.collective_id];
     const auto& members = g_.groups[static_cast<std::size_t>(t.group)].ranks;
     ac.start = loop_.now();
-    ac.transfers = collectives::expand(t.collective, members, t.bytes);
+    ac.transfers = collectives::expand(t.collective, members, t.bytes, opts_.collectives);
     const auto n = ac.transfers.transfers.size();
     if (n == 0) {
       const std::int64_t id = t.collective_id;
@@ -201,6 +202,7 @@ class Executor {
   EventLoop& loop_;
   Network& net_;
   ExecutionObserver* obs_;
+  ExecutionOptions opts_;
   std::vector<RankState> ranks_;
   std::map<std::int64_t, ActiveCollective> active_;
   ExecutionResult result_;
@@ -208,9 +210,10 @@ class Executor {
 
 }  // namespace
 
-ExecutionResult execute(const TaskGraph& graph, EventLoop& loop, Network& net, ExecutionObserver* observer) {
+ExecutionResult execute(const TaskGraph& graph, EventLoop& loop, Network& net, ExecutionObserver* observer,
+                        const ExecutionOptions& options) {
   graph.validate();
-  Executor ex(graph, loop, net, observer);
+  Executor ex(graph, loop, net, observer, options);
   return ex.run();
 }
 

@@ -1,29 +1,169 @@
 #include "tessera/topology/topology.hpp"
 
-#include <deque>
 #include <fmt/format.h>
-#include <limits>
 
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "router.hpp"
 #include "tessera/error.hpp"
 
 namespace tessera::topology {
 
 std::string_view to_string(VertexKind k) {
   switch (k) {
-    case VertexKind::Gpu: return "gpu";
-    case VertexKind::NvSwitch: return "nvswitch";
-    case VertexKind::Leaf: return "leaf";
-    case VertexKind::Spine: return "spine";
+    case VertexKind::Gpu:
+      return "gpu";
+    case VertexKind::NvSwitch:
+      return "nvswitch";
+    case VertexKind::Leaf:
+      return "leaf";
+    case VertexKind::Spine:
+      return "spine";
+    case VertexKind::Core:
+      return "core";
   }
   return "?";
 }
 
+std::string_view to_string(LinkTier t) {
+  switch (t) {
+    case LinkTier::NvLink:
+      return "nvlink";
+    case LinkTier::Host:
+      return "host";
+    case LinkTier::LeafSpine:
+      return "leaf-spine";
+    case LinkTier::SpineCore:
+      return "spine-core";
+    case LinkTier::Other:
+      return "other";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- Router
+
+namespace detail {
+
+Router::Router(const Topology& t) {
+  const Graph& g = t.graph();
+  const std::size_t n = t.num_vertices();
+  sw_index_.assign(n, -1);
+  kind_.resize(n);
+  gpu_of_vertex_.assign(n, -1);
+  for (std::size_t v = 0; v < n; ++v) {
+    kind_[v] = static_cast<std::uint8_t>(g[v].kind);
+    if (g[v].kind == VertexKind::Gpu) {
+      gpu_of_vertex_[v] = g[v].index;
+    } else {
+      sw_index_[v] = num_switches_++;
+    }
+  }
+  // Attachment switches: switches with a link into a GPU.
+  std::vector<int> att_of_vertex(n, -1);
+  gpu_atts_.resize(static_cast<std::size_t>(t.num_gpus()));
+  for (int r = 0; r < t.num_gpus(); ++r) {
+    const VertexId d = t.gpu(r);
+    auto& atts = gpu_atts_[static_cast<std::size_t>(r)];
+    for (auto [e, end] = boost::in_edges(d, g); e != end; ++e) {
+      const VertexId u = boost::source(*e, g);
+      if (sw_index_[u] < 0) continue;
+      if (att_of_vertex[u] < 0) {
+        att_of_vertex[u] = static_cast<int>(att_vertex_.size());
+        att_vertex_.push_back(u);
+      }
+      if (std::find(atts.begin(), atts.end(), att_of_vertex[u]) == atts.end())
+        atts.push_back(att_of_vertex[u]);
+    }
+  }
+  // One BFS per attachment over in-edges between switches.
+  const auto nsw = static_cast<std::size_t>(num_switches_);
+  dist_.assign(att_vertex_.size() * nsw, kInf16);
+  std::vector<VertexId> queue;
+  queue.reserve(nsw);
+  for (std::size_t a = 0; a < att_vertex_.size(); ++a) {
+    std::int16_t* dist = dist_.data() + a * nsw;
+    queue.clear();
+    queue.push_back(att_vertex_[a]);
+    dist[sw_index_[att_vertex_[a]]] = 0;
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const VertexId v = queue[head];
+      const std::int16_t dv = dist[sw_index_[v]];
+      for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
+        const VertexId u = boost::source(*e, g);
+        const int su = sw_index_[u];
+        if (su < 0 || dist[su] != kInf16) continue;
+        if (dv + 1 >= kInf16) {
+          throw InputError(
+              fmt::format("topology: a switch path of more than {} hops is not supported", kInf16 - 1));
+        }
+        dist[su] = static_cast<std::int16_t>(dv + 1);
+        queue.push_back(u);
+      }
+    }
+  }
+  // D-mod-k strides: leaves 1, spines the leaves' up-link count, cores that
+  // times the spines' up-link count.
+  auto max_up = [&](VertexKind from, VertexKind to) {
+    std::int64_t best = 1;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (g[v].kind != from) continue;
+      std::int64_t up = 0;
+      for (auto [e, end] = boost::out_edges(v, g); e != end; ++e)
+        up += g[boost::target(*e, g)].kind == to ? 1 : 0;
+      best = std::max(best, up);
+    }
+    return best;
+  };
+  stride_[static_cast<std::size_t>(VertexKind::Spine)] = max_up(VertexKind::Leaf, VertexKind::Spine);
+  stride_[static_cast<std::size_t>(VertexKind::Core)] =
+      stride_[static_cast<std::size_t>(VertexKind::Spine)] * max_up(VertexKind::Spine, VertexKind::Core);
+}
+
+int Router::switch_dist(VertexId v, int dst) const {
+  const int sw = sw_index_[v];
+  if (sw < 0) return kInf;
+  int best = kInf;
+  for (int a : gpu_atts_[static_cast<std::size_t>(dst)]) {
+    const int d = att_dist(a, sw);
+    if (d != kInf) best = std::min(best, d + 1);
+  }
+  return best;
+}
+
+void Router::candidates(const Topology& t, VertexId v, int dst, std::vector<LinkId>& out) const {
+  out.clear();
+  const Graph& g = t.graph();
+  int best = kInf;
+  std::int64_t best_bps = 0;
+  for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+    const VertexId next = boost::target(*e, g);
+    const int gpu = gpu_of_vertex_[next];
+    const int d = gpu >= 0 ? (gpu == dst ? 0 : kInf) : switch_dist(next, dst);
+    if (d == kInf || d > best) continue;
+    const std::int64_t bps = g[*e].bandwidth.bps();
+    if (d < best || bps > best_bps) {
+      out.clear();
+      best = d;
+      best_bps = bps;
+    }
+    if (bps == best_bps) out.push_back(g[*e].id);
+  }
+}
+
+}  // namespace detail
+
+// -------------------------------------------------------------- Topology
+
 VertexId Topology::add_vertex(VertexKind kind, std::string name, int index) {
+  router_.reset();
   const VertexId v = boost::add_vertex(VertexProps{kind, std::move(name), index}, g_);
   if (kind == VertexKind::Gpu) {
     if (index != static_cast<int>(gpus_.size())) {
-      throw InputError(fmt::format("topology: GPUs must be added in rank order (got {} after {})",
-                                   index, gpus_.size()));
+      throw InputError(
+          fmt::format("topology: GPUs must be added in rank order (got {} after {})", index, gpus_.size()));
     }
     gpus_.push_back(v);
   }
@@ -33,6 +173,7 @@ VertexId Topology::add_vertex(VertexKind kind, std::string name, int index) {
 void Topology::add_duplex_link(VertexId a, VertexId b, Bandwidth bw, Time latency) {
   if (bw.bps() <= 0) throw InputError("topology: link bandwidth must be positive");
   if (latency < Time::zero()) throw InputError("topology: link latency must not be negative");
+  router_.reset();
   for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
     const auto id = static_cast<LinkId>(links_.size());
     boost::add_edge(u, v, LinkProps{bw, latency, id}, g_);
@@ -53,51 +194,119 @@ int Topology::count(VertexKind kind) const {
   return n;
 }
 
+LinkTier Topology::tier(LinkId id) const {
+  const Link& l = link(id);
+  VertexKind a = g_[l.src].kind;
+  VertexKind b = g_[l.dst].kind;
+  if (a > b) std::swap(a, b);
+  if (a == VertexKind::Gpu) {
+    if (b == VertexKind::Gpu || b == VertexKind::NvSwitch) return LinkTier::NvLink;
+    return LinkTier::Host;
+  }
+  if (a == VertexKind::Leaf && b == VertexKind::Spine) return LinkTier::LeafSpine;
+  if (a == VertexKind::Spine && b == VertexKind::Core) return LinkTier::SpineCore;
+  return LinkTier::Other;
+}
+
+TierCounts Topology::count_links() const {
+  TierCounts c{};
+  for (std::size_t i = 0; i < links_.size(); ++i) ++c[static_cast<std::size_t>(tier(static_cast<LinkId>(i)))];
+  return c;
+}
+
+TierCounts Topology::tier_counts(const Path& p) const {
+  TierCounts c{};
+  for (LinkId id : p) ++c[static_cast<std::size_t>(tier(id))];
+  return c;
+}
+
+LinkId Topology::port_link(VertexId v, PortNo port) const {
+  PortNo p = 0;
+  for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
+    if (++p == port) return g_[*e].id;
+  }
+  throw InputError(fmt::format("topology: {} has no port {} (it has {})", g_[v].name, port, p));
+}
+
+PortNo Topology::port_of(LinkId id) const {
+  const VertexId v = link(id).src;
+  PortNo p = 0;
+  for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
+    ++p;
+    if (g_[*e].id == id) return p;
+  }
+  return kNoRoute;
+}
+
+const detail::Router& Topology::router() const {
+  if (!router_) router_ = std::make_shared<const detail::Router>(*this);
+  return *router_;
+}
+
 Path Topology::route(int src, int dst) const {
   const VertexId s = gpu(src);
   const VertexId d = gpu(dst);
   if (s == d) return {};
-  // Hop distance of every vertex to the destination (BFS over in-edges).
-  constexpr int kInf = std::numeric_limits<int>::max();
-  std::vector<int> dist(num_vertices(), kInf);
-  dist[d] = 0;
-  std::deque<VertexId> queue{d};
-  while (!queue.empty()) {
-    const VertexId v = queue.front();
-    queue.pop_front();
-    for (auto [e, end] = boost::in_edges(v, g_); e != end; ++e) {
-      const VertexId u = boost::source(*e, g_);
-      // GPUs do not forward traffic for others.
-      if (dist[u] != kInf || (g_[u].kind == VertexKind::Gpu && u != s)) continue;
-      dist[u] = dist[v] + 1;
-      queue.push_back(u);
-    }
-  }
-  if (dist[s] == kInf) {
-    throw InputError(fmt::format("topology: no route from GPU {} to GPU {}", src, dst));
-  }
+  const detail::Router& r = router();
   Path path;
+  std::vector<LinkId> cand;
   VertexId at = s;
   while (at != d) {
-    // Among next hops on a shortest path keep the fastest links (NVLink
-    // before the NIC inside a node), then let the destination pick (D-mod-k).
-    std::vector<LinkId> candidates;
-    std::int64_t best_bps = 0;
-    for (auto [e, end] = boost::out_edges(at, g_); e != end; ++e) {
-      const VertexId next = boost::target(*e, g_);
-      if (dist[next] != dist[at] - 1) continue;
-      const std::int64_t bps = g_[*e].bandwidth.bps();
-      if (bps > best_bps) {
-        best_bps = bps;
-        candidates.clear();
-      }
-      if (bps == best_bps) candidates.push_back(g_[*e].id);
+    r.candidates(*this, at, dst, cand);
+    if (cand.empty() || path.size() > num_vertices()) {
+      throw InputError(fmt::format("topology: no route from GPU {} to GPU {}", src, dst));
     }
-    const LinkId chosen = candidates[static_cast<std::size_t>(dst) % candidates.size()];
+    const LinkId chosen = r.choose(cand, at, dst);
     path.push_back(chosen);
     at = links_[static_cast<std::size_t>(chosen)].dst;
   }
   return path;
+}
+
+std::vector<Path> Topology::ecmp_paths(int src, int dst, std::size_t limit) const {
+  const VertexId s = gpu(src);
+  const VertexId d = gpu(dst);
+  std::vector<Path> out;
+  if (s == d) return out;
+  const detail::Router& r = router();
+  Path current;
+  // Depth-first over candidate next hops (in port order).
+  auto walk = [&](auto&& self, VertexId at) -> void {
+    if (out.size() >= limit) return;
+    if (at == d) {
+      out.push_back(current);
+      return;
+    }
+    std::vector<LinkId> cand;
+    r.candidates(*this, at, dst, cand);
+    for (LinkId l : cand) {
+      current.push_back(l);
+      self(self, links_[static_cast<std::size_t>(l)].dst);
+      current.pop_back();
+    }
+  };
+  walk(walk, s);
+  if (out.empty()) throw InputError(fmt::format("topology: no route from GPU {} to GPU {}", src, dst));
+  return out;
+}
+
+std::uint64_t Topology::count_ecmp_paths(int src, int dst) const {
+  const VertexId s = gpu(src);
+  const VertexId d = gpu(dst);
+  if (s == d) return 1;
+  const detail::Router& r = router();
+  std::map<VertexId, std::uint64_t> memo;
+  auto count = [&](auto&& self, VertexId at) -> std::uint64_t {
+    if (at == d) return 1;
+    if (auto it = memo.find(at); it != memo.end()) return it->second;
+    std::vector<LinkId> cand;
+    r.candidates(*this, at, dst, cand);
+    std::uint64_t total = 0;
+    for (LinkId l : cand) total += self(self, links_[static_cast<std::size_t>(l)].dst);
+    memo[at] = total;
+    return total;
+  };
+  return count(count, s);
 }
 
 Time Topology::latency(const Path& p) const {
@@ -105,6 +314,8 @@ Time Topology::latency(const Path& p) const {
   for (LinkId id : p) total += link(id).latency;
   return total;
 }
+
+// ------------------------------------------------------------ leaf-spine
 
 Topology build_leaf_spine(const LeafSpineSpec& spec) {
   auto positive = [](std::int64_t v, std::string_view key) {
@@ -131,10 +342,12 @@ Topology build_leaf_spine(const LeafSpineSpec& spec) {
     }
   }
   std::vector<VertexId> leaf_v;
-  for (int l = 0; l < leaves; ++l) leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
+  for (int l = 0; l < leaves; ++l)
+    leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
   for (int r = 0; r < gpus; ++r) {
-    t.add_duplex_link(gpu_v[static_cast<std::size_t>(r)], leaf_v[static_cast<std::size_t>(r / spec.hosts_per_leaf)],
-                      spec.nic_bandwidth, spec.nic_latency);
+    t.add_duplex_link(gpu_v[static_cast<std::size_t>(r)],
+                      leaf_v[static_cast<std::size_t>(r / spec.hosts_per_leaf)], spec.nic_bandwidth,
+                      spec.nic_latency);
   }
   // A single leaf needs no spine layer.
   if (leaves > 1) {
@@ -144,6 +357,12 @@ Topology build_leaf_spine(const LeafSpineSpec& spec) {
     }
   }
   return t;
+}
+
+double oversubscription(const LeafSpineSpec& spec) {
+  const double down = static_cast<double>(spec.hosts_per_leaf) * spec.nic_bandwidth.bytes_per_second();
+  const double up = static_cast<double>(spec.spines) * spec.spine_bandwidth.bytes_per_second();
+  return up > 0 ? down / up : 0.0;
 }
 
 }  // namespace tessera::topology

@@ -9,12 +9,52 @@
 
 namespace tessera::collectives {
 
-enum class Algorithm { Auto, Ring };
+/// Tree: double binary tree for all-reduce, binomial tree for broadcast and
+/// reduce. Ring: ring for all-reduce / reduce-scatter / all-gather, a
+/// pipelined chain for broadcast and reduce. HalvingDoubling: recursive
+/// halving-doubling. Direct: pairwise all-to-all (and send-recv).
+/// Hierarchical: intra-node reduce-scatter, inter-node ring per rail,
+/// intra-node all-gather (needs ExpandOptions::ranks_per_node).
+enum class Algorithm { Auto, Ring, Tree, HalvingDoubling, Direct, Hierarchical };
 std::string_view to_string(Algorithm a);
+/// "auto", "ring", "tree", "halving-doubling", "direct", "hierarchical".
 Algorithm parse_algorithm(std::string_view text);  // throws InputError
 
-/// Expands `kind` over `ranks` (group order) for a per-rank buffer of `size`.
-/// Throws InputError for a combination that is not implemented.
+struct ExpandOptions {
+  Algorithm algorithm = Algorithm::Auto;
+  /// Pipeline slices per collective (see pipeline()); 1 = no chunking.
+  int chunks = 1;
+  /// Ranks per node (global rank r is on node r / ranks_per_node); 0 = not
+  /// known, the group is treated as flat.
+  int ranks_per_node = 0;
+  /// Nominal per-step latency and per-rank bandwidth Auto's cost model uses
+  /// (an inter-node hop of a 400 Gb/s HCA with NCCL's software overhead).
+  Time auto_latency = Time::from_us(5);
+  Bandwidth auto_bandwidth = Bandwidth::gbps(400);
+};
+
+/// What Auto resolves to for this collective (identity for other choices).
+/// The rule (NCCL-like, by message size and group shape):
+///  - send-recv, all-to-all: Direct;
+///  - reduce-scatter, all-gather: Ring (as NCCL);
+///  - all-reduce: Tree when its estimate 2*ceil(log2 p)*(a + S/B) [C chunks:
+///    (2*ceil(log2 p) + C - 1)*(a + S/(C*B))] beats the ring's
+///    2(p-1)*(a + S/(p*B)); otherwise Hierarchical when the node shape is
+///    known and the group spans >= 2 nodes with the same >= 2 ranks on each,
+///    else Ring. Groups of 1 or 2 ranks: Ring.
+///  - broadcast, reduce: Tree (binomial, ceil(log2 p)*(a + S/B)) unless the
+///    pipelined chain ((p-1 + C-1)*(a + S/(C*B))) is faster.
+/// a = auto_latency, B = auto_bandwidth, S = size, C = chunks.
+/// Recursive halving-doubling is never chosen automatically (as in NCCL).
+Algorithm resolve_algorithm(parallelism::CollectiveKind kind, const std::vector<int>& ranks, Bytes size,
+                            const ExpandOptions& options);
+
+/// Expands `kind` over `ranks` (group order) for a per-rank buffer of `size`
+/// (see CollectiveKind for what the size means per kind). Throws InputError
+/// for bad groups and for a kind/algorithm pair that does not exist, naming
+/// the algorithms that do.
+TransferGraph expand(parallelism::CollectiveKind kind, const std::vector<int>& ranks, Bytes size,
+                     const ExpandOptions& options);
 TransferGraph expand(parallelism::CollectiveKind kind, const std::vector<int>& ranks, Bytes size,
                      Algorithm algorithm = Algorithm::Auto);
 

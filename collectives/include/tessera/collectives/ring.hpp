@@ -1,4 +1,5 @@
 #pragma once
+// Ring and chain (pipeline) algorithms. Group order is ring order.
 #include <vector>
 
 #include "tessera/collectives/transfer_graph.hpp"
@@ -13,5 +14,23 @@ namespace tessera::collectives {
 /// Each rank sends 2(p-1)/p * size bytes in total.
 /// Throws InputError for an empty group, a duplicate rank or a negative size.
 TransferGraph ring_all_reduce(const std::vector<int>& ranks, Bytes size);
+
+/// Ring reduce-scatter of a `size`-byte (full, unscattered) buffer: the first
+/// p-1 steps of ring_all_reduce; each rank sends (p-1)/p * size and ends with
+/// the reduced chunk (i+1) mod p.
+TransferGraph ring_reduce_scatter(const std::vector<int>& ranks, Bytes size);
+
+/// Ring all-gather of a `size`-byte (full, gathered) buffer: the last p-1
+/// steps of ring_all_reduce (rank i starts with chunk (i+1) mod p); each rank
+/// sends (p-1)/p * size.
+TransferGraph ring_all_gather(const std::vector<int>& ranks, Bytes size);
+
+/// Chain broadcast from ranks[0]: ranks[0] -> ranks[1] -> ... -> ranks[p-1],
+/// the whole buffer per hop. Pipelined with pipeline(): C chunks take
+/// (p-1 + C-1) hop times of size/C each.
+TransferGraph chain_broadcast(const std::vector<int>& ranks, Bytes size);
+
+/// Chain reduce to ranks[0]: ranks[p-1] -> ranks[p-2] -> ... -> ranks[0].
+TransferGraph chain_reduce(const std::vector<int>& ranks, Bytes size);
 
 }  // namespace tessera::collectives

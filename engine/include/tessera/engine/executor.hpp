@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/collectives/expand.hpp"
 #include "tessera/collectives/transfer_graph.hpp"
 #include "tessera/engine/event_loop.hpp"
 #include "tessera/engine/network.hpp"
@@ -39,11 +40,18 @@ struct ExecutionResult {
   Bytes bytes_sent;
 };
 
+/// How collectives are expanded: algorithm (default Auto), chunks,
+/// ranks_per_node and Auto's nominal latency/bandwidth, passed to
+/// collectives::expand for every collective.
+struct ExecutionOptions {
+  collectives::ExpandOptions collectives;
+};
+
 /// Runs `graph` to completion: schedules its tasks on `loop`, sends its
 /// transfers through `net`, calls loop.run(). Throws SimulationError if some
 /// task can never run (a deadlock in the graph).
 ExecutionResult execute(const parallelism::TaskGraph& graph, EventLoop& loop, Network& net,
-                        ExecutionObserver* observer = nullptr);
+                        ExecutionObserver* observer = nullptr, const ExecutionOptions& options = {});
 
 /// The headline numbers of one iteration.
 struct IterationSummary {

@@ -1,8 +1,10 @@
 #pragma once
 // A cluster's physical network as a directed Boost.Graph: GPUs, NVSwitches,
-// leaf and spine switches, and one directed edge per link direction.
+// leaf, spine and core switches, and one directed edge per link direction.
+#include <array>
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,7 +12,10 @@
 
 namespace tessera::topology {
 
-enum class VertexKind { Gpu, NvSwitch, Leaf, Spine };
+/// Vertex kinds. In a 3-tier fat-tree, Leaf = edge switch, Spine =
+/// aggregation switch, Core = core switch. A GPU vertex also stands for its
+/// HCA (one per GPU): the GPU-leaf link is the HCA's cable.
+enum class VertexKind { Gpu, NvSwitch, Leaf, Spine, Core };
 std::string_view to_string(VertexKind k);
 
 struct VertexProps {
@@ -39,6 +44,28 @@ struct Link {
 /// One routed path: the directed links a message crosses, in order.
 using Path = std::vector<LinkId>;
 
+/// The tier a link belongs to, from the kinds of its two ends.
+enum class LinkTier {
+  NvLink,     ///< GPU-NVSwitch or GPU-GPU (inside a node)
+  Host,       ///< GPU (HCA) to its fabric switch
+  LeafSpine,  ///< leaf (edge) to spine (aggregation)
+  SpineCore,  ///< spine (aggregation) to core
+  Other,
+};
+inline constexpr std::size_t kNumLinkTiers = 5;
+std::string_view to_string(LinkTier t);
+/// Links per tier, indexed by static_cast<std::size_t>(LinkTier).
+using TierCounts = std::array<int, kNumLinkTiers>;
+
+/// Output port numbers of a switch: port p (1-based) is the p-th out-link of
+/// the vertex in the order the links were added. Port 0 is the switch itself.
+using PortNo = std::uint16_t;
+inline constexpr PortNo kNoRoute = 0xFFFF;
+
+namespace detail {
+class Router;
+}
+
 class Topology {
  public:
   VertexId add_vertex(VertexKind kind, std::string name, int index);
@@ -54,17 +81,43 @@ class Topology {
   [[nodiscard]] std::size_t num_vertices() const { return boost::num_vertices(g_); }
   [[nodiscard]] int count(VertexKind kind) const;
 
-  /// Shortest (fewest hops) path from GPU `src` to GPU `dst`. Among equal
-  /// next hops the choice is deterministic, destination-mod-k (as OpenSM's
-  /// fat-tree routing), which spreads destinations over up-links.
+  /// Tier of a link (from its end points' kinds).
+  [[nodiscard]] LinkTier tier(LinkId id) const;
+  /// Directed links per tier in the whole topology.
+  [[nodiscard]] TierCounts count_links() const;
+  /// Links of `p` per tier.
+  [[nodiscard]] TierCounts tier_counts(const Path& p) const;
+  /// The out-link behind output port `port` (1-based) of vertex `v`.
+  [[nodiscard]] LinkId port_link(VertexId v, PortNo port) const;
+  /// Output port (1-based) of out-link `id` at its source vertex.
+  [[nodiscard]] PortNo port_of(LinkId id) const;
+
+  /// Shortest (fewest hops) path from GPU `src` to GPU `dst`; GPUs never
+  /// forward for others. Among equal-cost next hops the fastest links are
+  /// kept (NVLink before the NIC inside a node), then destination-mod-k picks
+  /// one: a switch of tier t takes candidate (dst / stride_t) mod count, with
+  /// stride 1 at leaves and the product of the up-link counts of the tiers
+  /// below above them (OpenSM fat-tree / Zahavi D-mod-k). Hop distances are
+  /// computed once per topology and cached; the first call after a change
+  /// pays for one BFS per switch that GPUs attach to. Not thread-safe on
+  /// the first call.
   [[nodiscard]] Path route(int src, int dst) const;
+  /// Every equal-cost path route() chooses from (ECMP set, same filters), in
+  /// port order; at most `limit` paths.
+  [[nodiscard]] std::vector<Path> ecmp_paths(int src, int dst, std::size_t limit = 1 << 16) const;
+  /// Number of equal-cost paths (without listing them).
+  [[nodiscard]] std::uint64_t count_ecmp_paths(int src, int dst) const;
   /// Sum of link latencies along a path.
   [[nodiscard]] Time latency(const Path& p) const;
+
+  /// The routing state (built on first use). For the forwarding tables.
+  [[nodiscard]] const detail::Router& router() const;
 
  private:
   Graph g_;
   std::vector<Link> links_;
   std::vector<VertexId> gpus_;
+  mutable std::shared_ptr<const detail::Router> router_;
 };
 
 /// A leaf-spine (2-tier fat-tree) cluster of nodes with an NVSwitch each.
@@ -73,18 +126,22 @@ class Topology {
 struct LeafSpineSpec {
   int nodes = 1;
   int gpus_per_node = 8;
-  Bandwidth nvlink_bandwidth;   ///< per GPU, per direction
+  Bandwidth nvlink_bandwidth;  ///< per GPU, per direction
   Time nvlink_latency;
-  Bandwidth nic_bandwidth;      ///< per HCA (one per GPU), per direction
-  Time nic_latency;             ///< GPU/HCA to leaf link
-  int hosts_per_leaf = 32;      ///< HCAs attached to one leaf
+  Bandwidth nic_bandwidth;  ///< per HCA (one per GPU), per direction
+  Time nic_latency;         ///< GPU/HCA to leaf link
+  int hosts_per_leaf = 32;  ///< HCAs attached to one leaf
   int spines = 1;
-  Bandwidth spine_bandwidth;    ///< each leaf-spine link
+  Bandwidth spine_bandwidth;  ///< each leaf-spine link
   Time spine_latency;
 };
 
 /// Builds the topology; GPU ranks are node-major (rank = node * gpus_per_node + i).
 /// Throws InputError naming the field for impossible specs.
 Topology build_leaf_spine(const LeafSpineSpec& spec);
+
+/// Leaf oversubscription of a leaf-spine spec: host bandwidth into a full
+/// leaf over its up-link bandwidth (1.0 = non-blocking).
+double oversubscription(const LeafSpineSpec& spec);
 
 }  // namespace tessera::topology

@@ -1,0 +1,57 @@
+#include "build_util.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "tessera/error.hpp"
+
+namespace tessera::collectives::detail {
+
+void check_group(std::string_view what, const std::vector<int>& ranks, Bytes size) {
+  if (ranks.empty()) throw InputError(fmt::format("{}: the group is empty", what));
+  if (size.count() < 0)
+    throw InputError(fmt::format("{}: size must not be negative (got {} B)", what, size.count()));
+  std::unordered_map<int, std::size_t> seen;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0)
+      throw InputError(fmt::format("{}: rank {} at position {} is negative", what, ranks[i], i));
+    auto [it, inserted] = seen.emplace(ranks[i], i);
+    if (!inserted) {
+      throw InputError(fmt::format("{}: the group lists rank {} twice (positions {} and {} of {})", what,
+                                   ranks[i], it->second, i, ranks.size()));
+    }
+  }
+}
+
+std::vector<Bytes> split(Bytes size, std::int64_t parts) {
+  std::vector<Bytes> out;
+  out.reserve(static_cast<std::size_t>(parts));
+  for (std::int64_t c = 0; c < parts; ++c)
+    out.emplace_back(size.count() / parts + (c < size.count() % parts ? 1 : 0));
+  return out;
+}
+
+TransferIndex add(TransferGraph& g, int src, int dst, Bytes bytes, std::int32_t step,
+                  std::vector<TransferIndex> deps) {
+  g.transfers.push_back(Transfer{src, dst, bytes, std::move(deps), step});
+  return static_cast<TransferIndex>(g.transfers.size() - 1);
+}
+
+TransferIndex append(TransferGraph& g, const TransferGraph& part) {
+  const auto offset = static_cast<TransferIndex>(g.transfers.size());
+  for (Transfer t : part.transfers) {
+    for (auto& d : t.deps) d += offset;
+    g.transfers.push_back(std::move(t));
+  }
+  return offset;
+}
+
+std::unordered_map<int, std::vector<TransferIndex>> into(const TransferGraph& g, TransferIndex begin,
+                                                         TransferIndex end) {
+  std::unordered_map<int, std::vector<TransferIndex>> out;
+  for (TransferIndex i = begin; i < end; ++i) out[g.transfers[static_cast<std::size_t>(i)].dst].push_back(i);
+  return out;
+}
+
+}  // namespace tessera::collectives::detail

@@ -1,0 +1,81 @@
+#include "tessera/collectives/hierarchical.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "build_util.hpp"
+#include "tessera/collectives/ring.hpp"
+#include "tessera/error.hpp"
+
+namespace tessera::collectives {
+
+std::vector<std::vector<int>> split_by_node(const std::vector<int>& ranks, int ranks_per_node) {
+  if (ranks_per_node < 1) {
+    throw InputError(
+        fmt::format("hierarchical all-reduce: ranks_per_node must be at least 1 (got {})", ranks_per_node));
+  }
+  std::vector<std::vector<int>> nodes;
+  std::map<int, std::size_t> slot;
+  for (int r : ranks) {
+    auto [it, inserted] = slot.emplace(r / ranks_per_node, nodes.size());
+    if (inserted) nodes.emplace_back();
+    nodes[it->second].push_back(r);
+  }
+  return nodes;
+}
+
+TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                                      InterNode inter) {
+  detail::check_group("hierarchical all-reduce", ranks, size);
+  const auto nodes = split_by_node(ranks, ranks_per_node);
+  const std::size_t local = nodes.front().size();
+  for (std::size_t n = 1; n < nodes.size(); ++n) {
+    if (nodes[n].size() != local) {
+      throw InputError(
+          fmt::format("hierarchical all-reduce: node {} holds {} of the group's ranks but node {} holds {} "
+                      "(every node needs "
+                      "the same count; ranks_per_node = {})",
+                      nodes[n].front() / ranks_per_node, nodes[n].size(),
+                      nodes.front().front() / ranks_per_node, local, ranks_per_node));
+    }
+  }
+  if (ranks.size() == 1 || size.count() == 0) return {};
+  if (nodes.size() == 1 || local == 1) return ring_all_reduce(ranks, size);
+
+  const auto L = static_cast<std::int64_t>(local);
+  TransferGraph g;
+  // 1. Intra-node reduce-scatter.
+  const auto rs_begin = static_cast<TransferIndex>(g.transfers.size());
+  for (const auto& members : nodes) detail::append(g, detail::ring_steps(members, size, 0, L - 1));
+  const auto rs_end = static_cast<TransferIndex>(g.transfers.size());
+  const auto rs_into = detail::into(g, rs_begin, rs_end);
+  auto received = [](const auto& by_rank, int rank) {
+    auto it = by_rank.find(rank);
+    return it == by_rank.end() ? std::vector<TransferIndex>{} : it->second;
+  };
+  // 2. Per rail: the shard local position l holds, across nodes.
+  const auto shards = detail::split(size, L);
+  for (std::int64_t l = 0; l < L; ++l) {
+    std::vector<int> rail;
+    for (const auto& members : nodes) rail.push_back(members[static_cast<std::size_t>(l)]);
+    const Bytes shard = shards[static_cast<std::size_t>((l + 1) % L)];
+    const auto n = static_cast<std::int64_t>(rail.size());
+    const TransferGraph part = inter == InterNode::Ring ? detail::ring_steps(rail, shard, 0, 2 * (n - 1))
+                                                        : detail::double_binary_tree_core(rail, shard);
+    const TransferIndex begin = detail::append(g, part);
+    detail::gate(g, begin, static_cast<TransferIndex>(g.transfers.size()),
+                 [&](int src) { return received(rs_into, src); });
+  }
+  const auto inter_end = static_cast<TransferIndex>(g.transfers.size());
+  const auto inter_into = detail::into(g, rs_end, inter_end);
+  // 3. Intra-node all-gather.
+  for (const auto& members : nodes) {
+    const TransferIndex begin = detail::append(g, detail::ring_steps(members, size, L - 1, 2 * (L - 1)));
+    detail::gate(g, begin, static_cast<TransferIndex>(g.transfers.size()),
+                 [&](int src) { return received(inter_into, src); });
+  }
+  return g;
+}
+
+}  // namespace tessera::collectives

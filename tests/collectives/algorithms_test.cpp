@@ -1,0 +1,304 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "tessera/collectives/all_to_all.hpp"
+#include "tessera/collectives/expand.hpp"
+#include "tessera/collectives/halving_doubling.hpp"
+#include "tessera/collectives/hierarchical.hpp"
+#include "tessera/collectives/ring.hpp"
+#include "tessera/collectives/tree.hpp"
+#include "tessera/error.hpp"
+
+using namespace tessera;
+using namespace tessera::collectives;
+using parallelism::CollectiveKind;
+
+namespace {
+
+std::vector<int> iota_ranks(int p, int first = 0) {
+  std::vector<int> r(static_cast<std::size_t>(p));
+  std::iota(r.begin(), r.end(), first);
+  return r;
+}
+
+/// Deps point backwards (the graph is a DAG in index order) and no transfer
+/// goes from a rank to itself.
+void expect_well_formed(const TransferGraph& g) {
+  for (std::size_t i = 0; i < g.transfers.size(); ++i) {
+    const auto& t = g.transfers[i];
+    EXPECT_NE(t.src, t.dst) << "transfer " << i;
+    for (auto d : t.deps) {
+      EXPECT_GE(d, 0);
+      EXPECT_LT(static_cast<std::size_t>(d), i) << "transfer " << i;
+    }
+  }
+}
+
+/// Runs `fn`, expects an InputError whose one-line message holds every part.
+template <typename F>
+void expect_input_error(F&& fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+
+}  // namespace
+
+TEST(RingFamily, ReduceScatterAndAllGatherSendPMinus1OverPOfTheBuffer) {
+  for (int p : {2, 3, 8}) {
+    const auto ranks = iota_ranks(p, 10);
+    const std::int64_t size = 8 * 1024 * 3;  // divisible by 2, 3 and 8
+    for (const auto& g : {ring_reduce_scatter(ranks, Bytes(size)), ring_all_gather(ranks, Bytes(size))}) {
+      expect_well_formed(g);
+      EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(p * (p - 1)));
+      EXPECT_EQ(g.depth(), p - 1);
+      for (int r : ranks) EXPECT_EQ(g.bytes_sent_by(r).count(), (p - 1) * size / p) << "p=" << p;
+    }
+  }
+}
+
+TEST(RingFamily, AllReduceIsReduceScatterThenAllGather) {
+  const auto ranks = iota_ranks(5);
+  const auto ar = ring_all_reduce(ranks, Bytes(1001));
+  const auto rs = ring_reduce_scatter(ranks, Bytes(1001));
+  const auto ag = ring_all_gather(ranks, Bytes(1001));
+  ASSERT_EQ(ar.transfers.size(), rs.transfers.size() + ag.transfers.size());
+  for (int r : ranks) EXPECT_EQ(ar.bytes_sent_by(r), rs.bytes_sent_by(r) + ag.bytes_sent_by(r));
+}
+
+TEST(Chain, BroadcastAndReduceMoveTheWholeBufferPerHop) {
+  const auto ranks = iota_ranks(4);
+  const auto b = chain_broadcast(ranks, Bytes(100));
+  const auto r = chain_reduce(ranks, Bytes(100));
+  expect_well_formed(b);
+  expect_well_formed(r);
+  EXPECT_EQ(b.transfers.size(), 3U);
+  EXPECT_EQ(b.depth(), 3);
+  EXPECT_EQ(b.bytes_sent_by(0).count(), 100);
+  EXPECT_EQ(b.bytes_sent_by(3).count(), 0);
+  EXPECT_EQ(r.bytes_received_by(0).count(), 100);
+  EXPECT_EQ(r.bytes_sent_by(0).count(), 0);
+}
+
+TEST(Pipeline, ChunkedChainOverlapsSlices) {
+  // p = 5 ranks, C = 4 chunks: 4 x 4 transfers of 250 B; the critical path
+  // is (p-1) + (C-1) = 7 transfers long.
+  const auto ranks = iota_ranks(5);
+  const auto g = pipeline([&](Bytes s) { return chain_broadcast(ranks, s); }, Bytes(1000), 4);
+  expect_well_formed(g);
+  EXPECT_EQ(g.transfers.size(), 16U);
+  EXPECT_EQ(g.depth(), 4 + 3);
+  for (const auto& t : g.transfers) EXPECT_EQ(t.bytes.count(), 250);
+  // Never more slices than bytes; chunks < 1 is an error.
+  EXPECT_EQ(pipeline([&](Bytes s) { return chain_broadcast(ranks, s); }, Bytes(2), 8).transfers.size(), 8U);
+  expect_input_error([&] { (void)pipeline([&](Bytes s) { return chain_broadcast(ranks, s); }, Bytes(2), 0); },
+                     {"chunks", "got 0"});
+}
+
+TEST(Binomial, BroadcastTakesLog2PRoundsAndReachesEveryRank) {
+  for (int p : {2, 5, 8, 13}) {
+    const auto ranks = iota_ranks(p, 100);
+    const auto g = binomial_broadcast(ranks, Bytes(64));
+    expect_well_formed(g);
+    EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(p - 1));
+    const int rounds = static_cast<int>(std::bit_width(static_cast<unsigned>(p - 1)));
+    EXPECT_EQ(g.depth(), rounds) << "p=" << p;
+    std::set<int> reached{100};
+    for (const auto& t : g.transfers) {
+      EXPECT_TRUE(reached.count(t.src)) << "rank " << t.src << " forwards before receiving";
+      reached.insert(t.dst);
+    }
+    EXPECT_EQ(reached.size(), static_cast<std::size_t>(p));
+    // The root sends once per round.
+    EXPECT_EQ(g.bytes_sent_by(100).count(), rounds * 64);
+  }
+}
+
+TEST(Binomial, ReduceIsTheMirrorOfBroadcast) {
+  for (int p : {2, 6, 8}) {
+    const auto g = binomial_reduce(iota_ranks(p), Bytes(64));
+    expect_well_formed(g);
+    EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(p - 1));
+    EXPECT_EQ(g.depth(), static_cast<int>(std::bit_width(static_cast<unsigned>(p - 1))));
+    EXPECT_EQ(g.bytes_sent_by(0).count(), 0);
+    for (int r = 1; r < p; ++r) EXPECT_EQ(g.bytes_sent_by(r).count(), 64);  // each sends its partial once
+  }
+}
+
+TEST(DoubleBinaryTree, TreesAreTreesAndComplementary) {
+  for (int p : {2, 3, 4, 7, 8, 16, 33}) {
+    int roots1 = 0;
+    int roots2 = 0;
+    int inner_in_both = 0;
+    std::vector<int> kids1(static_cast<std::size_t>(p)), kids2(static_cast<std::size_t>(p));
+    for (int i = 0; i < p; ++i) {
+      const int a = btree_parent(i, p);
+      const int b = dtree_parent(i, p);
+      roots1 += a < 0;
+      roots2 += b < 0;
+      if (a >= 0) ++kids1[static_cast<std::size_t>(a)];
+      if (b >= 0) ++kids2[static_cast<std::size_t>(b)];
+      // Walking up ends at the root within log2(p) + 1 hops (no cycles).
+      int x = i;
+      int hops = 0;
+      while (btree_parent(x, p) >= 0 && hops <= p) x = btree_parent(x, p), ++hops;
+      EXPECT_LE(hops, static_cast<int>(std::bit_width(static_cast<unsigned>(p))));
+    }
+    EXPECT_EQ(roots1, 1);
+    EXPECT_EQ(roots2, 1);
+    for (int i = 0; i < p; ++i) {
+      EXPECT_LE(kids1[static_cast<std::size_t>(i)], 2);
+      EXPECT_LE(kids2[static_cast<std::size_t>(i)], 2);
+      inner_in_both += kids1[static_cast<std::size_t>(i)] > 0 && kids2[static_cast<std::size_t>(i)] > 0;
+    }
+    // Complementary: (almost) no rank is an inner node of both trees.
+    EXPECT_LE(inner_in_both, 1) << "p=" << p;
+  }
+}
+
+TEST(DoubleBinaryTree, EachTreeEdgeCarriesHalfTheBufferBothWays) {
+  const int p = 8;
+  const std::int64_t size = 4096;
+  const auto g = double_binary_tree_all_reduce(iota_ranks(p), Bytes(size));
+  expect_well_formed(g);
+  // Two trees x (p-1) edges x (up + down), size/2 each.
+  EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(2 * 2 * (p - 1)));
+  EXPECT_EQ(g.total_bytes().count(), 2 * (p - 1) * size);
+  for (int r = 0; r < p; ++r) {
+    // Per tree: half to the parent (unless root) and half to each child.
+    std::int64_t expected = 0;
+    for (int tree = 0; tree < 2; ++tree) {
+      int edges = 0;
+      for (int i = 0; i < p; ++i) edges += (tree == 0 ? btree_parent(i, p) : dtree_parent(i, p)) == r;
+      edges += (tree == 0 ? btree_parent(r, p) : dtree_parent(r, p)) >= 0;
+      expected += edges * size / 2;
+    }
+    EXPECT_EQ(g.bytes_sent_by(r).count(), expected) << "rank " << r;
+    EXPECT_EQ(g.bytes_received_by(r).count(), expected) << "rank " << r;
+  }
+}
+
+TEST(HalvingDoubling, PowerOfTwoSendsTwicePMinus1OverP) {
+  for (int p : {2, 4, 8, 16}) {
+    const std::int64_t size = 1 << 20;
+    const auto g = halving_doubling_all_reduce(iota_ranks(p), Bytes(size));
+    expect_well_formed(g);
+    const int l = static_cast<int>(std::bit_width(static_cast<unsigned>(p)) - 1);
+    EXPECT_EQ(g.depth(), 2 * l);
+    EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(2 * l * p));
+    for (int r = 0; r < p; ++r) EXPECT_EQ(g.bytes_sent_by(r).count(), 2 * (p - 1) * size / p);
+    // Partners are at distance p/2, p/4, ..., 1, then back.
+    for (const auto& t : g.transfers) EXPECT_EQ(std::popcount(static_cast<unsigned>(t.src ^ t.dst)), 1);
+  }
+}
+
+TEST(HalvingDoubling, NonPowerOfTwoFoldsTheExtraRanks) {
+  // p = 6: q = 4, r = 2; positions 0 and 2 fold into 1 and 3.
+  const std::int64_t size = 4000;
+  const auto g = halving_doubling_all_reduce(iota_ranks(6), Bytes(size));
+  expect_well_formed(g);
+  EXPECT_EQ(g.depth(), 1 + 2 * 2 + 1);
+  for (int r : {0, 2}) EXPECT_EQ(g.bytes_sent_by(r).count(), size);
+  for (int r : {1, 3}) EXPECT_EQ(g.bytes_sent_by(r).count(), 2 * 3 * size / 4 + size);
+  for (int r : {4, 5}) EXPECT_EQ(g.bytes_sent_by(r).count(), 2 * 3 * size / 4);
+}
+
+TEST(HalvingDoubling, ReduceScatterAndAllGatherNeedAPowerOfTwo) {
+  const auto rs = halving_reduce_scatter(iota_ranks(8), Bytes(800));
+  const auto ag = doubling_all_gather(iota_ranks(8), Bytes(800));
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(rs.bytes_sent_by(r).count(), 700);
+    EXPECT_EQ(ag.bytes_sent_by(r).count(), 700);
+  }
+  expect_input_error([] { (void)halving_reduce_scatter(iota_ranks(6), Bytes(60)); },
+                     {"power-of-two", "got 6 ranks", "4 or 8", "ring"});
+  expect_input_error([] { (void)doubling_all_gather(iota_ranks(12), Bytes(60)); }, {"got 12 ranks"});
+}
+
+TEST(AllToAll, DirectSendsOneBlockToEveryOtherRank) {
+  const int p = 4;
+  const auto g = direct_all_to_all({7, 3, 9, 1}, Bytes(4000));
+  expect_well_formed(g);
+  EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(p * (p - 1)));
+  EXPECT_EQ(g.depth(), p - 1);
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& t : g.transfers) {
+    pairs.emplace(t.src, t.dst);
+    EXPECT_EQ(t.bytes.count(), 1000);
+  }
+  EXPECT_EQ(pairs.size(), static_cast<std::size_t>(p * (p - 1)));
+  for (int r : {7, 3, 9, 1}) EXPECT_EQ(g.bytes_received_by(r).count(), 3000);
+}
+
+TEST(Hierarchical, BytesSplitIntoIntraAndInterNode) {
+  // 4 nodes x 4 ranks: per rank 2(L-1)/L * S inside its node and
+  // 2(N-1)/N * S/L across nodes (to the same local position).
+  const int rpn = 4;
+  const int nodes = 4;
+  const std::int64_t size = 1 << 16;
+  const auto ranks = iota_ranks(rpn * nodes);
+  const auto g = hierarchical_all_reduce(ranks, Bytes(size), rpn);
+  expect_well_formed(g);
+  std::vector<std::int64_t> intra(ranks.size()), inter(ranks.size());
+  for (const auto& t : g.transfers) {
+    if (t.src / rpn == t.dst / rpn) {
+      intra[static_cast<std::size_t>(t.src)] += t.bytes.count();
+    } else {
+      EXPECT_EQ(t.src % rpn, t.dst % rpn) << "inter-node traffic leaves its rail";
+      inter[static_cast<std::size_t>(t.src)] += t.bytes.count();
+    }
+  }
+  for (int r : ranks) {
+    EXPECT_EQ(intra[static_cast<std::size_t>(r)], 2 * (rpn - 1) * size / rpn);
+    EXPECT_EQ(inter[static_cast<std::size_t>(r)], 2 * (nodes - 1) * (size / rpn) / nodes);
+  }
+  // Tree across nodes: same intra-node bytes.
+  const auto t = hierarchical_all_reduce(ranks, Bytes(size), rpn, InterNode::Tree);
+  expect_well_formed(t);
+  EXPECT_EQ(t.transfers.size(), 4 * 2 * 3 * 4 + 4 * 2 * 2 * 3 * 1U);
+}
+
+TEST(Hierarchical, RejectsUnevenNodesAndDegeneratesToRing) {
+  expect_input_error(
+      [] {
+        (void)hierarchical_all_reduce({0, 1, 2, 4, 5}, Bytes(10), 4);
+      },
+      {"node 1 holds 2", "node 0 holds 3", "ranks_per_node = 4"});
+  expect_input_error(
+      [] {
+        (void)hierarchical_all_reduce({0, 1}, Bytes(10), 0);
+      },
+      {"ranks_per_node", "got 0"});
+  // One node, or one rank per node: the flat ring.
+  EXPECT_EQ(hierarchical_all_reduce(iota_ranks(4), Bytes(400), 8).transfers.size(),
+            ring_all_reduce(iota_ranks(4), Bytes(400)).transfers.size());
+}
+
+TEST(BadInput, OneLineErrorsNameTheNumbers) {
+  expect_input_error([] { (void)ring_all_reduce({}, Bytes(1)); }, {"empty"});
+  expect_input_error(
+      [] {
+        (void)ring_reduce_scatter({4, 2, 4}, Bytes(1));
+      },
+      {"rank 4 twice", "positions 0 and 2"});
+  expect_input_error([] { (void)binomial_broadcast({1, 2}, Bytes(-5)); }, {"-5"});
+  expect_input_error([] { (void)direct_all_to_all({0, -1}, Bytes(5)); }, {"rank -1"});
+  expect_input_error([] { (void)parse_algorithm("rings"); }, {"'rings'", "halving-doubling"});
+  expect_input_error([] { (void)expand(CollectiveKind::AllToAll, iota_ranks(4), Bytes(8), Algorithm::Ring); },
+                     {"all", "'ring'", "direct"});
+  expect_input_error(
+      [] { (void)expand(CollectiveKind::AllReduce, iota_ranks(4), Bytes(8), Algorithm::Hierarchical); },
+      {"ranks_per_node", "got 0"});
+  expect_input_error(
+      [] { (void)expand(CollectiveKind::AllGather, iota_ranks(6), Bytes(0), Algorithm::HalvingDoubling); },
+      {"got 6 ranks"});
+}

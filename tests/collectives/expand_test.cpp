@@ -1,0 +1,89 @@
+#include "tessera/collectives/expand.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tessera/collectives/ring.hpp"
+#include "tessera/error.hpp"
+
+using namespace tessera;
+using namespace tessera::collectives;
+using parallelism::CollectiveKind;
+
+namespace {
+std::vector<int> first_ranks(int p) {
+  std::vector<int> r;
+  for (int i = 0; i < p; ++i) r.push_back(i);
+  return r;
+}
+}  // namespace
+
+TEST(Expand, NamesRoundTrip) {
+  for (Algorithm a : {Algorithm::Auto, Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
+                      Algorithm::Direct, Algorithm::Hierarchical}) {
+    EXPECT_EQ(parse_algorithm(to_string(a)), a);
+  }
+}
+
+TEST(Expand, EveryKindHasAnAlgorithm) {
+  const auto ranks = first_ranks(8);
+  for (auto kind : {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter, CollectiveKind::AllGather,
+                    CollectiveKind::Broadcast, CollectiveKind::Reduce, CollectiveKind::AllToAll}) {
+    EXPECT_FALSE(expand(kind, ranks, Bytes::mib(1)).transfers.empty()) << parallelism::to_string(kind);
+  }
+  EXPECT_EQ(expand(CollectiveKind::SendRecv, {3, 4}, Bytes(9)).transfers.size(), 1U);
+}
+
+TEST(Expand, AutoFollowsTheDocumentedRule) {
+  ExpandOptions o;  // a = 5 us, B = 400 Gb/s
+  const auto g16 = first_ranks(16);
+  // 16 ranks: ring 30(a + S/16B) vs tree 8(a + S/B): tree below ~0.90 MB.
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::kib(64), o), Algorithm::Tree);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes(800'000), o), Algorithm::Tree);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes(1'000'000), o), Algorithm::Ring);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::mib(25), o), Algorithm::Ring);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, first_ranks(2), Bytes(8), o), Algorithm::Ring);
+  // Known node shape, 2 nodes x 8: large messages go hierarchical.
+  o.ranks_per_node = 8;
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::mib(25), o), Algorithm::Hierarchical);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, first_ranks(8), Bytes::mib(25), o), Algorithm::Ring);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, {0, 1, 2, 8, 9}, Bytes::mib(25), o),
+            Algorithm::Ring);
+  o.ranks_per_node = 0;
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::ReduceScatter, g16, Bytes(64), o), Algorithm::Ring);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllGather, g16, Bytes(64), o), Algorithm::Ring);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllToAll, g16, Bytes(64), o), Algorithm::Direct);
+  // Broadcast: binomial unless the pipelined chain is faster.
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::Broadcast, g16, Bytes::mib(64), o), Algorithm::Tree);
+  o.chunks = 64;
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::Broadcast, g16, Bytes::mib(64), o), Algorithm::Ring);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::Broadcast, g16, Bytes::kib(4), o), Algorithm::Tree);
+  // An explicit choice is kept.
+  o.algorithm = Algorithm::HalvingDoubling;
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::kib(4), o), Algorithm::HalvingDoubling);
+}
+
+TEST(Expand, ChunksPipelineAnyAlgorithm) {
+  ExpandOptions o;
+  o.algorithm = Algorithm::Ring;
+  o.chunks = 3;
+  const auto g = expand(CollectiveKind::AllReduce, first_ranks(4), Bytes(1200), o);
+  const auto one = ring_all_reduce(first_ranks(4), Bytes(1200));
+  EXPECT_EQ(g.transfers.size(), 3 * one.transfers.size());
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(g.bytes_sent_by(r), one.bytes_sent_by(r));
+  EXPECT_EQ(g.depth(), one.depth() + 2);
+  o.chunks = 0;
+  EXPECT_THROW((void)expand(CollectiveKind::AllReduce, first_ranks(4), Bytes(1200), o), InputError);
+}
+
+TEST(Expand, DefaultStaysTheRingForLargeAllReduces) {
+  // The engine's default (Auto, no node shape) keeps the ring for
+  // bandwidth-bound all-reduces: identical to ring_all_reduce.
+  const auto ranks = first_ranks(16);
+  const auto a = expand(CollectiveKind::AllReduce, ranks, Bytes::mib(25));
+  const auto b = ring_all_reduce(ranks, Bytes::mib(25));
+  ASSERT_EQ(a.transfers.size(), b.transfers.size());
+  for (std::size_t i = 0; i < a.transfers.size(); ++i) {
+    EXPECT_EQ(a.transfers[i].bytes, b.transfers[i].bytes);
+    EXPECT_EQ(a.transfers[i].dst, b.transfers[i].dst);
+  }
+}

@@ -1,0 +1,198 @@
+// Collective completion times on the flow backend against the alpha-beta
+// formulas, and per-link byte accounting on real fabrics.
+#include <gtest/gtest.h>
+
+#include "tessera/engine/executor.hpp"
+#include "tessera/engine/flow_network.hpp"
+#include "tessera/topology/fabrics.hpp"
+#include "test_topologies.hpp"
+
+using namespace tessera;
+using namespace tessera::engine;
+using collectives::Algorithm;
+using parallelism::CollectiveKind;
+
+namespace {
+
+parallelism::TaskGraph one_collective(int p, CollectiveKind kind, Bytes size) {
+  parallelism::TaskGraph g;
+  parallelism::Group all;
+  for (int r = 0; r < p; ++r) all.ranks.push_back(r);
+  g.groups.push_back(all);
+  g.ranks.resize(static_cast<std::size_t>(p));
+  for (auto& prog : g.ranks) {
+    parallelism::Task t;
+    t.name = "collective";
+    t.kind = parallelism::TaskKind::Collective;
+    t.collective = kind;
+    t.group = 0;
+    t.collective_id = 0;
+    t.bytes = size;
+    prog.tasks.push_back(t);
+  }
+  return g;
+}
+
+struct Run {
+  double seconds;
+  std::vector<double> link_bytes;
+};
+
+Run run(const topology::Topology& topo, int p, CollectiveKind kind, Bytes size, Algorithm a, int chunks = 1,
+        int ranks_per_node = 0) {
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  ExecutionOptions o;
+  o.collectives.algorithm = a;
+  o.collectives.chunks = chunks;
+  o.collectives.ranks_per_node = ranks_per_node;
+  const auto r = execute(one_collective(p, kind, size), loop, net, nullptr, o);
+  return {r.makespan.seconds(), net.link_bytes()};
+}
+
+const Bandwidth kBw = parse_bandwidth("100Gbps");
+const Time kHop = parse_time("1us");
+// On the star every GPU-GPU path is two links: alpha = 2 hops.
+const double kAlpha = 2 * kHop.seconds();
+const double kBeta = 1.0 / kBw.bytes_per_second();
+
+}  // namespace
+
+TEST(AlphaBeta, HalvingDoublingPowerOfTwo) {
+  // 2 log2(p) exchanges, no link shared: 2 log2(p) a + 2(p-1)/p S b.
+  for (int p : {2, 4, 8, 16}) {
+    const Bytes s = Bytes::mib(64);
+    const double lg = std::log2(p);
+    const double expected = 2 * lg * kAlpha + 2.0 * (p - 1) / p * s.as_double() * kBeta;
+    const auto r =
+        run(test_support::star(p, kBw, kHop), p, CollectiveKind::AllReduce, s, Algorithm::HalvingDoubling);
+    EXPECT_NEAR(r.seconds, expected, 0.01 * expected) << "p=" << p;
+  }
+}
+
+TEST(AlphaBeta, HalvingDoublingFoldsNonPowerOfTwo) {
+  // p = 6: fold (a + S b), 4 exchanges on q = 4, unfold (a + S b).
+  const Bytes s = Bytes::mib(64);
+  const double expected = 2 * (kAlpha + s.as_double() * kBeta) + 4 * kAlpha + 1.5 * s.as_double() * kBeta;
+  const auto r =
+      run(test_support::star(6, kBw, kHop), 6, CollectiveKind::AllReduce, s, Algorithm::HalvingDoubling);
+  EXPECT_NEAR(r.seconds, expected, 0.01 * expected);
+}
+
+TEST(AlphaBeta, RingReduceScatterAndAllGather) {
+  for (int p : {3, 8}) {
+    const Bytes s = Bytes::mib(48);
+    const double expected = (p - 1) * kAlpha + (p - 1.0) / p * s.as_double() * kBeta;
+    for (auto kind : {CollectiveKind::ReduceScatter, CollectiveKind::AllGather}) {
+      const auto r = run(test_support::star(p, kBw, kHop), p, kind, s, Algorithm::Ring);
+      EXPECT_NEAR(r.seconds, expected, 0.01 * expected) << "p=" << p;
+    }
+  }
+}
+
+TEST(AlphaBeta, BinomialTreeBroadcastAndReduce) {
+  // ceil(log2 p) rounds of a + S b: one message in and out per rank per round.
+  for (int p : {2, 5, 8, 16}) {
+    const Bytes s = Bytes::mib(16);
+    const double rounds = std::ceil(std::log2(p));
+    const double expected = rounds * (kAlpha + s.as_double() * kBeta);
+    for (auto kind : {CollectiveKind::Broadcast, CollectiveKind::Reduce}) {
+      const auto r = run(test_support::star(p, kBw, kHop), p, kind, s, Algorithm::Tree);
+      EXPECT_NEAR(r.seconds, expected, 0.01 * expected) << "p=" << p;
+    }
+  }
+}
+
+TEST(AlphaBeta, DoubleBinaryTreeAllReduce) {
+  // Hand-derived from the two trees (h = S/2 per tree):
+  //  p = 2: up and down, both trees on opposite directions: 2(a + h b).
+  //  p = 3: 0<-2<-1 and 1<-0<-2, never sharing a link: 4(a + h b).
+  //  p = 4: 0<-2<-{1,3} and 3<-1<-{0,2}: the first reduce level and the last
+  //         broadcast level share a link between two flows: 2(a + S b) + 2(a + h b).
+  const Bytes s = Bytes::mib(32);
+  const double h = s.as_double() / 2 * kBeta;
+  const double full = s.as_double() * kBeta;
+  const std::vector<std::pair<int, double>> cases{
+      {2, 2 * (kAlpha + h)}, {3, 4 * (kAlpha + h)}, {4, 2 * (kAlpha + full) + 2 * (kAlpha + h)}};
+  for (auto [p, expected] : cases) {
+    const auto r = run(test_support::star(p, kBw, kHop), p, CollectiveKind::AllReduce, s, Algorithm::Tree);
+    EXPECT_NEAR(r.seconds, expected, 0.01 * expected) << "p=" << p;
+  }
+}
+
+TEST(AlphaBeta, PipelinedChainBroadcast) {
+  // (p-1 + C-1) hops of a + (S/C) b.
+  const int p = 6;
+  const Bytes s = Bytes::mib(60);
+  for (int c : {1, 4, 16}) {
+    const double expected = (p - 1 + c - 1) * (kAlpha + s.as_double() / c * kBeta);
+    const auto r = run(test_support::star(p, kBw, kHop), p, CollectiveKind::Broadcast, s, Algorithm::Ring, c);
+    EXPECT_NEAR(r.seconds, expected, 0.01 * expected) << "C=" << c;
+  }
+}
+
+TEST(AlphaBeta, DirectAllToAll) {
+  // p-1 pairwise steps of a + (S/p) b.
+  const int p = 8;
+  const Bytes s = Bytes::mib(64);
+  const double expected = (p - 1) * (kAlpha + s.as_double() / p * kBeta);
+  const auto r = run(test_support::star(p, kBw, kHop), p, CollectiveKind::AllToAll, s, Algorithm::Direct);
+  EXPECT_NEAR(r.seconds, expected, 0.01 * expected);
+}
+
+namespace {
+
+topology::Topology rail_fabric(int nodes, int gpus) {
+  topology::RailOptimizedSpec s;
+  s.nodes = nodes;
+  s.node.gpus = gpus;
+  s.node.nvlink = {parse_bandwidth("450GB/s"), parse_time("500ns")};
+  s.k = 16;
+  s.host = {parse_bandwidth("400Gbps"), parse_time("1us")};
+  s.leaf_spine = {parse_bandwidth("400Gbps"), parse_time("1us")};
+  return topology::build_rail_optimized(s);
+}
+
+double bytes_on(const topology::Topology& t, const std::vector<double>& link_bytes, topology::LinkTier tier) {
+  double total = 0;
+  for (std::size_t i = 0; i < link_bytes.size(); ++i) {
+    if (t.tier(static_cast<topology::LinkId>(i)) == tier) total += link_bytes[i];
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST(LinkBytes, RailOptimizedHierarchicalAllReduceAvoidsSpines) {
+  const int nodes = 4;
+  const int gpus = 8;
+  const int p = nodes * gpus;
+  const auto t = rail_fabric(nodes, gpus);
+  const Bytes s = Bytes::mib(64);
+  const auto hier = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Hierarchical, 1, gpus);
+  EXPECT_EQ(bytes_on(t, hier.link_bytes, topology::LinkTier::LeafSpine), 0.0);
+  // Each rank sends 2(N-1)/N * S/L over its HCA, crossing two host links.
+  const double inter = 2.0 * (nodes - 1) / nodes * s.as_double() / gpus;
+  EXPECT_NEAR(bytes_on(t, hier.link_bytes, topology::LinkTier::Host), 2 * p * inter, 1.0);
+  EXPECT_NEAR(bytes_on(t, hier.link_bytes, topology::LinkTier::NvLink),
+              2 * p * 2.0 * (gpus - 1) / gpus * s.as_double(), 1.0);
+  // The flat ring crosses rails at every node boundary: through the spines.
+  const auto ring = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Ring);
+  EXPECT_GT(bytes_on(t, ring.link_bytes, topology::LinkTier::LeafSpine), 0.0);
+  EXPECT_LT(hier.seconds, ring.seconds);
+  // Auto with the node shape known picks the hierarchical schedule.
+  const auto autom = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Auto, 1, gpus);
+  EXPECT_DOUBLE_EQ(autom.seconds, hier.seconds);
+}
+
+TEST(LinkBytes, RingAllReduceBytesPerLinkMatchTheFormula) {
+  // On the star, every GPU uplink carries exactly 2(p-1)/p * S.
+  const int p = 5;
+  const Bytes s = Bytes(5'000'000);
+  const auto t = test_support::star(p, kBw, kHop);
+  const auto r = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Ring);
+  for (int g = 0; g < p; ++g) {
+    const auto up = t.route(g, (g + 1) % p)[0];
+    EXPECT_NEAR(r.link_bytes[static_cast<std::size_t>(up)], 2.0 * (p - 1) / p * s.as_double(), 1.0);
+  }
+}

@@ -1,0 +1,287 @@
+#include "tessera/topology/fabrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "tessera/error.hpp"
+#include "tessera/topology/routing.hpp"
+
+using namespace tessera;
+using namespace tessera::topology;
+
+namespace {
+
+const Bandwidth kB = parse_bandwidth("400Gbps");
+
+LinkSpec spec_link(const char* bw = "400Gbps", const char* lat = "1us") {
+  return {parse_bandwidth(bw), parse_time(lat)};
+}
+
+/// A fully populated fat-tree of single-GPU nodes with uniform 400 Gb/s links.
+FatTreeSpec fat_tree(int k, int tiers, int r = 1) {
+  FatTreeSpec s;
+  s.k = k;
+  s.tiers = tiers;
+  s.oversubscription = r;
+  s.node.gpus = 1;
+  s.host = spec_link();
+  s.leaf_spine = spec_link();
+  s.spine_core = spec_link();
+  s.nodes = static_cast<int>(host_capacity(s));
+  return s;
+}
+
+template <typename F>
+void expect_input_error(F&& fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+
+VertexKind kind_after(const Topology& t, LinkId l) { return t.vertex(t.link(l).dst).kind; }
+
+}  // namespace
+
+TEST(FatTree, KAryCountsMatchTheFormulas) {
+  for (int k : {4, 6, 8, 12}) {
+    const auto t = build_fat_tree(fat_tree(k, 3));
+    EXPECT_EQ(t.num_gpus(), k * k * k / 4) << "k=" << k;
+    EXPECT_EQ(t.count(VertexKind::Core), (k / 2) * (k / 2));
+    EXPECT_EQ(t.count(VertexKind::Spine), k * k / 2);
+    EXPECT_EQ(t.count(VertexKind::Leaf), k * k / 2);
+    EXPECT_EQ(t.count(VertexKind::NvSwitch), 0);
+    const auto links = t.count_links();
+    // Directed: hosts, k pods x k/2 x k/2 edge-aggregation, same again to cores.
+    EXPECT_EQ(links[static_cast<std::size_t>(LinkTier::Host)], 2 * k * k * k / 4);
+    EXPECT_EQ(links[static_cast<std::size_t>(LinkTier::LeafSpine)], 2 * k * k * k / 4);
+    EXPECT_EQ(links[static_cast<std::size_t>(LinkTier::SpineCore)], 2 * k * k * k / 4);
+  }
+  const auto two = build_fat_tree(fat_tree(8, 2));
+  EXPECT_EQ(two.num_gpus(), 8 * 8 / 2);
+  EXPECT_EQ(two.count(VertexKind::Leaf), 8);
+  EXPECT_EQ(two.count(VertexKind::Spine), 4);
+}
+
+TEST(FatTree, InterPodPathCountIsHalfKSquared) {
+  for (int k : {4, 6, 8}) {
+    const auto t = build_fat_tree(fat_tree(k, 3));
+    const int per_pod = k * k / 4;
+    const int h = k / 2;
+    EXPECT_EQ(t.count_ecmp_paths(0, per_pod), static_cast<std::uint64_t>(h * h)) << "k=" << k;
+    EXPECT_EQ(t.count_ecmp_paths(0, t.num_gpus() - 1), static_cast<std::uint64_t>(h * h));
+    EXPECT_EQ(t.ecmp_paths(0, per_pod).size(), static_cast<std::size_t>(h * h));
+    EXPECT_EQ(t.count_ecmp_paths(0, h), static_cast<std::uint64_t>(h));  // same pod, other edge
+    EXPECT_EQ(t.count_ecmp_paths(0, 1), 1U);                             // same edge
+    const auto path = t.route(0, per_pod);
+    const auto tiers = t.tier_counts(path);
+    EXPECT_EQ(tiers[static_cast<std::size_t>(LinkTier::Host)], 2);
+    EXPECT_EQ(tiers[static_cast<std::size_t>(LinkTier::LeafSpine)], 2);
+    EXPECT_EQ(tiers[static_cast<std::size_t>(LinkTier::SpineCore)], 2);
+    EXPECT_EQ(t.latency(path), parse_time("6us"));
+    // Every ECMP path is distinct and as long as the route.
+    std::set<Path> distinct;
+    for (const auto& p : t.ecmp_paths(0, per_pod)) {
+      EXPECT_EQ(p.size(), path.size());
+      distinct.insert(p);
+    }
+    EXPECT_EQ(distinct.size(), static_cast<std::size_t>(h * h));
+  }
+}
+
+TEST(FatTree, BisectionBandwidthMatchesTheFormula) {
+  // hosts/2 x B / r with uniform links; r+1 must divide k = 8: r = 1, 3, 7.
+  for (int tiers : {2, 3}) {
+    for (int r : {1, 3, 7}) {
+      const auto spec = fat_tree(8, tiers, r);
+      const auto t = build_fat_tree(spec);
+      const std::int64_t hosts = t.num_gpus();
+      EXPECT_EQ(bisection_bandwidth(t).bps(), hosts / 2 * kB.bps() / r) << tiers << " tiers, r=" << r;
+    }
+  }
+}
+
+TEST(LeafSpine, BisectionFollowsTheOversubscription) {
+  LeafSpineSpec s;
+  s.nodes = 4;
+  s.gpus_per_node = 8;
+  s.nvlink_bandwidth = parse_bandwidth("450GB/s");
+  s.nic_bandwidth = kB;
+  s.hosts_per_leaf = 16;
+  s.spines = 4;
+  s.spine_bandwidth = kB;
+  EXPECT_DOUBLE_EQ(oversubscription(s), 4.0);
+  // 32 HCAs, two leaves: 16 x 400 Gb/s / 4.
+  EXPECT_EQ(bisection_bandwidth(build_leaf_spine(s)).bps(), 16 * kB.bps() / 4);
+  s.spines = 16;
+  EXPECT_EQ(bisection_bandwidth(build_leaf_spine(s)).bps(), 16 * kB.bps());
+}
+
+TEST(FatTree, DModKSpreadsAShiftPermutationEvenly) {
+  // Every shift permutation i -> i + s: no up-link of a leaf or spine carries
+  // more than ceil(flows going up through that switch / its up-links).
+  for (int tiers : {2, 3}) {
+    const auto t = build_fat_tree(fat_tree(8, tiers));
+    const int n = t.num_gpus();
+    for (int shift = 1; shift < n; ++shift) {
+      std::vector<int> flows(t.links().size(), 0);
+      for (int i = 0; i < n; ++i) {
+        for (LinkId l : t.route(i, (i + shift) % n)) ++flows[static_cast<std::size_t>(l)];
+      }
+      for (VertexId v = 0; v < t.num_vertices(); ++v) {
+        const VertexKind kind = t.vertex(v).kind;
+        if (kind != VertexKind::Leaf && kind != VertexKind::Spine) continue;
+        const VertexKind up = kind == VertexKind::Leaf ? VertexKind::Spine : VertexKind::Core;
+        int total = 0;
+        int uplinks = 0;
+        int worst = 0;
+        for (auto [e, end] = boost::out_edges(v, t.graph()); e != end; ++e) {
+          if (t.vertex(boost::target(*e, t.graph())).kind != up) continue;
+          const int f = flows[static_cast<std::size_t>(t.graph()[*e].id)];
+          total += f;
+          ++uplinks;
+          worst = std::max(worst, f);
+        }
+        if (uplinks == 0) continue;
+        EXPECT_LE(worst, (total + uplinks - 1) / uplinks)
+            << tiers << " tiers, shift " << shift << ", " << t.vertex(v).name;
+      }
+    }
+  }
+}
+
+TEST(ForwardingTables, FollowingTheTablesGivesTheRoute) {
+  FatTreeSpec ft = fat_tree(6, 3);
+  ft.node.gpus = 2;  // NVSwitch inside nodes: intra-node traffic stays off the fabric
+  ft.node.nvlink = spec_link("450GB/s", "500ns");
+  ft.nodes = static_cast<int>(host_capacity(ft) / 2);
+  RailOptimizedSpec rail;
+  rail.nodes = 6;
+  rail.node.gpus = 4;
+  rail.node.nvlink = spec_link("450GB/s", "500ns");
+  rail.k = 8;
+  rail.host = spec_link();
+  rail.leaf_spine = spec_link();
+  for (const auto& t : {build_fat_tree(ft), build_fat_tree(fat_tree(8, 2, 3)), build_rail_optimized(rail)}) {
+    const auto lft = build_forwarding_tables(t);
+    EXPECT_EQ(lft.num_lids(), t.num_gpus() + 1);
+    EXPECT_EQ(lft.switches().size(),
+              static_cast<std::size_t>(t.count(VertexKind::Leaf) + t.count(VertexKind::Spine) +
+                                       t.count(VertexKind::Core)));
+    for (int s = 0; s < t.num_gpus(); ++s) {
+      for (int d = 0; d < t.num_gpus(); ++d)
+        ASSERT_EQ(follow_tables(t, lft, s, d), t.route(s, d)) << s << "->" << d;
+    }
+    // Every fabric switch can reach every HCA.
+    for (std::size_t i = 0; i < lft.switches().size(); ++i) {
+      for (int lid = 1; lid < lft.num_lids(); ++lid) ASSERT_NE(lft.port(i, lid), kNoRoute);
+      EXPECT_EQ(lft.port(i, 0), kNoRoute);
+    }
+  }
+}
+
+TEST(ForwardingTables, LeafTablesSpreadDestinationsOverUpLinks) {
+  const auto t = build_fat_tree(fat_tree(8, 3));
+  const auto lft = build_forwarding_tables(t);
+  const VertexId leaf0 = t.link(t.route(0, 1)[0]).dst;
+  const int idx = lft.switch_index(leaf0);
+  ASSERT_GE(idx, 0);
+  // Ports 1-4 go down to hosts 0-3, 5-8 up; remote LIDs cycle over 5..8.
+  std::map<PortNo, int> use;
+  for (int d = 4; d < t.num_gpus(); ++d) ++use[lft.port(static_cast<std::size_t>(idx), lid_of_rank(d))];
+  ASSERT_EQ(use.size(), 4U);
+  for (auto [port, n] : use) {
+    EXPECT_GE(port, 5);
+    EXPECT_EQ(n, (t.num_gpus() - 4) / 4);
+  }
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(lft.port(static_cast<std::size_t>(idx), lid_of_rank(d)), d + 1);
+}
+
+TEST(RailOptimized, SameRailStaysUnderOneLeafCrossRailCrossesASpine) {
+  RailOptimizedSpec s;
+  s.nodes = 4;
+  s.node.gpus = 8;
+  s.node.nvlink = spec_link("450GB/s", "500ns");
+  s.k = 16;  // 8 nodes per rail leaf, 8 spines
+  s.host = spec_link();
+  s.leaf_spine = spec_link();
+  const auto t = build_rail_optimized(s);
+  EXPECT_EQ(t.count(VertexKind::Leaf), 8);
+  EXPECT_EQ(t.count(VertexKind::Spine), 8);
+  EXPECT_EQ(t.count(VertexKind::NvSwitch), 4);
+  const Path same_rail = t.route(3, 8 + 3);  // GPU 3 of node 0 -> GPU 3 of node 1
+  ASSERT_EQ(same_rail.size(), 2U);
+  EXPECT_EQ(kind_after(t, same_rail[0]), VertexKind::Leaf);
+  const Path cross = t.route(3, 8 + 4);
+  ASSERT_EQ(cross.size(), 4U);
+  EXPECT_EQ(kind_after(t, cross[1]), VertexKind::Spine);
+  EXPECT_EQ(t.route(3, 4).size(), 2U);  // intra-node: NVSwitch
+  EXPECT_EQ(kind_after(t, t.route(3, 4)[0]), VertexKind::NvSwitch);
+}
+
+TEST(NodeInternals, NvLinkMeshGivesDirectGpuLinks) {
+  FatTreeSpec s = fat_tree(4, 2);
+  s.node.gpus = 4;
+  s.node.fabric = NodeFabric::NvLinkMesh;
+  s.node.nvlink = spec_link("100GB/s", "300ns");
+  s.nodes = 2;
+  const auto t = build_fat_tree(s);
+  EXPECT_EQ(t.count(VertexKind::NvSwitch), 0);
+  EXPECT_EQ(t.count_links()[static_cast<std::size_t>(LinkTier::NvLink)], 2 * 2 * 6);
+  const Path p = t.route(1, 3);
+  ASSERT_EQ(p.size(), 1U);
+  EXPECT_EQ(t.latency(p), parse_time("300ns"));
+  EXPECT_EQ(parse_node_fabric("nvlink-mesh"), NodeFabric::NvLinkMesh);
+  EXPECT_THROW((void)parse_node_fabric("mesh"), InputError);
+}
+
+TEST(FatTree, MultiPodBuildsOnlyThePodsAsked) {
+  FatTreeSpec s = fat_tree(8, 3);
+  s.pods = 3;
+  s.nodes = static_cast<int>(host_capacity(s));
+  const auto t = build_fat_tree(s);
+  EXPECT_EQ(t.num_gpus(), 3 * 16);
+  EXPECT_EQ(t.count(VertexKind::Leaf), 12);
+  EXPECT_EQ(t.count(VertexKind::Core), 16);
+  EXPECT_EQ(t.count_ecmp_paths(0, 16), 16U);
+  EXPECT_EQ(bisection_bandwidth(t).bps(), 24 * kB.bps());
+}
+
+TEST(FatTree, BadInputNamesTheKeyAndTheNumbers) {
+  auto s = fat_tree(8, 3);
+  s.k = 7;
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.fabric.k", "even", "got 7"});
+  s.k = 2;
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.fabric.k", "at least 4", "got 2"});
+  s = fat_tree(8, 3);
+  s.oversubscription = 2;
+  expect_input_error([&] { (void)build_fat_tree(s); },
+                     {"cluster.fabric.oversubscription 2", "k = 8", "r + 1 = 3"});
+  s = fat_tree(8, 3);
+  s.nodes = 129;
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"129 HCAs", "at most 128", "k = 8"});
+  s = fat_tree(8, 3);
+  s.tiers = 4;
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.fabric.tiers", "got 4"});
+  s = fat_tree(8, 3);
+  s.pods = 9;
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.fabric.pods", "got 9"});
+  s = fat_tree(8, 3);
+  s.host.bandwidth = Bandwidth{};
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.fabric.host_bandwidth", "got 0"});
+  RailOptimizedSpec r;
+  r.nodes = 40;
+  r.node.gpus = 8;
+  r.node.nvlink = spec_link();
+  r.k = 16;
+  r.host = spec_link();
+  r.leaf_spine = spec_link();
+  expect_input_error([&] { (void)build_rail_optimized(r); },
+                     {"40 nodes", "40 rail leaves", "k = 16", "128 HCAs"});
+}

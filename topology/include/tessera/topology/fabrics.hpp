@@ -1,0 +1,80 @@
+#pragma once
+// Generators for the cluster fabrics: k-ary fat-trees (2 and 3 tiers, with
+// leaf oversubscription and a pod count for multi-pod builds) and
+// rail-optimized leaf-spine fabrics, over nodes with an NVSwitch or an NVLink
+// mesh inside. All link properties come from the spec (unit types).
+//
+// Vertex order (and so VertexId and port numbers) is fixed: GPUs by rank, the
+// node internals, leaves, spines, cores. GPU ranks are node-major
+// (rank = node * gpus + local index); HCAs fill leaves in rank order.
+#include "tessera/topology/topology.hpp"
+
+namespace tessera::topology {
+
+struct LinkSpec {
+  Bandwidth bandwidth;  ///< per direction
+  Time latency;
+};
+
+enum class NodeFabric {
+  NvSwitch,    ///< every GPU has one link into the node's NVSwitch
+  NvLinkMesh,  ///< every GPU pair has its own link (no switch)
+};
+std::string_view to_string(NodeFabric f);
+NodeFabric parse_node_fabric(std::string_view text);  // "nvswitch" | "nvlink-mesh"; throws InputError
+
+struct NodeSpec {
+  int gpus = 8;
+  NodeFabric fabric = NodeFabric::NvSwitch;
+  LinkSpec nvlink;  ///< GPU-NVSwitch link, or each GPU pair's link in a mesh
+};
+
+/// A k-ary fat-tree of k-port switches.
+///  tiers = 2: k leaves (one per spine port) and k/(r+1) spines; each leaf has
+///             k*r/(r+1) host ports and one link to every spine.
+///  tiers = 3: `pods` pods (k for the full tree) of k/2 edge (leaf) and
+///             k/(r+1) aggregation (spine) switches, each edge linked to every
+///             aggregation switch of its pod; aggregation switch j of every pod
+///             links to core group j of k/2 cores, so there are
+///             k/(r+1) * k/2 cores. With r = 1: k^3/4 hosts, (k/2)^2 cores.
+/// r is the leaf oversubscription (host ports : up-links); r+1 must divide k.
+struct FatTreeSpec {
+  int nodes = 1;
+  NodeSpec node;
+  int k = 4;
+  int tiers = 3;
+  int pods = 0;  ///< 3 tiers: pods built (0 = k, the full tree)
+  int oversubscription = 1;
+  LinkSpec host;        ///< HCA to leaf
+  LinkSpec leaf_spine;  ///< leaf (edge) to spine (aggregation)
+  LinkSpec spine_core;  ///< aggregation to core (3 tiers)
+};
+
+/// HCAs a fat-tree spec can attach (leaves x host ports per leaf).
+std::int64_t host_capacity(const FatTreeSpec& spec);
+/// Throws InputError naming the key and the numbers for an impossible spec.
+Topology build_fat_tree(const FatTreeSpec& spec);
+
+/// Rail-optimized leaf-spine: GPU i of every node attaches to rail i. A rail
+/// leaf takes k*r/(r+1) nodes; with more nodes a rail spans several leaves
+/// (rail groups of consecutive nodes). Every leaf has one link to each of
+/// the k/(r+1) spines, so a spine needs one port per leaf: at most k leaves
+/// (gpus x rail groups). Same-rail traffic stays under one leaf while the
+/// nodes fit a rail leaf; cross-rail traffic crosses a spine.
+struct RailOptimizedSpec {
+  int nodes = 1;
+  NodeSpec node;
+  int k = 64;
+  int oversubscription = 1;
+  LinkSpec host;        ///< HCA to rail leaf
+  LinkSpec leaf_spine;  ///< rail leaf to spine
+};
+
+std::int64_t host_capacity(const RailOptimizedSpec& spec);
+Topology build_rail_optimized(const RailOptimizedSpec& spec);
+
+/// Adds `nodes` nodes' GPUs and internals to an empty topology (used by every
+/// generator; exposed for hand-built fabrics). Returns the GPU vertices.
+std::vector<VertexId> add_nodes(Topology& t, int nodes, const NodeSpec& node);
+
+}  // namespace tessera::topology

@@ -1,0 +1,222 @@
+#include "tessera/topology/fabrics.hpp"
+
+#include <fmt/format.h>
+
+#include "tessera/error.hpp"
+
+namespace tessera::topology {
+
+namespace {
+
+void check_positive(std::int64_t v, std::string_view key) {
+  if (v <= 0) throw InputError(fmt::format("{} must be positive (got {})", key, v));
+}
+
+void check_link(const LinkSpec& l, std::string_view key) {
+  if (l.bandwidth.bps() <= 0) {
+    throw InputError(fmt::format("{}_bandwidth must be positive (got {} bps)", key, l.bandwidth.bps()));
+  }
+  if (l.latency < Time::zero()) {
+    throw InputError(fmt::format("{}_latency must not be negative (got {} ps)", key, l.latency.ps()));
+  }
+}
+
+void check_node(const NodeSpec& n, int nodes) {
+  check_positive(nodes, "cluster.nodes");
+  check_positive(n.gpus, "cluster.gpus_per_node");
+  if (n.gpus > 1) check_link(n.nvlink, "cluster.nvlink");
+}
+
+/// Ports per leaf: host ports d and up-links u with d = r*u, d + u = k.
+struct LeafPorts {
+  int down;
+  int up;
+};
+
+LeafPorts leaf_ports(int k, int r) {
+  if (k < 4 || k % 2 != 0)
+    throw InputError(fmt::format("cluster.fabric.k must be even and at least 4 (got {})", k));
+  if (r < 1) throw InputError(fmt::format("cluster.fabric.oversubscription must be at least 1 (got {})", r));
+  if (k % (r + 1) != 0) {
+    throw InputError(fmt::format(
+        "cluster.fabric.oversubscription {} does not divide the ports: a leaf of k = {} ports cannot split "
+        "{}:1 into host ports and up-links (r + 1 = {} must divide k)",
+        r, k, r, r + 1));
+  }
+  return {k / (r + 1) * r, k / (r + 1)};
+}
+
+void check_capacity(std::int64_t hosts, std::int64_t capacity, std::string_view what) {
+  if (hosts > capacity) {
+    throw InputError(fmt::format("cluster: {} HCAs (nodes x gpus_per_node) but {} attaches at most {}", hosts,
+                                 what, capacity));
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(NodeFabric f) {
+  switch (f) {
+    case NodeFabric::NvSwitch:
+      return "nvswitch";
+    case NodeFabric::NvLinkMesh:
+      return "nvlink-mesh";
+  }
+  return "?";
+}
+
+NodeFabric parse_node_fabric(std::string_view text) {
+  if (text == "nvswitch") return NodeFabric::NvSwitch;
+  if (text == "nvlink-mesh") return NodeFabric::NvLinkMesh;
+  throw InputError(fmt::format("unknown node fabric '{}' (expected nvswitch or nvlink-mesh)", text));
+}
+
+std::vector<VertexId> add_nodes(Topology& t, int nodes, const NodeSpec& node) {
+  check_node(node, nodes);
+  std::vector<VertexId> gpu_v;
+  const int gpus = nodes * node.gpus;
+  gpu_v.reserve(static_cast<std::size_t>(gpus));
+  for (int r = 0; r < gpus; ++r) gpu_v.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", r), r));
+  if (node.gpus == 1) return gpu_v;
+  for (int n = 0; n < nodes; ++n) {
+    const auto first = static_cast<std::size_t>(n * node.gpus);
+    if (node.fabric == NodeFabric::NvSwitch) {
+      const VertexId sw = t.add_vertex(VertexKind::NvSwitch, fmt::format("nvswitch{}", n), n);
+      for (int i = 0; i < node.gpus; ++i) {
+        t.add_duplex_link(gpu_v[first + static_cast<std::size_t>(i)], sw, node.nvlink.bandwidth,
+                          node.nvlink.latency);
+      }
+    } else {
+      for (int i = 0; i < node.gpus; ++i) {
+        for (int j = i + 1; j < node.gpus; ++j) {
+          t.add_duplex_link(gpu_v[first + static_cast<std::size_t>(i)],
+                            gpu_v[first + static_cast<std::size_t>(j)], node.nvlink.bandwidth,
+                            node.nvlink.latency);
+        }
+      }
+    }
+  }
+  return gpu_v;
+}
+
+// --------------------------------------------------------------- fat-tree
+
+std::int64_t host_capacity(const FatTreeSpec& spec) {
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  if (spec.tiers == 2) return static_cast<std::int64_t>(spec.k) * p.down;
+  const int pods = spec.pods == 0 ? spec.k : spec.pods;
+  return static_cast<std::int64_t>(pods) * (spec.k / 2) * p.down;
+}
+
+Topology build_fat_tree(const FatTreeSpec& spec) {
+  if (spec.tiers != 2 && spec.tiers != 3) {
+    throw InputError(fmt::format("cluster.fabric.tiers must be 2 or 3 (got {})", spec.tiers));
+  }
+  const int k = spec.k;
+  const LeafPorts p = leaf_ports(k, spec.oversubscription);
+  if (spec.tiers == 3 && (spec.pods < 0 || spec.pods > k)) {
+    throw InputError(
+        fmt::format("cluster.fabric.pods must be between 1 and k = {} (got {}; 0 = k)", k, spec.pods));
+  }
+  check_node(spec.node, spec.nodes);
+  check_link(spec.host, "cluster.fabric.host");
+  check_link(spec.leaf_spine, "cluster.fabric.leaf_spine");
+  if (spec.tiers == 3) check_link(spec.spine_core, "cluster.fabric.spine_core");
+  const std::int64_t hosts = static_cast<std::int64_t>(spec.nodes) * spec.node.gpus;
+  check_capacity(
+      hosts, host_capacity(spec),
+      fmt::format("a {}-tier fat-tree of k = {} ports (oversubscription {}{})", spec.tiers, k,
+                  spec.oversubscription,
+                  spec.tiers == 3 ? fmt::format(", {} pods", spec.pods == 0 ? k : spec.pods) : ""));
+
+  Topology t;
+  const auto gpu_v = add_nodes(t, spec.nodes, spec.node);
+  const int pods = spec.tiers == 2 ? 1 : (spec.pods == 0 ? k : spec.pods);
+  const int leaves_per_pod = spec.tiers == 2 ? k : k / 2;
+  const int spines_per_pod = p.up;
+  std::vector<VertexId> leaf_v;
+  std::vector<VertexId> spine_v;
+  for (int l = 0; l < pods * leaves_per_pod; ++l) {
+    leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
+  }
+  for (int s = 0; s < pods * spines_per_pod; ++s) {
+    spine_v.push_back(t.add_vertex(VertexKind::Spine, fmt::format("spine{}", s), s));
+  }
+  std::vector<VertexId> core_v;
+  if (spec.tiers == 3) {
+    for (int c = 0; c < spines_per_pod * (k / 2); ++c) {
+      core_v.push_back(t.add_vertex(VertexKind::Core, fmt::format("core{}", c), c));
+    }
+  }
+  for (std::size_t r = 0; r < gpu_v.size(); ++r) {
+    t.add_duplex_link(gpu_v[r], leaf_v[r / static_cast<std::size_t>(p.down)], spec.host.bandwidth,
+                      spec.host.latency);
+  }
+  for (int pod = 0; pod < pods; ++pod) {
+    for (int l = 0; l < leaves_per_pod; ++l) {
+      for (int s = 0; s < spines_per_pod; ++s) {
+        t.add_duplex_link(leaf_v[static_cast<std::size_t>(pod * leaves_per_pod + l)],
+                          spine_v[static_cast<std::size_t>(pod * spines_per_pod + s)],
+                          spec.leaf_spine.bandwidth, spec.leaf_spine.latency);
+      }
+    }
+  }
+  if (spec.tiers == 3) {
+    for (int pod = 0; pod < pods; ++pod) {
+      for (int s = 0; s < spines_per_pod; ++s) {
+        for (int c = 0; c < k / 2; ++c) {
+          t.add_duplex_link(spine_v[static_cast<std::size_t>(pod * spines_per_pod + s)],
+                            core_v[static_cast<std::size_t>(s * (k / 2) + c)], spec.spine_core.bandwidth,
+                            spec.spine_core.latency);
+        }
+      }
+    }
+  }
+  return t;
+}
+
+// --------------------------------------------------------- rail-optimized
+
+std::int64_t host_capacity(const RailOptimizedSpec& spec) {
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  const int gpus = std::max(1, spec.node.gpus);
+  // At most k leaves (one spine port each), gpus leaves per rail group.
+  return static_cast<std::int64_t>(spec.k / gpus) * p.down * gpus;
+}
+
+Topology build_rail_optimized(const RailOptimizedSpec& spec) {
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  check_node(spec.node, spec.nodes);
+  check_link(spec.host, "cluster.fabric.host");
+  check_link(spec.leaf_spine, "cluster.fabric.leaf_spine");
+  const int gpus = spec.node.gpus;
+  const int groups = (spec.nodes + p.down - 1) / p.down;
+  const std::int64_t leaves = static_cast<std::int64_t>(groups) * gpus;
+  if (leaves > spec.k) {
+    throw InputError(fmt::format(
+        "cluster: {} nodes x {} GPUs need {} rail leaves ({} rail groups of {} nodes) but a spine of k = {} "
+        "ports attaches at most {} leaves ({} HCAs)",
+        spec.nodes, gpus, leaves, groups, p.down, spec.k, spec.k, host_capacity(spec)));
+  }
+  Topology t;
+  const auto gpu_v = add_nodes(t, spec.nodes, spec.node);
+  std::vector<VertexId> leaf_v;
+  for (int l = 0; l < leaves; ++l)
+    leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
+  for (int n = 0; n < spec.nodes; ++n) {
+    for (int i = 0; i < gpus; ++i) {
+      const auto leaf = static_cast<std::size_t>((n / p.down) * gpus + i);
+      t.add_duplex_link(gpu_v[static_cast<std::size_t>(n * gpus + i)], leaf_v[leaf], spec.host.bandwidth,
+                        spec.host.latency);
+    }
+  }
+  if (leaves > 1) {
+    for (int s = 0; s < p.up; ++s) {
+      const VertexId sp = t.add_vertex(VertexKind::Spine, fmt::format("spine{}", s), s);
+      for (VertexId l : leaf_v) t.add_duplex_link(l, sp, spec.leaf_spine.bandwidth, spec.leaf_spine.latency);
+    }
+  }
+  return t;
+}
+
+}  // namespace tessera::topology
