@@ -10,11 +10,17 @@ namespace tessera::parallelism {
 using node_model::Kernel;
 using node_model::KernelOp;
 
-std::int64_t TransformerConfig::params_per_layer() const {
+std::int64_t TransformerConfig::params_per_layer() const { return params_per_layer_per_tp_rank(1); }
+
+std::int64_t TransformerConfig::params_per_layer_per_tp_rank(std::int64_t tp) const {
   const std::int64_t h = hidden;
-  const std::int64_t f = ffn_hidden;
-  // QKV (3h^2+3h) + projection (h^2+h) + fc1 (hf+f) + fc2 (fh+h) + 2 layer norms (4h)
-  return 4 * h * h + 2 * h * f + f + 9 * h;
+  const std::int64_t f = ffn_hidden * (gated_mlp ? 2 : 1);  // fc1 output width
+  const std::int64_t qkv = h + 2 * kv_heads_or_heads() * (hidden / heads);
+  // Column-parallel (split): QKV (h x qkv + qkv), fc1 (h x f + f). Row-parallel
+  // (split weight, replicated bias): projection (h x h + h), fc2 (ffn x h + h).
+  // Replicated: 2 layer norms (4h). With tp = 1 and a plain GPT layer this is
+  // 4h^2 + 2hf + f + 9h.
+  return (h * qkv + qkv + h * f + f + h * h + ffn_hidden * h) / tp + 2 * h + 4 * h;
 }
 
 std::int64_t TransformerConfig::embedding_params(std::int64_t seq_len) const {
@@ -32,6 +38,26 @@ void TransformerConfig::validate() const {
   need(vocab, "vocab");
   if (hidden % heads != 0) {
     throw InputError(fmt::format("model '{}': heads ({}) must divide hidden ({})", name, heads, hidden));
+  }
+  if (kv_heads < 0) throw InputError(fmt::format("model '{}': kv_heads must not be negative (got {})", name, kv_heads));
+  if (kv_heads > 0 && heads % kv_heads != 0) {
+    throw InputError(fmt::format("model '{}': kv_heads ({}) must divide heads ({})", name, kv_heads, heads));
+  }
+}
+
+void check_sharding(const TransformerConfig& m, const Workload& w, const Sharding& s) {
+  if (s.tp <= 0) throw InputError(fmt::format("tp must be positive (got {})", s.tp));
+  auto divides = [&](std::int64_t v, const char* what) {
+    if (v % s.tp != 0) {
+      throw InputError(fmt::format("tp ({}) must divide the model's {} ({})", s.tp, what, v));
+    }
+  };
+  divides(m.heads, "heads");
+  divides(m.hidden, "hidden");
+  divides(m.kv_heads_or_heads(), "kv_heads");
+  divides(m.ffn_hidden, "ffn_hidden");
+  if (s.sequence_parallel && w.seq_len % s.tp != 0) {
+    throw InputError(fmt::format("tp ({}) must divide seq_len ({}) with sequence parallelism", s.tp, w.seq_len));
   }
 }
 
@@ -72,28 +98,35 @@ std::vector<std::string> model_preset_names() {
   return out;
 }
 
-std::vector<Op> layer_forward_ops(const TransformerConfig& m, const Workload& w) {
+std::vector<Op> layer_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
   m.validate();
   check_workload(w);
+  check_sharding(m, w, shard);
   const auto dt = w.dtype;
-  const std::int64_t t = w.micro_batch * w.seq_len;  // tokens
-  const std::int64_t h = m.hidden, f = m.ffn_hidden, s = w.seq_len;
-  const std::int64_t bh = w.micro_batch * m.heads, d = m.hidden / m.heads;
-  return {
-      {"ln1", Kernel::vector(KernelOp::LayerNorm, t, h, dt)},
-      {"qkv", Kernel::gemm(KernelOp::Linear, 1, t, 3 * h, h, dt)},
+  const std::int64_t tp = shard.tp;
+  const std::int64_t t = w.micro_batch * w.seq_len;               // tokens
+  const std::int64_t tv = shard.sequence_parallel ? t / tp : t;   // tokens of the norms and residuals
+  const std::int64_t h = m.hidden, f = m.ffn_hidden / tp, s = w.seq_len;
+  const std::int64_t d = m.hidden / m.heads;
+  const std::int64_t heads = m.heads / tp, kv = m.kv_heads_or_heads() / tp;
+  const std::int64_t bh = w.micro_batch * heads;
+  std::vector<Op> ops{
+      {"ln1", Kernel::vector(KernelOp::LayerNorm, tv, h, dt)},
+      {"qkv", Kernel::gemm(KernelOp::Linear, 1, t, (heads + 2 * kv) * d, h, dt)},
       {"scores", Kernel::gemm(KernelOp::Bmm, bh, s, s, d, dt)},
       {"scale", Kernel::vector(KernelOp::DivU, bh * s, s, dt)},
       {"softmax", Kernel::vector(KernelOp::Softmax, bh * s, s, dt)},
       {"context", Kernel::gemm(KernelOp::Bmm, bh, s, d, s, dt)},
-      {"proj", Kernel::gemm(KernelOp::Linear, 1, t, h, h, dt)},
-      {"residual1", Kernel::vector(KernelOp::Add, t, h, dt)},
-      {"ln2", Kernel::vector(KernelOp::LayerNorm, t, h, dt)},
-      {"fc1", Kernel::gemm(KernelOp::Linear, 1, t, f, h, dt)},
+      {"proj", Kernel::gemm(KernelOp::Linear, 1, t, h, heads * d, dt)},
+      {"residual1", Kernel::vector(KernelOp::Add, tv, h, dt)},
+      {"ln2", Kernel::vector(KernelOp::LayerNorm, tv, h, dt)},
+      {"fc1", Kernel::gemm(KernelOp::Linear, 1, t, (m.gated_mlp ? 2 : 1) * f, h, dt)},
       {"gelu", Kernel::vector(KernelOp::Gelu, t, f, dt)},
-      {"fc2", Kernel::gemm(KernelOp::Linear, 1, t, h, f, dt)},
-      {"residual2", Kernel::vector(KernelOp::Add, t, h, dt)},
   };
+  if (m.gated_mlp) ops.push_back({"gate", Kernel::vector(KernelOp::Mul, t, f, dt)});
+  ops.push_back({"fc2", Kernel::gemm(KernelOp::Linear, 1, t, h, f, dt)});
+  ops.push_back({"residual2", Kernel::vector(KernelOp::Add, tv, h, dt)});
+  return ops;
 }
 
 namespace {
@@ -125,28 +158,33 @@ std::vector<Op> backward_ops(const std::vector<Op>& forward) {
   return out;
 }
 
-std::vector<Op> layer_backward_ops(const TransformerConfig& m, const Workload& w) {
-  return backward_ops(layer_forward_ops(m, w));
+std::vector<Op> layer_backward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+  return backward_ops(layer_forward_ops(m, w, shard));
 }
 
-std::vector<Op> embedding_forward_ops(const TransformerConfig& m, const Workload& w) {
+std::vector<Op> embedding_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
   m.validate();
   check_workload(w);
+  check_sharding(m, w, shard);
   const std::int64_t t = w.micro_batch * w.seq_len;
+  const std::int64_t tv = shard.sequence_parallel ? t / shard.tp : t;
   return {
       {"embedding", Kernel::vector(KernelOp::Copy, t, m.hidden, w.dtype)},
-      {"position", Kernel::vector(KernelOp::Add, t, m.hidden, w.dtype)},
+      {"position", Kernel::vector(KernelOp::Add, tv, m.hidden, w.dtype)},
   };
 }
 
-std::vector<Op> lm_head_forward_ops(const TransformerConfig& m, const Workload& w) {
+std::vector<Op> lm_head_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
   m.validate();
   check_workload(w);
+  check_sharding(m, w, shard);
   const std::int64_t t = w.micro_batch * w.seq_len;
+  const std::int64_t tv = shard.sequence_parallel ? t / shard.tp : t;
+  const std::int64_t v = (m.vocab + shard.tp - 1) / shard.tp;  // vocabulary-parallel
   return {
-      {"ln_f", Kernel::vector(KernelOp::LayerNorm, t, m.hidden, w.dtype)},
-      {"lm_head", Kernel::gemm(KernelOp::Linear, 1, t, m.vocab, m.hidden, w.dtype)},
-      {"loss", Kernel::vector(KernelOp::Softmax, t, m.vocab, w.dtype)},
+      {"ln_f", Kernel::vector(KernelOp::LayerNorm, tv, m.hidden, w.dtype)},
+      {"lm_head", Kernel::gemm(KernelOp::Linear, 1, t, v, m.hidden, w.dtype)},
+      {"loss", Kernel::vector(KernelOp::Softmax, t, v, w.dtype)},
   };
 }
 
@@ -161,6 +199,22 @@ std::vector<Op> optimizer_ops(std::int64_t params, node_model::DType state_dtype
       {"adam.step", Kernel::vector(KernelOp::Div, 1, params, dt)},
       {"adam.apply", Kernel::vector(KernelOp::Add, 1, params, dt)},
   };
+}
+
+std::vector<Op> fused_optimizer_ops(std::int64_t params, node_model::DType state_dtype, bool clip_gradients) {
+  if (params <= 0) throw InputError(fmt::format("optimizer: parameter count must be positive (got {})", params));
+  const auto dt = state_dtype;
+  // Memory traffic as kernels of the same size: Add moves 3 streams, MulU 2.
+  std::vector<Op> ops{
+      {"fused_adam.read_pg", Kernel::vector(KernelOp::Add, 1, params, dt)},
+      {"fused_adam.moments", Kernel::vector(KernelOp::Add, 1, params, dt)},
+      {"fused_adam.write_v", Kernel::vector(KernelOp::MulU, 1, (params + 1) / 2, dt)},
+  };
+  if (clip_gradients) {
+    ops.push_back({"clip.grad_norm", Kernel::vector(KernelOp::MulU, 1, (params + 1) / 2, dt)});
+    ops.push_back({"clip.rescale", Kernel::vector(KernelOp::MulU, 1, params, dt)});
+  }
+  return ops;
 }
 
 }  // namespace tessera::parallelism

@@ -1,0 +1,132 @@
+#pragma once
+// The general training planner: data x tensor x pipeline parallelism with
+// GPipe, 1F1B and interleaved 1F1B schedules, Megatron-style tensor
+// parallelism (optionally with sequence parallelism), activation
+// recomputation and ZeRO. Pure functions: no event loop, no network.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/node_model/kernel.hpp"
+#include "tessera/parallelism/task_graph.hpp"
+#include "tessera/parallelism/transformer.hpp"
+
+namespace tessera::parallelism {
+
+enum class Schedule { GPipe, OneFOneB, Interleaved1F1B };
+/// "gpipe", "1f1b", "interleaved-1f1b".
+std::string_view to_string(Schedule s);
+/// Parses the names above; throws InputError listing them.
+Schedule parse_schedule(std::string_view text);
+
+/// none: keep every activation; selective: recompute the attention core
+/// (scores, softmax, context) in backward (Korthikanti et al. 2022); full:
+/// keep only each layer's input and rerun the whole forward in backward.
+enum class Recompute { None, Selective, Full };
+std::string_view to_string(Recompute r);
+Recompute parse_recompute(std::string_view text);
+
+struct ParallelPlan {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  /// Model chunks per pipeline rank (interleaved 1F1B); 1 otherwise.
+  int virtual_stages = 1;
+  /// Sequences per iteration over all replicas; 0 = dp x micro_batch (one
+  /// micro-batch per replica).
+  std::int64_t global_batch = 0;
+  Schedule schedule = Schedule::OneFOneB;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::None;
+  /// 0: plain data parallelism (gradient all-reduce); 1: optimizer states
+  /// sharded (Megatron's distributed optimizer: gradient reduce-scatter, then
+  /// parameter all-gather after the step); 2: + gradients sharded (same
+  /// traffic); 3: + parameters sharded (all-gathered before each chunk's
+  /// forward and backward).
+  int zero_stage = 0;
+  /// Gradient bucket: a bucket is reduced as soon as the last micro-batch's
+  /// backward has filled it (PyTorch DDP default 25 MB).
+  Bytes bucket_size = Bytes(25'000'000);
+  /// false: PyTorch's eager Adam (optimizer_ops); true: one fused kernel
+  /// (fused_optimizer_ops, apex FusedAdam as Megatron-LM uses).
+  bool fused_optimizer = false;
+  /// Clip gradients by their global norm before the step (fused optimizer).
+  bool grad_clipping = false;
+
+  [[nodiscard]] int world_size() const { return dp * tp * pp; }
+  /// Micro-batches per pipeline (per replica) and iteration.
+  [[nodiscard]] std::int64_t micro_batches(std::int64_t micro_batch) const;
+  /// Throws InputError, one line naming the keys and the numbers, for an
+  /// impossible plan: dp x tp x pp != gpus (skipped when gpus <= 0), tp not
+  /// dividing heads or hidden, more pipeline stages than layers, micro-batches
+  /// not dividing the global batch, interleaving without interleaved-1f1b...
+  void validate(const TransformerConfig& model, const Workload& work, int gpus = 0) const;
+};
+
+/// Where a global rank sits. Megatron's order: tp innermost, then dp, then pp,
+/// so that a tensor-parallel group is a block of consecutive ranks (one node).
+struct RankCoord {
+  int tp = 0;
+  int dp = 0;
+  int pp = 0;
+};
+RankCoord rank_coord(const ParallelPlan& plan, int rank);
+int rank_of(const ParallelPlan& plan, const RankCoord& c);
+
+/// One step of a pipeline rank's schedule.
+struct PipelineStep {
+  bool forward = true;
+  int chunk = 0;        ///< model chunk on this rank (0..virtual_stages-1)
+  int micro_batch = 0;
+};
+/// The order in which pipeline rank `stage` runs forward and backward passes
+/// of its chunks over `m` micro-batches. Throws InputError for a schedule
+/// that cannot run the combination (e.g. interleaving with m % pp != 0).
+std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int64_t m, int virtual_stages);
+
+/// Layers of each model chunk, in pipeline order (chunk k runs on pipeline
+/// rank k % pp as that rank's chunk k / pp): an even split, the first chunks
+/// taking one more layer when it does not divide.
+std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_stages);
+
+/// Memory one rank needs at its peak (Megatron/ZeRO accounting).
+struct MemoryEstimate {
+  Bytes weights;
+  Bytes gradients;
+  Bytes optimizer_states;
+  Bytes activations;  ///< peak of the activations held for backward, per schedule
+  Bytes workspace;    ///< CUDA context, cuBLAS workspace, allocator slack, largest temporary
+  Bytes capacity;     ///< the GPU's memory
+  std::int64_t peak_in_flight = 0;  ///< micro-batch chunks whose activations are held at the peak
+  [[nodiscard]] Bytes total() const { return weights + gradients + optimizer_states + activations + workspace; }
+  [[nodiscard]] bool oom() const { return capacity.count() > 0 && total() > capacity; }
+};
+
+/// What the planner knows besides the graph.
+struct PlanSummary {
+  std::int64_t micro_batches = 0;
+  std::vector<std::int64_t> chunk_layers;       ///< layers per model chunk, pipeline order
+  std::vector<std::int64_t> params_per_stage;   ///< parameters held by one rank of each pipeline stage
+  std::vector<MemoryEstimate> memory_per_stage; ///< one per pipeline stage (ranks of a stage are alike)
+  [[nodiscard]] bool oom() const;
+};
+
+struct PlannedTraining {
+  TaskGraph graph;
+  PlanSummary summary;
+};
+
+/// Plans one training iteration of `model` under `plan`: per-rank task graphs
+/// whose compute tasks are timed by `predictor`. The GPU memory for the OOM
+/// flag is `predictor.gpu().memory`.
+PlannedTraining plan_training_detailed(const TransformerConfig& model, const Workload& work,
+                                       const ParallelPlan& plan, const node_model::KernelPredictor& predictor);
+/// The task graph alone.
+TaskGraph plan_training(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
+                        const node_model::KernelPredictor& predictor);
+/// The memory model alone (no timing): one estimate per pipeline stage.
+PlanSummary estimate_memory(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
+                            Bytes gpu_memory);
+
+}  // namespace tessera::parallelism

@@ -1,0 +1,548 @@
+// The general training planner (see docs/parallelism.md for the formulas).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "tessera/error.hpp"
+#include "tessera/parallelism/plan.hpp"
+
+namespace tessera::parallelism {
+
+using node_model::dtype_bytes;
+
+bool PlanSummary::oom() const {
+  return std::any_of(memory_per_stage.begin(), memory_per_stage.end(), [](const MemoryEstimate& m) { return m.oom(); });
+}
+
+namespace {
+
+constexpr std::int64_t kWorkspaceBytes = 1LL << 30;  // CUDA context + cuBLAS workspace + allocator slack
+
+/// Activation bytes one layer keeps for backward per micro-batch (Korthikanti
+/// et al., "Reducing Activation Recomputation in Large Transformer Models",
+/// 2022, Table 2), for 16-bit activations; scaled by dtype_bytes / 2.
+double layer_activation_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
+  const double s = static_cast<double>(w.seq_len), b = static_cast<double>(w.micro_batch);
+  const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads), t = p.tp;
+  const double sbh = s * b * h;
+  double bytes = 0;
+  switch (p.recompute) {
+    case Recompute::None:
+      bytes = p.sequence_parallel ? sbh / t * (34 + 5 * a * s / h) : sbh * (10 + 24 / t + 5 * a * s / (h * t));
+      break;
+    case Recompute::Selective:
+      bytes = p.sequence_parallel ? sbh * 34 / t : sbh * (10 + 24 / t);
+      break;
+    case Recompute::Full:
+      bytes = p.sequence_parallel ? 2 * sbh / t : 2 * sbh;
+      break;
+  }
+  return bytes * dtype_bytes(w.dtype) / 2.0;
+}
+
+std::int64_t vocab_per_tp(const TransformerConfig& m, int tp) { return (m.vocab + tp - 1) / tp; }
+
+/// Parameters held by one rank of pipeline stage `stage`.
+std::int64_t stage_params(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                          const std::vector<std::int64_t>& chunks, int stage) {
+  std::int64_t layers = 0;
+  for (int c = 0; c < p.virtual_stages; ++c) layers += chunks[static_cast<std::size_t>(c * p.pp + stage)];
+  std::int64_t params = layers * m.params_per_layer_per_tp_rank(p.tp);
+  const std::int64_t word = vocab_per_tp(m, p.tp) * m.hidden;
+  if (stage == 0) params += word + w.seq_len * m.hidden;
+  if (stage == p.pp - 1) params += (p.pp > 1 ? word : 0) + 2 * m.hidden;  // tied LM head copy, final norm
+  return params;
+}
+
+MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                            const std::vector<std::int64_t>& chunks, std::int64_t micro_batches, int stage,
+                            std::int64_t params, Bytes capacity) {
+  MemoryEstimate e;
+  e.capacity = capacity;
+  const bool mixed = w.dtype != node_model::DType::FP32;
+  const std::int64_t dp = p.dp;
+  auto shard = [&](std::int64_t bytes, int from_stage) { return p.zero_stage >= from_stage ? (bytes + dp - 1) / dp : bytes; };
+  e.weights = Bytes(shard(params * dtype_bytes(w.dtype), 3));
+  e.gradients = Bytes(shard(params * dtype_bytes(w.dtype), 2));
+  // Adam: two FP32 moments, plus an FP32 master copy when training in 16 bits.
+  e.optimizer_states = Bytes(shard(params * (mixed ? 12 : 8), 1));
+
+  const double per_layer = layer_activation_bytes(m, w, p);
+  const double logits = static_cast<double>(w.micro_batch * w.seq_len * vocab_per_tp(m, p.tp)) * 4.0;
+  const int last_chunk = p.pp * p.virtual_stages - 1;
+  double held = 0, peak = 0;
+  std::int64_t in_flight = 0;
+  for (const PipelineStep& st : pipeline_order(p.schedule, p.pp, stage, micro_batches, p.virtual_stages)) {
+    const int k = st.chunk * p.pp + stage;
+    double bytes = per_layer * static_cast<double>(chunks[static_cast<std::size_t>(k)]);
+    if (k == last_chunk) bytes += logits;
+    if (st.forward) {
+      held += bytes;
+      ++in_flight;
+      if (held > peak) {
+        peak = held;
+        e.peak_in_flight = std::max(e.peak_in_flight, in_flight);
+      }
+    } else {
+      held -= bytes;
+      --in_flight;
+    }
+  }
+  e.activations = Bytes(static_cast<std::int64_t>(peak));
+  std::int64_t workspace = kWorkspaceBytes;
+  if (p.recompute == Recompute::Full) {
+    // Backward of a layer holds that layer's recomputed activations.
+    ParallelPlan none = p;
+    none.recompute = Recompute::None;
+    workspace += static_cast<std::int64_t>(layer_activation_bytes(m, w, none));
+  }
+  e.workspace = Bytes(workspace);
+  return e;
+}
+
+// ---------------------------------------------------------------------------
+// Task-graph construction.
+
+/// A piece of a pass: a compute kernel sequence, or a tensor-parallel
+/// collective. An async collective is waited for by the second compute piece
+/// after it (the one after the computation it overlaps with).
+struct Piece {
+  bool compute = true;
+  std::string name;
+  Time duration;
+  Flops flops;
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  Bytes bytes;
+  bool async = false;
+};
+
+class PieceList {
+ public:
+  PieceList(const node_model::KernelPredictor& pred) : pred_(pred) {}
+  void ops(const std::string& name, const std::vector<Op>& ops, std::size_t from, std::size_t to) {
+    Piece p;
+    p.name = name;
+    for (std::size_t i = from; i < to && i < ops.size(); ++i) {
+      p.duration += pred_.predict(ops[i].kernel);
+      p.flops += ops[i].kernel.flops();
+    }
+    add_compute(std::move(p));
+  }
+  void ops(const std::string& name, const std::vector<Op>& all) { ops(name, all, 0, all.size()); }
+  void comm(const std::string& name, CollectiveKind kind, Bytes bytes, bool async = false) {
+    split_ = false;
+    Piece p;
+    p.name = name;
+    p.compute = false;
+    p.kind = kind;
+    p.bytes = bytes;
+    p.async = async;
+    pieces_.push_back(std::move(p));
+  }
+  /// The next compute piece starts a new task (it overlaps a collective).
+  void split() { split_ = true; }
+  [[nodiscard]] const std::vector<Piece>& pieces() const { return pieces_; }
+  void append(const PieceList& o) {
+    for (const Piece& p : o.pieces_) {
+      if (p.compute) {
+        add_compute(p);
+      } else {
+        pieces_.push_back(p);
+      }
+    }
+  }
+
+ private:
+  void add_compute(Piece p) {
+    // Adjacent compute pieces merge into one task.
+    if (!pieces_.empty() && pieces_.back().compute && !std::exchange(split_, false)) {
+      pieces_.back().duration += p.duration;
+      pieces_.back().flops += p.flops;
+      return;
+    }
+    pieces_.push_back(std::move(p));
+  }
+  const node_model::KernelPredictor& pred_;
+  std::vector<Piece> pieces_;
+  bool split_ = false;
+};
+
+std::size_t index_of(const std::vector<Op>& ops, std::string_view name) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].name == name) return i;
+  }
+  throw SimulationError(fmt::format("planner: layer has no op '{}'", name));
+}
+
+/// The pieces of one layer's forward and backward on one tensor-parallel rank.
+struct LayerPieces {
+  PieceList forward;
+  PieceList backward;  ///< including any recomputation
+};
+
+LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                         const node_model::KernelPredictor& pred) {
+  const Sharding shard{p.tp, p.sequence_parallel};
+  const auto fwd = layer_forward_ops(m, w, shard);
+  const auto bwd = backward_ops(fwd);
+  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
+  const std::size_t qkv = index_of(fwd, "qkv"), res1 = index_of(fwd, "residual1");
+  const std::size_t fc1 = index_of(fwd, "fc1"), res2 = index_of(fwd, "residual2");
+  LayerPieces lp{PieceList(pred), PieceList(pred)};
+
+  // Forward: [ln1] (AG) [qkv .. proj] AR|RS [residual1, ln2] (AG) [fc1 .. fc2] AR|RS [residual2].
+  PieceList& f = lp.forward;
+  if (!tp) {
+    f.ops("fwd", fwd);
+  } else {
+    f.ops("fwd.ln1", fwd, 0, qkv);
+    if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
+    f.ops("fwd.attn", fwd, qkv, res1);
+    f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
+    f.ops("fwd.ln2", fwd, res1, fc1);
+    if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
+    f.ops("fwd.mlp", fwd, fc1, res2);
+    f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
+    f.ops("fwd.res2", fwd, res2, fwd.size());
+  }
+
+  PieceList& b = lp.backward;
+  if (p.recompute == Recompute::Full) b.append(lp.forward);
+  if (p.recompute == Recompute::Selective) {
+    // Recompute the attention core: scores, scale, softmax, context.
+    std::vector<Op> core;
+    for (const char* n : {"scores", "scale", "softmax", "context"}) core.push_back(fwd[index_of(fwd, n)]);
+    b.ops("bwd.recompute", core);
+  }
+  // Backward kernels in order; find the cut points by name.
+  auto at = [&](std::string_view n) { return index_of(bwd, n); };
+  if (!tp) {
+    b.ops("bwd", bwd);
+    return lp;
+  }
+  const std::size_t fc2_dgrad = at("fc2.dgrad"), fc1_dgrad = at("fc1.dgrad"), fc1_wgrad = at("fc1.wgrad");
+  const std::size_t proj_dgrad = at("proj.dgrad"), qkv_dgrad = at("qkv.dgrad"), qkv_wgrad = at("qkv.wgrad");
+  // Column-parallel linears: the input gradient is all-reduced (reduce-
+  // scattered with SP) while the weight gradient is computed (Megatron's
+  // async tensor-parallel communication). With SP the gradient entering each
+  // row-parallel linear is all-gathered first, and the column-parallel input
+  // is re-gathered for its weight gradient.
+  b.ops("bwd.res2", bwd, 0, fc2_dgrad);
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  b.ops("bwd.mlp", bwd, fc2_dgrad, fc1_dgrad);
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, true);
+  b.ops("bwd.fc1.dgrad", bwd, fc1_dgrad, fc1_wgrad);
+  b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act, true);
+  b.ops("bwd.fc1.wgrad", bwd, fc1_wgrad, fc1_wgrad + 1);
+  b.split();
+  b.ops("bwd.ln2", bwd, fc1_wgrad + 1, proj_dgrad);
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  b.ops("bwd.attn", bwd, proj_dgrad, qkv_dgrad);
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, true);
+  b.ops("bwd.qkv.dgrad", bwd, qkv_dgrad, qkv_wgrad);
+  b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act, true);
+  b.ops("bwd.qkv.wgrad", bwd, qkv_wgrad, qkv_wgrad + 1);
+  b.split();
+  b.ops("bwd.ln1", bwd, qkv_wgrad + 1, bwd.size());
+  return lp;
+}
+
+/// Group registry: one group per distinct (member list, purpose).
+class Groups {
+ public:
+  std::int32_t get(const std::vector<int>& ranks, int purpose) {
+    auto [it, inserted] = index_.try_emplace({purpose, ranks}, static_cast<std::int32_t>(groups_.size()));
+    if (inserted) groups_.push_back(Group{ranks});
+    return it->second;
+  }
+  std::vector<Group> take() { return std::move(groups_); }
+
+ private:
+  std::map<std::pair<int, std::vector<int>>, std::int32_t> index_;
+  std::vector<Group> groups_;
+};
+
+enum Purpose { kTensor = 0, kData = 1, kPipeForward = 2, kPipeBackward = 3, kEmbedding = 4 };
+
+/// Builds one rank's program. Collective ids are (group << 32) | n for the
+/// n-th collective of that group, so every member derives the same id as
+/// long as members issue a group's collectives in the same order.
+class RankBuilder {
+ public:
+  explicit RankBuilder(RankProgram& prog) : prog_(prog) {}
+
+  TaskIndex compute(std::string name, Time duration, Flops flops, std::vector<TaskIndex> deps = {}) {
+    Task t;
+    t.name = std::move(name);
+    t.kind = TaskKind::Compute;
+    t.duration = duration;
+    t.flops = flops;
+    t.deps = std::move(deps);
+    if (last_compute_ >= 0) t.deps.push_back(last_compute_);
+    last_compute_ = push(std::move(t));
+    return last_compute_;
+  }
+
+  TaskIndex collective(std::string name, CollectiveKind kind, std::int32_t group, Bytes bytes,
+                       std::vector<TaskIndex> deps) {
+    Task t;
+    t.name = std::move(name);
+    t.kind = TaskKind::Collective;
+    t.collective = kind;
+    t.group = group;
+    std::int64_t& n = seq_[group];
+    t.collective_id = (static_cast<std::int64_t>(group) << 32) | n++;
+    t.bytes = bytes;
+    t.deps = std::move(deps);
+    return push(std::move(t));
+  }
+
+  /// Emits `pieces`; the first compute waits for `first_deps`. Returns the
+  /// last task (compute or the final collective).
+  void pieces(const std::vector<Piece>& ps, const std::string& prefix, std::int32_t tp_group,
+              std::vector<TaskIndex> first_deps) {
+    std::vector<TaskIndex> wait_next = std::move(first_deps), wait_after;
+    for (const Piece& p : ps) {
+      if (p.compute) {
+        compute(prefix + p.name, p.duration, p.flops, std::move(wait_next));
+        wait_next = std::move(wait_after);
+        wait_after.clear();
+        continue;
+      }
+      std::vector<TaskIndex> deps = wait_next;
+      if (last_compute_ >= 0) deps.push_back(last_compute_);
+      const TaskIndex c = collective(prefix + p.name + "." + std::string(to_string(p.kind)), p.kind, tp_group, p.bytes,
+                                     std::move(deps));
+      (p.async ? wait_after : wait_next).push_back(c);
+    }
+    // Anything still outstanding is waited for by the next compute.
+    wait_next.insert(wait_next.end(), wait_after.begin(), wait_after.end());
+    pending_ = std::move(wait_next);
+  }
+  /// Collectives the next compute must wait for (left over by pieces()).
+  std::vector<TaskIndex> take_pending() { return std::exchange(pending_, {}); }
+  [[nodiscard]] TaskIndex last_compute() const { return last_compute_; }
+
+ private:
+  TaskIndex push(Task t) {
+    prog_.tasks.push_back(std::move(t));
+    return static_cast<TaskIndex>(prog_.tasks.size() - 1);
+  }
+  RankProgram& prog_;
+  TaskIndex last_compute_ = -1;
+  std::map<std::int32_t, std::int64_t> seq_;
+  std::vector<TaskIndex> pending_;
+};
+
+}  // namespace
+
+PlanSummary estimate_memory(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
+                            Bytes gpu_memory) {
+  plan.validate(model, work);
+  PlanSummary s;
+  s.micro_batches = plan.micro_batches(work.micro_batch);
+  s.chunk_layers = chunk_layers(model.layers, plan.pp, plan.virtual_stages);
+  for (int st = 0; st < plan.pp; ++st) {
+    const std::int64_t params = stage_params(model, work, plan, s.chunk_layers, st);
+    s.params_per_stage.push_back(params);
+    s.memory_per_stage.push_back(
+        stage_memory(model, work, plan, s.chunk_layers, s.micro_batches, st, params, gpu_memory));
+  }
+  return s;
+}
+
+PlannedTraining plan_training_detailed(const TransformerConfig& model, const Workload& work,
+                                       const ParallelPlan& plan, const node_model::KernelPredictor& predictor) {
+  PlannedTraining out;
+  out.summary = estimate_memory(model, work, plan, predictor.gpu().memory);
+  const PlanSummary& sum = out.summary;
+  const std::int64_t m = sum.micro_batches;
+  const int p = plan.pp, v = plan.virtual_stages, V = p * v;
+  const bool tp = plan.tp > 1, sp = tp && plan.sequence_parallel;
+  const Sharding shard{plan.tp, plan.sequence_parallel};
+  const std::int64_t pbytes = dtype_bytes(work.dtype);
+  const Bytes act(work.micro_batch * work.seq_len * model.hidden * pbytes);
+  const Bytes pipe_msg = sp ? Bytes(act.count() / plan.tp) : act;
+
+  // Costs shared by every rank.
+  const LayerPieces layer = layer_pieces(model, work, plan, predictor);
+  PieceList embed_f(predictor), embed_b(predictor), head_f(predictor), head_b(predictor);
+  {
+    const auto ef = embedding_forward_ops(model, work, shard);
+    embed_f.ops("fwd", ef);
+    if (tp) embed_f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
+    if (sp) embed_b.comm("bwd.tp", CollectiveKind::AllGather, act);
+    embed_b.ops("bwd", backward_ops(ef));
+    const auto hf = lm_head_forward_ops(model, work, shard);
+    head_f.ops("fwd", hf, 0, 1);
+    if (sp) head_f.comm("fwd.tp", CollectiveKind::AllGather, act);
+    head_f.ops("fwd", hf, 1, hf.size());
+    const auto hb = backward_ops(hf);  // loss, lm_head dgrad, wgrad, ln_f
+    head_b.ops("bwd", hb, 0, hb.size() - 1);
+    if (tp) head_b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
+    head_b.ops("bwd", hb, hb.size() - 1, hb.size());
+  }
+  const std::int64_t layer_grad_bytes = model.params_per_layer_per_tp_rank(plan.tp) * pbytes;
+  const std::int64_t word_params = vocab_per_tp(model, plan.tp) * model.hidden;
+
+  Groups groups;
+  out.graph.ranks.resize(static_cast<std::size_t>(plan.world_size()));
+  for (int rank = 0; rank < plan.world_size(); ++rank) {
+    const RankCoord me = rank_coord(plan, rank);
+    RankProgram& prog = out.graph.ranks[static_cast<std::size_t>(rank)];
+    RankBuilder rb(prog);
+    const int stage = me.pp;
+
+    std::vector<int> members;
+    std::int32_t tp_group = -1, dp_group = -1;
+    if (tp) {
+      for (int t = 0; t < plan.tp; ++t) members.push_back(rank_of(plan, {t, me.dp, me.pp}));
+      tp_group = groups.get(members, kTensor);
+    }
+    if (plan.dp > 1) {
+      members.clear();
+      for (int d = 0; d < plan.dp; ++d) members.push_back(rank_of(plan, {me.tp, d, me.pp}));
+      dp_group = groups.get(members, kData);
+    }
+    auto pipe_group = [&](int from_stage, int to_stage, int purpose) {
+      return groups.get({rank_of(plan, {me.tp, me.dp, from_stage}), rank_of(plan, {me.tp, me.dp, to_stage})}, purpose);
+    };
+
+    const auto order = pipeline_order(plan.schedule, p, stage, m, v);
+    std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (!order[i].forward) last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
+    }
+
+    // Gradient buckets: filled by the last backward of each chunk.
+    std::vector<TaskIndex> grad_sync;
+    std::vector<std::int64_t> bucket_bytes;
+    std::int64_t pending_bytes = 0;
+    auto flush = [&](TaskIndex after) {
+      if (pending_bytes == 0) return;
+      if (dp_group >= 0) {
+        const auto kind = plan.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+        grad_sync.push_back(rb.collective(fmt::format("dp.grad.{}.bucket{:03}", to_string(kind), bucket_bytes.size()),
+                                          kind, dp_group, Bytes(pending_bytes), {after}));
+      }
+      bucket_bytes.push_back(pending_bytes);
+      pending_bytes = 0;
+    };
+    auto produced = [&](std::int64_t bytes, TaskIndex task) {
+      pending_bytes += bytes;
+      if (pending_bytes >= plan.bucket_size.count()) flush(task);
+    };
+
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const PipelineStep& st = order[i];
+      const int k = st.chunk * p + stage;  // virtual stage
+      const std::int64_t nl = sum.chunk_layers[static_cast<std::size_t>(k)];
+      const std::string tag = v > 1 ? fmt::format("c{}.mb{}.", st.chunk, st.micro_batch)
+                                    : fmt::format("mb{}.", st.micro_batch);
+      const bool last_mb = !st.forward && i == last_backward[static_cast<std::size_t>(st.chunk)];
+      std::vector<TaskIndex> first;
+      if (plan.zero_stage == 3 && dp_group >= 0) {
+        const std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
+        first.push_back(rb.collective(tag + (st.forward ? "fwd" : "bwd") + ".zero3.param_all_gather",
+                                      CollectiveKind::AllGather, dp_group, Bytes(chunk_params * pbytes), {}));
+      }
+      if (st.forward) {
+        if (k == 0) {
+          rb.pieces(embed_f.pieces(), tag + "embedding.", tp_group, std::move(first));
+          first = rb.take_pending();
+        } else {
+          const int from = (k - 1) % p;
+          first.push_back(rb.collective(tag + "pp.recv_activation", CollectiveKind::SendRecv,
+                                        pipe_group(from, stage, kPipeForward), pipe_msg, {}));
+        }
+        for (std::int64_t l = 0; l < nl; ++l) {
+          rb.pieces(layer.forward.pieces(), fmt::format("{}layer{:03}.", tag, l), tp_group, std::move(first));
+          first = rb.take_pending();
+        }
+        if (k == V - 1) {
+          rb.pieces(head_f.pieces(), tag + "lm_head.", tp_group, std::move(first));
+          first = rb.take_pending();
+        }
+        if (!first.empty()) rb.compute(tag + "fwd.wait", Time::zero(), Flops(), std::exchange(first, {}));
+        if (k != V - 1) {
+          rb.collective(tag + "pp.send_activation", CollectiveKind::SendRecv,
+                        pipe_group(stage, (k + 1) % p, kPipeForward), pipe_msg, {rb.last_compute()});
+        }
+        continue;
+      }
+      // Backward.
+      if (k == V - 1) {
+        rb.pieces(head_b.pieces(), tag + "lm_head.", tp_group, std::move(first));
+        first = rb.take_pending();
+        if (last_mb && p > 1) produced((word_params + 2 * model.hidden) * pbytes, rb.last_compute());
+      } else {
+        const int from = (k + 1) % p;
+        first.push_back(rb.collective(tag + "pp.recv_gradient", CollectiveKind::SendRecv,
+                                      pipe_group(from, stage, kPipeBackward), pipe_msg, {}));
+      }
+      for (std::int64_t l = nl - 1; l >= 0; --l) {
+        rb.pieces(layer.backward.pieces(), fmt::format("{}layer{:03}.", tag, l), tp_group, std::move(first));
+        first = rb.take_pending();
+        if (last_mb) {
+          if (!first.empty()) {
+            rb.compute(fmt::format("{}layer{:03}.bwd.wait", tag, l), Time::zero(), Flops(), std::exchange(first, {}));
+          }
+          produced(layer_grad_bytes, rb.last_compute());
+        }
+      }
+      if (k == 0) {
+        rb.pieces(embed_b.pieces(), tag + "embedding.", tp_group, std::move(first));
+        first = rb.take_pending();
+      }
+      if (!first.empty()) rb.compute(tag + "bwd.wait", Time::zero(), Flops(), std::exchange(first, {}));
+      if (k == 0 && last_mb) {
+        produced((word_params + work.seq_len * model.hidden + (p == 1 ? 2 * model.hidden : 0)) * pbytes,
+                 rb.last_compute());
+      }
+      if (k != 0) {
+        rb.collective(tag + "pp.send_gradient", CollectiveKind::SendRecv,
+                      pipe_group(stage, (k - 1) % p, kPipeBackward), pipe_msg, {rb.last_compute()});
+      }
+    }
+    const TaskIndex last_compute = rb.last_compute();
+    flush(last_compute);
+
+    // Tied embeddings: the first and last stage add their word-embedding gradients.
+    std::vector<TaskIndex> before_step = grad_sync;
+    if (p > 1 && (stage == 0 || stage == p - 1)) {
+      const std::int32_t g = groups.get({rank_of(plan, {me.tp, me.dp, 0}), rank_of(plan, {me.tp, me.dp, p - 1})},
+                                        kEmbedding);
+      before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce, g,
+                                          Bytes(word_params * pbytes), {last_compute}));
+    }
+    // Optimizer step over this rank's (shard of the) parameters.
+    const std::int64_t params = sum.params_per_stage[static_cast<std::size_t>(stage)];
+    const std::int64_t step_params = plan.zero_stage >= 1 ? (params + plan.dp - 1) / plan.dp : params;
+    Time opt;
+    const auto opt_ops = plan.fused_optimizer
+                             ? fused_optimizer_ops(step_params, node_model::DType::FP32, plan.grad_clipping)
+                             : optimizer_ops(step_params, node_model::DType::FP32);
+    for (const Op& op : opt_ops) opt += predictor.predict(op.kernel);
+    const TaskIndex step = rb.compute("optimizer", opt, Flops(), std::move(before_step));
+    if (plan.zero_stage >= 1 && plan.zero_stage <= 2 && dp_group >= 0) {
+      // Distributed optimizer: gather the updated parameters, bucket by bucket.
+      for (std::size_t b = 0; b < bucket_bytes.size(); ++b) {
+        const std::int64_t bytes = bucket_bytes[b];  // same element size for parameters and gradients
+        rb.collective(fmt::format("dp.param_all_gather.bucket{:03}", b), CollectiveKind::AllGather, dp_group,
+                      Bytes(bytes), {step});
+      }
+    }
+  }
+  out.graph.groups = groups.take();
+  return out;
+}
+
+TaskGraph plan_training(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
+                        const node_model::KernelPredictor& predictor) {
+  return plan_training_detailed(model, work, plan, predictor).graph;
+}
+
+}  // namespace tessera::parallelism

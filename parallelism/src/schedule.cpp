@@ -1,0 +1,181 @@
+// Parallel plans: parsing, validation, rank layout and pipeline schedules.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tessera/error.hpp"
+#include "tessera/parallelism/plan.hpp"
+
+namespace tessera::parallelism {
+
+std::string_view to_string(Schedule s) {
+  switch (s) {
+    case Schedule::GPipe: return "gpipe";
+    case Schedule::OneFOneB: return "1f1b";
+    case Schedule::Interleaved1F1B: return "interleaved-1f1b";
+  }
+  return "?";
+}
+
+Schedule parse_schedule(std::string_view text) {
+  if (text == "gpipe") return Schedule::GPipe;
+  if (text == "1f1b") return Schedule::OneFOneB;
+  if (text == "interleaved-1f1b") return Schedule::Interleaved1F1B;
+  throw InputError(fmt::format("unknown schedule '{}' (expected gpipe, 1f1b or interleaved-1f1b)", text));
+}
+
+std::string_view to_string(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+Recompute parse_recompute(std::string_view text) {
+  if (text == "none") return Recompute::None;
+  if (text == "selective") return Recompute::Selective;
+  if (text == "full") return Recompute::Full;
+  throw InputError(fmt::format("unknown recompute '{}' (expected none, selective or full)", text));
+}
+
+std::int64_t ParallelPlan::micro_batches(std::int64_t micro_batch) const {
+  if (global_batch == 0) return 1;
+  return global_batch / (static_cast<std::int64_t>(dp) * micro_batch);
+}
+
+void ParallelPlan::validate(const TransformerConfig& model, const Workload& work, int gpus) const {
+  model.validate();
+  auto positive = [](std::int64_t v, const char* key) {
+    if (v <= 0) throw InputError(fmt::format("{} must be positive (got {})", key, v));
+  };
+  positive(dp, "dp");
+  positive(tp, "tp");
+  positive(pp, "pp");
+  positive(virtual_stages, "virtual_stages");
+  positive(work.micro_batch, "micro_batch");
+  positive(work.seq_len, "seq_len");
+  if (gpus > 0 && world_size() != gpus) {
+    if (tp == 1 && pp == 1) {
+      throw InputError(fmt::format("dp ({}) must equal the number of GPUs ({})", dp, gpus));
+    }
+    throw InputError(fmt::format("dp x tp x pp ({} x {} x {} = {}) must equal the number of GPUs ({})", dp, tp, pp,
+                                 world_size(), gpus));
+  }
+  check_sharding(model, work, Sharding{tp, sequence_parallel});
+  if (pp > model.layers) {
+    throw InputError(fmt::format("pp ({}) must not exceed the model's layers ({}): every pipeline stage needs a "
+                                 "layer", pp, model.layers));
+  }
+  if (static_cast<std::int64_t>(pp) * virtual_stages > model.layers) {
+    throw InputError(fmt::format("pp x virtual_stages ({} x {} = {}) must not exceed the model's layers ({})", pp,
+                                 virtual_stages, pp * virtual_stages, model.layers));
+  }
+  if (global_batch < 0) throw InputError(fmt::format("global_batch must be positive (got {})", global_batch));
+  if (global_batch > 0 && global_batch % (static_cast<std::int64_t>(dp) * work.micro_batch) != 0) {
+    throw InputError(fmt::format("global_batch ({}) must be a multiple of dp x micro_batch ({} x {} = {})",
+                                 global_batch, dp, work.micro_batch, dp * work.micro_batch));
+  }
+  if (virtual_stages > 1 && schedule != Schedule::Interleaved1F1B) {
+    throw InputError(fmt::format("virtual_stages ({}) needs schedule interleaved-1f1b (got {})", virtual_stages,
+                                 to_string(schedule)));
+  }
+  const std::int64_t m = micro_batches(work.micro_batch);
+  if (schedule == Schedule::Interleaved1F1B) {
+    if (virtual_stages < 2) {
+      throw InputError(fmt::format("schedule interleaved-1f1b needs virtual_stages >= 2 (got {})", virtual_stages));
+    }
+    if (pp < 2) throw InputError(fmt::format("schedule interleaved-1f1b needs pp >= 2 (got {})", pp));
+    if (m % pp != 0) {
+      throw InputError(fmt::format("schedule interleaved-1f1b needs the micro-batches (global_batch / (dp x "
+                                   "micro_batch) = {} / ({} x {}) = {}) to be a multiple of pp ({})",
+                                   global_batch, dp, work.micro_batch, m, pp));
+    }
+  }
+  if (zero_stage < 0 || zero_stage > 3) {
+    throw InputError(fmt::format("zero_stage must be 0, 1, 2 or 3 (got {})", zero_stage));
+  }
+  if (bucket_size.count() <= 0) {
+    throw InputError(fmt::format("bucket_size must be positive (got {})", to_string(bucket_size)));
+  }
+}
+
+RankCoord rank_coord(const ParallelPlan& plan, int rank) {
+  RankCoord c;
+  c.tp = rank % plan.tp;
+  c.dp = (rank / plan.tp) % plan.dp;
+  c.pp = rank / (plan.tp * plan.dp);
+  return c;
+}
+
+int rank_of(const ParallelPlan& plan, const RankCoord& c) { return (c.pp * plan.dp + c.dp) * plan.tp + c.tp; }
+
+std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_stages) {
+  const std::int64_t n = static_cast<std::int64_t>(pp) * virtual_stages;
+  if (n <= 0 || n > layers) {
+    throw InputError(fmt::format("cannot split {} layers into {} pipeline chunks", layers, n));
+  }
+  std::vector<std::int64_t> out(static_cast<std::size_t>(n), layers / n);
+  for (std::int64_t k = 0; k < layers % n; ++k) ++out[static_cast<std::size_t>(k)];
+  return out;
+}
+
+std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int64_t m, int virtual_stages) {
+  if (pp <= 0 || stage < 0 || stage >= pp || m <= 0 || virtual_stages <= 0) {
+    throw InputError(fmt::format("pipeline_order: bad arguments (pp {}, stage {}, micro-batches {}, virtual stages {})",
+                                 pp, stage, m, virtual_stages));
+  }
+  std::vector<PipelineStep> out;
+  const int mb = static_cast<int>(m);
+  switch (s) {
+    case Schedule::GPipe: {
+      if (virtual_stages != 1) throw InputError("schedule gpipe does not support virtual_stages > 1");
+      for (int i = 0; i < mb; ++i) out.push_back({true, 0, i});
+      for (int i = mb - 1; i >= 0; --i) out.push_back({false, 0, i});
+      break;
+    }
+    case Schedule::OneFOneB: {
+      if (virtual_stages != 1) throw InputError("schedule 1f1b does not support virtual_stages > 1");
+      const int warm = std::min(pp - stage - 1, mb);
+      for (int i = 0; i < warm; ++i) out.push_back({true, 0, i});
+      for (int i = 0; i < mb - warm; ++i) {
+        out.push_back({true, 0, warm + i});
+        out.push_back({false, 0, i});
+      }
+      for (int i = mb - warm; i < mb; ++i) out.push_back({false, 0, i});
+      break;
+    }
+    case Schedule::Interleaved1F1B: {
+      const int v = virtual_stages;
+      if (m % pp != 0) {
+        throw InputError(fmt::format("schedule interleaved-1f1b needs the micro-batches ({}) to be a multiple of "
+                                     "pp ({})", m, pp));
+      }
+      // Megatron-LM's forward_backward_pipelining_with_interleaving.
+      const int total = mb * v;
+      int warm = 0;
+      if (mb == pp) {
+        warm = total;
+      } else {
+        warm = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+      }
+      auto step = [&](int k, bool forward) {
+        const int in_group = k % (pp * v);
+        int chunk = in_group / pp;
+        if (!forward) chunk = v - 1 - chunk;
+        return PipelineStep{forward, chunk, (k / (pp * v)) * pp + k % pp};
+      };
+      for (int k = 0; k < warm; ++k) out.push_back(step(k, true));
+      for (int k = 0; k < total - warm; ++k) {
+        out.push_back(step(k + warm, true));
+        out.push_back(step(k, false));
+      }
+      for (int k = total - warm; k < total; ++k) out.push_back(step(k, false));
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::parallelism

@@ -1,0 +1,299 @@
+// The general planner without the engine: graph structure, communication
+// counts and sizes, the memory model and bad input.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+#include "tessera/error.hpp"
+#include "tessera/node_model/roofline.hpp"
+#include "tessera/parallelism/data_parallel.hpp"
+#include "tessera/parallelism/plan.hpp"
+#include "test_predictors.hpp"
+
+using namespace tessera;
+using namespace tessera::parallelism;
+using node_model::DType;
+
+namespace {
+
+TransformerConfig tiny() { return TransformerConfig{"tiny", 8, 64, 4, 256, 97}; }
+const Workload kWork{1, 32, DType::FP32};
+
+struct Counts {
+  std::map<std::string, int> by_kind;
+  std::map<std::string, std::int64_t> bytes;
+};
+
+/// Collectives of `rank` whose name contains `needle`, by kind.
+Counts count(const TaskGraph& g, int rank, const std::string& needle) {
+  Counts c;
+  for (const Task& t : g.ranks[static_cast<std::size_t>(rank)].tasks) {
+    if (t.kind != TaskKind::Collective || t.name.find(needle) == std::string::npos) continue;
+    const std::string k(to_string(t.collective));
+    ++c.by_kind[k];
+    c.bytes[k] = t.bytes.count();
+  }
+  return c;
+}
+
+std::string error_of(const TransformerConfig& m, const Workload& w, const ParallelPlan& p, int gpus) {
+  try {
+    p.validate(m, w, gpus);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Plan, RankLayoutIsTensorInnermostThenDataThenPipeline) {
+  ParallelPlan p;
+  p.dp = 2;
+  p.tp = 4;
+  p.pp = 3;
+  for (int r = 0; r < p.world_size(); ++r) EXPECT_EQ(rank_of(p, rank_coord(p, r)), r);
+  const RankCoord c = rank_coord(p, 13);  // 13 = (1 * 2 + 1) * 4 + 1
+  EXPECT_EQ(c.tp, 1);
+  EXPECT_EQ(c.dp, 1);
+  EXPECT_EQ(c.pp, 1);
+}
+
+TEST(Plan, OneFOneBOrderHasWarmupSteadyCooldown) {
+  // p = 4, stage 1, m = 5: 2 warm-up forwards, then F/B pairs, then 2 backwards.
+  const auto o = pipeline_order(Schedule::OneFOneB, 4, 1, 5, 1);
+  std::string s;
+  for (const auto& st : o) s += (st.forward ? "F" : "B") + std::to_string(st.micro_batch) + " ";
+  EXPECT_EQ(s, "F0 F1 F2 B0 F3 B1 F4 B2 B3 B4 ");
+  const auto g = pipeline_order(Schedule::GPipe, 4, 1, 3, 1);
+  s.clear();
+  for (const auto& st : g) s += (st.forward ? "F" : "B") + std::to_string(st.micro_batch) + " ";
+  EXPECT_EQ(s, "F0 F1 F2 B2 B1 B0 ");
+}
+
+TEST(Plan, InterleavedOrderVisitsEveryChunkAndMicroBatchOnce) {
+  for (int stage = 0; stage < 4; ++stage) {
+    const auto o = pipeline_order(Schedule::Interleaved1F1B, 4, stage, 8, 2);
+    ASSERT_EQ(o.size(), 2U * 8 * 2);
+    std::map<std::tuple<bool, int, int>, int> seen;
+    for (const auto& st : o) ++seen[{st.forward, st.chunk, st.micro_batch}];
+    EXPECT_EQ(seen.size(), o.size());
+  }
+}
+
+TEST(Plan, DataParallelOnlyMatchesPlanDataParallel) {
+  const auto& m = model_preset("gpt2-large");
+  node_model::RooflinePredictor pred(node_model::gpu_preset("H100-SXM"));
+  const Workload w{1, 1024, DType::BF16};
+  ParallelPlan p;
+  p.dp = 4;
+  p.bucket_size = Bytes(100'000'000);
+  const auto a = plan_training(m, w, p, pred);
+  const auto b = plan_data_parallel(m, w, DataParallelPlan{4, Bytes(100'000'000)}, pred);
+  ASSERT_NO_THROW(a.validate());
+  ASSERT_EQ(a.num_ranks(), 4);
+  auto totals = [](const TaskGraph& g) {
+    Time compute;
+    std::vector<std::int64_t> buckets;
+    for (const auto& t : g.ranks[0].tasks) {
+      if (t.kind == TaskKind::Compute) compute += t.duration;
+      if (t.kind == TaskKind::Collective) buckets.push_back(t.bytes.count());
+    }
+    return std::pair{compute, buckets};
+  };
+  EXPECT_EQ(totals(a), totals(b));
+}
+
+TEST(Plan, TensorParallelHasTwoAllReducesPerLayerEachWay) {
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.tp = 2;
+  const auto g = plan_training(m, kWork, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  const std::int64_t act = 1 * 32 * 64 * 4;  // b s h x 4 bytes
+  for (int r = 0; r < 2; ++r) {
+    const Counts c = count(g, r, "layer003.");
+    EXPECT_EQ(c.by_kind.size(), 1U);
+    EXPECT_EQ(c.by_kind.at("all-reduce"), 4);  // 2 forward + 2 backward
+    EXPECT_EQ(c.bytes.at("all-reduce"), act);
+  }
+  EXPECT_EQ(count(g, 0, "layer003.fwd").by_kind.at("all-reduce"), 2);
+}
+
+TEST(Plan, SequenceParallelTurnsAllReducesIntoReduceScatterAllGatherPairs) {
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  const auto g = plan_training(m, kWork, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  const Counts f = count(g, 0, "layer003.fwd");
+  EXPECT_EQ(f.by_kind.at("all-gather"), 2);
+  EXPECT_EQ(f.by_kind.at("reduce-scatter"), 2);
+  const Counts b = count(g, 0, "layer003.bwd");
+  EXPECT_EQ(b.by_kind.at("all-gather"), 4);  // gradient gathers + input re-gathers for the weight gradients
+  EXPECT_EQ(b.by_kind.at("reduce-scatter"), 2);
+  EXPECT_EQ(f.bytes.at("all-gather"), 32 * 64 * 4);  // the full (gathered) buffer
+}
+
+TEST(Plan, PipelineSendsOneActivationAndOneGradientPerMicroBatch) {
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.pp = 4;
+  p.global_batch = 6;  // 6 micro-batches of 1
+  const auto g = plan_training(m, kWork, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  const std::int64_t act = 32 * 64 * 4;
+  for (int stage = 0; stage < 4; ++stage) {
+    Counts sa = count(g, stage, "send_activation"), ra = count(g, stage, "recv_activation");
+    Counts sg = count(g, stage, "send_gradient"), rg = count(g, stage, "recv_gradient");
+    EXPECT_EQ(sa.by_kind["send-recv"], stage < 3 ? 6 : 0);
+    EXPECT_EQ(ra.by_kind["send-recv"], stage > 0 ? 6 : 0);
+    EXPECT_EQ(sg.by_kind["send-recv"], stage > 0 ? 6 : 0);
+    EXPECT_EQ(rg.by_kind["send-recv"], stage < 3 ? 6 : 0);
+    if (stage < 3) {
+      EXPECT_EQ(sa.bytes.at("send-recv"), act);
+    }
+  }
+  // Tied embeddings: first and last stage all-reduce the word-embedding gradient.
+  EXPECT_EQ(count(g, 0, "embedding.grad_all_reduce").by_kind["all-reduce"], 1);
+  EXPECT_EQ(count(g, 3, "embedding.grad_all_reduce").by_kind["all-reduce"], 1);
+  EXPECT_EQ(count(g, 1, "embedding.grad_all_reduce").by_kind["all-reduce"], 0);
+}
+
+TEST(Plan, DataParallelReducesEveryGradientOnceInBuckets) {
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.dp = 2;
+  p.tp = 2;
+  p.pp = 2;
+  p.global_batch = 8;
+  p.bucket_size = Bytes(50'000);
+  const auto pl = plan_training_detailed(m, kWork, p, pred);
+  ASSERT_NO_THROW(pl.graph.validate());
+  for (int r = 0; r < 8; ++r) {
+    const int stage = rank_coord(p, r).pp;
+    std::int64_t reduced = 0;
+    for (const auto& t : pl.graph.ranks[static_cast<std::size_t>(r)].tasks) {
+      if (t.name.rfind("dp.grad", 0) == 0) reduced += t.bytes.count();
+    }
+    EXPECT_EQ(reduced, pl.summary.params_per_stage[static_cast<std::size_t>(stage)] * 4) << "rank " << r;
+  }
+  // ZeRO-1: reduce-scatter + all-gather instead.
+  p.zero_stage = 1;
+  const auto z = plan_training(m, kWork, p, pred);
+  EXPECT_GT(count(z, 0, "dp.grad").by_kind["reduce-scatter"], 0);
+  EXPECT_EQ(count(z, 0, "dp.grad").by_kind["reduce-scatter"], count(z, 0, "dp.param_all_gather").by_kind["all-gather"]);
+  EXPECT_EQ(count(z, 0, "dp.grad").by_kind.count("all-reduce"), 0U);
+}
+
+TEST(Plan, EveryCombinationValidates) {
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B}) {
+    for (auto rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      for (int zero : {0, 1, 3}) {
+        ParallelPlan p;
+        p.dp = 2;
+        p.tp = 2;
+        p.pp = 2;
+        p.schedule = sched;
+        p.virtual_stages = sched == Schedule::Interleaved1F1B ? 2 : 1;
+        p.global_batch = 8;
+        p.recompute = rc;
+        p.zero_stage = zero;
+        p.sequence_parallel = zero == 1;
+        const auto g = plan_training(m, kWork, p, pred);
+        EXPECT_NO_THROW(g.validate()) << to_string(sched) << " " << to_string(rc) << " zero " << zero;
+      }
+    }
+  }
+}
+
+TEST(Memory, GPipeHoldsEveryMicroBatchOneFOneBAtMostThePipelineDepth) {
+  const auto m = tiny();
+  ParallelPlan p;
+  p.pp = 4;
+  for (std::int64_t mb : {4, 8, 16}) {
+    p.global_batch = mb;
+    p.schedule = Schedule::GPipe;
+    const auto g = estimate_memory(m, kWork, p, Bytes::gib(80));
+    p.schedule = Schedule::OneFOneB;
+    const auto f = estimate_memory(m, kWork, p, Bytes::gib(80));
+    for (int s = 0; s < 4; ++s) {
+      EXPECT_EQ(g.memory_per_stage[static_cast<std::size_t>(s)].peak_in_flight, mb);
+      EXPECT_EQ(f.memory_per_stage[static_cast<std::size_t>(s)].peak_in_flight, 4 - s);
+    }
+    // Stage 1 (no embedding, no LM head): activations = in flight x 2 layers x per-layer bytes.
+    EXPECT_EQ(g.memory_per_stage[1].activations.count(), mb * f.memory_per_stage[1].activations.count() / 3);
+  }
+  // 1F1B grows with p instead.
+  p.global_batch = 16;
+  p.pp = 8;
+  EXPECT_EQ(estimate_memory(m, kWork, p, Bytes::gib(80)).memory_per_stage[0].peak_in_flight, 8);
+}
+
+TEST(Memory, WeightsGradientsOptimizerFollowZero) {
+  const auto& m = model_preset("gpt2-large");
+  const Workload w{1, 1024, DType::FP32};
+  ParallelPlan p;
+  p.dp = 4;
+  const auto z0 = estimate_memory(m, w, p, Bytes::gib(40)).memory_per_stage[0];
+  const std::int64_t params = m.layers * m.params_per_layer() + m.embedding_params(1024);
+  EXPECT_EQ(z0.weights.count(), params * 4);
+  EXPECT_EQ(z0.gradients.count(), params * 4);
+  EXPECT_EQ(z0.optimizer_states.count(), params * 8);
+  EXPECT_FALSE(z0.oom());
+  p.zero_stage = 3;
+  const auto z3 = estimate_memory(m, w, p, Bytes::gib(40)).memory_per_stage[0];
+  EXPECT_EQ(z3.weights.count(), (params * 4 + 3) / 4);
+  EXPECT_EQ(z3.optimizer_states.count(), (params * 8 + 3) / 4);
+  // Korthikanti et al.: sbh(34 + 5as/h) bytes per layer at 16 bits, doubled for FP32.
+  const double per_layer = 1024.0 * 1280 * (34 + 5.0 * 20 * 1024 / 1280) * 2;
+  const double logits = 1024.0 * 50257 * 4;
+  EXPECT_NEAR(static_cast<double>(z0.activations.count()), 36 * per_layer + logits, 2.0);
+  // GPT-3 175B does not fit on 8 GPUs with tp = 8.
+  ParallelPlan big;
+  big.tp = 8;
+  EXPECT_TRUE(estimate_memory(model_preset("gpt3-175b"), Workload{1, 2048, DType::BF16}, big, Bytes::gib(80)).oom());
+}
+
+TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
+  const auto m = model_preset("gpt2-large");
+  ParallelPlan p;
+  p.dp = 2;
+  p.tp = 2;
+  p.pp = 2;
+  EXPECT_EQ(error_of(m, kWork, p, 4), "dp x tp x pp (2 x 2 x 2 = 8) must equal the number of GPUs (4)");
+  p.dp = 1;
+  p.tp = 3;
+  p.pp = 1;
+  EXPECT_EQ(error_of(m, kWork, p, 3), "tp (3) must divide the model's heads (20)");
+  p.tp = 1;
+  p.pp = 40;
+  EXPECT_NE(error_of(m, kWork, p, 40).find("pp (40) must not exceed the model's layers (36)"), std::string::npos);
+  p.pp = 2;
+  p.global_batch = 5;
+  p.dp = 1;
+  Workload w2 = kWork;
+  w2.micro_batch = 2;
+  EXPECT_EQ(error_of(m, w2, p, 2), "global_batch (5) must be a multiple of dp x micro_batch (1 x 2 = 2)");
+  p.global_batch = 8;
+  p.virtual_stages = 2;
+  EXPECT_EQ(error_of(m, kWork, p, 2), "virtual_stages (2) needs schedule interleaved-1f1b (got 1f1b)");
+  p.schedule = Schedule::Interleaved1F1B;
+  p.pp = 3;
+  EXPECT_NE(error_of(m, kWork, p, 3).find("= 8) to be a multiple of pp (3)"), std::string::npos);
+  p.pp = 2;
+  p.virtual_stages = 1;
+  EXPECT_EQ(error_of(m, kWork, p, 2), "schedule interleaved-1f1b needs virtual_stages >= 2 (got 1)");
+  p.virtual_stages = 20;
+  EXPECT_EQ(error_of(m, kWork, p, 2), "pp x virtual_stages (2 x 20 = 40) must not exceed the model's layers (36)");
+  EXPECT_THROW(parse_schedule("zero-bubble"), InputError);
+  EXPECT_THROW(parse_recompute("some"), InputError);
+}

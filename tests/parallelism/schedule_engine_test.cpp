@@ -1,0 +1,128 @@
+// Pipeline schedules executed by the engine with zero-cost communication:
+// the bubble fractions must match the textbook formulas exactly.
+#include <gtest/gtest.h>
+
+#include "tessera/engine/executor.hpp"
+#include "tessera/parallelism/plan.hpp"
+#include "test_predictors.hpp"
+
+using namespace tessera;
+using namespace tessera::parallelism;
+using node_model::DType;
+
+namespace {
+
+/// Delivers every message instantly.
+class ZeroCostNetwork final : public engine::Network {
+ public:
+  explicit ZeroCostNetwork(engine::EventLoop& loop) : loop_(loop) {}
+  void send(const engine::Message& /*msg*/, engine::Callback on_delivered) override {
+    loop_.schedule(Time::zero(), std::move(on_delivered));
+  }
+
+ private:
+  engine::EventLoop& loop_;
+};
+
+const TransformerConfig kModel{"tiny", 16, 64, 4, 256, 97};
+const Workload kWork{1, 32, DType::FP32};
+
+struct Outcome {
+  Time makespan;
+  Time busy;  ///< compute time of one stage (all stages are alike)
+  [[nodiscard]] double bubble() const {
+    return static_cast<double>((makespan - busy).ps()) / static_cast<double>(makespan.ps());
+  }
+};
+
+Outcome run(const ParallelPlan& p) {
+  test_support::LayersOnlyPredictor pred(kModel.vocab);
+  const auto g = plan_training(kModel, kWork, p, pred);
+  engine::DiscreteEventLoop loop;
+  ZeroCostNetwork net(loop);
+  const auto r = engine::execute(g, loop, net);
+  Outcome o{r.makespan, r.ranks[0].compute_busy};
+  for (const auto& rr : r.ranks) EXPECT_EQ(rr.compute_busy, o.busy);
+  return o;
+}
+
+ParallelPlan pipeline(Schedule s, int pp, std::int64_t m, int v = 1) {
+  ParallelPlan p;
+  p.pp = pp;
+  p.schedule = s;
+  p.virtual_stages = v;
+  p.global_batch = m;
+  return p;
+}
+
+}  // namespace
+
+TEST(Schedules, OneFOneBAndGPipeBubbleIsPMinusOneOverMPlusPMinusOne) {
+  for (auto s : {Schedule::GPipe, Schedule::OneFOneB}) {
+    for (int pp : {2, 4, 8}) {
+      for (std::int64_t m : {1, 4, 8, 16}) {
+        const Outcome o = run(pipeline(s, pp, m));
+        const double expected = static_cast<double>(pp - 1) / static_cast<double>(m + pp - 1);
+        EXPECT_NEAR(o.bubble(), expected, 1e-12) << to_string(s) << " p=" << pp << " m=" << m;
+        // Exactly: (m + p - 1) x (forward + backward of one stage's micro-batch).
+        EXPECT_EQ(o.makespan.ps() * m, o.busy.ps() * (m + pp - 1));
+      }
+    }
+  }
+}
+
+TEST(Schedules, InterleavingDividesTheBubbleByTheVirtualStages) {
+  for (int pp : {2, 4}) {
+    for (int v : {2, 4}) {
+      for (std::int64_t m : {4, 8, 16}) {
+        if (m % pp != 0) continue;
+        const Outcome plain = run(pipeline(Schedule::OneFOneB, pp, m));
+        const Outcome inter = run(pipeline(Schedule::Interleaved1F1B, pp, m, v));
+        EXPECT_EQ(plain.busy, inter.busy);
+        // Bubble time: (p - 1) x (tf + tb) of a stage, divided by v.
+        const Time bubble_plain = plain.makespan - plain.busy;
+        const Time bubble_inter = inter.makespan - inter.busy;
+        EXPECT_EQ(bubble_inter.ps() * v, bubble_plain.ps()) << "p=" << pp << " v=" << v << " m=" << m;
+        const double expected = (pp - 1.0) / v / (static_cast<double>(m) + (pp - 1.0) / v);
+        EXPECT_NEAR(inter.bubble(), expected, 1e-12);
+      }
+    }
+  }
+}
+
+TEST(Schedules, TensorAndDataParallelismWithZeroCostCommunicationAddNoTime) {
+  ParallelPlan p = pipeline(Schedule::OneFOneB, 2, 8);
+  p.dp = 2;
+  p.tp = 2;
+  p.global_batch = 16;
+  const Outcome o = run(p);
+  EXPECT_NEAR(o.bubble(), 1.0 / 9.0, 1e-12);
+}
+
+TEST(Schedules, FullRecomputationAddsOneForwardToEveryBackward) {
+  ParallelPlan p = pipeline(Schedule::OneFOneB, 2, 4);
+  const Outcome none = run(p);
+  p.recompute = Recompute::Full;
+  const Outcome full = run(p);
+  // Per layer: F + 2F without, F + (F + 2F) with recomputation: 4/3 the work.
+  EXPECT_EQ(full.busy.ps() * 3, none.busy.ps() * 4);
+}
+
+TEST(Schedules, EveryCombinationRunsToCompletion) {
+  // No deadlock for any schedule x recomputation x ZeRO x SP, with every group kind present.
+  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B}) {
+    for (auto rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      for (int zero : {0, 1, 3}) {
+        ParallelPlan p = pipeline(sched, 2, 4, sched == Schedule::Interleaved1F1B ? 2 : 1);
+        p.dp = 2;
+        p.tp = 2;
+        p.global_batch = 8;
+        p.recompute = rc;
+        p.zero_stage = zero;
+        p.sequence_parallel = zero != 0;
+        const Outcome o = run(p);
+        EXPECT_GT(o.makespan, o.busy) << to_string(sched) << " " << to_string(rc) << " zero " << zero;
+      }
+    }
+  }
+}
