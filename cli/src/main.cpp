@@ -22,6 +22,15 @@ Commands:
   run SCENARIO.yaml [--backend flow|ns3] [--json]
         Simulate one training iteration and print iteration time, compute
         time, exposed communication and per-GPU TFLOP/s.
+  sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...] [--out FILE.csv] [--svg FILE.svg] [--jobs N]
+        Run every point of the grid of --set values (in parallel), append each
+        to the CSV as it finishes, resume an interrupted sweep, and draw the
+        throughput and parallel-efficiency curves as SVG.
+  compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b] [--svg FILE.svg] [--predictor NAME]
+        Plan and simulate the scenario under each pipeline schedule: iteration
+        time, bubble, exposed communication and peak memory per stage.
+  validate distributed --data DIR [--scenarios scenarios/validation] [--predictor NAME]
+        Predicted vs measured multi-GPU training iterations (docs/parallelism.md).
   predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv [--predictor NAME]
   predict-model --model HF_CONFIG.json --device DEVICE.json --batch N --seq L --mode inf|train [--json]
   predict-graph --graph OPGRAPH.csv --device DEVICE.json
@@ -40,6 +49,8 @@ using Command = std::function<int(const tessera::cli::Args&, std::ostream&)>;
 int main(int argc, char** argv) {
   const std::map<std::string, Command> commands{
       {"run", tessera::cli::cmd_run},
+      {"sweep", tessera::cli::cmd_sweep},
+      {"compare-schedules", tessera::cli::cmd_compare_schedules},
       {"predict-kernels", tessera::cli::cmd_predict_kernels},
       {"predict-model", tessera::cli::cmd_predict_model},
       {"predict-graph", tessera::cli::cmd_predict_graph},

@@ -6,12 +6,13 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/output.hpp"
+#include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/cli/trace.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/node_model/roofline.hpp"
-#include "tessera/parallelism/data_parallel.hpp"
+#include "tessera/parallelism/plan.hpp"
 #ifdef TESSERA_HAVE_NS3
 #include "tessera/ns3_modules/ns3_backend.hpp"
 #endif
@@ -34,26 +35,26 @@ std::string link_csv(const topology::Topology& topo, const std::vector<double>& 
   return out;
 }
 
-struct Simulated {
-  engine::ExecutionResult result;
-  std::vector<double> link_bytes;  // empty when the backend does not count them
-};
+}  // namespace
 
-Simulated simulate(const Scenario& s, const parallelism::TaskGraph& graph, const topology::Topology& topo,
-                   engine::ExecutionObserver* observer) {
+Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer) {
+  const node_model::RooflinePredictor predictor(s.gpu);
+  const auto graph = parallelism::plan_training(s.model, s.workload, s.plan, predictor);
+  Simulation sim{topology::build_leaf_spine(s.cluster), {}, {}};
   if (s.backend == Backend::Ns3) {
 #ifdef TESSERA_HAVE_NS3
-    return {ns3_modules::run_on_ns3(graph, topo, ns3_modules::Ns3Options{}, observer), {}};
+    sim.result = ns3_modules::run_on_ns3(graph, sim.topology, ns3_modules::Ns3Options{}, observer);
+    return sim;
 #else
     throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
 #endif
   }
   engine::DiscreteEventLoop loop;
-  engine::FlowNetwork net(topo, loop);
-  auto result = engine::execute(graph, loop, net, observer);
-  return {std::move(result), net.link_bytes()};
+  engine::FlowNetwork net(sim.topology, loop);
+  sim.result = engine::execute(graph, loop, net, observer);
+  sim.link_bytes = net.link_bytes();
+  return sim;
 }
-}  // namespace
 
 int cmd_run(const Args& args, std::ostream& out) {
   ArgParser p("tessera run");
@@ -71,14 +72,11 @@ int cmd_run(const Args& args, std::ostream& out) {
     if (s.backend != Backend::Flow) throw InputError("--links: per-link counters are only available on the flow backend so far");
   }
 
-  const node_model::RooflinePredictor predictor(s.gpu);
-  const auto graph = parallelism::plan_data_parallel(s.model, s.workload, s.plan, predictor);
-  const auto topo = topology::build_leaf_spine(s.cluster);
-  ChromeTraceObserver trace(graph.num_ranks());
-  const auto sim = simulate(s, graph, topo, trace_path ? &trace : nullptr);
+  ChromeTraceObserver trace(s.gpus());
+  const Simulation sim = simulate_scenario(s, trace_path ? &trace : nullptr);
   const RunReport rep = make_report(s, sim.result);
   if (trace_path) write_file_atomically(*trace_path, trace.json());
-  if (links_path) write_file_atomically(*links_path, link_csv(topo, sim.link_bytes, sim.result.makespan));
+  if (links_path) write_file_atomically(*links_path, link_csv(sim.topology, sim.link_bytes, sim.result.makespan));
   out << (p.has("json") ? format_json(rep) : format_text(rep));
   return 0;
 }

@@ -27,8 +27,10 @@ namespace {
 /// the key path.
 class Section {
  public:
-  Section(const YAML::Node& node, std::string path, const std::string& file)
-      : node_(node), path_(std::move(path)), file_(file) {
+  /// `overridden`: key paths set from the command line (reported as such).
+  Section(const YAML::Node& node, std::string path, const std::string& file,
+          const std::set<std::string>* overridden = nullptr)
+      : node_(node), path_(std::move(path)), file_(file), overridden_(overridden) {
     if (!node_.IsMap()) fail(node_, path_.empty() ? "the scenario must be a YAML mapping" : "must be a mapping");
   }
 
@@ -36,7 +38,12 @@ class Section {
     fail_at(at.Mark(), path_, msg);
   }
   [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& path, const std::string& msg) const {
-    const std::string where = m.is_null() ? file_ : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
+    std::string where = m.is_null() ? file_ : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
+    if (overridden_ != nullptr) {
+      for (const auto& o : *overridden_) {
+        if (path == o || path.rfind(o + ".", 0) == 0) where = fmt::format("{} (--set {})", file_, o);
+      }
+    }
     throw ScenarioError(path.empty() ? fmt::format("{}: {}", where, msg) : fmt::format("{}: {}: {}", where, path, msg));
   }
 
@@ -87,7 +94,7 @@ class Section {
   Section child(const std::string& key) {
     YAML::Node v = need(key);
     if (!v.IsMap()) fail_at(v.Mark(), key_path(key), "must be a mapping");
-    return Section(v, key_path(key), file_);
+    return Section(v, key_path(key), file_, overridden_);
   }
 
   /// Reports the first key that nobody asked for.
@@ -118,6 +125,7 @@ class Section {
   YAML::Node node_;
   std::string path_;
   const std::string& file_;
+  const std::set<std::string>* overridden_;
   std::set<std::string> used_;
   std::set<std::string> allowed_;
 };
@@ -183,7 +191,43 @@ parallelism::TransformerConfig read_model(Section& m) {
 
 }  // namespace
 
-Scenario parse_scenario(const std::string& text, const std::string& file) {
+Override parse_override(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw InputError(fmt::format("--set '{}': expected key.path=value", text));
+  }
+  return Override{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+namespace {
+void apply_override(YAML::Node root, const Override& o, const std::string& file) {
+  std::vector<std::string> keys;
+  std::stringstream ss(o.path);
+  for (std::string k; std::getline(ss, k, '.');) {
+    if (k.empty()) throw ScenarioError(fmt::format("{}: --set {}: empty key in the path", file, o.path));
+    keys.push_back(k);
+  }
+  YAML::Node node = root;
+  std::string walked;
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    walked += (walked.empty() ? "" : ".") + keys[i];
+    YAML::Node next = node[keys[i]];
+    if (!next || !next.IsMap()) {
+      throw ScenarioError(fmt::format("{}: --set {}: '{}' is not a mapping in this scenario", file, o.path, walked));
+    }
+    node.reset(next);  // rebind: plain assignment would overwrite the parent's content
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(o.value);
+  } catch (const YAML::ParserException& e) {
+    throw ScenarioError(fmt::format("{}: --set {}: malformed value '{}': {}", file, o.path, o.value, e.msg));
+  }
+  node[keys.back()] = value;
+}
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& file, const std::vector<Override>& overrides) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -191,10 +235,16 @@ Scenario parse_scenario(const std::string& text, const std::string& file) {
     throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));
+  if (!overrides.empty() && !root.IsMap()) throw ScenarioError(fmt::format("{}: the scenario must be a YAML mapping", file));
+  std::set<std::string> overridden;
+  for (const auto& o : overrides) {
+    apply_override(root, o, file);
+    overridden.insert(o.path);
+  }
 
   Scenario s;
   s.file = file;
-  Section top(root, "", file);
+  Section top(root, "", file, &overridden);
   s.name = top.has("name") ? top.scalar("name") : "unnamed";
 
   {
@@ -224,29 +274,95 @@ Scenario parse_scenario(const std::string& text, const std::string& file) {
     Section m = top.child("model");
     s.model = read_model(m);
   }
+  YAML::Node global_batch_at;  // training.global_batch, checked with the plan
   {
     Section t = top.child("training");
     s.workload.micro_batch = t.positive_int("micro_batch");
     s.workload.seq_len = t.positive_int("seq_len");
     const YAML::Node dt = t.need("dtype");
     s.workload.dtype = checked(t, dt, t.key_path("dtype"), [&] { return node_model::parse_dtype(t.scalar("dtype")); });
+    if (t.has("global_batch")) {
+      global_batch_at = t.need("global_batch");
+      s.plan.global_batch = t.positive_int("global_batch");
+    }
+    if (t.has("optimizer")) {
+      const YAML::Node v = t.need("optimizer");
+      const std::string name = t.scalar("optimizer");
+      if (name != "adam" && name != "fused-adam") {
+        t.fail_at(v.Mark(), t.key_path("optimizer"), fmt::format("unknown optimizer '{}' (expected adam or fused-adam)", name));
+      }
+      s.plan.fused_optimizer = name == "fused-adam";
+    }
+    if (t.has("grad_clipping")) {
+      const YAML::Node v = t.need("grad_clipping");
+      try {
+        if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
+        s.plan.grad_clipping = v.as<bool>();
+      } catch (const YAML::BadConversion&) {
+        t.fail_at(v.Mark(), t.key_path("grad_clipping"), "expected true or false");
+      }
+    }
     t.finish();
   }
   {
+    // Parallel plan (docs/parallelism.md). Errors point at the key they name.
     Section p = top.child("parallelism");
+    auto& plan = s.plan;
     const YAML::Node dpn = p.need("dp");
-    s.plan.dp = static_cast<int>(p.positive_int("dp"));
-    if (s.plan.dp != s.gpus()) {
-      p.fail_at(dpn.Mark(), p.key_path("dp"),
-                fmt::format("dp ({}) must equal the number of GPUs, cluster.nodes x cluster.gpus_per_node "
-                            "= {} x {} = {} (only data parallelism is supported so far)",
-                            s.plan.dp, s.cluster.nodes, s.cluster.gpus_per_node, s.gpus()));
+    plan.dp = static_cast<int>(p.positive_int("dp"));
+    auto optional_int = [&](const char* key, int& field) {
+      if (p.has(key)) field = static_cast<int>(p.positive_int(key));
+    };
+    optional_int("tp", plan.tp);
+    optional_int("pp", plan.pp);
+    optional_int("virtual_stages", plan.virtual_stages);
+    plan.schedule = plan.virtual_stages > 1 ? parallelism::Schedule::Interleaved1F1B : parallelism::Schedule::OneFOneB;
+    if (p.has("schedule")) {
+      const YAML::Node v = p.need("schedule");
+      plan.schedule = checked(p, v, p.key_path("schedule"), [&] { return parallelism::parse_schedule(p.scalar("schedule")); });
     }
-    if (p.has("bucket_size")) s.plan.bucket_size = p.unit("bucket_size", parse_bytes);
-    if (s.plan.bucket_size.count() <= 0) {
+    if (p.has("recompute")) {
+      const YAML::Node v = p.need("recompute");
+      plan.recompute = checked(p, v, p.key_path("recompute"), [&] { return parallelism::parse_recompute(p.scalar("recompute")); });
+    }
+    if (p.has("sequence_parallel")) {
+      const YAML::Node v = p.need("sequence_parallel");
+      try {
+        if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
+        plan.sequence_parallel = v.as<bool>();
+      } catch (const YAML::BadConversion&) {
+        p.fail_at(v.Mark(), p.key_path("sequence_parallel"), "expected true or false");
+      }
+    }
+    if (p.has("zero_stage")) {
+      const YAML::Node v = p.need("zero_stage");
+      const std::string text = p.scalar("zero_stage");
+      if (text.size() != 1 || text[0] < '0' || text[0] > '3') {
+        p.fail_at(v.Mark(), p.key_path("zero_stage"), fmt::format("expected 0, 1, 2 or 3, got '{}'", text));
+      }
+      plan.zero_stage = text[0] - '0';
+    }
+    if (p.has("bucket_size")) plan.bucket_size = p.unit("bucket_size", parse_bytes);
+    if (plan.bucket_size.count() <= 0) {
       p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");
     }
     p.finish();
+    try {
+      plan.validate(s.model, s.workload, s.gpus());
+    } catch (const InputError& e) {
+      // Library messages start with the key they are about.
+      const std::string msg = e.what();
+      const std::string key = msg.substr(0, msg.find_first_of(" ("));
+      if (key == "dp") {
+        p.fail_at(dpn.Mark(), p.key_path("dp"),
+                  fmt::format("{}, cluster.nodes x cluster.gpus_per_node = {} x {} = {}", msg, s.cluster.nodes,
+                              s.cluster.gpus_per_node, s.gpus()));
+      }
+      if (key == "global_batch") p.fail_at(global_batch_at.Mark(), "training.global_batch", msg);
+      if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
+      if (p.has(key)) p.fail_at(p.node()[key].Mark(), p.key_path(key), msg);
+      p.fail_at(p.node().Mark(), "parallelism", msg);
+    }
   }
   if (top.has("predictor")) {
     s.predictor = top.scalar("predictor");
@@ -263,12 +379,16 @@ Scenario parse_scenario(const std::string& text, const std::string& file) {
   return s;
 }
 
-Scenario load_scenario(const std::string& path) {
+std::string read_scenario_text(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ScenarioError(fmt::format("{}: cannot open scenario file", path));
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_scenario(text.str(), path);
+  return text.str();
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
+  return parse_scenario(read_scenario_text(path), path, overrides);
 }
 
 }  // namespace tessera::cli

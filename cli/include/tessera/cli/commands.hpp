@@ -13,6 +13,11 @@ namespace tessera::cli {
 using Args = std::vector<std::string>;
 
 int cmd_run(const Args& args, std::ostream& out);
+int cmd_sweep(const Args& args, std::ostream& out);
+// Planner commands: cli/src/planner_commands.cpp.
+int cmd_compare_schedules(const Args& args, std::ostream& out);
+/// `tessera validate distributed ...` (called by cmd_validate; `args` after "distributed").
+int cmd_validate_distributed(const Args& args, std::ostream& out);
 // Node-model commands: cli/src/node_model_commands.cpp.
 int cmd_predict_kernels(const Args& args, std::ostream& out);
 int cmd_predict_model(const Args& args, std::ostream& out);

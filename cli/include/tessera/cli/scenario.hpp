@@ -3,10 +3,11 @@
 // wrong types, bad unit strings and impossible values are all reported as a
 // ScenarioError naming the file, line, column and key path.
 #include <string>
+#include <vector>
 
 #include "tessera/error.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
-#include "tessera/parallelism/data_parallel.hpp"
+#include "tessera/parallelism/plan.hpp"
 #include "tessera/parallelism/transformer.hpp"
 #include "tessera/topology/topology.hpp"
 
@@ -28,16 +29,28 @@ struct Scenario {
   topology::LeafSpineSpec cluster;
   parallelism::TransformerConfig model;
   parallelism::Workload workload;
-  parallelism::DataParallelPlan plan;
+  parallelism::ParallelPlan plan;  ///< `parallelism:` plus training.global_batch
   std::string predictor = "roofline";
   Backend backend = Backend::Flow;
 
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
 };
 
-/// Reads and validates a scenario file. Throws ScenarioError.
-Scenario load_scenario(const std::string& path);
+/// A value set from the command line over the file's: `cluster.nodes=4`.
+struct Override {
+  std::string path;   ///< dotted key path
+  std::string value;  ///< YAML scalar text
+};
+/// Parses "key.path=value"; throws InputError.
+Override parse_override(const std::string& text);
+
+/// Reads and validates a scenario file, after applying `overrides`. Throws
+/// ScenarioError.
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 /// Same, from text; `file` is used in messages.
-Scenario parse_scenario(const std::string& text, const std::string& file);
+Scenario parse_scenario(const std::string& text, const std::string& file,
+                        const std::vector<Override>& overrides = {});
+/// The scenario file's text (throws ScenarioError when unreadable).
+std::string read_scenario_text(const std::string& path);
 
 }  // namespace tessera::cli

@@ -1,0 +1,309 @@
+// tessera sweep: one scenario, a grid of --set values, one CSV row per point.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/output.hpp"
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/report.hpp"
+#include "tessera/cli/scenario.hpp"
+
+namespace tessera::cli {
+
+namespace {
+
+struct Axis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+struct Point {
+  std::size_t index = 0;
+  std::vector<Override> overrides;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);) out.push_back(item);
+  if (!s.empty() && s.back() == sep) out.emplace_back();
+  return out;
+}
+
+/// The cartesian product of the axes, first axis outermost.
+std::vector<Point> grid(const std::vector<Axis>& axes) {
+  std::vector<Point> points{Point{}};
+  for (const Axis& a : axes) {
+    std::vector<Point> next;
+    for (const Point& p : points) {
+      for (const std::string& v : a.values) {
+        Point q = p;
+        q.overrides.push_back(Override{a.key, v});
+        next.push_back(std::move(q));
+      }
+    }
+    points = std::move(next);
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) points[i].index = i;
+  return points;
+}
+
+std::string label(const Point& p) {
+  std::string s;
+  for (const auto& o : p.overrides) s += (s.empty() ? "" : " ") + o.path + "=" + o.value;
+  return s;
+}
+
+std::string csv_header(const std::vector<Axis>& axes) {
+  std::string h = "point";
+  for (const Axis& a : axes) h += "," + a.key;
+  return h + ",gpus,iteration_time_s,compute_time_s,exposed_comm_time_s,tflops_per_gpu,tokens_per_s";
+}
+
+std::string csv_row(const Point& p, const RunReport& r) {
+  std::string row = std::to_string(p.index);
+  for (const auto& o : p.overrides) row += "," + o.value;
+  const auto& s = r.summary;
+  return row + fmt::format(",{},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f}", r.gpus, s.iteration_time.seconds(),
+                           s.compute_time.seconds(), s.exposed_comm_time.seconds(), s.tflops_per_gpu,
+                           r.tokens_per_second);
+}
+
+/// Rows already in `path` from an interrupted run, by point index. Only
+/// complete lines (newline-terminated, right number of fields) count.
+std::map<std::size_t, std::string> read_finished(const std::string& path, const std::string& header,
+                                                 std::size_t points) {
+  std::map<std::size_t, std::string> rows;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return rows;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  if (text.empty()) return rows;
+  const auto first_nl = text.find('\n');
+  if (first_nl == std::string::npos || text.substr(0, first_nl) != header) {
+    throw InputError(fmt::format("--out {}: the file exists but is not a CSV of this sweep (different columns); "
+                                 "remove it or choose another --out",
+                                 path));
+  }
+  const auto fields = split(header, ',').size();
+  std::size_t pos = first_nl + 1;
+  while (pos < text.size()) {
+    const auto nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // a partial last line: redo that point
+    const std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    const auto cols = split(line, ',');
+    if (cols.size() != fields) continue;
+    char* end = nullptr;
+    const unsigned long idx = std::strtoul(cols[0].c_str(), &end, 10);
+    if (end == nullptr || *end != '\0' || idx >= points) continue;
+    rows[idx] = line;
+  }
+  return rows;
+}
+
+std::string svg_chart(const std::vector<Point>& points, const std::map<std::size_t, std::string>& rows,
+                      const std::string& title) {
+  // Two panels: throughput (tokens/s) and parallel efficiency per GPU
+  // relative to the first point.
+  std::vector<double> tput, eff;
+  std::vector<std::string> labels;
+  double base = 0;
+  for (const Point& p : points) {
+    const auto cols = split(rows.at(p.index), ',');
+    const double gpus = std::stod(cols[cols.size() - 6]);
+    const double t = std::stod(cols.back());
+    if (tput.empty()) base = t / gpus;
+    tput.push_back(t);
+    eff.push_back(base > 0 ? (t / gpus) / base : 0.0);
+    std::string l;
+    for (const auto& o : p.overrides) l += (l.empty() ? "" : ",") + o.value;
+    labels.push_back(l);
+  }
+  const int w = 420, h = 300, pad = 55;
+  auto panel = [&](int x0, const std::vector<double>& ys, const std::string& name, bool unit_max) {
+    double ymax = unit_max ? 1.2 : 0;
+    for (double y : ys) ymax = std::max(ymax, y);
+    if (ymax <= 0) ymax = 1;
+    std::string s = fmt::format(R"svg(<g transform="translate({},30)">)svg", x0);
+    s += fmt::format(R"(<rect x="{}" y="0" width="{}" height="{}" fill="none" stroke="#999"/>)", pad, w - pad - 10,
+                     h - pad);
+    s += fmt::format(R"(<text x="{}" y="-8" font-size="13" text-anchor="middle">{}</text>)", (w + pad) / 2, name);
+    std::string poly;
+    const std::size_t n = ys.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const double x = pad + (n == 1 ? 0.5 : static_cast<double>(i) / static_cast<double>(n - 1)) * (w - pad - 30) + 10;
+      const double y = (h - pad) * (1 - ys[i] / ymax);
+      poly += fmt::format("{:.1f},{:.1f} ", x, y);
+      s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="#1f77b4"/>)", x, y);
+      s += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="10" text-anchor="middle">{}</text>)", x, h - pad + 14,
+                       labels[i]);
+    }
+    s += fmt::format(R"(<polyline points="{}" fill="none" stroke="#1f77b4" stroke-width="2"/>)", poly);
+    for (int k = 0; k <= 4; ++k) {
+      const double v = ymax * k / 4;
+      s += fmt::format(R"(<text x="{}" y="{:.1f}" font-size="10" text-anchor="end">{:.3g}</text>)", pad - 4,
+                       (h - pad) * (1 - static_cast<double>(k) / 4) + 3, v);
+    }
+    return s + "</g>";
+  };
+  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif">)",
+                                2 * w + 20, h + 30);
+  svg += fmt::format(R"(<text x="10" y="16" font-size="12">{}</text>)", title);
+  svg += panel(0, tput, "throughput (tokens/s)", false);
+  svg += panel(w + 20, eff, "parallel efficiency per GPU (vs first point)", true);
+  return svg + "</svg>\n";
+}
+
+}  // namespace
+
+int cmd_sweep(const Args& args, std::ostream& out) {
+  ArgParser p("tessera sweep");
+  p.option("set").option("out").option("svg").option("jobs");
+  // --set may repeat: collect them by hand before strict parsing.
+  std::vector<Axis> axes;
+  Args rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    if (args[i] == "--set" && i + 1 < args.size()) {
+      value = args[++i];
+    } else if (args[i].rfind("--set=", 0) == 0) {
+      value = args[i].substr(6);
+    } else {
+      rest.push_back(args[i]);
+      continue;
+    }
+    const Override o = parse_override(value);
+    Axis a{o.path, split(o.value, ',')};
+    for (const auto& v : a.values) {
+      if (v.empty()) throw UsageError(fmt::format("tessera sweep: --set {}: empty value in the list", value));
+    }
+    axes.push_back(std::move(a));
+  }
+  p.parse(rest);
+  p.expect_positional(1, "a scenario file");
+  if (axes.empty()) throw UsageError("tessera sweep: give at least one --set key=v1,v2,...");
+  const std::string scenario_path = p.positional()[0];
+  const std::string stem = std::filesystem::path(scenario_path).stem().string();
+  const std::string csv_path = p.get("out").value_or(stem + "-sweep.csv");
+  const std::string svg_path = p.get("svg").value_or(
+      std::filesystem::path(csv_path).replace_extension(".svg").string());
+  check_writable(csv_path, "--out");
+  check_writable(svg_path, "--svg");
+
+  // Validate every point before simulating any.
+  const std::string text = read_scenario_text(scenario_path);
+  const std::vector<Point> points = grid(axes);
+  std::vector<Scenario> scenarios;
+  for (const Point& pt : points) scenarios.push_back(parse_scenario(text, scenario_path, pt.overrides));
+
+  const std::string header = csv_header(axes);
+  std::map<std::size_t, std::string> rows = read_finished(csv_path, header, points.size());
+  std::vector<std::size_t> todo;
+  for (const Point& pt : points) {
+    if (rows.count(pt.index) == 0U) todo.push_back(pt.index);
+  }
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  if (!rows.empty()) {
+    std::cerr << fmt::format("sweep: resuming {}: {} of {} points already done\n", csv_path, rows.size(),
+                             points.size());
+  }
+  {
+    // Rewrite what is kept (drops a partial last line), then append as points finish.
+    std::string kept = header + "\n";
+    for (const auto& [i, row] : rows) kept += row + "\n";
+    write_file_atomically(csv_path, kept);
+  }
+
+  unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
+  if (auto j = p.get("jobs")) {
+    try {
+      jobs = static_cast<unsigned>(std::stoul(*j));
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("tessera sweep: --jobs must be a positive integer, got '{}'", *j));
+    }
+    if (jobs == 0) throw UsageError("tessera sweep: --jobs must be a positive integer, got '0'");
+  }
+  // ns-3 has one Simulator per process: its points run one at a time.
+  const bool any_ns3 = std::any_of(scenarios.begin(), scenarios.end(),
+                                   [](const Scenario& s) { return s.backend == Backend::Ns3; });
+  if (any_ns3) jobs = 1;
+  jobs = std::min<unsigned>(jobs, static_cast<unsigned>(std::max<std::size_t>(1, todo.size())));
+
+  std::mutex mu;
+  std::atomic<std::size_t> next{0};
+  std::size_t done = rows.size();
+  std::optional<std::string> first_error;
+  std::ofstream csv(csv_path, std::ios::app | std::ios::binary);
+  auto progress = [&] {
+    if (!tty) return;
+    const int width = 30;
+    const auto filled = static_cast<int>(width * done / points.size());
+    std::cerr << fmt::format("\rsweep [{}{}] {}/{} points", std::string(static_cast<std::size_t>(filled), '#'),
+                             std::string(static_cast<std::size_t>(width - filled), ' '), done, points.size())
+              << std::flush;
+  };
+  auto worker = [&] {
+    for (;;) {
+      const std::size_t k = next.fetch_add(1);
+      if (k >= todo.size()) return;
+      {
+        std::lock_guard lock(mu);
+        if (first_error) return;
+      }
+      const Point& pt = points[todo[k]];
+      try {
+        const Simulation sim = simulate_scenario(scenarios[pt.index]);
+        const std::string row = csv_row(pt, make_report(scenarios[pt.index], sim.result));
+        std::lock_guard lock(mu);
+        csv << row << '\n' << std::flush;
+        rows[pt.index] = row;
+        ++done;
+        progress();
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mu);
+        if (!first_error) first_error = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
+      }
+    }
+  };
+  progress();
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  csv.close();
+  if (tty) std::cerr << '\n';
+  if (first_error) throw SimulationError(*first_error + " (finished points are kept; run again to resume)");
+
+  // Final file: rows in point order, whatever order they finished in.
+  std::string final_csv = header + "\n";
+  for (const Point& pt : points) final_csv += rows.at(pt.index) + "\n";
+  write_file_atomically(csv_path, final_csv);
+  write_file_atomically(svg_path, svg_chart(points, rows, fmt::format("tessera sweep {}", scenario_path)));
+
+  out << fmt::format("{:>5}  {:<40} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", "GPUs", "iteration ms",
+                     "TFLOP/s/GPU", "tokens/s");
+  for (const Point& pt : points) {
+    const auto cols = split(rows.at(pt.index), ',');
+    const std::size_t n = cols.size();
+    out << fmt::format("{:>5}  {:<40} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}\n", pt.index, label(pt), cols[n - 6],
+                       std::stod(cols[n - 5]) * 1e3, std::stod(cols[n - 2]), std::stod(cols[n - 1]));
+  }
+  out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
+  return 0;
+}
+
+}  // namespace tessera::cli
