@@ -13,9 +13,9 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/output.hpp"
+#include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/executor.hpp"
-#include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/parallelism/plan.hpp"
@@ -26,18 +26,6 @@ using parallelism::ParallelPlan;
 using parallelism::Schedule;
 
 namespace {
-
-/// Delivers every message at once: the pipeline's own idle time.
-class ZeroCostNetwork final : public engine::Network {
- public:
-  explicit ZeroCostNetwork(engine::EventLoop& loop) : loop_(loop) {}
-  void send(const engine::Message& /*msg*/, engine::Callback on_delivered) override {
-    loop_.schedule(Time::zero(), std::move(on_delivered));
-  }
-
- private:
-  engine::EventLoop& loop_;
-};
 
 /// One plan, executed on the scenario's network and on a free network.
 struct Breakdown {
@@ -52,21 +40,15 @@ struct Breakdown {
   }
 };
 
-Breakdown simulate_plan(const Scenario& s, const ParallelPlan& plan, const node_model::KernelPredictor& pred) {
+Breakdown simulate_plan(const Scenario& scenario, const ParallelPlan& plan, const node_model::KernelPredictor& pred) {
+  Scenario s = scenario;
+  s.plan = plan;
+  const Simulation sim = simulate_scenario(s, nullptr, &pred);
   Breakdown b;
-  auto planned = parallelism::plan_training_detailed(s.model, s.workload, plan, pred);
-  b.summary = std::move(planned.summary);
-  const auto topo = topology::build_leaf_spine(s.cluster);
-  {
-    engine::DiscreteEventLoop loop;
-    engine::FlowNetwork net(topo, loop);
-    b.iteration = engine::execute(planned.graph, loop, net).makespan;
-  }
-  engine::DiscreteEventLoop loop;
-  ZeroCostNetwork free_net(loop);
-  const auto r = engine::execute(planned.graph, loop, free_net);
-  b.pipeline = r.makespan;
-  for (const auto& rr : r.ranks) b.compute = std::max(b.compute, rr.compute_busy);
+  b.summary = sim.plan;
+  b.iteration = sim.result.makespan;
+  b.pipeline = sim.free_comm_makespan;
+  b.compute = sim.free_comm_compute;
   return b;
 }
 

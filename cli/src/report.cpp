@@ -2,21 +2,41 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tessera::cli {
 
-RunReport make_report(const Scenario& s, const engine::ExecutionResult& r) {
+RunReport make_report(const Scenario& s, const Simulation& sim) {
   RunReport rep;
   rep.scenario = s.name;
   rep.model = s.model.name;
   rep.gpu = s.gpu.name;
+  rep.fabric = std::string(to_string(s.fabric));
   rep.gpus = s.gpus();
   rep.dp = s.plan.dp;
+  rep.tp = s.plan.tp;
+  rep.pp = s.plan.pp;
+  rep.schedule = std::string(parallelism::to_string(s.plan.schedule));
+  rep.micro_batches = sim.plan.micro_batches;
   rep.backend = std::string(to_string(s.backend));
   rep.predictor = s.predictor;
-  rep.summary = engine::summarize(r);
+
+  const auto& r = sim.result;
+  const auto summary = engine::summarize(r);
+  rep.iteration_time = r.makespan;
+  rep.compute_time = sim.free_comm_compute;
+  rep.bubble_time = std::max(Time::zero(), sim.free_comm_makespan - sim.free_comm_compute);
+  rep.exposed_comm_time = std::max(Time::zero(), r.makespan - sim.free_comm_makespan);
+  rep.tflops_per_gpu = summary.tflops_per_gpu;
+  rep.mfu = rep.tflops_per_gpu / s.gpu.matmul_peak(s.workload.dtype).tflops();
   rep.bytes_sent = r.bytes_sent;
-  const double tokens = static_cast<double>(s.workload.micro_batch * s.workload.seq_len * s.plan.dp);
+  const double tokens = static_cast<double>(sim.plan.micro_batches * s.workload.micro_batch * s.plan.dp *
+                                            s.workload.seq_len);
   if (r.makespan > Time::zero()) rep.tokens_per_second = tokens / r.makespan.seconds();
+  for (std::size_t i = 0; i < sim.plan.memory_per_stage.size(); ++i) {
+    const auto& m = sim.plan.memory_per_stage[i];
+    rep.memory.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom()});
+  }
   return rep;
 }
 
@@ -38,35 +58,60 @@ std::string json_string(const std::string& s) {
   }
   return out + "\"";
 }
+
+double gib(Bytes b) { return b.as_double() / (1024.0 * 1024.0 * 1024.0); }
 }  // namespace
 
 std::string format_text(const RunReport& r) {
-  const auto& s = r.summary;
-  const double it = s.iteration_time.seconds();
+  const double it = r.iteration_time.seconds();
   auto pct = [&](Time t) { return it > 0 ? 100.0 * t.seconds() / it : 0.0; };
   std::string out;
-  out += fmt::format("Scenario     {} ({} on {} x {}, dp={}, {} backend, {} node model)\n", r.scenario, r.model,
-                     r.gpus, r.gpu, r.dp, r.backend, r.predictor);
-  out += fmt::format("Iteration    {:>12.3f} ms\n", s.iteration_time.ms());
-  out += fmt::format("  compute    {:>12.3f} ms  ({:5.1f}%)\n", s.compute_time.ms(), pct(s.compute_time));
-  out += fmt::format("  exposed comm {:>10.3f} ms  ({:5.1f}%)\n", s.exposed_comm_time.ms(),
-                     pct(s.exposed_comm_time));
-  out += fmt::format("Throughput   {:>12.1f} TFLOP/s per GPU, {:.0f} tokens/s\n", s.tflops_per_gpu,
-                     r.tokens_per_second);
-  out += fmt::format("Network      {:>12.3f} GB sent in total\n", r.bytes_sent.as_double() * 1e-9);
+  out += fmt::format("Scenario       {}: {} on {} x {} ({} fabric)\n", r.scenario, r.model, r.gpus, r.gpu, r.fabric);
+  out += fmt::format("Plan           dp={} tp={} pp={}, {} micro-batch{}, {} schedule\n", r.dp, r.tp, r.pp,
+                     r.micro_batches, r.micro_batches == 1 ? "" : "es", r.schedule);
+  out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
+  out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
+  out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
+  out += fmt::format("  bubble       {:>12.3f} ms  {:5.1f}%\n", r.bubble_time.ms(), pct(r.bubble_time));
+  out += fmt::format("  exposed comm {:>12.3f} ms  {:5.1f}%\n", r.exposed_comm_time.ms(), pct(r.exposed_comm_time));
+  out += fmt::format("Throughput     {:>12.0f} tokens/s\n", r.tokens_per_second);
+  out += fmt::format("Per GPU        {:>12.1f} TFLOP/s  (MFU {:.1f}%)\n", r.tflops_per_gpu, 100.0 * r.mfu);
+  out += fmt::format("Network        {:>12.3f} GB sent in total\n", r.bytes_sent.as_double() * 1e-9);
+  if (r.memory.size() <= 4) {
+    for (const auto& m : r.memory) {
+      out += fmt::format("Memory stage {:<3} {:>7.1f} GiB of {:.1f} GiB{}\n", m.stage, gib(m.total), gib(m.capacity),
+                         m.oom ? "  ** OUT OF MEMORY **" : "");
+    }
+  } else if (!r.memory.empty()) {
+    // Many stages: the extremes, and every stage that does not fit.
+    auto [lo, hi] = std::minmax_element(r.memory.begin(), r.memory.end(),
+                                        [](const StageMemory& a, const StageMemory& b) { return a.total < b.total; });
+    out += fmt::format("Memory         {:>7.1f} GiB (stage {}) to {:.1f} GiB (stage {}) of {:.1f} GiB per GPU\n",
+                       gib(lo->total), lo->stage, gib(hi->total), hi->stage, gib(hi->capacity));
+    for (const auto& m : r.memory) {
+      if (m.oom) out += fmt::format("  ** OUT OF MEMORY ** stage {}: {:.1f} GiB\n", m.stage, gib(m.total));
+    }
+  }
   return out;
 }
 
 std::string format_json(const RunReport& r) {
-  const auto& s = r.summary;
+  std::string memory;
+  for (const auto& m : r.memory) {
+    memory += fmt::format("{}{{\"stage\": {}, \"bytes\": {}, \"capacity_bytes\": {}, \"oom\": {}}}",
+                          memory.empty() ? "" : ", ", m.stage, m.total.count(), m.capacity.count(),
+                          m.oom ? "true" : "false");
+  }
   return fmt::format(
-      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"dp\": {}, \"backend\": {}, "
-      "\"predictor\": {}, \"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, "
-      "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
-      "\"network_bytes\": {}}}\n",
-      json_string(r.scenario), json_string(r.model), json_string(r.gpu), r.gpus, r.dp, json_string(r.backend),
-      json_string(r.predictor), s.iteration_time.seconds(), s.compute_time.seconds(), s.exposed_comm_time.seconds(),
-      s.tflops_per_gpu, r.tokens_per_second, r.bytes_sent.count());
+      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
+      "\"pp\": {}, \"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, "
+      "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
+      "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
+      "\"network_bytes\": {}, \"memory_per_stage\": [{}]}}\n",
+      json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
+      r.pp, json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),
+      r.iteration_time.seconds(), r.compute_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
+      r.tflops_per_gpu, r.mfu, r.tokens_per_second, r.bytes_sent.count(), memory);
 }
 
 }  // namespace tessera::cli

@@ -10,12 +10,7 @@
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/cli/trace.hpp"
-#include "tessera/engine/flow_network.hpp"
-#include "tessera/node_model/roofline.hpp"
 #include "tessera/parallelism/plan.hpp"
-#ifdef TESSERA_HAVE_NS3
-#include "tessera/ns3_modules/ns3_backend.hpp"
-#endif
 
 namespace tessera::cli {
 
@@ -37,31 +32,24 @@ std::string link_csv(const topology::Topology& topo, const std::vector<double>& 
 
 }  // namespace
 
-Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer) {
-  const node_model::RooflinePredictor predictor(s.gpu);
-  const auto graph = parallelism::plan_training(s.model, s.workload, s.plan, predictor);
-  Simulation sim{topology::build_leaf_spine(s.cluster), {}, {}};
-  if (s.backend == Backend::Ns3) {
-#ifdef TESSERA_HAVE_NS3
-    sim.result = ns3_modules::run_on_ns3(graph, sim.topology, ns3_modules::Ns3Options{}, observer);
-    return sim;
-#else
-    throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
-#endif
-  }
-  engine::DiscreteEventLoop loop;
-  engine::FlowNetwork net(sim.topology, loop);
-  sim.result = engine::execute(graph, loop, net, observer);
-  sim.link_bytes = net.link_bytes();
-  return sim;
-}
-
 int cmd_run(const Args& args, std::ostream& out) {
   ArgParser p("tessera run");
   p.option("backend").option("trace").option("links").flag("json");
-  p.parse(args);
+  // --set KEY=VALUE may repeat: take them out before strict parsing.
+  std::vector<Override> overrides;
+  Args rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--set" && i + 1 < args.size()) {
+      overrides.push_back(parse_override(args[++i]));
+    } else if (args[i].rfind("--set=", 0) == 0) {
+      overrides.push_back(parse_override(args[i].substr(6)));
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  p.parse(rest);
   p.expect_positional(1, "a scenario file");
-  Scenario s = load_scenario(p.positional()[0]);
+  Scenario s = load_scenario(p.positional()[0], overrides);
   if (auto b = p.get("backend")) s.backend = parse_backend(*b);
   const auto trace_path = p.get("trace");
   const auto links_path = p.get("links");
@@ -74,7 +62,7 @@ int cmd_run(const Args& args, std::ostream& out) {
 
   ChromeTraceObserver trace(s.gpus());
   const Simulation sim = simulate_scenario(s, trace_path ? &trace : nullptr);
-  const RunReport rep = make_report(s, sim.result);
+  const RunReport rep = make_report(s, sim);
   if (trace_path) write_file_atomically(*trace_path, trace.json());
   if (links_path) write_file_atomically(*links_path, link_csv(sim.topology, sim.link_bytes, sim.result.makespan));
   out << (p.has("json") ? format_json(rep) : format_text(rep));

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "tessera/node_model/predictors.hpp"
+#include "tessera/topology/fabrics.hpp"
 #include "tessera/units.hpp"
 
 namespace tessera::cli {
@@ -19,6 +21,24 @@ Backend parse_backend(const std::string& text) {
 }
 
 std::string_view to_string(Backend b) { return b == Backend::Flow ? "flow" : "ns3"; }
+
+std::string_view to_string(FabricKind f) {
+  switch (f) {
+    case FabricKind::LeafSpine: return "leaf-spine";
+    case FabricKind::FatTree: return "fat-tree";
+    case FabricKind::RailOptimized: return "rail-optimized";
+  }
+  return "?";
+}
+
+topology::Topology build_topology(const Scenario& s) {
+  switch (s.fabric) {
+    case FabricKind::LeafSpine: return topology::build_leaf_spine(s.cluster);
+    case FabricKind::FatTree: return topology::build_fat_tree(s.fat_tree);
+    case FabricKind::RailOptimized: return topology::build_rail_optimized(s.rail);
+  }
+  throw InputError("unknown fabric");
+}
 
 namespace {
 
@@ -176,6 +196,7 @@ parallelism::TransformerConfig read_model(Section& m) {
     override_field("heads", cfg.heads);
     override_field("ffn_hidden", cfg.ffn_hidden);
     override_field("vocab", cfg.vocab);
+    override_field("kv_heads", cfg.kv_heads);
   } else {
     cfg.name = m.has("name") ? m.scalar("name") : "custom";
     cfg.layers = m.positive_int("layers");
@@ -183,6 +204,16 @@ parallelism::TransformerConfig read_model(Section& m) {
     cfg.heads = m.positive_int("heads");
     cfg.ffn_hidden = m.has("ffn_hidden") ? m.positive_int("ffn_hidden") : 4 * cfg.hidden;
     cfg.vocab = m.positive_int("vocab");
+    if (m.has("kv_heads")) cfg.kv_heads = m.positive_int("kv_heads");
+  }
+  if (m.has("gated_mlp")) {
+    const YAML::Node v = m.need("gated_mlp");
+    try {
+      if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
+      cfg.gated_mlp = v.as<bool>();
+    } catch (const YAML::BadConversion&) {
+      m.fail_at(v.Mark(), m.key_path("gated_mlp"), "expected true or false");
+    }
   }
   m.finish();
   checked(m, m.node(), "model", [&] { cfg.validate(); return 0; });
@@ -257,16 +288,63 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     cl.nvlink_latency = c.unit("nvlink_latency", parse_time);
     cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
     cl.nic_latency = c.unit("nic_latency", parse_time);
-    Section f = c.child("fabric");
-    const std::string type = f.scalar("type");
-    if (type != "leaf-spine") {
-      f.fail_at(f.node()["type"].Mark(), f.key_path("type"),
-                fmt::format("unknown fabric type '{}' (expected leaf-spine)", type));
+    topology::NodeSpec node{cl.gpus_per_node, topology::NodeFabric::NvSwitch, {cl.nvlink_bandwidth, cl.nvlink_latency}};
+    if (c.has("node_fabric")) {
+      const YAML::Node v = c.need("node_fabric");
+      node.fabric = checked(c, v, c.key_path("node_fabric"), [&] { return topology::parse_node_fabric(c.scalar("node_fabric")); });
     }
-    cl.hosts_per_leaf = static_cast<int>(f.positive_int("hosts_per_leaf"));
-    cl.spines = static_cast<int>(f.positive_int("spines"));
-    cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
-    cl.spine_latency = f.unit("spine_latency", parse_time);
+    const topology::LinkSpec host{cl.nic_bandwidth, cl.nic_latency};
+    Section f = c.child("fabric");
+    const YAML::Node type_at = f.need("type");
+    const std::string type = f.scalar("type");
+    auto check_capacity = [&](std::int64_t capacity, const std::string& what) {
+      if (capacity < s.gpus()) {
+        f.fail_at(f.node()["k"].Mark(), f.key_path("k"),
+                  fmt::format("{} attaches {} HCAs, but the cluster has {} GPUs (cluster.nodes x cluster.gpus_per_node "
+                              "= {} x {})",
+                              what, capacity, s.gpus(), cl.nodes, cl.gpus_per_node));
+      }
+    };
+    auto oversubscription = [&] {
+      return f.has("oversubscription") ? static_cast<int>(f.positive_int("oversubscription")) : 1;
+    };
+    if (type == "leaf-spine") {
+      s.fabric = FabricKind::LeafSpine;
+      if (node.fabric != topology::NodeFabric::NvSwitch) {
+        c.fail_at(c.node()["node_fabric"].Mark(), c.key_path("node_fabric"),
+                  "the leaf-spine fabric models NVSwitch nodes only (use fat-tree or rail-optimized for nvlink-mesh)");
+      }
+      cl.hosts_per_leaf = static_cast<int>(f.positive_int("hosts_per_leaf"));
+      cl.spines = static_cast<int>(f.positive_int("spines"));
+      cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
+      cl.spine_latency = f.unit("spine_latency", parse_time);
+    } else if (type == "fat-tree") {
+      s.fabric = FabricKind::FatTree;
+      auto& ft = s.fat_tree;
+      ft.nodes = cl.nodes;
+      ft.node = node;
+      ft.host = host;
+      ft.k = static_cast<int>(f.positive_int("k"));
+      ft.tiers = static_cast<int>(f.positive_int("tiers"));
+      ft.pods = f.has("pods") ? static_cast<int>(f.positive_int("pods")) : 0;
+      ft.oversubscription = oversubscription();
+      ft.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), f.unit("spine_latency", parse_time)};
+      if (ft.tiers == 3) ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), f.unit("core_latency", parse_time)};
+      checked(f, f.node(), f.key_path("k"), [&] { check_capacity(topology::host_capacity(ft), fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers)); return 0; });
+    } else if (type == "rail-optimized") {
+      s.fabric = FabricKind::RailOptimized;
+      auto& r = s.rail;
+      r.nodes = cl.nodes;
+      r.node = node;
+      r.host = host;
+      r.k = static_cast<int>(f.positive_int("k"));
+      r.oversubscription = oversubscription();
+      r.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), f.unit("spine_latency", parse_time)};
+      checked(f, f.node(), f.key_path("k"), [&] { check_capacity(topology::host_capacity(r), fmt::format("a k={} rail-optimized fabric", r.k)); return 0; });
+    } else {
+      f.fail_at(type_at.Mark(), f.key_path("type"),
+                fmt::format("unknown fabric type '{}' (expected leaf-spine, fat-tree or rail-optimized)", type));
+    }
     f.finish();
     c.finish();
   }
@@ -365,11 +443,26 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     }
   }
   if (top.has("predictor")) {
+    const YAML::Node v = top.need("predictor");
     s.predictor = top.scalar("predictor");
-    if (s.predictor != "roofline") {
-      top.fail_at(root["predictor"].Mark(), "predictor",
-                  fmt::format("unknown predictor '{}' (expected roofline)", s.predictor));
+    // Validates the name (and that this build has its weights).
+    checked(top, v, "predictor", [&] { return node_model::make_predictor(s.predictor, s.gpu) != nullptr; });
+  }
+  s.collectives.ranks_per_node = s.cluster.gpus_per_node;
+  if (top.has("collectives")) {
+    Section col = top.child("collectives");
+    if (col.has("algorithm")) {
+      const YAML::Node v = col.need("algorithm");
+      s.collectives.algorithm =
+          checked(col, v, col.key_path("algorithm"), [&] { return collectives::parse_algorithm(col.scalar("algorithm")); });
     }
+    if (col.has("chunks")) s.collectives.chunks = static_cast<int>(col.positive_int("chunks"));
+    s.collectives.auto_latency = col.has("auto_latency") ? col.unit("auto_latency", parse_time) : s.cluster.nic_latency * 2;
+    s.collectives.auto_bandwidth = col.has("auto_bandwidth") ? col.unit("auto_bandwidth", parse_bandwidth) : s.cluster.nic_bandwidth;
+    col.finish();
+  } else {
+    s.collectives.auto_latency = s.cluster.nic_latency * 2;
+    s.collectives.auto_bandwidth = s.cluster.nic_bandwidth;
   }
   if (top.has("backend")) {
     const YAML::Node b = top.need("backend");

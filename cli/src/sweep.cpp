@@ -70,16 +70,15 @@ std::string label(const Point& p) {
 std::string csv_header(const std::vector<Axis>& axes) {
   std::string h = "point";
   for (const Axis& a : axes) h += "," + a.key;
-  return h + ",gpus,iteration_time_s,compute_time_s,exposed_comm_time_s,tflops_per_gpu,tokens_per_s";
+  return h + ",gpus,iteration_time_s,compute_time_s,bubble_time_s,exposed_comm_time_s,tflops_per_gpu,tokens_per_s";
 }
 
 std::string csv_row(const Point& p, const RunReport& r) {
   std::string row = std::to_string(p.index);
   for (const auto& o : p.overrides) row += "," + o.value;
-  const auto& s = r.summary;
-  return row + fmt::format(",{},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f}", r.gpus, s.iteration_time.seconds(),
-                           s.compute_time.seconds(), s.exposed_comm_time.seconds(), s.tflops_per_gpu,
-                           r.tokens_per_second);
+  return row + fmt::format(",{},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f}", r.gpus, r.iteration_time.seconds(),
+                           r.compute_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
+                           r.tflops_per_gpu, r.tokens_per_second);
 }
 
 /// Rows already in `path` from an interrupted run, by point index. Only
@@ -125,7 +124,7 @@ std::string svg_chart(const std::vector<Point>& points, const std::map<std::size
   double base = 0;
   for (const Point& p : points) {
     const auto cols = split(rows.at(p.index), ',');
-    const double gpus = std::stod(cols[cols.size() - 6]);
+    const double gpus = std::stod(cols[cols.size() - 7]);
     const double t = std::stod(cols.back());
     if (tput.empty()) base = t / gpus;
     tput.push_back(t);
@@ -268,7 +267,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       const Point& pt = points[todo[k]];
       try {
         const Simulation sim = simulate_scenario(scenarios[pt.index]);
-        const std::string row = csv_row(pt, make_report(scenarios[pt.index], sim.result));
+        const std::string row = csv_row(pt, make_report(scenarios[pt.index], sim));
         std::lock_guard lock(mu);
         csv << row << '\n' << std::flush;
         rows[pt.index] = row;
@@ -299,8 +298,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (const Point& pt : points) {
     const auto cols = split(rows.at(pt.index), ',');
     const std::size_t n = cols.size();
-    out << fmt::format("{:>5}  {:<40} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}\n", pt.index, label(pt), cols[n - 6],
-                       std::stod(cols[n - 5]) * 1e3, std::stod(cols[n - 2]), std::stod(cols[n - 1]));
+    out << fmt::format("{:>5}  {:<40} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}\n", pt.index, label(pt), cols[n - 7],
+                       std::stod(cols[n - 6]) * 1e3, std::stod(cols[n - 2]), std::stod(cols[n - 1]));
   }
   out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
   return 0;

@@ -62,12 +62,14 @@ void check_sharding(const TransformerConfig& m, const Workload& w, const Shardin
 }
 
 namespace {
-const std::array<TransformerConfig, 4>& presets() {
-  static const std::array<TransformerConfig, 4> kPresets{{
+const std::array<TransformerConfig, 5>& presets() {
+  static const std::array<TransformerConfig, 5> kPresets{{
       {"gpt2-large", 36, 1280, 20, 5120, 50257},
       {"gpt2-xl", 48, 1600, 25, 6400, 50257},
       {"gpt3-xl", 24, 2048, 16, 8192, 50257},
       {"gpt3-175b", 96, 12288, 96, 49152, 50257},
+      // Llama 2 70B: grouped-query attention (8 KV heads), SwiGLU MLP.
+      {"llama2-70b", 80, 8192, 64, 28672, 32000, 8, true},
   }};
   return kPresets;
 }

@@ -1,22 +1,33 @@
 #pragma once
 // Scenario -> plan -> topology -> simulation: the pipeline every command that
-// forecasts an iteration shares (run, sweep).
+// forecasts an iteration shares (run, sweep, compare-schedules).
 #include <vector>
 
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/executor.hpp"
+#include "tessera/node_model/kernel.hpp"
+#include "tessera/parallelism/plan.hpp"
 #include "tessera/topology/topology.hpp"
 
 namespace tessera::cli {
 
 struct Simulation {
   topology::Topology topology;
-  engine::ExecutionResult result;
+  parallelism::PlanSummary plan;     ///< micro-batches, per-stage memory
+  engine::ExecutionResult result;    ///< on the scenario's network
+  /// Makespan and busiest compute stream with free communication: what the
+  /// plan costs by itself (compute + pipeline bubbles).
+  Time free_comm_makespan;
+  Time free_comm_compute;
   std::vector<double> link_bytes;  ///< per directed link; empty when the backend does not count
 };
 
-/// Plans the scenario's iteration, builds its topology and runs it on the
-/// scenario's backend. `observer` (optional) sees every task and transfer.
-Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer = nullptr);
+/// Plans the scenario's iteration (its predictor times every kernel), builds
+/// its topology and runs it on the scenario's backend, then once more on a
+/// zero-cost network to separate the pipeline bubble from exposed
+/// communication. `observer` (optional) sees the real run.
+/// `predictor` (optional) replaces the scenario's named predictor.
+Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer = nullptr,
+                             const node_model::KernelPredictor* predictor = nullptr);
 
 }  // namespace tessera::cli

@@ -1,30 +1,49 @@
 #pragma once
 // What `tessera run` reports, and its two renderings.
 #include <string>
+#include <vector>
 
+#include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
-#include "tessera/engine/executor.hpp"
 
 namespace tessera::cli {
+
+struct StageMemory {
+  int stage = 0;
+  Bytes total;
+  Bytes capacity;
+  bool oom = false;
+};
 
 struct RunReport {
   std::string scenario;
   std::string model;
   std::string gpu;
+  std::string fabric;
   int gpus = 0;
-  int dp = 0;
+  int dp = 1, tp = 1, pp = 1;
+  std::string schedule;
+  std::int64_t micro_batches = 0;
   std::string backend;
   std::string predictor;
-  engine::IterationSummary summary;
+
+  Time iteration_time;
+  Time compute_time;       ///< busiest compute stream
+  Time bubble_time;        ///< idle time the plan causes with free communication
+  Time exposed_comm_time;  ///< the rest: iteration time waiting on the network
+  double tflops_per_gpu = 0.0;  ///< model FLOPs per GPU per second
+  double mfu = 0.0;             ///< tflops_per_gpu / the GPU's matmul peak for the dtype
   double tokens_per_second = 0.0;
   Bytes bytes_sent;  ///< over the network, all ranks
+  std::vector<StageMemory> memory;
 };
 
-RunReport make_report(const Scenario& s, const engine::ExecutionResult& r);
+RunReport make_report(const Scenario& s, const Simulation& sim);
 /// Aligned human-readable summary.
 std::string format_text(const RunReport& r);
 /// One JSON object; numbers printed with a fixed precision so output is
-/// byte-for-byte reproducible.
+/// byte-for-byte reproducible. Keys: iteration_time_s, compute_time_s,
+/// exposed_comm_time_s, tflops_per_gpu and more (see docs/scenarios.md).
 std::string format_json(const RunReport& r);
 
 }  // namespace tessera::cli

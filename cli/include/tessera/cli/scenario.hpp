@@ -5,10 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "tessera/collectives/expand.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/parallelism/transformer.hpp"
+#include "tessera/topology/fabrics.hpp"
 #include "tessera/topology/topology.hpp"
 
 namespace tessera::cli {
@@ -19,6 +21,8 @@ class ScenarioError : public InputError {
 };
 
 enum class Backend { Flow, Ns3 };
+enum class FabricKind { LeafSpine, FatTree, RailOptimized };
+std::string_view to_string(FabricKind f);
 Backend parse_backend(const std::string& text);  // throws InputError
 std::string_view to_string(Backend b);
 
@@ -30,11 +34,20 @@ struct Scenario {
   parallelism::TransformerConfig model;
   parallelism::Workload workload;
   parallelism::ParallelPlan plan;  ///< `parallelism:` plus training.global_batch
-  std::string predictor = "roofline";
+  /// `cluster` always holds the node and HCA fields; its leaf-spine fields
+  /// are used when fabric == LeafSpine, fat_tree / rail otherwise.
+  FabricKind fabric = FabricKind::LeafSpine;
+  topology::FatTreeSpec fat_tree;
+  topology::RailOptimizedSpec rail;
+  collectives::ExpandOptions collectives;
+  std::string predictor = "tile-mlp";
   Backend backend = Backend::Flow;
 
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
 };
+
+/// The scenario's network, built from its fabric spec.
+topology::Topology build_topology(const Scenario& s);
 
 /// A value set from the command line over the file's: `cluster.nodes=4`.
 struct Override {

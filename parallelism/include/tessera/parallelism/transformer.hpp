@@ -36,7 +36,7 @@ struct TransformerConfig {
   void validate() const;
 };
 
-/// Shipped model presets: "gpt2-large", "gpt2-xl", "gpt3-xl", "gpt3-175b".
+/// Shipped model presets: "gpt2-large", "gpt2-xl", "gpt3-xl", "gpt3-175b", "llama2-70b".
 const TransformerConfig& model_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
 

@@ -1,0 +1,42 @@
+#include "tessera/cli/pipeline.hpp"
+
+#include "tessera/engine/flow_network.hpp"
+#include "tessera/engine/zero_cost_network.hpp"
+#include "tessera/node_model/predictors.hpp"
+#ifdef TESSERA_HAVE_NS3
+#include "tessera/ns3_modules/ns3_backend.hpp"
+#endif
+
+namespace tessera::cli {
+
+Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,
+                             const node_model::KernelPredictor* predictor) {
+  std::unique_ptr<node_model::KernelPredictor> owned;
+  if (predictor == nullptr) {
+    owned = node_model::make_predictor(s.predictor, s.gpu);
+    predictor = owned.get();
+  }
+  auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
+  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}};
+  const engine::ExecutionOptions options{s.collectives};
+  if (s.backend == Backend::Ns3) {
+#ifdef TESSERA_HAVE_NS3
+    sim.result = ns3_modules::run_on_ns3(planned.graph, sim.topology, ns3_modules::Ns3Options{}, observer);
+#else
+    throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
+#endif
+  } else {
+    engine::DiscreteEventLoop loop;
+    engine::FlowNetwork net(sim.topology, loop);
+    sim.result = engine::execute(planned.graph, loop, net, observer, options);
+    sim.link_bytes = net.link_bytes();
+  }
+  engine::DiscreteEventLoop loop;
+  engine::ZeroCostNetwork free_net(loop);
+  const auto free = engine::execute(planned.graph, loop, free_net, nullptr, options);
+  sim.free_comm_makespan = free.makespan;
+  for (const auto& r : free.ranks) sim.free_comm_compute = std::max(sim.free_comm_compute, r.compute_busy);
+  return sim;
+}
+
+}  // namespace tessera::cli
