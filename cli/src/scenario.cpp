@@ -386,13 +386,23 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     // Parallel plan (docs/parallelism.md). Errors point at the key they name.
     Section p = top.child("parallelism");
     auto& plan = s.plan;
-    const YAML::Node dpn = p.need("dp");
-    plan.dp = static_cast<int>(p.positive_int("dp"));
     auto optional_int = [&](const char* key, int& field) {
       if (p.has(key)) field = static_cast<int>(p.positive_int(key));
     };
     optional_int("tp", plan.tp);
     optional_int("pp", plan.pp);
+    // dp defaults to the GPUs left over by tp x pp, so that node-count sweeps
+    // need no matching dp list.
+    const YAML::Node dpn = p.has("dp") ? p.need("dp") : p.node();
+    if (p.has("dp")) {
+      plan.dp = static_cast<int>(p.positive_int("dp"));
+    } else if (s.gpus() % (plan.tp * plan.pp) != 0) {
+      p.fail_at(p.node().Mark(), p.key_path("dp"),
+                fmt::format("not given, and tp x pp ({} x {} = {}) does not divide the {} GPUs", plan.tp, plan.pp,
+                            plan.tp * plan.pp, s.gpus()));
+    } else {
+      plan.dp = s.gpus() / (plan.tp * plan.pp);
+    }
     optional_int("virtual_stages", plan.virtual_stages);
     plan.schedule = plan.virtual_stages > 1 ? parallelism::Schedule::Interleaved1F1B : parallelism::Schedule::OneFOneB;
     if (p.has("schedule")) {

@@ -72,3 +72,51 @@ TEST(Scenario, ErrorsNameTheKeyPath) {
   EXPECT_NE(error_of("").find("the scenario is empty"), std::string::npos);
   EXPECT_NE(error_of("- a\n- b\n").find("must be a YAML mapping"), std::string::npos);
 }
+
+TEST(Scenario, FabricsCollectivesAndDefaults) {
+  std::string t = default_text();
+  t = replaced(t, "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+               "    type: fat-tree\n    k: 8\n    tiers: 3\n    core_bandwidth: 800Gbps\n    core_latency: 700ns\n");
+  t = replaced(t, "  dp: 16\n", "");
+  t += "collectives:\n  algorithm: ring\n  chunks: 4\n";
+  const Scenario s = parse_scenario(t, "s.yaml");
+  EXPECT_EQ(s.fabric, FabricKind::FatTree);
+  EXPECT_EQ(s.fat_tree.k, 8);
+  EXPECT_EQ(s.fat_tree.spine_core.bandwidth, parse_bandwidth("800Gbps"));
+  EXPECT_EQ(s.fat_tree.host.bandwidth, parse_bandwidth("400Gbps"));
+  EXPECT_EQ(s.plan.dp, 16);  // the GPUs left by tp x pp
+  EXPECT_EQ(s.collectives.algorithm, collectives::Algorithm::Ring);
+  EXPECT_EQ(s.collectives.chunks, 4);
+  EXPECT_EQ(s.collectives.ranks_per_node, 8);
+  EXPECT_EQ(build_topology(s).num_gpus(), 16);
+}
+
+TEST(Scenario, FabricTooSmallNamesTheNumbers) {
+  std::string t = replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+                           "    type: fat-tree\n    k: 4\n    tiers: 2\n");
+  EXPECT_NE(error_of(t).find("cluster.fabric.k: a k=4 2-tier fat-tree attaches 8 HCAs, but the cluster has 16 GPUs"),
+            std::string::npos)
+      << error_of(t);
+  EXPECT_NE(error_of(replaced(default_text(), "type: leaf-spine", "type: torus")).find("unknown fabric type 'torus'"),
+            std::string::npos);
+  EXPECT_NE(error_of(default_text() + "collectives:\n  algorithm: magic\n").find("collectives.algorithm: unknown collective algorithm 'magic'"),
+            std::string::npos);
+  EXPECT_NE(error_of(default_text() + "predictor: oracle\n").find("predictor: "), std::string::npos);
+}
+
+TEST(Scenario, OverridesApplyAndNameTheirSource) {
+  const Scenario s = parse_scenario(default_text(), "s.yaml",
+                                    {Override{"cluster.nodes", "4"}, Override{"parallelism.dp", "32"},
+                                     Override{"model.layers", "12"}});
+  EXPECT_EQ(s.gpus(), 32);
+  EXPECT_EQ(s.model.layers, 12);
+  EXPECT_EQ(s.model.hidden, 1280);  // the rest of the preset stays
+  try {
+    (void)parse_scenario(default_text(), "s.yaml", {Override{"cluster.nodes", "0"}});
+    FAIL();
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()), "s.yaml (--set cluster.nodes): cluster.nodes: must be positive, got 0");
+  }
+  EXPECT_THROW((void)parse_scenario(default_text(), "s.yaml", {Override{"name.x", "1"}}), ScenarioError);
+  EXPECT_THROW((void)parse_override("novalue"), InputError);
+}
