@@ -1,6 +1,7 @@
 # A sweep interrupted half-way (two finished rows and a half-written third)
 # and restarted gives the same CSV as an uninterrupted sweep, and does not
 # recompute the finished points.
+file(REMOVE ${WORKDIR}/full.csv ${WORKDIR}/full.svg ${WORKDIR}/resumed.csv ${WORKDIR}/resumed.svg)
 set(common sweep ${SCENARIO} --set training.micro_batch=1,2,4,8 --jobs 2)
 execute_process(COMMAND ${TESSERA} ${common} --out ${WORKDIR}/full.csv
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
