@@ -154,6 +154,7 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
     m.ffn = get_int(c, {"d_ff"}, source);
     m.vocab = get_int(c, {"vocab_size"}, source);
     m.experts = get_int(c, {"num_experts"}, source, 1);
+    m.head_dim = get_int(c, {"d_kv"}, source, m.hidden / m.heads);
   } else {
     throw InputError(fmt::format("{}: unsupported model_type '{}' (gpt2, opt, bert, switch_transformers)", source, t));
   }
@@ -169,7 +170,8 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
   const std::int64_t T = batch * seq;
   const std::int64_t H = m.hidden;
   const std::int64_t nh = m.heads;
-  const std::int64_t dh = H / nh;
+  const std::int64_t dh = m.head_dim > 0 ? m.head_dim : H / nh;
+  const std::int64_t A = nh * dh;  // attention inner width (T5/Switch: heads * d_kv, may differ from H)
   const std::int64_t F = m.ffn;
   const std::int64_t attn_rows = batch * nh * seq;
 
@@ -178,14 +180,14 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
                    bool separate_qkv, bool post_norm) {
     if (!post_norm) g.layer_norm(p + ".ln1", T, H, n);
     if (separate_qkv) {
-      g.linear(p + ".q", T, H, H, n);
-      g.linear(p + ".k", T, H, H, n);
-      g.linear(p + ".v", T, H, H, n);
+      g.linear(p + ".q", T, H, A, n);
+      g.linear(p + ".k", T, H, A, n);
+      g.linear(p + ".v", T, H, A, n);
     } else {
       g.linear(p + ".qkv", T, H, 3 * H, n);
     }
     if (m.family == "opt") g.elem(p + ".scale", KernelOp::MulU, T, H, 1, n);
-    if (m.family == "opt" || m.family == "switch") g.copy(p + ".contiguous_qkv", 3 * T * H, n);
+    if (m.family == "opt" || m.family == "switch") g.copy(p + ".contiguous_qkv", 3 * T * A, n);
     g.bmm(p + ".qk", batch * nh, seq, seq, dh, n);
     if (m.family != "opt" && m.family != "switch") g.elem(p + ".div", KernelOp::DivU, attn_rows, seq, 1, n);
     g.elem(p + ".mask", KernelOp::Add, attn_rows, seq, 0, n);
@@ -193,8 +195,8 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.softmax(p + ".softmax", attn_rows, seq, n);
     if (m.family != "opt") g.dropout(p + ".attn_drop", attn_rows, seq, n);
     g.bmm(p + ".pv", batch * nh, seq, dh, seq, n);
-    g.copy(p + ".contiguous", T * H, n);
-    g.linear(p + ".out", T, H, H, n);
+    g.copy(p + ".contiguous", T * A, n);
+    g.linear(p + ".out", T, A, H, n);
     g.dropout(p + ".drop1", T, H, n);
     g.elem(p + ".res1", KernelOp::Add, T, H, 0, n);
     if (post_norm) g.layer_norm(p + ".ln1", T, H, n);
@@ -254,12 +256,12 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     block("decoder.dense", dec_dense, true, KernelOp::Relu, false, F, true, false);
     block("decoder.sparse", D - dec_dense, true, KernelOp::Relu, false, F, true, false);
     // Cross-attention of every decoder layer.
-    g.linear("decoder.cross_q", T, H, H, D);
-    g.linear("decoder.cross_kv", T, H, 2 * H, D);
+    g.linear("decoder.cross_q", T, H, A, D);
+    g.linear("decoder.cross_kv", T, H, 2 * A, D);
     g.bmm("decoder.cross_qk", batch * nh, seq, seq, dh, D);
     g.softmax("decoder.cross_softmax", attn_rows, seq, D);
     g.bmm("decoder.cross_pv", batch * nh, seq, dh, seq, D);
-    g.linear("decoder.cross_out", T, H, H, D);
+    g.linear("decoder.cross_out", T, A, H, D);
     g.layer_norm("decoder.cross_ln", T, H, D);
     g.linear("lm_head", T, H, m.vocab);
   }

@@ -14,10 +14,23 @@ namespace tessera::node_model {
 namespace {
 
 constexpr std::string_view kMagic = "tessera-node-model-weights";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
 
 double safe_log(double x) { return std::log(std::max(x, 1e-30)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+/// Softmax and layer norm work on whole rows: their blocks hold rows.
+bool row_op(KernelOp op) { return op == KernelOp::Softmax || op == KernelOp::LayerNorm; }
+
+/// log2 of the largest power of two dividing n, capped (vector-load alignment).
+double pow2_factor(std::int64_t n) {
+  int f = 0;
+  while (f < 6 && n > 0 && n % 2 == 0) {
+    n /= 2;
+    ++f;
+  }
+  return f;
+}
 
 int log2_bucket(double x, double per_octave) {
   return static_cast<int>(std::lround(std::log2(std::max(x, 1.0)) * per_octave));
@@ -85,6 +98,7 @@ TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile
     const double tb = std::min<double>(tile.b, rows);
     g.tile_flops = 2.0 * ta * tb * depth;
     g.tile_bytes = e * (ta * depth + tb * depth + ta * tb);
+    g.tile_waste = (n / (std::ceil(n / tile.a) * tile.a)) * (rows / (std::ceil(rows / tile.b) * tile.b));
   } else {
     const double numel = static_cast<double>(k.b) * static_cast<double>(k.h);
     const double ept = std::max(1.0, tile.elements);
@@ -93,50 +107,60 @@ TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile
     g.tile_bytes = k.bytes().as_double() / g.tiles;
   }
   g.waves = std::ceil(g.tiles / sms);
+  g.fill = g.tiles / (g.waves * sms);
   g.tile_bound_s = std::max(g.tile_flops / (peak / sms), g.tile_bytes / (bw / sms));
   g.total_bytes = k.bytes().as_double();
   return g;
 }
 
 Eigen::VectorXd tile_features(const Kernel& k, const GpuSpec& gpu, const Tile& tile, const TileGeometry& g) {
+  // Only per-tile and per-GPU quantities (and bounded fractions): the problem
+  // size enters the latency through the waves, so shapes far beyond the
+  // training shapes map into the trained feature range.
   Eigen::VectorXd f = Eigen::VectorXd::Zero(kTileFeatures);
   const double sms = gpu.sms;
   const double peak = (is_gemm(k.op) ? gpu.matmul_peak(k.dtype) : gpu.fp32_peak).per_second();
   const double bw = gpu.memory_bandwidth.bytes_per_second();
   const double l2 = gpu.l2_cache.as_double();
-  const double mem = gpu.memory.as_double();
   f(0) = safe_log(g.tile_flops / (peak / sms) * 1e6);
   f(1) = safe_log(g.tile_bytes / (bw / sms) * 1e6);
-  f(2) = safe_log(g.waves * g.tile_bytes / (l2 / sms));
-  f(3) = safe_log(g.waves * g.tile_bytes / (mem / sms));
-  f(4) = safe_log((g.tile_flops / std::max(g.tile_bytes, 1.0)) / (peak / bw));
-  f(5) = safe_log(g.waves);
-  f(6) = g.tiles / (g.waves * sms);
-  f(7) = safe_log(g.tiles);
-  f(8) = safe_log(sms);
-  f(9) = safe_log(peak * 1e-12);
-  f(10) = safe_log(bw * 1e-9);
-  f(11) = safe_log(l2 * 1e-6);
+  f(2) = safe_log((g.tile_flops / std::max(g.tile_bytes, 1.0)) / (peak / bw));
+  f(3) = safe_log(sms);
+  f(4) = safe_log(peak * 1e-12);
+  f(5) = safe_log(bw * 1e-9);
+  f(6) = safe_log(l2 * 1e-6);
+  f(7) = g.fill;
+  // Working set of one full wave against the L2 (clamped to the training range).
+  f(8) = safe_log(std::min(g.tiles, sms) * g.tile_bytes / l2);
+  f(9) = safe_log(g.total_bytes / l2);
   if (is_gemm(k.op)) {
-    f(12) = safe_log(static_cast<double>(k.k));
-    f(13) = safe_log(tile.a);
-    f(14) = safe_log(tile.b);
+    f(10) = safe_log(static_cast<double>(k.k));
+    f(11) = safe_log(tile.a);
+    f(12) = safe_log(tile.b);
+    f(13) = g.tile_waste;
+    f(14) = pow2_factor(k.k);
+    f(15) = pow2_factor(k.n);
   } else {
-    f(12) = safe_log(static_cast<double>(k.h));
-    f(13) = safe_log(tile.elements);
+    f(10) = safe_log(static_cast<double>(k.h));
+    f(11) = safe_log(tile.elements);
+    f(12) = safe_log(tile.elements / static_cast<double>(k.h));
+    f(14) = pow2_factor(k.h);
   }
-  f(15) = safe_log(g.total_bytes / l2);
-  // Raw problem dimensions: the quantisation of shapes into tiles and the
-  // library's choice of kernel variant are not captured by the ratios alone.
+  // Size-dependent features, clamped to the training range by the MLP: they
+  // let it fit the library's size-dependent kernel variants inside the
+  // trained range; beyond it the waves carry the scaling.
+  f(16) = safe_log(g.waves);
+  f(17) = safe_log(g.tiles);
   if (is_gemm(k.op)) {
     const bool linear = k.op == KernelOp::Linear;
-    f(16) = safe_log(linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m));
-    f(17) = safe_log(static_cast<double>(k.n));
-    f(18) = safe_log(linear ? 1.0 : static_cast<double>(k.b));
+    f(18) = safe_log(linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m));
+    f(19) = safe_log(static_cast<double>(k.n));
+    f(20) = safe_log(linear ? 1.0 : static_cast<double>(k.b));
+    f(21) = safe_log(g.tiles / (linear ? 1.0 : static_cast<double>(k.b)));
   } else {
-    f(16) = safe_log(static_cast<double>(k.b));
+    f(18) = safe_log(static_cast<double>(k.b));
   }
-  if (const int i = elementwise_index(k.op); i >= 0) f(19 + i) = 1.0;
+  if (const int i = elementwise_index(k.op); i >= 0) f(22 + i) = 1.0;
   return f;
 }
 
@@ -163,10 +187,16 @@ TileTable TileTable::learn(const MeasurementSet& data) {
       ++gemm_counts[key][{m.tile_a, m.tile_b}];
     } else {
       if (m.elements_per_block <= 0) continue;
-      const std::array<int, 4> key{static_cast<int>(*cls), std::max(0, elementwise_index(k.op)),
-                                   log2_bucket(static_cast<double>(k.h), 1),
-                                   log2_bucket(static_cast<double>(k.b) * static_cast<double>(k.h), 1)};
-      vec_values[key].push_back(m.elements_per_block);
+      // Row ops: PyTorch picks the kernel (rows per block) by the row length
+      // alone, so key by the exact H; others by log2 buckets of H and size.
+      const std::array<int, 4> key =
+          row_op(k.op) ? std::array<int, 4>{static_cast<int>(*cls), 0, static_cast<int>(k.h), 0}
+                       : std::array<int, 4>{static_cast<int>(*cls), std::max(0, elementwise_index(k.op)),
+                                            log2_bucket(static_cast<double>(k.h), 1),
+                                            log2_bucket(static_cast<double>(k.b) * static_cast<double>(k.h), 1)};
+      // Row ops: rows per block (a block never splits a row); others: elements.
+      vec_values[key].push_back(row_op(k.op) ? std::max(1.0, std::round(m.elements_per_block / k.h))
+                                             : m.elements_per_block);
     }
   }
   for (const auto& [key, counts] : gemm_counts) {
@@ -230,6 +260,24 @@ Tile TileTable::lookup(const Kernel& k, const GpuSpec& gpu) const {
     }
     return tile;
   }
+  if (row_op(k.op)) {
+    // The longest trained row length <= H (kernel variants switch at
+    // thresholds such as H <= 1024), else the shortest one above.
+    double below = -1, above = 1e300, e_below = 1, e_above = 1;
+    for (const auto& e : vector_) {
+      if (e.cls != static_cast<int>(*cls)) continue;
+      const double h = e.hb;
+      if (h <= static_cast<double>(k.h) && h > below) {
+        below = h;
+        e_below = e.elements;
+      } else if (h > static_cast<double>(k.h) && h < above) {
+        above = h;
+        e_above = e.elements;
+      }
+    }
+    tile.elements = (below > 0 ? e_below : e_above) * static_cast<double>(k.h);
+    return tile;
+  }
   const int op = std::max(0, elementwise_index(k.op));
   const int hb = log2_bucket(static_cast<double>(k.h), 1);
   const int eb = log2_bucket(static_cast<double>(k.b) * static_cast<double>(k.h), 1);
@@ -239,7 +287,7 @@ Tile TileTable::lookup(const Kernel& k, const GpuSpec& gpu) const {
     const int d = 2 * std::abs(e.hb - hb) + std::abs(e.eb - eb);
     if (d < best_d) {
       best_d = d;
-      tile.elements = e.elements;
+      tile.elements = row_op(k.op) ? e.elements * static_cast<double>(k.h) : e.elements;
     }
   }
   return tile;
@@ -288,6 +336,9 @@ std::string TileMlpModel::serialize() const {
   std::ostringstream out;
   out << kMagic << ' ' << kVersion << " tile-mlp\n";
   tiles.write(out);
+  out << "floors_ms";
+  for (double f : floor_ms) out << fmt::format(" {:.6g}", f);
+  out << '\n';
   for (int c = 0; c < kNumKernelClasses; ++c) {
     out << "class " << to_string(static_cast<KernelClass>(c)) << (nets[c].empty() ? " untrained\n" : " trained\n");
     if (!nets[c].empty()) nets[c].write(out);
@@ -309,6 +360,11 @@ TileMlpModel TileMlpModel::parse(std::string_view text, const std::string& sourc
   }
   TileMlpModel m;
   m.tiles = TileTable::read(in, source);
+  std::string tag;
+  if (!(in >> tag) || tag != "floors_ms") throw InputError(fmt::format("{}: malformed weights (floors_ms)", source));
+  for (double& f : m.floor_ms) {
+    if (!(in >> f) || !(f >= 0.0)) throw InputError(fmt::format("{}: malformed weights (floors_ms)", source));
+  }
   for (int c = 0; c < kNumKernelClasses; ++c) {
     std::string tag, name, state;
     if (!(in >> tag >> name >> state) || tag != "class" || name != to_string(static_cast<KernelClass>(c))) {
@@ -336,6 +392,26 @@ double TileMlpModel::utilization(KernelClass c, const Eigen::VectorXd& features,
 TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOptions& opt, std::ostream* log) {
   TileMlpModel model;
   model.tiles = TileTable::learn(data);
+  // Launch floors: the small shapes of every (GPU, op) bottom out at a fixed
+  // latency (PyTorch dispatch and launch, measured through the host). Per
+  // (GPU, op): the 3rd percentile of its latencies; per class: the median.
+  std::map<std::pair<int, int>, std::vector<double>> lat_by_gpu_op;
+  for (const auto& m : data.rows) lat_by_gpu_op[{m.gpu, static_cast<int>(m.kernel.op)}].push_back(m.latency_ms);
+  std::map<std::pair<int, int>, double> floor_of;
+  std::array<std::vector<double>, kNumKernelClasses> class_floors;
+  for (auto& [key, v] : lat_by_gpu_op) {
+    std::sort(v.begin(), v.end());
+    const double f = v[v.size() * 3 / 100];
+    floor_of[key] = f;
+    if (const auto cls = kernel_class(static_cast<KernelOp>(key.second))) {
+      class_floors[static_cast<int>(*cls)].push_back(f);
+    }
+  }
+  for (int c = 0; c < kNumKernelClasses; ++c) {
+    auto& v = class_floors[c];
+    std::sort(v.begin(), v.end());
+    model.floor_ms[c] = v.empty() ? 0.0 : v[v.size() / 2];
+  }
   std::array<std::string, kNumKernelClasses> logs;
   auto train_class = [&](int c) {
     std::vector<int> rows;
@@ -358,7 +434,7 @@ TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOption
     std::sort(rows.begin(), rows.end());
     const int n = static_cast<int>(rows.size());
     Eigen::MatrixXd x(kTileFeatures, n);
-    std::vector<double> log_base(n), log_y(n), waves(n);
+    std::vector<double> log_base(n), log_y(n), waves(n), log_floor(n);
     for (int i = 0; i < n; ++i) {
       const auto& m = data.rows[rows[i]];
       const GpuSpec& gpu = data.gpus[m.gpu];
@@ -370,6 +446,7 @@ TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOption
       x.col(i) = tile_features(m.kernel, gpu, tile, g);
       log_base[i] = std::log(g.waves * g.tile_bound_s);
       log_y[i] = std::log(m.latency_ms * 1e-3);
+      log_floor[i] = std::log(floor_of.at({m.gpu, static_cast<int>(m.kernel.op)}) * 1e-3);
       waves[i] = g.waves;
     }
     std::vector<int> sizes{kTileFeatures};
@@ -385,6 +462,15 @@ TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOption
         const double s1 = sigmoid(out(1, j));
         const double keep = std::max(1.0 - s1 / waves[i], 1e-12);
         const double log_pred = log_base[i] - std::log(alpha) - std::log(keep);
+        // The measurement is max(floor, kernel): below the floor the row says
+        // nothing about the kernel (zero gradient).
+        if (log_pred < log_floor[i]) {
+          const double r = log_floor[i] - log_y[i];
+          total += r * r;
+          grad(0, j) = 0.0;
+          grad(1, j) = 0.0;
+          continue;
+        }
         const double r = log_pred - log_y[i];
         total += r * r;
         grad(0, j) = 2.0 * r * -(1.0 - alpha);
@@ -399,10 +485,10 @@ TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOption
       const Eigen::VectorXd o = net.forward(x.col(i));
       const double alpha = sigmoid(o(0));
       const double util = std::max(alpha * (1.0 - sigmoid(o(1)) / waves[i]), 1e-9);
-      ape += std::abs(std::exp(log_base[i] - std::log(util) - log_y[i]) - 1.0);
+      ape += std::abs(std::exp(std::max(log_base[i] - std::log(util), log_floor[i]) - log_y[i]) - 1.0);
     }
-    logs[c] = fmt::format("{}: {} rows, training MAPE {:.2f}%\n", to_string(static_cast<KernelClass>(c)), n,
-                          100.0 * ape / n);
+    logs[c] = fmt::format("{}: {} rows, training MAPE {:.2f}% (floor {:.4f} ms)\n",
+                          to_string(static_cast<KernelClass>(c)), n, 100.0 * ape / n, model.floor_ms[c]);
     model.nets[c] = std::move(net);
   };
   // Classes are independent: train them on up to two threads (each result is
@@ -482,7 +568,7 @@ double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
   const Tile tile = model_->tiles.lookup(kernel, gpu_);
   const TileGeometry g = tile_geometry(kernel, gpu_, tile);
   const double util = model_->utilization(*cls, tile_features(kernel, gpu_, tile, g), g.waves);
-  return g.waves * g.tile_bound_s / util * 1e3;
+  return std::max(model_->floor_ms[static_cast<int>(*cls)], g.waves * g.tile_bound_s / util * 1e3);
 }
 
 Time TileMlpPredictor::predict(const Kernel& kernel) const {

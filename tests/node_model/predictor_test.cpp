@@ -38,12 +38,15 @@ std::string data_root() {
   if (root.empty()) GTEST_SKIP() << "NeuSight data not found at $TESSERA_SOURCE_DIR/../shared/data/neusight; " \
                                     "accuracy tests skipped"
 
-// Accuracy guards: what the committed weights measure, rounded up slightly.
-// Issue targets are 10% (GEMMs), 8% (vector ops) and 5% (end to end).
-constexpr double kBmmLimit = 18.5;    // measured 17.6% (target 10%)
-constexpr double kSoftmaxLimit = 16.5;  // measured 15.7% (target 8%)
-constexpr double kLnLimit = 14.5;       // measured 13.6% (target 8%)
-constexpr double kE2eLimit = 11.5;      // measured 10.7% (target 5%)
+// Accuracy guards: what the committed weights measure on the fixed test
+// subset, rounded up slightly, so a regression fails. Issue-3 targets are
+// 10% (GEMMs), 8% (vector ops) and 5% (end to end).
+constexpr double kBmmLimit = 12.5;        // measured 12.0% (target 10%: not met)
+constexpr double kLinearLimit = 9.0;      // measured 8.4% (target 10%: met)
+constexpr double kElementwiseLimit = 3.0;  // measured 2.4% (target 8%: met)
+constexpr double kSoftmaxLimit = 12.0;    // measured 11.6% (target 8%: not met)
+constexpr double kLnLimit = 7.5;          // measured 7.0% (target 8%: met)
+constexpr double kE2eLimit = 9.3;         // measured 8.8% (target 5%: not met)
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -153,7 +156,7 @@ TEST(TileMlp, WeightsRoundTripAndRejectWrongVersion) {
   const auto m = nm::TileMlpModel::parse(text, "w");
   EXPECT_EQ(m.serialize(), nm::TileMlpModel::parse(m.serialize(), "w2").serialize());
   std::string bad = text;
-  bad.replace(bad.find(" 1 tile-mlp"), 11, " 9 tile-mlp");
+  bad.replace(bad.find(" 2 tile-mlp"), 11, " 9 tile-mlp");
   EXPECT_NE(error_of([&] { (void)nm::TileMlpModel::parse(bad, "w.txt"); }).find("w.txt: weights version 9"),
             std::string::npos);
 }
@@ -201,11 +204,11 @@ TEST(TileMlpAccuracy, UnseenA100_80GB) {
               << "%) on " << r.rows << " rows\n";
     EXPECT_LT(r.mape, r.roofline_mape) << cls;  // the learned model beats the roofline
   }
-  // Issue targets: GEMMs <= 10%, vector ops <= 8%. Thresholds below are what
-  // the committed weights reach (see docs/node_model.md): only elementwise
-  // meets its target so far.
-  EXPECT_LE(m.at("linear").mape, 11.0);     // measured 10.5% (target 10%)
-  EXPECT_LE(m.at("elementwise").mape, 4.0);  // measured 3.4% (target 8%: met)
+  // Issue targets: GEMMs <= 10%, vector ops <= 8%. Thresholds are what the
+  // committed weights reach (see docs/node_model.md): linear, elementwise and
+  // ln meet their targets; bmm and softmax do not yet.
+  EXPECT_LE(m.at("linear").mape, kLinearLimit);
+  EXPECT_LE(m.at("elementwise").mape, kElementwiseLimit);
   EXPECT_LE(m.at("bmm").mape, kBmmLimit);
   EXPECT_LE(m.at("softmax").mape, kSoftmaxLimit);
   EXPECT_LE(m.at("ln").mape, kLnLimit);

@@ -23,6 +23,7 @@ struct ModelShape {
   std::string family;  ///< gpt2, opt, bert, switch
   std::int64_t hidden = 0, heads = 0, layers = 0, ffn = 0, vocab = 0;
   std::int64_t decoder_layers = 0, experts = 0;  ///< switch
+  std::int64_t head_dim = 0;  ///< per-head q/k/v width (T5/Switch `d_kv`); 0 = hidden / heads
 };
 
 /// Reads the dimensions of a HuggingFace config; throws InputError naming the file and key.

@@ -5,8 +5,12 @@
 //   waves       = ceil(tiles / SMs)
 //   tile bound  = max(tile FLOPs / (peak / SMs), tile bytes / (bandwidth / SMs))
 //   utilization = alpha - beta / waves,  alpha = sigmoid(o0), beta = alpha * sigmoid(o1)
-//   latency     = waves * tile bound / utilization
-// with (o0, o1) from a small MLP per kernel class. The tile shape is looked
+//   latency     = max(floor, waves * tile bound / utilization)
+// with (o0, o1) from a small MLP per kernel class. The MLP sees only
+// per-tile and per-GPU quantities (never the problem size), so the size
+// scaling is carried by the waves and extrapolates to shapes far larger than
+// the training shapes. `floor` is the per-launch floor of the measurements
+// (PyTorch dispatch + launch), learned per class. The tile shape is looked
 // up in a table learned from the kernel names / grid sizes of the training
 // data (nearest shape, on the nearest training GPU by spec).
 #include <array>
@@ -36,7 +40,8 @@ inline constexpr int kNumElementwiseOps = 11;
 
 /// The tile a kernel runs with: GEMMs use an (a x b) output tile, a along N
 /// and b along the rows (B*M for linear, M for bmm); vector ops process
-/// `elements` elements per thread block.
+/// `elements` elements per thread block (softmax / layer norm: whole rows,
+/// a multiple of H).
 struct Tile {
   int a = 128, b = 128;
   double elements = 512.0;
@@ -48,11 +53,13 @@ struct TileGeometry {
   double tile_flops = 0, tile_bytes = 0;
   double tile_bound_s = 0;  ///< roofline time of one tile on one SM
   double total_bytes = 0;
+  double fill = 1;          ///< tiles / (waves * SMs): how full the waves are
+  double tile_waste = 1;    ///< useful / computed fraction of the edge tiles (GEMMs)
 };
 TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile);
 
 /// Features of the utilization MLP (all classes use the same layout).
-inline constexpr int kTileFeatures = 19 + kNumElementwiseOps;
+inline constexpr int kTileFeatures = 22 + kNumElementwiseOps;
 Eigen::VectorXd tile_features(const Kernel& k, const GpuSpec& gpu, const Tile& tile, const TileGeometry& g);
 
 /// The learned tile table.
@@ -91,11 +98,15 @@ class TileTable {
 struct TileMlpModel {
   TileTable tiles;
   std::array<Mlp, kNumKernelClasses> nets;
+  /// Per-class latency floor in ms (median over the training GPUs of the
+  /// fastest measurements): no launch of the class is predicted faster.
+  std::array<double, kNumKernelClasses> floor_ms{};
 
   [[nodiscard]] std::string serialize() const;
   /// Throws InputError naming `source` on a malformed or wrong-version file.
   static TileMlpModel parse(std::string_view text, const std::string& source);
   /// Utilization (0, 1] for a kernel of a learned class.
+  /// (features from tile_features, waves from tile_geometry)
   [[nodiscard]] double utilization(KernelClass c, const Eigen::VectorXd& features, double waves) const;
 };
 
