@@ -115,22 +115,23 @@ std::map<std::size_t, std::string> read_finished(const std::string& path, const 
   return rows;
 }
 
-std::string svg_chart(const std::vector<Point>& points, const std::map<std::size_t, std::string>& rows,
-                      const std::string& title) {
+/// Chart of a finished sweep from its CSV rows (point order); `axes` is the
+/// number of swept keys (the columns after `point`).
+std::string svg_chart(const std::map<std::size_t, std::string>& rows, std::size_t axes, const std::string& title) {
   // Two panels: throughput (tokens/s) and parallel efficiency per GPU
   // relative to the first point.
   std::vector<double> tput, eff;
   std::vector<std::string> labels;
   double base = 0;
-  for (const Point& p : points) {
-    const auto cols = split(rows.at(p.index), ',');
+  for (const auto& [index, row] : rows) {
+    const auto cols = split(row, ',');
     const double gpus = std::stod(cols[cols.size() - 7]);
     const double t = std::stod(cols.back());
     if (tput.empty()) base = t / gpus;
     tput.push_back(t);
     eff.push_back(base > 0 ? (t / gpus) / base : 0.0);
     std::string l;
-    for (const auto& o : p.overrides) l += (l.empty() ? "" : ",") + o.value;
+    for (std::size_t a = 1; a <= axes && a < cols.size(); ++a) l += (l.empty() ? "" : ",") + cols[a];
     labels.push_back(l);
   }
   const int w = 420, h = 300, pad = 55;
@@ -168,11 +169,60 @@ std::string svg_chart(const std::vector<Point>& points, const std::map<std::size
   return svg + "</svg>\n";
 }
 
+struct Shard {
+  std::size_t index = 0;
+  std::size_t count = 1;
+};
+
+/// "I/N", or "auto": the rank and size a Slurm job array or an MPI launcher
+/// (Open MPI, MPICH/PMI) gives the process.
+Shard parse_shard(const std::string& text) {
+  auto number = [&](const std::string& v, const std::string& what) -> std::size_t {
+    char* end = nullptr;
+    const unsigned long x = std::strtoul(v.c_str(), &end, 10);
+    if (v.empty() || end == nullptr || *end != '\0') {
+      throw UsageError(fmt::format("tessera sweep: --shard {}: {} '{}' is not a whole number", text, what, v));
+    }
+    return x;
+  };
+  Shard sh;
+  if (text == "auto") {
+    const std::pair<const char*, const char*> sources[] = {{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"},
+                                                           {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                                           {"PMI_RANK", "PMI_SIZE"}};
+    bool found = false;
+    for (const auto& [rank, size] : sources) {
+      const char* r = std::getenv(rank);
+      const char* n = std::getenv(size);
+      if (r == nullptr || n == nullptr) continue;
+      sh.index = number(r, rank);
+      sh.count = number(n, size);
+      found = true;
+      break;
+    }
+    if (!found) {
+      throw UsageError("tessera sweep: --shard auto: no Slurm array (SLURM_ARRAY_TASK_ID/COUNT) or MPI "
+                       "(OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE) variables in the environment");
+    }
+  } else {
+    const auto slash = text.find('/');
+    if (slash == std::string::npos) throw UsageError(fmt::format("tessera sweep: --shard {}: expected I/N or auto", text));
+    sh.index = number(text.substr(0, slash), "I");
+    sh.count = number(text.substr(slash + 1), "N");
+  }
+  if (sh.count == 0 || sh.index >= sh.count) {
+    throw UsageError(fmt::format("tessera sweep: --shard {}: need 0 <= I < N (got I={}, N={})", text, sh.index, sh.count));
+  }
+  return sh;
+}
+
+constexpr std::size_t kMetricColumns = 7;  // gpus ... tokens_per_s
+
 }  // namespace
 
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
-  p.option("set").option("out").option("svg").option("jobs");
+  p.option("set").option("out").option("svg").option("jobs").option("shard");
   // --set may repeat: collect them by hand before strict parsing.
   std::vector<Axis> axes;
   Args rest;
@@ -198,7 +248,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   if (axes.empty()) throw UsageError("tessera sweep: give at least one --set key=v1,v2,...");
   const std::string scenario_path = p.positional()[0];
   const std::string stem = std::filesystem::path(scenario_path).stem().string();
-  const std::string csv_path = p.get("out").value_or(stem + "-sweep.csv");
+  const std::optional<Shard> shard = p.get("shard") ? std::optional(parse_shard(*p.get("shard"))) : std::nullopt;
+  const std::string csv_path = p.get("out").value_or(
+      shard ? fmt::format("{}-sweep.shard{}of{}.csv", stem, shard->index, shard->count) : stem + "-sweep.csv");
   const std::string svg_path = p.get("svg").value_or(
       std::filesystem::path(csv_path).replace_extension(".svg").string());
   check_writable(csv_path, "--out");
@@ -213,13 +265,17 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   const std::string header = csv_header(axes);
   std::map<std::size_t, std::string> rows = read_finished(csv_path, header, points.size());
   std::vector<std::size_t> todo;
+  // A shard owns the points whose index is its own modulo the shard count.
+  auto mine = [&](std::size_t index) { return !shard || index % shard->count == shard->index; };
+  std::size_t owned = 0;
   for (const Point& pt : points) {
+    if (!mine(pt.index)) continue;
+    ++owned;
     if (rows.count(pt.index) == 0U) todo.push_back(pt.index);
   }
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   if (!rows.empty()) {
-    std::cerr << fmt::format("sweep: resuming {}: {} of {} points already done\n", csv_path, rows.size(),
-                             points.size());
+    std::cerr << fmt::format("sweep: resuming {}: {} of {} points already done\n", csv_path, rows.size(), owned);
   }
   {
     // Rewrite what is kept (drops a partial last line), then append as points finish.
@@ -251,9 +307,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   auto progress = [&] {
     if (!tty) return;
     const int width = 30;
-    const auto filled = static_cast<int>(width * done / points.size());
+    const auto filled = static_cast<int>(width * done / std::max<std::size_t>(owned, 1));
     std::cerr << fmt::format("\rsweep [{}{}] {}/{} points", std::string(static_cast<std::size_t>(filled), '#'),
-                             std::string(static_cast<std::size_t>(width - filled), ' '), done, points.size())
+                             std::string(static_cast<std::size_t>(width - filled), ' '), done, owned)
               << std::flush;
   };
   auto worker = [&] {
@@ -289,9 +345,15 @@ int cmd_sweep(const Args& args, std::ostream& out) {
 
   // Final file: rows in point order, whatever order they finished in.
   std::string final_csv = header + "\n";
-  for (const Point& pt : points) final_csv += rows.at(pt.index) + "\n";
+  for (const auto& [index, row] : rows) final_csv += row + "\n";
   write_file_atomically(csv_path, final_csv);
-  write_file_atomically(svg_path, svg_chart(points, rows, fmt::format("tessera sweep {}", scenario_path)));
+  if (shard) {
+    out << fmt::format("shard {}/{}: {} of {} points written to {}; merge the shards with\n"
+                       "  tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
+                       shard->index, shard->count, owned, points.size(), csv_path, stem);
+    return 0;
+  }
+  write_file_atomically(svg_path, svg_chart(rows, axes.size(), fmt::format("tessera sweep {}", scenario_path)));
 
   out << fmt::format("{:>5}  {:<40} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", "GPUs", "iteration ms",
                      "TFLOP/s/GPU", "tokens/s");
@@ -302,6 +364,63 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                        std::stod(cols[n - 6]) * 1e3, std::stod(cols[n - 2]), std::stod(cols[n - 1]));
   }
   out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
+  return 0;
+}
+
+}  // namespace tessera::cli
+
+namespace tessera::cli {
+
+int cmd_sweep_merge(const Args& args, std::ostream& out) {
+  ArgParser p("tessera sweep-merge");
+  p.option("out").option("svg");
+  p.parse(args);
+  if (p.positional().empty()) throw UsageError("tessera sweep-merge: give the shard CSV files to merge");
+  const std::string csv_path = p.require("out");
+  const std::string svg_path =
+      p.get("svg").value_or(std::filesystem::path(csv_path).replace_extension(".svg").string());
+  check_writable(csv_path, "--out");
+  check_writable(svg_path, "--svg");
+  std::string header;
+  std::map<std::size_t, std::string> rows;
+  for (const std::string& part : p.positional()) {
+    std::ifstream in(part, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open shard CSV", part));
+    std::string first;
+    std::getline(in, first);
+    if (header.empty()) header = first;
+    if (first != header || split(header, ',').size() < kMetricColumns + 2 || header.rfind("point,", 0) != 0) {
+      throw InputError(fmt::format("{}: not a shard of the same sweep (its header differs from the first file's)", part));
+    }
+    const auto fields = split(header, ',').size();
+    std::size_t line_no = 1;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      const auto cols = split(line, ',');
+      char* end = nullptr;
+      const unsigned long idx = cols.empty() ? 0 : std::strtoul(cols[0].c_str(), &end, 10);
+      if (cols.size() != fields || end == nullptr || *end != '\0') {
+        throw InputError(fmt::format("{}:{}: malformed row (expected {} fields)", part, line_no, fields));
+      }
+      auto [it, inserted] = rows.emplace(idx, line);
+      if (!inserted && it->second != line) {
+        throw InputError(fmt::format("{}:{}: point {} differs from the same point in another shard", part, line_no, idx));
+      }
+    }
+  }
+  if (rows.empty()) throw InputError("tessera sweep-merge: the shards hold no points");
+  std::size_t expected = 0;
+  for (const auto& [idx, row] : rows) {
+    if (idx != expected) throw InputError(fmt::format("tessera sweep-merge: point {} is missing (a shard has not finished?)", expected));
+    ++expected;
+  }
+  std::string merged = header + "\n";
+  for (const auto& [idx, row] : rows) merged += row + "\n";
+  write_file_atomically(csv_path, merged);
+  const std::size_t axes = split(header, ',').size() - 1 - kMetricColumns;
+  write_file_atomically(svg_path, svg_chart(rows, axes, "tessera sweep-merge"));
+  out << fmt::format("merged {} points from {} shards into {} and {}\n", rows.size(), p.positional().size(), csv_path,
+                     svg_path);
   return 0;
 }
 

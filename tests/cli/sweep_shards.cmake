@@ -1,0 +1,42 @@
+# A sweep split into shards (as a Slurm job array or MPI ranks would run it,
+# here through the variables those launchers set) and merged gives the same
+# CSV as the sweep run in one piece.
+file(REMOVE_RECURSE ${WORKDIR})
+file(MAKE_DIRECTORY ${WORKDIR})
+set(common sweep ${SCENARIO} --set training.micro_batch=1,2,4 --set training.seq_len=512,1024 --jobs 1)
+execute_process(COMMAND ${TESSERA} ${common} --out ${WORKDIR}/whole.csv RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "whole sweep failed: ${err}")
+endif()
+# Shard 0 as Slurm array task 0 of 2, shard 1 as MPI rank 1 of 2.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_COUNT=2
+                        ${TESSERA} ${common} --shard auto --out ${WORKDIR}/part0.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out0)
+if(NOT rc EQUAL 0 OR NOT out0 MATCHES "shard 0/2: 3 of 6 points")
+  message(FATAL_ERROR "shard 0 failed (${rc}): ${err}${out0}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2
+                        ${TESSERA} ${common} --shard auto --out ${WORKDIR}/part1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out1)
+if(NOT rc EQUAL 0 OR NOT out1 MATCHES "shard 1/2: 3 of 6 points")
+  message(FATAL_ERROR "shard 1 failed (${rc}): ${err}${out1}")
+endif()
+# Merging one shard alone must refuse (points missing).
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "point 0 is missing")
+  message(FATAL_ERROR "merging an incomplete set should fail with exit 2: ${rc} ${err}")
+endif()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv ${WORKDIR}/part1.csv ${WORKDIR}/part0.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "merge failed: ${err}")
+endif()
+file(READ ${WORKDIR}/whole.csv a)
+file(READ ${WORKDIR}/merged.csv b)
+if(NOT a STREQUAL b)
+  message(FATAL_ERROR "merged shards differ from the whole sweep:\n${a}\n---\n${b}")
+endif()
+if(NOT EXISTS ${WORKDIR}/merged.svg)
+  message(FATAL_ERROR "sweep-merge wrote no SVG")
+endif()
