@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
       {"run", tessera::cli::cmd_run},
       {"sweep", tessera::cli::cmd_sweep},
       {"sweep-merge", tessera::cli::cmd_sweep_merge},
+      {"search", tessera::cli::cmd_search},
       {"compare-schedules", tessera::cli::cmd_compare_schedules},
       {"predict-kernels", tessera::cli::cmd_predict_kernels},
       {"predict-model", tessera::cli::cmd_predict_model},

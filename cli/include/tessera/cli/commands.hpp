@@ -15,6 +15,7 @@ using Args = std::vector<std::string>;
 int cmd_run(const Args& args, std::ostream& out);
 int cmd_sweep(const Args& args, std::ostream& out);
 int cmd_sweep_merge(const Args& args, std::ostream& out);
+int cmd_search(const Args& args, std::ostream& out);
 // Planner commands: cli/src/planner_commands.cpp.
 int cmd_compare_schedules(const Args& args, std::ostream& out);
 /// `tessera validate distributed ...` (called by cmd_validate; `args` after "distributed").

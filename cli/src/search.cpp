@@ -1,0 +1,175 @@
+// tessera search: the fastest parallel plan for a scenario's cluster, model
+// and global batch that fits in memory.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/report.hpp"
+#include "tessera/cli/scenario.hpp"
+
+namespace tessera::cli {
+
+namespace {
+
+using parallelism::ParallelPlan;
+using parallelism::Recompute;
+using parallelism::Schedule;
+
+struct Candidate {
+  ParallelPlan plan;
+  std::int64_t micro_batch = 1;
+  Bytes peak_memory;
+  std::optional<RunReport> report;
+  std::string error;
+};
+
+std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
+  std::vector<int> out;
+  for (std::int64_t d = 1; d <= std::min(n, limit); ++d) {
+    if (n % d == 0) out.push_back(static_cast<int>(d));
+  }
+  return out;
+}
+
+Bytes peak(const parallelism::PlanSummary& s) {
+  Bytes m;
+  for (const auto& e : s.memory_per_stage) m = std::max(m, e.total());
+  return m;
+}
+
+}  // namespace
+
+int cmd_search(const Args& args, std::ostream& out) {
+  ArgParser p("tessera search");
+  p.option("top").option("max-candidates").option("jobs");
+  p.parse(args);
+  p.expect_positional(1, "a scenario file");
+  auto positive = [&](const char* name, std::size_t fallback) {
+    const auto v = p.get(name);
+    if (!v) return fallback;
+    try {
+      const long x = std::stol(*v);
+      if (x > 0) return static_cast<std::size_t>(x);
+    } catch (const std::exception&) {
+    }
+    throw UsageError(fmt::format("tessera search: --{} must be a positive integer, got '{}'", name, *v));
+  };
+  const std::size_t top = positive("top", 10);
+  const std::size_t max_candidates = positive("max-candidates", 64);
+  const Scenario base = load_scenario(p.positional()[0]);
+  const int gpus = base.gpus();
+  // The global batch stays what the scenario trains with.
+  const std::int64_t global_batch =
+      base.plan.global_batch > 0 ? base.plan.global_batch : base.workload.micro_batch * base.plan.dp;
+
+  // Enumerate plans; for each keep the cheapest recomputation that fits.
+  std::vector<Candidate> fitting;
+  std::size_t considered = 0, oom = 0;
+  for (int tp : divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node)) {
+    for (int pp : divisors(base.model.layers, gpus)) {
+      if (gpus % (tp * pp) != 0) continue;
+      const int dp = gpus / (tp * pp);
+      if (global_batch % dp != 0) continue;
+      for (std::int64_t mb : {1, 2, 4, 8, 16}) {
+        if ((global_batch / dp) % mb != 0) continue;
+        for (Schedule sched : {Schedule::OneFOneB, Schedule::Interleaved1F1B}) {
+          if (sched == Schedule::Interleaved1F1B && (pp == 1 || base.model.layers % (2 * pp) != 0)) continue;
+          std::optional<Candidate> best;
+          for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+            ++considered;
+            ParallelPlan plan = base.plan;
+            plan.dp = dp;
+            plan.tp = tp;
+            plan.pp = pp;
+            plan.schedule = sched;
+            plan.virtual_stages = sched == Schedule::Interleaved1F1B ? 2 : 1;
+            plan.recompute = rc;
+            plan.global_batch = global_batch;
+            parallelism::Workload work = base.workload;
+            work.micro_batch = mb;
+            try {
+              plan.validate(base.model, work, gpus);
+              const auto mem = parallelism::estimate_memory(base.model, work, plan, base.gpu.memory);
+              if (mem.oom()) continue;
+              best = Candidate{plan, mb, peak(mem), std::nullopt, {}};
+              break;
+            } catch (const InputError&) {
+              break;  // this (tp, pp, mb, schedule) is not a valid plan at all
+            }
+          }
+          if (best) {
+            fitting.push_back(*best);
+          } else {
+            ++oom;
+          }
+        }
+      }
+    }
+  }
+  if (fitting.empty()) {
+    throw InputError(fmt::format("{}: no parallel plan of the {} GPUs fits {} of GPU memory for this model and "
+                                 "global batch {}",
+                                 base.file, gpus, to_string(base.gpu.memory), global_batch));
+  }
+  // Most memory headroom first when we must cut: cheap plans first would
+  // bias towards small tp; keep the enumeration order (deterministic).
+  const std::size_t simulated = std::min(fitting.size(), max_candidates);
+
+  std::atomic<std::size_t> next{0};
+  const unsigned jobs = base.backend == Backend::Ns3 ? 1U : std::max(1U, std::thread::hardware_concurrency());
+  auto worker = [&] {
+    for (std::size_t i = next.fetch_add(1); i < simulated; i = next.fetch_add(1)) {
+      Candidate& c = fitting[i];
+      Scenario s = base;
+      s.plan = c.plan;
+      s.workload.micro_batch = c.micro_batch;
+      try {
+        c.report = make_report(s, simulate_scenario(s));
+      } catch (const Error& e) {
+        c.error = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::min<unsigned>(jobs, static_cast<unsigned>(simulated)); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+
+  std::vector<const Candidate*> ranked;
+  for (std::size_t i = 0; i < simulated; ++i) {
+    if (fitting[i].report) ranked.push_back(&fitting[i]);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate* a, const Candidate* b) {
+    return a->report->iteration_time < b->report->iteration_time;
+  });
+
+  out << fmt::format("Search {}: {} on {} x {}, global batch {} x {} tokens\n", base.name, base.model.name, gpus,
+                     base.gpu.name, global_batch, base.workload.seq_len);
+  out << fmt::format("{} plans considered, {} fit in memory, {} simulated{}\n\n", considered, fitting.size(),
+                     simulated, simulated < fitting.size() ? " (raise --max-candidates to simulate more)" : "");
+  out << fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4} {:<18} {:<10} {:>13} {:>12} {:>6} {:>9}\n", "rank", "dp", "tp",
+                     "pp", "mb", "schedule", "recompute", "iteration ms", "tokens/s", "MFU", "peak GiB");
+  for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
+    const Candidate& c = *ranked[i];
+    const auto& r = *c.report;
+    out << fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4} {:<18} {:<10} {:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}\n", i + 1,
+                       c.plan.dp, c.plan.tp, c.plan.pp, c.micro_batch, parallelism::to_string(c.plan.schedule),
+                       parallelism::to_string(c.plan.recompute), r.iteration_time.ms(), r.tokens_per_second,
+                       100.0 * r.mfu, c.peak_memory.as_double() / (1024.0 * 1024 * 1024));
+  }
+  for (std::size_t i = 0; i < simulated; ++i) {
+    if (!fitting[i].error.empty()) {
+      out << fmt::format("note: dp={} tp={} pp={} failed to simulate: {}\n", fitting[i].plan.dp, fitting[i].plan.tp,
+                         fitting[i].plan.pp, fitting[i].error);
+    }
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli
