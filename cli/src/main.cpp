@@ -14,35 +14,133 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: tessera <command> [options]
+constexpr const char* kUsage = R"(usage: tessera <command> [options]      (tessera <command> --help for details)
 
-Forecasts how fast a model trains on a GPU cluster.
+Forecasts how fast a model trains on a GPU cluster, from a YAML scenario
+(docs/scenarios.md).
 
-Commands:
-  run SCENARIO.yaml [--backend flow|ns3] [--json]
-        Simulate one training iteration and print iteration time, compute
-        time, exposed communication and per-GPU TFLOP/s.
-  sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...] [--out FILE.csv] [--svg FILE.svg] [--jobs N]
-        Run every point of the grid of --set values (in parallel), append each
-        to the CSV as it finishes, resume an interrupted sweep, and draw the
-        throughput and parallel-efficiency curves as SVG.
-  compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b] [--svg FILE.svg] [--predictor NAME]
-        Plan and simulate the scenario under each pipeline schedule: iteration
-        time, bubble, exposed communication and peak memory per stage.
-  validate distributed --data DIR [--scenarios scenarios/validation] [--predictor NAME]
-        Predicted vs measured multi-GPU training iterations (docs/parallelism.md).
+Forecasting:
+  run SCENARIO.yaml [--backend flow|ns3] [--json] [--set KEY=VALUE] [--trace F] [--links F]
+        Simulate one training iteration: iteration time (compute, pipeline
+        bubble, exposed communication), tokens/s, TFLOP/s and MFU per GPU,
+        memory per stage.
+  sweep SCENARIO.yaml --set KEY=V1,V2,... [--out F.csv] [--svg F.svg] [--jobs N] [--shard I/N|auto]
+        Run a grid of settings in parallel, resumable, with a scaling chart.
+  sweep-merge --out F.csv SHARD.csv...
+        Merge the shards of a sweep run as a Slurm array or MPI ranks.
+  search SCENARIO.yaml [--top N]
+        Find the fastest parallel plan that fits in memory.
+  compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b] [--svg F.svg]
+        Compare pipeline schedules: iteration, bubble, exposed comm, memory.
+
+Node model (kernel latency prediction, docs/node_model.md):
   predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv [--predictor NAME]
   predict-model --model HF_CONFIG.json --device DEVICE.json --batch N --seq L --mode inf|train [--json]
   predict-graph --graph OPGRAPH.csv --device DEVICE.json
-  validate kernels|models --data DIR
   train-predictor --data DIR --out DIR
-        Node-model commands (kernel latency prediction, see docs/node_model.md).
+
+Validation against measurements:
+  validate kernels|models|distributed --data DIR
 
 Exit codes: 0 success; 1 simulation or internal error; 2 bad input (usage,
-scenario file, unit string, data file).
+scenario file, unit string, data file). Errors are one line on stderr.
 )";
 
 using Command = std::function<int(const tessera::cli::Args&, std::ostream&)>;
+
+/// Per-command help, printed by `tessera COMMAND --help`.
+const std::map<std::string, std::string>& command_help() {
+  static const std::map<std::string, std::string> kHelp{
+      {"run", R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--json] [--set KEY=VALUE]...
+                   [--trace FILE.json] [--links FILE.csv]
+
+Plans one training iteration of the scenario (docs/scenarios.md), simulates it
+on the chosen network backend and prints: iteration time split into compute,
+pipeline bubble and exposed communication; tokens/s; model TFLOP/s per GPU and
+MFU; bytes sent; memory per pipeline stage with OOM warnings.
+
+  --backend flow|ns3   override the scenario's backend (flow: max-min fluid
+                       flows; ns3: packet-level ns-3)
+  --json               print one JSON object instead (iteration_time_s,
+                       compute_time_s, bubble_time_s, exposed_comm_time_s,
+                       tflops_per_gpu, mfu, tokens_per_s, ...)
+  --set KEY=VALUE      override any scenario key, e.g. --set parallelism.tp=4
+  --trace FILE         write a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)
+  --links FILE         write per-link bytes and utilization as CSV (flow backend)
+
+Exit codes: 0 ok, 1 simulation error, 2 bad input.
+)"},
+      {"sweep", R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...]
+                     [--out FILE.csv] [--svg FILE.svg] [--jobs N] [--shard I/N|auto]
+
+Runs every point of the grid of --set values (cartesian product, first key
+outermost) on all cores, appends each point to the CSV as it finishes, and at
+the end rewrites the CSV in point order and draws throughput and parallel
+efficiency as SVG. Running the same command again resumes an interrupted
+sweep without redoing finished points.
+
+  --out FILE.csv       default SCENARIO-sweep.csv
+  --svg FILE.svg       default: the CSV's name with .svg
+  --jobs N             parallel points (default: all cores; ns-3 runs one at a time)
+  --shard I/N|auto     run only the points with index % N == I; `auto` reads
+                       Slurm (SLURM_ARRAY_TASK_ID/COUNT) or MPI (OMPI_COMM_WORLD_RANK/SIZE,
+                       PMI_RANK/SIZE) variables. Merge shards with `tessera sweep-merge`.
+)"},
+      {"sweep-merge", R"(usage: tessera sweep-merge --out FILE.csv [--svg FILE.svg] SHARD.csv...
+
+Merges the CSVs of a sharded sweep into the CSV and chart an unsharded sweep
+would have written. Refuses shards of different sweeps, conflicting points
+and missing points.
+)"},
+      {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M]
+
+Finds the fastest parallel plan (dp, tp, pp, micro-batch, schedule,
+recomputation) for the scenario's cluster, model and global batch that fits
+in GPU memory: enumerates plans, keeps the cheapest recomputation that fits,
+simulates up to M candidates (default 64) in parallel and prints the top N
+(default 10).
+)"},
+      {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b]
+                                 [--svg FILE.svg] [--predictor NAME]
+
+Plans and simulates the scenario under each pipeline schedule and prints
+iteration time, bubble fraction, exposed communication, compute and peak
+memory per stage; --svg draws the breakdown.
+)"},
+      {"validate", R"(usage: tessera validate kernels|models|distributed --data DIR [options]
+
+  kernels      MAPE per op class and GPU of the node model vs measured
+               kernels (e.g. --data ../shared/data/neusight/kernels/test)
+  models       end-to-end model latency vs measured (--data .../labels)
+  distributed  multi-GPU iterations vs measured (--data .../labels_distributed)
+Each prints the roofline baseline beside the learned model. See docs/node_model.md
+and docs/parallelism.md.
+)"},
+      {"predict-kernels", R"(usage: tessera predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv
+                               [--predictor tile-mlp|roofline|linreg|mlp]
+
+Predicts every kernel of a NeuSight-schema CSV (OPName plus B,M,N,K or B,H)
+and writes the rows with a Predicted_ms column.
+)"},
+      {"predict-model", R"(usage: tessera predict-model --model HF_CONFIG.json --device DEVICE.json --batch N --seq L
+                             --mode inf|train [--json]
+
+Builds a HuggingFace model's operator graph as PyTorch eager runs it and sums
+the predicted kernel times: end-to-end, forward and backward ms.
+)"},
+      {"predict-graph", R"(usage: tessera predict-graph --graph OPGRAPH.csv --device DEVICE.json
+
+Predicts every op of a torch.fx operator-graph CSV beside its measured latency.
+)"},
+      {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR
+
+Trains the node-model predictors (tile-mlp, linreg, mlp) on kernel
+measurements in NeuSight's CSV schema (DIR/<op>/<GPU>.csv) and writes weight
+files; rebuild to embed them, or pass --weights DIR to the predict commands.
+)"},
+  };
+  return kHelp;
+}
 
 }  // namespace
 
@@ -71,6 +169,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const tessera::cli::Args args(argv + 2, argv + argc);
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      const auto& help = command_help();
+      auto h = help.find(name);
+      std::cout << (h != help.end() ? h->second : std::string(kUsage));
+      return 0;
+    }
+  }
   try {
     return it->second(args, std::cout);
   } catch (const tessera::InputError& e) {
