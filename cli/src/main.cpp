@@ -66,7 +66,8 @@ MFU; bytes sent; memory per pipeline stage with OOM warnings.
                        tflops_per_gpu, mfu, tokens_per_s, ...)
   --set KEY=VALUE      override any scenario key, e.g. --set parallelism.tp=4
   --trace FILE         write a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)
-  --links FILE         write per-link bytes and utilization as CSV (flow backend)
+  --links FILE         write per-link bytes and utilization as CSV (on ns3 also
+                       packets, credit-stall time and queue depths)
 
 Exit codes: 0 ok, 1 simulation error, 2 bad input.
 )"},

@@ -21,7 +21,11 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
   const engine::ExecutionOptions options{s.collectives};
   if (s.backend == Backend::Ns3) {
 #ifdef TESSERA_HAVE_NS3
-    sim.result = ns3_modules::run_on_ns3(planned.graph, sim.topology, ns3_modules::Ns3Options{}, observer);
+    ns3_modules::Ns3Options ns3;
+    ns3.execution = options;
+    ns3_modules::Ns3Report report;
+    sim.result = ns3_modules::run_on_ns3(planned.graph, sim.topology, ns3, observer, &report);
+    sim.ns3_link_csv = ns3_modules::link_csv(report, sim.topology);
 #else
     throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
 #endif

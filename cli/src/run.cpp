@@ -55,16 +55,17 @@ int cmd_run(const Args& args, std::ostream& out) {
   const auto links_path = p.get("links");
   // Fail on unwritable outputs before spending time simulating.
   if (trace_path) check_writable(*trace_path, "--trace");
-  if (links_path) {
-    check_writable(*links_path, "--links");
-    if (s.backend != Backend::Flow) throw InputError("--links: per-link counters are only available on the flow backend so far");
-  }
+  if (links_path) check_writable(*links_path, "--links");
 
   ChromeTraceObserver trace(s.gpus());
   const Simulation sim = simulate_scenario(s, trace_path ? &trace : nullptr);
   const RunReport rep = make_report(s, sim);
   if (trace_path) write_file_atomically(*trace_path, trace.json());
-  if (links_path) write_file_atomically(*links_path, link_csv(sim.topology, sim.link_bytes, sim.result.makespan));
+  if (links_path) {
+    write_file_atomically(*links_path, s.backend == Backend::Ns3
+                                           ? sim.ns3_link_csv
+                                           : link_csv(sim.topology, sim.link_bytes, sim.result.makespan));
+  }
   out << (p.has("json") ? format_json(rep) : format_text(rep));
   return 0;
 }

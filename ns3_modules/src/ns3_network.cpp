@@ -19,6 +19,7 @@
 
 #include "tessera/error.hpp"
 #include "tessera/ns3_modules/ns3_backend.hpp"
+#include "fabric.hpp"
 #include "tessera_header.hpp"
 
 namespace tessera::ns3_modules {
@@ -37,15 +38,18 @@ constexpr std::uint32_t kUnboundedQueuePackets = std::numeric_limits<std::uint32
 constexpr std::int64_t kMaxMtu = std::int64_t{1} << 20;
 }  // namespace
 
-/// The ns-3 side of Ns3Network: nodes, devices, channels and the forwarding
-/// logic. It lives inside ns-3's callbacks, so it follows ns-3 naming.
-class Ns3Network::Fabric {
- public:
-  Fabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options);
+namespace {
 
-  void Send(const engine::Message& msg, engine::Callback onDelivered);
-  const Ns3NetworkStats& GetStats() const { return m_stats; }
-  void Verify() const;
+/// The PointToPoint model: nodes, devices, channels and the forwarding
+/// logic. It lives inside ns-3's callbacks, so it follows ns-3 naming.
+class P2pFabric final : public Ns3Network::Fabric {
+ public:
+  P2pFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options);
+
+  void Send(const engine::Message& msg, engine::Callback onDelivered) override;
+  const Ns3NetworkStats& GetStats() const override { return m_stats; }
+  Ns3Report GetReport() const override;
+  void Verify() const override;
 
  private:
   struct MessageState {
@@ -88,7 +92,7 @@ class Ns3Network::Fabric {
   Ns3NetworkStats m_stats;
 };
 
-Ns3Network::Fabric::Fabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options)
+P2pFabric::P2pFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options)
     : m_topo(topo),
       m_loop(loop),
       m_mtu(options.mtu.count()),
@@ -126,17 +130,17 @@ Ns3Network::Fabric::Fabric(const topology::Topology& topo, Ns3EventLoop& loop, c
     m_txDevice[k] = a;
     m_txDevice[k + 1] = b;
     // A device receives what travels towards it: a hears b->a, b hears a->b.
-    a->SetReceiveCallback(ns3::MakeCallback(&Fabric::Receive, this, baId));
-    b->SetReceiveCallback(ns3::MakeCallback(&Fabric::Receive, this, abId));
+    a->SetReceiveCallback(ns3::MakeCallback(&P2pFabric::Receive, this, baId));
+    b->SetReceiveCallback(ns3::MakeCallback(&P2pFabric::Receive, this, abId));
     for (const auto& [id, dev] : {std::pair{abId, a}, std::pair{baId, b}}) {
       if (topo.vertex(links[static_cast<std::size_t>(id)].src).kind == topology::VertexKind::Gpu) {
-        dev->TraceConnectWithoutContext("PhyTxBegin", ns3::MakeCallback(&Fabric::OnSourceTxBegin, this, id));
+        dev->TraceConnectWithoutContext("PhyTxBegin", ns3::MakeCallback(&P2pFabric::OnSourceTxBegin, this, id));
       }
     }
   }
 }
 
-ns3::Ptr<ns3::PointToPointNetDevice> Ns3Network::Fabric::MakeDevice(topology::VertexId vertex, Bandwidth rate) {
+ns3::Ptr<ns3::PointToPointNetDevice> P2pFabric::MakeDevice(topology::VertexId vertex, Bandwidth rate) {
   auto device = ns3::CreateObject<ns3::PointToPointNetDevice>();
   device->SetDataRate(ns3::DataRate(static_cast<std::uint64_t>(rate.bps())));
   auto queue = ns3::CreateObject<ns3::DropTailQueue<ns3::Packet>>();
@@ -144,19 +148,19 @@ ns3::Ptr<ns3::PointToPointNetDevice> Ns3Network::Fabric::MakeDevice(topology::Ve
   device->SetQueue(queue);
   m_nodes[vertex]->AddDevice(device);  // installs the node's receive callback; ours replaces it
   for (const char* source : {"MacTxDrop", "PhyTxDrop", "PhyRxDrop"}) {
-    device->TraceConnectWithoutContext(source, ns3::MakeCallback(&Fabric::OnDrop, this));
+    device->TraceConnectWithoutContext(source, ns3::MakeCallback(&P2pFabric::OnDrop, this));
   }
   return device;
 }
 
-const topology::Path& Ns3Network::Fabric::Route(int src, int dst) {
+const topology::Path& P2pFabric::Route(int src, int dst) {
   const auto key = std::make_pair(src, dst);
   auto it = m_routes.find(key);
   if (it == m_routes.end()) it = m_routes.emplace(key, m_topo.route(src, dst)).first;
   return it->second;
 }
 
-void Ns3Network::Fabric::Send(const engine::Message& msg, engine::Callback onDelivered) {
+void P2pFabric::Send(const engine::Message& msg, engine::Callback onDelivered) {
   if (msg.bytes.count() < 0) throw SimulationError("ns-3 backend: negative message size");
   const topology::Path& path = Route(msg.src, msg.dst);
   ++m_stats.messages_sent;
@@ -178,7 +182,7 @@ void Ns3Network::Fabric::Send(const engine::Message& msg, engine::Callback onDel
   FillSourcePort(path.front());
 }
 
-void Ns3Network::Fabric::FillSourcePort(LinkId link) {
+void P2pFabric::FillSourcePort(LinkId link) {
   SourcePort& port = m_ports[static_cast<std::size_t>(link)];
   // Sending on an idle device starts its transmission at once, which fires
   // PhyTxBegin and calls us again: the outer call keeps filling.
@@ -195,7 +199,7 @@ void Ns3Network::Fabric::FillSourcePort(LinkId link) {
   port.filling = false;
 }
 
-void Ns3Network::Fabric::InjectPacket(std::uint64_t id, MessageState& msg, LinkId link) {
+void P2pFabric::InjectPacket(std::uint64_t id, MessageState& msg, LinkId link) {
   const std::int64_t offset = static_cast<std::int64_t>(msg.nextSequence) * m_mtu;
   const auto payload = static_cast<std::uint32_t>(std::min(m_mtu, msg.bytes - offset));
   auto packet = ns3::Create<ns3::Packet>(payload);  // zero-filled virtual payload, never allocated
@@ -210,14 +214,15 @@ void Ns3Network::Fabric::InjectPacket(std::uint64_t id, MessageState& msg, LinkI
   Transmit(link, packet);
 }
 
-void Ns3Network::Fabric::Transmit(LinkId link, ns3::Ptr<ns3::Packet> packet) {
+void P2pFabric::Transmit(LinkId link, ns3::Ptr<ns3::Packet> packet) {
   const auto& device = m_txDevice[static_cast<std::size_t>(link)];
   m_stats.wire_bytes += Bytes(packet->GetSize() + kPppHeaderBytes);
+  ++m_stats.packet_hops;
   device->Send(packet, m_peer, kProtocolNumber);  // a refusal shows up as MacTxDrop
   m_stats.max_queue_packets = std::max(m_stats.max_queue_packets, device->GetQueue()->GetNPackets());
 }
 
-bool Ns3Network::Fabric::Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> /*device*/,
+bool P2pFabric::Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> /*device*/,
                                  ns3::Ptr<const ns3::Packet> packet, std::uint16_t /*protocol*/,
                                  const ns3::Address& /*from*/) {
   TesseraHeader header;
@@ -252,13 +257,13 @@ bool Ns3Network::Fabric::Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> /*devic
   return true;
 }
 
-void Ns3Network::Fabric::OnSourceTxBegin(LinkId link, ns3::Ptr<const ns3::Packet> /*packet*/) {
+void P2pFabric::OnSourceTxBegin(LinkId link, ns3::Ptr<const ns3::Packet> /*packet*/) {
   FillSourcePort(link);
 }
 
-void Ns3Network::Fabric::OnDrop(ns3::Ptr<const ns3::Packet> /*packet*/) { ++m_stats.drops; }
+void P2pFabric::OnDrop(ns3::Ptr<const ns3::Packet> /*packet*/) { ++m_stats.drops; }
 
-void Ns3Network::Fabric::Verify() const {
+void P2pFabric::Verify() const {
   if (m_stats.drops != 0) {
     throw SimulationError(fmt::format("ns-3 backend: {} packets were dropped", m_stats.drops));
   }
@@ -274,10 +279,26 @@ void Ns3Network::Fabric::Verify() const {
   }
 }
 
+Ns3Report P2pFabric::GetReport() const {
+  Ns3Report report;
+  report.network = m_stats;
+  report.end_time = m_loop.now();
+  report.events = m_loop.events_processed();
+  return report;
+}
+
+}  // namespace
+
+std::unique_ptr<Ns3Network::Fabric> MakePointToPointFabric(const topology::Topology& topo, Ns3EventLoop& loop,
+                                                            const Ns3Options& options) {
+  return std::make_unique<P2pFabric>(topo, loop, options);
+}
+
 // --- Ns3Network: the Tessera-facing side ------------------------------------
 
 Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options)
-    : fabric_(std::make_unique<Fabric>(topo, loop, options)) {}
+    : fabric_(options.model == Ns3Model::InfiniBand ? MakeInfiniBandFabric(topo, loop, options)
+                                                    : MakePointToPointFabric(topo, loop, options)) {}
 
 Ns3Network::~Ns3Network() = default;
 
@@ -286,6 +307,8 @@ void Ns3Network::send(const engine::Message& msg, engine::Callback on_delivered)
 }
 
 const Ns3NetworkStats& Ns3Network::stats() const { return fabric_->GetStats(); }
+
+Ns3Report Ns3Network::report() const { return fabric_->GetReport(); }
 
 void Ns3Network::verify() const { fabric_->Verify(); }
 

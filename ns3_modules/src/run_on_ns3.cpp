@@ -1,16 +1,84 @@
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "tessera/error.hpp"
 #include "tessera/ns3_modules/ns3_backend.hpp"
 
 namespace tessera::ns3_modules {
 
 engine::ExecutionResult run_on_ns3(const parallelism::TaskGraph& graph, const topology::Topology& topo,
-                                   const Ns3Options& options, engine::ExecutionObserver* observer) {
+                                   const Ns3Options& options, engine::ExecutionObserver* observer,
+                                   Ns3Report* report) {
   // The loop is declared first, so it is destroyed last: the network lets go
   // of its ns-3 objects, then Simulator::Destroy() runs.
   Ns3EventLoop loop;
   Ns3Network net(topo, loop, options);
-  engine::ExecutionResult result = engine::execute(graph, loop, net, observer);
+  engine::ExecutionResult result = engine::execute(graph, loop, net, observer, options.execution);
   net.verify();
+  if (report != nullptr) {
+    *report = net.report();
+    report->sample_interval = options.link_sample_interval;
+  }
   return result;
+}
+
+std::string link_csv(const Ns3Report& report, const topology::Topology& topo) {
+  std::string out =
+      "link,src,dst,tier,bandwidth_bps,packets,wire_bytes,payload_bytes,busy_us,utilization,credit_stall_us,"
+      "max_queue_bytes,max_queue_packets\n";
+  const double span = report.end_time.seconds();
+  for (const LinkReport& r : report.links) {
+    if (r.packets == 0) continue;
+    const auto& l = topo.link(r.link);
+    out += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.6f},{:.3f},{},{}\n", r.link, topo.vertex(l.src).name,
+                       topo.vertex(l.dst).name, topology::to_string(topo.tier(r.link)), l.bandwidth.bps(), r.packets,
+                       r.wire_bytes.count(), r.payload_bytes.count(), r.busy.us(),
+                       span > 0 ? r.busy.seconds() / span : 0.0, r.credit_stall.us(), r.max_queue.count(),
+                       r.max_queue_packets);
+  }
+  return out;
+}
+
+std::string link_timeseries_csv(const Ns3Report& report, const topology::Topology& topo) {
+  std::string out = "link,t_us,wire_bytes,utilization\n";
+  if (report.sample_interval <= Time::zero()) return out;
+  const double bin = report.sample_interval.seconds();
+  for (const LinkReport& r : report.links) {
+    const double capacity = topo.link(r.link).bandwidth.bytes_per_second() * bin;
+    for (std::size_t i = 0; i < r.bytes_per_sample.size(); ++i) {
+      const Bytes b = r.bytes_per_sample[i];
+      if (b.count() == 0) continue;
+      out += fmt::format("{},{:.3f},{},{:.6f}\n", r.link, (report.sample_interval * static_cast<std::int64_t>(i)).us(),
+                         b.count(), b.as_double() / capacity);
+    }
+  }
+  return out;
+}
+
+namespace {
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError(fmt::format("cannot write {}", path));
+    f << text;
+    if (!f.flush()) throw InputError(fmt::format("cannot write {}", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(fmt::format("cannot write {}", path));
+  }
+}
+}  // namespace
+
+void write_link_csv(const Ns3Report& report, const topology::Topology& topo, const std::string& path,
+                    const std::string& timeseries_path) {
+  write_atomically(path, link_csv(report, topo));
+  if (!timeseries_path.empty() && report.sample_interval > Time::zero()) {
+    write_atomically(timeseries_path, link_timeseries_csv(report, topo));
+  }
 }
 
 }  // namespace tessera::ns3_modules

@@ -25,6 +25,15 @@ constexpr std::int64_t kMtu = 4096;
 /// destination, 4 B sequence) + 2 B PPP header.
 constexpr std::int64_t kOverhead = 8 + 4 + 4 + 2;
 
+/// The walking skeleton's PointToPoint model (the default is InfiniBand).
+Ns3Options p2p(Bytes mtu = Bytes(kMtu), int window = 2) {
+  Ns3Options o;
+  o.model = ns3_modules::Ns3Model::PointToPoint;
+  o.mtu = mtu;
+  o.source_window = window;
+  return o;
+}
+
 /// Seconds to serialise `payload` message bytes (with their packet headers).
 double wire_seconds(std::int64_t payload, Bandwidth bw) {
   const std::int64_t packets = std::max<std::int64_t>(1, (payload + kMtu - 1) / kMtu);
@@ -117,14 +126,14 @@ TEST(Ns3EventLoop, FreshSimulatorAfterAnExceptionInsideRun) {
   EXPECT_EQ(loop.now(), Time::from_ns(1));
 }
 
-TEST(Ns3Network, RejectsBadOptions) {
+TEST(Ns3PointToPoint, RejectsBadOptions) {
   const Topology t = star(2, Bandwidth::gbps(100), Time::from_us(1));
   Ns3EventLoop loop;
-  EXPECT_THROW(Ns3Network(t, loop, Ns3Options{Bytes(0), 2}), InputError);
-  EXPECT_THROW(Ns3Network(t, loop, Ns3Options{Bytes(4096), 0}), InputError);
+  EXPECT_THROW(Ns3Network(t, loop, p2p(Bytes(0), 2)), InputError);
+  EXPECT_THROW(Ns3Network(t, loop, p2p(Bytes(4096), 0)), InputError);
 }
 
-TEST(Ns3Network, OneMessageOnOneLinkTakesSizeOverBandwidthPlusLatency) {
+TEST(Ns3PointToPoint, OneMessageOnOneLinkTakesSizeOverBandwidthPlusLatency) {
   const Bandwidth bw = Bandwidth::gbps(100);
   const Time latency = Time::from_us(1);
   Topology t;
@@ -134,7 +143,7 @@ TEST(Ns3Network, OneMessageOnOneLinkTakesSizeOverBandwidthPlusLatency) {
 
   const std::int64_t size = (1 << 20) + 100;  // 256 full packets and a 100 B one
   Ns3EventLoop loop;
-  Ns3Network net(t, loop);
+  Ns3Network net(t, loop, p2p());
   Time delivered = Time::max();
   net.send(Message{0, 1, Bytes(size)}, [&] { delivered = loop.now(); });
   loop.run();
@@ -149,7 +158,7 @@ TEST(Ns3Network, OneMessageOnOneLinkTakesSizeOverBandwidthPlusLatency) {
   EXPECT_EQ(net.stats().drops, 0u);
 }
 
-TEST(Ns3Network, StoreAndForwardAcrossALeafSpineFabric) {
+TEST(Ns3PointToPoint, StoreAndForwardAcrossALeafSpineFabric) {
   // 2 nodes x 2 GPUs, 2 GPUs per leaf: GPU 0 -> GPU 3 crosses
   // GPU-leaf-spine-leaf-GPU, four 100 Gb/s links.
   topology::LeafSpineSpec spec;
@@ -167,7 +176,7 @@ TEST(Ns3Network, StoreAndForwardAcrossALeafSpineFabric) {
   ASSERT_EQ(t.route(0, 3).size(), 4u);
 
   Ns3EventLoop loop;
-  Ns3Network net(t, loop);
+  Ns3Network net(t, loop, p2p());
   const std::int64_t size = 64 * kMtu;
   Time big = Time::max();
   Time empty = Time::max();
@@ -200,7 +209,7 @@ struct SharedLinkRun {
 };
 SharedLinkRun run_two_flows(const Topology& t, Message m1, Message m2) {
   Ns3EventLoop loop;
-  Ns3Network net(t, loop);
+  Ns3Network net(t, loop, p2p());
   SharedLinkRun r{Time::max(), Time::max(), {}};
   net.send(m1, [&] { r.first = loop.now(); });
   net.send(m2, [&] { r.second = loop.now(); });
@@ -211,7 +220,7 @@ SharedLinkRun run_two_flows(const Topology& t, Message m1, Message m2) {
 }
 }  // namespace
 
-TEST(Ns3Network, TwoFlowsSharingALinkEachGetHalf) {
+TEST(Ns3PointToPoint, TwoFlowsSharingALinkEachGetHalf) {
   const Bandwidth bw = Bandwidth::gbps(100);
   const Time hop = Time::from_us(1);
   const Topology t = star(4, bw, hop);
@@ -252,9 +261,9 @@ TEST(Ns3Backend, AgreesWithFlowBackendOnRingAllReduce) {
   engine::DiscreteEventLoop flow_loop;
   engine::FlowNetwork flow_net(t, flow_loop);
   const auto flow = engine::execute(graph, flow_loop, flow_net);
-  const auto packet = ns3_modules::run_on_ns3(graph, t);
+  const auto packet = ns3_modules::run_on_ns3(graph, t, p2p());
 
-  std::printf("ring all-reduce 64 MiB, 8 hosts, 100 Gb/s: flow %.3f us, ns-3 %.3f us (%+.3f %%)\n",
+  std::printf("ring all-reduce 64 MiB, 8 hosts, 100 Gb/s: flow %.3f us, ns-3 point-to-point %.3f us (%+.3f %%)\n",
               flow.makespan.us(), packet.makespan.us(),
               100.0 * (packet.makespan.seconds() / flow.makespan.seconds() - 1.0));
   EXPECT_NEAR(packet.makespan.seconds(), flow.makespan.seconds(), 0.05 * flow.makespan.seconds());
@@ -267,12 +276,16 @@ TEST(Ns3Backend, AgreesWithFlowBackendOnRingAllReduce) {
 TEST(Ns3Backend, TwoRunsInOneProcessAreIdentical) {
   const Topology t = star(4, Bandwidth::gbps(200), Time::from_ns(600));
   const auto graph = all_reduce_graph(4, Bytes::mib(8) + Bytes(12'345), {30, 10, 20, 40});
-  const auto first = ns3_modules::run_on_ns3(graph, t, Ns3Options{Bytes(2048), 3});
-  const auto second = ns3_modules::run_on_ns3(graph, t, Ns3Options{Bytes(2048), 3});
+  for (const auto model : {ns3_modules::Ns3Model::InfiniBand, ns3_modules::Ns3Model::PointToPoint}) {
+  Ns3Options o = p2p(Bytes(2048), 3);
+  o.model = model;
+  const auto first = ns3_modules::run_on_ns3(graph, t, o);
+  const auto second = ns3_modules::run_on_ns3(graph, t, o);
   EXPECT_EQ(first.makespan, second.makespan);
   ASSERT_EQ(first.ranks.size(), second.ranks.size());
   for (std::size_t r = 0; r < first.ranks.size(); ++r) {
     EXPECT_EQ(first.ranks[r].finish, second.ranks[r].finish) << "rank " << r;
   }
   EXPECT_GT(first.makespan, Time::from_us(40));
+  }
 }

@@ -19,7 +19,8 @@ struct Simulation {
   /// plan costs by itself (compute + pipeline bubbles).
   Time free_comm_makespan;
   Time free_comm_compute;
-  std::vector<double> link_bytes;  ///< per directed link; empty when the backend does not count
+  std::vector<double> link_bytes;  ///< per directed link (flow backend)
+  std::string ns3_link_csv;        ///< per-link report of the ns-3 backend (ns3 backend)
 };
 
 /// Plans the scenario's iteration (its predictor times every kernel), builds

@@ -1,36 +1,96 @@
 #pragma once
 // The ns-3 packet-level backend: the same EventLoop + Network seams as the
 // flow backend, but ns3::Simulator owns the clock and every message crosses
-// the fabric as MTU-sized packets over ns-3 PointToPoint links.
+// the fabric as packets. Two fabric models:
+//  - Ns3Model::InfiniBand (default): our own ns-3 InfiniBand model (IbNetDevice,
+//    IbChannel, IbSwitch, IbHca in src/): credit-based link-level flow control
+//    per virtual lane, input-buffered switches forwarding by linear forwarding
+//    tables, queue pairs at the HCAs. Lossless by protocol.
+//  - Ns3Model::PointToPoint: ns-3's PointToPointNetDevice with unbounded
+//    queues and source routing (the walking skeleton, kept as a reference).
 //
 // This header is ns-3 free on purpose: the CLI includes it without ns-3's
 // include paths. Everything that touches ns-3 lives behind it, in src/, and
-// follows ns-3 conventions there (m_ members, PascalCase methods); the classes
-// declared here follow Tessera's (snake_case, trailing `_`).
+// follows ns-3 conventions there (m_ members, PascalCase methods, TypeIds with
+// attributes and trace sources); the classes declared here follow Tessera's
+// (snake_case, trailing `_`).
 //
 // ns3::Simulator is a process-wide singleton, so at most one Ns3EventLoop may
 // exist at a time; its destructor calls ns3::Simulator::Destroy(), so runs
 // made one after another in one process are independent and identical.
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "tessera/engine/event_loop.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/network.hpp"
 #include "tessera/parallelism/task_graph.hpp"
+#include "tessera/topology/routing.hpp"
 #include "tessera/topology/topology.hpp"
 #include "tessera/units.hpp"
 
 namespace tessera::ns3_modules {
 
+enum class Ns3Model {
+  InfiniBand,    ///< credit-based IB fabric (default)
+  PointToPoint,  ///< ns-3 PointToPoint links, unbounded queues (reference)
+};
+
+/// How an InfiniBand message picks its virtual lane.
+enum class VlPolicy {
+  Destination,  ///< VL = destination rank mod num_vls (a static SL-to-VL map per destination)
+  Source,       ///< VL = source rank mod num_vls
+};
+
 struct Ns3Options {
-  /// Largest payload of one packet. Every packet also carries
-  /// Ns3Network::kPacketOverhead bytes of headers on the wire.
+  /// How run_on_ns3 expands collectives (passed to engine::execute): give it
+  /// the scenario's, as the flow backend gets them, or the two backends run
+  /// different transfer graphs.
+  engine::ExecutionOptions execution;
+  /// Largest payload of one packet. PointToPoint: 1 B..1 MiB. InfiniBand: an
+  /// IB MTU, 256..4096 B (IB allows 256, 512, 1024, 2048 or 4096).
   Bytes mtu = Bytes::kib(4);
-  /// Packets a GPU keeps waiting in its NIC queue (besides the one on the
-  /// wire). Sources are paced by their own link: they add a packet whenever
-  /// one starts transmitting, round-robin over their active messages.
+  /// PointToPoint only: packets a GPU keeps waiting in its NIC queue.
   int source_window = 2;
+
+  // --- InfiniBand model ---------------------------------------------------
+  Ns3Model model = Ns3Model::InfiniBand;
+  /// Header bytes on the wire per MTU packet: LRH 8 + BTH 12 + ICRC 4 +
+  /// VCRC 2 = 26 B of headers and CRCs, plus 4 B of start/end delimiters and
+  /// idles between packets. Range 0..256.
+  Bytes header_bytes = Bytes(30);
+  /// Data virtual lanes per port (1..15), served round-robin by each output.
+  int num_vls = 1;
+  VlPolicy vl_policy = VlPolicy::Destination;
+  /// Receive buffer per input port per VL, i.e. the credits a sender starts
+  /// with (counted in 64 B blocks, as IB does). Zero = sized per link to
+  /// cover the credit round trip at line rate (2 x latency x rate + 3
+  /// segments), so an uncongested link never waits for credits. An explicit
+  /// size must hold at least one segment.
+  Bytes buffer_bytes = Bytes(0);
+  /// Segment coarsening, the accuracy-for-speed knob: the simulator moves
+  /// this many MTU packets as one unit (wire size = payload + header_bytes per
+  /// MTU packet inside it, so serialization time is exact; only the
+  /// granularity of interleaving, pipelining and credits coarsens). 1 = every
+  /// packet (exact). 1..4096.
+  int packets_per_segment = 1;
+  /// Switches pick, per packet, the least-loaded output among the
+  /// destination's equal-cost ports (by bytes queued for each), instead of
+  /// the forwarding table's single port. Packets of one message may then
+  /// arrive out of order; the HCA reassembles by byte count.
+  bool adaptive_routing = false;
+  /// Switches forward a packet as soon as its headers are in (virtual
+  /// cut-through, as IB switches do) instead of after its last byte (store
+  /// and forward). A packet still never leaves before its last byte arrived.
+  bool cut_through = true;
+  /// Per-link wire-bytes time series, in bins of this width; zero = totals only.
+  Time link_sample_interval = Time::zero();
+  /// Forwarding tables to use instead of topology::build_forwarding_tables(topo)
+  /// (must outlive the run). Checked before the run: every fabric switch must
+  /// reach every HCA attached to the fabric.
+  const topology::ForwardingTables* forwarding_tables = nullptr;
 };
 
 /// An EventLoop whose clock is ns3::Simulator's (picosecond resolution,
@@ -55,27 +115,56 @@ class Ns3EventLoop final : public engine::EventLoop {
 struct Ns3NetworkStats {
   std::uint64_t messages_sent = 0;
   std::uint64_t messages_delivered = 0;
-  std::uint64_t packets_injected = 0;
-  std::uint64_t packets_delivered = 0;
+  std::uint64_t packets_injected = 0;   ///< simulated packets (segments) put on the wire at sources
+  std::uint64_t packets_delivered = 0;  ///< simulated packets (segments) that reached their HCA
+  std::uint64_t packet_hops = 0;        ///< simulated packets transmitted, over every link
   Bytes payload_injected;   ///< message bytes put on the wire at sources
   Bytes payload_delivered;  ///< message bytes that reached their destination
   Bytes wire_bytes;         ///< payload plus headers, over every link crossed
-  std::uint64_t drops = 0;  ///< MacTxDrop + PhyTxDrop + PhyRxDrop, all devices
-  std::uint32_t max_queue_packets = 0;  ///< deepest transmit queue seen
+  std::uint64_t drops = 0;  ///< PointToPoint: device drops; InfiniBand: buffer overflows (always 0 unless a bug)
+  std::uint32_t max_queue_packets = 0;  ///< deepest transmit queue (PointToPoint) / input buffer (InfiniBand)
+  // InfiniBand only.
+  Bytes max_buffer_bytes;                ///< fullest input buffer of any port and VL
+  Time credit_stall;                     ///< sum over output ports of time spent waiting for credits
+  std::uint64_t credit_violations = 0;   ///< credits below zero or above the buffer (always 0 unless a bug)
 };
 
-/// A Network over ns-3: one ns3::Node per topology vertex, one
-/// PointToPointChannel with a PointToPointNetDevice at each end per duplex
-/// link. No Internet stack: packets carry a small Tessera header and are
-/// source-routed along topology::Topology::route(src, dst).
+/// One directed link's totals (InfiniBand model).
+struct LinkReport {
+  topology::LinkId link = -1;
+  Bytes wire_bytes;      ///< payload + headers transmitted
+  Bytes payload_bytes;
+  std::uint64_t packets = 0;
+  Time busy;             ///< time spent serialising
+  Time credit_stall;     ///< time the output idled with packets waiting but no credits
+  Bytes max_queue;       ///< fullest input buffer (all VLs) at the link's receiving end
+  std::uint32_t max_queue_packets = 0;
+  /// Wire bytes whose transmission started in each bin of
+  /// Ns3Report::sample_interval (empty without a sample interval).
+  std::vector<Bytes> bytes_per_sample;
+};
+
+/// Everything a run of the ns-3 backend measured besides the execution result.
+struct Ns3Report {
+  Ns3NetworkStats network;
+  Time end_time;                 ///< simulated time when the fabric went quiet
+  Time sample_interval;          ///< width of LinkReport::bytes_per_sample bins
+  std::uint64_t events = 0;      ///< ns-3 events executed
+  std::vector<LinkReport> links; ///< InfiniBand: one per directed link (index = LinkId); PointToPoint: empty
+};
+
+/// A Network over ns-3 (see Ns3Model). No Internet stack: packets carry a
+/// small header and are forwarded by tables (InfiniBand) or source-routed
+/// along topology::Topology::route(src, dst) (PointToPoint).
 class Ns3Network final : public engine::Network {
  public:
-  /// Per-packet header bytes on the wire: the Tessera header (message id,
-  /// destination, sequence number: 16 B) plus the PPP header (2 B).
+  /// PointToPoint per-packet header bytes on the wire: the Tessera header
+  /// (message id, destination, sequence number: 16 B) plus the PPP header (2 B).
   static constexpr std::int64_t kPacketOverhead = 18;
 
-  /// `topo` and `loop` must outlive the network. Throws InputError for bad
-  /// options.
+  /// `topo` and `loop` must outlive the network. Throws InputError, before
+  /// anything is simulated, for bad options, non-positive link rates or
+  /// forwarding tables that do not reach every destination.
   Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options = {});
   ~Ns3Network() override;
   Ns3Network(const Ns3Network&) = delete;
@@ -84,23 +173,42 @@ class Ns3Network final : public engine::Network {
   void send(const engine::Message& msg, engine::Callback on_delivered) override;
 
   [[nodiscard]] const Ns3NetworkStats& stats() const;
+  /// Per-link totals, time series and fabric stats so far.
+  [[nodiscard]] Ns3Report report() const;
   /// Call after the loop has run: throws SimulationError unless nothing was
-  /// dropped, every message was delivered and every injected byte arrived.
+  /// dropped, credits never went negative (nor above the buffer), every
+  /// message was delivered and every injected byte arrived.
   void verify() const;
 
- private:
+ /// The ns-3 side (opaque here; the models in src/ implement it).
   class Fabric;
+
+ private:
   std::unique_ptr<Fabric> fabric_;
 };
 
 /// Runs `graph` on `topo` with the ns-3 backend: creates an Ns3EventLoop and
-/// an Ns3Network, calls engine::execute, checks the fabric was lossless
-/// (Ns3Network::verify), destroys the simulator and returns the result.
-/// Throws InputError for bad options or graphs, SimulationError if the run
-/// deadlocks or loses data, and SimulationError if an Ns3EventLoop is already
-/// alive in this process.
+/// an Ns3Network, calls engine::execute, checks the fabric's invariants
+/// (Ns3Network::verify), fills `report` if given, destroys the simulator and
+/// returns the result. Throws InputError for bad options, topologies or
+/// graphs, SimulationError if the run deadlocks, loses data or breaks an
+/// invariant, and SimulationError if an Ns3EventLoop is already alive.
 engine::ExecutionResult run_on_ns3(const parallelism::TaskGraph& graph, const topology::Topology& topo,
                                    const Ns3Options& options = {},
-                                   engine::ExecutionObserver* observer = nullptr);
+                                   engine::ExecutionObserver* observer = nullptr, Ns3Report* report = nullptr);
+
+/// Per-link totals as CSV, one row per directed link that carried traffic:
+/// link,src,dst,tier,bandwidth_bps,packets,wire_bytes,payload_bytes,busy_us,
+/// utilization (busy / end_time),credit_stall_us,max_queue_bytes,max_queue_packets
+std::string link_csv(const Ns3Report& report, const topology::Topology& topo);
+/// Per-link time series as CSV (needs Ns3Options::link_sample_interval):
+/// link,t_us (bin start),wire_bytes,utilization (of the bin); links and bins
+/// with no traffic are left out.
+std::string link_timeseries_csv(const Ns3Report& report, const topology::Topology& topo);
+/// Writes link_csv (and, when `timeseries_path` is not empty and there are
+/// samples, link_timeseries_csv) atomically (temp file + rename). Throws
+/// InputError if a file cannot be written.
+void write_link_csv(const Ns3Report& report, const topology::Topology& topo, const std::string& path,
+                    const std::string& timeseries_path = {});
 
 }  // namespace tessera::ns3_modules
