@@ -34,7 +34,13 @@ std::vector<Bytes> split(Bytes size, std::int64_t parts) {
 
 TransferIndex add(TransferGraph& g, int src, int dst, Bytes bytes, std::int32_t step,
                   std::vector<TransferIndex> deps) {
-  g.transfers.push_back(Transfer{src, dst, bytes, std::move(deps), step});
+  g.transfers.push_back(Transfer{src, dst, bytes, std::move(deps), step, false});
+  return static_cast<TransferIndex>(g.transfers.size() - 1);
+}
+
+TransferIndex add_reduce(TransferGraph& g, int src, int dst, Bytes bytes, std::int32_t step,
+                         std::vector<TransferIndex> deps) {
+  g.transfers.push_back(Transfer{src, dst, bytes, std::move(deps), step, true});
   return static_cast<TransferIndex>(g.transfers.size() - 1);
 }
 

@@ -15,6 +15,9 @@ void check_group(std::string_view what, const std::vector<int>& ranks, Bytes siz
 std::vector<Bytes> split(Bytes size, std::int64_t parts);
 TransferIndex add(TransferGraph& g, int src, int dst, Bytes bytes, std::int32_t step,
                   std::vector<TransferIndex> deps = {});
+/// Same, for a transfer whose receiver reduces the data into its buffer.
+TransferIndex add_reduce(TransferGraph& g, int src, int dst, Bytes bytes, std::int32_t step,
+                         std::vector<TransferIndex> deps = {});
 /// Appends `part` (its deps shifted); returns the index of its first transfer.
 TransferIndex append(TransferGraph& g, const TransferGraph& part);
 /// Transfers in [begin, end) by receiving rank.

@@ -49,9 +49,9 @@ void halving(TransferGraph& g, const std::vector<int>& core, const std::vector<B
       const std::int64_t lo = j & ~(2 * d - 1);
       const std::int64_t send_lo = (j & d) == 0 ? lo + d : lo;  // keep our half, send the other
       const TransferIndex t =
-          detail::add(g, core[static_cast<std::size_t>(j)], core[static_cast<std::size_t>(partner)],
-                      range_bytes(chunks, send_lo, d), step,
-                      st.deps(static_cast<std::size_t>(j), static_cast<std::size_t>(partner)));
+          detail::add_reduce(g, core[static_cast<std::size_t>(j)], core[static_cast<std::size_t>(partner)],
+                             range_bytes(chunks, send_lo, d), step,
+                             st.deps(static_cast<std::size_t>(j), static_cast<std::size_t>(partner)));
       sent[static_cast<std::size_t>(j)] = t;
       recv[static_cast<std::size_t>(partner)] = t;
     }
@@ -109,7 +109,7 @@ TransferGraph halving_doubling_all_reduce(const std::vector<int>& ranks, Bytes s
   if (r > 0) {
     // Fold: the extra ranks hand their buffer to their odd neighbour.
     for (std::int64_t i = 0; i < r; ++i) {
-      st.last_recv[static_cast<std::size_t>(i)] = detail::add(
+      st.last_recv[static_cast<std::size_t>(i)] = detail::add_reduce(
           g, ranks[static_cast<std::size_t>(2 * i)], ranks[static_cast<std::size_t>(2 * i + 1)], size, 0);
     }
     ++step;

@@ -25,6 +25,7 @@ TransferGraph ring_steps(const std::vector<int>& ranks, Bytes size, std::int64_t
       t.dst = ranks[static_cast<std::size_t>((i + 1) % p)];
       t.bytes = chunks[static_cast<std::size_t>(c)];
       t.step = static_cast<std::int32_t>(s - first);
+      t.reduce = s < p - 1;  // reduce-scatter steps combine the chunk they receive
       if (s > first) {
         t.deps.push_back(index(s - 1, i));
         t.deps.push_back(index(s - 1, (i - 1 + p) % p));
@@ -77,8 +78,8 @@ TransferGraph chain_reduce(const std::vector<int>& ranks, Bytes size) {
   for (std::size_t i = ranks.size() - 1; i > 0; --i) {
     std::vector<TransferIndex> deps;
     if (!g.transfers.empty()) deps.push_back(static_cast<TransferIndex>(g.transfers.size() - 1));
-    detail::add(g, ranks[i], ranks[i - 1], size, static_cast<std::int32_t>(g.transfers.size()),
-                std::move(deps));
+    detail::add_reduce(g, ranks[i], ranks[i - 1], size, static_cast<std::int32_t>(g.transfers.size()),
+                       std::move(deps));
   }
   return g;
 }

@@ -9,6 +9,14 @@
 
 namespace tessera::collectives {
 
+Bytes TransferGraph::bytes_reduced_by(int rank) const {
+  Bytes total;
+  for (const auto& t : transfers) {
+    if (t.reduce && t.dst == rank) total += t.bytes;
+  }
+  return total;
+}
+
 Bytes TransferGraph::bytes_sent_by(int rank) const {
   Bytes total;
   for (const auto& t : transfers) {

@@ -45,8 +45,8 @@ TransferGraph binomial_reduce(const std::vector<int>& ranks, Bytes size) {
       if (!from_children[static_cast<std::size_t>(parent)].empty()) {
         deps.push_back(from_children[static_cast<std::size_t>(parent)].back());
       }
-      const TransferIndex t = detail::add(g, ranks[static_cast<std::size_t>(i)],
-                                          ranks[static_cast<std::size_t>(parent)], size, k, std::move(deps));
+      const TransferIndex t = detail::add_reduce(g, ranks[static_cast<std::size_t>(i)],
+                                                 ranks[static_cast<std::size_t>(parent)], size, k, std::move(deps));
       from_children[static_cast<std::size_t>(parent)].push_back(t);
     }
   }
@@ -110,8 +110,8 @@ TransferGraph double_binary_tree_core(const std::vector<int>& ranks, Bytes size)
       const int par = parent[static_cast<std::size_t>(x)];
       if (par < 0) continue;
       const TransferIndex t =
-          add(g, ranks[static_cast<std::size_t>(x)], ranks[static_cast<std::size_t>(par)], h,
-              max_depth - depth[static_cast<std::size_t>(x)], up_in[static_cast<std::size_t>(x)]);
+          add_reduce(g, ranks[static_cast<std::size_t>(x)], ranks[static_cast<std::size_t>(par)], h,
+                     max_depth - depth[static_cast<std::size_t>(x)], up_in[static_cast<std::size_t>(x)]);
       up_in[static_cast<std::size_t>(par)].push_back(t);
     }
     // Broadcast: shallowest first; the root once it has everything.

@@ -302,3 +302,29 @@ TEST(BadInput, OneLineErrorsNameTheNumbers) {
       [] { (void)expand(CollectiveKind::AllGather, iota_ranks(6), Bytes(0), Algorithm::HalvingDoubling); },
       {"got 6 ranks"});
 }
+
+// Reduction work: which receiver combines how many bytes (the GPU kernel the
+// engine times with the node model).
+TEST(Reduction, BytesReducedPerRankMatchTheTextbook) {
+  const std::vector<int> eight{0, 1, 2, 3, 4, 5, 6, 7};
+  const Bytes s(8'000'000);
+  const auto ring = ring_all_reduce(eight, s);
+  const auto rs = ring_reduce_scatter(eight, s);
+  const auto ag = ring_all_gather(eight, s);
+  const auto hd = halving_doubling_all_reduce(eight, s);
+  for (int r : eight) {
+    // (p-1)/p * S: every chunk but its own arrives once, to be reduced.
+    EXPECT_EQ(ring.bytes_reduced_by(r).count(), 7'000'000) << r;
+    EXPECT_EQ(rs.bytes_reduced_by(r).count(), 7'000'000) << r;
+    EXPECT_EQ(ag.bytes_reduced_by(r).count(), 0) << r;
+    EXPECT_EQ(hd.bytes_reduced_by(r).count(), 7'000'000) << r;  // S/2 + S/4 + S/8
+  }
+  // Binomial reduce to rank 0 over 8: the root combines log2(8) = 3 buffers.
+  EXPECT_EQ(binomial_reduce(eight, s).bytes_reduced_by(0).count(), 3 * 8'000'000);
+  // Chain reduce: every rank but the last combines one full buffer.
+  const auto chain = chain_reduce(eight, s);
+  for (int r = 0; r < 7; ++r) EXPECT_EQ(chain.bytes_reduced_by(r).count(), 8'000'000) << r;
+  EXPECT_EQ(chain.bytes_reduced_by(7).count(), 0);
+  // Broadcasts reduce nothing.
+  EXPECT_EQ(binomial_broadcast(eight, s).bytes_reduced_by(3).count(), 0);
+}

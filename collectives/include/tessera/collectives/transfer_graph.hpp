@@ -17,6 +17,10 @@ struct Transfer {
   /// Transfers that must be delivered before this one may start.
   std::vector<TransferIndex> deps;
   std::int32_t step = 0;  ///< algorithm step (for traces and tests)
+  /// The receiver combines the received bytes with its own buffer (a
+  /// memory-bound reduction kernel on the receiving GPU) before anything that
+  /// depends on this transfer may use them.
+  bool reduce = false;
 };
 
 struct TransferGraph {
@@ -26,6 +30,8 @@ struct TransferGraph {
   [[nodiscard]] Bytes bytes_sent_by(int rank) const;
   /// Bytes delivered to `rank` over the whole collective.
   [[nodiscard]] Bytes bytes_received_by(int rank) const;
+  /// Bytes `rank` receives and reduces into its own buffer.
+  [[nodiscard]] Bytes bytes_reduced_by(int rank) const;
   /// Bytes of all transfers.
   [[nodiscard]] Bytes total_bytes() const;
   /// Number of dependency levels (the critical path length in transfers).
