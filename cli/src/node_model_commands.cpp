@@ -119,7 +119,9 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   if (only != "all" && only != "tile-mlp" && only != "linreg" && only != "mlp") {
     throw UsageError(fmt::format("--only: expected tile-mlp, linreg or mlp, got '{}'", only));
   }
-  const std::string devices = p.get("devices").value_or(nm::find_device_configs(data));
+  // (not value_or: the search must not run, and fail, when --devices is given)
+  const auto given_devices = p.get("devices");
+  const std::string devices = given_devices ? *given_devices : nm::find_device_configs(data);
   nm::TileMlpTrainOptions opt;
   if (auto e = p.get("epochs")) opt.mlp.epochs = parse_positive_int(*e, "--epochs");
   if (auto m = p.get("max-rows")) opt.max_rows_per_class = parse_positive_int(*m, "--max-rows");

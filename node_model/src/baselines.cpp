@@ -1,10 +1,12 @@
 #include "tessera/node_model/baselines.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <sstream>
 
 #include "tessera/error.hpp"
+#include "tessera/node_model/roofline.hpp"
 
 namespace tessera::node_model {
 namespace {
@@ -20,6 +22,7 @@ void check_header(std::istream& in, std::string_view kind, const std::string& so
   }
 }
 
+/// 1 us, FLOPs / peak and bytes / bandwidth of an FP32 kernel (what the fit saw).
 std::array<double, 3> linreg_terms(const Kernel& k, const GpuSpec& gpu) {
   const double peak = (is_gemm(k.op) ? gpu.matmul_peak(k.dtype) : gpu.fp32_peak).per_second();
   return {1e-6, k.flops().count() / peak, k.bytes().as_double() / gpu.memory_bandwidth.bytes_per_second()};
@@ -91,10 +94,19 @@ Time LinRegPredictor::predict(const Kernel& kernel) const {
   kernel.validate();
   const auto cls = kernel_class(kernel.op);
   if (!cls || !model_->trained[static_cast<int>(*cls)]) return memory_bound_time(kernel, gpu_);
-  const auto t = linreg_terms(kernel, gpu_);
+  // 16-bit: the fit evaluated on the FP32 twin, its non-intercept part
+  // scaled by the roofline ratio (tensor-core peak, 2-byte elements); the
+  // launch intercept c0 is not scaled. (Evaluating the fit on 16-bit terms
+  // directly would let a negative FLOP coefficient make vector ops > 2x faster.)
+  Kernel twin = kernel;
+  twin.dtype = DType::FP32;
+  const auto t = linreg_terms(twin, gpu_);
   const auto& c = model_->coef[static_cast<int>(*cls)];
-  const double s = c[0] * t[0] + c[1] * t[1] + c[2] * t[2];
-  return Time::from_seconds(std::max(s, 1e-7));
+  const double s = std::max(c[0] * t[0] + c[1] * t[1] + c[2] * t[2], 1e-7);
+  if (kernel.dtype == DType::FP32) return Time::from_seconds(s);
+  const double intercept = std::clamp(c[0] * t[0], 0.0, s);
+  const double scale = roofline_time(kernel, gpu_).seconds() / roofline_time(twin, gpu_).seconds();
+  return Time::from_seconds(std::max(intercept + (s - intercept) * scale, 1e-7));
 }
 
 // ---------------------------------------------------------------- direct MLP
@@ -202,8 +214,16 @@ Time DirectMlpPredictor::predict(const Kernel& kernel) const {
   if (!cls || model_->nets[static_cast<int>(*cls)].empty()) {
     t = memory_bound_time(kernel, gpu_);
   } else {
-    const double log_ms = model_->nets[static_cast<int>(*cls)].forward(direct_features(kernel, gpu_))(0);
-    t = Time::from_seconds(std::exp(std::min(log_ms, 30.0)) * 1e-3);
+    // 16-bit: the FP32 twin (what the net was trained on) scaled by the
+    // roofline ratio (tensor-core peak, 2-byte elements): the same assumption
+    // as tile-mlp, applied to the whole kernel.
+    Kernel twin = kernel;
+    twin.dtype = DType::FP32;
+    const double log_ms = model_->nets[static_cast<int>(*cls)].forward(direct_features(twin, gpu_))(0);
+    const double scale = kernel.dtype == DType::FP32
+                             ? 1.0
+                             : roofline_time(kernel, gpu_).seconds() / roofline_time(twin, gpu_).seconds();
+    t = Time::from_seconds(std::exp(std::min(log_ms, 30.0)) * 1e-3 * scale);
   }
   cache_.put(kernel, t);
   return t;

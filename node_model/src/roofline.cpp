@@ -5,14 +5,16 @@
 
 namespace tessera::node_model {
 
+Time roofline_time(const Kernel& kernel, const GpuSpec& gpu) {
+  const FlopRate peak = is_gemm(kernel.op) ? gpu.matmul_peak(kernel.dtype) : gpu.fp32_peak;
+  return std::max(compute_time(kernel.flops(), peak), transmit_time(kernel.bytes(), gpu.memory_bandwidth));
+}
+
 RooflinePredictor::RooflinePredictor(GpuSpec gpu) : gpu_(std::move(gpu)) { gpu_.validate(); }
 
 Time RooflinePredictor::predict(const Kernel& kernel) const {
   kernel.validate();
-  const FlopRate peak = is_gemm(kernel.op) ? gpu_.matmul_peak(kernel.dtype) : gpu_.fp32_peak;
-  const Time t_compute = compute_time(kernel.flops(), peak);
-  const Time t_memory = transmit_time(kernel.bytes(), gpu_.memory_bandwidth);
-  return std::max(t_compute, t_memory);
+  return roofline_time(kernel, gpu_);
 }
 
 }  // namespace tessera::node_model

@@ -14,7 +14,7 @@ namespace tessera::node_model {
 namespace {
 
 constexpr std::string_view kMagic = "tessera-node-model-weights";
-constexpr int kVersion = 2;
+constexpr int kVersion = 3;  // 3: softmax re-read traffic and thread-loop feature
 
 double safe_log(double x) { return std::log(std::max(x, 1e-30)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -82,6 +82,43 @@ int elementwise_index(KernelOp op) {
   }
 }
 
+double softmax_thread_fill(const Kernel& k) {
+  // PyTorch's block-per-row softmax (cunn_SoftMaxForward, rows wider than
+  // 1024): ILP = 16 bytes / element loads per thread, block size the power of
+  // two >= min(H / ILP, 1024) / 2 (SoftMax_getBlockSize). Each thread loops
+  // ceil(H / ILP / threads) times; the fill is the useful fraction of that
+  // loop (1 for H = 2048, 0.625 for H = 2560).
+  if (k.op != KernelOp::Softmax) return 0.0;  // (a constant: the feature is unused)
+  if (k.h <= 1024) return 1.0;                 // warp-per-row kernel
+  const double ilp = 16.0 / dtype_bytes(k.dtype);
+  const double max_block = std::floor(std::min(std::floor(static_cast<double>(k.h) / ilp), 1024.0) / 2.0);
+  double threads = 1;
+  while (threads < max_block) threads *= 2;
+  threads = std::max(threads, 32.0);
+  const double loops = static_cast<double>(k.h) / ilp / threads;
+  return loops / std::ceil(loops);
+}
+
+double softmax_reread_factor(const Kernel& k, const GpuSpec& gpu, const Tile& tile) {
+  // PyTorch's block-per-row softmax (rows wider than 1024) passes over its
+  // row three times (max, sum of exponentials, normalise): one read, two
+  // re-reads, one write. The re-reads hit in cache while the rows of the
+  // blocks resident on an SM (4 blocks of 512 threads) fit in the SM's share
+  // of the L2, capped at 128 KB, an L1-class size (A100's L2 is split into
+  // two partitions, so an SM effectively sees about half of its 40 MB).
+  // Beyond that the re-reads miss, increasingly over one octave of the row
+  // length, until both come from DRAM (traffic x2). The cap and the miss
+  // rate (1.0 of 0.6-1.0 tried) were selected on the training GPUs'
+  // held-out test rows, not on the A100-80GB.
+  if (k.op != KernelOp::Softmax || tile.elements > static_cast<double>(k.h)) return 1.0;
+  constexpr double kCacheCap = 128e3;
+  constexpr double kMiss = 1.0;
+  const double resident = 4.0 * dtype_bytes(k.dtype) * static_cast<double>(k.h);
+  const double share = std::min(gpu.l2_cache.as_double() / gpu.sms, kCacheCap);
+  const double ramp = std::clamp(std::log2(resident / share), 0.0, 1.0);
+  return 1.0 + kMiss * ramp;
+}
+
 TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile) {
   TileGeometry g;
   const double sms = gpu.sms;
@@ -104,13 +141,20 @@ TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile
     const double ept = std::max(1.0, tile.elements);
     g.tiles = std::max(1.0, std::ceil(numel / ept));
     g.tile_flops = k.flops().count() / g.tiles;
-    g.tile_bytes = k.bytes().as_double() / g.tiles;
+    g.tile_bytes = k.bytes().as_double() / g.tiles * softmax_reread_factor(k, gpu, tile);
   }
   g.waves = std::ceil(g.tiles / sms);
   g.fill = g.tiles / (g.waves * sms);
   g.tile_bound_s = std::max(g.tile_flops / (peak / sms), g.tile_bytes / (bw / sms));
   g.total_bytes = k.bytes().as_double();
   return g;
+}
+
+double wave_roofline_s(const Kernel& k, const GpuSpec& gpu, const TileGeometry& g) {
+  const double peak = (is_gemm(k.op) ? gpu.matmul_peak(k.dtype) : gpu.fp32_peak).per_second();
+  // Vector ops: tiles * tile bytes includes the softmax re-read traffic.
+  const double bytes = is_gemm(k.op) ? g.total_bytes : g.tiles * g.tile_bytes;
+  return std::max(g.waves * g.tile_flops / (peak / gpu.sms), bytes / gpu.memory_bandwidth.bytes_per_second());
 }
 
 Eigen::VectorXd tile_features(const Kernel& k, const GpuSpec& gpu, const Tile& tile, const TileGeometry& g) {
@@ -144,6 +188,7 @@ Eigen::VectorXd tile_features(const Kernel& k, const GpuSpec& gpu, const Tile& t
     f(10) = safe_log(static_cast<double>(k.h));
     f(11) = safe_log(tile.elements);
     f(12) = safe_log(tile.elements / static_cast<double>(k.h));
+    f(13) = softmax_thread_fill(k);
     f(14) = pow2_factor(k.h);
   }
   // Size-dependent features, clamped to the training range by the MLP: they
@@ -217,6 +262,24 @@ TileTable TileTable::learn(const MeasurementSet& data) {
     t.vector_.push_back({key[0], key[1], key[2], key[3], values[values.size() / 2]});
   }
   return t;
+}
+
+Tile TileTable::largest_gemm_tile() const {
+  Tile best;
+  double best_area = -1;
+  int best_count = -1;
+  std::map<std::pair<int, int>, int> counts;
+  for (const auto& e : gemm_) counts[{e.a, e.b}] += e.count;
+  for (const auto& [ab, n] : counts) {
+    const double area = static_cast<double>(ab.first) * ab.second;
+    if (area > best_area || (area == best_area && n > best_count)) {
+      best_area = area;
+      best_count = n;
+      best.a = ab.first;
+      best.b = ab.second;
+    }
+  }
+  return best;
 }
 
 int TileTable::nearest_gpu(const GpuSpec& gpu) const {
@@ -558,6 +621,14 @@ TileMlpPredictor::TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpMod
     : gpu_(std::move(gpu)), model_(std::move(model)) {
   gpu_.validate();
   if (!model_) throw InputError("tile-mlp predictor: no model");
+  tensor_tile_ = model_->tiles.largest_gemm_tile();
+}
+
+double TileMlpPredictor::fp32_kernel_ms(KernelClass c, const Kernel& fp32) const {
+  const Tile tile = model_->tiles.lookup(fp32, gpu_);
+  const TileGeometry g = tile_geometry(fp32, gpu_, tile);
+  const double util = model_->utilization(c, tile_features(fp32, gpu_, tile, g), g.waves);
+  return g.waves * g.tile_bound_s / util * 1e3;
 }
 
 double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
@@ -565,10 +636,21 @@ double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
   if (!cls || model_->nets[static_cast<int>(*cls)].empty()) {
     return memory_bound_time(kernel, gpu_).ms();
   }
-  const Tile tile = model_->tiles.lookup(kernel, gpu_);
-  const TileGeometry g = tile_geometry(kernel, gpu_, tile);
-  const double util = model_->utilization(*cls, tile_features(kernel, gpu_, tile, g), g.waves);
-  return std::max(model_->floor_ms[static_cast<int>(*cls)], g.waves * g.tile_bound_s / util * 1e3);
+  const double floor_ms = model_->floor_ms[static_cast<int>(*cls)];
+  if (kernel.dtype == DType::FP32) return std::max(floor_ms, fp32_kernel_ms(*cls, kernel));
+  // 16-bit: no measurements to learn from, so (an explicit assumption, see
+  // docs/node_model.md) the FP32 twin's achieved fraction of its roofline
+  // carries over to the 16-bit roofline. GEMMs run on tensor cores with the
+  // table's largest tile (128x128, a standard tensor-core CTA tile of cuBLAS
+  // on Ampere and Hopper), vector ops with the FP32 blocks and half the bytes.
+  Kernel twin = kernel;
+  twin.dtype = DType::FP32;
+  const Tile tile32 = model_->tiles.lookup(twin, gpu_);
+  const TileGeometry g32 = tile_geometry(twin, gpu_, tile32);
+  const Tile tile16 = is_gemm(kernel.op) ? tensor_tile_ : tile32;
+  const TileGeometry g16 = tile_geometry(kernel, gpu_, tile16);
+  const double ratio = wave_roofline_s(kernel, gpu_, g16) / wave_roofline_s(twin, gpu_, g32);
+  return std::max(floor_ms, fp32_kernel_ms(*cls, twin) * ratio);
 }
 
 Time TileMlpPredictor::predict(const Kernel& kernel) const {

@@ -2,6 +2,7 @@
 // accuracy on NeuSight's real measurements (skipped when the data is absent).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "tessera/node_model/json.hpp"
 #include "tessera/node_model/model_graph.hpp"
 #include "tessera/node_model/predictors.hpp"
+#include "tessera/node_model/roofline.hpp"
 #include "tessera/node_model/tile_mlp.hpp"
 #include "tessera/node_model/validation.hpp"
 
@@ -44,7 +46,7 @@ std::string data_root() {
 constexpr double kBmmLimit = 12.5;        // measured 12.0% (target 10%: not met)
 constexpr double kLinearLimit = 9.0;      // measured 8.4% (target 10%: met)
 constexpr double kElementwiseLimit = 3.0;  // measured 2.4% (target 8%: met)
-constexpr double kSoftmaxLimit = 12.0;    // measured 11.6% (target 8%: not met)
+constexpr double kSoftmaxLimit = 7.6;     // measured 7.2% (target 8%: met)
 constexpr double kLnLimit = 7.5;          // measured 7.0% (target 8%: met)
 constexpr double kE2eLimit = 9.3;         // measured 8.8% (target 5%: not met)
 
@@ -150,13 +152,133 @@ TEST(TileMlp, ShippedWeightsGiveSensibleDeterministicPredictions) {
   EXPECT_THROW((void)p->predict(nm::Kernel::gemm(nm::KernelOp::Bmm, 1, 0, 2, 2, nm::DType::FP32)), InputError);
 }
 
+// ---------------------------------------------------------------- 16-bit
+
+// There are no 16-bit measurements: 16-bit kernels are predicted from their
+// FP32 twin (same shape, same GPU), whose achieved fraction of its roofline
+// is assumed to carry over to the 16-bit roofline (tensor-core peak for
+// GEMMs, 2-byte elements). See docs/node_model.md, Limitations.
+
+namespace {
+nm::Kernel with_dtype(nm::Kernel k, nm::DType d) {
+  k.dtype = d;
+  return k;
+}
+/// Achieved fraction of the dense 16-bit tensor-core peak.
+double tensor_fraction(const nm::KernelPredictor& p, const nm::Kernel& k) {
+  return k.flops().count() / p.predict(k).seconds() / p.gpu().tensor_peak.per_second();
+}
+}  // namespace
+
+TEST(TileMlp16Bit, LargeGemmsReachAPlausibleFractionOfTensorPeak) {
+  // Public figures bound what a large BF16 GEMM achieves: cuBLAS reaches
+  // about 250-290 of A100's 312 dense TFLOP/s and about 600-800 of H100 SXM's
+  // 989 (NVIDIA's published GEMM benchmarks; H100 runs below peak clocks
+  // under tensor-core load), and whole-model training that is dominated by
+  // such GEMMs reaches 40-55% MFU (Megatron-LM: 52% for GPT-3 175B on A100,
+  // Narayanan et al. SC'21; MLPerf GPT-3 on H100 ~40-50%). So a large GEMM
+  // must land well above 40% of the tensor peak and below 90% on H100 (95% on
+  // A100). Before the FP32-twin transfer the tile-mlp said 9% (H100).
+  for (const char* gpu : {"H100-SXM", "A100-80GB"}) {
+    const nm::GpuSpec& g = nm::gpu_preset(gpu);
+    const double hi = std::string(gpu) == "H100-SXM" ? 0.90 : 0.95;
+    auto p = nm::make_predictor("tile-mlp", g);
+    for (const auto& k : {nm::Kernel::gemm(nm::KernelOp::Linear, 1, 8192, 8192, 8192, nm::DType::BF16),
+                          nm::Kernel::gemm(nm::KernelOp::Linear, 1, 8192, 5120, 1280, nm::DType::BF16),
+                          nm::Kernel::gemm(nm::KernelOp::Linear, 1, 4096, 7168, 8192, nm::DType::FP16),
+                          nm::Kernel::gemm(nm::KernelOp::Bmm, 64, 2048, 2048, 2048, nm::DType::BF16)}) {
+      const double f = tensor_fraction(*p, k);
+      EXPECT_GT(f, 0.40) << gpu << " " << k.m << "x" << k.n << "x" << k.k;
+      EXPECT_LT(f, hi) << gpu << " " << k.m << "x" << k.n << "x" << k.k;
+      // Tensor cores: far faster than the FP32 twin (at most the peak ratio).
+      const double speedup = p->predict(with_dtype(k, nm::DType::FP32)).seconds() / p->predict(k).seconds();
+      EXPECT_GT(speedup, 5.0) << gpu;
+      EXPECT_LT(speedup, 1.05 * g.tensor_peak.per_second() / g.fp32_peak.per_second()) << gpu;
+    }
+  }
+  // Same BF16 GEMM: H100 at least twice as fast as A100 (3.2x the peak).
+  const auto k = nm::Kernel::gemm(nm::KernelOp::Linear, 1, 8192, 8192, 8192, nm::DType::BF16);
+  EXPECT_GT(nm::make_predictor("tile-mlp", nm::gpu_preset("A100-80GB"))->predict(k).seconds() /
+                nm::make_predictor("tile-mlp", nm::gpu_preset("H100-SXM"))->predict(k).seconds(),
+            2.0);
+}
+
+TEST(TileMlp16Bit, VectorOpsMoveHalfTheBytes) {
+  // Memory-bound vector ops: a 16-bit op moves half the bytes of its FP32
+  // twin, so (well above the launch floor) it takes half the time.
+  for (const char* gpu : {"H100-SXM", "A100-80GB"}) {
+    const nm::GpuSpec& g = nm::gpu_preset(gpu);
+    for (const auto& name : nm::predictor_names()) {
+      auto p = nm::make_predictor(name, g);
+      for (const auto& k : {nm::Kernel::vector(nm::KernelOp::Add, 65536, 1024, nm::DType::BF16),
+                            nm::Kernel::vector(nm::KernelOp::Gelu, 16384, 5120, nm::DType::BF16),
+                            nm::Kernel::vector(nm::KernelOp::Softmax, 163840, 1024, nm::DType::FP16),
+                            nm::Kernel::vector(nm::KernelOp::LayerNorm, 65536, 4096, nm::DType::BF16)}) {
+        const double ratio = p->predict(with_dtype(k, nm::DType::FP32)).seconds() / p->predict(k).seconds();
+        if (name == "linreg") {
+          // linreg keeps its fitted launch intercept (not halved): 1.4-2x.
+          EXPECT_GT(ratio, 1.4) << gpu << " " << name << " " << nm::to_string(k.op);
+          EXPECT_LT(ratio, 2.05) << gpu << " " << name << " " << nm::to_string(k.op);
+        } else {
+          EXPECT_NEAR(ratio, 2.0, 0.1) << gpu << " " << name << " " << nm::to_string(k.op);
+        }
+      }
+    }
+  }
+}
+
+TEST(TileMlp16Bit, BaselinesScaleByTheRooflineRatio) {
+  const nm::GpuSpec& g = nm::gpu_preset("H100-SXM");
+  const auto k = nm::Kernel::gemm(nm::KernelOp::Linear, 1, 8192, 8192, 8192, nm::DType::BF16);
+  const double roof = nm::roofline_time(with_dtype(k, nm::DType::FP32), g).seconds() / nm::roofline_time(k, g).seconds();
+  auto mlp = nm::make_predictor("mlp", g);
+  EXPECT_NEAR(mlp->predict(with_dtype(k, nm::DType::FP32)).seconds() / mlp->predict(k).seconds(), roof, 1e-6 * roof);
+  auto linreg = nm::make_predictor("linreg", g);  // the launch intercept is not scaled
+  const double r = linreg->predict(with_dtype(k, nm::DType::FP32)).seconds() / linreg->predict(k).seconds();
+  EXPECT_GT(r, 0.5 * roof);
+  EXPECT_LE(r, roof * (1 + 1e-9));
+}
+
+TEST(TileMlp16Bit, Fp32PredictionsUnchanged) {
+  // FP32 predictions of the committed weights, recorded before 16-bit
+  // kernels got their own path: FP32 must not move. (Retraining the weights
+  // changes these numbers; re-record them then. The tile-mlp softmax values
+  // are those of the softmax net retrained with the wide-row re-read traffic
+  // and the thread-loop feature; every other class kept its weights.)
+  const std::map<std::string, std::map<std::string, std::array<double, 5>>> expected{
+      {"A100-80GB",
+       {{"tile-mlp", {6.231265736, 1.812492667, 0.201572339, 0.840055026, 0.098092889}},
+        {"linreg", {7.856158541, 1.776017521, 0.195127601, 1.069738671, 0.108350699}},
+        {"mlp", {6.850862589, 2.451428314, 0.209378572, 0.132875986, 0.12556689}}}},
+      {"H100-SXM",
+       {{"tile-mlp", {2.128581509, 1.351755977, 0.128099186, 0.465902152, 0.064492505}},
+        {"linreg", {2.395594894, 0.706626525, 0.133512044, 0.600141385, 0.088759923}},
+        {"mlp", {6.934576925, 2.508733129, 0.211442857, 0.138748108, 0.128434037}}}},
+  };
+  const std::array<nm::Kernel, 5> kernels{
+      nm::Kernel::gemm(nm::KernelOp::Linear, 1, 8192, 5120, 1280, nm::DType::FP32),
+      nm::Kernel::gemm(nm::KernelOp::Bmm, 160, 1024, 1024, 64, nm::DType::FP32),
+      nm::Kernel::vector(nm::KernelOp::Gelu, 8192, 5120, nm::DType::FP32),
+      nm::Kernel::vector(nm::KernelOp::Softmax, 163840, 1024, nm::DType::FP32),
+      nm::Kernel::vector(nm::KernelOp::LayerNorm, 8192, 1280, nm::DType::FP32),
+  };
+  for (const auto& [gpu, by_predictor] : expected) {
+    for (const auto& [name, ms] : by_predictor) {
+      auto p = nm::make_predictor(name, nm::gpu_preset(gpu));
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        EXPECT_NEAR(p->predict(kernels[i]).ms(), ms[i], 1e-8 * ms[i]) << gpu << " " << name << " kernel " << i;
+      }
+    }
+  }
+}
+
 TEST(TileMlp, WeightsRoundTripAndRejectWrongVersion) {
   const std::string text(nm::embedded_weights("tile_mlp"));
   ASSERT_FALSE(text.empty());
   const auto m = nm::TileMlpModel::parse(text, "w");
   EXPECT_EQ(m.serialize(), nm::TileMlpModel::parse(m.serialize(), "w2").serialize());
   std::string bad = text;
-  bad.replace(bad.find(" 2 tile-mlp"), 11, " 9 tile-mlp");
+  bad.replace(bad.find(" 3 tile-mlp"), 11, " 9 tile-mlp");
   EXPECT_NE(error_of([&] { (void)nm::TileMlpModel::parse(bad, "w.txt"); }).find("w.txt: weights version 9"),
             std::string::npos);
 }
@@ -205,8 +327,8 @@ TEST(TileMlpAccuracy, UnseenA100_80GB) {
     EXPECT_LT(r.mape, r.roofline_mape) << cls;  // the learned model beats the roofline
   }
   // Issue targets: GEMMs <= 10%, vector ops <= 8%. Thresholds are what the
-  // committed weights reach (see docs/node_model.md): linear, elementwise and
-  // ln meet their targets; bmm and softmax do not yet.
+  // committed weights reach (see docs/node_model.md): linear, elementwise,
+  // softmax and ln meet their targets; bmm does not yet.
   EXPECT_LE(m.at("linear").mape, kLinearLimit);
   EXPECT_LE(m.at("elementwise").mape, kElementwiseLimit);
   EXPECT_LE(m.at("bmm").mape, kBmmLimit);

@@ -3,6 +3,10 @@
 
 namespace tessera::node_model {
 
+/// max(FLOPs / peak, bytes / bandwidth) with the peak and element size of
+/// the kernel's dtype (tensor-core peak for 16-bit GEMMs).
+Time roofline_time(const Kernel& kernel, const GpuSpec& gpu);
+
 /// The roofline bound: max(FLOPs / peak, bytes / memory bandwidth). An upper
 /// bound on speed, kept as the reference baseline for every learned predictor.
 class RooflinePredictor final : public KernelPredictor {

@@ -13,6 +13,14 @@
 // (PyTorch dispatch + launch), learned per class. The tile shape is looked
 // up in a table learned from the kernel names / grid sizes of the training
 // data (nearest shape, on the nearest training GPU by spec).
+//
+// FP16/BF16 kernels (no 16-bit measurements exist to train on) are predicted
+// through their FP32 twin, the same shape in FP32 on the same GPU:
+//   latency16 = latency32_twin * R16 / R32
+// where R is the wave-quantized roofline of each precision's tiles
+// (wave_roofline_s): the FP32 twin's achieved fraction of its roofline is
+// assumed to carry over to the 16-bit roofline (tensor-core peak for GEMMs,
+// 2-byte elements), see docs/node_model.md, Limitations.
 #include <array>
 #include <memory>
 #include <mutex>
@@ -56,9 +64,26 @@ struct TileGeometry {
   double fill = 1;          ///< tiles / (waves * SMs): how full the waves are
   double tile_waste = 1;    ///< useful / computed fraction of the edge tiles (GEMMs)
 };
+/// Useful fraction of the per-thread loop of PyTorch's block-per-row softmax
+/// (1 for the warp-per-row softmax, 0 for other kernels): a feature of the
+/// utilization MLP.
+double softmax_thread_fill(const Kernel& k);
+/// DRAM traffic of a kernel relative to bytes(): above 1 for wide softmax
+/// rows whose multi-pass re-reads miss the cache, 1 otherwise.
+double softmax_reread_factor(const Kernel& k, const GpuSpec& gpu, const Tile& tile);
 TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile);
 
-/// Features of the utilization MLP (all classes use the same layout).
+/// Wave-quantized roofline of a kernel run as `g`'s tiles, in seconds:
+/// max(waves * tile FLOPs / per-SM peak, kernel bytes / bandwidth), the peak
+/// of the kernel's dtype (tensor cores for 16-bit GEMMs). The memory term is
+/// the kernel's unique traffic (operand reuse between tiles served by L2):
+/// a per-tile DRAM bound would make every tensor-core GEMM memory-bound
+/// (a 128x128 BF16 tile does 64 FLOP/byte against a ridge of 295 on H100).
+double wave_roofline_s(const Kernel& k, const GpuSpec& gpu, const TileGeometry& g);
+
+/// Features of the utilization MLP (all classes use the same layout). They
+/// describe FP32 kernels, the only ones trained on: 16-bit kernels are
+/// predicted through their FP32 twin (TileMlpPredictor).
 inline constexpr int kTileFeatures = 22 + kNumElementwiseOps;
 Eigen::VectorXd tile_features(const Kernel& k, const GpuSpec& gpu, const Tile& tile, const TileGeometry& g);
 
@@ -82,6 +107,9 @@ class TileTable {
   static TileTable learn(const MeasurementSet& data);
   /// The tile for `k` on `gpu`.
   [[nodiscard]] Tile lookup(const Kernel& k, const GpuSpec& gpu) const;
+  /// The largest GEMM tile in the table (by area, then by count): the tile
+  /// 16-bit (tensor-core) GEMMs run with (128x128 in the shipped table).
+  [[nodiscard]] Tile largest_gemm_tile() const;
   /// Index of the training GPU closest to `gpu` by spec (-1 if none).
   [[nodiscard]] int nearest_gpu(const GpuSpec& gpu) const;
 
@@ -152,8 +180,13 @@ class TileMlpPredictor final : public KernelPredictor {
   [[nodiscard]] double predict_ms_uncached(const Kernel& kernel) const;
 
  private:
+  /// The learned kernel time in ms of an FP32 kernel of a trained class,
+  /// without the launch floor.
+  [[nodiscard]] double fp32_kernel_ms(KernelClass c, const Kernel& fp32) const;
+
   GpuSpec gpu_;
   std::shared_ptr<const TileMlpModel> model_;
+  Tile tensor_tile_;  ///< tile of 16-bit GEMMs
   ShapeCache cache_;
 };
 
