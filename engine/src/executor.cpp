@@ -1,8 +1,13 @@
 #include "tessera/engine/executor.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
+#include <tuple>
+#include <unordered_map>
 
 #include "tessera/collectives/expand.hpp"
 #include "tessera/error.hpp"
@@ -24,18 +29,33 @@ struct Stream {
 
 struct RankState {
   std::vector<int> pending;                     // unfinished deps per task
-  std::vector<std::vector<TaskIndex>> dependents;
-  std::vector<bool> done;
+  std::vector<std::uint32_t> dependents_begin;  // CSR offsets into dependents, size tasks + 1
+  std::vector<TaskIndex> dependents;            // tasks waiting on each task, ascending
   std::size_t remaining = 0;
   Stream compute;
-  std::map<std::int32_t, Stream> comm;          // one stream per group
+  Time compute_start;                           // of the compute task in flight
+  std::vector<std::int32_t> comm_groups;        // ascending
+  std::vector<Stream> comm;                     // one per entry of comm_groups
+};
+
+/// A collective expanded once and shared by every launch of the same
+/// (kind, group, size): immutable, never copied.
+struct Expansion {
+  collectives::TransferGraph graph;
+  std::vector<int> pending;                            // deps per transfer
+  std::vector<std::uint32_t> dependents_begin;         // CSR offsets, size n + 1
+  std::vector<collectives::TransferIndex> dependents;  // transfers waiting on each
+  std::vector<collectives::TransferIndex> roots;       // transfers without deps, ascending
+  Bytes total_bytes;
 };
 
 struct ActiveCollective {
-  std::vector<int> arrived;  // member ranks that reached it
-  collectives::TransferGraph transfers;
+  std::int64_t id = -1;
+  std::int32_t group = -1;
+  std::vector<int> arrived;  // member ranks that reached it, in arrival order
+  const Expansion* expansion = nullptr;
   std::vector<int> pending;  // unfinished deps per transfer
-  std::vector<std::vector<collectives::TransferIndex>> dependents;
+  std::vector<Time> starts;  // per transfer, kept only for an observer
   std::size_t delivered = 0;
   Time start;
 };
@@ -51,17 +71,28 @@ class Executor {
       const auto& tasks = g.ranks[r].tasks;
       RankState& s = ranks_[r];
       s.pending.resize(tasks.size());
-      s.dependents.resize(tasks.size());
-      s.done.assign(tasks.size(), false);
+      s.dependents_begin.assign(tasks.size() + 1, 0);
+      for (const Task& t : tasks) {
+        for (TaskIndex d : t.deps) ++s.dependents_begin[static_cast<std::size_t>(d) + 1];
+      }
+      for (std::size_t i = 0; i < tasks.size(); ++i) s.dependents_begin[i + 1] += s.dependents_begin[i];
+      s.dependents.resize(s.dependents_begin.back());
+      std::vector<std::uint32_t> fill(s.dependents_begin.begin(), s.dependents_begin.end() - 1);
       s.remaining = tasks.size();
+      for (const Task& t : tasks) {
+        if (t.kind != TaskKind::Compute) s.comm_groups.push_back(t.group);
+      }
+      std::sort(s.comm_groups.begin(), s.comm_groups.end());
+      s.comm_groups.erase(std::unique(s.comm_groups.begin(), s.comm_groups.end()), s.comm_groups.end());
+      s.comm.resize(s.comm_groups.size());
       for (std::size_t i = 0; i < tasks.size(); ++i) {
         const Task& t = tasks[i];
         s.pending[i] = static_cast<int>(t.deps.size());
-        for (TaskIndex d : t.deps) s.dependents[static_cast<std::size_t>(d)].push_back(static_cast<TaskIndex>(i));
+        for (TaskIndex d : t.deps) s.dependents[fill[static_cast<std::size_t>(d)]++] = static_cast<TaskIndex>(i);
         if (t.kind == TaskKind::Compute) {
           s.compute.order.push_back(static_cast<TaskIndex>(i));
         } else {
-          s.comm[t.group].order.push_back(static_cast<TaskIndex>(i));
+          s.comm[static_cast<std::size_t>(stream_index(s, t.group))].order.push_back(static_cast<TaskIndex>(i));
         }
       }
     }
@@ -83,6 +114,11 @@ class Executor {
   }
 
  private:
+  static std::int32_t stream_index(const RankState& s, std::int32_t group) {
+    const auto it = std::lower_bound(s.comm_groups.begin(), s.comm_groups.end(), group);
+    return static_cast<std::int32_t>(it - s.comm_groups.begin());
+  }
+
   const Task& task(int rank, TaskIndex i) const {
     return g_.ranks[static_cast<std::size_t>(rank)].tasks[static_cast<std::size_t>(i)];
   }
@@ -93,21 +129,11 @@ class Executor {
     if (!c.busy && c.next < c.order.size() && s.pending[static_cast<std::size_t>(c.order[c.next])] == 0) {
       const TaskIndex i = c.order[c.next];
       c.busy = true;
-      const Task& t = task(rank, i);
-      const Time start = loop_.now();
-      loop_.schedule(t.duration, [this, rank, i, start] {
-        const Task& tk = task(rank, i);
-        auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
-        rr.compute_busy += tk.duration;
-        rr.flops += tk.flops;
-        if (obs_ != nullptr) obs_->on_compute(rank, tk, start, loop_.now());
-        Stream& cs = ranks_[static_cast<std::size_t>(rank)].compute;
-        cs.busy = false;
-        ++cs.next;
-        finish(rank, i);
-      });
+      s.compute_start = loop_.now();
+      // Captures fit std::function's inline buffer: no allocation per task.
+      loop_.schedule(task(rank, i).duration, [this, rank, i] { compute_done(rank, i); });
     }
-    for (auto& [group, st] : s.comm) {
+    for (Stream& st : s.comm) {  // ascending group order
       if (st.busy || st.next >= st.order.size()) continue;
       const TaskIndex i = st.order[st.next];
       if (s.pending[static_cast<std::size_t>(i)] != 0) continue;
@@ -116,85 +142,156 @@ class Executor {
     }
   }
 
+  void compute_done(int rank, TaskIndex i) {
+    const Task& tk = task(rank, i);
+    RankState& s = ranks_[static_cast<std::size_t>(rank)];
+    auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
+    rr.compute_busy += tk.duration;
+    rr.flops += tk.flops;
+    if (obs_ != nullptr) obs_->on_compute(rank, tk, s.compute_start, loop_.now());
+    s.compute.busy = false;
+    ++s.compute.next;
+    finish(rank, i);
+  }
+
   void arrive(int rank, TaskIndex i) {
     const Task& t = task(rank, i);
-    ActiveCollective& ac = active_[t.collective_id];
+    auto [it, inserted] = slot_of_.try_emplace(t.collective_id, 0U);
+    if (inserted) {
+      if (free_.empty()) {
+        it->second = static_cast<std::uint32_t>(active_.size());
+        active_.emplace_back();
+      } else {
+        it->second = free_.back();
+        free_.pop_back();
+      }
+      active_[it->second].id = t.collective_id;
+      active_[it->second].group = t.group;
+    }
+    const std::uint32_t slot = it->second;
+    ActiveCollective& ac = active_[slot];
     ac.arrived.push_back(rank);
     const auto& members = g_.groups[static_cast<std::size_t>(t.group)].ranks;
     if (ac.arrived.size() < members.size()) return;
-    launch(t);
+    launch(t, slot);
   }
 
-  void launch(const Task& t) {
-    ActiveCollective& ac = active_[t.collective_id];
-    const auto& members = g_.groups[static_cast<std::size_t>(t.group)].ranks;
+  const Expansion& expansion(const Task& t) {
+    const auto key = std::make_tuple(static_cast<int>(t.collective), t.group, t.bytes.count());
+    auto it = expansions_.find(key);
+    if (it != expansions_.end()) return *it->second;
+    auto e = std::make_unique<Expansion>();
+    e->graph = collectives::expand(t.collective, g_.groups[static_cast<std::size_t>(t.group)].ranks, t.bytes,
+                                   opts_.collectives);
+    const auto& trs = e->graph.transfers;
+    const std::size_t n = trs.size();
+    e->pending.resize(n);
+    e->dependents_begin.assign(n + 1, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+      e->pending[k] = static_cast<int>(trs[k].deps.size());
+      for (auto d : trs[k].deps) ++e->dependents_begin[static_cast<std::size_t>(d) + 1];
+      if (trs[k].deps.empty()) e->roots.push_back(static_cast<collectives::TransferIndex>(k));
+    }
+    for (std::size_t k = 0; k < n; ++k) e->dependents_begin[k + 1] += e->dependents_begin[k];
+    for (const auto& tr : trs) e->total_bytes += tr.bytes;
+    e->dependents.resize(e->dependents_begin[n]);
+    std::vector<std::uint32_t> fill(e->dependents_begin.begin(), e->dependents_begin.end() - 1);
+    for (std::size_t k = 0; k < n; ++k) {  // ascending k: each list in transfer order, as before
+      for (auto d : trs[k].deps) e->dependents[fill[static_cast<std::size_t>(d)]++] = static_cast<collectives::TransferIndex>(k);
+    }
+    return *expansions_.emplace(key, std::move(e)).first->second;
+  }
+
+  void launch(const Task& t, std::uint32_t slot) {
+    const Expansion& e = expansion(t);
+    ActiveCollective& ac = active_[slot];
     ac.start = loop_.now();
-    ac.transfers = collectives::expand(t.collective, members, t.bytes, opts_.collectives);
-    const auto n = ac.transfers.transfers.size();
-    if (n == 0) {
-      const std::int64_t id = t.collective_id;
-      loop_.schedule(Time::zero(), [this, id] { complete(id); });
+    ac.expansion = &e;
+    const auto n = e.graph.transfers.size();
+    if (n > 0 && obs_ == nullptr && net_.instantaneous()) {
+      // Every transfer would arrive at this instant: the collective ends now
+      // on all members, whatever the order of its deliveries.
+      result_.transfers += n;
+      result_.bytes_sent += e.total_bytes;
+      loop_.schedule(Time::zero(), [this, slot] { complete(slot); });
       return;
     }
-    ac.pending.resize(n);
-    ac.dependents.resize(n);
-    for (std::size_t k = 0; k < n; ++k) {
-      const auto& tr = ac.transfers.transfers[k];
-      ac.pending[k] = static_cast<int>(tr.deps.size());
-      for (auto d : tr.deps) ac.dependents[static_cast<std::size_t>(d)].push_back(static_cast<collectives::TransferIndex>(k));
+    if (n == 0) {
+      loop_.schedule(Time::zero(), [this, slot] { complete(slot); });
+      return;
     }
-    for (std::size_t k = 0; k < n; ++k) {
-      if (ac.pending[k] == 0) start_transfer(t.collective_id, static_cast<collectives::TransferIndex>(k));
-    }
+    ac.pending = e.pending;
+    if (obs_ != nullptr) ac.starts.resize(n);
+    for (auto k : e.roots) start_transfer(slot, k);
   }
 
-  void start_transfer(std::int64_t id, collectives::TransferIndex k) {
-    const auto& tr = active_[id].transfers.transfers[static_cast<std::size_t>(k)];
-    const Time start = loop_.now();
+  void start_transfer(std::uint32_t slot, collectives::TransferIndex k) {
+    ActiveCollective& ac = active_[slot];
+    const auto& tr = ac.expansion->graph.transfers[static_cast<std::size_t>(k)];
+    if (obs_ != nullptr) ac.starts[static_cast<std::size_t>(k)] = loop_.now();
     ++result_.transfers;
     result_.bytes_sent += tr.bytes;
-    net_.send(Message{tr.src, tr.dst, tr.bytes}, [this, id, k, start] {
-      ActiveCollective& ac = active_[id];
-      if (obs_ != nullptr) obs_->on_transfer(ac.transfers.transfers[static_cast<std::size_t>(k)], start, loop_.now());
-      ++ac.delivered;
-      for (auto d : ac.dependents[static_cast<std::size_t>(k)]) {
-        if (--ac.pending[static_cast<std::size_t>(d)] == 0) start_transfer(id, d);
-      }
-      if (ac.delivered == ac.transfers.transfers.size()) complete(id);
-    });
+    net_.send(Message{tr.src, tr.dst, tr.bytes}, [this, slot, k] { delivered(slot, k); });
   }
 
-  void complete(std::int64_t id) {
-    auto node = active_.extract(id);
-    ActiveCollective& ac = node.mapped();
+  void delivered(std::uint32_t slot, collectives::TransferIndex k) {
+    ActiveCollective& ac = active_[slot];
+    const Expansion& e = *ac.expansion;
+    const auto ki = static_cast<std::size_t>(k);
+    if (obs_ != nullptr) obs_->on_transfer(e.graph.transfers[ki], ac.starts[ki], loop_.now());
+    ++ac.delivered;
+    for (auto j = e.dependents_begin[ki]; j < e.dependents_begin[ki + 1]; ++j) {
+      const auto d = e.dependents[j];
+      if (--active_[slot].pending[static_cast<std::size_t>(d)] == 0) start_transfer(slot, d);
+    }
+    if (active_[slot].delivered == e.graph.transfers.size()) complete(slot);
+  }
+
+  void complete(std::uint32_t slot) {
+    // Take what is needed and free the slot first: finishing the members'
+    // tasks may make them reach (and launch) further collectives.
+    ActiveCollective& ac = active_[slot];
+    const std::int64_t id = ac.id;
+    const std::int32_t group = ac.group;
+    const Time start = ac.start;
+    const std::vector<int> arrived = std::move(ac.arrived);
+    ac.arrived.clear();  // keep the other buffers' capacity for the slot's next collective
+    ac.pending.clear();
+    ac.starts.clear();
+    ac.expansion = nullptr;
+    ac.delivered = 0;
+    slot_of_.erase(id);
+    free_.push_back(slot);
     bool observed = false;
-    for (int rank : ac.arrived) {
+    for (int rank : arrived) {
       RankState& s = ranks_[static_cast<std::size_t>(rank)];
-      // Find this rank's task for the collective: the head of the group's stream.
-      for (auto& [group, st] : s.comm) {
-        if (!st.busy) continue;
-        const TaskIndex i = st.order[st.next];
-        const Task& t = task(rank, i);
-        if (t.collective_id != id) continue;
-        if (obs_ != nullptr && !observed) {
-          obs_->on_collective(t, g_.groups[static_cast<std::size_t>(t.group)].ranks, ac.start, loop_.now());
-          observed = true;
-        }
-        st.busy = false;
-        ++st.next;
-        finish(rank, i);
-        break;
+      // This rank's task for the collective is the head of its group's
+      // stream (validate(): every member holds it in the same group).
+      Stream& st = s.comm[static_cast<std::size_t>(stream_index(s, group))];
+      const TaskIndex i = st.order[st.next];
+      const Task& t = task(rank, i);
+      if (!st.busy || t.collective_id != id) {
+        throw SimulationError(fmt::format("executor: rank {} is not running collective {}", rank, id));
       }
+      if (obs_ != nullptr && !observed) {
+        obs_->on_collective(t, g_.groups[static_cast<std::size_t>(t.group)].ranks, start, loop_.now());
+        observed = true;
+      }
+      st.busy = false;
+      ++st.next;
+      finish(rank, i);
     }
   }
 
   void finish(int rank, TaskIndex i) {
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
-    s.done[static_cast<std::size_t>(i)] = true;
     --s.remaining;
     auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
     rr.finish = std::max(rr.finish, loop_.now());
-    for (TaskIndex d : s.dependents[static_cast<std::size_t>(i)]) --s.pending[static_cast<std::size_t>(d)];
+    const auto ii = static_cast<std::size_t>(i);
+    for (auto j = s.dependents_begin[ii]; j < s.dependents_begin[ii + 1]; ++j) {
+      --s.pending[static_cast<std::size_t>(s.dependents[j])];
+    }
     advance(rank);
   }
 
@@ -204,7 +301,12 @@ class Executor {
   ExecutionObserver* obs_;
   ExecutionOptions opts_;
   std::vector<RankState> ranks_;
-  std::map<std::int64_t, ActiveCollective> active_;
+  // Collectives in flight: slots (stable addresses, reused) and the slot of
+  // each collective id (lookup only, never iterated).
+  std::deque<ActiveCollective> active_;
+  std::vector<std::uint32_t> free_;
+  std::unordered_map<std::int64_t, std::uint32_t> slot_of_;
+  std::map<std::tuple<int, std::int32_t, std::int64_t>, std::unique_ptr<const Expansion>> expansions_;
   ExecutionResult result_;
 };
 

@@ -3,128 +3,340 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "tessera/error.hpp"
 
 namespace tessera::engine {
 
-FlowNetwork::FlowNetwork(const topology::Topology& topo, EventLoop& loop)
-    : topo_(topo), loop_(loop), link_bytes_(topo.links().size(), 0.0) {}
+namespace {
 
-const topology::Path& FlowNetwork::route(int src, int dst) {
-  auto key = std::make_pair(src, dst);
-  auto it = routes_.find(key);
-  if (it == routes_.end()) it = routes_.emplace(key, topo_.route(src, dst)).first;
-  return it->second;
+/// Picoseconds until `remaining` bytes have left at `rate` bytes/ps, rounded
+/// up (a flow within 1e-9 ps of a whole picosecond finishes on it).
+std::int64_t delay_ps(double remaining, double rate) {
+  const double x = std::ceil(std::max(0.0, remaining / rate) - 1e-9);
+  constexpr double kNever = 4e18;  // ~46 days: beyond any iteration
+  return x >= kNever ? static_cast<std::int64_t>(kNever) : static_cast<std::int64_t>(x);
+}
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(const topology::Topology& topo, EventLoop& loop)
+    : topo_(topo),
+      loop_(loop),
+      capacity_(topo.links().size()),
+      link_flows_(topo.links().size()),
+      link_mark_(topo.links().size(), 0),
+      touch_mark_(topo.links().size(), 0),
+      cap_left_(topo.links().size(), 0.0),
+      unfrozen_(topo.links().size(), 0),
+      share_version_(topo.links().size(), 0),
+      done_bytes_(topo.links().size(), 0.0) {
+  for (std::size_t l = 0; l < capacity_.size(); ++l) {
+    capacity_[l] = topo.link(static_cast<topology::LinkId>(l)).bandwidth.bytes_per_second() * 1e-12;
+  }
+}
+
+std::uint32_t FlowNetwork::route(int src, int dst) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32U) |
+                            static_cast<std::uint32_t>(dst);
+  auto it = route_index_.find(key);
+  if (it != route_index_.end()) return it->second;
+  const topology::Path path = topo_.route(src, dst);
+  const auto index = static_cast<std::uint32_t>(routes_.size());
+  routes_.push_back(Route{static_cast<std::uint32_t>(path_links_.size()), static_cast<std::uint32_t>(path.size()),
+                          topo_.latency(path)});
+  path_links_.insert(path_links_.end(), path.begin(), path.end());
+  route_index_.emplace(key, index);
+  return index;
 }
 
 void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   if (msg.bytes.count() < 0) throw SimulationError("flow network: negative message size");
-  const topology::Path& path = route(msg.src, msg.dst);
-  const Time latency = topo_.latency(path);
-  if (path.empty() || msg.bytes.count() == 0) {
-    loop_.schedule(latency, std::move(on_delivered));
+  const std::uint32_t r = route(msg.src, msg.dst);
+  const Route& rt = routes_[r];
+  if (rt.len == 0 || msg.bytes.count() == 0) {
+    loop_.schedule(rt.latency, std::move(on_delivered));
     return;
   }
-  advance();
-  flows_.emplace(next_flow_++, Flow{&path, msg.bytes.as_double(), 0.0, latency, std::move(on_delivered)});
-  recompute_rates();
-  schedule_next_completion();
+  Slot s = 0;
+  if (free_.empty()) {
+    s = static_cast<Slot>(flows_.size());
+    flows_.emplace_back();
+    flow_mark_.push_back(0);
+    new_rate_.push_back(0.0);
+  } else {
+    s = free_.back();
+    free_.pop_back();
+  }
+  Flow& f = flows_[s];
+  f.id = next_flow_++;
+  f.path_begin = rt.begin;
+  f.path_len = rt.len;
+  f.latency = rt.latency;
+  f.bytes = msg.bytes.count();
+  f.remaining = msg.bytes.as_double();
+  f.rate = -1.0;  // not yet rated: set_rate() starts it
+  f.updated = loop_.now();
+  f.due = 0;
+  ++f.version;
+  f.active = true;
+  f.on_delivered = std::move(on_delivered);
+  for (topology::LinkId l : path(f)) link_flows_[static_cast<std::size_t>(l)].push_back(s);
+  started_.push_back(s);
+  request_recompute();
 }
 
-void FlowNetwork::advance() {
+void FlowNetwork::request_recompute() {
+  if (recompute_pending_) return;
+  recompute_pending_ = true;
+  // Everything else that happens at this instant (ring steps start p flows
+  // at once) joins the same recomputation.
+  loop_.schedule(Time::zero(), [this] {
+    if (recompute_pending_) recompute();
+  });
+}
+
+double FlowNetwork::remaining_at(const Flow& f, Time t) const {
+  if (f.rate <= 0.0) return f.remaining;
+  const auto dt = static_cast<double>((t - f.updated).ps());
+  return f.remaining - std::min(f.remaining, f.rate * dt);
+}
+
+void FlowNetwork::recompute() {
+  recompute_pending_ = false;
+  ++recomputations_;
   const Time now = loop_.now();
-  const auto dt = static_cast<double>((now - last_update_).ps());
-  if (dt > 0) {
-    for (auto& [id, f] : flows_) {
-      const double moved = std::min(f.remaining, f.rate * dt);
-      f.remaining -= moved;
-      for (topology::LinkId l : *f.path) link_bytes_[static_cast<std::size_t>(l)] += moved;
-    }
-  }
-  last_update_ = now;
-}
 
-void FlowNetwork::recompute_rates() {
-  // Progressive filling: repeatedly find the link whose remaining capacity,
-  // split equally among its unfrozen flows, is smallest; freeze those flows
-  // at that share.
-  struct LinkState {
-    double capacity;  // bytes per ps left
-    std::vector<std::uint64_t> flows;
-    int unfrozen = 0;
-  };
-  std::map<topology::LinkId, LinkState> links;
-  for (auto& [id, f] : flows_) {
-    f.rate = -1.0;
-    for (topology::LinkId l : *f.path) {
-      auto [it, inserted] = links.try_emplace(l);
-      if (inserted) it->second.capacity = topo_.link(l).bandwidth.bytes_per_second() * 1e-12;
-      it->second.flows.push_back(id);
-      ++it->second.unfrozen;
-    }
+  // Drop finished flows from their links (order kept), then free their slots.
+  ++epoch_;
+  for (topology::LinkId l : vacated_) {
+    const auto li = static_cast<std::size_t>(l);
+    if (link_mark_[li] == epoch_) continue;
+    link_mark_[li] = epoch_;
+    auto& list = link_flows_[li];
+    list.erase(std::remove_if(list.begin(), list.end(), [this](Slot s) { return !flows_[s].active; }), list.end());
   }
-  std::size_t frozen = 0;
-  while (frozen < flows_.size()) {
-    double best = std::numeric_limits<double>::infinity();
-    topology::LinkId best_link = -1;
-    for (const auto& [l, s] : links) {
-      if (s.unfrozen == 0) continue;
-      const double share = s.capacity / s.unfrozen;
-      if (share < best) {
-        best = share;
-        best_link = l;
+  // Slots of finished flows are reused only now that no link lists them.
+  free_.insert(free_.end(), released_.begin(), released_.end());
+  released_.clear();
+
+  // The changed flows' components: every flow linked to them through shared
+  // links, transitively. No other flow's max-min rate can change. Each
+  // component is filled on its own (components never interact).
+  ++epoch_;
+  seeds_.clear();
+  for (Slot s : started_) {
+    if (!flows_[s].active) continue;
+    const auto p = path(flows_[s]);
+    seeds_.insert(seeds_.end(), p.begin(), p.end());
+  }
+  seeds_.insert(seeds_.end(), vacated_.begin(), vacated_.end());
+  started_.clear();
+  vacated_.clear();
+  for (topology::LinkId seed : seeds_) {
+    if (link_mark_[static_cast<std::size_t>(seed)] == epoch_) continue;
+    link_mark_[static_cast<std::size_t>(seed)] = epoch_;
+    comp_links_.clear();
+    comp_flows_.clear();
+    comp_links_.push_back(seed);
+    for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+      for (Slot s : link_flows_[static_cast<std::size_t>(comp_links_[i])]) {
+        if (flow_mark_[s] == epoch_) continue;
+        flow_mark_[s] = epoch_;
+        comp_flows_.push_back(s);
+        for (topology::LinkId l : path(flows_[s])) {
+          const auto li = static_cast<std::size_t>(l);
+          if (link_mark_[li] == epoch_) continue;
+          link_mark_[li] = epoch_;
+          comp_links_.push_back(l);
+        }
       }
     }
-    if (best_link < 0) break;
-    for (std::uint64_t id : links[best_link].flows) {
-      Flow& f = flows_.at(id);
-      if (f.rate >= 0) continue;
-      f.rate = best;
-      ++frozen;
-      for (topology::LinkId l : *f.path) {
-        LinkState& s = links[l];
-        s.capacity = std::max(0.0, s.capacity - best);
-        --s.unfrozen;
-      }
+    if (comp_flows_.empty()) continue;
+    flows_visited_ += comp_flows_.size();
+    fill();
+    for (Slot s : comp_flows_) set_rate(s, new_rate_[s], now);
+  }
+  arm_completion();
+}
+
+void FlowNetwork::freeze_link(topology::LinkId link, double best) {
+  for (Slot s : link_flows_[static_cast<std::size_t>(link)]) {
+    if (new_rate_[s] >= 0) continue;
+    new_rate_[s] = best;
+    ++frozen_;
+    for (topology::LinkId l : path(flows_[s])) {
+      const auto li = static_cast<std::size_t>(l);
+      cap_left_[li] = std::max(0.0, cap_left_[li] - best);
+      --unfrozen_[li];
+      touched_.push_back(l);
     }
   }
 }
 
-void FlowNetwork::schedule_next_completion() {
-  double soonest = std::numeric_limits<double>::infinity();
-  for (const auto& [id, f] : flows_) {
-    if (f.rate > 0) soonest = std::min(soonest, f.remaining / f.rate);
+void FlowNetwork::fill() {
+  // Progressive filling, exactly as a global pass would do it on this
+  // component: repeatedly take the link whose remaining capacity, split
+  // equally among its unfrozen flows, is smallest (lowest LinkId on a tie),
+  // and freeze its unfrozen flows, in start order, at that share. Links of
+  // other components never interact with these, so the result is the same
+  // bit for bit. Small components scan their links; large ones keep the
+  // shares in a heap with lazy invalidation.
+  const auto& links = comp_links_;
+  for (topology::LinkId l : links) {
+    const auto li = static_cast<std::size_t>(l);
+    cap_left_[li] = capacity_[li];
+    unfrozen_[li] = 0;
   }
-  if (!std::isfinite(soonest)) return;
-  const std::uint64_t gen = ++generation_;
-  const auto delay = Time::from_ps(static_cast<std::int64_t>(std::ceil(std::max(0.0, soonest) - 1e-9)));
-  loop_.schedule(delay, [this, gen] { on_completion_event(gen); });
+  for (Slot s : comp_flows_) {
+    new_rate_[s] = -1.0;
+    for (topology::LinkId l : path(flows_[s])) ++unfrozen_[static_cast<std::size_t>(l)];
+  }
+  frozen_ = 0;
+  const std::size_t n = comp_flows_.size();
+  if (links.size() <= kScanLinks) {
+    while (frozen_ < n) {
+      double best = std::numeric_limits<double>::infinity();
+      topology::LinkId best_link = -1;
+      for (topology::LinkId l : links) {
+        const auto li = static_cast<std::size_t>(l);
+        if (unfrozen_[li] == 0) continue;
+        const double share = cap_left_[li] / unfrozen_[li];
+        if (share < best || (share == best && l < best_link)) {
+          best = share;
+          best_link = l;
+        }
+      }
+      if (best_link < 0) break;
+      touched_.clear();
+      freeze_link(best_link, best);
+    }
+    return;
+  }
+  share_heap_.clear();
+  for (topology::LinkId l : links) {
+    const auto li = static_cast<std::size_t>(l);
+    if (unfrozen_[li] == 0) continue;
+    share_heap_.push_back(Share{cap_left_[li] / unfrozen_[li], l, ++share_version_[li]});
+  }
+  std::make_heap(share_heap_.begin(), share_heap_.end(), LargerShare{});
+  while (frozen_ < n && !share_heap_.empty()) {
+    std::pop_heap(share_heap_.begin(), share_heap_.end(), LargerShare{});
+    const Share top = share_heap_.back();
+    share_heap_.pop_back();
+    const auto bi = static_cast<std::size_t>(top.link);
+    if (top.version != share_version_[bi] || unfrozen_[bi] == 0) continue;  // stale
+    touched_.clear();
+    freeze_link(top.link, top.share);
+    ++touch_epoch_;
+    for (topology::LinkId l : touched_) {
+      const auto li = static_cast<std::size_t>(l);
+      if (touch_mark_[li] == touch_epoch_) continue;
+      touch_mark_[li] = touch_epoch_;
+      ++share_version_[li];
+      if (unfrozen_[li] == 0) continue;
+      share_heap_.push_back(Share{cap_left_[li] / unfrozen_[li], l, share_version_[li]});
+      std::push_heap(share_heap_.begin(), share_heap_.end(), LargerShare{});
+    }
+  }
 }
 
-void FlowNetwork::on_completion_event(std::uint64_t generation) {
-  if (generation != generation_) return;  // superseded by a later rate change
-  advance();
-  std::vector<std::uint64_t> done;
-  for (const auto& [id, f] : flows_) {
-    // Finished, or would finish within the next picosecond (rounding).
-    if (f.remaining <= f.rate * 1.0 + 1e-9) done.push_back(id);
+void FlowNetwork::set_rate(Slot s, double rate, Time now) {
+  Flow& f = flows_[s];
+  if (f.rate >= 0.0) {
+    if (rate == f.rate) return;  // unchanged: its due time stands
+    f.remaining = remaining_at(f, now);
   }
-  for (std::uint64_t id : done) {
-    auto node = flows_.extract(id);
-    Flow& f = node.mapped();
-    for (topology::LinkId l : *f.path) link_bytes_[static_cast<std::size_t>(l)] += f.remaining;
+  f.updated = now;
+  f.rate = rate;
+  ++f.version;
+  if (rate <= 0.0) return;  // starved: never due until a rate change
+  f.due = now.ps() + delay_ps(f.remaining, rate);
+  due_heap_.push_back(Due{f.due, s, f.version});
+  std::push_heap(due_heap_.begin(), due_heap_.end(), LaterDue{});
+}
+
+void FlowNetwork::drop_stale_due() {
+  while (!due_heap_.empty()) {
+    const Due& d = due_heap_.front();
+    const Flow& f = flows_[d.slot];
+    if (f.active && f.version == d.version) return;
+    std::pop_heap(due_heap_.begin(), due_heap_.end(), LaterDue{});
+    due_heap_.pop_back();
+  }
+}
+
+void FlowNetwork::arm_completion() {
+  drop_stale_due();
+  if (due_heap_.empty()) return;
+  const Time now = loop_.now();
+  const Time at = std::max(now, Time::from_ps(due_heap_.front().at));
+  if (!armed_.empty() && armed_.front() <= at) return;  // an earlier event will look again
+  armed_.push_back(at);
+  std::push_heap(armed_.begin(), armed_.end(), std::greater<>{});
+  loop_.schedule(at - now, [this] { on_completion_event(); });
+}
+
+void FlowNetwork::on_completion_event() {
+  std::pop_heap(armed_.begin(), armed_.end(), std::greater<>{});
+  armed_.pop_back();
+  const Time now = loop_.now();
+  drop_stale_due();
+  if (due_heap_.empty()) return;
+  if (due_heap_.front().at > now.ps()) {  // superseded: the flows due here slowed down
+    arm_completion();
+    return;
+  }
+  // Finish every flow due now, or within the next picosecond (rounding), in
+  // start order.
+  std::vector<Slot>& done = done_;
+  done.clear();
+  while (!due_heap_.empty() && due_heap_.front().at <= now.ps() + 1) {
+    const Due d = due_heap_.front();
+    std::pop_heap(due_heap_.begin(), due_heap_.end(), LaterDue{});
+    due_heap_.pop_back();
+    const Flow& f = flows_[d.slot];
+    if (f.active && f.version == d.version) done.push_back(d.slot);
+  }
+  std::sort(done.begin(), done.end(), [this](Slot a, Slot b) { return flows_[a].id < flows_[b].id; });
+  for (Slot s : done) {
+    Flow& f = flows_[s];
+    f.active = false;
+    for (topology::LinkId l : path(f)) {
+      done_bytes_[static_cast<std::size_t>(l)] += static_cast<double>(f.bytes);
+      vacated_.push_back(l);
+    }
+    released_.push_back(s);
     ++completed_;
     loop_.schedule(f.latency, std::move(f.on_delivered));
+    f.on_delivered = nullptr;
   }
-  recompute_rates();
-  schedule_next_completion();
+  request_recompute();
 }
 
-std::vector<double> FlowNetwork::active_rates() const {
+std::vector<double> FlowNetwork::active_rates() {
+  if (recompute_pending_) recompute();
+  std::vector<std::pair<std::uint64_t, double>> active;
+  for (const Flow& f : flows_) {
+    if (f.active) active.emplace_back(f.id, f.rate * 1e12);
+  }
+  std::sort(active.begin(), active.end());
   std::vector<double> out;
-  for (const auto& [id, f] : flows_) out.push_back(f.rate * 1e12);
+  out.reserve(active.size());
+  for (const auto& [id, rate] : active) out.push_back(rate);
   return out;
+}
+
+const std::vector<double>& FlowNetwork::link_bytes() const {
+  link_bytes_ = done_bytes_;
+  const Time now = loop_.now();
+  for (const Flow& f : flows_) {
+    if (!f.active || f.rate < 0.0) continue;
+    const double moved = static_cast<double>(f.bytes) - remaining_at(f, now);
+    for (topology::LinkId l : path(f)) link_bytes_[static_cast<std::size_t>(l)] += moved;
+  }
+  return link_bytes_;
 }
 
 }  // namespace tessera::engine

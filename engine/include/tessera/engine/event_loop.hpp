@@ -4,7 +4,6 @@
 // adapter over ns3::Simulator, so either can own simulated time.
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <vector>
 
 #include "tessera/units.hpp"
@@ -25,6 +24,10 @@ class EventLoop {
 };
 
 /// A plain discrete-event loop: a binary heap ordered by (time, sequence).
+/// The heap holds small plain entries; callbacks wait in a slab of reused
+/// slots, so sifting never moves a std::function. Zero-delay events (the
+/// most common kind) skip the heap: they queue in a FIFO that is merged with
+/// the heap by (time, sequence), which is the same order.
 class DiscreteEventLoop final : public EventLoop {
  public:
   [[nodiscard]] Time now() const override { return now_; }
@@ -33,17 +36,21 @@ class DiscreteEventLoop final : public EventLoop {
   [[nodiscard]] std::uint64_t events_processed() const { return processed_; }
 
  private:
-  struct Event {
+  struct Entry {
     Time at;
     std::uint64_t seq;
-    Callback fn;
+    std::uint32_t slot;  ///< index into callbacks_
   };
   struct Later {
-    bool operator()(const Event& a, const Event& b) const {
+    bool operator()(const Entry& a, const Entry& b) const {
       return a.at != b.at ? a.at > b.at : a.seq > b.seq;
     }
   };
-  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  std::vector<Entry> heap_;
+  std::vector<Entry> now_queue_;  // zero-delay events, all at now_, ascending seq
+  std::size_t now_head_ = 0;      // first unprocessed entry of now_queue_
+  std::vector<Callback> callbacks_;
+  std::vector<std::uint32_t> free_slots_;
   Time now_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t processed_ = 0;

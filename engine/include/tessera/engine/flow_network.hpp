@@ -4,8 +4,18 @@
 // rates are recomputed whenever a flow starts or finishes, and a message is
 // delivered one path latency (sum of link latencies) after its last byte
 // left the bottleneck.
+//
+// Incremental: flows that start or end at one instant are batched into one
+// recomputation (a zero-delay event, once per instant), which only visits the
+// flows connected to the changed ones through shared links (the rates of
+// every other component cannot change). Progressive filling over a component
+// gives bit-for-bit the rates a global pass gives (same link order, same flow
+// order, same arithmetic). A flow's remaining bytes are brought up to date
+// only when its rate changes; completions come from a heap of due times with
+// lazy invalidation.
 #include <cstdint>
-#include <map>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "tessera/engine/network.hpp"
@@ -18,35 +28,116 @@ class FlowNetwork final : public Network {
   FlowNetwork(const topology::Topology& topo, EventLoop& loop);
   void send(const Message& msg, Callback on_delivered) override;
 
-  /// Current rate of every active flow, in bytes per second (for tests).
-  [[nodiscard]] std::vector<double> active_rates() const;
-  /// Bytes that crossed each directed link so far (index = LinkId).
-  [[nodiscard]] const std::vector<double>& link_bytes() const { return link_bytes_; }
+  /// Current rate of every active flow in start order, in bytes per second
+  /// (for tests). Applies a pending same-instant recomputation first.
+  [[nodiscard]] std::vector<double> active_rates();
+  /// Bytes that crossed each directed link so far (index = LinkId): whole
+  /// messages once delivered, plus the part of active flows moved by now.
+  [[nodiscard]] const std::vector<double>& link_bytes() const;
   [[nodiscard]] std::uint64_t flows_completed() const { return completed_; }
+  /// Rate recomputations run (one per instant with starts or ends), and the
+  /// flows they visited in total (for benchmarks).
+  [[nodiscard]] std::uint64_t recomputations() const { return recomputations_; }
+  [[nodiscard]] std::uint64_t flows_visited() const { return flows_visited_; }
 
  private:
-  struct Flow {
-    const topology::Path* path;
-    double remaining;       ///< bytes
-    double rate = 0.0;      ///< bytes per picosecond
+  using Slot = std::uint32_t;
+  struct Route {
+    std::uint32_t begin = 0;  ///< into path_links_
+    std::uint32_t len = 0;
     Time latency;
+  };
+  struct Flow {
+    std::uint64_t id = 0;       ///< start order; ties and per-link lists follow it
+    std::uint32_t path_begin = 0;  ///< its links: path_links_[path_begin, path_begin + path_len)
+    std::uint32_t path_len = 0;
+    std::int64_t bytes = 0;
+    double remaining = 0.0;     ///< bytes left at `updated`
+    double rate = 0.0;          ///< bytes per picosecond
+    Time updated;
+    std::int64_t due = 0;       ///< ps when the last byte leaves (valid when rate > 0)
+    std::uint32_t version = 0;  ///< per slot, bumped on start and on every rate change
+    bool active = false;
+    Time latency;  ///< of its path
     Callback on_delivered;
   };
-  const topology::Path& route(int src, int dst);
-  void advance();
-  void recompute_rates();
-  void schedule_next_completion();
-  void on_completion_event(std::uint64_t generation);
+  /// A flow's completion: ordered by time only (flows due together are
+  /// finished in start order after popping). Stale once the slot's version
+  /// moved on (rate change, or the slot now holds a later flow).
+  struct Due {
+    std::int64_t at;
+    Slot slot;
+    std::uint32_t version;
+  };
+  struct LaterDue {
+    bool operator()(const Due& a, const Due& b) const { return a.at > b.at; }
+  };
+  struct Share {
+    double share;
+    topology::LinkId link;
+    std::uint32_t version;
+  };
+  struct LargerShare {
+    bool operator()(const Share& a, const Share& b) const {
+      return a.share != b.share ? a.share > b.share : a.link > b.link;
+    }
+  };
+
+  std::uint32_t route(int src, int dst);
+  void request_recompute();
+  void recompute();
+  void fill();
+  void freeze_link(topology::LinkId link, double best);
+  void set_rate(Slot s, double rate, Time now);
+  void drop_stale_due();
+  void arm_completion();
+  void on_completion_event();
+  [[nodiscard]] double remaining_at(const Flow& f, Time t) const;
+  [[nodiscard]] std::span<const topology::LinkId> path(const Flow& f) const {
+    return {path_links_.data() + f.path_begin, f.path_len};
+  }
 
   const topology::Topology& topo_;
   EventLoop& loop_;
-  std::map<std::pair<int, int>, topology::Path> routes_;
-  std::map<std::uint64_t, Flow> flows_;  // ordered by start: deterministic
+  std::unordered_map<std::uint64_t, std::uint32_t> route_index_;  // lookup only, never iterated
+  std::vector<Route> routes_;
+  std::vector<topology::LinkId> path_links_;  // every route's links, back to back
+  std::vector<Flow> flows_;         // slots; free ones listed in free_
+  std::vector<Slot> free_;
+  std::vector<double> capacity_;    // bytes per ps, per link
+  std::vector<std::vector<Slot>> link_flows_;  // active flows per link, in start order
+  std::vector<Due> due_heap_;       // binary heap (LaterDue)
+  std::vector<Time> armed_;         // times of scheduled completion events (min-heap)
+  // Changes since the last recomputation.
+  std::vector<Slot> started_;
+  std::vector<topology::LinkId> vacated_;  // links that lost a flow
+  std::vector<Slot> done_;                 // scratch of on_completion_event()
+  std::vector<Slot> released_;             // finished flows' slots, reusable after the next recompute()
+  bool recompute_pending_ = false;
+  // Scratch for recompute()/fill(), indexed by LinkId / slot.
+  static constexpr std::size_t kScanLinks = 16;  // components up to this many links scan instead of a heap
+  std::vector<std::uint64_t> link_mark_;
+  std::vector<std::uint64_t> touch_mark_;
+  std::vector<std::uint64_t> flow_mark_;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t touch_epoch_ = 0;
+  std::size_t frozen_ = 0;
+  std::vector<topology::LinkId> seeds_;
+  std::vector<double> cap_left_;
+  std::vector<std::int32_t> unfrozen_;
+  std::vector<std::uint32_t> share_version_;
+  std::vector<double> new_rate_;
+  std::vector<Share> share_heap_;
+  std::vector<topology::LinkId> comp_links_;
+  std::vector<Slot> comp_flows_;
+  std::vector<topology::LinkId> touched_;
+
   std::uint64_t next_flow_ = 0;
-  std::uint64_t generation_ = 0;
   std::uint64_t completed_ = 0;
-  Time last_update_;
-  std::vector<double> link_bytes_;
+  std::uint64_t recomputations_ = 0;
+  std::uint64_t flows_visited_ = 0;
+  std::vector<double> done_bytes_;          // per link, delivered messages (whole bytes)
+  mutable std::vector<double> link_bytes_;  // done_bytes_ + in-flight, built on demand
 };
 
 }  // namespace tessera::engine

@@ -17,6 +17,10 @@ class Network {
   /// Starts moving `msg` now; `on_delivered` runs on the event loop when its
   /// last byte has arrived at `dst`.
   virtual void send(const Message& msg, Callback on_delivered) = 0;
+  /// True when every message arrives the instant it is sent (no bandwidth,
+  /// no latency). The executor then completes an unobserved collective
+  /// without expanding it into transfers: its timing cannot change.
+  [[nodiscard]] virtual bool instantaneous() const { return false; }
 };
 
 }  // namespace tessera::engine

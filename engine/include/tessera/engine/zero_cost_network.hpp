@@ -12,6 +12,7 @@ class ZeroCostNetwork final : public Network {
   void send(const Message& /*msg*/, Callback on_delivered) override {
     loop_.schedule(Time::zero(), std::move(on_delivered));
   }
+  [[nodiscard]] bool instantaneous() const override { return true; }
 
  private:
   EventLoop& loop_;
