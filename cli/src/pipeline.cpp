@@ -3,6 +3,7 @@
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/node_model/predictors.hpp"
+#include "tessera/node_model/roofline.hpp"
 #ifdef TESSERA_HAVE_NS3
 #include "tessera/ns3_modules/ns3_backend.hpp"
 #endif
@@ -18,7 +19,17 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
   }
   auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
   Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}};
-  const engine::ExecutionOptions options{s.collectives};
+  engine::ExecutionOptions options{s.collectives, {}};
+  // Collective reductions run inside NCCL's kernels (no launch of their own):
+  // time them as the memory-bound elementwise add they are, at the GPU's
+  // memory bandwidth.
+  const node_model::RooflinePredictor reduction_model(s.gpu);
+  const node_model::DType dtype = s.workload.dtype;
+  options.reduction_time = [&reduction_model, dtype](Bytes b) {
+    const std::int64_t elements = b.count() / node_model::dtype_bytes(dtype);
+    if (elements <= 0) return Time::zero();
+    return reduction_model.predict(node_model::Kernel::vector(node_model::KernelOp::Add, 1, elements, dtype));
+  };
   if (s.backend == Backend::Ns3) {
 #ifdef TESSERA_HAVE_NS3
     ns3_modules::Ns3Options ns3;

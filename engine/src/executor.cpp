@@ -231,6 +231,15 @@ class Executor {
     if (obs_ != nullptr) ac.starts[static_cast<std::size_t>(k)] = loop_.now();
     ++result_.transfers;
     result_.bytes_sent += tr.bytes;
+    // A reducing receiver runs its reduction kernel before the data counts
+    // as delivered (dependent transfers forward the reduced chunk).
+    const Time reduce = tr.reduce && opts_.reduction_time ? opts_.reduction_time(tr.bytes) : Time::zero();
+    if (reduce > Time::zero()) {
+      net_.send(Message{tr.src, tr.dst, tr.bytes}, [this, slot, k, reduce] {
+        loop_.schedule(reduce, [this, slot, k] { delivered(slot, k); });
+      });
+      return;
+    }
     net_.send(Message{tr.src, tr.dst, tr.bytes}, [this, slot, k] { delivered(slot, k); });
   }
 

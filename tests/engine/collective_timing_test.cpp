@@ -196,3 +196,29 @@ TEST(LinkBytes, RingAllReduceBytesPerLinkMatchTheFormula) {
     EXPECT_NEAR(r.link_bytes[static_cast<std::size_t>(up)], 2.0 * (p - 1) / p * s.as_double(), 1.0);
   }
 }
+
+// Reduction kernels on the receiving GPU: in a ring all-reduce each of the
+// p-1 reduce-scatter steps waits for the reduction of the chunk it forwards,
+// so T = 2(p-1)(S/(pB) + a) + (p-1) r(S/p); all-gather steps add nothing.
+TEST(AlphaBeta, RingAllReduceWithReductionKernels) {
+  const Bytes s = Bytes::mib(64);
+  for (int p : {2, 4, 8}) {
+    const auto topo = test_support::star(p, kBw, kHop);
+    DiscreteEventLoop loop;
+    FlowNetwork net(topo, loop);
+    ExecutionOptions o;
+    o.collectives.algorithm = Algorithm::Ring;
+    // A memory-bound reduction at 1 TB/s reading two inputs, writing one.
+    o.reduction_time = [](Bytes b) { return Time::from_seconds(3.0 * b.as_double() / 1e12); };
+    const auto r = execute(one_collective(p, CollectiveKind::AllReduce, s), loop, net, nullptr, o);
+    const double chunk = s.as_double() / p;
+    const double expected = 2.0 * (p - 1) * (chunk * kBeta + kAlpha) + (p - 1) * 3.0 * chunk / 1e12;
+    EXPECT_NEAR(r.makespan.seconds(), expected, 0.01 * expected) << "p=" << p;
+    // And without the kernels it is the plain alpha-beta time.
+    DiscreteEventLoop loop2;
+    FlowNetwork net2(topo, loop2);
+    o.reduction_time = nullptr;
+    const auto free = execute(one_collective(p, CollectiveKind::AllReduce, s), loop2, net2, nullptr, o);
+    EXPECT_NEAR(r.makespan.seconds() - free.makespan.seconds(), (p - 1) * 3.0 * chunk / 1e12, 1e-9) << "p=" << p;
+  }
+}

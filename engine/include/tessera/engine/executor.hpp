@@ -7,6 +7,7 @@
 // reached it; it is expanded into point-to-point transfers by the collectives
 // library and finishes on all members when its last transfer is delivered.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "tessera/collectives/expand.hpp"
@@ -45,6 +46,10 @@ struct ExecutionResult {
 /// collectives::expand for every collective.
 struct ExecutionOptions {
   collectives::ExpandOptions collectives;
+  /// Time the receiving GPU needs to reduce `bytes` into its buffer after a
+  /// transfer marked `reduce` arrives (a memory-bound kernel, timed by the
+  /// node model). Empty: reductions are free.
+  std::function<Time(Bytes)> reduction_time;
 };
 
 /// Runs `graph` to completion: schedules its tasks on `loop`, sends its
