@@ -111,6 +111,16 @@ class Section {
     }
   }
 
+  bool boolean(const std::string& key) {
+    YAML::Node v = need(key);
+    try {
+      if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
+      return v.as<bool>();
+    } catch (const YAML::BadConversion&) {
+      fail_at(v.Mark(), key_path(key), fmt::format("expected true or false, got '{}'", describe(v)));
+    }
+  }
+
   Section child(const std::string& key) {
     YAML::Node v = need(key);
     if (!v.IsMap()) fail_at(v.Mark(), key_path(key), "must be a mapping");
@@ -206,15 +216,7 @@ parallelism::TransformerConfig read_model(Section& m) {
     cfg.vocab = m.positive_int("vocab");
     if (m.has("kv_heads")) cfg.kv_heads = m.positive_int("kv_heads");
   }
-  if (m.has("gated_mlp")) {
-    const YAML::Node v = m.need("gated_mlp");
-    try {
-      if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
-      cfg.gated_mlp = v.as<bool>();
-    } catch (const YAML::BadConversion&) {
-      m.fail_at(v.Mark(), m.key_path("gated_mlp"), "expected true or false");
-    }
-  }
+  if (m.has("gated_mlp")) cfg.gated_mlp = m.boolean("gated_mlp");
   m.finish();
   checked(m, m.node(), "model", [&] { cfg.validate(); return 0; });
   return cfg;
@@ -371,15 +373,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       }
       s.plan.fused_optimizer = name == "fused-adam";
     }
-    if (t.has("grad_clipping")) {
-      const YAML::Node v = t.need("grad_clipping");
-      try {
-        if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
-        s.plan.grad_clipping = v.as<bool>();
-      } catch (const YAML::BadConversion&) {
-        t.fail_at(v.Mark(), t.key_path("grad_clipping"), "expected true or false");
-      }
-    }
+    if (t.has("grad_clipping")) s.plan.grad_clipping = t.boolean("grad_clipping");
     t.finish();
   }
   {
@@ -413,15 +407,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       const YAML::Node v = p.need("recompute");
       plan.recompute = checked(p, v, p.key_path("recompute"), [&] { return parallelism::parse_recompute(p.scalar("recompute")); });
     }
-    if (p.has("sequence_parallel")) {
-      const YAML::Node v = p.need("sequence_parallel");
-      try {
-        if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
-        plan.sequence_parallel = v.as<bool>();
-      } catch (const YAML::BadConversion&) {
-        p.fail_at(v.Mark(), p.key_path("sequence_parallel"), "expected true or false");
-      }
-    }
+    if (p.has("sequence_parallel")) plan.sequence_parallel = p.boolean("sequence_parallel");
     if (p.has("zero_stage")) {
       const YAML::Node v = p.need("zero_stage");
       const std::string text = p.scalar("zero_stage");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tessera/engine/executor.hpp"
+#include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "test_predictors.hpp"
 
@@ -12,17 +13,7 @@ using node_model::DType;
 
 namespace {
 
-/// Delivers every message instantly.
-class ZeroCostNetwork final : public engine::Network {
- public:
-  explicit ZeroCostNetwork(engine::EventLoop& loop) : loop_(loop) {}
-  void send(const engine::Message& /*msg*/, engine::Callback on_delivered) override {
-    loop_.schedule(Time::zero(), std::move(on_delivered));
-  }
-
- private:
-  engine::EventLoop& loop_;
-};
+using engine::ZeroCostNetwork;
 
 const TransformerConfig kModel{"tiny", 16, 64, 4, 256, 97};
 const Workload kWork{1, 32, DType::FP32};
