@@ -52,7 +52,7 @@ using Command = std::function<int(const tessera::cli::Args&, std::ostream&)>;
 const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> kHelp{
       {"run", R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--json] [--set KEY=VALUE]...
-                   [--trace FILE.json] [--links FILE.csv]
+                   [--json-out FILE.json] [--trace FILE.json] [--links FILE.csv]
 
 Plans one training iteration of the scenario (docs/scenarios.md), simulates it
 on the chosen network backend and prints: iteration time split into compute,
@@ -65,9 +65,12 @@ MFU; bytes sent; memory per pipeline stage with OOM warnings.
                        compute_time_s, bubble_time_s, exposed_comm_time_s,
                        tflops_per_gpu, mfu, tokens_per_s, ...)
   --set KEY=VALUE      override any scenario key, e.g. --set parallelism.tp=4
+  --json-out FILE      also write the JSON report to FILE
   --trace FILE         write a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)
   --links FILE         write per-link bytes and utilization as CSV (on ns3 also
                        packets, credit-stall time and queue depths)
+  The scenario's `outputs:` section (json, trace, links) can name these files
+  too; the flags win.
 
 Exit codes: 0 ok, 1 simulation error, 2 bad input.
 )"},

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "tessera/cli/args.hpp"
@@ -34,7 +35,7 @@ std::string link_csv(const topology::Topology& topo, const std::vector<double>& 
 
 int cmd_run(const Args& args, std::ostream& out) {
   ArgParser p("tessera run");
-  p.option("backend").option("trace").option("links").flag("json");
+  p.option("backend").option("trace").option("links").option("json-out").flag("json");
   // --set KEY=VALUE may repeat: take them out before strict parsing.
   std::vector<Override> overrides;
   Args rest;
@@ -51,11 +52,19 @@ int cmd_run(const Args& args, std::ostream& out) {
   p.expect_positional(1, "a scenario file");
   Scenario s = load_scenario(p.positional()[0], overrides);
   if (auto b = p.get("backend")) s.backend = parse_backend(*b);
-  const auto trace_path = p.get("trace");
-  const auto links_path = p.get("links");
+  // Output files: command-line flags first, then the scenario's `outputs:`.
+  auto output = [&](const char* flag, const std::string& from_scenario) -> std::optional<std::string> {
+    if (auto v = p.get(flag)) return v;
+    if (!from_scenario.empty()) return from_scenario;
+    return std::nullopt;
+  };
+  const auto trace_path = output("trace", s.outputs.trace);
+  const auto links_path = output("links", s.outputs.links);
+  const auto json_path = output("json-out", s.outputs.json);
   // Fail on unwritable outputs before spending time simulating.
-  if (trace_path) check_writable(*trace_path, "--trace");
-  if (links_path) check_writable(*links_path, "--links");
+  if (trace_path) check_writable(*trace_path, p.get("trace") ? "--trace" : "outputs.trace");
+  if (links_path) check_writable(*links_path, p.get("links") ? "--links" : "outputs.links");
+  if (json_path) check_writable(*json_path, p.get("json-out") ? "--json-out" : "outputs.json");
 
   ChromeTraceObserver trace(s.gpus());
   const Simulation sim = simulate_scenario(s, trace_path ? &trace : nullptr);
@@ -66,6 +75,7 @@ int cmd_run(const Args& args, std::ostream& out) {
                                            ? sim.ns3_link_csv
                                            : link_csv(sim.topology, sim.link_bytes, sim.result.makespan));
   }
+  if (json_path) write_file_atomically(*json_path, format_json(rep));
   out << (p.has("json") ? format_json(rep) : format_text(rep));
   return 0;
 }

@@ -71,7 +71,10 @@ class Section {
     return path_.empty() ? key : path_ + "." + key;
   }
 
-  [[nodiscard]] bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  [[nodiscard]] bool has(const std::string& key) const {
+    known_.insert(key);  // asked for: a key this section understands
+    return static_cast<bool>(node_[key]);
+  }
 
   /// The value at `key`; missing keys are an error.
   YAML::Node need(const std::string& key) {
@@ -132,8 +135,10 @@ class Section {
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       const std::string k = it->first.as<std::string>();
       if (used_.count(k) == 0U && allowed_.count(k) == 0U) {
+        std::set<std::string> all = used_;
+        all.insert(known_.begin(), known_.end());
         std::string known;
-        for (const auto& u : used_) known += (known.empty() ? "" : ", ") + u;
+        for (const auto& u : all) known += (known.empty() ? "" : ", ") + u;
         fail_at(it->first.Mark(), key_path(k), fmt::format("unknown key (known here: {})", known));
       }
     }
@@ -157,6 +162,7 @@ class Section {
   const std::string& file_;
   const std::set<std::string>* overridden_;
   std::set<std::string> used_;
+  mutable std::set<std::string> known_;
   std::set<std::string> allowed_;
 };
 
@@ -463,6 +469,18 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
   if (top.has("backend")) {
     const YAML::Node b = top.need("backend");
     s.backend = checked(top, b, "backend", [&] { return parse_backend(top.scalar("backend")); });
+  }
+  if (top.has("outputs")) {
+    Section o = top.child("outputs");
+    auto path = [&](const char* key, std::string& field) {
+      if (!o.has(key)) return;
+      field = o.scalar(key);
+      if (field.empty()) o.fail_at(o.node()[key].Mark(), o.key_path(key), "empty path");
+    };
+    path("json", s.outputs.json);
+    path("trace", s.outputs.trace);
+    path("links", s.outputs.links);
+    o.finish();
   }
   top.finish();
   return s;

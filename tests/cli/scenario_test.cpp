@@ -120,3 +120,12 @@ TEST(Scenario, OverridesApplyAndNameTheirSource) {
   EXPECT_THROW((void)parse_scenario(default_text(), "s.yaml", {Override{"name.x", "1"}}), ScenarioError);
   EXPECT_THROW((void)parse_override("novalue"), InputError);
 }
+
+TEST(Scenario, OutputsSection) {
+  const Scenario s = parse_scenario(default_text() + "outputs:\n  json: r.json\n  links: l.csv\n", "s.yaml");
+  EXPECT_EQ(s.outputs.json, "r.json");
+  EXPECT_EQ(s.outputs.links, "l.csv");
+  EXPECT_EQ(s.outputs.trace, "");
+  EXPECT_NE(error_of(default_text() + "outputs:\n  jsn: r.json\n").find("outputs.jsn: unknown key (known here: json, links, trace)"),
+            std::string::npos);
+}

@@ -42,6 +42,14 @@ struct Scenario {
   collectives::ExpandOptions collectives;
   std::string predictor = "tile-mlp";
   Backend backend = Backend::Flow;
+  /// `outputs:` files `tessera run` writes besides its summary (paths
+  /// relative to the working directory; empty = not written). The flags
+  /// --json-out, --trace and --links override them.
+  struct Outputs {
+    std::string json;   ///< the JSON report
+    std::string trace;  ///< Chrome/Perfetto trace (as --trace)
+    std::string links;  ///< per-link CSV (as --links)
+  } outputs;
 
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
 };
