@@ -18,7 +18,7 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
     predictor = owned.get();
   }
   auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
-  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}};
+  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}};
   engine::ExecutionOptions options{s.collectives, {}};
   // Collective reductions run inside NCCL's kernels (no launch of their own):
   // time them as the memory-bound elementwise add they are, at the GPU's

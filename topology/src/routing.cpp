@@ -93,7 +93,10 @@ ForwardingTables build_forwarding_tables(const Topology& topo) {
 
   std::vector<PortNo> cand;
   std::vector<LinkId> cand_links;
-  for (const auto& [key, dests] : groups) {
+  for (const auto& group : groups) {
+    // Named references, not structured bindings: lambdas below capture them.
+    const std::vector<int>& key = group.first;
+    const std::vector<int>& dests = group.second;
     if (key.empty()) continue;
     auto dist = [&](int sw) {
       int best = detail::Router::kInf;
