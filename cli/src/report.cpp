@@ -12,6 +12,10 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.model = s.model.name;
   rep.gpu = s.gpu.name;
   rep.fabric = std::string(to_string(s.fabric));
+  if (s.cluster.hcas_per_node < s.cluster.gpus_per_node) {
+    rep.hcas = fmt::format("; {} HCAs per node, {} GPUs each", s.cluster.hcas_per_node,
+                           s.cluster.gpus_per_node / s.cluster.hcas_per_node);
+  }
   rep.gpus = s.gpus();
   rep.dp = s.plan.dp;
   rep.tp = s.plan.tp;
@@ -66,7 +70,8 @@ std::string format_text(const RunReport& r) {
   const double it = r.iteration_time.seconds();
   auto pct = [&](Time t) { return it > 0 ? 100.0 * t.seconds() / it : 0.0; };
   std::string out;
-  out += fmt::format("Scenario       {}: {} on {} x {} ({} fabric)\n", r.scenario, r.model, r.gpus, r.gpu, r.fabric);
+  out += fmt::format("Scenario       {}: {} on {} x {} ({} fabric{})\n", r.scenario, r.model, r.gpus, r.gpu, r.fabric,
+                     r.hcas);
   out += fmt::format("Plan           dp={} tp={} pp={}, {} micro-batch{}, {} schedule\n", r.dp, r.tp, r.pp,
                      r.micro_batches, r.micro_batches == 1 ? "" : "es", r.schedule);
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);

@@ -296,7 +296,30 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     cl.nvlink_latency = c.unit("nvlink_latency", parse_time);
     cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
     cl.nic_latency = c.unit("nic_latency", parse_time);
-    topology::NodeSpec node{cl.gpus_per_node, topology::NodeFabric::NvSwitch, {cl.nvlink_bandwidth, cl.nvlink_latency}};
+    topology::NodeSpec node;
+    node.gpus = cl.gpus_per_node;
+    node.nvlink = {cl.nvlink_bandwidth, cl.nvlink_latency};
+    // HCAs per node (default: one per GPU) and the PCIe link to a shared one.
+    if (c.has("hcas_per_node")) {
+      const YAML::Node v = c.need("hcas_per_node");
+      const auto hcas = c.positive_int("hcas_per_node");
+      if (hcas > cl.gpus_per_node || cl.gpus_per_node % hcas != 0) {
+        c.fail_at(v.Mark(), c.key_path("hcas_per_node"),
+                  fmt::format("{} HCAs do not divide cluster.gpus_per_node = {} (GPUs share HCAs evenly; use a "
+                              "divisor of {})",
+                              hcas, cl.gpus_per_node, cl.gpus_per_node));
+      }
+      cl.hcas_per_node = static_cast<int>(hcas);
+    } else {
+      cl.hcas_per_node = cl.gpus_per_node;
+    }
+    cl.pcie_bandwidth = c.has("pcie_bandwidth") ? c.unit("pcie_bandwidth", parse_bandwidth) : Bandwidth::gigabytes_per_second(64);
+    cl.pcie_latency = c.has("pcie_latency") ? c.unit("pcie_latency", parse_time) : Time::from_ns(500);
+    if (cl.pcie_bandwidth.bps() <= 0) {
+      c.fail_at(c.node()["pcie_bandwidth"].Mark(), c.key_path("pcie_bandwidth"), "must be positive");
+    }
+    node.hcas = cl.hcas_per_node;
+    node.pcie = {cl.pcie_bandwidth, cl.pcie_latency};
     if (c.has("node_fabric")) {
       const YAML::Node v = c.need("node_fabric");
       node.fabric = checked(c, v, c.key_path("node_fabric"), [&] { return topology::parse_node_fabric(c.scalar("node_fabric")); });
@@ -306,11 +329,16 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     const YAML::Node type_at = f.need("type");
     const std::string type = f.scalar("type");
     auto check_capacity = [&](std::int64_t capacity, const std::string& what) {
-      if (capacity < s.gpus()) {
+      const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
+      if (capacity < hcas) {
         f.fail_at(f.node()["k"].Mark(), f.key_path("k"),
-                  fmt::format("{} attaches {} HCAs, but the cluster has {} GPUs (cluster.nodes x cluster.gpus_per_node "
-                              "= {} x {})",
-                              what, capacity, s.gpus(), cl.nodes, cl.gpus_per_node));
+                  cl.hcas_per_node < cl.gpus_per_node
+                      ? fmt::format("{} attaches {} HCAs, but the cluster has {} (cluster.nodes x "
+                                    "cluster.hcas_per_node = {} x {})",
+                                    what, capacity, hcas, cl.nodes, cl.hcas_per_node)
+                      : fmt::format("{} attaches {} HCAs, but the cluster has {} (one per GPU: cluster.nodes x "
+                                    "cluster.gpus_per_node = {} x {})",
+                                    what, capacity, hcas, cl.nodes, cl.gpus_per_node));
       }
     };
     auto oversubscription = [&] {
@@ -451,6 +479,9 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     checked(top, v, "predictor", [&] { return node_model::make_predictor(s.predictor, s.gpu) != nullptr; });
   }
   s.collectives.ranks_per_node = s.cluster.gpus_per_node;
+  // Auto's nominal per-rank inter-node bandwidth: GPUs sharing an HCA share its rate.
+  const Bandwidth nic_per_gpu = Bandwidth::bits_per_second(
+      s.cluster.nic_bandwidth.bps() * s.cluster.hcas_per_node / s.cluster.gpus_per_node);
   if (top.has("collectives")) {
     Section col = top.child("collectives");
     if (col.has("algorithm")) {
@@ -460,11 +491,11 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     }
     if (col.has("chunks")) s.collectives.chunks = static_cast<int>(col.positive_int("chunks"));
     s.collectives.auto_latency = col.has("auto_latency") ? col.unit("auto_latency", parse_time) : s.cluster.nic_latency * 2;
-    s.collectives.auto_bandwidth = col.has("auto_bandwidth") ? col.unit("auto_bandwidth", parse_bandwidth) : s.cluster.nic_bandwidth;
+    s.collectives.auto_bandwidth = col.has("auto_bandwidth") ? col.unit("auto_bandwidth", parse_bandwidth) : nic_per_gpu;
     col.finish();
   } else {
     s.collectives.auto_latency = s.cluster.nic_latency * 2;
-    s.collectives.auto_bandwidth = s.cluster.nic_bandwidth;
+    s.collectives.auto_bandwidth = nic_per_gpu;
   }
   if (top.has("backend")) {
     const YAML::Node b = top.need("backend");

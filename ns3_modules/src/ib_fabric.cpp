@@ -1,5 +1,6 @@
 // The InfiniBand model behind Ns3Network: builds one ns3::Node per topology
-// vertex with an IbHca (GPUs) or an IbSwitch (every switch) behind its ports,
+// vertex with an IbHca (GPUs) or an IbSwitch (every switch; a shared HCA with its
+// PCIe switch also forwards like a small switch) behind its ports,
 // one IbChannel per duplex link, loads the linear forwarding tables, checks
 // them, and turns engine messages into queue-pair sends and completions.
 #include <fmt/format.h>
@@ -29,6 +30,16 @@ constexpr std::int16_t kHopsUnknown = -2;
 constexpr std::int16_t kHopsVisiting = -1;
 
 bool IsIbMtu(std::int64_t mtu) { return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096; }
+
+/// Whether `v` is a shared HCA with a PCIe link into GPU `rank`.
+bool HcaServes(const topology::Topology& topo, VertexId v, std::size_t rank) {
+  if (topo.vertex(v).kind != VertexKind::Hca) return false;
+  for (auto [e, end] = boost::out_edges(v, topo.graph()); e != end; ++e) {
+    const auto& np = topo.vertex(boost::target(*e, topo.graph()));
+    if (np.kind == VertexKind::Gpu && static_cast<std::size_t>(np.index) == rank) return true;
+  }
+  return false;
+}
 
 class IbFabric final : public Ns3Network::Fabric {
  public:
@@ -246,11 +257,17 @@ void IbFabric::CheckTables() {
   }
   const std::size_t nsw = t.switches().size();
   const auto G = static_cast<std::size_t>(m_gpus);
-  // GPUs attached to the subnet (an out-link from a table switch into them).
+  // GPUs attached to the subnet: an out-link from a table switch into them,
+  // or into the shared HCA that serves them.
   std::vector<bool> attached(G, false);
   for (const auto& l : m_topo.links()) {
-    if (t.switch_index(l.src) >= 0 && m_topo.vertex(l.dst).kind == VertexKind::Gpu) {
-      attached[static_cast<std::size_t>(m_topo.vertex(l.dst).index)] = true;
+    if (t.switch_index(l.src) < 0) continue;
+    const auto& np = m_topo.vertex(l.dst);
+    if (np.kind == VertexKind::Gpu) attached[static_cast<std::size_t>(np.index)] = true;
+    if (np.kind != VertexKind::Hca) continue;
+    for (auto [e, end] = boost::out_edges(l.dst, m_topo.graph()); e != end; ++e) {
+      const auto& gp = m_topo.vertex(boost::target(*e, m_topo.graph()));
+      if (gp.kind == VertexKind::Gpu) attached[static_cast<std::size_t>(gp.index)] = true;
     }
   }
   m_hops.assign(nsw * G, kHopsUnknown);
@@ -290,6 +307,15 @@ void IbFabric::CheckTables() {
           base = 0;
           break;
         }
+        if (np.kind == VertexKind::Hca) {  // a shared HCA: one PCIe hop to the GPU
+          if (!HcaServes(m_topo, next, d)) {
+            throw InputError(fmt::format("ns-3 backend: forwarding table of switch {} sends LID {} to {}, which does "
+                                         "not serve gpu rank {}",
+                                         name(cur), lid, np.name, d));
+          }
+          base = 1;
+          break;
+        }
         const int ni = t.switch_index(next);
         if (ni < 0) {
           throw InputError(fmt::format("ns-3 backend: forwarding table of switch {} sends LID {} out of the subnet, to {}",
@@ -312,12 +338,23 @@ std::vector<std::uint16_t> IbFabric::SwitchLft(VertexId v) const {
     }
     return lft;
   }
-  // A switch outside the IB subnet (an NVSwitch): it reaches only the GPUs
-  // wired to it, which is all Topology::route ever asks of it.
+  // A switch outside the IB subnet: an NVSwitch reaches only the GPUs wired
+  // to it, which is all Topology::route ever asks of it; a shared HCA also
+  // sends everything else up its (single) link into the subnet, as route()
+  // does.
+  std::uint16_t up = kIbNoPort;
   for (auto [e, end] = boost::out_edges(v, m_topo.graph()); e != end; ++e) {
     const LinkId id = m_topo.graph()[*e].id;
-    const auto& dst = m_topo.vertex(m_topo.link(id).dst);
-    if (dst.kind == VertexKind::Gpu) lft[static_cast<std::size_t>(dst.index)] = static_cast<std::uint16_t>(m_topo.port_of(id) - 1);
+    const VertexId to = m_topo.link(id).dst;
+    const auto& dst = m_topo.vertex(to);
+    const auto port = static_cast<std::uint16_t>(m_topo.port_of(id) - 1);
+    if (dst.kind == VertexKind::Gpu) lft[static_cast<std::size_t>(dst.index)] = port;
+    if (m_topo.vertex(v).kind == VertexKind::Hca && up == kIbNoPort && m_tables->switch_index(to) >= 0) up = port;
+  }
+  if (up != kIbNoPort) {
+    for (auto& p : lft) {
+      if (p == kIbNoPort) p = up;
+    }
   }
   return lft;
 }
@@ -337,6 +374,8 @@ std::vector<std::uint16_t> IbFabric::EcmpPorts(VertexId v, std::uint32_t dstRank
     bool ok = false;
     if (np.kind == VertexKind::Gpu) {
       ok = static_cast<std::uint32_t>(np.index) == dstRank;
+    } else if (np.kind == VertexKind::Hca) {
+      ok = HcaServes(m_topo, l.dst, dstRank);
     } else if (const int t = m_tables->switch_index(l.dst); t >= 0) {
       ok = m_hops[static_cast<std::size_t>(t) * G + dstRank] == h - 1;
     }

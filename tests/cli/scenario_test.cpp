@@ -94,7 +94,8 @@ TEST(Scenario, FabricsCollectivesAndDefaults) {
 TEST(Scenario, FabricTooSmallNamesTheNumbers) {
   std::string t = replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
                            "    type: fat-tree\n    k: 4\n    tiers: 2\n");
-  EXPECT_NE(error_of(t).find("cluster.fabric.k: a k=4 2-tier fat-tree attaches 8 HCAs, but the cluster has 16 GPUs"),
+  EXPECT_NE(error_of(t).find("cluster.fabric.k: a k=4 2-tier fat-tree attaches 8 HCAs, but the cluster has 16 (one per GPU: "
+                             "cluster.nodes x cluster.gpus_per_node = 2 x 8)"),
             std::string::npos)
       << error_of(t);
   EXPECT_NE(error_of(replaced(default_text(), "type: leaf-spine", "type: torus")).find("unknown fabric type 'torus'"),
@@ -127,5 +128,26 @@ TEST(Scenario, OutputsSection) {
   EXPECT_EQ(s.outputs.links, "l.csv");
   EXPECT_EQ(s.outputs.trace, "");
   EXPECT_NE(error_of(default_text() + "outputs:\n  jsn: r.json\n").find("outputs.jsn: unknown key (known here: json, links, trace)"),
+            std::string::npos);
+}
+
+TEST(Scenario, HcasPerNodeDefaultsToOnePerGpuAndSharesWhenFewer) {
+  const Scenario own = parse_scenario(default_text(), "s.yaml");
+  EXPECT_EQ(own.cluster.hcas_per_node, 8);
+  EXPECT_EQ(build_topology(own).count(topology::VertexKind::Hca), 0);
+  EXPECT_EQ(own.collectives.auto_bandwidth, parse_bandwidth("400Gbps"));
+  const Scenario shared = parse_scenario(default_text(), "s.yaml",
+                                         {Override{"cluster.hcas_per_node", "2"},
+                                          Override{"cluster.pcie_bandwidth", "32GB/s"}});
+  EXPECT_EQ(shared.cluster.hcas_per_node, 2);
+  EXPECT_EQ(shared.cluster.pcie_bandwidth, parse_bandwidth("32GB/s"));
+  EXPECT_EQ(shared.cluster.pcie_latency, parse_time("500ns"));  // documented default
+  const auto t = build_topology(shared);
+  EXPECT_EQ(t.count(topology::VertexKind::Hca), 2 * 2);
+  EXPECT_EQ(t.count_links()[static_cast<std::size_t>(topology::LinkTier::Pcie)], 2 * 16);
+  // Auto's per-rank bandwidth: four GPUs share each 400 Gb/s HCA.
+  EXPECT_EQ(shared.collectives.auto_bandwidth, parse_bandwidth("100Gbps"));
+  EXPECT_NE(error_of(replaced(default_text(), "  nic_bandwidth: 400Gbps", "  hcas_per_node: 0\n  nic_bandwidth: 400Gbps"))
+                .find("cluster.hcas_per_node: must be positive, got 0"),
             std::string::npos);
 }

@@ -27,8 +27,9 @@ namespace {
 topology::Topology mixed_fabric() {
   topology::FatTreeSpec spec;
   spec.nodes = 4;
-  spec.node = topology::NodeSpec{2, topology::NodeFabric::NvSwitch,
-                                 {parse_bandwidth("100GB/s"), parse_time("1us")}};
+  spec.node.gpus = 2;
+  spec.node.fabric = topology::NodeFabric::NvSwitch;
+  spec.node.nvlink = {parse_bandwidth("100GB/s"), parse_time("1us")};
   spec.k = 4;
   spec.tiers = 2;
   spec.oversubscription = 3;

@@ -2,6 +2,7 @@
 
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
+#include "tessera/topology/fabrics.hpp"
 #include "test_topologies.hpp"
 
 using namespace tessera;
@@ -97,4 +98,44 @@ TEST(FlowNetwork, LateFlowSpeedsUpWhenTheOtherFinishes) {
   EXPECT_EQ(small, parse_time("2ms"));
   EXPECT_NEAR(big.ms(), 4.0, 1e-6);
   EXPECT_NEAR(net.link_bytes()[topo.route(1, 2)[0]], 3e6, 1.0);
+}
+
+TEST(FlowNetwork, GpusSharingAnHcaSplitItsBandwidth) {
+  // 2 nodes x 8 GPUs, 2 HCAs of 100 Gb/s per node (4 GPUs each), PCIe of
+  // 16 GB/s per GPU. GPUs 0-3 (behind HCA 0) each send S to node 1: the
+  // HCA's 100 Gb/s is split 4 ways (25 Gb/s < PCIe). GPU 4 alone behind HCA 1
+  // gets the whole 100 Gb/s. With one HCA per GPU each gets 100 Gb/s.
+  topology::FatTreeSpec spec;
+  spec.nodes = 2;
+  spec.node.gpus = 8;
+  spec.node.nvlink = {parse_bandwidth("300GB/s"), parse_time("1us")};
+  spec.node.hcas = 2;
+  spec.node.pcie = {parse_bandwidth("16GB/s"), Time::zero()};
+  spec.k = 8;
+  spec.tiers = 2;
+  spec.host = {parse_bandwidth("100Gbps"), Time::zero()};
+  spec.leaf_spine = {parse_bandwidth("400Gbps"), Time::zero()};
+  for (const int hcas : {2, 8}) {
+    spec.node.hcas = hcas;
+    const auto topo = topology::build_fat_tree(spec);
+    DiscreteEventLoop loop;
+    FlowNetwork net(topo, loop);
+    const Bytes size = Bytes::mib(4);
+    std::vector<Time> done(5);
+    for (int g = 0; g < 5; ++g) net.send(Message{g, 8 + g, size}, [&, g] { done[static_cast<std::size_t>(g)] = loop.now(); });
+    loop.run();
+    const double full = size.as_double() / parse_bandwidth("100Gbps").bytes_per_second();
+    for (int g = 0; g < 4; ++g) EXPECT_NEAR(done[static_cast<std::size_t>(g)].seconds(), hcas == 2 ? 4 * full : full, 1e-9) << hcas;
+    EXPECT_NEAR(done[4].seconds(), full, 1e-9) << hcas;
+  }
+  // A PCIe link slower than the HCA share is the bottleneck of a lone flow.
+  spec.node.hcas = 2;
+  spec.node.pcie = {parse_bandwidth("8Gbps"), Time::zero()};
+  const auto topo = topology::build_fat_tree(spec);
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  Time t;
+  net.send(Message{0, 8, Bytes::mib(1)}, [&] { t = loop.now(); });
+  loop.run();
+  EXPECT_NEAR(t.seconds(), Bytes::mib(1).as_double() / 1e9, 1e-9);
 }

@@ -261,6 +261,47 @@ TEST(IbModel, DataParallelStepOnAFatTreeAgreesWithFlowBackend) {
   EXPECT_EQ(ib.bytes_sent, flow.bytes_sent);
 }
 
+TEST(IbModel, GpusSharingAnHcaShareItsRate) {
+  // 2 nodes x 4 GPUs, one 200 Gb/s HCA per node behind PCIe (64 GB/s), a
+  // 2-tier k=4 fat-tree. GPUs 0-3 each send 2 MiB to GPUs 4-7 at once: the
+  // 4 flows share the HCA's cable, so each gets a quarter of its payload
+  // rate: T = 4 S / rate (+ latencies), the flow backend's answer too.
+  topology::FatTreeSpec spec;
+  spec.nodes = 2;
+  spec.node.gpus = 4;
+  spec.node.nvlink = {Bandwidth::gigabytes_per_second(450), Time::from_ns(500)};
+  spec.node.hcas = 1;
+  spec.node.pcie = {Bandwidth::gigabytes_per_second(64), Time::from_ns(300)};
+  spec.k = 4;
+  spec.tiers = 2;
+  spec.host = {Bandwidth::gbps(200), Time::from_ns(600)};
+  spec.leaf_spine = {Bandwidth::gbps(200), Time::from_ns(600)};
+  const Topology t = topology::build_fat_tree(spec);
+  ASSERT_EQ(t.count(VertexKind::Hca), 2);
+  const std::int64_t size = 2 << 20;
+  std::vector<Message> msgs;
+  for (int g = 0; g < 4; ++g) msgs.push_back(Message{g, 4 + g, Bytes(size)});
+  const auto ib = run_flows(t, msgs);
+  engine::DiscreteEventLoop loop;
+  engine::FlowNetwork flow(t, loop);
+  std::vector<Time> flow_done(msgs.size());
+  for (std::size_t i = 0; i < msgs.size(); ++i) flow.send(msgs[i], [&, i] { flow_done[i] = loop.now(); });
+  loop.run();
+  const double shared = 4.0 * static_cast<double>(size) / payload_rate(spec.host.bandwidth);
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    EXPECT_NEAR(ib.done[i].seconds(), shared, 0.05 * shared) << i;
+    EXPECT_NEAR(ib.done[i].seconds(), flow_done[i].seconds(), 0.05 * flow_done[i].seconds()) << i;
+  }
+  std::printf("4 GPUs through one 200 Gb/s HCA: ns-3 IB %.1f us, flow %.1f us, hand %.1f us\n", ib.done[3].us(),
+              flow_done[3].us(), shared * 1e6);
+  // Every packet crossed PCIe twice (both ends) besides the IB hops.
+  std::int64_t pcie_packets = 0;
+  for (const auto& l : ib.report.links) {
+    if (t.tier(l.link) == topology::LinkTier::Pcie) pcie_packets += static_cast<std::int64_t>(l.packets);
+  }
+  EXPECT_EQ(pcie_packets, 2 * 4 * (size / kMtu));
+}
+
 TEST(IbModel, AdaptiveRoutingSpreadsCollidingFlowsOverSpines) {
   // 8 single-GPU nodes, 4 per leaf, 2 spines. D-mod-k sends both 0->4 and
   // 1->6 (even destinations) up the same spine: each gets half of it.

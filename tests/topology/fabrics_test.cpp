@@ -285,3 +285,107 @@ TEST(FatTree, BadInputNamesTheKeyAndTheNumbers) {
   expect_input_error([&] { (void)build_rail_optimized(r); },
                      {"40 nodes", "40 rail leaves", "k = 16", "128 HCAs"});
 }
+
+// ---------------------------------------------------------- shared HCAs
+
+namespace {
+
+/// 4 nodes of 8 GPUs, `hcas` HCAs each, in a 2-tier k=8 fat-tree.
+FatTreeSpec shared_hca_tree(int hcas) {
+  FatTreeSpec s = fat_tree(8, 2);
+  s.nodes = 4;
+  s.node.gpus = 8;
+  s.node.nvlink = spec_link("300GB/s", "1us");
+  s.node.hcas = hcas;
+  s.node.pcie = spec_link("25GB/s", "500ns");
+  return s;
+}
+
+}  // namespace
+
+TEST(SharedHcas, GpusReachTheirHcaOverPcieAndTheFabricThroughIt) {
+  const auto t = build_fat_tree(shared_hca_tree(2));
+  EXPECT_EQ(t.num_gpus(), 32);
+  EXPECT_EQ(t.count(VertexKind::Hca), 4 * 2);
+  const TierCounts links = t.count_links();
+  EXPECT_EQ(links[static_cast<std::size_t>(LinkTier::Pcie)], 2 * 32);  // one duplex link per GPU
+  EXPECT_EQ(links[static_cast<std::size_t>(LinkTier::Host)], 2 * 8);   // one per HCA
+  EXPECT_EQ(links[static_cast<std::size_t>(LinkTier::NvLink)], 2 * 32);
+  // GPU 5 of node 0 uses HCA 1 (GPUs 4-7); node 2's GPU 0 uses HCA 4.
+  const Path p = t.route(5, 16);
+  ASSERT_EQ(p.size(), 6U);  // gpu -> hca -> leaf -> spine -> leaf -> hca -> gpu
+  EXPECT_EQ(t.tier(p[0]), LinkTier::Pcie);
+  EXPECT_EQ(t.vertex(t.link(p[0]).dst).name, "hca1");
+  EXPECT_EQ(kind_after(t, p[1]), VertexKind::Leaf);
+  EXPECT_EQ(kind_after(t, p[2]), VertexKind::Spine);
+  EXPECT_EQ(t.vertex(t.link(p[4]).dst).name, "hca4");
+  EXPECT_EQ(t.tier(p[5]), LinkTier::Pcie);
+  EXPECT_EQ(t.latency(p), parse_time("500ns") * 2 + parse_time("1us") * 4);
+  // Inside a node, even behind one HCA, GPUs talk over NVLink.
+  const Path local = t.route(4, 5);
+  ASSERT_EQ(local.size(), 2U);
+  EXPECT_EQ(kind_after(t, local[0]), VertexKind::NvSwitch);
+  // 8 HCAs fill 2 leaves of 4 host ports; both leaves reach each other over 4 spines.
+  EXPECT_EQ(t.count_ecmp_paths(0, 16), 4U);
+  // Half the HCAs on each side of the cut: 4 x 400 Gb/s.
+  EXPECT_EQ(bisection_bandwidth(t).bps(), 4 * kB.bps());
+}
+
+TEST(SharedHcas, OneHcaPerGpuIsTheDefaultBuild) {
+  const auto a = build_fat_tree(shared_hca_tree(0));
+  const auto b = build_fat_tree(shared_hca_tree(8));
+  EXPECT_EQ(a.count(VertexKind::Hca), 0);
+  EXPECT_EQ(b.count(VertexKind::Hca), 0);
+  EXPECT_EQ(a.links().size(), b.links().size());
+  EXPECT_EQ(a.route(5, 16), b.route(5, 16));
+  EXPECT_EQ(a.route(5, 16).size(), 4U);
+  EXPECT_EQ(bisection_bandwidth(a).bps(), 16 * kB.bps());
+}
+
+TEST(SharedHcas, ForwardingTablesMatchRoutesOnEveryFabric) {
+  RailOptimizedSpec rail;
+  rail.nodes = 4;
+  rail.node.gpus = 8;
+  rail.node.nvlink = spec_link("450GB/s", "500ns");
+  rail.node.hcas = 4;
+  rail.node.pcie = spec_link("64GB/s", "300ns");
+  rail.k = 8;
+  rail.host = spec_link();
+  rail.leaf_spine = spec_link();
+  LeafSpineSpec ls;
+  ls.nodes = 3;
+  ls.gpus_per_node = 4;
+  ls.nvlink_bandwidth = parse_bandwidth("300GB/s");
+  ls.nic_bandwidth = kB;
+  ls.hcas_per_node = 1;
+  ls.pcie_bandwidth = parse_bandwidth("64GB/s");
+  ls.pcie_latency = parse_time("300ns");
+  ls.hosts_per_leaf = 2;
+  ls.spines = 2;
+  ls.spine_bandwidth = kB;
+  const auto rail_t = build_rail_optimized(rail);
+  EXPECT_EQ(rail_t.count(VertexKind::Leaf), 4);  // one rail per HCA
+  const auto ls_t = build_leaf_spine(ls);
+  EXPECT_EQ(ls_t.count(VertexKind::Hca), 3);
+  EXPECT_EQ(ls_t.count(VertexKind::Leaf), 2);
+  for (const auto& t : {build_fat_tree(shared_hca_tree(2)), build_fat_tree(shared_hca_tree(4)), rail_t, ls_t}) {
+    const auto lft = build_forwarding_tables(t);
+    EXPECT_EQ(lft.num_lids(), t.num_gpus() + 1);
+    for (int s = 0; s < t.num_gpus(); ++s) {
+      for (int d = 0; d < t.num_gpus(); ++d) ASSERT_EQ(follow_tables(t, lft, s, d), t.route(s, d)) << s << "->" << d;
+    }
+  }
+}
+
+TEST(SharedHcas, BadCountsNameTheKey) {
+  auto s = shared_hca_tree(3);
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.hcas_per_node", "3 HCAs", "8 GPUs"});
+  s.node.hcas = 16;
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.hcas_per_node"});
+  s.node.hcas = 2;
+  s.node.pcie.bandwidth = Bandwidth{};
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.pcie_bandwidth"});
+  s = shared_hca_tree(1);
+  s.nodes = 40;  // 40 HCAs > 32 host ports of a k=8 2-tier tree
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"40 HCAs", "hcas_per_node"});
+}

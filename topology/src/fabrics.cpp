@@ -25,6 +25,12 @@ void check_node(const NodeSpec& n, int nodes) {
   check_positive(nodes, "cluster.nodes");
   check_positive(n.gpus, "cluster.gpus_per_node");
   if (n.gpus > 1) check_link(n.nvlink, "cluster.nvlink");
+  if (n.hcas < 0 || n.hcas > n.gpus || (n.hcas > 0 && n.gpus % n.hcas != 0)) {
+    throw InputError(fmt::format(
+        "cluster.hcas_per_node must divide cluster.gpus_per_node (got {} HCAs for {} GPUs per node)", n.hcas,
+        n.gpus));
+  }
+  if (n.shares_hcas()) check_link(n.pcie, "cluster.pcie");
 }
 
 /// Ports per leaf: host ports d and up-links u with d = r*u, d + u = k.
@@ -48,7 +54,7 @@ LeafPorts leaf_ports(int k, int r) {
 
 void check_capacity(std::int64_t hosts, std::int64_t capacity, std::string_view what) {
   if (hosts > capacity) {
-    throw InputError(fmt::format("cluster: {} HCAs (nodes x gpus_per_node) but {} attaches at most {}", hosts,
+    throw InputError(fmt::format("cluster: {} HCAs (nodes x hcas_per_node) but {} attaches at most {}", hosts,
                                  what, capacity));
   }
 }
@@ -99,6 +105,30 @@ std::vector<VertexId> add_nodes(Topology& t, int nodes, const NodeSpec& node) {
   return gpu_v;
 }
 
+std::vector<VertexId> add_hcas(Topology& t, const std::vector<VertexId>& gpu_v, int nodes, const NodeSpec& node) {
+  check_node(node, nodes);
+  if (gpu_v.size() != static_cast<std::size_t>(nodes) * static_cast<std::size_t>(node.gpus)) {
+    throw InputError(fmt::format("topology: {} GPU vertices for {} nodes of {} GPUs", gpu_v.size(), nodes, node.gpus));
+  }
+  if (!node.shares_hcas()) return gpu_v;
+  const int hcas = node.hca_count();
+  const int per_hca = node.gpus / hcas;
+  std::vector<VertexId> hca_v;
+  hca_v.reserve(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(hcas));
+  for (int n = 0; n < nodes; ++n) {
+    for (int j = 0; j < hcas; ++j) {
+      const int id = n * hcas + j;
+      const VertexId h = t.add_vertex(VertexKind::Hca, fmt::format("hca{}", id), id);
+      for (int i = j * per_hca; i < (j + 1) * per_hca; ++i) {
+        t.add_duplex_link(gpu_v[static_cast<std::size_t>(n * node.gpus + i)], h, node.pcie.bandwidth,
+                          node.pcie.latency);
+      }
+      hca_v.push_back(h);
+    }
+  }
+  return hca_v;
+}
+
 // --------------------------------------------------------------- fat-tree
 
 std::int64_t host_capacity(const FatTreeSpec& spec) {
@@ -122,7 +152,7 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
   check_link(spec.host, "cluster.fabric.host");
   check_link(spec.leaf_spine, "cluster.fabric.leaf_spine");
   if (spec.tiers == 3) check_link(spec.spine_core, "cluster.fabric.spine_core");
-  const std::int64_t hosts = static_cast<std::int64_t>(spec.nodes) * spec.node.gpus;
+  const std::int64_t hosts = static_cast<std::int64_t>(spec.nodes) * spec.node.hca_count();
   check_capacity(
       hosts, host_capacity(spec),
       fmt::format("a {}-tier fat-tree of k = {} ports (oversubscription {}{})", spec.tiers, k,
@@ -131,6 +161,7 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
 
   Topology t;
   const auto gpu_v = add_nodes(t, spec.nodes, spec.node);
+  const auto host_v = add_hcas(t, gpu_v, spec.nodes, spec.node);
   const int pods = spec.tiers == 2 ? 1 : (spec.pods == 0 ? k : spec.pods);
   const int leaves_per_pod = spec.tiers == 2 ? k : k / 2;
   const int spines_per_pod = p.up;
@@ -148,8 +179,8 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
       core_v.push_back(t.add_vertex(VertexKind::Core, fmt::format("core{}", c), c));
     }
   }
-  for (std::size_t r = 0; r < gpu_v.size(); ++r) {
-    t.add_duplex_link(gpu_v[r], leaf_v[r / static_cast<std::size_t>(p.down)], spec.host.bandwidth,
+  for (std::size_t r = 0; r < host_v.size(); ++r) {
+    t.add_duplex_link(host_v[r], leaf_v[r / static_cast<std::size_t>(p.down)], spec.host.bandwidth,
                       spec.host.latency);
   }
   for (int pod = 0; pod < pods; ++pod) {
@@ -179,9 +210,9 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
 
 std::int64_t host_capacity(const RailOptimizedSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
-  const int gpus = std::max(1, spec.node.gpus);
-  // At most k leaves (one spine port each), gpus leaves per rail group.
-  return static_cast<std::int64_t>(spec.k / gpus) * p.down * gpus;
+  const int rails = std::max(1, spec.node.hca_count());
+  // At most k leaves (one spine port each), one leaf per rail per rail group.
+  return static_cast<std::int64_t>(spec.k / rails) * p.down * rails;
 }
 
 Topology build_rail_optimized(const RailOptimizedSpec& spec) {
@@ -189,24 +220,25 @@ Topology build_rail_optimized(const RailOptimizedSpec& spec) {
   check_node(spec.node, spec.nodes);
   check_link(spec.host, "cluster.fabric.host");
   check_link(spec.leaf_spine, "cluster.fabric.leaf_spine");
-  const int gpus = spec.node.gpus;
+  const int rails = spec.node.hca_count();
   const int groups = (spec.nodes + p.down - 1) / p.down;
-  const std::int64_t leaves = static_cast<std::int64_t>(groups) * gpus;
+  const std::int64_t leaves = static_cast<std::int64_t>(groups) * rails;
   if (leaves > spec.k) {
     throw InputError(fmt::format(
-        "cluster: {} nodes x {} GPUs need {} rail leaves ({} rail groups of {} nodes) but a spine of k = {} "
+        "cluster: {} nodes x {} HCAs need {} rail leaves ({} rail groups of {} nodes) but a spine of k = {} "
         "ports attaches at most {} leaves ({} HCAs)",
-        spec.nodes, gpus, leaves, groups, p.down, spec.k, spec.k, host_capacity(spec)));
+        spec.nodes, rails, leaves, groups, p.down, spec.k, spec.k, host_capacity(spec)));
   }
   Topology t;
   const auto gpu_v = add_nodes(t, spec.nodes, spec.node);
+  const auto host_v = add_hcas(t, gpu_v, spec.nodes, spec.node);
   std::vector<VertexId> leaf_v;
   for (int l = 0; l < leaves; ++l)
     leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
   for (int n = 0; n < spec.nodes; ++n) {
-    for (int i = 0; i < gpus; ++i) {
-      const auto leaf = static_cast<std::size_t>((n / p.down) * gpus + i);
-      t.add_duplex_link(gpu_v[static_cast<std::size_t>(n * gpus + i)], leaf_v[leaf], spec.host.bandwidth,
+    for (int i = 0; i < rails; ++i) {
+      const auto leaf = static_cast<std::size_t>((n / p.down) * rails + i);
+      t.add_duplex_link(host_v[static_cast<std::size_t>(n * rails + i)], leaf_v[leaf], spec.host.bandwidth,
                         spec.host.latency);
     }
   }

@@ -52,7 +52,7 @@ class Router {
   std::vector<std::vector<int>> gpu_atts_;  // per GPU: attachment indices
   std::vector<VertexId> att_vertex_;
   std::vector<std::int16_t> dist_;  // attachments x switches
-  std::array<std::int64_t, 5> stride_{1, 1, 1, 1, 1};
+  std::array<std::int64_t, 6> stride_{1, 1, 1, 1, 1, 1};
 };
 
 }  // namespace tessera::topology::detail

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "router.hpp"
+#include "tessera/topology/fabrics.hpp"
 #include "tessera/error.hpp"
 
 namespace tessera::topology {
@@ -23,6 +24,8 @@ std::string_view to_string(VertexKind k) {
       return "spine";
     case VertexKind::Core:
       return "core";
+    case VertexKind::Hca:
+      return "hca";
   }
   return "?";
 }
@@ -39,6 +42,8 @@ std::string_view to_string(LinkTier t) {
       return "spine-core";
     case LinkTier::Other:
       return "other";
+    case LinkTier::Pcie:
+      return "pcie";
   }
   return "?";
 }
@@ -201,8 +206,10 @@ LinkTier Topology::tier(LinkId id) const {
   if (a > b) std::swap(a, b);
   if (a == VertexKind::Gpu) {
     if (b == VertexKind::Gpu || b == VertexKind::NvSwitch) return LinkTier::NvLink;
+    if (b == VertexKind::Hca) return LinkTier::Pcie;
     return LinkTier::Host;
   }
+  if (b == VertexKind::Hca) return LinkTier::Host;  // HCA to its leaf
   if (a == VertexKind::Leaf && b == VertexKind::Spine) return LinkTier::LeafSpine;
   if (a == VertexKind::Spine && b == VertexKind::Core) return LinkTier::SpineCore;
   return LinkTier::Other;
@@ -331,7 +338,6 @@ Topology build_leaf_spine(const LeafSpineSpec& spec) {
 
   Topology t;
   const int gpus = spec.nodes * spec.gpus_per_node;
-  const int leaves = (gpus + spec.hosts_per_leaf - 1) / spec.hosts_per_leaf;
   std::vector<VertexId> gpu_v;
   for (int r = 0; r < gpus; ++r) gpu_v.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", r), r));
   for (int n = 0; n < spec.nodes; ++n) {
@@ -341,13 +347,20 @@ Topology build_leaf_spine(const LeafSpineSpec& spec) {
                         spec.nvlink_bandwidth, spec.nvlink_latency);
     }
   }
+  NodeSpec node;
+  node.gpus = spec.gpus_per_node;
+  node.nvlink = {spec.nvlink_bandwidth, spec.nvlink_latency};
+  node.hcas = spec.hcas_per_node;
+  node.pcie = {spec.pcie_bandwidth, spec.pcie_latency};
+  const std::vector<VertexId> host_v = add_hcas(t, gpu_v, spec.nodes, node);
+  const auto hosts = static_cast<int>(host_v.size());
+  const int leaves = (hosts + spec.hosts_per_leaf - 1) / spec.hosts_per_leaf;
   std::vector<VertexId> leaf_v;
   for (int l = 0; l < leaves; ++l)
     leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
-  for (int r = 0; r < gpus; ++r) {
-    t.add_duplex_link(gpu_v[static_cast<std::size_t>(r)],
-                      leaf_v[static_cast<std::size_t>(r / spec.hosts_per_leaf)], spec.nic_bandwidth,
-                      spec.nic_latency);
+  for (int h = 0; h < hosts; ++h) {
+    t.add_duplex_link(host_v[static_cast<std::size_t>(h)], leaf_v[static_cast<std::size_t>(h / spec.hosts_per_leaf)],
+                      spec.nic_bandwidth, spec.nic_latency);
   }
   // A single leaf needs no spine layer.
   if (leaves > 1) {

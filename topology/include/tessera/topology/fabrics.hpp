@@ -27,6 +27,14 @@ struct NodeSpec {
   int gpus = 8;
   NodeFabric fabric = NodeFabric::NvSwitch;
   LinkSpec nvlink;  ///< GPU-NVSwitch link, or each GPU pair's link in a mesh
+  /// HCAs per node; 0 = one per GPU (the GPU vertex stands for its HCA).
+  /// Fewer HCAs than GPUs must divide the GPUs: GPU i of a node uses HCA
+  /// i / (gpus / hcas), reached over its own `pcie` link.
+  int hcas = 0;
+  LinkSpec pcie;  ///< GPU to shared HCA (used when hcas < gpus)
+
+  [[nodiscard]] int hca_count() const { return hcas == 0 ? gpus : hcas; }
+  [[nodiscard]] bool shares_hcas() const { return hca_count() < gpus; }
 };
 
 /// A k-ary fat-tree of k-port switches.
@@ -50,12 +58,14 @@ struct FatTreeSpec {
   LinkSpec spine_core;  ///< aggregation to core (3 tiers)
 };
 
-/// HCAs a fat-tree spec can attach (leaves x host ports per leaf).
+/// HCAs a fat-tree spec can attach (leaves x host ports per leaf); the
+/// cluster needs nodes x node.hca_count().
 std::int64_t host_capacity(const FatTreeSpec& spec);
 /// Throws InputError naming the key and the numbers for an impossible spec.
 Topology build_fat_tree(const FatTreeSpec& spec);
 
-/// Rail-optimized leaf-spine: GPU i of every node attaches to rail i. A rail
+/// Rail-optimized leaf-spine: HCA i of every node attaches to rail i (one
+/// rail per HCA: per GPU unless the GPUs share HCAs). A rail
 /// leaf takes k*r/(r+1) nodes; with more nodes a rail spans several leaves
 /// (rail groups of consecutive nodes). Every leaf has one link to each of
 /// the k/(r+1) spines, so a spine needs one port per leaf: at most k leaves
@@ -76,5 +86,12 @@ Topology build_rail_optimized(const RailOptimizedSpec& spec);
 /// Adds `nodes` nodes' GPUs and internals to an empty topology (used by every
 /// generator; exposed for hand-built fabrics). Returns the GPU vertices.
 std::vector<VertexId> add_nodes(Topology& t, int nodes, const NodeSpec& node);
+
+/// The vertices that plug into the fabric, node-major (node n's HCA j is
+/// entry n * hca_count + j): the GPU vertices themselves when every GPU has
+/// its own HCA, otherwise new Hca vertices, each linked to its GPUs over
+/// PCIe. Call right after add_nodes. Throws InputError naming
+/// cluster.hcas_per_node when the count does not divide the GPUs.
+std::vector<VertexId> add_hcas(Topology& t, const std::vector<VertexId>& gpu_v, int nodes, const NodeSpec& node);
 
 }  // namespace tessera::topology

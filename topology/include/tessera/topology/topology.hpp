@@ -13,9 +13,12 @@
 namespace tessera::topology {
 
 /// Vertex kinds. In a 3-tier fat-tree, Leaf = edge switch, Spine =
-/// aggregation switch, Core = core switch. A GPU vertex also stands for its
-/// HCA (one per GPU): the GPU-leaf link is the HCA's cable.
-enum class VertexKind { Gpu, NvSwitch, Leaf, Spine, Core };
+/// aggregation switch, Core = core switch. With one HCA per GPU (the usual
+/// DGX/HGX build) a GPU vertex also stands for its HCA: the GPU-leaf link is
+/// the HCA's cable. When GPUs share HCAs, each HCA is its own vertex (Hca):
+/// its GPUs reach it over PCIe links and it forwards between them and its
+/// leaf (as the PCIe switch and the adapter do).
+enum class VertexKind { Gpu, NvSwitch, Leaf, Spine, Core, Hca };
 std::string_view to_string(VertexKind k);
 
 struct VertexProps {
@@ -47,12 +50,13 @@ using Path = std::vector<LinkId>;
 /// The tier a link belongs to, from the kinds of its two ends.
 enum class LinkTier {
   NvLink,     ///< GPU-NVSwitch or GPU-GPU (inside a node)
-  Host,       ///< GPU (HCA) to its fabric switch
+  Host,       ///< HCA (or the GPU standing for it) to its fabric switch
   LeafSpine,  ///< leaf (edge) to spine (aggregation)
   SpineCore,  ///< spine (aggregation) to core
   Other,
+  Pcie,  ///< GPU to a shared HCA (inside a node)
 };
-inline constexpr std::size_t kNumLinkTiers = 5;
+inline constexpr std::size_t kNumLinkTiers = 6;
 std::string_view to_string(LinkTier t);
 /// Links per tier, indexed by static_cast<std::size_t>(LinkTier).
 using TierCounts = std::array<int, kNumLinkTiers>;
@@ -121,15 +125,21 @@ class Topology {
 };
 
 /// A leaf-spine (2-tier fat-tree) cluster of nodes with an NVSwitch each.
-/// Every GPU has an NVLink port into its node's NVSwitch and its own HCA port
-/// into a leaf switch; leaves connect to every spine.
+/// Every GPU has an NVLink port into its node's NVSwitch and an HCA (its own,
+/// or one shared over PCIe) with a port into a leaf switch; leaves connect
+/// to every spine.
 struct LeafSpineSpec {
   int nodes = 1;
   int gpus_per_node = 8;
   Bandwidth nvlink_bandwidth;  ///< per GPU, per direction
   Time nvlink_latency;
-  Bandwidth nic_bandwidth;  ///< per HCA (one per GPU), per direction
-  Time nic_latency;         ///< GPU/HCA to leaf link
+  Bandwidth nic_bandwidth;  ///< per HCA, per direction
+  Time nic_latency;         ///< HCA to leaf link
+  /// HCAs per node; 0 = one per GPU. Fewer must divide gpus_per_node: GPU i
+  /// uses HCA i / (gpus_per_node / hcas_per_node) over a PCIe link.
+  int hcas_per_node = 0;
+  Bandwidth pcie_bandwidth;  ///< GPU to shared HCA, per direction
+  Time pcie_latency;
   int hosts_per_leaf = 32;  ///< HCAs attached to one leaf
   int spines = 1;
   Bandwidth spine_bandwidth;  ///< each leaf-spine link
