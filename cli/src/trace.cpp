@@ -10,7 +10,7 @@ namespace tessera::cli {
 namespace {
 /// Microseconds with picosecond precision, exactly.
 std::string us(Time t) { return fmt::format("{}.{:06}", t.ps() / 1'000'000, t.ps() % 1'000'000); }
-std::string escaped(const std::string& s) {
+std::string escaped(std::string_view s) {
   std::string out;
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -26,15 +26,15 @@ void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Ti
                                 escaped(task.name), rank, us(start), us(end - start)));
 }
 
-void ChromeTraceObserver::on_collective(const parallelism::Task& task, const std::vector<int>& ranks, Time start,
-                                        Time end) {
-  if (std::find(groups_seen_.begin(), groups_seen_.end(), task.group) == groups_seen_.end()) {
-    groups_seen_.push_back(task.group);
+void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int32_t group,
+                                        const std::vector<int>& ranks, Time start, Time end) {
+  if (std::find(groups_seen_.begin(), groups_seen_.end(), group) == groups_seen_.end()) {
+    groups_seen_.push_back(group);
   }
   for (int r : ranks) {
     events_.push_back(fmt::format(
         R"({{"name":"{}","cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"bytes":{}}}}})",
-        escaped(task.name), parallelism::to_string(task.collective), r, kCommThreadBase + task.group, us(start),
+        escaped(task.name), parallelism::to_string(task.collective), r, kCommThreadBase + group, us(start),
         us(end - start), task.bytes.count()));
   }
 }

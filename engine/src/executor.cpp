@@ -22,19 +22,29 @@ using parallelism::TaskKind;
 namespace {
 
 struct Stream {
-  std::vector<TaskIndex> order;  // tasks of this stream in program order
+  const std::vector<TaskIndex>* order = nullptr;  // tasks of this stream in program order (shared)
   std::size_t next = 0;
   bool busy = false;
 };
 
-struct RankState {
-  std::vector<int> pending;                     // unfinished deps per task
+/// What every rank running one program shares: dependency counts, dependents
+/// (CSR) and the tasks of each stream in program order.
+struct ProgramLayout {
+  std::vector<int> pending;                     // deps per task
   std::vector<std::uint32_t> dependents_begin;  // CSR offsets into dependents, size tasks + 1
   std::vector<TaskIndex> dependents;            // tasks waiting on each task, ascending
+  std::vector<TaskIndex> compute;               // compute tasks in program order
+  std::vector<std::vector<TaskIndex>> comm;     // per slot: its collectives in program order
+};
+
+struct RankState {
+  const std::vector<Task>* tasks = nullptr;     // the rank's program
+  const ProgramLayout* layout = nullptr;
+  std::vector<int> pending;                     // unfinished deps per task
   std::size_t remaining = 0;
   Stream compute;
   Time compute_start;                           // of the compute task in flight
-  std::vector<std::int32_t> comm_groups;        // ascending
+  std::vector<std::int32_t> comm_groups;        // global groups, ascending
   std::vector<Stream> comm;                     // one per entry of comm_groups
 };
 
@@ -47,6 +57,19 @@ struct Expansion {
   std::vector<collectives::TransferIndex> dependents;  // transfers waiting on each
   std::vector<collectives::TransferIndex> roots;       // transfers without deps, ascending
   Bytes total_bytes;
+};
+
+/// Collectives match on (global group, id): ids are unique within a group.
+struct CollectiveKey {
+  std::int32_t group;
+  std::int64_t id;
+  bool operator==(const CollectiveKey&) const = default;
+};
+struct CollectiveKeyHash {
+  std::size_t operator()(const CollectiveKey& k) const {
+    return static_cast<std::size_t>((static_cast<std::uint64_t>(k.id) * 0x9E3779B97F4A7C15ULL) ^
+                                    static_cast<std::uint32_t>(k.group));
+  }
 };
 
 struct ActiveCollective {
@@ -67,33 +90,29 @@ class Executor {
       : g_(g), loop_(loop), net_(net), obs_(obs), opts_(opts), ranks_(static_cast<std::size_t>(g.num_ranks())),
         result_() {
     result_.ranks.resize(ranks_.size());
+    layouts_.resize(g.programs.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      const auto& tasks = g.ranks[r].tasks;
+      const auto& binding = g.ranks[r];
+      const auto p = static_cast<std::size_t>(binding.program);
+      if (!layouts_[p]) layouts_[p] = make_layout(g.programs[p]->tasks);
+      const ProgramLayout& lay = *layouts_[p];
       RankState& s = ranks_[r];
-      s.pending.resize(tasks.size());
-      s.dependents_begin.assign(tasks.size() + 1, 0);
-      for (const Task& t : tasks) {
-        for (TaskIndex d : t.deps) ++s.dependents_begin[static_cast<std::size_t>(d) + 1];
+      s.tasks = &g.programs[p]->tasks;
+      s.layout = &lay;
+      s.pending = lay.pending;
+      s.remaining = s.tasks->size();
+      s.compute.order = &lay.compute;
+      // Streams in ascending global group order: advance() visits them so (as
+      // before programs were shared), which keeps equal-time events in order.
+      std::vector<std::pair<std::int32_t, std::size_t>> used;  // (global group, slot)
+      for (std::size_t slot = 0; slot < lay.comm.size(); ++slot) {
+        if (!lay.comm[slot].empty()) used.emplace_back(binding.groups[slot], slot);
       }
-      for (std::size_t i = 0; i < tasks.size(); ++i) s.dependents_begin[i + 1] += s.dependents_begin[i];
-      s.dependents.resize(s.dependents_begin.back());
-      std::vector<std::uint32_t> fill(s.dependents_begin.begin(), s.dependents_begin.end() - 1);
-      s.remaining = tasks.size();
-      for (const Task& t : tasks) {
-        if (t.kind != TaskKind::Compute) s.comm_groups.push_back(t.group);
-      }
-      std::sort(s.comm_groups.begin(), s.comm_groups.end());
-      s.comm_groups.erase(std::unique(s.comm_groups.begin(), s.comm_groups.end()), s.comm_groups.end());
-      s.comm.resize(s.comm_groups.size());
-      for (std::size_t i = 0; i < tasks.size(); ++i) {
-        const Task& t = tasks[i];
-        s.pending[i] = static_cast<int>(t.deps.size());
-        for (TaskIndex d : t.deps) s.dependents[fill[static_cast<std::size_t>(d)]++] = static_cast<TaskIndex>(i);
-        if (t.kind == TaskKind::Compute) {
-          s.compute.order.push_back(static_cast<TaskIndex>(i));
-        } else {
-          s.comm[static_cast<std::size_t>(stream_index(s, t.group))].order.push_back(static_cast<TaskIndex>(i));
-        }
+      std::sort(used.begin(), used.end());
+      s.comm.resize(used.size());
+      for (std::size_t k = 0; k < used.size(); ++k) {
+        s.comm_groups.push_back(used[k].first);
+        s.comm[k].order = &lay.comm[used[k].second];
       }
     }
   }
@@ -114,31 +133,59 @@ class Executor {
   }
 
  private:
+  static std::unique_ptr<const ProgramLayout> make_layout(const std::vector<Task>& tasks) {
+    auto lay = std::make_unique<ProgramLayout>();
+    lay->pending.resize(tasks.size());
+    lay->dependents_begin.assign(tasks.size() + 1, 0);
+    for (const Task& t : tasks) {
+      for (TaskIndex d : t.deps) ++lay->dependents_begin[static_cast<std::size_t>(d) + 1];
+    }
+    for (std::size_t i = 0; i < tasks.size(); ++i) lay->dependents_begin[i + 1] += lay->dependents_begin[i];
+    lay->dependents.resize(lay->dependents_begin.back());
+    std::vector<std::uint32_t> fill(lay->dependents_begin.begin(), lay->dependents_begin.end() - 1);
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      lay->pending[i] = static_cast<int>(t.deps.size());
+      for (TaskIndex d : t.deps) {
+        lay->dependents[fill[static_cast<std::size_t>(d)]++] = static_cast<TaskIndex>(i);
+      }
+      if (t.kind == TaskKind::Compute) {
+        lay->compute.push_back(static_cast<TaskIndex>(i));
+      } else {
+        const auto slot = static_cast<std::size_t>(t.group);
+        if (slot >= lay->comm.size()) lay->comm.resize(slot + 1);
+        lay->comm[slot].push_back(static_cast<TaskIndex>(i));
+      }
+    }
+    return lay;
+  }
+
   static std::int32_t stream_index(const RankState& s, std::int32_t group) {
     const auto it = std::lower_bound(s.comm_groups.begin(), s.comm_groups.end(), group);
     return static_cast<std::int32_t>(it - s.comm_groups.begin());
   }
 
   const Task& task(int rank, TaskIndex i) const {
-    return g_.ranks[static_cast<std::size_t>(rank)].tasks[static_cast<std::size_t>(i)];
+    return (*ranks_[static_cast<std::size_t>(rank)].tasks)[static_cast<std::size_t>(i)];
   }
 
   void advance(int rank) {
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
     Stream& c = s.compute;
-    if (!c.busy && c.next < c.order.size() && s.pending[static_cast<std::size_t>(c.order[c.next])] == 0) {
-      const TaskIndex i = c.order[c.next];
+    if (!c.busy && c.next < c.order->size() && s.pending[static_cast<std::size_t>((*c.order)[c.next])] == 0) {
+      const TaskIndex i = (*c.order)[c.next];
       c.busy = true;
       s.compute_start = loop_.now();
       // Captures fit std::function's inline buffer: no allocation per task.
       loop_.schedule(task(rank, i).duration, [this, rank, i] { compute_done(rank, i); });
     }
-    for (Stream& st : s.comm) {  // ascending group order
-      if (st.busy || st.next >= st.order.size()) continue;
-      const TaskIndex i = st.order[st.next];
+    for (std::size_t k = 0; k < s.comm.size(); ++k) {  // ascending group order
+      Stream& st = s.comm[k];
+      if (st.busy || st.next >= st.order->size()) continue;
+      const TaskIndex i = (*st.order)[st.next];
       if (s.pending[static_cast<std::size_t>(i)] != 0) continue;
       st.busy = true;
-      arrive(rank, i);
+      arrive(rank, s.comm_groups[k], i);
     }
   }
 
@@ -154,9 +201,9 @@ class Executor {
     finish(rank, i);
   }
 
-  void arrive(int rank, TaskIndex i) {
+  void arrive(int rank, std::int32_t group, TaskIndex i) {
     const Task& t = task(rank, i);
-    auto [it, inserted] = slot_of_.try_emplace(t.collective_id, 0U);
+    auto [it, inserted] = slot_of_.try_emplace(CollectiveKey{group, t.collective_id}, 0U);
     if (inserted) {
       if (free_.empty()) {
         it->second = static_cast<std::uint32_t>(active_.size());
@@ -166,22 +213,22 @@ class Executor {
         free_.pop_back();
       }
       active_[it->second].id = t.collective_id;
-      active_[it->second].group = t.group;
+      active_[it->second].group = group;
     }
     const std::uint32_t slot = it->second;
     ActiveCollective& ac = active_[slot];
     ac.arrived.push_back(rank);
-    const auto& members = g_.groups[static_cast<std::size_t>(t.group)].ranks;
+    const auto& members = g_.groups[static_cast<std::size_t>(group)].ranks;
     if (ac.arrived.size() < members.size()) return;
     launch(t, slot);
   }
 
-  const Expansion& expansion(const Task& t) {
-    const auto key = std::make_tuple(static_cast<int>(t.collective), t.group, t.bytes.count());
+  const Expansion& expansion(const Task& t, std::int32_t group) {
+    const auto key = std::make_tuple(static_cast<int>(t.collective), group, t.bytes.count());
     auto it = expansions_.find(key);
     if (it != expansions_.end()) return *it->second;
     auto e = std::make_unique<Expansion>();
-    e->graph = collectives::expand(t.collective, g_.groups[static_cast<std::size_t>(t.group)].ranks, t.bytes,
+    e->graph = collectives::expand(t.collective, g_.groups[static_cast<std::size_t>(group)].ranks, t.bytes,
                                    opts_.collectives);
     const auto& trs = e->graph.transfers;
     const std::size_t n = trs.size();
@@ -203,8 +250,8 @@ class Executor {
   }
 
   void launch(const Task& t, std::uint32_t slot) {
-    const Expansion& e = expansion(t);
     ActiveCollective& ac = active_[slot];
+    const Expansion& e = expansion(t, ac.group);
     ac.start = loop_.now();
     ac.expansion = &e;
     const auto n = e.graph.transfers.size();
@@ -269,7 +316,7 @@ class Executor {
     ac.starts.clear();
     ac.expansion = nullptr;
     ac.delivered = 0;
-    slot_of_.erase(id);
+    slot_of_.erase(CollectiveKey{group, id});
     free_.push_back(slot);
     bool observed = false;
     for (int rank : arrived) {
@@ -277,13 +324,13 @@ class Executor {
       // This rank's task for the collective is the head of its group's
       // stream (validate(): every member holds it in the same group).
       Stream& st = s.comm[static_cast<std::size_t>(stream_index(s, group))];
-      const TaskIndex i = st.order[st.next];
+      const TaskIndex i = (*st.order)[st.next];
       const Task& t = task(rank, i);
       if (!st.busy || t.collective_id != id) {
         throw SimulationError(fmt::format("executor: rank {} is not running collective {}", rank, id));
       }
       if (obs_ != nullptr && !observed) {
-        obs_->on_collective(t, g_.groups[static_cast<std::size_t>(t.group)].ranks, start, loop_.now());
+        obs_->on_collective(t, group, g_.groups[static_cast<std::size_t>(group)].ranks, start, loop_.now());
         observed = true;
       }
       st.busy = false;
@@ -298,8 +345,9 @@ class Executor {
     auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
     rr.finish = std::max(rr.finish, loop_.now());
     const auto ii = static_cast<std::size_t>(i);
-    for (auto j = s.dependents_begin[ii]; j < s.dependents_begin[ii + 1]; ++j) {
-      --s.pending[static_cast<std::size_t>(s.dependents[j])];
+    const ProgramLayout& lay = *s.layout;
+    for (auto j = lay.dependents_begin[ii]; j < lay.dependents_begin[ii + 1]; ++j) {
+      --s.pending[static_cast<std::size_t>(lay.dependents[j])];
     }
     advance(rank);
   }
@@ -309,12 +357,13 @@ class Executor {
   Network& net_;
   ExecutionObserver* obs_;
   ExecutionOptions opts_;
+  std::vector<std::unique_ptr<const ProgramLayout>> layouts_;  // per program, built on first use
   std::vector<RankState> ranks_;
   // Collectives in flight: slots (stable addresses, reused) and the slot of
   // each collective id (lookup only, never iterated).
   std::deque<ActiveCollective> active_;
   std::vector<std::uint32_t> free_;
-  std::unordered_map<std::int64_t, std::uint32_t> slot_of_;
+  std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> slot_of_;
   std::map<std::tuple<int, std::int32_t, std::int64_t>, std::unique_ptr<const Expansion>> expansions_;
   ExecutionResult result_;
 };

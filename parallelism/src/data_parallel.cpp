@@ -8,10 +8,10 @@ namespace tessera::parallelism {
 namespace {
 
 /// Appends one compute task (the sum of `ops`) after the previous compute task.
-TaskIndex add_compute(RankProgram& prog, std::string name, const std::vector<Op>& ops,
+TaskIndex add_compute(Program& prog, std::string_view name, const std::vector<Op>& ops,
                       const node_model::KernelPredictor& predictor, TaskIndex previous) {
   Task t;
-  t.name = std::move(name);
+  t.name = prog.keep_name(name);
   t.kind = TaskKind::Compute;
   for (const Op& op : ops) {
     t.duration += predictor.predict(op.kernel);
@@ -35,8 +35,8 @@ TaskGraph plan_data_parallel(const TransformerConfig& model, const Workload& wor
   }
   const std::int64_t grad_bytes_per_param = node_model::dtype_bytes(work.dtype);
 
-  // Build one program; every replica runs the same one.
-  RankProgram prog;
+  // Build one program; every replica runs it (slot 0: all ranks).
+  Program prog;
   const auto layer_fwd = layer_forward_ops(model, work);
   const auto layer_bwd = backward_ops(layer_fwd);
   const auto embed_fwd = embedding_forward_ops(model, work);
@@ -56,7 +56,7 @@ TaskGraph plan_data_parallel(const TransformerConfig& model, const Workload& wor
   auto flush = [&](TaskIndex after) {
     if (pending_bytes == 0) return;
     Task ar;
-    ar.name = fmt::format("grad_all_reduce.bucket{:03}", bucket);
+    ar.name = prog.keep_name(fmt::format("grad_all_reduce.bucket{:03}", bucket));
     ar.kind = TaskKind::Collective;
     ar.collective = CollectiveKind::AllReduce;
     ar.group = 0;
@@ -98,7 +98,8 @@ TaskGraph plan_data_parallel(const TransformerConfig& model, const Workload& wor
   Group everyone;
   for (int r = 0; r < plan.dp; ++r) everyone.ranks.push_back(r);
   graph.groups.push_back(std::move(everyone));
-  graph.ranks.assign(static_cast<std::size_t>(plan.dp), prog);
+  const std::int32_t shared = graph.add_program(std::move(prog));
+  for (int r = 0; r < plan.dp; ++r) graph.add_rank(shared, {0});
   return graph;
 }
 

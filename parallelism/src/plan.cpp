@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -267,16 +268,58 @@ class Groups {
 
 enum Purpose { kTensor = 0, kData = 1, kPipeForward = 2, kPipeBackward = 3, kEmbedding = 4 };
 
-/// Builds one rank's program. Collective ids are (group << 32) | n for the
-/// n-th collective of that group, so every member derives the same id as
-/// long as members issue a group's collectives in the same order.
-class RankBuilder {
- public:
-  explicit RankBuilder(RankProgram& prog) : prog_(prog) {}
+/// What a program's group slot stands for: the rank's TP or DP group, or the
+/// pair (rank at stage `from`, rank at stage `to`) of its (tp, dp) pipeline
+/// column for pipeline messages and the tied embeddings.
+struct SlotRole {
+  int purpose = kTensor;
+  int from = -1;
+  int to = -1;
+  bool operator==(const SlotRole&) const = default;
+};
 
-  TaskIndex compute(std::string name, Time duration, Flops flops, std::vector<TaskIndex> deps = {}) {
+/// The global group a slot role names for the rank at `me`.
+std::int32_t bind(Groups& groups, const ParallelPlan& plan, const RankCoord& me, const SlotRole& role,
+                  std::vector<int>& members) {
+  members.clear();
+  switch (role.purpose) {
+    case kTensor:
+      for (int t = 0; t < plan.tp; ++t) members.push_back(rank_of(plan, {t, me.dp, me.pp}));
+      break;
+    case kData:
+      for (int d = 0; d < plan.dp; ++d) members.push_back(rank_of(plan, {me.tp, d, me.pp}));
+      break;
+    default:
+      members.push_back(rank_of(plan, {me.tp, me.dp, role.from}));
+      members.push_back(rank_of(plan, {me.tp, me.dp, role.to}));
+      break;
+  }
+  return groups.get(members, role.purpose);
+}
+
+/// Builds the program of one pipeline stage, shared by its tp x dp ranks.
+/// Slots are numbered in order of first use (TP and DP first), so that
+/// binding each rank's slots in slot order registers its groups in the order
+/// they were first needed. A collective's id is n for the n-th collective of
+/// its slot: both sides of a pipeline pair and all TP/DP members issue a
+/// group's collectives in the same order, so they derive the same id.
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(Program& prog) : prog_(prog) {}
+
+  std::int32_t slot(const SlotRole& role) {
+    for (std::size_t s = 0; s < roles_.size(); ++s) {
+      if (roles_[s] == role) return static_cast<std::int32_t>(s);
+    }
+    roles_.push_back(role);
+    seq_.push_back(0);
+    return static_cast<std::int32_t>(roles_.size() - 1);
+  }
+  [[nodiscard]] const std::vector<SlotRole>& roles() const { return roles_; }
+
+  TaskIndex compute(std::string_view name, Time duration, Flops flops, std::vector<TaskIndex> deps = {}) {
     Task t;
-    t.name = std::move(name);
+    t.name = prog_.keep_name(name);
     t.kind = TaskKind::Compute;
     t.duration = duration;
     t.flops = flops;
@@ -286,36 +329,38 @@ class RankBuilder {
     return last_compute_;
   }
 
-  TaskIndex collective(std::string name, CollectiveKind kind, std::int32_t group, Bytes bytes,
+  TaskIndex collective(std::string_view name, CollectiveKind kind, std::int32_t slot, Bytes bytes,
                        std::vector<TaskIndex> deps) {
     Task t;
-    t.name = std::move(name);
+    t.name = prog_.keep_name(name);
     t.kind = TaskKind::Collective;
     t.collective = kind;
-    t.group = group;
-    std::int64_t& n = seq_[group];
-    t.collective_id = (static_cast<std::int64_t>(group) << 32) | n++;
+    t.group = slot;
+    t.collective_id = seq_[static_cast<std::size_t>(slot)]++;
     t.bytes = bytes;
     t.deps = std::move(deps);
     return push(std::move(t));
   }
 
-  /// Emits `pieces`; the first compute waits for `first_deps`. Returns the
-  /// last task (compute or the final collective).
-  void pieces(const std::vector<Piece>& ps, const std::string& prefix, std::int32_t tp_group,
+  /// Emits `pieces`; the first compute waits for `first_deps`. Names are
+  /// `prefix` + the piece's name (+ "." + kind for collectives).
+  void pieces(const std::vector<Piece>& ps, std::string_view prefix, std::int32_t tp_slot,
               std::vector<TaskIndex> first_deps) {
     std::vector<TaskIndex> wait_next = std::move(first_deps), wait_after;
     for (const Piece& p : ps) {
+      name_.assign(prefix);
+      name_ += p.name;
       if (p.compute) {
-        compute(prefix + p.name, p.duration, p.flops, std::move(wait_next));
+        compute(name_, p.duration, p.flops, std::move(wait_next));
         wait_next = std::move(wait_after);
         wait_after.clear();
         continue;
       }
       std::vector<TaskIndex> deps = wait_next;
       if (last_compute_ >= 0) deps.push_back(last_compute_);
-      const TaskIndex c = collective(prefix + p.name + "." + std::string(to_string(p.kind)), p.kind, tp_group, p.bytes,
-                                     std::move(deps));
+      name_ += '.';
+      name_ += to_string(p.kind);
+      const TaskIndex c = collective(name_, p.kind, tp_slot, p.bytes, std::move(deps));
       (p.async ? wait_after : wait_next).push_back(c);
     }
     // Anything still outstanding is waited for by the next compute.
@@ -331,10 +376,12 @@ class RankBuilder {
     prog_.tasks.push_back(std::move(t));
     return static_cast<TaskIndex>(prog_.tasks.size() - 1);
   }
-  RankProgram& prog_;
+  Program& prog_;
   TaskIndex last_compute_ = -1;
-  std::map<std::int32_t, std::int64_t> seq_;
+  std::vector<SlotRole> roles_;
+  std::vector<std::int64_t> seq_;  // per slot: collectives issued so far
   std::vector<TaskIndex> pending_;
+  std::string name_;  // scratch
 };
 
 }  // namespace
@@ -388,33 +435,35 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   const std::int64_t layer_grad_bytes = model.params_per_layer_per_tp_rank(plan.tp) * pbytes;
   const std::int64_t word_params = vocab_per_tp(model, plan.tp) * model.hidden;
 
-  Groups groups;
-  out.graph.ranks.resize(static_cast<std::size_t>(plan.world_size()));
-  for (int rank = 0; rank < plan.world_size(); ++rank) {
-    const RankCoord me = rank_coord(plan, rank);
-    RankProgram& prog = out.graph.ranks[static_cast<std::size_t>(rank)];
-    RankBuilder rb(prog);
-    const int stage = me.pp;
-
-    std::vector<int> members;
-    std::int32_t tp_group = -1, dp_group = -1;
-    if (tp) {
-      for (int t = 0; t < plan.tp; ++t) members.push_back(rank_of(plan, {t, me.dp, me.pp}));
-      tp_group = groups.get(members, kTensor);
-    }
-    if (plan.dp > 1) {
-      members.clear();
-      for (int d = 0; d < plan.dp; ++d) members.push_back(rank_of(plan, {me.tp, d, me.pp}));
-      dp_group = groups.get(members, kData);
-    }
+  // One program per pipeline stage: every (tp, dp) rank of a stage runs the
+  // same tasks; only the groups its slots name differ.
+  std::vector<std::vector<SlotRole>> stage_roles(static_cast<std::size_t>(p));
+  out.graph.programs.reserve(static_cast<std::size_t>(p));
+  std::string tag, prefix;
+  for (int stage = 0; stage < p; ++stage) {
+    Program prog;
+    ProgramBuilder rb(prog);
+    const std::int32_t tp_group = tp ? rb.slot({kTensor}) : -1;
+    const std::int32_t dp_group = plan.dp > 1 ? rb.slot({kData}) : -1;
     auto pipe_group = [&](int from_stage, int to_stage, int purpose) {
-      return groups.get({rank_of(plan, {me.tp, me.dp, from_stage}), rank_of(plan, {me.tp, me.dp, to_stage})}, purpose);
+      return rb.slot({purpose, from_stage, to_stage});
     };
 
     const auto order = pipeline_order(plan.schedule, p, stage, m, v);
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
     for (std::size_t i = 0; i < order.size(); ++i) {
       if (!order[i].forward) last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
+    }
+    // Reserve: per micro-batch and chunk, each layer's pieces plus a few
+    // pipeline, ZeRO-3 and wait tasks.
+    {
+      const std::size_t per_layer = layer.forward.pieces().size() + layer.backward.pieces().size() + 1;
+      std::size_t tasks = 64;
+      for (int c = 0; c < v; ++c) {
+        const auto nl = static_cast<std::size_t>(sum.chunk_layers[static_cast<std::size_t>(c * p + stage)]);
+        tasks += static_cast<std::size_t>(m) * (nl * per_layer + 8);
+      }
+      prog.tasks.reserve(tasks);
     }
 
     // Gradient buckets: filled by the last backward of each chunk.
@@ -435,75 +484,91 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       pending_bytes += bytes;
       if (pending_bytes >= plan.bucket_size.count()) flush(task);
     };
+    // `tag` + `suffix`, in a reused buffer.
+    auto named = [&](std::string_view suffix) -> const std::string& {
+      prefix.assign(tag);
+      prefix += suffix;
+      return prefix;
+    };
+    auto layer_prefix = [&](std::int64_t l) -> const std::string& {
+      prefix.assign(tag);
+      fmt::format_to(std::back_inserter(prefix), "layer{:03}.", l);
+      return prefix;
+    };
 
     for (std::size_t i = 0; i < order.size(); ++i) {
       const PipelineStep& st = order[i];
       const int k = st.chunk * p + stage;  // virtual stage
       const std::int64_t nl = sum.chunk_layers[static_cast<std::size_t>(k)];
-      const std::string tag = v > 1 ? fmt::format("c{}.mb{}.", st.chunk, st.micro_batch)
-                                    : fmt::format("mb{}.", st.micro_batch);
+      tag.clear();
+      if (v > 1) {
+        fmt::format_to(std::back_inserter(tag), "c{}.mb{}.", st.chunk, st.micro_batch);
+      } else {
+        fmt::format_to(std::back_inserter(tag), "mb{}.", st.micro_batch);
+      }
       const bool last_mb = !st.forward && i == last_backward[static_cast<std::size_t>(st.chunk)];
       std::vector<TaskIndex> first;
       if (plan.zero_stage == 3 && dp_group >= 0) {
         const std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
-        first.push_back(rb.collective(tag + (st.forward ? "fwd" : "bwd") + ".zero3.param_all_gather",
+        first.push_back(rb.collective(named(st.forward ? "fwd.zero3.param_all_gather"
+                                                       : "bwd.zero3.param_all_gather"),
                                       CollectiveKind::AllGather, dp_group, Bytes(chunk_params * pbytes), {}));
       }
       if (st.forward) {
         if (k == 0) {
-          rb.pieces(embed_f.pieces(), tag + "embedding.", tp_group, std::move(first));
+          rb.pieces(embed_f.pieces(), named("embedding."), tp_group, std::move(first));
           first = rb.take_pending();
         } else {
           const int from = (k - 1) % p;
-          first.push_back(rb.collective(tag + "pp.recv_activation", CollectiveKind::SendRecv,
+          first.push_back(rb.collective(named("pp.recv_activation"), CollectiveKind::SendRecv,
                                         pipe_group(from, stage, kPipeForward), pipe_msg, {}));
         }
         for (std::int64_t l = 0; l < nl; ++l) {
-          rb.pieces(layer.forward.pieces(), fmt::format("{}layer{:03}.", tag, l), tp_group, std::move(first));
+          rb.pieces(layer.forward.pieces(), layer_prefix(l), tp_group, std::move(first));
           first = rb.take_pending();
         }
         if (k == V - 1) {
-          rb.pieces(head_f.pieces(), tag + "lm_head.", tp_group, std::move(first));
+          rb.pieces(head_f.pieces(), named("lm_head."), tp_group, std::move(first));
           first = rb.take_pending();
         }
-        if (!first.empty()) rb.compute(tag + "fwd.wait", Time::zero(), Flops(), std::exchange(first, {}));
+        if (!first.empty()) rb.compute(named("fwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
         if (k != V - 1) {
-          rb.collective(tag + "pp.send_activation", CollectiveKind::SendRecv,
+          rb.collective(named("pp.send_activation"), CollectiveKind::SendRecv,
                         pipe_group(stage, (k + 1) % p, kPipeForward), pipe_msg, {rb.last_compute()});
         }
         continue;
       }
       // Backward.
       if (k == V - 1) {
-        rb.pieces(head_b.pieces(), tag + "lm_head.", tp_group, std::move(first));
+        rb.pieces(head_b.pieces(), named("lm_head."), tp_group, std::move(first));
         first = rb.take_pending();
         if (last_mb && p > 1) produced((word_params + 2 * model.hidden) * pbytes, rb.last_compute());
       } else {
         const int from = (k + 1) % p;
-        first.push_back(rb.collective(tag + "pp.recv_gradient", CollectiveKind::SendRecv,
+        first.push_back(rb.collective(named("pp.recv_gradient"), CollectiveKind::SendRecv,
                                       pipe_group(from, stage, kPipeBackward), pipe_msg, {}));
       }
       for (std::int64_t l = nl - 1; l >= 0; --l) {
-        rb.pieces(layer.backward.pieces(), fmt::format("{}layer{:03}.", tag, l), tp_group, std::move(first));
+        rb.pieces(layer.backward.pieces(), layer_prefix(l), tp_group, std::move(first));
         first = rb.take_pending();
         if (last_mb) {
           if (!first.empty()) {
-            rb.compute(fmt::format("{}layer{:03}.bwd.wait", tag, l), Time::zero(), Flops(), std::exchange(first, {}));
+            rb.compute(layer_prefix(l) + "bwd.wait", Time::zero(), Flops(), std::exchange(first, {}));
           }
           produced(layer_grad_bytes, rb.last_compute());
         }
       }
       if (k == 0) {
-        rb.pieces(embed_b.pieces(), tag + "embedding.", tp_group, std::move(first));
+        rb.pieces(embed_b.pieces(), named("embedding."), tp_group, std::move(first));
         first = rb.take_pending();
       }
-      if (!first.empty()) rb.compute(tag + "bwd.wait", Time::zero(), Flops(), std::exchange(first, {}));
+      if (!first.empty()) rb.compute(named("bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
       if (k == 0 && last_mb) {
         produced((word_params + work.seq_len * model.hidden + (p == 1 ? 2 * model.hidden : 0)) * pbytes,
                  rb.last_compute());
       }
       if (k != 0) {
-        rb.collective(tag + "pp.send_gradient", CollectiveKind::SendRecv,
+        rb.collective(named("pp.send_gradient"), CollectiveKind::SendRecv,
                       pipe_group(stage, (k - 1) % p, kPipeBackward), pipe_msg, {rb.last_compute()});
       }
     }
@@ -513,10 +578,9 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     // Tied embeddings: the first and last stage add their word-embedding gradients.
     std::vector<TaskIndex> before_step = grad_sync;
     if (p > 1 && (stage == 0 || stage == p - 1)) {
-      const std::int32_t g = groups.get({rank_of(plan, {me.tp, me.dp, 0}), rank_of(plan, {me.tp, me.dp, p - 1})},
-                                        kEmbedding);
-      before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce, g,
-                                          Bytes(word_params * pbytes), {last_compute}));
+      before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce,
+                                          rb.slot({kEmbedding, 0, p - 1}), Bytes(word_params * pbytes),
+                                          {last_compute}));
     }
     // Optimizer step over this rank's (shard of the) parameters.
     const std::int64_t params = sum.params_per_stage[static_cast<std::size_t>(stage)];
@@ -535,6 +599,23 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
                       Bytes(bytes), {step});
       }
     }
+    stage_roles[static_cast<std::size_t>(stage)] = rb.roles();
+    out.graph.add_program(std::move(prog));
+  }
+
+  // Bind every rank to its stage's program. Ranks in order and each rank's
+  // slots in slot order: the groups get the same numbers as when every rank
+  // had its own program (and the executor's stream order with them).
+  Groups groups;
+  std::vector<int> members;
+  out.graph.ranks.reserve(static_cast<std::size_t>(plan.world_size()));
+  for (int rank = 0; rank < plan.world_size(); ++rank) {
+    const RankCoord me = rank_coord(plan, rank);
+    const auto& roles = stage_roles[static_cast<std::size_t>(me.pp)];
+    std::vector<std::int32_t> slot_groups;
+    slot_groups.reserve(roles.size());
+    for (const SlotRole& role : roles) slot_groups.push_back(bind(groups, plan, me, role, members));
+    out.graph.add_rank(me.pp, std::move(slot_groups));
   }
   out.graph.groups = groups.take();
   return out;

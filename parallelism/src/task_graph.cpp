@@ -1,8 +1,11 @@
 #include "tessera/parallelism/task_graph.hpp"
 
 #include <fmt/format.h>
-#include <map>
+
+#include <algorithm>
+#include <cstring>
 #include <set>
+#include <tuple>
 
 #include "tessera/error.hpp"
 
@@ -21,49 +24,108 @@ std::string_view to_string(CollectiveKind k) {
   return "?";
 }
 
+/// Names in fixed blocks that are never moved or freed while a copy of the
+/// program lives, so the views handed out stay valid.
+struct Program::NameStore {
+  static constexpr std::size_t kBlock = 64 * 1024;
+  std::vector<std::unique_ptr<char[]>> blocks;
+  std::size_t used = kBlock;  // of the last block
+
+  std::string_view keep(std::string_view s) {
+    if (s.size() > kBlock / 4) {  // a long name gets a block of its own, before the current one
+      auto own = std::make_unique<char[]>(s.size());
+      std::memcpy(own.get(), s.data(), s.size());
+      const std::string_view v(own.get(), s.size());
+      blocks.insert(blocks.end() - (blocks.empty() ? 0 : 1), std::move(own));
+      return v;
+    }
+    if (used + s.size() > kBlock) {
+      blocks.push_back(std::make_unique<char[]>(kBlock));
+      used = 0;
+    }
+    char* at = blocks.back().get() + used;
+    std::memcpy(at, s.data(), s.size());
+    used += s.size();
+    return {at, s.size()};
+  }
+};
+
+std::string_view Program::keep_name(std::string_view name) {
+  if (!names_) names_ = std::make_shared<NameStore>();
+  return names_->keep(name);
+}
+
+std::int32_t TaskGraph::add_program(Program program) {
+  programs.push_back(std::make_shared<const Program>(std::move(program)));
+  return static_cast<std::int32_t>(programs.size() - 1);
+}
+
+int TaskGraph::add_rank(std::int32_t program, std::vector<std::int32_t> slot_groups) {
+  ranks.push_back(RankBinding{program, std::move(slot_groups)});
+  return num_ranks() - 1;
+}
+
+namespace {
+
+/// One collective as a member sees it; a slot's collectives sorted by id.
+struct Held {
+  std::int64_t id;
+  CollectiveKind kind;
+  Bytes bytes;
+  TaskIndex task;
+};
+
+bool same(const Held& a, const Held& b) { return a.id == b.id && a.kind == b.kind && a.bytes == b.bytes; }
+
+}  // namespace
+
 void TaskGraph::validate() const {
-  struct Seen {
-    std::int32_t group;
-    CollectiveKind kind;
-    Bytes bytes;
-    std::set<int> ranks;
-  };
-  std::map<std::int64_t, Seen> collectives;
-  for (int r = 0; r < num_ranks(); ++r) {
-    const auto& tasks = ranks[static_cast<std::size_t>(r)].tasks;
+  // Programs, each once: dependencies, durations, sizes, slots; per slot the
+  // collectives it holds, sorted by id.
+  std::vector<std::vector<std::vector<Held>>> held(programs.size());  // [program][slot]
+  for (std::size_t p = 0; p < programs.size(); ++p) {
+    if (!programs[p]) throw InputError(fmt::format("task graph: program {} is missing", p));
+    const auto& tasks = programs[p]->tasks;
+    auto& slots = held[p];
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const Task& t = tasks[i];
       for (TaskIndex d : t.deps) {
         if (d < 0 || static_cast<std::size_t>(d) >= i) {
-          throw InputError(fmt::format("task graph: rank {} task {} ('{}') depends on task {}, "
-                                       "which is not an earlier task of the same rank",
-                                       r, i, t.name, d));
+          throw InputError(fmt::format("task graph: program {} task {} ('{}') depends on task {}, "
+                                       "which is not an earlier task of the same program",
+                                       p, i, t.name, d));
         }
       }
       if (t.kind == TaskKind::Compute) {
         if (t.duration < Time::zero()) {
-          throw InputError(fmt::format("task graph: rank {} task '{}' has a negative duration", r, t.name));
+          throw InputError(
+              fmt::format("task graph: program {} task '{}' has a negative duration", p, t.name));
         }
         continue;
       }
-      if (t.group < 0 || static_cast<std::size_t>(t.group) >= groups.size()) {
-        throw InputError(fmt::format("task graph: rank {} task '{}' names group {}, which does not exist",
-                                     r, t.name, t.group));
+      if (t.group < 0) {
+        throw InputError(
+            fmt::format("task graph: program {} task '{}' names group slot {}", p, t.name, t.group));
       }
       if (t.bytes.count() < 0) {
-        throw InputError(fmt::format("task graph: rank {} task '{}' has a negative size", r, t.name));
+        throw InputError(fmt::format("task graph: program {} task '{}' has a negative size", p, t.name));
       }
-      auto [it, inserted] = collectives.try_emplace(t.collective_id, Seen{t.group, t.collective, t.bytes, {}});
-      Seen& s = it->second;
-      if (!inserted && (s.group != t.group || s.kind != t.collective || s.bytes != t.bytes)) {
-        throw InputError(fmt::format("task graph: collective {} ('{}') disagrees between ranks on "
-                                     "group, kind or size", t.collective_id, t.name));
-      }
-      if (!s.ranks.insert(r).second) {
-        throw InputError(fmt::format("task graph: rank {} holds collective {} twice", r, t.collective_id));
+      const auto slot = static_cast<std::size_t>(t.group);
+      if (slot >= slots.size()) slots.resize(slot + 1);
+      slots[slot].push_back(Held{t.collective_id, t.collective, t.bytes, static_cast<TaskIndex>(i)});
+    }
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      auto& v = slots[s];
+      std::stable_sort(v.begin(), v.end(), [](const Held& a, const Held& b) { return a.id < b.id; });
+      for (std::size_t k = 1; k < v.size(); ++k) {
+        if (v[k].id == v[k - 1].id) {
+          throw InputError(fmt::format("task graph: program {} holds collective {} twice in group slot {}", p,
+                                       v[k].id, s));
+        }
       }
     }
   }
+
   for (std::size_t g = 0; g < groups.size(); ++g) {
     std::set<int> uniq(groups[g].ranks.begin(), groups[g].ranks.end());
     if (uniq.size() != groups[g].ranks.size()) {
@@ -75,12 +137,83 @@ void TaskGraph::validate() const {
       }
     }
   }
-  for (const auto& [id, s] : collectives) {
-    const auto& members = groups[static_cast<std::size_t>(s.group)].ranks;
-    std::set<int> expected(members.begin(), members.end());
-    if (expected != s.ranks) {
-      throw InputError(fmt::format("task graph: collective {} is held by {} of the {} ranks of its group",
-                                   id, s.ranks.size(), expected.size()));
+
+  // Bindings: who holds which group's collectives, as (program, slot).
+  struct Use {
+    std::int32_t program = -1;
+    std::int32_t slot = -1;
+  };
+  std::vector<std::vector<std::pair<int, Use>>> users(groups.size());  // [group] -> (rank, use), rank order
+  std::vector<std::int32_t> seen;
+  for (int r = 0; r < num_ranks(); ++r) {
+    const RankBinding& b = ranks[static_cast<std::size_t>(r)];
+    if (b.program < 0 || static_cast<std::size_t>(b.program) >= programs.size()) {
+      throw InputError(
+          fmt::format("task graph: rank {} runs program {}, which does not exist", r, b.program));
+    }
+    const auto& slots = held[static_cast<std::size_t>(b.program)];
+    if (b.groups.size() < slots.size()) {
+      throw InputError(fmt::format("task graph: rank {} binds {} group slots, its program uses {}", r,
+                                   b.groups.size(), slots.size()));
+    }
+    const auto& tasks = programs[static_cast<std::size_t>(b.program)]->tasks;
+    seen.clear();
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      if (slots[s].empty()) continue;
+      const std::int32_t g = b.groups[s];
+      const Task& first = tasks[static_cast<std::size_t>(slots[s][0].task)];
+      if (g < 0 || static_cast<std::size_t>(g) >= groups.size()) {
+        throw InputError(fmt::format("task graph: rank {} task '{}' names group {}, which does not exist", r,
+                                     first.name, g));
+      }
+      const auto& members = groups[static_cast<std::size_t>(g)].ranks;
+      if (std::find(members.begin(), members.end(), r) == members.end()) {
+        throw InputError(fmt::format("task graph: rank {} task '{}' names group {}, which does not "
+                                     "include it",
+                                     r, first.name, g));
+      }
+      if (std::find(seen.begin(), seen.end(), g) != seen.end()) {
+        throw InputError(fmt::format("task graph: rank {} binds group {} to two slots", r, g));
+      }
+      seen.push_back(g);
+      users[static_cast<std::size_t>(g)].emplace_back(r, Use{b.program, static_cast<std::int32_t>(s)});
+    }
+  }
+
+  // Matching: every member of a group holds the same collectives in it. Equal
+  // (program, slot) pairs are equal by construction; other pairs are compared
+  // once.
+  std::set<std::tuple<std::int32_t, std::int32_t, std::int32_t, std::int32_t>> compared;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& us = users[g];
+    if (us.empty()) continue;
+    const auto& [r0, u0] = us.front();
+    const auto& ref = held[static_cast<std::size_t>(u0.program)][static_cast<std::size_t>(u0.slot)];
+    if (us.size() != groups[g].ranks.size()) {
+      throw InputError(fmt::format("task graph: collective {} of group {} is held by {} of the {} "
+                                   "ranks of its group",
+                                   ref.front().id, g, us.size(), groups[g].ranks.size()));
+    }
+    for (const auto& [r, u] : us) {
+      if (u.program == u0.program && u.slot == u0.slot) continue;
+      if (!compared.emplace(u0.program, u0.slot, u.program, u.slot).second) continue;
+      const auto& other = held[static_cast<std::size_t>(u.program)][static_cast<std::size_t>(u.slot)];
+      const std::size_t n = std::min(ref.size(), other.size());
+      std::size_t k = 0;
+      while (k < n && same(ref[k], other[k])) ++k;
+      if (k == ref.size() && k == other.size()) continue;
+      if (k < n && ref[k].id == other[k].id) {
+        const auto& tasks = programs[static_cast<std::size_t>(u0.program)]->tasks;
+        throw InputError(fmt::format("task graph: collective {} ('{}') of group {} disagrees between "
+                                     "ranks {} and {} on kind or size",
+                                     ref[k].id, tasks[static_cast<std::size_t>(ref[k].task)].name, g, r0, r));
+      }
+      // The smaller id at the first difference is held by one side only.
+      const bool ref_has = k < ref.size() && (k >= other.size() || ref[k].id < other[k].id);
+      const std::int64_t id = ref_has ? ref[k].id : other[k].id;
+      throw InputError(fmt::format("task graph: collective {} of group {} is held by rank {} but not "
+                                   "by rank {}",
+                                   id, g, ref_has ? r0 : r, ref_has ? r : r0));
     }
   }
 }

@@ -57,9 +57,11 @@ class Fingerprint final : public engine::ExecutionObserver {
   void on_compute(int rank, const parallelism::Task& /*task*/, Time start, Time end) override {
     mix(1, rank, start, end);
   }
-  void on_collective(const parallelism::Task& task, const std::vector<int>& /*ranks*/, Time start,
-                     Time end) override {
-    mix(2, static_cast<std::int64_t>(task.collective_id), start, end);
+  void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& /*ranks*/,
+                     Time start, Time end) override {
+    // (group << 32) | id: the planner's ids before programs were shared, so
+    // fingerprints stay comparable.
+    mix(2, (static_cast<std::int64_t>(group) << 32) | task.collective_id, start, end);
   }
   void on_transfer(const collectives::Transfer& t, Time start, Time end) override {
     mix(3, static_cast<std::int64_t>(t.src) * 65536 + t.dst, start, end);
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
     const auto predictor = node_model::make_predictor(s.predictor, s.gpu);
     auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
     std::size_t tasks = 0;
-    for (const auto& r : planned.graph.ranks) tasks += r.tasks.size();
+    for (int r = 0; r < planned.graph.num_ranks(); ++r) tasks += planned.graph.tasks(r).size();
     const double t_plan = seconds_since(t0);
     t0 = Clock::now();
     const topology::Topology topo = cli::build_topology(s);

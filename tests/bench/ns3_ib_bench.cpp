@@ -69,9 +69,9 @@ parallelism::TaskGraph all_reduce(int ranks, Bytes size) {
     ar.group = 0;
     ar.collective_id = 0;
     ar.bytes = size;
-    parallelism::RankProgram p;
+    parallelism::Program p;
     p.tasks.push_back(ar);
-    g.ranks.push_back(p);
+    g.add_rank(g.add_program(std::move(p)), {0});
   }
   return g;
 }

@@ -23,7 +23,7 @@ TEST(ChromeTrace, RecordsEveryEventWithExactTimes) {
   ar.kind = parallelism::TaskKind::Collective;
   ar.group = 0;
   ar.bytes = Bytes(64);
-  obs.on_collective(ar, {0, 1}, Time::from_us(3), Time::from_us(5));
+  obs.on_collective(ar, 0, {0, 1}, Time::from_us(3), Time::from_us(5));
   obs.on_transfer(collectives::Transfer{0, 1, Bytes(32), {}, 0}, Time::from_us(3), Time::from_us(4));
   const std::string j = obs.json();
   EXPECT_NE(j.find(R"("name":"layer000.fwd","cat":"compute","ph":"X","pid":1,"tid":0,"ts":1.500000,"dur":0.500001)"),

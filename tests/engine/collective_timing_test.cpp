@@ -19,8 +19,8 @@ parallelism::TaskGraph one_collective(int p, CollectiveKind kind, Bytes size) {
   parallelism::Group all;
   for (int r = 0; r < p; ++r) all.ranks.push_back(r);
   g.groups.push_back(all);
-  g.ranks.resize(static_cast<std::size_t>(p));
-  for (auto& prog : g.ranks) {
+  parallelism::Program prog;
+  {
     parallelism::Task t;
     t.name = "collective";
     t.kind = parallelism::TaskKind::Collective;
@@ -30,6 +30,8 @@ parallelism::TaskGraph one_collective(int p, CollectiveKind kind, Bytes size) {
     t.bytes = size;
     prog.tasks.push_back(t);
   }
+  const std::int32_t shared = g.add_program(std::move(prog));  // every rank runs it
+  for (int r = 0; r < p; ++r) g.add_rank(shared, {0});
   return g;
 }
 

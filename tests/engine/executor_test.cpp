@@ -3,11 +3,14 @@
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
+#include "tessera/node_model/roofline.hpp"
+#include "tessera/parallelism/plan.hpp"
 #include "test_topologies.hpp"
 
 using namespace tessera;
 using namespace tessera::engine;
 using parallelism::Task;
+using parallelism::TaskGraph;
 using parallelism::TaskKind;
 
 namespace {
@@ -39,12 +42,12 @@ TEST(Executor, CommunicationOverlapsIndependentCompute) {
   parallelism::TaskGraph g;
   g.groups.push_back({{0, 1}});
   for (int r = 0; r < 2; ++r) {
-    parallelism::RankProgram prog;
+    parallelism::Program prog;
     prog.tasks.push_back(compute("A", 10));
     prog.tasks.push_back(all_reduce(0, Bytes(1'000'000), {0}));
     prog.tasks.push_back(compute("B", 20, {0}));
     prog.tasks.push_back(compute("C", 5, {1, 2}));
-    g.ranks.push_back(prog);
+    g.add_rank(g.add_program(std::move(prog)), {0});
   }
   const auto topo = test_support::star(2, parse_bandwidth("8Gbps"), Time::zero());
   DiscreteEventLoop loop;
@@ -60,10 +63,10 @@ TEST(Executor, CommunicationOverlapsIndependentCompute) {
 TEST(Executor, ComputeStreamRunsInProgramOrder) {
   // B does not depend on A, but the stream runs A first: makespan = 30us.
   parallelism::TaskGraph g;
-  parallelism::RankProgram prog;
+  parallelism::Program prog;
   prog.tasks.push_back(compute("A", 10));
   prog.tasks.push_back(compute("B", 20));
-  g.ranks.push_back(prog);
+  g.add_rank(g.add_program(std::move(prog)), {});
   const auto topo = test_support::star(1, parse_bandwidth("8Gbps"), Time::zero());
   DiscreteEventLoop loop;
   FlowNetwork net(topo, loop);
@@ -73,9 +76,11 @@ TEST(Executor, ComputeStreamRunsInProgramOrder) {
 TEST(Executor, CrossedCollectivesDeadlockIsReported) {
   parallelism::TaskGraph g;
   g.groups.push_back({{0, 1}});
-  g.ranks.resize(2);
-  g.ranks[0].tasks = {all_reduce(1, Bytes(8), {}), all_reduce(2, Bytes(8), {})};
-  g.ranks[1].tasks = {all_reduce(2, Bytes(8), {}), all_reduce(1, Bytes(8), {})};
+  parallelism::Program a, b;
+  a.tasks = {all_reduce(1, Bytes(8), {}), all_reduce(2, Bytes(8), {})};
+  b.tasks = {all_reduce(2, Bytes(8), {}), all_reduce(1, Bytes(8), {})};
+  g.add_rank(g.add_program(std::move(a)), {0});
+  g.add_rank(g.add_program(std::move(b)), {0});
   const auto topo = test_support::star(2, parse_bandwidth("8Gbps"), Time::zero());
   DiscreteEventLoop loop;
   FlowNetwork net(topo, loop);
@@ -87,11 +92,11 @@ TEST(Executor, SameInputSameOutput) {
     parallelism::TaskGraph g;
     g.groups.push_back({{0, 1, 2, 3}});
     for (int r = 0; r < 4; ++r) {
-      parallelism::RankProgram prog;
+      parallelism::Program prog;
       prog.tasks.push_back(compute("A", 3 + r));
       prog.tasks.push_back(all_reduce(0, Bytes(123'457), {0}));
       prog.tasks.push_back(compute("B", 7, {1}));
-      g.ranks.push_back(prog);
+      g.add_rank(g.add_program(std::move(prog)), {0});
     }
     const auto topo = test_support::star(4, parse_bandwidth("10Gbps"), parse_time("700ns"));
     DiscreteEventLoop loop;
@@ -101,4 +106,79 @@ TEST(Executor, SameInputSameOutput) {
   const Time first = run();
   EXPECT_EQ(run(), first);
   EXPECT_GT(first, Time::from_us(10));
+}
+
+namespace {
+
+/// The graph as it was before programs were shared: a program per rank,
+/// whose slots are the global groups (identity bindings) and whose ids are
+/// (group << 32) | n, globally unique.
+TaskGraph one_program_per_rank(const TaskGraph& g) {
+  TaskGraph out;
+  out.groups = g.groups;
+  std::vector<std::int32_t> identity(g.groups.size());
+  for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int32_t>(i);
+  for (int r = 0; r < g.num_ranks(); ++r) {
+    parallelism::Program prog = g.program(r);  // a copy; the names are shared
+    for (Task& t : prog.tasks) {
+      if (t.kind != TaskKind::Collective) continue;
+      const std::int32_t global = g.group_of(r, t.group);
+      t.group = global;
+      t.collective_id = (static_cast<std::int64_t>(global) << 32) | t.collective_id;
+    }
+    out.add_rank(out.add_program(std::move(prog)), identity);
+  }
+  return out;
+}
+
+/// Every compute and collective span, in observation order.
+class Spans final : public ExecutionObserver {
+ public:
+  void on_compute(int rank, const Task& t, Time start, Time end) override {
+    spans.push_back(fmt::format("c {} {} {} {}", rank, t.name, start.ps(), end.ps()));
+  }
+  void on_collective(const Task& t, std::int32_t group, const std::vector<int>& /*ranks*/, Time start,
+                     Time end) override {
+    spans.push_back(fmt::format("g {} {} {} {}", group, t.name, start.ps(), end.ps()));
+  }
+  std::vector<std::string> spans;
+};
+
+}  // namespace
+
+TEST(Executor, SharedProgramsRunLikeOneProgramPerRank) {
+  // dp 2 x tp 2 x pp 2 with sequence parallelism and ZeRO-1: two programs,
+  // eight bindings; the same schedule to the picosecond as eight programs
+  // addressing global groups directly.
+  const parallelism::TransformerConfig model{"tiny", 8, 256, 8, 1024, 1000};
+  const parallelism::Workload work{1, 128, node_model::DType::BF16};
+  parallelism::ParallelPlan plan;
+  plan.dp = 2;
+  plan.tp = 2;
+  plan.pp = 2;
+  plan.global_batch = 8;
+  plan.sequence_parallel = true;
+  plan.zero_stage = 1;
+  plan.bucket_size = Bytes(400'000);
+  node_model::RooflinePredictor pred(node_model::gpu_preset("H100-SXM"));
+  const TaskGraph shared = parallelism::plan_training(model, work, plan, pred);
+  ASSERT_EQ(shared.programs.size(), 2U);
+  const TaskGraph flat = one_program_per_rank(shared);
+  ASSERT_EQ(flat.programs.size(), 8U);
+  const auto topo = test_support::star(8, parse_bandwidth("100Gbps"), parse_time("500ns"));
+  auto run = [&](const TaskGraph& g, Spans& spans) {
+    DiscreteEventLoop loop;
+    FlowNetwork net(topo, loop);
+    return execute(g, loop, net, &spans);
+  };
+  Spans a, b;
+  const auto ra = run(shared, a);
+  const auto rb = run(flat, b);
+  EXPECT_EQ(ra.makespan, rb.makespan);
+  EXPECT_EQ(ra.transfers, rb.transfers);
+  for (std::size_t r = 0; r < ra.ranks.size(); ++r) {
+    EXPECT_EQ(ra.ranks[r].finish, rb.ranks[r].finish) << "rank " << r;
+  }
+  EXPECT_EQ(a.spans, b.spans);
+  EXPECT_GT(a.spans.size(), 100U);
 }

@@ -15,8 +15,8 @@ parallelism::TaskGraph one_all_reduce(int p, Bytes size) {
   parallelism::Group all;
   for (int r = 0; r < p; ++r) all.ranks.push_back(r);
   g.groups.push_back(all);
-  g.ranks.resize(static_cast<std::size_t>(p));
-  for (auto& prog : g.ranks) {
+  parallelism::Program prog;
+  {
     parallelism::Task ar;
     ar.name = "all_reduce";
     ar.kind = parallelism::TaskKind::Collective;
@@ -25,6 +25,8 @@ parallelism::TaskGraph one_all_reduce(int p, Bytes size) {
     ar.bytes = size;
     prog.tasks.push_back(ar);
   }
+  const std::int32_t shared = g.add_program(std::move(prog));  // every rank runs it
+  for (int r = 0; r < p; ++r) g.add_rank(shared, {0});
   return g;
 }
 

@@ -80,7 +80,7 @@ struct RankState {
   std::vector<bool> done;
   std::size_t remaining = 0;
   Stream compute;
-  std::map<std::int32_t, Stream> comm;          // one stream per group
+  std::map<std::int32_t, Stream> comm;          // one stream per global group
 };
 
 struct ActiveCollective {
@@ -94,13 +94,15 @@ struct ActiveCollective {
 
 class ReferenceExecutor {
  public:
+  using Key = std::pair<std::int32_t, std::int64_t>;  // (global group, collective id)
+
   ReferenceExecutor(const TaskGraph& g, EventLoop& loop, Network& net, ExecutionObserver* obs,
            const ExecutionOptions& opts)
       : g_(g), loop_(loop), net_(net), obs_(obs), opts_(opts), ranks_(static_cast<std::size_t>(g.num_ranks())),
         result_() {
     result_.ranks.resize(ranks_.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      const auto& tasks = g.ranks[r].tasks;
+      const auto& tasks = g.tasks(static_cast<int>(r));
       RankState& s = ranks_[r];
       s.pending.resize(tasks.size());
       s.dependents.resize(tasks.size());
@@ -113,7 +115,7 @@ class ReferenceExecutor {
         if (t.kind == TaskKind::Compute) {
           s.compute.order.push_back(static_cast<TaskIndex>(i));
         } else {
-          s.comm[t.group].order.push_back(static_cast<TaskIndex>(i));
+          s.comm[g.group_of(static_cast<int>(r), t.group)].order.push_back(static_cast<TaskIndex>(i));
         }
       }
     }
@@ -136,7 +138,7 @@ class ReferenceExecutor {
 
  private:
   const Task& task(int rank, TaskIndex i) const {
-    return g_.ranks[static_cast<std::size_t>(rank)].tasks[static_cast<std::size_t>(i)];
+    return g_.tasks(rank)[static_cast<std::size_t>(i)];
   }
 
   void advance(int rank) {
@@ -164,27 +166,27 @@ class ReferenceExecutor {
       const TaskIndex i = st.order[st.next];
       if (s.pending[static_cast<std::size_t>(i)] != 0) continue;
       st.busy = true;
-      arrive(rank, i);
+      arrive(rank, group, i);
     }
   }
 
-  void arrive(int rank, TaskIndex i) {
+  void arrive(int rank, std::int32_t group, TaskIndex i) {
     const Task& t = task(rank, i);
-    ActiveCollective& ac = active_[t.collective_id];
+    ActiveCollective& ac = active_[Key{group, t.collective_id}];
     ac.arrived.push_back(rank);
-    const auto& members = g_.groups[static_cast<std::size_t>(t.group)].ranks;
+    const auto& members = g_.groups[static_cast<std::size_t>(group)].ranks;
     if (ac.arrived.size() < members.size()) return;
-    launch(t);
+    launch(t, group);
   }
 
-  void launch(const Task& t) {
-    ActiveCollective& ac = active_[t.collective_id];
-    const auto& members = g_.groups[static_cast<std::size_t>(t.group)].ranks;
+  void launch(const Task& t, std::int32_t group) {
+    const Key id{group, t.collective_id};
+    ActiveCollective& ac = active_[id];
+    const auto& members = g_.groups[static_cast<std::size_t>(group)].ranks;
     ac.start = loop_.now();
     ac.transfers = collectives::expand(t.collective, members, t.bytes, opts_.collectives);
     const auto n = ac.transfers.transfers.size();
     if (n == 0) {
-      const std::int64_t id = t.collective_id;
       loop_.schedule(Time::zero(), [this, id] { complete(id); });
       return;
     }
@@ -196,11 +198,11 @@ class ReferenceExecutor {
       for (auto d : tr.deps) ac.dependents[static_cast<std::size_t>(d)].push_back(static_cast<collectives::TransferIndex>(k));
     }
     for (std::size_t k = 0; k < n; ++k) {
-      if (ac.pending[k] == 0) start_transfer(t.collective_id, static_cast<collectives::TransferIndex>(k));
+      if (ac.pending[k] == 0) start_transfer(id, static_cast<collectives::TransferIndex>(k));
     }
   }
 
-  void start_transfer(std::int64_t id, collectives::TransferIndex k) {
+  void start_transfer(Key id, collectives::TransferIndex k) {
     const auto& tr = active_[id].transfers.transfers[static_cast<std::size_t>(k)];
     const Time start = loop_.now();
     ++result_.transfers;
@@ -216,7 +218,7 @@ class ReferenceExecutor {
     });
   }
 
-  void complete(std::int64_t id) {
+  void complete(Key id) {
     auto node = active_.extract(id);
     ActiveCollective& ac = node.mapped();
     bool observed = false;
@@ -224,12 +226,13 @@ class ReferenceExecutor {
       RankState& s = ranks_[static_cast<std::size_t>(rank)];
       // Find this rank's task for the collective: the head of the group's stream.
       for (auto& [group, st] : s.comm) {
-        if (!st.busy) continue;
+        if (!st.busy || group != id.first) continue;
         const TaskIndex i = st.order[st.next];
         const Task& t = task(rank, i);
-        if (t.collective_id != id) continue;
+        if (t.collective_id != id.second) continue;
         if (obs_ != nullptr && !observed) {
-          obs_->on_collective(t, g_.groups[static_cast<std::size_t>(t.group)].ranks, ac.start, loop_.now());
+          obs_->on_collective(t, group, g_.groups[static_cast<std::size_t>(group)].ranks, ac.start,
+                              loop_.now());
           observed = true;
         }
         st.busy = false;
@@ -256,7 +259,7 @@ class ReferenceExecutor {
   ExecutionObserver* obs_;
   ExecutionOptions opts_;
   std::vector<RankState> ranks_;
-  std::map<std::int64_t, ActiveCollective> active_;
+  std::map<Key, ActiveCollective> active_;  // by (global group, collective id)
   ExecutionResult result_;
 };
 

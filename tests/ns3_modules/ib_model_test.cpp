@@ -52,7 +52,7 @@ parallelism::TaskGraph all_reduce_graph(int ranks, Bytes size, std::int64_t comp
   for (int r = 0; r < ranks; ++r) group.ranks.push_back(r);
   g.groups.push_back(group);
   for (int r = 0; r < ranks; ++r) {
-    parallelism::RankProgram prog;
+    parallelism::Program prog;
     std::vector<parallelism::TaskIndex> deps;
     if (compute_us > 0) {
       parallelism::Task c;
@@ -71,7 +71,7 @@ parallelism::TaskGraph all_reduce_graph(int ranks, Bytes size, std::int64_t comp
     ar.bytes = size;
     ar.deps = deps;
     prog.tasks.push_back(ar);
-    g.ranks.push_back(prog);
+    g.add_rank(g.add_program(std::move(prog)), {0});
   }
   return g;
 }

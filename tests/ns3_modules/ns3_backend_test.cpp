@@ -58,7 +58,7 @@ parallelism::TaskGraph all_reduce_graph(int ranks, Bytes size, const std::vector
   for (int r = 0; r < ranks; ++r) group.ranks.push_back(r);
   g.groups.push_back(group);
   for (int r = 0; r < ranks; ++r) {
-    parallelism::RankProgram prog;
+    parallelism::Program prog;
     std::vector<parallelism::TaskIndex> deps;
     if (!compute_us.empty()) {
       parallelism::Task c;
@@ -77,7 +77,7 @@ parallelism::TaskGraph all_reduce_graph(int ranks, Bytes size, const std::vector
     ar.bytes = size;
     ar.deps = deps;
     prog.tasks.push_back(ar);
-    g.ranks.push_back(prog);
+    g.add_rank(g.add_program(std::move(prog)), {0});
   }
   return g;
 }

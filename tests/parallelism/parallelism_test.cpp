@@ -40,7 +40,7 @@ TEST(DataParallel, OneAllReducePerBucketAfterBackward) {
   const auto g = plan_data_parallel(m, Workload{1, 1024, DType::BF16}, plan, pred);
   ASSERT_EQ(g.num_ranks(), 4);
   ASSERT_NO_THROW(g.validate());
-  const auto& tasks = g.ranks[0].tasks;
+  const auto& tasks = g.tasks(0);
   std::int64_t reduced = 0;
   int collectives = 0;
   for (const auto& t : tasks) {
@@ -72,17 +72,21 @@ TEST(DataParallel, RejectsBadPlans) {
 TEST(TaskGraph, ValidateCatchesMismatchedCollectives) {
   TaskGraph g;
   g.groups.push_back(Group{{0, 1}});
-  g.ranks.resize(2);
   Task ar;
   ar.kind = TaskKind::Collective;
   ar.group = 0;
   ar.collective_id = 7;
   ar.bytes = Bytes(100);
-  g.ranks[0].tasks.push_back(ar);
+  Program with, without;
+  with.tasks.push_back(ar);
+  g.add_rank(g.add_program(with), {0});
+  g.add_rank(g.add_program(without), {0});
   EXPECT_THROW(g.validate(), InputError);  // rank 1 never joins
+  Program bigger;
   ar.bytes = Bytes(200);
-  g.ranks[1].tasks.push_back(ar);
+  bigger.tasks.push_back(ar);
+  g.programs[1] = std::make_shared<const Program>(bigger);
   EXPECT_THROW(g.validate(), InputError);  // sizes disagree
-  g.ranks[1].tasks[0].bytes = Bytes(100);
+  g.ranks[1].program = 0;
   EXPECT_NO_THROW(g.validate());
 }

@@ -28,7 +28,7 @@ struct Counts {
 /// Collectives of `rank` whose name contains `needle`, by kind.
 Counts count(const TaskGraph& g, int rank, const std::string& needle) {
   Counts c;
-  for (const Task& t : g.ranks[static_cast<std::size_t>(rank)].tasks) {
+  for (const Task& t : g.tasks(rank)) {
     if (t.kind != TaskKind::Collective || t.name.find(needle) == std::string::npos) continue;
     const std::string k(to_string(t.collective));
     ++c.by_kind[k];
@@ -96,7 +96,7 @@ TEST(Plan, DataParallelOnlyMatchesPlanDataParallel) {
   auto totals = [](const TaskGraph& g) {
     Time compute;
     std::vector<std::int64_t> buckets;
-    for (const auto& t : g.ranks[0].tasks) {
+    for (const auto& t : g.tasks(0)) {
       if (t.kind == TaskKind::Compute) compute += t.duration;
       if (t.kind == TaskKind::Collective) buckets.push_back(t.bytes.count());
     }
@@ -179,7 +179,7 @@ TEST(Plan, DataParallelReducesEveryGradientOnceInBuckets) {
   for (int r = 0; r < 8; ++r) {
     const int stage = rank_coord(p, r).pp;
     std::int64_t reduced = 0;
-    for (const auto& t : pl.graph.ranks[static_cast<std::size_t>(r)].tasks) {
+    for (const auto& t : pl.graph.tasks(r)) {
       if (t.name.rfind("dp.grad", 0) == 0) reduced += t.bytes.count();
     }
     EXPECT_EQ(reduced, pl.summary.params_per_stage[static_cast<std::size_t>(stage)] * 4) << "rank " << r;
@@ -296,4 +296,196 @@ TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   EXPECT_EQ(error_of(m, kWork, p, 2), "pp x virtual_stages (2 x 20 = 40) must not exceed the model's layers (36)");
   EXPECT_THROW(parse_schedule("zero-bubble"), InputError);
   EXPECT_THROW(parse_recompute("some"), InputError);
+}
+
+TEST(Plan, RanksOfAStageShareOneProgramBoundToTheirOwnGroups) {
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.dp = 2;
+  p.tp = 2;
+  p.pp = 2;
+  p.global_batch = 8;
+  p.bucket_size = Bytes(50'000);
+  const auto g = plan_training(m, kWork, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  ASSERT_EQ(g.num_ranks(), 8);
+  ASSERT_EQ(g.programs.size(), 2U);  // one per pipeline stage
+  EXPECT_NE(g.programs[0]->tasks.size(), 0U);
+  auto members = [&](std::int32_t group) {
+    std::vector<int> v = g.groups[static_cast<std::size_t>(group)].ranks;
+    return v;
+  };
+  for (int r = 0; r < g.num_ranks(); ++r) {
+    const RankCoord me = rank_coord(p, r);
+    EXPECT_EQ(g.ranks[static_cast<std::size_t>(r)].program, me.pp) << "rank " << r;
+    EXPECT_EQ(&g.tasks(r), &g.programs[static_cast<std::size_t>(me.pp)]->tasks);
+    const std::vector<int> tp_members{rank_of(p, {0, me.dp, me.pp}), rank_of(p, {1, me.dp, me.pp})};
+    const std::vector<int> dp_members{rank_of(p, {me.tp, 0, me.pp}), rank_of(p, {me.tp, 1, me.pp})};
+    const std::vector<int> forward{rank_of(p, {me.tp, me.dp, 0}), rank_of(p, {me.tp, me.dp, 1})};
+    const std::vector<int> backward{forward[1], forward[0]};
+    std::map<std::string, int> checked;
+    for (const Task& t : g.tasks(r)) {
+      if (t.kind != TaskKind::Collective) continue;
+      const std::vector<int> got = members(g.group_of(r, t.group));
+      const std::string name(t.name);
+      if (name.find(".tp.") != std::string::npos) {
+        EXPECT_EQ(got, tp_members) << name;
+        ++checked["tp"];
+      } else if (name.rfind("dp.grad", 0) == 0) {
+        EXPECT_EQ(got, dp_members) << name;
+        ++checked["dp"];
+      } else if (name.find("activation") != std::string::npos) {
+        EXPECT_EQ(got, forward) << name;  // sender first: stage 0 -> stage 1
+        ++checked["pp"];
+      } else if (name.find("gradient") != std::string::npos) {
+        EXPECT_EQ(got, backward) << name;
+        ++checked["pp"];
+      } else if (name == "embedding.grad_all_reduce") {
+        EXPECT_EQ(got, forward) << name;  // first and last stage
+        ++checked["embedding"];
+      } else {
+        ADD_FAILURE() << "unexpected collective " << name;
+      }
+    }
+    EXPECT_GT(checked["tp"], 0) << "rank " << r;
+    EXPECT_GT(checked["dp"], 0) << "rank " << r;
+    EXPECT_EQ(checked["pp"], 8) << "rank " << r;  // 8 micro-batches, one message each
+    EXPECT_EQ(checked["embedding"], 1) << "rank " << r;
+  }
+  // Both sides of a pipeline pair hold the same ids in the same order.
+  std::map<std::int32_t, std::map<int, std::vector<std::int64_t>>> ids;  // group -> rank -> ids
+  for (int r = 0; r < g.num_ranks(); ++r) {
+    for (const Task& t : g.tasks(r)) {
+      if (t.kind == TaskKind::Collective) ids[g.group_of(r, t.group)][r].push_back(t.collective_id);
+    }
+  }
+  for (const auto& [group, by_rank] : ids) {
+    EXPECT_EQ(by_rank.size(), g.groups[static_cast<std::size_t>(group)].ranks.size()) << "group " << group;
+    for (const auto& [r, v] : by_rank) {
+      EXPECT_EQ(v, by_rank.begin()->second) << "group " << group << " rank " << r;
+    }
+  }
+}
+
+TEST(Plan, InterleavedAndDataParallelPlansSharePrograms) {
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.dp = 3;
+  p.tp = 2;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.schedule = Schedule::Interleaved1F1B;
+  p.global_batch = 12;
+  const auto g = plan_training(m, kWork, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  EXPECT_EQ(g.programs.size(), 2U);
+  const auto d = plan_data_parallel(m, kWork, DataParallelPlan{4, Bytes(50'000)}, pred);
+  ASSERT_NO_THROW(d.validate());
+  EXPECT_EQ(d.programs.size(), 1U);
+  EXPECT_EQ(d.num_ranks(), 4);
+}
+
+TEST(TaskGraph, ValidateChecksBindings) {
+  Task ar;
+  ar.kind = TaskKind::Collective;
+  ar.group = 0;
+  ar.collective_id = 0;
+  ar.bytes = Bytes(8);
+  Program prog;
+  prog.tasks.push_back(ar);
+  auto graph = [&] {
+    TaskGraph g;
+    g.groups.push_back(Group{{0, 1}});
+    g.groups.push_back(Group{{1, 2}});
+    const auto shared = g.add_program(prog);
+    g.add_rank(shared, {0});
+    g.add_rank(shared, {0});
+    g.add_rank(g.add_program(Program{}), {});
+    return g;
+  };
+  EXPECT_NO_THROW(graph().validate());
+  auto expect_error = [](const TaskGraph& g, const std::string& pattern) {
+    try {
+      g.validate();
+      ADD_FAILURE() << "no error, expected " << pattern;
+    } catch (const InputError& e) {
+      EXPECT_TRUE(std::regex_search(e.what(), std::regex(pattern))) << e.what();
+    }
+  };
+  auto g = graph();
+  g.ranks[0].groups = {1};
+  expect_error(g, "rank 0 .* names group 1, which does not include it");
+  g = graph();
+  g.ranks[1].groups = {};
+  expect_error(g, "rank 1 binds 0 group slots, its program uses 1");
+  g = graph();
+  g.ranks[1].groups = {7};
+  expect_error(g, "group 7, which does not exist");
+  g = graph();
+  g.ranks[2].program = 5;
+  expect_error(g, "rank 2 runs program 5, which does not exist");
+  g = graph();
+  g.ranks[2].program = 0;  // rank 2 holds a collective of group 0, not its member
+  g.ranks[2].groups = {0};
+  expect_error(g, "rank 2 .* names group 0, which does not include it");
+  // The same group on two slots of one rank.
+  g = graph();
+  Program two = prog;
+  ar.group = 1;
+  two.tasks.push_back(ar);
+  g.programs[0] = std::make_shared<const Program>(two);
+  g.ranks[0].groups = {0, 0};
+  g.ranks[1].groups = {0, 0};
+  expect_error(g, "rank 0 binds group 0 to two slots");
+  // Dependencies are checked once per program.
+  g = graph();
+  Program bad = prog;
+  bad.tasks[0].deps = {0};
+  g.programs[0] = std::make_shared<const Program>(bad);
+  expect_error(g, "program 0 task 0 .* depends on task 0");
+}
+
+TEST(TaskGraph, CollectivesMatchPerGroupNotGlobally) {
+  // Two groups with the same collective id: ids need only be unique within a group.
+  Task ar;
+  ar.kind = TaskKind::Collective;
+  ar.collective_id = 0;
+  ar.bytes = Bytes(8);
+  Program prog;
+  ar.group = 0;
+  prog.tasks.push_back(ar);
+  ar.group = 1;
+  prog.tasks.push_back(ar);
+  TaskGraph g;
+  g.groups.push_back(Group{{0, 1}});
+  g.groups.push_back(Group{{0, 1}});
+  const auto shared = g.add_program(prog);
+  g.add_rank(shared, {0, 1});
+  g.add_rank(shared, {1, 0});  // slots bound the other way round: still matched
+  EXPECT_NO_THROW(g.validate());
+  // A different id in one member's group: held by one rank only.
+  Program other = prog;
+  other.tasks[1].collective_id = 3;
+  g.ranks[1].program = g.add_program(other);
+  EXPECT_THROW(g.validate(), InputError);
+}
+
+TEST(TaskGraph, NamesKeptByAProgramOutliveTheBuffersTheyCameFrom) {
+  Program prog;
+  for (int i = 0; i < 20'000; ++i) {  // several blocks of the name store
+    Task t;
+    t.name = prog.keep_name("task." + std::to_string(i));
+    prog.tasks.push_back(t);
+  }
+  const std::string huge(100'000, 'x');
+  Task big;
+  big.name = prog.keep_name(huge);
+  prog.tasks.push_back(big);
+  const Program copy = prog;  // copies share the names
+  prog = Program{};
+  EXPECT_EQ(copy.tasks[0].name, "task.0");
+  EXPECT_EQ(copy.tasks[19'999].name, "task.19999");
+  EXPECT_EQ(copy.tasks.back().name, huge);
 }

@@ -14,8 +14,8 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
  public:
   explicit ChromeTraceObserver(int ranks) : ranks_(ranks) {}
   void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override;
-  void on_collective(const parallelism::Task& task, const std::vector<int>& ranks, Time start,
-                     Time end) override;
+  void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
+                     Time start, Time end) override;
   void on_transfer(const collectives::Transfer& t, Time start, Time end) override;
 
   /// The trace as JSON (the Trace Event Format), deterministic for a given run.

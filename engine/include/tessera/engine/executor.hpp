@@ -1,5 +1,6 @@
 #pragma once
-// Executes a per-rank task graph on any EventLoop + Network pair.
+// Executes a task graph (shared programs bound to ranks) on any EventLoop +
+// Network pair.
 //
 // Per rank: one compute stream (compute tasks in program order) and one
 // communication stream per group (collectives in program order, as NCCL
@@ -23,8 +24,10 @@ class ExecutionObserver {
  public:
   virtual ~ExecutionObserver() = default;
   virtual void on_compute(int /*rank*/, const parallelism::Task& /*task*/, Time /*start*/, Time /*end*/) {}
-  virtual void on_collective(const parallelism::Task& /*task*/, const std::vector<int>& /*ranks*/,
-                             Time /*start*/, Time /*end*/) {}
+  /// `group` is the global group (index into TaskGraph::groups) the
+  /// collective ran in; `ranks` its members.
+  virtual void on_collective(const parallelism::Task& /*task*/, std::int32_t /*group*/,
+                             const std::vector<int>& /*ranks*/, Time /*start*/, Time /*end*/) {}
   virtual void on_transfer(const collectives::Transfer& /*t*/, Time /*start*/, Time /*end*/) {}
 };
 

@@ -117,9 +117,12 @@ struct PlannedTraining {
   PlanSummary summary;
 };
 
-/// Plans one training iteration of `model` under `plan`: per-rank task graphs
-/// whose compute tasks are timed by `predictor`. The GPU memory for the OOM
-/// flag is `predictor.gpu().memory`.
+/// Plans one training iteration of `model` under `plan`: a task graph with
+/// one program per pipeline stage, shared by the stage's tp x dp ranks (each
+/// bound to its own TP/DP/pipeline groups), whose compute tasks are timed by
+/// `predictor` (asked for the kernels of one layer, the embedding, the LM head
+/// and each stage's optimizer, never per task or rank). The GPU memory for
+/// the OOM flag is `predictor.gpu().memory`.
 PlannedTraining plan_training_detailed(const TransformerConfig& model, const Workload& work,
                                        const ParallelPlan& plan, const node_model::KernelPredictor& predictor);
 /// The task graph alone.

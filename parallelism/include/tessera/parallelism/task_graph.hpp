@@ -1,22 +1,31 @@
 #pragma once
-// The per-rank task graph: the seam between planning and execution. Pure
-// data; built by planners, read by the engine's executor.
+// The task graph: the seam between planning and execution. Pure data; built
+// by planners, read by the engine's executor.
 //
-// Each rank has its own program: an ordered list of tasks with dependencies on
-// earlier tasks of the same rank. Compute tasks run on the rank's compute
-// stream in program order; communication tasks run on its communication
-// stream in program order. Ranks meet only in collectives: every member of a
-// group holds a task with the same `collective_id`, and the collective starts
-// once every member has reached it.
+// A `Program` is an ordered list of tasks with dependencies on earlier tasks
+// of the same program. Programs are stored once and shared: every rank runs
+// one program, bound to the rank by a slot -> group table (`RankBinding`). In
+// a Megatron-style plan all tp x dp ranks of a pipeline stage run the same
+// program; they differ only in which TP, DP and pipeline groups its slots
+// name.
+//
+// Compute tasks run on the rank's compute stream in program order;
+// communication tasks run on the rank's stream for their group, in program
+// order. Ranks meet only in collectives: every member of a group holds a task
+// in that group with the same `collective_id`, and the collective starts once
+// every member has reached it. Collectives are matched on (global group,
+// collective_id), so ids need only be unique within one group.
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/units.hpp"
 
 namespace tessera::parallelism {
 
-using TaskIndex = std::int32_t;  ///< index into RankProgram::tasks
+using TaskIndex = std::int32_t;  ///< index into Program::tasks
 
 enum class TaskKind { Compute, Collective };
 /// What a communication task does. `bytes` is always the per-rank buffer
@@ -28,35 +37,79 @@ enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Broadcast, Redu
 std::string_view to_string(CollectiveKind k);
 
 struct Task {
-  std::string name;
+  /// A view of storage that outlives the program: a string literal, or a
+  /// name kept by the program (`Program::keep_name`).
+  std::string_view name;
   TaskKind kind = TaskKind::Compute;
   // Compute tasks:
   Time duration;  ///< predicted by the node model
   Flops flops;    ///< useful model FLOPs (for achieved TFLOP/s)
   // Collective tasks:
   CollectiveKind collective = CollectiveKind::AllReduce;
-  std::int32_t group = -1;           ///< index into TaskGraph::groups
-  std::int64_t collective_id = -1;   ///< shared by the matching tasks of all members
-  Bytes bytes;                       ///< per-rank buffer size
-  /// Earlier tasks of the same rank that must finish first.
+  /// Program-local group slot: index into the rank's `RankBinding::groups`.
+  std::int32_t group = -1;
+  /// Shared by the matching tasks of all members of the group (the same on
+  /// every member whatever its program); unique within the group.
+  std::int64_t collective_id = -1;
+  Bytes bytes;  ///< per-rank buffer size
+  /// Earlier tasks of the same program that must finish first.
   std::vector<TaskIndex> deps;
 };
 
-struct RankProgram {
+/// One program, shared by every rank that runs it.
+class Program {
+ public:
   std::vector<Task> tasks;
+
+  /// Copies `name` into storage owned by this program (and shared by its
+  /// copies, never moved) and returns a view of the copy, to use as a
+  /// `Task::name` built at run time.
+  std::string_view keep_name(std::string_view name);
+
+ private:
+  struct NameStore;
+  std::shared_ptr<NameStore> names_;
 };
 
 struct Group {
   std::vector<int> ranks;  ///< global ranks, in ring order
 };
 
+/// Which program a rank runs and which groups its slots name.
+struct RankBinding {
+  std::int32_t program = -1;         ///< index into TaskGraph::programs
+  std::vector<std::int32_t> groups;  ///< slot -> index into TaskGraph::groups
+};
+
 struct TaskGraph {
-  std::vector<RankProgram> ranks;  ///< index = global rank
+  std::vector<std::shared_ptr<const Program>> programs;
+  std::vector<RankBinding> ranks;  ///< index = global rank
   std::vector<Group> groups;
 
   [[nodiscard]] int num_ranks() const { return static_cast<int>(ranks.size()); }
-  /// Checks indices, dependency order and collective matching; throws
-  /// InputError describing the first problem.
+  /// The program `rank` runs.
+  [[nodiscard]] const Program& program(int rank) const {
+    return *programs[static_cast<std::size_t>(ranks[static_cast<std::size_t>(rank)].program)];
+  }
+  [[nodiscard]] const std::vector<Task>& tasks(int rank) const { return program(rank).tasks; }
+  /// The global group (index into `groups`) that `slot` names on `rank`.
+  [[nodiscard]] std::int32_t group_of(int rank, std::int32_t slot) const {
+    return ranks[static_cast<std::size_t>(rank)].groups[static_cast<std::size_t>(slot)];
+  }
+  /// Stores `program` once; returns its index for RankBinding::program.
+  std::int32_t add_program(Program program);
+  /// Appends a rank (the next global rank) running program `program` with
+  /// the given slot -> group table; returns the rank.
+  int add_rank(std::int32_t program, std::vector<std::int32_t> slot_groups);
+
+  /// Checks, throwing InputError describing the first problem: every
+  /// program's dependencies (earlier tasks of the same program), durations,
+  /// sizes and slots; every group (ranks in range, none twice); every binding
+  /// (program and groups exist, the rank is a member of each group it uses,
+  /// no group on two slots); and collective matching: every member of a group
+  /// holds the same collectives in it (ids, kinds, sizes). Each distinct
+  /// program is checked once, so the cost is the programs' tasks plus the
+  /// bindings, not the tasks of every rank.
   void validate() const;
 };
 
