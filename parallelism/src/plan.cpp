@@ -213,9 +213,10 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   PieceList& b = lp.backward;
   if (p.recompute == Recompute::Full) b.append(lp.forward);
   if (p.recompute == Recompute::Selective) {
-    // Recompute the attention core: scores, scale, softmax, context.
-    std::vector<Op> core;
-    for (const char* n : {"scores", "scale", "softmax", "context"}) core.push_back(fwd[index_of(fwd, n)]);
+    // Recompute the attention core: scores to context (scale, mask, softmax,
+    // dropout in between).
+    const std::vector<Op> core(fwd.begin() + static_cast<std::ptrdiff_t>(index_of(fwd, "scores")),
+                               fwd.begin() + static_cast<std::ptrdiff_t>(index_of(fwd, "context")) + 1);
     b.ops("bwd.recompute", core);
   }
   // Backward kernels in order; find the cut points by name.

@@ -116,15 +116,29 @@ std::vector<Op> layer_forward_ops(const TransformerConfig& m, const Workload& w,
       {"ln1", Kernel::vector(KernelOp::LayerNorm, tv, h, dt)},
       {"qkv", Kernel::gemm(KernelOp::Linear, 1, t, (heads + 2 * kv) * d, h, dt)},
       {"scores", Kernel::gemm(KernelOp::Bmm, bh, s, s, d, dt)},
-      {"scale", Kernel::vector(KernelOp::DivU, bh * s, s, dt)},
-      {"softmax", Kernel::vector(KernelOp::Softmax, bh * s, s, dt)},
-      {"context", Kernel::gemm(KernelOp::Bmm, bh, s, d, s, dt)},
+  };
+  if (dt == node_model::DType::FP32) {
+    // Megatron's FusedScaleMaskSoftmax has CUDA kernels for 16-bit inputs
+    // only; in FP32 it takes the torch path: query-key layer-scaling
+    // multiply, causal masked_fill_, softmax (three kernels).
+    ops.push_back({"scale", Kernel::vector(KernelOp::DivU, bh * s, s, dt)});
+    ops.push_back({"mask", Kernel::vector(KernelOp::MulU, bh * s, s, dt)});
+  }
+  // 16-bit: scale, mask and softmax are the one fused kernel.
+  for (Op op : std::vector<Op>{
+           {"softmax", Kernel::vector(KernelOp::Softmax, bh * s, s, dt)},
+           {"attn_dropout", Kernel::vector(KernelOp::Mul, bh * s, s, dt)},
+           {"context", Kernel::gemm(KernelOp::Bmm, bh, s, d, s, dt)},
+      // [b, heads, s, d] -> [s, b, heads * d]: permute(...).contiguous().
+      {"context_copy", Kernel::vector(KernelOp::Copy, t, heads * d, dt)},
       {"proj", Kernel::gemm(KernelOp::Linear, 1, t, h, heads * d, dt)},
       {"residual1", Kernel::vector(KernelOp::Add, tv, h, dt)},
       {"ln2", Kernel::vector(KernelOp::LayerNorm, tv, h, dt)},
       {"fc1", Kernel::gemm(KernelOp::Linear, 1, t, (m.gated_mlp ? 2 : 1) * f, h, dt)},
       {"gelu", Kernel::vector(KernelOp::Gelu, t, f, dt)},
-  };
+       }) {
+    ops.push_back(std::move(op));
+  }
   if (m.gated_mlp) ops.push_back({"gate", Kernel::vector(KernelOp::Mul, t, f, dt)});
   ops.push_back({"fc2", Kernel::gemm(KernelOp::Linear, 1, t, h, f, dt)});
   ops.push_back({"residual2", Kernel::vector(KernelOp::Add, tv, h, dt)});
@@ -148,8 +162,13 @@ void append_backward(const Op& fwd, std::vector<Op>& out) {
     out.push_back({fwd.name + ".grad_b", Kernel::gemm(KernelOp::Bmm, k.b, k.k, k.n, k.m, k.dtype)});
     return;
   }
-  const KernelOp op = (k.op == KernelOp::Add || k.op == KernelOp::DivU) ? k.op : KernelOp::Mul;
-  out.push_back({fwd.name + ".grad", Kernel::vector(op, k.b, k.h, k.dtype)});
+  // Adds, scalar ops (divide, masked_fill) and copies have a gradient kernel of
+  // their own kind; anything else reads the incoming gradient and a saved tensor.
+  const bool same = k.op == KernelOp::Add || k.op == KernelOp::DivU || k.op == KernelOp::MulU || k.op == KernelOp::Copy;
+  const KernelOp op = same ? k.op : KernelOp::Mul;
+  for (int i = 0; i < fwd.backward_kernels; ++i) {
+    out.push_back({fwd.name + ".grad", Kernel::vector(op, k.b, k.h, k.dtype)});
+  }
 }
 
 }  // namespace
@@ -183,23 +202,38 @@ std::vector<Op> lm_head_forward_ops(const TransformerConfig& m, const Workload& 
   const std::int64_t t = w.micro_batch * w.seq_len;
   const std::int64_t tv = shard.sequence_parallel ? t / shard.tp : t;
   const std::int64_t v = (m.vocab + shard.tp - 1) / shard.tp;  // vocabulary-parallel
+  // Megatron's vocab_parallel_cross_entropy on the FP32 logits (t x v per
+  // rank): max and sum reductions (one read each, counted together as one
+  // read-write pass), in-place subtract of the max, exp, divide by the sum.
+  // Its backward is one in-place multiply of the saved softmax (loss.normalize).
+  // Elementwise, so the logits are streamed as flat rows (flat_stream).
+  const std::int64_t logits = t * v;
   return {
       {"ln_f", Kernel::vector(KernelOp::LayerNorm, tv, m.hidden, w.dtype)},
       {"lm_head", Kernel::gemm(KernelOp::Linear, 1, t, v, m.hidden, w.dtype)},
-      {"loss", Kernel::vector(KernelOp::Softmax, t, v, w.dtype)},
+      {"loss.reductions", flat_stream(KernelOp::MulU, logits, w.dtype), 0},
+      {"loss.shift", flat_stream(KernelOp::MulU, logits, w.dtype), 0},
+      {"loss.exp", flat_stream(KernelOp::MulU, logits, w.dtype), 0},
+      {"loss.normalize", flat_stream(KernelOp::MulU, logits, w.dtype), 1},
   };
+}
+
+Kernel flat_stream(KernelOp op, std::int64_t elements, node_model::DType dtype) {
+  if (elements <= 0) throw InputError(fmt::format("flat_stream: element count must be positive (got {})", elements));
+  const std::int64_t rows = (elements + kFlatStreamRow - 1) / kFlatStreamRow;
+  return Kernel::vector(op, rows, kFlatStreamRow, dtype);
 }
 
 std::vector<Op> optimizer_ops(std::int64_t params, node_model::DType state_dtype) {
   if (params <= 0) throw InputError(fmt::format("optimizer: parameter count must be positive (got {})", params));
   const auto dt = state_dtype;
   return {
-      {"adam.m_decay", Kernel::vector(KernelOp::MulU, 1, params, dt)},
-      {"adam.m_update", Kernel::vector(KernelOp::Add, 1, params, dt)},
-      {"adam.v_decay", Kernel::vector(KernelOp::MulU, 1, params, dt)},
-      {"adam.v_update", Kernel::vector(KernelOp::Mul, 1, params, dt)},
-      {"adam.step", Kernel::vector(KernelOp::Div, 1, params, dt)},
-      {"adam.apply", Kernel::vector(KernelOp::Add, 1, params, dt)},
+      {"adam.m_decay", flat_stream(KernelOp::MulU, params, dt)},
+      {"adam.m_update", flat_stream(KernelOp::Add, params, dt)},
+      {"adam.v_decay", flat_stream(KernelOp::MulU, params, dt)},
+      {"adam.v_update", flat_stream(KernelOp::Mul, params, dt)},
+      {"adam.step", flat_stream(KernelOp::Div, params, dt)},
+      {"adam.apply", flat_stream(KernelOp::Add, params, dt)},
   };
 }
 
@@ -208,13 +242,13 @@ std::vector<Op> fused_optimizer_ops(std::int64_t params, node_model::DType state
   const auto dt = state_dtype;
   // Memory traffic as kernels of the same size: Add moves 3 streams, MulU 2.
   std::vector<Op> ops{
-      {"fused_adam.read_pg", Kernel::vector(KernelOp::Add, 1, params, dt)},
-      {"fused_adam.moments", Kernel::vector(KernelOp::Add, 1, params, dt)},
-      {"fused_adam.write_v", Kernel::vector(KernelOp::MulU, 1, (params + 1) / 2, dt)},
+      {"fused_adam.read_pg", flat_stream(KernelOp::Add, params, dt)},
+      {"fused_adam.moments", flat_stream(KernelOp::Add, params, dt)},
+      {"fused_adam.write_v", flat_stream(KernelOp::MulU, (params + 1) / 2, dt)},
   };
   if (clip_gradients) {
-    ops.push_back({"clip.grad_norm", Kernel::vector(KernelOp::MulU, 1, (params + 1) / 2, dt)});
-    ops.push_back({"clip.rescale", Kernel::vector(KernelOp::MulU, 1, params, dt)});
+    ops.push_back({"clip.grad_norm", flat_stream(KernelOp::MulU, (params + 1) / 2, dt)});
+    ops.push_back({"clip.rescale", flat_stream(KernelOp::MulU, params, dt)});
   }
   return ops;
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tessera/error.hpp"
 #include "tessera/node_model/roofline.hpp"
 #include "tessera/parallelism/data_parallel.hpp"
@@ -89,4 +91,27 @@ TEST(TaskGraph, ValidateCatchesMismatchedCollectives) {
   EXPECT_THROW(g.validate(), InputError);  // sizes disagree
   g.ranks[1].program = 0;
   EXPECT_NO_THROW(g.validate());
+}
+
+TEST(Transformer, Fp32AttentionRunsTheUnfusedSoftmaxPath) {
+  const auto& m = model_preset("gpt2-large");
+  auto names = [&](DType dt) {
+    std::vector<std::string> out;
+    for (const auto& op : layer_forward_ops(m, Workload{1, 1024, dt})) out.push_back(op.name);
+    return out;
+  };
+  auto has = [](const std::vector<std::string>& v, const char* n) { return std::find(v.begin(), v.end(), n) != v.end(); };
+  // FP32: Megatron's torch softmax path (scale, mask, softmax) + dropout; 16-bit: one fused kernel + dropout.
+  for (const char* n : {"scale", "mask", "softmax", "attn_dropout", "context_copy"}) EXPECT_TRUE(has(names(DType::FP32), n)) << n;
+  EXPECT_FALSE(has(names(DType::BF16), "scale"));
+  EXPECT_FALSE(has(names(DType::BF16), "mask"));
+  EXPECT_TRUE(has(names(DType::BF16), "attn_dropout"));
+}
+
+TEST(Transformer, OptimizerStreamsUseMeasuredRowWidths) {
+  // A flat pass over all parameters is rows of kFlatStreamRow elements, never one 1 x N row.
+  for (const auto& op : fused_optimizer_ops(774'030'080, DType::FP32, true)) {
+    EXPECT_EQ(op.kernel.h, kFlatStreamRow) << op.name;
+    EXPECT_GE(op.kernel.b * op.kernel.h, 774'030'080 / 2) << op.name;
+  }
 }

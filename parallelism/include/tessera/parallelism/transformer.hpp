@@ -61,10 +61,25 @@ void check_sharding(const TransformerConfig& m, const Workload& w, const Shardin
 struct Op {
   std::string name;
   node_model::Kernel kernel;
+  /// Gradient kernels of a vector op in backward (GEMMs always get a data- and
+  /// a weight-gradient GEMM): 1, or 0 for passes whose gradient is folded into
+  /// another kernel (the cross-entropy's intermediate passes).
+  int backward_kernels = 1;
 };
 
-/// Forward kernels of one layer: ln, QKV, scores (bmm), softmax, context (bmm),
-/// projection, residual add, ln, fc1, gelu, fc2, residual add. With `shard`,
+/// Row width of flat streams (kFlatStreamRow elements per row).
+inline constexpr std::int64_t kFlatStreamRow = 4096;
+/// An elementwise kernel over `elements` contiguous elements (an optimizer
+/// pass over all parameters, a pass over the logits), as the node model's
+/// measured shapes have it: rows of kFlatStreamRow. A contiguous elementwise
+/// kernel moves the same bytes whatever 2-D view it is given; a 1 x N row far
+/// wider than any measured row would be outside the node model's range.
+node_model::Kernel flat_stream(node_model::KernelOp op, std::int64_t elements, node_model::DType dtype);
+
+/// Forward kernels of one layer, as Megatron-LM runs them in FP32: ln, QKV,
+/// scores (bmm), layer-scaling multiply, causal mask, softmax, attention
+/// dropout, context (bmm), context permute copy, projection, bias-dropout-add,
+/// ln, fc1, bias-gelu, fc2, bias-dropout-add. With `shard`,
 /// the kernels of one tensor-parallel rank (heads and MLP columns / tp).
 std::vector<Op> layer_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
 /// Backward kernels of one layer: for each GEMM the data- and weight-gradient
