@@ -12,7 +12,7 @@ namespace tessera::node_model {
 namespace {
 
 constexpr std::string_view kMagic = "tessera-node-model-weights";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // 2: GEMM rows read as [M,N]x[N,K] (K = output width)
 
 void check_header(std::istream& in, std::string_view kind, const std::string& source) {
   std::string magic, k;

@@ -125,10 +125,14 @@ Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype) {
     throw InputError(fmt::format("{}: row {}, column 'OPName': {}", t.path, row + 1, e.what()));
   }
   if (is_gemm(op)) {
+    // NeuSight's columns describe [B, M, N] x [B, N, K] -> [B, M, K]: N is
+    // the reduction and K the output width (the library's grid is
+    // ceil(K / tile) x ceil(M / tile) on every measured row). Kernel uses
+    // the BLAS names (M x K times K x N): swap.
     return Kernel::gemm(op, t.positive_int(row, t.require_column("B")),
                         t.positive_int(row, t.require_column("M")),
-                        t.positive_int(row, t.require_column("N")),
-                        t.positive_int(row, t.require_column("K")), dtype);
+                        t.positive_int(row, t.require_column("K")),
+                        t.positive_int(row, t.require_column("N")), dtype);
   }
   return Kernel::vector(op, t.positive_int(row, t.require_column("B")),
                         t.positive_int(row, t.require_column("H")), dtype);

@@ -14,7 +14,8 @@ namespace tessera::node_model {
 namespace {
 
 constexpr std::string_view kMagic = "tessera-node-model-weights";
-constexpr int kVersion = 3;  // 3: softmax re-read traffic and thread-loop feature
+constexpr int kVersion = 4;  // 3: softmax re-read traffic and thread-loop feature; 4: GEMM rows read
+                              // as [M,N]x[N,K] (K = output width), tiles over M x K
 
 double safe_log(double x) { return std::log(std::max(x, 1e-30)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }

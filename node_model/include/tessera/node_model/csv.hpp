@@ -32,7 +32,8 @@ struct CsvTable {
 CsvTable parse_csv(std::string_view text, const std::string& path);
 CsvTable read_csv(const std::string& path);
 
-/// The kernel described by one row: `OPName` plus `B,M,N,K` (GEMMs) or `B,H`.
+/// The kernel described by one row: `OPName` plus `B,M,N,K` (GEMMs, NeuSight's
+/// [B,M,N] x [B,N,K]: Kernel::n = column K, Kernel::k = column N) or `B,H`.
 /// Throws InputError naming file, row and column (unknown op, missing column,
 /// non-numeric or non-positive dimension).
 Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype = DType::FP32);
