@@ -55,6 +55,10 @@ void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog
     if (m.latency_ms <= 0) continue;
     if (is_gemm(m.kernel.op)) {
       if (name_col >= 0) std::tie(m.tile_a, m.tile_b) = gemm_tile_from_name(t.rows[r][name_col]);
+      // A linear's grid z is cuBLAS's split-K factor (bmm's is the batch).
+      if (m.kernel.op == KernelOp::Linear && gz >= 0) {
+        m.split = std::max(1, static_cast<int>(t.number(r, gz)));
+      }
     } else if (gx >= 0 && gy >= 0 && gz >= 0) {
       const double blocks = t.number(r, gx) * t.number(r, gy) * t.number(r, gz);
       if (blocks > 0) {

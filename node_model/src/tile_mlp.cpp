@@ -14,8 +14,8 @@ namespace tessera::node_model {
 namespace {
 
 constexpr std::string_view kMagic = "tessera-node-model-weights";
-constexpr int kVersion = 4;  // 3: softmax re-read traffic and thread-loop feature; 4: GEMM rows read
-                              // as [M,N]x[N,K] (K = output width), tiles over M x K
+constexpr int kVersion = 5;  // 3: softmax re-read traffic and thread-loop feature; 4: GEMM rows read
+                              // as [M,N]x[N,K] (K = output width), tiles over M x K; 5: split-K
 
 double safe_log(double x) { return std::log(std::max(x, 1e-30)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -130,8 +130,10 @@ TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile
     const double rows = k.op == KernelOp::Linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m);
     const double batch = k.op == KernelOp::Linear ? 1.0 : static_cast<double>(k.b);
     const double n = static_cast<double>(k.n);
-    const double depth = static_cast<double>(k.k);
-    g.tiles = batch * std::ceil(n / tile.a) * std::ceil(rows / tile.b);
+    // Split-K cuts the reduction into `split` slices, each its own tile.
+    const double split = std::max(1, tile.split);
+    const double depth = std::ceil(static_cast<double>(k.k) / split);
+    g.tiles = batch * std::ceil(n / tile.a) * std::ceil(rows / tile.b) * split;
     const double ta = std::min<double>(tile.a, n);
     const double tb = std::min<double>(tile.b, rows);
     g.tile_flops = 2.0 * ta * tb * depth;
@@ -219,6 +221,7 @@ TileTable TileTable::learn(const MeasurementSet& data) {
                        g.memory_bandwidth.bytes_per_second(), g.l2_cache.as_double()});
   }
   std::map<std::array<int, 5>, std::map<std::pair<int, int>, int>> gemm_counts;
+  std::map<std::array<int, 5>, std::map<std::pair<int, int>, std::map<int, int>>> split_counts;
   std::map<std::array<int, 4>, std::vector<double>> vec_values;
   for (const auto& m : data.rows) {
     const auto cls = kernel_class(m.kernel.op);
@@ -231,6 +234,7 @@ TileTable TileTable::learn(const MeasurementSet& data) {
                                    log2_bucket(static_cast<double>(k.n), 1),
                                    log2_bucket(static_cast<double>(k.k), 0.5)};
       ++gemm_counts[key][{m.tile_a, m.tile_b}];
+      ++split_counts[key][{m.tile_a, m.tile_b}][m.split];
     } else {
       if (m.elements_per_block <= 0) continue;
       // Row ops: PyTorch picks the kernel (rows per block) by the row length
@@ -256,7 +260,16 @@ TileTable TileTable::learn(const MeasurementSet& data) {
         best_n = n;
       }
     }
-    t.gemm_.push_back({key[0], key[1], key[2], key[3], key[4], best.first, best.second, total});
+    // The split-K factor the library most often paired with that tile here.
+    int split = 1;
+    int split_n = -1;
+    for (const auto& [s, n] : split_counts[key][best]) {
+      if (n > split_n) {
+        split = s;
+        split_n = n;
+      }
+    }
+    t.gemm_.push_back({key[0], key[1], key[2], key[3], key[4], best.first, best.second, total, split});
   }
   for (auto& [key, values] : vec_values) {
     std::sort(values.begin(), values.end());
@@ -320,6 +333,7 @@ Tile TileTable::lookup(const Kernel& k, const GpuSpec& gpu) const {
         best_count = e.count;
         tile.a = e.a;
         tile.b = e.b;
+        tile.split = e.split;
       }
     }
     return tile;
@@ -362,7 +376,7 @@ void TileTable::write(std::ostream& out) const {
   for (const auto& g : gpus_) out << fmt::format("{} {} {:.8g} {:.8g} {:.8g}\n", g.name, g.sms, g.peak, g.bw, g.l2);
   out << "gemm_tiles " << gemm_.size() << '\n';
   for (const auto& e : gemm_) {
-    out << fmt::format("{} {} {} {} {} {} {} {}\n", e.gpu, e.cls, e.mb, e.nb, e.kb, e.a, e.b, e.count);
+    out << fmt::format("{} {} {} {} {} {} {} {} {}\n", e.gpu, e.cls, e.mb, e.nb, e.kb, e.a, e.b, e.count, e.split);
   }
   out << "vector_tiles " << vector_.size() << '\n';
   for (const auto& e : vector_) out << fmt::format("{} {} {} {} {:.6g}\n", e.cls, e.op, e.hb, e.eb, e.elements);
@@ -383,8 +397,8 @@ TileTable TileTable::read(std::istream& in, const std::string& source) {
   if (!(in >> tag >> n) || tag != "gemm_tiles" || n > 10'000'000) fail("gemm_tiles");
   t.gemm_.resize(n);
   for (auto& e : t.gemm_) {
-    if (!(in >> e.gpu >> e.cls >> e.mb >> e.nb >> e.kb >> e.a >> e.b >> e.count)) fail("gemm tile");
-    if (e.a <= 0 || e.b <= 0) fail("gemm tile size");
+    if (!(in >> e.gpu >> e.cls >> e.mb >> e.nb >> e.kb >> e.a >> e.b >> e.count >> e.split)) fail("gemm tile");
+    if (e.a <= 0 || e.b <= 0 || e.split <= 0) fail("gemm tile size");
   }
   if (!(in >> tag >> n) || tag != "vector_tiles" || n > 10'000'000) fail("vector_tiles");
   t.vector_.resize(n);

@@ -14,6 +14,7 @@ struct Measurement {
   int gpu = 0;               ///< index into MeasurementSet::gpus
   double latency_ms = 0.0;
   int tile_a = 0, tile_b = 0;        ///< GEMM: library tile from the kernel name (0 = unknown)
+  int split = 1;                     ///< linear: split-K factor (the grid's z; 1 = none)
   double elements_per_block = 0.0;   ///< vector ops: elements / thread blocks (0 = unknown)
 };
 

@@ -52,6 +52,7 @@ inline constexpr int kNumElementwiseOps = 11;
 /// a multiple of H).
 struct Tile {
   int a = 128, b = 128;
+  int split = 1;  ///< GEMMs: split-K factor (the reduction is cut into `split` tiles)
   double elements = 512.0;
 };
 
@@ -91,7 +92,7 @@ Eigen::VectorXd tile_features(const Kernel& k, const GpuSpec& gpu, const Tile& t
 class TileTable {
  public:
   struct GemmEntry {
-    int gpu, cls, mb, nb, kb, a, b, count;
+    int gpu, cls, mb, nb, kb, a, b, count, split;
   };
   struct VectorEntry {
     int cls, op, hb, eb;
