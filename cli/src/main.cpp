@@ -102,7 +102,9 @@ Finds the fastest parallel plan (dp, tp, pp, micro-batch, schedule,
 recomputation) for the scenario's cluster, model and global batch that fits
 in GPU memory: enumerates plans, keeps the cheapest recomputation that fits,
 simulates up to M candidates (default 64) in parallel and prints the top N
-(default 10).
+(default 10). When more than M plans fit, all of them are first screened by
+compute + pipeline bubble (planned, not executed) and the M most promising
+are simulated.
 )"},
       {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b]
                                  [--svg FILE.svg] [--predictor NAME]

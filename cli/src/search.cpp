@@ -13,6 +13,7 @@
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "tessera/node_model/predictors.hpp"
 
 namespace tessera::cli {
 
@@ -28,6 +29,7 @@ struct Candidate {
   Bytes peak_memory;
   std::optional<RunReport> report;
   std::string error;
+  Time estimate;  ///< compute + pipeline bubble from the task graph alone (the screen)
 };
 
 std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
@@ -36,6 +38,28 @@ std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
     if (n % d == 0) out.push_back(static_cast<int>(d));
   }
   return out;
+}
+
+/// Compute plus pipeline bubble of a plan without executing it: the busiest
+/// program's compute time, stretched by the schedule's bubble (p - 1) / (v m)
+/// of the compute of m micro-batches. Communication is left out: the screen
+/// only orders candidates; the simulation decides.
+Time screen_estimate(const Scenario& base, const Candidate& c, const node_model::KernelPredictor& predictor) {
+  parallelism::Workload work = base.workload;
+  work.micro_batch = c.micro_batch;
+  const auto planned = parallelism::plan_training_detailed(base.model, work, c.plan, predictor);
+  Time busiest;
+  for (const auto& program : planned.graph.programs) {
+    Time compute;
+    for (const auto& t : program->tasks) {
+      if (t.kind == parallelism::TaskKind::Compute) compute += t.duration;
+    }
+    busiest = std::max(busiest, compute);
+  }
+  const double m = static_cast<double>(std::max<std::int64_t>(1, planned.summary.micro_batches));
+  const double v = static_cast<double>(std::max(1, c.plan.virtual_stages));
+  const double bubble = static_cast<double>(c.plan.pp - 1) / (v * m);
+  return Time::from_ps(static_cast<std::int64_t>(static_cast<double>(busiest.ps()) * (1.0 + bubble)));
 }
 
 Bytes peak(const parallelism::PlanSummary& s) {
@@ -118,12 +142,32 @@ int cmd_search(const Args& args, std::ostream& out) {
                                  "global batch {}",
                                  base.file, gpus, to_string(base.gpu.memory), global_batch));
   }
-  // Most memory headroom first when we must cut: cheap plans first would
-  // bias towards small tp; keep the enumeration order (deterministic).
   const std::size_t simulated = std::min(fitting.size(), max_candidates);
+  const unsigned jobs = base.backend == Backend::Ns3 ? 1U : std::max(1U, std::thread::hardware_concurrency());
+  // More plans fit than we simulate: screen them all by compute + bubble
+  // from the task graph (planning only, no execution) and simulate the most
+  // promising; ties keep the enumeration order (deterministic).
+  const bool screened = simulated < fitting.size();
+  if (screened) {
+    std::atomic<std::size_t> next_screen{0};
+    auto screen = [&] {
+      const auto predictor = node_model::make_predictor(base.predictor, base.gpu);
+      for (std::size_t i = next_screen.fetch_add(1); i < fitting.size(); i = next_screen.fetch_add(1)) {
+        try {
+          fitting[i].estimate = screen_estimate(base, fitting[i], *predictor);
+        } catch (const Error&) {
+          fitting[i].estimate = Time::max();  // simulated last, if at all
+        }
+      }
+    };
+    std::vector<std::thread> screeners;
+    for (unsigned t = 0; t < std::min<unsigned>(jobs, static_cast<unsigned>(fitting.size())); ++t) screeners.emplace_back(screen);
+    for (auto& t : screeners) t.join();
+    std::stable_sort(fitting.begin(), fitting.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.estimate < b.estimate; });
+  }
 
   std::atomic<std::size_t> next{0};
-  const unsigned jobs = base.backend == Backend::Ns3 ? 1U : std::max(1U, std::thread::hardware_concurrency());
   auto worker = [&] {
     for (std::size_t i = next.fetch_add(1); i < simulated; i = next.fetch_add(1)) {
       Candidate& c = fitting[i];
@@ -152,7 +196,11 @@ int cmd_search(const Args& args, std::ostream& out) {
   out << fmt::format("Search {}: {} on {} x {}, global batch {} x {} tokens\n", base.name, base.model.name, gpus,
                      base.gpu.name, global_batch, base.workload.seq_len);
   out << fmt::format("{} plans considered, {} fit in memory, {} simulated{}\n\n", considered, fitting.size(),
-                     simulated, simulated < fitting.size() ? " (raise --max-candidates to simulate more)" : "");
+                     simulated,
+                     screened ? fmt::format(" (the {} with the least compute + pipeline bubble; raise --max-candidates "
+                                            "to simulate more)",
+                                            simulated)
+                              : "");
   out << fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4} {:<18} {:<10} {:>13} {:>12} {:>6} {:>9}\n", "rank", "dp", "tp",
                      "pp", "mb", "schedule", "recompute", "iteration ms", "tokens/s", "MFU", "peak GiB");
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
