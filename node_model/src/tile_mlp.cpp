@@ -14,8 +14,9 @@ namespace tessera::node_model {
 namespace {
 
 constexpr std::string_view kMagic = "tessera-node-model-weights";
-constexpr int kVersion = 5;  // 3: softmax re-read traffic and thread-loop feature; 4: GEMM rows read
-                              // as [M,N]x[N,K] (K = output width), tiles over M x K; 5: split-K
+constexpr int kVersion = 6;  // 3: softmax re-read traffic and thread-loop feature; 4: GEMM rows read
+                              // as [M,N]x[N,K] (K = output width), tiles over M x K; 5: split-K;
+                              // 6: GEMM tiles' DRAM traffic with wave panel reuse
 
 double safe_log(double x) { return std::log(std::max(x, 1e-30)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -148,8 +149,30 @@ TileGeometry tile_geometry(const Kernel& k, const GpuSpec& gpu, const Tile& tile
   }
   g.waves = std::ceil(g.tiles / sms);
   g.fill = g.tiles / (g.waves * sms);
-  g.tile_bound_s = std::max(g.tile_flops / (peak / sms), g.tile_bytes / (bw / sms));
   g.total_bytes = k.bytes().as_double();
+  // DRAM traffic of a GEMM tile: the tiles of one wave run side by side and
+  // share their operand panels through the L2 (cuBLAS rasterizes them into
+  // blocks), so a wave of r x c output tiles reads r A-panels and c
+  // B-panels once: per tile depth * (tb / c + ta / r) elements plus its
+  // output, against depth * (ta + tb) + ta * tb for a tile alone. r and c
+  // are the squarest block of the concurrent tiles (SMs / split-K slices)
+  // that the tile grid allows. Vector ops read their own bytes.
+  double dram_bytes = g.tile_bytes;
+  if (is_gemm(k.op)) {
+    const double rows = k.op == KernelOp::Linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m);
+    const double split = std::max(1, tile.split);
+    const double depth = std::ceil(static_cast<double>(k.k) / split);
+    const double grid_r = std::ceil(rows / tile.b);
+    const double grid_c = std::ceil(static_cast<double>(k.n) / tile.a);
+    const double conc = std::clamp(std::floor(sms / split), 1.0, grid_r * grid_c);
+    double r = std::clamp(std::sqrt(conc), 1.0, grid_r);
+    const double c = std::clamp(conc / r, 1.0, grid_c);
+    r = std::clamp(conc / c, 1.0, grid_r);
+    const double ta = std::min<double>(tile.a, static_cast<double>(k.n));
+    const double tb = std::min<double>(tile.b, rows);
+    dram_bytes = e * (depth * (tb / c + ta / r) + ta * tb);
+  }
+  g.tile_bound_s = std::max(g.tile_flops / (peak / sms), dram_bytes / (bw / sms));
   return g;
 }
 

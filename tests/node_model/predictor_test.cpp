@@ -43,12 +43,12 @@ std::string data_root() {
 // Accuracy guards: what the committed weights measure on the fixed test
 // subset, rounded up slightly, so a regression fails. Issue-3 targets are
 // 10% (GEMMs), 8% (vector ops) and 5% (end to end).
-constexpr double kBmmLimit = 9.0;         // measured 8.5% (target 10%: met)
-constexpr double kLinearLimit = 7.4;      // measured 6.9% (target 10%: met)
+constexpr double kBmmLimit = 8.2;         // measured 7.7% (target 10%: met)
+constexpr double kLinearLimit = 8.0;      // measured 7.5% (target 10%: met)
 constexpr double kElementwiseLimit = 3.0;  // measured 2.4% (target 8%: met)
 constexpr double kSoftmaxLimit = 7.6;     // measured 7.2% (target 8%: met)
 constexpr double kLnLimit = 7.5;          // measured 7.0% (target 8%: met)
-constexpr double kE2eLimit = 8.7;         // measured 8.2% (target 5%: not met)
+constexpr double kE2eLimit = 7.8;         // measured 7.3% (target 5%: not met)
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -246,15 +246,15 @@ TEST(TileMlp16Bit, Fp32PredictionsUnchanged) {
   // kernels got their own path: FP32 must not move. (Retraining the weights
   // changes these numbers; re-record them then. The tile-mlp softmax values
   // are those of the softmax net retrained with the wide-row re-read traffic
-  // and the thread-loop feature; the GEMM values those of weights v4, trained
-  // with NeuSight's N/K columns read as reduction/output.)
+  // and the thread-loop feature; the GEMM values those of weights v6
+  // (N/K read as reduction/output, split-K, wave panel reuse).)
   const std::map<std::string, std::map<std::string, std::array<double, 5>>> expected{
       {"A100-80GB",
-       {{"tile-mlp", {6.272462777, 1.343095468, 0.201572339, 0.840055026, 0.098092889}},
+       {{"tile-mlp", {6.323851631, 1.275149044, 0.201572339, 0.840055026, 0.098092889}},
         {"linreg", {7.856158541, 1.776017521, 0.195127601, 1.069738671, 0.108350699}},
         {"mlp", {6.486571782, 1.489105948, 0.209378572, 0.132875986, 0.12556689}}}},
       {"H100-SXM",
-       {{"tile-mlp", {1.948607367, 0.591664090, 0.128099186, 0.465902152, 0.064492505}},
+       {{"tile-mlp", {2.052407524, 0.474624155, 0.128099186, 0.465902152, 0.064492505}},
         {"linreg", {2.395594894, 0.706626525, 0.133512044, 0.600141385, 0.088759923}},
         {"mlp", {6.420871147, 1.513799973, 0.211442857, 0.138748108, 0.128434037}}}},
   };
@@ -281,7 +281,7 @@ TEST(TileMlp, WeightsRoundTripAndRejectWrongVersion) {
   const auto m = nm::TileMlpModel::parse(text, "w");
   EXPECT_EQ(m.serialize(), nm::TileMlpModel::parse(m.serialize(), "w2").serialize());
   std::string bad = text;
-  bad.replace(bad.find(" 5 tile-mlp"), 11, " 9 tile-mlp");
+  bad.replace(bad.find(" 6 tile-mlp"), 11, " 9 tile-mlp");
   EXPECT_NE(error_of([&] { (void)nm::TileMlpModel::parse(bad, "w.txt"); }).find("w.txt: weights version 9"),
             std::string::npos);
 }
