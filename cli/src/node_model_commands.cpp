@@ -192,7 +192,7 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   const std::string graph_path = p.require("graph");
   const nm::GpuSpec gpu = nm::load_device_config(p.require("device"));
   const auto predictor = predictor_from(p, gpu);
-  const auto ops = nm::read_fx_graph(graph_path);
+  const nm::FxGraph graph = nm::read_fx_graph(graph_path);
   // Layer count: --layers, else the label JSON beside the graph, else 1.
   double layers = 1;
   if (auto l = p.get("layers")) {
@@ -204,21 +204,40 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
       if (const auto* n = j.find("num_layer"); n != nullptr && n->is_number()) layers = n->number();
     }
   }
-  out << fmt::format("{:<44} {:<9} {:>12} {:>12} {:>8}\n", "op", "kernel", "measured_ms", "predicted_ms", "error");
-  double measured = 0, predicted = 0;
-  for (const auto& op : ops) {
-    if (op.kernels.empty()) continue;
+  auto sum_ms = [&](const std::vector<nm::Kernel>& ks) {
     double ms = 0;
-    for (const auto& k : op.kernels) ms += predictor->predict(k).ms();
+    for (const auto& k : ks) ms += predictor->predict(k).ms();
+    return ms;
+  };
+  auto err = [](double pred, double meas) { return meas > 0 ? 100.0 * (pred / meas - 1.0) : 0.0; };
+  out << fmt::format("{:<44} {:<9} {:>12} {:>12} {:>8}", "op", "kernel", "measured_ms", "predicted_ms", "error");
+  if (graph.train) out << fmt::format(" {:>12} {:>12} {:>8}", "bw_measured", "bw_predicted", "bw_error");
+  out << "\n";
+  double fw_meas = 0, fw_pred = 0, bw_meas = 0, bw_pred = 0;
+  for (const auto& op : graph.ops) {
+    if (op.kernels.empty() && op.bw_kernels.empty()) continue;
+    const double fw = sum_ms(op.kernels);
+    const double bw = sum_ms(op.bw_kernels);
     const double w = op.in_layer ? layers : 1.0;
-    measured += w * op.measured_fw_ms;
-    predicted += w * ms;
-    const double err = op.measured_fw_ms > 0 ? 100.0 * (ms / op.measured_fw_ms - 1.0) : 0.0;
-    out << fmt::format("{:<44} {:<9} {:>12.4f} {:>12.4f} {:>7.1f}%\n", op.name.substr(0, 44),
-                       nm::to_string(op.kernels.front().op), op.measured_fw_ms, ms, err);
+    fw_meas += w * op.measured_fw_ms;
+    fw_pred += w * fw;
+    bw_meas += w * op.measured_bw_ms;
+    bw_pred += w * bw;
+    const auto& first = op.kernels.empty() ? op.bw_kernels.front() : op.kernels.front();
+    out << fmt::format("{:<44} {:<9} {:>12.4f} {:>12.4f} {:>7.1f}%", op.name.substr(0, 44), nm::to_string(first.op),
+                       op.measured_fw_ms, fw, err(fw, op.measured_fw_ms));
+    if (graph.train) {
+      out << fmt::format(" {:>12.4f} {:>12.4f} {:>7.1f}%", op.measured_bw_ms, bw, err(bw, op.measured_bw_ms));
+    }
+    out << "\n";
   }
   out << fmt::format("forward total of the mapped ops (x{} layers): measured {:.3f} ms, predicted {:.3f} ms ({:+.1f}%)\n",
-                     layers, measured, predicted, measured > 0 ? 100.0 * (predicted / measured - 1.0) : 0.0);
+                     layers, fw_meas, fw_pred, err(fw_pred, fw_meas));
+  if (graph.train) {
+    out << fmt::format(
+        "backward total of the mapped ops (x{} layers): measured {:.3f} ms, predicted {:.3f} ms ({:+.1f}%)\n", layers,
+        bw_meas, bw_pred, err(bw_pred, bw_meas));
+  }
   return 0;
 }
 

@@ -60,9 +60,16 @@ class GraphBuilder {
       }
     }
   }
+  /// Softmax backward, dx = y * (dy - sum(dy * y)), reads two tensors of the
+  /// forward's shape (y and dy) where the forward reads one: timed as a row
+  /// pass like the forward plus a binary elementwise pass for the second
+  /// operand stream.
   void softmax(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
     push(name, Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32), Phase::Forward, count);
-    if (train_) push(name + ".bw", Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32), Phase::Backward, count);
+    if (train_) {
+      push(name + ".bw", Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32), Phase::Backward, count);
+      push(name + ".bw_dot", Kernel::vector(KernelOp::Mul, rows, cols, DType::FP32), Phase::Backward, count);
+    }
   }
   void layer_norm(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
     push(name, Kernel::vector(KernelOp::LayerNorm, rows, cols, DType::FP32), Phase::Forward, count);
@@ -319,7 +326,7 @@ std::int64_t product(const std::vector<std::int64_t>& s, std::size_t from = 0, s
 
 }  // namespace
 
-std::vector<FxOp> read_fx_graph(const std::string& path) {
+FxGraph read_fx_graph(const std::string& path) {
   const CsvTable t = read_csv(path);
   const std::size_t c_op = t.require_column("op");
   const std::size_t c_target = t.require_column("target");
@@ -331,7 +338,15 @@ std::vector<FxOp> read_fx_graph(const std::string& path) {
   const int c_bw = t.column("bw_latency");
   const int c_name = t.column("Name");
   static const std::regex kLayer(R"(\.(h|layer|layers|block)\.0[.'])");
-  std::vector<FxOp> ops;
+  // A training graph is one whose ops measured a backward pass; in an
+  // inference graph the model ran in eval mode, where dropout is the identity.
+  bool train = false;
+  if (c_bw >= 0) {
+    for (std::size_t r = 0; r < t.rows.size() && !train; ++r) train = t.number(r, c_bw) > 0.0;
+  }
+  const int c_acc = t.column("acc_latency");
+  FxGraph graph;
+  graph.train = train;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const auto& row = t.rows[r];
     FxOp op;
@@ -340,7 +355,7 @@ std::vector<FxOp> read_fx_graph(const std::string& path) {
     op.in_layer = std::regex_search(row[c_meta], kLayer);
     op.measured_ms = t.number(r, c_lat);
     op.measured_fw_ms = c_fw >= 0 ? t.number(r, c_fw) : op.measured_ms;
-    op.measured_bw_ms = c_bw >= 0 ? t.number(r, c_bw) : 0.0;
+    op.measured_bw_ms = (c_bw >= 0 ? t.number(r, c_bw) : 0.0) + (c_acc >= 0 ? t.number(r, c_acc) : 0.0);
     const std::string& kind = row[c_op];
     std::vector<std::vector<std::int64_t>> in;
     std::vector<std::vector<std::int64_t>> outs;
@@ -351,61 +366,86 @@ std::vector<FxOp> read_fx_graph(const std::string& path) {
       throw InputError(fmt::format("{}: row {}, column 'input_shapes': cannot parse shapes", path, r + 1));
     }
     if (kind == "placeholder" || kind == "get_attr" || kind == "output" || outs.empty()) {
-      ops.push_back(std::move(op));
+      graph.ops.push_back(std::move(op));
       continue;
     }
     const auto& out = outs.front();
     const std::int64_t numel = product(out);
     const std::int64_t last = out.empty() ? 1 : out.back();
+    const std::int64_t rows = std::max<std::int64_t>(1, numel / std::max<std::int64_t>(1, last));
     const std::string& target = op.target;
     const std::string& meta = row[c_meta];
-    auto vec = [&](KernelOp k) { op.kernels.push_back(Kernel::vector(k, std::max<std::int64_t>(1, numel / last), last, DType::FP32)); };
     auto has = [&](const char* s) { return target.find(s) != std::string::npos; };
     // Size of the innermost module of this row (the last entry of the stack).
     const std::size_t last_mod = meta.rfind("<class '");
     const std::string module = last_mod == std::string::npos ? "" : meta.substr(last_mod);
     const bool is_module = kind == "call_module";
+    auto module_is = [&](const char* s) { return is_module && module.find(s) != std::string::npos; };
+    // The same builder as the analytic graphs, so an fx op gets the same
+    // forward kernels and the same backward rules as its analytic twin.
+    GraphBuilder g(train);
+    const std::string& n = op.name;
     if (has("addmm") && in.size() == 3 && in[1].size() == 2 && in[2].size() == 2) {
-      op.kernels.push_back(Kernel::gemm(KernelOp::Linear, 1, in[1][0], in[2][1], in[1][1], DType::FP32));
-    } else if (is_module && (module.find("Linear") != std::string::npos || module.find("Conv1D") != std::string::npos) &&
-               !in.empty() && !in[0].empty()) {
+      g.linear(n, in[1][0], in[1][1], in[2][1]);
+    } else if ((module_is("Linear") || module_is("Conv1D")) && !in.empty() && !in[0].empty()) {
       const std::int64_t k = in[0].back();
-      op.kernels.push_back(Kernel::gemm(KernelOp::Linear, 1, product(in[0]) / k, last, k, DType::FP32));
+      g.linear(n, product(in[0]) / k, k, last);
     } else if ((has("matmul") || has("bmm")) && in.size() >= 2 && in[0].size() >= 2 && in[1].size() >= 2) {
       const auto& a = in[0];
       const auto& b = in[1];
-      op.kernels.push_back(Kernel::gemm(KernelOp::Bmm, product(a, 0, a.size() - 2), a[a.size() - 2], b.back(),
-                                        a.back(), DType::FP32));
+      g.bmm(n, product(a, 0, a.size() - 2), a[a.size() - 2], b.back(), a.back());
     } else if (has("softmax")) {
-      vec(KernelOp::Softmax);
-    } else if (is_module && module.find("LayerNorm") != std::string::npos) {
-      vec(KernelOp::LayerNorm);
-    } else if (is_module && module.find("Embedding") != std::string::npos) {
-      op.kernels.push_back(Kernel::vector(KernelOp::Copy, 1, numel, DType::FP32));
-    } else if (has("embedding") || target == "contiguous" || target == "to" || target == "float") {
-      op.kernels.push_back(Kernel::vector(KernelOp::Copy, 1, numel, DType::FP32));
-    } else if (numel > 1 && (has("gelu") || (is_module && module.find("GELU") != std::string::npos))) {
-      vec(KernelOp::Gelu);
-    } else if (numel > 1 && (has("relu") || (is_module && module.find("ReLU") != std::string::npos))) {
-      vec(KernelOp::Relu);
-    } else if (numel > 1 && (has("tanh") || (is_module && module.find("Tanh") != std::string::npos))) {
-      vec(KernelOp::Tanh);
+      g.softmax(n, rows, last);
+    } else if (module_is("LayerNorm")) {
+      g.layer_norm(n, rows, last);
+    } else if (module_is("Embedding") || has("embedding") || target == "contiguous" || target == "to" ||
+               target == "float") {
+      g.copy(n, numel);
+    } else if (has("dropout") || module_is("Dropout")) {
+      if (numel > 1) g.dropout(n, rows, last);
+    } else if (numel > 1 && (has("gelu") || module_is("GELU"))) {
+      g.elem(n, KernelOp::Gelu, rows, last, 1);
+    } else if (numel > 1 && (has("relu") || module_is("ReLU"))) {
+      g.elem(n, KernelOp::Relu, rows, last, 1);
+    } else if (numel > 1 && (has("tanh") || module_is("Tanh"))) {
+      g.elem(n, KernelOp::Tanh, rows, last, 1);
     } else if (numel > 1 && has("pow")) {
-      vec(KernelOp::PowU);
+      g.elem(n, KernelOp::PowU, rows, last, 2);
     } else if (numel > 1 && (has("add") || has("sub") || has("mul") || has("truediv") || has("where") ||
-                             has("max") || has("masked_fill") || has("dropout") ||
-                             (is_module && module.find("Dropout") != std::string::npos))) {
+                             has("max") || has("masked_fill"))) {
       int big_inputs = 0;
       for (const auto& s : in) big_inputs += product(s) > 1 ? 1 : 0;
       const bool binary = big_inputs >= 2;
+      // Gradient kernels: none for a sum (the gradient passes through), one
+      // per input for a product or quotient, one select for where/max/fill.
       KernelOp k = binary ? KernelOp::Add : KernelOp::AddU;
-      if (has("mul") || has("dropout") || module.find("Dropout") != std::string::npos) k = binary ? KernelOp::Mul : KernelOp::MulU;
-      if (has("truediv")) k = binary ? KernelOp::Div : KernelOp::DivU;
-      vec(k);
+      int bw = has("where") || has("max") || has("masked_fill") ? 1 : 0;
+      if (has("mul")) {
+        k = binary ? KernelOp::Mul : KernelOp::MulU;
+        bw = binary ? 2 : 1;
+      } else if (has("truediv")) {
+        k = binary ? KernelOp::Div : KernelOp::DivU;
+        bw = binary ? 2 : 1;
+      }
+      g.elem(n, k, rows, last, bw);
     }
-    ops.push_back(std::move(op));
+    for (const GraphOp& k : g.take()) {
+      auto& list = k.phase == Phase::Forward ? op.kernels : op.bw_kernels;
+      for (int i = 0; i < static_cast<int>(std::lround(k.count)); ++i) list.push_back(k.kernel);
+    }
+    graph.ops.push_back(std::move(op));
   }
-  return ops;
+  return graph;
+}
+
+GraphTimes measured_fx_times(const FxGraph& graph, double layers) {
+  GraphTimes t;
+  for (const auto& op : graph.ops) {
+    const double w = op.in_layer ? layers : 1.0;
+    t.fw_ms += w * op.measured_fw_ms;
+    t.bw_ms += w * op.measured_bw_ms;
+  }
+  return t;
 }
 
 // ---------------------------------------------------------------- validation
@@ -454,30 +494,54 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const 
     row.measured_ms = e2e->number();
     row.predicted_ms = predict_graph_times(graph, *p.first).e2e_ms();
     row.roofline_ms = predict_graph_times(graph, *p.second).e2e_ms();
+    const fs::path fx = fs::path(f).replace_extension(".csv");
+    const JsonValue* layers = label.find("num_layer");
+    if (fs::exists(fx) && layers != nullptr && layers->is_number() && layers->number() > 0) {
+      row.ops_ms = measured_fx_times(read_fx_graph(fx.string()), layers->number()).e2e_ms();
+    }
     rows.push_back(row);
   }
   return rows;
 }
 
 std::string format_model_errors(const std::vector<ModelErrorRow>& rows, const std::string& predictor) {
-  std::string s = fmt::format("{:<24} {:<26} {:<6} {:>12} {:>12} {:>8} {:>10}\n", "gpu", "model", "mode",
-                              "measured_ms", "predicted_ms", "error", "roofline");
-  std::map<std::string, std::pair<double, int>> by_mode;
-  std::map<std::string, double> roof_by_mode;
+  std::string s = fmt::format("{:<24} {:<26} {:<6} {:>12} {:>12} {:>8} {:>10} {:>10} {:>8}\n", "gpu", "model", "mode",
+                              "measured_ms", "predicted_ms", "error", "roofline", "ops_ms", "vs_ops");
+  struct Stats {
+    double sum = 0, roof = 0, worst = 0;
+    int n = 0;
+    void add(const ModelErrorRow& r) {
+      sum += r.error();
+      roof += r.roofline_error();
+      worst = std::max(worst, r.error());
+      ++n;
+    }
+  };
+  std::map<std::string, Stats> by_mode;
+  std::map<std::pair<std::string, std::string>, Stats> by_gpu;
   double worst = 0.0;
   for (const auto& r : rows) {
-    s += fmt::format("{:<24} {:<26} {:<6} {:>12.1f} {:>12.1f} {:>7.1f}% {:>9.1f}%\n", r.gpu, r.model, r.mode,
+    s += fmt::format("{:<24} {:<26} {:<6} {:>12.1f} {:>12.1f} {:>7.1f}% {:>9.1f}%", r.gpu, r.model, r.mode,
                      r.measured_ms, r.predicted_ms, r.error(), r.roofline_error());
-    by_mode[r.mode].first += r.error();
-    by_mode[r.mode].second += 1;
-    roof_by_mode[r.mode] += r.roofline_error();
+    s += r.ops_ms > 0 ? fmt::format(" {:>10.1f} {:>+7.1f}%\n", r.ops_ms, r.ops_error())
+                      : fmt::format(" {:>10} {:>8}\n", "-", "-");
+    by_mode[r.mode].add(r);
+    by_gpu[{r.gpu, r.mode}].add(r);
     worst = std::max(worst, r.error());
   }
+  for (const auto& [key, v] : by_gpu) {
+    s += fmt::format("{:<24} {:<5}: mean error {} {:.1f}%, max {:.1f}%, roofline {:.1f}% over {} runs\n", key.first,
+                     key.second, predictor, v.sum / v.n, v.worst, v.roof / v.n, v.n);
+  }
   for (const auto& [mode, v] : by_mode) {
-    s += fmt::format("mean error ({}): {} {:.1f}%, roofline {:.1f}% over {} runs\n", mode, predictor,
-                     v.first / v.second, roof_by_mode[mode] / v.second, v.second);
+    s += fmt::format("mean error ({}): {} {:.1f}%, roofline {:.1f}% over {} runs\n", mode, predictor, v.sum / v.n,
+                     v.roof / v.n, v.n);
   }
   if (!rows.empty()) s += fmt::format("max error: {:.1f}%\n", worst);
+  if (std::any_of(rows.begin(), rows.end(), [](const ModelErrorRow& r) { return r.ops_ms > 0; })) {
+    s += "ops_ms: the run's own per-op measurements (its graph CSV) summed, the repeated block times its layers;\n"
+         "vs_ops: the prediction against that sum (signed).\n";
+  }
   return s;
 }
 

@@ -48,7 +48,8 @@ constexpr double kLinearLimit = 8.0;      // measured 7.5% (target 10%: met)
 constexpr double kElementwiseLimit = 3.0;  // measured 2.4% (target 8%: met)
 constexpr double kSoftmaxLimit = 7.6;     // measured 7.2% (target 8%: met)
 constexpr double kLnLimit = 7.5;          // measured 7.0% (target 8%: met)
-constexpr double kE2eLimit = 7.8;         // measured 7.3% (target 5%: not met)
+constexpr double kE2eLimit = 7.4;         // measured 7.0% (target 5%: not met)
+constexpr double kOpsLimit = 8.5;         // each A100-80GB training run vs its own op sum: measured max 7.7%
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -305,6 +306,77 @@ TEST(ModelGraph, BuildsGpt2Graph) {
             std::string::npos);
 }
 
+TEST(FxGraph, EvalDropoutIsFreeAndTrainingOpsGetTheBuildersBackwardRules) {
+  const fs::path dir = fs::temp_directory_path() / "tessera_fx_graph_test";
+  fs::create_directories(dir);
+  const std::string header = "op,target,meta,input_shapes,output_shape,latency,fw_latency,bw_latency,acc_latency,Name\n";
+  const std::string drop = "call_module,drop,\"{'nn_module_stack': [('transformer.h.0.drop', <class 'torch.nn.modules.dropout.Dropout'>)]}\","
+                           "\"[[4, 1024, 1280]]\",\"(4, 1024, 1280)\",";
+  const std::string addmm = "call_function,<built-in method addmm>,\"{'nn_module_stack': [('transformer.h.0', <class 'Block'>)]}\","
+                            "\"[[3840], [4096, 1280], [1280, 3840]]\",\"(4096, 3840)\",";
+  const std::string softmax = "call_function,<function softmax>,{},\"[[4, 20, 1024, 1024]]\",\"(4, 20, 1024, 1024)\",";
+  std::ofstream(dir / "inf.csv") << header << drop << "0.02,0.02,0,0,drop\n"
+                                 << addmm << "2.0,2.0,0,0,addmm\n";
+  std::ofstream(dir / "train.csv") << header << drop << "0.3,0.1,0.2,0,drop\n"
+                                   << addmm << "6.0,2.0,4.0,0.1,addmm\n"
+                                   << softmax << "1.6,0.45,1.15,0,softmax\n";
+  const nm::FxGraph inf = nm::read_fx_graph((dir / "inf.csv").string());
+  ASSERT_FALSE(inf.train);
+  ASSERT_EQ(inf.ops.size(), 2U);
+  EXPECT_TRUE(inf.ops[0].kernels.empty());  // eval mode: dropout is the identity
+  EXPECT_TRUE(inf.ops[0].in_layer);
+  ASSERT_EQ(inf.ops[1].kernels.size(), 1U);
+  EXPECT_TRUE(inf.ops[1].bw_kernels.empty());
+  // [4096, 1280] @ [1280, 3840]: 4096 rows, output width 3840, reduction 1280.
+  const nm::Kernel& fwd = inf.ops[1].kernels[0];
+  EXPECT_EQ(fwd.op, nm::KernelOp::Linear);
+  EXPECT_EQ(fwd.m, 4096);
+  EXPECT_EQ(fwd.n, 3840);
+  EXPECT_EQ(fwd.k, 1280);
+
+  const nm::FxGraph tr = nm::read_fx_graph((dir / "train.csv").string());
+  ASSERT_TRUE(tr.train);
+  ASSERT_EQ(tr.ops.size(), 3U);
+  ASSERT_EQ(tr.ops[0].kernels.size(), 1U);  // training: dropout multiplies by its mask
+  EXPECT_EQ(tr.ops[0].bw_kernels.size(), 1U);
+  // Linear backward: the data gradient [4096, 3840] @ [3840, 1280], the weight
+  // gradient [1280, 4096] @ [4096, 3840], and the accumulation into .grad.
+  const auto& bw = tr.ops[1].bw_kernels;
+  ASSERT_EQ(bw.size(), 3U);
+  EXPECT_EQ(bw[0].m, 4096);
+  EXPECT_EQ(bw[0].n, 1280);
+  EXPECT_EQ(bw[0].k, 3840);
+  EXPECT_EQ(bw[1].m, 1280);
+  EXPECT_EQ(bw[1].n, 3840);
+  EXPECT_EQ(bw[1].k, 4096);
+  EXPECT_EQ(bw[2].op, nm::KernelOp::Add);
+  EXPECT_DOUBLE_EQ(tr.ops[1].measured_bw_ms, 4.1);  // backward plus accumulation
+  // Softmax backward reads y and dy: a row pass plus a binary elementwise pass.
+  ASSERT_EQ(tr.ops[2].bw_kernels.size(), 2U);
+  EXPECT_EQ(tr.ops[2].bw_kernels[0].op, nm::KernelOp::Softmax);
+  EXPECT_EQ(tr.ops[2].bw_kernels[1].op, nm::KernelOp::Mul);
+  // Measured totals: layer-0 ops count `layers` times, the softmax (no layer) once.
+  const nm::GraphTimes m = nm::measured_fx_times(tr, 10);
+  EXPECT_NEAR(m.fw_ms, 10 * (0.1 + 2.0) + 0.45, 1e-9);
+  EXPECT_NEAR(m.bw_ms, 10 * (0.2 + 4.1) + 1.15, 1e-9);
+  fs::remove_all(dir);
+}
+
+TEST(ModelGraph, ErrorTableSummarisesEachGpuAndMode) {
+  std::vector<nm::ModelErrorRow> rows(3);
+  rows[0] = {"GPU A", "m-512-1", "inf", 100, 110, 50, 0};
+  rows[1] = {"GPU A", "m-512-2", "inf", 200, 180, 100, 190};
+  rows[2] = {"GPU B", "m-512-1", "train", 100, 95, 50, 0};
+  EXPECT_NEAR(rows[1].ops_error(), -100.0 / 19.0, 1e-9);
+  const std::string s = nm::format_model_errors(rows, "tile-mlp");
+  EXPECT_NE(s.find("GPU A                    inf  : mean error tile-mlp 10.0%, max 10.0%, roofline 50.0% over 2 runs"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("GPU B                    train: mean error tile-mlp 5.0%, max 5.0%"), std::string::npos) << s;
+  EXPECT_NE(s.find("190.0    -5.3%"), std::string::npos) << s;
+  EXPECT_NE(s.find("max error: 10.0%"), std::string::npos) << s;
+}
+
 // ---------------------------------------------------------------- real data
 
 namespace {
@@ -356,6 +428,16 @@ TEST(TileMlpAccuracy, EndToEndModels) {
             << roof / static_cast<double>(rows.size()) << "%)\n";
   EXPECT_LT(mean, roof / static_cast<double>(rows.size()));
   EXPECT_LE(mean, kE2eLimit);  // issue target 5%: not met yet, see docs/node_model.md
+  // Against the runs' own per-op measurements (their graph CSVs), where the
+  // forward labels of several runs disagree with their ops by 20-50%.
+  int with_ops = 0;
+  for (const auto& r : rows) {
+    if (r.ops_ms <= 0) continue;
+    ++with_ops;
+    std::cout << "  " << r.model << ": " << r.ops_error() << "% against its own op sum\n";
+    EXPECT_LE(std::abs(r.ops_error()), kOpsLimit) << r.model;
+  }
+  EXPECT_GE(with_ops, 8);
 }
 
 TEST(SplitK, GridZOfALinearIsItsSplitAndCutsTheReduction) {

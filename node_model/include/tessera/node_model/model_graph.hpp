@@ -44,21 +44,36 @@ struct FxOp {
   std::string name;
   std::string target;
   bool in_layer = false;  ///< part of the repeated block (layer 0)
-  double measured_ms = 0, measured_fw_ms = 0, measured_bw_ms = 0;
+  double measured_ms = 0, measured_fw_ms = 0;
+  double measured_bw_ms = 0;  ///< backward plus gradient accumulation (bw_latency + acc_latency)
   std::vector<Kernel> kernels;      ///< forward kernels (empty: treated as free)
-  std::vector<Kernel> bw_kernels;   ///< backward kernels
+  std::vector<Kernel> bw_kernels;   ///< backward kernels, incl. gradient accumulation (training graphs)
+};
+struct FxGraph {
+  bool train = false;  ///< the ops measured a backward pass (else eval mode, where dropout is free)
+  std::vector<FxOp> ops;
 };
 /// Reads a graph CSV; rows the model does not understand get no kernels.
-std::vector<FxOp> read_fx_graph(const std::string& path);
+/// Each op gets the kernels and backward rules of `build_model_graph`.
+FxGraph read_fx_graph(const std::string& path);
+
+/// Forward and backward milliseconds of a graph's measured ops, the ops of
+/// the repeated block (layer 0) counted `layers` times.
+GraphTimes measured_fx_times(const FxGraph& graph, double layers);
 
 struct ModelErrorRow {
   std::string gpu, model, mode;
   double measured_ms = 0, predicted_ms = 0, roofline_ms = 0;
+  /// The run's own per-op measurements (its fx graph CSV), summed and scaled
+  /// by its layer count; 0 when the run has no graph CSV.
+  double ops_ms = 0;
   [[nodiscard]] double error() const { return 100.0 * std::abs(predicted_ms / measured_ms - 1.0); }
+  /// Signed error of the prediction against the run's own op sum.
+  [[nodiscard]] double ops_error() const { return ops_ms > 0 ? 100.0 * (predicted_ms / ops_ms - 1.0) : 0.0; }
   [[nodiscard]] double roofline_error() const { return 100.0 * std::abs(roofline_ms / measured_ms - 1.0); }
 };
 /// Every labels/<GPU>/<model>-<inf|train>-<seq>-<batch>.json (not -fusion) of
-/// a known GPU and model config.
+/// a known GPU and model config, with the op sum of the graph CSV beside it.
 std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const std::string& model_configs_dir,
                                            const DeviceCatalog& catalog, const PredictorFactory& make,
                                            const std::string& gpu_filter = "");
