@@ -298,10 +298,28 @@ TileTable TileTable::learn(const MeasurementSet& data) {
     std::sort(values.begin(), values.end());
     t.vector_.push_back({key[0], key[1], key[2], key[3], values[values.size() / 2]});
   }
+  t.index();
   return t;
 }
 
-Tile TileTable::largest_gemm_tile() const {
+void TileTable::index() {
+  constexpr int kElementwiseOps = 11;  // elementwise_index(): Add .. Tanh
+  gemm_groups_.assign(gpus_.size() * kNumKernelClasses, {});
+  for (const auto& e : gemm_) {
+    if (e.gpu >= 0 && e.gpu < static_cast<int>(gpus_.size()) && e.cls >= 0 && e.cls < kNumKernelClasses) {
+      gemm_groups_[static_cast<std::size_t>(e.gpu * kNumKernelClasses + e.cls)].push_back(e);
+    }
+  }
+  vector_by_class_.assign(kNumKernelClasses, {});
+  elementwise_by_op_.assign(kElementwiseOps, {});
+  for (const auto& e : vector_) {
+    if (e.cls < 0 || e.cls >= kNumKernelClasses) continue;
+    vector_by_class_[static_cast<std::size_t>(e.cls)].push_back(e);
+    if (e.cls == static_cast<int>(KernelClass::Elementwise) && e.op >= 0 && e.op < kElementwiseOps) {
+      elementwise_by_op_[static_cast<std::size_t>(e.op)].push_back(e);
+    }
+  }
+  // The largest GEMM tile, by area, then by count.
   Tile best;
   double best_area = -1;
   int best_count = -1;
@@ -316,15 +334,16 @@ Tile TileTable::largest_gemm_tile() const {
       best.b = ab.second;
     }
   }
-  return best;
+  largest_gemm_ = best;
 }
 
 int TileTable::nearest_gpu(const GpuSpec& gpu) const {
   int best = -1;
   double best_d = 1e300;
+  const std::string name = underscored(gpu.name);
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     const auto& g = gpus_[i];
-    if (g.name == underscored(gpu.name)) return static_cast<int>(i);
+    if (g.name == name) return static_cast<int>(i);
     auto sq = [](double a, double b) { return std::pow(std::log(a / b), 2); };
     const double d = sq(g.sms, gpu.sms) + sq(g.peak, gpu.fp32_peak.per_second()) +
                      sq(g.bw, gpu.memory_bandwidth.bytes_per_second()) + sq(g.l2, gpu.l2_cache.as_double());
@@ -336,20 +355,21 @@ int TileTable::nearest_gpu(const GpuSpec& gpu) const {
   return best;
 }
 
-Tile TileTable::lookup(const Kernel& k, const GpuSpec& gpu) const {
+Tile TileTable::lookup(const Kernel& k, const GpuSpec& gpu) const { return lookup(k, nearest_gpu(gpu)); }
+
+Tile TileTable::lookup(const Kernel& k, int g) const {
   Tile tile;
   const auto cls = kernel_class(k.op);
   if (!cls) return tile;
   if (is_gemm(k.op)) {
-    const int g = nearest_gpu(gpu);
+    if (g < 0 || g >= static_cast<int>(gpus_.size())) return tile;
     const double rows = k.op == KernelOp::Linear ? static_cast<double>(k.b) * k.m : static_cast<double>(k.m);
     const int mb = log2_bucket(rows, 1);
     const int nb = log2_bucket(static_cast<double>(k.n), 1);
     const int kb = log2_bucket(static_cast<double>(k.k), 0.5);
     int best_d = 1 << 30;
     int best_count = -1;
-    for (const auto& e : gemm_) {
-      if (e.gpu != g || e.cls != static_cast<int>(*cls)) continue;
+    for (const auto& e : gemm_groups_[static_cast<std::size_t>(g * kNumKernelClasses + static_cast<int>(*cls))]) {
       const int d = std::abs(e.mb - mb) + std::abs(e.nb - nb) + std::abs(e.kb - kb);
       if (d < best_d || (d == best_d && e.count > best_count)) {
         best_d = d;
@@ -365,8 +385,7 @@ Tile TileTable::lookup(const Kernel& k, const GpuSpec& gpu) const {
     // The longest trained row length <= H (kernel variants switch at
     // thresholds such as H <= 1024), else the shortest one above.
     double below = -1, above = 1e300, e_below = 1, e_above = 1;
-    for (const auto& e : vector_) {
-      if (e.cls != static_cast<int>(*cls)) continue;
+    for (const auto& e : vector_by_class_[static_cast<std::size_t>(*cls)]) {
       const double h = e.hb;
       if (h <= static_cast<double>(k.h) && h > below) {
         below = h;
@@ -383,12 +402,11 @@ Tile TileTable::lookup(const Kernel& k, const GpuSpec& gpu) const {
   const int hb = log2_bucket(static_cast<double>(k.h), 1);
   const int eb = log2_bucket(static_cast<double>(k.b) * static_cast<double>(k.h), 1);
   int best_d = 1 << 30;
-  for (const auto& e : vector_) {
-    if (e.cls != static_cast<int>(*cls) || e.op != op) continue;
+  for (const auto& e : elementwise_by_op_[static_cast<std::size_t>(op)]) {
     const int d = 2 * std::abs(e.hb - hb) + std::abs(e.eb - eb);
     if (d < best_d) {
       best_d = d;
-      tile.elements = row_op(k.op) ? e.elements * static_cast<double>(k.h) : e.elements;
+      tile.elements = e.elements;
     }
   }
   return tile;
@@ -428,6 +446,7 @@ TileTable TileTable::read(std::istream& in, const std::string& source) {
   for (auto& e : t.vector_) {
     if (!(in >> e.cls >> e.op >> e.hb >> e.eb >> e.elements)) fail("vector tile");
   }
+  t.index();
   return t;
 }
 
@@ -656,14 +675,15 @@ void ShapeCache::put(const Kernel& k, Time t) const {
 }
 
 TileMlpPredictor::TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model)
-    : gpu_(std::move(gpu)), model_(std::move(model)) {
+    : gpu_(std::move(gpu)), model_(std::move(model)), gpu_index_(-1) {
   gpu_.validate();
   if (!model_) throw InputError("tile-mlp predictor: no model");
   tensor_tile_ = model_->tiles.largest_gemm_tile();
+  gpu_index_ = model_->tiles.nearest_gpu(gpu_);
 }
 
 double TileMlpPredictor::fp32_kernel_ms(KernelClass c, const Kernel& fp32) const {
-  const Tile tile = model_->tiles.lookup(fp32, gpu_);
+  const Tile tile = model_->tiles.lookup(fp32, gpu_index_);
   const TileGeometry g = tile_geometry(fp32, gpu_, tile);
   const double util = model_->utilization(c, tile_features(fp32, gpu_, tile, g), g.waves);
   return g.waves * g.tile_bound_s / util * 1e3;
@@ -683,7 +703,7 @@ double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
   // on Ampere and Hopper), vector ops with the FP32 blocks and half the bytes.
   Kernel twin = kernel;
   twin.dtype = DType::FP32;
-  const Tile tile32 = model_->tiles.lookup(twin, gpu_);
+  const Tile tile32 = model_->tiles.lookup(twin, gpu_index_);
   const TileGeometry g32 = tile_geometry(twin, gpu_, tile32);
   const Tile tile16 = is_gemm(kernel.op) ? tensor_tile_ : tile32;
   const TileGeometry g16 = tile_geometry(kernel, gpu_, tile16);

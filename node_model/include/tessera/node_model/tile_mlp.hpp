@@ -108,9 +108,11 @@ class TileTable {
   static TileTable learn(const MeasurementSet& data);
   /// The tile for `k` on `gpu`.
   [[nodiscard]] Tile lookup(const Kernel& k, const GpuSpec& gpu) const;
+  /// The same, with `gpu_index = nearest_gpu(gpu)` computed once by the caller.
+  [[nodiscard]] Tile lookup(const Kernel& k, int gpu_index) const;
   /// The largest GEMM tile in the table (by area, then by count): the tile
   /// 16-bit (tensor-core) GEMMs run with (128x128 in the shipped table).
-  [[nodiscard]] Tile largest_gemm_tile() const;
+  [[nodiscard]] Tile largest_gemm_tile() const { return largest_gemm_; }
   /// Index of the training GPU closest to `gpu` by spec (-1 if none).
   [[nodiscard]] int nearest_gpu(const GpuSpec& gpu) const;
 
@@ -118,9 +120,17 @@ class TileTable {
   static TileTable read(std::istream& in, const std::string& source);
 
  private:
+  /// Groups the entries a lookup scans (GEMMs by GPU and class, vector ops by
+  /// class and op), keeping their order, so results equal a full scan's.
+  void index();
+
   std::vector<GpuKey> gpus_;
   std::vector<GemmEntry> gemm_;
   std::vector<VectorEntry> vector_;
+  std::vector<std::vector<GemmEntry>> gemm_groups_;         ///< [gpu * kNumKernelClasses + class]
+  std::vector<std::vector<VectorEntry>> vector_by_class_;   ///< [class]
+  std::vector<std::vector<VectorEntry>> elementwise_by_op_;  ///< [elementwise_index(op)]
+  Tile largest_gemm_;
 };
 
 /// Trained weights of the tile-mlp predictor.
@@ -188,6 +198,7 @@ class TileMlpPredictor final : public KernelPredictor {
   GpuSpec gpu_;
   std::shared_ptr<const TileMlpModel> model_;
   Tile tensor_tile_;  ///< tile of 16-bit GEMMs
+  int gpu_index_;     ///< the training GPU whose tile table this GPU uses
   ShapeCache cache_;
 };
 
