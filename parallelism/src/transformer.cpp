@@ -162,6 +162,13 @@ void append_backward(const Op& fwd, std::vector<Op>& out) {
     out.push_back({fwd.name + ".grad_b", Kernel::gemm(KernelOp::Bmm, k.b, k.k, k.n, k.m, k.dtype)});
     return;
   }
+  if (k.op == KernelOp::Softmax) {
+    // dx = y * (dy - sum(dy * y)): a row pass like the forward plus a binary
+    // elementwise pass for the second operand (node_model's GraphBuilder rule).
+    out.push_back({fwd.name + ".grad", k});
+    out.push_back({fwd.name + ".grad_dot", Kernel::vector(KernelOp::Mul, k.b, k.h, k.dtype)});
+    return;
+  }
   // Adds, scalar ops (divide, masked_fill) and copies have a gradient kernel of
   // their own kind; anything else reads the incoming gradient and a saved tensor.
   const bool same = k.op == KernelOp::Add || k.op == KernelOp::DivU || k.op == KernelOp::MulU || k.op == KernelOp::Copy;

@@ -35,6 +35,24 @@ TEST(Transformer, LayerFlopsMatchTheTextbook) {
   EXPECT_DOUBLE_EQ(bwd, 2 * gemm);
 }
 
+TEST(Transformer, SoftmaxBackwardReadsTheOutputAndItsGradient) {
+  const auto& m = model_preset("gpt2-large");
+  Workload w{2, 1024, DType::BF16};
+  std::vector<Op> grads;
+  for (const auto& op : layer_backward_ops(m, w)) {
+    if (op.name.rfind("softmax.", 0) == 0) grads.push_back(op);
+  }
+  // A row pass of the forward's shape plus a binary elementwise pass: two
+  // input streams (y, dy) where the forward has one.
+  ASSERT_EQ(grads.size(), 2U);
+  EXPECT_EQ(grads[0].kernel.op, node_model::KernelOp::Softmax);
+  EXPECT_EQ(grads[1].kernel.op, node_model::KernelOp::Mul);
+  for (const auto& g : grads) {
+    EXPECT_EQ(g.kernel.b, 2 * 20 * 1024);  // batch x heads x query rows
+    EXPECT_EQ(g.kernel.h, 1024);
+  }
+}
+
 TEST(DataParallel, OneAllReducePerBucketAfterBackward) {
   const auto& m = model_preset("gpt2-large");
   node_model::RooflinePredictor pred(node_model::gpu_preset("H100-SXM"));
