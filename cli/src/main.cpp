@@ -117,7 +117,9 @@ memory per stage; --svg draws the breakdown.
 
   kernels      MAPE per op class and GPU of the node model vs measured
                kernels (e.g. --data ../shared/data/neusight/kernels/test)
-  models       end-to-end model latency vs measured (--data .../labels)
+  models       end-to-end model latency vs measured, beside the sum of each
+               run's own per-op measurements, with each GPU's mean and worst
+               error (--data ../shared/data/neusight or .../labels)
   distributed  multi-GPU iterations vs measured (--data .../labels_distributed)
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
@@ -135,8 +137,14 @@ Builds a HuggingFace model's operator graph as PyTorch eager runs it and sums
 the predicted kernel times: end-to-end, forward and backward ms.
 )"},
       {"predict-graph", R"(usage: tessera predict-graph --graph OPGRAPH.csv --device DEVICE.json
+                             [--predictor NAME] [--layers N]
 
-Predicts every op of a torch.fx operator-graph CSV beside its measured latency.
+Predicts every op of a torch.fx operator-graph CSV (NeuSight's labels/<GPU>/*.csv)
+beside its measured latency, with the kernels and backward rules of
+predict-model. A training graph (one with measured backward latencies) also
+gets backward columns (backward plus gradient accumulation); in an inference
+graph dropout is free. Totals count the ops of the repeated block (layer 0)
+--layers times, else num_layer of the label JSON beside the graph, else once.
 )"},
       {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR
 
