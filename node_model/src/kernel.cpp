@@ -58,6 +58,13 @@ KernelOp parse_kernel_op(std::string_view name) {
 
 bool is_gemm(KernelOp op) { return op == KernelOp::Bmm || op == KernelOp::Linear; }
 
+std::array<Kernel, 2> softmax_backward(const Kernel& forward) {
+  if (forward.op != KernelOp::Softmax) {
+    throw InputError(fmt::format("softmax_backward: expected a softmax kernel, got '{}'", to_string(forward.op)));
+  }
+  return {forward, Kernel::vector(KernelOp::Mul, forward.b, forward.h, forward.dtype)};
+}
+
 Kernel Kernel::gemm(KernelOp op, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k,
                     DType dtype) {
   Kernel x;

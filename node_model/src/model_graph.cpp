@@ -60,15 +60,13 @@ class GraphBuilder {
       }
     }
   }
-  /// Softmax backward, dx = y * (dy - sum(dy * y)), reads two tensors of the
-  /// forward's shape (y and dy) where the forward reads one: timed as a row
-  /// pass like the forward plus a binary elementwise pass for the second
-  /// operand stream.
   void softmax(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
-    push(name, Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32), Phase::Forward, count);
+    const Kernel fwd = Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32);
+    push(name, fwd, Phase::Forward, count);
     if (train_) {
-      push(name + ".bw", Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32), Phase::Backward, count);
-      push(name + ".bw_dot", Kernel::vector(KernelOp::Mul, rows, cols, DType::FP32), Phase::Backward, count);
+      const auto bw = softmax_backward(fwd);
+      push(name + ".bw", bw[0], Phase::Backward, count);
+      push(name + ".bw_dot", bw[1], Phase::Backward, count);
     }
   }
   void layer_norm(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {

@@ -303,7 +303,6 @@ TileTable TileTable::learn(const MeasurementSet& data) {
 }
 
 void TileTable::index() {
-  constexpr int kElementwiseOps = 11;  // elementwise_index(): Add .. Tanh
   gemm_groups_.assign(gpus_.size() * kNumKernelClasses, {});
   for (const auto& e : gemm_) {
     if (e.gpu >= 0 && e.gpu < static_cast<int>(gpus_.size()) && e.cls >= 0 && e.cls < kNumKernelClasses) {
@@ -311,11 +310,11 @@ void TileTable::index() {
     }
   }
   vector_by_class_.assign(kNumKernelClasses, {});
-  elementwise_by_op_.assign(kElementwiseOps, {});
+  elementwise_by_op_.assign(kNumElementwiseOps, {});
   for (const auto& e : vector_) {
     if (e.cls < 0 || e.cls >= kNumKernelClasses) continue;
     vector_by_class_[static_cast<std::size_t>(e.cls)].push_back(e);
-    if (e.cls == static_cast<int>(KernelClass::Elementwise) && e.op >= 0 && e.op < kElementwiseOps) {
+    if (e.cls == static_cast<int>(KernelClass::Elementwise) && e.op >= 0 && e.op < kNumElementwiseOps) {
       elementwise_by_op_[static_cast<std::size_t>(e.op)].push_back(e);
     }
   }

@@ -163,10 +163,9 @@ void append_backward(const Op& fwd, std::vector<Op>& out) {
     return;
   }
   if (k.op == KernelOp::Softmax) {
-    // dx = y * (dy - sum(dy * y)): a row pass like the forward plus a binary
-    // elementwise pass for the second operand (node_model's GraphBuilder rule).
-    out.push_back({fwd.name + ".grad", k});
-    out.push_back({fwd.name + ".grad_dot", Kernel::vector(KernelOp::Mul, k.b, k.h, k.dtype)});
+    const auto bw = node_model::softmax_backward(k);
+    out.push_back({fwd.name + ".grad", bw[0]});
+    out.push_back({fwd.name + ".grad_dot", bw[1]});
     return;
   }
   // Adds, scalar ops (divide, masked_fill) and copies have a gradient kernel of

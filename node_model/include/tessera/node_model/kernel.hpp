@@ -1,5 +1,6 @@
 #pragma once
 // Kernel descriptors: the unit of work the node model times.
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -42,6 +43,13 @@ struct Kernel {
   /// Throws InputError when a needed dimension is not positive.
   void validate() const;
 };
+
+/// The kernels of a softmax's backward, dx = y * (dy - sum(dy * y)): it reads
+/// two tensors of the forward's shape (y and dy) where the forward reads one,
+/// so it is timed as a row pass like the forward plus a binary elementwise
+/// pass for the second operand stream. Shared by the HF operator graphs and
+/// the parallelism planner.
+std::array<Kernel, 2> softmax_backward(const Kernel& forward);
 
 /// Predicts the latency of one kernel on one GPU. Implementations are
 /// immutable after construction, so one instance may be shared by planners.
