@@ -75,6 +75,7 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
 
 int cmd_validate(const Args& args, std::ostream& out) {
   if (!args.empty() && args[0] == "distributed") return cmd_validate_distributed(Args(args.begin() + 1, args.end()), out);
+  if (!args.empty() && args[0] == "training") return cmd_validate_training(Args(args.begin() + 1, args.end()), out);
   ArgParser p("tessera validate");
   p.option("data").option("predictor").option("weights").option("max-rows").option("gpu");
   p.parse(args);

@@ -1,5 +1,7 @@
 #include "tessera/cli/pipeline.hpp"
 
+#include <algorithm>
+
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/node_model/predictors.hpp"
@@ -50,8 +52,28 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
   engine::ZeroCostNetwork free_net(loop);
   const auto free = engine::execute(planned.graph, loop, free_net, nullptr, options);
   sim.free_comm_makespan = free.makespan;
-  for (const auto& r : free.ranks) sim.free_comm_compute = std::max(sim.free_comm_compute, r.compute_busy);
+  for (const auto& r : free.ranks) {
+    if (r.compute_busy > sim.free_comm_compute || (r.compute_busy == sim.free_comm_compute && r.host_wait > sim.free_comm_host)) {
+      sim.free_comm_compute = r.compute_busy;
+      sim.free_comm_host = r.host_wait;
+    }
+  }
   return sim;
+}
+
+IterationBreakdown breakdown(const Simulation& sim) {
+  IterationBreakdown b;
+  b.iteration = sim.result.makespan;
+  b.compute = sim.free_comm_compute;
+  b.host = std::min(sim.free_comm_host, std::max(Time::zero(), sim.free_comm_makespan - b.compute));
+  b.bubble = std::max(Time::zero(), sim.free_comm_makespan - b.compute - b.host);
+  b.exposed_comm = std::max(Time::zero(), b.iteration - sim.free_comm_makespan);
+  return b;
+}
+
+double IterationBreakdown::bubble_fraction() const {
+  const Time base = compute + host + bubble;
+  return base > Time::zero() ? static_cast<double>(bubble.ps()) / static_cast<double>(base.ps()) : 0.0;
 }
 
 }  // namespace tessera::cli

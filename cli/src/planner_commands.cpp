@@ -29,27 +29,15 @@ namespace {
 
 /// One plan, executed on the scenario's network and on a free network.
 struct Breakdown {
-  Time iteration;  ///< on the scenario's network
-  Time compute;    ///< busiest compute stream
-  Time pipeline;   ///< with free communication: compute + pipeline bubble
+  IterationBreakdown split;  ///< pipeline.hpp: the one definition of compute, host, bubble, exposed comm
   parallelism::PlanSummary summary;
-  [[nodiscard]] Time bubble() const { return pipeline - compute; }
-  [[nodiscard]] Time exposed_comm() const { return iteration - pipeline; }
-  [[nodiscard]] double bubble_fraction() const {
-    return pipeline > Time::zero() ? static_cast<double>(bubble().ps()) / static_cast<double>(pipeline.ps()) : 0.0;
-  }
 };
 
 Breakdown simulate_plan(const Scenario& scenario, const ParallelPlan& plan, const node_model::KernelPredictor& pred) {
   Scenario s = scenario;
   s.plan = plan;
   const Simulation sim = simulate_scenario(s, nullptr, &pred);
-  Breakdown b;
-  b.summary = sim.plan;
-  b.iteration = sim.result.makespan;
-  b.pipeline = sim.free_comm_makespan;
-  b.compute = sim.free_comm_compute;
-  return b;
+  return Breakdown{breakdown(sim), sim.plan};
 }
 
 std::vector<Schedule> parse_schedule_list(const std::string& text) {
@@ -79,7 +67,7 @@ std::string svg_chart(const std::string& title, const std::vector<Row>& rows) {
   const double width = 760, left = 170, bar_h = 26, gap = 14, top = 48;
   double longest = 0;
   for (const Row& r : rows) {
-    if (r.error.empty()) longest = std::max(longest, r.result.iteration.ms());
+    if (r.error.empty()) longest = std::max(longest, r.result.split.iteration.ms());
   }
   if (longest <= 0) longest = 1;
   const double scale = (width - left - 90) / longest;
@@ -89,11 +77,11 @@ std::string svg_chart(const std::string& title, const std::vector<Row>& rows) {
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{2}</text>\n",
       width, height, title);
-  const char* colors[] = {"#4878d0", "#bbbbbb", "#ee854a"};
-  const char* labels[] = {"compute", "pipeline bubble", "exposed communication"};
-  for (int i = 0; i < 3; ++i) {
+  const char* colors[] = {"#4878d0", "#8c613c", "#bbbbbb", "#ee854a"};
+  const char* labels[] = {"compute", "host", "pipeline bubble", "exposed communication"};
+  for (int i = 0; i < 4; ++i) {
     svg += fmt::format("<rect x=\"{}\" y=\"28\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"38\">{}</text>\n",
-                       left + i * 170, colors[i], left + i * 170 + 16, labels[i]);
+                       left - 160 + i * 150, colors[i], left - 160 + i * 150 + 16, labels[i]);
   }
   double y = top;
   for (const Row& r : rows) {
@@ -104,16 +92,17 @@ std::string svg_chart(const std::string& title, const std::vector<Row>& rows) {
       y += bar_h + gap;
       continue;
     }
-    const double parts[] = {r.result.compute.ms(), r.result.bubble().ms(), r.result.exposed_comm().ms()};
+    const auto& b = r.result.split;
+    const double parts[] = {b.compute.ms(), b.host.ms(), b.bubble.ms(), b.exposed_comm.ms()};
     double x = left;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const double w = std::max(0.0, parts[i] * scale);
       svg += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>\n", x, y, w, bar_h,
                          colors[i]);
       x += w;
     }
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.1f} ms{}</text>\n", x + 6, y + bar_h * 0.65,
-                       r.result.iteration.ms(), r.result.summary.oom() ? " OOM" : "");
+                       r.result.split.iteration.ms(), r.result.summary.oom() ? " OOM" : "");
     y += bar_h + gap;
   }
   return svg + "</svg>\n";
@@ -169,8 +158,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       mem += gib(m.total());
       if (m.oom()) mem += '!';
     }
-    out << fmt::format("{:<22} {:>9.3f} ms {:>8.1f}% {:>9.3f} ms {:>9.3f} ms  {}{}\n", name, r.result.iteration.ms(),
-                       100.0 * r.result.bubble_fraction(), r.result.exposed_comm().ms(), r.result.compute.ms(), mem,
+    out << fmt::format("{:<22} {:>9.3f} ms {:>8.1f}% {:>9.3f} ms {:>9.3f} ms  {}{}\n", name, r.result.split.iteration.ms(),
+                       100.0 * r.result.split.bubble_fraction(), r.result.split.exposed_comm.ms(), r.result.split.compute.ms(), mem,
                        r.result.summary.oom() ? fmt::format("  OOM (> {} GiB)", gib(s.gpu.memory)) : "");
   }
   out << "\nbubble: idle share of the iteration with free communication; exposed comm: the rest of the\n"
@@ -234,7 +223,7 @@ int cmd_validate_distributed(const Args& args, std::ostream& out) {
     const auto predictor = p.get("weights") ? node_model::make_predictor(name, s.gpu, *p.get("weights"))
                                             : node_model::make_predictor(name, s.gpu);
     const Breakdown b = simulate_plan(s, s.plan, *predictor);
-    const double predicted = b.iteration.ms();
+    const double predicted = b.split.iteration.ms();
     const double err = std::abs(predicted - measured) / measured;
     sum += err;
     worst = std::max(worst, err);

@@ -27,10 +27,12 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
 
   const auto& r = sim.result;
   const auto summary = engine::summarize(r);
-  rep.iteration_time = r.makespan;
-  rep.compute_time = sim.free_comm_compute;
-  rep.bubble_time = std::max(Time::zero(), sim.free_comm_makespan - sim.free_comm_compute);
-  rep.exposed_comm_time = std::max(Time::zero(), r.makespan - sim.free_comm_makespan);
+  const IterationBreakdown b = breakdown(sim);
+  rep.iteration_time = b.iteration;
+  rep.compute_time = b.compute;
+  rep.host_time = b.host;
+  rep.bubble_time = b.bubble;
+  rep.exposed_comm_time = b.exposed_comm;
   rep.tflops_per_gpu = summary.tflops_per_gpu;
   rep.mfu = rep.tflops_per_gpu / s.gpu.matmul_peak(s.workload.dtype).tflops();
   rep.bytes_sent = r.bytes_sent;
@@ -77,6 +79,7 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
   out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
   out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
+  out += fmt::format("  host         {:>12.3f} ms  {:5.1f}%\n", r.host_time.ms(), pct(r.host_time));
   out += fmt::format("  bubble       {:>12.3f} ms  {:5.1f}%\n", r.bubble_time.ms(), pct(r.bubble_time));
   out += fmt::format("  exposed comm {:>12.3f} ms  {:5.1f}%\n", r.exposed_comm_time.ms(), pct(r.exposed_comm_time));
   out += fmt::format("Throughput     {:>12.0f} tokens/s\n", r.tokens_per_second);
@@ -110,12 +113,13 @@ std::string format_json(const RunReport& r) {
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, \"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, "
-      "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
+      "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
       "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
       "\"network_bytes\": {}, \"memory_per_stage\": [{}]}}\n",
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
       r.pp, json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),
-      r.iteration_time.seconds(), r.compute_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
+      r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
+      r.exposed_comm_time.seconds(),
       r.tflops_per_gpu, r.mfu, r.tokens_per_second, r.bytes_sent.count(), memory);
 }
 

@@ -31,6 +31,14 @@ std::string_view to_string(FabricKind f) {
   return "?";
 }
 
+Calibration default_calibration() {
+  Calibration c;
+  // Placeholders until fitted on vtrain's single-node runs (docs/calibration.md).
+  c.host_launch = Time::from_us(20);
+  c.host_iteration = Time::from_ms(5);
+  return c;
+}
+
 topology::Topology build_topology(const Scenario& s) {
   switch (s.fabric) {
     case FabricKind::LeafSpine: return topology::build_leaf_spine(s.cluster);
@@ -399,6 +407,15 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       global_batch_at = t.need("global_batch");
       s.plan.global_batch = t.positive_int("global_batch");
     }
+    if (t.has("framework")) {
+      const YAML::Node v = t.need("framework");
+      s.workload.framework =
+          checked(t, v, t.key_path("framework"), [&] { return node_model::parse_framework(t.scalar("framework")); });
+    }
+    const bool megatron = s.workload.framework == node_model::Framework::Megatron;
+    // Megatron-LM runs apex's FusedAdam and clips gradients (--clip-grad 1.0).
+    s.plan.fused_optimizer = megatron;
+    s.plan.grad_clipping = megatron;
     if (t.has("optimizer")) {
       const YAML::Node v = t.need("optimizer");
       const std::string name = t.scalar("optimizer");
@@ -408,6 +425,9 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       s.plan.fused_optimizer = name == "fused-adam";
     }
     if (t.has("grad_clipping")) s.plan.grad_clipping = t.boolean("grad_clipping");
+    if (t.has("grad_accumulation_fusion")) {
+      s.workload.profile.grad_accumulation_fusion = t.boolean("grad_accumulation_fusion");
+    }
     t.finish();
   }
   {
@@ -450,6 +470,11 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       }
       plan.zero_stage = text[0] - '0';
     }
+    if (p.has("grad_sync")) {
+      const YAML::Node v = p.need("grad_sync");
+      plan.grad_sync = checked(p, v, p.key_path("grad_sync"), [&] { return parallelism::parse_grad_sync(p.scalar("grad_sync")); });
+    }
+    if (p.has("tp_comm_overlap")) plan.tp_comm_overlap = p.boolean("tp_comm_overlap");
     if (p.has("bucket_size")) plan.bucket_size = p.unit("bucket_size", parse_bytes);
     if (plan.bucket_size.count() <= 0) {
       p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");
@@ -496,6 +521,22 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
   } else {
     s.collectives.auto_latency = s.cluster.nic_latency * 2;
     s.collectives.auto_bandwidth = nic_per_gpu;
+  }
+  // Calibration (docs/calibration.md): fitted constants, each overridable.
+  s.calibration = default_calibration();
+  if (top.has("calibration")) {
+    Section c = top.child("calibration");
+    auto time_key = [&](const char* key, Time& field) {
+      if (c.has(key)) field = c.unit(key, parse_time);
+    };
+    time_key("host_launch", s.calibration.host_launch);
+    time_key("host_iteration", s.calibration.host_iteration);
+    c.finish();
+  }
+  // The host model applies to frameworks with one host thread launching
+  // every kernel (Megatron); PyTorch-eager timings carry their launch floors.
+  if (s.workload.framework == node_model::Framework::Megatron) {
+    s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration};
   }
   if (top.has("backend")) {
     const YAML::Node b = top.need("backend");

@@ -67,17 +67,20 @@ std::string label(const Point& p) {
   return s;
 }
 
+constexpr std::size_t kMetricColumns = 8;  // gpus ... tokens_per_s
+
 std::string csv_header(const std::vector<Axis>& axes) {
   std::string h = "point";
   for (const Axis& a : axes) h += "," + a.key;
-  return h + ",gpus,iteration_time_s,compute_time_s,bubble_time_s,exposed_comm_time_s,tflops_per_gpu,tokens_per_s";
+  return h + ",gpus,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,tflops_per_gpu,tokens_per_s";
 }
 
 std::string csv_row(const Point& p, const RunReport& r) {
   std::string row = std::to_string(p.index);
   for (const auto& o : p.overrides) row += "," + o.value;
-  return row + fmt::format(",{},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f}", r.gpus, r.iteration_time.seconds(),
-                           r.compute_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
+  return row + fmt::format(",{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f}", r.gpus, r.iteration_time.seconds(),
+                           r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
+                           r.exposed_comm_time.seconds(),
                            r.tflops_per_gpu, r.tokens_per_second);
 }
 
@@ -125,7 +128,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, std::size_
   double base = 0;
   for (const auto& [index, row] : rows) {
     const auto cols = split(row, ',');
-    const double gpus = std::stod(cols[cols.size() - 7]);
+    const double gpus = std::stod(cols[cols.size() - kMetricColumns]);
     const double t = std::stod(cols.back());
     if (tput.empty()) base = t / gpus;
     tput.push_back(t);
@@ -216,7 +219,6 @@ Shard parse_shard(const std::string& text) {
   return sh;
 }
 
-constexpr std::size_t kMetricColumns = 7;  // gpus ... tokens_per_s
 
 }  // namespace
 
@@ -361,7 +363,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     const auto cols = split(rows.at(pt.index), ',');
     const std::size_t n = cols.size();
     out << fmt::format("{:>5}  {:<40} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}\n", pt.index, label(pt), cols[n - 7],
-                       std::stod(cols[n - 6]) * 1e3, std::stod(cols[n - 2]), std::stod(cols[n - 1]));
+                       std::stod(cols[n - kMetricColumns + 1]) * 1e3, std::stod(cols[n - 2]), std::stod(cols[n - 1]));
   }
   out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
   return 0;

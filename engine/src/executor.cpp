@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -35,6 +36,9 @@ struct ProgramLayout {
   std::vector<TaskIndex> dependents;            // tasks waiting on each task, ascending
   std::vector<TaskIndex> compute;               // compute tasks in program order
   std::vector<std::vector<TaskIndex>> comm;     // per slot: its collectives in program order
+  // Host model (empty `issue_prefix` when every task's host fields are zero):
+  std::vector<Time> issue_prefix;               // host issue time of tasks [0, i), size tasks + 1
+  std::vector<TaskIndex> syncs;                 // host_sync tasks, ascending
 };
 
 struct RankState {
@@ -46,6 +50,16 @@ struct RankState {
   Time compute_start;                           // of the compute task in flight
   std::vector<std::int32_t> comm_groups;        // global groups, ascending
   std::vector<Stream> comm;                     // one per entry of comm_groups
+  // Host model: the host issues tasks in program order from `host_base`
+  // (when it started issuing task `base_index`) and waits at syncs[sync_pos]
+  // until every task up to it has finished (`window_done` of them have).
+  Time host_base;
+  TaskIndex base_index = 0;
+  std::size_t sync_pos = 0;
+  std::int64_t window_done = 0;
+  bool wake_pending = false;
+  Time wake_at;
+  TaskIndex waiting_compute = -1;               // compute head already charged its host wait
 };
 
 /// A collective expanded once and shared by every launch of the same
@@ -135,6 +149,7 @@ class Executor {
  private:
   static std::unique_ptr<const ProgramLayout> make_layout(const std::vector<Task>& tasks) {
     auto lay = std::make_unique<ProgramLayout>();
+    bool host = false;
     lay->pending.resize(tasks.size());
     lay->dependents_begin.assign(tasks.size() + 1, 0);
     for (const Task& t : tasks) {
@@ -149,6 +164,7 @@ class Executor {
       for (TaskIndex d : t.deps) {
         lay->dependents[fill[static_cast<std::size_t>(d)]++] = static_cast<TaskIndex>(i);
       }
+      if (t.host_issue > Time::zero() || t.host_span > Time::zero() || t.host_sync) host = true;
       if (t.kind == TaskKind::Compute) {
         lay->compute.push_back(static_cast<TaskIndex>(i));
       } else {
@@ -157,7 +173,57 @@ class Executor {
         lay->comm[slot].push_back(static_cast<TaskIndex>(i));
       }
     }
+    if (host) {
+      lay->issue_prefix.resize(tasks.size() + 1);
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        lay->issue_prefix[i + 1] = lay->issue_prefix[i] + tasks[i].host_issue;
+        if (tasks[i].host_sync) lay->syncs.push_back(static_cast<TaskIndex>(i));
+      }
+    }
     return lay;
+  }
+
+  // ---- host model (docs/engine.md, "Host model")
+
+  /// When the host starts issuing task `i`, or nullopt while it waits at a
+  /// sync before `i`.
+  std::optional<Time> issue_time(const RankState& s, TaskIndex i) const {
+    const ProgramLayout& lay = *s.layout;
+    if (lay.issue_prefix.empty()) return Time::zero();
+    if (s.sync_pos < lay.syncs.size() && i > lay.syncs[s.sync_pos]) return std::nullopt;
+    return s.host_base + (lay.issue_prefix[static_cast<std::size_t>(i)] -
+                          lay.issue_prefix[static_cast<std::size_t>(s.base_index)]);
+  }
+
+  /// Runs advance(rank) at `at` (> now), unless an earlier wake-up is pending.
+  void wake(int rank, Time at) {
+    RankState& s = ranks_[static_cast<std::size_t>(rank)];
+    if (s.wake_pending && s.wake_at <= at) return;
+    s.wake_pending = true;
+    s.wake_at = at;
+    loop_.schedule(at - loop_.now(), [this, rank, at] {
+      RankState& r = ranks_[static_cast<std::size_t>(rank)];
+      if (r.wake_pending && r.wake_at == at) r.wake_pending = false;
+      advance(rank);
+    });
+  }
+
+  /// Task `i` of `rank` finished: release the host's sync when it was the
+  /// last task the sync waits for.
+  void host_task_done(int rank, TaskIndex i) {
+    RankState& s = ranks_[static_cast<std::size_t>(rank)];
+    const ProgramLayout& lay = *s.layout;
+    if (s.sync_pos >= lay.syncs.size()) return;
+    const TaskIndex sync = lay.syncs[s.sync_pos];
+    if (i > sync) return;
+    if (++s.window_done < static_cast<std::int64_t>(sync - s.base_index) + 1) return;
+    // Everything up to the sync is done: the host goes on once it has also
+    // finished issuing the sync task itself.
+    const Time issued = *issue_time(s, sync) + (*s.tasks)[static_cast<std::size_t>(sync)].host_issue;
+    s.host_base = std::max(loop_.now(), issued);
+    s.base_index = sync + 1;
+    ++s.sync_pos;
+    s.window_done = 0;
   }
 
   static std::int32_t stream_index(const RankState& s, std::int32_t group) {
@@ -172,18 +238,41 @@ class Executor {
   void advance(int rank) {
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
     Stream& c = s.compute;
+    const Time now = loop_.now();
     if (!c.busy && c.next < c.order->size() && s.pending[static_cast<std::size_t>((*c.order)[c.next])] == 0) {
       const TaskIndex i = (*c.order)[c.next];
-      c.busy = true;
-      s.compute_start = loop_.now();
-      // Captures fit std::function's inline buffer: no allocation per task.
-      loop_.schedule(task(rank, i).duration, [this, rank, i] { compute_done(rank, i); });
+      const Task& t = task(rank, i);
+      const std::optional<Time> h = issue_time(s, i);
+      if (h && *h <= now) {
+        c.busy = true;
+        s.compute_start = now;
+        // The GPU runs the task's kernels as the host issues them: it ends no
+        // earlier than issue start + host span.
+        Time run = t.duration;
+        if (t.host_span > Time::zero()) run = std::max(run, *h + t.host_span - now);
+        result_.ranks[static_cast<std::size_t>(rank)].host_wait += run - t.duration;
+        // Captures fit std::function's inline buffer: no allocation per task.
+        loop_.schedule(run, [this, rank, i] { compute_done(rank, i); });
+      } else if (h) {
+        if (s.waiting_compute != i) {  // the stream idles until the host issues the task
+          s.waiting_compute = i;
+          result_.ranks[static_cast<std::size_t>(rank)].host_wait += *h - now;
+        }
+        wake(rank, *h);
+      }
     }
     for (std::size_t k = 0; k < s.comm.size(); ++k) {  // ascending group order
       Stream& st = s.comm[k];
       if (st.busy || st.next >= st.order->size()) continue;
       const TaskIndex i = (*st.order)[st.next];
       if (s.pending[static_cast<std::size_t>(i)] != 0) continue;
+      const std::optional<Time> h = issue_time(s, i);
+      if (!h) continue;  // issued after the host's pending sync
+      const Time issued = *h + task(rank, i).host_issue;
+      if (issued > now) {
+        wake(rank, issued);
+        continue;
+      }
       st.busy = true;
       arrive(rank, s.comm_groups[k], i);
     }
@@ -341,6 +430,7 @@ class Executor {
 
   void finish(int rank, TaskIndex i) {
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
+    if (!s.layout->syncs.empty()) host_task_done(rank, i);
     --s.remaining;
     auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
     rr.finish = std::max(rr.finish, loop_.now());

@@ -11,6 +11,7 @@
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/device_config.hpp"
 #include "tessera/node_model/roofline.hpp"
+#include "tessera/node_model/workload.hpp"
 
 namespace tessera::node_model {
 namespace {
@@ -29,83 +30,55 @@ std::int64_t get_int(const JsonValue& c, std::initializer_list<const char*> keys
   throw InputError(fmt::format("{}: missing key '{}'", source, *keys.begin()));
 }
 
-/// Collects kernels; backward rules are applied by `add_*` helpers.
+/// Collects kernels. The forward and backward kernels of every op come from
+/// the shared rule table (workload.hpp), PyTorch eager FP32 profile: the
+/// planner builds on the same rules.
 class GraphBuilder {
  public:
-  explicit GraphBuilder(bool train) : train_(train) {}
+  explicit GraphBuilder(bool train) : train_(train), rules_(Framework::PyTorchEager, DType::FP32) {}
 
   void linear(const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, double count = 1) {
-    push(name, Kernel::gemm(KernelOp::Linear, 1, rows, out, in, DType::FP32), Phase::Forward, count);
-    if (train_) {
-      push(name + ".dx", Kernel::gemm(KernelOp::Linear, 1, rows, in, out, DType::FP32), Phase::Backward, count);
-      push(name + ".dw", Kernel::gemm(KernelOp::Linear, 1, in, out, rows, DType::FP32), Phase::Backward, count);
-      accumulate(name, in * out + out, count);
-    }
+    add(rules_.linear(name, rows, in, out, true), count);
   }
   void bmm(const std::string& name, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k, double count = 1) {
-    push(name, Kernel::gemm(KernelOp::Bmm, b, m, n, k, DType::FP32), Phase::Forward, count);
-    if (train_) {
-      push(name + ".da", Kernel::gemm(KernelOp::Bmm, b, m, k, n, DType::FP32), Phase::Backward, count);
-      push(name + ".db", Kernel::gemm(KernelOp::Bmm, b, k, n, m, DType::FP32), Phase::Backward, count);
-    }
+    add(rules_.bmm(name, b, m, n, k), count);
   }
   /// Elementwise op; `bw_kernels` = elementwise kernels its gradient needs.
   void elem(const std::string& name, KernelOp op, std::int64_t rows, std::int64_t cols, int bw_kernels,
             double count = 1) {
-    push(name, Kernel::vector(op, rows, cols, DType::FP32), Phase::Forward, count);
-    if (train_) {
-      for (int i = 0; i < bw_kernels; ++i) {
-        push(fmt::format("{}.bw{}", name, i), Kernel::vector(KernelOp::Mul, rows, cols, DType::FP32),
-             Phase::Backward, count);
-      }
-    }
+    add(rules_.elementwise(name, op, rows, cols, bw_kernels), count);
   }
   void softmax(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
-    const Kernel fwd = Kernel::vector(KernelOp::Softmax, rows, cols, DType::FP32);
-    push(name, fwd, Phase::Forward, count);
-    if (train_) {
-      const auto bw = softmax_backward(fwd);
-      push(name + ".bw", bw[0], Phase::Backward, count);
-      push(name + ".bw_dot", bw[1], Phase::Backward, count);
-    }
+    add(rules_.softmax(name, rows, cols), count);
   }
   void layer_norm(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
-    push(name, Kernel::vector(KernelOp::LayerNorm, rows, cols, DType::FP32), Phase::Forward, count);
-    if (train_) {
-      push(name + ".bw", Kernel::vector(KernelOp::LayerNorm, rows, cols, DType::FP32), Phase::Backward, 2 * count);
-      accumulate(name, 2 * cols, count);
-    }
+    add(rules_.layer_norm(name, rows, cols), count);
   }
   void copy(const std::string& name, std::int64_t elements, double count = 1, bool grad = true) {
-    push(name, Kernel::vector(KernelOp::Copy, 1, elements, DType::FP32), Phase::Forward, count);
-    if (train_ && grad) push(name + ".bw", Kernel::vector(KernelOp::Copy, 1, elements, DType::FP32), Phase::Backward, count);
+    add(rules_.copy(name, elements, grad), count);
   }
   void embedding(const std::string& name, std::int64_t tokens, std::int64_t rows, std::int64_t hidden) {
-    push(name, Kernel::vector(KernelOp::Copy, tokens, hidden, DType::FP32), Phase::Forward, 1);
-    if (train_) {
-      // embedding_dense_backward: zero the table gradient, scatter-add the tokens.
-      push(name + ".bw", Kernel::vector(KernelOp::Copy, rows, hidden, DType::FP32), Phase::Backward, 1);
-      push(name + ".bw_scatter", Kernel::vector(KernelOp::Add, tokens, hidden, DType::FP32), Phase::Backward, 1);
-      accumulate(name, rows * hidden, 1);
-    }
+    add(rules_.embedding(name, tokens, rows, hidden), 1);
   }
   /// Dropout is active only in training.
   void dropout(const std::string& name, std::int64_t rows, std::int64_t cols, double count = 1) {
-    if (train_) elem(name, KernelOp::Mul, rows, cols, 1, count);
+    if (train_) add(rules_.dropout(name, rows, cols), count);
   }
 
   std::vector<GraphOp> take() { return std::move(ops_); }
 
  private:
-  void push(const std::string& name, const Kernel& k, Phase phase, double count) {
-    ops_.push_back({name, k, phase, count});
-  }
-  /// Gradient accumulation into .grad (one add per parameter tensor).
-  void accumulate(const std::string& name, std::int64_t params, double count) {
-    push(name + ".acc", Kernel::vector(KernelOp::Add, 1, params, DType::FP32), Phase::Backward, count);
+  void add(const OpKernels& op, double count) {
+    for (const Kernel& k : op.forward.kernels) ops_.push_back({op.name, k, Phase::Forward, count});
+    if (!train_) return;
+    int i = 0;
+    for (const Pass* p : {&op.input_grad, &op.weight_grad}) {
+      for (const Kernel& k : p->kernels) ops_.push_back({fmt::format("{}.bw{}", op.name, i++), k, Phase::Backward, count});
+    }
   }
 
   bool train_;
+  OpRules rules_;
   std::vector<GraphOp> ops_;
 };
 

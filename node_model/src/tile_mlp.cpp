@@ -710,6 +710,29 @@ double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
   return std::max(floor_ms, fp32_kernel_ms(*cls, twin) * ratio);
 }
 
+Time TileMlpPredictor::predict_device(const Kernel& kernel) const {
+  if (auto t = device_cache_.find(kernel)) return *t;
+  kernel.validate();
+  double ms = 0;
+  const auto cls = kernel_class(kernel.op);
+  if (!cls || model_->nets[static_cast<int>(*cls)].empty()) {
+    ms = memory_bound_time(kernel, gpu_).ms();
+  } else if (kernel.dtype == DType::FP32) {
+    ms = fp32_kernel_ms(*cls, kernel);
+  } else {
+    Kernel twin = kernel;
+    twin.dtype = DType::FP32;
+    const Tile tile32 = model_->tiles.lookup(twin, gpu_index_);
+    const TileGeometry g32 = tile_geometry(twin, gpu_, tile32);
+    const Tile tile16 = is_gemm(kernel.op) ? tensor_tile_ : tile32;
+    const TileGeometry g16 = tile_geometry(kernel, gpu_, tile16);
+    ms = fp32_kernel_ms(*cls, twin) * wave_roofline_s(kernel, gpu_, g16) / wave_roofline_s(twin, gpu_, g32);
+  }
+  const Time t = Time::from_seconds(std::max(ms * 1e-3, 5e-6));
+  device_cache_.put(kernel, t);
+  return t;
+}
+
 Time TileMlpPredictor::predict(const Kernel& kernel) const {
   if (auto t = cache_.find(kernel)) return *t;
   kernel.validate();

@@ -43,7 +43,6 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   return bytes * dtype_bytes(w.dtype) / 2.0;
 }
 
-std::int64_t vocab_per_tp(const TransformerConfig& m, int tp) { return (m.vocab + tp - 1) / tp; }
 
 /// Parameters held by one rank of pipeline stage `stage`.
 std::int64_t stage_params(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
@@ -51,7 +50,7 @@ std::int64_t stage_params(const TransformerConfig& m, const Workload& w, const P
   std::int64_t layers = 0;
   for (int c = 0; c < p.virtual_stages; ++c) layers += chunks[static_cast<std::size_t>(c * p.pp + stage)];
   std::int64_t params = layers * m.params_per_layer_per_tp_rank(p.tp);
-  const std::int64_t word = vocab_per_tp(m, p.tp) * m.hidden;
+  const std::int64_t word = padded_vocab_per_rank(m, w, p.tp) * m.hidden;
   if (stage == 0) params += word + w.seq_len * m.hidden;
   if (stage == p.pp - 1) params += (p.pp > 1 ? word : 0) + 2 * m.hidden;  // tied LM head copy, final norm
   return params;
@@ -66,12 +65,14 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
   const std::int64_t dp = p.dp;
   auto shard = [&](std::int64_t bytes, int from_stage) { return p.zero_stage >= from_stage ? (bytes + dp - 1) / dp : bytes; };
   e.weights = Bytes(shard(params * dtype_bytes(w.dtype), 3));
-  e.gradients = Bytes(shard(params * dtype_bytes(w.dtype), 2));
+  // Gradients as the framework accumulates them (Megatron: FP32 main
+  // gradients with bf16, node_model::OpRules::grad_dtype).
+  e.gradients = Bytes(shard(params * dtype_bytes(w.rules().grad_dtype()), 2));
   // Adam: two FP32 moments, plus an FP32 master copy when training in 16 bits.
   e.optimizer_states = Bytes(shard(params * (mixed ? 12 : 8), 1));
 
   const double per_layer = layer_activation_bytes(m, w, p);
-  const double logits = static_cast<double>(w.micro_batch * w.seq_len * vocab_per_tp(m, p.tp)) * 4.0;
+  const double logits = static_cast<double>(w.micro_batch * w.seq_len * padded_vocab_per_rank(m, w, p.tp)) * 4.0;
   const int last_chunk = p.pp * p.virtual_stages - 1;
   double held = 0, peak = 0;
   std::int64_t in_flight = 0;
@@ -106,6 +107,38 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
 // ---------------------------------------------------------------------------
 // Task-graph construction.
 
+/// Host-side shape of a kernel sequence (Task::host_issue / host_span): `n`
+/// launches issued `c` apart, each kernel running once issued and the GPU
+/// free. `span` = max over launches j of (j c + the GPU time from kernel j
+/// on): the earliest end of the sequence when the host starts issuing it at
+/// 0 (exact for kernels of equal length within each pass).
+struct HostShape {
+  std::int64_t launches = 0;
+  double duration_s = 0;
+  double span_s = 0;
+  bool any = false;
+
+  static HostShape of_pass(int launches, double duration_s, double c) {
+    HostShape h;
+    h.any = launches > 0 || duration_s > 0;
+    h.launches = launches;
+    h.duration_s = duration_s;
+    // Units of equal length: the bound is the first launch (c + D) or the last (L c + D / L).
+    h.span_s = launches > 0 ? std::max(c + duration_s, launches * c + duration_s / launches) : duration_s;
+    return h;
+  }
+  void then(const HostShape& q, double c) {
+    if (!q.any) return;
+    if (!any) {
+      *this = q;
+      return;
+    }
+    span_s = std::max(span_s + q.duration_s, static_cast<double>(launches) * c + q.span_s);
+    launches += q.launches;
+    duration_s += q.duration_s;
+  }
+};
+
 /// A piece of a pass: a compute kernel sequence, or a tensor-parallel
 /// collective. An async collective is waited for by the second compute piece
 /// after it (the one after the computation it overlaps with).
@@ -114,24 +147,47 @@ struct Piece {
   std::string name;
   Time duration;
   Flops flops;
+  HostShape host;
   CollectiveKind kind = CollectiveKind::AllReduce;
   Bytes bytes;
   bool async = false;
 };
 
+/// How kernels are timed: device time plus an explicit host model when the
+/// workload has host overheads (Megatron), else the node model's isolated
+/// kernel times (their per-launch floors stand for the host).
+class KernelTimer {
+ public:
+  KernelTimer(const node_model::KernelPredictor& pred, const HostOverhead& host)
+      : pred_(pred), device_(host.enabled()), c_(host.per_launch.seconds()) {}
+  [[nodiscard]] Time time(const node_model::Kernel& k) const { return device_ ? pred_.predict_device(k) : pred_.predict(k); }
+  [[nodiscard]] double per_launch_s() const { return c_; }
+  [[nodiscard]] bool host_model() const { return device_; }
+
+ private:
+  const node_model::KernelPredictor& pred_;
+  bool device_;
+  double c_;
+};
+
 class PieceList {
  public:
-  PieceList(const node_model::KernelPredictor& pred) : pred_(pred) {}
-  void ops(const std::string& name, const std::vector<Op>& ops, std::size_t from, std::size_t to) {
+  explicit PieceList(const KernelTimer& timer) : timer_(timer) {}
+  /// One compute piece of the given passes, in order.
+  void passes(const std::string& name, const std::vector<const Pass*>& ps) {
     Piece p;
     p.name = name;
-    for (std::size_t i = from; i < to && i < ops.size(); ++i) {
-      p.duration += pred_.predict(ops[i].kernel);
-      p.flops += ops[i].kernel.flops();
+    for (const Pass* pass : ps) {
+      Time d;
+      for (const auto& k : pass->kernels) {
+        d += timer_.time(k);
+        p.flops += k.flops();
+      }
+      p.duration += d;
+      p.host.then(HostShape::of_pass(pass->launches, d.seconds(), timer_.per_launch_s()), timer_.per_launch_s());
     }
     add_compute(std::move(p));
   }
-  void ops(const std::string& name, const std::vector<Op>& all) { ops(name, all, 0, all.size()); }
   void comm(const std::string& name, CollectiveKind kind, Bytes bytes, bool async = false) {
     split_ = false;
     Piece p;
@@ -161,20 +217,61 @@ class PieceList {
     if (!pieces_.empty() && pieces_.back().compute && !std::exchange(split_, false)) {
       pieces_.back().duration += p.duration;
       pieces_.back().flops += p.flops;
+      pieces_.back().host.then(p.host, timer_.per_launch_s());
       return;
     }
     pieces_.push_back(std::move(p));
   }
-  const node_model::KernelPredictor& pred_;
+  const KernelTimer& timer_;
   std::vector<Piece> pieces_;
   bool split_ = false;
 };
 
-std::size_t index_of(const std::vector<Op>& ops, std::string_view name) {
+std::size_t index_of(const std::vector<OpKernels>& ops, std::string_view name) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].name == name) return i;
   }
   throw SimulationError(fmt::format("planner: layer has no op '{}'", name));
+}
+
+/// The forward passes of ops [from, to).
+std::vector<const Pass*> forward_passes(const std::vector<OpKernels>& ops, std::size_t from, std::size_t to) {
+  std::vector<const Pass*> out;
+  for (std::size_t i = from; i < to && i < ops.size(); ++i) out.push_back(&ops[i].forward);
+  return out;
+}
+
+/// Backward steps in execution order: for each op, last to first, its input
+/// gradient then its weight gradient (Megatron computes a linear's dgrad
+/// first, so its all-reduce can overlap the wgrad).
+struct BackwardStep {
+  std::size_t op;
+  bool weight;
+};
+std::vector<BackwardStep> backward_steps(const std::vector<OpKernels>& ops) {
+  std::vector<BackwardStep> out;
+  for (std::size_t i = ops.size(); i-- > 0;) {
+    out.push_back({i, false});
+    out.push_back({i, true});
+  }
+  return out;
+}
+std::size_t step_of(const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps, std::string_view name,
+                    bool weight) {
+  const std::size_t op = index_of(ops, name);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].op == op && steps[i].weight == weight) return i;
+  }
+  throw SimulationError(fmt::format("planner: no backward step for '{}'", name));
+}
+std::vector<const Pass*> backward_passes(const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps,
+                                         std::size_t from, std::size_t to) {
+  std::vector<const Pass*> out;
+  for (std::size_t i = from; i < to && i < steps.size(); ++i) {
+    const OpKernels& op = ops[steps[i].op];
+    out.push_back(steps[i].weight ? &op.weight_grad : &op.input_grad);
+  }
+  return out;
 }
 
 /// The pieces of one layer's forward and backward on one tensor-parallel rank.
@@ -184,30 +281,29 @@ struct LayerPieces {
 };
 
 LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
-                         const node_model::KernelPredictor& pred) {
+                         const KernelTimer& timer) {
   const Sharding shard{p.tp, p.sequence_parallel};
-  const auto fwd = layer_forward_ops(m, w, shard);
-  const auto bwd = backward_ops(fwd);
+  const auto ops = layer_ops(m, w, shard);
   const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
   const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
-  const std::size_t qkv = index_of(fwd, "qkv"), res1 = index_of(fwd, "residual1");
-  const std::size_t fc1 = index_of(fwd, "fc1"), res2 = index_of(fwd, "residual2");
-  LayerPieces lp{PieceList(pred), PieceList(pred)};
+  const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1");
+  const std::size_t fc1 = index_of(ops, "fc1"), res2 = index_of(ops, "residual2");
+  LayerPieces lp{PieceList(timer), PieceList(timer)};
 
   // Forward: [ln1] (AG) [qkv .. proj] AR|RS [residual1, ln2] (AG) [fc1 .. fc2] AR|RS [residual2].
   PieceList& f = lp.forward;
   if (!tp) {
-    f.ops("fwd", fwd);
+    f.passes("fwd", forward_passes(ops, 0, ops.size()));
   } else {
-    f.ops("fwd.ln1", fwd, 0, qkv);
+    f.passes("fwd.ln1", forward_passes(ops, 0, qkv));
     if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
-    f.ops("fwd.attn", fwd, qkv, res1);
+    f.passes("fwd.attn", forward_passes(ops, qkv, res1));
     f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-    f.ops("fwd.ln2", fwd, res1, fc1);
+    f.passes("fwd.ln2", forward_passes(ops, res1, fc1));
     if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
-    f.ops("fwd.mlp", fwd, fc1, res2);
+    f.passes("fwd.mlp", forward_passes(ops, fc1, res2));
     f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-    f.ops("fwd.res2", fwd, res2, fwd.size());
+    f.passes("fwd.res2", forward_passes(ops, res2, ops.size()));
   }
 
   PieceList& b = lp.backward;
@@ -215,40 +311,42 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   if (p.recompute == Recompute::Selective) {
     // Recompute the attention core: scores to context (scale, mask, softmax,
     // dropout in between).
-    const std::vector<Op> core(fwd.begin() + static_cast<std::ptrdiff_t>(index_of(fwd, "scores")),
-                               fwd.begin() + static_cast<std::ptrdiff_t>(index_of(fwd, "context")) + 1);
-    b.ops("bwd.recompute", core);
+    b.passes("bwd.recompute", forward_passes(ops, index_of(ops, "scores"), index_of(ops, "context") + 1));
   }
-  // Backward kernels in order; find the cut points by name.
-  auto at = [&](std::string_view n) { return index_of(bwd, n); };
+  const auto steps = backward_steps(ops);
+  auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
   if (!tp) {
-    b.ops("bwd", bwd);
+    b.passes("bwd", range(0, steps.size()));
     return lp;
   }
-  const std::size_t fc2_dgrad = at("fc2.dgrad"), fc1_dgrad = at("fc1.dgrad"), fc1_wgrad = at("fc1.wgrad");
-  const std::size_t proj_dgrad = at("proj.dgrad"), qkv_dgrad = at("qkv.dgrad"), qkv_wgrad = at("qkv.wgrad");
+  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false), fc1_dgrad = step_of(ops, steps, "fc1", false);
+  const std::size_t fc1_wgrad = step_of(ops, steps, "fc1", true), proj_dgrad = step_of(ops, steps, "proj", false);
+  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false), qkv_wgrad = step_of(ops, steps, "qkv", true);
   // Column-parallel linears: the input gradient is all-reduced (reduce-
   // scattered with SP) while the weight gradient is computed (Megatron's
-  // async tensor-parallel communication). With SP the gradient entering each
-  // row-parallel linear is all-gathered first, and the column-parallel input
-  // is re-gathered for its weight gradient.
-  b.ops("bwd.res2", bwd, 0, fc2_dgrad);
+  // async tensor-parallel communication; with tp_comm_overlap off the
+  // all-reduce blocks). With SP the gradient entering each row-parallel
+  // linear is all-gathered first, and the column-parallel input is
+  // re-gathered for its weight gradient.
+  const bool overlap = p.tp_comm_overlap;
+  const CollectiveKind grad_kind = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  b.passes("bwd.res2", range(0, fc2_dgrad));
   if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.ops("bwd.mlp", bwd, fc2_dgrad, fc1_dgrad);
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, true);
-  b.ops("bwd.fc1.dgrad", bwd, fc1_dgrad, fc1_wgrad);
-  b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act, true);
-  b.ops("bwd.fc1.wgrad", bwd, fc1_wgrad, fc1_wgrad + 1);
+  b.passes("bwd.mlp", range(fc2_dgrad, fc1_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+  b.passes("bwd.fc1.dgrad", range(fc1_dgrad, fc1_wgrad));
+  b.comm("bwd.tp", grad_kind, act, overlap);
+  b.passes("bwd.fc1.wgrad", range(fc1_wgrad, fc1_wgrad + 1));
   b.split();
-  b.ops("bwd.ln2", bwd, fc1_wgrad + 1, proj_dgrad);
+  b.passes("bwd.ln2", range(fc1_wgrad + 1, proj_dgrad));
   if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.ops("bwd.attn", bwd, proj_dgrad, qkv_dgrad);
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, true);
-  b.ops("bwd.qkv.dgrad", bwd, qkv_dgrad, qkv_wgrad);
-  b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act, true);
-  b.ops("bwd.qkv.wgrad", bwd, qkv_wgrad, qkv_wgrad + 1);
+  b.passes("bwd.attn", range(proj_dgrad, qkv_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+  b.passes("bwd.qkv.dgrad", range(qkv_dgrad, qkv_wgrad));
+  b.comm("bwd.tp", grad_kind, act, overlap);
+  b.passes("bwd.qkv.wgrad", range(qkv_wgrad, qkv_wgrad + 1));
   b.split();
-  b.ops("bwd.ln1", bwd, qkv_wgrad + 1, bwd.size());
+  b.passes("bwd.ln1", range(qkv_wgrad + 1, steps.size()));
   return lp;
 }
 
@@ -306,7 +404,7 @@ std::int32_t bind(Groups& groups, const ParallelPlan& plan, const RankCoord& me,
 /// group's collectives in the same order, so they derive the same id.
 class ProgramBuilder {
  public:
-  explicit ProgramBuilder(Program& prog) : prog_(prog) {}
+  ProgramBuilder(Program& prog, const KernelTimer& timer) : prog_(prog), timer_(timer) {}
 
   std::int32_t slot(const SlotRole& role) {
     for (std::size_t s = 0; s < roles_.size(); ++s) {
@@ -318,12 +416,18 @@ class ProgramBuilder {
   }
   [[nodiscard]] const std::vector<SlotRole>& roles() const { return roles_; }
 
-  TaskIndex compute(std::string_view name, Time duration, Flops flops, std::vector<TaskIndex> deps = {}) {
+  TaskIndex compute(std::string_view name, Time duration, Flops flops, std::vector<TaskIndex> deps = {},
+                    const HostShape& host = {}, Time host_extra = Time::zero()) {
     Task t;
     t.name = prog_.keep_name(name);
     t.kind = TaskKind::Compute;
     t.duration = duration;
     t.flops = flops;
+    if (timer_.host_model() && (host.any || host_extra > Time::zero())) {
+      // Host work before the launches (host_extra) delays them all.
+      t.host_issue = Time::from_seconds(static_cast<double>(host.launches) * timer_.per_launch_s()) + host_extra;
+      t.host_span = std::max(duration, Time::from_seconds(host.span_s) + host_extra);
+    }
     t.deps = std::move(deps);
     if (last_compute_ >= 0) t.deps.push_back(last_compute_);
     last_compute_ = push(std::move(t));
@@ -340,6 +444,7 @@ class ProgramBuilder {
     t.collective_id = seq_[static_cast<std::size_t>(slot)]++;
     t.bytes = bytes;
     t.deps = std::move(deps);
+    if (timer_.host_model()) t.host_issue = Time::from_seconds(timer_.per_launch_s());  // one NCCL call
     return push(std::move(t));
   }
 
@@ -352,7 +457,7 @@ class ProgramBuilder {
       name_.assign(prefix);
       name_ += p.name;
       if (p.compute) {
-        compute(name_, p.duration, p.flops, std::move(wait_next));
+        compute(name_, p.duration, p.flops, std::move(wait_next), p.host);
         wait_next = std::move(wait_after);
         wait_after.clear();
         continue;
@@ -378,12 +483,31 @@ class ProgramBuilder {
     return static_cast<TaskIndex>(prog_.tasks.size() - 1);
   }
   Program& prog_;
+  const KernelTimer& timer_;
   TaskIndex last_compute_ = -1;
   std::vector<SlotRole> roles_;
   std::vector<std::int64_t> seq_;  // per slot: collectives issued so far
   std::vector<TaskIndex> pending_;
   std::string name_;  // scratch
 };
+
+/// Weight, bias and norm tensors of one transformer layer (QKV, projection,
+/// fc1, fc2 weights and biases; two layer norms' gains and biases).
+constexpr std::int64_t kTensorsPerLayer = 12;
+
+/// Megatron's pipeline exchanges (p2p_communication._communicate) end with
+/// torch.cuda.synchronize(): the host waits once a run of consecutive
+/// send/recv tasks (a combined send-and-receive) has been issued.
+void mark_pipeline_syncs(Program& prog) {
+  auto& ts = prog.tasks;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    const bool p2p = ts[i].kind == TaskKind::Collective && ts[i].collective == CollectiveKind::SendRecv;
+    if (!p2p) continue;
+    const bool next_p2p = i + 1 < ts.size() && ts[i + 1].kind == TaskKind::Collective &&
+                          ts[i + 1].collective == CollectiveKind::SendRecv;
+    if (!next_p2p) ts[i].host_sync = true;
+  }
+}
 
 }  // namespace
 
@@ -416,25 +540,33 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   const Bytes pipe_msg = sp ? Bytes(act.count() / plan.tp) : act;
 
   // Costs shared by every rank.
-  const LayerPieces layer = layer_pieces(model, work, plan, predictor);
-  PieceList embed_f(predictor), embed_b(predictor), head_f(predictor), head_b(predictor);
+  const KernelTimer timer(predictor, work.host);
+  const LayerPieces layer = layer_pieces(model, work, plan, timer);
+  PieceList embed_f(timer), embed_b(timer), head_f(timer), head_b(timer);
   {
-    const auto ef = embedding_forward_ops(model, work, shard);
-    embed_f.ops("fwd", ef);
+    const auto ef = embedding_ops(model, work, shard);
+    embed_f.passes("fwd", forward_passes(ef, 0, ef.size()));
     if (tp) embed_f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
     if (sp) embed_b.comm("bwd.tp", CollectiveKind::AllGather, act);
-    embed_b.ops("bwd", backward_ops(ef));
-    const auto hf = lm_head_forward_ops(model, work, shard);
-    head_f.ops("fwd", hf, 0, 1);
+    const auto esteps = backward_steps(ef);
+    embed_b.passes("bwd", backward_passes(ef, esteps, 0, esteps.size()));
+    const auto hf = lm_head_ops(model, work, shard);
+    head_f.passes("fwd", forward_passes(hf, 0, 1));
     if (sp) head_f.comm("fwd.tp", CollectiveKind::AllGather, act);
-    head_f.ops("fwd", hf, 1, hf.size());
-    const auto hb = backward_ops(hf);  // loss, lm_head dgrad, wgrad, ln_f
-    head_b.ops("bwd", hb, 0, hb.size() - 1);
+    head_f.passes("fwd", forward_passes(hf, 1, hf.size()));
+    // Loss, LM-head dgrad and wgrad; the TP reduction of the LM head's input
+    // gradient; the final layer norm.
+    const auto hsteps = backward_steps(hf);
+    const std::size_t ln_f = step_of(hf, hsteps, "ln_f", false);
+    head_b.passes("bwd", backward_passes(hf, hsteps, 0, ln_f));
     if (tp) head_b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-    head_b.ops("bwd", hb, hb.size() - 1, hb.size());
+    head_b.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size()));
   }
-  const std::int64_t layer_grad_bytes = model.params_per_layer_per_tp_rank(plan.tp) * pbytes;
-  const std::int64_t word_params = vocab_per_tp(model, plan.tp) * model.hidden;
+  const node_model::OpRules rules = work.rules();
+  const std::int64_t gbytes = dtype_bytes(rules.grad_dtype());  // gradients as reduced
+  const std::int64_t layer_grad_bytes = model.params_per_layer_per_tp_rank(plan.tp) * gbytes;
+  const std::int64_t word_params = padded_vocab_per_rank(model, work, plan.tp) * model.hidden;
+  const bool sync_after_backward = plan.resolved_grad_sync(work) == GradSync::AfterBackward;
 
   // One program per pipeline stage: every (tp, dp) rank of a stage runs the
   // same tasks; only the groups its slots name differ.
@@ -443,7 +575,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   std::string tag, prefix;
   for (int stage = 0; stage < p; ++stage) {
     Program prog;
-    ProgramBuilder rb(prog);
+    ProgramBuilder rb(prog, timer);
     const std::int32_t tp_group = tp ? rb.slot({kTensor}) : -1;
     const std::int32_t dp_group = plan.dp > 1 ? rb.slot({kData}) : -1;
     auto pipe_group = [&](int from_stage, int to_stage, int purpose) {
@@ -483,7 +615,9 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     };
     auto produced = [&](std::int64_t bytes, TaskIndex task) {
       pending_bytes += bytes;
-      if (pending_bytes >= plan.bucket_size.count()) flush(task);
+      // Megatron's DDP reduces the whole gradient buffer after the backward;
+      // PyTorch DDP a bucket as soon as it is full (overlapping the backward).
+      if (!sync_after_backward && pending_bytes >= plan.bucket_size.count()) flush(task);
     };
     // `tag` + `suffix`, in a reused buffer.
     auto named = [&](std::string_view suffix) -> const std::string& {
@@ -543,7 +677,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       if (k == V - 1) {
         rb.pieces(head_b.pieces(), named("lm_head."), tp_group, std::move(first));
         first = rb.take_pending();
-        if (last_mb && p > 1) produced((word_params + 2 * model.hidden) * pbytes, rb.last_compute());
+        if (last_mb && p > 1) produced((word_params + 2 * model.hidden) * gbytes, rb.last_compute());
       } else {
         const int from = (k + 1) % p;
         first.push_back(rb.collective(named("pp.recv_gradient"), CollectiveKind::SendRecv,
@@ -565,7 +699,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       }
       if (!first.empty()) rb.compute(named("bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
       if (k == 0 && last_mb) {
-        produced((word_params + work.seq_len * model.hidden + (p == 1 ? 2 * model.hidden : 0)) * pbytes,
+        produced((word_params + work.seq_len * model.hidden + (p == 1 ? 2 * model.hidden : 0)) * gbytes,
                  rb.last_compute());
       }
       if (k != 0) {
@@ -580,26 +714,38 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     std::vector<TaskIndex> before_step = grad_sync;
     if (p > 1 && (stage == 0 || stage == p - 1)) {
       before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce,
-                                          rb.slot({kEmbedding, 0, p - 1}), Bytes(word_params * pbytes),
+                                          rb.slot({kEmbedding, 0, p - 1}), Bytes(word_params * gbytes),
                                           {last_compute}));
+    }
+    if (timer.host_model()) {
+      // Megatron's step starts with .item() calls (the fp16 inf check, the
+      // gradient norm): the host waits for the gradients to be reduced.
+      const TaskIndex sync = rb.compute("optimizer.sync", Time::zero(), Flops(), std::move(before_step));
+      prog.tasks[static_cast<std::size_t>(sync)].host_sync = true;
+      before_step.clear();
     }
     // Optimizer step over this rank's (shard of the) parameters.
     const std::int64_t params = sum.params_per_stage[static_cast<std::size_t>(stage)];
     const std::int64_t step_params = plan.zero_stage >= 1 ? (params + plan.dp - 1) / plan.dp : params;
-    Time opt;
-    const auto opt_ops = plan.fused_optimizer
-                             ? fused_optimizer_ops(step_params, node_model::DType::FP32, plan.grad_clipping)
-                             : optimizer_ops(step_params, node_model::DType::FP32);
-    for (const Op& op : opt_ops) opt += predictor.predict(op.kernel);
-    const TaskIndex step = rb.compute("optimizer", opt, Flops(), std::move(before_step));
+    std::int64_t layers_here = 0;
+    for (int c = 0; c < v; ++c) layers_here += sum.chunk_layers[static_cast<std::size_t>(c * p + stage)];
+    const int tensors = static_cast<int>(layers_here * kTensorsPerLayer + 4);
+    const Pass opt_pass = rules.optimizer(step_params, tensors, plan.fused_optimizer, plan.grad_clipping);
+    PieceList opt_piece(timer);
+    opt_piece.passes("optimizer", {&opt_pass});
+    const Piece& opt = opt_piece.pieces().front();
+    const TaskIndex step =
+        rb.compute("optimizer", opt.duration, Flops(), std::move(before_step), opt.host, work.host.per_iteration);
+    prog.tasks[static_cast<std::size_t>(step)].host_sync = timer.host_model();
     if (plan.zero_stage >= 1 && plan.zero_stage <= 2 && dp_group >= 0) {
       // Distributed optimizer: gather the updated parameters, bucket by bucket.
       for (std::size_t b = 0; b < bucket_bytes.size(); ++b) {
-        const std::int64_t bytes = bucket_bytes[b];  // same element size for parameters and gradients
+        const std::int64_t bytes = bucket_bytes[b] / gbytes * pbytes;  // parameters in the model's dtype
         rb.collective(fmt::format("dp.param_all_gather.bucket{:03}", b), CollectiveKind::AllGather, dp_group,
                       Bytes(bytes), {step});
       }
     }
+    if (timer.host_model()) mark_pipeline_syncs(prog);
     stage_roles[static_cast<std::size_t>(stage)] = rb.roles();
     out.graph.add_program(std::move(prog));
   }

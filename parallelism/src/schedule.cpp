@@ -40,6 +40,27 @@ Recompute parse_recompute(std::string_view text) {
   throw InputError(fmt::format("unknown recompute '{}' (expected none, selective or full)", text));
 }
 
+std::string_view to_string(GradSync g) {
+  switch (g) {
+    case GradSync::Auto: return "auto";
+    case GradSync::Overlapped: return "overlapped";
+    case GradSync::AfterBackward: return "after-backward";
+  }
+  return "?";
+}
+
+GradSync parse_grad_sync(std::string_view text) {
+  if (text == "auto") return GradSync::Auto;
+  if (text == "overlapped") return GradSync::Overlapped;
+  if (text == "after-backward") return GradSync::AfterBackward;
+  throw InputError(fmt::format("unknown grad_sync '{}' (expected auto, overlapped or after-backward)", text));
+}
+
+GradSync ParallelPlan::resolved_grad_sync(const Workload& work) const {
+  if (grad_sync != GradSync::Auto) return grad_sync;
+  return work.framework == node_model::Framework::Megatron ? GradSync::AfterBackward : GradSync::Overlapped;
+}
+
 std::int64_t ParallelPlan::micro_batches(std::int64_t micro_batch) const {
   if (global_batch == 0) return 1;
   return global_batch / (static_cast<std::int64_t>(dp) * micro_batch);

@@ -96,7 +96,14 @@ void TaskGraph::validate() const {
                                        p, i, t.name, d));
         }
       }
+      if (t.host_issue < Time::zero() || t.host_span < Time::zero()) {
+        throw InputError(fmt::format("task graph: program {} task '{}' has a negative host time", p, t.name));
+      }
       if (t.kind == TaskKind::Compute) {
+        if (t.host_span > Time::zero() && t.host_span < t.duration) {
+          throw InputError(fmt::format("task graph: program {} task '{}' has a host span shorter than its duration",
+                                       p, t.name));
+        }
         if (t.duration < Time::zero()) {
           throw InputError(
               fmt::format("task graph: program {} task '{}' has a negative duration", p, t.name));

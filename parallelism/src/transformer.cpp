@@ -78,11 +78,6 @@ void check_workload(const Workload& w) {
   if (w.micro_batch <= 0) throw InputError(fmt::format("micro-batch must be positive (got {})", w.micro_batch));
   if (w.seq_len <= 0) throw InputError(fmt::format("sequence length must be positive (got {})", w.seq_len));
 }
-
-struct LinearShape {
-  const char* name;
-  std::int64_t n, k;
-};
 }  // namespace
 
 const TransformerConfig& model_preset(std::string_view name) {
@@ -100,11 +95,21 @@ std::vector<std::string> model_preset_names() {
   return out;
 }
 
-std::vector<Op> layer_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+std::int64_t padded_vocab_per_rank(const TransformerConfig& m, const Workload& w, std::int64_t tp) {
+  if (w.framework == node_model::Framework::Megatron) {
+    // make_vocab_size_divisible_by = 128, times the tensor-parallel size.
+    const std::int64_t multiple = 128 * tp;
+    return (m.vocab + multiple - 1) / multiple * multiple / tp;
+  }
+  return (m.vocab + tp - 1) / tp;
+}
+
+std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
   m.validate();
   check_workload(w);
   check_sharding(m, w, shard);
-  const auto dt = w.dtype;
+  const node_model::OpRules r = w.rules();
+  const bool megatron = w.framework == node_model::Framework::Megatron;
   const std::int64_t tp = shard.tp;
   const std::int64_t t = w.micro_batch * w.seq_len;               // tokens
   const std::int64_t tv = shard.sequence_parallel ? t / tp : t;   // tokens of the norms and residuals
@@ -112,150 +117,86 @@ std::vector<Op> layer_forward_ops(const TransformerConfig& m, const Workload& w,
   const std::int64_t d = m.hidden / m.heads;
   const std::int64_t heads = m.heads / tp, kv = m.kv_heads_or_heads() / tp;
   const std::int64_t bh = w.micro_batch * heads;
-  std::vector<Op> ops{
-      {"ln1", Kernel::vector(KernelOp::LayerNorm, tv, h, dt)},
-      {"qkv", Kernel::gemm(KernelOp::Linear, 1, t, (heads + 2 * kv) * d, h, dt)},
-      {"scores", Kernel::gemm(KernelOp::Bmm, bh, s, s, d, dt)},
-  };
-  if (dt == node_model::DType::FP32) {
-    // Megatron's FusedScaleMaskSoftmax has CUDA kernels for 16-bit inputs
-    // only; in FP32 it takes the torch path: query-key layer-scaling
-    // multiply, causal masked_fill_, softmax (three kernels).
-    ops.push_back({"scale", Kernel::vector(KernelOp::DivU, bh * s, s, dt)});
-    ops.push_back({"mask", Kernel::vector(KernelOp::MulU, bh * s, s, dt)});
-  }
-  // 16-bit: scale, mask and softmax are the one fused kernel.
-  for (Op op : std::vector<Op>{
-           {"softmax", Kernel::vector(KernelOp::Softmax, bh * s, s, dt)},
-           {"attn_dropout", Kernel::vector(KernelOp::Mul, bh * s, s, dt)},
-           {"context", Kernel::gemm(KernelOp::Bmm, bh, s, d, s, dt)},
-      // [b, heads, s, d] -> [s, b, heads * d]: permute(...).contiguous().
-      {"context_copy", Kernel::vector(KernelOp::Copy, t, heads * d, dt)},
-      {"proj", Kernel::gemm(KernelOp::Linear, 1, t, h, heads * d, dt)},
-      {"residual1", Kernel::vector(KernelOp::Add, tv, h, dt)},
-      {"ln2", Kernel::vector(KernelOp::LayerNorm, tv, h, dt)},
-      {"fc1", Kernel::gemm(KernelOp::Linear, 1, t, (m.gated_mlp ? 2 : 1) * f, h, dt)},
-      {"gelu", Kernel::vector(KernelOp::Gelu, t, f, dt)},
-       }) {
-    ops.push_back(std::move(op));
-  }
-  if (m.gated_mlp) ops.push_back({"gate", Kernel::vector(KernelOp::Mul, t, f, dt)});
-  ops.push_back({"fc2", Kernel::gemm(KernelOp::Linear, 1, t, h, f, dt)});
-  ops.push_back({"residual2", Kernel::vector(KernelOp::Add, tv, h, dt)});
+  // Megatron adds the biases of the row-parallel linears and of fc1 inside
+  // its fused kernels (skip_bias_add); eager adds them in the GEMM.
+  const bool linear_bias = !megatron;
+  std::vector<OpKernels> ops;
+  ops.push_back(r.layer_norm("ln1", tv, h));
+  ops.push_back(r.linear("qkv", t, h, (heads + 2 * kv) * d, true));
+  ops.push_back(r.bmm("scores", bh, s, s, d));
+  for (auto& op : r.attention_softmax("", bh * s, s)) ops.push_back(std::move(op));
+  ops.push_back(r.dropout("attn_dropout", bh * s, s));
+  ops.push_back(r.bmm("context", bh, s, d, s));
+  // [b, heads, s, d] -> [s, b, heads * d]: permute(...).contiguous().
+  ops.push_back(r.copy("context_copy", t * heads * d));
+  ops.push_back(r.linear("proj", t, heads * d, h, linear_bias));
+  ops.push_back(r.bias_dropout_add("residual1", tv, h));
+  ops.push_back(r.layer_norm("ln2", tv, h));
+  ops.push_back(r.linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias));
+  ops.push_back(r.bias_gelu("gelu", t, f));
+  if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, t, f, 2));
+  ops.push_back(r.linear("fc2", t, f, h, linear_bias));
+  ops.push_back(r.bias_dropout_add("residual2", tv, h));
   return ops;
 }
 
-namespace {
-/// Backward of a forward op: GEMMs become a data-gradient and a weight-gradient
-/// GEMM (both of the forward's FLOPs); vector ops become one kernel of the same
-/// shape that reads the incoming gradient and the saved input.
-void append_backward(const Op& fwd, std::vector<Op>& out) {
-  const Kernel& k = fwd.kernel;
-  if (k.op == KernelOp::Linear) {
-    const std::int64_t rows = k.b * k.m;
-    out.push_back({fwd.name + ".dgrad", Kernel::gemm(KernelOp::Linear, 1, rows, k.k, k.n, k.dtype)});
-    out.push_back({fwd.name + ".wgrad", Kernel::gemm(KernelOp::Linear, 1, k.k, k.n, rows, k.dtype)});
-    return;
-  }
-  if (k.op == KernelOp::Bmm) {
-    out.push_back({fwd.name + ".grad_a", Kernel::gemm(KernelOp::Bmm, k.b, k.m, k.k, k.n, k.dtype)});
-    out.push_back({fwd.name + ".grad_b", Kernel::gemm(KernelOp::Bmm, k.b, k.k, k.n, k.m, k.dtype)});
-    return;
-  }
-  if (k.op == KernelOp::Softmax) {
-    const auto bw = node_model::softmax_backward(k);
-    out.push_back({fwd.name + ".grad", bw[0]});
-    out.push_back({fwd.name + ".grad_dot", bw[1]});
-    return;
-  }
-  // Adds, scalar ops (divide, masked_fill) and copies have a gradient kernel of
-  // their own kind; anything else reads the incoming gradient and a saved tensor.
-  const bool same = k.op == KernelOp::Add || k.op == KernelOp::DivU || k.op == KernelOp::MulU || k.op == KernelOp::Copy;
-  const KernelOp op = same ? k.op : KernelOp::Mul;
-  for (int i = 0; i < fwd.backward_kernels; ++i) {
-    out.push_back({fwd.name + ".grad", Kernel::vector(op, k.b, k.h, k.dtype)});
-  }
-}
-
-}  // namespace
-
-std::vector<Op> backward_ops(const std::vector<Op>& forward) {
-  std::vector<Op> out;
-  for (auto it = forward.rbegin(); it != forward.rend(); ++it) append_backward(*it, out);
-  return out;
-}
-
-std::vector<Op> layer_backward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
-  return backward_ops(layer_forward_ops(m, w, shard));
-}
-
-std::vector<Op> embedding_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+std::vector<OpKernels> embedding_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
   m.validate();
   check_workload(w);
   check_sharding(m, w, shard);
+  const node_model::OpRules r = w.rules();
   const std::int64_t t = w.micro_batch * w.seq_len;
   const std::int64_t tv = shard.sequence_parallel ? t / shard.tp : t;
   return {
-      {"embedding", Kernel::vector(KernelOp::Copy, t, m.hidden, w.dtype)},
-      {"position", Kernel::vector(KernelOp::Add, tv, m.hidden, w.dtype)},
+      r.embedding("embedding", t, padded_vocab_per_rank(m, w, shard.tp), m.hidden),
+      r.embedding("position", t, w.seq_len, m.hidden),
+      r.elementwise("embedding_add", KernelOp::Add, tv, m.hidden, 0),
+      r.dropout("embedding_dropout", tv, m.hidden),
   };
 }
 
-std::vector<Op> lm_head_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+std::vector<OpKernels> lm_head_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
   m.validate();
   check_workload(w);
   check_sharding(m, w, shard);
+  const node_model::OpRules r = w.rules();
   const std::int64_t t = w.micro_batch * w.seq_len;
   const std::int64_t tv = shard.sequence_parallel ? t / shard.tp : t;
-  const std::int64_t v = (m.vocab + shard.tp - 1) / shard.tp;  // vocabulary-parallel
-  // Megatron's vocab_parallel_cross_entropy on the FP32 logits (t x v per
-  // rank): max and sum reductions (one read each, counted together as one
-  // read-write pass), in-place subtract of the max, exp, divide by the sum.
-  // Its backward is one in-place multiply of the saved softmax (loss.normalize).
-  // Elementwise, so the logits are streamed as flat rows (flat_stream).
+  const std::int64_t v = padded_vocab_per_rank(m, w, shard.tp);
+  std::vector<OpKernels> ops;
+  ops.push_back(r.layer_norm("ln_f", tv, m.hidden));
+  // The LM head shares the word embedding's weight: its weight gradient is
+  // the GEMM alone (the embedding accumulates the tied gradient).
+  OpKernels head = r.linear("lm_head", t, m.hidden, v, false);
+  head.weight_grad.kernels.resize(1);
+  head.weight_grad.launches = 1;
+  head.params = 0;
+  ops.push_back(std::move(head));
+  // Vocabulary-parallel cross-entropy on FP32 logits (t x v per rank): the
+  // conversion of 16-bit logits to FP32, the max and sum reductions (one read
+  // each, counted together as one read-write pass), the in-place subtract of
+  // the max, the exp, the divide by the sum. Its backward is one in-place
+  // multiply of the saved softmax (and the conversion back to 16 bits).
   const std::int64_t logits = t * v;
-  return {
-      {"ln_f", Kernel::vector(KernelOp::LayerNorm, tv, m.hidden, w.dtype)},
-      {"lm_head", Kernel::gemm(KernelOp::Linear, 1, t, v, m.hidden, w.dtype)},
-      {"loss.reductions", flat_stream(KernelOp::MulU, logits, w.dtype), 0},
-      {"loss.shift", flat_stream(KernelOp::MulU, logits, w.dtype), 0},
-      {"loss.exp", flat_stream(KernelOp::MulU, logits, w.dtype), 0},
-      {"loss.normalize", flat_stream(KernelOp::MulU, logits, w.dtype), 1},
+  const node_model::DType f32 = node_model::DType::FP32;
+  auto pass = [&](const char* name, int backward) {
+    OpKernels op;
+    op.name = name;
+    op.forward.add(node_model::flat_kernel(KernelOp::MulU, logits, f32));
+    for (int i = 0; i < backward; ++i) op.input_grad.add(node_model::flat_kernel(KernelOp::MulU, logits, f32));
+    return op;
   };
-}
-
-Kernel flat_stream(KernelOp op, std::int64_t elements, node_model::DType dtype) {
-  if (elements <= 0) throw InputError(fmt::format("flat_stream: element count must be positive (got {})", elements));
-  const std::int64_t rows = (elements + kFlatStreamRow - 1) / kFlatStreamRow;
-  return Kernel::vector(op, rows, kFlatStreamRow, dtype);
-}
-
-std::vector<Op> optimizer_ops(std::int64_t params, node_model::DType state_dtype) {
-  if (params <= 0) throw InputError(fmt::format("optimizer: parameter count must be positive (got {})", params));
-  const auto dt = state_dtype;
-  return {
-      {"adam.m_decay", flat_stream(KernelOp::MulU, params, dt)},
-      {"adam.m_update", flat_stream(KernelOp::Add, params, dt)},
-      {"adam.v_decay", flat_stream(KernelOp::MulU, params, dt)},
-      {"adam.v_update", flat_stream(KernelOp::Mul, params, dt)},
-      {"adam.step", flat_stream(KernelOp::Div, params, dt)},
-      {"adam.apply", flat_stream(KernelOp::Add, params, dt)},
-  };
-}
-
-std::vector<Op> fused_optimizer_ops(std::int64_t params, node_model::DType state_dtype, bool clip_gradients) {
-  if (params <= 0) throw InputError(fmt::format("optimizer: parameter count must be positive (got {})", params));
-  const auto dt = state_dtype;
-  // Memory traffic as kernels of the same size: Add moves 3 streams, MulU 2.
-  std::vector<Op> ops{
-      {"fused_adam.read_pg", flat_stream(KernelOp::Add, params, dt)},
-      {"fused_adam.moments", flat_stream(KernelOp::Add, params, dt)},
-      {"fused_adam.write_v", flat_stream(KernelOp::MulU, (params + 1) / 2, dt)},
-  };
-  if (clip_gradients) {
-    ops.push_back({"clip.grad_norm", flat_stream(KernelOp::MulU, (params + 1) / 2, dt)});
-    ops.push_back({"clip.rescale", flat_stream(KernelOp::MulU, params, dt)});
+  if (node_model::dtype_bytes(w.dtype) == 2) {
+    OpKernels cvt;
+    cvt.name = "loss.to_fp32";
+    cvt.forward.add(node_model::memory_pass(logits * 6, f32));
+    cvt.input_grad.add(node_model::memory_pass(logits * 6, f32));
+    ops.push_back(std::move(cvt));
   }
+  ops.push_back(pass("loss.reductions", 0));
+  ops.push_back(pass("loss.shift", 0));
+  ops.push_back(pass("loss.exp", 0));
+  ops.push_back(pass("loss.normalize", 1));
   return ops;
 }
 

@@ -4,7 +4,7 @@
 
 #include "tessera/error.hpp"
 #include "tessera/node_model/roofline.hpp"
-#include "tessera/parallelism/data_parallel.hpp"
+#include "tessera/parallelism/plan.hpp"
 
 using namespace tessera;
 using namespace tessera::parallelism;
@@ -20,44 +20,54 @@ TEST(Transformer, Gpt2LargeParameterCount) {
 
 TEST(Transformer, LayerFlopsMatchTheTextbook) {
   const auto& m = model_preset("gpt3-xl");
-  Workload w{2, 2048, DType::BF16};
-  double gemm = 0;
-  for (const auto& op : layer_forward_ops(m, w)) {
-    if (node_model::is_gemm(op.kernel.op)) gemm += op.kernel.flops().count();
+  for (auto fw : {node_model::Framework::Megatron, node_model::Framework::PyTorchEager}) {
+    Workload w{2, 2048, DType::BF16, fw};
+    double gemm = 0, bwd = 0;
+    for (const auto& op : layer_ops(m, w)) {
+      for (const auto& k : op.forward.kernels) {
+        if (node_model::is_gemm(k.op)) gemm += k.flops().count();
+      }
+      for (const auto* pass : {&op.input_grad, &op.weight_grad}) {
+        for (const auto& k : pass->kernels) {
+          if (node_model::is_gemm(k.op)) bwd += k.flops().count();
+        }
+      }
+    }
+    // Forward GEMM FLOPs per layer: 24 b s h^2 + 4 b s^2 h (Megatron's formula, f = 4h).
+    const double b = 2, s = 2048, h = 2048;
+    EXPECT_DOUBLE_EQ(gemm, 24 * b * s * h * h + 4 * b * s * s * h);
+    EXPECT_DOUBLE_EQ(bwd, 2 * gemm);
   }
-  // Forward GEMM FLOPs per layer: 24 b s h^2 + 4 b s^2 h (Megatron's formula, f = 4h).
-  const double b = 2, s = 2048, h = 2048;
-  EXPECT_DOUBLE_EQ(gemm, 24 * b * s * h * h + 4 * b * s * s * h);
-  double bwd = 0;
-  for (const auto& op : layer_backward_ops(m, w)) {
-    if (node_model::is_gemm(op.kernel.op)) bwd += op.kernel.flops().count();
-  }
-  EXPECT_DOUBLE_EQ(bwd, 2 * gemm);
 }
 
 TEST(Transformer, SoftmaxBackwardReadsTheOutputAndItsGradient) {
   const auto& m = model_preset("gpt2-large");
   Workload w{2, 1024, DType::BF16};
-  std::vector<Op> grads;
-  for (const auto& op : layer_backward_ops(m, w)) {
-    if (op.name.rfind("softmax.", 0) == 0) grads.push_back(op);
-  }
+  const auto ops = layer_ops(m, w);
+  const auto it = std::find_if(ops.begin(), ops.end(), [](const OpKernels& o) { return o.name == "softmax"; });
+  ASSERT_NE(it, ops.end());
   // A row pass of the forward's shape plus a binary elementwise pass: two
-  // input streams (y, dy) where the forward has one.
+  // input streams (y, dy) where the forward has one; one fused launch.
+  const auto& grads = it->input_grad.kernels;
   ASSERT_EQ(grads.size(), 2U);
-  EXPECT_EQ(grads[0].kernel.op, node_model::KernelOp::Softmax);
-  EXPECT_EQ(grads[1].kernel.op, node_model::KernelOp::Mul);
+  EXPECT_EQ(it->input_grad.launches, 1);
+  EXPECT_EQ(grads[0].op, node_model::KernelOp::Softmax);
+  EXPECT_EQ(grads[1].op, node_model::KernelOp::Mul);
   for (const auto& g : grads) {
-    EXPECT_EQ(g.kernel.b, 2 * 20 * 1024);  // batch x heads x query rows
-    EXPECT_EQ(g.kernel.h, 1024);
+    EXPECT_EQ(g.b, 2 * 20 * 1024);  // batch x heads x query rows
+    EXPECT_EQ(g.h, 1024);
   }
 }
 
-TEST(DataParallel, OneAllReducePerBucketAfterBackward) {
+TEST(DataParallel, OverlappedBucketsFollowTheBackward) {
   const auto& m = model_preset("gpt2-large");
   node_model::RooflinePredictor pred(node_model::gpu_preset("H100-SXM"));
-  DataParallelPlan plan{4, Bytes(100'000'000)};
-  const auto g = plan_data_parallel(m, Workload{1, 1024, DType::BF16}, plan, pred);
+  ParallelPlan plan;
+  plan.dp = 4;
+  plan.bucket_size = Bytes(100'000'000);
+  plan.grad_sync = GradSync::Overlapped;
+  const Workload w{1, 1024, DType::BF16, node_model::Framework::PyTorchEager};
+  const auto g = plan_training(m, w, plan, pred);
   ASSERT_EQ(g.num_ranks(), 4);
   ASSERT_NO_THROW(g.validate());
   const auto& tasks = g.tasks(0);
@@ -67,9 +77,9 @@ TEST(DataParallel, OneAllReducePerBucketAfterBackward) {
     if (t.kind != TaskKind::Collective) continue;
     ++collectives;
     reduced += t.bytes.count();
-    // Every all-reduce waits for a backward (or the embedding backward) task.
+    // Every all-reduce waits for a backward task.
     ASSERT_EQ(t.deps.size(), 1U);
-    EXPECT_NE(tasks[static_cast<std::size_t>(t.deps[0])].name.find(".bwd"), std::string::npos);
+    EXPECT_NE(tasks[static_cast<std::size_t>(t.deps[0])].name.find("bwd"), std::string::npos);
   }
   const std::int64_t params = m.layers * m.params_per_layer() + m.embedding_params(1024);
   EXPECT_EQ(reduced, params * 2);  // bf16 gradients, every parameter exactly once
@@ -77,16 +87,27 @@ TEST(DataParallel, OneAllReducePerBucketAfterBackward) {
   // (12 buckets for 36 layers), then the 131 MB embedding gradient is its own.
   EXPECT_EQ(collectives, 13);
   EXPECT_EQ(tasks.back().name, "optimizer");
-  EXPECT_EQ(tasks.back().deps.size(), 1U + static_cast<std::size_t>(collectives));
 }
 
-TEST(DataParallel, RejectsBadPlans) {
+TEST(DataParallel, MegatronReducesTheWholeBufferAfterTheBackward) {
   const auto& m = model_preset("gpt2-large");
   node_model::RooflinePredictor pred(node_model::gpu_preset("H100-SXM"));
-  EXPECT_THROW(plan_data_parallel(m, Workload{1, 1024, DType::BF16}, DataParallelPlan{0, Bytes(1)}, pred),
-               InputError);
-  EXPECT_THROW(plan_data_parallel(m, Workload{0, 1024, DType::BF16}, DataParallelPlan{2, Bytes(1)}, pred),
-               InputError);
+  ParallelPlan plan;
+  plan.dp = 4;
+  for (auto dt : {DType::BF16, DType::FP16}) {
+    const Workload w{1, 1024, dt, node_model::Framework::Megatron};
+    EXPECT_EQ(plan.resolved_grad_sync(w), GradSync::AfterBackward);
+    const auto g = plan_training(m, w, plan, pred);
+    std::vector<const Task*> ar;
+    for (const auto& t : g.tasks(0)) {
+      if (t.kind == TaskKind::Collective) ar.push_back(&t);
+    }
+    ASSERT_EQ(ar.size(), 1U);
+    // Megatron pads the vocabulary to a multiple of 128 (50,304 rows) and
+    // keeps FP32 main gradients with bf16, 16-bit ones with fp16.
+    const std::int64_t params = m.layers * m.params_per_layer() + 50304 * 1280 + 1024 * 1280 + 2 * 1280;
+    EXPECT_EQ(ar[0]->bytes.count(), params * (dt == DType::BF16 ? 4 : 2)) << to_string(dt);
+  }
 }
 
 TEST(TaskGraph, ValidateCatchesMismatchedCollectives) {
@@ -115,7 +136,7 @@ TEST(Transformer, Fp32AttentionRunsTheUnfusedSoftmaxPath) {
   const auto& m = model_preset("gpt2-large");
   auto names = [&](DType dt) {
     std::vector<std::string> out;
-    for (const auto& op : layer_forward_ops(m, Workload{1, 1024, dt})) out.push_back(op.name);
+    for (const auto& op : layer_ops(m, Workload{1, 1024, dt})) out.push_back(op.name);
     return out;
   };
   auto has = [](const std::vector<std::string>& v, const char* n) { return std::find(v.begin(), v.end(), n) != v.end(); };
@@ -127,9 +148,15 @@ TEST(Transformer, Fp32AttentionRunsTheUnfusedSoftmaxPath) {
 }
 
 TEST(Transformer, OptimizerStreamsUseMeasuredRowWidths) {
-  // A flat pass over all parameters is rows of kFlatStreamRow elements, never one 1 x N row.
-  for (const auto& op : fused_optimizer_ops(774'030'080, DType::FP32, true)) {
-    EXPECT_EQ(op.kernel.h, kFlatStreamRow) << op.name;
-    EXPECT_GE(op.kernel.b * op.kernel.h, 774'030'080 / 2) << op.name;
+  // A flat pass over all parameters is rows of kFlatRow elements, never one 1 x N row.
+  const node_model::OpRules rules(node_model::Framework::Megatron, DType::BF16);
+  const auto pass = rules.optimizer(774'030'080, 436, true, true);
+  for (const auto& k : pass.kernels) {
+    EXPECT_EQ(k.h, node_model::kFlatRow);
+    EXPECT_GE(k.b * k.h, 774'030'080 / 2);
   }
+  // Multi-tensor launches: 774M parameters are 11,811 chunks of 64 Ki, 37
+  // launches of 320 chunks per pass: norm, rescale, Adam, master copy (4
+  // passes), plus one zeroing launch per tensor.
+  EXPECT_EQ(pass.launches, 4 * 37 + 436);
 }

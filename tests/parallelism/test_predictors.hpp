@@ -7,7 +7,7 @@ namespace tessera::test_support {
 
 /// GEMMs take one picosecond per FLOP; vector kernels and every GEMM that
 /// touches the vocabulary dimension (embedding, LM head; vocab / tp columns
-/// with tp = 1, 2, 4, 8) take no time. So a
+/// with tp = 1, 2, 4, 8, padded or not) take no time. So a
 /// layer's forward takes F = its GEMM FLOPs in ps, its backward exactly 2F,
 /// and nothing else costs anything: pipeline bubbles are exact.
 class LayersOnlyPredictor final : public node_model::KernelPredictor {
@@ -17,8 +17,12 @@ class LayersOnlyPredictor final : public node_model::KernelPredictor {
   [[nodiscard]] Time predict(const node_model::Kernel& k) const override {
     if (!node_model::is_gemm(k.op)) return Time::zero();
     for (std::int64_t tp : {1, 2, 4, 8}) {
+      // Unpadded (PyTorch eager) and padded to 128 x tp (Megatron) rows per rank.
       const std::int64_t v = (vocab_ + tp - 1) / tp;
-      if (k.m == v || k.n == v || k.k == v) return Time::zero();
+      const std::int64_t padded = (vocab_ + 128 * tp - 1) / (128 * tp) * 128;
+      for (std::int64_t x : {v, padded}) {
+        if (k.m == x || k.n == x || k.k == x) return Time::zero();
+      }
     }
     return Time::from_ps(static_cast<std::int64_t>(k.flops().count()));
   }

@@ -19,9 +19,25 @@ struct Simulation {
   /// plan costs by itself (compute + pipeline bubbles).
   Time free_comm_makespan;
   Time free_comm_compute;
+  /// The same run's host wait on the rank with the busiest compute stream
+  /// (parallelism::HostOverhead): time its GPU idled for the host.
+  Time free_comm_host;
   std::vector<double> link_bytes;  ///< per directed link (flow backend)
   std::string ns3_link_csv;        ///< per-link report of the ns-3 backend (ns3 backend)
 };
+
+/// The split of one iteration every report uses (defined here only):
+/// iteration = compute + host + bubble + exposed communication, where
+/// compute is the busiest compute stream, host the time that stream waited
+/// for its host to issue work, bubble the rest of the iteration with free
+/// communication (pipeline fill and drain), and exposed communication what
+/// the real network adds on top.
+struct IterationBreakdown {
+  Time iteration, compute, host, bubble, exposed_comm;
+  /// bubble / (compute + host + bubble): the idle share with free communication.
+  [[nodiscard]] double bubble_fraction() const;
+};
+IterationBreakdown breakdown(const Simulation& sim);
 
 /// Plans the scenario's iteration (its predictor times every kernel), builds
 /// its topology and runs it on the scenario's backend, then once more on a

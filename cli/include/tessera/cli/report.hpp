@@ -30,6 +30,7 @@ struct RunReport {
 
   Time iteration_time;
   Time compute_time;       ///< busiest compute stream
+  Time host_time;          ///< GPU idle waiting for its host to issue work (host model)
   Time bubble_time;        ///< idle time the plan causes with free communication
   Time exposed_comm_time;  ///< the rest: iteration time waiting on the network
   double tflops_per_gpu = 0.0;  ///< model FLOPs per GPU per second

@@ -26,6 +26,18 @@ std::string_view to_string(FabricKind f);
 Backend parse_backend(const std::string& text);  // throws InputError
 std::string_view to_string(Backend b);
 
+/// Fitted constants of the models (docs/calibration.md), each a scenario key
+/// under `calibration:` with the default below and the data it was fit on.
+struct Calibration {
+  /// Host time per kernel launch or collective call of a Megatron rank
+  /// (Python, PyTorch dispatch, CUDA launch).
+  Time host_launch;
+  /// Host time per iteration outside the launches (optimizer bookkeeping).
+  Time host_iteration;
+};
+/// The shipped defaults.
+Calibration default_calibration();
+
 struct Scenario {
   std::string file;
   std::string name;
@@ -40,6 +52,7 @@ struct Scenario {
   topology::FatTreeSpec fat_tree;
   topology::RailOptimizedSpec rail;
   collectives::ExpandOptions collectives;
+  Calibration calibration;
   std::string predictor = "tile-mlp";
   Backend backend = Backend::Flow;
   /// `outputs:` files `tessera run` writes besides its summary (paths

@@ -35,6 +35,9 @@ struct RankResult {
   Time finish;        ///< when the rank's last task ended
   Time compute_busy;  ///< total time its compute stream was busy
   Flops flops;        ///< model FLOPs it executed
+  /// Time its compute stream waited for the host to issue work (host model;
+  /// parallelism::HostOverhead), included in `finish` but not in `compute_busy`.
+  Time host_wait;
 };
 
 struct ExecutionResult {

@@ -56,7 +56,14 @@ std::array<Kernel, 2> softmax_backward(const Kernel& forward);
 class KernelPredictor {
  public:
   virtual ~KernelPredictor() = default;
+  /// The kernel's time as PyTorch eager measures it launched alone from the
+  /// host (NeuSight's measurements): includes the per-launch floor, which is
+  /// mostly host dispatch.
   [[nodiscard]] virtual Time predict(const Kernel& kernel) const = 0;
+  /// The kernel's GPU time when kernels are queued back to back on a stream:
+  /// no host dispatch floor, only the GPU's own. Frameworks whose host is
+  /// modelled explicitly (parallelism::HostOverhead) time kernels with this.
+  [[nodiscard]] virtual Time predict_device(const Kernel& kernel) const { return predict(kernel); }
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual const GpuSpec& gpu() const = 0;
 };

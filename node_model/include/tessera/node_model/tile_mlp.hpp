@@ -185,6 +185,9 @@ class TileMlpPredictor final : public KernelPredictor {
  public:
   TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model);
   [[nodiscard]] Time predict(const Kernel& kernel) const override;
+  /// TEMPORARY (lead's tree, replaced by the tensor-core work): the learned
+  /// time without the eager launch floor, bounded below by a 5 us GPU floor.
+  [[nodiscard]] Time predict_device(const Kernel& kernel) const override;
   [[nodiscard]] std::string_view name() const override { return "tile-mlp"; }
   [[nodiscard]] const GpuSpec& gpu() const override { return gpu_; }
   /// Uncached prediction in milliseconds (for validation and training reports).
@@ -200,6 +203,7 @@ class TileMlpPredictor final : public KernelPredictor {
   Tile tensor_tile_;  ///< tile of 16-bit GEMMs
   int gpu_index_;     ///< the training GPU whose tile table this GPU uses
   ShapeCache cache_;
+  ShapeCache device_cache_;
 };
 
 }  // namespace tessera::node_model

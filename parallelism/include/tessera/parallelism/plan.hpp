@@ -27,6 +27,16 @@ enum class Recompute { None, Selective, Full };
 std::string_view to_string(Recompute r);
 Recompute parse_recompute(std::string_view text);
 
+/// When data-parallel gradients are reduced. Overlapped: PyTorch DDP's
+/// buckets, each reduced as soon as the last micro-batch's backward has
+/// filled it; AfterBackward: one reduction of the whole gradient buffer
+/// after the backward (Megatron-LM's DDP without --overlap-grad-reduce);
+/// Auto: AfterBackward under the Megatron profile, Overlapped under eager.
+enum class GradSync { Auto, Overlapped, AfterBackward };
+std::string_view to_string(GradSync g);
+/// "auto", "overlapped", "after-backward".
+GradSync parse_grad_sync(std::string_view text);
+
 struct ParallelPlan {
   int dp = 1;
   int tp = 1;
@@ -53,6 +63,15 @@ struct ParallelPlan {
   bool fused_optimizer = false;
   /// Clip gradients by their global norm before the step (fused optimizer).
   bool grad_clipping = false;
+  GradSync grad_sync = GradSync::Auto;
+  /// Tensor-parallel backward: the all-reduce (reduce-scatter with SP) of a
+  /// column-parallel linear's input gradient runs while its weight gradient
+  /// is computed (Megatron's async tensor-model-parallel all-reduce); false:
+  /// it blocks the compute stream.
+  bool tp_comm_overlap = true;
+
+  /// The grad-sync mode `Auto` stands for under `work`'s framework.
+  [[nodiscard]] GradSync resolved_grad_sync(const Workload& work) const;
 
   [[nodiscard]] int world_size() const { return dp * tp * pp; }
   /// Micro-batches per pipeline (per replica) and iteration.

@@ -52,6 +52,19 @@ struct Task {
   /// every member whatever its program); unique within the group.
   std::int64_t collective_id = -1;
   Bytes bytes;  ///< per-rank buffer size
+  // Host side (both kinds). A rank's host thread issues its tasks in program
+  // order and runs ahead of the GPU; it waits only at `host_sync` tasks. All
+  // zero (the default): the host is never the bottleneck.
+  /// Host time to issue this task (its kernel launches, or the collective's
+  /// call, plus any host work before them).
+  Time host_issue;
+  /// Compute tasks: from the moment the host starts issuing the task to the
+  /// earliest end of its last kernel when the GPU is idle (its kernels issued
+  /// one by one, each running once issued): at least `duration`; 0 = no bound.
+  Time host_span;
+  /// Once this task is issued the host waits until it and every task issued
+  /// before it have finished (torch.cuda.synchronize, .item()).
+  bool host_sync = false;
   /// Earlier tasks of the same program that must finish first.
   std::vector<TaskIndex> deps;
 };

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "tessera/node_model/kernel.hpp"
+#include "tessera/node_model/workload.hpp"
+#include "tessera/units.hpp"
 
 namespace tessera::parallelism {
 
@@ -40,10 +42,27 @@ struct TransformerConfig {
 const TransformerConfig& model_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
 
+/// Host (CPU) cost of launching work, for frameworks whose host thread issues
+/// every kernel (Megatron: one Python process per GPU). Zero: the host is
+/// never the bottleneck (the node model's per-kernel floors stand in for it,
+/// as in PyTorch-eager measurements).
+struct HostOverhead {
+  Time per_launch;     ///< host time per kernel launch or collective call
+  Time per_iteration;  ///< host work of one iteration outside the launches (optimizer logic, bookkeeping)
+  [[nodiscard]] bool enabled() const { return per_launch > Time::zero() || per_iteration > Time::zero(); }
+};
+
 struct Workload {
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 0;
   node_model::DType dtype = node_model::DType::FP32;
+  /// Which kernels run and how (node_model/workload.hpp): Megatron-LM's
+  /// fused kernels and mixed-precision machinery, or PyTorch eager.
+  node_model::Framework framework = node_model::Framework::Megatron;
+  node_model::ProfileOptions profile;
+  HostOverhead host;
+
+  [[nodiscard]] node_model::OpRules rules() const { return node_model::OpRules(framework, dtype, profile); }
 };
 
 /// How one rank's share of a layer is cut (Megatron-LM tensor parallelism).
@@ -58,47 +77,25 @@ struct Sharding {
 /// (and, with sequence parallelism, the sequence length).
 void check_sharding(const TransformerConfig& m, const Workload& w, const Sharding& s);
 
-struct Op {
-  std::string name;
-  node_model::Kernel kernel;
-  /// Gradient kernels of a vector op in backward (GEMMs always get a data- and
-  /// a weight-gradient GEMM): 1, or 0 for passes whose gradient is folded into
-  /// another kernel (the cross-entropy's intermediate passes).
-  int backward_kernels = 1;
-};
+using node_model::OpKernels;
+using node_model::Pass;
 
-/// Row width of flat streams (kFlatStreamRow elements per row).
-inline constexpr std::int64_t kFlatStreamRow = 4096;
-/// An elementwise kernel over `elements` contiguous elements (an optimizer
-/// pass over all parameters, a pass over the logits), as the node model's
-/// measured shapes have it: rows of kFlatStreamRow. A contiguous elementwise
-/// kernel moves the same bytes whatever 2-D view it is given; a 1 x N row far
-/// wider than any measured row would be outside the node model's range.
-node_model::Kernel flat_stream(node_model::KernelOp op, std::int64_t elements, node_model::DType dtype);
-
-/// Forward kernels of one layer, as Megatron-LM runs them in FP32: ln, QKV,
-/// scores (bmm), layer-scaling multiply, causal mask, softmax, attention
-/// dropout, context (bmm), context permute copy, projection, bias-dropout-add,
-/// ln, fc1, bias-gelu, fc2, bias-dropout-add. With `shard`,
-/// the kernels of one tensor-parallel rank (heads and MLP columns / tp).
-std::vector<Op> layer_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
-/// Backward kernels of one layer: for each GEMM the data- and weight-gradient
-/// GEMMs, for each vector op its gradient (same shape).
-std::vector<Op> layer_backward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
-/// Token embedding lookup and position add (first pipeline stage).
-std::vector<Op> embedding_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
-/// Final layer norm, LM head GEMM and softmax cross-entropy (last stage); the
-/// LM head is vocabulary-parallel (vocab / tp columns per rank).
-std::vector<Op> lm_head_forward_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
-/// Backward kernels of a forward op list, in reverse order.
-std::vector<Op> backward_ops(const std::vector<Op>& forward);
-/// Adam step over `params` parameters, as PyTorch's eager Adam runs it
-/// (a few elementwise passes over parameters, gradients and two moments).
-std::vector<Op> optimizer_ops(std::int64_t params, node_model::DType state_dtype);
-/// Adam as one fused multi-tensor kernel (apex/Transformer Engine FusedAdam, what
-/// Megatron-LM runs): reads parameters, gradients and both moments once and
-/// writes parameters and moments (7 passes over `params` elements), plus, with
-/// `clip_gradients`, the global gradient norm (1 pass) and the rescale (2 passes).
-std::vector<Op> fused_optimizer_ops(std::int64_t params, node_model::DType state_dtype, bool clip_gradients);
+/// The operators of one layer on one tensor-parallel rank, in forward order,
+/// each with its forward, input-gradient and weight-gradient kernels from the
+/// framework's rule table (node_model::OpRules): ln1, qkv, scores, the
+/// attention softmax (`softmax`; FP32: `scale`, `mask`, `softmax`),
+/// attn_dropout, context, context_copy, proj, residual1 (bias-dropout-add),
+/// ln2, fc1, gelu (bias-GeLU), [gate], fc2, residual2. Heads and MLP columns
+/// are split `shard.tp` ways.
+std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
+/// Word and position embeddings, their sum and dropout (first pipeline stage);
+/// the word table is vocabulary-parallel.
+std::vector<OpKernels> embedding_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
+/// Final layer norm, the LM head GEMM (vocabulary-parallel, tied to the word
+/// embedding) and the vocabulary-parallel cross-entropy (last stage).
+std::vector<OpKernels> lm_head_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
+/// Vocabulary rows per tensor-parallel rank: Megatron pads the vocabulary to
+/// a multiple of 128 x tp; PyTorch eager does not pad.
+std::int64_t padded_vocab_per_rank(const TransformerConfig& m, const Workload& w, std::int64_t tp);
 
 }  // namespace tessera::parallelism

@@ -1,0 +1,62 @@
+#pragma once
+// Validation of whole training iterations against measured single-node
+// Megatron-DeepSpeed runs (vTrain's table): each run becomes a scenario and
+// goes through the same pipeline as `tessera run`.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/cli/scenario.hpp"
+
+namespace tessera::cli {
+
+/// Plan families the report breaks errors down by.
+enum class PlanFamily { DataParallel, TensorParallel, PipelineParallel, Mixed };
+std::string_view to_string(PlanFamily f);
+
+/// One measured iteration (a row of ground_truth_single.csv).
+struct MeasuredRun {
+  int row = 0;  ///< 1-based data row
+  int gpus = 0, global_batch = 0, micro_batch = 0, hidden = 0, heads = 0, layers = 0, seq_len = 0;
+  int tp = 1, dp = 1, pp = 1;
+  double measured_ms = 0;
+  /// dp-only, tp-only, pp-only (one dimension above 1; dp-only also when all are 1) or mixed.
+  [[nodiscard]] PlanFamily family() const;
+};
+
+/// Reads vTrain's `ground_truth_single.csv`; throws InputError naming file,
+/// row and column for a missing column, a non-numeric or non-positive cell,
+/// or tp x dp x pp different from the GPU count.
+std::vector<MeasuredRun> read_vtrain_runs(const std::string& path);
+
+/// The scenario of one run on `gpu` (a preset name): one NVSwitch node of
+/// A100s, Megatron profile, fp16, full recomputation, 1F1B, the gradient
+/// all-reduce after the backward, an empty `calibration:` section for
+/// overrides.
+std::string vtrain_scenario_yaml(const MeasuredRun& run, const std::string& gpu);
+
+struct PredictedRun {
+  MeasuredRun run;
+  std::string gpu;
+  double predicted_ms = 0;
+  /// predicted / measured - 1.
+  [[nodiscard]] double error() const { return predicted_ms / run.measured_ms - 1.0; }
+};
+
+/// Simulates every run on `gpu` with `overrides` applied to each scenario
+/// (e.g. calibration.host_launch=30us), on `jobs` threads. Deterministic.
+std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, const std::string& gpu,
+                                       const std::vector<Override>& overrides, unsigned jobs);
+
+struct ErrorStats {
+  int n = 0;
+  double mean = 0, median = 0, p90 = 0, max = 0;  ///< of |error|
+  double mean_signed = 0;
+};
+/// Statistics of signed relative errors (percentiles by nearest rank).
+ErrorStats error_stats(const std::vector<double>& signed_errors);
+
+/// Per GPU variant: errors by plan family, micro-batch, hidden size, all.
+std::string format_training_report(const std::vector<PredictedRun>& predicted);
+
+}  // namespace tessera::cli

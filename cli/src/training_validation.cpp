@@ -1,0 +1,283 @@
+// `tessera validate training`: every measured single-node Megatron-DeepSpeed
+// iteration of vTrain's table as a scenario, predicted against measured
+// (docs/calibration.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <thread>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/output.hpp"
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/cli/training_validation.hpp"
+#include "tessera/error.hpp"
+#include "tessera/node_model/csv.hpp"
+#include "tessera/node_model/predictors.hpp"
+
+namespace tessera::cli {
+namespace fs = std::filesystem;
+
+std::string_view to_string(PlanFamily f) {
+  switch (f) {
+    case PlanFamily::DataParallel: return "dp-only";
+    case PlanFamily::TensorParallel: return "tp-only";
+    case PlanFamily::PipelineParallel: return "pp-only";
+    case PlanFamily::Mixed: return "mixed";
+  }
+  return "?";
+}
+
+PlanFamily MeasuredRun::family() const {
+  const int parallel = (tp > 1) + (pp > 1) + (dp > 1);
+  if (parallel > 1) return PlanFamily::Mixed;
+  if (tp > 1) return PlanFamily::TensorParallel;
+  if (pp > 1) return PlanFamily::PipelineParallel;
+  return PlanFamily::DataParallel;
+}
+
+std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
+  const node_model::CsvTable t = node_model::read_csv(path);
+  const std::size_t c_gpus = t.require_column("# GPUs"), c_gb = t.require_column("global batch");
+  const std::size_t c_mb = t.require_column("micro batch"), c_h = t.require_column("hidden size");
+  const std::size_t c_heads = t.require_column("attention heads"), c_layers = t.require_column("# layers");
+  const std::size_t c_seq = t.require_column("sequence length"), c_tp = t.require_column("tensor parallelism");
+  const std::size_t c_dp = t.require_column("data parallelism"), c_pp = t.require_column("pipeline parallelism");
+  const std::size_t c_time = t.require_column("iteration time (ms)");
+  std::vector<MeasuredRun> runs;
+  runs.reserve(t.rows.size());
+  auto narrow = [&](std::size_t r, std::size_t c) {
+    const std::int64_t v = t.positive_int(r, c);
+    if (v > (1 << 24)) {
+      throw InputError(fmt::format("{}: row {}, column '{}': {} is out of range", path, r + 1, t.header[c], v));
+    }
+    return static_cast<int>(v);
+  };
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    MeasuredRun m;
+    m.row = static_cast<int>(r + 1);
+    m.gpus = narrow(r, c_gpus);
+    m.global_batch = narrow(r, c_gb);
+    m.micro_batch = narrow(r, c_mb);
+    m.hidden = narrow(r, c_h);
+    m.heads = narrow(r, c_heads);
+    m.layers = narrow(r, c_layers);
+    m.seq_len = narrow(r, c_seq);
+    m.tp = narrow(r, c_tp);
+    m.dp = narrow(r, c_dp);
+    m.pp = narrow(r, c_pp);
+    m.measured_ms = t.number(r, c_time);
+    if (m.measured_ms <= 0) {
+      throw InputError(fmt::format("{}: row {}, column '{}': must be positive", path, r + 1, t.header[c_time]));
+    }
+    if (m.tp * m.dp * m.pp != m.gpus) {
+      throw InputError(fmt::format("{}: row {}: tp x dp x pp = {} x {} x {} is not the {} GPUs", path, r + 1, m.tp,
+                                   m.dp, m.pp, m.gpus));
+    }
+    runs.push_back(m);
+  }
+  if (runs.empty()) throw InputError(fmt::format("{}: no runs", path));
+  return runs;
+}
+
+std::string vtrain_scenario_yaml(const MeasuredRun& m, const std::string& gpu) {
+  // One 8-GPU A100 node with NVSwitch (NVLink 3: 12 links x 25 GB/s per
+  // direction); the network outside the node is unused. vTrain's settings
+  // for these runs: fp16, full activation recomputation, 1F1B, Megatron-
+  // DeepSpeed (one gradient all-reduce after the backward), vocabulary 50,257.
+  return fmt::format(R"(name: vtrain-row{row}
+cluster:
+  nodes: 1
+  gpus_per_node: {gpus}
+  gpu: {gpu}
+  nvlink_bandwidth: 300GB/s
+  nvlink_latency: 1us
+  nic_bandwidth: 200Gbps
+  nic_latency: 1us
+  fabric:
+    type: leaf-spine
+    hosts_per_leaf: {gpus}
+    spines: 1
+    spine_bandwidth: 200Gbps
+    spine_latency: 1us
+model:
+  name: gpt-h{hidden}-l{layers}
+  layers: {layers}
+  hidden: {hidden}
+  heads: {heads}
+  vocab: 50257
+training:
+  framework: megatron
+  micro_batch: {mb}
+  global_batch: {gb}
+  seq_len: {seq}
+  dtype: fp16
+parallelism:
+  dp: {dp}
+  tp: {tp}
+  pp: {pp}
+  schedule: 1f1b
+  recompute: full
+  grad_sync: after-backward
+calibration: {{}}
+)",
+                     fmt::arg("row", m.row), fmt::arg("gpus", m.gpus), fmt::arg("gpu", gpu),
+                     fmt::arg("hidden", m.hidden), fmt::arg("layers", m.layers), fmt::arg("heads", m.heads),
+                     fmt::arg("mb", m.micro_batch), fmt::arg("gb", m.global_batch), fmt::arg("seq", m.seq_len),
+                     fmt::arg("dp", m.dp), fmt::arg("tp", m.tp), fmt::arg("pp", m.pp));
+}
+
+std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, const std::string& gpu,
+                                       const std::vector<Override>& overrides, unsigned jobs) {
+  std::vector<PredictedRun> out(runs.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex error_mu;
+  std::string error;
+  auto work = [&] {
+    for (std::size_t i = next++; i < runs.size(); i = next++) {
+      try {
+        const MeasuredRun& m = runs[i];
+        const Scenario s = parse_scenario(vtrain_scenario_yaml(m, gpu), fmt::format("vtrain row {}", m.row), overrides);
+        const Simulation sim = simulate_scenario(s);
+        PredictedRun& p = out[i];
+        p.run = m;
+        p.gpu = gpu;
+        p.predicted_ms = sim.result.makespan.ms();
+      } catch (const std::exception& e) {
+        const std::lock_guard<std::mutex> lock(error_mu);
+        if (error.empty()) error = e.what();
+        next = runs.size();
+      }
+    }
+  };
+  jobs = std::max(1U, std::min<unsigned>(jobs, static_cast<unsigned>(runs.size())));
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  if (!error.empty()) throw InputError(error);
+  return out;
+}
+
+ErrorStats error_stats(const std::vector<double>& signed_errors) {
+  ErrorStats s;
+  s.n = static_cast<int>(signed_errors.size());
+  if (s.n == 0) return s;
+  std::vector<double> a;
+  a.reserve(signed_errors.size());
+  double sum = 0, sum_signed = 0;
+  for (double e : signed_errors) {
+    a.push_back(std::abs(e));
+    sum += std::abs(e);
+    sum_signed += e;
+  }
+  std::sort(a.begin(), a.end());
+  // Percentiles by the nearest-rank method.
+  auto rank = [&](double q) { return a[static_cast<std::size_t>(std::max(0.0, std::ceil(q * s.n) - 1))]; };
+  s.mean = sum / s.n;
+  s.median = rank(0.5);
+  s.p90 = rank(0.9);
+  s.max = a.back();
+  s.mean_signed = sum_signed / s.n;
+  return s;
+}
+
+std::string format_training_report(const std::vector<PredictedRun>& predicted) {
+  std::map<std::string, std::map<std::string, std::vector<double>>> groups;  // gpu -> family -> errors
+  std::vector<std::string> gpus;
+  for (const PredictedRun& p : predicted) {
+    if (std::find(gpus.begin(), gpus.end(), p.gpu) == gpus.end()) gpus.push_back(p.gpu);
+    const double e = p.error();
+    groups[p.gpu][std::string(to_string(p.run.family()))].push_back(e);
+    groups[p.gpu]["all"].push_back(e);
+    groups[p.gpu][fmt::format("micro-batch {}", p.run.micro_batch)].push_back(e);
+    groups[p.gpu][fmt::format("hidden {}", p.run.hidden)].push_back(e);
+  }
+  std::string s = fmt::format("{:<11} {:<15} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8}\n", "gpu", "plans", "runs", "mean",
+                              "median", "p90", "max", "signed");
+  const std::vector<std::string> order = {"dp-only",       "tp-only",       "pp-only",       "mixed",
+                                          "micro-batch 1", "micro-batch 2", "micro-batch 4", "micro-batch 8",
+                                          "hidden 1024",   "hidden 2048",   "all"};
+  for (const std::string& gpu : gpus) {
+    for (const std::string& g : order) {
+      const auto it = groups[gpu].find(g);
+      if (it == groups[gpu].end()) continue;
+      const ErrorStats e = error_stats(it->second);
+      s += fmt::format("{:<11} {:<15} {:>5} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+7.1f}%\n", gpu, g, e.n,
+                       100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
+    }
+  }
+  return s;
+}
+
+int cmd_validate_training(const Args& args, std::ostream& out) {
+  ArgParser p("tessera validate training");
+  p.option("data").option("gpu").option("rows").option("jobs");
+  std::vector<Override> overrides;
+  Args rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--set" && i + 1 < args.size()) {
+      overrides.push_back(parse_override(args[++i]));
+    } else if (args[i].rfind("--set=", 0) == 0) {
+      overrides.push_back(parse_override(args[i].substr(6)));
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  p.parse(rest);
+  p.expect_positional(0, "arguments");
+  const std::string data = p.require("data");
+  const std::string file = fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
+  if (!fs::exists(file)) throw InputError(fmt::format("--data {}: no ground_truth_single.csv there", data));
+  std::vector<std::string> gpus = {"A100-80GB", "A100-40GB"};
+  if (auto g = p.get("gpu")) {
+    if (*g != "A100-80GB" && *g != "A100-40GB") {
+      throw UsageError(fmt::format("--gpu: expected A100-80GB or A100-40GB, got '{}'", *g));
+    }
+    gpus = {*g};
+  }
+  unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
+  if (auto j = p.get("jobs")) {
+    try {
+      jobs = static_cast<unsigned>(std::stoul(*j));
+    } catch (const std::logic_error&) {
+      throw UsageError(fmt::format("--jobs: expected a positive integer, got '{}'", *j));
+    }
+    if (jobs == 0) throw UsageError("--jobs: expected a positive integer, got '0'");
+  }
+  const std::optional<std::string> rows_path = p.get("rows");
+  if (rows_path) check_writable(*rows_path, "--rows");
+  const auto runs = read_vtrain_runs(file);
+  std::vector<PredictedRun> all;
+  for (const std::string& gpu : gpus) {
+    auto part = predict_runs(runs, gpu, overrides, jobs);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  out << fmt::format(
+      "Single-node Megatron-DeepSpeed training iterations (vTrain, {} runs on 2-8 A100s of one node, fp16,\n"
+      "full recomputation, 1F1B): predicted against measured. The A100 variant of the measurements is not\n"
+      "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of (predicted / measured - 1).\n\n",
+      runs.size());
+  out << format_training_report(all);
+  if (rows_path) {
+    std::string csv = "gpu,row,gpus,global_batch,micro_batch,hidden,layers,tp,dp,pp,measured_ms,predicted_ms,error\n";
+    for (const PredictedRun& r : all) {
+      const MeasuredRun& m = r.run;
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:+.4f}\n", r.gpu, m.row, m.gpus, m.global_batch,
+                         m.micro_batch, m.hidden, m.layers, m.tp, m.dp, m.pp, m.measured_ms, r.predicted_ms,
+                         r.error());
+    }
+    write_file_atomically(*rows_path, csv);
+    out << fmt::format("\nper-run predictions written to {}\n", *rows_path);
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

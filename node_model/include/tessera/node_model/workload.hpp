@@ -1,0 +1,152 @@
+#pragma once
+// One description of a transformer's kernels: for every operator the kernels
+// of its forward pass, its input-gradient pass (B) and its weight-gradient
+// pass (W), as a framework launches them. The HF operator graphs
+// (model_graph.hpp) and the parallelism planner both build on these rules,
+// so what `validate models` checks is what the planner forecasts.
+//
+// Two framework profiles:
+//  - PyTorchEager: PyTorch eager mode, unfused, as NeuSight measured it
+//    (every elementwise op its own kernel, gradients accumulated into .grad).
+//  - Megatron: Megatron-LM / Megatron-DeepSpeed: fused scale-mask-softmax
+//    (16-bit), fused bias-GeLU and bias-dropout-add, apex fused layer norm,
+//    gradients accumulated per micro-batch into main gradients, the fused
+//    mixed-precision Adam step over master weights.
+// Each pass carries the kernels the node model times (a fused kernel is
+// given as the traffic-equivalent kernels of the node model's classes) and
+// the number of kernel launches the host issues for it.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/node_model/kernel.hpp"
+
+namespace tessera::node_model {
+
+enum class Framework { PyTorchEager, Megatron };
+/// "pytorch-eager", "megatron".
+std::string_view to_string(Framework f);
+/// Parses the names above; throws InputError listing them.
+Framework parse_framework(std::string_view text);
+
+/// The kernels of one pass of an operator.
+struct Pass {
+  std::vector<Kernel> kernels;
+  /// Kernel launches the host issues for this pass (a fused kernel that the
+  /// node model times as several traffic-equivalent kernels is one launch).
+  int launches = 0;
+
+  void add(const Kernel& k, int launch = 1) {
+    kernels.push_back(k);
+    launches += launch;
+  }
+  void append(const Pass& p) {
+    kernels.insert(kernels.end(), p.kernels.begin(), p.kernels.end());
+    launches += p.launches;
+  }
+  [[nodiscard]] bool empty() const { return kernels.empty() && launches == 0; }
+};
+
+/// An operator's three passes (Qi et al., "Zero Bubble Pipeline Parallelism":
+/// F, B, W). `input_grad` produces the gradient of the operator's inputs (what
+/// the previous operator waits for); `weight_grad` the gradients of its
+/// parameters, including their accumulation (deferrable).
+struct OpKernels {
+  std::string name;
+  Pass forward, input_grad, weight_grad;
+  /// Parameters of the operator (0 for none).
+  std::int64_t params = 0;
+};
+
+/// Options of a framework profile that change kernels.
+struct ProfileOptions {
+  /// Megatron: the weight-gradient GEMM accumulates straight into the FP32
+  /// main gradient (`--gradient-accumulation-fusion`), so there is no
+  /// separate accumulation pass per micro-batch.
+  bool grad_accumulation_fusion = false;
+};
+
+/// The rule table. Pure: builds kernel lists, times nothing.
+class OpRules {
+ public:
+  OpRules(Framework framework, DType dtype, ProfileOptions options = {});
+
+  [[nodiscard]] Framework framework() const { return framework_; }
+  [[nodiscard]] DType dtype() const { return dtype_; }
+  /// Element type of the gradients parameters accumulate into: FP32 main
+  /// gradients under Megatron with bf16 (Megatron forces them) and FP32;
+  /// the training dtype otherwise (Megatron's fp16 default, PyTorch's .grad).
+  [[nodiscard]] DType grad_dtype() const;
+
+  /// y = x W (+ b): `rows` x `in` times `in` x `out`.
+  [[nodiscard]] OpKernels linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
+                                 bool bias) const;
+  /// Batched GEMM of two activations, B x (M x K) @ (K x N): both gradients
+  /// are input gradients.
+  [[nodiscard]] OpKernels bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k) const;
+  /// Layer norm over rows of `cols` (with its gain and bias).
+  [[nodiscard]] OpKernels layer_norm(std::string name, std::int64_t rows, std::int64_t cols) const;
+  /// Row softmax.
+  [[nodiscard]] OpKernels softmax(std::string name, std::int64_t rows, std::int64_t cols) const;
+  /// An elementwise op whose gradient takes `grad_kernels` elementwise kernels.
+  [[nodiscard]] OpKernels elementwise(std::string name, KernelOp op, std::int64_t rows, std::int64_t cols,
+                                      int grad_kernels) const;
+  /// Dropout (training): a mask multiply each way.
+  [[nodiscard]] OpKernels dropout(std::string name, std::int64_t rows, std::int64_t cols) const;
+  /// A copy (permute + contiguous); `grad`: its gradient is a copy too.
+  [[nodiscard]] OpKernels copy(std::string name, std::int64_t elements, bool grad = true) const;
+  /// Embedding lookup of `tokens` rows from a table of `table_rows` x `hidden`.
+  [[nodiscard]] OpKernels embedding(std::string name, std::int64_t tokens, std::int64_t table_rows,
+                                    std::int64_t hidden) const;
+
+  // Attention and MLP pieces whose kernels depend on the framework.
+
+  /// Scaled, causally masked softmax of attention scores (rows of `cols`).
+  /// Megatron 16-bit: one fused kernel each way; otherwise (FP32 Megatron,
+  /// whose fused kernels are 16-bit only, and eager) a scale, a mask and a
+  /// softmax.
+  [[nodiscard]] std::vector<OpKernels> attention_softmax(const std::string& prefix, std::int64_t rows,
+                                                         std::int64_t cols) const;
+  /// Bias add + GeLU after the MLP's first linear (whose bias it adds).
+  /// Megatron: one fused kernel (bias_gelu), with the bias gradient as a
+  /// reduction; eager: the bias is in the linear, GeLU is its own kernel.
+  [[nodiscard]] OpKernels bias_gelu(std::string name, std::int64_t rows, std::int64_t cols) const;
+  /// Bias add + dropout + residual add after a row-parallel linear.
+  /// Megatron: one fused kernel (bias_dropout_add), backward: the dropout
+  /// mask multiply, the bias-gradient reduction and the residual-gradient add.
+  [[nodiscard]] OpKernels bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols) const;
+
+  /// Accumulation of `params` parameters' gradients (of `tensors` tensors)
+  /// after one backward: PyTorch's .grad add, Megatron's main_grad add
+  /// (empty with gradient-accumulation fusion for GEMM weights).
+  [[nodiscard]] Pass grad_accumulation(std::int64_t params, int tensors = 1) const;
+
+  /// The optimizer step over `params` parameters (of `tensors` tensors):
+  /// eager Adam (6 passes, one launch per pass and tensor) or, `fused`, apex's
+  /// multi-tensor FusedAdam; under Megatron with 16-bit training the mixed-
+  /// precision steps around it (unscale and inf check for fp16, gradient norm
+  /// with `clip`, copy of the FP32 master weights to the model's, zeroing the
+  /// main gradients). Multi-tensor kernels launch once per 320 chunks of 64 Ki
+  /// elements (apex `multi_tensor_apply`).
+  [[nodiscard]] Pass optimizer(std::int64_t params, int tensors, bool fused, bool clip) const;
+
+ private:
+  [[nodiscard]] bool fused_softmax() const;
+  [[nodiscard]] bool megatron() const { return framework_ == Framework::Megatron; }
+  Framework framework_;
+  DType dtype_;
+  ProfileOptions options_;
+};
+
+/// A kernel that streams `bytes` through memory (read and write), as the
+/// node model's unary elementwise class (MulU) of the given element type over
+/// rows of kFlatRow: optimizer passes, gradient reductions, conversions.
+Kernel memory_pass(std::int64_t bytes, DType dtype);
+inline constexpr std::int64_t kFlatRow = 4096;
+/// An elementwise kernel over `elements` contiguous elements as rows of kFlatRow.
+Kernel flat_kernel(KernelOp op, std::int64_t elements, DType dtype);
+/// Launches of one apex multi-tensor kernel over `elements` elements.
+int multi_tensor_launches(std::int64_t elements);
+
+}  // namespace tessera::node_model

@@ -1,0 +1,263 @@
+#include "tessera/node_model/workload.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fmt/format.h>
+
+#include "tessera/error.hpp"
+
+namespace tessera::node_model {
+
+std::string_view to_string(Framework f) {
+  switch (f) {
+    case Framework::PyTorchEager: return "pytorch-eager";
+    case Framework::Megatron: return "megatron";
+  }
+  return "?";
+}
+
+Framework parse_framework(std::string_view text) {
+  std::string s(text);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (s == "pytorch-eager") return Framework::PyTorchEager;
+  if (s == "megatron") return Framework::Megatron;
+  throw InputError(fmt::format("unknown framework '{}' (expected megatron or pytorch-eager)", text));
+}
+
+Kernel flat_kernel(KernelOp op, std::int64_t elements, DType dtype) {
+  if (elements <= 0) throw InputError(fmt::format("flat kernel: element count must be positive (got {})", elements));
+  const std::int64_t rows = (elements + kFlatRow - 1) / kFlatRow;
+  return Kernel::vector(op, rows, kFlatRow, dtype);
+}
+
+Kernel memory_pass(std::int64_t bytes, DType dtype) {
+  // MulU reads and writes each element once: 2 x elements x size bytes.
+  const std::int64_t per = 2LL * dtype_bytes(dtype);
+  return flat_kernel(KernelOp::MulU, std::max<std::int64_t>(1, (bytes + per - 1) / per), dtype);
+}
+
+int multi_tensor_launches(std::int64_t elements) {
+  // apex multi_tensor_apply: chunks of 2048 * 32 elements, at most 320
+  // blocks (chunks) per launch.
+  constexpr std::int64_t kChunk = 2048LL * 32;
+  constexpr std::int64_t kBlocks = 320;
+  const std::int64_t chunks = (elements + kChunk - 1) / kChunk;
+  return static_cast<int>(std::max<std::int64_t>(1, (chunks + kBlocks - 1) / kBlocks));
+}
+
+OpRules::OpRules(Framework framework, DType dtype, ProfileOptions options)
+    : framework_(framework), dtype_(dtype), options_(options) {}
+
+DType OpRules::grad_dtype() const {
+  if (megatron() && dtype_ == DType::BF16) return DType::FP32;
+  return dtype_;
+}
+
+bool OpRules::fused_softmax() const { return megatron() && dtype_bytes(dtype_) == 2; }
+
+namespace {
+/// Gradient kernel of an elementwise op: a scalar op's gradient is the same
+/// scalar op on the incoming gradient (one stream in, one out); anything else
+/// reads the incoming gradient and a saved tensor (a binary multiply).
+KernelOp grad_op(KernelOp op) {
+  return op == KernelOp::MulU || op == KernelOp::DivU ? KernelOp::MulU : KernelOp::Mul;
+}
+}  // namespace
+
+OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out, bool bias) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.params = in * out + (bias ? out : 0);
+  op.forward.add(Kernel::gemm(KernelOp::Linear, 1, rows, out, in, dtype_));
+  op.input_grad.add(Kernel::gemm(KernelOp::Linear, 1, rows, in, out, dtype_));
+  op.weight_grad.add(Kernel::gemm(KernelOp::Linear, 1, in, out, rows, dtype_));
+  if (!megatron()) {
+    // Eager: .grad of the weight and bias accumulated (one add; NeuSight's
+    // acc_latency), the bias gradient inside autograd's addmm backward.
+    op.weight_grad.add(Kernel::vector(KernelOp::Add, 1, in * out + out, dtype_));
+    return op;
+  }
+  if (bias) op.weight_grad.add(memory_pass(rows * out * dtype_bytes(dtype_), dtype_));  // grad_output.sum(0)
+  if (options_.grad_accumulation_fusion) {
+    // The wgrad GEMM reads and writes the main gradient (beta = 1).
+    op.weight_grad.add(memory_pass(in * out * dtype_bytes(grad_dtype()), grad_dtype()), 0);
+    if (bias) op.weight_grad.append(grad_accumulation(out));
+  } else {
+    op.weight_grad.append(grad_accumulation(in * out + (bias ? out : 0), bias ? 2 : 1));
+  }
+  return op;
+}
+
+OpKernels OpRules::bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.forward.add(Kernel::gemm(KernelOp::Bmm, b, m, n, k, dtype_));
+  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, b, m, k, n, dtype_));
+  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, b, k, n, m, dtype_));
+  return op;
+}
+
+OpKernels OpRules::layer_norm(std::string name, std::int64_t rows, std::int64_t cols) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.params = 2 * cols;
+  op.forward.add(Kernel::vector(KernelOp::LayerNorm, rows, cols, dtype_));
+  // Two row passes (the input gradient; the gain/bias gradients), as apex's
+  // fused layer norm (three launches: input gradient, partial and final
+  // gain/bias reductions) and PyTorch's native one (two launches).
+  const Kernel pass = Kernel::vector(KernelOp::LayerNorm, rows, cols, dtype_);
+  op.input_grad.add(pass);
+  op.input_grad.add(pass, megatron() ? 2 : 1);
+  op.weight_grad.append(grad_accumulation(2 * cols, 2));
+  return op;
+}
+
+OpKernels OpRules::softmax(std::string name, std::int64_t rows, std::int64_t cols) const {
+  OpKernels op;
+  op.name = std::move(name);
+  const Kernel fwd = Kernel::vector(KernelOp::Softmax, rows, cols, dtype_);
+  op.forward.add(fwd);
+  const auto bw = softmax_backward(fwd);
+  op.input_grad.add(bw[0]);
+  op.input_grad.add(bw[1], 0);  // one backward kernel reading y and dy
+  return op;
+}
+
+OpKernels OpRules::elementwise(std::string name, KernelOp kop, std::int64_t rows, std::int64_t cols,
+                               int grad_kernels) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.forward.add(Kernel::vector(kop, rows, cols, dtype_));
+  for (int i = 0; i < grad_kernels; ++i) op.input_grad.add(Kernel::vector(grad_op(kop), rows, cols, dtype_));
+  return op;
+}
+
+OpKernels OpRules::dropout(std::string name, std::int64_t rows, std::int64_t cols) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.forward.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+  op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+  return op;
+}
+
+OpKernels OpRules::copy(std::string name, std::int64_t elements, bool grad) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.forward.add(Kernel::vector(KernelOp::Copy, 1, elements, dtype_));
+  if (grad) op.input_grad.add(Kernel::vector(KernelOp::Copy, 1, elements, dtype_));
+  return op;
+}
+
+OpKernels OpRules::embedding(std::string name, std::int64_t tokens, std::int64_t table_rows,
+                             std::int64_t hidden) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.params = table_rows * hidden;
+  op.forward.add(Kernel::vector(KernelOp::Copy, tokens, hidden, dtype_));
+  // embedding_dense_backward: zero the table gradient, scatter-add the tokens.
+  op.weight_grad.add(Kernel::vector(KernelOp::Copy, table_rows, hidden, dtype_));
+  op.weight_grad.add(Kernel::vector(KernelOp::Add, tokens, hidden, dtype_));
+  op.weight_grad.append(grad_accumulation(table_rows * hidden));
+  return op;
+}
+
+std::vector<OpKernels> OpRules::attention_softmax(const std::string& prefix, std::int64_t rows,
+                                                  std::int64_t cols) const {
+  if (fused_softmax()) {
+    // scaled_upper_triang_masked_softmax: scale, causal mask and softmax in
+    // one kernel each way.
+    return {softmax(prefix + "softmax", rows, cols)};
+  }
+  // Megatron's FusedScaleMaskSoftmax has CUDA kernels for 16-bit inputs
+  // only; otherwise it takes the torch path: the query-key layer-scaling
+  // multiply, the causal masked_fill_, the softmax.
+  return {elementwise(prefix + "scale", KernelOp::DivU, rows, cols, 1),
+          elementwise(prefix + "mask", KernelOp::MulU, rows, cols, 1), softmax(prefix + "softmax", rows, cols)};
+}
+
+OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t cols) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.forward.add(Kernel::vector(KernelOp::Gelu, rows, cols, dtype_));
+  op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+  if (megatron()) {
+    op.params = cols;
+    op.weight_grad.add(memory_pass(rows * cols * dtype_bytes(dtype_), dtype_));  // bias gradient
+    op.weight_grad.append(grad_accumulation(cols));
+  }
+  return op;
+}
+
+OpKernels OpRules::bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols) const {
+  OpKernels op;
+  op.name = std::move(name);
+  if (megatron()) {
+    op.params = cols;
+    op.forward.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));
+    op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));  // dropout mask
+    op.input_grad.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));  // residual gradients meet
+    op.weight_grad.add(memory_pass(rows * cols * dtype_bytes(dtype_), dtype_));  // bias gradient
+    op.weight_grad.append(grad_accumulation(cols));
+    return op;
+  }
+  // Eager: the bias is in the linear; dropout and the residual add.
+  op.forward.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+  op.forward.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));
+  op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+  op.input_grad.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));
+  return op;
+}
+
+Pass OpRules::grad_accumulation(std::int64_t params, int tensors) const {
+  Pass p;
+  if (params <= 0) return p;
+  if (!megatron()) {
+    p.add(Kernel::vector(KernelOp::Add, 1, params, dtype_), tensors);
+    return p;
+  }
+  // main_grad (grad dtype) += grad (training dtype), one launch per tensor.
+  const DType g = grad_dtype();
+  p.add(memory_pass(params * (dtype_bytes(dtype_) + 2LL * dtype_bytes(g)), g), tensors);
+  return p;
+}
+
+Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip) const {
+  if (params <= 0) throw InputError(fmt::format("optimizer: parameter count must be positive (got {})", params));
+  Pass p;
+  const DType f32 = DType::FP32;
+  const int mt = std::max(multi_tensor_launches(params), (tensors + 35) / 36);
+  const bool mixed = dtype_bytes(dtype_) == 2;
+  if (megatron() && mixed) {
+    if (dtype_ == DType::FP16) {
+      // FP16 main gradients copied to FP32 (.float()), then unscaled with the
+      // inf/nan check (loss scaling; bf16 has none).
+      p.add(memory_pass(params * (dtype_bytes(grad_dtype()) + 4LL), f32), tensors);
+      p.add(memory_pass(params * 8LL, f32), mt);
+    }
+  }
+  if (!fused) {
+    // PyTorch Adam: m and v decay and update, the step, the update applied.
+    p.add(flat_kernel(KernelOp::MulU, params, f32), mt);
+    p.add(flat_kernel(KernelOp::Add, params, f32), mt);
+    p.add(flat_kernel(KernelOp::MulU, params, f32), mt);
+    p.add(flat_kernel(KernelOp::Mul, params, f32), mt);
+    p.add(flat_kernel(KernelOp::Div, params, f32), mt);
+    p.add(flat_kernel(KernelOp::Add, params, f32), mt);
+  }
+  if (fused && clip) {
+    p.add(memory_pass(params * 4LL, f32), mt);      // global gradient norm (one read)
+    p.add(memory_pass(params * 8LL, f32), mt);      // rescale
+  }
+  if (fused) {
+    // apex FusedAdam: reads parameters, gradients and both moments, writes
+    // parameters and moments (7 FP32 streams).
+    p.add(memory_pass(params * 28LL, f32), mt);
+  }
+  if (megatron()) {
+    if (mixed) p.add(memory_pass(params * (4LL + dtype_bytes(dtype_)), f32), mt);  // master -> model weights
+    p.add(memory_pass(params * dtype_bytes(grad_dtype()), grad_dtype()), tensors);  // zero the main gradients
+  }
+  return p;
+}
+
+}  // namespace tessera::node_model
