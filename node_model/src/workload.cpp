@@ -165,8 +165,14 @@ std::vector<OpKernels> OpRules::attention_softmax(const std::string& prefix, std
                                                   std::int64_t cols) const {
   if (fused_softmax()) {
     // scaled_upper_triang_masked_softmax: scale, causal mask and softmax in
-    // one kernel each way.
-    return {softmax(prefix + "softmax", rows, cols)};
+    // one kernel each way. Its backward reads y and dy and writes dx in one
+    // pass: the traffic of a binary elementwise kernel (PyTorch's own softmax
+    // backward, OpRules::softmax, makes two passes).
+    OpKernels op;
+    op.name = prefix + "softmax";
+    op.forward.add(Kernel::vector(KernelOp::Softmax, rows, cols, dtype_));
+    op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+    return {op};
   }
   // Megatron's FusedScaleMaskSoftmax has CUDA kernels for 16-bit inputs
   // only; otherwise it takes the torch path: the query-key layer-scaling

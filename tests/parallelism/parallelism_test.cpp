@@ -42,20 +42,26 @@ TEST(Transformer, LayerFlopsMatchTheTextbook) {
 
 TEST(Transformer, SoftmaxBackwardReadsTheOutputAndItsGradient) {
   const auto& m = model_preset("gpt2-large");
-  Workload w{2, 1024, DType::BF16};
-  const auto ops = layer_ops(m, w);
-  const auto it = std::find_if(ops.begin(), ops.end(), [](const OpKernels& o) { return o.name == "softmax"; });
-  ASSERT_NE(it, ops.end());
-  // A row pass of the forward's shape plus a binary elementwise pass: two
-  // input streams (y, dy) where the forward has one; one fused launch.
-  const auto& grads = it->input_grad.kernels;
-  ASSERT_EQ(grads.size(), 2U);
-  EXPECT_EQ(it->input_grad.launches, 1);
-  EXPECT_EQ(grads[0].op, node_model::KernelOp::Softmax);
-  EXPECT_EQ(grads[1].op, node_model::KernelOp::Mul);
-  for (const auto& g : grads) {
-    EXPECT_EQ(g.b, 2 * 20 * 1024);  // batch x heads x query rows
-    EXPECT_EQ(g.h, 1024);
+  auto softmax = [&](DType dt) {
+    const auto ops = layer_ops(m, Workload{2, 1024, dt});
+    const auto it = std::find_if(ops.begin(), ops.end(), [](const OpKernels& o) { return o.name == "softmax"; });
+    EXPECT_NE(it, ops.end());
+    return *it;
+  };
+  // FP32 (PyTorch's softmax): a row pass of the forward's shape plus a binary
+  // elementwise pass, two input streams (y, dy) where the forward has one.
+  const OpKernels f32 = softmax(DType::FP32);
+  ASSERT_EQ(f32.input_grad.kernels.size(), 2U);
+  EXPECT_EQ(f32.input_grad.launches, 1);
+  EXPECT_EQ(f32.input_grad.kernels[0].op, node_model::KernelOp::Softmax);
+  EXPECT_EQ(f32.input_grad.kernels[1].op, node_model::KernelOp::Mul);
+  // 16-bit (Megatron's fused kernel): one pass reading y and dy, writing dx.
+  const OpKernels f16 = softmax(DType::BF16);
+  ASSERT_EQ(f16.input_grad.kernels.size(), 1U);
+  EXPECT_EQ(f16.input_grad.kernels[0].op, node_model::KernelOp::Mul);
+  for (const auto* k : {&f32.input_grad.kernels[0], &f16.input_grad.kernels[0]}) {
+    EXPECT_EQ(k->b, 2 * 20 * 1024);  // batch x heads x query rows
+    EXPECT_EQ(k->h, 1024);
   }
 }
 
