@@ -13,7 +13,7 @@
 namespace tessera::cli {
 
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,
-                             const node_model::KernelPredictor* predictor) {
+                             const node_model::KernelPredictor* predictor, bool split) {
   std::unique_ptr<node_model::KernelPredictor> owned;
   if (predictor == nullptr) {
     owned = node_model::make_predictor(s.predictor, s.gpu);
@@ -48,6 +48,7 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
     sim.result = engine::execute(planned.graph, loop, net, observer, options);
     sim.link_bytes = net.link_bytes();
   }
+  if (!split) return sim;
   engine::DiscreteEventLoop loop;
   engine::ZeroCostNetwork free_net(loop);
   const auto free = engine::execute(planned.graph, loop, free_net, nullptr, options);

@@ -531,12 +531,13 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     };
     time_key("host_launch", s.calibration.host_launch);
     time_key("host_iteration", s.calibration.host_iteration);
+    time_key("host_p2p", s.calibration.host_p2p);
     c.finish();
   }
   // The host model applies to frameworks with one host thread launching
   // every kernel (Megatron); PyTorch-eager timings carry their launch floors.
   if (s.workload.framework == node_model::Framework::Megatron) {
-    s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration};
+    s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration, s.calibration.host_p2p};
   }
   if (top.has("backend")) {
     const YAML::Node b = top.need("backend");

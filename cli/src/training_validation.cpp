@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -145,7 +146,7 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
       try {
         const MeasuredRun& m = runs[i];
         const Scenario s = parse_scenario(vtrain_scenario_yaml(m, gpu), fmt::format("vtrain row {}", m.row), overrides);
-        const Simulation sim = simulate_scenario(s);
+        const Simulation sim = simulate_scenario(s, nullptr, nullptr, false);
         PredictedRun& p = out[i];
         p.run = m;
         p.gpu = gpu;
@@ -164,6 +165,103 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
   for (auto& t : threads) t.join();
   if (!error.empty()) throw InputError(error);
   return out;
+}
+
+namespace {
+
+/// The host_iteration >= 0 minimising mean |(p + x) / m - 1| (a weighted
+/// median of m - p with weights 1 / m), and that mean.
+std::pair<double, double> best_shift(const std::vector<PredictedRun>& p) {
+  std::vector<std::pair<double, double>> v;  // (m - p, 1 / m) in ms
+  double total = 0;
+  for (const PredictedRun& r : p) {
+    v.emplace_back(r.run.measured_ms - r.predicted_ms, 1.0 / r.run.measured_ms);
+    total += 1.0 / r.run.measured_ms;
+  }
+  std::sort(v.begin(), v.end());
+  double acc = 0, x = 0;
+  for (const auto& [d, w] : v) {
+    acc += w;
+    if (acc >= total / 2) {
+      x = d;
+      break;
+    }
+  }
+  x = std::max(0.0, x);
+  double err = 0;
+  for (const PredictedRun& r : p) err += std::abs((r.predicted_ms + x) / r.run.measured_ms - 1.0);
+  return {x, err / static_cast<double>(p.size())};
+}
+
+}  // namespace
+
+HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::string& gpu,
+                          const std::vector<Override>& overrides, unsigned jobs) {
+  HostFit fit;
+  std::int64_t launch_ns = 0, p2p_ns = 0;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<double, double>> seen;  // (launch, p2p) -> (shift, error)
+  auto eval = [&](std::int64_t launch, std::int64_t p2p) {
+    if (auto it = seen.find({launch, p2p}); it != seen.end()) return it->second;
+    std::vector<Override> o = overrides;
+    o.push_back({"calibration.host_launch", fmt::format("{}ns", launch)});
+    o.push_back({"calibration.host_p2p", fmt::format("{}ns", p2p)});
+    o.push_back({"calibration.host_iteration", "0s"});
+    const auto r = best_shift(predict_runs(runs, gpu, o, jobs));
+    ++fit.simulations;
+    return seen[{launch, p2p}] = r;
+  };
+  // One coordinate: a coarse grid, then golden-section search around its
+  // best point (the error is unimodal near its minimum) to `resolution`.
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  auto search = [&](auto&& f, std::int64_t max, std::int64_t step, std::int64_t resolution) {
+    std::int64_t best = 0;
+    double best_err = 1e300;
+    for (std::int64_t x = 0; x <= max; x += step) {
+      const double e = f(x);
+      if (e < best_err) best_err = e, best = x;
+    }
+    double lo = static_cast<double>(std::max<std::int64_t>(0, best - step));
+    double hi = static_cast<double>(best + step);
+    auto at = [&](double x) { return std::llround(x / static_cast<double>(resolution)) * resolution; };
+    while (hi - lo > static_cast<double>(resolution)) {
+      const double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
+      const double ea = f(at(a)), eb = f(at(b));
+      if (ea <= eb) {
+        hi = b;
+        if (ea < best_err) best_err = ea, best = at(a);
+      } else {
+        lo = a;
+        if (eb < best_err) best_err = eb, best = at(b);
+      }
+    }
+    return best;
+  };
+  const bool pipelines = std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return r.pp > 1; });
+  // Coordinate descent: the launch cost (all runs), then the exchange cost
+  // (pipelined runs only), twice.
+  for (int round = 0; round < 2; ++round) {
+    launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns).second; }, 100'000, 10'000, 100);
+    if (!pipelines) break;
+    p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x).second; }, 4'000'000, 500'000, 10'000);
+  }
+  const auto [shift_ms, err] = eval(launch_ns, p2p_ns);
+  fit.host_launch = Time::from_ps(launch_ns * 1000);
+  fit.host_p2p = Time::from_ps(p2p_ns * 1000);
+  fit.host_iteration = Time::from_seconds(shift_ms * 1e-3);
+  fit.mean_error = err;
+  return fit;
+}
+
+int cv_fold(const MeasuredRun& r, int folds) {
+  // splitmix64 of the configuration key: deterministic, spreads neighbours.
+  std::uint64_t z = (static_cast<std::uint64_t>(r.hidden) << 40) ^ (static_cast<std::uint64_t>(r.layers) << 32) ^
+                    (static_cast<std::uint64_t>(r.micro_batch) << 16) ^ (static_cast<std::uint64_t>(r.tp) << 8) ^
+                    static_cast<std::uint64_t>(r.pp);
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<int>(z % static_cast<std::uint64_t>(folds));
 }
 
 ErrorStats error_stats(const std::vector<double>& signed_errors) {
@@ -217,9 +315,68 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
   return s;
 }
 
+namespace {
+
+std::string rows_csv(const std::vector<PredictedRun>& all) {
+  std::string csv = "gpu,row,gpus,global_batch,micro_batch,hidden,layers,tp,dp,pp,measured_ms,predicted_ms,error\n";
+  for (const PredictedRun& r : all) {
+    const MeasuredRun& m = r.run;
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:+.4f}\n", r.gpu, m.row, m.gpus, m.global_batch,
+                       m.micro_batch, m.hidden, m.layers, m.tp, m.dp, m.pp, m.measured_ms, r.predicted_ms, r.error());
+  }
+  return csv;
+}
+
+/// --fit: the host calibration fit on every run; --cv K: each fold predicted
+/// with the calibration fit on the other folds.
+int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<std::string>& gpus,
+                           const std::vector<Override>& overrides, unsigned jobs, int folds,
+                           const std::optional<std::string>& rows_path, std::ostream& out) {
+  std::vector<PredictedRun> cv_all;
+  for (const std::string& gpu : gpus) {
+    const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs);
+    out << fmt::format("{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_iteration {:.2f} ms fit on all {} runs "
+                       "({} sweeps): mean error {:.1f}%\n",
+                       gpu, f.host_launch.us(), f.host_p2p.ms(), f.host_iteration.ms(), runs.size(), f.simulations,
+                       100 * f.mean_error);
+    if (folds == 0) continue;
+    std::vector<PredictedRun> cv;
+    for (int k = 0; k < folds; ++k) {
+      std::vector<MeasuredRun> train, test;
+      for (const MeasuredRun& r : runs) (cv_fold(r, folds) == k ? test : train).push_back(r);
+      if (test.empty() || train.empty()) continue;
+      const HostFit fk = fit_host_overhead(train, gpu, overrides, jobs);
+      std::vector<Override> o = overrides;
+      o.push_back({"calibration.host_launch", fmt::format("{}ns", fk.host_launch.ps() / 1000)});
+      o.push_back({"calibration.host_iteration", fmt::format("{}ns", fk.host_iteration.ps() / 1000)});
+      o.push_back({"calibration.host_p2p", fmt::format("{}ns", fk.host_p2p.ps() / 1000)});
+      const auto pred = predict_runs(test, gpu, o, jobs);
+      out << fmt::format("  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_iteration "
+                         "{:.2f} ms; {} held-out runs\n",
+                         k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_iteration.ms(), test.size());
+      cv.insert(cv.end(), pred.begin(), pred.end());
+    }
+    std::sort(cv.begin(), cv.end(), [](const PredictedRun& a, const PredictedRun& b) { return a.run.row < b.run.row; });
+    cv_all.insert(cv_all.end(), cv.begin(), cv.end());
+  }
+  if (folds > 0) {
+    out << fmt::format("\n{}-fold cross-validation (folds by configuration: hidden, layers, micro-batch, tp, pp), "
+                       "every run predicted by a fit that never saw it:\n\n",
+                       folds);
+    out << format_training_report(cv_all);
+    if (rows_path) {
+      write_file_atomically(*rows_path, rows_csv(cv_all));
+      out << fmt::format("\nheld-out predictions written to {}\n", *rows_path);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 int cmd_validate_training(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate training");
-  p.option("data").option("gpu").option("rows").option("jobs");
+  p.option("data").option("gpu").option("rows").option("jobs").option("cv").flag("fit");
   std::vector<Override> overrides;
   Args rest;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -255,6 +412,18 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   const std::optional<std::string> rows_path = p.get("rows");
   if (rows_path) check_writable(*rows_path, "--rows");
   const auto runs = read_vtrain_runs(file);
+  int folds = 0;
+  if (auto c = p.get("cv")) {
+    try {
+      folds = std::stoi(*c);
+    } catch (const std::logic_error&) {
+      folds = 0;
+    }
+    if (folds < 2 || folds > 20) throw UsageError(fmt::format("--cv: expected 2-20 folds, got '{}'", *c));
+  }
+  if (p.has("fit") || folds > 0) {
+    return fit_and_cross_validate(runs, gpus, overrides, jobs, folds, rows_path, out);
+  }
   std::vector<PredictedRun> all;
   for (const std::string& gpu : gpus) {
     auto part = predict_runs(runs, gpu, overrides, jobs);
@@ -267,14 +436,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
       runs.size());
   out << format_training_report(all);
   if (rows_path) {
-    std::string csv = "gpu,row,gpus,global_batch,micro_batch,hidden,layers,tp,dp,pp,measured_ms,predicted_ms,error\n";
-    for (const PredictedRun& r : all) {
-      const MeasuredRun& m = r.run;
-      csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:+.4f}\n", r.gpu, m.row, m.gpus, m.global_batch,
-                         m.micro_batch, m.hidden, m.layers, m.tp, m.dp, m.pp, m.measured_ms, r.predicted_ms,
-                         r.error());
-    }
-    write_file_atomically(*rows_path, csv);
+    write_file_atomically(*rows_path, rows_csv(all));
     out << fmt::format("\nper-run predictions written to {}\n", *rows_path);
   }
   return 0;

@@ -497,12 +497,14 @@ constexpr std::int64_t kTensorsPerLayer = 12;
 
 /// Megatron's pipeline exchanges (p2p_communication._communicate) end with
 /// torch.cuda.synchronize(): the host waits once a run of consecutive
-/// send/recv tasks (a combined send-and-receive) has been issued.
-void mark_pipeline_syncs(Program& prog) {
+/// send/recv tasks (a combined send-and-receive) has been issued. Each
+/// exchange also costs the host `per_p2p` before its call.
+void mark_pipeline_syncs(Program& prog, Time per_p2p) {
   auto& ts = prog.tasks;
   for (std::size_t i = 0; i < ts.size(); ++i) {
     const bool p2p = ts[i].kind == TaskKind::Collective && ts[i].collective == CollectiveKind::SendRecv;
     if (!p2p) continue;
+    ts[i].host_issue += per_p2p;
     const bool next_p2p = i + 1 < ts.size() && ts[i + 1].kind == TaskKind::Collective &&
                           ts[i + 1].collective == CollectiveKind::SendRecv;
     if (!next_p2p) ts[i].host_sync = true;
@@ -537,7 +539,12 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   const Sharding shard{plan.tp, plan.sequence_parallel};
   const std::int64_t pbytes = dtype_bytes(work.dtype);
   const Bytes act(work.micro_batch * work.seq_len * model.hidden * pbytes);
-  const Bytes pipe_msg = sp ? Bytes(act.count() / plan.tp) : act;
+  // Megatron's scatter-gather of pipeline tensors (without SP): each TP rank
+  // sends its 1/tp slice of the activation, the receiving TP group
+  // all-gathers it (over NVLink, instead of tp copies over the network).
+  const bool scatter_gather =
+      tp && !sp && plan.pipeline_scatter_gather && work.framework == node_model::Framework::Megatron;
+  const Bytes pipe_msg = (sp || scatter_gather) ? Bytes(act.count() / plan.tp) : act;
 
   // Costs shared by every rank.
   const KernelTimer timer(predictor, work.host);
@@ -655,8 +662,11 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
           first = rb.take_pending();
         } else {
           const int from = (k - 1) % p;
-          first.push_back(rb.collective(named("pp.recv_activation"), CollectiveKind::SendRecv,
-                                        pipe_group(from, stage, kPipeForward), pipe_msg, {}));
+          const TaskIndex recv = rb.collective(named("pp.recv_activation"), CollectiveKind::SendRecv,
+                                               pipe_group(from, stage, kPipeForward), pipe_msg, {});
+          first.push_back(scatter_gather ? rb.collective(named("pp.gather_activation"), CollectiveKind::AllGather,
+                                                         tp_group, act, {recv})
+                                         : recv);
         }
         for (std::int64_t l = 0; l < nl; ++l) {
           rb.pieces(layer.forward.pieces(), layer_prefix(l), tp_group, std::move(first));
@@ -680,8 +690,11 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
         if (last_mb && p > 1) produced((word_params + 2 * model.hidden) * gbytes, rb.last_compute());
       } else {
         const int from = (k + 1) % p;
-        first.push_back(rb.collective(named("pp.recv_gradient"), CollectiveKind::SendRecv,
-                                      pipe_group(from, stage, kPipeBackward), pipe_msg, {}));
+        const TaskIndex recv = rb.collective(named("pp.recv_gradient"), CollectiveKind::SendRecv,
+                                             pipe_group(from, stage, kPipeBackward), pipe_msg, {});
+        first.push_back(scatter_gather ? rb.collective(named("pp.gather_gradient"), CollectiveKind::AllGather,
+                                                       tp_group, act, {recv})
+                                       : recv);
       }
       for (std::int64_t l = nl - 1; l >= 0; --l) {
         rb.pieces(layer.backward.pieces(), layer_prefix(l), tp_group, std::move(first));
@@ -745,7 +758,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
                       Bytes(bytes), {step});
       }
     }
-    if (timer.host_model()) mark_pipeline_syncs(prog);
+    if (timer.host_model()) mark_pipeline_syncs(prog, work.host.per_p2p);
     stage_roles[static_cast<std::size_t>(stage)] = rb.roles();
     out.graph.add_program(std::move(prog));
   }

@@ -141,6 +141,28 @@ TEST(Plan, PipelineSendsOneActivationAndOneGradientPerMicroBatch) {
   EXPECT_EQ(count(g, 1, "embedding.grad_all_reduce").by_kind["all-reduce"], 0);
 }
 
+TEST(Plan, MegatronScattersPipelineTensorsOverTensorParallelRanks) {
+  // tp = 2, pp = 2, no SP: each TP rank sends half the activation and the
+  // receiving TP group all-gathers the whole of it; off, each sends all of it.
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.global_batch = 3;
+  const std::int64_t act = 32 * 64 * 4;
+  const auto g = plan_training(m, kWork, p, pred);
+  const Counts send = count(g, 0, "send_activation"), gather = count(g, 2, "gather_activation");
+  EXPECT_EQ(send.bytes.at("send-recv"), act / 2);
+  EXPECT_EQ(gather.by_kind.at("all-gather"), 3);
+  EXPECT_EQ(gather.bytes.at("all-gather"), act);
+  EXPECT_EQ(count(g, 0, "gather_gradient").by_kind.at("all-gather"), 3);
+  p.pipeline_scatter_gather = false;
+  const auto full = plan_training(m, kWork, p, pred);
+  EXPECT_EQ(count(full, 0, "send_activation").bytes.at("send-recv"), act);
+  EXPECT_EQ(count(full, 2, "gather_activation").by_kind.size(), 0U);
+}
+
 TEST(Plan, DataParallelReducesEveryGradientOnceInBuckets) {
   const auto m = tiny();
   test_support::LayersOnlyPredictor pred(m.vocab);
@@ -309,6 +331,11 @@ TEST(Plan, RanksOfAStageShareOneProgramBoundToTheirOwnGroups) {
       if (name.find(".tp.") != std::string::npos) {
         EXPECT_EQ(got, tp_members) << name;
         ++checked["tp"];
+      } else if (name.find("pp.gather_") != std::string::npos) {
+        // Scatter-gather: the received 1/tp slices are all-gathered in the TP group.
+        EXPECT_EQ(got, tp_members) << name;
+        EXPECT_EQ(t.collective, CollectiveKind::AllGather) << name;
+        ++checked["gather"];
       } else if (name.rfind("dp.grad", 0) == 0) {
         EXPECT_EQ(got, dp_members) << name;
         ++checked["dp"];
@@ -327,7 +354,8 @@ TEST(Plan, RanksOfAStageShareOneProgramBoundToTheirOwnGroups) {
     }
     EXPECT_GT(checked["tp"], 0) << "rank " << r;
     EXPECT_GT(checked["dp"], 0) << "rank " << r;
-    EXPECT_EQ(checked["pp"], 8) << "rank " << r;  // 8 micro-batches, one message each
+    EXPECT_EQ(checked["pp"], 8) << "rank " << r;      // 8 micro-batches, one message each
+    EXPECT_EQ(checked["gather"], 4) << "rank " << r;  // one per received message
     EXPECT_EQ(checked["embedding"], 1) << "rank " << r;
   }
   // Both sides of a pipeline pair hold the same ids in the same order.

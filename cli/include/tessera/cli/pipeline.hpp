@@ -44,7 +44,9 @@ IterationBreakdown breakdown(const Simulation& sim);
 /// zero-cost network to separate the pipeline bubble from exposed
 /// communication. `observer` (optional) sees the real run.
 /// `predictor` (optional) replaces the scenario's named predictor.
+/// `split` false skips the zero-cost run (free_comm_* stay zero): for
+/// callers that need only the iteration time.
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer = nullptr,
-                             const node_model::KernelPredictor* predictor = nullptr);
+                             const node_model::KernelPredictor* predictor = nullptr, bool split = true);
 
 }  // namespace tessera::cli

@@ -34,6 +34,8 @@ struct Calibration {
   Time host_launch;
   /// Host time per iteration outside the launches (optimizer bookkeeping).
   Time host_iteration;
+  /// Host time per pipeline send or receive beyond its launch.
+  Time host_p2p;
 };
 /// The shipped defaults.
 Calibration default_calibration();

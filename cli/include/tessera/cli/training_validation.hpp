@@ -48,6 +48,28 @@ struct PredictedRun {
 std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, const std::string& gpu,
                                        const std::vector<Override>& overrides, unsigned jobs);
 
+/// Host-overhead calibration fit on measured runs (docs/calibration.md):
+/// `calibration.host_launch` and `calibration.host_p2p` by coordinate
+/// descent (grid, then golden-section search) over simulations, then
+/// `calibration.host_iteration`, which shifts every prediction by exactly its
+/// value (it is host work after the last sync of the iteration), in closed
+/// form (the weighted median minimising the mean relative error).
+struct HostFit {
+  Time host_launch;
+  Time host_iteration;
+  Time host_p2p;
+  double mean_error = 0;  ///< mean |predicted / measured - 1| on the fitted runs
+  int simulations = 0;    ///< sweeps over the runs the search took
+};
+HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::string& gpu,
+                          const std::vector<Override>& overrides, unsigned jobs);
+
+/// Cross-validation fold of a run: runs that differ only in data parallelism
+/// or global batch (the same hidden size, layers, micro-batch, tp and pp)
+/// share a fold, so a fold's configurations are unseen by the fit that
+/// predicts them. Deterministic.
+int cv_fold(const MeasuredRun& run, int folds);
+
 struct ErrorStats {
   int n = 0;
   double mean = 0, median = 0, p90 = 0, max = 0;  ///< of |error|

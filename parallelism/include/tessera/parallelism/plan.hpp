@@ -69,6 +69,10 @@ struct ParallelPlan {
   /// is computed (Megatron's async tensor-model-parallel all-reduce); false:
   /// it blocks the compute stream.
   bool tp_comm_overlap = true;
+  /// Megatron's scatter-gather of pipeline tensors with tp > 1 and no SP
+  /// (on unless --no-scatter-gather-tensors-in-pipeline): send 1/tp of each
+  /// activation per rank, all-gather it in the receiving TP group.
+  bool pipeline_scatter_gather = true;
 
   /// The grad-sync mode `Auto` stands for under `work`'s framework.
   [[nodiscard]] GradSync resolved_grad_sync(const Workload& work) const;

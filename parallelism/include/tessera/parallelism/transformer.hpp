@@ -49,7 +49,12 @@ std::vector<std::string> model_preset_names();
 struct HostOverhead {
   Time per_launch;     ///< host time per kernel launch or collective call
   Time per_iteration;  ///< host work of one iteration outside the launches (optimizer logic, bookkeeping)
-  [[nodiscard]] bool enabled() const { return per_launch > Time::zero() || per_iteration > Time::zero(); }
+  /// Host work per pipeline send or receive beyond its launch (the pipeline
+  /// engine's bookkeeping around each exchange).
+  Time per_p2p;
+  [[nodiscard]] bool enabled() const {
+    return per_launch > Time::zero() || per_iteration > Time::zero() || per_p2p > Time::zero();
+  }
 };
 
 struct Workload {
