@@ -450,7 +450,7 @@ void cross_validate(const std::vector<Row>& rows, std::ostream& out) {
 
 int cmd_validate_collectives(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate collectives");
-  p.option("data").option("fit").flag("cv").flag("rows");
+  p.option("data").option("fit").flag("cv").flag("rows").flag("line-rate");
   p.parse(args);
   p.expect_positional(0, "arguments");
   const std::string data = p.require("data");
@@ -480,6 +480,11 @@ int cmd_validate_collectives(const Args& args, std::ostream& out) {
 
   engine::CommCalibration calibration = execution_options(nodes.at("h100").scenario).calibration;
   std::string source = "shipped defaults (engine::CommCalibration::nccl)";
+  if (p.has("line-rate")) {
+    if (fit_set) throw UsageError("--line-rate and --fit exclude each other");
+    calibration = engine::CommCalibration::line_rate();
+    source = "none: line rate, serial reductions (the uncalibrated model)";
+  }
   if (fit_set) {
     const std::string fit = *p.get("fit");
     const auto train = samples(rows, *fit_set);
@@ -497,7 +502,6 @@ int cmd_validate_collectives(const Args& args, std::ostream& out) {
 
   for (const Table& t : kTables) {
     engine::ExecutionOptions options = execution_options(nodes.at(t.name).scenario);
-    calibration.sm_slowdown = options.calibration.sm_slowdown;
     options.calibration = calibration;
     for (Row& r : rows) {
       if (r.table == &t) r.predicted = simulate(r, nodes.at(t.name), options);

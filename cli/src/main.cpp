@@ -125,7 +125,8 @@ memory per stage; --svg draws the breakdown.
                H100 XLA tables), MAPE per table, kind and group size, with the
                calibrated communication model (--data ../shared/data);
                --fit a100|h100|all|TABLE:KIND refits the NVLink calibration,
-               --cv prints the cross-validation, --rows every row
+               --cv prints the cross-validation, --rows every row,
+               --line-rate the uncalibrated model for comparison
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
 )"},
