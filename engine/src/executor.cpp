@@ -388,8 +388,8 @@ class Executor {
     // A reducing receiver runs its reduction kernel before the data counts
     // as delivered (dependent transfers forward the reduced chunk), unless
     // NCCL's fused kernel pipelines it with the copy.
-    const Time reduce = tr.reduce && opts_.reduction_time && !fused_reductions_ ? opts_.reduction_time(tr.bytes)
-                                                                                : Time::zero();
+    const bool charged = tr.reduce && opts_.reduction_time && !fused_reductions_;
+    const Time reduce = charged ? opts_.reduction_time(tr.bytes) : Time::zero();
     if (reduce > Time::zero()) {
       net_.send(msg, [this, slot, k, reduce] {
         loop_.schedule(reduce, [this, slot, k] { delivered(slot, k); });
