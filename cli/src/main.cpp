@@ -40,7 +40,7 @@ Node model (kernel latency prediction, docs/node_model.md):
   train-predictor --data DIR --out DIR
 
 Validation against measurements:
-  validate kernels|models|distributed --data DIR
+  validate kernels|models|distributed|collectives --data DIR
 
 Exit codes: 0 success; 1 simulation or internal error; 2 bad input (usage,
 scenario file, unit string, data file). Errors are one line on stderr.
@@ -113,7 +113,7 @@ Plans and simulates the scenario under each pipeline schedule and prints
 iteration time, bubble fraction, exposed communication, compute and peak
 memory per stage; --svg draws the breakdown.
 )"},
-      {"validate", R"(usage: tessera validate kernels|models|distributed --data DIR [options]
+      {"validate", R"(usage: tessera validate kernels|models|distributed|collectives --data DIR [options]
 
   kernels      MAPE per op class and GPU of the node model vs measured
                kernels (e.g. --data ../shared/data/neusight/kernels/test)
@@ -121,6 +121,12 @@ memory per stage; --svg draws the breakdown.
                run's own per-op measurements, with each GPU's mean and worst
                error (--data ../shared/data/neusight or .../labels)
   distributed  multi-GPU iterations vs measured (--data .../labels_distributed)
+  collectives  NCCL collectives on one NVLink node vs measured (A100 nccl-tests,
+               H100 XLA tables), MAPE per table, kind and group size, with the
+               calibrated communication model (--data ../shared/data);
+               --fit a100|h100|all|TABLE:KIND refits the NVLink calibration,
+               --cv prints the cross-validation, --rows every row,
+               --line-rate the uncalibrated model for comparison
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
 )"},

@@ -76,6 +76,7 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
 int cmd_validate(const Args& args, std::ostream& out) {
   if (!args.empty() && args[0] == "distributed") return cmd_validate_distributed(Args(args.begin() + 1, args.end()), out);
   if (!args.empty() && args[0] == "training") return cmd_validate_training(Args(args.begin() + 1, args.end()), out);
+  if (!args.empty() && args[0] == "collectives") return cmd_validate_collectives(Args(args.begin() + 1, args.end()), out);
   ArgParser p("tessera validate");
   p.option("data").option("predictor").option("weights").option("max-rows").option("gpu");
   p.parse(args);
@@ -106,7 +107,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
     out << nm::format_model_errors(rows, name);
     return 0;
   }
-  throw UsageError(fmt::format("tessera validate: expected 'kernels' or 'models', got '{}'", what));
+  throw UsageError(fmt::format("tessera validate: expected 'kernels', 'models', 'distributed' or 'collectives', got '{}'", what));
 }
 
 int cmd_train_predictor(const Args& args, std::ostream& out) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
@@ -48,6 +49,16 @@ struct RankState {
   std::size_t remaining = 0;
   Stream compute;
   Time compute_start;                           // of the compute task in flight
+  // SM sharing (only with CommCalibration::sm_slowdown > 0): the compute
+  // task in flight has work_left picoseconds of undisturbed work left at
+  // work_since, progressing at rate 1 - s while slowed.
+  int comm_in_flight = 0;                       // launched collectives of this rank not yet complete
+  bool slowed = false;
+  double work_left = 0.0;
+  Time work_since;
+  std::uint32_t compute_gen = 0;                // completion events of older generations are stale
+  Time not_before;                              // host model: the task in flight ends no earlier
+  Time host_part;                               // host model: its run time beyond its duration
   std::vector<std::int32_t> comm_groups;        // global groups, ascending
   std::vector<Stream> comm;                     // one per entry of comm_groups
   // Host model: the host issues tasks in program order from `host_base`
@@ -71,6 +82,8 @@ struct Expansion {
   std::vector<collectives::TransferIndex> dependents;  // transfers waiting on each
   std::vector<collectives::TransferIndex> roots;       // transfers without deps, ascending
   Bytes total_bytes;
+  int group_size = 0;
+  bool crosses_nodes = false;  // some transfer joins two nodes: network-class launch latency
 };
 
 /// Collectives match on (global group, id): ids are unique within a group.
@@ -101,8 +114,17 @@ class Executor {
  public:
   Executor(const TaskGraph& g, EventLoop& loop, Network& net, ExecutionObserver* obs,
            const ExecutionOptions& opts)
-      : g_(g), loop_(loop), net_(net), obs_(obs), opts_(opts), ranks_(static_cast<std::size_t>(g.num_ranks())),
+      : g_(g),
+        loop_(loop),
+        net_(net),
+        obs_(obs),
+        opts_(opts),
+        calibrated_(!net.instantaneous() && !opts.calibration.is_line_rate()),
+        fused_reductions_(calibrated_ && opts.calibration.fused_reductions),
+        sm_share_(calibrated_ ? opts.calibration.sm_slowdown : 0.0),
+        ranks_(static_cast<std::size_t>(g.num_ranks())),
         result_() {
+    if (calibrated_) opts_.calibration.validate();
     result_.ranks.resize(ranks_.size());
     layouts_.resize(g.programs.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
@@ -142,7 +164,10 @@ class Executor {
             r, ranks_[r].remaining));
       }
     }
-    for (const auto& rr : result_.ranks) result_.makespan = std::max(result_.makespan, rr.finish);
+    for (const auto& rr : result_.ranks) {
+      result_.makespan = std::max(result_.makespan, rr.finish);
+      result_.overlap_slowdown += rr.overlap_slowdown;
+    }
     return result_;
   }
 
@@ -249,10 +274,22 @@ class Executor {
         // The GPU runs the task's kernels as the host issues them: it ends no
         // earlier than issue start + host span.
         Time run = t.duration;
-        if (t.host_span > Time::zero()) run = std::max(run, *h + t.host_span - now);
-        result_.ranks[static_cast<std::size_t>(rank)].host_wait += run - t.duration;
-        // Captures fit std::function's inline buffer: no allocation per task.
-        loop_.schedule(run, [this, rank, i] { compute_done(rank, i); });
+        s.not_before = Time::zero();
+        if (t.host_span > Time::zero()) {
+          s.not_before = *h + t.host_span;
+          run = std::max(run, s.not_before - now);
+        }
+        s.host_part = run - t.duration;
+        result_.ranks[static_cast<std::size_t>(rank)].host_wait += s.host_part;
+        if (sm_share_ > 0.0) {
+          s.work_left = static_cast<double>(t.duration.ps());
+          s.work_since = now;
+          s.slowed = s.comm_in_flight > 0;
+          schedule_compute_end(rank);
+        } else {
+          // Captures fit std::function's inline buffer: no allocation per task.
+          loop_.schedule(run, [this, rank, i] { compute_done(rank, i); });
+        }
       } else if (h) {
         if (s.waiting_compute != i) {  // the stream idles until the host issues the task
           s.waiting_compute = i;
@@ -278,11 +315,47 @@ class Executor {
     }
   }
 
+  /// SM sharing: (re)schedules the end of the rank's compute task from its
+  /// work left and current rate; earlier completion events become stale.
+  void schedule_compute_end(int rank) {
+    RankState& s = ranks_[static_cast<std::size_t>(rank)];
+    const double ps = s.slowed ? s.work_left / (1.0 - sm_share_) : s.work_left;
+    const std::uint32_t gen = ++s.compute_gen;
+    // Not before the host has issued the task's last kernel (host model).
+    const Time after = std::max(Time::from_ps(std::llround(ps)), s.not_before - loop_.now());
+    loop_.schedule(after, [this, rank, gen] {
+      RankState& r = ranks_[static_cast<std::size_t>(rank)];
+      if (gen != r.compute_gen) return;  // re-timed since
+      compute_done(rank, (*r.compute.order)[r.compute.next]);
+    });
+  }
+
+  /// SM sharing: the rank's communication started or stopped; a compute task
+  /// in flight changes rate now.
+  void comm_changed(int rank) {
+    RankState& s = ranks_[static_cast<std::size_t>(rank)];
+    const bool slowed = s.comm_in_flight > 0;
+    if (!s.compute.busy || slowed == s.slowed) {
+      s.slowed = slowed;
+      return;
+    }
+    const Time now = loop_.now();
+    const auto elapsed = static_cast<double>((now - s.work_since).ps());
+    s.work_left = std::max(0.0, s.work_left - (s.slowed ? elapsed * (1.0 - sm_share_) : elapsed));
+    s.work_since = now;
+    s.slowed = slowed;
+    schedule_compute_end(rank);
+  }
+
   void compute_done(int rank, TaskIndex i) {
     const Task& tk = task(rank, i);
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
     auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
     rr.compute_busy += tk.duration;
+    if (sm_share_ > 0.0) {
+      ++s.compute_gen;  // nothing pending may end this task again
+      rr.overlap_slowdown += std::max(Time::zero(), loop_.now() - s.compute_start - tk.duration - s.host_part);
+    }
     rr.flops += tk.flops;
     if (obs_ != nullptr) obs_->on_compute(rank, tk, s.compute_start, loop_.now());
     s.compute.busy = false;
@@ -329,7 +402,11 @@ class Executor {
       if (trs[k].deps.empty()) e->roots.push_back(static_cast<collectives::TransferIndex>(k));
     }
     for (std::size_t k = 0; k < n; ++k) e->dependents_begin[k + 1] += e->dependents_begin[k];
-    for (const auto& tr : trs) e->total_bytes += tr.bytes;
+    for (const auto& tr : trs) {
+      e->total_bytes += tr.bytes;
+      if (node_of(tr.src) != node_of(tr.dst)) e->crosses_nodes = true;
+    }
+    e->group_size = static_cast<int>(g_.groups[static_cast<std::size_t>(group)].ranks.size());
     e->dependents.resize(e->dependents_begin[n]);
     std::vector<std::uint32_t> fill(e->dependents_begin.begin(), e->dependents_begin.end() - 1);
     for (std::size_t k = 0; k < n; ++k) {  // ascending k: each list in transfer order, as before
@@ -343,6 +420,11 @@ class Executor {
     const Expansion& e = expansion(t, ac.group);
     ac.start = loop_.now();
     ac.expansion = &e;
+    if (sm_share_ > 0.0) {  // the members' NCCL kernels occupy SMs from now to complete()
+      for (int r : ac.arrived) {
+        if (++ranks_[static_cast<std::size_t>(r)].comm_in_flight == 1) comm_changed(r);
+      }
+    }
     const auto n = e.graph.transfers.size();
     if (n > 0 && obs_ == nullptr && net_.instantaneous()) {
       // Every transfer would arrive at this instant: the collective ends now
@@ -358,25 +440,61 @@ class Executor {
     }
     ac.pending = e.pending;
     if (obs_ != nullptr) ac.starts.resize(n);
-    for (auto k : e.roots) start_transfer(slot, k);
+    const Time launch_latency =
+        calibrated_ ? link_class(e.crosses_nodes).launch_latency : Time::zero();
+    if (launch_latency > Time::zero()) {
+      loop_.schedule(launch_latency, [this, slot] { start_roots(slot); });
+      return;
+    }
+    start_roots(slot);
+  }
+
+  void start_roots(std::uint32_t slot) {
+    for (auto k : active_[slot].expansion->roots) start_transfer(slot, k);
+  }
+
+  [[nodiscard]] int node_of(int rank) const {
+    const int per_node = opts_.collectives.ranks_per_node;
+    return per_node > 0 ? rank / per_node : 0;
+  }
+  [[nodiscard]] const LinkCalibration& link_class(bool crosses_nodes) const {
+    return crosses_nodes ? opts_.calibration.network : opts_.calibration.nvlink;
   }
 
   void start_transfer(std::uint32_t slot, collectives::TransferIndex k) {
+    if (calibrated_) {
+      const auto& tr = active_[slot].expansion->graph.transfers[static_cast<std::size_t>(k)];
+      const Time step = link_class(node_of(tr.src) != node_of(tr.dst)).step_latency;
+      if (step > Time::zero()) {
+        loop_.schedule(step, [this, slot, k] { send_transfer(slot, k); });
+        return;
+      }
+    }
+    send_transfer(slot, k);
+  }
+
+  void send_transfer(std::uint32_t slot, collectives::TransferIndex k) {
     ActiveCollective& ac = active_[slot];
-    const auto& tr = ac.expansion->graph.transfers[static_cast<std::size_t>(k)];
+    const Expansion& e = *ac.expansion;
+    const auto& tr = e.graph.transfers[static_cast<std::size_t>(k)];
     if (obs_ != nullptr) ac.starts[static_cast<std::size_t>(k)] = loop_.now();
     ++result_.transfers;
     result_.bytes_sent += tr.bytes;
+    const double efficiency =
+        calibrated_ ? link_class(node_of(tr.src) != node_of(tr.dst)).efficiency(e.group_size) : 1.0;
+    const Message msg{tr.src, tr.dst, tr.bytes, efficiency};
     // A reducing receiver runs its reduction kernel before the data counts
-    // as delivered (dependent transfers forward the reduced chunk).
-    const Time reduce = tr.reduce && opts_.reduction_time ? opts_.reduction_time(tr.bytes) : Time::zero();
+    // as delivered (dependent transfers forward the reduced chunk), unless
+    // NCCL's fused kernel pipelines it with the copy.
+    const bool charged = tr.reduce && opts_.reduction_time && !fused_reductions_;
+    const Time reduce = charged ? opts_.reduction_time(tr.bytes) : Time::zero();
     if (reduce > Time::zero()) {
-      net_.send(Message{tr.src, tr.dst, tr.bytes}, [this, slot, k, reduce] {
+      net_.send(msg, [this, slot, k, reduce] {
         loop_.schedule(reduce, [this, slot, k] { delivered(slot, k); });
       });
       return;
     }
-    net_.send(Message{tr.src, tr.dst, tr.bytes}, [this, slot, k] { delivered(slot, k); });
+    net_.send(msg, [this, slot, k] { delivered(slot, k); });
   }
 
   void delivered(std::uint32_t slot, collectives::TransferIndex k) {
@@ -408,6 +526,12 @@ class Executor {
     slot_of_.erase(CollectiveKey{group, id});
     free_.push_back(slot);
     bool observed = false;
+    if (sm_share_ > 0.0) {
+      // Communication stops on every member before any of them moves on.
+      for (int rank : arrived) {
+        if (--ranks_[static_cast<std::size_t>(rank)].comm_in_flight == 0) comm_changed(rank);
+      }
+    }
     for (int rank : arrived) {
       RankState& s = ranks_[static_cast<std::size_t>(rank)];
       // This rank's task for the collective is the head of its group's
@@ -447,6 +571,9 @@ class Executor {
   Network& net_;
   ExecutionObserver* obs_;
   ExecutionOptions opts_;
+  bool calibrated_;          // apply opts_.calibration (not line rate, not an instantaneous network)
+  bool fused_reductions_;    // reductions are not charged
+  double sm_share_;          // SM-sharing slowdown s (0: off, no tracking at all)
   std::vector<std::unique_ptr<const ProgramLayout>> layouts_;  // per program, built on first use
   std::vector<RankState> ranks_;
   // Collectives in flight: slots (stable addresses, reused) and the slot of
@@ -480,6 +607,7 @@ IterationSummary summarize(const ExecutionResult& r) {
   if (r.ranks.empty()) return s;
   const auto& crit = r.ranks[static_cast<std::size_t>(s.critical_rank)];
   s.compute_time = crit.compute_busy;
+  s.overlap_slowdown = crit.overlap_slowdown;
   s.exposed_comm_time = r.makespan - crit.compute_busy;
   if (r.makespan > Time::zero()) {
     s.tflops_per_gpu = total_flops / static_cast<double>(r.ranks.size()) / r.makespan.seconds() * 1e-12;

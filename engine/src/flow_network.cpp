@@ -1,5 +1,7 @@
 #include "tessera/engine/flow_network.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -53,6 +55,9 @@ std::uint32_t FlowNetwork::route(int src, int dst) {
 
 void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   if (msg.bytes.count() < 0) throw SimulationError("flow network: negative message size");
+  if (!(msg.efficiency > 0.0 && msg.efficiency <= 1.0)) {
+    throw SimulationError(fmt::format("flow network: message efficiency must be in (0, 1] (got {})", msg.efficiency));
+  }
   const std::uint32_t r = route(msg.src, msg.dst);
   const Route& rt = routes_[r];
   if (rt.len == 0 || msg.bytes.count() == 0) {
@@ -75,7 +80,9 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   f.path_len = rt.len;
   f.latency = rt.latency;
   f.bytes = msg.bytes.count();
-  f.remaining = msg.bytes.as_double();
+  f.efficiency = msg.efficiency;
+  f.wire = msg.efficiency == 1.0 ? msg.bytes.as_double() : msg.bytes.as_double() / msg.efficiency;
+  f.remaining = f.wire;
   f.rate = -1.0;  // not yet rated: set_rate() starts it
   f.updated = loop_.now();
   f.due = 0;
@@ -333,7 +340,7 @@ const std::vector<double>& FlowNetwork::link_bytes() const {
   const Time now = loop_.now();
   for (const Flow& f : flows_) {
     if (!f.active || f.rate < 0.0) continue;
-    const double moved = static_cast<double>(f.bytes) - remaining_at(f, now);
+    const double moved = (f.wire - remaining_at(f, now)) * f.efficiency;
     for (topology::LinkId l : path(f)) link_bytes_[static_cast<std::size_t>(l)] += moved;
   }
   return link_bytes_;

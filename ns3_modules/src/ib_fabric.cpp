@@ -413,7 +413,8 @@ void IbFabric::Send(const engine::Message& msg, engine::Callback onDelivered) {
   m_messages.emplace(id, InMessage{msg.bytes.count(), 0, std::move(onDelivered)});
   const int key = m_vlPolicy == VlPolicy::Destination ? msg.dst : msg.src;
   const auto vl = static_cast<std::uint8_t>(key % m_numVls);
-  m_hcas[static_cast<std::size_t>(msg.src)]->PostSend(id, static_cast<std::uint32_t>(msg.dst), msg.bytes.count(), port, vl);
+  m_hcas[static_cast<std::size_t>(msg.src)]->PostSend(id, static_cast<std::uint32_t>(msg.dst), msg.bytes.count(), port, vl,
+                                                     msg.efficiency);
 }
 
 void IbFabric::OnDeliver(const IbPacketInfo& info) {

@@ -5,6 +5,7 @@
 #include <ns3/uinteger.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "ib_header.hpp"
 #include "tessera/error.hpp"
@@ -143,12 +144,18 @@ void IbHca::Setup(std::vector<ns3::Ptr<IbNetDevice>> ports, std::uint8_t numVls,
 }
 
 void IbHca::PostSend(std::uint64_t messageId, std::uint32_t dstRank, std::int64_t bytes, std::uint16_t port,
-                     std::uint8_t vl) {
+                     std::uint8_t vl, double efficiency) {
+  if (!(efficiency > 0.0 && efficiency <= 1.0)) {
+    throw SimulationError(fmt::format("ns-3 IbHca: message efficiency must be in (0, 1] (got {})", efficiency));
+  }
+  const auto packetPayload =
+      efficiency == 1.0 ? m_mtu
+                        : std::max<std::uint32_t>(1, static_cast<std::uint32_t>(std::floor(efficiency * m_mtu)));
   auto [it, inserted] = m_qpOfDst.try_emplace(dstRank, static_cast<std::uint32_t>(m_qps.size()));
   if (inserted) m_qps.push_back(QueuePair{dstRank, port, vl, false, {}});
   QueuePair& qp = m_qps[it->second];
   if (qp.port != port || qp.vl != vl) throw SimulationError("ns-3 IbHca: a queue pair changed its port or VL");
-  qp.messages.push_back(OutMessage{messageId, bytes});
+  qp.messages.push_back(OutMessage{messageId, bytes, efficiency, packetPayload});
   if (!qp.ready) {
     qp.ready = true;
     m_ready[Slot(port, vl)].push_back(it->second);
@@ -158,9 +165,19 @@ void IbHca::PostSend(std::uint64_t messageId, std::uint32_t dstRank, std::int64_
 
 void IbHca::NextSegment(const OutMessage& m, std::uint32_t& payload, std::uint32_t& packets,
                         std::uint32_t& wire) const {
-  payload = static_cast<std::uint32_t>(std::min<std::int64_t>(m_segmentBytes, m.bytes - m.sent));
-  packets = std::max<std::uint32_t>(1, (payload + m_mtu - 1) / m_mtu);  // an empty message: one header-only packet
-  wire = payload + packets * m_headerBytes;
+  if (m.efficiency == 1.0) {
+    payload = static_cast<std::uint32_t>(std::min<std::int64_t>(m_segmentBytes, m.bytes - m.sent));
+    packets = std::max<std::uint32_t>(1, (payload + m_mtu - 1) / m_mtu);  // an empty message: one header-only packet
+    wire = payload + packets * m_headerBytes;
+    return;
+  }
+  // Each MTU packet carries packetPayload bytes of payload; the wire holds
+  // payload / efficiency (at most full MTU packets) plus the headers.
+  const std::int64_t perSegment = std::int64_t{m.packetPayload} * (m_segmentBytes / m_mtu);
+  payload = static_cast<std::uint32_t>(std::min<std::int64_t>(perSegment, m.bytes - m.sent));
+  packets = std::max<std::uint32_t>(1, (payload + m.packetPayload - 1) / m.packetPayload);
+  const auto onWire = static_cast<std::uint32_t>(std::ceil(payload / m.efficiency));
+  wire = std::min(onWire, packets * m_mtu) + packets * m_headerBytes;
 }
 
 bool IbHca::PeekTx(std::uint16_t port, std::uint8_t vl, std::uint32_t& wireBytes) {

@@ -80,8 +80,12 @@ class IbHca : public IbPortOwner {
   using DeliverCallback = std::function<void(const IbPacketInfo&)>;
   void SetDeliverCallback(DeliverCallback cb) { m_deliver = std::move(cb); }
   /// Queues a message on the QP to `dstRank`, sent out of `port` on `vl`.
+  /// `efficiency` (0, 1]: payload per wire byte (engine::Message): each MTU
+  /// packet carries floor(efficiency x MTU) payload bytes and the rest of the
+  /// packet is protocol overhead, so payload moves at that fraction of the
+  /// line rate; reports still count payload.
   void PostSend(std::uint64_t messageId, std::uint32_t dstRank, std::int64_t bytes, std::uint16_t port,
-                std::uint8_t vl);
+                std::uint8_t vl, double efficiency = 1.0);
 
   void Receive(std::uint16_t port, ns3::Ptr<ns3::Packet> packet, const IbPacketInfo& info) override;
   bool PeekTx(std::uint16_t port, std::uint8_t vl, std::uint32_t& wireBytes) override;
@@ -99,6 +103,8 @@ class IbHca : public IbPortOwner {
   struct OutMessage {
     std::uint64_t id;
     std::int64_t bytes;
+    double efficiency = 1.0;
+    std::uint32_t packetPayload = 0;  ///< payload per MTU packet: floor(efficiency x MTU), at least 1
     std::int64_t sent = 0;
     std::uint32_t psn = 0;
   };

@@ -11,6 +11,7 @@
 #include <ns3/queue-size.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <map>
@@ -57,6 +58,11 @@ class P2pFabric final : public Ns3Network::Fabric {
     std::uint32_t destination;
     std::int64_t bytes;
     std::uint32_t packets;  ///< at least one: an empty message is a header-only packet
+    /// Payload per packet: the MTU, or floor(efficiency x MTU) when the
+    /// message's efficiency is below 1 (the packet then carries payload /
+    /// efficiency bytes: the rest is protocol overhead).
+    std::int64_t packetPayload;
+    double efficiency;
     std::uint32_t nextSequence = 0;
     std::uint32_t packetsArrived = 0;
     engine::Callback onDelivered;
@@ -72,6 +78,11 @@ class P2pFabric final : public Ns3Network::Fabric {
   const topology::Path& Route(int src, int dst);
   void FillSourcePort(LinkId link);
   void InjectPacket(std::uint64_t id, MessageState& msg, LinkId link);
+  /// Payload bytes packet `sequence` of `msg` carries.
+  static std::uint32_t PacketPayload(const MessageState& msg, std::uint32_t sequence) {
+    const std::int64_t offset = static_cast<std::int64_t>(sequence) * msg.packetPayload;
+    return static_cast<std::uint32_t>(std::max<std::int64_t>(0, std::min(msg.packetPayload, msg.bytes - offset)));
+  }
   void Transmit(LinkId link, ns3::Ptr<ns3::Packet> packet);
   bool Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> device, ns3::Ptr<const ns3::Packet> packet,
                std::uint16_t protocol, const ns3::Address& from);
@@ -171,13 +182,21 @@ void P2pFabric::Send(const engine::Message& msg, engine::Callback onDelivered) {
     });
     return;
   }
-  const std::int64_t packets = std::max<std::int64_t>(1, (msg.bytes.count() + m_mtu - 1) / m_mtu);
+  if (!(msg.efficiency > 0.0 && msg.efficiency <= 1.0)) {
+    throw SimulationError(fmt::format("ns-3 backend: message efficiency must be in (0, 1] (got {})", msg.efficiency));
+  }
+  const std::int64_t packetPayload =
+      msg.efficiency == 1.0
+          ? m_mtu
+          : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(msg.efficiency * static_cast<double>(m_mtu))));
+  const std::int64_t packets = std::max<std::int64_t>(1, (msg.bytes.count() + packetPayload - 1) / packetPayload);
   if (packets > std::numeric_limits<std::uint32_t>::max()) {
     throw SimulationError(fmt::format("ns-3 backend: message of {} B needs too many packets", msg.bytes.count()));
   }
   const std::uint64_t id = m_nextMessageId++;
   m_messages.emplace(id, MessageState{&path, static_cast<std::uint32_t>(msg.dst), msg.bytes.count(),
-                                      static_cast<std::uint32_t>(packets), 0, 0, std::move(onDelivered)});
+                                      static_cast<std::uint32_t>(packets), packetPayload, msg.efficiency, 0, 0,
+                                      std::move(onDelivered)});
   m_ports[static_cast<std::size_t>(path.front())].active.push_back(id);
   FillSourcePort(path.front());
 }
@@ -200,9 +219,12 @@ void P2pFabric::FillSourcePort(LinkId link) {
 }
 
 void P2pFabric::InjectPacket(std::uint64_t id, MessageState& msg, LinkId link) {
-  const std::int64_t offset = static_cast<std::int64_t>(msg.nextSequence) * m_mtu;
-  const auto payload = static_cast<std::uint32_t>(std::min(m_mtu, msg.bytes - offset));
-  auto packet = ns3::Create<ns3::Packet>(payload);  // zero-filled virtual payload, never allocated
+  const auto payload = PacketPayload(msg, msg.nextSequence);
+  const auto onWire =
+      msg.efficiency == 1.0
+          ? payload
+          : static_cast<std::uint32_t>(std::min<double>(static_cast<double>(m_mtu), std::ceil(payload / msg.efficiency)));
+  auto packet = ns3::Create<ns3::Packet>(onWire);  // zero-filled virtual payload, never allocated
   TesseraHeader header;
   header.SetMessageId(id);
   header.SetDestination(msg.destination);
@@ -248,7 +270,7 @@ bool P2pFabric::Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> /*device*/,
                                       msg.packetsArrived, msg.destination));
   }
   ++m_stats.packets_delivered;
-  m_stats.payload_delivered += Bytes(packet->GetSize() - TesseraHeader::kSerializedSize);
+  m_stats.payload_delivered += Bytes(PacketPayload(msg, header.GetSequence()));
   if (++msg.packetsArrived < msg.packets) return true;
   engine::Callback done = std::move(msg.onDelivered);
   m_messages.erase(it);

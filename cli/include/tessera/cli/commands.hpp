@@ -22,6 +22,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out);
 int cmd_validate_distributed(const Args& args, std::ostream& out);
 /// `tessera validate training ...` (cli/src/training_validation.cpp).
 int cmd_validate_training(const Args& args, std::ostream& out);
+/// `tessera validate collectives ...` (cli/src/collective_commands.cpp; `args` after "collectives").
+int cmd_validate_collectives(const Args& args, std::ostream& out);
 // Node-model commands: cli/src/node_model_commands.cpp.
 int cmd_predict_kernels(const Args& args, std::ostream& out);
 int cmd_predict_model(const Args& args, std::ostream& out);

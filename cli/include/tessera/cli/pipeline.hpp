@@ -38,6 +38,13 @@ struct IterationBreakdown {
   [[nodiscard]] double bubble_fraction() const;
 };
 IterationBreakdown breakdown(const Simulation& sim);
+/// How the scenario's collectives run, for every backend: its expansion
+/// options, reductions timed by the roofline at the GPU's memory bandwidth
+/// (charged only without fused reductions), and NCCL's calibrated costs
+/// (engine::CommCalibration::nccl for the scenario's GPU: fitted NVLink
+/// latency and efficiency, assumed network ones, SM sharing of
+/// kNcclChannels / SMs). docs/collectives.md, "Calibration".
+engine::ExecutionOptions execution_options(const Scenario& s);
 
 /// Plans the scenario's iteration (its predictor times every kernel), builds
 /// its topology and runs it on the scenario's backend, then once more on a

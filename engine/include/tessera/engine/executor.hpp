@@ -13,6 +13,7 @@
 
 #include "tessera/collectives/expand.hpp"
 #include "tessera/collectives/transfer_graph.hpp"
+#include "tessera/engine/comm_calibration.hpp"
 #include "tessera/engine/event_loop.hpp"
 #include "tessera/engine/network.hpp"
 #include "tessera/parallelism/task_graph.hpp"
@@ -33,7 +34,13 @@ class ExecutionObserver {
 
 struct RankResult {
   Time finish;        ///< when the rank's last task ended
-  Time compute_busy;  ///< total time its compute stream was busy
+  /// Sum of its compute tasks' durations (the node model's time). Time added
+  /// by SM sharing is in overlap_slowdown: the stream was busy for
+  /// compute_busy + overlap_slowdown.
+  Time compute_busy;
+  /// Compute time added because collectives of this rank overlapped its
+  /// compute (CommCalibration::sm_slowdown); zero without SM sharing.
+  Time overlap_slowdown;
   Flops flops;        ///< model FLOPs it executed
   /// Time its compute stream waited for the host to issue work (host model;
   /// parallelism::HostOverhead), included in `finish` but not in `compute_busy`.
@@ -44,7 +51,8 @@ struct ExecutionResult {
   Time makespan;  ///< when the last task of any rank ended
   std::vector<RankResult> ranks;
   std::uint64_t transfers = 0;
-  Bytes bytes_sent;
+  Bytes bytes_sent;  ///< payload bytes of all transfers
+  Time overlap_slowdown;  ///< sum over ranks of RankResult::overlap_slowdown
 };
 
 /// How collectives are expanded: algorithm (default Auto), chunks,
@@ -54,8 +62,15 @@ struct ExecutionOptions {
   collectives::ExpandOptions collectives;
   /// Time the receiving GPU needs to reduce `bytes` into its buffer after a
   /// transfer marked `reduce` arrives (a memory-bound kernel, timed by the
-  /// node model). Empty: reductions are free.
+  /// node model). Empty: reductions are free. Not charged when
+  /// calibration.fused_reductions is set.
   std::function<Time(Bytes)> reduction_time;
+  /// NCCL's real costs (latencies, achieved bandwidth, SM sharing), applied
+  /// on any backend. Default: line rate (none of it). Transfers and
+  /// collectives are classed NVLink or network by node, rank /
+  /// collectives.ranks_per_node (0: every rank in one node). Not applied on
+  /// an instantaneous network (communication is free there by definition).
+  CommCalibration calibration;
 };
 
 /// Runs `graph` to completion: schedules its tasks on `loop`, sends its
@@ -67,8 +82,9 @@ ExecutionResult execute(const parallelism::TaskGraph& graph, EventLoop& loop, Ne
 /// The headline numbers of one iteration.
 struct IterationSummary {
   Time iteration_time;
-  Time compute_time;        ///< compute-stream busy time of the critical rank
-  Time exposed_comm_time;   ///< iteration time not covered by its compute
+  Time compute_time;        ///< compute tasks' time of the critical rank (RankResult::compute_busy)
+  Time exposed_comm_time;   ///< iteration time not covered by its compute (includes its overlap slowdown)
+  Time overlap_slowdown;    ///< compute time the critical rank lost to SM sharing
   double tflops_per_gpu = 0.0;
   int critical_rank = 0;
 };

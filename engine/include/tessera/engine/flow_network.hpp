@@ -1,6 +1,8 @@
 #pragma once
 // Flow-level backend: every message is a fluid flow along its routed path.
 // Active flows share link bandwidth max-min fairly (progressive filling),
+// a message of efficiency e (Message::efficiency) occupies bytes / e of wire
+// (its payload moves at e times its share; link_bytes() counts payload),
 // rates are recomputed whenever a flow starts or finishes, and a message is
 // delivered one path latency (sum of link latencies) after its last byte
 // left the bottleneck.
@@ -51,8 +53,10 @@ class FlowNetwork final : public Network {
     std::uint64_t id = 0;       ///< start order; ties and per-link lists follow it
     std::uint32_t path_begin = 0;  ///< its links: path_links_[path_begin, path_begin + path_len)
     std::uint32_t path_len = 0;
-    std::int64_t bytes = 0;
-    double remaining = 0.0;     ///< bytes left at `updated`
+    std::int64_t bytes = 0;     ///< payload
+    double efficiency = 1.0;    ///< payload per wire byte (Message::efficiency)
+    double wire = 0.0;          ///< bytes on the wire: bytes / efficiency
+    double remaining = 0.0;     ///< wire bytes left at `updated`
     double rate = 0.0;          ///< bytes per picosecond
     Time updated;
     std::int64_t due = 0;       ///< ps when the last byte leaves (valid when rate > 0)

@@ -9,6 +9,11 @@ struct Message {
   int src = -1;  ///< GPU rank
   int dst = -1;  ///< GPU rank
   Bytes bytes;
+  /// Payload bytes per wire byte, in (0, 1]: the sender's protocol moves the
+  /// payload at this fraction of the rate the network gives it (NCCL's
+  /// achieved bandwidth over line rate, CommCalibration). Backends put
+  /// bytes / efficiency on the wire and still count `bytes` as payload.
+  double efficiency = 1.0;
 };
 
 class Network {

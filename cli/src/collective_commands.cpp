@@ -1,0 +1,574 @@
+// `tessera validate collectives`: the calibrated communication model
+// (engine::CommCalibration) against measured NCCL collectives on one NVLink
+// node (docs/collectives.md, "Calibration"). Every measured row is simulated
+// on a one-node scenario of the right GPU and NVLink, through the same
+// options and engine a scenario uses.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/collectives/expand.hpp"
+#include "tessera/engine/comm_calibration.hpp"
+#include "tessera/engine/event_loop.hpp"
+#include "tessera/engine/executor.hpp"
+#include "tessera/engine/flow_network.hpp"
+#include "tessera/error.hpp"
+#include "tessera/node_model/csv.hpp"
+#include "tessera/parallelism/task_graph.hpp"
+
+namespace tessera::cli {
+namespace fs = std::filesystem;
+using parallelism::CollectiveKind;
+
+namespace {
+
+/// The measured tables and the node each ran on.
+struct Table {
+  std::string name;    ///< "a100", "h100"
+  std::string gpu;     ///< GPU preset of the simulated node
+  std::string nvlink;  ///< NVLink rate per GPU per direction (unit string)
+  std::string what;    ///< one line for the report
+};
+const Table kTables[] = {
+    {"a100", "A100-80GB", "300GB/s",
+     "vTrain nccl-tests all-reduce, 8 x A100 SXM (NVLink 3, 300 GB/s), per-op GPU time"},
+    {"h100", "H100-SXM", "450GB/s",
+     "XLA collectives, 8 x H100 (NVLink 4, 450 GB/s), host wall time incl. launch"},
+};
+/// The topology's NVLink latency per link (GPU -> NVSwitch -> GPU: two
+/// links per transfer), as in the shipped scenarios. The fitted launch
+/// latency comes on top of it.
+constexpr const char* kNvlinkLatency = "1us";
+/// Rows below this size are reported but never fitted: the H100 table's
+/// host wall time is dominated there by launch and synchronisation.
+constexpr std::int64_t kFitMinBytes = std::int64_t{1} << 20;
+
+struct Row {
+  const Table* table = nullptr;
+  std::string file;
+  std::size_t line = 0;  ///< 1-based line in the file (header = 1)
+  std::string op;        ///< as the table names it
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  std::string series;                    ///< "1x8", "4x2", "ring", ...
+  std::vector<std::vector<int>> groups;  ///< each collective's ranks (sender first for send-recv)
+  Bytes bytes;
+  Time measured;
+  // Filled in:
+  engine::CollectiveSample sample;  ///< closed-form description (first group)
+  Time predicted;
+  double weight = 0.0;  ///< in fits: per table 1, per series equal, log-size trapezoid within
+};
+
+CollectiveKind kind_of(const std::string& op, const std::string& file, std::size_t line) {
+  if (op == "all-reduce") return CollectiveKind::AllReduce;
+  if (op == "all-gather") return CollectiveKind::AllGather;
+  if (op == "reduce-scatter") return CollectiveKind::ReduceScatter;
+  if (op == "all-to-all") return CollectiveKind::AllToAll;
+  if (op == "collective-permute") return CollectiveKind::SendRecv;
+  throw InputError(fmt::format("{}:{}: column opcode: unknown collective '{}'", file, line, op));
+}
+
+/// Bus bytes per rank in nccl-tests' convention (busbw = these / time).
+double bus_bytes(const Row& r) {
+  const auto n = static_cast<double>(r.groups.front().size());
+  const double s = r.bytes.as_double();
+  switch (r.kind) {
+    case CollectiveKind::AllReduce:
+      return 2.0 * (n - 1) / n * s;
+    case CollectiveKind::SendRecv:
+      return s;
+    default:
+      return (n - 1) / n * s;
+  }
+}
+
+std::vector<std::vector<int>> contiguous_groups(int num_groups, int per_group) {
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(num_groups));
+  for (int g = 0; g < num_groups; ++g) {
+    for (int i = 0; i < per_group; ++i) out[static_cast<std::size_t>(g)].push_back(g * per_group + i);
+  }
+  return out;
+}
+
+void read_a100(const std::string& dir, std::vector<Row>& rows) {
+  for (int n = 2; n <= 8; ++n) {
+    const std::string path = (fs::path(dir) / fmt::format("AR_GPU{}_1M_1024M_LUT.csv", n)).string();
+    const node_model::CsvTable t = node_model::read_csv(path);
+    const std::size_t size_col = t.require_column("size(B)");
+    const std::size_t time_col = t.require_column("time(ns)");  // the first: out-of-place
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+      Row r;
+      r.table = &kTables[0];
+      r.file = path;
+      r.line = i + 2;
+      r.op = "all-reduce";
+      r.series = fmt::format("1x{}", n);
+      r.groups = contiguous_groups(1, n);
+      r.bytes = Bytes(t.positive_int(i, size_col));
+      const double ns = t.number(i, time_col);
+      if (!(ns > 0)) throw InputError(fmt::format("{}:{}: column time(ns): must be positive", path, r.line));
+      r.measured = Time::from_seconds(ns * 1e-9);
+      rows.push_back(std::move(r));
+    }
+  }
+}
+
+std::vector<std::vector<int>> parse_pairs(const std::string& text, const std::string& file,
+                                          std::size_t line) {
+  std::vector<std::vector<int>> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ';');) {
+    const auto arrow = item.find("->");
+    try {
+      if (arrow == std::string::npos) throw std::invalid_argument("no ->");
+      std::size_t used = 0;
+      const int a = std::stoi(item.substr(0, arrow), &used);
+      const int b = std::stoi(item.substr(arrow + 2), &used);
+      if (a < 0 || b < 0 || a > 7 || b > 7 || a == b) throw std::invalid_argument("range");
+      out.push_back({a, b});
+    } catch (const std::exception&) {
+      throw InputError(
+          fmt::format("{}:{}: column pairs: '{}' is not SRC->DST with GPUs 0-7", file, line, item));
+    }
+  }
+  if (out.empty()) throw InputError(fmt::format("{}:{}: column pairs: empty", file, line));
+  return out;
+}
+
+void read_h100(const std::string& path, std::vector<Row>& rows) {
+  const node_model::CsvTable t = node_model::read_csv(path);
+  const std::size_t op_col = t.require_column("opcode");
+  const std::size_t bytes_col = t.require_column("bytes");
+  const std::size_t groups_col = t.require_column("num_groups");
+  const std::size_t devices_col = t.require_column("devices_per_group");
+  const std::size_t pairs_col = t.require_column("pairs");
+  const std::size_t latency_col = t.require_column("latency_us");
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    Row r;
+    r.table = &kTables[1];
+    r.file = path;
+    r.line = i + 2;
+    r.op = t.rows[i][op_col];
+    r.kind = kind_of(r.op, path, r.line);
+    if (r.kind == CollectiveKind::SendRecv) {
+      // "NAME SRC->DST;SRC->DST;..."
+      const std::string cell = t.rows[i][pairs_col];
+      const auto space = cell.find(' ');
+      if (space == std::string::npos || space == 0) {
+        throw InputError(
+            fmt::format("{}:{}: column pairs: expected 'NAME SRC->DST;...', got '{}'", path, r.line, cell));
+      }
+      r.series = cell.substr(0, space);
+      r.groups = parse_pairs(cell.substr(space + 1), path, r.line);
+    } else {
+      const auto g = t.positive_int(i, groups_col);
+      const auto d = t.positive_int(i, devices_col);
+      if (g * d > 8 || d < 2) {
+        throw InputError(
+            fmt::format("{}:{}: columns num_groups x devices_per_group: {} x {} does not fit 8 GPUs", path,
+                        r.line, g, d));
+      }
+      r.groups = contiguous_groups(static_cast<int>(g), static_cast<int>(d));
+      r.series = fmt::format("{}x{}", g, d);
+    }
+    r.bytes = Bytes(t.positive_int(i, bytes_col));
+    const double us = t.number(i, latency_col);
+    if (!(us > 0)) throw InputError(fmt::format("{}:{}: column latency_us: must be positive", path, r.line));
+    r.measured = Time::from_seconds(us * 1e-6);
+    rows.push_back(std::move(r));
+  }
+}
+
+/// The one-node scenario a table's rows run on: parsed like any scenario
+/// file, so topology and options come from the same code.
+Scenario node_scenario(const Table& t) {
+  const std::string yaml = fmt::format(R"(name: validate-collectives-{0}
+cluster:
+  nodes: 1
+  gpus_per_node: 8
+  gpu: {1}
+  nvlink_bandwidth: {2}
+  nvlink_latency: {3}
+  nic_bandwidth: 400Gbps
+  nic_latency: 1us
+  fabric:
+    type: leaf-spine
+    hosts_per_leaf: 8
+    spines: 1
+    spine_bandwidth: 400Gbps
+    spine_latency: 1us
+model:
+  preset: gpt2-large
+training:
+  micro_batch: 1
+  seq_len: 1024
+  dtype: fp32
+parallelism:
+  dp: 8
+)",
+                                       t.name, t.gpu, t.nvlink, kNvlinkLatency);
+  return parse_scenario(yaml, fmt::format("<validate collectives: {} node>", t.name));
+}
+
+/// One measured row as a task graph: every group runs its collective once,
+/// all groups at the same time (as measured).
+parallelism::TaskGraph row_graph(const Row& r) {
+  parallelism::TaskGraph g;
+  std::vector<std::vector<std::int32_t>> slots(8);  // per rank: its groups, in row order
+  for (const auto& members : r.groups) {
+    const auto gi = static_cast<std::int32_t>(g.groups.size());
+    g.groups.push_back({members});
+    for (int m : members) slots[static_cast<std::size_t>(m)].push_back(gi);
+  }
+  for (int rank = 0; rank < 8; ++rank) {
+    parallelism::Program p;
+    const auto& mine = slots[static_cast<std::size_t>(rank)];
+    for (std::size_t s = 0; s < mine.size(); ++s) {
+      parallelism::Task t;
+      t.name = "collective";
+      t.kind = parallelism::TaskKind::Collective;
+      t.collective = r.kind;
+      t.group = static_cast<std::int32_t>(s);
+      t.collective_id = 0;
+      t.bytes = r.bytes;
+      p.tasks.push_back(t);
+    }
+    g.add_rank(g.add_program(std::move(p)), mine);
+  }
+  return g;
+}
+
+struct Node {
+  Scenario scenario;
+  topology::Topology topo;
+  Time path_latency;  ///< one transfer GPU -> NVSwitch -> GPU
+};
+
+/// Closed-form description of a row: its first group's transfer graph.
+engine::CollectiveSample sample_of(const Row& r, const Node& node) {
+  const auto& ranks = r.groups.front();
+  const auto graph = collectives::expand(r.kind, ranks, r.bytes, node.scenario.collectives);
+  engine::CollectiveSample s;
+  s.group_size = static_cast<int>(ranks.size());
+  s.steps = graph.depth();
+  for (int rank : ranks) s.wire = std::max(s.wire, graph.bytes_sent_by(rank));
+  s.link = node.scenario.cluster.nvlink_bandwidth;
+  s.path_latency = node.path_latency;
+  s.measured = r.measured;
+  s.weight = r.weight;
+  return s;
+}
+
+Time simulate(const Row& r, const Node& node, const engine::ExecutionOptions& options) {
+  const auto graph = row_graph(r);
+  engine::DiscreteEventLoop loop;
+  engine::FlowNetwork net(node.topo, loop);
+  return engine::execute(graph, loop, net, nullptr, options).makespan;
+}
+
+/// Fit weights: each table weighs 1 in a fit, each of its series equally, and
+/// within a series each row the log-size interval it stands for (so the
+/// A100 table's linear 1 MiB steps do not let its largest sizes dominate).
+void set_weights(std::vector<Row>& rows) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> series;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    series[{rows[i].table->name, rows[i].op + " " + rows[i].series}].push_back(i);
+  }
+  std::map<std::string, int> per_table;
+  for (const auto& [key, idx] : series) {
+    if (rows[idx.front()].kind != CollectiveKind::SendRecv) ++per_table[key.first];
+  }
+  for (auto& [key, idx] : series) {
+    std::vector<std::size_t> fit;
+    for (std::size_t i : idx) {
+      if (rows[i].bytes.count() >= kFitMinBytes && rows[i].kind != CollectiveKind::SendRecv) fit.push_back(i);
+    }
+    std::sort(fit.begin(), fit.end(),
+              [&](std::size_t a, std::size_t b) { return rows[a].bytes < rows[b].bytes; });
+    double total = 0.0;
+    for (std::size_t k = 0; k < fit.size(); ++k) {
+      const double lo = std::log(rows[fit[k == 0 ? 0 : k - 1]].bytes.as_double());
+      const double hi = std::log(rows[fit[std::min(k + 1, fit.size() - 1)]].bytes.as_double());
+      rows[fit[k]].weight = (hi - lo) / 2;
+      total += rows[fit[k]].weight;
+    }
+    for (std::size_t i : fit)
+      rows[i].weight = total > 0 ? rows[i].weight / total / per_table[key.first] : 0.0;
+  }
+}
+
+/// A row selector for --fit and the cross-validation: table, kind, group size.
+struct Selector {
+  std::string table;           ///< empty: any
+  std::string op;              ///< empty: any (collective-permute is never fitted)
+  int group = 0;               ///< 0: any
+  bool exclude_group = false;  ///< group names the one left out
+  [[nodiscard]] bool fits(const Row& r) const {
+    if (r.kind == CollectiveKind::SendRecv || r.bytes.count() < kFitMinBytes) return false;
+    if (!table.empty() && r.table->name != table) return false;
+    if (!op.empty() && r.op != op) return false;
+    const int n = static_cast<int>(r.groups.front().size());
+    if (group != 0 && (exclude_group ? n == group : n != group)) return false;
+    return true;
+  }
+  [[nodiscard]] std::string describe() const {
+    std::string s = table.empty() ? "both tables" : table;
+    if (!op.empty()) s += " " + op;
+    if (group != 0) s += fmt::format(" {}n={}", exclude_group ? "except " : "", group);
+    return s;
+  }
+};
+
+/// "a100", "h100:all-reduce", "all" (= a100,h100), comma-separated.
+std::vector<Selector> parse_fit_set(const std::string& text) {
+  std::vector<Selector> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    Selector s;
+    const auto colon = item.find(':');
+    s.table = item.substr(0, colon);
+    if (colon != std::string::npos) s.op = item.substr(colon + 1);
+    if (s.table == "all") s.table.clear();
+    if (!s.table.empty() && s.table != "a100" && s.table != "h100") {
+      throw UsageError(fmt::format("--fit: unknown table '{}' (expected a100, h100 or all)", s.table));
+    }
+    if (!s.op.empty() && s.op != "all-reduce" && s.op != "all-gather" && s.op != "reduce-scatter" &&
+        s.op != "all-to-all") {
+      throw UsageError(
+          fmt::format("--fit: unknown collective '{}' (expected all-reduce, all-gather, "
+                      "reduce-scatter or all-to-all)",
+                      s.op));
+    }
+    out.push_back(s);
+  }
+  if (out.empty()) throw UsageError("--fit: expected a100, h100, all or TABLE:KIND, comma-separated");
+  return out;
+}
+
+std::vector<engine::CollectiveSample> samples(const std::vector<Row>& rows,
+                                              const std::vector<Selector>& sel) {
+  std::vector<engine::CollectiveSample> out;
+  for (const Row& r : rows) {
+    if (std::any_of(sel.begin(), sel.end(), [&](const Selector& s) { return s.fits(r); }))
+      out.push_back(r.sample);
+  }
+  return out;
+}
+
+std::string size_text(Bytes b) {
+  const double v = b.as_double();
+  if (v >= 1024.0 * 1024 * 1024) return fmt::format("{:.3g} GiB", v / (1024.0 * 1024 * 1024));
+  if (v >= 1024.0 * 1024) return fmt::format("{:.3g} MiB", v / (1024.0 * 1024));
+  return fmt::format("{:.3g} KiB", v / 1024.0);
+}
+
+bool power_of_two_size(Bytes b) {
+  const auto n = static_cast<std::uint64_t>(b.count());
+  return (n & (n - 1)) == 0 || ((n + 1) & n) == 0;
+}
+
+std::string link_text(const engine::LinkCalibration& l) {
+  return fmt::format(
+      "efficiency(n) = {:.3f} - {:.3f}/n (n=2: {:.3f}, 4: {:.3f}, 8: {:.3f}), launch {:.2f} us, "
+      "step {:.1f} us",
+      l.peak_efficiency, l.group_penalty, l.efficiency(2), l.efficiency(4), l.efficiency(8),
+      l.launch_latency.us(), l.step_latency.us());
+}
+
+double mape(const std::vector<const Row*>& rows) {
+  if (rows.empty()) return 0.0;
+  double e = 0.0;
+  for (const Row* r : rows)
+    e += std::abs(r->predicted.seconds() - r->measured.seconds()) / r->measured.seconds();
+  return 100.0 * e / static_cast<double>(rows.size());
+}
+
+/// Cross-validation: fit on one set, MAPE on another (closed form, which
+/// equals the simulation on these uncontended single-node rows).
+void cross_validate(const std::vector<Row>& rows, std::ostream& out) {
+  struct Fold {
+    std::vector<Selector> fit;
+    std::vector<Selector> test;
+  };
+  auto sel = [](std::string table, std::string op = "", int group = 0, bool exclude = false) {
+    return Selector{std::move(table), std::move(op), group, exclude};
+  };
+  std::vector<Fold> folds = {
+      {{sel("a100")}, {sel("h100", "all-reduce")}},
+      {{sel("h100", "all-reduce")}, {sel("a100")}},
+      {{sel("a100")}, {sel("h100")}},
+      {{sel("h100")}, {sel("a100")}},
+      {{sel("h100", "all-reduce")}, {sel("h100", "all-gather")}},
+      {{sel("h100", "all-reduce")}, {sel("h100", "reduce-scatter")}},
+      {{sel("h100", "all-reduce")}, {sel("h100", "all-to-all")}},
+  };
+  for (int n = 2; n <= 8; ++n) folds.push_back({{sel("a100", "", n, true)}, {sel("a100", "", n)}});
+  for (int n : {2, 4, 8}) folds.push_back({{sel("h100", "", n, true)}, {sel("h100", "", n)}});
+  for (int n : {2, 4, 8})
+    folds.push_back({{sel("h100", "all-reduce", n, true)}, {sel("h100", "all-reduce", n)}});
+
+  out << "\nCross-validation: fit the NVLink calibration on one set, MAPE of time on held-out rows (>= 1 "
+         "MiB;\n"
+         "closed form, equal to the simulation for one collective on an uncontended node). Forms: "
+         "'n-penalty'\n"
+         "fits efficiency(n) = peak - penalty/n (the shipped form), 'flat' a single efficiency.\n\n";
+  out << fmt::format("{:<34} {:<34} {:>10} {:>10}\n", "fit on", "held out", "n-penalty", "flat");
+  double sum_penalty = 0, sum_flat = 0;
+  for (const Fold& f : folds) {
+    const auto train = samples(rows, f.fit);
+    const auto test = samples(rows, f.test);
+    std::vector<engine::CollectiveSample> test_unweighted = test;
+    for (auto& s : test_unweighted) s.weight = 1.0;
+    const double with =
+        100.0 * engine::weighted_mape(engine::fit_link_calibration(train, true), test_unweighted);
+    const double flat =
+        100.0 * engine::weighted_mape(engine::fit_link_calibration(train, false), test_unweighted);
+    sum_penalty += with;
+    sum_flat += flat;
+    out << fmt::format("{:<34} {:<34} {:>9.1f}% {:>9.1f}%\n", f.fit.front().describe(),
+                       f.test.front().describe(), with, flat);
+  }
+  out << fmt::format("cv mean over {} folds: n-penalty {:.1f}%, flat {:.1f}%\n", folds.size(),
+                     sum_penalty / static_cast<double>(folds.size()),
+                     sum_flat / static_cast<double>(folds.size()));
+}
+
+}  // namespace
+
+int cmd_validate_collectives(const Args& args, std::ostream& out) {
+  ArgParser p("tessera validate collectives");
+  p.option("data").option("fit").flag("cv").flag("rows").flag("line-rate");
+  p.parse(args);
+  p.expect_positional(0, "arguments");
+  const std::string data = p.require("data");
+  std::optional<std::vector<Selector>> fit_set;
+  if (auto fit = p.get("fit")) fit_set = parse_fit_set(*fit);
+  const fs::path a100_dir = fs::path(data) / "vtrain" / "allreduce_a100";
+  const fs::path h100_csv = fs::path(data) / "xla" / "collectives_h100.csv";
+  if (!fs::is_directory(a100_dir) || !fs::is_regular_file(h100_csv)) {
+    throw InputError(
+        fmt::format("--data {}: expected vtrain/allreduce_a100/ and xla/collectives_h100.csv under it "
+                    "(e.g. --data ../shared/data)",
+                    data));
+  }
+  std::vector<Row> rows;
+  read_a100(a100_dir.string(), rows);
+  read_h100(h100_csv.string(), rows);
+  set_weights(rows);
+
+  std::map<std::string, Node> nodes;
+  for (const Table& t : kTables) {
+    Node n{node_scenario(t), {}, {}};
+    n.topo = build_topology(n.scenario);
+    n.path_latency = n.topo.latency(n.topo.route(0, 1));
+    nodes.emplace(t.name, std::move(n));
+  }
+  for (Row& r : rows) r.sample = sample_of(r, nodes.at(r.table->name));
+
+  engine::CommCalibration calibration = execution_options(nodes.at("h100").scenario).calibration;
+  std::string source = "shipped defaults (engine::CommCalibration::nccl)";
+  if (p.has("line-rate")) {
+    if (fit_set) throw UsageError("--line-rate and --fit exclude each other");
+    calibration = engine::CommCalibration::line_rate();
+    source = "none: line rate, serial reductions (the uncalibrated model)";
+  }
+  if (fit_set) {
+    const std::string fit = *p.get("fit");
+    const auto train = samples(rows, *fit_set);
+    if (train.empty()) throw UsageError(fmt::format("--fit {}: no rows to fit", fit));
+    calibration.nvlink = engine::fit_link_calibration(train, true);
+    source = fmt::format("NVLink fitted on {} ({} rows)", fit, train.size());
+  }
+
+  out << "Collectives on one 8-GPU NVSwitch node: predicted (flow network) vs measured\n";
+  for (const Table& t : kTables) out << fmt::format("  {}: {}\n", t.name, t.what);
+  out << fmt::format("calibration: {}\n  NVLink: {}\n  network (assumed, unused here): {}\n", source,
+                     link_text(calibration.nvlink), link_text(calibration.network));
+  out << fmt::format("  topology: {} per NVLink link, {:.1f} us per transfer (GPU -> NVSwitch -> GPU)\n\n",
+                     kNvlinkLatency, nodes.at("a100").path_latency.us());
+
+  for (const Table& t : kTables) {
+    engine::ExecutionOptions options = execution_options(nodes.at(t.name).scenario);
+    options.calibration = calibration;
+    for (Row& r : rows) {
+      if (r.table == &t) r.predicted = simulate(r, nodes.at(t.name), options);
+    }
+  }
+
+  // Per series: the bus-bandwidth curve at power-of-two sizes (every row
+  // with --rows), then the summary.
+  std::vector<std::pair<std::string, std::vector<const Row*>>> series;  // in file order
+  for (const Row& r : rows) {
+    const std::string key = fmt::format("{} {} {}", r.table->name, r.op, r.series);
+    if (series.empty() || series.back().first != key) series.emplace_back(key, std::vector<const Row*>{});
+    series.back().second.push_back(&r);
+  }
+  out << fmt::format("{:<5} {:<19} {:<13} {:>10} {:>12} {:>12} {:>8} {:>11} {:>11}\n", "table", "collective",
+                     "group", "size", "measured", "predicted", "error", "busbw meas", "busbw pred");
+  for (const auto& [key, list] : series) {
+    for (const Row* r : list) {
+      if (!p.has("rows") && !power_of_two_size(r->bytes)) continue;
+      const double bus = bus_bytes(*r) * 1e-9;
+      out << fmt::format(
+          "{:<5} {:<19} {:<13} {:>10} {:>9.1f} us {:>9.1f} us {:>+7.1f}% {:>6.1f} GB/s {:>6.1f} GB/s\n",
+          r->table->name, r->op, r->series, size_text(r->bytes), r->measured.us(), r->predicted.us(),
+          100.0 * (r->predicted.seconds() / r->measured.seconds() - 1.0), bus / r->measured.seconds(),
+          bus / r->predicted.seconds());
+    }
+  }
+
+  out << "\nMAPE of time across sizes (the H100 table's rows below 1 MiB time mostly the host's launch and "
+         "sync):\n";
+  out << fmt::format("{:<5} {:<19} {:<13} {:>6} {:>10} {:>6} {:>10}\n", "table", "collective", "group",
+                     "rows", "MAPE", ">=1MiB", "MAPE");
+  std::map<std::string, std::vector<const Row*>> by_table_kind, by_table_kind_all;
+  for (const auto& [key, list] : series) {
+    std::vector<const Row*> big;
+    for (const Row* r : list) {
+      if (r->bytes.count() >= kFitMinBytes) big.push_back(r);
+    }
+    const Row& first = *list.front();
+    out << fmt::format("{:<5} {:<19} {:<13} {:>6} {:>9.1f}% {:>6} {:>9.1f}%\n", first.table->name, first.op,
+                       first.series, list.size(), mape(list), big.size(), mape(big));
+    out << fmt::format("summary {} {} {}: {:.1f}%\n", first.table->name, first.op, first.series, mape(big));
+    auto& tk = by_table_kind[first.table->name + " " + first.op];
+    tk.insert(tk.end(), big.begin(), big.end());
+    auto& tka = by_table_kind_all[first.table->name + " " + first.op];
+    tka.insert(tka.end(), list.begin(), list.end());
+  }
+  out << '\n';
+  std::vector<const Row*> all_big, all_rows;
+  for (const auto& [key, list] : by_table_kind) {
+    out << fmt::format("summary {} (>= 1 MiB): {:.1f}% over {} rows; all sizes {:.1f}% over {} rows\n", key,
+                       mape(list), list.size(), mape(by_table_kind_all[key]), by_table_kind_all[key].size());
+    all_big.insert(all_big.end(), list.begin(), list.end());
+    all_rows.insert(all_rows.end(), by_table_kind_all[key].begin(), by_table_kind_all[key].end());
+  }
+  for (const Table& t : kTables) {
+    std::vector<const Row*> big;
+    for (const Row* r : all_big) {
+      if (r->table == &t) big.push_back(r);
+    }
+    out << fmt::format("summary table {} (>= 1 MiB): {:.1f}% over {} rows\n", t.name, mape(big), big.size());
+  }
+  out << fmt::format("summary overall (>= 1 MiB): {:.1f}% over {} rows; all sizes {:.1f}% over {} rows\n",
+                     mape(all_big), all_big.size(), mape(all_rows), all_rows.size());
+
+  if (p.has("cv")) cross_validate(rows, out);
+  return 0;
+}
+
+}  // namespace tessera::cli
