@@ -14,13 +14,8 @@
 namespace tessera::cli {
 
 engine::ExecutionOptions execution_options(const Scenario& s) {
-  engine::ExecutionOptions options{s.collectives, {}, engine::CommCalibration::nccl(s.gpu.sms)};
-  // SM sharing stays off in scenarios for now: nothing here measures it, and
-  // with its physical default (kNcclChannels / SMs: 0.22 on A100, 0.18 on
-  // H100) the two DP runs at b = 1 per GPU of `validate distributed`, which
-  // the node model already over-predicts by 9-10 %, pass 10 % (10.9 %, 11.0 %).
-  // docs/collectives.md, "Calibration".
-  options.calibration.sm_slowdown = 0.0;
+  // The scenario's calibration (cli::default_calibration, `calibration:` keys).
+  engine::ExecutionOptions options{s.collectives, {}, s.calibration.comm};
   // Without fused reductions (a line-rate calibration), a reducing receiver
   // runs an elementwise add of the bytes: time it as the memory-bound kernel
   // it is, at the GPU's memory bandwidth (no launch floor: inside NCCL's

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -31,11 +32,13 @@ std::string_view to_string(FabricKind f) {
   return "?";
 }
 
-Calibration default_calibration() {
+Calibration default_calibration(const node_model::GpuSpec& gpu) {
   Calibration c;
   // Placeholders until fitted on vtrain's single-node runs (docs/calibration.md).
   c.host_launch = Time::from_us(20);
   c.host_iteration = Time::from_ms(5);
+  c.comm = engine::CommCalibration::nccl(gpu.sms);
+  c.comm.sm_slowdown = 0.0;
   return c;
 }
 
@@ -120,6 +123,22 @@ class Section {
     } catch (const UnitError& e) {
       fail_at(node_[key].Mark(), key_path(key), e.what());
     }
+  }
+
+  /// A number in [lo, hi] (finite).
+  double number_in(const std::string& key, double lo, double hi) {
+    YAML::Node v = need(key);
+    double x = 0;
+    try {
+      if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
+      x = v.as<double>();
+    } catch (const YAML::BadConversion&) {
+      fail_at(v.Mark(), key_path(key), fmt::format("expected a number, got '{}'", describe(v)));
+    }
+    if (!std::isfinite(x) || x < lo || x > hi) {
+      fail_at(v.Mark(), key_path(key), fmt::format("must be between {} and {}, got {}", lo, hi, v.Scalar()));
+    }
+    return x;
   }
 
   bool boolean(const std::string& key) {
@@ -523,7 +542,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     s.collectives.auto_bandwidth = nic_per_gpu;
   }
   // Calibration (docs/calibration.md): fitted constants, each overridable.
-  s.calibration = default_calibration();
+  s.calibration = default_calibration(s.gpu);
   if (top.has("calibration")) {
     Section c = top.child("calibration");
     auto time_key = [&](const char* key, Time& field) {
@@ -532,7 +551,21 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     time_key("host_launch", s.calibration.host_launch);
     time_key("host_iteration", s.calibration.host_iteration);
     time_key("host_p2p", s.calibration.host_p2p);
+    auto link = [&](const char* prefix, engine::LinkCalibration& l) {
+      const std::string p(prefix);
+      if (c.has(p + "_efficiency")) l.peak_efficiency = c.number_in(p + "_efficiency", 0.01, 1.0);
+      if (c.has(p + "_group_penalty")) l.group_penalty = c.number_in(p + "_group_penalty", 0.0, 10.0);
+      time_key((p + "_launch").c_str(), l.launch_latency);
+      time_key((p + "_step").c_str(), l.step_latency);
+    };
+    link("nvlink", s.calibration.comm.nvlink);
+    link("network", s.calibration.comm.network);
+    if (c.has("overlap_slowdown")) s.calibration.comm.sm_slowdown = c.number_in("overlap_slowdown", 0.0, 0.9);
     c.finish();
+    checked(c, c.node(), "calibration", [&] {
+      s.calibration.comm.validate();
+      return 0;
+    });
   }
   // The host model applies to frameworks with one host thread launching
   // every kernel (Megatron); PyTorch-eager timings carry their launch floors.

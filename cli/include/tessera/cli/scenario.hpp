@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tessera/collectives/expand.hpp"
+#include "tessera/engine/comm_calibration.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/parallelism/plan.hpp"
@@ -36,9 +37,11 @@ struct Calibration {
   Time host_iteration;
   /// Host time per pipeline send or receive beyond its launch.
   Time host_p2p;
+  /// NCCL's costs (engine::CommCalibration; docs/collectives.md, "Calibration").
+  engine::CommCalibration comm;
 };
-/// The shipped defaults.
-Calibration default_calibration();
+/// The shipped defaults for `gpu`.
+Calibration default_calibration(const node_model::GpuSpec& gpu);
 
 struct Scenario {
   std::string file;
