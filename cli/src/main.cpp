@@ -63,7 +63,8 @@ MFU; bytes sent; memory per pipeline stage with OOM warnings.
                        flows; ns3: packet-level ns-3)
   --json               print one JSON object instead (iteration_time_s,
                        compute_time_s, host_time_s, bubble_time_s, exposed_comm_time_s,
-                       tflops_per_gpu, mfu, tokens_per_s, ...)
+                       tflops_per_gpu, mfu, hardware_tflops_per_gpu, hfu,
+                       tokens_per_s, ...)
   --set KEY=VALUE      override any scenario key, e.g. --set parallelism.tp=4
   --json-out FILE      also write the JSON report to FILE
   --trace FILE         write a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)

@@ -33,8 +33,15 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.host_time = b.host;
   rep.bubble_time = b.bubble;
   rep.exposed_comm_time = b.exposed_comm;
-  rep.tflops_per_gpu = summary.tflops_per_gpu;
-  rep.mfu = rep.tflops_per_gpu / s.gpu.matmul_peak(s.workload.dtype).tflops();
+  // MFU: model FLOPs (no recomputation) / (time x peak); HFU: the FLOPs the
+  // GPUs execute, recomputation included (Korthikanti et al. 2022; PaLM).
+  const double peak = s.gpu.matmul_peak(s.workload.dtype).tflops();
+  rep.hardware_tflops_per_gpu = summary.tflops_per_gpu;
+  rep.hfu = rep.hardware_tflops_per_gpu / peak;
+  if (r.makespan > Time::zero() && rep.gpus > 0) {
+    rep.tflops_per_gpu = sim.plan.model_flops / rep.gpus / r.makespan.seconds() * 1e-12;
+  }
+  rep.mfu = rep.tflops_per_gpu / peak;
   rep.bytes_sent = r.bytes_sent;
   const double tokens = static_cast<double>(sim.plan.micro_batches * s.workload.micro_batch * s.plan.dp *
                                             s.workload.seq_len);
@@ -83,7 +90,8 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("  bubble       {:>12.3f} ms  {:5.1f}%\n", r.bubble_time.ms(), pct(r.bubble_time));
   out += fmt::format("  exposed comm {:>12.3f} ms  {:5.1f}%\n", r.exposed_comm_time.ms(), pct(r.exposed_comm_time));
   out += fmt::format("Throughput     {:>12.0f} tokens/s\n", r.tokens_per_second);
-  out += fmt::format("Per GPU        {:>12.1f} TFLOP/s  (MFU {:.1f}%)\n", r.tflops_per_gpu, 100.0 * r.mfu);
+  out += fmt::format("Per GPU        {:>12.1f} TFLOP/s model (MFU {:.1f}%), {:.1f} TFLOP/s hardware (HFU {:.1f}%)\n",
+                     r.tflops_per_gpu, 100.0 * r.mfu, r.hardware_tflops_per_gpu, 100.0 * r.hfu);
   out += fmt::format("Network        {:>12.3f} GB sent in total\n", r.bytes_sent.as_double() * 1e-9);
   if (r.memory.size() <= 4) {
     for (const auto& m : r.memory) {
@@ -114,13 +122,14 @@ std::string format_json(const RunReport& r) {
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, \"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, "
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
-      "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
+      "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, "
+      "\"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
       "\"network_bytes\": {}, \"memory_per_stage\": [{}]}}\n",
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
       r.pp, json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(),
-      r.tflops_per_gpu, r.mfu, r.tokens_per_second, r.bytes_sent.count(), memory);
+      r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(), memory);
 }
 
 }  // namespace tessera::cli

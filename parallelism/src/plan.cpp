@@ -569,6 +569,32 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     if (tp) head_b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
     head_b.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size()));
   }
+  // Model FLOPs (no recomputation) of one micro-batch: per layer, and of the
+  // embedding and the LM head.
+  auto op_flops = [](const std::vector<OpKernels>& ops) {
+    double f = 0;
+    for (const auto& op : ops) {
+      for (const Pass* pass : {&op.forward, &op.input_grad, &op.weight_grad}) {
+        for (const auto& k : pass->kernels) f += k.flops().count();
+      }
+    }
+    return f;
+  };
+  const double layer_model_flops = op_flops(layer_ops(model, work, shard));
+  const double embed_model_flops = op_flops(embedding_ops(model, work, shard));
+  const double head_model_flops = op_flops(lm_head_ops(model, work, shard));
+  {
+    double per_replica_rank_sum = 0;  // over the pp stages of one (tp, dp) column
+    for (int stage = 0; stage < p; ++stage) {
+      std::int64_t layers_here = 0;
+      for (int c = 0; c < v; ++c) layers_here += sum.chunk_layers[static_cast<std::size_t>(c * p + stage)];
+      double f = static_cast<double>(layers_here) * layer_model_flops;
+      if (stage == 0) f += embed_model_flops;
+      if (stage == p - 1) f += head_model_flops;
+      per_replica_rank_sum += f;
+    }
+    out.summary.model_flops = per_replica_rank_sum * static_cast<double>(m) * plan.tp * plan.dp;
+  }
   const node_model::OpRules rules = work.rules();
   const std::int64_t gbytes = dtype_bytes(rules.grad_dtype());  // gradients as reduced
   const std::int64_t layer_grad_bytes = model.params_per_layer_per_tp_rank(plan.tp) * gbytes;

@@ -496,3 +496,34 @@ TEST(TaskGraph, NamesKeptByAProgramOutliveTheBuffersTheyCameFrom) {
   EXPECT_EQ(copy.tasks[19'999].name, "task.19999");
   EXPECT_EQ(copy.tasks.back().name, huge);
 }
+
+TEST(Plan, ModelFlopsCountNoRecomputation) {
+  // MFU's numerator: without recomputation it is what the tasks execute (all
+  // ranks); with full recomputation the tasks execute one more forward of
+  // every layer per micro-batch, the model FLOPs stay the same.
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.dp = 2;
+  p.tp = 2;
+  p.pp = 2;
+  p.global_batch = 8;
+  auto executed = [](const TaskGraph& g) {
+    double f = 0;
+    for (int r = 0; r < g.num_ranks(); ++r) {
+      for (const auto& t : g.tasks(r)) f += t.flops.count();
+    }
+    return f;
+  };
+  const auto none = plan_training_detailed(m, kWork, p, pred);
+  EXPECT_DOUBLE_EQ(none.summary.model_flops, executed(none.graph));
+  p.recompute = Recompute::Full;
+  const auto full = plan_training_detailed(m, kWork, p, pred);
+  EXPECT_DOUBLE_EQ(full.summary.model_flops, none.summary.model_flops);
+  double layer_forward = 0;
+  for (const auto& op : layer_ops(m, kWork, Sharding{2, false})) {
+    for (const auto& k : op.forward.kernels) layer_forward += k.flops().count();
+  }
+  // 8 layers x 4 micro-batches per pipeline x 4 (tp x dp) columns.
+  EXPECT_DOUBLE_EQ(executed(full.graph) - full.summary.model_flops, layer_forward * 8 * 4 * 4);
+}

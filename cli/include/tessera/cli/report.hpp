@@ -33,8 +33,10 @@ struct RunReport {
   Time host_time;          ///< GPU idle waiting for its host to issue work (host model)
   Time bubble_time;        ///< idle time the plan causes with free communication
   Time exposed_comm_time;  ///< the rest: iteration time waiting on the network
-  double tflops_per_gpu = 0.0;  ///< model FLOPs per GPU per second
+  double tflops_per_gpu = 0.0;  ///< model FLOPs (no recomputation) per GPU per second, in TFLOP/s
   double mfu = 0.0;             ///< tflops_per_gpu / the GPU's matmul peak for the dtype
+  double hardware_tflops_per_gpu = 0.0;  ///< executed FLOPs (recomputation included) per GPU per second
+  double hfu = 0.0;             ///< hardware_tflops_per_gpu / the same peak
   double tokens_per_second = 0.0;
   Bytes bytes_sent;  ///< over the network, all ranks
   std::vector<StageMemory> memory;

@@ -132,6 +132,12 @@ struct PlanSummary {
   std::vector<std::int64_t> chunk_layers;       ///< layers per model chunk, pipeline order
   std::vector<std::int64_t> params_per_stage;   ///< parameters held by one rank of each pipeline stage
   std::vector<MemoryEstimate> memory_per_stage; ///< one per pipeline stage (ranks of a stage are alike)
+  /// FLOPs of one iteration over all ranks as the model defines them: every
+  /// kernel's forward, input-gradient and weight-gradient work once, without
+  /// recomputation (the numerator of MFU; the task graph's FLOPs include
+  /// recomputation: hardware FLOPs, the numerator of HFU). Set by
+  /// plan_training_detailed.
+  double model_flops = 0;
   [[nodiscard]] bool oom() const;
 };
 
