@@ -61,10 +61,12 @@ struct OpKernels {
 
 /// Options of a framework profile that change kernels.
 struct ProfileOptions {
-  /// Megatron: the weight-gradient GEMM accumulates straight into the FP32
-  /// main gradient (`--gradient-accumulation-fusion`), so there is no
-  /// separate accumulation pass per micro-batch.
-  bool grad_accumulation_fusion = false;
+  /// Megatron: the weight-gradient GEMM accumulates straight into the main
+  /// gradient (gradient accumulation fusion, Megatron-LM's and
+  /// Megatron-DeepSpeed's default with apex since 2022; off with
+  /// --no-gradient-accumulation-fusion), so there is no separate
+  /// accumulation pass per micro-batch for GEMM weights.
+  bool grad_accumulation_fusion = true;
 };
 
 /// The rule table. Pure: builds kernel lists, times nothing.
