@@ -336,6 +336,12 @@ void TileTable::index() {
   largest_gemm_ = best;
 }
 
+std::vector<std::string> TileTable::gpu_names() const {
+  std::vector<std::string> names;
+  for (const auto& g : gpus_) names.push_back(g.name);
+  return names;
+}
+
 int TileTable::nearest_gpu(const GpuSpec& gpu) const {
   int best = -1;
   double best_d = 1e300;

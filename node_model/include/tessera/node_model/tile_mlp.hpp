@@ -113,6 +113,8 @@ class TileTable {
   /// The largest GEMM tile in the table (by area, then by count): the tile
   /// 16-bit (tensor-core) GEMMs run with (128x128 in the shipped table).
   [[nodiscard]] Tile largest_gemm_tile() const { return largest_gemm_; }
+  /// Names of the GPUs the table was learned on (spaces as underscores).
+  [[nodiscard]] std::vector<std::string> gpu_names() const;
   /// Index of the training GPU closest to `gpu` by spec (-1 if none).
   [[nodiscard]] int nearest_gpu(const GpuSpec& gpu) const;
 
