@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include "tessera/error.hpp"
@@ -16,6 +18,7 @@
 #include "tessera/node_model/tile_mlp.hpp"
 
 namespace nm = tessera::node_model;
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -163,4 +166,66 @@ TEST(LeaveOneGpuOut, RetrainsPerFoldDeterministically) {
   EXPECT_EQ(summary[0].worst, std::max({rows[0].mape, rows[2].mape, rows[4].mape}));
   opt.gpu = "Nowhere";
   EXPECT_THROW(nm::leave_one_gpu_out(d.train, d.test, opt, nullptr), tessera::InputError);
+}
+
+// ---------------------------------------------------------------- real data
+
+namespace {
+std::string neusight_kernels() {
+  const char* src = std::getenv("TESSERA_SOURCE_DIR");
+  if (src == nullptr) return {};
+  const fs::path p = fs::path(src) / ".." / "shared" / "data" / "neusight" / "kernels";
+  return fs::is_directory(p / "train") && fs::is_directory(p / "test") ? p.lexically_normal().string()
+                                                                       : std::string();
+}
+}  // namespace
+
+// A reduced leave-one-GPU-out run guarding its own measured figures (about
+// 25 s on 2 cores): all six folds, 20 epochs on at most 10,000 training rows
+// per class, at most 4,000 evaluated rows per class and source of each
+// held-out GPU. The full run (`tessera validate kernels --leave-one-gpu-out`,
+// 60 epochs, 40,000 rows, every row) is in docs/node_model.md; the issue's
+// targets (GEMMs <= 12% mean and no GPU above 25%, vector ops <= 10% mean)
+// are not met there either.
+TEST(LeaveOneGpuOutAccuracy, ReducedRunOverSixGpus) {
+  const std::string root = neusight_kernels();
+  if (root.empty())
+    GTEST_SKIP() << "NeuSight data not found at $TESSERA_SOURCE_DIR/../shared/data/neusight/kernels";
+  const nm::DeviceCatalog catalog(nm::find_device_configs(root));
+  const nm::MeasurementSet train = nm::read_measurement_dir(root + "/train", catalog);
+  const nm::MeasurementSet test = nm::read_measurement_dir(root + "/test", catalog);
+  nm::LogoOptions opt;
+  opt.train.mlp.epochs = 20;
+  opt.train.max_rows_per_class = 10000;
+  opt.max_eval_rows = 4000;
+  const auto rows = nm::leave_one_gpu_out(train, test, opt, nullptr);
+  ASSERT_EQ(rows.size(), 30U);  // 6 GPUs x 5 classes
+  for (const auto& r : rows) {
+    EXPECT_GT(r.test_rows, 0) << r.gpu << " " << r.kernel_class;
+    EXPECT_EQ(r.train_rows > 0, r.gpu != "NVIDIA A100 80GB PCIe") << r.gpu << " " << r.kernel_class;
+  }
+  std::cout << nm::format_logo(rows);
+  // Mean / worst MAPE over the held-out GPUs: measured, rounded up slightly.
+  struct Limit {
+    const char* cls;
+    double mean, worst;
+  };
+  const Limit limits[] = {
+      {"bmm", 25.5, 34.5},          // measured 24.9% / 33.8% (Tesla P4)
+      {"linear", 28.8, 45.0},       // measured 28.2% / 44.4% (Tesla P4)
+      {"elementwise", 11.8, 27.0},  // measured 11.3% / 26.5% (Tesla P100)
+      {"softmax", 18.8, 37.2},      // measured 18.3% / 36.7% (Tesla P100)
+      {"ln", 14.9, 22.1},           // measured 14.4% / 21.6% (Tesla V100)
+  };
+  const auto summary = nm::summarize_logo(rows);
+  ASSERT_EQ(summary.size(), 5U);
+  for (const auto& s : summary) {
+    EXPECT_EQ(s.gpus, 6) << s.kernel_class;
+    EXPECT_LT(s.mean, s.roofline_mean) << s.kernel_class;  // the learned model beats the roofline
+    for (const auto& l : limits) {
+      if (s.kernel_class != l.cls) continue;
+      EXPECT_LE(s.mean, l.mean) << s.kernel_class;
+      EXPECT_LE(s.worst, l.worst) << s.kernel_class << " (" << s.worst_gpu << ")";
+    }
+  }
 }
