@@ -16,8 +16,8 @@ namespace {
 constexpr std::string_view kMagic = "tessera-node-model-weights";
 constexpr int kVersion = 7;  // 3: softmax re-read traffic and thread-loop feature; 4: GEMM rows read
                               // as [M,N]x[N,K] (K = output width), tiles over M x K; 5: split-K;
-                              // 6: GEMM tiles' DRAM traffic with wave panel reuse; 7: launch-floor
-                              // blend per class, split-K in training, weight decay (leave-one-GPU-out)
+                              // 6: GEMM tiles' DRAM traffic with wave panel reuse; 7: per-class
+                              // launch-floor blend (and weight decay; chosen by leave-one-GPU-out)
 
 double safe_log(double x) { return std::log(std::max(x, 1e-30)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }

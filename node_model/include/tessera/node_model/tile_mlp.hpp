@@ -5,7 +5,8 @@
 //   waves       = ceil(tiles / SMs)
 //   tile bound  = max(tile FLOPs / (peak / SMs), tile bytes / (bandwidth / SMs))
 //   utilization = alpha - beta / waves,  alpha = sigmoid(o0), beta = alpha * sigmoid(o1)
-//   latency     = max(floor, waves * tile bound / utilization)
+//   latency     = blend(floor, waves * tile bound / utilization)
+// (blend: max, or per class a smooth maximum, launch_floor_blend)
 // with (o0, o1) from a small MLP per kernel class. The MLP sees only
 // per-tile and per-GPU quantities (never the problem size), so the size
 // scaling is carried by the waves and extrapolates to shapes far larger than
@@ -158,7 +159,7 @@ struct TileMlpTrainOptions {
   int max_rows_per_class = 40000;
   std::vector<int> hidden = {64, 64, 64};
   /// Per class (bmm, linear, elementwise, softmax, ln), selected by
-  /// leave-one-GPU-out within the A100-80GB constraints (docs/node_model.md):
+  /// leave-one-GPU-out within the A100-80GB and 4-GPU constraints (docs/node_model.md):
   /// decoupled (AdamW) weight decay of the utilization network (the `mlp`
   /// baseline, which shares the other options, keeps `mlp.weight_decay`)...
   std::array<double, kNumKernelClasses> weight_decay{1.0, 0.0, 1.0, 0.0, 0.0};
