@@ -40,7 +40,7 @@ Node model (kernel latency prediction, docs/node_model.md):
   train-predictor --data DIR --out DIR
 
 Validation against measurements:
-  validate kernels|models|distributed|collectives --data DIR
+  validate kernels|models|distributed|collectives|training --data DIR
 
 Exit codes: 0 success; 1 simulation or internal error; 2 bad input (usage,
 scenario file, unit string, data file). Errors are one line on stderr.
@@ -114,7 +114,7 @@ Plans and simulates the scenario under each pipeline schedule and prints
 iteration time, bubble fraction, exposed communication, compute and peak
 memory per stage; --svg draws the breakdown.
 )"},
-      {"validate", R"(usage: tessera validate kernels|models|distributed|collectives --data DIR [options]
+      {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training --data DIR [options]
 
   kernels      MAPE per op class and GPU of the node model vs measured
                kernels (e.g. --data ../shared/data/neusight/kernels/test)
@@ -128,6 +128,22 @@ memory per stage; --svg draws the breakdown.
                --fit a100|h100|all|TABLE:KIND refits the NVLink calibration,
                --cv prints the cross-validation, --rows every row,
                --line-rate the uncalibrated model for comparison
+  training     single-node Megatron-DeepSpeed iterations vs measured (vTrain,
+               --data ../shared/data/vtrain): errors by plan family,
+               micro-batch and hidden size for A100-80GB and A100-40GB
+               (--gpu NAME for one); --set KEY=VALUE as in run (e.g.
+               calibration.host_launch=40us); --fit fits the host calibration
+               (docs/calibration.md); --cv K cross-validates it by
+               configuration; --rows FILE writes every run's prediction
+
+  kernels --leave-one-gpu-out --data ../shared/data/neusight/kernels
+               [--gpu NAME] [--epochs N] [--max-rows N]
+               for each GPU (or --gpu NAME alone), retrains the tile-mlp and
+               linreg on the other GPUs' training rows and reports per-class
+               MAPE on all of its rows (test and training), then the mean and
+               worst over the held-out GPUs; --epochs and --max-rows (training
+               rows per class) trade time for accuracy (defaults 60, 40000:
+               about 15 minutes on 2 cores)
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
 )"},

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <fmt/format.h>
 #include <memory>
 #include <ostream>
@@ -12,6 +13,7 @@
 #include "tessera/cli/commands.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/baselines.hpp"
+#include "tessera/node_model/cross_validation.hpp"
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/dataset.hpp"
 #include "tessera/node_model/device_config.hpp"
@@ -41,6 +43,41 @@ std::unique_ptr<nm::KernelPredictor> predictor_from(const ArgParser& p, const nm
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
   if (auto w = p.get("weights")) return nm::make_predictor(name, gpu, *w);
   return nm::make_predictor(name, gpu);
+}
+
+/// `validate kernels --leave-one-gpu-out`: retrains the tile-mlp once per
+/// GPU without it and measures it on that GPU (node_model/cross_validation.hpp).
+int validate_leave_one_gpu_out(const ArgParser& p, const std::string& data, std::ostream& out) {
+  if (p.has("predictor") || p.has("weights")) {
+    throw UsageError("--leave-one-gpu-out retrains the tile-mlp: --predictor and --weights do not apply");
+  }
+  // DIR holds train/ and test/ (NeuSight's kernels/), or is a level above it.
+  fs::path dir(data);
+  if (!fs::is_directory(dir / "train") && fs::is_directory(dir / "kernels" / "train")) dir = dir / "kernels";
+  if (!fs::is_directory(dir / "train") || !fs::is_directory(dir / "test")) {
+    throw InputError(fmt::format("{}: expected the kernel measurements' train/ and test/ directories", data));
+  }
+  nm::LogoOptions opt;
+  if (auto e = p.get("epochs")) opt.train.mlp.epochs = parse_positive_int(*e, "--epochs");
+  if (auto m = p.get("max-rows")) opt.train.max_rows_per_class = parse_positive_int(*m, "--max-rows");
+  opt.gpu = p.get("gpu").value_or("");
+  const auto t0 = std::chrono::steady_clock::now();
+  const nm::DeviceCatalog catalog(nm::find_device_configs(dir.string()));
+  const nm::MeasurementSet train = nm::read_measurement_dir((dir / "train").string(), catalog);
+  const nm::MeasurementSet test = nm::read_measurement_dir((dir / "test").string(), catalog);
+  out << fmt::format(
+      "leave-one-GPU-out: for each GPU, tile-mlp and linreg are retrained on the training rows\n"
+      "(train/) of the other GPUs only, tile table and launch floors included; MAPE on every row\n"
+      "of the held-out GPU: its test rows (test/) and its training rows (train/), neither trained\n"
+      "on in its fold. (test) and (train) split the tile-mlp error by source.\n"
+      "tile-mlp: {} epochs, at most {} training rows per class\n\n",
+      opt.train.mlp.epochs, opt.train.max_rows_per_class);
+  const auto rows = nm::leave_one_gpu_out(train, test, opt, &std::cerr);
+  out << nm::format_logo(rows);
+  // On stderr, so that stdout stays the same byte for byte.
+  std::cerr << fmt::format("leave-one-GPU-out took {:.0f}s\n",
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return 0;
 }
 
 }  // namespace
@@ -78,11 +115,17 @@ int cmd_validate(const Args& args, std::ostream& out) {
   if (!args.empty() && args[0] == "training") return cmd_validate_training(Args(args.begin() + 1, args.end()), out);
   if (!args.empty() && args[0] == "collectives") return cmd_validate_collectives(Args(args.begin() + 1, args.end()), out);
   ArgParser p("tessera validate");
-  p.option("data").option("predictor").option("weights").option("max-rows").option("gpu");
+  p.option("data").option("predictor").option("weights").option("max-rows").option("gpu").option("epochs");
+  p.flag("leave-one-gpu-out");
   p.parse(args);
   p.expect_positional(1, "what to validate (kernels or models)");
   const std::string what = p.positional()[0];
   const std::string data = p.require("data");
+  if (p.has("leave-one-gpu-out")) {
+    if (what != "kernels") throw UsageError("--leave-one-gpu-out: only with 'validate kernels'");
+    return validate_leave_one_gpu_out(p, data, out);
+  }
+  if (p.has("epochs")) throw UsageError("--epochs: only with --leave-one-gpu-out");
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
   const int max_rows = p.has("max-rows") ? parse_positive_int(*p.get("max-rows"), "--max-rows") : 0;
   const nm::PredictorFactory make = [&](const nm::GpuSpec& gpu) {

@@ -14,9 +14,10 @@ namespace tessera::node_model {
 namespace {
 
 constexpr std::string_view kMagic = "tessera-node-model-weights";
-constexpr int kVersion = 6;  // 3: softmax re-read traffic and thread-loop feature; 4: GEMM rows read
+constexpr int kVersion = 7;  // 3: softmax re-read traffic and thread-loop feature; 4: GEMM rows read
                               // as [M,N]x[N,K] (K = output width), tiles over M x K; 5: split-K;
-                              // 6: GEMM tiles' DRAM traffic with wave panel reuse
+                              // 6: GEMM tiles' DRAM traffic with wave panel reuse; 7: per-class
+                              // launch-floor blend (and weight decay; chosen by leave-one-GPU-out)
 
 double safe_log(double x) { return std::log(std::max(x, 1e-30)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -38,12 +39,30 @@ int log2_bucket(double x, double per_octave) {
   return static_cast<int>(std::lround(std::log2(std::max(x, 1.0)) * per_octave));
 }
 
+/// log of launch_floor_blend(floor, kernel, p) from logs; `dk` (optional)
+/// receives its derivative by log kernel.
+double blend_log(double log_floor, double log_kernel, double p, double* dk) {
+  if (p <= 0) {
+    if (dk != nullptr) *dk = log_kernel > log_floor ? 1.0 : 0.0;
+    return std::max(log_floor, log_kernel);
+  }
+  const double x = p * (log_kernel - log_floor);
+  const double softplus = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  if (dk != nullptr) *dk = 1.0 / (1.0 + std::exp(-x));
+  return log_floor + softplus / p;
+}
+
 std::string underscored(std::string s) {
   std::replace(s.begin(), s.end(), ' ', '_');
   return s;
 }
 
 }  // namespace
+
+double launch_floor_blend(double floor_ms, double kernel_ms, double p) {
+  if (!(floor_ms > 0)) return kernel_ms;
+  return std::exp(blend_log(std::log(floor_ms), std::log(std::max(kernel_ms, 1e-30)), p, nullptr));
+}
 
 std::string_view to_string(KernelClass c) {
   switch (c) {
@@ -336,6 +355,12 @@ void TileTable::index() {
   largest_gemm_ = best;
 }
 
+std::vector<std::string> TileTable::gpu_names() const {
+  std::vector<std::string> names;
+  for (const auto& g : gpus_) names.push_back(g.name);
+  return names;
+}
+
 int TileTable::nearest_gpu(const GpuSpec& gpu) const {
   int best = -1;
   double best_d = 1e300;
@@ -457,6 +482,8 @@ std::string TileMlpModel::serialize() const {
   tiles.write(out);
   out << "floors_ms";
   for (double f : floor_ms) out << fmt::format(" {:.6g}", f);
+  out << "\nfloor_blend";
+  for (double p : floor_blend) out << fmt::format(" {:.6g}", p);
   out << '\n';
   for (int c = 0; c < kNumKernelClasses; ++c) {
     out << "class " << to_string(static_cast<KernelClass>(c)) << (nets[c].empty() ? " untrained\n" : " trained\n");
@@ -483,6 +510,12 @@ TileMlpModel TileMlpModel::parse(std::string_view text, const std::string& sourc
   if (!(in >> tag) || tag != "floors_ms") throw InputError(fmt::format("{}: malformed weights (floors_ms)", source));
   for (double& f : m.floor_ms) {
     if (!(in >> f) || !(f >= 0.0)) throw InputError(fmt::format("{}: malformed weights (floors_ms)", source));
+  }
+  if (!(in >> tag) || tag != "floor_blend") {
+    throw InputError(fmt::format("{}: malformed weights (floor_blend)", source));
+  }
+  for (double& p : m.floor_blend) {
+    if (!(in >> p) || !(p >= 0.0)) throw InputError(fmt::format("{}: malformed weights (floor_blend)", source));
   }
   for (int c = 0; c < kNumKernelClasses; ++c) {
     std::string tag, name, state;
@@ -529,8 +562,10 @@ TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOption
   for (int c = 0; c < kNumKernelClasses; ++c) {
     auto& v = class_floors[c];
     std::sort(v.begin(), v.end());
-    model.floor_ms[c] = v.empty() ? 0.0 : v[v.size() / 2];
+    const std::size_t h = v.size() / 2;
+    model.floor_ms[c] = v.empty() ? 0.0 : v.size() % 2 == 1 ? v[h] : 0.5 * (v[h - 1] + v[h]);
   }
+  model.floor_blend = opt.floor_blend;
   std::array<std::string, kNumKernelClasses> logs;
   auto train_class = [&](int c) {
     std::vector<int> rows;
@@ -573,6 +608,10 @@ TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOption
     sizes.push_back(2);
     Rng init(opt.mlp.seed + 17ULL * static_cast<std::uint64_t>(c + 1));
     Mlp net(sizes, init);
+    // The measurement is the launch floor of its own (GPU, op) blended with
+    // the kernel time (launch_floor_blend); with a hard maximum (blend 0) a
+    // row below the floor says nothing about the kernel (zero gradient).
+    const double blend = opt.floor_blend[c];
     LossFn loss = [&](const Eigen::MatrixXd& out, const std::vector<int>& idx, Eigen::MatrixXd& grad) {
       double total = 0.0;
       for (std::size_t j = 0; j < idx.size(); ++j) {
@@ -580,31 +619,27 @@ TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOption
         const double alpha = sigmoid(out(0, j));
         const double s1 = sigmoid(out(1, j));
         const double keep = std::max(1.0 - s1 / waves[i], 1e-12);
-        const double log_pred = log_base[i] - std::log(alpha) - std::log(keep);
-        // The measurement is max(floor, kernel): below the floor the row says
-        // nothing about the kernel (zero gradient).
-        if (log_pred < log_floor[i]) {
-          const double r = log_floor[i] - log_y[i];
-          total += r * r;
-          grad(0, j) = 0.0;
-          grad(1, j) = 0.0;
-          continue;
-        }
+        const double log_kernel = log_base[i] - std::log(alpha) - std::log(keep);
+        double dk = 0.0;
+        const double log_pred = blend_log(log_floor[i], log_kernel, blend, &dk);
         const double r = log_pred - log_y[i];
         total += r * r;
-        grad(0, j) = 2.0 * r * -(1.0 - alpha);
-        grad(1, j) = 2.0 * r * (s1 * (1.0 - s1) / waves[i]) / keep;
+        grad(0, j) = 2.0 * r * dk * -(1.0 - alpha);
+        grad(1, j) = 2.0 * r * dk * (s1 * (1.0 - s1) / waves[i]) / keep;
       }
       return total;
     };
-    train_mlp(net, x, loss, opt.mlp);
+    TrainOptions train_opt = opt.mlp;
+    train_opt.weight_decay = opt.weight_decay[c];
+    train_mlp(net, x, loss, train_opt);
     // Training-set MAPE for the log.
     double ape = 0.0;
     for (int i = 0; i < n; ++i) {
       const Eigen::VectorXd o = net.forward(x.col(i));
       const double alpha = sigmoid(o(0));
       const double util = std::max(alpha * (1.0 - sigmoid(o(1)) / waves[i]), 1e-9);
-      ape += std::abs(std::exp(std::max(log_base[i] - std::log(util), log_floor[i]) - log_y[i]) - 1.0);
+      ape += std::abs(std::exp(blend_log(log_floor[i], log_base[i] - std::log(util), blend, nullptr) - log_y[i]) -
+                      1.0);
     }
     logs[c] = fmt::format("{}: {} rows, training MAPE {:.2f}% (floor {:.4f} ms)\n",
                           to_string(static_cast<KernelClass>(c)), n, 100.0 * ape / n, model.floor_ms[c]);
@@ -694,7 +729,8 @@ double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
     return memory_bound_time(kernel, gpu_).ms();
   }
   const double floor_ms = model_->floor_ms[static_cast<int>(*cls)];
-  if (kernel.dtype == DType::FP32) return std::max(floor_ms, fp32_kernel_ms(*cls, kernel));
+  const double blend = model_->floor_blend[static_cast<int>(*cls)];
+  if (kernel.dtype == DType::FP32) return launch_floor_blend(floor_ms, fp32_kernel_ms(*cls, kernel), blend);
   // 16-bit: no measurements to learn from, so (an explicit assumption, see
   // docs/node_model.md) the FP32 twin's achieved fraction of its roofline
   // carries over to the 16-bit roofline. GEMMs run on tensor cores with the
@@ -707,7 +743,7 @@ double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
   const Tile tile16 = is_gemm(kernel.op) ? tensor_tile_ : tile32;
   const TileGeometry g16 = tile_geometry(kernel, gpu_, tile16);
   const double ratio = wave_roofline_s(kernel, gpu_, g16) / wave_roofline_s(twin, gpu_, g32);
-  return std::max(floor_ms, fp32_kernel_ms(*cls, twin) * ratio);
+  return launch_floor_blend(floor_ms, fp32_kernel_ms(*cls, twin) * ratio, blend);
 }
 
 Time TileMlpPredictor::predict_device(const Kernel& kernel) const {

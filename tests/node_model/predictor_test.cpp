@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,9 +44,10 @@ std::string data_root() {
 // Accuracy guards: what the committed weights measure on the fixed test
 // subset, rounded up slightly, so a regression fails. Issue-3 targets are
 // 10% (GEMMs), 8% (vector ops) and 5% (end to end).
-constexpr double kBmmLimit = 8.2;         // measured 7.7% (target 10%: met)
+constexpr double kBmmLimit = 8.5;         // measured 8.3% (target 10%: met); 7.7% with weights v6, whose bmm
+                                          // net generalised worse to held-out GPUs (docs/node_model.md)
 constexpr double kLinearLimit = 8.0;      // measured 7.5% (target 10%: met)
-constexpr double kElementwiseLimit = 3.0;  // measured 2.4% (target 8%: met)
+constexpr double kElementwiseLimit = 3.0;  // measured 2.5% (target 8%: met)
 constexpr double kSoftmaxLimit = 7.6;     // measured 7.2% (target 8%: met)
 constexpr double kLnLimit = 7.5;          // measured 7.0% (target 8%: met)
 constexpr double kE2eLimit = 7.4;         // measured 7.0% (target 5%: not met)
@@ -247,15 +249,17 @@ TEST(TileMlp16Bit, Fp32PredictionsUnchanged) {
   // kernels got their own path: FP32 must not move. (Retraining the weights
   // changes these numbers; re-record them then. The tile-mlp softmax values
   // are those of the softmax net retrained with the wide-row re-read traffic
-  // and the thread-loop feature; the GEMM values those of weights v6
-  // (N/K read as reduction/output, split-K, wave panel reuse).)
+  // and the thread-loop feature; the linear values those of weights v6
+  // (N/K read as reduction/output, split-K, wave panel reuse); the bmm and
+  // gelu values those of weights v7 (weight decay and the launch-floor
+  // blend, selected by leave-one-GPU-out).)
   const std::map<std::string, std::map<std::string, std::array<double, 5>>> expected{
       {"A100-80GB",
-       {{"tile-mlp", {6.323851631, 1.275149044, 0.201572339, 0.840055026, 0.098092889}},
+       {{"tile-mlp", {6.323851631, 1.282005469, 0.204427143, 0.840055026, 0.098092889}},
         {"linreg", {7.856158541, 1.776017521, 0.195127601, 1.069738671, 0.108350699}},
         {"mlp", {6.486571782, 1.489105948, 0.209378572, 0.132875986, 0.12556689}}}},
       {"H100-SXM",
-       {{"tile-mlp", {2.052407524, 0.474624155, 0.128099186, 0.465902152, 0.064492505}},
+       {{"tile-mlp", {2.052407524, 0.637236506, 0.135331051, 0.465902152, 0.064492505}},
         {"linreg", {2.395594894, 0.706626525, 0.133512044, 0.600141385, 0.088759923}},
         {"mlp", {6.420871147, 1.513799973, 0.211442857, 0.138748108, 0.128434037}}}},
   };
@@ -282,9 +286,35 @@ TEST(TileMlp, WeightsRoundTripAndRejectWrongVersion) {
   const auto m = nm::TileMlpModel::parse(text, "w");
   EXPECT_EQ(m.serialize(), nm::TileMlpModel::parse(m.serialize(), "w2").serialize());
   std::string bad = text;
-  bad.replace(bad.find(" 6 tile-mlp"), 11, " 9 tile-mlp");
-  EXPECT_NE(error_of([&] { (void)nm::TileMlpModel::parse(bad, "w.txt"); }).find("w.txt: weights version 9"),
+  bad.replace(bad.find(" 7 tile-mlp"), 11, " 6 tile-mlp");  // before the launch-floor blend
+  EXPECT_NE(error_of([&] { (void)nm::TileMlpModel::parse(bad, "w.txt"); }).find("w.txt: weights version 6"),
             std::string::npos);
+  std::string no_blend = text;
+  const auto at = no_blend.find("floor_blend");
+  ASSERT_NE(at, std::string::npos);
+  no_blend.replace(at, 11, "floor_blends");
+  EXPECT_NE(error_of([&] { (void)nm::TileMlpModel::parse(no_blend, "w.txt"); }).find("w.txt: malformed weights (floor_blend)"),
+            std::string::npos);
+}
+
+TEST(TileMlp, LaunchFloorBlendIsASmoothMaximum) {
+  // p = 0: the hard maximum.
+  EXPECT_DOUBLE_EQ(nm::launch_floor_blend(0.03, 0.01, 0.0), 0.03);
+  EXPECT_DOUBLE_EQ(nm::launch_floor_blend(0.03, 0.05, 0.0), 0.05);
+  // p = 2: sqrt(floor^2 + kernel^2), which a kernel as long as the floor
+  // shows (1.3-1.55 floors measured on the training GPUs).
+  EXPECT_NEAR(nm::launch_floor_blend(0.03, 0.03, 2.0), 0.03 * std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(nm::launch_floor_blend(0.03, 0.04, 2.0), 0.05, 1e-12);
+  EXPECT_NEAR(nm::launch_floor_blend(0.03, 1e-6, 2.0), 0.03, 1e-9);  // tiny kernels: the floor
+  EXPECT_NEAR(nm::launch_floor_blend(0.03, 3.0, 2.0), 3.0, 1e-3);    // long kernels: the kernel
+  double last = 0;
+  for (double k = 0.001; k < 1.0; k *= 1.5) {
+    const double t = nm::launch_floor_blend(0.03, k, 2.0);
+    EXPECT_GT(t, last);
+    EXPECT_GE(t, std::max(0.03, k));
+    last = t;
+  }
+  EXPECT_DOUBLE_EQ(nm::launch_floor_blend(0.0, 0.02, 2.0), 0.02);  // no floor
 }
 
 TEST(ModelGraph, BuildsGpt2Graph) {

@@ -5,7 +5,8 @@
 //   waves       = ceil(tiles / SMs)
 //   tile bound  = max(tile FLOPs / (peak / SMs), tile bytes / (bandwidth / SMs))
 //   utilization = alpha - beta / waves,  alpha = sigmoid(o0), beta = alpha * sigmoid(o1)
-//   latency     = max(floor, waves * tile bound / utilization)
+//   latency     = blend(floor, waves * tile bound / utilization)
+// (blend: max, or per class a smooth maximum, launch_floor_blend)
 // with (o0, o1) from a small MLP per kernel class. The MLP sees only
 // per-tile and per-GPU quantities (never the problem size), so the size
 // scaling is carried by the waves and extrapolates to shapes far larger than
@@ -113,6 +114,8 @@ class TileTable {
   /// The largest GEMM tile in the table (by area, then by count): the tile
   /// 16-bit (tensor-core) GEMMs run with (128x128 in the shipped table).
   [[nodiscard]] Tile largest_gemm_tile() const { return largest_gemm_; }
+  /// Names of the GPUs the table was learned on (spaces as underscores).
+  [[nodiscard]] std::vector<std::string> gpu_names() const;
   /// Index of the training GPU closest to `gpu` by spec (-1 if none).
   [[nodiscard]] int nearest_gpu(const GpuSpec& gpu) const;
 
@@ -140,6 +143,8 @@ struct TileMlpModel {
   /// Per-class latency floor in ms (median over the training GPUs of the
   /// fastest measurements): no launch of the class is predicted faster.
   std::array<double, kNumKernelClasses> floor_ms{};
+  /// Per-class exponent of launch_floor_blend (0: a hard maximum).
+  std::array<double, kNumKernelClasses> floor_blend{};
 
   [[nodiscard]] std::string serialize() const;
   /// Throws InputError naming `source` on a malformed or wrong-version file.
@@ -153,10 +158,24 @@ struct TileMlpTrainOptions {
   TrainOptions mlp;
   int max_rows_per_class = 40000;
   std::vector<int> hidden = {64, 64, 64};
+  /// Per class (bmm, linear, elementwise, softmax, ln), selected by
+  /// leave-one-GPU-out within the A100-80GB and 4-GPU constraints (docs/node_model.md):
+  /// decoupled (AdamW) weight decay of the utilization network (the `mlp`
+  /// baseline, which shares the other options, keeps `mlp.weight_decay`)...
+  std::array<double, kNumKernelClasses> weight_decay{1.0, 0.0, 1.0, 0.0, 0.0};
+  /// ... and the exponent of the launch-floor blend (launch_floor_blend).
+  std::array<double, kNumKernelClasses> floor_blend{2.0, 0.0, 2.0, 0.0, 0.0};
 };
 
 /// Trains every class on `data` (deterministic for a fixed seed). `log` may be null.
 TileMlpModel train_tile_mlp(const MeasurementSet& data, const TileMlpTrainOptions& opt, std::ostream* log);
+
+/// A measured latency from the launch floor and the kernel time: the p-norm
+/// smooth maximum (floor^p + kernel^p)^(1/p), or max(floor, kernel) for
+/// p = 0. Kernels near the floor overlap only partly with the host's
+/// dispatch (measured on all five training GPUs: a kernel as long as the floor
+/// measures 1.3-1.55 floors, sqrt(2) for p = 2).
+double launch_floor_blend(double floor_ms, double kernel_ms, double p);
 
 /// Memory-bound fallback for kernels without a learned class.
 Time memory_bound_time(const Kernel& k, const GpuSpec& gpu);
