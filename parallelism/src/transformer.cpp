@@ -117,10 +117,10 @@ std::vector<Op> layer_forward_ops(const TransformerConfig& m, const Workload& w,
       {"qkv", Kernel::gemm(KernelOp::Linear, 1, t, (heads + 2 * kv) * d, h, dt)},
       {"scores", Kernel::gemm(KernelOp::Bmm, bh, s, s, d, dt)},
   };
-  if (dt == node_model::DType::FP32) {
+  if (dt == node_model::DType::FP32 || dt == node_model::DType::TF32) {
     // Megatron's FusedScaleMaskSoftmax has CUDA kernels for 16-bit inputs
-    // only; in FP32 it takes the torch path: query-key layer-scaling
-    // multiply, causal masked_fill_, softmax (three kernels).
+    // only; in FP32 (TF32 is FP32 data) it takes the torch path: query-key
+    // layer-scaling multiply, causal masked_fill_, softmax (three kernels).
     ops.push_back({"scale", Kernel::vector(KernelOp::DivU, bh * s, s, dt)});
     ops.push_back({"mask", Kernel::vector(KernelOp::MulU, bh * s, s, dt)});
   }
