@@ -56,7 +56,15 @@ std::array<Kernel, 2> softmax_backward(const Kernel& forward);
 class KernelPredictor {
  public:
   virtual ~KernelPredictor() = default;
+  /// The kernel's latency as timed alone from the host by PyTorch eager
+  /// (NeuSight's measurement): small kernels bottom out at a per-launch floor
+  /// of 25-65 us, mostly host dispatch. What the planner sums today.
   [[nodiscard]] virtual Time predict(const Kernel& kernel) const = 0;
+  /// The kernel's GPU time when kernels are queued back to back on a stream
+  /// (CUDA graphs, compiled or fused launches, CUPTI kernel time): no host
+  /// launch/dispatch floor, only the GPU-side per-kernel floor (~5 us on
+  /// H100). Defaults to predict() for predictors without that distinction.
+  [[nodiscard]] virtual Time predict_device(const Kernel& kernel) const { return predict(kernel); }
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual const GpuSpec& gpu() const = 0;
 };
