@@ -240,8 +240,11 @@ int cmd_validate(const Args& args, std::ostream& out) {
     if (auto w = p.get("weights")) return nm::make_predictor(name, gpu, *w);
     return nm::make_predictor(name, gpu);
   };
-  if (what == "kernels" && fs::is_regular_file(data) && nm::is_xla_gemm_table(data)) {
-    return validate_xla_gemms(p, data, out);
+  if (what == "kernels") {
+    // XLA's GEMM table, given as the file or as its directory.
+    const std::string table =
+        fs::is_directory(data) && !fs::is_directory(fs::path(data) / "kernels") ? xla_table_path(data) : data;
+    if (fs::is_regular_file(table) && nm::is_xla_gemm_table(table)) return validate_xla_gemms(p, table, out);
   }
   for (const char* opt : {"kfold", "epochs", "hidden", "select", "drop-features", "noise", "seed"}) {
     if (p.has(opt)) {
