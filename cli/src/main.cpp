@@ -34,13 +34,13 @@ Forecasting:
         Compare pipeline schedules: iteration, bubble, exposed comm, memory.
 
 Node model (kernel latency prediction, docs/node_model.md):
-  predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv [--predictor NAME]
+  predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--predictor NAME]
   predict-model --model HF_CONFIG.json --device DEVICE.json --batch N --seq L --mode inf|train [--json]
   predict-graph --graph OPGRAPH.csv --device DEVICE.json
-  train-predictor --data DIR --out DIR
+  train-predictor --data DIR --out DIR [--xla DIR]
 
 Validation against measurements:
-  validate kernels|models|distributed|collectives|training --data DIR
+  validate kernels|models|distributed|collectives|training --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
 Exit codes: 0 success; 1 simulation or internal error; 2 bad input (usage,
 scenario file, unit string, data file). Errors are one line on stderr.
@@ -117,7 +117,16 @@ memory per stage; --svg draws the breakdown.
       {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training --data DIR [options]
 
   kernels      MAPE per op class and GPU of the node model vs measured
-               kernels (e.g. --data ../shared/data/neusight/kernels/test)
+               kernels (e.g. --data ../shared/data/neusight/kernels/test).
+               Given XLA's GEMM table (--data ../shared/data/xla/gemm_h100.csv,
+               detected by its header): MAPE per dtype of the GPU kernel time
+               (predict_device), beside the FP32-twin method and the roofline.
+                 --kfold N          retrain the tensor-core model per fold (folds
+                                    by shape) and report held-out MAPE
+                 --epochs N, --hidden 16[,16], --select min-time|min-roofline,
+                 --drop-features F1,F2, --seed N   training options for --kfold
+                 --noise OTHER.csv  also print OTHER's latencies as predictions
+                                    of the data's (the measurement noise floor)
   models       end-to-end model latency vs measured, beside the sum of each
                run's own per-op measurements, with each GPU's mean and worst
                error (--data ../shared/data/neusight or .../labels)
@@ -148,10 +157,17 @@ Each prints the roofline baseline beside the learned model. See docs/node_model.
 and docs/parallelism.md.
 )"},
       {"predict-kernels", R"(usage: tessera predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv
+                               [--dtype fp32|tf32|fp16|bf16|fp8] [--device-time]
                                [--predictor tile-mlp|roofline|linreg|mlp]
 
 Predicts every kernel of a NeuSight-schema CSV (OPName plus B,M,N,K or B,H)
-and writes the rows with a Predicted_ms column.
+and writes the rows with a Predicted_ms column. An optional `dtype` column
+(fp32 tf32 fp16 bf16 fp8, any case) gives each row's element type; --dtype
+the type of rows without one (default fp32). tf32/fp16/bf16/fp8 GEMMs use the
+tensor-core model (fp8 needs FP8FLOPs in the device config).
+
+  --device-time   the GPU time of kernels queued back to back (no host
+                  launch floor) instead of a kernel timed alone from PyTorch
 )"},
       {"predict-model", R"(usage: tessera predict-model --model HF_CONFIG.json --device DEVICE.json --batch N --seq L
                              --mode inf|train [--json]
@@ -169,11 +185,19 @@ gets backward columns (backward plus gradient accumulation); in an inference
 graph dropout is free. Totals count the ops of the repeated block (layer 0)
 --layers times, else num_layer of the label JSON beside the graph, else once.
 )"},
-      {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR
+      {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR]
+                               [--only tile-mlp|tensor-core|linreg|mlp] [--epochs N] [--max-rows N]
 
 Trains the node-model predictors (tile-mlp, linreg, mlp) on kernel
-measurements in NeuSight's CSV schema (DIR/<op>/<GPU>.csv) and writes weight
-files; rebuild to embed them, or pass --weights DIR to the predict commands.
+measurements in NeuSight's CSV schema (DIR/<op>/<GPU>.csv) and, given --xla
+(a directory with gemm_h100.csv, or the file), the tensor-core GEMM model on
+XLA's measured H100 table; writes weight files (tile_mlp.txt, tensor_core.txt,
+linreg.txt, mlp.txt). Rebuild to embed them, or pass --weights DIR to the
+predict and validate commands.
+
+  --only tensor-core --xla DIR   just the tensor-core model (no --data needed);
+                                 --epochs, --hidden, --select, --drop-features,
+                                 --seed then set its training
 )"},
   };
   return kHelp;

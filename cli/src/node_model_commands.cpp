@@ -18,7 +18,9 @@
 #include "tessera/node_model/dataset.hpp"
 #include "tessera/node_model/device_config.hpp"
 #include "tessera/node_model/model_graph.hpp"
+#include "tessera/node_model/json.hpp"
 #include "tessera/node_model/predictors.hpp"
+#include "tessera/node_model/tensor_core.hpp"
 #include "tessera/node_model/tile_mlp.hpp"
 #include "tessera/node_model/validation.hpp"
 
@@ -36,6 +38,62 @@ int parse_positive_int(const std::string& text, const std::string& flag) {
   } catch (const std::logic_error&) {
   }
   throw UsageError(fmt::format("{}: expected a positive integer, got '{}'", flag, text));
+}
+
+/// "16,16" -> {16, 16}; "" or "0" -> {} (no hidden layer: a linear map).
+std::vector<int> parse_hidden(const std::string& text) {
+  std::vector<int> out;
+  if (text.empty() || text == "0" || text == "none") return out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string part =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    out.push_back(parse_positive_int(part, "--hidden"));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// Tensor-core training options from --epochs/--hidden/--select/--drop-features/--seed.
+nm::TensorCoreTrainOptions tensor_core_options(const ArgParser& p, bool use_epochs = true) {
+  nm::TensorCoreTrainOptions opt;
+  if (auto e = p.get("epochs"); e && use_epochs) opt.mlp.epochs = parse_positive_int(*e, "--epochs");
+  if (auto h = p.get("hidden")) opt.hidden = parse_hidden(*h);
+  if (auto sd = p.get("seed")) opt.mlp.seed = static_cast<std::uint64_t>(parse_positive_int(*sd, "--seed"));
+  if (auto s = p.get("select")) {
+    if (*s == "min-time") {
+      opt.select = nm::TcSelect::MinTime;
+    } else if (*s == "min-roofline") {
+      opt.select = nm::TcSelect::MinRoofline;
+    } else {
+      throw UsageError(fmt::format("--select: expected min-time or min-roofline, got '{}'", *s));
+    }
+  }
+  if (auto d = p.get("drop-features")) {
+    std::size_t start = 0;
+    while (start < d->size()) {
+      const std::size_t comma = d->find(',', start);
+      const std::string name =
+          d->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      int found = -1;
+      for (int i = 0; i < nm::kTcFeatures; ++i) {
+        if (nm::tensor_core_feature_name(i) == name) found = i;
+      }
+      if (found < 0) throw UsageError(fmt::format("--drop-features: unknown feature '{}'", name));
+      opt.drop_features.push_back(found);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return opt;
+}
+
+/// The XLA GEMM table at `path` (a file, or a directory holding gemm_h100.csv).
+std::string xla_table_path(const std::string& path) {
+  if (fs::is_directory(path)) return (fs::path(path) / "gemm_h100.csv").string();
+  return path;
 }
 
 /// Predictor from --predictor/--weights.
@@ -80,22 +138,115 @@ int validate_leave_one_gpu_out(const ArgParser& p, const std::string& data, std:
   return 0;
 }
 
+/// The FP32 tile-mlp weights of --weights DIR, else the embedded ones.
+std::shared_ptr<const nm::TileMlpModel> fp32_model(const ArgParser& p) {
+  if (auto w = p.get("weights")) {
+    const std::string path = (fs::path(*w) / "tile_mlp.txt").string();
+    return std::make_shared<const nm::TileMlpModel>(nm::TileMlpModel::parse(nm::read_text_file(path), path));
+  }
+  return std::make_shared<const nm::TileMlpModel>(
+      nm::TileMlpModel::parse(nm::embedded_weights("tile_mlp"), "<embedded tile_mlp.txt>"));
+}
+
+/// The tensor-core weights of --weights DIR (tensor_core.txt), else the embedded ones.
+nm::TensorCoreModel tensor_core_weights(const ArgParser& p) {
+  if (auto w = p.get("weights")) {
+    const std::string path = (fs::path(*w) / "tensor_core.txt").string();
+    if (fs::exists(path)) return nm::TensorCoreModel::parse(nm::read_text_file(path), path);
+  }
+  const std::string_view text = nm::embedded_weights("tensor_core");
+  if (text.empty())
+    throw Error(
+        "this build has no tensor-core weights (train them with 'tessera train-predictor --xla DIR')");
+  return nm::TensorCoreModel::parse(text, "<embedded tensor_core.txt>");
+}
+
+/// `validate kernels --data TABLE.csv` on an XLA GEMM table: per-dtype MAPE
+/// of the predictor's GPU kernel time (predict_device: the table holds CUPTI
+/// kernel times), or with --kfold of the tensor-core model retrained per fold.
+int validate_xla_gemms(const ArgParser& p, const std::string& data, std::ostream& out) {
+  const nm::MeasurementSet set = nm::read_xla_gemm_table(data);
+  const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
+  std::vector<double> predicted(set.rows.size());
+  std::string label = name;
+  if (auto k = p.get("kfold")) {
+    if (name != "tile-mlp")
+      throw UsageError("--kfold retrains the tensor-core model of the tile-mlp predictor");
+    const int folds = parse_positive_int(*k, "--kfold");
+    if (folds < 2) throw UsageError("--kfold: need at least 2 folds");
+    const auto t0 = std::chrono::steady_clock::now();
+    std::ostringstream log;
+    predicted = nm::tensor_core_kfold(set, folds, tensor_core_options(p), &log);
+    out << log.str();
+    out << fmt::format("{}-fold cross-validation by shape ({:.0f}s): held-out MAPE\n", folds,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    label = "held-out";
+  } else {
+    for (const char* opt : {"epochs", "hidden", "select", "drop-features", "seed"}) {
+      if (p.has(opt)) throw UsageError(fmt::format("tessera validate: --{} needs --kfold", opt));
+    }
+    std::vector<std::unique_ptr<nm::KernelPredictor>> predictors;
+    for (const auto& g : set.gpus) predictors.push_back(predictor_from(p, g));
+    for (std::size_t i = 0; i < set.rows.size(); ++i) {
+      const auto& m = set.rows[i];
+      predicted[i] = predictors[static_cast<std::size_t>(m.gpu)]->predict_device(m.kernel).ms();
+    }
+  }
+  const double floor_ms = tensor_core_weights(p).floor_ms;
+  out << nm::format_dtype_errors(nm::validate_tensor_core(set, predicted, fp32_model(p), floor_ms), label);
+  out << fmt::format(
+      "({} on {}; fp32-twin: the tile-mlp's FP32 twin scaled by the roofline ratio, without the eager "
+      "launch floor, at least the GPU floor {:.4f} ms; fp8<=peak: FP8 rows at or below the dense FP8 "
+      "peak)\n",
+      data, set.gpus.front().name, floor_ms);
+  if (auto other = p.get("noise")) {
+    const nm::MeasurementSet ref = nm::read_xla_gemm_table(*other);
+    out << fmt::format("noise floor: {} taken as predictions of {} on shared shapes\n", *other, data);
+    for (const auto& r : nm::measurement_noise(set, ref)) {
+      out << fmt::format("{:<10} {:>6} {:>17.1f}%\n", r.dtype, r.rows, r.mape);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_predict_kernels(const Args& args, std::ostream& out) {
   ArgParser p("tessera predict-kernels");
-  p.option("device").option("input").option("output").option("predictor").option("weights");
+  p.option("device").option("input").option("output").option("predictor").option("weights").option("dtype");
+  p.flag("device-time");
   p.parse(args);
   p.expect_positional(0, "arguments");
   const nm::GpuSpec gpu = nm::load_device_config(p.require("device"));
   const std::string input = p.require("input");
   const std::string output = p.require("output");
+  const nm::DType default_dtype = [&] {
+    try {
+      return nm::parse_dtype(p.get("dtype").value_or("fp32"));
+    } catch (const InputError& e) {
+      throw UsageError(fmt::format("--dtype: {}", e.what()));
+    }
+  }();
   const auto predictor = predictor_from(p, gpu);
+  const bool device_time = p.has("device-time");
   const nm::CsvTable t = nm::read_csv(input);
+  const int dtype_col = t.column("dtype");
   std::vector<double> predicted(t.rows.size());
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    const nm::Kernel k = nm::kernel_from_row(t, r);
-    predicted[r] = predictor->predict(k).ms();
+    nm::DType dtype = default_dtype;
+    if (dtype_col >= 0) {
+      try {
+        dtype = nm::parse_dtype(t.rows[r][static_cast<std::size_t>(dtype_col)]);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: row {}, column 'dtype': {}", input, r + 1, e.what()));
+      }
+    }
+    const nm::Kernel k = nm::kernel_from_row(t, r, dtype);
+    try {
+      predicted[r] = (device_time ? predictor->predict_device(k) : predictor->predict(k)).ms();
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: row {}: {}", input, r + 1, e.what()));
+    }
   }
   std::string text;
   for (std::size_t c = 0; c < t.header.size(); ++c) text += (c ? "," : "") + nm::csv_escape(t.header[c]);
@@ -116,6 +267,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
   if (!args.empty() && args[0] == "collectives") return cmd_validate_collectives(Args(args.begin() + 1, args.end()), out);
   ArgParser p("tessera validate");
   p.option("data").option("predictor").option("weights").option("max-rows").option("gpu").option("epochs");
+  p.option("kfold").option("hidden").option("select").option("drop-features").option("noise").option("seed");
   p.flag("leave-one-gpu-out");
   p.parse(args);
   p.expect_positional(1, "what to validate (kernels or models)");
@@ -125,13 +277,26 @@ int cmd_validate(const Args& args, std::ostream& out) {
     if (what != "kernels") throw UsageError("--leave-one-gpu-out: only with 'validate kernels'");
     return validate_leave_one_gpu_out(p, data, out);
   }
-  if (p.has("epochs")) throw UsageError("--epochs: only with --leave-one-gpu-out");
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
   const int max_rows = p.has("max-rows") ? parse_positive_int(*p.get("max-rows"), "--max-rows") : 0;
   const nm::PredictorFactory make = [&](const nm::GpuSpec& gpu) {
     if (auto w = p.get("weights")) return nm::make_predictor(name, gpu, *w);
     return nm::make_predictor(name, gpu);
   };
+  if (what == "kernels") {
+    // XLA's GEMM table, given as the file or as its directory.
+    const std::string table =
+        fs::is_directory(data) && !fs::is_directory(fs::path(data) / "kernels") ? xla_table_path(data) : data;
+    if (fs::is_regular_file(table) && nm::is_xla_gemm_table(table)) return validate_xla_gemms(p, table, out);
+  }
+  for (const char* opt : {"kfold", "epochs", "hidden", "select", "drop-features", "noise", "seed"}) {
+    if (p.has(opt)) {
+      throw UsageError(
+          fmt::format("tessera validate: --{} applies to an XLA GEMM table (validate kernels --data "
+                      "gemm_h100.csv){}",
+                      opt, std::string_view(opt) == "epochs" ? " or to --leave-one-gpu-out" : ""));
+    }
+  }
   if (what == "kernels") {
     std::string dir = data;
     if (fs::is_directory(fs::path(data) / "kernels" / "test")) dir = (fs::path(data) / "kernels" / "test").string();
@@ -150,20 +315,35 @@ int cmd_validate(const Args& args, std::ostream& out) {
     out << nm::format_model_errors(rows, name);
     return 0;
   }
-  throw UsageError(fmt::format("tessera validate: expected 'kernels', 'models', 'distributed' or 'collectives', got '{}'", what));
+  throw UsageError(fmt::format(
+      "tessera validate: expected 'kernels', 'models', 'distributed', 'collectives' or 'training', got '{}'", what));
 }
 
 int cmd_train_predictor(const Args& args, std::ostream& out) {
   ArgParser p("tessera train-predictor");
   p.option("data").option("out").option("devices").option("epochs").option("max-rows").option("only");
+  p.option("xla").option("hidden").option("select").option("drop-features").option("seed");
   p.parse(args);
   p.expect_positional(0, "arguments");
-  const std::string data = p.require("data");
   const std::string out_dir = p.require("out");
   const std::string only = p.get("only").value_or("all");
-  if (only != "all" && only != "tile-mlp" && only != "linreg" && only != "mlp") {
-    throw UsageError(fmt::format("--only: expected tile-mlp, linreg or mlp, got '{}'", only));
+  if (only != "all" && only != "tile-mlp" && only != "linreg" && only != "mlp" && only != "tensor-core") {
+    throw UsageError(fmt::format("--only: expected tile-mlp, tensor-core, linreg or mlp, got '{}'", only));
   }
+  if (only == "tensor-core" || (only == "all" && p.has("xla") && !p.has("data"))) {
+    if (!p.has("xla")) throw UsageError("tessera train-predictor: --only tensor-core needs --xla DIR");
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string table = xla_table_path(*p.get("xla"));
+    const nm::MeasurementSet set = nm::read_xla_gemm_table(table);
+    out << fmt::format("read {} GEMM measurements from {}\n", set.rows.size(), table);
+    fs::create_directories(out_dir);
+    const nm::TensorCoreModel m = nm::train_tensor_core(set, tensor_core_options(p), &out);
+    nm::write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
+    out << fmt::format("wrote {}/tensor_core.txt ({:.0f}s)\n", out_dir,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
+  }
+  const std::string data = p.require("data");
   // (not value_or: the search must not run, and fail, when --devices is given)
   const auto given_devices = p.get("devices");
   const std::string devices = given_devices ? *given_devices : nm::find_device_configs(data);
@@ -193,6 +373,16 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
     const nm::DirectMlpModel m = nm::train_direct_mlp(set, opt, &out);
     nm::write_file_atomic((fs::path(out_dir) / "mlp.txt").string(), m.serialize());
     out << fmt::format("wrote {}/mlp.txt ({:.0f}s)\n", out_dir, elapsed());
+  }
+  if (only == "all" && p.has("xla")) {
+    const std::string table = xla_table_path(*p.get("xla"));
+    const nm::MeasurementSet gemms = nm::read_xla_gemm_table(table);
+    // (--epochs is the NeuSight predictors' here; the tensor-core model keeps its default)
+    const nm::TensorCoreModel m = nm::train_tensor_core(gemms, tensor_core_options(p, false), &out);
+    nm::write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
+    out << fmt::format("wrote {}/tensor_core.txt ({:.0f}s)\n", out_dir, elapsed());
+  } else if (only == "all") {
+    out << "tensor-core model not trained (give --xla DIR with gemm_h100.csv)\n";
   }
   return 0;
 }

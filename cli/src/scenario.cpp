@@ -220,6 +220,11 @@ node_model::GpuSpec read_gpu(Section& cluster) {
   spec.sms = static_cast<int>(g.positive_int("sms"));
   spec.l2_cache = g.unit("l2_cache", parse_bytes);
   spec.memory = g.unit("memory", parse_bytes);
+  // Optional: TF32 tensor cores at half the FP16/BF16 rate (every NVIDIA GPU
+  // with TF32 so far), no FP8 tensor cores.
+  spec.tf32_peak = g.has("tf32_peak") ? g.unit("tf32_peak", parse_flop_rate)
+                                      : FlopRate::per_second(spec.tensor_peak.per_second() / 2.0);
+  spec.fp8_peak = g.has("fp8_peak") ? g.unit("fp8_peak", parse_flop_rate) : FlopRate::per_second(0.0);
   g.finish();
   checked(g, g.node(), cluster.key_path("gpu"), [&] { spec.validate(); return 0; });
   return spec;
@@ -422,6 +427,12 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     s.workload.seq_len = t.positive_int("seq_len");
     const YAML::Node dt = t.need("dtype");
     s.workload.dtype = checked(t, dt, t.key_path("dtype"), [&] { return node_model::parse_dtype(t.scalar("dtype")); });
+    if (s.workload.dtype == node_model::DType::FP8) {
+      t.fail_at(
+          dt.Mark(), t.key_path("dtype"),
+          "fp8 training is not modelled (expected fp32, tf32, fp16 or bf16; fp8 GEMMs can be timed with "
+          "'tessera predict-kernels')");
+    }
     if (t.has("global_batch")) {
       global_batch_at = t.need("global_batch");
       s.plan.global_batch = t.positive_int("global_batch");

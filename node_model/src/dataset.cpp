@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <fmt/format.h>
 #include <regex>
 #include <set>
@@ -92,6 +93,67 @@ MeasurementSet read_measurement_dir(const std::string& dir, const DeviceCatalog&
     }
   }
   set.rows = std::move(unique);
+  return set;
+}
+
+DType parse_xla_dtype(std::string_view name) {
+  if (name == "bf16xbf16->bf16") return DType::BF16;
+  if (name == "f16xf16->f16") return DType::FP16;
+  if (name == "f32xf32->f32") return DType::TF32;
+  static const std::regex kFp8("f8e(4m3fn|5m2)xf8e(4m3fn|5m2)->(bf16|f16|f32)");
+  if (std::regex_match(std::string(name), kFp8)) return DType::FP8;
+  throw InputError(fmt::format("unknown XLA dtype '{}' (expected bf16xbf16->bf16, f16xf16->f16, f32xf32->f32 "
+                               "or an f8e4m3fn/f8e5m2 pair)",
+                               name));
+}
+
+bool is_xla_gemm_table(const std::string& csv_path) {
+  std::ifstream in(csv_path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return false;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.starts_with("\xEF\xBB\xBF")) line = line.substr(3);
+  return line.starts_with("arch,b,m,n,k,dtype");
+}
+
+MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
+  const CsvTable t = read_csv(csv_path);
+  const std::size_t arch_col = t.require_column("arch");
+  const std::size_t b_col = t.require_column("b");
+  const std::size_t m_col = t.require_column("m");
+  const std::size_t n_col = t.require_column("n");
+  const std::size_t k_col = t.require_column("k");
+  const std::size_t dtype_col = t.require_column("dtype");
+  const std::size_t flops_col = t.require_column("flops_per_s");
+  const std::size_t lat_col = t.require_column("latency_ms");
+  MeasurementSet set;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string& arch = t.rows[r][arch_col];
+    if (arch != "sm_90") {
+      throw InputError(
+          fmt::format("{}: row {}, column 'arch': unknown arch '{}' (this reader knows sm_90, the H100 "
+                      "SXM)",
+                      csv_path, r + 1, arch));
+    }
+    DType dtype{};
+    try {
+      dtype = parse_xla_dtype(t.rows[r][dtype_col]);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: row {}, column 'dtype': {}", csv_path, r + 1, e.what()));
+    }
+    Measurement m;
+    m.kernel = Kernel::gemm(KernelOp::Bmm, t.positive_int(r, b_col), t.positive_int(r, m_col),
+                            t.positive_int(r, n_col), t.positive_int(r, k_col), dtype);
+    (void)t.number(r, flops_col);
+    m.latency_ms = t.number(r, lat_col);
+    if (!(m.latency_ms > 0)) {
+      throw InputError(fmt::format("{}: row {}, column 'latency_ms': latency must be positive (got '{}')",
+                                   csv_path, r + 1, t.rows[r][lat_col]));
+    }
+    m.gpu = set.add_gpu(gpu_preset("H100-SXM"));
+    set.rows.push_back(m);
+  }
+  if (set.rows.empty()) throw InputError(fmt::format("{}: no measurements", csv_path));
   return set;
 }
 

@@ -48,8 +48,20 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
   } else {
     throw InputError(fmt::format("{}: missing field 'SingleFLOPs'", source));
   }
+  // TF32: optional "TF32FLOPs"; else half the tensor peak when "TensorFLOPs"
+  // is given (every NVIDIA GPU with TF32 tensor cores so far), else the FP32
+  // peak (no tensor cores known: a TF32 request runs as FP32). FP8: optional
+  // "FP8FLOPs", else none.
+  g.tf32_peak = g.fp32_peak;
   if (const JsonValue* tp = json.find("TensorFLOPs"); tp != nullptr) {
     g.tensor_peak = FlopRate::per_second(positive_number(json, source, "TensorFLOPs") * 1e9);
+    g.tf32_peak = FlopRate::per_second(g.tensor_peak.per_second() / 2.0);
+  }
+  if (json.find("TF32FLOPs") != nullptr) {
+    g.tf32_peak = FlopRate::per_second(positive_number(json, source, "TF32FLOPs") * 1e9);
+  }
+  if (json.find("FP8FLOPs") != nullptr) {
+    g.fp8_peak = FlopRate::per_second(positive_number(json, source, "FP8FLOPs") * 1e9);
   }
   g.validate();
   return g;

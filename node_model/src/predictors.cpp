@@ -9,6 +9,7 @@
 #include "tessera/node_model/baselines.hpp"
 #include "tessera/node_model/json.hpp"
 #include "tessera/node_model/roofline.hpp"
+#include "tessera/node_model/tensor_core.hpp"
 #include "tessera/node_model/tile_mlp.hpp"
 
 namespace tessera::node_model {
@@ -39,10 +40,28 @@ std::shared_ptr<const Model> parse_shared(const std::string& key, std::string_vi
   return model;
 }
 
+/// The tensor-core model: `weights_dir`/tensor_core.txt when it exists, else
+/// the embedded weights, else none (16-bit GEMMs then go through the FP32 twin).
+std::shared_ptr<const TensorCoreModel> tensor_core_model(const std::string& weights_dir) {
+  if (!weights_dir.empty()) {
+    const std::string path = (std::filesystem::path(weights_dir) / "tensor_core.txt").string();
+    if (std::filesystem::exists(path)) {
+      const std::string text = read_text_file(path);
+      return parse_shared<TensorCoreModel>(path + ":" + std::to_string(std::hash<std::string>{}(text)), text,
+                                           path);
+    }
+  }
+  const std::string_view text = embedded_weights("tensor_core");
+  if (text.empty()) return nullptr;
+  return parse_shared<TensorCoreModel>("embedded:tensor_core", text, "<embedded tensor_core.txt>");
+}
+
 std::unique_ptr<KernelPredictor> build(std::string_view name, const GpuSpec& gpu, std::string_view text,
-                                       const std::string& source, const std::string& key) {
+                                       const std::string& source, const std::string& key,
+                                       const std::string& weights_dir = {}) {
   if (name == "tile-mlp") {
-    return std::make_unique<TileMlpPredictor>(gpu, parse_shared<TileMlpModel>(key, text, source));
+    return std::make_unique<TileMlpPredictor>(gpu, parse_shared<TileMlpModel>(key, text, source),
+                                              tensor_core_model(weights_dir));
   }
   if (name == "linreg") {
     return std::make_unique<LinRegPredictor>(gpu, parse_shared<LinRegModel>(key, text, source));
@@ -74,7 +93,8 @@ std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const Gpu
   const std::string path = (std::filesystem::path(weights_dir) / (weights_stem(name) + ".txt")).string();
   const std::string text = read_text_file(path);
   // Keyed by path and content so a retrained file is re-read.
-  return build(name, gpu, text, path, path + ":" + std::to_string(std::hash<std::string>{}(text)));
+  return build(name, gpu, text, path, path + ":" + std::to_string(std::hash<std::string>{}(text)),
+               weights_dir);
 }
 
 }  // namespace tessera::node_model

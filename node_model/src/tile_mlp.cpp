@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tessera/error.hpp"
+#include "tessera/node_model/tensor_core.hpp"
 
 namespace tessera::node_model {
 namespace {
@@ -708,8 +709,9 @@ void ShapeCache::put(const Kernel& k, Time t) const {
   map_.emplace(key(k), t);
 }
 
-TileMlpPredictor::TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model)
-    : gpu_(std::move(gpu)), model_(std::move(model)), gpu_index_(-1) {
+TileMlpPredictor::TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model,
+                                   std::shared_ptr<const TensorCoreModel> tensor_core)
+    : gpu_(std::move(gpu)), model_(std::move(model)), tensor_core_(std::move(tensor_core)), gpu_index_(-1) {
   gpu_.validate();
   if (!model_) throw InputError("tile-mlp predictor: no model");
   tensor_tile_ = model_->tiles.largest_gemm_tile();
@@ -723,19 +725,21 @@ double TileMlpPredictor::fp32_kernel_ms(KernelClass c, const Kernel& fp32) const
   return g.waves * g.tile_bound_s / util * 1e3;
 }
 
-double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
+double TileMlpPredictor::learned_kernel_ms(const Kernel& kernel) const {
   const auto cls = kernel_class(kernel.op);
-  if (!cls || model_->nets[static_cast<int>(*cls)].empty()) {
-    return memory_bound_time(kernel, gpu_).ms();
+  if (!cls || model_->nets[static_cast<int>(*cls)].empty()) return memory_bound_time(kernel, gpu_).ms();
+  if (kernel.dtype == DType::FP32) return fp32_kernel_ms(*cls, kernel);
+  // TF32 vector ops are FP32 ops.
+  if (kernel.dtype == DType::TF32 && !is_gemm(kernel.op)) {
+    Kernel fp32 = kernel;
+    fp32.dtype = DType::FP32;
+    return fp32_kernel_ms(*cls, fp32);
   }
-  const double floor_ms = model_->floor_ms[static_cast<int>(*cls)];
-  const double blend = model_->floor_blend[static_cast<int>(*cls)];
-  if (kernel.dtype == DType::FP32) return launch_floor_blend(floor_ms, fp32_kernel_ms(*cls, kernel), blend);
-  // 16-bit: no measurements to learn from, so (an explicit assumption, see
-  // docs/node_model.md) the FP32 twin's achieved fraction of its roofline
-  // carries over to the 16-bit roofline. GEMMs run on tensor cores with the
-  // table's largest tile (128x128, a standard tensor-core CTA tile of cuBLAS
-  // on Ampere and Hopper), vector ops with the FP32 blocks and half the bytes.
+  // 16-bit without measurements to learn from (an explicit assumption, see
+  // docs/node_model.md): the FP32 twin's achieved fraction of its roofline
+  // carries over to the 16-bit roofline. GEMMs (when no tensor-core model is
+  // loaded) run on tensor cores with the table's largest tile (128x128),
+  // vector ops with the FP32 blocks and the dtype's bytes.
   Kernel twin = kernel;
   twin.dtype = DType::FP32;
   const Tile tile32 = model_->tiles.lookup(twin, gpu_index_);
@@ -743,30 +747,27 @@ double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
   const Tile tile16 = is_gemm(kernel.op) ? tensor_tile_ : tile32;
   const TileGeometry g16 = tile_geometry(kernel, gpu_, tile16);
   const double ratio = wave_roofline_s(kernel, gpu_, g16) / wave_roofline_s(twin, gpu_, g32);
-  return launch_floor_blend(floor_ms, fp32_kernel_ms(*cls, twin) * ratio, blend);
+  return fp32_kernel_ms(*cls, twin) * ratio;
 }
 
-Time TileMlpPredictor::predict_device(const Kernel& kernel) const {
-  if (auto t = device_cache_.find(kernel)) return *t;
-  kernel.validate();
-  double ms = 0;
+double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
   const auto cls = kernel_class(kernel.op);
   if (!cls || model_->nets[static_cast<int>(*cls)].empty()) {
-    ms = memory_bound_time(kernel, gpu_).ms();
-  } else if (kernel.dtype == DType::FP32) {
-    ms = fp32_kernel_ms(*cls, kernel);
-  } else {
-    Kernel twin = kernel;
-    twin.dtype = DType::FP32;
-    const Tile tile32 = model_->tiles.lookup(twin, gpu_index_);
-    const TileGeometry g32 = tile_geometry(twin, gpu_, tile32);
-    const Tile tile16 = is_gemm(kernel.op) ? tensor_tile_ : tile32;
-    const TileGeometry g16 = tile_geometry(kernel, gpu_, tile16);
-    ms = fp32_kernel_ms(*cls, twin) * wave_roofline_s(kernel, gpu_, g16) / wave_roofline_s(twin, gpu_, g32);
+    return memory_bound_time(kernel, gpu_).ms();
   }
-  const Time t = Time::from_seconds(std::max(ms * 1e-3, 5e-6));
-  device_cache_.put(kernel, t);
-  return t;
+  // The eager launch floor, blended with the kernel time as measured (v7).
+  const double floor_ms = model_->floor_ms[static_cast<int>(*cls)];
+  const double blend = model_->floor_blend[static_cast<int>(*cls)];
+  if (tensor_core_ && is_tensor_core_gemm(kernel)) {
+    return launch_floor_blend(floor_ms, tensor_core_->predict_ms(kernel, gpu_), blend);
+  }
+  return launch_floor_blend(floor_ms, learned_kernel_ms(kernel), blend);
+}
+
+double TileMlpPredictor::predict_device_ms_uncached(const Kernel& kernel) const {
+  if (!tensor_core_) return predict_ms_uncached(kernel);
+  if (is_tensor_core_gemm(kernel)) return tensor_core_->predict_ms(kernel, gpu_);
+  return std::max(tensor_core_->floor_ms, learned_kernel_ms(kernel));
 }
 
 Time TileMlpPredictor::predict(const Kernel& kernel) const {
@@ -774,6 +775,14 @@ Time TileMlpPredictor::predict(const Kernel& kernel) const {
   kernel.validate();
   const Time t = Time::from_seconds(predict_ms_uncached(kernel) * 1e-3);
   cache_.put(kernel, t);
+  return t;
+}
+
+Time TileMlpPredictor::predict_device(const Kernel& kernel) const {
+  if (auto t = device_cache_.find(kernel)) return *t;
+  kernel.validate();
+  const Time t = Time::from_seconds(predict_device_ms_uncached(kernel) * 1e-3);
+  device_cache_.put(kernel, t);
   return t;
 }
 

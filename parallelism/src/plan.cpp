@@ -61,7 +61,8 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
                             std::int64_t params, Bytes capacity) {
   MemoryEstimate e;
   e.capacity = capacity;
-  const bool mixed = w.dtype != node_model::DType::FP32;
+  // 16-bit training keeps an FP32 master copy (TF32 trains FP32 weights).
+  const bool mixed = w.dtype != node_model::DType::FP32 && w.dtype != node_model::DType::TF32;
   const std::int64_t dp = p.dp;
   auto shard = [&](std::int64_t bytes, int from_stage) { return p.zero_stage >= from_stage ? (bytes + dp - 1) / dp : bytes; };
   e.weights = Bytes(shard(params * dtype_bytes(w.dtype), 3));

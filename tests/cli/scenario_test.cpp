@@ -54,6 +54,24 @@ TEST(Scenario, InlineGpuAndModel) {
   EXPECT_EQ(s.gpu.name, "X1");
   EXPECT_EQ(s.gpu.memory_bandwidth, parse_bandwidth("3TB/s"));
   EXPECT_EQ(s.model.ffn_hidden, 2048);
+  // Defaults: TF32 at half the tensor peak, no FP8 tensor cores.
+  EXPECT_EQ(s.gpu.tf32_peak, parse_flop_rate("400TFLOPS"));
+  EXPECT_EQ(s.gpu.fp8_peak.per_second(), 0.0);
+  const Scenario x = parse_scenario(
+      replaced(t, "memory: 96GiB}", "memory: 96GiB, tf32_peak: 350TFLOPS, fp8_peak: 1.6PFLOPS}"), "x.yaml");
+  EXPECT_EQ(x.gpu.tf32_peak, parse_flop_rate("350TFLOPS"));
+  EXPECT_EQ(x.gpu.fp8_peak, parse_flop_rate("1.6PFLOPS"));
+  EXPECT_NE(
+      error_of(replaced(t, "memory: 96GiB}", "memory: 96GiB, tf32_peak: -1TFLOPS}")).find("cluster.gpu"),
+      std::string::npos);
+}
+
+TEST(Scenario, Tf32TrainingAndNoFp8Training) {
+  const Scenario s = parse_scenario(replaced(default_text(), "dtype: bf16", "dtype: TF32"), "s.yaml");
+  EXPECT_EQ(s.workload.dtype, node_model::DType::TF32);
+  EXPECT_NE(error_of(replaced(default_text(), "dtype: bf16", "dtype: fp8"))
+                .find("training.dtype: fp8 training is not modelled"),
+            std::string::npos);
 }
 
 TEST(Scenario, ErrorsNameTheKeyPath) {

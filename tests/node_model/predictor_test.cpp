@@ -159,10 +159,11 @@ TEST(TileMlp, ShippedWeightsGiveSensibleDeterministicPredictions) {
 
 // ---------------------------------------------------------------- 16-bit
 
-// There are no 16-bit measurements: 16-bit kernels are predicted from their
-// FP32 twin (same shape, same GPU), whose achieved fraction of its roofline
-// is assumed to carry over to the 16-bit roofline (tensor-core peak for
-// GEMMs, 2-byte elements). See docs/node_model.md, Limitations.
+// 16-bit GEMMs run through the tensor-core model (fit to measured H100
+// kernels, tensor_core_test.cpp); 16-bit vector ops, never measured, are
+// predicted from their FP32 twin (same shape, same GPU), whose achieved
+// fraction of its roofline is assumed to carry over to the 16-bit roofline
+// (2-byte elements). See docs/node_model.md, Limitations.
 
 namespace {
 nm::Kernel with_dtype(nm::Kernel k, nm::DType d) {
@@ -183,7 +184,9 @@ TEST(TileMlp16Bit, LargeGemmsReachAPlausibleFractionOfTensorPeak) {
   // such GEMMs reaches 40-55% MFU (Megatron-LM: 52% for GPT-3 175B on A100,
   // Narayanan et al. SC'21; MLPerf GPT-3 on H100 ~40-50%). So a large GEMM
   // must land well above 40% of the tensor peak and below 90% on H100 (95% on
-  // A100). Before the FP32-twin transfer the tile-mlp said 9% (H100).
+  // A100). Before the FP32-twin transfer the tile-mlp said 9% (H100). These
+  // GEMMs now run through the tensor-core model (fit to H100 kernels that
+  // reach at most 81% of the peak).
   for (const char* gpu : {"H100-SXM", "A100-80GB"}) {
     const nm::GpuSpec& g = nm::gpu_preset(gpu);
     const double hi = std::string(gpu) == "H100-SXM" ? 0.90 : 0.95;
@@ -195,10 +198,12 @@ TEST(TileMlp16Bit, LargeGemmsReachAPlausibleFractionOfTensorPeak) {
       const double f = tensor_fraction(*p, k);
       EXPECT_GT(f, 0.40) << gpu << " " << k.m << "x" << k.n << "x" << k.k;
       EXPECT_LT(f, hi) << gpu << " " << k.m << "x" << k.n << "x" << k.k;
-      // Tensor cores: far faster than the FP32 twin (at most the peak ratio).
+      // Tensor cores: far faster than the FP32 twin. (Not bounded by the
+      // peak ratio: the FP32 and tensor-core models are fit separately, and
+      // SIMT SGEMM reaches a lower fraction of its peak than tensor cores.)
       const double speedup = p->predict(with_dtype(k, nm::DType::FP32)).seconds() / p->predict(k).seconds();
       EXPECT_GT(speedup, 5.0) << gpu;
-      EXPECT_LT(speedup, 1.05 * g.tensor_peak.per_second() / g.fp32_peak.per_second()) << gpu;
+      EXPECT_LT(speedup, 1.25 * g.tensor_peak.per_second() / g.fp32_peak.per_second()) << gpu;
     }
   }
   // Same BF16 GEMM: H100 at least twice as fast as A100 (3.2x the peak).

@@ -28,9 +28,16 @@ TEST(Kernel, FlopsAndBytes) {
 
 TEST(Roofline, ComputeBoundGemm) {
   RooflinePredictor p(gpu_preset("H100-SXM"));
-  // 8192^3 GEMM in bf16: 2*8192^3 FLOPs at 989 TFLOP/s (compute bound).
+  // 8192^3 GEMM in bf16: 2*8192^3 FLOPs at 989.4 TFLOP/s (compute bound);
+  // tf32 at 494.7, fp8 at 1978.9.
   const auto k = Kernel::gemm(KernelOp::Linear, 1, 8192, 8192, 8192, DType::BF16);
-  EXPECT_NEAR(p.predict(k).seconds(), 2.0 * 8192.0 * 8192 * 8192 / 989e12, 1e-12);
+  EXPECT_NEAR(p.predict(k).seconds(), 2.0 * 8192.0 * 8192 * 8192 / 989.4e12, 1e-12);
+  auto tf32 = k;
+  tf32.dtype = DType::TF32;
+  EXPECT_NEAR(p.predict(tf32).seconds(), 2.0 * 8192.0 * 8192 * 8192 / 494.7e12, 1e-12);
+  auto fp8 = k;
+  fp8.dtype = DType::FP8;
+  EXPECT_NEAR(p.predict(fp8).seconds(), 2.0 * 8192.0 * 8192 * 8192 / 1978.9e12, 1e-12);
 }
 
 TEST(Roofline, MemoryBoundVector) {

@@ -33,6 +33,24 @@ std::pair<int, int> gemm_tile_from_name(const std::string& kernel_name);
 void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog, MeasurementSet& into);
 /// Every *.csv under `dir` (recursively, in sorted order).
 MeasurementSet read_measurement_dir(const std::string& dir, const DeviceCatalog& catalog);
+/// XLA's GEMM cost-model table (../shared/data/xla/gemm_h100.csv): columns
+/// `arch,b,m,n,k,dtype,flops_per_s,latency_ms`, one batched GEMM
+/// C[b,m,n] = A[b,m,k] x B[b,k,n] per row, read as
+/// Kernel::gemm(Bmm, b, m, n, k, dtype) (n the output width, k the
+/// reduction). `arch` sm_90 is the H100 SXM (the table's 805 TFLOP/s BF16
+/// exceeds the PCIe card's 756 dense peak), timed with the H100-SXM preset.
+/// Throws InputError naming file, row and column for a missing column, a
+/// non-numeric cell, a non-positive size or latency, an unknown dtype or
+/// arch; nothing is returned then.
+MeasurementSet read_xla_gemm_table(const std::string& csv_path);
+/// Whether the file's first line is the XLA GEMM table's header.
+bool is_xla_gemm_table(const std::string& csv_path);
+/// XLA's dtype names: "bf16xbf16->bf16" -> bf16, "f16xf16->f16" -> fp16,
+/// "f32xf32->f32" -> tf32 (XLA's default precision runs f32 dots on TF32
+/// tensor cores), "f8e4m3fnxf8e5m2->bf16" and the other f8 pairs -> fp8.
+/// Throws InputError for others.
+DType parse_xla_dtype(std::string_view name);
+
 /// The device_configs directory belonging to a data directory: tries DIR,
 /// DIR/device_configs, and the same two levels up. Throws InputError.
 std::string find_device_configs(const std::string& data_dir);

@@ -3,7 +3,10 @@
 //   {"Device": "NVIDIA A100 80GB PCIe", "Dev_Mem": 80, "Mem_Bw": 1935, "Num_Sm": 108,
 //    "Core_Per_SM": 64, "Freq": 1410, "SingleFLOPs": 19492, "L2Cache": 40}
 // Dev_Mem in GB, Mem_Bw in GB/s, SingleFLOPs in GFLOP/s (AMD: SingleFLOPsMM for
-// matrix units, SingleFLOPsVEC for vector units), L2Cache in MB.
+// matrix units, SingleFLOPsVEC for vector units), L2Cache in MB. Optional
+// (Tessera's additions, GFLOP/s, dense): TensorFLOPs (FP16/BF16 tensor
+// cores), TF32FLOPs (default TensorFLOPs / 2, or SingleFLOPs without
+// TensorFLOPs), FP8FLOPs (default 0: no FP8 tensor cores).
 #include <string>
 #include <vector>
 

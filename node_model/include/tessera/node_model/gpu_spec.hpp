@@ -8,13 +8,17 @@
 
 namespace tessera::node_model {
 
-enum class DType { FP32, FP16, BF16 };
+/// Element types. TF32 is FP32 data (4 bytes) whose GEMMs run on TF32
+/// tensor cores (PyTorch's allow_tf32, XLA's default precision); its vector
+/// ops are FP32 ops. FP8 (E4M3/E5M2, 1 byte) GEMMs run on FP8 tensor cores.
+enum class DType { FP32, FP16, BF16, TF32, FP8 };
 
-/// Bytes per element of `d`.
+/// Bytes per element of `d`: 4 4 2 2 1 for fp32 tf32 fp16 bf16 fp8.
 int dtype_bytes(DType d);
-/// "fp32", "fp16", "bf16".
+/// "fp32", "tf32", "fp16", "bf16", "fp8".
 std::string_view to_string(DType d);
-/// Parses "fp32" | "fp16" | "bf16" (case-insensitive); throws InputError.
+/// Parses "fp32" | "tf32" | "fp16" | "bf16" | "fp8" (case-insensitive, also
+/// "float32", "float16", "bfloat16"); throws InputError.
 DType parse_dtype(std::string_view text);
 
 struct GpuSpec {
@@ -25,12 +29,15 @@ struct GpuSpec {
   int sms = 0;            ///< streaming multiprocessors
   Bytes l2_cache;
   Bytes memory;
+  FlopRate tf32_peak;     ///< dense TF32 on tensor cores (0: no TF32 tensor cores)
+  FlopRate fp8_peak;      ///< dense FP8 on tensor cores (0: no FP8 tensor cores)
 
-  /// Peak for GEMMs of the given element type.
-  [[nodiscard]] FlopRate matmul_peak(DType d) const {
-    return d == DType::FP32 ? fp32_peak : tensor_peak;
-  }
-  /// Throws InputError naming the first field that is not positive.
+  /// Peak for GEMMs of the given element type: fp32_peak, tf32_peak,
+  /// tensor_peak (fp16, bf16) or fp8_peak. Throws InputError naming the GPU
+  /// and the dtype when the GPU has no tensor cores for it (peak 0).
+  [[nodiscard]] FlopRate matmul_peak(DType d) const;
+  /// Throws InputError naming the first field that is not positive (tf32_peak
+  /// and fp8_peak: negative).
   void validate() const;
 };
 

@@ -56,13 +56,16 @@ std::array<Kernel, 2> softmax_backward(const Kernel& forward);
 class KernelPredictor {
  public:
   virtual ~KernelPredictor() = default;
-  /// The kernel's time as PyTorch eager measures it launched alone from the
-  /// host (NeuSight's measurements): includes the per-launch floor, which is
-  /// mostly host dispatch.
+  /// The kernel's latency as timed alone from the host by PyTorch eager
+  /// (NeuSight's measurement): small kernels bottom out at a per-launch floor
+  /// of 25-65 us, mostly host dispatch. What the planner sums under the pytorch-eager profile.
   [[nodiscard]] virtual Time predict(const Kernel& kernel) const = 0;
-  /// The kernel's GPU time when kernels are queued back to back on a stream:
-  /// no host dispatch floor, only the GPU's own. Frameworks whose host is
-  /// modelled explicitly (parallelism::HostOverhead) time kernels with this.
+  /// The kernel's GPU time when kernels are queued back to back on a stream
+  /// (CUPTI kernel time): no host launch/dispatch floor, only the GPU-side
+  /// per-kernel floor (~5 us on H100). The planner times kernels with this
+  /// when it models the host explicitly (parallelism::HostOverhead, the
+  /// megatron profile). Defaults to predict() for predictors without that
+  /// distinction.
   [[nodiscard]] virtual Time predict_device(const Kernel& kernel) const { return predict(kernel); }
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual const GpuSpec& gpu() const = 0;

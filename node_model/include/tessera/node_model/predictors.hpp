@@ -18,11 +18,13 @@ inline constexpr std::string_view kDefaultPredictor = "tile-mlp";
 /// A predictor with the shipped (embedded) weights. Throws InputError for an
 /// unknown name, Error when the build has no weights for it.
 std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu);
-/// Same, with weights read from `weights_dir` (tile_mlp.txt, linreg.txt, mlp.txt).
+/// Same, with weights read from `weights_dir` (tile_mlp.txt, linreg.txt,
+/// mlp.txt; tile-mlp also reads tensor_core.txt there when present, else the
+/// embedded tensor-core weights).
 std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu,
                                                 const std::string& weights_dir);
 
-/// Text of an embedded weights file by stem ("tile_mlp", "linreg", "mlp");
+/// Text of an embedded weights file by stem ("tile_mlp", "tensor_core", "linreg", "mlp");
 /// empty when the build has none. Defined in a generated source.
 std::string_view embedded_weights(std::string_view name);
 

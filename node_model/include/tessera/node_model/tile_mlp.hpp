@@ -15,13 +15,16 @@
 // up in a table learned from the kernel names / grid sizes of the training
 // data (nearest shape, on the nearest training GPU by spec).
 //
-// FP16/BF16 kernels (no 16-bit measurements exist to train on) are predicted
-// through their FP32 twin, the same shape in FP32 on the same GPU:
+// Tensor-core GEMMs (TF32/FP16/BF16/FP8) are timed by the tensor-core model
+// (tensor_core.hpp, fit to measured H100 kernels). 16-bit vector ops (no
+// 16-bit vector measurements exist to train on), and 16-bit GEMMs when no
+// tensor-core model is loaded, are predicted through their FP32 twin, the
+// same shape in FP32 on the same GPU:
 //   latency16 = latency32_twin * R16 / R32
 // where R is the wave-quantized roofline of each precision's tiles
 // (wave_roofline_s): the FP32 twin's achieved fraction of its roofline is
-// assumed to carry over to the 16-bit roofline (tensor-core peak for GEMMs,
-// 2-byte elements), see docs/node_model.md, Limitations.
+// assumed to carry over to the 16-bit roofline (2-byte elements), see
+// docs/node_model.md, Limitations. TF32 vector ops are FP32 ops.
 #include <array>
 #include <memory>
 #include <mutex>
@@ -200,17 +203,35 @@ class ShapeCache {
   mutable std::unordered_map<Key, Time, Hash> map_;
 };
 
+struct TensorCoreModel;
+
+/// The tile-mlp predictor. Tensor-core GEMMs (tf32, fp16, bf16, fp8 bmm and
+/// linear) go to the tensor-core model when one is given (tensor_core.hpp,
+/// fit to measured H100 kernels); without one (and for 16-bit vector ops)
+/// 16-bit kernels are predicted through their FP32 twin (above).
 class TileMlpPredictor final : public KernelPredictor {
  public:
-  TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model);
+  TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model,
+                   std::shared_ptr<const TensorCoreModel> tensor_core = nullptr);
+  /// As timed alone from the host by PyTorch eager: max(class launch floor,
+  /// learned kernel time); tensor-core GEMMs: max(class launch floor, the
+  /// tensor-core model's GPU time).
   [[nodiscard]] Time predict(const Kernel& kernel) const override;
-  /// TEMPORARY (lead's tree, replaced by the tensor-core work): the learned
-  /// time without the eager launch floor, bounded below by a 5 us GPU floor.
+  /// Back to back on a stream: tensor-core GEMMs the tensor-core model's GPU
+  /// time (with its GPU-side floor); other kernels the learned kernel time
+  /// without the eager launch floor, bounded below by the tensor-core
+  /// model's GPU floor (predict() without a tensor-core model).
   [[nodiscard]] Time predict_device(const Kernel& kernel) const override;
   [[nodiscard]] std::string_view name() const override { return "tile-mlp"; }
   [[nodiscard]] const GpuSpec& gpu() const override { return gpu_; }
   /// Uncached prediction in milliseconds (for validation and training reports).
   [[nodiscard]] double predict_ms_uncached(const Kernel& kernel) const;
+  /// Uncached predict_device() in milliseconds.
+  [[nodiscard]] double predict_device_ms_uncached(const Kernel& kernel) const;
+  /// The learned kernel time in ms without any floor, by the FP32 model
+  /// (16-bit kernels through the FP32 twin, whatever the tensor-core model);
+  /// the memory-bound estimate for kernels without a class.
+  [[nodiscard]] double learned_kernel_ms(const Kernel& kernel) const;
 
  private:
   /// The learned kernel time in ms of an FP32 kernel of a trained class,
@@ -219,7 +240,8 @@ class TileMlpPredictor final : public KernelPredictor {
 
   GpuSpec gpu_;
   std::shared_ptr<const TileMlpModel> model_;
-  Tile tensor_tile_;  ///< tile of 16-bit GEMMs
+  std::shared_ptr<const TensorCoreModel> tensor_core_;
+  Tile tensor_tile_;  ///< tile of 16-bit GEMMs (FP32-twin path)
   int gpu_index_;     ///< the training GPU whose tile table this GPU uses
   ShapeCache cache_;
   ShapeCache device_cache_;

@@ -29,4 +29,28 @@ std::vector<KernelErrorRow> validate_kernels(const MeasurementSet& test, const P
 /// Fixed-width table of the rows.
 std::string format_kernel_errors(const std::vector<KernelErrorRow>& rows, const std::string& predictor);
 
+struct TileMlpModel;
+
+/// Accuracy of tensor-core GEMM predictions per dtype (rows of a table read
+/// by read_xla_gemm_table): MAPE of `predicted_ms` (one per row of `data`),
+/// beside the FP32-twin method (the tile-mlp's FP32 prediction of the same
+/// shape scaled by the roofline ratio, without the eager launch floor and
+/// bounded below by `gpu_floor_ms`, as predict_device would) and the
+/// roofline. FP8 gets a second row over the measurements at or below the
+/// dense FP8 peak (the others cannot be whole GEMMs).
+struct DtypeErrorRow {
+  std::string dtype;
+  int rows = 0;
+  double mape = 0.0, twin_mape = 0.0, roofline_mape = 0.0;  ///< percent
+};
+std::vector<DtypeErrorRow> validate_tensor_core(const MeasurementSet& data,
+                                                const std::vector<double>& predicted_ms,
+                                                std::shared_ptr<const TileMlpModel> fp32_model,
+                                                double gpu_floor_ms);
+std::string format_dtype_errors(const std::vector<DtypeErrorRow>& rows, const std::string& predictor);
+
+/// The noise floor: MAPE per dtype of `other`'s latencies taken as
+/// predictions of `data`'s on the shapes both measured.
+std::vector<DtypeErrorRow> measurement_noise(const MeasurementSet& data, const MeasurementSet& other);
+
 }  // namespace tessera::node_model
