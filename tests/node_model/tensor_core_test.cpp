@@ -304,8 +304,9 @@ TEST(TensorCorePredictor, FloorsAndDispatch) {
   EXPECT_LT(p->predict_device(add), p->predict(add));
   const auto big_add = nm::Kernel::vector(nm::KernelOp::Add, 65536, 4096, nm::DType::BF16);
   // Far above both floors: the same time, up to the eager floor's smooth
-  // blend (weights v7: sqrt(floor^2 + t^2) for elementwise), under 0.1 % here.
-  EXPECT_NEAR(p->predict_device(big_add).ms(), p->predict(big_add).ms(), 1e-3 * p->predict(big_add).ms());
+  // blend (weights v7: sqrt(floor^2 + t^2) for elementwise adds floor^2 / 2t,
+  // under 0.5 % for a floor of at most 0.066 ms and t = 0.56 ms).
+  EXPECT_NEAR(p->predict_device(big_add).ms(), p->predict(big_add).ms(), 5e-3 * p->predict(big_add).ms());
   EXPECT_LE(p->predict_device(big_add), p->predict(big_add));
   // The default predict_device is predict.
   auto roof = nm::make_predictor("roofline", h100);
