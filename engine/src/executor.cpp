@@ -40,6 +40,7 @@ struct ProgramLayout {
   // Host model (empty `issue_prefix` when every task's host fields are zero):
   std::vector<Time> issue_prefix;               // host issue time of tasks [0, i), size tasks + 1
   std::vector<TaskIndex> syncs;                 // host_sync tasks, ascending
+  std::vector<std::int32_t> compute_prefix;     // compute tasks among [0, i), size tasks + 1 (with syncs)
 };
 
 struct RankState {
@@ -204,6 +205,12 @@ class Executor {
         lay->issue_prefix[i + 1] = lay->issue_prefix[i] + tasks[i].host_issue;
         if (tasks[i].host_sync) lay->syncs.push_back(static_cast<TaskIndex>(i));
       }
+      if (!lay->syncs.empty()) {
+        lay->compute_prefix.resize(tasks.size() + 1);
+        for (std::size_t i = 0; i < tasks.size(); ++i) {
+          lay->compute_prefix[i + 1] = lay->compute_prefix[i] + (tasks[i].kind == TaskKind::Compute ? 1 : 0);
+        }
+      }
     }
     return lay;
   }
@@ -233,15 +240,17 @@ class Executor {
     });
   }
 
-  /// Task `i` of `rank` finished: release the host's sync when it was the
-  /// last task the sync waits for.
+  /// Compute task `i` of `rank` finished: release the host's sync when it
+  /// was the last compute task the sync waits for.
   void host_task_done(int rank, TaskIndex i) {
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
     const ProgramLayout& lay = *s.layout;
     if (s.sync_pos >= lay.syncs.size()) return;
     const TaskIndex sync = lay.syncs[s.sync_pos];
     if (i > sync) return;
-    if (++s.window_done < static_cast<std::int64_t>(sync - s.base_index) + 1) return;
+    const std::int64_t window = lay.compute_prefix[static_cast<std::size_t>(sync) + 1] -
+                                lay.compute_prefix[static_cast<std::size_t>(s.base_index)];
+    if (++s.window_done < window) return;
     // Everything up to the sync is done: the host goes on once it has also
     // finished issuing the sync task itself.
     const Time issued = *issue_time(s, sync) + (*s.tasks)[static_cast<std::size_t>(sync)].host_issue;
@@ -554,7 +563,7 @@ class Executor {
 
   void finish(int rank, TaskIndex i) {
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
-    if (!s.layout->syncs.empty()) host_task_done(rank, i);
+    if (!s.layout->syncs.empty() && task(rank, i).kind == TaskKind::Compute) host_task_done(rank, i);
     --s.remaining;
     auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
     rr.finish = std::max(rr.finish, loop_.now());

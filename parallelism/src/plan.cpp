@@ -154,13 +154,16 @@ struct Piece {
   bool async = false;
 };
 
-/// How kernels are timed: device time plus an explicit host model when the
-/// workload has host overheads (Megatron), else the node model's isolated
-/// kernel times (their per-launch floors stand for the host).
+/// How kernels are timed: under the Megatron profile, device time plus an
+/// explicit host model (even with zero host costs, which then means an
+/// infinitely fast host); under eager, the node model's isolated kernel times,
+/// whose per-launch floors stand for the host (plus any host costs given).
 class KernelTimer {
  public:
-  KernelTimer(const node_model::KernelPredictor& pred, const HostOverhead& host)
-      : pred_(pred), device_(host.enabled()), c_(host.per_launch.seconds()) {}
+  KernelTimer(const node_model::KernelPredictor& pred, const Workload& work)
+      : pred_(pred),
+        device_(work.framework == node_model::Framework::Megatron || work.host.enabled()),
+        c_(work.host.per_launch.seconds()) {}
   [[nodiscard]] Time time(const node_model::Kernel& k) const { return device_ ? pred_.predict_device(k) : pred_.predict(k); }
   [[nodiscard]] double per_launch_s() const { return c_; }
   [[nodiscard]] bool host_model() const { return device_; }
@@ -405,7 +408,8 @@ std::int32_t bind(Groups& groups, const ParallelPlan& plan, const RankCoord& me,
 /// group's collectives in the same order, so they derive the same id.
 class ProgramBuilder {
  public:
-  ProgramBuilder(Program& prog, const KernelTimer& timer) : prog_(prog), timer_(timer) {}
+  ProgramBuilder(Program& prog, const KernelTimer& timer, Time p2p_host)
+      : prog_(prog), timer_(timer), p2p_host_(p2p_host) {}
 
   std::int32_t slot(const SlotRole& role) {
     for (std::size_t s = 0; s < roles_.size(); ++s) {
@@ -419,6 +423,17 @@ class ProgramBuilder {
 
   TaskIndex compute(std::string_view name, Time duration, Flops flops, std::vector<TaskIndex> deps = {},
                     const HostShape& host = {}, Time host_extra = Time::zero()) {
+    if (std::exchange(sync_before_compute_, false)) {
+      // Megatron's pipeline exchanges (p2p_communication._communicate) end
+      // with torch.cuda.synchronize(): the host drains the GPU before it
+      // issues the next kernel.
+      Task sync;
+      sync.name = "pp.sync";
+      sync.kind = TaskKind::Compute;
+      sync.host_sync = true;
+      if (last_compute_ >= 0) sync.deps.push_back(last_compute_);
+      last_compute_ = push(std::move(sync));
+    }
     Task t;
     t.name = prog_.keep_name(name);
     t.kind = TaskKind::Compute;
@@ -445,7 +460,14 @@ class ProgramBuilder {
     t.collective_id = seq_[static_cast<std::size_t>(slot)]++;
     t.bytes = bytes;
     t.deps = std::move(deps);
-    if (timer_.host_model()) t.host_issue = Time::from_seconds(timer_.per_launch_s());  // one NCCL call
+    if (timer_.host_model()) {
+      t.host_issue = Time::from_seconds(timer_.per_launch_s());  // one NCCL call
+      if (kind == CollectiveKind::SendRecv) {
+        // A pipeline exchange: the pipeline engine's host work, then a sync.
+        t.host_issue += p2p_host_;
+        sync_before_compute_ = true;
+      }
+    }
     return push(std::move(t));
   }
 
@@ -485,6 +507,8 @@ class ProgramBuilder {
   }
   Program& prog_;
   const KernelTimer& timer_;
+  Time p2p_host_;
+  bool sync_before_compute_ = false;  ///< a pipeline exchange was issued: sync before the next compute
   TaskIndex last_compute_ = -1;
   std::vector<SlotRole> roles_;
   std::vector<std::int64_t> seq_;  // per slot: collectives issued so far
@@ -495,22 +519,6 @@ class ProgramBuilder {
 /// Weight, bias and norm tensors of one transformer layer (QKV, projection,
 /// fc1, fc2 weights and biases; two layer norms' gains and biases).
 constexpr std::int64_t kTensorsPerLayer = 12;
-
-/// Megatron's pipeline exchanges (p2p_communication._communicate) end with
-/// torch.cuda.synchronize(): the host waits once a run of consecutive
-/// send/recv tasks (a combined send-and-receive) has been issued. Each
-/// exchange also costs the host `per_p2p` before its call.
-void mark_pipeline_syncs(Program& prog, Time per_p2p) {
-  auto& ts = prog.tasks;
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    const bool p2p = ts[i].kind == TaskKind::Collective && ts[i].collective == CollectiveKind::SendRecv;
-    if (!p2p) continue;
-    ts[i].host_issue += per_p2p;
-    const bool next_p2p = i + 1 < ts.size() && ts[i + 1].kind == TaskKind::Collective &&
-                          ts[i + 1].collective == CollectiveKind::SendRecv;
-    if (!next_p2p) ts[i].host_sync = true;
-  }
-}
 
 }  // namespace
 
@@ -548,7 +556,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   const Bytes pipe_msg = (sp || scatter_gather) ? Bytes(act.count() / plan.tp) : act;
 
   // Costs shared by every rank.
-  const KernelTimer timer(predictor, work.host);
+  const KernelTimer timer(predictor, work);
   const LayerPieces layer = layer_pieces(model, work, plan, timer);
   PieceList embed_f(timer), embed_b(timer), head_f(timer), head_b(timer);
   {
@@ -609,7 +617,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   std::string tag, prefix;
   for (int stage = 0; stage < p; ++stage) {
     Program prog;
-    ProgramBuilder rb(prog, timer);
+    ProgramBuilder rb(prog, timer, work.host.per_p2p);
     const std::int32_t tp_group = tp ? rb.slot({kTensor}) : -1;
     const std::int32_t dp_group = plan.dp > 1 ? rb.slot({kData}) : -1;
     auto pipe_group = [&](int from_stage, int to_stage, int purpose) {
@@ -785,7 +793,6 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
                       Bytes(bytes), {step});
       }
     }
-    if (timer.host_model()) mark_pipeline_syncs(prog, work.host.per_p2p);
     stage_roles[static_cast<std::size_t>(stage)] = rb.roles();
     out.graph.add_program(std::move(prog));
   }

@@ -96,6 +96,9 @@ void TaskGraph::validate() const {
                                        p, i, t.name, d));
         }
       }
+      if (t.host_sync && t.kind != TaskKind::Compute) {
+        throw InputError(fmt::format("task graph: program {} task '{}': only compute tasks may be host syncs", p, t.name));
+      }
       if (t.host_issue < Time::zero() || t.host_span < Time::zero()) {
         throw InputError(fmt::format("task graph: program {} task '{}' has a negative host time", p, t.name));
       }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tessera/engine/executor.hpp"
+#include "tessera/error.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/parallelism/task_graph.hpp"
 
@@ -83,38 +84,63 @@ TEST(HostModel, TheHostWaitsAtASync) {
   EXPECT_EQ(run_one_rank({a, b}).makespan, Time::from_us(102));
 }
 
-TEST(HostModel, ASyncWaitsForEveryEarlierTaskOnEveryStream) {
-  // Rank 0 and 1 all-reduce (free network) after A; the sync is on a later
-  // zero-length task: the host resumes only once A and the collective are
-  // done on this rank, i.e. when the slower rank 1 reaches the collective.
+TEST(HostModel, ASyncDrainsTheComputeStreamAndWaitsOnlyForItsOwnDependencies) {
+  // Per rank: A (10 us on rank 0, 50 us on rank 1), an all-reduce after A
+  // (free network), a zero-length sync, then 5 us of GPU work issued in 5 us.
+  // With the sync depending on the all-reduce, rank 0's host resumes when
+  // the slower rank 1 reaches it (51 us); without, as soon as its own A is
+  // done (11 us): a sync drains the compute stream, it does not wait for
+  // collectives in flight (so it never waits on another rank's host).
+  for (bool on_collective : {true, false}) {
+    TaskGraph g;
+    g.groups.push_back({{0, 1}});
+    for (int r = 0; r < 2; ++r) {
+      parallelism::Program prog;
+      prog.tasks.push_back(kernels(r == 0 ? 10 : 50, 1, r == 0 ? 11 : 51));
+      Task ar;
+      ar.name = "ar";
+      ar.kind = TaskKind::Collective;
+      ar.group = 0;
+      ar.collective_id = 0;
+      ar.bytes = Bytes(1000);
+      ar.deps = {0};
+      ar.host_issue = Time::from_us(2);
+      prog.tasks.push_back(ar);
+      Task sync = kernels(0, 0, 0);
+      sync.host_sync = true;
+      sync.deps = on_collective ? std::vector<parallelism::TaskIndex>{0, 1} : std::vector<parallelism::TaskIndex>{0};
+      prog.tasks.push_back(sync);
+      Task after = kernels(5, 5, 10);
+      after.deps = {2};
+      prog.tasks.push_back(after);
+      g.add_rank(g.add_program(std::move(prog)), {0});
+    }
+    struct LastCompute : ExecutionObserver {
+      Time end[2];
+      void on_compute(int rank, const Task&, Time, Time e) override { end[rank] = std::max(end[rank], e); }
+    } obs;
+    DiscreteEventLoop loop;
+    ZeroCostNetwork net(loop);
+    execute(g, loop, net, &obs);
+    EXPECT_EQ(obs.end[0], Time::from_us(on_collective ? 61 : 21)) << on_collective;
+    EXPECT_EQ(obs.end[1], Time::from_us(61)) << on_collective;
+  }
+}
+
+TEST(HostModel, OnlyComputeTasksMaySync) {
   TaskGraph g;
   g.groups.push_back({{0, 1}});
   for (int r = 0; r < 2; ++r) {
     parallelism::Program prog;
-    prog.tasks.push_back(kernels(r == 0 ? 10 : 50, 1, r == 0 ? 11 : 51));
     Task ar;
     ar.name = "ar";
     ar.kind = TaskKind::Collective;
     ar.group = 0;
     ar.collective_id = 0;
     ar.bytes = Bytes(1000);
-    ar.deps = {0};
-    ar.host_issue = Time::from_us(2);
+    ar.host_sync = true;
     prog.tasks.push_back(ar);
-    Task sync = kernels(0, 0, 0);
-    sync.host_sync = true;
-    sync.deps = {0};
-    prog.tasks.push_back(sync);
-    Task after = kernels(5, 5, 10);
-    after.deps = {2};
-    prog.tasks.push_back(after);
     g.add_rank(g.add_program(std::move(prog)), {0});
   }
-  DiscreteEventLoop loop;
-  ZeroCostNetwork net(loop);
-  const auto r = execute(g, loop, net);
-  // Rank 1's GPU ends A at 51 us; the collective ends then on both ranks;
-  // both hosts resume at 51 us and their last task ends 10 us later.
-  EXPECT_EQ(r.ranks[0].finish, Time::from_us(61));
-  EXPECT_EQ(r.ranks[1].finish, Time::from_us(61));
+  EXPECT_THROW(g.validate(), InputError);
 }

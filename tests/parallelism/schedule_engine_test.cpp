@@ -117,3 +117,41 @@ TEST(Schedules, EveryCombinationRunsToCompletion) {
     }
   }
 }
+
+TEST(Schedules, MegatronHostSyncsAfterPipelineExchangesNeverDeadlock) {
+  // The host model with real costs: every schedule, with and without data
+  // and tensor parallelism, runs to completion; every pipeline exchange is
+  // followed by a host sync before the next compute, and the host costs
+  // lengthen the iteration.
+  Workload w = kWork;
+  w.framework = node_model::Framework::Megatron;
+  w.host = {Time::from_us(1), Time::from_us(50), Time::from_us(20)};
+  test_support::LayersOnlyPredictor pred(kModel.vocab);
+  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B}) {
+    for (int dp : {1, 2}) {
+      ParallelPlan p = pipeline(sched, 4, 8, sched == Schedule::Interleaved1F1B ? 2 : 1);
+      p.dp = dp;
+      p.tp = 2;
+      p.global_batch = 8 * dp;
+      const auto g = plan_training(kModel, w, p, pred);
+      const auto& tasks = g.tasks(rank_of(p, {0, 0, 1}));
+      int exchanges = 0, syncs = 0;
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        if (tasks[i].kind == TaskKind::Collective && tasks[i].collective == CollectiveKind::SendRecv) {
+          ++exchanges;
+          EXPECT_EQ(tasks[i].host_issue, Time::from_us(21));  // a launch plus the exchange's host work
+        }
+        if (tasks[i].host_sync) ++syncs;
+      }
+      EXPECT_GT(exchanges, 0);
+      EXPECT_GT(syncs, 1);  // after the exchanges, and before the optimizer
+      engine::DiscreteEventLoop loop;
+      engine::ZeroCostNetwork net(loop);
+      const auto r = engine::execute(g, loop, net);
+      engine::DiscreteEventLoop loop0;
+      engine::ZeroCostNetwork net0(loop0);
+      const auto free = engine::execute(plan_training(kModel, kWork, p, pred), loop0, net0);
+      EXPECT_GT(r.makespan, free.makespan) << to_string(sched) << " dp " << dp;
+    }
+  }
+}

@@ -62,8 +62,11 @@ struct Task {
   /// earliest end of its last kernel when the GPU is idle (its kernels issued
   /// one by one, each running once issued): at least `duration`; 0 = no bound.
   Time host_span;
-  /// Once this task is issued the host waits until it and every task issued
-  /// before it have finished (torch.cuda.synchronize, .item()).
+  /// Compute tasks only: once this task is issued the host waits until it
+  /// and every earlier compute task of the program have finished (the
+  /// compute stream drained: torch.cuda.synchronize after a pipeline
+  /// exchange, an .item()). Collectives in flight are not waited for unless
+  /// the task depends on them, so a sync never waits on another rank's host.
   bool host_sync = false;
   /// Earlier tasks of the same program that must finish first.
   std::vector<TaskIndex> deps;
