@@ -32,11 +32,18 @@ std::string_view to_string(FabricKind f) {
   return "?";
 }
 
-Calibration default_calibration(const node_model::GpuSpec& gpu) {
+Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {
   Calibration c;
-  // Placeholders until fitted on vtrain's single-node runs (docs/calibration.md).
-  c.host_launch = Time::from_us(20);
-  c.host_iteration = Time::from_ms(5);
+  // Host overheads: fit on vTrain's 1,440 single-node Megatron-DeepSpeed runs
+  // (tessera validate training --data ../shared/data/vtrain --fit, A100-80GB;
+  // docs/calibration.md). The per-exchange cost is DeepSpeed's pipeline
+  // engine's: Megatron-LM's exchanges (one batched send/recv and a sync) have
+  // no measurement here and get none beyond their launch and sync.
+  c.host_launch = Time::from_ns(45'000);
+  c.host_iteration = Time::from_us(12'030);
+  c.host_p2p = framework == node_model::Framework::MegatronDeepSpeed ? Time::from_us(2'160) : Time::zero();
+  // NCCL: fitted on the A100 and H100 tables (docs/collectives.md). SM
+  // sharing is a documented knob, off by default (no data here measures it).
   c.comm = engine::CommCalibration::nccl(gpu.sms);
   c.comm.sm_slowdown = 0.0;
   return c;
@@ -442,7 +449,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       s.workload.framework =
           checked(t, v, t.key_path("framework"), [&] { return node_model::parse_framework(t.scalar("framework")); });
     }
-    const bool megatron = s.workload.framework == node_model::Framework::Megatron;
+    const bool megatron = node_model::is_megatron(s.workload.framework);
     // Megatron-LM runs apex's FusedAdam and clips gradients (--clip-grad 1.0).
     s.plan.fused_optimizer = megatron;
     s.plan.grad_clipping = megatron;
@@ -553,7 +560,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     s.collectives.auto_bandwidth = nic_per_gpu;
   }
   // Calibration (docs/calibration.md): fitted constants, each overridable.
-  s.calibration = default_calibration(s.gpu);
+  s.calibration = default_calibration(s.gpu, s.workload.framework);
   if (top.has("calibration")) {
     Section c = top.child("calibration");
     auto time_key = [&](const char* key, Time& field) {
@@ -580,7 +587,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
   }
   // The host model applies to frameworks with one host thread launching
   // every kernel (Megatron); PyTorch-eager timings carry their launch floors.
-  if (s.workload.framework == node_model::Framework::Megatron) {
+  if (node_model::is_megatron(s.workload.framework)) {
     s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration, s.calibration.host_p2p};
   }
   if (top.has("backend")) {

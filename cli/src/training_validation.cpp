@@ -115,7 +115,7 @@ model:
   heads: {heads}
   vocab: 50257
 training:
-  framework: megatron
+  framework: megatron-deepspeed
   micro_batch: {mb}
   global_batch: {gb}
   seq_len: {seq}
@@ -312,6 +312,11 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
                        100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
     }
   }
+  for (const std::string& gpu : gpus) {
+    const ErrorStats e = error_stats(groups[gpu]["all"]);
+    s += fmt::format("summary {}: mean {:.1f}% p90 {:.1f}% max {:.1f}% signed {:+.1f}% over {} runs\n", gpu,
+                     100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n);
+  }
   return s;
 }
 
@@ -376,7 +381,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
 
 int cmd_validate_training(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate training");
-  p.option("data").option("gpu").option("rows").option("jobs").option("cv").flag("fit");
+  p.option("data").option("gpu").option("rows").option("jobs").option("cv").option("every").flag("fit");
   std::vector<Override> overrides;
   Args rest;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -411,7 +416,20 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   }
   const std::optional<std::string> rows_path = p.get("rows");
   if (rows_path) check_writable(*rows_path, "--rows");
-  const auto runs = read_vtrain_runs(file);
+  auto runs = read_vtrain_runs(file);
+  if (auto e = p.get("every")) {
+    // Every N-th run (deterministic subsample, for quick checks).
+    std::size_t n = 0;
+    try {
+      n = std::stoul(*e);
+    } catch (const std::logic_error&) {
+      n = 0;
+    }
+    if (n == 0 || n > runs.size()) throw UsageError(fmt::format("--every: expected 1-{}, got '{}'", runs.size(), *e));
+    std::vector<MeasuredRun> kept;
+    for (std::size_t i = 0; i < runs.size(); i += n) kept.push_back(runs[i]);
+    runs = std::move(kept);
+  }
   int folds = 0;
   if (auto c = p.get("cv")) {
     try {

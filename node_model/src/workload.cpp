@@ -12,6 +12,7 @@ std::string_view to_string(Framework f) {
   switch (f) {
     case Framework::PyTorchEager: return "pytorch-eager";
     case Framework::Megatron: return "megatron";
+    case Framework::MegatronDeepSpeed: return "megatron-deepspeed";
   }
   return "?";
 }
@@ -21,7 +22,8 @@ Framework parse_framework(std::string_view text) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   if (s == "pytorch-eager") return Framework::PyTorchEager;
   if (s == "megatron") return Framework::Megatron;
-  throw InputError(fmt::format("unknown framework '{}' (expected megatron or pytorch-eager)", text));
+  if (s == "megatron-deepspeed") return Framework::MegatronDeepSpeed;
+  throw InputError(fmt::format("unknown framework '{}' (expected megatron, megatron-deepspeed or pytorch-eager)", text));
 }
 
 Kernel flat_kernel(KernelOp op, std::int64_t elements, DType dtype) {

@@ -162,7 +162,7 @@ class KernelTimer {
  public:
   KernelTimer(const node_model::KernelPredictor& pred, const Workload& work)
       : pred_(pred),
-        device_(work.framework == node_model::Framework::Megatron || work.host.enabled()),
+        device_(node_model::is_megatron(work.framework) || work.host.enabled()),
         c_(work.host.per_launch.seconds()) {}
   [[nodiscard]] Time time(const node_model::Kernel& k) const { return device_ ? pred_.predict_device(k) : pred_.predict(k); }
   [[nodiscard]] double per_launch_s() const { return c_; }

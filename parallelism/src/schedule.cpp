@@ -58,7 +58,7 @@ GradSync parse_grad_sync(std::string_view text) {
 
 GradSync ParallelPlan::resolved_grad_sync(const Workload& work) const {
   if (grad_sync != GradSync::Auto) return grad_sync;
-  return work.framework == node_model::Framework::Megatron ? GradSync::AfterBackward : GradSync::Overlapped;
+  return node_model::is_megatron(work.framework) ? GradSync::AfterBackward : GradSync::Overlapped;
 }
 
 std::int64_t ParallelPlan::micro_batches(std::int64_t micro_batch) const {

@@ -96,7 +96,7 @@ std::vector<std::string> model_preset_names() {
 }
 
 std::int64_t padded_vocab_per_rank(const TransformerConfig& m, const Workload& w, std::int64_t tp) {
-  if (w.framework == node_model::Framework::Megatron) {
+  if (node_model::is_megatron(w.framework)) {
     // make_vocab_size_divisible_by = 128, times the tensor-parallel size.
     const std::int64_t multiple = 128 * tp;
     return (m.vocab + multiple - 1) / multiple * multiple / tp;
@@ -109,7 +109,7 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   check_workload(w);
   check_sharding(m, w, shard);
   const node_model::OpRules r = w.rules();
-  const bool megatron = w.framework == node_model::Framework::Megatron;
+  const bool megatron = node_model::is_megatron(w.framework);
   const std::int64_t tp = shard.tp;
   const std::int64_t t = w.micro_batch * w.seq_len;               // tokens
   const std::int64_t tv = shard.sequence_parallel ? t / tp : t;   // tokens of the norms and residuals

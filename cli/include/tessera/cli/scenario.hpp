@@ -9,6 +9,7 @@
 #include "tessera/engine/comm_calibration.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
+#include "tessera/node_model/workload.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/parallelism/transformer.hpp"
 #include "tessera/topology/fabrics.hpp"
@@ -40,8 +41,8 @@ struct Calibration {
   /// NCCL's costs (engine::CommCalibration; docs/collectives.md, "Calibration").
   engine::CommCalibration comm;
 };
-/// The shipped defaults for `gpu`.
-Calibration default_calibration(const node_model::GpuSpec& gpu);
+/// The shipped defaults for `gpu` under `framework` (docs/calibration.md).
+Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework);
 
 struct Scenario {
   std::string file;

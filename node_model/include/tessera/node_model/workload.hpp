@@ -24,11 +24,18 @@
 
 namespace tessera::node_model {
 
-enum class Framework { PyTorchEager, Megatron };
-/// "pytorch-eager", "megatron".
+/// PyTorchEager: PyTorch eager as NeuSight measured it. Megatron:
+/// Megatron-LM. MegatronDeepSpeed: Megatron-DeepSpeed, the same kernels and
+/// mixed precision as Megatron-LM, with DeepSpeed's pipeline engine for
+/// pipeline parallelism (its own exchanges: no scatter-gather, its own host
+/// cost per exchange; docs/calibration.md).
+enum class Framework { PyTorchEager, Megatron, MegatronDeepSpeed };
+/// "pytorch-eager", "megatron", "megatron-deepspeed".
 std::string_view to_string(Framework f);
 /// Parses the names above; throws InputError listing them.
 Framework parse_framework(std::string_view text);
+/// Megatron-LM or Megatron-DeepSpeed: Megatron's kernels and host model.
+inline bool is_megatron(Framework f) { return f != Framework::PyTorchEager; }
 
 /// The kernels of one pass of an operator.
 struct Pass {
@@ -135,7 +142,7 @@ class OpRules {
 
  private:
   [[nodiscard]] bool fused_softmax() const;
-  [[nodiscard]] bool megatron() const { return framework_ == Framework::Megatron; }
+  [[nodiscard]] bool megatron() const { return is_megatron(framework_); }
   Framework framework_;
   DType dtype_;
   ProfileOptions options_;

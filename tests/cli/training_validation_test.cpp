@@ -1,0 +1,133 @@
+// Training-iteration validation (cli/training_validation.hpp): reading vTrain's
+// table, plan families, error statistics, cross-validation folds, and one run
+// through the scenario pipeline.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "tessera/cli/training_validation.hpp"
+#include "tessera/error.hpp"
+
+using namespace tessera;
+using namespace tessera::cli;
+
+namespace {
+
+const char* kHeader =
+    "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
+    "data parallelism,pipeline parallelism,iteration time (ms)\n";
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    read_vtrain_runs(write_temp("tessera_vtrain_test.csv", text));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+MeasuredRun run(int tp, int dp, int pp) {
+  MeasuredRun r;
+  r.gpus = tp * dp * pp;
+  r.tp = tp;
+  r.dp = dp;
+  r.pp = pp;
+  r.global_batch = 8 * dp;
+  r.micro_batch = 1;
+  r.hidden = 1024;
+  r.heads = 16;
+  r.layers = 4;
+  r.seq_len = 256;
+  r.measured_ms = 10;
+  return r;
+}
+
+}  // namespace
+
+TEST(TrainingValidation, ReadsRunsAndRejectsBadRows) {
+  const auto runs = read_vtrain_runs(
+      write_temp("tessera_vtrain_ok.csv", std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,2,219.732754\n"));
+  ASSERT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs[0].row, 1);
+  EXPECT_EQ(runs[0].gpus, 8);
+  EXPECT_EQ(runs[0].tp, 2);
+  EXPECT_EQ(runs[0].dp, 2);
+  EXPECT_EQ(runs[0].pp, 2);
+  EXPECT_DOUBLE_EQ(runs[0].measured_ms, 219.732754);
+  EXPECT_EQ(runs[0].family(), PlanFamily::Mixed);
+  EXPECT_TRUE(std::regex_search(error_of(std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,2,abc\n"),
+                                std::regex("row 1, column 'iteration time \\(ms\\)'")));
+  EXPECT_TRUE(std::regex_search(error_of(std::string(kHeader) + "8,32,0,1024,16,24,1024,2,2,2,1\n"),
+                                std::regex("row 1, column 'micro batch'")));
+  EXPECT_TRUE(std::regex_search(error_of(std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,1,1\n"),
+                                std::regex("row 1: tp x dp x pp = 2 x 2 x 1 is not the 8 GPUs")));
+  EXPECT_TRUE(std::regex_search(error_of("# GPUs,global batch\n8,32\n"), std::regex("missing column 'micro batch'")));
+  EXPECT_TRUE(std::regex_search(error_of(kHeader), std::regex("no runs")));
+}
+
+TEST(TrainingValidation, PlanFamilies) {
+  EXPECT_EQ(run(1, 8, 1).family(), PlanFamily::DataParallel);
+  EXPECT_EQ(run(1, 1, 1).family(), PlanFamily::DataParallel);
+  EXPECT_EQ(run(4, 1, 1).family(), PlanFamily::TensorParallel);
+  EXPECT_EQ(run(1, 1, 4).family(), PlanFamily::PipelineParallel);
+  EXPECT_EQ(run(2, 2, 1).family(), PlanFamily::Mixed);
+}
+
+TEST(TrainingValidation, ErrorStatisticsByNearestRank) {
+  // |errors| 1..10 %: mean 5.5 %, median (rank 5) 5 %, p90 (rank 9) 9 %, max 10 %.
+  std::vector<double> e;
+  for (int i = 1; i <= 10; ++i) e.push_back((i % 2 == 0 ? 1 : -1) * i / 100.0);
+  const ErrorStats s = error_stats(e);
+  EXPECT_EQ(s.n, 10);
+  EXPECT_NEAR(s.mean, 0.055, 1e-12);
+  EXPECT_NEAR(s.median, 0.05, 1e-12);
+  EXPECT_NEAR(s.p90, 0.09, 1e-12);
+  EXPECT_NEAR(s.max, 0.10, 1e-12);
+  EXPECT_NEAR(s.mean_signed, 0.005, 1e-12);
+}
+
+TEST(TrainingValidation, FoldsKeepConfigurationsTogether) {
+  // Runs that differ only in dp or global batch share a fold; folds are
+  // deterministic and every fold gets configurations.
+  std::map<int, int> per_fold;
+  for (int tp : {1, 2, 4, 8}) {
+    for (int pp : {1, 2, 4}) {
+      for (int mb : {1, 2, 4, 8}) {
+        MeasuredRun a = run(tp, 1, pp), b = run(tp, 2, pp);
+        a.micro_batch = b.micro_batch = mb;
+        b.global_batch = 64;
+        EXPECT_EQ(cv_fold(a, 5), cv_fold(b, 5));
+        EXPECT_EQ(cv_fold(a, 5), cv_fold(a, 5));
+        ++per_fold[cv_fold(a, 5)];
+      }
+    }
+  }
+  EXPECT_EQ(per_fold.size(), 5U);
+}
+
+TEST(TrainingValidation, ScenarioOfARunGoesThroughThePipeline) {
+  // One tiny run on both A100 variants: the scenario parses, simulates, and
+  // more host time per launch makes it slower.
+  const MeasuredRun r = run(2, 1, 2);
+  auto predict = [&](const std::string& gpu, const std::string& launch) {
+    const auto p = predict_runs({r}, gpu, {{"calibration.host_launch", launch}}, 1);
+    EXPECT_EQ(p.size(), 1U);
+    return p[0].predicted_ms;
+  };
+  const double a = predict("A100-80GB", "10us"), b = predict("A100-80GB", "40us");
+  EXPECT_GT(a, 0);
+  EXPECT_GT(b, a);
+  EXPECT_GE(predict("A100-40GB", "10us"), a);  // less memory bandwidth
+  EXPECT_THROW(predict_runs({r}, "A100-80GB", {{"calibration.host_launch", "fast"}}, 1), InputError);
+}

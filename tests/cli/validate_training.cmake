@@ -1,0 +1,42 @@
+# Accuracy guard for `tessera validate training` (docs/calibration.md): every
+# measured single-node Megatron-DeepSpeed iteration of vTrain's table run as a
+# scenario with the shipped calibration. ARGS are extra arguments (e.g. --gpu,
+# --every, --cv); LIMITS is a ;-list of "GPU:STAT=PERCENT" with STAT one of
+# mean, p90, max, read from the "summary GPU: ..." lines. Prints "SKIP: ..."
+# (the test's SKIP_REGULAR_EXPRESSION) when the data is absent.
+if(NOT EXISTS "${DATA}/ground_truth_single.csv")
+  message("SKIP: vTrain measurements not found under ${DATA}")
+  return()
+endif()
+separate_arguments(extra UNIX_COMMAND "${ARGS}")
+execute_process(COMMAND ${TESSERA} validate training --data ${DATA} ${extra}
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+message("${out}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tessera validate training failed (exit code ${rc}): ${err}")
+endif()
+foreach(limit IN LISTS LIMITS)
+  string(REGEX MATCH "^([^:]+):([a-z0-9]+)=([0-9.]+)$" ok "${limit}")
+  if(NOT ok)
+    message(FATAL_ERROR "bad limit '${limit}'")
+  endif()
+  set(gpu "${CMAKE_MATCH_1}")
+  set(stat "${CMAKE_MATCH_2}")
+  set(max "${CMAKE_MATCH_3}")
+  if(NOT out MATCHES "\nsummary ${gpu}: mean ([0-9.]+)% p90 ([0-9.]+)% max ([0-9.]+)%")
+    message(FATAL_ERROR "no summary line for ${gpu}")
+  endif()
+  if(stat STREQUAL "mean")
+    set(value ${CMAKE_MATCH_1})
+  elseif(stat STREQUAL "p90")
+    set(value ${CMAKE_MATCH_2})
+  elseif(stat STREQUAL "max")
+    set(value ${CMAKE_MATCH_3})
+  else()
+    message(FATAL_ERROR "bad statistic '${stat}'")
+  endif()
+  message(STATUS "${gpu} ${stat}: ${value}% (limit ${max}%)")
+  if(value GREATER ${max})
+    message(FATAL_ERROR "${gpu} ${stat}: ${value}% exceeds ${max}%")
+  endif()
+endforeach()
