@@ -80,6 +80,7 @@ OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, 
     return op;
   }
   if (bias) op.weight_grad.add(memory_pass(rows * out * dtype_bytes(dtype_), dtype_));  // grad_output.sum(0)
+  if (!options_.main_grad) return op;  // .grad written by the GEMM (PyTorch DDP)
   if (options_.grad_accumulation_fusion) {
     // The wgrad GEMM reads and writes the main gradient (beta = 1).
     op.weight_grad.add(memory_pass(in * out * dtype_bytes(grad_dtype()), grad_dtype()), 0);
@@ -223,6 +224,9 @@ Pass OpRules::grad_accumulation(std::int64_t params, int tensors) const {
     p.add(Kernel::vector(KernelOp::Add, 1, params, dtype_), tensors);
     return p;
   }
+  // PyTorch DDP: .grad is written by the backward kernels (later
+  // micro-batches' adds are charged by the planner).
+  if (!options_.main_grad) return p;
   // main_grad (grad dtype) += grad (training dtype), one launch per tensor.
   const DType g = grad_dtype();
   p.add(memory_pass(params * (dtype_bytes(dtype_) + 2LL * dtype_bytes(g)), g), tensors);
@@ -263,7 +267,8 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
   }
   if (megatron()) {
     if (mixed) p.add(memory_pass(params * (4LL + dtype_bytes(dtype_)), f32), mt);  // master -> model weights
-    p.add(memory_pass(params * dtype_bytes(grad_dtype()), grad_dtype()), tensors);  // zero the main gradients
+    // Zero the main gradients (PyTorch DDP's zero_grad sets .grad to None).
+    if (options_.main_grad) p.add(memory_pass(params * dtype_bytes(grad_dtype()), grad_dtype()), tensors);
   }
   return p;
 }

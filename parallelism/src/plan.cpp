@@ -537,10 +537,16 @@ PlanSummary estimate_memory(const TransformerConfig& model, const Workload& work
   return s;
 }
 
-PlannedTraining plan_training_detailed(const TransformerConfig& model, const Workload& work,
+PlannedTraining plan_training_detailed(const TransformerConfig& model, const Workload& given,
                                        const ParallelPlan& plan, const node_model::KernelPredictor& predictor) {
   PlannedTraining out;
-  out.summary = estimate_memory(model, work, plan, predictor.gpu().memory);
+  out.summary = estimate_memory(model, given, plan, predictor.gpu().memory);
+  // Megatron with overlapped gradient sync is Megatron on PyTorch DDP
+  // (--DDP-impl torch): gradients in .grad, no main-gradient buffer.
+  Workload work = given;
+  const bool torch_ddp = node_model::is_megatron(work.framework) &&
+                         plan.resolved_grad_sync(work) == GradSync::Overlapped;
+  if (torch_ddp) work.profile.main_grad = false;
   const PlanSummary& sum = out.summary;
   const std::int64_t m = sum.micro_batches;
   const int p = plan.pp, v = plan.virtual_stages, V = p * v;
@@ -609,6 +615,17 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   const std::int64_t layer_grad_bytes = model.params_per_layer_per_tp_rank(plan.tp) * gbytes;
   const std::int64_t word_params = padded_vocab_per_rank(model, work, plan.tp) * model.hidden;
   const bool sync_after_backward = plan.resolved_grad_sync(work) == GradSync::AfterBackward;
+  // .grad += g of one layer's parameters (PyTorch's accumulation, one add
+  // per tensor), for PyTorch DDP's micro-batches after the first.
+  PieceList grad_add_piece(timer);
+  {
+    Pass add;
+    add.add(node_model::flat_kernel(node_model::KernelOp::Add, model.params_per_layer_per_tp_rank(plan.tp),
+                                    work.dtype),
+            static_cast<int>(kTensorsPerLayer));
+    grad_add_piece.passes("bwd.grad_add", {&add});
+  }
+  const Piece grad_add = grad_add_piece.pieces().front();
 
   // One program per pipeline stage: every (tp, dp) rank of a stage runs the
   // same tasks; only the groups its slots name differ.
@@ -626,8 +643,12 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
 
     const auto order = pipeline_order(plan.schedule, p, stage, m, v);
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
+    std::vector<std::size_t> first_backward(static_cast<std::size_t>(v), order.size());
     for (std::size_t i = 0; i < order.size(); ++i) {
-      if (!order[i].forward) last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
+      if (order[i].forward) continue;
+      last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
+      auto& f = first_backward[static_cast<std::size_t>(order[i].chunk)];
+      f = std::min(f, i);
     }
     // Reserve: per micro-batch and chunk, each layer's pieces plus a few
     // pipeline, ZeRO-3 and wait tasks.
@@ -684,6 +705,8 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
         fmt::format_to(std::back_inserter(tag), "mb{}.", st.micro_batch);
       }
       const bool last_mb = !st.forward && i == last_backward[static_cast<std::size_t>(st.chunk)];
+      // PyTorch DDP: micro-batches after the first add their gradients to .grad.
+      const bool accumulate = torch_ddp && !st.forward && i != first_backward[static_cast<std::size_t>(st.chunk)];
       std::vector<TaskIndex> first;
       if (plan.zero_stage == 3 && dp_group >= 0) {
         const std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
@@ -734,6 +757,10 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       for (std::int64_t l = nl - 1; l >= 0; --l) {
         rb.pieces(layer.backward.pieces(), layer_prefix(l), tp_group, std::move(first));
         first = rb.take_pending();
+        if (accumulate) {
+          rb.compute(layer_prefix(l) + "bwd.grad_add", grad_add.duration, Flops(), std::exchange(first, {}),
+                     grad_add.host);
+        }
         if (last_mb) {
           if (!first.empty()) {
             rb.compute(layer_prefix(l) + "bwd.wait", Time::zero(), Flops(), std::exchange(first, {}));

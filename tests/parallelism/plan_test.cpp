@@ -2,6 +2,7 @@
 // counts and sizes, the memory model and bad input.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <regex>
 
@@ -526,4 +527,33 @@ TEST(Plan, ModelFlopsCountNoRecomputation) {
   }
   // 8 layers x 4 micro-batches per pipeline x 4 (tp x dp) columns.
   EXPECT_DOUBLE_EQ(executed(full.graph) - full.summary.model_flops, layer_forward * 8 * 4 * 4);
+}
+
+TEST(Plan, MegatronOnPyTorchDdpAddsGradientsFromTheSecondMicroBatch) {
+  // Megatron with overlapped gradient sync runs on PyTorch DDP: gradients live
+  // in .grad, so there is no main-gradient pass, and every micro-batch after
+  // the first adds its gradients (one task per layer); with Megatron's own
+  // DDP (after-backward) none of those tasks exist.
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.dp = 2;
+  p.global_batch = 8;  // 4 micro-batches per replica
+  auto grad_adds = [&](GradSync sync) {
+    p.grad_sync = sync;
+    const TaskGraph g = plan_training(m, kWork, p, pred);
+    int n = 0;
+    for (const auto& t : g.tasks(0)) n += t.name.find("grad_add") != std::string::npos ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(grad_adds(GradSync::Overlapped), 3 * 8);  // micro-batches 2-4, 8 layers
+  EXPECT_EQ(grad_adds(GradSync::AfterBackward), 0);
+  // The rule table: no main-gradient accumulation or zeroing without main_grad.
+  node_model::ProfileOptions torch;
+  torch.main_grad = false;
+  const node_model::OpRules local(node_model::Framework::Megatron, DType::BF16);
+  const node_model::OpRules ddp(node_model::Framework::Megatron, DType::BF16, torch);
+  EXPECT_EQ(ddp.linear("fc", 64, 32, 16, false).weight_grad.kernels.size(), 1U);  // the GEMM alone
+  EXPECT_EQ(local.linear("fc", 64, 32, 16, false).weight_grad.kernels.size(), 2U);  // + main-gradient read (fusion)
+  EXPECT_LT(ddp.optimizer(1'000'000, 10, true, true).launches, local.optimizer(1'000'000, 10, true, true).launches);
 }

@@ -74,6 +74,12 @@ struct ProfileOptions {
   /// --no-gradient-accumulation-fusion), so there is no separate
   /// accumulation pass per micro-batch for GEMM weights.
   bool grad_accumulation_fusion = true;
+  /// Megatron: gradients go to the contiguous main-gradient buffer of
+  /// Megatron's own DDP (--DDP-impl local; accumulated per micro-batch,
+  /// zeroed by the optimizer). false: PyTorch DDP (--DDP-impl torch), whose
+  /// gradients live in .grad: the first micro-batch writes them, later ones
+  /// add to them (the planner charges that add), and zero_grad frees them.
+  bool main_grad = true;
 };
 
 /// The rule table. Pure: builds kernel lists, times nothing.
