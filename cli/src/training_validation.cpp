@@ -1,6 +1,8 @@
 // `tessera validate training`: every measured single-node Megatron-DeepSpeed
 // iteration of vTrain's table as a scenario, predicted against measured
 // (docs/calibration.md).
+#include "tessera/cli/training_validation.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,7 +20,6 @@
 #include "tessera/cli/output.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
-#include "tessera/cli/training_validation.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/predictors.hpp"
@@ -28,10 +29,14 @@ namespace fs = std::filesystem;
 
 std::string_view to_string(PlanFamily f) {
   switch (f) {
-    case PlanFamily::DataParallel: return "dp-only";
-    case PlanFamily::TensorParallel: return "tp-only";
-    case PlanFamily::PipelineParallel: return "pp-only";
-    case PlanFamily::Mixed: return "mixed";
+    case PlanFamily::DataParallel:
+      return "dp-only";
+    case PlanFamily::TensorParallel:
+      return "tp-only";
+    case PlanFamily::PipelineParallel:
+      return "pp-only";
+    case PlanFamily::Mixed:
+      return "mixed";
   }
   return "?";
 }
@@ -49,15 +54,18 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
   const std::size_t c_gpus = t.require_column("# GPUs"), c_gb = t.require_column("global batch");
   const std::size_t c_mb = t.require_column("micro batch"), c_h = t.require_column("hidden size");
   const std::size_t c_heads = t.require_column("attention heads"), c_layers = t.require_column("# layers");
-  const std::size_t c_seq = t.require_column("sequence length"), c_tp = t.require_column("tensor parallelism");
-  const std::size_t c_dp = t.require_column("data parallelism"), c_pp = t.require_column("pipeline parallelism");
+  const std::size_t c_seq = t.require_column("sequence length"),
+                    c_tp = t.require_column("tensor parallelism");
+  const std::size_t c_dp = t.require_column("data parallelism"),
+                    c_pp = t.require_column("pipeline parallelism");
   const std::size_t c_time = t.require_column("iteration time (ms)");
   std::vector<MeasuredRun> runs;
   runs.reserve(t.rows.size());
   auto narrow = [&](std::size_t r, std::size_t c) {
     const std::int64_t v = t.positive_int(r, c);
     if (v > (1 << 24)) {
-      throw InputError(fmt::format("{}: row {}, column '{}': {} is out of range", path, r + 1, t.header[c], v));
+      throw InputError(
+          fmt::format("{}: row {}, column '{}': {} is out of range", path, r + 1, t.header[c], v));
     }
     return static_cast<int>(v);
   };
@@ -76,11 +84,12 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
     m.pp = narrow(r, c_pp);
     m.measured_ms = t.number(r, c_time);
     if (m.measured_ms <= 0) {
-      throw InputError(fmt::format("{}: row {}, column '{}': must be positive", path, r + 1, t.header[c_time]));
+      throw InputError(
+          fmt::format("{}: row {}, column '{}': must be positive", path, r + 1, t.header[c_time]));
     }
     if (m.tp * m.dp * m.pp != m.gpus) {
-      throw InputError(fmt::format("{}: row {}: tp x dp x pp = {} x {} x {} is not the {} GPUs", path, r + 1, m.tp,
-                                   m.dp, m.pp, m.gpus));
+      throw InputError(fmt::format("{}: row {}: tp x dp x pp = {} x {} x {} is not the {} GPUs", path, r + 1,
+                                   m.tp, m.dp, m.pp, m.gpus));
     }
     runs.push_back(m);
   }
@@ -131,8 +140,9 @@ calibration: {{}}
 )",
                      fmt::arg("row", m.row), fmt::arg("gpus", m.gpus), fmt::arg("gpu", gpu),
                      fmt::arg("hidden", m.hidden), fmt::arg("layers", m.layers), fmt::arg("heads", m.heads),
-                     fmt::arg("mb", m.micro_batch), fmt::arg("gb", m.global_batch), fmt::arg("seq", m.seq_len),
-                     fmt::arg("dp", m.dp), fmt::arg("tp", m.tp), fmt::arg("pp", m.pp));
+                     fmt::arg("mb", m.micro_batch), fmt::arg("gb", m.global_batch),
+                     fmt::arg("seq", m.seq_len), fmt::arg("dp", m.dp), fmt::arg("tp", m.tp),
+                     fmt::arg("pp", m.pp));
 }
 
 std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, const std::string& gpu,
@@ -145,7 +155,8 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       try {
         const MeasuredRun& m = runs[i];
-        const Scenario s = parse_scenario(vtrain_scenario_yaml(m, gpu), fmt::format("vtrain row {}", m.row), overrides);
+        const Scenario s =
+            parse_scenario(vtrain_scenario_yaml(m, gpu), fmt::format("vtrain row {}", m.row), overrides);
         const Simulation sim = simulate_scenario(s, nullptr, nullptr, false);
         PredictedRun& p = out[i];
         p.run = m;
@@ -199,7 +210,8 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::strin
                           const std::vector<Override>& overrides, unsigned jobs) {
   HostFit fit;
   std::int64_t launch_ns = 0, p2p_ns = 0;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<double, double>> seen;  // (launch, p2p) -> (shift, error)
+  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<double, double>>
+      seen;  // (launch, p2p) -> (shift, error)
   auto eval = [&](std::int64_t launch, std::int64_t p2p) {
     if (auto it = seen.find({launch, p2p}); it != seen.end()) return it->second;
     std::vector<Override> o = overrides;
@@ -254,9 +266,10 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::strin
 
 int cv_fold(const MeasuredRun& r, int folds) {
   // splitmix64 of the configuration key: deterministic, spreads neighbours.
-  std::uint64_t z = (static_cast<std::uint64_t>(r.hidden) << 40) ^ (static_cast<std::uint64_t>(r.layers) << 32) ^
-                    (static_cast<std::uint64_t>(r.micro_batch) << 16) ^ (static_cast<std::uint64_t>(r.tp) << 8) ^
-                    static_cast<std::uint64_t>(r.pp);
+  std::uint64_t z = (static_cast<std::uint64_t>(r.hidden) << 40) ^
+                    (static_cast<std::uint64_t>(r.layers) << 32) ^
+                    (static_cast<std::uint64_t>(r.micro_batch) << 16) ^
+                    (static_cast<std::uint64_t>(r.tp) << 8) ^ static_cast<std::uint64_t>(r.pp);
   z += 0x9E3779B97F4A7C15ULL;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -298,18 +311,26 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
     groups[p.gpu][fmt::format("micro-batch {}", p.run.micro_batch)].push_back(e);
     groups[p.gpu][fmt::format("hidden {}", p.run.hidden)].push_back(e);
   }
-  std::string s = fmt::format("{:<11} {:<15} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8}\n", "gpu", "plans", "runs", "mean",
-                              "median", "p90", "max", "signed");
-  const std::vector<std::string> order = {"dp-only",       "tp-only",       "pp-only",       "mixed",
-                                          "micro-batch 1", "micro-batch 2", "micro-batch 4", "micro-batch 8",
-                                          "hidden 1024",   "hidden 2048",   "all"};
+  std::string s = fmt::format("{:<11} {:<15} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8}\n", "gpu", "plans", "runs",
+                              "mean", "median", "p90", "max", "signed");
+  const std::vector<std::string> order = {"dp-only",
+                                          "tp-only",
+                                          "pp-only",
+                                          "mixed",
+                                          "micro-batch 1",
+                                          "micro-batch 2",
+                                          "micro-batch 4",
+                                          "micro-batch 8",
+                                          "hidden 1024",
+                                          "hidden 2048",
+                                          "all"};
   for (const std::string& gpu : gpus) {
     for (const std::string& g : order) {
       const auto it = groups[gpu].find(g);
       if (it == groups[gpu].end()) continue;
       const ErrorStats e = error_stats(it->second);
-      s += fmt::format("{:<11} {:<15} {:>5} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+7.1f}%\n", gpu, g, e.n,
-                       100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
+      s += fmt::format("{:<11} {:<15} {:>5} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+7.1f}%\n", gpu, g,
+                       e.n, 100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
     }
   }
   for (const std::string& gpu : gpus) {
@@ -323,11 +344,13 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
 namespace {
 
 std::string rows_csv(const std::vector<PredictedRun>& all) {
-  std::string csv = "gpu,row,gpus,global_batch,micro_batch,hidden,layers,tp,dp,pp,measured_ms,predicted_ms,error\n";
+  std::string csv =
+      "gpu,row,gpus,global_batch,micro_batch,hidden,layers,tp,dp,pp,measured_ms,predicted_ms,error\n";
   for (const PredictedRun& r : all) {
     const MeasuredRun& m = r.run;
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:+.4f}\n", r.gpu, m.row, m.gpus, m.global_batch,
-                       m.micro_batch, m.hidden, m.layers, m.tp, m.dp, m.pp, m.measured_ms, r.predicted_ms, r.error());
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:+.4f}\n", r.gpu, m.row, m.gpus,
+                       m.global_batch, m.micro_batch, m.hidden, m.layers, m.tp, m.dp, m.pp, m.measured_ms,
+                       r.predicted_ms, r.error());
   }
   return csv;
 }
@@ -340,10 +363,11 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
   std::vector<PredictedRun> cv_all;
   for (const std::string& gpu : gpus) {
     const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs);
-    out << fmt::format("{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_iteration {:.2f} ms fit on all {} runs "
-                       "({} sweeps): mean error {:.1f}%\n",
-                       gpu, f.host_launch.us(), f.host_p2p.ms(), f.host_iteration.ms(), runs.size(), f.simulations,
-                       100 * f.mean_error);
+    out << fmt::format(
+        "{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_iteration {:.2f} ms fit on all {} runs "
+        "({} sweeps): mean error {:.1f}%\n",
+        gpu, f.host_launch.us(), f.host_p2p.ms(), f.host_iteration.ms(), runs.size(), f.simulations,
+        100 * f.mean_error);
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
     for (int k = 0; k < folds; ++k) {
@@ -356,18 +380,21 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
       o.push_back({"calibration.host_iteration", fmt::format("{}ns", fk.host_iteration.ps() / 1000)});
       o.push_back({"calibration.host_p2p", fmt::format("{}ns", fk.host_p2p.ps() / 1000)});
       const auto pred = predict_runs(test, gpu, o, jobs);
-      out << fmt::format("  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_iteration "
-                         "{:.2f} ms; {} held-out runs\n",
-                         k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_iteration.ms(), test.size());
+      out << fmt::format(
+          "  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_iteration "
+          "{:.2f} ms; {} held-out runs\n",
+          k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_iteration.ms(), test.size());
       cv.insert(cv.end(), pred.begin(), pred.end());
     }
-    std::sort(cv.begin(), cv.end(), [](const PredictedRun& a, const PredictedRun& b) { return a.run.row < b.run.row; });
+    std::sort(cv.begin(), cv.end(),
+              [](const PredictedRun& a, const PredictedRun& b) { return a.run.row < b.run.row; });
     cv_all.insert(cv_all.end(), cv.begin(), cv.end());
   }
   if (folds > 0) {
-    out << fmt::format("\n{}-fold cross-validation (folds by configuration: hidden, layers, micro-batch, tp, pp), "
-                       "every run predicted by a fit that never saw it:\n\n",
-                       folds);
+    out << fmt::format(
+        "\n{}-fold cross-validation (folds by configuration: hidden, layers, micro-batch, tp, pp), "
+        "every run predicted by a fit that never saw it:\n\n",
+        folds);
     out << format_training_report(cv_all);
     if (rows_path) {
       write_file_atomically(*rows_path, rows_csv(cv_all));
@@ -396,7 +423,8 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   p.parse(rest);
   p.expect_positional(0, "arguments");
   const std::string data = p.require("data");
-  const std::string file = fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
+  const std::string file =
+      fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
   if (!fs::exists(file)) throw InputError(fmt::format("--data {}: no ground_truth_single.csv there", data));
   std::vector<std::string> gpus = {"A100-80GB", "A100-40GB"};
   if (auto g = p.get("gpu")) {
@@ -425,7 +453,8 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
     } catch (const std::logic_error&) {
       n = 0;
     }
-    if (n == 0 || n > runs.size()) throw UsageError(fmt::format("--every: expected 1-{}, got '{}'", runs.size(), *e));
+    if (n == 0 || n > runs.size())
+      throw UsageError(fmt::format("--every: expected 1-{}, got '{}'", runs.size(), *e));
     std::vector<MeasuredRun> kept;
     for (std::size_t i = 0; i < runs.size(); i += n) kept.push_back(runs[i]);
     runs = std::move(kept);
@@ -450,7 +479,8 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   out << fmt::format(
       "Single-node Megatron-DeepSpeed training iterations (vTrain, {} runs on 2-8 A100s of one node, fp16,\n"
       "full recomputation, 1F1B): predicted against measured. The A100 variant of the measurements is not\n"
-      "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of (predicted / measured - 1).\n\n",
+      "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of (predicted / measured - "
+      "1).\n\n",
       runs.size());
   out << format_training_report(all);
   if (rows_path) {

@@ -1,8 +1,9 @@
 #include "tessera/node_model/workload.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-#include <fmt/format.h>
 
 #include "tessera/error.hpp"
 
@@ -10,9 +11,12 @@ namespace tessera::node_model {
 
 std::string_view to_string(Framework f) {
   switch (f) {
-    case Framework::PyTorchEager: return "pytorch-eager";
-    case Framework::Megatron: return "megatron";
-    case Framework::MegatronDeepSpeed: return "megatron-deepspeed";
+    case Framework::PyTorchEager:
+      return "pytorch-eager";
+    case Framework::Megatron:
+      return "megatron";
+    case Framework::MegatronDeepSpeed:
+      return "megatron-deepspeed";
   }
   return "?";
 }
@@ -23,11 +27,13 @@ Framework parse_framework(std::string_view text) {
   if (s == "pytorch-eager") return Framework::PyTorchEager;
   if (s == "megatron") return Framework::Megatron;
   if (s == "megatron-deepspeed") return Framework::MegatronDeepSpeed;
-  throw InputError(fmt::format("unknown framework '{}' (expected megatron, megatron-deepspeed or pytorch-eager)", text));
+  throw InputError(
+      fmt::format("unknown framework '{}' (expected megatron, megatron-deepspeed or pytorch-eager)", text));
 }
 
 Kernel flat_kernel(KernelOp op, std::int64_t elements, DType dtype) {
-  if (elements <= 0) throw InputError(fmt::format("flat kernel: element count must be positive (got {})", elements));
+  if (elements <= 0)
+    throw InputError(fmt::format("flat kernel: element count must be positive (got {})", elements));
   const std::int64_t rows = (elements + kFlatRow - 1) / kFlatRow;
   return Kernel::vector(op, rows, kFlatRow, dtype);
 }
@@ -66,7 +72,8 @@ KernelOp grad_op(KernelOp op) {
 }
 }  // namespace
 
-OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out, bool bias) const {
+OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
+                          bool bias) const {
   OpKernels op;
   op.name = std::move(name);
   op.params = in * out + (bias ? out : 0);
@@ -91,7 +98,8 @@ OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, 
   return op;
 }
 
-OpKernels OpRules::bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k) const {
+OpKernels OpRules::bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n,
+                       std::int64_t k) const {
   OpKernels op;
   op.name = std::move(name);
   op.forward.add(Kernel::gemm(KernelOp::Bmm, b, m, n, k, dtype_));
@@ -181,7 +189,8 @@ std::vector<OpKernels> OpRules::attention_softmax(const std::string& prefix, std
   // only; otherwise it takes the torch path: the query-key layer-scaling
   // multiply, the causal masked_fill_, the softmax.
   return {elementwise(prefix + "scale", KernelOp::DivU, rows, cols, 1),
-          elementwise(prefix + "mask", KernelOp::MulU, rows, cols, 1), softmax(prefix + "softmax", rows, cols)};
+          elementwise(prefix + "mask", KernelOp::MulU, rows, cols, 1),
+          softmax(prefix + "softmax", rows, cols)};
 }
 
 OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t cols) const {
@@ -203,8 +212,8 @@ OpKernels OpRules::bias_dropout_add(std::string name, std::int64_t rows, std::in
   if (megatron()) {
     op.params = cols;
     op.forward.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));
-    op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));  // dropout mask
-    op.input_grad.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));  // residual gradients meet
+    op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));        // dropout mask
+    op.input_grad.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));        // residual gradients meet
     op.weight_grad.add(memory_pass(rows * cols * dtype_bytes(dtype_), dtype_));  // bias gradient
     op.weight_grad.append(grad_accumulation(cols));
     return op;
@@ -234,7 +243,8 @@ Pass OpRules::grad_accumulation(std::int64_t params, int tensors) const {
 }
 
 Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip) const {
-  if (params <= 0) throw InputError(fmt::format("optimizer: parameter count must be positive (got {})", params));
+  if (params <= 0)
+    throw InputError(fmt::format("optimizer: parameter count must be positive (got {})", params));
   Pass p;
   const DType f32 = DType::FP32;
   const int mt = std::max(multi_tensor_launches(params), (tensors + 35) / 36);
@@ -257,8 +267,8 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
     p.add(flat_kernel(KernelOp::Add, params, f32), mt);
   }
   if (fused && clip) {
-    p.add(memory_pass(params * 4LL, f32), mt);      // global gradient norm (one read)
-    p.add(memory_pass(params * 8LL, f32), mt);      // rescale
+    p.add(memory_pass(params * 4LL, f32), mt);  // global gradient norm (one read)
+    p.add(memory_pass(params * 8LL, f32), mt);  // rescale
   }
   if (fused) {
     // apex FusedAdam: reads parameters, gradients and both moments, writes

@@ -1,6 +1,8 @@
 // Training-iteration validation (cli/training_validation.hpp): reading vTrain's
 // table, plan families, error statistics, cross-validation folds, and one run
 // through the scenario pipeline.
+#include "tessera/cli/training_validation.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,7 +12,6 @@
 #include <regex>
 #include <set>
 
-#include "tessera/cli/training_validation.hpp"
 #include "tessera/error.hpp"
 
 using namespace tessera;
@@ -56,8 +57,8 @@ MeasuredRun run(int tp, int dp, int pp) {
 }  // namespace
 
 TEST(TrainingValidation, ReadsRunsAndRejectsBadRows) {
-  const auto runs = read_vtrain_runs(
-      write_temp("tessera_vtrain_ok.csv", std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,2,219.732754\n"));
+  const auto runs = read_vtrain_runs(write_temp(
+      "tessera_vtrain_ok.csv", std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,2,219.732754\n"));
   ASSERT_EQ(runs.size(), 1U);
   EXPECT_EQ(runs[0].row, 1);
   EXPECT_EQ(runs[0].gpus, 8);
@@ -72,7 +73,8 @@ TEST(TrainingValidation, ReadsRunsAndRejectsBadRows) {
                                 std::regex("row 1, column 'micro batch'")));
   EXPECT_TRUE(std::regex_search(error_of(std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,1,1\n"),
                                 std::regex("row 1: tp x dp x pp = 2 x 2 x 1 is not the 8 GPUs")));
-  EXPECT_TRUE(std::regex_search(error_of("# GPUs,global batch\n8,32\n"), std::regex("missing column 'micro batch'")));
+  EXPECT_TRUE(
+      std::regex_search(error_of("# GPUs,global batch\n8,32\n"), std::regex("missing column 'micro batch'")));
   EXPECT_TRUE(std::regex_search(error_of(kHeader), std::regex("no runs")));
 }
 

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "tessera/engine/executor.hpp"
-#include "tessera/error.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
+#include "tessera/error.hpp"
 #include "tessera/parallelism/task_graph.hpp"
 
 using namespace tessera;
@@ -108,7 +108,8 @@ TEST(HostModel, ASyncDrainsTheComputeStreamAndWaitsOnlyForItsOwnDependencies) {
       prog.tasks.push_back(ar);
       Task sync = kernels(0, 0, 0);
       sync.host_sync = true;
-      sync.deps = on_collective ? std::vector<parallelism::TaskIndex>{0, 1} : std::vector<parallelism::TaskIndex>{0};
+      sync.deps =
+          on_collective ? std::vector<parallelism::TaskIndex>{0, 1} : std::vector<parallelism::TaskIndex>{0};
       prog.tasks.push_back(sync);
       Task after = kernels(5, 5, 10);
       after.deps = {2};

@@ -99,7 +99,8 @@ class OpRules {
                                  bool bias) const;
   /// Batched GEMM of two activations, B x (M x K) @ (K x N): both gradients
   /// are input gradients.
-  [[nodiscard]] OpKernels bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k) const;
+  [[nodiscard]] OpKernels bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n,
+                              std::int64_t k) const;
   /// Layer norm over rows of `cols` (with its gain and bias).
   [[nodiscard]] OpKernels layer_norm(std::string name, std::int64_t rows, std::int64_t cols) const;
   /// Row softmax.
