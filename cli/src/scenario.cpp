@@ -512,6 +512,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       plan.grad_sync = checked(p, v, p.key_path("grad_sync"), [&] { return parallelism::parse_grad_sync(p.scalar("grad_sync")); });
     }
     if (p.has("tp_comm_overlap")) plan.tp_comm_overlap = p.boolean("tp_comm_overlap");
+    if (p.has("pipeline_scatter_gather")) plan.pipeline_scatter_gather = p.boolean("pipeline_scatter_gather");
     if (p.has("bucket_size")) plan.bucket_size = p.unit("bucket_size", parse_bytes);
     if (plan.bucket_size.count() <= 0) {
       p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");

@@ -1,9 +1,9 @@
+#include "tessera/cli/scenario.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
-
-#include "tessera/cli/scenario.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
@@ -45,9 +45,10 @@ TEST(Scenario, DefaultLoads) {
 }
 
 TEST(Scenario, InlineGpuAndModel) {
-  std::string t = replaced(default_text(), "gpu: H100-SXM",
-                           "gpu: {name: X1, fp32_peak: 50TFLOPS, tensor_peak: 800TFLOPS, memory_bandwidth: 3TB/s, "
-                           "sms: 100, l2_cache: 40MiB, memory: 96GiB}");
+  std::string t =
+      replaced(default_text(), "gpu: H100-SXM",
+               "gpu: {name: X1, fp32_peak: 50TFLOPS, tensor_peak: 800TFLOPS, memory_bandwidth: 3TB/s, "
+               "sms: 100, l2_cache: 40MiB, memory: 96GiB}");
   t = replaced(t, "preset: gpt2-large", "{layers: 4, hidden: 512, heads: 8, vocab: 1000}");
   t = replaced(t, "model:\n  {", "model: {");
   const Scenario s = parse_scenario(t, "s.yaml");
@@ -76,16 +77,20 @@ TEST(Scenario, Tf32TrainingAndNoFp8Training) {
 
 TEST(Scenario, ErrorsNameTheKeyPath) {
   EXPECT_EQ(error_of(replaced(default_text(), "gpu: H100-SXM", "gpu: B300")).find("s.yaml:"), 0U);
-  EXPECT_NE(error_of(replaced(default_text(), "gpu: H100-SXM", "gpu: B300")).find("cluster.gpu: unknown GPU preset 'B300'"),
+  EXPECT_NE(error_of(replaced(default_text(), "gpu: H100-SXM", "gpu: B300"))
+                .find("cluster.gpu: unknown GPU preset 'B300'"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(default_text(), "dtype: bf16", "dtype: int4")).find("training.dtype: unknown dtype"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(replaced(default_text(), "dtype: bf16", "dtype: int4")).find("training.dtype: unknown dtype"),
+      std::string::npos);
   EXPECT_NE(error_of(replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n  heads: 7"))
                 .find("model: model 'gpt2-large': heads (7) must divide hidden (1280)"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(default_text(), "backend: flow", "backend: flow\nextra: 1")).find("extra: unknown key"),
+  EXPECT_NE(error_of(replaced(default_text(), "backend: flow", "backend: flow\nextra: 1"))
+                .find("extra: unknown key"),
             std::string::npos);
-  EXPECT_NE(error_of(replaced(default_text(), "spines: 8", "spines: [8]")).find("cluster.fabric.spines: expected a whole number"),
+  EXPECT_NE(error_of(replaced(default_text(), "spines: 8", "spines: [8]"))
+                .find("cluster.fabric.spines: expected a whole number"),
             std::string::npos);
   EXPECT_NE(error_of("").find("the scenario is empty"), std::string::npos);
   EXPECT_NE(error_of("- a\n- b\n").find("must be a YAML mapping"), std::string::npos);
@@ -93,8 +98,9 @@ TEST(Scenario, ErrorsNameTheKeyPath) {
 
 TEST(Scenario, FabricsCollectivesAndDefaults) {
   std::string t = default_text();
-  t = replaced(t, "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
-               "    type: fat-tree\n    k: 8\n    tiers: 3\n    core_bandwidth: 800Gbps\n    core_latency: 700ns\n");
+  t = replaced(
+      t, "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+      "    type: fat-tree\n    k: 8\n    tiers: 3\n    core_bandwidth: 800Gbps\n    core_latency: 700ns\n");
   t = replaced(t, "  dp: 16\n", "");
   t += "collectives:\n  algorithm: ring\n  chunks: 4\n";
   const Scenario s = parse_scenario(t, "s.yaml");
@@ -112,21 +118,25 @@ TEST(Scenario, FabricsCollectivesAndDefaults) {
 TEST(Scenario, FabricTooSmallNamesTheNumbers) {
   std::string t = replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
                            "    type: fat-tree\n    k: 4\n    tiers: 2\n");
-  EXPECT_NE(error_of(t).find("cluster.fabric.k: a k=4 2-tier fat-tree attaches 8 HCAs, but the cluster has 16 (one per GPU: "
-                             "cluster.nodes x cluster.gpus_per_node = 2 x 8)"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of(t).find(
+          "cluster.fabric.k: a k=4 2-tier fat-tree attaches 8 HCAs, but the cluster has 16 (one per GPU: "
+          "cluster.nodes x cluster.gpus_per_node = 2 x 8)"),
+      std::string::npos)
       << error_of(t);
-  EXPECT_NE(error_of(replaced(default_text(), "type: leaf-spine", "type: torus")).find("unknown fabric type 'torus'"),
+  EXPECT_NE(error_of(replaced(default_text(), "type: leaf-spine", "type: torus"))
+                .find("unknown fabric type 'torus'"),
             std::string::npos);
-  EXPECT_NE(error_of(default_text() + "collectives:\n  algorithm: magic\n").find("collectives.algorithm: unknown collective algorithm 'magic'"),
+  EXPECT_NE(error_of(default_text() + "collectives:\n  algorithm: magic\n")
+                .find("collectives.algorithm: unknown collective algorithm 'magic'"),
             std::string::npos);
   EXPECT_NE(error_of(default_text() + "predictor: oracle\n").find("predictor: "), std::string::npos);
 }
 
 TEST(Scenario, OverridesApplyAndNameTheirSource) {
-  const Scenario s = parse_scenario(default_text(), "s.yaml",
-                                    {Override{"cluster.nodes", "4"}, Override{"parallelism.dp", "32"},
-                                     Override{"model.layers", "12"}});
+  const Scenario s = parse_scenario(
+      default_text(), "s.yaml",
+      {Override{"cluster.nodes", "4"}, Override{"parallelism.dp", "32"}, Override{"model.layers", "12"}});
   EXPECT_EQ(s.gpus(), 32);
   EXPECT_EQ(s.model.layers, 12);
   EXPECT_EQ(s.model.hidden, 1280);  // the rest of the preset stays
@@ -145,7 +155,8 @@ TEST(Scenario, OutputsSection) {
   EXPECT_EQ(s.outputs.json, "r.json");
   EXPECT_EQ(s.outputs.links, "l.csv");
   EXPECT_EQ(s.outputs.trace, "");
-  EXPECT_NE(error_of(default_text() + "outputs:\n  jsn: r.json\n").find("outputs.jsn: unknown key (known here: json, links, trace)"),
+  EXPECT_NE(error_of(default_text() + "outputs:\n  jsn: r.json\n")
+                .find("outputs.jsn: unknown key (known here: json, links, trace)"),
             std::string::npos);
 }
 
@@ -154,9 +165,9 @@ TEST(Scenario, HcasPerNodeDefaultsToOnePerGpuAndSharesWhenFewer) {
   EXPECT_EQ(own.cluster.hcas_per_node, 8);
   EXPECT_EQ(build_topology(own).count(topology::VertexKind::Hca), 0);
   EXPECT_EQ(own.collectives.auto_bandwidth, parse_bandwidth("400Gbps"));
-  const Scenario shared = parse_scenario(default_text(), "s.yaml",
-                                         {Override{"cluster.hcas_per_node", "2"},
-                                          Override{"cluster.pcie_bandwidth", "32GB/s"}});
+  const Scenario shared =
+      parse_scenario(default_text(), "s.yaml",
+                     {Override{"cluster.hcas_per_node", "2"}, Override{"cluster.pcie_bandwidth", "32GB/s"}});
   EXPECT_EQ(shared.cluster.hcas_per_node, 2);
   EXPECT_EQ(shared.cluster.pcie_bandwidth, parse_bandwidth("32GB/s"));
   EXPECT_EQ(shared.cluster.pcie_latency, parse_time("500ns"));  // documented default
@@ -165,7 +176,65 @@ TEST(Scenario, HcasPerNodeDefaultsToOnePerGpuAndSharesWhenFewer) {
   EXPECT_EQ(t.count_links()[static_cast<std::size_t>(topology::LinkTier::Pcie)], 2 * 16);
   // Auto's per-rank bandwidth: four GPUs share each 400 Gb/s HCA.
   EXPECT_EQ(shared.collectives.auto_bandwidth, parse_bandwidth("100Gbps"));
-  EXPECT_NE(error_of(replaced(default_text(), "  nic_bandwidth: 400Gbps", "  hcas_per_node: 0\n  nic_bandwidth: 400Gbps"))
+  EXPECT_NE(error_of(replaced(default_text(), "  nic_bandwidth: 400Gbps",
+                              "  hcas_per_node: 0\n  nic_bandwidth: 400Gbps"))
                 .find("cluster.hcas_per_node: must be positive, got 0"),
+            std::string::npos);
+}
+
+TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
+  // Megatron by default: fused Adam, clipping, the fitted host constants,
+  // Megatron-LM's exchanges without DeepSpeed's per-exchange cost.
+  const Scenario m = parse_scenario(default_text(), "default.yaml");
+  EXPECT_EQ(m.workload.framework, node_model::Framework::Megatron);
+  EXPECT_TRUE(m.plan.fused_optimizer);
+  EXPECT_TRUE(m.plan.grad_clipping);
+  EXPECT_EQ(m.workload.host.per_launch, m.calibration.host_launch);
+  EXPECT_GT(m.workload.host.per_launch, Time::zero());
+  EXPECT_EQ(m.workload.host.per_p2p, Time::zero());
+  EXPECT_EQ(m.plan.grad_sync, parallelism::GradSync::AfterBackward);
+  EXPECT_DOUBLE_EQ(m.calibration.comm.sm_slowdown, 0.0);
+  EXPECT_GT(m.calibration.comm.nvlink.launch_latency, Time::zero());
+  // DeepSpeed's pipeline engine: a host cost per exchange.
+  const Scenario ds =
+      parse_scenario(default_text() + "", "d.yaml", {{"training.framework", "megatron-deepspeed"}});
+  EXPECT_GT(ds.workload.host.per_p2p, Time::zero());
+  // Eager: PyTorch Adam, no clipping, no host model.
+  const Scenario e = parse_scenario(default_text(), "e.yaml", {{"training.framework", "pytorch-eager"}});
+  EXPECT_FALSE(e.plan.fused_optimizer);
+  EXPECT_FALSE(e.plan.grad_clipping);
+  EXPECT_FALSE(e.workload.host.enabled());
+  // Every key of the section, and the planner keys.
+  const std::string t = default_text() +
+                        "calibration:\n  host_launch: 12us\n  host_iteration: 3ms\n  host_p2p: 100us\n"
+                        "  nvlink_efficiency: 0.7\n  nvlink_group_penalty: 0.2\n  nvlink_launch: 10us\n"
+                        "  nvlink_step: 1us\n  network_efficiency: 0.8\n  network_group_penalty: 0\n"
+                        "  network_launch: 20us\n  network_step: 5us\n  overlap_slowdown: 0.1\n";
+  const Scenario c = parse_scenario(t, "c.yaml",
+                                    {{"parallelism.tp_comm_overlap", "false"},
+                                     {"parallelism.pipeline_scatter_gather", "false"},
+                                     {"training.grad_accumulation_fusion", "false"}});
+  EXPECT_EQ(c.workload.host.per_launch, Time::from_us(12));
+  EXPECT_EQ(c.workload.host.per_iteration, Time::from_ms(3));
+  EXPECT_EQ(c.workload.host.per_p2p, Time::from_us(100));
+  EXPECT_DOUBLE_EQ(c.calibration.comm.nvlink.peak_efficiency, 0.7);
+  EXPECT_DOUBLE_EQ(c.calibration.comm.nvlink.group_penalty, 0.2);
+  EXPECT_EQ(c.calibration.comm.nvlink.launch_latency, Time::from_us(10));
+  EXPECT_EQ(c.calibration.comm.network.step_latency, Time::from_us(5));
+  EXPECT_DOUBLE_EQ(c.calibration.comm.sm_slowdown, 0.1);
+  EXPECT_FALSE(c.plan.tp_comm_overlap);
+  EXPECT_FALSE(c.plan.pipeline_scatter_gather);
+  EXPECT_FALSE(c.workload.profile.grad_accumulation_fusion);
+  // Bad values name the key.
+  EXPECT_NE(error_of(default_text() + "calibration:\n  overlap_slowdown: 2\n")
+                .find("calibration.overlap_slowdown: must be between 0 and 0.9"),
+            std::string::npos);
+  EXPECT_NE(error_of(default_text() + "calibration:\n  host_launch: fast\n").find("calibration.host_launch"),
+            std::string::npos);
+  EXPECT_NE(error_of(default_text() + "calibration:\n  hots_launch: 1us\n")
+                .find("calibration.hots_launch: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(default_text(), "framework: megatron ", "framework: jax "))
+                .find("unknown framework 'jax'"),
             std::string::npos);
 }
