@@ -34,7 +34,7 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
                              const node_model::KernelPredictor* predictor, bool split) {
   std::unique_ptr<node_model::KernelPredictor> owned;
   if (predictor == nullptr) {
-    owned = node_model::make_predictor(s.predictor, s.gpu);
+    owned = node_model::make_predictor(s.predictor, kernel_gpu(s));
     predictor = owned.get();
   }
   auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);

@@ -120,7 +120,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   if (svg_path) check_writable(*svg_path, "--svg");
   const Scenario s = load_scenario(p.positional()[0]);
   // The scenario's predictor unless --predictor names another.
-  const auto owned = node_model::make_predictor(p.get("predictor").value_or(s.predictor), s.gpu);
+  const auto owned = node_model::make_predictor(p.get("predictor").value_or(s.predictor), kernel_gpu(s));
   const node_model::KernelPredictor& predictor = *owned;
 
   std::vector<Row> rows;
@@ -220,8 +220,8 @@ int cmd_validate_distributed(const Args& args, std::ostream& out) {
     const Scenario s = load_scenario(f);
     const std::string label = (fs::path(data) / (s.name + ".json")).string();
     const double measured = read_e2e_latency(label);
-    const auto predictor = p.get("weights") ? node_model::make_predictor(name, s.gpu, *p.get("weights"))
-                                            : node_model::make_predictor(name, s.gpu);
+    const auto predictor = p.get("weights") ? node_model::make_predictor(name, kernel_gpu(s), *p.get("weights"))
+                                            : node_model::make_predictor(name, kernel_gpu(s));
     const Breakdown b = simulate_plan(s, s.plan, *predictor);
     const double predicted = b.split.iteration.ms();
     const double err = std::abs(predicted - measured) / measured;

@@ -49,6 +49,17 @@ Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Fram
   return c;
 }
 
+node_model::GpuSpec kernel_gpu(const Scenario& s) {
+  node_model::GpuSpec g = s.gpu;
+  const double d = s.calibration.clock_derate;
+  if (d == 1.0) return g;
+  g.fp32_peak = FlopRate::per_second(g.fp32_peak.per_second() * d);
+  g.tensor_peak = FlopRate::per_second(g.tensor_peak.per_second() * d);
+  g.tf32_peak = FlopRate::per_second(g.tf32_peak.per_second() * d);
+  g.fp8_peak = FlopRate::per_second(g.fp8_peak.per_second() * d);
+  return g;
+}
+
 topology::Topology build_topology(const Scenario& s) {
   switch (s.fabric) {
     case FabricKind::LeafSpine: return topology::build_leaf_spine(s.cluster);
@@ -580,6 +591,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     link("nvlink", s.calibration.comm.nvlink);
     link("network", s.calibration.comm.network);
     if (c.has("overlap_slowdown")) s.calibration.comm.sm_slowdown = c.number_in("overlap_slowdown", 0.0, 0.9);
+    if (c.has("clock_derate")) s.calibration.clock_derate = c.number_in("clock_derate", 0.1, 1.0);
     c.finish();
     checked(c, c.node(), "calibration", [&] {
       s.calibration.comm.validate();

@@ -209,7 +209,7 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
                         "calibration:\n  host_launch: 12us\n  host_iteration: 3ms\n  host_p2p: 100us\n"
                         "  nvlink_efficiency: 0.7\n  nvlink_group_penalty: 0.2\n  nvlink_launch: 10us\n"
                         "  nvlink_step: 1us\n  network_efficiency: 0.8\n  network_group_penalty: 0\n"
-                        "  network_launch: 20us\n  network_step: 5us\n  overlap_slowdown: 0.1\n";
+                        "  network_launch: 20us\n  network_step: 5us\n  overlap_slowdown: 0.1\n  clock_derate: 0.9\n";
   const Scenario c = parse_scenario(t, "c.yaml",
                                     {{"parallelism.tp_comm_overlap", "false"},
                                      {"parallelism.pipeline_scatter_gather", "false"},
@@ -222,6 +222,9 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
   EXPECT_EQ(c.calibration.comm.nvlink.launch_latency, Time::from_us(10));
   EXPECT_EQ(c.calibration.comm.network.step_latency, Time::from_us(5));
   EXPECT_DOUBLE_EQ(c.calibration.comm.sm_slowdown, 0.1);
+  // The node model sees derated peaks; the scenario keeps the datasheet's (MFU).
+  EXPECT_DOUBLE_EQ(kernel_gpu(c).tensor_peak.per_second(), 0.9 * c.gpu.tensor_peak.per_second());
+  EXPECT_DOUBLE_EQ(kernel_gpu(m).tensor_peak.per_second(), m.gpu.tensor_peak.per_second());
   EXPECT_FALSE(c.plan.tp_comm_overlap);
   EXPECT_FALSE(c.plan.pipeline_scatter_gather);
   EXPECT_FALSE(c.workload.profile.grad_accumulation_fusion);

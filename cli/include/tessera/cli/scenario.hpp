@@ -40,6 +40,10 @@ struct Calibration {
   Time host_p2p;
   /// NCCL's costs (engine::CommCalibration; docs/collectives.md, "Calibration").
   engine::CommCalibration comm;
+  /// Sustained fraction of the datasheet peaks the GPU's kernels run at
+  /// (clocks under load): the node model sees the peaks times this. MFU is
+  /// still against the datasheet peak.
+  double clock_derate = 1.0;
 };
 /// The shipped defaults for `gpu` under `framework` (docs/calibration.md).
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework);
@@ -72,6 +76,10 @@ struct Scenario {
 
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
 };
+
+/// The GPU as the node model times it: the scenario's GPU with its peaks
+/// scaled by calibration.clock_derate.
+node_model::GpuSpec kernel_gpu(const Scenario& s);
 
 /// The scenario's network, built from its fabric spec.
 topology::Topology build_topology(const Scenario& s);
