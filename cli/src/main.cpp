@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/error.hpp"
 
 namespace {
@@ -42,7 +43,8 @@ Node model (kernel latency prediction, docs/node_model.md):
 Validation against measurements:
   validate kernels|models|distributed|collectives|training --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
-Exit codes: 0 success; 1 simulation or internal error; 2 bad input (usage,
+Exit codes: 0 success; 1 simulation or internal error; 3 `run` of a plan that
+does not fit in GPU memory (report printed; --allow-oom for 0); 2 bad input (usage,
 scenario file, unit string, data file). Errors are one line on stderr.
 )";
 
@@ -52,12 +54,13 @@ using Command = std::function<int(const tessera::cli::Args&, std::ostream&)>;
 const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> kHelp{
       {"run", R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--json] [--set KEY=VALUE]...
-                   [--json-out FILE.json] [--trace FILE.json] [--links FILE.csv]
+                   [--json-out FILE.json] [--trace FILE.json] [--links FILE.csv] [--allow-oom]
 
 Plans one training iteration of the scenario (docs/scenarios.md), simulates it
 on the chosen network backend and prints: iteration time split into compute,
-pipeline bubble and exposed communication; tokens/s; model TFLOP/s per GPU and
-MFU; bytes sent; memory per pipeline stage with OOM warnings.
+host, pipeline bubble and exposed communication; tokens/s; model and hardware
+TFLOP/s per GPU (MFU, HFU); bytes sent; memory per pipeline stage (weights,
+gradients with their dtype, optimizer states, activations, workspace).
 
   --backend flow|ns3   override the scenario's backend (flow: max-min fluid
                        flows; ns3: packet-level ns-3)
@@ -72,8 +75,10 @@ MFU; bytes sent; memory per pipeline stage with OOM warnings.
                        packets, credit-stall time and queue depths)
   The scenario's `outputs:` section (json, trace, links) can name these files
   too; the flags win.
+  --allow-oom          exit 0 even when a pipeline stage does not fit in GPU memory
 
-Exit codes: 0 ok, 1 simulation error, 2 bad input.
+Exit codes: 0 ok, 1 simulation error, 2 bad input, 3 the plan does not fit in
+GPU memory (the report is printed, and one line on stderr names the stage).
 )"},
       {"sweep", R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...]
                      [--out FILE.csv] [--svg FILE.svg] [--jobs N] [--shard I/N|auto]
@@ -243,6 +248,9 @@ int main(int argc, char** argv) {
   } catch (const tessera::InputError& e) {
     std::cerr << "tessera: error: " << e.what() << '\n';
     return 2;
+  } catch (const tessera::cli::OutOfMemoryError& e) {
+    std::cerr << "tessera: out of memory: " << e.what() << '\n';
+    return 3;
   } catch (const tessera::Error& e) {
     std::cerr << "tessera: simulation error: " << e.what() << '\n';
     return 1;

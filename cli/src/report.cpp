@@ -48,9 +48,15 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   if (r.makespan > Time::zero()) rep.tokens_per_second = tokens / r.makespan.seconds();
   for (std::size_t i = 0; i < sim.plan.memory_per_stage.size(); ++i) {
     const auto& m = sim.plan.memory_per_stage[i];
-    rep.memory.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom()});
+    rep.memory.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom(), m.weights, m.gradients,
+                                     m.optimizer_states, m.activations, m.workspace});
   }
+  rep.gradient_dtype = std::string(node_model::to_string(s.workload.rules().grad_dtype()));
   return rep;
+}
+
+bool RunReport::oom() const {
+  return std::any_of(memory.begin(), memory.end(), [](const StageMemory& m) { return m.oom; });
 }
 
 namespace {
@@ -97,6 +103,10 @@ std::string format_text(const RunReport& r) {
     for (const auto& m : r.memory) {
       out += fmt::format("Memory stage {:<3} {:>7.1f} GiB of {:.1f} GiB{}\n", m.stage, gib(m.total), gib(m.capacity),
                          m.oom ? "  ** OUT OF MEMORY **" : "");
+      out += fmt::format("  weights {:.1f}, gradients {:.1f} ({}), optimizer {:.1f}, activations {:.1f}, workspace "
+                         "{:.1f} GiB\n",
+                         gib(m.weights), gib(m.gradients), r.gradient_dtype, gib(m.optimizer_states),
+                         gib(m.activations), gib(m.workspace));
     }
   } else if (!r.memory.empty()) {
     // Many stages: the extremes, and every stage that does not fit.
@@ -114,9 +124,12 @@ std::string format_text(const RunReport& r) {
 std::string format_json(const RunReport& r) {
   std::string memory;
   for (const auto& m : r.memory) {
-    memory += fmt::format("{}{{\"stage\": {}, \"bytes\": {}, \"capacity_bytes\": {}, \"oom\": {}}}",
-                          memory.empty() ? "" : ", ", m.stage, m.total.count(), m.capacity.count(),
-                          m.oom ? "true" : "false");
+    memory += fmt::format(
+        "{}{{\"stage\": {}, \"bytes\": {}, \"capacity_bytes\": {}, \"oom\": {}, \"weights_bytes\": {}, "
+        "\"gradients_bytes\": {}, \"optimizer_bytes\": {}, \"activations_bytes\": {}, \"workspace_bytes\": {}}}",
+        memory.empty() ? "" : ", ", m.stage, m.total.count(), m.capacity.count(), m.oom ? "true" : "false",
+        m.weights.count(), m.gradients.count(), m.optimizer_states.count(), m.activations.count(),
+        m.workspace.count());
   }
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
@@ -124,12 +137,13 @@ std::string format_json(const RunReport& r) {
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
       "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, "
       "\"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
-      "\"network_bytes\": {}, \"memory_per_stage\": [{}]}}\n",
+      "\"network_bytes\": {}, \"gradient_dtype\": {}, \"oom\": {}, \"memory_per_stage\": [{}]}}\n",
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
       r.pp, json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(),
-      r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(), memory);
+      r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(),
+      json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory);
 }
 
 }  // namespace tessera::cli

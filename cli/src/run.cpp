@@ -35,7 +35,7 @@ std::string link_csv(const topology::Topology& topo, const std::vector<double>& 
 
 int cmd_run(const Args& args, std::ostream& out) {
   ArgParser p("tessera run");
-  p.option("backend").option("trace").option("links").option("json-out").flag("json");
+  p.option("backend").option("trace").option("links").option("json-out").flag("json").flag("allow-oom");
   // --set KEY=VALUE may repeat: take them out before strict parsing.
   std::vector<Override> overrides;
   Args rest;
@@ -77,6 +77,17 @@ int cmd_run(const Args& args, std::ostream& out) {
   }
   if (json_path) write_file_atomically(*json_path, format_json(rep));
   out << (p.has("json") ? format_json(rep) : format_text(rep));
+  if (rep.oom() && !p.has("allow-oom")) {
+    // The forecast is printed, but a plan that does not fit is not a result
+    // to build on: a distinct exit code, and one line saying why.
+    for (const auto& m : rep.memory) {
+      if (!m.oom) continue;
+      throw OutOfMemoryError(fmt::format(
+          "{}: the plan does not fit in GPU memory: pipeline stage {} needs {:.1f} GiB of {:.1f} GiB (--allow-oom to "
+          "accept the forecast)",
+          s.file, m.stage, m.total.as_double() / (1024.0 * 1024 * 1024), m.capacity.as_double() / (1024.0 * 1024 * 1024)));
+    }
+  }
   return 0;
 }
 

@@ -8,11 +8,20 @@
 
 namespace tessera::cli {
 
+/// `tessera run` of a plan that does not fit in GPU memory (without
+/// --allow-oom): the report is printed, the exit code is 3.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 struct StageMemory {
   int stage = 0;
   Bytes total;
   Bytes capacity;
   bool oom = false;
+  // The parts of `total` (parallelism::MemoryEstimate).
+  Bytes weights, gradients, optimizer_states, activations, workspace;
 };
 
 struct RunReport {
@@ -40,6 +49,8 @@ struct RunReport {
   double tokens_per_second = 0.0;
   Bytes bytes_sent;  ///< over the network, all ranks
   std::vector<StageMemory> memory;
+  std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
+  [[nodiscard]] bool oom() const;
 };
 
 RunReport make_report(const Scenario& s, const Simulation& sim);

@@ -1,0 +1,23 @@
+# `tessera run` of a plan that does not fit in GPU memory: the report on
+# stdout (with the OUT OF MEMORY stage and its memory breakdown), one line on
+# stderr naming the stage, exit code 3; with --allow-oom the same report and
+# exit code 0.
+set(args run ${SCENARIO} --set training.micro_batch=64)
+execute_process(COMMAND ${TESSERA} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 3)
+  message(FATAL_ERROR "expected exit code 3, got ${rc}\nstderr: ${err}")
+endif()
+if(NOT out MATCHES "Memory stage 0 +[0-9.]+ GiB of 80.0 GiB  \\*\\* OUT OF MEMORY \\*\\*\n  weights [0-9.]+, gradients [0-9.]+ \\(fp32\\), optimizer [0-9.]+, activations [0-9.]+, workspace [0-9.]+ GiB")
+  message(FATAL_ERROR "no OUT OF MEMORY stage with its breakdown on stdout:\n${out}")
+endif()
+string(REGEX REPLACE "\n$" "" line "${err}")
+if(line MATCHES "\n" OR NOT line MATCHES "^tessera: out of memory: .*default.yaml: the plan does not fit in GPU memory: pipeline stage 0 needs [0-9.]+ GiB of 80.0 GiB")
+  message(FATAL_ERROR "unexpected stderr:\n${err}")
+endif()
+execute_process(COMMAND ${TESSERA} ${args} --allow-oom --json OUTPUT_VARIABLE out2 ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
+if(NOT rc2 EQUAL 0 OR NOT err2 STREQUAL "")
+  message(FATAL_ERROR "--allow-oom: expected exit code 0 and no stderr, got ${rc2}: ${err2}")
+endif()
+if(NOT out2 MATCHES "\"oom\": true, \"memory_per_stage\"")
+  message(FATAL_ERROR "--allow-oom --json: no \"oom\": true in\n${out2}")
+endif()
