@@ -67,21 +67,28 @@ std::string label(const Point& p) {
   return s;
 }
 
-constexpr std::size_t kMetricColumns = 8;  // gpus ... tokens_per_s
+// The metric columns after the swept keys, in order; offsets from the first.
+constexpr const char* kMetricNames =
+    "gpus,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,tflops_per_gpu,"
+    "tokens_per_s,peak_memory_bytes,oom";
+constexpr std::size_t kMetricColumns = 10;
+enum MetricColumn : std::size_t { kGpus = 0, kIteration = 1, kTflops = 6, kTokens = 7 };
 
 std::string csv_header(const std::vector<Axis>& axes) {
   std::string h = "point";
   for (const Axis& a : axes) h += "," + a.key;
-  return h + ",gpus,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,tflops_per_gpu,tokens_per_s";
+  return h + "," + kMetricNames;
 }
 
 std::string csv_row(const Point& p, const RunReport& r) {
   std::string row = std::to_string(p.index);
   for (const auto& o : p.overrides) row += "," + o.value;
-  return row + fmt::format(",{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f}", r.gpus, r.iteration_time.seconds(),
-                           r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
-                           r.exposed_comm_time.seconds(),
-                           r.tflops_per_gpu, r.tokens_per_second);
+  Bytes peak;
+  for (const auto& m : r.memory) peak = std::max(peak, m.total);
+  return row + fmt::format(",{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f},{},{}", r.gpus,
+                           r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(),
+                           r.bubble_time.seconds(), r.exposed_comm_time.seconds(), r.tflops_per_gpu,
+                           r.tokens_per_second, peak.count(), r.oom() ? 1 : 0);
 }
 
 /// Rows already in `path` from an interrupted run, by point index. Only
@@ -128,8 +135,9 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, std::size_
   double base = 0;
   for (const auto& [index, row] : rows) {
     const auto cols = split(row, ',');
-    const double gpus = std::stod(cols[cols.size() - kMetricColumns]);
-    const double t = std::stod(cols.back());
+    const std::size_t m0 = cols.size() - kMetricColumns;
+    const double gpus = std::stod(cols[m0 + kGpus]);
+    const double t = std::stod(cols[m0 + kTokens]);
     if (tput.empty()) base = t / gpus;
     tput.push_back(t);
     eff.push_back(base > 0 ? (t / gpus) / base : 0.0);
@@ -359,12 +367,17 @@ int cmd_sweep(const Args& args, std::ostream& out) {
 
   out << fmt::format("{:>5}  {:<40} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", "GPUs", "iteration ms",
                      "TFLOP/s/GPU", "tokens/s");
+  int oom = 0;
   for (const Point& pt : points) {
     const auto cols = split(rows.at(pt.index), ',');
-    const std::size_t n = cols.size();
-    out << fmt::format("{:>5}  {:<40} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}\n", pt.index, label(pt), cols[n - 7],
-                       std::stod(cols[n - kMetricColumns + 1]) * 1e3, std::stod(cols[n - 2]), std::stod(cols[n - 1]));
+    const std::size_t m0 = cols.size() - kMetricColumns;
+    const bool does_not_fit = cols.back() == "1";
+    oom += does_not_fit ? 1 : 0;
+    out << fmt::format("{:>5}  {:<40} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}\n", pt.index, label(pt), cols[m0 + kGpus],
+                       std::stod(cols[m0 + kIteration]) * 1e3, std::stod(cols[m0 + kTflops]),
+                       std::stod(cols[m0 + kTokens]), does_not_fit ? "  OOM" : "");
   }
+  if (oom > 0) out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
   out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
   return 0;
 }
