@@ -211,6 +211,25 @@ int cmd_search(const Args& args, std::ostream& out) {
                        parallelism::to_string(c.plan.recompute), r.iteration_time.ms(), r.tokens_per_second,
                        100.0 * r.mfu, c.peak_memory.as_double() / (1024.0 * 1024 * 1024));
   }
+  if (!ranked.empty()) {
+    // The winner, ready to paste: as --set flags and as the scenario's
+    // parallelism section.
+    const Candidate& w = *ranked.front();
+    const auto& pl = w.plan;
+    std::string flags = fmt::format(
+        "--set parallelism.dp={} --set parallelism.tp={} --set parallelism.pp={} --set training.micro_batch={} "
+        "--set parallelism.schedule={} --set parallelism.recompute={}",
+        pl.dp, pl.tp, pl.pp, w.micro_batch, parallelism::to_string(pl.schedule), parallelism::to_string(pl.recompute));
+    std::string yaml = fmt::format("parallelism:\n  dp: {}\n  tp: {}\n  pp: {}\n  schedule: {}\n  recompute: {}\n",
+                                   pl.dp, pl.tp, pl.pp, parallelism::to_string(pl.schedule),
+                                   parallelism::to_string(pl.recompute));
+    if (pl.virtual_stages > 1) {
+      flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
+      yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
+    }
+    yaml += fmt::format("training:\n  micro_batch: {}\n", w.micro_batch);
+    out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", flags, yaml);
+  }
   for (std::size_t i = 0; i < simulated; ++i) {
     if (!fitting[i].error.empty()) {
       out << fmt::format("note: dp={} tp={} pp={} failed to simulate: {}\n", fitting[i].plan.dp, fitting[i].plan.tp,
