@@ -115,8 +115,15 @@ constexpr std::array<UnitFactor, 10> kFlopRateUnits{{{"FLOPS", 1.0},
                                                     {"MFLOPS", 1e6},
                                                     {"MFLOP/s", 1e6}}};
 
+/// 2^63 as a double: every double below it converts to int64 exactly.
+constexpr double kInt64Limit = 9223372036854775808.0;
+
 std::int64_t to_integer(std::string_view kind, std::string_view text, double v) {
-  if (v >= 9.2e18) fail(kind, text, "value too large");
+  if (std::round(v) >= kInt64Limit) {
+    fail(kind, text,
+         kind == "time" ? "value too large (at most 9223372036854775807 ps, about 106 days)"
+                        : "value too large (at most 9223372036854775807 bytes, about 8 EiB)");
+  }
   const double r = std::round(v);
   // Accept tiny floating-point noise from decimal scaling (1.1us), reject real fractions.
   if (std::fabs(v - r) > 1e-6 * std::max(1.0, std::fabs(v))) {
@@ -135,10 +142,30 @@ std::string with_unit(double value, std::string_view unit) {
 
 }  // namespace
 
+namespace detail {
+
+void time_overflow(std::int64_t a_ps, char op, std::int64_t b, bool b_is_time) {
+  throw OverflowError(fmt::format(
+      "time overflow: {} {} {} does not fit in 64-bit picoseconds (at most about 106 days)",
+      to_string(Time::from_ps(a_ps)), op, b_is_time ? to_string(Time::from_ps(b)) : std::to_string(b)));
+}
+
+void size_overflow(std::int64_t a, char op, std::int64_t b, bool b_is_size) {
+  throw OverflowError(
+      fmt::format("size overflow: {} {} {} does not fit in 64-bit bytes (at most about 8 EiB)",
+                  to_string(Bytes(a)), op, b_is_size ? to_string(Bytes(b)) : std::to_string(b)));
+}
+
+}  // namespace detail
+
 Time Time::from_seconds(double s) {
   if (!std::isfinite(s) || s < 0) throw InputError(fmt::format("invalid duration {} s", s));
   const double ps = std::ceil(s * 1e12 - 1e-6);
-  if (ps >= 9.2e18) throw InputError(fmt::format("duration {} s is too long", s));
+  if (ps >= kInt64Limit) {
+    throw OverflowError(fmt::format(
+        "time overflow: a duration of {:.6g} s does not fit in 64-bit picoseconds (at most about 106 days)",
+        s));
+  }
   return Time(static_cast<std::int64_t>(std::max(ps, 0.0)));
 }
 
@@ -148,6 +175,11 @@ Time transmit_time(Bytes size, Bandwidth rate) {
   const Int128 num = static_cast<Int128>(size.count()) * 8 * 1'000'000'000'000LL;
   const Int128 den = rate.bps();
   const Int128 q = (num + den - 1) / den;
+  if (q > std::numeric_limits<std::int64_t>::max()) {
+    throw OverflowError(fmt::format(
+        "time overflow: sending {} at {} takes longer than 64-bit picoseconds hold (about 106 days)",
+        to_string(size), to_string(rate)));
+  }
   return Time::from_ps(static_cast<std::int64_t>(q));
 }
 
@@ -175,7 +207,7 @@ Bandwidth parse_bandwidth(std::string_view text) {
   const auto p = parse_with("bandwidth", text, kBandwidthUnits,
                             "bps, Kbps, Mbps, Gbps, Tbps, B/s, KB/s, MB/s, GB/s, TB/s, GiB/s");
   const double bps = std::round(p.value * p.factor);
-  if (bps >= 9.2e18) fail("bandwidth", text, "value too large");
+  if (bps >= kInt64Limit) fail("bandwidth", text, "value too large (at most 9223372036854775807 bps)");
   if (bps <= 0) fail("bandwidth", text, "must be positive");
   return Bandwidth::bits_per_second(static_cast<std::int64_t>(bps));
 }
@@ -189,9 +221,10 @@ FlopRate parse_flop_rate(std::string_view text) {
 std::string to_string(Time t) {
   // Exact decimal rendering in the largest unit that is at most |t|.
   const std::int64_t ps = t.ps();
-  const std::int64_t a = ps < 0 ? -ps : ps;
-  constexpr std::array<std::pair<std::int64_t, std::string_view>, 4> kUnits{
-      {{1'000'000'000'000LL, "s"}, {1'000'000'000LL, "ms"}, {1'000'000LL, "us"}, {1'000LL, "ns"}}};
+  // Magnitude as unsigned: -INT64_MIN does not fit in int64.
+  const std::uint64_t a = ps < 0 ? 0 - static_cast<std::uint64_t>(ps) : static_cast<std::uint64_t>(ps);
+  constexpr std::array<std::pair<std::uint64_t, std::string_view>, 4> kUnits{
+      {{1'000'000'000'000ULL, "s"}, {1'000'000'000ULL, "ms"}, {1'000'000ULL, "us"}, {1'000ULL, "ns"}}};
   for (const auto& [f, u] : kUnits) {
     if (a < f) continue;
     std::string frac = fmt::format("{:0{}}", a % f, static_cast<int>(std::log10(static_cast<double>(f)) + 0.5));

@@ -88,3 +88,64 @@ TEST(Units, ComputeTime) {
   EXPECT_EQ(compute_time(Flops(1e12), FlopRate::tflops(1)).ps(), 1'000'000'000'000LL);
   EXPECT_NEAR(achieved_rate(Flops(2e12), Time::from_ms(1000)).tflops(), 2.0, 1e-12);
 }
+
+// Issue 17: Time and Bytes arithmetic never wraps; it throws OverflowError
+// naming the operation.
+TEST(Units, TimeArithmeticOverflowThrows) {
+  const Time big = parse_time("9000000s");  // 9e18 ps: fits, but twice it does not
+  EXPECT_EQ(big.ps(), 9'000'000'000'000'000'000LL);
+  try {
+    (void)(big * 2);
+    FAIL() << "expected OverflowError";
+  } catch (const OverflowError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "time overflow: 9000000s x 2 does not fit in 64-bit picoseconds (at most about 106 days)");
+  }
+  EXPECT_THROW((void)(big + big), OverflowError);
+  Time acc = big;
+  EXPECT_THROW(acc += big, OverflowError);
+  EXPECT_EQ(acc, big);  // unchanged by the failed addition
+  EXPECT_THROW((void)(Time::zero() - big - big), OverflowError);
+  EXPECT_THROW((void)Time::from_ms(std::int64_t{1} << 40), OverflowError);
+  EXPECT_THROW((void)Time::from_seconds(1e7), OverflowError);
+  EXPECT_EQ((big + Time::from_ps(1)).ps(), 9'000'000'000'000'000'001LL);
+  EXPECT_EQ((Time::max() - Time::max()).ps(), 0);
+}
+
+TEST(Units, SizeArithmeticOverflowThrows) {
+  const Bytes big = parse_bytes("8000000TB");
+  EXPECT_EQ(big.count(), 8'000'000'000'000'000'000LL);
+  EXPECT_THROW((void)(big + big), OverflowError);
+  EXPECT_THROW((void)(big * 2), OverflowError);
+  EXPECT_THROW((void)Bytes::gib(std::int64_t{1} << 34), OverflowError);
+  try {
+    (void)(Bytes::gib(4) * (std::int64_t{1} << 32));
+    FAIL() << "expected OverflowError";
+  } catch (const OverflowError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "size overflow: 4GiB x 4294967296 does not fit in 64-bit bytes (at most about 8 EiB)");
+  }
+}
+
+TEST(Units, TransmitTimeOverflowThrows) {
+  // 1 EB at 1 bps: 8e18 s, far beyond int64 picoseconds.
+  EXPECT_THROW((void)transmit_time(parse_bytes("1000000TB"), Bandwidth::bits_per_second(1)), OverflowError);
+  EXPECT_EQ(transmit_time(Bytes(1), Bandwidth::bits_per_second(8)).ps(), 1'000'000'000'000LL);
+}
+
+TEST(Units, ParsersRejectValuesBeyondInt64) {
+  // The largest values that fit are accepted, the next ones rejected (not wrapped or saturated).
+  EXPECT_EQ(parse_time("9223372s").ps(), 9'223'372'000'000'000'000LL);
+  EXPECT_THROW((void)parse_time("9223373s"), UnitError);
+  EXPECT_THROW((void)parse_time("1e300s"), UnitError);
+  EXPECT_EQ(parse_bytes("9223372TB").count(), 9'223'372'000'000'000'000LL);
+  EXPECT_THROW((void)parse_bytes("9223373TB"), UnitError);
+  EXPECT_THROW((void)parse_bytes("8388608TiB"), UnitError);  // exactly 2^63 bytes
+  EXPECT_THROW((void)parse_bandwidth("9223373Tbps"), UnitError);
+  try {
+    (void)parse_time("9223373s");
+    FAIL() << "expected UnitError";
+  } catch (const UnitError& e) {
+    EXPECT_NE(std::string(e.what()).find("'9223373s': value too large"), std::string::npos) << e.what();
+  }
+}

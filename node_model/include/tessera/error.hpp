@@ -25,6 +25,13 @@ class UnitError : public InputError {
   using InputError::InputError;
 };
 
+/// A time or size too large for its integer representation (picoseconds or
+/// bytes in int64): a scenario so big that it cannot be simulated exactly.
+class OverflowError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 /// An internal invariant was violated while simulating (a bug or a model
 /// limitation), e.g. a task graph that deadlocks.
 class SimulationError : public Error {

@@ -6,6 +6,8 @@
 // second. FLOP counts and FLOP rates are doubles (they are model estimates,
 // never compared for equality). Conversions that produce a Time round up to
 // the next picosecond so that the same input always gives the same output.
+// Time and Bytes arithmetic is checked: a result outside int64 throws
+// OverflowError (tessera/error.hpp) naming the operation, never wraps.
 #include <compare>
 #include <cstdint>
 #include <string>
@@ -13,13 +15,50 @@
 
 namespace tessera {
 
+namespace detail {
+// Throw OverflowError naming the operation ("time overflow: 9000000s x 2 ...").
+[[noreturn]] void time_overflow(std::int64_t a_ps, char op, std::int64_t b, bool b_is_time);
+[[noreturn]] void size_overflow(std::int64_t a, char op, std::int64_t b, bool b_is_size);
+
+constexpr std::int64_t time_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) time_overflow(a, '+', b, true);
+  return r;
+}
+constexpr std::int64_t time_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) time_overflow(a, '-', b, true);
+  return r;
+}
+constexpr std::int64_t time_mul(std::int64_t a, std::int64_t k) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, k, &r)) time_overflow(a, 'x', k, false);
+  return r;
+}
+constexpr std::int64_t size_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) size_overflow(a, '+', b, true);
+  return r;
+}
+constexpr std::int64_t size_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) size_overflow(a, '-', b, true);
+  return r;
+}
+constexpr std::int64_t size_mul(std::int64_t a, std::int64_t k) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, k, &r)) size_overflow(a, 'x', k, false);
+  return r;
+}
+}  // namespace detail
+
 class Time {
  public:
   constexpr Time() = default;
   static constexpr Time from_ps(std::int64_t ps) { return Time(ps); }
-  static constexpr Time from_ns(std::int64_t ns) { return Time(ns * 1000); }
-  static constexpr Time from_us(std::int64_t us) { return Time(us * 1000 * 1000); }
-  static constexpr Time from_ms(std::int64_t ms) { return Time(ms * 1000 * 1000 * 1000); }
+  static constexpr Time from_ns(std::int64_t ns) { return Time(detail::time_mul(ns, 1000)); }
+  static constexpr Time from_us(std::int64_t us) { return Time(detail::time_mul(us, 1000 * 1000)); }
+  static constexpr Time from_ms(std::int64_t ms) { return Time(detail::time_mul(ms, 1000 * 1000 * 1000)); }
   /// Rounds up to the next picosecond (a duration is never shortened).
   static Time from_seconds(double s);
   static constexpr Time zero() { return Time(0); }
@@ -31,11 +70,18 @@ class Time {
   [[nodiscard]] constexpr double us() const { return static_cast<double>(ps_) * 1e-6; }
 
   constexpr auto operator<=>(const Time&) const = default;
-  constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
-  constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
-  constexpr Time& operator+=(Time o) { ps_ += o.ps_; return *this; }
-  constexpr Time& operator-=(Time o) { ps_ -= o.ps_; return *this; }
-  constexpr Time operator*(std::int64_t k) const { return Time(ps_ * k); }
+  // Checked: a result outside int64 picoseconds throws OverflowError.
+  constexpr Time operator+(Time o) const { return Time(detail::time_add(ps_, o.ps_)); }
+  constexpr Time operator-(Time o) const { return Time(detail::time_sub(ps_, o.ps_)); }
+  constexpr Time& operator+=(Time o) {
+    ps_ = detail::time_add(ps_, o.ps_);
+    return *this;
+  }
+  constexpr Time& operator-=(Time o) {
+    ps_ = detail::time_sub(ps_, o.ps_);
+    return *this;
+  }
+  constexpr Time operator*(std::int64_t k) const { return Time(detail::time_mul(ps_, k)); }
 
  private:
   constexpr explicit Time(std::int64_t ps) : ps_(ps) {}
@@ -46,18 +92,22 @@ class Bytes {
  public:
   constexpr Bytes() = default;
   constexpr explicit Bytes(std::int64_t n) : n_(n) {}
-  static constexpr Bytes kib(std::int64_t n) { return Bytes(n * 1024); }
-  static constexpr Bytes mib(std::int64_t n) { return Bytes(n * 1024 * 1024); }
-  static constexpr Bytes gib(std::int64_t n) { return Bytes(n * 1024 * 1024 * 1024); }
+  static constexpr Bytes kib(std::int64_t n) { return Bytes(detail::size_mul(n, 1024)); }
+  static constexpr Bytes mib(std::int64_t n) { return Bytes(detail::size_mul(n, 1024 * 1024)); }
+  static constexpr Bytes gib(std::int64_t n) { return Bytes(detail::size_mul(n, 1024 * 1024 * 1024)); }
 
   [[nodiscard]] constexpr std::int64_t count() const { return n_; }
   [[nodiscard]] constexpr double as_double() const { return static_cast<double>(n_); }
 
   constexpr auto operator<=>(const Bytes&) const = default;
-  constexpr Bytes operator+(Bytes o) const { return Bytes(n_ + o.n_); }
-  constexpr Bytes operator-(Bytes o) const { return Bytes(n_ - o.n_); }
-  constexpr Bytes& operator+=(Bytes o) { n_ += o.n_; return *this; }
-  constexpr Bytes operator*(std::int64_t k) const { return Bytes(n_ * k); }
+  // Checked: a result outside int64 bytes throws OverflowError.
+  constexpr Bytes operator+(Bytes o) const { return Bytes(detail::size_add(n_, o.n_)); }
+  constexpr Bytes operator-(Bytes o) const { return Bytes(detail::size_sub(n_, o.n_)); }
+  constexpr Bytes& operator+=(Bytes o) {
+    n_ = detail::size_add(n_, o.n_);
+    return *this;
+  }
+  constexpr Bytes operator*(std::int64_t k) const { return Bytes(detail::size_mul(n_, k)); }
   constexpr Bytes operator/(std::int64_t k) const { return Bytes(n_ / k); }
 
  private:
