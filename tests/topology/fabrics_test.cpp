@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <string>
 
@@ -388,4 +389,33 @@ TEST(SharedHcas, BadCountsNameTheKey) {
   s = shared_hca_tree(1);
   s.nodes = 40;  // 40 HCAs > 32 host ports of a k=8 2-tier tree
   expect_input_error([&] { (void)build_fat_tree(s); }, {"40 HCAs", "hcas_per_node"});
+}
+
+// Issue 17: a 3-tier fat-tree of a huge radix overflowed pods x leaves_per_pod
+// (int) and indexed an empty vector (SIGSEGV); now the size is checked first.
+TEST(FatTree, HugeRadixIsRejectedNotBuilt) {
+  FatTreeSpec s = fat_tree(4, 3);
+  s.nodes = 16;
+  s.k = 3'000'000;
+  expect_input_error([&] { check_size(s); }, {"cluster.fabric.k = 3000000 is too large",
+                                              "a 3-tier fat-tree of 3000000-port switches (3000000 pods)",
+                                              "at most 2147483647 can be simulated"});
+  expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.fabric.k = 3000000 is too large"});
+  // Saturated, not wrapped: k^3/4 passes 2^63 for k near 2^31.
+  s.k = 2'147'483'646;
+  EXPECT_EQ(host_capacity(s), std::numeric_limits<std::int64_t>::max());
+  // The largest tree that fits is still built (k = 32: 8192 hosts).
+  EXPECT_NO_THROW(check_size(fat_tree(32, 3)));
+}
+
+TEST(RailOptimized, HugeRadixIsRejectedNotBuilt) {
+  RailOptimizedSpec s;
+  s.nodes = 2;
+  s.node.gpus = 8;
+  s.node.nvlink = spec_link("450GB/s");
+  s.host = spec_link();
+  s.leaf_spine = spec_link();
+  s.k = 2'000'000;
+  expect_input_error([&] { (void)build_rail_optimized(s); },
+                     {"cluster.fabric.k = 2000000 is too large", "a rail-optimized fabric"});
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 
 #include "tessera/error.hpp"
@@ -72,4 +73,25 @@ TEST(LeafSpine, RejectsImpossibleSpecs) {
   EXPECT_THROW(build_leaf_spine(s), InputError);
   const auto t = build_leaf_spine(two_nodes());
   EXPECT_THROW((void)t.route(0, 32), InputError);
+}
+
+// Issue 17: hosts + hosts_per_leaf - 1 overflowed int for a huge leaf (no
+// leaves, then an empty vector indexed); huge spine counts overflow LinkId.
+TEST(LeafSpine, HugeLeavesAndSpinesDoNotWrap) {
+  LeafSpineSpec s = two_nodes();
+  s.hosts_per_leaf = std::numeric_limits<int>::max();
+  const auto t = build_leaf_spine(s);
+  EXPECT_EQ(t.count(VertexKind::Leaf), 1);
+  EXPECT_EQ(t.num_gpus(), 32);
+  s.hosts_per_leaf = 1;
+  s.spines = std::numeric_limits<int>::max();
+  try {
+    (void)build_leaf_spine(s);
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster.fabric.spines = 2147483647 is too large: 32 leaves x 2147483647 "
+                                         "spines and 32 GPUs need more than 2147483647 directed links"),
+              std::string::npos)
+        << e.what();
+  }
 }

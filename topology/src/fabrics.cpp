@@ -2,11 +2,37 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "tessera/error.hpp"
 
 namespace tessera::topology {
 
 namespace {
+
+__extension__ using Int128 = __int128;
+
+/// Directed links a topology can number (LinkId is int32).
+constexpr Int128 kMaxLinks = std::numeric_limits<LinkId>::max();
+
+/// Duplex links inside the nodes and to shared HCAs (128-bit: no overflow).
+Int128 node_links(int nodes, const NodeSpec& n) {
+  const Int128 g = n.gpus;
+  Int128 per_node = n.gpus <= 1 ? 0 : (n.fabric == NodeFabric::NvSwitch ? g : g * (g - 1) / 2);
+  if (n.shares_hcas()) per_node += g;
+  return per_node * nodes;
+}
+
+/// Throws InputError naming `key` when `duplex` links (two directed links
+/// each) do not fit in the topology's link ids.
+void check_links(Int128 duplex, std::string_view key, int value, std::string_view what) {
+  if (2 * duplex <= kMaxLinks) return;
+  const std::string count = 2 * duplex > std::numeric_limits<std::int64_t>::max()
+                                ? std::string("more than 2^63")
+                                : std::to_string(static_cast<std::int64_t>(2 * duplex));
+  throw InputError(fmt::format("{} = {} is too large: {} has {} directed links; at most {} can be simulated",
+                               key, value, what, count, static_cast<std::int64_t>(kMaxLinks)));
+}
 
 void check_positive(std::int64_t v, std::string_view key) {
   if (v <= 0) throw InputError(fmt::format("{} must be positive (got {})", key, v));
@@ -135,7 +161,23 @@ std::int64_t host_capacity(const FatTreeSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
   if (spec.tiers == 2) return static_cast<std::int64_t>(spec.k) * p.down;
   const int pods = spec.pods == 0 ? spec.k : spec.pods;
-  return static_cast<std::int64_t>(pods) * (spec.k / 2) * p.down;
+  // pods x k/2 x down can pass 2^63 for huge radices: saturate (the size check rejects them).
+  const Int128 capacity = static_cast<Int128>(pods) * (spec.k / 2) * p.down;
+  return capacity > std::numeric_limits<std::int64_t>::max() ? std::numeric_limits<std::int64_t>::max()
+                                                             : static_cast<std::int64_t>(capacity);
+}
+
+void check_size(const FatTreeSpec& spec) {
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  const Int128 k = spec.k;
+  const Int128 pods = spec.tiers == 2 ? 1 : (spec.pods == 0 ? k : spec.pods);
+  const Int128 leaves_per_pod = spec.tiers == 2 ? k : k / 2;
+  Int128 duplex = static_cast<Int128>(spec.nodes) * spec.node.hca_count() + pods * leaves_per_pod * p.up +
+                  node_links(spec.nodes, spec.node);
+  if (spec.tiers == 3) duplex += pods * p.up * (k / 2);
+  check_links(duplex, "cluster.fabric.k", spec.k,
+              fmt::format("a {}-tier fat-tree of {}-port switches{}", spec.tiers, spec.k,
+                          spec.tiers == 3 ? fmt::format(" ({} pods)", static_cast<std::int64_t>(pods)) : ""));
 }
 
 Topology build_fat_tree(const FatTreeSpec& spec) {
@@ -152,6 +194,7 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
   check_link(spec.host, "cluster.fabric.host");
   check_link(spec.leaf_spine, "cluster.fabric.leaf_spine");
   if (spec.tiers == 3) check_link(spec.spine_core, "cluster.fabric.spine_core");
+  check_size(spec);  // from here on every count below fits in int
   const std::int64_t hosts = static_cast<std::int64_t>(spec.nodes) * spec.node.hca_count();
   check_capacity(
       hosts, host_capacity(spec),
@@ -215,14 +258,25 @@ std::int64_t host_capacity(const RailOptimizedSpec& spec) {
   return static_cast<std::int64_t>(spec.k / rails) * p.down * rails;
 }
 
+void check_size(const RailOptimizedSpec& spec) {
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  // At most k leaves (more are rejected by the builder), each linked to every spine.
+  const Int128 leaves = spec.k;
+  check_links(static_cast<Int128>(spec.nodes) * spec.node.hca_count() + leaves * p.up +
+                  node_links(spec.nodes, spec.node),
+              "cluster.fabric.k", spec.k, fmt::format("a rail-optimized fabric of {}-port switches", spec.k));
+}
+
 Topology build_rail_optimized(const RailOptimizedSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
   check_node(spec.node, spec.nodes);
   check_link(spec.host, "cluster.fabric.host");
   check_link(spec.leaf_spine, "cluster.fabric.leaf_spine");
+  check_size(spec);
   const int rails = spec.node.hca_count();
-  const int groups = (spec.nodes + p.down - 1) / p.down;
-  const std::int64_t leaves = static_cast<std::int64_t>(groups) * rails;
+  // (in 64 bits: nodes + down - 1 can pass INT_MAX)
+  const std::int64_t groups = (static_cast<std::int64_t>(spec.nodes) + p.down - 1) / p.down;
+  const std::int64_t leaves = groups * rails;
   if (leaves > spec.k) {
     throw InputError(fmt::format(
         "cluster: {} nodes x {} HCAs need {} rail leaves ({} rail groups of {} nodes) but a spine of k = {} "

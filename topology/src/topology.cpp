@@ -324,6 +324,25 @@ Time Topology::latency(const Path& p) const {
 
 // ------------------------------------------------------------ leaf-spine
 
+void check_size(const LeafSpineSpec& spec) {
+  __extension__ using Int128 = __int128;
+  const Int128 gpus = static_cast<Int128>(spec.nodes) * spec.gpus_per_node;
+  const bool shared = spec.hcas_per_node > 0 && spec.hcas_per_node < spec.gpus_per_node;
+  const Int128 hosts = shared ? static_cast<Int128>(spec.nodes) * spec.hcas_per_node : gpus;
+  const Int128 leaves =
+      spec.hosts_per_leaf <= 0 ? 0 : (hosts + spec.hosts_per_leaf - 1) / spec.hosts_per_leaf;
+  // NVSwitch links, PCIe links to shared HCAs, HCA-leaf links, leaf-spine links.
+  const Int128 duplex = gpus + (shared ? gpus : 0) + hosts + (leaves > 1 ? leaves * spec.spines : 0);
+  constexpr Int128 kMaxLinks = std::numeric_limits<LinkId>::max();
+  if (2 * duplex > kMaxLinks) {
+    throw InputError(
+        fmt::format("cluster.fabric.spines = {} is too large: {} leaves x {} spines and {} GPUs need "
+                    "more than {} directed links, the most that can be simulated",
+                    spec.spines, static_cast<std::int64_t>(leaves), spec.spines,
+                    static_cast<std::int64_t>(gpus), static_cast<std::int64_t>(kMaxLinks)));
+  }
+}
+
 Topology build_leaf_spine(const LeafSpineSpec& spec) {
   auto positive = [](std::int64_t v, std::string_view key) {
     if (v <= 0) throw InputError(fmt::format("{} must be positive (got {})", key, v));
@@ -336,6 +355,7 @@ Topology build_leaf_spine(const LeafSpineSpec& spec) {
   positive(spec.nic_bandwidth.bps(), "cluster.nic_bandwidth");
   positive(spec.spine_bandwidth.bps(), "cluster.fabric.spine_bandwidth");
 
+  check_size(spec);  // from here on every count below fits in int
   Topology t;
   const int gpus = spec.nodes * spec.gpus_per_node;
   std::vector<VertexId> gpu_v;
@@ -354,7 +374,9 @@ Topology build_leaf_spine(const LeafSpineSpec& spec) {
   node.pcie = {spec.pcie_bandwidth, spec.pcie_latency};
   const std::vector<VertexId> host_v = add_hcas(t, gpu_v, spec.nodes, node);
   const auto hosts = static_cast<int>(host_v.size());
-  const int leaves = (hosts + spec.hosts_per_leaf - 1) / spec.hosts_per_leaf;
+  // (in 64 bits: hosts + hosts_per_leaf - 1 can pass INT_MAX)
+  const auto leaves =
+      static_cast<int>((static_cast<std::int64_t>(hosts) + spec.hosts_per_leaf - 1) / spec.hosts_per_leaf);
   std::vector<VertexId> leaf_v;
   for (int l = 0; l < leaves; ++l)
     leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));

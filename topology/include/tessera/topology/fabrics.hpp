@@ -61,6 +61,10 @@ struct FatTreeSpec {
 /// HCAs a fat-tree spec can attach (leaves x host ports per leaf); the
 /// cluster needs nodes x node.hca_count().
 std::int64_t host_capacity(const FatTreeSpec& spec);
+/// Throws InputError naming cluster.fabric.k when the fat-tree would have
+/// more links than a Topology can number (LinkId is int32), e.g. a 3-tier
+/// tree of a huge radix. build_fat_tree calls it; loaders may call it first.
+void check_size(const FatTreeSpec& spec);
 /// Throws InputError naming the key and the numbers for an impossible spec.
 Topology build_fat_tree(const FatTreeSpec& spec);
 
@@ -81,6 +85,8 @@ struct RailOptimizedSpec {
 };
 
 std::int64_t host_capacity(const RailOptimizedSpec& spec);
+/// As check_size(FatTreeSpec) for a rail-optimized fabric (names cluster.fabric.k).
+void check_size(const RailOptimizedSpec& spec);
 Topology build_rail_optimized(const RailOptimizedSpec& spec);
 
 /// Adds `nodes` nodes' GPUs and internals to an empty topology (used by every

@@ -146,6 +146,10 @@ struct LeafSpineSpec {
   Time spine_latency;
 };
 
+/// Throws InputError naming cluster.fabric.spines when the fabric would have
+/// more links than a Topology can number (LinkId is int32). build_leaf_spine
+/// calls it; loaders may call it first.
+void check_size(const LeafSpineSpec& spec);
 /// Builds the topology; GPU ranks are node-major (rank = node * gpus_per_node + i).
 /// Throws InputError naming the field for impossible specs.
 Topology build_leaf_spine(const LeafSpineSpec& spec);
