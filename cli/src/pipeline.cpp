@@ -1,7 +1,11 @@
 #include "tessera/cli/pipeline.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <iterator>
 #include <memory>
+#include <utility>
 
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
@@ -30,8 +34,10 @@ engine::ExecutionOptions execution_options(const Scenario& s) {
   return options;
 }
 
-Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,
-                             const node_model::KernelPredictor* predictor, bool split) {
+namespace {
+
+Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* observer,
+                              const node_model::KernelPredictor* predictor, bool split) {
   std::unique_ptr<node_model::KernelPredictor> owned;
   if (predictor == nullptr) {
     owned = node_model::make_predictor(s.predictor, kernel_gpu(s));
@@ -69,6 +75,53 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
     }
   }
   return sim;
+}
+
+}  // namespace
+
+Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,
+                             const node_model::KernelPredictor* predictor, bool split) {
+  try {
+    return simulate_unchecked(s, observer, predictor, split);
+  } catch (const OverflowError& e) {
+    // A time or size past int64 while planning or simulating: the iteration
+    // is too big to represent. Name the keys that scale it: a latency of
+    // more than a day if the scenario has one (no real link or host has),
+    // else the work per iteration.
+    const std::pair<const char*, Time> latencies[] = {
+        {"cluster.nvlink_latency", s.cluster.nvlink_latency},
+        {"cluster.nic_latency", s.cluster.nic_latency},
+        {"cluster.pcie_latency", s.cluster.pcie_latency},
+        {"cluster.fabric.spine_latency",
+         s.fabric == FabricKind::LeafSpine
+             ? s.cluster.spine_latency
+             : (s.fabric == FabricKind::FatTree ? s.fat_tree.leaf_spine.latency : s.rail.leaf_spine.latency)},
+        {"cluster.fabric.core_latency",
+         s.fabric == FabricKind::FatTree ? s.fat_tree.spine_core.latency : Time{}},
+        {"collectives.auto_latency", s.collectives.auto_latency},
+        {"calibration.host_launch", s.calibration.host_launch},
+        {"calibration.host_iteration", s.calibration.host_iteration},
+        {"calibration.host_p2p", s.calibration.host_p2p},
+        {"calibration.nvlink_launch", s.calibration.comm.nvlink.launch_latency},
+        {"calibration.nvlink_step", s.calibration.comm.nvlink.step_latency},
+        {"calibration.network_launch", s.calibration.comm.network.launch_latency},
+        {"calibration.network_step", s.calibration.comm.network.step_latency},
+    };
+    // (the first one: collectives.auto_latency defaults to 2 x cluster.nic_latency)
+    const auto* longest = std::find_if(std::begin(latencies), std::end(latencies),
+                                       [](const auto& l) { return l.second > Time::from_seconds(86'400); });
+    if (longest != std::end(latencies)) {
+      throw ScenarioError(fmt::format("{}: {}: {} cannot be simulated: {}", s.file, longest->first,
+                                      to_string(longest->second), e.what()));
+    }
+    throw ScenarioError(fmt::format(
+        "{}: training.micro_batch, training.seq_len, training.global_batch: one iteration ({} x {} tokens "
+        "per micro-batch, {}) cannot be simulated: {}",
+        s.file, s.workload.micro_batch, s.workload.seq_len,
+        s.plan.global_batch > 0 ? fmt::format("{} sequences", s.plan.global_batch)
+                                : std::string("one micro-batch per replica"),
+        e.what()));
+  }
 }
 
 IterationBreakdown breakdown(const Simulation& sim) {

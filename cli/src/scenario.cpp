@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -120,17 +121,36 @@ class Section {
     return v.Scalar();
   }
 
-  std::int64_t positive_int(const std::string& key) {
+  /// A whole number in [1, max]; a value beyond int64 or above `max` is an
+  /// error naming the range, never wrapped.
+  std::int64_t positive_int(const std::string& key,
+                            std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
     YAML::Node v = need(key);
     std::int64_t x = 0;
+    const auto out_of_range = [&](const std::string& got) {
+      fail_at(v.Mark(), key_path(key), fmt::format("must be between 1 and {}, got {}", max, got));
+    };
     try {
       if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
       x = v.as<std::int64_t>();
     } catch (const YAML::BadConversion&) {
+      // All digits (with a sign) but no int64: out of range, not a type error.
+      const std::string& t = v.IsScalar() ? v.Scalar() : std::string();
+      const std::size_t first = !t.empty() && (t[0] == '+' || t[0] == '-') ? 1 : 0;
+      if (t.size() > first && t.find_first_not_of("0123456789", first) == std::string::npos) {
+        if (t[0] == '-') fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", t));
+        out_of_range(t);
+      }
       fail_at(v.Mark(), key_path(key), fmt::format("expected a whole number, got '{}'", describe(v)));
     }
     if (x <= 0) fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", x));
+    if (x > max) out_of_range(std::to_string(x));
     return x;
+  }
+
+  /// A whole number in [1, INT_MAX], for the fields held as int.
+  int positive_int32(const std::string& key) {
+    return static_cast<int>(positive_int(key, std::numeric_limits<int>::max()));
   }
 
   template <typename T>
@@ -235,7 +255,7 @@ node_model::GpuSpec read_gpu(Section& cluster) {
   spec.fp32_peak = g.unit("fp32_peak", parse_flop_rate);
   spec.tensor_peak = g.unit("tensor_peak", parse_flop_rate);
   spec.memory_bandwidth = g.unit("memory_bandwidth", parse_bandwidth);
-  spec.sms = static_cast<int>(g.positive_int("sms"));
+  spec.sms = g.positive_int32("sms");
   spec.l2_cache = g.unit("l2_cache", parse_bytes);
   spec.memory = g.unit("memory", parse_bytes);
   // Optional: TF32 tensor cores at half the FP16/BF16 rate (every NVIDIA GPU
@@ -339,8 +359,16 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
   {
     Section c = top.child("cluster");
     auto& cl = s.cluster;
-    cl.nodes = static_cast<int>(c.positive_int("nodes"));
-    cl.gpus_per_node = static_cast<int>(c.positive_int("gpus_per_node"));
+    cl.nodes = c.positive_int32("nodes");
+    cl.gpus_per_node = c.positive_int32("gpus_per_node");
+    // GPUs are numbered by int ranks: their count must fit too.
+    if (static_cast<std::int64_t>(cl.nodes) * cl.gpus_per_node > std::numeric_limits<int>::max()) {
+      c.fail_at(c.node()["nodes"].Mark(), c.key_path("nodes"),
+                fmt::format(
+                    "cluster.nodes x cluster.gpus_per_node = {} x {} = {} GPUs; at most {} can be simulated",
+                    cl.nodes, cl.gpus_per_node, static_cast<std::int64_t>(cl.nodes) * cl.gpus_per_node,
+                    std::numeric_limits<int>::max()));
+    }
     s.gpu = read_gpu(c);
     cl.nvlink_bandwidth = c.unit("nvlink_bandwidth", parse_bandwidth);
     cl.nvlink_latency = c.unit("nvlink_latency", parse_time);
@@ -352,7 +380,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     // HCAs per node (default: one per GPU) and the PCIe link to a shared one.
     if (c.has("hcas_per_node")) {
       const YAML::Node v = c.need("hcas_per_node");
-      const auto hcas = c.positive_int("hcas_per_node");
+      const auto hcas = c.positive_int32("hcas_per_node");
       if (hcas > cl.gpus_per_node || cl.gpus_per_node % hcas != 0) {
         c.fail_at(v.Mark(), c.key_path("hcas_per_node"),
                   fmt::format("{} HCAs do not divide cluster.gpus_per_node = {} (GPUs share HCAs evenly; use a "
@@ -392,7 +420,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       }
     };
     auto oversubscription = [&] {
-      return f.has("oversubscription") ? static_cast<int>(f.positive_int("oversubscription")) : 1;
+      return f.has("oversubscription") ? f.positive_int32("oversubscription") : 1;
     };
     if (type == "leaf-spine") {
       s.fabric = FabricKind::LeafSpine;
@@ -400,33 +428,45 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
         c.fail_at(c.node()["node_fabric"].Mark(), c.key_path("node_fabric"),
                   "the leaf-spine fabric models NVSwitch nodes only (use fat-tree or rail-optimized for nvlink-mesh)");
       }
-      cl.hosts_per_leaf = static_cast<int>(f.positive_int("hosts_per_leaf"));
-      cl.spines = static_cast<int>(f.positive_int("spines"));
+      cl.hosts_per_leaf = f.positive_int32("hosts_per_leaf");
+      cl.spines = f.positive_int32("spines");
       cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
       cl.spine_latency = f.unit("spine_latency", parse_time);
+      checked(f, f.node()["spines"], f.key_path("spines"), [&] {
+        topology::check_size(cl);
+        return 0;
+      });
     } else if (type == "fat-tree") {
       s.fabric = FabricKind::FatTree;
       auto& ft = s.fat_tree;
       ft.nodes = cl.nodes;
       ft.node = node;
       ft.host = host;
-      ft.k = static_cast<int>(f.positive_int("k"));
-      ft.tiers = static_cast<int>(f.positive_int("tiers"));
-      ft.pods = f.has("pods") ? static_cast<int>(f.positive_int("pods")) : 0;
+      ft.k = f.positive_int32("k");
+      ft.tiers = f.positive_int32("tiers");
+      ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
       ft.oversubscription = oversubscription();
       ft.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), f.unit("spine_latency", parse_time)};
       if (ft.tiers == 3) ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), f.unit("core_latency", parse_time)};
-      checked(f, f.node(), f.key_path("k"), [&] { check_capacity(topology::host_capacity(ft), fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers)); return 0; });
+      checked(f, f.node()["k"], f.key_path("k"), [&] {
+        check_capacity(topology::host_capacity(ft), fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers));
+        topology::check_size(ft);
+        return 0;
+      });
     } else if (type == "rail-optimized") {
       s.fabric = FabricKind::RailOptimized;
       auto& r = s.rail;
       r.nodes = cl.nodes;
       r.node = node;
       r.host = host;
-      r.k = static_cast<int>(f.positive_int("k"));
+      r.k = f.positive_int32("k");
       r.oversubscription = oversubscription();
       r.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), f.unit("spine_latency", parse_time)};
-      checked(f, f.node(), f.key_path("k"), [&] { check_capacity(topology::host_capacity(r), fmt::format("a k={} rail-optimized fabric", r.k)); return 0; });
+      checked(f, f.node()["k"], f.key_path("k"), [&] {
+        check_capacity(topology::host_capacity(r), fmt::format("a k={} rail-optimized fabric", r.k));
+        topology::check_size(r);
+        return 0;
+      });
     } else {
       f.fail_at(type_at.Mark(), f.key_path("type"),
                 fmt::format("unknown fabric type '{}' (expected leaf-spine, fat-tree or rail-optimized)", type));
@@ -483,21 +523,23 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     Section p = top.child("parallelism");
     auto& plan = s.plan;
     auto optional_int = [&](const char* key, int& field) {
-      if (p.has(key)) field = static_cast<int>(p.positive_int(key));
+      if (p.has(key)) field = p.positive_int32(key);
     };
     optional_int("tp", plan.tp);
     optional_int("pp", plan.pp);
     // dp defaults to the GPUs left over by tp x pp, so that node-count sweeps
     // need no matching dp list.
     const YAML::Node dpn = p.has("dp") ? p.need("dp") : p.node();
+    // (tp x pp in 64 bits: both are ints, their product need not be)
+    const std::int64_t tp_pp = static_cast<std::int64_t>(plan.tp) * plan.pp;
     if (p.has("dp")) {
-      plan.dp = static_cast<int>(p.positive_int("dp"));
-    } else if (s.gpus() % (plan.tp * plan.pp) != 0) {
+      plan.dp = p.positive_int32("dp");
+    } else if (s.gpus() % tp_pp != 0) {
       p.fail_at(p.node().Mark(), p.key_path("dp"),
-                fmt::format("not given, and tp x pp ({} x {} = {}) does not divide the {} GPUs", plan.tp, plan.pp,
-                            plan.tp * plan.pp, s.gpus()));
+                fmt::format("not given, and tp x pp ({} x {} = {}) does not divide the {} GPUs", plan.tp,
+                            plan.pp, tp_pp, s.gpus()));
     } else {
-      plan.dp = s.gpus() / (plan.tp * plan.pp);
+      plan.dp = static_cast<int>(s.gpus() / tp_pp);
     }
     optional_int("virtual_stages", plan.virtual_stages);
     plan.schedule = plan.virtual_stages > 1 ? parallelism::Schedule::Interleaved1F1B : parallelism::Schedule::OneFOneB;
@@ -553,9 +595,16 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     checked(top, v, "predictor", [&] { return node_model::make_predictor(s.predictor, s.gpu) != nullptr; });
   }
   s.collectives.ranks_per_node = s.cluster.gpus_per_node;
-  // Auto's nominal per-rank inter-node bandwidth: GPUs sharing an HCA share its rate.
+  // Auto's nominal per-rank inter-node bandwidth: GPUs sharing an HCA share
+  // its rate (hcas_per_node divides gpus_per_node: dividing by the GPUs per
+  // HCA is exact and cannot overflow).
   const Bandwidth nic_per_gpu = Bandwidth::bits_per_second(
-      s.cluster.nic_bandwidth.bps() * s.cluster.hcas_per_node / s.cluster.gpus_per_node);
+      s.cluster.nic_bandwidth.bps() / (s.cluster.gpus_per_node / s.cluster.hcas_per_node));
+  // Auto's default per-step latency (2 x nic_latency), overflow named by its key.
+  auto twice_nic_latency = [&] {
+    const YAML::Node at = root["cluster"]["nic_latency"];
+    return checked(top, at, "cluster.nic_latency", [&] { return s.cluster.nic_latency * 2; });
+  };
   if (top.has("collectives")) {
     Section col = top.child("collectives");
     if (col.has("algorithm")) {
@@ -563,12 +612,13 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       s.collectives.algorithm =
           checked(col, v, col.key_path("algorithm"), [&] { return collectives::parse_algorithm(col.scalar("algorithm")); });
     }
-    if (col.has("chunks")) s.collectives.chunks = static_cast<int>(col.positive_int("chunks"));
-    s.collectives.auto_latency = col.has("auto_latency") ? col.unit("auto_latency", parse_time) : s.cluster.nic_latency * 2;
+    if (col.has("chunks")) s.collectives.chunks = col.positive_int32("chunks");
+    s.collectives.auto_latency =
+        col.has("auto_latency") ? col.unit("auto_latency", parse_time) : twice_nic_latency();
     s.collectives.auto_bandwidth = col.has("auto_bandwidth") ? col.unit("auto_bandwidth", parse_bandwidth) : nic_per_gpu;
     col.finish();
   } else {
-    s.collectives.auto_latency = s.cluster.nic_latency * 2;
+    s.collectives.auto_latency = twice_nic_latency();
     s.collectives.auto_bandwidth = nic_per_gpu;
   }
   // Calibration (docs/calibration.md): fitted constants, each overridable.

@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
 
 #include "tessera/error.hpp"
 #include "tessera/parallelism/plan.hpp"
@@ -77,12 +80,25 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
   positive(virtual_stages, "virtual_stages");
   positive(work.micro_batch, "micro_batch");
   positive(work.seq_len, "seq_len");
-  if (gpus > 0 && world_size() != gpus) {
+  // dp x tp x pp in 128 bits: the ints' product need not fit in int (or int64).
+  __extension__ using Int128 = __int128;
+  const Int128 world = static_cast<Int128>(dp) * tp * pp;
+  const auto world_text = [&] {
+    return world > std::numeric_limits<std::int64_t>::max()
+               ? std::string("more than 2^63")
+               : std::to_string(static_cast<std::int64_t>(world));
+  };
+  if (gpus > 0 && world != gpus) {
     if (tp == 1 && pp == 1) {
       throw InputError(fmt::format("dp ({}) must equal the number of GPUs ({})", dp, gpus));
     }
-    throw InputError(fmt::format("dp x tp x pp ({} x {} x {} = {}) must equal the number of GPUs ({})", dp, tp, pp,
-                                 world_size(), gpus));
+    throw InputError(fmt::format("dp x tp x pp ({} x {} x {} = {}) must equal the number of GPUs ({})", dp,
+                                 tp, pp, world_text(), gpus));
+  }
+  if (world > std::numeric_limits<int>::max()) {
+    throw InputError(
+        fmt::format("dp x tp x pp ({} x {} x {} = {}) exceeds the {} ranks that can be simulated", dp, tp, pp,
+                    world_text(), std::numeric_limits<int>::max()));
   }
   check_sharding(model, work, Sharding{tp, sequence_parallel});
   if (pp > model.layers) {
@@ -91,12 +107,18 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
   }
   if (static_cast<std::int64_t>(pp) * virtual_stages > model.layers) {
     throw InputError(fmt::format("pp x virtual_stages ({} x {} = {}) must not exceed the model's layers ({})", pp,
-                                 virtual_stages, pp * virtual_stages, model.layers));
+                                 virtual_stages, static_cast<std::int64_t>(pp) * virtual_stages, model.layers));
   }
   if (global_batch < 0) throw InputError(fmt::format("global_batch must be positive (got {})", global_batch));
-  if (global_batch > 0 && global_batch % (static_cast<std::int64_t>(dp) * work.micro_batch) != 0) {
+  // (dp x micro_batch in 128 bits: a product past int64 is no divisor of an int64 global batch)
+  const Int128 per_step = static_cast<Int128>(dp) * work.micro_batch;
+  if (global_batch > 0 &&
+      (per_step > global_batch || global_batch % static_cast<std::int64_t>(per_step) != 0)) {
     throw InputError(fmt::format("global_batch ({}) must be a multiple of dp x micro_batch ({} x {} = {})",
-                                 global_batch, dp, work.micro_batch, dp * work.micro_batch));
+                                 global_batch, dp, work.micro_batch,
+                                 per_step > std::numeric_limits<std::int64_t>::max()
+                                     ? std::string("more than 2^63")
+                                     : std::to_string(static_cast<std::int64_t>(per_step))));
   }
   if (virtual_stages > 1 && schedule != Schedule::Interleaved1F1B) {
     throw InputError(fmt::format("virtual_stages ({}) needs schedule interleaved-1f1b (got {})", virtual_stages,

@@ -298,6 +298,35 @@ TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   EXPECT_THROW(parse_recompute("some"), InputError);
 }
 
+// Issue 17: dp x tp x pp of ints overflowed int (65536 x 65536 wrapped to 0).
+TEST(PlanErrors, ProductsOfThePlanDoNotWrap) {
+  const auto m = model_preset("gpt2-large");
+  ParallelPlan p;
+  p.dp = 16;
+  p.tp = 65536;
+  p.pp = 65536;
+  EXPECT_EQ(error_of(m, kWork, p, 16),
+            "dp x tp x pp (16 x 65536 x 65536 = 68719476736) must equal the number of GPUs (16)");
+  // Without a GPU count to compare with, the ranks must still be numbered by int.
+  EXPECT_EQ(error_of(m, kWork, p, 0),
+            "dp x tp x pp (16 x 65536 x 65536 = 68719476736) exceeds the 2147483647 ranks that can be simulated");
+  p.dp = 2;
+  p.tp = 1;
+  p.pp = 2;
+  p.virtual_stages = 1 << 30;
+  p.schedule = Schedule::Interleaved1F1B;
+  EXPECT_EQ(error_of(m, kWork, p, 4),
+            "pp x virtual_stages (2 x 1073741824 = 2147483648) must not exceed the model's layers (36)");
+  p.virtual_stages = 1;
+  p.schedule = Schedule::OneFOneB;
+  p.global_batch = 1'000'000;
+  Workload huge = kWork;
+  huge.micro_batch = std::int64_t{1} << 62;
+  EXPECT_EQ(error_of(m, huge, p, 4),
+            "global_batch (1000000) must be a multiple of dp x micro_batch (2 x 4611686018427387904 = "
+            "more than 2^63)");
+}
+
 TEST(Plan, RanksOfAStageShareOneProgramBoundToTheirOwnGroups) {
   const auto m = tiny();
   test_support::LayersOnlyPredictor pred(m.vocab);

@@ -1,0 +1,172 @@
+// Issue 17, "Reliability under hostile and huge inputs": values that used to
+// wrap, crash or be accepted silently are one-line errors naming the key.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/scenario.hpp"
+
+using namespace tessera;
+using namespace tessera::cli;
+
+namespace {
+
+std::string scenario_text(const std::string& name) {
+  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/" + name);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return text.replace(pos, from.size(), to);
+}
+
+/// The ScenarioError of loading `text` with `overrides`, or "no error".
+std::string error_of(const std::string& text, const std::vector<Override>& overrides = {}) {
+  try {
+    (void)parse_scenario(text, "s.yaml", overrides);
+  } catch (const ScenarioError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    return msg;
+  }
+  return "no error";
+}
+
+/// The default scenario on a fat-tree (for the fat-tree keys) without dp.
+std::string fat_tree_text() {
+  std::string t = replaced(scenario_text("default.yaml"),
+                           "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+                           "    type: fat-tree\n    k: 8\n    tiers: 3\n    pods: 8\n    oversubscription: 1\n"
+                           "    core_bandwidth: 800Gbps\n    core_latency: 700ns\n");
+  return replaced(t, "  dp: 16\n", "  tp: 1\n  pp: 1\n  virtual_stages: 1\n") +
+         "collectives:\n  chunks: 1\n";
+}
+
+}  // namespace
+
+// Integers held as int were narrowed with a cast: cluster.nodes 4294967298
+// ran as 2 nodes. Every one is range-checked before narrowing.
+TEST(Robustness, IntKeysAreRangeCheckedBeforeNarrowing) {
+  const std::string leaf_spine = scenario_text("default.yaml");
+  const std::string fat_tree = fat_tree_text();
+  const std::string inline_gpu = replaced(leaf_spine, "gpu: H100-SXM",
+                                          "gpu: {name: X, fp32_peak: 50TFLOPS, tensor_peak: 800TFLOPS, "
+                                          "memory_bandwidth: 3TB/s, sms: 100, l2_cache: 40MiB, memory: 96GiB}");
+  const std::string hcas = replaced(leaf_spine, "gpus_per_node: 8\n", "gpus_per_node: 8\n  hcas_per_node: 8\n");
+  const std::vector<std::pair<std::string, const std::string*>> keys = {
+      {"cluster.nodes", &leaf_spine},
+      {"cluster.gpus_per_node", &leaf_spine},
+      {"cluster.hcas_per_node", &hcas},
+      {"cluster.gpu.sms", &inline_gpu},
+      {"cluster.fabric.hosts_per_leaf", &leaf_spine},
+      {"cluster.fabric.spines", &leaf_spine},
+      {"cluster.fabric.k", &fat_tree},
+      {"cluster.fabric.tiers", &fat_tree},
+      {"cluster.fabric.pods", &fat_tree},
+      {"cluster.fabric.oversubscription", &fat_tree},
+      {"parallelism.dp", &leaf_spine},
+      {"parallelism.tp", &fat_tree},
+      {"parallelism.pp", &fat_tree},
+      {"parallelism.virtual_stages", &fat_tree},
+      {"collectives.chunks", &fat_tree},
+  };
+  for (const auto& [key, text] : keys) {
+    ASSERT_EQ(error_of(*text), "no error") << key;
+    // 2^32 + 2 (was 2 after the cast) and a value beyond int64.
+    for (const std::string value : {"4294967298", "99999999999999999999"}) {
+      EXPECT_EQ(error_of(*text, {Override{key, value}}),
+                "s.yaml (--set " + key + "): " + key + ": must be between 1 and 2147483647, got " + value);
+    }
+  }
+  // Keys held in int64 are checked against int64's range, not wrapped.
+  EXPECT_EQ(error_of(leaf_spine, {Override{"training.micro_batch", "9223372036854775808"}}),
+            "s.yaml (--set training.micro_batch): training.micro_batch: must be between 1 and "
+            "9223372036854775807, got 9223372036854775808");
+}
+
+// tp x pp overflowed int: SIGFPE (x % 0) without dp, a wrong product with it.
+TEST(Robustness, TpTimesPpDoesNotOverflow) {
+  const std::vector<Override> huge{{"parallelism.tp", "65536"}, {"parallelism.pp", "65536"}};
+  // (file:line:col of the parallelism section, then the message)
+  const std::string msg = error_of(fat_tree_text(), huge);
+  EXPECT_EQ(msg.rfind("s.yaml:", 0), 0U) << msg;
+  EXPECT_NE(msg.find(": parallelism.dp: not given, and tp x pp (65536 x 65536 = 4294967296) does not divide "
+                     "the 16 GPUs"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(error_of(scenario_text("default.yaml"), huge)
+                .find("parallelism.dp: dp x tp x pp (16 x 65536 x 65536 = 68719476736) must equal the number of "
+                      "GPUs (16)"),
+            std::string::npos);
+}
+
+TEST(Robustness, GpuCountMustFitInt) {
+  EXPECT_EQ(error_of(scenario_text("default.yaml"),
+                     {{"cluster.nodes", "65536"}, {"cluster.gpus_per_node", "65536"}}),
+            "s.yaml (--set cluster.nodes): cluster.nodes: cluster.nodes x cluster.gpus_per_node = 65536 x 65536 = "
+            "4294967296 GPUs; at most 2147483647 can be simulated");
+}
+
+// A 3-tier fat-tree of radix 3,000,000 overflowed pods x leaves_per_pod and
+// crashed (SIGSEGV) when built; it is rejected when the scenario loads.
+TEST(Robustness, HugeFatTreeRadixIsRejectedAtLoad) {
+  const std::string msg = error_of(scenario_text("gpt3-175b.yaml"), {{"cluster.fabric.k", "3000000"}});
+  EXPECT_EQ(msg.rfind("s.yaml (--set cluster.fabric.k): cluster.fabric.k: cluster.fabric.k = 3000000 is too large: "
+                      "a 3-tier fat-tree of 3000000-port switches (3000000 pods) has more than 2^63 directed links",
+                      0),
+            0U)
+      << msg;
+  EXPECT_NE(error_of(scenario_text("default.yaml"), {{"cluster.fabric.spines", "2147483647"}})
+                .find("cluster.fabric.spines: cluster.fabric.spines = 2147483647 is too large"),
+            std::string::npos);
+}
+
+// 2 x nic_latency (collectives.auto_latency's default) overflowed int64
+// picoseconds; the run then failed with "event scheduled in the past".
+TEST(Robustness, TimeOverflowWhileLoadingNamesTheKey) {
+  EXPECT_EQ(error_of(scenario_text("default.yaml"), {{"cluster.nic_latency", "9000000s"}}),
+            "s.yaml (--set cluster.nic_latency): cluster.nic_latency: time overflow: 9000000s x 2 does not fit in "
+            "64-bit picoseconds (at most about 106 days)");
+  // A time that does not fit at all is a bad unit string.
+  EXPECT_NE(error_of(scenario_text("default.yaml"), {{"cluster.nic_latency", "9223373s"}})
+                .find("cluster.nic_latency: invalid time '9223373s': value too large"),
+            std::string::npos);
+}
+
+// training.micro_batch = 10^9 wrapped the iteration time (exit 0, a
+// negative compute time); simulated-time overflow now names the keys.
+TEST(Robustness, TimeOverflowWhileSimulatingNamesTheKeys) {
+  const std::string text = scenario_text("default.yaml");
+  const Scenario big_batch = parse_scenario(text, "s.yaml", {{"training.micro_batch", "1000000000"}});
+  try {
+    (void)simulate_scenario(big_batch);
+    FAIL() << "no ScenarioError";
+  } catch (const ScenarioError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("s.yaml: training.micro_batch, training.seq_len, training.global_batch: one iteration "
+                        "(1000000000 x 1024 tokens per micro-batch, one micro-batch per replica) cannot be "
+                        "simulated: time overflow: ",
+                        0),
+              0U)
+        << msg;
+  }
+  // A latency of weeks fits once, but not summed over an iteration: named as the cause.
+  const Scenario slow_link = parse_scenario(text, "s.yaml", {{"cluster.nic_latency", "4000000s"}});
+  try {
+    (void)simulate_scenario(slow_link);
+    FAIL() << "no ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("s.yaml: cluster.nic_latency: 4000000s cannot be simulated: time overflow: ",
+                                          0),
+              0U)
+        << e.what();
+  }
+}
