@@ -149,28 +149,4 @@ std::string csv_escape(std::string_view cell) {
   return out;
 }
 
-void write_file_atomic(const std::string& path, std::string_view content) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path tmp = target.parent_path() / (target.filename().string() + fmt::format(".tmp{}", ::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(fmt::format("{}: cannot write output file", path));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw InputError(fmt::format("{}: error while writing output file", path));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(fmt::format("{}: cannot move the output into place", path));
-  }
-}
-
 }  // namespace tessera::node_model

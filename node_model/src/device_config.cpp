@@ -10,7 +10,10 @@
 namespace tessera::node_model {
 namespace {
 
-double positive_number(const JsonValue& json, const std::string& source, const char* field) {
+/// A positive number up to `max` in the field's unit (GB, GB/s, MB, GFLOPS,
+/// SMs): far above any GPU, far below where converting it to bytes, bits per
+/// second or FLOP/s would overflow.
+double positive_number(const JsonValue& json, const std::string& source, const char* field, double max = 1e9) {
   const JsonValue* v = json.find(field);
   if (v == nullptr) throw InputError(fmt::format("{}: missing field '{}'", source, field));
   if (!v->is_number()) throw InputError(fmt::format("{}: field '{}' must be a number", source, field));
@@ -18,6 +21,7 @@ double positive_number(const JsonValue& json, const std::string& source, const c
   if (!std::isfinite(x) || x <= 0) {
     throw InputError(fmt::format("{}: field '{}' must be positive (got {})", source, field, x));
   }
+  if (x > max) throw InputError(fmt::format("{}: field '{}' must be at most {:g} (got {:g})", source, field, max, x));
   return x;
 }
 
@@ -31,13 +35,13 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
     throw InputError(fmt::format("{}: missing string field 'Device'", source));
   }
   g.name = name->string();
-  g.memory = Bytes(static_cast<std::int64_t>(positive_number(json, source, "Dev_Mem") * 1024.0 * 1024 * 1024));
+  g.memory = Bytes(static_cast<std::int64_t>(positive_number(json, source, "Dev_Mem", 1e6) * 1024.0 * 1024 * 1024));
   g.memory_bandwidth = Bandwidth::bits_per_second(
-      static_cast<std::int64_t>(std::llround(positive_number(json, source, "Mem_Bw") * 8e9)));
-  const double sms = positive_number(json, source, "Num_Sm");
+      static_cast<std::int64_t>(std::llround(positive_number(json, source, "Mem_Bw", 1e6) * 8e9)));
+  const double sms = positive_number(json, source, "Num_Sm", 1e6);
   if (sms != std::floor(sms)) throw InputError(fmt::format("{}: field 'Num_Sm' must be an integer", source));
   g.sms = static_cast<int>(sms);
-  g.l2_cache = Bytes(static_cast<std::int64_t>(positive_number(json, source, "L2Cache") * 1024.0 * 1024));
+  g.l2_cache = Bytes(static_cast<std::int64_t>(positive_number(json, source, "L2Cache", 1e6) * 1024.0 * 1024));
   if (json.find("SingleFLOPs") != nullptr) {
     const double f = positive_number(json, source, "SingleFLOPs") * 1e9;
     g.fp32_peak = FlopRate::per_second(f);

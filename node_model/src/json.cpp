@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tessera/error.hpp"
+#include "tessera/files.hpp"
 
 namespace tessera::node_model {
 
@@ -108,16 +109,30 @@ class Parser {
         case 'b': out += '\b'; break;
         case 'f': out += '\f'; break;
         case 'u': {
-          if (i_ + 4 > s_.size()) fail("bad \\u escape");
-          const unsigned cp = std::stoul(std::string(s_.substr(i_, 4)), nullptr, 16);
-          i_ += 4;
+          unsigned cp = hex4();
+          // A UTF-16 surrogate pair is one code point; a lone half is malformed.
+          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("bad \\u escape: unpaired low surrogate");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (i_ + 2 > s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u') {
+              fail("bad \\u escape: unpaired high surrogate");
+            }
+            i_ += 2;
+            const unsigned low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) fail("bad \\u escape: unpaired high surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
           if (cp < 0x80) {
             out += static_cast<char>(cp);
           } else if (cp < 0x800) {
             out += static_cast<char>(0xC0 | (cp >> 6));
             out += static_cast<char>(0x80 | (cp & 0x3F));
-          } else {
+          } else if (cp < 0x10000) {
             out += static_cast<char>(0xE0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+          } else {
+            out += static_cast<char>(0xF0 | (cp >> 18));
+            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
             out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
             out += static_cast<char>(0x80 | (cp & 0x3F));
           }
@@ -127,6 +142,21 @@ class Parser {
       }
     }
     return out;
+  }
+
+  /// Four hex digits of a \\u escape (anything else is malformed).
+  unsigned hex4() {
+    if (i_ + 4 > s_.size()) fail("bad \\u escape: expected 4 hex digits");
+    unsigned v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char h = s_[i_ + static_cast<std::size_t>(k)];
+      if (std::isxdigit(static_cast<unsigned char>(h)) == 0) fail("bad \\u escape: expected 4 hex digits");
+      v = v * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(h)) != 0
+                                             ? h - '0'
+                                             : std::tolower(static_cast<unsigned char>(h)) - 'a' + 10);
+    }
+    i_ += 4;
+    return v;
   }
 
   JsonValue parse_array(int depth) {
@@ -152,9 +182,14 @@ class Parser {
     while (true) {
       skip_ws();
       if (peek() != '"') fail("expected a key string");
+      const std::size_t key_at = i_;
       std::string key = parse_string();
       skip_ws();
       expect(':');
+      if (o.count(key) != 0U) {
+        i_ = key_at;
+        fail(fmt::format("duplicate key \"{}\"", key));
+      }
       o[key] = parse_value(depth + 1);
       skip_ws();
       if (peek() == ',') { ++i_; continue; }
@@ -175,13 +210,7 @@ JsonValue parse_json(std::string_view text, std::string_view source) {
   return Parser(text, source).parse_document();
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_text_file(const std::string& path) { return read_input_file(path, "file"); }
 
 JsonValue read_json_file(const std::string& path) { return parse_json(read_text_file(path), path); }
 

@@ -20,8 +20,12 @@ std::int64_t get_int(const JsonValue& c, std::initializer_list<const char*> keys
                      std::int64_t fallback = -1) {
   for (const char* k : keys) {
     if (const JsonValue* v = c.find(k); v != nullptr) {
-      if (!v->is_number() || v->number() <= 0 || v->number() != std::floor(v->number())) {
-        throw InputError(fmt::format("{}: key '{}' must be a positive integer", source, k));
+      // (at most 2^24: larger than any model's dimension, small enough that
+      // products of dimensions stay exact)
+      constexpr double kMax = 16777216;
+      if (!v->is_number() || v->number() <= 0 || v->number() != std::floor(v->number()) || v->number() > kMax) {
+        throw InputError(fmt::format("{}: key '{}' must be a whole number from 1 to {:.0f}{}", source, k, kMax,
+                                     v->is_number() ? fmt::format(" (got {:g})", v->number()) : std::string()));
       }
       return static_cast<std::int64_t>(v->number());
     }

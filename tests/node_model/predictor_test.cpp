@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tessera/error.hpp"
+#include "tessera/files.hpp"
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/dataset.hpp"
 #include "tessera/node_model/device_config.hpp"
@@ -110,7 +111,7 @@ TEST(KernelCsv, QuotedCellsAndAtomicWrite) {
   EXPECT_EQ(nm::csv_escape(t.rows[0][1]), "\"void f<4, float>(int, \"\"x\"\")\"");
   const fs::path dir = fs::temp_directory_path() / "tessera_csv_test";
   fs::create_directories(dir);
-  nm::write_file_atomic((dir / "out.csv").string(), "a,b\n");
+  tessera::write_file_atomic((dir / "out.csv").string(), "a,b\n");
   std::ifstream in(dir / "out.csv");
   std::string line;
   std::getline(in, line);
@@ -118,7 +119,7 @@ TEST(KernelCsv, QuotedCellsAndAtomicWrite) {
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 1);  // no temporary left behind
-  EXPECT_THROW(nm::write_file_atomic((dir / "missing" / "out.csv").string(), "x"), InputError);
+  EXPECT_THROW(tessera::write_file_atomic((dir / "missing" / "out.csv").string(), "x"), InputError);
   fs::remove_all(dir);
 }
 

@@ -40,8 +40,5 @@ Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype = DType::
 
 /// Quotes a cell when needed.
 std::string csv_escape(std::string_view cell);
-/// Writes `content` to `path` through a temporary file in the same directory
-/// and a rename. Throws InputError when it cannot.
-void write_file_atomic(const std::string& path, std::string_view content);
 
 }  // namespace tessera::node_model
