@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -16,10 +17,10 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/cli/output.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "tessera/files.hpp"
 
 namespace tessera::cli {
 
@@ -91,10 +92,28 @@ std::string csv_row(const Point& p, const RunReport& r) {
                            r.tokens_per_second, peak.count(), r.oom() ? 1 : 0);
 }
 
+/// Whether `row` (split) is a finished row of `p`: its settings are the
+/// point's and every metric is a number.
+bool row_of_point(const std::vector<std::string>& cols, const Point& p) {
+  if (cols.size() != 1 + p.overrides.size() + kMetricColumns) return false;
+  for (std::size_t a = 0; a < p.overrides.size(); ++a) {
+    if (cols[1 + a] != p.overrides[a].value) return false;
+  }
+  for (std::size_t m = 1 + p.overrides.size(); m < cols.size(); ++m) {
+    const std::string& c = cols[m];
+    char* end = nullptr;
+    const double v = std::strtod(c.c_str(), &end);
+    if (c.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) return false;
+  }
+  return true;
+}
+
 /// Rows already in `path` from an interrupted run, by point index. Only
-/// complete lines (newline-terminated, right number of fields) count.
+/// complete lines (newline-terminated) of a point of this sweep, with its
+/// settings and numeric metrics, count; any other line is dropped and its
+/// point simulated again.
 std::map<std::size_t, std::string> read_finished(const std::string& path, const std::string& header,
-                                                 std::size_t points) {
+                                                 const std::vector<Point>& points) {
   std::map<std::size_t, std::string> rows;
   std::ifstream in(path, std::ios::binary);
   if (!in) return rows;
@@ -102,13 +121,14 @@ std::map<std::size_t, std::string> read_finished(const std::string& path, const 
   buf << in.rdbuf();
   const std::string text = buf.str();
   if (text.empty()) return rows;
-  const auto first_nl = text.find('\n');
-  if (first_nl == std::string::npos || text.substr(0, first_nl) != header) {
+  // (`header` is the column line, after the shard line for a shard's CSV)
+  const auto first_nl = header.size();
+  if (text.compare(0, header.size() + 1, header + "\n") != 0) {
     throw InputError(fmt::format("--out {}: the file exists but is not a CSV of this sweep (different columns); "
                                  "remove it or choose another --out",
                                  path));
   }
-  const auto fields = split(header, ',').size();
+  const auto fields = split(header.substr(header.rfind('\n') == std::string::npos ? 0 : header.rfind('\n') + 1), ',').size();
   std::size_t pos = first_nl + 1;
   while (pos < text.size()) {
     const auto nl = text.find('\n', pos);
@@ -116,10 +136,12 @@ std::map<std::size_t, std::string> read_finished(const std::string& path, const 
     const std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
     const auto cols = split(line, ',');
-    if (cols.size() != fields) continue;
-    char* end = nullptr;
-    const unsigned long idx = std::strtoul(cols[0].c_str(), &end, 10);
-    if (end == nullptr || *end != '\0' || idx >= points) continue;
+    if (cols.size() != fields || cols[0].empty() || cols[0].size() > 18 ||
+        cols[0].find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const auto idx = static_cast<std::size_t>(std::stoull(cols[0]));
+    if (idx >= points.size() || !row_of_point(cols, points[idx])) continue;
     rows[idx] = line;
   }
   return rows;
@@ -189,10 +211,15 @@ struct Shard {
 /// (Open MPI, MPICH/PMI) gives the process.
 Shard parse_shard(const std::string& text) {
   auto number = [&](const std::string& v, const std::string& what) -> std::size_t {
-    char* end = nullptr;
-    const unsigned long x = std::strtoul(v.c_str(), &end, 10);
-    if (v.empty() || end == nullptr || *end != '\0') {
-      throw UsageError(fmt::format("tessera sweep: --shard {}: {} '{}' is not a whole number", text, what, v));
+    // Digits only (a sign would wrap), at most a million shards.
+    if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != std::string::npos) {
+      throw UsageError(fmt::format("tessera sweep: --shard {}: {} '{}' is not a whole number from 0 to 1000000",
+                                   text, what, v));
+    }
+    const std::size_t x = std::stoul(v);
+    if (x > 1'000'000) {
+      throw UsageError(fmt::format("tessera sweep: --shard {}: {} '{}' is not a whole number from 0 to 1000000",
+                                   text, what, v));
     }
     return x;
   };
@@ -230,6 +257,36 @@ Shard parse_shard(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+/// Identifies a sweep: FNV-1a of the scenario text and the swept settings,
+/// as 16 hex digits. Shards of one sweep carry the same one.
+std::string sweep_id(const std::string& text, const std::vector<Axis>& axes) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto add = [&](std::string_view s) {
+    for (const char c : s) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ULL;
+    }
+    h ^= 0xFF;  // separator
+    h *= 1099511628211ULL;
+  };
+  add(text);
+  for (const Axis& a : axes) {
+    add(a.key);
+    for (const auto& v : a.values) add(v);
+  }
+  return fmt::format("{:016x}", h);
+}
+
+/// The first line of a shard's CSV (before the column names): which sweep,
+/// which shard, how many points in all. sweep-merge checks it.
+std::string shard_line(const std::string& id, const Shard& s, std::size_t points) {
+  return fmt::format("# tessera sweep {} shard {}/{} of {} points", id, s.index, s.count, points);
+}
+
+}  // namespace
+
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
   p.option("set").option("out").option("svg").option("jobs").option("shard");
@@ -263,17 +320,27 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       shard ? fmt::format("{}-sweep.shard{}of{}.csv", stem, shard->index, shard->count) : stem + "-sweep.csv");
   const std::string svg_path = p.get("svg").value_or(
       std::filesystem::path(csv_path).replace_extension(".svg").string());
-  check_writable(csv_path, "--out");
-  check_writable(svg_path, "--svg");
+  // Options and files are checked before anything is written.
+  unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
+  if (auto j = p.get("jobs")) jobs = static_cast<unsigned>(parse_positive_int(*j, "--jobs", 4096));
+  FileSet files;
+  files.input(scenario_path, "the scenario");
+  files.output(csv_path, "--out");
+  files.output(svg_path, "--svg");
 
   // Validate every point before simulating any.
   const std::string text = read_scenario_text(scenario_path);
   const std::vector<Point> points = grid(axes);
   std::vector<Scenario> scenarios;
-  for (const Point& pt : points) scenarios.push_back(parse_scenario(text, scenario_path, pt.overrides));
+  for (const Point& pt : points) {
+    scenarios.push_back(parse_scenario(text, scenario_path, pt.overrides));
+    check_work(scenarios.back());
+  }
 
-  const std::string header = csv_header(axes);
-  std::map<std::size_t, std::string> rows = read_finished(csv_path, header, points.size());
+  // A shard's CSV starts with a line naming its sweep and shard.
+  const std::string header =
+      shard ? shard_line(sweep_id(text, axes), *shard, points.size()) + "\n" + csv_header(axes) : csv_header(axes);
+  std::map<std::size_t, std::string> rows = read_finished(csv_path, header, points);
   std::vector<std::size_t> todo;
   // A shard owns the points whose index is its own modulo the shard count.
   auto mine = [&](std::size_t index) { return !shard || index % shard->count == shard->index; };
@@ -291,18 +358,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     // Rewrite what is kept (drops a partial last line), then append as points finish.
     std::string kept = header + "\n";
     for (const auto& [i, row] : rows) kept += row + "\n";
-    write_file_atomically(csv_path, kept);
+    write_file_atomic(csv_path, kept);
   }
 
-  unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
-  if (auto j = p.get("jobs")) {
-    try {
-      jobs = static_cast<unsigned>(std::stoul(*j));
-    } catch (const std::exception&) {
-      throw UsageError(fmt::format("tessera sweep: --jobs must be a positive integer, got '{}'", *j));
-    }
-    if (jobs == 0) throw UsageError("tessera sweep: --jobs must be a positive integer, got '0'");
-  }
   // ns-3 has one Simulator per process: its points run one at a time.
   const bool any_ns3 = std::any_of(scenarios.begin(), scenarios.end(),
                                    [](const Scenario& s) { return s.backend == Backend::Ns3; });
@@ -356,14 +414,14 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // Final file: rows in point order, whatever order they finished in.
   std::string final_csv = header + "\n";
   for (const auto& [index, row] : rows) final_csv += row + "\n";
-  write_file_atomically(csv_path, final_csv);
+  write_file_atomic(csv_path, final_csv);
   if (shard) {
     out << fmt::format("shard {}/{}: {} of {} points written to {}; merge the shards with\n"
                        "  tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
                        shard->index, shard->count, owned, points.size(), csv_path, stem);
     return 0;
   }
-  write_file_atomically(svg_path, svg_chart(rows, axes.size(), fmt::format("tessera sweep {}", scenario_path)));
+  write_file_atomic(svg_path, svg_chart(rows, axes.size(), fmt::format("tessera sweep {}", scenario_path)));
 
   out << fmt::format("{:>5}  {:<40} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", "GPUs", "iteration ms",
                      "TFLOP/s/GPU", "tokens/s");
@@ -394,46 +452,105 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   const std::string csv_path = p.require("out");
   const std::string svg_path =
       p.get("svg").value_or(std::filesystem::path(csv_path).replace_extension(".svg").string());
-  check_writable(csv_path, "--out");
-  check_writable(svg_path, "--svg");
+  FileSet files;
+  for (const std::string& part : p.positional()) files.input(part, "a shard");
+  files.output(csv_path, "--out");
+  files.output(svg_path, "--svg");
+  // Each shard starts with "# tessera sweep ID shard I/N of P points": all
+  // must name the same sweep, every shard 0..N-1 must be there once, and
+  // each must hold all of its points (a killed shard leaves some out).
+  struct ShardFile {
+    std::string id;
+    std::size_t index = 0, count = 0, points = 0;
+  };
+  auto parse_shard_line = [](const std::string& line, const std::string& part) {
+    ShardFile f;
+    char id[17] = {};
+    int used = 0;
+    if (std::sscanf(line.c_str(), "# tessera sweep %16[0-9a-f] shard %zu/%zu of %zu points%n", id, &f.index,
+                    &f.count, &f.points, &used) != 4 ||
+        static_cast<std::size_t>(used) != line.size() || f.count == 0 || f.index >= f.count) {
+      throw InputError(fmt::format("{}: not a shard CSV (its first line is not '# tessera sweep ID shard I/N of P "
+                                   "points'; merge the files written by `sweep --shard`)",
+                                   part));
+    }
+    f.id = id;
+    return f;
+  };
   std::string header;
+  std::optional<ShardFile> first;
+  std::map<std::size_t, std::string> shard_files;  // shard index -> file
   std::map<std::size_t, std::string> rows;
   for (const std::string& part : p.positional()) {
-    std::ifstream in(part, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot open shard CSV", part));
-    std::string first;
-    std::getline(in, first);
-    if (header.empty()) header = first;
-    if (first != header || split(header, ',').size() < kMetricColumns + 2 || header.rfind("point,", 0) != 0) {
-      throw InputError(fmt::format("{}: not a shard of the same sweep (its header differs from the first file's)", part));
+    const std::string text = read_input_file(part, "shard CSV");
+    std::istringstream in(text);
+    std::string line;
+    std::getline(in, line);
+    const ShardFile f = parse_shard_line(line, part);
+    if (!first) first = f;
+    if (f.id != first->id || f.count != first->count || f.points != first->points) {
+      throw InputError(fmt::format("{}: a shard of another sweep (sweep {}, {} shards of {} points) than {} (sweep {}, "
+                                   "{} shards of {} points)",
+                                   part, f.id, f.count, f.points, p.positional().front(), first->id, first->count,
+                                   first->points));
+    }
+    if (auto [it, fresh] = shard_files.emplace(f.index, part); !fresh) {
+      throw InputError(fmt::format("{}: shard {}/{} is also given as {}", part, f.index, f.count, it->second));
+    }
+    std::string columns;
+    std::getline(in, columns);
+    if (header.empty()) header = columns;
+    if (columns != header || split(header, ',').size() < kMetricColumns + 2 || header.rfind("point,", 0) != 0) {
+      throw InputError(fmt::format("{}: its columns differ from {}'s", part, p.positional().front()));
     }
     const auto fields = split(header, ',').size();
-    std::size_t line_no = 1;
-    for (std::string line; std::getline(in, line);) {
+    std::size_t line_no = 2;
+    std::size_t held = 0;
+    for (; std::getline(in, line);) {
       ++line_no;
       const auto cols = split(line, ',');
-      char* end = nullptr;
-      const unsigned long idx = cols.empty() ? 0 : std::strtoul(cols[0].c_str(), &end, 10);
-      if (cols.size() != fields || end == nullptr || *end != '\0') {
-        throw InputError(fmt::format("{}:{}: malformed row (expected {} fields)", part, line_no, fields));
+      bool ok = cols.size() == fields && !cols[0].empty() && cols[0].size() <= 18 &&
+                cols[0].find_first_not_of("0123456789") == std::string::npos;
+      for (std::size_t m = fields - kMetricColumns; ok && m < fields; ++m) {
+        char* end = nullptr;
+        const double v = std::strtod(cols[m].c_str(), &end);
+        ok = !cols[m].empty() && end != nullptr && *end == '\0' && std::isfinite(v);
       }
-      auto [it, inserted] = rows.emplace(idx, line);
-      if (!inserted && it->second != line) {
-        throw InputError(fmt::format("{}:{}: point {} differs from the same point in another shard", part, line_no, idx));
+      if (!ok) {
+        throw InputError(fmt::format("{}:{}: malformed row (expected a point index, {} settings and {} numbers)", part,
+                                     line_no, fields - 1 - kMetricColumns, kMetricColumns));
       }
+      const auto idx = static_cast<std::size_t>(std::stoull(cols[0]));
+      if (idx >= f.points || idx % f.count != f.index) {
+        throw InputError(fmt::format("{}:{}: point {} does not belong to shard {}/{} of {} points", part, line_no, idx,
+                                     f.index, f.count, f.points));
+      }
+      if (!rows.emplace(idx, line).second) {
+        throw InputError(fmt::format("{}:{}: point {} is given twice", part, line_no, idx));
+      }
+      ++held;
+    }
+    const std::size_t owned = f.points > f.index ? (f.points - f.index + f.count - 1) / f.count : 0;
+    if (held != owned) {
+      std::size_t missing = f.index;
+      while (rows.count(missing) != 0U) missing += f.count;
+      throw InputError(fmt::format("{}: shard {}/{} holds {} of its {} points (point {} is missing: has the shard "
+                                   "finished? run it again to resume)",
+                                   part, f.index, f.count, held, owned, missing));
+    }
+  }
+  for (std::size_t i = 0; i < first->count; ++i) {
+    if (shard_files.count(i) == 0U) {
+      throw InputError(fmt::format("tessera sweep-merge: shard {}/{} of sweep {} is missing (give all {} shard files)",
+                                   i, first->count, first->id, first->count));
     }
   }
   if (rows.empty()) throw InputError("tessera sweep-merge: the shards hold no points");
-  std::size_t expected = 0;
-  for (const auto& [idx, row] : rows) {
-    if (idx != expected) throw InputError(fmt::format("tessera sweep-merge: point {} is missing (a shard has not finished?)", expected));
-    ++expected;
-  }
   std::string merged = header + "\n";
   for (const auto& [idx, row] : rows) merged += row + "\n";
-  write_file_atomically(csv_path, merged);
+  write_file_atomic(csv_path, merged);
   const std::size_t axes = split(header, ',').size() - 1 - kMetricColumns;
-  write_file_atomically(svg_path, svg_chart(rows, axes, "tessera sweep-merge"));
+  write_file_atomic(svg_path, svg_chart(rows, axes, "tessera sweep-merge"));
   out << fmt::format("merged {} points from {} shards into {} and {}\n", rows.size(), p.positional().size(), csv_path,
                      svg_path);
   return 0;

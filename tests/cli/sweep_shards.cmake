@@ -21,11 +21,50 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env OMPI_COMM_WORLD_RANK=1 OMPI_COMM
 if(NOT rc EQUAL 0 OR NOT out1 MATCHES "shard 1/2: 3 of 6 points")
   message(FATAL_ERROR "shard 1 failed (${rc}): ${err}${out1}")
 endif()
-# Merging one shard alone must refuse (points missing).
+# Merging one shard alone must refuse (a shard missing).
 execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part1.csv
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "point 0 is missing")
+if(NOT rc EQUAL 2 OR NOT err MATCHES "shard 0/2 of sweep [0-9a-f]+ is missing \\(give all 2 shard files\\)")
   message(FATAL_ERROR "merging an incomplete set should fail with exit 2: ${rc} ${err}")
+endif()
+# A shard killed before its last point (its final row cut off) is refused,
+# although the points it holds are contiguous with the other shard's.
+file(READ ${WORKDIR}/part0.csv p0)
+string(REGEX REPLACE "\n4,[^\n]*\n$" "\n" cut "${p0}")
+if(cut STREQUAL p0)
+  message(FATAL_ERROR "test setup: point 4 not found in shard 0:\n${p0}")
+endif()
+file(WRITE ${WORKDIR}/cut0.csv "${cut}")
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/cut0.csv ${WORKDIR}/part1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "shard 0/2 holds 2 of its 3 points \\(point 4 is missing")
+  message(FATAL_ERROR "merging an unfinished shard should fail with exit 2: ${rc} ${err}")
+endif()
+# A shard of another sweep (same keys and columns, other values) is refused.
+execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set training.micro_batch=1,2,8 --set training.seq_len=512,1024
+                        --jobs 1 --shard 1/2 --out ${WORKDIR}/other1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "other sweep's shard failed: ${err}")
+endif()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part0.csv ${WORKDIR}/other1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "a shard of another sweep")
+  message(FATAL_ERROR "merging shards of two sweeps should fail with exit 2: ${rc} ${err}")
+endif()
+# The same shard twice, and a whole sweep's CSV (no shard line), are refused.
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part0.csv ${WORKDIR}/part0.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "shard 0/2 is also given as")
+  message(FATAL_ERROR "merging one shard twice should fail with exit 2: ${rc} ${err}")
+endif()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/whole.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "not a shard CSV")
+  message(FATAL_ERROR "merging a whole sweep's CSV should fail with exit 2: ${rc} ${err}")
+endif()
+if(EXISTS ${WORKDIR}/bad.csv)
+  message(FATAL_ERROR "a refused merge left ${WORKDIR}/bad.csv")
 endif()
 execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv ${WORKDIR}/part1.csv ${WORKDIR}/part0.csv
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
