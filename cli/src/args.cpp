@@ -66,4 +66,14 @@ void ArgParser::expect_positional(std::size_t n, const std::string& what) const 
   }
 }
 
+int parse_positive_int(const std::string& text, const std::string& flag, int max) {
+  const bool digits = !text.empty() && text.size() <= 10 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) {
+    const long long v = std::stoll(text);
+    if (v >= 1 && v <= max) return static_cast<int>(v);
+    throw UsageError(fmt::format("{}: expected a whole number from 1 to {}, got '{}'", flag, max, text));
+  }
+  throw UsageError(fmt::format("{}: expected a positive integer, got '{}'", flag, text));
+}
+
 }  // namespace tessera::cli

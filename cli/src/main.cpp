@@ -2,7 +2,10 @@
 // on stderr and an exit code (0 ok, 1 simulation/internal error, 2 bad input).
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <new>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -43,12 +46,24 @@ Node model (kernel latency prediction, docs/node_model.md):
 Validation against measurements:
   validate kernels|models|distributed|collectives|training --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
+  tessera help COMMAND   the options, defaults and examples of one command
+  tessera --version      the version
+
 Exit codes: 0 success; 1 simulation or internal error; 3 `run` of a plan that
 does not fit in GPU memory (report printed; --allow-oom for 0); 2 bad input (usage,
 scenario file, unit string, data file). Errors are one line on stderr.
 )";
 
 using Command = std::function<int(const tessera::cli::Args&, std::ostream&)>;
+
+/// Flushes stdout; a report that could not be written (a full disk,
+/// `> /dev/full`, a closed pipe) is an error, not a silent success.
+int finish_stdout() {
+  std::cout.flush();
+  if (std::cout.good() && std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return 0;
+  std::cerr << "tessera: error: cannot write the output to stdout: " << std::strerror(errno) << '\n';
+  return 2;
+}
 
 /// Per-command help, printed by `tessera COMMAND --help`.
 const std::map<std::string, std::string>& command_help() {
@@ -223,10 +238,29 @@ int main(int argc, char** argv) {
       {"validate", tessera::cli::cmd_validate},
       {"train-predictor", tessera::cli::cmd_train_predictor},
   };
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
-      std::strcmp(argv[1], "help") == 0) {
+  // Bare `tessera` is a usage error: usage on stderr, exit 2.
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
+    std::cout << "tessera " << TESSERA_VERSION << '\n';
+    return finish_stdout();
+  }
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0) {
+    // `tessera help COMMAND` is `tessera COMMAND --help`.
+    if (argc >= 3) {
+      const auto& help = command_help();
+      auto h = help.find(argv[2]);
+      if (h == help.end()) {
+        std::cerr << fmt::format("tessera: error: unknown command '{}' (see 'tessera --help')\n", argv[2]);
+        return 2;
+      }
+      std::cout << h->second;
+      return finish_stdout();
+    }
     std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
+    return finish_stdout();
   }
   const std::string name = argv[1];
   auto it = commands.find(name);
@@ -240,11 +274,18 @@ int main(int argc, char** argv) {
       const auto& help = command_help();
       auto h = help.find(name);
       std::cout << (h != help.end() ? h->second : std::string(kUsage));
-      return 0;
+      return finish_stdout();
     }
   }
   try {
-    return it->second(args, std::cout);
+    const int rc = it->second(args, std::cout);
+    const int out_rc = finish_stdout();
+    return rc != 0 ? rc : out_rc;
+  } catch (const std::bad_alloc&) {
+    // A valid but huge input: one line and the bad-input code, not a crash.
+    std::cerr << "tessera: error: out of memory: the scenario or input is too large to simulate on this machine "
+                 "(see the limits in docs/scenarios.md)\n";
+    return 2;
   } catch (const tessera::InputError& e) {
     std::cerr << "tessera: error: " << e.what() << '\n';
     return 2;

@@ -12,6 +12,7 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/error.hpp"
+#include "tessera/files.hpp"
 #include "tessera/node_model/baselines.hpp"
 #include "tessera/node_model/cross_validation.hpp"
 #include "tessera/node_model/csv.hpp"
@@ -29,16 +30,6 @@ namespace nm = tessera::node_model;
 namespace fs = std::filesystem;
 
 namespace {
-
-int parse_positive_int(const std::string& text, const std::string& flag) {
-  try {
-    std::size_t used = 0;
-    const long v = std::stol(text, &used);
-    if (used == text.size() && v > 0 && v < (1L << 30)) return static_cast<int>(v);
-  } catch (const std::logic_error&) {
-  }
-  throw UsageError(fmt::format("{}: expected a positive integer, got '{}'", flag, text));
-}
 
 /// "16,16" -> {16, 16}; "" or "0" -> {} (no hidden layer: a linear map).
 std::vector<int> parse_hidden(const std::string& text) {
@@ -220,6 +211,10 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
   const nm::GpuSpec gpu = nm::load_device_config(p.require("device"));
   const std::string input = p.require("input");
   const std::string output = p.require("output");
+  FileSet files;
+  files.input(p.require("device"), "--device");
+  files.input(input, "--input");
+  files.output(output, "--output");
   const nm::DType default_dtype = [&] {
     try {
       return nm::parse_dtype(p.get("dtype").value_or("fp32"));
@@ -255,7 +250,7 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
     for (std::size_t c = 0; c < t.rows[r].size(); ++c) text += (c ? "," : "") + nm::csv_escape(t.rows[r][c]);
     text += fmt::format(",{:.6g}\n", predicted[r]);
   }
-  nm::write_file_atomic(output, text);
+  write_file_atomic(output, text);
   out << fmt::format("predicted {} kernels on {} with {} -> {}\n", t.rows.size(), gpu.name, predictor->name(),
                      output);
   return 0;
@@ -326,6 +321,25 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   p.parse(args);
   p.expect_positional(0, "arguments");
   const std::string out_dir = p.require("out");
+  // Options are checked before any data is read.
+  nm::TileMlpTrainOptions opt;
+  if (auto e = p.get("epochs")) opt.mlp.epochs = parse_positive_int(*e, "--epochs");
+  if (auto m = p.get("max-rows")) opt.max_rows_per_class = parse_positive_int(*m, "--max-rows");
+  if (p.has("xla")) (void)tensor_core_options(p);
+  {
+    // A directory (made if missing) of weight files, never a file.
+    std::error_code ec;
+    if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) {
+      throw UsageError(fmt::format("--out {}: not a directory (train-predictor writes weight files into it)", out_dir));
+    }
+    if (!fs::exists(out_dir, ec)) {
+      const fs::path parent = fs::path(out_dir).has_parent_path() ? fs::path(out_dir).parent_path() : fs::path(".");
+      if (!fs::is_directory(parent, ec)) {
+        throw UsageError(fmt::format("--out {}: cannot create it: directory '{}' does not exist", out_dir,
+                                     parent.string()));
+      }
+    }
+  }
   const std::string only = p.get("only").value_or("all");
   if (only != "all" && only != "tile-mlp" && only != "linreg" && only != "mlp" && only != "tensor-core") {
     throw UsageError(fmt::format("--only: expected tile-mlp, tensor-core, linreg or mlp, got '{}'", only));
@@ -338,7 +352,7 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
     out << fmt::format("read {} GEMM measurements from {}\n", set.rows.size(), table);
     fs::create_directories(out_dir);
     const nm::TensorCoreModel m = nm::train_tensor_core(set, tensor_core_options(p), &out);
-    nm::write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
+    write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
     out << fmt::format("wrote {}/tensor_core.txt ({:.0f}s)\n", out_dir,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return 0;
@@ -347,9 +361,6 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   // (not value_or: the search must not run, and fail, when --devices is given)
   const auto given_devices = p.get("devices");
   const std::string devices = given_devices ? *given_devices : nm::find_device_configs(data);
-  nm::TileMlpTrainOptions opt;
-  if (auto e = p.get("epochs")) opt.mlp.epochs = parse_positive_int(*e, "--epochs");
-  if (auto m = p.get("max-rows")) opt.max_rows_per_class = parse_positive_int(*m, "--max-rows");
   const auto t0 = std::chrono::steady_clock::now();
   const nm::DeviceCatalog catalog(devices);
   const nm::MeasurementSet set = nm::read_measurement_dir(data, catalog);
@@ -361,17 +372,17 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   };
   if (only == "all" || only == "tile-mlp") {
     const nm::TileMlpModel m = nm::train_tile_mlp(set, opt, &out);
-    nm::write_file_atomic((fs::path(out_dir) / "tile_mlp.txt").string(), m.serialize());
+    write_file_atomic((fs::path(out_dir) / "tile_mlp.txt").string(), m.serialize());
     out << fmt::format("wrote {}/tile_mlp.txt ({:.0f}s)\n", out_dir, elapsed());
   }
   if (only == "all" || only == "linreg") {
     const nm::LinRegModel m = nm::train_linreg(set, &out);
-    nm::write_file_atomic((fs::path(out_dir) / "linreg.txt").string(), m.serialize());
+    write_file_atomic((fs::path(out_dir) / "linreg.txt").string(), m.serialize());
     out << fmt::format("wrote {}/linreg.txt ({:.0f}s)\n", out_dir, elapsed());
   }
   if (only == "all" || only == "mlp") {
     const nm::DirectMlpModel m = nm::train_direct_mlp(set, opt, &out);
-    nm::write_file_atomic((fs::path(out_dir) / "mlp.txt").string(), m.serialize());
+    write_file_atomic((fs::path(out_dir) / "mlp.txt").string(), m.serialize());
     out << fmt::format("wrote {}/mlp.txt ({:.0f}s)\n", out_dir, elapsed());
   }
   if (only == "all" && p.has("xla")) {
@@ -379,7 +390,7 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
     const nm::MeasurementSet gemms = nm::read_xla_gemm_table(table);
     // (--epochs is the NeuSight predictors' here; the tensor-core model keeps its default)
     const nm::TensorCoreModel m = nm::train_tensor_core(gemms, tensor_core_options(p, false), &out);
-    nm::write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
+    write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
     out << fmt::format("wrote {}/tensor_core.txt ({:.0f}s)\n", out_dir, elapsed());
   } else if (only == "all") {
     out << "tensor-core model not trained (give --xla DIR with gemm_h100.csv)\n";

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <memory>
 #include <utility>
@@ -32,6 +33,58 @@ engine::ExecutionOptions execution_options(const Scenario& s) {
     return reduction_model->predict(node_model::Kernel::vector(node_model::KernelOp::Add, 1, elements, dtype));
   };
   return options;
+}
+
+WorkEstimate estimate_work(const Scenario& s) {
+  const auto& plan = s.plan;
+  WorkEstimate w;
+  const double dp = plan.dp;
+  const double tp = plan.tp;
+  const double pp = plan.pp;
+  w.ranks = dp * tp * pp;
+  w.micro_batches =
+      plan.global_batch > 0 ? static_cast<double>(plan.global_batch) / (dp * static_cast<double>(s.workload.micro_batch))
+                            : 1.0;
+  const double layers_per_stage = std::ceil(static_cast<double>(s.model.layers) / pp) + 1;  // + embedding or head
+  const double chunks = std::max(1, s.collectives.chunks);
+  const double per_rank_layer_steps = w.micro_batches * layers_per_stage;
+  w.tasks = w.ranks * per_rank_layer_steps * 40;
+  // Tensor parallel: about 4 all-reduces (or their all-gather/reduce-scatter
+  // halves) per layer and micro-batch, forward and backward.
+  w.tp_transfers = w.ranks * per_rank_layer_steps * 4 * 2 * (tp - 1) * chunks;
+  // Data parallel: the stage's gradients, each bucket a ring all-reduce
+  // (after the backward pass, Megatron's one contiguous buffer).
+  const double grad_bytes =
+      static_cast<double>(s.model.params_per_layer_per_tp_rank(plan.tp)) * layers_per_stage * 4.0;
+  const double buckets =
+      plan.resolved_grad_sync(s.workload) == parallelism::GradSync::Overlapped
+          ? std::max(1.0, std::ceil(grad_bytes / std::max(1.0, plan.bucket_size.as_double())))
+          : 1.0;
+  w.dp_transfers = w.ranks * buckets * 2 * (dp - 1) * chunks;
+  // Pipeline: an activation and a gradient per micro-batch and stage boundary.
+  w.pp_transfers = pp > 1 ? w.ranks * w.micro_batches * 2 * static_cast<double>(plan.virtual_stages) : 0.0;
+  return w;
+}
+
+void check_work(const Scenario& s) {
+  const WorkEstimate w = estimate_work(s);
+  if (w.events() <= kMaxSimulatedEvents) return;
+  const char* keys = "training.global_batch, training.micro_batch";
+  double largest = w.tasks;
+  if (w.tp_transfers > largest) {
+    largest = w.tp_transfers;
+    keys = "parallelism.tp, collectives.chunks";
+  }
+  if (w.dp_transfers > largest) {
+    largest = w.dp_transfers;
+    keys = "parallelism.dp, cluster.nodes, collectives.chunks, parallelism.bucket_size";
+  }
+  if (w.pp_transfers > largest) keys = "training.global_batch, parallelism.pp";
+  throw ScenarioError(fmt::format(
+      "{}: {}: one iteration would take about {:.2g} engine events ({:.2g} ranks, {:.3g} micro-batches per replica, "
+      "{:.2g} compute tasks, {:.2g} transfers), more than the {:.0e} that can be simulated (about 17 minutes and "
+      "7 GiB; docs/scenarios.md, limits)",
+      s.file, keys, w.events(), w.ranks, w.micro_batches, w.tasks, w.transfers(), kMaxSimulatedEvents));
 }
 
 namespace {
@@ -81,6 +134,7 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
 
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,
                              const node_model::KernelPredictor* predictor, bool split) {
+  check_work(s);
   try {
     return simulate_unchecked(s, observer, predictor, split);
   } catch (const OverflowError& e) {

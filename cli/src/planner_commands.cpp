@@ -12,7 +12,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/cli/output.hpp"
+#include "tessera/files.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/executor.hpp"
@@ -117,7 +117,9 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   p.expect_positional(1, "a scenario file");
   const auto schedules = parse_schedule_list(p.get("schedules").value_or("gpipe,1f1b,interleaved-1f1b"));
   const auto svg_path = p.get("svg");
-  if (svg_path) check_writable(*svg_path, "--svg");
+  FileSet files;
+  files.input(p.positional()[0], "the scenario");
+  if (svg_path) files.output(*svg_path, "--svg");
   const Scenario s = load_scenario(p.positional()[0]);
   // The scenario's predictor unless --predictor names another.
   const auto owned = node_model::make_predictor(p.get("predictor").value_or(s.predictor), kernel_gpu(s));
@@ -165,7 +167,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   out << "\nbubble: idle share of the iteration with free communication; exposed comm: the rest of the\n"
          "iteration beyond that; '!' marks a stage that does not fit in the GPU's memory.\n";
   if (svg_path) {
-    write_file_atomically(*svg_path, svg_chart(fmt::format("{}: schedules", s.name), rows));
+    write_file_atomic(*svg_path, svg_chart(fmt::format("{}: schedules", s.name), rows));
     out << fmt::format("chart written to {}\n", *svg_path);
   }
   return 0;

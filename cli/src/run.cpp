@@ -6,11 +6,11 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/cli/output.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/cli/trace.hpp"
+#include "tessera/files.hpp"
 #include "tessera/parallelism/plan.hpp"
 
 namespace tessera::cli {
@@ -62,20 +62,23 @@ int cmd_run(const Args& args, std::ostream& out) {
   const auto links_path = output("links", s.outputs.links);
   const auto json_path = output("json-out", s.outputs.json);
   // Fail on unwritable outputs before spending time simulating.
-  if (trace_path) check_writable(*trace_path, p.get("trace") ? "--trace" : "outputs.trace");
-  if (links_path) check_writable(*links_path, p.get("links") ? "--links" : "outputs.links");
-  if (json_path) check_writable(*json_path, p.get("json-out") ? "--json-out" : "outputs.json");
+  // (none may be the scenario itself, or another output)
+  FileSet files;
+  files.input(p.positional()[0], "the scenario");
+  if (trace_path) files.output(*trace_path, p.get("trace") ? "--trace" : "outputs.trace");
+  if (links_path) files.output(*links_path, p.get("links") ? "--links" : "outputs.links");
+  if (json_path) files.output(*json_path, p.get("json-out") ? "--json-out" : "outputs.json");
 
   ChromeTraceObserver trace(s.gpus());
   const Simulation sim = simulate_scenario(s, trace_path ? &trace : nullptr);
   const RunReport rep = make_report(s, sim);
-  if (trace_path) write_file_atomically(*trace_path, trace.json());
+  if (trace_path) write_file_atomic(*trace_path, trace.json());
   if (links_path) {
-    write_file_atomically(*links_path, s.backend == Backend::Ns3
+    write_file_atomic(*links_path, s.backend == Backend::Ns3
                                            ? sim.ns3_link_csv
                                            : link_csv(sim.topology, sim.link_bytes, sim.result.makespan));
   }
-  if (json_path) write_file_atomically(*json_path, format_json(rep));
+  if (json_path) write_file_atomic(*json_path, format_json(rep));
   out << (p.has("json") ? format_json(rep) : format_text(rep));
   if (rep.oom() && !p.has("allow-oom")) {
     // The forecast is printed, but a plan that does not fit is not a result

@@ -1,17 +1,20 @@
 #include "tessera/cli/scenario.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/topology/fabrics.hpp"
+#include "tessera/files.hpp"
 #include "tessera/units.hpp"
 
 namespace tessera::cli {
@@ -309,6 +312,105 @@ Override parse_override(const std::string& text) {
 }
 
 namespace {
+
+/// Counts the nodes of the documents a YAML::Parser reads, and where the
+/// first node after the first document is.
+struct DocumentEvents : YAML::EventHandler {
+  int documents = 0;
+  int nodes = 0;
+  YAML::Mark second_at = YAML::Mark::null_mark();
+  void node(const YAML::Mark& m) {
+    ++nodes;
+    if (documents >= 2 && second_at.is_null()) second_at = m;
+  }
+  void OnDocumentStart(const YAML::Mark& /*mark*/) override { ++documents; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t /*anchor*/) override { node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                const std::string& /*value*/) override {
+    node(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                       YAML::EmitterStyle::value /*style*/) override {
+    node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                  YAML::EmitterStyle::value /*style*/) override {
+    node(m);
+  }
+  void OnMapEnd() override {}
+};
+
+/// The line and byte of the first byte sequence that is not UTF-8, if any.
+std::optional<std::pair<int, unsigned>> first_invalid_utf8(std::string_view s) {
+  int line = 1;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n') ++line;
+    std::size_t n = 0;
+    unsigned cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return std::pair{line, static_cast<unsigned>(c)};
+    }
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return std::pair{line, static_cast<unsigned>(c)};
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return std::pair{line, static_cast<unsigned>(c)};
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+    const unsigned min[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < min[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
+      return std::pair{line, static_cast<unsigned>(c)};
+    }
+    i += n + 1;
+  }
+  return std::nullopt;
+}
+
+/// Every mapping key is a plain name given once: yaml-cpp would silently
+/// keep the first of two equal keys, and a list or mapping used as a key
+/// means nothing here.
+void check_keys(const YAML::Node& node, const std::string& file, const std::string& path, int depth) {
+  auto at = [&](const YAML::Mark& m) {
+    return m.is_null() ? file : fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1);
+  };
+  if (depth > 64) throw ScenarioError(fmt::format("{}: {}: nested too deep (more than 64 levels)", at(node.Mark()), path));
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        throw ScenarioError(fmt::format("{}: {}: a key must be a plain name, not a list or mapping", at(it->first.Mark()),
+                                        path.empty() ? "(top level)" : path));
+      }
+      const std::string& k = it->first.Scalar();
+      const std::string kp = path.empty() ? k : path + "." + k;
+      if (!seen.insert(k).second) {
+        throw ScenarioError(fmt::format("{}: {}: duplicate key (given twice in the same mapping)", at(it->first.Mark()), kp));
+      }
+      check_keys(it->second, file, kp, depth + 1);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) check_keys(node[i], file, fmt::format("{}[{}]", path, i), depth + 1);
+  }
+}
+
+
 void apply_override(YAML::Node root, const Override& o, const std::string& file) {
   std::vector<std::string> keys;
   std::stringstream ss(o.path);
@@ -321,7 +423,13 @@ void apply_override(YAML::Node root, const Override& o, const std::string& file)
   for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
     walked += (walked.empty() ? "" : ".") + keys[i];
     YAML::Node next = node[keys[i]];
-    if (!next || !next.IsMap()) {
+    // A missing section is created (`--set collectives.algorithm=ring` on a
+    // file without `collectives:`); its keys are then checked as any other.
+    if (!next || next.IsNull()) {
+      node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      next = node[keys[i]];
+    }
+    if (!next.IsMap()) {
       throw ScenarioError(fmt::format("{}: --set {}: '{}' is not a mapping in this scenario", file, o.path, walked));
     }
     node.reset(next);  // rebind: plain assignment would overwrite the parent's content
@@ -332,17 +440,43 @@ void apply_override(YAML::Node root, const Override& o, const std::string& file)
   } catch (const YAML::ParserException& e) {
     throw ScenarioError(fmt::format("{}: --set {}: malformed value '{}': {}", file, o.path, o.value, e.msg));
   }
+  check_keys(value, fmt::format("{} (--set {})", file, o.path), o.path, 0);
   node[keys.back()] = value;
 }
+
 }  // namespace
 
+
 Scenario parse_scenario(const std::string& text, const std::string& file, const std::vector<Override>& overrides) {
+  // A scenario is UTF-8 text (names end up in JSON reports, which must be).
+  if (const auto bad = first_invalid_utf8(text)) {
+    throw ScenarioError(fmt::format("{}:{}: not valid UTF-8 (byte 0x{:02x}); save the scenario as UTF-8", file,
+                                    bad->first, bad->second));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
+    // A second document would be ignored: say so instead (an empty one after
+    // a trailing '---' is harmless). Counted with events, two documents at
+    // most: yaml-cpp's LoadAll loops without end on some malformed inputs.
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    DocumentEvents events;
+    const bool more = parser.HandleNextDocument(events);
+    const int first_nodes = events.nodes;
+    if (more && parser.HandleNextDocument(events) && events.nodes > first_nodes) {
+      throw ScenarioError(fmt::format("{}:{}:{}: a second YAML document: a scenario is one document (remove the "
+                                      "'---' line or split the file)",
+                                      file, events.second_at.line + 1, events.second_at.column + 1));
+    }
+    if ((!root || root.IsNull()) && more && first_nodes == 0 && events.nodes > 0) {
+      throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: the scenario does not start with a mapping",
+                                      file, events.second_at.line + 1, events.second_at.column + 1));
+    }
   } catch (const YAML::ParserException& e) {
     throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  check_keys(root, file, "", 0);
   if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));
   if (!overrides.empty() && !root.IsMap()) throw ScenarioError(fmt::format("{}: the scenario must be a YAML mapping", file));
   std::set<std::string> overridden;
@@ -674,11 +808,12 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
 }
 
 std::string read_scenario_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ScenarioError(fmt::format("{}: cannot open scenario file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // (16 MiB: a scenario is a page of YAML; /dev/zero is refused, not read forever)
+  try {
+    return read_input_file(path, "scenario file", std::int64_t{16} << 20);
+  } catch (const InputError& e) {
+    throw ScenarioError(e.what());
+  }
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {

@@ -17,7 +17,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/cli/output.hpp"
+#include "tessera/files.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
@@ -397,7 +397,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
         folds);
     out << format_training_report(cv_all);
     if (rows_path) {
-      write_file_atomically(*rows_path, rows_csv(cv_all));
+      write_file_atomic(*rows_path, rows_csv(cv_all));
       out << fmt::format("\nheld-out predictions written to {}\n", *rows_path);
     }
   }
@@ -434,16 +434,11 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
     gpus = {*g};
   }
   unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
-  if (auto j = p.get("jobs")) {
-    try {
-      jobs = static_cast<unsigned>(std::stoul(*j));
-    } catch (const std::logic_error&) {
-      throw UsageError(fmt::format("--jobs: expected a positive integer, got '{}'", *j));
-    }
-    if (jobs == 0) throw UsageError("--jobs: expected a positive integer, got '0'");
-  }
+  if (auto j = p.get("jobs")) jobs = static_cast<unsigned>(parse_positive_int(*j, "--jobs", 4096));
   const std::optional<std::string> rows_path = p.get("rows");
-  if (rows_path) check_writable(*rows_path, "--rows");
+  FileSet files;
+  files.input(file, "--data");
+  if (rows_path) files.output(*rows_path, "--rows");
   auto runs = read_vtrain_runs(file);
   if (auto e = p.get("every")) {
     // Every N-th run (deterministic subsample, for quick checks).
@@ -484,7 +479,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
       runs.size());
   out << format_training_report(all);
   if (rows_path) {
-    write_file_atomically(*rows_path, rows_csv(all));
+    write_file_atomic(*rows_path, rows_csv(all));
     out << fmt::format("\nper-run predictions written to {}\n", *rows_path);
   }
   return 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -169,4 +170,63 @@ TEST(Robustness, TimeOverflowWhileSimulatingNamesTheKeys) {
               0U)
         << e.what();
   }
+}
+
+// yaml-cpp keeps the first of two equal keys and ignores a second document;
+// a list used as a key threw an internal error. All are one-line errors now.
+TEST(Robustness, YamlKeysAreNamesGivenOnce) {
+  const std::string text = scenario_text("default.yaml");
+  EXPECT_EQ(error_of("name: a\nname: b\n"), "s.yaml:2:1: name: duplicate key (given twice in the same mapping)");
+  const std::string nested = replaced(text, "  nodes: 2\n", "  nodes: 2\n  nodes: 4\n");
+  EXPECT_NE(error_of(nested).find(": cluster.nodes: duplicate key (given twice in the same mapping)"),
+            std::string::npos);
+  EXPECT_EQ(error_of("? [a, b]\n: 1\n"), "s.yaml:1:3: (top level): a key must be a plain name, not a list or mapping");
+  EXPECT_EQ(error_of(text + "---\nname: other\n").find("a second YAML document: a scenario is one document"),
+            error_of(text + "---\nname: other\n").find("a second YAML document"));
+  EXPECT_NE(error_of(text + "---\nname: other\n"), "no error");
+  // A trailing '---' with nothing after it is harmless.
+  EXPECT_EQ(error_of(text + "---\n"), "no error");
+  // Quoted numbers are numbers (documented in docs/scenarios.md).
+  EXPECT_EQ(parse_scenario(replaced(text, "  nodes: 2\n", "  nodes: '2'\n"), "s.yaml").cluster.nodes, 2);
+}
+
+// --set creates a section the file does not have; its keys are still checked.
+TEST(Robustness, SetCreatesMissingSections) {
+  const std::string text = scenario_text("default.yaml");
+  ASSERT_EQ(text.find("collectives:"), std::string::npos);
+  const Scenario s = parse_scenario(text, "s.yaml", {{"collectives.algorithm", "tree"}, {"outputs.json", "r.json"}});
+  EXPECT_EQ(s.outputs.json, "r.json");
+  EXPECT_EQ(to_string(s.collectives.algorithm), "tree");
+  EXPECT_EQ(error_of(text, {{"collectives.algoritm", "tree"}}).find("s.yaml (--set collectives.algoritm): "
+                                                                    "collectives.algoritm: unknown key"),
+            0U);
+  // A key that is a value, not a section, is still not one.
+  EXPECT_EQ(error_of(text, {{"cluster.gpu.sms", "1"}}),
+            "s.yaml: --set cluster.gpu.sms: 'cluster.gpu' is not a mapping in this scenario");
+}
+
+// The a-priori work estimate that refuses huge scenarios must not refuse
+// real ones: it is within a few times the transfers actually simulated
+// (rings where the simulation may pick hierarchical or tree algorithms), on
+// plans with data, tensor and pipeline parallelism.
+TEST(Robustness, WorkEstimateIsWithinAFewTimesTheSimulated) {
+  for (const char* name : {"default.yaml", "schedules.yaml", "gpt3-175b.yaml"}) {
+    const std::string text = scenario_text(name);
+    const Scenario s = parse_scenario(text, name);
+    const WorkEstimate w = estimate_work(s);
+    const Simulation sim = simulate_scenario(s, nullptr, nullptr, false);
+    const auto actual = static_cast<double>(sim.result.transfers);
+    EXPECT_GE(w.transfers(), actual / 3) << name;
+    EXPECT_LE(w.transfers(), 3 * actual) << name;
+    EXPECT_LT(w.events(), kMaxSimulatedEvents) << name;
+  }
+  // The GPT-3 scenario at its real global batch, and the 30,720-GPU
+  // benchmark of docs/benchmarks.md, are below the limit.
+  const std::string gpt3 = scenario_text("gpt3-175b.yaml");
+  EXPECT_LT(estimate_work(parse_scenario(gpt3, "g.yaml", {{"training.global_batch", "1536"}})).events(),
+            kMaxSimulatedEvents / 4);
+  const Scenario big = parse_scenario(gpt3, "g.yaml",
+                                      {{"cluster.nodes", "3840"}, {"parallelism.dp", "240"},
+                                       {"training.global_batch", "3840"}, {"cluster.fabric.k", "64"}});
+  EXPECT_LT(estimate_work(big).events(), kMaxSimulatedEvents);
 }

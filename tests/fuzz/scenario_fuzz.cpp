@@ -25,7 +25,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const tessera::InputError&) {
     // Expected for bad input.
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "scenario loader threw a non-input error: %s\n--- input ---\n%s\n", e.what(), text.c_str());
+    // The whole input (it may hold NUL bytes) goes to a file for replay.
+    if (std::FILE* f = std::fopen("scenario-fuzz-crash.yaml", "wb")) {
+      std::fwrite(data, 1, size, f);
+      std::fclose(f);
+    }
+    std::fprintf(stderr,
+                 "scenario loader threw a non-input error: %s (input written to scenario-fuzz-crash.yaml)\n--- input "
+                 "---\n%s\n",
+                 e.what(), text.c_str());
     std::abort();
   }
   return 0;

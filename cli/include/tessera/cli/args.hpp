@@ -44,4 +44,8 @@ class ArgParser {
   std::vector<std::string> positional_;
 };
 
+/// A whole number in [1, max] given to `flag`: digits only (no sign, no
+/// suffix, no spaces). Throws UsageError naming the flag otherwise.
+int parse_positive_int(const std::string& text, const std::string& flag, int max = 1 << 30);
+
 }  // namespace tessera::cli

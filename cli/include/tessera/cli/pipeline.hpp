@@ -46,6 +46,33 @@ IterationBreakdown breakdown(const Simulation& sim);
 /// kNcclChannels / SMs). docs/collectives.md, "Calibration".
 engine::ExecutionOptions execution_options(const Scenario& s);
 
+/// An a-priori estimate of one iteration's work from the scenario's numbers
+/// alone, before anything is planned or built: compute tasks (about 40 per
+/// layer and micro-batch on every rank: forward, backward, recomputation)
+/// and point-to-point transfers, collectives counted as rings (2(p-1)
+/// sends per rank and chunk for an all-reduce). Within a small factor of
+/// what is simulated (Robustness.WorkEstimateIsWithinAFewTimesTheSimulated).
+/// Used to refuse, with the estimate, what would run for hours or exhaust
+/// memory (kMaxSimulatedEvents).
+struct WorkEstimate {
+  double ranks = 0;
+  double micro_batches = 0;  ///< per pipeline replica
+  double tasks = 0;
+  double tp_transfers = 0, dp_transfers = 0, pp_transfers = 0;
+  [[nodiscard]] double transfers() const { return tp_transfers + dp_transfers + pp_transfers; }
+  /// Engine events: one per task, two per transfer (start, finish).
+  [[nodiscard]] double events() const { return tasks + 2 * transfers(); }
+};
+WorkEstimate estimate_work(const Scenario& s);
+/// The most engine events one simulation may be estimated at: about 17
+/// minutes and 7 GiB at the rates of the 1024-GPU GPT-3 iteration (137 M
+/// events in 35 s and 234 MB, docs/benchmarks.md).
+inline constexpr double kMaxSimulatedEvents = 4e9;
+/// Throws ScenarioError naming the keys behind the largest term and the
+/// estimate when estimate_work(s) is past kMaxSimulatedEvents.
+/// simulate_scenario calls it; sweep calls it for every point first.
+void check_work(const Scenario& s);
+
 /// Plans the scenario's iteration (its predictor times every kernel), builds
 /// its topology and runs it on the scenario's backend, then once more on a
 /// zero-cost network to separate the pipeline bubble from exposed

@@ -1,0 +1,252 @@
+# The hostile-input corpus (issue "Reliability under hostile and huge
+# inputs"): every input kind a user can hand tessera, each case with its
+# expected exit code and error line, and a check that a refused command
+# leaves no output, no temporary and every input untouched
+# (hostile_case.cmake). Files used by the cases are in hostile/.
+set(HOSTILE_FILES ${CMAKE_CURRENT_SOURCE_DIR}/hostile)
+set(HOSTILE_SCENARIO ${PROJECT_SOURCE_DIR}/scenarios/default.yaml)
+set(hostile_count 0)
+
+function(hostile)
+  cmake_parse_arguments(H "MULTILINE" "NAME;RC;REGEX;STDOUT" "ARGS;ENV;SETUP" ${ARGN})
+  add_test(NAME hostile.${H_NAME}
+           COMMAND ${CMAKE_COMMAND} -DTESSERA=$<TARGET_FILE:tessera> -DSCENARIO=${HOSTILE_SCENARIO}
+                   -DFILES_DIR=${HOSTILE_FILES} -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/hostile/${H_NAME}
+                   -DRC=${H_RC} "-DREGEX=${H_REGEX}" "-DARGS=${H_ARGS}" "-DENVS=${H_ENV}" "-DSETUP=${H_SETUP}" "-DSTDOUT=${H_STDOUT}"
+                   -DMULTILINE=${H_MULTILINE}
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/hostile_case.cmake)
+  math(EXPR n "${hostile_count} + 1")
+  set(hostile_count ${n} PARENT_SCOPE)
+endfunction()
+
+# --- Scenario keys through --set: each bad value names its key. ---------------
+# (an id for test names: the key with dots as underscores, and the value's tag)
+function(hostile_set key tag value)
+  string(REPLACE "." "\\." k "${key}")
+  string(REPLACE "." "_" id "${key}")
+  hostile(NAME set.${id}.${tag} RC 2 REGEX "^tessera: error: s\\.yaml \\(--set ${k}\\): ${k}: "
+          ARGS run s.yaml --set "${key}=${value}")
+  set(hostile_count ${hostile_count} PARENT_SCOPE)
+endfunction()
+
+# Counts held as int: range-checked before narrowing.
+set(int32_keys cluster.nodes cluster.gpus_per_node cluster.fabric.hosts_per_leaf cluster.fabric.spines
+    parallelism.dp parallelism.tp parallelism.pp parallelism.virtual_stages collectives.chunks)
+foreach(key IN LISTS int32_keys)
+  hostile_set(${key} negative -1)
+  hostile_set(${key} zero 0)
+  hostile_set(${key} text abc)
+  hostile_set(${key} fraction 2.5)
+  hostile_set(${key} list "[1, 2]")
+  hostile_set(${key} mapping "{a: 1}")
+  hostile_set(${key} wraps_to_2 4294967298)
+  hostile_set(${key} past_int64 99999999999999999999)
+endforeach()
+# Counts held as int64.
+foreach(key IN ITEMS training.micro_batch training.seq_len training.global_batch model.layers)
+  hostile_set(${key} negative -8)
+  hostile_set(${key} zero 0)
+  hostile_set(${key} text eight)
+  hostile_set(${key} exponent 1e999)
+  hostile_set(${key} past_int64 99999999999999999999)
+endforeach()
+# Unit strings.
+foreach(key IN ITEMS cluster.nvlink_bandwidth cluster.nic_bandwidth cluster.fabric.spine_bandwidth)
+  hostile_set(${key} negative -400Gbps)
+  hostile_set(${key} zero 0Gbps)
+  hostile_set(${key} no_unit 400)
+  hostile_set(${key} bad_unit 400Gbs)
+  hostile_set(${key} huge 1e999Gbps)
+  hostile_set(${key} list "[400Gbps]")
+endforeach()
+foreach(key IN ITEMS cluster.nvlink_latency cluster.nic_latency cluster.fabric.spine_latency)
+  hostile_set(${key} negative -1us)
+  hostile_set(${key} no_unit 1)
+  hostile_set(${key} nan nanus)
+  hostile_set(${key} past_int64_ps 9223373s)
+  hostile_set(${key} fraction_ps 0.5ps)
+endforeach()
+hostile_set(parallelism.bucket_size negative -25MB)
+hostile_set(parallelism.bucket_size huge 9EiB)
+# Names from a fixed set.
+foreach(key IN ITEMS training.dtype training.framework training.optimizer backend cluster.gpu model.preset
+                     parallelism.grad_sync parallelism.schedule parallelism.recompute predictor
+                     cluster.fabric.type collectives.algorithm)
+  hostile_set(${key} unknown bogus)
+  hostile_set(${key} list "[a, b]")
+endforeach()
+foreach(key IN ITEMS parallelism.sequence_parallel parallelism.tp_comm_overlap training.grad_clipping)
+  hostile_set(${key} not_bool maybe)
+endforeach()
+# Unknown keys at every level.
+foreach(key IN ITEMS nodes cluster.node cluster.fabric.spnes training.recompute model.hidden_size parallelism.ep)
+  string(REPLACE "." "_" id "${key}")
+  hostile(NAME unknown_key.${id} RC 2 REGEX "unknown key" ARGS run s.yaml --set ${key}=1)
+endforeach()
+# Crashes and silent wrong answers of the report, now one-line errors.
+hostile(NAME crash.tp_pp_overflow RC 2 REGEX [=[dp x tp x pp \(16 x 65536 x 65536 = 68719476736\)]=]
+        ARGS run s.yaml --set parallelism.tp=65536 --set parallelism.pp=65536)
+hostile(NAME crash.fat_tree_radix RC 2
+        REGEX [=[cluster\.fabric\.k = 3000000 is too large: a 3-tier fat-tree]=]
+        ARGS run s.yaml --set cluster.fabric.type=fat-tree --set cluster.fabric.k=3000000 --set cluster.fabric.tiers=3
+             --set cluster.fabric.core_bandwidth=400Gbps --set cluster.fabric.core_latency=1us
+             --set cluster.fabric.hosts_per_leaf=~ --set cluster.fabric.spines=~)
+hostile(NAME wrong.micro_batch_time_overflow RC 2
+        REGEX [=[^tessera: error: s\.yaml: training\.micro_batch, training\.seq_len, training\.global_batch: one iteration .* cannot be simulated: time overflow]=]
+        ARGS run s.yaml --set training.micro_batch=1000000000)
+hostile(NAME wrong.nic_latency_times_two RC 2 REGEX [=[cluster\.nic_latency: time overflow: 9000000s x 2]=]
+        ARGS run s.yaml --set cluster.nic_latency=9000000s)
+hostile(NAME wrong.gpus_past_int RC 2 REGEX [=[65536 x 65536 = 4294967296 GPUs; at most 2147483647]=]
+        ARGS run s.yaml --set cluster.nodes=65536 --set cluster.gpus_per_node=65536)
+
+# --- Scenario files. ---------------------------------------------------------
+foreach(case IN ITEMS
+        "dup_top|^tessera: error: dup_top\\.yaml:2:1: name: duplicate key"
+        "dup_nested|^tessera: error: dup_nested\\.yaml:[0-9]+:[0-9]+: cluster\\.nodes: duplicate key"
+        "two_docs|^tessera: error: two_docs\\.yaml:[0-9]+:[0-9]+: a second YAML document"
+        "complex_key|^tessera: error: complex_key\\.yaml:1:3: \\(top level\\): a key must be a plain name"
+        "mapping_key_nested|^tessera: error: mapping_key_nested\\.yaml:[0-9]+:[0-9]+: cluster: a key must be a plain name"
+        "empty|^tessera: error: empty\\.yaml: the scenario is empty"
+        "comment_only|^tessera: error: comment_only\\.yaml: the scenario is empty"
+        "list_top|^tessera: error: list_top\\.yaml.*must be a YAML mapping"
+        "scalar_top|^tessera: error: scalar_top\\.yaml.*must be a YAML mapping"
+        "binary|^tessera: error: binary\\.yaml"
+        "deep|^tessera: error: deep\\.yaml"
+        "tabs|^tessera: error: tabs\\.yaml:[0-9]+:[0-9]+: malformed YAML"
+        "unterminated|^tessera: error: unterminated\\.yaml:[0-9]+:[0-9]+: cluster: missing required key"
+        "anchor_loop|^tessera: error: anchor_loop\\.yaml"
+        "yaml_loop|^tessera: error: yaml_loop\\.yaml"
+        "bad_utf8|^tessera: error: bad_utf8\\.yaml:6: not valid UTF-8 \\(byte 0xe9\\)")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 regex)
+  hostile(NAME scenario_file.${name} RC 2 REGEX "${regex}" ARGS run ${name}.yaml)
+endforeach()
+hostile(NAME scenario_file.missing RC 2 REGEX [=[^tessera: error: nope\.yaml: cannot open scenario file$]=] ARGS run nope.yaml)
+hostile(NAME scenario_file.dev_zero RC 2 REGEX [=[^tessera: error: /dev/zero: scenario file is larger than 16 MiB]=]
+        ARGS run /dev/zero)
+hostile(NAME scenario_file.directory RC 2 REGEX [=[^tessera: error: \.: cannot open scenario file: is a directory$]=]
+        ARGS run .)
+hostile(NAME scenario_file.sweep_dev_zero RC 2 REGEX [=[/dev/zero: scenario file is larger]=]
+        ARGS sweep /dev/zero --set cluster.nodes=1,2)
+
+# --- Output paths: never an input, never two at once, never read-only. --------
+hostile(NAME output.json_is_scenario RC 2 REGEX [=[^tessera: error: --json-out s\.yaml: refusing to overwrite the scenario]=]
+        ARGS run s.yaml --json-out s.yaml)
+hostile(NAME output.json_is_scenario_other_spelling RC 2 REGEX [=[refusing to overwrite the scenario]=]
+        ARGS run s.yaml --json-out ./s.yaml)
+hostile(NAME output.outputs_json_is_scenario RC 2
+        REGEX [=[^tessera: error: outputs\.json s\.yaml: refusing to overwrite the scenario]=]
+        ARGS run s.yaml --set outputs.json=s.yaml)
+hostile(NAME output.trace_is_scenario RC 2 REGEX [=[--trace s\.yaml: refusing to overwrite the scenario]=]
+        ARGS run s.yaml --trace s.yaml)
+hostile(NAME output.links_is_scenario RC 2 REGEX [=[--links s\.yaml: refusing to overwrite the scenario]=]
+        ARGS run s.yaml --links s.yaml)
+hostile(NAME output.same_twice RC 2 REGEX [=[--json-out a\.json: the same file as --links a\.json: one output would be lost]=]
+        ARGS run s.yaml --json-out a.json --links a.json)
+hostile(NAME output.trace_and_json_same RC 2 REGEX [=[the same file as --trace]=]
+        ARGS run s.yaml --trace t.json --json-out t.json)
+hostile(NAME output.read_only RC 2 REGEX [=[--json-out ro\.json: refusing to replace a read-only file]=]
+        ARGS run s.yaml --json-out ro.json SETUP readonly:ro.json)
+hostile(NAME output.dev_null RC 2 REGEX [=[--json-out /dev/null: cannot write: not a regular file]=]
+        ARGS run s.yaml --json-out /dev/null)
+hostile(NAME output.directory RC 2 REGEX [=[--trace \.: cannot write: is a directory]=] ARGS run s.yaml --trace .)
+hostile(NAME output.missing_directory RC 2 REGEX [=[--links no/such/x\.csv: cannot write: directory 'no/such' does not exist]=]
+        ARGS run s.yaml --links no/such/x.csv)
+hostile(NAME output.empty RC 2 REGEX [=[--json-out: empty output path]=] ARGS run s.yaml --json-out=)
+hostile(NAME output.sweep_out_is_scenario RC 2 REGEX [=[--out s\.yaml: refusing to overwrite the scenario]=]
+        ARGS sweep s.yaml --set cluster.nodes=1,2 --out s.yaml)
+hostile(NAME output.sweep_svg_is_csv RC 2 REGEX [=[--svg x\.csv: the same file as --out x\.csv]=]
+        ARGS sweep s.yaml --set cluster.nodes=1,2 --out x.csv --svg x.csv)
+hostile(NAME output.sweep_read_only RC 2 REGEX [=[--out ro\.csv: refusing to replace a read-only file]=]
+        ARGS sweep s.yaml --set cluster.nodes=1,2 --out ro.csv SETUP readonly:ro.csv)
+hostile(NAME output.compare_svg_is_scenario RC 2 REGEX [=[--svg s\.yaml: refusing to overwrite the scenario]=]
+        ARGS compare-schedules s.yaml --svg s.yaml)
+hostile(NAME output.predict_kernels_output_is_input RC 2 REGEX [=[--output k_ok\.csv: refusing to overwrite --input]=]
+        ARGS predict-kernels --device dev_ok.json --input k_ok.csv --output k_ok.csv)
+hostile(NAME output.predict_kernels_output_is_device RC 2 REGEX [=[--output dev_ok\.json: refusing to overwrite --device]=]
+        ARGS predict-kernels --device dev_ok.json --input k_ok.csv --output dev_ok.json)
+hostile(NAME output.merge_out_is_shard RC 2 REGEX [=[--out shard_garbage\.csv: refusing to overwrite a shard]=]
+        ARGS sweep-merge --out shard_garbage.csv shard_garbage.csv)
+hostile(NAME output.train_predictor_out_is_file RC 2 REGEX [=[--out s\.yaml: not a directory]=]
+        ARGS train-predictor --data . --out s.yaml)
+hostile(NAME output.full_stdout RC 2 REGEX [=[^tessera: error: cannot write the output to stdout]=]
+        ARGS run s.yaml STDOUT /dev/full)
+hostile(NAME output.full_stdout_version RC 2 REGEX [=[^tessera: error: cannot write the output to stdout]=]
+        ARGS --version STDOUT /dev/full)
+
+# --- Command-line options. ---------------------------------------------------
+hostile(NAME options.bare RC 2 REGEX "^usage: tessera <command>" MULTILINE)
+hostile(NAME options.unknown_command RC 2 REGEX [=[unknown command 'fly']=] ARGS fly)
+hostile(NAME options.unknown_flag RC 2 REGEX [=[--fast]=] ARGS run s.yaml --fast)
+hostile(NAME options.missing_value RC 2 REGEX [=[--trace]=] ARGS run s.yaml --trace)
+hostile(NAME options.no_scenario RC 2 REGEX [=[scenario]=] ARGS run)
+hostile(NAME options.two_scenarios RC 2 REGEX [=[scenario]=] ARGS run s.yaml s.yaml)
+hostile(NAME options.bad_backend RC 2 REGEX [=[unknown backend 'tpu']=] ARGS run s.yaml --backend tpu)
+hostile(NAME options.set_without_value RC 2 REGEX [=[--set 'cluster\.nodes': expected key\.path=value]=]
+        ARGS run s.yaml --set cluster.nodes)
+hostile(NAME options.set_through_scalar RC 2 REGEX [=['cluster\.gpu' is not a mapping]=] ARGS run s.yaml --set cluster.gpu.sms=1)
+hostile(NAME options.set_malformed RC 2 REGEX [=[malformed value]=] ARGS run s.yaml "--set" "cluster.nodes=[1, 2")
+foreach(jobs IN ITEMS 0 -1 2x 99999 " 2")
+  string(MAKE_C_IDENTIFIER "${jobs}" id)
+  hostile(NAME options.sweep_jobs_${id} RC 2 REGEX [=[^tessera: error: --jobs: ]=]
+          ARGS sweep s.yaml --set cluster.nodes=1,2 --jobs "${jobs}")
+endforeach()
+foreach(shard IN ITEMS 2/2 -1/2 1/0 x/2 1/-2 3 1/2000000)
+  string(MAKE_C_IDENTIFIER "${shard}" id)
+  hostile(NAME options.sweep_shard_${id} RC 2 REGEX [=[--shard]=]
+          ARGS sweep s.yaml --set cluster.nodes=1,2 --shard ${shard})
+endforeach()
+foreach(env IN ITEMS "PMI_RANK=0;PMI_SIZE=-1" "PMI_RANK=-1;PMI_SIZE=2" "OMPI_COMM_WORLD_RANK=5;OMPI_COMM_WORLD_SIZE=2"
+        "SLURM_ARRAY_TASK_ID=x;SLURM_ARRAY_TASK_COUNT=2")
+  string(MAKE_C_IDENTIFIER "${env}" id)
+  hostile(NAME options.shard_env_${id} RC 2 REGEX [=[--shard auto]=]
+          ARGS sweep s.yaml --set cluster.nodes=1,2 --shard auto ENV ${env})
+endforeach()
+hostile(NAME options.sweep_no_axes RC 2 REGEX [=[give at least one --set]=] ARGS sweep s.yaml)
+hostile(NAME options.merge_garbage RC 2 REGEX [=[shard_garbage\.csv: not a shard CSV]=]
+        ARGS sweep-merge --out m.csv shard_garbage.csv)
+hostile(NAME options.merge_missing_file RC 2 REGEX [=[nope\.csv: cannot open shard CSV]=] ARGS sweep-merge --out m.csv nope.csv)
+hostile(NAME options.epochs_negative RC 2 REGEX [=[^tessera: error: --epochs: expected a positive integer, got '-5'$]=]
+        ARGS train-predictor --data . --out w --epochs -5)
+hostile(NAME options.dtype_unknown RC 2 REGEX [=[--dtype]=]
+        ARGS predict-kernels --device dev_ok.json --input k_ok.csv --output o.csv --dtype fp64)
+
+# --- Device JSON files (predict-kernels --device). -----------------------------
+foreach(dev IN ITEMS dev_dup dev_badescape dev_lone_surrogate dev_trailing dev_deep dev_empty dev_negative_sms
+                     dev_string_sms dev_huge_bw dev_inf_bw dev_fraction_sms dev_zero_mem dev_missing dev_array dev_null)
+  hostile(NAME device_json.${dev} RC 2 REGEX "^tessera: error: ${dev}\\.json"
+          ARGS predict-kernels --device ${dev}.json --input k_ok.csv --output o.csv)
+endforeach()
+hostile(NAME device_json.dev_zero RC 2 REGEX [=[^tessera: error: /dev/zero: file is larger than 256 MiB]=]
+        ARGS predict-kernels --device /dev/zero --input k_ok.csv --output o.csv)
+
+# --- Kernel CSV files (predict-kernels --input). -------------------------------
+foreach(k IN ITEMS k_badop k_negative k_nan k_huge k_ragged k_quote k_dtype k_nocolumns k_empty)
+  hostile(NAME kernel_csv.${k} RC 2 REGEX "^tessera: error: ${k}\\.csv"
+          ARGS predict-kernels --device dev_ok.json --input ${k}.csv --output o.csv)
+endforeach()
+
+# --- HuggingFace configs (predict-model --model). ------------------------------
+foreach(hf IN ITEMS hf_negative hf_string hf_huge hf_fraction hf_heads hf_type hf_dup hf_zero_hidden hf_huge_vocab)
+  hostile(NAME hf_config.${hf} RC 2 REGEX "^tessera: error: ${hf}\\.json"
+          ARGS predict-model --model ${hf}.json --device dev_ok.json --batch 1 --seq 16 --mode train)
+endforeach()
+hostile(NAME hf_config.batch_zero RC 2 REGEX [=[--batch]=]
+        ARGS predict-model --model hf_ok.json --device dev_ok.json --batch 0 --seq 16 --mode train)
+hostile(NAME hf_config.mode RC 2 REGEX [=[--mode]=]
+        ARGS predict-model --model hf_ok.json --device dev_ok.json --batch 1 --seq 16 --mode sing)
+
+# --- Valid but huge: refused at once with the estimate, not run for hours. ----
+hostile(NAME huge.dp_eight_million RC 2
+        REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take about .* engine events]=]
+        ARGS run s.yaml --set cluster.nodes=1000000 --set parallelism.dp=8000000)
+hostile(NAME huge.global_batch RC 2
+        REGEX [=[^tessera: error: s\.yaml: training\.global_batch, training\.micro_batch: one iteration would take about .* 6\.25e\+07 micro-batches per replica]=]
+        ARGS run s.yaml --set training.global_batch=1000000000 --set training.micro_batch=1)
+hostile(NAME huge.chunks RC 2
+        REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take]=]
+        ARGS run s.yaml --set collectives.chunks=1000000000)
+hostile(NAME huge.sweep_point RC 2
+        REGEX [=[^tessera: error: .*one iteration would take about]=]
+        ARGS sweep s.yaml --set training.global_batch=128,1000000000 --set training.micro_batch=1)
