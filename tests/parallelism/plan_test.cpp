@@ -194,7 +194,8 @@ TEST(Plan, DataParallelReducesEveryGradientOnceInBuckets) {
 TEST(Plan, EveryCombinationValidates) {
   const auto m = tiny();
   test_support::LayersOnlyPredictor pred(m.vocab);
-  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B}) {
+  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZeroBubbleH1,
+                     Schedule::ZeroBubbleH2}) {
     for (auto rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
       for (int zero : {0, 1, 3}) {
         ParallelPlan p;
