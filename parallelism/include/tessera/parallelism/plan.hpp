@@ -139,7 +139,9 @@ struct MemoryEstimate {
   Bytes activations;  ///< peak of the activations held for backward, per schedule
   Bytes workspace;    ///< CUDA context, cuBLAS workspace, allocator slack, largest temporary
   Bytes capacity;     ///< the GPU's memory
-  std::int64_t peak_in_flight = 0;  ///< micro-batch chunks whose activations are held at the peak
+  /// Micro-batch chunks whose activations are held at the peak (F run and
+  /// backward not finished: W not run, under the zero-bubble schedules).
+  std::int64_t peak_in_flight = 0;
   [[nodiscard]] Bytes total() const { return weights + gradients + optimizer_states + activations + workspace; }
   [[nodiscard]] bool oom() const { return capacity.count() > 0 && total() > capacity; }
 };
