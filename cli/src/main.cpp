@@ -34,7 +34,7 @@ Forecasting:
         Merge the shards of a sweep run as a Slurm array or MPI ranks.
   search SCENARIO.yaml [--top N]
         Find the fastest parallel plan that fits in memory.
-  compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b] [--svg F.svg]
+  compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2] [--svg F.svg]
         Compare pipeline schedules: iteration, bubble, exposed comm, memory.
 
 Node model (kernel latency prediction, docs/node_model.md):
@@ -127,12 +127,13 @@ simulates up to M candidates (default 64) in parallel and prints the top N
 compute + pipeline bubble (planned, not executed) and the M most promising
 are simulated.
 )"},
-      {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b]
+      {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml
+                                 [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2]
                                  [--svg FILE.svg] [--predictor NAME]
 
-Plans and simulates the scenario under each pipeline schedule and prints
-iteration time, bubble fraction, exposed communication, compute and peak
-memory per stage; --svg draws the breakdown.
+Plans and simulates the scenario under each pipeline schedule (by default
+all five) and prints iteration time, bubble fraction, exposed communication,
+compute and peak memory per stage; --svg draws the breakdown.
 )"},
       {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training --data DIR [options]
 

@@ -115,7 +115,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   p.option("schedules").option("svg").option("predictor");
   p.parse(args);
   p.expect_positional(1, "a scenario file");
-  const auto schedules = parse_schedule_list(p.get("schedules").value_or("gpipe,1f1b,interleaved-1f1b"));
+  const auto schedules = parse_schedule_list(p.get("schedules").value_or("gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2"));
   const auto svg_path = p.get("svg");
   FileSet files;
   files.input(p.positional()[0], "the scenario");

@@ -43,6 +43,21 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   return bytes * dtype_bytes(w.dtype) / 2.0;
 }
 
+/// Activation bytes one layer keeps from its B until its W under a
+/// zero-bubble schedule (B frees the rest): the inputs of the four linears
+/// (QKV and fc1 inputs 2sbh each, sharded with SP and re-gathered by W; the
+/// attention context 2sbh/t; the GeLU output 8sbh/t) and the gradients of
+/// their outputs (QKV 6sbh/t, fc1 8sbh/t; projection and fc2 2sbh each, full
+/// size as the row-parallel linears take them). 16-bit, scaled by
+/// dtype_bytes / 2. For t = 1 this is Qi et al.'s M_W = 32 sbh (Table 1).
+double layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
+  const double sbh = static_cast<double>(w.seq_len) * static_cast<double>(w.micro_batch) *
+                     static_cast<double>(m.hidden);
+  const double t = p.tp;
+  const double bytes = p.sequence_parallel ? sbh * (4 + 28 / t) : sbh * (8 + 24 / t);
+  return bytes * dtype_bytes(w.dtype) / 2.0;
+}
+
 
 /// Parameters held by one rank of pipeline stage `stage`.
 std::int64_t stage_params(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
@@ -73,24 +88,49 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
   e.optimizer_states = Bytes(shard(params * (mixed ? 12 : 8), 1));
 
   const double per_layer = layer_activation_bytes(m, w, p);
+  // Zero-bubble schedules: what each layer keeps from B to W.
+  const double per_layer_w = layer_weight_grad_bytes(m, w, p);
   const double logits = static_cast<double>(w.micro_batch * w.seq_len * padded_vocab_per_rank(m, w, p.tp)) * 4.0;
   const int last_chunk = p.pp * p.virtual_stages - 1;
   double held = 0, peak = 0;
-  std::int64_t in_flight = 0;
+  std::int64_t in_flight = 0;  // micro-batch chunks whose F has run and whose backward has not finished
+  auto track = [&] {
+    if (held > peak) {
+      peak = held;
+      e.peak_in_flight = std::max(e.peak_in_flight, in_flight);
+    }
+  };
   for (const PipelineStep& st : pipeline_order(p.schedule, p.pp, stage, micro_batches, p.virtual_stages)) {
     const int k = st.chunk * p.pp + stage;
-    double bytes = per_layer * static_cast<double>(chunks[static_cast<std::size_t>(k)]);
-    if (k == last_chunk) bytes += logits;
-    if (st.forward) {
-      held += bytes;
-      ++in_flight;
-      if (held > peak) {
-        peak = held;
-        e.peak_in_flight = std::max(e.peak_in_flight, in_flight);
-      }
-    } else {
-      held -= bytes;
-      --in_flight;
+    const auto layers = static_cast<double>(chunks[static_cast<std::size_t>(k)]);
+    double bytes = per_layer * layers;
+    // The LM head's logits (their gradient, in place) stay until its weight gradient.
+    double kept = per_layer_w * layers;
+    if (k == last_chunk) {
+      bytes += logits;
+      kept += logits;
+    }
+    switch (st.kind) {
+      case StepKind::F:
+        held += bytes;
+        ++in_flight;
+        track();
+        break;
+      case StepKind::B:
+        if (splits_backward(p.schedule)) {
+          // B frees the activations W does not need (with full recomputation
+          // it recomputes them first: what W keeps can exceed what F kept).
+          held += kept - bytes;
+          track();
+        } else {
+          held -= bytes;
+          --in_flight;
+        }
+        break;
+      case StepKind::W:
+        held -= kept;
+        --in_flight;
+        break;
     }
   }
   e.activations = Bytes(static_cast<std::int64_t>(peak));
@@ -268,31 +308,93 @@ std::size_t step_of(const std::vector<OpKernels>& ops, const std::vector<Backwar
   }
   throw SimulationError(fmt::format("planner: no backward step for '{}'", name));
 }
+/// Which kernels of a backward a task runs: all of them (gpipe, 1f1b,
+/// interleaved), the input gradients (B) or the weight gradients (W) of a
+/// zero-bubble schedule.
+enum class BackwardPart { All, Input, Weight };
+
 std::vector<const Pass*> backward_passes(const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps,
-                                         std::size_t from, std::size_t to) {
+                                         std::size_t from, std::size_t to, BackwardPart part = BackwardPart::All) {
   std::vector<const Pass*> out;
   for (std::size_t i = from; i < to && i < steps.size(); ++i) {
+    if (part == BackwardPart::Input && steps[i].weight) continue;
+    if (part == BackwardPart::Weight && !steps[i].weight) continue;
     const OpKernels& op = ops[steps[i].op];
     out.push_back(steps[i].weight ? &op.weight_grad : &op.input_grad);
   }
   return out;
 }
 
+/// A layer's backward split as a zero-bubble schedule runs it. B (`in`):
+/// the input gradients, in the fused order; the tensor-parallel reduction of
+/// a column-parallel linear's input gradient blocks (the weight gradient it
+/// overlaps in the fused backward is W's). With SP, the gradient entering
+/// each row-parallel linear is all-gathered in B and kept for W. W (`wg`):
+/// the weight gradients, in backward order; with SP the inputs of fc1 and
+/// QKV are re-gathered, overlapping the weight gradients before them when
+/// tp_comm_overlap is on.
+void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKernels>& ops,
+                          const std::vector<BackwardStep>& steps, const ParallelPlan& p, Bytes act) {
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
+  auto inputs = [&](std::size_t from, std::size_t to) {
+    return backward_passes(ops, steps, from, to, BackwardPart::Input);
+  };
+  auto weights = [&](std::size_t from, std::size_t to) {
+    return backward_passes(ops, steps, from, to, BackwardPart::Weight);
+  };
+  if (!tp) {
+    in.passes("bwd", inputs(0, steps.size()));
+    wg.passes("wgrad", weights(0, steps.size()));
+    return;
+  }
+  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false), fc1_dgrad = step_of(ops, steps, "fc1", false);
+  const std::size_t proj_dgrad = step_of(ops, steps, "proj", false), qkv_dgrad = step_of(ops, steps, "qkv", false);
+  const std::size_t fc1_wgrad = step_of(ops, steps, "fc1", true), qkv_wgrad = step_of(ops, steps, "qkv", true);
+  const CollectiveKind grad_kind = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  in.passes("bwd.res2", inputs(0, fc2_dgrad));
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  in.passes("bwd.mlp", inputs(fc2_dgrad, fc1_dgrad + 1));
+  in.comm("bwd.tp", grad_kind, act);
+  in.passes("bwd.ln2", inputs(fc1_dgrad + 1, proj_dgrad));
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  in.passes("bwd.attn", inputs(proj_dgrad, qkv_dgrad + 1));
+  in.comm("bwd.tp", grad_kind, act);
+  in.passes("bwd.ln1", inputs(qkv_dgrad + 1, steps.size()));
+  if (!sp) {
+    wg.passes("wgrad", weights(0, steps.size()));
+    return;
+  }
+  // An async collective is waited for by the second compute piece after it.
+  const bool overlap = p.tp_comm_overlap;
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.passes("wgrad.mlp", weights(0, fc1_wgrad));
+  wg.split();
+  wg.passes("wgrad.fc1", weights(fc1_wgrad, fc1_wgrad + 1));
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.passes("wgrad.attn", weights(fc1_wgrad + 1, qkv_wgrad));
+  wg.split();
+  wg.passes("wgrad.qkv", weights(qkv_wgrad, steps.size()));
+}
+
 /// The pieces of one layer's forward and backward on one tensor-parallel rank.
 struct LayerPieces {
   PieceList forward;
   PieceList backward;  ///< including any recomputation
+  /// Zero-bubble schedules (filled when `split`): B, the input gradients
+  /// (with any recomputation), and W, the weight gradients.
+  PieceList input_backward;
+  PieceList weight_backward;
 };
 
 LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
-                         const KernelTimer& timer) {
+                         const KernelTimer& timer, bool split) {
   const Sharding shard{p.tp, p.sequence_parallel};
   const auto ops = layer_ops(m, w, shard);
   const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
   const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
   const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1");
   const std::size_t fc1 = index_of(ops, "fc1"), res2 = index_of(ops, "residual2");
-  LayerPieces lp{PieceList(timer), PieceList(timer)};
+  LayerPieces lp{PieceList(timer), PieceList(timer), PieceList(timer), PieceList(timer)};
 
   // Forward: [ln1] (AG) [qkv .. proj] AR|RS [residual1, ln2] (AG) [fc1 .. fc2] AR|RS [residual2].
   PieceList& f = lp.forward;
@@ -319,6 +421,11 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   }
   const auto steps = backward_steps(ops);
   auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
+  if (split) {
+    // B: the recomputation and the input gradients; W: the weight gradients.
+    lp.input_backward.append(b);
+    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, p, act);
+  }
   if (!tp) {
     b.passes("bwd", range(0, steps.size()));
     return lp;
@@ -563,8 +670,12 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
 
   // Costs shared by every rank.
   const KernelTimer timer(predictor, work);
-  const LayerPieces layer = layer_pieces(model, work, plan, timer);
+  // Zero-bubble schedules run each backward as B (input gradients) and a
+  // later W (weight gradients).
+  const bool split = splits_backward(plan.schedule);
+  const LayerPieces layer = layer_pieces(model, work, plan, timer, split);
   PieceList embed_f(timer), embed_b(timer), head_f(timer), head_b(timer);
+  PieceList embed_bi(timer), embed_w(timer), head_bi(timer), head_w(timer);  // split: B and W
   {
     const auto ef = embedding_ops(model, work, shard);
     embed_f.passes("fwd", forward_passes(ef, 0, ef.size()));
@@ -583,6 +694,15 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     head_b.passes("bwd", backward_passes(hf, hsteps, 0, ln_f));
     if (tp) head_b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
     head_b.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size()));
+    if (split) {
+      if (sp) embed_bi.comm("bwd.tp", CollectiveKind::AllGather, act);
+      embed_bi.passes("bwd", backward_passes(ef, esteps, 0, esteps.size(), BackwardPart::Input));
+      embed_w.passes("wgrad", backward_passes(ef, esteps, 0, esteps.size(), BackwardPart::Weight));
+      head_bi.passes("bwd", backward_passes(hf, hsteps, 0, ln_f, BackwardPart::Input));
+      if (tp) head_bi.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
+      head_bi.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size(), BackwardPart::Input));
+      head_w.passes("wgrad", backward_passes(hf, hsteps, 0, hsteps.size(), BackwardPart::Weight));
+    }
   }
   // Model FLOPs (no recomputation) of one micro-batch: per layer, and of the
   // embedding and the LM head.
@@ -642,10 +762,13 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     };
 
     const auto order = pipeline_order(plan.schedule, p, stage, m, v);
+    // The steps that compute weight gradients: B (fused), or W (split). A
+    // chunk's gradients are final after its last such step.
+    const StepKind grad_step = split ? StepKind::W : StepKind::B;
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
     std::vector<std::size_t> first_backward(static_cast<std::size_t>(v), order.size());
     for (std::size_t i = 0; i < order.size(); ++i) {
-      if (order[i].forward) continue;
+      if (order[i].kind != grad_step) continue;
       last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
       auto& f = first_backward[static_cast<std::size_t>(order[i].chunk)];
       f = std::min(f, i);
@@ -653,7 +776,10 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     // Reserve: per micro-batch and chunk, each layer's pieces plus a few
     // pipeline, ZeRO-3 and wait tasks.
     {
-      const std::size_t per_layer = layer.forward.pieces().size() + layer.backward.pieces().size() + 1;
+      const std::size_t per_layer =
+          layer.forward.pieces().size() + 1 +
+          (split ? layer.input_backward.pieces().size() + layer.weight_backward.pieces().size() + 1
+                 : layer.backward.pieces().size());
       std::size_t tasks = 64;
       for (int c = 0; c < v; ++c) {
         const auto nl = static_cast<std::size_t>(sum.chunk_layers[static_cast<std::size_t>(c * p + stage)]);
@@ -704,17 +830,20 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       } else {
         fmt::format_to(std::back_inserter(tag), "mb{}.", st.micro_batch);
       }
-      const bool last_mb = !st.forward && i == last_backward[static_cast<std::size_t>(st.chunk)];
+      const bool grads = st.kind == grad_step;
+      const bool last_mb = grads && i == last_backward[static_cast<std::size_t>(st.chunk)];
       // PyTorch DDP: micro-batches after the first add their gradients to .grad.
-      const bool accumulate = torch_ddp && !st.forward && i != first_backward[static_cast<std::size_t>(st.chunk)];
+      const bool accumulate = torch_ddp && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
       std::vector<TaskIndex> first;
-      if (plan.zero_stage == 3 && dp_group >= 0) {
+      // ZeRO-3: F and B need the chunk's parameters (W only the activations
+      // and output gradients).
+      if (plan.zero_stage == 3 && dp_group >= 0 && st.kind != StepKind::W) {
         const std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
-        first.push_back(rb.collective(named(st.forward ? "fwd.zero3.param_all_gather"
-                                                       : "bwd.zero3.param_all_gather"),
+        first.push_back(rb.collective(named(st.forward() ? "fwd.zero3.param_all_gather"
+                                                         : "bwd.zero3.param_all_gather"),
                                       CollectiveKind::AllGather, dp_group, Bytes(chunk_params * pbytes), {}));
       }
-      if (st.forward) {
+      if (st.forward()) {
         if (k == 0) {
           rb.pieces(embed_f.pieces(), named("embedding."), tp_group, std::move(first));
           first = rb.take_pending();
@@ -741,12 +870,18 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
         }
         continue;
       }
-      // Backward.
+      // Backward: B (with W when fused), or a separate W. W exchanges no
+      // pipeline messages; gradients are produced by the steps that
+      // compute them.
+      const bool w_step = st.kind == StepKind::W;
+      const PieceList& head_pieces = !split ? head_b : w_step ? head_w : head_bi;
+      const PieceList& layer_backward = !split ? layer.backward : w_step ? layer.weight_backward : layer.input_backward;
+      const PieceList& embed_pieces = !split ? embed_b : w_step ? embed_w : embed_bi;
       if (k == V - 1) {
-        rb.pieces(head_b.pieces(), named("lm_head."), tp_group, std::move(first));
+        rb.pieces(head_pieces.pieces(), named("lm_head."), tp_group, std::move(first));
         first = rb.take_pending();
         if (last_mb && p > 1) produced((word_params + 2 * model.hidden) * gbytes, rb.last_compute());
-      } else {
+      } else if (!w_step) {
         const int from = (k + 1) % p;
         const TaskIndex recv = rb.collective(named("pp.recv_gradient"), CollectiveKind::SendRecv,
                                              pipe_group(from, stage, kPipeBackward), pipe_msg, {});
@@ -755,29 +890,32 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
                                        : recv);
       }
       for (std::int64_t l = nl - 1; l >= 0; --l) {
-        rb.pieces(layer.backward.pieces(), layer_prefix(l), tp_group, std::move(first));
+        rb.pieces(layer_backward.pieces(), layer_prefix(l), tp_group, std::move(first));
         first = rb.take_pending();
         if (accumulate) {
-          rb.compute(layer_prefix(l) + "bwd.grad_add", grad_add.duration, Flops(), std::exchange(first, {}),
-                     grad_add.host);
+          rb.compute(layer_prefix(l) + (w_step ? "wgrad.grad_add" : "bwd.grad_add"), grad_add.duration, Flops(),
+                     std::exchange(first, {}), grad_add.host);
         }
         if (last_mb) {
           if (!first.empty()) {
-            rb.compute(layer_prefix(l) + "bwd.wait", Time::zero(), Flops(), std::exchange(first, {}));
+            rb.compute(layer_prefix(l) + (w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(),
+                       std::exchange(first, {}));
           }
           produced(layer_grad_bytes, rb.last_compute());
         }
       }
       if (k == 0) {
-        rb.pieces(embed_b.pieces(), named("embedding."), tp_group, std::move(first));
+        rb.pieces(embed_pieces.pieces(), named("embedding."), tp_group, std::move(first));
         first = rb.take_pending();
       }
-      if (!first.empty()) rb.compute(named("bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
+      if (!first.empty()) {
+        rb.compute(named(w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
+      }
       if (k == 0 && last_mb) {
         produced((word_params + work.seq_len * model.hidden + (p == 1 ? 2 * model.hidden : 0)) * gbytes,
                  rb.last_compute());
       }
-      if (k != 0) {
+      if (k != 0 && !w_step) {
         rb.collective(named("pp.send_gradient"), CollectiveKind::SendRecv,
                       pipe_group(stage, (k - 1) % p, kPipeBackward), pipe_msg, {rb.last_compute()});
       }

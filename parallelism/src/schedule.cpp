@@ -16,6 +16,8 @@ std::string_view to_string(Schedule s) {
     case Schedule::GPipe: return "gpipe";
     case Schedule::OneFOneB: return "1f1b";
     case Schedule::Interleaved1F1B: return "interleaved-1f1b";
+    case Schedule::ZeroBubbleH1: return "zb-h1";
+    case Schedule::ZeroBubbleH2: return "zb-h2";
   }
   return "?";
 }
@@ -24,8 +26,22 @@ Schedule parse_schedule(std::string_view text) {
   if (text == "gpipe") return Schedule::GPipe;
   if (text == "1f1b") return Schedule::OneFOneB;
   if (text == "interleaved-1f1b") return Schedule::Interleaved1F1B;
-  throw InputError(fmt::format("unknown schedule '{}' (expected gpipe, 1f1b or interleaved-1f1b)", text));
+  if (text == "zb-h1") return Schedule::ZeroBubbleH1;
+  if (text == "zb-h2") return Schedule::ZeroBubbleH2;
+  throw InputError(
+      fmt::format("unknown schedule '{}' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-h2)", text));
 }
+
+std::string_view to_string(StepKind k) {
+  switch (k) {
+    case StepKind::F: return "F";
+    case StepKind::B: return "B";
+    case StepKind::W: return "W";
+  }
+  return "?";
+}
+
+bool splits_backward(Schedule s) { return s == Schedule::ZeroBubbleH1 || s == Schedule::ZeroBubbleH2; }
 
 std::string_view to_string(Recompute r) {
   switch (r) {
@@ -120,6 +136,11 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                                      ? std::string("more than 2^63")
                                      : std::to_string(static_cast<std::int64_t>(per_step))));
   }
+  if (virtual_stages > 1 && splits_backward(schedule)) {
+    throw InputError(fmt::format("virtual_stages ({}) must be 1 with schedule {}: the zero-bubble schedules are "
+                                 "implemented for one model chunk per pipeline rank",
+                                 virtual_stages, to_string(schedule)));
+  }
   if (virtual_stages > 1 && schedule != Schedule::Interleaved1F1B) {
     throw InputError(fmt::format("virtual_stages ({}) needs schedule interleaved-1f1b (got {})", virtual_stages,
                                  to_string(schedule)));
@@ -164,6 +185,39 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_
   return out;
 }
 
+namespace {
+
+/// 1F1B and the zero-bubble schedules on one model chunk, as Qi et al.
+/// describe them (ICLR'24, section 2 and Figure 3): `warm` forwards, then
+/// pairs (F of micro-batch warm + q, B of micro-batch q), then the remaining
+/// B. With `w_delay` < 0 the backward is one step (1F1B). Otherwise the W of
+/// the oldest micro-batch without one follows pair q once q >= w_delay; in
+/// the cool-down each B is followed by one pending W, and the W left over
+/// close the schedule. A stage then holds at most warm + w_delay + 1
+/// micro-batches (F run, W not yet).
+std::vector<PipelineStep> pairs_schedule(int m, int warm, int w_delay) {
+  std::vector<PipelineStep> out;
+  out.reserve(static_cast<std::size_t>(w_delay < 0 ? 2 * m : 3 * m));
+  warm = std::min(warm, m);
+  int next_w = 0;  // oldest micro-batch whose W has not run
+  for (int i = 0; i < warm; ++i) out.push_back({StepKind::F, 0, i});
+  for (int q = 0; q < m - warm; ++q) {
+    out.push_back({StepKind::F, 0, warm + q});
+    out.push_back({StepKind::B, 0, q});
+    if (w_delay >= 0 && q >= w_delay) out.push_back({StepKind::W, 0, next_w++});
+  }
+  for (int i = m - warm; i < m; ++i) {
+    out.push_back({StepKind::B, 0, i});
+    if (w_delay >= 0 && next_w <= i) out.push_back({StepKind::W, 0, next_w++});
+  }
+  if (w_delay >= 0) {
+    while (next_w < m) out.push_back({StepKind::W, 0, next_w++});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int64_t m, int virtual_stages) {
   if (pp <= 0 || stage < 0 || stage >= pp || m <= 0 || virtual_stages <= 0) {
     throw InputError(fmt::format("pipeline_order: bad arguments (pp {}, stage {}, micro-batches {}, virtual stages {})",
@@ -174,19 +228,28 @@ std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int
   switch (s) {
     case Schedule::GPipe: {
       if (virtual_stages != 1) throw InputError("schedule gpipe does not support virtual_stages > 1");
-      for (int i = 0; i < mb; ++i) out.push_back({true, 0, i});
-      for (int i = mb - 1; i >= 0; --i) out.push_back({false, 0, i});
+      for (int i = 0; i < mb; ++i) out.push_back({StepKind::F, 0, i});
+      for (int i = mb - 1; i >= 0; --i) out.push_back({StepKind::B, 0, i});
       break;
     }
     case Schedule::OneFOneB: {
       if (virtual_stages != 1) throw InputError("schedule 1f1b does not support virtual_stages > 1");
-      const int warm = std::min(pp - stage - 1, mb);
-      for (int i = 0; i < warm; ++i) out.push_back({true, 0, i});
-      for (int i = 0; i < mb - warm; ++i) {
-        out.push_back({true, 0, warm + i});
-        out.push_back({false, 0, i});
+      out = pairs_schedule(mb, pp - stage - 1, -1);
+      break;
+    }
+    case Schedule::ZeroBubbleH1:
+    case Schedule::ZeroBubbleH2: {
+      if (virtual_stages != 1) {
+        throw InputError(fmt::format("virtual_stages ({}) must be 1 with schedule {}", virtual_stages, to_string(s)));
       }
-      for (int i = mb - warm; i < mb; ++i) out.push_back({false, 0, i});
+      // ZB-H1: 1F1B's warm-up; stage s defers its W by s pairs, so every
+      // stage holds p micro-batches (1F1B's peak, on stage 0). ZB-H2: twice
+      // the warm-up forwards and W deferred by 2s pairs: 2p - 1 held.
+      if (s == Schedule::ZeroBubbleH1) {
+        out = pairs_schedule(mb, pp - stage - 1, stage);
+      } else {
+        out = pairs_schedule(mb, 2 * (pp - stage - 1), 2 * stage);
+      }
       break;
     }
     case Schedule::Interleaved1F1B: {
@@ -207,7 +270,7 @@ std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int
         const int in_group = k % (pp * v);
         int chunk = in_group / pp;
         if (!forward) chunk = v - 1 - chunk;
-        return PipelineStep{forward, chunk, (k / (pp * v)) * pp + k % pp};
+        return PipelineStep{forward ? StepKind::F : StepKind::B, chunk, (k / (pp * v)) * pp + k % pp};
       };
       for (int k = 0; k < warm; ++k) out.push_back(step(k, true));
       for (int k = 0; k < total - warm; ++k) {

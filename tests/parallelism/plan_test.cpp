@@ -64,11 +64,11 @@ TEST(Plan, OneFOneBOrderHasWarmupSteadyCooldown) {
   // p = 4, stage 1, m = 5: 2 warm-up forwards, then F/B pairs, then 2 backwards.
   const auto o = pipeline_order(Schedule::OneFOneB, 4, 1, 5, 1);
   std::string s;
-  for (const auto& st : o) s += (st.forward ? "F" : "B") + std::to_string(st.micro_batch) + " ";
+  for (const auto& st : o) s += std::string(to_string(st.kind)) + std::to_string(st.micro_batch) + " ";
   EXPECT_EQ(s, "F0 F1 F2 B0 F3 B1 F4 B2 B3 B4 ");
   const auto g = pipeline_order(Schedule::GPipe, 4, 1, 3, 1);
   s.clear();
-  for (const auto& st : g) s += (st.forward ? "F" : "B") + std::to_string(st.micro_batch) + " ";
+  for (const auto& st : g) s += std::string(to_string(st.kind)) + std::to_string(st.micro_batch) + " ";
   EXPECT_EQ(s, "F0 F1 F2 B2 B1 B0 ");
 }
 
@@ -77,7 +77,7 @@ TEST(Plan, InterleavedOrderVisitsEveryChunkAndMicroBatchOnce) {
     const auto o = pipeline_order(Schedule::Interleaved1F1B, 4, stage, 8, 2);
     ASSERT_EQ(o.size(), 2U * 8 * 2);
     std::map<std::tuple<bool, int, int>, int> seen;
-    for (const auto& st : o) ++seen[{st.forward, st.chunk, st.micro_batch}];
+    for (const auto& st : o) ++seen[{st.forward(), st.chunk, st.micro_batch}];
     EXPECT_EQ(seen.size(), o.size());
   }
 }
@@ -194,7 +194,8 @@ TEST(Plan, DataParallelReducesEveryGradientOnceInBuckets) {
 TEST(Plan, EveryCombinationValidates) {
   const auto m = tiny();
   test_support::LayersOnlyPredictor pred(m.vocab);
-  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B}) {
+  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZeroBubbleH1,
+                     Schedule::ZeroBubbleH2}) {
     for (auto rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
       for (int zero : {0, 1, 3}) {
         ParallelPlan p;

@@ -127,7 +127,8 @@ TEST(Schedules, MegatronHostSyncsAfterPipelineExchangesNeverDeadlock) {
   w.framework = node_model::Framework::Megatron;
   w.host = {Time::from_us(1), Time::from_us(50), Time::from_us(20)};
   test_support::LayersOnlyPredictor pred(kModel.vocab);
-  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B}) {
+  for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZeroBubbleH1,
+                     Schedule::ZeroBubbleH2}) {
     for (int dp : {1, 2}) {
       ParallelPlan p = pipeline(sched, 4, 8, sched == Schedule::Interleaved1F1B ? 2 : 1);
       p.dp = dp;

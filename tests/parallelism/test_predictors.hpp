@@ -10,12 +10,20 @@ namespace tessera::test_support {
 /// with tp = 1, 2, 4, 8, padded or not) take no time. So a
 /// layer's forward takes F = its GEMM FLOPs in ps, its backward exactly 2F,
 /// and nothing else costs anything: pipeline bubbles are exact.
+///
+/// With `linears_only`, the attention's batched GEMMs (scores, context) take
+/// no time either: then a layer's forward (F), input gradients (B) and
+/// weight gradients (W) take exactly the same time, as each linear's three
+/// GEMMs have the same FLOPs (the zero-bubble schedules' textbook case).
+/// Without it, B = F + A and W = F - A, A the attention GEMMs' FLOPs in ps
+/// (their gradients are all input gradients).
 class LayersOnlyPredictor final : public node_model::KernelPredictor {
  public:
-  explicit LayersOnlyPredictor(std::int64_t vocab)
-      : vocab_(vocab), gpu_(node_model::gpu_preset("H100-SXM")) {}
+  explicit LayersOnlyPredictor(std::int64_t vocab, bool linears_only = false)
+      : vocab_(vocab), linears_only_(linears_only), gpu_(node_model::gpu_preset("H100-SXM")) {}
   [[nodiscard]] Time predict(const node_model::Kernel& k) const override {
     if (!node_model::is_gemm(k.op)) return Time::zero();
+    if (linears_only_ && k.op == node_model::KernelOp::Bmm) return Time::zero();
     for (std::int64_t tp : {1, 2, 4, 8}) {
       // Unpadded (PyTorch eager) and padded to 128 x tp (Megatron) rows per rank.
       const std::int64_t v = (vocab_ + tp - 1) / tp;
@@ -31,6 +39,7 @@ class LayersOnlyPredictor final : public node_model::KernelPredictor {
 
  private:
   std::int64_t vocab_;
+  bool linears_only_;
   node_model::GpuSpec gpu_;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // The general training planner: data x tensor x pipeline parallelism with
-// GPipe, 1F1B and interleaved 1F1B schedules, Megatron-style tensor
+// GPipe, 1F1B, interleaved 1F1B and zero-bubble (ZB-H1, ZB-H2) schedules, Megatron-style tensor
 // parallelism (optionally with sequence parallelism), activation
 // recomputation and ZeRO. Pure functions: no event loop, no network.
 #include <cstdint>
@@ -14,8 +14,10 @@
 
 namespace tessera::parallelism {
 
-enum class Schedule { GPipe, OneFOneB, Interleaved1F1B };
-/// "gpipe", "1f1b", "interleaved-1f1b".
+/// ZeroBubbleH1 / ZeroBubbleH2: the handcrafted schedules of Qi et al.,
+/// "Zero Bubble Pipeline Parallelism", ICLR'24 (backward split into B and W).
+enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZeroBubbleH1, ZeroBubbleH2 };
+/// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2".
 std::string_view to_string(Schedule s);
 /// Parses the names above; throws InputError listing them.
 Schedule parse_schedule(std::string_view text);
@@ -97,15 +99,31 @@ struct RankCoord {
 RankCoord rank_coord(const ParallelPlan& plan, int rank);
 int rank_of(const ParallelPlan& plan, const RankCoord& c);
 
+/// What a pipeline step computes. F: the forward. B: the backward's input
+/// gradients (what the previous stage waits for); under a schedule that does
+/// not split the backward (splits_backward() false: gpipe, 1f1b,
+/// interleaved-1f1b) B also computes the weight gradients, as one step. W:
+/// the weight gradients of a micro-batch whose B has run (zero-bubble
+/// schedules only).
+enum class StepKind { F, B, W };
+/// "F", "B", "W".
+std::string_view to_string(StepKind k);
+
+/// True when the schedule runs weight gradients as separate W steps.
+bool splits_backward(Schedule s);
+
 /// One step of a pipeline rank's schedule.
 struct PipelineStep {
-  bool forward = true;
+  StepKind kind = StepKind::F;
   int chunk = 0;        ///< model chunk on this rank (0..virtual_stages-1)
   int micro_batch = 0;
+  [[nodiscard]] bool forward() const { return kind == StepKind::F; }
+  bool operator==(const PipelineStep&) const = default;
 };
 /// The order in which pipeline rank `stage` runs forward and backward passes
-/// of its chunks over `m` micro-batches. Throws InputError for a schedule
-/// that cannot run the combination (e.g. interleaving with m % pp != 0).
+/// of its chunks over `m` micro-batches (docs/parallelism.md, "Schedules").
+/// Throws InputError for a schedule that cannot run the combination (e.g.
+/// interleaving with m % pp != 0, a zero-bubble schedule with virtual stages).
 std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int64_t m, int virtual_stages);
 
 /// Layers of each model chunk, in pipeline order (chunk k runs on pipeline
@@ -121,7 +139,9 @@ struct MemoryEstimate {
   Bytes activations;  ///< peak of the activations held for backward, per schedule
   Bytes workspace;    ///< CUDA context, cuBLAS workspace, allocator slack, largest temporary
   Bytes capacity;     ///< the GPU's memory
-  std::int64_t peak_in_flight = 0;  ///< micro-batch chunks whose activations are held at the peak
+  /// Micro-batch chunks whose activations are held at the peak (F run and
+  /// backward not finished: W not run, under the zero-bubble schedules).
+  std::int64_t peak_in_flight = 0;
   [[nodiscard]] Bytes total() const { return weights + gradients + optimizer_states + activations + workspace; }
   [[nodiscard]] bool oom() const { return capacity.count() > 0 && total() > capacity; }
 };
