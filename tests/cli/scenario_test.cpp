@@ -156,7 +156,8 @@ TEST(Scenario, OutputsSection) {
   EXPECT_EQ(s.outputs.links, "l.csv");
   EXPECT_EQ(s.outputs.trace, "");
   EXPECT_NE(error_of(default_text() + "outputs:\n  jsn: r.json\n")
-                .find("outputs.jsn: unknown key (known here: json, links, trace)"),
+                .find("outputs.jsn: unknown key (known here: json, links, trace, trace_micro_batches, trace_ranks, "
+                  "trace_transfers)"),
             std::string::npos);
 }
 
