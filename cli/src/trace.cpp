@@ -222,16 +222,33 @@ class ChromeTraceObserver::LinkLoad {
     }
   }
 
-  /// The `n` links with the most bytes, most first (ties: lower id first).
+  /// `n` links: the busiest (by bytes) of each link tier in turn (NVLink,
+  /// host, leaf-spine, ...: the first of every tier that carried traffic,
+  /// then the second, ...), so that a tier whose links all carry more
+  /// (NVLink under tensor parallelism) does not hide the fabric. Ties: lower
+  /// link id first.
   [[nodiscard]] std::vector<topology::LinkId> busiest(int n) const {
-    std::vector<topology::LinkId> ids;
+    std::vector<std::vector<topology::LinkId>> tiers(topology::kNumLinkTiers);
     for (std::size_t l = 0; l < total_.size(); ++l) {
-      if (total_[l] > 0) ids.push_back(static_cast<topology::LinkId>(l));
+      if (total_[l] <= 0) continue;
+      const auto id = static_cast<topology::LinkId>(l);
+      tiers[static_cast<std::size_t>(topo_.tier(id))].push_back(id);
     }
-    std::stable_sort(ids.begin(), ids.end(), [&](topology::LinkId a, topology::LinkId b) {
-      return total_[static_cast<std::size_t>(a)] > total_[static_cast<std::size_t>(b)];
-    });
-    if (ids.size() > static_cast<std::size_t>(std::max(n, 0))) ids.resize(static_cast<std::size_t>(std::max(n, 0)));
+    for (auto& t : tiers) {
+      std::stable_sort(t.begin(), t.end(), [&](topology::LinkId a, topology::LinkId b) {
+        return total_[static_cast<std::size_t>(a)] > total_[static_cast<std::size_t>(b)];
+      });
+    }
+    std::vector<topology::LinkId> ids;
+    for (std::size_t rank = 0; static_cast<int>(ids.size()) < n; ++rank) {
+      bool any = false;
+      for (const auto& t : tiers) {
+        if (rank >= t.size() || static_cast<int>(ids.size()) >= n) continue;
+        ids.push_back(t[rank]);
+        any = true;
+      }
+      if (!any) break;
+    }
     return ids;
   }
   [[nodiscard]] const std::vector<double>& bins(topology::LinkId l) const { return bins_[static_cast<std::size_t>(l)]; }
@@ -471,7 +488,7 @@ void ChromeTraceObserver::finish() {
     if (!busiest.empty()) {
       begin_event();
       fmt::format_to(std::back_inserter(buffer_),
-                     R"j({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"links (busiest {} by bytes)"}}}})j",
+                     R"j({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"links (busiest {} by bytes, tier by tier)"}}}})j",
                      pid, busiest.size());
       begin_event();
       fmt::format_to(std::back_inserter(buffer_),
@@ -484,7 +501,7 @@ void ChromeTraceObserver::finish() {
     const std::int64_t width = links_->width_ps();
     for (const topology::LinkId l : busiest) {
       const auto& link = topology_->link(l);
-      std::string name = fmt::format("link {} ", l);
+      std::string name = fmt::format("{} link {} ", topology::to_string(topology_->tier(l)), l);
       append_escaped(name, topology_->vertex(link.src).name);
       name += "->";
       append_escaped(name, topology_->vertex(link.dst).name);

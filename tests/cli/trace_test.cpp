@@ -267,6 +267,10 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
   EXPECT_EQ(sum.flows, 224);
   EXPECT_EQ(sum.phases.count("b"), 0U);  // transfers off by default
   EXPECT_EQ(sum.counters.size(), 16U);
+  // Tier by tier: NVLink, host and leaf-spine links all among them.
+  std::map<std::string, int> tiers;
+  for (const auto& c : sum.counters) ++tiers[c.substr(0, c.find(" link "))];
+  EXPECT_EQ(tiers, (std::map<std::string, int>{{"host", 5}, {"leaf-spine", 5}, {"nvlink", 6}}));
   EXPECT_EQ(sum.other.find("transfers")->string(), "off");
   // Tracks by role on rank 0 (tp 0, dp 0, stage 0); its stage-1 peer is rank 4.
   std::set<std::string> rank0;

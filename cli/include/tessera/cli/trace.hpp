@@ -41,8 +41,8 @@ struct TraceOptions {
   /// One async slice per point-to-point transfer (on the sender); off: a
   /// collective is one slice per member rank.
   bool transfers = false;
-  /// Utilization counters for this many links, the busiest by bytes
-  /// (needs a topology; 0: none).
+  /// Utilization counters for this many links, the busiest by bytes of each
+  /// link tier in turn (needs a topology; 0: none).
   int link_counters = 16;
 };
 
