@@ -337,8 +337,9 @@ TEST(ChromeTrace, GzipDecompressesToTheSameBytesAndRunsAreIdentical) {
   Scenario s = pipeline_scenario();
   const auto dir = std::filesystem::temp_directory_path() / ("tessera_trace_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string plain = (dir / "t.json").string(), gz = (dir / "t.json.gz").string();
-  for (const auto& path : {plain, gz}) {
+  const std::string plain = (dir / "t.json").string(), gz = (dir / "t.json.gz").string(),
+                    gz2 = (dir / "again.json.gz").string();
+  for (const auto& path : {plain, gz, gz2}) {
     TraceFile f(path, s, {});
     (void)simulate_scenario(s, f.observer(), nullptr, false);
     f.finish();
@@ -346,11 +347,12 @@ TEST(ChromeTrace, GzipDecompressesToTheSameBytesAndRunsAreIdentical) {
   const std::string text = read_file(plain);
   EXPECT_GT(text.size(), 100'000U);
   EXPECT_EQ(gunzip(gz), text);
+  EXPECT_EQ(read_file(gz2), read_file(gz));  // no file name or time in the gzip header
   EXPECT_LT(std::filesystem::file_size(gz) * 5, text.size());
   // Determinism: the same input gives the same bytes.
   EXPECT_EQ(run_traced(s, {}).text, run_traced(s, {}).text);
-  // Only the two traces: no temporaries left.
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 2);
+  // Only the three traces: no temporaries left.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 3);
   std::filesystem::remove_all(dir);
 }
 
