@@ -36,8 +36,9 @@ void append_escaped(std::string& out, std::string_view s) {
 
 // Track (thread) ids inside a rank's process.
 constexpr std::int32_t kComputeTid = 0;
-constexpr std::int32_t kTransferTid = 1;
-constexpr std::int32_t kGroupTidBase = 2;  // group g is tid 2 + g
+constexpr std::int32_t kHostTid = 1;
+constexpr std::int32_t kTransferTid = 2;
+constexpr std::int32_t kGroupTidBase = 3;  // group g is tid 3 + g
 constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -332,6 +333,7 @@ std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const pa
                                             const std::vector<int>* members) const {
   if (tid == kComputeTid) return "compute";
   if (tid == kTransferTid) return "transfers (sent)";
+  if (tid == kHostTid) return "host (GPU waits for launches)";
   const std::int32_t group = tid - kGroupTidBase;
   if (members == nullptr || members->empty()) return fmt::format("comm group {}", group);
   const auto& plan = layout_.plan;
@@ -408,6 +410,20 @@ void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Ti
   append_escaped(buffer_, task.name);
   fmt::format_to(std::back_inserter(buffer_), R"(","cat":"compute","ph":"X","pid":{},"tid":{},"ts":)", rank,
                  kComputeTid);
+  append_us(buffer_, start);
+  buffer_ += R"(,"dur":)";
+  append_us(buffer_, end - start);
+  buffer_ += '}';
+  flush_if_full();
+}
+
+void ChromeTraceObserver::on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) {
+  if (!traced(rank) || !micro_batch_kept(task.name)) return;
+  declare(rank, kHostTid, nullptr, nullptr);
+  begin_event();
+  buffer_ += R"({"name":"wait for host: )";
+  append_escaped(buffer_, task.name);
+  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"host","ph":"X","pid":{},"tid":{},"ts":)", rank, kHostTid);
   append_us(buffer_, start);
   buffer_ += R"(,"dur":)";
   append_us(buffer_, end - start);

@@ -143,8 +143,12 @@ struct Tee final : engine::ExecutionObserver {
     ++transfers;
     next_.on_transfer(t, start, end);
   }
+  void on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) override {
+    ++host_waits;
+    next_.on_host_wait(rank, task, start, end);
+  }
   engine::ExecutionObserver& next_;
-  long compute = 0, sendrecv = 0, member_slices = 0, transfers = 0;
+  long compute = 0, sendrecv = 0, member_slices = 0, transfers = 0, host_waits = 0;
 };
 
 /// scenarios/schedules.yaml (32 A100, tp 2, dp 2, pp 8, 1F1B) cut to 4
@@ -156,7 +160,7 @@ Scenario pipeline_scenario() {
 
 struct Traced {
   std::string text;
-  long compute = 0, sendrecv = 0, member_slices = 0, transfers = 0;
+  long compute = 0, sendrecv = 0, member_slices = 0, transfers = 0, host_waits = 0;
 };
 
 Traced run_traced(const Scenario& s, TraceOptions options) {
@@ -167,7 +171,7 @@ Traced run_traced(const Scenario& s, TraceOptions options) {
   const Simulation sim = simulate_scenario(s, &tee, nullptr, false);
   trace.finish();
   EXPECT_EQ(static_cast<std::uint64_t>(tee.transfers), sim.result.transfers);
-  return {sink.text(), tee.compute, tee.sendrecv, tee.member_slices, tee.transfers};
+  return {sink.text(), tee.compute, tee.sendrecv, tee.member_slices, tee.transfers, tee.host_waits};
 }
 
 std::string read_file(const std::string& path) {
@@ -261,11 +265,16 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
   const TraceSummary sum = check_trace(t.text);
   // Every rank (32 <= 64) plus the links process.
   EXPECT_EQ(sum.pids.size(), 33U);
-  EXPECT_EQ(sum.phases.at("X"), t.compute + t.member_slices);
+  EXPECT_EQ(t.host_waits, 28);
+  EXPECT_EQ(sum.phases.at("X"), t.compute + t.member_slices + t.host_waits);
   // 4 pipeline columns (tp x dp) x 4 micro-batches x (7 activations + 7 gradients).
   EXPECT_EQ(t.sendrecv, 224);
   EXPECT_EQ(sum.flows, 224);
   EXPECT_EQ(sum.phases.count("b"), 0U);  // transfers off by default
+  // The host model: 28 ranks' compute streams wait once for their host to
+  // launch a pipeline sync (the 4 ranks of the first stage never do).
+  EXPECT_EQ(sum.categories.at("host"), 28);
+  EXPECT_EQ(sum.tracks.at({10, 1}), "host (GPU waits for launches)");
   EXPECT_EQ(sum.counters.size(), 16U);
   // Tier by tier: NVLink, host and leaf-spine links all among them.
   std::map<std::string, int> tiers;

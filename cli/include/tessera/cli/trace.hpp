@@ -7,7 +7,8 @@
 // One process per traced rank, named by its coordinates (node, pipeline
 // stage, data-parallel and tensor-parallel index). Its tracks (threads) are
 // declared when they first carry an event, so every declared track has
-// events: "compute", and one per communication group named by its role (tp,
+// events: "compute", "host" (the compute stream waiting for its host to
+// launch the next task), and one per communication group named by its role (tp,
 // dp, pp-send / pp-recv with the peer stage, embedding). Pipeline sends carry
 // flow arrows from the sender's slice to the receiver's. Optionally every
 // point-to-point transfer is an async slice on its sender ("transfers"). A
@@ -127,6 +128,7 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
   void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
                      Time start, Time end) override;
   void on_transfer(const collectives::Transfer& t, Time start, Time end) override;
+  void on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) override;
 
   /// Writes the link counters and closes the JSON document; once, after the run.
   void finish();
