@@ -686,13 +686,15 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
       });
     }
     if (o.has("trace_micro_batches")) {
-      s.outputs.trace_micro_batches = parsed("trace_micro_batches", [](const std::string& t, const std::string& what) {
-        return parse_index_list(t, what, kMaxTraceMicroBatch);
-      });
+      s.outputs.trace_micro_batches =
+          parsed("trace_micro_batches", [](const std::string& t, const std::string& what) {
+            return parse_index_list(t, what, kMaxTraceMicroBatch);
+          });
     }
     if (o.has("trace_transfers")) {
-      s.outputs.trace_transfers = parsed(
-          "trace_transfers", [](const std::string& t, const std::string& what) { return parse_on_off(t, what); });
+      s.outputs.trace_transfers =
+          parsed("trace_transfers",
+                 [](const std::string& t, const std::string& what) { return parse_on_off(t, what); });
     }
     o.finish();
   }

@@ -71,7 +71,8 @@ std::vector<int> parse_index_list(std::string_view text, std::string_view what, 
     std::int64_t v = -1;
     const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc() || p != part.data() + part.size() || v < 0) {
-      throw InputError(fmt::format("{}: '{}' is not a number or a range A-B of non-negative numbers", what, item));
+      throw InputError(
+          fmt::format("{}: '{}' is not a number or a range A-B of non-negative numbers", what, item));
     }
     if (v >= limit) throw InputError(fmt::format("{}: {} is out of range (0..{})", what, v, limit - 1));
     return static_cast<int>(v);
@@ -198,7 +199,8 @@ class ChromeTraceObserver::LinkLoad {
  public:
   static constexpr std::int64_t kBins = 1000;
 
-  explicit LinkLoad(const topology::Topology& topo) : topo_(topo), bins_(topo.links().size()), total_(topo.links().size(), 0.0) {}
+  explicit LinkLoad(const topology::Topology& topo)
+      : topo_(topo), bins_(topo.links().size()), total_(topo.links().size(), 0.0) {}
 
   void add(int src, int dst, Time start, Time end, double bytes) {
     if (bytes <= 0 || src == dst) return;
@@ -252,7 +254,9 @@ class ChromeTraceObserver::LinkLoad {
     }
     return ids;
   }
-  [[nodiscard]] const std::vector<double>& bins(topology::LinkId l) const { return bins_[static_cast<std::size_t>(l)]; }
+  [[nodiscard]] const std::vector<double>& bins(topology::LinkId l) const {
+    return bins_[static_cast<std::size_t>(l)];
+  }
   [[nodiscard]] double total(topology::LinkId l) const { return total_[static_cast<std::size_t>(l)]; }
   [[nodiscard]] std::int64_t width_ps() const { return width_; }
 
@@ -268,7 +272,8 @@ class ChromeTraceObserver::LinkLoad {
     for (auto& b : bins_) {
       if (b.empty()) continue;
       for (std::int64_t k = 0; k < kBins / 2; ++k) {
-        b[static_cast<std::size_t>(k)] = b[static_cast<std::size_t>(2 * k)] + b[static_cast<std::size_t>(2 * k + 1)];
+        b[static_cast<std::size_t>(k)] =
+            b[static_cast<std::size_t>(2 * k)] + b[static_cast<std::size_t>(2 * k + 1)];
       }
       std::fill(b.begin() + kBins / 2, b.end(), 0.0);
     }
@@ -291,7 +296,8 @@ ChromeTraceObserver::ChromeTraceObserver(TraceSink& sink, int ranks, TraceLayout
   if (options_.ranks.empty()) options_.ranks = default_trace_ranks(layout_.plan, ranks_);
   traced_.assign(static_cast<std::size_t>(std::max(ranks_, 0)), 0);
   for (int r : options_.ranks) {
-    if (r < 0 || r >= ranks_) throw InputError(fmt::format("trace: rank {} is out of range (0..{})", r, ranks_ - 1));
+    if (r < 0 || r >= ranks_)
+      throw InputError(fmt::format("trace: rank {} is out of range (0..{})", r, ranks_ - 1));
     traced_[static_cast<std::size_t>(r)] = 1;
   }
   declared_.resize(traced_.size());
@@ -300,14 +306,16 @@ ChromeTraceObserver::ChromeTraceObserver(TraceSink& sink, int ranks, TraceLayout
   // What was recorded, in the header (the Trace Event Format's otherData).
   auto list = [](const std::vector<int>& v) {
     std::string s;
-    for (std::size_t i = 0; i < v.size(); ++i) fmt::format_to(std::back_inserter(s), "{}{}", i ? "," : "", v[i]);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      fmt::format_to(std::back_inserter(s), "{}{}", i ? "," : "", v[i]);
     return s;
   };
-  fmt::format_to(std::back_inserter(buffer_),
-                 R"({{"displayTimeUnit":"ns","otherData":{{"generator":"tessera","ranks":"{}","micro_batches":"{}",)"
-                 R"("transfers":"{}","link_counters":{}}},"traceEvents":[)",
-                 list(options_.ranks), options_.micro_batches.empty() ? "all" : list(options_.micro_batches),
-                 options_.transfers ? "on" : "off", links_ ? options_.link_counters : 0);
+  fmt::format_to(
+      std::back_inserter(buffer_),
+      R"({{"displayTimeUnit":"ns","otherData":{{"generator":"tessera","ranks":"{}","micro_batches":"{}",)"
+      R"("transfers":"{}","link_counters":{}}},"traceEvents":[)",
+      list(options_.ranks), options_.micro_batches.empty() ? "all" : list(options_.micro_batches),
+      options_.transfers ? "on" : "off", links_ ? options_.link_counters : 0);
 }
 
 ChromeTraceObserver::~ChromeTraceObserver() = default;
@@ -362,7 +370,8 @@ std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const pa
     if (same_pp && same_dp) return fmt::format("tp ({})", span);
     if (same_pp && same_tp) return fmt::format("dp ({})", span);
     if (task != nullptr && task->name.find("embedding") != std::string_view::npos) {
-      return fmt::format("embedding (stages {}..{}, ranks {}..{})", c0.pp, coord(m.back()).pp, m.front(), m.back());
+      return fmt::format("embedding (stages {}..{}, ranks {}..{})", c0.pp, coord(m.back()).pp, m.front(),
+                         m.back());
     }
     if (!same_pp) return fmt::format("pp ({})", span);
   }
@@ -381,25 +390,25 @@ void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism:
                      rank / std::max(layout_.gpus_per_node, 1), c.pp, c.dp, c.tp);
     }
     begin_event();
-    fmt::format_to(std::back_inserter(buffer_), R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":")",
-                   rank);
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":")", rank);
     append_escaped(buffer_, name);
     buffer_ += "\"}}";
     begin_event();
     fmt::format_to(std::back_inserter(buffer_),
-                   R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", rank,
-                   rank);
+                   R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})",
+                   rank, rank);
   }
   tracks.push_back(tid);
   begin_event();
-  fmt::format_to(std::back_inserter(buffer_), R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":")",
-                 rank, tid);
+  fmt::format_to(std::back_inserter(buffer_),
+                 R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":")", rank, tid);
   append_escaped(buffer_, track_name(rank, tid, task, members));
   buffer_ += "\"}}";
   begin_event();
   fmt::format_to(std::back_inserter(buffer_),
-                 R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})", rank, tid,
-                 tid);
+                 R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                 rank, tid, tid);
 }
 
 void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Time start, Time end) {
@@ -423,7 +432,8 @@ void ChromeTraceObserver::on_host_wait(int rank, const parallelism::Task& task, 
   begin_event();
   buffer_ += R"({"name":"wait for host: )";
   append_escaped(buffer_, task.name);
-  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"host","ph":"X","pid":{},"tid":{},"ts":)", rank, kHostTid);
+  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"host","ph":"X","pid":{},"tid":{},"ts":)", rank,
+                 kHostTid);
   append_us(buffer_, start);
   buffer_ += R"(,"dur":)";
   append_us(buffer_, end - start);
@@ -431,8 +441,8 @@ void ChromeTraceObserver::on_host_wait(int rank, const parallelism::Task& task, 
   flush_if_full();
 }
 
-void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
-                                        Time start, Time end) {
+void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int32_t group,
+                                        const std::vector<int>& ranks, Time start, Time end) {
   if (!micro_batch_kept(task.name)) return;
   const std::int32_t tid = kGroupTidBase + group;
   const bool p2p = task.collective == parallelism::CollectiveKind::SendRecv && ranks.size() == 2;
@@ -465,9 +475,10 @@ void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int3
     const std::int64_t id = next_id_++;
     for (int side = 0; side < 2; ++side) {
       begin_event();
-      fmt::format_to(std::back_inserter(buffer_), R"({{"name":"pp","cat":"pp-flow","ph":"{}",{}"id":{},"pid":{},"tid":{},"ts":)",
-                     side == 0 ? "s" : "f", side == 0 ? "" : R"("bp":"e",)", id, ranks[static_cast<std::size_t>(side)],
-                     tid);
+      fmt::format_to(std::back_inserter(buffer_),
+                     R"({{"name":"pp","cat":"pp-flow","ph":"{}",{}"id":{},"pid":{},"tid":{},"ts":)",
+                     side == 0 ? "s" : "f", side == 0 ? "" : R"("bp":"e",)", id,
+                     ranks[static_cast<std::size_t>(side)], tid);
       append_us(buffer_, start);
       buffer_ += '}';
     }
@@ -482,14 +493,15 @@ void ChromeTraceObserver::on_transfer(const collectives::Transfer& t, Time start
   const std::int64_t id = next_id_++;
   begin_event();
   fmt::format_to(std::back_inserter(buffer_),
-                 R"({{"name":"send {}->{}","cat":"transfer","ph":"b","id":{},"pid":{},"tid":{},"ts":)", t.src, t.dst,
-                 id, t.src, kTransferTid);
+                 R"({{"name":"send {}->{}","cat":"transfer","ph":"b","id":{},"pid":{},"tid":{},"ts":)", t.src,
+                 t.dst, id, t.src, kTransferTid);
   append_us(buffer_, start);
-  fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"step":{}}}}})", t.bytes.count(), t.step);
+  fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"step":{}}}}})", t.bytes.count(),
+                 t.step);
   begin_event();
   fmt::format_to(std::back_inserter(buffer_),
-                 R"({{"name":"send {}->{}","cat":"transfer","ph":"e","id":{},"pid":{},"tid":{},"ts":)", t.src, t.dst,
-                 id, t.src, kTransferTid);
+                 R"({{"name":"send {}->{}","cat":"transfer","ph":"e","id":{},"pid":{},"tid":{},"ts":)", t.src,
+                 t.dst, id, t.src, kTransferTid);
   append_us(buffer_, end);
   buffer_ += '}';
   flush_if_full();
@@ -503,16 +515,19 @@ void ChromeTraceObserver::finish() {
     const int pid = ranks_;  // after every rank
     if (!busiest.empty()) {
       begin_event();
-      fmt::format_to(std::back_inserter(buffer_),
-                     R"j({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"links (busiest {} by bytes, tier by tier)"}}}})j",
-                     pid, busiest.size());
+      fmt::format_to(
+          std::back_inserter(buffer_),
+          R"j({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"links (busiest {} by bytes, tier by tier)"}}}})j",
+          pid, busiest.size());
       begin_event();
-      fmt::format_to(std::back_inserter(buffer_),
-                     R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", pid,
-                     pid);
+      fmt::format_to(
+          std::back_inserter(buffer_),
+          R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", pid,
+          pid);
       begin_event();
-      fmt::format_to(std::back_inserter(buffer_),
-                     R"({{"name":"thread_name","ph":"M","pid":{},"tid":0,"args":{{"name":"link utilization"}}}})", pid);
+      fmt::format_to(
+          std::back_inserter(buffer_),
+          R"({{"name":"thread_name","ph":"M","pid":{},"tid":0,"args":{{"name":"link utilization"}}}})", pid);
     }
     const std::int64_t width = links_->width_ps();
     for (const topology::LinkId l : busiest) {
@@ -531,8 +546,8 @@ void ChromeTraceObserver::finish() {
         if (value == last) continue;
         last = value;
         begin_event();
-        fmt::format_to(std::back_inserter(buffer_), R"({{"name":"{}","cat":"link","ph":"C","pid":{},"tid":0,"ts":)",
-                       name, pid);
+        fmt::format_to(std::back_inserter(buffer_),
+                       R"({{"name":"{}","cat":"link","ph":"C","pid":{},"tid":0,"ts":)", name, pid);
         append_us(buffer_, Time::from_ps(static_cast<std::int64_t>(k) * width));
         fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"utilization":{}}}}})", value);
         flush_if_full();
@@ -550,8 +565,8 @@ void ChromeTraceObserver::finish() {
 
 TraceFile::TraceFile(const std::string& path, const Scenario& s, TraceOptions options) : sink_(path) {
   if (options.link_counters > 0) topology_ = std::make_unique<topology::Topology>(build_topology(s));
-  observer_ = std::make_unique<ChromeTraceObserver>(sink_, s.gpus(), TraceLayout{s.plan, s.cluster.gpus_per_node},
-                                                    std::move(options), topology_.get());
+  observer_ = std::make_unique<ChromeTraceObserver>(
+      sink_, s.gpus(), TraceLayout{s.plan, s.cluster.gpus_per_node}, std::move(options), topology_.get());
 }
 
 TraceFile::~TraceFile() = default;

@@ -1,3 +1,5 @@
+#include "tessera/cli/trace.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,7 +13,6 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
-#include "tessera/cli/trace.hpp"
 #include "tessera/node_model/json.hpp"
 
 using namespace tessera;
@@ -27,14 +28,14 @@ std::size_t count(const std::string& s, const std::string& needle) {
 
 /// What a trace holds, after checking it against the Trace Event Format.
 struct TraceSummary {
-  std::map<std::string, int> phases;            ///< events per ph
-  std::map<std::string, int> categories;        ///< non-metadata events per cat
-  std::set<double> pids;                        ///< of non-metadata events
+  std::map<std::string, int> phases;                  ///< events per ph
+  std::map<std::string, int> categories;              ///< non-metadata events per cat
+  std::set<double> pids;                              ///< of non-metadata events
   std::map<std::pair<int, int>, std::string> tracks;  ///< (pid, tid) -> thread name
-  std::set<std::string> counters;               ///< names of C events
-  std::vector<std::string> slice_names;         ///< names of X events
-  int flows = 0;                                ///< s/f pairs
-  node_model::JsonValue other;                  ///< otherData
+  std::set<std::string> counters;                     ///< names of C events
+  std::vector<std::string> slice_names;               ///< names of X events
+  int flows = 0;                                      ///< s/f pairs
+  node_model::JsonValue other;                        ///< otherData
 };
 
 /// Parses `text` with the repository's JSON reader and checks the schema:
@@ -52,7 +53,7 @@ TraceSummary check_trace(const std::string& text) {
   if (const auto* o = root.find("otherData")) out.other = *o;
   std::map<std::pair<int, int>, int> declared, used;
   std::map<int, int> processes;
-  std::map<std::pair<int, int>, int> open_b;   // B/E depth per track
+  std::map<std::pair<int, int>, int> open_b;            // B/E depth per track
   std::map<std::string, std::pair<int, double>> async;  // cat:id -> (open count, begin ts)
   std::map<double, std::pair<int, int>> flows;          // id -> (s, f)
   for (const auto& e : events->array()) {
@@ -133,8 +134,8 @@ struct Tee final : engine::ExecutionObserver {
     ++compute;
     next_.on_compute(rank, task, start, end);
   }
-  void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks, Time start,
-                     Time end) override {
+  void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
+                     Time start, Time end) override {
     if (task.collective == parallelism::CollectiveKind::SendRecv) ++sendrecv;
     member_slices += static_cast<long>(ranks.size());
     next_.on_collective(task, group, ranks, start, end);
@@ -209,8 +210,10 @@ TEST(ChromeTrace, RecordsEveryEventWithExactTimes) {
   obs.on_transfer(collectives::Transfer{0, 1, Bytes(32), {}, 0}, Time::from_us(3), Time::from_us(4));
   obs.finish();
   const std::string& j = sink.text();
-  EXPECT_NE(j.find(R"("name":"layer000.fwd","cat":"compute","ph":"X","pid":1,"tid":0,"ts":1.500000,"dur":0.500001)"),
-            std::string::npos)
+  EXPECT_NE(
+      j.find(
+          R"("name":"layer000.fwd","cat":"compute","ph":"X","pid":1,"tid":0,"ts":1.500000,"dur":0.500001)"),
+      std::string::npos)
       << j;
   EXPECT_EQ(count(j, R"("cat":"all-reduce")"), 2U);  // one span per member rank
   EXPECT_EQ(count(j, R"("cat":"transfer")"), 2U);    // begin + end
@@ -291,8 +294,10 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
                                           "embedding (stages 0..7, ranks 0..28)"}));
   EXPECT_NE(t.text.find(R"j("name":"rank 5 (node 0, stage 1, dp 0, tp 1)")j"), std::string::npos);
   // Pipeline slices are named by their own side.
-  EXPECT_NE(t.text.find(R"("name":"mb0.pp.send_activation","cat":"send-recv","ph":"X","pid":0,)"), std::string::npos);
-  EXPECT_NE(t.text.find(R"("name":"mb0.pp.recv_activation","cat":"send-recv","ph":"X","pid":4,)"), std::string::npos);
+  EXPECT_NE(t.text.find(R"("name":"mb0.pp.send_activation","cat":"send-recv","ph":"X","pid":0,)"),
+            std::string::npos);
+  EXPECT_NE(t.text.find(R"("name":"mb0.pp.recv_activation","cat":"send-recv","ph":"X","pid":4,)"),
+            std::string::npos);
 }
 
 TEST(ChromeTrace, RankFilterKeepsOnlyTheChosenRanks) {
@@ -302,7 +307,7 @@ TEST(ChromeTrace, RankFilterKeepsOnlyTheChosenRanks) {
   const Traced t = run_traced(s, o);
   const TraceSummary sum = check_trace(t.text);
   EXPECT_EQ(sum.pids, (std::set<double>{0, 4, 32}));  // + links
-  EXPECT_EQ(sum.flows, 8);  // 0 -> 4 activations and 4 -> 0 gradients, 4 micro-batches
+  EXPECT_EQ(sum.flows, 8);              // 0 -> 4 activations and 4 -> 0 gradients, 4 micro-batches
   EXPECT_EQ(sum.counters.size(), 16U);  // links carry every rank's traffic
   EXPECT_EQ(sum.other.find("ranks")->string(), "0,4");
 }
@@ -338,13 +343,14 @@ TEST(ChromeTrace, MicroBatchFilterKeepsTheirTasksAndTheRest) {
     }
   }
   EXPECT_GT(mb1, 0);
-  EXPECT_GT(other, 0);  // optimizer, gradient reduction
+  EXPECT_GT(other, 0);           // optimizer, gradient reduction
   EXPECT_EQ(sum.flows, 4 * 14);  // one micro-batch of 4 pipeline columns
 }
 
 TEST(ChromeTrace, GzipDecompressesToTheSameBytesAndRunsAreIdentical) {
   Scenario s = pipeline_scenario();
-  const auto dir = std::filesystem::temp_directory_path() / ("tessera_trace_test_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_trace_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string plain = (dir / "t.json").string(), gz = (dir / "t.json.gz").string(),
                     gz2 = (dir / "again.json.gz").string();
@@ -361,13 +367,15 @@ TEST(ChromeTrace, GzipDecompressesToTheSameBytesAndRunsAreIdentical) {
   // Determinism: the same input gives the same bytes.
   EXPECT_EQ(run_traced(s, {}).text, run_traced(s, {}).text);
   // Only the three traces: no temporaries left.
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 3);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()),
+            3);
   std::filesystem::remove_all(dir);
 }
 
 TEST(ChromeTrace, UnfinishedTraceLeavesNoFile) {
   Scenario s = pipeline_scenario();
-  const auto dir = std::filesystem::temp_directory_path() / ("tessera_trace_drop_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_trace_drop_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   {
     TraceFile f((dir / "t.json.gz").string(), s, {});
@@ -389,7 +397,8 @@ TEST(ChromeTrace, ScenarioOutputsKeys) {
     (void)parse_scenario(base + "outputs:\n  trace_ranks: 0-40\n", "s.yaml");
     ADD_FAILURE();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(": outputs.trace_ranks: 40 is out of range (0..31)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(": outputs.trace_ranks: 40 is out of range (0..31)"),
+              std::string::npos)
         << e.what();
   }
   // The flag wins over the key, which wins over the default.

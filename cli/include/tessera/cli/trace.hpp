@@ -156,7 +156,7 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
   TraceLayout layout_;
   TraceOptions options_;
   const topology::Topology* topology_;
-  std::vector<char> traced_;                        ///< per rank
+  std::vector<char> traced_;                         ///< per rank
   std::vector<std::vector<std::int32_t>> declared_;  ///< per rank: tracks declared so far
   std::unique_ptr<LinkLoad> links_;
   std::string buffer_;
