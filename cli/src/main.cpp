@@ -69,7 +69,8 @@ int finish_stdout() {
 const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> kHelp{
       {"run", R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--json] [--set KEY=VALUE]...
-                   [--json-out FILE.json] [--trace FILE.json] [--links FILE.csv] [--allow-oom]
+                   [--json-out FILE.json] [--trace FILE.json[.gz]] [--links FILE.csv] [--allow-oom]
+                   [--trace-ranks LIST] [--trace-micro-batches LIST] [--trace-transfers on|off]
 
 Plans one training iteration of the scenario (docs/scenarios.md), simulates it
 on the chosen network backend and prints: iteration time split into compute,
@@ -85,11 +86,20 @@ gradients with their dtype, optimizer states, activations, workspace).
                        tokens_per_s, ...)
   --set KEY=VALUE      override any scenario key, e.g. --set parallelism.tp=4
   --json-out FILE      also write the JSON report to FILE
-  --trace FILE         write a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)
+  --trace FILE         write a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev),
+                       streamed while simulating; gzip-compressed when FILE ends in .gz
+  --trace-ranks LIST   ranks the trace records, e.g. 0-7,64 (default: every rank up
+                       to 64 GPUs, else one per pipeline stage)
+  --trace-micro-batches LIST
+                       micro-batches the trace records (default: all; tasks of no
+                       micro-batch, such as the optimizer, always)
+  --trace-transfers on|off
+                       one slice per point-to-point transfer (default off: one
+                       slice per collective and rank)
   --links FILE         write per-link bytes and utilization as CSV (on ns3 also
                        packets, credit-stall time and queue depths)
-  The scenario's `outputs:` section (json, trace, links) can name these files
-  too; the flags win.
+  The scenario's `outputs:` section (json, trace, links, trace_ranks,
+  trace_micro_batches, trace_transfers) can name these too; the flags win.
   --allow-oom          exit 0 even when a pipeline stage does not fit in GPU memory
 
 Exit codes: 0 ok, 1 simulation error, 2 bad input, 3 the plan does not fit in

@@ -36,6 +36,7 @@ std::string link_csv(const topology::Topology& topo, const std::vector<double>& 
 int cmd_run(const Args& args, std::ostream& out) {
   ArgParser p("tessera run");
   p.option("backend").option("trace").option("links").option("json-out").flag("json").flag("allow-oom");
+  p.option("trace-ranks").option("trace-micro-batches").option("trace-transfers");
   // --set KEY=VALUE may repeat: take them out before strict parsing.
   std::vector<Override> overrides;
   Args rest;
@@ -69,10 +70,12 @@ int cmd_run(const Args& args, std::ostream& out) {
   if (links_path) files.output(*links_path, p.get("links") ? "--links" : "outputs.links");
   if (json_path) files.output(*json_path, p.get("json-out") ? "--json-out" : "outputs.json");
 
-  ChromeTraceObserver trace(s.gpus());
-  const Simulation sim = simulate_scenario(s, trace_path ? &trace : nullptr);
+  // The trace streams to a temporary file while simulating (removed on error).
+  std::unique_ptr<TraceFile> trace;
+  if (trace_path) trace = std::make_unique<TraceFile>(*trace_path, s, trace_options(p, s));
+  const Simulation sim = simulate_scenario(s, trace ? trace->observer() : nullptr);
   const RunReport rep = make_report(s, sim);
-  if (trace_path) write_file_atomic(*trace_path, trace.json());
+  if (trace) trace->finish();
   if (links_path) {
     write_file_atomic(*links_path, s.backend == Backend::Ns3
                                            ? sim.ns3_link_csv

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "tessera/cli/trace.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/topology/fabrics.hpp"
 #include "tessera/files.hpp"
@@ -801,6 +802,34 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     path("json", s.outputs.json);
     path("trace", s.outputs.trace);
     path("links", s.outputs.links);
+    // What the trace records: the same syntax as the --trace-* flags.
+    auto parsed = [&](const char* key, auto parse) {
+      const std::string text = o.scalar(key);
+      try {
+        return parse(text, o.key_path(key));
+      } catch (const InputError& e) {
+        std::string why = e.what();
+        const std::string prefix = o.key_path(key) + ": ";
+        if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+        o.fail_at(o.node()[key].Mark(), o.key_path(key), why);
+      }
+    };
+    if (o.has("trace_ranks")) {
+      s.outputs.trace_ranks = parsed("trace_ranks", [&](const std::string& t, const std::string& what) {
+        return parse_index_list(t, what, s.gpus());
+      });
+    }
+    if (o.has("trace_micro_batches")) {
+      s.outputs.trace_micro_batches =
+          parsed("trace_micro_batches", [](const std::string& t, const std::string& what) {
+            return parse_index_list(t, what, kMaxTraceMicroBatch);
+          });
+    }
+    if (o.has("trace_transfers")) {
+      s.outputs.trace_transfers =
+          parsed("trace_transfers",
+                 [](const std::string& t, const std::string& what) { return parse_on_off(t, what); });
+    }
     o.finish();
   }
   top.finish();

@@ -1,68 +1,580 @@
 #include "tessera/cli/trace.hpp"
+#include "tessera/files.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <iterator>
+#include <limits>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/error.hpp"
 
 namespace tessera::cli {
 
 namespace {
+
 /// Microseconds with picosecond precision, exactly.
-std::string us(Time t) { return fmt::format("{}.{:06}", t.ps() / 1'000'000, t.ps() % 1'000'000); }
-std::string escaped(std::string_view s) {
-  std::string out;
+void append_us(std::string& out, Time t) {
+  fmt::format_to(std::back_inserter(out), "{}.{:06}", t.ps() / 1'000'000, t.ps() % 1'000'000);
+}
+void append_escaped(std::string& out, std::string_view s) {
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+      continue;
+    }
     out += c;
   }
-  return out;
 }
-constexpr int kCommThreadBase = 1;  // thread 0 is compute, 1 + g is group g
+
+// Track (thread) ids inside a rank's process.
+constexpr std::int32_t kComputeTid = 0;
+constexpr std::int32_t kHostTid = 1;
+constexpr std::int32_t kTransferTid = 2;
+constexpr std::int32_t kGroupTidBase = 3;  // group g is tid 3 + g
+constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+/// The micro-batch a planner task name belongs to ("mb3.", "c1.mb3." prefix), or -1.
+std::int64_t micro_batch_of(std::string_view name) {
+  if (name.size() > 1 && name[0] == 'c' && name[1] >= '0' && name[1] <= '9') {
+    const auto dot = name.find('.');
+    if (dot == std::string_view::npos) return -1;
+    name.remove_prefix(dot + 1);
+  }
+  if (name.size() < 3 || name[0] != 'm' || name[1] != 'b') return -1;
+  std::int64_t mb = -1;
+  const char* end = name.data() + name.size();
+  const auto [p, ec] = std::from_chars(name.data() + 2, end, mb);
+  if (ec != std::errc() || p == end || *p != '.') return -1;
+  return mb;
+}
+
 }  // namespace
 
+// ---------------------------------------------------------------------------
+// Option parsing
+
+std::vector<int> parse_index_list(std::string_view text, std::string_view what, std::int64_t limit) {
+  std::vector<int> out;
+  auto number = [&](std::string_view item, std::string_view part) {
+    std::int64_t v = -1;
+    const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || p != part.data() + part.size() || v < 0) {
+      throw InputError(
+          fmt::format("{}: '{}' is not a number or a range A-B of non-negative numbers", what, item));
+    }
+    if (v >= limit) throw InputError(fmt::format("{}: {} is out of range (0..{})", what, v, limit - 1));
+    return static_cast<int>(v);
+  };
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    if (item.empty()) throw InputError(fmt::format("{}: empty item in '{}'", what, text));
+    const auto dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      out.push_back(number(item, item));
+    } else {
+      const int a = number(item, item.substr(0, dash));
+      const int b = number(item, item.substr(dash + 1));
+      if (b < a) throw InputError(fmt::format("{}: range '{}' runs backwards", what, item));
+      for (int v = a; v <= b; ++v) out.push_back(v);
+    }
+    pos = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool parse_on_off(std::string_view text, std::string_view what) {
+  if (text == "on" || text == "true" || text == "yes" || text == "1") return true;
+  if (text == "off" || text == "false" || text == "no" || text == "0") return false;
+  throw InputError(fmt::format("{}: expected on or off, got '{}'", what, text));
+}
+
+std::vector<int> default_trace_ranks(const parallelism::ParallelPlan& plan, int ranks) {
+  std::vector<int> out;
+  if (ranks <= 64 || plan.world_size() != ranks) {
+    for (int r = 0; r < std::min(ranks, 64); ++r) out.push_back(r);
+    return out;
+  }
+  for (int stage = 0; stage < plan.pp; ++stage) out.push_back(parallelism::rank_of(plan, {0, 0, stage}));
+  return out;
+}
+
+TraceOptions trace_options(const ArgParser& args, const Scenario& s) {
+  TraceOptions o;
+  o.ranks = s.outputs.trace_ranks;
+  o.micro_batches = s.outputs.trace_micro_batches;
+  o.transfers = s.outputs.trace_transfers;
+  if (auto v = args.get("trace-ranks")) o.ranks = parse_index_list(*v, "--trace-ranks", s.gpus());
+  if (auto v = args.get("trace-micro-batches")) {
+    o.micro_batches = parse_index_list(*v, "--trace-micro-batches", kMaxTraceMicroBatch);
+  }
+  if (auto v = args.get("trace-transfers")) o.transfers = parse_on_off(*v, "--trace-transfers");
+  return o;
+}
+
+// ---------------------------------------------------------------------------
+// File sink
+
+FileTraceSink::FileTraceSink(std::string path) : path_(std::move(path)) {
+  tmp_ = temporary_path(path_, static_cast<long>(::getpid()));
+  if (ends_with(path_, ".gz")) {
+    // gzopen writes a header without name or time: deterministic output.
+    gz_ = ::gzopen(tmp_.c_str(), "wb6");
+    if (gz_ == nullptr) throw InputError(fmt::format("{}: cannot write: {}", path_, std::strerror(errno)));
+    ::gzbuffer(static_cast<gzFile>(gz_), 1U << 18U);
+  } else {
+    file_ = std::fopen(tmp_.c_str(), "wb");
+    if (file_ == nullptr) throw InputError(fmt::format("{}: cannot write: {}", path_, std::strerror(errno)));
+  }
+}
+
+FileTraceSink::~FileTraceSink() {
+  if (committed_) return;
+  if (file_ != nullptr) std::fclose(file_);
+  if (gz_ != nullptr) ::gzclose(static_cast<gzFile>(gz_));
+  std::remove(tmp_.c_str());
+}
+
+void FileTraceSink::write(std::string_view text) {
+  if (committed_) throw InputError(fmt::format("{}: written after it was completed", path_));
+  while (!text.empty()) {
+    const std::size_t n = std::min<std::size_t>(text.size(), 1U << 30U);
+    bool ok = false;
+    if (gz_ != nullptr) {
+      ok = ::gzwrite(static_cast<gzFile>(gz_), text.data(), static_cast<unsigned>(n)) == static_cast<int>(n);
+    } else {
+      ok = std::fwrite(text.data(), 1, n, file_) == n;
+    }
+    if (!ok) throw InputError(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
+    text.remove_prefix(n);
+  }
+}
+
+void FileTraceSink::commit() {
+  if (committed_) return;
+  bool ok = true;
+  if (gz_ != nullptr) {
+    ok = ::gzclose(static_cast<gzFile>(gz_)) == Z_OK;
+    gz_ = nullptr;
+  } else if (file_ != nullptr) {
+    ok = std::fclose(file_) == 0;
+    file_ = nullptr;
+  }
+  if (!ok) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp_.c_str());
+    committed_ = true;
+    throw InputError(fmt::format("{}: write failed: {}", path_, why));
+  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp_.c_str());
+    committed_ = true;
+    throw InputError(fmt::format("{}: cannot write: {}", path_, why));
+  }
+  committed_ = true;
+}
+
+// ---------------------------------------------------------------------------
+// Link load: payload bytes per link in time bins, for the counters. A fixed
+// number of bins per link; when a transfer ends past the last bin, every bin
+// doubles in width (pairs merged), so memory does not grow with the run.
+
+class ChromeTraceObserver::LinkLoad {
+ public:
+  static constexpr std::int64_t kBins = 1000;
+
+  explicit LinkLoad(const topology::Topology& topo)
+      : topo_(topo), bins_(topo.links().size()), total_(topo.links().size(), 0.0) {}
+
+  void add(int src, int dst, Time start, Time end, double bytes) {
+    if (bytes <= 0 || src == dst) return;
+    const auto& path = route(src, dst);
+    if (path.empty()) return;
+    while (end.ps() >= kBins * width_) widen();
+    const std::int64_t s = start.ps(), e = std::max(end.ps(), s + 1);
+    const std::int64_t first = s / width_, last = (e - 1) / width_;
+    for (const topology::LinkId l : path) {
+      auto& b = bins_[static_cast<std::size_t>(l)];
+      if (b.empty()) b.assign(static_cast<std::size_t>(kBins), 0.0);
+      total_[static_cast<std::size_t>(l)] += bytes;
+      if (first == last) {
+        b[static_cast<std::size_t>(first)] += bytes;
+        continue;
+      }
+      const double per_ps = bytes / static_cast<double>(e - s);
+      for (std::int64_t k = first; k <= last; ++k) {
+        const std::int64_t lo = std::max(s, k * width_), hi = std::min(e, (k + 1) * width_);
+        b[static_cast<std::size_t>(k)] += per_ps * static_cast<double>(hi - lo);
+      }
+    }
+  }
+
+  /// `n` links: the busiest (by bytes) of each link tier in turn (NVLink,
+  /// host, leaf-spine, ...: the first of every tier that carried traffic,
+  /// then the second, ...), so that a tier whose links all carry more
+  /// (NVLink under tensor parallelism) does not hide the fabric. Ties: lower
+  /// link id first.
+  [[nodiscard]] std::vector<topology::LinkId> busiest(int n) const {
+    std::vector<std::vector<topology::LinkId>> tiers(topology::kNumLinkTiers);
+    for (std::size_t l = 0; l < total_.size(); ++l) {
+      if (total_[l] <= 0) continue;
+      const auto id = static_cast<topology::LinkId>(l);
+      tiers[static_cast<std::size_t>(topo_.tier(id))].push_back(id);
+    }
+    for (auto& t : tiers) {
+      std::stable_sort(t.begin(), t.end(), [&](topology::LinkId a, topology::LinkId b) {
+        return total_[static_cast<std::size_t>(a)] > total_[static_cast<std::size_t>(b)];
+      });
+    }
+    std::vector<topology::LinkId> ids;
+    for (std::size_t rank = 0; static_cast<int>(ids.size()) < n; ++rank) {
+      bool any = false;
+      for (const auto& t : tiers) {
+        if (rank >= t.size() || static_cast<int>(ids.size()) >= n) continue;
+        ids.push_back(t[rank]);
+        any = true;
+      }
+      if (!any) break;
+    }
+    return ids;
+  }
+  [[nodiscard]] const std::vector<double>& bins(topology::LinkId l) const {
+    return bins_[static_cast<std::size_t>(l)];
+  }
+  [[nodiscard]] double total(topology::LinkId l) const { return total_[static_cast<std::size_t>(l)]; }
+  [[nodiscard]] std::int64_t width_ps() const { return width_; }
+
+ private:
+  const topology::Path& route(int src, int dst) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32U) |
+                              static_cast<std::uint32_t>(dst);
+    auto it = routes_.find(key);
+    if (it == routes_.end()) it = routes_.emplace(key, topo_.route(src, dst)).first;
+    return it->second;
+  }
+  void widen() {
+    for (auto& b : bins_) {
+      if (b.empty()) continue;
+      for (std::int64_t k = 0; k < kBins / 2; ++k) {
+        b[static_cast<std::size_t>(k)] =
+            b[static_cast<std::size_t>(2 * k)] + b[static_cast<std::size_t>(2 * k + 1)];
+      }
+      std::fill(b.begin() + kBins / 2, b.end(), 0.0);
+    }
+    width_ *= 2;
+  }
+
+  const topology::Topology& topo_;
+  std::unordered_map<std::uint64_t, topology::Path> routes_;  // lookup only, never iterated
+  std::vector<std::vector<double>> bins_;                     // per link, empty until used
+  std::vector<double> total_;
+  std::int64_t width_ = 1'000'000;  // 1 us
+};
+
+// ---------------------------------------------------------------------------
+// The observer
+
+ChromeTraceObserver::ChromeTraceObserver(TraceSink& sink, int ranks, TraceLayout layout, TraceOptions options,
+                                         const topology::Topology* topology)
+    : sink_(sink), ranks_(ranks), layout_(layout), options_(std::move(options)), topology_(topology) {
+  if (options_.ranks.empty()) options_.ranks = default_trace_ranks(layout_.plan, ranks_);
+  traced_.assign(static_cast<std::size_t>(std::max(ranks_, 0)), 0);
+  for (int r : options_.ranks) {
+    if (r < 0 || r >= ranks_)
+      throw InputError(fmt::format("trace: rank {} is out of range (0..{})", r, ranks_ - 1));
+    traced_[static_cast<std::size_t>(r)] = 1;
+  }
+  declared_.resize(traced_.size());
+  if (topology_ != nullptr && options_.link_counters > 0) links_ = std::make_unique<LinkLoad>(*topology_);
+  buffer_.reserve(kFlushBytes + 4096);
+  // What was recorded, in the header (the Trace Event Format's otherData).
+  auto list = [](const std::vector<int>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      fmt::format_to(std::back_inserter(s), "{}{}", i ? "," : "", v[i]);
+    return s;
+  };
+  fmt::format_to(
+      std::back_inserter(buffer_),
+      R"({{"displayTimeUnit":"ns","otherData":{{"generator":"tessera","ranks":"{}","micro_batches":"{}",)"
+      R"("transfers":"{}","link_counters":{}}},"traceEvents":[)",
+      list(options_.ranks), options_.micro_batches.empty() ? "all" : list(options_.micro_batches),
+      options_.transfers ? "on" : "off", links_ ? options_.link_counters : 0);
+}
+
+ChromeTraceObserver::~ChromeTraceObserver() = default;
+
+void ChromeTraceObserver::begin_event() {
+  buffer_ += events_ == 0 ? "\n" : ",\n";
+  ++events_;
+}
+
+void ChromeTraceObserver::flush_if_full() {
+  if (buffer_.size() < kFlushBytes) return;
+  sink_.write(buffer_);
+  buffer_.clear();
+}
+
+bool ChromeTraceObserver::micro_batch_kept(std::string_view task_name) const {
+  if (options_.micro_batches.empty()) return true;
+  const std::int64_t mb = micro_batch_of(task_name);
+  return mb < 0 || std::binary_search(options_.micro_batches.begin(), options_.micro_batches.end(), mb);
+}
+
+std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const parallelism::Task* task,
+                                            const std::vector<int>* members) const {
+  if (tid == kComputeTid) return "compute";
+  if (tid == kTransferTid) return "transfers (sent)";
+  if (tid == kHostTid) return "host (GPU waits for launches)";
+  const std::int32_t group = tid - kGroupTidBase;
+  if (members == nullptr || members->empty()) return fmt::format("comm group {}", group);
+  const auto& plan = layout_.plan;
+  const bool in_layout = plan.world_size() == ranks_;
+  auto coord = [&](int r) { return parallelism::rank_coord(plan, r); };
+  if (task != nullptr && task->collective == parallelism::CollectiveKind::SendRecv && members->size() == 2) {
+    const int sender = (*members)[0], receiver = (*members)[1];
+    if (rank == sender) {
+      return in_layout ? fmt::format("pp-send to stage {} (rank {})", coord(receiver).pp, receiver)
+                       : fmt::format("send to rank {}", receiver);
+    }
+    return in_layout ? fmt::format("pp-recv from stage {} (rank {})", coord(sender).pp, sender)
+                     : fmt::format("recv from rank {}", sender);
+  }
+  const auto& m = *members;
+  if (in_layout) {
+    const auto c0 = coord(m.front());
+    bool same_pp = true, same_dp = true, same_tp = true;
+    for (int r : m) {
+      const auto c = coord(r);
+      same_pp = same_pp && c.pp == c0.pp;
+      same_dp = same_dp && c.dp == c0.dp;
+      same_tp = same_tp && c.tp == c0.tp;
+    }
+    const auto span = fmt::format("{} ranks, {}..{}", m.size(), m.front(), m.back());
+    if (same_pp && same_dp) return fmt::format("tp ({})", span);
+    if (same_pp && same_tp) return fmt::format("dp ({})", span);
+    if (task != nullptr && task->name.find("embedding") != std::string_view::npos) {
+      return fmt::format("embedding (stages {}..{}, ranks {}..{})", c0.pp, coord(m.back()).pp, m.front(),
+                         m.back());
+    }
+    if (!same_pp) return fmt::format("pp ({})", span);
+  }
+  return fmt::format("comm group {} ({} ranks, {}..{})", group, m.size(), m.front(), m.back());
+}
+
+void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism::Task* task,
+                                  const std::vector<int>* members) {
+  auto& tracks = declared_[static_cast<std::size_t>(rank)];
+  if (std::find(tracks.begin(), tracks.end(), tid) != tracks.end()) return;
+  if (tracks.empty()) {
+    std::string name = fmt::format("rank {}", rank);
+    if (layout_.plan.world_size() == ranks_) {
+      const auto c = parallelism::rank_coord(layout_.plan, rank);
+      fmt::format_to(std::back_inserter(name), " (node {}, stage {}, dp {}, tp {})",
+                     rank / std::max(layout_.gpus_per_node, 1), c.pp, c.dp, c.tp);
+    }
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":")", rank);
+    append_escaped(buffer_, name);
+    buffer_ += "\"}}";
+    begin_event();
+    fmt::format_to(std::back_inserter(buffer_),
+                   R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})",
+                   rank, rank);
+  }
+  tracks.push_back(tid);
+  begin_event();
+  fmt::format_to(std::back_inserter(buffer_),
+                 R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":")", rank, tid);
+  append_escaped(buffer_, track_name(rank, tid, task, members));
+  buffer_ += "\"}}";
+  begin_event();
+  fmt::format_to(std::back_inserter(buffer_),
+                 R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                 rank, tid, tid);
+}
+
 void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Time start, Time end) {
-  events_.push_back(fmt::format(R"({{"name":"{}","cat":"compute","ph":"X","pid":{},"tid":0,"ts":{},"dur":{}}})",
-                                escaped(task.name), rank, us(start), us(end - start)));
+  if (!traced(rank) || !micro_batch_kept(task.name)) return;
+  declare(rank, kComputeTid, nullptr, nullptr);
+  begin_event();
+  buffer_ += R"({"name":")";
+  append_escaped(buffer_, task.name);
+  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"compute","ph":"X","pid":{},"tid":{},"ts":)", rank,
+                 kComputeTid);
+  append_us(buffer_, start);
+  buffer_ += R"(,"dur":)";
+  append_us(buffer_, end - start);
+  buffer_ += '}';
+  flush_if_full();
+}
+
+void ChromeTraceObserver::on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) {
+  if (!traced(rank) || !micro_batch_kept(task.name)) return;
+  declare(rank, kHostTid, nullptr, nullptr);
+  begin_event();
+  buffer_ += R"({"name":"wait for host: )";
+  append_escaped(buffer_, task.name);
+  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"host","ph":"X","pid":{},"tid":{},"ts":)", rank,
+                 kHostTid);
+  append_us(buffer_, start);
+  buffer_ += R"(,"dur":)";
+  append_us(buffer_, end - start);
+  buffer_ += '}';
+  flush_if_full();
 }
 
 void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int32_t group,
                                         const std::vector<int>& ranks, Time start, Time end) {
-  if (std::find(groups_seen_.begin(), groups_seen_.end(), group) == groups_seen_.end()) {
-    groups_seen_.push_back(group);
-  }
+  if (!micro_batch_kept(task.name)) return;
+  const std::int32_t tid = kGroupTidBase + group;
+  const bool p2p = task.collective == parallelism::CollectiveKind::SendRecv && ranks.size() == 2;
+  // The executor reports the collective with one member's task: name a
+  // pipeline message's slices by their own side.
+  std::string name(task.name);
   for (int r : ranks) {
-    events_.push_back(fmt::format(
-        R"({{"name":"{}","cat":"{}","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"bytes":{}}}}})",
-        escaped(task.name), parallelism::to_string(task.collective), r, kCommThreadBase + group, us(start),
-        us(end - start), task.bytes.count()));
+    if (!traced(r)) continue;
+    declare(r, tid, &task, &ranks);
+    if (p2p) {
+      const bool sender = r == ranks[0];
+      for (const auto* from : {"send_", "recv_"}) {
+        const auto at = name.find(from);
+        if (at != std::string::npos) name.replace(at, 5, sender ? "send_" : "recv_");
+      }
+    }
+    begin_event();
+    buffer_ += R"({"name":")";
+    append_escaped(buffer_, name);
+    fmt::format_to(std::back_inserter(buffer_), R"(","cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
+                   parallelism::to_string(task.collective), r, tid);
+    append_us(buffer_, start);
+    buffer_ += R"(,"dur":)";
+    append_us(buffer_, end - start);
+    fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"ranks":{}}}}})", task.bytes.count(),
+                   ranks.size());
   }
+  if (p2p && traced(ranks[0]) && traced(ranks[1])) {
+    // A flow arrow from the sender's slice to the receiver's.
+    const std::int64_t id = next_id_++;
+    for (int side = 0; side < 2; ++side) {
+      begin_event();
+      fmt::format_to(std::back_inserter(buffer_),
+                     R"({{"name":"pp","cat":"pp-flow","ph":"{}",{}"id":{},"pid":{},"tid":{},"ts":)",
+                     side == 0 ? "s" : "f", side == 0 ? "" : R"("bp":"e",)", id,
+                     ranks[static_cast<std::size_t>(side)], tid);
+      append_us(buffer_, start);
+      buffer_ += '}';
+    }
+  }
+  flush_if_full();
 }
 
 void ChromeTraceObserver::on_transfer(const collectives::Transfer& t, Time start, Time end) {
-  const long id = transfer_id_++;
-  events_.push_back(fmt::format(
-      R"({{"name":"send {}->{}","cat":"network","ph":"b","id":{},"pid":{},"tid":0,"ts":{},"args":{{"bytes":{},"step":{}}}}})",
-      t.src, t.dst, id, t.src, us(start), t.bytes.count(), t.step));
-  events_.push_back(fmt::format(R"({{"name":"send {}->{}","cat":"network","ph":"e","id":{},"pid":{},"tid":0,"ts":{}}})",
-                                t.src, t.dst, id, t.src, us(end)));
+  if (links_) links_->add(t.src, t.dst, start, end, static_cast<double>(t.bytes.count()));
+  if (!options_.transfers || !traced(t.src)) return;
+  declare(t.src, kTransferTid, nullptr, nullptr);
+  const std::int64_t id = next_id_++;
+  begin_event();
+  fmt::format_to(std::back_inserter(buffer_),
+                 R"({{"name":"send {}->{}","cat":"transfer","ph":"b","id":{},"pid":{},"tid":{},"ts":)", t.src,
+                 t.dst, id, t.src, kTransferTid);
+  append_us(buffer_, start);
+  fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"step":{}}}}})", t.bytes.count(),
+                 t.step);
+  begin_event();
+  fmt::format_to(std::back_inserter(buffer_),
+                 R"({{"name":"send {}->{}","cat":"transfer","ph":"e","id":{},"pid":{},"tid":{},"ts":)", t.src,
+                 t.dst, id, t.src, kTransferTid);
+  append_us(buffer_, end);
+  buffer_ += '}';
+  flush_if_full();
 }
 
-std::string ChromeTraceObserver::json() const {
-  std::vector<int> groups = groups_seen_;
-  std::sort(groups.begin(), groups.end());
-  std::vector<std::string> lines;
-  for (int r = 0; r < ranks_; ++r) {
-    lines.push_back(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {}"}}}})", r, r));
-    lines.push_back(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":0,"args":{{"name":"compute"}}}})", r));
-    for (int g : groups) {
-      lines.push_back(fmt::format(
-          R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"comm group {}"}}}})", r,
-          kCommThreadBase + g, g));
+void ChromeTraceObserver::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (links_) {
+    const auto busiest = links_->busiest(options_.link_counters);
+    const int pid = ranks_;  // after every rank
+    if (!busiest.empty()) {
+      begin_event();
+      fmt::format_to(
+          std::back_inserter(buffer_),
+          R"j({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"links (busiest {} by bytes, tier by tier)"}}}})j",
+          pid, busiest.size());
+      begin_event();
+      fmt::format_to(
+          std::back_inserter(buffer_),
+          R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", pid,
+          pid);
+      begin_event();
+      fmt::format_to(
+          std::back_inserter(buffer_),
+          R"({{"name":"thread_name","ph":"M","pid":{},"tid":0,"args":{{"name":"link utilization"}}}})", pid);
+    }
+    const std::int64_t width = links_->width_ps();
+    for (const topology::LinkId l : busiest) {
+      const auto& link = topology_->link(l);
+      std::string name = fmt::format("{} link {} ", topology::to_string(topology_->tier(l)), l);
+      append_escaped(name, topology_->vertex(link.src).name);
+      name += "->";
+      append_escaped(name, topology_->vertex(link.dst).name);
+      // Bytes a bin holds at line rate.
+      const double full = link.bandwidth.bytes_per_second() * static_cast<double>(width) * 1e-12;
+      const auto& bins = links_->bins(l);
+      std::string last;
+      for (std::size_t k = 0; k <= bins.size(); ++k) {
+        const double u = k < bins.size() && full > 0 ? bins[k] / full : 0.0;
+        std::string value = fmt::format("{:.4f}", u);
+        if (value == last) continue;
+        last = value;
+        begin_event();
+        fmt::format_to(std::back_inserter(buffer_),
+                       R"({{"name":"{}","cat":"link","ph":"C","pid":{},"tid":0,"ts":)", name, pid);
+        append_us(buffer_, Time::from_ps(static_cast<std::int64_t>(k) * width));
+        fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"utilization":{}}}}})", value);
+        flush_if_full();
+        if (k == bins.size()) break;
+      }
     }
   }
-  lines.insert(lines.end(), events_.begin(), events_.end());
-  return fmt::format("{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{}\n]}}\n", fmt::join(lines, ",\n"));
+  buffer_ += "\n]}\n";
+  sink_.write(buffer_);
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+}
+
+// ---------------------------------------------------------------------------
+
+TraceFile::TraceFile(const std::string& path, const Scenario& s, TraceOptions options) : sink_(path) {
+  if (options.link_counters > 0) topology_ = std::make_unique<topology::Topology>(build_topology(s));
+  observer_ = std::make_unique<ChromeTraceObserver>(
+      sink_, s.gpus(), TraceLayout{s.plan, s.cluster.gpus_per_node}, std::move(options), topology_.get());
+}
+
+TraceFile::~TraceFile() = default;
+
+void TraceFile::finish() {
+  observer_->finish();
+  sink_.commit();
 }
 
 }  // namespace tessera::cli

@@ -303,6 +303,7 @@ class Executor {
         if (s.waiting_compute != i) {  // the stream idles until the host issues the task
           s.waiting_compute = i;
           result_.ranks[static_cast<std::size_t>(rank)].host_wait += *h - now;
+          if (obs_ != nullptr) obs_->on_host_wait(rank, t, now, *h);
         }
         wake(rank, *h);
       }

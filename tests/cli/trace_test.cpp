@@ -1,20 +1,203 @@
-#include <gtest/gtest.h>
-
 #include "tessera/cli/trace.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/node_model/json.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
 
 namespace {
+
 std::size_t count(const std::string& s, const std::string& needle) {
   std::size_t n = 0;
   for (auto pos = s.find(needle); pos != std::string::npos; pos = s.find(needle, pos + 1)) ++n;
   return n;
 }
+
+/// What a trace holds, after checking it against the Trace Event Format.
+struct TraceSummary {
+  std::map<std::string, int> phases;                  ///< events per ph
+  std::map<std::string, int> categories;              ///< non-metadata events per cat
+  std::set<double> pids;                              ///< of non-metadata events
+  std::map<std::pair<int, int>, std::string> tracks;  ///< (pid, tid) -> thread name
+  std::set<std::string> counters;                     ///< names of C events
+  std::vector<std::string> slice_names;               ///< names of X events
+  int flows = 0;                                      ///< s/f pairs
+  node_model::JsonValue other;                        ///< otherData
+};
+
+/// Parses `text` with the repository's JSON reader and checks the schema:
+/// every event has ph, pid and tid, every timed event ts >= 0; X durations
+/// non-negative; B/E balanced per track; async b/e and flow s/f paired by id;
+/// every (pid, tid) used declared by exactly one thread_name and every
+/// declared track used; every pid used named by exactly one process_name.
+TraceSummary check_trace(const std::string& text) {
+  TraceSummary out;
+  const auto root = node_model::parse_json(text, "trace");
+  EXPECT_TRUE(root.is_object());
+  const auto* events = root.find("traceEvents");
+  EXPECT_NE(events, nullptr);
+  if (events == nullptr) return out;
+  if (const auto* o = root.find("otherData")) out.other = *o;
+  std::map<std::pair<int, int>, int> declared, used;
+  std::map<int, int> processes;
+  std::map<std::pair<int, int>, int> open_b;            // B/E depth per track
+  std::map<std::string, std::pair<int, double>> async;  // cat:id -> (open count, begin ts)
+  std::map<double, std::pair<int, int>> flows;          // id -> (s, f)
+  for (const auto& e : events->array()) {
+    const auto* ph = e.find("ph");
+    const auto* pid = e.find("pid");
+    const auto* tid = e.find("tid");
+    EXPECT_TRUE(ph != nullptr && ph->is_string() && pid != nullptr && pid->is_number() && tid != nullptr &&
+                tid->is_number());
+    if (ph == nullptr || pid == nullptr || tid == nullptr) continue;
+    const std::string p = ph->string();
+    ++out.phases[p];
+    const std::pair<int, int> track{static_cast<int>(pid->number()), static_cast<int>(tid->number())};
+    const std::string name = e.find("name") != nullptr ? e.find("name")->string() : "";
+    if (p == "M") {
+      if (name == "thread_name") {
+        ++declared[track];
+        out.tracks[track] = e.find("args")->find("name")->string();
+      }
+      if (name == "process_name") ++processes[track.first];
+      continue;
+    }
+    const auto* ts = e.find("ts");
+    EXPECT_TRUE(ts != nullptr && ts->is_number() && ts->number() >= 0) << name;
+    const double t = ts != nullptr ? ts->number() : 0;
+    ++used[track];
+    out.pids.insert(pid->number());
+    if (const auto* cat = e.find("cat")) ++out.categories[cat->string()];
+    if (p == "X") {
+      const auto* dur = e.find("dur");
+      EXPECT_TRUE(dur != nullptr && dur->number() >= 0) << name;
+      out.slice_names.push_back(name);
+    } else if (p == "B") {
+      ++open_b[track];
+    } else if (p == "E") {
+      EXPECT_GT(open_b[track]--, 0) << "E without B";
+    } else if (p == "b" || p == "e") {
+      const std::string key = e.find("cat")->string() + ":" + std::to_string(e.find("id")->number());
+      auto& a = async[key];
+      if (p == "b") {
+        EXPECT_EQ(a.first, 0) << "async id reused: " << key;
+        a = {1, t};
+      } else {
+        EXPECT_EQ(a.first, 1) << "async end without begin: " << key;
+        EXPECT_GE(t, a.second);
+        a.first = 2;
+      }
+    } else if (p == "s" || p == "f") {
+      auto& f = flows[e.find("id")->number()];
+      (p == "s" ? f.first : f.second) += 1;
+    } else if (p == "C") {
+      out.counters.insert(name);
+      for (const auto& [k, v] : e.find("args")->object()) EXPECT_TRUE(v.is_number()) << k;
+    } else {
+      ADD_FAILURE() << "unexpected phase " << p;
+    }
+  }
+  for (const auto& [track, n] : declared) {
+    EXPECT_EQ(n, 1) << "track " << track.first << "/" << track.second << " declared " << n << " times";
+    EXPECT_GT(used[track], 0) << "declared track without events: " << track.first << "/" << track.second;
+  }
+  for (const auto& [track, n] : used) {
+    EXPECT_EQ(declared.count(track), 1U) << "undeclared track " << track.first << "/" << track.second;
+    EXPECT_EQ(processes[track.first], 1) << "process " << track.first << " not named once";
+  }
+  for (const auto& [track, depth] : open_b) EXPECT_EQ(depth, 0);
+  for (const auto& [key, a] : async) EXPECT_EQ(a.first, 2) << "unpaired async " << key;
+  for (const auto& [id, f] : flows) {
+    EXPECT_TRUE(f.first == 1 && f.second == 1) << "flow " << id << " not paired";
+    ++out.flows;
+  }
+  return out;
+}
+
+/// Counts what the executor reports, and passes it on to the trace.
+struct Tee final : engine::ExecutionObserver {
+  explicit Tee(engine::ExecutionObserver& next) : next_(next) {}
+  void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override {
+    ++compute;
+    next_.on_compute(rank, task, start, end);
+  }
+  void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
+                     Time start, Time end) override {
+    if (task.collective == parallelism::CollectiveKind::SendRecv) ++sendrecv;
+    member_slices += static_cast<long>(ranks.size());
+    next_.on_collective(task, group, ranks, start, end);
+  }
+  void on_transfer(const collectives::Transfer& t, Time start, Time end) override {
+    ++transfers;
+    next_.on_transfer(t, start, end);
+  }
+  void on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) override {
+    ++host_waits;
+    next_.on_host_wait(rank, task, start, end);
+  }
+  engine::ExecutionObserver& next_;
+  long compute = 0, sendrecv = 0, member_slices = 0, transfers = 0, host_waits = 0;
+};
+
+/// scenarios/schedules.yaml (32 A100, tp 2, dp 2, pp 8, 1F1B) cut to 4
+/// micro-batches per pipeline, timed by the roofline.
+Scenario pipeline_scenario() {
+  return load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/schedules.yaml",
+                       {{"training.global_batch", "16"}, {"predictor", "roofline"}});
+}
+
+struct Traced {
+  std::string text;
+  long compute = 0, sendrecv = 0, member_slices = 0, transfers = 0, host_waits = 0;
+};
+
+Traced run_traced(const Scenario& s, TraceOptions options) {
+  StringTraceSink sink;
+  const auto topo = build_topology(s);
+  ChromeTraceObserver trace(sink, s.gpus(), {s.plan, s.cluster.gpus_per_node}, std::move(options), &topo);
+  Tee tee(trace);
+  const Simulation sim = simulate_scenario(s, &tee, nullptr, false);
+  trace.finish();
+  EXPECT_EQ(static_cast<std::uint64_t>(tee.transfers), sim.result.transfers);
+  return {sink.text(), tee.compute, tee.sendrecv, tee.member_slices, tee.transfers, tee.host_waits};
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string gunzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  EXPECT_NE(f, nullptr);
+  std::string out;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  gzclose(f);
+  return out;
+}
+
 }  // namespace
 
 TEST(ChromeTrace, RecordsEveryEventWithExactTimes) {
-  ChromeTraceObserver obs(2);
+  StringTraceSink sink;
+  ChromeTraceObserver obs(sink, 2, {}, TraceOptions{{}, {}, true, 16});
   parallelism::Task fwd;
   fwd.name = "layer000.fwd";
   obs.on_compute(1, fwd, Time::from_ps(1'500'000), Time::from_ps(2'000'001));
@@ -25,13 +208,205 @@ TEST(ChromeTrace, RecordsEveryEventWithExactTimes) {
   ar.bytes = Bytes(64);
   obs.on_collective(ar, 0, {0, 1}, Time::from_us(3), Time::from_us(5));
   obs.on_transfer(collectives::Transfer{0, 1, Bytes(32), {}, 0}, Time::from_us(3), Time::from_us(4));
-  const std::string j = obs.json();
-  EXPECT_NE(j.find(R"("name":"layer000.fwd","cat":"compute","ph":"X","pid":1,"tid":0,"ts":1.500000,"dur":0.500001)"),
-            std::string::npos)
+  obs.finish();
+  const std::string& j = sink.text();
+  EXPECT_NE(
+      j.find(
+          R"("name":"layer000.fwd","cat":"compute","ph":"X","pid":1,"tid":0,"ts":1.500000,"dur":0.500001)"),
+      std::string::npos)
       << j;
   EXPECT_EQ(count(j, R"("cat":"all-reduce")"), 2U);  // one span per member rank
-  EXPECT_EQ(count(j, R"("cat":"network")"), 2U);     // begin + end
+  EXPECT_EQ(count(j, R"("cat":"transfer")"), 2U);    // begin + end
   EXPECT_EQ(count(j, R"("name":"process_name")"), 2U);
-  EXPECT_EQ(count(j, R"("comm group 0")"), 2U);
+  EXPECT_EQ(count(j, R"("name":"thread_name")"), 4U);  // compute on 1, the group on 0 and 1, transfers on 0
+  // No layout for 2 ranks (the default plan is 1 x 1 x 1): groups by number.
+  EXPECT_EQ(count(j, R"j("comm group 0 (2 ranks, 0..1)")j"), 2U);
   EXPECT_EQ(j.substr(j.size() - 4), "\n]}\n");
+  const auto summary = check_trace(j);
+  EXPECT_EQ(summary.phases.at("X"), 3);
+  EXPECT_EQ(summary.counters.size(), 0U);  // no topology, no link counters
+}
+
+TEST(ChromeTrace, ParsesIndexLists) {
+  EXPECT_EQ(parse_index_list("0-3,64,2", "--trace-ranks", 100), (std::vector<int>{0, 1, 2, 3, 64}));
+  EXPECT_EQ(parse_index_list("7", "x", 8), (std::vector<int>{7}));
+  EXPECT_THROW((void)parse_index_list("8", "x", 8), InputError);
+  EXPECT_THROW((void)parse_index_list("3-1", "x", 8), InputError);
+  EXPECT_THROW((void)parse_index_list("1,,2", "x", 8), InputError);
+  EXPECT_THROW((void)parse_index_list("a", "x", 8), InputError);
+  EXPECT_THROW((void)parse_index_list("-1", "x", 8), InputError);
+  try {
+    (void)parse_index_list("0-7,99", "--trace-ranks", 16);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--trace-ranks: 99 is out of range (0..15)");
+  }
+  EXPECT_TRUE(parse_on_off("on", "x"));
+  EXPECT_FALSE(parse_on_off("off", "x"));
+  EXPECT_THROW((void)parse_on_off("maybe", "x"), InputError);
+}
+
+TEST(ChromeTrace, DefaultRanksAreOnePerStageBeyond64) {
+  parallelism::ParallelPlan plan;
+  plan.tp = 8;
+  plan.dp = 8;
+  plan.pp = 16;
+  const auto r = default_trace_ranks(plan, 1024);
+  ASSERT_EQ(r.size(), 16U);
+  EXPECT_EQ(r[0], 0);
+  EXPECT_EQ(r[1], 64);
+  EXPECT_EQ(r[15], 960);
+  plan.dp = 1;
+  plan.pp = 8;
+  EXPECT_EQ(default_trace_ranks(plan, 64).size(), 64U);
+}
+
+TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
+  const Scenario s = pipeline_scenario();
+  ASSERT_EQ(s.gpus(), 32);
+  const Traced t = run_traced(s, {});
+  const TraceSummary sum = check_trace(t.text);
+  // Every rank (32 <= 64) plus the links process.
+  EXPECT_EQ(sum.pids.size(), 33U);
+  EXPECT_EQ(t.host_waits, 28);
+  EXPECT_EQ(sum.phases.at("X"), t.compute + t.member_slices + t.host_waits);
+  // 4 pipeline columns (tp x dp) x 4 micro-batches x (7 activations + 7 gradients).
+  EXPECT_EQ(t.sendrecv, 224);
+  EXPECT_EQ(sum.flows, 224);
+  EXPECT_EQ(sum.phases.count("b"), 0U);  // transfers off by default
+  // The host model: 28 ranks' compute streams wait once for their host to
+  // launch a pipeline sync (the 4 ranks of the first stage never do).
+  EXPECT_EQ(sum.categories.at("host"), 28);
+  EXPECT_EQ(sum.tracks.at({10, 1}), "host (GPU waits for launches)");
+  EXPECT_EQ(sum.counters.size(), 16U);
+  // Tier by tier: NVLink, host and leaf-spine links all among them.
+  std::map<std::string, int> tiers;
+  for (const auto& c : sum.counters) ++tiers[c.substr(0, c.find(" link "))];
+  EXPECT_EQ(tiers, (std::map<std::string, int>{{"host", 5}, {"leaf-spine", 5}, {"nvlink", 6}}));
+  EXPECT_EQ(sum.other.find("transfers")->string(), "off");
+  // Tracks by role on rank 0 (tp 0, dp 0, stage 0); its stage-1 peer is rank 4.
+  std::set<std::string> rank0;
+  for (const auto& [track, name] : sum.tracks) {
+    if (track.first == 0) rank0.insert(name);
+  }
+  EXPECT_EQ(rank0, (std::set<std::string>{"compute", "tp (2 ranks, 0..1)", "dp (2 ranks, 0..2)",
+                                          "pp-send to stage 1 (rank 4)", "pp-recv from stage 1 (rank 4)",
+                                          "embedding (stages 0..7, ranks 0..28)"}));
+  EXPECT_NE(t.text.find(R"j("name":"rank 5 (node 0, stage 1, dp 0, tp 1)")j"), std::string::npos);
+  // Pipeline slices are named by their own side.
+  EXPECT_NE(t.text.find(R"("name":"mb0.pp.send_activation","cat":"send-recv","ph":"X","pid":0,)"),
+            std::string::npos);
+  EXPECT_NE(t.text.find(R"("name":"mb0.pp.recv_activation","cat":"send-recv","ph":"X","pid":4,)"),
+            std::string::npos);
+}
+
+TEST(ChromeTrace, RankFilterKeepsOnlyTheChosenRanks) {
+  const Scenario s = pipeline_scenario();
+  TraceOptions o;
+  o.ranks = {0, 4};
+  const Traced t = run_traced(s, o);
+  const TraceSummary sum = check_trace(t.text);
+  EXPECT_EQ(sum.pids, (std::set<double>{0, 4, 32}));  // + links
+  EXPECT_EQ(sum.flows, 8);              // 0 -> 4 activations and 4 -> 0 gradients, 4 micro-batches
+  EXPECT_EQ(sum.counters.size(), 16U);  // links carry every rank's traffic
+  EXPECT_EQ(sum.other.find("ranks")->string(), "0,4");
+}
+
+TEST(ChromeTrace, TransfersOnlyWhenAskedFor) {
+  const Scenario s = pipeline_scenario();
+  TraceOptions off;
+  const TraceSummary a = check_trace(run_traced(s, off).text);
+  EXPECT_EQ(a.phases.count("b"), 0U);
+  EXPECT_EQ(a.categories.count("transfer"), 0U);
+  TraceOptions on;
+  on.transfers = true;
+  const Traced t = run_traced(s, on);
+  const TraceSummary b = check_trace(t.text);
+  EXPECT_GT(t.transfers, 1000);
+  EXPECT_EQ(b.phases.at("b"), t.transfers);  // every rank traced: every transfer once
+  EXPECT_EQ(b.phases.at("e"), t.transfers);
+  EXPECT_EQ(b.categories.at("transfer"), 2 * t.transfers);
+}
+
+TEST(ChromeTrace, MicroBatchFilterKeepsTheirTasksAndTheRest) {
+  const Scenario s = pipeline_scenario();
+  TraceOptions o;
+  o.micro_batches = {1};
+  const TraceSummary sum = check_trace(run_traced(s, o).text);
+  int mb1 = 0, other = 0;
+  for (const auto& n : sum.slice_names) {
+    if (n.rfind("mb1.", 0) == 0) {
+      ++mb1;
+    } else {
+      EXPECT_EQ(n.rfind("mb", 0), std::string::npos) << n;
+      ++other;
+    }
+  }
+  EXPECT_GT(mb1, 0);
+  EXPECT_GT(other, 0);           // optimizer, gradient reduction
+  EXPECT_EQ(sum.flows, 4 * 14);  // one micro-batch of 4 pipeline columns
+}
+
+TEST(ChromeTrace, GzipDecompressesToTheSameBytesAndRunsAreIdentical) {
+  Scenario s = pipeline_scenario();
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_trace_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string plain = (dir / "t.json").string(), gz = (dir / "t.json.gz").string(),
+                    gz2 = (dir / "again.json.gz").string();
+  for (const auto& path : {plain, gz, gz2}) {
+    TraceFile f(path, s, {});
+    (void)simulate_scenario(s, f.observer(), nullptr, false);
+    f.finish();
+  }
+  const std::string text = read_file(plain);
+  EXPECT_GT(text.size(), 100'000U);
+  EXPECT_EQ(gunzip(gz), text);
+  EXPECT_EQ(read_file(gz2), read_file(gz));  // no file name or time in the gzip header
+  EXPECT_LT(std::filesystem::file_size(gz) * 5, text.size());
+  // Determinism: the same input gives the same bytes.
+  EXPECT_EQ(run_traced(s, {}).text, run_traced(s, {}).text);
+  // Only the three traces: no temporaries left.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()),
+            3);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ChromeTrace, UnfinishedTraceLeavesNoFile) {
+  Scenario s = pipeline_scenario();
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_trace_drop_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    TraceFile f((dir / "t.json.gz").string(), s, {});
+    f.observer()->on_compute(0, parallelism::Task{}, Time::zero(), Time::from_us(1));
+    // dropped: an error while simulating
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ChromeTrace, ScenarioOutputsKeys) {
+  const std::string base = read_scenario_text(std::string(TESSERA_SCENARIO_DIR) + "/schedules.yaml");
+  const Scenario s = parse_scenario(
+      base + "outputs:\n  trace_ranks: 0-3,8\n  trace_micro_batches: 2\n  trace_transfers: on\n", "s.yaml");
+  EXPECT_EQ(s.outputs.trace_ranks, (std::vector<int>{0, 1, 2, 3, 8}));
+  EXPECT_EQ(s.outputs.trace_micro_batches, (std::vector<int>{2}));
+  EXPECT_TRUE(s.outputs.trace_transfers);
+  try {
+    (void)parse_scenario(base + "outputs:\n  trace_ranks: 0-40\n", "s.yaml");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(": outputs.trace_ranks: 40 is out of range (0..31)"),
+              std::string::npos)
+        << e.what();
+  }
+  // The flag wins over the key, which wins over the default.
+  ArgParser p("tessera run");
+  p.option("trace-ranks").option("trace-micro-batches").option("trace-transfers");
+  p.parse({"--trace-ranks", "5", "--trace-transfers", "off"});
+  const TraceOptions o = trace_options(p, s);
+  EXPECT_EQ(o.ranks, (std::vector<int>{5}));
+  EXPECT_EQ(o.micro_batches, (std::vector<int>{2}));
+  EXPECT_FALSE(o.transfers);
 }

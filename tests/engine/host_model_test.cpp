@@ -145,3 +145,40 @@ TEST(HostModel, OnlyComputeTasksMaySync) {
   }
   EXPECT_THROW(g.validate(), InputError);
 }
+
+TEST(HostModel, TheObserverSeesTheStreamWaitingForTheHost) {
+  // A and B: 1 us on the GPU each, issued in 10 us, no span bound. A runs at
+  // 0 and ends at 1 us; B is ready then but issued only from 10 us: the
+  // compute stream idles [1, 10) us, which host_wait counts and the observer
+  // reports.
+  struct Waits : ExecutionObserver {
+    void on_host_wait(int rank, const Task& task, Time start, Time end) override {
+      seen.push_back({rank, std::string(task.name), start, end});
+    }
+    struct Wait {
+      int rank;
+      std::string name;
+      Time start, end;
+    };
+    std::vector<Wait> seen;
+  } waits;
+  Task a = kernels(1, 10, 0);
+  a.name = "a";
+  Task b = kernels(1, 10, 0);
+  b.name = "b";
+  b.deps.push_back(0);
+  TaskGraph g;
+  parallelism::Program prog;
+  prog.tasks = {a, b};
+  g.add_rank(g.add_program(std::move(prog)), {});
+  DiscreteEventLoop loop;
+  ZeroCostNetwork net(loop);
+  const auto r = execute(g, loop, net, &waits);
+  EXPECT_EQ(r.makespan, Time::from_us(11));
+  EXPECT_EQ(r.ranks[0].host_wait, Time::from_us(9));
+  ASSERT_EQ(waits.seen.size(), 1U);
+  EXPECT_EQ(waits.seen[0].rank, 0);
+  EXPECT_EQ(waits.seen[0].name, "b");
+  EXPECT_EQ(waits.seen[0].start, Time::from_us(1));
+  EXPECT_EQ(waits.seen[0].end, Time::from_us(10));
+}

@@ -72,6 +72,11 @@ struct Scenario {
     std::string json;   ///< the JSON report
     std::string trace;  ///< Chrome/Perfetto trace (as --trace)
     std::string links;  ///< per-link CSV (as --links)
+    /// What the trace records (as --trace-ranks, --trace-micro-batches,
+    /// --trace-transfers; cli::TraceOptions): empty lists are the defaults.
+    std::vector<int> trace_ranks;
+    std::vector<int> trace_micro_batches;
+    bool trace_transfers = false;
   } outputs;
 
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }

@@ -30,6 +30,10 @@ class ExecutionObserver {
   virtual void on_collective(const parallelism::Task& /*task*/, std::int32_t /*group*/,
                              const std::vector<int>& /*ranks*/, Time /*start*/, Time /*end*/) {}
   virtual void on_transfer(const collectives::Transfer& /*t*/, Time /*start*/, Time /*end*/) {}
+  /// Host model: `rank`'s compute stream idles from `start` to `end`, its
+  /// next task (`task`) ready but not yet issued by the host (the time
+  /// RankResult::host_wait counts outside tasks).
+  virtual void on_host_wait(int /*rank*/, const parallelism::Task& /*task*/, Time /*start*/, Time /*end*/) {}
 };
 
 struct RankResult {
