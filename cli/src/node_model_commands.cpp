@@ -447,7 +447,7 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
     const fs::path label = fs::path(graph_path).replace_extension(".json");
     if (fs::exists(label)) {
       const nm::JsonValue j = nm::read_json_file(label.string());
-      if (const auto* n = j.find("num_layer"); n != nullptr && n->is_number()) layers = n->number();
+      if (j.find("num_layer") != nullptr) layers = nm::label_layers(j, label.string());
     }
   }
   auto sum_ms = [&](const std::vector<nm::Kernel>& ks) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
@@ -277,8 +278,14 @@ std::vector<std::vector<std::int64_t>> parse_shapes(const std::string& text) {
   };
   const bool single = !text.empty() && text.front() == '(';
   for (char c : text) {
+    // Shapes are digits, brackets, commas and spaces (torch.fx's repr):
+    // anything else would be dropped silently and change the op's class.
+    if (std::isdigit(static_cast<unsigned char>(c)) == 0 && std::string_view("[](), ").find(c) == std::string_view::npos) {
+      throw InputError(fmt::format("unexpected character '{}' in a shape", c));
+    }
     if (c == '[' || c == '(') {
       ++depth;
+      if (depth > 4) throw InputError("shapes nested deeper than 4 levels");
       if ((single && depth == 1) || depth == 2) cur.clear();
     } else if (c == ']' || c == ')') {
       flush();
@@ -301,8 +308,21 @@ std::int64_t product(const std::vector<std::int64_t>& s, std::size_t from = 0, s
 
 }  // namespace
 
-FxGraph read_fx_graph(const std::string& path) {
-  const CsvTable t = read_csv(path);
+int label_layers(const JsonValue& label, const std::string& source) {
+  const JsonValue* n = label.find("num_layer");
+  if (n == nullptr) throw InputError(fmt::format("{}: missing key 'num_layer'", source));
+  constexpr double kMax = 100000;
+  if (!n->is_number() || !std::isfinite(n->number()) || n->number() < 1 || n->number() > kMax ||
+      n->number() != std::floor(n->number())) {
+    throw InputError(fmt::format("{}: key 'num_layer' must be a whole number from 1 to {:.0f}{}", source, kMax,
+                                 n->is_number() ? fmt::format(" (got {:g})", n->number()) : std::string()));
+  }
+  return static_cast<int>(n->number());
+}
+
+FxGraph read_fx_graph(const std::string& path) { return fx_graph_from_csv(read_csv(path), path); }
+
+FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
   const std::size_t c_op = t.require_column("op");
   const std::size_t c_target = t.require_column("target");
   const std::size_t c_meta = t.require_column("meta");
@@ -337,8 +357,27 @@ FxGraph read_fx_graph(const std::string& path) {
     try {
       in = parse_shapes(row[c_in]);
       outs = parse_shapes(row[c_out]);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{}: row {}, column 'input_shapes': cannot parse shapes", path, r + 1));
+    } catch (const std::exception& e) {
+      throw InputError(fmt::format("{}: row {}, columns 'input_shapes'/'output_shape': cannot parse shapes ({})", path,
+                                   r + 1, dynamic_cast<const std::out_of_range*>(&e) != nullptr
+                                              ? "a dimension past int64"
+                                              : e.what()));
+    }
+    for (const auto* shapes : {&in, &outs}) {
+      for (const auto& s : *shapes) {
+        double elements = 1;
+        for (const auto d : s) elements *= static_cast<double>(d);
+        if (elements > 9.2e18) {
+          throw InputError(fmt::format("{}: row {}: a shape of more than 2^63 elements", path, r + 1));
+        }
+      }
+    }
+    for (const auto& [value, column] : {std::pair{op.measured_ms, "latency"}, std::pair{op.measured_fw_ms, "fw_latency"},
+                                        std::pair{op.measured_bw_ms, "bw_latency"}}) {
+      if (!std::isfinite(value) || value < 0) {
+        throw InputError(fmt::format("{}: row {}, column '{}': a latency must be a finite number >= 0 (got {})",
+                                     path, r + 1, column, value));
+      }
     }
     if (kind == "placeholder" || kind == "get_attr" || kind == "output" || outs.empty()) {
       graph.ops.push_back(std::move(op));
@@ -470,9 +509,8 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const 
     row.predicted_ms = predict_graph_times(graph, *p.first).e2e_ms();
     row.roofline_ms = predict_graph_times(graph, *p.second).e2e_ms();
     const fs::path fx = fs::path(f).replace_extension(".csv");
-    const JsonValue* layers = label.find("num_layer");
-    if (fs::exists(fx) && layers != nullptr && layers->is_number() && layers->number() > 0) {
-      row.ops_ms = measured_fx_times(read_fx_graph(fx.string()), layers->number()).e2e_ms();
+    if (fs::exists(fx) && label.find("num_layer") != nullptr) {
+      row.ops_ms = measured_fx_times(read_fx_graph(fx.string()), label_layers(label, f)).e2e_ms();
     }
     rows.push_back(row);
   }

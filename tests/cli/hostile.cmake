@@ -238,9 +238,16 @@ hostile(NAME hf_config.mode RC 2 REGEX [=[--mode]=]
         ARGS predict-model --model hf_ok.json --device dev_ok.json --batch 1 --seq 16 --mode sing)
 
 # --- Valid but huge: refused at once with the estimate, not run for hours. ----
+hostile(NAME huge.nodes_million RC 2
+        REGEX [=[^tessera: error: s\.yaml:[0-9]+:[0-9]+: cluster\.fabric\.spines: 1000000 leaves x 8 spines and 8000000 GPUs need more than 20000000 directed links \(about 3 GiB\), the most that are built: fewer cluster\.nodes or cluster\.fabric\.spines$]=]
+        ARGS run s.yaml --set cluster.nodes=1000000 --set parallelism.dp=8000000)
 hostile(NAME huge.dp_eight_million RC 2
         REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take about .* engine events]=]
-        ARGS run s.yaml --set cluster.nodes=1000000 --set parallelism.dp=8000000)
+        ARGS run s.yaml --set cluster.nodes=125000 --set parallelism.dp=1000000 --set cluster.fabric.hosts_per_leaf=64)
+hostile(NAME huge.fat_tree_radix_memory RC 2
+        REGEX [=[cluster\.fabric\.k: cluster\.fabric\.k = 20000 is too large: a 2-tier fat-tree of 20000-port switches has 400[0-9]+ directed links \(about 78\.[0-9] GiB, built whole whatever the GPU count\); at most 20000000 can be simulated$]=]
+        ARGS run s.yaml --set cluster.fabric.type=fat-tree --set cluster.fabric.k=20000 --set cluster.fabric.tiers=2
+             --set cluster.fabric.hosts_per_leaf=~ --set cluster.fabric.spines=~)
 hostile(NAME huge.global_batch RC 2
         REGEX [=[^tessera: error: s\.yaml: training\.global_batch, training\.micro_batch: one iteration would take about .* 6\.25e\+07 micro-batches per replica]=]
         ARGS run s.yaml --set training.global_batch=1000000000 --set training.micro_batch=1)
@@ -250,3 +257,15 @@ hostile(NAME huge.chunks RC 2
 hostile(NAME huge.sweep_point RC 2
         REGEX [=[^tessera: error: .*one iteration would take about]=]
         ARGS sweep s.yaml --set training.global_batch=128,1000000000 --set training.micro_batch=1)
+
+# --- torch.fx operator graphs and their labels (predict-graph). --------------
+foreach(g IN ITEMS g_letters g_deep g_huge_dim g_overflow_elements g_negative_latency g_nan_latency g_inf_bw)
+  hostile(NAME fx_graph.${g} RC 2 REGEX "^tessera: error: ${g}\\.csv: row 1"
+          ARGS predict-graph --graph ${g}.csv --device dev_ok.json)
+endforeach()
+foreach(g IN ITEMS g_label_negative g_label_huge g_label_fraction g_label_string)
+  hostile(NAME fx_label.${g} RC 2 REGEX "^tessera: error: ${g}\\.json: key 'num_layer' must be a whole number from 1 to 100000"
+          ARGS predict-graph --graph ${g}.csv --device dev_ok.json)
+endforeach()
+hostile(NAME fx_label.g_label_nan RC 2 REGEX "^tessera: error: g_label_nan\\.json"
+        ARGS predict-graph --graph g_label_nan.csv --device dev_ok.json)

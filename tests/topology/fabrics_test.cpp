@@ -399,7 +399,15 @@ TEST(FatTree, HugeRadixIsRejectedNotBuilt) {
   s.k = 3'000'000;
   expect_input_error([&] { check_size(s); }, {"cluster.fabric.k = 3000000 is too large",
                                               "a 3-tier fat-tree of 3000000-port switches (3000000 pods)",
-                                              "at most 2147483647 can be simulated"});
+                                              "at most 20000000 can be simulated"});
+  // Radices that number fine but would take far too much memory are refused
+  // too (k = 20000, two tiers: 400 M directed links, about 78 GiB).
+  FatTreeSpec wide = fat_tree(4, 2);
+  wide.nodes = 2;
+  wide.k = 20'000;
+  expect_input_error([&] { check_size(wide); },
+                     {"cluster.fabric.k = 20000 is too large", "directed links (about 78", "at most 20000000"});
+  EXPECT_NO_THROW(check_size(fat_tree(64, 3)));
   expect_input_error([&] { (void)build_fat_tree(s); }, {"cluster.fabric.k = 3000000 is too large"});
   // Saturated, not wrapped: k^3/4 passes 2^63 for k near 2^31.
   s.k = 2'147'483'646;

@@ -12,8 +12,8 @@ namespace {
 
 __extension__ using Int128 = __int128;
 
-/// Directed links a topology can number (LinkId is int32).
-constexpr Int128 kMaxLinks = std::numeric_limits<LinkId>::max();
+/// Directed links a fabric may have (topology.hpp).
+constexpr Int128 kMaxLinks = kMaxBuiltLinks;
 
 /// Duplex links inside the nodes and to shared HCAs (128-bit: no overflow).
 Int128 node_links(int nodes, const NodeSpec& n) {
@@ -30,8 +30,14 @@ void check_links(Int128 duplex, std::string_view key, int value, std::string_vie
   const std::string count = 2 * duplex > std::numeric_limits<std::int64_t>::max()
                                 ? std::string("more than 2^63")
                                 : std::to_string(static_cast<std::int64_t>(2 * duplex));
-  throw InputError(fmt::format("{} = {} is too large: {} has {} directed links; at most {} can be simulated",
-                               key, value, what, count, static_cast<std::int64_t>(kMaxLinks)));
+  const std::string memory =
+      2 * duplex > std::numeric_limits<std::int64_t>::max() / kBytesPerBuiltLink
+          ? std::string("more than 8 EiB")
+          : fmt::format("about {:.1f} GiB", static_cast<double>(static_cast<std::int64_t>(2 * duplex)) *
+                                                 kBytesPerBuiltLink / (1 << 30));
+  throw InputError(fmt::format("{} = {} is too large: {} has {} directed links ({}, built whole whatever the GPU "
+                               "count); at most {} can be simulated",
+                               key, value, what, count, memory, static_cast<std::int64_t>(kMaxLinks)));
 }
 
 void check_positive(std::int64_t v, std::string_view key) {

@@ -333,13 +333,12 @@ void check_size(const LeafSpineSpec& spec) {
       spec.hosts_per_leaf <= 0 ? 0 : (hosts + spec.hosts_per_leaf - 1) / spec.hosts_per_leaf;
   // NVSwitch links, PCIe links to shared HCAs, HCA-leaf links, leaf-spine links.
   const Int128 duplex = gpus + (shared ? gpus : 0) + hosts + (leaves > 1 ? leaves * spec.spines : 0);
-  constexpr Int128 kMaxLinks = std::numeric_limits<LinkId>::max();
-  if (2 * duplex > kMaxLinks) {
+  if (2 * duplex > kMaxBuiltLinks) {
     throw InputError(
-        fmt::format("cluster.fabric.spines = {} is too large: {} leaves x {} spines and {} GPUs need "
-                    "more than {} directed links, the most that can be simulated",
-                    spec.spines, static_cast<std::int64_t>(leaves), spec.spines,
-                    static_cast<std::int64_t>(gpus), static_cast<std::int64_t>(kMaxLinks)));
+        fmt::format("{} leaves x {} spines and {} GPUs need more than {} directed links (about {} GiB), the "
+                    "most that are built: fewer cluster.nodes or cluster.fabric.spines",
+                    static_cast<std::int64_t>(leaves), spec.spines,
+                    static_cast<std::int64_t>(gpus), kMaxBuiltLinks, kMaxBuiltLinks * kBytesPerBuiltLink >> 30));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/json.hpp"
 #include "tessera/node_model/validation.hpp"
 
@@ -56,6 +57,11 @@ struct FxGraph {
 /// Reads a graph CSV; rows the model does not understand get no kernels.
 /// Each op gets the kernels and backward rules of `build_model_graph`.
 FxGraph read_fx_graph(const std::string& path);
+/// The same from a parsed table (`path` names it in messages).
+FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path);
+/// `num_layer` of a NeuSight label JSON: a whole number from 1 to 100000,
+/// else InputError naming `source` and the value.
+int label_layers(const JsonValue& label, const std::string& source);
 
 /// Forward and backward milliseconds of a graph's measured ops, the ops of
 /// the repeated block (layer 0) counted `layers` times.

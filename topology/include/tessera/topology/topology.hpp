@@ -146,8 +146,16 @@ struct LeafSpineSpec {
   Time spine_latency;
 };
 
+/// The most directed links a fabric may have: a fabric is built whole
+/// whatever the GPU count, at about 210 bytes per directed link (a k = 2000
+/// two-tier fat-tree, 4 M links, takes 0.86 GB), so 20 M links is about
+/// 4 GiB. docs/scenarios.md, limits.
+inline constexpr std::int64_t kMaxBuiltLinks = 20'000'000;
+/// Bytes of memory a fabric of `links` directed links takes, about.
+inline constexpr std::int64_t kBytesPerBuiltLink = 210;
+
 /// Throws InputError naming cluster.fabric.spines when the fabric would have
-/// more links than a Topology can number (LinkId is int32). build_leaf_spine
+/// more than kMaxBuiltLinks links. build_leaf_spine
 /// calls it; loaders may call it first.
 void check_size(const LeafSpineSpec& spec);
 /// Builds the topology; GPU ranks are node-major (rank = node * gpus_per_node + i).
