@@ -33,7 +33,11 @@ FlowNetwork::FlowNetwork(const topology::Topology& topo, EventLoop& loop)
       cap_left_(topo.links().size(), 0.0),
       unfrozen_(topo.links().size(), 0),
       share_version_(topo.links().size(), 0),
-      done_bytes_(topo.links().size(), 0.0) {
+      done_bytes_(topo.links().size(), 0.0),
+      link_active_(topo.links().size(), 0),
+      busy_since_(topo.links().size()),
+      busy_(topo.links().size()),
+      peak_utilization_(topo.links().size(), 0.0) {
   for (std::size_t l = 0; l < capacity_.size(); ++l) {
     capacity_[l] = topo.link(static_cast<topology::LinkId>(l)).bandwidth.bytes_per_second() * 1e-12;
   }
@@ -89,7 +93,12 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   ++f.version;
   f.active = true;
   f.on_delivered = std::move(on_delivered);
-  for (topology::LinkId l : path(f)) link_flows_[static_cast<std::size_t>(l)].push_back(s);
+  const Time now = loop_.now();
+  for (topology::LinkId l : path(f)) {
+    const auto li = static_cast<std::size_t>(l);
+    link_flows_[li].push_back(s);
+    if (link_active_[li]++ == 0) busy_since_[li] = now;
+  }
   started_.push_back(s);
   request_recompute();
 }
@@ -164,6 +173,14 @@ void FlowNetwork::recompute() {
     flows_visited_ += comp_flows_.size();
     fill();
     for (Slot s : comp_flows_) set_rate(s, new_rate_[s], now);
+    // The component's links carry their new rates until the next change:
+    // load = capacity - capacity left after filling (cap_left_ never goes
+    // below 0, so a bottleneck reads exactly 1).
+    for (topology::LinkId l : comp_links_) {
+      const auto li = static_cast<std::size_t>(l);
+      const double load = 1.0 - cap_left_[li] / capacity_[li];
+      if (load > peak_utilization_[li]) peak_utilization_[li] = load;
+    }
   }
   arm_completion();
 }
@@ -311,7 +328,9 @@ void FlowNetwork::on_completion_event() {
     Flow& f = flows_[s];
     f.active = false;
     for (topology::LinkId l : path(f)) {
-      done_bytes_[static_cast<std::size_t>(l)] += static_cast<double>(f.bytes);
+      const auto li = static_cast<std::size_t>(l);
+      done_bytes_[li] += static_cast<double>(f.bytes);
+      if (--link_active_[li] == 0) busy_[li] += now - busy_since_[li];
       vacated_.push_back(l);
     }
     released_.push_back(s);
@@ -333,6 +352,15 @@ std::vector<double> FlowNetwork::active_rates() {
   out.reserve(active.size());
   for (const auto& [id, rate] : active) out.push_back(rate);
   return out;
+}
+
+std::vector<Time> FlowNetwork::link_busy() const {
+  std::vector<Time> busy = busy_;
+  const Time now = loop_.now();
+  for (std::size_t l = 0; l < busy.size(); ++l) {
+    if (link_active_[l] > 0) busy[l] += now - busy_since_[l];
+  }
+  return busy;
 }
 
 const std::vector<double>& FlowNetwork::link_bytes() const {
