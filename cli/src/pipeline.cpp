@@ -188,9 +188,8 @@ IterationBreakdown breakdown(const Simulation& sim) {
   return b;
 }
 
-double IterationBreakdown::bubble_fraction() const {
-  const Time base = compute + host + bubble;
-  return base > Time::zero() ? static_cast<double>(bubble.ps()) / static_cast<double>(base.ps()) : 0.0;
+double IterationBreakdown::share(Time part) const {
+  return iteration > Time::zero() ? static_cast<double>(part.ps()) / static_cast<double>(iteration.ps()) : 0.0;
 }
 
 }  // namespace tessera::cli

@@ -82,8 +82,9 @@ double gib(Bytes b) { return b.as_double() / (1024.0 * 1024.0 * 1024.0); }
 }  // namespace
 
 std::string format_text(const RunReport& r) {
-  const double it = r.iteration_time.seconds();
-  auto pct = [&](Time t) { return it > 0 ? 100.0 * t.seconds() / it : 0.0; };
+  // Shares of the iteration as compare-schedules prints them (IterationBreakdown::share).
+  const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time, r.exposed_comm_time};
+  auto pct = [&](Time t) { return 100.0 * split.share(t); };
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({} fabric{})\n", r.scenario, r.model, r.gpus, r.gpu, r.fabric,
                      r.hcas);

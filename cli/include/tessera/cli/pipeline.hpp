@@ -34,8 +34,9 @@ struct Simulation {
 /// the real network adds on top.
 struct IterationBreakdown {
   Time iteration, compute, host, bubble, exposed_comm;
-  /// bubble / (compute + host + bubble): the idle share with free communication.
-  [[nodiscard]] double bubble_fraction() const;
+  /// `part` (one of the four) as a share of the iteration, in [0, 1]: the
+  /// percentages `run` and `compare-schedules` print (0 for an empty iteration).
+  [[nodiscard]] double share(Time part) const;
 };
 IterationBreakdown breakdown(const Simulation& sim);
 /// How the scenario's collectives run, for every backend: its expansion
