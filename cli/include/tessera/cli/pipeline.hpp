@@ -23,6 +23,8 @@ struct Simulation {
   /// (parallelism::HostOverhead): time its GPU idled for the host.
   Time free_comm_host;
   std::vector<double> link_bytes;  ///< per directed link (flow backend)
+  std::vector<Time> link_busy;     ///< per directed link: time it carried a flow (flow backend)
+  std::vector<double> link_peak_utilization;  ///< per directed link: highest load / capacity (flow backend)
   std::string ns3_link_csv;        ///< per-link report of the ns-3 backend (ns3 backend)
 };
 
