@@ -34,13 +34,11 @@ FlowNetwork::FlowNetwork(const topology::Topology& topo, EventLoop& loop)
       unfrozen_(topo.links().size(), 0),
       share_version_(topo.links().size(), 0),
       done_bytes_(topo.links().size(), 0.0),
-      link_active_(topo.links().size(), 0),
-      busy_since_(topo.links().size()),
-      busy_(topo.links().size()),
-      peak_utilization_(topo.links().size(), 0.0) {
+      use_(topo.links().size()) {
   for (std::size_t l = 0; l < capacity_.size(); ++l) {
     capacity_[l] = topo.link(static_cast<topology::LinkId>(l)).bandwidth.bytes_per_second() * 1e-12;
   }
+  min_left_ = capacity_;
 }
 
 std::uint32_t FlowNetwork::route(int src, int dst) {
@@ -97,7 +95,7 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   for (topology::LinkId l : path(f)) {
     const auto li = static_cast<std::size_t>(l);
     link_flows_[li].push_back(s);
-    if (link_active_[li]++ == 0) busy_since_[li] = now;
+    if (use_[li].active++ == 0) use_[li].since = now;
   }
   started_.push_back(s);
   request_recompute();
@@ -174,12 +172,11 @@ void FlowNetwork::recompute() {
     fill();
     for (Slot s : comp_flows_) set_rate(s, new_rate_[s], now);
     // The component's links carry their new rates until the next change:
-    // load = capacity - capacity left after filling (cap_left_ never goes
-    // below 0, so a bottleneck reads exactly 1).
+    // their load is capacity - capacity left after filling (cap_left_ never
+    // goes below 0, so a bottleneck reads exactly 1). Keep the least left.
     for (topology::LinkId l : comp_links_) {
       const auto li = static_cast<std::size_t>(l);
-      const double load = 1.0 - cap_left_[li] / capacity_[li];
-      if (load > peak_utilization_[li]) peak_utilization_[li] = load;
+      min_left_[li] = std::min(min_left_[li], cap_left_[li]);
     }
   }
   arm_completion();
@@ -330,7 +327,7 @@ void FlowNetwork::on_completion_event() {
     for (topology::LinkId l : path(f)) {
       const auto li = static_cast<std::size_t>(l);
       done_bytes_[li] += static_cast<double>(f.bytes);
-      if (--link_active_[li] == 0) busy_[li] += now - busy_since_[li];
+      if (--use_[li].active == 0) use_[li].busy += now - use_[li].since;
       vacated_.push_back(l);
     }
     released_.push_back(s);
@@ -355,12 +352,20 @@ std::vector<double> FlowNetwork::active_rates() {
 }
 
 std::vector<Time> FlowNetwork::link_busy() const {
-  std::vector<Time> busy = busy_;
+  std::vector<Time> busy(use_.size());
   const Time now = loop_.now();
   for (std::size_t l = 0; l < busy.size(); ++l) {
-    if (link_active_[l] > 0) busy[l] += now - busy_since_[l];
+    busy[l] = use_[l].active > 0 ? use_[l].busy + (now - use_[l].since) : use_[l].busy;
   }
   return busy;
+}
+
+std::vector<double> FlowNetwork::link_peak_utilization() const {
+  std::vector<double> peak(capacity_.size(), 0.0);
+  for (std::size_t l = 0; l < peak.size(); ++l) {
+    if (capacity_[l] > 0) peak[l] = 1.0 - min_left_[l] / capacity_[l];
+  }
+  return peak;
 }
 
 const std::vector<double>& FlowNetwork::link_bytes() const {

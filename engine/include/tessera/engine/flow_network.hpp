@@ -46,7 +46,7 @@ class FlowNetwork final : public Network {
   /// its flows' wire rates over its capacity, in [0, 1] (max-min fair
   /// sharing fills a bottleneck to exactly 1). Updated where rates are
   /// computed: one pass over each recomputed component's links.
-  [[nodiscard]] const std::vector<double>& link_peak_utilization() const { return peak_utilization_; }
+  [[nodiscard]] std::vector<double> link_peak_utilization() const;
   [[nodiscard]] std::uint64_t flows_completed() const { return completed_; }
   /// Rate recomputations run (one per instant with starts or ends), and the
   /// flows they visited in total (for benchmarks).
@@ -152,10 +152,13 @@ class FlowNetwork final : public Network {
   std::uint64_t recomputations_ = 0;
   std::uint64_t flows_visited_ = 0;
   std::vector<double> done_bytes_;          // per link, delivered messages (whole bytes)
-  std::vector<std::uint32_t> link_active_;  // per link, active flows (started, last byte not yet out)
-  std::vector<Time> busy_since_;            // per link, when link_active_ last rose from 0
-  std::vector<Time> busy_;                  // per link, busy periods that ended
-  std::vector<double> peak_utilization_;    // per link
+  struct LinkUse {
+    std::uint32_t active = 0;  ///< flows started whose last byte has not left
+    Time since;                ///< when `active` last rose from 0
+    Time busy;                 ///< busy periods that ended
+  };
+  std::vector<LinkUse> use_;     // per link
+  std::vector<double> min_left_;  // per link, least capacity left after a filling (bytes per ps)
   mutable std::vector<double> link_bytes_;  // done_bytes_ + in-flight, built on demand
 };
 
