@@ -142,8 +142,9 @@ are simulated.
                                  [--svg FILE.svg] [--predictor NAME]
 
 Plans and simulates the scenario under each pipeline schedule (by default
-all five) and prints iteration time, bubble fraction, exposed communication,
-compute and peak memory per stage; --svg draws the breakdown.
+all five) and prints iteration time, bubble (ms and share of the iteration,
+as run prints it), exposed communication, compute and peak memory per stage;
+--svg draws the breakdown.
 )"},
       {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training --data DIR [options]
 

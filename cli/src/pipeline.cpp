@@ -97,7 +97,7 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     predictor = owned.get();
   }
   auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
-  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}};
+  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}};
   const engine::ExecutionOptions options = execution_options(s);
   if (s.backend == Backend::Ns3) {
 #ifdef TESSERA_HAVE_NS3
@@ -114,6 +114,8 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     engine::FlowNetwork net(sim.topology, loop);
     sim.result = engine::execute(planned.graph, loop, net, observer, options);
     sim.link_bytes = net.link_bytes();
+    sim.link_busy = net.link_busy();
+    sim.link_peak_utilization = net.link_peak_utilization();
   }
   if (!split) return sim;
   // Free communication: the zero-cost network applies no calibration.
@@ -188,9 +190,8 @@ IterationBreakdown breakdown(const Simulation& sim) {
   return b;
 }
 
-double IterationBreakdown::bubble_fraction() const {
-  const Time base = compute + host + bubble;
-  return base > Time::zero() ? static_cast<double>(bubble.ps()) / static_cast<double>(base.ps()) : 0.0;
+double IterationBreakdown::share(Time part) const {
+  return iteration > Time::zero() ? static_cast<double>(part.ps()) / static_cast<double>(iteration.ps()) : 0.0;
 }
 
 }  // namespace tessera::cli

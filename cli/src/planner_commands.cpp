@@ -146,7 +146,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   out << fmt::format("Scenario {} ({} on {} x {}, dp={} tp={} pp={}, {} micro-batches of {}, {} node model)\n\n",
                      s.name, s.model.name, s.gpus(), s.gpu.name, plan.dp, plan.tp, plan.pp,
                      plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch, predictor.name());
-  out << fmt::format("{:<22} {:>12} {:>9} {:>12} {:>12}  {}\n", "schedule", "iteration", "bubble", "exposed comm",
+  out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12}  {}\n", "schedule", "iteration", "bubble", "exposed comm",
                      "compute", "peak memory per stage (GiB)");
   for (const Row& r : rows) {
     const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
@@ -160,12 +160,15 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       mem += gib(m.total());
       if (m.oom()) mem += '!';
     }
-    out << fmt::format("{:<22} {:>9.3f} ms {:>8.1f}% {:>9.3f} ms {:>9.3f} ms  {}{}\n", name, r.result.split.iteration.ms(),
-                       100.0 * r.result.split.bubble_fraction(), r.result.split.exposed_comm.ms(), r.result.split.compute.ms(), mem,
+    // The bubble as `run` prints it: its time and its share of the iteration.
+    const IterationBreakdown& b = r.result.split;
+    out << fmt::format("{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms  {}{}\n", name, b.iteration.ms(),
+                       b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(), b.compute.ms(), mem,
                        r.result.summary.oom() ? fmt::format("  OOM (> {} GiB)", gib(s.gpu.memory)) : "");
   }
-  out << "\nbubble: idle share of the iteration with free communication; exposed comm: the rest of the\n"
-         "iteration beyond that; '!' marks a stage that does not fit in the GPU's memory.\n";
+  out << "\nbubble: pipeline fill and drain with free communication, and its share of the iteration (as\n"
+         "`tessera run` prints it); exposed comm: the rest of the iteration beyond that; '!' marks a stage\n"
+         "that does not fit in the GPU's memory.\n";
   if (svg_path) {
     write_file_atomic(*svg_path, svg_chart(fmt::format("{}: schedules", s.name), rows));
     out << fmt::format("chart written to {}\n", *svg_path);

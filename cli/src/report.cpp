@@ -43,6 +43,8 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   }
   rep.mfu = rep.tflops_per_gpu / peak;
   rep.bytes_sent = r.bytes_sent;
+  rep.nvlink_bytes = r.nvlink_bytes;
+  rep.fabric_bytes = r.fabric_bytes;
   const double tokens = static_cast<double>(sim.plan.micro_batches * s.workload.micro_batch * s.plan.dp *
                                             s.workload.seq_len);
   if (r.makespan > Time::zero()) rep.tokens_per_second = tokens / r.makespan.seconds();
@@ -82,8 +84,9 @@ double gib(Bytes b) { return b.as_double() / (1024.0 * 1024.0 * 1024.0); }
 }  // namespace
 
 std::string format_text(const RunReport& r) {
-  const double it = r.iteration_time.seconds();
-  auto pct = [&](Time t) { return it > 0 ? 100.0 * t.seconds() / it : 0.0; };
+  // Shares of the iteration as compare-schedules prints them (IterationBreakdown::share).
+  const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time, r.exposed_comm_time};
+  auto pct = [&](Time t) { return 100.0 * split.share(t); };
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({} fabric{})\n", r.scenario, r.model, r.gpus, r.gpu, r.fabric,
                      r.hcas);
@@ -98,7 +101,10 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("Throughput     {:>12.0f} tokens/s\n", r.tokens_per_second);
   out += fmt::format("Per GPU        {:>12.1f} TFLOP/s model (MFU {:.1f}%), {:.1f} TFLOP/s hardware (HFU {:.1f}%)\n",
                      r.tflops_per_gpu, 100.0 * r.mfu, r.hardware_tflops_per_gpu, 100.0 * r.hfu);
-  out += fmt::format("Network        {:>12.3f} GB sent in total\n", r.bytes_sent.as_double() * 1e-9);
+  out += fmt::format("Network        {:>12.3f} GB sent in total: {:.3f} GB over NVLink within nodes, {:.3f} GB "
+                     "between nodes\n",
+                     r.bytes_sent.as_double() * 1e-9, r.nvlink_bytes.as_double() * 1e-9,
+                     r.fabric_bytes.as_double() * 1e-9);
   if (r.memory.size() <= 4) {
     for (const auto& m : r.memory) {
       out += fmt::format("Memory stage {:<3} {:>7.1f} GiB of {:.1f} GiB{}\n", m.stage, gib(m.total), gib(m.capacity),
@@ -137,13 +143,14 @@ std::string format_json(const RunReport& r) {
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
       "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, "
       "\"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
-      "\"network_bytes\": {}, \"gradient_dtype\": {}, \"oom\": {}, \"memory_per_stage\": [{}]}}\n",
+      "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, \"oom\": {}, "
+      "\"memory_per_stage\": [{}]}}\n",
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
       r.pp, json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(),
       r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(),
-      json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory);
+      r.nvlink_bytes.count(), r.fabric_bytes.count(), json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory);
 }
 
 }  // namespace tessera::cli

@@ -10,6 +10,7 @@
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/cli/trace.hpp"
+#include "tessera/engine/network.hpp"
 #include "tessera/files.hpp"
 #include "tessera/parallelism/plan.hpp"
 
@@ -17,16 +18,29 @@ namespace tessera::cli {
 
 namespace {
 
-/// Per-link totals of a run, as CSV: one row per directed link that carried
-/// traffic, average utilization over the iteration.
-std::string link_csv(const topology::Topology& topo, const std::vector<double>& bytes, Time makespan) {
-  std::string out = "link,src,dst,bandwidth_bps,bytes,avg_utilization\n";
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (bytes[i] <= 0) continue;
-    const auto& l = topo.link(static_cast<topology::LinkId>(i));
-    const double capacity = l.bandwidth.bytes_per_second() * makespan.seconds();
-    out += fmt::format("{},{},{},{},{:.0f},{:.6f}\n", i, topo.vertex(l.src).name, topo.vertex(l.dst).name,
-                       l.bandwidth.bps(), bytes[i], capacity > 0 ? bytes[i] / capacity : 0.0);
+/// Per-link totals of a flow-backend run, as CSV: one row per directed link
+/// that carried traffic. First the columns every backend starts with
+/// (engine::kLinkCsvSharedColumns, as ns3_modules::link_csv): link, src,
+/// dst, tier, bandwidth_bps, payload_bytes, busy_us (time the link carried
+/// any flow), utilization (busy / iteration). Then its own: avg_utilization
+/// (payload / (bandwidth x iteration)) and peak_utilization (highest
+/// instantaneous load / capacity).
+std::string link_csv(const topology::Topology& topo, const Simulation& sim) {
+  std::string out = fmt::format("{},avg_utilization,peak_utilization\n", engine::kLinkCsvSharedColumns);
+  const Time makespan = sim.result.makespan;
+  const double span = makespan.seconds();
+  for (std::size_t i = 0; i < sim.link_bytes.size(); ++i) {
+    const double bytes = sim.link_bytes[i];
+    if (bytes <= 0) continue;
+    const auto id = static_cast<topology::LinkId>(i);
+    const auto& l = topo.link(id);
+    const double capacity = l.bandwidth.bytes_per_second() * span;
+    const Time busy = i < sim.link_busy.size() ? sim.link_busy[i] : Time::zero();
+    const double peak = i < sim.link_peak_utilization.size() ? sim.link_peak_utilization[i] : 0.0;
+    out += fmt::format("{},{},{},{},{},{:.0f},{:.3f},{:.6f},{:.6f},{:.6f}\n", i, topo.vertex(l.src).name,
+                       topo.vertex(l.dst).name, topology::to_string(topo.tier(id)), l.bandwidth.bps(), bytes,
+                       busy.us(), span > 0 ? busy.seconds() / span : 0.0, capacity > 0 ? bytes / capacity : 0.0,
+                       peak);
   }
   return out;
 }
@@ -79,7 +93,7 @@ int cmd_run(const Args& args, std::ostream& out) {
   if (links_path) {
     write_file_atomic(*links_path, s.backend == Backend::Ns3
                                            ? sim.ns3_link_csv
-                                           : link_csv(sim.topology, sim.link_bytes, sim.result.makespan));
+                                           : link_csv(sim.topology, sim));
   }
   if (json_path) write_file_atomic(*json_path, format_json(rep));
   out << (p.has("json") ? format_json(rep) : format_text(rep));

@@ -83,6 +83,7 @@ struct Expansion {
   std::vector<collectives::TransferIndex> dependents;  // transfers waiting on each
   std::vector<collectives::TransferIndex> roots;       // transfers without deps, ascending
   Bytes total_bytes;
+  Bytes fabric_bytes;  // of total_bytes, between nodes (count_sent)
   int group_size = 0;
   bool crosses_nodes = false;  // some transfer joins two nodes: network-class launch latency
 };
@@ -414,7 +415,10 @@ class Executor {
     for (std::size_t k = 0; k < n; ++k) e->dependents_begin[k + 1] += e->dependents_begin[k];
     for (const auto& tr : trs) {
       e->total_bytes += tr.bytes;
-      if (node_of(tr.src) != node_of(tr.dst)) e->crosses_nodes = true;
+      if (crosses_nodes(tr)) {
+        e->crosses_nodes = true;
+        e->fabric_bytes += tr.bytes;
+      }
     }
     e->group_size = static_cast<int>(g_.groups[static_cast<std::size_t>(group)].ranks.size());
     e->dependents.resize(e->dependents_begin[n]);
@@ -440,7 +444,7 @@ class Executor {
       // Every transfer would arrive at this instant: the collective ends now
       // on all members, whatever the order of its deliveries.
       result_.transfers += n;
-      result_.bytes_sent += e.total_bytes;
+      count_sent(e.total_bytes, e.fabric_bytes);
       loop_.schedule(Time::zero(), [this, slot] { complete(slot); });
       return;
     }
@@ -467,14 +471,21 @@ class Executor {
     const int per_node = opts_.collectives.ranks_per_node;
     return per_node > 0 ? rank / per_node : 0;
   }
-  [[nodiscard]] const LinkCalibration& link_class(bool crosses_nodes) const {
-    return crosses_nodes ? opts_.calibration.network : opts_.calibration.nvlink;
+  [[nodiscard]] bool crosses_nodes(const collectives::Transfer& tr) const { return node_of(tr.src) != node_of(tr.dst); }
+  /// The one place sent bytes are counted and split (ExecutionResult::nvlink_bytes).
+  void count_sent(Bytes total, Bytes fabric) {
+    result_.bytes_sent += total;
+    result_.fabric_bytes += fabric;
+    result_.nvlink_bytes += total - fabric;
+  }
+  [[nodiscard]] const LinkCalibration& link_class(bool between_nodes) const {
+    return between_nodes ? opts_.calibration.network : opts_.calibration.nvlink;
   }
 
   void start_transfer(std::uint32_t slot, collectives::TransferIndex k) {
     if (calibrated_) {
       const auto& tr = active_[slot].expansion->graph.transfers[static_cast<std::size_t>(k)];
-      const Time step = link_class(node_of(tr.src) != node_of(tr.dst)).step_latency;
+      const Time step = link_class(crosses_nodes(tr)).step_latency;
       if (step > Time::zero()) {
         loop_.schedule(step, [this, slot, k] { send_transfer(slot, k); });
         return;
@@ -489,9 +500,9 @@ class Executor {
     const auto& tr = e.graph.transfers[static_cast<std::size_t>(k)];
     if (obs_ != nullptr) ac.starts[static_cast<std::size_t>(k)] = loop_.now();
     ++result_.transfers;
-    result_.bytes_sent += tr.bytes;
-    const double efficiency =
-        calibrated_ ? link_class(node_of(tr.src) != node_of(tr.dst)).efficiency(e.group_size) : 1.0;
+    const bool crosses = crosses_nodes(tr);
+    count_sent(tr.bytes, crosses ? tr.bytes : Bytes{});
+    const double efficiency = calibrated_ ? link_class(crosses).efficiency(e.group_size) : 1.0;
     const Message msg{tr.src, tr.dst, tr.bytes, efficiency};
     // A reducing receiver runs its reduction kernel before the data counts
     // as delivered (dependent transfers forward the reduced chunk), unless

@@ -33,10 +33,12 @@ FlowNetwork::FlowNetwork(const topology::Topology& topo, EventLoop& loop)
       cap_left_(topo.links().size(), 0.0),
       unfrozen_(topo.links().size(), 0),
       share_version_(topo.links().size(), 0),
-      done_bytes_(topo.links().size(), 0.0) {
+      done_bytes_(topo.links().size(), 0.0),
+      use_(topo.links().size()) {
   for (std::size_t l = 0; l < capacity_.size(); ++l) {
     capacity_[l] = topo.link(static_cast<topology::LinkId>(l)).bandwidth.bytes_per_second() * 1e-12;
   }
+  min_left_ = capacity_;
 }
 
 std::uint32_t FlowNetwork::route(int src, int dst) {
@@ -89,7 +91,12 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   ++f.version;
   f.active = true;
   f.on_delivered = std::move(on_delivered);
-  for (topology::LinkId l : path(f)) link_flows_[static_cast<std::size_t>(l)].push_back(s);
+  const Time now = loop_.now();
+  for (topology::LinkId l : path(f)) {
+    const auto li = static_cast<std::size_t>(l);
+    link_flows_[li].push_back(s);
+    if (use_[li].active++ == 0) use_[li].since = now;
+  }
   started_.push_back(s);
   request_recompute();
 }
@@ -164,6 +171,13 @@ void FlowNetwork::recompute() {
     flows_visited_ += comp_flows_.size();
     fill();
     for (Slot s : comp_flows_) set_rate(s, new_rate_[s], now);
+    // The component's links carry their new rates until the next change:
+    // their load is capacity - capacity left after filling (cap_left_ never
+    // goes below 0, so a bottleneck reads exactly 1). Keep the least left.
+    for (topology::LinkId l : comp_links_) {
+      const auto li = static_cast<std::size_t>(l);
+      min_left_[li] = std::min(min_left_[li], cap_left_[li]);
+    }
   }
   arm_completion();
 }
@@ -311,7 +325,9 @@ void FlowNetwork::on_completion_event() {
     Flow& f = flows_[s];
     f.active = false;
     for (topology::LinkId l : path(f)) {
-      done_bytes_[static_cast<std::size_t>(l)] += static_cast<double>(f.bytes);
+      const auto li = static_cast<std::size_t>(l);
+      done_bytes_[li] += static_cast<double>(f.bytes);
+      if (--use_[li].active == 0) use_[li].busy += now - use_[li].since;
       vacated_.push_back(l);
     }
     released_.push_back(s);
@@ -333,6 +349,23 @@ std::vector<double> FlowNetwork::active_rates() {
   out.reserve(active.size());
   for (const auto& [id, rate] : active) out.push_back(rate);
   return out;
+}
+
+std::vector<Time> FlowNetwork::link_busy() const {
+  std::vector<Time> busy(use_.size());
+  const Time now = loop_.now();
+  for (std::size_t l = 0; l < busy.size(); ++l) {
+    busy[l] = use_[l].active > 0 ? use_[l].busy + (now - use_[l].since) : use_[l].busy;
+  }
+  return busy;
+}
+
+std::vector<double> FlowNetwork::link_peak_utilization() const {
+  std::vector<double> peak(capacity_.size(), 0.0);
+  for (std::size_t l = 0; l < peak.size(); ++l) {
+    if (capacity_[l] > 0) peak[l] = 1.0 - min_left_[l] / capacity_[l];
+  }
+  return peak;
 }
 
 const std::vector<double>& FlowNetwork::link_bytes() const {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "tessera/engine/network.hpp"
 #include "tessera/error.hpp"
 #include "tessera/ns3_modules/ns3_backend.hpp"
 
@@ -25,18 +26,16 @@ engine::ExecutionResult run_on_ns3(const parallelism::TaskGraph& graph, const to
 }
 
 std::string link_csv(const Ns3Report& report, const topology::Topology& topo) {
-  std::string out =
-      "link,src,dst,tier,bandwidth_bps,packets,wire_bytes,payload_bytes,busy_us,utilization,credit_stall_us,"
-      "max_queue_bytes,max_queue_packets\n";
+  std::string out = fmt::format("{},packets,wire_bytes,credit_stall_us,max_queue_bytes,max_queue_packets\n",
+                                engine::kLinkCsvSharedColumns);
   const double span = report.end_time.seconds();
   for (const LinkReport& r : report.links) {
     if (r.packets == 0) continue;
     const auto& l = topo.link(r.link);
-    out += fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.6f},{:.3f},{},{}\n", r.link, topo.vertex(l.src).name,
-                       topo.vertex(l.dst).name, topology::to_string(topo.tier(r.link)), l.bandwidth.bps(), r.packets,
-                       r.wire_bytes.count(), r.payload_bytes.count(), r.busy.us(),
-                       span > 0 ? r.busy.seconds() / span : 0.0, r.credit_stall.us(), r.max_queue.count(),
-                       r.max_queue_packets);
+    out += fmt::format("{},{},{},{},{},{},{:.3f},{:.6f},{},{},{:.3f},{},{}\n", r.link, topo.vertex(l.src).name,
+                       topo.vertex(l.dst).name, topology::to_string(topo.tier(r.link)), l.bandwidth.bps(),
+                       r.payload_bytes.count(), r.busy.us(), span > 0 ? r.busy.seconds() / span : 0.0, r.packets,
+                       r.wire_bytes.count(), r.credit_stall.us(), r.max_queue.count(), r.max_queue_packets);
   }
   return out;
 }

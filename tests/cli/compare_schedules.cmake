@@ -10,24 +10,24 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "tessera compare-schedules failed (${rc}):\n${out}${err}")
 endif()
 message("${out}")
-# Row: name, iteration "ms", bubble "%", exposed "ms", compute "ms", memory per stage.
+# Row: name, iteration "ms", bubble "ms" and "%" of the iteration, exposed "ms", compute "ms", memory per stage.
 set(number "[0-9]+\\.[0-9]+")
 foreach(name gpipe 1f1b interleaved-1f1b zb-h1 zb-h2)
-  if(NOT out MATCHES "\n${name}( \\(v=[0-9]+\\))? +${number} ms +(${number})% +${number} ms +${number} ms +(${number})")
+  if(NOT out MATCHES "\n${name}( \\(v=[0-9]+\\))? +${number} ms +(${number}) ms +${number}% +${number} ms +${number} ms +(${number})")
     message(FATAL_ERROR "no row for ${name}")
   endif()
   string(REPLACE "-" "_" var "${name}")
   set(bubble_${var} "${CMAKE_MATCH_2}")
   set(stage0_${var} "${CMAKE_MATCH_3}")
 endforeach()
-message("bubble: 1f1b ${bubble_1f1b}%, zb-h1 ${bubble_zb_h1}%, zb-h2 ${bubble_zb_h2}%")
-# Percentages with one decimal: compare as tenths.
+message("bubble: 1f1b ${bubble_1f1b} ms, zb-h1 ${bubble_zb_h1} ms, zb-h2 ${bubble_zb_h2} ms")
+# Milliseconds with three decimals: compare as microseconds.
 foreach(var 1f1b zb_h1 zb_h2)
   string(REPLACE "." "" tenths_${var} "${bubble_${var}}")
 endforeach()
 if(NOT tenths_zb_h1 LESS tenths_1f1b OR NOT tenths_zb_h2 LESS tenths_1f1b)
-  message(FATAL_ERROR "zero-bubble schedules should have a smaller bubble than 1f1b (${bubble_1f1b}%): "
-                      "zb-h1 ${bubble_zb_h1}%, zb-h2 ${bubble_zb_h2}%")
+  message(FATAL_ERROR "zero-bubble schedules should have a smaller bubble than 1f1b (${bubble_1f1b} ms): "
+                      "zb-h1 ${bubble_zb_h1} ms, zb-h2 ${bubble_zb_h2} ms")
 endif()
 string(REPLACE "." "" m1 "${stage0_1f1b}")
 string(REPLACE "." "" m2 "${stage0_zb_h2}")

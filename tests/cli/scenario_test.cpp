@@ -1,9 +1,14 @@
 #include "tessera/cli/scenario.hpp"
 
+#include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
+
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/report.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
@@ -256,4 +261,29 @@ TEST(Scenario, ZeroBubbleSchedulesFromYamlAndOverrides) {
   EXPECT_EQ(error_of(replaced(yaml, "virtual_stages: 1", "virtual_stages: 2")),
             "s.yaml:32:19: parallelism.virtual_stages: virtual_stages (2) must be 1 with schedule zb-h2: the "
             "zero-bubble schedules are implemented for one model chunk per pipeline rank");
+}
+
+TEST(Scenario, DefaultSendsHandCheckedNvlinkAndFabricBytes) {
+  // default.yaml: GPT-2 Large, dp = 16 over N = 2 nodes of L = 8, FP32 main
+  // gradients all-reduced hierarchically (intra-node reduce-scatter,
+  // inter-node ring per rail, intra-node all-gather). Parameters, vocab
+  // padded to 50304, 1024 positions, 36 layers of hidden 1280:
+  // 50304*1280 + 1024*1280 + 36*(12*1280^2 + 13*1280) + 2*1280 = 774,090,240,
+  // so S = 4 B x 774,090,240 = 3,096,360,960 B per rank and iteration.
+  // Per rank: 2(N-1)/N * S/L = S/8 between nodes, 2(L-1)/L * S = 1.75 S
+  // inside the node; 16 ranks: fabric 2 S, NVLink 28 S.
+  const Scenario s = parse_scenario(default_text(), "default.yaml");
+  const RunReport r = make_report(s, simulate_scenario(s));
+  const std::int64_t gradient_bytes = 4LL * 774'090'240;
+  EXPECT_EQ(r.fabric_bytes, Bytes(2 * gradient_bytes));
+  EXPECT_EQ(r.nvlink_bytes, Bytes(28 * gradient_bytes));
+  EXPECT_EQ(r.bytes_sent, r.nvlink_bytes + r.fabric_bytes);
+  const std::string json = format_json(r);
+  EXPECT_NE(json.find(fmt::format("\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {},",
+                                  30 * gradient_bytes, 28 * gradient_bytes, 2 * gradient_bytes)),
+            std::string::npos)
+      << json;
+  EXPECT_NE(format_text(r).find("Network              92.891 GB sent in total: 86.698 GB over NVLink within nodes, "
+                                "6.193 GB between nodes\n"),
+            std::string::npos);
 }

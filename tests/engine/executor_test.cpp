@@ -2,6 +2,7 @@
 
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
+#include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/roofline.hpp"
 #include "tessera/parallelism/plan.hpp"
@@ -181,4 +182,55 @@ TEST(Executor, SharedProgramsRunLikeOneProgramPerRank) {
   }
   EXPECT_EQ(a.spans, b.spans);
   EXPECT_GT(a.spans.size(), 100U);
+}
+
+namespace {
+/// One all-reduce of `size` per rank over 8 ranks on 2 nodes of 4
+/// (ranks_per_node 4), with `algorithm`; returns the result on the flow
+/// network (`flow`) or the zero-cost one (which counts whole
+/// expansions at once).
+ExecutionResult all_reduce_on_two_nodes(collectives::Algorithm algorithm, Bytes size, bool flow) {
+  parallelism::TaskGraph g;
+  g.groups.push_back({{0, 1, 2, 3, 4, 5, 6, 7}});
+  for (int r = 0; r < 8; ++r) {
+    parallelism::Program prog;
+    prog.tasks.push_back(all_reduce(0, size, {}));
+    g.add_rank(g.add_program(std::move(prog)), {0});
+  }
+  ExecutionOptions options;
+  options.collectives.algorithm = algorithm;
+  options.collectives.ranks_per_node = 4;
+  DiscreteEventLoop loop;
+  const auto topo = test_support::star(8, parse_bandwidth("8Gbps"), Time::zero());
+  if (flow) {
+    FlowNetwork net(topo, loop);
+    return execute(g, loop, net, nullptr, options);
+  }
+  ZeroCostNetwork net(loop);
+  return execute(g, loop, net, nullptr, options);
+}
+}  // namespace
+
+TEST(Executor, SentBytesSplitIntoNvlinkAndFabricForARing) {
+  // Ring 0..7 over 2 nodes of 4: 2(p-1) = 14 steps, each rank sends S/8 per
+  // step; of the 8 sends of a step, 3->4 and 7->0 cross nodes. Fabric:
+  // 14 * 2 * S/8 = 3.5 S; NVLink: 14 * 6 * S/8 = 10.5 S. S = 1 MB.
+  for (bool flow : {true, false}) {
+    const auto r = all_reduce_on_two_nodes(collectives::Algorithm::Ring, Bytes(1'000'000), flow);
+    EXPECT_EQ(r.fabric_bytes, Bytes(3'500'000)) << "flow " << flow;
+    EXPECT_EQ(r.nvlink_bytes, Bytes(10'500'000)) << "flow " << flow;
+    EXPECT_EQ(r.bytes_sent, Bytes(14'000'000)) << "flow " << flow;
+  }
+}
+
+TEST(Executor, SentBytesSplitIntoNvlinkAndFabricForHierarchical) {
+  // Hierarchical over N = 2 nodes of L = 4 (docs/collectives.md): each rank
+  // sends 2(L-1)/L S = 1.5 S inside its node and 2(N-1)/N S/L = S/4 across
+  // nodes. 8 ranks, S = 1 MB: NVLink 12 MB, fabric 2 MB.
+  for (bool flow : {true, false}) {
+    const auto r = all_reduce_on_two_nodes(collectives::Algorithm::Hierarchical, Bytes(1'000'000), flow);
+    EXPECT_EQ(r.nvlink_bytes, Bytes(12'000'000)) << "flow " << flow;
+    EXPECT_EQ(r.fabric_bytes, Bytes(2'000'000)) << "flow " << flow;
+    EXPECT_EQ(r.bytes_sent, r.nvlink_bytes + r.fabric_bytes);
+  }
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/topology/fabrics.hpp"
@@ -140,4 +142,67 @@ TEST(FlowNetwork, GpusSharingAnHcaSplitItsBandwidth) {
   net.send(Message{0, 8, Bytes::mib(1)}, [&] { t = loop.now(); });
   loop.run();
   EXPECT_NEAR(t.seconds(), Bytes::mib(1).as_double() / 1e9, 1e-9);
+}
+
+TEST(FlowNetwork, LoneFlowKeepsItsLinksBusyBytesOverBandwidthAtFullLoad) {
+  // 1 MB at 8 Gb/s (1 GB/s): both links of the path busy 1 ms at load 1;
+  // the path latency (2 x 1 us) delays delivery, not the links.
+  const auto topo = test_support::star(3, parse_bandwidth("8Gbps"), Time::from_us(1));
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  Time done;
+  net.send(Message{0, 1, Bytes(1'000'000)}, [&] { done = loop.now(); });
+  loop.run();
+  EXPECT_EQ(done, Time::from_us(1002));
+  const auto path = topo.route(0, 1);
+  ASSERT_EQ(path.size(), 2u);
+  const auto busy = net.link_busy();
+  const auto& peak = net.link_peak_utilization();
+  for (std::size_t l = 0; l < busy.size(); ++l) {
+    const bool on_path = std::find(path.begin(), path.end(), static_cast<topology::LinkId>(l)) != path.end();
+    EXPECT_EQ(busy[l], on_path ? Time::from_ms(1) : Time::zero()) << "link " << l;
+    EXPECT_EQ(peak[l], on_path ? 1.0 : 0.0) << "link " << l;
+  }
+}
+
+TEST(FlowNetwork, TwoFlowsSharingALinkFillItAndHalfLoadTheirOwnLinks) {
+  // 0 -> 1 and 0 -> 2, 1 MB each at 1 GB/s: they share GPU 0's uplink at
+  // 0.5 GB/s each and both finish at 2 ms. The uplink is busy 2 ms at load
+  // 1; each downlink 2 ms at load 0.5.
+  const auto topo = test_support::star(3, parse_bandwidth("8Gbps"), Time::zero());
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  net.send(Message{0, 1, Bytes(1'000'000)}, [] {});
+  net.send(Message{0, 2, Bytes(1'000'000)}, [] {});
+  loop.run();
+  const auto a = topo.route(0, 1);
+  const auto b = topo.route(0, 2);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(a[0], b[0]);  // the shared uplink
+  const auto busy = net.link_busy();
+  const auto& peak = net.link_peak_utilization();
+  const auto up = static_cast<std::size_t>(a[0]);
+  EXPECT_EQ(busy[up], Time::from_ms(2));
+  EXPECT_EQ(peak[up], 1.0);
+  for (auto down : {static_cast<std::size_t>(a[1]), static_cast<std::size_t>(b[1])}) {
+    EXPECT_EQ(busy[down], Time::from_ms(2));
+    EXPECT_EQ(peak[down], 0.5);
+  }
+}
+
+TEST(FlowNetwork, BusyTimeIsTheUnionOfAFlowsPeriods) {
+  // 1 MB at 1 GB/s from 0 ms to 1 ms, then again from 3 ms to 4 ms: busy
+  // 2 ms, not 4. Mid-way through the second (3.5 ms) it reads 1.5 ms.
+  const auto topo = test_support::star(2, parse_bandwidth("8Gbps"), Time::zero());
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  const auto up = static_cast<std::size_t>(topo.route(0, 1)[0]);
+  net.send(Message{0, 1, Bytes(1'000'000)}, [] {});
+  loop.schedule(Time::from_ms(3), [&] { net.send(Message{0, 1, Bytes(1'000'000)}, [] {}); });
+  Time midway;
+  loop.schedule(Time::from_us(3500), [&] { midway = net.link_busy()[up]; });
+  loop.run();
+  EXPECT_EQ(midway, Time::from_us(1500));
+  EXPECT_EQ(net.link_busy()[up], Time::from_ms(2));
+  EXPECT_EQ(net.link_peak_utilization()[up], 1.0);
 }

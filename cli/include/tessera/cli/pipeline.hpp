@@ -23,6 +23,8 @@ struct Simulation {
   /// (parallelism::HostOverhead): time its GPU idled for the host.
   Time free_comm_host;
   std::vector<double> link_bytes;  ///< per directed link (flow backend)
+  std::vector<Time> link_busy;     ///< per directed link: time it carried a flow (flow backend)
+  std::vector<double> link_peak_utilization;  ///< per directed link: highest load / capacity (flow backend)
   std::string ns3_link_csv;        ///< per-link report of the ns-3 backend (ns3 backend)
 };
 
@@ -34,8 +36,9 @@ struct Simulation {
 /// the real network adds on top.
 struct IterationBreakdown {
   Time iteration, compute, host, bubble, exposed_comm;
-  /// bubble / (compute + host + bubble): the idle share with free communication.
-  [[nodiscard]] double bubble_fraction() const;
+  /// `part` (one of the four) as a share of the iteration, in [0, 1]: the
+  /// percentages `run` and `compare-schedules` print (0 for an empty iteration).
+  [[nodiscard]] double share(Time part) const;
 };
 IterationBreakdown breakdown(const Simulation& sim);
 /// How the scenario's collectives run, for every backend: its expansion

@@ -47,7 +47,9 @@ struct RunReport {
   double hardware_tflops_per_gpu = 0.0;  ///< executed FLOPs (recomputation included) per GPU per second
   double hfu = 0.0;             ///< hardware_tflops_per_gpu / the same peak
   double tokens_per_second = 0.0;
-  Bytes bytes_sent;  ///< over the network, all ranks
+  Bytes bytes_sent;  ///< payload sent by all ranks: nvlink_bytes + fabric_bytes
+  Bytes nvlink_bytes;  ///< of it, within a node (engine::ExecutionResult::nvlink_bytes)
+  Bytes fabric_bytes;  ///< of it, between nodes: HCA (and PCIe to a shared one) and fabric
   std::vector<StageMemory> memory;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
   [[nodiscard]] bool oom() const;

@@ -55,7 +55,14 @@ struct ExecutionResult {
   Time makespan;  ///< when the last task of any rank ended
   std::vector<RankResult> ranks;
   std::uint64_t transfers = 0;
-  Bytes bytes_sent;  ///< payload bytes of all transfers
+  Bytes bytes_sent;  ///< payload bytes of all transfers: nvlink_bytes + fabric_bytes
+  /// bytes_sent split by where a transfer goes, the one classification the
+  /// calibration also uses (ExecutionOptions::calibration): between two ranks
+  /// of one node (rank / collectives.ranks_per_node), NVLink; between two
+  /// nodes, the network (through the HCA: PCIe to a shared HCA, then the
+  /// fabric). With ranks_per_node 0 every rank is in one node.
+  Bytes nvlink_bytes;
+  Bytes fabric_bytes;
   Time overlap_slowdown;  ///< sum over ranks of RankResult::overlap_slowdown
 };
 

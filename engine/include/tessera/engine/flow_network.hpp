@@ -36,6 +36,17 @@ class FlowNetwork final : public Network {
   /// Bytes that crossed each directed link so far (index = LinkId): whole
   /// messages once delivered, plus the part of active flows moved by now.
   [[nodiscard]] const std::vector<double>& link_bytes() const;
+  /// Time each directed link carried at least one active flow so far
+  /// (index = LinkId): from a message's start to its last byte leaving, the
+  /// union over its messages (path latency not included). A lone message of
+  /// B bytes on a link of bandwidth W keeps it busy B * 8 / W (payload over
+  /// efficiency, rounded up to a picosecond).
+  [[nodiscard]] std::vector<Time> link_busy() const;
+  /// Highest instantaneous load of each directed link so far, as the sum of
+  /// its flows' wire rates over its capacity, in [0, 1] (max-min fair
+  /// sharing fills a bottleneck to exactly 1). Updated where rates are
+  /// computed: one pass over each recomputed component's links.
+  [[nodiscard]] std::vector<double> link_peak_utilization() const;
   [[nodiscard]] std::uint64_t flows_completed() const { return completed_; }
   /// Rate recomputations run (one per instant with starts or ends), and the
   /// flows they visited in total (for benchmarks).
@@ -141,6 +152,13 @@ class FlowNetwork final : public Network {
   std::uint64_t recomputations_ = 0;
   std::uint64_t flows_visited_ = 0;
   std::vector<double> done_bytes_;          // per link, delivered messages (whole bytes)
+  struct LinkUse {
+    std::uint32_t active = 0;  ///< flows started whose last byte has not left
+    Time since;                ///< when `active` last rose from 0
+    Time busy;                 ///< busy periods that ended
+  };
+  std::vector<LinkUse> use_;     // per link
+  std::vector<double> min_left_;  // per link, least capacity left after a filling (bytes per ps)
   mutable std::vector<double> link_bytes_;  // done_bytes_ + in-flight, built on demand
 };
 

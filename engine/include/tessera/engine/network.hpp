@@ -1,5 +1,7 @@
 #pragma once
 // The network seam: backends move point-to-point messages between GPUs.
+#include <string_view>
+
 #include "tessera/engine/event_loop.hpp"
 #include "tessera/units.hpp"
 
@@ -15,6 +17,14 @@ struct Message {
   /// bytes / efficiency on the wire and still count `bytes` as payload.
   double efficiency = 1.0;
 };
+
+/// The columns every backend's per-link CSV (`tessera run --links`) starts
+/// with, in this order and with this meaning: directed link id, its source
+/// and destination vertex names, its tier (topology::to_string(LinkTier)),
+/// bandwidth in bit/s, payload bytes it carried, time it carried any traffic
+/// (us) and that time over the run. Each backend appends its own columns.
+inline constexpr std::string_view kLinkCsvSharedColumns =
+    "link,src,dst,tier,bandwidth_bps,payload_bytes,busy_us,utilization";
 
 class Network {
  public:
