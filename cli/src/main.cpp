@@ -46,6 +46,10 @@ Node model (kernel latency prediction, docs/node_model.md):
 Validation against measurements:
   validate kernels|models|distributed|collectives|training --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
+  Every command that runs a scenario (run, sweep, search, compare-schedules)
+  takes --set KEY=VALUE (repeatable), --backend flow|ns3 and --predictor NAME
+  (roofline, linreg, mlp, tile-mlp), the same as setting the keys.
+
   tessera help COMMAND   the options, defaults and examples of one command
   tessera --version      the version
 
@@ -68,7 +72,7 @@ int finish_stdout() {
 /// Per-command help, printed by `tessera COMMAND --help`.
 const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> kHelp{
-      {"run", R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--json] [--set KEY=VALUE]...
+      {"run", R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--predictor NAME] [--json] [--set KEY=VALUE]...
                    [--json-out FILE.json] [--trace FILE.json[.gz]] [--links FILE.csv] [--allow-oom]
                    [--trace-ranks LIST] [--trace-micro-batches LIST] [--trace-transfers on|off]
 
@@ -107,6 +111,7 @@ GPU memory (the report is printed, and one line on stderr names the stage).
 )"},
       {"sweep", R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...]
                      [--out FILE.csv] [--svg FILE.svg] [--jobs N] [--shard I/N|auto]
+                     [--backend flow|ns3] [--predictor NAME]
 
 Runs every point of the grid of --set values (cartesian product, first key
 outermost) on all cores, appends each point to the CSV as it finishes, and at
@@ -128,6 +133,7 @@ would have written. Refuses shards of different sweeps, conflicting points
 and missing points.
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M]
+                      [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
 
 Finds the fastest parallel plan (dp, tp, pp, micro-batch, schedule,
 recomputation) for the scenario's cluster, model and global batch that fits
@@ -139,7 +145,8 @@ are simulated.
 )"},
       {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml
                                  [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2]
-                                 [--svg FILE.svg] [--predictor NAME]
+                                 [--svg FILE.svg] [--set KEY=VALUE]... [--backend flow|ns3]
+                                 [--predictor NAME]
 
 Plans and simulates the scenario under each pipeline schedule (by default
 all five) and prints iteration time, bubble (ms and share of the iteration,

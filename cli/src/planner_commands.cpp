@@ -112,17 +112,18 @@ std::string svg_chart(const std::string& title, const std::vector<Row>& rows) {
 
 int cmd_compare_schedules(const Args& args, std::ostream& out) {
   ArgParser p("tessera compare-schedules");
-  p.option("schedules").option("svg").option("predictor");
-  p.parse(args);
+  p.option("schedules").option("svg");
+  declare_scenario_options(p);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
   p.expect_positional(1, "a scenario file");
   const auto schedules = parse_schedule_list(p.get("schedules").value_or("gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2"));
   const auto svg_path = p.get("svg");
   FileSet files;
   files.input(p.positional()[0], "the scenario");
   if (svg_path) files.output(*svg_path, "--svg");
-  const Scenario s = load_scenario(p.positional()[0]);
-  // The scenario's predictor unless --predictor names another.
-  const auto owned = node_model::make_predictor(p.get("predictor").value_or(s.predictor), kernel_gpu(s));
+  const Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
+  const auto owned = node_model::make_predictor(s.predictor, kernel_gpu(s));
   const node_model::KernelPredictor& predictor = *owned;
 
   std::vector<Row> rows;

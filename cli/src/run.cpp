@@ -49,24 +49,13 @@ std::string link_csv(const topology::Topology& topo, const Simulation& sim) {
 
 int cmd_run(const Args& args, std::ostream& out) {
   ArgParser p("tessera run");
-  p.option("backend").option("trace").option("links").option("json-out").flag("json").flag("allow-oom");
+  declare_scenario_options(p);
+  p.option("trace").option("links").option("json-out").flag("json").flag("allow-oom");
   p.option("trace-ranks").option("trace-micro-batches").option("trace-transfers");
-  // --set KEY=VALUE may repeat: take them out before strict parsing.
-  std::vector<Override> overrides;
-  Args rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--set" && i + 1 < args.size()) {
-      overrides.push_back(parse_override(args[++i]));
-    } else if (args[i].rfind("--set=", 0) == 0) {
-      overrides.push_back(parse_override(args[i].substr(6)));
-    } else {
-      rest.push_back(args[i]);
-    }
-  }
-  p.parse(rest);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
   p.expect_positional(1, "a scenario file");
-  Scenario s = load_scenario(p.positional()[0], overrides);
-  if (auto b = p.get("backend")) s.backend = parse_backend(*b);
+  Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   // Output files: command-line flags first, then the scenario's `outputs:`.
   auto output = [&](const char* flag, const std::string& from_scenario) -> std::optional<std::string> {
     if (auto v = p.get(flag)) return v;

@@ -849,4 +849,29 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
   return parse_scenario(read_scenario_text(path), path, overrides);
 }
 
+std::vector<std::string> take_set_options(const std::vector<std::string>& args, std::vector<std::string>& sets) {
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--set") {
+      if (i + 1 == args.size()) throw UsageError("--set: expected KEY=VALUE after it");
+      sets.push_back(args[++i]);
+    } else if (args[i].rfind("--set=", 0) == 0) {
+      sets.push_back(args[i].substr(6));
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  return rest;
+}
+
+void declare_scenario_options(ArgParser& p) { p.option("backend").option("predictor"); }
+
+std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p) {
+  std::vector<Override> out;
+  for (const auto& text : sets) out.push_back(parse_override(text));
+  if (auto b = p.get("backend")) out.push_back(Override{"backend", *b});
+  if (auto pr = p.get("predictor")) out.push_back(Override{"predictor", *pr});
+  return out;
+}
+
 }  // namespace tessera::cli

@@ -73,7 +73,9 @@ Bytes peak(const parallelism::PlanSummary& s) {
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
   p.option("top").option("max-candidates").option("jobs");
-  p.parse(args);
+  declare_scenario_options(p);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
   p.expect_positional(1, "a scenario file");
   auto positive = [&](const char* name, std::size_t fallback) {
     const auto v = p.get(name);
@@ -87,7 +89,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   };
   const std::size_t top = positive("top", 10);
   const std::size_t max_candidates = positive("max-candidates", 64);
-  const Scenario base = load_scenario(p.positional()[0]);
+  const Scenario base = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   const int gpus = base.gpus();
   // The global batch stays what the scenario trains with.
   const std::int64_t global_batch =

@@ -261,7 +261,7 @@ namespace {
 
 /// Identifies a sweep: FNV-1a of the scenario text and the swept settings,
 /// as 16 hex digits. Shards of one sweep carry the same one.
-std::string sweep_id(const std::string& text, const std::vector<Axis>& axes) {
+std::string sweep_id(const std::string& text, const std::vector<Axis>& axes, const std::vector<Override>& fixed) {
   std::uint64_t h = 1469598103934665603ULL;
   auto add = [&](std::string_view s) {
     for (const char c : s) {
@@ -276,6 +276,10 @@ std::string sweep_id(const std::string& text, const std::vector<Axis>& axes) {
     add(a.key);
     for (const auto& v : a.values) add(v);
   }
+  for (const Override& o : fixed) {
+    add(o.path);
+    add(o.value);
+  }
   return fmt::format("{:016x}", h);
 }
 
@@ -289,7 +293,8 @@ std::string shard_line(const std::string& id, const Shard& s, std::size_t points
 
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
-  p.option("set").option("out").option("svg").option("jobs").option("shard");
+  p.option("out").option("svg").option("jobs").option("shard");
+  declare_scenario_options(p);
   // --set may repeat: collect them by hand before strict parsing.
   std::vector<Axis> axes;
   Args rest;
@@ -331,15 +336,19 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // Validate every point before simulating any.
   const std::string text = read_scenario_text(scenario_path);
   const std::vector<Point> points = grid(axes);
+  // --backend and --predictor hold for every point.
+  const std::vector<Override> fixed = scenario_overrides({}, p);
   std::vector<Scenario> scenarios;
   for (const Point& pt : points) {
-    scenarios.push_back(parse_scenario(text, scenario_path, pt.overrides));
+    std::vector<Override> o = pt.overrides;
+    o.insert(o.end(), fixed.begin(), fixed.end());
+    scenarios.push_back(parse_scenario(text, scenario_path, o));
     check_work(scenarios.back());
   }
 
   // A shard's CSV starts with a line naming its sweep and shard.
   const std::string header =
-      shard ? shard_line(sweep_id(text, axes), *shard, points.size()) + "\n" + csv_header(axes) : csv_header(axes);
+      shard ? shard_line(sweep_id(text, axes, fixed), *shard, points.size()) + "\n" + csv_header(axes) : csv_header(axes);
   std::map<std::size_t, std::string> rows = read_finished(csv_path, header, points);
   std::vector<std::size_t> todo;
   // A shard owns the points whose index is its own modulo the shard count.

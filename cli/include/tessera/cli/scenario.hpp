@@ -8,6 +8,7 @@
 #include "tessera/collectives/expand.hpp"
 #include "tessera/engine/comm_calibration.hpp"
 #include "tessera/error.hpp"
+#include "tessera/cli/args.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/node_model/workload.hpp"
 #include "tessera/parallelism/plan.hpp"
@@ -100,6 +101,16 @@ Override parse_override(const std::string& text);
 /// Reads and validates a scenario file, after applying `overrides`. Throws
 /// ScenarioError.
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
+
+/// The scenario options of every command that runs one (run, sweep, search,
+/// compare-schedules): `--set KEY=VALUE`, repeatable, taken out of `args`
+/// into `sets` (ArgParser keeps one value per option) -- the rest is
+/// returned; `--backend flow|ns3` and `--predictor NAME`, declared on `p`
+/// by declare_scenario_options and turned into the overrides of the keys
+/// `backend` and `predictor` by scenario_overrides (errors name them).
+std::vector<std::string> take_set_options(const std::vector<std::string>& args, std::vector<std::string>& sets);
+void declare_scenario_options(ArgParser& p);
+std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p);
 /// Same, from text; `file` is used in messages.
 Scenario parse_scenario(const std::string& text, const std::string& file,
                         const std::vector<Override>& overrides = {});
