@@ -653,7 +653,14 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     if (t.has("grad_accumulation_fusion")) {
       s.workload.profile.grad_accumulation_fusion = t.boolean("grad_accumulation_fusion");
     }
-    if (t.has("flash_attention")) s.workload.flash_attention = t.boolean("flash_attention");
+    if (t.has("flash_attention")) {
+      s.workload.flash_attention = t.boolean("flash_attention");
+      if (s.workload.flash_attention && node_model::dtype_bytes(s.workload.dtype) != 2) {
+        t.fail_at(t.need("flash_attention").Mark(), t.key_path("flash_attention"),
+                  fmt::format("FlashAttention runs fp16 or bf16 only (training.dtype is {})",
+                              node_model::to_string(s.workload.dtype)));
+      }
+    }
     t.finish();
   }
   {

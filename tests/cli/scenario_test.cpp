@@ -274,4 +274,7 @@ TEST(Scenario, FlashAttentionAndLlama3Keys) {
   EXPECT_NE(error_of(replaced(default_text(), "dtype: bf16", "dtype: bf16\n  flash_attention: 3")).find(
                 "training.flash_attention"),
             std::string::npos);
+  EXPECT_NE(error_of(replaced(default_text(), "dtype: bf16", "dtype: fp32\n  flash_attention: true"))
+                .find("training.flash_attention: FlashAttention runs fp16 or bf16 only (training.dtype is fp32)"),
+            std::string::npos);
 }
