@@ -297,6 +297,8 @@ parallelism::TransformerConfig read_model(Section& m) {
     if (m.has("kv_heads")) cfg.kv_heads = m.positive_int("kv_heads");
   }
   if (m.has("gated_mlp")) cfg.gated_mlp = m.boolean("gated_mlp");
+  if (m.has("tied_embeddings")) cfg.tied_embeddings = m.boolean("tied_embeddings");
+  if (m.has("learned_positions")) cfg.learned_positions = m.boolean("learned_positions");
   m.finish();
   checked(m, m.node(), "model", [&] { cfg.validate(); return 0; });
   return cfg;
@@ -650,6 +652,14 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     if (t.has("grad_clipping")) s.plan.grad_clipping = t.boolean("grad_clipping");
     if (t.has("grad_accumulation_fusion")) {
       s.workload.profile.grad_accumulation_fusion = t.boolean("grad_accumulation_fusion");
+    }
+    if (t.has("flash_attention")) {
+      s.workload.flash_attention = t.boolean("flash_attention");
+      if (s.workload.flash_attention && node_model::dtype_bytes(s.workload.dtype) != 2) {
+        t.fail_at(t.need("flash_attention").Mark(), t.key_path("flash_attention"),
+                  fmt::format("FlashAttention runs fp16 or bf16 only (training.dtype is {})",
+                              node_model::to_string(s.workload.dtype)));
+      }
     }
     t.finish();
   }

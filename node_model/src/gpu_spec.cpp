@@ -77,8 +77,28 @@ namespace {
 // BF16/FP16 312 TFLOP/s, no FP8), H100 SXM5 datasheet (TF32 494.7, BF16/FP16
 // 989.4, FP8 1978.9: half of the with-sparsity figures); H200 has H100 SXM's
 // compute.
-const std::array<GpuSpec, 4>& presets() {
-  static const std::array<GpuSpec, 4> kPresets{{
+//
+// Newer GPUs, all dense (half of NVIDIA's "with sparsity" figures):
+//  - H100-PCIe: NVIDIA H100 Tensor Core GPU datasheet, PCIe column (FP32 51,
+//    TF32 378, BF16/FP16 756, FP8 1513 TFLOP/s; 80GB HBM2e at 2.0 TB/s; 114
+//    SMs, 50 MB L2 from the Hopper architecture whitepaper).
+//  - B200: NVIDIA HGX B200 datasheet divided by its 8 GPUs (FP32 600 / 8 =
+//    75, TF32 18 PF sparse -> 1.125, BF16/FP16 36 PF sparse -> 2.25, FP8
+//    72 PF sparse -> 4.5 PFLOP/s; 1.44 TB HBM3e -> 180 GB and 64 TB/s -> 8
+//    TB/s per GPU); 148 SMs and 126 MB L2 as the CUDA device query reports
+//    them (not on the datasheet).
+//  - GB200: one Blackwell GPU of the NVIDIA GB200 NVL72 datasheet divided by
+//    its 72 GPUs (FP32 5,760 TF -> 80 TF, TF32 180 PF sparse -> 1.25, BF16
+//    360 PF sparse -> 2.5, FP8 720 PF sparse -> 5 PFLOP/s; 13.4 TB HBM3e ->
+//    186 GB and 576 TB/s -> 8 TB/s per GPU); SMs and L2 as B200's.
+//  - MI300X: AMD Instinct MI300X datasheet (FP32 vector 81.7, TF32 653.7,
+//    BF16/FP16 1,307.4, FP8 2,614.9 TFLOP/s dense; 192 GB HBM3 at 5.3 TB/s;
+//    304 compute units in `sms`; `l2_cache` holds the 256 MB Infinity Cache,
+//    the last-level cache that plays the L2's role on NVIDIA GPUs).
+// The node model was fit on NVIDIA GPUs up to H100: forecasts on Blackwell
+// and AMD GPUs are extrapolations (docs/node_model.md, Limitations).
+const std::array<GpuSpec, 8>& presets() {
+  static const std::array<GpuSpec, 8> kPresets{{
       {"A100-40GB", FlopRate::tflops(19.5), FlopRate::tflops(312), Bandwidth::gigabytes_per_second(1555),
        108, Bytes(40'000'000), Bytes::gib(40), FlopRate::tflops(156), FlopRate::tflops(0)},
       {"A100-80GB", FlopRate::tflops(19.5), FlopRate::tflops(312), Bandwidth::gigabytes_per_second(2039),
@@ -87,6 +107,14 @@ const std::array<GpuSpec, 4>& presets() {
        132, Bytes(50'000'000), Bytes::gib(80), FlopRate::tflops(494.7), FlopRate::tflops(1978.9)},
       {"H200", FlopRate::tflops(66.9), FlopRate::tflops(989.4), Bandwidth::gigabytes_per_second(4800),
        132, Bytes(50'000'000), Bytes(141'000'000'000), FlopRate::tflops(494.7), FlopRate::tflops(1978.9)},
+      {"H100-PCIe", FlopRate::tflops(51), FlopRate::tflops(756), Bandwidth::gigabytes_per_second(2000),
+       114, Bytes(50'000'000), Bytes::gib(80), FlopRate::tflops(378), FlopRate::tflops(1513)},
+      {"B200", FlopRate::tflops(75), FlopRate::tflops(2250), Bandwidth::gigabytes_per_second(8000),
+       148, Bytes(126'000'000), Bytes(180'000'000'000), FlopRate::tflops(1125), FlopRate::tflops(4500)},
+      {"GB200", FlopRate::tflops(80), FlopRate::tflops(2500), Bandwidth::gigabytes_per_second(8000),
+       148, Bytes(126'000'000), Bytes(186'000'000'000), FlopRate::tflops(1250), FlopRate::tflops(5000)},
+      {"MI300X", FlopRate::tflops(81.7), FlopRate::tflops(1307.4), Bandwidth::gigabytes_per_second(5300),
+       304, Bytes(256'000'000), Bytes::gib(192), FlopRate::tflops(653.7), FlopRate::tflops(2614.9)},
   }};
   return kPresets;
 }

@@ -193,6 +193,22 @@ std::vector<OpKernels> OpRules::attention_softmax(const std::string& prefix, std
           softmax(prefix + "softmax", rows, cols)};
 }
 
+OpKernels OpRules::flash_attention(std::string name, std::int64_t b, std::int64_t s, std::int64_t d) const {
+  OpKernels op;
+  op.name = std::move(name);
+  // One launch each way; the kernels are the GEMMs it runs on its tiles.
+  op.forward.add(Kernel::gemm(KernelOp::Bmm, b, s, s, d, dtype_));      // S = QK^T
+  op.forward.add(Kernel::gemm(KernelOp::Bmm, b, s, d, s, dtype_), 0);   // O = PV
+  const Kernel recompute = Kernel::gemm(KernelOp::Bmm, b, s, s, d, dtype_);
+  op.input_grad.add(recompute);                                          // S = QK^T again
+  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, b, s, s, d, dtype_), 0);  // dP = dO V^T
+  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, b, s, d, s, dtype_), 0);  // dV = P^T dO
+  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, b, s, d, s, dtype_), 0);  // dQ = dS K
+  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, b, s, d, s, dtype_), 0);  // dK = dS^T Q
+  op.recomputed_flops = recompute.flops();
+  return op;
+}
+
 OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t cols) const {
   OpKernels op;
   op.name = std::move(name);

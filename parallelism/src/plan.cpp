@@ -31,6 +31,14 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   double bytes = 0;
   switch (p.recompute) {
     case Recompute::None:
+      // The 5as/h term is the s x s matrices per head (softmax output 2,
+      // dropout mask 1, dropout output 2 bytes per element); FlashAttention
+      // keeps none of them (only its softmax statistics, s per head:
+      // negligible), so Selective's figure holds.
+      if (w.flash_attention) {
+        bytes = p.sequence_parallel ? sbh * 34 / t : sbh * (10 + 24 / t);
+        break;
+      }
       bytes = p.sequence_parallel ? sbh / t * (34 + 5 * a * s / h) : sbh * (10 + 24 / t + 5 * a * s / (h * t));
       break;
     case Recompute::Selective:
@@ -66,8 +74,9 @@ std::int64_t stage_params(const TransformerConfig& m, const Workload& w, const P
   for (int c = 0; c < p.virtual_stages; ++c) layers += chunks[static_cast<std::size_t>(c * p.pp + stage)];
   std::int64_t params = layers * m.params_per_layer_per_tp_rank(p.tp);
   const std::int64_t word = padded_vocab_per_rank(m, w, p.tp) * m.hidden;
-  if (stage == 0) params += word + w.seq_len * m.hidden;
-  if (stage == p.pp - 1) params += (p.pp > 1 ? word : 0) + 2 * m.hidden;  // tied LM head copy, final norm
+  if (stage == 0) params += word + (m.learned_positions ? w.seq_len * m.hidden : 0);
+  // The LM head (an untied one, or the tied one's copy on the last stage) and the final norm.
+  if (stage == p.pp - 1) params += (p.pp > 1 || !m.tied_embeddings ? word : 0) + 2 * m.hidden;
   return params;
 }
 
@@ -414,7 +423,7 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
 
   PieceList& b = lp.backward;
   if (p.recompute == Recompute::Full) b.append(lp.forward);
-  if (p.recompute == Recompute::Selective) {
+  if (p.recompute == Recompute::Selective && !w.flash_attention) {
     // Recompute the attention core: scores to context (scale, mask, softmax,
     // dropout in between).
     b.passes("bwd.recompute", forward_passes(ops, index_of(ops, "scores"), index_of(ops, "context") + 1));
@@ -712,6 +721,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       for (const Pass* pass : {&op.forward, &op.input_grad, &op.weight_grad}) {
         for (const auto& k : pass->kernels) f += k.flops().count();
       }
+      f -= op.recomputed_flops.count();
     }
     return f;
   };
@@ -880,7 +890,9 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       if (k == V - 1) {
         rb.pieces(head_pieces.pieces(), named("lm_head."), tp_group, std::move(first));
         first = rb.take_pending();
-        if (last_mb && p > 1) produced((word_params + 2 * model.hidden) * gbytes, rb.last_compute());
+        if (last_mb && (p > 1 || !model.tied_embeddings)) {
+          produced((word_params + 2 * model.hidden) * gbytes, rb.last_compute());
+        }
       } else if (!w_step) {
         const int from = (k + 1) % p;
         const TaskIndex recv = rb.collective(named("pp.recv_gradient"), CollectiveKind::SendRecv,
@@ -912,7 +924,8 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
         rb.compute(named(w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
       }
       if (k == 0 && last_mb) {
-        produced((word_params + work.seq_len * model.hidden + (p == 1 ? 2 * model.hidden : 0)) * gbytes,
+        produced((word_params + (model.learned_positions ? work.seq_len * model.hidden : 0) +
+                  (p == 1 && model.tied_embeddings ? 2 * model.hidden : 0)) * gbytes,
                  rb.last_compute());
       }
       if (k != 0 && !w_step) {
@@ -925,7 +938,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
 
     // Tied embeddings: the first and last stage add their word-embedding gradients.
     std::vector<TaskIndex> before_step = grad_sync;
-    if (p > 1 && (stage == 0 || stage == p - 1)) {
+    if (p > 1 && model.tied_embeddings && (stage == 0 || stage == p - 1)) {
       before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce,
                                           rb.slot({kEmbedding, 0, p - 1}), Bytes(word_params * gbytes),
                                           {last_compute}));

@@ -24,7 +24,11 @@ std::int64_t TransformerConfig::params_per_layer_per_tp_rank(std::int64_t tp) co
 }
 
 std::int64_t TransformerConfig::embedding_params(std::int64_t seq_len) const {
-  return vocab * hidden + seq_len * hidden + 2 * hidden;  // + final layer norm
+  return vocab * hidden + (learned_positions ? seq_len * hidden : 0) + 2 * hidden;  // + final layer norm
+}
+
+std::int64_t TransformerConfig::total_params(std::int64_t seq_len) const {
+  return layers * params_per_layer() + embedding_params(seq_len) + (tied_embeddings ? 0 : vocab * hidden);
 }
 
 void TransformerConfig::validate() const {
@@ -62,14 +66,21 @@ void check_sharding(const TransformerConfig& m, const Workload& w, const Shardin
 }
 
 namespace {
-const std::array<TransformerConfig, 5>& presets() {
-  static const std::array<TransformerConfig, 5> kPresets{{
+const std::array<TransformerConfig, 8>& presets() {
+  static const std::array<TransformerConfig, 8> kPresets{{
       {"gpt2-large", 36, 1280, 20, 5120, 50257},
       {"gpt2-xl", 48, 1600, 25, 6400, 50257},
       {"gpt3-xl", 24, 2048, 16, 8192, 50257},
       {"gpt3-175b", 96, 12288, 96, 49152, 50257},
       // Llama 2 70B: grouped-query attention (8 KV heads), SwiGLU MLP.
       {"llama2-70b", 80, 8192, 64, 28672, 32000, 8, true},
+      // Llama 3 (meta-llama/Meta-Llama-3-8B, -70B, Llama-3.1-405B config.json:
+      // num_hidden_layers, hidden_size, num_attention_heads,
+      // num_key_value_heads, intermediate_size, vocab_size 128256): GQA with 8
+      // KV heads, SwiGLU, an untied LM head, rotary positions.
+      {"llama3-8b", 32, 4096, 32, 14336, 128256, 8, true, false, false},
+      {"llama3-70b", 80, 8192, 64, 28672, 128256, 8, true, false, false},
+      {"llama3-405b", 126, 16384, 128, 53248, 128256, 8, true, false, false},
   }};
   return kPresets;
 }
@@ -123,10 +134,14 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   std::vector<OpKernels> ops;
   ops.push_back(r.layer_norm("ln1", tv, h));
   ops.push_back(r.linear("qkv", t, h, (heads + 2 * kv) * d, true));
-  ops.push_back(r.bmm("scores", bh, s, s, d));
-  for (auto& op : r.attention_softmax("", bh * s, s)) ops.push_back(std::move(op));
-  ops.push_back(r.dropout("attn_dropout", bh * s, s));
-  ops.push_back(r.bmm("context", bh, s, d, s));
+  if (w.flash_attention) {
+    ops.push_back(r.flash_attention("attention", bh, s, d));
+  } else {
+    ops.push_back(r.bmm("scores", bh, s, s, d));
+    for (auto& op : r.attention_softmax("", bh * s, s)) ops.push_back(std::move(op));
+    ops.push_back(r.dropout("attn_dropout", bh * s, s));
+    ops.push_back(r.bmm("context", bh, s, d, s));
+  }
   // [b, heads, s, d] -> [s, b, heads * d]: permute(...).contiguous().
   ops.push_back(r.copy("context_copy", t * heads * d));
   ops.push_back(r.linear("proj", t, heads * d, h, linear_bias));
@@ -147,12 +162,14 @@ std::vector<OpKernels> embedding_ops(const TransformerConfig& m, const Workload&
   const node_model::OpRules r = w.rules();
   const std::int64_t t = w.micro_batch * w.seq_len;
   const std::int64_t tv = shard.sequence_parallel ? t / shard.tp : t;
-  return {
-      r.embedding("embedding", t, padded_vocab_per_rank(m, w, shard.tp), m.hidden),
-      r.embedding("position", t, w.seq_len, m.hidden),
-      r.elementwise("embedding_add", KernelOp::Add, tv, m.hidden, 0),
-      r.dropout("embedding_dropout", tv, m.hidden),
-  };
+  std::vector<OpKernels> ops;
+  ops.push_back(r.embedding("embedding", t, padded_vocab_per_rank(m, w, shard.tp), m.hidden));
+  if (m.learned_positions) {
+    ops.push_back(r.embedding("position", t, w.seq_len, m.hidden));
+    ops.push_back(r.elementwise("embedding_add", KernelOp::Add, tv, m.hidden, 0));
+  }
+  ops.push_back(r.dropout("embedding_dropout", tv, m.hidden));
+  return ops;
 }
 
 std::vector<OpKernels> lm_head_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
@@ -168,9 +185,11 @@ std::vector<OpKernels> lm_head_ops(const TransformerConfig& m, const Workload& w
   // The LM head shares the word embedding's weight: its weight gradient is
   // the GEMM alone (the embedding accumulates the tied gradient).
   OpKernels head = r.linear("lm_head", t, m.hidden, v, false);
-  head.weight_grad.kernels.resize(1);
-  head.weight_grad.launches = 1;
-  head.params = 0;
+  if (m.tied_embeddings) {
+    head.weight_grad.kernels.resize(1);
+    head.weight_grad.launches = 1;
+    head.params = 0;
+  }
   ops.push_back(std::move(head));
   // Vocabulary-parallel cross-entropy on FP32 logits (t x v per rank): the
   // conversion of 16-bit logits to FP32, the max and sum reductions (one read

@@ -287,3 +287,24 @@ TEST(Scenario, DefaultSendsHandCheckedNvlinkAndFabricBytes) {
                                 "6.193 GB between nodes\n"),
             std::string::npos);
 }
+
+TEST(Scenario, FlashAttentionAndLlama3Keys) {
+  EXPECT_FALSE(parse_scenario(default_text(), "s.yaml").workload.flash_attention);  // default: off
+  const Scenario s = parse_scenario(default_text(), "s.yaml",
+                                    {Override{"training.flash_attention", "true"}, Override{"model.preset", "llama3-8b"},
+                                     Override{"cluster.gpu", "B200"}});
+  EXPECT_TRUE(s.workload.flash_attention);
+  EXPECT_EQ(s.model.name, "llama3-8b");
+  EXPECT_FALSE(s.model.tied_embeddings);
+  EXPECT_FALSE(s.model.learned_positions);
+  EXPECT_EQ(s.gpu.sms, 148);
+  const Scenario tied = parse_scenario(default_text(), "s.yaml",
+                                       {Override{"model.preset", "llama3-8b"}, Override{"model.tied_embeddings", "true"}});
+  EXPECT_TRUE(tied.model.tied_embeddings);
+  EXPECT_NE(error_of(replaced(default_text(), "dtype: bf16", "dtype: bf16\n  flash_attention: 3")).find(
+                "training.flash_attention"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(default_text(), "dtype: bf16", "dtype: fp32\n  flash_attention: true"))
+                .find("training.flash_attention: FlashAttention runs fp16 or bf16 only (training.dtype is fp32)"),
+            std::string::npos);
+}

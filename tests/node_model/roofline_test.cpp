@@ -12,7 +12,35 @@ TEST(GpuSpec, PresetsAreComplete) {
   }
   EXPECT_EQ(gpu_preset("H100-SXM").sms, 132);
   EXPECT_EQ(gpu_preset("A100-80GB").memory, Bytes::gib(80));
-  EXPECT_THROW((void)gpu_preset("B200"), InputError);
+  try {
+    (void)gpu_preset("B300");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("H100-PCIe, B200, GB200, MI300X"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuSpec, CurrentGpusFromTheirSpecSheets) {
+  // Dense peaks (half the "with sparsity" figures), per GPU.
+  const GpuSpec& pcie = gpu_preset("H100-PCIe");
+  EXPECT_DOUBLE_EQ(pcie.tensor_peak.tflops(), 756);
+  EXPECT_DOUBLE_EQ(pcie.memory_bandwidth.bps(), 2000e9 * 8);
+  EXPECT_EQ(pcie.sms, 114);
+  const GpuSpec& b200 = gpu_preset("B200");  // HGX B200 / 8
+  EXPECT_DOUBLE_EQ(b200.tensor_peak.tflops(), 36000.0 / 8 / 2);
+  EXPECT_DOUBLE_EQ(b200.matmul_peak(DType::FP8).tflops(), 72000.0 / 8 / 2);
+  EXPECT_DOUBLE_EQ(b200.matmul_peak(DType::TF32).tflops(), 18000.0 / 8 / 2);
+  EXPECT_DOUBLE_EQ(b200.memory_bandwidth.bps(), 64e12 / 8 * 8);
+  const GpuSpec& gb200 = gpu_preset("GB200");  // GB200 NVL72 / 72
+  EXPECT_DOUBLE_EQ(gb200.tensor_peak.tflops(), 360000.0 / 72 / 2);
+  EXPECT_DOUBLE_EQ(gb200.fp32_peak.tflops(), 5760.0 / 72);
+  const GpuSpec& mi300x = gpu_preset("MI300X");
+  EXPECT_DOUBLE_EQ(mi300x.tensor_peak.tflops(), 1307.4);
+  EXPECT_EQ(mi300x.sms, 304);
+  EXPECT_EQ(mi300x.memory, Bytes::gib(192));
+  // The existing presets are unchanged.
+  EXPECT_DOUBLE_EQ(gpu_preset("H100-SXM").tensor_peak.tflops(), 989.4);
+  EXPECT_DOUBLE_EQ(gpu_preset("H200").memory_bandwidth.bps(), 4800e9 * 8);
 }
 
 TEST(Kernel, FlopsAndBytes) {

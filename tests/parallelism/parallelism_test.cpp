@@ -166,3 +166,99 @@ TEST(Transformer, OptimizerStreamsUseMeasuredRowWidths) {
   // passes), plus one zeroing launch per tensor.
   EXPECT_EQ(pass.launches, 4 * 37 + 436);
 }
+
+TEST(Transformer, Llama3ParameterCountsMatchThePublishedSizes) {
+  // Meta's published sizes: 8.03B, 70.6B, 405.9B (untied LM head, RoPE).
+  const std::pair<const char*, double> sizes[] = {
+      {"llama3-8b", 8.03e9}, {"llama3-70b", 70.6e9}, {"llama3-405b", 405.9e9}};
+  for (const auto& [name, published] : sizes) {
+    const auto& m = model_preset(name);
+    EXPECT_EQ(m.vocab, 128256) << name;
+    EXPECT_EQ(m.kv_heads, 8) << name;
+    EXPECT_TRUE(m.gated_mlp) << name;
+    EXPECT_FALSE(m.tied_embeddings) << name;
+    const double total = static_cast<double>(m.total_params(8192));
+    EXPECT_NEAR(total / published, 1.0, 0.01) << name << ": " << total;
+  }
+  // Llama 3 8B by hand: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336)
+  // = 6,979,321,856 layer weights, 2 x 128256 x 4096 = 1,050,673,152 for the
+  // embedding and the LM head; the rest (biases and norm biases the preset's
+  // GPT-style layer carries, the final norm) is under 0.03%.
+  EXPECT_NEAR(static_cast<double>(model_preset("llama3-8b").total_params(8192)), 8'029'995'008.0, 2.5e6);
+  try {
+    (void)model_preset("llama3-7b");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("llama3-8b, llama3-70b, llama3-405b"), std::string::npos) << e.what();
+  }
+}
+
+namespace {
+/// The attention ops of one layer (from `qkv` to `context_copy`, exclusive).
+std::vector<OpKernels> attention_ops(const TransformerConfig& m, const Workload& w) {
+  const auto ops = layer_ops(m, w);
+  auto at = [&](const char* name) {
+    return std::find_if(ops.begin(), ops.end(), [&](const OpKernels& o) { return o.name == name; });
+  };
+  return {at("qkv") + 1, at("context_copy")};
+}
+double pass_flops(const std::vector<OpKernels>& ops, bool gemm_only) {
+  double f = 0;
+  for (const auto& op : ops) {
+    for (const auto* pass : {&op.forward, &op.input_grad, &op.weight_grad}) {
+      for (const auto& k : pass->kernels) {
+        if (!gemm_only || node_model::is_gemm(k.op)) f += k.flops().count();
+      }
+    }
+    f -= op.recomputed_flops.count();
+  }
+  return f;
+}
+}  // namespace
+
+TEST(FlashAttention, OneFusedKernelEachWayWithTheSameModelFlops) {
+  const auto& m = model_preset("gpt2-large");  // 20 heads of 64
+  Workload w{2, 1024, DType::BF16};
+  const auto plain = attention_ops(m, w);
+  w.flash_attention = true;
+  const auto flash = attention_ops(m, w);
+  // Unfused (Megatron, bf16): scores, the fused scale-mask-softmax, dropout, context.
+  ASSERT_EQ(plain.size(), 4U);
+  EXPECT_EQ(plain[1].name, "softmax");
+  EXPECT_EQ(plain[2].name, "attn_dropout");
+  ASSERT_EQ(flash.size(), 1U);
+  const OpKernels& a = flash[0];
+  EXPECT_EQ(a.name, "attention");
+  EXPECT_EQ(a.forward.launches, 1);
+  EXPECT_EQ(a.input_grad.launches, 1);
+  EXPECT_TRUE(a.weight_grad.empty());
+  for (const auto* pass : {&a.forward, &a.input_grad}) {
+    for (const auto& k : pass->kernels) EXPECT_EQ(k.op, node_model::KernelOp::Bmm);  // no softmax, mask, dropout
+  }
+  // QK^T and PV: 2 x 2 b a s^2 d forward = 4 x 2 x 20 x 1024^2 x 64 = 10,737,418,240
+  // FLOPs; backward twice that; the recomputed QK^T (2 b a s^2 d) is not model work.
+  const double fwd = 4.0 * 2 * 20 * 1024 * 1024 * 64;
+  EXPECT_DOUBLE_EQ(fwd, 10'737'418'240.0);
+  EXPECT_DOUBLE_EQ(pass_flops(flash, false), 3 * fwd);
+  EXPECT_DOUBLE_EQ(pass_flops(plain, true), 3 * fwd);
+  EXPECT_DOUBLE_EQ(a.recomputed_flops.count(), fwd / 2);
+  // The whole layer's model FLOPs are the unfused GEMMs'.
+  EXPECT_DOUBLE_EQ(pass_flops(layer_ops(m, w), true), pass_flops(layer_ops(m, Workload{2, 1024, DType::BF16}), true));
+}
+
+TEST(FlashAttention, KeepsNoScoreMatricesForTheBackward) {
+  // Small config by hand: gpt2-large (h 1280, a 20), s 1024, b 1, bf16, tp 1:
+  // Korthikanti et al. keep sbh(34 + 5as/h) bytes per layer; 5as/h = 80 of
+  // them are the s x s matrices (softmax output, dropout mask and output).
+  const auto& m = model_preset("gpt2-large");
+  Workload w{1, 1024, DType::BF16};
+  ParallelPlan p;
+  const auto plain = estimate_memory(m, w, p, Bytes::gib(80)).memory_per_stage[0].activations;
+  w.flash_attention = true;
+  const auto flash = estimate_memory(m, w, p, Bytes::gib(80)).memory_per_stage[0].activations;
+  const double sbh = 1024.0 * 1280;
+  const double scores_per_layer = 5.0 * 20 * 1024 * 1024;  // 5 a s^2 b = 104,857,600 bytes
+  EXPECT_DOUBLE_EQ(sbh * 5 * 20 * 1024 / 1280, scores_per_layer);
+  EXPECT_NEAR(static_cast<double>(plain.count() - flash.count()), 36 * scores_per_layer, 2.0);
+  EXPECT_NEAR(static_cast<double>(flash.count()), 36 * 34 * sbh + 1024.0 * 50304 * 4, 2.0);
+}

@@ -41,7 +41,8 @@ struct GpuSpec {
   void validate() const;
 };
 
-/// Shipped specs: "A100-40GB", "A100-80GB", "H100-SXM", "H200".
+/// Shipped specs: "A100-40GB", "A100-80GB", "H100-SXM", "H200", "H100-PCIe",
+/// "B200", "GB200" (one Blackwell GPU of an NVL72), "MI300X" (sms: compute units).
 const GpuSpec& gpu_preset(std::string_view name);
 std::vector<std::string> gpu_preset_names();
 

@@ -64,6 +64,9 @@ struct OpKernels {
   Pass forward, input_grad, weight_grad;
   /// Parameters of the operator (0 for none).
   std::int64_t params = 0;
+  /// Work in the passes that repeats the forward (FlashAttention's backward
+  /// recomputes QK^T): hardware FLOPs, not model FLOPs.
+  Flops recomputed_flops;
 };
 
 /// Options of a framework profile that change kernels.
@@ -124,6 +127,15 @@ class OpRules {
   /// softmax.
   [[nodiscard]] std::vector<OpKernels> attention_softmax(const std::string& prefix, std::int64_t rows,
                                                          std::int64_t cols) const;
+  /// FlashAttention (Dao et al. 2022; FlashAttention-2's kernels): causal
+  /// attention of `b` (micro-batch x heads) heads of `s` tokens and head size
+  /// `d` as one fused kernel each way. Forward: QK^T and PV (the FLOPs of the
+  /// unfused `scores` and `context` bmms); backward: the recomputed QK^T and
+  /// the four gradient GEMMs. No softmax, mask or dropout kernel runs on its
+  /// own. The node model has no fused-attention class: the GEMMs are timed
+  /// as the tensor-core GEMMs of those shapes (docs/node_model.md).
+  [[nodiscard]] OpKernels flash_attention(std::string name, std::int64_t b, std::int64_t s,
+                                          std::int64_t d) const;
   /// Bias add + GeLU after the MLP's first linear (whose bias it adds).
   /// Megatron: one fused kernel (bias_gelu), with the bias gradient as a
   /// reduction; eager: the bias is in the linear, GeLU is its own kernel.

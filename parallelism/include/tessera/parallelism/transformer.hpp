@@ -24,6 +24,12 @@ struct TransformerConfig {
   /// Llama-style gated MLP (SwiGLU): fc1 produces 2 x ffn_hidden (gate and up)
   /// multiplied elementwise before fc2.
   bool gated_mlp = false;
+  /// The LM head shares the word embedding's weight (GPT-2/3). false: an own
+  /// LM-head matrix (Llama 3), held and updated by the last pipeline stage.
+  bool tied_embeddings = true;
+  /// A learned position-embedding table of seq_len x hidden (GPT). false:
+  /// rotary position embeddings (Llama), no table and no embedding add.
+  bool learned_positions = true;
 
   [[nodiscard]] std::int64_t kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   /// Parameters of one transformer layer (weights and biases, incl. 2 layer norms).
@@ -32,13 +38,17 @@ struct TransformerConfig {
   /// row-parallel weight matrices and the column-parallel biases are split `tp`
   /// ways; the row-parallel biases and the layer norms are replicated.
   [[nodiscard]] std::int64_t params_per_layer_per_tp_rank(std::int64_t tp) const;
-  /// Token + position embeddings (the LM head is tied to the token embedding).
+  /// Token + position embeddings (without learned positions: token only) and the final layer norm.
   [[nodiscard]] std::int64_t embedding_params(std::int64_t seq_len) const;
+  /// All parameters: the layers, the word (and position) embeddings, the
+  /// final layer norm and an untied LM head.
+  [[nodiscard]] std::int64_t total_params(std::int64_t seq_len) const;
   /// Throws InputError naming the first bad field.
   void validate() const;
 };
 
-/// Shipped model presets: "gpt2-large", "gpt2-xl", "gpt3-xl", "gpt3-175b", "llama2-70b".
+/// Shipped model presets: "gpt2-large", "gpt2-xl", "gpt3-xl", "gpt3-175b", "llama2-70b",
+/// "llama3-8b", "llama3-70b", "llama3-405b".
 const TransformerConfig& model_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
 
@@ -66,6 +76,10 @@ struct Workload {
   node_model::Framework framework = node_model::Framework::Megatron;
   node_model::ProfileOptions profile;
   HostOverhead host;
+  /// FlashAttention (Dao et al.): QK^T, the scaled masked softmax, dropout and
+  /// PV run as one fused kernel each way and no s x s score or probability
+  /// matrix is kept for the backward (it is recomputed inside the fused backward).
+  bool flash_attention = false;
 
   [[nodiscard]] node_model::OpRules rules() const { return node_model::OpRules(framework, dtype, profile); }
 };
@@ -89,7 +103,8 @@ using node_model::Pass;
 /// each with its forward, input-gradient and weight-gradient kernels from the
 /// framework's rule table (node_model::OpRules): ln1, qkv, scores, the
 /// attention softmax (`softmax`; FP32: `scale`, `mask`, `softmax`),
-/// attn_dropout, context, context_copy, proj, residual1 (bias-dropout-add),
+/// attn_dropout, context (with Workload::flash_attention: one `attention`
+/// op in place of scores to context), context_copy, proj, residual1 (bias-dropout-add),
 /// ln2, fc1, gelu (bias-GeLU), [gate], fc2, residual2. Heads and MLP columns
 /// are split `shard.tp` ways.
 std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
