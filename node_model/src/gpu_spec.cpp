@@ -85,7 +85,7 @@ namespace {
 //  - B200: NVIDIA HGX B200 datasheet divided by its 8 GPUs (FP32 600 / 8 =
 //    75, TF32 18 PF sparse -> 1.125, BF16/FP16 36 PF sparse -> 2.25, FP8
 //    72 PF sparse -> 4.5 PFLOP/s; 1.44 TB HBM3e -> 180 GB and 64 TB/s -> 8
-//    TB/s per GPU); 148 SMs and 126 MB L2 as the CUDA device query reports
+//    TB/s per GPU); 148 SMs (Chips and Cheese, "Nvidia's B200"), 126 MB L2 as the device query reports
 //    them (not on the datasheet).
 //  - GB200: one Blackwell GPU of the NVIDIA GB200 NVL72 datasheet divided by
 //    its 72 GPUs (FP32 5,760 TF -> 80 TF, TF32 180 PF sparse -> 1.25, BF16
