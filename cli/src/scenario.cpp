@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -83,7 +84,7 @@ class Section {
  public:
   /// `overridden`: key paths set from the command line (reported as such).
   Section(const YAML::Node& node, std::string path, const std::string& file,
-          const std::set<std::string>* overridden = nullptr)
+          const std::map<std::string, std::string>* overridden = nullptr)
       : node_(node), path_(std::move(path)), file_(file), overridden_(overridden) {
     if (!node_.IsMap()) fail(node_, path_.empty() ? "the scenario must be a YAML mapping" : "must be a mapping");
   }
@@ -94,8 +95,8 @@ class Section {
   [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& path, const std::string& msg) const {
     std::string where = m.is_null() ? file_ : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
     if (overridden_ != nullptr) {
-      for (const auto& o : *overridden_) {
-        if (path == o || path.rfind(o + ".", 0) == 0) where = fmt::format("{} (--set {})", file_, o);
+      for (const auto& [o, flag] : *overridden_) {
+        if (path == o || path.rfind(o + ".", 0) == 0) where = fmt::format("{} ({})", file_, flag);
       }
     }
     throw ScenarioError(path.empty() ? fmt::format("{}: {}", where, msg) : fmt::format("{}: {}: {}", where, path, msg));
@@ -229,7 +230,7 @@ class Section {
   YAML::Node node_;
   std::string path_;
   const std::string& file_;
-  const std::set<std::string>* overridden_;
+  const std::map<std::string, std::string>* overridden_;  ///< key path -> the option that set it
   std::set<std::string> used_;
   mutable std::set<std::string> known_;
   std::set<std::string> allowed_;
@@ -482,10 +483,10 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
   check_keys(root, file, "", 0);
   if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));
   if (!overrides.empty() && !root.IsMap()) throw ScenarioError(fmt::format("{}: the scenario must be a YAML mapping", file));
-  std::set<std::string> overridden;
+  std::map<std::string, std::string> overridden;
   for (const auto& o : overrides) {
     apply_override(root, o, file);
-    overridden.insert(o.path);
+    overridden[o.path] = o.flag.empty() ? "--set " + o.path : o.flag;
   }
 
   Scenario s;
@@ -879,8 +880,8 @@ void declare_scenario_options(ArgParser& p) { p.option("backend").option("predic
 std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p) {
   std::vector<Override> out;
   for (const auto& text : sets) out.push_back(parse_override(text));
-  if (auto b = p.get("backend")) out.push_back(Override{"backend", *b});
-  if (auto pr = p.get("predictor")) out.push_back(Override{"predictor", *pr});
+  if (auto b = p.get("backend")) out.push_back(Override{"backend", *b, "--backend"});
+  if (auto pr = p.get("predictor")) out.push_back(Override{"predictor", *pr, "--predictor"});
   return out;
 }
 

@@ -94,6 +94,7 @@ topology::Topology build_topology(const Scenario& s);
 struct Override {
   std::string path;   ///< dotted key path
   std::string value;  ///< YAML scalar text
+  std::string flag{};  ///< the option that gave it, in messages (empty: "--set PATH")
 };
 /// Parses "key.path=value"; throws InputError.
 Override parse_override(const std::string& text);
