@@ -146,7 +146,7 @@ are simulated.
       {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml
                                  [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2]
                                  [--svg FILE.svg] [--set KEY=VALUE]... [--backend flow|ns3]
-                                 [--predictor NAME]
+                                 [--predictor NAME] [--json]
 
 Plans and simulates the scenario under each pipeline schedule (by default
 all five) and prints iteration time, bubble (ms and share of the iteration,

@@ -14,6 +14,7 @@
 #include "tessera/cli/commands.hpp"
 #include "tessera/files.hpp"
 #include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/error.hpp"
@@ -112,7 +113,7 @@ std::string svg_chart(const std::string& title, const std::vector<Row>& rows) {
 
 int cmd_compare_schedules(const Args& args, std::ostream& out) {
   ArgParser p("tessera compare-schedules");
-  p.option("schedules").option("svg");
+  p.option("schedules").option("svg").flag("json");
   declare_scenario_options(p);
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -144,6 +145,38 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   }
 
   const auto& plan = s.plan;
+  if (p.has("json")) {
+    // One object: the scenario and, per schedule, the same numbers as the
+    // table (times in seconds, the bubble's share of the iteration, peak
+    // memory per stage in bytes), or why the schedule cannot run.
+    std::string items;
+    for (const Row& r : rows) {
+      if (!items.empty()) items += ", ";
+      if (!r.error.empty()) {
+        items += fmt::format("{{\"schedule\": {}, \"virtual_stages\": {}, \"error\": {}}}", json_string(r.schedule),
+                             r.virtual_stages, json_string(r.error));
+        continue;
+      }
+      const IterationBreakdown& b = r.result.split;
+      std::string mem;
+      for (const auto& m : r.result.summary.memory_per_stage) {
+        mem += fmt::format("{}{}", mem.empty() ? "" : ", ", m.total().count());
+      }
+      items += fmt::format(
+          "{{\"schedule\": {}, \"virtual_stages\": {}, \"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, "
+          "\"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, \"bubble_share\": {:.6f}, "
+          "\"exposed_comm_time_s\": {:.9e}, \"peak_memory_bytes_per_stage\": [{}], \"oom\": {}}}",
+          json_string(r.schedule), r.virtual_stages, b.iteration.seconds(), b.compute.seconds(), b.host.seconds(),
+          b.bubble.seconds(), b.share(b.bubble), b.exposed_comm.seconds(), mem,
+          r.result.summary.oom() ? "true" : "false");
+    }
+    out << fmt::format("{{\"scenario\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, \"pp\": {}, \"micro_batches\": {}, "
+                       "\"predictor\": {}, \"schedules\": [{}]}}\n",
+                       json_string(s.name), s.gpus(), plan.dp, plan.tp, plan.pp,
+                       plan.micro_batches(s.workload.micro_batch), json_string(std::string(predictor.name())), items);
+    if (svg_path) write_file_atomic(*svg_path, svg_chart(fmt::format("{}: schedules", s.name), rows));
+    return 0;
+  }
   out << fmt::format("Scenario {} ({} on {} x {}, dp={} tp={} pp={}, {} micro-batches of {}, {} node model)\n\n",
                      s.name, s.model.name, s.gpus(), s.gpu.name, plan.dp, plan.tp, plan.pp,
                      plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch, predictor.name());

@@ -61,7 +61,6 @@ bool RunReport::oom() const {
   return std::any_of(memory.begin(), memory.end(), [](const StageMemory& m) { return m.oom; });
 }
 
-namespace {
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -79,6 +78,8 @@ std::string json_string(const std::string& s) {
   }
   return out + "\"";
 }
+
+namespace {
 
 double gib(Bytes b) { return b.as_double() / (1024.0 * 1024.0 * 1024.0); }
 }  // namespace

@@ -51,3 +51,20 @@ foreach(cmd IN ITEMS "run;${S}" "sweep;${S};--set;training.micro_batch=4,8" "sea
     message(FATAL_ERROR "${cmd} --backend tpu: expected exit 2, got ${rc}: ${e}")
   endif()
 endforeach()
+
+# compare-schedules --json: one valid JSON object whose numbers are run's
+# (the bubble and iteration of 1f1b, byte for byte as run --json prints them).
+run_ok(cj compare-schedules ${P} --schedules 1f1b,zb-h1 --json)
+string(JSON n LENGTH "${cj}" schedules)
+string(JSON sched GET "${cj}" schedules 0 schedule)
+if(NOT n EQUAL 2 OR NOT sched STREQUAL "1f1b")
+  message(FATAL_ERROR "compare-schedules --json: expected 2 schedules starting with 1f1b:\n${cj}")
+endif()
+run_ok(rj run ${P} --json --set parallelism.schedule=1f1b)
+foreach(key IN ITEMS bubble_time_s iteration_time_s exposed_comm_time_s)
+  string(REGEX MATCH "\"${key}\": [^,]*" from_cmp "${cj}")
+  string(REGEX MATCH "\"${key}\": [^,]*" from_run "${rj}")
+  if(from_cmp STREQUAL "" OR NOT from_cmp STREQUAL from_run)
+    message(FATAL_ERROR "compare-schedules --json ${key} '${from_cmp}' differs from run --json '${from_run}'")
+  endif()
+endforeach()

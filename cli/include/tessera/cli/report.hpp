@@ -8,6 +8,9 @@
 
 namespace tessera::cli {
 
+/// `s` as a JSON string literal (quotes, escapes).
+std::string json_string(const std::string& s);
+
 /// `tessera run` of a plan that does not fit in GPU memory (without
 /// --allow-oom): the report is printed, the exit code is 3.
 class OutOfMemoryError : public Error {
