@@ -55,7 +55,8 @@ Validation against measurements:
 
 Exit codes: 0 success; 1 simulation or internal error; 3 `run` of a plan that
 does not fit in GPU memory (report printed; --allow-oom for 0); 2 bad input (usage,
-scenario file, unit string, data file). Errors are one line on stderr.
+scenario file, unit string, data file, refused output path); 130 interrupted
+(Ctrl-C: one line says what was kept). Errors are one line on stderr.
 )";
 
 using Command = std::function<int(const tessera::cli::Args&, std::ostream&)>;

@@ -1,11 +1,15 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <ostream>
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/progress.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
@@ -76,7 +80,13 @@ int cmd_run(const Args& args, std::ostream& out) {
   // The trace streams to a temporary file while simulating (removed on error).
   std::unique_ptr<TraceFile> trace;
   if (trace_path) trace = std::make_unique<TraceFile>(*trace_path, s, trace_options(p, s));
-  const Simulation sim = simulate_scenario(s, trace ? trace->observer() : nullptr);
+  // Ctrl-C says what was kept (nothing: outputs are written at the end; a
+  // trace's hidden temporary is removed by the next run writing it).
+  say_on_interrupt("nothing was written (outputs are written when the run finishes)");
+  // A bar on a terminal, a line every 10 s in a log, for runs over 3 s.
+  ProgressObserver progress(trace ? trace->observer() : nullptr, std::cerr, ::isatty(STDERR_FILENO) != 0);
+  const Simulation sim = simulate_scenario(s, &progress);
+  progress.finish();
   const RunReport rep = make_report(s, sim);
   if (trace) trace->finish();
   if (links_path) {

@@ -17,6 +17,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/interrupt.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
@@ -381,6 +382,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::size_t done = rows.size();
   std::optional<std::string> first_error;
   std::ofstream csv(csv_path, std::ios::app | std::ios::binary);
+  say_on_interrupt(fmt::format("finished points are kept in {}; run the same command again to resume", csv_path));
   auto progress = [&] {
     if (!tty) return;
     const int width = 30;

@@ -611,6 +611,7 @@ class Executor {
 ExecutionResult execute(const TaskGraph& graph, EventLoop& loop, Network& net, ExecutionObserver* observer,
                         const ExecutionOptions& options) {
   graph.validate();
+  if (observer != nullptr) observer->on_start(graph);
   Executor ex(graph, loop, net, observer, options);
   return ex.run();
 }

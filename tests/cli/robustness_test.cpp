@@ -2,6 +2,7 @@
 // wrap, crash or be accepted silently are one-line errors naming the key.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/progress.hpp"
 #include "tessera/cli/scenario.hpp"
 
 using namespace tessera;
@@ -229,4 +231,25 @@ TEST(Robustness, WorkEstimateIsWithinAFewTimesTheSimulated) {
                                       {{"cluster.nodes", "3840"}, {"parallelism.dp", "240"},
                                        {"training.global_batch", "3840"}, {"cluster.fabric.k", "64"}});
   EXPECT_LT(estimate_work(big).events(), kMaxSimulatedEvents);
+}
+
+// Progress of a run in a log (stderr not a terminal): lines with the share of
+// compute tasks done, the last one saying the bubble run follows; the
+// forwarded observer (here none) and the result are unaffected.
+TEST(Progress, LogLinesCountComputeTasksAndNameTheSecondRun) {
+  const Scenario s = parse_scenario(scenario_text("default.yaml"), "default.yaml");
+  std::ostringstream err;
+  Simulation with;
+  {
+    ProgressObserver progress(nullptr, err, false, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+    with = simulate_scenario(s, &progress);
+  }
+  const Simulation without = simulate_scenario(s);
+  EXPECT_EQ(with.result.makespan, without.result.makespan);
+  const std::string log = err.str();
+  EXPECT_EQ(log.rfind("tessera: simulating: ", 0), 0U) << log;
+  // (16 ranks x 78 compute tasks each in this plan)
+  EXPECT_NE(log.find("% of 1248 compute tasks after "), std::string::npos) << log;
+  EXPECT_NE(log.find("tessera: simulated the iteration in "), std::string::npos) << log;
+  EXPECT_EQ(log.back(), '\n');
 }

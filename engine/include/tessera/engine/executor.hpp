@@ -24,6 +24,8 @@ namespace tessera::engine {
 class ExecutionObserver {
  public:
   virtual ~ExecutionObserver() = default;
+  /// Called once before the first event, with the graph about to run.
+  virtual void on_start(const parallelism::TaskGraph& /*graph*/) {}
   virtual void on_compute(int /*rank*/, const parallelism::Task& /*task*/, Time /*start*/, Time /*end*/) {}
   /// `group` is the global group (index into TaskGraph::groups) the
   /// collective ran in; `ranks` its members.

@@ -1,0 +1,50 @@
+#pragma once
+// Progress of a long run: a bar on a terminal, a line every 10 s in a log.
+// An observer that forwards every event to another one (the trace, or
+// none) and counts the compute tasks finished against the graph's total.
+// Runs shorter than a few seconds print nothing; the line is cleared at the
+// end, so stdout's report and stderr's errors stay as they are.
+#include <chrono>
+#include <cstdint>
+#include <ostream>
+
+#include "tessera/engine/executor.hpp"
+
+namespace tessera::cli {
+
+class ProgressObserver : public engine::ExecutionObserver {
+ public:
+  /// `inner` may be null; `tty`: draw a bar with carriage returns, else
+  /// write a line every `log_every` (10 s); nothing before `quiet` (3 s).
+  ProgressObserver(engine::ExecutionObserver* inner, std::ostream& err, bool tty,
+                   std::chrono::milliseconds quiet = std::chrono::seconds(3),
+                   std::chrono::milliseconds log_every = std::chrono::seconds(10));
+  ~ProgressObserver() override;
+  ProgressObserver(const ProgressObserver&) = delete;
+  ProgressObserver& operator=(const ProgressObserver&) = delete;
+
+  void on_start(const parallelism::TaskGraph& graph) override;
+  void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override;
+  void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks, Time start,
+                     Time end) override;
+  void on_transfer(const collectives::Transfer& t, Time start, Time end) override;
+  void on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) override;
+  /// Clears the bar (call before printing the report).
+  void finish();
+
+ private:
+  void draw(bool force);
+  engine::ExecutionObserver* inner_;
+  std::ostream& err_;
+  bool tty_;
+  std::uint64_t total_ = 0;
+  std::uint64_t done_ = 0;
+  std::uint64_t stride_ = 4096;
+  bool drawn_ = false;
+  std::chrono::milliseconds quiet_;
+  std::chrono::milliseconds log_every_;
+  std::chrono::steady_clock::time_point begin_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace tessera::cli

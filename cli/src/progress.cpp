@@ -1,0 +1,93 @@
+#include "tessera/cli/progress.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+namespace tessera::cli {
+
+namespace {
+/// The bar is redrawn at most this often.
+constexpr std::chrono::milliseconds kDrawEvery{200};
+}  // namespace
+
+ProgressObserver::ProgressObserver(engine::ExecutionObserver* inner, std::ostream& err, bool tty,
+                                   std::chrono::milliseconds quiet, std::chrono::milliseconds log_every)
+    : inner_(inner),
+      err_(err),
+      tty_(tty),
+      quiet_(quiet),
+      log_every_(log_every),
+      begin_(std::chrono::steady_clock::now()),
+      last_(begin_) {}
+
+ProgressObserver::~ProgressObserver() { finish(); }
+
+void ProgressObserver::on_start(const parallelism::TaskGraph& graph) {
+  total_ = 0;
+  done_ = 0;
+  for (int r = 0; r < graph.num_ranks(); ++r) {
+    for (const auto& t : graph.tasks(r)) total_ += t.kind == parallelism::TaskKind::Compute ? 1 : 0;
+  }
+  // The clock is read every `stride_` tasks: cheap against ~1 us per task,
+  // and at least 256 times per run.
+  stride_ = std::max<std::uint64_t>(1, std::min<std::uint64_t>(4096, total_ / 256));
+  if (inner_ != nullptr) inner_->on_start(graph);
+}
+
+void ProgressObserver::on_compute(int rank, const parallelism::Task& task, Time start, Time end) {
+  ++done_;
+  if (done_ % stride_ == 0) draw(false);
+  if (done_ == total_ && drawn_) {
+    // The report still needs the same graph run once more on a free
+    // network (the pipeline bubble), about as long again.
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
+    err_ << fmt::format("{}simulated the iteration in {:.0f} s; measuring the pipeline bubble (the same graph on a "
+                        "free network)...{}",
+                        tty_ ? "\r\033[K" : "tessera: ", secs, tty_ ? "" : "\n")
+         << std::flush;
+  }
+  if (inner_ != nullptr) inner_->on_compute(rank, task, start, end);
+}
+
+void ProgressObserver::on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
+                                     Time start, Time end) {
+  if (inner_ != nullptr) inner_->on_collective(task, group, ranks, start, end);
+}
+
+void ProgressObserver::on_transfer(const collectives::Transfer& t, Time start, Time end) {
+  if (inner_ != nullptr) inner_->on_transfer(t, start, end);
+}
+
+void ProgressObserver::on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) {
+  if (inner_ != nullptr) inner_->on_host_wait(rank, task, start, end);
+}
+
+void ProgressObserver::draw(bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - begin_ < quiet_ || total_ == 0) return;
+  const std::chrono::milliseconds every = tty_ ? kDrawEvery : log_every_;
+  if (!force && drawn_ && now - last_ < every) return;
+  last_ = now;
+  const double share = static_cast<double>(done_) / static_cast<double>(total_);
+  const double secs = std::chrono::duration<double>(now - begin_).count();
+  if (tty_) {
+    constexpr int kWidth = 30;
+    const auto filled = static_cast<int>(kWidth * share);
+    err_ << fmt::format("\rsimulating [{}{}] {:3.0f}% of {} compute tasks, {:.0f} s", std::string(filled, '#'),
+                        std::string(kWidth - filled, ' '), 100 * share, total_, secs)
+         << std::flush;
+  } else {
+    err_ << fmt::format("tessera: simulating: {:.0f}% of {} compute tasks after {:.0f} s\n", 100 * share, total_, secs)
+         << std::flush;
+  }
+  drawn_ = true;
+}
+
+void ProgressObserver::finish() {
+  if (drawn_ && tty_) err_ << "\r\033[K" << std::flush;
+  drawn_ = false;
+}
+
+}  // namespace tessera::cli
