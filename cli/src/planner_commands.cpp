@@ -214,11 +214,7 @@ namespace {
 
 /// `e2e_latency` (ms) of a measurement JSON file.
 double read_e2e_latency(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open measurement file", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
+  const std::string s = read_input_file(path, "measurement file");
   const auto key = s.find("\"e2e_latency\"");
   const auto colon = key == std::string::npos ? key : s.find(':', key);
   if (colon == std::string::npos) throw InputError(fmt::format("{}: no \"e2e_latency\" field", path));

@@ -61,8 +61,7 @@ bool RunReport::oom() const {
   return std::any_of(memory.begin(), memory.end(), [](const StageMemory& m) { return m.oom; });
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
+void append_json_escaped(std::string& out, std::string_view s) {
   for (char c : s) {
     switch (c) {
       case '"': out += "\\\""; break;
@@ -70,12 +69,17 @@ std::string json_string(const std::string& s) {
       case '\n': out += "\\n"; break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<int>(c));
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<int>(c));
         } else {
           out += c;
         }
     }
   }
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  append_json_escaped(out, s);
   return out + "\"";
 }
 

@@ -79,13 +79,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   p.expect_positional(1, "a scenario file");
   auto positive = [&](const char* name, std::size_t fallback) {
     const auto v = p.get(name);
-    if (!v) return fallback;
-    try {
-      const long x = std::stol(*v);
-      if (x > 0) return static_cast<std::size_t>(x);
-    } catch (const std::exception&) {
-    }
-    throw UsageError(fmt::format("tessera search: --{} must be a positive integer, got '{}'", name, *v));
+    return v ? static_cast<std::size_t>(parse_positive_int(*v, fmt::format("--{}", name))) : fallback;
   };
   const std::size_t top = positive("top", 10);
   const std::size_t max_candidates = positive("max-candidates", 64);
@@ -145,7 +139,10 @@ int cmd_search(const Args& args, std::ostream& out) {
                                  base.file, gpus, to_string(base.gpu.memory), global_batch));
   }
   const std::size_t simulated = std::min(fitting.size(), max_candidates);
-  const unsigned jobs = base.backend == Backend::Ns3 ? 1U : std::max(1U, std::thread::hardware_concurrency());
+  // (--jobs was declared but ignored; ns-3 runs one Simulator per process)
+  unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
+  if (auto j = p.get("jobs")) jobs = static_cast<unsigned>(parse_positive_int(*j, "--jobs", 4096));
+  if (base.backend == Backend::Ns3) jobs = 1;
   // More plans fit than we simulate: screen them all by compute + bubble
   // from the task graph (planning only, no execution) and simulate the most
   // promising; ties keep the enumeration order (deterministic).

@@ -93,6 +93,18 @@ std::string csv_row(const Point& p, const RunReport& r) {
                            r.tokens_per_second, peak.count(), r.oom() ? 1 : 0);
 }
 
+/// Whether the last kMetricColumns cells of a split row are finite numbers.
+bool metrics_are_numbers(const std::vector<std::string>& cols) {
+  if (cols.size() < kMetricColumns) return false;
+  for (std::size_t m = cols.size() - kMetricColumns; m < cols.size(); ++m) {
+    const std::string& c = cols[m];
+    char* end = nullptr;
+    const double v = std::strtod(c.c_str(), &end);
+    if (c.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) return false;
+  }
+  return true;
+}
+
 /// Whether `row` (split) is a finished row of `p`: its settings are the
 /// point's and every metric is a number.
 bool row_of_point(const std::vector<std::string>& cols, const Point& p) {
@@ -100,13 +112,12 @@ bool row_of_point(const std::vector<std::string>& cols, const Point& p) {
   for (std::size_t a = 0; a < p.overrides.size(); ++a) {
     if (cols[1 + a] != p.overrides[a].value) return false;
   }
-  for (std::size_t m = 1 + p.overrides.size(); m < cols.size(); ++m) {
-    const std::string& c = cols[m];
-    char* end = nullptr;
-    const double v = std::strtod(c.c_str(), &end);
-    if (c.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) return false;
-  }
-  return true;
+  return metrics_are_numbers(cols);
+}
+
+/// Whether a split row's first cell is a point index (digits).
+bool is_point_index(const std::string& cell) {
+  return !cell.empty() && cell.size() <= 18 && cell.find_first_not_of("0123456789") == std::string::npos;
 }
 
 /// Rows already in `path` from an interrupted run, by point index. Only
@@ -137,10 +148,7 @@ std::map<std::size_t, std::string> read_finished(const std::string& path, const 
     const std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
     const auto cols = split(line, ',');
-    if (cols.size() != fields || cols[0].empty() || cols[0].size() > 18 ||
-        cols[0].find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
+    if (cols.size() != fields || !is_point_index(cols[0])) continue;
     const auto idx = static_cast<std::size_t>(std::stoull(cols[0]));
     if (idx >= points.size() || !row_of_point(cols, points[idx])) continue;
     rows[idx] = line;
@@ -520,14 +528,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     for (; std::getline(in, line);) {
       ++line_no;
       const auto cols = split(line, ',');
-      bool ok = cols.size() == fields && !cols[0].empty() && cols[0].size() <= 18 &&
-                cols[0].find_first_not_of("0123456789") == std::string::npos;
-      for (std::size_t m = fields - kMetricColumns; ok && m < fields; ++m) {
-        char* end = nullptr;
-        const double v = std::strtod(cols[m].c_str(), &end);
-        ok = !cols[m].empty() && end != nullptr && *end == '\0' && std::isfinite(v);
-      }
-      if (!ok) {
+      if (cols.size() != fields || !is_point_index(cols[0]) || !metrics_are_numbers(cols)) {
         throw InputError(fmt::format("{}:{}: malformed row (expected a point index, {} settings and {} numbers)", part,
                                      line_no, fields - 1 - kMetricColumns, kMetricColumns));
       }

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "tessera/cli/args.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
 
@@ -23,16 +24,6 @@ namespace {
 /// Microseconds with picosecond precision, exactly.
 void append_us(std::string& out, Time t) {
   fmt::format_to(std::back_inserter(out), "{}.{:06}", t.ps() / 1'000'000, t.ps() % 1'000'000);
-}
-void append_escaped(std::string& out, std::string_view s) {
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
-      continue;
-    }
-    out += c;
-  }
 }
 
 // Track (thread) ids inside a rank's process.
@@ -393,7 +384,7 @@ void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism:
     begin_event();
     fmt::format_to(std::back_inserter(buffer_),
                    R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":")", rank);
-    append_escaped(buffer_, name);
+    append_json_escaped(buffer_, name);
     buffer_ += "\"}}";
     begin_event();
     fmt::format_to(std::back_inserter(buffer_),
@@ -404,7 +395,7 @@ void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism:
   begin_event();
   fmt::format_to(std::back_inserter(buffer_),
                  R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":")", rank, tid);
-  append_escaped(buffer_, track_name(rank, tid, task, members));
+  append_json_escaped(buffer_, track_name(rank, tid, task, members));
   buffer_ += "\"}}";
   begin_event();
   fmt::format_to(std::back_inserter(buffer_),
@@ -417,7 +408,7 @@ void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Ti
   declare(rank, kComputeTid, nullptr, nullptr);
   begin_event();
   buffer_ += R"({"name":")";
-  append_escaped(buffer_, task.name);
+  append_json_escaped(buffer_, task.name);
   fmt::format_to(std::back_inserter(buffer_), R"(","cat":"compute","ph":"X","pid":{},"tid":{},"ts":)", rank,
                  kComputeTid);
   append_us(buffer_, start);
@@ -432,7 +423,7 @@ void ChromeTraceObserver::on_host_wait(int rank, const parallelism::Task& task, 
   declare(rank, kHostTid, nullptr, nullptr);
   begin_event();
   buffer_ += R"({"name":"wait for host: )";
-  append_escaped(buffer_, task.name);
+  append_json_escaped(buffer_, task.name);
   fmt::format_to(std::back_inserter(buffer_), R"(","cat":"host","ph":"X","pid":{},"tid":{},"ts":)", rank,
                  kHostTid);
   append_us(buffer_, start);
@@ -462,7 +453,7 @@ void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int3
     }
     begin_event();
     buffer_ += R"({"name":")";
-    append_escaped(buffer_, name);
+    append_json_escaped(buffer_, name);
     fmt::format_to(std::back_inserter(buffer_), R"(","cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
                    parallelism::to_string(task.collective), r, tid);
     append_us(buffer_, start);
@@ -534,9 +525,9 @@ void ChromeTraceObserver::finish() {
     for (const topology::LinkId l : busiest) {
       const auto& link = topology_->link(l);
       std::string name = fmt::format("{} link {} ", topology::to_string(topology_->tier(l)), l);
-      append_escaped(name, topology_->vertex(link.src).name);
+      append_json_escaped(name, topology_->vertex(link.src).name);
       name += "->";
-      append_escaped(name, topology_->vertex(link.dst).name);
+      append_json_escaped(name, topology_->vertex(link.dst).name);
       // Bytes a bin holds at line rate.
       const double full = link.bandwidth.bytes_per_second() * static_cast<double>(width) * 1e-12;
       const auto& bins = links_->bins(l);

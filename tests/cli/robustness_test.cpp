@@ -183,9 +183,8 @@ TEST(Robustness, YamlKeysAreNamesGivenOnce) {
   EXPECT_NE(error_of(nested).find(": cluster.nodes: duplicate key (given twice in the same mapping)"),
             std::string::npos);
   EXPECT_EQ(error_of("? [a, b]\n: 1\n"), "s.yaml:1:3: (top level): a key must be a plain name, not a list or mapping");
-  EXPECT_EQ(error_of(text + "---\nname: other\n").find("a second YAML document: a scenario is one document"),
-            error_of(text + "---\nname: other\n").find("a second YAML document"));
-  EXPECT_NE(error_of(text + "---\nname: other\n"), "no error");
+  EXPECT_NE(error_of(text + "---\nname: other\n").find(": a second YAML document: a scenario is one document"),
+            std::string::npos);
   // A trailing '---' with nothing after it is harmless.
   EXPECT_EQ(error_of(text + "---\n"), "no error");
   // Quoted numbers are numbers (documented in docs/scenarios.md).

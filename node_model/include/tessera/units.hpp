@@ -20,34 +20,22 @@ namespace detail {
 [[noreturn]] void time_overflow(std::int64_t a_ps, char op, std::int64_t b, bool b_is_time);
 [[noreturn]] void size_overflow(std::int64_t a, char op, std::int64_t b, bool b_is_size);
 
-constexpr std::int64_t time_add(std::int64_t a, std::int64_t b) {
+enum class Quantity { Time, Size };
+/// a + b, a - b or a x b (`op` '+', '-', 'x'), or OverflowError naming the
+/// operation in the quantity's unit (b is a plain factor for 'x').
+template <Quantity Q>
+constexpr std::int64_t checked(char op, std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) time_overflow(a, '+', b, true);
-  return r;
-}
-constexpr std::int64_t time_sub(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_sub_overflow(a, b, &r)) time_overflow(a, '-', b, true);
-  return r;
-}
-constexpr std::int64_t time_mul(std::int64_t a, std::int64_t k) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, k, &r)) time_overflow(a, 'x', k, false);
-  return r;
-}
-constexpr std::int64_t size_add(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) size_overflow(a, '+', b, true);
-  return r;
-}
-constexpr std::int64_t size_sub(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_sub_overflow(a, b, &r)) size_overflow(a, '-', b, true);
-  return r;
-}
-constexpr std::int64_t size_mul(std::int64_t a, std::int64_t k) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, k, &r)) size_overflow(a, 'x', k, false);
+  const bool overflow = op == '+'   ? __builtin_add_overflow(a, b, &r)
+                        : op == '-' ? __builtin_sub_overflow(a, b, &r)
+                                    : __builtin_mul_overflow(a, b, &r);
+  if (overflow) {
+    if constexpr (Q == Quantity::Time) {
+      time_overflow(a, op, b, op != 'x');
+    } else {
+      size_overflow(a, op, b, op != 'x');
+    }
+  }
   return r;
 }
 }  // namespace detail
@@ -56,9 +44,9 @@ class Time {
  public:
   constexpr Time() = default;
   static constexpr Time from_ps(std::int64_t ps) { return Time(ps); }
-  static constexpr Time from_ns(std::int64_t ns) { return Time(detail::time_mul(ns, 1000)); }
-  static constexpr Time from_us(std::int64_t us) { return Time(detail::time_mul(us, 1000 * 1000)); }
-  static constexpr Time from_ms(std::int64_t ms) { return Time(detail::time_mul(ms, 1000 * 1000 * 1000)); }
+  static constexpr Time from_ns(std::int64_t ns) { return Time(detail::checked<detail::Quantity::Time>('x', ns, 1000)); }
+  static constexpr Time from_us(std::int64_t us) { return Time(detail::checked<detail::Quantity::Time>('x', us, 1000 * 1000)); }
+  static constexpr Time from_ms(std::int64_t ms) { return Time(detail::checked<detail::Quantity::Time>('x', ms, 1000 * 1000 * 1000)); }
   /// Rounds up to the next picosecond (a duration is never shortened).
   static Time from_seconds(double s);
   static constexpr Time zero() { return Time(0); }
@@ -71,17 +59,17 @@ class Time {
 
   constexpr auto operator<=>(const Time&) const = default;
   // Checked: a result outside int64 picoseconds throws OverflowError.
-  constexpr Time operator+(Time o) const { return Time(detail::time_add(ps_, o.ps_)); }
-  constexpr Time operator-(Time o) const { return Time(detail::time_sub(ps_, o.ps_)); }
+  constexpr Time operator+(Time o) const { return Time(detail::checked<detail::Quantity::Time>('+', ps_, o.ps_)); }
+  constexpr Time operator-(Time o) const { return Time(detail::checked<detail::Quantity::Time>('-', ps_, o.ps_)); }
   constexpr Time& operator+=(Time o) {
-    ps_ = detail::time_add(ps_, o.ps_);
+    ps_ = detail::checked<detail::Quantity::Time>('+', ps_, o.ps_);
     return *this;
   }
   constexpr Time& operator-=(Time o) {
-    ps_ = detail::time_sub(ps_, o.ps_);
+    ps_ = detail::checked<detail::Quantity::Time>('-', ps_, o.ps_);
     return *this;
   }
-  constexpr Time operator*(std::int64_t k) const { return Time(detail::time_mul(ps_, k)); }
+  constexpr Time operator*(std::int64_t k) const { return Time(detail::checked<detail::Quantity::Time>('x', ps_, k)); }
 
  private:
   constexpr explicit Time(std::int64_t ps) : ps_(ps) {}
@@ -92,22 +80,22 @@ class Bytes {
  public:
   constexpr Bytes() = default;
   constexpr explicit Bytes(std::int64_t n) : n_(n) {}
-  static constexpr Bytes kib(std::int64_t n) { return Bytes(detail::size_mul(n, 1024)); }
-  static constexpr Bytes mib(std::int64_t n) { return Bytes(detail::size_mul(n, 1024 * 1024)); }
-  static constexpr Bytes gib(std::int64_t n) { return Bytes(detail::size_mul(n, 1024 * 1024 * 1024)); }
+  static constexpr Bytes kib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, 1024)); }
+  static constexpr Bytes mib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, 1024 * 1024)); }
+  static constexpr Bytes gib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, 1024 * 1024 * 1024)); }
 
   [[nodiscard]] constexpr std::int64_t count() const { return n_; }
   [[nodiscard]] constexpr double as_double() const { return static_cast<double>(n_); }
 
   constexpr auto operator<=>(const Bytes&) const = default;
   // Checked: a result outside int64 bytes throws OverflowError.
-  constexpr Bytes operator+(Bytes o) const { return Bytes(detail::size_add(n_, o.n_)); }
-  constexpr Bytes operator-(Bytes o) const { return Bytes(detail::size_sub(n_, o.n_)); }
+  constexpr Bytes operator+(Bytes o) const { return Bytes(detail::checked<detail::Quantity::Size>('+', n_, o.n_)); }
+  constexpr Bytes operator-(Bytes o) const { return Bytes(detail::checked<detail::Quantity::Size>('-', n_, o.n_)); }
   constexpr Bytes& operator+=(Bytes o) {
-    n_ = detail::size_add(n_, o.n_);
+    n_ = detail::checked<detail::Quantity::Size>('+', n_, o.n_);
     return *this;
   }
-  constexpr Bytes operator*(std::int64_t k) const { return Bytes(detail::size_mul(n_, k)); }
+  constexpr Bytes operator*(std::int64_t k) const { return Bytes(detail::checked<detail::Quantity::Size>('x', n_, k)); }
   constexpr Bytes operator/(std::int64_t k) const { return Bytes(n_ / k); }
 
  private:

@@ -1,6 +1,7 @@
 #pragma once
 // What `tessera run` reports, and its two renderings.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/cli/pipeline.hpp"
@@ -10,6 +11,8 @@ namespace tessera::cli {
 
 /// `s` as a JSON string literal (quotes, escapes).
 std::string json_string(const std::string& s);
+/// `s` escaped for the inside of a JSON string literal, appended to `out`.
+void append_json_escaped(std::string& out, std::string_view s);
 
 /// `tessera run` of a plan that does not fit in GPU memory (without
 /// --allow-oom): the report is printed, the exit code is 3.
