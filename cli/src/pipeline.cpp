@@ -47,11 +47,15 @@ WorkEstimate estimate_work(const Scenario& s) {
                             : 1.0;
   const double layers_per_stage = std::ceil(static_cast<double>(s.model.layers) / pp) + 1;  // + embedding or head
   const double chunks = std::max(1, s.collectives.chunks);
+  // Transfers per rank of a ring collective over n ranks: one flow, or n - 1
+  // steps per ring pass (x chunks) at step granularity.
+  const bool flows = s.collectives.granularity == collectives::Granularity::Flows;
+  auto ring_sends = [&](double n, double passes) { return flows ? 1.0 : passes * (n - 1) * chunks; };
   const double per_rank_layer_steps = w.micro_batches * layers_per_stage;
   w.tasks = w.ranks * per_rank_layer_steps * 40;
   // Tensor parallel: about 4 all-reduces (or their all-gather/reduce-scatter
   // halves) per layer and micro-batch, forward and backward.
-  w.tp_transfers = w.ranks * per_rank_layer_steps * 4 * 2 * (tp - 1) * chunks;
+  w.tp_transfers = tp > 1 ? w.ranks * per_rank_layer_steps * 4 * 2 * ring_sends(tp, 1) : 0.0;
   // Data parallel: the stage's gradients, each bucket a ring all-reduce
   // (after the backward pass, Megatron's one contiguous buffer).
   const double grad_bytes =
@@ -60,7 +64,7 @@ WorkEstimate estimate_work(const Scenario& s) {
       plan.resolved_grad_sync(s.workload) == parallelism::GradSync::Overlapped
           ? std::max(1.0, std::ceil(grad_bytes / std::max(1.0, plan.bucket_size.as_double())))
           : 1.0;
-  w.dp_transfers = w.ranks * buckets * 2 * (dp - 1) * chunks;
+  w.dp_transfers = dp > 1 ? w.ranks * buckets * ring_sends(dp, 2) : 0.0;
   // Pipeline: an activation and a gradient per micro-batch and stage boundary.
   w.pp_transfers = pp > 1 ? w.ranks * w.micro_batches * 2 * static_cast<double>(plan.virtual_stages) : 0.0;
   return w;
@@ -118,10 +122,9 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     sim.link_peak_utilization = net.link_peak_utilization();
   }
   if (!split) return sim;
-  // Free communication: the zero-cost network applies no calibration.
-  engine::DiscreteEventLoop loop;
-  engine::ZeroCostNetwork free_net(loop);
-  const auto free = engine::execute(planned.graph, loop, free_net, nullptr, options);
+  // Free communication: the zero-cost network applies no calibration; one
+  // rank per class of interchangeable ranks runs.
+  const auto free = engine::execute_on_free_network(planned.graph, options);
   sim.free_comm_makespan = free.makespan;
   for (const auto& r : free.ranks) {
     if (r.compute_busy > sim.free_comm_compute || (r.compute_busy == sim.free_comm_compute && r.host_wait > sim.free_comm_host)) {

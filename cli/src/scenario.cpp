@@ -741,6 +741,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     checked(top, v, "predictor", [&] { return node_model::make_predictor(s.predictor, s.gpu) != nullptr; });
   }
   s.collectives.ranks_per_node = s.cluster.gpus_per_node;
+  s.collectives.granularity = collectives::Granularity::Flows;  // docs/collectives.md, "Granularity"
   // Auto's nominal per-rank inter-node bandwidth: GPUs sharing an HCA share
   // its rate (hcas_per_node divides gpus_per_node: dividing by the GPUs per
   // HCA is exact and cannot overflow).
@@ -759,6 +760,11 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
           checked(col, v, col.key_path("algorithm"), [&] { return collectives::parse_algorithm(col.scalar("algorithm")); });
     }
     if (col.has("chunks")) s.collectives.chunks = col.positive_int32("chunks");
+    if (col.has("granularity")) {
+      const YAML::Node v = col.need("granularity");
+      s.collectives.granularity = checked(col, v, col.key_path("granularity"),
+                                          [&] { return collectives::parse_granularity(col.scalar("granularity")); });
+    }
     s.collectives.auto_latency =
         col.has("auto_latency") ? col.unit("auto_latency", parse_time) : twice_nic_latency();
     s.collectives.auto_bandwidth = col.has("auto_bandwidth") ? col.unit("auto_bandwidth", parse_bandwidth) : nic_per_gpu;

@@ -40,6 +40,8 @@ void gate(TransferGraph& g, TransferIndex begin, TransferIndex end, F&& entry) {
 /// Ring steps [first, last) of the 2(p-1)-step all-reduce schedule; steps are
 /// renumbered from 0 and the first has no deps.
 TransferGraph ring_steps(const std::vector<int>& ranks, Bytes size, std::int64_t first, std::int64_t last);
+/// ring_steps as flows: one transfer per connection (ring_*_flows).
+TransferGraph ring_flows(const std::vector<int>& ranks, Bytes size, std::int64_t first, std::int64_t last);
 TransferGraph double_binary_tree_core(const std::vector<int>& ranks, Bytes size);
 
 }  // namespace tessera::collectives::detail

@@ -45,6 +45,15 @@ Algorithm parse_algorithm(std::string_view text) {
                   text));
 }
 
+std::string_view to_string(Granularity g) { return g == Granularity::Flows ? "flows" : "steps"; }
+
+Granularity parse_granularity(std::string_view text) {
+  for (Granularity g : {Granularity::Steps, Granularity::Flows}) {
+    if (text == to_string(g)) return g;
+  }
+  throw InputError(fmt::format("unknown collective granularity '{}' (expected flows or steps)", text));
+}
+
 TransferGraph send_recv(const std::vector<int>& ranks, Bytes size) {
   if (ranks.size() != 2 || ranks[0] == ranks[1]) {
     throw InputError(fmt::format("send-recv needs a group of two distinct ranks (got {})", ranks.size()));
@@ -85,11 +94,26 @@ bool multi_node_shape(const std::vector<int>& ranks, int ranks_per_node) {
   return true;
 }
 
-TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ranks, Bytes size,
-                    const ExpandOptions& o) {
+/// True when `a` for `kind` is of the ring family, which Granularity::Flows
+/// expands as flows (ExpandOptions::granularity).
+bool ring_family(CollectiveKind kind, Algorithm a) {
   switch (kind) {
     case CollectiveKind::AllReduce:
-      if (a == Algorithm::Ring) return ring_all_reduce(ranks, size);
+      return a == Algorithm::Ring || a == Algorithm::Hierarchical;
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllGather:
+      return a == Algorithm::Ring;
+    default:
+      return false;
+  }
+}
+
+TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ranks, Bytes size,
+                    const ExpandOptions& o) {
+  const bool flows = o.granularity == Granularity::Flows;
+  switch (kind) {
+    case CollectiveKind::AllReduce:
+      if (a == Algorithm::Ring) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
       if (a == Algorithm::Tree) return double_binary_tree_all_reduce(ranks, size);
       if (a == Algorithm::HalvingDoubling) return halving_doubling_all_reduce(ranks, size);
       if (a == Algorithm::Hierarchical) {
@@ -98,15 +122,16 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
               "hierarchical all-reduce needs ranks_per_node (got {}): which of the {} ranks share a node",
               o.ranks_per_node, ranks.size()));
         }
-        return hierarchical_all_reduce(ranks, size, o.ranks_per_node);
+        return flows ? hierarchical_all_reduce_flows(ranks, size, o.ranks_per_node)
+                     : hierarchical_all_reduce(ranks, size, o.ranks_per_node);
       }
       break;
     case CollectiveKind::ReduceScatter:
-      if (a == Algorithm::Ring) return ring_reduce_scatter(ranks, size);
+      if (a == Algorithm::Ring) return flows ? ring_reduce_scatter_flows(ranks, size) : ring_reduce_scatter(ranks, size);
       if (a == Algorithm::HalvingDoubling) return halving_reduce_scatter(ranks, size);
       break;
     case CollectiveKind::AllGather:
-      if (a == Algorithm::Ring) return ring_all_gather(ranks, size);
+      if (a == Algorithm::Ring) return flows ? ring_all_gather_flows(ranks, size) : ring_all_gather(ranks, size);
       if (a == Algorithm::HalvingDoubling) return doubling_all_gather(ranks, size);
       break;
     case CollectiveKind::Broadcast:
@@ -173,7 +198,9 @@ TransferGraph expand(CollectiveKind kind, const std::vector<int>& ranks, Bytes s
   const Algorithm a = resolve_algorithm(kind, ranks, size, options);
   // Validate the pair once, even for sizes that expand to nothing.
   (void)build(kind, a, ranks, Bytes(0), options);
-  if (options.chunks == 1) return build(kind, a, ranks, size, options);
+  if (options.chunks == 1 || (options.granularity == Granularity::Flows && ring_family(kind, a))) {
+    return build(kind, a, ranks, size, options);
+  }
   return pipeline([&](Bytes slice) { return build(kind, a, ranks, slice, options); }, size, options.chunks);
 }
 

@@ -25,8 +25,11 @@ std::vector<std::vector<int>> split_by_node(const std::vector<int>& ranks, int r
   return nodes;
 }
 
-TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                      InterNode inter) {
+namespace {
+
+TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_per_node, InterNode inter,
+                           bool flows) {
+  const auto rings = flows ? &detail::ring_flows : &detail::ring_steps;
   detail::check_group("hierarchical all-reduce", ranks, size);
   const auto nodes = split_by_node(ranks, ranks_per_node);
   const std::size_t local = nodes.front().size();
@@ -41,13 +44,13 @@ TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size,
     }
   }
   if (ranks.size() == 1 || size.count() == 0) return {};
-  if (nodes.size() == 1 || local == 1) return ring_all_reduce(ranks, size);
+  if (nodes.size() == 1 || local == 1) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
 
   const auto L = static_cast<std::int64_t>(local);
   TransferGraph g;
   // 1. Intra-node reduce-scatter.
   const auto rs_begin = static_cast<TransferIndex>(g.transfers.size());
-  for (const auto& members : nodes) detail::append(g, detail::ring_steps(members, size, 0, L - 1));
+  for (const auto& members : nodes) detail::append(g, rings(members, size, 0, L - 1));
   const auto rs_end = static_cast<TransferIndex>(g.transfers.size());
   const auto rs_into = detail::into(g, rs_begin, rs_end);
   auto received = [](const auto& by_rank, int rank) {
@@ -61,7 +64,7 @@ TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size,
     for (const auto& members : nodes) rail.push_back(members[static_cast<std::size_t>(l)]);
     const Bytes shard = shards[static_cast<std::size_t>((l + 1) % L)];
     const auto n = static_cast<std::int64_t>(rail.size());
-    const TransferGraph part = inter == InterNode::Ring ? detail::ring_steps(rail, shard, 0, 2 * (n - 1))
+    const TransferGraph part = inter == InterNode::Ring ? rings(rail, shard, 0, 2 * (n - 1))
                                                         : detail::double_binary_tree_core(rail, shard);
     const TransferIndex begin = detail::append(g, part);
     detail::gate(g, begin, static_cast<TransferIndex>(g.transfers.size()),
@@ -71,11 +74,23 @@ TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size,
   const auto inter_into = detail::into(g, rs_end, inter_end);
   // 3. Intra-node all-gather.
   for (const auto& members : nodes) {
-    const TransferIndex begin = detail::append(g, detail::ring_steps(members, size, L - 1, 2 * (L - 1)));
+    const TransferIndex begin = detail::append(g, rings(members, size, L - 1, 2 * (L - 1)));
     detail::gate(g, begin, static_cast<TransferIndex>(g.transfers.size()),
                  [&](int src) { return received(inter_into, src); });
   }
   return g;
+}
+
+}  // namespace
+
+TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                                      InterNode inter) {
+  return hierarchical(ranks, size, ranks_per_node, inter, false);
+}
+
+TransferGraph hierarchical_all_reduce_flows(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                                            InterNode inter) {
+  return hierarchical(ranks, size, ranks_per_node, inter, true);
 }
 
 }  // namespace tessera::collectives

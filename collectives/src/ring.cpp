@@ -36,6 +36,33 @@ TransferGraph ring_steps(const std::vector<int>& ranks, Bytes size, std::int64_t
   return g;
 }
 
+TransferGraph ring_flows(const std::vector<int>& ranks, Bytes size, std::int64_t first, std::int64_t last) {
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  TransferGraph g;
+  if (p < 2 || last <= first) return g;
+  const auto chunks = split(size, p);
+  g.transfers.reserve(static_cast<std::size_t>(p));
+  for (std::int64_t i = 0; i < p; ++i) {
+    // The chunks ring_steps has rank i send, step by step.
+    Transfer t;
+    t.src = ranks[static_cast<std::size_t>(i)];
+    t.dst = ranks[static_cast<std::size_t>((i + 1) % p)];
+    t.steps = static_cast<std::int32_t>(last - first);
+    for (std::int64_t s = first; s < last; ++s) {
+      const std::int64_t c = s < p - 1 ? ((i - s) % p + p) % p : ((i + 1 - (s - (p - 1))) % p + p) % p;
+      const Bytes b = chunks[static_cast<std::size_t>(c)];
+      t.bytes += b;
+      if (s < p - 1) {
+        t.reduce = true;
+        ++t.reduce_steps;
+        t.reduce_bytes += b;
+      }
+    }
+    g.transfers.push_back(std::move(t));
+  }
+  return g;
+}
+
 }  // namespace detail
 
 TransferGraph ring_all_reduce(const std::vector<int>& ranks, Bytes size) {
@@ -57,6 +84,27 @@ TransferGraph ring_all_gather(const std::vector<int>& ranks, Bytes size) {
   const auto p = static_cast<std::int64_t>(ranks.size());
   if (p == 1 || size.count() == 0) return {};
   return detail::ring_steps(ranks, size, p - 1, 2 * (p - 1));
+}
+
+TransferGraph ring_all_reduce_flows(const std::vector<int>& ranks, Bytes size) {
+  detail::check_group("ring all-reduce", ranks, size);
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  if (p == 1 || size.count() == 0) return {};
+  return detail::ring_flows(ranks, size, 0, 2 * (p - 1));
+}
+
+TransferGraph ring_reduce_scatter_flows(const std::vector<int>& ranks, Bytes size) {
+  detail::check_group("ring reduce-scatter", ranks, size);
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  if (p == 1 || size.count() == 0) return {};
+  return detail::ring_flows(ranks, size, 0, p - 1);
+}
+
+TransferGraph ring_all_gather_flows(const std::vector<int>& ranks, Bytes size) {
+  detail::check_group("ring all-gather", ranks, size);
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  if (p == 1 || size.count() == 0) return {};
+  return detail::ring_flows(ranks, size, p - 1, 2 * (p - 1));
 }
 
 TransferGraph chain_broadcast(const std::vector<int>& ranks, Bytes size) {

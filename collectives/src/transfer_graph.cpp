@@ -12,7 +12,7 @@ namespace tessera::collectives {
 Bytes TransferGraph::bytes_reduced_by(int rank) const {
   Bytes total;
   for (const auto& t : transfers) {
-    if (t.reduce && t.dst == rank) total += t.bytes;
+    if (t.dst == rank) total += t.reduced_bytes();
   }
   return total;
 }
@@ -40,12 +40,11 @@ Bytes TransferGraph::total_bytes() const {
 }
 
 int TransferGraph::depth() const {
-  std::vector<int> level(transfers.size(), 1);
+  std::vector<int> level(transfers.size(), 0);
   int best = 0;
   for (std::size_t i = 0; i < transfers.size(); ++i) {
-    for (TransferIndex d : transfers[i].deps) {
-      level[i] = std::max(level[i], level[static_cast<std::size_t>(d)] + 1);
-    }
+    for (TransferIndex d : transfers[i].deps) level[i] = std::max(level[i], level[static_cast<std::size_t>(d)]);
+    level[i] += transfers[i].steps;
     best = std::max(best, level[i]);
   }
   return best;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "tessera/collectives/expand.hpp"
+#include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/error.hpp"
 
 namespace tessera::engine {
@@ -86,6 +87,14 @@ struct Expansion {
   Bytes fabric_bytes;  // of total_bytes, between nodes (count_sent)
   int group_size = 0;
   bool crosses_nodes = false;  // some transfer joins two nodes: network-class launch latency
+  // Per transfer, fixed for the run (calibration, reduction model, routes):
+  struct Cost {
+    Time before;        // calibrated step latency x steps, before it is sent
+    Time after;         // after its last byte arrived: further steps' path latencies, reductions
+    double efficiency;  // Message::efficiency
+    bool crosses;       // between two nodes
+  };
+  std::vector<Cost> cost;
 };
 
 /// Collectives match on (global group, id): ids are unique within a group.
@@ -421,6 +430,29 @@ class Executor {
       }
     }
     e->group_size = static_cast<int>(g_.groups[static_cast<std::size_t>(group)].ranks.size());
+    e->cost.reserve(n);
+    for (const auto& tr : trs) {
+      Expansion::Cost c{};
+      c.crosses = crosses_nodes(tr);
+      const LinkCalibration& cls = link_class(c.crosses);
+      if (calibrated_) {
+        c.before = cls.step_latency * tr.steps;
+        c.efficiency = cls.efficiency(e->group_size);
+      } else {
+        c.efficiency = 1.0;
+      }
+      // A multi-step flow: each further step pays the path latency again.
+      if (tr.steps > 1) c.after = net_.latency(tr.src, tr.dst) * (tr.steps - 1);
+      // A reducing receiver runs its reduction kernel (one per reducing
+      // step) before the data counts as delivered (dependent transfers
+      // forward the reduced chunk), unless NCCL's fused kernel pipelines it
+      // with the copy.
+      const std::int32_t reductions = tr.reductions();
+      if (reductions > 0 && opts_.reduction_time && !fused_reductions_) {
+        c.after += reduction_time(Bytes(tr.reduced_bytes().count() / reductions)) * reductions;
+      }
+      e->cost.push_back(c);
+    }
     e->dependents.resize(e->dependents_begin[n]);
     std::vector<std::uint32_t> fill(e->dependents_begin.begin(), e->dependents_begin.end() - 1);
     for (std::size_t k = 0; k < n; ++k) {  // ascending k: each list in transfer order, as before
@@ -431,6 +463,12 @@ class Executor {
 
   void launch(const Task& t, std::uint32_t slot) {
     ActiveCollective& ac = active_[slot];
+    if (obs_ == nullptr && net_.instantaneous() && ac.arrived.size() < 2) {
+      // A member alone (a group of symmetry_quotient's): nothing to send.
+      ac.start = loop_.now();
+      loop_.schedule(Time::zero(), [this, slot] { complete(slot); });
+      return;
+    }
     const Expansion& e = expansion(t, ac.group);
     ac.start = loop_.now();
     ac.expansion = &e;
@@ -483,13 +521,10 @@ class Executor {
   }
 
   void start_transfer(std::uint32_t slot, collectives::TransferIndex k) {
-    if (calibrated_) {
-      const auto& tr = active_[slot].expansion->graph.transfers[static_cast<std::size_t>(k)];
-      const Time step = link_class(crosses_nodes(tr)).step_latency;
-      if (step > Time::zero()) {
-        loop_.schedule(step, [this, slot, k] { send_transfer(slot, k); });
-        return;
-      }
+    const Time before = active_[slot].expansion->cost[static_cast<std::size_t>(k)].before;
+    if (before > Time::zero()) {
+      loop_.schedule(before, [this, slot, k] { send_transfer(slot, k); });
+      return;
     }
     send_transfer(slot, k);
   }
@@ -497,25 +532,29 @@ class Executor {
   void send_transfer(std::uint32_t slot, collectives::TransferIndex k) {
     ActiveCollective& ac = active_[slot];
     const Expansion& e = *ac.expansion;
-    const auto& tr = e.graph.transfers[static_cast<std::size_t>(k)];
-    if (obs_ != nullptr) ac.starts[static_cast<std::size_t>(k)] = loop_.now();
+    const auto ki = static_cast<std::size_t>(k);
+    const auto& tr = e.graph.transfers[ki];
+    const Expansion::Cost& c = e.cost[ki];
+    if (obs_ != nullptr) ac.starts[ki] = loop_.now();
     ++result_.transfers;
-    const bool crosses = crosses_nodes(tr);
-    count_sent(tr.bytes, crosses ? tr.bytes : Bytes{});
-    const double efficiency = calibrated_ ? link_class(crosses).efficiency(e.group_size) : 1.0;
-    const Message msg{tr.src, tr.dst, tr.bytes, efficiency};
-    // A reducing receiver runs its reduction kernel before the data counts
-    // as delivered (dependent transfers forward the reduced chunk), unless
-    // NCCL's fused kernel pipelines it with the copy.
-    const bool charged = tr.reduce && opts_.reduction_time && !fused_reductions_;
-    const Time reduce = charged ? opts_.reduction_time(tr.bytes) : Time::zero();
-    if (reduce > Time::zero()) {
-      net_.send(msg, [this, slot, k, reduce] {
-        loop_.schedule(reduce, [this, slot, k] { delivered(slot, k); });
+    count_sent(tr.bytes, c.crosses ? tr.bytes : Bytes{});
+    const Message msg{tr.src, tr.dst, tr.bytes, c.efficiency};
+    if (c.after > Time::zero()) {
+      // Captures fit std::function's inline buffer: the delay is looked up.
+      net_.send(msg, [this, slot, k] {
+        loop_.schedule(active_[slot].expansion->cost[static_cast<std::size_t>(k)].after,
+                       [this, slot, k] { delivered(slot, k); });
       });
       return;
     }
     net_.send(msg, [this, slot, k] { delivered(slot, k); });
+  }
+
+  /// The reduction model's time for `bytes`, memoized by size.
+  Time reduction_time(Bytes bytes) {
+    auto [it, inserted] = reduction_memo_.try_emplace(bytes.count());
+    if (inserted) it->second = opts_.reduction_time(bytes);
+    return it->second;
   }
 
   void delivered(std::uint32_t slot, collectives::TransferIndex k) {
@@ -603,6 +642,7 @@ class Executor {
   std::vector<std::uint32_t> free_;
   std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> slot_of_;
   std::map<std::tuple<int, std::int32_t, std::int64_t>, std::unique_ptr<const Expansion>> expansions_;
+  std::unordered_map<std::int64_t, Time> reduction_memo_;
   ExecutionResult result_;
 };
 
@@ -614,6 +654,21 @@ ExecutionResult execute(const TaskGraph& graph, EventLoop& loop, Network& net, E
   if (observer != nullptr) observer->on_start(graph);
   Executor ex(graph, loop, net, observer, options);
   return ex.run();
+}
+
+ExecutionResult execute_on_free_network(const TaskGraph& graph, const ExecutionOptions& options) {
+  graph.validate();
+  const parallelism::SymmetryQuotient q = parallelism::symmetry_quotient(graph);
+  DiscreteEventLoop loop;
+  ZeroCostNetwork net(loop);
+  Executor ex(q.graph, loop, net, nullptr, options);
+  ExecutionResult merged = ex.run();
+  ExecutionResult out;
+  out.makespan = merged.makespan;
+  out.ranks.reserve(q.class_of.size());
+  for (int c : q.class_of) out.ranks.push_back(merged.ranks[static_cast<std::size_t>(c)]);
+  for (const auto& rr : out.ranks) out.overlap_slowdown += rr.overlap_slowdown;
+  return out;
 }
 
 IterationSummary summarize(const ExecutionResult& r) {

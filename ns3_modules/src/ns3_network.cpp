@@ -320,13 +320,16 @@ std::unique_ptr<Ns3Network::Fabric> MakePointToPointFabric(const topology::Topol
 
 Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options)
     : fabric_(options.model == Ns3Model::InfiniBand ? MakeInfiniBandFabric(topo, loop, options)
-                                                    : MakePointToPointFabric(topo, loop, options)) {}
+                                                    : MakePointToPointFabric(topo, loop, options)),
+      topo_(topo) {}
 
 Ns3Network::~Ns3Network() = default;
 
 void Ns3Network::send(const engine::Message& msg, engine::Callback on_delivered) {
   fabric_->Send(msg, std::move(on_delivered));
 }
+
+Time Ns3Network::latency(int src, int dst) { return topo_.latency(topo_.route(src, dst)); }
 
 const Ns3NetworkStats& Ns3Network::stats() const { return fabric_->GetStats(); }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -226,6 +227,92 @@ void TaskGraph::validate() const {
                                    id, g, ref_has ? r0 : r, ref_has ? r : r0));
     }
   }
+}
+
+SymmetryQuotient symmetry_quotient(const TaskGraph& g) {
+  const std::size_t n = g.ranks.size();
+  // slot_in[group][position]: the slot under which that member names it.
+  std::vector<std::vector<std::int32_t>> slot_in(g.groups.size());
+  for (std::size_t gi = 0; gi < g.groups.size(); ++gi) slot_in[gi].assign(g.groups[gi].ranks.size(), -1);
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto& slots = g.ranks[r].groups;
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      const auto gi = static_cast<std::size_t>(slots[s]);
+      if (gi >= g.groups.size()) continue;
+      const auto& members = g.groups[gi].ranks;
+      for (std::size_t pos = 0; pos < members.size(); ++pos) {
+        if (members[pos] == static_cast<int>(r)) slot_in[gi][pos] = static_cast<std::int32_t>(s);
+      }
+    }
+  }
+  // A group as its members' (class, slot) pairs in group order, a class
+  // listed once (first appearance).
+  auto signature = [&](const std::vector<int>& cls, std::size_t gi, std::vector<std::int64_t>& out) {
+    const auto& members = g.groups[gi].ranks;
+    const std::size_t begin = out.size();
+    for (std::size_t pos = 0; pos < members.size(); ++pos) {
+      const std::int64_t c = cls[static_cast<std::size_t>(members[pos])];
+      bool seen = false;
+      for (std::size_t k = begin; k < out.size(); k += 2) seen = seen || out[k] == c;
+      if (seen) continue;
+      out.push_back(c);
+      out.push_back(slot_in[gi][pos]);
+    }
+  };
+  std::vector<int> cls(n);
+  for (std::size_t r = 0; r < n; ++r) cls[r] = g.ranks[r].program;
+  std::size_t classes = 0;
+  for (;;) {
+    std::map<std::vector<std::int64_t>, int> ids;
+    std::vector<int> next(n);
+    std::vector<std::int64_t> key;
+    for (std::size_t r = 0; r < n; ++r) {
+      key.clear();
+      key.push_back(cls[r]);
+      for (std::int32_t gi : g.ranks[r].groups) {
+        key.push_back(-1);  // slot separator
+        if (gi >= 0 && static_cast<std::size_t>(gi) < g.groups.size()) signature(cls, static_cast<std::size_t>(gi), key);
+      }
+      next[r] = ids.try_emplace(key, static_cast<int>(ids.size())).first->second;
+    }
+    cls = std::move(next);
+    if (ids.size() == classes) break;  // refinement only splits: no new class, stable
+    classes = ids.size();
+  }
+  // One representative per class, the lowest rank; quotient ranks in order.
+  SymmetryQuotient q;
+  q.graph.programs = g.programs;
+  q.class_of.assign(n, -1);
+  std::vector<int> rank_of_class(classes, -1);
+  std::vector<std::size_t> reps;
+  for (std::size_t r = 0; r < n; ++r) {
+    auto& qr = rank_of_class[static_cast<std::size_t>(cls[r])];
+    if (qr < 0) {
+      qr = static_cast<int>(reps.size());
+      reps.push_back(r);
+    }
+    q.class_of[r] = qr;
+  }
+  std::map<std::vector<std::int64_t>, std::int32_t> group_ids;
+  std::vector<std::int64_t> key;
+  for (std::size_t rep : reps) {
+    std::vector<std::int32_t> slots;
+    for (std::int32_t gi : g.ranks[rep].groups) {
+      key.clear();
+      signature(cls, static_cast<std::size_t>(gi), key);
+      auto [it, inserted] = group_ids.try_emplace(key, static_cast<std::int32_t>(q.graph.groups.size()));
+      if (inserted) {
+        Group qg;
+        for (std::size_t k = 0; k < key.size(); k += 2) {
+          qg.ranks.push_back(rank_of_class[static_cast<std::size_t>(key[k])]);
+        }
+        q.graph.groups.push_back(std::move(qg));
+      }
+      slots.push_back(it->second);
+    }
+    q.graph.add_rank(g.ranks[rep].program, std::move(slots));
+  }
+  return q;
 }
 
 }  // namespace tessera::parallelism

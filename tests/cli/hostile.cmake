@@ -71,7 +71,7 @@ hostile_set(parallelism.bucket_size huge 9EiB)
 # Names from a fixed set.
 foreach(key IN ITEMS training.dtype training.framework training.optimizer backend cluster.gpu model.preset
                      parallelism.grad_sync parallelism.schedule parallelism.recompute predictor
-                     cluster.fabric.type collectives.algorithm)
+                     cluster.fabric.type collectives.algorithm collectives.granularity)
   hostile_set(${key} unknown bogus)
   hostile_set(${key} list "[a, b]")
 endforeach()
@@ -243,7 +243,8 @@ hostile(NAME huge.nodes_million RC 2
         ARGS run s.yaml --set cluster.nodes=1000000 --set parallelism.dp=8000000)
 hostile(NAME huge.dp_eight_million RC 2
         REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take about .* engine events]=]
-        ARGS run s.yaml --set cluster.nodes=125000 --set parallelism.dp=1000000 --set cluster.fabric.hosts_per_leaf=64)
+        ARGS run s.yaml --set cluster.nodes=125000 --set parallelism.dp=1000000 --set cluster.fabric.hosts_per_leaf=64
+             --set collectives.granularity=steps)
 hostile(NAME huge.fat_tree_radix_memory RC 2
         REGEX [=[cluster\.fabric\.k: cluster\.fabric\.k = 20000 is too large: a 2-tier fat-tree of 20000-port switches has 400[0-9]+ directed links \(about 78\.[0-9] GiB, built whole whatever the GPU count\); at most 20000000 can be simulated$]=]
         ARGS run s.yaml --set cluster.fabric.type=fat-tree --set cluster.fabric.k=20000 --set cluster.fabric.tiers=2
@@ -253,6 +254,9 @@ hostile(NAME huge.global_batch RC 2
         ARGS run s.yaml --set training.global_batch=1000000000 --set training.micro_batch=1)
 hostile(NAME huge.chunks RC 2
         REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take]=]
+        ARGS run s.yaml --set collectives.chunks=1000000000 --set collectives.granularity=steps)
+# As flows, a ring's connections ignore chunks: the same run is small.
+hostile(NAME huge.chunks_as_flows RC 0 REGEX [=[Iteration +221\.153 ms]=]
         ARGS run s.yaml --set collectives.chunks=1000000000)
 hostile(NAME huge.sweep_point RC 2
         REGEX [=[^tessera: error: .*one iteration would take about]=]

@@ -87,3 +87,48 @@ TEST(Expand, DefaultStaysTheRingForLargeAllReduces) {
     EXPECT_EQ(a.transfers[i].dst, b.transfers[i].dst);
   }
 }
+
+// Granularity::Flows: the ring family (ring all-reduce, reduce-scatter,
+// all-gather, hierarchical) as one flow per connection, chunks ignored; the
+// other algorithms expand exactly as at step granularity.
+TEST(Expand, FlowsForTheRingFamilyOnly) {
+  EXPECT_EQ(parse_granularity("flows"), Granularity::Flows);
+  EXPECT_EQ(parse_granularity(to_string(Granularity::Steps)), Granularity::Steps);
+  EXPECT_THROW((void)parse_granularity("packets"), InputError);
+  const auto ranks = first_ranks(16);
+  ExpandOptions steps;
+  steps.ranks_per_node = 4;
+  ExpandOptions flows = steps;
+  flows.granularity = Granularity::Flows;
+  for (int chunks : {1, 5}) {
+    steps.chunks = chunks;
+    flows.chunks = chunks;
+    for (Algorithm a : {Algorithm::Ring, Algorithm::Hierarchical, Algorithm::Tree, Algorithm::HalvingDoubling}) {
+      steps.algorithm = a;
+      flows.algorithm = a;
+      const auto f = expand(CollectiveKind::AllReduce, ranks, Bytes::mib(3), flows);
+      // The ring family's flows carry the unchunked steps' bytes (slices
+      // round differently by a few bytes).
+      const bool ring_family = a == Algorithm::Ring || a == Algorithm::Hierarchical;
+      ExpandOptions reference = steps;
+      if (ring_family) reference.chunks = 1;
+      const auto s = expand(CollectiveKind::AllReduce, ranks, Bytes::mib(3), reference);
+      for (int r : ranks) {
+        EXPECT_EQ(f.bytes_sent_by(r), s.bytes_sent_by(r)) << to_string(a);
+        EXPECT_EQ(f.bytes_reduced_by(r), s.bytes_reduced_by(r)) << to_string(a);
+      }
+      if (a == Algorithm::Ring) {
+        EXPECT_EQ(f.transfers.size(), 16U);
+        EXPECT_EQ(f.depth(), 2 * 15);  // chunks ignored
+      } else if (a == Algorithm::Hierarchical) {
+        // 4 nodes x 4: per node 4 reduce-scatter and 4 all-gather flows, per
+        // rail 4 inter-node flows; 3 + 6 + 3 steps on the longest chain.
+        EXPECT_EQ(f.transfers.size(), 4 * 4 + 4 * 4 + 4 * 4U);
+        EXPECT_EQ(f.depth(), 3 + 6 + 3);
+      } else {
+        EXPECT_EQ(f.transfers.size(), s.transfers.size()) << to_string(a);
+        EXPECT_EQ(f.depth(), s.depth()) << to_string(a);
+      }
+    }
+  }
+}

@@ -41,11 +41,12 @@ struct Run {
 };
 
 Run run(const topology::Topology& topo, int p, CollectiveKind kind, Bytes size, Algorithm a, int chunks = 1,
-        int ranks_per_node = 0) {
+        int ranks_per_node = 0, collectives::Granularity granularity = collectives::Granularity::Steps) {
   DiscreteEventLoop loop;
   FlowNetwork net(topo, loop);
   ExecutionOptions o;
   o.collectives.algorithm = a;
+  o.collectives.granularity = granularity;
   o.collectives.chunks = chunks;
   o.collectives.ranks_per_node = ranks_per_node;
   const auto r = execute(one_collective(p, kind, size), loop, net, nullptr, o);
@@ -57,6 +58,7 @@ const Time kHop = parse_time("1us");
 // On the star every GPU-GPU path is two links: alpha = 2 hops.
 const double kAlpha = 2 * kHop.seconds();
 const double kBeta = 1.0 / kBw.bytes_per_second();
+constexpr collectives::Granularity kBoth[] = {collectives::Granularity::Steps, collectives::Granularity::Flows};
 
 }  // namespace
 
@@ -86,8 +88,10 @@ TEST(AlphaBeta, RingReduceScatterAndAllGather) {
     const Bytes s = Bytes::mib(48);
     const double expected = (p - 1) * kAlpha + (p - 1.0) / p * s.as_double() * kBeta;
     for (auto kind : {CollectiveKind::ReduceScatter, CollectiveKind::AllGather}) {
-      const auto r = run(test_support::star(p, kBw, kHop), p, kind, s, Algorithm::Ring);
-      EXPECT_NEAR(r.seconds, expected, 0.01 * expected) << "p=" << p;
+      for (auto g : kBoth) {
+        const auto r = run(test_support::star(p, kBw, kHop), p, kind, s, Algorithm::Ring, 1, 0, g);
+        EXPECT_NEAR(r.seconds, expected, 0.01 * expected) << "p=" << p << " " << collectives::to_string(g);
+      }
     }
   }
 }
@@ -172,6 +176,14 @@ TEST(LinkBytes, RailOptimizedHierarchicalAllReduceAvoidsSpines) {
   const auto t = rail_fabric(nodes, gpus);
   const Bytes s = Bytes::mib(64);
   const auto hier = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Hierarchical, 1, gpus);
+  // As flows: the same bytes on every link, and (no link shared by two
+  // rings' flows, equal shards) the same time to within a picosecond per step.
+  const auto hier_flows = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Hierarchical, 1, gpus,
+                              collectives::Granularity::Flows);
+  for (std::size_t l = 0; l < hier.link_bytes.size(); ++l) {
+    EXPECT_NEAR(hier_flows.link_bytes[l], hier.link_bytes[l], 1.0) << "link " << l;
+  }
+  EXPECT_NEAR(hier_flows.seconds, hier.seconds, 1e-10);
   EXPECT_EQ(bytes_on(t, hier.link_bytes, topology::LinkTier::LeafSpine), 0.0);
   // Each rank sends 2(N-1)/N * S/L over its HCA, crossing two host links.
   const double inter = 2.0 * (nodes - 1) / nodes * s.as_double() / gpus;
@@ -192,10 +204,13 @@ TEST(LinkBytes, RingAllReduceBytesPerLinkMatchTheFormula) {
   const int p = 5;
   const Bytes s = Bytes(5'000'000);
   const auto t = test_support::star(p, kBw, kHop);
-  const auto r = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Ring);
-  for (int g = 0; g < p; ++g) {
-    const auto up = t.route(g, (g + 1) % p)[0];
-    EXPECT_NEAR(r.link_bytes[static_cast<std::size_t>(up)], 2.0 * (p - 1) / p * s.as_double(), 1.0);
+  for (auto gran : kBoth) {
+    const auto r = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Ring, 1, 0, gran);
+    for (int g = 0; g < p; ++g) {
+      const auto up = t.route(g, (g + 1) % p)[0];
+      EXPECT_NEAR(r.link_bytes[static_cast<std::size_t>(up)], 2.0 * (p - 1) / p * s.as_double(), 1.0)
+          << collectives::to_string(gran);
+    }
   }
 }
 
@@ -204,12 +219,14 @@ TEST(LinkBytes, RingAllReduceBytesPerLinkMatchTheFormula) {
 // so T = 2(p-1)(S/(pB) + a) + (p-1) r(S/p); all-gather steps add nothing.
 TEST(AlphaBeta, RingAllReduceWithReductionKernels) {
   const Bytes s = Bytes::mib(64);
-  for (int p : {2, 4, 8}) {
+  for (auto [p, g] : {std::pair{2, kBoth[0]}, std::pair{4, kBoth[0]}, std::pair{8, kBoth[0]}, std::pair{2, kBoth[1]},
+                      std::pair{4, kBoth[1]}, std::pair{8, kBoth[1]}}) {
     const auto topo = test_support::star(p, kBw, kHop);
     DiscreteEventLoop loop;
     FlowNetwork net(topo, loop);
     ExecutionOptions o;
     o.collectives.algorithm = Algorithm::Ring;
+    o.collectives.granularity = g;
     // A memory-bound reduction at 1 TB/s reading two inputs, writing one.
     o.reduction_time = [](Bytes b) { return Time::from_seconds(3.0 * b.as_double() / 1e12); };
     const auto r = execute(one_collective(p, CollectiveKind::AllReduce, s), loop, net, nullptr, o);

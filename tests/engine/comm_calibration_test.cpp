@@ -85,54 +85,69 @@ CommCalibration nvlink_only(double peak, double penalty, Time launch, Time step 
 }  // namespace
 
 TEST(CommCalibration, RingAllReduceTakesLatencyPlusBusBytesOverEfficiencyTimesLink) {
-  // One all-reduce of S bytes over n ranks of one node (a star: each GPU one
-  // link into the switch, no link latency) takes
-  //   launch + 2(n-1)/n * S / (efficiency(n) * link),
-  // efficiency(n) = 0.8 - 0.4 / n. Each of the 2(n-1) steps rounds up to a
-  // picosecond.
-  const Bytes size = Bytes::mib(64);
-  for (int n : {2, 4, 8}) {
-    const auto topo = test_support::star(n, kLink, Time::zero());
-    ExecutionOptions o;
-    o.collectives.ranks_per_node = n;
-    o.calibration = nvlink_only(0.8, 0.4, Time::from_us(25));
-    const auto out = run_flow(topo, one_collective(n, CollectiveKind::AllReduce, size), o);
-    const double eff = 0.8 - 0.4 / n;
-    const double expected_ps =
-        25e6 + 2.0 * (n - 1) / n * size.as_double() / (eff * kLink.bytes_per_second()) * 1e12;
-    EXPECT_NEAR(static_cast<double>(out.result.makespan.ps()), expected_ps, 2.0 * (n - 1)) << "n = " << n;
-    // Payload accounting: every rank sends 2(n-1)/n * S, whatever the efficiency.
-    EXPECT_EQ(out.result.bytes_sent.count(), 2 * (n - 1) * size.count());
-    double total = 0;
-    for (double b : out.link_bytes) total += b;
-    EXPECT_DOUBLE_EQ(total, 2.0 * out.result.bytes_sent.as_double());  // GPU -> switch -> GPU: two links each
+  // Both granularities: the ring's steps, or one flow per connection
+  // carrying the steps' bytes and paying their latencies in sequence.
+  for (auto g : {collectives::Granularity::Steps, collectives::Granularity::Flows}) {
+    // One all-reduce of S bytes over n ranks of one node (a star: each GPU one
+    // link into the switch, no link latency) takes
+    //   launch + 2(n-1)/n * S / (efficiency(n) * link),
+    // efficiency(n) = 0.8 - 0.4 / n. Each of the 2(n-1) steps rounds up to a
+    // picosecond.
+    const Bytes size = Bytes::mib(64);
+    for (int n : {2, 4, 8}) {
+      const auto topo = test_support::star(n, kLink, Time::zero());
+      ExecutionOptions o;
+    o.collectives.granularity = g;
+      o.collectives.ranks_per_node = n;
+      o.calibration = nvlink_only(0.8, 0.4, Time::from_us(25));
+      const auto out = run_flow(topo, one_collective(n, CollectiveKind::AllReduce, size), o);
+      const double eff = 0.8 - 0.4 / n;
+      const double expected_ps =
+          25e6 + 2.0 * (n - 1) / n * size.as_double() / (eff * kLink.bytes_per_second()) * 1e12;
+      EXPECT_NEAR(static_cast<double>(out.result.makespan.ps()), expected_ps, 2.0 * (n - 1)) << "n = " << n << " " << collectives::to_string(g);
+      // Payload accounting: every rank sends 2(n-1)/n * S, whatever the efficiency.
+      EXPECT_EQ(out.result.bytes_sent.count(), 2 * (n - 1) * size.count());
+      double total = 0;
+      for (double b : out.link_bytes) total += b;
+      EXPECT_DOUBLE_EQ(total, 2.0 * out.result.bytes_sent.as_double());  // GPU -> switch -> GPU: two links each
+    }
   }
 }
 
 TEST(CommCalibration, LineRateDefaultKeepsTheExactAlphaBetaTime) {
-  const int n = 4;
-  const Bytes size = Bytes::mib(64);
-  const auto topo = test_support::star(n, kLink, Time::from_us(1));
-  ExecutionOptions o;  // calibration = line rate
-  ASSERT_TRUE(o.calibration.is_line_rate());
-  const auto out = run_flow(topo, one_collective(n, CollectiveKind::AllReduce, size), o);
-  const double expected_ps =
-      2.0 * (n - 1) * 2e6 + 2.0 * (n - 1) / n * size.as_double() / kLink.bytes_per_second() * 1e12;
-  EXPECT_NEAR(static_cast<double>(out.result.makespan.ps()), expected_ps, 2.0 * (n - 1));
+  // Both granularities: the ring's steps, or one flow per connection
+  // carrying the steps' bytes and paying their latencies in sequence.
+  for (auto g : {collectives::Granularity::Steps, collectives::Granularity::Flows}) {
+    const int n = 4;
+    const Bytes size = Bytes::mib(64);
+    const auto topo = test_support::star(n, kLink, Time::from_us(1));
+    ExecutionOptions o;  // calibration = line rate
+    o.collectives.granularity = g;
+    ASSERT_TRUE(o.calibration.is_line_rate());
+    const auto out = run_flow(topo, one_collective(n, CollectiveKind::AllReduce, size), o);
+    const double expected_ps =
+        2.0 * (n - 1) * 2e6 + 2.0 * (n - 1) / n * size.as_double() / kLink.bytes_per_second() * 1e12;
+    EXPECT_NEAR(static_cast<double>(out.result.makespan.ps()), expected_ps, 2.0 * (n - 1));
+  }
 }
 
 TEST(CommCalibration, StepLatencyIsPaidPerTransferOnTopOfThePathLatency) {
-  // Ring all-reduce on 4 ranks: 6 steps, each 2 x 1 us of links + 3 us.
-  const int n = 4;
-  const Bytes size = Bytes::mib(8);
-  const auto topo = test_support::star(n, kLink, Time::from_us(1));
-  ExecutionOptions o;
-  o.collectives.ranks_per_node = n;
-  o.calibration = nvlink_only(1.0, 0.0, Time::from_us(10), Time::from_us(3));
-  const auto out = run_flow(topo, one_collective(n, CollectiveKind::AllReduce, size), o);
-  const double expected_ps =
-      10e6 + 6 * (2e6 + 3e6) + 2.0 * (n - 1) / n * size.as_double() / kLink.bytes_per_second() * 1e12;
-  EXPECT_NEAR(static_cast<double>(out.result.makespan.ps()), expected_ps, 6.0);
+  // Both granularities: the ring's steps, or one flow per connection
+  // carrying the steps' bytes and paying their latencies in sequence.
+  for (auto g : {collectives::Granularity::Steps, collectives::Granularity::Flows}) {
+    // Ring all-reduce on 4 ranks: 6 steps, each 2 x 1 us of links + 3 us.
+    const int n = 4;
+    const Bytes size = Bytes::mib(8);
+    const auto topo = test_support::star(n, kLink, Time::from_us(1));
+    ExecutionOptions o;
+    o.collectives.granularity = g;
+    o.collectives.ranks_per_node = n;
+    o.calibration = nvlink_only(1.0, 0.0, Time::from_us(10), Time::from_us(3));
+    const auto out = run_flow(topo, one_collective(n, CollectiveKind::AllReduce, size), o);
+    const double expected_ps =
+        10e6 + 6 * (2e6 + 3e6) + 2.0 * (n - 1) / n * size.as_double() / kLink.bytes_per_second() * 1e12;
+    EXPECT_NEAR(static_cast<double>(out.result.makespan.ps()), expected_ps, 6.0);
+  }
 }
 
 TEST(CommCalibration, TransfersBetweenNodesUseTheNetworkClass) {

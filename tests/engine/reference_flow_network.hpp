@@ -24,6 +24,7 @@ class ReferenceFlowNetwork final : public engine::Network {
  public:
   ReferenceFlowNetwork(const topology::Topology& topo, EventLoop& loop);
   void send(const Message& msg, Callback on_delivered) override;
+  [[nodiscard]] Time latency(int src, int dst) override { return topo_.latency(route(src, dst)); }
 
   /// Current rate of every active flow, in bytes per second (for tests).
   [[nodiscard]] std::vector<double> active_rates() const;

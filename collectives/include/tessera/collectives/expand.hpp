@@ -20,9 +20,30 @@ std::string_view to_string(Algorithm a);
 /// "auto", "ring", "tree", "halving-doubling", "direct", "hierarchical".
 Algorithm parse_algorithm(std::string_view text);  // throws InputError
 
+/// How finely a collective is expanded. Steps: every algorithm step of every
+/// rank is a transfer, with its dependencies (2(p-1) x p transfers for a ring
+/// all-reduce). Flows: the ring family (ring all-reduce, reduce-scatter,
+/// all-gather, and the rings of the hierarchical all-reduce) becomes one
+/// flow per ring connection carrying all the bytes that connection sends,
+/// with Transfer::steps counting the steps it stands for (p flows for a ring
+/// all-reduce, each 2(p-1)/p of the buffer, 2(p-1) steps). Tree,
+/// halving-doubling, chain, direct all-to-all and send-recv expand the same
+/// in both: their connections are not busy for the whole collective, so a
+/// flow would drop their per-step serialisation. docs/collectives.md,
+/// "Granularity", says where the two differ.
+enum class Granularity { Steps, Flows };
+std::string_view to_string(Granularity g);
+/// "steps", "flows".
+Granularity parse_granularity(std::string_view text);  // throws InputError
+
 struct ExpandOptions {
   Algorithm algorithm = Algorithm::Auto;
-  /// Pipeline slices per collective (see pipeline()); 1 = no chunking.
+  /// Granularity::Steps for the pure algorithms; the engine and scenarios
+  /// default to Flows (cli: collectives.granularity).
+  Granularity granularity = Granularity::Steps;
+  /// Pipeline slices per collective (see pipeline()); 1 = no chunking. With
+  /// Granularity::Flows the ring family ignores it: its flows already carry
+  /// each connection's bytes as one pipelined stream.
   int chunks = 1;
   /// Ranks per node (global rank r is on node r / ranks_per_node); 0 = not
   /// known, the group is treated as flat.

@@ -23,6 +23,14 @@ enum class InterNode { Ring, Tree };
 /// of the group's ranks.
 TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
                                       InterNode inter = InterNode::Ring);
+/// The same with its rings as flows (ring_*_flows): per node one flow per
+/// intra-node ring connection for the reduce-scatter and one for the
+/// all-gather, per rail one flow per connection of the inter-node ring (a
+/// tree rail keeps its steps). A rank's inter-node flows wait for the
+/// reduce-scatter flow into it, its all-gather flow for the inter-node flows
+/// into it.
+TransferGraph hierarchical_all_reduce_flows(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                                            InterNode inter = InterNode::Ring);
 
 /// The group's ranks per node, nodes in order of first appearance, ranks in
 /// group order. Throws InputError for ranks_per_node < 1.

@@ -25,6 +25,15 @@ TransferGraph ring_reduce_scatter(const std::vector<int>& ranks, Bytes size);
 /// sends (p-1)/p * size.
 TransferGraph ring_all_gather(const std::vector<int>& ranks, Bytes size);
 
+/// Flow granularity (Granularity::Flows) of the three above: one transfer
+/// per ring connection ranks[i] -> ranks[i+1], carrying exactly the bytes
+/// that connection sends in the step graph, with `steps` = the graph's steps
+/// (2(p-1), p-1, p-1) and, for the reduce-scatter steps, reduce_steps and
+/// reduce_bytes. No dependencies: every flow starts at once.
+TransferGraph ring_all_reduce_flows(const std::vector<int>& ranks, Bytes size);
+TransferGraph ring_reduce_scatter_flows(const std::vector<int>& ranks, Bytes size);
+TransferGraph ring_all_gather_flows(const std::vector<int>& ranks, Bytes size);
+
 /// Chain broadcast from ranks[0]: ranks[0] -> ranks[1] -> ... -> ranks[p-1],
 /// the whole buffer per hop. Pipelined with pipeline(): C chunks take
 /// (p-1 + C-1) hop times of size/C each.

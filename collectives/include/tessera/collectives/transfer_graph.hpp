@@ -21,6 +21,28 @@ struct Transfer {
   /// memory-bound reduction kernel on the receiving GPU) before anything that
   /// depends on this transfer may use them.
   bool reduce = false;
+  /// Flow granularity (Granularity::Flows): the consecutive algorithm steps
+  /// this transfer stands for on its connection. Its bytes move as one flow
+  /// (a pipelined ring keeps every ring link busy for the whole collective);
+  /// each step's fixed costs (the calibration's step latency, the path
+  /// latency) are paid in sequence, as the steps' dependency chain pays them.
+  /// 1 for a transfer of the step-by-step graph.
+  std::int32_t steps = 1;
+  /// With steps > 1 and `reduce`: how many of the steps the receiver reduces
+  /// (one reduction kernel per step, in sequence) and the bytes they reduce
+  /// in total. Ignored for steps == 1 (a reducing step transfer reduces its
+  /// bytes once): use reductions() and reduced_bytes().
+  std::int32_t reduce_steps = 0;
+  Bytes reduce_bytes;
+
+  [[nodiscard]] std::int32_t reductions() const {
+    if (!reduce) return 0;
+    return steps == 1 ? 1 : reduce_steps;
+  }
+  [[nodiscard]] Bytes reduced_bytes() const {
+    if (!reduce) return Bytes{};
+    return steps == 1 ? bytes : reduce_bytes;
+  }
 };
 
 struct TransferGraph {
@@ -34,7 +56,9 @@ struct TransferGraph {
   [[nodiscard]] Bytes bytes_reduced_by(int rank) const;
   /// Bytes of all transfers.
   [[nodiscard]] Bytes total_bytes() const;
-  /// Number of dependency levels (the critical path length in transfers).
+  /// The critical path length in algorithm steps: the most steps
+  /// (Transfer::steps, 1 per step transfer) along a dependency chain. The
+  /// same for both granularities of one collective.
   [[nodiscard]] int depth() const;
 };
 

@@ -92,6 +92,14 @@ struct ExecutionOptions {
 ExecutionResult execute(const parallelism::TaskGraph& graph, EventLoop& loop, Network& net,
                         ExecutionObserver* observer = nullptr, const ExecutionOptions& options = {});
 
+/// What execute() on a ZeroCostNetwork returns for every rank's timing
+/// (makespan, and per rank finish, compute_busy, host_wait, flops), computed
+/// on parallelism::symmetry_quotient(graph): one representative per class of
+/// interchangeable ranks, so a Megatron-style plan costs one rank per
+/// pipeline stage instead of all of them. transfers and bytes are not
+/// counted (zero): nothing is expanded. Throws as execute() does.
+ExecutionResult execute_on_free_network(const parallelism::TaskGraph& graph, const ExecutionOptions& options = {});
+
 /// The headline numbers of one iteration.
 struct IterationSummary {
   Time iteration_time;

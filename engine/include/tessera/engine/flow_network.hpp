@@ -29,6 +29,8 @@ class FlowNetwork final : public Network {
  public:
   FlowNetwork(const topology::Topology& topo, EventLoop& loop);
   void send(const Message& msg, Callback on_delivered) override;
+  /// The routed path's latency (sum of its links' latencies).
+  [[nodiscard]] Time latency(int src, int dst) override { return routes_[route(src, dst)].latency; }
 
   /// Current rate of every active flow in start order, in bytes per second
   /// (for tests). Applies a pending same-instant recomputation first.

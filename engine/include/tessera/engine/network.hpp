@@ -36,6 +36,10 @@ class Network {
   /// no latency). The executor then completes an unobserved collective
   /// without expanding it into transfers: its timing cannot change.
   [[nodiscard]] virtual bool instantaneous() const { return false; }
+  /// The path latency of a message from `src` to `dst` (what a zero-byte
+  /// message takes, without queueing). The executor pays it once more for
+  /// every further step of a multi-step flow (collectives::Transfer::steps).
+  [[nodiscard]] virtual Time latency(int src, int dst) = 0;
 };
 
 }  // namespace tessera::engine

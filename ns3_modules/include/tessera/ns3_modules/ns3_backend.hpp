@@ -171,6 +171,9 @@ class Ns3Network final : public engine::Network {
   Ns3Network& operator=(const Ns3Network&) = delete;
 
   void send(const engine::Message& msg, engine::Callback on_delivered) override;
+  /// The latency of topology::Topology::route(src, dst) (the forwarding
+  /// tables' paths have the same hop count).
+  [[nodiscard]] Time latency(int src, int dst) override;
 
   [[nodiscard]] const Ns3NetworkStats& stats() const;
   /// Per-link totals, time series and fabric stats so far.
@@ -185,6 +188,7 @@ class Ns3Network final : public engine::Network {
 
  private:
   std::unique_ptr<Fabric> fabric_;
+  const topology::Topology& topo_;
 };
 
 /// Runs `graph` on `topo` with the ns-3 backend: creates an Ns3EventLoop and

@@ -129,4 +129,23 @@ struct TaskGraph {
   void validate() const;
 };
 
+/// The graph with interchangeable ranks merged, for an execution in which
+/// communication is free (a collective ends the instant its last member
+/// reaches it). Two ranks are interchangeable when they run the same
+/// program and, slot by slot, their groups hold the same classes of ranks in
+/// the same slots (partition refinement to the coarsest such classes). On a
+/// free network every rank of a class then runs exactly the same timeline,
+/// so executing one representative per class gives every rank's timing: in
+/// a Megatron-style plan the tp x dp ranks of a pipeline stage are one class.
+/// Not for a real network, where ranks differ by their routes.
+struct SymmetryQuotient {
+  /// One rank per class (its lowest original rank), in ascending order of
+  /// those ranks; the programs are the original's, shared. A group of the
+  /// quotient lists the distinct classes of an original group's members
+  /// (possibly only one).
+  TaskGraph graph;
+  std::vector<int> class_of;  ///< original rank -> rank of `graph`
+};
+SymmetryQuotient symmetry_quotient(const TaskGraph& g);
+
 }  // namespace tessera::parallelism
