@@ -42,6 +42,7 @@ struct ProgramLayout {
   std::vector<Time> issue_prefix;               // host issue time of tasks [0, i), size tasks + 1
   std::vector<TaskIndex> syncs;                 // host_sync tasks, ascending
   std::vector<std::int32_t> compute_prefix;     // compute tasks among [0, i), size tasks + 1 (with syncs)
+  std::vector<std::uint8_t> feeds_comm;         // per task: some dependent is a collective
 };
 
 struct RankState {
@@ -61,6 +62,9 @@ struct RankState {
   std::uint32_t compute_gen = 0;                // completion events of older generations are stale
   Time not_before;                              // host model: the task in flight ends no earlier
   Time host_part;                               // host model: its run time beyond its duration
+  // Compute chain (no SM sharing): the compute tasks from compute.next on
+  // that run back to back, ending at chain_ends[k]; one event ends them all.
+  std::vector<Time> chain_ends;
   std::vector<std::int32_t> comm_groups;        // global groups, ascending
   std::vector<Stream> comm;                     // one per entry of comm_groups
   // Host model: the host issues tasks in program order from `host_base`
@@ -95,6 +99,8 @@ struct Expansion {
     bool crosses;       // between two nodes
   };
   std::vector<Cost> cost;
+  /// The `before` every root shares, or -1 ps when they differ.
+  Time roots_before = Time::from_ps(-1);
 };
 
 /// Collectives match on (global group, id): ids are unique within a group.
@@ -193,6 +199,11 @@ class Executor {
     }
     for (std::size_t i = 0; i < tasks.size(); ++i) lay->dependents_begin[i + 1] += lay->dependents_begin[i];
     lay->dependents.resize(lay->dependents_begin.back());
+    lay->feeds_comm.assign(tasks.size(), 0);
+    for (const Task& t : tasks) {
+      if (t.kind == TaskKind::Compute) continue;
+      for (TaskIndex d : t.deps) lay->feeds_comm[static_cast<std::size_t>(d)] = 1;
+    }
     std::vector<std::uint32_t> fill(lay->dependents_begin.begin(), lay->dependents_begin.end() - 1);
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const Task& t = tasks[i];
@@ -307,7 +318,8 @@ class Executor {
           schedule_compute_end(rank);
         } else {
           // Captures fit std::function's inline buffer: no allocation per task.
-          loop_.schedule(run, [this, rank, i] { compute_done(rank, i); });
+          chain(rank, i, now + run);
+          loop_.schedule(s.chain_ends.back() - now, [this, rank, i] { compute_done(rank, i); });
         }
       } else if (h) {
         if (s.waiting_compute != i) {  // the stream idles until the host issues the task
@@ -332,6 +344,43 @@ class Executor {
       }
       st.busy = true;
       arrive(rank, s.comm_groups[k], i);
+    }
+  }
+
+  /// Fills s.chain_ends: the compute task `first` (ending at `end`) and the
+  /// compute tasks after it that start the instant the previous one ends,
+  /// with nothing else able to happen in between: the previous task feeds
+  /// no collective and is not a host sync, the next one waits for no
+  /// unfinished collective, and the host has issued it by then. Their
+  /// times are exactly those of one event per task; only the events are
+  /// saved (docs/engine.md, "Compute chains").
+  void chain(int rank, TaskIndex first, Time end) {
+    RankState& s = ranks_[static_cast<std::size_t>(rank)];
+    const ProgramLayout& lay = *s.layout;
+    const std::vector<TaskIndex>& order = *s.compute.order;
+    s.chain_ends.clear();
+    s.chain_ends.push_back(end);
+    TaskIndex last = first;
+    for (std::size_t pos = s.compute.next + 1; pos < order.size(); ++pos) {
+      const Task& prev = task(rank, last);
+      if (lay.feeds_comm[static_cast<std::size_t>(last)] != 0 || prev.host_sync) break;
+      const TaskIndex j = order[pos];
+      const Task& t = task(rank, j);
+      // Unfinished deps other than the chain's own compute tasks (compute
+      // tasks before `first` are done: the stream runs in program order).
+      int unmet = s.pending[static_cast<std::size_t>(j)];
+      for (TaskIndex d : t.deps) {
+        if (d >= first && task(rank, d).kind == TaskKind::Compute) --unmet;
+      }
+      if (unmet != 0) break;
+      const std::optional<Time> h = issue_time(s, j);
+      if (!h || *h > end) break;
+      Time run = t.duration;
+      if (t.host_span > Time::zero()) run = std::max(run, *h + t.host_span - end);
+      result_.ranks[static_cast<std::size_t>(rank)].host_wait += run - t.duration;
+      end += run;
+      s.chain_ends.push_back(end);
+      last = j;
     }
   }
 
@@ -368,19 +417,34 @@ class Executor {
   }
 
   void compute_done(int rank, TaskIndex i) {
-    const Task& tk = task(rank, i);
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
     auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
-    rr.compute_busy += tk.duration;
     if (sm_share_ > 0.0) {
+      const Task& tk = task(rank, i);
+      rr.compute_busy += tk.duration;
       ++s.compute_gen;  // nothing pending may end this task again
       rr.overlap_slowdown += std::max(Time::zero(), loop_.now() - s.compute_start - tk.duration - s.host_part);
+      rr.flops += tk.flops;
+      if (obs_ != nullptr) obs_->on_compute(rank, tk, s.compute_start, loop_.now());
+      s.compute.busy = false;
+      ++s.compute.next;
+      finish(rank, i);
+      return;
     }
-    rr.flops += tk.flops;
-    if (obs_ != nullptr) obs_->on_compute(rank, tk, s.compute_start, loop_.now());
+    // The chain that started with `i` (chain()), each task as its own event would.
+    Time start = s.compute_start;
+    for (const Time end : s.chain_ends) {
+      const TaskIndex k = (*s.compute.order)[s.compute.next];
+      const Task& tk = task(rank, k);
+      rr.compute_busy += tk.duration;
+      rr.flops += tk.flops;
+      if (obs_ != nullptr) obs_->on_compute(rank, tk, start, end);
+      ++s.compute.next;
+      retire(rank, k);
+      start = end;
+    }
     s.compute.busy = false;
-    ++s.compute.next;
-    finish(rank, i);
+    advance(rank);
   }
 
   void arrive(int rank, std::int32_t group, TaskIndex i) {
@@ -453,6 +517,15 @@ class Executor {
       }
       e->cost.push_back(c);
     }
+    for (std::size_t r = 0; r < e->roots.size(); ++r) {
+      const Time b = e->cost[static_cast<std::size_t>(e->roots[r])].before;
+      if (r == 0) {
+        e->roots_before = b;
+      } else if (b != e->roots_before) {
+        e->roots_before = Time::from_ps(-1);
+        break;
+      }
+    }
     e->dependents.resize(e->dependents_begin[n]);
     std::vector<std::uint32_t> fill(e->dependents_begin.begin(), e->dependents_begin.end() - 1);
     for (std::size_t k = 0; k < n; ++k) {  // ascending k: each list in transfer order, as before
@@ -494,6 +567,16 @@ class Executor {
     if (obs_ != nullptr) ac.starts.resize(n);
     const Time launch_latency =
         calibrated_ ? link_class(e.crosses_nodes).launch_latency : Time::zero();
+    if (e.roots_before >= Time::zero()) {
+      // Every root waits as long before it is sent: one event sends them all.
+      const Time lead = launch_latency + e.roots_before;
+      if (lead > Time::zero()) {
+        loop_.schedule(lead, [this, slot] { send_roots(slot); });
+        return;
+      }
+      send_roots(slot);
+      return;
+    }
     if (launch_latency > Time::zero()) {
       loop_.schedule(launch_latency, [this, slot] { start_roots(slot); });
       return;
@@ -503,6 +586,9 @@ class Executor {
 
   void start_roots(std::uint32_t slot) {
     for (auto k : active_[slot].expansion->roots) start_transfer(slot, k);
+  }
+  void send_roots(std::uint32_t slot) {
+    for (auto k : active_[slot].expansion->roots) send_transfer(slot, k);
   }
 
   [[nodiscard]] int node_of(int rank) const {
@@ -538,15 +624,9 @@ class Executor {
     if (obs_ != nullptr) ac.starts[ki] = loop_.now();
     ++result_.transfers;
     count_sent(tr.bytes, c.crosses ? tr.bytes : Bytes{});
-    const Message msg{tr.src, tr.dst, tr.bytes, c.efficiency};
-    if (c.after > Time::zero()) {
-      // Captures fit std::function's inline buffer: the delay is looked up.
-      net_.send(msg, [this, slot, k] {
-        loop_.schedule(active_[slot].expansion->cost[static_cast<std::size_t>(k)].after,
-                       [this, slot, k] { delivered(slot, k); });
-      });
-      return;
-    }
+    // Delivered c.after past its last byte (further steps, reductions), in
+    // the network's delivery event.
+    const Message msg{tr.src, tr.dst, tr.bytes, c.efficiency, c.after};
     net_.send(msg, [this, slot, k] { delivered(slot, k); });
   }
 
@@ -613,6 +693,12 @@ class Executor {
   }
 
   void finish(int rank, TaskIndex i) {
+    retire(rank, i);
+    advance(rank);
+  }
+
+  /// Task `i` of `rank` finished now: its counters and dependents, no advance.
+  void retire(int rank, TaskIndex i) {
     RankState& s = ranks_[static_cast<std::size_t>(rank)];
     if (!s.layout->syncs.empty() && task(rank, i).kind == TaskKind::Compute) host_task_done(rank, i);
     --s.remaining;
@@ -623,7 +709,6 @@ class Executor {
     for (auto j = lay.dependents_begin[ii]; j < lay.dependents_begin[ii + 1]; ++j) {
       --s.pending[static_cast<std::size_t>(lay.dependents[j])];
     }
-    advance(rank);
   }
 
   const TaskGraph& g_;

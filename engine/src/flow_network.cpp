@@ -63,7 +63,7 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   const std::uint32_t r = route(msg.src, msg.dst);
   const Route& rt = routes_[r];
   if (rt.len == 0 || msg.bytes.count() == 0) {
-    loop_.schedule(rt.latency, std::move(on_delivered));
+    loop_.schedule(rt.latency + msg.delay_after, std::move(on_delivered));
     return;
   }
   Slot s = 0;
@@ -80,7 +80,7 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   f.id = next_flow_++;
   f.path_begin = rt.begin;
   f.path_len = rt.len;
-  f.latency = rt.latency;
+  f.latency = rt.latency + msg.delay_after;  // the delivery's delay after the last byte left
   f.bytes = msg.bytes.count();
   f.efficiency = msg.efficiency;
   f.wire = msg.efficiency == 1.0 ? msg.bytes.as_double() : msg.bytes.as_double() / msg.efficiency;
@@ -321,6 +321,11 @@ void FlowNetwork::on_completion_event() {
     if (f.active && f.version == d.version) done.push_back(d.slot);
   }
   std::sort(done.begin(), done.end(), [this](Slot a, Slot b) { return flows_[a].id < flows_[b].id; });
+  // Deliveries due at the same instant share one event, in start order:
+  // nothing else is scheduled in between, so the order of every event is
+  // the one separate events would have had.
+  std::vector<std::pair<Time, std::uint32_t>>& open = open_batches_;
+  open.clear();
   for (Slot s : done) {
     Flow& f = flows_[s];
     f.active = false;
@@ -332,10 +337,37 @@ void FlowNetwork::on_completion_event() {
     }
     released_.push_back(s);
     ++completed_;
-    loop_.schedule(f.latency, std::move(f.on_delivered));
+    std::uint32_t batch = 0;
+    auto it = std::find_if(open.begin(), open.end(), [&](const auto& b) { return b.first == f.latency; });
+    if (it != open.end()) {
+      batch = it->second;
+    } else {
+      if (free_batches_.empty()) {
+        batch = static_cast<std::uint32_t>(batches_.size());
+        batches_.emplace_back();
+      } else {
+        batch = free_batches_.back();
+        free_batches_.pop_back();
+      }
+      open.emplace_back(f.latency, batch);
+      loop_.schedule(f.latency, [this, batch] { deliver(batch); });
+    }
+    batches_[batch].push_back(std::move(f.on_delivered));
     f.on_delivered = nullptr;
   }
   request_recompute();
+}
+
+void FlowNetwork::deliver(std::uint32_t batch) {
+  // Take the callbacks out first: they may send, and finish, more flows.
+  std::vector<Callback> calls = std::move(batches_[batch]);
+  batches_[batch].clear();
+  free_batches_.push_back(batch);
+  for (Callback& c : calls) c();
+  if (batches_[batch].empty() && batches_[batch].capacity() < calls.capacity()) {
+    calls.clear();
+    batches_[batch] = std::move(calls);  // keep the capacity for the slot's next batch
+  }
 }
 
 std::vector<double> FlowNetwork::active_rates() {

@@ -321,11 +321,17 @@ std::unique_ptr<Ns3Network::Fabric> MakePointToPointFabric(const topology::Topol
 Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3Options& options)
     : fabric_(options.model == Ns3Model::InfiniBand ? MakeInfiniBandFabric(topo, loop, options)
                                                     : MakePointToPointFabric(topo, loop, options)),
-      topo_(topo) {}
+      topo_(topo),
+      loop_(loop) {}
 
 Ns3Network::~Ns3Network() = default;
 
 void Ns3Network::send(const engine::Message& msg, engine::Callback on_delivered) {
+  if (msg.delay_after > Time::zero()) {
+    const Time delay = msg.delay_after;
+    fabric_->Send(msg, [this, delay, cb = std::move(on_delivered)]() mutable { loop_.schedule(delay, std::move(cb)); });
+    return;
+  }
   fabric_->Send(msg, std::move(on_delivered));
 }
 

@@ -70,7 +70,7 @@ inline const topology::Path& ReferenceFlowNetwork::route(int src, int dst) {
 inline void ReferenceFlowNetwork::send(const Message& msg, Callback on_delivered) {
   if (msg.bytes.count() < 0) throw SimulationError("flow network: negative message size");
   const topology::Path& path = route(msg.src, msg.dst);
-  const Time latency = topo_.latency(path);
+  const Time latency = topo_.latency(path) + msg.delay_after;
   if (path.empty() || msg.bytes.count() == 0) {
     loop_.schedule(latency, std::move(on_delivered));
     return;

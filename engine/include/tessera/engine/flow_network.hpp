@@ -4,8 +4,8 @@
 // a message of efficiency e (Message::efficiency) occupies bytes / e of wire
 // (its payload moves at e times its share; link_bytes() counts payload),
 // rates are recomputed whenever a flow starts or finishes, and a message is
-// delivered one path latency (sum of link latencies) after its last byte
-// left the bottleneck.
+// delivered one path latency (sum of link latencies) plus its delay_after
+// after its last byte left the bottleneck.
 //
 // Incremental: flows that start or end at one instant are batched into one
 // recomputation (a zero-delay event, once per instant), which only visits the
@@ -75,7 +75,7 @@ class FlowNetwork final : public Network {
     std::int64_t due = 0;       ///< ps when the last byte leaves (valid when rate > 0)
     std::uint32_t version = 0;  ///< per slot, bumped on start and on every rate change
     bool active = false;
-    Time latency;  ///< of its path
+    Time latency;  ///< of its path, plus Message::delay_after
     Callback on_delivered;
   };
   /// A flow's completion: ordered by time only (flows due together are
@@ -109,6 +109,7 @@ class FlowNetwork final : public Network {
   void drop_stale_due();
   void arm_completion();
   void on_completion_event();
+  void deliver(std::uint32_t batch);
   [[nodiscard]] double remaining_at(const Flow& f, Time t) const;
   [[nodiscard]] std::span<const topology::LinkId> path(const Flow& f) const {
     return {path_links_.data() + f.path_begin, f.path_len};
@@ -130,6 +131,11 @@ class FlowNetwork final : public Network {
   std::vector<topology::LinkId> vacated_;  // links that lost a flow
   std::vector<Slot> done_;                 // scratch of on_completion_event()
   std::vector<Slot> released_;             // finished flows' slots, reusable after the next recompute()
+  // Deliveries due at one instant, run by one event (deliver()): slots of
+  // callback lists, reused; open_batches_ is on_completion_event()'s scratch.
+  std::vector<std::vector<Callback>> batches_;
+  std::vector<std::uint32_t> free_batches_;
+  std::vector<std::pair<Time, std::uint32_t>> open_batches_;
   bool recompute_pending_ = false;
   // Scratch for recompute()/fill(), indexed by LinkId / slot.
   static constexpr std::size_t kScanLinks = 16;  // components up to this many links scan instead of a heap

@@ -16,6 +16,11 @@ struct Message {
   /// achieved bandwidth over line rate, CommCalibration). Backends put
   /// bytes / efficiency on the wire and still count `bytes` as payload.
   double efficiency = 1.0;
+  /// Delivered this much after its last byte arrived (on top of the path
+  /// latency): the executor's remaining fixed costs of a multi-step flow
+  /// (collectives::Transfer::steps) and reduction kernels, paid in the same
+  /// event as the delivery.
+  Time delay_after;
 };
 
 /// The columns every backend's per-link CSV (`tessera run --links`) starts
@@ -30,7 +35,7 @@ class Network {
  public:
   virtual ~Network() = default;
   /// Starts moving `msg` now; `on_delivered` runs on the event loop when its
-  /// last byte has arrived at `dst`.
+  /// last byte has arrived at `dst`, plus msg.delay_after.
   virtual void send(const Message& msg, Callback on_delivered) = 0;
   /// True when every message arrives the instant it is sent (no bandwidth,
   /// no latency). The executor then completes an unobserved collective

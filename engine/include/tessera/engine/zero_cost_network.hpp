@@ -9,6 +9,7 @@ namespace tessera::engine {
 class ZeroCostNetwork final : public Network {
  public:
   explicit ZeroCostNetwork(EventLoop& loop) : loop_(loop) {}
+  /// Instantly, delay_after included: communication costs nothing here.
   void send(const Message& /*msg*/, Callback on_delivered) override {
     loop_.schedule(Time::zero(), std::move(on_delivered));
   }

@@ -189,6 +189,7 @@ class Ns3Network final : public engine::Network {
  private:
   std::unique_ptr<Fabric> fabric_;
   const topology::Topology& topo_;
+  engine::EventLoop& loop_;
 };
 
 /// Runs `graph` on `topo` with the ns-3 backend: creates an Ns3EventLoop and
