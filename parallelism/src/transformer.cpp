@@ -292,14 +292,23 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   ops.push_back(r.grouped_linear("fc2", local, per_expert, fe, h));
   ops.push_back(r.elementwise("unpermute", KernelOp::Mul, routed, h, 2));  // weighted by the router, summed per token
   // The routed ops compute `routed` tokens where the model's work is t x
-  // top_k (each rank's share of the group's t x top_k routed tokens).
-  const double useful = static_cast<double>(t * m.moe.top_k) / static_cast<double>(routed);
+  // top_k (each rank's share of the group's t x top_k routed tokens): their
+  // model FLOPs are that share of the kernels that scale with the tokens.
+  // The experts' weight-gradient accumulation (the non-GEMM kernels of the
+  // grouped linears' W pass) scales with the experts a rank holds, which
+  // depends on ep: it is no model FLOPs.
+  const double useful = std::min(1.0, static_cast<double>(t * m.moe.top_k) / static_cast<double>(routed));
   for (std::size_t i = first_routed; i < ops.size(); ++i) {
-    double f = 0;
+    const bool grouped = ops[i].name == "fc1" || ops[i].name == "fc2";
+    double all = 0, model = 0;
     for (const Pass* p : {&ops[i].forward, &ops[i].input_grad, &ops[i].weight_grad}) {
-      for (const auto& k : p->kernels) f += k.flops().count();
+      for (const auto& k : p->kernels) {
+        const double f = k.flops().count();
+        all += f;
+        if (!grouped || node_model::is_gemm(k.op)) model += f * useful;
+      }
     }
-    ops[i].padding_flops = Flops(f * std::max(0.0, 1.0 - useful));
+    ops[i].padding_flops = Flops(all - model);
   }
   ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h));
   return ops;
