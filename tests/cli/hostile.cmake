@@ -31,7 +31,7 @@ endfunction()
 
 # Counts held as int: range-checked before narrowing.
 set(int32_keys cluster.nodes cluster.gpus_per_node cluster.fabric.hosts_per_leaf cluster.fabric.spines
-    parallelism.dp parallelism.tp parallelism.pp parallelism.virtual_stages collectives.chunks)
+    parallelism.dp parallelism.tp parallelism.pp parallelism.ep parallelism.virtual_stages collectives.chunks)
 foreach(key IN LISTS int32_keys)
   hostile_set(${key} negative -1)
   hostile_set(${key} zero 0)
@@ -43,7 +43,7 @@ foreach(key IN LISTS int32_keys)
   hostile_set(${key} past_int64 99999999999999999999)
 endforeach()
 # Counts held as int64.
-foreach(key IN ITEMS training.micro_batch training.seq_len training.global_batch model.layers)
+foreach(key IN ITEMS training.micro_batch training.seq_len training.global_batch model.layers model.moe.experts)
   hostile_set(${key} negative -8)
   hostile_set(${key} zero 0)
   hostile_set(${key} text eight)
