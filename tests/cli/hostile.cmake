@@ -79,7 +79,7 @@ foreach(key IN ITEMS parallelism.sequence_parallel parallelism.tp_comm_overlap t
   hostile_set(${key} not_bool maybe)
 endforeach()
 # Unknown keys at every level.
-foreach(key IN ITEMS nodes cluster.node cluster.fabric.spnes training.recompute model.hidden_size parallelism.ep)
+foreach(key IN ITEMS nodes cluster.node cluster.fabric.spnes training.recompute model.hidden_size parallelism.cp)
   string(REPLACE "." "_" id "${key}")
   hostile(NAME unknown_key.${id} RC 2 REGEX "unknown key" ARGS run s.yaml --set ${key}=1)
 endforeach()
