@@ -67,7 +67,6 @@ double layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, co
   return bytes * dtype_bytes(w.dtype) / 2.0;
 }
 
-
 /// Activation bytes one MoE layer keeps for backward per micro-batch, for
 /// 16-bit activations (scaled by dtype_bytes / 2): the dense layer's
 /// (layer_activation_bytes) with the MLP's 19sbh (fc1 input 2sbh and dropout
@@ -88,7 +87,8 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
   const double mlp = 3 * sbh * rep + 16 * sbh / t;
   const double gated = m.gated_mlp ? 2.0 : 1.0;
   const double fe = static_cast<double>(m.expert_ffn()) / t;
-  const double routed = static_cast<double>(expert_tokens_per_rank(m, w, Sharding{p.tp, p.sequence_parallel, p.ep}));
+  const double routed =
+      static_cast<double>(expert_tokens_per_rank(m, w, Sharding{p.tp, p.sequence_parallel, p.ep}));
   double moe = 3 * sbh * rep + 4 * s * b * static_cast<double>(m.moe.experts) * rep;
   moe += routed * (4 * h + 2 * fe * (2 * gated));
   const double fs = static_cast<double>(m.moe.shared_experts * m.expert_ffn()) / t;
@@ -568,7 +568,8 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   const Bytes a2a = expert_all_to_all_bytes(m, w, shard);
   const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
   const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-  const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1"), router = index_of(ops, "router");
+  const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1"),
+                    router = index_of(ops, "router");
   const std::size_t fc1 = index_of(ops, "fc1"), unpermute = index_of(ops, "unpermute");
   const std::size_t res2 = index_of(ops, "residual2");
   LayerPieces lp{PieceList(timer), PieceList(timer), PieceList(timer), PieceList(timer)};
@@ -601,7 +602,8 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   const auto steps = backward_steps(ops);
   auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
   const std::size_t unpermute_dgrad = step_of(ops, steps, "unpermute", false);
-  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false), fc1_wgrad = step_of(ops, steps, "fc1", true);
+  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
+                    fc1_wgrad = step_of(ops, steps, "fc1", true);
   b.passes("bwd.res2", range(0, unpermute_dgrad));
   if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
   b.passes("bwd.unpermute", range(unpermute_dgrad, fc2_dgrad));
@@ -612,8 +614,10 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
     b.passes("bwd.router", range(fc1_wgrad + 1, steps.size()));
     return lp;
   }
-  const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false), proj_dgrad = step_of(ops, steps, "proj", false);
-  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false), qkv_wgrad = step_of(ops, steps, "qkv", true);
+  const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false),
+                    proj_dgrad = step_of(ops, steps, "proj", false);
+  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false),
+                    qkv_wgrad = step_of(ops, steps, "qkv", true);
   const bool overlap = p.tp_comm_overlap;
   b.passes("bwd.router", range(fc1_wgrad + 1, ln2_dgrad));
   b.comm("bwd.tp", reduce, act);
@@ -681,7 +685,8 @@ std::int32_t bind(Groups& groups, const ParallelPlan& plan, const RankCoord& me,
       break;
     }
     case kExpertData:
-      for (int d = me.dp % plan.ep; d < plan.dp; d += plan.ep) members.push_back(rank_of(plan, {me.tp, d, me.pp}));
+      for (int d = me.dp % plan.ep; d < plan.dp; d += plan.ep)
+        members.push_back(rank_of(plan, {me.tp, d, me.pp}));
       break;
     default:
       members.push_back(rank_of(plan, {me.tp, me.dp, role.from}));
@@ -976,7 +981,8 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     const std::int32_t tp_group = tp ? rb.slot({kTensor}) : -1;
     const std::int32_t dp_group = plan.dp > 1 ? rb.slot({kData}) : -1;
     const std::int32_t ep_group = separate_experts ? rb.slot({kExpert}) : -1;
-    const std::int32_t expert_dp_group = separate_experts && plan.dp / plan.ep > 1 ? rb.slot({kExpertData}) : -1;
+    const std::int32_t expert_dp_group =
+        separate_experts && plan.dp / plan.ep > 1 ? rb.slot({kExpertData}) : -1;
     auto pipe_group = [&](int from_stage, int to_stage, int purpose) {
       return rb.slot({purpose, from_stage, to_stage});
     };
@@ -1001,7 +1007,8 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
           (split ? layer.input_backward.pieces().size() + layer.weight_backward.pieces().size() + 1
                  : layer.backward.pieces().size());
       if (moe_layer) {
-        per_layer = std::max(per_layer, moe_layer->forward.pieces().size() + moe_layer->backward.pieces().size() + 1);
+        per_layer =
+            std::max(per_layer, moe_layer->forward.pieces().size() + moe_layer->backward.pieces().size() + 1);
       }
       std::size_t tasks = 64;
       for (int c = 0; c < v; ++c) {
@@ -1039,9 +1046,9 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       if (pending_expert_bytes == 0) return;
       if (expert_dp_group >= 0) {
         const auto kind = plan.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-        expert_grad_sync.push_back(
-            rb.collective(fmt::format("dp.expert_grad.{}.bucket{:03}", to_string(kind), expert_bucket_bytes.size()),
-                          kind, expert_dp_group, Bytes(pending_expert_bytes), {after}));
+        expert_grad_sync.push_back(rb.collective(
+            fmt::format("dp.expert_grad.{}.bucket{:03}", to_string(kind), expert_bucket_bytes.size()), kind,
+            expert_dp_group, Bytes(pending_expert_bytes), {after}));
       }
       expert_bucket_bytes.push_back(pending_expert_bytes);
       pending_expert_bytes = 0;
@@ -1147,7 +1154,9 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       for (std::int64_t l = nl - 1; l >= 0; --l) {
         const bool moe = moe_layer && model.is_moe_layer(first_layer + l);
         const LayerPieces& lp = moe ? *moe_layer : layer;
-        const PieceList& layer_backward = !split ? lp.backward : w_step ? lp.weight_backward : lp.input_backward;
+        const PieceList& layer_backward = !split   ? lp.backward
+                                          : w_step ? lp.weight_backward
+                                                   : lp.input_backward;
         rb.pieces(layer_backward.pieces(), layer_prefix(l), tp_group, std::move(first), ep_group);
         first = rb.take_pending();
         if (accumulate) {
@@ -1206,7 +1215,8 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       // The experts' optimizer states are sharded over dp / ep ranks.
       const StageParams split_params = stage_params(model, work, plan, sum.chunk_layers, stage);
       const std::int64_t expert_dp = plan.dp / plan.ep;
-      step_params = (split_params.dense + plan.dp - 1) / plan.dp + (split_params.expert + expert_dp - 1) / expert_dp;
+      step_params =
+          (split_params.dense + plan.dp - 1) / plan.dp + (split_params.expert + expert_dp - 1) / expert_dp;
     }
     std::int64_t layers_here = 0;
     for (int c = 0; c < v; ++c) layers_here += sum.chunk_layers[static_cast<std::size_t>(c * p + stage)];

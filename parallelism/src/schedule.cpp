@@ -118,19 +118,23 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
   }
   positive(ep, "ep");
   if (ep > 1 && model.is_moe() && dp % ep != 0) {
-    throw InputError(fmt::format("ep ({}) must divide dp ({}): expert-parallel groups are carved out of the "
-                                 "data-parallel ranks (experts across tensor-parallel ranks are not supported)",
-                                 ep, dp));
+    throw InputError(
+        fmt::format("ep ({}) must divide dp ({}): expert-parallel groups are carved out of the "
+                    "data-parallel ranks (experts across tensor-parallel ranks are not supported)",
+                    ep, dp));
   }
   check_sharding(model, work, Sharding{tp, sequence_parallel, ep});
   if (model.is_moe() && zero_stage == 3) {
-    throw InputError(fmt::format("zero_stage (3) is not supported with a mixture-of-experts model ({} experts): "
-                                 "use 0, 1 or 2", model.moe.experts));
+    throw InputError(
+        fmt::format("zero_stage (3) is not supported with a mixture-of-experts model ({} experts): "
+                    "use 0, 1 or 2",
+                    model.moe.experts));
   }
   if (model.is_moe() && splits_backward(schedule)) {
-    throw InputError(fmt::format("schedule {} is not supported with a mixture-of-experts model ({} experts): use "
-                                 "gpipe, 1f1b or interleaved-1f1b",
-                                 to_string(schedule), model.moe.experts));
+    throw InputError(
+        fmt::format("schedule {} is not supported with a mixture-of-experts model ({} experts): use "
+                    "gpipe, 1f1b or interleaved-1f1b",
+                    to_string(schedule), model.moe.experts));
   }
   if (pp > model.layers) {
     throw InputError(fmt::format("pp ({}) must not exceed the model's layers ({}): every pipeline stage needs a "

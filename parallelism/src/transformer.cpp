@@ -88,27 +88,30 @@ void TransformerConfig::validate() const {
   }
   if (!is_moe()) return;
   auto moe_field = [&](std::int64_t v, std::int64_t lo, std::string_view field) {
-    if (v < lo) throw InputError(fmt::format("model '{}': moe.{} must be at least {} (got {})", name, field, lo, v));
+    if (v < lo)
+      throw InputError(fmt::format("model '{}': moe.{} must be at least {} (got {})", name, field, lo, v));
   };
   moe_field(moe.top_k, 1, "top_k");
   if (moe.top_k > moe.experts) {
-    throw InputError(fmt::format("model '{}': moe.top_k ({}) must not exceed moe.experts ({})", name, moe.top_k,
-                                 moe.experts));
+    throw InputError(fmt::format("model '{}': moe.top_k ({}) must not exceed moe.experts ({})", name,
+                                 moe.top_k, moe.experts));
   }
   moe_field(moe.expert_ffn_hidden, 0, "expert_ffn_hidden");
   moe_field(moe.moe_every, 1, "moe_every");
   moe_field(moe.first_dense_layers, 0, "first_dense_layers");
   moe_field(moe.shared_experts, 0, "shared_experts");
   if (moe.first_dense_layers >= layers) {
-    throw InputError(fmt::format("model '{}': moe.first_dense_layers ({}) leaves no MoE layer among the {} layers",
-                                 name, moe.first_dense_layers, layers));
+    throw InputError(
+        fmt::format("model '{}': moe.first_dense_layers ({}) leaves no MoE layer among the {} layers", name,
+                    moe.first_dense_layers, layers));
   }
   if (!std::isfinite(moe.capacity_factor) || moe.capacity_factor <= 0) {
-    throw InputError(fmt::format("model '{}': moe.capacity_factor must be positive (got {})", name,
-                                 moe.capacity_factor));
+    throw InputError(
+        fmt::format("model '{}': moe.capacity_factor must be positive (got {})", name, moe.capacity_factor));
   }
   if (!std::isfinite(moe.imbalance) || moe.imbalance < 1) {
-    throw InputError(fmt::format("model '{}': moe.imbalance must be at least 1 (got {})", name, moe.imbalance));
+    throw InputError(
+        fmt::format("model '{}': moe.imbalance must be at least 1 (got {})", name, moe.imbalance));
   }
 }
 
@@ -170,7 +173,11 @@ const std::array<TransformerConfig, 10>& presets() {
       // moe_intermediate_size 1408, n_shared_experts 2, moe_layer_freq 1):
       // fine-grained experts, as Qwen1.5-MoE.
       moe_preset({"deepseek-moe-16b", 28, 2048, 16, 10944, 102400, 0, true, false, false},
-                 {.experts = 64, .top_k = 6, .expert_ffn_hidden = 1408, .moe_every = 1, .first_dense_layers = 1,
+                 {.experts = 64,
+                  .top_k = 6,
+                  .expert_ffn_hidden = 1408,
+                  .moe_every = 1,
+                  .first_dense_layers = 1,
                   .shared_experts = 2}),
   }};
   return kPresets;
@@ -290,7 +297,8 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   ops.push_back(r.elementwise("gelu", KernelOp::Gelu, routed, fe, 1));  // experts have no bias
   if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, routed, fe, 2));
   ops.push_back(r.grouped_linear("fc2", local, per_expert, fe, h));
-  ops.push_back(r.elementwise("unpermute", KernelOp::Mul, routed, h, 2));  // weighted by the router, summed per token
+  // The expert outputs weighted by the router and summed back per token.
+  ops.push_back(r.elementwise("unpermute", KernelOp::Mul, routed, h, 2));
   // The routed ops compute `routed` tokens where the model's work is t x
   // top_k (each rank's share of the group's t x top_k routed tokens): their
   // model FLOPs are that share of the kernels that scale with the tokens.

@@ -320,9 +320,10 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
   EXPECT_EQ(s.plan.ep, 8);
   EXPECT_EQ(parse_scenario(default_text(), "s.yaml").plan.ep, 1);  // default: no expert parallelism
   // MoE fields beside a preset override it; a dense preset takes a moe section.
-  const Scenario o = parse_scenario(text.str(), "mixtral-ep.yaml",
-                                    {Override{"model.moe.top_k", "1"}, Override{"model.moe.capacity_factor", "1.25"},
-                                     Override{"model.moe.imbalance", "1.1"}, Override{"parallelism.ep", "4"}});
+  const Scenario o =
+      parse_scenario(text.str(), "mixtral-ep.yaml",
+                     {Override{"model.moe.top_k", "1"}, Override{"model.moe.capacity_factor", "1.25"},
+                      Override{"model.moe.imbalance", "1.1"}, Override{"parallelism.ep", "4"}});
   EXPECT_EQ(o.model.moe.top_k, 1);
   EXPECT_DOUBLE_EQ(o.model.moe.capacity_factor, 1.25);
   EXPECT_DOUBLE_EQ(o.model.moe.imbalance, 1.1);
@@ -350,18 +351,21 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
   };
   EXPECT_EQ(error({Override{"parallelism.ep", "16"}}),
             "m.yaml (--set parallelism.ep): parallelism.ep: ep (16) must divide the model's experts (8)");
-  EXPECT_EQ(error({Override{"parallelism.dp", "4"}, Override{"parallelism.tp", "4"}}),
-            "m.yaml:38:7: parallelism.ep: ep (8) must divide dp (4): expert-parallel groups are carved out of the "
-            "data-parallel ranks (experts across tensor-parallel ranks are not supported)");
+  EXPECT_EQ(
+      error({Override{"parallelism.dp", "4"}, Override{"parallelism.tp", "4"}}),
+      "m.yaml:38:7: parallelism.ep: ep (8) must divide dp (4): expert-parallel groups are carved out of the "
+      "data-parallel ranks (experts across tensor-parallel ranks are not supported)");
   EXPECT_EQ(error({Override{"model.moe.top_k", "9"}}),
             "m.yaml: model.moe: model 'mixtral-8x7b': moe.top_k (9) must not exceed moe.experts (8)");
-  EXPECT_EQ(error({Override{"parallelism.zero_stage", "3"}}),
-            "m.yaml (--set parallelism.zero_stage): parallelism.zero_stage: zero_stage (3) is not supported with a "
-            "mixture-of-experts model (8 experts): use 0, 1 or 2");
+  EXPECT_EQ(
+      error({Override{"parallelism.zero_stage", "3"}}),
+      "m.yaml (--set parallelism.zero_stage): parallelism.zero_stage: zero_stage (3) is not supported with a "
+      "mixture-of-experts model (8 experts): use 0, 1 or 2");
   EXPECT_NE(error({Override{"model.moe.capacity_factor", "0"}})
                 .find("model.moe.capacity_factor: must be between 0.01 and 100, got 0"),
             std::string::npos);
-  EXPECT_NE(error({Override{"model.moe.expertz", "3"}}).find("model.moe.expertz: unknown key"), std::string::npos);
+  EXPECT_NE(error({Override{"model.moe.expertz", "3"}}).find("model.moe.expertz: unknown key"),
+            std::string::npos);
   EXPECT_EQ(error({Override{"model.preset", "llama3-8b"}}),
             "m.yaml:38:7: parallelism.ep: ep (8) needs a mixture-of-experts model (model.moe.experts)");
 }

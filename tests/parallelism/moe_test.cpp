@@ -159,8 +159,9 @@ TEST(Moe, AllToAllBytesPerRankMatchTheFormula) {
       // ep = 2 consecutive dp ranks: {0, 1} and {2, 3}.
       const auto& members = g.groups[static_cast<std::size_t>(g.group_of(r, t.group))].ranks;
       EXPECT_EQ(members, (std::vector<int>{r / 2 * 2, r / 2 * 2 + 1}));
-      if (r == 0) ++names[std::string(t.name.substr(t.name.find(".fwd.") != std::string::npos ? t.name.find(".fwd.")
-                                                                                             : t.name.find(".bwd.")))];
+      if (r == 0)
+        ++names[std::string(t.name.substr(t.name.find(".fwd.") != std::string::npos ? t.name.find(".fwd.")
+                                                                                    : t.name.find(".bwd.")))];
     }
     EXPECT_EQ(n, 16) << "rank " << r;
   }
@@ -341,23 +342,28 @@ TEST(Moe, ExpertStatesAreDividedByEpAndTheAllToAllBuffersAdded) {
   // 44,672 x 8 / 4 = 89,344 bytes.
   ParallelPlan z = data_parallel(4, 2, 8);
   z.zero_stage = 1;
-  EXPECT_EQ(estimate_memory(m, kWork, z, Bytes(0)).memory_per_stage[0].optimizer_states, Bytes(196'608 + 89'344));
+  EXPECT_EQ(estimate_memory(m, kWork, z, Bytes(0)).memory_per_stage[0].optimizer_states,
+            Bytes(196'608 + 89'344));
 }
 
 TEST(Moe, BadInputIsOneLineNamingTheKeysAndNumbers) {
   const TransformerConfig m = tiny_moe();
-  EXPECT_EQ(error_of(m, data_parallel(4, 3, 0)),
-            "ep (3) must divide dp (4): expert-parallel groups are carved out of the data-parallel ranks (experts "
-            "across tensor-parallel ranks are not supported)");
+  EXPECT_EQ(
+      error_of(m, data_parallel(4, 3, 0)),
+      "ep (3) must divide dp (4): expert-parallel groups are carved out of the data-parallel ranks (experts "
+      "across tensor-parallel ranks are not supported)");
   EXPECT_EQ(error_of(m, data_parallel(8, 8, 0)), "ep (8) must divide the model's experts (4)");
   TransformerConfig k = m;
   k.moe.top_k = 5;
-  EXPECT_EQ(error_of(k, data_parallel(1, 1, 0)), "model 'tiny-moe': moe.top_k (5) must not exceed moe.experts (4)");
+  EXPECT_EQ(error_of(k, data_parallel(1, 1, 0)),
+            "model 'tiny-moe': moe.top_k (5) must not exceed moe.experts (4)");
   TransformerConfig dense{"dense", 2, 64, 4, 256, 97};
-  EXPECT_EQ(error_of(dense, data_parallel(2, 2, 0)), "ep (2) needs a mixture-of-experts model (model.moe.experts)");
+  EXPECT_EQ(error_of(dense, data_parallel(2, 2, 0)),
+            "ep (2) needs a mixture-of-experts model (model.moe.experts)");
   ParallelPlan z = data_parallel(2, 2, 0);
   z.zero_stage = 3;
-  EXPECT_EQ(error_of(m, z), "zero_stage (3) is not supported with a mixture-of-experts model (4 experts): use 0, 1 or 2");
+  EXPECT_EQ(error_of(m, z),
+            "zero_stage (3) is not supported with a mixture-of-experts model (4 experts): use 0, 1 or 2");
   ParallelPlan zb = data_parallel(1, 1, 0);
   zb.schedule = Schedule::ZeroBubbleH1;
   EXPECT_EQ(error_of(m, zb),
@@ -370,7 +376,8 @@ TEST(Moe, BadInputIsOneLineNamingTheKeysAndNumbers) {
   EXPECT_EQ(error_of(f, tp4), "tp (4) must divide the model's expert_ffn_hidden (90)");
   TransformerConfig c = m;
   c.moe.capacity_factor = 0;
-  EXPECT_EQ(error_of(c, data_parallel(1, 1, 0)), "model 'tiny-moe': moe.capacity_factor must be positive (got 0)");
+  EXPECT_EQ(error_of(c, data_parallel(1, 1, 0)),
+            "model 'tiny-moe': moe.capacity_factor must be positive (got 0)");
 }
 
 TEST(Moe, EveryCombinationPlansValidatesAndRuns) {

@@ -108,8 +108,8 @@ class OpRules {
   /// `in` x `out`, no bias, one launch each way; timed by the node model as
   /// the batched GEMM of those shapes. The weight gradient is a grouped GEMM
   /// too (accumulated into the main gradient as linear()'s).
-  [[nodiscard]] OpKernels grouped_linear(std::string name, std::int64_t groups, std::int64_t rows, std::int64_t in,
-                                         std::int64_t out) const;
+  [[nodiscard]] OpKernels grouped_linear(std::string name, std::int64_t groups, std::int64_t rows,
+                                         std::int64_t in, std::int64_t out) const;
   /// A mixture of experts' gating after the router GEMM: the softmax over
   /// `experts` logits of each of `tokens` tokens and the top-k selection (a
   /// second row pass); backward: the softmax's.

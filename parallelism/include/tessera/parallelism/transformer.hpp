@@ -66,7 +66,9 @@ struct TransformerConfig {
   [[nodiscard]] bool is_moe_layer(std::int64_t layer) const;
   /// MoE layers among layers [first, first + count).
   [[nodiscard]] std::int64_t moe_layers_in(std::int64_t first, std::int64_t count) const;
-  [[nodiscard]] std::int64_t expert_ffn() const { return moe.expert_ffn_hidden > 0 ? moe.expert_ffn_hidden : ffn_hidden; }
+  [[nodiscard]] std::int64_t expert_ffn() const {
+    return moe.expert_ffn_hidden > 0 ? moe.expert_ffn_hidden : ffn_hidden;
+  }
   /// Parameters of one MoE layer held by one rank of a tp x ep layout, other
   /// than the routed experts': attention (as params_per_layer_per_tp_rank),
   /// the two layer norms, the router (hidden x experts, replicated) and the
@@ -167,7 +169,8 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
 /// and combine all-to-alls run between `permute`/shared experts and `fc1`,
 /// and between `fc2` and `unpermute` (the planner's). Work on capacity
 /// padding and imbalance is in OpKernels::padding_flops.
-std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
+std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload& w,
+                                     const Sharding& shard = {});
 /// Tokens the experts of one rank compute per micro-batch (over its experts /
 /// ep experts): the ep ranks' tokens x top_k / experts x capacity_factor x
 /// imbalance per expert, rounded up, times experts / ep.
