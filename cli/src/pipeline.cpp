@@ -70,8 +70,8 @@ WorkEstimate estimate_work(const Scenario& s) {
   // Expert parallelism: 4 all-to-alls per MoE layer and micro-batch (dispatch
   // and combine, each way), each ep - 1 messages per rank (direct algorithm).
   if (s.model.is_moe() && plan.ep > 1) {
-    const double moe_share = static_cast<double>(s.model.moe_layers_in(0, s.model.layers)) /
-                             static_cast<double>(s.model.layers);
+    const double moe_share =
+        static_cast<double>(s.model.moe_layers_in(0, s.model.layers)) / static_cast<double>(s.model.layers);
     w.ep_transfers = w.ranks * per_rank_layer_steps * moe_share * 4 * (plan.ep - 1) * chunks;
   }
   return w;
