@@ -1096,10 +1096,25 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       // ZeRO-3: F and B need the chunk's parameters (W only the activations
       // and output gradients).
       if (plan.zero_stage == 3 && dp_group >= 0 && st.kind != StepKind::W) {
-        const std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
+        std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
+        std::int64_t chunk_expert_params = 0;
+        if (moe_layer) {
+          // MoE layers: their dense parameters with the rest; their experts'
+          // over the ranks holding the same experts (ep > 1).
+          const std::int64_t n_moe = model.moe_layers_in(chunk_first_layer(sum.chunk_layers, k), nl);
+          chunk_params = (nl - n_moe) * model.params_per_layer_per_tp_rank(plan.tp) +
+                         n_moe * model.moe_layer_dense_params_per_rank(plan.tp);
+          chunk_expert_params = n_moe * model.moe_layer_expert_params_per_rank(plan.tp, plan.ep);
+          if (!separate_experts) chunk_params += std::exchange(chunk_expert_params, 0);
+        }
         first.push_back(rb.collective(named(st.forward() ? "fwd.zero3.param_all_gather"
                                                          : "bwd.zero3.param_all_gather"),
                                       CollectiveKind::AllGather, dp_group, Bytes(chunk_params * pbytes), {}));
+        if (chunk_expert_params > 0 && expert_dp_group >= 0) {
+          first.push_back(rb.collective(
+              named(st.forward() ? "fwd.zero3.expert_param_all_gather" : "bwd.zero3.expert_param_all_gather"),
+              CollectiveKind::AllGather, expert_dp_group, Bytes(chunk_expert_params * pbytes), {}));
+        }
       }
       if (st.forward()) {
         if (k == 0) {

@@ -124,12 +124,6 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                     ep, dp));
   }
   check_sharding(model, work, Sharding{tp, sequence_parallel, ep});
-  if (model.is_moe() && zero_stage == 3) {
-    throw InputError(
-        fmt::format("zero_stage (3) is not supported with a mixture-of-experts model ({} experts): "
-                    "use 0, 1 or 2",
-                    model.moe.experts));
-  }
   if (model.is_moe() && splits_backward(schedule)) {
     throw InputError(
         fmt::format("schedule {} is not supported with a mixture-of-experts model ({} experts): use "

@@ -357,10 +357,9 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
       "data-parallel ranks (experts across tensor-parallel ranks are not supported)");
   EXPECT_EQ(error({Override{"model.moe.top_k", "9"}}),
             "m.yaml: model.moe: model 'mixtral-8x7b': moe.top_k (9) must not exceed moe.experts (8)");
-  EXPECT_EQ(
-      error({Override{"parallelism.zero_stage", "3"}}),
-      "m.yaml (--set parallelism.zero_stage): parallelism.zero_stage: zero_stage (3) is not supported with a "
-      "mixture-of-experts model (8 experts): use 0, 1 or 2");
+  EXPECT_EQ(error({Override{"parallelism.schedule", "zb-h2"}}),
+            "m.yaml (--set parallelism.schedule): parallelism.schedule: schedule zb-h2 is not supported with a "
+            "mixture-of-experts model (8 experts): use gpipe, 1f1b or interleaved-1f1b");
   EXPECT_NE(error({Override{"model.moe.capacity_factor", "0"}})
                 .find("model.moe.capacity_factor: must be between 0.01 and 100, got 0"),
             std::string::npos);
