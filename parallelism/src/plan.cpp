@@ -96,6 +96,33 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
   return dense + (moe - mlp) * dtype_bytes(w.dtype) / 2.0;
 }
 
+/// Activation bytes one MoE layer keeps from its B until its W under a
+/// zero-bubble schedule, for 16-bit activations (scaled by dtype_bytes / 2):
+/// the dense layer's (layer_weight_grad_bytes) with its MLP's share (fc1
+/// input 2sbh, 2sbh/t with SP; GeLU output 8sbh/t; fc1 output gradient
+/// 8sbh/t; fc2 output gradient 2sbh) replaced by the router's input (2sbh,
+/// /t with SP) and output gradient (4sb x experts, FP32), the shared
+/// experts' activation output 2f_s' and fc1 output gradient 2f_s' (4f_s'
+/// gated) per token and their fc2 output gradient 2sbh, and per routed token
+/// the experts' fc1 input 2h, fc2 input 2f', fc1 output gradient 2f' (4f'
+/// gated) and fc2 output gradient 2h.
+double moe_layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
+  const double s = static_cast<double>(w.seq_len), b = static_cast<double>(w.micro_batch);
+  const double h = static_cast<double>(m.hidden), t = p.tp;
+  const double sbh = s * b * h;
+  const bool sp = p.sequence_parallel;
+  const double dense_mlp = sp ? 2 * sbh + 18 * sbh / t : 4 * sbh + 16 * sbh / t;
+  const double gated = m.gated_mlp ? 2.0 : 1.0;
+  const double fe = static_cast<double>(m.expert_ffn()) / t;
+  const double fs = static_cast<double>(m.moe.shared_experts * m.expert_ffn()) / t;
+  const double routed =
+      static_cast<double>(expert_tokens_per_rank(m, w, Sharding{p.tp, p.sequence_parallel, p.ep}));
+  double moe = (sp ? 2 * sbh / t : 2 * sbh) + 4 * s * b * static_cast<double>(m.moe.experts);
+  if (m.moe.shared_experts > 0) moe += s * b * 2 * fs * (1 + gated) + 2 * sbh;
+  moe += routed * (4 * h + 2 * fe * (1 + gated));
+  return layer_weight_grad_bytes(m, w, p) + (moe - dense_mlp) * dtype_bytes(w.dtype) / 2.0;
+}
+
 /// Layers of chunk `k` before it, i.e. the global index of its first layer.
 std::int64_t chunk_first_layer(const std::vector<std::int64_t>& chunks, int k) {
   std::int64_t first = 0;
@@ -163,6 +190,7 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
 
   const double per_layer = layer_activation_bytes(m, w, p);
   const double per_moe_layer = m.is_moe() ? moe_layer_activation_bytes(m, w, p) : 0.0;
+  const double per_moe_layer_w = m.is_moe() ? moe_layer_weight_grad_bytes(m, w, p) : 0.0;
   // Zero-bubble schedules: what each layer keeps from B to W.
   const double per_layer_w = layer_weight_grad_bytes(m, w, p);
   const double logits = static_cast<double>(w.micro_batch * w.seq_len * padded_vocab_per_rank(m, w, p.tp)) * 4.0;
@@ -179,13 +207,14 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
     const int k = st.chunk * p.pp + stage;
     const auto layers = static_cast<double>(chunks[static_cast<std::size_t>(k)]);
     double bytes = per_layer * layers;
+    // The LM head's logits (their gradient, in place) stay until its weight gradient.
+    double kept = per_layer_w * layers;
     if (m.is_moe()) {
       const auto moe_layers = static_cast<double>(
           m.moe_layers_in(chunk_first_layer(chunks, k), chunks[static_cast<std::size_t>(k)]));
       bytes += (per_moe_layer - per_layer) * moe_layers;
+      kept += (per_moe_layer_w - per_layer_w) * moe_layers;
     }
-    // The LM head's logits (their gradient, in place) stay until its weight gradient.
-    double kept = per_layer_w * layers;
     if (k == last_chunk) {
       bytes += logits;
       kept += logits;
@@ -554,6 +583,68 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   return lp;
 }
 
+/// An MoE layer's backward split as a zero-bubble schedule runs it (B into
+/// `lp.input_backward` after the recomputation `lp.backward` holds so far;
+/// W into `lp.weight_backward`). B: the input gradients in the fused order,
+/// with both all-to-alls and the tensor-parallel reductions blocking. W: the
+/// weight gradients; with SP the MoE block's input (for the router and the
+/// shared experts) and the QKV input are re-gathered, each overlapping the
+/// weight gradients before them when tp_comm_overlap is on.
+void split_moe_layer_backward(LayerPieces& lp, const std::vector<OpKernels>& ops,
+                              const std::vector<BackwardStep>& steps, const ParallelPlan& p, Bytes act,
+                              Bytes a2a) {
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
+  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  auto inputs = [&](std::size_t from, std::size_t to) {
+    return backward_passes(ops, steps, from, to, BackwardPart::Input);
+  };
+  auto weights = [&](std::size_t from, std::size_t to) {
+    return backward_passes(ops, steps, from, to, BackwardPart::Weight);
+  };
+  const std::size_t unpermute_dgrad = step_of(ops, steps, "unpermute", false);
+  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
+                    fc1_wgrad = step_of(ops, steps, "fc1", true);
+  PieceList& in = lp.input_backward;
+  PieceList& wg = lp.weight_backward;
+  in.append(lp.backward);  // the recomputation
+  in.passes("bwd.res2", inputs(0, unpermute_dgrad));
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  in.passes("bwd.unpermute", inputs(unpermute_dgrad, fc2_dgrad));
+  if (ep) in.expert_comm("bwd.ep.combine", a2a);
+  in.passes("bwd.experts", inputs(fc2_dgrad, fc1_wgrad + 1));
+  if (ep) in.expert_comm("bwd.ep.dispatch", a2a);
+  if (!tp) {
+    in.passes("bwd.router", inputs(fc1_wgrad + 1, steps.size()));
+    wg.passes("wgrad", weights(0, steps.size()));
+    return;
+  }
+  const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false),
+                    proj_dgrad = step_of(ops, steps, "proj", false);
+  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false),
+                    qkv_wgrad = step_of(ops, steps, "qkv", true);
+  in.passes("bwd.router", inputs(fc1_wgrad + 1, ln2_dgrad));
+  in.comm("bwd.tp", reduce, act);
+  in.passes("bwd.ln2", inputs(ln2_dgrad, proj_dgrad));
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  in.passes("bwd.attn", inputs(proj_dgrad, qkv_dgrad + 1));
+  in.comm("bwd.tp", reduce, act);
+  in.passes("bwd.ln1", inputs(qkv_dgrad + 1, steps.size()));
+  if (!sp) {
+    wg.passes("wgrad", weights(0, steps.size()));
+    return;
+  }
+  // An async collective is waited for by the second compute piece after it.
+  const bool overlap = p.tp_comm_overlap;
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.passes("wgrad.experts", weights(0, fc1_wgrad + 1));
+  wg.split();
+  wg.passes("wgrad.router", weights(fc1_wgrad + 1, ln2_dgrad));
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.passes("wgrad.attn", weights(ln2_dgrad, qkv_wgrad));
+  wg.split();
+  wg.passes("wgrad.qkv", weights(qkv_wgrad, steps.size()));
+}
+
 /// The pieces of one MoE layer on one rank (docs/parallelism.md, "Mixture
 /// of experts"). The attention block as in a dense layer; the MoE block:
 /// [ln2] (AG) [router, top-k, permute, shared experts] A2A [experts] A2A
@@ -561,7 +652,7 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
 /// parallel reduction of the block's input gradient blocking after the
 /// router's backward. Without expert parallelism no all-to-all runs.
 LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
-                             const KernelTimer& timer) {
+                             const KernelTimer& timer, bool split) {
   const Sharding shard{p.tp, p.sequence_parallel, p.ep};
   const auto ops = moe_layer_ops(m, w, shard);
   const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
@@ -604,6 +695,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   const std::size_t unpermute_dgrad = step_of(ops, steps, "unpermute", false);
   const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
                     fc1_wgrad = step_of(ops, steps, "fc1", true);
+  if (split) split_moe_layer_backward(lp, ops, steps, p, act, a2a);
   b.passes("bwd.res2", range(0, unpermute_dgrad));
   if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
   b.passes("bwd.unpermute", range(unpermute_dgrad, fc2_dgrad));
@@ -863,10 +955,9 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   // later W (weight gradients).
   const bool split = splits_backward(plan.schedule);
   const LayerPieces layer = layer_pieces(model, work, plan, timer, split);
-  // Mixture of experts: the MoE layers' pieces (validate() rules out the
-  // zero-bubble schedules: no B/W split).
+  // Mixture of experts: the MoE layers' pieces.
   std::optional<LayerPieces> moe_layer;
-  if (model.is_moe()) moe_layer.emplace(moe_layer_pieces(model, work, plan, timer));
+  if (model.is_moe()) moe_layer.emplace(moe_layer_pieces(model, work, plan, timer, split));
   const Sharding moe_shard{plan.tp, plan.sequence_parallel, plan.ep};
   PieceList embed_f(timer), embed_b(timer), head_f(timer), head_b(timer);
   PieceList embed_bi(timer), embed_w(timer), head_bi(timer), head_w(timer);  // split: B and W
@@ -1007,8 +1098,11 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
           (split ? layer.input_backward.pieces().size() + layer.weight_backward.pieces().size() + 1
                  : layer.backward.pieces().size());
       if (moe_layer) {
-        per_layer =
-            std::max(per_layer, moe_layer->forward.pieces().size() + moe_layer->backward.pieces().size() + 1);
+        const LayerPieces& ml = *moe_layer;
+        per_layer = std::max(
+            per_layer, ml.forward.pieces().size() + 1 +
+                           (split ? ml.input_backward.pieces().size() + ml.weight_backward.pieces().size() + 1
+                                  : ml.backward.pieces().size()));
       }
       std::size_t tasks = 64;
       for (int c = 0; c < v; ++c) {

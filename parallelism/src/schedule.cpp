@@ -124,12 +124,6 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                     ep, dp));
   }
   check_sharding(model, work, Sharding{tp, sequence_parallel, ep});
-  if (model.is_moe() && splits_backward(schedule)) {
-    throw InputError(
-        fmt::format("schedule {} is not supported with a mixture-of-experts model ({} experts): use "
-                    "gpipe, 1f1b or interleaved-1f1b",
-                    to_string(schedule), model.moe.experts));
-  }
   if (pp > model.layers) {
     throw InputError(fmt::format("pp ({}) must not exceed the model's layers ({}): every pipeline stage needs a "
                                  "layer", pp, model.layers));

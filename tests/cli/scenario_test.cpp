@@ -357,9 +357,10 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
       "data-parallel ranks (experts across tensor-parallel ranks are not supported)");
   EXPECT_EQ(error({Override{"model.moe.top_k", "9"}}),
             "m.yaml: model.moe: model 'mixtral-8x7b': moe.top_k (9) must not exceed moe.experts (8)");
-  EXPECT_EQ(error({Override{"parallelism.schedule", "zb-h2"}}),
-            "m.yaml (--set parallelism.schedule): parallelism.schedule: schedule zb-h2 is not supported with a "
-            "mixture-of-experts model (8 experts): use gpipe, 1f1b or interleaved-1f1b");
+  EXPECT_EQ(
+      error({Override{"model.moe.first_dense_layers", "32"}}),
+      "m.yaml: model.moe: model 'mixtral-8x7b': moe.first_dense_layers (32) leaves no MoE layer among the 32 "
+      "layers");
   EXPECT_NE(error({Override{"model.moe.capacity_factor", "0"}})
                 .find("model.moe.capacity_factor: must be between 0.01 and 100, got 0"),
             std::string::npos);

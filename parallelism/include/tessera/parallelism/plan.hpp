@@ -94,8 +94,7 @@ struct ParallelPlan {
   /// impossible plan: dp x tp x pp != gpus (skipped when gpus <= 0), tp not
   /// dividing heads or hidden, more pipeline stages than layers, micro-batches
   /// not dividing the global batch, interleaving without interleaved-1f1b,
-  /// ep not dividing the experts or dp, experts with the zero-bubble
-  /// schedules (no split backward of an MoE layer)...
+  /// ep not dividing the experts or dp...
   void validate(const TransformerConfig& model, const Workload& work, int gpus = 0) const;
 };
 
