@@ -67,6 +67,13 @@ WorkEstimate estimate_work(const Scenario& s) {
   w.dp_transfers = dp > 1 ? w.ranks * buckets * ring_sends(dp, 2) : 0.0;
   // Pipeline: an activation and a gradient per micro-batch and stage boundary.
   w.pp_transfers = pp > 1 ? w.ranks * w.micro_batches * 2 * static_cast<double>(plan.virtual_stages) : 0.0;
+  // Expert parallelism: 4 all-to-alls per MoE layer and micro-batch (dispatch
+  // and combine, each way), each ep - 1 messages per rank (direct algorithm).
+  if (s.model.is_moe() && plan.ep > 1) {
+    const double moe_share =
+        static_cast<double>(s.model.moe_layers_in(0, s.model.layers)) / static_cast<double>(s.model.layers);
+    w.ep_transfers = w.ranks * per_rank_layer_steps * moe_share * 4 * (plan.ep - 1) * chunks;
+  }
   return w;
 }
 
@@ -83,7 +90,11 @@ void check_work(const Scenario& s) {
     largest = w.dp_transfers;
     keys = "parallelism.dp, cluster.nodes, collectives.chunks, parallelism.bucket_size";
   }
-  if (w.pp_transfers > largest) keys = "training.global_batch, parallelism.pp";
+  if (w.pp_transfers > largest) {
+    largest = w.pp_transfers;
+    keys = "training.global_batch, parallelism.pp";
+  }
+  if (w.ep_transfers > largest) keys = "parallelism.ep, collectives.chunks";
   throw ScenarioError(fmt::format(
       "{}: {}: one iteration would take about {:.2g} engine events ({:.2g} ranks, {:.3g} micro-batches per replica, "
       "{:.2g} compute tasks, {:.2g} transfers), more than the {:.0e} that can be simulated (about 17 minutes and "

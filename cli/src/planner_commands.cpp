@@ -177,9 +177,11 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     if (svg_path) write_file_atomic(*svg_path, svg_chart(fmt::format("{}: schedules", s.name), rows));
     return 0;
   }
-  out << fmt::format("Scenario {} ({} on {} x {}, dp={} tp={} pp={}, {} micro-batches of {}, {} node model)\n\n",
-                     s.name, s.model.name, s.gpus(), s.gpu.name, plan.dp, plan.tp, plan.pp,
-                     plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch, predictor.name());
+  out << fmt::format(
+      "Scenario {} ({} on {} x {}, dp={} tp={} pp={}{}, {} micro-batches of {}, {} node model)\n\n", s.name,
+      s.model.name, s.gpus(), s.gpu.name, plan.dp, plan.tp, plan.pp,
+      plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "", plan.micro_batches(s.workload.micro_batch),
+      s.workload.micro_batch, predictor.name());
   out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12}  {}\n", "schedule", "iteration", "bubble", "exposed comm",
                      "compute", "peak memory per stage (GiB)");
   for (const Row& r : rows) {

@@ -153,6 +153,13 @@ class Section {
     return x;
   }
 
+  /// A whole number in [0, max].
+  std::int64_t count(const std::string& key) {
+    const YAML::Node v = need(key);
+    if (v.IsScalar() && v.Scalar() == "0") return 0;
+    return positive_int(key);
+  }
+
   /// A whole number in [1, INT_MAX], for the fields held as int.
   int positive_int32(const std::string& key) {
     return static_cast<int>(positive_int(key, std::numeric_limits<int>::max()));
@@ -300,6 +307,21 @@ parallelism::TransformerConfig read_model(Section& m) {
   if (m.has("gated_mlp")) cfg.gated_mlp = m.boolean("gated_mlp");
   if (m.has("tied_embeddings")) cfg.tied_embeddings = m.boolean("tied_embeddings");
   if (m.has("learned_positions")) cfg.learned_positions = m.boolean("learned_positions");
+  if (m.has("moe")) {
+    // Mixture of experts (docs/scenarios.md): fields beside a preset override it.
+    Section e = m.child("moe");
+    parallelism::MoeConfig& moe = cfg.moe;
+    if (e.has("experts") || !cfg.is_moe()) moe.experts = e.positive_int("experts");
+    if (e.has("top_k")) moe.top_k = e.positive_int("top_k");
+    if (e.has("expert_ffn_hidden")) moe.expert_ffn_hidden = e.positive_int("expert_ffn_hidden");
+    if (e.has("moe_every")) moe.moe_every = e.positive_int("moe_every");
+    if (e.has("first_dense_layers")) moe.first_dense_layers = e.count("first_dense_layers");
+    if (e.has("shared_experts")) moe.shared_experts = e.count("shared_experts");
+    if (e.has("capacity_factor")) moe.capacity_factor = e.number_in("capacity_factor", 0.01, 100);
+    if (e.has("imbalance")) moe.imbalance = e.number_in("imbalance", 1, 100);
+    e.finish();
+    checked(e, e.node(), "model.moe", [&] { cfg.validate(); return 0; });
+  }
   m.finish();
   checked(m, m.node(), "model", [&] { cfg.validate(); return 0; });
   return cfg;
@@ -673,6 +695,7 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     };
     optional_int("tp", plan.tp);
     optional_int("pp", plan.pp);
+    optional_int("ep", plan.ep);
     // dp defaults to the GPUs left over by tp x pp, so that node-count sweeps
     // need no matching dp list.
     const YAML::Node dpn = p.has("dp") ? p.need("dp") : p.node();

@@ -360,6 +360,14 @@ std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const pa
     }
     const auto span = fmt::format("{} ranks, {}..{}", m.size(), m.front(), m.back());
     if (same_pp && same_dp) return fmt::format("tp ({})", span);
+    // Mixtures of experts: the expert-parallel group (all-to-alls) and the
+    // ranks holding the same experts are data-parallel ranks too.
+    if (same_pp && same_tp && task != nullptr && task->collective == parallelism::CollectiveKind::AllToAll) {
+      return fmt::format("ep ({})", span);
+    }
+    if (same_pp && same_tp && task != nullptr && task->name.find("expert") != std::string_view::npos) {
+      return fmt::format("expert dp ({})", span);
+    }
     if (same_pp && same_tp) return fmt::format("dp ({})", span);
     if (task != nullptr && task->name.find("embedding") != std::string_view::npos) {
       return fmt::format("embedding (stages {}..{}, ranks {}..{})", c0.pp, coord(m.back()).pp, m.front(),

@@ -98,6 +98,33 @@ OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, 
   return op;
 }
 
+OpKernels OpRules::grouped_linear(std::string name, std::int64_t groups, std::int64_t rows, std::int64_t in,
+                                  std::int64_t out) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.params = groups * in * out;
+  op.forward.add(Kernel::gemm(KernelOp::Bmm, groups, rows, out, in, dtype_));
+  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, groups, rows, in, out, dtype_));
+  op.weight_grad.add(Kernel::gemm(KernelOp::Bmm, groups, in, out, rows, dtype_));
+  if (!megatron()) {
+    op.weight_grad.add(Kernel::vector(KernelOp::Add, 1, groups * in * out, dtype_));  // .grad accumulated
+    return op;
+  }
+  if (!options_.main_grad) return op;
+  if (options_.grad_accumulation_fusion) {
+    op.weight_grad.add(memory_pass(groups * in * out * dtype_bytes(grad_dtype()), grad_dtype()), 0);
+  } else {
+    op.weight_grad.append(grad_accumulation(groups * in * out));
+  }
+  return op;
+}
+
+OpKernels OpRules::top_k_gating(std::string name, std::int64_t tokens, std::int64_t experts) const {
+  OpKernels op = softmax(std::move(name), tokens, experts);
+  op.forward.add(Kernel::vector(KernelOp::Softmax, tokens, experts, dtype_));  // top-k: one more row pass
+  return op;
+}
+
 OpKernels OpRules::bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n,
                        std::int64_t k) const {
   OpKernels op;

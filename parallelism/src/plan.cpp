@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "tessera/error.hpp"
@@ -66,37 +67,130 @@ double layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, co
   return bytes * dtype_bytes(w.dtype) / 2.0;
 }
 
+/// Activation bytes one MoE layer keeps for backward per micro-batch, for
+/// 16-bit activations (scaled by dtype_bytes / 2): the dense layer's
+/// (layer_activation_bytes) with the MLP's 19sbh (fc1 input 2sbh and dropout
+/// mask sbh, replicated without SP; GeLU input and output 16sbh/t) replaced by
+/// the router input 2sbh, its FP32 probabilities 4sb x experts and the
+/// dropout mask sbh (replicated without SP), per routed token (R per rank)
+/// the experts' input 2h, activation input 2f' (4f' gated), activation
+/// output 2f' (+2f' gated: the gate's output) and output 2h (f' =
+/// expert_ffn_hidden / t), and the shared experts' activations per token
+/// likewise. With full recomputation: the layer input, as dense.
+double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
+  const double dense = layer_activation_bytes(m, w, p);
+  if (p.recompute == Recompute::Full) return dense;
+  const double s = static_cast<double>(w.seq_len), b = static_cast<double>(w.micro_batch);
+  const double h = static_cast<double>(m.hidden), t = p.tp;
+  const double sbh = s * b * h;
+  const double rep = p.sequence_parallel ? 1.0 / t : 1.0;  // replicated across TP ranks without SP
+  const double mlp = 3 * sbh * rep + 16 * sbh / t;
+  const double gated = m.gated_mlp ? 2.0 : 1.0;
+  const double fe = static_cast<double>(m.expert_ffn()) / t;
+  const double routed =
+      static_cast<double>(expert_tokens_per_rank(m, w, Sharding{p.tp, p.sequence_parallel, p.ep}));
+  double moe = 3 * sbh * rep + 4 * s * b * static_cast<double>(m.moe.experts) * rep;
+  moe += routed * (4 * h + 2 * fe * (2 * gated));
+  const double fs = static_cast<double>(m.moe.shared_experts * m.expert_ffn()) / t;
+  moe += s * b * 2 * fs * (2 * gated);
+  return dense + (moe - mlp) * dtype_bytes(w.dtype) / 2.0;
+}
+
+/// Activation bytes one MoE layer keeps from its B until its W under a
+/// zero-bubble schedule, for 16-bit activations (scaled by dtype_bytes / 2):
+/// the dense layer's (layer_weight_grad_bytes) with its MLP's share (fc1
+/// input 2sbh, 2sbh/t with SP; GeLU output 8sbh/t; fc1 output gradient
+/// 8sbh/t; fc2 output gradient 2sbh) replaced by the router's input (2sbh,
+/// /t with SP) and output gradient (4sb x experts, FP32), the shared
+/// experts' activation output 2f_s' and fc1 output gradient 2f_s' (4f_s'
+/// gated) per token and their fc2 output gradient 2sbh, and per routed token
+/// the experts' fc1 input 2h, fc2 input 2f', fc1 output gradient 2f' (4f'
+/// gated) and fc2 output gradient 2h.
+double moe_layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
+  const double s = static_cast<double>(w.seq_len), b = static_cast<double>(w.micro_batch);
+  const double h = static_cast<double>(m.hidden), t = p.tp;
+  const double sbh = s * b * h;
+  const bool sp = p.sequence_parallel;
+  const double dense_mlp = sp ? 2 * sbh + 18 * sbh / t : 4 * sbh + 16 * sbh / t;
+  const double gated = m.gated_mlp ? 2.0 : 1.0;
+  const double fe = static_cast<double>(m.expert_ffn()) / t;
+  const double fs = static_cast<double>(m.moe.shared_experts * m.expert_ffn()) / t;
+  const double routed =
+      static_cast<double>(expert_tokens_per_rank(m, w, Sharding{p.tp, p.sequence_parallel, p.ep}));
+  double moe = (sp ? 2 * sbh / t : 2 * sbh) + 4 * s * b * static_cast<double>(m.moe.experts);
+  if (m.moe.shared_experts > 0) moe += s * b * 2 * fs * (1 + gated) + 2 * sbh;
+  moe += routed * (4 * h + 2 * fe * (1 + gated));
+  return layer_weight_grad_bytes(m, w, p) + (moe - dense_mlp) * dtype_bytes(w.dtype) / 2.0;
+}
+
+/// Layers of chunk `k` before it, i.e. the global index of its first layer.
+std::int64_t chunk_first_layer(const std::vector<std::int64_t>& chunks, int k) {
+  std::int64_t first = 0;
+  for (int c = 0; c < k; ++c) first += chunks[static_cast<std::size_t>(c)];
+  return first;
+}
+
+/// Parameters held by one rank of a pipeline stage: the experts' (divided by
+/// ep) apart from the rest, as their gradients and optimizer states are
+/// reduced and sharded over different data-parallel groups.
+struct StageParams {
+  std::int64_t dense = 0;
+  std::int64_t expert = 0;
+  [[nodiscard]] std::int64_t total() const { return dense + expert; }
+};
 
 /// Parameters held by one rank of pipeline stage `stage`.
-std::int64_t stage_params(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
-                          const std::vector<std::int64_t>& chunks, int stage) {
-  std::int64_t layers = 0;
-  for (int c = 0; c < p.virtual_stages; ++c) layers += chunks[static_cast<std::size_t>(c * p.pp + stage)];
-  std::int64_t params = layers * m.params_per_layer_per_tp_rank(p.tp);
+StageParams stage_params(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                         const std::vector<std::int64_t>& chunks, int stage) {
+  std::int64_t layers = 0, moe_layers = 0;
+  for (int c = 0; c < p.virtual_stages; ++c) {
+    const int k = c * p.pp + stage;
+    const std::int64_t n = chunks[static_cast<std::size_t>(k)];
+    layers += n;
+    moe_layers += m.moe_layers_in(chunk_first_layer(chunks, k), n);
+  }
+  StageParams out;
+  std::int64_t& params = out.dense;
+  params = (layers - moe_layers) * m.params_per_layer_per_tp_rank(p.tp);
+  if (moe_layers > 0) {
+    params += moe_layers * m.moe_layer_dense_params_per_rank(p.tp);
+    out.expert = moe_layers * m.moe_layer_expert_params_per_rank(p.tp, p.ep);
+  }
   const std::int64_t word = padded_vocab_per_rank(m, w, p.tp) * m.hidden;
   if (stage == 0) params += word + (m.learned_positions ? w.seq_len * m.hidden : 0);
   // The LM head (an untied one, or the tied one's copy on the last stage) and the final norm.
   if (stage == p.pp - 1) params += (p.pp > 1 || !m.tied_embeddings ? word : 0) + 2 * m.hidden;
-  return params;
+  return out;
 }
 
 MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
                             const std::vector<std::int64_t>& chunks, std::int64_t micro_batches, int stage,
-                            std::int64_t params, Bytes capacity) {
+                            const StageParams& sp, Bytes capacity) {
   MemoryEstimate e;
   e.capacity = capacity;
   // 16-bit training keeps an FP32 master copy (TF32 trains FP32 weights).
   const bool mixed = w.dtype != node_model::DType::FP32 && w.dtype != node_model::DType::TF32;
   const std::int64_t dp = p.dp;
   auto shard = [&](std::int64_t bytes, int from_stage) { return p.zero_stage >= from_stage ? (bytes + dp - 1) / dp : bytes; };
-  e.weights = Bytes(shard(params * dtype_bytes(w.dtype), 3));
+  // The experts' states are sharded over the dp / ep ranks holding the same experts.
+  const std::int64_t expert_dp = dp / p.ep;
+  auto shard_experts = [&](std::int64_t bytes, int from_stage) {
+    return p.zero_stage >= from_stage ? (bytes + expert_dp - 1) / expert_dp : bytes;
+  };
+  auto sharded = [&](std::int64_t bytes_per_param, int from_stage) {
+    const std::int64_t dense = shard(sp.dense * bytes_per_param, from_stage);
+    return sp.expert > 0 ? dense + shard_experts(sp.expert * bytes_per_param, from_stage) : dense;
+  };
+  e.weights = Bytes(sharded(dtype_bytes(w.dtype), 3));
   // Gradients as the framework accumulates them (Megatron: FP32 main
   // gradients with bf16, node_model::OpRules::grad_dtype).
-  e.gradients = Bytes(shard(params * dtype_bytes(w.rules().grad_dtype()), 2));
+  e.gradients = Bytes(sharded(dtype_bytes(w.rules().grad_dtype()), 2));
   // Adam: two FP32 moments, plus an FP32 master copy when training in 16 bits.
-  e.optimizer_states = Bytes(shard(params * (mixed ? 12 : 8), 1));
+  e.optimizer_states = Bytes(sharded(mixed ? 12 : 8, 1));
 
   const double per_layer = layer_activation_bytes(m, w, p);
+  const double per_moe_layer = m.is_moe() ? moe_layer_activation_bytes(m, w, p) : 0.0;
+  const double per_moe_layer_w = m.is_moe() ? moe_layer_weight_grad_bytes(m, w, p) : 0.0;
   // Zero-bubble schedules: what each layer keeps from B to W.
   const double per_layer_w = layer_weight_grad_bytes(m, w, p);
   const double logits = static_cast<double>(w.micro_batch * w.seq_len * padded_vocab_per_rank(m, w, p.tp)) * 4.0;
@@ -115,6 +209,12 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
     double bytes = per_layer * layers;
     // The LM head's logits (their gradient, in place) stay until its weight gradient.
     double kept = per_layer_w * layers;
+    if (m.is_moe()) {
+      const auto moe_layers = static_cast<double>(
+          m.moe_layers_in(chunk_first_layer(chunks, k), chunks[static_cast<std::size_t>(k)]));
+      bytes += (per_moe_layer - per_layer) * moe_layers;
+      kept += (per_moe_layer_w - per_layer_w) * moe_layers;
+    }
     if (k == last_chunk) {
       bytes += logits;
       kept += logits;
@@ -148,7 +248,13 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
     // Backward of a layer holds that layer's recomputed activations.
     ParallelPlan none = p;
     none.recompute = Recompute::None;
-    workspace += static_cast<std::int64_t>(layer_activation_bytes(m, w, none));
+    double largest = layer_activation_bytes(m, w, none);
+    if (m.is_moe()) largest = std::max(largest, moe_layer_activation_bytes(m, w, none));
+    workspace += static_cast<std::int64_t>(largest);
+  }
+  if (m.is_moe() && p.ep > 1) {
+    // The expert-parallel all-to-all's send and receive buffers (one layer's at a time).
+    workspace += 2 * expert_all_to_all_bytes(m, w, Sharding{p.tp, p.sequence_parallel, p.ep}).count();
   }
   e.workspace = Bytes(workspace);
   return e;
@@ -201,6 +307,8 @@ struct Piece {
   CollectiveKind kind = CollectiveKind::AllReduce;
   Bytes bytes;
   bool async = false;
+  /// In the expert-parallel group (else the tensor-parallel group).
+  bool expert = false;
 };
 
 /// How kernels are timed: under the Megatron profile, device time plus an
@@ -250,6 +358,11 @@ class PieceList {
     p.bytes = bytes;
     p.async = async;
     pieces_.push_back(std::move(p));
+  }
+  /// An all-to-all in the expert-parallel group (blocking).
+  void expert_comm(const std::string& name, Bytes bytes) {
+    comm(name, CollectiveKind::AllToAll, bytes);
+    pieces_.back().expert = true;
   }
   /// The next compute piece starts a new task (it overlaps a collective).
   void split() { split_ = true; }
@@ -470,6 +583,148 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   return lp;
 }
 
+/// An MoE layer's backward split as a zero-bubble schedule runs it (B into
+/// `lp.input_backward` after the recomputation `lp.backward` holds so far;
+/// W into `lp.weight_backward`). B: the input gradients in the fused order,
+/// with both all-to-alls and the tensor-parallel reductions blocking. W: the
+/// weight gradients; with SP the MoE block's input (for the router and the
+/// shared experts) and the QKV input are re-gathered, each overlapping the
+/// weight gradients before them when tp_comm_overlap is on.
+void split_moe_layer_backward(LayerPieces& lp, const std::vector<OpKernels>& ops,
+                              const std::vector<BackwardStep>& steps, const ParallelPlan& p, Bytes act,
+                              Bytes a2a) {
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
+  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  auto inputs = [&](std::size_t from, std::size_t to) {
+    return backward_passes(ops, steps, from, to, BackwardPart::Input);
+  };
+  auto weights = [&](std::size_t from, std::size_t to) {
+    return backward_passes(ops, steps, from, to, BackwardPart::Weight);
+  };
+  const std::size_t unpermute_dgrad = step_of(ops, steps, "unpermute", false);
+  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
+                    fc1_wgrad = step_of(ops, steps, "fc1", true);
+  PieceList& in = lp.input_backward;
+  PieceList& wg = lp.weight_backward;
+  in.append(lp.backward);  // the recomputation
+  in.passes("bwd.res2", inputs(0, unpermute_dgrad));
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  in.passes("bwd.unpermute", inputs(unpermute_dgrad, fc2_dgrad));
+  if (ep) in.expert_comm("bwd.ep.combine", a2a);
+  in.passes("bwd.experts", inputs(fc2_dgrad, fc1_wgrad + 1));
+  if (ep) in.expert_comm("bwd.ep.dispatch", a2a);
+  if (!tp) {
+    in.passes("bwd.router", inputs(fc1_wgrad + 1, steps.size()));
+    wg.passes("wgrad", weights(0, steps.size()));
+    return;
+  }
+  const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false),
+                    proj_dgrad = step_of(ops, steps, "proj", false);
+  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false),
+                    qkv_wgrad = step_of(ops, steps, "qkv", true);
+  in.passes("bwd.router", inputs(fc1_wgrad + 1, ln2_dgrad));
+  in.comm("bwd.tp", reduce, act);
+  in.passes("bwd.ln2", inputs(ln2_dgrad, proj_dgrad));
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  in.passes("bwd.attn", inputs(proj_dgrad, qkv_dgrad + 1));
+  in.comm("bwd.tp", reduce, act);
+  in.passes("bwd.ln1", inputs(qkv_dgrad + 1, steps.size()));
+  if (!sp) {
+    wg.passes("wgrad", weights(0, steps.size()));
+    return;
+  }
+  // An async collective is waited for by the second compute piece after it.
+  const bool overlap = p.tp_comm_overlap;
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.passes("wgrad.experts", weights(0, fc1_wgrad + 1));
+  wg.split();
+  wg.passes("wgrad.router", weights(fc1_wgrad + 1, ln2_dgrad));
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.passes("wgrad.attn", weights(ln2_dgrad, qkv_wgrad));
+  wg.split();
+  wg.passes("wgrad.qkv", weights(qkv_wgrad, steps.size()));
+}
+
+/// The pieces of one MoE layer on one rank (docs/parallelism.md, "Mixture
+/// of experts"). The attention block as in a dense layer; the MoE block:
+/// [ln2] (AG) [router, top-k, permute, shared experts] A2A [experts] A2A
+/// [unpermute] AR|RS [residual2]; its backward mirrors it, the tensor-
+/// parallel reduction of the block's input gradient blocking after the
+/// router's backward. Without expert parallelism no all-to-all runs.
+LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                             const KernelTimer& timer, bool split) {
+  const Sharding shard{p.tp, p.sequence_parallel, p.ep};
+  const auto ops = moe_layer_ops(m, w, shard);
+  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const Bytes a2a = expert_all_to_all_bytes(m, w, shard);
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
+  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1"),
+                    router = index_of(ops, "router");
+  const std::size_t fc1 = index_of(ops, "fc1"), unpermute = index_of(ops, "unpermute");
+  const std::size_t res2 = index_of(ops, "residual2");
+  LayerPieces lp{PieceList(timer), PieceList(timer), PieceList(timer), PieceList(timer)};
+  auto fwd = [&](std::size_t from, std::size_t to) { return forward_passes(ops, from, to); };
+
+  PieceList& f = lp.forward;
+  if (!tp) {
+    f.passes("fwd", fwd(0, fc1));
+  } else {
+    f.passes("fwd.ln1", fwd(0, qkv));
+    if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
+    f.passes("fwd.attn", fwd(qkv, res1));
+    f.comm("fwd.tp", reduce, act);
+    f.passes("fwd.ln2", fwd(res1, router));
+    if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
+    f.passes("fwd.router", fwd(router, fc1));
+  }
+  if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
+  f.passes("fwd.experts", fwd(fc1, unpermute));
+  if (ep) f.expert_comm("fwd.ep.combine", a2a);
+  f.passes("fwd.unpermute", fwd(unpermute, res2));
+  if (tp) f.comm("fwd.tp", reduce, act);
+  f.passes("fwd.res2", fwd(res2, ops.size()));
+
+  PieceList& b = lp.backward;
+  if (p.recompute == Recompute::Full) b.append(lp.forward);
+  if (p.recompute == Recompute::Selective && !w.flash_attention) {
+    b.passes("bwd.recompute", fwd(index_of(ops, "scores"), index_of(ops, "context") + 1));
+  }
+  const auto steps = backward_steps(ops);
+  auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
+  const std::size_t unpermute_dgrad = step_of(ops, steps, "unpermute", false);
+  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
+                    fc1_wgrad = step_of(ops, steps, "fc1", true);
+  if (split) split_moe_layer_backward(lp, ops, steps, p, act, a2a);
+  b.passes("bwd.res2", range(0, unpermute_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  b.passes("bwd.unpermute", range(unpermute_dgrad, fc2_dgrad));
+  if (ep) b.expert_comm("bwd.ep.combine", a2a);
+  b.passes("bwd.experts", range(fc2_dgrad, fc1_wgrad + 1));
+  if (ep) b.expert_comm("bwd.ep.dispatch", a2a);
+  if (!tp) {
+    b.passes("bwd.router", range(fc1_wgrad + 1, steps.size()));
+    return lp;
+  }
+  const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false),
+                    proj_dgrad = step_of(ops, steps, "proj", false);
+  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false),
+                    qkv_wgrad = step_of(ops, steps, "qkv", true);
+  const bool overlap = p.tp_comm_overlap;
+  b.passes("bwd.router", range(fc1_wgrad + 1, ln2_dgrad));
+  b.comm("bwd.tp", reduce, act);
+  b.passes("bwd.ln2", range(ln2_dgrad, proj_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  b.passes("bwd.attn", range(proj_dgrad, qkv_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+  b.passes("bwd.qkv.dgrad", range(qkv_dgrad, qkv_wgrad));
+  b.comm("bwd.tp", reduce, act, overlap);
+  b.passes("bwd.qkv.wgrad", range(qkv_wgrad, qkv_wgrad + 1));
+  b.split();
+  b.passes("bwd.ln1", range(qkv_wgrad + 1, steps.size()));
+  return lp;
+}
+
 /// Group registry: one group per distinct (member list, purpose).
 class Groups {
  public:
@@ -485,7 +740,15 @@ class Groups {
   std::vector<Group> groups_;
 };
 
-enum Purpose { kTensor = 0, kData = 1, kPipeForward = 2, kPipeBackward = 3, kEmbedding = 4 };
+enum Purpose {
+  kTensor = 0,
+  kData = 1,
+  kPipeForward = 2,
+  kPipeBackward = 3,
+  kEmbedding = 4,
+  kExpert = 5,      ///< the expert-parallel group
+  kExpertData = 6,  ///< the dp / ep ranks holding the same experts
+};
 
 /// What a program's group slot stands for: the rank's TP or DP group, or the
 /// pair (rank at stage `from`, rank at stage `to`) of its (tp, dp) pipeline
@@ -507,6 +770,15 @@ std::int32_t bind(Groups& groups, const ParallelPlan& plan, const RankCoord& me,
       break;
     case kData:
       for (int d = 0; d < plan.dp; ++d) members.push_back(rank_of(plan, {me.tp, d, me.pp}));
+      break;
+    case kExpert: {
+      const int first = me.dp / plan.ep * plan.ep;
+      for (int e = 0; e < plan.ep; ++e) members.push_back(rank_of(plan, {me.tp, first + e, me.pp}));
+      break;
+    }
+    case kExpertData:
+      for (int d = me.dp % plan.ep; d < plan.dp; d += plan.ep)
+        members.push_back(rank_of(plan, {me.tp, d, me.pp}));
       break;
     default:
       members.push_back(rank_of(plan, {me.tp, me.dp, role.from}));
@@ -590,7 +862,7 @@ class ProgramBuilder {
   /// Emits `pieces`; the first compute waits for `first_deps`. Names are
   /// `prefix` + the piece's name (+ "." + kind for collectives).
   void pieces(const std::vector<Piece>& ps, std::string_view prefix, std::int32_t tp_slot,
-              std::vector<TaskIndex> first_deps) {
+              std::vector<TaskIndex> first_deps, std::int32_t ep_slot = -1) {
     std::vector<TaskIndex> wait_next = std::move(first_deps), wait_after;
     for (const Piece& p : ps) {
       name_.assign(prefix);
@@ -605,7 +877,7 @@ class ProgramBuilder {
       if (last_compute_ >= 0) deps.push_back(last_compute_);
       name_ += '.';
       name_ += to_string(p.kind);
-      const TaskIndex c = collective(name_, p.kind, tp_slot, p.bytes, std::move(deps));
+      const TaskIndex c = collective(name_, p.kind, p.expert ? ep_slot : tp_slot, p.bytes, std::move(deps));
       (p.async ? wait_after : wait_next).push_back(c);
     }
     // Anything still outstanding is waited for by the next compute.
@@ -645,8 +917,8 @@ PlanSummary estimate_memory(const TransformerConfig& model, const Workload& work
   s.micro_batches = plan.micro_batches(work.micro_batch);
   s.chunk_layers = chunk_layers(model.layers, plan.pp, plan.virtual_stages);
   for (int st = 0; st < plan.pp; ++st) {
-    const std::int64_t params = stage_params(model, work, plan, s.chunk_layers, st);
-    s.params_per_stage.push_back(params);
+    const StageParams params = stage_params(model, work, plan, s.chunk_layers, st);
+    s.params_per_stage.push_back(params.total());
     s.memory_per_stage.push_back(
         stage_memory(model, work, plan, s.chunk_layers, s.micro_batches, st, params, gpu_memory));
   }
@@ -683,6 +955,10 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   // later W (weight gradients).
   const bool split = splits_backward(plan.schedule);
   const LayerPieces layer = layer_pieces(model, work, plan, timer, split);
+  // Mixture of experts: the MoE layers' pieces.
+  std::optional<LayerPieces> moe_layer;
+  if (model.is_moe()) moe_layer.emplace(moe_layer_pieces(model, work, plan, timer, split));
+  const Sharding moe_shard{plan.tp, plan.sequence_parallel, plan.ep};
   PieceList embed_f(timer), embed_b(timer), head_f(timer), head_b(timer);
   PieceList embed_bi(timer), embed_w(timer), head_bi(timer), head_w(timer);  // split: B and W
   {
@@ -722,18 +998,28 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
         for (const auto& k : pass->kernels) f += k.flops().count();
       }
       f -= op.recomputed_flops.count();
+      f -= op.padding_flops.count();
     }
     return f;
   };
   const double layer_model_flops = op_flops(layer_ops(model, work, shard));
   const double embed_model_flops = op_flops(embedding_ops(model, work, shard));
   const double head_model_flops = op_flops(lm_head_ops(model, work, shard));
+  // An MoE layer's model FLOPs count the activated experts only (top_k per
+  // token, no capacity padding: OpKernels::padding_flops).
+  const double moe_model_flops = model.is_moe() ? op_flops(moe_layer_ops(model, work, moe_shard)) : 0.0;
   {
     double per_replica_rank_sum = 0;  // over the pp stages of one (tp, dp) column
     for (int stage = 0; stage < p; ++stage) {
-      std::int64_t layers_here = 0;
-      for (int c = 0; c < v; ++c) layers_here += sum.chunk_layers[static_cast<std::size_t>(c * p + stage)];
-      double f = static_cast<double>(layers_here) * layer_model_flops;
+      std::int64_t layers_here = 0, moe_here = 0;
+      for (int c = 0; c < v; ++c) {
+        const int k = c * p + stage;
+        const std::int64_t n = sum.chunk_layers[static_cast<std::size_t>(k)];
+        layers_here += n;
+        moe_here += model.moe_layers_in(chunk_first_layer(sum.chunk_layers, k), n);
+      }
+      double f = static_cast<double>(layers_here - moe_here) * layer_model_flops;
+      if (moe_here > 0) f += static_cast<double>(moe_here) * moe_model_flops;
       if (stage == 0) f += embed_model_flops;
       if (stage == p - 1) f += head_model_flops;
       per_replica_rank_sum += f;
@@ -756,6 +1042,24 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     grad_add_piece.passes("bwd.grad_add", {&add});
   }
   const Piece grad_add = grad_add_piece.pieces().front();
+  // MoE layers: their dense parameters' gradients are reduced over the DP
+  // group; their experts' over the expert-data-parallel group (dp / ep ranks)
+  // when ep > 1, else with the rest.
+  const bool separate_experts = model.is_moe() && plan.ep > 1;
+  std::int64_t moe_dense_grad_bytes = 0, moe_expert_grad_bytes = 0;
+  Piece moe_grad_add;
+  if (model.is_moe()) {
+    const std::int64_t dense_params = model.moe_layer_dense_params_per_rank(plan.tp);
+    const std::int64_t expert_params = model.moe_layer_expert_params_per_rank(plan.tp, plan.ep);
+    moe_dense_grad_bytes = dense_params * gbytes;
+    moe_expert_grad_bytes = expert_params * gbytes;
+    PieceList add_piece(timer);
+    Pass add;
+    add.add(node_model::flat_kernel(node_model::KernelOp::Add, dense_params + expert_params, work.dtype),
+            static_cast<int>(kTensorsPerLayer));
+    add_piece.passes("bwd.grad_add", {&add});
+    moe_grad_add = add_piece.pieces().front();
+  }
 
   // One program per pipeline stage: every (tp, dp) rank of a stage runs the
   // same tasks; only the groups its slots name differ.
@@ -767,6 +1071,9 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     ProgramBuilder rb(prog, timer, work.host.per_p2p);
     const std::int32_t tp_group = tp ? rb.slot({kTensor}) : -1;
     const std::int32_t dp_group = plan.dp > 1 ? rb.slot({kData}) : -1;
+    const std::int32_t ep_group = separate_experts ? rb.slot({kExpert}) : -1;
+    const std::int32_t expert_dp_group =
+        separate_experts && plan.dp / plan.ep > 1 ? rb.slot({kExpertData}) : -1;
     auto pipe_group = [&](int from_stage, int to_stage, int purpose) {
       return rb.slot({purpose, from_stage, to_stage});
     };
@@ -786,10 +1093,17 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     // Reserve: per micro-batch and chunk, each layer's pieces plus a few
     // pipeline, ZeRO-3 and wait tasks.
     {
-      const std::size_t per_layer =
+      std::size_t per_layer =
           layer.forward.pieces().size() + 1 +
           (split ? layer.input_backward.pieces().size() + layer.weight_backward.pieces().size() + 1
                  : layer.backward.pieces().size());
+      if (moe_layer) {
+        const LayerPieces& ml = *moe_layer;
+        per_layer = std::max(
+            per_layer, ml.forward.pieces().size() + 1 +
+                           (split ? ml.input_backward.pieces().size() + ml.weight_backward.pieces().size() + 1
+                                  : ml.backward.pieces().size()));
+      }
       std::size_t tasks = 64;
       for (int c = 0; c < v; ++c) {
         const auto nl = static_cast<std::size_t>(sum.chunk_layers[static_cast<std::size_t>(c * p + stage)]);
@@ -817,6 +1131,34 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       // Megatron's DDP reduces the whole gradient buffer after the backward;
       // PyTorch DDP a bucket as soon as it is full (overlapping the backward).
       if (!sync_after_backward && pending_bytes >= plan.bucket_size.count()) flush(task);
+    };
+    // The experts' gradient buckets (ep > 1), reduced over the ranks holding the same experts.
+    std::vector<TaskIndex> expert_grad_sync;
+    std::vector<std::int64_t> expert_bucket_bytes;
+    std::int64_t pending_expert_bytes = 0;
+    auto flush_experts = [&](TaskIndex after) {
+      if (pending_expert_bytes == 0) return;
+      if (expert_dp_group >= 0) {
+        const auto kind = plan.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+        expert_grad_sync.push_back(rb.collective(
+            fmt::format("dp.expert_grad.{}.bucket{:03}", to_string(kind), expert_bucket_bytes.size()), kind,
+            expert_dp_group, Bytes(pending_expert_bytes), {after}));
+      }
+      expert_bucket_bytes.push_back(pending_expert_bytes);
+      pending_expert_bytes = 0;
+    };
+    auto produced_layer = [&](bool moe, TaskIndex task) {
+      if (!moe) {
+        produced(layer_grad_bytes, task);
+        return;
+      }
+      if (!separate_experts) {
+        produced(moe_dense_grad_bytes + moe_expert_grad_bytes, task);
+        return;
+      }
+      produced(moe_dense_grad_bytes, task);
+      pending_expert_bytes += moe_expert_grad_bytes;
+      if (!sync_after_backward && pending_expert_bytes >= plan.bucket_size.count()) flush_experts(task);
     };
     // `tag` + `suffix`, in a reused buffer.
     auto named = [&](std::string_view suffix) -> const std::string& {
@@ -848,10 +1190,25 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       // ZeRO-3: F and B need the chunk's parameters (W only the activations
       // and output gradients).
       if (plan.zero_stage == 3 && dp_group >= 0 && st.kind != StepKind::W) {
-        const std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
+        std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
+        std::int64_t chunk_expert_params = 0;
+        if (moe_layer) {
+          // MoE layers: their dense parameters with the rest; their experts'
+          // over the ranks holding the same experts (ep > 1).
+          const std::int64_t n_moe = model.moe_layers_in(chunk_first_layer(sum.chunk_layers, k), nl);
+          chunk_params = (nl - n_moe) * model.params_per_layer_per_tp_rank(plan.tp) +
+                         n_moe * model.moe_layer_dense_params_per_rank(plan.tp);
+          chunk_expert_params = n_moe * model.moe_layer_expert_params_per_rank(plan.tp, plan.ep);
+          if (!separate_experts) chunk_params += std::exchange(chunk_expert_params, 0);
+        }
         first.push_back(rb.collective(named(st.forward() ? "fwd.zero3.param_all_gather"
                                                          : "bwd.zero3.param_all_gather"),
                                       CollectiveKind::AllGather, dp_group, Bytes(chunk_params * pbytes), {}));
+        if (chunk_expert_params > 0 && expert_dp_group >= 0) {
+          first.push_back(rb.collective(
+              named(st.forward() ? "fwd.zero3.expert_param_all_gather" : "bwd.zero3.expert_param_all_gather"),
+              CollectiveKind::AllGather, expert_dp_group, Bytes(chunk_expert_params * pbytes), {}));
+        }
       }
       if (st.forward()) {
         if (k == 0) {
@@ -865,8 +1222,10 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
                                                          tp_group, act, {recv})
                                          : recv);
         }
+        const std::int64_t first_layer = chunk_first_layer(sum.chunk_layers, k);
         for (std::int64_t l = 0; l < nl; ++l) {
-          rb.pieces(layer.forward.pieces(), layer_prefix(l), tp_group, std::move(first));
+          const LayerPieces& lp = moe_layer && model.is_moe_layer(first_layer + l) ? *moe_layer : layer;
+          rb.pieces(lp.forward.pieces(), layer_prefix(l), tp_group, std::move(first), ep_group);
           first = rb.take_pending();
         }
         if (k == V - 1) {
@@ -885,7 +1244,6 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
       // compute them.
       const bool w_step = st.kind == StepKind::W;
       const PieceList& head_pieces = !split ? head_b : w_step ? head_w : head_bi;
-      const PieceList& layer_backward = !split ? layer.backward : w_step ? layer.weight_backward : layer.input_backward;
       const PieceList& embed_pieces = !split ? embed_b : w_step ? embed_w : embed_bi;
       if (k == V - 1) {
         rb.pieces(head_pieces.pieces(), named("lm_head."), tp_group, std::move(first));
@@ -901,19 +1259,26 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
                                                        tp_group, act, {recv})
                                        : recv);
       }
+      const std::int64_t first_layer = chunk_first_layer(sum.chunk_layers, k);
       for (std::int64_t l = nl - 1; l >= 0; --l) {
-        rb.pieces(layer_backward.pieces(), layer_prefix(l), tp_group, std::move(first));
+        const bool moe = moe_layer && model.is_moe_layer(first_layer + l);
+        const LayerPieces& lp = moe ? *moe_layer : layer;
+        const PieceList& layer_backward = !split   ? lp.backward
+                                          : w_step ? lp.weight_backward
+                                                   : lp.input_backward;
+        rb.pieces(layer_backward.pieces(), layer_prefix(l), tp_group, std::move(first), ep_group);
         first = rb.take_pending();
         if (accumulate) {
-          rb.compute(layer_prefix(l) + (w_step ? "wgrad.grad_add" : "bwd.grad_add"), grad_add.duration, Flops(),
-                     std::exchange(first, {}), grad_add.host);
+          const Piece& add = moe ? moe_grad_add : grad_add;
+          rb.compute(layer_prefix(l) + (w_step ? "wgrad.grad_add" : "bwd.grad_add"), add.duration, Flops(),
+                     std::exchange(first, {}), add.host);
         }
         if (last_mb) {
           if (!first.empty()) {
             rb.compute(layer_prefix(l) + (w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(),
                        std::exchange(first, {}));
           }
-          produced(layer_grad_bytes, rb.last_compute());
+          produced_layer(moe, rb.last_compute());
         }
       }
       if (k == 0) {
@@ -935,9 +1300,11 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     }
     const TaskIndex last_compute = rb.last_compute();
     flush(last_compute);
+    flush_experts(last_compute);
 
     // Tied embeddings: the first and last stage add their word-embedding gradients.
     std::vector<TaskIndex> before_step = grad_sync;
+    before_step.insert(before_step.end(), expert_grad_sync.begin(), expert_grad_sync.end());
     if (p > 1 && model.tied_embeddings && (stage == 0 || stage == p - 1)) {
       before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce,
                                           rb.slot({kEmbedding, 0, p - 1}), Bytes(word_params * gbytes),
@@ -952,7 +1319,14 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     }
     // Optimizer step over this rank's (shard of the) parameters.
     const std::int64_t params = sum.params_per_stage[static_cast<std::size_t>(stage)];
-    const std::int64_t step_params = plan.zero_stage >= 1 ? (params + plan.dp - 1) / plan.dp : params;
+    std::int64_t step_params = plan.zero_stage >= 1 ? (params + plan.dp - 1) / plan.dp : params;
+    if (separate_experts && plan.zero_stage >= 1) {
+      // The experts' optimizer states are sharded over dp / ep ranks.
+      const StageParams split_params = stage_params(model, work, plan, sum.chunk_layers, stage);
+      const std::int64_t expert_dp = plan.dp / plan.ep;
+      step_params =
+          (split_params.dense + plan.dp - 1) / plan.dp + (split_params.expert + expert_dp - 1) / expert_dp;
+    }
     std::int64_t layers_here = 0;
     for (int c = 0; c < v; ++c) layers_here += sum.chunk_layers[static_cast<std::size_t>(c * p + stage)];
     const int tensors = static_cast<int>(layers_here * kTensorsPerLayer + 4);
@@ -969,6 +1343,13 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
         const std::int64_t bytes = bucket_bytes[b] / gbytes * pbytes;  // parameters in the model's dtype
         rb.collective(fmt::format("dp.param_all_gather.bucket{:03}", b), CollectiveKind::AllGather, dp_group,
                       Bytes(bytes), {step});
+      }
+    }
+    if (plan.zero_stage >= 1 && plan.zero_stage <= 2 && expert_dp_group >= 0) {
+      for (std::size_t b = 0; b < expert_bucket_bytes.size(); ++b) {
+        const std::int64_t bytes = expert_bucket_bytes[b] / gbytes * pbytes;
+        rb.collective(fmt::format("dp.expert_param_all_gather.bucket{:03}", b), CollectiveKind::AllGather,
+                      expert_dp_group, Bytes(bytes), {step});
       }
     }
     stage_roles[static_cast<std::size_t>(stage)] = rb.roles();

@@ -116,7 +116,14 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
         fmt::format("dp x tp x pp ({} x {} x {} = {}) exceeds the {} ranks that can be simulated", dp, tp, pp,
                     world_text(), std::numeric_limits<int>::max()));
   }
-  check_sharding(model, work, Sharding{tp, sequence_parallel});
+  positive(ep, "ep");
+  if (ep > 1 && model.is_moe() && dp % ep != 0) {
+    throw InputError(
+        fmt::format("ep ({}) must divide dp ({}): expert-parallel groups are carved out of the "
+                    "data-parallel ranks (experts across tensor-parallel ranks are not supported)",
+                    ep, dp));
+  }
+  check_sharding(model, work, Sharding{tp, sequence_parallel, ep});
   if (pp > model.layers) {
     throw InputError(fmt::format("pp ({}) must not exceed the model's layers ({}): every pipeline stage needs a "
                                  "layer", pp, model.layers));

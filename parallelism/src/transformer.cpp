@@ -1,6 +1,7 @@
 #include "tessera/parallelism/transformer.hpp"
 
 #include <array>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "tessera/error.hpp"
@@ -23,12 +24,47 @@ std::int64_t TransformerConfig::params_per_layer_per_tp_rank(std::int64_t tp) co
   return (h * qkv + qkv + h * f + f + h * h + ffn_hidden * h) / tp + 2 * h + 4 * h;
 }
 
+bool TransformerConfig::is_moe_layer(std::int64_t layer) const {
+  if (!is_moe() || layer < moe.first_dense_layers) return false;
+  return (layer - moe.first_dense_layers) % std::max<std::int64_t>(1, moe.moe_every) == 0;
+}
+
+std::int64_t TransformerConfig::moe_layers_in(std::int64_t first, std::int64_t count) const {
+  std::int64_t n = 0;
+  for (std::int64_t l = first; l < first + count; ++l) n += is_moe_layer(l) ? 1 : 0;
+  return n;
+}
+
+namespace {
+/// Weights of one (unbiased) MLP of `ffn` columns: fc1 (x2 gated) and fc2.
+std::int64_t mlp_weights(const TransformerConfig& m, std::int64_t ffn) {
+  return m.hidden * ffn * (m.gated_mlp ? 2 : 1) + ffn * m.hidden;
+}
+}  // namespace
+
+std::int64_t TransformerConfig::moe_layer_dense_params_per_rank(std::int64_t tp) const {
+  const std::int64_t h = hidden;
+  const std::int64_t qkv = h + 2 * kv_heads_or_heads() * (hidden / heads);
+  // Column-parallel QKV (weights and bias) and row-parallel projection split
+  // tp ways, its bias replicated; two layer norms (4h); the router (h x
+  // experts) replicated; the shared experts split like the dense MLP.
+  return (h * qkv + qkv + h * h + mlp_weights(*this, moe.shared_experts * expert_ffn())) / tp + h + 4 * h +
+         h * moe.experts;
+}
+
+std::int64_t TransformerConfig::moe_layer_expert_params_per_rank(std::int64_t tp, std::int64_t ep) const {
+  return moe.experts / ep * (mlp_weights(*this, expert_ffn()) / tp);
+}
+
 std::int64_t TransformerConfig::embedding_params(std::int64_t seq_len) const {
   return vocab * hidden + (learned_positions ? seq_len * hidden : 0) + 2 * hidden;  // + final layer norm
 }
 
 std::int64_t TransformerConfig::total_params(std::int64_t seq_len) const {
-  return layers * params_per_layer() + embedding_params(seq_len) + (tied_embeddings ? 0 : vocab * hidden);
+  const std::int64_t moe_layers = moe_layers_in(0, layers);
+  return (layers - moe_layers) * params_per_layer() +
+         moe_layers * (moe_layer_dense_params_per_rank(1) + moe_layer_expert_params_per_rank(1, 1)) +
+         embedding_params(seq_len) + (tied_embeddings ? 0 : vocab * hidden);
 }
 
 void TransformerConfig::validate() const {
@@ -47,6 +83,36 @@ void TransformerConfig::validate() const {
   if (kv_heads > 0 && heads % kv_heads != 0) {
     throw InputError(fmt::format("model '{}': kv_heads ({}) must divide heads ({})", name, kv_heads, heads));
   }
+  if (moe.experts < 0) {
+    throw InputError(fmt::format("model '{}': moe.experts must not be negative (got {})", name, moe.experts));
+  }
+  if (!is_moe()) return;
+  auto moe_field = [&](std::int64_t v, std::int64_t lo, std::string_view field) {
+    if (v < lo)
+      throw InputError(fmt::format("model '{}': moe.{} must be at least {} (got {})", name, field, lo, v));
+  };
+  moe_field(moe.top_k, 1, "top_k");
+  if (moe.top_k > moe.experts) {
+    throw InputError(fmt::format("model '{}': moe.top_k ({}) must not exceed moe.experts ({})", name,
+                                 moe.top_k, moe.experts));
+  }
+  moe_field(moe.expert_ffn_hidden, 0, "expert_ffn_hidden");
+  moe_field(moe.moe_every, 1, "moe_every");
+  moe_field(moe.first_dense_layers, 0, "first_dense_layers");
+  moe_field(moe.shared_experts, 0, "shared_experts");
+  if (moe.first_dense_layers >= layers) {
+    throw InputError(
+        fmt::format("model '{}': moe.first_dense_layers ({}) leaves no MoE layer among the {} layers", name,
+                    moe.first_dense_layers, layers));
+  }
+  if (!std::isfinite(moe.capacity_factor) || moe.capacity_factor <= 0) {
+    throw InputError(
+        fmt::format("model '{}': moe.capacity_factor must be positive (got {})", name, moe.capacity_factor));
+  }
+  if (!std::isfinite(moe.imbalance) || moe.imbalance < 1) {
+    throw InputError(
+        fmt::format("model '{}': moe.imbalance must be at least 1 (got {})", name, moe.imbalance));
+  }
 }
 
 void check_sharding(const TransformerConfig& m, const Workload& w, const Sharding& s) {
@@ -60,14 +126,27 @@ void check_sharding(const TransformerConfig& m, const Workload& w, const Shardin
   divides(m.hidden, "hidden");
   divides(m.kv_heads_or_heads(), "kv_heads");
   divides(m.ffn_hidden, "ffn_hidden");
+  if (m.is_moe()) divides(m.expert_ffn(), "expert_ffn_hidden");
+  if (s.ep <= 0) throw InputError(fmt::format("ep must be positive (got {})", s.ep));
+  if (s.ep > 1 && !m.is_moe()) {
+    throw InputError(fmt::format("ep ({}) needs a mixture-of-experts model (model.moe.experts)", s.ep));
+  }
+  if (s.ep > 1 && m.moe.experts % s.ep != 0) {
+    throw InputError(fmt::format("ep ({}) must divide the model's experts ({})", s.ep, m.moe.experts));
+  }
   if (s.sequence_parallel && w.seq_len % s.tp != 0) {
     throw InputError(fmt::format("tp ({}) must divide seq_len ({}) with sequence parallelism", s.tp, w.seq_len));
   }
 }
 
 namespace {
-const std::array<TransformerConfig, 8>& presets() {
-  static const std::array<TransformerConfig, 8> kPresets{{
+TransformerConfig moe_preset(TransformerConfig m, MoeConfig moe) {
+  m.moe = moe;
+  return m;
+}
+
+const std::array<TransformerConfig, 10>& presets() {
+  static const std::array<TransformerConfig, 10> kPresets{{
       {"gpt2-large", 36, 1280, 20, 5120, 50257},
       {"gpt2-xl", 48, 1600, 25, 6400, 50257},
       {"gpt3-xl", 24, 2048, 16, 8192, 50257},
@@ -81,6 +160,25 @@ const std::array<TransformerConfig, 8>& presets() {
       {"llama3-8b", 32, 4096, 32, 14336, 128256, 8, true, false, false},
       {"llama3-70b", 80, 8192, 64, 28672, 128256, 8, true, false, false},
       {"llama3-405b", 126, 16384, 128, 53248, 128256, 8, true, false, false},
+      // Mixtral 8x7B (mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers,
+      // hidden_size 4096, 32 heads, 8 KV heads, intermediate_size 14336,
+      // vocab_size 32000, num_local_experts 8, num_experts_per_tok 2,
+      // tie_word_embeddings false, rotary): every layer MoE, SwiGLU experts.
+      moe_preset({"mixtral-8x7b", 32, 4096, 32, 14336, 32000, 8, true, false, false},
+                 {.experts = 8, .top_k = 2}),
+      // DeepSeekMoE 16B (deepseek-ai/deepseek-moe-16b-base config.json: 28
+      // layers, hidden_size 2048, 16 heads (no GQA), intermediate_size 10944
+      // for the dense first layer (first_k_dense_replace 1), vocab_size
+      // 102400, n_routed_experts 64, num_experts_per_tok 6,
+      // moe_intermediate_size 1408, n_shared_experts 2, moe_layer_freq 1):
+      // fine-grained experts, as Qwen1.5-MoE.
+      moe_preset({"deepseek-moe-16b", 28, 2048, 16, 10944, 102400, 0, true, false, false},
+                 {.experts = 64,
+                  .top_k = 6,
+                  .expert_ffn_hidden = 1408,
+                  .moe_every = 1,
+                  .first_dense_layers = 1,
+                  .shared_experts = 2}),
   }};
   return kPresets;
 }
@@ -152,6 +250,75 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, t, f, 2));
   ops.push_back(r.linear("fc2", t, f, h, linear_bias));
   ops.push_back(r.bias_dropout_add("residual2", tv, h));
+  return ops;
+}
+
+std::int64_t expert_tokens_per_rank(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+  if (!m.is_moe()) return 0;
+  const std::int64_t t = w.micro_batch * w.seq_len;
+  // Per expert: the group's tokens x top_k spread over the experts, times
+  // the capacity factor and the imbalance, rounded up to whole tokens.
+  const double per_expert = static_cast<double>(shard.ep * t * m.moe.top_k) /
+                            static_cast<double>(m.moe.experts) * m.moe.capacity_factor * m.moe.imbalance;
+  return static_cast<std::int64_t>(std::ceil(per_expert - 1e-9)) * (m.moe.experts / shard.ep);
+}
+
+Bytes expert_all_to_all_bytes(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+  return Bytes(expert_tokens_per_rank(m, w, shard) * m.hidden * node_model::dtype_bytes(w.dtype));
+}
+
+std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+  if (!m.is_moe()) throw InputError(fmt::format("model '{}' has no experts (moe.experts = 0)", m.name));
+  std::vector<OpKernels> ops = layer_ops(m, w, shard);
+  // Keep the attention block (ln1 .. residual1) and ln2.
+  std::size_t keep = 0;
+  while (keep < ops.size() && ops[keep].name != "ln2") ++keep;
+  ops.resize(keep + 1);
+  const node_model::OpRules r = w.rules();
+  const std::int64_t tp = shard.tp, h = m.hidden;
+  const std::int64_t t = w.micro_batch * w.seq_len;  // tokens (gathered with SP)
+  const std::int64_t experts = m.moe.experts, local = experts / shard.ep;
+  const std::int64_t routed = expert_tokens_per_rank(m, w, shard);
+  const std::int64_t per_expert = routed / local;
+  const std::int64_t fe = m.expert_ffn() / tp;
+  const std::int64_t width = (m.gated_mlp ? 2 : 1);
+  ops.push_back(r.linear("router", t, h, experts, false));
+  ops.push_back(r.top_k_gating("router_topk", t, experts));
+  ops.push_back(r.copy("permute", routed * h));
+  if (m.moe.shared_experts > 0) {
+    const std::int64_t fs = m.moe.shared_experts * m.expert_ffn() / tp;
+    ops.push_back(r.linear("shared_fc1", t, h, width * fs, false));
+    ops.push_back(r.elementwise("shared_act", KernelOp::Gelu, t, fs, 1));  // no bias
+    if (m.gated_mlp) ops.push_back(r.elementwise("shared_gate", KernelOp::Mul, t, fs, 2));
+    ops.push_back(r.linear("shared_fc2", t, fs, h, false));
+  }
+  const std::size_t first_routed = ops.size();
+  ops.push_back(r.grouped_linear("fc1", local, per_expert, h, width * fe));
+  ops.push_back(r.elementwise("gelu", KernelOp::Gelu, routed, fe, 1));  // experts have no bias
+  if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, routed, fe, 2));
+  ops.push_back(r.grouped_linear("fc2", local, per_expert, fe, h));
+  // The expert outputs weighted by the router and summed back per token.
+  ops.push_back(r.elementwise("unpermute", KernelOp::Mul, routed, h, 2));
+  // The routed ops compute `routed` tokens where the model's work is t x
+  // top_k (each rank's share of the group's t x top_k routed tokens): their
+  // model FLOPs are that share of the kernels that scale with the tokens.
+  // The experts' weight-gradient accumulation (the non-GEMM kernels of the
+  // grouped linears' W pass) scales with the experts a rank holds, which
+  // depends on ep: it is no model FLOPs.
+  const double useful = std::min(1.0, static_cast<double>(t * m.moe.top_k) / static_cast<double>(routed));
+  for (std::size_t i = first_routed; i < ops.size(); ++i) {
+    const bool grouped = ops[i].name == "fc1" || ops[i].name == "fc2";
+    double all = 0, model = 0;
+    for (const Pass* p : {&ops[i].forward, &ops[i].input_grad, &ops[i].weight_grad}) {
+      for (const auto& k : p->kernels) {
+        const double f = k.flops().count();
+        all += f;
+        if (!grouped || node_model::is_gemm(k.op)) model += f * useful;
+      }
+    }
+    ops[i].padding_flops = Flops(all - model);
+  }
+  ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h));
   return ops;
 }
 

@@ -67,6 +67,13 @@ TEST(FreeNetwork, QuotientGivesEveryRankTheFullExecutionsTiming) {
       {"schedules.yaml", {{"parallelism.schedule", "zb-h2"}}, 0},
       {"shared-hcas.yaml", {}, 0},
       {"gpt3-175b.yaml", {{"training.global_batch", "32"}}, 16},  // pp 16
+      // Expert parallelism: the all-to-all and expert-gradient groups keep
+      // every rank of a stage in one class.
+      {"mixtral-ep.yaml", {}, 0},
+      {"mixtral-ep.yaml",
+       {{"parallelism.tp", "2"}, {"parallelism.dp", "8"}, {"parallelism.sequence_parallel", "true"},
+        {"parallelism.schedule", "zb-h1"}, {"training.global_batch", "32"}},
+       0},
   };
   for (const Case& c : cases) {
     const Scenario s = parse_scenario(scenario_text(c.file), c.file, c.overrides);

@@ -31,7 +31,7 @@ endfunction()
 
 # Counts held as int: range-checked before narrowing.
 set(int32_keys cluster.nodes cluster.gpus_per_node cluster.fabric.hosts_per_leaf cluster.fabric.spines
-    parallelism.dp parallelism.tp parallelism.pp parallelism.virtual_stages collectives.chunks)
+    parallelism.dp parallelism.tp parallelism.pp parallelism.ep parallelism.virtual_stages collectives.chunks)
 foreach(key IN LISTS int32_keys)
   hostile_set(${key} negative -1)
   hostile_set(${key} zero 0)
@@ -43,7 +43,7 @@ foreach(key IN LISTS int32_keys)
   hostile_set(${key} past_int64 99999999999999999999)
 endforeach()
 # Counts held as int64.
-foreach(key IN ITEMS training.micro_batch training.seq_len training.global_batch model.layers)
+foreach(key IN ITEMS training.micro_batch training.seq_len training.global_batch model.layers model.moe.experts)
   hostile_set(${key} negative -8)
   hostile_set(${key} zero 0)
   hostile_set(${key} text eight)
@@ -79,7 +79,7 @@ foreach(key IN ITEMS parallelism.sequence_parallel parallelism.tp_comm_overlap t
   hostile_set(${key} not_bool maybe)
 endforeach()
 # Unknown keys at every level.
-foreach(key IN ITEMS nodes cluster.node cluster.fabric.spnes training.recompute model.hidden_size parallelism.ep)
+foreach(key IN ITEMS nodes cluster.node cluster.fabric.spnes training.recompute model.hidden_size parallelism.cp)
   string(REPLACE "." "_" id "${key}")
   hostile(NAME unknown_key.${id} RC 2 REGEX "unknown key" ARGS run s.yaml --set ${key}=1)
 endforeach()

@@ -209,9 +209,9 @@ TEST(Robustness, SetCreatesMissingSections) {
 // The a-priori work estimate that refuses huge scenarios must not refuse
 // real ones: it is within a few times the transfers actually simulated
 // (rings where the simulation may pick hierarchical or tree algorithms), on
-// plans with data, tensor and pipeline parallelism.
+// plans with data, tensor, pipeline and expert parallelism.
 TEST(Robustness, WorkEstimateIsWithinAFewTimesTheSimulated) {
-  for (const char* name : {"default.yaml", "schedules.yaml", "gpt3-175b.yaml"}) {
+  for (const char* name : {"default.yaml", "schedules.yaml", "gpt3-175b.yaml", "mixtral-ep.yaml"}) {
     const std::string text = scenario_text(name);
     const Scenario s = parse_scenario(text, name);
     const WorkEstimate w = estimate_work(s);

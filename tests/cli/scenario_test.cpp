@@ -308,3 +308,64 @@ TEST(Scenario, FlashAttentionAndLlama3Keys) {
                 .find("training.flash_attention: FlashAttention runs fp16 or bf16 only (training.dtype is fp32)"),
             std::string::npos);
 }
+
+TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
+  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/mixtral-ep.yaml");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const Scenario s = parse_scenario(text.str(), "mixtral-ep.yaml");
+  EXPECT_EQ(s.model.name, "mixtral-8x7b");
+  EXPECT_EQ(s.model.moe.experts, 8);
+  EXPECT_EQ(s.model.moe.top_k, 2);
+  EXPECT_EQ(s.plan.ep, 8);
+  EXPECT_EQ(parse_scenario(default_text(), "s.yaml").plan.ep, 1);  // default: no expert parallelism
+  // MoE fields beside a preset override it; a dense preset takes a moe section.
+  const Scenario o =
+      parse_scenario(text.str(), "mixtral-ep.yaml",
+                     {Override{"model.moe.top_k", "1"}, Override{"model.moe.capacity_factor", "1.25"},
+                      Override{"model.moe.imbalance", "1.1"}, Override{"parallelism.ep", "4"}});
+  EXPECT_EQ(o.model.moe.top_k, 1);
+  EXPECT_DOUBLE_EQ(o.model.moe.capacity_factor, 1.25);
+  EXPECT_DOUBLE_EQ(o.model.moe.imbalance, 1.1);
+  EXPECT_EQ(o.plan.ep, 4);
+  const Scenario d = parse_scenario(
+      replaced(default_text(), "preset: gpt2-large",
+               "preset: gpt2-large\n  moe: {experts: 16, top_k: 2, moe_every: 2, expert_ffn_hidden: 1280, "
+               "shared_experts: 1, first_dense_layers: 0}"),
+      "s.yaml", {Override{"parallelism.ep", "8"}});
+  EXPECT_EQ(d.model.moe.experts, 16);
+  EXPECT_EQ(d.model.moe.moe_every, 2);
+  EXPECT_EQ(d.model.moe.expert_ffn_hidden, 1280);
+  EXPECT_EQ(d.model.moe.shared_experts, 1);
+  EXPECT_EQ(d.model.moe_layers_in(0, d.model.layers), 18);  // gpt2-large: 36 layers, every other one
+  EXPECT_EQ(d.plan.ep, 8);
+
+  // Bad input: one line naming the key and the numbers.
+  auto error = [&](std::vector<Override> o) {
+    try {
+      (void)parse_scenario(text.str(), "m.yaml", o);
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({Override{"parallelism.ep", "16"}}),
+            "m.yaml (--set parallelism.ep): parallelism.ep: ep (16) must divide the model's experts (8)");
+  EXPECT_EQ(
+      error({Override{"parallelism.dp", "4"}, Override{"parallelism.tp", "4"}}),
+      "m.yaml:38:7: parallelism.ep: ep (8) must divide dp (4): expert-parallel groups are carved out of the "
+      "data-parallel ranks (experts across tensor-parallel ranks are not supported)");
+  EXPECT_EQ(error({Override{"model.moe.top_k", "9"}}),
+            "m.yaml: model.moe: model 'mixtral-8x7b': moe.top_k (9) must not exceed moe.experts (8)");
+  EXPECT_EQ(
+      error({Override{"model.moe.first_dense_layers", "32"}}),
+      "m.yaml: model.moe: model 'mixtral-8x7b': moe.first_dense_layers (32) leaves no MoE layer among the 32 "
+      "layers");
+  EXPECT_NE(error({Override{"model.moe.capacity_factor", "0"}})
+                .find("model.moe.capacity_factor: must be between 0.01 and 100, got 0"),
+            std::string::npos);
+  EXPECT_NE(error({Override{"model.moe.expertz", "3"}}).find("model.moe.expertz: unknown key"),
+            std::string::npos);
+  EXPECT_EQ(error({Override{"model.preset", "llama3-8b"}}),
+            "m.yaml:38:7: parallelism.ep: ep (8) needs a mixture-of-experts model (model.moe.experts)");
+}

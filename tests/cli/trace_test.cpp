@@ -410,3 +410,21 @@ TEST(ChromeTrace, ScenarioOutputsKeys) {
   EXPECT_EQ(o.micro_batches, (std::vector<int>{2}));
   EXPECT_FALSE(o.transfers);
 }
+
+TEST(ChromeTrace, ExpertParallelTracksAreNamedByRole) {
+  // mixtral-ep: tp 1, dp 16, ep 8, pp 2. Rank 0's expert-parallel group is
+  // dp 0..7 (ranks 0..7), the ranks holding its experts dp 0 and 8 (ranks 0
+  // and 8), its data-parallel group dp 0..15 (ranks 0..15).
+  const Scenario s = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/mixtral-ep.yaml",
+                                   {{"predictor", "roofline"}, {"training.global_batch", "16"}});
+  const Traced t = run_traced(s, {});
+  const TraceSummary sum = check_trace(t.text);
+  std::set<std::string> rank0;
+  for (const auto& [track, name] : sum.tracks) {
+    if (track.first == 0) rank0.insert(name);
+  }
+  EXPECT_EQ(rank0, (std::set<std::string>{"compute", "ep (8 ranks, 0..7)", "expert dp (2 ranks, 0..8)",
+                                          "dp (16 ranks, 0..15)", "pp-send to stage 1 (rank 16)",
+                                          "pp-recv from stage 1 (rank 16)"}));
+  EXPECT_NE(t.text.find(R"("name":"mb0.layer000.fwd.ep.dispatch.all-to-all")"), std::string::npos);
+}

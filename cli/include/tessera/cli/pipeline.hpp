@@ -62,7 +62,8 @@ struct WorkEstimate {
   double micro_batches = 0;  ///< per pipeline replica
   double tasks = 0;
   double tp_transfers = 0, dp_transfers = 0, pp_transfers = 0;
-  [[nodiscard]] double transfers() const { return tp_transfers + dp_transfers + pp_transfers; }
+  double ep_transfers = 0;  ///< expert-parallel all-to-alls (mixtures of experts)
+  [[nodiscard]] double transfers() const { return tp_transfers + dp_transfers + pp_transfers + ep_transfers; }
   /// Engine events: one per task, two per transfer (start, finish).
   [[nodiscard]] double events() const { return tasks + 2 * transfers(); }
 };

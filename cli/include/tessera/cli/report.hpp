@@ -38,6 +38,8 @@ struct RunReport {
   std::string hcas;  ///< "; 4 HCAs per node, 2 GPUs each" when GPUs share HCAs, else empty
   int gpus = 0;
   int dp = 1, tp = 1, pp = 1;
+  /// Expert parallelism (printed, and in the JSON, only when above 1).
+  int ep = 1;
   std::string schedule;
   std::int64_t micro_batches = 0;
   std::string backend;

@@ -67,6 +67,9 @@ struct OpKernels {
   /// Work in the passes that repeats the forward (FlashAttention's backward
   /// recomputes QK^T): hardware FLOPs, not model FLOPs.
   Flops recomputed_flops;
+  /// Work on padding (a mixture of experts' capacity slack and routing
+  /// imbalance): hardware FLOPs, not model FLOPs.
+  Flops padding_flops;
 };
 
 /// Options of a framework profile that change kernels.
@@ -100,6 +103,17 @@ class OpRules {
   /// y = x W (+ b): `rows` x `in` times `in` x `out`.
   [[nodiscard]] OpKernels linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
                                  bool bias) const;
+  /// A mixture of experts' grouped GEMM (Megatron-core's GroupedMLP):
+  /// `groups` experts, each y = x W on `rows` tokens, `rows` x `in` times
+  /// `in` x `out`, no bias, one launch each way; timed by the node model as
+  /// the batched GEMM of those shapes. The weight gradient is a grouped GEMM
+  /// too (accumulated into the main gradient as linear()'s).
+  [[nodiscard]] OpKernels grouped_linear(std::string name, std::int64_t groups, std::int64_t rows,
+                                         std::int64_t in, std::int64_t out) const;
+  /// A mixture of experts' gating after the router GEMM: the softmax over
+  /// `experts` logits of each of `tokens` tokens and the top-k selection (a
+  /// second row pass); backward: the softmax's.
+  [[nodiscard]] OpKernels top_k_gating(std::string name, std::int64_t tokens, std::int64_t experts) const;
   /// Batched GEMM of two activations, B x (M x K) @ (K x N): both gradients
   /// are input gradients.
   [[nodiscard]] OpKernels bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n,

@@ -43,6 +43,14 @@ struct ParallelPlan {
   int dp = 1;
   int tp = 1;
   int pp = 1;
+  /// Expert parallelism (mixture-of-experts models): each MoE layer's experts
+  /// are split over `ep` ranks, carved out of the data-parallel ranks as
+  /// Megatron does (an expert-parallel group is `ep` consecutive dp indices
+  /// with the same tp and pp index; ep divides dp). Tokens reach their
+  /// experts and come back by all-to-all in that group; the experts'
+  /// gradients are reduced over the dp / ep ranks holding the same experts,
+  /// the rest of the model's over all dp ranks. Does not add ranks.
+  int ep = 1;
   /// Model chunks per pipeline rank (interleaved 1F1B); 1 otherwise.
   int virtual_stages = 1;
   /// Sequences per iteration over all replicas; 0 = dp x micro_batch (one
@@ -85,12 +93,16 @@ struct ParallelPlan {
   /// Throws InputError, one line naming the keys and the numbers, for an
   /// impossible plan: dp x tp x pp != gpus (skipped when gpus <= 0), tp not
   /// dividing heads or hidden, more pipeline stages than layers, micro-batches
-  /// not dividing the global batch, interleaving without interleaved-1f1b...
+  /// not dividing the global batch, interleaving without interleaved-1f1b,
+  /// ep not dividing the experts or dp...
   void validate(const TransformerConfig& model, const Workload& work, int gpus = 0) const;
 };
 
 /// Where a global rank sits. Megatron's order: tp innermost, then dp, then pp,
 /// so that a tensor-parallel group is a block of consecutive ranks (one node).
+/// An expert-parallel group is the ranks of dp indices
+/// [dp / ep x ep, dp / ep x ep + ep) with the rank's tp and pp index (ranks
+/// tp apart: with tp x ep <= GPUs per node, one node).
 struct RankCoord {
   int tp = 0;
   int dp = 0;

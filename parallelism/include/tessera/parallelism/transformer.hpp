@@ -11,6 +11,33 @@
 
 namespace tessera::parallelism {
 
+/// Mixture of experts (Shazeer et al. 2017; Switch Transformer; Mixtral;
+/// DeepSeekMoE): in an MoE layer the MLP is `experts` expert MLPs of
+/// `expert_ffn_hidden` columns each (gated like the dense MLP when
+/// TransformerConfig::gated_mlp), every token routed by a learned router to
+/// `top_k` of them, plus `shared_experts` experts every token goes through.
+/// experts = 0: a dense model (every other field ignored).
+struct MoeConfig {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 1;
+  std::int64_t expert_ffn_hidden = 0;  ///< 0: the model's ffn_hidden
+  /// Layer i (from 0) is an MoE layer when i >= first_dense_layers and
+  /// (i - first_dense_layers) % moe_every == 0 (Megatron's --moe-layer-freq;
+  /// DeepSeek's first_k_dense_replace). 1: every layer.
+  std::int64_t moe_every = 1;
+  std::int64_t first_dense_layers = 0;
+  /// Experts every token goes through (DeepSeekMoE's n_shared_experts), of
+  /// expert_ffn_hidden columns each, computed as one dense MLP.
+  std::int64_t shared_experts = 0;
+  /// Tokens an expert computes, relative to the average (tokens x top_k /
+  /// experts): 1 = dropless with perfect balance; above 1, the capacity
+  /// padding (or the overload) an expert computes and exchanges.
+  double capacity_factor = 1.0;
+  /// The busiest rank's routed tokens over the average (>= 1): every rank is
+  /// modelled as the busiest (the all-to-all waits for it).
+  double imbalance = 1.0;
+};
+
 struct TransformerConfig {
   std::string name;
   std::int64_t layers = 0;
@@ -30,8 +57,26 @@ struct TransformerConfig {
   /// A learned position-embedding table of seq_len x hidden (GPT). false:
   /// rotary position embeddings (Llama), no table and no embedding add.
   bool learned_positions = true;
+  /// Mixture of experts; default: a dense model.
+  MoeConfig moe = {};
 
   [[nodiscard]] std::int64_t kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
+  [[nodiscard]] bool is_moe() const { return moe.experts > 0; }
+  /// True when layer `layer` (from 0) is an MoE layer (MoeConfig::moe_every).
+  [[nodiscard]] bool is_moe_layer(std::int64_t layer) const;
+  /// MoE layers among layers [first, first + count).
+  [[nodiscard]] std::int64_t moe_layers_in(std::int64_t first, std::int64_t count) const;
+  [[nodiscard]] std::int64_t expert_ffn() const {
+    return moe.expert_ffn_hidden > 0 ? moe.expert_ffn_hidden : ffn_hidden;
+  }
+  /// Parameters of one MoE layer held by one rank of a tp x ep layout, other
+  /// than the routed experts': attention (as params_per_layer_per_tp_rank),
+  /// the two layer norms, the router (hidden x experts, replicated) and the
+  /// shared experts (split like the dense MLP). Experts carry no biases.
+  [[nodiscard]] std::int64_t moe_layer_dense_params_per_rank(std::int64_t tp) const;
+  /// Parameters of the experts of one MoE layer one rank holds: experts / ep
+  /// experts, each split tp ways.
+  [[nodiscard]] std::int64_t moe_layer_expert_params_per_rank(std::int64_t tp, std::int64_t ep) const;
   /// Parameters of one transformer layer (weights and biases, incl. 2 layer norms).
   [[nodiscard]] std::int64_t params_per_layer() const;
   /// Parameters of one layer held by one tensor-parallel rank: the column- and
@@ -48,7 +93,8 @@ struct TransformerConfig {
 };
 
 /// Shipped model presets: "gpt2-large", "gpt2-xl", "gpt3-xl", "gpt3-175b", "llama2-70b",
-/// "llama3-8b", "llama3-70b", "llama3-405b".
+/// "llama3-8b", "llama3-70b", "llama3-405b", and the mixtures of experts
+/// "mixtral-8x7b" and "deepseek-moe-16b".
 const TransformerConfig& model_preset(std::string_view name);
 std::vector<std::string> model_preset_names();
 
@@ -90,6 +136,10 @@ struct Workload {
 struct Sharding {
   std::int64_t tp = 1;
   bool sequence_parallel = false;
+  /// Expert parallelism: an MoE layer's experts are split `ep` ways (each
+  /// rank holds experts / ep of them and computes the tokens the ep ranks of
+  /// its expert-parallel group route to them).
+  std::int64_t ep = 1;
 };
 
 /// Throws InputError unless `tp` divides heads, K/V heads, hidden and ffn_hidden
@@ -108,6 +158,28 @@ using node_model::Pass;
 /// ln2, fc1, gelu (bias-GeLU), [gate], fc2, residual2. Heads and MLP columns
 /// are split `shard.tp` ways.
 std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
+/// The operators of one MoE layer on one rank of a tp x ep layout, in forward
+/// order: the attention block as layer_ops (ln1 .. residual1), ln2, `router`
+/// (hidden x experts GEMM, replicated), `router_topk` (softmax and top-k),
+/// `permute` (tokens gathered by expert), the shared experts (`shared_fc1`,
+/// `shared_act`, [`shared_gate`], `shared_fc2`) when any, the routed experts
+/// as grouped GEMMs (`fc1`, `gelu`, [`gate`], `fc2`: experts / ep groups of
+/// expert_tokens_per_rank / (experts / ep) rows), `unpermute` (the top-k
+/// outputs weighted and summed back per token) and residual2. The dispatch
+/// and combine all-to-alls run between `permute`/shared experts and `fc1`,
+/// and between `fc2` and `unpermute` (the planner's). Work on capacity
+/// padding and imbalance is in OpKernels::padding_flops.
+std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload& w,
+                                     const Sharding& shard = {});
+/// Tokens the experts of one rank compute per micro-batch (over its experts /
+/// ep experts): the ep ranks' tokens x top_k / experts x capacity_factor x
+/// imbalance per expert, rounded up, times experts / ep.
+std::int64_t expert_tokens_per_rank(const TransformerConfig& m, const Workload& w, const Sharding& shard);
+/// Bytes one rank sends in one expert-parallel all-to-all of one micro-batch
+/// (the dispatch, or the combine): expert_tokens_per_rank x hidden x the
+/// dtype's bytes. Task::bytes of the all-to-all (its whole send buffer).
+Bytes expert_all_to_all_bytes(const TransformerConfig& m, const Workload& w, const Sharding& shard);
+
 /// Word and position embeddings, their sum and dropout (first pipeline stage);
 /// the word table is vocabulary-parallel.
 std::vector<OpKernels> embedding_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
