@@ -67,6 +67,12 @@ struct RankState {
   std::vector<Time> chain_ends;
   std::vector<std::int32_t> comm_groups;        // global groups, ascending
   std::vector<Stream> comm;                     // one per entry of comm_groups
+  std::vector<std::uint8_t> stream_of_slot;     // program slot -> index into comm
+  // Communication streams advance() must look at (bit k: comm[k]); the rest
+  // cannot have changed since it last looked: a head's last dependency
+  // finished, a collective completed, a wake-up or a host sync released
+  // set bits. More than 64 streams: always all.
+  std::uint64_t check = ~std::uint64_t{0};
   // Host model: the host issues tasks in program order from `host_base`
   // (when it started issuing task `base_index`) and waits at syncs[sync_pos]
   // until every task up to it has finished (`window_done` of them have).
@@ -163,9 +169,11 @@ class Executor {
       }
       std::sort(used.begin(), used.end());
       s.comm.resize(used.size());
+      s.stream_of_slot.assign(lay.comm.size(), 0);
       for (std::size_t k = 0; k < used.size(); ++k) {
         s.comm_groups.push_back(used[k].first);
         s.comm[k].order = &lay.comm[used[k].second];
+        s.stream_of_slot[used[k].second] = static_cast<std::uint8_t>(std::min<std::size_t>(k, 255));
       }
     }
   }
@@ -257,6 +265,7 @@ class Executor {
     loop_.schedule(at - loop_.now(), [this, rank, at] {
       RankState& r = ranks_[static_cast<std::size_t>(rank)];
       if (r.wake_pending && r.wake_at == at) r.wake_pending = false;
+      r.check = ~std::uint64_t{0};
       advance(rank);
     });
   }
@@ -278,6 +287,7 @@ class Executor {
     s.host_base = std::max(loop_.now(), issued);
     s.base_index = sync + 1;
     ++s.sync_pos;
+    s.check = ~std::uint64_t{0};  // tasks after the sync may be issued now
     s.window_done = 0;
   }
 
@@ -330,7 +340,13 @@ class Executor {
         wake(rank, *h);
       }
     }
+    const bool all = s.comm.size() > 64;
     for (std::size_t k = 0; k < s.comm.size(); ++k) {  // ascending group order
+      if (!all) {
+        const std::uint64_t bit = std::uint64_t{1} << k;
+        if ((s.check & bit) == 0) continue;
+        s.check &= ~bit;  // looked at now; set again when something changes for it
+      }
       Stream& st = s.comm[k];
       if (st.busy || st.next >= st.order->size()) continue;
       const TaskIndex i = (*st.order)[st.next];
@@ -688,6 +704,7 @@ class Executor {
       }
       st.busy = false;
       ++st.next;
+      s.check |= stream_bit(s, t.group);  // its next collective
       finish(rank, i);
     }
   }
@@ -707,8 +724,18 @@ class Executor {
     const auto ii = static_cast<std::size_t>(i);
     const ProgramLayout& lay = *s.layout;
     for (auto j = lay.dependents_begin[ii]; j < lay.dependents_begin[ii + 1]; ++j) {
-      --s.pending[static_cast<std::size_t>(lay.dependents[j])];
+      const TaskIndex d = lay.dependents[j];
+      if (--s.pending[static_cast<std::size_t>(d)] == 0) {
+        const Task& t = task(rank, d);
+        if (t.kind != TaskKind::Compute) s.check |= stream_bit(s, t.group);
+      }
     }
+  }
+
+  /// The check bit of the stream running program slot `slot`.
+  static std::uint64_t stream_bit(const RankState& s, std::int32_t slot) {
+    const std::size_t k = s.stream_of_slot[static_cast<std::size_t>(slot)];
+    return k < 64 ? std::uint64_t{1} << k : 0;
   }
 
   const TaskGraph& g_;
