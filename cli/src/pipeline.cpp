@@ -150,6 +150,11 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
 
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,
                              const node_model::KernelPredictor* predictor, bool split) {
+  if (!s.jobs.empty()) {
+    throw ScenarioError(fmt::format("{}: jobs: a scenario with several jobs runs with `tessera run` only (its "
+                                    "model, training and plan are per job)",
+                                    s.file));
+  }
   check_work(s);
   try {
     return simulate_unchecked(s, observer, predictor, split);

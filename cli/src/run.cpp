@@ -9,6 +9,7 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/jobs.hpp"
 #include "tessera/cli/progress.hpp"
 #include "tessera/cli/pipeline.hpp"
 #include "tessera/cli/report.hpp"
@@ -60,6 +61,22 @@ int cmd_run(const Args& args, std::ostream& out) {
   p.parse(take_set_options(args, sets));
   p.expect_positional(1, "a scenario file");
   Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
+  if (!s.jobs.empty()) {
+    // Several jobs on one fabric: their own summary (docs/scenarios.md).
+    for (const char* flag : {"trace", "links", "trace-ranks", "trace-micro-batches", "trace-transfers"}) {
+      if (p.get(flag)) throw InputError(fmt::format("--{} is not available for a scenario with jobs", flag));
+    }
+    std::optional<std::string> json_out = p.get("json-out");
+    if (!json_out && !s.outputs.json.empty()) json_out = s.outputs.json;
+    FileSet files;
+    files.input(p.positional()[0], "the scenario");
+    if (json_out) files.output(*json_out, p.get("json-out") ? "--json-out" : "outputs.json");
+    say_on_interrupt("nothing was written (outputs are written when the run finishes)");
+    const JobsOutcome o = simulate_jobs(s);
+    if (json_out) write_file_atomic(*json_out, format_jobs_json(s, o));
+    out << (p.has("json") ? format_jobs_json(s, o) : format_jobs_text(s, o));
+    return 0;
+  }
   // Output files: command-line flags first, then the scenario's `outputs:`.
   auto output = [&](const char* flag, const std::string& from_scenario) -> std::optional<std::string> {
     if (auto v = p.get(flag)) return v;

@@ -66,6 +66,13 @@ node_model::GpuSpec kernel_gpu(const Scenario& s) {
   return g;
 }
 
+void require_single_job(const Scenario& s, std::string_view command) {
+  if (s.jobs.empty()) return;
+  throw ScenarioError(fmt::format("{}: jobs: {} runs a single job's plan; a scenario with jobs runs with "
+                                  "`tessera run`",
+                                  s.file, command));
+}
+
 topology::Topology build_topology(const Scenario& s) {
   switch (s.fabric) {
     case FabricKind::LeafSpine: return topology::build_leaf_spine(s.cluster);
@@ -473,6 +480,10 @@ void apply_override(YAML::Node root, const Override& o, const std::string& file)
 }  // namespace
 
 
+Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std::string, std::string>& overridden);
+Scenario parse_with_jobs(YAML::Node root, const std::string& file,
+                         const std::map<std::string, std::string>& overridden);
+
 Scenario parse_scenario(const std::string& text, const std::string& file, const std::vector<Override>& overrides) {
   // A scenario is UTF-8 text (names end up in JSON reports, which must be).
   if (const auto bad = first_invalid_utf8(text)) {
@@ -511,6 +522,175 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     overridden[o.path] = o.flag.empty() ? "--set " + o.path : o.flag;
   }
 
+  if (root.IsMap() && root["jobs"]) return parse_with_jobs(root, file, overridden);
+  return parse_root(root, file, overridden);
+}
+
+namespace {
+
+[[noreturn]] void fail_node(const std::string& file, const YAML::Node& at, const std::string& path,
+                            const std::string& msg) {
+  const YAML::Mark m = at.Mark();
+  throw ScenarioError(fmt::format("{}:{}:{}: {}: {}", file, m.line + 1, m.column + 1, path, msg));
+}
+
+int node_int(const std::string& file, const YAML::Node& v, const std::string& path, int lo, int hi) {
+  long long x = 0;
+  try {
+    if (!v.IsScalar()) throw YAML::Exception(v.Mark(), "");
+    x = v.as<long long>();
+  } catch (const YAML::Exception&) {
+    fail_node(file, v, path, fmt::format("expected an integer in {}..{}", lo, hi));
+  }
+  if (x < lo || x > hi) fail_node(file, v, path, fmt::format("{} is out of range {}..{}", x, lo, hi));
+  return static_cast<int>(x);
+}
+
+/// A new mapping sharing `m`'s values (so their marks, for messages) but
+/// for the keys in `skip`: changing its keys leaves `m` alone.
+YAML::Node shallow(const YAML::Node& m, std::initializer_list<std::string_view> skip = {}) {
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& kv : m) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
+    out[key] = kv.second;
+  }
+  return out;
+}
+
+}  // namespace
+
+Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::map<std::string, std::string>& overridden) {
+  const YAML::Node jobs = root["jobs"];
+  if (!jobs.IsSequence() || jobs.size() == 0) fail_node(file, jobs, "jobs", "expected a non-empty list of jobs");
+  if (!root["cluster"] || !root["cluster"].IsMap() || !root["cluster"]["nodes"]) {
+    throw ScenarioError(fmt::format("{}: cluster.nodes: missing required key", file));
+  }
+  const int cluster_nodes = node_int(file, root["cluster"]["nodes"], "cluster.nodes", 1, 1 << 30);
+  std::string placement = "packed";
+  if (root["placement"]) {
+    placement = root["placement"].IsScalar() ? root["placement"].Scalar() : std::string();
+    if (placement != "packed" && placement != "spread") {
+      fail_node(file, root["placement"], "placement", "expected packed or spread");
+    }
+  }
+  // The cluster and every shared section, validated for the whole cluster
+  // with a stand-in plan (one data-parallel rank per GPU).
+  YAML::Node base = shallow(root, {"jobs", "placement"});
+  auto section_of = [&](const YAML::Node& job, const char* key) -> YAML::Node {
+    if (job[key]) return job[key];
+    if (root[key]) return root[key];
+    throw ScenarioError(fmt::format("{}:{}:{}: jobs: a job needs `{}` (in the job or at the top level)", file,
+                                    job.Mark().line + 1, job.Mark().column + 1, key));
+  };
+  {
+    YAML::Node stand_in = shallow(base);
+    stand_in["model"] = section_of(jobs[0], "model");
+    stand_in["training"] = shallow(section_of(jobs[0], "training"), {"global_batch"});
+    YAML::Node plan;
+    plan["tp"] = 1;
+    plan["pp"] = 1;
+    stand_in["parallelism"] = plan;
+    // (parsed below, after the jobs, so that their errors come first)
+    base = stand_in;
+  }
+  std::vector<Job> parsed;
+  std::vector<int> owner(static_cast<std::size_t>(cluster_nodes), -1);
+  std::vector<int> counts;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const YAML::Node job = jobs[j];
+    const std::string where = fmt::format("jobs[{}]", j);
+    if (!job.IsMap()) fail_node(file, job, where, "expected a mapping (name, nodes, model, training, parallelism)");
+    for (const auto& kv : job) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+      if (key != "name" && key != "nodes" && key != "model" && key != "training" && key != "parallelism") {
+        fail_node(file, kv.first, where + "." + key,
+                  "unknown key (a job has name, nodes, model, training, parallelism)");
+      }
+    }
+    Job out;
+    out.name = job["name"] && job["name"].IsScalar() ? job["name"].Scalar() : fmt::format("job{}", j);
+    if (!job["nodes"]) fail_node(file, job, where + ".nodes", "missing required key (a count or a list of nodes)");
+    const YAML::Node nodes = job["nodes"];
+    int count = 0;
+    if (nodes.IsSequence()) {
+      for (std::size_t k = 0; k < nodes.size(); ++k) {
+        const int n = node_int(file, nodes[k], fmt::format("{}.nodes[{}]", where, k), 0, cluster_nodes - 1);
+        auto& o = owner[static_cast<std::size_t>(n)];
+        if (o >= 0) {
+          fail_node(file, nodes[k], fmt::format("{}.nodes[{}]", where, k),
+                    fmt::format("node {} is already {}'s", n, o == static_cast<int>(j) ? "this job" : parsed[static_cast<std::size_t>(o)].name));
+        }
+        o = static_cast<int>(j);
+        out.nodes.push_back(n);
+      }
+      count = static_cast<int>(out.nodes.size());
+      if (count == 0) fail_node(file, nodes, where + ".nodes", "an empty list");
+    } else {
+      count = node_int(file, nodes, where + ".nodes", 1, cluster_nodes);
+    }
+    counts.push_back(count);
+    YAML::Node own = shallow(base, {"model", "training", "parallelism"});
+    own["model"] = section_of(job, "model");
+    own["training"] = section_of(job, "training");
+    own["parallelism"] = section_of(job, "parallelism");
+    own["cluster"] = shallow(root["cluster"], {"nodes"});
+    own["cluster"]["nodes"] = count;
+    try {
+      out.scenario = parse_root(own, file, overridden);
+    } catch (const ScenarioError& e) {
+      throw ScenarioError(fmt::format("{} (job {} '{}', on {} nodes: its cluster.nodes)", e.what(), j, out.name, count));
+    }
+    out.scenario.name = out.name;
+    parsed.push_back(std::move(out));
+  }
+  // Nodes for the jobs given as counts: packed (consecutive free nodes, in
+  // job order) or spread (round-robin over the free nodes).
+  int needed = 0;
+  for (std::size_t j = 0; j < parsed.size(); ++j) needed += parsed[j].nodes.empty() ? counts[j] : 0;
+  int free_nodes = 0;
+  for (int o : owner) free_nodes += o < 0 ? 1 : 0;
+  if (needed > free_nodes) {
+    int total = 0;
+    for (int c : counts) total += c;
+    throw ScenarioError(fmt::format("{}: jobs: the jobs need {} nodes ({} placed by count, {} free of cluster.nodes "
+                                    "= {})",
+                                    file, total, needed, free_nodes, cluster_nodes));
+  }
+  if (placement == "packed") {
+    int next = 0;
+    for (std::size_t j = 0; j < parsed.size(); ++j) {
+      if (!parsed[j].nodes.empty()) continue;
+      while (static_cast<int>(parsed[j].nodes.size()) < counts[j]) {
+        while (owner[static_cast<std::size_t>(next)] >= 0) ++next;
+        owner[static_cast<std::size_t>(next)] = static_cast<int>(j);
+        parsed[j].nodes.push_back(next);
+      }
+    }
+  } else {
+    // Round-robin: each job placed by count in turn takes the next free node.
+    int left = needed;
+    std::size_t j = 0;
+    int next = 0;
+    while (left > 0) {
+      while (!jobs[j]["nodes"].IsScalar() || static_cast<int>(parsed[j].nodes.size()) >= counts[j]) {
+        j = (j + 1) % parsed.size();
+      }
+      while (owner[static_cast<std::size_t>(next)] >= 0) ++next;
+      owner[static_cast<std::size_t>(next)] = static_cast<int>(j);
+      parsed[j].nodes.push_back(next);
+      --left;
+      j = (j + 1) % parsed.size();
+    }
+  }
+  Scenario s = parse_root(base, file, overridden);
+  s.jobs = std::move(parsed);
+  s.placement = placement;
+  s.name = root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : "unnamed";
+  return s;
+}
+
+Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std::string, std::string>& overridden) {
   Scenario s;
   s.file = file;
   Section top(root, "", file, &overridden);

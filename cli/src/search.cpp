@@ -84,6 +84,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   const std::size_t top = positive("top", 10);
   const std::size_t max_candidates = positive("max-candidates", 64);
   const Scenario base = load_scenario(p.positional()[0], scenario_overrides(sets, p));
+  require_single_job(base, "search");
   const int gpus = base.gpus();
   // The global batch stays what the scenario trains with.
   const std::int64_t global_batch =

@@ -352,6 +352,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     std::vector<Override> o = pt.overrides;
     o.insert(o.end(), fixed.begin(), fixed.end());
     scenarios.push_back(parse_scenario(text, scenario_path, o));
+    require_single_job(scenarios.back(), "sweep");
     check_work(scenarios.back());
   }
 

@@ -49,6 +49,8 @@ struct Calibration {
 /// The shipped defaults for `gpu` under `framework` (docs/calibration.md).
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework);
 
+struct Job;
+
 struct Scenario {
   std::string file;
   std::string name;
@@ -80,12 +82,30 @@ struct Scenario {
     bool trace_transfers = false;
   } outputs;
 
+  /// Several jobs on one fabric (`jobs:`, docs/scenarios.md): empty for a
+  /// single-job scenario. With jobs, this scenario is the cluster and every
+  /// shared section (its model, training and plan are a stand-in: one
+  /// data-parallel rank per GPU); each job has its own.
+  std::vector<Job> jobs;
+  std::string placement;  ///< `placement:` of the jobs given by count: packed or spread
+
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
+};
+
+/// One job of a multi-job scenario.
+struct Job {
+  std::string name;
+  std::vector<int> nodes;  ///< the cluster's nodes it runs on; job rank r is on nodes[r / gpus_per_node]
+  Scenario scenario;       ///< the job alone, on nodes.size() nodes (its plan validated for its GPUs)
 };
 
 /// The GPU as the node model times it: the scenario's GPU with its peaks
 /// scaled by calibration.clock_derate.
 node_model::GpuSpec kernel_gpu(const Scenario& s);
+
+/// Throws ScenarioError when `s` has several jobs: `command` (sweep, search,
+/// compare-schedules) runs one job's plan; `tessera run` runs jobs.
+void require_single_job(const Scenario& s, std::string_view command);
 
 /// The scenario's network, built from its fabric spec.
 topology::Topology build_topology(const Scenario& s);

@@ -1,0 +1,46 @@
+#pragma once
+// Several jobs on one fabric (`jobs:` in a scenario, docs/scenarios.md,
+// "Several jobs"): every job planned alone, their task graphs placed on the
+// cluster's GPUs and run in one simulation on one network, and each job run
+// alone on the same GPUs for its slowdown.
+#include <string>
+#include <vector>
+
+#include "tessera/cli/scenario.hpp"
+#include "tessera/parallelism/task_graph.hpp"
+#include "tessera/units.hpp"
+
+namespace tessera::cli {
+
+/// Pure: one graph over `total_ranks` ranks (the cluster's GPUs) holding
+/// every graph of `jobs`, rank r of job j becoming rank gpu_of[j][r];
+/// programs and groups are shared, not copied per rank; GPUs no job uses
+/// run an empty program. Throws InputError when a GPU is given twice or a
+/// job's mapping does not cover its ranks.
+parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph*>& jobs,
+                                  const std::vector<std::vector<int>>& gpu_of, int total_ranks);
+
+struct JobOutcome {
+  std::string name;
+  std::vector<int> nodes;
+  int gpus = 0;
+  Time alone;   ///< iteration time with the job alone on its GPUs (the rest of the fabric idle)
+  Time shared;  ///< iteration time with every job running
+  double tokens_per_s = 0.0;  ///< at the shared iteration time
+  [[nodiscard]] double slowdown() const {
+    return alone > Time::zero() ? static_cast<double>(shared.ps()) / static_cast<double>(alone.ps()) - 1.0 : 0.0;
+  }
+};
+
+struct JobsOutcome {
+  std::vector<JobOutcome> jobs;
+  Time makespan;  ///< when the last job's iteration ended
+};
+
+/// Runs a multi-job scenario (s.jobs not empty) on its backend.
+JobsOutcome simulate_jobs(const Scenario& s);
+
+std::string format_jobs_text(const Scenario& s, const JobsOutcome& o);
+std::string format_jobs_json(const Scenario& s, const JobsOutcome& o);
+
+}  // namespace tessera::cli

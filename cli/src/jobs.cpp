@@ -1,0 +1,183 @@
+#include "tessera/cli/jobs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/report.hpp"
+#include "tessera/engine/event_loop.hpp"
+#include "tessera/engine/executor.hpp"
+#include "tessera/engine/flow_network.hpp"
+#include "tessera/error.hpp"
+#include "tessera/node_model/predictors.hpp"
+#ifdef TESSERA_HAVE_NS3
+#include "tessera/ns3_modules/ns3_backend.hpp"
+#endif
+
+namespace tessera::cli {
+
+parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph*>& jobs,
+                                  const std::vector<std::vector<int>>& gpu_of, int total_ranks) {
+  if (jobs.size() != gpu_of.size()) throw InputError("place_jobs: one GPU mapping per job");
+  parallelism::TaskGraph out;
+  std::vector<parallelism::RankBinding> bindings(static_cast<std::size_t>(total_ranks));
+  std::vector<bool> taken(static_cast<std::size_t>(total_ranks), false);
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const parallelism::TaskGraph& g = *jobs[j];
+    const std::vector<int>& map = gpu_of[j];
+    if (map.size() != g.ranks.size()) {
+      throw InputError(fmt::format("place_jobs: job {} has {} ranks but {} GPUs", j, g.ranks.size(), map.size()));
+    }
+    for (int gpu : map) {
+      if (gpu < 0 || gpu >= total_ranks || taken[static_cast<std::size_t>(gpu)]) {
+        throw InputError(fmt::format("place_jobs: job {} is given GPU {} (of {}), out of range or taken", j, gpu,
+                                     total_ranks));
+      }
+      taken[static_cast<std::size_t>(gpu)] = true;
+    }
+    const auto program_base = static_cast<std::int32_t>(out.programs.size());
+    const auto group_base = static_cast<std::int32_t>(out.groups.size());
+    out.programs.insert(out.programs.end(), g.programs.begin(), g.programs.end());
+    for (const auto& grp : g.groups) {
+      parallelism::Group placed;
+      placed.ranks.reserve(grp.ranks.size());
+      for (int r : grp.ranks) placed.ranks.push_back(map[static_cast<std::size_t>(r)]);
+      out.groups.push_back(std::move(placed));
+    }
+    for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+      parallelism::RankBinding b = g.ranks[r];
+      b.program += program_base;
+      for (auto& gi : b.groups) gi += group_base;
+      bindings[static_cast<std::size_t>(map[r])] = std::move(b);
+    }
+  }
+  std::int32_t idle = -1;
+  for (std::size_t r = 0; r < bindings.size(); ++r) {
+    if (taken[r]) continue;
+    if (idle < 0) idle = out.add_program(parallelism::Program{});
+    bindings[r].program = idle;
+  }
+  out.ranks = std::move(bindings);
+  return out;
+}
+
+namespace {
+
+engine::ExecutionResult run_graph(const Scenario& s, const parallelism::TaskGraph& g, const topology::Topology& topo) {
+  const engine::ExecutionOptions options = execution_options(s);
+  if (s.backend == Backend::Ns3) {
+#ifdef TESSERA_HAVE_NS3
+    ns3_modules::Ns3Options ns3;
+    ns3.execution = options;
+    return ns3_modules::run_on_ns3(g, topo, ns3);
+#else
+    throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
+#endif
+  }
+  engine::DiscreteEventLoop loop;
+  engine::FlowNetwork net(topo, loop);
+  return engine::execute(g, loop, net, nullptr, options);
+}
+
+Time iteration_of(const engine::ExecutionResult& r, const std::vector<int>& gpus) {
+  Time t;
+  for (int g : gpus) t = std::max(t, r.ranks[static_cast<std::size_t>(g)].finish);
+  return t;
+}
+
+}  // namespace
+
+JobsOutcome simulate_jobs(const Scenario& s) {
+  const topology::Topology topo = build_topology(s);
+  const int per_node = s.cluster.gpus_per_node;
+  std::vector<parallelism::TaskGraph> graphs;
+  std::vector<std::vector<int>> gpu_of;
+  for (const Job& job : s.jobs) {
+    check_work(job.scenario);
+    const auto predictor = node_model::make_predictor(job.scenario.predictor, kernel_gpu(job.scenario));
+    graphs.push_back(parallelism::plan_training_detailed(job.scenario.model, job.scenario.workload,
+                                                         job.scenario.plan, *predictor)
+                         .graph);
+    std::vector<int> map;
+    for (int r = 0; r < job.scenario.gpus(); ++r) {
+      map.push_back(job.nodes[static_cast<std::size_t>(r / per_node)] * per_node + r % per_node);
+    }
+    gpu_of.push_back(std::move(map));
+  }
+  std::vector<const parallelism::TaskGraph*> all;
+  for (const auto& g : graphs) all.push_back(&g);
+  const engine::ExecutionResult shared = run_graph(s, place_jobs(all, gpu_of, s.gpus()), topo);
+  JobsOutcome out;
+  for (std::size_t j = 0; j < s.jobs.size(); ++j) {
+    const Job& job = s.jobs[j];
+    const engine::ExecutionResult alone = run_graph(s, place_jobs({&graphs[j]}, {gpu_of[j]}, s.gpus()), topo);
+    JobOutcome o;
+    o.name = job.name;
+    o.nodes = job.nodes;
+    o.gpus = job.scenario.gpus();
+    o.alone = iteration_of(alone, gpu_of[j]);
+    o.shared = iteration_of(shared, gpu_of[j]);
+    const auto& plan = job.scenario.plan;
+    const double sequences = plan.global_batch > 0
+                                 ? static_cast<double>(plan.global_batch)
+                                 : static_cast<double>(plan.dp) * job.scenario.workload.micro_batch;
+    o.tokens_per_s = o.shared > Time::zero()
+                         ? sequences * job.scenario.workload.seq_len / o.shared.seconds()
+                         : 0.0;
+    out.makespan = std::max(out.makespan, o.shared);
+    out.jobs.push_back(std::move(o));
+  }
+  return out;
+}
+
+namespace {
+
+std::string node_list(const std::vector<int>& nodes) {
+  // Ranges: 0-3,8,10-11
+  std::string out;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t k = i;
+    while (k + 1 < nodes.size() && nodes[k + 1] == nodes[k] + 1) ++k;
+    out += fmt::format("{}{}", out.empty() ? "" : ",", nodes[i]);
+    if (k > i) out += fmt::format("-{}", nodes[k]);
+    i = k + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
+  std::string out = fmt::format("Scenario       {}: {} jobs on {} x {} ({} fabric, {} placement)\n", s.name,
+                                o.jobs.size(), s.gpus(), s.gpu.name, to_string(s.fabric), s.placement);
+  out += fmt::format("Models         {} node model, {} network backend\n", s.predictor, to_string(s.backend));
+  out += fmt::format("{:<16} {:>5}  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "job", "GPUs", "nodes", "alone (ms)",
+                     "shared (ms)", "slowdown", "tokens/s");
+  for (const auto& j : o.jobs) {
+    out += fmt::format("{:<16} {:>5}  {:<14} {:>14.3f} {:>14.3f} {:>8.2f}% {:>12.0f}\n", j.name, j.gpus,
+                       node_list(j.nodes), j.alone.seconds() * 1e3, j.shared.seconds() * 1e3, 100.0 * j.slowdown(),
+                       j.tokens_per_s);
+  }
+  return out;
+}
+
+std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
+  std::string out = fmt::format(R"({{"scenario": {}, "gpus": {}, "placement": "{}", "backend": "{}", "jobs": [)",
+                                json_string(s.name), s.gpus(), s.placement, to_string(s.backend));
+  for (std::size_t i = 0; i < o.jobs.size(); ++i) {
+    const auto& j = o.jobs[i];
+    std::string nodes;
+    for (int n : j.nodes) nodes += fmt::format("{}{}", nodes.empty() ? "" : ", ", n);
+    out += fmt::format(
+        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}}})",
+        i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(), j.slowdown(),
+        j.tokens_per_s);
+  }
+  out += fmt::format(R"(], "iteration_time_s": {:.9e}}})", o.makespan.seconds());
+  out += "\n";
+  return out;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,126 @@
+// Several jobs on one fabric (`jobs:`): placement, the merged graph, and
+// slowdowns that can be checked by hand.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tessera/cli/jobs.hpp"
+#include "tessera/cli/scenario.hpp"
+
+using namespace tessera;
+using namespace tessera::cli;
+
+namespace {
+
+std::string scenario_text(const std::string& name) {
+  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/" + name);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string error_of(const std::string& text, const std::vector<Override>& overrides = {}) {
+  try {
+    (void)parse_scenario(text, "s.yaml", overrides);
+  } catch (const ScenarioError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    return msg;
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(Jobs, PlacementPackedSpreadAndExplicit) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  const Scenario spread = parse_scenario(text, "two-jobs.yaml");
+  ASSERT_EQ(spread.jobs.size(), 2U);
+  EXPECT_EQ(spread.jobs[0].nodes, (std::vector<int>{0, 2}));
+  EXPECT_EQ(spread.jobs[1].nodes, (std::vector<int>{1, 3}));
+  EXPECT_EQ(spread.jobs[0].scenario.gpus(), 16);
+  EXPECT_EQ(spread.gpus(), 32);
+  const Scenario packed = parse_scenario(text, "two-jobs.yaml", {{"placement", "packed"}});
+  EXPECT_EQ(packed.jobs[0].nodes, (std::vector<int>{0, 1}));
+  EXPECT_EQ(packed.jobs[1].nodes, (std::vector<int>{2, 3}));
+  // An explicit list is kept; the job by count takes the free nodes.
+  std::string explicit_text = text;
+  explicit_text.replace(explicit_text.find("  - name: job-a\n    nodes: 2"), 28, "  - name: job-a\n    nodes: [3, 0]");
+  const Scenario ex = parse_scenario(explicit_text, "two-jobs.yaml", {{"placement", "packed"}});
+  EXPECT_EQ(ex.jobs[0].nodes, (std::vector<int>{3, 0}));
+  EXPECT_EQ(ex.jobs[1].nodes, (std::vector<int>{1, 2}));
+}
+
+TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  EXPECT_EQ(error_of(text, {{"cluster.nodes", "3"}}),
+            "s.yaml: jobs: the jobs need 4 nodes (4 placed by count, 3 free of cluster.nodes = 3)");
+  std::string overlap = text;
+  overlap.replace(overlap.find("    nodes: 2"), 12, "    nodes: [1, 2]");
+  overlap.replace(overlap.rfind("    nodes: 2"), 12, "    nodes: [2, 3]");
+  EXPECT_NE(error_of(overlap).find("jobs[1].nodes[0]: node 2 is already job-a's"), std::string::npos)
+      << error_of(overlap);
+  std::string out_of_range = text;
+  out_of_range.replace(out_of_range.find("    nodes: 2"), 12, "    nodes: [7]");
+  EXPECT_NE(error_of(out_of_range).find("jobs[0].nodes[0]: 7 is out of range 0..3"), std::string::npos);
+  std::string unknown = text;
+  unknown.replace(unknown.find("    nodes: 2"), 12, "    nodes: 2\n    gpus: 8");
+  EXPECT_NE(error_of(unknown).find("jobs[0].gpus: unknown key"), std::string::npos) << error_of(unknown);
+  EXPECT_NE(error_of(text, {{"placement", "random"}}).find("placement: expected packed or spread"),
+            std::string::npos);
+  // A job's own plan is checked against its own GPUs.
+  EXPECT_NE(error_of(text, {{"parallelism.dp", "32"}}).find("parallelism.dp"), std::string::npos);
+}
+
+// Packed: each job under its own leaf, sharing no link: exactly as fast as
+// alone. Spread: each job has one node per leaf and both all-reduce at the
+// same instants through the same 4 up-links per leaf, so each gets half of
+// them: exactly its time alone on a fabric with 2 spines.
+TEST(Jobs, SlowdownsByHand) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  const JobsOutcome packed = simulate_jobs(parse_scenario(text, "t.yaml", {{"placement", "packed"}}));
+  for (const auto& j : packed.jobs) {
+    EXPECT_EQ(j.shared, j.alone) << j.name;
+    EXPECT_EQ(j.slowdown(), 0.0);
+  }
+  const JobsOutcome spread = simulate_jobs(parse_scenario(text, "t.yaml"));
+  const JobsOutcome half = simulate_jobs(parse_scenario(text, "t.yaml", {{"cluster.fabric.spines", "2"}}));
+  ASSERT_EQ(spread.jobs.size(), 2U);
+  for (std::size_t j = 0; j < 2; ++j) {
+    EXPECT_GT(spread.jobs[j].shared, spread.jobs[j].alone);
+    EXPECT_EQ(spread.jobs[j].shared, half.jobs[j].alone) << j;
+  }
+  EXPECT_EQ(spread.makespan, spread.jobs[0].shared);
+}
+
+TEST(Jobs, PlaceJobsRelabelsRanksAndSharesPrograms) {
+  parallelism::TaskGraph g;
+  parallelism::Program p;
+  parallelism::Task t;
+  t.name = "c";
+  t.kind = parallelism::TaskKind::Collective;
+  t.collective = parallelism::CollectiveKind::AllReduce;
+  t.group = 0;
+  t.collective_id = 0;
+  t.bytes = Bytes(1024);
+  p.tasks.push_back(t);
+  g.groups.push_back({{0, 1}});
+  const auto prog = g.add_program(std::move(p));
+  g.add_rank(prog, {0});
+  g.add_rank(prog, {0});
+  const parallelism::TaskGraph placed = place_jobs({&g, &g}, {{4, 1}, {0, 5}}, 6);
+  placed.validate();
+  ASSERT_EQ(placed.num_ranks(), 6);
+  ASSERT_EQ(placed.groups.size(), 2U);
+  EXPECT_EQ(placed.groups[0].ranks, (std::vector<int>{4, 1}));
+  EXPECT_EQ(placed.groups[1].ranks, (std::vector<int>{0, 5}));
+  EXPECT_EQ(placed.ranks[4].groups, (std::vector<std::int32_t>{0}));
+  EXPECT_EQ(placed.ranks[0].groups, (std::vector<std::int32_t>{1}));
+  EXPECT_TRUE(placed.tasks(2).empty());  // GPUs no job uses
+  EXPECT_TRUE(placed.tasks(3).empty());
+  EXPECT_EQ(placed.programs[0], placed.programs[1]);  // shared, not copied
+  EXPECT_THROW((void)place_jobs({&g, &g}, {{0, 1}, {1, 2}}, 6), InputError);
+  EXPECT_THROW((void)place_jobs({&g}, {{0}}, 6), InputError);
+}
