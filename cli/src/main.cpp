@@ -81,10 +81,13 @@ Plans one training iteration of the scenario (docs/scenarios.md), simulates it
 on the chosen network backend and prints: iteration time split into compute,
 host, pipeline bubble and exposed communication; tokens/s; model and hardware
 TFLOP/s per GPU (MFU, HFU); bytes sent; memory per pipeline stage (weights,
-gradients with their dtype, optimizer states, activations, workspace).
+gradients with their dtype, optimizer states, activations, workspace). On the
+ns3 backend also the packet fabric: segment size, packets and payload
+injected and delivered, packet-hops, drops, credit stalls, ns-3 events.
 
   --backend flow|ns3   override the scenario's backend (flow: max-min fluid
-                       flows; ns3: packet-level ns-3)
+                       flows; ns3: packet-level ns-3, options in the scenario's
+                       `ns3:` section, e.g. --set ns3.packets_per_segment=1)
   --json               print one JSON object instead (iteration_time_s,
                        compute_time_s, host_time_s, bubble_time_s, exposed_comm_time_s,
                        tflops_per_gpu, mfu, hardware_tflops_per_gpu, hfu,

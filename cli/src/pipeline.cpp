@@ -112,15 +112,40 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     predictor = owned.get();
   }
   auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
-  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}};
+  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}, {}};
   const engine::ExecutionOptions options = execution_options(s);
   if (s.backend == Backend::Ns3) {
 #ifdef TESSERA_HAVE_NS3
+    const Ns3Settings& set = s.ns3;
     ns3_modules::Ns3Options ns3;
     ns3.execution = options;
+    ns3.model = set.model == Ns3Settings::Model::InfiniBand ? ns3_modules::Ns3Model::InfiniBand
+                                                            : ns3_modules::Ns3Model::PointToPoint;
+    ns3.mtu = set.mtu;
+    ns3.header_bytes = Ns3Settings::kHeaderBytes;
+    ns3.packets_per_segment = set.packets_per_segment;
+    ns3.num_vls = set.num_vls;
+    ns3.adaptive_routing = set.adaptive_routing;
+    ns3.buffer_bytes = set.buffer;
     ns3_modules::Ns3Report report;
     sim.result = ns3_modules::run_on_ns3(planned.graph, sim.topology, ns3, observer, &report);
     sim.ns3_link_csv = ns3_modules::link_csv(report, sim.topology);
+    const ns3_modules::Ns3NetworkStats& n = report.network;
+    PacketFabricStats f;
+    f.settings = set;
+    f.messages_sent = n.messages_sent;
+    f.messages_delivered = n.messages_delivered;
+    f.packets_injected = n.packets_injected;
+    f.packets_delivered = n.packets_delivered;
+    f.packet_hops = n.packet_hops;
+    f.payload_injected = n.payload_injected;
+    f.payload_delivered = n.payload_delivered;
+    f.wire_bytes = n.wire_bytes;
+    f.drops = n.drops;
+    f.credit_stall = n.credit_stall;
+    f.credit_violations = n.credit_violations;
+    f.events = report.events;
+    sim.packet_fabric = f;
 #else
     throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
 #endif

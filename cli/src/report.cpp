@@ -55,6 +55,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
                                      m.optimizer_states, m.activations, m.workspace});
   }
   rep.gradient_dtype = std::string(node_model::to_string(s.workload.rules().grad_dtype()));
+  rep.packet_fabric = sim.packet_fabric;
   return rep;
 }
 
@@ -87,6 +88,46 @@ std::string json_string(const std::string& s) {
 namespace {
 
 double gib(Bytes b) { return b.as_double() / (1024.0 * 1024.0 * 1024.0); }
+
+/// The ns-3 run's fabric counters, with the invariants side by side
+/// (injected against delivered, drops, credit violations).
+std::string format_packet_fabric(const PacketFabricStats& f) {
+  const Ns3Settings& set = f.settings;
+  const bool ib = set.model == Ns3Settings::Model::InfiniBand;
+  std::string out;
+  out += fmt::format("Packet fabric  {}, segment = {} x {} B MTU{}\n", to_string(set.model),
+                     ib ? set.packets_per_segment : 1, set.mtu.count(),
+                     ib ? fmt::format(", {} VL{}, {} routing", set.num_vls, set.num_vls == 1 ? "" : "s",
+                                      set.adaptive_routing ? "adaptive" : "static")
+                        : std::string());
+  out += fmt::format("  packets      {} injected, {} delivered, {} packet-hops, {} dropped\n",
+                     f.packets_injected, f.packets_delivered, f.packet_hops, f.drops);
+  out += fmt::format("  payload      {} B injected, {} B delivered ({} messages of {}), {} B on the wire\n",
+                     f.payload_injected.count(), f.payload_delivered.count(), f.messages_delivered,
+                     f.messages_sent, f.wire_bytes.count());
+  if (ib) {
+    out += fmt::format("  credits      {:.3f} ms stalled (summed over ports), {} violations\n",
+                       f.credit_stall.ms(), f.credit_violations);
+  }
+  out += fmt::format("  ns-3 events  {}\n", f.events);
+  return out;
+}
+
+/// The same numbers as the JSON report's "ns3" object (with its leading comma).
+std::string json_packet_fabric(const PacketFabricStats& f) {
+  const Ns3Settings& set = f.settings;
+  return fmt::format(
+      ", \"ns3\": {{\"model\": {}, \"packets_per_segment\": {}, \"mtu_bytes\": {}, \"num_vls\": {}, "
+      "\"adaptive_routing\": {}, \"buffer_bytes\": {}, \"messages_sent\": {}, \"messages_delivered\": {}, "
+      "\"packets_injected\": {}, \"packets_delivered\": {}, \"packet_hops\": {}, "
+      "\"payload_injected_bytes\": {}, \"payload_delivered_bytes\": {}, \"wire_bytes\": {}, \"drops\": {}, "
+      "\"credit_stall_s\": {:.9e}, \"credit_violations\": {}, \"events\": {}}}",
+      json_string(std::string(to_string(set.model))), set.packets_per_segment, set.mtu.count(), set.num_vls,
+      set.adaptive_routing ? "true" : "false", set.buffer.count(), f.messages_sent, f.messages_delivered,
+      f.packets_injected, f.packets_delivered, f.packet_hops, f.payload_injected.count(),
+      f.payload_delivered.count(), f.wire_bytes.count(), f.drops, f.credit_stall.seconds(),
+      f.credit_violations, f.events);
+}
 }  // namespace
 
 std::string format_text(const RunReport& r) {
@@ -131,6 +172,7 @@ std::string format_text(const RunReport& r) {
       if (m.oom) out += fmt::format("  ** OUT OF MEMORY ** stage {}: {:.1f} GiB\n", m.stage, gib(m.total));
     }
   }
+  if (r.packet_fabric) out += format_packet_fabric(*r.packet_fabric);
   return out;
 }
 
@@ -151,14 +193,15 @@ std::string format_json(const RunReport& r) {
       "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, "
       "\"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
       "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, \"oom\": {}, "
-      "\"memory_per_stage\": [{}]}}\n",
+      "\"memory_per_stage\": [{}]{}}}\n",
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
       r.pp, r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : "", json_string(r.schedule), r.micro_batches,
       json_string(r.backend), json_string(r.predictor),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(),
       r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(),
-      r.nvlink_bytes.count(), r.fabric_bytes.count(), json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory);
+      r.nvlink_bytes.count(), r.fabric_bytes.count(), json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory,
+      r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string());
 }
 
 }  // namespace tessera::cli

@@ -29,6 +29,10 @@ Backend parse_backend(const std::string& text) {
 
 std::string_view to_string(Backend b) { return b == Backend::Flow ? "flow" : "ns3"; }
 
+std::string_view to_string(Ns3Settings::Model m) {
+  return m == Ns3Settings::Model::InfiniBand ? "infiniband" : "point-to-point";
+}
+
 std::string_view to_string(FabricKind f) {
   switch (f) {
     case FabricKind::LeafSpine: return "leaf-spine";
@@ -1011,6 +1015,56 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   if (top.has("backend")) {
     const YAML::Node b = top.need("backend");
     s.backend = checked(top, b, "backend", [&] { return parse_backend(top.scalar("backend")); });
+  }
+  if (top.has("ns3")) {
+    // The ns-3 backend's options (docs/scenarios.md, `ns3`): read and checked
+    // whatever the backend, so that `--backend ns3` never meets a bad value
+    // late; the flow backend ignores them.
+    Section n = top.child("ns3");
+    Ns3Settings& ns = s.ns3;
+    if (n.has("model")) {
+      const YAML::Node v = n.need("model");
+      const std::string name = n.scalar("model");
+      if (name == "infiniband") {
+        ns.model = Ns3Settings::Model::InfiniBand;
+      } else if (name == "point-to-point") {
+        ns.model = Ns3Settings::Model::PointToPoint;
+      } else {
+        n.fail_at(v.Mark(), n.key_path("model"),
+                  fmt::format("unknown model '{}' (expected infiniband or point-to-point)", name));
+      }
+    }
+    if (n.has("packets_per_segment")) {
+      ns.packets_per_segment =
+          static_cast<int>(n.positive_int("packets_per_segment", Ns3Settings::kMaxPacketsPerSegment));
+    }
+    if (n.has("mtu")) {
+      const YAML::Node v = n.need("mtu");
+      ns.mtu = n.unit("mtu", parse_bytes);
+      const std::int64_t b = ns.mtu.count();
+      if (b != 256 && b != 512 && b != 1024 && b != 2048 && b != 4096) {
+        n.fail_at(
+            v.Mark(), n.key_path("mtu"),
+            fmt::format("an InfiniBand MTU is 256B, 512B, 1KiB, 2KiB or 4KiB, got {}", n.scalar("mtu")));
+      }
+    }
+    if (n.has("num_vls")) ns.num_vls = static_cast<int>(n.positive_int("num_vls", Ns3Settings::kMaxVls));
+    if (n.has("adaptive_routing")) ns.adaptive_routing = n.boolean("adaptive_routing");
+    if (n.has("buffer")) {
+      const YAML::Node v = n.need("buffer");
+      ns.buffer = n.scalar("buffer") == "0" ? Bytes(0) : n.unit("buffer", parse_bytes);
+      // (checked: mtu + header bytes fit easily, times at most 4096 packets)
+      const Bytes segment = (ns.mtu + Ns3Settings::kHeaderBytes) * ns.packets_per_segment;
+      if (ns.buffer.count() > 0 && ns.buffer < segment) {
+        n.fail_at(
+            v.Mark(), n.key_path("buffer"),
+            fmt::format("must be 0 (auto) or hold one segment: ns3.packets_per_segment x (ns3.mtu + {} B of "
+                        "headers) = {} x ({} + {}) = {} B, got {}",
+                        Ns3Settings::kHeaderBytes.count(), ns.packets_per_segment, ns.mtu.count(),
+                        Ns3Settings::kHeaderBytes.count(), segment.count(), n.scalar("buffer")));
+      }
+    }
+    n.finish();
   }
   if (top.has("outputs")) {
     Section o = top.child("outputs");

@@ -78,6 +78,40 @@ endforeach()
 foreach(key IN ITEMS parallelism.sequence_parallel parallelism.tp_comm_overlap training.grad_clipping)
   hostile_set(${key} not_bool maybe)
 endforeach()
+# The ns-3 backend's `ns3:` section (created by --set; checked whatever the
+# backend): each bad value names its key and the range.
+foreach(key IN ITEMS ns3.packets_per_segment ns3.num_vls)
+  hostile_set(${key} negative -1)
+  hostile_set(${key} zero 0)
+  hostile_set(${key} text many)
+  hostile_set(${key} fraction 1.5)
+  hostile_set(${key} list "[1, 2]")
+  hostile_set(${key} past_int64 99999999999999999999)
+endforeach()
+hostile(NAME ns3.packets_per_segment_range RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set ns3\.packets_per_segment\): ns3\.packets_per_segment: must be between 1 and 4096, got 4097$]=]
+        ARGS run s.yaml --set ns3.packets_per_segment=4097)
+hostile(NAME ns3.num_vls_range RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set ns3\.num_vls\): ns3\.num_vls: must be between 1 and 15, got 16$]=]
+        ARGS run s.yaml --set ns3.num_vls=16)
+foreach(mtu IN ITEMS 3000B 8KiB 0B 100)
+  hostile_set(ns3.mtu ${mtu} ${mtu})
+endforeach()
+hostile(NAME ns3.mtu_not_ib RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set ns3\.mtu\): ns3\.mtu: an InfiniBand MTU is 256B, 512B, 1KiB, 2KiB or 4KiB, got 3000B$]=]
+        ARGS run s.yaml --set ns3.mtu=3000B)
+hostile_set(ns3.model unknown ethernet)
+hostile_set(ns3.model list "[a, b]")
+hostile_set(ns3.adaptive_routing not_bool maybe)
+hostile_set(ns3.buffer negative -1KiB)
+hostile_set(ns3.buffer no_unit 4096)
+hostile(NAME ns3.buffer_below_segment RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set ns3\.buffer\): ns3\.buffer: must be 0 \(auto\) or hold one segment: ns3\.packets_per_segment x \(ns3\.mtu \+ 30 B of headers\) = 4 x \(4096 \+ 30\) = 16504 B, got 16KiB$]=]
+        ARGS run s.yaml --set ns3.packets_per_segment=4 --set ns3.buffer=16KiB)
+hostile(NAME ns3.unknown_key RC 2 REGEX [=[^tessera: error: s\.yaml \(--set ns3\.segment\): ns3\.segment: unknown key]=]
+        ARGS run s.yaml --set ns3.segment=4)
+hostile(NAME ns3.not_a_mapping RC 2 REGEX [=[^tessera: error: s\.yaml \(--set ns3\): ns3: must be a mapping$]=]
+        ARGS run s.yaml --set ns3=4)
 # Unknown keys at every level.
 foreach(key IN ITEMS nodes cluster.node cluster.fabric.spnes training.recompute model.hidden_size parallelism.cp)
   string(REPLACE "." "_" id "${key}")

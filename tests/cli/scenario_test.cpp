@@ -167,6 +167,48 @@ TEST(Scenario, OutputsSection) {
       std::string::npos);
 }
 
+TEST(Scenario, Ns3SectionKeysDefaultsAndOverrides) {
+  // Defaults without the section: IB model, 4 KiB MTU, the measured segment.
+  const Scenario d = parse_scenario(default_text(), "s.yaml");
+  EXPECT_EQ(d.ns3.model, Ns3Settings::Model::InfiniBand);
+  EXPECT_EQ(d.ns3.packets_per_segment, Ns3Settings::kDefaultPacketsPerSegment);
+  EXPECT_EQ(d.ns3.mtu, Bytes::kib(4));
+  EXPECT_EQ(d.ns3.num_vls, 1);
+  EXPECT_FALSE(d.ns3.adaptive_routing);
+  EXPECT_EQ(d.ns3.buffer, Bytes(0));
+  const Scenario s =
+      parse_scenario(default_text() +
+                         "ns3:\n  model: point-to-point\n  packets_per_segment: 64\n  mtu: 2KiB\n"
+                         "  num_vls: 4\n  adaptive_routing: true\n  buffer: 1MiB\n",
+                     "s.yaml");
+  EXPECT_EQ(s.backend, Backend::Flow);  // accepted (and ignored) with the flow backend
+  EXPECT_EQ(s.ns3.model, Ns3Settings::Model::PointToPoint);
+  EXPECT_EQ(s.ns3.packets_per_segment, 64);
+  EXPECT_EQ(s.ns3.mtu, Bytes::kib(2));
+  EXPECT_EQ(s.ns3.num_vls, 4);
+  EXPECT_TRUE(s.ns3.adaptive_routing);
+  EXPECT_EQ(s.ns3.buffer, Bytes::mib(1));
+  // --set creates the section.
+  const Scenario o = parse_scenario(
+      default_text(), "s.yaml", {Override{"ns3.packets_per_segment", "256"}, Override{"ns3.buffer", "0"}});
+  EXPECT_EQ(o.ns3.packets_per_segment, 256);
+  EXPECT_EQ(o.ns3.buffer, Bytes(0));
+  EXPECT_EQ(error_of(default_text() + "ns3:\n  packets_per_segment: 0\n"),
+            "s.yaml:33:24: ns3.packets_per_segment: must be positive, got 0");
+  EXPECT_NE(error_of(default_text() + "ns3:\n  mtu: 1000B\n")
+                .find("ns3.mtu: an InfiniBand MTU is 256B, 512B, 1KiB, 2KiB or 4KiB, got 1000B"),
+            std::string::npos);
+  EXPECT_NE(error_of(default_text() + "ns3:\n  model: ethernet\n")
+                .find("ns3.model: unknown model 'ethernet' (expected infiniband or point-to-point)"),
+            std::string::npos);
+  // The buffer must hold one segment of the segment size given anywhere in the section.
+  EXPECT_NE(error_of(default_text() + "ns3:\n  buffer: 64KiB\n  packets_per_segment: 16\n")
+                .find("ns3.buffer: must be 0 (auto) or hold one segment"),
+            std::string::npos);
+  EXPECT_NO_THROW(
+      (void)parse_scenario(default_text() + "ns3:\n  buffer: 66016B\n  packets_per_segment: 16\n", "s.yaml"));
+}
+
 TEST(Scenario, HcasPerNodeDefaultsToOnePerGpuAndSharesWhenFewer) {
   const Scenario own = parse_scenario(default_text(), "s.yaml");
   EXPECT_EQ(own.cluster.hcas_per_node, 8);

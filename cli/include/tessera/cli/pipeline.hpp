@@ -1,6 +1,9 @@
 #pragma once
 // Scenario -> plan -> topology -> simulation: the pipeline every command that
 // forecasts an iteration shares (run, sweep, compare-schedules).
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "tessera/cli/scenario.hpp"
@@ -10,6 +13,27 @@
 #include "tessera/topology/topology.hpp"
 
 namespace tessera::cli {
+
+/// What the packet fabric of an ns-3 run did (ns3_modules::Ns3Report, copied
+/// into plain types so that reports compile without ns-3), with the options
+/// it ran with. Invariants a correct run keeps (Ns3Network::verify checks them
+/// before this is filled): packets and payload delivered = injected, zero
+/// drops, zero credit violations.
+struct PacketFabricStats {
+  Ns3Settings settings;  ///< model, segment = packets_per_segment x mtu, VLs, ...
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_delivered = 0;
+  std::uint64_t packets_injected = 0;   ///< simulated packets (segments) put on the wire at sources
+  std::uint64_t packets_delivered = 0;  ///< simulated packets (segments) that reached their destination
+  std::uint64_t packet_hops = 0;        ///< simulated packets transmitted, over every link
+  Bytes payload_injected;
+  Bytes payload_delivered;
+  Bytes wire_bytes;  ///< payload plus headers, over every link crossed
+  std::uint64_t drops = 0;
+  Time credit_stall;  ///< summed over output ports (InfiniBand)
+  std::uint64_t credit_violations = 0;
+  std::uint64_t events = 0;  ///< ns-3 events executed
+};
 
 struct Simulation {
   topology::Topology topology;
@@ -26,6 +50,7 @@ struct Simulation {
   std::vector<Time> link_busy;     ///< per directed link: time it carried a flow (flow backend)
   std::vector<double> link_peak_utilization;  ///< per directed link: highest load / capacity (flow backend)
   std::string ns3_link_csv;        ///< per-link report of the ns-3 backend (ns3 backend)
+  std::optional<PacketFabricStats> packet_fabric;  ///< ns3 backend only
 };
 
 /// The split of one iteration every report uses (defined here only):

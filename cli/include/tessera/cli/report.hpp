@@ -1,5 +1,6 @@
 #pragma once
 // What `tessera run` reports, and its two renderings.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,9 @@ struct RunReport {
   Bytes fabric_bytes;  ///< of it, between nodes: HCA (and PCIe to a shared one) and fabric
   std::vector<StageMemory> memory;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
+  /// The ns-3 backend's packet fabric (a "Packet fabric" section and a JSON
+  /// "ns3" object); absent on the flow backend, whose output is unchanged.
+  std::optional<PacketFabricStats> packet_fabric;
   [[nodiscard]] bool oom() const;
 };
 

@@ -49,6 +49,34 @@ struct Calibration {
 /// The shipped defaults for `gpu` under `framework` (docs/calibration.md).
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework);
 
+/// The `ns3:` section: options of the packet-level ns-3 backend
+/// (ns3_modules::Ns3Options, docs/scenarios.md and docs/ns3_modules.md), held
+/// in plain Tessera types so that the CLI compiles without ns-3. Read with any
+/// backend; the flow backend ignores them.
+struct Ns3Settings {
+  enum class Model { InfiniBand, PointToPoint };
+  /// Segment coarsening chosen by measurement: iteration times within 1% of
+  /// exact 4 KiB packets (packets_per_segment 1) on the shipped scenarios
+  /// (docs/ns3_modules.md, "Segment size").
+  static constexpr int kDefaultPacketsPerSegment = 64;
+  static constexpr int kMaxPacketsPerSegment = 4096;
+  static constexpr int kMaxVls = 15;
+  /// Wire bytes per MTU packet besides payload (Ns3Options::header_bytes;
+  /// pipeline.cpp passes this value, so an explicit buffer is checked
+  /// against the segment the fabric really sends).
+  static constexpr Bytes kHeaderBytes{30};
+
+  Model model = Model::InfiniBand;
+  int packets_per_segment = kDefaultPacketsPerSegment;  ///< 1..4096 (InfiniBand)
+  Bytes mtu = Bytes::kib(4);                            ///< 256, 512, 1024, 2048 or 4096 B
+  int num_vls = 1;                                      ///< 1..15 (InfiniBand)
+  bool adaptive_routing = false;                        ///< InfiniBand
+  /// Receive buffer per input port and VL; zero = sized per link to cover the
+  /// credit round trip (InfiniBand).
+  Bytes buffer{0};
+};
+std::string_view to_string(Ns3Settings::Model m);
+
 struct Job;
 
 struct Scenario {
@@ -68,6 +96,7 @@ struct Scenario {
   Calibration calibration;
   std::string predictor = "tile-mlp";
   Backend backend = Backend::Flow;
+  Ns3Settings ns3;  ///< `ns3:` (used with backend ns3 only)
   /// `outputs:` files `tessera run` writes besides its summary (paths
   /// relative to the working directory; empty = not written). The flags
   /// --json-out, --trace and --links override them.
