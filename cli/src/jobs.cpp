@@ -12,9 +12,6 @@
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/predictors.hpp"
-#ifdef TESSERA_HAVE_NS3
-#include "tessera/ns3_modules/ns3_backend.hpp"
-#endif
 
 namespace tessera::cli {
 
@@ -66,19 +63,7 @@ parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph
 namespace {
 
 engine::ExecutionResult run_graph(const Scenario& s, const parallelism::TaskGraph& g, const topology::Topology& topo) {
-  const engine::ExecutionOptions options = execution_options(s);
-  if (s.backend == Backend::Ns3) {
-#ifdef TESSERA_HAVE_NS3
-    ns3_modules::Ns3Options ns3;
-    ns3.execution = options;
-    return ns3_modules::run_on_ns3(g, topo, ns3);
-#else
-    throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
-#endif
-  }
-  engine::DiscreteEventLoop loop;
-  engine::FlowNetwork net(topo, loop);
-  return engine::execute(g, loop, net, nullptr, options);
+  return execute_on_backend(s, g, topo);
 }
 
 Time iteration_of(const engine::ExecutionResult& r, const std::vector<int>& gpus) {

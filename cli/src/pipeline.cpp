@@ -20,7 +20,7 @@ namespace tessera::cli {
 
 engine::ExecutionOptions execution_options(const Scenario& s) {
   // The scenario's calibration (cli::default_calibration, `calibration:` keys).
-  engine::ExecutionOptions options{s.collectives, {}, s.calibration.comm};
+  engine::ExecutionOptions options{s.collectives, {}, s.calibration.comm, s.compute_scale};
   // Without fused reductions (a line-rate calibration), a reducing receiver
   // runs an elementwise add of the bytes: time it as the memory-bound kernel
   // it is, at the GPU's memory bandwidth (no launch floor: inside NCCL's
@@ -104,6 +104,43 @@ void check_work(const Scenario& s) {
 
 namespace {
 
+#ifdef TESSERA_HAVE_NS3
+/// The ns-3 backend's options from the scenario (`ns3:` and the execution).
+ns3_modules::Ns3Options ns3_options(const Scenario& s, const engine::ExecutionOptions& options) {
+  const Ns3Settings& set = s.ns3;
+  ns3_modules::Ns3Options ns3;
+  ns3.execution = options;
+  ns3.model = set.model == Ns3Settings::Model::InfiniBand ? ns3_modules::Ns3Model::InfiniBand
+                                                          : ns3_modules::Ns3Model::PointToPoint;
+  ns3.mtu = set.mtu;
+  ns3.header_bytes = Ns3Settings::kHeaderBytes;
+  ns3.packets_per_segment = set.packets_per_segment;
+  ns3.num_vls = set.num_vls;
+  ns3.adaptive_routing = set.adaptive_routing;
+  ns3.buffer_bytes = set.buffer;
+  return ns3;
+}
+#endif
+
+}  // namespace
+
+engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism::TaskGraph& graph,
+                                           const topology::Topology& topo) {
+  const engine::ExecutionOptions options = execution_options(s);
+  if (s.backend == Backend::Ns3) {
+#ifdef TESSERA_HAVE_NS3
+    return ns3_modules::run_on_ns3(graph, topo, ns3_options(s, options));
+#else
+    throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
+#endif
+  }
+  engine::DiscreteEventLoop loop;
+  engine::FlowNetwork net(topo, loop);
+  return engine::execute(graph, loop, net, nullptr, options);
+}
+
+namespace {
+
 Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* observer,
                               const node_model::KernelPredictor* predictor, bool split) {
   std::unique_ptr<node_model::KernelPredictor> owned;
@@ -117,16 +154,7 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
   if (s.backend == Backend::Ns3) {
 #ifdef TESSERA_HAVE_NS3
     const Ns3Settings& set = s.ns3;
-    ns3_modules::Ns3Options ns3;
-    ns3.execution = options;
-    ns3.model = set.model == Ns3Settings::Model::InfiniBand ? ns3_modules::Ns3Model::InfiniBand
-                                                            : ns3_modules::Ns3Model::PointToPoint;
-    ns3.mtu = set.mtu;
-    ns3.header_bytes = Ns3Settings::kHeaderBytes;
-    ns3.packets_per_segment = set.packets_per_segment;
-    ns3.num_vls = set.num_vls;
-    ns3.adaptive_routing = set.adaptive_routing;
-    ns3.buffer_bytes = set.buffer;
+    const ns3_modules::Ns3Options ns3 = ns3_options(s, options);
     ns3_modules::Ns3Report report;
     sim.result = ns3_modules::run_on_ns3(planned.graph, sim.topology, ns3, observer, &report);
     sim.ns3_link_csv = ns3_modules::link_csv(report, sim.topology);

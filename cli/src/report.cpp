@@ -21,6 +21,11 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.tp = s.plan.tp;
   rep.pp = s.plan.pp;
   rep.ep = s.plan.ep;
+  for (double f : s.compute_scale) {
+    if (f == 1.0) continue;
+    ++rep.stragglers;
+    rep.max_compute_scale = std::max(rep.max_compute_scale, f);
+  }
   rep.schedule = std::string(parallelism::to_string(s.plan.schedule));
   rep.micro_batches = sim.plan.micro_batches;
   rep.backend = std::string(to_string(s.backend));
@@ -141,6 +146,10 @@ std::string format_text(const RunReport& r) {
                      r.ep > 1 ? fmt::format(" ep={}", r.ep) : "", r.micro_batches,
                      r.micro_batches == 1 ? "" : "es", r.schedule);
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
+  if (r.stragglers > 0) {
+    out += fmt::format("Stragglers     {} of {} GPUs slower than predicted (compute x{:.3f} at most)\n", r.stragglers,
+                       r.gpus, r.max_compute_scale);
+  }
   out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
   out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
   out += fmt::format("  host         {:>12.3f} ms  {:5.1f}%\n", r.host_time.ms(), pct(r.host_time));
@@ -188,7 +197,7 @@ std::string format_json(const RunReport& r) {
   }
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
-      "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, "
+      "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}"
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
       "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, "
       "\"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
@@ -197,6 +206,9 @@ std::string format_json(const RunReport& r) {
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
       r.pp, r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : "", json_string(r.schedule), r.micro_batches,
       json_string(r.backend), json_string(r.predictor),
+      r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
+                                      r.max_compute_scale)
+                       : std::string(),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(),
       r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(),

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <random>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -634,7 +635,7 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
       count = node_int(file, nodes, where + ".nodes", 1, cluster_nodes);
     }
     counts.push_back(count);
-    YAML::Node own = shallow(base, {"model", "training", "parallelism"});
+    YAML::Node own = shallow(base, {"model", "training", "parallelism", "stragglers"});
     own["model"] = section_of(job, "model");
     own["training"] = section_of(job, "training");
     own["parallelism"] = section_of(job, "parallelism");
@@ -1011,6 +1012,53 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   // every kernel (Megatron); PyTorch-eager timings carry their launch floors.
   if (node_model::is_megatron(s.workload.framework)) {
     s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration, s.calibration.host_p2p};
+  }
+  if (top.has("stragglers")) {
+    // Slower GPUs (docs/scenarios.md, `stragglers`): a factor on the compute
+    // of some nodes or ranks, and optional seeded noise on every GPU.
+    Section g = top.child("stragglers");
+    s.compute_scale.assign(static_cast<std::size_t>(s.gpus()), 1.0);
+    const double slowdown = g.has("slowdown") ? g.number_in("slowdown", 0.01, 1000.0) : 1.0;
+    auto list = [&](const char* key, std::int64_t limit) {
+      const std::string text = g.scalar(key);
+      try {
+        return parse_index_list(text, g.key_path(key), limit);
+      } catch (const InputError& e) {
+        std::string why = e.what();
+        const std::string prefix = g.key_path(key) + ": ";
+        if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+        g.fail_at(g.node()[key].Mark(), g.key_path(key), why);
+      }
+    };
+    if (g.has("nodes")) {
+      for (int n : list("nodes", s.cluster.nodes)) {
+        for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
+          s.compute_scale[static_cast<std::size_t>(n * s.cluster.gpus_per_node + k)] = slowdown;
+        }
+      }
+    }
+    if (g.has("ranks")) {
+      for (int r : list("ranks", s.gpus())) s.compute_scale[static_cast<std::size_t>(r)] = slowdown;
+    }
+    if (g.has("random_sigma")) {
+      // Every GPU x exp(N(0, sigma)), Box-Muller over mt19937_64 (fully
+      // specified by the standard: the same seed gives the same GPUs
+      // everywhere).
+      const double sigma = g.number_in("random_sigma", 0.0, 1.0);
+      const auto seed = static_cast<std::uint64_t>(g.has("seed") ? g.number_in("seed", 0, 4294967295.0) : 1.0);
+      std::mt19937_64 rng(seed);
+      auto uniform = [&] { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };
+      for (double& f : s.compute_scale) {
+        const double z = std::sqrt(-2.0 * std::log(uniform())) * std::cos(2.0 * M_PI * uniform());
+        f *= std::exp(sigma * z);
+      }
+    } else if (g.has("seed")) {
+      g.fail_at(g.node()["seed"].Mark(), g.key_path("seed"), "a seed without random_sigma has no effect");
+    }
+    if (!g.has("nodes") && !g.has("ranks") && !g.has("random_sigma")) {
+      g.fail_at(g.node().Mark(), g.key_path(""), "name nodes, ranks or random_sigma");
+    }
+    g.finish();
   }
   if (top.has("backend")) {
     const YAML::Node b = top.need("backend");

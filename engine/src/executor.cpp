@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -148,6 +149,15 @@ class Executor {
         ranks_(static_cast<std::size_t>(g.num_ranks())),
         result_() {
     if (calibrated_) opts_.calibration.validate();
+    if (!opts_.compute_scale.empty()) {
+      if (opts_.compute_scale.size() != static_cast<std::size_t>(g.num_ranks())) {
+        throw InputError(fmt::format("execute: compute_scale has {} entries for {} ranks", opts_.compute_scale.size(),
+                                     g.num_ranks()));
+      }
+      for (double f : opts_.compute_scale) {
+        if (!(f > 0.0 && f < 1e6)) throw InputError(fmt::format("execute: compute_scale {} is not in (0, 1e6)", f));
+      }
+    }
     result_.ranks.resize(ranks_.size());
     layouts_.resize(g.programs.size());
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
@@ -296,6 +306,14 @@ class Executor {
     return static_cast<std::int32_t>(it - s.comm_groups.begin());
   }
 
+  /// A compute task's time on `rank`: its duration, times the rank's
+  /// ExecutionOptions::compute_scale (stragglers).
+  [[nodiscard]] Time scaled(int rank, Time duration) const {
+    if (opts_.compute_scale.empty()) return duration;
+    const double f = opts_.compute_scale[static_cast<std::size_t>(rank)];
+    return f == 1.0 ? duration : Time::from_ps(std::llround(static_cast<double>(duration.ps()) * f));
+  }
+
   const Task& task(int rank, TaskIndex i) const {
     return (*ranks_[static_cast<std::size_t>(rank)].tasks)[static_cast<std::size_t>(i)];
   }
@@ -313,16 +331,17 @@ class Executor {
         s.compute_start = now;
         // The GPU runs the task's kernels as the host issues them: it ends no
         // earlier than issue start + host span.
-        Time run = t.duration;
+        const Time work = scaled(rank, t.duration);
+        Time run = work;
         s.not_before = Time::zero();
         if (t.host_span > Time::zero()) {
           s.not_before = *h + t.host_span;
           run = std::max(run, s.not_before - now);
         }
-        s.host_part = run - t.duration;
+        s.host_part = run - work;
         result_.ranks[static_cast<std::size_t>(rank)].host_wait += s.host_part;
         if (sm_share_ > 0.0) {
-          s.work_left = static_cast<double>(t.duration.ps());
+          s.work_left = static_cast<double>(work.ps());
           s.work_since = now;
           s.slowed = s.comm_in_flight > 0;
           schedule_compute_end(rank);
@@ -391,9 +410,10 @@ class Executor {
       if (unmet != 0) break;
       const std::optional<Time> h = issue_time(s, j);
       if (!h || *h > end) break;
-      Time run = t.duration;
+      const Time work = scaled(rank, t.duration);
+      Time run = work;
       if (t.host_span > Time::zero()) run = std::max(run, *h + t.host_span - end);
-      result_.ranks[static_cast<std::size_t>(rank)].host_wait += run - t.duration;
+      result_.ranks[static_cast<std::size_t>(rank)].host_wait += run - work;
       end += run;
       s.chain_ends.push_back(end);
       last = j;
@@ -437,9 +457,10 @@ class Executor {
     auto& rr = result_.ranks[static_cast<std::size_t>(rank)];
     if (sm_share_ > 0.0) {
       const Task& tk = task(rank, i);
-      rr.compute_busy += tk.duration;
+      const Time work = scaled(rank, tk.duration);
+      rr.compute_busy += work;
       ++s.compute_gen;  // nothing pending may end this task again
-      rr.overlap_slowdown += std::max(Time::zero(), loop_.now() - s.compute_start - tk.duration - s.host_part);
+      rr.overlap_slowdown += std::max(Time::zero(), loop_.now() - s.compute_start - work - s.host_part);
       rr.flops += tk.flops;
       if (obs_ != nullptr) obs_->on_compute(rank, tk, s.compute_start, loop_.now());
       s.compute.busy = false;
@@ -452,7 +473,7 @@ class Executor {
     for (const Time end : s.chain_ends) {
       const TaskIndex k = (*s.compute.order)[s.compute.next];
       const Task& tk = task(rank, k);
-      rr.compute_busy += tk.duration;
+      rr.compute_busy += scaled(rank, tk.duration);
       rr.flops += tk.flops;
       if (obs_ != nullptr) obs_->on_compute(rank, tk, start, end);
       ++s.compute.next;
@@ -770,10 +791,20 @@ ExecutionResult execute(const TaskGraph& graph, EventLoop& loop, Network& net, E
 
 ExecutionResult execute_on_free_network(const TaskGraph& graph, const ExecutionOptions& options) {
   graph.validate();
-  const parallelism::SymmetryQuotient q = parallelism::symmetry_quotient(graph);
+  // Ranks of different compute speed are told apart from the start.
+  std::vector<std::int64_t> colour;
+  for (double f : options.compute_scale) colour.push_back(static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(f)));
+  const parallelism::SymmetryQuotient q = parallelism::symmetry_quotient(graph, colour);
+  ExecutionOptions quotient_options = options;
+  if (!options.compute_scale.empty()) {
+    quotient_options.compute_scale.assign(static_cast<std::size_t>(q.graph.num_ranks()), 1.0);
+    for (std::size_t r = 0; r < q.class_of.size(); ++r) {
+      quotient_options.compute_scale[static_cast<std::size_t>(q.class_of[r])] = options.compute_scale[r];
+    }
+  }
   DiscreteEventLoop loop;
   ZeroCostNetwork net(loop);
-  Executor ex(q.graph, loop, net, nullptr, options);
+  Executor ex(q.graph, loop, net, nullptr, quotient_options);
   ExecutionResult merged = ex.run();
   ExecutionResult out;
   out.makespan = merged.makespan;

@@ -229,7 +229,7 @@ void TaskGraph::validate() const {
   }
 }
 
-SymmetryQuotient symmetry_quotient(const TaskGraph& g) {
+SymmetryQuotient symmetry_quotient(const TaskGraph& g, const std::vector<std::int64_t>& colour) {
   const std::size_t n = g.ranks.size();
   // slot_in[group][position]: the slot under which that member names it.
   std::vector<std::vector<std::int32_t>> slot_in(g.groups.size());
@@ -261,6 +261,15 @@ SymmetryQuotient symmetry_quotient(const TaskGraph& g) {
   };
   std::vector<int> cls(n);
   for (std::size_t r = 0; r < n; ++r) cls[r] = g.ranks[r].program;
+  if (!colour.empty()) {
+    if (colour.size() != n) {
+      throw InputError(fmt::format("symmetry_quotient: {} colours for {} ranks", colour.size(), n));
+    }
+    std::map<std::pair<int, std::int64_t>, int> ids;
+    for (std::size_t r = 0; r < n; ++r) {
+      cls[r] = ids.try_emplace({cls[r], colour[r]}, static_cast<int>(ids.size())).first->second;
+    }
+  }
   std::size_t classes = 0;
   for (;;) {
     std::map<std::vector<std::int64_t>, int> ids;

@@ -2,11 +2,14 @@
 // slowdowns that can be checked by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "tessera/cli/jobs.hpp"
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 
 using namespace tessera;
@@ -123,4 +126,52 @@ TEST(Jobs, PlaceJobsRelabelsRanksAndSharesPrograms) {
   EXPECT_EQ(placed.programs[0], placed.programs[1]);  // shared, not copied
   EXPECT_THROW((void)place_jobs({&g, &g}, {{0, 1}, {1, 2}}, 6), InputError);
   EXPECT_THROW((void)place_jobs({&g}, {{0}}, 6), InputError);
+}
+
+// `stragglers:`: a factor on nodes or ranks, seeded noise on every GPU, one
+// line per bad value; the report counts them.
+TEST(Stragglers, KeysGiveThePerGpuFactors) {
+  const std::string text = scenario_text("default.yaml");
+  const Scenario s = parse_scenario(text, "d.yaml", {{"stragglers.nodes", "1"}, {"stragglers.slowdown", "1.25"}});
+  ASSERT_EQ(s.compute_scale.size(), 16U);
+  for (std::size_t r = 0; r < 16; ++r) EXPECT_EQ(s.compute_scale[r], r >= 8 ? 1.25 : 1.0) << r;
+  const Scenario ranks = parse_scenario(text, "d.yaml", {{"stragglers.ranks", "0,3-4"}, {"stragglers.slowdown", "2"}});
+  EXPECT_EQ(ranks.compute_scale[3], 2.0);
+  EXPECT_EQ(ranks.compute_scale[5], 1.0);
+  const Scenario a = parse_scenario(text, "d.yaml", {{"stragglers.random_sigma", "0.1"}, {"stragglers.seed", "7"}});
+  const Scenario b = parse_scenario(text, "d.yaml", {{"stragglers.random_sigma", "0.1"}, {"stragglers.seed", "7"}});
+  const Scenario c = parse_scenario(text, "d.yaml", {{"stragglers.random_sigma", "0.1"}, {"stragglers.seed", "8"}});
+  EXPECT_EQ(a.compute_scale, b.compute_scale);
+  EXPECT_NE(a.compute_scale, c.compute_scale);
+  for (double f : a.compute_scale) {
+    EXPECT_GT(f, 0.5);
+    EXPECT_LT(f, 2.0);
+  }
+  EXPECT_NE(error_of(text, {{"stragglers.nodes", "2"}}).find("stragglers.nodes: 2 is out of range (0..1)"),
+            std::string::npos)
+      << error_of(text, {{"stragglers.nodes", "2"}});
+  EXPECT_NE(error_of(text, {{"stragglers.slowdown", "0"}}).find("stragglers.slowdown"), std::string::npos);
+  EXPECT_NE(error_of(text, {{"stragglers.seed", "3"}}).find("a seed without random_sigma"), std::string::npos);
+}
+
+// A slower data-parallel rank holds the all-reduce back: the iteration grows,
+// by at most its extra compute; the report counts one slower GPU.
+TEST(Stragglers, OneSlowGpuSlowsTheDataParallelStep) {
+  const std::string text = scenario_text("default.yaml");
+  const Scenario base = parse_scenario(text, "d.yaml");
+  const Scenario slow = parse_scenario(text, "d.yaml", {{"stragglers.ranks", "5"}, {"stragglers.slowdown", "1.1"}});
+  const auto a = simulate_scenario(base);
+  const auto b = simulate_scenario(slow);
+  const Time compute = a.result.ranks[5].compute_busy;
+  // Every task scaled and rounded to the picosecond: the sum within a
+  // picosecond per task.
+  EXPECT_NEAR(static_cast<double>(b.result.ranks[5].compute_busy.ps()), static_cast<double>(compute.ps()) * 1.1,
+              1000.0);
+  // The others wait for it in the all-reduce; part of its extra compute
+  // hides behind its host's launch time (the host model), none beyond it.
+  EXPECT_GT(b.result.makespan, a.result.makespan);
+  EXPECT_LE(b.result.makespan, a.result.makespan + (b.result.ranks[5].compute_busy - compute));
+  const RunReport r = make_report(slow, b);
+  EXPECT_EQ(r.stragglers, 1);
+  EXPECT_DOUBLE_EQ(r.max_compute_scale, 1.1);
 }

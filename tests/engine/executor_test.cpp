@@ -234,3 +234,81 @@ TEST(Executor, SentBytesSplitIntoNvlinkAndFabricForHierarchical) {
     EXPECT_EQ(r.bytes_sent, r.nvlink_bytes + r.fabric_bytes);
   }
 }
+
+namespace {
+/// A forward-only two-stage pipeline of m micro-batches: stage 0 computes
+/// F_i (d us) and sends it to stage 1, which computes F_i (d us). Four ranks:
+/// two replicas (0 -> 1 and 2 -> 3) running the same two programs.
+TaskGraph two_stage_pipeline(int m, std::int64_t d) {
+  TaskGraph g;
+  parallelism::Program first;
+  parallelism::Program second;
+  for (int i = 0; i < m; ++i) {
+    const auto f = static_cast<parallelism::TaskIndex>(first.tasks.size());
+    first.tasks.push_back(compute("F", d, i > 0 ? std::vector<parallelism::TaskIndex>{f - 2} : std::vector<parallelism::TaskIndex>{}));
+    Task send;
+    send.name = "send";
+    send.kind = TaskKind::Collective;
+    send.collective = parallelism::CollectiveKind::SendRecv;
+    send.group = 0;
+    send.collective_id = i;
+    send.bytes = Bytes(1000);
+    send.deps = {f};
+    first.tasks.push_back(send);
+    Task recv = send;
+    recv.name = "recv";
+    recv.deps = {};
+    const auto r = static_cast<parallelism::TaskIndex>(second.tasks.size());
+    if (i > 0) recv.deps = {r - 1};
+    second.tasks.push_back(recv);
+    second.tasks.push_back(compute("F", d, {r}));
+  }
+  g.groups.push_back({{0, 1}});
+  g.groups.push_back({{2, 3}});
+  const auto p0 = g.add_program(std::move(first));
+  const auto p1 = g.add_program(std::move(second));
+  g.add_rank(p0, {0});
+  g.add_rank(p1, {0});
+  g.add_rank(p0, {1});
+  g.add_rank(p1, {1});
+  return g;
+}
+}  // namespace
+
+// A straggler: stage 1 of the first replica runs its compute f times slower.
+// With free communication stage 0 produces a micro-batch every d, stage 1
+// consumes one every f d (f >= 1), so that replica ends at d + m f d; the
+// other replica, at its predicted speed, at d + m d. Its compute time counts
+// the slowdown. The free-network quotient keeps the straggler apart.
+TEST(Executor, StragglerLengthensItsPipelineByHand) {
+  const int m = 6;
+  const std::int64_t d = 100;
+  const TaskGraph g = two_stage_pipeline(m, d);
+  ExecutionOptions o;
+  o.compute_scale = {1.0, 1.5, 1.0, 1.0};
+  DiscreteEventLoop loop;
+  ZeroCostNetwork net(loop);
+  const auto r = execute(g, loop, net, nullptr, o);
+  EXPECT_EQ(r.ranks[1].finish, Time::from_us(d + m * 150));
+  EXPECT_EQ(r.ranks[3].finish, Time::from_us(d + m * d));
+  EXPECT_EQ(r.ranks[1].compute_busy, Time::from_us(m * 150));
+  EXPECT_EQ(r.ranks[3].compute_busy, Time::from_us(m * d));
+  EXPECT_EQ(r.makespan, Time::from_us(d + m * 150));
+  const auto quick = execute_on_free_network(g, o);
+  ASSERT_EQ(quick.ranks.size(), 4U);
+  for (std::size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(quick.ranks[k].finish, r.ranks[k].finish) << k;
+    EXPECT_EQ(quick.ranks[k].compute_busy, r.ranks[k].compute_busy) << k;
+  }
+  EXPECT_EQ(parallelism::symmetry_quotient(g).graph.num_ranks(), 2);
+  // Rank 1 apart splits rank 0 from rank 2 too: their partners differ.
+  EXPECT_EQ(parallelism::symmetry_quotient(g, {0, 1, 0, 0}).graph.num_ranks(), 4);
+  EXPECT_EQ(parallelism::symmetry_quotient(g, {0, 1, 0, 1}).graph.num_ranks(), 2);
+  // Bad factors are refused before running.
+  o.compute_scale = {1.0, 0.0, 1.0, 1.0};
+  DiscreteEventLoop loop2;
+  ZeroCostNetwork net2(loop2);
+  EXPECT_THROW((void)execute(g, loop2, net2, nullptr, o), InputError);
+  o.compute_scale = {1.0};
+  EXPECT_THROW((void)execute(g, loop2, net2, nullptr, o), InputError);
+}

@@ -102,6 +102,11 @@ inline constexpr double kMaxSimulatedEvents = 4e9;
 /// simulate_scenario calls it; sweep calls it for every point first.
 void check_work(const Scenario& s);
 
+/// Runs `graph` on `topo` with the scenario's backend and its options
+/// (execution_options, and `ns3:` for the ns-3 backend), unobserved.
+engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism::TaskGraph& graph,
+                                           const topology::Topology& topo);
+
 /// Plans the scenario's iteration (its predictor times every kernel), builds
 /// its topology and runs it on the scenario's backend, then once more on a
 /// zero-cost network to separate the pipeline bubble from exposed

@@ -111,6 +111,10 @@ struct Scenario {
     bool trace_transfers = false;
   } outputs;
 
+  /// `stragglers:` per GPU (index = rank): its compute takes this times the
+  /// node model's time (engine::ExecutionOptions::compute_scale); empty:
+  /// every GPU at its predicted speed.
+  std::vector<double> compute_scale;
   /// Several jobs on one fabric (`jobs:`, docs/scenarios.md): empty for a
   /// single-job scenario. With jobs, this scenario is the cluster and every
   /// shared section (its model, training and plan are a stand-in: one

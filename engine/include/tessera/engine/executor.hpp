@@ -84,6 +84,11 @@ struct ExecutionOptions {
   /// collectives.ranks_per_node (0: every rank in one node). Not applied on
   /// an instantaneous network (communication is free there by definition).
   CommCalibration calibration;
+  /// Per rank (index = rank): its compute tasks take duration x this
+  /// (stragglers, slower GPUs); counted in RankResult::compute_busy. Empty:
+  /// every rank at its predicted speed. Otherwise one entry per rank, each in
+  /// (0, 1e6) (InputError).
+  std::vector<double> compute_scale;
 };
 
 /// Runs `graph` to completion: schedules its tasks on `loop`, sends its

@@ -146,6 +146,8 @@ struct SymmetryQuotient {
   TaskGraph graph;
   std::vector<int> class_of;  ///< original rank -> rank of `graph`
 };
-SymmetryQuotient symmetry_quotient(const TaskGraph& g);
+/// `colour` (empty, or one value per rank): ranks of different colours are
+/// never merged (e.g. ranks whose compute runs at different speeds).
+SymmetryQuotient symmetry_quotient(const TaskGraph& g, const std::vector<std::int64_t>& colour = {});
 
 }  // namespace tessera::parallelism
