@@ -143,8 +143,9 @@ std::string format_text(const RunReport& r) {
                      r.micro_batches == 1 ? "" : "es", r.schedule);
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
   if (const auto& o = r.kernel_overrides) {
-    out += fmt::format("Measured       {} of {} kernel{} in {} matched ({} planner lookup{})\n", o->matched,
-                       o->entries, o->entries == 1 ? "" : "s", o->path, o->lookups, o->lookups == 1 ? "" : "s");
+    out +=
+        fmt::format("Measured       {} of {} kernel{} in {} matched ({} planner lookup{})\n", o->matched,
+                    o->entries, o->entries == 1 ? "" : "s", o->path, o->lookups, o->lookups == 1 ? "" : "s");
   }
   out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
   out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
@@ -186,9 +187,9 @@ namespace {
 std::string kernel_overrides_json(const RunReport& r) {
   if (!r.kernel_overrides) return {};
   const auto& o = *r.kernel_overrides;
-  return fmt::format("\"kernel_overrides\": {{\"file\": {}, \"kernels\": {}, \"matched_kernels\": {}, "
-                     "\"lookups\": {}}}, ",
-                     json_string(o.path), o.entries, o.matched, o.lookups);
+  return fmt::format(
+      "\"kernel_overrides\": {{\"file\": {}, \"kernels\": {}, \"matched_kernels\": {}, \"lookups\": {}}}, ",
+      json_string(o.path), o.entries, o.matched, o.lookups);
 }
 }  // namespace
 

@@ -60,7 +60,7 @@ TEST(KernelOverrides, MatchedKernelsTakeTheMeasuredTimeAndOthersAreUnchanged) {
   EXPECT_EQ(s.path, "o.csv");
   EXPECT_EQ(s.entries, 3U);
   EXPECT_EQ(s.matched, 2U);    // qkv and ln; the bmm never asked for
-  EXPECT_EQ(s.lookups, 3);    // qkv twice, ln once
+  EXPECT_EQ(s.lookups, 3);     // qkv twice, ln once
   EXPECT_EQ(s.delegated, 10);  // five others, each twice
   EXPECT_EQ(p.name(), base.name());
 }

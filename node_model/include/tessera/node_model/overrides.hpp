@@ -63,9 +63,9 @@ class KernelTimeTable {
 
 /// What an OverridePredictor answered from its table so far.
 struct OverrideStats {
-  std::string path;            ///< the override file
-  std::size_t entries = 0;     ///< measured kernels in it
-  std::size_t matched = 0;     ///< of them, asked for at least once
+  std::string path;         ///< the override file
+  std::size_t entries = 0;  ///< measured kernels in it
+  std::size_t matched = 0;  ///< of them, asked for at least once
   /// Calls answered from the file. The planner asks once per kernel shape
   /// and pass it builds, not once per execution of the kernel.
   std::int64_t lookups = 0;
