@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "tessera/cli/pipeline.hpp"
@@ -163,5 +164,20 @@ TEST_F(KernelOverridesRun, BadOverrideFileNamesTheKeyTheFileAndTheRow) {
   } catch (const ScenarioError& e) {
     EXPECT_EQ(std::string(e.what()),
               file + ":24:3: node_model.overides: unknown key (known here: overrides)");
+  }
+}
+
+TEST_F(KernelOverridesRun, EveryJobOfAJobsScenarioUsesTheOverrides) {
+  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/two-jobs.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string csv = write("o.csv", "op,b,h,dtype,time_us\nln,8,64,bf16,2\n");
+  const Scenario s = parse_scenario(text, "two-jobs.yaml", {Override{"node_model.overrides", csv}});
+  ASSERT_EQ(s.jobs.size(), 2U);
+  for (const Job& job : s.jobs) {
+    ASSERT_NE(job.scenario.kernel_overrides, nullptr) << job.name;
+    const auto p = make_scenario_predictor(job.scenario);
+    EXPECT_NE(dynamic_cast<const nm::OverridePredictor*>(p.get()), nullptr) << job.name;
+    EXPECT_EQ(p->predict(nm::Kernel::vector(nm::KernelOp::LayerNorm, 8, 64, nm::DType::BF16)),
+              Time::from_us(2));
   }
 }
