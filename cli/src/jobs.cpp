@@ -81,7 +81,7 @@ JobsOutcome simulate_jobs(const Scenario& s) {
   std::vector<std::vector<int>> gpu_of;
   for (const Job& job : s.jobs) {
     check_work(job.scenario);
-    const auto predictor = node_model::make_predictor(job.scenario.predictor, kernel_gpu(job.scenario));
+    const auto predictor = make_scenario_predictor(job.scenario);  // node_model.overrides included
     graphs.push_back(parallelism::plan_training_detailed(job.scenario.model, job.scenario.workload,
                                                          job.scenario.plan, *predictor)
                          .graph);

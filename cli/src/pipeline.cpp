@@ -145,11 +145,13 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
                               const node_model::KernelPredictor* predictor, bool split) {
   std::unique_ptr<node_model::KernelPredictor> owned;
   if (predictor == nullptr) {
-    owned = node_model::make_predictor(s.predictor, kernel_gpu(s));
+    owned = make_scenario_predictor(s);
     predictor = owned.get();
   }
   auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
-  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  if (const auto* o = dynamic_cast<const node_model::OverridePredictor*>(predictor))
+    sim.kernel_overrides = o->stats();
   const engine::ExecutionOptions options = execution_options(s);
   if (s.backend == Backend::Ns3) {
 #ifdef TESSERA_HAVE_NS3

@@ -125,7 +125,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   if (svg_path) files.output(*svg_path, "--svg");
   const Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   require_single_job(s, "compare-schedules");
-  const auto owned = node_model::make_predictor(s.predictor, kernel_gpu(s));
+  const auto owned = make_scenario_predictor(s);
   const node_model::KernelPredictor& predictor = *owned;
 
   std::vector<Row> rows;

@@ -30,6 +30,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.micro_batches = sim.plan.micro_batches;
   rep.backend = std::string(to_string(s.backend));
   rep.predictor = s.predictor;
+  rep.kernel_overrides = sim.kernel_overrides;
 
   const auto& r = sim.result;
   const auto summary = engine::summarize(r);
@@ -150,6 +151,11 @@ std::string format_text(const RunReport& r) {
     out += fmt::format("Stragglers     {} of {} GPUs slower than predicted (compute x{:.3f} at most)\n", r.stragglers,
                        r.gpus, r.max_compute_scale);
   }
+  if (const auto& o = r.kernel_overrides) {
+    out +=
+        fmt::format("Measured       {} of {} kernel{} in {} matched ({} planner lookup{})\n", o->matched,
+                    o->entries, o->entries == 1 ? "" : "s", o->path, o->lookups, o->lookups == 1 ? "" : "s");
+  }
   out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
   out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
   out += fmt::format("  host         {:>12.3f} ms  {:5.1f}%\n", r.host_time.ms(), pct(r.host_time));
@@ -185,6 +191,17 @@ std::string format_text(const RunReport& r) {
   return out;
 }
 
+namespace {
+/// `"kernel_overrides": {...}, ` when the scenario has node_model.overrides, else nothing.
+std::string kernel_overrides_json(const RunReport& r) {
+  if (!r.kernel_overrides) return {};
+  const auto& o = *r.kernel_overrides;
+  return fmt::format(
+      "\"kernel_overrides\": {{\"file\": {}, \"kernels\": {}, \"matched_kernels\": {}, \"lookups\": {}}}, ",
+      json_string(o.path), o.entries, o.matched, o.lookups);
+}
+}  // namespace
+
 std::string format_json(const RunReport& r) {
   std::string memory;
   for (const auto& m : r.memory) {
@@ -197,7 +214,7 @@ std::string format_json(const RunReport& r) {
   }
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
-      "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}"
+      "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
       "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, "
       "\"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
@@ -209,6 +226,7 @@ std::string format_json(const RunReport& r) {
       r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
                                       r.max_compute_scale)
                        : std::string(),
+      kernel_overrides_json(r),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(),
       r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(),

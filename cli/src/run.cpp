@@ -70,6 +70,7 @@ int cmd_run(const Args& args, std::ostream& out) {
     if (!json_out && !s.outputs.json.empty()) json_out = s.outputs.json;
     FileSet files;
     files.input(p.positional()[0], "the scenario");
+    if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
     if (json_out) files.output(*json_out, p.get("json-out") ? "--json-out" : "outputs.json");
     say_on_interrupt("nothing was written (outputs are written when the run finishes)");
     const JobsOutcome o = simulate_jobs(s);
@@ -90,6 +91,7 @@ int cmd_run(const Args& args, std::ostream& out) {
   // (none may be the scenario itself, or another output)
   FileSet files;
   files.input(p.positional()[0], "the scenario");
+  if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
   if (trace_path) files.output(*trace_path, p.get("trace") ? "--trace" : "outputs.trace");
   if (links_path) files.output(*links_path, p.get("links") ? "--links" : "outputs.links");
   if (json_path) files.output(*json_path, p.get("json-out") ? "--json-out" : "outputs.json");

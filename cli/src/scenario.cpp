@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -76,6 +77,12 @@ void require_single_job(const Scenario& s, std::string_view command) {
   throw ScenarioError(fmt::format("{}: jobs: {} runs a single job's plan; a scenario with jobs runs with "
                                   "`tessera run`",
                                   s.file, command));
+}
+
+std::unique_ptr<node_model::KernelPredictor> make_scenario_predictor(const Scenario& s) {
+  auto base = node_model::make_predictor(s.predictor, kernel_gpu(s));
+  if (!s.kernel_overrides) return base;
+  return std::make_unique<node_model::OverridePredictor>(std::move(base), s.kernel_overrides);
 }
 
 topology::Topology build_topology(const Scenario& s) {
@@ -947,6 +954,23 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     s.predictor = top.scalar("predictor");
     // Validates the name (and that this build has its weights).
     checked(top, v, "predictor", [&] { return node_model::make_predictor(s.predictor, s.gpu) != nullptr; });
+  }
+  if (top.has("node_model")) {
+    Section nm = top.child("node_model");
+    if (nm.has("overrides")) {
+      const YAML::Node v = nm.need("overrides");
+      std::string path = nm.scalar("overrides");
+      if (path.empty()) nm.fail_at(v.Mark(), nm.key_path("overrides"), "empty path");
+      // Relative to the scenario file's directory, unless set on the command
+      // line (then relative to the working directory, as any path typed there).
+      const bool typed = overridden.count("node_model.overrides") + overridden.count("node_model") > 0U;
+      const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+      if (!typed && std::filesystem::path(path).is_relative() && !dir.empty()) path = (dir / path).string();
+      s.kernel_overrides = checked(nm, v, nm.key_path("overrides"), [&] {
+        return std::make_shared<const node_model::KernelTimeTable>(node_model::KernelTimeTable::read(path));
+      });
+    }
+    nm.finish();
   }
   s.collectives.ranks_per_node = s.cluster.gpus_per_node;
   s.collectives.granularity = collectives::Granularity::Flows;  // docs/collectives.md, "Granularity"

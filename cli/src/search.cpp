@@ -151,7 +151,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (screened) {
     std::atomic<std::size_t> next_screen{0};
     auto screen = [&] {
-      const auto predictor = node_model::make_predictor(base.predictor, kernel_gpu(base));
+      const auto predictor = make_scenario_predictor(base);
       for (std::size_t i = next_screen.fetch_add(1); i < fitting.size(); i = next_screen.fetch_add(1)) {
         try {
           fitting[i].estimate = screen_estimate(base, fitting[i], *predictor);

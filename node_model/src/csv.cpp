@@ -67,6 +67,7 @@ CsvTable parse_csv(std::string_view text, const std::string& path) {
                                        t.rows.size() + 1, row_start_line, cells.size(), t.header.size()));
         }
         t.rows.push_back(std::move(cells));
+        t.lines.push_back(row_start_line);
       }
     }
     cells = {};

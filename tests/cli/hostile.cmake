@@ -307,3 +307,45 @@ foreach(g IN ITEMS g_label_negative g_label_huge g_label_fraction g_label_string
 endforeach()
 hostile(NAME fx_label.g_label_nan RC 2 REGEX "^tessera: error: g_label_nan\\.json"
         ARGS predict-graph --graph g_label_nan.csv --device dev_ok.json)
+
+# --- Measured kernel times (node_model.overrides): every bad row names the
+# key, the file, the row and its line, the column and the value. -------------
+function(hostile_overrides name regex)
+  hostile(NAME overrides.${name} RC 2
+          REGEX "^tessera: error: s\\.yaml \\(--set node_model\\.overrides\\): node_model\\.overrides: ${regex}"
+          ARGS run s.yaml --set node_model.overrides=${ARGN})
+  set(hostile_count ${hostile_count} PARENT_SCOPE)
+endfunction()
+hostile_overrides(unknown_op [=[ovr_unknown_op\.csv: row 1 \(line 2\), column 'op': unknown op 'conv2d' \(expected bmm, linear]=]
+                  ovr_unknown_op.csv)
+hostile_overrides(unknown_dtype [=[ovr_unknown_dtype\.csv: row 1 \(line 2\), column 'dtype': unknown dtype 'fp64']=]
+                  ovr_unknown_dtype.csv)
+hostile_overrides(zero_time [=[ovr_zero_time\.csv: row 1 \(line 2\), column 'time_us': time must be positive \(got '0'\)$]=]
+                  ovr_zero_time.csv)
+hostile_overrides(negative_time [=[ovr_negative_time\.csv: row 1 \(line 2\), column 'time_us': time must be positive \(got '-3'\)$]=]
+                  ovr_negative_time.csv)
+hostile_overrides(nan_time [=[ovr_nan_time\.csv: row 1 \(line 2\), column 'time_us': 'nan' is not a number$]=]
+                  ovr_nan_time.csv)
+hostile_overrides(huge_time [=[ovr_huge_time\.csv: row 1 \(line 2\), column 'time_us': time overflow]=]
+                  ovr_huge_time.csv)
+hostile_overrides(negative_dim [=[ovr_negative_dim\.csv: row 1 \(line 2\), column 'n': dimension must be a positive whole number \(got '-8'\)$]=]
+                  ovr_negative_dim.csv)
+hostile_overrides(missing_column [=[ovr_missing_column\.csv: missing column 'time_us'$]=] ovr_missing_column.csv)
+hostile_overrides(duplicate [=[ovr_duplicate\.csv: row 3 \(line 4\): linear b=1 m=8 n=8 k=8 bf16 is listed twice, first on row 1 \(line 2\)]=]
+                  ovr_duplicate.csv)
+hostile_overrides(header_only [=[ovr_header_only\.csv: no kernel times]=] ovr_header_only.csv)
+hostile_overrides(not_kernels [=[ovr_not_kernels\.csv: line 1: not a kernel-time CSV]=] ovr_not_kernels.csv)
+hostile_overrides(two_devices [=[ovr_two_devices\.csv: row 2 \(line 3\), column 'Device': 'Tesla V100-PCIE-32GB' differs from 'NVIDIA A100-PCIE-40GB']=]
+                  ovr_two_devices.csv)
+hostile_overrides(neusight_unknown_op [=[ovr_neusight_unknown_op\.csv: row 1 \(line 2\), column 'OPName': unknown op 'conv2d']=]
+                  ovr_neusight_unknown_op.csv)
+hostile_overrides(missing_file [=[nope\.csv: cannot open kernel-time override CSV$]=] nope.csv)
+hostile_overrides(dev_zero [=[/dev/zero: kernel-time override CSV is larger than]=] /dev/zero)
+hostile_overrides(empty_path [=[empty path$]=] "''")
+hostile_overrides(no_value [=[has no value$]=] "~")
+hostile_overrides(list [=[expected a single value, not a list or mapping$]=] "[ovr_ok.csv]")
+hostile(NAME overrides.unknown_key RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set node_model\.overides\): node_model\.overides: unknown key \(known here: overrides\)$]=]
+        ARGS run s.yaml --set node_model.overides=ovr_ok.csv)
+hostile(NAME overrides.output_is_override RC 2 REGEX [=[--json-out ovr_ok\.csv: refusing to overwrite node_model\.overrides]=]
+        ARGS run s.yaml --set node_model.overrides=ovr_ok.csv --json-out ovr_ok.csv)

@@ -9,6 +9,7 @@
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/node_model/kernel.hpp"
+#include "tessera/node_model/overrides.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/topology/topology.hpp"
 
@@ -51,6 +52,9 @@ struct Simulation {
   std::vector<double> link_peak_utilization;  ///< per directed link: highest load / capacity (flow backend)
   std::string ns3_link_csv;        ///< per-link report of the ns-3 backend (ns3 backend)
   std::optional<PacketFabricStats> packet_fabric;  ///< ns3 backend only
+  /// Measured kernel times used while planning (when the predictor was a
+  /// node_model::OverridePredictor, as with `node_model.overrides`).
+  std::optional<node_model::OverrideStats> kernel_overrides;
 };
 
 /// The split of one iteration every report uses (defined here only):
@@ -111,7 +115,8 @@ engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism:
 /// its topology and runs it on the scenario's backend, then once more on a
 /// zero-cost network to separate the pipeline bubble from exposed
 /// communication. `observer` (optional) sees the real run.
-/// `predictor` (optional) replaces the scenario's named predictor.
+/// `predictor` (optional) replaces the scenario's predictor
+/// (make_scenario_predictor), overrides included.
 /// `split` false skips the zero-cost run (free_comm_* stay zero): for
 /// callers that need only the iteration time.
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer = nullptr,

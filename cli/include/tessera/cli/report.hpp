@@ -47,6 +47,8 @@ struct RunReport {
   std::int64_t micro_batches = 0;
   std::string backend;
   std::string predictor;
+  /// `node_model.overrides` (printed, and in the JSON, only when given).
+  std::optional<node_model::OverrideStats> kernel_overrides;
 
   Time iteration_time;
   Time compute_time;       ///< busiest compute stream

@@ -2,6 +2,7 @@
 // Scenario files: YAML in, a fully validated Scenario out. Unknown keys,
 // wrong types, bad unit strings and impossible values are all reported as a
 // ScenarioError naming the file, line, column and key path.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "tessera/error.hpp"
 #include "tessera/cli/args.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
+#include "tessera/node_model/overrides.hpp"
 #include "tessera/node_model/workload.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/parallelism/transformer.hpp"
@@ -95,6 +97,10 @@ struct Scenario {
   collectives::ExpandOptions collectives;
   Calibration calibration;
   std::string predictor = "tile-mlp";
+  /// `node_model.overrides`: measured kernel times that replace the
+  /// predictor's for the kernels they hold (null: none). Read and checked
+  /// when the scenario is loaded.
+  std::shared_ptr<const node_model::KernelTimeTable> kernel_overrides;
   Backend backend = Backend::Flow;
   Ns3Settings ns3;  ///< `ns3:` (used with backend ns3 only)
   /// `outputs:` files `tessera run` writes besides its summary (paths
@@ -139,6 +145,11 @@ node_model::GpuSpec kernel_gpu(const Scenario& s);
 /// Throws ScenarioError when `s` has several jobs: `command` (sweep, search,
 /// compare-schedules) runs one job's plan; `tessera run` runs jobs.
 void require_single_job(const Scenario& s, std::string_view command);
+
+/// The scenario's kernel predictor: `predictor` for the GPU as the node
+/// model times it (kernel_gpu), wrapped in a node_model::OverridePredictor
+/// when the scenario has `node_model.overrides`.
+std::unique_ptr<node_model::KernelPredictor> make_scenario_predictor(const Scenario& s);
 
 /// The scenario's network, built from its fabric spec.
 topology::Topology build_topology(const Scenario& s);

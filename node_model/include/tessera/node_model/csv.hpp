@@ -16,6 +16,9 @@ struct CsvTable {
   std::string path;
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  /// The 1-based line of the file each row starts on (parallel to `rows`;
+  /// blank lines and quoted line breaks make it differ from row + 2).
+  std::vector<std::size_t> lines;
 
   /// Index of a column, or -1.
   [[nodiscard]] int column(std::string_view name) const;

@@ -1,0 +1,183 @@
+// `node_model.overrides` end to end: a scenario whose override file holds one
+// kernel shape of the model changes the iteration by exactly (measured -
+// predicted) x that kernel's occurrences, and `tessera run`'s report says how
+// many kernels were matched (and says nothing without overrides).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "tessera/cli/pipeline.hpp"
+#include "tessera/cli/report.hpp"
+#include "tessera/cli/scenario.hpp"
+
+using namespace tessera;
+using namespace tessera::cli;
+namespace fs = std::filesystem;
+namespace nm = tessera::node_model;
+
+namespace {
+
+// One GPU, so every kernel runs on the one compute stream and nothing is
+// communicated; PyTorch eager (no host model), no recomputation.
+constexpr const char* kScenario = R"(name: one-gpu
+cluster:
+  nodes: 1
+  gpus_per_node: 1
+  gpu: H100-SXM
+  nvlink_bandwidth: 450GB/s
+  nvlink_latency: 1us
+  nic_bandwidth: 400Gbps
+  nic_latency: 1us
+  fabric: {type: leaf-spine, hosts_per_leaf: 1, spines: 1, spine_bandwidth: 400Gbps, spine_latency: 600ns}
+model: {layers: 2, hidden: 1024, heads: 16, vocab: 32000}
+training:
+  micro_batch: 1
+  seq_len: 2048
+  global_batch: 4
+  dtype: bf16
+  framework: pytorch-eager
+parallelism:
+  dp: 1
+  recompute: none
+predictor: roofline
+backend: flow
+)";
+
+class KernelOverridesRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tessera_overrides_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(KernelOverridesRun, OneKernelShapeChangesComputeByMeasuredMinusPredictedTimesOccurrences) {
+  const Scenario plain = parse_scenario(kScenario, write("plain.yaml", kScenario));
+  EXPECT_EQ(plain.kernel_overrides, nullptr);
+  // The QKV projection's forward GEMM: tokens = micro_batch x seq_len = 2048
+  // rows, hidden 1024 in, 3 x 1024 out (Kernel::gemm(Linear, 1, 2048, 3072,
+  // 1024)). No other kernel of this model has that shape: its input
+  // gradient is 2048 x 1024 x 3072, its weight gradient 1024 x 3072 x 2048,
+  // fc1 has 4096 columns, the projection and fc2 1024, the LM head 32000.
+  // It runs once per layer and micro-batch, forward only (no
+  // recomputation): 2 layers x 4 micro-batches (global_batch 4 / micro_batch
+  // 1 / dp 1) = 8 times, all on the one GPU's compute stream.
+  const nm::Kernel qkv = nm::Kernel::gemm(nm::KernelOp::Linear, 1, 2048, 3072, 1024, nm::DType::BF16);
+  const std::int64_t occurrences = 8;
+  const Time predicted = make_scenario_predictor(plain)->predict(qkv);
+  const Time measured = Time::from_ps(250'125'000);  // 250.125 us
+  ASSERT_NE(predicted, measured);
+  // The second row (fp32) is not a kernel of this bf16 model: never matched.
+  write("qkv.csv",
+        "op,b,m,n,k,h,dtype,time_us\n"
+        "linear,1,2048,3072,1024,,bf16,250.125\n"
+        "linear,1,2048,3072,1024,,fp32,1\n");
+  const std::string with_text = std::string(kScenario) + "node_model:\n  overrides: qkv.csv\n";
+  // A relative path is read from the scenario file's directory.
+  const Scenario with = parse_scenario(with_text, write("with.yaml", with_text));
+  ASSERT_NE(with.kernel_overrides, nullptr);
+  EXPECT_EQ(with.kernel_overrides->path(), (dir_ / "qkv.csv").string());
+
+  const Simulation a = simulate_scenario(plain);
+  const Simulation b = simulate_scenario(with);
+  const Time delta = (measured - predicted) * occurrences;
+  EXPECT_EQ(b.free_comm_compute - a.free_comm_compute, delta);
+  EXPECT_EQ(b.result.makespan - a.result.makespan, delta);  // nothing else moves
+  EXPECT_EQ(breakdown(b).exposed_comm, Time::zero());
+
+  ASSERT_TRUE(b.kernel_overrides.has_value());
+  EXPECT_FALSE(a.kernel_overrides.has_value());
+  EXPECT_EQ(b.kernel_overrides->entries, 2U);
+  EXPECT_EQ(b.kernel_overrides->matched, 1U);
+  EXPECT_GE(b.kernel_overrides->lookups, 1);
+  EXPECT_GT(b.kernel_overrides->delegated, 0);
+
+  // The report: a line and a JSON object with overrides, neither without.
+  const RunReport rep = make_report(with, b);
+  const std::string text = format_text(rep);
+  EXPECT_NE(text.find("Measured       1 of 2 kernels in " + (dir_ / "qkv.csv").string() + " matched (" +
+                      std::to_string(b.kernel_overrides->lookups) + " planner lookup"),
+            std::string::npos)
+      << text;
+  const std::string json = format_json(rep);
+  EXPECT_NE(json.find("\"kernel_overrides\": {\"file\": \"" + (dir_ / "qkv.csv").string() +
+                      "\", \"kernels\": 2, \"matched_kernels\": 1, \"lookups\": " +
+                      std::to_string(b.kernel_overrides->lookups) + "}, "),
+            std::string::npos)
+      << json;
+  const RunReport plain_rep = make_report(plain, a);
+  EXPECT_EQ(format_text(plain_rep).find("Measured"), std::string::npos);
+  EXPECT_EQ(format_json(plain_rep).find("kernel_overrides"), std::string::npos);
+}
+
+TEST_F(KernelOverridesRun, NeuSightFormAndCommandLinePath) {
+  // NeuSight's schema (Latency in ms; [B,M,N] x [B,N,K]: the QKV GEMM is
+  // M 2048, N 1024 (the reduction), K 3072), with a dtype column: bf16.
+  const std::string csv = write("neusight.csv",
+                                "OPName,Latency,Device,B,M,N,K,dtype\n"
+                                "linear,0.5,NVIDIA H100 80GB HBM3,1,2048,1024,3072,bf16\n");
+  // From --set the path is taken as typed (relative to the working directory).
+  const Scenario s =
+      parse_scenario(kScenario, write("s.yaml", kScenario), {Override{"node_model.overrides", csv}});
+  ASSERT_NE(s.kernel_overrides, nullptr);
+  const auto p = make_scenario_predictor(s);
+  EXPECT_EQ(p->predict(nm::Kernel::gemm(nm::KernelOp::Linear, 1, 2048, 3072, 1024, nm::DType::BF16)),
+            Time::from_us(500));
+  EXPECT_EQ(p->name(), "roofline");
+}
+
+TEST_F(KernelOverridesRun, BadOverrideFileNamesTheKeyTheFileAndTheRow) {
+  write("bad.csv", "op,b,m,n,k,h,dtype,time_us\nlinear,1,8,8,8,,bf16,1\nconv,1,8,8,8,,bf16,1\n");
+  const std::string text = std::string(kScenario) + "node_model:\n  overrides: bad.csv\n";
+  const std::string file = write("s.yaml", text);
+  try {
+    (void)parse_scenario(text, file);
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              file + ":24:14: node_model.overrides: " + (dir_ / "bad.csv").string() +
+                  ": row 2 (line 3), column 'op': unknown op 'conv' (expected bmm, linear, "
+                  "add, addu, mul, mulu, div, divu, pow, powu, gelu, relu, tanh, softmax, ln)");
+  }
+  const std::string unknown = std::string(kScenario) + "node_model:\n  overides: bad.csv\n";
+  try {
+    (void)parse_scenario(unknown, file);
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              file + ":24:3: node_model.overides: unknown key (known here: overrides)");
+  }
+}
+
+TEST_F(KernelOverridesRun, EveryJobOfAJobsScenarioUsesTheOverrides) {
+  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/two-jobs.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string csv = write("o.csv", "op,b,h,dtype,time_us\nln,8,64,bf16,2\n");
+  const Scenario s = parse_scenario(text, "two-jobs.yaml", {Override{"node_model.overrides", csv}});
+  ASSERT_EQ(s.jobs.size(), 2U);
+  for (const Job& job : s.jobs) {
+    ASSERT_NE(job.scenario.kernel_overrides, nullptr) << job.name;
+    const auto p = make_scenario_predictor(job.scenario);
+    EXPECT_NE(dynamic_cast<const nm::OverridePredictor*>(p.get()), nullptr) << job.name;
+    EXPECT_EQ(p->predict(nm::Kernel::vector(nm::KernelOp::LayerNorm, 8, 64, nm::DType::BF16)),
+              Time::from_us(2));
+  }
+}
