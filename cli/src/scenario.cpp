@@ -85,13 +85,47 @@ std::unique_ptr<node_model::KernelPredictor> make_scenario_predictor(const Scena
   return std::make_unique<node_model::OverridePredictor>(std::move(base), s.kernel_overrides);
 }
 
-topology::Topology build_topology(const Scenario& s) {
+namespace {
+
+topology::Topology build_fabric(const Scenario& s) {
   switch (s.fabric) {
     case FabricKind::LeafSpine: return topology::build_leaf_spine(s.cluster);
     case FabricKind::FatTree: return topology::build_fat_tree(s.fat_tree);
     case FabricKind::RailOptimized: return topology::build_rail_optimized(s.rail);
   }
   throw InputError("unknown fabric");
+}
+
+}  // namespace
+
+topology::Topology build_topology(const Scenario& s) {
+  topology::Topology t = build_fabric(s);
+  const auto& f = s.failures;
+  auto apply = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& cables, auto&& act) {
+    for (const auto& [a, b] : cables) {
+      try {
+        act(t.find_vertex(a), t.find_vertex(b));
+      } catch (const InputError& e) {
+        throw ScenarioError(fmt::format("{}: failures.{}: {}-{}: {}", s.file, key, a, b, e.what()));
+      }
+    }
+  };
+  apply("links", f.failed, [&](topology::VertexId a, topology::VertexId b) { (void)t.fail_cable(a, b); });
+  apply("degraded", f.degraded,
+        [&](topology::VertexId a, topology::VertexId b) { (void)t.degrade_cable(a, b, f.degraded_rate); });
+  if (!f.failed.empty()) {
+    // Cables are duplex: every GPU reaches GPU 0 exactly when all reach all.
+    for (int g = 1; g < t.num_gpus(); ++g) {
+      try {
+        (void)t.route(0, g);
+      } catch (const InputError&) {
+        throw ScenarioError(fmt::format("{}: failures.links: with these {} cables down GPU {} cannot reach GPU 0 "
+                                        "(no route left)",
+                                        s.file, f.failed.size(), g));
+      }
+    }
+  }
+  return t;
 }
 
 namespace {
@@ -1036,6 +1070,38 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   // every kernel (Megatron); PyTorch-eager timings carry their launch floors.
   if (node_model::is_megatron(s.workload.framework)) {
     s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration, s.calibration.host_p2p};
+  }
+  if (top.has("failures")) {
+    // Failed and degraded cables (docs/scenarios.md, `failures`), named by
+    // their two ends: "leaf0-spine1, leaf1-spine0". Checked against the
+    // fabric when it is built.
+    Section fl = top.child("failures");
+    auto cables = [&](const char* key) {
+      std::vector<std::pair<std::string, std::string>> out;
+      const std::string text = fl.scalar(key);
+      std::size_t pos = 0;
+      while (pos <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', pos), text.size());
+        std::string item = text.substr(pos, comma - pos);
+        item.erase(0, item.find_first_not_of(' '));
+        item.erase(item.find_last_not_of(' ') + 1);
+        const std::size_t dash = item.find('-');
+        if (dash == std::string::npos || dash == 0 || dash + 1 == item.size()) {
+          fl.fail_at(fl.node()[key].Mark(), fl.key_path(key),
+                     fmt::format("'{}' is not a cable: name its two ends, as leaf0-spine1", item));
+        }
+        out.emplace_back(item.substr(0, dash), item.substr(dash + 1));
+        pos = comma + 1;
+      }
+      return out;
+    };
+    if (fl.has("links")) s.failures.failed = cables("links");
+    if (fl.has("degraded")) s.failures.degraded = cables("degraded");
+    if (fl.has("degraded_rate")) s.failures.degraded_rate = fl.number_in("degraded_rate", 1e-6, 1.0);
+    if (s.failures.degraded.empty() != !fl.has("degraded_rate")) {
+      fl.fail_at(fl.node().Mark(), fl.key_path(""), "degraded and degraded_rate go together");
+    }
+    fl.finish();
   }
   if (top.has("stragglers")) {
     // Slower GPUs (docs/scenarios.md, `stragglers`): a factor on the compute

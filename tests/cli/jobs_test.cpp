@@ -175,3 +175,35 @@ TEST(Stragglers, OneSlowGpuSlowsTheDataParallelStep) {
   EXPECT_EQ(r.stragglers, 1);
   EXPECT_DOUBLE_EQ(r.max_compute_scale, 1.1);
 }
+
+// `failures:` names cables by their ends; wrong names and a cut-off GPU are
+// one-line errors naming the key; both backends route around a failed link.
+TEST(Failures, CablesByNameAndUnreachableGpus) {
+  const std::string text = scenario_text("default.yaml");
+  const Scenario s = parse_scenario(text, "d.yaml", {{"failures.links", "leaf0-spine1, leaf1-spine2"}});
+  ASSERT_EQ(s.failures.failed.size(), 2U);
+  EXPECT_EQ(s.failures.failed[1], (std::pair<std::string, std::string>{"leaf1", "spine2"}));
+  const topology::Topology t = build_topology(s);
+  EXPECT_EQ(t.failed_links(), 4);
+  // Each failed up-link moves its destinations onto the others: slower.
+  const Time healthy = simulate_scenario(parse_scenario(text, "d.yaml")).result.makespan;
+  EXPECT_GT(simulate_scenario(s).result.makespan, healthy);
+  EXPECT_EQ(error_of(text, {{"failures.links", "leaf0"}}),
+            "s.yaml (--set failures.links): failures.links: 'leaf0' is not a cable: name its two ends, as "
+            "leaf0-spine1");
+  const Scenario typo = parse_scenario(text, "s.yaml", {{"failures.links", "leaf0-spine9"}});
+  try {
+    (void)build_topology(typo);
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("s.yaml: failures.links: leaf0-spine9: topology: no vertex named 'spine9'"),
+              std::string::npos)
+        << e.what();
+  }
+  std::string all;
+  for (int k = 0; k < 8; ++k) all += (k ? "," : "") + std::string("leaf1-spine") + std::to_string(k);
+  const Scenario cut = parse_scenario(text, "s.yaml", {{"failures.links", all}});
+  EXPECT_THROW((void)build_topology(cut), ScenarioError);
+  EXPECT_NE(error_of(text, {{"failures.degraded", "leaf0-spine0"}}).find("degraded and degraded_rate go together"),
+            std::string::npos);
+}

@@ -4,6 +4,7 @@
 
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
+#include "tessera/error.hpp"
 #include "tessera/topology/fabrics.hpp"
 #include "test_topologies.hpp"
 
@@ -205,4 +206,62 @@ TEST(FlowNetwork, BusyTimeIsTheUnionOfAFlowsPeriods) {
   EXPECT_EQ(midway, Time::from_us(1500));
   EXPECT_EQ(net.link_busy()[up], Time::from_ms(2));
   EXPECT_EQ(net.link_peak_utilization()[up], 1.0);
+}
+
+namespace {
+/// Two leaves of two single-GPU nodes each (one 100 Gb/s HCA per GPU), two
+/// spines of 100 Gb/s up-links: non-blocking.
+topology::Topology two_spine_fabric() {
+  topology::LeafSpineSpec s;
+  s.nodes = 4;
+  s.gpus_per_node = 1;
+  s.nvlink_bandwidth = Bandwidth::gbps(400);
+  s.nvlink_latency = Time::zero();
+  s.nic_bandwidth = Bandwidth::gbps(100);
+  s.nic_latency = Time::zero();
+  s.hosts_per_leaf = 2;
+  s.spines = 2;
+  s.spine_bandwidth = Bandwidth::gbps(100);
+  s.spine_latency = Time::zero();
+  return topology::build_leaf_spine(s);
+}
+
+/// When the last of two 100 MB flows, GPU 0 -> 2 and GPU 1 -> 3, arrives.
+double two_cross_leaf_flows(const topology::Topology& t) {
+  DiscreteEventLoop loop;
+  FlowNetwork net(t, loop);
+  for (auto [src, dst] : {std::pair{0, 2}, std::pair{1, 3}}) net.send(Message{src, dst, Bytes(100'000'000)}, [] {});
+  loop.run();
+  return loop.now().seconds();
+}
+}  // namespace
+
+// A failed spine link: the two cross-leaf flows that had a spine each share
+// the one left, so the cross-leaf bandwidth halves (8 ms -> 16 ms for 100 MB
+// each at 100 Gb/s). A degraded link instead keeps its route and slows the
+// flow crossing it. Failing both leaves a leaf unreachable.
+TEST(FlowNetwork, FailedSpineLinkHalvesCrossLeafBandwidth) {
+  topology::Topology t = two_spine_fabric();
+  EXPECT_NEAR(two_cross_leaf_flows(t), 8e-3, 1e-9);
+  ASSERT_NE(t.route(0, 2), t.route(1, 3));
+  const auto leaf0 = t.find_vertex("leaf0");
+  EXPECT_EQ(t.fail_cable(leaf0, t.find_vertex("spine1")), 2);
+  EXPECT_EQ(t.failed_links(), 2);
+  EXPECT_NEAR(two_cross_leaf_flows(t), 16e-3, 1e-9);
+  for (int dst : {2, 3}) {
+    for (auto l : t.route(0, dst)) EXPECT_FALSE(t.failed(l));
+  }
+
+  topology::Topology slow = two_spine_fabric();
+  EXPECT_EQ(slow.degrade_cable(slow.find_vertex("leaf0"), slow.find_vertex("spine1"), 0.25), 2);
+  // One flow keeps its own spine (8 ms), the other crosses the quarter-rate
+  // link: 32 ms.
+  EXPECT_NEAR(two_cross_leaf_flows(slow), 32e-3, 1e-9);
+
+  EXPECT_THROW((void)t.find_vertex("spine7"), InputError);
+  EXPECT_THROW((void)t.fail_cable(t.find_vertex("leaf0"), t.find_vertex("leaf1")), InputError);
+  EXPECT_THROW((void)t.degrade_cable(leaf0, t.find_vertex("spine0"), 0.0), InputError);
+  (void)t.fail_cable(leaf0, t.find_vertex("spine0"));
+  EXPECT_THROW((void)t.route(0, 2), InputError);
+  EXPECT_NO_THROW((void)t.route(0, 1));  // under the same leaf
 }

@@ -122,6 +122,7 @@ ForwardingTables build_forwarding_tables(const Topology& topo) {
       PortNo p = 0;
       for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
         ++p;
+        if (topo.failed(g[*e].id)) continue;
         const int sn = r.switch_index(boost::target(*e, g));
         if (sn < 0 || dist(sn) != dmin - 1) continue;
         const std::int64_t bps = g[*e].bandwidth.bps();

@@ -74,7 +74,7 @@ Router::Router(const Topology& t) {
     auto& atts = gpu_atts_[static_cast<std::size_t>(r)];
     for (auto [e, end] = boost::in_edges(d, g); e != end; ++e) {
       const VertexId u = boost::source(*e, g);
-      if (sw_index_[u] < 0) continue;
+      if (sw_index_[u] < 0 || t.failed(g[*e].id)) continue;
       if (att_of_vertex[u] < 0) {
         att_of_vertex[u] = static_cast<int>(att_vertex_.size());
         att_vertex_.push_back(u);
@@ -99,7 +99,7 @@ Router::Router(const Topology& t) {
       for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
         const VertexId u = boost::source(*e, g);
         const int su = sw_index_[u];
-        if (su < 0 || dist[su] != kInf16) continue;
+        if (su < 0 || dist[su] != kInf16 || t.failed(g[*e].id)) continue;
         if (dv + 1 >= kInf16) {
           throw InputError(
               fmt::format("topology: a switch path of more than {} hops is not supported", kInf16 - 1));
@@ -144,6 +144,7 @@ void Router::candidates(const Topology& t, VertexId v, int dst, std::vector<Link
   int best = kInf;
   std::int64_t best_bps = 0;
   for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+    if (t.failed(g[*e].id)) continue;
     const VertexId next = boost::target(*e, g);
     const int gpu = gpu_of_vertex_[next];
     const int d = gpu >= 0 ? (gpu == dst ? 0 : kInf) : switch_dist(next, dst);
@@ -183,6 +184,7 @@ void Topology::add_duplex_link(VertexId a, VertexId b, Bandwidth bw, Time latenc
     const auto id = static_cast<LinkId>(links_.size());
     boost::add_edge(u, v, LinkProps{bw, latency, id}, g_);
     links_.push_back(Link{u, v, bw, latency});
+    if (!failed_.empty()) failed_.push_back(false);
   }
 }
 
@@ -243,6 +245,61 @@ PortNo Topology::port_of(LinkId id) const {
     if (g_[*e].id == id) return p;
   }
   return kNoRoute;
+}
+
+VertexId Topology::find_vertex(std::string_view name) const {
+  std::string some;
+  for (auto [it, end] = boost::vertices(g_); it != end; ++it) {
+    if (g_[*it].name == name) return *it;
+    if (*it < 4 || (g_[*it].kind != VertexKind::Gpu && some.size() < 60)) {
+      some += fmt::format("{}{}", some.empty() ? "" : ", ", g_[*it].name);
+    }
+  }
+  throw InputError(fmt::format("topology: no vertex named '{}' (some that exist: {})", name, some));
+}
+
+namespace {
+template <typename F>
+int each_cable_link(const Graph& g, VertexId a, VertexId b, F&& f) {
+  int n = 0;
+  for (auto [u, v] : {std::pair{a, b}, std::pair{b, a}}) {
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+      if (boost::target(*e, g) != v) continue;
+      f(g[*e].id);
+      ++n;
+    }
+  }
+  return n;
+}
+}  // namespace
+
+int Topology::fail_cable(VertexId a, VertexId b) {
+  if (failed_.empty()) failed_.assign(links_.size(), false);
+  const int n = each_cable_link(g_, a, b, [&](LinkId id) { failed_[static_cast<std::size_t>(id)] = true; });
+  if (n == 0) {
+    throw InputError(fmt::format("topology: no cable between {} and {}", g_[a].name, g_[b].name));
+  }
+  router_.reset();
+  return n;
+}
+
+int Topology::degrade_cable(VertexId a, VertexId b, double factor) {
+  if (!(factor > 0.0 && factor <= 1.0)) {
+    throw InputError(fmt::format("topology: a degraded link carries a factor in (0, 1] of its rate (got {})", factor));
+  }
+  const int n = each_cable_link(g_, a, b, [&](LinkId id) {
+    Link& l = links_[static_cast<std::size_t>(id)];
+    const auto bps = static_cast<std::int64_t>(std::llround(static_cast<double>(l.bandwidth.bps()) * factor));
+    l.bandwidth = Bandwidth::bits_per_second(std::max<std::int64_t>(1, bps));
+  });
+  if (n == 0) {
+    throw InputError(fmt::format("topology: no cable between {} and {}", g_[a].name, g_[b].name));
+  }
+  return n;
+}
+
+int Topology::failed_links() const {
+  return static_cast<int>(std::count(failed_.begin(), failed_.end(), true));
 }
 
 const detail::Router& Topology::router() const {

@@ -117,6 +117,13 @@ struct Scenario {
     bool trace_transfers = false;
   } outputs;
 
+  /// `failures:` cables by their two ends' vertex names (applied by
+  /// build_topology, which checks the names and that every GPU is reachable).
+  struct Failures {
+    std::vector<std::pair<std::string, std::string>> failed;    ///< out of service
+    std::vector<std::pair<std::string, std::string>> degraded;  ///< running at degraded_rate
+    double degraded_rate = 1.0;
+  } failures;
   /// `stragglers:` per GPU (index = rank): its compute takes this times the
   /// node model's time (engine::ExecutionOptions::compute_scale); empty:
   /// every GPU at its predicted speed.

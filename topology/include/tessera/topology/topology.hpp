@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/units.hpp"
@@ -117,10 +118,31 @@ class Topology {
   /// The routing state (built on first use). For the forwarding tables.
   [[nodiscard]] const detail::Router& router() const;
 
+  // --- Failures and degradation (applied after building, before routing).
+  /// The vertex named `name` (as in link CSVs: "leaf0", "spine1", "gpu3",
+  /// ...). Throws InputError naming a few that exist.
+  [[nodiscard]] VertexId find_vertex(std::string_view name) const;
+  /// Takes every cable between `a` and `b` out of service, both directions:
+  /// route(), ecmp_paths() and the forwarding tables avoid them (routes are
+  /// recomputed: the same failures give the same routes). Returns the
+  /// directed links failed; throws InputError when there is no such cable.
+  int fail_cable(VertexId a, VertexId b);
+  /// Every cable between `a` and `b` carries `factor` (0, 1] of its rate,
+  /// both directions. Routing still sees the built rate (tables do not
+  /// change when a link runs slow); links() reports the degraded one, which
+  /// the backends use. Returns the directed links changed; InputError when
+  /// there is no such cable or the factor is out of range.
+  int degrade_cable(VertexId a, VertexId b, double factor);
+  [[nodiscard]] bool failed(LinkId id) const {
+    return !failed_.empty() && failed_[static_cast<std::size_t>(id)];
+  }
+  [[nodiscard]] int failed_links() const;
+
  private:
   Graph g_;
   std::vector<Link> links_;
   std::vector<VertexId> gpus_;
+  std::vector<bool> failed_;  ///< per link; empty: none failed
   mutable std::shared_ptr<const detail::Router> router_;
 };
 
