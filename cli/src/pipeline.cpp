@@ -149,6 +149,25 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     predictor = owned.get();
   }
   auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
+  if (s.mixed_gpus) {
+    // Nodes of the other GPU run the same plan timed on their GPU: its
+    // programs have the same tasks and collectives, other durations.
+    Scenario other = s;
+    other.gpu = s.mixed_gpus->gpu;
+    other.mixed_gpus.reset();
+    const auto other_predictor = make_scenario_predictor(other);
+    const auto other_plan = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *other_predictor);
+    auto& g = planned.graph;
+    const auto base = static_cast<std::int32_t>(g.programs.size());
+    g.programs.insert(g.programs.end(), other_plan.graph.programs.begin(), other_plan.graph.programs.end());
+    for (int node : s.mixed_gpus->nodes) {
+      for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
+        const auto r = static_cast<std::size_t>(node * s.cluster.gpus_per_node + k);
+        if (r >= g.ranks.size()) continue;
+        g.ranks[r].program = base + other_plan.graph.ranks[r].program;
+      }
+    }
+  }
   Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (const auto* o = dynamic_cast<const node_model::OverridePredictor*>(predictor))
     sim.kernel_overrides = o->stats();

@@ -21,6 +21,13 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.tp = s.plan.tp;
   rep.pp = s.plan.pp;
   rep.ep = s.plan.ep;
+  if (s.mixed_gpus) {
+    rep.mixed_gpu = s.mixed_gpus->gpu.name;
+    rep.mixed_nodes = static_cast<int>(s.mixed_gpus->nodes.size());
+    for (std::size_t i = 0; i < s.mixed_gpus->nodes.size(); ++i) {
+      rep.mixed_node_list += fmt::format("{}{}", i == 0 ? "node " : ", ", s.mixed_gpus->nodes[i]);
+    }
+  }
   for (double f : s.compute_scale) {
     if (f == 1.0) continue;
     ++rep.stragglers;
@@ -147,6 +154,10 @@ std::string format_text(const RunReport& r) {
                      r.ep > 1 ? fmt::format(" ep={}", r.ep) : "", r.micro_batches,
                      r.micro_batches == 1 ? "" : "es", r.schedule);
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
+  if (!r.mixed_gpu.empty()) {
+    out += fmt::format("Mixed GPUs     {} nodes of {} ({}; memory checked against {})\n", r.mixed_nodes, r.mixed_gpu,
+                       r.mixed_node_list, r.gpu);
+  }
   if (r.stragglers > 0) {
     out += fmt::format("Stragglers     {} of {} GPUs slower than predicted (compute x{:.3f} at most)\n", r.stragglers,
                        r.gpus, r.max_compute_scale);
@@ -223,9 +234,12 @@ std::string format_json(const RunReport& r) {
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
       r.pp, r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : "", json_string(r.schedule), r.micro_batches,
       json_string(r.backend), json_string(r.predictor),
-      r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
-                                      r.max_compute_scale)
-                       : std::string(),
+      (r.mixed_gpu.empty() ? std::string()
+                           : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": {}}}, ", json_string(r.mixed_gpu),
+                                         r.mixed_nodes)) +
+          (r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
+                                          r.max_compute_scale)
+                            : std::string()),
       kernel_overrides_json(r),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(),

@@ -676,7 +676,7 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
       count = node_int(file, nodes, where + ".nodes", 1, cluster_nodes);
     }
     counts.push_back(count);
-    YAML::Node own = shallow(base, {"model", "training", "parallelism", "stragglers"});
+    YAML::Node own = shallow(base, {"model", "training", "parallelism", "stragglers", "mixed_gpus"});
     own["model"] = section_of(job, "model");
     own["training"] = section_of(job, "training");
     own["parallelism"] = section_of(job, "parallelism");
@@ -730,6 +730,10 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     }
   }
   Scenario s = parse_root(base, file, overridden);
+  if (s.mixed_gpus) {
+    throw ScenarioError(fmt::format("{}: mixed_gpus: not available with jobs (each job runs on the cluster's gpu)",
+                                    file));
+  }
   s.jobs = std::move(parsed);
   s.placement = placement;
   s.name = root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : "unnamed";
@@ -1070,6 +1074,24 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   // every kernel (Megatron); PyTorch-eager timings carry their launch floors.
   if (node_model::is_megatron(s.workload.framework)) {
     s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration, s.calibration.host_p2p};
+  }
+  if (top.has("mixed_gpus")) {
+    // Some nodes hold another GPU type (docs/scenarios.md, `mixed_gpus`).
+    Section m = top.child("mixed_gpus");
+    Scenario::MixedGpus mixed;
+    const YAML::Node v = m.need("gpu");
+    mixed.gpu = checked(m, v, m.key_path("gpu"), [&] { return node_model::gpu_preset(m.scalar("gpu")); });
+    const std::string text = m.scalar("nodes");
+    try {
+      mixed.nodes = parse_index_list(text, m.key_path("nodes"), s.cluster.nodes);
+    } catch (const InputError& e) {
+      std::string why = e.what();
+      const std::string prefix = m.key_path("nodes") + ": ";
+      if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+      m.fail_at(m.node()["nodes"].Mark(), m.key_path("nodes"), why);
+    }
+    m.finish();
+    s.mixed_gpus = std::move(mixed);
   }
   if (top.has("failures")) {
     // Failed and degraded cables (docs/scenarios.md, `failures`), named by

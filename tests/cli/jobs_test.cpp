@@ -207,3 +207,29 @@ TEST(Failures, CablesByNameAndUnreachableGpus) {
   EXPECT_NE(error_of(text, {{"failures.degraded", "leaf0-spine0"}}).find("degraded and degraded_rate go together"),
             std::string::npos);
 }
+
+// `mixed_gpus:`: every node of the other type gives exactly the run with that
+// GPU; the same type on some nodes changes nothing; some nodes in between.
+TEST(MixedGpus, EachNodeTimedOnItsOwnGpu) {
+  const std::string text = scenario_text("schedules.yaml");  // 4 nodes x 8 A100-80GB, pp 8
+  const Time a100 = simulate_scenario(parse_scenario(text, "s.yaml")).result.makespan;
+  const Time h100 = simulate_scenario(parse_scenario(text, "s.yaml", {{"cluster.gpu", "H100-SXM"}})).result.makespan;
+  const Time all = simulate_scenario(parse_scenario(text, "s.yaml", {{"mixed_gpus.gpu", "H100-SXM"},
+                                                                     {"mixed_gpus.nodes", "0-3"}}))
+                       .result.makespan;
+  EXPECT_EQ(all, h100);
+  const Time same = simulate_scenario(parse_scenario(text, "s.yaml", {{"mixed_gpus.gpu", "A100-80GB"},
+                                                                      {"mixed_gpus.nodes", "1"}}))
+                        .result.makespan;
+  EXPECT_EQ(same, a100);
+  const Time some = simulate_scenario(parse_scenario(text, "s.yaml", {{"mixed_gpus.gpu", "H100-SXM"},
+                                                                      {"mixed_gpus.nodes", "0-2"}}))
+                        .result.makespan;
+  EXPECT_LT(h100, some);
+  EXPECT_LE(some, a100);  // node 3 (pipeline stages 6-7) still A100: the slowest stage sets the pace
+  EXPECT_NE(error_of(text, {{"mixed_gpus.gpu", "Z100"}, {"mixed_gpus.nodes", "1"}}).find("mixed_gpus.gpu"),
+            std::string::npos);
+  EXPECT_NE(error_of(text, {{"mixed_gpus.gpu", "H100-SXM"}, {"mixed_gpus.nodes", "4"}})
+                .find("mixed_gpus.nodes: 4 is out of range (0..3)"),
+            std::string::npos);
+}

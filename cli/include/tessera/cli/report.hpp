@@ -41,6 +41,9 @@ struct RunReport {
   int dp = 1, tp = 1, pp = 1;
   /// Expert parallelism (printed, and in the JSON, only when above 1).
   int ep = 1;
+  std::string mixed_gpu;        ///< `mixed_gpus.gpu` (empty: one GPU type)
+  int mixed_nodes = 0;
+  std::string mixed_node_list;
   int stragglers = 0;              ///< GPUs whose compute_scale is not 1 (`stragglers:`)
   double max_compute_scale = 0.0;  ///< the largest of those factors
   std::string schedule;

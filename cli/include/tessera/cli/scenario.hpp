@@ -3,6 +3,7 @@
 // wrong types, bad unit strings and impossible values are all reported as a
 // ScenarioError naming the file, line, column and key path.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,13 @@ struct Scenario {
     bool trace_transfers = false;
   } outputs;
 
+  /// `mixed_gpus:` nodes that hold another GPU type (the node model times
+  /// their kernels on it; memory is checked against `gpu`).
+  struct MixedGpus {
+    node_model::GpuSpec gpu;
+    std::vector<int> nodes;
+  };
+  std::optional<MixedGpus> mixed_gpus;
   /// `failures:` cables by their two ends' vertex names (applied by
   /// build_topology, which checks the names and that every GPU is reachable).
   struct Failures {
