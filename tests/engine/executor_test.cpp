@@ -57,7 +57,7 @@ TEST(Executor, CommunicationOverlapsIndependentCompute) {
   EXPECT_EQ(r.makespan, Time::from_us(10 + 1000 + 5));
   const auto s = summarize(r);
   EXPECT_EQ(s.compute_time, Time::from_us(35));
-  EXPECT_EQ(s.exposed_comm_time, Time::from_us(1015 - 35));
+  EXPECT_EQ(s.uncovered_time, Time::from_us(1015 - 35));
   EXPECT_NEAR(s.tflops_per_gpu, 35e6 / 1015e-6 * 1e-12, 1e-12);
 }
 

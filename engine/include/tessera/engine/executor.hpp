@@ -109,7 +109,11 @@ ExecutionResult execute_on_free_network(const parallelism::TaskGraph& graph, con
 struct IterationSummary {
   Time iteration_time;
   Time compute_time;        ///< compute tasks' time of the critical rank (RankResult::compute_busy)
-  Time exposed_comm_time;   ///< iteration time not covered by its compute (includes its overlap slowdown)
+  /// Iteration time not covered by its compute: bubble, host waits and
+  /// exposed communication together (and its overlap slowdown). The one
+  /// definition of each of those parts is cli::breakdown, which separates
+  /// them with the free-network run.
+  Time uncovered_time;
   Time overlap_slowdown;    ///< compute time the critical rank lost to SM sharing
   double tflops_per_gpu = 0.0;
   int critical_rank = 0;
