@@ -1,7 +1,7 @@
 cmake_policy(SET CMP0057 NEW)
 # Fails when a file of one library includes a header of a library above it.
 # Layers, bottom to top (topology uses only the units vocabulary):
-#   node_model < parallelism < collectives < engine < ns3_modules < cli
+#   node_model < parallelism < collectives < engine < ns3_modules < study < cli
 #   topology < engine
 # Usage: cmake -DSOURCE_DIR=<repo> -P CheckLayering.cmake
 set(allowed_node_model  "node_model")
@@ -10,8 +10,9 @@ set(allowed_collectives "node_model;parallelism;collectives")
 set(allowed_topology    "topology")
 set(allowed_engine      "node_model;parallelism;collectives;topology;engine")
 set(allowed_ns3_modules "node_model;parallelism;collectives;topology;engine;ns3_modules")
-set(allowed_cli         "node_model;parallelism;collectives;topology;engine;ns3_modules;cli")
-set(all_libs node_model parallelism collectives topology engine ns3_modules cli)
+set(allowed_study       "node_model;parallelism;collectives;topology;engine;ns3_modules;study")
+set(allowed_cli         "node_model;parallelism;collectives;topology;engine;ns3_modules;study;cli")
+set(all_libs node_model parallelism collectives topology engine ns3_modules study cli)
 # Vocabulary headers that live in node_model but every layer may use.
 set(vocabulary "tessera/units.hpp;tessera/error.hpp;tessera/files.hpp")
 

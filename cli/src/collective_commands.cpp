@@ -18,7 +18,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/collectives/expand.hpp"
 #include "tessera/engine/comm_calibration.hpp"

@@ -18,7 +18,7 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/files.hpp"
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/csv.hpp"

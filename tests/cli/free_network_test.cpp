@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/event_loop.hpp"
 #include "tessera/engine/executor.hpp"

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "tessera/cli/jobs.hpp"
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/jobs.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 

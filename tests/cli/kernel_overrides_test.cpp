@@ -10,7 +10,7 @@
 #include <iterator>
 #include <string>
 
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 

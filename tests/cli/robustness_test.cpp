@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/progress.hpp"
 #include "tessera/cli/scenario.hpp"
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 
 using namespace tessera;

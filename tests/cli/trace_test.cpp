@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "tessera/cli/args.hpp"
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/node_model/json.hpp"
 

@@ -5,10 +5,16 @@
 #include <string_view>
 #include <vector>
 
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/jobs.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 
 namespace tessera::cli {
+
+/// The summary of a scenario with several jobs: per job alone, shared,
+/// slowdown and tokens/s (text), or one JSON object with a `jobs` list.
+std::string format_jobs_text(const Scenario& s, const study::JobsOutcome& o);
+std::string format_jobs_json(const Scenario& s, const study::JobsOutcome& o);
 
 /// `s` as a JSON string literal (quotes, escapes).
 std::string json_string(const std::string& s);

@@ -11,6 +11,7 @@
 #include "tessera/engine/comm_calibration.hpp"
 #include "tessera/error.hpp"
 #include "tessera/cli/args.hpp"
+#include "tessera/study/scenario.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/node_model/overrides.hpp"
 #include "tessera/node_model/workload.hpp"
@@ -21,153 +22,9 @@
 
 namespace tessera::cli {
 
-class ScenarioError : public InputError {
- public:
-  using InputError::InputError;
-};
-
-enum class Backend { Flow, Ns3 };
-enum class FabricKind { LeafSpine, FatTree, RailOptimized };
-std::string_view to_string(FabricKind f);
-Backend parse_backend(const std::string& text);  // throws InputError
-std::string_view to_string(Backend b);
-
-/// Fitted constants of the models (docs/calibration.md), each a scenario key
-/// under `calibration:` with the default below and the data it was fit on.
-struct Calibration {
-  /// Host time per kernel launch or collective call of a Megatron rank
-  /// (Python, PyTorch dispatch, CUDA launch).
-  Time host_launch;
-  /// Host time per iteration outside the launches (optimizer bookkeeping).
-  Time host_iteration;
-  /// Host time per pipeline send or receive beyond its launch.
-  Time host_p2p;
-  /// NCCL's costs (engine::CommCalibration; docs/collectives.md, "Calibration").
-  engine::CommCalibration comm;
-  /// Sustained fraction of the datasheet peaks the GPU's kernels run at
-  /// (clocks under load): the node model sees the peaks times this. MFU is
-  /// still against the datasheet peak.
-  double clock_derate = 1.0;
-};
-/// The shipped defaults for `gpu` under `framework` (docs/calibration.md).
-Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework);
-
-/// The `ns3:` section: options of the packet-level ns-3 backend
-/// (ns3_modules::Ns3Options, docs/scenarios.md and docs/ns3_modules.md), held
-/// in plain Tessera types so that the CLI compiles without ns-3. Read with any
-/// backend; the flow backend ignores them.
-struct Ns3Settings {
-  enum class Model { InfiniBand, PointToPoint };
-  /// Segment coarsening chosen by measurement: iteration times within 1% of
-  /// exact 4 KiB packets (packets_per_segment 1) on the shipped scenarios
-  /// (docs/ns3_modules.md, "Segment size").
-  static constexpr int kDefaultPacketsPerSegment = 64;
-  static constexpr int kMaxPacketsPerSegment = 4096;
-  static constexpr int kMaxVls = 15;
-  /// Wire bytes per MTU packet besides payload (Ns3Options::header_bytes;
-  /// pipeline.cpp passes this value, so an explicit buffer is checked
-  /// against the segment the fabric really sends).
-  static constexpr Bytes kHeaderBytes{30};
-
-  Model model = Model::InfiniBand;
-  int packets_per_segment = kDefaultPacketsPerSegment;  ///< 1..4096 (InfiniBand)
-  Bytes mtu = Bytes::kib(4);                            ///< 256, 512, 1024, 2048 or 4096 B
-  int num_vls = 1;                                      ///< 1..15 (InfiniBand)
-  bool adaptive_routing = false;                        ///< InfiniBand
-  /// Receive buffer per input port and VL; zero = sized per link to cover the
-  /// credit round trip (InfiniBand).
-  Bytes buffer{0};
-};
-std::string_view to_string(Ns3Settings::Model m);
-
-struct Job;
-
-struct Scenario {
-  std::string file;
-  std::string name;
-  node_model::GpuSpec gpu;
-  topology::LeafSpineSpec cluster;
-  parallelism::TransformerConfig model;
-  parallelism::Workload workload;
-  parallelism::ParallelPlan plan;  ///< `parallelism:` plus training.global_batch
-  /// `cluster` always holds the node and HCA fields; its leaf-spine fields
-  /// are used when fabric == LeafSpine, fat_tree / rail otherwise.
-  FabricKind fabric = FabricKind::LeafSpine;
-  topology::FatTreeSpec fat_tree;
-  topology::RailOptimizedSpec rail;
-  collectives::ExpandOptions collectives;
-  Calibration calibration;
-  std::string predictor = "tile-mlp";
-  /// `node_model.overrides`: measured kernel times that replace the
-  /// predictor's for the kernels they hold (null: none). Read and checked
-  /// when the scenario is loaded.
-  std::shared_ptr<const node_model::KernelTimeTable> kernel_overrides;
-  Backend backend = Backend::Flow;
-  Ns3Settings ns3;  ///< `ns3:` (used with backend ns3 only)
-  /// `outputs:` files `tessera run` writes besides its summary (paths
-  /// relative to the working directory; empty = not written). The flags
-  /// --json-out, --trace and --links override them.
-  struct Outputs {
-    std::string json;   ///< the JSON report
-    std::string trace;  ///< Chrome/Perfetto trace (as --trace)
-    std::string links;  ///< per-link CSV (as --links)
-    /// What the trace records (as --trace-ranks, --trace-micro-batches,
-    /// --trace-transfers; cli::TraceOptions): empty lists are the defaults.
-    std::vector<int> trace_ranks;
-    std::vector<int> trace_micro_batches;
-    bool trace_transfers = false;
-  } outputs;
-
-  /// `mixed_gpus:` nodes that hold another GPU type (the node model times
-  /// their kernels on it; memory is checked against `gpu`).
-  struct MixedGpus {
-    node_model::GpuSpec gpu;
-    std::vector<int> nodes;
-  };
-  std::optional<MixedGpus> mixed_gpus;
-  /// `failures:` cables by their two ends' vertex names (applied by
-  /// build_topology, which checks the names and that every GPU is reachable).
-  struct Failures {
-    std::vector<std::pair<std::string, std::string>> failed;    ///< out of service
-    std::vector<std::pair<std::string, std::string>> degraded;  ///< running at degraded_rate
-    double degraded_rate = 1.0;
-  } failures;
-  /// `stragglers:` per GPU (index = rank): its compute takes this times the
-  /// node model's time (engine::ExecutionOptions::compute_scale); empty:
-  /// every GPU at its predicted speed.
-  std::vector<double> compute_scale;
-  /// Several jobs on one fabric (`jobs:`, docs/scenarios.md): empty for a
-  /// single-job scenario. With jobs, this scenario is the cluster and every
-  /// shared section (its model, training and plan are a stand-in: one
-  /// data-parallel rank per GPU); each job has its own.
-  std::vector<Job> jobs;
-  std::string placement;  ///< `placement:` of the jobs given by count: packed or spread
-
-  [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
-};
-
-/// One job of a multi-job scenario.
-struct Job {
-  std::string name;
-  std::vector<int> nodes;  ///< the cluster's nodes it runs on; job rank r is on nodes[r / gpus_per_node]
-  Scenario scenario;       ///< the job alone, on nodes.size() nodes (its plan validated for its GPUs)
-};
-
-/// The GPU as the node model times it: the scenario's GPU with its peaks
-/// scaled by calibration.clock_derate.
-node_model::GpuSpec kernel_gpu(const Scenario& s);
-
-/// Throws ScenarioError when `s` has several jobs: `command` (sweep, search,
-/// compare-schedules) runs one job's plan; `tessera run` runs jobs.
-void require_single_job(const Scenario& s, std::string_view command);
-
-/// The scenario's kernel predictor: `predictor` for the GPU as the node
-/// model times it (kernel_gpu), wrapped in a node_model::OverridePredictor
-/// when the scenario has `node_model.overrides`.
-std::unique_ptr<node_model::KernelPredictor> make_scenario_predictor(const Scenario& s);
-
-/// The scenario's network, built from its fabric spec.
-topology::Topology build_topology(const Scenario& s);
+// The scenario model and the pipeline live in the study layer; cli reads
+// files and arguments into it and formats what it returns.
+using namespace tessera::study;
 
 /// A value set from the command line over the file's: `cluster.nodes=4`.
 struct Override {

@@ -26,9 +26,13 @@
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/topology/topology.hpp"
 
+namespace tessera::study {
+struct Scenario;
+}  // namespace tessera::study
+
 namespace tessera::cli {
 
-struct Scenario;
+using study::Scenario;
 class ArgParser;
 
 /// What a trace records.

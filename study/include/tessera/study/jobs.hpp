@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "tessera/cli/scenario.hpp"
+#include "tessera/study/scenario.hpp"
 #include "tessera/parallelism/task_graph.hpp"
 #include "tessera/units.hpp"
 
-namespace tessera::cli {
+namespace tessera::study {
 
 /// Pure: one graph over `total_ranks` ranks (the cluster's GPUs) holding
 /// every graph of `jobs`, rank r of job j becoming rank gpu_of[j][r];
@@ -40,7 +40,5 @@ struct JobsOutcome {
 /// Runs a multi-job scenario (s.jobs not empty) on its backend.
 JobsOutcome simulate_jobs(const Scenario& s);
 
-std::string format_jobs_text(const Scenario& s, const JobsOutcome& o);
-std::string format_jobs_json(const Scenario& s, const JobsOutcome& o);
 
-}  // namespace tessera::cli
+}  // namespace tessera::study

@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "tessera/cli/scenario.hpp"
+#include "tessera/study/scenario.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/node_model/kernel.hpp"
 #include "tessera/node_model/overrides.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/topology/topology.hpp"
 
-namespace tessera::cli {
+namespace tessera::study {
 
 /// What the packet fabric of an ns-3 run did (ns3_modules::Ns3Report, copied
 /// into plain types so that reports compile without ns-3), with the options
@@ -122,4 +122,4 @@ engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism:
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer = nullptr,
                              const node_model::KernelPredictor* predictor = nullptr, bool split = true);
 
-}  // namespace tessera::cli
+}  // namespace tessera::study

@@ -1,4 +1,4 @@
-#include "tessera/cli/pipeline.hpp"
+#include "tessera/study/pipeline.hpp"
 
 #include <fmt/format.h>
 
@@ -16,7 +16,7 @@
 #include "tessera/ns3_modules/ns3_backend.hpp"
 #endif
 
-namespace tessera::cli {
+namespace tessera::study {
 
 engine::ExecutionOptions execution_options(const Scenario& s) {
   // The scenario's calibration (cli::default_calibration, `calibration:` keys).
@@ -287,4 +287,4 @@ double IterationBreakdown::share(Time part) const {
   return iteration > Time::zero() ? static_cast<double>(part.ps()) / static_cast<double>(iteration.ps()) : 0.0;
 }
 
-}  // namespace tessera::cli
+}  // namespace tessera::study

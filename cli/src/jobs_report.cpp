@@ -1,0 +1,58 @@
+// The summary of a scenario with several jobs (study::simulate_jobs).
+#include <fmt/format.h>
+
+#include "tessera/cli/report.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/study/jobs.hpp"
+
+namespace tessera::cli {
+
+namespace {
+
+std::string node_list(const std::vector<int>& nodes) {
+  // Ranges: 0-3,8,10-11
+  std::string out;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t k = i;
+    while (k + 1 < nodes.size() && nodes[k + 1] == nodes[k] + 1) ++k;
+    out += fmt::format("{}{}", out.empty() ? "" : ",", nodes[i]);
+    if (k > i) out += fmt::format("-{}", nodes[k]);
+    i = k + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
+  std::string out = fmt::format("Scenario       {}: {} jobs on {} x {} ({} fabric, {} placement)\n", s.name,
+                                o.jobs.size(), s.gpus(), s.gpu.name, to_string(s.fabric), s.placement);
+  out += fmt::format("Models         {} node model, {} network backend\n", s.predictor, to_string(s.backend));
+  out += fmt::format("{:<16} {:>5}  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "job", "GPUs", "nodes", "alone (ms)",
+                     "shared (ms)", "slowdown", "tokens/s");
+  for (const auto& j : o.jobs) {
+    out += fmt::format("{:<16} {:>5}  {:<14} {:>14.3f} {:>14.3f} {:>8.2f}% {:>12.0f}\n", j.name, j.gpus,
+                       node_list(j.nodes), j.alone.seconds() * 1e3, j.shared.seconds() * 1e3, 100.0 * j.slowdown(),
+                       j.tokens_per_s);
+  }
+  return out;
+}
+
+std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
+  std::string out = fmt::format(R"({{"scenario": {}, "gpus": {}, "placement": "{}", "backend": "{}", "jobs": [)",
+                                json_string(s.name), s.gpus(), s.placement, to_string(s.backend));
+  for (std::size_t i = 0; i < o.jobs.size(); ++i) {
+    const auto& j = o.jobs[i];
+    std::string nodes;
+    for (int n : j.nodes) nodes += fmt::format("{}{}", nodes.empty() ? "" : ", ", n);
+    out += fmt::format(
+        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}}})",
+        i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(), j.slowdown(),
+        j.tokens_per_s);
+  }
+  out += fmt::format(R"(], "iteration_time_s": {:.9e}}})", o.makespan.seconds());
+  out += "\n";
+  return out;
+}
+
+}  // namespace tessera::cli

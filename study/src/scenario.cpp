@@ -1,0 +1,119 @@
+#include "tessera/study/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tessera/node_model/predictors.hpp"
+#include "tessera/topology/fabrics.hpp"
+
+namespace tessera::study {
+
+
+Backend parse_backend(const std::string& text) {
+  if (text == "flow") return Backend::Flow;
+  if (text == "ns3") return Backend::Ns3;
+  throw InputError(fmt::format("unknown backend '{}' (expected flow or ns3)", text));
+}
+
+std::string_view to_string(Backend b) { return b == Backend::Flow ? "flow" : "ns3"; }
+
+std::string_view to_string(Ns3Settings::Model m) {
+  return m == Ns3Settings::Model::InfiniBand ? "infiniband" : "point-to-point";
+}
+
+std::string_view to_string(FabricKind f) {
+  switch (f) {
+    case FabricKind::LeafSpine: return "leaf-spine";
+    case FabricKind::FatTree: return "fat-tree";
+    case FabricKind::RailOptimized: return "rail-optimized";
+  }
+  return "?";
+}
+
+Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {
+  Calibration c;
+  // Host overheads: fit on vTrain's 1,440 single-node Megatron-DeepSpeed runs
+  // (tessera validate training --data ../shared/data/vtrain --fit, A100-80GB;
+  // docs/calibration.md). The per-exchange cost is DeepSpeed's pipeline
+  // engine's: Megatron-LM's exchanges (one batched send/recv and a sync) have
+  // no measurement here and get none beyond their launch and sync.
+  c.host_launch = Time::from_ns(45'000);
+  c.host_iteration = Time::from_us(12'030);
+  c.host_p2p = framework == node_model::Framework::MegatronDeepSpeed ? Time::from_us(2'160) : Time::zero();
+  // NCCL: fitted on the A100 and H100 tables (docs/collectives.md). SM
+  // sharing is a documented knob, off by default (no data here measures it).
+  c.comm = engine::CommCalibration::nccl(gpu.sms);
+  c.comm.sm_slowdown = 0.0;
+  return c;
+}
+
+node_model::GpuSpec kernel_gpu(const Scenario& s) {
+  node_model::GpuSpec g = s.gpu;
+  const double d = s.calibration.clock_derate;
+  if (d == 1.0) return g;
+  g.fp32_peak = FlopRate::per_second(g.fp32_peak.per_second() * d);
+  g.tensor_peak = FlopRate::per_second(g.tensor_peak.per_second() * d);
+  g.tf32_peak = FlopRate::per_second(g.tf32_peak.per_second() * d);
+  g.fp8_peak = FlopRate::per_second(g.fp8_peak.per_second() * d);
+  return g;
+}
+
+void require_single_job(const Scenario& s, std::string_view command) {
+  if (s.jobs.empty()) return;
+  throw ScenarioError(fmt::format("{}: jobs: {} runs a single job's plan; a scenario with jobs runs with "
+                                  "`tessera run`",
+                                  s.file, command));
+}
+
+std::unique_ptr<node_model::KernelPredictor> make_scenario_predictor(const Scenario& s) {
+  auto base = node_model::make_predictor(s.predictor, kernel_gpu(s));
+  if (!s.kernel_overrides) return base;
+  return std::make_unique<node_model::OverridePredictor>(std::move(base), s.kernel_overrides);
+}
+
+namespace {
+
+topology::Topology build_fabric(const Scenario& s) {
+  switch (s.fabric) {
+    case FabricKind::LeafSpine: return topology::build_leaf_spine(s.cluster);
+    case FabricKind::FatTree: return topology::build_fat_tree(s.fat_tree);
+    case FabricKind::RailOptimized: return topology::build_rail_optimized(s.rail);
+  }
+  throw InputError("unknown fabric");
+}
+
+}  // namespace
+
+topology::Topology build_topology(const Scenario& s) {
+  topology::Topology t = build_fabric(s);
+  const auto& f = s.failures;
+  auto apply = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& cables, auto&& act) {
+    for (const auto& [a, b] : cables) {
+      try {
+        act(t.find_vertex(a), t.find_vertex(b));
+      } catch (const InputError& e) {
+        throw ScenarioError(fmt::format("{}: failures.{}: {}-{}: {}", s.file, key, a, b, e.what()));
+      }
+    }
+  };
+  apply("links", f.failed, [&](topology::VertexId a, topology::VertexId b) { (void)t.fail_cable(a, b); });
+  apply("degraded", f.degraded,
+        [&](topology::VertexId a, topology::VertexId b) { (void)t.degrade_cable(a, b, f.degraded_rate); });
+  if (!f.failed.empty()) {
+    // Cables are duplex: every GPU reaches GPU 0 exactly when all reach all.
+    for (int g = 1; g < t.num_gpus(); ++g) {
+      try {
+        (void)t.route(0, g);
+      } catch (const InputError&) {
+        throw ScenarioError(fmt::format("{}: failures.links: with these {} cables down GPU {} cannot reach GPU 0 "
+                                        "(no route left)",
+                                        s.file, f.failed.size(), g));
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace tessera::study
