@@ -463,7 +463,13 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     overridden[o.path] = o.flag.empty() ? "--set " + o.path : o.flag;
   }
 
-  if (root.IsMap() && root["jobs"]) return parse_with_jobs(root, file, overridden);
+  if (root.IsMap() && root["jobs"]) {
+    try {
+      return parse_with_jobs(root, file, overridden);
+    } catch (const YAML::Exception& e) {  // a shape the checks above did not foresee
+      throw ScenarioError(fmt::format("{}:{}:{}: jobs: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
+    }
+  }
   return parse_root(root, file, overridden);
 }
 
@@ -508,6 +514,12 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     throw ScenarioError(fmt::format("{}: cluster.nodes: missing required key", file));
   }
   const int cluster_nodes = node_int(file, root["cluster"]["nodes"], "cluster.nodes", 1, 1 << 30);
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    if (!jobs[j].IsMap()) {
+      fail_node(file, jobs[j], fmt::format("jobs[{}]", j),
+                "expected a mapping (name, nodes, model, training, parallelism)");
+    }
+  }
   std::string placement = "packed";
   if (root["placement"]) {
     placement = root["placement"].IsScalar() ? root["placement"].Scalar() : std::string();
