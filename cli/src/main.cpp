@@ -11,19 +11,28 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/help_text.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/error.hpp"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: tessera <command> [options]      (tessera <command> --help for details)
+// The program's help, in parts (tessera/cli/help_text.hpp): `tessera --help`
+// prints them as text, `tessera help --man` as a man page.
+constexpr std::string_view kName = R"(forecast how fast a model trains on a GPU cluster
+)";
 
-Forecasts how fast a model trains on a GPU cluster, from a YAML scenario
+constexpr std::string_view kSynopsis = R"(tessera <command> [options]      (tessera <command> --help for details)
+)";
+
+constexpr std::string_view kDescription = R"(Forecasts how fast a model trains on a GPU cluster, from a YAML scenario
 (docs/scenarios.md).
+)";
 
-Forecasting:
+constexpr std::string_view kCommands = R"(Forecasting:
   run SCENARIO.yaml [--backend flow|ns3] [--json] [--set KEY=VALUE] [--trace F] [--links F]
         Simulate one training iteration: iteration time (compute, pipeline
         bubble, exposed communication), tokens/s, TFLOP/s and MFU per GPU,
@@ -32,7 +41,7 @@ Forecasting:
         Run a grid of settings in parallel, resumable, with a scaling chart.
   sweep-merge --out F.csv SHARD.csv...
         Merge the shards of a sweep run as a Slurm array or MPI ranks.
-  search SCENARIO.yaml [--top N]
+  search SCENARIO.yaml [--top N] [--json]
         Find the fastest parallel plan that fits in memory.
   compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2] [--svg F.svg]
         Compare pipeline schedules: iteration, bubble, exposed comm, memory.
@@ -51,12 +60,32 @@ Validation against measurements:
   (roofline, linreg, mlp, tile-mlp), the same as setting the keys.
 
   tessera help COMMAND   the options, defaults and examples of one command
+  tessera help --man     this help and every command's as a man page
+                         (view it with: tessera help --man | man -l -)
   tessera --version      the version
+)";
 
-Exit codes: 0 success; 1 simulation or internal error; 3 `run` of a plan that
+constexpr std::string_view kFiles = R"(  SCENARIO.yaml          the cluster, model, parallelism and training to forecast
+                         (docs/scenarios.md); scenarios/ holds examples
+  SCENARIO-sweep.csv     sweep's results (default name), resumed when it exists,
+                         and its chart SCENARIO-sweep.svg
+  DEVICE.json            a GPU's specification for the node model (docs/node_model.md)
+  KERNELS.csv            kernel shapes and measured times in NeuSight's schema
+)";
+
+constexpr std::string_view kExamples = R"(  tessera run scenarios/default.yaml --json
+  tessera run scenarios/gpt3-175b.yaml --trace t.json.gz
+  tessera sweep scenarios/scaling.yaml --set cluster.nodes=1,2,4,8,16
+  tessera search scenarios/llama2-70b.yaml --json
+  tessera compare-schedules scenarios/schedules.yaml --svg schedules.svg
+  tessera help --man | man -l -
+)";
+
+constexpr std::string_view kExitCodes = R"(0 success; 1 simulation or internal error; 3 `run` of a plan that
 does not fit in GPU memory (report printed; --allow-oom for 0); 2 bad input (usage,
 scenario file, unit string, data file, refused output path); 130 interrupted
-(Ctrl-C: one line says what was kept). Errors are one line on stderr.
+(Ctrl-C or SIGTERM during run, sweep, search or validate: one line says what
+was kept). Errors are one line on stderr.
 )";
 
 using Command = std::function<int(const tessera::cli::Args&, std::ostream&)>;
@@ -136,7 +165,7 @@ Merges the CSVs of a sharded sweep into the CSV and chart an unsharded sweep
 would have written. Refuses shards of different sweeps, conflicting points
 and missing points.
 )"},
-      {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M]
+      {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
                       [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
 
 Finds the fastest parallel plan (dp, tp, pp, micro-batch, schedule,
@@ -145,7 +174,26 @@ in GPU memory: enumerates plans, keeps the cheapest recomputation that fits,
 simulates up to M candidates (default 64) in parallel and prints the top N
 (default 10). When more than M plans fit, all of them are first screened by
 compute + pipeline bubble (planned, not executed) and the M most promising
-are simulated.
+are simulated. Prints the winner as --set flags and as YAML.
+
+  --top N              rows of the table (default 10)
+  --max-candidates M   plans simulated at most (default 64)
+  --jobs N             parallel simulations (default: all cores; ns-3 runs one
+                       at a time)
+  --json               print one JSON object instead: "searched" (the tp, pp,
+                       micro_batch, schedules and recompute values enumerated,
+                       global_batch, seq_len, top, max_candidates), the counts
+                       (plans_considered, plans_fit, simulated, screened),
+                       "candidates" (the top N ranked: rank, dp, tp, pp,
+                       micro_batch, schedule, virtual_stages, recompute,
+                       peak_memory_bytes and "run", the object `run --json`
+                       prints for the plan), "winner" (the plan, its
+                       iteration_time_s, tokens_per_s, mfu, peak_memory_bytes,
+                       "flags" and "yaml"; null when nothing simulated) and
+                       "failed" (plans whose simulation failed, with "error")
+
+Writes no files; Ctrl-C or SIGTERM exits 130 with one line on stderr.
+Exit codes: 0 ok, 1 simulation error, 2 bad input or no plan fits in memory.
 )"},
       {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml
                                  [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2]
@@ -246,6 +294,17 @@ predict and validate commands.
   return kHelp;
 }
 
+const tessera::cli::HelpText& help_text() {
+  static const tessera::cli::HelpText kHelpText{kName,     kSynopsis, kDescription, kCommands,
+                                                kFiles,    kExamples, kExitCodes,   &command_help()};
+  return kHelpText;
+}
+
+const std::string& usage() {
+  static const std::string kUsage = tessera::cli::format_usage(help_text());
+  return kUsage;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -263,7 +322,7 @@ int main(int argc, char** argv) {
   };
   // Bare `tessera` is a usage error: usage on stderr, exit 2.
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << usage();
     return 2;
   }
   if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
@@ -271,6 +330,11 @@ int main(int argc, char** argv) {
     return finish_stdout();
   }
   if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0) {
+    // `tessera help --man`: the same text as a man page.
+    if (argc >= 3 && std::strcmp(argv[2], "--man") == 0) {
+      std::cout << tessera::cli::format_man_page(help_text(), TESSERA_VERSION);
+      return finish_stdout();
+    }
     // `tessera help COMMAND` is `tessera COMMAND --help`.
     if (argc >= 3) {
       const auto& help = command_help();
@@ -282,7 +346,7 @@ int main(int argc, char** argv) {
       std::cout << h->second;
       return finish_stdout();
     }
-    std::cout << kUsage;
+    std::cout << usage();
     return finish_stdout();
   }
   const std::string name = argv[1];
@@ -296,7 +360,7 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       const auto& help = command_help();
       auto h = help.find(name);
-      std::cout << (h != help.end() ? h->second : std::string(kUsage));
+      std::cout << (h != help.end() ? h->second : usage());
       return finish_stdout();
     }
   }

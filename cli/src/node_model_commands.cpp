@@ -11,6 +11,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/interrupt.hpp"
 #include "tessera/error.hpp"
 #include "tessera/files.hpp"
 #include "tessera/node_model/baselines.hpp"
@@ -257,6 +258,9 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
 }
 
 int cmd_validate(const Args& args, std::ostream& out) {
+  // Ctrl-C says what was kept: nothing (every validation prints its report,
+  // and writes --rows, when it finishes).
+  say_on_interrupt("nothing was written (validate prints its report, and writes --rows, when it finishes)");
   if (!args.empty() && args[0] == "distributed") return cmd_validate_distributed(Args(args.begin() + 1, args.end()), out);
   if (!args.empty() && args[0] == "training") return cmd_validate_training(Args(args.begin() + 1, args.end()), out);
   if (!args.empty() && args[0] == "collectives") return cmd_validate_collectives(Args(args.begin() + 1, args.end()), out);

@@ -10,6 +10,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/interrupt.hpp"
 #include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
@@ -68,11 +69,124 @@ Bytes peak(const parallelism::PlanSummary& s) {
   return m;
 }
 
+/// The settings the search enumerates (every combination, less the invalid
+/// ones); the loops and the JSON's `searched` object both read them.
+struct SearchSpace {
+  std::vector<int> tp;
+  std::vector<int> pp;
+  std::vector<std::int64_t> micro_batch{1, 2, 4, 8, 16};
+  std::vector<Schedule> schedules{Schedule::OneFOneB, Schedule::Interleaved1F1B};
+  std::vector<Recompute> recompute{Recompute::None, Recompute::Selective, Recompute::Full};
+};
+
+/// What the search did, as the text's second line counts it.
+struct SearchCounts {
+  std::size_t considered = 0;  ///< plans enumerated (each recomputation counted)
+  std::size_t fit = 0;         ///< plans that fit in memory (cheapest recomputation each)
+  std::size_t simulated = 0;
+  bool screened = false;  ///< more fit than --max-candidates: screened by compute + bubble
+};
+
+/// The winner, ready to paste: as --set flags and as the scenario's
+/// parallelism and training sections.
+struct PastablePlan {
+  std::string flags;
+  std::string yaml;
+};
+
+PastablePlan pastable(const Candidate& w) {
+  const auto& pl = w.plan;
+  PastablePlan out;
+  out.flags = fmt::format(
+      "--set parallelism.dp={} --set parallelism.tp={} --set parallelism.pp={} --set training.micro_batch={} "
+      "--set parallelism.schedule={} --set parallelism.recompute={}",
+      pl.dp, pl.tp, pl.pp, w.micro_batch, parallelism::to_string(pl.schedule),
+      parallelism::to_string(pl.recompute));
+  out.yaml =
+      fmt::format("parallelism:\n  dp: {}\n  tp: {}\n  pp: {}\n  schedule: {}\n  recompute: {}\n", pl.dp,
+                  pl.tp, pl.pp, parallelism::to_string(pl.schedule), parallelism::to_string(pl.recompute));
+  if (pl.virtual_stages > 1) {
+    out.flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
+    out.yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
+  }
+  out.yaml += fmt::format("training:\n  micro_batch: {}\n", w.micro_batch);
+  return out;
+}
+
+template <typename T, typename F>
+std::string json_list(const std::vector<T>& items, F&& render) {
+  std::string out;
+  for (const auto& x : items) out += fmt::format("{}{}", out.empty() ? "" : ", ", render(x));
+  return fmt::format("[{}]", out);
+}
+
+/// A candidate's plan as JSON members (no braces).
+std::string plan_json(const Candidate& c) {
+  return fmt::format(
+      "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"micro_batch\": {}, \"schedule\": {}, \"virtual_stages\": {}, "
+      "\"recompute\": {}",
+      c.plan.dp, c.plan.tp, c.plan.pp, c.micro_batch,
+      json_string(std::string(parallelism::to_string(c.plan.schedule))), c.plan.virtual_stages,
+      json_string(std::string(parallelism::to_string(c.plan.recompute))));
+}
+
+/// `search --json`: one object with the settings searched, the counts, the
+/// top candidates ranked (each with its `run --json` report under "run"),
+/// the winner (null when none simulated) and the candidates that failed.
+std::string search_json(const Scenario& base, std::int64_t global_batch, const SearchSpace& space,
+                        std::size_t top, std::size_t max_candidates, const SearchCounts& counts,
+                        const std::vector<const Candidate*>& ranked,
+                        const std::vector<const Candidate*>& failed) {
+  auto strip_newline = [](std::string s) {
+    while (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+  };
+  const std::string searched = fmt::format(
+      "{{\"tp\": {}, \"pp\": {}, \"micro_batch\": {}, \"schedules\": {}, \"recompute\": {}, "
+      "\"global_batch\": {}, \"seq_len\": {}, \"top\": {}, \"max_candidates\": {}}}",
+      json_list(space.tp, [](int v) { return fmt::format("{}", v); }),
+      json_list(space.pp, [](int v) { return fmt::format("{}", v); }),
+      json_list(space.micro_batch, [](std::int64_t v) { return fmt::format("{}", v); }),
+      json_list(space.schedules,
+                [](Schedule v) { return json_string(std::string(parallelism::to_string(v))); }),
+      json_list(space.recompute,
+                [](Recompute v) { return json_string(std::string(parallelism::to_string(v))); }),
+      global_batch, base.workload.seq_len, top, max_candidates);
+  std::string candidates;
+  for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
+    const Candidate& c = *ranked[i];
+    candidates += fmt::format("{}{{\"rank\": {}, {}, \"peak_memory_bytes\": {}, \"run\": {}}}",
+                              candidates.empty() ? "" : ", ", i + 1, plan_json(c), c.peak_memory.count(),
+                              strip_newline(format_json(*c.report)));
+  }
+  std::string winner = "null";
+  if (!ranked.empty()) {
+    const Candidate& w = *ranked.front();
+    const PastablePlan paste = pastable(w);
+    winner = fmt::format(
+        "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
+        "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
+        plan_json(w), w.report->iteration_time.seconds(), w.report->tokens_per_second, w.report->mfu,
+        w.peak_memory.count(), json_string(paste.flags), json_string(paste.yaml));
+  }
+  const std::string failures = json_list(failed, [](const Candidate* c) {
+    return fmt::format("{{{}, \"error\": {}}}", plan_json(*c), json_string(c->error));
+  });
+  return fmt::format(
+      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, \"predictor\": {}, "
+      "\"searched\": {}, \"plans_considered\": {}, \"plans_fit\": {}, \"simulated\": {}, \"screened\": {}, "
+      "\"candidates\": [{}], \"winner\": {}, \"failed\": {}}}\n",
+      json_string(base.name), json_string(base.model.name), json_string(base.gpu.name), base.gpus(),
+      json_string(std::string(to_string(base.backend))), json_string(base.predictor), searched,
+      counts.considered, counts.fit, counts.simulated, counts.screened ? "true" : "false", candidates, winner,
+      failures);
+}
+
 }  // namespace
 
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
-  p.option("top").option("max-candidates").option("jobs");
+  p.option("top").option("max-candidates").option("jobs").flag("json");
   declare_scenario_options(p);
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -85,6 +199,9 @@ int cmd_search(const Args& args, std::ostream& out) {
   const std::size_t max_candidates = positive("max-candidates", 64);
   const Scenario base = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   require_single_job(base, "search");
+  // Ctrl-C says what was kept: nothing (search writes no files; its table
+  // or JSON is printed when every candidate has been simulated).
+  say_on_interrupt("nothing was written (search prints its plans when every candidate has been simulated)");
   const int gpus = base.gpus();
   // The global batch stays what the scenario trains with.
   const std::int64_t global_batch =
@@ -93,17 +210,20 @@ int cmd_search(const Args& args, std::ostream& out) {
   // Enumerate plans; for each keep the cheapest recomputation that fits.
   std::vector<Candidate> fitting;
   std::size_t considered = 0, oom = 0;
-  for (int tp : divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node)) {
-    for (int pp : divisors(base.model.layers, gpus)) {
+  SearchSpace space;
+  space.tp = divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node);
+  space.pp = divisors(base.model.layers, gpus);
+  for (int tp : space.tp) {
+    for (int pp : space.pp) {
       if (gpus % (tp * pp) != 0) continue;
       const int dp = gpus / (tp * pp);
       if (global_batch % dp != 0) continue;
-      for (std::int64_t mb : {1, 2, 4, 8, 16}) {
+      for (std::int64_t mb : space.micro_batch) {
         if ((global_batch / dp) % mb != 0) continue;
-        for (Schedule sched : {Schedule::OneFOneB, Schedule::Interleaved1F1B}) {
+        for (Schedule sched : space.schedules) {
           if (sched == Schedule::Interleaved1F1B && (pp == 1 || base.model.layers % (2 * pp) != 0)) continue;
           std::optional<Candidate> best;
-          for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+          for (Recompute rc : space.recompute) {
             ++considered;
             ParallelPlan plan = base.plan;
             plan.dp = dp;
@@ -119,7 +239,7 @@ int cmd_search(const Args& args, std::ostream& out) {
               plan.validate(base.model, work, gpus);
               const auto mem = parallelism::estimate_memory(base.model, work, plan, base.gpu.memory);
               if (mem.oom()) continue;
-              best = Candidate{plan, mb, peak(mem), std::nullopt, {}};
+              best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
               break;
             } catch (const InputError&) {
               break;  // this (tp, pp, mb, schedule) is not a valid plan at all
@@ -192,6 +312,15 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate* a, const Candidate* b) {
     return a->report->iteration_time < b->report->iteration_time;
   });
+  std::vector<const Candidate*> failed;
+  for (std::size_t i = 0; i < simulated; ++i) {
+    if (!fitting[i].error.empty()) failed.push_back(&fitting[i]);
+  }
+  if (p.has("json")) {
+    out << search_json(base, global_batch, space, top, max_candidates,
+                       SearchCounts{considered, fitting.size(), simulated, screened}, ranked, failed);
+    return 0;
+  }
 
   out << fmt::format("Search {}: {} on {} x {}, global batch {} x {} tokens\n", base.name, base.model.name, gpus,
                      base.gpu.name, global_batch, base.workload.seq_len);
@@ -214,27 +343,12 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.
-    const Candidate& w = *ranked.front();
-    const auto& pl = w.plan;
-    std::string flags = fmt::format(
-        "--set parallelism.dp={} --set parallelism.tp={} --set parallelism.pp={} --set training.micro_batch={} "
-        "--set parallelism.schedule={} --set parallelism.recompute={}",
-        pl.dp, pl.tp, pl.pp, w.micro_batch, parallelism::to_string(pl.schedule), parallelism::to_string(pl.recompute));
-    std::string yaml = fmt::format("parallelism:\n  dp: {}\n  tp: {}\n  pp: {}\n  schedule: {}\n  recompute: {}\n",
-                                   pl.dp, pl.tp, pl.pp, parallelism::to_string(pl.schedule),
-                                   parallelism::to_string(pl.recompute));
-    if (pl.virtual_stages > 1) {
-      flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
-      yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
-    }
-    yaml += fmt::format("training:\n  micro_batch: {}\n", w.micro_batch);
-    out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", flags, yaml);
+    const PastablePlan paste = pastable(*ranked.front());
+    out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", paste.flags, paste.yaml);
   }
-  for (std::size_t i = 0; i < simulated; ++i) {
-    if (!fitting[i].error.empty()) {
-      out << fmt::format("note: dp={} tp={} pp={} failed to simulate: {}\n", fitting[i].plan.dp, fitting[i].plan.tp,
-                         fitting[i].plan.pp, fitting[i].error);
-    }
+  for (const Candidate* c : failed) {
+    out << fmt::format("note: dp={} tp={} pp={} failed to simulate: {}\n", c->plan.dp, c->plan.tp, c->plan.pp,
+                       c->error);
   }
   return 0;
 }

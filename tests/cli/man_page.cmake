@@ -1,0 +1,96 @@
+# `tessera help --man`: a man page with the usual sections, built from the
+# same text as `tessera --help` and `tessera help COMMAND`: every line of
+# the usage and every command's help appear in it, unescaped, and (with
+# groff installed) it renders without warnings.
+execute_process(COMMAND ${TESSERA} help --man OUTPUT_VARIABLE man RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT err STREQUAL "")
+  message(FATAL_ERROR "tessera help --man failed (${rc}): ${err}")
+endif()
+if(NOT man MATCHES "^\\.TH TESSERA 1 ")
+  message(FATAL_ERROR "no .TH line:\n${man}")
+endif()
+set(previous -1)
+foreach(section "NAME" "SYNOPSIS" "DESCRIPTION" "COMMANDS" "FILES" "EXAMPLES" "\"EXIT STATUS\"")
+  string(FIND "${man}" "\n.SH ${section}\n" at)
+  if(at EQUAL -1 OR at LESS previous)
+    message(FATAL_ERROR "section ${section} missing or out of order")
+  endif()
+  set(previous ${at})
+endforeach()
+
+# The page as man prints it: roff escapes undone.
+string(REPLACE "\\-" "-" plain "${man}")
+string(REPLACE "\\&" "" plain "${plain}")
+string(REPLACE "\\e" "\\" plain "${plain}")
+
+# Every line of `text` (less `strip`, a regex removed from each line) is a
+# line of the page.
+function(expect_lines what text strip)
+  while(NOT text STREQUAL "")
+    string(FIND "${text}" "\n" nl)
+    if(nl EQUAL -1)
+      set(line "${text}")
+      set(text "")
+    else()
+      string(SUBSTRING "${text}" 0 ${nl} line)
+      math(EXPR rest "${nl} + 1")
+      string(SUBSTRING "${text}" ${rest} -1 text)
+    endif()
+    if(NOT strip STREQUAL "")
+      string(REGEX REPLACE "${strip}" "" line "${line}")
+    endif()
+    if(line STREQUAL "")
+      continue()
+    endif()
+    string(FIND "${plain}" "\n${line}\n" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "${what}: the line '${line}' is not in the man page")
+    endif()
+  endwhile()
+endfunction()
+
+execute_process(COMMAND ${TESSERA} --help OUTPUT_VARIABLE usage RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tessera --help failed")
+endif()
+# The usage's headings are the page's sections.
+expect_lines("tessera --help" "${usage}" "^(usage: |Exit codes: |Files:$|Examples:$)")
+
+# The commands: every one `tessera --help` lists has its section, holding
+# its `tessera help COMMAND` text as written, in the order of the listing.
+set(commands run sweep sweep-merge search compare-schedules predict-kernels predict-model predict-graph
+             train-predictor validate)
+string(REGEX MATCHALL "\n\\.SS [^\n]+" sections "${man}")
+list(LENGTH sections n_sections)
+list(LENGTH commands n_commands)
+if(NOT n_sections EQUAL n_commands)
+  message(FATAL_ERROR "${n_sections} command sections for ${n_commands} commands: ${sections}")
+endif()
+set(previous -1)
+foreach(command ${commands})
+  execute_process(COMMAND ${TESSERA} help ${command} OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT help MATCHES "^usage: tessera ${command}")
+    message(FATAL_ERROR "tessera help ${command} failed (${rc})")
+  endif()
+  string(FIND "${plain}" "\n.SS ${command}\n.nf\n${help}.fi\n" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the help of '${command}' is not, as written, in the man page")
+  endif()
+  if(at LESS previous)
+    message(FATAL_ERROR "the section of '${command}' is not where tessera --help lists it")
+  endif()
+  set(previous ${at})
+  string(FIND "${usage}" "\n  ${command} " listed)
+  if(listed EQUAL -1)
+    message(FATAL_ERROR "tessera --help does not list '${command}'")
+  endif()
+endforeach()
+
+# groff (when found) renders it without warnings.
+if(GROFF)
+  execute_process(COMMAND ${TESSERA} help --man COMMAND ${GROFF} -man -Tutf8 -ww -z
+                  RESULTS_VARIABLE rcs ERROR_VARIABLE warnings)
+  if(NOT rcs STREQUAL "0;0" OR NOT warnings STREQUAL "")
+    message(FATAL_ERROR "groff -man -ww (${rcs}):\n${warnings}")
+  endif()
+endif()
