@@ -20,7 +20,7 @@ struct Message {
   /// latency): the executor's remaining fixed costs of a multi-step flow
   /// (collectives::Transfer::steps) and reduction kernels, paid in the same
   /// event as the delivery.
-  Time delay_after;
+  Time delay_after{};
 };
 
 /// The columns every backend's per-link CSV (`tessera run --links`) starts
