@@ -10,6 +10,7 @@
 
 #include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "test_scenarios.hpp"
 #include "tessera/engine/event_loop.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
@@ -17,15 +18,11 @@
 
 using namespace tessera;
 using namespace tessera::cli;
+using tessera::cli::test::error_of;
+using tessera::cli::test::scenario_text;
 
 namespace {
 
-std::string scenario_text(const std::string& name) {
-  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/" + name);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void expect_same_free_timing(const Scenario& s, const std::string& what, std::size_t expected_classes) {
   const auto predictor = node_model::make_predictor(s.predictor, kernel_gpu(s));

@@ -11,29 +11,16 @@
 #include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "test_scenarios.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
+using tessera::cli::test::error_of;
+using tessera::cli::test::scenario_text;
 
 namespace {
 
-std::string scenario_text(const std::string& name) {
-  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/" + name);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
-std::string error_of(const std::string& text, const std::vector<Override>& overrides = {}) {
-  try {
-    (void)parse_scenario(text, "s.yaml", overrides);
-  } catch (const ScenarioError& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  }
-  return "no error";
-}
 
 }  // namespace
 
