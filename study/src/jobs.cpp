@@ -61,10 +61,6 @@ parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph
 
 namespace {
 
-engine::ExecutionResult run_graph(const Scenario& s, const parallelism::TaskGraph& g, const topology::Topology& topo) {
-  return execute_on_backend(s, g, topo);
-}
-
 Time iteration_of(const engine::ExecutionResult& r, const std::vector<int>& gpus) {
   Time t;
   for (int g : gpus) t = std::max(t, r.ranks[static_cast<std::size_t>(g)].finish);
@@ -92,11 +88,11 @@ JobsOutcome simulate_jobs(const Scenario& s) {
   }
   std::vector<const parallelism::TaskGraph*> all;
   for (const auto& g : graphs) all.push_back(&g);
-  const engine::ExecutionResult shared = run_graph(s, place_jobs(all, gpu_of, s.gpus()), topo);
+  const engine::ExecutionResult shared = execute_on_backend(s, place_jobs(all, gpu_of, s.gpus()), topo);
   JobsOutcome out;
   for (std::size_t j = 0; j < s.jobs.size(); ++j) {
     const Job& job = s.jobs[j];
-    const engine::ExecutionResult alone = run_graph(s, place_jobs({&graphs[j]}, {gpu_of[j]}, s.gpus()), topo);
+    const engine::ExecutionResult alone = execute_on_backend(s, place_jobs({&graphs[j]}, {gpu_of[j]}, s.gpus()), topo);
     JobOutcome o;
     o.name = job.name;
     o.nodes = job.nodes;
