@@ -960,6 +960,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     time_key("host_launch", s.calibration.host_launch);
     time_key("host_iteration", s.calibration.host_iteration);
     time_key("host_p2p", s.calibration.host_p2p);
+    time_key("host_microbatch", s.calibration.host_microbatch);
     auto link = [&](const char* prefix, engine::LinkCalibration& l) {
       const std::string p(prefix);
       if (c.has(p + "_efficiency")) l.peak_efficiency = c.number_in(p + "_efficiency", 0.01, 1.0);
@@ -980,7 +981,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   // The host model applies to frameworks with one host thread launching
   // every kernel (Megatron); PyTorch-eager timings carry their launch floors.
   if (node_model::is_megatron(s.workload.framework)) {
-    s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration, s.calibration.host_p2p};
+    s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration, s.calibration.host_p2p,
+                       s.calibration.host_microbatch};
   }
   if (top.has("mixed_gpus")) {
     // Some nodes hold another GPU type (docs/scenarios.md, `mixed_gpus`).

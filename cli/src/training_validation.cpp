@@ -14,6 +14,7 @@
 #include <optional>
 #include <ostream>
 #include <thread>
+#include <tuple>
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
@@ -209,18 +210,19 @@ std::pair<double, double> best_shift(const std::vector<PredictedRun>& p) {
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::string& gpu,
                           const std::vector<Override>& overrides, unsigned jobs) {
   HostFit fit;
-  std::int64_t launch_ns = 0, p2p_ns = 0;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<double, double>>
-      seen;  // (launch, p2p) -> (shift, error)
-  auto eval = [&](std::int64_t launch, std::int64_t p2p) {
-    if (auto it = seen.find({launch, p2p}); it != seen.end()) return it->second;
+  std::int64_t launch_ns = 0, p2p_ns = 0, mb_ns = 0;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::pair<double, double>>
+      seen;  // (launch, p2p, micro-batch) -> (shift, error)
+  auto eval = [&](std::int64_t launch, std::int64_t p2p, std::int64_t mb) {
+    if (auto it = seen.find({launch, p2p, mb}); it != seen.end()) return it->second;
     std::vector<Override> o = overrides;
     o.push_back({"calibration.host_launch", fmt::format("{}ns", launch)});
     o.push_back({"calibration.host_p2p", fmt::format("{}ns", p2p)});
+    o.push_back({"calibration.host_microbatch", fmt::format("{}ns", mb)});
     o.push_back({"calibration.host_iteration", "0s"});
     const auto r = best_shift(predict_runs(runs, gpu, o, jobs));
     ++fit.simulations;
-    return seen[{launch, p2p}] = r;
+    return seen[{launch, p2p, mb}] = r;
   };
   // One coordinate: a coarse grid, then golden-section search around its
   // best point (the error is unimodal near its minimum) to `resolution`.
@@ -252,13 +254,15 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::strin
   // Coordinate descent: the launch cost (all runs), then the exchange cost
   // (pipelined runs only), twice.
   for (int round = 0; round < 2; ++round) {
-    launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns).second; }, 100'000, 10'000, 100);
-    if (!pipelines) break;
-    p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x).second; }, 4'000'000, 500'000, 10'000);
+    launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns, mb_ns).second; }, 100'000, 10'000, 100);
+    mb_ns = search([&](std::int64_t x) { return eval(launch_ns, p2p_ns, x).second; }, 8'000'000, 1'000'000, 10'000);
+    if (!pipelines) continue;
+    p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x, mb_ns).second; }, 4'000'000, 500'000, 10'000);
   }
-  const auto [shift_ms, err] = eval(launch_ns, p2p_ns);
+  const auto [shift_ms, err] = eval(launch_ns, p2p_ns, mb_ns);
   fit.host_launch = Time::from_ps(launch_ns * 1000);
   fit.host_p2p = Time::from_ps(p2p_ns * 1000);
+  fit.host_microbatch = Time::from_ps(mb_ns * 1000);
   fit.host_iteration = Time::from_seconds(shift_ms * 1e-3);
   fit.mean_error = err;
   return fit;
@@ -300,6 +304,54 @@ ErrorStats error_stats(const std::vector<double>& signed_errors) {
   return s;
 }
 
+std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predicted) {
+  // Group by everything but the global batch.
+  std::vector<std::vector<const PredictedRun*>> groups;
+  std::map<std::string, std::size_t> index;
+  for (const PredictedRun& p : predicted) {
+    const MeasuredRun& m = p.run;
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.gpu, m.gpus, m.micro_batch, m.hidden,
+                                        m.heads, m.layers, m.seq_len, m.tp, m.dp, m.pp);
+    const auto [it, added] = index.emplace(key, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(&p);
+  }
+  std::vector<MarginalCost> out;
+  for (const auto& g : groups) {
+    // x: micro-batches per pipeline (global batch / (dp x micro-batch)).
+    std::vector<double> x, measured, pred;
+    for (const PredictedRun* p : g) {
+      const MeasuredRun& m = p->run;
+      x.push_back(static_cast<double>(m.global_batch) / static_cast<double>(m.dp * m.micro_batch));
+      measured.push_back(m.measured_ms);
+      pred.push_back(p->predicted_ms);
+    }
+    const double n = static_cast<double>(x.size());
+    double mx = 0;
+    for (double v : x) mx += v / n;
+    double sxx = 0;
+    for (double v : x) sxx += (v - mx) * (v - mx);
+    if (sxx <= 0) continue;  // one micro-batch count: no slope
+    auto line = [&](const std::vector<double>& y) {
+      double my = 0;
+      for (double v : y) my += v / n;
+      double sxy = 0;
+      for (std::size_t i = 0; i < y.size(); ++i) sxy += (x[i] - mx) * (y[i] - my);
+      const double slope = sxy / sxx;
+      return std::pair<double, double>{slope, my - slope * mx};
+    };
+    MarginalCost c;
+    c.gpu = g.front()->gpu;
+    c.config = g.front()->run;
+    c.runs = static_cast<int>(g.size());
+    std::tie(c.measured_ms, c.measured_fixed_ms) = line(measured);
+    std::tie(c.predicted_ms, c.predicted_fixed_ms) = line(pred);
+    if (c.measured_ms <= 0) continue;  // noise: no cost to compare against
+    out.push_back(c);
+  }
+  return out;
+}
+
 std::string format_training_report(const std::vector<PredictedRun>& predicted) {
   std::map<std::string, std::map<std::string, std::vector<double>>> groups;  // gpu -> family -> errors
   std::vector<std::string> gpus;
@@ -333,9 +385,54 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
                        e.n, 100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
     }
   }
+  // The marginal cost of a micro-batch, by the same families.
+  const std::vector<MarginalCost> marginal = marginal_costs(predicted);
+  std::map<std::string, std::map<std::string, std::vector<double>>> mgroups;
+  std::map<std::string, std::vector<double>> fixed_measured, fixed_predicted;
+  for (const MarginalCost& c : marginal) {
+    const double e = c.error();
+    mgroups[c.gpu][std::string(to_string(c.config.family()))].push_back(e);
+    mgroups[c.gpu]["all"].push_back(e);
+    mgroups[c.gpu][fmt::format("micro-batch {}", c.config.micro_batch)].push_back(e);
+    mgroups[c.gpu][fmt::format("hidden {}", c.config.hidden)].push_back(e);
+    fixed_measured[c.gpu].push_back(c.measured_fixed_ms);
+    fixed_predicted[c.gpu].push_back(c.predicted_fixed_ms);
+  }
+  if (!marginal.empty()) {
+    s += fmt::format(
+        "\nPer micro-batch: what one more micro-batch adds to the iteration (groups of runs that differ only\n"
+        "in global batch; least-squares slope of iteration time over micro-batches per pipeline), predicted\n"
+        "against measured. A large-batch forecast extrapolates this cost.\n\n{:<11} {:<15} {:>6} {:>7} {:>7} "
+        "{:>7} {:>7} {:>8}\n",
+        "gpu", "plans", "groups", "mean", "median", "p90", "max", "signed");
+    for (const std::string& gpu : gpus) {
+      for (const std::string& g : order) {
+        const auto it = mgroups[gpu].find(g);
+        if (it == mgroups[gpu].end()) continue;
+        const ErrorStats e = error_stats(it->second);
+        s += fmt::format("{:<11} {:<15} {:>6} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+7.1f}%\n", gpu, g,
+                         e.n, 100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
+      }
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? 0.0 : v[(v.size() - 1) / 2];
+      };
+      s += fmt::format("{:<11} fixed part of an iteration (intercept), median over groups: measured {:.1f} ms, "
+                       "predicted {:.1f} ms\n",
+                       gpu, median(fixed_measured[gpu]), median(fixed_predicted[gpu]));
+    }
+  }
+  s += "\n";
   for (const std::string& gpu : gpus) {
     const ErrorStats e = error_stats(groups[gpu]["all"]);
     s += fmt::format("summary {}: mean {:.1f}% p90 {:.1f}% max {:.1f}% signed {:+.1f}% over {} runs\n", gpu,
+                     100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n);
+  }
+  for (const std::string& gpu : gpus) {
+    const auto it = mgroups[gpu].find("all");
+    if (it == mgroups[gpu].end()) continue;
+    const ErrorStats e = error_stats(it->second);
+    s += fmt::format("marginal {}: mean {:.1f}% p90 {:.1f}% max {:.1f}% signed {:+.1f}% over {} groups\n", gpu,
                      100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n);
   }
   return s;
@@ -364,9 +461,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
   for (const std::string& gpu : gpus) {
     const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs);
     out << fmt::format(
-        "{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_iteration {:.2f} ms fit on all {} runs "
-        "({} sweeps): mean error {:.1f}%\n",
-        gpu, f.host_launch.us(), f.host_p2p.ms(), f.host_iteration.ms(), runs.size(), f.simulations,
+        "{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, host_iteration {:.2f} ms "
+        "fit on all {} runs ({} sweeps): mean error {:.1f}%\n",
+        gpu, f.host_launch.us(), f.host_p2p.ms(), f.host_microbatch.ms(), f.host_iteration.ms(), runs.size(),
+        f.simulations,
         100 * f.mean_error);
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
@@ -379,11 +477,13 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
       o.push_back({"calibration.host_launch", fmt::format("{}ns", fk.host_launch.ps() / 1000)});
       o.push_back({"calibration.host_iteration", fmt::format("{}ns", fk.host_iteration.ps() / 1000)});
       o.push_back({"calibration.host_p2p", fmt::format("{}ns", fk.host_p2p.ps() / 1000)});
+      o.push_back({"calibration.host_microbatch", fmt::format("{}ns", fk.host_microbatch.ps() / 1000)});
       const auto pred = predict_runs(test, gpu, o, jobs);
       out << fmt::format(
-          "  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_iteration "
-          "{:.2f} ms; {} held-out runs\n",
-          k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_iteration.ms(), test.size());
+          "  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, "
+          "host_iteration {:.2f} ms; {} held-out runs\n",
+          k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_microbatch.ms(), fk.host_iteration.ms(),
+          test.size());
       cv.insert(cv.end(), pred.begin(), pred.end());
     }
     std::sort(cv.begin(), cv.end(),

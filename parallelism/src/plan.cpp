@@ -814,9 +814,9 @@ class ProgramBuilder {
     if (std::exchange(sync_before_compute_, false)) {
       // Megatron's pipeline exchanges (p2p_communication._communicate) end
       // with torch.cuda.synchronize(): the host drains the GPU before it
-      // issues the next kernel.
+      // issues the next kernel. (So does a micro-batch's data step.)
       Task sync;
-      sync.name = "pp.sync";
+      sync.name = std::exchange(sync_name_, "pp.sync");
       sync.kind = TaskKind::Compute;
       sync.host_sync = true;
       if (last_compute_ >= 0) sync.deps.push_back(last_compute_);
@@ -836,6 +836,16 @@ class ProgramBuilder {
     if (last_compute_ >= 0) t.deps.push_back(last_compute_);
     last_compute_ = push(std::move(t));
     return last_compute_;
+  }
+
+  /// The start of a micro-batch's forward step under the host model:
+  /// Megatron's get_batch broadcasts the batch and reads its sizes back
+  /// (`.cpu()`), which drains the GPU; then `host_work` of Python (data
+  /// loader, masks, position ids) delays the step's first launch.
+  void micro_batch_start(std::string_view name, Time host_work) {
+    sync_before_compute_ = true;
+    sync_name_ = "data.sync";
+    compute(name, Time::zero(), Flops(), {}, {}, host_work);
   }
 
   TaskIndex collective(std::string_view name, CollectiveKind kind, std::int32_t slot, Bytes bytes,
@@ -896,6 +906,7 @@ class ProgramBuilder {
   Program& prog_;
   const KernelTimer& timer_;
   Time p2p_host_;
+  const char* sync_name_ = "pp.sync";
   bool sync_before_compute_ = false;  ///< a pipeline exchange was issued: sync before the next compute
   TaskIndex last_compute_ = -1;
   std::vector<SlotRole> roles_;
@@ -1211,6 +1222,10 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
         }
       }
       if (st.forward()) {
+        // The stages that load data (the first: tokens; the last: labels).
+        if (timer.host_model() && work.host.per_micro_batch > Time::zero() && (k == 0 || k == V - 1)) {
+          rb.micro_batch_start(named("data"), work.host.per_micro_batch);
+        }
         if (k == 0) {
           rb.pieces(embed_f.pieces(), named("embedding."), tp_group, std::move(first));
           first = rb.take_pending();

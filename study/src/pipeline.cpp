@@ -251,6 +251,7 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
         {"calibration.host_launch", s.calibration.host_launch},
         {"calibration.host_iteration", s.calibration.host_iteration},
         {"calibration.host_p2p", s.calibration.host_p2p},
+        {"calibration.host_microbatch", s.calibration.host_microbatch},
         {"calibration.nvlink_launch", s.calibration.comm.nvlink.launch_latency},
         {"calibration.nvlink_step", s.calibration.comm.nvlink.step_latency},
         {"calibration.network_launch", s.calibration.comm.network.launch_latency},

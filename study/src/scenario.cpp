@@ -34,14 +34,17 @@ std::string_view to_string(FabricKind f) {
 
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {
   Calibration c;
-  // Host overheads: fit on vTrain's 1,440 single-node Megatron-DeepSpeed runs
-  // (tessera validate training --data ../shared/data/vtrain --fit, A100-80GB;
-  // docs/calibration.md). The per-exchange cost is DeepSpeed's pipeline
-  // engine's: Megatron-LM's exchanges (one batched send/recv and a sync) have
-  // no measurement here and get none beyond their launch and sync.
-  c.host_launch = Time::from_ns(45'000);
-  c.host_iteration = Time::from_us(12'030);
-  c.host_p2p = framework == node_model::Framework::MegatronDeepSpeed ? Time::from_us(2'160) : Time::zero();
+  // Host overheads: fit on vTrain's single-node Megatron-DeepSpeed runs
+  // (tessera validate training --data ../shared/data/vtrain --every 2 --fit:
+  // every second of the 1,440 runs, A100-80GB; docs/calibration.md). The
+  // per-exchange cost is DeepSpeed's pipeline engine's: Megatron-LM's
+  // exchanges (one batched send/recv and a sync) have no measurement here and
+  // get none beyond their launch and sync. The per-micro-batch data step
+  // (get_batch's sync and host work) exists in both.
+  c.host_launch = Time::from_ns(42'300);
+  c.host_iteration = Time::from_us(260);
+  c.host_microbatch = Time::from_us(6'910);
+  c.host_p2p = framework == node_model::Framework::MegatronDeepSpeed ? Time::from_us(750) : Time::zero();
   // NCCL: fitted on the A100 and H100 tables (docs/collectives.md). SM
   // sharing is a documented knob, off by default (no data here measures it).
   c.comm = engine::CommCalibration::nccl(gpu.sms);

@@ -241,6 +241,8 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
   EXPECT_EQ(m.workload.host.per_launch, m.calibration.host_launch);
   EXPECT_GT(m.workload.host.per_launch, Time::zero());
   EXPECT_EQ(m.workload.host.per_p2p, Time::zero());
+  EXPECT_EQ(m.workload.host.per_micro_batch, m.calibration.host_microbatch);
+  EXPECT_GT(m.workload.host.per_micro_batch, Time::zero());
   EXPECT_EQ(m.plan.grad_sync, parallelism::GradSync::AfterBackward);
   EXPECT_DOUBLE_EQ(m.calibration.comm.sm_slowdown, 0.0);
   EXPECT_GT(m.calibration.comm.nvlink.launch_latency, Time::zero());
@@ -255,7 +257,7 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
   EXPECT_FALSE(e.workload.host.enabled());
   // Every key of the section, and the planner keys.
   const std::string t = default_text() +
-                        "calibration:\n  host_launch: 12us\n  host_iteration: 3ms\n  host_p2p: 100us\n"
+                        "calibration:\n  host_launch: 12us\n  host_iteration: 3ms\n  host_p2p: 100us\n  host_microbatch: 2ms\n"
                         "  nvlink_efficiency: 0.7\n  nvlink_group_penalty: 0.2\n  nvlink_launch: 10us\n"
                         "  nvlink_step: 1us\n  network_efficiency: 0.8\n  network_group_penalty: 0\n"
                         "  network_launch: 20us\n  network_step: 5us\n  overlap_slowdown: 0.1\n  clock_derate: 0.9\n";
@@ -266,6 +268,7 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
   EXPECT_EQ(c.workload.host.per_launch, Time::from_us(12));
   EXPECT_EQ(c.workload.host.per_iteration, Time::from_ms(3));
   EXPECT_EQ(c.workload.host.per_p2p, Time::from_us(100));
+  EXPECT_EQ(c.workload.host.per_micro_batch, Time::from_ms(2));
   EXPECT_DOUBLE_EQ(c.calibration.comm.nvlink.peak_efficiency, 0.7);
   EXPECT_DOUBLE_EQ(c.calibration.comm.nvlink.group_penalty, 0.2);
   EXPECT_EQ(c.calibration.comm.nvlink.launch_latency, Time::from_us(10));

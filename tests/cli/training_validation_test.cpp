@@ -133,3 +133,32 @@ TEST(TrainingValidation, ScenarioOfARunGoesThroughThePipeline) {
   EXPECT_GE(predict("A100-40GB", "10us"), a);  // less memory bandwidth
   EXPECT_THROW(predict_runs({r}, "A100-80GB", {{"calibration.host_launch", "fast"}}, 1), InputError);
 }
+
+TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
+  // dp 2, micro-batch 2: global batches 8, 16, 32 are 2, 4, 8 micro-batches
+  // per pipeline. Measured 20 + 5 n ms, predicted 24 + 4 n: the marginal cost
+  // is 5 ms measured, 4 ms predicted (-20%), the fixed parts 20 and 24 ms. A
+  // run alone in its group (another tp) has no slope and no entry.
+  std::vector<PredictedRun> p;
+  for (int gb : {8, 16, 32}) {
+    MeasuredRun r = run(1, 2, 1);
+    r.micro_batch = 2;
+    r.global_batch = gb;
+    const double n = gb / 4.0;
+    r.measured_ms = 20 + 5 * n;
+    p.push_back({r, "A100-80GB", 24 + 4 * n});
+  }
+  p.push_back({run(2, 1, 1), "A100-80GB", 11.0});
+  const auto c = marginal_costs(p);
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_EQ(c[0].runs, 3);
+  EXPECT_NEAR(c[0].measured_ms, 5.0, 1e-9);
+  EXPECT_NEAR(c[0].predicted_ms, 4.0, 1e-9);
+  EXPECT_NEAR(c[0].measured_fixed_ms, 20.0, 1e-9);
+  EXPECT_NEAR(c[0].predicted_fixed_ms, 24.0, 1e-9);
+  EXPECT_NEAR(c[0].error(), -0.2, 1e-12);
+  const std::string report = format_training_report(p);
+  EXPECT_NE(report.find("marginal A100-80GB: mean 20.0% p90 20.0% max 20.0% signed -20.0% over 1 groups"),
+            std::string::npos)
+      << report;
+}

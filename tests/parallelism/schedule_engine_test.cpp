@@ -156,3 +156,43 @@ TEST(Schedules, MegatronHostSyncsAfterPipelineExchangesNeverDeadlock) {
     }
   }
 }
+
+TEST(Schedules, EachMicroBatchsDataStepIdlesTheGpuForItsHostWork) {
+  // The host model with only a per-micro-batch cost X (an infinitely fast
+  // host otherwise): each micro-batch's forward starts with a sync and X of
+  // host work on the stages that load data (the first and the last), so on
+  // one stage (pp 1) the GPU idles X per micro-batch: the iteration grows by
+  // exactly m x X. With pp 2 only stage 0 (tokens) and stage 1 (labels) have
+  // data steps; every micro-batch's forward on each stage gets one.
+  Workload w = kWork;
+  w.framework = node_model::Framework::Megatron;
+  test_support::LayersOnlyPredictor pred(kModel.vocab);
+  const Time x = Time::from_us(300);
+  for (std::int64_t m : {1, 3, 8}) {
+    ParallelPlan p = pipeline(Schedule::OneFOneB, 1, m);
+    auto run_with = [&](Time per_micro_batch) {
+      Workload wk = w;
+      wk.host.per_micro_batch = per_micro_batch;
+      engine::DiscreteEventLoop loop;
+      ZeroCostNetwork net(loop);
+      return engine::execute(plan_training(kModel, wk, p, pred), loop, net).makespan;
+    };
+    EXPECT_EQ(run_with(x) - run_with(Time::zero()), x * m) << "m " << m;
+  }
+  Workload wk = w;
+  wk.host.per_micro_batch = x;
+  const ParallelPlan p2 = pipeline(Schedule::OneFOneB, 2, 4);
+  const auto g = plan_training(kModel, wk, p2, pred);
+  for (int stage = 0; stage < 2; ++stage) {
+    int steps = 0, syncs = 0;
+    for (const auto& t : g.tasks(rank_of(p2, {0, 0, stage}))) {
+      if (std::string_view(t.name).find(".data") != std::string_view::npos) {
+        ++steps;
+        EXPECT_EQ(t.host_issue, x);
+      }
+      if (t.host_sync && std::string_view(t.name) == "data.sync") ++syncs;
+    }
+    EXPECT_EQ(steps, 4) << "stage " << stage;
+    EXPECT_EQ(syncs, 4) << "stage " << stage;
+  }
+}

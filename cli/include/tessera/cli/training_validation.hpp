@@ -58,6 +58,7 @@ struct HostFit {
   Time host_launch;
   Time host_iteration;
   Time host_p2p;
+  Time host_microbatch;
   double mean_error = 0;  ///< mean |predicted / measured - 1| on the fitted runs
   int simulations = 0;    ///< sweeps over the runs the search took
 };
@@ -78,7 +79,27 @@ struct ErrorStats {
 /// Statistics of signed relative errors (percentiles by nearest rank).
 ErrorStats error_stats(const std::vector<double>& signed_errors);
 
-/// Per GPU variant: errors by plan family, micro-batch, hidden size, all.
+/// What one more micro-batch costs: for a group of runs of one GPU variant
+/// that differ only in their global batch (the same model, micro-batch, tp,
+/// dp and pp) and cover at least two micro-batch counts, the least-squares
+/// line of iteration time over micro-batches per pipeline, measured and
+/// predicted. The slope is what a larger global batch adds per micro-batch
+/// (the cost a forecast of a large-batch run extrapolates); the intercept the
+/// fixed part of an iteration (optimizer, gradient sync, pipeline fill).
+struct MarginalCost {
+  std::string gpu;
+  MeasuredRun config;  ///< the group's first run (its global batch is one of several)
+  int runs = 0;
+  double measured_ms = 0, predicted_ms = 0;              ///< per micro-batch
+  double measured_fixed_ms = 0, predicted_fixed_ms = 0;  ///< at zero micro-batches
+  [[nodiscard]] double error() const { return predicted_ms / measured_ms - 1.0; }
+};
+/// The groups of `predicted` in order of first appearance.
+std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predicted);
+
+/// Per GPU variant: errors by plan family, micro-batch, hidden size, all;
+/// then the same for the marginal cost of a micro-batch (marginal_costs),
+/// and one `summary GPU: ...` and one `marginal GPU: ...` line per variant.
 std::string format_training_report(const std::vector<PredictedRun>& predicted);
 
 }  // namespace tessera::cli

@@ -108,8 +108,14 @@ struct HostOverhead {
   /// Host work per pipeline send or receive beyond its launch (the pipeline
   /// engine's bookkeeping around each exchange).
   Time per_p2p;
+  /// Host work at the start of each micro-batch's forward step (Megatron's
+  /// get_batch: the data loader, the broadcast of the batch, whose `.cpu()`
+  /// of the sizes drains the GPU first, masks and position ids). Zero: no
+  /// per-micro-batch step (and no sync) is modelled.
+  Time per_micro_batch;
   [[nodiscard]] bool enabled() const {
-    return per_launch > Time::zero() || per_iteration > Time::zero() || per_p2p > Time::zero();
+    return per_launch > Time::zero() || per_iteration > Time::zero() || per_p2p > Time::zero() ||
+           per_micro_batch > Time::zero();
   }
 };
 

@@ -45,6 +45,9 @@ struct Calibration {
   Time host_iteration;
   /// Host time per pipeline send or receive beyond its launch.
   Time host_p2p;
+  /// Host time at the start of each micro-batch's forward step, after the
+  /// GPU drained (parallelism::HostOverhead::per_micro_batch).
+  Time host_microbatch;
   /// NCCL's costs (engine::CommCalibration; docs/collectives.md, "Calibration").
   engine::CommCalibration comm;
   /// Sustained fraction of the datasheet peaks the GPU's kernels run at
