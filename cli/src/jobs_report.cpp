@@ -25,8 +25,10 @@ std::string node_list(const std::vector<int>& nodes) {
 }  // namespace
 
 std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
-  std::string out = fmt::format("Scenario       {}: {} jobs on {} x {} ({} fabric, {} placement)\n", s.name,
-                                o.jobs.size(), s.gpus(), s.gpu.name, to_string(s.fabric), s.placement);
+  const std::string placement =
+      s.placement == "random" ? fmt::format("random placement, seed {}", s.placement_seed) : s.placement + " placement";
+  std::string out = fmt::format("Scenario       {}: {} jobs on {} x {} ({} fabric, {})\n", s.name, o.jobs.size(),
+                                s.gpus(), s.gpu.name, to_string(s.fabric), placement);
   out += fmt::format("Models         {} node model, {} network backend\n", s.predictor, to_string(s.backend));
   out += fmt::format("{:<16} {:>5}  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "job", "GPUs", "nodes", "alone (ms)",
                      "shared (ms)", "slowdown", "tokens/s");
@@ -39,8 +41,9 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
 }
 
 std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
-  std::string out = fmt::format(R"({{"scenario": {}, "gpus": {}, "placement": "{}", "backend": "{}", "jobs": [)",
-                                json_string(s.name), s.gpus(), s.placement, to_string(s.backend));
+  const std::string seed = s.placement == "random" ? fmt::format(R"(, "placement_seed": {})", s.placement_seed) : "";
+  std::string out = fmt::format(R"({{"scenario": {}, "gpus": {}, "placement": "{}"{}, "backend": "{}", "jobs": [)",
+                                json_string(s.name), s.gpus(), s.placement, seed, to_string(s.backend));
   for (std::size_t i = 0; i < o.jobs.size(); ++i) {
     const auto& j = o.jobs[i];
     std::string nodes;

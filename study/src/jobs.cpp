@@ -59,6 +59,40 @@ parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph
   return out;
 }
 
+std::vector<std::vector<int>> random_placement(std::vector<int> free_nodes, const std::vector<int>& counts,
+                                               std::uint64_t seed) {
+  std::size_t needed = 0;
+  for (int c : counts) {
+    if (c < 0) throw InputError("random_placement: a negative node count");
+    needed += static_cast<std::size_t>(c);
+  }
+  if (needed > free_nodes.size()) {
+    throw InputError(fmt::format("random_placement: the jobs need {} nodes, {} are free", needed, free_nodes.size()));
+  }
+  // splitmix64 (Steele, Lea, Flood 2014), as java.util.SplittableRandom.
+  std::uint64_t state = seed;
+  auto next = [&state] {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  for (std::size_t i = free_nodes.size(); i > 1; --i) {
+    const std::size_t k = static_cast<std::size_t>(next() % i);  // modulo bias < i / 2^64: negligible
+    std::swap(free_nodes[i - 1], free_nodes[k]);
+  }
+  std::vector<std::vector<int>> out;
+  std::size_t next_node = 0;
+  for (int c : counts) {
+    auto first = free_nodes.begin() + static_cast<std::ptrdiff_t>(next_node);
+    std::vector<int> nodes(first, first + c);
+    std::sort(nodes.begin(), nodes.end());
+    out.push_back(std::move(nodes));
+    next_node += static_cast<std::size_t>(c);
+  }
+  return out;
+}
+
 namespace {
 
 Time iteration_of(const engine::ExecutionResult& r, const std::vector<int>& gpus) {

@@ -2,8 +2,10 @@
 // slowdowns that can be checked by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -58,10 +60,82 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   std::string unknown = text;
   unknown.replace(unknown.find("    nodes: 2"), 12, "    nodes: 2\n    gpus: 8");
   EXPECT_NE(error_of(unknown).find("jobs[0].gpus: unknown key"), std::string::npos) << error_of(unknown);
-  EXPECT_NE(error_of(text, {{"placement", "random"}}).find("placement: expected packed or spread"),
+  EXPECT_NE(error_of(text, {{"placement", "scattered"}}).find("placement: expected packed, spread or random"),
             std::string::npos);
   // A job's own plan is checked against its own GPUs.
   EXPECT_NE(error_of(text, {{"parallelism.dp", "32"}}).find("parallelism.dp"), std::string::npos);
+}
+
+// `placement: random`: a seeded shuffle of the free nodes, dealt out in job
+// order. Same seed, same nodes; another seed, other nodes; never a node twice.
+TEST(Jobs, RandomPlacementIsSeededAndDeterministic) {
+  // splitmix64 from seed 1 shuffling {0, 1, 2, 3} (Fisher-Yates from the
+  // end, k = next() mod i) gives 2, 0, 3, 1 (checked with an independent
+  // Python splitmix64): job-a takes {2, 0}, job-b {3, 1}, each sorted.
+  const auto one = study::random_placement({0, 1, 2, 3}, {2, 2}, 1);
+  EXPECT_EQ(one, (std::vector<std::vector<int>>{{0, 2}, {1, 3}}));
+  const auto again = study::random_placement({0, 1, 2, 3}, {2, 2}, 1);
+  EXPECT_EQ(one, again);
+  std::set<std::vector<std::vector<int>>> seen;
+  for (std::uint64_t seed = 0; seed < 64; ++seed) {
+    const auto p = study::random_placement({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 1, 4}, seed);
+    ASSERT_EQ(p.size(), 3U);
+    EXPECT_EQ(p[0].size(), 3U);
+    EXPECT_EQ(p[1].size(), 1U);
+    EXPECT_EQ(p[2].size(), 4U);
+    std::set<int> nodes;
+    for (const auto& job : p) {
+      EXPECT_TRUE(std::is_sorted(job.begin(), job.end()));
+      for (int n : job) {
+        EXPECT_GE(n, 0);
+        EXPECT_LE(n, 9);
+        EXPECT_TRUE(nodes.insert(n).second) << "node " << n << " twice, seed " << seed;
+      }
+    }
+    seen.insert(p);
+  }
+  EXPECT_GT(seen.size(), 50U);  // 64 seeds: (almost) all different placements
+  EXPECT_NE(study::random_placement({0, 1, 2, 3, 4, 5, 6, 7}, {4, 4}, 1),
+            study::random_placement({0, 1, 2, 3, 4, 5, 6, 7}, {4, 4}, 2));
+  EXPECT_THROW((void)study::random_placement({0, 1}, {2, 1}, 1), InputError);
+
+  // Through the loader: explicit lists are kept, the rest is shuffled.
+  std::string text = scenario_text("two-jobs.yaml");
+  text.replace(text.find("cluster:\n  nodes: 4\n"), 20, "cluster:\n  nodes: 16\n");
+  const Scenario a = parse_scenario(text, "t.yaml", {{"placement", "{policy: random, seed: 7}"}});
+  const Scenario b = parse_scenario(text, "t.yaml", {{"placement", "{policy: random, seed: 7}"}});
+  const Scenario c = parse_scenario(text, "t.yaml", {{"placement", "{policy: random, seed: 8}"}});
+  const Scenario d = parse_scenario(text, "t.yaml", {{"placement", "random"}});  // seed 1
+  EXPECT_EQ(a.placement, "random");
+  EXPECT_EQ(a.placement_seed, 7U);
+  EXPECT_EQ(d.placement_seed, 1U);
+  ASSERT_EQ(a.jobs.size(), 2U);
+  EXPECT_EQ(a.jobs[0].nodes, b.jobs[0].nodes);
+  EXPECT_EQ(a.jobs[1].nodes, b.jobs[1].nodes);
+  EXPECT_TRUE(a.jobs[0].nodes != c.jobs[0].nodes || a.jobs[1].nodes != c.jobs[1].nodes);
+  EXPECT_EQ(a.jobs[0].nodes, (std::vector<int>{6, 14}));  // shuffled: 14, 6, 4, 2, ...
+  EXPECT_EQ(a.jobs[1].nodes, (std::vector<int>{2, 4}));
+  EXPECT_EQ(c.jobs[0].nodes, (std::vector<int>{5, 12}));  // seed 8: 5, 12, 4, 1, ...
+  std::string listed = text;
+  listed.replace(listed.find("  - name: job-a\n    nodes: 2"), 28, "  - name: job-a\n    nodes: [3, 0]");
+  const Scenario e = parse_scenario(listed, "t.yaml", {{"placement", "{policy: random, seed: 7}"}});
+  EXPECT_EQ(e.jobs[0].nodes, (std::vector<int>{3, 0}));
+  EXPECT_EQ(e.jobs[1].nodes,
+            study::random_placement({1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {0, 2}, 7)[1]);
+
+  // Bad input: one line naming the key.
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, seed: abc}"}}),
+            "s.yaml (--set placement): placement.seed: expected an integer in 0..4294967295");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, seed: -3}"}}),
+            "s.yaml (--set placement): placement.seed: expected an integer in 0..4294967295");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, seed: 2.5}"}}),
+            "s.yaml (--set placement): placement.seed: expected an integer in 0..4294967295");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: packed, seed: 3}"}}),
+            "s.yaml (--set placement): placement.seed: a seed is only used by policy random");
+  EXPECT_EQ(error_of(text, {{"placement", "{seed: 3}"}}),
+            "s.yaml (--set placement): placement.policy: missing required key (packed, spread or random)");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, sed: 3}"}}),
+            "s.yaml (--set placement): placement.sed: unknown key (placement has policy and seed)");
 }
 
 // Packed: each job under its own leaf, sharing no link: exactly as fast as

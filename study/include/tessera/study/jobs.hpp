@@ -3,6 +3,7 @@
 // "Several jobs"): every job planned alone, their task graphs placed on the
 // cluster's GPUs and run in one simulation on one network, and each job run
 // alone on the same GPUs for its slowdown.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,14 @@ namespace tessera::study {
 /// job's mapping does not cover its ranks.
 parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph*>& jobs,
                                   const std::vector<std::vector<int>>& gpu_of, int total_ranks);
+
+/// Pure: nodes for jobs placed by count under `placement: random`. The
+/// free nodes are shuffled by Fisher-Yates driven by splitmix64 seeded with
+/// `seed` (self-contained: the same on every platform and standard library)
+/// and dealt out in job order, counts[j] to job j; each job's nodes are then
+/// sorted. Throws InputError when the counts exceed the free nodes.
+std::vector<std::vector<int>> random_placement(std::vector<int> free_nodes, const std::vector<int>& counts,
+                                               std::uint64_t seed);
 
 struct JobOutcome {
   std::string name;
