@@ -37,6 +37,26 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
                        node_list(j.nodes), j.alone.seconds() * 1e3, j.shared.seconds() * 1e3, 100.0 * j.slowdown(),
                        j.tokens_per_s);
   }
+  if (!o.per_job_links) {
+    out += "Links by job   not available: the ns-3 backend does not attribute link traffic to jobs (use backend flow)\n";
+    return out;
+  }
+  out += fmt::format("Busiest links by job (utilization: its payload over the link's capacity during its shared "
+                     "iteration; share: of the link's payload)\n");
+  out += fmt::format("{:<16} {:<24} {:<10} {:>12} {:>7} {:>12}\n", "job", "link", "tier", "payload (GB)", "share",
+                     "utilization");
+  for (const auto& j : o.jobs) {
+    if (j.busiest_links.empty()) {
+      out += fmt::format("{:<16} (no link traffic)\n", j.name);
+      continue;
+    }
+    bool first = true;
+    for (const auto& l : j.busiest_links) {
+      out += fmt::format("{:<16} {:<24} {:<10} {:>12.3f} {:>6.1f}% {:>11.1f}%\n", first ? j.name : "",
+                         l.src + " -> " + l.dst, l.tier, l.bytes * 1e-9, 100.0 * l.share, 100.0 * l.utilization);
+      first = false;
+    }
+  }
   return out;
 }
 
@@ -48,10 +68,22 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
     const auto& j = o.jobs[i];
     std::string nodes;
     for (int n : j.nodes) nodes += fmt::format("{}{}", nodes.empty() ? "" : ", ", n);
+    std::string links = "null";  // ns-3: not available
+    if (o.per_job_links) {
+      links = "[";
+      for (std::size_t k = 0; k < j.busiest_links.size(); ++k) {
+        const auto& l = j.busiest_links[k];
+        links += fmt::format(
+            R"({}{{"link": {}, "src": {}, "dst": {}, "tier": "{}", "payload_bytes": {:.0f}, "share": {:.6f}, "utilization": {:.6f}}})",
+            k == 0 ? "" : ", ", l.link, json_string(l.src), json_string(l.dst), l.tier, l.bytes, l.share,
+            l.utilization);
+      }
+      links += "]";
+    }
     out += fmt::format(
-        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}}})",
+        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "busiest_links": {}}})",
         i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(), j.slowdown(),
-        j.tokens_per_s);
+        j.tokens_per_s, links);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e}}})", o.makespan.seconds());
   out += "\n";

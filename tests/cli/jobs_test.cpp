@@ -159,6 +159,68 @@ TEST(Jobs, SlowdownsByHand) {
   EXPECT_EQ(spread.makespan, spread.jobs[0].shared);
 }
 
+// Link bytes by job (flow backend): packed, each job stays under its own
+// leaf, so neither has a byte on a leaf-spine link; spread, both cross the
+// spines. On every link the jobs' bytes add up to the link's total, and a
+// job's bytes are the ones it moves alone (bytes do not depend on timing).
+TEST(Jobs, LinkBytesByJob) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  for (const char* placement : {"packed", "spread"}) {
+    const Scenario s = parse_scenario(text, "t.yaml", {{"placement", placement}});
+    const topology::Topology topo = study::build_topology(s);
+    const JobsOutcome o = simulate_jobs(s);
+    ASSERT_TRUE(o.per_job_links);
+    ASSERT_EQ(o.link_bytes.size(), topo.links().size());
+    double spine_total = 0.0;
+    for (std::size_t l = 0; l < o.link_bytes.size(); ++l) {
+      double sum = 0.0;
+      for (const auto& j : o.jobs) sum += j.link_bytes.at(l);
+      EXPECT_EQ(sum, o.link_bytes[l]) << placement << " link " << l;
+      if (topo.tier(static_cast<topology::LinkId>(l)) == topology::LinkTier::LeafSpine) {
+        for (const auto& j : o.jobs) {
+          if (std::string(placement) == "packed") {
+            EXPECT_EQ(j.link_bytes[l], 0.0) << j.name << " link " << l;
+          }
+        }
+        spine_total += o.link_bytes[l];
+      }
+    }
+    if (std::string(placement) == "packed") {
+      EXPECT_EQ(spine_total, 0.0);
+    } else {
+      EXPECT_GT(spine_total, 0.0);
+    }
+    for (const auto& j : o.jobs) {
+      ASSERT_EQ(j.busiest_links.size(), study::kJobBusiestLinks) << j.name;
+      for (std::size_t k = 0; k < j.busiest_links.size(); ++k) {
+        const auto& b = j.busiest_links[k];
+        EXPECT_EQ(b.bytes, j.link_bytes[static_cast<std::size_t>(b.link)]);
+        if (k > 0) {
+          EXPECT_GE(j.busiest_links[k - 1].utilization, b.utilization);
+        }
+        EXPECT_GT(b.share, 0.0);
+        EXPECT_LE(b.share, 1.0);
+        EXPECT_GT(b.utilization, 0.0);
+        EXPECT_LE(b.utilization, 1.0);
+        // The two jobs never share a GPU's links: all of it is this job's.
+        if (b.tier == "nvlink" || b.tier == "host") {
+          EXPECT_EQ(b.share, 1.0) << b.src << " -> " << b.dst;
+        }
+      }
+    }
+  }
+  // Spread: job-a (nodes 0 and 2) alone moves exactly its shared-run bytes.
+  std::string alone = text;
+  alone.replace(alone.find("  - name: job-a\n    nodes: 2"), 28, "  - name: job-a\n    nodes: [0, 2]");
+  alone.erase(alone.find("  - name: job-b"), std::string("  - name: job-b\n    nodes: 2\n").size());
+  const JobsOutcome a = simulate_jobs(parse_scenario(alone, "t.yaml"));
+  const JobsOutcome both = simulate_jobs(parse_scenario(text, "t.yaml"));
+  ASSERT_EQ(a.jobs.size(), 1U);
+  EXPECT_EQ(a.jobs[0].nodes, both.jobs[0].nodes);
+  EXPECT_EQ(a.link_bytes, both.jobs[0].link_bytes);
+  EXPECT_EQ(a.jobs[0].link_bytes, both.jobs[0].link_bytes);
+}
+
 TEST(Jobs, PlaceJobsRelabelsRanksAndSharesPrograms) {
   parallelism::TaskGraph g;
   parallelism::Program p;
