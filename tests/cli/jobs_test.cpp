@@ -1,5 +1,6 @@
 // Several jobs on one fabric (`jobs:`): placement, the merged graph, and
 // slowdowns that can be checked by hand.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -355,4 +356,53 @@ TEST(MixedGpus, EachNodeTimedOnItsOwnGpu) {
   EXPECT_NE(error_of(text, {{"mixed_gpus.gpu", "H100-SXM"}, {"mixed_gpus.nodes", "4"}})
                 .find("mixed_gpus.nodes: 4 is out of range (0..3)"),
             std::string::npos);
+}
+
+// Stage balance (`stragglers:` or `mixed_gpus:`): dp=8 pp=2 on 2 nodes puts
+// stage 0 on node 0 and stage 1 on node 1 (Megatron order: tp, dp, pp).
+// Node 1 at 1.5x: stage 1's busiest compute stream is 1.5 times what it is
+// without stragglers (each task scaled, rounded to the picosecond); stage 0's
+// is unchanged; stage 1 is marked the slowest.
+TEST(Stragglers, StageBalanceNamesTheSlowStage) {
+  const std::string text = scenario_text("default.yaml");
+  const std::vector<Override> plan = {{"parallelism.dp", "8"}, {"parallelism.pp", "2"}};
+  const Scenario base = parse_scenario(text, "d.yaml", plan);
+  std::vector<Override> slow_keys = plan;
+  slow_keys.push_back({"stragglers.nodes", "1"});
+  slow_keys.push_back({"stragglers.slowdown", "1.5"});
+  const Scenario slow = parse_scenario(text, "d.yaml", slow_keys);
+  const auto a = simulate_scenario(base, nullptr, nullptr, false);
+  const auto b = simulate_scenario(slow, nullptr, nullptr, false);
+  EXPECT_TRUE(make_report(base, a).stage_balance.empty());  // neither key: no stage balance
+  Time stage_base[2];
+  for (int r = 0; r < 16; ++r) {
+    stage_base[r / 8] = std::max(stage_base[r / 8], a.result.ranks[static_cast<std::size_t>(r)].compute_busy);
+  }
+  const RunReport rep = make_report(slow, b);
+  ASSERT_EQ(rep.stage_balance.size(), 2U);
+  EXPECT_EQ(rep.stage_balance[0].stage, 0);
+  EXPECT_EQ(rep.stage_balance[1].stage, 1);
+  EXPECT_EQ(rep.stage_balance[0].compute, stage_base[0]);
+  EXPECT_LT(rep.stage_balance[0].slowest_rank, 8);
+  EXPECT_GE(rep.stage_balance[1].slowest_rank, 8);
+  const double tasks_ps = 100000.0;  // a picosecond of rounding per task, generously
+  EXPECT_NEAR(static_cast<double>(rep.stage_balance[1].compute.ps()), 1.5 * static_cast<double>(stage_base[1].ps()),
+              tasks_ps);
+  const double ratio = static_cast<double>(rep.stage_balance[1].compute.ps()) /
+                       static_cast<double>(std::min(rep.stage_balance[0].compute, rep.stage_balance[1].compute).ps());
+  EXPECT_DOUBLE_EQ(rep.stage_balance[1].vs_fastest, ratio);
+  EXPECT_GT(rep.stage_balance[1].vs_fastest, 1.3);
+  EXPECT_DOUBLE_EQ(rep.stage_balance[0].vs_fastest, 1.0);
+  const std::string txt = format_text(rep);
+  EXPECT_NE(txt.find("Stage balance"), std::string::npos) << txt;
+  EXPECT_NE(txt.find(fmt::format("  stage 1      {:>12.3f} ms  x{:.3f}  (rank {})  <- slowest",
+                                 rep.stage_balance[1].compute.ms(), rep.stage_balance[1].vs_fastest,
+                                 rep.stage_balance[1].slowest_rank)),
+            std::string::npos)
+      << txt;
+  const std::string json = format_json(rep);
+  EXPECT_NE(json.find(fmt::format(R"("stage_balance": [{{"stage": 0, "slowest_rank": {}, )",
+                                  rep.stage_balance[0].slowest_rank)),
+            std::string::npos)
+      << json;
 }
