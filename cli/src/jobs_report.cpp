@@ -38,7 +38,8 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
                        j.tokens_per_s);
   }
   if (!o.per_job_links) {
-    out += "Links by job   not available: the ns-3 backend does not attribute link traffic to jobs (use backend flow)\n";
+    out += "Links by job   not available: the ns-3 backend does not attribute link traffic to jobs (use backend "
+           "flow)\n";
     return out;
   }
   out += fmt::format("Busiest links by job (utilization: its payload over the link's capacity during its shared "
