@@ -406,3 +406,35 @@ TEST(Stragglers, StageBalanceNamesTheSlowStage) {
             std::string::npos)
       << json;
 }
+
+// Stage balance with `mixed_gpus`: dp=8 pp=2 on 2 nodes of H100 with node 1
+// (stage 1) an A100: stage 0's busiest compute stream is exactly the all-H100
+// run's, stage 1's exactly the all-A100 run's (each rank runs the plan timed
+// on its GPU), and stage 1 is the slower.
+TEST(MixedGpus, StageBalanceIsEachStageOnItsGpu) {
+  const std::string text = scenario_text("default.yaml");
+  const std::vector<Override> plan = {{"parallelism.dp", "8"}, {"parallelism.pp", "2"}};
+  auto stage_compute = [](const study::Simulation& sim, int stage) {
+    Time t;
+    for (int r = stage * 8; r < stage * 8 + 8; ++r) {
+      t = std::max(t, sim.result.ranks[static_cast<std::size_t>(r)].compute_busy);
+    }
+    return t;
+  };
+  const auto h100 = simulate_scenario(parse_scenario(text, "d.yaml", plan), nullptr, nullptr, false);
+  std::vector<Override> a100_keys = plan;
+  a100_keys.push_back({"cluster.gpu", "A100-80GB"});
+  const auto a100 = simulate_scenario(parse_scenario(text, "d.yaml", a100_keys), nullptr, nullptr, false);
+  std::vector<Override> mixed_keys = plan;
+  mixed_keys.push_back({"mixed_gpus.gpu", "A100-80GB"});
+  mixed_keys.push_back({"mixed_gpus.nodes", "1"});
+  const Scenario mixed = parse_scenario(text, "d.yaml", mixed_keys);
+  const RunReport rep = make_report(mixed, simulate_scenario(mixed, nullptr, nullptr, false));
+  ASSERT_EQ(rep.stage_balance.size(), 2U);
+  EXPECT_EQ(rep.stage_balance[0].compute, stage_compute(h100, 0));
+  EXPECT_EQ(rep.stage_balance[1].compute, stage_compute(a100, 1));
+  EXPECT_GT(rep.stage_balance[1].compute, rep.stage_balance[0].compute);
+  EXPECT_DOUBLE_EQ(rep.stage_balance[0].vs_fastest, 1.0);
+  EXPECT_DOUBLE_EQ(rep.stage_balance[1].vs_fastest, static_cast<double>(stage_compute(a100, 1).ps()) /
+                                                        static_cast<double>(stage_compute(h100, 0).ps()));
+}
