@@ -25,8 +25,10 @@ std::string node_list(const std::vector<int>& nodes) {
 }  // namespace
 
 std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
-  std::string out = fmt::format("Scenario       {}: {} jobs on {} x {} ({} fabric, {} placement)\n", s.name,
-                                o.jobs.size(), s.gpus(), s.gpu.name, to_string(s.fabric), s.placement);
+  const std::string placement =
+      s.placement == "random" ? fmt::format("random placement, seed {}", s.placement_seed) : s.placement + " placement";
+  std::string out = fmt::format("Scenario       {}: {} jobs on {} x {} ({} fabric, {})\n", s.name, o.jobs.size(),
+                                s.gpus(), s.gpu.name, to_string(s.fabric), placement);
   out += fmt::format("Models         {} node model, {} network backend\n", s.predictor, to_string(s.backend));
   out += fmt::format("{:<16} {:>5}  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "job", "GPUs", "nodes", "alone (ms)",
                      "shared (ms)", "slowdown", "tokens/s");
@@ -35,20 +37,54 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
                        node_list(j.nodes), j.alone.seconds() * 1e3, j.shared.seconds() * 1e3, 100.0 * j.slowdown(),
                        j.tokens_per_s);
   }
+  if (!o.per_job_links) {
+    out += "Links by job   not available: the ns-3 backend does not attribute link traffic to jobs (use backend "
+           "flow)\n";
+    return out;
+  }
+  out += fmt::format("Busiest links by job (utilization: its payload over the link's capacity during its shared "
+                     "iteration; share: of the link's payload)\n");
+  out += fmt::format("{:<16} {:<24} {:<10} {:>12} {:>7} {:>12}\n", "job", "link", "tier", "payload (GB)", "share",
+                     "utilization");
+  for (const auto& j : o.jobs) {
+    if (j.busiest_links.empty()) {
+      out += fmt::format("{:<16} (no link traffic)\n", j.name);
+      continue;
+    }
+    bool first = true;
+    for (const auto& l : j.busiest_links) {
+      out += fmt::format("{:<16} {:<24} {:<10} {:>12.3f} {:>6.1f}% {:>11.1f}%\n", first ? j.name : "",
+                         l.src + " -> " + l.dst, l.tier, l.bytes * 1e-9, 100.0 * l.share, 100.0 * l.utilization);
+      first = false;
+    }
+  }
   return out;
 }
 
 std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
-  std::string out = fmt::format(R"({{"scenario": {}, "gpus": {}, "placement": "{}", "backend": "{}", "jobs": [)",
-                                json_string(s.name), s.gpus(), s.placement, to_string(s.backend));
+  const std::string seed = s.placement == "random" ? fmt::format(R"(, "placement_seed": {})", s.placement_seed) : "";
+  std::string out = fmt::format(R"({{"scenario": {}, "gpus": {}, "placement": "{}"{}, "backend": "{}", "jobs": [)",
+                                json_string(s.name), s.gpus(), s.placement, seed, to_string(s.backend));
   for (std::size_t i = 0; i < o.jobs.size(); ++i) {
     const auto& j = o.jobs[i];
     std::string nodes;
     for (int n : j.nodes) nodes += fmt::format("{}{}", nodes.empty() ? "" : ", ", n);
+    std::string links = "null";  // ns-3: not available
+    if (o.per_job_links) {
+      links = "[";
+      for (std::size_t k = 0; k < j.busiest_links.size(); ++k) {
+        const auto& l = j.busiest_links[k];
+        links += fmt::format(
+            R"({}{{"link": {}, "src": {}, "dst": {}, "tier": "{}", "payload_bytes": {:.0f}, "share": {:.6f}, "utilization": {:.6f}}})",
+            k == 0 ? "" : ", ", l.link, json_string(l.src), json_string(l.dst), l.tier, l.bytes, l.share,
+            l.utilization);
+      }
+      links += "]";
+    }
     out += fmt::format(
-        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}}})",
+        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "busiest_links": {}}})",
         i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(), j.slowdown(),
-        j.tokens_per_s);
+        j.tokens_per_s, links);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e}}})", o.makespan.seconds());
   out += "\n";

@@ -56,6 +56,29 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
     rep.tflops_per_gpu = sim.plan.model_flops / rep.gpus / r.makespan.seconds() * 1e-12;
   }
   rep.mfu = rep.tflops_per_gpu / peak;
+  if (rep.stragglers > 0 || s.mixed_gpus) {
+    // Which pipeline stage holds the iteration back: each stage's busiest
+    // compute stream (a stage waits for its slowest rank) against the fastest.
+    rep.stage_balance.resize(static_cast<std::size_t>(s.plan.pp));
+    for (std::size_t st = 0; st < rep.stage_balance.size(); ++st) {
+      rep.stage_balance[st].stage = static_cast<int>(st);
+      rep.stage_balance[st].slowest_rank = -1;
+    }
+    for (std::size_t rank = 0; rank < r.ranks.size(); ++rank) {
+      const int stage = parallelism::rank_coord(s.plan, static_cast<int>(rank)).pp;
+      auto& b = rep.stage_balance.at(static_cast<std::size_t>(stage));
+      if (b.slowest_rank < 0 || r.ranks[rank].compute_busy > b.compute) {
+        b.slowest_rank = static_cast<int>(rank);
+        b.compute = r.ranks[rank].compute_busy;
+      }
+    }
+    Time fastest = rep.stage_balance.front().compute;
+    for (const auto& b : rep.stage_balance) fastest = std::min(fastest, b.compute);
+    for (auto& b : rep.stage_balance) {
+      b.vs_fastest = fastest > Time::zero() ? static_cast<double>(b.compute.ps()) / static_cast<double>(fastest.ps())
+                                            : 1.0;
+    }
+  }
   rep.bytes_sent = r.bytes_sent;
   rep.nvlink_bytes = r.nvlink_bytes;
   rep.fabric_bytes = r.fabric_bytes;
@@ -179,6 +202,19 @@ std::string format_text(const RunReport& r) {
                      "between nodes\n",
                      r.bytes_sent.as_double() * 1e-9, r.nvlink_bytes.as_double() * 1e-9,
                      r.fabric_bytes.as_double() * 1e-9);
+  if (!r.stage_balance.empty()) {
+    // The slowest stage sets the pace of the pipeline: marked.
+    const auto slowest = std::max_element(r.stage_balance.begin(), r.stage_balance.end(),
+                                          [](const StageBalance& a, const StageBalance& b) {
+                                            return a.compute < b.compute;
+                                          });
+    out += "Stage balance  busiest compute stream per pipeline stage, against the fastest stage\n";
+    for (auto it = r.stage_balance.begin(); it != r.stage_balance.end(); ++it) {
+      out += fmt::format("  stage {:<6} {:>12.3f} ms  x{:.3f}  (rank {}){}\n", it->stage, it->compute.ms(),
+                         it->vs_fastest, it->slowest_rank,
+                         it == slowest && r.stage_balance.size() > 1 ? "  <- slowest" : "");
+    }
+  }
   if (r.memory.size() <= 4) {
     for (const auto& m : r.memory) {
       out += fmt::format("Memory stage {:<3} {:>7.1f} GiB of {:.1f} GiB{}\n", m.stage, gib(m.total), gib(m.capacity),
@@ -223,6 +259,17 @@ std::string format_json(const RunReport& r) {
         m.weights.count(), m.gradients.count(), m.optimizer_states.count(), m.activations.count(),
         m.workspace.count());
   }
+  std::string balance;
+  if (!r.stage_balance.empty()) {
+    balance = ", \"stage_balance\": [";
+    for (std::size_t i = 0; i < r.stage_balance.size(); ++i) {
+      const auto& b = r.stage_balance[i];
+      balance += fmt::format(
+          "{}{{\"stage\": {}, \"slowest_rank\": {}, \"compute_time_s\": {:.9e}, \"vs_fastest\": {:.6f}}}",
+          i == 0 ? "" : ", ", b.stage, b.slowest_rank, b.compute.seconds(), b.vs_fastest);
+    }
+    balance += "]";
+  }
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
@@ -245,7 +292,7 @@ std::string format_json(const RunReport& r) {
       r.exposed_comm_time.seconds(),
       r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(),
       r.nvlink_bytes.count(), r.fabric_bytes.count(), json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory,
-      r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string());
+      balance + (r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string()));
 }
 
 }  // namespace tessera::cli

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "tessera/cli/trace.hpp"
+#include "tessera/study/jobs.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/topology/fabrics.hpp"
 #include "tessera/files.hpp"
@@ -520,11 +521,44 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
                 "expected a mapping (name, nodes, model, training, parallelism)");
     }
   }
+  // `placement: packed | spread | random`, or a mapping {policy, seed}
+  // (seed only with random).
+  const Section placement_error(root, "", file, &overridden);  // errors as `--set` or file:line:column
   std::string placement = "packed";
-  if (root["placement"]) {
-    placement = root["placement"].IsScalar() ? root["placement"].Scalar() : std::string();
-    if (placement != "packed" && placement != "spread") {
-      fail_node(file, root["placement"], "placement", "expected packed or spread");
+  std::uint64_t placement_seed = 1;
+  if (const YAML::Node p = root["placement"]) {
+    const YAML::Node policy = p.IsMap() ? p["policy"] : p;
+    if (p.IsMap()) {
+      for (const auto& kv : p) {
+        const std::string key = kv.first.Scalar();
+        if (key != "policy" && key != "seed") {
+          placement_error.fail_at(kv.first.Mark(), "placement." + key, "unknown key (placement has policy and seed)");
+        }
+      }
+      if (!policy) {
+        placement_error.fail_at(p.Mark(), "placement.policy", "missing required key (packed, spread or random)");
+      }
+    }
+    const std::string where = p.IsMap() ? "placement.policy" : "placement";
+    placement = policy.IsScalar() ? policy.Scalar() : std::string();
+    if (placement != "packed" && placement != "spread" && placement != "random") {
+      placement_error.fail_at(policy.Mark(), where, "expected packed, spread or random");
+    }
+    if (p.IsMap() && p["seed"]) {
+      if (placement != "random") {
+        placement_error.fail_at(p["seed"].Mark(), "placement.seed", "a seed is only used by policy random");
+      }
+      const YAML::Node v = p["seed"];
+      long long x = -1;
+      try {
+        if (v.IsScalar()) x = v.as<long long>();
+      } catch (const YAML::Exception&) {
+        x = -1;
+      }
+      if (x < 0 || x > 4294967295LL) {
+        placement_error.fail_at(v.Mark(), "placement.seed", "expected an integer in 0..4294967295");
+      }
+      placement_seed = static_cast<std::uint64_t>(x);
     }
   }
   // The cluster and every shared section, validated for the whole cluster
@@ -620,6 +654,17 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
         parsed[j].nodes.push_back(next);
       }
     }
+  } else if (placement == "random") {
+    std::vector<int> free_list;
+    for (int n = 0; n < cluster_nodes; ++n) {
+      if (owner[static_cast<std::size_t>(n)] < 0) free_list.push_back(n);
+    }
+    std::vector<int> by_count;
+    for (std::size_t j = 0; j < parsed.size(); ++j) by_count.push_back(parsed[j].nodes.empty() ? counts[j] : 0);
+    auto dealt = study::random_placement(std::move(free_list), by_count, placement_seed);
+    for (std::size_t j = 0; j < parsed.size(); ++j) {
+      if (parsed[j].nodes.empty()) parsed[j].nodes = std::move(dealt[j]);
+    }
   } else {
     // Round-robin: each job placed by count in turn takes the next free node.
     int left = needed;
@@ -643,6 +688,7 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
   }
   s.jobs = std::move(parsed);
   s.placement = placement;
+  s.placement_seed = placement == "random" ? placement_seed : 0;
   s.name = root["name"] && root["name"].IsScalar() ? root["name"].Scalar() : "unnamed";
   return s;
 }

@@ -90,6 +90,9 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   f.due = 0;
   ++f.version;
   f.active = true;
+  f.cls = msg.src >= 0 && static_cast<std::size_t>(msg.src) < class_of_rank_.size()
+              ? class_of_rank_[static_cast<std::size_t>(msg.src)]
+              : -1;
   f.on_delivered = std::move(on_delivered);
   const Time now = loop_.now();
   for (topology::LinkId l : path(f)) {
@@ -332,6 +335,7 @@ void FlowNetwork::on_completion_event() {
     for (topology::LinkId l : path(f)) {
       const auto li = static_cast<std::size_t>(l);
       done_bytes_[li] += static_cast<double>(f.bytes);
+      if (f.cls >= 0) class_done_bytes_[static_cast<std::size_t>(f.cls)][li] += static_cast<double>(f.bytes);
       if (--use_[li].active == 0) use_[li].busy += now - use_[li].since;
       vacated_.push_back(l);
     }
@@ -409,6 +413,25 @@ const std::vector<double>& FlowNetwork::link_bytes() const {
     for (topology::LinkId l : path(f)) link_bytes_[static_cast<std::size_t>(l)] += moved;
   }
   return link_bytes_;
+}
+
+void FlowNetwork::set_source_classes(std::vector<std::int32_t> class_of_rank) {
+  if (next_flow_ > 0) throw SimulationError("flow network: source classes are set before the first message");
+  std::int32_t classes = 0;
+  for (std::int32_t c : class_of_rank) classes = std::max(classes, c + 1);
+  class_of_rank_ = std::move(class_of_rank);
+  class_done_bytes_.assign(static_cast<std::size_t>(classes), std::vector<double>(done_bytes_.size(), 0.0));
+}
+
+std::vector<std::vector<double>> FlowNetwork::link_bytes_by_class() const {
+  std::vector<std::vector<double>> out = class_done_bytes_;
+  const Time now = loop_.now();
+  for (const Flow& f : flows_) {
+    if (!f.active || f.rate < 0.0 || f.cls < 0) continue;
+    const double moved = (f.wire - remaining_at(f, now)) * f.efficiency;
+    for (topology::LinkId l : path(f)) out[static_cast<std::size_t>(f.cls)][static_cast<std::size_t>(l)] += moved;
+  }
+  return out;
 }
 
 }  // namespace tessera::engine

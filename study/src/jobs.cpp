@@ -59,6 +59,40 @@ parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph
   return out;
 }
 
+std::vector<std::vector<int>> random_placement(std::vector<int> free_nodes, const std::vector<int>& counts,
+                                               std::uint64_t seed) {
+  std::size_t needed = 0;
+  for (int c : counts) {
+    if (c < 0) throw InputError("random_placement: a negative node count");
+    needed += static_cast<std::size_t>(c);
+  }
+  if (needed > free_nodes.size()) {
+    throw InputError(fmt::format("random_placement: the jobs need {} nodes, {} are free", needed, free_nodes.size()));
+  }
+  // splitmix64 (Steele, Lea, Flood 2014), as java.util.SplittableRandom.
+  std::uint64_t state = seed;
+  auto next = [&state] {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  for (std::size_t i = free_nodes.size(); i > 1; --i) {
+    const std::size_t k = static_cast<std::size_t>(next() % i);  // modulo bias < i / 2^64: negligible
+    std::swap(free_nodes[i - 1], free_nodes[k]);
+  }
+  std::vector<std::vector<int>> out;
+  std::size_t next_node = 0;
+  for (int c : counts) {
+    auto first = free_nodes.begin() + static_cast<std::ptrdiff_t>(next_node);
+    std::vector<int> nodes(first, first + c);
+    std::sort(nodes.begin(), nodes.end());
+    out.push_back(std::move(nodes));
+    next_node += static_cast<std::size_t>(c);
+  }
+  return out;
+}
+
 namespace {
 
 Time iteration_of(const engine::ExecutionResult& r, const std::vector<int>& gpus) {
@@ -88,8 +122,27 @@ JobsOutcome simulate_jobs(const Scenario& s) {
   }
   std::vector<const parallelism::TaskGraph*> all;
   for (const auto& g : graphs) all.push_back(&g);
-  const engine::ExecutionResult shared = execute_on_backend(s, place_jobs(all, gpu_of, s.gpus()), topo);
+  const parallelism::TaskGraph placed = place_jobs(all, gpu_of, s.gpus());
   JobsOutcome out;
+  engine::ExecutionResult shared;
+  std::vector<std::vector<double>> job_link_bytes;  // [job][link]
+  if (s.backend == Backend::Flow) {
+    // The flow network counts each message's bytes for its source rank's job.
+    std::vector<std::int32_t> job_of(static_cast<std::size_t>(s.gpus()), -1);
+    for (std::size_t j = 0; j < gpu_of.size(); ++j) {
+      for (int g : gpu_of[j]) job_of[static_cast<std::size_t>(g)] = static_cast<std::int32_t>(j);
+    }
+    engine::DiscreteEventLoop loop;
+    engine::FlowNetwork net(topo, loop);
+    net.set_source_classes(std::move(job_of));
+    shared = engine::execute(placed, loop, net, nullptr, execution_options(s));
+    job_link_bytes = net.link_bytes_by_class();
+    job_link_bytes.resize(s.jobs.size(), std::vector<double>(topo.links().size(), 0.0));
+    out.link_bytes = net.link_bytes();
+    out.per_job_links = true;
+  } else {
+    shared = execute_on_backend(s, placed, topo);
+  }
   for (std::size_t j = 0; j < s.jobs.size(); ++j) {
     const Job& job = s.jobs[j];
     const engine::ExecutionResult alone = execute_on_backend(s, place_jobs({&graphs[j]}, {gpu_of[j]}, s.gpus()), topo);
@@ -106,6 +159,36 @@ JobsOutcome simulate_jobs(const Scenario& s) {
     o.tokens_per_s = o.shared > Time::zero()
                          ? sequences * job.scenario.workload.seq_len / o.shared.seconds()
                          : 0.0;
+    if (out.per_job_links) {
+      o.link_bytes = std::move(job_link_bytes[j]);
+      std::vector<topology::LinkId> used;
+      for (std::size_t l = 0; l < o.link_bytes.size(); ++l) {
+        if (o.link_bytes[l] > 0.0) used.push_back(static_cast<topology::LinkId>(l));
+      }
+      // Busiest: the most of the link's capacity used, bytes / bandwidth (the
+      // job's iteration time is common to its links): a slow up-link before
+      // a fast NVLink port carrying more bytes.
+      auto load = [&](topology::LinkId l) {
+        return o.link_bytes[static_cast<std::size_t>(l)] / topo.link(l).bandwidth.bytes_per_second();
+      };
+      std::stable_sort(used.begin(), used.end(),
+                       [&](topology::LinkId a, topology::LinkId b) { return load(a) > load(b); });
+      if (used.size() > kJobBusiestLinks) used.resize(kJobBusiestLinks);
+      for (topology::LinkId l : used) {
+        const auto li = static_cast<std::size_t>(l);
+        const topology::Link& link = topo.link(l);
+        JobLink b;
+        b.link = l;
+        b.src = topo.vertex(link.src).name;
+        b.dst = topo.vertex(link.dst).name;
+        b.tier = std::string(topology::to_string(topo.tier(l)));
+        b.bytes = o.link_bytes[li];
+        b.share = out.link_bytes[li] > 0.0 ? b.bytes / out.link_bytes[li] : 0.0;
+        // (load / time: ordered as the sort above, rounding included)
+        b.utilization = o.shared > Time::zero() ? load(l) / o.shared.seconds() : 0.0;
+        o.busiest_links.push_back(std::move(b));
+      }
+    }
     out.makespan = std::max(out.makespan, o.shared);
     out.jobs.push_back(std::move(o));
   }

@@ -349,3 +349,22 @@ hostile(NAME overrides.unknown_key RC 2
         ARGS run s.yaml --set node_model.overides=ovr_ok.csv)
 hostile(NAME overrides.output_is_override RC 2 REGEX [=[--json-out ovr_ok\.csv: refusing to overwrite node_model\.overrides]=]
         ARGS run s.yaml --set node_model.overrides=ovr_ok.csv --json-out ovr_ok.csv)
+
+# --- Jobs: `placement` (random with a seed). ------------------------------------
+foreach(case IN ITEMS "text|abc" "negative|-1" "fraction|2.5" "huge|4294967296" "list|[1, 2]")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 tag)
+  list(GET parts 1 value)
+  hostile(NAME jobs.placement_seed_${tag} RC 2
+          REGEX [=[^tessera: error: jobs\.yaml \(--set placement\.seed\): placement\.seed: expected an integer in 0\.\.4294967295$]=]
+          ARGS run jobs.yaml --set "placement.seed=${value}")
+endforeach()
+hostile(NAME jobs.placement_policy RC 2
+        REGEX [=[^tessera: error: jobs\.yaml \(--set placement\.policy\): placement\.policy: expected packed, spread or random$]=]
+        ARGS run jobs.yaml --set placement.policy=scattered)
+hostile(NAME jobs.placement_seed_not_random RC 2
+        REGEX [=[^tessera: error: jobs\.yaml:[0-9]+:[0-9]+: placement\.seed: a seed is only used by policy random$]=]
+        ARGS run jobs.yaml --set placement.policy=packed)
+hostile(NAME jobs.placement_unknown_key RC 2
+        REGEX [=[^tessera: error: jobs\.yaml \(--set placement\.sead\): placement\.sead: unknown key \(placement has policy and seed\)$]=]
+        ARGS run jobs.yaml --set placement.sead=3)

@@ -1,9 +1,12 @@
 // Several jobs on one fabric (`jobs:`): placement, the merged graph, and
 // slowdowns that can be checked by hand.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -58,10 +61,82 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   std::string unknown = text;
   unknown.replace(unknown.find("    nodes: 2"), 12, "    nodes: 2\n    gpus: 8");
   EXPECT_NE(error_of(unknown).find("jobs[0].gpus: unknown key"), std::string::npos) << error_of(unknown);
-  EXPECT_NE(error_of(text, {{"placement", "random"}}).find("placement: expected packed or spread"),
+  EXPECT_NE(error_of(text, {{"placement", "scattered"}}).find("placement: expected packed, spread or random"),
             std::string::npos);
   // A job's own plan is checked against its own GPUs.
   EXPECT_NE(error_of(text, {{"parallelism.dp", "32"}}).find("parallelism.dp"), std::string::npos);
+}
+
+// `placement: random`: a seeded shuffle of the free nodes, dealt out in job
+// order. Same seed, same nodes; another seed, other nodes; never a node twice.
+TEST(Jobs, RandomPlacementIsSeededAndDeterministic) {
+  // splitmix64 from seed 1 shuffling {0, 1, 2, 3} (Fisher-Yates from the
+  // end, k = next() mod i) gives 2, 0, 3, 1 (checked with an independent
+  // Python splitmix64): job-a takes {2, 0}, job-b {3, 1}, each sorted.
+  const auto one = study::random_placement({0, 1, 2, 3}, {2, 2}, 1);
+  EXPECT_EQ(one, (std::vector<std::vector<int>>{{0, 2}, {1, 3}}));
+  const auto again = study::random_placement({0, 1, 2, 3}, {2, 2}, 1);
+  EXPECT_EQ(one, again);
+  std::set<std::vector<std::vector<int>>> seen;
+  for (std::uint64_t seed = 0; seed < 64; ++seed) {
+    const auto p = study::random_placement({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 1, 4}, seed);
+    ASSERT_EQ(p.size(), 3U);
+    EXPECT_EQ(p[0].size(), 3U);
+    EXPECT_EQ(p[1].size(), 1U);
+    EXPECT_EQ(p[2].size(), 4U);
+    std::set<int> nodes;
+    for (const auto& job : p) {
+      EXPECT_TRUE(std::is_sorted(job.begin(), job.end()));
+      for (int n : job) {
+        EXPECT_GE(n, 0);
+        EXPECT_LE(n, 9);
+        EXPECT_TRUE(nodes.insert(n).second) << "node " << n << " twice, seed " << seed;
+      }
+    }
+    seen.insert(p);
+  }
+  EXPECT_GT(seen.size(), 50U);  // 64 seeds: (almost) all different placements
+  EXPECT_NE(study::random_placement({0, 1, 2, 3, 4, 5, 6, 7}, {4, 4}, 1),
+            study::random_placement({0, 1, 2, 3, 4, 5, 6, 7}, {4, 4}, 2));
+  EXPECT_THROW((void)study::random_placement({0, 1}, {2, 1}, 1), InputError);
+
+  // Through the loader: explicit lists are kept, the rest is shuffled.
+  std::string text = scenario_text("two-jobs.yaml");
+  text.replace(text.find("cluster:\n  nodes: 4\n"), 20, "cluster:\n  nodes: 16\n");
+  const Scenario a = parse_scenario(text, "t.yaml", {{"placement", "{policy: random, seed: 7}"}});
+  const Scenario b = parse_scenario(text, "t.yaml", {{"placement", "{policy: random, seed: 7}"}});
+  const Scenario c = parse_scenario(text, "t.yaml", {{"placement", "{policy: random, seed: 8}"}});
+  const Scenario d = parse_scenario(text, "t.yaml", {{"placement", "random"}});  // seed 1
+  EXPECT_EQ(a.placement, "random");
+  EXPECT_EQ(a.placement_seed, 7U);
+  EXPECT_EQ(d.placement_seed, 1U);
+  ASSERT_EQ(a.jobs.size(), 2U);
+  EXPECT_EQ(a.jobs[0].nodes, b.jobs[0].nodes);
+  EXPECT_EQ(a.jobs[1].nodes, b.jobs[1].nodes);
+  EXPECT_TRUE(a.jobs[0].nodes != c.jobs[0].nodes || a.jobs[1].nodes != c.jobs[1].nodes);
+  EXPECT_EQ(a.jobs[0].nodes, (std::vector<int>{6, 14}));  // shuffled: 14, 6, 4, 2, ...
+  EXPECT_EQ(a.jobs[1].nodes, (std::vector<int>{2, 4}));
+  EXPECT_EQ(c.jobs[0].nodes, (std::vector<int>{5, 12}));  // seed 8: 5, 12, 4, 1, ...
+  std::string listed = text;
+  listed.replace(listed.find("  - name: job-a\n    nodes: 2"), 28, "  - name: job-a\n    nodes: [3, 0]");
+  const Scenario e = parse_scenario(listed, "t.yaml", {{"placement", "{policy: random, seed: 7}"}});
+  EXPECT_EQ(e.jobs[0].nodes, (std::vector<int>{3, 0}));
+  EXPECT_EQ(e.jobs[1].nodes,
+            study::random_placement({1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {0, 2}, 7)[1]);
+
+  // Bad input: one line naming the key.
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, seed: abc}"}}),
+            "s.yaml (--set placement): placement.seed: expected an integer in 0..4294967295");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, seed: -3}"}}),
+            "s.yaml (--set placement): placement.seed: expected an integer in 0..4294967295");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, seed: 2.5}"}}),
+            "s.yaml (--set placement): placement.seed: expected an integer in 0..4294967295");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: packed, seed: 3}"}}),
+            "s.yaml (--set placement): placement.seed: a seed is only used by policy random");
+  EXPECT_EQ(error_of(text, {{"placement", "{seed: 3}"}}),
+            "s.yaml (--set placement): placement.policy: missing required key (packed, spread or random)");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, sed: 3}"}}),
+            "s.yaml (--set placement): placement.sed: unknown key (placement has policy and seed)");
 }
 
 // Packed: each job under its own leaf, sharing no link: exactly as fast as
@@ -83,6 +158,68 @@ TEST(Jobs, SlowdownsByHand) {
     EXPECT_EQ(spread.jobs[j].shared, half.jobs[j].alone) << j;
   }
   EXPECT_EQ(spread.makespan, spread.jobs[0].shared);
+}
+
+// Link bytes by job (flow backend): packed, each job stays under its own
+// leaf, so neither has a byte on a leaf-spine link; spread, both cross the
+// spines. On every link the jobs' bytes add up to the link's total, and a
+// job's bytes are the ones it moves alone (bytes do not depend on timing).
+TEST(Jobs, LinkBytesByJob) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  for (const char* placement : {"packed", "spread"}) {
+    const Scenario s = parse_scenario(text, "t.yaml", {{"placement", placement}});
+    const topology::Topology topo = study::build_topology(s);
+    const JobsOutcome o = simulate_jobs(s);
+    ASSERT_TRUE(o.per_job_links);
+    ASSERT_EQ(o.link_bytes.size(), topo.links().size());
+    double spine_total = 0.0;
+    for (std::size_t l = 0; l < o.link_bytes.size(); ++l) {
+      double sum = 0.0;
+      for (const auto& j : o.jobs) sum += j.link_bytes.at(l);
+      EXPECT_EQ(sum, o.link_bytes[l]) << placement << " link " << l;
+      if (topo.tier(static_cast<topology::LinkId>(l)) == topology::LinkTier::LeafSpine) {
+        for (const auto& j : o.jobs) {
+          if (std::string(placement) == "packed") {
+            EXPECT_EQ(j.link_bytes[l], 0.0) << j.name << " link " << l;
+          }
+        }
+        spine_total += o.link_bytes[l];
+      }
+    }
+    if (std::string(placement) == "packed") {
+      EXPECT_EQ(spine_total, 0.0);
+    } else {
+      EXPECT_GT(spine_total, 0.0);
+    }
+    for (const auto& j : o.jobs) {
+      ASSERT_EQ(j.busiest_links.size(), study::kJobBusiestLinks) << j.name;
+      for (std::size_t k = 0; k < j.busiest_links.size(); ++k) {
+        const auto& b = j.busiest_links[k];
+        EXPECT_EQ(b.bytes, j.link_bytes[static_cast<std::size_t>(b.link)]);
+        if (k > 0) {
+          EXPECT_GE(j.busiest_links[k - 1].utilization, b.utilization);
+        }
+        EXPECT_GT(b.share, 0.0);
+        EXPECT_LE(b.share, 1.0);
+        EXPECT_GT(b.utilization, 0.0);
+        EXPECT_LE(b.utilization, 1.0);
+        // The two jobs never share a GPU's links: all of it is this job's.
+        if (b.tier == "nvlink" || b.tier == "host") {
+          EXPECT_EQ(b.share, 1.0) << b.src << " -> " << b.dst;
+        }
+      }
+    }
+  }
+  // Spread: job-a (nodes 0 and 2) alone moves exactly its shared-run bytes.
+  std::string alone = text;
+  alone.replace(alone.find("  - name: job-a\n    nodes: 2"), 28, "  - name: job-a\n    nodes: [0, 2]");
+  alone.erase(alone.find("  - name: job-b"), std::string("  - name: job-b\n    nodes: 2\n").size());
+  const JobsOutcome a = simulate_jobs(parse_scenario(alone, "t.yaml"));
+  const JobsOutcome both = simulate_jobs(parse_scenario(text, "t.yaml"));
+  ASSERT_EQ(a.jobs.size(), 1U);
+  EXPECT_EQ(a.jobs[0].nodes, both.jobs[0].nodes);
+  EXPECT_EQ(a.link_bytes, both.jobs[0].link_bytes);
+  EXPECT_EQ(a.jobs[0].link_bytes, both.jobs[0].link_bytes);
 }
 
 TEST(Jobs, PlaceJobsRelabelsRanksAndSharesPrograms) {
@@ -219,4 +356,85 @@ TEST(MixedGpus, EachNodeTimedOnItsOwnGpu) {
   EXPECT_NE(error_of(text, {{"mixed_gpus.gpu", "H100-SXM"}, {"mixed_gpus.nodes", "4"}})
                 .find("mixed_gpus.nodes: 4 is out of range (0..3)"),
             std::string::npos);
+}
+
+// Stage balance (`stragglers:` or `mixed_gpus:`): dp=8 pp=2 on 2 nodes puts
+// stage 0 on node 0 and stage 1 on node 1 (Megatron order: tp, dp, pp).
+// Node 1 at 1.5x: stage 1's busiest compute stream is 1.5 times what it is
+// without stragglers (each task scaled, rounded to the picosecond); stage 0's
+// is unchanged; stage 1 is marked the slowest.
+TEST(Stragglers, StageBalanceNamesTheSlowStage) {
+  const std::string text = scenario_text("default.yaml");
+  const std::vector<Override> plan = {{"parallelism.dp", "8"}, {"parallelism.pp", "2"}};
+  const Scenario base = parse_scenario(text, "d.yaml", plan);
+  std::vector<Override> slow_keys = plan;
+  slow_keys.push_back({"stragglers.nodes", "1"});
+  slow_keys.push_back({"stragglers.slowdown", "1.5"});
+  const Scenario slow = parse_scenario(text, "d.yaml", slow_keys);
+  const auto a = simulate_scenario(base, nullptr, nullptr, false);
+  const auto b = simulate_scenario(slow, nullptr, nullptr, false);
+  EXPECT_TRUE(make_report(base, a).stage_balance.empty());  // neither key: no stage balance
+  Time stage_base[2];
+  for (int r = 0; r < 16; ++r) {
+    stage_base[r / 8] = std::max(stage_base[r / 8], a.result.ranks[static_cast<std::size_t>(r)].compute_busy);
+  }
+  const RunReport rep = make_report(slow, b);
+  ASSERT_EQ(rep.stage_balance.size(), 2U);
+  EXPECT_EQ(rep.stage_balance[0].stage, 0);
+  EXPECT_EQ(rep.stage_balance[1].stage, 1);
+  EXPECT_EQ(rep.stage_balance[0].compute, stage_base[0]);
+  EXPECT_LT(rep.stage_balance[0].slowest_rank, 8);
+  EXPECT_GE(rep.stage_balance[1].slowest_rank, 8);
+  const double tasks_ps = 100000.0;  // a picosecond of rounding per task, generously
+  EXPECT_NEAR(static_cast<double>(rep.stage_balance[1].compute.ps()), 1.5 * static_cast<double>(stage_base[1].ps()),
+              tasks_ps);
+  const double ratio = static_cast<double>(rep.stage_balance[1].compute.ps()) /
+                       static_cast<double>(std::min(rep.stage_balance[0].compute, rep.stage_balance[1].compute).ps());
+  EXPECT_DOUBLE_EQ(rep.stage_balance[1].vs_fastest, ratio);
+  EXPECT_GT(rep.stage_balance[1].vs_fastest, 1.3);
+  EXPECT_DOUBLE_EQ(rep.stage_balance[0].vs_fastest, 1.0);
+  const std::string txt = format_text(rep);
+  EXPECT_NE(txt.find("Stage balance"), std::string::npos) << txt;
+  EXPECT_NE(txt.find(fmt::format("  stage 1      {:>12.3f} ms  x{:.3f}  (rank {})  <- slowest",
+                                 rep.stage_balance[1].compute.ms(), rep.stage_balance[1].vs_fastest,
+                                 rep.stage_balance[1].slowest_rank)),
+            std::string::npos)
+      << txt;
+  const std::string json = format_json(rep);
+  EXPECT_NE(json.find(fmt::format(R"("stage_balance": [{{"stage": 0, "slowest_rank": {}, )",
+                                  rep.stage_balance[0].slowest_rank)),
+            std::string::npos)
+      << json;
+}
+
+// Stage balance with `mixed_gpus`: dp=8 pp=2 on 2 nodes of H100 with node 1
+// (stage 1) an A100: stage 0's busiest compute stream is exactly the all-H100
+// run's, stage 1's exactly the all-A100 run's (each rank runs the plan timed
+// on its GPU), and stage 1 is the slower.
+TEST(MixedGpus, StageBalanceIsEachStageOnItsGpu) {
+  const std::string text = scenario_text("default.yaml");
+  const std::vector<Override> plan = {{"parallelism.dp", "8"}, {"parallelism.pp", "2"}};
+  auto stage_compute = [](const study::Simulation& sim, int stage) {
+    Time t;
+    for (int r = stage * 8; r < stage * 8 + 8; ++r) {
+      t = std::max(t, sim.result.ranks[static_cast<std::size_t>(r)].compute_busy);
+    }
+    return t;
+  };
+  const auto h100 = simulate_scenario(parse_scenario(text, "d.yaml", plan), nullptr, nullptr, false);
+  std::vector<Override> a100_keys = plan;
+  a100_keys.push_back({"cluster.gpu", "A100-80GB"});
+  const auto a100 = simulate_scenario(parse_scenario(text, "d.yaml", a100_keys), nullptr, nullptr, false);
+  std::vector<Override> mixed_keys = plan;
+  mixed_keys.push_back({"mixed_gpus.gpu", "A100-80GB"});
+  mixed_keys.push_back({"mixed_gpus.nodes", "1"});
+  const Scenario mixed = parse_scenario(text, "d.yaml", mixed_keys);
+  const RunReport rep = make_report(mixed, simulate_scenario(mixed, nullptr, nullptr, false));
+  ASSERT_EQ(rep.stage_balance.size(), 2U);
+  EXPECT_EQ(rep.stage_balance[0].compute, stage_compute(h100, 0));
+  EXPECT_EQ(rep.stage_balance[1].compute, stage_compute(a100, 1));
+  EXPECT_GT(rep.stage_balance[1].compute, rep.stage_balance[0].compute);
+  EXPECT_DOUBLE_EQ(rep.stage_balance[0].vs_fastest, 1.0);
+  EXPECT_DOUBLE_EQ(rep.stage_balance[1].vs_fastest, static_cast<double>(stage_compute(a100, 1).ps()) /
+                                                        static_cast<double>(stage_compute(h100, 0).ps()));
 }

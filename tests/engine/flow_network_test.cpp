@@ -265,3 +265,32 @@ TEST(FlowNetwork, FailedSpineLinkHalvesCrossLeafBandwidth) {
   EXPECT_THROW((void)t.route(0, 2), InputError);
   EXPECT_NO_THROW((void)t.route(0, 1));  // under the same leaf
 }
+
+// Bytes by source class: on a star, ranks 0 and 1 (class 0) and rank 2
+// (class 1) all send to rank 3; rank 3's link carries 1 + 2 MB of class 0
+// and 4 MB of class 1; rank 4 (no class) adds 8 MB counted in no class.
+TEST(FlowNetwork, LinkBytesBySourceClass) {
+  const auto topo = test_support::star(5, parse_bandwidth("8Gbps"), Time::zero());
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  net.set_source_classes({0, 0, 1, 0, -1});
+  net.send(Message{0, 3, Bytes(1'000'000)}, [] {});
+  net.send(Message{1, 3, Bytes(2'000'000)}, [] {});
+  net.send(Message{2, 3, Bytes(4'000'000)}, [] {});
+  net.send(Message{4, 3, Bytes(8'000'000)}, [] {});
+  EXPECT_THROW(net.set_source_classes({0}), SimulationError);  // too late
+  loop.run();
+  const auto by_class = net.link_bytes_by_class();
+  ASSERT_EQ(by_class.size(), 2U);
+  const auto into3 = static_cast<std::size_t>(topo.route(0, 3).back());
+  EXPECT_EQ(by_class[0][into3], 3e6);
+  EXPECT_EQ(by_class[1][into3], 4e6);
+  EXPECT_EQ(net.link_bytes()[into3], 15e6);
+  const auto out_of2 = static_cast<std::size_t>(topo.route(2, 3).front());
+  EXPECT_EQ(by_class[0][out_of2], 0.0);
+  EXPECT_EQ(by_class[1][out_of2], 4e6);
+  // Without classes: nothing to split.
+  DiscreteEventLoop loop2;
+  FlowNetwork plain(topo, loop2);
+  EXPECT_TRUE(plain.link_bytes_by_class().empty());
+}

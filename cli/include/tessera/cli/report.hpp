@@ -37,6 +37,16 @@ struct StageMemory {
   Bytes weights, gradients, optimizer_states, activations, workspace;
 };
 
+/// One pipeline stage's compute in the real run (`stragglers:` or
+/// `mixed_gpus:` only): its busiest rank's compute stream
+/// (engine::RankResult::compute_busy) against the fastest stage's.
+struct StageBalance {
+  int stage = 0;
+  int slowest_rank = 0;  ///< the stage's rank with the most compute (lowest rank on a tie)
+  Time compute;          ///< that rank's compute_busy
+  double vs_fastest = 1.0;  ///< compute / the least of every stage's `compute` (1 for the fastest)
+};
+
 struct RunReport {
   std::string scenario;
   std::string model;
@@ -73,6 +83,9 @@ struct RunReport {
   Bytes nvlink_bytes;  ///< of it, within a node (engine::ExecutionResult::nvlink_bytes)
   Bytes fabric_bytes;  ///< of it, between nodes: HCA (and PCIe to a shared one) and fabric
   std::vector<StageMemory> memory;
+  /// One per pipeline stage when the scenario has stragglers or mixed GPUs
+  /// (printed, and in the JSON, only then); empty otherwise.
+  std::vector<StageBalance> stage_balance;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
   /// The ns-3 backend's packet fabric (a "Packet fabric" section and a JSON
   /// "ns3" object); absent on the flow backend, whose output is unchanged.

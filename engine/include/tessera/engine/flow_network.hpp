@@ -49,6 +49,14 @@ class FlowNetwork final : public Network {
   /// sharing fills a bottleneck to exactly 1). Updated where rates are
   /// computed: one pass over each recomputed component's links.
   [[nodiscard]] std::vector<double> link_peak_utilization() const;
+  /// Optional accounting by class of the sending rank (a job, a tenant):
+  /// class_of_rank[r] in 0..classes-1 is rank r's class, -1 (or a rank past
+  /// the end) counts in no class. Call before the first send.
+  void set_source_classes(std::vector<std::int32_t> class_of_rank);
+  /// link_bytes() split by the class of each message's source ([class][LinkId]);
+  /// over the classes it sums to link_bytes() for links only classed ranks
+  /// use. Empty without set_source_classes.
+  [[nodiscard]] std::vector<std::vector<double>> link_bytes_by_class() const;
   [[nodiscard]] std::uint64_t flows_completed() const { return completed_; }
   /// Rate recomputations run (one per instant with starts or ends), and the
   /// flows they visited in total (for benchmarks).
@@ -75,6 +83,7 @@ class FlowNetwork final : public Network {
     std::int64_t due = 0;       ///< ps when the last byte leaves (valid when rate > 0)
     std::uint32_t version = 0;  ///< per slot, bumped on start and on every rate change
     bool active = false;
+    std::int32_t cls = -1;  ///< its source rank's class (set_source_classes), -1: none
     Time latency;  ///< of its path, plus Message::delay_after
     Callback on_delivered;
   };
@@ -168,6 +177,8 @@ class FlowNetwork final : public Network {
   std::vector<LinkUse> use_;     // per link
   std::vector<double> min_left_;  // per link, least capacity left after a filling (bytes per ps)
   mutable std::vector<double> link_bytes_;  // done_bytes_ + in-flight, built on demand
+  std::vector<std::int32_t> class_of_rank_;        // set_source_classes (empty: no accounting)
+  std::vector<std::vector<double>> class_done_bytes_;  // [class][link], delivered messages
 };
 
 }  // namespace tessera::engine

@@ -3,11 +3,13 @@
 // "Several jobs"): every job planned alone, their task graphs placed on the
 // cluster's GPUs and run in one simulation on one network, and each job run
 // alone on the same GPUs for its slowdown.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "tessera/study/scenario.hpp"
 #include "tessera/parallelism/task_graph.hpp"
+#include "tessera/topology/topology.hpp"
 #include "tessera/units.hpp"
 
 namespace tessera::study {
@@ -20,6 +22,29 @@ namespace tessera::study {
 parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph*>& jobs,
                                   const std::vector<std::vector<int>>& gpu_of, int total_ranks);
 
+/// Pure: nodes for jobs placed by count under `placement: random`. The
+/// free nodes are shuffled by Fisher-Yates driven by splitmix64 seeded with
+/// `seed` (self-contained: the same on every platform and standard library)
+/// and dealt out in job order, counts[j] to job j; each job's nodes are then
+/// sorted. Throws InputError when the counts exceed the free nodes.
+std::vector<std::vector<int>> random_placement(std::vector<int> free_nodes, const std::vector<int>& counts,
+                                               std::uint64_t seed);
+
+/// One directed link as one job used it in the shared run.
+struct JobLink {
+  topology::LinkId link = -1;
+  std::string src, dst;  ///< vertex names, as in link CSVs
+  std::string tier;      ///< topology::to_string(LinkTier)
+  double bytes = 0.0;    ///< payload this job's ranks sent over it
+  double share = 0.0;    ///< of every job's bytes on it, in [0, 1]
+  /// bytes / (its bandwidth x the job's shared iteration time): the part of
+  /// the link's capacity over the job's iteration that the job used.
+  double utilization = 0.0;
+};
+
+/// The busiest links listed per job (JobOutcome::busiest_links).
+inline constexpr std::size_t kJobBusiestLinks = 3;
+
 struct JobOutcome {
   std::string name;
   std::vector<int> nodes;
@@ -27,6 +52,13 @@ struct JobOutcome {
   Time alone;   ///< iteration time with the job alone on its GPUs (the rest of the fabric idle)
   Time shared;  ///< iteration time with every job running
   double tokens_per_s = 0.0;  ///< at the shared iteration time
+  /// Payload its ranks sent over each directed link in the shared run
+  /// (index = LinkId); flow backend only (empty on ns-3).
+  std::vector<double> link_bytes;
+  /// Its kJobBusiestLinks links of highest utilization (bytes over
+  /// bandwidth; highest first, ties by link id), links it did not use left
+  /// out; flow backend only.
+  std::vector<JobLink> busiest_links;
   [[nodiscard]] double slowdown() const {
     return alone > Time::zero() ? static_cast<double>(shared.ps()) / static_cast<double>(alone.ps()) - 1.0 : 0.0;
   }
@@ -35,6 +67,11 @@ struct JobOutcome {
 struct JobsOutcome {
   std::vector<JobOutcome> jobs;
   Time makespan;  ///< when the last job's iteration ended
+  /// Per-job link bytes were collected (flow backend): the flow network
+  /// attributes each message to its source rank's job. The ns-3 backend has
+  /// no per-source accounting: false, and the jobs' link lists are empty.
+  bool per_job_links = false;
+  std::vector<double> link_bytes;  ///< every job together, per directed link (flow backend)
 };
 
 /// Runs a multi-job scenario (s.jobs not empty) on its backend.

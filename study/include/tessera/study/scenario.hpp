@@ -3,6 +3,7 @@
 // plain Tessera types (no YAML here: cli's loader builds it), and what the
 // pipeline derives from it (the GPU as the node model times it, the fabric
 // with its failures, the node model with its overrides).
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -147,7 +148,8 @@ struct Scenario {
   /// shared section (its model, training and plan are a stand-in: one
   /// data-parallel rank per GPU); each job has its own.
   std::vector<Job> jobs;
-  std::string placement;  ///< `placement:` of the jobs given by count: packed or spread
+  std::string placement;  ///< `placement:` of the jobs given by count: packed, spread or random
+  std::uint64_t placement_seed = 0;  ///< `placement.seed` with placement random (default 1); 0 otherwise
 
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
 };

@@ -1,0 +1,32 @@
+# Per-job link bytes on the ns-3 backend (scenarios/two-jobs.yaml): ns-3 does
+# not attribute link traffic to sources, so the report says so rather than
+# printing zeros, and the JSON has "busiest_links": null for every job; the
+# flow backend's JSON has a list.
+function(run_ok out)
+  execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "tessera run ${SCENARIO} ${ARGN} failed (${rc}): ${e}")
+  endif()
+  set(${out} "${o}" PARENT_SCOPE)
+endfunction()
+
+run_ok(text --backend ns3)
+string(FIND "${text}" "Links by job   not available: the ns-3 backend does not attribute link traffic to jobs" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "ns-3 jobs report does not say per-job links are unavailable:\n${text}")
+endif()
+run_ok(json --backend ns3 --json)
+string(JSON jobs LENGTH "${json}" jobs)
+math(EXPR last "${jobs} - 1")
+foreach(j RANGE ${last})
+  string(JSON type TYPE "${json}" jobs ${j} busiest_links)
+  if(NOT type STREQUAL "NULL")
+    message(FATAL_ERROR "ns-3: job ${j} busiest_links is ${type}, expected null")
+  endif()
+endforeach()
+run_ok(flow_json --json)
+string(JSON type TYPE "${flow_json}" jobs 0 busiest_links)
+string(JSON n LENGTH "${flow_json}" jobs 0 busiest_links)
+if(NOT type STREQUAL "ARRAY" OR NOT n EQUAL 3)
+  message(FATAL_ERROR "flow: job 0 busiest_links is ${type} of ${n}, expected an array of 3")
+endif()
