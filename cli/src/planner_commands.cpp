@@ -83,9 +83,12 @@ struct Bar {
 std::string bar_panel(const std::string& title, const std::string& x_label, const std::vector<Bar>& bars,
                       double axis_max, const std::optional<std::pair<double, std::string>>& marker, double y0,
                       double skip, double width, double& height) {
-  constexpr double kLeft = 170, kRight = 120, kBar = 22, kGap = 10;
+  constexpr double kLeft = 170, kBar = 22, kGap = 10;
+  // Room on the right for the longest text after a bar.
+  double right = 60;
+  for (const Bar& b : bars) right = std::max(right, chart::text_width(b.end_label, 12) + 16);
   const double top = y0 + skip + (marker ? 42 : 26);
-  const double pw = width - kLeft - kRight;
+  const double pw = width - kLeft - right;
   const std::vector<double> ticks = chart::ticks_from_zero(axis_max);
   const double scale = pw / ticks.back();
   const double bottom = top + static_cast<double>(bars.size()) * (kBar + kGap);
@@ -99,7 +102,7 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
                      x, top - 4, bottom);
     s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="11" text-anchor="middle">{}</text>)"
                      "\n",
-                     x, bottom + 14, chart::short_number(t));
+                     x, bottom + 14, t < 1e4 ? fmt::format("{:g}", t) : chart::short_number(t));
   }
   s += fmt::format(R"(<line x1="{0}" y1="{1:.1f}" x2="{2:.1f}" y2="{1:.1f}" stroke="#888"/>)"
                    "\n",
@@ -107,6 +110,18 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
   s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)"
                    "\n",
                    kLeft + pw / 2, bottom + 32, chart::escape(x_label));
+  // The marker under the bars and their labels.
+  if (marker) {
+    const double mx = kLeft + marker->first * scale;
+    s += fmt::format(R"(<line class="capacity" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#d62728" stroke-width="2" stroke-dasharray="6 4"/>)"
+                     "\n",
+                     mx, top - 12, bottom);
+    // The label ends at the line, or starts there when it would not fit left of it.
+    const bool left_of = mx - chart::text_width(marker->second, 12) - 4 >= 10;
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#d62728" text-anchor="{}">{}</text>)"
+                     "\n",
+                     left_of ? mx - 4 : mx + 4, top - 8, left_of ? "end" : "start", chart::escape(marker->second));
+  }
   double y = top;
   for (const Bar& b : bars) {
     s += fmt::format(R"(<text x="10" y="{:.1f}">{}</text>)"
@@ -127,21 +142,11 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
                        x, y, w, kBar, color);
       x += w;
     }
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}">{}</text>)"
+    // A white halo keeps the text readable over the marker line.
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" stroke="white" stroke-width="3" paint-order="stroke">{}</text>)"
                      "\n",
                      x + 6, y + kBar * 0.68, chart::escape(b.end_label));
     y += kBar + kGap;
-  }
-  if (marker) {
-    const double mx = kLeft + marker->first * scale;
-    s += fmt::format(R"(<line class="capacity" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#d62728" stroke-width="2" stroke-dasharray="6 4"/>)"
-                     "\n",
-                     mx, top - 12, bottom);
-    // The label ends at the line, or starts there when it would not fit left of it.
-    const bool left_of = mx - chart::text_width(marker->second, 12) - 4 >= 10;
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#d62728" text-anchor="{}">{}</text>)"
-                     "\n",
-                     left_of ? mx - 4 : mx + 4, top - 8, left_of ? "end" : "start", chart::escape(marker->second));
   }
   height = bottom + 44 - y0;
   return s;
