@@ -19,6 +19,7 @@
 #include "tessera/cli/chart.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/progress.hpp"
 #include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
@@ -483,18 +484,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
 
   std::mutex mu;
   std::atomic<std::size_t> next{0};
-  std::size_t done = rows.size();
   std::optional<std::string> first_error;
   std::ofstream csv(csv_path, std::ios::app | std::ios::binary);
   say_on_interrupt(fmt::format("finished points are kept in {}; run the same command again to resume", csv_path));
-  auto progress = [&] {
-    if (!tty) return;
-    const int width = 30;
-    const auto filled = static_cast<int>(width * done / std::max<std::size_t>(owned, 1));
-    std::cerr << fmt::format("\rsweep [{}{}] {}/{} points", std::string(static_cast<std::size_t>(filled), '#'),
-                             std::string(static_cast<std::size_t>(width - filled), ' '), done, owned)
-              << std::flush;
-  };
+  // A bar on a terminal, a line every 10 s in a log (progress.hpp).
+  CountProgress progress("sweep", "points", owned, rows.size(), std::cerr, tty);
   auto worker = [&] {
     for (;;) {
       const std::size_t k = next.fetch_add(1);
@@ -510,20 +504,18 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         std::lock_guard lock(mu);
         csv << row << '\n' << std::flush;
         rows[pt.index] = row;
-        ++done;
-        progress();
+        progress.advance();
       } catch (const std::exception& e) {
         std::lock_guard lock(mu);
         if (!first_error) first_error = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
       }
     }
   };
-  progress();
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   csv.close();
-  if (tty) std::cerr << '\n';
+  progress.finish();
   if (first_error) throw SimulationError(*first_error + " (finished points are kept; run again to resume)");
 
   // Final file: rows in point order, whatever order they finished in.
