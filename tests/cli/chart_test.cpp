@@ -3,8 +3,11 @@
 // axes, readable ticks, the ideal-scaling line and efficiency panel only when
 // the GPU count changes, one line per value of a second swept key, and the
 // memory panel of compare-schedules. Rendering is checked by chart_render.cmake.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -267,6 +270,35 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
   EXPECT_EQ(lines(*root, true), std::vector<std::string>{"ideal scaling"});
   // throughput and per-GPU efficiency, one line each
   EXPECT_EQ(lines(*root, false).size(), 2U);
+  // The ideal line starts at the first point and is linear in GPUs: at 4x
+  // the GPUs (nodes 1 -> 4) it is 4x as high above the throughput panel's
+  // zero (the bottom of its frame, the first frame drawn).
+  auto points_of = [&](const std::string& name) {
+    std::vector<std::pair<double, double>> pts;
+    for (const Element* p : all(*root, "polyline")) {
+      if (attr(p, "data-name") != name || !pts.empty()) continue;
+      std::istringstream in(attr(p, "points"));
+      for (std::string xy; in >> xy;) {
+        const auto comma = xy.find(',');
+        pts.emplace_back(std::stod(xy.substr(0, comma)), std::stod(xy.substr(comma + 1)));
+      }
+    }
+    return pts;
+  };
+  const auto ideal = points_of("ideal scaling");
+  const auto data = points_of("throughput");
+  ASSERT_EQ(ideal.size(), 3U);
+  ASSERT_EQ(data.size(), 3U);
+  EXPECT_EQ(ideal.front(), data.front());
+  double zero = 0;
+  for (const Element* r : all(*root, "rect")) {
+    if (attr(r, "fill") == "none" && zero == 0) zero = std::stod(attr(r, "y")) + std::stod(attr(r, "height"));
+  }
+  ASSERT_GT(zero, 0);
+  EXPECT_NEAR((zero - ideal.back().second) / (zero - ideal.front().second), 4.0, 0.05);
+  EXPECT_LT(ideal.front().first, ideal[1].first);  // x grows with the GPUs
+  // On a log axis, 8 -> 16 and 16 -> 32 GPUs are the same distance apart.
+  EXPECT_NEAR(ideal[1].first - ideal[0].first, ideal[2].first - ideal[1].first, 0.2);
   // Titles do not overlap: the document title's baseline is above every
   // panel title's top (font-size 13).
   double title_y = 0;
@@ -321,6 +353,13 @@ TEST_F(ChartTest, CompareSchedulesHasTimeAndMemoryPanels) {
             0);
   const std::string svg = read(svg_path);
   const auto root = parse_chart(svg);
+  // Same input, same bytes.
+  std::ostringstream again;
+  ASSERT_EQ(cmd_compare_schedules({std::string(TESSERA_SCENARIO_DIR) + "/schedules.yaml", "--schedules",
+                                   "gpipe,1f1b", "--svg", (dir_ / "again.svg").string()},
+                                  again),
+            0);
+  EXPECT_EQ(read(dir_ / "again.svg"), svg);
   const auto t = texts(*root);
   EXPECT_TRUE(t.count("Iteration time"));
   EXPECT_TRUE(t.count("time per iteration (ms)"));
@@ -334,9 +373,31 @@ TEST_F(ChartTest, CompareSchedulesHasTimeAndMemoryPanels) {
   for (const Element* r : bars) memory_bars += attr(r, "class") == "bar" ? 1 : 0;
   EXPECT_EQ(memory_bars, 2U * 4 + 2);
   // The memory labels are the numbers the table prints (GiB, one decimal).
-  std::size_t gib_labels = 0;
-  for (const Element* e : all(*root, "text")) gib_labels += e->text.find(" GiB (stage ") != std::string::npos ? 1 : 0;
-  EXPECT_EQ(gib_labels, 2U);
+  std::vector<std::string> gib_labels;
+  for (const Element* e : all(*root, "text")) {
+    if (e->text.find(" GiB (stage ") != std::string::npos) gib_labels.push_back(e->text);
+  }
+  ASSERT_EQ(gib_labels.size(), 2U);
+  // gpipe's bar is the largest per-stage number of its table row.
+  std::istringstream table(out.str());
+  bool found = false;
+  for (std::string line; std::getline(table, line);) {
+    if (line.rfind("gpipe ", 0) != 0) continue;
+    found = true;
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    const auto last_ms = std::find(w.rbegin(), w.rend(), "ms").base();
+    double fullest = 0;
+    std::size_t stage = 0;
+    for (auto it = last_ms; it != w.end() && *it != "OOM"; ++it) {
+      const double gib = std::stod(*it);
+      if (gib > fullest) fullest = gib, stage = static_cast<std::size_t>(it - last_ms);
+    }
+    EXPECT_EQ(gib_labels.front().rfind(fmt::format("{:.1f} GiB (stage {})", fullest, stage), 0), 0U)
+        << gib_labels.front() << " vs " << line;
+  }
+  EXPECT_TRUE(found) << out.str();
 }
 
 }  // namespace
