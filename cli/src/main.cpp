@@ -148,9 +148,11 @@ GPU memory (the report is printed, and one line on stderr names the stage).
 
 Runs every point of the grid of --set values (cartesian product, first key
 outermost) on all cores, appends each point to the CSV as it finishes, and at
-the end rewrites the CSV in point order and draws throughput and parallel
-efficiency as SVG. Running the same command again resumes an interrupted
-sweep without redoing finished points.
+the end rewrites the CSV in point order and draws an SVG chart: throughput
+against the first key (against the GPU count, on a log axis, with an
+ideal-scaling line and a scaling-efficiency panel, when the first key changes
+it), one line per value of the other keys. Running the same command again
+resumes an interrupted sweep without redoing finished points.
 
   --out FILE.csv       default SCENARIO-sweep.csv
   --svg FILE.svg       default: the CSV's name with .svg
@@ -203,7 +205,8 @@ Exit codes: 0 ok, 1 simulation error, 2 bad input or no plan fits in memory.
 Plans and simulates the scenario under each pipeline schedule (by default
 all five) and prints iteration time, bubble (ms and share of the iteration,
 as run prints it), exposed communication, compute and peak memory per stage;
---svg draws the breakdown.
+--svg draws the iteration time split of each schedule and its peak memory
+per GPU against the GPU's capacity.
 )"},
       {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training --data DIR [options]
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include <sstream>
 
 #include "tessera/cli/args.hpp"
+#include "tessera/cli/chart.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/files.hpp"
 #include "tessera/study/pipeline.hpp"
@@ -64,49 +67,145 @@ struct Row {
   Breakdown result;
 };
 
-std::string svg_chart(const std::string& title, const std::vector<Row>& rows) {
-  const double width = 760, left = 170, bar_h = 26, gap = 14, top = 48;
-  double longest = 0;
-  for (const Row& r : rows) {
-    if (r.error.empty()) longest = std::max(longest, r.result.split.iteration.ms());
+/// One bar of a horizontal bar panel: stacked segments (value, colour) and
+/// the text after it; `missing` (non-empty) replaces the bar.
+struct Bar {
+  std::string name;
+  std::vector<std::pair<double, std::string>> segments;
+  std::string end_label;
+  std::string missing;
+};
+
+/// A horizontal bar panel from y0 across `width`: title, bars, x axis with
+/// ticks of `axis_max` and its label, and an optional dashed vertical
+/// marker (value, label); `skip` leaves room below the title (for a
+/// legend). Returns the SVG; `height` gets the height used.
+std::string bar_panel(const std::string& title, const std::string& x_label, const std::vector<Bar>& bars,
+                      double axis_max, const std::optional<std::pair<double, std::string>>& marker, double y0,
+                      double skip, double width, double& height) {
+  constexpr double kLeft = 170, kBar = 22, kGap = 10;
+  // Room on the right for the longest text after a bar.
+  double right = 60;
+  for (const Bar& b : bars) right = std::max(right, chart::text_width(b.end_label, 12) + 16);
+  const double top = y0 + skip + (marker ? 42 : 26);
+  const double pw = width - kLeft - right;
+  const std::vector<double> ticks = chart::ticks_from_zero(axis_max);
+  const double scale = pw / ticks.back();
+  const double bottom = top + static_cast<double>(bars.size()) * (kBar + kGap);
+  std::string s = fmt::format(R"(<text x="10" y="{:.1f}" font-size="13" font-weight="bold">{}</text>)"
+                              "\n",
+                              y0 + 16, chart::escape(title));
+  for (const double t : ticks) {
+    const double x = kLeft + t * scale;
+    s += fmt::format(R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#e5e5e5"/>)"
+                     "\n",
+                     x, top - 4, bottom);
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="11" text-anchor="middle">{}</text>)"
+                     "\n",
+                     x, bottom + 14, t < 1e4 ? fmt::format("{:g}", t) : chart::short_number(t));
   }
-  if (longest <= 0) longest = 1;
-  const double scale = (width - left - 90) / longest;
-  const double height = top + static_cast<double>(rows.size()) * (bar_h + gap) + 40;
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{2}</text>\n",
-      width, height, title);
-  const char* colors[] = {"#4878d0", "#8c613c", "#bbbbbb", "#ee854a"};
-  const char* labels[] = {"compute", "host", "pipeline bubble", "exposed communication"};
-  for (int i = 0; i < 4; ++i) {
-    svg += fmt::format("<rect x=\"{}\" y=\"28\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"38\">{}</text>\n",
-                       left - 160 + i * 150, colors[i], left - 160 + i * 150 + 16, labels[i]);
+  s += fmt::format(R"(<line x1="{0}" y1="{1:.1f}" x2="{2:.1f}" y2="{1:.1f}" stroke="#888"/>)"
+                   "\n",
+                   kLeft, bottom, kLeft + pw);
+  s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)"
+                   "\n",
+                   kLeft + pw / 2, bottom + 32, chart::escape(x_label));
+  // The marker under the bars and their labels.
+  if (marker) {
+    const double mx = kLeft + marker->first * scale;
+    s += fmt::format(R"(<line class="capacity" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#d62728" stroke-width="2" stroke-dasharray="6 4"/>)"
+                     "\n",
+                     mx, top - 12, bottom);
+    // The label ends at the line, or starts there when it would not fit left of it.
+    const bool left_of = mx - chart::text_width(marker->second, 12) - 4 >= 10;
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#d62728" text-anchor="{}">{}</text>)"
+                     "\n",
+                     left_of ? mx - 4 : mx + 4, top - 8, left_of ? "end" : "start", chart::escape(marker->second));
   }
   double y = top;
-  for (const Row& r : rows) {
-    const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
-    svg += fmt::format("<text x=\"10\" y=\"{}\">{}</text>\n", y + bar_h * 0.65, name);
-    if (!r.error.empty()) {
-      svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#aa0000\">not applicable</text>\n", left, y + bar_h * 0.65);
-      y += bar_h + gap;
+  for (const Bar& b : bars) {
+    s += fmt::format(R"(<text x="10" y="{:.1f}">{}</text>)"
+                     "\n",
+                     y + kBar * 0.68, chart::escape(b.name));
+    if (!b.missing.empty()) {
+      s += fmt::format(R"(<text x="{}" y="{:.1f}" fill="#aa0000">{}</text>)"
+                       "\n",
+                       kLeft + 4, y + kBar * 0.68, chart::escape(b.missing));
+      y += kBar + kGap;
       continue;
     }
-    const auto& b = r.result.split;
-    const double parts[] = {b.compute.ms(), b.host.ms(), b.bubble.ms(), b.exposed_comm.ms()};
-    double x = left;
-    for (int i = 0; i < 4; ++i) {
-      const double w = std::max(0.0, parts[i] * scale);
-      svg += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>\n", x, y, w, bar_h,
-                         colors[i]);
+    double x = kLeft;
+    for (const auto& [value, color] : b.segments) {
+      const double w = std::max(0.0, value * scale);
+      s += fmt::format(R"(<rect class="bar" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{}" fill="{}"/>)"
+                       "\n",
+                       x, y, w, kBar, color);
       x += w;
     }
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.1f} ms{}</text>\n", x + 6, y + bar_h * 0.65,
-                       r.result.split.iteration.ms(), r.result.summary.oom() ? " OOM" : "");
-    y += bar_h + gap;
+    // A white halo keeps the text readable over the marker line.
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" stroke="white" stroke-width="3" paint-order="stroke">{}</text>)"
+                     "\n",
+                     x + 6, y + kBar * 0.68, chart::escape(b.end_label));
+    y += kBar + kGap;
   }
-  return svg + "</svg>\n";
+  height = bottom + 44 - y0;
+  return s;
+}
+
+/// Two panels: the iteration time of each schedule split into compute,
+/// host, bubble and exposed communication, and its peak memory per GPU (the
+/// fullest stage) against the GPU's capacity.
+std::string svg_chart(const std::string& title, const std::vector<Row>& rows, const std::string& gpu_name,
+                      Bytes capacity) {
+  constexpr double kWidth = 820;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const std::array<const char*, 4> colors{"#4878d0", "#8c613c", "#bbbbbb", "#ee854a"};
+  const std::array<const char*, 4> parts{"compute", "host", "pipeline bubble", "exposed communication"};
+  std::vector<Bar> time_bars, memory_bars;
+  double longest = 0, fullest = capacity.as_double() / kGiB;
+  for (const Row& r : rows) {
+    const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
+    Bar t{name, {}, {}, r.error.empty() ? "" : "not applicable"};
+    Bar m = t;
+    if (r.error.empty()) {
+      const auto& b = r.result.split;
+      const std::array<double, 4> ms{b.compute.ms(), b.host.ms(), b.bubble.ms(), b.exposed_comm.ms()};
+      for (std::size_t i = 0; i < ms.size(); ++i) t.segments.emplace_back(ms[i], colors[i]);
+      t.end_label = fmt::format("{:.1f} ms", b.iteration.ms());
+      longest = std::max(longest, b.iteration.ms());
+      double peak = 0;
+      std::size_t stage = 0;
+      const auto& stages = r.result.summary.memory_per_stage;
+      for (std::size_t k = 0; k < stages.size(); ++k) {
+        const double gib = stages[k].total().as_double() / kGiB;
+        if (gib > peak) peak = gib, stage = k;
+      }
+      const bool oom = r.result.summary.oom();
+      m.segments.emplace_back(peak, oom ? "#d62728" : "#59a14f");
+      m.end_label = fmt::format("{:.1f} GiB{}", peak, stages.size() > 1 ? fmt::format(" (stage {})", stage) : "");
+      if (oom) m.end_label += " OOM";
+      fullest = std::max(fullest, peak);
+    }
+    time_bars.push_back(std::move(t));
+    memory_bars.push_back(std::move(m));
+  }
+  std::vector<chart::LegendEntry> entries;
+  for (std::size_t i = 0; i < parts.size(); ++i) entries.push_back({parts[i], colors[i], false, false, true});
+  // The parts' legend goes under the time panel's title.
+  const double time_y = chart::kHeaderHeight - 12;
+  double legend_h = 0;
+  const std::string legend = chart::legend(entries, 10, time_y + 24, kWidth - 20, legend_h);
+  double time_h = 0, memory_h = 0;
+  const std::string time_panel = bar_panel("Iteration time", "time per iteration (ms)", time_bars,
+                                           longest > 0 ? longest : 1, std::nullopt, time_y, legend_h + 4, kWidth, time_h);
+  const double memory_y = time_y + time_h + 10;
+  const std::string memory_panel = bar_panel(
+      "Peak memory per GPU", "peak memory per GPU (GiB), the fullest pipeline stage", memory_bars, fullest,
+      std::pair(capacity.as_double() / kGiB,
+                fmt::format("{} memory: {:.0f} GiB", gpu_name, capacity.as_double() / kGiB)),
+      memory_y, 0, kWidth, memory_h);
+  const double height = memory_y + memory_h + 6;
+  return chart::open_document(kWidth, height, title, "") + legend + time_panel + memory_panel + "</svg>\n";
 }
 
 }  // namespace
@@ -175,7 +274,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
                        "\"predictor\": {}, \"schedules\": [{}]}}\n",
                        json_string(s.name), s.gpus(), plan.dp, plan.tp, plan.pp,
                        plan.micro_batches(s.workload.micro_batch), json_string(std::string(predictor.name())), items);
-    if (svg_path) write_file_atomic(*svg_path, svg_chart(fmt::format("{}: schedules", s.name), rows));
+    if (svg_path) write_file_atomic(*svg_path, svg_chart(fmt::format("{}: pipeline schedules", s.name), rows, s.gpu.name, s.gpu.memory));
     return 0;
   }
   out << fmt::format(
@@ -207,7 +306,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
          "`tessera run` prints it); exposed comm: the rest of the iteration beyond that; '!' marks a stage\n"
          "that does not fit in the GPU's memory.\n";
   if (svg_path) {
-    write_file_atomic(*svg_path, svg_chart(fmt::format("{}: schedules", s.name), rows));
+    write_file_atomic(*svg_path, svg_chart(fmt::format("{}: pipeline schedules", s.name), rows, s.gpu.name, s.gpu.memory));
     out << fmt::format("chart written to {}\n", *svg_path);
   }
   return 0;

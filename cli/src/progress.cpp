@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 namespace tessera::cli {
 
@@ -88,6 +89,54 @@ void ProgressObserver::draw(bool force) {
 void ProgressObserver::finish() {
   if (drawn_ && tty_) err_ << "\r\033[K" << std::flush;
   drawn_ = false;
+}
+
+CountProgress::CountProgress(std::string what, std::string items, std::size_t total, std::size_t done,
+                             std::ostream& err, bool tty, std::chrono::milliseconds log_every)
+    : what_(std::move(what)),
+      items_(std::move(items)),
+      total_(total),
+      done_(done),
+      err_(err),
+      tty_(tty),
+      log_every_(log_every),
+      begin_(std::chrono::steady_clock::now()),
+      last_(begin_) {
+  std::lock_guard lock(mu_);
+  if (tty_) draw();
+}
+
+CountProgress::~CountProgress() { finish(); }
+
+void CountProgress::advance() {
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  ++done_;
+  const auto now = std::chrono::steady_clock::now();
+  if (tty_ || now - last_ >= log_every_) {
+    last_ = now;
+    draw();
+  }
+}
+
+void CountProgress::finish() {
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  finished_ = true;
+  if (tty_) err_ << '\n' << std::flush;
+}
+
+void CountProgress::draw() {
+  if (tty_) {
+    constexpr std::size_t kWidth = 30;
+    const std::size_t filled = kWidth * std::min(done_, total_) / std::max<std::size_t>(total_, 1);
+    err_ << fmt::format("\r{} [{}{}] {}/{} {}", what_, std::string(filled, '#'), std::string(kWidth - filled, ' '), done_,
+                        total_, items_)
+         << std::flush;
+  } else {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
+    err_ << fmt::format("tessera: {}: {}/{} {} after {:.0f} s\n", what_, done_, total_, items_, secs) << std::flush;
+  }
 }
 
 }  // namespace tessera::cli

@@ -1,8 +1,10 @@
 // tessera search: the fastest parallel plan for a scenario's cluster, model
 // and global batch that fits in memory.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <iostream>
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -11,6 +13,7 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/progress.hpp"
 #include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
@@ -268,7 +271,10 @@ int cmd_search(const Args& args, std::ostream& out) {
   // from the task graph (planning only, no execution) and simulate the most
   // promising; ties keep the enumeration order (deterministic).
   const bool screened = simulated < fitting.size();
+  // Progress on stderr as in sweep: a bar on a terminal, a line every 10 s in a log.
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
   if (screened) {
+    CountProgress screening("search: screening", "plans", fitting.size(), 0, std::cerr, tty);
     std::atomic<std::size_t> next_screen{0};
     auto screen = [&] {
       const auto predictor = make_scenario_predictor(base);
@@ -278,15 +284,18 @@ int cmd_search(const Args& args, std::ostream& out) {
         } catch (const Error&) {
           fitting[i].estimate = Time::max();  // simulated last, if at all
         }
+        screening.advance();
       }
     };
     std::vector<std::thread> screeners;
     for (unsigned t = 0; t < std::min<unsigned>(jobs, static_cast<unsigned>(fitting.size())); ++t) screeners.emplace_back(screen);
     for (auto& t : screeners) t.join();
+    screening.finish();
     std::stable_sort(fitting.begin(), fitting.end(),
                      [](const Candidate& a, const Candidate& b) { return a.estimate < b.estimate; });
   }
 
+  CountProgress progress("search", "plans simulated", simulated, 0, std::cerr, tty);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next.fetch_add(1); i < simulated; i = next.fetch_add(1)) {
@@ -299,11 +308,13 @@ int cmd_search(const Args& args, std::ostream& out) {
       } catch (const Error& e) {
         c.error = e.what();
       }
+      progress.advance();
     }
   };
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < std::min<unsigned>(jobs, static_cast<unsigned>(simulated)); ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  progress.finish();
 
   std::vector<const Candidate*> ranked;
   for (std::size_t i = 0; i < simulated; ++i) {

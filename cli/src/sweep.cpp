@@ -16,8 +16,10 @@
 #include <thread>
 
 #include "tessera/cli/args.hpp"
+#include "tessera/cli/chart.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/progress.hpp"
 #include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
@@ -156,58 +158,152 @@ std::map<std::size_t, std::string> read_finished(const std::string& path, const 
   return rows;
 }
 
-/// Chart of a finished sweep from its CSV rows (point order); `axes` is the
-/// number of swept keys (the columns after `point`).
-std::string svg_chart(const std::map<std::size_t, std::string>& rows, std::size_t axes, const std::string& title) {
-  // Two panels: throughput (tokens/s) and parallel efficiency per GPU
-  // relative to the first point.
-  std::vector<double> tput, eff;
-  std::vector<std::string> labels;
-  double base = 0;
+/// Whether every value parses as a finite number; the numbers in `out`.
+bool all_numbers(const std::vector<std::string>& values, std::vector<double>& out) {
+  out.clear();
+  for (const std::string& v : values) {
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || end == nullptr || *end != '\0' || !std::isfinite(d)) return false;
+    out.push_back(d);
+  }
+  return true;
+}
+
+/// Chart of a finished sweep from its CSV rows (point order); `keys` are the
+/// swept keys (the columns after `point`), first key outermost.
+///
+/// The x axis is the GPU count (log scale) when it changes along the first
+/// key, else the first key's values (log scale for positive numbers spanning
+/// 8x or more, linear for other numbers, categories otherwise). Each value of
+/// the other keys is a series. With GPUs on x, the throughput panel has the
+/// ideal-scaling line of each series (its first point's throughput x GPUs /
+/// its GPUs) and a second panel shows the throughput per GPU relative to
+/// that first point.
+std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
+                      const std::string& title) {
+  struct Pt {
+    std::string x_value;  // the first key's value
+    double gpus = 0, tokens = 0;
+    bool oom = false;
+  };
+  // Series in order of first appearance (the second key's order).
+  std::vector<std::string> series_names;
+  std::map<std::string, std::vector<Pt>> by_series;
+  std::vector<std::string> x_values;  // the first key's values, in order
   for (const auto& [index, row] : rows) {
     const auto cols = split(row, ',');
     const std::size_t m0 = cols.size() - kMetricColumns;
-    const double gpus = std::stod(cols[m0 + kGpus]);
-    const double t = std::stod(cols[m0 + kTokens]);
-    if (tput.empty()) base = t / gpus;
-    tput.push_back(t);
-    eff.push_back(base > 0 ? (t / gpus) / base : 0.0);
-    std::string l;
-    for (std::size_t a = 1; a <= axes && a < cols.size(); ++a) l += (l.empty() ? "" : ",") + cols[a];
-    labels.push_back(l);
+    Pt pt;
+    pt.x_value = keys.empty() ? "" : cols[1];
+    pt.gpus = std::stod(cols[m0 + kGpus]);
+    pt.tokens = std::stod(cols[m0 + kTokens]);
+    pt.oom = cols.back() == "1";
+    std::string name;
+    for (std::size_t a = 1; a < keys.size() && 1 + a < m0; ++a) {
+      name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
+    }
+    if (by_series.count(name) == 0U) series_names.push_back(name);
+    by_series[name].push_back(pt);
+    if (std::find(x_values.begin(), x_values.end(), pt.x_value) == x_values.end()) x_values.push_back(pt.x_value);
   }
-  const int w = 420, h = 300, pad = 55;
-  auto panel = [&](int x0, const std::vector<double>& ys, const std::string& name, bool unit_max) {
-    double ymax = unit_max ? 1.2 : 0;
-    for (double y : ys) ymax = std::max(ymax, y);
-    if (ymax <= 0) ymax = 1;
-    std::string s = fmt::format(R"svg(<g transform="translate({},30)">)svg", x0);
-    s += fmt::format(R"(<rect x="{}" y="0" width="{}" height="{}" fill="none" stroke="#999"/>)", pad, w - pad - 10,
-                     h - pad);
-    s += fmt::format(R"(<text x="{}" y="-8" font-size="13" text-anchor="middle">{}</text>)", (w + pad) / 2, name);
-    std::string poly;
-    const std::size_t n = ys.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const double x = pad + (n == 1 ? 0.5 : static_cast<double>(i) / static_cast<double>(n - 1)) * (w - pad - 30) + 10;
-      const double y = (h - pad) * (1 - ys[i] / ymax);
-      poly += fmt::format("{:.1f},{:.1f} ", x, y);
-      s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="#1f77b4"/>)", x, y);
-      s += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="10" text-anchor="middle">{}</text>)", x, h - pad + 14,
-                       labels[i]);
+  // GPUs on x when they change along the first key within a series.
+  bool gpus_on_x = false;
+  for (const auto& [name, pts] : by_series) {
+    for (const Pt& q : pts) gpus_on_x = gpus_on_x || q.gpus != pts.front().gpus;
+  }
+  chart::LinePanel tput;
+  tput.title = "Throughput";
+  tput.y_label = "throughput (tokens/s)";
+  std::vector<double> numbers;
+  std::map<std::string, double> x_of;  // the first key's value -> x
+  if (gpus_on_x) {
+    tput.x_scale = chart::XScale::Log;
+    tput.x_label = "GPUs (log scale)";
+    std::vector<double> g;
+    for (const auto& [name, pts] : by_series) {
+      for (const Pt& q : pts) g.push_back(q.gpus);
     }
-    s += fmt::format(R"(<polyline points="{}" fill="none" stroke="#1f77b4" stroke-width="2"/>)", poly);
-    for (int k = 0; k <= 4; ++k) {
-      const double v = ymax * k / 4;
-      s += fmt::format(R"(<text x="{}" y="{:.1f}" font-size="10" text-anchor="end">{:.3g}</text>)", pad - 4,
-                       (h - pad) * (1 - static_cast<double>(k) / 4) + 3, v);
+    std::sort(g.begin(), g.end());
+    g.erase(std::unique(g.begin(), g.end()), g.end());
+    tput.x_ticks = g;
+  } else if (all_numbers(x_values, numbers)) {
+    const auto [lo, hi] = std::minmax_element(numbers.begin(), numbers.end());
+    const bool log = *lo > 0 && *hi / *lo >= 8;
+    tput.x_scale = log ? chart::XScale::Log : chart::XScale::Linear;
+    tput.x_label = keys.empty() ? "" : keys[0] + (log ? " (log scale)" : "");
+    for (std::size_t i = 0; i < x_values.size(); ++i) x_of[x_values[i]] = numbers[i];
+    tput.x_ticks = numbers;
+    std::sort(tput.x_ticks.begin(), tput.x_ticks.end());
+  } else {
+    tput.x_scale = chart::XScale::Category;
+    tput.x_label = keys.empty() ? "" : keys[0];
+    tput.categories = x_values;
+    for (std::size_t i = 0; i < x_values.size(); ++i) x_of[x_values[i]] = static_cast<double>(i);
+  }
+  chart::LinePanel eff = tput;
+  eff.title = "Scaling efficiency per GPU";
+  eff.y_label = "tokens/s per GPU vs the first point";
+  eff.y_percent = true;
+  eff.reference_y = 1.0;
+
+  const bool many = series_names.size() > 1;
+  bool any_oom = false;
+  std::vector<chart::LegendEntry> entries;
+  for (std::size_t i = 0; i < series_names.size(); ++i) {
+    const std::vector<Pt>& pts = by_series[series_names[i]];
+    const std::string c = chart::color(i);
+    chart::Series data{series_names[i].empty() ? "throughput" : series_names[i], {}, {}, c, false, {}};
+    // One series: a grey ideal line, as in the legend; several: each in its colour.
+    chart::Series ideal{"ideal scaling" + (many ? " " + series_names[i] : std::string()), {}, {}, many ? c : "#777",
+                        true, {}};
+    chart::Series per_gpu{data.name, {}, {}, c, false, {}};
+    for (const Pt& q : pts) {
+      const double x = gpus_on_x ? q.gpus : x_of[q.x_value];
+      data.x.push_back(x);
+      data.y.push_back(q.tokens);
+      data.flagged.push_back(q.oom);
+      any_oom = any_oom || q.oom;
+      const Pt& first = pts.front();
+      ideal.x.push_back(x);
+      ideal.y.push_back(first.tokens * q.gpus / first.gpus);
+      per_gpu.x.push_back(x);
+      per_gpu.y.push_back(first.tokens > 0 ? (q.tokens / q.gpus) / (first.tokens / first.gpus) : 0.0);
+      per_gpu.flagged.push_back(q.oom);
     }
-    return s + "</g>";
-  };
-  std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif">)",
-                                2 * w + 20, h + 30);
-  svg += fmt::format(R"(<text x="10" y="16" font-size="12">{}</text>)", title);
-  svg += panel(0, tput, "throughput (tokens/s)", false);
-  svg += panel(w + 20, eff, "parallel efficiency per GPU (vs first point)", true);
+    if (gpus_on_x) tput.series.push_back(std::move(ideal));
+    tput.series.push_back(std::move(data));
+    eff.series.push_back(std::move(per_gpu));
+    if (many) entries.push_back({series_names[i], c});
+  }
+  if (gpus_on_x) {
+    entries.push_back({many ? "ideal scaling (dashed, per series): first point x GPUs / its GPUs"
+                            : "ideal scaling: first point x GPUs / its GPUs",
+                       "#777", true});
+  }
+  if (any_oom) entries.push_back({"does not fit in GPU memory (OOM)", "#d62728", false, true});
+
+  // Two panels side by side, or the throughput panel alone, wider.
+  const double panel_w = gpus_on_x ? 480 : 620, panel_h = 340, margin = 10;
+  const double width = gpus_on_x ? 2 * panel_w + 3 * margin : panel_w + 2 * margin;
+  double legend_h = 0;
+  const double legend_y = chart::kHeaderHeight + panel_h + 4;
+  const std::string legend = chart::legend(entries, 20, legend_y, width - 40, legend_h);
+  std::string subtitle;
+  if (!keys.empty()) {
+    subtitle = fmt::format("swept: {}{}", keys[0], gpus_on_x ? " (x axis: the GPU count it gives)" : " (x axis)");
+    if (keys.size() > 1) {
+      std::string rest;
+      for (std::size_t a = 1; a < keys.size(); ++a) rest += (rest.empty() ? "" : ", ") + keys[a];
+      subtitle += fmt::format("; {} (one line per value)", rest);
+    }
+  }
+  const double height = legend_y + legend_h + 10;
+  std::string svg = chart::open_document(width, height, title, subtitle);
+  svg += chart::line_panel(tput, margin, chart::kHeaderHeight, panel_w, panel_h);
+  // Efficiency only means something when the GPU count changes along x.
+  if (gpus_on_x) svg += chart::line_panel(eff, 2 * margin + panel_w, chart::kHeaderHeight, panel_w, panel_h);
+  svg += legend;
   return svg + "</svg>\n";
 }
 
@@ -388,18 +484,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
 
   std::mutex mu;
   std::atomic<std::size_t> next{0};
-  std::size_t done = rows.size();
   std::optional<std::string> first_error;
   std::ofstream csv(csv_path, std::ios::app | std::ios::binary);
   say_on_interrupt(fmt::format("finished points are kept in {}; run the same command again to resume", csv_path));
-  auto progress = [&] {
-    if (!tty) return;
-    const int width = 30;
-    const auto filled = static_cast<int>(width * done / std::max<std::size_t>(owned, 1));
-    std::cerr << fmt::format("\rsweep [{}{}] {}/{} points", std::string(static_cast<std::size_t>(filled), '#'),
-                             std::string(static_cast<std::size_t>(width - filled), ' '), done, owned)
-              << std::flush;
-  };
+  // A bar on a terminal, a line every 10 s in a log (progress.hpp).
+  CountProgress progress("sweep", "points", owned, rows.size(), std::cerr, tty);
   auto worker = [&] {
     for (;;) {
       const std::size_t k = next.fetch_add(1);
@@ -415,20 +504,18 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         std::lock_guard lock(mu);
         csv << row << '\n' << std::flush;
         rows[pt.index] = row;
-        ++done;
-        progress();
+        progress.advance();
       } catch (const std::exception& e) {
         std::lock_guard lock(mu);
         if (!first_error) first_error = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
       }
     }
   };
-  progress();
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   csv.close();
-  if (tty) std::cerr << '\n';
+  progress.finish();
   if (first_error) throw SimulationError(*first_error + " (finished points are kept; run again to resume)");
 
   // Final file: rows in point order, whatever order they finished in.
@@ -441,7 +528,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                        shard->index, shard->count, owned, points.size(), csv_path, stem);
     return 0;
   }
-  write_file_atomic(svg_path, svg_chart(rows, axes.size(), fmt::format("tessera sweep {}", scenario_path)));
+  std::vector<std::string> keys;
+  for (const Axis& a : axes) keys.push_back(a.key);
+  write_file_atomic(svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path)));
 
   out << fmt::format("{:>5}  {:<40} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", "GPUs", "iteration ms",
                      "TFLOP/s/GPU", "tokens/s");
@@ -562,8 +651,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   std::string merged = header + "\n";
   for (const auto& [idx, row] : rows) merged += row + "\n";
   write_file_atomic(csv_path, merged);
-  const std::size_t axes = split(header, ',').size() - 1 - kMetricColumns;
-  write_file_atomic(svg_path, svg_chart(rows, axes, "tessera sweep-merge"));
+  const auto columns = split(header, ',');
+  const std::vector<std::string> keys(columns.begin() + 1, columns.end() - static_cast<std::ptrdiff_t>(kMetricColumns));
+  write_file_atomic(svg_path, svg_chart(rows, keys, "tessera sweep-merge"));
   out << fmt::format("merged {} points from {} shards into {} and {}\n", rows.size(), p.positional().size(), csv_path,
                      svg_path);
   return 0;

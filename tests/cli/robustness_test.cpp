@@ -2,6 +2,7 @@
 // wrap, crash or be accepted silently are one-line errors naming the key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -239,4 +240,37 @@ TEST(Progress, LogLinesCountComputeTasksAndNameTheSecondRun) {
   EXPECT_NE(log.find("% of 1280 compute tasks after "), std::string::npos) << log;
   EXPECT_NE(log.find("tessera: simulated the iteration in "), std::string::npos) << log;
   EXPECT_EQ(log.back(), '\n');
+}
+
+// Progress of a job of many items (sweep points, search candidates): on a
+// terminal a bar redrawn on every item and ended by finish(); in a log a line
+// per `log_every` (here 0: every item), none when the interval has not passed.
+TEST(CountProgress, BarOnATerminalLinesInALog) {
+  {
+    std::ostringstream err;
+    CountProgress bar("sweep", "points", 4, 1, err, true);
+    bar.advance();
+    bar.finish();
+    bar.advance();  // after finish: nothing
+    EXPECT_EQ(err.str(), "\rsweep [#######                       ] 1/4 points"
+                         "\rsweep [###############               ] 2/4 points\n");
+  }
+  {
+    std::ostringstream err;
+    CountProgress log("search", "plans simulated", 3, 0, err, false, std::chrono::milliseconds(0));
+    for (int i = 0; i < 3; ++i) log.advance();
+    log.finish();
+    const std::string text = err.str();
+    EXPECT_EQ(text.rfind("tessera: search: 1/3 plans simulated after ", 0), 0U) << text;
+    EXPECT_NE(text.find("tessera: search: 3/3 plans simulated after "), std::string::npos) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+    EXPECT_EQ(text.find('\r'), std::string::npos);
+  }
+  {
+    std::ostringstream err;
+    CountProgress quiet("search", "plans simulated", 3, 0, err, false);  // a line every 10 s
+    for (int i = 0; i < 3; ++i) quiet.advance();
+    quiet.finish();
+    EXPECT_EQ(err.str(), "");
+  }
 }

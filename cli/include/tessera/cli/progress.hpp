@@ -5,7 +5,10 @@
 // Runs shorter than a few seconds print nothing; the line is cleared at the
 // end, so stdout's report and stderr's errors stay as they are.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <string>
 #include <ostream>
 
 #include "tessera/engine/executor.hpp"
@@ -45,6 +48,40 @@ class ProgressObserver : public engine::ExecutionObserver {
   std::chrono::milliseconds log_every_;
   std::chrono::steady_clock::time_point begin_;
   std::chrono::steady_clock::time_point last_;
+};
+
+/// Progress of a job of many like items (sweep points, search candidates):
+/// on a terminal a bar redrawn as items finish, cleared by finish(); in a log
+/// a line every `log_every` (10 s), none for jobs that end sooner.
+/// Thread-safe: workers call advance() as they finish items.
+class CountProgress {
+ public:
+  /// `what`: the command ("sweep"); `items`: their name ("points"); `done`
+  /// of `total` are finished already (a resumed sweep).
+  CountProgress(std::string what, std::string items, std::size_t total, std::size_t done, std::ostream& err, bool tty,
+                std::chrono::milliseconds log_every = std::chrono::seconds(10));
+  ~CountProgress();
+  CountProgress(const CountProgress&) = delete;
+  CountProgress& operator=(const CountProgress&) = delete;
+
+  /// One more item finished.
+  void advance();
+  /// Ends the bar's line (on a terminal); later advance() calls print nothing.
+  void finish();
+
+ private:
+  void draw();  // with mu_ held
+  std::string what_;
+  std::string items_;
+  std::size_t total_;
+  std::size_t done_;
+  std::ostream& err_;
+  bool tty_;
+  bool finished_ = false;
+  std::chrono::milliseconds log_every_;
+  std::chrono::steady_clock::time_point begin_;
+  std::chrono::steady_clock::time_point last_;
+  std::mutex mu_;
 };
 
 }  // namespace tessera::cli

@@ -1,0 +1,78 @@
+// SVG chart pieces shared by `tessera sweep` and `tessera compare-schedules`:
+// a document with a white background and a title, line panels (linear, log
+// or category x axis, labelled axes, readable ticks), legends. Output is a
+// pure function of the input (byte-identical for the same data).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::cli::chart {
+
+/// A tick label of at most 3 significant digits with a k/M/G/T suffix:
+/// 1480000 -> "1.48M", 740000 -> "740k", 12 -> "12", 0.25 -> "0.25".
+std::string short_number(double v);
+
+/// `text` with &, <, > and " escaped for XML text and attribute values.
+std::string escape(std::string_view text);
+
+/// Evenly spaced round ticks (steps of 1, 2, 2.5 or 5 x 10^k) from 0 to at
+/// least `max`, about `count` intervals; {0, 1} when max <= 0.
+std::vector<double> ticks_from_zero(double max, int count = 5);
+
+/// The colour of series `i` (a fixed palette, repeating).
+std::string color(std::size_t i);
+
+/// Approximate width in pixels of `text` at `font_size` (sans-serif).
+double text_width(std::string_view text, double font_size);
+
+struct Series {
+  std::string name;
+  std::vector<double> x;  ///< data values; category index for a category axis
+  std::vector<double> y;
+  std::string color;
+  bool dashed = false;        ///< a reference line: dashed, no markers
+  std::vector<bool> flagged;  ///< per point: drawn as a red cross (e.g. out of memory); may be empty
+};
+
+enum class XScale { Linear, Log, Category };
+
+struct LinePanel {
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  XScale x_scale = XScale::Linear;
+  std::vector<std::string> categories;  ///< labels of a category axis (x = index)
+  std::vector<double> x_ticks;          ///< tick positions of a linear or log axis
+  std::vector<Series> series;
+  bool y_percent = false;                ///< y values are fractions, labelled as percentages
+  std::optional<double> reference_y;     ///< a dashed horizontal line (e.g. 100% efficiency)
+};
+
+/// A panel drawn in the box (x, y, w, h): title, plot frame, grid, ticks,
+/// axis labels and the series.
+std::string line_panel(const LinePanel& p, double x, double y, double w, double h);
+
+struct LegendEntry {
+  std::string name;
+  std::string color;
+  bool dashed = false;  ///< a dashed line sample
+  bool cross = false;   ///< a red cross sample (flagged points)
+  bool box = false;     ///< a filled box sample (bars)
+};
+
+/// Legend entries in rows from (x, y) wrapping at `width`; `height` gets the
+/// height used.
+std::string legend(const std::vector<LegendEntry>& entries, double x, double y, double width, double& height);
+
+/// The opening of an SVG document of w x h pixels: white background, the
+/// title (bold) and an optional subtitle line below it. Close with "</svg>\n".
+std::string open_document(double w, double h, std::string_view title, std::string_view subtitle);
+
+/// The height taken by open_document's title and subtitle.
+constexpr double kHeaderHeight = 52;
+
+}  // namespace tessera::cli::chart

@@ -1,0 +1,268 @@
+#include "tessera/cli/chart.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace tessera::cli::chart {
+
+std::string short_number(double v) {
+  if (v == 0) return "0";
+  if (!std::isfinite(v)) return fmt::format("{}", v);
+  constexpr std::array<std::pair<double, const char*>, 5> kScales{
+      {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}}};
+  const double a = std::abs(v);
+  if (a < 1) return fmt::format("{:.3g}", v);
+  // The largest scale at or below |v|; one up when the mantissa rounds to
+  // 1000 (999.9k is "1M").
+  std::size_t i = 0;
+  while (i + 1 < kScales.size() && a < kScales[i].first) ++i;
+  if (i > 0 && std::round(a / kScales[i].first * 100) / 100 >= 999.5) --i;
+  return fmt::format("{:.3g}{}", v / kScales[i].first, kScales[i].second);
+}
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::vector<double> ticks_from_zero(double max, int count) {
+  if (!(max > 0) || !std::isfinite(max)) return {0, 1};
+  const double raw = max / std::max(1, count);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = 10 * mag;
+  for (const double f : {1.0, 2.0, 2.5, 5.0}) {
+    if (f * mag >= raw * (1 - 1e-9)) {
+      step = f * mag;
+      break;
+    }
+  }
+  std::vector<double> ticks;
+  for (int k = 0;; ++k) {
+    const double t = step * k;
+    ticks.push_back(t);
+    if (t >= max * (1 - 1e-9)) break;
+  }
+  return ticks;
+}
+
+std::string color(std::size_t i) {
+  constexpr std::array<const char*, 8> kPalette{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
+                                                "#8c564b", "#e377c2", "#17becf", "#7f7f7f"};
+  return kPalette[i % kPalette.size()];
+}
+
+double text_width(std::string_view text, double font_size) {
+  // Average advance of a sans-serif glyph: about 0.58 em (digits 0.56).
+  return static_cast<double>(text.size()) * font_size * 0.58;
+}
+
+namespace {
+
+/// `text` shortened with "..." to fit `width` pixels at `font_size`.
+std::string fit(const std::string& text, double width, double font_size) {
+  if (text_width(text, font_size) <= width) return text;
+  const auto chars = static_cast<std::size_t>(std::max(1.0, width / (font_size * 0.58)));
+  if (chars <= 3) return text.substr(0, chars);
+  return text.substr(0, chars - 3) + "...";
+}
+
+}  // namespace
+
+std::string line_panel(const LinePanel& p, double x, double y, double w, double h) {
+  constexpr double kLeft = 74, kRight = 16, kTop = 28, kBottom = 50, kTick = 11;
+  const double px = x + kLeft, py = y + kTop, pw = w - kLeft - kRight, ph = h - kTop - kBottom;
+  std::string s;
+  s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="13" font-weight="bold" text-anchor="middle">{}</text>)"
+                   "\n",
+                   px + pw / 2, y + 16, escape(fit(p.title, w - 10, 13)));
+
+  // The x mapping.
+  double x_lo = 0, x_hi = 1;
+  bool have_x = false;
+  for (const Series& ser : p.series) {
+    for (const double v : ser.x) {
+      x_lo = have_x ? std::min(x_lo, v) : v;
+      x_hi = have_x ? std::max(x_hi, v) : v;
+      have_x = true;
+    }
+  }
+  for (const double v : p.x_ticks) {
+    x_lo = have_x ? std::min(x_lo, v) : v;
+    x_hi = have_x ? std::max(x_hi, v) : v;
+    have_x = true;
+  }
+  const bool log_x = p.x_scale == XScale::Log && x_lo > 0;
+  double a = log_x ? std::log2(x_lo) : x_lo, b = log_x ? std::log2(x_hi) : x_hi;
+  if (p.x_scale == XScale::Category) {
+    a = -0.5;
+    b = static_cast<double>(std::max<std::size_t>(1, p.categories.size())) - 0.5;
+  } else if (b - a <= 0) {
+    a -= 1;
+    b += 1;
+  } else {
+    const double pad = (b - a) * 0.06;
+    a -= pad;
+    b += pad;
+  }
+  auto map_x = [&](double v) { return px + ((log_x ? std::log2(v) : v) - a) / (b - a) * pw; };
+
+  // The y mapping: from 0 to a round number above the data.
+  double y_max = p.reference_y.value_or(0);
+  for (const Series& ser : p.series) {
+    for (const double v : ser.y) y_max = std::max(y_max, v);
+  }
+  const std::vector<double> y_ticks = ticks_from_zero(y_max * 1.04);
+  const double y_top = y_ticks.back();
+  auto map_y = [&](double v) { return py + ph * (1 - v / y_top); };
+
+  // Grid and y ticks.
+  for (const double t : y_ticks) {
+    const double ty = map_y(t);
+    s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#e5e5e5"/>)"
+                     "\n",
+                     px, ty, px + pw, ty);
+    const std::string label = p.y_percent ? fmt::format("{:.0f}%", 100 * t) : short_number(t);
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="{}" text-anchor="end">{}</text>)"
+                     "\n",
+                     px - 6, ty + 4, kTick, escape(label));
+  }
+  // x ticks: category labels, or the given positions (those that would
+  // overlap the previous label are left out).
+  std::vector<std::pair<double, std::string>> x_labels;
+  if (p.x_scale == XScale::Category) {
+    const double slot = pw / static_cast<double>(std::max<std::size_t>(1, p.categories.size()));
+    for (std::size_t i = 0; i < p.categories.size(); ++i) {
+      x_labels.emplace_back(map_x(static_cast<double>(i)), fit(p.categories[i], slot - 4, kTick));
+    }
+  } else {
+    for (const double t : p.x_ticks) x_labels.emplace_back(map_x(t), short_number(t));
+  }
+  double last_right = -1e9;
+  for (const auto& [tx, label] : x_labels) {
+    const double half = text_width(label, kTick) / 2;
+    if (tx - half < last_right + 6) continue;
+    last_right = tx + half;
+    s += fmt::format(R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#e5e5e5"/>)"
+                     "\n",
+                     tx, py, py + ph);
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="{}" text-anchor="middle">{}</text>)"
+                     "\n",
+                     tx, py + ph + 16, kTick, escape(label));
+  }
+  s += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="none" stroke="#888"/>)"
+                   "\n",
+                   px, py, pw, ph);
+  // Axis labels.
+  s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="12" text-anchor="middle">{}</text>)"
+                   "\n",
+                   px + pw / 2, py + ph + 38, escape(fit(p.x_label, pw, 12)));
+  const double ly = py + ph / 2, lx = x + 16;
+  s += fmt::format(R"svg(<text x="{0:.1f}" y="{1:.1f}" font-size="12" text-anchor="middle" transform="rotate(-90 {0:.1f} {1:.1f})">{2}</text>)svg"
+                   "\n",
+                   lx, ly, escape(fit(p.y_label, ph, 12)));
+  if (p.reference_y) {
+    const double ry = map_y(*p.reference_y);
+    s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#555" stroke-dasharray="6 4"/>)"
+                     "\n",
+                     px, ry, px + pw, ry);
+  }
+
+  // Series: reference lines first, so that the data lies on top.
+  for (const bool dashed : {true, false}) {
+    for (const Series& ser : p.series) {
+      if (ser.dashed != dashed || ser.x.empty()) continue;
+      std::string points;
+      for (std::size_t i = 0; i < ser.x.size() && i < ser.y.size(); ++i) {
+        points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", map_x(ser.x[i]), map_y(ser.y[i]));
+      }
+      s += fmt::format(R"(<polyline class="series" data-name="{}" points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>)"
+                       "\n",
+                       escape(ser.name), points, ser.color, dashed ? "1.5" : "2",
+                       dashed ? R"( stroke-dasharray="6 4" stroke-opacity="0.8")" : "");
+      if (dashed) continue;
+      for (std::size_t i = 0; i < ser.x.size() && i < ser.y.size(); ++i) {
+        const double cx = map_x(ser.x[i]), cy = map_y(ser.y[i]);
+        if (i < ser.flagged.size() && ser.flagged[i]) {
+          s += fmt::format(R"(<path d="M{:.1f},{:.1f} l9,9 m0,-9 l-9,9" stroke="#d62728" stroke-width="2.5"/>)"
+                           "\n",
+                           cx - 4.5, cy - 4.5);
+        } else {
+          s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/>)"
+                           "\n",
+                           cx, cy, ser.color);
+        }
+      }
+    }
+  }
+  return s;
+}
+
+std::string legend(const std::vector<LegendEntry>& entries, double x, double y, double width, double& height) {
+  constexpr double kRow = 20, kSample = 24, kGap = 22;
+  std::string s;
+  double cx = x, cy = y + 12;
+  for (const LegendEntry& e : entries) {
+    const double w = kSample + 6 + text_width(e.name, 12);
+    if (cx > x && cx + w > x + width) {
+      cx = x;
+      cy += kRow;
+    }
+    if (e.box) {
+      s += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="14" height="12" fill="{}"/>)"
+                       "\n",
+                       cx + 5, cy - 10, e.color);
+    } else if (e.cross) {
+      s += fmt::format(R"(<path d="M{:.1f},{:.1f} l9,9 m0,-9 l-9,9" stroke="#d62728" stroke-width="2.5"/>)"
+                       "\n",
+                       cx + 7.5, cy - 8.5);
+    } else {
+      s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2"{}/>)"
+                       "\n",
+                       cx, cy - 4, cx + kSample, cy - 4, e.color, e.dashed ? R"( stroke-dasharray="6 4")" : "");
+      if (!e.dashed) {
+        s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/>)"
+                         "\n",
+                         cx + kSample / 2, cy - 4, e.color);
+      }
+    }
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}">{}</text>)"
+                     "\n",
+                     cx + kSample + 6, cy, escape(e.name));
+    cx += w + kGap;
+  }
+  height = entries.empty() ? 0 : cy - y + 8;
+  return s;
+}
+
+std::string open_document(double w, double h, std::string_view title, std::string_view subtitle) {
+  std::string s = fmt::format(
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{0:.0f}" height="{1:.0f}" viewBox="0 0 {0:.0f} {1:.0f}" )"
+      R"(font-family="sans-serif" font-size="12">)"
+      "\n"
+      R"(<rect class="background" x="0" y="0" width="{0:.0f}" height="{1:.0f}" fill="white"/>)"
+      "\n"
+      R"(<text x="12" y="24" font-size="16" font-weight="bold">{2}</text>)"
+      "\n",
+      w, h, escape(fit(std::string(title), w - 24, 16)));
+  if (!subtitle.empty()) {
+    s += fmt::format(R"(<text x="12" y="42" font-size="12" fill="#555">{}</text>)"
+                     "\n",
+                     escape(fit(std::string(subtitle), w - 24, 12)));
+  }
+  return s;
+}
+
+}  // namespace tessera::cli::chart

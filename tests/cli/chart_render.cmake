@@ -1,0 +1,42 @@
+# Every kind of chart renders: a node sweep (log GPU axis, ideal scaling,
+# efficiency), a two-key sweep (one line per pp), a sweep that keeps the
+# GPUs (micro-batch), a merged sharded sweep and compare-schedules, each
+# drawn to PNG by rsvg-convert (librsvg), which must succeed and write a PNG.
+# Keep the PNGs in WORKDIR to look at them.
+file(REMOVE_RECURSE ${WORKDIR})
+file(MAKE_DIRECTORY ${WORKDIR})
+function(run_ok)
+  execute_process(COMMAND ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+endfunction()
+run_ok(${TESSERA} sweep ${SCENARIOS}/scaling.yaml --set cluster.nodes=1,2,4,8 --jobs 2
+       --out ${WORKDIR}/nodes.csv --svg ${WORKDIR}/nodes.svg)
+run_ok(${TESSERA} sweep ${SCENARIOS}/scaling.yaml --set cluster.nodes=1,2,4 --set parallelism.pp=1,2 --jobs 2
+       --out ${WORKDIR}/two_keys.csv --svg ${WORKDIR}/two_keys.svg)
+run_ok(${TESSERA} sweep ${SCENARIOS}/default.yaml --set training.micro_batch=1,2,4,8 --jobs 2
+       --out ${WORKDIR}/micro_batch.csv --svg ${WORKDIR}/micro_batch.svg)
+foreach(i 0 1)
+  run_ok(${TESSERA} sweep ${SCENARIOS}/scaling.yaml --set cluster.nodes=1,2,4,8 --shard ${i}/2 --jobs 2
+         --out ${WORKDIR}/shard${i}.csv)
+endforeach()
+run_ok(${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv --svg ${WORKDIR}/merged.svg
+       ${WORKDIR}/shard0.csv ${WORKDIR}/shard1.csv)
+run_ok(${TESSERA} compare-schedules ${SCENARIOS}/schedules.yaml --svg ${WORKDIR}/schedules.svg)
+# The merged sweep draws the same chart as the unsharded one, but for its title.
+file(READ ${WORKDIR}/nodes.svg nodes)
+file(READ ${WORKDIR}/merged.svg merged)
+string(REGEX REPLACE "tessera sweep [^<]*<" "TITLE<" nodes "${nodes}")
+string(REGEX REPLACE "tessera sweep-merge<" "TITLE<" merged "${merged}")
+if(NOT nodes STREQUAL merged)
+  message(FATAL_ERROR "sweep-merge draws another chart than the unsharded sweep")
+endif()
+foreach(chart nodes two_keys micro_batch merged schedules)
+  run_ok(${RSVG} -b white ${WORKDIR}/${chart}.svg -o ${WORKDIR}/${chart}.png)
+  file(READ ${WORKDIR}/${chart}.png magic LIMIT 8 HEX)
+  if(NOT magic STREQUAL "89504e470d0a1a0a")
+    message(FATAL_ERROR "${chart}.png is not a PNG (starts with ${magic})")
+  endif()
+endforeach()
+message(STATUS "rendered nodes, two_keys, micro_batch, merged and schedules to PNG in ${WORKDIR}")

@@ -1,0 +1,404 @@
+// The SVG charts of `sweep` and `compare-schedules`: they parse as XML
+// (checked by a minimal parser below), have a white background, labelled
+// axes, readable ticks, the ideal-scaling line and efficiency panel only when
+// the GPU count changes, one line per value of a second swept key, and the
+// memory panel of compare-schedules. Rendering is checked by chart_render.cmake.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tessera/cli/chart.hpp"
+#include "tessera/cli/commands.hpp"
+
+namespace tessera::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// --- a minimal XML parser: elements, attributes, text; throws on any
+// malformed input (unbalanced tags, unquoted or repeated attributes, bad
+// entities, text outside the root, a second root).
+struct Element {
+  std::string name;
+  std::map<std::string, std::string> attrs;
+  std::string text;  ///< the character data directly inside, entities decoded
+  std::vector<std::unique_ptr<Element>> children;
+};
+
+class XmlParser {
+ public:
+  explicit XmlParser(std::string s) : s_(std::move(s)) {}
+
+  std::unique_ptr<Element> parse() {
+    skip_space();
+    if (s_.compare(pos_, 5, "<?xml") == 0) {
+      pos_ = s_.find("?>", pos_);
+      if (pos_ == std::string::npos) fail("unterminated XML declaration");
+      pos_ += 2;
+      skip_space();
+    }
+    auto root = element();
+    skip_space();
+    if (pos_ != s_.size()) fail("content after the root element");
+    return root;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::runtime_error("XML: " + why + " at offset " + std::to_string(pos_));
+  }
+  void skip_space() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_])) != 0) ++pos_;
+  }
+  static bool name_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == ':' || c == '.';
+  }
+  std::string name() {
+    const std::size_t start = pos_;
+    while (pos_ < s_.size() && name_char(s_[pos_])) ++pos_;
+    if (pos_ == start) fail("expected a name");
+    return s_.substr(start, pos_ - start);
+  }
+  std::string decode(const std::string& raw) {
+    std::string out;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '<') fail("'<' in text or attribute");
+      if (raw[i] != '&') {
+        out += raw[i];
+        continue;
+      }
+      const auto semi = raw.find(';', i);
+      if (semi == std::string::npos) fail("unterminated entity");
+      const std::string ent = raw.substr(i + 1, semi - i - 1);
+      static const std::map<std::string, char> kEntities{
+          {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+      const auto it = kEntities.find(ent);
+      if (it == kEntities.end()) fail("unknown entity &" + ent + ";");
+      out += it->second;
+      i = semi;
+    }
+    return out;
+  }
+  std::unique_ptr<Element> element() {
+    if (pos_ >= s_.size() || s_[pos_] != '<') fail("expected '<'");
+    ++pos_;
+    auto e = std::make_unique<Element>();
+    e->name = name();
+    for (;;) {
+      skip_space();
+      if (pos_ >= s_.size()) fail("unterminated start tag");
+      if (s_.compare(pos_, 2, "/>") == 0) {
+        pos_ += 2;
+        return e;
+      }
+      if (s_[pos_] == '>') {
+        ++pos_;
+        break;
+      }
+      const std::string key = name();
+      skip_space();
+      if (pos_ >= s_.size() || s_[pos_] != '=') fail("expected '=' after attribute " + key);
+      ++pos_;
+      skip_space();
+      if (pos_ >= s_.size() || (s_[pos_] != '"' && s_[pos_] != '\'')) fail("unquoted attribute " + key);
+      const char q = s_[pos_++];
+      const auto end = s_.find(q, pos_);
+      if (end == std::string::npos) fail("unterminated attribute " + key);
+      if (!e->attrs.emplace(key, decode(s_.substr(pos_, end - pos_))).second) fail("repeated attribute " + key);
+      pos_ = end + 1;
+    }
+    for (;;) {
+      const auto lt = s_.find('<', pos_);
+      if (lt == std::string::npos) fail("unterminated element " + e->name);
+      e->text += decode(s_.substr(pos_, lt - pos_));
+      pos_ = lt;
+      if (s_.compare(pos_, 2, "</") == 0) {
+        pos_ += 2;
+        if (name() != e->name) fail("mismatched end tag of " + e->name);
+        skip_space();
+        if (pos_ >= s_.size() || s_[pos_] != '>') fail("expected '>'");
+        ++pos_;
+        return e;
+      }
+      e->children.push_back(element());
+    }
+  }
+
+  std::string s_;
+  std::size_t pos_ = 0;
+};
+
+void collect(const Element& e, const std::string& name, std::vector<const Element*>& out) {
+  if (e.name == name) out.push_back(&e);
+  for (const auto& c : e.children) collect(*c, name, out);
+}
+
+std::vector<const Element*> all(const Element& root, const std::string& name) {
+  std::vector<const Element*> out;
+  collect(root, name, out);
+  return out;
+}
+
+std::string attr(const Element* e, const std::string& key) {
+  const auto it = e->attrs.find(key);
+  return it == e->attrs.end() ? "" : it->second;
+}
+
+std::set<std::string> texts(const Element& root) {
+  std::set<std::string> out;
+  for (const Element* t : all(root, "text")) out.insert(t->text);
+  return out;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class ChartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tessera_chart_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// Runs `tessera sweep` on a shipped scenario and returns the SVG text.
+  std::string sweep(const std::string& scenario, const std::vector<std::string>& sets) {
+    Args args{std::string(TESSERA_SCENARIO_DIR) + "/" + scenario};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    args.insert(args.end(), {"--out", (dir_ / "s.csv").string(), "--svg", (dir_ / "s.svg").string(), "--jobs", "2"});
+    std::ostringstream out;
+    EXPECT_EQ(cmd_sweep(args, out), 0);
+    return read(dir_ / "s.svg");
+  }
+
+  /// The root, checked for what every chart has: an <svg> root whose first
+  /// element is a white rectangle covering it, and no tick label in
+  /// exponent notation.
+  static std::unique_ptr<Element> parse_chart(const std::string& svg) {
+    std::unique_ptr<Element> root;
+    try {
+      root = XmlParser(svg).parse();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+      return std::make_unique<Element>();
+    }
+    EXPECT_EQ(root->name, "svg");
+    EXPECT_EQ(attr(root.get(), "xmlns"), "http://www.w3.org/2000/svg");
+    EXPECT_FALSE(root->children.empty());
+    if (!root->children.empty()) {
+      const Element* bg = root->children.front().get();
+      EXPECT_EQ(bg->name, "rect");
+      EXPECT_EQ(attr(bg, "fill"), "white");
+      EXPECT_EQ(attr(bg, "width"), attr(root.get(), "width"));
+      EXPECT_EQ(attr(bg, "height"), attr(root.get(), "height"));
+    }
+    for (const Element* t : all(*root, "text")) EXPECT_EQ(t->text.find("e+"), std::string::npos) << t->text;
+    return root;
+  }
+
+  /// The names of the solid (data) and dashed (reference) polylines.
+  static std::vector<std::string> lines(const Element& root, bool dashed) {
+    std::vector<std::string> out;
+    for (const Element* p : all(root, "polyline")) {
+      if (attr(p, "stroke-dasharray").empty() != dashed) out.push_back(attr(p, "data-name"));
+    }
+    return out;
+  }
+
+  fs::path dir_;
+};
+
+TEST(ChartXml, TheParserRejectsMalformedXml) {
+  EXPECT_NO_THROW(XmlParser(R"(<svg a="1"><t b='x'>a &amp; b</t><r/></svg>)").parse());
+  for (const char* bad : {"<svg><a></svg>", "<svg>a & b</svg>", "<svg a=1/>", R"(<svg a="1" a="2"/>)",
+                          "<svg/><svg/>", "<svg>", "text<svg/>"}) {
+    EXPECT_THROW(XmlParser(bad).parse(), std::runtime_error) << bad;
+  }
+}
+
+TEST(ChartNumbers, ShortTickLabels) {
+  EXPECT_EQ(chart::short_number(1.48e6), "1.48M");
+  EXPECT_EQ(chart::short_number(1.5e6), "1.5M");
+  EXPECT_EQ(chart::short_number(740000), "740k");
+  EXPECT_EQ(chart::short_number(999999), "1M");
+  EXPECT_EQ(chart::short_number(2.5e9), "2.5G");
+  EXPECT_EQ(chart::short_number(12), "12");
+  EXPECT_EQ(chart::short_number(0), "0");
+  EXPECT_EQ(chart::short_number(0.25), "0.25");
+  EXPECT_EQ(chart::short_number(128), "128");
+}
+
+TEST(ChartNumbers, RoundTicksCoverTheData) {
+  const auto t = chart::ticks_from_zero(1.48e6);
+  ASSERT_GE(t.size(), 3U);
+  EXPECT_EQ(t.front(), 0);
+  EXPECT_GE(t.back(), 1.48e6);
+  EXPECT_LT(t.back(), 1.48e6 * 1.5);
+  for (std::size_t i = 1; i < t.size(); ++i) {
+    EXPECT_NEAR(t[i] - t[i - 1], t[1], 1e-6);
+    EXPECT_EQ(chart::short_number(t[i]).find('e'), std::string::npos);
+  }
+  EXPECT_EQ(chart::escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+}
+
+TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
+  const std::string svg = sweep("scaling.yaml", {"cluster.nodes=1,2,4"});
+  const auto root = parse_chart(svg);
+  const auto t = texts(*root);
+  EXPECT_TRUE(t.count("GPUs (log scale)")) << svg;
+  EXPECT_TRUE(t.count("throughput (tokens/s)"));
+  EXPECT_TRUE(t.count("Scaling efficiency per GPU"));
+  for (const char* gpus : {"8", "16", "32"}) EXPECT_TRUE(t.count(gpus)) << gpus;  // x ticks: the GPU counts
+  EXPECT_EQ(lines(*root, true), std::vector<std::string>{"ideal scaling"});
+  // throughput and per-GPU efficiency, one line each
+  EXPECT_EQ(lines(*root, false).size(), 2U);
+  // The ideal line starts at the first point and is linear in GPUs: at 4x
+  // the GPUs (nodes 1 -> 4) it is 4x as high above the throughput panel's
+  // zero (the bottom of its frame, the first frame drawn).
+  auto points_of = [&](const std::string& name) {
+    std::vector<std::pair<double, double>> pts;
+    for (const Element* p : all(*root, "polyline")) {
+      if (attr(p, "data-name") != name || !pts.empty()) continue;
+      std::istringstream in(attr(p, "points"));
+      for (std::string xy; in >> xy;) {
+        const auto comma = xy.find(',');
+        pts.emplace_back(std::stod(xy.substr(0, comma)), std::stod(xy.substr(comma + 1)));
+      }
+    }
+    return pts;
+  };
+  const auto ideal = points_of("ideal scaling");
+  const auto data = points_of("throughput");
+  ASSERT_EQ(ideal.size(), 3U);
+  ASSERT_EQ(data.size(), 3U);
+  EXPECT_EQ(ideal.front(), data.front());
+  double zero = 0;
+  for (const Element* r : all(*root, "rect")) {
+    if (attr(r, "fill") == "none" && zero == 0) zero = std::stod(attr(r, "y")) + std::stod(attr(r, "height"));
+  }
+  ASSERT_GT(zero, 0);
+  EXPECT_NEAR((zero - ideal.back().second) / (zero - ideal.front().second), 4.0, 0.05);
+  EXPECT_LT(ideal.front().first, ideal[1].first);  // x grows with the GPUs
+  // On a log axis, 8 -> 16 and 16 -> 32 GPUs are the same distance apart.
+  EXPECT_NEAR(ideal[1].first - ideal[0].first, ideal[2].first - ideal[1].first, 0.2);
+  // Titles do not overlap: the document title's baseline is above every
+  // panel title's top (font-size 13).
+  double title_y = 0;
+  for (const Element* e : all(*root, "text")) {
+    if (e->text.rfind("tessera sweep ", 0) == 0) title_y = std::stod(attr(e, "y"));
+  }
+  ASSERT_GT(title_y, 0);
+  for (const Element* e : all(*root, "text")) {
+    if (attr(e, "font-weight") == "bold" && e->text.rfind("tessera sweep ", 0) != 0) {
+      EXPECT_GT(std::stod(attr(e, "y")) - 13, title_y + 4) << e->text;
+    }
+  }
+  // Same input, same bytes: rerunning resumes every point and redraws.
+  EXPECT_EQ(sweep("scaling.yaml", {"cluster.nodes=1,2,4"}), svg);
+}
+
+TEST_F(ChartTest, TwoKeysGiveOneLinePerValueOfTheSecond) {
+  const auto root = parse_chart(sweep("scaling.yaml", {"cluster.nodes=1,2", "parallelism.pp=1,2"}));
+  const auto solid = lines(*root, false);
+  EXPECT_EQ(std::set<std::string>(solid.begin(), solid.end()),
+            (std::set<std::string>{"parallelism.pp=1", "parallelism.pp=2"}));
+  EXPECT_EQ(solid.size(), 4U);  // in the throughput and the efficiency panel
+  EXPECT_EQ(lines(*root, true).size(), 2U);  // an ideal line per series
+  const auto t = texts(*root);
+  EXPECT_TRUE(t.count("parallelism.pp=1"));  // the legend
+  EXPECT_TRUE(t.count("parallelism.pp=2"));
+  for (const Element* p : all(*root, "polyline")) {
+    std::istringstream pts(attr(p, "points"));
+    int n = 0;
+    for (std::string xy; pts >> xy;) ++n;
+    EXPECT_EQ(n, 2) << attr(p, "data-name");  // nodes=1,2
+  }
+}
+
+TEST_F(ChartTest, SweepThatKeepsTheGpusHasNoEfficiencyPanel) {
+  const std::string svg = sweep("default.yaml", {"training.micro_batch=1,2,4,8"});
+  const auto root = parse_chart(svg);
+  const auto t = texts(*root);
+  EXPECT_TRUE(t.count("training.micro_batch (log scale)")) << svg;
+  EXPECT_TRUE(t.count("throughput (tokens/s)"));
+  EXPECT_FALSE(t.count("Scaling efficiency per GPU"));
+  EXPECT_TRUE(lines(*root, true).empty());
+  EXPECT_EQ(lines(*root, false).size(), 1U);
+}
+
+TEST_F(ChartTest, CompareSchedulesHasTimeAndMemoryPanels) {
+  const fs::path svg_path = dir_ / "c.svg";
+  std::ostringstream out;
+  ASSERT_EQ(cmd_compare_schedules({std::string(TESSERA_SCENARIO_DIR) + "/schedules.yaml", "--schedules",
+                                   "gpipe,1f1b", "--svg", svg_path.string()},
+                                  out),
+            0);
+  const std::string svg = read(svg_path);
+  const auto root = parse_chart(svg);
+  // Same input, same bytes.
+  std::ostringstream again;
+  ASSERT_EQ(cmd_compare_schedules({std::string(TESSERA_SCENARIO_DIR) + "/schedules.yaml", "--schedules",
+                                   "gpipe,1f1b", "--svg", (dir_ / "again.svg").string()},
+                                  again),
+            0);
+  EXPECT_EQ(read(dir_ / "again.svg"), svg);
+  const auto t = texts(*root);
+  EXPECT_TRUE(t.count("Iteration time"));
+  EXPECT_TRUE(t.count("time per iteration (ms)"));
+  EXPECT_TRUE(t.count("Peak memory per GPU"));
+  EXPECT_TRUE(t.count("A100-80GB memory: 80 GiB")) << svg;
+  std::size_t capacity = 0, memory_bars = 0;
+  for (const Element* l : all(*root, "line")) capacity += attr(l, "class") == "capacity" ? 1 : 0;
+  EXPECT_EQ(capacity, 1U);
+  // 4 stacked parts per schedule, then one memory bar per schedule.
+  const auto bars = all(*root, "rect");
+  for (const Element* r : bars) memory_bars += attr(r, "class") == "bar" ? 1 : 0;
+  EXPECT_EQ(memory_bars, 2U * 4 + 2);
+  // The memory labels are the numbers the table prints (GiB, one decimal).
+  std::vector<std::string> gib_labels;
+  for (const Element* e : all(*root, "text")) {
+    if (e->text.find(" GiB (stage ") != std::string::npos) gib_labels.push_back(e->text);
+  }
+  ASSERT_EQ(gib_labels.size(), 2U);
+  // gpipe's bar is the largest per-stage number of its table row.
+  std::istringstream table(out.str());
+  bool found = false;
+  for (std::string line; std::getline(table, line);) {
+    if (line.rfind("gpipe ", 0) != 0) continue;
+    found = true;
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    const auto last_ms = std::find(w.rbegin(), w.rend(), "ms").base();
+    double fullest = 0;
+    std::size_t stage = 0;
+    for (auto it = last_ms; it != w.end() && *it != "OOM"; ++it) {
+      const double gib = std::stod(*it);
+      if (gib > fullest) fullest = gib, stage = static_cast<std::size_t>(it - last_ms);
+    }
+    EXPECT_EQ(gib_labels.front().rfind(fmt::format("{:.1f} GiB (stage {})", fullest, stage), 0), 0U)
+        << gib_labels.front() << " vs " << line;
+  }
+  EXPECT_TRUE(found) << out.str();
+}
+
+}  // namespace
+}  // namespace tessera::cli
