@@ -116,3 +116,49 @@ TEST(Backends, ARegisteredBackendRunsAScenario) {
   EXPECT_EQ(runs, 2);
 }
 
+// `failures:` entries with `at:` (a list item {cable, at}) are read as timed
+// failures; the flow backend applies them during the run. Failing at time
+// zero is failing from the start; failing after the iteration changes
+// nothing; ns3 refuses them.
+TEST(Backends, TimedFailuresOnTheFlowBackend) {
+  const std::string base = scenario_text("default.yaml");
+  const Scenario s = parse_scenario(base + R"(
+failures:
+  links:
+    - leaf0-spine1
+    - {cable: leaf0-spine2, at: 5ms}
+  degraded:
+    - cable: leaf1-spine3
+      at: 2ms
+  degraded_rate: 0.5
+)",
+                                    "t.yaml");
+  ASSERT_EQ(s.failures.failed.size(), 1U);
+  EXPECT_EQ(s.failures.failed[0], (std::pair<std::string, std::string>{"leaf0", "spine1"}));
+  EXPECT_TRUE(s.failures.degraded.empty());
+  ASSERT_EQ(s.failures.timed.size(), 2U);
+  EXPECT_EQ(s.failures.timed[0], (Scenario::Failures::Timed{"leaf0", "spine2", Time::from_ms(5), true}));
+  EXPECT_EQ(s.failures.timed[1], (Scenario::Failures::Timed{"leaf1", "spine3", Time::from_ms(2), false}));
+  const topology::Topology topo = build_topology(s);
+  EXPECT_EQ(topo.failed_links(), 2);  // only leaf0-spine1 (both directions) from the start
+  const auto changes = study::timed_cable_changes(s, topo);
+  ASSERT_EQ(changes.size(), 2U);
+  EXPECT_EQ(changes[0].factor, 0.0);
+  EXPECT_EQ(changes[1].factor, 0.5);
+  EXPECT_EQ(changes[1].at, Time::from_ms(2));
+
+  const Scenario plain = parse_scenario(base, "p.yaml");
+  const Scenario from_start = parse_scenario(base, "s.yaml", {{"failures.links", "leaf0-spine1"}});
+  const Scenario at_zero = parse_scenario(base, "z.yaml", {{"failures.links", "[{cable: leaf0-spine1, at: 0ms}]"}});
+  const Scenario after = parse_scenario(base, "a.yaml", {{"failures.links", "[{cable: leaf0-spine1, at: 1000s}]"}});
+  const Time none = simulate_scenario(plain, nullptr, nullptr, false).result.makespan;
+  EXPECT_EQ(simulate_scenario(at_zero, nullptr, nullptr, false).result.makespan,
+            simulate_scenario(from_start, nullptr, nullptr, false).result.makespan);
+  EXPECT_EQ(simulate_scenario(after, nullptr, nullptr, false).result.makespan, none);
+  const Time mid = simulate_scenario(s, nullptr, nullptr, false).result.makespan;
+  EXPECT_GT(mid, Time::zero());
+
+  Scenario ns3 = s;
+  ns3.backend = study::Backend{"ns3"};
+  EXPECT_THROW((void)simulate_scenario(ns3), InputError);  // ScenarioError (or: built without ns-3)
+}
