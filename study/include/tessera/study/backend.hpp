@@ -102,9 +102,8 @@ class BackendRegistry {
 /// added in backend.cpp.
 BackendRegistry built_in_backends();
 
-/// The time-zero-free failures of `s` (`failures:` entries with `at:`),
-/// resolved against `topo`: what a backend applies during the run, in
-/// scenario order. Throws ScenarioError naming the key for an unknown cable.
+/// A cable that fails or slows down during the run (a `failures:` entry
+/// with `at:`), resolved against a topology.
 struct TimedCableChange {
   Time at;
   topology::VertexId a = 0, b = 0;
@@ -112,6 +111,9 @@ struct TimedCableChange {
   /// of its rate from then on.
   double factor = 0.0;
 };
+/// The timed failures of `s` (Scenario::Failures::timed) resolved against
+/// `topo`: what a backend applies during the run, in scenario order. Throws
+/// ScenarioError naming the key for an unknown vertex.
 std::vector<TimedCableChange> timed_cable_changes(const Scenario& s, const topology::Topology& topo);
 
 }  // namespace tessera::study
