@@ -109,9 +109,8 @@ int cmd_run(const Args& args, std::ostream& out) {
   const RunReport rep = make_report(s, sim);
   if (trace) trace->finish();
   if (links_path) {
-    write_file_atomic(*links_path, s.backend == Backend::Ns3
-                                           ? sim.ns3_link_csv
-                                           : link_csv(sim.topology, sim));
+    // The backend's own CSV (ns3), else the one from its per-link vectors.
+    write_file_atomic(*links_path, !sim.link_csv.empty() ? sim.link_csv : link_csv(sim.topology, sim));
   }
   if (json_path) write_file_atomic(*json_path, format_json(rep));
   out << (p.has("json") ? format_json(rep) : format_text(rep));

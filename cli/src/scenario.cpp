@@ -4,6 +4,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -45,7 +46,9 @@ class Section {
     std::string where = m.is_null() ? file_ : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
     if (overridden_ != nullptr) {
       for (const auto& [o, flag] : *overridden_) {
-        if (path == o || path.rfind(o + ".", 0) == 0) where = fmt::format("{} ({})", file_, flag);
+        if (path == o || path.rfind(o + ".", 0) == 0 || path.rfind(o + "[", 0) == 0) {
+          where = fmt::format("{} ({})", file_, flag);  // (a key under it, or an item of its list)
+        }
       }
     }
     throw ScenarioError(path.empty() ? fmt::format("{}: {}", where, msg) : fmt::format("{}: {}: {}", where, path, msg));
@@ -154,6 +157,13 @@ class Section {
     YAML::Node v = need(key);
     if (!v.IsMap()) fail_at(v.Mark(), key_path(key), "must be a mapping");
     return Section(v, key_path(key), file_, overridden_);
+  }
+
+  /// A mapping inside this section that is not one key's value (a list
+  /// item), read under `path`.
+  [[nodiscard]] Section nested(const YAML::Node& v, const std::string& path) const {
+    if (!v.IsMap()) fail_at(v.Mark(), path, "must be a mapping");
+    return Section(v, path, file_, overridden_);
   }
 
   /// Reports the first key that nobody asked for.
@@ -1050,12 +1060,13 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   }
   if (top.has("failures")) {
     // Failed and degraded cables (docs/scenarios.md, `failures`), named by
-    // their two ends: "leaf0-spine1, leaf1-spine0". Checked against the
-    // fabric when it is built.
+    // their two ends: "leaf0-spine1, leaf1-spine0", or a list whose items
+    // are such names or mappings {cable: leaf0-spine1, at: 5ms} (failing at
+    // that simulated time). Checked against the fabric when it is built.
     Section fl = top.child("failures");
-    auto cables = [&](const char* key) {
+    // "a-b" (one or several, comma-separated) -> cables, or fails naming `path`.
+    auto split = [&](const std::string& text, const YAML::Mark& mark, const std::string& path) {
       std::vector<std::pair<std::string, std::string>> out;
-      const std::string text = fl.scalar(key);
       std::size_t pos = 0;
       while (pos <= text.size()) {
         const std::size_t comma = std::min(text.find(',', pos), text.size());
@@ -1064,18 +1075,45 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         item.erase(item.find_last_not_of(' ') + 1);
         const std::size_t dash = item.find('-');
         if (dash == std::string::npos || dash == 0 || dash + 1 == item.size()) {
-          fl.fail_at(fl.node()[key].Mark(), fl.key_path(key),
-                     fmt::format("'{}' is not a cable: name its two ends, as leaf0-spine1", item));
+          fl.fail_at(mark, path, fmt::format("'{}' is not a cable: name its two ends, as leaf0-spine1", item));
         }
         out.emplace_back(item.substr(0, dash), item.substr(dash + 1));
         pos = comma + 1;
       }
       return out;
     };
-    if (fl.has("links")) s.failures.failed = cables("links");
-    if (fl.has("degraded")) s.failures.degraded = cables("degraded");
+    auto cables = [&](const char* key, bool fail) {
+      std::vector<std::pair<std::string, std::string>> out;
+      const YAML::Node v = fl.need(key);
+      if (!v.IsSequence()) return split(fl.scalar(key), v.Mark(), fl.key_path(key));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const YAML::Node item = v[i];
+        const std::string path = fmt::format("{}[{}]", fl.key_path(key), i);
+        if (item.IsScalar()) {
+          for (auto& c : split(item.Scalar(), item.Mark(), path)) out.push_back(std::move(c));
+          continue;
+        }
+        if (!item.IsMap()) fl.fail_at(item.Mark(), path, "expected a cable (leaf0-spine1) or a mapping {cable, at}");
+        Section e = fl.nested(item, path);
+        const auto one = split(e.scalar("cable"), item["cable"].Mark(), e.key_path("cable"));
+        if (one.size() != 1) fl.fail_at(item["cable"].Mark(), e.key_path("cable"), "expected one cable");
+        if (!e.has("at")) {
+          out.push_back(one[0]);
+        } else {
+          // (parse_time refuses negative times: a simulated time from the start)
+          s.failures.timed.push_back({one[0].first, one[0].second, e.unit("at", parse_time), fail});
+        }
+        e.finish();
+      }
+      return out;
+    };
+    if (fl.has("links")) s.failures.failed = cables("links", true);
+    if (fl.has("degraded")) s.failures.degraded = cables("degraded", false);
     if (fl.has("degraded_rate")) s.failures.degraded_rate = fl.number_in("degraded_rate", 1e-6, 1.0);
-    if (s.failures.degraded.empty() != !fl.has("degraded_rate")) {
+    const bool any_degraded = !s.failures.degraded.empty() ||
+                              std::any_of(s.failures.timed.begin(), s.failures.timed.end(),
+                                          [](const Scenario::Failures::Timed& t) { return !t.fail; });
+    if (any_degraded != fl.has("degraded_rate")) {
       fl.fail_at(fl.node().Mark(), fl.key_path(""), "degraded and degraded_rate go together");
     }
     fl.finish();

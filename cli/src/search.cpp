@@ -266,7 +266,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   // (--jobs was declared but ignored; ns-3 runs one Simulator per process)
   unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
   if (auto j = p.get("jobs")) jobs = static_cast<unsigned>(parse_positive_int(*j, "--jobs", 4096));
-  if (base.backend == Backend::Ns3) jobs = 1;
+  if (!built_in_backends().at(base.backend.name).concurrent_runs()) jobs = 1;
   // More plans fit than we simulate: screen them all by compute + bubble
   // from the task graph (planning only, no execution) and simulate the most
   // promising; ties keep the enumeration order (deterministic).

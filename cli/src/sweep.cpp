@@ -476,10 +476,13 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     write_file_atomic(csv_path, kept);
   }
 
-  // ns-3 has one Simulator per process: its points run one at a time.
-  const bool any_ns3 = std::any_of(scenarios.begin(), scenarios.end(),
-                                   [](const Scenario& s) { return s.backend == Backend::Ns3; });
-  if (any_ns3) jobs = 1;
+  // A backend whose runs cannot overlap (ns-3: one Simulator per process):
+  // its points run one at a time.
+  const BackendRegistry backends = built_in_backends();
+  const bool serial = std::any_of(scenarios.begin(), scenarios.end(), [&](const Scenario& s) {
+    return !backends.at(s.backend.name).concurrent_runs();
+  });
+  if (serial) jobs = 1;
   jobs = std::min<unsigned>(jobs, static_cast<unsigned>(std::max<std::size_t>(1, todo.size())));
 
   std::mutex mu;

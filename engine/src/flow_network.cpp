@@ -46,7 +46,7 @@ std::uint32_t FlowNetwork::route(int src, int dst) {
                             static_cast<std::uint32_t>(dst);
   auto it = route_index_.find(key);
   if (it != route_index_.end()) return it->second;
-  const topology::Path path = topo_.route(src, dst);
+  const topology::Path path = routing_->route(src, dst);
   const auto index = static_cast<std::uint32_t>(routes_.size());
   routes_.push_back(Route{static_cast<std::uint32_t>(path_links_.size()), static_cast<std::uint32_t>(path.size()),
                           topo_.latency(path)});
@@ -80,8 +80,11 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   f.id = next_flow_++;
   f.path_begin = rt.begin;
   f.path_len = rt.len;
+  f.route = r;
+  f.src = msg.src;
+  f.dst = msg.dst;
   f.latency = rt.latency + msg.delay_after;  // the delivery's delay after the last byte left
-  f.bytes = msg.bytes.count();
+  f.payload = static_cast<double>(msg.bytes.count());
   f.efficiency = msg.efficiency;
   f.wire = msg.efficiency == 1.0 ? msg.bytes.as_double() : msg.bytes.as_double() / msg.efficiency;
   f.remaining = f.wire;
@@ -102,6 +105,104 @@ void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   }
   started_.push_back(s);
   request_recompute();
+}
+
+void FlowNetwork::change_cable_at(Time at, topology::VertexId a, topology::VertexId b, double factor) {
+  const Time now = loop_.now();
+  if (at < now) {
+    throw InputError(fmt::format("flow network: a cable change at {} is in the past (now {})", to_string(at),
+                                 to_string(now)));
+  }
+  if (!(factor >= 0.0 && factor <= 1.0)) {
+    throw InputError(fmt::format("flow network: a cable's rate factor must be in [0, 1] (got {})", factor));
+  }
+  std::vector<topology::LinkId> links;
+  for (std::size_t l = 0; l < topo_.links().size(); ++l) {
+    const topology::Link& k = topo_.links()[l];
+    if ((k.src == a && k.dst == b) || (k.src == b && k.dst == a)) links.push_back(static_cast<topology::LinkId>(l));
+  }
+  if (links.empty()) {
+    throw InputError(fmt::format("flow network: no cable between {} and {}", topo_.vertex(a).name,
+                                 topo_.vertex(b).name));
+  }
+  loop_.schedule(at - now, [this, a, b, factor, links = std::move(links)] { apply_cable_change(a, b, factor, links); });
+}
+
+void FlowNetwork::apply_cable_change(topology::VertexId a, topology::VertexId b, double factor,
+                                     const std::vector<topology::LinkId>& links) {
+  const Time now = loop_.now();
+  if (factor > 0.0) {
+    // Slower from now on: its flows' component is recomputed at this instant.
+    // The peak load seen so far keeps its fraction of the (new) capacity.
+    for (topology::LinkId l : links) {
+      const auto li = static_cast<std::size_t>(l);
+      capacity_[li] *= factor;
+      min_left_[li] *= factor;
+      vacated_.push_back(l);
+    }
+    request_recompute();
+    return;
+  }
+  // Out of service: later routes come from the fabric without it (the same
+  // failures give the same routes), and its flows in flight move now, in
+  // start order.
+  if (!failed_topo_) failed_topo_ = std::make_unique<topology::Topology>(*routing_);
+  (void)failed_topo_->fail_cable(a, b);
+  routing_ = failed_topo_.get();
+  route_index_.clear();
+  std::vector<Slot> moving;
+  for (topology::LinkId l : links) {
+    for (Slot s : link_flows_[static_cast<std::size_t>(l)]) {
+      if (flows_[s].active) moving.push_back(s);
+    }
+  }
+  std::sort(moving.begin(), moving.end(), [this](Slot x, Slot y) { return flows_[x].id < flows_[y].id; });
+  moving.erase(std::unique(moving.begin(), moving.end()), moving.end());
+  for (Slot s : moving) reroute(s, now);
+  request_recompute();
+}
+
+void FlowNetwork::reroute(Slot s, Time now) {
+  Flow& f = flows_[s];
+  const double left = remaining_at(f, now);
+  const double moved = (f.wire - left) * f.efficiency;  // payload that crossed the old path
+  for (topology::LinkId l : path(f)) {
+    const auto li = static_cast<std::size_t>(l);
+    done_bytes_[li] += moved;
+    auto& list = link_flows_[li];
+    list.erase(std::find(list.begin(), list.end(), s));
+    if (--use_[li].active == 0) use_[li].busy += now - use_[li].since;
+    vacated_.push_back(l);
+  }
+  const Time delay_after = f.latency - routes_[f.route].latency;
+  std::uint32_t r = 0;
+  try {
+    r = route(f.src, f.dst);
+  } catch (const InputError& e) {
+    throw SimulationError(fmt::format("flow network: at {} a failed cable cut a flow off: {}", to_string(now),
+                                      e.what()));
+  }
+  const Route& rt = routes_[r];
+  f.route = r;
+  f.path_begin = rt.begin;
+  f.path_len = rt.len;
+  f.latency = rt.latency + delay_after;
+  f.payload = std::max(0.0, f.payload - moved);
+  f.wire = left;
+  f.remaining = left;
+  f.updated = now;
+  f.rate = -1.0;  // rated again by the next recomputation
+  ++f.version;    // its due time is void
+  for (topology::LinkId l : path(f)) {
+    const auto li = static_cast<std::size_t>(l);
+    auto& list = link_flows_[li];
+    // Lists stay in start order.
+    list.insert(std::lower_bound(list.begin(), list.end(), f.id,
+                                 [this](Slot x, std::uint64_t id) { return flows_[x].id < id; }),
+                s);
+    if (use_[li].active++ == 0) use_[li].since = now;
+  }
+  started_.push_back(s);
 }
 
 void FlowNetwork::request_recompute() {
@@ -334,8 +435,8 @@ void FlowNetwork::on_completion_event() {
     f.active = false;
     for (topology::LinkId l : path(f)) {
       const auto li = static_cast<std::size_t>(l);
-      done_bytes_[li] += static_cast<double>(f.bytes);
-      if (f.cls >= 0) class_done_bytes_[static_cast<std::size_t>(f.cls)][li] += static_cast<double>(f.bytes);
+      done_bytes_[li] += f.payload;
+      if (f.cls >= 0) class_done_bytes_[static_cast<std::size_t>(f.cls)][li] += f.payload;
       if (--use_[li].active == 0) use_[li].busy += now - use_[li].since;
       vacated_.push_back(l);
     }

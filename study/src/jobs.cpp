@@ -6,9 +6,7 @@
 #include <memory>
 
 #include "tessera/study/pipeline.hpp"
-#include "tessera/engine/event_loop.hpp"
 #include "tessera/engine/executor.hpp"
-#include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
 #include "tessera/node_model/predictors.hpp"
 
@@ -126,22 +124,24 @@ JobsOutcome simulate_jobs(const Scenario& s) {
   JobsOutcome out;
   engine::ExecutionResult shared;
   std::vector<std::vector<double>> job_link_bytes;  // [job][link]
-  if (s.backend == Backend::Flow) {
-    // The flow network counts each message's bytes for its source rank's job.
+  {
+    // Each message's bytes counted for its source rank's job, where the
+    // backend can attribute traffic (the flow backend).
     std::vector<std::int32_t> job_of(static_cast<std::size_t>(s.gpus()), -1);
     for (std::size_t j = 0; j < gpu_of.size(); ++j) {
       for (int g : gpu_of[j]) job_of[static_cast<std::size_t>(g)] = static_cast<std::int32_t>(j);
     }
-    engine::DiscreteEventLoop loop;
-    engine::FlowNetwork net(topo, loop);
-    net.set_source_classes(std::move(job_of));
-    shared = engine::execute(placed, loop, net, nullptr, execution_options(s));
-    job_link_bytes = net.link_bytes_by_class();
-    job_link_bytes.resize(s.jobs.size(), std::vector<double>(topo.links().size(), 0.0));
-    out.link_bytes = net.link_bytes();
-    out.per_job_links = true;
-  } else {
-    shared = execute_on_backend(s, placed, topo);
+    const BackendRegistry backends = built_in_backends();
+    const NetworkBackend& backend = backends.at(s.backend.name);
+    backend.check(s);
+    BackendRun run = backend.run_classified(placed, topo, s, execution_options(s), nullptr, std::move(job_of));
+    shared = std::move(run.result);
+    if (!run.link_bytes_by_class.empty()) {
+      job_link_bytes = std::move(run.link_bytes_by_class);
+      job_link_bytes.resize(s.jobs.size(), std::vector<double>(topo.links().size(), 0.0));
+      out.link_bytes = std::move(run.link_bytes);
+      out.per_job_links = true;
+    }
   }
   for (std::size_t j = 0; j < s.jobs.size(); ++j) {
     const Job& job = s.jobs[j];

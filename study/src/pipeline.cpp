@@ -8,13 +8,9 @@
 #include <memory>
 #include <utility>
 
-#include "tessera/engine/flow_network.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/roofline.hpp"
-#ifdef TESSERA_HAVE_NS3
-#include "tessera/ns3_modules/ns3_backend.hpp"
-#endif
 
 namespace tessera::study {
 
@@ -102,47 +98,18 @@ void check_work(const Scenario& s) {
       s.file, keys, w.events(), w.ranks, w.micro_batches, w.tasks, w.transfers(), kMaxSimulatedEvents));
 }
 
-namespace {
-
-#ifdef TESSERA_HAVE_NS3
-/// The ns-3 backend's options from the scenario (`ns3:` and the execution).
-ns3_modules::Ns3Options ns3_options(const Scenario& s, const engine::ExecutionOptions& options) {
-  const Ns3Settings& set = s.ns3;
-  ns3_modules::Ns3Options ns3;
-  ns3.execution = options;
-  ns3.model = set.model == Ns3Settings::Model::InfiniBand ? ns3_modules::Ns3Model::InfiniBand
-                                                          : ns3_modules::Ns3Model::PointToPoint;
-  ns3.mtu = set.mtu;
-  ns3.header_bytes = Ns3Settings::kHeaderBytes;
-  ns3.packets_per_segment = set.packets_per_segment;
-  ns3.num_vls = set.num_vls;
-  ns3.adaptive_routing = set.adaptive_routing;
-  ns3.buffer_bytes = set.buffer;
-  return ns3;
-}
-#endif
-
-}  // namespace
-
 engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism::TaskGraph& graph,
-                                           const topology::Topology& topo) {
-  const engine::ExecutionOptions options = execution_options(s);
-  if (s.backend == Backend::Ns3) {
-#ifdef TESSERA_HAVE_NS3
-    return ns3_modules::run_on_ns3(graph, topo, ns3_options(s, options));
-#else
-    throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
-#endif
-  }
-  engine::DiscreteEventLoop loop;
-  engine::FlowNetwork net(topo, loop);
-  return engine::execute(graph, loop, net, nullptr, options);
+                                           const topology::Topology& topo, const BackendRegistry& backends) {
+  const NetworkBackend& backend = backends.at(s.backend.name);
+  backend.check(s);
+  return backend.run(graph, topo, s, execution_options(s), nullptr).result;
 }
 
 namespace {
 
 Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* observer,
-                              const node_model::KernelPredictor* predictor, bool split) {
+                              const node_model::KernelPredictor* predictor, bool split,
+                              const NetworkBackend& backend) {
   std::unique_ptr<node_model::KernelPredictor> owned;
   if (predictor == nullptr) {
     owned = make_scenario_predictor(s);
@@ -172,40 +139,13 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
   if (const auto* o = dynamic_cast<const node_model::OverridePredictor*>(predictor))
     sim.kernel_overrides = o->stats();
   const engine::ExecutionOptions options = execution_options(s);
-  if (s.backend == Backend::Ns3) {
-#ifdef TESSERA_HAVE_NS3
-    const Ns3Settings& set = s.ns3;
-    const ns3_modules::Ns3Options ns3 = ns3_options(s, options);
-    ns3_modules::Ns3Report report;
-    sim.result = ns3_modules::run_on_ns3(planned.graph, sim.topology, ns3, observer, &report);
-    sim.ns3_link_csv = ns3_modules::link_csv(report, sim.topology);
-    const ns3_modules::Ns3NetworkStats& n = report.network;
-    PacketFabricStats f;
-    f.settings = set;
-    f.messages_sent = n.messages_sent;
-    f.messages_delivered = n.messages_delivered;
-    f.packets_injected = n.packets_injected;
-    f.packets_delivered = n.packets_delivered;
-    f.packet_hops = n.packet_hops;
-    f.payload_injected = n.payload_injected;
-    f.payload_delivered = n.payload_delivered;
-    f.wire_bytes = n.wire_bytes;
-    f.drops = n.drops;
-    f.credit_stall = n.credit_stall;
-    f.credit_violations = n.credit_violations;
-    f.events = report.events;
-    sim.packet_fabric = f;
-#else
-    throw InputError("backend 'ns3' is not available: this tessera was built without ns-3 (TESSERA_WITH_NS3=OFF)");
-#endif
-  } else {
-    engine::DiscreteEventLoop loop;
-    engine::FlowNetwork net(sim.topology, loop);
-    sim.result = engine::execute(planned.graph, loop, net, observer, options);
-    sim.link_bytes = net.link_bytes();
-    sim.link_busy = net.link_busy();
-    sim.link_peak_utilization = net.link_peak_utilization();
-  }
+  BackendRun run = backend.run(planned.graph, sim.topology, s, options, observer);
+  sim.result = std::move(run.result);
+  sim.link_bytes = std::move(run.link_bytes);
+  sim.link_busy = std::move(run.link_busy);
+  sim.link_peak_utilization = std::move(run.link_peak_utilization);
+  sim.link_csv = std::move(run.link_csv);
+  sim.packet_fabric = std::move(run.packet_fabric);
   if (!split) return sim;
   // Free communication: the zero-cost network applies no calibration; one
   // rank per class of interchangeable ranks runs.
@@ -223,15 +163,18 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
 }  // namespace
 
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,
-                             const node_model::KernelPredictor* predictor, bool split) {
+                             const node_model::KernelPredictor* predictor, bool split,
+                             const BackendRegistry& backends) {
   if (!s.jobs.empty()) {
     throw ScenarioError(fmt::format("{}: jobs: a scenario with several jobs runs with `tessera run` only (its "
                                     "model, training and plan are per job)",
                                     s.file));
   }
+  const NetworkBackend& backend = backends.at(s.backend.name);
+  backend.check(s);
   check_work(s);
   try {
-    return simulate_unchecked(s, observer, predictor, split);
+    return simulate_unchecked(s, observer, predictor, split, backend);
   } catch (const OverflowError& e) {
     // A time or size past int64 while planning or simulating: the iteration
     // is too big to represent. Name the keys that scale it: a latency of

@@ -6,18 +6,18 @@
 #include <cmath>
 
 #include "tessera/node_model/predictors.hpp"
+#include "tessera/study/backend.hpp"
 #include "tessera/topology/fabrics.hpp"
 
 namespace tessera::study {
 
 
 Backend parse_backend(const std::string& text) {
-  if (text == "flow") return Backend::Flow;
-  if (text == "ns3") return Backend::Ns3;
-  throw InputError(fmt::format("unknown backend '{}' (expected flow or ns3)", text));
+  (void)built_in_backends().at(text);  // throws, naming the known ones
+  return Backend{text};
 }
 
-std::string_view to_string(Backend b) { return b == Backend::Flow ? "flow" : "ns3"; }
+std::string_view to_string(const Backend& b) { return b.name; }
 
 std::string_view to_string(Ns3Settings::Model m) {
   return m == Ns3Settings::Model::InfiniBand ? "infiniband" : "point-to-point";
@@ -104,18 +104,41 @@ topology::Topology build_topology(const Scenario& s) {
   apply("links", f.failed, [&](topology::VertexId a, topology::VertexId b) { (void)t.fail_cable(a, b); });
   apply("degraded", f.degraded,
         [&](topology::VertexId a, topology::VertexId b) { (void)t.degrade_cable(a, b, f.degraded_rate); });
-  if (!f.failed.empty()) {
-    // Cables are duplex: every GPU reaches GPU 0 exactly when all reach all.
-    for (int g = 1; g < t.num_gpus(); ++g) {
+  // Cables are duplex: every GPU reaches GPU 0 exactly when all reach all.
+  auto check_reachable = [&](const topology::Topology& topo, std::size_t down) {
+    for (int g = 1; g < topo.num_gpus(); ++g) {
       try {
-        (void)t.route(0, g);
+        (void)topo.route(0, g);
       } catch (const InputError&) {
         throw ScenarioError(fmt::format("{}: failures.links: with these {} cables down GPU {} cannot reach GPU 0 "
                                         "(no route left)",
-                                        s.file, f.failed.size(), g));
+                                        s.file, down, g));
       }
     }
+  };
+  if (!f.failed.empty()) check_reachable(t, f.failed.size());
+  // Cables failing during the run (`at:`): their names, and that the fabric
+  // once they are all down still connects every GPU.
+  if (f.timed.empty()) return t;
+  topology::Topology after = t;
+  std::size_t timed_down = 0;
+  for (const auto& c : f.timed) {
+    const char* key = c.fail ? "links" : "degraded";
+    try {
+      const auto a = after.find_vertex(c.a);
+      const auto b = after.find_vertex(c.b);
+      // Both throw when there is no such cable (a factor of 1 changes nothing).
+      if (c.fail) {
+        (void)after.fail_cable(a, b);
+        ++timed_down;
+      } else {
+        (void)after.degrade_cable(a, b, 1.0);
+      }
+    } catch (const InputError& e) {
+      throw ScenarioError(fmt::format("{}: failures.{}: {}-{}: {}", s.file, key, c.a, c.b, e.what()));
+    }
   }
+  if (timed_down > 0) check_reachable(after, f.failed.size() + timed_down);
   return t;
 }
 

@@ -46,7 +46,7 @@ TEST(Scenario, DefaultLoads) {
   EXPECT_EQ(s.model.hidden, 1280);
   EXPECT_EQ(s.workload.dtype, node_model::DType::BF16);
   EXPECT_EQ(s.plan.bucket_size, Bytes(25'000'000));
-  EXPECT_EQ(s.backend, Backend::Flow);
+  EXPECT_EQ(s.backend, Backend{"flow"});
 }
 
 TEST(Scenario, InlineGpuAndModel) {
@@ -181,7 +181,7 @@ TEST(Scenario, Ns3SectionKeysDefaultsAndOverrides) {
                          "ns3:\n  model: point-to-point\n  packets_per_segment: 64\n  mtu: 2KiB\n"
                          "  num_vls: 4\n  adaptive_routing: true\n  buffer: 1MiB\n",
                      "s.yaml");
-  EXPECT_EQ(s.backend, Backend::Flow);  // accepted (and ignored) with the flow backend
+  EXPECT_EQ(s.backend, Backend{"flow"});  // accepted (and ignored) with the flow backend
   EXPECT_EQ(s.ns3.model, Ns3Settings::Model::PointToPoint);
   EXPECT_EQ(s.ns3.packets_per_segment, 64);
   EXPECT_EQ(s.ns3.mtu, Bytes::kib(2));

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <vector>
 
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
@@ -293,4 +295,105 @@ TEST(FlowNetwork, LinkBytesBySourceClass) {
   DiscreteEventLoop loop2;
   FlowNetwork plain(topo, loop2);
   EXPECT_TRUE(plain.link_bytes_by_class().empty());
+}
+
+namespace {
+/// two_spine_fabric with latencies: 1 us per HCA cable, 2 us per spine
+/// cable, so every cross-leaf path (GPU, leaf, spine, leaf, GPU) takes 6 us.
+topology::Topology two_spine_fabric_with_latency() {
+  topology::LeafSpineSpec s;
+  s.nodes = 4;
+  s.gpus_per_node = 1;
+  s.nvlink_bandwidth = Bandwidth::gbps(400);
+  s.nvlink_latency = Time::zero();
+  s.nic_bandwidth = Bandwidth::gbps(100);
+  s.nic_latency = Time::from_us(1);
+  s.hosts_per_leaf = 2;
+  s.spines = 2;
+  s.spine_bandwidth = Bandwidth::gbps(100);
+  s.spine_latency = Time::from_us(2);
+  return topology::build_leaf_spine(s);
+}
+
+void expect_within_a_ps(Time got, Time want) {
+  EXPECT_LE(std::abs((got - want).ps()), 1) << to_string(got) << " vs " << to_string(want);
+}
+}  // namespace
+
+// A spine cable drops to half rate at 2 ms under one 100 MB flow at 100 Gb/s
+// (12.5 GB/s): 25 MB have crossed by then, the other 75 MB take 75e6 /
+// 6.25e9 = 12 ms, so the last byte leaves at 14 ms and arrives one path
+// latency (6 us) later.
+TEST(FlowNetwork, CableDegradedDuringAFlowSlowsItFromThen) {
+  const topology::Topology t = two_spine_fabric_with_latency();
+  const topology::Path path = t.route(0, 2);
+  ASSERT_EQ(path.size(), 4U);
+  EXPECT_EQ(t.latency(path), Time::from_us(6));
+  const topology::Link& up = t.link(path[1]);  // leaf0 -> its spine
+  DiscreteEventLoop loop;
+  FlowNetwork net(t, loop);
+  net.change_cable_at(Time::from_ms(2), up.src, up.dst, 0.5);
+  Time arrived;
+  net.send(Message{0, 2, Bytes(100'000'000)}, [&] { arrived = loop.now(); });
+  double rate_before = 0, rate_after = 0;
+  loop.schedule(Time::from_ms(1), [&] { rate_before = net.active_rates().at(0); });
+  loop.schedule(Time::from_ms(3), [&] { rate_after = net.active_rates().at(0); });
+  loop.run();
+  EXPECT_DOUBLE_EQ(rate_before, 12.5e9);
+  EXPECT_DOUBLE_EQ(rate_after, 6.25e9);
+  expect_within_a_ps(arrived, Time::from_ms(14) + Time::from_us(6));
+  EXPECT_NEAR(net.link_bytes()[static_cast<std::size_t>(path[1])], 1e8, 1e-3);
+  expect_within_a_ps(net.link_busy()[static_cast<std::size_t>(path[1])], Time::from_ms(14));
+  EXPECT_DOUBLE_EQ(net.link_peak_utilization()[static_cast<std::size_t>(path[1])], 1.0);
+}
+
+// Two 100 MB flows, GPU 0 -> 2 and GPU 1 -> 3, each on its own spine at
+// 100 Gb/s; at 4 ms (50 MB left each) the second one's spine cable at leaf0
+// fails. It moves to the other spine with its 50 MB: the two share one
+// up-link at 6.25 GB/s each, so both finish 8 ms later, at 12 ms (+ 6 us
+// latency on either path). A message sent afterwards routes around it.
+TEST(FlowNetwork, CableFailedDuringAFlowMovesItToTheOtherSpine) {
+  const topology::Topology t = two_spine_fabric_with_latency();
+  const topology::Path first = t.route(0, 2);
+  const topology::Path second = t.route(1, 3);
+  ASSERT_NE(t.link(first[1]).dst, t.link(second[1]).dst);  // one spine each
+  const topology::Link& failing = t.link(second[1]);       // leaf0 -> spine of the second
+  DiscreteEventLoop loop;
+  FlowNetwork net(t, loop);
+  net.change_cable_at(Time::from_ms(4), failing.src, failing.dst, 0.0);
+  std::vector<Time> arrived(3);
+  net.send(Message{0, 2, Bytes(100'000'000)}, [&] { arrived[0] = loop.now(); });
+  net.send(Message{1, 3, Bytes(100'000'000)}, [&] { arrived[1] = loop.now(); });
+  std::vector<double> rates;
+  loop.schedule(Time::from_ms(5), [&] { rates = net.active_rates(); });
+  loop.schedule(Time::from_ms(13), [&] {
+    net.send(Message{1, 3, Bytes(12'500'000)}, [&] { arrived[2] = loop.now(); });  // 1 ms alone
+  });
+  loop.run();
+  ASSERT_EQ(rates.size(), 2U);
+  EXPECT_DOUBLE_EQ(rates[0], 6.25e9);
+  EXPECT_DOUBLE_EQ(rates[1], 6.25e9);
+  expect_within_a_ps(arrived[0], Time::from_ms(12) + Time::from_us(6));
+  expect_within_a_ps(arrived[1], Time::from_ms(12) + Time::from_us(6));
+  expect_within_a_ps(arrived[2], Time::from_ms(14) + Time::from_us(6));
+  const auto bytes = net.link_bytes();
+  EXPECT_NEAR(bytes[static_cast<std::size_t>(second[1])], 5e7, 1e-3);            // until it failed
+  EXPECT_NEAR(bytes[static_cast<std::size_t>(first[1])], 1e8 + 5e7 + 1.25e7, 1e-3);  // then everything
+  expect_within_a_ps(net.link_busy()[static_cast<std::size_t>(second[1])], Time::from_ms(4));
+  EXPECT_EQ(net.flows_completed(), 3U);
+
+  // Failing it at time zero is the failure from the start (16 ms, as
+  // FailedSpineLinkHalvesCrossLeafBandwidth).
+  DiscreteEventLoop loop0;
+  FlowNetwork net0(t, loop0);
+  net0.change_cable_at(Time::zero(), failing.src, failing.dst, 0.0);
+  for (auto [src, dst] : {std::pair{0, 2}, std::pair{1, 3}}) net0.send(Message{src, dst, Bytes(100'000'000)}, [] {});
+  loop0.run();
+  expect_within_a_ps(loop0.now(), Time::from_ms(16) + Time::from_us(6));
+
+  // What it refuses: no cable, a factor out of range, a time in the past.
+  EXPECT_THROW(net0.change_cable_at(Time::from_ms(1), t.find_vertex("leaf0"), t.find_vertex("leaf1"), 0.0),
+               InputError);
+  EXPECT_THROW(net0.change_cable_at(Time::from_ms(20), failing.src, failing.dst, 1.5), InputError);
+  EXPECT_THROW(net0.change_cable_at(Time::from_ms(1), failing.src, failing.dst, 0.0), InputError);
 }

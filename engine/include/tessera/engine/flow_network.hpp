@@ -15,7 +15,14 @@
 // order, same arithmetic). A flow's remaining bytes are brought up to date
 // only when its rate changes; completions come from a heap of due times with
 // lazy invalidation.
+//
+// Cables may fail or slow down at a simulated time (change_cable_at): a slow
+// cable's flows get new rates from then on; a failed cable's flows in flight
+// move, that instant, to the route the fabric without it gives (deterministic,
+// as every route) with the bytes they have left, and every later message is
+// routed around it.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +38,16 @@ class FlowNetwork final : public Network {
   void send(const Message& msg, Callback on_delivered) override;
   /// The routed path's latency (sum of its links' latencies).
   [[nodiscard]] Time latency(int src, int dst) override { return routes_[route(src, dst)].latency; }
+
+  /// At simulated time `at` (not before now), every cable between `a` and
+  /// `b` (both directions, parallel cables included) changes: `factor` 0
+  /// takes it out of service, `factor` in (0, 1] multiplies its rate. Flows
+  /// crossing a failed cable then are re-routed at that instant with their
+  /// remaining bytes (their delivery pays the new path's latency); routes
+  /// asked for later avoid it. Throws InputError when there is no such
+  /// cable or `at` or `factor` is out of range; SimulationError (when it
+  /// happens) when a GPU with a flow in flight is cut off.
+  void change_cable_at(Time at, topology::VertexId a, topology::VertexId b, double factor);
 
   /// Current rate of every active flow in start order, in bytes per second
   /// (for tests). Applies a pending same-instant recomputation first.
@@ -74,7 +91,9 @@ class FlowNetwork final : public Network {
     std::uint64_t id = 0;       ///< start order; ties and per-link lists follow it
     std::uint32_t path_begin = 0;  ///< its links: path_links_[path_begin, path_begin + path_len)
     std::uint32_t path_len = 0;
-    std::int64_t bytes = 0;     ///< payload
+    std::uint32_t route = 0;    ///< index into routes_
+    std::int32_t src = 0, dst = 0;
+    double payload = 0.0;       ///< bytes to cross its path (after a re-route: the part left)
     double efficiency = 1.0;    ///< payload per wire byte (Message::efficiency)
     double wire = 0.0;          ///< bytes on the wire: bytes / efficiency
     double remaining = 0.0;     ///< wire bytes left at `updated`
@@ -110,6 +129,9 @@ class FlowNetwork final : public Network {
   };
 
   std::uint32_t route(int src, int dst);
+  void apply_cable_change(topology::VertexId a, topology::VertexId b, double factor,
+                          const std::vector<topology::LinkId>& links);
+  void reroute(Slot s, Time now);
   void request_recompute();
   void recompute();
   void fill();
@@ -126,6 +148,10 @@ class FlowNetwork final : public Network {
 
   const topology::Topology& topo_;
   EventLoop& loop_;
+  /// What routes come from: topo_, or after a timed failure its copy with
+  /// the failed cables (owned).
+  const topology::Topology* routing_ = &topo_;
+  std::unique_ptr<topology::Topology> failed_topo_;
   std::unordered_map<std::uint64_t, std::uint32_t> route_index_;  // lookup only, never iterated
   std::vector<Route> routes_;
   std::vector<topology::LinkId> path_links_;  // every route's links, back to back

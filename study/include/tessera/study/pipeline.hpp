@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/study/backend.hpp"
 #include "tessera/study/scenario.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/node_model/kernel.hpp"
@@ -14,27 +15,6 @@
 #include "tessera/topology/topology.hpp"
 
 namespace tessera::study {
-
-/// What the packet fabric of an ns-3 run did (ns3_modules::Ns3Report, copied
-/// into plain types so that reports compile without ns-3), with the options
-/// it ran with. Invariants a correct run keeps (Ns3Network::verify checks them
-/// before this is filled): packets and payload delivered = injected, zero
-/// drops, zero credit violations.
-struct PacketFabricStats {
-  Ns3Settings settings;  ///< model, segment = packets_per_segment x mtu, VLs, ...
-  std::uint64_t messages_sent = 0;
-  std::uint64_t messages_delivered = 0;
-  std::uint64_t packets_injected = 0;   ///< simulated packets (segments) put on the wire at sources
-  std::uint64_t packets_delivered = 0;  ///< simulated packets (segments) that reached their destination
-  std::uint64_t packet_hops = 0;        ///< simulated packets transmitted, over every link
-  Bytes payload_injected;
-  Bytes payload_delivered;
-  Bytes wire_bytes;  ///< payload plus headers, over every link crossed
-  std::uint64_t drops = 0;
-  Time credit_stall;  ///< summed over output ports (InfiniBand)
-  std::uint64_t credit_violations = 0;
-  std::uint64_t events = 0;  ///< ns-3 events executed
-};
 
 struct Simulation {
   topology::Topology topology;
@@ -47,10 +27,11 @@ struct Simulation {
   /// The same run's host wait on the rank with the busiest compute stream
   /// (parallelism::HostOverhead): time its GPU idled for the host.
   Time free_comm_host;
+  // What the backend measured on the links (BackendRun).
   std::vector<double> link_bytes;  ///< per directed link (flow backend)
   std::vector<Time> link_busy;     ///< per directed link: time it carried a flow (flow backend)
   std::vector<double> link_peak_utilization;  ///< per directed link: highest load / capacity (flow backend)
-  std::string ns3_link_csv;        ///< per-link report of the ns-3 backend (ns3 backend)
+  std::string link_csv;            ///< the backend's own per-link CSV (ns3 backend); empty: built from the above
   std::optional<PacketFabricStats> packet_fabric;  ///< ns3 backend only
   /// Measured kernel times used while planning (when the predictor was a
   /// node_model::OverridePredictor, as with `node_model.overrides`).
@@ -106,10 +87,12 @@ inline constexpr double kMaxSimulatedEvents = 4e9;
 /// simulate_scenario calls it; sweep calls it for every point first.
 void check_work(const Scenario& s);
 
-/// Runs `graph` on `topo` with the scenario's backend and its options
-/// (execution_options, and `ns3:` for the ns-3 backend), unobserved.
+/// Runs `graph` on `topo` with the scenario's backend, looked up by name in
+/// `backends`, and its options (execution_options, and `ns3:` for the ns-3
+/// backend), unobserved.
 engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism::TaskGraph& graph,
-                                           const topology::Topology& topo);
+                                           const topology::Topology& topo,
+                                           const BackendRegistry& backends = built_in_backends());
 
 /// Plans the scenario's iteration (its predictor times every kernel), builds
 /// its topology and runs it on the scenario's backend, then once more on a
@@ -119,7 +102,9 @@ engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism:
 /// (make_scenario_predictor), overrides included.
 /// `split` false skips the zero-cost run (free_comm_* stay zero): for
 /// callers that need only the iteration time.
+/// The backend is s.backend looked up in `backends` (its check() first).
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer = nullptr,
-                             const node_model::KernelPredictor* predictor = nullptr, bool split = true);
+                             const node_model::KernelPredictor* predictor = nullptr, bool split = true,
+                             const BackendRegistry& backends = built_in_backends());
 
 }  // namespace tessera::study

@@ -30,11 +30,18 @@ class ScenarioError : public InputError {
   using InputError::InputError;
 };
 
-enum class Backend { Flow, Ns3 };
+/// A network backend by its name (backend.hpp: "flow", "ns3", or one a
+/// caller registers).
+struct Backend {
+  std::string name = "flow";
+  bool operator==(const Backend&) const = default;
+};
 enum class FabricKind { LeafSpine, FatTree, RailOptimized };
 std::string_view to_string(FabricKind f);
-Backend parse_backend(const std::string& text);  // throws InputError
-std::string_view to_string(Backend b);
+/// A built-in backend's name (built_in_backends()); throws InputError
+/// "unknown backend 'x' (expected flow or ns3)" otherwise.
+Backend parse_backend(const std::string& text);
+std::string_view to_string(const Backend& b);
 
 /// Fitted constants of the models (docs/calibration.md), each a scenario key
 /// under `calibration:` with the default below and the data it was fit on.
@@ -109,7 +116,7 @@ struct Scenario {
   /// predictor's for the kernels they hold (null: none). Read and checked
   /// when the scenario is loaded.
   std::shared_ptr<const node_model::KernelTimeTable> kernel_overrides;
-  Backend backend = Backend::Flow;
+  Backend backend;  ///< `backend:` (flow by default)
   Ns3Settings ns3;  ///< `ns3:` (used with backend ns3 only)
   /// `outputs:` files `tessera run` writes besides its summary (paths
   /// relative to the working directory; empty = not written). The flags
@@ -135,9 +142,18 @@ struct Scenario {
   /// `failures:` cables by their two ends' vertex names (applied by
   /// build_topology, which checks the names and that every GPU is reachable).
   struct Failures {
-    std::vector<std::pair<std::string, std::string>> failed;    ///< out of service
-    std::vector<std::pair<std::string, std::string>> degraded;  ///< running at degraded_rate
+    std::vector<std::pair<std::string, std::string>> failed;    ///< out of service from the start
+    std::vector<std::pair<std::string, std::string>> degraded;  ///< running at degraded_rate from the start
     double degraded_rate = 1.0;
+    /// Entries with `at:`: the cable fails (or degrades to degraded_rate)
+    /// at that simulated time (timed_cable_changes, backend.hpp).
+    struct Timed {
+      std::string a, b;
+      Time at;
+      bool fail = true;  ///< false: degraded
+      bool operator==(const Timed&) const = default;
+    };
+    std::vector<Timed> timed;
   } failures;
   /// `stragglers:` per GPU (index = rank): its compute takes this times the
   /// node model's time (engine::ExecutionOptions::compute_scale); empty:

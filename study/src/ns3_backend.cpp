@@ -1,0 +1,72 @@
+// The ns-3 backend: packets on an ns-3 InfiniBand or point-to-point fabric
+// (ns3_modules). Compiled only in a build with ns-3 (TESSERA_HAVE_NS3).
+#include <fmt/format.h>
+
+#include "backends.hpp"
+#include "tessera/ns3_modules/ns3_backend.hpp"
+
+namespace tessera::study::detail {
+
+namespace {
+
+/// The ns-3 backend's options from the scenario (`ns3:` and the execution).
+ns3_modules::Ns3Options ns3_options(const Scenario& s, const engine::ExecutionOptions& options) {
+  const Ns3Settings& set = s.ns3;
+  ns3_modules::Ns3Options ns3;
+  ns3.execution = options;
+  ns3.model = set.model == Ns3Settings::Model::InfiniBand ? ns3_modules::Ns3Model::InfiniBand
+                                                          : ns3_modules::Ns3Model::PointToPoint;
+  ns3.mtu = set.mtu;
+  ns3.header_bytes = Ns3Settings::kHeaderBytes;
+  ns3.packets_per_segment = set.packets_per_segment;
+  ns3.num_vls = set.num_vls;
+  ns3.adaptive_routing = set.adaptive_routing;
+  ns3.buffer_bytes = set.buffer;
+  return ns3;
+}
+
+class Ns3Backend final : public NetworkBackend {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "ns3"; }
+  /// One ns-3 Simulator per process.
+  [[nodiscard]] bool concurrent_runs() const override { return false; }
+  void check(const Scenario& s) const override {
+    if (s.failures.timed.empty()) return;
+    const auto& t = s.failures.timed.front();
+    throw ScenarioError(fmt::format("{}: failures.{}: {}-{}: `at:` (a failure during the run) is not supported "
+                                    "by the ns3 backend; use backend flow, or drop `at:` to fail it from the start",
+                                    s.file, t.fail ? "links" : "degraded", t.a, t.b));
+  }
+  [[nodiscard]] BackendRun run(const parallelism::TaskGraph& graph, const topology::Topology& topo,
+                               const Scenario& s, const engine::ExecutionOptions& options,
+                               engine::ExecutionObserver* observer) const override {
+    check(s);
+    ns3_modules::Ns3Report report;
+    BackendRun out;
+    out.result = ns3_modules::run_on_ns3(graph, topo, ns3_options(s, options), observer, &report);
+    out.link_csv = ns3_modules::link_csv(report, topo);
+    const ns3_modules::Ns3NetworkStats& n = report.network;
+    PacketFabricStats f;
+    f.settings = s.ns3;
+    f.messages_sent = n.messages_sent;
+    f.messages_delivered = n.messages_delivered;
+    f.packets_injected = n.packets_injected;
+    f.packets_delivered = n.packets_delivered;
+    f.packet_hops = n.packet_hops;
+    f.payload_injected = n.payload_injected;
+    f.payload_delivered = n.payload_delivered;
+    f.wire_bytes = n.wire_bytes;
+    f.drops = n.drops;
+    f.credit_stall = n.credit_stall;
+    f.credit_violations = n.credit_violations;
+    f.events = report.events;
+    out.packet_fabric = f;
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<const NetworkBackend> make_ns3_backend() { return std::make_unique<const Ns3Backend>(); }
+
+}  // namespace tessera::study::detail
