@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "tessera/error.hpp"
+#include "tessera/parallelism/passes.hpp"
 #include "tessera/parallelism/plan.hpp"
 
 namespace tessera::parallelism {
@@ -263,468 +264,6 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
 // ---------------------------------------------------------------------------
 // Task-graph construction.
 
-/// Host-side shape of a kernel sequence (Task::host_issue / host_span): `n`
-/// launches issued `c` apart, each kernel running once issued and the GPU
-/// free. `span` = max over launches j of (j c + the GPU time from kernel j
-/// on): the earliest end of the sequence when the host starts issuing it at
-/// 0 (exact for kernels of equal length within each pass).
-struct HostShape {
-  std::int64_t launches = 0;
-  double duration_s = 0;
-  double span_s = 0;
-  bool any = false;
-
-  static HostShape of_pass(int launches, double duration_s, double c) {
-    HostShape h;
-    h.any = launches > 0 || duration_s > 0;
-    h.launches = launches;
-    h.duration_s = duration_s;
-    // Units of equal length: the bound is the first launch (c + D) or the last (L c + D / L).
-    h.span_s = launches > 0 ? std::max(c + duration_s, launches * c + duration_s / launches) : duration_s;
-    return h;
-  }
-  void then(const HostShape& q, double c) {
-    if (!q.any) return;
-    if (!any) {
-      *this = q;
-      return;
-    }
-    span_s = std::max(span_s + q.duration_s, static_cast<double>(launches) * c + q.span_s);
-    launches += q.launches;
-    duration_s += q.duration_s;
-  }
-};
-
-/// A piece of a pass: a compute kernel sequence, or a tensor-parallel
-/// collective. An async collective is waited for by the second compute piece
-/// after it (the one after the computation it overlaps with).
-struct Piece {
-  bool compute = true;
-  std::string name;
-  Time duration;
-  Flops flops;
-  HostShape host;
-  CollectiveKind kind = CollectiveKind::AllReduce;
-  Bytes bytes;
-  bool async = false;
-  /// In the expert-parallel group (else the tensor-parallel group).
-  bool expert = false;
-};
-
-/// How kernels are timed: under the Megatron profile, device time plus an
-/// explicit host model (even with zero host costs, which then means an
-/// infinitely fast host); under eager, the node model's isolated kernel times,
-/// whose per-launch floors stand for the host (plus any host costs given).
-class KernelTimer {
- public:
-  KernelTimer(const node_model::KernelPredictor& pred, const Workload& work)
-      : pred_(pred),
-        device_(node_model::is_megatron(work.framework) || work.host.enabled()),
-        c_(work.host.per_launch.seconds()) {}
-  [[nodiscard]] Time time(const node_model::Kernel& k) const { return device_ ? pred_.predict_device(k) : pred_.predict(k); }
-  [[nodiscard]] double per_launch_s() const { return c_; }
-  [[nodiscard]] bool host_model() const { return device_; }
-
- private:
-  const node_model::KernelPredictor& pred_;
-  bool device_;
-  double c_;
-};
-
-class PieceList {
- public:
-  explicit PieceList(const KernelTimer& timer) : timer_(timer) {}
-  /// One compute piece of the given passes, in order.
-  void passes(const std::string& name, const std::vector<const Pass*>& ps) {
-    Piece p;
-    p.name = name;
-    for (const Pass* pass : ps) {
-      Time d;
-      for (const auto& k : pass->kernels) {
-        d += timer_.time(k);
-        p.flops += k.flops();
-      }
-      p.duration += d;
-      p.host.then(HostShape::of_pass(pass->launches, d.seconds(), timer_.per_launch_s()), timer_.per_launch_s());
-    }
-    add_compute(std::move(p));
-  }
-  void comm(const std::string& name, CollectiveKind kind, Bytes bytes, bool async = false) {
-    split_ = false;
-    Piece p;
-    p.name = name;
-    p.compute = false;
-    p.kind = kind;
-    p.bytes = bytes;
-    p.async = async;
-    pieces_.push_back(std::move(p));
-  }
-  /// An all-to-all in the expert-parallel group (blocking).
-  void expert_comm(const std::string& name, Bytes bytes) {
-    comm(name, CollectiveKind::AllToAll, bytes);
-    pieces_.back().expert = true;
-  }
-  /// The next compute piece starts a new task (it overlaps a collective).
-  void split() { split_ = true; }
-  [[nodiscard]] const std::vector<Piece>& pieces() const { return pieces_; }
-  void append(const PieceList& o) {
-    for (const Piece& p : o.pieces_) {
-      if (p.compute) {
-        add_compute(p);
-      } else {
-        pieces_.push_back(p);
-      }
-    }
-  }
-
- private:
-  void add_compute(Piece p) {
-    // Adjacent compute pieces merge into one task.
-    if (!pieces_.empty() && pieces_.back().compute && !std::exchange(split_, false)) {
-      pieces_.back().duration += p.duration;
-      pieces_.back().flops += p.flops;
-      pieces_.back().host.then(p.host, timer_.per_launch_s());
-      return;
-    }
-    pieces_.push_back(std::move(p));
-  }
-  const KernelTimer& timer_;
-  std::vector<Piece> pieces_;
-  bool split_ = false;
-};
-
-std::size_t index_of(const std::vector<OpKernels>& ops, std::string_view name) {
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].name == name) return i;
-  }
-  throw SimulationError(fmt::format("planner: layer has no op '{}'", name));
-}
-
-/// The forward passes of ops [from, to).
-std::vector<const Pass*> forward_passes(const std::vector<OpKernels>& ops, std::size_t from, std::size_t to) {
-  std::vector<const Pass*> out;
-  for (std::size_t i = from; i < to && i < ops.size(); ++i) out.push_back(&ops[i].forward);
-  return out;
-}
-
-/// Backward steps in execution order: for each op, last to first, its input
-/// gradient then its weight gradient (Megatron computes a linear's dgrad
-/// first, so its all-reduce can overlap the wgrad).
-struct BackwardStep {
-  std::size_t op;
-  bool weight;
-};
-std::vector<BackwardStep> backward_steps(const std::vector<OpKernels>& ops) {
-  std::vector<BackwardStep> out;
-  for (std::size_t i = ops.size(); i-- > 0;) {
-    out.push_back({i, false});
-    out.push_back({i, true});
-  }
-  return out;
-}
-std::size_t step_of(const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps, std::string_view name,
-                    bool weight) {
-  const std::size_t op = index_of(ops, name);
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].op == op && steps[i].weight == weight) return i;
-  }
-  throw SimulationError(fmt::format("planner: no backward step for '{}'", name));
-}
-/// Which kernels of a backward a task runs: all of them (gpipe, 1f1b,
-/// interleaved), the input gradients (B) or the weight gradients (W) of a
-/// zero-bubble schedule.
-enum class BackwardPart { All, Input, Weight };
-
-std::vector<const Pass*> backward_passes(const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps,
-                                         std::size_t from, std::size_t to, BackwardPart part = BackwardPart::All) {
-  std::vector<const Pass*> out;
-  for (std::size_t i = from; i < to && i < steps.size(); ++i) {
-    if (part == BackwardPart::Input && steps[i].weight) continue;
-    if (part == BackwardPart::Weight && !steps[i].weight) continue;
-    const OpKernels& op = ops[steps[i].op];
-    out.push_back(steps[i].weight ? &op.weight_grad : &op.input_grad);
-  }
-  return out;
-}
-
-/// A layer's backward split as a zero-bubble schedule runs it. B (`in`):
-/// the input gradients, in the fused order; the tensor-parallel reduction of
-/// a column-parallel linear's input gradient blocks (the weight gradient it
-/// overlaps in the fused backward is W's). With SP, the gradient entering
-/// each row-parallel linear is all-gathered in B and kept for W. W (`wg`):
-/// the weight gradients, in backward order; with SP the inputs of fc1 and
-/// QKV are re-gathered, overlapping the weight gradients before them when
-/// tp_comm_overlap is on.
-void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKernels>& ops,
-                          const std::vector<BackwardStep>& steps, const ParallelPlan& p, Bytes act) {
-  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
-  auto inputs = [&](std::size_t from, std::size_t to) {
-    return backward_passes(ops, steps, from, to, BackwardPart::Input);
-  };
-  auto weights = [&](std::size_t from, std::size_t to) {
-    return backward_passes(ops, steps, from, to, BackwardPart::Weight);
-  };
-  if (!tp) {
-    in.passes("bwd", inputs(0, steps.size()));
-    wg.passes("wgrad", weights(0, steps.size()));
-    return;
-  }
-  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false), fc1_dgrad = step_of(ops, steps, "fc1", false);
-  const std::size_t proj_dgrad = step_of(ops, steps, "proj", false), qkv_dgrad = step_of(ops, steps, "qkv", false);
-  const std::size_t fc1_wgrad = step_of(ops, steps, "fc1", true), qkv_wgrad = step_of(ops, steps, "qkv", true);
-  const CollectiveKind grad_kind = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-  in.passes("bwd.res2", inputs(0, fc2_dgrad));
-  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
-  in.passes("bwd.mlp", inputs(fc2_dgrad, fc1_dgrad + 1));
-  in.comm("bwd.tp", grad_kind, act);
-  in.passes("bwd.ln2", inputs(fc1_dgrad + 1, proj_dgrad));
-  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
-  in.passes("bwd.attn", inputs(proj_dgrad, qkv_dgrad + 1));
-  in.comm("bwd.tp", grad_kind, act);
-  in.passes("bwd.ln1", inputs(qkv_dgrad + 1, steps.size()));
-  if (!sp) {
-    wg.passes("wgrad", weights(0, steps.size()));
-    return;
-  }
-  // An async collective is waited for by the second compute piece after it.
-  const bool overlap = p.tp_comm_overlap;
-  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
-  wg.passes("wgrad.mlp", weights(0, fc1_wgrad));
-  wg.split();
-  wg.passes("wgrad.fc1", weights(fc1_wgrad, fc1_wgrad + 1));
-  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
-  wg.passes("wgrad.attn", weights(fc1_wgrad + 1, qkv_wgrad));
-  wg.split();
-  wg.passes("wgrad.qkv", weights(qkv_wgrad, steps.size()));
-}
-
-/// The pieces of one layer's forward and backward on one tensor-parallel rank.
-struct LayerPieces {
-  PieceList forward;
-  PieceList backward;  ///< including any recomputation
-  /// Zero-bubble schedules (filled when `split`): B, the input gradients
-  /// (with any recomputation), and W, the weight gradients.
-  PieceList input_backward;
-  PieceList weight_backward;
-};
-
-LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
-                         const KernelTimer& timer, bool split) {
-  const Sharding shard{p.tp, p.sequence_parallel};
-  const auto ops = layer_ops(m, w, shard);
-  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
-  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
-  const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1");
-  const std::size_t fc1 = index_of(ops, "fc1"), res2 = index_of(ops, "residual2");
-  LayerPieces lp{PieceList(timer), PieceList(timer), PieceList(timer), PieceList(timer)};
-
-  // Forward: [ln1] (AG) [qkv .. proj] AR|RS [residual1, ln2] (AG) [fc1 .. fc2] AR|RS [residual2].
-  PieceList& f = lp.forward;
-  if (!tp) {
-    f.passes("fwd", forward_passes(ops, 0, ops.size()));
-  } else {
-    f.passes("fwd.ln1", forward_passes(ops, 0, qkv));
-    if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
-    f.passes("fwd.attn", forward_passes(ops, qkv, res1));
-    f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-    f.passes("fwd.ln2", forward_passes(ops, res1, fc1));
-    if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
-    f.passes("fwd.mlp", forward_passes(ops, fc1, res2));
-    f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-    f.passes("fwd.res2", forward_passes(ops, res2, ops.size()));
-  }
-
-  PieceList& b = lp.backward;
-  if (p.recompute == Recompute::Full) b.append(lp.forward);
-  if (p.recompute == Recompute::Selective && !w.flash_attention) {
-    // Recompute the attention core: scores to context (scale, mask, softmax,
-    // dropout in between).
-    b.passes("bwd.recompute", forward_passes(ops, index_of(ops, "scores"), index_of(ops, "context") + 1));
-  }
-  const auto steps = backward_steps(ops);
-  auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
-  if (split) {
-    // B: the recomputation and the input gradients; W: the weight gradients.
-    lp.input_backward.append(b);
-    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, p, act);
-  }
-  if (!tp) {
-    b.passes("bwd", range(0, steps.size()));
-    return lp;
-  }
-  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false), fc1_dgrad = step_of(ops, steps, "fc1", false);
-  const std::size_t fc1_wgrad = step_of(ops, steps, "fc1", true), proj_dgrad = step_of(ops, steps, "proj", false);
-  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false), qkv_wgrad = step_of(ops, steps, "qkv", true);
-  // Column-parallel linears: the input gradient is all-reduced (reduce-
-  // scattered with SP) while the weight gradient is computed (Megatron's
-  // async tensor-parallel communication; with tp_comm_overlap off the
-  // all-reduce blocks). With SP the gradient entering each row-parallel
-  // linear is all-gathered first, and the column-parallel input is
-  // re-gathered for its weight gradient.
-  const bool overlap = p.tp_comm_overlap;
-  const CollectiveKind grad_kind = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-  b.passes("bwd.res2", range(0, fc2_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.passes("bwd.mlp", range(fc2_dgrad, fc1_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
-  b.passes("bwd.fc1.dgrad", range(fc1_dgrad, fc1_wgrad));
-  b.comm("bwd.tp", grad_kind, act, overlap);
-  b.passes("bwd.fc1.wgrad", range(fc1_wgrad, fc1_wgrad + 1));
-  b.split();
-  b.passes("bwd.ln2", range(fc1_wgrad + 1, proj_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.passes("bwd.attn", range(proj_dgrad, qkv_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
-  b.passes("bwd.qkv.dgrad", range(qkv_dgrad, qkv_wgrad));
-  b.comm("bwd.tp", grad_kind, act, overlap);
-  b.passes("bwd.qkv.wgrad", range(qkv_wgrad, qkv_wgrad + 1));
-  b.split();
-  b.passes("bwd.ln1", range(qkv_wgrad + 1, steps.size()));
-  return lp;
-}
-
-/// An MoE layer's backward split as a zero-bubble schedule runs it (B into
-/// `lp.input_backward` after the recomputation `lp.backward` holds so far;
-/// W into `lp.weight_backward`). B: the input gradients in the fused order,
-/// with both all-to-alls and the tensor-parallel reductions blocking. W: the
-/// weight gradients; with SP the MoE block's input (for the router and the
-/// shared experts) and the QKV input are re-gathered, each overlapping the
-/// weight gradients before them when tp_comm_overlap is on.
-void split_moe_layer_backward(LayerPieces& lp, const std::vector<OpKernels>& ops,
-                              const std::vector<BackwardStep>& steps, const ParallelPlan& p, Bytes act,
-                              Bytes a2a) {
-  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
-  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-  auto inputs = [&](std::size_t from, std::size_t to) {
-    return backward_passes(ops, steps, from, to, BackwardPart::Input);
-  };
-  auto weights = [&](std::size_t from, std::size_t to) {
-    return backward_passes(ops, steps, from, to, BackwardPart::Weight);
-  };
-  const std::size_t unpermute_dgrad = step_of(ops, steps, "unpermute", false);
-  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
-                    fc1_wgrad = step_of(ops, steps, "fc1", true);
-  PieceList& in = lp.input_backward;
-  PieceList& wg = lp.weight_backward;
-  in.append(lp.backward);  // the recomputation
-  in.passes("bwd.res2", inputs(0, unpermute_dgrad));
-  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
-  in.passes("bwd.unpermute", inputs(unpermute_dgrad, fc2_dgrad));
-  if (ep) in.expert_comm("bwd.ep.combine", a2a);
-  in.passes("bwd.experts", inputs(fc2_dgrad, fc1_wgrad + 1));
-  if (ep) in.expert_comm("bwd.ep.dispatch", a2a);
-  if (!tp) {
-    in.passes("bwd.router", inputs(fc1_wgrad + 1, steps.size()));
-    wg.passes("wgrad", weights(0, steps.size()));
-    return;
-  }
-  const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false),
-                    proj_dgrad = step_of(ops, steps, "proj", false);
-  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false),
-                    qkv_wgrad = step_of(ops, steps, "qkv", true);
-  in.passes("bwd.router", inputs(fc1_wgrad + 1, ln2_dgrad));
-  in.comm("bwd.tp", reduce, act);
-  in.passes("bwd.ln2", inputs(ln2_dgrad, proj_dgrad));
-  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
-  in.passes("bwd.attn", inputs(proj_dgrad, qkv_dgrad + 1));
-  in.comm("bwd.tp", reduce, act);
-  in.passes("bwd.ln1", inputs(qkv_dgrad + 1, steps.size()));
-  if (!sp) {
-    wg.passes("wgrad", weights(0, steps.size()));
-    return;
-  }
-  // An async collective is waited for by the second compute piece after it.
-  const bool overlap = p.tp_comm_overlap;
-  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
-  wg.passes("wgrad.experts", weights(0, fc1_wgrad + 1));
-  wg.split();
-  wg.passes("wgrad.router", weights(fc1_wgrad + 1, ln2_dgrad));
-  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
-  wg.passes("wgrad.attn", weights(ln2_dgrad, qkv_wgrad));
-  wg.split();
-  wg.passes("wgrad.qkv", weights(qkv_wgrad, steps.size()));
-}
-
-/// The pieces of one MoE layer on one rank (docs/parallelism.md, "Mixture
-/// of experts"). The attention block as in a dense layer; the MoE block:
-/// [ln2] (AG) [router, top-k, permute, shared experts] A2A [experts] A2A
-/// [unpermute] AR|RS [residual2]; its backward mirrors it, the tensor-
-/// parallel reduction of the block's input gradient blocking after the
-/// router's backward. Without expert parallelism no all-to-all runs.
-LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
-                             const KernelTimer& timer, bool split) {
-  const Sharding shard{p.tp, p.sequence_parallel, p.ep};
-  const auto ops = moe_layer_ops(m, w, shard);
-  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
-  const Bytes a2a = expert_all_to_all_bytes(m, w, shard);
-  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
-  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-  const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1"),
-                    router = index_of(ops, "router");
-  const std::size_t fc1 = index_of(ops, "fc1"), unpermute = index_of(ops, "unpermute");
-  const std::size_t res2 = index_of(ops, "residual2");
-  LayerPieces lp{PieceList(timer), PieceList(timer), PieceList(timer), PieceList(timer)};
-  auto fwd = [&](std::size_t from, std::size_t to) { return forward_passes(ops, from, to); };
-
-  PieceList& f = lp.forward;
-  if (!tp) {
-    f.passes("fwd", fwd(0, fc1));
-  } else {
-    f.passes("fwd.ln1", fwd(0, qkv));
-    if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
-    f.passes("fwd.attn", fwd(qkv, res1));
-    f.comm("fwd.tp", reduce, act);
-    f.passes("fwd.ln2", fwd(res1, router));
-    if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
-    f.passes("fwd.router", fwd(router, fc1));
-  }
-  if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
-  f.passes("fwd.experts", fwd(fc1, unpermute));
-  if (ep) f.expert_comm("fwd.ep.combine", a2a);
-  f.passes("fwd.unpermute", fwd(unpermute, res2));
-  if (tp) f.comm("fwd.tp", reduce, act);
-  f.passes("fwd.res2", fwd(res2, ops.size()));
-
-  PieceList& b = lp.backward;
-  if (p.recompute == Recompute::Full) b.append(lp.forward);
-  if (p.recompute == Recompute::Selective && !w.flash_attention) {
-    b.passes("bwd.recompute", fwd(index_of(ops, "scores"), index_of(ops, "context") + 1));
-  }
-  const auto steps = backward_steps(ops);
-  auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
-  const std::size_t unpermute_dgrad = step_of(ops, steps, "unpermute", false);
-  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
-                    fc1_wgrad = step_of(ops, steps, "fc1", true);
-  if (split) split_moe_layer_backward(lp, ops, steps, p, act, a2a);
-  b.passes("bwd.res2", range(0, unpermute_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.passes("bwd.unpermute", range(unpermute_dgrad, fc2_dgrad));
-  if (ep) b.expert_comm("bwd.ep.combine", a2a);
-  b.passes("bwd.experts", range(fc2_dgrad, fc1_wgrad + 1));
-  if (ep) b.expert_comm("bwd.ep.dispatch", a2a);
-  if (!tp) {
-    b.passes("bwd.router", range(fc1_wgrad + 1, steps.size()));
-    return lp;
-  }
-  const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false),
-                    proj_dgrad = step_of(ops, steps, "proj", false);
-  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false),
-                    qkv_wgrad = step_of(ops, steps, "qkv", true);
-  const bool overlap = p.tp_comm_overlap;
-  b.passes("bwd.router", range(fc1_wgrad + 1, ln2_dgrad));
-  b.comm("bwd.tp", reduce, act);
-  b.passes("bwd.ln2", range(ln2_dgrad, proj_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.passes("bwd.attn", range(proj_dgrad, qkv_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
-  b.passes("bwd.qkv.dgrad", range(qkv_dgrad, qkv_wgrad));
-  b.comm("bwd.tp", reduce, act, overlap);
-  b.passes("bwd.qkv.wgrad", range(qkv_wgrad, qkv_wgrad + 1));
-  b.split();
-  b.passes("bwd.ln1", range(qkv_wgrad + 1, steps.size()));
-  return lp;
-}
-
 /// Group registry: one group per distinct (member list, purpose).
 class Groups {
  public:
@@ -897,6 +436,10 @@ class ProgramBuilder {
   /// Collectives the next compute must wait for (left over by pieces()).
   std::vector<TaskIndex> take_pending() { return std::exchange(pending_, {}); }
   [[nodiscard]] TaskIndex last_compute() const { return last_compute_; }
+  /// The host waits at `task` (Task::host_sync).
+  void host_sync(TaskIndex task) { prog_.tasks[static_cast<std::size_t>(task)].host_sync = true; }
+  /// Reserves room for `tasks` tasks.
+  void reserve(std::size_t tasks) { prog_.tasks.reserve(tasks); }
 
  private:
   TaskIndex push(Task t) {
@@ -936,70 +479,28 @@ PlanSummary estimate_memory(const TransformerConfig& model, const Workload& work
   return s;
 }
 
-PlannedTraining plan_training_detailed(const TransformerConfig& model, const Workload& given,
-                                       const ParallelPlan& plan, const node_model::KernelPredictor& predictor) {
-  PlannedTraining out;
-  out.summary = estimate_memory(model, given, plan, predictor.gpu().memory);
-  // Megatron with overlapped gradient sync is Megatron on PyTorch DDP
-  // (--DDP-impl torch): gradients in .grad, no main-gradient buffer.
-  Workload work = given;
-  const bool torch_ddp = node_model::is_megatron(work.framework) &&
-                         plan.resolved_grad_sync(work) == GradSync::Overlapped;
-  if (torch_ddp) work.profile.main_grad = false;
-  const PlanSummary& sum = out.summary;
-  const std::int64_t m = sum.micro_batches;
-  const int p = plan.pp, v = plan.virtual_stages, V = p * v;
-  const bool tp = plan.tp > 1, sp = tp && plan.sequence_parallel;
-  const Sharding shard{plan.tp, plan.sequence_parallel};
-  const std::int64_t pbytes = dtype_bytes(work.dtype);
-  const Bytes act(work.micro_batch * work.seq_len * model.hidden * pbytes);
-  // Megatron's scatter-gather of pipeline tensors (without SP): each TP rank
-  // sends its 1/tp slice of the activation, the receiving TP group
-  // all-gathers it (over NVLink, instead of tp copies over the network).
-  const bool scatter_gather =
-      tp && !sp && plan.pipeline_scatter_gather && work.framework == node_model::Framework::Megatron;
-  const Bytes pipe_msg = (sp || scatter_gather) ? Bytes(act.count() / plan.tp) : act;
 
-  // Costs shared by every rank.
-  const KernelTimer timer(predictor, work);
-  // Zero-bubble schedules run each backward as B (input gradients) and a
-  // later W (weight gradients).
-  const bool split = splits_backward(plan.schedule);
-  const LayerPieces layer = layer_pieces(model, work, plan, timer, split);
-  // Mixture of experts: the MoE layers' pieces.
-  std::optional<LayerPieces> moe_layer;
-  if (model.is_moe()) moe_layer.emplace(moe_layer_pieces(model, work, plan, timer, split));
-  const Sharding moe_shard{plan.tp, plan.sequence_parallel, plan.ep};
-  PieceList embed_f(timer), embed_b(timer), head_f(timer), head_b(timer);
-  PieceList embed_bi(timer), embed_w(timer), head_bi(timer), head_w(timer);  // split: B and W
-  {
-    const auto ef = embedding_ops(model, work, shard);
-    embed_f.passes("fwd", forward_passes(ef, 0, ef.size()));
-    if (tp) embed_f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-    if (sp) embed_b.comm("bwd.tp", CollectiveKind::AllGather, act);
-    const auto esteps = backward_steps(ef);
-    embed_b.passes("bwd", backward_passes(ef, esteps, 0, esteps.size()));
-    const auto hf = lm_head_ops(model, work, shard);
-    head_f.passes("fwd", forward_passes(hf, 0, 1));
-    if (sp) head_f.comm("fwd.tp", CollectiveKind::AllGather, act);
-    head_f.passes("fwd", forward_passes(hf, 1, hf.size()));
-    // Loss, LM-head dgrad and wgrad; the TP reduction of the LM head's input
-    // gradient; the final layer norm.
-    const auto hsteps = backward_steps(hf);
-    const std::size_t ln_f = step_of(hf, hsteps, "ln_f", false);
-    head_b.passes("bwd", backward_passes(hf, hsteps, 0, ln_f));
-    if (tp) head_b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-    head_b.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size()));
-    if (split) {
-      if (sp) embed_bi.comm("bwd.tp", CollectiveKind::AllGather, act);
-      embed_bi.passes("bwd", backward_passes(ef, esteps, 0, esteps.size(), BackwardPart::Input));
-      embed_w.passes("wgrad", backward_passes(ef, esteps, 0, esteps.size(), BackwardPart::Weight));
-      head_bi.passes("bwd", backward_passes(hf, hsteps, 0, ln_f, BackwardPart::Input));
-      if (tp) head_bi.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-      head_bi.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size(), BackwardPart::Input));
-      head_w.passes("wgrad", backward_passes(hf, hsteps, 0, hsteps.size(), BackwardPart::Weight));
-    }
-  }
+// ---------------------------------------------------------------------------
+// Passes (passes.hpp).
+
+std::int64_t StagePartition::first_layer(int chunk) const { return chunk_first_layer(chunk_layers, chunk); }
+
+std::int64_t StagePartition::stage_layers(int stage) const {
+  std::int64_t n = 0;
+  for (int c = 0; c < virtual_stages; ++c) n += layers(this->chunk(stage, c));
+  return n;
+}
+
+StagePartition partition_layers(std::int64_t layers, int pp, int virtual_stages) {
+  StagePartition out;
+  out.pp = pp;
+  out.virtual_stages = virtual_stages;
+  out.chunk_layers = chunk_layers(layers, pp, virtual_stages);
+  return out;
+}
+
+double model_flops(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
+                   const StagePartition& part, std::int64_t micro_batches) {
   // Model FLOPs (no recomputation) of one micro-batch: per layer, and of the
   // embedding and the LM head.
   auto op_flops = [](const std::vector<OpKernels>& ops) {
@@ -1013,379 +514,540 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
     }
     return f;
   };
+  const Sharding shard{plan.tp, plan.sequence_parallel};
   const double layer_model_flops = op_flops(layer_ops(model, work, shard));
   const double embed_model_flops = op_flops(embedding_ops(model, work, shard));
   const double head_model_flops = op_flops(lm_head_ops(model, work, shard));
   // An MoE layer's model FLOPs count the activated experts only (top_k per
   // token, no capacity padding: OpKernels::padding_flops).
+  const Sharding moe_shard{plan.tp, plan.sequence_parallel, plan.ep};
   const double moe_model_flops = model.is_moe() ? op_flops(moe_layer_ops(model, work, moe_shard)) : 0.0;
-  {
-    double per_replica_rank_sum = 0;  // over the pp stages of one (tp, dp) column
-    for (int stage = 0; stage < p; ++stage) {
-      std::int64_t layers_here = 0, moe_here = 0;
-      for (int c = 0; c < v; ++c) {
-        const int k = c * p + stage;
-        const std::int64_t n = sum.chunk_layers[static_cast<std::size_t>(k)];
-        layers_here += n;
-        moe_here += model.moe_layers_in(chunk_first_layer(sum.chunk_layers, k), n);
-      }
-      double f = static_cast<double>(layers_here - moe_here) * layer_model_flops;
-      if (moe_here > 0) f += static_cast<double>(moe_here) * moe_model_flops;
-      if (stage == 0) f += embed_model_flops;
-      if (stage == p - 1) f += head_model_flops;
-      per_replica_rank_sum += f;
+  double per_replica_rank_sum = 0;  // over the pp stages of one (tp, dp) column
+  for (int stage = 0; stage < part.pp; ++stage) {
+    std::int64_t layers_here = 0, moe_here = 0;
+    for (int c = 0; c < part.virtual_stages; ++c) {
+      const int k = part.chunk(stage, c);
+      layers_here += part.layers(k);
+      moe_here += part.moe_layers(model, k);
     }
-    out.summary.model_flops = per_replica_rank_sum * static_cast<double>(m) * plan.tp * plan.dp;
+    double f = static_cast<double>(layers_here - moe_here) * layer_model_flops;
+    if (moe_here > 0) f += static_cast<double>(moe_here) * moe_model_flops;
+    if (stage == 0) f += embed_model_flops;
+    if (stage == part.pp - 1) f += head_model_flops;
+    per_replica_rank_sum += f;
   }
-  const node_model::OpRules rules = work.rules();
-  const std::int64_t gbytes = dtype_bytes(rules.grad_dtype());  // gradients as reduced
-  const std::int64_t layer_grad_bytes = model.params_per_layer_per_tp_rank(plan.tp) * gbytes;
-  const std::int64_t word_params = padded_vocab_per_rank(model, work, plan.tp) * model.hidden;
-  const bool sync_after_backward = plan.resolved_grad_sync(work) == GradSync::AfterBackward;
-  // .grad += g of one layer's parameters (PyTorch's accumulation, one add
-  // per tensor), for PyTorch DDP's micro-batches after the first.
-  PieceList grad_add_piece(timer);
-  {
-    Pass add;
-    add.add(node_model::flat_kernel(node_model::KernelOp::Add, model.params_per_layer_per_tp_rank(plan.tp),
-                                    work.dtype),
-            static_cast<int>(kTensorsPerLayer));
-    grad_add_piece.passes("bwd.grad_add", {&add});
+  return per_replica_rank_sum * static_cast<double>(micro_batches) * plan.tp * plan.dp;
+}
+
+std::int64_t optimizer_shard_params(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
+                                    const StagePartition& part, int stage) {
+  const StageParams held = stage_params(model, work, plan, part.chunk_layers, stage);
+  const std::int64_t params = held.total();
+  if (plan.zero_stage < 1) return params;
+  if (model.is_moe() && plan.ep > 1) {
+    // The experts' optimizer states are sharded over dp / ep ranks.
+    const std::int64_t expert_dp = plan.dp / plan.ep;
+    return (held.dense + plan.dp - 1) / plan.dp + (held.expert + expert_dp - 1) / expert_dp;
   }
-  const Piece grad_add = grad_add_piece.pieces().front();
-  // MoE layers: their dense parameters' gradients are reduced over the DP
-  // group; their experts' over the expert-data-parallel group (dp / ep ranks)
-  // when ep > 1, else with the rest.
-  const bool separate_experts = model.is_moe() && plan.ep > 1;
-  std::int64_t moe_dense_grad_bytes = 0, moe_expert_grad_bytes = 0;
+  return (params + plan.dp - 1) / plan.dp;
+}
+
+// ---------------------------------------------------------------------------
+// Stage programs: the passes' outputs written as tasks.
+
+namespace {
+
+/// Gradient sizes the data-parallel sync reduces, and PyTorch DDP's
+/// accumulation kernels.
+struct GradSizes {
+  std::int64_t gbytes = 0;  ///< bytes per gradient element as reduced
+  std::int64_t layer = 0;   ///< one dense layer's gradients
+  std::int64_t word_params = 0;
+  std::int64_t moe_dense = 0;   ///< an MoE layer's non-expert gradients
+  std::int64_t moe_expert = 0;  ///< an MoE layer's experts' gradients (this rank's)
+  bool after_backward = false;  ///< one reduction after the backward (else overlapped buckets)
+  /// .grad += g of one layer's parameters (PyTorch's accumulation, one add
+  /// per tensor), for PyTorch DDP's micro-batches after the first.
+  Piece grad_add;
   Piece moe_grad_add;
+};
+
+GradSizes grad_sizes(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
+                     const KernelTimer& timer) {
+  GradSizes g;
+  g.gbytes = dtype_bytes(work.rules().grad_dtype());
+  g.layer = model.params_per_layer_per_tp_rank(plan.tp) * g.gbytes;
+  g.word_params = padded_vocab_per_rank(model, work, plan.tp) * model.hidden;
+  g.after_backward = plan.resolved_grad_sync(work) == GradSync::AfterBackward;
+  auto add_piece = [&](std::int64_t params) {
+    PieceList piece(timer);
+    Pass add;
+    add.add(node_model::flat_kernel(node_model::KernelOp::Add, params, work.dtype), static_cast<int>(kTensorsPerLayer));
+    piece.passes("bwd.grad_add", {&add});
+    return piece.pieces().front();
+  };
+  g.grad_add = add_piece(model.params_per_layer_per_tp_rank(plan.tp));
   if (model.is_moe()) {
+    // MoE layers: their dense parameters' gradients are reduced over the DP
+    // group; their experts' over the expert-data-parallel group (dp / ep
+    // ranks) when ep > 1, else with the rest.
     const std::int64_t dense_params = model.moe_layer_dense_params_per_rank(plan.tp);
     const std::int64_t expert_params = model.moe_layer_expert_params_per_rank(plan.tp, plan.ep);
-    moe_dense_grad_bytes = dense_params * gbytes;
-    moe_expert_grad_bytes = expert_params * gbytes;
-    PieceList add_piece(timer);
-    Pass add;
-    add.add(node_model::flat_kernel(node_model::KernelOp::Add, dense_params + expert_params, work.dtype),
-            static_cast<int>(kTensorsPerLayer));
-    add_piece.passes("bwd.grad_add", {&add});
-    moe_grad_add = add_piece.pieces().front();
+    g.moe_dense = dense_params * g.gbytes;
+    g.moe_expert = expert_params * g.gbytes;
+    g.moe_grad_add = add_piece(dense_params + expert_params);
   }
+  return g;
+}
 
-  // One program per pipeline stage: every (tp, dp) rank of a stage runs the
-  // same tasks; only the groups its slots name differ.
-  std::vector<std::vector<SlotRole>> stage_roles(static_cast<std::size_t>(p));
-  out.graph.programs.reserve(static_cast<std::size_t>(p));
-  std::string tag, prefix;
-  for (int stage = 0; stage < p; ++stage) {
-    Program prog;
-    ProgramBuilder rb(prog, timer, work.host.per_p2p);
-    const std::int32_t tp_group = tp ? rb.slot({kTensor}) : -1;
-    const std::int32_t dp_group = plan.dp > 1 ? rb.slot({kData}) : -1;
-    const std::int32_t ep_group = separate_experts ? rb.slot({kExpert}) : -1;
-    const std::int32_t expert_dp_group =
-        separate_experts && plan.dp / plan.ep > 1 ? rb.slot({kExpertData}) : -1;
-    auto pipe_group = [&](int from_stage, int to_stage, int purpose) {
-      return rb.slot({purpose, from_stage, to_stage});
-    };
+/// What every stage's program is written from.
+struct PlanContext {
+  const TransformerConfig& model;
+  const Workload& work;  ///< as planned (PyTorch DDP: no main-gradient buffer)
+  const ParallelPlan& plan;
+  const StagePartition& part;
+  const ModelPieces& pieces;
+  const GradSizes& grads;
+  const KernelTimer& timer;
+  std::int64_t micro_batches = 0;
+  bool torch_ddp = false;    ///< gradients accumulated in .grad (PyTorch DDP)
+  bool split = false;        ///< the schedule splits the backward into B and W
+  bool separate_experts = false;  ///< experts' gradients reduced over the expert-data-parallel group
+  std::int64_t pbytes = 0;   ///< bytes per parameter and activation element
+  Bytes act;                 ///< one micro-batch's activation (b s h)
+  bool scatter_gather = false;
+  Bytes pipe_msg;            ///< a pipeline message
+};
 
-    const auto order = pipeline_order(plan.schedule, p, stage, m, v);
-    // The steps that compute weight gradients: B (fused), or W (split). A
-    // chunk's gradients are final after its last such step.
-    const StepKind grad_step = split ? StepKind::W : StepKind::B;
-    std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
-    std::vector<std::size_t> first_backward(static_cast<std::size_t>(v), order.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      if (order[i].kind != grad_step) continue;
-      last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
-      auto& f = first_backward[static_cast<std::size_t>(order[i].chunk)];
-      f = std::min(f, i);
-    }
-    // Reserve: per micro-batch and chunk, each layer's pieces plus a few
-    // pipeline, ZeRO-3 and wait tasks.
-    {
-      std::size_t per_layer =
-          layer.forward.pieces().size() + 1 +
-          (split ? layer.input_backward.pieces().size() + layer.weight_backward.pieces().size() + 1
-                 : layer.backward.pieces().size());
-      if (moe_layer) {
-        const LayerPieces& ml = *moe_layer;
-        per_layer = std::max(
-            per_layer, ml.forward.pieces().size() + 1 +
-                           (split ? ml.input_backward.pieces().size() + ml.weight_backward.pieces().size() + 1
-                                  : ml.backward.pieces().size()));
-      }
-      std::size_t tasks = 64;
-      for (int c = 0; c < v; ++c) {
-        const auto nl = static_cast<std::size_t>(sum.chunk_layers[static_cast<std::size_t>(c * p + stage)]);
-        tasks += static_cast<std::size_t>(m) * (nl * per_layer + 8);
-      }
-      prog.tasks.reserve(tasks);
-    }
+PlanContext plan_context(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
+                         const StagePartition& part, const ModelPieces& pieces, const GradSizes& grads,
+                         const KernelTimer& timer, std::int64_t micro_batches, bool torch_ddp) {
+  const bool tp = plan.tp > 1, sp = tp && plan.sequence_parallel;
+  const std::int64_t pbytes = dtype_bytes(work.dtype);
+  const Bytes act(work.micro_batch * work.seq_len * model.hidden * pbytes);
+  // Megatron's scatter-gather of pipeline tensors (without SP): each TP rank
+  // sends its 1/tp slice of the activation, the receiving TP group
+  // all-gathers it (over NVLink, instead of tp copies over the network).
+  const bool scatter_gather =
+      tp && !sp && plan.pipeline_scatter_gather && work.framework == node_model::Framework::Megatron;
+  const Bytes pipe_msg = (sp || scatter_gather) ? Bytes(act.count() / plan.tp) : act;
+  return PlanContext{model,         work,
+                     plan,          part,
+                     pieces,        grads,
+                     timer,         micro_batches,
+                     torch_ddp,     splits_backward(plan.schedule),
+                     model.is_moe() && plan.ep > 1, pbytes,
+                     act,           scatter_gather,
+                     pipe_msg};
+}
 
-    // Gradient buckets: filled by the last backward of each chunk.
-    std::vector<TaskIndex> grad_sync;
-    std::vector<std::int64_t> bucket_bytes;
-    std::int64_t pending_bytes = 0;
-    auto flush = [&](TaskIndex after) {
-      if (pending_bytes == 0) return;
-      if (dp_group >= 0) {
-        const auto kind = plan.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-        grad_sync.push_back(rb.collective(fmt::format("dp.grad.{}.bucket{:03}", to_string(kind), bucket_bytes.size()),
-                                          kind, dp_group, Bytes(pending_bytes), {after}));
-      }
-      bucket_bytes.push_back(pending_bytes);
-      pending_bytes = 0;
-    };
-    auto produced = [&](std::int64_t bytes, TaskIndex task) {
-      pending_bytes += bytes;
-      // Megatron's DDP reduces the whole gradient buffer after the backward;
-      // PyTorch DDP a bucket as soon as it is full (overlapping the backward).
-      if (!sync_after_backward && pending_bytes >= plan.bucket_size.count()) flush(task);
-    };
-    // The experts' gradient buckets (ep > 1), reduced over the ranks holding the same experts.
-    std::vector<TaskIndex> expert_grad_sync;
-    std::vector<std::int64_t> expert_bucket_bytes;
-    std::int64_t pending_expert_bytes = 0;
-    auto flush_experts = [&](TaskIndex after) {
-      if (pending_expert_bytes == 0) return;
-      if (expert_dp_group >= 0) {
-        const auto kind = plan.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-        expert_grad_sync.push_back(rb.collective(
-            fmt::format("dp.expert_grad.{}.bucket{:03}", to_string(kind), expert_bucket_bytes.size()), kind,
-            expert_dp_group, Bytes(pending_expert_bytes), {after}));
-      }
-      expert_bucket_bytes.push_back(pending_expert_bytes);
-      pending_expert_bytes = 0;
-    };
-    auto produced_layer = [&](bool moe, TaskIndex task) {
-      if (!moe) {
-        produced(layer_grad_bytes, task);
-        return;
-      }
-      if (!separate_experts) {
-        produced(moe_dense_grad_bytes + moe_expert_grad_bytes, task);
-        return;
-      }
-      produced(moe_dense_grad_bytes, task);
-      pending_expert_bytes += moe_expert_grad_bytes;
-      if (!sync_after_backward && pending_expert_bytes >= plan.bucket_size.count()) flush_experts(task);
-    };
-    // `tag` + `suffix`, in a reused buffer.
-    auto named = [&](std::string_view suffix) -> const std::string& {
-      prefix.assign(tag);
-      prefix += suffix;
-      return prefix;
-    };
-    auto layer_prefix = [&](std::int64_t l) -> const std::string& {
-      prefix.assign(tag);
-      fmt::format_to(std::back_inserter(prefix), "layer{:03}.", l);
-      return prefix;
-    };
+/// The program slots of a stage's rank's own groups (-1: not used).
+struct StageSlots {
+  std::int32_t tp = -1;
+  std::int32_t dp = -1;
+  std::int32_t ep = -1;
+  std::int32_t expert_dp = -1;
+};
 
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      const PipelineStep& st = order[i];
-      const int k = st.chunk * p + stage;  // virtual stage
-      const std::int64_t nl = sum.chunk_layers[static_cast<std::size_t>(k)];
-      tag.clear();
-      if (v > 1) {
-        fmt::format_to(std::back_inserter(tag), "c{}.mb{}.", st.chunk, st.micro_batch);
-      } else {
-        fmt::format_to(std::back_inserter(tag), "mb{}.", st.micro_batch);
-      }
-      const bool grads = st.kind == grad_step;
-      const bool last_mb = grads && i == last_backward[static_cast<std::size_t>(st.chunk)];
-      // PyTorch DDP: micro-batches after the first add their gradients to .grad.
-      const bool accumulate = torch_ddp && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
-      std::vector<TaskIndex> first;
-      // ZeRO-3: F and B need the chunk's parameters (W only the activations
-      // and output gradients).
-      if (plan.zero_stage == 3 && dp_group >= 0 && st.kind != StepKind::W) {
-        std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
-        std::int64_t chunk_expert_params = 0;
-        if (moe_layer) {
-          // MoE layers: their dense parameters with the rest; their experts'
-          // over the ranks holding the same experts (ep > 1).
-          const std::int64_t n_moe = model.moe_layers_in(chunk_first_layer(sum.chunk_layers, k), nl);
-          chunk_params = (nl - n_moe) * model.params_per_layer_per_tp_rank(plan.tp) +
-                         n_moe * model.moe_layer_dense_params_per_rank(plan.tp);
-          chunk_expert_params = n_moe * model.moe_layer_expert_params_per_rank(plan.tp, plan.ep);
-          if (!separate_experts) chunk_params += std::exchange(chunk_expert_params, 0);
-        }
-        first.push_back(rb.collective(named(st.forward() ? "fwd.zero3.param_all_gather"
-                                                         : "bwd.zero3.param_all_gather"),
-                                      CollectiveKind::AllGather, dp_group, Bytes(chunk_params * pbytes), {}));
-        if (chunk_expert_params > 0 && expert_dp_group >= 0) {
-          first.push_back(rb.collective(
-              named(st.forward() ? "fwd.zero3.expert_param_all_gather" : "bwd.zero3.expert_param_all_gather"),
-              CollectiveKind::AllGather, expert_dp_group, Bytes(chunk_expert_params * pbytes), {}));
-        }
-      }
-      if (st.forward()) {
-        // The stages that load data (the first: tokens; the last: labels).
-        if (timer.host_model() && work.host.per_micro_batch > Time::zero() && (k == 0 || k == V - 1)) {
-          rb.micro_batch_start(named("data"), work.host.per_micro_batch);
-        }
-        if (k == 0) {
-          rb.pieces(embed_f.pieces(), named("embedding."), tp_group, std::move(first));
-          first = rb.take_pending();
-        } else {
-          const int from = (k - 1) % p;
-          const TaskIndex recv = rb.collective(named("pp.recv_activation"), CollectiveKind::SendRecv,
-                                               pipe_group(from, stage, kPipeForward), pipe_msg, {});
-          first.push_back(scatter_gather ? rb.collective(named("pp.gather_activation"), CollectiveKind::AllGather,
-                                                         tp_group, act, {recv})
-                                         : recv);
-        }
-        const std::int64_t first_layer = chunk_first_layer(sum.chunk_layers, k);
-        for (std::int64_t l = 0; l < nl; ++l) {
-          const LayerPieces& lp = moe_layer && model.is_moe_layer(first_layer + l) ? *moe_layer : layer;
-          rb.pieces(lp.forward.pieces(), layer_prefix(l), tp_group, std::move(first), ep_group);
-          first = rb.take_pending();
-        }
-        if (k == V - 1) {
-          rb.pieces(head_f.pieces(), named("lm_head."), tp_group, std::move(first));
-          first = rb.take_pending();
-        }
-        if (!first.empty()) rb.compute(named("fwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
-        if (k != V - 1) {
-          rb.collective(named("pp.send_activation"), CollectiveKind::SendRecv,
-                        pipe_group(stage, (k + 1) % p, kPipeForward), pipe_msg, {rb.last_compute()});
-        }
-        continue;
-      }
-      // Backward: B (with W when fused), or a separate W. W exchanges no
-      // pipeline messages; gradients are produced by the steps that
-      // compute them.
-      const bool w_step = st.kind == StepKind::W;
-      const PieceList& head_pieces = !split ? head_b : w_step ? head_w : head_bi;
-      const PieceList& embed_pieces = !split ? embed_b : w_step ? embed_w : embed_bi;
-      if (k == V - 1) {
-        rb.pieces(head_pieces.pieces(), named("lm_head."), tp_group, std::move(first));
-        first = rb.take_pending();
-        if (last_mb && (p > 1 || !model.tied_embeddings)) {
-          produced((word_params + 2 * model.hidden) * gbytes, rb.last_compute());
-        }
-      } else if (!w_step) {
-        const int from = (k + 1) % p;
-        const TaskIndex recv = rb.collective(named("pp.recv_gradient"), CollectiveKind::SendRecv,
-                                             pipe_group(from, stage, kPipeBackward), pipe_msg, {});
-        first.push_back(scatter_gather ? rb.collective(named("pp.gather_gradient"), CollectiveKind::AllGather,
-                                                       tp_group, act, {recv})
-                                       : recv);
-      }
-      const std::int64_t first_layer = chunk_first_layer(sum.chunk_layers, k);
-      for (std::int64_t l = nl - 1; l >= 0; --l) {
-        const bool moe = moe_layer && model.is_moe_layer(first_layer + l);
-        const LayerPieces& lp = moe ? *moe_layer : layer;
-        const PieceList& layer_backward = !split   ? lp.backward
-                                          : w_step ? lp.weight_backward
-                                                   : lp.input_backward;
-        rb.pieces(layer_backward.pieces(), layer_prefix(l), tp_group, std::move(first), ep_group);
-        first = rb.take_pending();
-        if (accumulate) {
-          const Piece& add = moe ? moe_grad_add : grad_add;
-          rb.compute(layer_prefix(l) + (w_step ? "wgrad.grad_add" : "bwd.grad_add"), add.duration, Flops(),
-                     std::exchange(first, {}), add.host);
-        }
-        if (last_mb) {
-          if (!first.empty()) {
-            rb.compute(layer_prefix(l) + (w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(),
-                       std::exchange(first, {}));
-          }
-          produced_layer(moe, rb.last_compute());
-        }
-      }
-      if (k == 0) {
-        rb.pieces(embed_pieces.pieces(), named("embedding."), tp_group, std::move(first));
-        first = rb.take_pending();
-      }
-      if (!first.empty()) {
-        rb.compute(named(w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
-      }
-      if (k == 0 && last_mb) {
-        produced((word_params + (model.learned_positions ? work.seq_len * model.hidden : 0) +
-                  (p == 1 && model.tied_embeddings ? 2 * model.hidden : 0)) * gbytes,
-                 rb.last_compute());
-      }
-      if (k != 0 && !w_step) {
-        rb.collective(named("pp.send_gradient"), CollectiveKind::SendRecv,
-                      pipe_group(stage, (k - 1) % p, kPipeBackward), pipe_msg, {rb.last_compute()});
-      }
-    }
-    const TaskIndex last_compute = rb.last_compute();
-    flush(last_compute);
-    flush_experts(last_compute);
+StageSlots stage_slots(ProgramBuilder& rb, const PlanContext& c) {
+  StageSlots s;
+  s.tp = c.plan.tp > 1 ? rb.slot({kTensor}) : -1;
+  s.dp = c.plan.dp > 1 ? rb.slot({kData}) : -1;
+  s.ep = c.separate_experts ? rb.slot({kExpert}) : -1;
+  s.expert_dp = c.separate_experts && c.plan.dp / c.plan.ep > 1 ? rb.slot({kExpertData}) : -1;
+  return s;
+}
 
-    // Tied embeddings: the first and last stage add their word-embedding gradients.
-    std::vector<TaskIndex> before_step = grad_sync;
-    before_step.insert(before_step.end(), expert_grad_sync.begin(), expert_grad_sync.end());
-    if (p > 1 && model.tied_embeddings && (stage == 0 || stage == p - 1)) {
-      before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce,
-                                          rb.slot({kEmbedding, 0, p - 1}), Bytes(word_params * gbytes),
-                                          {last_compute}));
+/// The data-parallel gradient sync of one stage: buckets reduced as the
+/// backward fills them (or after it), the experts' apart when ep > 1, and
+/// with ZeRO-1/2 the updated parameters gathered after the step.
+class DpGradSync {
+ public:
+  DpGradSync(const PlanContext& c, const StageSlots& slots)
+      : c_(c),
+        slots_(slots),
+        dense_(c.plan.bucket_size, !c.grads.after_backward),
+        experts_(c.plan.bucket_size, !c.grads.after_backward) {}
+
+  /// `bytes` of gradients (reduced over the DP group) produced by `task`.
+  void produced(ProgramBuilder& rb, std::int64_t bytes, TaskIndex task) {
+    if (dense_.add(bytes)) reduce(rb, false, task);
+  }
+  /// One layer's gradients produced by `task`.
+  void produced_layer(ProgramBuilder& rb, bool moe, TaskIndex task) {
+    if (!moe) {
+      produced(rb, c_.grads.layer, task);
+      return;
     }
-    if (timer.host_model()) {
-      // Megatron's step starts with .item() calls (the fp16 inf check, the
-      // gradient norm): the host waits for the gradients to be reduced.
-      const TaskIndex sync = rb.compute("optimizer.sync", Time::zero(), Flops(), std::move(before_step));
-      prog.tasks[static_cast<std::size_t>(sync)].host_sync = true;
-      before_step.clear();
+    if (!c_.separate_experts) {
+      produced(rb, c_.grads.moe_dense + c_.grads.moe_expert, task);
+      return;
     }
-    // Optimizer step over this rank's (shard of the) parameters.
-    const std::int64_t params = sum.params_per_stage[static_cast<std::size_t>(stage)];
-    std::int64_t step_params = plan.zero_stage >= 1 ? (params + plan.dp - 1) / plan.dp : params;
-    if (separate_experts && plan.zero_stage >= 1) {
-      // The experts' optimizer states are sharded over dp / ep ranks.
-      const StageParams split_params = stage_params(model, work, plan, sum.chunk_layers, stage);
-      const std::int64_t expert_dp = plan.dp / plan.ep;
-      step_params =
-          (split_params.dense + plan.dp - 1) / plan.dp + (split_params.expert + expert_dp - 1) / expert_dp;
-    }
-    std::int64_t layers_here = 0;
-    for (int c = 0; c < v; ++c) layers_here += sum.chunk_layers[static_cast<std::size_t>(c * p + stage)];
-    const int tensors = static_cast<int>(layers_here * kTensorsPerLayer + 4);
-    const Pass opt_pass = rules.optimizer(step_params, tensors, plan.fused_optimizer, plan.grad_clipping);
-    PieceList opt_piece(timer);
-    opt_piece.passes("optimizer", {&opt_pass});
-    const Piece& opt = opt_piece.pieces().front();
-    const TaskIndex step =
-        rb.compute("optimizer", opt.duration, Flops(), std::move(before_step), opt.host, work.host.per_iteration);
-    prog.tasks[static_cast<std::size_t>(step)].host_sync = timer.host_model();
-    if (plan.zero_stage >= 1 && plan.zero_stage <= 2 && dp_group >= 0) {
-      // Distributed optimizer: gather the updated parameters, bucket by bucket.
-      for (std::size_t b = 0; b < bucket_bytes.size(); ++b) {
-        const std::int64_t bytes = bucket_bytes[b] / gbytes * pbytes;  // parameters in the model's dtype
-        rb.collective(fmt::format("dp.param_all_gather.bucket{:03}", b), CollectiveKind::AllGather, dp_group,
+    produced(rb, c_.grads.moe_dense, task);
+    if (experts_.add(c_.grads.moe_expert)) reduce(rb, true, task);
+  }
+  /// Reduces what the open buckets hold after `task`.
+  void close(ProgramBuilder& rb, TaskIndex task) {
+    if (dense_.close()) reduce(rb, false, task);
+    if (experts_.close()) reduce(rb, true, task);
+  }
+  /// The reductions the optimizer step waits for.
+  [[nodiscard]] std::vector<TaskIndex> reductions() const {
+    std::vector<TaskIndex> out = dense_tasks_;
+    out.insert(out.end(), expert_tasks_.begin(), expert_tasks_.end());
+    return out;
+  }
+  /// Distributed optimizer (ZeRO-1/2): gathers the updated parameters after
+  /// `step`, bucket by bucket.
+  void gather_parameters(ProgramBuilder& rb, TaskIndex step) const {
+    if (c_.plan.zero_stage < 1 || c_.plan.zero_stage > 2) return;
+    const std::int64_t gbytes = c_.grads.gbytes;
+    if (slots_.dp >= 0) {
+      for (std::size_t b = 0; b < dense_.buckets().size(); ++b) {
+        const std::int64_t bytes = dense_.buckets()[b] / gbytes * c_.pbytes;  // parameters in the model's dtype
+        rb.collective(fmt::format("dp.param_all_gather.bucket{:03}", b), CollectiveKind::AllGather, slots_.dp,
                       Bytes(bytes), {step});
       }
     }
-    if (plan.zero_stage >= 1 && plan.zero_stage <= 2 && expert_dp_group >= 0) {
-      for (std::size_t b = 0; b < expert_bucket_bytes.size(); ++b) {
-        const std::int64_t bytes = expert_bucket_bytes[b] / gbytes * pbytes;
+    if (slots_.expert_dp >= 0) {
+      for (std::size_t b = 0; b < experts_.buckets().size(); ++b) {
+        const std::int64_t bytes = experts_.buckets()[b] / gbytes * c_.pbytes;
         rb.collective(fmt::format("dp.expert_param_all_gather.bucket{:03}", b), CollectiveKind::AllGather,
-                      expert_dp_group, Bytes(bytes), {step});
+                      slots_.expert_dp, Bytes(bytes), {step});
       }
     }
-    stage_roles[static_cast<std::size_t>(stage)] = rb.roles();
-    out.graph.add_program(std::move(prog));
   }
 
-  // Bind every rank to its stage's program. Ranks in order and each rank's
-  // slots in slot order: the groups get the same numbers as when every rank
-  // had its own program (and the executor's stream order with them).
+ private:
+  /// The reduction of the bucket just closed.
+  void reduce(ProgramBuilder& rb, bool expert, TaskIndex after) {
+    const std::int32_t slot = expert ? slots_.expert_dp : slots_.dp;
+    if (slot < 0) return;
+    const GradBuckets& buckets = expert ? experts_ : dense_;
+    const auto kind = c_.plan.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+    const std::size_t b = buckets.buckets().size() - 1;
+    std::string name = expert ? fmt::format("dp.expert_grad.{}.bucket{:03}", to_string(kind), b)
+                              : fmt::format("dp.grad.{}.bucket{:03}", to_string(kind), b);
+    (expert ? expert_tasks_ : dense_tasks_)
+        .push_back(rb.collective(name, kind, slot, Bytes(buckets.buckets().back()), {after}));
+  }
+
+  const PlanContext& c_;
+  StageSlots slots_;
+  GradBuckets dense_;
+  GradBuckets experts_;
+  std::vector<TaskIndex> dense_tasks_;
+  std::vector<TaskIndex> expert_tasks_;
+};
+
+/// Task names of one step: `tag` ("mb3." or "c1.mb3.") + a suffix, in
+/// reused buffers.
+class StepNames {
+ public:
+  void start(const PipelineStep& st, int virtual_stages) {
+    tag_.clear();
+    if (virtual_stages > 1) {
+      fmt::format_to(std::back_inserter(tag_), "c{}.mb{}.", st.chunk, st.micro_batch);
+    } else {
+      fmt::format_to(std::back_inserter(tag_), "mb{}.", st.micro_batch);
+    }
+  }
+  const std::string& operator()(std::string_view suffix) {
+    name_.assign(tag_);
+    name_ += suffix;
+    return name_;
+  }
+  const std::string& layer(std::int64_t l) {
+    name_.assign(tag_);
+    fmt::format_to(std::back_inserter(name_), "layer{:03}.", l);
+    return name_;
+  }
+
+ private:
+  std::string tag_, name_;
+};
+
+/// Reserves room for a stage's tasks: per micro-batch and chunk, each
+/// layer's pieces plus a few pipeline, ZeRO-3 and wait tasks.
+void reserve_tasks(ProgramBuilder& rb, const PlanContext& c, int stage) {
+  auto per_layer_of = [&](const LayerPieces& lp) {
+    return lp.forward.pieces().size() + 1 +
+           (c.split ? lp.input_backward.pieces().size() + lp.weight_backward.pieces().size() + 1
+                    : lp.backward.pieces().size());
+  };
+  std::size_t per_layer = per_layer_of(c.pieces.layer);
+  if (c.pieces.moe_layer) per_layer = std::max(per_layer, per_layer_of(*c.pieces.moe_layer));
+  std::size_t tasks = 64;
+  for (int v = 0; v < c.part.virtual_stages; ++v) {
+    const auto nl = static_cast<std::size_t>(c.part.layers(c.part.chunk(stage, v)));
+    tasks += static_cast<std::size_t>(c.micro_batches) * (nl * per_layer + 8);
+  }
+  rb.reserve(tasks);
+}
+
+/// ZeRO-3: F and B need the chunk's parameters (W only the activations and
+/// output gradients): all-gathered before the step. Returns the gathers.
+std::vector<TaskIndex> gather_zero3_parameters(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots,
+                                               const PipelineStep& st, int k, StepNames& named) {
+  std::vector<TaskIndex> first;
+  if (c.plan.zero_stage != 3 || slots.dp < 0 || st.kind == StepKind::W) return first;
+  const TransformerConfig& model = c.model;
+  const ParallelPlan& plan = c.plan;
+  const std::int64_t nl = c.part.layers(k);
+  std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
+  std::int64_t chunk_expert_params = 0;
+  if (c.pieces.moe_layer) {
+    // MoE layers: their dense parameters with the rest; their experts'
+    // over the ranks holding the same experts (ep > 1).
+    const std::int64_t n_moe = c.part.moe_layers(model, k);
+    chunk_params = (nl - n_moe) * model.params_per_layer_per_tp_rank(plan.tp) +
+                   n_moe * model.moe_layer_dense_params_per_rank(plan.tp);
+    chunk_expert_params = n_moe * model.moe_layer_expert_params_per_rank(plan.tp, plan.ep);
+    if (!c.separate_experts) chunk_params += std::exchange(chunk_expert_params, 0);
+  }
+  first.push_back(rb.collective(named(st.forward() ? "fwd.zero3.param_all_gather" : "bwd.zero3.param_all_gather"),
+                                CollectiveKind::AllGather, slots.dp, Bytes(chunk_params * c.pbytes), {}));
+  if (chunk_expert_params > 0 && slots.expert_dp >= 0) {
+    first.push_back(rb.collective(
+        named(st.forward() ? "fwd.zero3.expert_param_all_gather" : "bwd.zero3.expert_param_all_gather"),
+        CollectiveKind::AllGather, slots.expert_dp, Bytes(chunk_expert_params * c.pbytes), {}));
+  }
+  return first;
+}
+
+/// An F step of chunk `k` on `stage`: the activation received (or the
+/// embedding), the chunk's layers, the LM head on the last chunk, the
+/// activation sent on.
+void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, int stage, int k,
+                 std::vector<TaskIndex> first, StepNames& named) {
+  const int p = c.plan.pp, last = c.part.chunks() - 1;
+  // The stages that load data (the first: tokens; the last: labels) start
+  // each micro-batch with its data step (ProgramBuilder::micro_batch_start).
+  if (c.timer.host_model() && c.work.host.per_micro_batch > Time::zero() && (k == 0 || k == last)) {
+    rb.micro_batch_start(named("data"), c.work.host.per_micro_batch);
+  }
+  if (c.part.has_embedding(k)) {
+    rb.pieces(c.pieces.embedding.forward.pieces(), named("embedding."), slots.tp, std::move(first));
+    first = rb.take_pending();
+  } else {
+    const int from = (k - 1) % p;
+    const TaskIndex recv = rb.collective(named("pp.recv_activation"), CollectiveKind::SendRecv,
+                                         rb.slot({kPipeForward, from, stage}), c.pipe_msg, {});
+    first.push_back(c.scatter_gather ? rb.collective(named("pp.gather_activation"), CollectiveKind::AllGather,
+                                                     slots.tp, c.act, {recv})
+                                     : recv);
+  }
+  const std::int64_t first_layer = c.part.first_layer(k);
+  for (std::int64_t l = 0; l < c.part.layers(k); ++l) {
+    const LayerPieces& lp = c.pieces.of_layer(c.model, first_layer + l);
+    rb.pieces(lp.forward.pieces(), named.layer(l), slots.tp, std::move(first), slots.ep);
+    first = rb.take_pending();
+  }
+  if (k == last) {
+    rb.pieces(c.pieces.lm_head.forward.pieces(), named("lm_head."), slots.tp, std::move(first));
+    first = rb.take_pending();
+  }
+  if (!first.empty()) rb.compute(named("fwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
+  if (k != last) {
+    rb.collective(named("pp.send_activation"), CollectiveKind::SendRecv, rb.slot({kPipeForward, stage, (k + 1) % p}),
+                  c.pipe_msg, {rb.last_compute()});
+  }
+}
+
+/// A B or W step of chunk `k` on `stage` (B with W when the schedule does
+/// not split the backward): the gradient received (B), the LM head on the
+/// last chunk, the layers last to first, the embedding on chunk 0, the
+/// gradient sent back (B). W exchanges no pipeline messages. With
+/// `last_mb` (the chunk's last step computing weight gradients) each
+/// piece's gradients go to the data-parallel sync; with `accumulate`
+/// (PyTorch DDP after the first micro-batch) they are added to .grad.
+void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, DpGradSync& sync, int stage,
+                  int k, StepKind kind, bool last_mb, bool accumulate, std::vector<TaskIndex> first,
+                  StepNames& named) {
+  const TransformerConfig& model = c.model;
+  const int p = c.plan.pp, last = c.part.chunks() - 1;
+  const bool w_step = kind == StepKind::W;
+  const std::int64_t gbytes = c.grads.gbytes;
+  if (k == last) {
+    rb.pieces(c.pieces.lm_head.of(kind, c.split).pieces(), named("lm_head."), slots.tp, std::move(first));
+    first = rb.take_pending();
+    if (last_mb && (p > 1 || !model.tied_embeddings)) {
+      sync.produced(rb, (c.grads.word_params + 2 * model.hidden) * gbytes, rb.last_compute());
+    }
+  } else if (!w_step) {
+    const int from = (k + 1) % p;
+    const TaskIndex recv = rb.collective(named("pp.recv_gradient"), CollectiveKind::SendRecv,
+                                         rb.slot({kPipeBackward, from, stage}), c.pipe_msg, {});
+    first.push_back(c.scatter_gather ? rb.collective(named("pp.gather_gradient"), CollectiveKind::AllGather,
+                                                     slots.tp, c.act, {recv})
+                                     : recv);
+  }
+  const std::int64_t first_layer = c.part.first_layer(k);
+  for (std::int64_t l = c.part.layers(k) - 1; l >= 0; --l) {
+    const bool moe = c.pieces.moe_layer && model.is_moe_layer(first_layer + l);
+    const LayerPieces& lp = c.pieces.of_layer(model, first_layer + l);
+    rb.pieces(lp.of(kind, c.split).pieces(), named.layer(l), slots.tp, std::move(first), slots.ep);
+    first = rb.take_pending();
+    if (accumulate) {
+      const Piece& add = moe ? c.grads.moe_grad_add : c.grads.grad_add;
+      rb.compute(named.layer(l) + (w_step ? "wgrad.grad_add" : "bwd.grad_add"), add.duration, Flops(),
+                 std::exchange(first, {}), add.host);
+    }
+    if (last_mb) {
+      if (!first.empty()) {
+        rb.compute(named.layer(l) + (w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(),
+                   std::exchange(first, {}));
+      }
+      sync.produced_layer(rb, moe, rb.last_compute());
+    }
+  }
+  if (c.part.has_embedding(k)) {
+    rb.pieces(c.pieces.embedding.of(kind, c.split).pieces(), named("embedding."), slots.tp, std::move(first));
+    first = rb.take_pending();
+  }
+  if (!first.empty()) {
+    rb.compute(named(w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
+  }
+  if (c.part.has_embedding(k) && last_mb) {
+    sync.produced(rb,
+                  (c.grads.word_params + (model.learned_positions ? c.work.seq_len * model.hidden : 0) +
+                   (p == 1 && model.tied_embeddings ? 2 * model.hidden : 0)) * gbytes,
+                  rb.last_compute());
+  }
+  if (k != 0 && !w_step) {
+    rb.collective(named("pp.send_gradient"), CollectiveKind::SendRecv, rb.slot({kPipeBackward, stage, (k - 1) % p}),
+                  c.pipe_msg, {rb.last_compute()});
+  }
+}
+
+/// The schedule's steps of `stage`, in order.
+void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, DpGradSync& sync,
+                        int stage, const std::vector<PipelineStep>& order) {
+  const int v = c.part.virtual_stages;
+  // The steps that compute weight gradients: B (fused), or W (split). A
+  // chunk's gradients are final after its last such step.
+  const StepKind grad_step = c.split ? StepKind::W : StepKind::B;
+  std::vector<std::size_t> last_backward(static_cast<std::size_t>(v), 0);
+  std::vector<std::size_t> first_backward(static_cast<std::size_t>(v), order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i].kind != grad_step) continue;
+    last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
+    auto& f = first_backward[static_cast<std::size_t>(order[i].chunk)];
+    f = std::min(f, i);
+  }
+  StepNames named;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const PipelineStep& st = order[i];
+    const int k = c.part.chunk(stage, st.chunk);  // virtual stage
+    named.start(st, v);
+    std::vector<TaskIndex> first = gather_zero3_parameters(rb, c, slots, st, k, named);
+    if (st.forward()) {
+      add_forward(rb, c, slots, stage, k, std::move(first), named);
+      continue;
+    }
+    const bool grads = st.kind == grad_step;
+    const bool last_mb = grads && i == last_backward[static_cast<std::size_t>(st.chunk)];
+    // PyTorch DDP: micro-batches after the first add their gradients to .grad.
+    const bool accumulate = c.torch_ddp && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
+    add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb, accumulate, std::move(first), named);
+  }
+}
+
+/// The optimizer step of `stage` after its gradients are reduced (`reduced`,
+/// and the tied embeddings' all-reduce between the first and the last stage),
+/// then ZeRO-1/2's parameter gathers.
+void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const DpGradSync& sync, int stage,
+                   TaskIndex last_compute) {
+  const int p = c.plan.pp;
+  std::vector<TaskIndex> before_step = sync.reductions();
+  // Tied embeddings: the first and last stage add their word-embedding gradients.
+  if (p > 1 && c.model.tied_embeddings && (stage == 0 || stage == p - 1)) {
+    before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce,
+                                        rb.slot({kEmbedding, 0, p - 1}), Bytes(c.grads.word_params * c.grads.gbytes),
+                                        {last_compute}));
+  }
+  if (c.timer.host_model()) {
+    // Megatron's step starts with .item() calls (the fp16 inf check, the
+    // gradient norm): the host waits for the gradients to be reduced.
+    rb.host_sync(rb.compute("optimizer.sync", Time::zero(), Flops(), std::exchange(before_step, {})));
+  }
+  // Optimizer step over this rank's (shard of the) parameters.
+  const std::int64_t step_params = optimizer_shard_params(c.model, c.work, c.plan, c.part, stage);
+  const int tensors = static_cast<int>(c.part.stage_layers(stage) * kTensorsPerLayer + 4);
+  const Pass opt_pass = c.work.rules().optimizer(step_params, tensors, c.plan.fused_optimizer, c.plan.grad_clipping);
+  PieceList opt_piece(c.timer);
+  opt_piece.passes("optimizer", {&opt_pass});
+  const Piece& opt = opt_piece.pieces().front();
+  const TaskIndex step =
+      rb.compute("optimizer", opt.duration, Flops(), std::move(before_step), opt.host, c.work.host.per_iteration);
+  if (c.timer.host_model()) rb.host_sync(step);
+  sync.gather_parameters(rb, step);
+}
+
+/// The program of pipeline stage `stage` (shared by its tp x dp ranks) and
+/// what its slots stand for.
+Program stage_program(const PlanContext& c, int stage, std::vector<SlotRole>& roles) {
+  Program prog;
+  ProgramBuilder rb(prog, c.timer, c.work.host.per_p2p);
+  const StageSlots slots = stage_slots(rb, c);
+  const auto order = pipeline_order(c.plan.schedule, c.plan.pp, stage, c.micro_batches, c.part.virtual_stages);
+  reserve_tasks(rb, c, stage);
+  DpGradSync sync(c, slots);
+  add_pipeline_steps(rb, c, slots, sync, stage, order);
+  const TaskIndex last_compute = rb.last_compute();
+  sync.close(rb, last_compute);
+  add_optimizer(rb, c, sync, stage, last_compute);
+  roles = rb.roles();
+  return prog;
+}
+
+/// Binds every rank to its stage's program. Ranks in order and each rank's
+/// slots in slot order: the groups get the same numbers as when every rank
+/// had its own program (and the executor's stream order with them).
+void bind_ranks(const ParallelPlan& plan, const std::vector<std::vector<SlotRole>>& stage_roles, TaskGraph& graph) {
   Groups groups;
   std::vector<int> members;
-  out.graph.ranks.reserve(static_cast<std::size_t>(plan.world_size()));
+  graph.ranks.reserve(static_cast<std::size_t>(plan.world_size()));
   for (int rank = 0; rank < plan.world_size(); ++rank) {
     const RankCoord me = rank_coord(plan, rank);
     const auto& roles = stage_roles[static_cast<std::size_t>(me.pp)];
     std::vector<std::int32_t> slot_groups;
     slot_groups.reserve(roles.size());
     for (const SlotRole& role : roles) slot_groups.push_back(bind(groups, plan, me, role, members));
-    out.graph.add_rank(me.pp, std::move(slot_groups));
+    graph.add_rank(me.pp, std::move(slot_groups));
   }
-  out.graph.groups = groups.take();
+  graph.groups = groups.take();
+}
+
+}  // namespace
+
+PlannedTraining plan_training_detailed(const TransformerConfig& model, const Workload& given,
+                                       const ParallelPlan& plan, const node_model::KernelPredictor& predictor) {
+  PlannedTraining out;
+  out.summary = estimate_memory(model, given, plan, predictor.gpu().memory);
+  // Megatron with overlapped gradient sync is Megatron on PyTorch DDP
+  // (--DDP-impl torch): gradients in .grad, no main-gradient buffer.
+  Workload work = given;
+  const bool torch_ddp = node_model::is_megatron(work.framework) &&
+                         plan.resolved_grad_sync(work) == GradSync::Overlapped;
+  if (torch_ddp) work.profile.main_grad = false;
+
+  const StagePartition part = partition_layers(model.layers, plan.pp, plan.virtual_stages);
+  const KernelTimer timer(predictor, work);
+  const ModelPieces pieces = model_pieces(model, work, plan, timer);
+  out.summary.model_flops = model_flops(model, work, plan, part, out.summary.micro_batches);
+  const GradSizes grads = grad_sizes(model, work, plan, timer);
+  const PlanContext context =
+      plan_context(model, work, plan, part, pieces, grads, timer, out.summary.micro_batches, torch_ddp);
+
+  // One program per pipeline stage: every (tp, dp) rank of a stage runs the
+  // same tasks; only the groups its slots name differ.
+  std::vector<std::vector<SlotRole>> stage_roles(static_cast<std::size_t>(plan.pp));
+  out.graph.programs.reserve(static_cast<std::size_t>(plan.pp));
+  for (int stage = 0; stage < plan.pp; ++stage) {
+    out.graph.add_program(stage_program(context, stage, stage_roles[static_cast<std::size_t>(stage)]));
+  }
+  bind_ranks(plan, stage_roles, out.graph);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -11,27 +12,6 @@
 
 namespace tessera::parallelism {
 
-std::string_view to_string(Schedule s) {
-  switch (s) {
-    case Schedule::GPipe: return "gpipe";
-    case Schedule::OneFOneB: return "1f1b";
-    case Schedule::Interleaved1F1B: return "interleaved-1f1b";
-    case Schedule::ZeroBubbleH1: return "zb-h1";
-    case Schedule::ZeroBubbleH2: return "zb-h2";
-  }
-  return "?";
-}
-
-Schedule parse_schedule(std::string_view text) {
-  if (text == "gpipe") return Schedule::GPipe;
-  if (text == "1f1b") return Schedule::OneFOneB;
-  if (text == "interleaved-1f1b") return Schedule::Interleaved1F1B;
-  if (text == "zb-h1") return Schedule::ZeroBubbleH1;
-  if (text == "zb-h2") return Schedule::ZeroBubbleH2;
-  throw InputError(
-      fmt::format("unknown schedule '{}' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-h2)", text));
-}
-
 std::string_view to_string(StepKind k) {
   switch (k) {
     case StepKind::F: return "F";
@@ -40,8 +20,6 @@ std::string_view to_string(StepKind k) {
   }
   return "?";
 }
-
-bool splits_backward(Schedule s) { return s == Schedule::ZeroBubbleH1 || s == Schedule::ZeroBubbleH2; }
 
 std::string_view to_string(Recompute r) {
   switch (r) {
@@ -223,72 +201,126 @@ std::vector<PipelineStep> pairs_schedule(int m, int warm, int w_delay) {
   return out;
 }
 
+// One function per schedule: the order of pipeline rank `stage`'s steps
+// (arguments checked by pipeline_order; m fits an int).
+
+std::vector<PipelineStep> gpipe_order(int /*pp*/, int /*stage*/, std::int64_t m, int virtual_stages) {
+  if (virtual_stages != 1) throw InputError("schedule gpipe does not support virtual_stages > 1");
+  const int mb = static_cast<int>(m);
+  std::vector<PipelineStep> out;
+  for (int i = 0; i < mb; ++i) out.push_back({StepKind::F, 0, i});
+  for (int i = mb - 1; i >= 0; --i) out.push_back({StepKind::B, 0, i});
+  return out;
+}
+
+std::vector<PipelineStep> one_f_one_b_order(int pp, int stage, std::int64_t m, int virtual_stages) {
+  if (virtual_stages != 1) throw InputError("schedule 1f1b does not support virtual_stages > 1");
+  return pairs_schedule(static_cast<int>(m), pp - stage - 1, -1);
+}
+
+void check_zero_bubble(Schedule s, int virtual_stages) {
+  if (virtual_stages != 1) {
+    throw InputError(fmt::format("virtual_stages ({}) must be 1 with schedule {}", virtual_stages, to_string(s)));
+  }
+}
+
+/// ZB-H1: 1F1B's warm-up; stage s defers its W by s pairs, so every stage
+/// holds p micro-batches (1F1B's peak, on stage 0).
+std::vector<PipelineStep> zb_h1_order(int pp, int stage, std::int64_t m, int virtual_stages) {
+  check_zero_bubble(Schedule::ZeroBubbleH1, virtual_stages);
+  return pairs_schedule(static_cast<int>(m), pp - stage - 1, stage);
+}
+
+/// ZB-H2: twice the warm-up forwards and W deferred by 2s pairs: 2p - 1 held.
+std::vector<PipelineStep> zb_h2_order(int pp, int stage, std::int64_t m, int virtual_stages) {
+  check_zero_bubble(Schedule::ZeroBubbleH2, virtual_stages);
+  return pairs_schedule(static_cast<int>(m), 2 * (pp - stage - 1), 2 * stage);
+}
+
+/// Megatron-LM's forward_backward_pipelining_with_interleaving.
+std::vector<PipelineStep> interleaved_order(int pp, int stage, std::int64_t m, int virtual_stages) {
+  const int v = virtual_stages;
+  if (m % pp != 0) {
+    throw InputError(fmt::format("schedule interleaved-1f1b needs the micro-batches ({}) to be a multiple of "
+                                 "pp ({})", m, pp));
+  }
+  const int mb = static_cast<int>(m);
+  const int total = mb * v;
+  int warm = 0;
+  if (mb == pp) {
+    warm = total;
+  } else {
+    warm = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+  }
+  auto step = [&](int k, bool forward) {
+    const int in_group = k % (pp * v);
+    int chunk = in_group / pp;
+    if (!forward) chunk = v - 1 - chunk;
+    return PipelineStep{forward ? StepKind::F : StepKind::B, chunk, (k / (pp * v)) * pp + k % pp};
+  };
+  std::vector<PipelineStep> out;
+  for (int k = 0; k < warm; ++k) out.push_back(step(k, true));
+  for (int k = 0; k < total - warm; ++k) {
+    out.push_back(step(k + warm, true));
+    out.push_back(step(k, false));
+  }
+  for (int k = total - warm; k < total; ++k) out.push_back(step(k, false));
+  return out;
+}
+
+/// The schedules: adding one is an enum value, its order function and a row here.
+struct ScheduleDef {
+  Schedule schedule;
+  std::string_view name;
+  /// B and W are separate steps (the zero-bubble schedules).
+  bool splits_backward;
+  std::vector<PipelineStep> (*order)(int pp, int stage, std::int64_t m, int virtual_stages);
+};
+constexpr std::array kSchedules{
+    ScheduleDef{Schedule::GPipe, "gpipe", false, gpipe_order},
+    ScheduleDef{Schedule::OneFOneB, "1f1b", false, one_f_one_b_order},
+    ScheduleDef{Schedule::Interleaved1F1B, "interleaved-1f1b", false, interleaved_order},
+    ScheduleDef{Schedule::ZeroBubbleH1, "zb-h1", true, zb_h1_order},
+    ScheduleDef{Schedule::ZeroBubbleH2, "zb-h2", true, zb_h2_order},
+};
+
+const ScheduleDef* find_schedule(Schedule s) {
+  for (const ScheduleDef& d : kSchedules) {
+    if (d.schedule == s) return &d;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::string_view to_string(Schedule s) {
+  const ScheduleDef* d = find_schedule(s);
+  return d ? d->name : "?";
+}
+
+Schedule parse_schedule(std::string_view text) {
+  std::string names;
+  for (std::size_t i = 0; i < kSchedules.size(); ++i) {
+    if (kSchedules[i].name == text) return kSchedules[i].schedule;
+    if (i > 0) names += i + 1 == kSchedules.size() ? " or " : ", ";
+    names += kSchedules[i].name;
+  }
+  throw InputError(fmt::format("unknown schedule '{}' (expected {})", text, names));
+}
+
+bool splits_backward(Schedule s) {
+  const ScheduleDef* d = find_schedule(s);
+  return d != nullptr && d->splits_backward;
+}
 
 std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int64_t m, int virtual_stages) {
   if (pp <= 0 || stage < 0 || stage >= pp || m <= 0 || virtual_stages <= 0) {
     throw InputError(fmt::format("pipeline_order: bad arguments (pp {}, stage {}, micro-batches {}, virtual stages {})",
                                  pp, stage, m, virtual_stages));
   }
-  std::vector<PipelineStep> out;
-  const int mb = static_cast<int>(m);
-  switch (s) {
-    case Schedule::GPipe: {
-      if (virtual_stages != 1) throw InputError("schedule gpipe does not support virtual_stages > 1");
-      for (int i = 0; i < mb; ++i) out.push_back({StepKind::F, 0, i});
-      for (int i = mb - 1; i >= 0; --i) out.push_back({StepKind::B, 0, i});
-      break;
-    }
-    case Schedule::OneFOneB: {
-      if (virtual_stages != 1) throw InputError("schedule 1f1b does not support virtual_stages > 1");
-      out = pairs_schedule(mb, pp - stage - 1, -1);
-      break;
-    }
-    case Schedule::ZeroBubbleH1:
-    case Schedule::ZeroBubbleH2: {
-      if (virtual_stages != 1) {
-        throw InputError(fmt::format("virtual_stages ({}) must be 1 with schedule {}", virtual_stages, to_string(s)));
-      }
-      // ZB-H1: 1F1B's warm-up; stage s defers its W by s pairs, so every
-      // stage holds p micro-batches (1F1B's peak, on stage 0). ZB-H2: twice
-      // the warm-up forwards and W deferred by 2s pairs: 2p - 1 held.
-      if (s == Schedule::ZeroBubbleH1) {
-        out = pairs_schedule(mb, pp - stage - 1, stage);
-      } else {
-        out = pairs_schedule(mb, 2 * (pp - stage - 1), 2 * stage);
-      }
-      break;
-    }
-    case Schedule::Interleaved1F1B: {
-      const int v = virtual_stages;
-      if (m % pp != 0) {
-        throw InputError(fmt::format("schedule interleaved-1f1b needs the micro-batches ({}) to be a multiple of "
-                                     "pp ({})", m, pp));
-      }
-      // Megatron-LM's forward_backward_pipelining_with_interleaving.
-      const int total = mb * v;
-      int warm = 0;
-      if (mb == pp) {
-        warm = total;
-      } else {
-        warm = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
-      }
-      auto step = [&](int k, bool forward) {
-        const int in_group = k % (pp * v);
-        int chunk = in_group / pp;
-        if (!forward) chunk = v - 1 - chunk;
-        return PipelineStep{forward ? StepKind::F : StepKind::B, chunk, (k / (pp * v)) * pp + k % pp};
-      };
-      for (int k = 0; k < warm; ++k) out.push_back(step(k, true));
-      for (int k = 0; k < total - warm; ++k) {
-        out.push_back(step(k + warm, true));
-        out.push_back(step(k, false));
-      }
-      for (int k = total - warm; k < total; ++k) out.push_back(step(k, false));
-      break;
-    }
-  }
-  return out;
+  const ScheduleDef* d = find_schedule(s);
+  if (d == nullptr) return {};
+  return d->order(pp, stage, m, virtual_stages);
 }
 
 }  // namespace tessera::parallelism

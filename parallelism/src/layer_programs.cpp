@@ -1,0 +1,373 @@
+// The planner's op-program pass: one layer's (dense or MoE), the embedding's
+// and the LM head's work on one rank as pieces, with their tensor/sequence-
+// and expert-parallel collectives (docs/parallelism.md, "Planner passes").
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "tessera/error.hpp"
+#include "tessera/parallelism/passes.hpp"
+
+namespace tessera::parallelism {
+
+using node_model::dtype_bytes;
+
+namespace {
+
+std::size_t index_of(const std::vector<OpKernels>& ops, std::string_view name) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].name == name) return i;
+  }
+  throw SimulationError(fmt::format("planner: layer has no op '{}'", name));
+}
+
+/// The forward passes of ops [from, to).
+std::vector<const Pass*> forward_passes(const std::vector<OpKernels>& ops, std::size_t from, std::size_t to) {
+  std::vector<const Pass*> out;
+  for (std::size_t i = from; i < to && i < ops.size(); ++i) out.push_back(&ops[i].forward);
+  return out;
+}
+
+/// Backward steps in execution order: for each op, last to first, its input
+/// gradient then its weight gradient (Megatron computes a linear's dgrad
+/// first, so its all-reduce can overlap the wgrad).
+struct BackwardStep {
+  std::size_t op;
+  bool weight;
+};
+std::vector<BackwardStep> backward_steps(const std::vector<OpKernels>& ops) {
+  std::vector<BackwardStep> out;
+  for (std::size_t i = ops.size(); i-- > 0;) {
+    out.push_back({i, false});
+    out.push_back({i, true});
+  }
+  return out;
+}
+std::size_t step_of(const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps, std::string_view name,
+                    bool weight) {
+  const std::size_t op = index_of(ops, name);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].op == op && steps[i].weight == weight) return i;
+  }
+  throw SimulationError(fmt::format("planner: no backward step for '{}'", name));
+}
+/// Which kernels of a backward a task runs: all of them (gpipe, 1f1b,
+/// interleaved), the input gradients (B) or the weight gradients (W) of a
+/// zero-bubble schedule.
+enum class BackwardPart { All, Input, Weight };
+
+std::vector<const Pass*> backward_passes(const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps,
+                                         std::size_t from, std::size_t to, BackwardPart part = BackwardPart::All) {
+  std::vector<const Pass*> out;
+  for (std::size_t i = from; i < to && i < steps.size(); ++i) {
+    if (part == BackwardPart::Input && steps[i].weight) continue;
+    if (part == BackwardPart::Weight && !steps[i].weight) continue;
+    const OpKernels& op = ops[steps[i].op];
+    out.push_back(steps[i].weight ? &op.weight_grad : &op.input_grad);
+  }
+  return out;
+}
+
+/// The attention block's forward with tensor parallelism, up to the second
+/// block (the MLP, or the MoE block) starting at op `block`: [ln1] (AG)
+/// [qkv .. proj] AR|RS [residual1, ln2] (AG).
+void attention_forward(PieceList& f, const std::vector<OpKernels>& ops, std::size_t block, const ParallelPlan& p,
+                       Bytes act) {
+  const bool sp = p.tp > 1 && p.sequence_parallel;
+  const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1");
+  f.passes("fwd.ln1", forward_passes(ops, 0, qkv));
+  if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
+  f.passes("fwd.attn", forward_passes(ops, qkv, res1));
+  f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
+  f.passes("fwd.ln2", forward_passes(ops, res1, block));
+  if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
+}
+
+/// The attention block's fused backward with tensor parallelism, from
+/// backward step `from` (the second block's input gradient reduced): ln2 and
+/// residual1, (AG) the attention to QKV's input gradient, whose reduction
+/// (with SP after re-gathering QKV's input) overlaps QKV's weight gradient
+/// unless tp_comm_overlap is off, then ln1.
+void attention_backward(PieceList& b, const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps,
+                        std::size_t from, const ParallelPlan& p, Bytes act) {
+  const bool sp = p.tp > 1 && p.sequence_parallel, overlap = p.tp_comm_overlap;
+  auto range = [&](std::size_t a, std::size_t z) { return backward_passes(ops, steps, a, z); };
+  const std::size_t proj_dgrad = step_of(ops, steps, "proj", false);
+  const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false), qkv_wgrad = step_of(ops, steps, "qkv", true);
+  b.passes("bwd.ln2", range(from, proj_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  b.passes("bwd.attn", range(proj_dgrad, qkv_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+  b.passes("bwd.qkv.dgrad", range(qkv_dgrad, qkv_wgrad));
+  b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act, overlap);
+  b.passes("bwd.qkv.wgrad", range(qkv_wgrad, qkv_wgrad + 1));
+  b.split();
+  b.passes("bwd.ln1", range(qkv_wgrad + 1, steps.size()));
+}
+
+/// The second block of a layer (the dense MLP, or the MoE block) as a split
+/// backward runs it; the rest of the layer is the same for both.
+struct BlockBackward {
+  /// Backward steps [from, to) as one piece, followed (with ep > 1) by an
+  /// all-to-all in the expert-parallel group when `all_to_all` is not empty.
+  struct Run {
+    std::string_view name;
+    std::size_t from = 0;
+    std::size_t to = 0;
+    std::string_view all_to_all;
+  };
+  /// The block's first backward step: "bwd.res2" runs the steps before it.
+  std::size_t start = 0;
+  /// B: the block's input gradients, from `start`; the last run ends at the
+  /// block's input gradient (where its tensor-parallel reduction goes).
+  std::vector<Run> input;
+  /// Without tensor parallelism B is one "bwd" piece (else res2, then the
+  /// runs, the last one running to the layer's end).
+  bool one_piece_without_tp = false;
+  /// W with SP: the block's weight gradients, before and after the split at
+  /// which the block input's re-gather is waited for.
+  Run weight_first;
+  Run weight_last;
+};
+
+/// A layer's backward split as a zero-bubble schedule runs it. B (`in`):
+/// the input gradients, in the fused order; the tensor-parallel reductions
+/// and any all-to-alls block (the weight gradient a column-parallel linear's
+/// reduction overlaps in the fused backward is W's). With SP, the gradient
+/// entering each row-parallel linear (or the MoE block) is all-gathered in B
+/// and kept for W. W (`wg`): the weight gradients, in backward order; with
+/// SP the inputs of the block and of QKV are re-gathered, each overlapping
+/// the weight gradients before them when tp_comm_overlap is on.
+void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKernels>& ops,
+                          const std::vector<BackwardStep>& steps, const BlockBackward& block, const ParallelPlan& p,
+                          Bytes act, Bytes a2a) {
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
+  const std::size_t end = steps.size();
+  auto inputs = [&](std::size_t from, std::size_t to) {
+    return backward_passes(ops, steps, from, to, BackwardPart::Input);
+  };
+  auto weights = [&](std::size_t from, std::size_t to) {
+    return backward_passes(ops, steps, from, to, BackwardPart::Weight);
+  };
+  if (!tp && block.one_piece_without_tp) {
+    in.passes("bwd", inputs(0, end));
+    wg.passes("wgrad", weights(0, end));
+    return;
+  }
+  in.passes("bwd.res2", inputs(0, block.start));
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  for (std::size_t r = 0; r < block.input.size(); ++r) {
+    const BlockBackward::Run& run = block.input[r];
+    in.passes(std::string(run.name), inputs(run.from, !tp && r + 1 == block.input.size() ? end : run.to));
+    if (ep && !run.all_to_all.empty()) in.expert_comm(std::string(run.all_to_all), a2a);
+  }
+  if (!tp) {
+    wg.passes("wgrad", weights(0, end));
+    return;
+  }
+  const std::size_t block_end = block.input.back().to;
+  const std::size_t proj_dgrad = step_of(ops, steps, "proj", false), qkv_dgrad = step_of(ops, steps, "qkv", false);
+  const std::size_t qkv_wgrad = step_of(ops, steps, "qkv", true);
+  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  in.comm("bwd.tp", reduce, act);
+  in.passes("bwd.ln2", inputs(block_end, proj_dgrad));
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  in.passes("bwd.attn", inputs(proj_dgrad, qkv_dgrad + 1));
+  in.comm("bwd.tp", reduce, act);
+  in.passes("bwd.ln1", inputs(qkv_dgrad + 1, end));
+  if (!sp) {
+    wg.passes("wgrad", weights(0, end));
+    return;
+  }
+  // An async collective is waited for by the second compute piece after it.
+  const bool overlap = p.tp_comm_overlap;
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.passes(std::string(block.weight_first.name), weights(block.weight_first.from, block.weight_first.to));
+  wg.split();
+  wg.passes(std::string(block.weight_last.name), weights(block.weight_last.from, block.weight_last.to));
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.passes("wgrad.attn", weights(block.weight_last.to, qkv_wgrad));
+  wg.split();
+  wg.passes("wgrad.qkv", weights(qkv_wgrad, end));
+}
+
+}  // namespace
+
+LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                         const KernelTimer& timer, bool split) {
+  const Sharding shard{p.tp, p.sequence_parallel};
+  const auto ops = layer_ops(m, w, shard);
+  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
+  const std::size_t fc1 = index_of(ops, "fc1"), res2 = index_of(ops, "residual2");
+  LayerPieces lp(timer);
+
+  // Forward: [ln1] (AG) [qkv .. proj] AR|RS [residual1, ln2] (AG) [fc1 .. fc2] AR|RS [residual2].
+  PieceList& f = lp.forward;
+  if (!tp) {
+    f.passes("fwd", forward_passes(ops, 0, ops.size()));
+  } else {
+    attention_forward(f, ops, fc1, p, act);
+    f.passes("fwd.mlp", forward_passes(ops, fc1, res2));
+    f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
+    f.passes("fwd.res2", forward_passes(ops, res2, ops.size()));
+  }
+
+  PieceList& b = lp.backward;
+  if (p.recompute == Recompute::Full) b.append(lp.forward);
+  if (p.recompute == Recompute::Selective && !w.flash_attention) {
+    // Recompute the attention core: scores to context (scale, mask, softmax,
+    // dropout in between).
+    b.passes("bwd.recompute", forward_passes(ops, index_of(ops, "scores"), index_of(ops, "context") + 1));
+  }
+  const auto steps = backward_steps(ops);
+  auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
+  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false), fc1_dgrad = step_of(ops, steps, "fc1", false);
+  const std::size_t fc1_wgrad = step_of(ops, steps, "fc1", true);
+  if (split) {
+    // B: the recomputation and the input gradients; W: the weight gradients.
+    BlockBackward mlp;
+    mlp.start = fc2_dgrad;
+    mlp.input = {{"bwd.mlp", fc2_dgrad, fc1_dgrad + 1, {}}};
+    mlp.one_piece_without_tp = true;
+    mlp.weight_first = {"wgrad.mlp", 0, fc1_wgrad, {}};
+    mlp.weight_last = {"wgrad.fc1", fc1_wgrad, fc1_wgrad + 1, {}};
+    lp.input_backward.append(b);
+    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, mlp, p, act, Bytes());
+  }
+  if (!tp) {
+    b.passes("bwd", range(0, steps.size()));
+    return lp;
+  }
+  // Column-parallel linears: the input gradient is all-reduced (reduce-
+  // scattered with SP) while the weight gradient is computed (Megatron's
+  // async tensor-parallel communication; with tp_comm_overlap off the
+  // all-reduce blocks). With SP the gradient entering each row-parallel
+  // linear is all-gathered first, and the column-parallel input is
+  // re-gathered for its weight gradient.
+  const bool overlap = p.tp_comm_overlap;
+  const CollectiveKind grad_kind = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  b.passes("bwd.res2", range(0, fc2_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  b.passes("bwd.mlp", range(fc2_dgrad, fc1_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+  b.passes("bwd.fc1.dgrad", range(fc1_dgrad, fc1_wgrad));
+  b.comm("bwd.tp", grad_kind, act, overlap);
+  b.passes("bwd.fc1.wgrad", range(fc1_wgrad, fc1_wgrad + 1));
+  b.split();
+  attention_backward(b, ops, steps, fc1_wgrad + 1, p, act);
+  return lp;
+}
+
+LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                             const KernelTimer& timer, bool split) {
+  const Sharding shard{p.tp, p.sequence_parallel, p.ep};
+  const auto ops = moe_layer_ops(m, w, shard);
+  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const Bytes a2a = expert_all_to_all_bytes(m, w, shard);
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
+  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  const std::size_t router = index_of(ops, "router");
+  const std::size_t fc1 = index_of(ops, "fc1"), unpermute = index_of(ops, "unpermute");
+  const std::size_t res2 = index_of(ops, "residual2");
+  LayerPieces lp(timer);
+  auto fwd = [&](std::size_t from, std::size_t to) { return forward_passes(ops, from, to); };
+
+  PieceList& f = lp.forward;
+  if (!tp) {
+    f.passes("fwd", fwd(0, fc1));
+  } else {
+    attention_forward(f, ops, router, p, act);
+    f.passes("fwd.router", fwd(router, fc1));
+  }
+  if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
+  f.passes("fwd.experts", fwd(fc1, unpermute));
+  if (ep) f.expert_comm("fwd.ep.combine", a2a);
+  f.passes("fwd.unpermute", fwd(unpermute, res2));
+  if (tp) f.comm("fwd.tp", reduce, act);
+  f.passes("fwd.res2", fwd(res2, ops.size()));
+
+  PieceList& b = lp.backward;
+  if (p.recompute == Recompute::Full) b.append(lp.forward);
+  if (p.recompute == Recompute::Selective && !w.flash_attention) {
+    b.passes("bwd.recompute", fwd(index_of(ops, "scores"), index_of(ops, "context") + 1));
+  }
+  const auto steps = backward_steps(ops);
+  auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
+  const std::size_t unpermute_dgrad = step_of(ops, steps, "unpermute", false);
+  const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
+                    fc1_wgrad = step_of(ops, steps, "fc1", true);
+  const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false);
+  if (split) {
+    // B: the recomputation, then the input gradients with both all-to-alls
+    // blocking; W: the weight gradients (the block's input re-gathered with SP).
+    BlockBackward moe;
+    moe.start = unpermute_dgrad;
+    moe.input = {{"bwd.unpermute", unpermute_dgrad, fc2_dgrad, "bwd.ep.combine"},
+                 {"bwd.experts", fc2_dgrad, fc1_wgrad + 1, "bwd.ep.dispatch"},
+                 {"bwd.router", fc1_wgrad + 1, ln2_dgrad, {}}};
+    moe.weight_first = {"wgrad.experts", 0, fc1_wgrad + 1, {}};
+    moe.weight_last = {"wgrad.router", fc1_wgrad + 1, ln2_dgrad, {}};
+    lp.input_backward.append(b);
+    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, moe, p, act, a2a);
+  }
+  b.passes("bwd.res2", range(0, unpermute_dgrad));
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  b.passes("bwd.unpermute", range(unpermute_dgrad, fc2_dgrad));
+  if (ep) b.expert_comm("bwd.ep.combine", a2a);
+  b.passes("bwd.experts", range(fc2_dgrad, fc1_wgrad + 1));
+  if (ep) b.expert_comm("bwd.ep.dispatch", a2a);
+  if (!tp) {
+    b.passes("bwd.router", range(fc1_wgrad + 1, steps.size()));
+    return lp;
+  }
+  // The MoE block's input gradient is reduced (blocking) after the router's backward.
+  b.passes("bwd.router", range(fc1_wgrad + 1, ln2_dgrad));
+  b.comm("bwd.tp", reduce, act);
+  attention_backward(b, ops, steps, ln2_dgrad, p, act);
+  return lp;
+}
+
+ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                         const KernelTimer& timer) {
+  // Zero-bubble schedules run each backward as B (input gradients) and a
+  // later W (weight gradients).
+  const bool split = splits_backward(p.schedule);
+  ModelPieces out{layer_pieces(m, w, p, timer, split), std::nullopt, LayerPieces(timer), LayerPieces(timer)};
+  if (m.is_moe()) out.moe_layer.emplace(moe_layer_pieces(m, w, p, timer, split));
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
+  const Sharding shard{p.tp, p.sequence_parallel};
+  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  LayerPieces& embed = out.embedding;
+  LayerPieces& head = out.lm_head;
+  const auto ef = embedding_ops(m, w, shard);
+  embed.forward.passes("fwd", forward_passes(ef, 0, ef.size()));
+  if (tp) embed.forward.comm("fwd.tp", reduce, act);
+  if (sp) embed.backward.comm("bwd.tp", CollectiveKind::AllGather, act);
+  const auto esteps = backward_steps(ef);
+  embed.backward.passes("bwd", backward_passes(ef, esteps, 0, esteps.size()));
+  const auto hf = lm_head_ops(m, w, shard);
+  head.forward.passes("fwd", forward_passes(hf, 0, 1));
+  if (sp) head.forward.comm("fwd.tp", CollectiveKind::AllGather, act);
+  head.forward.passes("fwd", forward_passes(hf, 1, hf.size()));
+  // Loss, LM-head dgrad and wgrad; the TP reduction of the LM head's input
+  // gradient; the final layer norm.
+  const auto hsteps = backward_steps(hf);
+  const std::size_t ln_f = step_of(hf, hsteps, "ln_f", false);
+  head.backward.passes("bwd", backward_passes(hf, hsteps, 0, ln_f));
+  if (tp) head.backward.comm("bwd.tp", reduce, act);
+  head.backward.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size()));
+  if (split) {
+    if (sp) embed.input_backward.comm("bwd.tp", CollectiveKind::AllGather, act);
+    embed.input_backward.passes("bwd", backward_passes(ef, esteps, 0, esteps.size(), BackwardPart::Input));
+    embed.weight_backward.passes("wgrad", backward_passes(ef, esteps, 0, esteps.size(), BackwardPart::Weight));
+    head.input_backward.passes("bwd", backward_passes(hf, hsteps, 0, ln_f, BackwardPart::Input));
+    if (tp) head.input_backward.comm("bwd.tp", reduce, act);
+    head.input_backward.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size(), BackwardPart::Input));
+    head.weight_backward.passes("wgrad", backward_passes(hf, hsteps, 0, hsteps.size(), BackwardPart::Weight));
+  }
+  return out;
+}
+
+}  // namespace tessera::parallelism

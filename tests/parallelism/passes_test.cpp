@@ -1,0 +1,306 @@
+// The planner's passes (passes.hpp), each alone, with hand-checkable
+// expectations: the layer partition, the schedules' step orders, the op
+// programs of a layer split into B and W, the data-parallel gradient buckets,
+// the optimizer's shard and the model FLOPs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tessera/error.hpp"
+#include "tessera/parallelism/passes.hpp"
+#include "test_predictors.hpp"
+
+using namespace tessera;
+using namespace tessera::parallelism;
+using node_model::DType;
+
+namespace {
+
+TransformerConfig tiny() { return TransformerConfig{"tiny", 8, 64, 4, 256, 97}; }
+
+/// 4 layers; layers 1 and 3 are MoE layers of 4 experts (2 per token).
+TransformerConfig tiny_moe() {
+  TransformerConfig m{"tiny-moe", 4, 64, 4, 256, 97};
+  m.moe.experts = 4;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn_hidden = 96;
+  m.moe.moe_every = 2;
+  m.moe.first_dense_layers = 1;
+  return m;
+}
+
+Workload work() {
+  Workload w;
+  w.micro_batch = 1;
+  w.seq_len = 32;
+  w.dtype = DType::FP32;
+  return w;
+}
+
+/// "F0 B0 W0 ..." (with the chunk when `chunks`: "F0.1" = chunk 0, micro-batch 1).
+std::string order_text(const std::vector<PipelineStep>& order, bool chunks = false) {
+  std::string s;
+  for (const PipelineStep& st : order) {
+    if (!s.empty()) s += ' ';
+    s += to_string(st.kind);
+    if (chunks) s += std::to_string(st.chunk) + ".";
+    s += std::to_string(st.micro_batch);
+  }
+  return s;
+}
+
+/// Pieces as "name" (compute) or "name.kind" with "~" for async and "@ep"
+/// for the expert-parallel group, space-separated.
+std::string pieces_text(const PieceList& list) {
+  std::string s;
+  for (const Piece& p : list.pieces()) {
+    if (!s.empty()) s += ' ';
+    s += p.name;
+    if (p.compute) continue;
+    s += '.';
+    s += to_string(p.kind);
+    if (p.async) s += '~';
+    if (p.expert) s += "@ep";
+  }
+  return s;
+}
+
+double flops_of(const PieceList& list) {
+  double f = 0;
+  for (const Piece& p : list.pieces()) f += p.flops.count();
+  return f;
+}
+
+}  // namespace
+
+// --- Layer partition --------------------------------------------------------
+
+TEST(Passes, PartitionTenLayersOnFourStagesGivesTheFirstStagesOneMore) {
+  const StagePartition part = partition_layers(10, 4, 1);
+  EXPECT_EQ(part.chunk_layers, (std::vector<std::int64_t>{3, 3, 2, 2}));
+  EXPECT_EQ(part.chunks(), 4);
+  EXPECT_EQ(part.first_layer(0), 0);
+  EXPECT_EQ(part.first_layer(2), 6);
+  EXPECT_EQ(part.first_layer(3), 8);
+  EXPECT_EQ(part.stage_layers(1), 3);
+  // The embedding runs with the first chunk, the LM head with the last.
+  EXPECT_TRUE(part.has_embedding(0));
+  EXPECT_FALSE(part.has_embedding(1));
+  EXPECT_TRUE(part.has_lm_head(3));
+  EXPECT_FALSE(part.has_lm_head(2));
+}
+
+TEST(Passes, InterleavedPartitionPlacesChunkKOnRankKModP) {
+  // 2 ranks x 2 chunks: chunks 0, 1, 2, 3 hold 3, 3, 2, 2 layers; rank 0
+  // runs chunks 0 and 2, rank 1 chunks 1 and 3 (which has the LM head).
+  const StagePartition part = partition_layers(10, 2, 2);
+  EXPECT_EQ(part.chunk(0, 0), 0);
+  EXPECT_EQ(part.chunk(0, 1), 2);
+  EXPECT_EQ(part.chunk(1, 1), 3);
+  EXPECT_EQ(part.stage_layers(0), 5);
+  EXPECT_EQ(part.stage_layers(1), 5);
+  EXPECT_TRUE(part.has_lm_head(part.chunk(1, 1)));
+}
+
+TEST(Passes, PartitionCountsMoeLayersPerChunk) {
+  // Layers 0..3 on 2 stages: chunk 0 = layers 0, 1 (MoE: 1), chunk 1 = 2, 3 (MoE: 3).
+  const StagePartition part = partition_layers(4, 2, 1);
+  EXPECT_EQ(part.moe_layers(tiny_moe(), 0), 1);
+  EXPECT_EQ(part.moe_layers(tiny_moe(), 1), 1);
+  EXPECT_EQ(partition_layers(4, 1, 1).moe_layers(tiny_moe(), 0), 2);
+}
+
+TEST(Passes, PartitionRejectsMoreChunksThanLayers) {
+  EXPECT_THROW(partition_layers(3, 4, 1), InputError);
+  EXPECT_THROW(partition_layers(7, 2, 4), InputError);
+}
+
+// --- Schedules ----------------------------------------------------------------
+
+TEST(Passes, ScheduleOrdersForTwoStagesAndThreeMicroBatches) {
+  EXPECT_EQ(order_text(pipeline_order(Schedule::GPipe, 2, 0, 3, 1)), "F0 F1 F2 B2 B1 B0");
+  // 1F1B: stage 0 warms up with p - 1 = 1 forward, stage 1 with none.
+  EXPECT_EQ(order_text(pipeline_order(Schedule::OneFOneB, 2, 0, 3, 1)), "F0 F1 B0 F2 B1 B2");
+  EXPECT_EQ(order_text(pipeline_order(Schedule::OneFOneB, 2, 1, 3, 1)), "F0 B0 F1 B1 F2 B2");
+  // ZB-H1: 1F1B's order with each W after its B on stage 0 and one pair
+  // later on stage 1 (W deferred by `stage` pairs); the W left over close it.
+  EXPECT_EQ(order_text(pipeline_order(Schedule::ZeroBubbleH1, 2, 0, 3, 1)), "F0 F1 B0 W0 F2 B1 W1 B2 W2");
+  EXPECT_EQ(order_text(pipeline_order(Schedule::ZeroBubbleH1, 2, 1, 3, 1)), "F0 B0 F1 B1 W0 F2 B2 W1 W2");
+  // ZB-H2: twice the warm-up forwards on stage 0 (2 of 3), W deferred by 2 pairs on stage 1.
+  EXPECT_EQ(order_text(pipeline_order(Schedule::ZeroBubbleH2, 2, 0, 3, 1)), "F0 F1 F2 B0 W0 B1 W1 B2 W2");
+  EXPECT_EQ(order_text(pipeline_order(Schedule::ZeroBubbleH2, 2, 1, 3, 1)), "F0 B0 F1 B1 F2 B2 W0 W1 W2");
+}
+
+TEST(Passes, InterleavedOrderForTwoStagesTwoChunksAndTwoMicroBatches) {
+  // m = p: all forwards first (chunk 0 then chunk 1), then all backwards
+  // (chunk 1 then chunk 0).
+  EXPECT_EQ(order_text(pipeline_order(Schedule::Interleaved1F1B, 2, 0, 2, 2), true),
+            "F0.0 F0.1 F1.0 F1.1 B1.0 B1.1 B0.0 B0.1");
+}
+
+TEST(Passes, EveryScheduleParsesFromItsNameAndOnlyZeroBubbleSplitsTheBackward) {
+  for (Schedule s : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZeroBubbleH1,
+                     Schedule::ZeroBubbleH2}) {
+    EXPECT_EQ(parse_schedule(to_string(s)), s);
+    EXPECT_EQ(splits_backward(s), s == Schedule::ZeroBubbleH1 || s == Schedule::ZeroBubbleH2) << to_string(s);
+  }
+}
+
+// --- Op programs ----------------------------------------------------------------
+
+TEST(Passes, DenseLayerWithTensorAndSequenceParallelismSplitsIntoBAndW) {
+  const test_support::LayersOnlyPredictor pred(97);
+  const Workload w = work();
+  const KernelTimer timer(pred, w);
+  ParallelPlan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.schedule = Schedule::ZeroBubbleH1;
+  const LayerPieces lp = layer_pieces(tiny(), w, p, timer, true);
+  EXPECT_EQ(pieces_text(lp.forward),
+            "fwd.ln1 fwd.tp.all-gather fwd.attn fwd.tp.reduce-scatter fwd.ln2 fwd.tp.all-gather fwd.mlp "
+            "fwd.tp.reduce-scatter fwd.res2");
+  // B: the input gradients, every collective blocking.
+  EXPECT_EQ(pieces_text(lp.input_backward),
+            "bwd.res2 bwd.tp.all-gather bwd.mlp bwd.tp.reduce-scatter bwd.ln2 bwd.tp.all-gather bwd.attn "
+            "bwd.tp.reduce-scatter bwd.ln1");
+  // W: the weight gradients; the re-gathered fc1 and QKV inputs overlap the
+  // weight gradients before them.
+  EXPECT_EQ(pieces_text(lp.weight_backward),
+            "wgrad.tp.all-gather~ wgrad.mlp wgrad.fc1 wgrad.tp.all-gather~ wgrad.attn wgrad.qkv");
+  // B and W together do the fused backward's work.
+  EXPECT_DOUBLE_EQ(flops_of(lp.input_backward) + flops_of(lp.weight_backward), flops_of(lp.backward));
+}
+
+TEST(Passes, DenseLayerWithoutTensorParallelismIsOnePiecePerStep) {
+  const test_support::LayersOnlyPredictor pred(97);
+  const Workload w = work();
+  const KernelTimer timer(pred, w);
+  ParallelPlan p;
+  p.schedule = Schedule::ZeroBubbleH2;
+  const LayerPieces lp = layer_pieces(tiny(), w, p, timer, true);
+  EXPECT_EQ(pieces_text(lp.forward), "fwd");
+  EXPECT_EQ(pieces_text(lp.backward), "bwd");
+  EXPECT_EQ(pieces_text(lp.input_backward), "bwd");
+  EXPECT_EQ(pieces_text(lp.weight_backward), "wgrad");
+  // Not split: no B or W pieces.
+  EXPECT_TRUE(layer_pieces(tiny(), w, p, timer, false).input_backward.pieces().empty());
+}
+
+TEST(Passes, MoeLayerSplitsLikeTheDenseLayerWithItsAllToAllsInB) {
+  const test_support::LayersOnlyPredictor pred(97);
+  const Workload w = work();
+  const KernelTimer timer(pred, w);
+  ParallelPlan p;
+  p.tp = 2;
+  p.dp = 2;
+  p.ep = 2;
+  p.sequence_parallel = true;
+  p.schedule = Schedule::ZeroBubbleH1;
+  const LayerPieces lp = moe_layer_pieces(tiny_moe(), w, p, timer, true);
+  EXPECT_EQ(pieces_text(lp.input_backward),
+            "bwd.res2 bwd.tp.all-gather bwd.unpermute bwd.ep.combine.all-to-all@ep bwd.experts "
+            "bwd.ep.dispatch.all-to-all@ep bwd.router bwd.tp.reduce-scatter bwd.ln2 bwd.tp.all-gather bwd.attn "
+            "bwd.tp.reduce-scatter bwd.ln1");
+  EXPECT_EQ(pieces_text(lp.weight_backward),
+            "wgrad.tp.all-gather~ wgrad.experts wgrad.router wgrad.tp.all-gather~ wgrad.attn wgrad.qkv");
+  EXPECT_DOUBLE_EQ(flops_of(lp.input_backward) + flops_of(lp.weight_backward), flops_of(lp.backward));
+
+  // Without tensor parallelism: the all-to-alls only.
+  p.tp = 1;
+  p.sequence_parallel = false;
+  const LayerPieces serial = moe_layer_pieces(tiny_moe(), w, p, timer, true);
+  EXPECT_EQ(pieces_text(serial.input_backward),
+            "bwd.res2 bwd.ep.combine.all-to-all@ep bwd.experts bwd.ep.dispatch.all-to-all@ep bwd.router");
+  EXPECT_EQ(pieces_text(serial.weight_backward), "wgrad");
+}
+
+TEST(Passes, ModelPiecesPickTheMoePiecesForMoeLayersOnly) {
+  const test_support::LayersOnlyPredictor pred(97);
+  const Workload w = work();
+  const KernelTimer timer(pred, w);
+  const ModelPieces pieces = model_pieces(tiny_moe(), w, ParallelPlan{}, timer);
+  ASSERT_TRUE(pieces.moe_layer.has_value());
+  EXPECT_EQ(&pieces.of_layer(tiny_moe(), 0), &pieces.layer);
+  EXPECT_EQ(&pieces.of_layer(tiny_moe(), 1), &*pieces.moe_layer);
+  EXPECT_EQ(&pieces.of_layer(tiny_moe(), 2), &pieces.layer);
+  EXPECT_EQ(&pieces.of_layer(tiny_moe(), 3), &*pieces.moe_layer);
+  // 1F1B: the step kinds pick forward and the fused backward.
+  EXPECT_EQ(&pieces.layer.of(StepKind::F, false), &pieces.layer.forward);
+  EXPECT_EQ(&pieces.layer.of(StepKind::B, false), &pieces.layer.backward);
+  EXPECT_EQ(&pieces.layer.of(StepKind::B, true), &pieces.layer.input_backward);
+  EXPECT_EQ(&pieces.layer.of(StepKind::W, true), &pieces.layer.weight_backward);
+  EXPECT_FALSE(model_pieces(tiny(), w, ParallelPlan{}, timer).moe_layer.has_value());
+}
+
+// --- Data-parallel gradient buckets ----------------------------------------------
+
+TEST(Passes, OverlappedBucketsCloseOnceFull) {
+  GradBuckets b(Bytes(100), true);
+  EXPECT_FALSE(b.add(60));
+  EXPECT_TRUE(b.add(60));  // 120 >= 100: closed
+  EXPECT_FALSE(b.add(30));
+  EXPECT_TRUE(b.close());  // the rest
+  EXPECT_FALSE(b.close());  // nothing left
+  EXPECT_EQ(b.buckets(), (std::vector<std::int64_t>{120, 30}));
+}
+
+TEST(Passes, AfterBackwardIsOneBucket) {
+  GradBuckets b(Bytes(100), false);
+  EXPECT_FALSE(b.add(60));
+  EXPECT_FALSE(b.add(60));
+  EXPECT_FALSE(b.add(30));
+  EXPECT_TRUE(b.close());
+  EXPECT_EQ(b.buckets(), (std::vector<std::int64_t>{150}));
+}
+
+TEST(Passes, GradSyncOfTwoLayersPerBucketReducesFiveBuckets) {
+  // 8 layers, one stage, tied embeddings: the backward produces the layers'
+  // gradients (2 per bucket: 4 buckets), then the embedding's (the 5th,
+  // closed after the backward).
+  const TransformerConfig m = tiny();
+  const test_support::LayersOnlyPredictor pred(97);
+  ParallelPlan p;
+  p.dp = 2;
+  p.grad_sync = GradSync::Overlapped;
+  const std::int64_t layer_bytes = m.params_per_layer_per_tp_rank(1) * 4;  // FP32 gradients
+  p.bucket_size = Bytes(2 * layer_bytes);
+  const TaskGraph g = plan_training(m, work(), p, pred);
+  std::vector<std::int64_t> buckets;
+  for (const Task& t : g.tasks(0)) {
+    if (t.kind == TaskKind::Collective && t.name.starts_with("dp.grad.")) buckets.push_back(t.bytes.count());
+  }
+  ASSERT_EQ(buckets.size(), 5U);
+  for (int b = 0; b < 4; ++b) EXPECT_EQ(buckets[static_cast<std::size_t>(b)], 2 * layer_bytes);
+}
+
+// --- Optimizer and model FLOPs -----------------------------------------------------
+
+TEST(Passes, OptimizerUpdatesItsZeroShard) {
+  const TransformerConfig m = tiny();
+  const Workload w = work();
+  ParallelPlan p;
+  p.dp = 4;
+  p.pp = 2;
+  const StagePartition part = partition_layers(m.layers, p.pp, 1);
+  const PlanSummary s = estimate_memory(m, w, p, Bytes());
+  for (int stage = 0; stage < 2; ++stage) {
+    const std::int64_t held = s.params_per_stage[static_cast<std::size_t>(stage)];
+    p.zero_stage = 0;
+    EXPECT_EQ(optimizer_shard_params(m, w, p, part, stage), held);
+    p.zero_stage = 1;
+    EXPECT_EQ(optimizer_shard_params(m, w, p, part, stage), (held + 3) / 4);
+  }
+}
+
+TEST(Passes, ModelFlopsDoNotDependOnThePartition) {
+  const TransformerConfig m = tiny();
+  const Workload w = work();
+  ParallelPlan p;
+  const double one_stage = model_flops(m, w, p, partition_layers(m.layers, 1, 1), 4);
+  p.pp = 4;
+  EXPECT_DOUBLE_EQ(model_flops(m, w, p, partition_layers(m.layers, 4, 1), 4), one_stage);
+  // Linear in micro-batches and data-parallel replicas.
+  p.dp = 2;
+  EXPECT_DOUBLE_EQ(model_flops(m, w, p, partition_layers(m.layers, 4, 1), 2), one_stage);
+}
