@@ -352,89 +352,93 @@ std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predic
   return out;
 }
 
+namespace {
+
+/// Errors of one GPU variant, by plan family, micro-batch, hidden size, all.
+using ErrorGroups = std::map<std::string, std::map<std::string, std::vector<double>>>;  // gpu -> group -> errors
+
+void add_to_groups(ErrorGroups& groups, const std::string& gpu, const MeasuredRun& run, double error) {
+  auto& g = groups[gpu];
+  g[std::string(to_string(run.family()))].push_back(error);
+  g["all"].push_back(error);
+  g[fmt::format("micro-batch {}", run.micro_batch)].push_back(error);
+  g[fmt::format("hidden {}", run.hidden)].push_back(error);
+}
+
+const std::vector<std::string>& group_order() {
+  static const std::vector<std::string> order = {
+      "dp-only",       "tp-only",       "pp-only",     "mixed",       "micro-batch 1", "micro-batch 2",
+      "micro-batch 4", "micro-batch 8", "hidden 1024", "hidden 2048", "all"};
+  return order;
+}
+
+std::string table_header(const char* count) {
+  return fmt::format("{:<11} {:<15} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8}\n", "gpu", "plans", count, "mean", "median",
+                     "p90", "max", "signed");
+}
+
+std::string table_rows(ErrorGroups& groups, const std::string& gpu) {
+  std::string s;
+  for (const std::string& g : group_order()) {
+    const auto it = groups[gpu].find(g);
+    if (it == groups[gpu].end()) continue;
+    const ErrorStats e = error_stats(it->second);
+    s += fmt::format("{:<11} {:<15} {:>6} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+7.1f}%\n", gpu, g, e.n,
+                     100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
+  }
+  return s;
+}
+
+/// "`label` GPU: mean .. p90 .. max .. signed .. over N `what`", when the
+/// variant has any.
+std::string summary_line(ErrorGroups& groups, const std::string& gpu, const char* label, const char* what) {
+  const auto it = groups[gpu].find("all");
+  if (it == groups[gpu].end()) return {};
+  const ErrorStats e = error_stats(it->second);
+  return fmt::format("{} {}: mean {:.1f}% p90 {:.1f}% max {:.1f}% signed {:+.1f}% over {} {}\n", label, gpu,
+                     100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n, what);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[(v.size() - 1) / 2];
+}
+
+}  // namespace
+
 std::string format_training_report(const std::vector<PredictedRun>& predicted) {
-  std::map<std::string, std::map<std::string, std::vector<double>>> groups;  // gpu -> family -> errors
+  ErrorGroups groups;
   std::vector<std::string> gpus;
   for (const PredictedRun& p : predicted) {
     if (std::find(gpus.begin(), gpus.end(), p.gpu) == gpus.end()) gpus.push_back(p.gpu);
-    const double e = p.error();
-    groups[p.gpu][std::string(to_string(p.run.family()))].push_back(e);
-    groups[p.gpu]["all"].push_back(e);
-    groups[p.gpu][fmt::format("micro-batch {}", p.run.micro_batch)].push_back(e);
-    groups[p.gpu][fmt::format("hidden {}", p.run.hidden)].push_back(e);
+    add_to_groups(groups, p.gpu, p.run, p.error());
   }
-  std::string s = fmt::format("{:<11} {:<15} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8}\n", "gpu", "plans", "runs",
-                              "mean", "median", "p90", "max", "signed");
-  const std::vector<std::string> order = {"dp-only",
-                                          "tp-only",
-                                          "pp-only",
-                                          "mixed",
-                                          "micro-batch 1",
-                                          "micro-batch 2",
-                                          "micro-batch 4",
-                                          "micro-batch 8",
-                                          "hidden 1024",
-                                          "hidden 2048",
-                                          "all"};
-  for (const std::string& gpu : gpus) {
-    for (const std::string& g : order) {
-      const auto it = groups[gpu].find(g);
-      if (it == groups[gpu].end()) continue;
-      const ErrorStats e = error_stats(it->second);
-      s += fmt::format("{:<11} {:<15} {:>5} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+7.1f}%\n", gpu, g,
-                       e.n, 100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
-    }
-  }
+  std::string s = table_header("runs");
+  for (const std::string& gpu : gpus) s += table_rows(groups, gpu);
   // The marginal cost of a micro-batch, by the same families.
   const std::vector<MarginalCost> marginal = marginal_costs(predicted);
-  std::map<std::string, std::map<std::string, std::vector<double>>> mgroups;
+  ErrorGroups mgroups;
   std::map<std::string, std::vector<double>> fixed_measured, fixed_predicted;
   for (const MarginalCost& c : marginal) {
-    const double e = c.error();
-    mgroups[c.gpu][std::string(to_string(c.config.family()))].push_back(e);
-    mgroups[c.gpu]["all"].push_back(e);
-    mgroups[c.gpu][fmt::format("micro-batch {}", c.config.micro_batch)].push_back(e);
-    mgroups[c.gpu][fmt::format("hidden {}", c.config.hidden)].push_back(e);
+    add_to_groups(mgroups, c.gpu, c.config, c.error());
     fixed_measured[c.gpu].push_back(c.measured_fixed_ms);
     fixed_predicted[c.gpu].push_back(c.predicted_fixed_ms);
   }
   if (!marginal.empty()) {
-    s += fmt::format(
-        "\nPer micro-batch: what one more micro-batch adds to the iteration (groups of runs that differ only\n"
-        "in global batch; least-squares slope of iteration time over micro-batches per pipeline), predicted\n"
-        "against measured. A large-batch forecast extrapolates this cost.\n\n{:<11} {:<15} {:>6} {:>7} {:>7} "
-        "{:>7} {:>7} {:>8}\n",
-        "gpu", "plans", "groups", "mean", "median", "p90", "max", "signed");
+    s += "\nPer micro-batch: what one more micro-batch adds to the iteration (groups of runs that differ only\n"
+         "in global batch; least-squares slope of iteration time over micro-batches per pipeline), predicted\n"
+         "against measured. A large-batch forecast extrapolates this cost.\n\n";
+    s += table_header("groups");
     for (const std::string& gpu : gpus) {
-      for (const std::string& g : order) {
-        const auto it = mgroups[gpu].find(g);
-        if (it == mgroups[gpu].end()) continue;
-        const ErrorStats e = error_stats(it->second);
-        s += fmt::format("{:<11} {:<15} {:>6} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+7.1f}%\n", gpu, g,
-                         e.n, 100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
-      }
-      auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v.empty() ? 0.0 : v[(v.size() - 1) / 2];
-      };
+      s += table_rows(mgroups, gpu);
       s += fmt::format("{:<11} fixed part of an iteration (intercept), median over groups: measured {:.1f} ms, "
                        "predicted {:.1f} ms\n",
-                       gpu, median(fixed_measured[gpu]), median(fixed_predicted[gpu]));
+                       gpu, median_of(fixed_measured[gpu]), median_of(fixed_predicted[gpu]));
     }
   }
   s += "\n";
-  for (const std::string& gpu : gpus) {
-    const ErrorStats e = error_stats(groups[gpu]["all"]);
-    s += fmt::format("summary {}: mean {:.1f}% p90 {:.1f}% max {:.1f}% signed {:+.1f}% over {} runs\n", gpu,
-                     100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n);
-  }
-  for (const std::string& gpu : gpus) {
-    const auto it = mgroups[gpu].find("all");
-    if (it == mgroups[gpu].end()) continue;
-    const ErrorStats e = error_stats(it->second);
-    s += fmt::format("marginal {}: mean {:.1f}% p90 {:.1f}% max {:.1f}% signed {:+.1f}% over {} groups\n", gpu,
-                     100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n);
-  }
+  for (const std::string& gpu : gpus) s += summary_line(groups, gpu, "summary", "runs");
+  for (const std::string& gpu : gpus) s += summary_line(mgroups, gpu, "marginal", "groups");
   return s;
 }
 
