@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "tessera/error.hpp"
@@ -35,8 +36,8 @@ void check_links(Int128 duplex, std::string_view key, int value, std::string_vie
           ? std::string("more than 8 EiB")
           : fmt::format("about {:.1f} GiB", static_cast<double>(static_cast<std::int64_t>(2 * duplex)) *
                                                  kBytesPerBuiltLink / (1 << 30));
-  throw InputError(fmt::format("{} = {} is too large: {} has {} directed links ({}, built whole whatever the GPU "
-                               "count); at most {} can be simulated",
+  throw InputError(fmt::format("{} = {} is too large: {} has {} directed links ({}, only the part the "
+                               "cluster uses counted); at most {} can be simulated",
                                key, value, what, count, memory, static_cast<std::int64_t>(kMaxLinks)));
 }
 
@@ -173,17 +174,43 @@ std::int64_t host_capacity(const FatTreeSpec& spec) {
                                                              : static_cast<std::int64_t>(capacity);
 }
 
+namespace {
+
+/// The part of a fat-tree the cluster's hosts use: the leaves they attach
+/// to, the pods of those leaves (with all their spines: every used leaf
+/// keeps its ECMP paths), and the cores only when more than one pod is used
+/// (all of them: every inter-pod path). Unused leaves, pods and cores carry
+/// nothing and are not built.
+struct FatTreeUse {
+  Int128 leaves = 0;  ///< leaves built (the first ones, in order)
+  Int128 pods = 0;    ///< pods with a built leaf (3 tiers; 1 for 2 tiers)
+  bool cores = false;
+};
+
+FatTreeUse fat_tree_use(const FatTreeSpec& spec) {
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  const Int128 k = spec.k;
+  const Int128 hosts = static_cast<Int128>(spec.nodes) * spec.node.hca_count();
+  const Int128 leaves_per_pod = spec.tiers == 2 ? k : k / 2;
+  FatTreeUse u;
+  u.leaves = std::max<Int128>(1, (hosts + p.down - 1) / p.down);
+  u.pods = spec.tiers == 2 ? 1 : (u.leaves + leaves_per_pod - 1) / leaves_per_pod;
+  u.cores = spec.tiers == 3 && u.pods > 1;
+  return u;
+}
+
+}  // namespace
+
 void check_size(const FatTreeSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
   const Int128 k = spec.k;
-  const Int128 pods = spec.tiers == 2 ? 1 : (spec.pods == 0 ? k : spec.pods);
-  const Int128 leaves_per_pod = spec.tiers == 2 ? k : k / 2;
-  Int128 duplex = static_cast<Int128>(spec.nodes) * spec.node.hca_count() + pods * leaves_per_pod * p.up +
+  const FatTreeUse use = fat_tree_use(spec);
+  Int128 duplex = static_cast<Int128>(spec.nodes) * spec.node.hca_count() + use.leaves * p.up +
                   node_links(spec.nodes, spec.node);
-  if (spec.tiers == 3) duplex += pods * p.up * (k / 2);
+  if (use.cores) duplex += use.pods * p.up * (k / 2);
   check_links(duplex, "cluster.fabric.k", spec.k,
               fmt::format("a {}-tier fat-tree of {}-port switches{}", spec.tiers, spec.k,
-                          spec.tiers == 3 ? fmt::format(" ({} pods)", static_cast<std::int64_t>(pods)) : ""));
+                          spec.tiers == 3 ? fmt::format(" ({} pods used)", static_cast<std::int64_t>(use.pods)) : ""));
 }
 
 Topology build_fat_tree(const FatTreeSpec& spec) {
@@ -211,19 +238,23 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
   Topology t;
   const auto gpu_v = add_nodes(t, spec.nodes, spec.node);
   const auto host_v = add_hcas(t, gpu_v, spec.nodes, spec.node);
-  const int pods = spec.tiers == 2 ? 1 : (spec.pods == 0 ? k : spec.pods);
+  // Only the part the hosts use (fat_tree_use): `pods` and k bound the
+  // tree's capacity, not what is built.
+  const FatTreeUse use = fat_tree_use(spec);
+  const int leaves = static_cast<int>(use.leaves);
+  const int pods = static_cast<int>(use.pods);
   const int leaves_per_pod = spec.tiers == 2 ? k : k / 2;
   const int spines_per_pod = p.up;
   std::vector<VertexId> leaf_v;
   std::vector<VertexId> spine_v;
-  for (int l = 0; l < pods * leaves_per_pod; ++l) {
+  for (int l = 0; l < leaves; ++l) {
     leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
   }
   for (int s = 0; s < pods * spines_per_pod; ++s) {
     spine_v.push_back(t.add_vertex(VertexKind::Spine, fmt::format("spine{}", s), s));
   }
   std::vector<VertexId> core_v;
-  if (spec.tiers == 3) {
+  if (use.cores) {
     for (int c = 0; c < spines_per_pod * (k / 2); ++c) {
       core_v.push_back(t.add_vertex(VertexKind::Core, fmt::format("core{}", c), c));
     }
@@ -233,7 +264,7 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
                       spec.host.latency);
   }
   for (int pod = 0; pod < pods; ++pod) {
-    for (int l = 0; l < leaves_per_pod; ++l) {
+    for (int l = 0; l < std::min(leaves_per_pod, leaves - pod * leaves_per_pod); ++l) {
       for (int s = 0; s < spines_per_pod; ++s) {
         t.add_duplex_link(leaf_v[static_cast<std::size_t>(pod * leaves_per_pod + l)],
                           spine_v[static_cast<std::size_t>(pod * spines_per_pod + s)],
@@ -241,7 +272,7 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
       }
     }
   }
-  if (spec.tiers == 3) {
+  if (use.cores) {
     for (int pod = 0; pod < pods; ++pod) {
       for (int s = 0; s < spines_per_pod; ++s) {
         for (int c = 0; c < k / 2; ++c) {
