@@ -839,10 +839,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     const YAML::Node dt = t.need("dtype");
     s.workload.dtype = checked(t, dt, t.key_path("dtype"), [&] { return node_model::parse_dtype(t.scalar("dtype")); });
     if (s.workload.dtype == node_model::DType::FP8) {
-      t.fail_at(
-          dt.Mark(), t.key_path("dtype"),
-          "fp8 training is not modelled (expected fp32, tf32, fp16 or bf16; fp8 GEMMs can be timed with "
-          "'tessera predict-kernels')");
+      // Transformer Engine FP8 (docs/parallelism.md, "FP8 training"): the
+      // layers' GEMMs in FP8 on the GPU's FP8 tensor cores, the rest in bf16.
+      checked(t, dt, t.key_path("dtype"), [&] { return s.gpu.matmul_peak(node_model::DType::FP8); });
+      s.workload.dtype = node_model::DType::BF16;
+      s.workload.profile.fp8 = true;
     }
     if (t.has("global_batch")) {
       global_batch_at = t.need("global_batch");
@@ -854,6 +855,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
           checked(t, v, t.key_path("framework"), [&] { return node_model::parse_framework(t.scalar("framework")); });
     }
     const bool megatron = node_model::is_megatron(s.workload.framework);
+    if (s.workload.profile.fp8 && !megatron) {
+      t.fail_at(dt.Mark(), t.key_path("dtype"),
+                fmt::format("fp8 training is modelled as Transformer Engine under Megatron (training.framework is {})",
+                            node_model::to_string(s.workload.framework)));
+    }
     // Megatron-LM runs apex's FusedAdam and clips gradients (--clip-grad 1.0).
     s.plan.fused_optimizer = megatron;
     s.plan.grad_clipping = megatron;
@@ -1046,6 +1052,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     Scenario::MixedGpus mixed;
     const YAML::Node v = m.need("gpu");
     mixed.gpu = checked(m, v, m.key_path("gpu"), [&] { return node_model::gpu_preset(m.scalar("gpu")); });
+    if (s.workload.profile.fp8) {
+      checked(m, v, m.key_path("gpu"), [&] { return mixed.gpu.matmul_peak(node_model::DType::FP8); });
+    }
     const std::string text = m.scalar("nodes");
     try {
       mixed.nodes = parse_index_list(text, m.key_path("nodes"), s.cluster.nodes);

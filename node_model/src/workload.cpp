@@ -54,7 +54,11 @@ int multi_tensor_launches(std::int64_t elements) {
 }
 
 OpRules::OpRules(Framework framework, DType dtype, ProfileOptions options)
-    : framework_(framework), dtype_(dtype), options_(options) {}
+    : framework_(framework), dtype_(dtype), options_(options) {
+  if (options_.fp8 && dtype_ != DType::BF16) {
+    throw InputError(fmt::format("fp8 training keeps its non-GEMM kernels in bf16 (got {})", to_string(dtype_)));
+  }
+}
 
 DType OpRules::grad_dtype() const {
   if (megatron() && dtype_ == DType::BF16) return DType::FP32;
@@ -70,16 +74,37 @@ namespace {
 KernelOp grad_op(KernelOp op) {
   return op == KernelOp::MulU || op == KernelOp::DivU ? KernelOp::MulU : KernelOp::Mul;
 }
+
+/// Transformer Engine's cast_transpose of a `rows` x `cols` bf16 tensor to
+/// FP8: reads 2 bytes, writes the FP8 copy and its transpose (1 + 1), the
+/// amax reduced in the same kernel.
+Kernel fp8_cast(std::int64_t rows, std::int64_t cols) { return memory_pass(rows * cols * 4, DType::BF16); }
 }  // namespace
 
 OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
                           bool bias) const {
+  return linear_in(std::move(name), rows, in, out, bias, dtype_);
+}
+
+OpKernels OpRules::layer_linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
+                                bool bias) const {
+  return linear_in(std::move(name), rows, in, out, bias, layer_gemm_dtype());
+}
+
+OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out, bool bias,
+                             DType gemm) const {
   OpKernels op;
   op.name = std::move(name);
   op.params = in * out + (bias ? out : 0);
-  op.forward.add(Kernel::gemm(KernelOp::Linear, 1, rows, out, in, dtype_));
-  op.input_grad.add(Kernel::gemm(KernelOp::Linear, 1, rows, in, out, dtype_));
-  op.weight_grad.add(Kernel::gemm(KernelOp::Linear, 1, in, out, rows, dtype_));
+  if (gemm == DType::FP8) {
+    op.forward.add(fp8_cast(rows, in));      // x
+    op.forward.add(fp8_cast(in, out));       // the weight
+    op.input_grad.add(fp8_cast(rows, out));  // dy (E5M2)
+    op.cast_flops = op.forward.kernels[0].flops() + op.forward.kernels[1].flops() + op.input_grad.kernels[0].flops();
+  }
+  op.forward.add(Kernel::gemm(KernelOp::Linear, 1, rows, out, in, gemm));
+  op.input_grad.add(Kernel::gemm(KernelOp::Linear, 1, rows, in, out, gemm));
+  op.weight_grad.add(Kernel::gemm(KernelOp::Linear, 1, in, out, rows, gemm));
   if (!megatron()) {
     // Eager: .grad of the weight and bias accumulated (one add; NeuSight's
     // acc_latency), the bias gradient inside autograd's addmm backward.
@@ -103,9 +128,16 @@ OpKernels OpRules::grouped_linear(std::string name, std::int64_t groups, std::in
   OpKernels op;
   op.name = std::move(name);
   op.params = groups * in * out;
-  op.forward.add(Kernel::gemm(KernelOp::Bmm, groups, rows, out, in, dtype_));
-  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, groups, rows, in, out, dtype_));
-  op.weight_grad.add(Kernel::gemm(KernelOp::Bmm, groups, in, out, rows, dtype_));
+  const DType gemm = layer_gemm_dtype();
+  if (gemm == DType::FP8) {
+    op.forward.add(fp8_cast(groups * rows, in));
+    op.forward.add(fp8_cast(groups * in, out));
+    op.input_grad.add(fp8_cast(groups * rows, out));
+    op.cast_flops = op.forward.kernels[0].flops() + op.forward.kernels[1].flops() + op.input_grad.kernels[0].flops();
+  }
+  op.forward.add(Kernel::gemm(KernelOp::Bmm, groups, rows, out, in, gemm));
+  op.input_grad.add(Kernel::gemm(KernelOp::Bmm, groups, rows, in, out, gemm));
+  op.weight_grad.add(Kernel::gemm(KernelOp::Bmm, groups, in, out, rows, gemm));
   if (!megatron()) {
     op.weight_grad.add(Kernel::vector(KernelOp::Add, 1, groups * in * out, dtype_));  // .grad accumulated
     return op;

@@ -511,6 +511,7 @@ double model_flops(const TransformerConfig& model, const Workload& work, const P
       }
       f -= op.recomputed_flops.count();
       f -= op.padding_flops.count();
+      f -= op.cast_flops.count();
     }
     return f;
   };

@@ -231,7 +231,7 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   const bool linear_bias = !megatron;
   std::vector<OpKernels> ops;
   ops.push_back(r.layer_norm("ln1", tv, h));
-  ops.push_back(r.linear("qkv", t, h, (heads + 2 * kv) * d, true));
+  ops.push_back(r.layer_linear("qkv", t, h, (heads + 2 * kv) * d, true));
   if (w.flash_attention) {
     ops.push_back(r.flash_attention("attention", bh, s, d));
   } else {
@@ -242,13 +242,13 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   }
   // [b, heads, s, d] -> [s, b, heads * d]: permute(...).contiguous().
   ops.push_back(r.copy("context_copy", t * heads * d));
-  ops.push_back(r.linear("proj", t, heads * d, h, linear_bias));
+  ops.push_back(r.layer_linear("proj", t, heads * d, h, linear_bias));
   ops.push_back(r.bias_dropout_add("residual1", tv, h));
   ops.push_back(r.layer_norm("ln2", tv, h));
-  ops.push_back(r.linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias));
+  ops.push_back(r.layer_linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias));
   ops.push_back(r.bias_gelu("gelu", t, f));
   if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, t, f, 2));
-  ops.push_back(r.linear("fc2", t, f, h, linear_bias));
+  ops.push_back(r.layer_linear("fc2", t, f, h, linear_bias));
   ops.push_back(r.bias_dropout_add("residual2", tv, h));
   return ops;
 }
@@ -287,10 +287,10 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   ops.push_back(r.copy("permute", routed * h));
   if (m.moe.shared_experts > 0) {
     const std::int64_t fs = m.moe.shared_experts * m.expert_ffn() / tp;
-    ops.push_back(r.linear("shared_fc1", t, h, width * fs, false));
+    ops.push_back(r.layer_linear("shared_fc1", t, h, width * fs, false));
     ops.push_back(r.elementwise("shared_act", KernelOp::Gelu, t, fs, 1));  // no bias
     if (m.gated_mlp) ops.push_back(r.elementwise("shared_gate", KernelOp::Mul, t, fs, 2));
-    ops.push_back(r.linear("shared_fc2", t, fs, h, false));
+    ops.push_back(r.layer_linear("shared_fc2", t, fs, h, false));
   }
   const std::size_t first_routed = ops.size();
   ops.push_back(r.grouped_linear("fc1", local, per_expert, h, width * fe));
@@ -316,7 +316,7 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
         if (!grouped || node_model::is_gemm(k.op)) model += f * useful;
       }
     }
-    ops[i].padding_flops = Flops(all - model);
+    ops[i].padding_flops = Flops(all - model - ops[i].cast_flops.count());  // the casts: cast_flops
   }
   ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h));
   return ops;

@@ -75,6 +75,10 @@ foreach(key IN ITEMS training.dtype training.framework training.optimizer backen
   hostile_set(${key} unknown bogus)
   hostile_set(${key} list "[a, b]")
 endforeach()
+# FP8 training on a GPU without FP8 tensor cores: the dtype's key, the GPU named.
+hostile(NAME wrong.fp8_on_a100 RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set training\.dtype\): training\.dtype: GPU 'A100-40GB' has no fp8 tensor cores]=]
+        ARGS run s.yaml --set cluster.gpu=A100-40GB --set training.dtype=fp8)
 foreach(key IN ITEMS parallelism.sequence_parallel parallelism.tp_comm_overlap training.grad_clipping)
   hostile_set(${key} not_bool maybe)
 endforeach()

@@ -72,11 +72,23 @@ TEST(Scenario, InlineGpuAndModel) {
       std::string::npos);
 }
 
-TEST(Scenario, Tf32TrainingAndNoFp8Training) {
+TEST(Scenario, Tf32TrainingAndFp8Training) {
   const Scenario s = parse_scenario(replaced(default_text(), "dtype: bf16", "dtype: TF32"), "s.yaml");
   EXPECT_EQ(s.workload.dtype, node_model::DType::TF32);
-  EXPECT_NE(error_of(replaced(default_text(), "dtype: bf16", "dtype: fp8"))
-                .find("training.dtype: fp8 training is not modelled"),
+  EXPECT_FALSE(s.workload.profile.fp8);
+  // fp8: Transformer Engine FP8 layer GEMMs, everything else bf16.
+  const Scenario f = parse_scenario(replaced(default_text(), "dtype: bf16", "dtype: fp8"), "s.yaml");
+  EXPECT_EQ(f.workload.dtype, node_model::DType::BF16);
+  EXPECT_TRUE(f.workload.profile.fp8);
+  // A GPU without FP8 tensor cores: one line naming the GPU, the dtype and the key.
+  const std::string a100 =
+      error_of(replaced(replaced(default_text(), "dtype: bf16", "dtype: fp8"), "gpu: H100-SXM", "gpu: A100-80GB"));
+  EXPECT_NE(a100.find("training.dtype: GPU 'A100-80GB' has no fp8 tensor cores"), std::string::npos) << a100;
+  EXPECT_EQ(a100.find('\n'), std::string::npos) << a100;
+  // Transformer Engine runs under Megatron: not with the pytorch-eager profile.
+  EXPECT_NE(error_of(replaced(replaced(default_text(), "dtype: bf16", "dtype: fp8"), "framework: megatron",
+                              "framework: pytorch-eager"))
+                .find("training.dtype: fp8 training is modelled as Transformer Engine under Megatron"),
             std::string::npos);
 }
 
@@ -413,4 +425,37 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
             std::string::npos);
   EXPECT_EQ(error({Override{"model.preset", "llama3-8b"}}),
             "m.yaml:38:7: parallelism.ep: ep (8) needs a mixture-of-experts model (model.moe.experts)");
+}
+
+TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
+  // scenarios/llama3-70b(-fp8).yaml on 4 nodes (tp 8, pp 4, dp 1, 16
+  // micro-batches): the same run but for the layer GEMMs' dtype.
+  auto small = [](const std::string& file) {
+    std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/" + file);
+    std::ostringstream s;
+    s << in.rdbuf();
+    std::string t = replaced(s.str(), "nodes: 64", "nodes: 4");
+    t = replaced(t, "dp: 16", "dp: 1");
+    return replaced(t, "global_batch: 256", "global_batch: 16");
+  };
+  const Scenario b = parse_scenario(small("llama3-70b.yaml"), "b.yaml");
+  const Scenario f = parse_scenario(small("llama3-70b-fp8.yaml"), "f.yaml");
+  ASSERT_TRUE(f.workload.profile.fp8);
+  const RunReport rb = make_report(b, simulate_scenario(b));
+  const RunReport rf = make_report(f, simulate_scenario(f));
+  const double tb = rb.iteration_time.seconds(), tf = rf.iteration_time.seconds();
+  EXPECT_LT(tf, tb);
+  EXPECT_GT(2 * tf, tb);
+  // The same model FLOPs (the casts are not model FLOPs), and MFU against
+  // the dense BF16 peak (989.4 TFLOP/s on H100 SXM), not the FP8 one.
+  EXPECT_NEAR(rf.tflops_per_gpu * tf, rb.tflops_per_gpu * tb, 1e-9 * rb.tflops_per_gpu * tb);
+  EXPECT_NEAR(rf.mfu, rf.tflops_per_gpu / 989.4, 1e-12);
+  EXPECT_GT(rf.mfu, rb.mfu);
+  // The text says FP8 GEMM times are unvalidated, for fp8 runs only.
+  const std::string line = "FP8            layer GEMMs in FP8, timed unvalidated";
+  EXPECT_NE(format_text(rf).find(line), std::string::npos);
+  EXPECT_EQ(format_text(rb).find("FP8"), std::string::npos);
+  EXPECT_NE(format_json(rf).find("\"fp8\": {\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\"}"),
+            std::string::npos);
+  EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
 }

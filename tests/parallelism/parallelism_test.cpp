@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "tessera/error.hpp"
+#include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/roofline.hpp"
 #include "tessera/parallelism/plan.hpp"
 
@@ -261,4 +263,116 @@ TEST(FlashAttention, KeepsNoScoreMatricesForTheBackward) {
   EXPECT_DOUBLE_EQ(sbh * 5 * 20 * 1024 / 1280, scores_per_layer);
   EXPECT_NEAR(static_cast<double>(plain.count() - flash.count()), 36 * scores_per_layer, 2.0);
   EXPECT_NEAR(static_cast<double>(flash.count()), 36 * 34 * sbh + 1024.0 * 50304 * 4, 2.0);
+}
+
+namespace {
+/// Megatron, bf16, one sequence of `seq_len` tokens per micro-batch.
+Workload bf16_work(std::int64_t seq_len) {
+  Workload w;
+  w.seq_len = seq_len;
+  w.dtype = DType::BF16;
+  return w;
+}
+/// `w` with Transformer Engine FP8 layer GEMMs (training.dtype: fp8).
+Workload fp8(Workload w) {
+  w.profile.fp8 = true;
+  return w;
+}
+}  // namespace
+
+TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
+  // Llama 3 8B (gated MLP, GQA), unfused attention so the attention bmms are
+  // there to stay bf16; tp = 2.
+  const auto& m = model_preset("llama3-8b");
+  const Workload bf16 = bf16_work(2048);
+  const Sharding shard{2, true};
+  const auto base = layer_ops(m, bf16, shard);
+  const auto ops = layer_ops(m, fp8(bf16), shard);
+  ASSERT_EQ(ops.size(), base.size());
+  int fp8_gemms = 0, casts = 0;
+  std::map<DType, int> others;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const bool layer_gemm = ops[i].name == "qkv" || ops[i].name == "proj" || ops[i].name == "fc1" ||
+                            ops[i].name == "fc2";
+    std::size_t kernels = 0, base_kernels = 0;
+    for (const Pass OpKernels::*p : {&OpKernels::forward, &OpKernels::input_grad, &OpKernels::weight_grad}) {
+      kernels += (ops[i].*p).kernels.size();
+      base_kernels += (base[i].*p).kernels.size();
+      for (const auto& k : (ops[i].*p).kernels) {
+        if (k.dtype == DType::FP8) {
+          EXPECT_TRUE(layer_gemm && node_model::is_gemm(k.op)) << ops[i].name;
+          ++fp8_gemms;
+        } else {
+          ++others[k.dtype];
+          EXPECT_FALSE(layer_gemm && node_model::is_gemm(k.op)) << ops[i].name;
+        }
+      }
+    }
+    // The layer linears add three casts (x, the weight, dy); nothing else changes.
+    EXPECT_EQ(kernels, base_kernels + (layer_gemm ? 3 : 0)) << ops[i].name;
+    casts += layer_gemm ? 3 : 0;
+  }
+  // 4 linears x (forward, input-gradient, weight-gradient GEMM).
+  EXPECT_EQ(fp8_gemms, 12);
+  EXPECT_EQ(casts, 12);
+  // The rest: bf16, but for the FP32 main-gradient accumulation of the fused
+  // wgrad GEMMs (one per linear, as with bf16) and the norms' gradients.
+  int base_fp32 = 0;
+  for (const auto& op : base) {
+    for (const Pass* p : {&op.forward, &op.input_grad, &op.weight_grad}) {
+      for (const auto& k : p->kernels) base_fp32 += k.dtype == DType::FP32 ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(others[DType::FP32], base_fp32);
+  EXPECT_EQ(others.size(), 2U);  // bf16 and fp32 only
+  // The casts: x (t x h = 2048 x 4096) read in bf16, written in FP8 with its
+  // transpose: 4 bytes per element.
+  const auto qkv = std::find_if(ops.begin(), ops.end(), [](const OpKernels& o) { return o.name == "qkv"; });
+  ASSERT_NE(qkv, ops.end());
+  EXPECT_EQ(qkv->forward.kernels[0].bytes(), Bytes(4LL * 2048 * 4096));
+  // The weight: 4096 x (32 + 2 x 8) x 128 / tp.
+  EXPECT_EQ(qkv->forward.kernels[1].bytes(), Bytes(4LL * 4096 * (48 * 128 / 2)));
+  EXPECT_EQ(qkv->forward.launches, 3);
+  // The same model FLOPs: the casts are hardware FLOPs only.
+  auto model = [](const std::vector<OpKernels>& v) {
+    double f = 0;
+    for (const auto& op : v) {
+      for (const Pass* p : {&op.forward, &op.input_grad, &op.weight_grad}) {
+        for (const auto& k : p->kernels) f += k.flops().count();
+      }
+      f -= op.cast_flops.count();
+    }
+    return f;
+  };
+  EXPECT_DOUBLE_EQ(model(ops), model(base));
+  // The LM head and the MoE router stay bf16.
+  for (const auto& op : lm_head_ops(m, fp8(bf16), shard)) {
+    for (const auto& k : op.forward.kernels) EXPECT_NE(k.dtype, DType::FP8) << op.name;
+  }
+  // fp8 keeps bf16 for everything but its GEMMs: other dtypes are refused.
+  EXPECT_THROW((void)node_model::OpRules(node_model::Framework::Megatron, DType::FP16, {.fp8 = true}), InputError);
+}
+
+TEST(Fp8, GemmsAreNoSlowerThanTheirBf16TwinsOnH100) {
+  // Every layer GEMM of Llama 3 70B at tp = 8, 8K tokens, with the shipped
+  // tile-mlp (tensor-core) model.
+  const auto& h100 = node_model::gpu_preset("H100-SXM");
+  const auto pred = node_model::make_predictor(node_model::kDefaultPredictor, h100);
+  const auto& m = model_preset("llama3-70b");
+  const Workload bf16 = bf16_work(8192);
+  const auto ops = layer_ops(m, fp8(bf16), Sharding{8, true});
+  int n = 0;
+  for (const auto& op : ops) {
+    for (const Pass* p : {&op.forward, &op.input_grad, &op.weight_grad}) {
+      for (const auto& k : p->kernels) {
+        if (k.dtype != DType::FP8) continue;
+        auto twin = k;
+        twin.dtype = DType::BF16;
+        EXPECT_LE(pred->predict_device(k), pred->predict_device(twin)) << op.name;
+        EXPECT_LE(pred->predict(k), pred->predict(twin)) << op.name;
+        ++n;
+      }
+    }
+  }
+  EXPECT_EQ(n, 12);
 }

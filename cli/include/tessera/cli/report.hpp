@@ -75,7 +75,7 @@ struct RunReport {
   Time bubble_time;        ///< idle time the plan causes with free communication
   Time exposed_comm_time;  ///< the rest: iteration time waiting on the network
   double tflops_per_gpu = 0.0;  ///< model FLOPs (no recomputation) per GPU per second, in TFLOP/s
-  double mfu = 0.0;             ///< tflops_per_gpu / the GPU's matmul peak for the dtype
+  double mfu = 0.0;             ///< tflops_per_gpu / the GPU's matmul peak for the dtype (bf16's for fp8)
   double hardware_tflops_per_gpu = 0.0;  ///< executed FLOPs (recomputation included) per GPU per second
   double hfu = 0.0;             ///< hardware_tflops_per_gpu / the same peak
   double tokens_per_second = 0.0;
@@ -86,6 +86,9 @@ struct RunReport {
   /// One per pipeline stage when the scenario has stragglers or mixed GPUs
   /// (printed, and in the JSON, only then); empty otherwise.
   std::vector<StageBalance> stage_balance;
+  /// `training.dtype: fp8` (Transformer Engine FP8 GEMMs; an "FP8" line and a
+  /// JSON "fp8" object only then): MFU and HFU count against the BF16 peak.
+  bool fp8 = false;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
   /// The ns-3 backend's packet fabric (a "Packet fabric" section and a JSON
   /// "ns3" object); absent on the flow backend, whose output is unchanged.

@@ -70,6 +70,9 @@ struct OpKernels {
   /// Work on padding (a mixture of experts' capacity slack and routing
   /// imbalance): hardware FLOPs, not model FLOPs.
   Flops padding_flops;
+  /// Work of the FP8 casts (ProfileOptions::fp8): hardware FLOPs, not model
+  /// FLOPs (an fp8 run does the model FLOPs of its bf16 twin).
+  Flops cast_flops;
 };
 
 /// Options of a framework profile that change kernels.
@@ -86,11 +89,19 @@ struct ProfileOptions {
   /// gradients live in .grad: the first micro-batch writes them, later ones
   /// add to them (the planner charges that add), and zero_grad frees them.
   bool main_grad = true;
+  /// FP8 training as NVIDIA Transformer Engine runs it under Megatron-Core
+  /// (`training.dtype: fp8`; the OpRules dtype stays bf16): the GEMMs of the
+  /// transformer layers' linears (OpRules::layer_linear: QKV, projection,
+  /// fc1, fc2, the experts' grouped GEMMs) run in FP8 (E4M3 forward, E5M2
+  /// gradients, 1 byte each, BF16 output) behind per-tensor casts to FP8
+  /// (memory passes); everything else runs in bf16 (docs/node_model.md).
+  bool fp8 = false;
 };
 
 /// The rule table. Pure: builds kernel lists, times nothing.
 class OpRules {
  public:
+  /// Throws InputError for ProfileOptions::fp8 with a dtype other than bf16.
   OpRules(Framework framework, DType dtype, ProfileOptions options = {});
 
   [[nodiscard]] Framework framework() const { return framework_; }
@@ -103,11 +114,26 @@ class OpRules {
   /// y = x W (+ b): `rows` x `in` times `in` x `out`.
   [[nodiscard]] OpKernels linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
                                  bool bias) const;
+  /// A linear of a transformer layer (QKV, attention projection, fc1, fc2):
+  /// linear() with, under ProfileOptions::fp8, FP8 GEMMs and the casts of
+  /// their inputs to FP8: forward, the input x (rows x in) and the weight
+  /// (in x out) each cast with its transpose (Transformer Engine's
+  /// cast_transpose: reads 2 bytes, writes 1 + 1 per element, the amax
+  /// fused in); input gradient, the output gradient (rows x out) likewise.
+  /// The weight-gradient GEMM reuses the transposed FP8 copies. The weight
+  /// cast is charged every micro-batch (Transformer Engine caches it after
+  /// the first: an overestimate of (m - 1) weight casts per iteration).
+  [[nodiscard]] OpKernels layer_linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
+                                       bool bias) const;
+  /// Element type of the layer GEMMs: FP8 under ProfileOptions::fp8, else dtype().
+  [[nodiscard]] DType layer_gemm_dtype() const { return options_.fp8 ? DType::FP8 : dtype_; }
   /// A mixture of experts' grouped GEMM (Megatron-core's GroupedMLP):
   /// `groups` experts, each y = x W on `rows` tokens, `rows` x `in` times
   /// `in` x `out`, no bias, one launch each way; timed by the node model as
   /// the batched GEMM of those shapes. The weight gradient is a grouped GEMM
-  /// too (accumulated into the main gradient as linear()'s).
+  /// too (accumulated into the main gradient as linear()'s). Under
+  /// ProfileOptions::fp8 the three grouped GEMMs run in FP8 behind the casts
+  /// layer_linear() describes.
   [[nodiscard]] OpKernels grouped_linear(std::string name, std::int64_t groups, std::int64_t rows,
                                          std::int64_t in, std::int64_t out) const;
   /// A mixture of experts' gating after the router GEMM: the softmax over
@@ -175,6 +201,9 @@ class OpRules {
 
  private:
   [[nodiscard]] bool fused_softmax() const;
+  /// linear() with its GEMMs in `gemm` (FP8: behind the casts of layer_linear()).
+  [[nodiscard]] OpKernels linear_in(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
+                                    bool bias, DType gemm) const;
   [[nodiscard]] bool megatron() const { return is_megatron(framework_); }
   Framework framework_;
   DType dtype_;
