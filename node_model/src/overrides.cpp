@@ -351,7 +351,17 @@ std::vector<MeasuredKernel> read_pytorch(const CsvTable& t, std::optional<DType>
                          "profile lacks ProfilerActivity.CUDA)",
                          r.cell(row, time_col)));
     }
-    const DType dtype = dtype_col >= 0 ? r.dtype(row, static_cast<std::size_t>(dtype_col)) : *training_dtype;
+    DType dtype = training_dtype.value_or(DType::FP32);
+    if (dtype_col >= 0) {
+      // Tessera's names or PyTorch's (str(torch.bfloat16) is "torch.bfloat16").
+      std::string_view d = r.cell(row, static_cast<std::size_t>(dtype_col));
+      if (d.starts_with("torch.")) d.remove_prefix(6);
+      try {
+        dtype = parse_dtype(d);
+      } catch (const InputError& e) {
+        r.fail(row, static_cast<std::size_t>(dtype_col), e.what());
+      }
+    }
     const Kernel k = Kernel::gemm(g->op, (*dims)[0], (*dims)[1], (*dims)[2], (*dims)[3], dtype);
     const auto key = std::make_tuple(static_cast<int>(k.op), static_cast<int>(k.dtype), k.b, k.m, k.n, k.k);
     const auto [it, fresh] = at.emplace(key, out.size());

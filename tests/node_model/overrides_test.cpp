@@ -261,6 +261,12 @@ TEST(KernelOverridesPyTorch, DtypeComesFromTheColumnElseTheTrainingDtype) {
   const auto bf16 = nm::KernelTimeTable::parse(
       "name,input_shapes,calls,device_time_total_us,dtype\n" + row + ",bfloat16\n", "o.csv");
   EXPECT_NE(bf16.find(nm::Kernel::gemm(nm::KernelOp::Linear, 1, 64, 16, 32, nm::DType::BF16)), nullptr);
+  const auto torch_name = nm::KernelTimeTable::parse(
+      "name,input_shapes,calls,device_time_total_us,dtype\n" + row + ",torch.float16\n", "o.csv");
+  EXPECT_NE(torch_name.find(nm::Kernel::gemm(nm::KernelOp::Linear, 1, 64, 16, 32, nm::DType::FP16)), nullptr);
+  EXPECT_NE(error_of("name,input_shapes,calls,device_time_total_us,dtype\n" + row + ",torch.float64\n")
+                .find("o.csv: row 1 (line 2), column 'dtype': unknown dtype 'float64'"),
+            std::string::npos);
   const auto dflt = nm::KernelTimeTable::parse(kTorchHead + row + "\n", "o.csv", nm::DType::FP32);
   EXPECT_NE(dflt.find(nm::Kernel::gemm(nm::KernelOp::Linear, 1, 64, 16, 32, nm::DType::FP32)), nullptr);
   try {
