@@ -191,8 +191,11 @@ std::string format_text(const RunReport& r) {
   }
   if (const auto& o = r.kernel_overrides) {
     out +=
-        fmt::format("Measured       {} of {} kernel{} in {} matched ({} planner lookup{})\n", o->matched,
-                    o->entries, o->entries == 1 ? "" : "s", o->path, o->lookups, o->lookups == 1 ? "" : "s");
+        fmt::format("Measured       {} of {} kernel{} in {} matched ({} planner lookup{}){}\n", o->matched,
+                    o->entries, o->entries == 1 ? "" : "s", o->path, o->lookups, o->lookups == 1 ? "" : "s",
+                    o->ignored_rows == 0 ? std::string()
+                                         : fmt::format("; {} row{} ignored: composite or non-GEMM ops",
+                                                       o->ignored_rows, o->ignored_rows == 1 ? "" : "s"));
   }
   out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
   out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
@@ -252,8 +255,10 @@ std::string kernel_overrides_json(const RunReport& r) {
   if (!r.kernel_overrides) return {};
   const auto& o = *r.kernel_overrides;
   return fmt::format(
-      "\"kernel_overrides\": {{\"file\": {}, \"kernels\": {}, \"matched_kernels\": {}, \"lookups\": {}}}, ",
-      json_string(o.path), o.entries, o.matched, o.lookups);
+      "\"kernel_overrides\": {{\"file\": {}, \"kernels\": {}, \"matched_kernels\": {}, \"lookups\": {}{}}}, ",
+      json_string(o.path), o.entries, o.matched, o.lookups,
+      // Only a PyTorch profiler export skips rows.
+      o.ignored_rows == 0 ? std::string() : fmt::format(", \"ignored_rows\": {}", o.ignored_rows));
 }
 }  // namespace
 

@@ -974,7 +974,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const std::filesystem::path dir = std::filesystem::path(file).parent_path();
       if (!typed && std::filesystem::path(path).is_relative() && !dir.empty()) path = (dir / path).string();
       s.kernel_overrides = checked(nm, v, nm.key_path("overrides"), [&] {
-        return std::make_shared<const node_model::KernelTimeTable>(node_model::KernelTimeTable::read(path));
+        // PyTorch-profiler rows without a dtype column take training.dtype.
+        return std::make_shared<const node_model::KernelTimeTable>(
+            node_model::KernelTimeTable::read(path, s.workload.dtype));
       });
     }
     nm.finish();

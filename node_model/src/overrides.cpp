@@ -2,9 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "tessera/error.hpp"
@@ -179,6 +184,206 @@ std::vector<MeasuredKernel> read_tessera(const CsvTable& t) {
   return out;
 }
 
+/// A Python repr of a list of integer lists ("[[4096, 1024], [1024, 3072]]",
+/// "[[3072], [4096, 1024], [1024, 3072], [], []]"), or nullopt when `text`
+/// is not one.
+std::optional<std::vector<std::vector<std::int64_t>>> parse_shapes(std::string_view text) {
+  std::size_t i = 0;
+  auto skip = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) != 0) ++i;
+  };
+  auto eat = [&](char c) {
+    skip();
+    if (i < text.size() && text[i] == c) {
+      ++i;
+      return true;
+    }
+    return false;
+  };
+  std::vector<std::vector<std::int64_t>> out;
+  if (!eat('[')) return std::nullopt;
+  if (!eat(']')) {
+    do {
+      if (!eat('[')) return std::nullopt;
+      std::vector<std::int64_t> shape;
+      if (!eat(']')) {
+        do {
+          skip();
+          const std::size_t start = i;
+          std::int64_t v = 0;
+          while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) != 0) {
+            if (v > (INT64_MAX - 9) / 10) return std::nullopt;
+            v = v * 10 + (text[i] - '0');
+            ++i;
+          }
+          if (i == start) return std::nullopt;
+          shape.push_back(v);
+        } while (eat(','));
+        if (!eat(']')) return std::nullopt;
+      }
+      out.push_back(std::move(shape));
+    } while (eat(','));
+    if (!eat(']')) return std::nullopt;
+  }
+  skip();
+  if (i != text.size()) return std::nullopt;
+  return out;
+}
+
+/// The PyTorch ops whose input shapes determine a Tessera GEMM, with the
+/// shapes each expects (for messages).
+struct TorchGemm {
+  std::string_view name;
+  KernelOp op;
+  bool bias;  ///< a first input (bias) broadcast to the result, then scalars
+  std::string_view expected;
+};
+constexpr std::array<TorchGemm, 4> kTorchGemms{{
+    {"aten::mm", KernelOp::Linear, false, "[[M, K], [K, N]]"},
+    {"aten::addmm", KernelOp::Linear, true, "[[N] or [M, N], [M, K], [K, N], ...]"},
+    {"aten::bmm", KernelOp::Bmm, false, "[[B, M, K], [B, K, N]]"},
+    {"aten::baddbmm", KernelOp::Bmm, true, "[[B, M, N], [B, M, K], [B, K, N], ...]"},
+}};
+
+/// Whether `bias` broadcasts to `result` (trailing dimensions 1 or equal).
+bool broadcasts(const std::vector<std::int64_t>& bias, const std::vector<std::int64_t>& result) {
+  if (bias.size() > result.size()) return false;
+  for (std::size_t d = 0; d < bias.size(); ++d) {
+    const std::int64_t b = bias[bias.size() - 1 - d];
+    if (b != 1 && b != result[result.size() - 1 - d]) return false;
+  }
+  return true;
+}
+
+/// The GEMM of one leaf op from its input shapes (b x M x N x K, as
+/// Kernel::gemm), or nullopt when the shapes do not fit the op.
+std::optional<std::array<std::int64_t, 4>> gemm_dims(const TorchGemm& g,
+                                                     const std::vector<std::vector<std::int64_t>>& shapes) {
+  const bool batched = g.op == KernelOp::Bmm;
+  const std::size_t rank = batched ? 3 : 2;
+  const std::size_t first = g.bias ? 1 : 0;
+  if (shapes.size() < first + 2) return std::nullopt;
+  // After the operands only scalars (addmm's beta and alpha: empty shapes).
+  for (std::size_t s = first + 2; s < shapes.size(); ++s) {
+    if (!g.bias || !shapes[s].empty()) return std::nullopt;
+  }
+  const auto& a = shapes[first];
+  const auto& b = shapes[first + 1];
+  if (a.size() != rank || b.size() != rank) return std::nullopt;
+  const std::size_t r = batched ? 1 : 0;
+  const std::int64_t batch = batched ? a[0] : 1;
+  if (batched && b[0] != batch) return std::nullopt;
+  const std::int64_t m = a[r], k = a[r + 1], n = b[r + 1];
+  if (b[r] != k) return std::nullopt;
+  constexpr std::int64_t kMaxDim = 9'000'000'000'000'000;  // as the other forms' dimensions
+  for (const std::int64_t d : {batch, m, n, k}) {
+    if (d <= 0 || d > kMaxDim) return std::nullopt;
+  }
+  if (g.bias) {
+    std::vector<std::int64_t> result{m, n};
+    if (batched) result.insert(result.begin(), batch);
+    if (!broadcasts(shapes[0], result)) return std::nullopt;
+  }
+  return std::array<std::int64_t, 4>{batch, m, n, k};
+}
+
+/// PyTorch's key_averages(group_by_input_shape=True), exported as
+/// name,input_shapes,calls,device_time_total_us[,dtype]: the leaf GEMM ops
+/// (kTorchGemms) at their time per call; rows of one kernel merged (total
+/// time over total calls); every other op skipped and counted in `ignored`.
+std::vector<MeasuredKernel> read_pytorch(const CsvTable& t, std::optional<DType> training_dtype,
+                                         std::size_t& ignored) {
+  const RowReader r(t);
+  const std::size_t name_col = t.require_column("name");
+  const std::size_t shapes_col = t.require_column("input_shapes");
+  const std::size_t calls_col = t.require_column("calls");
+  const std::size_t time_col = t.require_column("device_time_total_us");
+  const int dtype_col = t.column("dtype");
+  if (dtype_col < 0 && !training_dtype) {
+    throw InputError(fmt::format("{}: a PyTorch profiler export needs a 'dtype' column (or a scenario's "
+                                 "training.dtype to take it from)",
+                                 t.path));
+  }
+  struct Sum {
+    std::size_t first_row;
+    double total_us;
+    double calls;
+  };
+  std::vector<MeasuredKernel> out;
+  std::vector<Sum> sums;
+  std::map<std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::size_t> at;
+  for (std::size_t row = 0; row < t.rows.size(); ++row) {
+    const std::string& name = r.cell(row, name_col);
+    const TorchGemm* g = nullptr;
+    for (const auto& c : kTorchGemms) {
+      if (c.name == name) g = &c;
+    }
+    if (g == nullptr) {
+      ++ignored;
+      continue;
+    }
+    const auto shapes = parse_shapes(r.cell(row, shapes_col));
+    if (!shapes) {
+      r.fail(row, shapes_col,
+             fmt::format("'{}' is not a list of shapes (a Python list of integer lists, e.g. [[4096, 1024], "
+                         "[1024, 3072]])",
+                         r.cell(row, shapes_col)));
+    }
+    if (shapes->empty()) {
+      r.fail(row, shapes_col, "no input shapes ('[]'): profile with record_shapes=True");
+    }
+    const auto dims = gemm_dims(*g, *shapes);
+    if (!dims) {
+      r.fail(row, shapes_col,
+             fmt::format("{} expects {} with dimensions from 1 to 9e15, got '{}'", g->name, g->expected,
+                         r.cell(row, shapes_col)));
+    }
+    const auto calls = r.number_or_empty(row, calls_col);
+    if (!calls || *calls <= 0 || *calls != std::floor(*calls) || *calls > 9e15) {
+      r.fail(row, calls_col,
+             fmt::format("calls must be a positive whole number (got '{}')", r.cell(row, calls_col)));
+    }
+    const auto total = r.number_or_empty(row, time_col);
+    if (!total) r.fail(row, time_col, "missing time (empty cell)");
+    if (*total <= 0) {
+      r.fail(row, time_col,
+             fmt::format("time must be positive (got '{}'; no device time: the op ran on the CPU or the "
+                         "profile lacks ProfilerActivity.CUDA)",
+                         r.cell(row, time_col)));
+    }
+    DType dtype = training_dtype.value_or(DType::FP32);
+    if (dtype_col >= 0) {
+      // Tessera's names or PyTorch's (str(torch.bfloat16) is "torch.bfloat16").
+      std::string_view d = r.cell(row, static_cast<std::size_t>(dtype_col));
+      if (d.starts_with("torch.")) d.remove_prefix(6);
+      try {
+        dtype = parse_dtype(d);
+      } catch (const InputError& e) {
+        r.fail(row, static_cast<std::size_t>(dtype_col), e.what());
+      }
+    }
+    const Kernel k = Kernel::gemm(g->op, (*dims)[0], (*dims)[1], (*dims)[2], (*dims)[3], dtype);
+    const auto key = std::make_tuple(static_cast<int>(k.op), static_cast<int>(k.dtype), k.b, k.m, k.n, k.k);
+    const auto [it, fresh] = at.emplace(key, out.size());
+    if (fresh) {
+      MeasuredKernel m;
+      m.kernel = k;
+      m.line = t.lines.at(row);
+      m.either_orientation = true;
+      out.push_back(m);
+      sums.push_back({row, 0.0, 0.0});
+    }
+    Sum& s = sums[it->second];
+    s.total_us += *total;
+    s.calls += *calls;
+    try {
+      out[it->second].time = Time::from_seconds(s.total_us * 1e-6 / s.calls);
+    } catch (const InputError& e) {
+      r.fail(row, time_col, e.what());
+    }
+  }
+  return out;
+}
 }  // namespace
 
 KernelTimeTable::Key KernelTimeTable::key_of(const Kernel& k) {
@@ -187,11 +392,12 @@ KernelTimeTable::Key KernelTimeTable::key_of(const Kernel& k) {
   return {static_cast<int>(k.op), static_cast<int>(k.dtype), k.b, 0, 0, 0, k.h};
 }
 
-KernelTimeTable KernelTimeTable::read(const std::string& path) {
-  return parse(read_input_file(path, "kernel-time override CSV"), path);
+KernelTimeTable KernelTimeTable::read(const std::string& path, std::optional<DType> training_dtype) {
+  return parse(read_input_file(path, "kernel-time override CSV"), path, training_dtype);
 }
 
-KernelTimeTable KernelTimeTable::parse(std::string_view text, const std::string& path) {
+KernelTimeTable KernelTimeTable::parse(std::string_view text, const std::string& path,
+                                       std::optional<DType> training_dtype) {
   const CsvTable t = parse_csv(text, path);
   KernelTimeTable out;
   out.path_ = path;
@@ -199,11 +405,19 @@ KernelTimeTable KernelTimeTable::parse(std::string_view text, const std::string&
     out.entries_ = read_neusight(t);
   } else if (t.column("op") >= 0) {
     out.entries_ = read_tessera(t);
+  } else if (t.column("input_shapes") >= 0) {
+    out.entries_ = read_pytorch(t, training_dtype, out.ignored_rows_);
   } else {
     throw InputError(
         fmt::format("{}: line 1: not a kernel-time CSV: expected NeuSight's columns (OPName, Latency, "
-                    "B, M, N, K or B, H) or Tessera's (op, b, m, n, k, h, dtype, time_us), got '{}'",
+                    "B, M, N, K or B, H), Tessera's (op, b, m, n, k, h, dtype, time_us) or a PyTorch "
+                    "profiler export's (name, input_shapes, calls, device_time_total_us), got '{}'",
                     path, joined_header(t)));
+  }
+  if (out.entries_.empty() && out.ignored_rows_ > 0) {
+    throw InputError(fmt::format("{}: no kernel times: all {} rows are composite or non-GEMM ops (read: "
+                                 "aten::mm, aten::addmm, aten::bmm, aten::baddbmm)",
+                                 path, out.ignored_rows_));
   }
   if (out.entries_.empty()) throw InputError(fmt::format("{}: no kernel times (a header and no rows)", path));
   for (std::size_t i = 0; i < out.entries_.size(); ++i) {
@@ -216,6 +430,15 @@ KernelTimeTable KernelTimeTable::parse(std::string_view text, const std::string&
                       "time per kernel",
                       path, i + 1, e.line, describe(e.kernel), at->second + 1, first.line));
     }
+  }
+  // The transposed GEMM of PyTorch rows, where no row holds it itself
+  // (after every exact key, so an exact row always wins).
+  for (std::size_t i = 0; i < out.entries_.size(); ++i) {
+    const auto& e = out.entries_[i];
+    if (!e.either_orientation) continue;
+    Kernel transposed = e.kernel;
+    std::swap(transposed.m, transposed.n);
+    out.index_.emplace(key_of(transposed), i);
   }
   return out;
 }
@@ -267,6 +490,7 @@ OverrideStats OverridePredictor::stats() const {
     s.lookups += h;
     if (h > 0) ++s.matched;
   }
+  s.ignored_rows = table_->ignored_rows();
   s.delegated = delegated_.load(std::memory_order_relaxed);
   return s;
 }

@@ -344,6 +344,10 @@ hostile_overrides(two_devices [=[ovr_two_devices\.csv: row 2 \(line 3\), column 
                   ovr_two_devices.csv)
 hostile_overrides(neusight_unknown_op [=[ovr_neusight_unknown_op\.csv: row 1 \(line 2\), column 'OPName': unknown op 'conv2d']=]
                   ovr_neusight_unknown_op.csv)
+hostile_overrides(torch_bad_shape [=[ovr_torch_bad_shape\.csv: row 1 \(line 2\), column 'input_shapes': '\[\[4096, 1024\], \[1024 3072\]\]' is not a list of shapes]=]
+                  ovr_torch_bad_shape.csv)
+hostile_overrides(torch_text_time [=[ovr_torch_text_time\.csv: row 1 \(line 2\), column 'device_time_total_us': 'n/a' is not a number$]=]
+                  ovr_torch_text_time.csv)
 hostile_overrides(missing_file [=[nope\.csv: cannot open kernel-time override CSV$]=] nope.csv)
 hostile_overrides(dev_zero [=[/dev/zero: kernel-time override CSV is larger than]=] /dev/zero)
 hostile_overrides(empty_path [=[empty path$]=] "''")

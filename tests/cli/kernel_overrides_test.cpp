@@ -181,3 +181,76 @@ TEST_F(KernelOverridesRun, EveryJobOfAJobsScenarioUsesTheOverrides) {
               Time::from_us(2));
   }
 }
+
+TEST_F(KernelOverridesRun, PyTorchProfilerExportChangesExactlyItsLeafGemms) {
+  // tests/cli/kernels/pytorch_profile.csv: key_averages(group_by_input_shape
+  // =True) of this model, written as docs/node_model.md shows, without a
+  // dtype column (so bf16, the scenario's training.dtype). Two of its rows
+  // are kernels of the model:
+  //  - aten::addmm [[3072], [2048, 1024], [1024, 3072], [], []]: the QKV
+  //    forward, Kernel::gemm(Linear, 1, 2048, 3072, 1024), 2001 us / 8 calls;
+  //  - aten::mm [[3072, 2048], [2048, 1024]]: PyTorch's QKV weight gradient
+  //    (dY^T X)^T, which Tessera times as in x out x rows,
+  //    Kernel::gemm(Linear, 1, 1024, 3072, 2048): 1604 us / 8 calls.
+  // Each runs once per layer and micro-batch (8 times, see above). The
+  // aten::bmm row is no kernel of this model; aten::linear (composite: its
+  // time holds the addmm's), aten::t, aten::gelu and the ProfilerStep are
+  // skipped.
+  const std::string csv = std::string(TESSERA_CLI_KERNELS_DIR) + "/pytorch_profile.csv";
+  const Scenario plain = parse_scenario(kScenario, write("plain.yaml", kScenario));
+  const Scenario with =
+      parse_scenario(kScenario, write("with.yaml", kScenario), {Override{"node_model.overrides", csv}});
+  ASSERT_NE(with.kernel_overrides, nullptr);
+  EXPECT_EQ(with.kernel_overrides->entries().size(), 3U);
+  EXPECT_EQ(with.kernel_overrides->ignored_rows(), 4U);
+
+  const nm::Kernel qkv = nm::Kernel::gemm(nm::KernelOp::Linear, 1, 2048, 3072, 1024, nm::DType::BF16);
+  const nm::Kernel qkv_wgrad = nm::Kernel::gemm(nm::KernelOp::Linear, 1, 1024, 3072, 2048, nm::DType::BF16);
+  const auto base = make_scenario_predictor(plain);
+  const auto measured = make_scenario_predictor(with);
+  EXPECT_EQ(measured->predict(qkv), Time::from_seconds(2001e-6 / 8));
+  EXPECT_EQ(measured->predict(qkv_wgrad), Time::from_seconds(1604e-6 / 8));
+  ASSERT_NE(base->predict(qkv), measured->predict(qkv));
+  ASSERT_NE(base->predict(qkv_wgrad), measured->predict(qkv_wgrad));
+
+  const Simulation a = simulate_scenario(plain);
+  const Simulation b = simulate_scenario(with);
+  const std::int64_t occurrences = 8;
+  const Time delta = (measured->predict(qkv) - base->predict(qkv)) * occurrences +
+                     (measured->predict(qkv_wgrad) - base->predict(qkv_wgrad)) * occurrences;
+  EXPECT_EQ(b.free_comm_compute - a.free_comm_compute, delta);
+  EXPECT_EQ(b.result.makespan - a.result.makespan, delta);
+
+  ASSERT_TRUE(b.kernel_overrides.has_value());
+  EXPECT_EQ(b.kernel_overrides->entries, 3U);
+  EXPECT_EQ(b.kernel_overrides->matched, 2U);
+  EXPECT_EQ(b.kernel_overrides->ignored_rows, 4U);
+  const RunReport rep = make_report(with, b);
+  EXPECT_NE(format_text(rep).find("Measured       2 of 3 kernels in " + csv + " matched (" +
+                                  std::to_string(b.kernel_overrides->lookups) +
+                                  " planner lookups); 4 rows ignored: composite or non-GEMM ops\n"),
+            std::string::npos)
+      << format_text(rep);
+  EXPECT_NE(format_json(rep).find("\"matched_kernels\": 2, \"lookups\": " +
+                                  std::to_string(b.kernel_overrides->lookups) + ", \"ignored_rows\": 4}, "),
+            std::string::npos)
+      << format_json(rep);
+}
+
+TEST_F(KernelOverridesRun, PyTorchExportBadShapeNamesTheKeyTheFileTheRowAndTheColumn) {
+  const std::string csv = write("prof.csv",
+                                "name,input_shapes,calls,device_time_total_us\n"
+                                "aten::linear,\"[[2048, 1024], [3072, 1024]]\",1,9\n"
+                                "aten::mm,\"[[2048, 1024], [512, 3072]]\",1,9\n");
+  try {
+    (void)parse_scenario(kScenario, write("s.yaml", kScenario), {Override{"node_model.overrides", csv}});
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("node_model.overrides: " + csv +
+                                         ": row 2 (line 3), column 'input_shapes': aten::mm expects [[M, K], "
+                                         "[K, N]] with dimensions from 1 to 9e15, got '[[2048, 1024], "
+                                         "[512, 3072]]'"),
+              std::string::npos)
+        << e.what();
+  }
+}

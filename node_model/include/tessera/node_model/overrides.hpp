@@ -1,12 +1,19 @@
 #pragma once
 // Measured kernel times that replace the node model's predictions
 // (a scenario's `node_model.overrides`; docs/node_model.md, "Measured kernel
-// times"). A KernelTimeTable is read from a CSV in one of two forms:
+// times"). A KernelTimeTable is read from a CSV in one of three forms:
 //   - NeuSight's kernel CSV (columns OPName, Latency in ms, and B,M,N,K for
 //     GEMMs or B,H for vector ops; the measurement files under
 //     data/neusight/kernels), FP32 unless the file has a `dtype` column;
 //   - Tessera's own: op,b,m,n,k,h,dtype,time_us (GEMMs fill b,m,n,k in BLAS
-//     order, M x K times K x N; vector ops b,h; unused cells empty or 0).
+//     order, M x K times K x N; vector ops b,h; unused cells empty or 0);
+//   - a PyTorch profiler export, one row per
+//     `prof.key_averages(group_by_input_shape=True)` entry:
+//     name,input_shapes,calls,device_time_total_us[,dtype]. Only the leaf
+//     GEMM ops aten::mm, aten::addmm (-> linear b=1) and aten::bmm,
+//     aten::baddbmm (-> bmm) are read, at device_time_total_us / calls per
+//     call; every other row (composite ops such as aten::linear, whose time
+//     contains their leaf GEMMs', and non-GEMM ops) is skipped and counted.
 // OverridePredictor wraps any KernelPredictor: an exact match of a kernel
 // (op, dtype and every dimension) returns the measured time, anything else
 // the wrapped predictor's.
@@ -14,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -28,6 +36,11 @@ struct MeasuredKernel {
   Kernel kernel;
   Time time;
   std::size_t line = 0;  ///< 1-based line of the file
+  /// PyTorch form: the row also stands for the transposed GEMM (m and n
+  /// swapped: C^T = B^T A^T is the same product), unless another row holds
+  /// that kernel itself. PyTorch computes nn.Linear's weight gradient as
+  /// (dY^T X)^T, out x in, where Tessera's kernel is in x out.
+  bool either_orientation = false;
 };
 
 /// The measured kernels of one file, looked up by exact kernel. Immutable
@@ -38,10 +51,15 @@ class KernelTimeTable {
   /// the file, the row and its line, the column and the value: unknown op or
   /// dtype, a missing column, a dimension or time that is not a positive
   /// number, a row repeating an earlier one's kernel, rows of more than one
-  /// device (NeuSight form), or a file without rows.
-  static KernelTimeTable read(const std::string& path);
+  /// device (NeuSight form), or a file without rows. PyTorch-form rows
+  /// without a `dtype` column take `training_dtype` (the scenario's
+  /// training.dtype); without one such a file is refused. Rows of the
+  /// PyTorch form that give the same kernel (an aten::mm and an aten::addmm
+  /// of one shape) are merged: their total time over their total calls.
+  static KernelTimeTable read(const std::string& path, std::optional<DType> training_dtype = std::nullopt);
   /// Same, from CSV text; `path` is used in messages.
-  static KernelTimeTable parse(std::string_view text, const std::string& path);
+  static KernelTimeTable parse(std::string_view text, const std::string& path,
+                               std::optional<DType> training_dtype = std::nullopt);
 
   /// The entry matching `k` exactly, or nullptr.
   [[nodiscard]] const MeasuredKernel* find(const Kernel& k) const;
@@ -51,6 +69,8 @@ class KernelTimeTable {
   }
   [[nodiscard]] const std::vector<MeasuredKernel>& entries() const { return entries_; }
   [[nodiscard]] const std::string& path() const { return path_; }
+  /// PyTorch form: rows skipped as composite or non-GEMM ops (0 otherwise).
+  [[nodiscard]] std::size_t ignored_rows() const { return ignored_rows_; }
 
  private:
   using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
@@ -59,6 +79,7 @@ class KernelTimeTable {
   std::string path_;
   std::vector<MeasuredKernel> entries_;
   std::map<Key, std::size_t> index_;
+  std::size_t ignored_rows_ = 0;
 };
 
 /// What an OverridePredictor answered from its table so far.
@@ -70,6 +91,8 @@ struct OverrideStats {
   /// and pass it builds, not once per execution of the kernel.
   std::int64_t lookups = 0;
   std::int64_t delegated = 0;  ///< predictions left to the wrapped predictor
+  /// PyTorch form: rows of the file skipped as composite or non-GEMM ops.
+  std::size_t ignored_rows = 0;
 };
 
 /// A KernelPredictor that answers measured kernels from a table and passes
