@@ -168,25 +168,30 @@ would have written. Refuses shards of different sweeps, conflicting points
 and missing points.
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
-                      [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
+                      [--schedules LIST] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
 
-Finds the fastest parallel plan (dp, tp, pp, micro-batch, schedule,
-recomputation) for the scenario's cluster, model and global batch that fits
-in GPU memory: enumerates plans, keeps the cheapest recomputation that fits,
-simulates up to M candidates (default 64) in parallel and prints the top N
-(default 10). When more than M plans fit, all of them are first screened by
-compute + pipeline bubble (planned, not executed) and the M most promising
-are simulated. Prints the winner as --set flags and as YAML.
+Finds the fastest parallel plan (dp, tp, pp, expert parallelism ep for a
+mixture-of-experts model, micro-batch, schedule, recomputation) for the
+scenario's cluster, model and global batch that fits in GPU memory:
+enumerates plans, keeps the cheapest recomputation that fits, simulates up
+to M candidates (default 64) in parallel and prints the top N (default 10).
+When more than M plans fit, all of them are first screened by compute +
+pipeline bubble (planned, not executed) and the M most promising are
+simulated. Prints the winner as --set flags and as YAML.
 
   --top N              rows of the table (default 10)
   --max-candidates M   plans simulated at most (default 64)
   --jobs N             parallel simulations (default: all cores; ns-3 runs one
                        at a time)
+  --schedules LIST     the pipeline schedules tried (default
+                       1f1b,interleaved-1f1b,zb-h1,zb-h2; gpipe may be named;
+                       all but gpipe and 1f1b need pp > 1)
   --json               print one JSON object instead: "searched" (the tp, pp,
-                       micro_batch, schedules and recompute values enumerated,
-                       global_batch, seq_len, top, max_candidates), the counts
+                       ep, micro_batch, schedules and recompute values
+                       enumerated, global_batch, seq_len, top,
+                       max_candidates), the counts
                        (plans_considered, plans_fit, simulated, screened),
-                       "candidates" (the top N ranked: rank, dp, tp, pp,
+                       "candidates" (the top N ranked: rank, dp, tp, pp, ep,
                        micro_batch, schedule, virtual_stages, recompute,
                        peak_memory_bytes and "run", the object `run --json`
                        prints for the plan), "winner" (the plan, its

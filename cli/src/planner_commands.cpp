@@ -29,6 +29,20 @@ namespace fs = std::filesystem;
 using parallelism::ParallelPlan;
 using parallelism::Schedule;
 
+std::vector<Schedule> parse_schedule_list(const std::string& text) {
+  std::vector<Schedule> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    try {
+      out.push_back(parallelism::parse_schedule(item));
+    } catch (const InputError& e) {
+      throw UsageError(fmt::format("--schedules: {}", e.what()));
+    }
+  }
+  if (out.empty()) throw UsageError("--schedules: expected a comma-separated list of schedules");
+  return out;
+}
+
 namespace {
 
 /// One plan, executed on the scenario's network and on a free network.
@@ -42,20 +56,6 @@ Breakdown simulate_plan(const Scenario& scenario, const ParallelPlan& plan, cons
   s.plan = plan;
   const Simulation sim = simulate_scenario(s, nullptr, &pred);
   return Breakdown{breakdown(sim), sim.plan};
-}
-
-std::vector<Schedule> parse_schedule_list(const std::string& text) {
-  std::vector<Schedule> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    try {
-      out.push_back(parallelism::parse_schedule(item));
-    } catch (const InputError& e) {
-      throw UsageError(fmt::format("--schedules: {}", e.what()));
-    }
-  }
-  if (out.empty()) throw UsageError("--schedules: expected a comma-separated list of schedules");
-  return out;
 }
 
 std::string gib(Bytes b) { return fmt::format("{:.1f}", b.as_double() / (1024.0 * 1024.0 * 1024.0)); }

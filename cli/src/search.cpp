@@ -46,8 +46,10 @@ std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
 
 /// Compute plus pipeline bubble of a plan without executing it: the busiest
 /// program's compute time, stretched by the schedule's bubble (p - 1) / (v m)
-/// of the compute of m micro-batches. Communication is left out: the screen
-/// only orders candidates; the simulation decides.
+/// of the compute of m micro-batches, a third of that under the zero-bubble
+/// schedules (their bubble with equal forward, input- and weight-gradient
+/// times, docs/parallelism.md "Schedules"). Communication is left out: the
+/// screen only orders candidates; the simulation decides.
 Time screen_estimate(const Scenario& base, const Candidate& c, const node_model::KernelPredictor& predictor) {
   parallelism::Workload work = base.workload;
   work.micro_batch = c.micro_batch;
@@ -62,7 +64,8 @@ Time screen_estimate(const Scenario& base, const Candidate& c, const node_model:
   }
   const double m = static_cast<double>(std::max<std::int64_t>(1, planned.summary.micro_batches));
   const double v = static_cast<double>(std::max(1, c.plan.virtual_stages));
-  const double bubble = static_cast<double>(c.plan.pp - 1) / (v * m);
+  const double share = parallelism::splits_backward(c.plan.schedule) ? 1.0 / 3.0 : 1.0;
+  const double bubble = share * static_cast<double>(c.plan.pp - 1) / (v * m);
   return Time::from_ps(static_cast<std::int64_t>(static_cast<double>(busiest.ps()) * (1.0 + bubble)));
 }
 
@@ -78,7 +81,12 @@ struct SearchSpace {
   std::vector<int> tp;
   std::vector<int> pp;
   std::vector<std::int64_t> micro_batch{1, 2, 4, 8, 16};
-  std::vector<Schedule> schedules{Schedule::OneFOneB, Schedule::Interleaved1F1B};
+  /// `--schedules`; the zero-bubble ones and interleaved-1f1b need pp > 1.
+  std::vector<Schedule> schedules{Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZeroBubbleH1,
+                                  Schedule::ZeroBubbleH2};
+  /// Expert parallelism: the divisors of a mixture-of-experts model's experts
+  /// (each plan takes those that divide its dp); {1} for a dense model.
+  std::vector<int> ep{1};
   std::vector<Recompute> recompute{Recompute::None, Recompute::Selective, Recompute::Full};
 };
 
@@ -97,17 +105,21 @@ struct PastablePlan {
   std::string yaml;
 };
 
-PastablePlan pastable(const Candidate& w) {
+/// `moe`: the model has experts, so ep is part of the plan (a dense model's
+/// plans print as they did before ep was searched).
+PastablePlan pastable(const Candidate& w, bool moe) {
   const auto& pl = w.plan;
   PastablePlan out;
+  const std::string ep_flag = moe ? fmt::format(" --set parallelism.ep={}", pl.ep) : "";
+  const std::string ep_yaml = moe ? fmt::format("  ep: {}\n", pl.ep) : "";
   out.flags = fmt::format(
-      "--set parallelism.dp={} --set parallelism.tp={} --set parallelism.pp={} --set training.micro_batch={} "
+      "--set parallelism.dp={} --set parallelism.tp={} --set parallelism.pp={}{} --set training.micro_batch={} "
       "--set parallelism.schedule={} --set parallelism.recompute={}",
-      pl.dp, pl.tp, pl.pp, w.micro_batch, parallelism::to_string(pl.schedule),
+      pl.dp, pl.tp, pl.pp, ep_flag, w.micro_batch, parallelism::to_string(pl.schedule),
       parallelism::to_string(pl.recompute));
-  out.yaml =
-      fmt::format("parallelism:\n  dp: {}\n  tp: {}\n  pp: {}\n  schedule: {}\n  recompute: {}\n", pl.dp,
-                  pl.tp, pl.pp, parallelism::to_string(pl.schedule), parallelism::to_string(pl.recompute));
+  out.yaml = fmt::format("parallelism:\n  dp: {}\n  tp: {}\n  pp: {}\n{}  schedule: {}\n  recompute: {}\n",
+                         pl.dp, pl.tp, pl.pp, ep_yaml, parallelism::to_string(pl.schedule),
+                         parallelism::to_string(pl.recompute));
   if (pl.virtual_stages > 1) {
     out.flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
     out.yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
@@ -126,9 +138,9 @@ std::string json_list(const std::vector<T>& items, F&& render) {
 /// A candidate's plan as JSON members (no braces).
 std::string plan_json(const Candidate& c) {
   return fmt::format(
-      "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"micro_batch\": {}, \"schedule\": {}, \"virtual_stages\": {}, "
-      "\"recompute\": {}",
-      c.plan.dp, c.plan.tp, c.plan.pp, c.micro_batch,
+      "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"ep\": {}, \"micro_batch\": {}, \"schedule\": {}, "
+      "\"virtual_stages\": {}, \"recompute\": {}",
+      c.plan.dp, c.plan.tp, c.plan.pp, c.plan.ep, c.micro_batch,
       json_string(std::string(parallelism::to_string(c.plan.schedule))), c.plan.virtual_stages,
       json_string(std::string(parallelism::to_string(c.plan.recompute))));
 }
@@ -145,10 +157,11 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
     return s;
   };
   const std::string searched = fmt::format(
-      "{{\"tp\": {}, \"pp\": {}, \"micro_batch\": {}, \"schedules\": {}, \"recompute\": {}, "
+      "{{\"tp\": {}, \"pp\": {}, \"ep\": {}, \"micro_batch\": {}, \"schedules\": {}, \"recompute\": {}, "
       "\"global_batch\": {}, \"seq_len\": {}, \"top\": {}, \"max_candidates\": {}}}",
       json_list(space.tp, [](int v) { return fmt::format("{}", v); }),
       json_list(space.pp, [](int v) { return fmt::format("{}", v); }),
+      json_list(space.ep, [](int v) { return fmt::format("{}", v); }),
       json_list(space.micro_batch, [](std::int64_t v) { return fmt::format("{}", v); }),
       json_list(space.schedules,
                 [](Schedule v) { return json_string(std::string(parallelism::to_string(v))); }),
@@ -165,7 +178,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string winner = "null";
   if (!ranked.empty()) {
     const Candidate& w = *ranked.front();
-    const PastablePlan paste = pastable(w);
+    const PastablePlan paste = pastable(w, base.model.is_moe());
     winner = fmt::format(
         "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
         "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
@@ -189,7 +202,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
 
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
-  p.option("top").option("max-candidates").option("jobs").flag("json");
+  p.option("top").option("max-candidates").option("jobs").option("schedules").flag("json");
   declare_scenario_options(p);
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -200,6 +213,15 @@ int cmd_search(const Args& args, std::ostream& out) {
   };
   const std::size_t top = positive("top", 10);
   const std::size_t max_candidates = positive("max-candidates", 64);
+  SearchSpace space;
+  if (auto list = p.get("schedules")) {
+    space.schedules.clear();
+    for (Schedule s : parse_schedule_list(*list)) {  // (a schedule named twice is searched once)
+      if (std::find(space.schedules.begin(), space.schedules.end(), s) == space.schedules.end()) {
+        space.schedules.push_back(s);
+      }
+    }
+  }
   const Scenario base = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   require_single_job(base, "search");
   // Ctrl-C says what was kept: nothing (search writes no files; its table
@@ -213,45 +235,53 @@ int cmd_search(const Args& args, std::ostream& out) {
   // Enumerate plans; for each keep the cheapest recomputation that fits.
   std::vector<Candidate> fitting;
   std::size_t considered = 0, oom = 0;
-  SearchSpace space;
   space.tp = divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node);
   space.pp = divisors(base.model.layers, gpus);
+  if (base.model.is_moe()) space.ep = divisors(base.model.moe.experts, base.model.moe.experts);
   for (int tp : space.tp) {
     for (int pp : space.pp) {
       if (gpus % (tp * pp) != 0) continue;
       const int dp = gpus / (tp * pp);
       if (global_batch % dp != 0) continue;
-      for (std::int64_t mb : space.micro_batch) {
-        if ((global_batch / dp) % mb != 0) continue;
-        for (Schedule sched : space.schedules) {
-          if (sched == Schedule::Interleaved1F1B && (pp == 1 || base.model.layers % (2 * pp) != 0)) continue;
-          std::optional<Candidate> best;
-          for (Recompute rc : space.recompute) {
-            ++considered;
-            ParallelPlan plan = base.plan;
-            plan.dp = dp;
-            plan.tp = tp;
-            plan.pp = pp;
-            plan.schedule = sched;
-            plan.virtual_stages = sched == Schedule::Interleaved1F1B ? 2 : 1;
-            plan.recompute = rc;
-            plan.global_batch = global_batch;
-            parallelism::Workload work = base.workload;
-            work.micro_batch = mb;
-            try {
-              plan.validate(base.model, work, gpus);
-              const auto mem = parallelism::estimate_memory(base.model, work, plan, base.gpu.memory);
-              if (mem.oom()) continue;
-              best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
-              break;
-            } catch (const InputError&) {
-              break;  // this (tp, pp, mb, schedule) is not a valid plan at all
+      for (int ep : space.ep) {
+        // (expert-parallel groups are carved out of the data-parallel ranks)
+        if (dp % ep != 0) continue;
+        for (std::int64_t mb : space.micro_batch) {
+          if ((global_batch / dp) % mb != 0) continue;
+          for (Schedule sched : space.schedules) {
+            if (sched == Schedule::Interleaved1F1B && (pp == 1 || base.model.layers % (2 * pp) != 0)) continue;
+            // Without a pipeline the zero-bubble schedules are 1f1b with the
+            // backward split in two.
+            if (parallelism::splits_backward(sched) && pp == 1) continue;
+            std::optional<Candidate> best;
+            for (Recompute rc : space.recompute) {
+              ++considered;
+              ParallelPlan plan = base.plan;
+              plan.dp = dp;
+              plan.tp = tp;
+              plan.pp = pp;
+              plan.ep = ep;
+              plan.schedule = sched;
+              plan.virtual_stages = sched == Schedule::Interleaved1F1B ? 2 : 1;
+              plan.recompute = rc;
+              plan.global_batch = global_batch;
+              parallelism::Workload work = base.workload;
+              work.micro_batch = mb;
+              try {
+                plan.validate(base.model, work, gpus);
+                const auto mem = parallelism::estimate_memory(base.model, work, plan, base.gpu.memory);
+                if (mem.oom()) continue;
+                best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
+                break;
+              } catch (const InputError&) {
+                break;  // this (tp, pp, mb, schedule) is not a valid plan at all
+              }
             }
-          }
-          if (best) {
-            fitting.push_back(*best);
-          } else {
-            ++oom;
+            if (best) {
+              fitting.push_back(*best);
+            } else {
+              ++oom;
+            }
           }
         }
       }
@@ -341,25 +371,30 @@ int cmd_search(const Args& args, std::ostream& out) {
                                             "to simulate more)",
                                             simulated)
                               : "");
-  out << fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4} {:<18} {:<10} {:>13} {:>12} {:>6} {:>9}\n", "rank", "dp", "tp",
-                     "pp", "mb", "schedule", "recompute", "iteration ms", "tokens/s", "MFU", "peak GiB");
+  // An ep column for a mixture-of-experts model only (a dense model's table
+  // is what it was before ep was searched).
+  const bool moe = base.model.is_moe();
+  out << fmt::format("{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13} {:>12} {:>6} {:>9}\n", "rank", "dp", "tp",
+                     "pp", moe ? fmt::format("{:>4} ", "ep") : "", "mb", "schedule", "recompute", "iteration ms",
+                     "tokens/s", "MFU", "peak GiB");
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     const Candidate& c = *ranked[i];
     const auto& r = *c.report;
-    out << fmt::format("{:>4} {:>4} {:>4} {:>4} {:>4} {:<18} {:<10} {:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}\n", i + 1,
-                       c.plan.dp, c.plan.tp, c.plan.pp, c.micro_batch, parallelism::to_string(c.plan.schedule),
-                       parallelism::to_string(c.plan.recompute), r.iteration_time.ms(), r.tokens_per_second,
-                       100.0 * r.mfu, c.peak_memory.as_double() / (1024.0 * 1024 * 1024));
+    out << fmt::format("{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}\n", i + 1,
+                       c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
+                       parallelism::to_string(c.plan.schedule), parallelism::to_string(c.plan.recompute),
+                       r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu,
+                       c.peak_memory.as_double() / (1024.0 * 1024 * 1024));
   }
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.
-    const PastablePlan paste = pastable(*ranked.front());
+    const PastablePlan paste = pastable(*ranked.front(), moe);
     out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", paste.flags, paste.yaml);
   }
   for (const Candidate* c : failed) {
-    out << fmt::format("note: dp={} tp={} pp={} failed to simulate: {}\n", c->plan.dp, c->plan.tp, c->plan.pp,
-                       c->error);
+    out << fmt::format("note: dp={} tp={} pp={}{} failed to simulate: {}\n", c->plan.dp, c->plan.tp, c->plan.pp,
+                       moe ? fmt::format(" ep={}", c->plan.ep) : "", c->error);
   }
   return 0;
 }

@@ -77,6 +77,7 @@ std::vector<Algorithm> available(CollectiveKind kind) {
     case CollectiveKind::Reduce:
       return {Algorithm::Ring, Algorithm::Tree};
     case CollectiveKind::AllToAll:
+      return {Algorithm::Direct, Algorithm::Hierarchical};
     case CollectiveKind::SendRecv:
       return {Algorithm::Direct};
   }
@@ -144,6 +145,7 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
       break;
     case CollectiveKind::AllToAll:
       if (a == Algorithm::Direct) return direct_all_to_all(ranks, size);
+      if (a == Algorithm::Hierarchical) return hierarchical_all_to_all(ranks, size, o.ranks_per_node);
       break;
     case CollectiveKind::SendRecv:
       return send_recv(ranks, size);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "build_util.hpp"
+#include "tessera/collectives/all_to_all.hpp"
 #include "tessera/collectives/ring.hpp"
 #include "tessera/error.hpp"
 
@@ -27,22 +28,29 @@ std::vector<std::vector<int>> split_by_node(const std::vector<int>& ranks, int r
 
 namespace {
 
+/// Throws InputError, naming `what`, unless every node holds as many of the
+/// group's ranks as the first.
+void check_even_nodes(std::string_view what, const std::vector<std::vector<int>>& nodes, int ranks_per_node) {
+  const std::size_t local = nodes.front().size();
+  for (std::size_t n = 1; n < nodes.size(); ++n) {
+    if (nodes[n].size() != local) {
+      throw InputError(
+          fmt::format("{}: node {} holds {} of the group's ranks but node {} holds {} "
+                      "(every node needs "
+                      "the same count; ranks_per_node = {})",
+                      what, nodes[n].front() / ranks_per_node, nodes[n].size(),
+                      nodes.front().front() / ranks_per_node, local, ranks_per_node));
+    }
+  }
+}
+
 TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_per_node, InterNode inter,
                            bool flows) {
   const auto rings = flows ? &detail::ring_flows : &detail::ring_steps;
   detail::check_group("hierarchical all-reduce", ranks, size);
   const auto nodes = split_by_node(ranks, ranks_per_node);
   const std::size_t local = nodes.front().size();
-  for (std::size_t n = 1; n < nodes.size(); ++n) {
-    if (nodes[n].size() != local) {
-      throw InputError(
-          fmt::format("hierarchical all-reduce: node {} holds {} of the group's ranks but node {} holds {} "
-                      "(every node needs "
-                      "the same count; ranks_per_node = {})",
-                      nodes[n].front() / ranks_per_node, nodes[n].size(),
-                      nodes.front().front() / ranks_per_node, local, ranks_per_node));
-    }
-  }
+  check_even_nodes("hierarchical all-reduce", nodes, ranks_per_node);
   if (ranks.size() == 1 || size.count() == 0) return {};
   if (nodes.size() == 1 || local == 1) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
 
@@ -91,6 +99,68 @@ TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size,
 TransferGraph hierarchical_all_reduce_flows(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
                                             InterNode inter) {
   return hierarchical(ranks, size, ranks_per_node, inter, true);
+}
+
+TransferGraph hierarchical_all_to_all(const std::vector<int>& ranks, Bytes size, int ranks_per_node) {
+  detail::check_group("hierarchical all-to-all", ranks, size);
+  if (ranks_per_node < 1) {
+    throw InputError(fmt::format(
+        "hierarchical all-to-all needs ranks_per_node (got {}): which of the {} ranks share a node",
+        ranks_per_node, ranks.size()));
+  }
+  const auto nodes = split_by_node(ranks, ranks_per_node);
+  check_even_nodes("hierarchical all-to-all", nodes, ranks_per_node);
+  if (ranks.size() == 1 || size.count() == 0) return {};
+  if (nodes.size() == 1 || nodes.front().size() == 1) return direct_all_to_all(ranks, size);
+
+  const auto n_nodes = static_cast<std::int64_t>(nodes.size());
+  const auto local = static_cast<std::int64_t>(nodes.front().size());
+  // The block for group member j (as the direct all-to-all splits the buffer).
+  std::map<int, std::size_t> position;
+  for (std::size_t j = 0; j < ranks.size(); ++j) position.emplace(ranks[j], j);
+  const auto blocks = detail::split(size, static_cast<std::int64_t>(ranks.size()));
+  auto block = [&](std::int64_t n, std::int64_t l) {
+    return blocks[position.at(nodes[static_cast<std::size_t>(n)][static_cast<std::size_t>(l)])];
+  };
+  auto member = [&](std::int64_t n, std::int64_t l) {
+    return nodes[static_cast<std::size_t>(n)][static_cast<std::size_t>(l)];
+  };
+  TransferGraph g;
+  // 1. Inside every node, pairwise (step s: l -> l + s): the blocks of every
+  //    node's member at the peer's local position.
+  for (std::int64_t s = 1; s < local; ++s) {
+    for (std::int64_t n = 0; n < n_nodes; ++n) {
+      for (std::int64_t l = 0; l < local; ++l) {
+        const std::int64_t to = (l + s) % local;
+        Bytes bytes;
+        for (std::int64_t m = 0; m < n_nodes; ++m) bytes += block(m, to);
+        std::vector<TransferIndex> deps;
+        if (s > 1) deps.push_back(static_cast<TransferIndex>(((s - 2) * n_nodes + n) * local + l));
+        detail::add(g, member(n, l), member(n, to), bytes, static_cast<std::int32_t>(s - 1), std::move(deps));
+      }
+    }
+  }
+  const auto intra_end = static_cast<TransferIndex>(g.transfers.size());
+  const auto intra_into = detail::into(g, 0, intra_end);
+  // 2. Across nodes on every rail, pairwise (step t: node n -> n + t): the
+  //    blocks of the node's `local` members for the peer, once the rank has
+  //    received its node's blocks.
+  for (std::int64_t t = 1; t < n_nodes; ++t) {
+    for (std::int64_t n = 0; n < n_nodes; ++n) {
+      for (std::int64_t l = 0; l < local; ++l) {
+        const std::int64_t to = (n + t) % n_nodes;
+        std::vector<TransferIndex> deps;
+        if (t > 1) deps.push_back(intra_end + static_cast<TransferIndex>(((t - 2) * n_nodes + n) * local + l));
+        detail::add(g, member(n, l), member(to, l), block(to, l) * local,
+                    static_cast<std::int32_t>(local - 1 + t - 1), std::move(deps));
+      }
+    }
+  }
+  detail::gate(g, intra_end, static_cast<TransferIndex>(g.transfers.size()), [&](int src) {
+    auto it = intra_into.find(src);
+    return it == intra_into.end() ? std::vector<TransferIndex>{} : it->second;
+  });
+  return g;
 }
 
 }  // namespace tessera::collectives

@@ -1,17 +1,42 @@
 # `tessera search` prints its winner as --set flags; running the scenario with
 # them reproduces the winner's iteration time (rank 1 of the table).
-execute_process(COMMAND ${TESSERA} search ${SCENARIO} --max-candidates 8 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+# CAP: --max-candidates (default 8). MOE: the scenario's model has experts:
+# the table has an ep column, some plan of it has ep > 1, and the flags and
+# YAML name ep; otherwise none of them mentions ep.
+if(NOT DEFINED CAP)
+  set(CAP 8)
+endif()
+execute_process(COMMAND ${TESSERA} search ${SCENARIO} --max-candidates ${CAP} --top ${CAP}
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "search failed: ${rc}")
 endif()
-if(NOT out MATCHES "\n +1 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[a-z0-9-]+ +[a-z]+ +([0-9.]+) ")
+# rank dp tp pp [ep] mb schedule recompute iteration-ms
+if(NOT out MATCHES "\n +1 +[0-9]+ +[0-9]+ +[0-9]+( +[0-9]+)? +[0-9]+ +[a-z0-9-]+ +[a-z]+ +([0-9.]+) ")
   message(FATAL_ERROR "no rank-1 row in\n${out}")
 endif()
-set(best_ms ${CMAKE_MATCH_1})
+set(best_ms ${CMAKE_MATCH_2})
 if(NOT out MATCHES "best plan as flags: ([^\n]+)\n")
   message(FATAL_ERROR "no best-plan flags in\n${out}")
 endif()
-separate_arguments(flags UNIX_COMMAND "${CMAKE_MATCH_1}")
+set(flag_text "${CMAKE_MATCH_1}")
+separate_arguments(flags UNIX_COMMAND "${flag_text}")
+if(MOE)
+  if(NOT out MATCHES "\n *rank +dp +tp +pp +ep +mb ")
+    message(FATAL_ERROR "no ep column in\n${out}")
+  endif()
+  if(NOT out MATCHES "\n +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +([2-9]|[1-9][0-9]+) +[0-9]+ +[a-z0-9-]+ +[a-z]+ +[0-9.]+ ")
+    message(FATAL_ERROR "no plan with ep > 1 in\n${out}")
+  endif()
+  if(NOT flag_text MATCHES "--set parallelism.ep=[0-9]+ "
+     OR NOT out MATCHES "best plan as YAML:\nparallelism:\n  dp: [0-9]+\n  tp: [0-9]+\n  pp: [0-9]+\n  ep: [0-9]+\n")
+    message(FATAL_ERROR "the winner's flags or YAML do not name ep:\n${out}")
+  endif()
+else()
+  if(out MATCHES " ep " OR out MATCHES "parallelism\\.ep=" OR out MATCHES "\n  ep: ")
+    message(FATAL_ERROR "a dense model's search mentions ep:\n${out}")
+  endif()
+endif()
 if(NOT out MATCHES "best plan as YAML:\nparallelism:\n  dp: [0-9]+\n  tp: [0-9]+\n  pp: [0-9]+\n")
   message(FATAL_ERROR "no best-plan YAML in\n${out}")
 endif()

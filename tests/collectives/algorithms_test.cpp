@@ -283,6 +283,68 @@ TEST(Hierarchical, RejectsUnevenNodesAndDegeneratesToRing) {
             ring_all_reduce(iota_ranks(4), Bytes(400)).transfers.size());
 }
 
+TEST(Hierarchical, AllToAllSplitsIntoIntraAndInterNodeOnTheRails) {
+  // 3 nodes x 4 ranks: per rank (L-1)/L * S inside its node in L-1 messages
+  // and (N-1)/N * S across nodes in N-1 messages, each to its own rail.
+  const int rpn = 4;
+  const int nodes = 3;
+  const std::int64_t size = 12000;  // one 1000-byte block per member
+  const auto ranks = iota_ranks(rpn * nodes);
+  const auto g = hierarchical_all_to_all(ranks, Bytes(size), rpn);
+  expect_well_formed(g);
+  EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(rpn * nodes * ((rpn - 1) + (nodes - 1))));
+  EXPECT_EQ(g.depth(), (rpn - 1) + (nodes - 1));
+  std::vector<std::int64_t> intra(ranks.size()), inter(ranks.size());
+  std::vector<int> inter_messages(ranks.size());
+  for (const auto& t : g.transfers) {
+    if (t.src / rpn == t.dst / rpn) {
+      EXPECT_EQ(t.bytes.count(), nodes * 1000);
+      intra[static_cast<std::size_t>(t.src)] += t.bytes.count();
+    } else {
+      EXPECT_EQ(t.src % rpn, t.dst % rpn) << "inter-node traffic leaves its rail";
+      EXPECT_EQ(t.bytes.count(), rpn * 1000);
+      inter[static_cast<std::size_t>(t.src)] += t.bytes.count();
+      ++inter_messages[static_cast<std::size_t>(t.src)];
+    }
+  }
+  for (int r : ranks) {
+    EXPECT_EQ(intra[static_cast<std::size_t>(r)], (rpn - 1) * size / rpn);
+    EXPECT_EQ(inter[static_cast<std::size_t>(r)], (nodes - 1) * size / nodes);
+    EXPECT_EQ(inter_messages[static_cast<std::size_t>(r)], nodes - 1);
+    // What the direct all-to-all receives across nodes, and (L-1)/L * S more inside the node.
+    EXPECT_EQ(g.bytes_received_by(r).count(), (nodes - 1) * size / nodes + (rpn - 1) * size / rpn);
+  }
+  // A rank forwards across nodes only once its node's blocks have arrived:
+  // its first inter-node send waits for every intra-node transfer into it.
+  for (const auto& t : g.transfers) {
+    if (t.src / rpn == t.dst / rpn || t.step != rpn - 1) continue;
+    int waits = 0;
+    for (TransferIndex d : t.deps) {
+      const auto& in = g.transfers[static_cast<std::size_t>(d)];
+      if (in.dst == t.src && in.src / rpn == t.src / rpn) ++waits;
+    }
+    EXPECT_EQ(waits, rpn - 1);
+  }
+  // expand() takes it for all-to-all with the node shape, and needs the shape.
+  ExpandOptions o;
+  o.algorithm = Algorithm::Hierarchical;
+  o.ranks_per_node = rpn;
+  EXPECT_EQ(expand(CollectiveKind::AllToAll, ranks, Bytes(size), o).transfers.size(), g.transfers.size());
+  expect_input_error(
+      [] { (void)expand(CollectiveKind::AllToAll, iota_ranks(8), Bytes(8), Algorithm::Hierarchical); },
+      {"hierarchical all-to-all", "ranks_per_node", "got 0"});
+  expect_input_error([] { (void)hierarchical_all_to_all({0, 1, 2, 4, 5}, Bytes(10), 4); },
+                     {"all-to-all", "node 1 holds 2", "node 0 holds 3"});
+  // One node, or one rank per node: the direct all-to-all.
+  EXPECT_EQ(hierarchical_all_to_all(iota_ranks(4), Bytes(400), 8).transfers.size(),
+            direct_all_to_all(iota_ranks(4), Bytes(400)).transfers.size());
+  EXPECT_EQ(hierarchical_all_to_all({0, 8, 16}, Bytes(300), 8).transfers.size(),
+            direct_all_to_all({0, 8, 16}, Bytes(300)).transfers.size());
+  // Auto stays direct.
+  o.algorithm = Algorithm::Auto;
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllToAll, ranks, Bytes(size), o), Algorithm::Direct);
+}
+
 TEST(BadInput, OneLineErrorsNameTheNumbers) {
   expect_input_error([] { (void)ring_all_reduce({}, Bytes(1)); }, {"empty"});
   expect_input_error(

@@ -199,6 +199,32 @@ TEST(LinkBytes, RailOptimizedHierarchicalAllReduceAvoidsSpines) {
   EXPECT_DOUBLE_EQ(autom.seconds, hier.seconds);
 }
 
+TEST(LinkBytes, RailOptimizedHierarchicalAllToAllAvoidsSpines) {
+  const int nodes = 4;
+  const int gpus = 8;
+  const int p = nodes * gpus;
+  const auto t = rail_fabric(nodes, gpus);
+  const Bytes s = Bytes::mib(64);
+  const auto hier = run(t, p, CollectiveKind::AllToAll, s, Algorithm::Hierarchical, 1, gpus);
+  // Inter-node traffic stays on its rail: nothing through the spines.
+  EXPECT_EQ(bytes_on(t, hier.link_bytes, topology::LinkTier::LeafSpine), 0.0);
+  // Each rank sends (N-1)/N * S over its HCA (two host links) and
+  // (L-1)/L * S over NVLink (two NVLink hops through the switch).
+  const double inter = static_cast<double>(nodes - 1) / nodes * s.as_double();
+  EXPECT_NEAR(bytes_on(t, hier.link_bytes, topology::LinkTier::Host), 2 * p * inter, p * 2.0);
+  EXPECT_NEAR(bytes_on(t, hier.link_bytes, topology::LinkTier::NvLink),
+              2 * p * static_cast<double>(gpus - 1) / gpus * s.as_double(), p * 2.0);
+  // The direct all-to-all sends the same bytes across nodes, (N-1) L
+  // messages per rank and most of them across rails, through the spines.
+  const auto direct = run(t, p, CollectiveKind::AllToAll, s, Algorithm::Direct, 1, gpus);
+  EXPECT_NEAR(bytes_on(t, direct.link_bytes, topology::LinkTier::Host), 2 * p * inter, p * 2.0);
+  EXPECT_GT(bytes_on(t, direct.link_bytes, topology::LinkTier::LeafSpine), 0.0);
+  EXPECT_LT(hier.seconds, direct.seconds);
+  // Auto stays direct (NCCL's all-to-all).
+  const auto autom = run(t, p, CollectiveKind::AllToAll, s, Algorithm::Auto, 1, gpus);
+  EXPECT_DOUBLE_EQ(autom.seconds, direct.seconds);
+}
+
 TEST(LinkBytes, RingAllReduceBytesPerLinkMatchTheFormula) {
   // On the star, every GPU uplink carries exactly 2(p-1)/p * S.
   const int p = 5;

@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace tessera::parallelism {
+enum class Schedule;  // plan.hpp
+}  // namespace tessera::parallelism
+
 namespace tessera::cli {
 
 using Args = std::vector<std::string>;
@@ -18,6 +22,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out);
 int cmd_search(const Args& args, std::ostream& out);
 // Planner commands: cli/src/planner_commands.cpp.
 int cmd_compare_schedules(const Args& args, std::ostream& out);
+/// A `--schedules` value: comma-separated schedule names (compare-schedules,
+/// search); throws UsageError naming the option.
+std::vector<parallelism::Schedule> parse_schedule_list(const std::string& text);
 /// `tessera validate distributed ...` (called by cmd_validate; `args` after "distributed").
 int cmd_validate_distributed(const Args& args, std::ostream& out);
 /// `tessera validate training ...` (cli/src/training_validation.cpp).

@@ -13,8 +13,10 @@ namespace tessera::collectives {
 /// reduce. Ring: ring for all-reduce / reduce-scatter / all-gather, a
 /// pipelined chain for broadcast and reduce. HalvingDoubling: recursive
 /// halving-doubling. Direct: pairwise all-to-all (and send-recv).
-/// Hierarchical: intra-node reduce-scatter, inter-node ring per rail,
-/// intra-node all-gather (needs ExpandOptions::ranks_per_node).
+/// Hierarchical (needs ExpandOptions::ranks_per_node): all-reduce as
+/// intra-node reduce-scatter, inter-node ring per rail, intra-node
+/// all-gather; all-to-all as a pairwise exchange inside the node, then one
+/// across nodes per rail (hierarchical.hpp).
 enum class Algorithm { Auto, Ring, Tree, HalvingDoubling, Direct, Hierarchical };
 std::string_view to_string(Algorithm a);
 /// "auto", "ring", "tree", "halving-doubling", "direct", "hierarchical".
@@ -56,7 +58,7 @@ struct ExpandOptions {
 
 /// What Auto resolves to for this collective (identity for other choices).
 /// The rule (NCCL-like, by message size and group shape):
-///  - send-recv, all-to-all: Direct;
+///  - send-recv, all-to-all: Direct (all-to-all: Hierarchical only when asked);
 ///  - reduce-scatter, all-gather: Ring (as NCCL);
 ///  - all-reduce: Tree when its estimate 2*ceil(log2 p)*(a + S/B) [C chunks:
 ///    (2*ceil(log2 p) + C - 1)*(a + S/(C*B))] beats the ring's

@@ -1,5 +1,5 @@
 #pragma once
-// Two-level all-reduce for groups spanning several nodes.
+// Two-level all-reduce and all-to-all for groups spanning several nodes.
 #include <vector>
 
 #include "tessera/collectives/transfer_graph.hpp"
@@ -31,6 +31,23 @@ TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size,
 /// into it.
 TransferGraph hierarchical_all_reduce_flows(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
                                             InterNode inter = InterNode::Ring);
+
+/// Hierarchical (two-level) all-to-all, rail-aligned: with L ranks on each of
+/// N nodes and the buffer split into one block per group member as the
+/// direct all-to-all splits it,
+///  1. inside every node, pairwise (L - 1 steps): the rank at local position
+///     l sends the rank at position l' the blocks for position l' of every
+///     node (N blocks, its own node's included);
+///  2. across nodes on each rail (the ranks at one local position), pairwise
+///     (N - 1 steps): a rank sends each other node's rank at its position
+///     the L blocks its node's ranks have for it (its own included), once it
+///     has received its node's blocks.
+/// Per rank: (L-1)/L * size inside the node and (N-1)/N * size across nodes
+/// (the direct all-to-all's inter-node bytes, in N - 1 messages on its rail
+/// instead of (N - 1) L messages to every rank of the other nodes). With N = 1
+/// or L = 1 it is the direct all-to-all. Throws InputError when
+/// ranks_per_node < 1 or nodes hold different numbers of the group's ranks.
+TransferGraph hierarchical_all_to_all(const std::vector<int>& ranks, Bytes size, int ranks_per_node);
 
 /// The group's ranks per node, nodes in order of first appearance, ranks in
 /// group order. Throws InputError for ranks_per_node < 1.
