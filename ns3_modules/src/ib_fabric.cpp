@@ -90,6 +90,8 @@ class IbFabric final : public Ns3Network::Fabric {
   std::vector<ns3::Ptr<IbChannel>> m_channels;
   std::unordered_map<std::uint64_t, std::uint16_t> m_firstPort;  ///< (src, dst) -> port at src
   std::unordered_map<std::uint64_t, InMessage> m_messages;
+  std::vector<std::int32_t> m_sourceClasses;  ///< Ns3Options::source_classes (the devices point here)
+  std::size_t m_numClasses = 0;               ///< highest class + 1
   std::uint64_t m_nextMessageId = 0;
   mutable Ns3NetworkStats m_stats;
 };
@@ -105,7 +107,8 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
       m_segmentWireBytes(0),
       m_adaptive(options.adaptive_routing),
       m_gpus(topo.num_gpus()),
-      m_tables(options.forwarding_tables) {
+      m_tables(options.forwarding_tables),
+      m_sourceClasses(options.source_classes) {
   // Everything is checked before a single ns-3 object exists.
   CheckOptions(options);
   m_segmentWireBytes = m_mtu * m_packetsPerSegment + std::int64_t{m_headerBytes} * m_packetsPerSegment;
@@ -192,6 +195,12 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
   for (std::size_t k = 0; k < links.size(); ++k) {
     m_devices[k]->SetPeerBufferBytes(m_devices[k ^ 1]->GetBufferBytes());
   }
+  if (!m_sourceClasses.empty()) {
+    for (const std::int32_t c : m_sourceClasses) {
+      m_numClasses = std::max(m_numClasses, static_cast<std::size_t>(std::max(c + 1, 0)));
+    }
+    for (auto& d : m_devices) d->SetSourceClasses(&m_sourceClasses, m_numClasses);
+  }
   if (!m_adaptive) m_hops = {};
 }
 
@@ -226,6 +235,12 @@ void IbFabric::CheckOptions(const Ns3Options& o) const {
   }
   if (o.link_sample_interval < Time::zero()) {
     throw InputError("ns-3 backend: link_sample_interval must not be negative");
+  }
+  for (std::size_t r = 0; r < o.source_classes.size(); ++r) {
+    if (o.source_classes[r] < -1) {
+      throw InputError(fmt::format("ns-3 backend: source_classes[{}] must be -1 (none) or a class >= 0 (got {})", r,
+                                   o.source_classes[r]));
+    }
   }
 }
 
@@ -482,6 +497,8 @@ Ns3Report IbFabric::GetReport() const {
     r.max_queue_packets = rx.m_rxMaxPackets;
     r.bytes_per_sample.reserve(tx.m_samples.size());
     for (const auto b : tx.m_samples) r.bytes_per_sample.emplace_back(static_cast<std::int64_t>(b));
+    r.payload_by_class.reserve(tx.m_txPayloadByClass.size());
+    for (const auto b : tx.m_txPayloadByClass) r.payload_by_class.emplace_back(static_cast<std::int64_t>(b));
   }
   return report;
 }

@@ -154,6 +154,12 @@ void IbNetDevice::TryTransmit() {
     ++m_txPackets;
     m_txWireBytes += wire;
     m_txPayloadBytes += m_current.info.payload;
+    if (m_sourceClasses != nullptr && m_current.info.srcRank < m_sourceClasses->size()) {
+      const std::int32_t cls = (*m_sourceClasses)[m_current.info.srcRank];
+      if (cls >= 0 && static_cast<std::size_t>(cls) < m_txPayloadByClass.size()) {
+        m_txPayloadByClass[static_cast<std::size_t>(cls)] += m_current.info.payload;
+      }
+    }
     m_busyPs += tx.GetPicoSeconds();
     if (m_sampleInterval.IsStrictlyPositive()) {
       const auto bin = static_cast<std::size_t>(now / m_sampleInterval.GetPicoSeconds());
@@ -166,6 +172,11 @@ void IbNetDevice::TryTransmit() {
     return;
   }
   if (waiting && m_stallSince < 0) m_stallSince = ns3::Simulator::Now().GetPicoSeconds();
+}
+
+void IbNetDevice::SetSourceClasses(const std::vector<std::int32_t>* classes, std::size_t numClasses) {
+  m_sourceClasses = classes;
+  m_txPayloadByClass.assign(classes != nullptr ? numClasses : 0, 0);
 }
 
 void IbNetDevice::TransmitComplete() {

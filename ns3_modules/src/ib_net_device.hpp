@@ -43,6 +43,7 @@ inline constexpr std::uint16_t kIbNoPort = 0xFFFF;
 /// them from the LRH; the values are the same).
 struct IbPacketInfo {
   std::uint32_t dstRank = 0;    ///< destination HCA (DLID - 1)
+  std::uint32_t srcRank = 0;    ///< source HCA (SLID - 1)
   std::uint32_t wireBytes = 0;  ///< payload + header bytes of every MTU packet in it
   std::uint32_t payload = 0;
   std::uint64_t messageId = 0;
@@ -110,6 +111,10 @@ class IbNetDevice : public ns3::NetDevice {
   void SetBufferBytes(std::uint32_t bytes);  ///< own receive buffer per VL
   std::uint32_t GetBufferBytes() const { return m_bufferBytes; }
   void SetSampleInterval(ns3::Time interval) { m_sampleInterval = interval; }
+  /// Counts transmitted payload by the class of the packet's source rank
+  /// (`classes[srcRank]`, -1 or past the end: none) into m_txPayloadByClass,
+  /// sized `numClasses`. `classes` must outlive the device; null: no accounting.
+  void SetSourceClasses(const std::vector<std::int32_t>* classes, std::size_t numClasses);
   std::uint16_t GetPort() const { return m_port; }
   /// Cut-through: a received packet goes to the owner as soon as its headers
   /// are in (switch ports); otherwise once its last byte is (HCA ports).
@@ -129,6 +134,7 @@ class IbNetDevice : public ns3::NetDevice {
   std::uint64_t m_txPackets = 0;
   std::uint64_t m_txWireBytes = 0;
   std::uint64_t m_txPayloadBytes = 0;
+  std::vector<std::uint64_t> m_txPayloadByClass;  ///< SetSourceClasses: payload per source class
   std::int64_t m_busyPs = 0;
   std::int64_t m_stallPs = 0;
   std::uint64_t m_rxMaxBytes = 0;     ///< fullest receive buffer, all VLs together
@@ -198,6 +204,7 @@ class IbNetDevice : public ns3::NetDevice {
   std::uint32_t m_peerBufferBlocks = 0;
   std::int64_t m_stallSince = -1;       ///< ps; -1 = not stalled
   ns3::Time m_sampleInterval;
+  const std::vector<std::int32_t>* m_sourceClasses = nullptr;  ///< SetSourceClasses (not owned)
 
   // Receive side.
   std::uint32_t m_bufferBytes = 0;

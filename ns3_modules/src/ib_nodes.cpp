@@ -211,7 +211,7 @@ IbTxItem IbHca::DequeueTx(std::uint16_t port, std::uint8_t vl) {
   header.m_messageId = m.id;
   auto packet = ns3::Create<ns3::Packet>(payload);  // virtual zero-filled payload, never allocated
   packet->AddHeader(header);
-  IbTxItem item{packet, IbPacketInfo{.dstRank = qp.dstRank, .wireBytes = wire, .payload = payload, .messageId = m.id, .lastBytePs = 0, .vl = vl}, kIbNoPort};
+  IbTxItem item{packet, IbPacketInfo{.dstRank = qp.dstRank, .srcRank = m_rank, .wireBytes = wire, .payload = payload, .messageId = m.id, .lastBytePs = 0, .vl = vl}, kIbNoPort};
 
   ++m_packetsInjected;
   m_payloadInjected += payload;

@@ -408,6 +408,34 @@ TEST(IbModel, ReportsAndCsv) {
   EXPECT_NE(series.find("\n0,0.000,"), std::string::npos);
 }
 
+// Payload by source class: on a 4-GPU star, gpu0 (class 0) and gpu1
+// (class 1) send 1 MiB and 3 MiB to gpu3, gpu2 (no class, -1) 2 MiB. The
+// leaf -> gpu3 link carries all 6 MiB: 1 MiB class 0, 3 MiB class 1, the
+// rest in no class; each up-link only its sender's class. Payload, not wire
+// bytes. Without source_classes the split is empty.
+TEST(IbModel, PayloadBySourceClass) {
+  const Topology t = star(4, Bandwidth::gbps(200), Time::from_ns(500));
+  const std::vector<Message> msgs = {Message{0, 3, Bytes::mib(1)}, Message{1, 3, Bytes::mib(3)},
+                                     Message{2, 3, Bytes::mib(2)}};
+  Ns3Options o;
+  o.source_classes = {0, 1, -1};  // gpu3 past the end: no class
+  const auto f = run_flows(t, msgs, o);
+  ASSERT_EQ(f.report.links.size(), t.links().size());
+  // star(): gpu i's up-link is link 2i, its down-link 2i + 1.
+  const auto& down = f.report.links[7];
+  EXPECT_EQ(down.payload_bytes, Bytes::mib(6));
+  EXPECT_EQ(down.payload_by_class, (std::vector<Bytes>{Bytes::mib(1), Bytes::mib(3)}));
+  EXPECT_EQ(f.report.links[0].payload_by_class, (std::vector<Bytes>{Bytes::mib(1), Bytes(0)}));
+  EXPECT_EQ(f.report.links[2].payload_by_class, (std::vector<Bytes>{Bytes(0), Bytes::mib(3)}));
+  EXPECT_EQ(f.report.links[4].payload_by_class, (std::vector<Bytes>{Bytes(0), Bytes(0)}));
+  EXPECT_EQ(f.report.links[4].payload_bytes, Bytes::mib(2));
+  EXPECT_GT(down.wire_bytes, down.payload_bytes);
+  const auto plain = run_flows(t, msgs);
+  for (const auto& l : plain.report.links) EXPECT_TRUE(l.payload_by_class.empty());
+  EXPECT_EQ(plain.report.links[7].payload_bytes, Bytes::mib(6));
+  EXPECT_EQ(plain.report.end_time, f.report.end_time);  // accounting does not change the run
+}
+
 TEST(IbModel, RejectsBadInputBeforeSimulating) {
   const Topology t = star(3, Bandwidth::gbps(100), Time::from_us(1));
   auto with = [](auto edit) {
@@ -426,6 +454,7 @@ TEST(IbModel, RejectsBadInputBeforeSimulating) {
   EXPECT_THROW(Ns3Network(t, loop, with([](Ns3Options& o) { o.buffer_bytes = Bytes(4000); })), InputError);
   EXPECT_THROW(Ns3Network(t, loop, with([](Ns3Options& o) { o.link_sample_interval = Time::from_ps(-1); })),
                InputError);
+  EXPECT_THROW(Ns3Network(t, loop, with([](Ns3Options& o) { o.source_classes = {0, -2}; })), InputError);
   // A zero or negative rate never makes it into a topology.
   Topology bad;
   const auto a = bad.add_vertex(VertexKind::Gpu, "gpu0", 0);

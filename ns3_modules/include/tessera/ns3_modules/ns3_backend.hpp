@@ -91,6 +91,12 @@ struct Ns3Options {
   /// (must outlive the run). Checked before the run: every fabric switch must
   /// reach every HCA attached to the fabric.
   const topology::ForwardingTables* forwarding_tables = nullptr;
+  /// Optional accounting by class of the sending rank (a job, a tenant), as
+  /// engine::FlowNetwork::set_source_classes: source_classes[r] in 0..n-1 is
+  /// rank r's class, -1 (or a rank past the end) counts in no class; empty:
+  /// no accounting. Fills LinkReport::payload_by_class (InfiniBand model
+  /// only; PointToPoint has no per-link report). Checked: no value below -1.
+  std::vector<std::int32_t> source_classes;
 };
 
 /// An EventLoop whose clock is ns3::Simulator's (picosecond resolution,
@@ -142,6 +148,11 @@ struct LinkReport {
   /// Wire bytes whose transmission started in each bin of
   /// Ns3Report::sample_interval (empty without a sample interval).
   std::vector<Bytes> bytes_per_sample;
+  /// payload_bytes split by the class of each packet's source rank
+  /// (Ns3Options::source_classes; index = class, size = highest class + 1);
+  /// sums to payload_bytes when every rank that sends over the link has a
+  /// class. Empty without source_classes.
+  std::vector<Bytes> payload_by_class;
 };
 
 /// Everything a run of the ns-3 backend measured besides the execution result.
