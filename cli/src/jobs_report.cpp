@@ -38,8 +38,8 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
                        j.tokens_per_s);
   }
   if (!o.per_job_links) {
-    out += "Links by job   not available: the ns-3 backend does not attribute link traffic to jobs (use backend "
-           "flow)\n";
+    out += "Links by job   not available: the ns-3 point-to-point model does not attribute link traffic to jobs "
+           "(use ns3 model infiniband or backend flow)\n";
     return out;
   }
   out += fmt::format("Busiest links by job (utilization: its payload over the link's capacity during its shared "
@@ -69,7 +69,7 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
     const auto& j = o.jobs[i];
     std::string nodes;
     for (int n : j.nodes) nodes += fmt::format("{}{}", nodes.empty() ? "" : ", ", n);
-    std::string links = "null";  // ns-3: not available
+    std::string links = "null";  // ns-3 point-to-point: not available
     if (o.per_job_links) {
       links = "[";
       for (std::size_t k = 0; k < j.busiest_links.size(); ++k) {

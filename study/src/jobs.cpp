@@ -126,7 +126,7 @@ JobsOutcome simulate_jobs(const Scenario& s) {
   std::vector<std::vector<double>> job_link_bytes;  // [job][link]
   {
     // Each message's bytes counted for its source rank's job, where the
-    // backend can attribute traffic (the flow backend).
+    // backend can attribute traffic (flow; ns-3's InfiniBand model).
     std::vector<std::int32_t> job_of(static_cast<std::size_t>(s.gpus()), -1);
     for (std::size_t j = 0; j < gpu_of.size(); ++j) {
       for (int g : gpu_of[j]) job_of[static_cast<std::size_t>(g)] = static_cast<std::int32_t>(j);

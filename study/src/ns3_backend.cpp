@@ -2,6 +2,8 @@
 // (ns3_modules). Compiled only in a build with ns-3 (TESSERA_HAVE_NS3).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "backends.hpp"
 #include "tessera/ns3_modules/ns3_backend.hpp"
 
@@ -40,10 +42,36 @@ class Ns3Backend final : public NetworkBackend {
   [[nodiscard]] BackendRun run(const parallelism::TaskGraph& graph, const topology::Topology& topo,
                                const Scenario& s, const engine::ExecutionOptions& options,
                                engine::ExecutionObserver* observer) const override {
+    return run_classified(graph, topo, s, options, observer, {});
+  }
+  /// Payload bytes per link by source class from the InfiniBand model's link
+  /// counters (LinkReport::payload_by_class), with the per-link payload
+  /// totals in link_bytes. The PointToPoint model has no per-link report:
+  /// both stay empty there.
+  [[nodiscard]] BackendRun run_classified(const parallelism::TaskGraph& graph, const topology::Topology& topo,
+                                          const Scenario& s, const engine::ExecutionOptions& options,
+                                          engine::ExecutionObserver* observer,
+                                          std::vector<std::int32_t> source_classes) const override {
     check(s);
+    const bool classified = !source_classes.empty();
+    ns3_modules::Ns3Options ns3 = ns3_options(s, options);
+    ns3.source_classes = std::move(source_classes);
     ns3_modules::Ns3Report report;
     BackendRun out;
-    out.result = ns3_modules::run_on_ns3(graph, topo, ns3_options(s, options), observer, &report);
+    out.result = ns3_modules::run_on_ns3(graph, topo, ns3, observer, &report);
+    if (classified && !report.links.empty()) {
+      std::size_t classes = 0;
+      for (const ns3_modules::LinkReport& r : report.links) classes = std::max(classes, r.payload_by_class.size());
+      out.link_bytes.assign(topo.links().size(), 0.0);
+      out.link_bytes_by_class.assign(classes, std::vector<double>(topo.links().size(), 0.0));
+      for (const ns3_modules::LinkReport& r : report.links) {
+        const auto l = static_cast<std::size_t>(r.link);
+        out.link_bytes[l] = r.payload_bytes.as_double();
+        for (std::size_t c = 0; c < r.payload_by_class.size(); ++c) {
+          out.link_bytes_by_class[c][l] = r.payload_by_class[c].as_double();
+        }
+      }
+    }
     out.link_csv = ns3_modules::link_csv(report, topo);
     const ns3_modules::Ns3NetworkStats& n = report.network;
     PacketFabricStats f;

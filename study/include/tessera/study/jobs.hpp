@@ -53,11 +53,12 @@ struct JobOutcome {
   Time shared;  ///< iteration time with every job running
   double tokens_per_s = 0.0;  ///< at the shared iteration time
   /// Payload its ranks sent over each directed link in the shared run
-  /// (index = LinkId); flow backend only (empty on ns-3).
+  /// (index = LinkId); empty where the backend cannot attribute traffic
+  /// (JobsOutcome::per_job_links false).
   std::vector<double> link_bytes;
   /// Its kJobBusiestLinks links of highest utilization (bytes over
   /// bandwidth; highest first, ties by link id), links it did not use left
-  /// out; flow backend only.
+  /// out; empty without per_job_links.
   std::vector<JobLink> busiest_links;
   [[nodiscard]] double slowdown() const {
     return alone > Time::zero() ? static_cast<double>(shared.ps()) / static_cast<double>(alone.ps()) - 1.0 : 0.0;
@@ -67,11 +68,12 @@ struct JobOutcome {
 struct JobsOutcome {
   std::vector<JobOutcome> jobs;
   Time makespan;  ///< when the last job's iteration ended
-  /// Per-job link bytes were collected (flow backend): the flow network
-  /// attributes each message to its source rank's job. The ns-3 backend has
-  /// no per-source accounting: false, and the jobs' link lists are empty.
+  /// Per-job link bytes were collected: the flow backend attributes each
+  /// message, the ns-3 backend (InfiniBand model) each packet, to its source
+  /// rank's job. The ns-3 PointToPoint model keeps no per-link counts:
+  /// false there, and the jobs' link lists are empty.
   bool per_job_links = false;
-  std::vector<double> link_bytes;  ///< every job together, per directed link (flow backend)
+  std::vector<double> link_bytes;  ///< every job together, per directed link (payload; with per_job_links)
 };
 
 /// Runs a multi-job scenario (s.jobs not empty) on its backend.
