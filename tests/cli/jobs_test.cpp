@@ -222,6 +222,71 @@ TEST(Jobs, LinkBytesByJob) {
   EXPECT_EQ(a.jobs[0].link_bytes, both.jobs[0].link_bytes);
 }
 
+#ifdef TESSERA_HAVE_NS3
+// Link bytes by job on the ns-3 backend (InfiniBand model): each packet's
+// payload counted for its source rank's job. As on the flow backend, the
+// jobs' bytes add up to each link's payload total, packed keeps every job
+// off the leaf-spine links and spread does not; and each job moves as many
+// payload bytes over all links together as on the flow backend (payload, not
+// wire bytes; the forwarding tables' paths have the routes' hop counts).
+TEST(Jobs, LinkBytesByJobNs3) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  for (const char* placement : {"packed", "spread"}) {
+    const Scenario s = parse_scenario(text, "t.yaml", {{"placement", placement}, {"backend", "ns3"}});
+    const topology::Topology topo = study::build_topology(s);
+    const JobsOutcome o = simulate_jobs(s);
+    ASSERT_TRUE(o.per_job_links) << placement;
+    ASSERT_EQ(o.link_bytes.size(), topo.links().size());
+    double spine_total = 0.0;
+    for (std::size_t l = 0; l < o.link_bytes.size(); ++l) {
+      double sum = 0.0;
+      for (const auto& j : o.jobs) sum += j.link_bytes.at(l);
+      EXPECT_EQ(sum, o.link_bytes[l]) << placement << " link " << l;
+      if (topo.tier(static_cast<topology::LinkId>(l)) == topology::LinkTier::LeafSpine) {
+        for (const auto& j : o.jobs) {
+          if (std::string(placement) == "packed") {
+            EXPECT_EQ(j.link_bytes[l], 0.0) << j.name << " link " << l;
+          }
+        }
+        spine_total += o.link_bytes[l];
+      }
+    }
+    if (std::string(placement) == "packed") {
+      EXPECT_EQ(spine_total, 0.0);
+    } else {
+      EXPECT_GT(spine_total, 0.0);
+    }
+    const JobsOutcome flow = simulate_jobs(parse_scenario(text, "t.yaml", {{"placement", placement}}));
+    ASSERT_EQ(flow.jobs.size(), o.jobs.size());
+    for (std::size_t j = 0; j < o.jobs.size(); ++j) {
+      const auto& job = o.jobs[j];
+      ASSERT_EQ(job.busiest_links.size(), study::kJobBusiestLinks) << job.name;
+      for (const auto& b : job.busiest_links) {
+        EXPECT_EQ(b.bytes, job.link_bytes[static_cast<std::size_t>(b.link)]);
+        EXPECT_GT(b.share, 0.0);
+        EXPECT_LE(b.share, 1.0);
+      }
+      double ns3_bytes = 0.0;
+      double flow_bytes = 0.0;
+      for (const double b : job.link_bytes) ns3_bytes += b;
+      for (const double b : flow.jobs[j].link_bytes) flow_bytes += b;
+      EXPECT_GT(ns3_bytes, 0.0) << placement << " " << job.name;
+      EXPECT_EQ(ns3_bytes, flow_bytes) << placement << " " << job.name;
+    }
+  }
+  // The point-to-point model keeps no per-link counts (its run is far too
+  // slow for this test: only the report of an outcome without them).
+  const Scenario p2p = parse_scenario(text, "t.yaml", {{"backend", "ns3"}, {"ns3.model", "point-to-point"}});
+  JobsOutcome none;
+  none.jobs.resize(1);
+  none.jobs[0].name = "job-a";
+  EXPECT_NE(format_jobs_text(p2p, none).find("Links by job   not available: the ns-3 point-to-point model does not "
+                                              "attribute link traffic to jobs"),
+            std::string::npos);
+  EXPECT_NE(format_jobs_json(p2p, none).find(R"("busiest_links": null)"), std::string::npos);
+}
+#endif
+
 TEST(Jobs, PlaceJobsRelabelsRanksAndSharesPrograms) {
   parallelism::TaskGraph g;
   parallelism::Program p;
