@@ -21,6 +21,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.tp = s.plan.tp;
   rep.pp = s.plan.pp;
   rep.ep = s.plan.ep;
+  if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   if (s.mixed_gpus) {
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
     rep.mixed_nodes = static_cast<int>(s.mixed_gpus->nodes.size());
@@ -177,8 +178,9 @@ std::string format_text(const RunReport& r) {
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({} fabric{})\n", r.scenario, r.model, r.gpus, r.gpu, r.fabric,
                      r.hcas);
-  out += fmt::format("Plan           dp={} tp={} pp={}{}, {} micro-batch{}, {} schedule\n", r.dp, r.tp, r.pp,
-                     r.ep > 1 ? fmt::format(" ep={}", r.ep) : "", r.micro_batches,
+  out += fmt::format("Plan           dp={} tp={} pp={}{}{}, {} micro-batch{}, {} schedule\n", r.dp, r.tp, r.pp,
+                     r.ep > 1 ? fmt::format(" ep={}", r.ep) : "",
+                     r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,
                      r.micro_batches == 1 ? "" : "es", r.schedule);
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
   if (!r.mixed_gpu.empty()) {
@@ -292,7 +294,10 @@ std::string format_json(const RunReport& r) {
       "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, \"oom\": {}, "
       "\"memory_per_stage\": [{}]{}}}\n",
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
-      r.pp, r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : "", json_string(r.schedule), r.micro_batches,
+      r.pp,
+      (r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
+          (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
+      json_string(r.schedule), r.micro_batches,
       json_string(r.backend), json_string(r.predictor),
       (r.mixed_gpu.empty() ? std::string()
                            : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": {}}}, ", json_string(r.mixed_gpu),

@@ -934,6 +934,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     }
     if (p.has("tp_comm_overlap")) plan.tp_comm_overlap = p.boolean("tp_comm_overlap");
     if (p.has("pipeline_scatter_gather")) plan.pipeline_scatter_gather = p.boolean("pipeline_scatter_gather");
+    if (p.has("layout")) {
+      const YAML::Node v = p.need("layout");
+      plan.layout = checked(p, v, p.key_path("layout"), [&] { return parallelism::parse_rank_layout(p.scalar("layout")); });
+    }
     if (p.has("bucket_size")) plan.bucket_size = p.unit("bucket_size", parse_bytes);
     if (plan.bucket_size.count() <= 0) {
       p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");
@@ -954,6 +958,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
       if (p.has(key)) p.fail_at(p.node()[key].Mark(), p.key_path(key), msg);
       p.fail_at(p.node().Mark(), "parallelism", msg);
+    }
+    // A tensor-parallel group across nodes is legal but slow (its all-reduces
+    // cross the network): a warning, not an error (docs/parallelism.md, "Rank
+    // layout and groups").
+    if (parallelism::tp_group_spans_nodes(plan, s.cluster.gpus_per_node)) {
+      s.warnings.push_back(fmt::format(
+          "parallelism.tp = {} spans nodes: with layout {} a tensor-parallel group does not fit in one node of "
+          "cluster.gpus_per_node = {} GPUs (legal, but its all-reduces cross the network)",
+          plan.tp, parallelism::to_string(plan.layout), s.cluster.gpus_per_node));
     }
   }
   if (top.has("predictor")) {

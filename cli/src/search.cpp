@@ -243,6 +243,15 @@ int cmd_search(const Args& args, std::ostream& out) {
       if (gpus % (tp * pp) != 0) continue;
       const int dp = gpus / (tp * pp);
       if (global_batch % dp != 0) continue;
+      {
+        // Tensor-parallel groups stay inside a node (tp divides the GPUs per
+        // node; under a layout with tp not innermost that is not enough).
+        ParallelPlan probe = base.plan;
+        probe.dp = dp;
+        probe.tp = tp;
+        probe.pp = pp;
+        if (parallelism::tp_group_spans_nodes(probe, base.cluster.gpus_per_node)) continue;
+      }
       for (int ep : space.ep) {
         // (expert-parallel groups are carved out of the data-parallel ranks)
         if (dp % ep != 0) continue;

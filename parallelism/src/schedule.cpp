@@ -150,15 +150,92 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
   }
 }
 
+std::string_view to_string(ParallelDim d) {
+  switch (d) {
+    case ParallelDim::TP: return "tp";
+    case ParallelDim::DP: return "dp";
+    case ParallelDim::PP: return "pp";
+  }
+  return "?";
+}
+
+std::string to_string(const RankLayout& l) {
+  return fmt::format("{}-{}-{}", to_string(l.order[0]), to_string(l.order[1]), to_string(l.order[2]));
+}
+
+RankLayout parse_rank_layout(std::string_view text) {
+  // Every order of tp, dp and pp, the default first.
+  constexpr std::array<std::array<ParallelDim, 3>, 6> kOrders{{
+      {ParallelDim::TP, ParallelDim::DP, ParallelDim::PP},
+      {ParallelDim::TP, ParallelDim::PP, ParallelDim::DP},
+      {ParallelDim::DP, ParallelDim::TP, ParallelDim::PP},
+      {ParallelDim::DP, ParallelDim::PP, ParallelDim::TP},
+      {ParallelDim::PP, ParallelDim::TP, ParallelDim::DP},
+      {ParallelDim::PP, ParallelDim::DP, ParallelDim::TP},
+  }};
+  std::string names;
+  for (std::size_t i = 0; i < kOrders.size(); ++i) {
+    const RankLayout l{kOrders[i]};
+    if (to_string(l) == text) return l;
+    if (i > 0) names += i + 1 == kOrders.size() ? " or " : ", ";
+    names += to_string(l);
+  }
+  throw InputError(fmt::format("unknown layout '{}' (dimensions innermost first: expected {})", text, names));
+}
+
+namespace {
+
+int extent(const ParallelPlan& plan, ParallelDim d) {
+  switch (d) {
+    case ParallelDim::TP: return plan.tp;
+    case ParallelDim::DP: return plan.dp;
+    case ParallelDim::PP: return plan.pp;
+  }
+  return 1;
+}
+
+int& coord_of(RankCoord& c, ParallelDim d) {
+  switch (d) {
+    case ParallelDim::TP: return c.tp;
+    case ParallelDim::DP: return c.dp;
+    case ParallelDim::PP: break;
+  }
+  return c.pp;
+}
+
+}  // namespace
+
 RankCoord rank_coord(const ParallelPlan& plan, int rank) {
   RankCoord c;
-  c.tp = rank % plan.tp;
-  c.dp = (rank / plan.tp) % plan.dp;
-  c.pp = rank / (plan.tp * plan.dp);
+  for (const ParallelDim d : plan.layout.order) {
+    const int n = extent(plan, d);
+    coord_of(c, d) = rank % n;
+    rank /= n;
+  }
   return c;
 }
 
-int rank_of(const ParallelPlan& plan, const RankCoord& c) { return (c.pp * plan.dp + c.dp) * plan.tp + c.tp; }
+int rank_of(const ParallelPlan& plan, const RankCoord& c) {
+  RankCoord k = c;
+  int rank = 0;
+  for (auto it = plan.layout.order.rbegin(); it != plan.layout.order.rend(); ++it) {
+    rank = rank * extent(plan, *it) + coord_of(k, *it);
+  }
+  return rank;
+}
+
+bool tp_group_spans_nodes(const ParallelPlan& plan, int gpus_per_node) {
+  if (gpus_per_node <= 0 || plan.tp <= 1) return false;
+  for (int rank = 0; rank < plan.world_size(); ++rank) {
+    RankCoord c = rank_coord(plan, rank);
+    if (c.tp != 0) continue;
+    const int node = rank / gpus_per_node;
+    for (c.tp = 1; c.tp < plan.tp; ++c.tp) {
+      if (rank_of(plan, c) / gpus_per_node != node) return true;
+    }
+  }
+  return false;
+}
 
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_stages) {
   const std::int64_t n = static_cast<std::int64_t>(pp) * virtual_stages;

@@ -70,7 +70,7 @@ hostile_set(parallelism.bucket_size negative -25MB)
 hostile_set(parallelism.bucket_size huge 9EiB)
 # Names from a fixed set.
 foreach(key IN ITEMS training.dtype training.framework training.optimizer backend cluster.gpu model.preset
-                     parallelism.grad_sync parallelism.schedule parallelism.recompute predictor
+                     parallelism.grad_sync parallelism.schedule parallelism.recompute parallelism.layout predictor
                      cluster.fabric.type collectives.algorithm collectives.granularity)
   hostile_set(${key} unknown bogus)
   hostile_set(${key} list "[a, b]")

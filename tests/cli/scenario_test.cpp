@@ -459,3 +459,36 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
             std::string::npos);
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
 }
+
+TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
+  // Default: Megatron's layout, no warning (tp = 1).
+  const Scenario d = parse_scenario(default_text(), "d.yaml");
+  EXPECT_TRUE(d.plan.layout.is_default());
+  EXPECT_TRUE(d.warnings.empty());
+  auto with = [&](const std::vector<std::pair<std::string, std::string>>& sets) {
+    std::vector<Override> o{{"model.heads", "16"}};
+    for (const auto& [k, v] : sets) o.push_back({k, v});
+    return parse_scenario(default_text(), "s.yaml", o);
+  };
+  // tp = 8 on 8-GPU nodes: one node per TP group.
+  const Scenario tp8 = with({{"parallelism.dp", "2"}, {"parallelism.tp", "8"}});
+  EXPECT_TRUE(tp8.warnings.empty());
+  // tp = 16 on 8-GPU nodes: legal, one warning naming the keys.
+  const Scenario tp16 = with({{"parallelism.dp", "1"}, {"parallelism.tp", "16"}});
+  ASSERT_EQ(tp16.warnings.size(), 1U);
+  EXPECT_NE(tp16.warnings[0].find("parallelism.tp = 16 spans nodes"), std::string::npos) << tp16.warnings[0];
+  EXPECT_NE(tp16.warnings[0].find("cluster.gpus_per_node = 8"), std::string::npos) << tp16.warnings[0];
+  // The layout key; dp innermost puts a tp = 8 group across both nodes.
+  const Scenario dtp = with({{"parallelism.dp", "2"}, {"parallelism.tp", "8"}, {"parallelism.layout", "dp-tp-pp"}});
+  EXPECT_EQ(parallelism::to_string(dtp.plan.layout), "dp-tp-pp");
+  EXPECT_EQ(dtp.warnings.size(), 1U);
+  // An expert- or data-parallel group across nodes is no warning.
+  const Scenario tpp = with({{"parallelism.dp", "2"}, {"parallelism.tp", "4"}, {"parallelism.pp", "2"},
+                             {"parallelism.layout", "tp-pp-dp"}});
+  EXPECT_TRUE(tpp.warnings.empty());
+  // A bad layout: one line naming the key and the accepted orders.
+  const std::string e = error_of(replaced(default_text(), "  dp: 16\n", "  dp: 16\n  layout: tp-ep-pp\n"));
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_NE(e.find("parallelism.layout: unknown layout 'tp-ep-pp'"), std::string::npos) << e;
+  EXPECT_NE(e.find("tp-dp-pp, tp-pp-dp, dp-tp-pp"), std::string::npos) << e;
+}

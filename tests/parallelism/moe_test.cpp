@@ -194,6 +194,49 @@ TEST(Moe, ExpertGroupsLiveInsideTheDataParallelRanksOfOneTensorIndex) {
   EXPECT_EQ(dense_grad_groups, (std::set<std::vector<int>>{{1, 3, 5, 7}}));
 }
 
+TEST(Moe, ExpertGroupsFollowTheRankLayout) {
+  // As above under layout dp-tp-pp: rank = tp x 4 + dp. Rank 6 (tp 1, dp 2):
+  // expert-parallel group dp 2 and 3 at tp 1 = {6, 7}; its experts'
+  // gradients with dp 0 = {4, 6}; the rest over dp 0..3 at tp 1.
+  const TransformerConfig m = tiny_moe();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p = data_parallel(4, 2, 8);
+  p.tp = 2;
+  p.layout = parse_rank_layout("dp-tp-pp");
+  const TaskGraph g = plan_training(m, kWork, p, pred);
+  g.validate();
+  std::set<std::vector<int>> a2a_groups, expert_grad_groups, dense_grad_groups;
+  for (const Task& t : g.tasks(6)) {
+    if (t.kind != TaskKind::Collective) continue;
+    const auto& members = g.groups[static_cast<std::size_t>(g.group_of(6, t.group))].ranks;
+    if (t.collective == CollectiveKind::AllToAll) a2a_groups.insert(members);
+    if (t.name.find("dp.expert_grad") == 0) expert_grad_groups.insert(members);
+    if (t.name.find("dp.grad") == 0) dense_grad_groups.insert(members);
+  }
+  EXPECT_EQ(a2a_groups, (std::set<std::vector<int>>{{6, 7}}));
+  EXPECT_EQ(expert_grad_groups, (std::set<std::vector<int>>{{4, 6}}));
+  EXPECT_EQ(dense_grad_groups, (std::set<std::vector<int>>{{4, 5, 6, 7}}));
+}
+
+TEST(Moe, EveryRankLayoutRunsToTheSameMakespanOnAFreeNetwork) {
+  // The layout only renames ranks: on a zero-cost network every order of
+  // tp, dp and pp finishes at the default's time.
+  TransformerConfig m = tiny_moe();
+  m.layers = 4;
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p = data_parallel(4, 2, 16);
+  p.tp = 2;
+  p.pp = 2;
+  const Time reference = execute_zero_cost(plan_training(m, kWork, p, pred), false).makespan;
+  EXPECT_GT(reference, Time::zero());
+  for (const char* name : {"tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}) {
+    p.layout = parse_rank_layout(name);
+    const TaskGraph g = plan_training(m, kWork, p, pred);
+    ASSERT_NO_THROW(g.validate()) << name;
+    EXPECT_EQ(execute_zero_cost(g, false).makespan, reference) << name;
+  }
+}
+
 TEST(Moe, ExpertGradientsAreReducedOverDpOverEpRanksTheRestOverDp) {
   // dp = 4, ep = 2, Megatron's after-backward sync, FP32 gradients (4 bytes).
   // Experts per rank and layer: 2 x (64 x 96 + 96 x 64) = 24,576 parameters,

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 #include <regex>
+#include <set>
+#include <tuple>
 
 #include "tessera/error.hpp"
 #include "tessera/node_model/roofline.hpp"
@@ -58,6 +60,148 @@ TEST(Plan, RankLayoutIsTensorInnermostThenDataThenPipeline) {
   EXPECT_EQ(c.tp, 1);
   EXPECT_EQ(c.dp, 1);
   EXPECT_EQ(c.pp, 1);
+}
+
+namespace {
+
+const std::vector<std::string> kLayouts{"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"};
+
+/// The rank of `c` under `p.layout`, computed apart from rank_of: each
+/// coordinate times the product of the extents inside its dimension.
+int rank_by_strides(const ParallelPlan& p, const RankCoord& c) {
+  int rank = 0, stride = 1;
+  for (const ParallelDim d : p.layout.order) {
+    const int coord = d == ParallelDim::TP ? c.tp : d == ParallelDim::DP ? c.dp : c.pp;
+    const int extent = d == ParallelDim::TP ? p.tp : d == ParallelDim::DP ? p.dp : p.pp;
+    rank += coord * stride;
+    stride *= extent;
+  }
+  return rank;
+}
+
+}  // namespace
+
+TEST(Plan, DefaultRankLayoutIsMegatronsOrder) {
+  for (const auto& [dp, tp, pp] : {std::tuple{2, 4, 3}, std::tuple{1, 8, 2}, std::tuple{4, 1, 1}, std::tuple{3, 2, 5}}) {
+    ParallelPlan p;
+    p.dp = dp;
+    p.tp = tp;
+    p.pp = pp;
+    EXPECT_TRUE(p.layout.is_default());
+    EXPECT_EQ(to_string(p.layout), "tp-dp-pp");
+    for (int r = 0; r < p.world_size(); ++r) {
+      const RankCoord c = rank_coord(p, r);
+      EXPECT_EQ(c.tp, r % tp);
+      EXPECT_EQ(c.dp, (r / tp) % dp);
+      EXPECT_EQ(c.pp, r / (tp * dp));
+      EXPECT_EQ(rank_of(p, c), (c.pp * dp + c.dp) * tp + c.tp);
+    }
+  }
+}
+
+TEST(Plan, EveryRankLayoutRoundTripsRanksAndCoordinates) {
+  for (const std::string& name : kLayouts) {
+    const RankLayout layout = parse_rank_layout(name);
+    EXPECT_EQ(to_string(layout), name);
+    for (const auto& [dp, tp, pp] : {std::tuple{2, 4, 3}, std::tuple{1, 8, 2}, std::tuple{3, 2, 5}}) {
+      ParallelPlan p;
+      p.dp = dp;
+      p.tp = tp;
+      p.pp = pp;
+      p.layout = layout;
+      std::set<std::tuple<int, int, int>> seen;
+      for (int r = 0; r < p.world_size(); ++r) {
+        const RankCoord c = rank_coord(p, r);
+        EXPECT_TRUE(c.tp >= 0 && c.tp < tp && c.dp >= 0 && c.dp < dp && c.pp >= 0 && c.pp < pp) << name << " " << r;
+        EXPECT_TRUE(seen.insert({c.tp, c.dp, c.pp}).second) << name << " rank " << r;
+        EXPECT_EQ(rank_of(p, c), r) << name;
+        EXPECT_EQ(rank_by_strides(p, c), r) << name;
+      }
+    }
+  }
+}
+
+TEST(Plan, BadRankLayoutIsOneLineNamingTheOrders) {
+  for (const char* bad : {"", "tp-dp", "tp-tp-pp", "TP-DP-PP", "tp-dp-pp-ep", "bogus"}) {
+    try {
+      (void)parse_rank_layout(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.find('\n'), std::string::npos);
+      EXPECT_NE(msg.find("tp-dp-pp, tp-pp-dp, dp-tp-pp"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(Plan, EveryGroupIsBuiltFromTheRankLayout) {
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  for (const std::string& name : kLayouts) {
+    ParallelPlan p;
+    p.dp = 2;
+    p.tp = 2;
+    p.pp = 2;
+    p.global_batch = 8;
+    p.layout = parse_rank_layout(name);
+    const auto g = plan_training(m, kWork, p, pred);
+    ASSERT_NO_THROW(g.validate()) << name;
+    std::map<std::string, int> checked;
+    for (int r = 0; r < g.num_ranks(); ++r) {
+      const RankCoord me = rank_coord(p, r);
+      EXPECT_EQ(g.ranks[static_cast<std::size_t>(r)].program, me.pp) << name << " rank " << r;
+      auto at = [&](int t, int d, int s) { return rank_by_strides(p, {t, d, s}); };
+      const std::vector<int> tp_members{at(0, me.dp, me.pp), at(1, me.dp, me.pp)};
+      const std::vector<int> dp_members{at(me.tp, 0, me.pp), at(me.tp, 1, me.pp)};
+      const std::vector<int> forward{at(me.tp, me.dp, 0), at(me.tp, me.dp, 1)};
+      const std::vector<int> backward{forward[1], forward[0]};
+      for (const Task& t : g.tasks(r)) {
+        if (t.kind != TaskKind::Collective) continue;
+        const std::vector<int>& got = g.groups[static_cast<std::size_t>(g.group_of(r, t.group))].ranks;
+        const std::string task(t.name);
+        std::string kind;
+        if (task.find(".tp.") != std::string::npos || task.find("pp.gather_") != std::string::npos) {
+          EXPECT_EQ(got, tp_members) << name << " " << task;
+          kind = "tp";
+        } else if (task.rfind("dp.grad", 0) == 0) {
+          EXPECT_EQ(got, dp_members) << name << " " << task;
+          kind = "dp";
+        } else if (task.find("activation") != std::string::npos || task == "embedding.grad_all_reduce") {
+          EXPECT_EQ(got, forward) << name << " " << task;
+          kind = "pp";
+        } else if (task.find("gradient") != std::string::npos) {
+          EXPECT_EQ(got, backward) << name << " " << task;
+          kind = "pp";
+        } else {
+          ADD_FAILURE() << name << ": unexpected collective " << task;
+        }
+        ++checked[kind];
+      }
+    }
+    EXPECT_GT(checked["tp"], 0) << name;
+    EXPECT_GT(checked["dp"], 0) << name;
+    EXPECT_GT(checked["pp"], 0) << name;
+  }
+}
+
+TEST(Plan, TensorGroupsSpanNodesOnlyWhenTheyDoNotFitInOne) {
+  auto spans = [](int dp, int tp, int pp, int gpus_per_node, const char* layout = "tp-dp-pp") {
+    ParallelPlan p;
+    p.dp = dp;
+    p.tp = tp;
+    p.pp = pp;
+    p.layout = parse_rank_layout(layout);
+    return tp_group_spans_nodes(p, gpus_per_node);
+  };
+  EXPECT_TRUE(spans(2, 16, 1, 8));   // tp > GPUs per node
+  EXPECT_FALSE(spans(4, 8, 1, 8));   // one node per TP group
+  EXPECT_FALSE(spans(4, 2, 2, 8));
+  EXPECT_FALSE(spans(4, 3, 1, 12));  // 3 divides 12
+  EXPECT_TRUE(spans(2, 4, 1, 6));    // 4 does not divide 6: ranks 4..7 cross
+  EXPECT_FALSE(spans(8, 1, 1, 4));   // no tensor parallelism
+  EXPECT_FALSE(spans(2, 4, 1, 8, "dp-tp-pp"));  // stride 2: {0, 2, 4, 6}
+  EXPECT_TRUE(spans(4, 4, 1, 8, "dp-tp-pp"));   // stride 4: {0, 4, 8, 12}
+  EXPECT_TRUE(spans(1, 2, 8, 8, "pp-tp-dp"));   // stride 8: {0, 8}
 }
 
 TEST(Plan, OneFOneBOrderHasWarmupSteadyCooldown) {

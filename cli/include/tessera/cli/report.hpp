@@ -57,6 +57,9 @@ struct RunReport {
   int dp = 1, tp = 1, pp = 1;
   /// Expert parallelism (printed, and in the JSON, only when above 1).
   int ep = 1;
+  /// `parallelism.layout` ("dp-tp-pp"; printed, and in the JSON, only when
+  /// not the default; empty for the default tp-dp-pp).
+  std::string layout;
   std::string mixed_gpu;        ///< `mixed_gpus.gpu` (empty: one GPU type)
   int mixed_nodes = 0;
   std::string mixed_node_list;

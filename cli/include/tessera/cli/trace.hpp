@@ -53,7 +53,7 @@ struct TraceOptions {
 
 /// Where ranks sit, to name processes and tracks.
 struct TraceLayout {
-  parallelism::ParallelPlan plan;  ///< dp, tp, pp (Megatron's rank order: parallelism::rank_coord)
+  parallelism::ParallelPlan plan;  ///< dp, tp, pp and the rank layout (parallelism::rank_coord)
   int gpus_per_node = 1;
 };
 

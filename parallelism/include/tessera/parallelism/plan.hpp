@@ -3,6 +3,7 @@
 // GPipe, 1F1B, interleaved 1F1B and zero-bubble (ZB-H1, ZB-H2) schedules, Megatron-style tensor
 // parallelism (optionally with sequence parallelism), activation
 // recomputation and ZeRO. Pure functions: no event loop, no network.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,6 +39,29 @@ enum class GradSync { Auto, Overlapped, AfterBackward };
 std::string_view to_string(GradSync g);
 /// "auto", "overlapped", "after-backward".
 GradSync parse_grad_sync(std::string_view text);
+
+/// A dimension of the rank grid (expert parallelism is carved out of dp).
+enum class ParallelDim { TP, DP, PP };
+/// "tp", "dp", "pp".
+std::string_view to_string(ParallelDim d);
+
+/// How global ranks are laid out over the (tp, dp, pp) grid: the dimensions
+/// from innermost (consecutive ranks) to outermost. The default is
+/// Megatron's: tp innermost, then dp, then pp, so that a tensor-parallel
+/// group is a block of consecutive ranks (one node when tp divides the GPUs
+/// per node). Every group the planner builds (TP, DP, EP, pipeline pairs)
+/// is derived from it through rank_coord / rank_of.
+struct RankLayout {
+  std::array<ParallelDim, 3> order{ParallelDim::TP, ParallelDim::DP, ParallelDim::PP};
+  [[nodiscard]] bool is_default() const { return *this == RankLayout{}; }
+  bool operator==(const RankLayout&) const = default;
+};
+/// "tp-dp-pp" (innermost first).
+std::string to_string(const RankLayout& l);
+/// Parses "tp-dp-pp", "tp-pp-dp", "dp-tp-pp", ... (each of tp, dp, pp once,
+/// innermost first); throws InputError naming parallelism.layout's
+/// accepted values.
+RankLayout parse_rank_layout(std::string_view text);
 
 struct ParallelPlan {
   int dp = 1;
@@ -83,6 +107,8 @@ struct ParallelPlan {
   /// (on unless --no-scatter-gather-tensors-in-pipeline): send 1/tp of each
   /// activation per rank, all-gather it in the receiving TP group.
   bool pipeline_scatter_gather = true;
+  /// Which dimension is innermost in the global rank order (rank_coord).
+  RankLayout layout;
 
   /// The grad-sync mode `Auto` stands for under `work`'s framework.
   [[nodiscard]] GradSync resolved_grad_sync(const Workload& work) const;
@@ -98,8 +124,9 @@ struct ParallelPlan {
   void validate(const TransformerConfig& model, const Workload& work, int gpus = 0) const;
 };
 
-/// Where a global rank sits. Megatron's order: tp innermost, then dp, then pp,
-/// so that a tensor-parallel group is a block of consecutive ranks (one node).
+/// Where a global rank sits, under `plan.layout`. The default is Megatron's
+/// order: tp innermost, then dp, then pp, so that a tensor-parallel group is a
+/// block of consecutive ranks (one node): rank = (pp x dp + dp) x tp + tp.
 /// An expert-parallel group is the ranks of dp indices
 /// [dp / ep x ep, dp / ep x ep + ep) with the rank's tp and pp index (ranks
 /// tp apart: with tp x ep <= GPUs per node, one node).
@@ -110,6 +137,10 @@ struct RankCoord {
 };
 RankCoord rank_coord(const ParallelPlan& plan, int rank);
 int rank_of(const ParallelPlan& plan, const RankCoord& c);
+/// True when some tensor-parallel group of `plan` holds ranks of two nodes of
+/// `gpus_per_node` GPUs each (ranks [n x gpus_per_node, (n + 1) x
+/// gpus_per_node) are node n): legal, but its all-reduces cross the network.
+bool tp_group_spans_nodes(const ParallelPlan& plan, int gpus_per_node);
 
 /// What a pipeline step computes. F: the forward. B: the backward's input
 /// gradients (what the previous stage waits for); under a schedule that does

@@ -166,6 +166,10 @@ struct Scenario {
   std::vector<Job> jobs;
   std::string placement;  ///< `placement:` of the jobs given by count: packed, spread or random
   std::uint64_t placement_seed = 0;  ///< `placement.seed` with placement random (default 1); 0 otherwise
+  /// What the loader found legal but likely unintended (one line each, no
+  /// "warning:" prefix), e.g. a tensor-parallel group spanning nodes;
+  /// `tessera run` prints them on stderr.
+  std::vector<std::string> warnings;
 
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
 };

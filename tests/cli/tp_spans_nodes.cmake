@@ -1,0 +1,37 @@
+# A tensor-parallel group across nodes is legal but slow: `tessera run` prints
+# the forecast and one warning line on stderr naming parallelism.tp and
+# cluster.gpus_per_node, exit code 0. tp = 8 on 8-GPU nodes: no warning. The
+# same plan under every rank layout prints the same forecast without it when
+# TP fits a node.
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.heads=16 --set model.layers=2 --set training.micro_batch=1
+                        --set parallelism.dp=1 --set parallelism.tp=16
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tp = 16 on 8-GPU nodes: expected exit code 0, got ${rc}\nstderr: ${err}")
+endif()
+string(REGEX REPLACE "\n$" "" line "${err}")
+if(line MATCHES "\n" OR NOT line MATCHES "^tessera: warning: .*default.yaml: parallelism.tp = 16 spans nodes: .*cluster.gpus_per_node = 8 ")
+  message(FATAL_ERROR "tp = 16: expected one warning line on stderr, got:\n${err}")
+endif()
+if(NOT out MATCHES "dp=1 tp=16 pp=1")
+  message(FATAL_ERROR "tp = 16: no forecast on stdout:\n${out}")
+endif()
+foreach(layout tp-dp-pp dp-tp-pp)
+  execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.heads=16 --set model.layers=2 --set training.micro_batch=1
+                          --set parallelism.dp=2 --set parallelism.tp=8 --set parallelism.layout=${layout}
+                  OUTPUT_VARIABLE out8 ERROR_VARIABLE err8 RESULT_VARIABLE rc8)
+  if(layout STREQUAL "tp-dp-pp")
+    if(NOT rc8 EQUAL 0 OR NOT err8 STREQUAL "")
+      message(FATAL_ERROR "tp = 8 on 8-GPU nodes: expected exit code 0 and no stderr, got ${rc8}: ${err8}")
+    endif()
+  elseif(NOT rc8 EQUAL 0 OR NOT err8 MATCHES "^tessera: warning: .*parallelism.tp = 8 spans nodes: with layout dp-tp-pp ")
+    # dp innermost: a TP group is ranks 2 apart, 16 GPUs wide: across both nodes.
+    message(FATAL_ERROR "tp = 8, layout ${layout}: expected exit code 0 and a warning, got ${rc8}: ${err8}")
+  endif()
+endforeach()
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.heads=16 --set model.layers=2 --set training.micro_batch=1
+                        --set parallelism.dp=2 --set parallelism.tp=8 --set parallelism.layout=dp-tp-pp --json
+                OUTPUT_VARIABLE json ERROR_VARIABLE ignored RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT json MATCHES "\"pp\": 1, \"layout\": \"dp-tp-pp\", \"schedule\"")
+  message(FATAL_ERROR "layout dp-tp-pp: expected \"layout\" in the JSON, got ${rc}:\n${json}")
+endif()
