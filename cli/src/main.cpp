@@ -229,7 +229,9 @@ per GPU against the GPU's capacity.
   models       end-to-end model latency vs measured, beside the sum of each
                run's own per-op measurements, with each GPU's mean and worst
                error (--data ../shared/data/neusight or .../labels)
-  distributed  multi-GPU iterations vs measured (--data .../labels_distributed)
+  distributed  multi-GPU iterations vs measured (--data .../labels_distributed;
+               the scenarios of scenarios/validation or --scenarios DIR, with
+               --set KEY=VALUE, --backend, --predictor as in run; --json)
   collectives  NCCL collectives on one NVLink node vs measured (A100 nccl-tests,
                H100 XLA tables), MAPE per table, kind and group size, with the
                calibrated communication model (--data ../shared/data);

@@ -331,17 +331,18 @@ double read_e2e_latency(const std::string& path) {
 
 int cmd_validate_distributed(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate distributed");
-  p.option("data").option("scenarios").option("predictor").option("weights");
-  p.parse(args);
+  p.option("data").option("scenarios").option("weights").flag("json");
+  declare_scenario_options(p);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
   p.expect_positional(0, "arguments");
+  const std::vector<Override> overrides = scenario_overrides(sets, p);
   const std::string data = p.require("data");
   const std::string dir = p.get("scenarios").value_or("scenarios/validation");
   if (!fs::is_directory(data)) throw InputError(fmt::format("--data {}: not a directory", data));
   if (!fs::is_directory(dir)) {
     throw InputError(fmt::format("--scenarios {}: not a directory (run from the repository root or pass --scenarios)", dir));
   }
-  const std::string name = p.get("predictor").value_or(std::string(node_model::kDefaultPredictor));
-
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() == ".yaml") files.push_back(e.path().string());
@@ -349,25 +350,36 @@ int cmd_validate_distributed(const Args& args, std::ostream& out) {
   std::sort(files.begin(), files.end());
   if (files.empty()) throw InputError(fmt::format("--scenarios {}: no .yaml scenarios", dir));
 
-  out << fmt::format("Distributed training iterations: predicted ({} node model, flow network) vs measured\n\n", name);
-  out << fmt::format("{:<58} {:>12} {:>12} {:>8}\n", "run (scenario name = measurement)", "predicted", "measured",
-                     "error");
+  // Every scenario with the command's --set / --backend / --predictor.
+  std::string rows, json_rows, models;
   double sum = 0, worst = 0;
   for (const std::string& f : files) {
-    const Scenario s = load_scenario(f);
+    const Scenario s = load_scenario(f, overrides);
+    if (models.empty()) models = fmt::format("{} node model, {} network", s.predictor, to_string(s.backend));
     const std::string label = (fs::path(data) / (s.name + ".json")).string();
     const double measured = read_e2e_latency(label);
-    const auto predictor = p.get("weights") ? node_model::make_predictor(name, kernel_gpu(s), *p.get("weights"))
-                                            : node_model::make_predictor(name, kernel_gpu(s));
+    const auto predictor = p.get("weights") ? node_model::make_predictor(s.predictor, kernel_gpu(s), *p.get("weights"))
+                                            : node_model::make_predictor(s.predictor, kernel_gpu(s));
     const Breakdown b = simulate_plan(s, s.plan, *predictor);
     const double predicted = b.split.iteration.ms();
     const double err = std::abs(predicted - measured) / measured;
     sum += err;
     worst = std::max(worst, err);
-    out << fmt::format("{:<58} {:>9.1f} ms {:>9.1f} ms {:>7.1f}%\n", s.name, predicted, measured, 100.0 * err);
+    rows += fmt::format("{:<58} {:>9.1f} ms {:>9.1f} ms {:>7.1f}%\n", s.name, predicted, measured, 100.0 * err);
+    json_rows += fmt::format("{}{{\"run\": {}, \"predicted_ms\": {:.3f}, \"measured_ms\": {:.3f}, \"error\": {:.4f}}}",
+                             json_rows.empty() ? "" : ", ", json_string(s.name), predicted, measured, err);
   }
-  out << fmt::format("\n{} runs: mean error {:.1f}%, max {:.1f}%\n", files.size(), 100.0 * sum / files.size(),
-                     100.0 * worst);
+  const double mean = sum / static_cast<double>(files.size());
+  if (p.has("json")) {
+    out << fmt::format("{{\"runs\": [{}], \"models\": {}, \"mean_error\": {:.4f}, \"max_error\": {:.4f}}}\n",
+                       json_rows, json_string(models), mean, worst);
+    return 0;
+  }
+  out << fmt::format("Distributed training iterations: predicted ({}) vs measured\n\n", models);
+  out << fmt::format("{:<58} {:>12} {:>12} {:>8}\n", "run (scenario name = measurement)", "predicted", "measured",
+                     "error");
+  out << rows;
+  out << fmt::format("\n{} runs: mean error {:.1f}%, max {:.1f}%\n", files.size(), 100.0 * mean, 100.0 * worst);
   return 0;
 }
 
