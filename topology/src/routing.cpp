@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <map>
+#include <vector>
 
 #include "router.hpp"
 #include "tessera/error.hpp"
@@ -195,18 +196,25 @@ Bandwidth bisection_bandwidth(const Topology& topo) {
     reverse[e] = re;
     reverse[re] = e;
   };
+  // What each vertex can send and receive over the links kept: a GPU's
+  // edge from the source (to the sink) gets exactly that, which bounds no
+  // cut and keeps every sum push-relabel forms far from int64 overflow (an
+  // "unbounded" 2^62 per GPU overflowed the source's excess).
+  std::vector<std::int64_t> out_cap(nv, 0), in_cap(nv, 0);
   for (std::size_t i = 0; i < topo.links().size(); ++i) {
     const auto id = static_cast<LinkId>(i);
     if (topo.tier(id) == LinkTier::NvLink) continue;
     const Link& l = topo.link(id);
     add(l.src, l.dst, l.bandwidth.bps());
+    out_cap[static_cast<std::size_t>(l.src)] += l.bandwidth.bps();
+    in_cap[static_cast<std::size_t>(l.dst)] += l.bandwidth.bps();
   }
-  constexpr std::int64_t kUnbounded = std::int64_t{1} << 62;
   for (int r = 0; r < n; ++r) {
+    const auto g = static_cast<std::size_t>(topo.gpu(r));
     if (r < n / 2) {
-      add(source, topo.gpu(r), kUnbounded);
+      add(source, topo.gpu(r), out_cap[g]);
     } else {
-      add(topo.gpu(r), sink, kUnbounded);
+      add(topo.gpu(r), sink, in_cap[g]);
     }
   }
   const std::int64_t flow = boost::push_relabel_max_flow(fg, source, sink);
