@@ -144,7 +144,7 @@ GPU memory (the report is printed, and one line on stderr names the stage).
 )"},
       {"sweep", R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...]
                      [--out FILE.csv] [--svg FILE.svg] [--jobs N] [--shard I/N|auto]
-                     [--backend flow|ns3] [--predictor NAME]
+                     [--backend flow|ns3] [--predictor NAME] [--json]
 
 Runs every point of the grid of --set values (cartesian product, first key
 outermost) on all cores, appends each point to the CSV as it finishes, and at
@@ -157,6 +157,8 @@ resumes an interrupted sweep without redoing finished points.
   --out FILE.csv       default SCENARIO-sweep.csv
   --svg FILE.svg       default: the CSV's name with .svg
   --jobs N             parallel points (default: all cores; ns-3 runs one at a time)
+  --json               print one JSON object (every point's settings and metrics,
+                       the CSV's columns) instead of the table
   --shard I/N|auto     run only the points with index % N == I; `auto` reads
                        Slurm (SLURM_ARRAY_TASK_ID/COUNT) or MPI (OMPI_COMM_WORLD_RANK/SIZE,
                        PMI_RANK/SIZE) variables. Merge shards with `tessera sweep-merge`.

@@ -398,7 +398,7 @@ std::string shard_line(const std::string& id, const Shard& s, std::size_t points
 
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
-  p.option("out").option("svg").option("jobs").option("shard");
+  p.option("out").option("svg").option("jobs").option("shard").flag("json");
   declare_scenario_options(p);
   // --set may repeat: collect them by hand before strict parsing.
   std::vector<Axis> axes;
@@ -535,6 +535,30 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (const Axis& a : axes) keys.push_back(a.key);
   write_file_atomic(svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path)));
 
+  if (p.has("json")) {
+    // One object: every point's settings and the CSV's metric columns.
+    const std::vector<std::string> names = split(kMetricNames, ',');
+    std::string json = fmt::format("{{\"scenario\": {}, \"csv\": {}, \"svg\": {}, \"points\": [",
+                                   json_string(scenario_path), json_string(csv_path), json_string(svg_path));
+    for (const Point& pt : points) {
+      const auto cols = split(rows.at(pt.index), ',');
+      const std::size_t m0 = cols.size() - kMetricColumns;
+      json += fmt::format("{}{{\"point\": {}, \"settings\": {{", pt.index == 0 ? "" : ", ", pt.index);
+      for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
+        json += fmt::format("{}{}: {}", k == 0 ? "" : ", ", json_string(pt.overrides[k].path),
+                            json_string(pt.overrides[k].value));
+      }
+      json += "}";
+      for (std::size_t m = 0; m < kMetricColumns; ++m) {
+        const std::string& v = cols[m0 + m];
+        json += fmt::format(", {}: {}", json_string(names[m]),
+                            names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
+      }
+      json += "}";
+    }
+    out << json << "]}\n";
+    return 0;
+  }
   out << fmt::format("{:>5}  {:<40} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", "GPUs", "iteration ms",
                      "TFLOP/s/GPU", "tokens/s");
   int oom = 0;
