@@ -170,7 +170,7 @@ would have written. Refuses shards of different sweeps, conflicting points
 and missing points.
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
-                      [--schedules LIST] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
+                      [--schedules LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
 
 Finds the fastest parallel plan (dp, tp, pp, expert parallelism ep for a
 mixture-of-experts model, micro-batch, schedule, recomputation) for the
@@ -188,6 +188,8 @@ simulated. Prints the winner as --set flags and as YAML.
   --schedules LIST     the pipeline schedules tried (default
                        1f1b,interleaved-1f1b,zb-h1,zb-h2; gpipe may be named;
                        all but gpipe and 1f1b need pp > 1)
+  --memory-headroom SIZE  GPU memory a plan must leave free (e.g. 8GiB: CUDA
+                       context, allocator fragmentation, NCCL buffers; default 0)
   --json               print one JSON object instead: "searched" (the tp, pp,
                        ep, micro_batch, schedules and recompute values
                        enumerated, global_batch, seq_len, top,

@@ -202,7 +202,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
 
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
-  p.option("top").option("max-candidates").option("jobs").option("schedules").flag("json");
+  p.option("top").option("max-candidates").option("jobs").option("schedules").option("memory-headroom").flag("json");
   declare_scenario_options(p);
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -224,6 +224,21 @@ int cmd_search(const Args& args, std::ostream& out) {
   }
   const Scenario base = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   require_single_job(base, "search");
+  // --memory-headroom: a plan fits when its fullest stage leaves this much of
+  // the GPU's memory free (fragmentation, CUDA context, NCCL buffers).
+  Bytes headroom;
+  if (auto h = p.get("memory-headroom")) {
+    try {
+      headroom = parse_bytes(*h);
+    } catch (const InputError& e) {
+      throw UsageError(fmt::format("--memory-headroom: {}", e.what()));
+    }
+    if (headroom >= base.gpu.memory) {
+      throw UsageError(fmt::format("--memory-headroom {}: must be less than the GPU's memory ({})", *h,
+                                   to_string(base.gpu.memory)));
+    }
+  }
+  const Bytes usable = base.gpu.memory - headroom;
   // Ctrl-C says what was kept: nothing (search writes no files; its table
   // or JSON is printed when every candidate has been simulated).
   say_on_interrupt("nothing was written (search prints its plans when every candidate has been simulated)");
@@ -278,7 +293,7 @@ int cmd_search(const Args& args, std::ostream& out) {
               work.micro_batch = mb;
               try {
                 plan.validate(base.model, work, gpus);
-                const auto mem = parallelism::estimate_memory(base.model, work, plan, base.gpu.memory);
+                const auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
                 if (mem.oom()) continue;
                 best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
                 break;
@@ -297,9 +312,11 @@ int cmd_search(const Args& args, std::ostream& out) {
     }
   }
   if (fitting.empty()) {
-    throw InputError(fmt::format("{}: no parallel plan of the {} GPUs fits {} of GPU memory for this model and "
+    throw InputError(fmt::format("{}: no parallel plan of the {} GPUs fits {} of GPU memory{} for this model and "
                                  "global batch {}",
-                                 base.file, gpus, to_string(base.gpu.memory), global_batch));
+                                 base.file, gpus, to_string(base.gpu.memory),
+                                 headroom > Bytes() ? fmt::format(" less {} of headroom", to_string(headroom)) : "",
+                                 global_batch));
   }
   const std::size_t simulated = std::min(fitting.size(), max_candidates);
   // (--jobs was declared but ignored; ns-3 runs one Simulator per process)
