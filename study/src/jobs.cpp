@@ -131,10 +131,7 @@ JobsOutcome simulate_jobs(const Scenario& s) {
     for (std::size_t j = 0; j < gpu_of.size(); ++j) {
       for (int g : gpu_of[j]) job_of[static_cast<std::size_t>(g)] = static_cast<std::int32_t>(j);
     }
-    const BackendRegistry backends = built_in_backends();
-    const NetworkBackend& backend = backends.at(s.backend.name);
-    backend.check(s);
-    BackendRun run = backend.run_classified(placed, topo, s, execution_options(s), nullptr, std::move(job_of));
+    BackendRun run = run_on_backend(s, placed, topo, std::move(job_of));
     shared = std::move(run.result);
     if (!run.link_bytes_by_class.empty()) {
       job_link_bytes = std::move(run.link_bytes_by_class);

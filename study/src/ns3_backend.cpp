@@ -52,7 +52,6 @@ class Ns3Backend final : public NetworkBackend {
                                           const Scenario& s, const engine::ExecutionOptions& options,
                                           engine::ExecutionObserver* observer,
                                           std::vector<std::int32_t> source_classes) const override {
-    check(s);
     const bool classified = !source_classes.empty();
     ns3_modules::Ns3Options ns3 = ns3_options(s, options);
     ns3.source_classes = std::move(source_classes);

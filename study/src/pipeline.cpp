@@ -98,11 +98,16 @@ void check_work(const Scenario& s) {
       s.file, keys, w.events(), w.ranks, w.micro_batches, w.tasks, w.transfers(), kMaxSimulatedEvents));
 }
 
-engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism::TaskGraph& graph,
-                                           const topology::Topology& topo, const BackendRegistry& backends) {
+BackendRun run_on_backend(const Scenario& s, const parallelism::TaskGraph& graph, const topology::Topology& topo,
+                          std::vector<std::int32_t> source_classes, const BackendRegistry& backends) {
   const NetworkBackend& backend = backends.at(s.backend.name);
   backend.check(s);
-  return backend.run(graph, topo, s, execution_options(s), nullptr).result;
+  return backend.run_classified(graph, topo, s, execution_options(s), nullptr, std::move(source_classes));
+}
+
+engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism::TaskGraph& graph,
+                                           const topology::Topology& topo, const BackendRegistry& backends) {
+  return run_on_backend(s, graph, topo, {}, backends).result;
 }
 
 namespace {

@@ -23,7 +23,30 @@ using tessera::cli::test::scenario_text;
 
 namespace {
 
-
+/// Per-job link bytes add up to each link's total; packed placement puts no
+/// job byte on a leaf-spine link, spread placement some.
+void expect_job_link_bytes(const JobsOutcome& o, const topology::Topology& topo, const std::string& placement) {
+  ASSERT_EQ(o.link_bytes.size(), topo.links().size());
+  double spine_total = 0.0;
+  for (std::size_t l = 0; l < o.link_bytes.size(); ++l) {
+    double sum = 0.0;
+    for (const auto& j : o.jobs) sum += j.link_bytes.at(l);
+    EXPECT_EQ(sum, o.link_bytes[l]) << placement << " link " << l;
+    if (topo.tier(static_cast<topology::LinkId>(l)) == topology::LinkTier::LeafSpine) {
+      for (const auto& j : o.jobs) {
+        if (placement == "packed") {
+          EXPECT_EQ(j.link_bytes[l], 0.0) << j.name << " link " << l;
+        }
+      }
+      spine_total += o.link_bytes[l];
+    }
+  }
+  if (placement == "packed") {
+    EXPECT_EQ(spine_total, 0.0);
+  } else {
+    EXPECT_GT(spine_total, 0.0);
+  }
+}
 
 }  // namespace
 
@@ -171,26 +194,7 @@ TEST(Jobs, LinkBytesByJob) {
     const topology::Topology topo = study::build_topology(s);
     const JobsOutcome o = simulate_jobs(s);
     ASSERT_TRUE(o.per_job_links);
-    ASSERT_EQ(o.link_bytes.size(), topo.links().size());
-    double spine_total = 0.0;
-    for (std::size_t l = 0; l < o.link_bytes.size(); ++l) {
-      double sum = 0.0;
-      for (const auto& j : o.jobs) sum += j.link_bytes.at(l);
-      EXPECT_EQ(sum, o.link_bytes[l]) << placement << " link " << l;
-      if (topo.tier(static_cast<topology::LinkId>(l)) == topology::LinkTier::LeafSpine) {
-        for (const auto& j : o.jobs) {
-          if (std::string(placement) == "packed") {
-            EXPECT_EQ(j.link_bytes[l], 0.0) << j.name << " link " << l;
-          }
-        }
-        spine_total += o.link_bytes[l];
-      }
-    }
-    if (std::string(placement) == "packed") {
-      EXPECT_EQ(spine_total, 0.0);
-    } else {
-      EXPECT_GT(spine_total, 0.0);
-    }
+    expect_job_link_bytes(o, topo, placement);
     for (const auto& j : o.jobs) {
       ASSERT_EQ(j.busiest_links.size(), study::kJobBusiestLinks) << j.name;
       for (std::size_t k = 0; k < j.busiest_links.size(); ++k) {
@@ -236,26 +240,7 @@ TEST(Jobs, LinkBytesByJobNs3) {
     const topology::Topology topo = study::build_topology(s);
     const JobsOutcome o = simulate_jobs(s);
     ASSERT_TRUE(o.per_job_links) << placement;
-    ASSERT_EQ(o.link_bytes.size(), topo.links().size());
-    double spine_total = 0.0;
-    for (std::size_t l = 0; l < o.link_bytes.size(); ++l) {
-      double sum = 0.0;
-      for (const auto& j : o.jobs) sum += j.link_bytes.at(l);
-      EXPECT_EQ(sum, o.link_bytes[l]) << placement << " link " << l;
-      if (topo.tier(static_cast<topology::LinkId>(l)) == topology::LinkTier::LeafSpine) {
-        for (const auto& j : o.jobs) {
-          if (std::string(placement) == "packed") {
-            EXPECT_EQ(j.link_bytes[l], 0.0) << j.name << " link " << l;
-          }
-        }
-        spine_total += o.link_bytes[l];
-      }
-    }
-    if (std::string(placement) == "packed") {
-      EXPECT_EQ(spine_total, 0.0);
-    } else {
-      EXPECT_GT(spine_total, 0.0);
-    }
+    expect_job_link_bytes(o, topo, placement);
     const JobsOutcome flow = simulate_jobs(parse_scenario(text, "t.yaml", {{"placement", placement}}));
     ASSERT_EQ(flow.jobs.size(), o.jobs.size());
     for (std::size_t j = 0; j < o.jobs.size(); ++j) {

@@ -93,6 +93,11 @@ void check_work(const Scenario& s);
 engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism::TaskGraph& graph,
                                            const topology::Topology& topo,
                                            const BackendRegistry& backends = built_in_backends());
+/// The same with each rank's traffic class (NetworkBackend::run_classified;
+/// -1 for none, empty for no classes), returning all the backend measured.
+BackendRun run_on_backend(const Scenario& s, const parallelism::TaskGraph& graph, const topology::Topology& topo,
+                          std::vector<std::int32_t> source_classes,
+                          const BackendRegistry& backends = built_in_backends());
 
 /// Plans the scenario's iteration (its predictor times every kernel), builds
 /// its topology and runs it on the scenario's backend, then once more on a
