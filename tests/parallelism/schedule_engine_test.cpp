@@ -125,7 +125,7 @@ TEST(Schedules, MegatronHostSyncsAfterPipelineExchangesNeverDeadlock) {
   // lengthen the iteration.
   Workload w = kWork;
   w.framework = node_model::Framework::Megatron;
-  w.host = {Time::from_us(1), Time::from_us(50), Time::from_us(20)};
+  w.host = {Time::from_us(1), Time::from_us(50), Time::from_us(20), Time::zero()};  // no data step
   test_support::LayersOnlyPredictor pred(kModel.vocab);
   for (auto sched : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZeroBubbleH1,
                      Schedule::ZeroBubbleH2}) {
