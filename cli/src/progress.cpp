@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -29,7 +30,7 @@ void ProgressObserver::on_start(const parallelism::TaskGraph& graph) {
   total_ = 0;
   done_ = 0;
   for (int r = 0; r < graph.num_ranks(); ++r) {
-    for (const auto& t : graph.tasks(r)) total_ += t.kind == parallelism::TaskKind::Compute ? 1 : 0;
+    total_ += graph.tasks(r).size();  // compute tasks and each rank's part in a collective
   }
   // The clock is read every `stride_` tasks: cheap against ~1 us per task,
   // and at least 256 times per run.
@@ -38,8 +39,14 @@ void ProgressObserver::on_start(const parallelism::TaskGraph& graph) {
 }
 
 void ProgressObserver::on_compute(int rank, const parallelism::Task& task, Time start, Time end) {
-  ++done_;
-  if (done_ % stride_ == 0) draw(false);
+  advance(1);
+  if (inner_ != nullptr) inner_->on_compute(rank, task, start, end);
+}
+
+void ProgressObserver::advance(std::uint64_t tasks) {
+  const std::uint64_t before = done_;
+  done_ += tasks;
+  if (done_ / stride_ != before / stride_) draw(false);
   if (done_ == total_ && drawn_) {
     // The report still needs the same graph run once more on a free
     // network (the pipeline bubble), about as long again.
@@ -49,11 +56,12 @@ void ProgressObserver::on_compute(int rank, const parallelism::Task& task, Time 
                         tty_ ? "\r\033[K" : "tessera: ", secs, tty_ ? "" : "\n")
          << std::flush;
   }
-  if (inner_ != nullptr) inner_->on_compute(rank, task, start, end);
 }
 
 void ProgressObserver::on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
                                      Time start, Time end) {
+  // A collective ends for all its ranks at once: one task of each of them.
+  advance(ranks.size());
   if (inner_ != nullptr) inner_->on_collective(task, group, ranks, start, end);
 }
 
@@ -71,16 +79,19 @@ void ProgressObserver::draw(bool force) {
   const std::chrono::milliseconds every = tty_ ? kDrawEvery : log_every_;
   if (!force && drawn_ && now - last_ < every) return;
   last_ = now;
-  const double share = static_cast<double>(done_) / static_cast<double>(total_);
+  // Rounded down: 100% only once every task has ended (a last collective
+  // can take a while after the last compute task).
+  const double share =
+      std::floor(100.0 * static_cast<double>(done_) / static_cast<double>(total_)) / 100.0;
   const double secs = std::chrono::duration<double>(now - begin_).count();
   if (tty_) {
     constexpr int kWidth = 30;
     const auto filled = static_cast<int>(kWidth * share);
-    err_ << fmt::format("\rsimulating [{}{}] {:3.0f}% of {} compute tasks, {:.0f} s", std::string(filled, '#'),
+    err_ << fmt::format("\rsimulating [{}{}] {:3.0f}% of {} tasks, {:.0f} s", std::string(filled, '#'),
                         std::string(kWidth - filled, ' '), 100 * share, total_, secs)
          << std::flush;
   } else {
-    err_ << fmt::format("tessera: simulating: {:.0f}% of {} compute tasks after {:.0f} s\n", 100 * share, total_, secs)
+    err_ << fmt::format("tessera: simulating: {:.0f}% of {} tasks after {:.0f} s\n", 100 * share, total_, secs)
          << std::flush;
   }
   drawn_ = true;

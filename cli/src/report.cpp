@@ -146,6 +146,10 @@ std::string format_packet_fabric(const PacketFabricStats& f) {
   out += fmt::format("  payload      {} B injected, {} B delivered ({} messages of {}), {} B on the wire\n",
                      f.payload_injected.count(), f.payload_delivered.count(), f.messages_delivered,
                      f.messages_sent, f.wire_bytes.count());
+  if (set.scale_up == Ns3Settings::ScaleUp::Flow) {
+    out += fmt::format("  NVLink       {} messages ({} B) inside nodes moved as flows, not packets (ns3.scale_up)\n",
+                       f.scale_up_messages, f.scale_up_payload.count());
+  }
   if (ib) {
     out += fmt::format("  credits      {:.3f} ms stalled (summed over ports), {} violations\n",
                        f.credit_stall.ms(), f.credit_violations);
@@ -162,12 +166,14 @@ std::string json_packet_fabric(const PacketFabricStats& f) {
       "\"adaptive_routing\": {}, \"buffer_bytes\": {}, \"messages_sent\": {}, \"messages_delivered\": {}, "
       "\"packets_injected\": {}, \"packets_delivered\": {}, \"packet_hops\": {}, "
       "\"payload_injected_bytes\": {}, \"payload_delivered_bytes\": {}, \"wire_bytes\": {}, \"drops\": {}, "
-      "\"credit_stall_s\": {:.9e}, \"credit_violations\": {}, \"events\": {}}}",
+      "\"credit_stall_s\": {:.9e}, \"credit_violations\": {}, \"events\": {}, \"scale_up\": {}, "
+      "\"scale_up_messages\": {}, \"scale_up_payload_bytes\": {}}}",
       json_string(std::string(to_string(set.model))), set.packets_per_segment, set.mtu.count(), set.num_vls,
       set.adaptive_routing ? "true" : "false", set.buffer.count(), f.messages_sent, f.messages_delivered,
       f.packets_injected, f.packets_delivered, f.packet_hops, f.payload_injected.count(),
       f.payload_delivered.count(), f.wire_bytes.count(), f.drops, f.credit_stall.seconds(),
-      f.credit_violations, f.events);
+      f.credit_violations, f.events, json_string(std::string(to_string(set.scale_up))), f.scale_up_messages,
+      f.scale_up_payload.count());
 }
 }  // namespace
 

@@ -1225,6 +1225,18 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
             fmt::format("an InfiniBand MTU is 256B, 512B, 1KiB, 2KiB or 4KiB, got {}", n.scalar("mtu")));
       }
     }
+    if (n.has("scale_up")) {
+      const YAML::Node v = n.need("scale_up");
+      const std::string name = n.scalar("scale_up");
+      if (name == "flow") {
+        ns.scale_up = Ns3Settings::ScaleUp::Flow;
+      } else if (name == "packets") {
+        ns.scale_up = Ns3Settings::ScaleUp::Packets;
+      } else {
+        n.fail_at(v.Mark(), n.key_path("scale_up"),
+                  fmt::format("unknown scale-up model '{}' (expected flow or packets)", name));
+      }
+    }
     if (n.has("num_vls")) ns.num_vls = static_cast<int>(n.positive_int("num_vls", Ns3Settings::kMaxVls));
     if (n.has("adaptive_routing")) ns.adaptive_routing = n.boolean("adaptive_routing");
     if (n.has("buffer")) {

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
 #include "tessera/ns3_modules/ns3_backend.hpp"
 #include "fabric.hpp"
@@ -322,11 +323,41 @@ Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const
     : fabric_(options.model == Ns3Model::InfiniBand ? MakeInfiniBandFabric(topo, loop, options)
                                                     : MakePointToPointFabric(topo, loop, options)),
       topo_(topo),
-      loop_(loop) {}
+      loop_(loop) {
+  if (options.scale_up == ScaleUpModel::Flow) {
+    scale_up_ = std::make_unique<engine::FlowNetwork>(topo, loop);
+    if (!options.source_classes.empty()) scale_up_->set_source_classes(options.source_classes);
+  }
+}
 
 Ns3Network::~Ns3Network() = default;
 
+bool Ns3Network::scale_up_route(int src, int dst) {
+  if (!scale_up_ || src == dst) return false;
+  const std::uint64_t key =
+      static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(topo_.num_gpus()) + static_cast<std::uint64_t>(dst);
+  const auto it = scale_up_pair_.find(key);
+  if (it != scale_up_pair_.end()) return it->second;
+  const topology::Path path = topo_.route(src, dst);
+  const bool nvlink = !path.empty() && std::all_of(path.begin(), path.end(), [&](LinkId l) {
+    return topo_.tier(l) == topology::LinkTier::NvLink;
+  });
+  scale_up_pair_.emplace(key, nvlink);
+  return nvlink;
+}
+
 void Ns3Network::send(const engine::Message& msg, engine::Callback on_delivered) {
+  if (msg.src >= 0 && msg.dst >= 0 && msg.src < topo_.num_gpus() && msg.dst < topo_.num_gpus() &&
+      scale_up_route(msg.src, msg.dst)) {
+    // The flow model pays delay_after itself.
+    ++scale_up_sent_;
+    scale_up_bytes_ += msg.bytes;
+    scale_up_->send(msg, [this, cb = std::move(on_delivered)]() {
+      ++scale_up_delivered_;
+      cb();
+    });
+    return;
+  }
   if (msg.delay_after > Time::zero()) {
     const Time delay = msg.delay_after;
     fabric_->Send(msg, [this, delay, cb = std::move(on_delivered)]() mutable { loop_.schedule(delay, std::move(cb)); });
@@ -337,10 +368,43 @@ void Ns3Network::send(const engine::Message& msg, engine::Callback on_delivered)
 
 Time Ns3Network::latency(int src, int dst) { return topo_.latency(topo_.route(src, dst)); }
 
-const Ns3NetworkStats& Ns3Network::stats() const { return fabric_->GetStats(); }
+const Ns3NetworkStats& Ns3Network::stats() const {
+  stats_ = fabric_->GetStats();
+  stats_.messages_sent += scale_up_sent_;
+  stats_.messages_delivered += scale_up_delivered_;
+  stats_.scale_up_messages = scale_up_sent_;
+  stats_.scale_up_payload = scale_up_bytes_;
+  return stats_;
+}
 
-Ns3Report Ns3Network::report() const { return fabric_->GetReport(); }
+Ns3Report Ns3Network::report() const {
+  Ns3Report report = fabric_->GetReport();
+  report.network = stats();
+  if (scale_up_ && !report.links.empty()) {
+    // The NVLink links carried flows: their totals come from the flow model.
+    const std::vector<double>& bytes = scale_up_->link_bytes();
+    const std::vector<Time> busy = scale_up_->link_busy();
+    const std::vector<std::vector<double>> by_class = scale_up_->link_bytes_by_class();
+    for (LinkReport& r : report.links) {
+      const auto l = static_cast<std::size_t>(r.link);
+      if (topo_.tier(r.link) != topology::LinkTier::NvLink || bytes[l] <= 0.0) continue;
+      r.payload_bytes = Bytes(std::llround(bytes[l]));
+      r.busy = busy[l];
+      if (!by_class.empty()) {
+        r.payload_by_class.assign(std::max(r.payload_by_class.size(), by_class.size()), Bytes(0));
+        for (std::size_t c = 0; c < by_class.size(); ++c) r.payload_by_class[c] = Bytes(std::llround(by_class[c][l]));
+      }
+    }
+  }
+  return report;
+}
 
-void Ns3Network::verify() const { fabric_->Verify(); }
+void Ns3Network::verify() const {
+  fabric_->Verify();
+  if (scale_up_delivered_ != scale_up_sent_) {
+    throw SimulationError(fmt::format("ns-3 backend: {} of {} NVLink messages were never delivered",
+                                      scale_up_sent_ - scale_up_delivered_, scale_up_sent_));
+  }
+}
 
 }  // namespace tessera::ns3_modules

@@ -24,6 +24,8 @@ ns3_modules::Ns3Options ns3_options(const Scenario& s, const engine::ExecutionOp
   ns3.num_vls = set.num_vls;
   ns3.adaptive_routing = set.adaptive_routing;
   ns3.buffer_bytes = set.buffer;
+  ns3.scale_up = set.scale_up == Ns3Settings::ScaleUp::Flow ? ns3_modules::ScaleUpModel::Flow
+                                                            : ns3_modules::ScaleUpModel::Packets;
   return ns3;
 }
 
@@ -87,6 +89,8 @@ class Ns3Backend final : public NetworkBackend {
     f.credit_stall = n.credit_stall;
     f.credit_violations = n.credit_violations;
     f.events = report.events;
+    f.scale_up_messages = n.scale_up_messages;
+    f.scale_up_payload = n.scale_up_payload;
     out.packet_fabric = f;
     return out;
   }

@@ -23,6 +23,10 @@ std::string_view to_string(Ns3Settings::Model m) {
   return m == Ns3Settings::Model::InfiniBand ? "infiniband" : "point-to-point";
 }
 
+std::string_view to_string(Ns3Settings::ScaleUp s) {
+  return s == Ns3Settings::ScaleUp::Flow ? "flow" : "packets";
+}
+
 std::string_view to_string(FabricKind f) {
   switch (f) {
     case FabricKind::LeafSpine: return "leaf-spine";

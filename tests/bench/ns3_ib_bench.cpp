@@ -3,14 +3,18 @@
 //
 //   ns3_ib_bench events              packet events per second (64-host fat-tree)
 //   ns3_ib_bench coarsening          segment coarsening: error vs 4 KiB packets, speed-up
-//   ns3_ib_bench gpt3 NODES BATCH K  GPT-3 175B iteration (tp 8, pp 16, dp rest) on
+//   ns3_ib_bench gpt3 NODES BATCH K [packets|flow]
+//                                    GPT-3 175B iteration (tp 8, pp 16, dp rest) on
 //                                    NODES x 8 GPUs, global batch BATCH, K packets per
-//                                    segment; flow backend first, then ns-3
+//                                    segment, NVLink messages as packets (default, as
+//                                    docs/benchmarks.md's table) or flows
+//                                    (Ns3Options::scale_up); flow backend first, then ns-3
 #include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -161,7 +165,7 @@ int coarsening() {
   return 0;
 }
 
-int gpt3(int nodes, std::int64_t batch, int k) {
+int gpt3(int nodes, std::int64_t batch, int k, ns3_modules::ScaleUpModel scale_up) {
   const auto t0 = Clock::now();
   const int gpus = nodes * 8;
   const auto topo = fat_tree(nodes, 8, 64);
@@ -194,6 +198,7 @@ int gpt3(int nodes, std::int64_t batch, int k) {
   const double c1 = cpu_seconds();
   ns3_modules::Ns3Options o;
   o.packets_per_segment = k;
+  o.scale_up = scale_up;
   ns3_modules::Ns3Report r;
   const auto ib = ns3_modules::run_on_ns3(graph, topo, o, nullptr, &r);
   const double wall = since(t1);
@@ -212,11 +217,16 @@ int main(int argc, char** argv) {
   try {
     if (mode == "events") return events();
     if (mode == "coarsening") return coarsening();
-    if (mode == "gpt3" && argc == 5) return gpt3(std::atoi(argv[2]), std::atoll(argv[3]), std::atoi(argv[4]));
+    if (mode == "gpt3" && (argc == 5 || argc == 6)) {
+      const std::string su = argc == 6 ? argv[5] : "packets";
+      if (su != "packets" && su != "flow") throw std::invalid_argument("the fifth argument is packets or flow");
+      return gpt3(std::atoi(argv[2]), std::atoll(argv[3]), std::atoi(argv[4]),
+                  su == "flow" ? ns3_modules::ScaleUpModel::Flow : ns3_modules::ScaleUpModel::Packets);
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }
-  fmt::print(stderr, "usage: ns3_ib_bench events | coarsening | gpt3 NODES GLOBAL_BATCH PACKETS_PER_SEGMENT\n");
+  fmt::print(stderr, "usage: ns3_ib_bench events | coarsening | gpt3 NODES GLOBAL_BATCH PACKETS_PER_SEGMENT [packets|flow]\n");
   return 2;
 }

@@ -107,6 +107,10 @@ hostile(NAME ns3.mtu_not_ib RC 2
 hostile_set(ns3.model unknown ethernet)
 hostile_set(ns3.model list "[a, b]")
 hostile_set(ns3.adaptive_routing not_bool maybe)
+hostile_set(ns3.scale_up list "[flow]")
+hostile(NAME ns3.scale_up_unknown RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set ns3\.scale_up\): ns3\.scale_up: unknown scale-up model 'nvlink' \(expected flow or packets\)$]=]
+        ARGS run s.yaml --set ns3.scale_up=nvlink)
 hostile_set(ns3.buffer negative -1KiB)
 hostile_set(ns3.buffer no_unit 4096)
 hostile(NAME ns3.buffer_below_segment RC 2

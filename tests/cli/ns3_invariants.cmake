@@ -2,9 +2,11 @@
 # and the JSON report carry the packet fabric's invariants, and the `ns3:`
 # scenario keys reach the fabric.
 #  - JSON: packets and payload delivered = injected, zero drops, zero credit
-#    violations, every message delivered; the payload injected is every byte
-#    the ranks sent (network_bytes: NVLink and fabric messages both cross the
-#    packet fabric); packet-hops at least the packets (each crosses a link).
+#    violations, every message delivered; the payload injected plus the
+#    NVLink payload moved as flows (ns3.scale_up: flow, the default) is every
+#    byte the ranks sent (network_bytes); with ns3.scale_up=packets every
+#    byte crosses the packet fabric and no message is a flow; packet-hops at
+#    least the packets (each crosses a link).
 #  - ns3.packets_per_segment: 16x the segment gives fewer packets, the same
 #    payload; ns3.mtu and ns3.model change what the report says they are.
 #  - Text: the "Packet fabric" section; the flow backend's report has none,
@@ -23,7 +25,7 @@ function(ns3_fields json prefix)
   set(${prefix}_network_bytes ${network_bytes} PARENT_SCOPE)
   foreach(key model packets_per_segment mtu_bytes messages_sent messages_delivered packets_injected
               packets_delivered packet_hops payload_injected_bytes payload_delivered_bytes drops credit_violations
-              events)
+              events scale_up scale_up_messages scale_up_payload_bytes)
     string(JSON v GET "${json}" ns3 ${key})
     set(${prefix}_${key} ${v} PARENT_SCOPE)
   endforeach()
@@ -37,8 +39,10 @@ function(check_invariants prefix)
   if(NOT ${p}_payload_injected_bytes EQUAL ${p}_payload_delivered_bytes)
     message(FATAL_ERROR "${p}: payload injected ${${p}_payload_injected_bytes} != delivered ${${p}_payload_delivered_bytes}")
   endif()
-  if(NOT ${p}_payload_injected_bytes EQUAL ${p}_network_bytes)
-    message(FATAL_ERROR "${p}: payload injected ${${p}_payload_injected_bytes} != network_bytes ${${p}_network_bytes}")
+  math(EXPR moved "${${p}_payload_injected_bytes} + ${${p}_scale_up_payload_bytes}")
+  if(NOT moved EQUAL ${p}_network_bytes)
+    message(FATAL_ERROR "${p}: payload injected ${${p}_payload_injected_bytes} + NVLink flows "
+                        "${${p}_scale_up_payload_bytes} != network_bytes ${${p}_network_bytes}")
   endif()
   if(NOT ${p}_messages_sent EQUAL ${p}_messages_delivered OR NOT ${p}_drops EQUAL 0 OR NOT ${p}_credit_violations EQUAL 0)
     message(FATAL_ERROR "${p}: messages ${${p}_messages_delivered} of ${${p}_messages_sent}, drops ${${p}_drops}, "
@@ -54,6 +58,21 @@ ns3_fields("${json_k1}" k1)
 check_invariants(k1)
 if(NOT k1_model STREQUAL "infiniband" OR NOT k1_packets_per_segment EQUAL 1 OR NOT k1_mtu_bytes EQUAL 4096)
   message(FATAL_ERROR "ns3.packets_per_segment=1: the report says ${k1_model}, ${k1_packets_per_segment} x ${k1_mtu_bytes} B")
+endif()
+
+# The job's data-parallel rings cross NVLink inside each node: with the
+# default those bytes are flows; with ns3.scale_up=packets none is.
+if(NOT k1_scale_up STREQUAL "flow" OR NOT k1_scale_up_messages GREATER 0 OR NOT k1_scale_up_payload_bytes GREATER 0)
+  message(FATAL_ERROR "default ns3.scale_up: ${k1_scale_up}, ${k1_scale_up_messages} messages, ${k1_scale_up_payload_bytes} B")
+endif()
+run_ok(json_pk --json --set ns3.packets_per_segment=1 --set ns3.scale_up=packets)
+ns3_fields("${json_pk}" pk)
+check_invariants(pk)
+if(NOT pk_scale_up STREQUAL "packets" OR NOT pk_scale_up_messages EQUAL 0 OR NOT pk_payload_injected_bytes EQUAL pk_network_bytes
+   OR NOT pk_messages_sent EQUAL k1_messages_sent OR NOT pk_packets_injected GREATER k1_packets_injected)
+  message(FATAL_ERROR "ns3.scale_up=packets: ${pk_scale_up}, ${pk_scale_up_messages} flow messages, "
+                      "${pk_payload_injected_bytes} of ${pk_network_bytes} B as packets, ${pk_messages_sent} messages "
+                      "(${k1_messages_sent} with flows), ${pk_packets_injected} packets (${k1_packets_injected})")
 endif()
 
 run_ok(json_k16 --json --set ns3.packets_per_segment=16)
@@ -84,7 +103,7 @@ if(NOT p2p_model STREQUAL "point-to-point")
 endif()
 
 run_ok(text)
-if(NOT text MATCHES "\nPacket fabric  infiniband, segment = [0-9]+ x 4096 B MTU, 1 VL, static routing\n  packets +([0-9]+) injected, ([0-9]+) delivered, [0-9]+ packet-hops, 0 dropped\n  payload +([0-9]+) B injected, ([0-9]+) B delivered \\(([0-9]+) messages of ([0-9]+)\\), [0-9]+ B on the wire\n  credits +[0-9.]+ ms stalled \\(summed over ports\\), 0 violations\n  ns-3 events +[0-9]+\n$")
+if(NOT text MATCHES "\nPacket fabric  infiniband, segment = [0-9]+ x 4096 B MTU, 1 VL, static routing\n  packets +([0-9]+) injected, ([0-9]+) delivered, [0-9]+ packet-hops, 0 dropped\n  payload +([0-9]+) B injected, ([0-9]+) B delivered \\(([0-9]+) messages of ([0-9]+)\\), [0-9]+ B on the wire\n  NVLink +[0-9]+ messages \\([0-9]+ B\\) inside nodes moved as flows, not packets \\(ns3\\.scale_up\\)\n  credits +[0-9.]+ ms stalled \\(summed over ports\\), 0 violations\n  ns-3 events +[0-9]+\n$")
   message(FATAL_ERROR "no Packet fabric section at the end of the text report:\n${text}")
 endif()
 if(NOT CMAKE_MATCH_1 EQUAL CMAKE_MATCH_2 OR NOT CMAKE_MATCH_3 EQUAL CMAKE_MATCH_4 OR NOT CMAKE_MATCH_5 EQUAL CMAKE_MATCH_6)

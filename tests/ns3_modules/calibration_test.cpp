@@ -87,7 +87,9 @@ TEST(Ns3Calibration, IbPacketsCarryEfficiencyTimesMtuOfPayload) {
   const Topology t = pair(bw, latency);
   const std::int64_t size = 8 << 20;
   Ns3EventLoop loop;
-  Ns3Network net(t, loop, Ns3Options{});
+  Ns3Options packets;  // the pair's cable is GPU-GPU, i.e. NVLink: as packets here
+  packets.scale_up = ns3_modules::ScaleUpModel::Packets;
+  Ns3Network net(t, loop, packets);
   Time done = Time::max();
   net.send(Message{0, 1, Bytes(size), 0.75}, [&] { done = loop.now(); });
   loop.run();
@@ -109,6 +111,7 @@ TEST(Ns3Calibration, PointToPointPacketsCarryEfficiencyTimesMtuOfPayload) {
   const Topology t = pair(bw, latency);
   Ns3Options o;
   o.model = ns3_modules::Ns3Model::PointToPoint;
+  o.scale_up = ns3_modules::ScaleUpModel::Packets;  // GPU-GPU (NVLink) cable, as packets
   Ns3EventLoop loop;
   Ns3Network net(t, loop, o);
   Time done = Time::max();

@@ -102,7 +102,9 @@ TEST(IbModel, OneLinkCarriesPayloadAtLineRateTimesMtuOverWireBytes) {
     const Time latency = Time::from_ns(100);
     t.add_duplex_link(a, b, bw, latency);
     const std::int64_t size = 8 << 20;  // 2048 full packets
-    const auto f = run_flows(t, {Message{0, 1, Bytes(size)}});
+    Ns3Options packets;  // a GPU-GPU cable is NVLink: as packets here
+    packets.scale_up = ns3_modules::ScaleUpModel::Packets;
+    const auto f = run_flows(t, {Message{0, 1, Bytes(size)}}, packets);
     const double rate = static_cast<double>(size) / (f.done[0] - latency).seconds();
     std::printf("%lld Gb/s: payload %.3f GB/s, expected %.3f GB/s (%+.4f %%)\n",
                 static_cast<long long>(bw.bps() / 1'000'000'000), rate * 1e-9, payload_rate(bw) * 1e-9,

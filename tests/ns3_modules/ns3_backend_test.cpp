@@ -31,6 +31,9 @@ Ns3Options p2p(Bytes mtu = Bytes(kMtu), int window = 2) {
   o.model = ns3_modules::Ns3Model::PointToPoint;
   o.mtu = mtu;
   o.source_window = window;
+  // Two GPUs cabled directly are an NVLink pair: the skeleton's tests move
+  // every message as packets.
+  o.scale_up = ns3_modules::ScaleUpModel::Packets;
   return o;
 }
 
@@ -287,5 +290,130 @@ TEST(Ns3Backend, TwoRunsInOneProcessAreIdentical) {
     EXPECT_EQ(first.ranks[r].finish, second.ranks[r].finish) << "rank " << r;
   }
   EXPECT_GT(first.makespan, Time::from_us(40));
+  }
+}
+
+// --- Scale-up (NVLink) domain: flows beside the packet fabric ---------------
+
+namespace {
+/// 2 nodes x 2 GPUs on NVSwitches (450 GB/s, 300 ns), one 100 Gb/s HCA
+/// link per GPU into a leaf-spine: GPU 0 -> 1 stays in node 0 (two NVLink
+/// links), GPU 0 -> 3 crosses the InfiniBand fabric.
+Topology two_nvlink_nodes() {
+  topology::LeafSpineSpec spec;
+  spec.nodes = 2;
+  spec.gpus_per_node = 2;
+  spec.nvlink_bandwidth = Bandwidth::gigabytes_per_second(450);
+  spec.nvlink_latency = Time::from_ns(300);
+  spec.nic_bandwidth = Bandwidth::gbps(100);
+  spec.nic_latency = Time::from_ns(500);
+  spec.hosts_per_leaf = 2;
+  spec.spines = 1;
+  spec.spine_bandwidth = Bandwidth::gbps(100);
+  spec.spine_latency = Time::from_ns(700);
+  return build_leaf_spine(spec);
+}
+
+struct ScaleUpRun {
+  std::vector<Time> done;
+  ns3_modules::Ns3NetworkStats stats;
+  ns3_modules::Ns3Report report;
+};
+
+ScaleUpRun run_scale_up(const Topology& t, const std::vector<Message>& msgs, ns3_modules::ScaleUpModel model) {
+  Ns3Options o;
+  o.scale_up = model;
+  Ns3EventLoop loop;
+  Ns3Network net(t, loop, o);
+  ScaleUpRun r;
+  r.done.assign(msgs.size(), Time::max());
+  for (std::size_t i = 0; i < msgs.size(); ++i) net.send(msgs[i], [&r, &loop, i] { r.done[i] = loop.now(); });
+  loop.run();
+  net.verify();
+  r.stats = net.stats();
+  r.report = net.report();
+  return r;
+}
+}  // namespace
+
+TEST(Ns3ScaleUp, MessagesInsideANodeAreFlowsWithTheFlowBackendsTiming) {
+  const Topology t = two_nvlink_nodes();
+  for (const int d : {1, 3}) {
+    for (const int s : {0, 1, 2, 3}) {
+      Ns3EventLoop loop;
+      Ns3Network net(t, loop);
+      // Only same-node pairs (0-1, 2-3) are NVLink routes; a GPU to itself is not.
+      EXPECT_EQ(net.scale_up_route(s, d), s != d && s / 2 == d / 2) << s << "->" << d;
+    }
+  }
+  // 64 MiB at efficiency 0.8 plus 3 us of delay_after, from GPU 0 to GPU 1:
+  // by hand, wire = 64 MiB / 0.8 at 450 GB/s, then two 300 ns hops and the
+  // delay: the flow backend's formula, to the picosecond.
+  const std::int64_t size = 64 << 20;
+  Message intra{0, 1, Bytes(size), 0.8, Time::from_us(3)};
+  const auto flows = run_scale_up(t, {intra}, ns3_modules::ScaleUpModel::Flow);
+  engine::DiscreteEventLoop flow_loop;
+  engine::FlowNetwork flow(t, flow_loop);
+  Time flow_done = Time::max();
+  flow.send(intra, [&] { flow_done = flow_loop.now(); });
+  flow_loop.run();
+  const double by_hand = static_cast<double>(size) / 0.8 / 450e9 + 2 * 300e-9 + 3e-6;
+  EXPECT_NEAR(flows.done[0].seconds(), by_hand, 1e-12 * 4);
+  EXPECT_EQ(flows.done[0], flow_done);
+  // Counted as a delivered message, not as packets.
+  EXPECT_EQ(flows.stats.messages_sent, 1u);
+  EXPECT_EQ(flows.stats.messages_delivered, 1u);
+  EXPECT_EQ(flows.stats.scale_up_messages, 1u);
+  EXPECT_EQ(flows.stats.scale_up_payload, Bytes(size));
+  EXPECT_EQ(flows.stats.packets_injected, 0u);
+  EXPECT_EQ(flows.stats.payload_injected, Bytes(0));
+  // The link report has the NVLink links' payload and busy time from the flows.
+  const auto path = t.route(0, 1);
+  ASSERT_EQ(path.size(), 2u);
+  for (const auto l : path) {
+    const auto& r = flows.report.links[static_cast<std::size_t>(l)];
+    EXPECT_EQ(r.payload_bytes, Bytes(size));
+    EXPECT_EQ(r.packets, 0u);
+    EXPECT_NEAR(r.busy.seconds(), static_cast<double>(size) / 0.8 / 450e9, 1e-12);
+  }
+
+  // As 4 KiB packets through the NVSwitch the same message takes within 1%
+  // of the flow's time (headers and the cut-through at the switch are all
+  // that differ), and the packet counters see it.
+  const auto packets = run_scale_up(t, {intra}, ns3_modules::ScaleUpModel::Packets);
+  EXPECT_EQ(packets.stats.scale_up_messages, 0u);
+  EXPECT_EQ(packets.stats.payload_injected, Bytes(size));
+  EXPECT_GT(packets.stats.packets_injected, 0u);
+  EXPECT_NEAR(packets.done[0].seconds(), flows.done[0].seconds(), 0.01 * flows.done[0].seconds());
+  EXPECT_GT(packets.done[0], flows.done[0]);  // 30 B of headers per 4 KiB packet
+}
+
+TEST(Ns3ScaleUp, FabricMessagesAreUntouchedByNvLinkFlows) {
+  // GPU 0 sends 8 MiB to GPU 3 (InfiniBand) while 0 -> 1 and 1 -> 0 move
+  // 256 MiB over NVLink: the links are disjoint, so the fabric message
+  // arrives at the same picosecond with or without them, and the NVLink pair
+  // share nothing either (each its own direction at full rate).
+  const Topology t = two_nvlink_nodes();
+  const Message fabric{0, 3, Bytes(8 << 20)};
+  const Message a{0, 1, Bytes(256 << 20)};
+  const Message b{1, 0, Bytes(256 << 20)};
+  const auto alone = run_scale_up(t, {fabric}, ns3_modules::ScaleUpModel::Flow);
+  const auto mixed = run_scale_up(t, {fabric, a, b}, ns3_modules::ScaleUpModel::Flow);
+  EXPECT_EQ(mixed.done[0], alone.done[0]);
+  EXPECT_EQ(mixed.done[1], mixed.done[2]);
+  EXPECT_EQ(mixed.stats.messages_delivered, 3u);
+  EXPECT_EQ(mixed.stats.scale_up_messages, 2u);
+  EXPECT_EQ(mixed.stats.payload_injected, Bytes(8 << 20));
+  EXPECT_EQ(mixed.stats.payload_delivered, Bytes(8 << 20));
+  EXPECT_EQ(mixed.stats.scale_up_payload, Bytes(512 << 20));
+  EXPECT_EQ(alone.stats.packets_injected, mixed.stats.packets_injected);
+  // Every link carried exactly one model's traffic: NVLink links flows only,
+  // the others packets only.
+  for (const auto& r : mixed.report.links) {
+    if (t.tier(r.link) == topology::LinkTier::NvLink) {
+      EXPECT_EQ(r.packets, 0u) << r.link;
+    } else {
+      EXPECT_EQ(r.payload_bytes.count() > 0, r.packets > 0) << r.link;
+    }
   }
 }

@@ -37,6 +37,8 @@ class ProgressObserver : public engine::ExecutionObserver {
 
  private:
   void draw(bool force);
+  /// `tasks` more tasks ended (a compute task, or one per rank of a collective).
+  void advance(std::uint64_t tasks);
   engine::ExecutionObserver* inner_;
   std::ostream& err_;
   bool tty_;

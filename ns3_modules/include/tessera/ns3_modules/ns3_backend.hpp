@@ -1,7 +1,8 @@
 #pragma once
 // The ns-3 packet-level backend: the same EventLoop + Network seams as the
-// flow backend, but ns3::Simulator owns the clock and every message crosses
-// the fabric as packets. Two fabric models:
+// flow backend, but ns3::Simulator owns the clock and every message that
+// leaves its node crosses the fabric as packets (messages inside a node's
+// NVLink domain move as flows by default: ScaleUpModel). Two fabric models:
 //  - Ns3Model::InfiniBand (default): our own ns-3 InfiniBand model (IbNetDevice,
 //    IbChannel, IbSwitch, IbHca in src/): credit-based link-level flow control
 //    per virtual lane, input-buffered switches forwarding by linear forwarding
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tessera/engine/event_loop.hpp"
@@ -31,11 +33,32 @@
 #include "tessera/topology/topology.hpp"
 #include "tessera/units.hpp"
 
+namespace tessera::engine {
+class FlowNetwork;
+}
+
 namespace tessera::ns3_modules {
 
 enum class Ns3Model {
   InfiniBand,    ///< credit-based IB fabric (default)
   PointToPoint,  ///< ns-3 PointToPoint links, unbounded queues (reference)
+};
+
+/// How messages between GPUs of one scale-up domain move: those whose route
+/// (topology::Topology::route) crosses only NVLink links (GPU-NVSwitch or
+/// GPU-GPU inside a node). Those links carry no other traffic (a route off
+/// the node leaves through the GPU's HCA link), so the two models never share
+/// a link.
+enum class ScaleUpModel {
+  /// Fluid flows with max-min fair sharing on the NVLink links
+  /// (engine::FlowNetwork on the same clock): the flow backend's model
+  /// inside a node, packets only on the InfiniBand (or point-to-point)
+  /// fabric. NVLink is not InfiniBand: modelling an NVSwitch as an IB switch
+  /// with credits is no more faithful, and moving the scale-up bytes (most of
+  /// a tensor-parallel job's) as packets is what makes large runs slow.
+  Flow,
+  /// Every message as packets, the NVSwitch forwarding like a switch.
+  Packets,
 };
 
 /// How an InfiniBand message picks its virtual lane.
@@ -97,6 +120,8 @@ struct Ns3Options {
   /// no accounting. Fills LinkReport::payload_by_class (InfiniBand model
   /// only; PointToPoint has no per-link report). Checked: no value below -1.
   std::vector<std::int32_t> source_classes;
+  /// Messages inside a scale-up (NVLink) domain: flows (default) or packets.
+  ScaleUpModel scale_up = ScaleUpModel::Flow;
 };
 
 /// An EventLoop whose clock is ns3::Simulator's (picosecond resolution,
@@ -133,9 +158,16 @@ struct Ns3NetworkStats {
   Bytes max_buffer_bytes;                ///< fullest input buffer of any port and VL
   Time credit_stall;                     ///< sum over output ports of time spent waiting for credits
   std::uint64_t credit_violations = 0;   ///< credits below zero or above the buffer (always 0 unless a bug)
+  // ScaleUpModel::Flow: messages moved as flows inside a node. They count in
+  // messages_sent / messages_delivered, not in the packet and payload counters.
+  std::uint64_t scale_up_messages = 0;   ///< sent to the scale-up flow model
+  Bytes scale_up_payload;                ///< their payload bytes
 };
 
-/// One directed link's totals (InfiniBand model).
+/// One directed link's totals (InfiniBand model). A scale-up (NVLink) link
+/// under ScaleUpModel::Flow carries flows, not packets: payload_bytes, busy
+/// (time it carried at least one flow) and payload_by_class come from the
+/// flow model; packets, wire_bytes, credit_stall and the queue fields stay 0.
 struct LinkReport {
   topology::LinkId link = -1;
   Bytes wire_bytes;      ///< payload + headers transmitted
@@ -193,6 +225,9 @@ class Ns3Network final : public engine::Network {
   /// dropped, credits never went negative (nor above the buffer), every
   /// message was delivered and every injected byte arrived.
   void verify() const;
+  /// Whether a message from `src` to `dst` goes to the scale-up flow model
+  /// (ScaleUpModel::Flow and a route of NVLink links only).
+  [[nodiscard]] bool scale_up_route(int src, int dst);
 
  /// The ns-3 side (opaque here; the models in src/ implement it).
   class Fabric;
@@ -201,6 +236,13 @@ class Ns3Network final : public engine::Network {
   std::unique_ptr<Fabric> fabric_;
   const topology::Topology& topo_;
   engine::EventLoop& loop_;
+  /// ScaleUpModel::Flow: the flow model of the NVLink links (null: packets).
+  std::unique_ptr<engine::FlowNetwork> scale_up_;
+  std::unordered_map<std::uint64_t, bool> scale_up_pair_;  ///< (src x GPUs + dst) -> scale_up_route
+  std::uint64_t scale_up_sent_ = 0;
+  std::uint64_t scale_up_delivered_ = 0;
+  Bytes scale_up_bytes_;
+  mutable Ns3NetworkStats stats_;  ///< the fabric's counters plus the scale-up ones (stats())
 };
 
 /// Runs `graph` on `topo` with the ns-3 backend: creates an Ns3EventLoop and

@@ -38,6 +38,10 @@ struct PacketFabricStats {
   Time credit_stall;  ///< summed over output ports (InfiniBand)
   std::uint64_t credit_violations = 0;
   std::uint64_t events = 0;  ///< ns-3 events executed
+  /// Messages (and their payload) moved as flows inside a node's NVLink
+  /// domain (ns3.scale_up: flow); counted in messages_sent/delivered only.
+  std::uint64_t scale_up_messages = 0;
+  Bytes scale_up_payload;
 };
 
 /// One run of a task graph on a backend: its result and what the backend

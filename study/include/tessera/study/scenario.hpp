@@ -72,6 +72,9 @@ Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Fram
 /// backend; the flow backend ignores them.
 struct Ns3Settings {
   enum class Model { InfiniBand, PointToPoint };
+  /// Messages inside a node's NVLink domain: flows (the flow backend's
+  /// model, on the same clock) or packets through the NVSwitch.
+  enum class ScaleUp { Flow, Packets };
   /// Segment coarsening chosen by measurement: iteration times within 1% of
   /// exact 4 KiB packets (packets_per_segment 1) on the shipped scenarios
   /// (docs/ns3_modules.md, "Segment size").
@@ -91,8 +94,10 @@ struct Ns3Settings {
   /// Receive buffer per input port and VL; zero = sized per link to cover the
   /// credit round trip (InfiniBand).
   Bytes buffer{0};
+  ScaleUp scale_up = ScaleUp::Flow;
 };
 std::string_view to_string(Ns3Settings::Model m);
+std::string_view to_string(Ns3Settings::ScaleUp s);
 
 struct Job;
 
