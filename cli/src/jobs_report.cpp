@@ -86,7 +86,17 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
         i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(), j.slowdown(),
         j.tokens_per_s, links);
   }
-  out += fmt::format(R"(], "iteration_time_s": {:.9e}}})", o.makespan.seconds());
+  out += fmt::format(R"(], "iteration_time_s": {:.9e})", o.makespan.seconds());
+  // The jobs' warnings, as stderr says them ("jobs NAME: ..."), only when there are any.
+  std::string warnings;
+  for (const Job& job : s.jobs) {
+    for (const std::string& w : job.scenario.warnings) {
+      warnings += (warnings.empty() ? "" : ", ") + json_string(fmt::format("jobs {}: {}", job.name, w));
+    }
+  }
+  for (const std::string& w : s.warnings) warnings += (warnings.empty() ? "" : ", ") + json_string(w);
+  if (!warnings.empty()) out += ", \"warnings\": [" + warnings + "]";
+  out += "}";
   out += "\n";
   return out;
 }

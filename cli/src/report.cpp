@@ -9,6 +9,7 @@ namespace tessera::cli {
 RunReport make_report(const Scenario& s, const Simulation& sim) {
   RunReport rep;
   rep.scenario = s.name;
+  rep.warnings = s.warnings;
   rep.model = s.model.name;
   rep.gpu = s.gpu.name;
   rep.fabric = std::string(to_string(s.fabric));
@@ -291,6 +292,12 @@ std::string format_json(const RunReport& r) {
     }
     balance += "]";
   }
+  std::string warnings;
+  if (!r.warnings.empty()) {
+    warnings = ", \"warnings\": [";
+    for (std::size_t i = 0; i < r.warnings.size(); ++i) warnings += (i == 0 ? "" : ", ") + json_string(r.warnings[i]);
+    warnings += "]";
+  }
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
@@ -317,7 +324,7 @@ std::string format_json(const RunReport& r) {
       r.exposed_comm_time.seconds(),
       r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(),
       r.nvlink_bytes.count(), r.fabric_bytes.count(), json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory,
-      balance + (r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string()));
+      balance + (r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string()) + warnings);
 }
 
 }  // namespace tessera::cli

@@ -86,6 +86,9 @@ struct RunReport {
   Bytes nvlink_bytes;  ///< of it, within a node (engine::ExecutionResult::nvlink_bytes)
   Bytes fabric_bytes;  ///< of it, between nodes: HCA (and PCIe to a shared one) and fabric
   std::vector<StageMemory> memory;
+  /// The scenario's warnings (legal but likely unintended settings, as
+  /// stderr says them; in the JSON as "warnings" only when there are any).
+  std::vector<std::string> warnings;
   /// One per pipeline stage when the scenario has stragglers or mixed GPUs
   /// (printed, and in the JSON, only then); empty otherwise.
   std::vector<StageBalance> stage_balance;
