@@ -425,9 +425,12 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   if (axes.empty()) throw UsageError("tessera sweep: give at least one --set key=v1,v2,...");
   const std::string scenario_path = p.positional()[0];
   const std::string stem = std::filesystem::path(scenario_path).stem().string();
-  const std::optional<Shard> shard = p.get("shard") ? std::optional(parse_shard(*p.get("shard"))) : std::nullopt;
+  // Without --shard the whole sweep is shard 0/1 (a plain Shard and a flag:
+  // std::optional<Shard> drew a false -Wmaybe-uninitialized from GCC 12).
+  const bool sharded = p.get("shard").has_value();
+  const Shard shard = sharded ? parse_shard(*p.get("shard")) : Shard{};
   const std::string csv_path = p.get("out").value_or(
-      shard ? fmt::format("{}-sweep.shard{}of{}.csv", stem, shard->index, shard->count) : stem + "-sweep.csv");
+      sharded ? fmt::format("{}-sweep.shard{}of{}.csv", stem, shard.index, shard.count) : stem + "-sweep.csv");
   const std::string svg_path = p.get("svg").value_or(
       std::filesystem::path(csv_path).replace_extension(".svg").string());
   // Options and files are checked before anything is written.
@@ -454,11 +457,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
 
   // A shard's CSV starts with a line naming its sweep and shard.
   const std::string header =
-      shard ? shard_line(sweep_id(text, axes, fixed), *shard, points.size()) + "\n" + csv_header(axes) : csv_header(axes);
+      sharded ? shard_line(sweep_id(text, axes, fixed), shard, points.size()) + "\n" + csv_header(axes) : csv_header(axes);
   std::map<std::size_t, std::string> rows = read_finished(csv_path, header, points);
   std::vector<std::size_t> todo;
   // A shard owns the points whose index is its own modulo the shard count.
-  auto mine = [&](std::size_t index) { return !shard || index % shard->count == shard->index; };
+  auto mine = [&](std::size_t index) { return index % shard.count == shard.index; };
   std::size_t owned = 0;
   for (const Point& pt : points) {
     if (!mine(pt.index)) continue;
@@ -525,10 +528,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::string final_csv = header + "\n";
   for (const auto& [index, row] : rows) final_csv += row + "\n";
   write_file_atomic(csv_path, final_csv);
-  if (shard) {
+  if (sharded) {
     out << fmt::format("shard {}/{}: {} of {} points written to {}; merge the shards with\n"
                        "  tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
-                       shard->index, shard->count, owned, points.size(), csv_path, stem);
+                       shard.index, shard.count, owned, points.size(), csv_path, stem);
     return 0;
   }
   std::vector<std::string> keys;
