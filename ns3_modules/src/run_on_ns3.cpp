@@ -30,7 +30,7 @@ std::string link_csv(const Ns3Report& report, const topology::Topology& topo) {
                                 engine::kLinkCsvSharedColumns);
   const double span = report.end_time.seconds();
   for (const LinkReport& r : report.links) {
-    if (r.packets == 0) continue;
+    if (r.packets == 0 && r.payload_bytes.count() == 0) continue;  // (NVLink flows carry no packets)
     const auto& l = topo.link(r.link);
     out += fmt::format("{},{},{},{},{},{},{:.3f},{:.6f},{},{},{:.3f},{},{}\n", r.link, topo.vertex(l.src).name,
                        topo.vertex(l.dst).name, topology::to_string(topo.tier(r.link)), l.bandwidth.bps(),
