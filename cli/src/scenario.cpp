@@ -1008,7 +1008,28 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   };
   if (top.has("collectives")) {
     Section col = top.child("collectives");
-    if (col.has("algorithm")) {
+    if (col.has("algorithm") && col.node()["algorithm"].IsMap()) {
+      // One per collective kind ({all-to-all: hierarchical, ...}); kinds
+      // not named keep auto.
+      Section per = col.child("algorithm");
+      for (std::size_t k = 0; k < collectives::kNumCollectiveKinds; ++k) {
+        const auto kind = static_cast<parallelism::CollectiveKind>(k);
+        const std::string name(parallelism::to_string(kind));
+        if (!per.has(name)) continue;
+        const YAML::Node v = per.need(name);
+        const collectives::Algorithm a =
+            checked(per, v, per.key_path(name), [&] { return collectives::parse_algorithm(per.scalar(name)); });
+        const std::vector<collectives::Algorithm> ok = collectives::algorithms_for(kind);
+        if (a != collectives::Algorithm::Auto && std::find(ok.begin(), ok.end(), a) == ok.end()) {
+          std::string names;
+          for (const auto x : ok) names += fmt::format(", {}", collectives::to_string(x));
+          per.fail_at(v.Mark(), per.key_path(name),
+                      fmt::format("{} has no algorithm '{}' (available: auto{})", name, per.scalar(name), names));
+        }
+        s.collectives.per_kind[k] = a;
+      }
+      per.finish();
+    } else if (col.has("algorithm")) {
       const YAML::Node v = col.need("algorithm");
       s.collectives.algorithm =
           checked(col, v, col.key_path("algorithm"), [&] { return collectives::parse_algorithm(col.scalar("algorithm")); });

@@ -64,9 +64,9 @@ TransferGraph send_recv(const std::vector<int>& ranks, Bytes size) {
   return g;
 }
 
-namespace {
+static_assert(static_cast<std::size_t>(CollectiveKind::SendRecv) + 1 == kNumCollectiveKinds);
 
-std::vector<Algorithm> available(CollectiveKind kind) {
+std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::AllReduce:
       return {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling, Algorithm::Hierarchical};
@@ -83,6 +83,8 @@ std::vector<Algorithm> available(CollectiveKind kind) {
   }
   return {};
 }
+
+namespace {
 
 /// True when the group spans >= 2 nodes with the same >= 2 ranks on each.
 bool multi_node_shape(const std::vector<int>& ranks, int ranks_per_node) {
@@ -151,7 +153,7 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
       return send_recv(ranks, size);
   }
   std::string names;
-  for (Algorithm x : available(kind)) names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(x));
+  for (Algorithm x : algorithms_for(kind)) names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(x));
   throw InputError(fmt::format("collective {} has no algorithm '{}' (available: auto, {})",
                                parallelism::to_string(kind), to_string(a), names));
 }
@@ -160,7 +162,7 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
 
 Algorithm resolve_algorithm(CollectiveKind kind, const std::vector<int>& ranks, Bytes size,
                             const ExpandOptions& o) {
-  if (o.algorithm != Algorithm::Auto) return o.algorithm;
+  if (const Algorithm chosen = o.chosen(kind); chosen != Algorithm::Auto) return chosen;
   const auto p = static_cast<double>(ranks.size());
   const double a = o.auto_latency.seconds();
   const double s_over_b = size.as_double() / o.auto_bandwidth.bytes_per_second();

@@ -108,6 +108,19 @@ hostile_set(ns3.model unknown ethernet)
 hostile_set(ns3.model list "[a, b]")
 hostile_set(ns3.adaptive_routing not_bool maybe)
 hostile_set(ns3.scale_up list "[flow]")
+# collectives.algorithm per kind: unknown kind, an algorithm the kind lacks, a list.
+hostile(NAME collectives.algorithm_unknown_kind RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set collectives\.algorithm\): collectives\.algorithm\.alltoall: unknown key \(known here: all-gather, all-reduce, all-to-all, broadcast, reduce, reduce-scatter, send-recv\)$]=]
+        ARGS run s.yaml --set "collectives.algorithm={alltoall: direct}")
+hostile(NAME collectives.algorithm_kind_lacks_it RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set collectives\.algorithm\): collectives\.algorithm\.all-gather: all-gather has no algorithm 'tree' \(available: auto, ring, halving-doubling\)$]=]
+        ARGS run s.yaml --set "collectives.algorithm={all-gather: tree}")
+hostile(NAME collectives.algorithm_kind_unknown_name RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set collectives\.algorithm\): collectives\.algorithm\.all-reduce: ]=]
+        ARGS run s.yaml --set "collectives.algorithm={all-reduce: fastest}")
+hostile(NAME collectives.algorithm_kind_list RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set collectives\.algorithm\): collectives\.algorithm\.all-to-all: expected a single value]=]
+        ARGS run s.yaml --set "collectives.algorithm={all-to-all: [direct]}")
 hostile(NAME ns3.scale_up_unknown RC 2
         REGEX [=[^tessera: error: s\.yaml \(--set ns3\.scale_up\): ns3\.scale_up: unknown scale-up model 'nvlink' \(expected flow or packets\)$]=]
         ARGS run s.yaml --set ns3.scale_up=nvlink)

@@ -62,6 +62,34 @@ TEST(Expand, AutoFollowsTheDocumentedRule) {
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::kib(4), o), Algorithm::HalvingDoubling);
 }
 
+TEST(Expand, APerKindChoiceOverridesTheChoiceForAllKinds) {
+  // Hierarchical for all-to-all alone: reduce-scatter and all-gather (which
+  // have no hierarchical algorithm) keep the all-kinds choice (auto: ring);
+  // a kind set to Auto falls back to it too.
+  ExpandOptions o;
+  o.ranks_per_node = 4;
+  const auto g8 = first_ranks(8);
+  o.per_kind[static_cast<std::size_t>(CollectiveKind::AllToAll)] = Algorithm::Hierarchical;
+  EXPECT_EQ(o.chosen(CollectiveKind::AllToAll), Algorithm::Hierarchical);
+  EXPECT_EQ(o.chosen(CollectiveKind::ReduceScatter), Algorithm::Auto);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllToAll, g8, Bytes::mib(8), o), Algorithm::Hierarchical);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::ReduceScatter, g8, Bytes::mib(8), o), Algorithm::Ring);
+  EXPECT_NO_THROW((void)expand(CollectiveKind::ReduceScatter, g8, Bytes::mib(8), o));
+  // The hierarchical all-to-all's pattern: 2 nodes x 4, phase 1 inside the
+  // node (3 peers), phase 2 one peer on the rank's rail: 4 messages a rank,
+  // against the direct algorithm's 7.
+  const auto h = expand(CollectiveKind::AllToAll, g8, Bytes::mib(8), o);
+  EXPECT_EQ(h.transfers.size(), 8U * 4U);
+  o.algorithm = Algorithm::HalvingDoubling;  // all kinds...
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllGather, g8, Bytes::mib(8), o), Algorithm::HalvingDoubling);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllToAll, g8, Bytes::mib(8), o), Algorithm::Hierarchical);  // ...but this one
+  EXPECT_EQ(expand(CollectiveKind::AllToAll, g8, Bytes::mib(8), Algorithm::Direct).transfers.size(), 8U * 7U);
+  // Every kind lists what it has.
+  EXPECT_EQ(algorithms_for(CollectiveKind::AllGather),
+            (std::vector<Algorithm>{Algorithm::Ring, Algorithm::HalvingDoubling}));
+  EXPECT_EQ(algorithms_for(CollectiveKind::AllToAll), (std::vector<Algorithm>{Algorithm::Direct, Algorithm::Hierarchical}));
+}
+
 TEST(Expand, ChunksPipelineAnyAlgorithm) {
   ExpandOptions o;
   o.algorithm = Algorithm::Ring;

@@ -1,6 +1,8 @@
 #pragma once
 // The single entry point the engine uses: expand one collective into its
 // point-to-point transfer graph with the chosen algorithm.
+#include <array>
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +23,11 @@ enum class Algorithm { Auto, Ring, Tree, HalvingDoubling, Direct, Hierarchical }
 std::string_view to_string(Algorithm a);
 /// "auto", "ring", "tree", "halving-doubling", "direct", "hierarchical".
 Algorithm parse_algorithm(std::string_view text);  // throws InputError
+/// The algorithms expand() has for `kind` besides Auto, in the order error
+/// messages list them.
+std::vector<Algorithm> algorithms_for(parallelism::CollectiveKind kind);
+/// Collective kinds (parallelism::CollectiveKind, AllReduce .. SendRecv).
+inline constexpr std::size_t kNumCollectiveKinds = 7;
 
 /// How finely a collective is expanded. Steps: every algorithm step of every
 /// rank is a transfer, with its dependencies (2(p-1) x p transfers for a ring
@@ -39,7 +46,18 @@ std::string_view to_string(Granularity g);
 Granularity parse_granularity(std::string_view text);  // throws InputError
 
 struct ExpandOptions {
+  /// The algorithm of every collective kind (Auto: resolve_algorithm's rule)...
   Algorithm algorithm = Algorithm::Auto;
+  /// ...unless its kind has its own here (index =
+  /// static_cast<std::size_t>(CollectiveKind); Auto = `algorithm`), as
+  /// NCCL_ALGO chooses per collective (e.g. hierarchical all-to-all with ring
+  /// reduce-scatter and all-gather).
+  std::array<Algorithm, kNumCollectiveKinds> per_kind{};
+  /// per_kind's entry for `kind` when set, else `algorithm`.
+  [[nodiscard]] Algorithm chosen(parallelism::CollectiveKind kind) const {
+    const Algorithm a = per_kind[static_cast<std::size_t>(kind)];
+    return a != Algorithm::Auto ? a : algorithm;
+  }
   /// Granularity::Steps for the pure algorithms; the engine and scenarios
   /// default to Flows (cli: collectives.granularity).
   Granularity granularity = Granularity::Steps;

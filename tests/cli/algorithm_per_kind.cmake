@@ -1,0 +1,39 @@
+# collectives.algorithm per collective kind (scenarios/mixtral-ep.yaml: expert
+# parallelism 8 with ZeRO-1, here on 8 nodes of 4 GPUs so that each expert
+# all-to-all spans two nodes):
+#  - `hierarchical` for every kind stops the run (ZeRO's reduce-scatter has no
+#    hierarchical algorithm), naming the algorithms reduce-scatter has;
+#  - {all-to-all: hierarchical} runs: the all-to-all's inter-node bytes are
+#    the direct algorithm's (same fabric bytes), plus (L-1)/L of it again
+#    inside the node (more NVLink bytes), and on the rail-optimized fabric
+#    the iteration is faster;
+#  - {all-to-all: direct} is what auto does (the same JSON as no choice).
+set(shape --set cluster.nodes=8 --set cluster.gpus_per_node=4)
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${shape} --set collectives.algorithm=hierarchical
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(rc EQUAL 0 OR NOT err MATCHES "reduce-scatter has no algorithm 'hierarchical' \\(available: auto, ring, halving-doubling\\)")
+  message(FATAL_ERROR "hierarchical for every kind: expected an error naming reduce-scatter's algorithms, got ${rc}: ${err}")
+endif()
+function(run_json out)
+  execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${shape} ${ARGN} --json
+                  OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "tessera run ${ARGN} failed (${rc}): ${e}")
+  endif()
+  set(${out} "${o}" PARENT_SCOPE)
+endfunction()
+run_json(plain)
+run_json(direct --set "collectives.algorithm={all-to-all: direct}")
+run_json(hier --set "collectives.algorithm={all-to-all: hierarchical, reduce-scatter: ring}")
+if(NOT direct STREQUAL plain)
+  message(FATAL_ERROR "{all-to-all: direct} should be auto's choice:\n${direct}\n${plain}")
+endif()
+foreach(v plain hier)
+  string(JSON ${v}_it GET "${${v}}" iteration_time_s)
+  string(JSON ${v}_fabric GET "${${v}}" fabric_bytes)
+  string(JSON ${v}_nvlink GET "${${v}}" nvlink_bytes)
+endforeach()
+if(NOT hier_fabric EQUAL plain_fabric OR NOT hier_nvlink GREATER plain_nvlink OR NOT hier_it LESS plain_it)
+  message(FATAL_ERROR "{all-to-all: hierarchical}: fabric ${hier_fabric} B (direct ${plain_fabric}), NVLink "
+                      "${hier_nvlink} B (direct ${plain_nvlink}), iteration ${hier_it} s (direct ${plain_it})")
+endif()
