@@ -245,10 +245,16 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
     }
   }
   std::string text;
-  for (std::size_t c = 0; c < t.header.size(); ++c) text += (c ? "," : "") + nm::csv_escape(t.header[c]);
+  for (std::size_t c = 0; c < t.header.size(); ++c) {
+    if (c > 0) text += ',';
+    text += nm::csv_escape(t.header[c]);
+  }
   text += ",Predicted_ms\n";
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    for (std::size_t c = 0; c < t.rows[r].size(); ++c) text += (c ? "," : "") + nm::csv_escape(t.rows[r][c]);
+    for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
+      if (c > 0) text += ',';
+      text += nm::csv_escape(t.rows[r][c]);
+    }
     text += fmt::format(",{:.6g}\n", predicted[r]);
   }
   write_file_atomic(output, text);

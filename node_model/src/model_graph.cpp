@@ -302,7 +302,10 @@ std::vector<std::vector<std::int64_t>> parse_shapes(const std::string& text) {
 
 std::int64_t product(const std::vector<std::int64_t>& s, std::size_t from = 0, std::size_t to = std::string::npos) {
   std::int64_t p = 1;
-  for (std::size_t i = from; i < std::min(to, s.size()); ++i) p *= s[i];
+  const std::size_t end = std::min(to, s.size());
+  for (auto it = s.begin() + static_cast<std::ptrdiff_t>(std::min(from, end)); it != s.begin() + static_cast<std::ptrdiff_t>(end); ++it) {
+    p *= *it;
+  }
   return p;
 }
 

@@ -175,7 +175,9 @@ TEST(FlowNetworkIncremental, BatchedStartsGiveTheSameTimesAsOneByOne) {
     const auto da = run_flows(flows, la, inc);
     const auto db = run_flows(flows, lb, ref);
     for (std::size_t i = 0; i < da.size(); ++i) EXPECT_LE(std::abs(da[i].ps() - db[i].ps()), 2) << i;
-    if (clustered) EXPECT_LE(inc.recomputations(), 60U + 4U);  // at most one per end instant + one per start instant
+    if (clustered) {
+      EXPECT_LE(inc.recomputations(), 60U + 4U);  // at most one per end instant + one per start instant
+    }
   }
 }
 

@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
     for (long i = 0; i < rounds; ++i) {
       // Stack a few edits after the selector byte, restarting now and then.
       const std::string base = (i % 8 == 0) ? seed : cur;
-      cur = std::string(1, which) + tessera::fuzz::mutate(base.substr(1), rng);
+      cur.assign(1, which);
+      cur += tessera::fuzz::mutate(base.substr(1), rng);
       LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(cur.data()), cur.size());
       ++inputs;
     }

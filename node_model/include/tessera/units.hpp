@@ -10,6 +10,7 @@
 // OverflowError (tessera/error.hpp) naming the operation, never wraps.
 #include <compare>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -45,12 +46,12 @@ class Time {
   constexpr Time() = default;
   static constexpr Time from_ps(std::int64_t ps) { return Time(ps); }
   static constexpr Time from_ns(std::int64_t ns) { return Time(detail::checked<detail::Quantity::Time>('x', ns, 1000)); }
-  static constexpr Time from_us(std::int64_t us) { return Time(detail::checked<detail::Quantity::Time>('x', us, 1000 * 1000)); }
-  static constexpr Time from_ms(std::int64_t ms) { return Time(detail::checked<detail::Quantity::Time>('x', ms, 1000 * 1000 * 1000)); }
+  static constexpr Time from_us(std::int64_t us) { return Time(detail::checked<detail::Quantity::Time>('x', us, std::int64_t{1000} * 1000)); }
+  static constexpr Time from_ms(std::int64_t ms) { return Time(detail::checked<detail::Quantity::Time>('x', ms, std::int64_t{1000} * 1000 * 1000)); }
   /// Rounds up to the next picosecond (a duration is never shortened).
   static Time from_seconds(double s);
   static constexpr Time zero() { return Time(0); }
-  static constexpr Time max() { return Time(INT64_MAX); }
+  static constexpr Time max() { return Time(std::numeric_limits<std::int64_t>::max()); }
 
   [[nodiscard]] constexpr std::int64_t ps() const { return ps_; }
   [[nodiscard]] constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
@@ -81,8 +82,8 @@ class Bytes {
   constexpr Bytes() = default;
   constexpr explicit Bytes(std::int64_t n) : n_(n) {}
   static constexpr Bytes kib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, 1024)); }
-  static constexpr Bytes mib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, 1024 * 1024)); }
-  static constexpr Bytes gib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, 1024 * 1024 * 1024)); }
+  static constexpr Bytes mib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, std::int64_t{1024} * 1024)); }
+  static constexpr Bytes gib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, std::int64_t{1024} * 1024 * 1024)); }
 
   [[nodiscard]] constexpr std::int64_t count() const { return n_; }
   [[nodiscard]] constexpr double as_double() const { return static_cast<double>(n_); }

@@ -33,7 +33,7 @@ struct Transfer {
   /// in total. Ignored for steps == 1 (a reducing step transfer reduces its
   /// bytes once): use reductions() and reduced_bytes().
   std::int32_t reduce_steps = 0;
-  Bytes reduce_bytes;
+  Bytes reduce_bytes{};
 
   [[nodiscard]] std::int32_t reductions() const {
     if (!reduce) return 0;

@@ -77,18 +77,18 @@ struct ExecutionOptions {
   /// transfer marked `reduce` arrives (a memory-bound kernel, timed by the
   /// node model). Empty: reductions are free. Not charged when
   /// calibration.fused_reductions is set.
-  std::function<Time(Bytes)> reduction_time;
+  std::function<Time(Bytes)> reduction_time{};
   /// NCCL's real costs (latencies, achieved bandwidth, SM sharing), applied
   /// on any backend. Default: line rate (none of it). Transfers and
   /// collectives are classed NVLink or network by node, rank /
   /// collectives.ranks_per_node (0: every rank in one node). Not applied on
   /// an instantaneous network (communication is free there by definition).
-  CommCalibration calibration;
+  CommCalibration calibration{};
   /// Per rank (index = rank): its compute tasks take duration x this
   /// (stragglers, slower GPUs); counted in RankResult::compute_busy. Empty:
   /// every rank at its predicted speed. Otherwise one entry per rank, each in
   /// (0, 1e6) (InputError).
-  std::vector<double> compute_scale;
+  std::vector<double> compute_scale{};
 };
 
 /// Runs `graph` to completion: schedules its tasks on `loop`, sends its

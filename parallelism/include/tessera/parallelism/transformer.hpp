@@ -126,8 +126,8 @@ struct Workload {
   /// Which kernels run and how (node_model/workload.hpp): Megatron-LM's
   /// fused kernels and mixed-precision machinery, or PyTorch eager.
   node_model::Framework framework = node_model::Framework::Megatron;
-  node_model::ProfileOptions profile;
-  HostOverhead host;
+  node_model::ProfileOptions profile{};
+  HostOverhead host{};
   /// FlashAttention (Dao et al.): QK^T, the scaled masked softmax, dropout and
   /// PV run as one fused kernel each way and no s x s score or probability
   /// matrix is kept for the backward (it is recomputed inside the fused backward).
