@@ -338,6 +338,9 @@ bool Ns3Network::scale_up_route(int src, int dst) {
       static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(topo_.num_gpus()) + static_cast<std::uint64_t>(dst);
   const auto it = scale_up_pair_.find(key);
   if (it != scale_up_pair_.end()) return it->second;
+  // A route never passes through a GPU and an NVSwitch links only GPUs, so
+  // a route is NVLink from end to end or crosses no NVLink link at all: the
+  // flow model and the packet fabric never share a link.
   const topology::Path path = topo_.route(src, dst);
   const bool nvlink = !path.empty() && std::all_of(path.begin(), path.end(), [&](LinkId l) {
     return topo_.tier(l) == topology::LinkTier::NvLink;
