@@ -78,7 +78,7 @@ struct Ns3Settings {
   /// Segment coarsening chosen by measurement: iteration times within 1% of
   /// exact 4 KiB packets (packets_per_segment 1) on the shipped scenarios
   /// (docs/ns3_modules.md, "Segment size").
-  static constexpr int kDefaultPacketsPerSegment = 64;
+  static constexpr int kDefaultPacketsPerSegment = 32;
   static constexpr int kMaxPacketsPerSegment = 4096;
   static constexpr int kMaxVls = 15;
   /// Wire bytes per MTU packet besides payload (Ns3Options::header_bytes;
