@@ -14,6 +14,9 @@ class Ns3Network::Fabric {
   virtual const Ns3NetworkStats& GetStats() const = 0;
   virtual Ns3Report GetReport() const = 0;
   virtual void Verify() const = 0;
+  /// From now on, `link` transmits at `rate` (a packet already on the wire
+  /// keeps the rate it started with).
+  virtual void SetLinkRate(topology::LinkId link, Bandwidth rate) = 0;
 };
 
 /// The PointToPoint model (ns3_network.cpp).

@@ -50,6 +50,10 @@ class IbFabric final : public Ns3Network::Fabric {
   const Ns3NetworkStats& GetStats() const override;
   Ns3Report GetReport() const override;
   void Verify() const override;
+  void SetLinkRate(LinkId link, Bandwidth rate) override {
+    m_devices[static_cast<std::size_t>(link)]->SetAttribute(
+        "DataRate", ns3::DataRateValue(ns3::DataRate(static_cast<std::uint64_t>(rate.bps()))));
+  }
 
  private:
   struct InMessage {

@@ -52,6 +52,9 @@ class P2pFabric final : public Ns3Network::Fabric {
   const Ns3NetworkStats& GetStats() const override { return m_stats; }
   Ns3Report GetReport() const override;
   void Verify() const override;
+  void SetLinkRate(LinkId link, Bandwidth rate) override {
+    m_txDevice[static_cast<std::size_t>(link)]->SetDataRate(ns3::DataRate(static_cast<std::uint64_t>(rate.bps())));
+  }
 
  private:
   struct MessageState {
@@ -327,6 +330,41 @@ Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const
   if (options.scale_up == ScaleUpModel::Flow) {
     scale_up_ = std::make_unique<engine::FlowNetwork>(topo, loop);
     if (!options.source_classes.empty()) scale_up_->set_source_classes(options.source_classes);
+  }
+  for (const Ns3Options::CableRateChange& c : options.rate_changes) {
+    if (!(c.factor > 0.0 && c.factor <= 1.0)) {
+      throw InputError(fmt::format("ns-3 backend: a cable's rate factor must be in (0, 1] (got {}); a cable failing "
+                                   "during the run is not supported",
+                                   c.factor));
+    }
+    if (c.at < Time::zero()) throw InputError("ns-3 backend: a cable's rate change must not be before time 0");
+    std::vector<LinkId> cable;
+    bool nvlink = false;
+    const auto& links = topo.links();
+    for (std::size_t k = 0; k < links.size(); ++k) {
+      if ((links[k].src == c.a && links[k].dst == c.b) || (links[k].src == c.b && links[k].dst == c.a)) {
+        cable.push_back(static_cast<LinkId>(k));
+        nvlink = nvlink || topo.tier(static_cast<LinkId>(k)) == topology::LinkTier::NvLink;
+      }
+    }
+    if (cable.empty()) {
+      throw InputError(fmt::format("ns-3 backend: no cable between {} and {}", topo.vertex(c.a).name,
+                                   topo.vertex(c.b).name));
+    }
+    // NVLink cables carry the scale-up flows: the flow model slows them.
+    if (nvlink && scale_up_) {
+      scale_up_->change_cable_at(c.at, c.a, c.b, c.factor);
+      continue;
+    }
+    std::vector<std::pair<LinkId, Bandwidth>> rates;
+    for (const LinkId l : cable) {
+      rates.emplace_back(l, Bandwidth::bits_per_second(std::max<std::int64_t>(
+                                1, static_cast<std::int64_t>(std::floor(static_cast<double>(topo.link(l).bandwidth.bps()) *
+                                                                        c.factor)))));
+    }
+    loop.schedule(c.at, [this, rates = std::move(rates)] {
+      for (const auto& [l, rate] : rates) fabric_->SetLinkRate(l, rate);
+    });
   }
 }
 

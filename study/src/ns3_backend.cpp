@@ -34,12 +34,16 @@ class Ns3Backend final : public NetworkBackend {
   [[nodiscard]] std::string_view name() const override { return "ns3"; }
   /// One ns-3 Simulator per process.
   [[nodiscard]] bool concurrent_runs() const override { return false; }
+  /// A cable failing during the run is not supported (the forwarding tables
+  /// do not change during a run); one slowing down is (failures.degraded
+  /// with `at:`).
   void check(const Scenario& s) const override {
-    if (s.failures.timed.empty()) return;
-    const auto& t = s.failures.timed.front();
-    throw ScenarioError(fmt::format("{}: failures.{}: {}-{}: `at:` (a failure during the run) is not supported "
-                                    "by the ns3 backend; use backend flow, or drop `at:` to fail it from the start",
-                                    s.file, t.fail ? "links" : "degraded", t.a, t.b));
+    for (const auto& t : s.failures.timed) {
+      if (!t.fail) continue;
+      throw ScenarioError(fmt::format("{}: failures.links: {}-{}: `at:` (a failure during the run) is not supported "
+                                      "by the ns3 backend; use backend flow, or drop `at:` to fail it from the start",
+                                      s.file, t.a, t.b));
+    }
   }
   [[nodiscard]] BackendRun run(const parallelism::TaskGraph& graph, const topology::Topology& topo,
                                const Scenario& s, const engine::ExecutionOptions& options,
@@ -57,6 +61,8 @@ class Ns3Backend final : public NetworkBackend {
     const bool classified = !source_classes.empty();
     ns3_modules::Ns3Options ns3 = ns3_options(s, options);
     ns3.source_classes = std::move(source_classes);
+    // `failures.degraded` entries with `at:` slow their cable during the run.
+    for (const TimedCableChange& c : timed_cable_changes(s, topo)) ns3.rate_changes.push_back({c.at, c.a, c.b, c.factor});
     ns3_modules::Ns3Report report;
     BackendRun out;
     out.result = ns3_modules::run_on_ns3(graph, topo, ns3, observer, &report);

@@ -417,3 +417,74 @@ TEST(Ns3ScaleUp, FabricMessagesAreUntouchedByNvLinkFlows) {
     }
   }
 }
+
+// --- Cables slowing down during the run ---------------------------------------
+
+namespace {
+/// Three GPUs on one switch (vertices gpu0..gpu2 = 0..2, leaf0 = 3; 100 Gb/s
+/// cables of 1 us): GPU 0 -> GPU 1, 8 MiB as exact 4 KiB packets, with
+/// `changes` applied. Returns the delivery time.
+Time one_message_with(const std::vector<Ns3Options::CableRateChange>& changes) {
+  const Topology t = star(3, Bandwidth::gbps(100), Time::from_us(1));
+  Ns3Options o;  // InfiniBand, 4 KiB MTU, every packet
+  o.rate_changes = changes;
+  Ns3EventLoop loop;
+  Ns3Network net(t, loop, o);
+  Time done = Time::max();
+  net.send(Message{0, 1, Bytes(8 << 20)}, [&] { done = loop.now(); });
+  loop.run();
+  net.verify();
+  return done;
+}
+}  // namespace
+
+TEST(Ns3RateChange, ACableHalvedMidMessageStretchesTheRestByTwo) {
+  // Unslowed the 8 MiB serialise in T = 2048 x (4096 + 30) B at 100 Gb/s
+  // (675.9 us). The first cable (gpu0 - leaf0: vertices 0 and 3) halves at
+  // T / 2: the second half of the bytes takes T, so delivery moves by T / 2
+  // (to within a packet time, 0.33 us).
+  const Time base = one_message_with({});
+  const double wire_s = 2048.0 * (4096 + 30) * 8.0 / 100e9;
+  EXPECT_NEAR(base.seconds(), wire_s + 2e-6, 1e-6);
+  const Time half = Time::from_seconds(wire_s / 2);
+  const Time slowed = one_message_with({{half, 0, 3, 0.5}});
+  EXPECT_NEAR((slowed - base).seconds(), wire_s / 2, 0.5e-6);
+  // From the start: every byte at half rate; after the message: no change.
+  EXPECT_NEAR(one_message_with({{Time::zero(), 0, 3, 0.5}}).seconds(), 2 * wire_s + 2e-6, 1e-6);
+  EXPECT_EQ(one_message_with({{Time::from_ms(5), 0, 3, 0.5}}), base);
+  // GPU 2's cable carries nothing of this message.
+  EXPECT_EQ(one_message_with({{half, 2, 3, 0.5}}), base);
+}
+
+TEST(Ns3RateChange, FailuresUnknownCablesAndBadTimesAreInputErrors) {
+  const Topology t = star(2, Bandwidth::gbps(100), Time::from_us(1));
+  Ns3EventLoop loop;
+  auto with = [](Ns3Options::CableRateChange c) {
+    Ns3Options o;
+    o.rate_changes = {c};
+    return o;
+  };
+  EXPECT_THROW(Ns3Network(t, loop, with({Time::from_us(1), 0, 2, 0.0})), InputError);   // a failure
+  EXPECT_THROW(Ns3Network(t, loop, with({Time::from_us(1), 0, 2, 1.5})), InputError);
+  EXPECT_THROW(Ns3Network(t, loop, with({Time::from_us(1), 0, 1, 0.5})), InputError);   // no gpu0-gpu1 cable
+  EXPECT_THROW(Ns3Network(t, loop, with({Time::from_ps(-1), 0, 2, 0.5})), InputError);
+}
+
+TEST(Ns3RateChange, AnNvLinkCableSlowsItsFlows) {
+  // Under scale_up: flow an NVLink cable's change goes to the flow model:
+  // 64 MiB from GPU 0 to GPU 1 with GPU 0's NVLink cable at half rate from
+  // the start takes twice the serialisation (by hand, as the flow backend).
+  const Topology t = two_nvlink_nodes();
+  const auto& first = t.link(t.route(0, 1).front());  // gpu0 -> its NVSwitch
+  Ns3Options o;
+  o.rate_changes = {{Time::zero(), first.src, first.dst, 0.5}};
+  Ns3EventLoop loop;
+  Ns3Network net(t, loop, o);
+  Time done = Time::max();
+  const std::int64_t size = 64 << 20;
+  net.send(Message{0, 1, Bytes(size)}, [&] { done = loop.now(); });
+  loop.run();
+  net.verify();
+  EXPECT_NEAR(done.seconds(), static_cast<double>(size) / 225e9 + 2 * 300e-9, 1e-11);
+  EXPECT_EQ(net.stats().packets_injected, 0u);
+}

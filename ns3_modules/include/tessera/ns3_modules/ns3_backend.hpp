@@ -122,6 +122,18 @@ struct Ns3Options {
   std::vector<std::int32_t> source_classes;
   /// Messages inside a scale-up (NVLink) domain: flows (default) or packets.
   ScaleUpModel scale_up = ScaleUpModel::Flow;
+  /// Cables that slow down during the run: at `at`, every cable between
+  /// vertices `a` and `b` (both directions, parallel cables too) runs at
+  /// `factor` (in (0, 1]) of its rate; a packet already on the wire keeps
+  /// its rate. A cable failing (factor 0) is not supported here (routes
+  /// come from the forwarding tables, which do not change during a run):
+  /// InputError, as for an unknown cable or a negative time.
+  struct CableRateChange {
+    Time at;
+    topology::VertexId a = 0, b = 0;
+    double factor = 1.0;
+  };
+  std::vector<CableRateChange> rate_changes;
 };
 
 /// An EventLoop whose clock is ns3::Simulator's (picosecond resolution,
