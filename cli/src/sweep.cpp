@@ -562,7 +562,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     out << json << "]}\n";
     return 0;
   }
-  out << fmt::format("{:>5}  {:<40} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", "GPUs", "iteration ms",
+  // The settings column as wide as its longest label (at least 40), so the
+  // numbers line up whatever the swept keys are.
+  std::size_t width = 40;
+  for (const Point& pt : points) width = std::max(width, label(pt).size());
+  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", width, "GPUs", "iteration ms",
                      "TFLOP/s/GPU", "tokens/s");
   int oom = 0;
   for (const Point& pt : points) {
@@ -570,7 +574,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     const std::size_t m0 = cols.size() - kMetricColumns;
     const bool does_not_fit = cols.back() == "1";
     oom += does_not_fit ? 1 : 0;
-    out << fmt::format("{:>5}  {:<40} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}\n", pt.index, label(pt), cols[m0 + kGpus],
+    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}\n", pt.index, label(pt), width, cols[m0 + kGpus],
                        std::stod(cols[m0 + kIteration]) * 1e3, std::stod(cols[m0 + kTflops]),
                        std::stod(cols[m0 + kTokens]), does_not_fit ? "  OOM" : "");
   }
