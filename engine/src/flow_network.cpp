@@ -116,11 +116,7 @@ void FlowNetwork::change_cable_at(Time at, topology::VertexId a, topology::Verte
   if (!(factor >= 0.0 && factor <= 1.0)) {
     throw InputError(fmt::format("flow network: a cable's rate factor must be in [0, 1] (got {})", factor));
   }
-  std::vector<topology::LinkId> links;
-  for (std::size_t l = 0; l < topo_.links().size(); ++l) {
-    const topology::Link& k = topo_.links()[l];
-    if ((k.src == a && k.dst == b) || (k.src == b && k.dst == a)) links.push_back(static_cast<topology::LinkId>(l));
-  }
+  std::vector<topology::LinkId> links = topo_.cable_links(a, b);
   if (links.empty()) {
     throw InputError(fmt::format("flow network: no cable between {} and {}", topo_.vertex(a).name,
                                  topo_.vertex(b).name));

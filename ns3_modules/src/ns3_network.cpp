@@ -338,30 +338,18 @@ Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const
                                    c.factor));
     }
     if (c.at < Time::zero()) throw InputError("ns-3 backend: a cable's rate change must not be before time 0");
-    std::vector<LinkId> cable;
-    bool nvlink = false;
-    const auto& links = topo.links();
-    for (std::size_t k = 0; k < links.size(); ++k) {
-      if ((links[k].src == c.a && links[k].dst == c.b) || (links[k].src == c.b && links[k].dst == c.a)) {
-        cable.push_back(static_cast<LinkId>(k));
-        nvlink = nvlink || topo.tier(static_cast<LinkId>(k)) == topology::LinkTier::NvLink;
-      }
-    }
+    const std::vector<LinkId> cable = topo.cable_links(c.a, c.b);
     if (cable.empty()) {
       throw InputError(fmt::format("ns-3 backend: no cable between {} and {}", topo.vertex(c.a).name,
                                    topo.vertex(c.b).name));
     }
     // NVLink cables carry the scale-up flows: the flow model slows them.
-    if (nvlink && scale_up_) {
+    if (scale_up_ && topo.tier(cable.front()) == topology::LinkTier::NvLink) {
       scale_up_->change_cable_at(c.at, c.a, c.b, c.factor);
       continue;
     }
     std::vector<std::pair<LinkId, Bandwidth>> rates;
-    for (const LinkId l : cable) {
-      rates.emplace_back(l, Bandwidth::bits_per_second(std::max<std::int64_t>(
-                                1, static_cast<std::int64_t>(std::floor(static_cast<double>(topo.link(l).bandwidth.bps()) *
-                                                                        c.factor)))));
-    }
+    for (const LinkId l : cable) rates.emplace_back(l, topology::degraded_rate(topo.link(l).bandwidth, c.factor));
     loop.schedule(c.at, [this, rates = std::move(rates)] {
       for (const auto& [l, rate] : rates) fabric_->SetLinkRate(l, rate);
     });
@@ -409,18 +397,22 @@ void Ns3Network::send(const engine::Message& msg, engine::Callback on_delivered)
 
 Time Ns3Network::latency(int src, int dst) { return topo_.latency(topo_.route(src, dst)); }
 
+void Ns3Network::add_scale_up(Ns3NetworkStats& s) const {
+  s.messages_sent += scale_up_sent_;
+  s.messages_delivered += scale_up_delivered_;
+  s.scale_up_messages = scale_up_sent_;
+  s.scale_up_payload = scale_up_bytes_;
+}
+
 const Ns3NetworkStats& Ns3Network::stats() const {
   stats_ = fabric_->GetStats();
-  stats_.messages_sent += scale_up_sent_;
-  stats_.messages_delivered += scale_up_delivered_;
-  stats_.scale_up_messages = scale_up_sent_;
-  stats_.scale_up_payload = scale_up_bytes_;
+  add_scale_up(stats_);
   return stats_;
 }
 
 Ns3Report Ns3Network::report() const {
-  Ns3Report report = fabric_->GetReport();
-  report.network = stats();
+  Ns3Report report = fabric_->GetReport();  // its network stats are the fabric's
+  add_scale_up(report.network);
   if (scale_up_ && !report.links.empty()) {
     // The NVLink links carried flows: their totals come from the flow model.
     const std::vector<double>& bytes = scale_up_->link_bytes();

@@ -8,23 +8,16 @@
 #    inside the node (more NVLink bytes), and on the rail-optimized fabric
 #    the iteration is faster;
 #  - {all-to-all: direct} is what auto does (the same JSON as no choice).
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 set(shape --set cluster.nodes=8 --set cluster.gpus_per_node=4)
 execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${shape} --set collectives.algorithm=hierarchical
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(rc EQUAL 0 OR NOT err MATCHES "reduce-scatter has no algorithm 'hierarchical' \\(available: auto, ring, halving-doubling\\)")
   message(FATAL_ERROR "hierarchical for every kind: expected an error naming reduce-scatter's algorithms, got ${rc}: ${err}")
 endif()
-function(run_json out)
-  execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${shape} ${ARGN} --json
-                  OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "tessera run ${ARGN} failed (${rc}): ${e}")
-  endif()
-  set(${out} "${o}" PARENT_SCOPE)
-endfunction()
-run_json(plain)
-run_json(direct --set "collectives.algorithm={all-to-all: direct}")
-run_json(hier --set "collectives.algorithm={all-to-all: hierarchical, reduce-scatter: ring}")
+tessera_ok(plain run ${SCENARIO} ${shape} --json)
+tessera_ok(direct run ${SCENARIO} ${shape} --json --set "collectives.algorithm={all-to-all: direct}")
+tessera_ok(hier run ${SCENARIO} ${shape} --json --set "collectives.algorithm={all-to-all: hierarchical, reduce-scatter: ring}")
 if(NOT direct STREQUAL plain)
   message(FATAL_ERROR "{all-to-all: direct} should be auto's choice:\n${direct}\n${plain}")
 endif()

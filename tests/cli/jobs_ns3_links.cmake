@@ -4,13 +4,11 @@
 # has a list of 3 busiest links per job on both backends. Packed, each job
 # stays under its own leaf on ns-3 too: no leaf-spine link among its busiest.
 # (The point-to-point model's "not available" line: Jobs.LinkBytesByJobNs3.)
-function(run_ok out)
-  execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "tessera run ${SCENARIO} ${ARGN} failed (${rc}): ${e}")
-  endif()
-  set(${out} "${o}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
+# run_ok(OUT ARGS...): `tessera run ${SCENARIO} ARGS...`, which must succeed.
+macro(run_ok out)
+  tessera_ok(${out} run ${SCENARIO} ${ARGN})
+endmacro()
 
 function(expect_links json what)
   string(JSON jobs LENGTH "${json}" jobs)

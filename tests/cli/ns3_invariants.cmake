@@ -11,13 +11,11 @@
 #    payload; ns3.mtu and ns3.model change what the report says they are.
 #  - Text: the "Packet fabric" section; the flow backend's report has none,
 #    and its JSON no "ns3" object.
-function(run_ok out)
-  execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "tessera run ${SCENARIO} ${ARGN} failed (${rc}): ${e}")
-  endif()
-  set(${out} "${o}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
+# run_ok(OUT ARGS...): `tessera run ${SCENARIO} ARGS...`, which must succeed.
+macro(run_ok out)
+  tessera_ok(${out} run ${SCENARIO} ${ARGN})
+endmacro()
 
 # Reads the ns3 object of a JSON report into ${prefix}_<key>.
 function(ns3_fields json prefix)

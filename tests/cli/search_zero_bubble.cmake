@@ -13,13 +13,11 @@ execute_process(COMMAND ${TESSERA} search ${SCENARIO} ${ARGS} --json OUTPUT_VARI
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "search ${ARGS} --json failed (${rc}): ${err}")
 endif()
-function(get out)
-  string(JSON value ERROR_VARIABLE error GET "${json}" ${ARGN})
-  if(error)
-    message(FATAL_ERROR "search --json: ${ARGN}: ${error}\n${json}")
-  endif()
-  set(${out} "${value}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
+# get(OUT PATH...): the search report's value at PATH.
+macro(get out)
+  json_get(${out} "${json}" ${ARGN})
+endmacro()
 
 string(JSON n LENGTH "${json}" searched schedules)
 set(searched "")

@@ -161,9 +161,11 @@ TEST(Ns3PointToPoint, OneMessageOnOneLinkTakesSizeOverBandwidthPlusLatency) {
   EXPECT_EQ(net.stats().drops, 0u);
 }
 
-TEST(Ns3PointToPoint, StoreAndForwardAcrossALeafSpineFabric) {
-  // 2 nodes x 2 GPUs, 2 GPUs per leaf: GPU 0 -> GPU 3 crosses
-  // GPU-leaf-spine-leaf-GPU, four 100 Gb/s links.
+namespace {
+/// 2 nodes x 2 GPUs on NVSwitches (450 GB/s, 300 ns), one 100 Gb/s HCA
+/// link per GPU into a leaf-spine: GPU 0 -> 1 stays in node 0 (two NVLink
+/// links), GPU 0 -> 3 crosses the InfiniBand fabric.
+Topology two_nvlink_nodes() {
   topology::LeafSpineSpec spec;
   spec.nodes = 2;
   spec.gpus_per_node = 2;
@@ -175,7 +177,14 @@ TEST(Ns3PointToPoint, StoreAndForwardAcrossALeafSpineFabric) {
   spec.spines = 1;
   spec.spine_bandwidth = Bandwidth::gbps(100);
   spec.spine_latency = Time::from_ns(700);
-  const Topology t = build_leaf_spine(spec);
+  return build_leaf_spine(spec);
+}
+}  // namespace
+
+TEST(Ns3PointToPoint, StoreAndForwardAcrossALeafSpineFabric) {
+  // 2 nodes x 2 GPUs, 2 GPUs per leaf: GPU 0 -> GPU 3 crosses
+  // GPU-leaf-spine-leaf-GPU, four 100 Gb/s links.
+  const Topology t = two_nvlink_nodes();
   ASSERT_EQ(t.route(0, 3).size(), 4u);
 
   Ns3EventLoop loop;
@@ -296,23 +305,6 @@ TEST(Ns3Backend, TwoRunsInOneProcessAreIdentical) {
 // --- Scale-up (NVLink) domain: flows beside the packet fabric ---------------
 
 namespace {
-/// 2 nodes x 2 GPUs on NVSwitches (450 GB/s, 300 ns), one 100 Gb/s HCA
-/// link per GPU into a leaf-spine: GPU 0 -> 1 stays in node 0 (two NVLink
-/// links), GPU 0 -> 3 crosses the InfiniBand fabric.
-Topology two_nvlink_nodes() {
-  topology::LeafSpineSpec spec;
-  spec.nodes = 2;
-  spec.gpus_per_node = 2;
-  spec.nvlink_bandwidth = Bandwidth::gigabytes_per_second(450);
-  spec.nvlink_latency = Time::from_ns(300);
-  spec.nic_bandwidth = Bandwidth::gbps(100);
-  spec.nic_latency = Time::from_ns(500);
-  spec.hosts_per_leaf = 2;
-  spec.spines = 1;
-  spec.spine_bandwidth = Bandwidth::gbps(100);
-  spec.spine_latency = Time::from_ns(700);
-  return build_leaf_spine(spec);
-}
 
 struct ScaleUpRun {
   std::vector<Time> done;

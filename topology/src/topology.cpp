@@ -289,13 +289,24 @@ int Topology::degrade_cable(VertexId a, VertexId b, double factor) {
   }
   const int n = each_cable_link(g_, a, b, [&](LinkId id) {
     Link& l = links_[static_cast<std::size_t>(id)];
-    const auto bps = static_cast<std::int64_t>(std::llround(static_cast<double>(l.bandwidth.bps()) * factor));
-    l.bandwidth = Bandwidth::bits_per_second(std::max<std::int64_t>(1, bps));
+    l.bandwidth = degraded_rate(l.bandwidth, factor);
   });
   if (n == 0) {
     throw InputError(fmt::format("topology: no cable between {} and {}", g_[a].name, g_[b].name));
   }
   return n;
+}
+
+std::vector<LinkId> Topology::cable_links(VertexId a, VertexId b) const {
+  std::vector<LinkId> out;
+  (void)each_cable_link(g_, a, b, [&](LinkId id) { out.push_back(id); });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Bandwidth degraded_rate(Bandwidth rate, double factor) {
+  const auto bps = static_cast<std::int64_t>(std::llround(static_cast<double>(rate.bps()) * factor));
+  return Bandwidth::bits_per_second(std::max<std::int64_t>(1, bps));
 }
 
 int Topology::failed_links() const {

@@ -245,6 +245,9 @@ class Ns3Network final : public engine::Network {
   class Fabric;
 
  private:
+  /// The scale-up flows' messages and bytes added to the fabric's counters.
+  void add_scale_up(Ns3NetworkStats& s) const;
+
   std::unique_ptr<Fabric> fabric_;
   const topology::Topology& topo_;
   engine::EventLoop& loop_;

@@ -59,6 +59,11 @@ enum class LinkTier {
 };
 inline constexpr std::size_t kNumLinkTiers = 6;
 std::string_view to_string(LinkTier t);
+
+/// `rate` x `factor`, rounded to a whole bit per second and at least 1: what
+/// a degraded cable (Topology::degrade_cable, a backend's timed change)
+/// carries. `factor` in (0, 1].
+Bandwidth degraded_rate(Bandwidth rate, double factor);
 /// Links per tier, indexed by static_cast<std::size_t>(LinkTier).
 using TierCounts = std::array<int, kNumLinkTiers>;
 
@@ -133,6 +138,9 @@ class Topology {
   /// the backends use. Returns the directed links changed; InputError when
   /// there is no such cable or the factor is out of range.
   int degrade_cable(VertexId a, VertexId b, double factor);
+  /// The directed links of every cable between `a` and `b` (both directions,
+  /// parallel cables too), in id order; empty when there is none.
+  [[nodiscard]] std::vector<LinkId> cable_links(VertexId a, VertexId b) const;
   [[nodiscard]] bool failed(LinkId id) const {
     return !failed_.empty() && failed_[static_cast<std::size_t>(id)];
   }

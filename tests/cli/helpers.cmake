@@ -1,0 +1,52 @@
+# Shared by the CLI test scripts: include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake).
+
+# tessera_ok(OUT ARGS...): runs `${TESSERA} ARGS...` and fails the test,
+# naming the command and its stderr, unless it exits 0; OUT = its stdout.
+function(tessera_ok out)
+  execute_process(COMMAND ${TESSERA} ${ARGN} OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "tessera ${ARGN} failed (${rc}): ${e}")
+  endif()
+  set(${out} "${o}" PARENT_SCOPE)
+endfunction()
+
+# json_get(OUT JSON PATH...): string(JSON GET), failing the test with the
+# path and the document when the path is not there.
+function(json_get out json)
+  string(JSON value ERROR_VARIABLE error GET "${json}" ${ARGN})
+  if(error)
+    message(FATAL_ERROR "JSON ${ARGN}: ${error}\n${json}")
+  endif()
+  set(${out} "${value}" PARENT_SCOPE)
+endfunction()
+
+# seconds_to_ns(OUT VALUE): a number of seconds as string(JSON GET) returns
+# it ("0.21476149110000001", "9.5e-05") in whole nanoseconds (rounded down),
+# for integer comparisons: CMake has no float math.
+function(seconds_to_ns out value)
+  if(NOT value MATCHES "^([0-9]+)(\\.([0-9]*))?([eE]([-+]?[0-9]+))?$")
+    message(FATAL_ERROR "not a number of seconds: '${value}'")
+  endif()
+  set(int "${CMAKE_MATCH_1}")
+  set(digits "${CMAKE_MATCH_1}${CMAKE_MATCH_3}")
+  set(exponent 0)
+  if(NOT "${CMAKE_MATCH_5}" STREQUAL "")
+    set(exponent "${CMAKE_MATCH_5}")
+  endif()
+  # The decimal point of value x 1e9 sits after `point` digits.
+  string(LENGTH "${int}" point)
+  math(EXPR point "${point} + ${exponent} + 9")
+  string(LENGTH "${digits}" n)
+  if(point LESS_EQUAL 0)
+    set(digits 0)
+  elseif(point LESS n)
+    string(SUBSTRING "${digits}" 0 ${point} digits)
+  else()
+    while(n LESS point)
+      string(APPEND digits 0)
+      math(EXPR n "${n} + 1")
+    endwhile()
+  endif()
+  string(REGEX REPLACE "^0+([0-9])" "\\1" digits "${digits}")
+  set(${out} ${digits} PARENT_SCOPE)
+endfunction()
