@@ -61,6 +61,14 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
   return out;
 }
 
+std::vector<std::string> scenario_warnings(const Scenario& s) {
+  std::vector<std::string> out = s.warnings;
+  for (const Job& job : s.jobs) {
+    for (const std::string& w : job.scenario.warnings) out.push_back(fmt::format("jobs {}: {}", job.name, w));
+  }
+  return out;
+}
+
 std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
   const std::string seed = s.placement == "random" ? fmt::format(R"(, "placement_seed": {})", s.placement_seed) : "";
   std::string out = fmt::format(R"({{"scenario": {}, "gpus": {}, "placement": "{}"{}, "backend": "{}", "jobs": [)",
@@ -87,14 +95,9 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
         j.tokens_per_s, links);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e})", o.makespan.seconds());
-  // The jobs' warnings, as stderr says them ("jobs NAME: ..."), only when there are any.
+  // The warnings stderr gives, only when there are any.
   std::string warnings;
-  for (const Job& job : s.jobs) {
-    for (const std::string& w : job.scenario.warnings) {
-      warnings += (warnings.empty() ? "" : ", ") + json_string(fmt::format("jobs {}: {}", job.name, w));
-    }
-  }
-  for (const std::string& w : s.warnings) warnings += (warnings.empty() ? "" : ", ") + json_string(w);
+  for (const std::string& w : scenario_warnings(s)) warnings += (warnings.empty() ? "" : ", ") + json_string(w);
   if (!warnings.empty()) out += ", \"warnings\": [" + warnings + "]";
   out += "}";
   out += "\n";

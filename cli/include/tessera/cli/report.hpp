@@ -15,6 +15,9 @@ namespace tessera::cli {
 /// slowdown and tokens/s (text), or one JSON object with a `jobs` list.
 std::string format_jobs_text(const Scenario& s, const study::JobsOutcome& o);
 std::string format_jobs_json(const Scenario& s, const study::JobsOutcome& o);
+/// The scenario's warnings, then its jobs' (each "jobs NAME: ..."): what
+/// `run` says on stderr and the JSON reports list under "warnings".
+std::vector<std::string> scenario_warnings(const Scenario& s);
 
 /// `s` as a JSON string literal (quotes, escapes).
 std::string json_string(const std::string& s);
