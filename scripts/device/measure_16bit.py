@@ -1,0 +1,600 @@
+#!/usr/bin/env python3
+"""Measure 16-bit training kernels and a small GPT training step on one GPU.
+
+Run on a lent GPU machine (PyTorch with CUDA):  OUT=dir python3 measure_16bit.py
+Writes CSVs under $OUT (tests/data/h200/README.md describes each file and its
+columns; GEMMs use NeuSight's convention: N is the reduction, K the output width). Every section is timed with CUDA events; each kernel timed
+"alone" is preceded by a 256 MiB write that flushes the L2 (cold caches, as a
+kernel inside a training step sees them); "b2b_ms" is the mean of the kernel
+queued back to back (device time, warm L2 for small tensors). Inputs are random
+(never zeros). Sections run in priority order and each is written as soon as
+it finishes, so a run cut short keeps what it measured.
+"""
+import csv
+import math
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+OUT = os.environ.get("OUT", ".")
+BUDGET_S = float(os.environ.get("BUDGET_S", "400"))
+T0 = time.time()
+DEV = torch.device("cuda")
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+GPU = torch.cuda.get_device_name()
+FLUSH = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device=DEV)
+
+
+def log(msg):
+    print(f"[{time.time() - T0:7.1f}s] {msg}", flush=True)
+
+
+def left():
+    return BUDGET_S - (time.time() - T0)
+
+
+def write_csv(name, header, rows):
+    path = os.path.join(OUT, name)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    log(f"wrote {name}: {len(rows)} rows")
+
+
+def time_alone(fn, min_ms=12.0, max_iters=100, min_iters=5):
+    """Median time (ms) of fn launched alone after an L2 flush."""
+    fn()
+    torch.cuda.synchronize()
+    s = torch.cuda.Event(enable_timing=True)
+    e = torch.cuda.Event(enable_timing=True)
+    s.record()
+    fn()
+    e.record()
+    torch.cuda.synchronize()
+    est = max(s.elapsed_time(e), 1e-3)
+    n = int(max(min_iters, min(max_iters, min_ms / est)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        FLUSH.random_(0, 127) if i == 0 else FLUSH.add_(1)
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) for a, b in zip(starts, ends))
+    return t[len(t) // 2], n
+
+
+def time_b2b(fn, min_ms=5.0, max_iters=2000):
+    """Mean time (ms) of fn queued back to back (device time when the host keeps up)."""
+    fn()
+    torch.cuda.synchronize()
+    s = torch.cuda.Event(enable_timing=True)
+    e = torch.cuda.Event(enable_timing=True)
+    s.record()
+    fn()
+    e.record()
+    torch.cuda.synchronize()
+    est = max(s.elapsed_time(e), 1e-3)
+    n = int(max(3, min(max_iters, min_ms / est)))
+    s.record()
+    for _ in range(n):
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / n
+
+
+def rnd(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape, device=DEV, dtype=dtype)
+
+
+# --------------------------------------------------------------------------
+def section_env():
+    rows = []
+    p = torch.cuda.get_device_properties(0)
+    rows.append(["gpu", GPU])
+    rows.append(["sms", p.multi_processor_count])
+    rows.append(["memory_bytes", p.total_memory])
+    rows.append(["l2_bytes", getattr(p, "L2_cache_size", "")])
+    rows.append(["torch", torch.__version__])
+    rows.append(["cuda", torch.version.cuda])
+    rows.append(["cublas_note", "torch.matmul / F.linear / torch.bmm, default cuBLAS heuristics"])
+    try:
+        q = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit,"
+             "clocks.sm,temperature.gpu", "--format=csv"], capture_output=True, text=True, timeout=20)
+        rows.append(["nvidia_smi", q.stdout.strip().replace("\n", " | ")])
+    except Exception as ex:  # noqa: BLE001
+        rows.append(["nvidia_smi", f"failed: {ex}"])
+    # Two ceilings: a large device-to-device copy and a large bf16 product.
+    a = torch.empty(2 * 1024**3, dtype=torch.int8, device=DEV)
+    b = torch.empty_like(a)
+    ms = time_b2b(lambda: b.copy_(a), min_ms=20)
+    rows.append(["copy_GBps_read_plus_write", f"{2 * a.numel() / ms / 1e6:.1f}"])
+    del a, b
+    x, y = rnd(8192, 8192), rnd(8192, 8192)
+    ms = time_b2b(lambda: torch.matmul(x, y), min_ms=50)
+    rows.append(["bf16_8192cube_TFLOPs", f"{2 * 8192**3 / ms / 1e9:.1f}"])
+    write_csv("env.csv", ["key", "value"], rows)
+    for r in rows:
+        log(f"  {r[0]}: {r[1]}")
+
+
+# --------------------------------------------------------------------------
+GEMM_HEADER = ["OPName", "Latency", "b2b_ms", "Device", "dtype", "pass", "layout", "source",
+               "B", "M", "N", "K", "iters"]
+
+
+def gemm_row(op, dtype_name, pas, layout, source, B, M, N, K, fn, b2b=False):
+    """One GEMM C[B,M,N] = A[B,M,K] x B[B,K,N] (BLAS names), written in NeuSight's
+    column convention: its N is the reduction and its K the output width."""
+    ms, n = time_alone(fn)
+    bb = f"{time_b2b(fn):.6f}" if b2b else ""
+    return [op, f"{ms:.6f}", bb, GPU, dtype_name, pas, layout, source, B, M, K, N, n]
+
+
+def linear_shapes():
+    """Megatron transformer GEMMs: QKV, attention projection, MLP up and down, per TP degree."""
+    shapes = set()
+    for h in (1024, 2048, 4096, 5120, 8192, 12288):
+        for tp in (1, 2, 4, 8):
+            if h // tp < 256:
+                continue
+            for t in (1024, 2048, 4096, 8192):
+                for n_out, k_in in ((3 * h // tp, h), (h, h // tp), (4 * h // tp, h), (h, 4 * h // tp)):
+                    shapes.add((t, n_out, k_in))
+    return sorted(shapes)
+
+
+def section_gemm(rows, dtypes=(("bf16", torch.bfloat16),), source="transformer", limit_s=150):
+    t_end = time.time() + limit_s
+    for dname, dt in dtypes:
+        for (t, n_out, k_in) in linear_shapes():
+            if time.time() > t_end or left() < 60:
+                log(f"gemm {dname}: time limit, stopping")
+                return
+            x = rnd(t, k_in, dtype=dt)
+            w = rnd(n_out, k_in, dtype=dt)
+            dy = rnd(t, n_out, dtype=dt)
+            # forward y = x W^T; input gradient dx = dy W; weight gradient dW = dy^T x
+            rows.append(gemm_row("linear", dname, "fwd", "tn", source, 1, t, n_out, k_in,
+                                 lambda: F.linear(x, w)))
+            rows.append(gemm_row("linear", dname, "dgrad", "nn", source, 1, t, k_in, n_out,
+                                 lambda: torch.matmul(dy, w)))
+            rows.append(gemm_row("linear", dname, "wgrad", "nt", source, 1, n_out, k_in, t,
+                                 lambda: torch.matmul(dy.t(), x)))
+            del x, w, dy
+        log(f"gemm {dname}: {len(rows)} rows so far")
+
+
+def section_attention_bmm(rows):
+    # Megatron's unfused attention: scores [bn,s,s] = q k^T (K = d), context [bn,s,d] = p v (K = s),
+    # and their backward products (same two shapes, other layouts).
+    combos = []
+    for d, s_list, bn_list in ((64, (1024, 2048), (16, 32, 64, 128)), (128, (2048, 4096), (8, 16, 32, 64, 96))):
+        for s in s_list:
+            for bn in bn_list:
+                if bn * s * s * 2 > 6 * 1024**3:
+                    continue
+                combos.append((d, s, bn))
+    for d, s, bn in combos:
+        if left() < 60:
+            return
+        q, k = rnd(bn, s, d), rnd(bn, s, d)
+        p = rnd(bn, s, s)
+        rows.append(gemm_row("bmm", "bf16", "fwd", "nt", "attention", bn, s, s, d,
+                             lambda: torch.bmm(q, k.transpose(1, 2))))
+        rows.append(gemm_row("bmm", "bf16", "fwd", "nn", "attention", bn, s, d, s,
+                             lambda: torch.bmm(p, k)))
+        rows.append(gemm_row("bmm", "bf16", "bwd", "tn", "attention", bn, s, d, s,
+                             lambda: torch.bmm(p.transpose(1, 2), q)))
+        del q, k, p
+    log(f"attention bmm: done, {len(rows)} rows so far")
+
+
+def section_xla_grid(rows, dtypes):
+    # The OpenXLA table's grid (b in 1,2,4; m,n,k in 256..4096; A and B row-major),
+    # re-measured here: how far this GPU and this library sit from the table the
+    # tensor-core model was fit to.
+    dims = (256, 512, 1024, 2048, 4096)
+    for dname, dt, tf32 in dtypes:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        for b in (1, 2, 4):
+            for m in dims:
+                for n in dims:
+                    for k in dims:
+                        if left() < 45:
+                            torch.backends.cuda.matmul.allow_tf32 = False
+                            return
+                        a = rnd(b, m, k, dtype=dt)
+                        c = rnd(b, k, n, dtype=dt)
+                        fn = (lambda: torch.matmul(a[0], c[0])) if b == 1 else (lambda: torch.bmm(a, c))
+                        rows.append(gemm_row("bmm" if b > 1 else "linear", dname, "fwd", "nn", "xla-grid",
+                                             b, m, n, k, fn, b2b=True))
+                        del a, c
+        log(f"xla grid {dname}: {len(rows)} rows so far")
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
+# --------------------------------------------------------------------------
+VEC_HEADER = ["OPName", "Latency", "b2b_ms", "Device", "dtype", "B", "H", "bytes_min", "iters"]
+
+
+def section_vector(rows):
+    grid = [(r, h) for r in (2048, 8192, 32768) for h in (1024, 2048, 4096, 8192, 12288)]
+    grid += [(4096, 16384), (16384, 16384), (65536, 4096)]
+    for (r, h) in grid:
+        if left() < 90:
+            log("vector: time limit")
+            return
+        x, y, dy = rnd(r, h), rnd(r, h), rnd(r, h)
+        w, bias = rnd(h), rnd(h)
+        nbytes = r * h * 2
+        out, mean, rstd = torch.ops.aten.native_layer_norm(x, [h], w, bias, 1e-5)
+        ops = [
+            ("add", 3 * nbytes, lambda: torch.add(x, y)),
+            ("mul", 3 * nbytes, lambda: torch.mul(x, y)),
+            ("gelu", 2 * nbytes, lambda: F.gelu(x, approximate="tanh")),
+            ("gelu_bwd", 3 * nbytes, lambda: torch.ops.aten.gelu_backward(dy, x, approximate="tanh")),
+            ("ln", 2 * nbytes, lambda: F.layer_norm(x, (h,), w, bias)),
+            ("ln_bwd", 3 * nbytes, lambda: torch.ops.aten.native_layer_norm_backward(
+                dy, x, [h], mean, rstd, w, bias, [True, True, True])),
+            ("dropout", 2 * nbytes + r * h, lambda: torch.ops.aten.native_dropout(x, 0.1, True)),
+            ("softmax", 2 * nbytes, lambda: torch.softmax(x, -1)),
+            ("softmax_bwd", 3 * nbytes, lambda: torch.ops.aten._softmax_backward_data(out, x, -1, torch.bfloat16)),
+            ("to_fp32", 3 * nbytes, lambda: x.float()),
+        ]
+        for name, b_min, fn in ops:
+            ms, n = time_alone(fn, min_ms=8, max_iters=60)
+            bb = time_b2b(fn, min_ms=3)
+            rows.append([name, f"{ms:.6f}", f"{bb:.6f}", GPU, "bf16", r, h, b_min, n])
+        del x, y, dy, w, bias, out, mean, rstd
+    # Attention-shaped softmax (rows = b*heads*s, H = s)
+    for s in (512, 1024, 2048, 4096):
+        for bn in (16, 64):
+            if left() < 90:
+                return
+            x = rnd(bn * s, s)
+            yv = torch.softmax(x, -1)
+            nbytes = x.numel() * 2
+            for name, b_min, fn in (("softmax", 2 * nbytes, lambda: torch.softmax(x, -1)),
+                                    ("softmax_bwd", 3 * nbytes,
+                                     lambda: torch.ops.aten._softmax_backward_data(yv, x, -1, torch.bfloat16))):
+                ms, n = time_alone(fn, min_ms=8, max_iters=60)
+                rows.append([name, f"{ms:.6f}", f"{time_b2b(fn, min_ms=3):.6f}", GPU, "bf16", bn * s, s, b_min, n])
+            del x, yv
+    log(f"vector: {len(rows)} rows")
+
+
+OTHER_HEADER = ["what", "ms", "detail"]
+
+
+def section_other(rows):
+    # Per-op host floor of PyTorch eager (tiny kernels queued from Python) and the device floor
+    # (the same kernels replayed from a CUDA graph).
+    x = torch.ones(1, device=DEV)
+    rows.append(["eager_tiny_add_per_op", f"{time_b2b(lambda: x.add_(1.0), min_ms=20, max_iters=5000):.6f}",
+                 "x.add_(1) on 1 element, queued from Python"])
+    a, b = rnd(64, 64), rnd(64, 64)
+    rows.append(["eager_tiny_mm_per_op", f"{time_b2b(lambda: torch.mm(a, b), min_ms=20, max_iters=5000):.6f}",
+                 "64x64x64 bf16 mm queued from Python"])
+    ms, _ = time_alone(lambda: torch.mm(a, b))
+    rows.append(["alone_tiny_mm", f"{ms:.6f}", "64^3 bf16 mm timed alone after an L2 flush"])
+    try:
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                x.add_(1.0)
+        torch.cuda.current_stream().wait_stream(s)
+        with torch.cuda.graph(g):
+            for _ in range(200):
+                x.add_(1.0)
+        ms = time_b2b(lambda: g.replay(), min_ms=20)
+        rows.append(["graph_tiny_add_per_kernel", f"{ms / 200:.6f}", "200 tiny adds in one CUDA graph"])
+        g2 = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g2):
+            for _ in range(200):
+                torch.mm(a, b)
+        ms = time_b2b(lambda: g2.replay(), min_ms=20)
+        rows.append(["graph_tiny_mm_per_kernel", f"{ms / 200:.6f}", "200 64^3 bf16 mm in one CUDA graph"])
+    except Exception:  # noqa: BLE001
+        rows.append(["graph", "", "failed: " + traceback.format_exc().splitlines()[-1]])
+    # Fused Adam(W) on FP32 master weights (Megatron's optimizer step: FP32 params, grads, two moments)
+    for n in (1 << 24, 1 << 26, 1 << 28):
+        if left() < 70:
+            break
+        p = torch.nn.Parameter(torch.randn(n, device=DEV))
+        p.grad = torch.randn(n, device=DEV)
+        opt = torch.optim.AdamW([p], lr=1e-4, fused=True)
+        opt.step()
+        ms, it = time_alone(lambda: opt.step(), min_ms=20, max_iters=30)
+        rows.append(["fused_adamw_fp32_step", f"{ms:.6f}", f"params={n}; 16 B read + 12 B written per param min"])
+        del p, opt
+    # Many-tensor Adam (a model's parameter list: 200 tensors)
+    ps = [torch.nn.Parameter(torch.randn(1 << 20, device=DEV)) for _ in range(200)]
+    for p in ps:
+        p.grad = torch.randn_like(p)
+    opt = torch.optim.AdamW(ps, lr=1e-4, fused=True)
+    opt.step()
+    ms, _ = time_alone(lambda: opt.step(), min_ms=20, max_iters=30)
+    rows.append(["fused_adamw_fp32_step_200_tensors", f"{ms:.6f}", f"params={200 << 20} in 200 tensors"])
+    del ps, opt
+    # Cross-entropy over a 50304 vocabulary in FP32 (as Megatron computes it), forward + backward
+    for t in (2048, 8192):
+        logits = rnd(t, 50304).requires_grad_(True)
+        tgt = torch.randint(0, 50304, (t,), device=DEV)
+
+        def ce():
+            loss = F.cross_entropy(logits.float(), tgt)
+            torch.autograd.grad(loss, logits)
+        ms, _ = time_alone(ce, min_ms=20, max_iters=30)
+        rows.append(["cross_entropy_fp32_fwd_bwd", f"{ms:.6f}", f"tokens={t} vocab=50304 bf16 logits"])
+        del logits
+    # Flash attention (SDPA) forward and forward+backward, causal
+    for (bsz, nh, s, d) in ((1, 16, 2048, 128), (2, 32, 2048, 128), (1, 64, 2048, 128), (4, 16, 2048, 64),
+                            (1, 32, 4096, 128), (8, 16, 1024, 64)):
+        if left() < 60:
+            break
+        q, k, v = (rnd(bsz, nh, s, d).requires_grad_(True) for _ in range(3))
+        do = rnd(bsz, nh, s, d)
+        ms, _ = time_alone(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        rows.append(["sdpa_causal_fwd", f"{ms:.6f}", f"b={bsz} heads={nh} s={s} d={d}"])
+
+        def fb():
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            torch.autograd.grad(o, (q, k, v), do)
+        ms, _ = time_alone(fb)
+        rows.append(["sdpa_causal_fwd_bwd", f"{ms:.6f}", f"b={bsz} heads={nh} s={s} d={d}"])
+        del q, k, v, do
+    log(f"other: {len(rows)} rows")
+
+
+# --------------------------------------------------------------------------
+class Block(torch.nn.Module):
+    """A Megatron-style GPT layer in plain PyTorch: pre-LN, fused QKV, unfused attention
+    (scaled scores, causal mask, softmax, dropout), projection, bias-dropout-add, MLP with GeLU."""
+
+    def __init__(self, h, heads, p_drop):
+        super().__init__()
+        self.h, self.heads, self.p = h, heads, p_drop
+        self.ln1 = torch.nn.LayerNorm(h)
+        self.qkv = torch.nn.Linear(h, 3 * h)
+        self.proj = torch.nn.Linear(h, h)
+        self.ln2 = torch.nn.LayerNorm(h)
+        self.fc1 = torch.nn.Linear(h, 4 * h)
+        self.fc2 = torch.nn.Linear(4 * h, h)
+
+    def forward(self, x, mask):
+        s, b, h = x.shape
+        nh, d = self.heads, h // self.heads
+        qkv = self.qkv(self.ln1(x)).view(s, b * nh, 3 * d)
+        q, k, v = qkv.split(d, dim=-1)
+        q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
+        scores = torch.baddbmm(torch.empty(b * nh, s, s, dtype=x.dtype, device=x.device), q, k.transpose(1, 2),
+                               beta=0.0, alpha=1.0 / math.sqrt(d))
+        probs = F.dropout(torch.softmax(scores.masked_fill(mask, float("-inf")), -1), self.p, self.training)
+        ctx = torch.bmm(probs, v).transpose(0, 1).reshape(s, b, h)
+        x = x + F.dropout(self.proj(ctx), self.p, self.training)
+        return x + F.dropout(self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh")), self.p, self.training)
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self, layers, h, heads, vocab, seq, p_drop):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, h)
+        self.pos = torch.nn.Embedding(seq, h)
+        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop) for _ in range(layers))
+        self.lnf = torch.nn.LayerNorm(h)
+        self.p = p_drop
+
+    def forward(self, tokens, mask):
+        s = tokens.shape[0]
+        x = F.dropout(self.emb(tokens) + self.pos(torch.arange(s, device=tokens.device))[:, None, :],
+                      self.p, self.training)
+        for blk in self.blocks:
+            x = blk(x, mask)
+        logits = F.linear(self.lnf(x), self.emb.weight)  # tied LM head
+        return logits
+
+
+E2E_HEADER = ["layers", "hidden", "heads", "seq", "micro_batch", "vocab", "params", "dtype",
+              "fwd_bwd_ms", "optimizer_ms", "iteration_ms", "iters", "note"]
+
+
+def section_e2e(rows):
+    configs = [
+        # layers, hidden, heads, seq, micro-batch
+        (8, 1024, 16, 1024, 4),
+        (8, 2048, 16, 2048, 1),
+        (8, 2048, 16, 2048, 4),
+        (4, 4096, 32, 2048, 1),
+        (4, 4096, 32, 2048, 2),
+        (2, 8192, 64, 2048, 1),
+    ]
+    vocab = 50304
+    for (L, h, nh, s, mb) in configs:
+        if left() < 45:
+            log("e2e: time limit")
+            return
+        try:
+            torch.manual_seed(0)
+            with torch.device(DEV):
+                model = Gpt(L, h, nh, vocab, s, 0.1).to(torch.bfloat16)
+            model.train()
+            params = list(model.parameters())
+            n_params = sum(p.numel() for p in params)
+            # Megatron mixed precision: FP32 master weights and main grads, fused Adam on them.
+            master = [p.detach().float().clone().requires_grad_(True) for p in params]
+            for m in master:
+                m.grad = torch.zeros_like(m)
+            opt = torch.optim.AdamW(master, lr=1e-5, fused=True)
+            mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=DEV), 1)
+            tokens = torch.randint(0, vocab, (s, mb), device=DEV)
+            labels = torch.randint(0, vocab, (s * mb,), device=DEV)
+
+            def fwd_bwd():
+                for p in params:
+                    p.grad = None
+                logits = model(tokens, mask)
+                loss = F.cross_entropy(logits.view(-1, vocab).float(), labels)
+                loss.backward()
+
+            def optim():
+                for p, m in zip(params, master):
+                    m.grad.copy_(p.grad)  # main_grad (FP32) from the 16-bit grad
+                opt.step()
+                with torch.no_grad():
+                    for p, m in zip(params, master):
+                        p.copy_(m)
+
+            for _ in range(3):
+                fwd_bwd()
+                optim()
+            torch.cuda.synchronize()
+            n = 8
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(3 * n)]
+            for i in range(n):
+                ev[3 * i].record()
+                fwd_bwd()
+                ev[3 * i + 1].record()
+                optim()
+                ev[3 * i + 2].record()
+            torch.cuda.synchronize()
+            fb = sorted(ev[3 * i].elapsed_time(ev[3 * i + 1]) for i in range(n))[n // 2]
+            op = sorted(ev[3 * i + 1].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
+            it = sorted(ev[3 * i].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
+            rows.append([L, h, nh, s, mb, vocab, n_params, "bf16", f"{fb:.4f}", f"{op:.4f}", f"{it:.4f}", n,
+                         "plain PyTorch eager, unfused attention, dropout 0.1, tied LM head, no recompute"])
+            log(f"e2e L{L} h{h} s{s} mb{mb}: fwd+bwd {fb:.2f} ms, optimizer {op:.2f} ms")
+            if (L, h, mb) == (8, 2048, 4):
+                profile_step(fwd_bwd, optim, f"L{L} h{h} s{s} mb{mb}")
+            del model, master, opt, params
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001
+            log("e2e failed: " + traceback.format_exc())
+            torch.cuda.empty_cache()
+
+
+PROFILE = []
+
+
+def profile_step(fwd_bwd, optim, label):
+    """Per-kernel device time of one training step (torch.profiler), the 40 largest."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fwd_bwd()
+            optim()
+            torch.cuda.synchronize()
+        items = []
+        for evt in prof.key_averages():
+            us = getattr(evt, "device_time_total", None)
+            if us is None:
+                us = getattr(evt, "cuda_time_total", 0)
+            if us > 0:
+                items.append((us, evt.count, evt.key))
+        items.sort(reverse=True)
+        total = sum(i[0] for i in items)
+        PROFILE.append([f"profile_total {label}", f"{total / 1e3:.6f}", f"{len(items)} kernel names"])
+        for us, count, key in items[:40]:
+            PROFILE.append([f"profile {label}", f"{us / 1e3:.6f}", f"count={count} {key[:150]}"])
+    except Exception:  # noqa: BLE001
+        log("profile failed: " + traceback.format_exc())
+
+
+def section_sustained(rows, seconds=20):
+    # bf16 8192^3 products back to back for `seconds`, with nvidia-smi sampling clocks and power:
+    # does throughput drop as the card heats and meets its power limit?
+    smi_path = os.path.join(OUT, "smi.csv")
+    smi = None
+    try:
+        smi = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,"
+             "clocks_event_reasons.active", "--format=csv", "-lms", "500"],
+            stdout=open(smi_path, "w"), stderr=subprocess.STDOUT)
+    except Exception as ex:  # noqa: BLE001
+        log(f"nvidia-smi sampling failed: {ex}")
+    x, y = rnd(8192, 8192), rnd(8192, 8192)
+    flop = 2 * 8192**3
+    start = time.time()
+    while time.time() - start < seconds:
+        s = torch.cuda.Event(enable_timing=True)
+        e = torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(100):
+            torch.matmul(x, y)
+        e.record()
+        torch.cuda.synchronize()
+        ms = s.elapsed_time(e)
+        rows.append([f"{time.time() - start:.2f}", f"{ms / 100:.6f}", f"{100 * flop / ms / 1e9:.1f}"])
+    if smi:
+        smi.terminate()
+    log(f"sustained: first {rows[0][2]} TFLOP/s, last {rows[-1][2]} TFLOP/s")
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    log(f"GPU {GPU}, torch {torch.__version__}, budget {BUDGET_S:.0f} s")
+    try:
+        section_env()
+    except Exception:  # noqa: BLE001
+        log("env failed: " + traceback.format_exc())
+    gemm = []
+    for name, fn in (("transformer", lambda: section_gemm(gemm, limit_s=130)),
+                     ("attention", lambda: section_attention_bmm(gemm)),
+                     ("fp16", lambda: section_gemm(gemm, dtypes=(("fp16", torch.float16),), source="transformer",
+                                                   limit_s=15))):
+        try:
+            fn()
+        except Exception:  # noqa: BLE001
+            log(f"gemm {name} failed: " + traceback.format_exc())
+        write_csv("gemm.csv", GEMM_HEADER, gemm)
+    vec = []
+    try:
+        section_vector(vec)
+    except Exception:  # noqa: BLE001
+        log("vector failed: " + traceback.format_exc())
+    write_csv("vector.csv", VEC_HEADER, vec)
+    other = []
+    try:
+        section_other(other)
+    except Exception:  # noqa: BLE001
+        log("other failed: " + traceback.format_exc())
+    write_csv("other.csv", OTHER_HEADER, other)
+    e2e = []
+    try:
+        section_e2e(e2e)
+    except Exception:  # noqa: BLE001
+        log("e2e failed: " + traceback.format_exc())
+    write_csv("e2e.csv", E2E_HEADER, e2e)
+    if PROFILE:
+        write_csv("other.csv", OTHER_HEADER, other + PROFILE)
+    sus = []
+    try:
+        if left() > 30:
+            section_sustained(sus, seconds=min(float(os.environ.get("SUSTAIN_S", "20")), left() - 25))
+    except Exception:  # noqa: BLE001
+        log("sustained failed: " + traceback.format_exc())
+    write_csv("sustained.csv", ["t_s", "ms_per_gemm", "TFLOPs"], sus)
+    xla = []
+    try:
+        if left() > 50:
+            section_xla_grid(xla, (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True)))
+    except Exception:  # noqa: BLE001
+        log("xla grid failed: " + traceback.format_exc())
+    write_csv("xla_grid.csv", GEMM_HEADER, xla)
+    log("done")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
