@@ -230,6 +230,11 @@ per GPU against the GPU's capacity.
                  --drop-features F1,F2, --seed N   training options for --kfold
                  --noise OTHER.csv  also print OTHER's latencies as predictions
                                     of the data's (the measurement noise floor)
+               Given --device GPU (a preset such as H200, or a device JSON) and
+               --data FILE.csv (NeuSight's schema with a dtype column, e.g.
+               tests/data/h200/gemm.csv): MAPE, signed median and P90 of the GPU
+               kernel time per op, dtype, source and pass, beside the roofline;
+               --noise REPEAT.csv for the noise floor, --dtype for rows without one
   models       end-to-end model latency vs measured, beside the sum of each
                run's own per-op measurements, with each GPU's mean and worst
                error (--data ../shared/data/neusight or .../labels)

@@ -203,6 +203,54 @@ int validate_xla_gemms(const ArgParser& p, const std::string& data, std::ostream
 
 }  // namespace
 
+namespace {
+
+/// `validate kernels --data FILE.csv --device GPU`: kernels measured on one GPU
+/// (NeuSight's schema with a dtype column, e.g. tests/data/h200/gemm.csv).
+int validate_measured(const ArgParser& p, const std::string& data, const nm::PredictorFactory& make,
+                      std::ostream& out) {
+  for (const char* opt : {"kfold", "epochs", "hidden", "select", "drop-features", "seed", "max-rows", "gpu"}) {
+    if (p.has(opt)) throw UsageError(fmt::format("tessera validate: --{} does not apply with --device", opt));
+  }
+  if (p.has("leave-one-gpu-out")) throw UsageError("tessera validate: --leave-one-gpu-out does not apply with --device");
+  if (!fs::is_regular_file(data)) {
+    throw UsageError(fmt::format("--data {}: with --device, a CSV file of kernels measured on that GPU", data));
+  }
+  const std::string device = *p.get("device");
+  FileSet files;
+  files.input(data, "--data");
+  const nm::GpuSpec gpu = [&] {
+    if (fs::exists(device)) {
+      files.input(device, "--device");
+      return nm::load_device_config(device);
+    }
+    try {
+      return nm::gpu_preset(device);
+    } catch (const InputError& e) {
+      throw UsageError(fmt::format("--device: {} (or a device JSON file)", e.what()));
+    }
+  }();
+  const nm::DType dtype = [&] {
+    try {
+      return nm::parse_dtype(p.get("dtype").value_or("fp32"));
+    } catch (const InputError& e) {
+      throw UsageError(fmt::format("--dtype: {}", e.what()));
+    }
+  }();
+  const std::string noise = p.get("noise").value_or("");
+  if (!noise.empty()) files.input(noise, "--noise");
+  const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
+  const auto rows = nm::validate_measured_kernels(data, gpu, make, dtype, noise);
+  out << nm::format_measured_errors(rows, name);
+  out << fmt::format(
+      "({} on {}: GPU time (predict_device) against the measured kernels; signed: (predicted - measured) / "
+      "measured; noise: {})\n",
+      data, gpu.name, noise.empty() ? std::string("give a repeat of the measurement with --noise FILE") : noise);
+  return 0;
+}
+
+}  // namespace
+
 int cmd_predict_kernels(const Args& args, std::ostream& out) {
   ArgParser p("tessera predict-kernels");
   p.option("device").option("input").option("output").option("predictor").option("weights").option("dtype");
@@ -273,6 +321,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate");
   p.option("data").option("predictor").option("weights").option("max-rows").option("gpu").option("epochs");
   p.option("kfold").option("hidden").option("select").option("drop-features").option("noise").option("seed");
+  p.option("device").option("dtype");
   p.flag("leave-one-gpu-out");
   p.parse(args);
   p.expect_positional(1, "what to validate (kernels or models)");
@@ -288,6 +337,14 @@ int cmd_validate(const Args& args, std::ostream& out) {
     if (auto w = p.get("weights")) return nm::make_predictor(name, gpu, *w);
     return nm::make_predictor(name, gpu);
   };
+  if (what == "kernels" && p.has("device")) return validate_measured(p, data, make, out);
+  for (const char* opt : {"device", "dtype"}) {
+    if (p.has(opt)) {
+      throw UsageError(fmt::format("tessera validate: --{} applies to kernels measured on one GPU (validate "
+                                   "kernels --data FILE.csv --device GPU)",
+                                   opt));
+    }
+  }
   if (what == "kernels") {
     // XLA's GEMM table, given as the file or as its directory.
     const std::string table =

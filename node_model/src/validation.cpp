@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <algorithm>
 #include <map>
 
 #include <tuple>
 
+#include "tessera/error.hpp"
+#include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/roofline.hpp"
 #include "tessera/node_model/tensor_core.hpp"
 #include "tessera/node_model/tile_mlp.hpp"
@@ -158,6 +161,137 @@ std::vector<DtypeErrorRow> measurement_noise(const MeasurementSet& data, const M
     out.push_back(row);
   }
   return out;
+}
+
+namespace {
+
+struct MeasuredRow {
+  std::string group;  ///< op/dtype[/source][/pass]
+  std::string key;    ///< group, layout and dimensions: what a repeat shares
+  Kernel kernel;
+  double latency_ms = 0.0;
+};
+
+std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DType default_dtype) {
+  const CsvTable t = read_csv(csv_path);
+  const std::size_t op_col = t.require_column("OPName");
+  const std::size_t lat_col = t.require_column("Latency");
+  const int dtype_col = t.column("dtype");
+  std::vector<int> group_cols;
+  for (const char* c : {"source", "pass"}) {
+    if (int i = t.column(c); i >= 0) group_cols.push_back(i);
+  }
+  std::vector<int> key_cols;
+  for (const char* c : {"layout", "B", "M", "N", "K", "H"}) {
+    if (int i = t.column(c); i >= 0) key_cols.push_back(i);
+  }
+  std::vector<MeasuredRow> out;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    DType dtype = default_dtype;
+    if (dtype_col >= 0) {
+      try {
+        dtype = parse_dtype(t.rows[r][static_cast<std::size_t>(dtype_col)]);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: row {}, column 'dtype': {}", csv_path, r + 1, e.what()));
+      }
+    }
+    MeasuredRow m;
+    m.kernel = kernel_from_row(t, r, dtype);
+    m.latency_ms = t.number(r, lat_col);
+    if (!(m.latency_ms > 0)) {
+      throw InputError(fmt::format("{}: row {}, column 'Latency': latency must be positive (got '{}')", csv_path,
+                                   r + 1, t.rows[r][lat_col]));
+    }
+    m.group = fmt::format("{}/{}", t.rows[r][op_col], to_string(dtype));
+    for (int c : group_cols) m.group += "/" + t.rows[r][static_cast<std::size_t>(c)];
+    m.key = m.group;
+    for (int c : key_cols) m.key += "," + t.rows[r][static_cast<std::size_t>(c)];
+    out.push_back(std::move(m));
+  }
+  if (out.empty()) throw InputError(fmt::format("{}: no measurements", csv_path));
+  return out;
+}
+
+/// Nearest-rank percentile (q in [0, 1]) of a non-empty list.
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(std::floor(q * static_cast<double>(v.size() - 1) + 0.5));
+  return v[std::min(i, v.size() - 1)];
+}
+
+/// Median of a non-empty list (the mean of the middle two for an even count).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_path, const GpuSpec& gpu,
+                                                        const PredictorFactory& make, DType default_dtype,
+                                                        const std::string& reference) {
+  const std::vector<MeasuredRow> rows = read_measured_kernels(csv_path, default_dtype);
+  std::map<std::string, double> ref;
+  if (!reference.empty()) {
+    for (const auto& m : read_measured_kernels(reference, default_dtype)) ref.emplace(m.key, m.latency_ms);
+  }
+  const auto predictor = make(gpu);
+  struct Acc {
+    std::vector<double> signed_err;
+    double roof = 0.0, noise = 0.0;
+    int noise_rows = 0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Acc> groups;
+  Acc all;
+  for (const auto& m : rows) {
+    if (!groups.contains(m.group)) order.push_back(m.group);
+    const double e = predictor->predict_device(m.kernel).ms() / m.latency_ms - 1.0;
+    const double roof = std::abs(roofline_time(m.kernel, gpu).ms() / m.latency_ms - 1.0);
+    for (Acc* a : {&groups[m.group], &all}) {
+      a->signed_err.push_back(e);
+      a->roof += roof;
+      if (auto it = ref.find(m.key); it != ref.end()) {
+        a->noise += std::abs(it->second / m.latency_ms - 1.0);
+        ++a->noise_rows;
+      }
+    }
+  }
+  auto summarize = [](const std::string& name, const Acc& a) {
+    MeasuredErrorRow r;
+    r.group = name;
+    r.rows = static_cast<int>(a.signed_err.size());
+    std::vector<double> abs_err;
+    for (double e : a.signed_err) {
+      r.mape += std::abs(e);
+      abs_err.push_back(std::abs(e));
+    }
+    r.mape *= 100.0 / r.rows;
+    r.signed_median = 100.0 * median(a.signed_err);
+    r.p90 = 100.0 * percentile(abs_err, 0.9);
+    r.roofline_mape = 100.0 * a.roof / r.rows;
+    if (a.noise_rows > 0) r.noise_mape = 100.0 * a.noise / a.noise_rows;
+    return r;
+  };
+  std::vector<MeasuredErrorRow> out;
+  for (const auto& g : order) out.push_back(summarize(g, groups.at(g)));
+  out.push_back(summarize("all", all));
+  return out;
+}
+
+std::string format_measured_errors(const std::vector<MeasuredErrorRow>& rows, const std::string& predictor) {
+  std::size_t width = 5;
+  for (const auto& r : rows) width = std::max(width, r.group.size());
+  std::string s = fmt::format("{:<{}} {:>6} {:>15} {:>14} {:>9} {:>14} {:>11}\n", "group", width, "rows",
+                              fmt::format("{} MAPE", predictor), "signed median", "P90", "roofline MAPE",
+                              "noise MAPE");
+  for (const auto& r : rows) {
+    s += fmt::format("{:<{}} {:>6} {:>14.1f}% {:>+13.1f}% {:>8.1f}% {:>13.1f}% {:>11}\n", r.group, width, r.rows,
+                     r.mape, r.signed_median, r.p90, r.roofline_mape,
+                     r.noise_mape < 0 ? std::string("-") : fmt::format("{:.1f}%", r.noise_mape));
+  }
+  return s;
 }
 
 }  // namespace tessera::node_model

@@ -515,3 +515,84 @@ TEST(SplitK, GridZOfALinearIsItsSplitAndCutsTheReduction) {
   EXPECT_DOUBLE_EQ(g4.tiles * g4.tile_flops, small_out.flops().count());
   fs::remove_all(dir);
 }
+
+// ------------------------------------------------- kernels measured on one GPU
+
+namespace {
+
+/// Every kernel takes 1 ms: the errors of validate_measured_kernels can be
+/// checked by hand.
+class OneMsPredictor final : public nm::KernelPredictor {
+ public:
+  OneMsPredictor() : gpu_(nm::gpu_preset("H200")) {}
+  [[nodiscard]] tessera::Time predict(const nm::Kernel&) const override { return tessera::Time::from_us(1000); }
+  [[nodiscard]] std::string_view name() const override { return "one-ms"; }
+  [[nodiscard]] const nm::GpuSpec& gpu() const override { return gpu_; }
+
+ private:
+  nm::GpuSpec gpu_;
+};
+
+std::string write_measured(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / "tessera_measured_test";
+  fs::create_directories(dir);
+  const fs::path f = dir / name;
+  std::ofstream(f) << text;
+  return f.string();
+}
+
+}  // namespace
+
+TEST(MeasuredKernels, ErrorsPerGroupByHand) {
+  const std::string data = write_measured("data.csv",
+                                          "OPName,Latency,dtype,source,B,M,N,K\n"
+                                          "linear,0.5,bf16,a,1,256,256,256\n"    // +100%
+                                          "linear,2.0,bf16,a,1,512,256,256\n"    // -50%
+                                          "linear,1.25,fp16,a,1,256,256,256\n");  // -20%
+  const std::string repeat = write_measured("repeat.csv",
+                                            "OPName,Latency,dtype,source,B,M,N,K\n"
+                                            "linear,0.55,bf16,a,1,256,256,256\n"  // 10% off row 1
+                                            "linear,9.0,bf16,a,1,1024,256,256\n");  // shares nothing
+  const nm::PredictorFactory make = [](const nm::GpuSpec&) { return std::make_unique<OneMsPredictor>(); };
+  const auto rows = nm::validate_measured_kernels(data, nm::gpu_preset("H200"), make, nm::DType::FP32, repeat);
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_EQ(rows[0].group, "linear/bf16/a");
+  EXPECT_EQ(rows[0].rows, 2);
+  EXPECT_NEAR(rows[0].mape, 75.0, 1e-9);
+  EXPECT_NEAR(rows[0].signed_median, 25.0, 1e-9);  // mean of +100% and -50%
+  EXPECT_NEAR(rows[0].p90, 100.0, 1e-9);
+  EXPECT_NEAR(rows[0].noise_mape, 10.0, 1e-9);
+  EXPECT_EQ(rows[1].group, "linear/fp16/a");
+  EXPECT_NEAR(rows[1].mape, 20.0, 1e-9);
+  EXPECT_NEAR(rows[1].signed_median, -20.0, 1e-9);
+  EXPECT_DOUBLE_EQ(rows[1].noise_mape, -1.0);  // the repeat has no fp16 row
+  EXPECT_EQ(rows[2].group, "all");
+  EXPECT_EQ(rows[2].rows, 3);
+  EXPECT_NEAR(rows[2].mape, (100.0 + 50.0 + 20.0) / 3.0, 1e-9);
+  EXPECT_NEAR(rows[2].signed_median, -20.0, 1e-9);
+  EXPECT_NEAR(rows[2].p90, 100.0, 1e-9);
+  EXPECT_GT(rows[2].roofline_mape, 0.0);
+  const std::string table = nm::format_measured_errors(rows, "one-ms");
+  EXPECT_NE(table.find("linear/bf16/a"), std::string::npos);
+  EXPECT_NE(table.find("75.0%"), std::string::npos);
+}
+
+TEST(MeasuredKernels, BadInputNamesFileRowAndColumn) {
+  const nm::PredictorFactory make = [](const nm::GpuSpec&) { return std::make_unique<OneMsPredictor>(); };
+  auto message = [&](const std::string& text) {
+    const std::string f = write_measured("bad.csv", text);
+    try {
+      (void)nm::validate_measured_kernels(f, nm::gpu_preset("H200"), make, nm::DType::BF16);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("OPName,Latency,B,M,N,K\nlinear,0,1,2,2,2\n").find("row 1, column 'Latency'"), std::string::npos);
+  EXPECT_NE(message("OPName,Latency,B,M,N,K\nlinear,abc,1,2,2,2\n").find("column 'Latency'"), std::string::npos);
+  EXPECT_NE(message("OPName,B,M,N,K\nlinear,1,2,2,2\n").find("missing column 'Latency'"), std::string::npos);
+  EXPECT_NE(message("OPName,Latency,dtype,B,M,N,K\nlinear,1,int4,1,2,2,2\n").find("row 1, column 'dtype'"),
+            std::string::npos);
+  EXPECT_NE(message("OPName,Latency,B,M,N,K\nlinear,1,1,0,2,2\n").find("column 'M'"), std::string::npos);
+  EXPECT_NE(message("OPName,Latency,B,M,N,K\n").find("no measurements"), std::string::npos);
+}

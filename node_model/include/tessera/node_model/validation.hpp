@@ -49,6 +49,30 @@ std::vector<DtypeErrorRow> validate_tensor_core(const MeasurementSet& data,
                                                 double gpu_floor_ms);
 std::string format_dtype_errors(const std::vector<DtypeErrorRow>& rows, const std::string& predictor);
 
+/// Kernel times measured on one GPU: a CSV in NeuSight's schema (OPName,
+/// Latency in ms, B,M,N,K or B,H; an optional `dtype` column, else
+/// `default_dtype`), predicted as GPU time (predict_device), as the data under
+/// tests/data/h200 was measured (CUDA events around each kernel, L2 flushed).
+/// Rows are grouped by op and dtype, and by the optional columns `source` and
+/// `pass`, in order of appearance; the last row is "all". `reference` (a file
+/// of the same schema, e.g. a repeat of the measurement, or empty) is taken
+/// as the prediction of the rows it shares (same op, dtype, source, pass and
+/// shape): the noise floor, in `noise_mape` (-1 where it shares none).
+/// Throws InputError naming file, row and column for bad input.
+struct MeasuredErrorRow {
+  std::string group;
+  int rows = 0;
+  double mape = 0.0;           ///< percent
+  double signed_median = 0.0;  ///< percent, (predicted - measured) / measured
+  double p90 = 0.0;            ///< percent, 90th percentile of the absolute error
+  double roofline_mape = 0.0;  ///< percent
+  double noise_mape = -1.0;    ///< percent, or -1 without a reference
+};
+std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_path, const GpuSpec& gpu,
+                                                        const PredictorFactory& make, DType default_dtype,
+                                                        const std::string& reference = {});
+std::string format_measured_errors(const std::vector<MeasuredErrorRow>& rows, const std::string& predictor);
+
 /// The noise floor: MAPE per dtype of `other`'s latencies taken as
 /// predictions of `data`'s on the shapes both measured.
 std::vector<DtypeErrorRow> measurement_noise(const MeasurementSet& data, const MeasurementSet& other);
