@@ -76,7 +76,8 @@ namespace {
 // Dense (non-sparse) datasheet peaks: NVIDIA A100 datasheet (TF32 156,
 // BF16/FP16 312 TFLOP/s, no FP8), H100 SXM5 datasheet (TF32 494.7, BF16/FP16
 // 989.4, FP8 1978.9: half of the with-sparsity figures); H200 has H100 SXM's
-// compute.
+// compute, and 60 MiB of L2 as its device query reports (PyTorch's
+// L2_cache_size on the H200 measured for tests/data/h200, 2026-11-26).
 //
 // Newer GPUs, all dense (half of NVIDIA's "with sparsity" figures):
 //  - H100-PCIe: NVIDIA H100 Tensor Core GPU datasheet, PCIe column (FP32 51,
@@ -106,7 +107,7 @@ const std::array<GpuSpec, 8>& presets() {
       {"H100-SXM", FlopRate::tflops(66.9), FlopRate::tflops(989.4), Bandwidth::gigabytes_per_second(3350),
        132, Bytes(50'000'000), Bytes::gib(80), FlopRate::tflops(494.7), FlopRate::tflops(1978.9)},
       {"H200", FlopRate::tflops(66.9), FlopRate::tflops(989.4), Bandwidth::gigabytes_per_second(4800),
-       132, Bytes(50'000'000), Bytes(141'000'000'000), FlopRate::tflops(494.7), FlopRate::tflops(1978.9)},
+       132, Bytes(62'914'560), Bytes(141'000'000'000), FlopRate::tflops(494.7), FlopRate::tflops(1978.9)},
       {"H100-PCIe", FlopRate::tflops(51), FlopRate::tflops(756), Bandwidth::gigabytes_per_second(2000),
        114, Bytes(50'000'000), Bytes::gib(80), FlopRate::tflops(378), FlopRate::tflops(1513)},
       {"B200", FlopRate::tflops(75), FlopRate::tflops(2250), Bandwidth::gigabytes_per_second(8000),
