@@ -364,9 +364,9 @@ class Block(torch.nn.Module):
     """A Megatron-style GPT layer in plain PyTorch: pre-LN, fused QKV, unfused attention
     (scaled scores, causal mask, softmax, dropout), projection, bias-dropout-add, MLP with GeLU."""
 
-    def __init__(self, h, heads, p_drop):
+    def __init__(self, h, heads, p_drop, flash=False):
         super().__init__()
-        self.h, self.heads, self.p = h, heads, p_drop
+        self.h, self.heads, self.p, self.flash = h, heads, p_drop, flash
         self.ln1 = torch.nn.LayerNorm(h)
         self.qkv = torch.nn.Linear(h, 3 * h)
         self.proj = torch.nn.Linear(h, h)
@@ -379,6 +379,14 @@ class Block(torch.nn.Module):
         nh, d = self.heads, h // self.heads
         qkv = self.qkv(self.ln1(x)).view(s, b * nh, 3 * d)
         q, k, v = qkv.split(d, dim=-1)
+        if self.flash:  # one fused attention kernel each way (PyTorch's SDPA, causal)
+            q, k, v = (t.reshape(s, b, nh, d).permute(1, 2, 0, 3) for t in (q, k, v))
+            ctx = F.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0,
+                                                 is_causal=True)
+            ctx = ctx.permute(2, 0, 1, 3).reshape(s, b, h)
+            x = x + F.dropout(self.proj(ctx), self.p, self.training)
+            return x + F.dropout(self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh")), self.p,
+                                 self.training)
         q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
         scores = torch.baddbmm(torch.empty(b * nh, s, s, dtype=x.dtype, device=x.device), q, k.transpose(1, 2),
                                beta=0.0, alpha=1.0 / math.sqrt(d))
@@ -389,11 +397,11 @@ class Block(torch.nn.Module):
 
 
 class Gpt(torch.nn.Module):
-    def __init__(self, layers, h, heads, vocab, seq, p_drop):
+    def __init__(self, layers, h, heads, vocab, seq, p_drop, flash=False):
         super().__init__()
         self.emb = torch.nn.Embedding(vocab, h)
         self.pos = torch.nn.Embedding(seq, h)
-        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop) for _ in range(layers))
+        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop, flash) for _ in range(layers))
         self.lnf = torch.nn.LayerNorm(h)
         self.p = p_drop
 

@@ -7,7 +7,9 @@ three executions are timed one by one (burst); then the same GEMM runs back to
 back for SUSTAIN_S seconds and the last half is timed (sustained, under the
 card's power limit). nvidia-smi samples clocks and power every 100 ms
 (sustained_smi.csv). Then two GPT training steps (measure_16bit.Gpt) run for
-STEP_S seconds each: every iteration's time is written (steps.csv).
+STEP_S seconds each: every iteration's time is written (steps.csv). GEMMS=0
+skips the GEMMs; STEPS=large runs GPT-3-sized layers instead (hidden 4096-12288,
+unfused attention or FlashAttention).
 """
 import csv
 import os
@@ -80,12 +82,20 @@ def gemms(rows):
             del a, b
 
 
-def steps(rows):
+STEP_CONFIGS = {
+    # layers, hidden, heads, seq, micro-batch, FlashAttention (SDPA)
+    "small": ((8, 2048, 16, 2048, 4, False), (2, 8192, 64, 2048, 1, False), (4, 4096, 32, 2048, 2, False)),
+    "large": ((2, 12288, 96, 2048, 1, False), (2, 12288, 96, 2048, 1, True), (4, 8192, 64, 2048, 2, True),
+              (8, 4096, 32, 2048, 4, True)),
+}
+
+
+def steps(rows, configs):
     vocab = 50304
-    for (L, h, nh, s, mb) in ((8, 2048, 16, 2048, 4), (2, 8192, 64, 2048, 1), (4, 4096, 32, 2048, 2)):
+    for (L, h, nh, s, mb, flash) in configs:
         torch.manual_seed(0)
         with torch.device(DEV):
-            model = m16.Gpt(L, h, nh, vocab, s, 0.1).to(torch.bfloat16)
+            model = m16.Gpt(L, h, nh, vocab, s, 0.1, flash).to(torch.bfloat16)
         params = list(model.parameters())
         master = [p.detach().float().clone().requires_grad_(True) for p in params]
         for mp in master:
@@ -94,6 +104,7 @@ def steps(rows):
         mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=DEV), 1)
         tokens = torch.randint(0, vocab, (s, mb), device=DEV)
         labels = torch.randint(0, vocab, (s * mb,), device=DEV)
+        label = f"L{L} h{h} s{s} mb{mb}" + (" flash" if flash else "")
         torch.cuda.synchronize()
         time.sleep(1.5)
         start = time.time()
@@ -105,6 +116,8 @@ def steps(rows):
                 p.grad = None
             logits = model(tokens, mask)
             F.cross_entropy(logits.view(-1, vocab).float(), labels).backward()
+            mid = ev()
+            mid.record()
             for p, mp in zip(params, master):
                 mp.grad.copy_(p.grad)
             opt.step()
@@ -113,10 +126,11 @@ def steps(rows):
                     p.copy_(mp)
             b.record()
             torch.cuda.synchronize()
-            rows.append([f"L{L} h{h} s{s} mb{mb}", i, f"{time.time() - start:.3f}", f"{a.elapsed_time(b):.4f}"])
+            rows.append([label, i, f"{time.time() - start:.3f}", f"{a.elapsed_time(b):.4f}",
+                         f"{a.elapsed_time(mid):.4f}", f"{mid.elapsed_time(b):.4f}"])
             i += 1
-        its = [float(r[3]) for r in rows if r[0] == f"L{L} h{h} s{s} mb{mb}"]
-        log(f"step L{L} h{h} mb{mb}: first {its[0]:.2f} ms, 2nd-4th median {sorted(its[1:4])[1]:.2f} ms, "
+        its = [float(r[3]) for r in rows if r[0] == label]
+        log(f"step {label}: first {its[0]:.2f} ms, 2nd-4th median {sorted(its[1:4])[1]:.2f} ms, "
             f"last-half median {sorted(its[len(its) // 2:])[len(its[len(its) // 2:]) // 2]:.2f} ms over {len(its)}")
         del model, master, opt, params
         torch.cuda.empty_cache()
@@ -129,7 +143,8 @@ def main():
         stdout=open(os.path.join(OUT, "sustained_smi.csv"), "w"), stderr=subprocess.STDOUT)
     g, st = [], []
     try:
-        gemms(g)
+        if os.environ.get("GEMMS", "1") == "1":
+            gemms(g)
     finally:
         with open(os.path.join(OUT, "burst_sustained.csv"), "w", newline="") as f:
             w = csv.writer(f)
@@ -137,11 +152,11 @@ def main():
                         "burst_TFLOPs", "sustained_TFLOPs", "sustained_batches"])
             w.writerows(g)
     try:
-        steps(st)
+        steps(st, STEP_CONFIGS[os.environ.get("STEPS", "small")])
     finally:
         with open(os.path.join(OUT, "steps.csv"), "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["config", "iteration", "t_s", "ms"])
+            w.writerow(["config", "iteration", "t_s", "ms", "fwd_bwd_ms", "optimizer_ms"])
             w.writerows(st)
         smi.terminate()
     log("done")
