@@ -53,7 +53,7 @@ Node model (kernel latency prediction, docs/node_model.md):
   train-predictor --data DIR --out DIR [--xla DIR]
 
 Validation against measurements:
-  validate kernels|models|distributed|collectives|training --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
+  validate kernels|models|distributed|collectives|training|steps --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
   Every command that runs a scenario (run, sweep, search, compare-schedules)
   takes --set KEY=VALUE (repeatable), --backend flow|ns3 and --predictor NAME
@@ -217,7 +217,7 @@ as run prints it), exposed communication, compute and peak memory per stage;
 --svg draws the iteration time split of each schedule and its peak memory
 per GPU against the GPU's capacity.
 )"},
-      {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training --data DIR [options]
+      {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training|steps --data DIR [options]
 
   kernels      MAPE per op class and GPU of the node model vs measured
                kernels (e.g. --data ../shared/data/neusight/kernels/test).
@@ -247,6 +247,9 @@ per GPU against the GPU's capacity.
                --fit a100|h100|all|TABLE:KIND refits the NVLink calibration,
                --cv prints the cross-validation, --rows every row,
                --line-rate the uncalibrated model for comparison
+  steps        whole one-GPU training steps measured on a GPU (--data
+               tests/data/h200/steps.csv: plain PyTorch, bf16), each run as a
+               one-GPU scenario (--gpu H200, --framework pytorch-eager|megatron)
   training     single-node Megatron-DeepSpeed iterations vs measured (vTrain,
                --data ../shared/data/vtrain): errors by plan family,
                micro-batch and hidden size for A100-80GB and A100-40GB

@@ -317,6 +317,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
   say_on_interrupt("nothing was written (validate prints its report, and writes --rows, when it finishes)");
   if (!args.empty() && args[0] == "distributed") return cmd_validate_distributed(Args(args.begin() + 1, args.end()), out);
   if (!args.empty() && args[0] == "training") return cmd_validate_training(Args(args.begin() + 1, args.end()), out);
+  if (!args.empty() && args[0] == "steps") return cmd_validate_steps(Args(args.begin() + 1, args.end()), out);
   if (!args.empty() && args[0] == "collectives") return cmd_validate_collectives(Args(args.begin() + 1, args.end()), out);
   ArgParser p("tessera validate");
   p.option("data").option("predictor").option("weights").option("max-rows").option("gpu").option("epochs");
@@ -378,7 +379,8 @@ int cmd_validate(const Args& args, std::ostream& out) {
     return 0;
   }
   throw UsageError(fmt::format(
-      "tessera validate: expected 'kernels', 'models', 'distributed', 'collectives' or 'training', got '{}'", what));
+      "tessera validate: expected 'kernels', 'models', 'distributed', 'collectives', 'training' or 'steps', got "
+      "'{}'", what));
 }
 
 int cmd_train_predictor(const Args& args, std::ostream& out) {

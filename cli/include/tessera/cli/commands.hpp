@@ -29,6 +29,8 @@ std::vector<parallelism::Schedule> parse_schedule_list(const std::string& text);
 int cmd_validate_distributed(const Args& args, std::ostream& out);
 /// `tessera validate training ...` (cli/src/training_validation.cpp).
 int cmd_validate_training(const Args& args, std::ostream& out);
+/// `tessera validate steps --data STEPS.csv [--gpu H200] [--framework pytorch-eager|megatron]`.
+int cmd_validate_steps(const Args& args, std::ostream& out);
 /// `tessera validate collectives ...` (cli/src/collective_commands.cpp; `args` after "collectives").
 int cmd_validate_collectives(const Args& args, std::ostream& out);
 // Node-model commands: cli/src/node_model_commands.cpp.

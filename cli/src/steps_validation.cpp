@@ -1,0 +1,170 @@
+// `tessera validate steps`: whole single-GPU training steps measured on a GPU
+// (tests/data/h200/steps.csv), each run as a one-GPU scenario and predicted
+// against measured (docs/node_model.md, "Training steps on an H200").
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <tuple>
+#include <vector>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/error.hpp"
+#include "tessera/files.hpp"
+#include "tessera/node_model/csv.hpp"
+#include "tessera/node_model/gpu_spec.hpp"
+#include "tessera/study/pipeline.hpp"
+
+namespace tessera::cli {
+namespace {
+
+struct MeasuredStep {
+  std::int64_t layers = 0, hidden = 0, heads = 0, seq = 0, micro_batch = 0, vocab = 0;
+  std::string dtype;
+  bool flash = false;
+  double measured_ms = 0;  ///< mean over the rows of this configuration
+  int rows = 0;
+  [[nodiscard]] auto key() const { return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash); }
+};
+
+std::vector<MeasuredStep> read_steps(const std::string& path) {
+  const node_model::CsvTable t = node_model::read_csv(path);
+  auto col = [&](const char* name) { return t.require_column(name); };
+  const std::size_t layers = col("layers"), hidden = col("hidden"), heads = col("heads"), seq = col("seq"),
+                    mb = col("micro_batch"), vocab = col("vocab"), dtype = col("dtype"),
+                    flash = col("flash_attention"), it = col("iteration_ms");
+  std::vector<MeasuredStep> out;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    MeasuredStep s;
+    s.layers = t.positive_int(r, layers);
+    s.hidden = t.positive_int(r, hidden);
+    s.heads = t.positive_int(r, heads);
+    s.seq = t.positive_int(r, seq);
+    s.micro_batch = t.positive_int(r, mb);
+    s.vocab = t.positive_int(r, vocab);
+    s.dtype = t.rows[r][dtype];
+    try {
+      (void)node_model::parse_dtype(s.dtype);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: row {}, column 'dtype': {}", path, r + 1, e.what()));
+    }
+    const std::string& f = t.rows[r][flash];
+    if (f != "true" && f != "false") {
+      throw InputError(
+          fmt::format("{}: row {}, column 'flash_attention': expected true or false, got '{}'", path, r + 1, f));
+    }
+    s.flash = f == "true";
+    const double ms = t.number(r, it);
+    if (!(ms > 0)) {
+      throw InputError(fmt::format("{}: row {}, column 'iteration_ms': must be positive (got '{}')", path, r + 1,
+                                   t.rows[r][it]));
+    }
+    // Repeats of one configuration are averaged.
+    bool merged = false;
+    for (auto& o : out) {
+      if (o.key() == s.key()) {
+        o.measured_ms = (o.measured_ms * o.rows + ms) / (o.rows + 1);
+        ++o.rows;
+        merged = true;
+        break;
+      }
+    }
+    if (!merged) {
+      s.measured_ms = ms;
+      s.rows = 1;
+      out.push_back(s);
+    }
+  }
+  if (out.empty()) throw InputError(fmt::format("{}: no steps", path));
+  return out;
+}
+
+/// One GPU, no parallelism: the plain-PyTorch step the measurement ran
+/// (eager kernels, no recomputation, one micro-batch).
+std::string step_scenario_yaml(const MeasuredStep& m, const std::string& gpu, const std::string& framework) {
+  return fmt::format(R"(name: step-l{layers}-h{hidden}
+cluster:
+  nodes: 1
+  gpus_per_node: 1
+  gpu: {gpu}
+  nvlink_bandwidth: 450GB/s
+  nvlink_latency: 1us
+  nic_bandwidth: 400Gbps
+  nic_latency: 1us
+  fabric:
+    type: leaf-spine
+    hosts_per_leaf: 1
+    spines: 1
+    spine_bandwidth: 400Gbps
+    spine_latency: 1us
+model:
+  layers: {layers}
+  hidden: {hidden}
+  heads: {heads}
+  vocab: {vocab}
+training:
+  framework: {framework}
+  micro_batch: {mb}
+  global_batch: {mb}
+  seq_len: {seq}
+  dtype: {dtype}
+  flash_attention: {flash}
+parallelism:
+  dp: 1
+  recompute: none
+)",
+                     fmt::arg("layers", m.layers), fmt::arg("hidden", m.hidden), fmt::arg("heads", m.heads),
+                     fmt::arg("vocab", m.vocab), fmt::arg("gpu", gpu), fmt::arg("framework", framework),
+                     fmt::arg("mb", m.micro_batch), fmt::arg("seq", m.seq), fmt::arg("dtype", m.dtype),
+                     fmt::arg("flash", m.flash ? "true" : "false"));
+}
+
+}  // namespace
+
+int cmd_validate_steps(const Args& args, std::ostream& out) {
+  ArgParser p("tessera validate steps");
+  p.option("data").option("gpu").option("framework");
+  p.parse(args);
+  p.expect_positional(0, "arguments");
+  const std::string data = p.require("data");
+  const std::string gpu = p.get("gpu").value_or("H200");
+  try {
+    (void)node_model::gpu_preset(gpu);
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("--gpu: {}", e.what()));
+  }
+  const std::string framework = p.get("framework").value_or("pytorch-eager");
+  FileSet files;
+  files.input(data, "--data");
+  const auto steps = read_steps(data);
+  out << fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8}\n", "step (layers x hidden, seq, micro-batch)", "runs",
+                     "measured ms", "predicted ms", "error");
+  double sum_abs = 0, max_abs = 0;
+  std::vector<double> signed_err;
+  for (const auto& m : steps) {
+    const Scenario s = parse_scenario(step_scenario_yaml(m, gpu, framework),
+                                      fmt::format("{} (step {}x{})", data, m.layers, m.hidden), {});
+    const double predicted = study::simulate_scenario(s, nullptr, nullptr, false).result.makespan.ms();
+    const double e = predicted / m.measured_ms - 1.0;
+    sum_abs += std::abs(e);
+    max_abs = std::max(max_abs, std::abs(e));
+    signed_err.push_back(e);
+    out << fmt::format("{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}%\n",
+                       fmt::format("{} x {}, {}, {}{}", m.layers, m.hidden, m.seq, m.micro_batch,
+                                   m.flash ? ", flash" : ""),
+                       m.rows, m.measured_ms, predicted, 100.0 * e);
+  }
+  double mean_signed = 0;
+  for (double e : signed_err) mean_signed += e;
+  mean_signed /= static_cast<double>(signed_err.size());
+  out << fmt::format("mean error {:.1f}%, max {:.1f}%, signed {:+.1f}% over {} configurations ({} on {}, {})\n",
+                     100.0 * sum_abs / static_cast<double>(steps.size()), 100.0 * max_abs, 100.0 * mean_signed,
+                     steps.size(), data, gpu, framework);
+  return 0;
+}
+
+}  // namespace tessera::cli
