@@ -550,57 +550,55 @@ def section_sustained(rows, seconds=20):
     log(f"sustained: first {rows[0][2]} TFLOP/s, last {rows[-1][2]} TFLOP/s")
 
 
+def want(section):
+    """SECTIONS=gemm,xla (say) runs only those; unset runs all."""
+    only = os.environ.get("SECTIONS", "")
+    return not only or section in only.split(",")
+
+
+def run_section(name, fn):
+    try:
+        fn()
+    except Exception:  # noqa: BLE001
+        log(f"{name} failed: " + traceback.format_exc())
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     log(f"GPU {GPU}, torch {torch.__version__}, budget {BUDGET_S:.0f} s")
-    try:
-        section_env()
-    except Exception:  # noqa: BLE001
-        log("env failed: " + traceback.format_exc())
-    gemm = []
-    for name, fn in (("transformer", lambda: section_gemm(gemm, limit_s=130)),
-                     ("attention", lambda: section_attention_bmm(gemm)),
-                     ("fp16", lambda: section_gemm(gemm, dtypes=(("fp16", torch.float16),), source="transformer",
-                                                   limit_s=15))):
-        try:
-            fn()
-        except Exception:  # noqa: BLE001
-            log(f"gemm {name} failed: " + traceback.format_exc())
-        write_csv("gemm.csv", GEMM_HEADER, gemm)
-    vec = []
-    try:
-        section_vector(vec)
-    except Exception:  # noqa: BLE001
-        log("vector failed: " + traceback.format_exc())
-    write_csv("vector.csv", VEC_HEADER, vec)
+    run_section("env", section_env)
+    if want("gemm"):
+        gemm = []
+        for name, fn in (("transformer", lambda: section_gemm(gemm, limit_s=130)),
+                         ("attention", lambda: section_attention_bmm(gemm)),
+                         ("fp16", lambda: section_gemm(gemm, dtypes=(("fp16", torch.float16),),
+                                                       source="transformer", limit_s=15))):
+            run_section(f"gemm {name}", fn)
+            write_csv("gemm.csv", GEMM_HEADER, gemm)
+    if want("vector"):
+        vec = []
+        run_section("vector", lambda: section_vector(vec))
+        write_csv("vector.csv", VEC_HEADER, vec)
     other = []
-    try:
-        section_other(other)
-    except Exception:  # noqa: BLE001
-        log("other failed: " + traceback.format_exc())
-    write_csv("other.csv", OTHER_HEADER, other)
-    e2e = []
-    try:
-        section_e2e(e2e)
-    except Exception:  # noqa: BLE001
-        log("e2e failed: " + traceback.format_exc())
-    write_csv("e2e.csv", E2E_HEADER, e2e)
-    if PROFILE:
-        write_csv("other.csv", OTHER_HEADER, other + PROFILE)
-    sus = []
-    try:
-        if left() > 30:
-            section_sustained(sus, seconds=min(float(os.environ.get("SUSTAIN_S", "20")), left() - 25))
-    except Exception:  # noqa: BLE001
-        log("sustained failed: " + traceback.format_exc())
-    write_csv("sustained.csv", ["t_s", "ms_per_gemm", "TFLOPs"], sus)
-    xla = []
-    try:
-        if left() > 50:
-            section_xla_grid(xla, (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True)))
-    except Exception:  # noqa: BLE001
-        log("xla grid failed: " + traceback.format_exc())
-    write_csv("xla_grid.csv", GEMM_HEADER, xla)
+    if want("other"):
+        run_section("other", lambda: section_other(other))
+        write_csv("other.csv", OTHER_HEADER, other)
+    if want("e2e"):
+        e2e = []
+        run_section("e2e", lambda: section_e2e(e2e))
+        write_csv("e2e.csv", E2E_HEADER, e2e)
+        if PROFILE:
+            write_csv("other.csv", OTHER_HEADER, other + PROFILE)
+    if want("sustained") and left() > 30:
+        sus = []
+        run_section("sustained", lambda: section_sustained(
+            sus, seconds=min(float(os.environ.get("SUSTAIN_S", "20")), left() - 25)))
+        write_csv("sustained.csv", ["t_s", "ms_per_gemm", "TFLOPs"], sus)
+    if want("xla") and left() > 50:
+        xla = []
+        run_section("xla grid", lambda: section_xla_grid(
+            xla, (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True))))
+        write_csv("xla_grid.csv", GEMM_HEADER, xla)
     log("done")
 
 
