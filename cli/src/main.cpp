@@ -50,7 +50,7 @@ Node model (kernel latency prediction, docs/node_model.md):
   predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--predictor NAME]
   predict-model --model HF_CONFIG.json --device DEVICE.json --batch N --seq L --mode inf|train [--json]
   predict-graph --graph OPGRAPH.csv --device DEVICE.json
-  train-predictor --data DIR --out DIR [--xla DIR]
+  train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE.csv --device GPU]
 
 Validation against measurements:
   validate kernels|models|distributed|collectives|training|steps --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
@@ -298,7 +298,7 @@ gets backward columns (backward plus gradient accumulation); in an inference
 graph dropout is free. Totals count the ops of the repeated block (layer 0)
 --layers times, else num_layer of the label JSON beside the graph, else once.
 )"},
-      {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR]
+      {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]
                                [--only tile-mlp|tensor-core|linreg|mlp] [--epochs N] [--max-rows N]
 
 Trains the node-model predictors (tile-mlp, linreg, mlp) on kernel
@@ -311,6 +311,11 @@ predict and validate commands.
   --only tensor-core --xla DIR   just the tensor-core model (no --data needed);
                                  --epochs, --hidden, --select, --drop-features,
                                  --seed then set its training
+  --gemms FILE.csv[,FILE.csv] --device GPU
+                                 instead of --xla: tensor-core GEMMs measured on
+                                 one GPU (NeuSight's schema with a dtype column,
+                                 e.g. tests/data/h100/gemm.csv; GPU a preset or
+                                 a device JSON)
 )"},
   };
   return kHelp;

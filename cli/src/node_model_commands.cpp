@@ -156,8 +156,17 @@ nm::TensorCoreModel tensor_core_weights(const ArgParser& p) {
 /// `validate kernels --data TABLE.csv` on an XLA GEMM table: per-dtype MAPE
 /// of the predictor's GPU kernel time (predict_device: the table holds CUPTI
 /// kernel times), or with --kfold of the tensor-core model retrained per fold.
+int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const std::string& data,
+                      std::ostream& out);
+
 int validate_xla_gemms(const ArgParser& p, const std::string& data, std::ostream& out) {
-  const nm::MeasurementSet set = nm::read_xla_gemm_table(data);
+  return validate_gemm_set(p, nm::read_xla_gemm_table(data), data, out);
+}
+
+/// Per-dtype MAPE of tensor-core GEMMs measured on one GPU (an XLA table, or
+/// kernels measured on one GPU with --device), --kfold retraining per fold.
+int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const std::string& data,
+                      std::ostream& out) {
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
   std::vector<double> predicted(set.rows.size());
   std::string label = name;
@@ -209,8 +218,13 @@ namespace {
 /// (NeuSight's schema with a dtype column, e.g. tests/data/h200/gemm.csv).
 int validate_measured(const ArgParser& p, const std::string& data, const nm::PredictorFactory& make,
                       std::ostream& out) {
-  for (const char* opt : {"kfold", "epochs", "hidden", "select", "drop-features", "seed", "max-rows", "gpu"}) {
+  for (const char* opt : {"max-rows", "gpu"}) {
     if (p.has(opt)) throw UsageError(fmt::format("tessera validate: --{} does not apply with --device", opt));
+  }
+  if (!p.has("kfold")) {
+    for (const char* opt : {"epochs", "hidden", "select", "drop-features", "seed"}) {
+      if (p.has(opt)) throw UsageError(fmt::format("tessera validate: --{} needs --kfold", opt));
+    }
   }
   if (p.has("leave-one-gpu-out")) throw UsageError("tessera validate: --leave-one-gpu-out does not apply with --device");
   if (!fs::is_regular_file(data)) {
@@ -237,6 +251,11 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
       throw UsageError(fmt::format("--dtype: {}", e.what()));
     }
   }();
+  if (p.has("kfold")) {
+    // The tensor-core model retrained per fold (folds by shape) on these GEMMs.
+    if (p.has("noise")) throw UsageError("tessera validate: --noise does not apply with --kfold and --device");
+    return validate_gemm_set(p, nm::read_measured_gemms({data}, gpu), data, out);
+  }
   const std::string noise = p.get("noise").value_or("");
   if (!noise.empty()) files.input(noise, "--noise");
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
@@ -387,14 +406,38 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   ArgParser p("tessera train-predictor");
   p.option("data").option("out").option("devices").option("epochs").option("max-rows").option("only");
   p.option("xla").option("hidden").option("select").option("drop-features").option("seed");
+  p.option("gemms").option("device");
   p.parse(args);
   p.expect_positional(0, "arguments");
   const std::string out_dir = p.require("out");
+  if (p.has("gemms") && p.has("xla")) throw UsageError("tessera train-predictor: --gemms or --xla, not both");
+  if (p.has("gemms") != p.has("device")) {
+    throw UsageError("tessera train-predictor: --gemms FILE.csv[,FILE.csv] needs --device GPU (and --device needs --gemms)");
+  }
+  // The tensor-core model's training GEMMs: kernels measured on one GPU
+  // (--gemms, --device) or XLA's table (--xla).
+  auto tensor_core_data = [&]() {
+    if (p.has("gemms")) {
+      std::vector<std::string> files;
+      std::string list = *p.get("gemms");
+      for (std::size_t start = 0; start <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        if (comma > start) files.push_back(list.substr(start, comma - start));
+        start = comma + 1;
+      }
+      const std::string device = *p.get("device");
+      const nm::GpuSpec gpu = fs::exists(device) ? nm::load_device_config(device) : nm::gpu_preset(device);
+      return std::pair{nm::read_measured_gemms(files, gpu), list};
+    }
+    const std::string table = xla_table_path(*p.get("xla"));
+    return std::pair{nm::read_xla_gemm_table(table), table};
+  };
+  const bool has_tc_data = p.has("xla") || p.has("gemms");
   // Options are checked before any data is read.
   nm::TileMlpTrainOptions opt;
   if (auto e = p.get("epochs")) opt.mlp.epochs = parse_positive_int(*e, "--epochs");
   if (auto m = p.get("max-rows")) opt.max_rows_per_class = parse_positive_int(*m, "--max-rows");
-  if (p.has("xla")) (void)tensor_core_options(p);
+  if (has_tc_data) (void)tensor_core_options(p);
   {
     // A directory (made if missing) of weight files, never a file.
     std::error_code ec;
@@ -413,12 +456,13 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   if (only != "all" && only != "tile-mlp" && only != "linreg" && only != "mlp" && only != "tensor-core") {
     throw UsageError(fmt::format("--only: expected tile-mlp, tensor-core, linreg or mlp, got '{}'", only));
   }
-  if (only == "tensor-core" || (only == "all" && p.has("xla") && !p.has("data"))) {
-    if (!p.has("xla")) throw UsageError("tessera train-predictor: --only tensor-core needs --xla DIR");
+  if (only == "tensor-core" || (only == "all" && has_tc_data && !p.has("data"))) {
+    if (!has_tc_data) {
+      throw UsageError("tessera train-predictor: --only tensor-core needs --gemms FILE.csv --device GPU or --xla DIR");
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string table = xla_table_path(*p.get("xla"));
-    const nm::MeasurementSet set = nm::read_xla_gemm_table(table);
-    out << fmt::format("read {} GEMM measurements from {}\n", set.rows.size(), table);
+    const auto [set, source] = tensor_core_data();
+    out << fmt::format("read {} GEMM measurements from {}\n", set.rows.size(), source);
     fs::create_directories(out_dir);
     const nm::TensorCoreModel m = nm::train_tensor_core(set, tensor_core_options(p), &out);
     write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
@@ -454,15 +498,14 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
     write_file_atomic((fs::path(out_dir) / "mlp.txt").string(), m.serialize());
     out << fmt::format("wrote {}/mlp.txt ({:.0f}s)\n", out_dir, elapsed());
   }
-  if (only == "all" && p.has("xla")) {
-    const std::string table = xla_table_path(*p.get("xla"));
-    const nm::MeasurementSet gemms = nm::read_xla_gemm_table(table);
+  if (only == "all" && has_tc_data) {
+    const nm::MeasurementSet gemms = tensor_core_data().first;
     // (--epochs is the NeuSight predictors' here; the tensor-core model keeps its default)
     const nm::TensorCoreModel m = nm::train_tensor_core(gemms, tensor_core_options(p, false), &out);
     write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
     out << fmt::format("wrote {}/tensor_core.txt ({:.0f}s)\n", out_dir, elapsed());
   } else if (only == "all") {
-    out << "tensor-core model not trained (give --xla DIR with gemm_h100.csv)\n";
+    out << "tensor-core model not trained (give --gemms FILE.csv --device GPU, or --xla DIR with gemm_h100.csv)\n";
   }
   return 0;
 }

@@ -157,6 +157,47 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
   return set;
 }
 
+MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, const GpuSpec& gpu) {
+  MeasurementSet set;
+  const int g = set.add_gpu(gpu);
+  for (const std::string& path : csv_paths) {
+    const CsvTable t = read_csv(path);
+    const std::size_t op_col = t.require_column("OPName");
+    const std::size_t lat_col = t.require_column("Latency");
+    const std::size_t dtype_col = t.require_column("dtype");
+    for (std::size_t r = 0; r < t.rows.size(); ++r) {
+      KernelOp op{};
+      try {
+        op = parse_kernel_op(t.rows[r][op_col]);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: row {}, column 'OPName': {}", path, r + 1, e.what()));
+      }
+      if (!is_gemm(op)) continue;
+      DType dtype{};
+      try {
+        dtype = parse_dtype(t.rows[r][dtype_col]);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: row {}, column 'dtype': {}", path, r + 1, e.what()));
+      }
+      if (dtype == DType::FP32) continue;
+      Measurement m;
+      m.kernel = kernel_from_row(t, r, dtype);
+      m.latency_ms = t.number(r, lat_col);
+      if (!(m.latency_ms > 0)) {
+        throw InputError(fmt::format("{}: row {}, column 'Latency': latency must be positive (got '{}')", path,
+                                     r + 1, t.rows[r][lat_col]));
+      }
+      m.gpu = g;
+      set.rows.push_back(m);
+    }
+  }
+  if (set.rows.empty()) {
+    throw InputError(fmt::format("{}: no tensor-core GEMMs (bmm or linear rows in tf32, fp16, bf16 or fp8)",
+                                 csv_paths.empty() ? std::string("--gemms") : csv_paths.front()));
+  }
+  return set;
+}
+
 std::string find_device_configs(const std::string& data_dir) {
   namespace fs = std::filesystem;
   fs::path p(data_dir);

@@ -45,6 +45,14 @@ MeasurementSet read_measurement_dir(const std::string& dir, const DeviceCatalog&
 MeasurementSet read_xla_gemm_table(const std::string& csv_path);
 /// Whether the file's first line is the XLA GEMM table's header.
 bool is_xla_gemm_table(const std::string& csv_path);
+
+/// Tensor-core GEMMs measured on one GPU (`gpu`): CSV files in NeuSight's
+/// schema (OPName bmm or linear, Latency in ms, B,M,N,K with N the
+/// reduction) with a `dtype` column (tf32, fp16, bf16, fp8), such as
+/// tests/data/h100/gemm.csv. Rows of other ops or of fp32 are skipped; no
+/// tensor-core row at all, a missing column or a bad value is an InputError
+/// naming file, row and column.
+MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, const GpuSpec& gpu);
 /// XLA's dtype names: "bf16xbf16->bf16" -> bf16, "f16xf16->f16" -> fp16,
 /// "f32xf32->f32" -> tf32 (XLA's default precision runs f32 dots on TF32
 /// tensor cores), "f8e4m3fnxf8e5m2->bf16" and the other f8 pairs -> fp8.
