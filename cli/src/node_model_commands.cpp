@@ -296,15 +296,7 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
   const int dtype_col = t.column("dtype");
   std::vector<double> predicted(t.rows.size());
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    nm::DType dtype = default_dtype;
-    if (dtype_col >= 0) {
-      try {
-        dtype = nm::parse_dtype(t.rows[r][static_cast<std::size_t>(dtype_col)]);
-      } catch (const InputError& e) {
-        throw InputError(fmt::format("{}: row {}, column 'dtype': {}", input, r + 1, e.what()));
-      }
-    }
-    const nm::Kernel k = nm::kernel_from_row(t, r, dtype);
+    const nm::Kernel k = nm::kernel_from_row(t, r, nm::row_dtype(t, r, dtype_col, default_dtype));
     try {
       predicted[r] = (device_time ? predictor->predict_device(k) : predictor->predict(k)).ms();
     } catch (const InputError& e) {

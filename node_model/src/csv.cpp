@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tessera/error.hpp"
+#include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/node_model/json.hpp"
 
 namespace tessera::node_model {
@@ -148,6 +149,24 @@ std::string csv_escape(std::string_view cell) {
   }
   out += '"';
   return out;
+}
+
+DType row_dtype(const CsvTable& t, std::size_t row, int dtype_col, DType fallback) {
+  if (dtype_col < 0) return fallback;
+  try {
+    return parse_dtype(t.rows.at(row).at(static_cast<std::size_t>(dtype_col)));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: row {}, column 'dtype': {}", t.path, row + 1, e.what()));
+  }
+}
+
+double row_latency_ms(const CsvTable& t, std::size_t row, std::size_t col) {
+  const double ms = t.number(row, col);
+  if (!(ms > 0)) {
+    throw InputError(fmt::format("{}: row {}, column '{}': latency must be positive (got '{}')", t.path, row + 1,
+                                 t.header.at(col), t.rows.at(row).at(col)));
+  }
+  return ms;
 }
 
 }  // namespace tessera::node_model

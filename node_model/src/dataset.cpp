@@ -173,20 +173,11 @@ MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, co
         throw InputError(fmt::format("{}: row {}, column 'OPName': {}", path, r + 1, e.what()));
       }
       if (!is_gemm(op)) continue;
-      DType dtype{};
-      try {
-        dtype = parse_dtype(t.rows[r][dtype_col]);
-      } catch (const InputError& e) {
-        throw InputError(fmt::format("{}: row {}, column 'dtype': {}", path, r + 1, e.what()));
-      }
+      const DType dtype = row_dtype(t, r, static_cast<int>(dtype_col), DType::FP32);
       if (dtype == DType::FP32) continue;
       Measurement m;
       m.kernel = kernel_from_row(t, r, dtype);
-      m.latency_ms = t.number(r, lat_col);
-      if (!(m.latency_ms > 0)) {
-        throw InputError(fmt::format("{}: row {}, column 'Latency': latency must be positive (got '{}')", path,
-                                     r + 1, t.rows[r][lat_col]));
-      }
+      m.latency_ms = row_latency_ms(t, r, lat_col);
       m.gpu = g;
       set.rows.push_back(m);
     }

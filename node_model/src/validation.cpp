@@ -187,21 +187,10 @@ std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DTyp
   }
   std::vector<MeasuredRow> out;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    DType dtype = default_dtype;
-    if (dtype_col >= 0) {
-      try {
-        dtype = parse_dtype(t.rows[r][static_cast<std::size_t>(dtype_col)]);
-      } catch (const InputError& e) {
-        throw InputError(fmt::format("{}: row {}, column 'dtype': {}", csv_path, r + 1, e.what()));
-      }
-    }
+    const DType dtype = row_dtype(t, r, dtype_col, default_dtype);
     MeasuredRow m;
     m.kernel = kernel_from_row(t, r, dtype);
-    m.latency_ms = t.number(r, lat_col);
-    if (!(m.latency_ms > 0)) {
-      throw InputError(fmt::format("{}: row {}, column 'Latency': latency must be positive (got '{}')", csv_path,
-                                   r + 1, t.rows[r][lat_col]));
-    }
+    m.latency_ms = row_latency_ms(t, r, lat_col);
     m.group = fmt::format("{}/{}", t.rows[r][op_col], to_string(dtype));
     for (int c : group_cols) m.group += "/" + t.rows[r][static_cast<std::size_t>(c)];
     m.key = m.group;

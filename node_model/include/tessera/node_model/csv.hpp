@@ -41,6 +41,15 @@ CsvTable read_csv(const std::string& path);
 /// non-numeric or non-positive dimension).
 Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype = DType::FP32);
 
+/// The row's element type from column `dtype_col` (fp32 tf32 fp16 bf16 fp8,
+/// any case), or `fallback` when `dtype_col` < 0; throws InputError naming
+/// file, row and column.
+DType row_dtype(const CsvTable& t, std::size_t row, int dtype_col, DType fallback);
+
+/// A measured latency in ms from column `col`: a positive number; throws
+/// InputError naming file, row and column.
+double row_latency_ms(const CsvTable& t, std::size_t row, std::size_t col);
+
 /// Quotes a cell when needed.
 std::string csv_escape(std::string_view cell);
 
