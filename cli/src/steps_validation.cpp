@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessera/cli/args.hpp"
+#include "tessera/engine/executor.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
@@ -27,6 +28,7 @@ struct MeasuredStep {
   std::string dtype;
   bool flash = false;
   double measured_ms = 0;  ///< mean over the rows of this configuration
+  double measured_optimizer_ms = -1;  ///< mean of the optimizer_ms column (-1: none)
   int rows = 0;
   [[nodiscard]] auto key() const { return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash); }
 };
@@ -37,6 +39,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
   const std::size_t layers = col("layers"), hidden = col("hidden"), heads = col("heads"), seq = col("seq"),
                     mb = col("micro_batch"), vocab = col("vocab"), dtype = col("dtype"),
                     flash = col("flash_attention"), it = col("iteration_ms");
+  const int opt_col = t.column("optimizer_ms");
   std::vector<MeasuredStep> out;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     MeasuredStep s;
@@ -63,11 +66,21 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
       throw InputError(fmt::format("{}: row {}, column 'iteration_ms': must be positive (got '{}')", path, r + 1,
                                    t.rows[r][it]));
     }
+    double opt = -1;
+    if (opt_col >= 0) {
+      opt = t.number(r, static_cast<std::size_t>(opt_col));
+      if (!(opt >= 0) || opt >= ms) {
+        throw InputError(fmt::format("{}: row {}, column 'optimizer_ms': must be at least 0 and below "
+                                     "iteration_ms (got '{}')",
+                                     path, r + 1, t.rows[r][static_cast<std::size_t>(opt_col)]));
+      }
+    }
     // Repeats of one configuration are averaged.
     bool merged = false;
     for (auto& o : out) {
       if (o.key() == s.key()) {
         o.measured_ms = (o.measured_ms * o.rows + ms) / (o.rows + 1);
+        if (opt >= 0) o.measured_optimizer_ms = (o.measured_optimizer_ms * o.rows + opt) / (o.rows + 1);
         ++o.rows;
         merged = true;
         break;
@@ -75,6 +88,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     }
     if (!merged) {
       s.measured_ms = ms;
+      s.measured_optimizer_ms = opt;
       s.rows = 1;
       out.push_back(s);
     }
@@ -123,6 +137,23 @@ parallelism:
                      fmt::arg("flash", m.flash ? "true" : "false"));
 }
 
+/// The optimizer step's share of a simulated iteration: the compute tasks
+/// named "optimizer" on rank 0 (the step after the last micro-batch).
+class OptimizerTime final : public engine::ExecutionObserver {
+ public:
+  void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override {
+    if (rank == 0 && task.name == "optimizer") total_ += end - start;
+  }
+  [[nodiscard]] Time total() const { return total_; }
+
+ private:
+  Time total_;
+};
+
+std::string signed_pct(double predicted, double measured) {
+  return fmt::format("{:+.1f}%", 100.0 * (predicted / measured - 1.0));
+}
+
 }  // namespace
 
 int cmd_validate_steps(const Args& args, std::ostream& out) {
@@ -141,22 +172,30 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   FileSet files;
   files.input(data, "--data");
   const auto steps = read_steps(data);
-  out << fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8}\n", "step (layers x hidden, seq, micro-batch)", "runs",
-                     "measured ms", "predicted ms", "error");
+  out << fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}\n", "step (layers x hidden, seq, micro-batch)",
+                     "runs", "measured ms", "predicted ms", "error", "fwd+bwd error", "optimizer error");
   double sum_abs = 0, max_abs = 0;
   std::vector<double> signed_err;
   for (const auto& m : steps) {
     const Scenario s = parse_scenario(step_scenario_yaml(m, gpu, framework),
                                       fmt::format("{} (step {}x{})", data, m.layers, m.hidden), {});
-    const double predicted = study::simulate_scenario(s, nullptr, nullptr, false).result.makespan.ms();
+    OptimizerTime optimizer;
+    const double predicted = study::simulate_scenario(s, &optimizer, nullptr, false).result.makespan.ms();
     const double e = predicted / m.measured_ms - 1.0;
+    // The phases, where the data says how long the optimizer step took.
+    std::string fb = "-", opt = "-";
+    if (m.measured_optimizer_ms >= 0) {
+      const double p_opt = optimizer.total().ms();
+      fb = signed_pct(predicted - p_opt, m.measured_ms - m.measured_optimizer_ms);
+      if (m.measured_optimizer_ms > 0) opt = signed_pct(p_opt, m.measured_optimizer_ms);
+    }
     sum_abs += std::abs(e);
     max_abs = std::max(max_abs, std::abs(e));
     signed_err.push_back(e);
-    out << fmt::format("{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}%\n",
+    out << fmt::format("{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}\n",
                        fmt::format("{} x {}, {}, {}{}", m.layers, m.hidden, m.seq, m.micro_batch,
                                    m.flash ? ", flash" : ""),
-                       m.rows, m.measured_ms, predicted, 100.0 * e);
+                       m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt);
   }
   double mean_signed = 0;
   for (double e : signed_err) mean_signed += e;
