@@ -226,9 +226,11 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
       if (p.has(opt)) throw UsageError(fmt::format("tessera validate: --{} needs --kfold", opt));
     }
   }
-  if (p.has("leave-one-gpu-out")) throw UsageError("tessera validate: --leave-one-gpu-out does not apply with --device");
+  if (p.has("leave-one-gpu-out"))
+    throw UsageError("tessera validate: --leave-one-gpu-out does not apply with --device");
   if (!fs::is_regular_file(data)) {
-    throw UsageError(fmt::format("--data {}: with --device, a CSV file of kernels measured on that GPU", data));
+    throw UsageError(
+        fmt::format("--data {}: with --device, a CSV file of kernels measured on that GPU", data));
   }
   const std::string device = *p.get("device");
   FileSet files;
@@ -253,7 +255,8 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
   }();
   if (p.has("kfold")) {
     // The tensor-core model retrained per fold (folds by shape) on these GEMMs.
-    if (p.has("noise")) throw UsageError("tessera validate: --noise does not apply with --kfold and --device");
+    if (p.has("noise"))
+      throw UsageError("tessera validate: --noise does not apply with --kfold and --device");
     return validate_gemm_set(p, nm::read_measured_gemms({data}, gpu), data, out);
   }
   const std::string noise = p.get("noise").value_or("");
@@ -264,7 +267,8 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
   out << fmt::format(
       "({} on {}: GPU time (predict_device) against the measured kernels; signed: (predicted - measured) / "
       "measured; noise: {})\n",
-      data, gpu.name, noise.empty() ? std::string("give a repeat of the measurement with --noise FILE") : noise);
+      data, gpu.name,
+      noise.empty() ? std::string("give a repeat of the measurement with --noise FILE") : noise);
   return 0;
 }
 
@@ -352,9 +356,10 @@ int cmd_validate(const Args& args, std::ostream& out) {
   if (what == "kernels" && p.has("device")) return validate_measured(p, data, make, out);
   for (const char* opt : {"device", "dtype"}) {
     if (p.has(opt)) {
-      throw UsageError(fmt::format("tessera validate: --{} applies to kernels measured on one GPU (validate "
-                                   "kernels --data FILE.csv --device GPU)",
-                                   opt));
+      throw UsageError(
+          fmt::format("tessera validate: --{} applies to kernels measured on one GPU (validate "
+                      "kernels --data FILE.csv --device GPU)",
+                      opt));
     }
   }
   if (what == "kernels") {
@@ -389,9 +394,11 @@ int cmd_validate(const Args& args, std::ostream& out) {
     out << nm::format_model_errors(rows, name);
     return 0;
   }
-  throw UsageError(fmt::format(
-      "tessera validate: expected 'kernels', 'models', 'distributed', 'collectives', 'training' or 'steps', got "
-      "'{}'", what));
+  throw UsageError(
+      fmt::format("tessera validate: expected 'kernels', 'models', 'distributed', 'collectives', 'training' "
+                  "or 'steps', got "
+                  "'{}'",
+                  what));
 }
 
 int cmd_train_predictor(const Args& args, std::ostream& out) {
@@ -404,7 +411,9 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   const std::string out_dir = p.require("out");
   if (p.has("gemms") && p.has("xla")) throw UsageError("tessera train-predictor: --gemms or --xla, not both");
   if (p.has("gemms") != p.has("device")) {
-    throw UsageError("tessera train-predictor: --gemms FILE.csv[,FILE.csv] needs --device GPU (and --device needs --gemms)");
+    throw UsageError(
+        "tessera train-predictor: --gemms FILE.csv[,FILE.csv] needs --device GPU (and --device needs "
+        "--gemms)");
   }
   // The tensor-core model's training GEMMs: kernels measured on one GPU
   // (--gemms, --device) or XLA's table (--xla).
@@ -450,7 +459,8 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   }
   if (only == "tensor-core" || (only == "all" && has_tc_data && !p.has("data"))) {
     if (!has_tc_data) {
-      throw UsageError("tessera train-predictor: --only tensor-core needs --gemms FILE.csv --device GPU or --xla DIR");
+      throw UsageError(
+          "tessera train-predictor: --only tensor-core needs --gemms FILE.csv --device GPU or --xla DIR");
     }
     const auto t0 = std::chrono::steady_clock::now();
     const auto [set, source] = tensor_core_data();
@@ -497,7 +507,8 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
     write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
     out << fmt::format("wrote {}/tensor_core.txt ({:.0f}s)\n", out_dir, elapsed());
   } else if (only == "all") {
-    out << "tensor-core model not trained (give --gemms FILE.csv --device GPU, or --xla DIR with gemm_h100.csv)\n";
+    out << "tensor-core model not trained (give --gemms FILE.csv --device GPU, or --xla DIR with "
+           "gemm_h100.csv)\n";
   }
   return 0;
 }

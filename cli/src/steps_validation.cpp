@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "tessera/cli/args.hpp"
-#include "tessera/engine/executor.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "tessera/engine/executor.hpp"
 #include "tessera/error.hpp"
 #include "tessera/files.hpp"
 #include "tessera/node_model/csv.hpp"
@@ -27,10 +27,12 @@ struct MeasuredStep {
   std::int64_t layers = 0, hidden = 0, heads = 0, seq = 0, micro_batch = 0, vocab = 0;
   std::string dtype;
   bool flash = false;
-  double measured_ms = 0;  ///< mean over the rows of this configuration
+  double measured_ms = 0;             ///< mean over the rows of this configuration
   double measured_optimizer_ms = -1;  ///< mean of the optimizer_ms column (-1: none)
   int rows = 0;
-  [[nodiscard]] auto key() const { return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash); }
+  [[nodiscard]] auto key() const {
+    return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash);
+  }
 };
 
 std::vector<MeasuredStep> read_steps(const std::string& path) {
@@ -57,22 +59,23 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     }
     const std::string& f = t.rows[r][flash];
     if (f != "true" && f != "false") {
-      throw InputError(
-          fmt::format("{}: row {}, column 'flash_attention': expected true or false, got '{}'", path, r + 1, f));
+      throw InputError(fmt::format("{}: row {}, column 'flash_attention': expected true or false, got '{}'",
+                                   path, r + 1, f));
     }
     s.flash = f == "true";
     const double ms = t.number(r, it);
     if (!(ms > 0)) {
-      throw InputError(fmt::format("{}: row {}, column 'iteration_ms': must be positive (got '{}')", path, r + 1,
-                                   t.rows[r][it]));
+      throw InputError(fmt::format("{}: row {}, column 'iteration_ms': must be positive (got '{}')", path,
+                                   r + 1, t.rows[r][it]));
     }
     double opt = -1;
     if (opt_col >= 0) {
       opt = t.number(r, static_cast<std::size_t>(opt_col));
       if (!(opt >= 0) || opt >= ms) {
-        throw InputError(fmt::format("{}: row {}, column 'optimizer_ms': must be at least 0 and below "
-                                     "iteration_ms (got '{}')",
-                                     path, r + 1, t.rows[r][static_cast<std::size_t>(opt_col)]));
+        throw InputError(
+            fmt::format("{}: row {}, column 'optimizer_ms': must be at least 0 and below "
+                        "iteration_ms (got '{}')",
+                        path, r + 1, t.rows[r][static_cast<std::size_t>(opt_col)]));
       }
     }
     // Repeats of one configuration are averaged.
@@ -172,8 +175,9 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   FileSet files;
   files.input(data, "--data");
   const auto steps = read_steps(data);
-  out << fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}\n", "step (layers x hidden, seq, micro-batch)",
-                     "runs", "measured ms", "predicted ms", "error", "fwd+bwd error", "optimizer error");
+  out << fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}\n",
+                     "step (layers x hidden, seq, micro-batch)", "runs", "measured ms", "predicted ms",
+                     "error", "fwd+bwd error", "optimizer error");
   double sum_abs = 0, max_abs = 0;
   std::vector<double> signed_err;
   for (const auto& m : steps) {
@@ -192,17 +196,18 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     sum_abs += std::abs(e);
     max_abs = std::max(max_abs, std::abs(e));
     signed_err.push_back(e);
-    out << fmt::format("{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}\n",
-                       fmt::format("{} x {}, {}, {}{}", m.layers, m.hidden, m.seq, m.micro_batch,
-                                   m.flash ? ", flash" : ""),
-                       m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt);
+    out << fmt::format(
+        "{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}\n",
+        fmt::format("{} x {}, {}, {}{}", m.layers, m.hidden, m.seq, m.micro_batch, m.flash ? ", flash" : ""),
+        m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt);
   }
   double mean_signed = 0;
   for (double e : signed_err) mean_signed += e;
   mean_signed /= static_cast<double>(signed_err.size());
-  out << fmt::format("mean error {:.1f}%, max {:.1f}%, signed {:+.1f}% over {} configurations ({} on {}, {})\n",
-                     100.0 * sum_abs / static_cast<double>(steps.size()), 100.0 * max_abs, 100.0 * mean_signed,
-                     steps.size(), data, gpu, framework);
+  out << fmt::format(
+      "mean error {:.1f}%, max {:.1f}%, signed {:+.1f}% over {} configurations ({} on {}, {})\n",
+      100.0 * sum_abs / static_cast<double>(steps.size()), 100.0 * max_abs, 100.0 * mean_signed, steps.size(),
+      data, gpu, framework);
   return 0;
 }
 

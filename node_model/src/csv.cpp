@@ -1,12 +1,13 @@
 #include "tessera/node_model/csv.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
-#include <unistd.h>
 
 #include "tessera/error.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
@@ -163,8 +164,8 @@ DType row_dtype(const CsvTable& t, std::size_t row, int dtype_col, DType fallbac
 double row_latency_ms(const CsvTable& t, std::size_t row, std::size_t col) {
   const double ms = t.number(row, col);
   if (!(ms > 0)) {
-    throw InputError(fmt::format("{}: row {}, column '{}': latency must be positive (got '{}')", t.path, row + 1,
-                                 t.header.at(col), t.rows.at(row).at(col)));
+    throw InputError(fmt::format("{}: row {}, column '{}': latency must be positive (got '{}')", t.path,
+                                 row + 1, t.header.at(col), t.rows.at(row).at(col)));
   }
   return ms;
 }

@@ -1,10 +1,10 @@
 #include "tessera/node_model/validation.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
-#include <algorithm>
-#include <map>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <tuple>
 
 #include "tessera/error.hpp"
@@ -272,12 +272,12 @@ std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_p
 std::string format_measured_errors(const std::vector<MeasuredErrorRow>& rows, const std::string& predictor) {
   std::size_t width = 5;
   for (const auto& r : rows) width = std::max(width, r.group.size());
-  std::string s = fmt::format("{:<{}} {:>6} {:>15} {:>14} {:>9} {:>14} {:>11}\n", "group", width, "rows",
-                              fmt::format("{} MAPE", predictor), "signed median", "P90", "roofline MAPE",
-                              "noise MAPE");
+  std::string s =
+      fmt::format("{:<{}} {:>6} {:>15} {:>14} {:>9} {:>14} {:>11}\n", "group", width, "rows",
+                  fmt::format("{} MAPE", predictor), "signed median", "P90", "roofline MAPE", "noise MAPE");
   for (const auto& r : rows) {
-    s += fmt::format("{:<{}} {:>6} {:>14.1f}% {:>+13.1f}% {:>8.1f}% {:>13.1f}% {:>11}\n", r.group, width, r.rows,
-                     r.mape, r.signed_median, r.p90, r.roofline_mape,
+    s += fmt::format("{:<{}} {:>6} {:>14.1f}% {:>+13.1f}% {:>8.1f}% {:>13.1f}% {:>11}\n", r.group, width,
+                     r.rows, r.mape, r.signed_median, r.p90, r.roofline_mape,
                      r.noise_mape < 0 ? std::string("-") : fmt::format("{:.1f}%", r.noise_mape));
   }
   return s;

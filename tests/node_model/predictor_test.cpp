@@ -525,7 +525,9 @@ namespace {
 class OneMsPredictor final : public nm::KernelPredictor {
  public:
   OneMsPredictor() : gpu_(nm::gpu_preset("H200")) {}
-  [[nodiscard]] tessera::Time predict(const nm::Kernel&) const override { return tessera::Time::from_us(1000); }
+  [[nodiscard]] tessera::Time predict(const nm::Kernel&) const override {
+    return tessera::Time::from_us(1000);
+  }
   [[nodiscard]] std::string_view name() const override { return "one-ms"; }
   [[nodiscard]] const nm::GpuSpec& gpu() const override { return gpu_; }
 
@@ -546,15 +548,16 @@ std::string write_measured(const std::string& name, const std::string& text) {
 TEST(MeasuredKernels, ErrorsPerGroupByHand) {
   const std::string data = write_measured("data.csv",
                                           "OPName,Latency,dtype,source,B,M,N,K\n"
-                                          "linear,0.5,bf16,a,1,256,256,256\n"    // +100%
-                                          "linear,2.0,bf16,a,1,512,256,256\n"    // -50%
+                                          "linear,0.5,bf16,a,1,256,256,256\n"     // +100%
+                                          "linear,2.0,bf16,a,1,512,256,256\n"     // -50%
                                           "linear,1.25,fp16,a,1,256,256,256\n");  // -20%
   const std::string repeat = write_measured("repeat.csv",
                                             "OPName,Latency,dtype,source,B,M,N,K\n"
-                                            "linear,0.55,bf16,a,1,256,256,256\n"  // 10% off row 1
+                                            "linear,0.55,bf16,a,1,256,256,256\n"    // 10% off row 1
                                             "linear,9.0,bf16,a,1,1024,256,256\n");  // shares nothing
   const nm::PredictorFactory make = [](const nm::GpuSpec&) { return std::make_unique<OneMsPredictor>(); };
-  const auto rows = nm::validate_measured_kernels(data, nm::gpu_preset("H200"), make, nm::DType::FP32, repeat);
+  const auto rows =
+      nm::validate_measured_kernels(data, nm::gpu_preset("H200"), make, nm::DType::FP32, repeat);
   ASSERT_EQ(rows.size(), 3U);
   EXPECT_EQ(rows[0].group, "linear/bf16/a");
   EXPECT_EQ(rows[0].rows, 2);
@@ -588,8 +591,10 @@ TEST(MeasuredKernels, BadInputNamesFileRowAndColumn) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message("OPName,Latency,B,M,N,K\nlinear,0,1,2,2,2\n").find("row 1, column 'Latency'"), std::string::npos);
-  EXPECT_NE(message("OPName,Latency,B,M,N,K\nlinear,abc,1,2,2,2\n").find("column 'Latency'"), std::string::npos);
+  EXPECT_NE(message("OPName,Latency,B,M,N,K\nlinear,0,1,2,2,2\n").find("row 1, column 'Latency'"),
+            std::string::npos);
+  EXPECT_NE(message("OPName,Latency,B,M,N,K\nlinear,abc,1,2,2,2\n").find("column 'Latency'"),
+            std::string::npos);
   EXPECT_NE(message("OPName,B,M,N,K\nlinear,1,2,2,2\n").find("missing column 'Latency'"), std::string::npos);
   EXPECT_NE(message("OPName,Latency,dtype,B,M,N,K\nlinear,1,int4,1,2,2,2\n").find("row 1, column 'dtype'"),
             std::string::npos);
