@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+
 namespace tessera::cli {
 
 ArgParser& ArgParser::option(const std::string& name) {
@@ -64,6 +66,14 @@ void ArgParser::expect_positional(std::size_t n, const std::string& what) const 
     throw UsageError(fmt::format("{}: expected {} ({} argument{}), got {}", command_, what, n,
                                  n == 1 ? "" : "s", positional_.size()));
   }
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);) out.push_back(item);
+  if (!s.empty() && s.back() == sep) out.emplace_back();
+  return out;
 }
 
 int parse_positive_int(const std::string& text, const std::string& flag, int max) {

@@ -214,6 +214,29 @@ int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const s
 
 namespace {
 
+/// --device GPU of the commands on measured kernels: a preset (H200, ...) or
+/// a device config JSON, which `files` then lists as an input.
+nm::GpuSpec device_option(const std::string& device, FileSet& files) {
+  if (fs::exists(device)) {
+    files.input(device, "--device");
+    return nm::load_device_config(device);
+  }
+  try {
+    return nm::gpu_preset(device);
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("--device: {} (or a device JSON file)", e.what()));
+  }
+}
+
+/// --dtype: the element type of rows without a dtype column (default fp32).
+nm::DType dtype_option(const ArgParser& p) {
+  try {
+    return nm::parse_dtype(p.get("dtype").value_or("fp32"));
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("--dtype: {}", e.what()));
+  }
+}
+
 /// `validate kernels --data FILE.csv --device GPU`: kernels measured on one GPU
 /// (NeuSight's schema with a dtype column, e.g. tests/data/h200/gemm.csv).
 int validate_measured(const ArgParser& p, const std::string& data, const nm::PredictorFactory& make,
@@ -235,24 +258,8 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
   const std::string device = *p.get("device");
   FileSet files;
   files.input(data, "--data");
-  const nm::GpuSpec gpu = [&] {
-    if (fs::exists(device)) {
-      files.input(device, "--device");
-      return nm::load_device_config(device);
-    }
-    try {
-      return nm::gpu_preset(device);
-    } catch (const InputError& e) {
-      throw UsageError(fmt::format("--device: {} (or a device JSON file)", e.what()));
-    }
-  }();
-  const nm::DType dtype = [&] {
-    try {
-      return nm::parse_dtype(p.get("dtype").value_or("fp32"));
-    } catch (const InputError& e) {
-      throw UsageError(fmt::format("--dtype: {}", e.what()));
-    }
-  }();
+  const nm::GpuSpec gpu = device_option(device, files);
+  const nm::DType dtype = dtype_option(p);
   if (p.has("kfold")) {
     // The tensor-core model retrained per fold (folds by shape) on these GEMMs.
     if (p.has("noise"))
@@ -287,13 +294,7 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
   files.input(p.require("device"), "--device");
   files.input(input, "--input");
   files.output(output, "--output");
-  const nm::DType default_dtype = [&] {
-    try {
-      return nm::parse_dtype(p.get("dtype").value_or("fp32"));
-    } catch (const InputError& e) {
-      throw UsageError(fmt::format("--dtype: {}", e.what()));
-    }
-  }();
+  const nm::DType default_dtype = dtype_option(p);
   const auto predictor = predictor_from(p, gpu);
   const bool device_time = p.has("device-time");
   const nm::CsvTable t = nm::read_csv(input);
@@ -419,16 +420,15 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   // (--gemms, --device) or XLA's table (--xla).
   auto tensor_core_data = [&]() {
     if (p.has("gemms")) {
-      std::vector<std::string> files;
-      std::string list = *p.get("gemms");
-      for (std::size_t start = 0; start <= list.size();) {
-        const std::size_t comma = std::min(list.find(',', start), list.size());
-        if (comma > start) files.push_back(list.substr(start, comma - start));
-        start = comma + 1;
+      const std::string list = *p.get("gemms");
+      std::vector<std::string> csvs;
+      for (const std::string& f : split(list, ',')) {
+        if (!f.empty()) csvs.push_back(f);
       }
-      const std::string device = *p.get("device");
-      const nm::GpuSpec gpu = fs::exists(device) ? nm::load_device_config(device) : nm::gpu_preset(device);
-      return std::pair{nm::read_measured_gemms(files, gpu), list};
+      FileSet files;
+      for (const std::string& f : csvs) files.input(f, "--gemms");
+      const nm::GpuSpec gpu = device_option(*p.get("device"), files);
+      return std::pair{nm::read_measured_gemms(csvs, gpu), list};
     }
     const std::string table = xla_table_path(*p.get("xla"));
     return std::pair{nm::read_xla_gemm_table(table), table};

@@ -39,14 +39,6 @@ struct Point {
   std::vector<Override> overrides;
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, sep);) out.push_back(item);
-  if (!s.empty() && s.back() == sep) out.emplace_back();
-  return out;
-}
-
 /// The cartesian product of the axes, first axis outermost.
 std::vector<Point> grid(const std::vector<Axis>& axes) {
   std::vector<Point> points{Point{}};

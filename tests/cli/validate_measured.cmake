@@ -5,6 +5,7 @@
 # figures: LIMITS is a list of FILE:GROUP:LIMIT, each limit the MAPE measured
 # on 2026-11-26 rounded up slightly, so a regression fails (the measured
 # figures are in tests/CMakeLists.txt beside each test).
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 function(check_group out group limit)
   string(REGEX MATCH "\n${group} +[0-9]+ +([0-9.]+)%" m "${out}")
   if(NOT m)
@@ -24,12 +25,8 @@ foreach(spec IN LISTS LIMITS)
   if(EXISTS ${DATA}/${file}_repeat.csv)
     set(noise_args --noise ${DATA}/${file}_repeat.csv)
   endif()
-  execute_process(COMMAND ${TESSERA} validate kernels --data ${DATA}/${file}.csv --device ${GPU} ${noise_args}
-                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  tessera_ok(out validate kernels --data ${DATA}/${file}.csv --device ${GPU} ${noise_args})
   message("${out}")
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "tessera validate kernels --data ${file}.csv failed (exit code ${rc}): ${err}")
-  endif()
   if(NOT out MATCHES "group +rows +tile-mlp MAPE +signed median +P90 +roofline MAPE +noise MAPE")
     message(FATAL_ERROR "no table header")
   endif()

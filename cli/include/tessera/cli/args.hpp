@@ -48,4 +48,7 @@ class ArgParser {
 /// suffix, no spaces). Throws UsageError naming the flag otherwise.
 int parse_positive_int(const std::string& text, const std::string& flag, int max = 1 << 30);
 
+/// `s` cut at every `sep`, empty items kept ("a,,b" -> a, "", b; "a," -> a, "").
+std::vector<std::string> split(const std::string& s, char sep);
+
 }  // namespace tessera::cli
