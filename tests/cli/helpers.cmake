@@ -20,6 +20,18 @@ function(json_get out json)
   set(${out} "${value}" PARENT_SCOPE)
 endfunction()
 
+# json_one_warning(JSON REGEX WHAT): the JSON report's "warnings" holds exactly
+# one warning and it matches REGEX; else the test fails, naming WHAT.
+function(json_one_warning json regex what)
+  string(JSON n ERROR_VARIABLE error LENGTH "${json}" warnings)
+  if(NOT error)
+    string(JSON w GET "${json}" warnings 0)
+  endif()
+  if(error OR NOT n EQUAL 1 OR NOT w MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: expected one warning matching '${regex}' in the JSON, got ${n}: ${w}\n${json}")
+  endif()
+endfunction()
+
 # seconds_to_ns(OUT VALUE): a number of seconds as string(JSON GET) returns
 # it ("0.21476149110000001", "9.5e-05") in whole nanoseconds (rounded down),
 # for integer comparisons: CMake has no float math.

@@ -4,6 +4,7 @@
 # same plan under every rank layout prints the same forecast without it when
 # TP fits a node. The JSON report has the warning in "warnings" (absent
 # without one).
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.heads=16 --set model.layers=2 --set training.micro_batch=1
                         --set parallelism.dp=1 --set parallelism.tp=16
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
@@ -37,11 +38,7 @@ if(NOT rc EQUAL 0 OR NOT json MATCHES "\"pp\": 1, \"layout\": \"dp-tp-pp\", \"sc
   message(FATAL_ERROR "layout dp-tp-pp: expected \"layout\" in the JSON, got ${rc}:\n${json}")
 endif()
 # The JSON report carries the same warning ("warnings", only when there is one).
-string(JSON n LENGTH "${json}" warnings)
-string(JSON w GET "${json}" warnings 0)
-if(NOT n EQUAL 1 OR NOT w MATCHES "^parallelism.tp = 8 spans nodes: with layout dp-tp-pp ")
-  message(FATAL_ERROR "layout dp-tp-pp: expected one warning in the JSON, got ${n}: ${w}")
-endif()
+json_one_warning("${json}" "^parallelism.tp = 8 spans nodes: with layout dp-tp-pp " "layout dp-tp-pp")
 execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.heads=16 --set model.layers=2 --set training.micro_batch=1
                         --set parallelism.dp=2 --set parallelism.tp=8 --json
                 OUTPUT_VARIABLE json_ok ERROR_VARIABLE ignored RESULT_VARIABLE rc)
