@@ -48,8 +48,8 @@ def write_csv(name, header, rows):
     log(f"wrote {name}: {len(rows)} rows")
 
 
-def time_alone(fn, min_ms=12.0, max_iters=100, min_iters=5):
-    """Median time (ms) of fn launched alone after an L2 flush."""
+def warm_estimate(fn):
+    """Runs fn once to warm up, then once timed: its rough time in ms (at least 1 us)."""
     fn()
     torch.cuda.synchronize()
     s = torch.cuda.Event(enable_timing=True)
@@ -58,7 +58,12 @@ def time_alone(fn, min_ms=12.0, max_iters=100, min_iters=5):
     fn()
     e.record()
     torch.cuda.synchronize()
-    est = max(s.elapsed_time(e), 1e-3)
+    return max(s.elapsed_time(e), 1e-3)
+
+
+def time_alone(fn, min_ms=12.0, max_iters=100, min_iters=5):
+    """Median time (ms) of fn launched alone after an L2 flush."""
+    est = warm_estimate(fn)
     n = int(max(min_iters, min(max_iters, min_ms / est)))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
@@ -74,16 +79,10 @@ def time_alone(fn, min_ms=12.0, max_iters=100, min_iters=5):
 
 def time_b2b(fn, min_ms=5.0, max_iters=2000):
     """Mean time (ms) of fn queued back to back (device time when the host keeps up)."""
-    fn()
-    torch.cuda.synchronize()
+    est = warm_estimate(fn)
+    n = int(max(3, min(max_iters, min_ms / est)))
     s = torch.cuda.Event(enable_timing=True)
     e = torch.cuda.Event(enable_timing=True)
-    s.record()
-    fn()
-    e.record()
-    torch.cuda.synchronize()
-    est = max(s.elapsed_time(e), 1e-3)
-    n = int(max(3, min(max_iters, min_ms / est)))
     s.record()
     for _ in range(n):
         fn()
@@ -415,6 +414,41 @@ class Gpt(torch.nn.Module):
         return logits
 
 
+class TrainStep:
+    """One GPT training step as Megatron's mixed precision runs it: the model in bf16, FP32 master
+    weights and main gradients, fused AdamW on them. fwd_bwd() and optim() are its two phases."""
+
+    def __init__(self, layers, hidden, heads, seq, micro_batch, flash=False, vocab=50304):
+        torch.manual_seed(0)
+        with torch.device(DEV):
+            self.model = Gpt(layers, hidden, heads, vocab, seq, 0.1, flash).to(torch.bfloat16)
+        self.model.train()
+        self.vocab = vocab
+        self.params = list(self.model.parameters())
+        self.n_params = sum(p.numel() for p in self.params)
+        self.master = [p.detach().float().clone().requires_grad_(True) for p in self.params]
+        for m in self.master:
+            m.grad = torch.zeros_like(m)
+        self.opt = torch.optim.AdamW(self.master, lr=1e-5, fused=True)
+        self.mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool, device=DEV), 1)
+        self.tokens = torch.randint(0, vocab, (seq, micro_batch), device=DEV)
+        self.labels = torch.randint(0, vocab, (seq * micro_batch,), device=DEV)
+
+    def fwd_bwd(self):
+        for p in self.params:
+            p.grad = None
+        logits = self.model(self.tokens, self.mask)
+        F.cross_entropy(logits.view(-1, self.vocab).float(), self.labels).backward()
+
+    def optim(self):
+        for p, m in zip(self.params, self.master):
+            m.grad.copy_(p.grad)  # main_grad (FP32) from the 16-bit grad
+        self.opt.step()
+        with torch.no_grad():
+            for p, m in zip(self.params, self.master):
+                p.copy_(m)
+
+
 E2E_HEADER = ["layers", "hidden", "heads", "seq", "micro_batch", "vocab", "params", "dtype",
               "fwd_bwd_ms", "optimizer_ms", "iteration_ms", "iters", "note"]
 
@@ -435,36 +469,8 @@ def section_e2e(rows):
             log("e2e: time limit")
             return
         try:
-            torch.manual_seed(0)
-            with torch.device(DEV):
-                model = Gpt(L, h, nh, vocab, s, 0.1).to(torch.bfloat16)
-            model.train()
-            params = list(model.parameters())
-            n_params = sum(p.numel() for p in params)
-            # Megatron mixed precision: FP32 master weights and main grads, fused Adam on them.
-            master = [p.detach().float().clone().requires_grad_(True) for p in params]
-            for m in master:
-                m.grad = torch.zeros_like(m)
-            opt = torch.optim.AdamW(master, lr=1e-5, fused=True)
-            mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=DEV), 1)
-            tokens = torch.randint(0, vocab, (s, mb), device=DEV)
-            labels = torch.randint(0, vocab, (s * mb,), device=DEV)
-
-            def fwd_bwd():
-                for p in params:
-                    p.grad = None
-                logits = model(tokens, mask)
-                loss = F.cross_entropy(logits.view(-1, vocab).float(), labels)
-                loss.backward()
-
-            def optim():
-                for p, m in zip(params, master):
-                    m.grad.copy_(p.grad)  # main_grad (FP32) from the 16-bit grad
-                opt.step()
-                with torch.no_grad():
-                    for p, m in zip(params, master):
-                        p.copy_(m)
-
+            step = TrainStep(L, h, nh, s, mb, vocab=vocab)
+            n_params, fwd_bwd, optim = step.n_params, step.fwd_bwd, step.optim
             for _ in range(3):
                 fwd_bwd()
                 optim()
@@ -486,7 +492,7 @@ def section_e2e(rows):
             log(f"e2e L{L} h{h} s{s} mb{mb}: fwd+bwd {fb:.2f} ms, optimizer {op:.2f} ms")
             if (L, h, mb) == (8, 2048, 4):
                 profile_step(fwd_bwd, optim, f"L{L} h{h} s{s} mb{mb}")
-            del model, master, opt, params
+            del step, fwd_bwd, optim
             torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001
             log("e2e failed: " + traceback.format_exc())

@@ -18,7 +18,6 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import measure_16bit as m16  # noqa: E402
@@ -91,39 +90,19 @@ STEP_CONFIGS = {
 
 
 def steps(rows, configs):
-    vocab = 50304
     for (L, h, nh, s, mb, flash) in configs:
-        torch.manual_seed(0)
-        with torch.device(DEV):
-            model = m16.Gpt(L, h, nh, vocab, s, 0.1, flash).to(torch.bfloat16)
-        params = list(model.parameters())
-        master = [p.detach().float().clone().requires_grad_(True) for p in params]
-        for mp in master:
-            mp.grad = torch.zeros_like(mp)
-        opt = torch.optim.AdamW(master, lr=1e-5, fused=True)
-        mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=DEV), 1)
-        tokens = torch.randint(0, vocab, (s, mb), device=DEV)
-        labels = torch.randint(0, vocab, (s * mb,), device=DEV)
+        step = m16.TrainStep(L, h, nh, s, mb, flash)
         label = f"L{L} h{h} s{s} mb{mb}" + (" flash" if flash else "")
         torch.cuda.synchronize()
         time.sleep(1.5)
         start = time.time()
         i = 0
         while time.time() - start < STEP_S:
-            a, b = ev(), ev()
+            a, b, mid = ev(), ev(), ev()
             a.record()
-            for p in params:
-                p.grad = None
-            logits = model(tokens, mask)
-            F.cross_entropy(logits.view(-1, vocab).float(), labels).backward()
-            mid = ev()
+            step.fwd_bwd()
             mid.record()
-            for p, mp in zip(params, master):
-                mp.grad.copy_(p.grad)
-            opt.step()
-            with torch.no_grad():
-                for p, mp in zip(params, master):
-                    p.copy_(mp)
+            step.optim()
             b.record()
             torch.cuda.synchronize()
             rows.append([label, i, f"{time.time() - start:.3f}", f"{a.elapsed_time(b):.4f}",
@@ -132,7 +111,7 @@ def steps(rows, configs):
         its = [float(r[3]) for r in rows if r[0] == label]
         log(f"step {label}: first {its[0]:.2f} ms, 2nd-4th median {sorted(its[1:4])[1]:.2f} ms, "
             f"last-half median {sorted(its[len(its) // 2:])[len(its[len(its) // 2:]) // 2]:.2f} ms over {len(its)}")
-        del model, master, opt, params
+        del step
         torch.cuda.empty_cache()
 
 
