@@ -18,6 +18,7 @@
 #include "tessera/files.hpp"
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
+#include "tessera/node_model/validation.hpp"
 #include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
@@ -178,8 +179,7 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   out << fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}\n",
                      "step (layers x hidden, seq, micro-batch)", "runs", "measured ms", "predicted ms",
                      "error", "fwd+bwd error", "optimizer error");
-  double sum_abs = 0, max_abs = 0;
-  std::vector<double> signed_err;
+  std::vector<double> errors;
   for (const auto& m : steps) {
     const Scenario s = parse_scenario(step_scenario_yaml(m, gpu, framework),
                                       fmt::format("{} (step {}x{})", data, m.layers, m.hidden), {});
@@ -193,20 +193,16 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
       fb = signed_pct(predicted - p_opt, m.measured_ms - m.measured_optimizer_ms);
       if (m.measured_optimizer_ms > 0) opt = signed_pct(p_opt, m.measured_optimizer_ms);
     }
-    sum_abs += std::abs(e);
-    max_abs = std::max(max_abs, std::abs(e));
-    signed_err.push_back(e);
+    errors.push_back(e);
     out << fmt::format(
         "{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}\n",
         fmt::format("{} x {}, {}, {}{}", m.layers, m.hidden, m.seq, m.micro_batch, m.flash ? ", flash" : ""),
         m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt);
   }
-  double mean_signed = 0;
-  for (double e : signed_err) mean_signed += e;
-  mean_signed /= static_cast<double>(signed_err.size());
+  const node_model::ErrorStats e = node_model::error_stats(errors);
   out << fmt::format(
       "mean error {:.1f}%, max {:.1f}%, signed {:+.1f}% over {} configurations ({} on {}, {})\n",
-      100.0 * sum_abs / static_cast<double>(steps.size()), 100.0 * max_abs, 100.0 * mean_signed, steps.size(),
+      100.0 * e.mean, 100.0 * e.max, 100.0 * e.mean_signed, steps.size(),
       data, gpu, framework);
   return 0;
 }

@@ -281,29 +281,6 @@ int cv_fold(const MeasuredRun& r, int folds) {
   return static_cast<int>(z % static_cast<std::uint64_t>(folds));
 }
 
-ErrorStats error_stats(const std::vector<double>& signed_errors) {
-  ErrorStats s;
-  s.n = static_cast<int>(signed_errors.size());
-  if (s.n == 0) return s;
-  std::vector<double> a;
-  a.reserve(signed_errors.size());
-  double sum = 0, sum_signed = 0;
-  for (double e : signed_errors) {
-    a.push_back(std::abs(e));
-    sum += std::abs(e);
-    sum_signed += e;
-  }
-  std::sort(a.begin(), a.end());
-  // Percentiles by the nearest-rank method.
-  auto rank = [&](double q) { return a[static_cast<std::size_t>(std::max(0.0, std::ceil(q * s.n) - 1))]; };
-  s.mean = sum / s.n;
-  s.median = rank(0.5);
-  s.p90 = rank(0.9);
-  s.max = a.back();
-  s.mean_signed = sum_signed / s.n;
-  return s;
-}
-
 std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predicted) {
   // Group by everything but the global batch.
   std::vector<std::vector<const PredictedRun*>> groups;

@@ -201,13 +201,6 @@ std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DTyp
   return out;
 }
 
-/// Nearest-rank percentile (q in [0, 1]) of a non-empty list.
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(std::floor(q * static_cast<double>(v.size() - 1) + 0.5));
-  return v[std::min(i, v.size() - 1)];
-}
-
 /// Median of a non-empty list (the mean of the middle two for an even count).
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -216,6 +209,29 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
+
+ErrorStats error_stats(const std::vector<double>& signed_errors) {
+  ErrorStats s;
+  s.n = static_cast<int>(signed_errors.size());
+  if (s.n == 0) return s;
+  std::vector<double> a;
+  a.reserve(signed_errors.size());
+  double sum = 0, sum_signed = 0;
+  for (double e : signed_errors) {
+    a.push_back(std::abs(e));
+    sum += std::abs(e);
+    sum_signed += e;
+  }
+  std::sort(a.begin(), a.end());
+  // Percentiles by the nearest-rank method.
+  auto rank = [&](double q) { return a[static_cast<std::size_t>(std::max(0.0, std::ceil(q * s.n) - 1))]; };
+  s.mean = sum / s.n;
+  s.median = rank(0.5);
+  s.p90 = rank(0.9);
+  s.max = a.back();
+  s.mean_signed = sum_signed / s.n;
+  return s;
+}
 
 std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_path, const GpuSpec& gpu,
                                                         const PredictorFactory& make, DType default_dtype,
@@ -248,17 +264,13 @@ std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_p
     }
   }
   auto summarize = [](const std::string& name, const Acc& a) {
+    const ErrorStats e = error_stats(a.signed_err);
     MeasuredErrorRow r;
     r.group = name;
-    r.rows = static_cast<int>(a.signed_err.size());
-    std::vector<double> abs_err;
-    for (double e : a.signed_err) {
-      r.mape += std::abs(e);
-      abs_err.push_back(std::abs(e));
-    }
-    r.mape *= 100.0 / r.rows;
+    r.rows = e.n;
+    r.mape = 100.0 * e.mean;
     r.signed_median = 100.0 * median(a.signed_err);
-    r.p90 = 100.0 * percentile(abs_err, 0.9);
+    r.p90 = 100.0 * e.p90;
     r.roofline_mape = 100.0 * a.roof / r.rows;
     if (a.noise_rows > 0) r.noise_mape = 100.0 * a.noise / a.noise_rows;
     return r;

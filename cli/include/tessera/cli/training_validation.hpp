@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tessera/cli/scenario.hpp"
+#include "tessera/node_model/validation.hpp"
 
 namespace tessera::cli {
 
@@ -71,13 +72,10 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::strin
 /// predicts them. Deterministic.
 int cv_fold(const MeasuredRun& run, int folds);
 
-struct ErrorStats {
-  int n = 0;
-  double mean = 0, median = 0, p90 = 0, max = 0;  ///< of |error|
-  double mean_signed = 0;
-};
-/// Statistics of signed relative errors (percentiles by nearest rank).
-ErrorStats error_stats(const std::vector<double>& signed_errors);
+/// (node_model/validation.hpp: one definition of the error statistics for
+/// every validation report.)
+using node_model::error_stats;
+using node_model::ErrorStats;
 
 /// What one more micro-batch costs: for a group of runs of one GPU variant
 /// that differ only in their global batch (the same model, micro-batch, tp,

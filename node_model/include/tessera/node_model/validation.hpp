@@ -10,6 +10,16 @@
 
 namespace tessera::node_model {
 
+/// Statistics of signed relative errors ((predicted - measured) / measured):
+/// mean, median, P90 and max of |error| (percentiles by nearest rank), and
+/// the mean signed error. Every validation report takes them from here.
+struct ErrorStats {
+  int n = 0;
+  double mean = 0, median = 0, p90 = 0, max = 0;  ///< of |error|
+  double mean_signed = 0;
+};
+ErrorStats error_stats(const std::vector<double>& signed_errors);
+
 struct KernelErrorRow {
   std::string gpu;
   std::string kernel_class;
