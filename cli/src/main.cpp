@@ -253,8 +253,9 @@ per GPU against the GPU's capacity.
                with an optimizer_ms column, also the forward+backward and
                optimizer errors
   training     single-node Megatron-DeepSpeed iterations vs measured (vTrain,
-               --data ../shared/data/vtrain): errors by plan family,
-               micro-batch and hidden size for A100-80GB and A100-40GB
+               --data ../shared/data/vtrain): errors by plan family, tp,
+               micro-batch and hidden size for A100-80GB and A100-40GB,
+               and of the cost of one more micro-batch and one more layer
                (--gpu NAME for one); --set KEY=VALUE as in run (e.g.
                calibration.host_launch=40us); --fit fits the host calibration
                (docs/calibration.md); --cv K cross-validates it by

@@ -281,25 +281,27 @@ int cv_fold(const MeasuredRun& r, int folds) {
   return static_cast<int>(z % static_cast<std::uint64_t>(folds));
 }
 
-std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predicted) {
-  // Group by everything but the global batch.
+std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predicted, Marginal along) {
+  // Group by everything but the global batch (the layers).
+  const bool layers = along == Marginal::Layer;
   std::vector<std::vector<const PredictedRun*>> groups;
   std::map<std::string, std::size_t> index;
   for (const PredictedRun& p : predicted) {
     const MeasuredRun& m = p.run;
     const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.gpu, m.gpus, m.micro_batch, m.hidden,
-                                        m.heads, m.layers, m.seq_len, m.tp, m.dp, m.pp);
+                                        m.heads, layers ? m.global_batch : m.layers, m.seq_len, m.tp, m.dp, m.pp);
     const auto [it, added] = index.emplace(key, groups.size());
     if (added) groups.emplace_back();
     groups[it->second].push_back(&p);
   }
   std::vector<MarginalCost> out;
   for (const auto& g : groups) {
-    // x: micro-batches per pipeline (global batch / (dp x micro-batch)).
+    // x: micro-batches per pipeline (global batch / (dp x micro-batch)), or layers.
     std::vector<double> x, measured, pred;
     for (const PredictedRun* p : g) {
       const MeasuredRun& m = p->run;
-      x.push_back(static_cast<double>(m.global_batch) / static_cast<double>(m.dp * m.micro_batch));
+      x.push_back(layers ? static_cast<double>(m.layers)
+                         : static_cast<double>(m.global_batch) / static_cast<double>(m.dp * m.micro_batch));
       measured.push_back(m.measured_ms);
       pred.push_back(p->predicted_ms);
     }
@@ -308,7 +310,7 @@ std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predic
     for (double v : x) mx += v / n;
     double sxx = 0;
     for (double v : x) sxx += (v - mx) * (v - mx);
-    if (sxx <= 0) continue;  // one micro-batch count: no slope
+    if (sxx <= 0) continue;  // one micro-batch count (layer count): no slope
     auto line = [&](const std::vector<double>& y) {
       double my = 0;
       for (double v : y) my += v / n;
@@ -338,14 +340,16 @@ void add_to_groups(ErrorGroups& groups, const std::string& gpu, const MeasuredRu
   auto& g = groups[gpu];
   g[std::string(to_string(run.family()))].push_back(error);
   g["all"].push_back(error);
+  g[fmt::format("tp {}", run.tp)].push_back(error);
   g[fmt::format("micro-batch {}", run.micro_batch)].push_back(error);
   g[fmt::format("hidden {}", run.hidden)].push_back(error);
 }
 
 const std::vector<std::string>& group_order() {
   static const std::vector<std::string> order = {
-      "dp-only",       "tp-only",       "pp-only",     "mixed",       "micro-batch 1", "micro-batch 2",
-      "micro-batch 4", "micro-batch 8", "hidden 1024", "hidden 2048", "all"};
+      "dp-only",       "tp-only",       "pp-only",     "mixed",       "tp 1",        "tp 2",
+      "tp 4",          "tp 8",          "micro-batch 1", "micro-batch 2", "micro-batch 4", "micro-batch 8",
+      "hidden 1024",   "hidden 2048",   "all"};
   return order;
 }
 
@@ -413,9 +417,21 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
                        gpu, median_of(fixed_measured[gpu]), median_of(fixed_predicted[gpu]));
     }
   }
+  // The marginal cost of a layer.
+  ErrorGroups lgroups;
+  const std::vector<MarginalCost> per_layer = marginal_costs(predicted, Marginal::Layer);
+  for (const MarginalCost& c : per_layer) add_to_groups(lgroups, c.gpu, c.config, c.error());
+  if (!per_layer.empty()) {
+    s += "\nPer layer: what one more layer adds to the iteration (groups of runs that differ only in their\n"
+         "layers; least-squares slope of iteration time over layers), predicted against measured. A forecast\n"
+         "of a deeper model, and of any large model, extrapolates this cost.\n\n";
+    s += table_header("groups");
+    for (const std::string& gpu : gpus) s += table_rows(lgroups, gpu);
+  }
   s += "\n";
   for (const std::string& gpu : gpus) s += summary_line(groups, gpu, "summary", "runs");
   for (const std::string& gpu : gpus) s += summary_line(mgroups, gpu, "marginal", "groups");
+  for (const std::string& gpu : gpus) s += summary_line(lgroups, gpu, "per-layer", "groups");
   return s;
 }
 

@@ -134,6 +134,40 @@ TEST(TrainingValidation, ScenarioOfARunGoesThroughThePipeline) {
   EXPECT_THROW(predict_runs({r}, "A100-80GB", {{"calibration.host_launch", "fast"}}, 1), InputError);
 }
 
+TEST(TrainingValidation, PerLayerCostIsTheSlopeOverLayers) {
+  // tp 8, 8 micro-batches: layers 12, 16, 20, 24, measured 30 + 5 L ms,
+  // predicted 40 + 4 L: one more layer costs 5 ms measured, 4 ms predicted
+  // (-20%), the fixed parts 30 and 40 ms. The same runs differ in no global
+  // batch, so they have no micro-batch slope; a run with another micro-batch
+  // is a group of its own, alone, with no slope either.
+  std::vector<PredictedRun> p;
+  for (int layers : {12, 16, 20, 24}) {
+    MeasuredRun r = run(8, 1, 1);
+    r.layers = layers;
+    r.measured_ms = 30 + 5.0 * layers;
+    p.push_back({r, "A100-80GB", 40 + 4.0 * layers});
+  }
+  MeasuredRun other = run(8, 1, 1);
+  other.micro_batch = 2;
+  p.push_back({other, "A100-80GB", 11.0});
+  EXPECT_TRUE(marginal_costs(p).empty());
+  const auto c = marginal_costs(p, Marginal::Layer);
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_EQ(c[0].runs, 4);
+  EXPECT_NEAR(c[0].measured_ms, 5.0, 1e-9);
+  EXPECT_NEAR(c[0].predicted_ms, 4.0, 1e-9);
+  EXPECT_NEAR(c[0].measured_fixed_ms, 30.0, 1e-9);
+  EXPECT_NEAR(c[0].predicted_fixed_ms, 40.0, 1e-9);
+  EXPECT_NEAR(c[0].error(), -0.2, 1e-12);
+  const std::string report = format_training_report(p);
+  EXPECT_NE(report.find("per-layer A100-80GB: mean 20.0% p90 20.0% max 20.0% signed -20.0% over 1 groups"),
+            std::string::npos)
+      << report;
+  // The tensor-parallel degree is a group of its own in every table.
+  EXPECT_NE(report.find("A100-80GB   tp 8                 1   20.0%"), std::string::npos) << report;
+  EXPECT_EQ(report.find("marginal A100-80GB"), std::string::npos) << report;
+}
+
 TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
   // dp 2, micro-batch 2: global batches 8, 16, 32 are 2, 4, 8 micro-batches
   // per pipeline. Measured 20 + 5 n ms, predicted 24 + 4 n: the marginal cost

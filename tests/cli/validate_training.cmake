@@ -4,7 +4,9 @@
 # --every, --cv); LIMITS is a ;-list of "GPU:STAT=PERCENT" with STAT one of
 # mean, p90, max, read from the "summary GPU: ..." lines, or marginal_mean,
 # marginal_p90, marginal_max from the "marginal GPU: ..." lines (the cost of
-# one more micro-batch, what large-batch forecasts extrapolate). Prints "SKIP: ..."
+# one more micro-batch, what large-batch forecasts extrapolate), or
+# layer_mean, layer_p90, layer_max from the "per-layer GPU: ..." lines (the
+# cost of one more layer, what forecasts of deeper models extrapolate). Prints "SKIP: ..."
 # (the test's SKIP_REGULAR_EXPRESSION) when the data is absent.
 if(NOT EXISTS "${DATA}/ground_truth_single.csv")
   message("SKIP: vTrain measurements not found under ${DATA}")
@@ -28,6 +30,9 @@ foreach(limit IN LISTS LIMITS)
   set(line summary)
   if(stat MATCHES "^marginal_(.*)$")
     set(line marginal)
+    set(stat "${CMAKE_MATCH_1}")
+  elseif(stat MATCHES "^layer_(.*)$")
+    set(line per-layer)
     set(stat "${CMAKE_MATCH_1}")
   endif()
   if(NOT out MATCHES "\n${line} ${gpu}: mean ([0-9.]+)% p90 ([0-9.]+)% max ([0-9.]+)%")

@@ -77,27 +77,37 @@ int cv_fold(const MeasuredRun& run, int folds);
 using node_model::error_stats;
 using node_model::ErrorStats;
 
-/// What one more micro-batch costs: for a group of runs of one GPU variant
-/// that differ only in their global batch (the same model, micro-batch, tp,
-/// dp and pp) and cover at least two micro-batch counts, the least-squares
-/// line of iteration time over micro-batches per pipeline, measured and
-/// predicted. The slope is what a larger global batch adds per micro-batch
-/// (the cost a forecast of a large-batch run extrapolates); the intercept the
-/// fixed part of an iteration (optimizer, gradient sync, pipeline fill).
+/// What a marginal cost is measured along: one more micro-batch per pipeline
+/// (runs that differ only in their global batch), or one more transformer
+/// layer (runs that differ only in their layer count).
+enum class Marginal { MicroBatch, Layer };
+
+/// What one more micro-batch (or layer) costs: for a group of runs of one GPU
+/// variant that differ only in their global batch (the same model,
+/// micro-batch, tp, dp and pp), or only in their layers, and cover at least
+/// two values of it, the least-squares line of iteration time over
+/// micro-batches per pipeline (over layers), measured and predicted. The
+/// slope is what a larger global batch adds per micro-batch (the cost a
+/// forecast of a large-batch run extrapolates), or what one more layer adds
+/// to the iteration (what a forecast of a deeper model extrapolates); the
+/// intercept the fixed part of an iteration (optimizer, gradient sync,
+/// pipeline fill; or embedding, LM head, loss and the data step).
 struct MarginalCost {
   std::string gpu;
   MeasuredRun config;  ///< the group's first run (its global batch is one of several)
   int runs = 0;
-  double measured_ms = 0, predicted_ms = 0;              ///< per micro-batch
-  double measured_fixed_ms = 0, predicted_fixed_ms = 0;  ///< at zero micro-batches
+  double measured_ms = 0, predicted_ms = 0;              ///< per micro-batch (per layer)
+  double measured_fixed_ms = 0, predicted_fixed_ms = 0;  ///< at zero micro-batches (layers)
   [[nodiscard]] double error() const { return predicted_ms / measured_ms - 1.0; }
 };
 /// The groups of `predicted` in order of first appearance.
-std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predicted);
+std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predicted,
+                                         Marginal along = Marginal::MicroBatch);
 
-/// Per GPU variant: errors by plan family, micro-batch, hidden size, all;
-/// then the same for the marginal cost of a micro-batch (marginal_costs),
-/// and one `summary GPU: ...` and one `marginal GPU: ...` line per variant.
+/// Per GPU variant: errors by plan family, tensor parallelism, micro-batch,
+/// hidden size, all; then the same for the marginal cost of a micro-batch
+/// and of a layer (marginal_costs), and one `summary GPU: ...`, one
+/// `marginal GPU: ...` and one `per-layer GPU: ...` line per variant.
 std::string format_training_report(const std::vector<PredictedRun>& predicted);
 
 }  // namespace tessera::cli
