@@ -91,6 +91,39 @@ def time_b2b(fn, min_ms=5.0, max_iters=2000):
     return s.elapsed_time(e) / n
 
 
+def time_graph(fn, reps=15, max_bytes=2 << 30, out_bytes=0):
+    """Median device time (ms) of fn with warm caches and no host gaps: n calls
+    captured in one CUDA graph, the graph replayed `reps` times (an in-step-like
+    time: the kernel's inputs stay in L2 when they fit, as a producer's output
+    does inside a step)."""
+    est = warm_estimate(fn)
+    n = int(max(1, min(200, 3.0 / est)))
+    if out_bytes:
+        n = int(max(1, min(n, max_bytes // max(out_bytes, 1))))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(n):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        starts[i].record()
+        g.replay()
+        ends[i].record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) for a, b in zip(starts, ends))
+    del g
+    return t[len(t) // 2] / n, n
+
+
 def rnd(*shape, dtype=torch.bfloat16):
     return torch.randn(*shape, device=DEV, dtype=dtype)
 
@@ -172,6 +205,57 @@ def section_gemm(rows, dtypes=(("bf16", torch.bfloat16),), source="transformer",
                                  lambda: torch.matmul(dy.t(), x)))
             del x, w, dy
         log(f"gemm {dname}: {len(rows)} rows so far")
+
+
+WARM_HEADER = ["OPName", "Latency", "cold_ms", "Device", "dtype", "pass", "layout", "source",
+               "B", "M", "N", "K", "iters"]
+
+
+def section_gemm_warm(rows, dtypes=(("bf16", torch.bfloat16), ("fp16", torch.float16)), limit_s=220):
+    """The transformer GEMMs of section_gemm and the attention products, each timed
+    warm (time_graph: Latency) and, in the same session, alone after an L2 flush
+    (cold_ms): the in-step time and the cold one side by side."""
+    t_end = time.time() + limit_s
+    for dname, dt in dtypes:
+        shapes = linear_shapes() if dname == "bf16" else linear_shapes()[::3]
+        for (t, n_out, k_in) in shapes:
+            if time.time() > t_end or left() < 40:
+                log(f"gemm warm {dname}: time limit, stopping")
+                return
+            x = rnd(t, k_in, dtype=dt)
+            w = rnd(n_out, k_in, dtype=dt)
+            dy = rnd(t, n_out, dtype=dt)
+            y = torch.empty(t, n_out, device=DEV, dtype=dt)
+            dx = torch.empty(t, k_in, device=DEV, dtype=dt)
+            dw = torch.empty(n_out, k_in, device=DEV, dtype=dt)
+            for pas, layout, M, N, K, fn in (
+                    ("fwd", "tn", t, n_out, k_in, lambda: torch.matmul(x, w.t(), out=y)),
+                    ("dgrad", "nn", t, k_in, n_out, lambda: torch.matmul(dy, w, out=dx)),
+                    ("wgrad", "nt", n_out, k_in, t, lambda: torch.matmul(dy.t(), x, out=dw))):
+                warm, n = time_graph(fn)
+                cold, _ = time_alone(fn)
+                # NeuSight's columns: N is the reduction, K the output width.
+                rows.append(["linear", f"{warm:.6f}", f"{cold:.6f}", GPU, dname, pas, layout, "transformer",
+                             1, M, K, N, n])
+            del x, w, dy, y, dx, dw
+        log(f"gemm warm {dname}: {len(rows)} rows so far")
+    for d, s_, bn in ((64, 1024, 16), (64, 1024, 64), (64, 2048, 32), (128, 2048, 16), (128, 2048, 64),
+                      (128, 4096, 16)):
+        if time.time() > t_end or left() < 40:
+            return
+        q, k = rnd(bn, s_, d), rnd(bn, s_, d)
+        p = rnd(bn, s_, s_)
+        sc = torch.empty(bn, s_, s_, device=DEV, dtype=torch.bfloat16)
+        cx = torch.empty(bn, s_, d, device=DEV, dtype=torch.bfloat16)
+        for pas, layout, M, N, K, fn in (
+                ("fwd", "nt", s_, s_, d, lambda: torch.bmm(q, k.transpose(1, 2), out=sc)),
+                ("fwd", "nn", s_, d, s_, lambda: torch.bmm(p, k, out=cx))):
+            warm, n = time_graph(fn)
+            cold, _ = time_alone(fn)
+            rows.append(["bmm", f"{warm:.6f}", f"{cold:.6f}", GPU, "bf16", pas, layout, "attention",
+                         bn, M, K, N, n])
+        del q, k, p, sc, cx
+    log(f"gemm warm: done, {len(rows)} rows")
 
 
 def section_attention_bmm(rows):
@@ -363,19 +447,23 @@ class Block(torch.nn.Module):
     """A Megatron-style GPT layer in plain PyTorch: pre-LN, fused QKV, unfused attention
     (scaled scores, causal mask, softmax, dropout), projection, bias-dropout-add, MLP with GeLU."""
 
-    def __init__(self, h, heads, p_drop, flash=False):
+    def __init__(self, h, heads, p_drop, flash=False, tp=1):
         super().__init__()
-        self.h, self.heads, self.p, self.flash = h, heads, p_drop, flash
+        # tp > 1: one tensor-parallel rank's share (Megatron's column-parallel QKV and fc1,
+        # row-parallel projection and fc2: heads / tp heads, 4h / tp MLP columns), without
+        # the all-reduces that would join the ranks.
+        self.h, self.heads, self.p, self.flash, self.tp = h, heads // tp, p_drop, flash, tp
         self.ln1 = torch.nn.LayerNorm(h)
-        self.qkv = torch.nn.Linear(h, 3 * h)
-        self.proj = torch.nn.Linear(h, h)
+        self.qkv = torch.nn.Linear(h, 3 * h // tp)
+        self.proj = torch.nn.Linear(h // tp, h)
         self.ln2 = torch.nn.LayerNorm(h)
-        self.fc1 = torch.nn.Linear(h, 4 * h)
-        self.fc2 = torch.nn.Linear(4 * h, h)
+        self.fc1 = torch.nn.Linear(h, 4 * h // tp)
+        self.fc2 = torch.nn.Linear(4 * h // tp, h)
 
     def forward(self, x, mask):
         s, b, h = x.shape
-        nh, d = self.heads, h // self.heads
+        nh, d = self.heads, h // (self.heads * self.tp)
+        h = nh * d  # this rank's attention width
         qkv = self.qkv(self.ln1(x)).view(s, b * nh, 3 * d)
         q, k, v = qkv.split(d, dim=-1)
         if self.flash:  # one fused attention kernel each way (PyTorch's SDPA, causal)
@@ -396,11 +484,11 @@ class Block(torch.nn.Module):
 
 
 class Gpt(torch.nn.Module):
-    def __init__(self, layers, h, heads, vocab, seq, p_drop, flash=False):
+    def __init__(self, layers, h, heads, vocab, seq, p_drop, flash=False, tp=1):
         super().__init__()
-        self.emb = torch.nn.Embedding(vocab, h)
+        self.emb = torch.nn.Embedding(vocab // tp, h)  # vocabulary-parallel: this rank's rows
         self.pos = torch.nn.Embedding(seq, h)
-        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop, flash) for _ in range(layers))
+        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop, flash, tp) for _ in range(layers))
         self.lnf = torch.nn.LayerNorm(h)
         self.p = p_drop
 
@@ -418,11 +506,12 @@ class TrainStep:
     """One GPT training step as Megatron's mixed precision runs it: the model in bf16, FP32 master
     weights and main gradients, fused AdamW on them. fwd_bwd() and optim() are its two phases."""
 
-    def __init__(self, layers, hidden, heads, seq, micro_batch, flash=False, vocab=50304):
+    def __init__(self, layers, hidden, heads, seq, micro_batch, flash=False, vocab=50304, tp=1):
         torch.manual_seed(0)
         with torch.device(DEV):
-            self.model = Gpt(layers, hidden, heads, vocab, seq, 0.1, flash).to(torch.bfloat16)
+            self.model = Gpt(layers, hidden, heads, vocab, seq, 0.1, flash, tp).to(torch.bfloat16)
         self.model.train()
+        vocab //= tp  # a tensor-parallel rank's vocabulary shard (logits and loss on it alone)
         self.vocab = vocab
         self.params = list(self.model.parameters())
         self.n_params = sum(p.numel() for p in self.params)
@@ -496,6 +585,52 @@ def section_e2e(rows):
             torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001
             log("e2e failed: " + traceback.format_exc())
+            torch.cuda.empty_cache()
+
+
+TP_HEADER = E2E_HEADER[:8] + ["flash_attention"] + E2E_HEADER[8:-1] + ["tp", "note"]
+
+
+def section_tp_steps(rows, warm_s=1.5):
+    """Training steps of one tensor-parallel rank (Block's tp): the same layers split 1-8 ways,
+    each step run for warm_s first (the card at its power state under load), then timed."""
+    configs = [(L, h, nh, s, mb, tp) for (L, h, nh, s, mb) in (
+        (8, 2048, 16, 1024, 8), (4, 4096, 32, 2048, 2), (2, 8192, 64, 2048, 1), (2, 12288, 96, 2048, 1))
+        for tp in (1, 2, 4, 8)]
+    vocab = 50304
+    for (L, h, nh, s, mb, tp) in configs:
+        if left() < 30:
+            log("tp steps: time limit")
+            return
+        try:
+            step = TrainStep(L, h, nh, s, mb, vocab=vocab, tp=tp)
+            t_end = time.time() + warm_s
+            i = 0
+            while i < 3 or time.time() < t_end:
+                step.fwd_bwd()
+                step.optim()
+                torch.cuda.synchronize()
+                i += 1
+            n = 8
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(3 * n)]
+            for i in range(n):
+                ev[3 * i].record()
+                step.fwd_bwd()
+                ev[3 * i + 1].record()
+                step.optim()
+                ev[3 * i + 2].record()
+            torch.cuda.synchronize()
+            fb = sorted(ev[3 * i].elapsed_time(ev[3 * i + 1]) for i in range(n))[n // 2]
+            op = sorted(ev[3 * i + 1].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
+            it = sorted(ev[3 * i].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
+            rows.append([L, h, nh, s, mb, vocab, step.n_params, "bf16", "false", f"{fb:.4f}", f"{op:.4f}", f"{it:.4f}",
+                         n, tp, "one tensor-parallel rank, no all-reduces; plain PyTorch eager, unfused attention, "
+                             "dropout 0.1, tied LM head, no recompute"])
+            log(f"tp step L{L} h{h} s{s} mb{mb} tp{tp}: fwd+bwd {fb:.2f} ms, optimizer {op:.2f} ms")
+            del step
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001
+            log("tp step failed: " + traceback.format_exc())
             torch.cuda.empty_cache()
 
 
@@ -573,6 +708,14 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     log(f"GPU {GPU}, torch {torch.__version__}, budget {BUDGET_S:.0f} s")
     run_section("env", section_env)
+    if want("tpsteps"):
+        tps = []
+        run_section("tp steps", lambda: section_tp_steps(tps))
+        write_csv("tp_steps.csv", TP_HEADER, tps)
+    if want("gemmwarm"):
+        warm = []
+        run_section("gemm warm", lambda: section_gemm_warm(warm, limit_s=float(os.environ.get("GEMMWARM_S", "220"))))
+        write_csv("gemm_warm.csv", WARM_HEADER, warm)
     if want("gemm"):
         gemm = []
         for name, fn in (("transformer", lambda: section_gemm(gemm, limit_s=130)),
