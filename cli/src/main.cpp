@@ -249,9 +249,10 @@ per GPU against the GPU's capacity.
                --line-rate the uncalibrated model for comparison
   steps        whole one-GPU training steps measured on a GPU (--data
                tests/data/h200/steps.csv: plain PyTorch, bf16), each run as a
-               one-GPU scenario (--gpu H200, --framework pytorch-eager|megatron);
-               with an optimizer_ms column, also the forward+backward and
-               optimizer errors
+               one-GPU scenario (--gpu H200, --framework pytorch-eager|megatron,
+               --set KEY=VALUE as in run); with an optimizer_ms column, also
+               the forward+backward and optimizer errors; a tp column: one
+               tensor-parallel rank's step (tests/data/h200/tp_steps.csv)
   training     single-node Megatron-DeepSpeed iterations vs measured (vTrain,
                --data ../shared/data/vtrain): errors by plan family, tp,
                micro-batch and hidden size for A100-80GB and A100-40GB,

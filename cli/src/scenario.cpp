@@ -1050,15 +1050,23 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   }
   // Calibration (docs/calibration.md): fitted constants, each overridable.
   s.calibration = default_calibration(s.gpu, s.workload.framework);
+  // Host keys given in the scenario (pytorch-eager applies only those).
+  parallelism::HostOverhead given_host;
+  bool host_given = false;
   if (top.has("calibration")) {
     Section c = top.child("calibration");
     auto time_key = [&](const char* key, Time& field) {
       if (c.has(key)) field = c.unit(key, parse_time);
     };
-    time_key("host_launch", s.calibration.host_launch);
-    time_key("host_iteration", s.calibration.host_iteration);
-    time_key("host_p2p", s.calibration.host_p2p);
-    time_key("host_microbatch", s.calibration.host_microbatch);
+    auto host_key = [&](const char* key, Time& field, Time& given) {
+      if (!c.has(key)) return;
+      field = given = c.unit(key, parse_time);
+      host_given = true;
+    };
+    host_key("host_launch", s.calibration.host_launch, given_host.per_launch);
+    host_key("host_iteration", s.calibration.host_iteration, given_host.per_iteration);
+    host_key("host_p2p", s.calibration.host_p2p, given_host.per_p2p);
+    host_key("host_microbatch", s.calibration.host_microbatch, given_host.per_micro_batch);
     auto link = [&](const char* prefix, engine::LinkCalibration& l) {
       const std::string p(prefix);
       if (c.has(p + "_efficiency")) l.peak_efficiency = c.number_in(p + "_efficiency", 0.01, 1.0);
@@ -1077,10 +1085,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     });
   }
   // The host model applies to frameworks with one host thread launching
-  // every kernel (Megatron); PyTorch-eager timings carry their launch floors.
+  // every kernel (Megatron); PyTorch-eager timings carry their launch floors,
+  // unless the scenario gives host keys: then eager kernels take their GPU
+  // time and the host model the keys given (the others 0), for a host
+  // measured apart from NeuSight's (docs/calibration.md, "Your own host").
   if (node_model::is_megatron(s.workload.framework)) {
     s.workload.host = {s.calibration.host_launch, s.calibration.host_iteration, s.calibration.host_p2p,
                        s.calibration.host_microbatch};
+  } else if (host_given) {
+    s.workload.host = given_host;
   }
   if (top.has("mixed_gpus")) {
     // Some nodes hold another GPU type (docs/scenarios.md, `mixed_gpus`).

@@ -26,13 +26,16 @@ namespace {
 
 struct MeasuredStep {
   std::int64_t layers = 0, hidden = 0, heads = 0, seq = 0, micro_batch = 0, vocab = 0;
+  /// Tensor parallelism: the step of one rank of `tp` (its share of the
+  /// heads, MLP columns and vocabulary), without the collectives.
+  std::int64_t tp = 1;
   std::string dtype;
   bool flash = false;
   double measured_ms = 0;             ///< mean over the rows of this configuration
   double measured_optimizer_ms = -1;  ///< mean of the optimizer_ms column (-1: none)
   int rows = 0;
   [[nodiscard]] auto key() const {
-    return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash);
+    return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash, tp);
   }
 };
 
@@ -43,6 +46,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                     mb = col("micro_batch"), vocab = col("vocab"), dtype = col("dtype"),
                     flash = col("flash_attention"), it = col("iteration_ms");
   const int opt_col = t.column("optimizer_ms");
+  const int tp_col = t.column("tp");
   std::vector<MeasuredStep> out;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     MeasuredStep s;
@@ -53,6 +57,12 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     s.micro_batch = t.positive_int(r, mb);
     s.vocab = t.positive_int(r, vocab);
     s.dtype = t.rows[r][dtype];
+    if (tp_col >= 0) s.tp = t.positive_int(r, static_cast<std::size_t>(tp_col));
+    if (s.heads % s.tp != 0 || s.hidden % s.tp != 0 || s.vocab % s.tp != 0) {
+      throw InputError(fmt::format("{}: row {}, column 'tp': {} does not divide the heads ({}), hidden ({}) "
+                                   "and vocabulary ({})",
+                                   path, r + 1, s.tp, s.heads, s.hidden, s.vocab));
+    }
     try {
       (void)node_model::parse_dtype(s.dtype);
     } catch (const InputError& e) {
@@ -102,20 +112,24 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
 }
 
 /// One GPU, no parallelism: the plain-PyTorch step the measurement ran
-/// (eager kernels, no recomputation, one micro-batch).
+/// (eager kernels, no recomputation, one micro-batch). With tp > 1, one rank
+/// of `tp` tensor-parallel ranks, whose collectives are made free (an NVLink
+/// of 1000 TB/s without latency, no NCCL launch or efficiency loss): the
+/// measurement ran one rank's share alone, without its all-reduces.
 std::string step_scenario_yaml(const MeasuredStep& m, const std::string& gpu, const std::string& framework) {
+  const bool tp = m.tp > 1;
   return fmt::format(R"(name: step-l{layers}-h{hidden}
 cluster:
   nodes: 1
-  gpus_per_node: 1
+  gpus_per_node: {tp}
   gpu: {gpu}
-  nvlink_bandwidth: 450GB/s
-  nvlink_latency: 1us
+  nvlink_bandwidth: {nvlink_bw}
+  nvlink_latency: {nvlink_lat}
   nic_bandwidth: 400Gbps
   nic_latency: 1us
   fabric:
     type: leaf-spine
-    hosts_per_leaf: 1
+    hosts_per_leaf: {tp}
     spines: 1
     spine_bandwidth: 400Gbps
     spine_latency: 1us
@@ -133,10 +147,16 @@ training:
   flash_attention: {flash}
 parallelism:
   dp: 1
+  tp: {tp}
   recompute: none
-)",
+{calibration})",
                      fmt::arg("layers", m.layers), fmt::arg("hidden", m.hidden), fmt::arg("heads", m.heads),
                      fmt::arg("vocab", m.vocab), fmt::arg("gpu", gpu), fmt::arg("framework", framework),
+                     fmt::arg("tp", m.tp), fmt::arg("nvlink_bw", tp ? "1000TB/s" : "450GB/s"),
+                     fmt::arg("nvlink_lat", tp ? "0us" : "1us"),
+                     fmt::arg("calibration", tp ? "calibration:\n  nvlink_launch: 0s\n  nvlink_efficiency: 1.0\n"
+                                                  "  nvlink_group_penalty: 0\n"
+                                                : ""),
                      fmt::arg("mb", m.micro_batch), fmt::arg("seq", m.seq), fmt::arg("dtype", m.dtype),
                      fmt::arg("flash", m.flash ? "true" : "false"));
 }
@@ -163,8 +183,11 @@ std::string signed_pct(double predicted, double measured) {
 int cmd_validate_steps(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate steps");
   p.option("data").option("gpu").option("framework");
-  p.parse(args);
+  declare_scenario_options(p);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
   p.expect_positional(0, "arguments");
+  const std::vector<Override> overrides = scenario_overrides(sets, p);
   const std::string data = p.require("data");
   const std::string gpu = p.get("gpu").value_or("H200");
   try {
@@ -182,7 +205,7 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   std::vector<double> errors;
   for (const auto& m : steps) {
     const Scenario s = parse_scenario(step_scenario_yaml(m, gpu, framework),
-                                      fmt::format("{} (step {}x{})", data, m.layers, m.hidden), {});
+                                      fmt::format("{} (step {}x{})", data, m.layers, m.hidden), overrides);
     OptimizerTime optimizer;
     const double predicted = study::simulate_scenario(s, &optimizer, nullptr, false).result.makespan.ms();
     const double e = predicted / m.measured_ms - 1.0;
@@ -196,7 +219,8 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     errors.push_back(e);
     out << fmt::format(
         "{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}\n",
-        fmt::format("{} x {}, {}, {}{}", m.layers, m.hidden, m.seq, m.micro_batch, m.flash ? ", flash" : ""),
+        fmt::format("{} x {}, {}, {}{}{}", m.layers, m.hidden, m.seq, m.micro_batch, m.flash ? ", flash" : "",
+                    m.tp > 1 ? fmt::format(", tp {}", m.tp) : std::string()),
         m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt);
   }
   const node_model::ErrorStats e = node_model::error_stats(errors);

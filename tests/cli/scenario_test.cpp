@@ -267,6 +267,25 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
   EXPECT_FALSE(e.plan.fused_optimizer);
   EXPECT_FALSE(e.plan.grad_clipping);
   EXPECT_FALSE(e.workload.host.enabled());
+  // Eager with a host key given: the host model with that key alone (the
+  // fitted Megatron constants stay out), and kernels on their GPU time.
+  const Scenario eh = parse_scenario(default_text() + "calibration:\n  host_launch: 12us\n", "eh.yaml",
+                                     {{"training.framework", "pytorch-eager"}});
+  EXPECT_TRUE(eh.workload.host.enabled());
+  EXPECT_EQ(eh.workload.host.per_launch, Time::from_us(12));
+  EXPECT_EQ(eh.workload.host.per_iteration, Time::zero());
+  EXPECT_EQ(eh.workload.host.per_micro_batch, Time::zero());
+  EXPECT_EQ(eh.workload.host.per_p2p, Time::zero());
+  // A host key of 0 keeps the launch floors (the 4-GPU validation scenarios).
+  const Scenario e0 = parse_scenario(default_text() + "calibration:\n  host_launch: 0s\n", "e0.yaml",
+                                     {{"training.framework", "pytorch-eager"}});
+  EXPECT_FALSE(e0.workload.host.enabled());
+  // With the host model an eager iteration no longer pays NeuSight's launch
+  // floors: the default scenario's kernels are large, so it changes little,
+  // but it changes.
+  const double floors = study::simulate_scenario(e, nullptr, nullptr, false).result.makespan.ms();
+  const double hosted = study::simulate_scenario(eh, nullptr, nullptr, false).result.makespan.ms();
+  EXPECT_NE(floors, hosted);
   // Every key of the section, and the planner keys.
   const std::string t = default_text() +
                         "calibration:\n  host_launch: 12us\n  host_iteration: 3ms\n  host_p2p: 100us\n  host_microbatch: 2ms\n"
