@@ -11,6 +11,7 @@ queued back to back (device time, warm L2 for small tensors). Inputs are random
 it finishes, so a run cut short keeps what it measured.
 """
 import csv
+import gc
 import math
 import os
 import subprocess
@@ -630,7 +631,11 @@ def section_tp_steps(rows, warm_s=1.5):
             del step
             torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001
-            log("tp step failed: " + traceback.format_exc())
+            # (an out-of-memory error keeps the failed step alive through its
+            # traceback: drop both before the next configuration)
+            log("tp step failed: " + traceback.format_exc().splitlines()[-1])
+            step = None
+            gc.collect()
             torch.cuda.empty_cache()
 
 
