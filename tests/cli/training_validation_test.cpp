@@ -134,6 +134,19 @@ TEST(TrainingValidation, ScenarioOfARunGoesThroughThePipeline) {
   EXPECT_THROW(predict_runs({r}, "A100-80GB", {{"calibration.host_launch", "fast"}}, 1), InputError);
 }
 
+namespace {
+/// One group's least-squares line, measured and predicted, and its error.
+void expect_cost(const MarginalCost& c, int runs, double measured, double predicted, double measured_fixed,
+                 double predicted_fixed) {
+  EXPECT_EQ(c.runs, runs);
+  EXPECT_NEAR(c.measured_ms, measured, 1e-9);
+  EXPECT_NEAR(c.predicted_ms, predicted, 1e-9);
+  EXPECT_NEAR(c.measured_fixed_ms, measured_fixed, 1e-9);
+  EXPECT_NEAR(c.predicted_fixed_ms, predicted_fixed, 1e-9);
+  EXPECT_NEAR(c.error(), predicted / measured - 1.0, 1e-12);
+}
+}  // namespace
+
 TEST(TrainingValidation, PerLayerCostIsTheSlopeOverLayers) {
   // tp 8, 8 micro-batches: layers 12, 16, 20, 24, measured 30 + 5 L ms,
   // predicted 40 + 4 L: one more layer costs 5 ms measured, 4 ms predicted
@@ -153,12 +166,7 @@ TEST(TrainingValidation, PerLayerCostIsTheSlopeOverLayers) {
   EXPECT_TRUE(marginal_costs(p).empty());
   const auto c = marginal_costs(p, Marginal::Layer);
   ASSERT_EQ(c.size(), 1U);
-  EXPECT_EQ(c[0].runs, 4);
-  EXPECT_NEAR(c[0].measured_ms, 5.0, 1e-9);
-  EXPECT_NEAR(c[0].predicted_ms, 4.0, 1e-9);
-  EXPECT_NEAR(c[0].measured_fixed_ms, 30.0, 1e-9);
-  EXPECT_NEAR(c[0].predicted_fixed_ms, 40.0, 1e-9);
-  EXPECT_NEAR(c[0].error(), -0.2, 1e-12);
+  expect_cost(c[0], 4, 5.0, 4.0, 30.0, 40.0);
   const std::string report = format_training_report(p);
   EXPECT_NE(report.find("per-layer A100-80GB: mean 20.0% p90 20.0% max 20.0% signed -20.0% over 1 groups"),
             std::string::npos)
@@ -185,12 +193,7 @@ TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
   p.push_back({run(2, 1, 1), "A100-80GB", 11.0});
   const auto c = marginal_costs(p);
   ASSERT_EQ(c.size(), 1U);
-  EXPECT_EQ(c[0].runs, 3);
-  EXPECT_NEAR(c[0].measured_ms, 5.0, 1e-9);
-  EXPECT_NEAR(c[0].predicted_ms, 4.0, 1e-9);
-  EXPECT_NEAR(c[0].measured_fixed_ms, 20.0, 1e-9);
-  EXPECT_NEAR(c[0].predicted_fixed_ms, 24.0, 1e-9);
-  EXPECT_NEAR(c[0].error(), -0.2, 1e-12);
+  expect_cost(c[0], 3, 5.0, 4.0, 20.0, 24.0);
   const std::string report = format_training_report(p);
   EXPECT_NE(report.find("marginal A100-80GB: mean 20.0% p90 20.0% max 20.0% signed -20.0% over 1 groups"),
             std::string::npos)
