@@ -595,9 +595,10 @@ TP_HEADER = E2E_HEADER[:8] + ["flash_attention"] + E2E_HEADER[8:-1] + ["tp", "no
 def section_tp_steps(rows, warm_s=1.5):
     """Training steps of one tensor-parallel rank (Block's tp): the same layers split 1-8 ways,
     each step run for warm_s first (the card at its power state under load), then timed."""
-    configs = [(L, h, nh, s, mb, tp) for (L, h, nh, s, mb) in (
-        (8, 2048, 16, 1024, 8), (4, 4096, 32, 2048, 2), (2, 8192, 64, 2048, 1), (2, 12288, 96, 2048, 1))
-        for tp in (1, 2, 4, 8)]
+    layers = ((8, 2048, 16, 1024, 8), (4, 4096, 32, 2048, 2), (2, 8192, 64, 2048, 1), (2, 12288, 96, 2048, 1))
+    if os.environ.get("TP_STEPS") == "small":  # host-bound: small layers, micro-batches 1 and 2
+        layers = ((8, 1024, 16, 1024, 1), (8, 1024, 16, 1024, 2), (8, 2048, 16, 1024, 1), (8, 2048, 16, 1024, 2))
+    configs = [(L, h, nh, s, mb, tp) for (L, h, nh, s, mb) in layers for tp in (1, 2, 4, 8)]
     vocab = 50304
     for (L, h, nh, s, mb, tp) in configs:
         if left() < 30:
