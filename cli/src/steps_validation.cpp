@@ -19,6 +19,7 @@
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/node_model/validation.hpp"
+#include "tessera/node_model/workload.hpp"
 #include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
@@ -196,12 +197,19 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     throw UsageError(fmt::format("--gpu: {}", e.what()));
   }
   const std::string framework = p.get("framework").value_or("pytorch-eager");
+  try {
+    (void)node_model::parse_framework(framework);
+  } catch (const InputError& e) {
+    throw UsageError(fmt::format("--framework: {}", e.what()));
+  }
   FileSet files;
   files.input(data, "--data");
   const auto steps = read_steps(data);
-  out << fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}\n",
-                     "step (layers x hidden, seq, micro-batch)", "runs", "measured ms", "predicted ms",
-                     "error", "fwd+bwd error", "optimizer error");
+  // The report is printed whole once every step has run: bad input (a --set
+  // a scenario rejects) leaves no partial table.
+  std::string report = fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}\n",
+                                   "step (layers x hidden, seq, micro-batch)", "runs", "measured ms",
+                                   "predicted ms", "error", "fwd+bwd error", "optimizer error");
   std::vector<double> errors;
   for (const auto& m : steps) {
     const Scenario s = parse_scenario(step_scenario_yaml(m, gpu, framework),
@@ -217,14 +225,14 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
       if (m.measured_optimizer_ms > 0) opt = signed_pct(p_opt, m.measured_optimizer_ms);
     }
     errors.push_back(e);
-    out << fmt::format(
+    report += fmt::format(
         "{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}\n",
         fmt::format("{} x {}, {}, {}{}{}", m.layers, m.hidden, m.seq, m.micro_batch, m.flash ? ", flash" : "",
                     m.tp > 1 ? fmt::format(", tp {}", m.tp) : std::string()),
         m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt);
   }
   const node_model::ErrorStats e = node_model::error_stats(errors);
-  out << fmt::format(
+  out << report << fmt::format(
       "mean error {:.1f}%, max {:.1f}%, signed {:+.1f}% over {} configurations ({} on {}, {})\n",
       100.0 * e.mean, 100.0 * e.max, 100.0 * e.mean_signed, steps.size(),
       data, gpu, framework);
