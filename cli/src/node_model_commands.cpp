@@ -153,18 +153,10 @@ nm::TensorCoreModel tensor_core_weights(const ArgParser& p) {
   return nm::TensorCoreModel::parse(text, "<embedded tensor_core.txt>");
 }
 
-/// `validate kernels --data TABLE.csv` on an XLA GEMM table: per-dtype MAPE
-/// of the predictor's GPU kernel time (predict_device: the table holds CUPTI
-/// kernel times), or with --kfold of the tensor-core model retrained per fold.
-int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const std::string& data,
-                      std::ostream& out);
-
-int validate_xla_gemms(const ArgParser& p, const std::string& data, std::ostream& out) {
-  return validate_gemm_set(p, nm::read_xla_gemm_table(data), data, out);
-}
-
 /// Per-dtype MAPE of tensor-core GEMMs measured on one GPU (an XLA table, or
-/// kernels measured on one GPU with --device), --kfold retraining per fold.
+/// kernels measured on one GPU with --device): the predictor's GPU kernel time
+/// (predict_device: the data are kernel times), or with --kfold the held-out
+/// time of the tensor-core model retrained per fold.
 int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const std::string& data,
                       std::ostream& out) {
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
@@ -210,9 +202,10 @@ int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const s
   return 0;
 }
 
-}  // namespace
-
-namespace {
+/// `validate kernels --data TABLE.csv` on an XLA GEMM table.
+int validate_xla_gemms(const ArgParser& p, const std::string& data, std::ostream& out) {
+  return validate_gemm_set(p, nm::read_xla_gemm_table(data), data, out);
+}
 
 /// --device GPU of the commands on measured kernels: a preset (H200, ...) or
 /// a device config JSON, which `files` then lists as an input.
