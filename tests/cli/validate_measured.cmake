@@ -1,7 +1,8 @@
 # `tessera validate kernels --data FILE --device GPU`: the node model on our
 # own measurements (tests/data/h100, tests/data/h200: cuBLAS under PyTorch,
-# each kernel alone after an L2 flush; the tensor-core model is fit on XLA's
-# H100 table, never on these). Checks the table's shape and guards the
+# each kernel alone after an L2 flush, or warm from a CUDA graph in
+# gemm_warm.csv; the tensor-core model is fit on XLA's H100 table, never on
+# these). Checks the table's shape and guards the
 # figures: LIMITS is a list of FILE:GROUP:LIMIT, each limit the MAPE measured
 # on 2026-11-26 rounded up slightly, so a regression fails (the measured
 # figures are in tests/CMakeLists.txt beside each test).

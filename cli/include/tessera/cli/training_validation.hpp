@@ -94,7 +94,7 @@ enum class Marginal { MicroBatch, Layer };
 /// pipeline fill; or embedding, LM head, loss and the data step).
 struct MarginalCost {
   std::string gpu;
-  MeasuredRun config;  ///< the group's first run (its global batch is one of several)
+  MeasuredRun config;  ///< the group's first run (its global batch, or its layers, one of several)
   int runs = 0;
   double measured_ms = 0, predicted_ms = 0;              ///< per micro-batch (per layer)
   double measured_fixed_ms = 0, predicted_fixed_ms = 0;  ///< at zero micro-batches (layers)
