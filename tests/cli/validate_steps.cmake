@@ -1,11 +1,13 @@
-# `tessera validate steps --data DATA [ARGS]`: training steps measured on an
-# H200 (never fit on), each predicted as a pytorch-eager scenario. Guards the
+# `tessera validate steps --data DATA [ARGS]` (ARGS a ;-list): training steps
+# measured on a GPU (tests/data/h200, tests/data/h100), each predicted as a
+# pytorch-eager scenario (what was fit on which file: tests/cli/CMakeLists.txt
+# beside the tests, docs/node_model.md). Guards the
 # figures measured on 2026-11-26: the summary's mean and max error must stay
 # at or below MEAN_LIMIT and MAX_LIMIT (each the measured figure rounded up
 # slightly) over CONFIGS configurations, and the output must hold a row
 # matching ROW (a regular expression naming one measured step).
 include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
-separate_arguments(extra UNIX_COMMAND "${ARGS}")
+set(extra ${ARGS})  # a ;-list
 tessera_ok(out validate steps --data ${DATA} ${extra})
 message("${out}")
 if(NOT out MATCHES "${ROW}")
