@@ -214,11 +214,11 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   }
 
   PieceList& b = lp.backward;
-  if (p.recompute == Recompute::Full) b.append(lp.forward);
+  if (p.recompute == Recompute::Full) b.append(lp.forward, "recompute.");
   if (p.recompute == Recompute::Selective && !w.flash_attention) {
     // Recompute the attention core: scores to context (scale, mask, softmax,
     // dropout in between).
-    b.passes("bwd.recompute", forward_passes(ops, index_of(ops, "scores"), index_of(ops, "context") + 1));
+    b.passes("recompute.attn", forward_passes(ops, index_of(ops, "scores"), index_of(ops, "context") + 1));
   }
   const auto steps = backward_steps(ops);
   auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
@@ -288,9 +288,9 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   f.passes("fwd.res2", fwd(res2, ops.size()));
 
   PieceList& b = lp.backward;
-  if (p.recompute == Recompute::Full) b.append(lp.forward);
+  if (p.recompute == Recompute::Full) b.append(lp.forward, "recompute.");
   if (p.recompute == Recompute::Selective && !w.flash_attention) {
-    b.passes("bwd.recompute", fwd(index_of(ops, "scores"), index_of(ops, "context") + 1));
+    b.passes("recompute.attn", fwd(index_of(ops, "scores"), index_of(ops, "context") + 1));
   }
   const auto steps = backward_steps(ops);
   auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };

@@ -243,6 +243,39 @@ TEST(Plan, TensorParallelHasTwoAllReducesPerLayerEachWay) {
   EXPECT_EQ(count(g, 0, "layer003.fwd").by_kind.at("all-reduce"), 2);
 }
 
+TEST(Plan, RecomputedForwardIsNamedAsSuch) {
+  // A trace reader must tell the recomputed forward from the forward: its
+  // collectives are "recompute.fwd.tp", and where it runs into the backward
+  // as one task the name says both ("recompute.fwd+bwd", not "fwd").
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.tp = 2;
+  p.recompute = Recompute::Full;
+  const auto g = plan_training(m, kWork, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  EXPECT_EQ(count(g, 0, "layer003.fwd").by_kind.at("all-reduce"), 2);
+  EXPECT_EQ(count(g, 0, "layer003.recompute.fwd").by_kind.at("all-reduce"), 2);
+  EXPECT_EQ(count(g, 0, "layer003.bwd").by_kind.at("all-reduce"), 2);
+  p.tp = 1;
+  const auto g1 = plan_training(m, kWork, p, pred);
+  std::vector<std::string> names;
+  for (const Task& t : g1.tasks(0)) {
+    if (t.kind == TaskKind::Compute && t.name.find("layer003.") != std::string::npos) names.emplace_back(t.name);
+  }
+  ASSERT_EQ(names.size(), 2U);
+  EXPECT_EQ(names[0].substr(names[0].find("layer003.")), "layer003.fwd");
+  EXPECT_EQ(names[1].substr(names[1].find("layer003.")), "layer003.recompute.fwd+bwd");
+  p.recompute = Recompute::Selective;
+  const auto gs = plan_training(m, kWork, p, pred);
+  names.clear();
+  for (const Task& t : gs.tasks(0)) {
+    if (t.kind == TaskKind::Compute && t.name.find("layer003.") != std::string::npos) names.emplace_back(t.name);
+  }
+  ASSERT_EQ(names.size(), 2U);
+  EXPECT_EQ(names[1].substr(names[1].find("layer003.")), "layer003.recompute.attn+bwd");
+}
+
 TEST(Plan, SequenceParallelTurnsAllReducesIntoReduceScatterAllGatherPairs) {
   const auto m = tiny();
   test_support::LayersOnlyPredictor pred(m.vocab);

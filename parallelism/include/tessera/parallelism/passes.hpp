@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -138,7 +139,10 @@ class KernelTimer {
 };
 
 /// An op program: pieces in execution order. Adjacent compute pieces merge
-/// into one (named after the first) unless split() separates them.
+/// into one unless split() separates them, named after the first, or
+/// "first+second" when they belong to different phases (the text before the
+/// first '.': a recomputed forward running into the backward reads
+/// "recompute.fwd+bwd", not "fwd").
 class PieceList {
  public:
   explicit PieceList(const KernelTimer& timer) : timer_(timer) {}
@@ -175,12 +179,14 @@ class PieceList {
   /// The next compute piece starts a new task (it overlaps a collective).
   void split() { split_ = true; }
   [[nodiscard]] const std::vector<Piece>& pieces() const { return pieces_; }
-  void append(const PieceList& o) {
-    for (const Piece& p : o.pieces_) {
+  /// The pieces of `o`, each name prefixed with `prefix` (e.g. "recompute.").
+  void append(const PieceList& o, const std::string& prefix = "") {
+    for (Piece p : o.pieces_) {
+      p.name = prefix + p.name;
       if (p.compute) {
-        add_compute(p);
+        add_compute(std::move(p));
       } else {
-        pieces_.push_back(p);
+        pieces_.push_back(std::move(p));
       }
     }
   }
@@ -189,6 +195,13 @@ class PieceList {
   void add_compute(Piece p) {
     // Adjacent compute pieces merge into one task.
     if (!pieces_.empty() && pieces_.back().compute && !std::exchange(split_, false)) {
+      Piece& last = pieces_.back();
+      // The phase of the name's last "+" part, and of the piece joining it.
+      auto phase = [](std::string_view n) {
+        if (const auto plus = n.rfind('+'); plus != std::string_view::npos) n.remove_prefix(plus + 1);
+        return n.substr(0, n.find('.'));
+      };
+      if (phase(last.name) != phase(p.name)) last.name += "+" + p.name;
       pieces_.back().duration += p.duration;
       pieces_.back().flops += p.flops;
       pieces_.back().host.then(p.host, timer_.per_launch_s());
