@@ -47,9 +47,9 @@ constexpr std::string_view kCommands = R"(Forecasting:
         Compare pipeline schedules: iteration, bubble, exposed comm, memory.
 
 Node model (kernel latency prediction, docs/node_model.md):
-  predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--predictor NAME]
-  predict-model --model HF_CONFIG.json --device DEVICE.json --batch N --seq L --mode inf|train [--json]
-  predict-graph --graph OPGRAPH.csv --device DEVICE.json
+  predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--predictor NAME]
+  predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L --mode inf|train [--json]
+  predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json
   train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE.csv --device GPU]
 
 Validation against measurements:
@@ -69,7 +69,8 @@ constexpr std::string_view kFiles = R"(  SCENARIO.yaml          the cluster, mod
                          (docs/scenarios.md); scenarios/ holds examples
   SCENARIO-sweep.csv     sweep's results (default name), resumed when it exists,
                          and its chart SCENARIO-sweep.svg
-  DEVICE.json            a GPU's specification for the node model (docs/node_model.md)
+  GPU|DEVICE.json        a GPU preset (A100-80GB, H100-SXM, H200, ...: docs/node_model.md,
+                         "GPU presets") or a GPU's specification as a JSON file
   KERNELS.csv            kernel shapes and measured times in NeuSight's schema
 )";
 
@@ -273,7 +274,7 @@ per GPU against the GPU's capacity.
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
 )"},
-      {"predict-kernels", R"(usage: tessera predict-kernels --device DEVICE.json --input KERNELS.csv --output OUT.csv
+      {"predict-kernels", R"(usage: tessera predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv
                                [--dtype fp32|tf32|fp16|bf16|fp8] [--device-time]
                                [--predictor tile-mlp|roofline|linreg|mlp]
 
@@ -286,13 +287,13 @@ tensor-core model (fp8 needs FP8FLOPs in the device config).
   --device-time   the GPU time of kernels queued back to back (no host
                   launch floor) instead of a kernel timed alone from PyTorch
 )"},
-      {"predict-model", R"(usage: tessera predict-model --model HF_CONFIG.json --device DEVICE.json --batch N --seq L
+      {"predict-model", R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
                              --mode inf|train [--json]
 
 Builds a HuggingFace model's operator graph as PyTorch eager runs it and sums
 the predicted kernel times: end-to-end, forward and backward ms.
 )"},
-      {"predict-graph", R"(usage: tessera predict-graph --graph OPGRAPH.csv --device DEVICE.json
+      {"predict-graph", R"(usage: tessera predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json
                              [--predictor NAME] [--layers N]
 
 Predicts every op of a torch.fx operator-graph CSV (NeuSight's labels/<GPU>/*.csv)

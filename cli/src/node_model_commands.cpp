@@ -280,11 +280,10 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
   p.flag("device-time");
   p.parse(args);
   p.expect_positional(0, "arguments");
-  const nm::GpuSpec gpu = nm::load_device_config(p.require("device"));
   const std::string input = p.require("input");
   const std::string output = p.require("output");
   FileSet files;
-  files.input(p.require("device"), "--device");
+  const nm::GpuSpec gpu = device_option(p.require("device"), files);
   files.input(input, "--input");
   files.output(output, "--output");
   const nm::DType default_dtype = dtype_option(p);
@@ -519,7 +518,8 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
   p.expect_positional(0, "arguments");
   const std::string model_path = p.require("model");
   const nm::ModelShape shape = nm::model_shape_from_config(nm::read_json_file(model_path), model_path);
-  const nm::GpuSpec gpu = nm::load_device_config(p.require("device"));
+  FileSet files;
+  const nm::GpuSpec gpu = device_option(p.require("device"), files);
   const int batch = parse_positive_int(p.require("batch"), "--batch");
   const int seq = parse_positive_int(p.require("seq"), "--seq");
   const std::string mode = p.require("mode");
@@ -544,7 +544,8 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   p.parse(args);
   p.expect_positional(0, "arguments");
   const std::string graph_path = p.require("graph");
-  const nm::GpuSpec gpu = nm::load_device_config(p.require("device"));
+  FileSet files;
+  const nm::GpuSpec gpu = device_option(p.require("device"), files);
   const auto predictor = predictor_from(p, gpu);
   const nm::FxGraph graph = nm::read_fx_graph(graph_path);
   // Layer count: --layers, else the label JSON beside the graph, else 1.

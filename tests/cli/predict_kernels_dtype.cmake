@@ -4,8 +4,9 @@
 # is fastest in FP8, then BF16 = FP16 (one fit, same peak and element size),
 # then TF32, then FP32 (CUDA cores); a file without the column takes --dtype
 # (default fp32); --device-time never exceeds the eager prediction.
+set(device ${DIR}/kernels/h100.json)
 function(predict out_var input)
-  execute_process(COMMAND ${TESSERA} predict-kernels --device ${DIR}/kernels/h100.json --input ${input}
+  execute_process(COMMAND ${TESSERA} predict-kernels --device ${device} --input ${input}
                           --output ${WORKDIR}/out.csv ${ARGN}
                   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -70,3 +71,22 @@ endforeach()
 list(GET dev 5 small_bmm_device)
 list(GET v 5 small_bmm_eager)
 message("64 x 1024x1024x64 bf16 bmm: eager ${small_bmm_eager} ms, device ${small_bmm_device} ms")
+
+# --device also takes a GPU preset: H100-SXM is the GPU of kernels/h100.json
+# (its preset adds the clock and cores per SM, which move a prediction by
+# well under 2%).
+set(device H100-SXM)
+predict(preset ${DIR}/kernels/gemms_dtype.csv)
+list(LENGTH preset n)
+list(GET preset 2 preset_bf16)
+if(NOT n EQUAL 7)
+  message(FATAL_ERROR "--device H100-SXM: expected 7 predictions, got ${n}")
+endif()
+# math() takes integers only: nanoseconds, within 2% (3.5 us of 177 us).
+string(REGEX REPLACE "^0\\.([0-9][0-9][0-9])([0-9][0-9][0-9]).*" "\\1\\2" a "${preset_bf16}")
+string(REGEX REPLACE "^0\\.([0-9][0-9][0-9])([0-9][0-9][0-9]).*" "\\1\\2" b "${bf16}")
+math(EXPR diff "${a} - ${b}")
+if(diff LESS -3500 OR diff GREATER 3500)
+  message(FATAL_ERROR "--device H100-SXM: bf16 4096^3 ${preset_bf16} ms, the JSON's ${bf16} ms")
+endif()
+message("--device H100-SXM: bf16 4096^3 ${preset_bf16} ms (device JSON ${bf16} ms)")
