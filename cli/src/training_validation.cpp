@@ -506,18 +506,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
 int cmd_validate_training(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate training");
   p.option("data").option("gpu").option("rows").option("jobs").option("cv").option("every").flag("fit");
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
   std::vector<Override> overrides;
-  Args rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--set" && i + 1 < args.size()) {
-      overrides.push_back(parse_override(args[++i]));
-    } else if (args[i].rfind("--set=", 0) == 0) {
-      overrides.push_back(parse_override(args[i].substr(6)));
-    } else {
-      rest.push_back(args[i]);
-    }
-  }
-  p.parse(rest);
+  for (const auto& text : sets) overrides.push_back(parse_override(text));
   p.expect_positional(0, "arguments");
   const std::string data = p.require("data");
   const std::string file =
