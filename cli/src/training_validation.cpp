@@ -24,6 +24,7 @@
 #include "tessera/error.hpp"
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/predictors.hpp"
+#include "tessera/node_model/validation.hpp"
 
 namespace tessera::cli {
 namespace fs = std::filesystem;
@@ -380,11 +381,6 @@ std::string summary_line(ErrorGroups& groups, const std::string& gpu, const char
                      100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n, what);
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[(v.size() - 1) / 2];
-}
-
 }  // namespace
 
 std::string format_training_report(const std::vector<PredictedRun>& predicted) {
@@ -414,7 +410,7 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
       s += table_rows(mgroups, gpu);
       s += fmt::format("{:<11} fixed part of an iteration (intercept), median over groups: measured {:.1f} ms, "
                        "predicted {:.1f} ms\n",
-                       gpu, median_of(fixed_measured[gpu]), median_of(fixed_predicted[gpu]));
+                       gpu, node_model::median(fixed_measured[gpu]), node_model::median(fixed_predicted[gpu]));
     }
   }
   // The marginal cost of a layer.

@@ -13,6 +13,7 @@
 #include "tessera/error.hpp"
 #include "tessera/node_model/baselines.hpp"
 #include "tessera/node_model/roofline.hpp"
+#include "tessera/node_model/validation.hpp"
 
 namespace tessera::node_model {
 namespace {
@@ -114,10 +115,13 @@ std::vector<LogoRow> leave_one_gpu_out(const MeasurementSet& train, const Measur
     for (int c = 0; c < kNumKernelClasses; ++c) {
       std::array<double, 2> ape{}, ape_lin{}, ape_roof{};
       std::array<int, 2> n{};
+      std::vector<double> signed_err;
       for (int s = 0; s < 2; ++s) {
         for (const int i : subset(groups[c][s], opt.max_eval_rows)) {
           const Measurement& m = held[s].rows[i];
-          ape[s] += std::abs(tile_mlp.predict(m.kernel).ms() / m.latency_ms - 1.0);
+          const double e = tile_mlp.predict(m.kernel).ms() / m.latency_ms - 1.0;
+          signed_err.push_back(e);
+          ape[s] += std::abs(e);
           ape_roof[s] += std::abs(roofline.predict(m.kernel).ms() / m.latency_ms - 1.0);
           if (lin) ape_lin[s] += std::abs(lin->predict(m.kernel).ms() / m.latency_ms - 1.0);
           ++n[s];
@@ -134,6 +138,7 @@ std::vector<LogoRow> leave_one_gpu_out(const MeasurementSet& train, const Measur
       row.mape = pct(ape[0] + ape[1], total);
       row.mape_test = pct(ape[0], n[0]);
       row.mape_train = pct(ape[1], n[1]);
+      row.signed_median = 100.0 * median(std::move(signed_err));
       row.linreg_mape = lin ? pct(ape_lin[0] + ape_lin[1], total) : kNaN;
       row.roofline_mape = pct(ape_roof[0] + ape_roof[1], total);
       out.push_back(row);
@@ -181,12 +186,12 @@ std::vector<LogoSummary> summarize_logo(const std::vector<LogoRow>& rows) {
 std::string format_logo(const std::vector<LogoRow>& rows) {
   auto pct = [](double v) { return std::isnan(v) ? fmt::format("{:>9}", "-") : fmt::format("{:>8.1f}%", v); };
   std::string s =
-      fmt::format("{:<24} {:<12} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "held-out gpu", "class",
-                  "test", "train", "tile-mlp", "(test)", "(train)", "linreg", "roofline");
+      fmt::format("{:<24} {:<12} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "held-out gpu", "class",
+                  "test", "train", "tile-mlp", "(test)", "(train)", "(signed)", "linreg", "roofline");
   for (const auto& r : rows) {
-    s += fmt::format("{:<24} {:<12} {:>6} {:>6} {} {} {} {} {}\n", r.gpu, r.kernel_class, r.test_rows,
-                     r.train_rows, pct(r.mape), pct(r.mape_test), pct(r.mape_train), pct(r.linreg_mape),
-                     pct(r.roofline_mape));
+    s += fmt::format("{:<24} {:<12} {:>6} {:>6} {} {} {} {:>+8.1f}% {} {}\n", r.gpu, r.kernel_class, r.test_rows,
+                     r.train_rows, pct(r.mape), pct(r.mape_test), pct(r.mape_train), r.signed_median,
+                     pct(r.linreg_mape), pct(r.roofline_mape));
   }
   const auto summary = summarize_logo(rows);
   s += fmt::format("\n{:<12} {:>5} {:>9} {:>9} {:>9} {:>9}   {}\n", "class", "gpus", "tile-mlp", "(test)",
@@ -195,6 +200,7 @@ std::string format_logo(const std::vector<LogoRow>& rows) {
     s += fmt::format("{:<12} {:>5} {} {} {} {}   {:.1f}% {}\n", m.kernel_class, m.gpus, pct(m.mean),
                      pct(m.mean_test), pct(m.linreg_mean), pct(m.roofline_mean), m.worst, m.worst_gpu);
   }
+  s += "(signed): median of (predicted - measured) / measured of the tile-mlp on the held-out GPU's rows\n";
   return s;
 }
 

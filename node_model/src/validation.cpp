@@ -201,14 +201,14 @@ std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DTyp
   return out;
 }
 
-/// Median of a non-empty list (the mean of the middle two for an even count).
+}  // namespace
+
 double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
-}  // namespace
 
 ErrorStats error_stats(const std::vector<double>& signed_errors) {
   ErrorStats s;

@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "tessera/error.hpp"
 #include "tessera/node_model/dataset.hpp"
 #include "tessera/node_model/device_config.hpp"
 #include "tessera/node_model/tile_mlp.hpp"
+#include "tessera/node_model/validation.hpp"
 
 namespace nm = tessera::node_model;
 
@@ -166,6 +168,44 @@ TEST(LeaveOneGpuOut, RetrainsPerFoldDeterministically) {
   EXPECT_EQ(summary[0].worst, std::max({rows[0].mape, rows[2].mape, rows[4].mape}));
   opt.gpu = "Nowhere";
   EXPECT_THROW(nm::leave_one_gpu_out(d.train, d.test, opt, nullptr), tessera::InputError);
+}
+
+TEST(LeaveOneGpuOut, SignedMedianIsTheMedianErrorOnTheHeldOutGpu) {
+  // The fold's model rebuilt by hand: trained without Big, asked about every
+  // row of Big (test and training); the row's signed median is the median of
+  // (predicted - measured) / measured over them, in percent.
+  SyntheticData d;
+  nm::LogoOptions opt;
+  opt.train.mlp.epochs = 3;
+  opt.train.hidden = {8};
+  opt.linreg = false;
+  opt.gpu = "Big";
+  const auto rows = nm::leave_one_gpu_out(d.train, d.test, opt, nullptr);
+  ASSERT_EQ(rows.size(), 2U);
+  const auto model =
+      std::make_shared<const nm::TileMlpModel>(nm::train_tile_mlp(nm::without_gpu(d.train, "Big"), opt.train, nullptr));
+  const nm::MeasurementSet held_test = nm::only_gpu(d.test, "Big"), held_train = nm::only_gpu(d.train, "Big");
+  const nm::TileMlpPredictor pred(held_test.gpus.at(0), model);
+  for (const auto& r : rows) {
+    std::vector<double> e;
+    for (const auto* set : {&held_test, &held_train}) {
+      for (const auto& m : set->rows) {
+        if (std::string(nm::to_string(*nm::kernel_class(m.kernel.op))) != r.kernel_class) continue;
+        e.push_back(pred.predict(m.kernel).ms() / m.latency_ms - 1.0);
+      }
+    }
+    ASSERT_EQ(e.size(), 48U) << r.kernel_class;
+    std::sort(e.begin(), e.end());
+    EXPECT_NEAR(r.signed_median, 100.0 * 0.5 * (e[23] + e[24]), 1e-9) << r.kernel_class;
+    EXPECT_LE(std::abs(r.signed_median), 100.0 * std::max(std::abs(e.front()), std::abs(e.back())));
+  }
+}
+
+TEST(ErrorStatistics, MedianIsTheMiddleOrTheMeanOfTheMiddleTwo) {
+  EXPECT_EQ(nm::median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(nm::median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_EQ(nm::median({-1.0}), -1.0);
+  EXPECT_EQ(nm::median({}), 0.0);
 }
 
 // ---------------------------------------------------------------- real data

@@ -37,6 +37,9 @@ struct LogoRow {
   std::string kernel_class;
   int test_rows = 0, train_rows = 0;
   double mape = 0, mape_test = 0, mape_train = 0;
+  /// Median of the tile-mlp's (predicted - measured) / measured, percent:
+  /// whether the unseen GPU comes out fast (< 0) or slow as a whole.
+  double signed_median = 0;
   double linreg_mape = 0;  ///< NaN when linreg was not run
   double roofline_mape = 0;
 };

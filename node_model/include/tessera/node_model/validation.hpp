@@ -19,6 +19,10 @@ struct ErrorStats {
   double mean_signed = 0;
 };
 ErrorStats error_stats(const std::vector<double>& signed_errors);
+/// The median: the middle value, or the mean of the middle two (0 when
+/// empty). The one definition the reports use (signed medians, medians of
+/// measured and predicted times); ErrorStats' percentiles are by nearest rank.
+double median(std::vector<double> v);
 
 struct KernelErrorRow {
   std::string gpu;
