@@ -381,6 +381,57 @@ std::string summary_line(ErrorGroups& groups, const std::string& gpu, const char
                      100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n, what);
 }
 
+/// Per GPU, one line: the cost of a micro-batch outside its layers by
+/// tensor-parallel degree, measured and predicted (medians over
+/// configurations). For every configuration without pipelining (runs that
+/// differ only in global batch and layers), the intercept at zero layers of
+/// the least-squares line of the per-micro-batch cost (the marginal cost of
+/// a micro-batch) over the layer count: the data step, embedding, LM head
+/// and loss, and whatever else each micro-batch costs once.
+std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, const std::vector<std::string>& gpus) {
+  std::map<std::string, std::vector<const MarginalCost*>> configs;
+  for (const MarginalCost& c : marginal) {
+    const MeasuredRun& m = c.config;
+    if (m.pp != 1) continue;
+    configs[fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", c.gpu, m.gpus, m.micro_batch, m.hidden, m.heads, m.seq_len,
+                        m.tp, m.dp)]
+        .push_back(&c);
+  }
+  std::map<std::string, std::map<int, std::pair<std::vector<double>, std::vector<double>>>> by_tp;
+  for (const auto& entry : configs) {
+    const std::vector<const MarginalCost*>& cs = entry.second;
+    const double n = static_cast<double>(cs.size());
+    double mx = 0;
+    for (const MarginalCost* c : cs) mx += static_cast<double>(c->config.layers) / n;
+    double sxx = 0;
+    for (const MarginalCost* c : cs) sxx += (c->config.layers - mx) * (c->config.layers - mx);
+    if (sxx <= 0) continue;  // one layer count: no intercept
+    auto intercept = [&](double MarginalCost::*y) {
+      double my = 0, sxy = 0;
+      for (const MarginalCost* c : cs) my += c->*y / n;
+      for (const MarginalCost* c : cs) sxy += (c->config.layers - mx) * (c->*y - my);
+      return my - sxy / sxx * mx;
+    };
+    auto& [measured, predicted] = by_tp[cs.front()->gpu][cs.front()->config.tp];
+    measured.push_back(intercept(&MarginalCost::measured_ms));
+    predicted.push_back(intercept(&MarginalCost::predicted_ms));
+  }
+  std::string s;
+  for (const std::string& gpu : gpus) {
+    const auto it = by_tp.find(gpu);
+    if (it == by_tp.end()) continue;
+    s += fmt::format("{:<11} a micro-batch outside its layers (no pipelining; intercept over layers of its cost), "
+                     "median over configurations, measured / predicted:",
+                     gpu);
+    for (const auto& [tp, v] : it->second) {
+      s += fmt::format(" tp {} {:.1f} / {:.1f} ms ({});", tp, node_model::median(v.first),
+                       node_model::median(v.second), v.first.size());
+    }
+    s.back() = '\n';
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string format_training_report(const std::vector<PredictedRun>& predicted) {
@@ -413,6 +464,8 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
                        gpu, node_model::median(fixed_measured[gpu]), node_model::median(fixed_predicted[gpu]));
     }
   }
+  // What a micro-batch costs outside its layers, by tensor parallelism.
+  s += outside_layers_lines(marginal, gpus);
   // The marginal cost of a layer.
   ErrorGroups lgroups;
   const std::vector<MarginalCost> per_layer = marginal_costs(predicted, Marginal::Layer);

@@ -199,3 +199,27 @@ TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
             std::string::npos)
       << report;
 }
+
+TEST(TrainingValidation, MicroBatchOutsideItsLayersIsTheInterceptOverLayers) {
+  // tp 2, dp 1, no pipelining: layers 4, 8, 12 x global batches 4, 8 (4 and
+  // 8 micro-batches). Measured 1 + n (3 + 2 L) ms, predicted n (6 + 2.5 L):
+  // a micro-batch costs 3 + 2 L measured, 6 + 2.5 L predicted, so outside
+  // its layers 3 ms measured and 6 ms predicted. Pipelined runs have no line.
+  std::vector<PredictedRun> p;
+  for (int layers : {4, 8, 12}) {
+    for (int gb : {4, 8}) {
+      MeasuredRun r = run(2, 1, 1);
+      r.layers = layers;
+      r.global_batch = gb;
+      r.measured_ms = 1 + gb * (3 + 2.0 * layers);
+      p.push_back({r, "A100-80GB", gb * (6 + 2.5 * layers)});
+      MeasuredRun piped = run(1, 1, 2);
+      piped.layers = layers;
+      piped.global_batch = gb;
+      p.push_back({piped, "A100-80GB", 10.0 + gb});
+    }
+  }
+  const std::string report = format_training_report(p);
+  EXPECT_NE(report.find("measured / predicted: tp 2 3.0 / 6.0 ms (1)\n"), std::string::npos) << report;
+  EXPECT_EQ(report.find("/ predicted: tp 1"), std::string::npos) << report;
+}
