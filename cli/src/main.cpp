@@ -257,7 +257,8 @@ per GPU against the GPU's capacity.
   training     single-node Megatron-DeepSpeed iterations vs measured (vTrain,
                --data ../shared/data/vtrain): errors by plan family, tp,
                micro-batch and hidden size for A100-80GB and A100-40GB,
-               and of the cost of one more micro-batch and one more layer
+               and of the cost of one more micro-batch and one more layer,
+               with a micro-batch's cost outside its layers by tp
                (--gpu NAME for one); --set KEY=VALUE as in run (e.g.
                calibration.host_launch=40us); --fit fits the host calibration
                (docs/calibration.md); --cv K cross-validates it by
@@ -267,10 +268,10 @@ per GPU against the GPU's capacity.
                [--gpu NAME] [--epochs N] [--max-rows N]
                for each GPU (or --gpu NAME alone), retrains the tile-mlp and
                linreg on the other GPUs' training rows and reports per-class
-               MAPE on all of its rows (test and training), then the mean and
-               worst over the held-out GPUs; --epochs and --max-rows (training
-               rows per class) trade time for accuracy (defaults 60, 40000:
-               about 15 minutes on 2 cores)
+               MAPE on all of its rows (test and training) with its signed
+               median, then the mean and worst over the held-out GPUs;
+               --epochs and --max-rows (training rows per class) trade time
+               for accuracy (defaults 60, 40000: 2.5 minutes on 2 idle cores)
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
 )"},
