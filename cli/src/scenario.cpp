@@ -234,6 +234,7 @@ node_model::GpuSpec read_gpu(Section& cluster) {
   spec.tf32_peak = g.has("tf32_peak") ? g.unit("tf32_peak", parse_flop_rate)
                                       : FlopRate::per_second(spec.tensor_peak.per_second() / 2.0);
   spec.fp8_peak = g.has("fp8_peak") ? g.unit("fp8_peak", parse_flop_rate) : FlopRate::per_second(0.0);
+  if (g.has("bf16")) spec.bf16 = g.boolean("bf16");
   g.finish();
   checked(g, g.node(), cluster.key_path("gpu"), [&] { spec.validate(); return 0; });
   return spec;
@@ -844,6 +845,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       checked(t, dt, t.key_path("dtype"), [&] { return s.gpu.matmul_peak(node_model::DType::FP8); });
       s.workload.dtype = node_model::DType::BF16;
       s.workload.profile.fp8 = true;
+    } else if (s.workload.dtype != node_model::DType::FP32) {
+      // The GPU must have tensor cores for it (no bf16 on a V100).
+      checked(t, dt, t.key_path("dtype"), [&] { return s.gpu.matmul_peak(s.workload.dtype); });
     }
     if (t.has("global_batch")) {
       global_batch_at = t.need("global_batch");
@@ -1103,6 +1107,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     mixed.gpu = checked(m, v, m.key_path("gpu"), [&] { return node_model::gpu_preset(m.scalar("gpu")); });
     if (s.workload.profile.fp8) {
       checked(m, v, m.key_path("gpu"), [&] { return mixed.gpu.matmul_peak(node_model::DType::FP8); });
+    } else if (s.workload.dtype != node_model::DType::FP32) {
+      checked(m, v, m.key_path("gpu"), [&] { return mixed.gpu.matmul_peak(s.workload.dtype); });
     }
     const std::string text = m.scalar("nodes");
     try {

@@ -45,7 +45,14 @@ FlopRate GpuSpec::matmul_peak(DType d) const {
   FlopRate peak = tensor_peak;
   switch (d) {
     case DType::FP32: return fp32_peak;
-    case DType::FP16: case DType::BF16: return tensor_peak;
+    case DType::FP16: return tensor_peak;
+    case DType::BF16:
+      if (!bf16) {
+        throw InputError(fmt::format(
+            "GPU '{}' has no bf16 tensor cores (bf16 is false): cannot run a bf16 GEMM (fp16 runs at tensor_peak)",
+            name));
+      }
+      return tensor_peak;
     case DType::TF32: peak = tf32_peak; break;
     case DType::FP8: peak = fp8_peak; break;
   }
@@ -79,6 +86,10 @@ namespace {
 // compute, and 60 MiB of L2 as its device query reports (PyTorch's
 // L2_cache_size on the H200 measured for tests/data/h200, 2026-11-26).
 //
+// V100-SXM2: NVIDIA Tesla V100 datasheet, SXM2 column (FP32 15.7, tensor
+// FP16 125 TFLOP/s; 32 GB HBM2 at 900 GB/s); 80 SMs and 6 MB of L2 from the
+// Volta architecture whitepaper. No TF32, BF16 or FP8 tensor cores.
+//
 // Newer GPUs, all dense (half of NVIDIA's "with sparsity" figures):
 //  - H100-PCIe: NVIDIA H100 Tensor Core GPU datasheet, PCIe column (FP32 51,
 //    TF32 378, BF16/FP16 756, FP8 1513 TFLOP/s; 80GB HBM2e at 2.0 TB/s; 114
@@ -98,8 +109,10 @@ namespace {
 //    the last-level cache that plays the L2's role on NVIDIA GPUs).
 // The node model was fit on NVIDIA GPUs up to H100: forecasts on Blackwell
 // and AMD GPUs are extrapolations (docs/node_model.md, Limitations).
-const std::array<GpuSpec, 8>& presets() {
-  static const std::array<GpuSpec, 8> kPresets{{
+const std::array<GpuSpec, 9>& presets() {
+  static const std::array<GpuSpec, 9> kPresets{{
+      {"V100-SXM2", FlopRate::tflops(15.7), FlopRate::tflops(125), Bandwidth::gigabytes_per_second(900), 80,
+       Bytes(6'291'456), Bytes::gib(32), FlopRate::tflops(0), FlopRate::tflops(0), false},
       {"A100-40GB", FlopRate::tflops(19.5), FlopRate::tflops(312), Bandwidth::gigabytes_per_second(1555),
        108, Bytes(40'000'000), Bytes::gib(40), FlopRate::tflops(156), FlopRate::tflops(0)},
       {"A100-80GB", FlopRate::tflops(19.5), FlopRate::tflops(312), Bandwidth::gigabytes_per_second(2039),

@@ -70,6 +70,15 @@ TEST(Scenario, InlineGpuAndModel) {
   EXPECT_NE(
       error_of(replaced(t, "memory: 96GiB}", "memory: 96GiB, tf32_peak: -1TFLOPS}")).find("cluster.gpu"),
       std::string::npos);
+  // bf16: false (FP16-only tensor cores, as Volta): a bf16 training dtype is
+  // one line naming the key; fp16 runs.
+  EXPECT_TRUE(s.gpu.bf16);
+  const std::string volta = replaced(t, "memory: 96GiB}", "memory: 96GiB, bf16: false}");
+  const std::string no_bf16 = error_of(volta);
+  EXPECT_NE(no_bf16.find("training.dtype: GPU 'X1' has no bf16 tensor cores"), std::string::npos) << no_bf16;
+  const Scenario v = parse_scenario(replaced(volta, "dtype: bf16", "dtype: fp16"), "v.yaml");
+  EXPECT_FALSE(v.gpu.bf16);
+  EXPECT_EQ(v.workload.dtype, node_model::DType::FP16);
 }
 
 TEST(Scenario, Tf32TrainingAndFp8Training) {

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tessera/error.hpp"
@@ -18,6 +19,29 @@ TEST(GpuSpec, PresetsAreComplete) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("H100-PCIe, B200, GB200, MI300X"), std::string::npos) << e.what();
   }
+}
+
+TEST(GpuSpec, VoltaHasFp16TensorCoresOnly) {
+  // V100 SXM2 datasheet: FP32 15.7, tensor FP16 125 TFLOP/s, 900 GB/s; 80
+  // SMs, 6 MB L2 (Volta whitepaper). No BF16, TF32 or FP8 tensor cores.
+  const GpuSpec& v100 = gpu_preset("V100-SXM2");
+  EXPECT_DOUBLE_EQ(v100.matmul_peak(DType::FP16).tflops(), 125);
+  EXPECT_DOUBLE_EQ(v100.matmul_peak(DType::FP32).tflops(), 15.7);
+  EXPECT_DOUBLE_EQ(v100.memory_bandwidth.bps(), 900e9 * 8);
+  EXPECT_EQ(v100.sms, 80);
+  EXPECT_EQ(v100.memory, Bytes::gib(32));
+  for (const DType d : {DType::BF16, DType::TF32, DType::FP8}) {
+    try {
+      (void)v100.matmul_peak(d);
+      ADD_FAILURE() << to_string(d);
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("GPU 'V100-SXM2' has no {} tensor cores", to_string(d))),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(gpu_preset("A100-80GB").bf16);
+  EXPECT_DOUBLE_EQ(gpu_preset("A100-80GB").matmul_peak(DType::BF16).tflops(), 312);
 }
 
 TEST(GpuSpec, CurrentGpusFromTheirSpecSheets) {

@@ -31,18 +31,21 @@ struct GpuSpec {
   Bytes memory;
   FlopRate tf32_peak;     ///< dense TF32 on tensor cores (0: no TF32 tensor cores)
   FlopRate fp8_peak;      ///< dense FP8 on tensor cores (0: no FP8 tensor cores)
+  bool bf16 = true;       ///< BF16 on the tensor cores at tensor_peak (false: FP16 only, as Volta)
 
   /// Peak for GEMMs of the given element type: fp32_peak, tf32_peak,
   /// tensor_peak (fp16, bf16) or fp8_peak. Throws InputError naming the GPU
-  /// and the dtype when the GPU has no tensor cores for it (peak 0).
+  /// and the dtype when the GPU has no tensor cores for it (peak 0, or bf16
+  /// false).
   [[nodiscard]] FlopRate matmul_peak(DType d) const;
   /// Throws InputError naming the first field that is not positive (tf32_peak
   /// and fp8_peak: negative).
   void validate() const;
 };
 
-/// Shipped specs: "A100-40GB", "A100-80GB", "H100-SXM", "H200", "H100-PCIe",
-/// "B200", "GB200" (one Blackwell GPU of an NVL72), "MI300X" (sms: compute units).
+/// Shipped specs: "V100-SXM2" (32 GB), "A100-40GB", "A100-80GB", "H100-SXM",
+/// "H200", "H100-PCIe", "B200", "GB200" (one Blackwell GPU of an NVL72),
+/// "MI300X" (sms: compute units).
 const GpuSpec& gpu_preset(std::string_view name);
 std::vector<std::string> gpu_preset_names();
 
