@@ -342,9 +342,9 @@ TEST(Scenario, ZeroBubbleSchedulesFromYamlAndOverrides) {
   EXPECT_EQ(parse_scenario(yaml, "s.yaml").plan.schedule, parallelism::Schedule::ZeroBubbleH2);
   const Scenario h1 = parse_scenario(text.str(), "s.yaml", {Override{"parallelism.schedule", "zb-h1"}});
   EXPECT_EQ(h1.plan.schedule, parallelism::Schedule::ZeroBubbleH1);
-  // Virtual stages are refused naming the key (line 32 of the file, its value at column 19).
+  // Virtual stages are refused naming the key (line 38 of the file, its value at column 19).
   EXPECT_EQ(error_of(replaced(yaml, "virtual_stages: 1", "virtual_stages: 2")),
-            "s.yaml:32:19: parallelism.virtual_stages: virtual_stages (2) must be 1 with schedule zb-h2: the "
+            "s.yaml:38:19: parallelism.virtual_stages: virtual_stages (2) must be 1 with schedule zb-h2: the "
             "zero-bubble schedules are implemented for one model chunk per pipeline rank");
 }
 
