@@ -206,6 +206,24 @@ std::pair<double, double> best_shift(const std::vector<PredictedRun>& p) {
   return {x, err / static_cast<double>(p.size())};
 }
 
+/// Least-squares line through (x, y): {slope, intercept}; nullopt when the x
+/// are all equal (no slope).
+std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    mx += x[i] / n;
+    my += y[i] / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (!(sxx > 0)) return std::nullopt;
+  return std::pair<double, double>{sxy / sxx, my - sxy / sxx * mx};
+}
+
 }  // namespace
 
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::string& gpu,
@@ -306,26 +324,14 @@ std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predic
       measured.push_back(m.measured_ms);
       pred.push_back(p->predicted_ms);
     }
-    const double n = static_cast<double>(x.size());
-    double mx = 0;
-    for (double v : x) mx += v / n;
-    double sxx = 0;
-    for (double v : x) sxx += (v - mx) * (v - mx);
-    if (sxx <= 0) continue;  // one micro-batch count (layer count): no slope
-    auto line = [&](const std::vector<double>& y) {
-      double my = 0;
-      for (double v : y) my += v / n;
-      double sxy = 0;
-      for (std::size_t i = 0; i < y.size(); ++i) sxy += (x[i] - mx) * (y[i] - my);
-      const double slope = sxy / sxx;
-      return std::pair<double, double>{slope, my - slope * mx};
-    };
+    const auto m_line = fit_line(x, measured), p_line = fit_line(x, pred);
+    if (!m_line || !p_line) continue;  // one micro-batch count (layer count): no slope
     MarginalCost c;
     c.gpu = g.front()->gpu;
     c.config = g.front()->run;
     c.runs = static_cast<int>(g.size());
-    std::tie(c.measured_ms, c.measured_fixed_ms) = line(measured);
-    std::tie(c.predicted_ms, c.predicted_fixed_ms) = line(pred);
+    std::tie(c.measured_ms, c.measured_fixed_ms) = *m_line;
+    std::tie(c.predicted_ms, c.predicted_fixed_ms) = *p_line;
     if (c.measured_ms <= 0) continue;  // noise: no cost to compare against
     out.push_back(c);
   }
@@ -400,21 +406,17 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
   std::map<std::string, std::map<int, std::pair<std::vector<double>, std::vector<double>>>> by_tp;
   for (const auto& entry : configs) {
     const std::vector<const MarginalCost*>& cs = entry.second;
-    const double n = static_cast<double>(cs.size());
-    double mx = 0;
-    for (const MarginalCost* c : cs) mx += static_cast<double>(c->config.layers) / n;
-    double sxx = 0;
-    for (const MarginalCost* c : cs) sxx += (c->config.layers - mx) * (c->config.layers - mx);
-    if (sxx <= 0) continue;  // one layer count: no intercept
-    auto intercept = [&](double MarginalCost::*y) {
-      double my = 0, sxy = 0;
-      for (const MarginalCost* c : cs) my += c->*y / n;
-      for (const MarginalCost* c : cs) sxy += (c->config.layers - mx) * (c->*y - my);
-      return my - sxy / sxx * mx;
-    };
+    std::vector<double> layers, m, p;
+    for (const MarginalCost* c : cs) {
+      layers.push_back(static_cast<double>(c->config.layers));
+      m.push_back(c->measured_ms);
+      p.push_back(c->predicted_ms);
+    }
+    const auto m_line = fit_line(layers, m), p_line = fit_line(layers, p);
+    if (!m_line || !p_line) continue;  // one layer count: no intercept
     auto& [measured, predicted] = by_tp[cs.front()->gpu][cs.front()->config.tp];
-    measured.push_back(intercept(&MarginalCost::measured_ms));
-    predicted.push_back(intercept(&MarginalCost::predicted_ms));
+    measured.push_back(m_line->second);
+    predicted.push_back(p_line->second);
   }
   std::string s;
   for (const std::string& gpu : gpus) {
