@@ -187,6 +187,12 @@ def linear_shapes():
     return sorted(shapes)
 
 
+def linear_operands(t, n_out, k_in, dt):
+    """A linear layer's operands for t tokens: input x [t, k_in], weight w [n_out, k_in] and
+    output gradient dy [t, n_out]."""
+    return rnd(t, k_in, dtype=dt), rnd(n_out, k_in, dtype=dt), rnd(t, n_out, dtype=dt)
+
+
 def section_gemm(rows, dtypes=(("bf16", torch.bfloat16),), source="transformer", limit_s=150):
     t_end = time.time() + limit_s
     for dname, dt in dtypes:
@@ -194,9 +200,7 @@ def section_gemm(rows, dtypes=(("bf16", torch.bfloat16),), source="transformer",
             if time.time() > t_end or left() < 60:
                 log(f"gemm {dname}: time limit, stopping")
                 return
-            x = rnd(t, k_in, dtype=dt)
-            w = rnd(n_out, k_in, dtype=dt)
-            dy = rnd(t, n_out, dtype=dt)
+            x, w, dy = linear_operands(t, n_out, k_in, dt)
             # forward y = x W^T; input gradient dx = dy W; weight gradient dW = dy^T x
             rows.append(gemm_row("linear", dname, "fwd", "tn", source, 1, t, n_out, k_in,
                                  lambda: F.linear(x, w)))
@@ -223,9 +227,7 @@ def section_gemm_warm(rows, dtypes=(("bf16", torch.bfloat16), ("fp16", torch.flo
             if time.time() > t_end or left() < 40:
                 log(f"gemm warm {dname}: time limit, stopping")
                 return
-            x = rnd(t, k_in, dtype=dt)
-            w = rnd(n_out, k_in, dtype=dt)
-            dy = rnd(t, n_out, dtype=dt)
+            x, w, dy = linear_operands(t, n_out, k_in, dt)
             y = torch.empty(t, n_out, device=DEV, dtype=dt)
             dx = torch.empty(t, k_in, device=DEV, dtype=dt)
             dw = torch.empty(n_out, k_in, device=DEV, dtype=dt)
