@@ -839,15 +839,16 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     s.workload.seq_len = t.positive_int("seq_len");
     const YAML::Node dt = t.need("dtype");
     s.workload.dtype = checked(t, dt, t.key_path("dtype"), [&] { return node_model::parse_dtype(t.scalar("dtype")); });
+    // The GPU must have tensor cores for the GEMMs' type (no bf16 on a V100,
+    // no fp8 on an A100).
+    if (s.workload.dtype != node_model::DType::FP32) {
+      checked(t, dt, t.key_path("dtype"), [&] { return s.gpu.matmul_peak(s.workload.dtype); });
+    }
     if (s.workload.dtype == node_model::DType::FP8) {
       // Transformer Engine FP8 (docs/parallelism.md, "FP8 training"): the
       // layers' GEMMs in FP8 on the GPU's FP8 tensor cores, the rest in bf16.
-      checked(t, dt, t.key_path("dtype"), [&] { return s.gpu.matmul_peak(node_model::DType::FP8); });
       s.workload.dtype = node_model::DType::BF16;
       s.workload.profile.fp8 = true;
-    } else if (s.workload.dtype != node_model::DType::FP32) {
-      // The GPU must have tensor cores for it (no bf16 on a V100).
-      checked(t, dt, t.key_path("dtype"), [&] { return s.gpu.matmul_peak(s.workload.dtype); });
     }
     if (t.has("global_batch")) {
       global_batch_at = t.need("global_batch");
@@ -1105,10 +1106,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     Scenario::MixedGpus mixed;
     const YAML::Node v = m.need("gpu");
     mixed.gpu = checked(m, v, m.key_path("gpu"), [&] { return node_model::gpu_preset(m.scalar("gpu")); });
-    if (s.workload.profile.fp8) {
-      checked(m, v, m.key_path("gpu"), [&] { return mixed.gpu.matmul_peak(node_model::DType::FP8); });
-    } else if (s.workload.dtype != node_model::DType::FP32) {
-      checked(m, v, m.key_path("gpu"), [&] { return mixed.gpu.matmul_peak(s.workload.dtype); });
+    const node_model::DType gemm = s.workload.profile.fp8 ? node_model::DType::FP8 : s.workload.dtype;
+    if (gemm != node_model::DType::FP32) {
+      checked(m, v, m.key_path("gpu"), [&] { return mixed.gpu.matmul_peak(gemm); });
     }
     const std::string text = m.scalar("nodes");
     try {
