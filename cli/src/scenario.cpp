@@ -955,9 +955,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const std::string msg = e.what();
       const std::string key = msg.substr(0, msg.find_first_of(" ("));
       if (key == "dp") {
+        // A node-count sweep over a scenario that fixes dp lands here: say
+        // what leaving dp out would give.
+        const std::string hint =
+            p.has("dp") && s.gpus() % tp_pp == 0
+                ? fmt::format(" (without parallelism.dp it follows the GPU count: dp {})", s.gpus() / tp_pp)
+                : "";
         p.fail_at(dpn.Mark(), p.key_path("dp"),
-                  fmt::format("{}, cluster.nodes x cluster.gpus_per_node = {} x {} = {}", msg, s.cluster.nodes,
-                              s.cluster.gpus_per_node, s.gpus()));
+                  fmt::format("{}, cluster.nodes x cluster.gpus_per_node = {} x {} = {}{}", msg, s.cluster.nodes,
+                              s.cluster.gpus_per_node, s.gpus(), hint));
       }
       if (key == "global_batch") p.fail_at(global_batch_at.Mark(), "training.global_batch", msg);
       if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
