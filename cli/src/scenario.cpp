@@ -900,17 +900,20 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     optional_int("tp", plan.tp);
     optional_int("pp", plan.pp);
     optional_int("ep", plan.ep);
-    // dp defaults to the GPUs left over by tp x pp, so that node-count sweeps
-    // need no matching dp list.
-    const YAML::Node dpn = p.has("dp") ? p.need("dp") : p.node();
+    // dp defaults to the GPUs left over by tp x pp (also when set to `auto`,
+    // as `--set parallelism.dp=auto` can over a scenario that fixes it), so
+    // that node-count sweeps need no matching dp list.
+    const bool dp_given = p.has("dp");
+    const YAML::Node dpn = dp_given ? p.need("dp") : p.node();
+    const bool dp_fixed = dp_given && !(dpn.IsScalar() && dpn.Scalar() == "auto");
     // (tp x pp in 64 bits: both are ints, their product need not be)
     const std::int64_t tp_pp = static_cast<std::int64_t>(plan.tp) * plan.pp;
-    if (p.has("dp")) {
+    if (dp_fixed) {
       plan.dp = p.positive_int32("dp");
     } else if (s.gpus() % tp_pp != 0) {
-      p.fail_at(p.node().Mark(), p.key_path("dp"),
-                fmt::format("not given, and tp x pp ({} x {} = {}) does not divide the {} GPUs", plan.tp,
-                            plan.pp, tp_pp, s.gpus()));
+      p.fail_at(dpn.Mark(), p.key_path("dp"),
+                fmt::format("{}, and tp x pp ({} x {} = {}) does not divide the {} GPUs",
+                            dp_given ? "auto" : "not given", plan.tp, plan.pp, tp_pp, s.gpus()));
     } else {
       plan.dp = static_cast<int>(s.gpus() / tp_pp);
     }
@@ -958,8 +961,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         // A node-count sweep over a scenario that fixes dp lands here: say
         // what leaving dp out would give.
         const std::string hint =
-            p.has("dp") && s.gpus() % tp_pp == 0
-                ? fmt::format(" (without parallelism.dp it follows the GPU count: dp {})", s.gpus() / tp_pp)
+            dp_fixed && s.gpus() % tp_pp == 0
+                ? fmt::format(" (with parallelism.dp left out or `auto` it follows the GPU count: dp {})",
+                              s.gpus() / tp_pp)
                 : "";
         p.fail_at(dpn.Mark(), p.key_path("dp"),
                   fmt::format("{}, cluster.nodes x cluster.gpus_per_node = {} x {} = {}{}", msg, s.cluster.nodes,

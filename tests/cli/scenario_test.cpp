@@ -176,6 +176,34 @@ TEST(Scenario, OverridesApplyAndNameTheirSource) {
   EXPECT_THROW((void)parse_override("novalue"), InputError);
 }
 
+// dp: auto (or left out) follows the GPU count; a fixed dp that no longer
+// fits names the dp it would follow (a node sweep over a scenario fixing dp).
+TEST(Scenario, DpAutoFollowsTheGpuCount) {
+  auto with = [](std::vector<Override> o) { return parse_scenario(default_text(), "s.yaml", std::move(o)); };
+  EXPECT_EQ(with({{"cluster.nodes", "4"}, {"parallelism.dp", "auto"}}).plan.dp, 32);
+  EXPECT_EQ(with({{"cluster.nodes", "4"}, {"parallelism.dp", "auto"}, {"parallelism.pp", "2"}}).plan.dp, 16);
+  EXPECT_EQ(parse_scenario(replaced(default_text(), "dp: 16", "dp: auto"), "s.yaml").plan.dp, 16);
+  auto error = [&](std::vector<Override> o) {
+    try {
+      (void)with(std::move(o));
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({{"cluster.nodes", "4"}}),
+            "s.yaml:29:7: parallelism.dp: dp (16) must equal the number of GPUs (32), cluster.nodes x "
+            "cluster.gpus_per_node = 4 x 8 = 32 (with parallelism.dp left out or `auto` it follows the GPU "
+            "count: dp 32)");
+  // No hint where tp x pp does not divide the GPUs.
+  EXPECT_EQ(error({{"cluster.nodes", "4"}, {"parallelism.pp", "3"}}),
+            "s.yaml:29:7: parallelism.dp: dp x tp x pp (16 x 1 x 3 = 48) must equal the number of GPUs (32), "
+            "cluster.nodes x cluster.gpus_per_node = 4 x 8 = 32");
+  EXPECT_EQ(error({{"parallelism.dp", "auto"}, {"parallelism.pp", "3"}}),
+            "s.yaml (--set parallelism.dp): parallelism.dp: auto, and tp x pp (1 x 3 = 3) does not divide the 16 "
+            "GPUs");
+}
+
 TEST(Scenario, OutputsSection) {
   const Scenario s = parse_scenario(default_text() + "outputs:\n  json: r.json\n  links: l.csv\n", "s.yaml");
   EXPECT_EQ(s.outputs.json, "r.json");
