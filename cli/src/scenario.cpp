@@ -909,6 +909,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // (tp x pp in 64 bits: both are ints, their product need not be)
     const std::int64_t tp_pp = static_cast<std::int64_t>(plan.tp) * plan.pp;
     if (dp_fixed) {
+      if (dpn.IsScalar() && !dpn.Scalar().empty() &&
+          dpn.Scalar().find_first_not_of("+-0123456789") != std::string::npos) {
+        p.fail_at(dpn.Mark(), p.key_path("dp"),
+                  fmt::format("expected a whole number or auto, got '{}'", dpn.Scalar()));
+      }
       plan.dp = p.positive_int32("dp");
     } else if (s.gpus() % tp_pp != 0) {
       p.fail_at(dpn.Mark(), p.key_path("dp"),

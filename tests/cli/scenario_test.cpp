@@ -199,6 +199,9 @@ TEST(Scenario, DpAutoFollowsTheGpuCount) {
   EXPECT_EQ(error({{"cluster.nodes", "4"}, {"parallelism.pp", "3"}}),
             "s.yaml:29:7: parallelism.dp: dp x tp x pp (16 x 1 x 3 = 48) must equal the number of GPUs (32), "
             "cluster.nodes x cluster.gpus_per_node = 4 x 8 = 32");
+  EXPECT_EQ(error({{"parallelism.dp", "Auto"}}),
+            "s.yaml (--set parallelism.dp): parallelism.dp: expected a whole number or auto, got 'Auto'");
+  EXPECT_EQ(error({{"parallelism.dp", "-3"}}), "s.yaml (--set parallelism.dp): parallelism.dp: must be positive, got -3");
   EXPECT_EQ(error({{"parallelism.dp", "auto"}, {"parallelism.pp", "3"}}),
             "s.yaml (--set parallelism.dp): parallelism.dp: auto, and tp x pp (1 x 3 = 3) does not divide the 16 "
             "GPUs");
