@@ -442,7 +442,14 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (const Point& pt : points) {
     std::vector<Override> o = pt.overrides;
     o.insert(o.end(), fixed.begin(), fixed.end());
-    scenarios.push_back(parse_scenario(text, scenario_path, o));
+    try {
+      scenarios.push_back(parse_scenario(text, scenario_path, o));
+    } catch (const ScenarioError& e) {
+      // With two or more swept keys the message alone may not tell which
+      // combination is invalid: name the point.
+      if (axes.size() < 2) throw;
+      throw ScenarioError(fmt::format("{} (sweep point {}: {})", e.what(), pt.index, label(pt)));
+    }
     require_single_job(scenarios.back(), "sweep");
     check_work(scenarios.back());
   }
