@@ -153,7 +153,10 @@ the end rewrites the CSV in point order and draws an SVG chart: throughput
 against the first key (against the GPU count, on a log axis, with an
 ideal-scaling line and a scaling-efficiency panel, when the first key changes
 it), one line per value of the other keys. Running the same command again
-resumes an interrupted sweep without redoing finished points.
+resumes an interrupted sweep without redoing finished points. Every point is
+checked before any runs. In a node sweep dp follows the GPU count when the
+scenario leaves parallelism.dp out; over one that fixes it, add
+--set parallelism.dp=auto.
 
   --out FILE.csv       default SCENARIO-sweep.csv
   --svg FILE.svg       default: the CSV's name with .svg
