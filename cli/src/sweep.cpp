@@ -410,6 +410,19 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     for (const auto& v : a.values) {
       if (v.empty()) throw UsageError(fmt::format("tessera sweep: --set {}: empty value in the list", value));
     }
+    // A key swept twice would make each point set it twice (the last wins),
+    // and a value listed twice repeats points: both are mistakes.
+    for (const Axis& earlier : axes) {
+      if (earlier.key == a.key) {
+        throw UsageError(fmt::format("tessera sweep: --set {}: {} is already swept (one list per key)", value, a.key));
+      }
+    }
+    for (std::size_t j = 0; j < a.values.size(); ++j) {
+      if (std::find(a.values.begin(), a.values.begin() + static_cast<std::ptrdiff_t>(j), a.values[j]) !=
+          a.values.begin() + static_cast<std::ptrdiff_t>(j)) {
+        throw UsageError(fmt::format("tessera sweep: --set {}: {} is listed twice", value, a.values[j]));
+      }
+    }
     axes.push_back(std::move(a));
   }
   p.parse(rest);
