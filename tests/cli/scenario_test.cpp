@@ -166,6 +166,11 @@ TEST(Scenario, OverridesApplyAndNameTheirSource) {
   EXPECT_EQ(s.gpus(), 32);
   EXPECT_EQ(s.model.layers, 12);
   EXPECT_EQ(s.model.hidden, 1280);  // the rest of the preset stays
+  // A key set twice takes the last value (docs/cli.md).
+  EXPECT_EQ(parse_scenario(default_text(), "s.yaml",
+                           {Override{"cluster.nodes", "1"}, Override{"cluster.nodes", "2"}})
+                .gpus(),
+            16);
   try {
     (void)parse_scenario(default_text(), "s.yaml", {Override{"cluster.nodes", "0"}});
     FAIL();
