@@ -208,10 +208,11 @@ int validate_xla_gemms(const ArgParser& p, const std::string& data, std::ostream
 }
 
 /// --device GPU of the commands on measured kernels: a preset (H200, ...) or
-/// a device config JSON, which `files` then lists as an input.
-nm::GpuSpec device_option(const std::string& device, FileSet& files) {
+/// a device config JSON, which `files` (when given: the commands that write
+/// outputs check them against their inputs) then lists as an input.
+nm::GpuSpec device_option(const std::string& device, FileSet* files = nullptr) {
   if (fs::exists(device)) {
-    files.input(device, "--device");
+    if (files != nullptr) files->input(device, "--device");
     return nm::load_device_config(device);
   }
   try {
@@ -251,7 +252,7 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
   const std::string device = *p.get("device");
   FileSet files;
   files.input(data, "--data");
-  const nm::GpuSpec gpu = device_option(device, files);
+  const nm::GpuSpec gpu = device_option(device, &files);
   const nm::DType dtype = dtype_option(p);
   if (p.has("kfold")) {
     // The tensor-core model retrained per fold (folds by shape) on these GEMMs.
@@ -283,7 +284,7 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
   const std::string input = p.require("input");
   const std::string output = p.require("output");
   FileSet files;
-  const nm::GpuSpec gpu = device_option(p.require("device"), files);
+  const nm::GpuSpec gpu = device_option(p.require("device"), &files);
   files.input(input, "--input");
   files.output(output, "--output");
   const nm::DType default_dtype = dtype_option(p);
@@ -419,7 +420,7 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
       }
       FileSet files;
       for (const std::string& f : csvs) files.input(f, "--gemms");
-      const nm::GpuSpec gpu = device_option(*p.get("device"), files);
+      const nm::GpuSpec gpu = device_option(*p.get("device"), &files);
       return std::pair{nm::read_measured_gemms(csvs, gpu), list};
     }
     const std::string table = xla_table_path(*p.get("xla"));
@@ -518,8 +519,7 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
   p.expect_positional(0, "arguments");
   const std::string model_path = p.require("model");
   const nm::ModelShape shape = nm::model_shape_from_config(nm::read_json_file(model_path), model_path);
-  FileSet files;
-  const nm::GpuSpec gpu = device_option(p.require("device"), files);
+  const nm::GpuSpec gpu = device_option(p.require("device"));
   const int batch = parse_positive_int(p.require("batch"), "--batch");
   const int seq = parse_positive_int(p.require("seq"), "--seq");
   const std::string mode = p.require("mode");
@@ -544,8 +544,7 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   p.parse(args);
   p.expect_positional(0, "arguments");
   const std::string graph_path = p.require("graph");
-  FileSet files;
-  const nm::GpuSpec gpu = device_option(p.require("device"), files);
+  const nm::GpuSpec gpu = device_option(p.require("device"));
   const auto predictor = predictor_from(p, gpu);
   const nm::FxGraph graph = nm::read_fx_graph(graph_path);
   // Layer count: --layers, else the label JSON beside the graph, else 1.
