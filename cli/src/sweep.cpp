@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <cstdio>
 #include <atomic>
 #include <cmath>
@@ -417,11 +418,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         throw UsageError(fmt::format("tessera sweep: --set {}: {} is already swept (one list per key)", value, a.key));
       }
     }
-    for (std::size_t j = 0; j < a.values.size(); ++j) {
-      if (std::find(a.values.begin(), a.values.begin() + static_cast<std::ptrdiff_t>(j), a.values[j]) !=
-          a.values.begin() + static_cast<std::ptrdiff_t>(j)) {
-        throw UsageError(fmt::format("tessera sweep: --set {}: {} is listed twice", value, a.values[j]));
-      }
+    std::set<std::string> listed;
+    for (const auto& v : a.values) {
+      if (!listed.insert(v).second) throw UsageError(fmt::format("tessera sweep: --set {}: {} is listed twice", value, v));
     }
     axes.push_back(std::move(a));
   }

@@ -257,23 +257,21 @@ TEST(Plan, RecomputedForwardIsNamedAsSuch) {
   EXPECT_EQ(count(g, 0, "layer003.fwd").by_kind.at("all-reduce"), 2);
   EXPECT_EQ(count(g, 0, "layer003.recompute.fwd").by_kind.at("all-reduce"), 2);
   EXPECT_EQ(count(g, 0, "layer003.bwd").by_kind.at("all-reduce"), 2);
+  // Rank 0's compute tasks of layer 3, from "layer003." on.
+  auto layer3 = [&](const ParallelPlan& plan) {
+    std::vector<std::string> names;
+    for (const Task& t : plan_training(m, kWork, plan, pred).tasks(0)) {
+      const auto at = t.name.find("layer003.");
+      if (t.kind == TaskKind::Compute && at != std::string::npos) names.emplace_back(t.name.substr(at));
+    }
+    return names;
+  };
   p.tp = 1;
-  const auto g1 = plan_training(m, kWork, p, pred);
-  std::vector<std::string> names;
-  for (const Task& t : g1.tasks(0)) {
-    if (t.kind == TaskKind::Compute && t.name.find("layer003.") != std::string::npos) names.emplace_back(t.name);
-  }
-  ASSERT_EQ(names.size(), 2U);
-  EXPECT_EQ(names[0].substr(names[0].find("layer003.")), "layer003.fwd");
-  EXPECT_EQ(names[1].substr(names[1].find("layer003.")), "layer003.recompute.fwd+bwd");
+  EXPECT_EQ(layer3(p), (std::vector<std::string>{"layer003.fwd", "layer003.recompute.fwd+bwd"}));
   p.recompute = Recompute::Selective;
-  const auto gs = plan_training(m, kWork, p, pred);
-  names.clear();
-  for (const Task& t : gs.tasks(0)) {
-    if (t.kind == TaskKind::Compute && t.name.find("layer003.") != std::string::npos) names.emplace_back(t.name);
-  }
-  ASSERT_EQ(names.size(), 2U);
-  EXPECT_EQ(names[1].substr(names[1].find("layer003.")), "layer003.recompute.attn+bwd");
+  const auto selective = layer3(p);
+  ASSERT_EQ(selective.size(), 2U);
+  EXPECT_EQ(selective[1], "layer003.recompute.attn+bwd");
 }
 
 TEST(Plan, SequenceParallelTurnsAllReducesIntoReduceScatterAllGatherPairs) {

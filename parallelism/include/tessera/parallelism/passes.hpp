@@ -202,9 +202,9 @@ class PieceList {
         return n.substr(0, n.find('.'));
       };
       if (phase(last.name) != phase(p.name)) last.name += "+" + p.name;
-      pieces_.back().duration += p.duration;
-      pieces_.back().flops += p.flops;
-      pieces_.back().host.then(p.host, timer_.per_launch_s());
+      last.duration += p.duration;
+      last.flops += p.flops;
+      last.host.then(p.host, timer_.per_launch_s());
       return;
     }
     pieces_.push_back(std::move(p));
