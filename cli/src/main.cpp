@@ -265,7 +265,8 @@ per GPU against the GPU's capacity.
                (--gpu NAME for one); --set KEY=VALUE as in run (e.g.
                calibration.host_launch=40us); --fit fits the host calibration
                (docs/calibration.md); --cv K cross-validates it by
-               configuration; --rows FILE writes every run's prediction
+               profile (hidden, micro-batch, tp, pp); --rows FILE writes
+               every run's prediction
 
   kernels --leave-one-gpu-out --data ../shared/data/neusight/kernels
                [--gpu NAME] [--epochs N] [--max-rows N]

@@ -99,17 +99,20 @@ TEST(TrainingValidation, ErrorStatisticsByNearestRank) {
   EXPECT_NEAR(s.mean_signed, 0.005, 1e-12);
 }
 
-TEST(TrainingValidation, FoldsKeepConfigurationsTogether) {
-  // Runs that differ only in dp or global batch share a fold; folds are
-  // deterministic and every fold gets configurations.
+TEST(TrainingValidation, FoldsKeepProfilesTogether) {
+  // Runs that differ only in dp, global batch or layers (one profile of
+  // vTrain's composed table) share a fold; folds are deterministic and every
+  // fold gets profiles.
   std::map<int, int> per_fold;
   for (int tp : {1, 2, 4, 8}) {
     for (int pp : {1, 2, 4}) {
       for (int mb : {1, 2, 4, 8}) {
-        MeasuredRun a = run(tp, 1, pp), b = run(tp, 2, pp);
-        a.micro_batch = b.micro_batch = mb;
+        MeasuredRun a = run(tp, 1, pp), b = run(tp, 2, pp), c = run(tp, 1, pp);
+        a.micro_batch = b.micro_batch = c.micro_batch = mb;
         b.global_batch = 64;
+        c.layers = a.layers + 8;
         EXPECT_EQ(cv_fold(a, 5), cv_fold(b, 5));
+        EXPECT_EQ(cv_fold(a, 5), cv_fold(c, 5));
         EXPECT_EQ(cv_fold(a, 5), cv_fold(a, 5));
         ++per_fold[cv_fold(a, 5)];
       }

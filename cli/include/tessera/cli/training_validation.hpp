@@ -66,10 +66,11 @@ struct HostFit {
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::string& gpu,
                           const std::vector<Override>& overrides, unsigned jobs);
 
-/// Cross-validation fold of a run: runs that differ only in data parallelism
-/// or global batch (the same hidden size, layers, micro-batch, tp and pp)
-/// share a fold, so a fold's configurations are unseen by the fit that
-/// predicts them. Deterministic.
+/// Cross-validation fold of a run: runs of one profile (the same hidden size,
+/// micro-batch, tp and pp; any layers, data parallelism or global batch)
+/// share a fold, so a fold's profiles are unseen by the fit that predicts
+/// them (vTrain's table composes each profile's runs from one measurement:
+/// docs/calibration.md). Deterministic.
 int cv_fold(const MeasuredRun& run, int folds);
 
 /// (node_model/validation.hpp: one definition of the error statistics for
