@@ -63,6 +63,20 @@ class Section {
     return static_cast<bool>(node_[key]);
   }
 
+  /// Checks, before any of them is read, that the section has every key of
+  /// `keys`: two or more missing are one error naming them all (one missing
+  /// is left to need(), which names it the same way as always).
+  void require(std::initializer_list<const char*> keys) const {
+    std::vector<std::string> missing;
+    for (const char* k : keys) {
+      if (!node_[k]) missing.emplace_back(k);
+    }
+    if (missing.size() < 2) return;
+    std::string list;
+    for (const std::string& k : missing) list += (list.empty() ? "" : ", ") + k;
+    fail_at(node_.Mark(), path_, fmt::format("missing required keys: {}", list));
+  }
+
   /// The value at `key`; missing keys are an error.
   YAML::Node need(const std::string& key) {
     used_.insert(key);
@@ -256,6 +270,7 @@ parallelism::TransformerConfig read_model(Section& m) {
     override_field("vocab", cfg.vocab);
     override_field("kv_heads", cfg.kv_heads);
   } else {
+    m.require({"layers", "hidden", "heads", "vocab"});
     cfg.name = m.has("name") ? m.scalar("name") : "custom";
     cfg.layers = m.positive_int("layers");
     cfg.hidden = m.positive_int("hidden");
@@ -708,10 +723,13 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   Scenario s;
   s.file = file;
   Section top(root, "", file, &overridden);
+  top.require({"cluster", "model", "training", "parallelism"});
   s.name = top.has("name") ? top.scalar("name") : "unnamed";
 
   {
     Section c = top.child("cluster");
+    c.require({"nodes", "gpus_per_node", "gpu", "nvlink_bandwidth", "nvlink_latency", "nic_bandwidth", "nic_latency",
+               "fabric"});
     auto& cl = s.cluster;
     cl.nodes = c.positive_int32("nodes");
     cl.gpus_per_node = c.positive_int32("gpus_per_node");
@@ -782,6 +800,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         c.fail_at(c.node()["node_fabric"].Mark(), c.key_path("node_fabric"),
                   "the leaf-spine fabric models NVSwitch nodes only (use fat-tree or rail-optimized for nvlink-mesh)");
       }
+      f.require({"hosts_per_leaf", "spines", "spine_bandwidth", "spine_latency"});
       cl.hosts_per_leaf = f.positive_int32("hosts_per_leaf");
       cl.spines = f.positive_int32("spines");
       cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
@@ -796,11 +815,13 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       ft.nodes = cl.nodes;
       ft.node = node;
       ft.host = host;
+      f.require({"k", "tiers", "spine_bandwidth", "spine_latency"});
       ft.k = f.positive_int32("k");
       ft.tiers = f.positive_int32("tiers");
       ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
       ft.oversubscription = oversubscription();
       ft.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), f.unit("spine_latency", parse_time)};
+      if (ft.tiers == 3) f.require({"core_bandwidth", "core_latency"});
       if (ft.tiers == 3) ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), f.unit("core_latency", parse_time)};
       checked(f, f.node()["k"], f.key_path("k"), [&] {
         check_capacity(topology::host_capacity(ft), fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers));
@@ -813,6 +834,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       r.nodes = cl.nodes;
       r.node = node;
       r.host = host;
+      f.require({"k", "spine_bandwidth", "spine_latency"});
       r.k = f.positive_int32("k");
       r.oversubscription = oversubscription();
       r.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), f.unit("spine_latency", parse_time)};
@@ -835,6 +857,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   YAML::Node global_batch_at;  // training.global_batch, checked with the plan
   {
     Section t = top.child("training");
+    t.require({"micro_batch", "seq_len", "dtype"});
     s.workload.micro_batch = t.positive_int("micro_batch");
     s.workload.seq_len = t.positive_int("seq_len");
     const YAML::Node dt = t.need("dtype");

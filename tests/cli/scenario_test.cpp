@@ -122,6 +122,34 @@ TEST(Scenario, ErrorsNameTheKeyPath) {
   EXPECT_NE(error_of("- a\n- b\n").find("must be a YAML mapping"), std::string::npos);
 }
 
+TEST(Scenario, MissingKeysAreNamedTogether) {
+  // Two or more required keys missing from one mapping: one error names them
+  // all, at the mapping; one missing key keeps its own message.
+  auto without = [](std::string text, std::initializer_list<const char*> keys) {
+    for (const char* k : keys) {
+      const auto at = text.find(std::string("  ") + k + ":");
+      EXPECT_NE(at, std::string::npos) << k;
+      text.erase(at, text.find('\n', at) + 1 - at);
+    }
+    return text;
+  };
+  EXPECT_EQ(error_of(without(default_text(), {"nvlink_latency", "nic_latency"})),
+            "s.yaml:8:3: cluster: missing required keys: nvlink_latency, nic_latency");
+  EXPECT_NE(error_of(without(default_text(), {"nvlink_latency"})).find("cluster.nvlink_latency: missing required key"),
+            std::string::npos);
+  EXPECT_NE(error_of(without(default_text(), {"spine_bandwidth", "spine_latency"}))
+                .find("cluster.fabric: missing required keys: spine_bandwidth, spine_latency"),
+            std::string::npos);
+  EXPECT_NE(error_of(without(default_text(), {"micro_batch", "dtype"}))
+                .find("training: missing required keys: micro_batch, dtype"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced(default_text(), "preset: gpt2-large", "hidden: 1280"))
+                .find("model: missing required keys: layers, heads, vocab"),
+            std::string::npos);
+  EXPECT_EQ(error_of("name: x\nmodel:\n  preset: gpt2-large\n"),
+            "s.yaml:1:1: missing required keys: cluster, training, parallelism");
+}
+
 TEST(Scenario, FabricsCollectivesAndDefaults) {
   std::string t = default_text();
   t = replaced(
