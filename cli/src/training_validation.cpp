@@ -51,6 +51,39 @@ PlanFamily MeasuredRun::family() const {
   return PlanFamily::DataParallel;
 }
 
+namespace {
+
+/// A scenario error of a generated run scenario (parsed under `name`),
+/// without the file:line:col of YAML the user never wrote: what follows
+/// `name` and an optional ":LINE:COL". `set` receives the "--set KEY" that
+/// the error names, if any.
+std::string without_generated_position(const std::string& msg, const std::string& name, std::string* set = nullptr) {
+  if (msg.rfind(name, 0) != 0) return msg;
+  std::size_t i = name.size();
+  if (msg.compare(i, 7, " (--set") == 0) {
+    const std::size_t close = msg.find(')', i);
+    if (close == std::string::npos) return msg;
+    if (set != nullptr) *set = msg.substr(i + 2, close - i - 2);
+    i = close + 1;
+  }
+  auto digits = [&](std::size_t from) {
+    std::size_t j = from;
+    while (j < msg.size() && msg[j] >= '0' && msg[j] <= '9') ++j;
+    return j;
+  };
+  if (i < msg.size() && msg[i] == ':') {
+    const std::size_t a = digits(i + 1);
+    if (a > i + 1 && a < msg.size() && msg[a] == ':') {
+      const std::size_t b = digits(a + 1);
+      if (b > a + 1) i = b;
+    }
+  }
+  if (msg.compare(i, 2, ": ") == 0) i += 2;
+  return msg.substr(i);
+}
+
+}  // namespace
+
 std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
   const node_model::CsvTable t = node_model::read_csv(path);
   const std::size_t c_gpus = t.require_column("# GPUs"), c_gb = t.require_column("global batch");
@@ -92,6 +125,14 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
     if (m.tp * m.dp * m.pp != m.gpus) {
       throw InputError(fmt::format("{}: row {}: tp x dp x pp = {} x {} x {} is not the {} GPUs", path, r + 1,
                                    m.tp, m.dp, m.pp, m.gpus));
+    }
+    // Every rule a scenario checks (a global batch that dp x micro-batch
+    // divides, heads that divide the hidden size, ...), named by row here
+    // rather than by a position in the generated YAML.
+    try {
+      (void)parse_scenario(vtrain_scenario_yaml(m, "A100-80GB"), "row", {});
+    } catch (const ScenarioError& e) {
+      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, without_generated_position(e.what(), "row")));
     }
     runs.push_back(m);
   }
@@ -157,8 +198,17 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
     for (std::size_t i = next++; i < runs.size(); i = next++) {
       try {
         const MeasuredRun& m = runs[i];
-        const Scenario s =
-            parse_scenario(vtrain_scenario_yaml(m, gpu), fmt::format("vtrain row {}", m.row), overrides);
+        Scenario s;
+        try {
+          s = parse_scenario(vtrain_scenario_yaml(m, gpu), "run", overrides);
+        } catch (const ScenarioError& e) {
+          // The rows were checked when read: this is an override's error.
+          std::string set;
+          const std::string rest = without_generated_position(e.what(), "run", &set);
+          throw InputError(set.empty()
+                               ? fmt::format("validate training (data row {} on {}): {}", m.row, gpu, rest)
+                               : fmt::format("validate training ({}): {}", set, rest));
+        }
         const Simulation sim = simulate_scenario(s, nullptr, nullptr, false);
         PredictedRun& p = out[i];
         p.run = m;

@@ -27,7 +27,8 @@ struct MeasuredRun {
 
 /// Reads vTrain's `ground_truth_single.csv`; throws InputError naming file,
 /// row and column for a missing column, a non-numeric or non-positive cell,
-/// or tp x dp x pp different from the GPU count.
+/// or tp x dp x pp different from the GPU count, and file and row for a row
+/// whose scenario breaks a scenario rule (the rule's key and message).
 std::vector<MeasuredRun> read_vtrain_runs(const std::string& path);
 
 /// The scenario of one run on `gpu` (a preset name): one NVSwitch node of
