@@ -1415,4 +1415,29 @@ std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, c
   return out;
 }
 
+std::string scenario_error_message(const std::string& msg, const std::string& name, std::string* set) {
+  if (msg.rfind(name, 0) != 0) return msg;
+  std::size_t i = name.size();
+  if (msg.compare(i, 4, " (--") == 0) {
+    const std::size_t close = msg.find(')', i);
+    if (close == std::string::npos) return msg;
+    if (set != nullptr) *set = msg.substr(i + 2, close - i - 2);
+    i = close + 1;
+  }
+  auto digits = [&](std::size_t from) {
+    std::size_t j = from;
+    while (j < msg.size() && msg[j] >= '0' && msg[j] <= '9') ++j;
+    return j;
+  };
+  if (i < msg.size() && msg[i] == ':') {
+    const std::size_t a = digits(i + 1);
+    if (a > i + 1 && a < msg.size() && msg[a] == ':') {
+      const std::size_t b = digits(a + 1);
+      if (b > a + 1) i = b;
+    }
+  }
+  if (msg.compare(i, 2, ": ") == 0) i += 2;
+  return msg.substr(i);
+}
+
 }  // namespace tessera::cli

@@ -35,6 +35,7 @@ struct MeasuredStep {
   double measured_ms = 0;             ///< mean over the rows of this configuration
   double measured_optimizer_ms = -1;  ///< mean of the optimizer_ms column (-1: none)
   int rows = 0;
+  int first_row = 0;  ///< 1-based data row of its first measurement
   [[nodiscard]] auto key() const {
     return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash, tp);
   }
@@ -105,6 +106,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
       s.measured_ms = ms;
       s.measured_optimizer_ms = opt;
       s.rows = 1;
+      s.first_row = static_cast<int>(r + 1);
       out.push_back(s);
     }
   }
@@ -212,8 +214,18 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
                                    "predicted ms", "error", "fwd+bwd error", "optimizer error");
   std::vector<double> errors;
   for (const auto& m : steps) {
-    const Scenario s = parse_scenario(step_scenario_yaml(m, gpu, framework),
-                                      fmt::format("{} (step {}x{})", data, m.layers, m.hidden), overrides);
+    Scenario s;
+    try {
+      s = parse_scenario(step_scenario_yaml(m, gpu, framework), "step", overrides);
+    } catch (const ScenarioError& e) {
+      // Named by the override, or by the data row (with the options that
+      // made its scenario), never by the YAML generated for it.
+      std::string set;
+      const std::string rest = scenario_error_message(e.what(), "step", &set);
+      throw InputError(set.empty() ? fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu,
+                                                 framework, rest)
+                                   : fmt::format("validate steps ({}): {}", set, rest));
+    }
     OptimizerTime optimizer;
     const double predicted = study::simulate_scenario(s, &optimizer, nullptr, false).result.makespan.ms();
     const double e = predicted / m.measured_ms - 1.0;

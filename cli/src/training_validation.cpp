@@ -51,39 +51,6 @@ PlanFamily MeasuredRun::family() const {
   return PlanFamily::DataParallel;
 }
 
-namespace {
-
-/// A scenario error of a generated run scenario (parsed under `name`),
-/// without the file:line:col of YAML the user never wrote: what follows
-/// `name` and an optional ":LINE:COL". `set` receives the "--set KEY" that
-/// the error names, if any.
-std::string without_generated_position(const std::string& msg, const std::string& name, std::string* set = nullptr) {
-  if (msg.rfind(name, 0) != 0) return msg;
-  std::size_t i = name.size();
-  if (msg.compare(i, 7, " (--set") == 0) {
-    const std::size_t close = msg.find(')', i);
-    if (close == std::string::npos) return msg;
-    if (set != nullptr) *set = msg.substr(i + 2, close - i - 2);
-    i = close + 1;
-  }
-  auto digits = [&](std::size_t from) {
-    std::size_t j = from;
-    while (j < msg.size() && msg[j] >= '0' && msg[j] <= '9') ++j;
-    return j;
-  };
-  if (i < msg.size() && msg[i] == ':') {
-    const std::size_t a = digits(i + 1);
-    if (a > i + 1 && a < msg.size() && msg[a] == ':') {
-      const std::size_t b = digits(a + 1);
-      if (b > a + 1) i = b;
-    }
-  }
-  if (msg.compare(i, 2, ": ") == 0) i += 2;
-  return msg.substr(i);
-}
-
-}  // namespace
-
 std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
   const node_model::CsvTable t = node_model::read_csv(path);
   const std::size_t c_gpus = t.require_column("# GPUs"), c_gb = t.require_column("global batch");
@@ -132,7 +99,7 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
     try {
       (void)parse_scenario(vtrain_scenario_yaml(m, "A100-80GB"), "row", {});
     } catch (const ScenarioError& e) {
-      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, without_generated_position(e.what(), "row")));
+      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, scenario_error_message(e.what(), "row")));
     }
     runs.push_back(m);
   }
@@ -204,7 +171,7 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
         } catch (const ScenarioError& e) {
           // The rows were checked when read: this is an override's error.
           std::string set;
-          const std::string rest = without_generated_position(e.what(), "run", &set);
+          const std::string rest = scenario_error_message(e.what(), "run", &set);
           throw InputError(set.empty()
                                ? fmt::format("validate training (data row {} on {}): {}", m.row, gpu, rest)
                                : fmt::format("validate training ({}): {}", set, rest));

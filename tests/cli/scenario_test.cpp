@@ -150,6 +150,23 @@ TEST(Scenario, MissingKeysAreNamedTogether) {
             "s.yaml:1:1: missing required keys: cluster, training, parallelism");
 }
 
+TEST(Scenario, ErrorOfAGeneratedScenarioLosesItsYamlPosition) {
+  std::string set;
+  EXPECT_EQ(scenario_error_message("row:25:17: training.global_batch: bad", "row", &set), "training.global_batch: bad");
+  EXPECT_EQ(set, "");
+  EXPECT_EQ(scenario_error_message("row (--set calibration.x): calibration.x: bad", "row", &set), "calibration.x: bad");
+  EXPECT_EQ(set, "--set calibration.x");
+  EXPECT_EQ(scenario_error_message("row: bogus: unknown key", "row"), "bogus: unknown key");
+  EXPECT_EQ(scenario_error_message("other.yaml:1:1: x: bad", "row"), "other.yaml:1:1: x: bad");
+  // A real failure of a generated scenario, through the parser.
+  try {
+    (void)parse_scenario(replaced(default_text(), "micro_batch: 8", "micro_batch: 0"), "gen");
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(scenario_error_message(e.what(), "gen"), "training.micro_batch: must be positive, got 0");
+  }
+}
+
 TEST(Scenario, FabricsCollectivesAndDefaults) {
   std::string t = default_text();
   t = replaced(
