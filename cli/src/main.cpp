@@ -261,7 +261,8 @@ per GPU against the GPU's capacity.
                --data ../shared/data/vtrain): errors by plan family, tp,
                micro-batch and hidden size for A100-80GB and A100-40GB,
                and of the cost of one more micro-batch and one more layer,
-               with a micro-batch's cost outside its layers by tp
+               with a micro-batch's cost outside its layers and a
+               layer's cost per micro-batch by tp
                (--gpu NAME for one); --set KEY=VALUE as in run (e.g.
                calibration.host_launch=40us); --fit fits the host calibration
                (docs/calibration.md); --cv K cross-validates it by

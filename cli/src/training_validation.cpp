@@ -409,13 +409,15 @@ std::string summary_line(ErrorGroups& groups, const std::string& gpu, const char
                      100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n, what);
 }
 
-/// Per GPU, one line: the cost of a micro-batch outside its layers by
-/// tensor-parallel degree, measured and predicted (medians over
-/// configurations). For every configuration without pipelining (runs that
-/// differ only in global batch and layers), the intercept at zero layers of
-/// the least-squares line of the per-micro-batch cost (the marginal cost of
-/// a micro-batch) over the layer count: the data step, embedding, LM head
-/// and loss, and whatever else each micro-batch costs once.
+/// Per GPU, two lines: the cost of a micro-batch outside its layers, and of
+/// one layer of one micro-batch, by tensor-parallel degree, measured and
+/// predicted (medians over configurations). For every configuration without
+/// pipelining (runs that differ only in global batch and layers), the
+/// least-squares line of the per-micro-batch cost (the marginal cost of a
+/// micro-batch) over the layer count: its intercept at zero layers (the data
+/// step, embedding, LM head and loss, and whatever else each micro-batch
+/// costs once) and its slope (a layer's forward, recomputation and backward,
+/// with its tensor-parallel collectives).
 std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, const std::vector<std::string>& gpus) {
   std::map<std::string, std::vector<const MarginalCost*>> configs;
   for (const MarginalCost& c : marginal) {
@@ -425,7 +427,8 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
                         m.tp, m.dp)]
         .push_back(&c);
   }
-  std::map<std::string, std::map<int, std::pair<std::vector<double>, std::vector<double>>>> by_tp;
+  using MeasuredPredicted = std::pair<std::vector<double>, std::vector<double>>;
+  std::map<std::string, std::map<int, MeasuredPredicted>> by_tp, layer_by_tp;
   for (const auto& entry : configs) {
     const std::vector<const MarginalCost*>& cs = entry.second;
     std::vector<double> layers, m, p;
@@ -439,6 +442,9 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
     auto& [measured, predicted] = by_tp[cs.front()->gpu][cs.front()->config.tp];
     measured.push_back(m_line->second);
     predicted.push_back(p_line->second);
+    auto& [layer_measured, layer_predicted] = layer_by_tp[cs.front()->gpu][cs.front()->config.tp];
+    layer_measured.push_back(m_line->first);
+    layer_predicted.push_back(p_line->first);
   }
   std::string s;
   for (const std::string& gpu : gpus) {
@@ -449,6 +455,14 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
                      gpu);
     for (const auto& [tp, v] : it->second) {
       s += fmt::format(" tp {} {:.1f} / {:.1f} ms ({});", tp, node_model::median(v.first),
+                       node_model::median(v.second), v.first.size());
+    }
+    s.back() = '\n';
+    s += fmt::format("{:<11} a layer of a micro-batch (no pipelining; slope over layers of its cost), "
+                     "median over configurations, measured / predicted:",
+                     gpu);
+    for (const auto& [tp, v] : layer_by_tp[gpu]) {
+      s += fmt::format(" tp {} {:.2f} / {:.2f} ms ({});", tp, node_model::median(v.first),
                        node_model::median(v.second), v.first.size());
     }
     s.back() = '\n';

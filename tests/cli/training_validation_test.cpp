@@ -211,11 +211,12 @@ TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
       << report;
 }
 
-TEST(TrainingValidation, MicroBatchOutsideItsLayersIsTheInterceptOverLayers) {
+TEST(TrainingValidation, MicroBatchOutsideItsLayersIsTheInterceptOverLayersAndALayerTheSlope) {
   // tp 2, dp 1, no pipelining: layers 4, 8, 12 x global batches 4, 8 (4 and
   // 8 micro-batches). Measured 1 + n (3 + 2 L) ms, predicted n (6 + 2.5 L):
   // a micro-batch costs 3 + 2 L measured, 6 + 2.5 L predicted, so outside
-  // its layers 3 ms measured and 6 ms predicted. Pipelined runs have no line.
+  // its layers 3 ms measured and 6 ms predicted, and a layer of it 2 ms
+  // measured and 2.5 ms predicted. Pipelined runs have no line.
   std::vector<PredictedRun> p;
   for (int layers : {4, 8, 12}) {
     for (int gb : {4, 8}) {
@@ -231,6 +232,13 @@ TEST(TrainingValidation, MicroBatchOutsideItsLayersIsTheInterceptOverLayers) {
     }
   }
   const std::string report = format_training_report(p);
-  EXPECT_NE(report.find("measured / predicted: tp 2 3.0 / 6.0 ms (1)\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("its layers (no pipelining; intercept over layers of its cost), median over configurations, "
+                        "measured / predicted: tp 2 3.0 / 6.0 ms (1)\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("a layer of a micro-batch (no pipelining; slope over layers of its cost), median over "
+                        "configurations, measured / predicted: tp 2 2.00 / 2.50 ms (1)\n"),
+            std::string::npos)
+      << report;
   EXPECT_EQ(report.find("/ predicted: tp 1"), std::string::npos) << report;
 }
