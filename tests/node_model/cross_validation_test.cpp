@@ -197,7 +197,6 @@ TEST(LeaveOneGpuOut, SignedMedianIsTheMedianErrorOnTheHeldOutGpu) {
     ASSERT_EQ(e.size(), 48U) << r.kernel_class;
     std::sort(e.begin(), e.end());
     EXPECT_NEAR(r.signed_median, 100.0 * 0.5 * (e[23] + e[24]), 1e-9) << r.kernel_class;
-    EXPECT_LE(std::abs(r.signed_median), 100.0 * std::max(std::abs(e.front()), std::abs(e.back())));
   }
 }
 
