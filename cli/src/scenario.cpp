@@ -44,14 +44,16 @@ class Section {
   }
   [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& path, const std::string& msg) const {
     std::string where = m.is_null() ? file_ : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
+    std::string option;
     if (overridden_ != nullptr) {
       for (const auto& [o, flag] : *overridden_) {
         if (path == o || path.rfind(o + ".", 0) == 0 || path.rfind(o + "[", 0) == 0) {
           where = fmt::format("{} ({})", file_, flag);  // (a key under it, or an item of its list)
+          option = flag;
         }
       }
     }
-    throw ScenarioError(path.empty() ? fmt::format("{}: {}", where, msg) : fmt::format("{}: {}: {}", where, path, msg));
+    throw ScenarioError(where, path.empty() ? msg : fmt::format("{}: {}", path, msg), option);
   }
 
   [[nodiscard]] std::string key_path(const std::string& key) const {
@@ -387,36 +389,44 @@ std::optional<std::pair<int, unsigned>> first_invalid_utf8(std::string_view s) {
 /// Every mapping key is a plain name given once: yaml-cpp would silently
 /// keep the first of two equal keys, and a list or mapping used as a key
 /// means nothing here.
-void check_keys(const YAML::Node& node, const std::string& file, const std::string& path, int depth) {
+/// `option`: the command-line option whose value is being checked, if any.
+void check_keys(const YAML::Node& node, const std::string& file, const std::string& path, int depth,
+                const std::string& option = {}) {
   auto at = [&](const YAML::Mark& m) {
     return m.is_null() ? file : fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1);
   };
-  if (depth > 64) throw ScenarioError(fmt::format("{}: {}: nested too deep (more than 64 levels)", at(node.Mark()), path));
+  if (depth > 64) throw ScenarioError(at(node.Mark()), fmt::format("{}: nested too deep (more than 64 levels)", path), option);
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
       if (!it->first.IsScalar()) {
-        throw ScenarioError(fmt::format("{}: {}: a key must be a plain name, not a list or mapping", at(it->first.Mark()),
-                                        path.empty() ? "(top level)" : path));
+        throw ScenarioError(at(it->first.Mark()),
+                            fmt::format("{}: a key must be a plain name, not a list or mapping",
+                                        path.empty() ? "(top level)" : path),
+                            option);
       }
       const std::string& k = it->first.Scalar();
       const std::string kp = path.empty() ? k : path + "." + k;
       if (!seen.insert(k).second) {
-        throw ScenarioError(fmt::format("{}: {}: duplicate key (given twice in the same mapping)", at(it->first.Mark()), kp));
+        throw ScenarioError(at(it->first.Mark()), fmt::format("{}: duplicate key (given twice in the same mapping)", kp),
+                            option);
       }
-      check_keys(it->second, file, kp, depth + 1);
+      check_keys(it->second, file, kp, depth + 1, option);
     }
   } else if (node.IsSequence()) {
-    for (std::size_t i = 0; i < node.size(); ++i) check_keys(node[i], file, fmt::format("{}[{}]", path, i), depth + 1);
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      check_keys(node[i], file, fmt::format("{}[{}]", path, i), depth + 1, option);
+    }
   }
 }
 
 
 void apply_override(YAML::Node root, const Override& o, const std::string& file) {
+  const std::string option = o.flag.empty() ? "--set " + o.path : o.flag;
   std::vector<std::string> keys;
   std::stringstream ss(o.path);
   for (std::string k; std::getline(ss, k, '.');) {
-    if (k.empty()) throw ScenarioError(fmt::format("{}: --set {}: empty key in the path", file, o.path));
+    if (k.empty()) throw ScenarioError(file, fmt::format("--set {}: empty key in the path", o.path), option);
     keys.push_back(k);
   }
   YAML::Node node = root;
@@ -431,7 +441,8 @@ void apply_override(YAML::Node root, const Override& o, const std::string& file)
       next = node[keys[i]];
     }
     if (!next.IsMap()) {
-      throw ScenarioError(fmt::format("{}: --set {}: '{}' is not a mapping in this scenario", file, o.path, walked));
+      throw ScenarioError(file, fmt::format("--set {}: '{}' is not a mapping in this scenario", o.path, walked),
+                          option);
     }
     node.reset(next);  // rebind: plain assignment would overwrite the parent's content
   }
@@ -439,9 +450,10 @@ void apply_override(YAML::Node root, const Override& o, const std::string& file)
   try {
     value = YAML::Load(o.value);
   } catch (const YAML::ParserException& e) {
-    throw ScenarioError(fmt::format("{}: --set {}: malformed value '{}': {}", file, o.path, o.value, e.msg));
+    throw ScenarioError(file, fmt::format("--set {}: malformed value '{}': {}", o.path, o.value, e.msg),
+                        option);
   }
-  check_keys(value, fmt::format("{} (--set {})", file, o.path), o.path, 0);
+  check_keys(value, fmt::format("{} (--set {})", file, o.path), o.path, 0, option);
   node[keys.back()] = value;
 }
 
@@ -505,7 +517,7 @@ namespace {
 [[noreturn]] void fail_node(const std::string& file, const YAML::Node& at, const std::string& path,
                             const std::string& msg) {
   const YAML::Mark m = at.Mark();
-  throw ScenarioError(fmt::format("{}:{}:{}: {}: {}", file, m.line + 1, m.column + 1, path, msg));
+  throw ScenarioError(fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1), fmt::format("{}: {}", path, msg));
 }
 
 int node_int(const std::string& file, const YAML::Node& v, const std::string& path, int lo, int hi) {
@@ -1413,31 +1425,6 @@ std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, c
   if (auto b = p.get("backend")) out.push_back(Override{"backend", *b, "--backend"});
   if (auto pr = p.get("predictor")) out.push_back(Override{"predictor", *pr, "--predictor"});
   return out;
-}
-
-std::string scenario_error_message(const std::string& msg, const std::string& name, std::string* set) {
-  if (msg.rfind(name, 0) != 0) return msg;
-  std::size_t i = name.size();
-  if (msg.compare(i, 4, " (--") == 0) {
-    const std::size_t close = msg.find(')', i);
-    if (close == std::string::npos) return msg;
-    if (set != nullptr) *set = msg.substr(i + 2, close - i - 2);
-    i = close + 1;
-  }
-  auto digits = [&](std::size_t from) {
-    std::size_t j = from;
-    while (j < msg.size() && msg[j] >= '0' && msg[j] <= '9') ++j;
-    return j;
-  };
-  if (i < msg.size() && msg[i] == ':') {
-    const std::size_t a = digits(i + 1);
-    if (a > i + 1 && a < msg.size() && msg[a] == ':') {
-      const std::size_t b = digits(a + 1);
-      if (b > a + 1) i = b;
-    }
-  }
-  if (msg.compare(i, 2, ": ") == 0) i += 2;
-  return msg.substr(i);
 }
 
 }  // namespace tessera::cli

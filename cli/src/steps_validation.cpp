@@ -220,11 +220,10 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     } catch (const ScenarioError& e) {
       // Named by the override, or by the data row (with the options that
       // made its scenario), never by the YAML generated for it.
-      std::string set;
-      const std::string rest = scenario_error_message(e.what(), "step", &set);
-      throw InputError(set.empty() ? fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu,
-                                                 framework, rest)
-                                   : fmt::format("validate steps ({}): {}", set, rest));
+      const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
+      throw InputError(e.option().empty() ? fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu,
+                                                        framework, rest)
+                                          : fmt::format("validate steps ({}): {}", e.option(), rest));
     }
     OptimizerTime optimizer;
     const double predicted = study::simulate_scenario(s, &optimizer, nullptr, false).result.makespan.ms();

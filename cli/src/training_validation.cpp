@@ -99,7 +99,7 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
     try {
       (void)parse_scenario(vtrain_scenario_yaml(m, "A100-80GB"), "row", {});
     } catch (const ScenarioError& e) {
-      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, scenario_error_message(e.what(), "row")));
+      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, e.detail().empty() ? e.what() : e.detail()));
     }
     runs.push_back(m);
   }
@@ -170,11 +170,10 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
           s = parse_scenario(vtrain_scenario_yaml(m, gpu), "run", overrides);
         } catch (const ScenarioError& e) {
           // The rows were checked when read: this is an override's error.
-          std::string set;
-          const std::string rest = scenario_error_message(e.what(), "run", &set);
-          throw InputError(set.empty()
+          const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
+          throw InputError(e.option().empty()
                                ? fmt::format("validate training (data row {} on {}): {}", m.row, gpu, rest)
-                               : fmt::format("validate training ({}): {}", set, rest));
+                               : fmt::format("validate training ({}): {}", e.option(), rest));
         }
         const Simulation sim = simulate_scenario(s, nullptr, nullptr, false);
         PredictedRun& p = out[i];

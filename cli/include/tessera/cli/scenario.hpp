@@ -53,12 +53,5 @@ Scenario parse_scenario(const std::string& text, const std::string& file,
                         const std::vector<Override>& overrides = {});
 /// The scenario file's text (throws ScenarioError when unreadable).
 std::string read_scenario_text(const std::string& path);
-/// The message of a ScenarioError from a scenario the program generated
-/// (parsed under the file name `name`, e.g. one per data row), without the
-/// file:line:col of YAML the user never wrote: what follows `name` and an
-/// optional ":LINE:COL". When the error names a command-line override,
-/// `set` (if given) receives it ("--set KEY", "--backend"). The caller names the data row or
-/// the override instead.
-std::string scenario_error_message(const std::string& msg, const std::string& name, std::string* set = nullptr);
 
 }  // namespace tessera::cli

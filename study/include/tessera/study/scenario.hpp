@@ -28,6 +28,21 @@ namespace tessera::study {
 class ScenarioError : public InputError {
  public:
   using InputError::InputError;
+  /// An error at `where` (the file, with its line and column, or with the
+  /// command-line option that set the key: "s.yaml (--set KEY)"): the
+  /// message is "WHERE: DETAIL". `option` names that option, if any.
+  ScenarioError(const std::string& where, std::string detail, std::string option = {})
+      : InputError(where + ": " + detail), detail_(std::move(detail)), option_(std::move(option)) {}
+  /// The message without its location ("KEY.PATH: what is wrong"): what a
+  /// caller that generated the YAML names by its own source instead. Empty
+  /// for errors built from one string.
+  [[nodiscard]] const std::string& detail() const { return detail_; }
+  /// The command-line option that set the offending key ("--set KEY",
+  /// "--backend"); empty when the key came from the YAML.
+  [[nodiscard]] const std::string& option() const { return option_; }
+
+ private:
+  std::string detail_, option_;
 };
 
 /// A network backend by its name (backend.hpp: "flow", "ns3", or one a
