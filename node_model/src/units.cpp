@@ -65,6 +65,8 @@ Parsed parse_with(std::string_view kind, std::string_view text,
   if (value < 0) fail(kind, text, "must not be negative");
   std::string_view unit = s.substr(i);
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  // A bare zero is zero in any unit ("host_microbatch: 0" turns the data step off).
+  if (unit.empty() && value == 0.0) return {0.0, 1.0};
   if (unit.empty()) fail(kind, text, fmt::format("missing unit (one of {})", expected));
   for (const auto& u : units) {
     if (u.unit == unit) return {value, u.factor};

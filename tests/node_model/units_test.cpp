@@ -35,6 +35,18 @@ TEST(Units, ParsesFlopRate) {
   EXPECT_DOUBLE_EQ(parse_flop_rate("19.5 TFLOP/s").per_second(), 19.5e12);
 }
 
+TEST(Units, BareZeroNeedsNoUnit) {
+  EXPECT_EQ(parse_time("0").ps(), 0);
+  EXPECT_EQ(parse_time("0.0").ps(), 0);
+  EXPECT_EQ(parse_bytes("0").count(), 0);
+  // Rates must be positive: a bare zero is rejected as 0Gbps is, for its value.
+  EXPECT_THROW((void)parse_bandwidth("0"), UnitError);
+  EXPECT_THROW((void)parse_flop_rate("0"), UnitError);
+  for (const char* bad : {"1", "0.5", "1e-3"}) {
+    EXPECT_THROW((void)parse_time(bad), UnitError) << bad;
+  }
+}
+
 TEST(Units, RejectsBadStrings) {
   for (const char* bad : {"", "us", "1.5", "1.5 parsecs", "-1us", "1.2.3us", "abc", "1 u s", "0.3ps"}) {
     EXPECT_THROW((void)parse_time(bad), UnitError) << bad;
