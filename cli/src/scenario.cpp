@@ -42,12 +42,17 @@ class Section {
   [[noreturn]] void fail(const YAML::Node& at, const std::string& msg) const {
     fail_at(at.Mark(), path_, msg);
   }
-  [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& path, const std::string& msg) const {
+  /// `created`: the error is about the key at `path` itself, which a
+  /// `--set` of a key under it may have created (an unknown key): such an
+  /// option is named too.
+  [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& path, const std::string& msg,
+                            bool created = false) const {
     std::string where = m.is_null() ? file_ : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
     std::string option;
     if (overridden_ != nullptr) {
       for (const auto& [o, flag] : *overridden_) {
-        if (path == o || path.rfind(o + ".", 0) == 0 || path.rfind(o + "[", 0) == 0) {
+        if (path == o || path.rfind(o + ".", 0) == 0 || path.rfind(o + "[", 0) == 0 ||
+            (created && (o.rfind(path + ".", 0) == 0 || o.rfind(path + "[", 0) == 0))) {
           where = fmt::format("{} ({})", file_, flag);  // (a key under it, or an item of its list)
           option = flag;
         }
@@ -191,7 +196,7 @@ class Section {
         all.insert(known_.begin(), known_.end());
         std::string known;
         for (const auto& u : all) known += (known.empty() ? "" : ", ") + u;
-        fail_at(it->first.Mark(), key_path(k), fmt::format("unknown key (known here: {})", known));
+        fail_at(it->first.Mark(), key_path(k), fmt::format("unknown key (known here: {})", known), true);
       }
     }
   }

@@ -240,6 +240,32 @@ TEST(Scenario, OverridesApplyAndNameTheirSource) {
   EXPECT_THROW((void)parse_override("novalue"), InputError);
 }
 
+// A --set that creates an unknown key (or a mapping of them) is named by the
+// error about that key; an unknown key of the file keeps its position.
+TEST(Scenario, UnknownKeyCreatedByAnOverrideNamesIt) {
+  auto error = [](const std::string& text, std::vector<Override> o) {
+    try {
+      (void)parse_scenario(text, "s.yaml", std::move(o));
+    } catch (const ScenarioError& e) {
+      return std::make_pair(std::string(e.what()), e.option());
+    }
+    return std::make_pair(std::string("no error"), std::string());
+  };
+  const auto [msg, option] = error(default_text(), {{"bogus.key", "3"}});
+  EXPECT_EQ(msg.rfind("s.yaml (--set bogus.key): bogus: unknown key (known here: backend, ", 0), 0U) << msg;
+  EXPECT_EQ(option, "--set bogus.key");
+  EXPECT_EQ(error(default_text(), {{"training.bogus.x", "3"}}).first.rfind(
+                "s.yaml (--set training.bogus.x): training.bogus: unknown key (known here: ", 0),
+            0U);
+  // The file's own unknown key, beside an override of a known one.
+  const auto [file_msg, file_option] = error(default_text() + "bogus: 1\n", {{"training.micro_batch", "2"}});
+  EXPECT_EQ(file_msg.rfind("s.yaml:", 0), 0U) << file_msg;
+  EXPECT_NE(file_msg.find(": bogus: unknown key"), std::string::npos) << file_msg;
+  EXPECT_EQ(file_option, "");
+  // A prefix of a key is not its parent.
+  EXPECT_EQ(error(default_text() + "bogus: 1\n", {{"bogus2.x", "1"}}).first.rfind("s.yaml:", 0), 0U);
+}
+
 // dp: auto (or left out) follows the GPU count; a fixed dp that no longer
 // fits names the dp it would follow (a node sweep over a scenario fixing dp).
 TEST(Scenario, DpAutoFollowsTheGpuCount) {
