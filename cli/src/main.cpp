@@ -267,7 +267,11 @@ per GPU against the GPU's capacity.
                calibration.host_launch=40us); --fit fits the host calibration
                (docs/calibration.md); --cv K cross-validates it by
                profile (hidden, micro-batch, tp, pp); --rows FILE writes
-               every run's prediction
+               every run's prediction. Your own runs (any GPU count) in
+               vTrain's schema: --data RUNS.csv --scenario CLUSTER.yaml runs
+               each as that scenario with the run's GPUs (cluster.nodes in
+               whole nodes), model size, batch and plan, with --fit and --cv
+               as above (docs/calibration.md, "Your own measurements")
 
   kernels --leave-one-gpu-out --data ../shared/data/neusight/kernels
                [--gpu NAME] [--epochs N] [--max-rows N]

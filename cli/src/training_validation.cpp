@@ -1,6 +1,6 @@
 // `tessera validate training`: every measured single-node Megatron-DeepSpeed
-// iteration of vTrain's table as a scenario, predicted against measured
-// (docs/calibration.md).
+// iteration of vTrain's table as a scenario, or a user's own runs on their
+// scenario (--scenario), predicted against measured (docs/calibration.md).
 #include "tessera/cli/training_validation.hpp"
 
 #include <fmt/format.h>
@@ -51,7 +51,64 @@ PlanFamily MeasuredRun::family() const {
   return PlanFamily::DataParallel;
 }
 
-std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
+RunTemplate RunTemplate::vtrain(std::string gpu) {
+  RunTemplate t;
+  t.label_ = gpu;
+  t.gpu_ = std::move(gpu);
+  return t;
+}
+
+RunTemplate RunTemplate::from_file(const std::string& path, const std::vector<Override>& overrides) {
+  RunTemplate t;
+  t.base_text_ = read_scenario_text(path);
+  t.base_file_ = path;
+  const Scenario base = parse_scenario(t.base_text_, path, overrides);
+  if (!base.jobs.empty()) {
+    throw InputError(fmt::format("{}: jobs: a scenario of several jobs cannot be the runs' scenario", path));
+  }
+  t.label_ = base.gpu.name;
+  t.gpus_per_node_ = base.cluster.gpus_per_node;
+  return t;
+}
+
+Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>& overrides) const {
+  if (is_vtrain()) {
+    if (m.gpus > 8) {
+      throw InputError(fmt::format(
+          "{} GPUs: the built-in scenario is vTrain's one 8-GPU node; give --scenario with your cluster "
+          "(docs/calibration.md, \"Your own measurements\")",
+          m.gpus));
+    }
+    return parse_scenario(vtrain_scenario_yaml(m, gpu_), "run", overrides);
+  }
+  const std::string flag = fmt::format("data row {}", m.row);
+  std::vector<Override> o;
+  auto set = [&](const char* key, int v) { o.push_back({key, std::to_string(v), flag}); };
+  if (m.gpus >= gpus_per_node_) {
+    if (m.gpus % gpus_per_node_ != 0) {
+      throw InputError(fmt::format("{} GPUs are not whole nodes of {} (cluster.gpus_per_node in {})", m.gpus,
+                                   gpus_per_node_, base_file_));
+    }
+    set("cluster.nodes", m.gpus / gpus_per_node_);
+    set("cluster.gpus_per_node", gpus_per_node_);  // as read with the command's --set
+  } else {
+    set("cluster.nodes", 1);  // part of a node
+    set("cluster.gpus_per_node", m.gpus);
+  }
+  set("model.layers", m.layers);
+  set("model.hidden", m.hidden);
+  set("model.heads", m.heads);
+  set("training.micro_batch", m.micro_batch);
+  set("training.global_batch", m.global_batch);
+  set("training.seq_len", m.seq_len);
+  set("parallelism.tp", m.tp);
+  set("parallelism.dp", m.dp);
+  set("parallelism.pp", m.pp);
+  o.insert(o.end(), overrides.begin(), overrides.end());
+  return parse_scenario(base_text_, base_file_, o);
+}
+
+std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemplate& where) {
   const node_model::CsvTable t = node_model::read_csv(path);
   const std::size_t c_gpus = t.require_column("# GPUs"), c_gb = t.require_column("global batch");
   const std::size_t c_mb = t.require_column("micro batch"), c_h = t.require_column("hidden size");
@@ -97,9 +154,11 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path) {
     // divides, heads that divide the hidden size, ...), named by row here
     // rather than by a position in the generated YAML.
     try {
-      (void)parse_scenario(vtrain_scenario_yaml(m, "A100-80GB"), "row", {});
+      (void)where.scenario(m, {});
     } catch (const ScenarioError& e) {
       throw InputError(fmt::format("{}: row {}: {}", path, r + 1, e.detail().empty() ? e.what() : e.detail()));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, e.what()));
     }
     runs.push_back(m);
   }
@@ -155,8 +214,9 @@ calibration: {{}}
                      fmt::arg("pp", m.pp));
 }
 
-std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, const std::string& gpu,
+std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
                                        const std::vector<Override>& overrides, unsigned jobs) {
+  const std::string& gpu = where.label();
   std::vector<PredictedRun> out(runs.size());
   std::atomic<std::size_t> next{0};
   std::mutex error_mu;
@@ -167,7 +227,7 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
         const MeasuredRun& m = runs[i];
         Scenario s;
         try {
-          s = parse_scenario(vtrain_scenario_yaml(m, gpu), "run", overrides);
+          s = where.scenario(m, overrides);
         } catch (const ScenarioError& e) {
           // The rows were checked when read: this is an override's error.
           const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
@@ -242,7 +302,7 @@ std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, 
 
 }  // namespace
 
-HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::string& gpu,
+HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
                           const std::vector<Override>& overrides, unsigned jobs) {
   HostFit fit;
   std::int64_t launch_ns = 0, p2p_ns = 0, mb_ns = 0;
@@ -255,7 +315,7 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::strin
     o.push_back({"calibration.host_p2p", fmt::format("{}ns", p2p)});
     o.push_back({"calibration.host_microbatch", fmt::format("{}ns", mb)});
     o.push_back({"calibration.host_iteration", "0s"});
-    const auto r = best_shift(predict_runs(runs, gpu, o, jobs));
+    const auto r = best_shift(predict_runs(runs, where, o, jobs));
     ++fit.simulations;
     return seen[{launch, p2p, mb}] = r;
   };
@@ -373,11 +433,24 @@ void add_to_groups(ErrorGroups& groups, const std::string& gpu, const MeasuredRu
   g[fmt::format("hidden {}", run.hidden)].push_back(error);
 }
 
-const std::vector<std::string>& group_order() {
-  static const std::vector<std::string> order = {
-      "dp-only",       "tp-only",       "pp-only",     "mixed",       "tp 1",        "tp 2",
-      "tp 4",          "tp 8",          "micro-batch 1", "micro-batch 2", "micro-batch 4", "micro-batch 8",
-      "hidden 1024",   "hidden 2048",   "all"};
+/// The groups of one variant in report order: plan families, then tp,
+/// micro-batch and hidden size (each ascending, whatever values the data
+/// hold), then all.
+std::vector<std::string> group_order(const std::map<std::string, std::vector<double>>& present) {
+  static const std::vector<std::string> families = {"dp-only", "tp-only", "pp-only", "mixed"};
+  static const std::vector<std::string> prefixes = {"tp ", "micro-batch ", "hidden "};
+  auto rank = [&](const std::string& g) -> std::pair<int, long long> {
+    for (std::size_t i = 0; i < families.size(); ++i) {
+      if (g == families[i]) return {0, static_cast<long long>(i)};
+    }
+    for (std::size_t i = 0; i < prefixes.size(); ++i) {
+      if (g.rfind(prefixes[i], 0) == 0) return {static_cast<int>(i) + 1, std::stoll(g.substr(prefixes[i].size()))};
+    }
+    return {4, 0};  // all
+  };
+  std::vector<std::string> order;
+  for (const auto& [g, errors] : present) order.push_back(g);
+  std::sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   return order;
 }
 
@@ -388,10 +461,8 @@ std::string table_header(const char* count) {
 
 std::string table_rows(ErrorGroups& groups, const std::string& gpu) {
   std::string s;
-  for (const std::string& g : group_order()) {
-    const auto it = groups[gpu].find(g);
-    if (it == groups[gpu].end()) continue;
-    const ErrorStats e = error_stats(it->second);
+  for (const std::string& g : group_order(groups[gpu])) {
+    const ErrorStats e = error_stats(groups[gpu].at(g));
     s += fmt::format("{:<11} {:<15} {:>6} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>+7.1f}%\n", gpu, g, e.n,
                      100 * e.mean, 100 * e.median, 100 * e.p90, 100 * e.max, 100 * e.mean_signed);
   }
@@ -537,16 +608,16 @@ std::string rows_csv(const std::vector<PredictedRun>& all) {
 
 /// --fit: the host calibration fit on every run; --cv K: each fold predicted
 /// with the calibration fit on the other folds.
-int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<std::string>& gpus,
+int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<RunTemplate>& templates,
                            const std::vector<Override>& overrides, unsigned jobs, int folds,
                            const std::optional<std::string>& rows_path, std::ostream& out) {
   std::vector<PredictedRun> cv_all;
-  for (const std::string& gpu : gpus) {
+  for (const RunTemplate& gpu : templates) {
     const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs);
     out << fmt::format(
         "{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, host_iteration {:.2f} ms "
         "fit on all {} runs ({} sweeps): mean error {:.1f}%\n",
-        gpu, f.host_launch.us(), f.host_p2p.ms(), f.host_microbatch.ms(), f.host_iteration.ms(), runs.size(),
+        gpu.label(), f.host_launch.us(), f.host_p2p.ms(), f.host_microbatch.ms(), f.host_iteration.ms(), runs.size(),
         f.simulations,
         100 * f.mean_error);
     if (folds == 0) continue;
@@ -592,7 +663,8 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
 
 int cmd_validate_training(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate training");
-  p.option("data").option("gpu").option("rows").option("jobs").option("cv").option("every").flag("fit");
+  p.option("data").option("gpu").option("scenario").option("rows").option("jobs").option("cv").option("every").flag(
+      "fit");
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
   std::vector<Override> overrides;
@@ -602,12 +674,25 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   const std::string file =
       fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
   if (!fs::exists(file)) throw InputError(fmt::format("--data {}: no ground_truth_single.csv there", data));
-  std::vector<std::string> gpus = {"A100-80GB", "A100-40GB"};
-  if (auto g = p.get("gpu")) {
-    if (*g != "A100-80GB" && *g != "A100-40GB") {
-      throw UsageError(fmt::format("--gpu: expected A100-80GB or A100-40GB, got '{}'", *g));
+  std::vector<RunTemplate> templates;
+  const std::optional<std::string> base = p.get("scenario");
+  if (base) {
+    if (p.has("gpu")) {
+      throw UsageError("--gpu and --scenario exclude each other: the scenario names its GPU (cluster.gpu; "
+                       "--set cluster.gpu=NAME to change it)");
     }
-    gpus = {*g};
+    templates.push_back(RunTemplate::from_file(*base, overrides));
+  } else {
+    std::vector<std::string> gpus = {"A100-80GB", "A100-40GB"};
+    if (auto g = p.get("gpu")) {
+      if (*g != "A100-80GB" && *g != "A100-40GB") {
+        throw UsageError(fmt::format(
+            "--gpu: expected A100-80GB or A100-40GB (vTrain's node; --scenario for another cluster), got '{}'",
+            *g));
+      }
+      gpus = {*g};
+    }
+    for (auto& g : gpus) templates.push_back(RunTemplate::vtrain(g));
   }
   unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
   if (auto j = p.get("jobs")) jobs = static_cast<unsigned>(parse_positive_int(*j, "--jobs", 4096));
@@ -615,7 +700,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   FileSet files;
   files.input(file, "--data");
   if (rows_path) files.output(*rows_path, "--rows");
-  auto runs = read_vtrain_runs(file);
+  auto runs = read_vtrain_runs(file, templates.front());
   if (auto e = p.get("every")) {
     // Every N-th run (deterministic subsample, for quick checks).
     std::size_t n = 0;
@@ -640,19 +725,27 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
     if (folds < 2 || folds > 20) throw UsageError(fmt::format("--cv: expected 2-20 folds, got '{}'", *c));
   }
   if (p.has("fit") || folds > 0) {
-    return fit_and_cross_validate(runs, gpus, overrides, jobs, folds, rows_path, out);
+    return fit_and_cross_validate(runs, templates, overrides, jobs, folds, rows_path, out);
   }
   std::vector<PredictedRun> all;
-  for (const std::string& gpu : gpus) {
-    auto part = predict_runs(runs, gpu, overrides, jobs);
+  for (const RunTemplate& t : templates) {
+    auto part = predict_runs(runs, t, overrides, jobs);
     all.insert(all.end(), part.begin(), part.end());
   }
-  out << fmt::format(
-      "Single-node Megatron-DeepSpeed training iterations (vTrain, {} runs on 2-8 A100s of one node, fp16,\n"
-      "full recomputation, 1F1B): predicted against measured. The A100 variant of the measurements is not\n"
-      "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of (predicted / measured - "
-      "1).\n\n",
-      runs.size());
+  if (base) {
+    out << fmt::format(
+        "Training iterations of {} ({} runs), each run as {} with its GPUs, model size, batch and plan:\n"
+        "predicted against measured. Errors: |predicted / measured - 1|; signed: mean of (predicted / "
+        "measured - 1).\n\n",
+        file, runs.size(), *base);
+  } else {
+    out << fmt::format(
+        "Single-node Megatron-DeepSpeed training iterations (vTrain, {} runs on 2-8 A100s of one node, fp16,\n"
+        "full recomputation, 1F1B): predicted against measured. The A100 variant of the measurements is not\n"
+        "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of (predicted / measured - "
+        "1).\n\n",
+        runs.size());
+  }
   out << format_training_report(all);
   if (rows_path) {
     write_file_atomic(*rows_path, rows_csv(all));

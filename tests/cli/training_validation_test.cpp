@@ -13,6 +13,7 @@
 #include <set>
 
 #include "tessera/error.hpp"
+#include "tessera/study/pipeline.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
@@ -134,7 +135,7 @@ TEST(TrainingValidation, ScenarioOfARunGoesThroughThePipeline) {
   // more host time per launch makes it slower.
   const MeasuredRun r = run(2, 1, 2);
   auto predict = [&](const std::string& gpu, const std::string& launch) {
-    const auto p = predict_runs({r}, gpu, {{"calibration.host_launch", launch}}, 1);
+    const auto p = predict_runs({r}, RunTemplate::vtrain(gpu), {{"calibration.host_launch", launch}}, 1);
     EXPECT_EQ(p.size(), 1U);
     return p[0].predicted_ms;
   };
@@ -142,7 +143,7 @@ TEST(TrainingValidation, ScenarioOfARunGoesThroughThePipeline) {
   EXPECT_GT(a, 0);
   EXPECT_GT(b, a);
   EXPECT_GE(predict("A100-40GB", "10us"), a);  // less memory bandwidth
-  EXPECT_THROW(predict_runs({r}, "A100-80GB", {{"calibration.host_launch", "fast"}}, 1), InputError);
+  EXPECT_THROW(predict_runs({r}, RunTemplate::vtrain("A100-80GB"), {{"calibration.host_launch", "fast"}}, 1), InputError);
 }
 
 namespace {
@@ -241,4 +242,157 @@ TEST(TrainingValidation, MicroBatchOutsideItsLayersIsTheInterceptOverLayersAndAL
             std::string::npos)
       << report;
   EXPECT_EQ(report.find("/ predicted: tp 1"), std::string::npos) << report;
+}
+
+namespace {
+// A user's cluster for their own runs (validate training --scenario): 8-GPU
+// A100 nodes, bf16 Megatron-LM with selective recomputation.
+const char* kBase = R"(name: mine
+cluster:
+  nodes: 2
+  gpus_per_node: 8
+  gpu: A100-80GB
+  nvlink_bandwidth: 300GB/s
+  nvlink_latency: 1us
+  nic_bandwidth: 200Gbps
+  nic_latency: 1us
+  fabric:
+    type: leaf-spine
+    hosts_per_leaf: 8
+    spines: 8
+    spine_bandwidth: 200Gbps
+    spine_latency: 600ns
+model:
+  preset: gpt3-xl
+training:
+  micro_batch: 1
+  seq_len: 2048
+  dtype: bf16
+parallelism:
+  recompute: selective
+)";
+
+MeasuredRun big_run() {
+  MeasuredRun m;
+  m.row = 7;
+  m.gpus = 32;
+  m.tp = 8;
+  m.dp = 2;
+  m.pp = 2;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.layers = 8;
+  m.micro_batch = 2;
+  m.global_batch = 8;
+  m.seq_len = 1024;
+  m.measured_ms = 100;
+  return m;
+}
+}  // namespace
+
+// A run on the user's scenario keeps its cluster, precision and
+// recomputation and sets its own GPU count (in whole nodes), model size,
+// batch and plan: the same forecast as the scenario written out by hand.
+TEST(TrainingValidation, RunOnAScenarioFileIsThatScenarioWithTheRunsKeys) {
+  const std::string path = write_temp("tessera_runs_base.yaml", kBase);
+  const RunTemplate t = RunTemplate::from_file(path);
+  EXPECT_EQ(t.label(), "A100-80GB");
+  EXPECT_FALSE(t.is_vtrain());
+  const MeasuredRun m = big_run();
+  const Scenario s = t.scenario(m, {});
+  EXPECT_EQ(s.cluster.nodes, 4);
+  EXPECT_EQ(s.cluster.gpus_per_node, 8);
+  EXPECT_EQ(s.plan.tp, 8);
+  EXPECT_EQ(s.plan.dp, 2);
+  EXPECT_EQ(s.plan.pp, 2);
+  EXPECT_EQ(s.plan.global_batch, 8);
+  EXPECT_EQ(s.plan.recompute, parallelism::Recompute::Selective);
+  EXPECT_EQ(s.model.hidden, 4096);
+  EXPECT_EQ(s.model.heads, 32);
+  EXPECT_EQ(s.model.layers, 8);
+  EXPECT_EQ(s.workload.micro_batch, 2);
+  EXPECT_EQ(s.workload.seq_len, 1024);
+  EXPECT_EQ(s.workload.dtype, node_model::DType::BF16);
+
+  std::string by_hand = kBase;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    by_hand.replace(by_hand.find(from), from.size(), to);
+  };
+  replace("nodes: 2", "nodes: 4");
+  replace("preset: gpt3-xl", "preset: gpt3-xl\n  layers: 8\n  hidden: 4096\n  heads: 32");
+  replace("micro_batch: 1\n  seq_len: 2048", "micro_batch: 2\n  global_batch: 8\n  seq_len: 1024");
+  replace("parallelism:\n", "parallelism:\n  tp: 8\n  dp: 2\n  pp: 2\n");
+  const double expected =
+      study::simulate_scenario(parse_scenario(by_hand, "by_hand.yaml", {})).result.makespan.ms();
+  const auto p = predict_runs({m}, t, {}, 1);
+  ASSERT_EQ(p.size(), 1U);
+  EXPECT_EQ(p[0].gpu, "A100-80GB");
+  EXPECT_DOUBLE_EQ(p[0].predicted_ms, expected);
+  // The command's --set come after the run's keys.
+  const auto slower = predict_runs({m}, t, {{"calibration.host_launch", "80us"}}, 1);
+  EXPECT_GT(slower[0].predicted_ms, expected);
+
+  // Fewer GPUs than a node: one node of that many.
+  MeasuredRun part = big_run();
+  part.gpus = 4;
+  part.tp = 4;
+  part.dp = 1;
+  part.pp = 1;
+  const Scenario sp = t.scenario(part, {});
+  EXPECT_EQ(sp.cluster.nodes, 1);
+  EXPECT_EQ(sp.cluster.gpus_per_node, 4);
+  // A node size given with --set is the one runs are counted in.
+  const Scenario s4 = RunTemplate::from_file(path, {{"cluster.gpus_per_node", "4"}}).scenario(m, {});
+  EXPECT_EQ(s4.cluster.nodes, 8);
+  EXPECT_EQ(s4.cluster.gpus_per_node, 4);
+}
+
+TEST(TrainingValidation, RunsAScenarioFileCannotHoldAreNamed) {
+  const std::string path = write_temp("tessera_runs_base.yaml", kBase);
+  const RunTemplate t = RunTemplate::from_file(path);
+  MeasuredRun m = big_run();
+  m.gpus = 12;
+  m.dp = 1;
+  m.pp = 1;
+  m.tp = 12;
+  try {
+    (void)t.scenario(m, {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "12 GPUs are not whole nodes of 8 (cluster.gpus_per_node in " + path + ")");
+  }
+  // A rule a run's key breaks names the key as set by the run.
+  m = big_run();
+  m.global_batch = 7;
+  try {
+    (void)t.scenario(m, {});
+    FAIL();
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.option(), "data row 7");
+    EXPECT_EQ(std::string(e.what()).rfind(path + " (data row 7): training.global_batch: global_batch (7) must", 0),
+              0U)
+        << e.what();
+  }
+  // Read from a file: by file and row.
+  const std::string csv = write_temp(
+      "tessera_runs.csv", std::string(kHeader) + "8,8,1,1024,16,4,256,8,1,1,50\n12,12,1,1024,16,4,256,12,1,1,50\n");
+  try {
+    (void)read_vtrain_runs(csv, t);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              csv + ": row 2: 12 GPUs are not whole nodes of 8 (cluster.gpus_per_node in " + path + ")");
+  }
+  // vTrain's template is one 8-GPU node: a larger run asks for a scenario.
+  m = big_run();
+  try {
+    (void)RunTemplate::vtrain("A100-80GB").scenario(m, {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("32 GPUs: the built-in scenario is vTrain's one 8-GPU node; give "
+                                          "--scenario with your cluster",
+                                          0),
+              0U)
+        << e.what();
+  }
 }

@@ -1,7 +1,8 @@
 #pragma once
-// Validation of whole training iterations against measured single-node
-// Megatron-DeepSpeed runs (vTrain's table): each run becomes a scenario and
-// goes through the same pipeline as `tessera run`.
+// Validation of whole training iterations against measured runs: vTrain's
+// single-node Megatron-DeepSpeed table, or a user's own runs in its schema on
+// a scenario of theirs (RunTemplate); each run becomes a scenario and goes
+// through the same pipeline as `tessera run`.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,17 +26,56 @@ struct MeasuredRun {
   [[nodiscard]] PlanFamily family() const;
 };
 
-/// Reads vTrain's `ground_truth_single.csv`; throws InputError naming file,
-/// row and column for a missing column, a non-numeric or non-positive cell,
-/// or tp x dp x pp different from the GPU count, and file and row for a row
-/// whose scenario breaks a scenario rule (the rule's key and message).
-std::vector<MeasuredRun> read_vtrain_runs(const std::string& path);
-
 /// The scenario of one run on `gpu` (a preset name): one NVSwitch node of
 /// A100s, Megatron profile, fp16, full recomputation, 1F1B, the gradient
 /// all-reduce after the backward, an empty `calibration:` section for
 /// overrides.
 std::string vtrain_scenario_yaml(const MeasuredRun& run, const std::string& gpu);
+
+/// Where each run's scenario comes from: vTrain's template (one 8-GPU A100
+/// node, Megatron-DeepSpeed, fp16, full recomputation) on a GPU preset, or a
+/// scenario file of the user's (`--scenario`): its cluster, model,
+/// training, parallelism and calibration settings, with each run's GPU count
+/// (`cluster.nodes` = GPUs / `cluster.gpus_per_node`; a run on fewer GPUs
+/// than a node gets one node of that many), model size (`model.layers`,
+/// `hidden`, `heads`), batch (`training.micro_batch`, `global_batch`,
+/// `seq_len`) and plan (`parallelism.tp`, `dp`, `pp`) set on top.
+class RunTemplate {
+ public:
+  /// vTrain's template on `gpu` (A100-80GB or A100-40GB).
+  static RunTemplate vtrain(std::string gpu);
+  /// A scenario file, read with `overrides` (the command's --set: they may
+  /// change its GPU or node size); throws ScenarioError (with its position)
+  /// for a file that is not a valid scenario, InputError for one with
+  /// several jobs.
+  static RunTemplate from_file(const std::string& path, const std::vector<Override>& overrides = {});
+
+  /// The name runs are reported under (the GPU preset, or the scenario's
+  /// `cluster.gpu` name).
+  [[nodiscard]] const std::string& label() const { return label_; }
+  [[nodiscard]] bool is_vtrain() const { return base_text_.empty(); }
+  /// The scenario of `run`, `overrides` applied after the run's keys. Throws
+  /// InputError for a run the template cannot hold (a GPU count that is not
+  /// whole nodes; more than 8 GPUs on vTrain's one node), ScenarioError for
+  /// a scenario rule a run or an override breaks (the keys a run sets are
+  /// named as set by "data row N").
+  [[nodiscard]] Scenario scenario(const MeasuredRun& run, const std::vector<Override>& overrides) const;
+
+ private:
+  std::string label_;
+  std::string gpu_;        ///< vTrain: the preset
+  std::string base_text_;  ///< a scenario file's text (empty: vTrain)
+  std::string base_file_;
+  int gpus_per_node_ = 8;
+};
+
+/// Reads measured runs in vTrain's schema (`ground_truth_single.csv`); throws
+/// InputError naming file, row and column for a missing column, a
+/// non-numeric or non-positive cell, or tp x dp x pp different from the GPU
+/// count, and file and row for a row whose scenario under `where` breaks a
+/// scenario rule (the rule's key and message) or that `where` cannot hold.
+std::vector<MeasuredRun> read_vtrain_runs(const std::string& path,
+                                          const RunTemplate& where = RunTemplate::vtrain("A100-80GB"));
 
 struct PredictedRun {
   MeasuredRun run;
@@ -45,9 +85,10 @@ struct PredictedRun {
   [[nodiscard]] double error() const { return predicted_ms / run.measured_ms - 1.0; }
 };
 
-/// Simulates every run on `gpu` with `overrides` applied to each scenario
-/// (e.g. calibration.host_launch=30us), on `jobs` threads. Deterministic.
-std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, const std::string& gpu,
+/// Simulates every run under `where` with `overrides` applied to each
+/// scenario (e.g. calibration.host_launch=30us), on `jobs` threads; each
+/// prediction's `gpu` is `where.label()`. Deterministic.
+std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
                                        const std::vector<Override>& overrides, unsigned jobs);
 
 /// Host-overhead calibration fit on measured runs (docs/calibration.md):
@@ -64,7 +105,7 @@ struct HostFit {
   double mean_error = 0;  ///< mean |predicted / measured - 1| on the fitted runs
   int simulations = 0;    ///< sweeps over the runs the search took
 };
-HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const std::string& gpu,
+HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
                           const std::vector<Override>& overrides, unsigned jobs);
 
 /// Cross-validation fold of a run: runs of one profile (the same hidden size,
