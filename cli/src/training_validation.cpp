@@ -437,20 +437,23 @@ void add_to_groups(ErrorGroups& groups, const std::string& gpu, const MeasuredRu
 /// micro-batch and hidden size (each ascending, whatever values the data
 /// hold), then all.
 std::vector<std::string> group_order(const std::map<std::string, std::vector<double>>& present) {
-  static const std::vector<std::string> families = {"dp-only", "tp-only", "pp-only", "mixed"};
-  static const std::vector<std::string> prefixes = {"tp ", "micro-batch ", "hidden "};
+  static const std::vector<std::string> kFamilies = {"dp-only", "tp-only", "pp-only", "mixed"};
+  static const std::vector<std::string> kPrefixes = {"tp ", "micro-batch ", "hidden "};
   auto rank = [&](const std::string& g) -> std::pair<int, long long> {
-    for (std::size_t i = 0; i < families.size(); ++i) {
-      if (g == families[i]) return {0, static_cast<long long>(i)};
+    for (std::size_t i = 0; i < kFamilies.size(); ++i) {
+      if (g == kFamilies[i]) return {0, static_cast<long long>(i)};
     }
-    for (std::size_t i = 0; i < prefixes.size(); ++i) {
-      if (g.rfind(prefixes[i], 0) == 0) return {static_cast<int>(i) + 1, std::stoll(g.substr(prefixes[i].size()))};
+    for (std::size_t i = 0; i < kPrefixes.size(); ++i) {
+      if (g.rfind(kPrefixes[i], 0) == 0)
+        return {static_cast<int>(i) + 1, std::stoll(g.substr(kPrefixes[i].size()))};
     }
     return {4, 0};  // all
   };
   std::vector<std::string> order;
+  order.reserve(present.size());
   for (const auto& [g, errors] : present) order.push_back(g);
-  std::sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  std::sort(order.begin(), order.end(),
+            [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   return order;
 }
 
@@ -617,9 +620,8 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     out << fmt::format(
         "{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, host_iteration {:.2f} ms "
         "fit on all {} runs ({} sweeps): mean error {:.1f}%\n",
-        gpu.label(), f.host_launch.us(), f.host_p2p.ms(), f.host_microbatch.ms(), f.host_iteration.ms(), runs.size(),
-        f.simulations,
-        100 * f.mean_error);
+        gpu.label(), f.host_launch.us(), f.host_p2p.ms(), f.host_microbatch.ms(), f.host_iteration.ms(),
+        runs.size(), f.simulations, 100 * f.mean_error);
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
     for (int k = 0; k < folds; ++k) {
@@ -663,8 +665,14 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
 
 int cmd_validate_training(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate training");
-  p.option("data").option("gpu").option("scenario").option("rows").option("jobs").option("cv").option("every").flag(
-      "fit");
+  p.option("data")
+      .option("gpu")
+      .option("scenario")
+      .option("rows")
+      .option("jobs")
+      .option("cv")
+      .option("every")
+      .flag("fit");
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
   std::vector<Override> overrides;
@@ -678,20 +686,23 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   const std::optional<std::string> base = p.get("scenario");
   if (base) {
     if (p.has("gpu")) {
-      throw UsageError("--gpu and --scenario exclude each other: the scenario names its GPU (cluster.gpu; "
-                       "--set cluster.gpu=NAME to change it)");
+      throw UsageError(
+          "--gpu and --scenario exclude each other: the scenario names its GPU (cluster.gpu; "
+          "--set cluster.gpu=NAME to change it)");
     }
     templates.push_back(RunTemplate::from_file(*base, overrides));
   } else {
     std::vector<std::string> gpus = {"A100-80GB", "A100-40GB"};
     if (auto g = p.get("gpu")) {
       if (*g != "A100-80GB" && *g != "A100-40GB") {
-        throw UsageError(fmt::format(
-            "--gpu: expected A100-80GB or A100-40GB (vTrain's node; --scenario for another cluster), got '{}'",
-            *g));
+        throw UsageError(
+            fmt::format("--gpu: expected A100-80GB or A100-40GB (vTrain's node; --scenario for another "
+                        "cluster), got '{}'",
+                        *g));
       }
       gpus = {*g};
     }
+    templates.reserve(gpus.size());
     for (auto& g : gpus) templates.push_back(RunTemplate::vtrain(g));
   }
   unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
@@ -740,9 +751,11 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
         file, runs.size(), *base);
   } else {
     out << fmt::format(
-        "Single-node Megatron-DeepSpeed training iterations (vTrain, {} runs on 2-8 A100s of one node, fp16,\n"
+        "Single-node Megatron-DeepSpeed training iterations (vTrain, {} runs on 2-8 A100s of one node, "
+        "fp16,\n"
         "full recomputation, 1F1B): predicted against measured. The A100 variant of the measurements is not\n"
-        "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of (predicted / measured - "
+        "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of (predicted / measured "
+        "- "
         "1).\n\n",
         runs.size());
   }

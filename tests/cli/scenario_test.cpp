@@ -254,8 +254,8 @@ TEST(Scenario, UnknownKeyCreatedByAnOverrideNamesIt) {
   const auto [msg, option] = error(default_text(), {{"bogus.key", "3"}});
   EXPECT_EQ(msg.rfind("s.yaml (--set bogus.key): bogus: unknown key (known here: backend, ", 0), 0U) << msg;
   EXPECT_EQ(option, "--set bogus.key");
-  EXPECT_EQ(error(default_text(), {{"training.bogus.x", "3"}}).first.rfind(
-                "s.yaml (--set training.bogus.x): training.bogus: unknown key (known here: ", 0),
+  EXPECT_EQ(error(default_text(), {{"training.bogus.x", "3"}})
+                .first.rfind("s.yaml (--set training.bogus.x): training.bogus: unknown key (known here: ", 0),
             0U);
   // The file's own unknown key, beside an override of a known one.
   const auto [file_msg, file_option] = error(default_text() + "bogus: 1\n", {{"training.micro_batch", "2"}});

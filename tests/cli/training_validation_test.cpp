@@ -143,7 +143,8 @@ TEST(TrainingValidation, ScenarioOfARunGoesThroughThePipeline) {
   EXPECT_GT(a, 0);
   EXPECT_GT(b, a);
   EXPECT_GE(predict("A100-40GB", "10us"), a);  // less memory bandwidth
-  EXPECT_THROW(predict_runs({r}, RunTemplate::vtrain("A100-80GB"), {{"calibration.host_launch", "fast"}}, 1), InputError);
+  EXPECT_THROW(predict_runs({r}, RunTemplate::vtrain("A100-80GB"), {{"calibration.host_launch", "fast"}}, 1),
+               InputError);
 }
 
 namespace {
@@ -359,7 +360,8 @@ TEST(TrainingValidation, RunsAScenarioFileCannotHoldAreNamed) {
     (void)t.scenario(m, {});
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "12 GPUs are not whole nodes of 8 (cluster.gpus_per_node in " + path + ")");
+    EXPECT_EQ(std::string(e.what()),
+              "12 GPUs are not whole nodes of 8 (cluster.gpus_per_node in " + path + ")");
   }
   // A rule a run's key breaks names the key as set by the run.
   m = big_run();
@@ -369,13 +371,15 @@ TEST(TrainingValidation, RunsAScenarioFileCannotHoldAreNamed) {
     FAIL();
   } catch (const ScenarioError& e) {
     EXPECT_EQ(e.option(), "data row 7");
-    EXPECT_EQ(std::string(e.what()).rfind(path + " (data row 7): training.global_batch: global_batch (7) must", 0),
-              0U)
+    EXPECT_EQ(
+        std::string(e.what()).rfind(path + " (data row 7): training.global_batch: global_batch (7) must", 0),
+        0U)
         << e.what();
   }
   // Read from a file: by file and row.
-  const std::string csv = write_temp(
-      "tessera_runs.csv", std::string(kHeader) + "8,8,1,1024,16,4,256,8,1,1,50\n12,12,1,1024,16,4,256,12,1,1,50\n");
+  const std::string csv =
+      write_temp("tessera_runs.csv",
+                 std::string(kHeader) + "8,8,1,1024,16,4,256,8,1,1,50\n12,12,1,1024,16,4,256,12,1,1,50\n");
   try {
     (void)read_vtrain_runs(csv, t);
     FAIL();
