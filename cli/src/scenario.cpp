@@ -270,10 +270,19 @@ parallelism::TransformerConfig read_model(Section& m) {
     auto override_field = [&](const char* key, std::int64_t& field) {
       if (m.has(key)) field = m.positive_int(key);
     };
+    const std::int64_t preset_hidden = cfg.hidden, preset_ffn = cfg.ffn_hidden;
     override_field("layers", cfg.layers);
     override_field("hidden", cfg.hidden);
     override_field("heads", cfg.heads);
-    override_field("ffn_hidden", cfg.ffn_hidden);
+    if (m.has("ffn_hidden")) {
+      cfg.ffn_hidden = m.positive_int("ffn_hidden");
+    } else if (cfg.hidden != preset_hidden) {
+      // A new hidden size keeps the preset's MLP width ratio (4 x hidden
+      // for the GPT presets), rounded, at most int64.
+      const __int128 ffn = (static_cast<__int128>(preset_ffn) * cfg.hidden + preset_hidden / 2) / preset_hidden;
+      cfg.ffn_hidden = static_cast<std::int64_t>(
+          std::min<__int128>(std::max<__int128>(ffn, 1), std::numeric_limits<std::int64_t>::max()));
+    }
     override_field("vocab", cfg.vocab);
     override_field("kv_heads", cfg.kv_heads);
   } else {

@@ -240,6 +240,27 @@ TEST(Scenario, OverridesApplyAndNameTheirSource) {
   EXPECT_THROW((void)parse_override("novalue"), InputError);
 }
 
+// A hidden size given beside a preset keeps the preset's MLP width ratio
+// unless ffn_hidden is given too (a GPT preset's MLP stays 4 x hidden).
+TEST(Scenario, HiddenBesidePresetScalesItsMlp) {
+  auto model = [](const std::string& fields) {
+    return parse_scenario(replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n" + fields), "s.yaml")
+        .model;
+  };
+  EXPECT_EQ(model("  hidden: 2560\n  heads: 20").ffn_hidden, 4 * 2560);
+  EXPECT_EQ(model("  hidden: 2560\n  heads: 20\n  ffn_hidden: 7000").ffn_hidden, 7000);
+  EXPECT_EQ(model("  heads: 10").ffn_hidden, 5120);  // the preset's, hidden unchanged
+  auto llama = [](const std::string& hidden) {
+    return parse_scenario(replaced(replaced(default_text(), "preset: gpt2-large",
+                                            "preset: llama3-8b\n  hidden: " + hidden),
+                                   "dp: 16", "dp: 16\n  tp: 1"),
+                          "s.yaml")
+        .model.ffn_hidden;
+  };
+  EXPECT_EQ(llama("8192"), 28672);  // 14336 / 4096 = 3.5, as llama3-70b
+  EXPECT_EQ(llama("4128"), 14448);  // 3.5 x 4128
+}
+
 // A --set that creates an unknown key (or a mapping of them) is named by the
 // error about that key; an unknown key of the file keeps its position.
 TEST(Scenario, UnknownKeyCreatedByAnOverrideNamesIt) {

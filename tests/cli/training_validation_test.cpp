@@ -309,6 +309,7 @@ TEST(TrainingValidation, RunOnAScenarioFileIsThatScenarioWithTheRunsKeys) {
   EXPECT_EQ(s.plan.global_batch, 8);
   EXPECT_EQ(s.plan.recompute, parallelism::Recompute::Selective);
   EXPECT_EQ(s.model.hidden, 4096);
+  EXPECT_EQ(s.model.ffn_hidden, 4 * 4096);  // the preset's MLP ratio, not its width
   EXPECT_EQ(s.model.heads, 32);
   EXPECT_EQ(s.model.layers, 8);
   EXPECT_EQ(s.workload.micro_batch, 2);
