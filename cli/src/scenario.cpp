@@ -11,16 +11,17 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <random>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "tessera/cli/trace.hpp"
-#include "tessera/study/jobs.hpp"
-#include "tessera/node_model/predictors.hpp"
-#include "tessera/topology/fabrics.hpp"
 #include "tessera/files.hpp"
+#include "tessera/node_model/predictors.hpp"
+#include "tessera/study/jobs.hpp"
+#include "tessera/topology/fabrics.hpp"
 #include "tessera/units.hpp"
 
 namespace tessera::cli {
@@ -270,6 +271,7 @@ parallelism::TransformerConfig read_model(Section& m) {
     auto override_field = [&](const char* key, std::int64_t& field) {
       if (m.has(key)) field = m.positive_int(key);
     };
+    const parallelism::TransformerConfig preset = cfg;
     const std::int64_t preset_hidden = cfg.hidden, preset_ffn = cfg.ffn_hidden;
     override_field("layers", cfg.layers);
     override_field("hidden", cfg.hidden);
@@ -285,6 +287,22 @@ parallelism::TransformerConfig read_model(Section& m) {
     }
     override_field("vocab", cfg.vocab);
     override_field("kv_heads", cfg.kv_heads);
+    // The label says what differs from the preset ("gpt2-large (layers 12)"),
+    // unless the scenario names the model.
+    std::string changed;
+    for (const auto& [key, was, now] :
+         {std::tuple{"layers", preset.layers, cfg.layers}, std::tuple{"hidden", preset.hidden, cfg.hidden},
+          std::tuple{"heads", preset.heads, cfg.heads},
+          std::tuple{"ffn_hidden", preset.ffn_hidden, cfg.ffn_hidden},
+          std::tuple{"vocab", preset.vocab, cfg.vocab},
+          std::tuple{"kv_heads", preset.kv_heads, cfg.kv_heads}}) {
+      if (was != now) changed += fmt::format("{}{} {}", changed.empty() ? "" : ", ", key, now);
+    }
+    if (m.has("name")) {
+      cfg.name = m.scalar("name");
+    } else if (!changed.empty()) {
+      cfg.name = fmt::format("{} ({})", cfg.name, changed);
+    }
   } else {
     m.require({"layers", "hidden", "heads", "vocab"});
     cfg.name = m.has("name") ? m.scalar("name") : "custom";

@@ -110,7 +110,7 @@ TEST(Scenario, ErrorsNameTheKeyPath) {
       error_of(replaced(default_text(), "dtype: bf16", "dtype: int4")).find("training.dtype: unknown dtype"),
       std::string::npos);
   EXPECT_NE(error_of(replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n  heads: 7"))
-                .find("model: model 'gpt2-large': heads (7) must divide hidden (1280)"),
+                .find("model: model 'gpt2-large (heads 7)': heads (7) must divide hidden (1280)"),
             std::string::npos);
   EXPECT_NE(error_of(replaced(default_text(), "backend: flow", "backend: flow\nextra: 1"))
                 .find("extra: unknown key"),
@@ -250,6 +250,11 @@ TEST(Scenario, HiddenBesidePresetScalesItsMlp) {
   EXPECT_EQ(model("  hidden: 2560\n  heads: 20").ffn_hidden, 4 * 2560);
   EXPECT_EQ(model("  hidden: 2560\n  heads: 20\n  ffn_hidden: 7000").ffn_hidden, 7000);
   EXPECT_EQ(model("  heads: 10").ffn_hidden, 5120);  // the preset's, hidden unchanged
+  // The label says what differs from the preset, unless the model is named.
+  EXPECT_EQ(model("  hidden: 2560\n  heads: 20").name, "gpt2-large (hidden 2560, ffn_hidden 10240)");
+  EXPECT_EQ(model("  layers: 12").name, "gpt2-large (layers 12)");
+  EXPECT_EQ(model("  layers: 36").name, "gpt2-large");  // the preset's own value
+  EXPECT_EQ(model("  layers: 12\n  name: small").name, "small");
   auto llama = [](const std::string& hidden) {
     return parse_scenario(replaced(replaced(default_text(), "preset: gpt2-large",
                                             "preset: llama3-8b\n  hidden: " + hidden),
