@@ -270,8 +270,10 @@ per GPU against the GPU's capacity.
                every run's prediction. Your own runs (any GPU count) in
                vTrain's schema: --data RUNS.csv --scenario CLUSTER.yaml runs
                each as that scenario with the run's GPUs (cluster.nodes in
-               whole nodes), model size, batch and plan, with --fit and --cv
-               as above (docs/calibration.md, "Your own measurements")
+               whole nodes), model size, batch and plan, and any column
+               named by a key path (parallelism.recompute, ...) sets that
+               key for its run; --fit and --cv as above
+               (docs/calibration.md, "Your own measurements")
 
   kernels --leave-one-gpu-out --data ../shared/data/neusight/kernels
                [--gpu NAME] [--epochs N] [--max-rows N]

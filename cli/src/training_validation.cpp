@@ -79,7 +79,10 @@ Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>
           "(docs/calibration.md, \"Your own measurements\")",
           m.gpus));
     }
-    return parse_scenario(vtrain_scenario_yaml(m, gpu_), "run", overrides);
+    std::vector<Override> o;
+    for (const auto& [k, v] : m.keys) o.push_back({k, v, fmt::format("data row {}", m.row)});
+    o.insert(o.end(), overrides.begin(), overrides.end());
+    return parse_scenario(vtrain_scenario_yaml(m, gpu_), "run", o);
   }
   const std::string flag = fmt::format("data row {}", m.row);
   std::vector<Override> o;
@@ -104,8 +107,15 @@ Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>
   set("parallelism.tp", m.tp);
   set("parallelism.dp", m.dp);
   set("parallelism.pp", m.pp);
+  for (const auto& [k, v] : m.keys) o.push_back({k, v, flag});
   o.insert(o.end(), overrides.begin(), overrides.end());
   return parse_scenario(base_text_, base_file_, o);
+}
+
+std::string MeasuredRun::keys_text() const {
+  std::string s;
+  for (const auto& [k, v] : keys) s += fmt::format("{}{}={}", s.empty() ? "" : ";", k, v);
+  return s;
 }
 
 std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemplate& where) {
@@ -118,6 +128,10 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
   const std::size_t c_dp = t.require_column("data parallelism"),
                     c_pp = t.require_column("pipeline parallelism");
   const std::size_t c_time = t.require_column("iteration time (ms)");
+  std::vector<std::size_t> key_columns;  // named by a scenario key path
+  for (std::size_t c = 0; c < t.header.size(); ++c) {
+    if (t.header[c].find('.') != std::string::npos) key_columns.push_back(c);
+  }
   std::vector<MeasuredRun> runs;
   runs.reserve(t.rows.size());
   auto narrow = [&](std::size_t r, std::size_t c) {
@@ -142,6 +156,12 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     m.dp = narrow(r, c_dp);
     m.pp = narrow(r, c_pp);
     m.measured_ms = t.number(r, c_time);
+    for (const std::size_t c : key_columns) {
+      std::string v = t.rows[r][c];
+      v.erase(0, v.find_first_not_of(" \t"));
+      v.erase(v.find_last_not_of(" \t") + 1);
+      if (!v.empty()) m.keys.emplace_back(t.header[c], std::move(v));
+    }
     if (m.measured_ms <= 0) {
       throw InputError(
           fmt::format("{}: row {}, column '{}': must be positive", path, r + 1, t.header[c_time]));
@@ -388,8 +408,9 @@ std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predic
   std::map<std::string, std::size_t> index;
   for (const PredictedRun& p : predicted) {
     const MeasuredRun& m = p.run;
-    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.gpu, m.gpus, m.micro_batch, m.hidden,
-                                        m.heads, layers ? m.global_batch : m.layers, m.seq_len, m.tp, m.dp, m.pp);
+    const std::string key =
+        fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.gpu, m.gpus, m.micro_batch, m.hidden, m.heads,
+                    layers ? m.global_batch : m.layers, m.seq_len, m.tp, m.dp, m.pp, m.keys_text());
     const auto [it, added] = index.emplace(key, groups.size());
     if (added) groups.emplace_back();
     groups[it->second].push_back(&p);
@@ -496,8 +517,8 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
   for (const MarginalCost& c : marginal) {
     const MeasuredRun& m = c.config;
     if (m.pp != 1) continue;
-    configs[fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", c.gpu, m.gpus, m.micro_batch, m.hidden, m.heads, m.seq_len,
-                        m.tp, m.dp)]
+    configs[fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", c.gpu, m.gpus, m.micro_batch, m.hidden, m.heads,
+                        m.seq_len, m.tp, m.dp, m.keys_text())]
         .push_back(&c);
   }
   using MeasuredPredicted = std::pair<std::vector<double>, std::vector<double>>;
@@ -599,12 +620,16 @@ namespace {
 
 std::string rows_csv(const std::vector<PredictedRun>& all) {
   std::string csv =
-      "gpu,row,gpus,global_batch,micro_batch,hidden,layers,tp,dp,pp,measured_ms,predicted_ms,error\n";
+      "gpu,row,gpus,global_batch,micro_batch,hidden,layers,tp,dp,pp,measured_ms,predicted_ms,error";
+  const bool keys =
+      std::any_of(all.begin(), all.end(), [](const PredictedRun& r) { return !r.run.keys.empty(); });
+  csv += keys ? ",keys\n" : "\n";
   for (const PredictedRun& r : all) {
     const MeasuredRun& m = r.run;
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:+.4f}\n", r.gpu, m.row, m.gpus,
-                       m.global_batch, m.micro_batch, m.hidden, m.layers, m.tp, m.dp, m.pp, m.measured_ms,
-                       r.predicted_ms, r.error());
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:+.4f}", node_model::csv_escape(r.gpu),
+                       m.row, m.gpus, m.global_batch, m.micro_batch, m.hidden, m.layers, m.tp, m.dp, m.pp,
+                       m.measured_ms, r.predicted_ms, r.error());
+    csv += keys ? "," + node_model::csv_escape(m.keys_text()) + "\n" : "\n";
   }
   return csv;
 }

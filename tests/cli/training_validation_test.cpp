@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -400,4 +401,62 @@ TEST(TrainingValidation, RunsAScenarioFileCannotHoldAreNamed) {
               0U)
         << e.what();
   }
+}
+
+// Columns named by a scenario key path set that key on their run's scenario
+// (an empty cell leaves it to the scenario); a bad value is named by file,
+// row and key; runs that differ in such a key are different configurations.
+TEST(TrainingValidation, KeyPathColumnsSetTheirKeyPerRun) {
+  const std::string base = write_temp("tessera_runs_base.yaml", kBase);
+  const RunTemplate t = RunTemplate::from_file(base);
+  const std::string header = std::string(kHeader).substr(0, std::strlen(kHeader) - 1) +
+                             ",parallelism.recompute, parallelism.sequence_parallel\n";
+  const std::string csv = write_temp("tessera_runs_keys.csv", header +
+                                                                  "8,8,1,1024,16,4,256,8,1,1,50,full,true\n"
+                                                                  "8,16,1,1024,16,4,256,8,1,1,90, ,\n");
+  const auto runs = read_vtrain_runs(csv, t);
+  ASSERT_EQ(runs.size(), 2U);
+  using Keys = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(runs[0].keys,
+            (Keys{{"parallelism.recompute", "full"}, {"parallelism.sequence_parallel", "true"}}));
+  EXPECT_EQ(runs[0].keys_text(), "parallelism.recompute=full;parallelism.sequence_parallel=true");
+  EXPECT_TRUE(runs[1].keys.empty());
+  const Scenario s0 = t.scenario(runs[0], {});
+  EXPECT_EQ(s0.plan.recompute, parallelism::Recompute::Full);
+  EXPECT_TRUE(s0.plan.sequence_parallel);
+  const Scenario s1 = t.scenario(runs[1], {});
+  EXPECT_EQ(s1.plan.recompute, parallelism::Recompute::Selective);  // the scenario's
+  EXPECT_FALSE(s1.plan.sequence_parallel);
+  // vTrain's template takes them too.
+  EXPECT_EQ(RunTemplate::vtrain("A100-80GB").scenario(runs[0], {}).plan.recompute,
+            parallelism::Recompute::Full);
+
+  try {
+    (void)read_vtrain_runs(
+        write_temp("tessera_runs_keys_bad.csv", header + "8,8,1,1024,16,4,256,8,1,1,50,most,\n"), t);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(std::filesystem::temp_directory_path().string() +
+                                              "/tessera_runs_keys_bad.csv: row 1: parallelism.recompute: ",
+                                          0),
+              0U)
+        << e.what();
+  }
+
+  // Two global batches each with and without full recomputation: two
+  // groups of the marginal cost, not one.
+  std::vector<PredictedRun> p;
+  for (const char* recompute : {"full", "selective"}) {
+    for (int gb : {8, 16}) {
+      PredictedRun r;
+      r.gpu = "A100-80GB";
+      r.run = runs[1];
+      r.run.global_batch = gb;
+      r.run.keys = {{"parallelism.recompute", recompute}};
+      r.run.measured_ms = gb * 10.0;
+      r.predicted_ms = gb * 10.0;
+      p.push_back(r);
+    }
+  }
+  EXPECT_EQ(marginal_costs(p).size(), 2U);
 }

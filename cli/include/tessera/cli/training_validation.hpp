@@ -5,6 +5,7 @@
 // through the same pipeline as `tessera run`.
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tessera/cli/scenario.hpp"
@@ -22,6 +23,14 @@ struct MeasuredRun {
   int gpus = 0, global_batch = 0, micro_batch = 0, hidden = 0, heads = 0, layers = 0, seq_len = 0;
   int tp = 1, dp = 1, pp = 1;
   double measured_ms = 0;
+  /// Scenario keys the row sets besides its GPUs, size, batch and plan:
+  /// columns named by a key path (`parallelism.recompute`,
+  /// `parallelism.sequence_parallel`, ...), in column order; empty cells
+  /// leave the key to the scenario.
+  std::vector<std::pair<std::string, std::string>> keys;
+  /// The keys as one text ("k=v;k=v"; empty without keys): part of what
+  /// tells one configuration from another.
+  [[nodiscard]] std::string keys_text() const;
   /// dp-only, tp-only, pp-only (one dimension above 1; dp-only also when all are 1) or mixed.
   [[nodiscard]] PlanFamily family() const;
 };
@@ -69,7 +78,9 @@ class RunTemplate {
   int gpus_per_node_ = 8;
 };
 
-/// Reads measured runs in vTrain's schema (`ground_truth_single.csv`); throws
+/// Reads measured runs in vTrain's schema (`ground_truth_single.csv`), plus
+/// any columns named by a scenario key path (a '.' in the name: their cells
+/// are set on that run's scenario, MeasuredRun::keys); throws
 /// InputError naming file, row and column for a missing column, a
 /// non-numeric or non-positive cell, or tp x dp x pp different from the GPU
 /// count, and file and row for a row whose scenario under `where` breaks a
