@@ -97,6 +97,7 @@ Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>
   } else {
     set("cluster.nodes", 1);  // part of a node
     set("cluster.gpus_per_node", m.gpus);
+    set("cluster.hcas_per_node", m.gpus);  // one node: its HCAs carry nothing
   }
   set("model.layers", m.layers);
   set("model.hidden", m.hidden);

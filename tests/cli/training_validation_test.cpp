@@ -344,6 +344,13 @@ TEST(TrainingValidation, RunOnAScenarioFileIsThatScenarioWithTheRunsKeys) {
   const Scenario sp = t.scenario(part, {});
   EXPECT_EQ(sp.cluster.nodes, 1);
   EXPECT_EQ(sp.cluster.gpus_per_node, 4);
+  // ... also where the scenario's nodes share HCAs that would not divide it.
+  std::string shared = kBase;
+  shared.replace(shared.find("gpus_per_node: 8"), 16, "gpus_per_node: 8\n  hcas_per_node: 4");
+  part.gpus = 2;
+  part.tp = 2;
+  const Scenario s2 = RunTemplate::from_file(write_temp("tessera_runs_hcas.yaml", shared)).scenario(part, {});
+  EXPECT_EQ(s2.cluster.gpus_per_node, 2);
   // A node size given with --set is the one runs are counted in.
   const Scenario s4 = RunTemplate::from_file(path, {{"cluster.gpus_per_node", "4"}}).scenario(m, {});
   EXPECT_EQ(s4.cluster.nodes, 8);
