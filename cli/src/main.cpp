@@ -272,7 +272,8 @@ per GPU against the GPU's capacity.
                each as that scenario with the run's GPUs (cluster.nodes in
                whole nodes), model size, batch and plan, and any column
                named by a key path (parallelism.recompute, ...) sets that
-               key for its run; --fit and --cv as above
+               key for its run; --fit and --cv as above, --fit-only
+               host_microbatch,host_iteration to fit only those
                (docs/calibration.md, "Your own measurements")
 
   kernels --leave-one-gpu-out --data ../shared/data/neusight/kernels

@@ -279,6 +279,13 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
 
 namespace {
 
+/// Mean |(p + x) / m - 1| over `p`.
+double mean_error_shifted(const std::vector<PredictedRun>& p, double x) {
+  double err = 0;
+  for (const PredictedRun& r : p) err += std::abs((r.predicted_ms + x) / r.run.measured_ms - 1.0);
+  return err / static_cast<double>(p.size());
+}
+
 /// The host_iteration >= 0 minimising mean |(p + x) / m - 1| (a weighted
 /// median of m - p with weights 1 / m), and that mean.
 std::pair<double, double> best_shift(const std::vector<PredictedRun>& p) {
@@ -298,9 +305,7 @@ std::pair<double, double> best_shift(const std::vector<PredictedRun>& p) {
     }
   }
   x = std::max(0.0, x);
-  double err = 0;
-  for (const PredictedRun& r : p) err += std::abs((r.predicted_ms + x) / r.run.measured_ms - 1.0);
-  return {x, err / static_cast<double>(p.size())};
+  return {x, mean_error_shifted(p, x)};
 }
 
 /// Least-squares line through (x, y): {slope, intercept}; nullopt when the x
@@ -323,10 +328,40 @@ std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, 
 
 }  // namespace
 
+HostFitKeys HostFitKeys::parse(const std::string& list) {
+  HostFitKeys k{false, false, false, false};
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string key = list.substr(start, end - start);
+    if (key == "host_launch") {
+      k.host_launch = true;
+    } else if (key == "host_p2p") {
+      k.host_p2p = true;
+    } else if (key == "host_microbatch") {
+      k.host_microbatch = true;
+    } else if (key == "host_iteration") {
+      k.host_iteration = true;
+    } else {
+      throw UsageError(
+          fmt::format("--fit-only: unknown constant '{}' (expected host_launch, host_p2p, host_microbatch, "
+                      "host_iteration)",
+                      key));
+    }
+    start = end + 1;
+  }
+  return k;
+}
+
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
-                          const std::vector<Override>& overrides, unsigned jobs) {
+                          const std::vector<Override>& overrides, unsigned jobs, HostFitKeys keys) {
   HostFit fit;
-  std::int64_t launch_ns = 0, p2p_ns = 0, mb_ns = 0;
+  if (runs.empty()) throw InputError("fit_host_overhead: no runs to fit");
+  // The constants the fit keeps: the runs' scenario's values.
+  const Calibration kept = where.scenario(runs.front(), overrides).calibration;
+  std::int64_t launch_ns = keys.host_launch ? 0 : kept.host_launch.ps() / 1000;
+  std::int64_t p2p_ns = keys.host_p2p ? 0 : kept.host_p2p.ps() / 1000;
+  std::int64_t mb_ns = keys.host_microbatch ? 0 : kept.host_microbatch.ps() / 1000;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::pair<double, double>>
       seen;  // (launch, p2p, micro-batch) -> (shift, error)
   auto eval = [&](std::int64_t launch, std::int64_t p2p, std::int64_t mb) {
@@ -336,7 +371,9 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
     o.push_back({"calibration.host_p2p", fmt::format("{}ns", p2p)});
     o.push_back({"calibration.host_microbatch", fmt::format("{}ns", mb)});
     o.push_back({"calibration.host_iteration", "0s"});
-    const auto r = best_shift(predict_runs(runs, where, o, jobs));
+    const auto p = predict_runs(runs, where, o, jobs);
+    const double kept_ms = kept.host_iteration.ms();
+    const auto r = keys.host_iteration ? best_shift(p) : std::pair{kept_ms, mean_error_shifted(p, kept_ms)};
     ++fit.simulations;
     return seen[{launch, p2p, mb}] = r;
   };
@@ -370,9 +407,14 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
   // Coordinate descent: the launch cost (all runs), then the exchange cost
   // (pipelined runs only), twice.
   for (int round = 0; round < 2; ++round) {
-    launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns, mb_ns).second; }, 100'000, 10'000, 100);
-    mb_ns = search([&](std::int64_t x) { return eval(launch_ns, p2p_ns, x).second; }, 8'000'000, 1'000'000, 10'000);
-    if (!pipelines) continue;
+    if (keys.host_launch) {
+      launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns, mb_ns).second; }, 100'000, 10'000, 100);
+    }
+    if (keys.host_microbatch) {
+      mb_ns = search([&](std::int64_t x) { return eval(launch_ns, p2p_ns, x).second; }, 8'000'000, 1'000'000,
+                     10'000);
+    }
+    if (!pipelines || !keys.host_p2p) continue;
     p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x, mb_ns).second; }, 4'000'000, 500'000, 10'000);
   }
   const auto [shift_ms, err] = eval(launch_ns, p2p_ns, mb_ns);
@@ -638,15 +680,19 @@ std::string rows_csv(const std::vector<PredictedRun>& all) {
 /// --fit: the host calibration fit on every run; --cv K: each fold predicted
 /// with the calibration fit on the other folds.
 int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<RunTemplate>& templates,
-                           const std::vector<Override>& overrides, unsigned jobs, int folds,
+                           const std::vector<Override>& overrides, unsigned jobs, int folds, HostFitKeys keys,
                            const std::optional<std::string>& rows_path, std::ostream& out) {
+  // "(kept)" after a constant the fit did not move (--fit-only).
+  auto mark = [](bool fitted) { return fitted ? "" : " (kept)"; };
   std::vector<PredictedRun> cv_all;
   for (const RunTemplate& gpu : templates) {
-    const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs);
+    const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs, keys);
     out << fmt::format(
-        "{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, host_iteration {:.2f} ms "
-        "fit on all {} runs ({} sweeps): mean error {:.1f}%\n",
-        gpu.label(), f.host_launch.us(), f.host_p2p.ms(), f.host_microbatch.ms(), f.host_iteration.ms(),
+        "{}: host_launch {:.1f} us{}, host_p2p {:.2f} ms{}, host_microbatch {:.2f} ms{}, host_iteration "
+        "{:.2f} "
+        "ms{} fit on all {} runs ({} sweeps): mean error {:.1f}%\n",
+        gpu.label(), f.host_launch.us(), mark(keys.host_launch), f.host_p2p.ms(), mark(keys.host_p2p),
+        f.host_microbatch.ms(), mark(keys.host_microbatch), f.host_iteration.ms(), mark(keys.host_iteration),
         runs.size(), f.simulations, 100 * f.mean_error);
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
@@ -654,7 +700,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
       std::vector<MeasuredRun> train, test;
       for (const MeasuredRun& r : runs) (cv_fold(r, folds) == k ? test : train).push_back(r);
       if (test.empty() || train.empty()) continue;
-      const HostFit fk = fit_host_overhead(train, gpu, overrides, jobs);
+      const HostFit fk = fit_host_overhead(train, gpu, overrides, jobs, keys);
       std::vector<Override> o = overrides;
       o.push_back({"calibration.host_launch", fmt::format("{}ns", fk.host_launch.ps() / 1000)});
       o.push_back({"calibration.host_iteration", fmt::format("{}ns", fk.host_iteration.ps() / 1000)});
@@ -698,6 +744,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
       .option("jobs")
       .option("cv")
       .option("every")
+      .option("fit-only")
       .flag("fit");
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -761,8 +808,10 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
     }
     if (folds < 2 || folds > 20) throw UsageError(fmt::format("--cv: expected 2-20 folds, got '{}'", *c));
   }
-  if (p.has("fit") || folds > 0) {
-    return fit_and_cross_validate(runs, templates, overrides, jobs, folds, rows_path, out);
+  HostFitKeys keys;
+  if (auto only = p.get("fit-only")) keys = HostFitKeys::parse(*only);
+  if (p.has("fit") || p.has("fit-only") || folds > 0) {
+    return fit_and_cross_validate(runs, templates, overrides, jobs, folds, keys, rows_path, out);
   }
   std::vector<PredictedRun> all;
   for (const RunTemplate& t : templates) {

@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 
+#include "tessera/cli/args.hpp"
 #include "tessera/error.hpp"
 #include "tessera/study/pipeline.hpp"
 
@@ -466,4 +467,34 @@ TEST(TrainingValidation, KeyPathColumnsSetTheirKeyPerRun) {
     }
   }
   EXPECT_EQ(marginal_costs(p).size(), 2U);
+}
+
+// --fit-only: the constants not listed keep the scenario's values; with
+// only host_iteration free, the fit is the closed-form shift alone.
+TEST(TrainingValidation, FitOnlyMovesTheListedConstants) {
+  const RunTemplate t = RunTemplate::vtrain("A100-80GB");
+  std::vector<MeasuredRun> runs = {run(2, 1, 2), run(1, 2, 1), run(2, 2, 1)};
+  const auto shipped = predict_runs(runs, t, {}, 1);
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].measured_ms = shipped[i].predicted_ms + 5.0;
+  const Calibration c = t.scenario(runs[0], {}).calibration;
+  HostFitKeys only_iteration{false, false, false, true};
+  const HostFit f = fit_host_overhead(runs, t, {}, 1, only_iteration);
+  EXPECT_EQ(f.host_launch, c.host_launch);
+  EXPECT_EQ(f.host_p2p, c.host_p2p);
+  EXPECT_EQ(f.host_microbatch, c.host_microbatch);
+  EXPECT_NEAR(f.host_iteration.ms(), c.host_iteration.ms() + 5.0, 1e-6);
+  EXPECT_NEAR(f.mean_error, 0.0, 1e-9);
+  EXPECT_EQ(f.simulations, 1);
+  // A kept host_iteration is not moved either: the error is what it leaves.
+  const HostFit g = fit_host_overhead(runs, t, {}, 1, HostFitKeys{false, false, false, false});
+  EXPECT_EQ(g.host_iteration, c.host_iteration);
+  EXPECT_GT(g.mean_error, 0.0);
+
+  const HostFitKeys k = HostFitKeys::parse("host_microbatch,host_iteration");
+  EXPECT_FALSE(k.host_launch);
+  EXPECT_FALSE(k.host_p2p);
+  EXPECT_TRUE(k.host_microbatch);
+  EXPECT_TRUE(k.host_iteration);
+  EXPECT_THROW((void)HostFitKeys::parse("host_lunch"), UsageError);
+  EXPECT_THROW((void)HostFitKeys::parse(""), UsageError);
 }

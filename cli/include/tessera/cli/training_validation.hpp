@@ -116,8 +116,17 @@ struct HostFit {
   double mean_error = 0;  ///< mean |predicted / measured - 1| on the fitted runs
   int simulations = 0;    ///< sweeps over the runs the search took
 };
+/// Which of the four constants a fit may move (`--fit-only`); the others
+/// keep the value the runs' scenario gives them (its `calibration:`, the
+/// command's --set, else the shipped default).
+struct HostFitKeys {
+  bool host_launch = true, host_p2p = true, host_microbatch = true, host_iteration = true;
+  /// Parses "host_microbatch,host_iteration"; throws UsageError naming an
+  /// unknown key.
+  static HostFitKeys parse(const std::string& list);
+};
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
-                          const std::vector<Override>& overrides, unsigned jobs);
+                          const std::vector<Override>& overrides, unsigned jobs, HostFitKeys keys = {});
 
 /// Cross-validation fold of a run: runs of one profile (the same hidden size,
 /// micro-batch, tp and pp; any layers, data parallelism or global batch)
