@@ -357,6 +357,9 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
                           const std::vector<Override>& overrides, unsigned jobs, HostFitKeys keys) {
   HostFit fit;
   if (runs.empty()) throw InputError("fit_host_overhead: no runs to fit");
+  const bool pipelines = std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return r.pp > 1; });
+  keys.host_p2p = keys.host_p2p && pipelines;
+  fit.fitted = keys;
   // The constants the fit keeps: the runs' scenario's values.
   const Calibration kept = where.scenario(runs.front(), overrides).calibration;
   std::int64_t launch_ns = keys.host_launch ? 0 : kept.host_launch.ps() / 1000;
@@ -403,7 +406,6 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
     }
     return best;
   };
-  const bool pipelines = std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return r.pp > 1; });
   // Coordinate descent: the launch cost (all runs), then the exchange cost
   // (pipelined runs only), twice.
   for (int round = 0; round < 2; ++round) {
@@ -414,7 +416,7 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
       mb_ns = search([&](std::int64_t x) { return eval(launch_ns, p2p_ns, x).second; }, 8'000'000, 1'000'000,
                      10'000);
     }
-    if (!pipelines || !keys.host_p2p) continue;
+    if (!keys.host_p2p) continue;
     p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x, mb_ns).second; }, 4'000'000, 500'000, 10'000);
   }
   const auto [shift_ms, err] = eval(launch_ns, p2p_ns, mb_ns);
@@ -691,9 +693,9 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
         "{}: host_launch {:.1f} us{}, host_p2p {:.2f} ms{}, host_microbatch {:.2f} ms{}, host_iteration "
         "{:.2f} "
         "ms{} fit on all {} runs ({} sweeps): mean error {:.1f}%\n",
-        gpu.label(), f.host_launch.us(), mark(keys.host_launch), f.host_p2p.ms(), mark(keys.host_p2p),
-        f.host_microbatch.ms(), mark(keys.host_microbatch), f.host_iteration.ms(), mark(keys.host_iteration),
-        runs.size(), f.simulations, 100 * f.mean_error);
+        gpu.label(), f.host_launch.us(), mark(f.fitted.host_launch), f.host_p2p.ms(), mark(f.fitted.host_p2p),
+        f.host_microbatch.ms(), mark(f.fitted.host_microbatch), f.host_iteration.ms(),
+        mark(f.fitted.host_iteration), runs.size(), f.simulations, 100 * f.mean_error);
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
     for (int k = 0; k < folds; ++k) {

@@ -490,6 +490,14 @@ TEST(TrainingValidation, FitOnlyMovesTheListedConstants) {
   EXPECT_EQ(g.host_iteration, c.host_iteration);
   EXPECT_GT(g.mean_error, 0.0);
 
+  // No pipelined run: nothing measures host_p2p; it keeps the scenario's.
+  const std::vector<MeasuredRun> flat = {runs[1], runs[2]};
+  const HostFit h = fit_host_overhead(flat, t, {}, 1);
+  EXPECT_FALSE(h.fitted.host_p2p);
+  EXPECT_TRUE(h.fitted.host_launch);
+  EXPECT_EQ(h.host_p2p, c.host_p2p);
+  EXPECT_GT(c.host_p2p, Time::zero());  // megatron-deepspeed's fitted exchange cost, not 0
+
   const HostFitKeys k = HostFitKeys::parse("host_microbatch,host_iteration");
   EXPECT_FALSE(k.host_launch);
   EXPECT_FALSE(k.host_p2p);

@@ -108,14 +108,6 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
 /// `calibration.host_iteration`, which shifts every prediction by exactly its
 /// value (it is host work after the last sync of the iteration), in closed
 /// form (the weighted median minimising the mean relative error).
-struct HostFit {
-  Time host_launch;
-  Time host_iteration;
-  Time host_p2p;
-  Time host_microbatch;
-  double mean_error = 0;  ///< mean |predicted / measured - 1| on the fitted runs
-  int simulations = 0;    ///< sweeps over the runs the search took
-};
 /// Which of the four constants a fit may move (`--fit-only`); the others
 /// keep the value the runs' scenario gives them (its `calibration:`, the
 /// command's --set, else the shipped default).
@@ -124,6 +116,17 @@ struct HostFitKeys {
   /// Parses "host_microbatch,host_iteration"; throws UsageError naming an
   /// unknown key.
   static HostFitKeys parse(const std::string& list);
+};
+struct HostFit {
+  Time host_launch;
+  Time host_iteration;
+  Time host_p2p;
+  Time host_microbatch;
+  double mean_error = 0;  ///< mean |predicted / measured - 1| on the fitted runs
+  int simulations = 0;    ///< sweeps over the runs the search took
+  /// The constants the fit moved: those asked for, less host_p2p when no
+  /// run is pipelined (nothing measures it; it keeps the scenario's value).
+  HostFitKeys fitted;
 };
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
                           const std::vector<Override>& overrides, unsigned jobs, HostFitKeys keys = {});
