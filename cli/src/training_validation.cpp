@@ -13,18 +13,19 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/files.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
+#include "tessera/files.hpp"
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/validation.hpp"
+#include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
 namespace fs = std::filesystem;
@@ -327,6 +328,13 @@ std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, 
 }
 
 }  // namespace
+
+std::string calibration_yaml(const HostFit& f) {
+  return fmt::format(
+      "calibration:\n  host_launch: {}\n  host_p2p: {}\n  host_microbatch: {}\n  host_iteration: {}\n",
+      to_string(f.host_launch), to_string(f.host_p2p), to_string(f.host_microbatch),
+      to_string(f.host_iteration));
+}
 
 HostFitKeys HostFitKeys::parse(const std::string& list) {
   HostFitKeys k{false, false, false, false};
@@ -696,6 +704,9 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
         gpu.label(), f.host_launch.us(), mark(f.fitted.host_launch), f.host_p2p.ms(), mark(f.fitted.host_p2p),
         f.host_microbatch.ms(), mark(f.fitted.host_microbatch), f.host_iteration.ms(),
         mark(f.fitted.host_iteration), runs.size(), f.simulations, 100 * f.mean_error);
+    out << "  as a scenario section:\n";
+    std::istringstream yaml(calibration_yaml(f));
+    for (std::string line; std::getline(yaml, line);) out << "  " << line << '\n';
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
     for (int k = 0; k < folds; ++k) {

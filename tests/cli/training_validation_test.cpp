@@ -490,6 +490,19 @@ TEST(TrainingValidation, FitOnlyMovesTheListedConstants) {
   EXPECT_EQ(g.host_iteration, c.host_iteration);
   EXPECT_GT(g.mean_error, 0.0);
 
+  // The printed section, pasted into a scenario, gives back the fit exactly.
+  const Calibration pasted =
+      parse_scenario(vtrain_scenario_yaml(runs[0], "A100-80GB")
+                             .substr(0, vtrain_scenario_yaml(runs[0], "A100-80GB").find("calibration: {}")) +
+                         calibration_yaml(f),
+                     "pasted.yaml", {})
+          .calibration;
+  EXPECT_EQ(pasted.host_launch, f.host_launch);
+  EXPECT_EQ(pasted.host_p2p, f.host_p2p);
+  EXPECT_EQ(pasted.host_microbatch, f.host_microbatch);
+  EXPECT_EQ(pasted.host_iteration, f.host_iteration);
+  EXPECT_NE(f.host_iteration.ps() % 1'000'000, 0);  // not a round number: the rendering is exact
+
   // No pipelined run: nothing measures host_p2p; it keeps the scenario's.
   const std::vector<MeasuredRun> flat = {runs[1], runs[2]};
   const HostFit h = fit_host_overhead(flat, t, {}, 1);

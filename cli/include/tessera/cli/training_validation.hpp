@@ -128,6 +128,9 @@ struct HostFit {
   /// run is pipelined (nothing measures it; it keeps the scenario's value).
   HostFitKeys fitted;
 };
+/// The fit as a scenario's `calibration:` section (exact: unit strings of
+/// the fitted integer picoseconds), as `--fit` prints it to paste.
+std::string calibration_yaml(const HostFit& fit);
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
                           const std::vector<Override>& overrides, unsigned jobs, HostFitKeys keys = {});
 
