@@ -455,10 +455,12 @@ void check_keys(const YAML::Node& node, const std::string& file, const std::stri
 
 void apply_override(YAML::Node root, const Override& o, const std::string& file) {
   const std::string option = o.flag.empty() ? "--set " + o.path : o.flag;
+  // What the messages call it: the option, or (a data row's key) the path.
+  const std::string label = o.flag.empty() ? option : fmt::format("key path '{}'", o.path);
   std::vector<std::string> keys;
   std::stringstream ss(o.path);
   for (std::string k; std::getline(ss, k, '.');) {
-    if (k.empty()) throw ScenarioError(file, fmt::format("--set {}: empty key in the path", o.path), option);
+    if (k.empty()) throw ScenarioError(file, fmt::format("{}: empty key in the path", label), option);
     keys.push_back(k);
   }
   YAML::Node node = root;
@@ -473,7 +475,7 @@ void apply_override(YAML::Node root, const Override& o, const std::string& file)
       next = node[keys[i]];
     }
     if (!next.IsMap()) {
-      throw ScenarioError(file, fmt::format("--set {}: '{}' is not a mapping in this scenario", o.path, walked),
+      throw ScenarioError(file, fmt::format("{}: '{}' is not a mapping in this scenario", label, walked),
                           option);
     }
     node.reset(next);  // rebind: plain assignment would overwrite the parent's content
@@ -482,10 +484,9 @@ void apply_override(YAML::Node root, const Override& o, const std::string& file)
   try {
     value = YAML::Load(o.value);
   } catch (const YAML::ParserException& e) {
-    throw ScenarioError(file, fmt::format("--set {}: malformed value '{}': {}", o.path, o.value, e.msg),
-                        option);
+    throw ScenarioError(file, fmt::format("{}: malformed value '{}': {}", label, o.value, e.msg), option);
   }
-  check_keys(value, fmt::format("{} (--set {})", file, o.path), o.path, 0, option);
+  check_keys(value, fmt::format("{} ({})", file, option), o.path, 0, option);
   node[keys.back()] = value;
 }
 

@@ -451,6 +451,18 @@ TEST(TrainingValidation, KeyPathColumnsSetTheirKeyPerRun) {
         << e.what();
   }
 
+  // A column whose name is no key path is named as the column's path.
+  const std::string bad_path = write_temp("tessera_runs_keys_path.csv",
+                                          std::string(kHeader).substr(0, std::strlen(kHeader) - 1) +
+                                              ",parallelism..recompute\n8,8,1,1024,16,4,256,8,1,1,50,full\n");
+  try {
+    (void)read_vtrain_runs(bad_path, t);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              bad_path + ": row 1: key path 'parallelism..recompute': empty key in the path");
+  }
+
   // Two global batches each with and without full recomputation: two
   // groups of the marginal cost, not one.
   std::vector<PredictedRun> p;
