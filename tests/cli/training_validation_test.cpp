@@ -276,12 +276,8 @@ parallelism:
 )";
 
 MeasuredRun big_run() {
-  MeasuredRun m;
+  MeasuredRun m = run(8, 2, 2);  // 32 GPUs
   m.row = 7;
-  m.gpus = 32;
-  m.tp = 8;
-  m.dp = 2;
-  m.pp = 2;
   m.hidden = 4096;
   m.heads = 32;
   m.layers = 8;
