@@ -80,13 +80,14 @@ Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>
           "(docs/calibration.md, \"Your own measurements\")",
           m.gpus));
     }
-    std::vector<Override> o;
+    std::vector<Override> o = overrides;
     for (const auto& [k, v] : m.keys) o.push_back({k, v, fmt::format("data row {}", m.row)});
-    o.insert(o.end(), overrides.begin(), overrides.end());
     return parse_scenario(vtrain_scenario_yaml(m, gpu_), "run", o);
   }
+  // The command's --set first, then the run's own keys: what a run measured
+  // is the run's (a --set of one of its keys does not change it).
   const std::string flag = fmt::format("data row {}", m.row);
-  std::vector<Override> o;
+  std::vector<Override> o = overrides;
   auto set = [&](const char* key, int v) { o.push_back({key, std::to_string(v), flag}); };
   if (m.gpus >= gpus_per_node_) {
     if (m.gpus % gpus_per_node_ != 0) {
@@ -110,7 +111,6 @@ Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>
   set("parallelism.dp", m.dp);
   set("parallelism.pp", m.pp);
   for (const auto& [k, v] : m.keys) o.push_back({k, v, flag});
-  o.insert(o.end(), overrides.begin(), overrides.end());
   return parse_scenario(base_text_, base_file_, o);
 }
 

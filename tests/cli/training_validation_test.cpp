@@ -328,9 +328,10 @@ TEST(TrainingValidation, RunOnAScenarioFileIsThatScenarioWithTheRunsKeys) {
   ASSERT_EQ(p.size(), 1U);
   EXPECT_EQ(p[0].gpu, "A100-80GB");
   EXPECT_DOUBLE_EQ(p[0].predicted_ms, expected);
-  // The command's --set come after the run's keys.
+  // The command's --set applies to every run; a key the run sets stays the run's.
   const auto slower = predict_runs({m}, t, {{"calibration.host_launch", "80us"}}, 1);
   EXPECT_GT(slower[0].predicted_ms, expected);
+  EXPECT_EQ(t.scenario(m, {{"parallelism.tp", "4"}, {"parallelism.dp", "4"}}).plan.tp, 8);
 
   // Fewer GPUs than a node: one node of that many.
   MeasuredRun part = big_run();
@@ -348,6 +349,9 @@ TEST(TrainingValidation, RunOnAScenarioFileIsThatScenarioWithTheRunsKeys) {
   part.tp = 2;
   const Scenario s2 = RunTemplate::from_file(write_temp("tessera_runs_hcas.yaml", shared)).scenario(part, {});
   EXPECT_EQ(s2.cluster.gpus_per_node, 2);
+  // ... and where the command's --set gives that node size's HCAs.
+  const std::vector<Override> hcas = {{"cluster.hcas_per_node", "4"}};
+  EXPECT_EQ(RunTemplate::from_file(path, hcas).scenario(part, hcas).cluster.gpus_per_node, 2);
   // A node size given with --set is the one runs are counted in.
   const Scenario s4 = RunTemplate::from_file(path, {{"cluster.gpus_per_node", "4"}}).scenario(m, {});
   EXPECT_EQ(s4.cluster.nodes, 8);

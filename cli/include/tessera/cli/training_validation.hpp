@@ -63,7 +63,8 @@ class RunTemplate {
   /// `cluster.gpu` name).
   [[nodiscard]] const std::string& label() const { return label_; }
   [[nodiscard]] bool is_vtrain() const { return base_text_.empty(); }
-  /// The scenario of `run`, `overrides` applied after the run's keys. Throws
+  /// The scenario of `run`: `overrides` (the command's --set), then the
+  /// run's keys (its GPUs, size, batch, plan and key columns). Throws
   /// InputError for a run the template cannot hold (a GPU count that is not
   /// whole nodes; more than 8 GPUs on vTrain's one node), ScenarioError for
   /// a scenario rule a run or an override breaks (the keys a run sets are
