@@ -19,7 +19,9 @@ namespace {
 
 constexpr std::string_view kMagic = "tessera-node-model-weights";
 constexpr std::string_view kKind = "tensor-core";
-constexpr int kVersion = 1;
+/// Version 2 added the memory-bound cap (`util_cap_memory`); version 1 files
+/// (one cap for both) are still read.
+constexpr int kVersion = 2;
 
 constexpr std::array<TcTile, 6> kTiles{
     {{128, 256, 1}, {256, 128, 1}, {128, 128, 1}, {128, 64, 1}, {64, 128, 1}, {64, 64, 1}}};
@@ -99,7 +101,10 @@ TcGeometry tensor_core_geometry(const Kernel& k, const GpuSpec& gpu, const TcTil
   // Each tile gets bandwidth / SMs, also in a lone partial wave (sharing the
   // bandwidth among only the active tiles cross-validated worse: 6.4% against
   // 6.0% mean held-out MAPE).
-  g.tile_bound_s = std::max(g.tile_flops / (peak / sms), g.dram_bytes / (bw / sms));
+  const double compute_s = g.tile_flops / (peak / sms);
+  const double memory_s = g.dram_bytes / (bw / sms);
+  g.tile_bound_s = std::max(compute_s, memory_s);
+  g.compute_bound = compute_s >= memory_s;
   return g;
 }
 
@@ -171,7 +176,7 @@ std::vector<Candidate> candidates(const Kernel& k, const GpuSpec& gpu) {
 double TensorCoreModel::candidate_ms(const Kernel& k, const GpuSpec& gpu, const TcTile& tile) const {
   const TcGeometry g = tensor_core_geometry(k, gpu, tile);
   return g.waves * g.tile_bound_s /
-         utilization_of(net.forward(tensor_core_features(k, gpu, tile, g)), g.waves, g.ksteps, util_cap) *
+         utilization_of(net.forward(tensor_core_features(k, gpu, tile, g)), g.waves, g.ksteps, cap_for(g)) *
          1e3;
 }
 
@@ -187,13 +192,13 @@ TensorCoreModel::Choice TensorCoreModel::choose_unpadded(const Kernel& k, const 
     best.tile = pick->tile;
     best.geometry = pick->g;
     best.utilization = utilization_of(net.forward(tensor_core_features(k, gpu, pick->tile, pick->g)),
-                                      pick->g.waves, pick->g.ksteps, util_cap);
+                                      pick->g.waves, pick->g.ksteps, cap_for(pick->g));
     best.kernel_ms = pick->g.waves * pick->g.tile_bound_s / best.utilization * 1e3;
     return best;
   }
   for (const auto& c : cands) {
     const double util = utilization_of(net.forward(tensor_core_features(k, gpu, c.tile, c.g)), c.g.waves,
-                                       c.g.ksteps, util_cap);
+                                       c.g.ksteps, cap_for(c.g));
     const double ms = c.g.waves * c.g.tile_bound_s / util * 1e3;
     if (ms < best.kernel_ms) {
       best.tile = c.tile;
@@ -244,6 +249,7 @@ std::string TensorCoreModel::serialize() const {
   out << fmt::format("floor_ms {:.6g}\n", floor_ms);
   out << "select " << select_name(select) << '\n';
   out << fmt::format("util_cap {:.6g}\n", util_cap);
+  out << fmt::format("util_cap_memory {:.6g}\n", util_cap_memory);
   out << "min_dim " << min_dim << '\n';
   out << "features " << kTcFeatures;
   for (int i = 0; i < kTcFeatures; ++i) out << ' ' << tensor_core_feature_name(i);
@@ -260,9 +266,9 @@ TensorCoreModel TensorCoreModel::parse(std::string_view text, const std::string&
     throw InputError(fmt::format("{}: not a Tessera weights file (expected header '{} {} {}')", source,
                                  kMagic, kVersion, kKind));
   }
-  if (version != kVersion || kind != kKind) {
-    throw InputError(fmt::format("{}: weights version {} kind '{}' (this build reads version {} {})", source,
-                                 version, kind, kVersion, kKind));
+  if ((version != kVersion && version != 1) || kind != kKind) {
+    throw InputError(fmt::format("{}: weights version {} kind '{}' (this build reads versions 1 to {} of {})",
+                                 source, version, kind, kVersion, kKind));
   }
   auto fail = [&](const std::string& what) {
     throw InputError(fmt::format("{}: malformed weights ({})", source, what));
@@ -281,6 +287,10 @@ TensorCoreModel TensorCoreModel::parse(std::string_view text, const std::string&
   }
   if (!(in >> tag >> m.util_cap) || tag != "util_cap" || !(m.util_cap > 0.0 && m.util_cap <= 1.0))
     fail("util_cap");
+  m.util_cap_memory = m.util_cap;
+  if (version >= 2 && (!(in >> tag >> m.util_cap_memory) || tag != "util_cap_memory" ||
+                       !(m.util_cap_memory > 0.0 && m.util_cap_memory <= 1.0)))
+    fail("util_cap_memory");
   if (!(in >> tag >> m.min_dim) || tag != "min_dim" || m.min_dim < 0) fail("min_dim");
   int nf = 0;
   if (!(in >> tag >> nf) || tag != "features" || nf != kTcFeatures) fail("features");
@@ -328,23 +338,33 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
     const auto [r, batch] = rows_and_batch(k);
     model.min_dim = std::min({model.min_dim, static_cast<std::int64_t>(r), k.n, k.k});
   }
-  // Utilization cap: the highest fraction of its fastest candidate's
-  // roofline any training kernel reached (0.87 on H100), so shapes beyond
-  // the training range never run closer to the roofline than measured.
+  // Utilization caps: the highest fraction of its fastest candidate's
+  // roofline any training kernel reached, one for kernels whose fastest
+  // candidate is bound by the tensor cores and one for those bound by DRAM
+  // (on XLA's H100 table 0.840 and 0.894), so shapes beyond the training
+  // range never run closer to the roofline than measured in their regime.
+  // (One cap for both let large compute-bound GEMMs reach 0.86 of the peak,
+  // above every compute-bound measurement, through the DRAM-bound maximum.)
   model.util_cap = 0.0;
+  model.util_cap_memory = 0.0;
   for (int i : rows) {
     const auto& m = data.rows[static_cast<std::size_t>(i)];
-    double best = std::numeric_limits<double>::infinity();
-    for (const auto& c : candidates(m.kernel, data.gpus[static_cast<std::size_t>(m.gpu)])) {
-      best = std::min(best, c.g.waves * c.g.tile_bound_s);
+    const Candidate* best = nullptr;
+    const auto cands = candidates(m.kernel, data.gpus[static_cast<std::size_t>(m.gpu)]);
+    for (const auto& c : cands) {
+      if (best == nullptr || c.g.waves * c.g.tile_bound_s < best->g.waves * best->g.tile_bound_s) best = &c;
     }
-    model.util_cap = std::max(model.util_cap, std::min(1.0, best / (m.latency_ms * 1e-3)));
+    double& cap = best->g.compute_bound ? model.util_cap : model.util_cap_memory;
+    cap = std::max(cap, std::min(1.0, best->g.waves * best->g.tile_bound_s / (m.latency_ms * 1e-3)));
   }
+  // A regime no training kernel measured takes the other's cap.
+  if (model.util_cap == 0.0) model.util_cap = model.util_cap_memory;
+  if (model.util_cap_memory == 0.0) model.util_cap_memory = model.util_cap;
   const int n = static_cast<int>(rows.size());
   // Every (row, candidate) pair is one column of x; row r owns columns
   // [begin[r], begin[r + 1]).
   std::vector<int> begin{0};
-  std::vector<double> log_base, waves, ksteps;
+  std::vector<double> log_base, waves, ksteps, caps;
   std::vector<Eigen::VectorXd> cols;
   std::vector<double> log_y(n), log_floor(n, std::log(model.floor_ms * 1e-3));
   for (int r = 0; r < n; ++r) {
@@ -367,6 +387,7 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
       log_base.push_back(std::log(c.g.waves * c.g.tile_bound_s));
       waves.push_back(c.g.waves);
       ksteps.push_back(c.g.ksteps);
+      caps.push_back(model.cap_for(c.g));
     }
     begin.push_back(static_cast<int>(cols.size()));
     log_y[r] = std::log(m.latency_ms * 1e-3);
@@ -444,7 +465,7 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
         for (int q = begin[r]; q < begin[r + 1]; ++q, ++c) {
           const double keep = std::max(1.0 - sigmoid(out(1, c)) / waves[q], 1e-12);
           const double k0 = std::exp(std::clamp(out(2, c), -20.0, 20.0));
-          const double lp = log_base[q] - std::log(model.util_cap * sigmoid(out(0, c))) - std::log(keep) +
+          const double lp = log_base[q] - std::log(caps[q] * sigmoid(out(0, c))) - std::log(keep) +
                             std::log1p(k0 / ksteps[q]);
           if (lp < best_log) {
             best_log = lp;

@@ -10,8 +10,9 @@
 //     tile bound  = max(tile FLOPs / (peak_dtype / SMs), tile DRAM bytes / (bandwidth / SMs))
 //                   (DRAM bytes with the L2 panel reuse of a wave, as tile_geometry)
 //     utilization = alpha * (1 - s / waves) * ksteps / (ksteps + k0)
-//                   (alpha <= the highest utilization measured; alpha, s, k0
-//                   from a small MLP on dimensionless features)
+//                   (alpha <= the highest utilization measured in the tile's
+//                   regime, compute- or DRAM-bound; alpha, s, k0 from a small
+//                   MLP on dimensionless features)
 //     time        = waves * tile bound / utilization
 //   kernel time = min over the candidates            (the autotuner keeps the fastest)
 //   latency     = max(floor, kernel time)           (floor: GPU-side, learned)
@@ -60,6 +61,7 @@ struct TcGeometry {
   double tile_flops = 0;
   double dram_bytes = 0;  ///< one tile's DRAM traffic with the wave's panel reuse
   double tile_bound_s = 0;
+  bool compute_bound = true;  ///< the tile's FLOP time is at least its DRAM time
 };
 
 TcGeometry tensor_core_geometry(const Kernel& k, const GpuSpec& gpu, const TcTile& tile);
@@ -90,7 +92,13 @@ struct TensorCoreModel {
   Mlp net;
   double floor_ms = 0.0;  ///< GPU-side per-kernel floor
   TcSelect select = TcSelect::MinTime;
-  double util_cap = 1.0;  ///< highest utilization (fraction of the roofline) measured in training
+  /// Highest utilization (fraction of the roofline) measured in training by
+  /// kernels whose fastest candidate is compute-bound, and by DRAM-bound ones.
+  double util_cap = 1.0;
+  double util_cap_memory = 1.0;
+  [[nodiscard]] double cap_for(const TcGeometry& g) const {
+    return g.compute_bound ? util_cap : util_cap_memory;
+  }
   /// Smallest GEMM dimension measured in training: a GEMM with a smaller
   /// dimension is predicted no slower than its zero-padded twin of this size.
   std::int64_t min_dim = 0;
