@@ -150,10 +150,7 @@ std::string_view tensor_core_feature_name(int i) {
 
 namespace {
 
-struct Candidate {
-  TcTile tile;
-  TcGeometry g;
-};
+using Candidate = TcCandidate;
 
 std::vector<Candidate> candidates(const Kernel& k, const GpuSpec& gpu) {
   std::vector<Candidate> out;
@@ -171,11 +168,23 @@ std::vector<Candidate> candidates(const Kernel& k, const GpuSpec& gpu) {
   return out;
 }
 
+const Candidate& least_roofline(const std::vector<Candidate>& cands) {
+  const Candidate* pick = &cands.front();
+  for (const auto& c : cands) {
+    if (c.g.roofline_s() < pick->g.roofline_s()) pick = &c;
+  }
+  return *pick;
+}
+
 }  // namespace
+
+TcCandidate tensor_core_roofline_candidate(const Kernel& k, const GpuSpec& gpu) {
+  return least_roofline(candidates(k, gpu));
+}
 
 double TensorCoreModel::candidate_ms(const Kernel& k, const GpuSpec& gpu, const TcTile& tile) const {
   const TcGeometry g = tensor_core_geometry(k, gpu, tile);
-  return g.waves * g.tile_bound_s /
+  return g.roofline_s() /
          utilization_of(net.forward(tensor_core_features(k, gpu, tile, g)), g.waves, g.ksteps, cap_for(g)) *
          1e3;
 }
@@ -185,21 +194,18 @@ TensorCoreModel::Choice TensorCoreModel::choose_unpadded(const Kernel& k, const 
   Choice best;
   best.kernel_ms = std::numeric_limits<double>::infinity();
   if (select == TcSelect::MinRoofline) {
-    const Candidate* pick = &cands.front();
-    for (const auto& c : cands) {
-      if (c.g.waves * c.g.tile_bound_s < pick->g.waves * pick->g.tile_bound_s) pick = &c;
-    }
+    const Candidate* pick = &least_roofline(cands);
     best.tile = pick->tile;
     best.geometry = pick->g;
     best.utilization = utilization_of(net.forward(tensor_core_features(k, gpu, pick->tile, pick->g)),
                                       pick->g.waves, pick->g.ksteps, cap_for(pick->g));
-    best.kernel_ms = pick->g.waves * pick->g.tile_bound_s / best.utilization * 1e3;
+    best.kernel_ms = pick->g.roofline_s() / best.utilization * 1e3;
     return best;
   }
   for (const auto& c : cands) {
     const double util = utilization_of(net.forward(tensor_core_features(k, gpu, c.tile, c.g)), c.g.waves,
                                        c.g.ksteps, cap_for(c.g));
-    const double ms = c.g.waves * c.g.tile_bound_s / util * 1e3;
+    const double ms = c.g.roofline_s() / util * 1e3;
     if (ms < best.kernel_ms) {
       best.tile = c.tile;
       best.geometry = c.g;
@@ -349,13 +355,10 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
   model.util_cap_memory = 0.0;
   for (int i : rows) {
     const auto& m = data.rows[static_cast<std::size_t>(i)];
-    const Candidate* best = nullptr;
-    const auto cands = candidates(m.kernel, data.gpus[static_cast<std::size_t>(m.gpu)]);
-    for (const auto& c : cands) {
-      if (best == nullptr || c.g.waves * c.g.tile_bound_s < best->g.waves * best->g.tile_bound_s) best = &c;
-    }
-    double& cap = best->g.compute_bound ? model.util_cap : model.util_cap_memory;
-    cap = std::max(cap, std::min(1.0, best->g.waves * best->g.tile_bound_s / (m.latency_ms * 1e-3)));
+    const TcGeometry g =
+        tensor_core_roofline_candidate(m.kernel, data.gpus[static_cast<std::size_t>(m.gpu)]).g;
+    double& cap = g.compute_bound ? model.util_cap : model.util_cap_memory;
+    cap = std::max(cap, std::min(1.0, g.roofline_s() / (m.latency_ms * 1e-3)));
   }
   // A regime no training kernel measured takes the other's cap.
   if (model.util_cap == 0.0) model.util_cap = model.util_cap_memory;
@@ -371,20 +374,14 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
     const auto& m = data.rows[static_cast<std::size_t>(rows[r])];
     const GpuSpec& gpu = data.gpus[static_cast<std::size_t>(m.gpu)];
     auto cands = candidates(m.kernel, gpu);
-    if (opt.select == TcSelect::MinRoofline) {
-      auto best = cands.front();
-      for (const auto& c : cands) {
-        if (c.g.waves * c.g.tile_bound_s < best.g.waves * best.g.tile_bound_s) best = c;
-      }
-      cands = {best};
-    }
+    if (opt.select == TcSelect::MinRoofline) cands = {least_roofline(cands)};
     for (const auto& c : cands) {
       Eigen::VectorXd f = tensor_core_features(m.kernel, gpu, c.tile, c.g);
       for (int d : opt.drop_features) {
         if (d >= 0 && d < kTcFeatures) f(d) = 0.0;
       }
       cols.push_back(std::move(f));
-      log_base.push_back(std::log(c.g.waves * c.g.tile_bound_s));
+      log_base.push_back(std::log(c.g.roofline_s()));
       waves.push_back(c.g.waves);
       ksteps.push_back(c.g.ksteps);
       caps.push_back(model.cap_for(c.g));

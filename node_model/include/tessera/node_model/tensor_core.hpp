@@ -62,9 +62,21 @@ struct TcGeometry {
   double dram_bytes = 0;  ///< one tile's DRAM traffic with the wave's panel reuse
   double tile_bound_s = 0;
   bool compute_bound = true;  ///< the tile's FLOP time is at least its DRAM time
+  /// The candidate's wave-quantized roofline: waves x tile bound, seconds.
+  [[nodiscard]] double roofline_s() const { return waves * tile_bound_s; }
 };
 
 TcGeometry tensor_core_geometry(const Kernel& k, const GpuSpec& gpu, const TcTile& tile);
+
+/// A candidate tile with its geometry.
+struct TcCandidate {
+  TcTile tile;
+  TcGeometry g;
+};
+/// The valid candidate with the least wave-quantized roofline: the one a
+/// kernel's measured utilization is taken against (the caps), and the choice
+/// of TcSelect::MinRoofline.
+TcCandidate tensor_core_roofline_candidate(const Kernel& k, const GpuSpec& gpu);
 
 /// Whether the candidate is one a library would run: split-K only when the
 /// output alone does not fill one wave and every slice keeps >= 4 pipeline
