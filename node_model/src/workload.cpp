@@ -324,6 +324,12 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
   const DType f32 = DType::FP32;
   const int mt = std::max(multi_tensor_launches(params), (tensors + 35) / 36);
   const bool mixed = dtype_bytes(dtype_) == 2;
+  if (!megatron() && mixed) {
+    // 16-bit weights with FP32 master copies (as the memory model keeps
+    // them, parallelism::stage_memory): the gradients copied to the masters'
+    // FP32 gradients, multi-tensor (torch._foreach_copy_).
+    p.add(memory_pass(params * (dtype_bytes(dtype_) + 4LL), f32), mt);
+  }
   if (megatron() && mixed) {
     if (dtype_ == DType::FP16) {
       // FP16 main gradients copied to FP32 (.float()), then unscaled with the
@@ -349,6 +355,10 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
     // apex FusedAdam: reads parameters, gradients and both moments, writes
     // parameters and moments (7 FP32 streams).
     p.add(memory_pass(params * 28LL, f32), mt);
+  }
+  if (!megatron() && mixed) {
+    // The updated masters copied back to the 16-bit weights, multi-tensor.
+    p.add(memory_pass(params * (4LL + dtype_bytes(dtype_)), f32), mt);
   }
   if (megatron()) {
     if (mixed) p.add(memory_pass(params * (4LL + dtype_bytes(dtype_)), f32), mt);  // master -> model weights

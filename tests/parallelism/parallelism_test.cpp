@@ -169,6 +169,32 @@ TEST(Transformer, OptimizerStreamsUseMeasuredRowWidths) {
   EXPECT_EQ(pass.launches, 4 * 37 + 436);
 }
 
+TEST(Transformer, EagerSixteenBitOptimizerUpdatesFp32Masters) {
+  // One million parameters in 10 tensors, fused Adam, no clipping. FP32:
+  // the fused pass alone, 7 FP32 streams = 28 B per parameter. BF16 with FP32
+  // masters (what stage_memory holds): + the gradients copied to FP32 (read 2,
+  // write 4 B) + the masters copied back (read 4, write 2 B) = 40 B per
+  // parameter, each pass one multi-tensor launch (16 chunks of 64 Ki).
+  const std::int64_t params = 1'000'000;
+  auto bytes = [](const node_model::Pass& p) {
+    std::int64_t b = 0;
+    for (const auto& k : p.kernels)
+      b += k.b * k.h * 2 * node_model::dtype_bytes(k.dtype);  // MulU: read + write
+    return b;
+  };
+  const node_model::OpRules fp32(node_model::Framework::PyTorchEager, DType::FP32);
+  const node_model::OpRules bf16(node_model::Framework::PyTorchEager, DType::BF16);
+  const auto full = fp32.optimizer(params, 10, true, false);
+  const auto mixed = bf16.optimizer(params, 10, true, false);
+  EXPECT_EQ(full.kernels.size(), 1U);
+  EXPECT_EQ(mixed.kernels.size(), 3U);
+  EXPECT_EQ(mixed.launches, 3);
+  // Each pass rounds up to whole rows of kFlatRow elements.
+  const double row = 8.0 * node_model::kFlatRow;
+  EXPECT_NEAR(static_cast<double>(bytes(full)), 28.0 * params, row);
+  EXPECT_NEAR(static_cast<double>(bytes(mixed)), 40.0 * params, 3 * row);
+}
+
 TEST(Transformer, Llama3ParameterCountsMatchThePublishedSizes) {
   // Meta's published sizes: 8.03B, 70.6B, 405.9B (untied LM head, RoPE).
   const std::pair<const char*, double> sizes[] = {
