@@ -256,7 +256,9 @@ per GPU against the GPU's capacity.
                one-GPU scenario (--gpu H200, --framework pytorch-eager|megatron,
                --set KEY=VALUE as in run); with an optimizer_ms column, also
                the forward+backward and optimizer errors; a tp column: one
-               tensor-parallel rank's step (tests/data/h200/tp_steps.csv)
+               tensor-parallel rank's step (tests/data/h200/tp_steps.csv);
+               a column named by a key path (training.optimizer, ...) sets
+               that key for its row
   training     single-node Megatron-DeepSpeed iterations vs measured (vTrain,
                --data ../shared/data/vtrain): errors by plan family, tp,
                micro-batch and hidden size for A100-80GB and A100-40GB,

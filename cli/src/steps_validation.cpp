@@ -8,6 +8,7 @@
 #include <map>
 #include <ostream>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tessera/cli/args.hpp"
@@ -32,12 +33,15 @@ struct MeasuredStep {
   std::int64_t tp = 1;
   std::string dtype;
   bool flash = false;
+  /// Columns named by a scenario key path (e.g. `training.optimizer`) and
+  /// this row's values: how the step ran where the columns above do not say.
+  std::vector<std::pair<std::string, std::string>> keys;
   double measured_ms = 0;             ///< mean over the rows of this configuration
   double measured_optimizer_ms = -1;  ///< mean of the optimizer_ms column (-1: none)
   int rows = 0;
   int first_row = 0;  ///< 1-based data row of its first measurement
   [[nodiscard]] auto key() const {
-    return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash, tp);
+    return std::tie(layers, hidden, heads, seq, micro_batch, vocab, dtype, flash, tp, keys);
   }
 };
 
@@ -49,6 +53,10 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                     flash = col("flash_attention"), it = col("iteration_ms");
   const int opt_col = t.column("optimizer_ms");
   const int tp_col = t.column("tp");
+  std::vector<std::size_t> key_columns;  // named by a scenario key path
+  for (std::size_t c = 0; c < t.header.size(); ++c) {
+    if (t.header[c].find('.') != std::string::npos) key_columns.push_back(c);
+  }
   std::vector<MeasuredStep> out;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     MeasuredStep s;
@@ -76,6 +84,12 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                                    path, r + 1, f));
     }
     s.flash = f == "true";
+    for (const std::size_t c : key_columns) {
+      std::string v = t.rows[r][c];
+      v.erase(0, v.find_first_not_of(" \t"));
+      v.erase(v.find_last_not_of(" \t") + 1);
+      if (!v.empty()) s.keys.emplace_back(t.header[c], std::move(v));
+    }
     const double ms = t.number(r, it);
     if (!(ms > 0)) {
       throw InputError(fmt::format("{}: row {}, column 'iteration_ms': must be positive (got '{}')", path,
@@ -216,11 +230,19 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   for (const auto& m : steps) {
     Scenario s;
     try {
-      s = parse_scenario(step_scenario_yaml(m, gpu, framework), "step", overrides);
+      // The command's --set first, then the row's own keys: what a step
+      // measured is the step's.
+      std::vector<Override> o = overrides;
+      for (const auto& [k, v] : m.keys) o.push_back({k, v, fmt::format("data row {}", m.first_row)});
+      s = parse_scenario(step_scenario_yaml(m, gpu, framework), "step", o);
     } catch (const ScenarioError& e) {
       // Named by the override, or by the data row (with the options that
       // made its scenario), never by the YAML generated for it.
       const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
+      if (e.option().rfind("data row ", 0) == 0) {
+        // A value in one of the row's key-path columns: "key.path: why".
+        throw InputError(fmt::format("{}: row {}: {}", data, m.first_row, rest));
+      }
       throw InputError(e.option().empty() ? fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu,
                                                         framework, rest)
                                           : fmt::format("validate steps ({}): {}", e.option(), rest));

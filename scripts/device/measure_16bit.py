@@ -541,8 +541,10 @@ class TrainStep:
                 p.copy_(m)
 
 
+# `training.optimizer` (a scenario key path: `tessera validate steps` sets it per row) records
+# TrainStep.optim: fused AdamW on FP32 master weights.
 E2E_HEADER = ["layers", "hidden", "heads", "seq", "micro_batch", "vocab", "params", "dtype",
-              "fwd_bwd_ms", "optimizer_ms", "iteration_ms", "iters", "note"]
+              "fwd_bwd_ms", "optimizer_ms", "iteration_ms", "iters", "training.optimizer", "note"]
 
 
 def section_e2e(rows):
@@ -580,7 +582,7 @@ def section_e2e(rows):
             op = sorted(ev[3 * i + 1].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
             it = sorted(ev[3 * i].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
             rows.append([L, h, nh, s, mb, vocab, n_params, "bf16", f"{fb:.4f}", f"{op:.4f}", f"{it:.4f}", n,
-                         "plain PyTorch eager, unfused attention, dropout 0.1, tied LM head, no recompute"])
+                         "fused-adam", "plain PyTorch eager, unfused attention, dropout 0.1, tied LM head, no recompute"])
             log(f"e2e L{L} h{h} s{s} mb{mb}: fwd+bwd {fb:.2f} ms, optimizer {op:.2f} ms")
             if (L, h, mb) == (8, 2048, 4):
                 profile_step(fwd_bwd, optim, f"L{L} h{h} s{s} mb{mb}")
@@ -591,7 +593,7 @@ def section_e2e(rows):
             torch.cuda.empty_cache()
 
 
-TP_HEADER = E2E_HEADER[:8] + ["flash_attention"] + E2E_HEADER[8:-1] + ["tp", "note"]
+TP_HEADER = E2E_HEADER[:8] + ["flash_attention"] + E2E_HEADER[8:-2] + ["tp", "training.optimizer", "note"]
 
 
 def section_tp_steps(rows, warm_s=1.5):
@@ -628,7 +630,7 @@ def section_tp_steps(rows, warm_s=1.5):
             op = sorted(ev[3 * i + 1].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
             it = sorted(ev[3 * i].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
             rows.append([L, h, nh, s, mb, vocab, step.n_params, "bf16", "false", f"{fb:.4f}", f"{op:.4f}", f"{it:.4f}",
-                         n, tp, "one tensor-parallel rank, no all-reduces; plain PyTorch eager, unfused attention, "
+                         n, tp, "fused-adam", "one tensor-parallel rank, no all-reduces; plain PyTorch eager, unfused attention, "
                              "dropout 0.1, tied LM head, no recompute"])
             log(f"tp step L{L} h{h} s{s} mb{mb} tp{tp}: fwd+bwd {fb:.2f} ms, optimizer {op:.2f} ms")
             del step
