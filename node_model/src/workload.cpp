@@ -329,6 +329,9 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
     // them, parallelism::stage_memory): the gradients copied to the masters'
     // FP32 gradients, multi-tensor (torch._foreach_copy_).
     p.add(memory_pass(params * (dtype_bytes(dtype_) + 4LL), f32), mt);
+    // FP16 with loss scaling: GradScaler's unscale with the inf/nan check
+    // (_amp_foreach_non_finite_check_and_unscale_) on the FP32 gradients.
+    if (dtype_ == DType::FP16) p.add(memory_pass(params * 8LL, f32), mt);
   }
   if (megatron() && mixed) {
     if (dtype_ == DType::FP16) {

@@ -193,6 +193,11 @@ TEST(Transformer, EagerSixteenBitOptimizerUpdatesFp32Masters) {
   const double row = 8.0 * node_model::kFlatRow;
   EXPECT_NEAR(static_cast<double>(bytes(full)), 28.0 * params, row);
   EXPECT_NEAR(static_cast<double>(bytes(mixed)), 40.0 * params, 3 * row);
+  // FP16 adds GradScaler's unscale of the FP32 gradients (read + write 8 B).
+  const node_model::OpRules fp16(node_model::Framework::PyTorchEager, DType::FP16);
+  const auto scaled = fp16.optimizer(params, 10, true, false);
+  EXPECT_EQ(scaled.kernels.size(), 4U);
+  EXPECT_NEAR(static_cast<double>(bytes(scaled)), 48.0 * params, 4 * row);
 }
 
 TEST(Transformer, Llama3ParameterCountsMatchThePublishedSizes) {

@@ -197,8 +197,9 @@ class OpRules {
   /// with `clip`, copy of the FP32 master weights to the model's, zeroing the
   /// main gradients). Eager with 16-bit training updates FP32 master weights
   /// too (the copies the memory model holds): the 16-bit gradients copied to
-  /// FP32 before the update and the masters copied back to the 16-bit weights
-  /// after it, multi-tensor. Multi-tensor kernels launch once per 320 chunks
+  /// FP32 before the update (then, with fp16, unscaled with the inf/nan check
+  /// as PyTorch's GradScaler does) and the masters copied back to the 16-bit
+  /// weights after it, multi-tensor. Multi-tensor kernels launch once per 320 chunks
   /// of 64 Ki elements (apex `multi_tensor_apply`).
   [[nodiscard]] Pass optimizer(std::int64_t params, int tensors, bool fused, bool clip) const;
 
