@@ -346,6 +346,27 @@ Override parse_override(const std::string& text) {
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }
 
+std::vector<std::size_t> key_path_columns(const node_model::CsvTable& t) {
+  std::vector<std::size_t> out;
+  for (std::size_t c = 0; c < t.header.size(); ++c) {
+    if (t.header[c].find('.') != std::string::npos) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> key_path_cells(const node_model::CsvTable& t,
+                                                                std::size_t row,
+                                                                const std::vector<std::size_t>& columns) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::size_t c : columns) {
+    std::string v = t.rows[row][c];
+    v.erase(0, v.find_first_not_of(" \t"));
+    v.erase(v.find_last_not_of(" \t") + 1);
+    if (!v.empty()) out.emplace_back(t.header[c], std::move(v));
+  }
+  return out;
+}
+
 namespace {
 
 /// Counts the nodes of the documents a YAML::Parser reads, and where the

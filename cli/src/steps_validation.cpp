@@ -53,10 +53,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                     flash = col("flash_attention"), it = col("iteration_ms");
   const int opt_col = t.column("optimizer_ms");
   const int tp_col = t.column("tp");
-  std::vector<std::size_t> key_columns;  // named by a scenario key path
-  for (std::size_t c = 0; c < t.header.size(); ++c) {
-    if (t.header[c].find('.') != std::string::npos) key_columns.push_back(c);
-  }
+  const std::vector<std::size_t> key_columns = key_path_columns(t);
   std::vector<MeasuredStep> out;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     MeasuredStep s;
@@ -84,12 +81,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                                    path, r + 1, f));
     }
     s.flash = f == "true";
-    for (const std::size_t c : key_columns) {
-      std::string v = t.rows[r][c];
-      v.erase(0, v.find_first_not_of(" \t"));
-      v.erase(v.find_last_not_of(" \t") + 1);
-      if (!v.empty()) s.keys.emplace_back(t.header[c], std::move(v));
-    }
+    s.keys = key_path_cells(t, r, key_columns);
     const double ms = t.number(r, it);
     if (!(ms > 0)) {
       throw InputError(fmt::format("{}: row {}, column 'iteration_ms': must be positive (got '{}')", path,
@@ -229,17 +221,18 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   std::vector<double> errors;
   for (const auto& m : steps) {
     Scenario s;
+    // The command's --set first, then the row's own keys: what a step
+    // measured is the step's.
+    const std::string row_flag = fmt::format("data row {}", m.first_row);
+    std::vector<Override> o = overrides;
+    for (const auto& [k, v] : m.keys) o.push_back({k, v, row_flag});
     try {
-      // The command's --set first, then the row's own keys: what a step
-      // measured is the step's.
-      std::vector<Override> o = overrides;
-      for (const auto& [k, v] : m.keys) o.push_back({k, v, fmt::format("data row {}", m.first_row)});
       s = parse_scenario(step_scenario_yaml(m, gpu, framework), "step", o);
     } catch (const ScenarioError& e) {
       // Named by the override, or by the data row (with the options that
       // made its scenario), never by the YAML generated for it.
       const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
-      if (e.option().rfind("data row ", 0) == 0) {
+      if (e.option() == row_flag) {
         // A value in one of the row's key-path columns: "key.path: why".
         throw InputError(fmt::format("{}: row {}: {}", data, m.first_row, rest));
       }

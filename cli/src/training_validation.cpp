@@ -130,10 +130,7 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
   const std::size_t c_dp = t.require_column("data parallelism"),
                     c_pp = t.require_column("pipeline parallelism");
   const std::size_t c_time = t.require_column("iteration time (ms)");
-  std::vector<std::size_t> key_columns;  // named by a scenario key path
-  for (std::size_t c = 0; c < t.header.size(); ++c) {
-    if (t.header[c].find('.') != std::string::npos) key_columns.push_back(c);
-  }
+  const std::vector<std::size_t> key_columns = key_path_columns(t);
   std::vector<MeasuredRun> runs;
   runs.reserve(t.rows.size());
   auto narrow = [&](std::size_t r, std::size_t c) {
@@ -158,12 +155,7 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     m.dp = narrow(r, c_dp);
     m.pp = narrow(r, c_pp);
     m.measured_ms = t.number(r, c_time);
-    for (const std::size_t c : key_columns) {
-      std::string v = t.rows[r][c];
-      v.erase(0, v.find_first_not_of(" \t"));
-      v.erase(v.find_last_not_of(" \t") + 1);
-      if (!v.empty()) m.keys.emplace_back(t.header[c], std::move(v));
-    }
+    m.keys = key_path_cells(t, r, key_columns);
     if (m.measured_ms <= 0) {
       throw InputError(
           fmt::format("{}: row {}, column '{}': must be positive", path, r + 1, t.header[c_time]));

@@ -324,22 +324,15 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
   const DType f32 = DType::FP32;
   const int mt = std::max(multi_tensor_launches(params), (tensors + 35) / 36);
   const bool mixed = dtype_bytes(dtype_) == 2;
-  if (!megatron() && mixed) {
-    // 16-bit weights with FP32 master copies (as the memory model keeps
-    // them, parallelism::stage_memory): the gradients copied to the masters'
-    // FP32 gradients, multi-tensor (torch._foreach_copy_).
-    p.add(memory_pass(params * (dtype_bytes(dtype_) + 4LL), f32), mt);
-    // FP16 with loss scaling: GradScaler's unscale with the inf/nan check
-    // (_amp_foreach_non_finite_check_and_unscale_) on the FP32 gradients.
+  if (mixed && (!megatron() || dtype_ == DType::FP16)) {
+    // 16-bit gradients copied to the FP32 masters' (Megatron: its FP16 main
+    // gradients, .float(), one launch per tensor; eager: the 16-bit weights'
+    // FP32 master copies that stage_memory holds, torch._foreach_copy_).
+    // bf16 under Megatron accumulates FP32 main gradients: nothing to copy.
+    p.add(memory_pass(params * (dtype_bytes(grad_dtype()) + 4LL), f32), megatron() ? tensors : mt);
+    // FP16 loss scaling: unscale with the inf/nan check (Megatron's, or
+    // GradScaler's _amp_foreach_non_finite_check_and_unscale_).
     if (dtype_ == DType::FP16) p.add(memory_pass(params * 8LL, f32), mt);
-  }
-  if (megatron() && mixed) {
-    if (dtype_ == DType::FP16) {
-      // FP16 main gradients copied to FP32 (.float()), then unscaled with the
-      // inf/nan check (loss scaling; bf16 has none).
-      p.add(memory_pass(params * (dtype_bytes(grad_dtype()) + 4LL), f32), tensors);
-      p.add(memory_pass(params * 8LL, f32), mt);
-    }
   }
   if (!fused) {
     // PyTorch Adam: m and v decay and update, the step, the update applied.
@@ -359,14 +352,11 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
     // parameters and moments (7 FP32 streams).
     p.add(memory_pass(params * 28LL, f32), mt);
   }
-  if (!megatron() && mixed) {
-    // The updated masters copied back to the 16-bit weights, multi-tensor.
-    p.add(memory_pass(params * (4LL + dtype_bytes(dtype_)), f32), mt);
-  }
-  if (megatron()) {
-    if (mixed) p.add(memory_pass(params * (4LL + dtype_bytes(dtype_)), f32), mt);  // master -> model weights
-    // Zero the main gradients (PyTorch DDP's zero_grad sets .grad to None).
-    if (options_.main_grad) p.add(memory_pass(params * dtype_bytes(grad_dtype()), grad_dtype()), tensors);
+  // The updated FP32 masters copied to the 16-bit weights, multi-tensor.
+  if (mixed) p.add(memory_pass(params * (4LL + dtype_bytes(dtype_)), f32), mt);
+  // Zero Megatron's main gradients (PyTorch DDP's zero_grad sets .grad to None).
+  if (megatron() && options_.main_grad) {
+    p.add(memory_pass(params * dtype_bytes(grad_dtype()), grad_dtype()), tensors);
   }
   return p;
 }

@@ -5,18 +5,20 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "tessera/cli/args.hpp"
 #include "tessera/collectives/expand.hpp"
 #include "tessera/engine/comm_calibration.hpp"
 #include "tessera/error.hpp"
-#include "tessera/cli/args.hpp"
-#include "tessera/study/scenario.hpp"
+#include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/node_model/overrides.hpp"
 #include "tessera/node_model/workload.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/parallelism/transformer.hpp"
+#include "tessera/study/scenario.hpp"
 #include "tessera/topology/fabrics.hpp"
 #include "tessera/topology/topology.hpp"
 
@@ -34,6 +36,15 @@ struct Override {
 };
 /// Parses "key.path=value"; throws InputError.
 Override parse_override(const std::string& text);
+
+/// The columns of a table of measured runs named by a scenario key path (a
+/// '.' in the name, e.g. `training.optimizer`): each sets its key for its row
+/// (`validate training`, `validate steps`).
+std::vector<std::size_t> key_path_columns(const node_model::CsvTable& t);
+/// Row `row`'s non-empty cells of those columns, trimmed: (key path, value).
+std::vector<std::pair<std::string, std::string>> key_path_cells(const node_model::CsvTable& t,
+                                                                std::size_t row,
+                                                                const std::vector<std::size_t>& columns);
 
 /// Reads and validates a scenario file, after applying `overrides`. Throws
 /// ScenarioError.
