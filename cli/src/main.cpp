@@ -45,6 +45,9 @@ constexpr std::string_view kCommands = R"(Forecasting:
         Find the fastest parallel plan that fits in memory.
   compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2] [--svg F.svg]
         Compare pipeline schedules: iteration, bubble, exposed comm, memory.
+  kernels SCENARIO.yaml [--out F.csv]
+        The kernels of the model on one GPU and what each costs, per layer
+        and micro-batch; the CSV is a node_model.overrides template.
 
 Node model (kernel latency prediction, docs/node_model.md):
   predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--predictor NAME]
@@ -55,7 +58,7 @@ Node model (kernel latency prediction, docs/node_model.md):
 Validation against measurements:
   validate kernels|models|distributed|collectives|training|steps --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
-  Every command that runs a scenario (run, sweep, search, compare-schedules)
+  Every command that runs a scenario (run, sweep, search, compare-schedules, kernels)
   takes --set KEY=VALUE (repeatable), --backend flow|ns3 and --predictor NAME
   (roofline, linreg, mlp, tile-mlp), the same as setting the keys.
 
@@ -221,6 +224,29 @@ as run prints it), exposed communication, compute and peak memory per stage;
 --svg draws the iteration time split of each schedule and its peak memory
 per GPU against the GPU's capacity.
 )"},
+      {"kernels", R"(usage: tessera kernels SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--predictor NAME]
+
+Lists the kernels the scenario's model runs on one GPU, in model order: the
+embeddings, one transformer layer (one MoE layer too, for a mixture of
+experts) and the LM head with the loss, each operator's forward,
+input-gradient and weight-gradient kernels, for one micro-batch on one
+tensor-parallel rank (tp, sequence and expert parallelism as the plan
+cuts them). Beside each: its dimensions, the time the node model gives it
+(as the planner times it: GPU time under the Megatron profiles, the
+kernel timed alone with its launch floor under pytorch-eager; a
+node_model.overrides file applies), its TFLOP/s and GB/s; then each part's
+forward, input-gradient and weight-gradient milliseconds. The schedule,
+recomputation and the optimizer step are the planner's (tessera run).
+
+  --out FILE.csv   one row per distinct kernel in the schema that
+                   node_model.overrides reads (op,b,m,n,k,h,dtype,time_us)
+                   plus tflops, gbps and uses (where it runs): replace
+                   time_us with your measurements and give the file as
+                   node_model.overrides (docs/scenarios.md)
+
+Example:
+  tessera kernels scenarios/default.yaml --out default_kernels.csv
+)"},
       {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training|steps --data DIR [options]
 
   kernels      MAPE per op class and GPU of the node model vs measured
@@ -361,6 +387,7 @@ int main(int argc, char** argv) {
       {"sweep-merge", tessera::cli::cmd_sweep_merge},
       {"search", tessera::cli::cmd_search},
       {"compare-schedules", tessera::cli::cmd_compare_schedules},
+      {"kernels", tessera::cli::cmd_kernels},
       {"predict-kernels", tessera::cli::cmd_predict_kernels},
       {"predict-model", tessera::cli::cmd_predict_model},
       {"predict-graph", tessera::cli::cmd_predict_graph},

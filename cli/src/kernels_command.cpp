@@ -1,0 +1,107 @@
+// `tessera kernels`: the kernels a scenario's model runs on one rank and what
+// the node model says each costs (docs/cli.md, "Kernels").
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <ostream>
+#include <string>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/files.hpp"
+#include "tessera/node_model/gpu_spec.hpp"
+#include "tessera/node_model/kernel.hpp"
+#include "tessera/node_model/workload.hpp"
+#include "tessera/study/kernels.hpp"
+
+namespace tessera::cli {
+
+namespace {
+double rate(double amount, Time t) { return t > Time::zero() ? amount / t.seconds() : 0.0; }
+
+std::string dims(const node_model::Kernel& k) {
+  if (node_model::is_gemm(k.op)) return fmt::format("{} x {} x {} x {}", k.b, k.m, k.n, k.k);
+  return fmt::format("{} x {}", k.b, k.h);
+}
+
+/// The table as a CSV in the schema node_model.overrides reads (op, b, m, n,
+/// k, h, dtype, time_us), one row per distinct kernel, with its rates and
+/// uses as extra columns (ignored by the overrides reader).
+std::string table_csv(const study::KernelTable& t) {
+  std::string out = "op,b,m,n,k,h,dtype,time_us,tflops,gbps,uses\n";
+  for (const auto& r : t.rows) {
+    const auto& k = r.kernel;
+    const bool gemm = node_model::is_gemm(k.op);
+    std::string uses;
+    for (const auto& u : r.uses) uses += (uses.empty() ? "" : " ") + u;
+    out += fmt::format("{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{}\n", node_model::to_string(k.op), k.b,
+                       gemm ? k.m : 0, gemm ? k.n : 0, gemm ? k.k : 0, gemm ? 0 : k.h,
+                       node_model::to_string(k.dtype), r.time.us(), rate(k.flops().count(), r.time) * 1e-12,
+                       rate(k.bytes().as_double(), r.time) * 1e-9, uses);
+  }
+  return out;
+}
+}  // namespace
+
+int cmd_kernels(const Args& args, std::ostream& out) {
+  ArgParser p("tessera kernels");
+  p.option("out");
+  declare_scenario_options(p);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
+  p.expect_positional(1, "a scenario file");
+  const auto csv_path = p.get("out");
+  FileSet files;
+  files.input(p.positional()[0], "the scenario");
+  if (csv_path) files.output(*csv_path, "--out");
+  const study::Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
+  study::require_single_job(s, "kernels");
+  const study::KernelTable t = study::kernel_table(s);
+
+  out << fmt::format("Scenario       {}: {} on {}, {} node model\n", s.name, s.model.name, s.gpu.name,
+                     s.predictor);
+  out << fmt::format("Workload       {} {}, micro-batch {}, sequence {}, tp={}{}{}\n",
+                     node_model::to_string(s.workload.framework), node_model::to_string(s.workload.dtype),
+                     s.workload.micro_batch, s.workload.seq_len, t.tp,
+                     s.plan.ep > 1 ? fmt::format(" ep={}", s.plan.ep) : "",
+                     t.sequence_parallel ? ", sequence parallel" : "");
+  out << (t.device_time
+              ? "Times          GPU time of each kernel queued back to back (the host's launch costs are "
+                "the host model's, calibration.host_*)\n"
+              : "Times          each kernel timed alone from the host, its launch floor included "
+                "(pytorch-eager)\n");
+  out << "One micro-batch of one instance of each part (a layer's kernels run once per layer; recomputation "
+         "repeats the forward):\n\n";
+  out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11} {:>9} {:>8}\n", "part", "op.pass", "kernel",
+                     "dtype", "b x m x n x k | rows x h", "time_us", "TFLOP/s", "GB/s");
+  std::vector<std::string> part_order;
+  std::map<std::string, std::array<Time, 3>> totals;  // forward, input_grad, weight_grad per part
+  for (const auto& u : t.uses) {
+    const study::KernelTableRow& r = t.rows[u.row];
+    if (part_order.empty() || part_order.back() != u.part) part_order.push_back(u.part);
+    totals[u.part][u.pass == "forward" ? 0 : u.pass == "input_grad" ? 1 : 2] += r.time;
+    out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
+                       u.op + "." + u.pass, node_model::to_string(r.kernel.op),
+                       node_model::to_string(r.kernel.dtype), dims(r.kernel), r.time.us(),
+                       rate(r.kernel.flops().count(), r.time) * 1e-12,
+                       rate(r.kernel.bytes().as_double(), r.time) * 1e-9);
+  }
+  out << "\nPer micro-batch, milliseconds:\n";
+  out << fmt::format("{:<10} {:>10} {:>11} {:>12}\n", "part", "forward", "input_grad", "weight_grad");
+  for (const auto& part : part_order) {
+    const auto& tot = totals[part];
+    out << fmt::format("{:<10} {:>10.3f} {:>11.3f} {:>12.3f}\n", part, tot[0].ms(), tot[1].ms(), tot[2].ms());
+  }
+  out << fmt::format("{} distinct kernels", t.rows.size());
+  if (csv_path) {
+    write_file_atomic(*csv_path, table_csv(t));
+    out << fmt::format(", written to {} (node_model.overrides schema: replace time_us with measured times)",
+                       *csv_path);
+  }
+  out << '\n';
+  return 0;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,57 @@
+#pragma once
+// The kernels a scenario's model runs on one rank, each timed as the planner
+// times it: the table behind `tessera kernels` (docs/cli.md). It lists what
+// one instance of each part of the model launches per micro-batch (the word
+// and position embeddings, one transformer layer, one MoE layer, the LM head
+// and loss); the schedule, recomputation and the optimizer step are the
+// planner's and are not repeated here.
+#include <string>
+#include <vector>
+
+#include "tessera/node_model/kernel.hpp"
+#include "tessera/study/scenario.hpp"
+#include "tessera/units.hpp"
+
+namespace tessera::study {
+
+/// One distinct kernel (op, dimensions and dtype) of the model on one rank.
+struct KernelTableRow {
+  node_model::Kernel kernel;
+  /// One execution, as the planner times it (KernelTimer): device time under
+  /// the Megatron profiles, the isolated eager time (with its launch floor)
+  /// under pytorch-eager.
+  Time time;
+  /// Where it runs, one entry per execution in one micro-batch of one
+  /// instance of its part: "layer:qkv.forward", "lm_head:ln_f.input_grad".
+  std::vector<std::string> uses;
+};
+
+/// One execution of a kernel in one micro-batch of one instance of a part.
+struct KernelUse {
+  std::string part;  ///< "embedding", "layer", "moe_layer" or "lm_head"
+  std::string op;    ///< the operator (parallelism::layer_ops names): "qkv", "softmax", ...
+  std::string pass;  ///< "forward", "input_grad" or "weight_grad"
+  std::size_t row;   ///< index into KernelTable::rows
+};
+
+struct KernelTable {
+  /// Distinct kernels in order of first use (embedding, layer, moe_layer,
+  /// lm_head; forward, input_grad, weight_grad within an op).
+  std::vector<KernelTableRow> rows;
+  /// Every execution in model order: parts as above, operators in forward
+  /// order, each operator's forward, input-gradient, weight-gradient kernels.
+  std::vector<KernelUse> uses;
+  /// True: device times (Megatron's explicit host model); false: eager
+  /// kernels timed alone from the host.
+  bool device_time = false;
+  std::int64_t tp = 1;
+  bool sequence_parallel = false;
+};
+
+/// The kernels of `s`'s model on one tensor-parallel rank (tp, sequence
+/// parallelism and expert parallelism as the plan cuts them), timed by the
+/// scenario's predictor (make_scenario_predictor: overrides apply). Parts a
+/// model does not have (an MoE layer in a dense model) are left out.
+[[nodiscard]] KernelTable kernel_table(const Scenario& s);
+
+}  // namespace tessera::study

@@ -1,0 +1,142 @@
+// `tessera kernels`' table (study::kernel_table): the kernels of one rank's
+// share of the model with the shapes Megatron's tensor parallelism gives
+// them (checked by hand), each distinct kernel once with every execution
+// listed, and the times the planner uses (device time under Megatron, the
+// isolated eager time under pytorch-eager).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "tessera/cli/scenario.hpp"
+#include "tessera/parallelism/transformer.hpp"
+#include "tessera/study/kernels.hpp"
+
+using namespace tessera;
+using namespace tessera::cli;
+namespace nm = tessera::node_model;
+
+namespace {
+
+// Two GPUs, tp = 2; hidden 1024 (16 heads of 64), MLP 4096, vocabulary
+// 32000 (a multiple of Megatron's 128 x tp padding: 16000 rows per rank),
+// 2 x 2048 tokens per micro-batch.
+constexpr const char* kScenario = R"(name: tp2
+cluster:
+  nodes: 1
+  gpus_per_node: 2
+  gpu: A100-80GB
+  nvlink_bandwidth: 300GB/s
+  nvlink_latency: 1us
+  nic_bandwidth: 200Gbps
+  nic_latency: 1us
+  fabric: {type: leaf-spine, hosts_per_leaf: 1, spines: 1, spine_bandwidth: 200Gbps, spine_latency: 600ns}
+model: {layers: 2, hidden: 1024, heads: 16, vocab: 32000}
+training:
+  micro_batch: 2
+  seq_len: 2048
+  global_batch: 4
+  dtype: fp16
+parallelism:
+  tp: 2
+  recompute: full
+)";
+
+const study::KernelTableRow* find_use(const study::KernelTable& t, const std::string& part,
+                                      const std::string& op, const std::string& pass) {
+  for (const auto& u : t.uses) {
+    if (u.part == part && u.op == op && u.pass == pass) return &t.rows[u.row];
+  }
+  return nullptr;
+}
+
+void expect_gemm(const study::KernelTable& t, const std::string& part, const std::string& op,
+                 const std::string& pass, nm::KernelOp kop, std::int64_t b, std::int64_t m, std::int64_t n,
+                 std::int64_t k) {
+  const auto* r = find_use(t, part, op, pass);
+  ASSERT_NE(r, nullptr) << part << ":" << op << "." << pass;
+  EXPECT_EQ(r->kernel.op, kop) << op;
+  EXPECT_EQ(r->kernel.dtype, nm::DType::FP16) << op;
+  EXPECT_EQ(std::make_tuple(r->kernel.b, r->kernel.m, r->kernel.n, r->kernel.k), std::make_tuple(b, m, n, k))
+      << part << ":" << op << "." << pass;
+}
+
+}  // namespace
+
+TEST(KernelTable, GemmsHaveTheShapesOfOneTensorParallelRank) {
+  const study::Scenario s = parse_scenario(kScenario, "tp2.yaml");
+  const study::KernelTable t = study::kernel_table(s);
+  EXPECT_TRUE(t.device_time);  // megatron: GPU time, the host is the host model's
+  EXPECT_EQ(t.tp, 2);
+  // 4096 tokens; QKV column-parallel: 3 x 1024 / 2 outputs.
+  expect_gemm(t, "layer", "qkv", "forward", nm::KernelOp::Linear, 1, 4096, 1536, 1024);
+  expect_gemm(t, "layer", "qkv", "input_grad", nm::KernelOp::Linear, 1, 4096, 1024, 1536);
+  expect_gemm(t, "layer", "qkv", "weight_grad", nm::KernelOp::Linear, 1, 1024, 1536, 4096);
+  // Scores: micro-batch x heads / tp = 16 batched 2048 x 64 @ 64 x 2048.
+  expect_gemm(t, "layer", "scores", "forward", nm::KernelOp::Bmm, 16, 2048, 2048, 64);
+  // Row-parallel projection and fc2: the reduction is split.
+  expect_gemm(t, "layer", "proj", "forward", nm::KernelOp::Linear, 1, 4096, 1024, 512);
+  expect_gemm(t, "layer", "fc1", "forward", nm::KernelOp::Linear, 1, 4096, 2048, 1024);
+  expect_gemm(t, "layer", "fc2", "forward", nm::KernelOp::Linear, 1, 4096, 1024, 2048);
+  // Vocabulary-parallel LM head: 32000 / 2 rows.
+  expect_gemm(t, "lm_head", "lm_head", "forward", nm::KernelOp::Linear, 1, 4096, 16000, 1024);
+  // The causal softmax over 16 x 2048 rows of 2048 (Megatron's fused kernel).
+  const auto* sm = find_use(t, "layer", "softmax", "forward");
+  ASSERT_NE(sm, nullptr);
+  EXPECT_EQ(sm->kernel.op, nm::KernelOp::Softmax);
+  EXPECT_EQ(std::make_tuple(sm->kernel.b, sm->kernel.h),
+            std::make_tuple(std::int64_t{16 * 2048}, std::int64_t{2048}));
+}
+
+TEST(KernelTable, EachDistinctKernelOnceWithEveryExecution) {
+  const study::Scenario s = parse_scenario(kScenario, "tp2.yaml");
+  const study::KernelTable t = study::kernel_table(s);
+  // Rows are distinct kernels.
+  std::set<std::tuple<nm::KernelOp, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                      nm::DType>>
+      keys;
+  for (const auto& r : t.rows) {
+    EXPECT_TRUE(
+        keys.emplace(r.kernel.op, r.kernel.b, r.kernel.m, r.kernel.n, r.kernel.k, r.kernel.h, r.kernel.dtype)
+            .second);
+  }
+  // Every execution of one layer is listed: as many as layer_ops' passes hold.
+  std::size_t layer_kernels = 0;
+  for (const auto& op : parallelism::layer_ops(s.model, s.workload, parallelism::Sharding{2, false})) {
+    layer_kernels += op.forward.kernels.size() + op.input_grad.kernels.size() + op.weight_grad.kernels.size();
+  }
+  std::size_t layer_uses = 0;
+  std::map<std::size_t, std::size_t> per_row;
+  for (const auto& u : t.uses) {
+    layer_uses += u.part == "layer" ? 1 : 0;
+    ++per_row[u.row];
+  }
+  EXPECT_EQ(layer_uses, layer_kernels);
+  // A row's use list names each of its executions.
+  ASSERT_EQ(per_row.size(), t.rows.size());
+  for (std::size_t i = 0; i < t.rows.size(); ++i) EXPECT_EQ(t.rows[i].uses.size(), per_row[i]) << i;
+  // The parts in model order, a dense model has no MoE layer.
+  EXPECT_EQ(t.uses.front().part, "embedding");
+  EXPECT_EQ(t.uses.back().part, "lm_head");
+  for (const auto& u : t.uses) EXPECT_NE(u.part, "moe_layer");
+}
+
+TEST(KernelTable, TimesAreThePlannersDeviceOrEagerTimes) {
+  const study::Scenario megatron = parse_scenario(kScenario, "tp2.yaml");
+  const study::Scenario eager =
+      parse_scenario(kScenario, "tp2.yaml", {{"training.framework", "pytorch-eager"}});
+  const auto predictor = study::make_scenario_predictor(megatron);
+  const study::KernelTable tm = study::kernel_table(megatron);
+  const study::KernelTable te = study::kernel_table(eager);
+  EXPECT_TRUE(tm.device_time);
+  EXPECT_FALSE(te.device_time);
+  for (const auto& r : tm.rows) EXPECT_EQ(r.time, predictor->predict_device(r.kernel));
+  bool floor_seen = false;
+  for (const auto& r : te.rows) {
+    EXPECT_EQ(r.time, predictor->predict(r.kernel));
+    floor_seen = floor_seen || r.time > predictor->predict_device(r.kernel);
+  }
+  EXPECT_TRUE(floor_seen);  // eager kernels carry their launch floor
+}
