@@ -72,6 +72,13 @@ int cmd_kernels(const Args& args, std::ostream& out) {
                 "the host model's, calibration.host_*)\n"
               : "Times          each kernel timed alone from the host, its launch floor included "
                 "(pytorch-eager)\n");
+  if (s.mixed_gpus && s.mixed_gpus->gpu.name != s.gpu.name) {
+    const auto n = s.mixed_gpus->nodes.size();
+    out << fmt::format(
+        "Mixed GPUs     the {} {} of {} (mixed_gpus) time their kernels on it: not listed here; "
+        "--set cluster.gpu={} lists them\n",
+        n, n == 1 ? "node" : "nodes", s.mixed_gpus->gpu.name, s.mixed_gpus->gpu.name);
+  }
   out << "One micro-batch of one instance of each part (a layer's kernels run once per layer; recomputation "
          "repeats the forward):\n\n";
   out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11} {:>9} {:>8}\n", "part", "op.pass", "kernel",
