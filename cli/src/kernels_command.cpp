@@ -28,18 +28,22 @@ std::string dims(const node_model::Kernel& k) {
 
 /// The table as a CSV in the schema node_model.overrides reads (op, b, m, n,
 /// k, h, dtype, time_us), one row per distinct kernel, with its rates and
-/// uses as extra columns (ignored by the overrides reader).
+/// uses (each execution: part:operator.pass) as extra columns (ignored by
+/// the overrides reader).
 std::string table_csv(const study::KernelTable& t) {
+  std::vector<std::string> uses(t.rows.size());
+  for (const auto& u : t.uses) {
+    uses[u.row] += fmt::format("{}{}:{}.{}", uses[u.row].empty() ? "" : " ", u.part, u.op, u.pass);
+  }
   std::string out = "op,b,m,n,k,h,dtype,time_us,tflops,gbps,uses\n";
-  for (const auto& r : t.rows) {
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const auto& r = t.rows[i];
     const auto& k = r.kernel;
     const bool gemm = node_model::is_gemm(k.op);
-    std::string uses;
-    for (const auto& u : r.uses) uses += (uses.empty() ? "" : " ") + u;
     out += fmt::format("{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{}\n", node_model::to_string(k.op), k.b,
                        gemm ? k.m : 0, gemm ? k.n : 0, gemm ? k.k : 0, gemm ? 0 : k.h,
                        node_model::to_string(k.dtype), r.time.us(), rate(k.flops().count(), r.time) * 1e-12,
-                       rate(k.bytes().as_double(), r.time) * 1e-9, uses);
+                       rate(k.bytes().as_double(), r.time) * 1e-9, uses[i]);
   }
   return out;
 }

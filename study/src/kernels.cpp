@@ -1,7 +1,5 @@
 #include "tessera/study/kernels.hpp"
 
-#include <fmt/format.h>
-
 #include <map>
 #include <tuple>
 #include <utility>
@@ -42,10 +40,8 @@ KernelTable kernel_table(const Scenario& s) {
           {"forward", &op.forward}, {"input_grad", &op.input_grad}, {"weight_grad", &op.weight_grad}};
       for (const auto& [pass_name, pass] : passes) {
         for (const auto& k : pass->kernels) {
-          const std::string use = fmt::format("{}:{}.{}", part, op.name, pass_name);
           auto [it, inserted] = index.emplace(key_of(k), table.rows.size());
-          if (inserted) table.rows.push_back({k, timer.time(k), {}});
-          table.rows[it->second].uses.push_back(use);
+          if (inserted) table.rows.push_back({k, timer.time(k)});
           table.uses.push_back({part, op.name, pass_name, it->second});
         }
       }

@@ -21,9 +21,6 @@ struct KernelTableRow {
   /// the Megatron profiles, the isolated eager time (with its launch floor)
   /// under pytorch-eager.
   Time time;
-  /// Where it runs, one entry per execution in one micro-batch of one
-  /// instance of its part: "layer:qkv.forward", "lm_head:ln_f.input_grad".
-  std::vector<std::string> uses;
 };
 
 /// One execution of a kernel in one micro-batch of one instance of a part.
