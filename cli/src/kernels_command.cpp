@@ -6,6 +6,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
@@ -33,7 +34,8 @@ std::string dims(const node_model::Kernel& k) {
 std::string table_csv(const study::KernelTable& t) {
   std::vector<std::string> uses(t.rows.size());
   for (const auto& u : t.uses) {
-    uses[u.row] += fmt::format("{}{}:{}.{}", uses[u.row].empty() ? "" : " ", u.part, u.op, u.pass);
+    uses[u.row] +=
+        fmt::format("{}{}:{}.{}", uses[u.row].empty() ? "" : " ", u.part, u.op, study::to_string(u.pass));
   }
   std::string out = "op,b,m,n,k,h,dtype,time_us,tflops,gbps,uses\n";
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
@@ -57,20 +59,22 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   p.parse(take_set_options(args, sets));
   p.expect_positional(1, "a scenario file");
   const auto csv_path = p.get("out");
-  FileSet files;
-  files.input(p.positional()[0], "the scenario");
-  if (csv_path) files.output(*csv_path, "--out");
   const study::Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   study::require_single_job(s, "kernels");
+  // --out may be neither the scenario nor its measured kernel times.
+  FileSet files;
+  files.input(p.positional()[0], "the scenario");
+  if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
+  if (csv_path) files.output(*csv_path, "--out");
   const study::KernelTable t = study::kernel_table(s);
 
   out << fmt::format("Scenario       {}: {} on {}, {} node model\n", s.name, s.model.name, s.gpu.name,
                      s.predictor);
   out << fmt::format("Workload       {} {}, micro-batch {}, sequence {}, tp={}{}{}\n",
                      node_model::to_string(s.workload.framework), node_model::to_string(s.workload.dtype),
-                     s.workload.micro_batch, s.workload.seq_len, t.tp,
+                     s.workload.micro_batch, s.workload.seq_len, s.plan.tp,
                      s.plan.ep > 1 ? fmt::format(" ep={}", s.plan.ep) : "",
-                     t.sequence_parallel ? ", sequence parallel" : "");
+                     s.plan.sequence_parallel ? ", sequence parallel" : "");
   out << (t.device_time
               ? "Times          GPU time of each kernel queued back to back (the host's launch costs are "
                 "the host model's, calibration.host_*)\n"
@@ -92,9 +96,9 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   for (const auto& u : t.uses) {
     const study::KernelTableRow& r = t.rows[u.row];
     if (part_order.empty() || part_order.back() != u.part) part_order.push_back(u.part);
-    totals[u.part][u.pass == "forward" ? 0 : u.pass == "input_grad" ? 1 : 2] += r.time;
+    totals[u.part][static_cast<std::size_t>(u.pass)] += r.time;
     out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
-                       u.op + "." + u.pass, node_model::to_string(r.kernel.op),
+                       u.op + "." + std::string(study::to_string(u.pass)), node_model::to_string(r.kernel.op),
                        node_model::to_string(r.kernel.dtype), dims(r.kernel), r.time.us(),
                        rate(r.kernel.flops().count(), r.time) * 1e-12,
                        rate(r.kernel.bytes().as_double(), r.time) * 1e-9);

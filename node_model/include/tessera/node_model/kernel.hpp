@@ -42,6 +42,8 @@ struct Kernel {
   [[nodiscard]] Bytes bytes() const;
   /// Throws InputError when a needed dimension is not positive.
   void validate() const;
+  /// The same kernel: op, dtype and every dimension (a key for maps).
+  auto operator<=>(const Kernel&) const = default;
 };
 
 /// The kernels of a softmax's backward, dx = y * (dy - sum(dy * y)): it reads

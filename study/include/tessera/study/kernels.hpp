@@ -6,6 +6,7 @@
 // and loss); the schedule, recomputation and the optimizer step are the
 // planner's and are not repeated here.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/node_model/kernel.hpp"
@@ -23,12 +24,17 @@ struct KernelTableRow {
   Time time;
 };
 
+/// The pass of an operator a kernel belongs to (node_model::OpKernels).
+enum class OpPass { Forward, InputGrad, WeightGrad };
+/// "forward", "input_grad", "weight_grad".
+std::string_view to_string(OpPass p);
+
 /// One execution of a kernel in one micro-batch of one instance of a part.
 struct KernelUse {
   std::string part;  ///< "embedding", "layer", "moe_layer" or "lm_head"
   std::string op;    ///< the operator (parallelism::layer_ops names): "qkv", "softmax", ...
-  std::string pass;  ///< "forward", "input_grad" or "weight_grad"
-  std::size_t row;   ///< index into KernelTable::rows
+  OpPass pass = OpPass::Forward;
+  std::size_t row = 0;  ///< index into KernelTable::rows
 };
 
 struct KernelTable {
@@ -41,8 +47,6 @@ struct KernelTable {
   /// True: device times (Megatron's explicit host model); false: eager
   /// kernels timed alone from the host.
   bool device_time = false;
-  std::int64_t tp = 1;
-  bool sequence_parallel = false;
 };
 
 /// The kernels of `s`'s model on one tensor-parallel rank (tp, sequence
