@@ -2,8 +2,6 @@
 // the node model says each costs (docs/cli.md, "Kernels").
 #include <fmt/format.h>
 
-#include <array>
-#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -91,24 +89,27 @@ int cmd_kernels(const Args& args, std::ostream& out) {
          "repeats the forward):\n\n";
   out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11} {:>9} {:>8}\n", "part", "op.pass", "kernel",
                      "dtype", "b x m x n x k | rows x h", "time_us", "TFLOP/s", "GB/s");
-  std::vector<std::string> part_order;
-  std::map<std::string, std::array<Time, 3>> totals;  // forward, input_grad, weight_grad per part
   for (const auto& u : t.uses) {
     const study::KernelTableRow& r = t.rows[u.row];
-    if (part_order.empty() || part_order.back() != u.part) part_order.push_back(u.part);
-    totals[u.part][static_cast<std::size_t>(u.pass)] += r.time;
     out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
                        u.op + "." + std::string(study::to_string(u.pass)), node_model::to_string(r.kernel.op),
                        node_model::to_string(r.kernel.dtype), dims(r.kernel), r.time.us(),
                        rate(r.kernel.flops().count(), r.time) * 1e-12,
                        rate(r.kernel.bytes().as_double(), r.time) * 1e-9);
   }
+  // Sums of the kernel times above: per part, and the whole model on this
+  // rank (every part times its count; no recomputation, no collectives).
   out << "\nPer micro-batch, milliseconds:\n";
-  out << fmt::format("{:<10} {:>10} {:>11} {:>12}\n", "part", "forward", "input_grad", "weight_grad");
-  for (const auto& part : part_order) {
-    const auto& tot = totals[part];
-    out << fmt::format("{:<10} {:>10.3f} {:>11.3f} {:>12.3f}\n", part, tot[0].ms(), tot[1].ms(), tot[2].ms());
+  out << fmt::format("{:<10} {:>5} {:>10} {:>11} {:>12} {:>10} {:>10} {:>8} {:>6}\n", "part", "count",
+                     "forward", "input_grad", "weight_grad", "total", "GEMM time", "kernels", "GEMMs");
+  for (const study::PartTotals& p : study::part_totals(t, s)) {
+    out << fmt::format("{:<10} {:>5} {:>10.3f} {:>11.3f} {:>12.3f} {:>10.3f} {:>10.3f} {:>8} {:>6}\n", p.part,
+                       p.part == "model" ? "" : fmt::format("x{}", p.instances), p.pass[0].ms(),
+                       p.pass[1].ms(), p.pass[2].ms(), p.total().ms(), p.gemm.ms(), p.kernels,
+                       p.gemm_kernels);
   }
+  out << "(model: every part times its count, on one tensor-parallel rank and every pipeline stage; no "
+         "recomputation, collectives or optimizer step)\n";
   out << fmt::format("{} distinct kernels", t.rows.size());
   if (csv_path) {
     write_file_atomic(*csv_path, table_csv(t));

@@ -56,4 +56,39 @@ KernelTable kernel_table(const Scenario& s) {
   return table;
 }
 
+std::vector<PartTotals> part_totals(const KernelTable& t, const Scenario& s) {
+  const std::int64_t moe_layers = s.model.moe_layers_in(0, s.model.layers);
+  std::vector<PartTotals> out;
+  for (const KernelUse& u : t.uses) {
+    if (out.empty() || out.back().part != u.part) {
+      const std::int64_t n = u.part == "layer"       ? s.model.layers - moe_layers
+                             : u.part == "moe_layer" ? moe_layers
+                                                     : 1;
+      PartTotals p;
+      p.part = u.part;
+      p.instances = n;
+      out.push_back(p);
+    }
+    PartTotals& p = out.back();
+    const KernelTableRow& r = t.rows[u.row];
+    p.pass[static_cast<std::size_t>(u.pass)] += r.time;
+    ++p.kernels;
+    if (node_model::is_gemm(r.kernel.op)) {
+      p.gemm += r.time;
+      ++p.gemm_kernels;
+    }
+  }
+  PartTotals model;
+  model.part = "model";
+  model.instances = 1;
+  for (const PartTotals& p : out) {
+    for (std::size_t i = 0; i < 3; ++i) model.pass[i] += p.pass[i] * p.instances;
+    model.gemm += p.gemm * p.instances;
+    model.kernels += p.kernels * static_cast<std::size_t>(p.instances);
+    model.gemm_kernels += p.gemm_kernels * static_cast<std::size_t>(p.instances);
+  }
+  out.push_back(model);
+  return out;
+}
+
 }  // namespace tessera::study

@@ -5,10 +5,13 @@
 // isolated eager time under pytorch-eager).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "tessera/cli/scenario.hpp"
 #include "tessera/parallelism/transformer.hpp"
@@ -136,4 +139,52 @@ TEST(KernelTable, TimesAreThePlannersDeviceOrEagerTimes) {
     floor_seen = floor_seen || r.time > predictor->predict_device(r.kernel);
   }
   EXPECT_TRUE(floor_seen);  // eager kernels carry their launch floor
+}
+
+TEST(KernelTable, PartTotalsSumTheUsesAndCountEachPart) {
+  // One MoE layer in two (layers 1 and 3 of 4, Megatron's --moe-layer-freq 2
+  // after one dense layer): two dense and two MoE layers.
+  const study::Scenario s = parse_scenario(kScenario, "tp2.yaml",
+                                           {{"model.layers", "4"},
+                                            {"model.moe.experts", "4"},
+                                            {"model.moe.moe_every", "2"},
+                                            {"model.moe.first_dense_layers", "1"}});
+  const study::KernelTable t = study::kernel_table(s);
+  const std::vector<study::PartTotals> totals = study::part_totals(t, s);
+  ASSERT_EQ(totals.size(), 5u);
+  const std::vector<std::pair<std::string, std::int64_t>> expected{
+      {"embedding", 1}, {"layer", 2}, {"moe_layer", 2}, {"lm_head", 1}, {"model", 1}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(totals[i].part, expected[i].first);
+    EXPECT_EQ(totals[i].instances, expected[i].second) << expected[i].first;
+  }
+  // Each part's sums are its uses' times, pass by pass.
+  for (std::size_t i = 0; i + 1 < totals.size(); ++i) {
+    std::array<Time, 3> pass{};
+    Time gemm;
+    std::size_t kernels = 0;
+    for (const auto& u : t.uses) {
+      if (u.part != totals[i].part) continue;
+      pass[static_cast<std::size_t>(u.pass)] += t.rows[u.row].time;
+      if (nm::is_gemm(t.rows[u.row].kernel.op)) gemm += t.rows[u.row].time;
+      ++kernels;
+    }
+    EXPECT_EQ(totals[i].pass, pass) << totals[i].part;
+    EXPECT_EQ(totals[i].gemm, gemm) << totals[i].part;
+    EXPECT_EQ(totals[i].kernels, kernels) << totals[i].part;
+  }
+  // A dense layer has 18 GEMMs (qkv, scores, context, proj, fc1, fc2: a
+  // forward, an input gradient and a weight gradient each), the LM head 3,
+  // the embeddings none.
+  EXPECT_EQ(totals[0].gemm_kernels, 0u);
+  EXPECT_EQ(totals[1].gemm_kernels, 18u);
+  EXPECT_EQ(totals[3].gemm_kernels, 3u);
+  // The model: every part times its count.
+  const study::PartTotals& m = totals.back();
+  EXPECT_EQ(m.gemm_kernels, 2 * 18 + 2 * totals[2].gemm_kernels + 3);
+  EXPECT_EQ(m.kernels, totals[0].kernels + 2 * totals[1].kernels + 2 * totals[2].kernels + totals[3].kernels);
+  EXPECT_EQ(m.total(), totals[0].total() + totals[1].total() * 2 + totals[2].total() * 2 + totals[3].total());
+  EXPECT_EQ(m.gemm, totals[0].gemm + totals[1].gemm * 2 + totals[2].gemm * 2 + totals[3].gemm);
+  EXPECT_GT(m.gemm, Time::zero());
+  EXPECT_LT(m.gemm, m.total());
 }

@@ -5,6 +5,9 @@
 // and position embeddings, one transformer layer, one MoE layer, the LM head
 // and loss); the schedule, recomputation and the optimizer step are the
 // planner's and are not repeated here.
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +51,25 @@ struct KernelTable {
   /// kernels timed alone from the host.
   bool device_time = false;
 };
+
+/// What one part's kernels add up to in one micro-batch, and how many
+/// instances of the part the model has.
+struct PartTotals {
+  std::string part;
+  /// Instances in the whole model (all pipeline stages): the dense or MoE
+  /// layers for "layer" and "moe_layer", 1 for "embedding" and "lm_head".
+  std::int64_t instances = 0;
+  std::array<Time, 3> pass{};  ///< forward, input_grad, weight_grad (indexed by OpPass)
+  Time gemm;                   ///< of which GEMMs (linear, bmm), all passes
+  std::size_t kernels = 0;     ///< kernel executions, all passes
+  std::size_t gemm_kernels = 0;
+  [[nodiscard]] Time total() const { return pass[0] + pass[1] + pass[2]; }
+};
+
+/// The table's uses summed per part, in model order, and the whole model
+/// (every part times its instances) last, named "model". No recomputation,
+/// schedule or collectives: a sum of kernel times, not an iteration.
+[[nodiscard]] std::vector<PartTotals> part_totals(const KernelTable& t, const Scenario& s);
 
 /// The kernels of `s`'s model on one tensor-parallel rank (tp, sequence
 /// parallelism and expert parallelism as the plan cuts them), timed by the
