@@ -18,7 +18,6 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/collectives/expand.hpp"
 #include "tessera/engine/comm_calibration.hpp"
@@ -28,6 +27,7 @@
 #include "tessera/error.hpp"
 #include "tessera/node_model/csv.hpp"
 #include "tessera/parallelism/task_graph.hpp"
+#include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
 namespace fs = std::filesystem;
@@ -83,16 +83,7 @@ CollectiveKind kind_of(const std::string& op, const std::string& file, std::size
 
 /// Bus bytes per rank in nccl-tests' convention (busbw = these / time).
 double bus_bytes(const Row& r) {
-  const auto n = static_cast<double>(r.groups.front().size());
-  const double s = r.bytes.as_double();
-  switch (r.kind) {
-    case CollectiveKind::AllReduce:
-      return 2.0 * (n - 1) / n * s;
-    case CollectiveKind::SendRecv:
-      return s;
-    default:
-      return (n - 1) / n * s;
-  }
+  return collectives::bus_bytes(r.kind, static_cast<int>(r.groups.front().size()), r.bytes);
 }
 
 std::vector<std::vector<int>> contiguous_groups(int num_groups, int per_group) {

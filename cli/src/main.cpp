@@ -48,6 +48,9 @@ constexpr std::string_view kCommands = R"(Forecasting:
   kernels SCENARIO.yaml [--out F.csv]
         The kernels of the model on one GPU and what each costs, per layer
         and micro-batch; the CSV is a node_model.overrides template.
+  collectives SCENARIO.yaml [--out F.csv]
+        The collectives of one iteration, each timed on the scenario's
+        fabric alone and with its stage's other groups; bus bandwidth.
 
 Node model (kernel latency prediction, docs/node_model.md):
   predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--predictor NAME]
@@ -58,7 +61,7 @@ Node model (kernel latency prediction, docs/node_model.md):
 Validation against measurements:
   validate kernels|models|distributed|collectives|training|steps --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
-  Every command that runs a scenario (run, sweep, search, compare-schedules, kernels)
+  Every command that runs a scenario (run, sweep, search, compare-schedules, kernels, collectives)
   takes --set KEY=VALUE (repeatable), --backend flow|ns3 and --predictor NAME
   (roofline, linreg, mlp, tile-mlp), the same as setting the keys.
 
@@ -247,6 +250,26 @@ recomputation and the optimizer step are the planner's (tessera run).
 Example:
   tessera kernels scenarios/default.yaml --out default_kernels.csv
 )"},
+      {"collectives", R"(usage: tessera collectives SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--backend flow|ns3]
+
+Lists the collectives of one training iteration of the scenario's plan, each
+distinct one once: its role in the plan (the planner's task name without
+micro-batch, layer and bucket numbers, e.g. layer.fwd.tp.all-reduce,
+pp.send_activation, dp.grad.reduce-scatter.bucket), kind, per-rank buffer
+size, group size, the nodes a group spans, the algorithm NCCL's rule picks
+for it (collectives.algorithm) and how often a rank calls it per
+iteration. Each is timed on the scenario's fabric by its backend with the
+calibrated NCCL costs (calibration.*), as tessera run times it: alone (one
+group) and with every group of its pipeline stage at once, with the bus
+bandwidth in nccl-tests' convention, so that it can be checked against
+nccl-tests on your own cluster. What the iteration exposes of them (overlap
+with compute, waiting for other ranks) is tessera run's.
+
+  --out FILE.csv   the table as CSV (bytes, times in us, bus bandwidths in GB/s)
+
+Example:
+  tessera collectives scenarios/gpt3-175b.yaml
+)"},
       {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training|steps --data DIR [options]
 
   kernels      MAPE per op class and GPU of the node model vs measured
@@ -315,7 +338,8 @@ Example:
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
 )"},
-      {"predict-kernels", R"(usage: tessera predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv
+      {"predict-kernels",
+       R"(usage: tessera predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv
                                [--dtype fp32|tf32|fp16|bf16|fp8] [--device-time]
                                [--predictor tile-mlp|roofline|linreg|mlp]
 
@@ -328,7 +352,8 @@ tensor-core model (fp8 needs FP8FLOPs in the device config).
   --device-time   the GPU time of kernels queued back to back (no host
                   launch floor) instead of a kernel timed alone from PyTorch
 )"},
-      {"predict-model", R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
+      {"predict-model",
+       R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
                              --mode inf|train [--json]
 
 Builds a HuggingFace model's operator graph as PyTorch eager runs it and sums
@@ -344,7 +369,8 @@ gets backward columns (backward plus gradient accumulation); in an inference
 graph dropout is free. Totals count the ops of the repeated block (layer 0)
 --layers times, else num_layer of the label JSON beside the graph, else once.
 )"},
-      {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]
+      {"train-predictor",
+       R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]
                                [--only tile-mlp|tensor-core|linreg|mlp] [--epochs N] [--max-rows N]
 
 Trains the node-model predictors (tile-mlp, linreg, mlp) on kernel
@@ -388,6 +414,7 @@ int main(int argc, char** argv) {
       {"search", tessera::cli::cmd_search},
       {"compare-schedules", tessera::cli::cmd_compare_schedules},
       {"kernels", tessera::cli::cmd_kernels},
+      {"collectives", tessera::cli::cmd_collectives},
       {"predict-kernels", tessera::cli::cmd_predict_kernels},
       {"predict-model", tessera::cli::cmd_predict_model},
       {"predict-graph", tessera::cli::cmd_predict_graph},

@@ -214,4 +214,22 @@ TransferGraph expand(CollectiveKind kind, const std::vector<int>& ranks, Bytes s
   return expand(kind, ranks, size, o);
 }
 
+double bus_bytes(parallelism::CollectiveKind kind, int group_size, Bytes size) {
+  const auto n = static_cast<double>(group_size);
+  const double s = size.as_double();
+  switch (kind) {
+    case parallelism::CollectiveKind::AllReduce:
+      return 2.0 * (n - 1) / n * s;
+    case parallelism::CollectiveKind::ReduceScatter:
+    case parallelism::CollectiveKind::AllGather:
+    case parallelism::CollectiveKind::AllToAll:
+      return (n - 1) / n * s;
+    case parallelism::CollectiveKind::Broadcast:
+    case parallelism::CollectiveKind::Reduce:
+    case parallelism::CollectiveKind::SendRecv:
+      return s;
+  }
+  return s;
+}
+
 }  // namespace tessera::collectives

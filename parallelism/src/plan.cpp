@@ -1057,4 +1057,34 @@ TaskGraph plan_training(const TransformerConfig& model, const Workload& work, co
   return plan_training_detailed(model, work, plan, predictor).graph;
 }
 
+namespace {
+/// `word` is `prefix` followed by one or more decimal digits.
+bool numbered(std::string_view word, std::string_view prefix) {
+  if (word.size() <= prefix.size() || word.substr(0, prefix.size()) != prefix) return false;
+  return std::all_of(word.begin() + static_cast<std::ptrdiff_t>(prefix.size()), word.end(),
+                     [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+}  // namespace
+
+// The inverse of StepNames' tags and the bucket names of the gradient sync.
+std::string task_role(std::string_view name) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t dot = std::min(name.find('.', start), name.size());
+    const std::string_view word = name.substr(start, dot - start);
+    start = dot + 1;
+    if (numbered(word, "c") || numbered(word, "mb")) continue;
+    if (!out.empty()) out += '.';
+    if (numbered(word, "layer")) {
+      out += "layer";
+    } else if (numbered(word, "bucket")) {
+      out += "bucket";
+    } else {
+      out += word;
+    }
+  }
+  return out;
+}
+
 }  // namespace tessera::parallelism

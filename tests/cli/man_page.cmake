@@ -58,7 +58,7 @@ expect_lines("tessera --help" "${usage}" "^(usage: |Exit codes: |Files:$|Example
 
 # The commands: every one `tessera --help` lists has its section, holding
 # its `tessera help COMMAND` text as written, in the order of the listing.
-set(commands run sweep sweep-merge search compare-schedules kernels predict-kernels predict-model predict-graph
+set(commands run sweep sweep-merge search compare-schedules kernels collectives predict-kernels predict-model predict-graph
              train-predictor validate)
 string(REGEX MATCHALL "\n\\.SS [^\n]+" sections "${man}")
 list(LENGTH sections n_sections)

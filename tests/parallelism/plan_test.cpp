@@ -762,3 +762,13 @@ TEST(Plan, MegatronOnPyTorchDdpAddsGradientsFromTheSecondMicroBatch) {
   EXPECT_EQ(local.linear("fc", 64, 32, 16, false).weight_grad.kernels.size(), 2U);  // + main-gradient read (fusion)
   EXPECT_LT(ddp.optimizer(1'000'000, 10, true, true).launches, local.optimizer(1'000'000, 10, true, true).launches);
 }
+
+TEST(TaskRole, DropsMicroBatchChunkLayerAndBucketNumbers) {
+  EXPECT_EQ(task_role("mb3.layer005.fwd.tp.all-reduce"), "layer.fwd.tp.all-reduce");
+  EXPECT_EQ(task_role("c1.mb12.layer000.bwd.tp.all-gather"), "layer.bwd.tp.all-gather");
+  EXPECT_EQ(task_role("dp.grad.all-reduce.bucket002"), "dp.grad.all-reduce.bucket");
+  EXPECT_EQ(task_role("mb0.pp.send_activation"), "pp.send_activation");
+  // Words that merely start like a tag are kept.
+  EXPECT_EQ(task_role("mbx.layer.c.bucket1a"), "mbx.layer.c.bucket1a");
+  EXPECT_EQ(task_role(""), "");
+}

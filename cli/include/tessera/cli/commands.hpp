@@ -24,6 +24,8 @@ int cmd_search(const Args& args, std::ostream& out);
 int cmd_compare_schedules(const Args& args, std::ostream& out);
 /// `tessera kernels SCENARIO.yaml`: the kernels of the model on one rank and their predicted times.
 int cmd_kernels(const Args& args, std::ostream& out);
+/// `tessera collectives SCENARIO.yaml`: the collectives of one iteration and their times on the fabric.
+int cmd_collectives(const Args& args, std::ostream& out);
 /// A `--schedules` value: comma-separated schedule names (compare-schedules,
 /// search); throws UsageError naming the option.
 std::vector<parallelism::Schedule> parse_schedule_list(const std::string& text);

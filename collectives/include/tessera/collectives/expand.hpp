@@ -99,6 +99,13 @@ TransferGraph expand(parallelism::CollectiveKind kind, const std::vector<int>& r
 TransferGraph expand(parallelism::CollectiveKind kind, const std::vector<int>& ranks, Bytes size,
                      Algorithm algorithm = Algorithm::Auto);
 
+/// The bytes nccl-tests divides by a collective's time to report its bus
+/// bandwidth, for a group of `group_size` ranks and a per-rank buffer of
+/// `size` (CollectiveKind): 2(n-1)/n of it for all-reduce, (n-1)/n for
+/// reduce-scatter, all-gather and all-to-all, all of it for broadcast, reduce
+/// and send-recv.
+double bus_bytes(parallelism::CollectiveKind kind, int group_size, Bytes size);
+
 /// A single message from ranks[0] to ranks[1].
 TransferGraph send_recv(const std::vector<int>& ranks, Bytes size);
 

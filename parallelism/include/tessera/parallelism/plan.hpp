@@ -220,6 +220,13 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
 /// The task graph alone.
 TaskGraph plan_training(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
                         const node_model::KernelPredictor& predictor);
+/// A planned task's name without the numbers that tell its repetitions
+/// apart: the chunk and micro-batch tags and the layer and bucket indices
+/// ("c1.mb3.layer005.fwd.tp.all-reduce" -> "layer.fwd.tp.all-reduce",
+/// "dp.grad.all-reduce.bucket002" -> "dp.grad.all-reduce.bucket"): what
+/// names the same work in every micro-batch and layer.
+std::string task_role(std::string_view name);
+
 /// The memory model alone (no timing): one estimate per pipeline stage.
 PlanSummary estimate_memory(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
                             Bytes gpu_memory);

@@ -1,0 +1,103 @@
+// `tessera collectives`: the collectives of a scenario's iteration and what
+// each costs on its fabric (docs/cli.md, "Collectives").
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ostream>
+#include <string>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/files.hpp"
+#include "tessera/study/collective_table.hpp"
+
+namespace tessera::cli {
+
+namespace {
+
+std::string size_text(Bytes b) {
+  const double v = b.as_double();
+  if (v >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
+  if (v >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", v / (1024.0 * 1024));
+  if (v >= 1024.0) return fmt::format("{:.2f} KiB", v / 1024.0);
+  return fmt::format("{} B", b.count());
+}
+
+std::string table_csv(const study::CollectiveTable& t) {
+  std::string out =
+      "role,kind,bytes,group_size,nodes,algorithm,calls,stage,concurrent_groups,alone_us,alone_busbw_gbps,"
+      "together_us,together_busbw_gbps\n";
+  for (const auto& r : t.rows) {
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.2f},{:.3f},{:.2f}\n", r.role,
+                       parallelism::to_string(r.kind), r.bytes.count(), r.group_size, r.nodes,
+                       collectives::to_string(r.algorithm), r.calls, r.stage, r.concurrent_groups,
+                       r.alone.us(), study::bus_bandwidth(r, r.alone) * 1e-9, r.together.us(),
+                       study::bus_bandwidth(r, r.together) * 1e-9);
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_collectives(const Args& args, std::ostream& out) {
+  ArgParser p("tessera collectives");
+  p.option("out");
+  declare_scenario_options(p);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
+  p.expect_positional(1, "a scenario file");
+  const auto csv_path = p.get("out");
+  const study::Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
+  study::require_single_job(s, "collectives");
+  FileSet files;
+  files.input(p.positional()[0], "the scenario");
+  if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
+  if (csv_path) files.output(*csv_path, "--out");
+  const study::CollectiveTable t = study::collective_table(s);
+
+  out << fmt::format("Scenario       {}: {} x {} GPUs ({}), {} network backend\n", s.name, s.cluster.nodes,
+                     s.cluster.gpus_per_node, s.gpu.name, s.backend.name);
+  out << fmt::format("Plan           dp={} tp={} pp={}{}{}\n", s.plan.dp, s.plan.tp, s.plan.pp,
+                     s.plan.ep > 1 ? fmt::format(" ep={}", s.plan.ep) : "",
+                     s.plan.zero_stage > 0 ? fmt::format(", ZeRO stage {}", s.plan.zero_stage) : "");
+  out << "Each distinct collective of one iteration, timed on the scenario's fabric with the calibrated "
+         "NCCL\n"
+         "costs (calibration.*): alone (one group), and with all the groups of its pipeline stage at once\n"
+         "(`groups`, contending for the fabric). calls: per iteration on one rank of the stage that calls "
+         "it\n"
+         "most. busbw: bus bandwidth in GB/s, as nccl-tests reports it.\n\n";
+  out << fmt::format("{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>5} {:>11} {:>8} {:>6} {:>11} {:>8}\n",
+                     "role", "kind", "size", "group", "nodes", "algorithm", "calls", "stage", "alone_us",
+                     "busbw", "groups", "together_us", "busbw");
+  for (const auto& r : t.rows) {
+    out << fmt::format(
+        "{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>5} {:>11.1f} {:>8.1f} {:>6} {:>11.1f} {:>8.1f}\n",
+        r.role, parallelism::to_string(r.kind), size_text(r.bytes), r.group_size, r.nodes,
+        collectives::to_string(r.algorithm), r.calls, r.stage, r.alone.us(),
+        study::bus_bandwidth(r, r.alone) * 1e-9, r.concurrent_groups, r.together.us(),
+        study::bus_bandwidth(r, r.together) * 1e-9);
+  }
+  // The stage whose collectives take longest one after another.
+  std::size_t busiest = 0;
+  for (std::size_t i = 0; i < t.nvlink_per_stage.size(); ++i) {
+    const Time a = t.nvlink_per_stage[i] + t.network_per_stage[i];
+    if (a > t.nvlink_per_stage[busiest] + t.network_per_stage[busiest]) busiest = i;
+  }
+  if (!t.nvlink_per_stage.empty()) {
+    out << fmt::format(
+        "\nOne rank of stage {}, every collective alone and one after another: {:.3f} ms within its node, "
+        "{:.3f} ms "
+        "across nodes (tessera run reports what the iteration exposes of them)\n",
+        busiest, t.nvlink_per_stage[busiest].ms(), t.network_per_stage[busiest].ms());
+  }
+  out << fmt::format("{} distinct collectives", t.rows.size());
+  if (csv_path) {
+    write_file_atomic(*csv_path, table_csv(t));
+    out << fmt::format(", written to {}", *csv_path);
+  }
+  out << '\n';
+  return 0;
+}
+
+}  // namespace tessera::cli

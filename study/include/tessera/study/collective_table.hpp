@@ -1,0 +1,60 @@
+#pragma once
+// The collectives a scenario's iteration runs and what each costs on the
+// scenario's fabric: the table behind `tessera collectives` (docs/cli.md).
+// Each distinct collective (its role in the plan, kind, size and group
+// shape) is listed once with how often a rank calls it per iteration, and
+// timed alone and with every group of its pipeline stage at once, by the
+// scenario's backend with the calibrated NCCL costs that `run` uses. What
+// the iteration exposes of them (overlap with compute, waiting for other
+// ranks) is `tessera run`'s.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/collectives/expand.hpp"
+#include "tessera/parallelism/task_graph.hpp"
+#include "tessera/study/scenario.hpp"
+#include "tessera/units.hpp"
+
+namespace tessera::study {
+
+struct CollectiveTableRow {
+  /// The planner's task name without micro-batch, chunk, layer and bucket
+  /// numbers (parallelism::task_role): "layer.fwd.tp.all-reduce",
+  /// "pp.send_activation", "dp.grad.all-reduce.bucket".
+  std::string role;
+  parallelism::CollectiveKind kind = parallelism::CollectiveKind::AllReduce;
+  Bytes bytes;         ///< per-rank buffer (parallelism::CollectiveKind)
+  int group_size = 0;  ///< ranks in one group
+  int nodes = 0;       ///< nodes one group spans (1: within a node, over NVLink)
+  collectives::Algorithm algorithm = collectives::Algorithm::Auto;  ///< as resolved for the group
+  /// Calls per iteration on one rank of `stage`, the pipeline stage whose
+  /// ranks call it most.
+  std::int64_t calls = 0;
+  int stage = 0;
+  /// Groups of that stage that run it at the same point of the iteration
+  /// (the stage's tp x dp ranks' groups of this kind).
+  int concurrent_groups = 0;
+  Time alone;     ///< one group alone on the fabric
+  Time together;  ///< all `concurrent_groups` at once (the slowest group)
+};
+
+/// Bus bandwidth in nccl-tests' convention (bytes per second): the
+/// collective's bus bytes (collectives::bus_bytes) over `t`; 0 for t = 0.
+[[nodiscard]] double bus_bandwidth(const CollectiveTableRow& r, Time t);
+
+struct CollectiveTable {
+  /// Distinct collectives in order of first call (stage 0's program first).
+  std::vector<CollectiveTableRow> rows;
+  /// Per pipeline stage: the sum over its collectives of calls x alone time,
+  /// within a node and across nodes (what one rank's collectives would take
+  /// one after another, with no overlap and no waiting).
+  std::vector<Time> nvlink_per_stage, network_per_stage;
+};
+
+/// The collectives of `s`'s iteration (its plan as `run` plans it), each
+/// timed on build_topology(s) by the scenario's backend with
+/// execution_options(s). A scenario with jobs is refused (ScenarioError).
+[[nodiscard]] CollectiveTable collective_table(const Scenario& s);
+
+}  // namespace tessera::study

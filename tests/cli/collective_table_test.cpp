@@ -1,0 +1,140 @@
+// `tessera collectives`' table (study::collective_table): the collectives of
+// one iteration with the sizes, groups and counts the plan gives them
+// (checked by hand), timed alone and with their stage's other groups on the
+// fabric: with the NCCL calibration at line rate, a two-rank ring over the
+// network carries its buffer at the NIC's rate, and four such rings behind
+// one leaf uplink share it.
+#include "tessera/study/collective_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "tessera/cli/scenario.hpp"
+#include "tessera/parallelism/plan.hpp"
+
+using namespace tessera;
+using namespace tessera::cli;
+using parallelism::CollectiveKind;
+
+namespace {
+
+// Two nodes of four GPUs, tp 4 inside a node, dp 2 across the nodes; one
+// leaf per node (four HCAs each) under a single spine of 200 Gb/s per link.
+// Hidden 1024 x 1024 tokens per micro-batch in fp16: 2 MiB per activation.
+// The NCCL calibration at line rate (efficiency 1, no launch or step cost).
+constexpr const char* kScenario = R"(name: tp4dp2
+cluster:
+  nodes: 2
+  gpus_per_node: 4
+  gpu: A100-80GB
+  nvlink_bandwidth: 300GB/s
+  nvlink_latency: 1us
+  nic_bandwidth: 200Gbps
+  nic_latency: 1us
+  fabric: {type: leaf-spine, hosts_per_leaf: 4, spines: 1, spine_bandwidth: 200Gbps, spine_latency: 1us}
+model: {layers: 2, hidden: 1024, heads: 16, vocab: 32000}
+training:
+  micro_batch: 1
+  seq_len: 1024
+  global_batch: 4
+  dtype: fp16
+parallelism:
+  tp: 4
+  dp: 2
+calibration:
+  nvlink_efficiency: 1
+  nvlink_group_penalty: 0
+  nvlink_launch: 0us
+  nvlink_step: 0us
+  network_efficiency: 1
+  network_group_penalty: 0
+  network_launch: 0us
+  network_step: 0us
+)";
+
+const study::CollectiveTableRow* find(const study::CollectiveTable& t, const std::string& role) {
+  for (const auto& r : t.rows) {
+    if (r.role == role) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(CollectiveTable, SizesGroupsAndCallsOfATensorAndDataParallelPlan) {
+  const study::Scenario s = parse_scenario(kScenario, "tp4dp2.yaml");
+  const study::CollectiveTable t = study::collective_table(s);
+  // Each distinct collective once.
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    for (std::size_t j = i + 1; j < t.rows.size(); ++j) {
+      EXPECT_FALSE(t.rows[i].role == t.rows[j].role && t.rows[i].bytes == t.rows[j].bytes) << t.rows[i].role;
+    }
+  }
+  // Tensor parallelism: all-reduces of one activation (2 MiB) among the
+  // node's 4 GPUs, and every one of them runs one (2 groups at once). Per
+  // iteration, 2 micro-batches: the embedding's forward and the LM head's
+  // backward once each, the layers' forward (attention and MLP outputs) and
+  // backward (their input gradients) twice per layer each, 2 layers.
+  const std::map<std::string, std::int64_t> tp_calls{{"embedding.fwd.tp.all-reduce", 2},
+                                                     {"layer.fwd.tp.all-reduce", 8},
+                                                     {"layer.bwd.tp.all-reduce", 8},
+                                                     {"lm_head.bwd.tp.all-reduce", 2}};
+  for (const auto& [role, calls] : tp_calls) {
+    const auto* r = find(t, role);
+    ASSERT_NE(r, nullptr) << role;
+    EXPECT_EQ(r->kind, CollectiveKind::AllReduce) << role;
+    EXPECT_EQ(r->bytes, Bytes(2 * 1024 * 1024)) << role;
+    EXPECT_EQ(r->group_size, 4) << role;
+    EXPECT_EQ(r->nodes, 1) << role;
+    EXPECT_EQ(r->concurrent_groups, 2) << role;
+    EXPECT_EQ(r->calls, calls) << role;
+  }
+  EXPECT_EQ(t.rows.size(), tp_calls.size() + 1);
+  // Data parallelism: one all-reduce of one rank's gradients between the two
+  // nodes, 4 groups at once; in fp16 Megatron reduces them in fp16 (in bf16
+  // its FP32 main gradients).
+  const auto* dp = find(t, "dp.grad.all-reduce.bucket");
+  ASSERT_NE(dp, nullptr);
+  const auto summary = parallelism::estimate_memory(s.model, s.workload, s.plan, Bytes(0));
+  EXPECT_EQ(dp->bytes, Bytes(summary.params_per_stage.at(0) * 2));
+  EXPECT_EQ(dp->group_size, 2);
+  EXPECT_EQ(dp->nodes, 2);
+  EXPECT_EQ(dp->calls, 1);
+  EXPECT_EQ(dp->concurrent_groups, 4);
+  EXPECT_EQ(dp->algorithm, collectives::Algorithm::Ring);
+  // One stage: its rank's collectives one after another.
+  ASSERT_EQ(t.nvlink_per_stage.size(), 1u);
+  Time nvlink, network;
+  for (const auto& r : t.rows) (r.nodes > 1 ? network : nvlink) += r.alone * r.calls;
+  EXPECT_EQ(t.nvlink_per_stage[0], nvlink);
+  EXPECT_EQ(t.network_per_stage[0], network);
+}
+
+TEST(CollectiveTable, TimesOnTheFabricAloneAndTogether) {
+  const study::Scenario s = parse_scenario(kScenario, "tp4dp2.yaml");
+  const study::CollectiveTable t = study::collective_table(s);
+  const auto* dp = find(t, "dp.grad.all-reduce.bucket");
+  ASSERT_NE(dp, nullptr);
+  // A two-rank ring all-reduce sends half the buffer each way, twice: the
+  // whole buffer per rank at the NIC's 25 GB/s (bus bytes 2(2-1)/2 S = S),
+  // plus a few microseconds of path latency and the reduction.
+  const double nic = 200e9 / 8;
+  EXPECT_NEAR(study::bus_bandwidth(*dp, dp->alone) / nic, 1.0, 0.02);
+  // Four at once: the node's four HCAs share its leaf's one 200 Gb/s uplink.
+  EXPECT_NEAR(dp->together.seconds() / dp->alone.seconds(), 4.0, 0.1);
+  // Inside a node the two tensor-parallel groups do not meet: together = alone;
+  // a 4-rank ring all-reduce of 2 MiB at 300 GB/s: 2(3/4) x 2 MiB / 300 GB/s
+  // = 10.5 us, plus 6 steps of a path of two 1 us NVLink hops.
+  const auto& tp = t.rows.front();
+  ASSERT_EQ(tp.group_size, 4);
+  EXPECT_EQ(tp.together, tp.alone);
+  EXPECT_GT(tp.alone.us(), 10.48);
+  EXPECT_LT(tp.alone.us(), 10.49 + 6 * 2.0 + 2.0);
+}
+
+TEST(CollectiveTable, RefusesJobs) {
+  const study::Scenario s = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/two-jobs.yaml", {});
+  EXPECT_THROW((void)study::collective_table(s), study::ScenarioError);
+}
