@@ -86,9 +86,8 @@ int cmd_collectives(const Args& args, std::ostream& out) {
   }
   if (!t.nvlink_per_stage.empty()) {
     out << fmt::format(
-        "\nOne rank of stage {}, every collective alone and one after another: {:.3f} ms within its node, "
-        "{:.3f} ms "
-        "across nodes (tessera run reports what the iteration exposes of them)\n",
+        "\nOne rank of stage {}, every collective alone and one after another: {:.3f} ms in groups inside "
+        "a node, {:.3f} ms in groups across nodes (tessera run reports what the iteration exposes of them)\n",
         busiest, t.nvlink_per_stage[busiest].ms(), t.network_per_stage[busiest].ms());
   }
   out << fmt::format("{} distinct collectives", t.rows.size());

@@ -114,8 +114,11 @@ bool ring_family(CollectiveKind kind, Algorithm a) {
 TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ranks, Bytes size,
                     const ExpandOptions& o) {
   const bool flows = o.granularity == Granularity::Flows;
+  // A ring over several nodes runs as NCCL's rail-aligned channels.
+  const bool rails = a == Algorithm::Ring && multi_node_shape(ranks, o.ranks_per_node);
   switch (kind) {
     case CollectiveKind::AllReduce:
+      if (rails) return rail_ring_all_reduce(ranks, size, o.ranks_per_node, flows);
       if (a == Algorithm::Ring) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
       if (a == Algorithm::Tree) return double_binary_tree_all_reduce(ranks, size);
       if (a == Algorithm::HalvingDoubling) return halving_doubling_all_reduce(ranks, size);
@@ -130,10 +133,12 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
       }
       break;
     case CollectiveKind::ReduceScatter:
+      if (rails) return rail_ring_reduce_scatter(ranks, size, o.ranks_per_node, flows);
       if (a == Algorithm::Ring) return flows ? ring_reduce_scatter_flows(ranks, size) : ring_reduce_scatter(ranks, size);
       if (a == Algorithm::HalvingDoubling) return halving_reduce_scatter(ranks, size);
       break;
     case CollectiveKind::AllGather:
+      if (rails) return rail_ring_all_gather(ranks, size, o.ranks_per_node, flows);
       if (a == Algorithm::Ring) return flows ? ring_all_gather_flows(ranks, size) : ring_all_gather(ranks, size);
       if (a == Algorithm::HalvingDoubling) return doubling_all_gather(ranks, size);
       break;
@@ -179,8 +184,7 @@ Algorithm resolve_algorithm(CollectiveKind kind, const std::vector<int>& ranks, 
       if (ranks.size() <= 2) return Algorithm::Ring;
       const double ring = 2 * (p - 1) * (a + s_over_b / p);
       const double tree = (2 * log_p + c - 1) * (a + s_over_b / c);
-      if (tree < ring) return Algorithm::Tree;
-      return multi_node_shape(ranks, o.ranks_per_node) ? Algorithm::Hierarchical : Algorithm::Ring;
+      return tree < ring ? Algorithm::Tree : Algorithm::Ring;
     }
     case CollectiveKind::Broadcast:
     case CollectiveKind::Reduce: {

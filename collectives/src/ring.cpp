@@ -1,6 +1,12 @@
 #include "tessera/collectives/ring.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "build_util.hpp"
+#include "tessera/collectives/hierarchical.hpp"
+#include "tessera/error.hpp"
 
 namespace tessera::collectives {
 
@@ -105,6 +111,75 @@ TransferGraph ring_all_gather_flows(const std::vector<int>& ranks, Bytes size) {
   const auto p = static_cast<std::int64_t>(ranks.size());
   if (p == 1 || size.count() == 0) return {};
   return detail::ring_flows(ranks, size, p - 1, 2 * (p - 1));
+}
+
+std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int ranks_per_node) {
+  detail::check_group("rail rings", ranks, Bytes(0));
+  std::vector<std::vector<int>> nodes = split_by_node(ranks, ranks_per_node);
+  const std::size_t local = nodes.front().size();
+  if (nodes.size() < 2 || local < 2) {
+    throw InputError(
+        fmt::format("rail rings: the {} ranks must span at least 2 nodes of {} with at least 2 on each",
+                    ranks.size(), ranks_per_node));
+  }
+  for (auto& n : nodes) {
+    if (n.size() != local) {
+      throw InputError(
+          fmt::format("rail rings: every node must hold as many of the group's ranks as the first ({}), "
+                      "one holds {}",
+                      local, n.size()));
+    }
+    // Ranks of one node have distinct local indices (rails).
+    std::sort(n.begin(), n.end(), [&](int a, int b) { return a % ranks_per_node < b % ranks_per_node; });
+  }
+  const auto l = static_cast<int>(local);
+  std::vector<std::vector<int>> rings(local);
+  for (int c = 0; c < l; ++c) {
+    auto& ring = rings[static_cast<std::size_t>(c)];
+    ring.reserve(ranks.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      for (int j = 0; j < l; ++j) {
+        // Even nodes c, c+1, ..., c-1; odd nodes the reverse.
+        const int k = i % 2 == 0 ? j : l - 1 - j;
+        ring.push_back(nodes[i][static_cast<std::size_t>((c + k) % l)]);
+      }
+    }
+  }
+  return rings;
+}
+
+namespace {
+TransferGraph rail_ring(std::string_view what, const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                        bool flows, bool reduce_scatter, bool all_gather) {
+  detail::check_group(what, ranks, size);
+  TransferGraph g;
+  if (size.count() == 0) return g;
+  const auto rings = rail_rings(ranks, ranks_per_node);
+  const auto p = static_cast<std::int64_t>(ranks.size());
+  const std::int64_t first = reduce_scatter ? 0 : p - 1;
+  const std::int64_t last = all_gather ? 2 * (p - 1) : p - 1;
+  const auto parts = detail::split(size, static_cast<std::int64_t>(rings.size()));
+  for (std::size_t c = 0; c < rings.size(); ++c) {
+    detail::append(g, flows ? detail::ring_flows(rings[c], parts[c], first, last)
+                            : detail::ring_steps(rings[c], parts[c], first, last));
+  }
+  return g;
+}
+}  // namespace
+
+TransferGraph rail_ring_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                                   bool flows) {
+  return rail_ring("ring all-reduce", ranks, size, ranks_per_node, flows, true, true);
+}
+
+TransferGraph rail_ring_reduce_scatter(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                                       bool flows) {
+  return rail_ring("ring reduce-scatter", ranks, size, ranks_per_node, flows, true, false);
+}
+
+TransferGraph rail_ring_all_gather(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                                   bool flows) {
+  return rail_ring("ring all-gather", ranks, size, ranks_per_node, flows, false, true);
 }
 
 TransferGraph chain_broadcast(const std::vector<int>& ranks, Bytes size) {

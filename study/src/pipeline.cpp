@@ -60,7 +60,11 @@ WorkEstimate estimate_work(const Scenario& s) {
       plan.resolved_grad_sync(s.workload) == parallelism::GradSync::Overlapped
           ? std::max(1.0, std::ceil(grad_bytes / std::max(1.0, plan.bucket_size.as_double())))
           : 1.0;
-  w.dp_transfers = dp > 1 ? w.ranks * buckets * ring_sends(dp, 2) : 0.0;
+  // A data-parallel group spanning nodes with several ranks on each runs as
+  // that many rail rings (collectives::rail_rings), each rank in every one.
+  const double dp_per_node = std::min(dp, std::max(1.0, std::floor(s.cluster.gpus_per_node / tp)));
+  const double rings = dp > dp_per_node && dp_per_node >= 2 ? dp_per_node : 1.0;
+  w.dp_transfers = dp > 1 ? w.ranks * buckets * rings * ring_sends(dp, 2) : 0.0;
   // Pipeline: an activation and a gradient per micro-batch and stage boundary.
   w.pp_transfers = pp > 1 ? w.ranks * w.micro_batches * 2 * static_cast<double>(plan.virtual_stages) : 0.0;
   // Expert parallelism: 4 all-to-alls per MoE layer and micro-batch (dispatch

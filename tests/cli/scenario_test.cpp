@@ -497,27 +497,29 @@ TEST(Scenario, ZeroBubbleSchedulesFromYamlAndOverrides) {
 
 TEST(Scenario, DefaultSendsHandCheckedNvlinkAndFabricBytes) {
   // default.yaml: GPT-2 Large, dp = 16 over N = 2 nodes of L = 8, FP32 main
-  // gradients all-reduced hierarchically (intra-node reduce-scatter,
-  // inter-node ring per rail, intra-node all-gather). Parameters, vocab
+  // gradients all-reduced by NCCL's ring as L = 8 rail-aligned rings, each
+  // through all p = 16 ranks with 1/8 of the buffer. Parameters, vocab
   // padded to 50304, 1024 positions, 36 layers of hidden 1280:
   // 50304*1280 + 1024*1280 + 36*(12*1280^2 + 13*1280) + 2*1280 = 774,090,240,
   // so S = 4 B x 774,090,240 = 3,096,360,960 B per rank and iteration.
-  // Per rank: 2(N-1)/N * S/L = S/8 between nodes, 2(L-1)/L * S = 1.75 S
-  // inside the node; 16 ranks: fabric 2 S, NVLink 28 S.
+  // Per rank: 2(p-1)/p * S = 1.875 S in all, of which it sends 2(p-1)/p *
+  // S/L = 0.234375 S between nodes (it leaves its node on one ring) and the
+  // rest, 1.640625 S, inside the node; 16 ranks: fabric 3.75 S, NVLink 26.25 S.
   const Scenario s = parse_scenario(default_text(), "default.yaml");
   const RunReport r = make_report(s, simulate_scenario(s));
   const std::int64_t gradient_bytes = 4LL * 774'090'240;
-  EXPECT_EQ(r.fabric_bytes, Bytes(2 * gradient_bytes));
-  EXPECT_EQ(r.nvlink_bytes, Bytes(28 * gradient_bytes));
+  EXPECT_EQ(r.fabric_bytes, Bytes(15 * gradient_bytes / 4));
+  EXPECT_EQ(r.nvlink_bytes, Bytes(105 * gradient_bytes / 4));
   EXPECT_EQ(r.bytes_sent, r.nvlink_bytes + r.fabric_bytes);
   const std::string json = format_json(r);
   EXPECT_NE(json.find(fmt::format("\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {},",
-                                  30 * gradient_bytes, 28 * gradient_bytes, 2 * gradient_bytes)),
+                                  30 * gradient_bytes, 105 * gradient_bytes / 4, 15 * gradient_bytes / 4)),
             std::string::npos)
       << json;
-  EXPECT_NE(format_text(r).find("Network              92.891 GB sent in total: 86.698 GB over NVLink within nodes, "
-                                "6.193 GB between nodes\n"),
-            std::string::npos);
+  EXPECT_NE(
+      format_text(r).find("Network              92.891 GB sent in total: 81.279 GB over NVLink within nodes, "
+                          "11.611 GB between nodes\n"),
+      std::string::npos);
 }
 
 TEST(Scenario, FlashAttentionAndLlama3Keys) {

@@ -283,6 +283,84 @@ TEST(Hierarchical, RejectsUnevenNodesAndDegeneratesToRing) {
             ring_all_reduce(iota_ranks(4), Bytes(400)).transfers.size());
 }
 
+TEST(RailRings, EveryRingVisitsEveryRankAndCrossesNodesOnOneRail) {
+  // 4 nodes x 4 ranks (positions = local indices): 4 rings, each through all
+  // 16 ranks, whose hops between nodes join the same local index; over the
+  // rings every rank leaves its node exactly once.
+  const int rpn = 4;
+  const int nodes = 4;
+  const auto ranks = iota_ranks(rpn * nodes);
+  const auto rings = rail_rings(ranks, rpn);
+  ASSERT_EQ(rings.size(), 4U);
+  std::vector<int> exits(ranks.size());
+  for (const auto& ring : rings) {
+    EXPECT_EQ(std::set<int>(ring.begin(), ring.end()).size(), ranks.size());
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int a = ring[i];
+      const int b = ring[(i + 1) % ring.size()];
+      if (a / rpn == b / rpn) continue;
+      EXPECT_EQ(a % rpn, b % rpn) << a << " -> " << b << " changes rails";
+      ++exits[static_cast<std::size_t>(a)];
+    }
+  }
+  for (int r : ranks) EXPECT_EQ(exits[static_cast<std::size_t>(r)], 1) << r;
+  // Ring 1: node 0 from position 1 up, node 1 back down from position 0.
+  EXPECT_EQ(std::vector<int>(rings[1].begin(), rings[1].begin() + 8),
+            (std::vector<int>{1, 2, 3, 0, 4, 7, 6, 5}));
+  // A group of every second GPU (tp = 2 inside 8-GPU nodes): positions are
+  // the GPUs 0, 2, 4, 6 of each node, still rail to rail.
+  const std::vector<int> every_second{0, 2, 4, 6, 8, 10, 12, 14};
+  for (const auto& ring : rail_rings(every_second, 8)) {
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int a = ring[i];
+      const int b = ring[(i + 1) % ring.size()];
+      if (a / 8 != b / 8) EXPECT_EQ(a % 8, b % 8);
+    }
+  }
+  // Three nodes: the wrap from the last node to the first changes rails once per ring.
+  for (const auto& ring : rail_rings(iota_ranks(12), 4)) {
+    int changes = 0;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int a = ring[i];
+      const int b = ring[(i + 1) % ring.size()];
+      changes += a / 4 != b / 4 && a % 4 != b % 4 ? 1 : 0;
+    }
+    EXPECT_EQ(changes, 1);
+  }
+  expect_input_error([] { (void)rail_rings({0, 1, 2, 4, 5}, 4); }, {"as many", "holds 2"});
+  expect_input_error([] { (void)rail_rings({0, 1, 2, 3}, 4); }, {"at least 2 nodes"});
+}
+
+TEST(RailRings, CarryTheFlatRingsBytesSplitOverTheRings) {
+  // Each rank sends 2(p-1)/p of the buffer in all, as on one ring, and
+  // across nodes once: 2(p-1)/p of its ring's share S/L.
+  const int rpn = 4;
+  const int nodes = 2;
+  const int p = rpn * nodes;
+  const std::int64_t size = 1 << 20;
+  const auto ranks = iota_ranks(p);
+  for (bool flows : {false, true}) {
+    const auto g = rail_ring_all_reduce(ranks, Bytes(size), rpn, flows);
+    expect_well_formed(g);
+    std::vector<std::int64_t> sent(ranks.size()), inter(ranks.size());
+    for (const auto& t : g.transfers) {
+      sent[static_cast<std::size_t>(t.src)] += t.bytes.count();
+      if (t.src / rpn != t.dst / rpn) inter[static_cast<std::size_t>(t.src)] += t.bytes.count();
+    }
+    for (int r : ranks) {
+      EXPECT_EQ(sent[static_cast<std::size_t>(r)], 2 * (p - 1) * size / p) << r;
+      EXPECT_EQ(inter[static_cast<std::size_t>(r)], 2 * (p - 1) * (size / rpn) / p) << r;
+    }
+    EXPECT_EQ(g.transfers.size(), flows ? rpn * p * 1U : rpn * p * 2U * (p - 1));
+    EXPECT_EQ(g.depth(), 2 * (p - 1));
+    // Reduce-scatter and all-gather: half each.
+    EXPECT_EQ(rail_ring_reduce_scatter(ranks, Bytes(size), rpn, flows).bytes_sent_by(0).count(),
+              (p - 1) * size / p);
+    EXPECT_EQ(rail_ring_all_gather(ranks, Bytes(size), rpn, flows).bytes_sent_by(0).count(),
+              (p - 1) * size / p);
+  }
+}
+
 TEST(Hierarchical, AllToAllSplitsIntoIntraAndInterNodeOnTheRails) {
   // 3 nodes x 4 ranks: per rank (L-1)/L * S inside its node in L-1 messages
   // and (N-1)/N * S across nodes in N-1 messages, each to its own rail.

@@ -42,9 +42,10 @@ TEST(Expand, AutoFollowsTheDocumentedRule) {
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes(1'000'000), o), Algorithm::Ring);
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::mib(25), o), Algorithm::Ring);
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, first_ranks(2), Bytes(8), o), Algorithm::Ring);
-  // Known node shape, 2 nodes x 8: large messages go hierarchical.
+  // Known node shape, 2 nodes x 8: still NCCL's ring (expanded as its
+  // rail-aligned channels, RailRings).
   o.ranks_per_node = 8;
-  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::mib(25), o), Algorithm::Hierarchical);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::mib(25), o), Algorithm::Ring);
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, first_ranks(8), Bytes::mib(25), o), Algorithm::Ring);
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, {0, 1, 2, 8, 9}, Bytes::mib(25), o),
             Algorithm::Ring);
@@ -146,7 +147,8 @@ TEST(Expand, FlowsForTheRingFamilyOnly) {
         EXPECT_EQ(f.bytes_reduced_by(r), s.bytes_reduced_by(r)) << to_string(a);
       }
       if (a == Algorithm::Ring) {
-        EXPECT_EQ(f.transfers.size(), 16U);
+        // 4 nodes x 4: the 4 rail rings of 16 flows each.
+        EXPECT_EQ(f.transfers.size(), 4 * 16U);
         EXPECT_EQ(f.depth(), 2 * 15);  // chunks ignored
       } else if (a == Algorithm::Hierarchical) {
         // 4 nodes x 4: per node 4 reduce-scatter and 4 all-gather flows, per

@@ -34,6 +34,29 @@ TransferGraph ring_all_reduce_flows(const std::vector<int>& ranks, Bytes size);
 TransferGraph ring_reduce_scatter_flows(const std::vector<int>& ranks, Bytes size);
 TransferGraph ring_all_gather_flows(const std::vector<int>& ranks, Bytes size);
 
+/// NCCL's rings over a group that spans N >= 2 nodes with the same L >= 2 of
+/// its ranks on each (global rank r on node r / ranks_per_node): L rings
+/// (NCCL's channels, one per NIC), each through every rank, whose hops
+/// between nodes stay on one rail, as NCCL's rings do (PXN on NVSwitch
+/// nodes). Nodes in group order; on each, the group's ranks by local index
+/// (rail) as positions 0..L-1. Ring c visits positions c, c+1, ..., c-1
+/// (mod L) on the 1st, 3rd, ... node and the reverse on the 2nd, 4th, ...:
+/// each node's exit and the next node's entry are the same position, so a
+/// hop between nodes joins GPUs of one rail, and over the L rings every
+/// rank sends across nodes once per direction. With an odd N the wrap from
+/// the last node to the first changes rails. Throws InputError unless the
+/// group has that shape.
+std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int ranks_per_node);
+
+/// Ring all-reduce, reduce-scatter and all-gather over the rail_rings of
+/// `ranks`: ring c carries part c of `size` split in L (the remainder
+/// spread over the first), all rings at once; step by step, or as flows
+/// (one transfer per ring connection, as ring_*_flows).
+TransferGraph rail_ring_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows);
+TransferGraph rail_ring_reduce_scatter(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                                       bool flows);
+TransferGraph rail_ring_all_gather(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows);
+
 /// Chain broadcast from ranks[0]: ranks[0] -> ranks[1] -> ... -> ranks[p-1],
 /// the whole buffer per hop. Pipelined with pipeline(): C chunks take
 /// (p-1 + C-1) hop times of size/C each.

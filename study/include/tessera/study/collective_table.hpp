@@ -46,9 +46,10 @@ struct CollectiveTableRow {
 struct CollectiveTable {
   /// Distinct collectives in order of first call (stage 0's program first).
   std::vector<CollectiveTableRow> rows;
-  /// Per pipeline stage: the sum over its collectives of calls x alone time,
-  /// within a node and across nodes (what one rank's collectives would take
-  /// one after another, with no overlap and no waiting).
+  /// Per pipeline stage: the sum over its rank's collectives of calls x alone
+  /// time, for groups inside one node and groups that span nodes (what one
+  /// rank's collectives would take one after another, with no overlap and
+  /// no waiting).
   std::vector<Time> nvlink_per_stage, network_per_stage;
 };
 
