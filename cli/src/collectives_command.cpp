@@ -8,6 +8,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
 #include "tessera/study/collective_table.hpp"
@@ -50,6 +51,7 @@ int cmd_collectives(const Args& args, std::ostream& out) {
   const auto csv_path = p.get("out");
   const study::Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   study::require_single_job(s, "collectives");
+  print_scenario_warnings(s);
   FileSet files;
   files.input(p.positional()[0], "the scenario");
   if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");

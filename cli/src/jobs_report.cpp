@@ -1,6 +1,8 @@
 // The summary of a scenario with several jobs (study::simulate_jobs).
 #include <fmt/format.h>
 
+#include <iostream>
+
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/study/jobs.hpp"
@@ -59,6 +61,11 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
     }
   }
   return out;
+}
+
+void print_scenario_warnings(const Scenario& s) {
+  for (const std::string& w : scenario_warnings(s))
+    std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
 }
 
 std::vector<std::string> scenario_warnings(const Scenario& s) {

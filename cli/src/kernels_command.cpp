@@ -8,6 +8,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
@@ -59,6 +60,7 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   const auto csv_path = p.get("out");
   const study::Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   study::require_single_job(s, "kernels");
+  print_scenario_warnings(s);
   // --out may be neither the scenario nor its measured kernel times.
   FileSet files;
   files.input(p.positional()[0], "the scenario");

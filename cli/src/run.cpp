@@ -63,7 +63,7 @@ int cmd_run(const Args& args, std::ostream& out) {
   Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   // Legal but likely unintended (a tensor-parallel group across nodes): one
   // line each on stderr, the forecast unchanged.
-  for (const std::string& w : scenario_warnings(s)) std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
+  print_scenario_warnings(s);
   if (!s.jobs.empty()) {
     // Several jobs on one fabric: their own summary (docs/scenarios.md).
     for (const char* flag : {"trace", "links", "trace-ranks", "trace-micro-batches", "trace-transfers"}) {

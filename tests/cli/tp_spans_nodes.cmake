@@ -1,6 +1,6 @@
-# A tensor-parallel group across nodes is legal but slow: `tessera run` prints
-# the forecast and one warning line on stderr naming parallelism.tp and
-# cluster.gpus_per_node, exit code 0. tp = 8 on 8-GPU nodes: no warning. The
+# A tensor-parallel group across nodes is legal but slow: `tessera run` (and
+# `kernels`, `collectives`) prints the forecast and one warning line on stderr
+# naming parallelism.tp and cluster.gpus_per_node, exit code 0. tp = 8 on 8-GPU nodes: no warning. The
 # same plan under every rank layout prints the same forecast without it when
 # TP fits a node. The JSON report has the warning in "warnings" (absent
 # without one).
@@ -44,4 +44,20 @@ execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.heads=16 --set mo
                 OUTPUT_VARIABLE json_ok ERROR_VARIABLE ignored RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR json_ok MATCHES "\"warnings\"")
   message(FATAL_ERROR "tp = 8 in a node: expected no \"warnings\" in the JSON, got ${rc}:\n${json_ok}")
+endif()
+# kernels and collectives give the same warning on stderr; collectives lists
+# the tensor-parallel all-reduces as groups of 16 across both nodes.
+set(tp16 --set model.heads=16 --set model.layers=2 --set training.micro_batch=1 --set parallelism.dp=1
+         --set parallelism.tp=16)
+foreach(command kernels collectives)
+  execute_process(COMMAND ${TESSERA} ${command} ${SCENARIO} ${tp16}
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  string(REGEX REPLACE "\n$" "" line "${err}")
+  if(NOT rc EQUAL 0 OR line MATCHES "\n"
+     OR NOT line MATCHES "^tessera: warning: .*default.yaml: parallelism.tp = 16 spans nodes: ")
+    message(FATAL_ERROR "${command}, tp = 16: expected exit code 0 and one warning line, got ${rc}:\n${err}")
+  endif()
+endforeach()
+if(NOT out MATCHES "\nlayer\\.fwd\\.tp\\.all-reduce +all-reduce +[0-9.]+ MiB +16 +2 ")
+  message(FATAL_ERROR "collectives, tp = 16: no all-reduce over 16 ranks on 2 nodes:\n${out}")
 endif()

@@ -18,6 +18,9 @@ std::string format_jobs_json(const Scenario& s, const study::JobsOutcome& o);
 /// The scenario's warnings, then its jobs' (each "jobs NAME: ..."): what
 /// `run` says on stderr and the JSON reports list under "warnings".
 std::vector<std::string> scenario_warnings(const Scenario& s);
+/// Prints scenario_warnings(s) on stderr, one "tessera: warning: FILE: ..."
+/// line each (run, kernels, collectives).
+void print_scenario_warnings(const Scenario& s);
 
 /// `s` as a JSON string literal (quotes, escapes).
 std::string json_string(const std::string& s);
