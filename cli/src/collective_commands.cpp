@@ -217,29 +217,7 @@ parallelism:
 /// One measured row as a task graph: every group runs its collective once,
 /// all groups at the same time (as measured).
 parallelism::TaskGraph row_graph(const Row& r) {
-  parallelism::TaskGraph g;
-  std::vector<std::vector<std::int32_t>> slots(8);  // per rank: its groups, in row order
-  for (const auto& members : r.groups) {
-    const auto gi = static_cast<std::int32_t>(g.groups.size());
-    g.groups.push_back({members});
-    for (int m : members) slots[static_cast<std::size_t>(m)].push_back(gi);
-  }
-  for (int rank = 0; rank < 8; ++rank) {
-    parallelism::Program p;
-    const auto& mine = slots[static_cast<std::size_t>(rank)];
-    for (std::size_t s = 0; s < mine.size(); ++s) {
-      parallelism::Task t;
-      t.name = "collective";
-      t.kind = parallelism::TaskKind::Collective;
-      t.collective = r.kind;
-      t.group = static_cast<std::int32_t>(s);
-      t.collective_id = 0;
-      t.bytes = r.bytes;
-      p.tasks.push_back(t);
-    }
-    g.add_rank(g.add_program(std::move(p)), mine);
-  }
-  return g;
+  return parallelism::concurrent_collectives(8, r.groups, r.kind, r.bytes);
 }
 
 struct Node {

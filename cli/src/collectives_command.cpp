@@ -6,9 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
 #include "tessera/study/collective_table.hpp"
@@ -42,20 +40,9 @@ std::string table_csv(const study::CollectiveTable& t) {
 }  // namespace
 
 int cmd_collectives(const Args& args, std::ostream& out) {
-  ArgParser p("tessera collectives");
-  p.option("out");
-  declare_scenario_options(p);
-  std::vector<std::string> sets;
-  p.parse(take_set_options(args, sets));
-  p.expect_positional(1, "a scenario file");
-  const auto csv_path = p.get("out");
-  const study::Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
-  study::require_single_job(s, "collectives");
-  print_scenario_warnings(s);
-  FileSet files;
-  files.input(p.positional()[0], "the scenario");
-  if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
-  if (csv_path) files.output(*csv_path, "--out");
+  const TableCommand c = parse_table_command(args, "collectives");
+  const study::Scenario& s = c.scenario;
+  const auto& csv_path = c.out;
   const study::CollectiveTable t = study::collective_table(s);
 
   out << fmt::format("Scenario       {}: {} x {} GPUs ({}), {} network backend\n", s.name, s.cluster.nodes,

@@ -6,9 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
@@ -51,21 +49,9 @@ std::string table_csv(const study::KernelTable& t) {
 }  // namespace
 
 int cmd_kernels(const Args& args, std::ostream& out) {
-  ArgParser p("tessera kernels");
-  p.option("out");
-  declare_scenario_options(p);
-  std::vector<std::string> sets;
-  p.parse(take_set_options(args, sets));
-  p.expect_positional(1, "a scenario file");
-  const auto csv_path = p.get("out");
-  const study::Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
-  study::require_single_job(s, "kernels");
-  print_scenario_warnings(s);
-  // --out may be neither the scenario nor its measured kernel times.
-  FileSet files;
-  files.input(p.positional()[0], "the scenario");
-  if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
-  if (csv_path) files.output(*csv_path, "--out");
+  const TableCommand c = parse_table_command(args, "kernels");
+  const study::Scenario& s = c.scenario;
+  const auto& csv_path = c.out;
   const study::KernelTable t = study::kernel_table(s);
 
   out << fmt::format("Scenario       {}: {} on {}, {} node model\n", s.name, s.model.name, s.gpu.name,

@@ -324,4 +324,44 @@ SymmetryQuotient symmetry_quotient(const TaskGraph& g, const std::vector<std::in
   return q;
 }
 
+TaskGraph concurrent_collectives(int ranks, const std::vector<std::vector<int>>& groups, CollectiveKind kind,
+                                 Bytes bytes) {
+  TaskGraph g;
+  std::vector<std::vector<std::int32_t>> slots(
+      static_cast<std::size_t>(std::max(ranks, 0)));  // per rank: its groups
+  for (const auto& members : groups) {
+    const auto gi = static_cast<std::int32_t>(g.groups.size());
+    g.groups.push_back({members});
+    for (int m : members) {
+      if (m < 0 || m >= ranks) {
+        throw InputError(
+            fmt::format("concurrent_collectives: rank {} of a group is not among the {} ranks", m, ranks));
+      }
+      slots[static_cast<std::size_t>(m)].push_back(gi);
+    }
+  }
+  // One program per number of slots: task s in slot s.
+  std::vector<std::int32_t> program_of;
+  for (int r = 0; r < ranks; ++r) {
+    auto& mine = slots[static_cast<std::size_t>(r)];
+    while (program_of.size() <= mine.size()) {
+      Program p;
+      for (std::size_t s = 0; s < program_of.size(); ++s) {
+        Task t;
+        t.name = "collective";
+        t.kind = TaskKind::Collective;
+        t.collective = kind;
+        t.group = static_cast<std::int32_t>(s);
+        t.collective_id = 0;
+        t.bytes = bytes;
+        p.tasks.push_back(t);
+      }
+      program_of.push_back(g.add_program(std::move(p)));
+    }
+    const std::int32_t program = program_of[mine.size()];  // before mine is moved from
+    g.add_rank(program, std::move(mine));
+  }
+  return g;
+}
+
 }  // namespace tessera::parallelism

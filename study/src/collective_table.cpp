@@ -26,40 +26,6 @@ struct Representative {
   std::size_t task = 0;
 };
 
-/// A graph of `ranks` ranks in which every group of `groups` runs one
-/// collective of `kind` and `bytes` (the others are idle): each member holds
-/// the one task in its slot 0.
-parallelism::TaskGraph one_collective(int ranks, const std::vector<std::vector<int>>& groups,
-                                      parallelism::CollectiveKind kind, Bytes bytes) {
-  parallelism::TaskGraph g;
-  parallelism::Program member;
-  parallelism::Task t;
-  t.name = "collective";
-  t.kind = parallelism::TaskKind::Collective;
-  t.collective = kind;
-  t.group = 0;
-  t.collective_id = 0;
-  t.bytes = bytes;
-  member.tasks.push_back(t);
-  const std::int32_t member_program = g.add_program(std::move(member));
-  const std::int32_t idle_program = g.add_program(parallelism::Program{});
-  std::vector<std::int32_t> group_of(static_cast<std::size_t>(ranks), -1);
-  for (const auto& members : groups) {
-    const auto gi = static_cast<std::int32_t>(g.groups.size());
-    g.groups.push_back({members});
-    for (int m : members) group_of[static_cast<std::size_t>(m)] = gi;
-  }
-  for (int r = 0; r < ranks; ++r) {
-    const std::int32_t gi = group_of[static_cast<std::size_t>(r)];
-    if (gi >= 0) {
-      g.add_rank(member_program, {gi});
-    } else {
-      g.add_rank(idle_program, {});
-    }
-  }
-  return g;
-}
-
 }  // namespace
 
 CollectiveTable collective_table(const Scenario& s) {
@@ -134,11 +100,14 @@ CollectiveTable collective_table(const Scenario& s) {
     for (std::int32_t gi : group_ids) groups.push_back(graph.groups[static_cast<std::size_t>(gi)].ranks);
     const auto& own = graph.groups[static_cast<std::size_t>(graph.group_of(rep.rank, t.group))].ranks;
     row.concurrent_groups = static_cast<int>(groups.size());
-    row.alone = execute_on_backend(s, one_collective(ranks, {own}, row.kind, row.bytes), topo).makespan;
-    row.together =
-        groups.size() == 1
-            ? row.alone
-            : execute_on_backend(s, one_collective(ranks, groups, row.kind, row.bytes), topo).makespan;
+    row.alone =
+        execute_on_backend(s, parallelism::concurrent_collectives(ranks, {own}, row.kind, row.bytes), topo)
+            .makespan;
+    row.together = groups.size() == 1
+                       ? row.alone
+                       : execute_on_backend(
+                             s, parallelism::concurrent_collectives(ranks, groups, row.kind, row.bytes), topo)
+                             .makespan;
   }
   for (const auto& calls : stage_calls) {
     Time nvlink, network;

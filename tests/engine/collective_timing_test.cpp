@@ -15,24 +15,9 @@ using parallelism::CollectiveKind;
 namespace {
 
 parallelism::TaskGraph one_collective(int p, CollectiveKind kind, Bytes size) {
-  parallelism::TaskGraph g;
-  parallelism::Group all;
-  for (int r = 0; r < p; ++r) all.ranks.push_back(r);
-  g.groups.push_back(all);
-  parallelism::Program prog;
-  {
-    parallelism::Task t;
-    t.name = "collective";
-    t.kind = parallelism::TaskKind::Collective;
-    t.collective = kind;
-    t.group = 0;
-    t.collective_id = 0;
-    t.bytes = size;
-    prog.tasks.push_back(t);
-  }
-  const std::int32_t shared = g.add_program(std::move(prog));  // every rank runs it
-  for (int r = 0; r < p; ++r) g.add_rank(shared, {0});
-  return g;
+  std::vector<int> all(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) all[static_cast<std::size_t>(r)] = r;
+  return parallelism::concurrent_collectives(p, {all}, kind, size);
 }
 
 struct Run {

@@ -407,3 +407,25 @@ TEST(Fp8, GemmsAreNoSlowerThanTheirBf16TwinsOnH100) {
   }
   EXPECT_EQ(n, 12);
 }
+
+TEST(TaskGraph, ConcurrentCollectivesGiveEachGroupASlotOnEveryMember) {
+  // Ranks 0-3 in one group, 2 and 4 in another: rank 2 holds both (slots 0
+  // and 1), rank 5 is idle; every member's task names its own group.
+  const TaskGraph g = concurrent_collectives(6, {{0, 1, 2, 3}, {2, 4}}, CollectiveKind::AllGather, Bytes(64));
+  g.validate();
+  ASSERT_EQ(g.num_ranks(), 6);
+  ASSERT_EQ(g.groups.size(), 2U);
+  const std::vector<std::size_t> tasks{1, 1, 2, 1, 1, 0};
+  for (int r = 0; r < 6; ++r) {
+    ASSERT_EQ(g.tasks(r).size(), tasks[static_cast<std::size_t>(r)]) << r;
+    for (const Task& t : g.tasks(r)) {
+      EXPECT_EQ(t.kind, TaskKind::Collective);
+      EXPECT_EQ(t.collective, CollectiveKind::AllGather);
+      EXPECT_EQ(t.bytes, Bytes(64));
+    }
+  }
+  EXPECT_EQ(g.group_of(2, 0), 0);
+  EXPECT_EQ(g.group_of(2, 1), 1);
+  EXPECT_EQ(g.group_of(4, 0), 1);
+  EXPECT_THROW((void)concurrent_collectives(2, {{0, 2}}, CollectiveKind::AllReduce, Bytes(8)), InputError);
+}

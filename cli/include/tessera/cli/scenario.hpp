@@ -59,6 +59,18 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
 std::vector<std::string> take_set_options(const std::vector<std::string>& args, std::vector<std::string>& sets);
 void declare_scenario_options(ArgParser& p);
 std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p);
+
+/// What a table command (`kernels`, `collectives`: one scenario in, a table
+/// out, `--out FILE.csv` optional) starts from: its arguments parsed with
+/// the scenario options, the scenario loaded, a scenario with jobs refused
+/// (ScenarioError naming `command`), the scenario's warnings printed on
+/// stderr, and `--out` checked to be neither the scenario nor its
+/// node_model.overrides file (InputError).
+struct TableCommand {
+  Scenario scenario;
+  std::optional<std::string> out;
+};
+TableCommand parse_table_command(const std::vector<std::string>& args, const std::string& command);
 /// Same, from text; `file` is used in messages.
 Scenario parse_scenario(const std::string& text, const std::string& file,
                         const std::vector<Override>& overrides = {});

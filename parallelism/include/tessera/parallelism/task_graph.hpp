@@ -129,6 +129,15 @@ struct TaskGraph {
   void validate() const;
 };
 
+/// A graph of `ranks` ranks in which every group of `groups` (global ranks,
+/// in ring order) runs one collective of `kind` and `bytes`, all at once: a
+/// rank holds one task per group it is in, each in its own slot (so its
+/// groups run side by side), in the order of `groups`; ranks in no group
+/// are idle. For timing collectives alone (`tessera collectives`,
+/// `validate collectives`).
+TaskGraph concurrent_collectives(int ranks, const std::vector<std::vector<int>>& groups, CollectiveKind kind,
+                                 Bytes bytes);
+
 /// The graph with interchangeable ranks merged, for an execution in which
 /// communication is free (a collective ends the instant its last member
 /// reaches it). Two ranks are interchangeable when they run the same
