@@ -18,6 +18,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/collectives/expand.hpp"
 #include "tessera/engine/comm_calibration.hpp"
@@ -335,13 +336,6 @@ std::vector<engine::CollectiveSample> samples(const std::vector<Row>& rows,
       out.push_back(r.sample);
   }
   return out;
-}
-
-std::string size_text(Bytes b) {
-  const double v = b.as_double();
-  if (v >= 1024.0 * 1024 * 1024) return fmt::format("{:.3g} GiB", v / (1024.0 * 1024 * 1024));
-  if (v >= 1024.0 * 1024) return fmt::format("{:.3g} MiB", v / (1024.0 * 1024));
-  return fmt::format("{:.3g} KiB", v / 1024.0);
 }
 
 bool power_of_two_size(Bytes b) {

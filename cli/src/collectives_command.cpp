@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
 #include "tessera/study/collective_table.hpp"
@@ -14,14 +15,6 @@
 namespace tessera::cli {
 
 namespace {
-
-std::string size_text(Bytes b) {
-  const double v = b.as_double();
-  if (v >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
-  if (v >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", v / (1024.0 * 1024));
-  if (v >= 1024.0) return fmt::format("{:.2f} KiB", v / 1024.0);
-  return fmt::format("{} B", b.count());
-}
 
 std::string table_csv(const study::CollectiveTable& t) {
   std::string out =
@@ -50,12 +43,10 @@ int cmd_collectives(const Args& args, std::ostream& out) {
   out << fmt::format("Plan           dp={} tp={} pp={}{}{}\n", s.plan.dp, s.plan.tp, s.plan.pp,
                      s.plan.ep > 1 ? fmt::format(" ep={}", s.plan.ep) : "",
                      s.plan.zero_stage > 0 ? fmt::format(", ZeRO stage {}", s.plan.zero_stage) : "");
-  out << "Each distinct collective of one iteration, timed on the scenario's fabric with the calibrated "
-         "NCCL\n"
-         "costs (calibration.*): alone (one group), and with all the groups of its pipeline stage at once\n"
-         "(`groups`, contending for the fabric). calls: per iteration on one rank of the stage that calls "
-         "it\n"
-         "most. busbw: bus bandwidth in GB/s, as nccl-tests reports it.\n\n";
+  out << "Each distinct collective of one iteration, timed on the scenario's fabric with the\n"
+         "calibrated NCCL costs (calibration.*): alone (one group), and with all the groups of its\n"
+         "pipeline stage at once (`groups`, contending for the fabric). calls: per iteration on one\n"
+         "rank of the stage that calls it most. busbw: bus bandwidth in GB/s, as nccl-tests reports it.\n\n";
   out << fmt::format("{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>5} {:>11} {:>8} {:>6} {:>11} {:>8}\n",
                      "role", "kind", "size", "group", "nodes", "algorithm", "calls", "stage", "alone_us",
                      "busbw", "groups", "together_us", "busbw");

@@ -238,7 +238,8 @@ cuts them). Beside each: its dimensions, the time the node model gives it
 (as the planner times it: GPU time under the Megatron profiles, the
 kernel timed alone with its launch floor under pytorch-eager; a
 node_model.overrides file applies), its TFLOP/s and GB/s; then each part's
-forward, input-gradient and weight-gradient milliseconds. The schedule,
+forward, input-gradient and weight-gradient milliseconds, its GEMM time and
+kernel count, and the same summed over the whole model. The schedule,
 recomputation and the optimizer step are the planner's (tessera run).
 
   --out FILE.csv   one row per distinct kernel in the schema that
@@ -338,8 +339,7 @@ Example:
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
 )"},
-      {"predict-kernels",
-       R"(usage: tessera predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv
+      {"predict-kernels", R"(usage: tessera predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv
                                [--dtype fp32|tf32|fp16|bf16|fp8] [--device-time]
                                [--predictor tile-mlp|roofline|linreg|mlp]
 
@@ -352,8 +352,7 @@ tensor-core model (fp8 needs FP8FLOPs in the device config).
   --device-time   the GPU time of kernels queued back to back (no host
                   launch floor) instead of a kernel timed alone from PyTorch
 )"},
-      {"predict-model",
-       R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
+      {"predict-model", R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
                              --mode inf|train [--json]
 
 Builds a HuggingFace model's operator graph as PyTorch eager runs it and sums
@@ -369,8 +368,7 @@ gets backward columns (backward plus gradient accumulation); in an inference
 graph dropout is free. Totals count the ops of the repeated block (layer 0)
 --layers times, else num_layer of the label JSON beside the graph, else once.
 )"},
-      {"train-predictor",
-       R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]
+      {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]
                                [--only tile-mlp|tensor-core|linreg|mlp] [--epochs N] [--max-rows N]
 
 Trains the node-model predictors (tile-mlp, linreg, mlp) on kernel

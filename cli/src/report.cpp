@@ -121,6 +121,14 @@ void append_json_escaped(std::string& out, std::string_view s) {
   }
 }
 
+std::string size_text(Bytes b) {
+  const double v = b.as_double();
+  if (v >= 1024.0 * 1024 * 1024) return fmt::format("{:.3g} GiB", v / (1024.0 * 1024 * 1024));
+  if (v >= 1024.0 * 1024) return fmt::format("{:.3g} MiB", v / (1024.0 * 1024));
+  if (v >= 1024.0) return fmt::format("{:.3g} KiB", v / 1024.0);
+  return fmt::format("{} B", b.count());
+}
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   append_json_escaped(out, s);

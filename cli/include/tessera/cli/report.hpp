@@ -22,6 +22,10 @@ std::vector<std::string> scenario_warnings(const Scenario& s);
 /// line each (run, kernels, collectives).
 void print_scenario_warnings(const Scenario& s);
 
+/// A buffer size for people, to 3 significant digits in binary units:
+/// "512 B", "48 MiB", "5.45 GiB" (`validate collectives`, `collectives`).
+std::string size_text(Bytes b);
+
 /// `s` as a JSON string literal (quotes, escapes).
 std::string json_string(const std::string& s);
 /// `s` escaped for the inside of a JSON string literal, appended to `out`.
