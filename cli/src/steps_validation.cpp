@@ -122,18 +122,17 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
 
 /// One GPU, no parallelism: the plain-PyTorch step the measurement ran
 /// (eager kernels, no recomputation, one micro-batch). With tp > 1, one rank
-/// of `tp` tensor-parallel ranks, whose collectives are made free (an NVLink
-/// of 1000 TB/s without latency, no NCCL launch or efficiency loss): the
-/// measurement ran one rank's share alone, without its all-reduces.
+/// of `tp` tensor-parallel ranks; the caller removes its collectives
+/// (ParallelPlan::tp_collectives): the measurement ran one rank's share
+/// alone, without its all-reduces.
 std::string step_scenario_yaml(const MeasuredStep& m, const std::string& gpu, const std::string& framework) {
-  const bool tp = m.tp > 1;
   return fmt::format(R"(name: step-l{layers}-h{hidden}
 cluster:
   nodes: 1
   gpus_per_node: {tp}
   gpu: {gpu}
-  nvlink_bandwidth: {nvlink_bw}
-  nvlink_latency: {nvlink_lat}
+  nvlink_bandwidth: 450GB/s
+  nvlink_latency: 1us
   nic_bandwidth: 400Gbps
   nic_latency: 1us
   fabric:
@@ -158,16 +157,11 @@ parallelism:
   dp: 1
   tp: {tp}
   recompute: none
-{calibration})",
+)",
                      fmt::arg("layers", m.layers), fmt::arg("hidden", m.hidden), fmt::arg("heads", m.heads),
                      fmt::arg("vocab", m.vocab), fmt::arg("gpu", gpu), fmt::arg("framework", framework),
-                     fmt::arg("tp", m.tp), fmt::arg("nvlink_bw", tp ? "1000TB/s" : "450GB/s"),
-                     fmt::arg("nvlink_lat", tp ? "0us" : "1us"),
-                     fmt::arg("calibration", tp ? "calibration:\n  nvlink_launch: 0s\n  nvlink_efficiency: 1.0\n"
-                                                  "  nvlink_group_penalty: 0\n"
-                                                : ""),
-                     fmt::arg("mb", m.micro_batch), fmt::arg("seq", m.seq), fmt::arg("dtype", m.dtype),
-                     fmt::arg("flash", m.flash ? "true" : "false"));
+                     fmt::arg("tp", m.tp), fmt::arg("mb", m.micro_batch), fmt::arg("seq", m.seq),
+                     fmt::arg("dtype", m.dtype), fmt::arg("flash", m.flash ? "true" : "false"));
 }
 
 /// The optimizer step's share of a simulated iteration: the compute tasks
@@ -240,6 +234,7 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
                                                         framework, rest)
                                           : fmt::format("validate steps ({}): {}", e.option(), rest));
     }
+    s.plan.tp_collectives = false;  // one rank's share, measured alone
     OptimizerTime optimizer;
     const double predicted = study::simulate_scenario(s, &optimizer, nullptr, false).result.makespan.ms();
     const double e = predicted / m.measured_ms - 1.0;

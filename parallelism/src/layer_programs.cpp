@@ -350,7 +350,26 @@ ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const Pa
   const auto hf = lm_head_ops(m, w, shard);
   head.forward.passes("fwd", forward_passes(hf, 0, 1));
   if (sp) head.forward.comm("fwd.tp", CollectiveKind::AllGather, act);
-  head.forward.passes("fwd", forward_passes(hf, 1, hf.size()));
+  if (!tp) {
+    head.forward.passes("fwd", forward_passes(hf, 1, hf.size()));
+  } else {
+    // Vocabulary-parallel cross entropy (Megatron's
+    // _VocabParallelCrossEntropy): each rank holds a slice of the vocabulary,
+    // so three values per token are all-reduced over the tensor-parallel
+    // group, each in FP32: the logits' maximum (after the reductions), the
+    // target's logit (after the shift) and the sum of the exponentials
+    // (after the exp). Its backward needs none.
+    const Bytes per_token(w.micro_batch * w.seq_len * 4);
+    const std::size_t shift = index_of(hf, "loss.shift"), exp = index_of(hf, "loss.exp");
+    const std::size_t normalize = index_of(hf, "loss.normalize");
+    head.forward.passes("fwd", forward_passes(hf, 1, shift));
+    head.forward.comm("fwd.tp.loss", CollectiveKind::AllReduce, per_token);
+    head.forward.passes("fwd.loss", forward_passes(hf, shift, exp));
+    head.forward.comm("fwd.tp.loss", CollectiveKind::AllReduce, per_token);
+    head.forward.passes("fwd.loss", forward_passes(hf, exp, normalize));
+    head.forward.comm("fwd.tp.loss", CollectiveKind::AllReduce, per_token);
+    head.forward.passes("fwd.loss", forward_passes(hf, normalize, hf.size()));
+  }
   // Loss, LM-head dgrad and wgrad; the TP reduction of the LM head's input
   // gradient; the final layer norm.
   const auto hsteps = backward_steps(hf);
@@ -366,6 +385,10 @@ ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const Pa
     if (tp) head.input_backward.comm("bwd.tp", reduce, act);
     head.input_backward.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size(), BackwardPart::Input));
     head.weight_backward.passes("wgrad", backward_passes(hf, hsteps, 0, hsteps.size(), BackwardPart::Weight));
+  }
+  if (!p.tp_collectives) {
+    for (LayerPieces* l : {&out.layer, &out.embedding, &out.lm_head}) l->drop_tensor_parallel_collectives();
+    if (out.moe_layer) out.moe_layer->drop_tensor_parallel_collectives();
   }
   return out;
 }

@@ -45,10 +45,10 @@ Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Fram
   // exchanges (one batched send/recv and a sync) have no measurement here and
   // get none beyond their launch and sync. The per-micro-batch data step
   // (get_batch's sync and host work) exists in both.
-  c.host_launch = Time::from_ns(42'300);
-  c.host_iteration = Time::from_us(260);
-  c.host_microbatch = Time::from_us(6'910);
-  c.host_p2p = framework == node_model::Framework::MegatronDeepSpeed ? Time::from_us(750) : Time::zero();
+  c.host_launch = Time::from_ns(42'200);
+  c.host_iteration = Time::zero();
+  c.host_microbatch = Time::from_us(6'870);
+  c.host_p2p = framework == node_model::Framework::MegatronDeepSpeed ? Time::from_us(680) : Time::zero();
   // NCCL: fitted on the A100 and H100 tables (docs/collectives.md). SM
   // sharing is a documented knob, off by default (no data here measures it).
   c.comm = engine::CommCalibration::nccl(gpu.sms);

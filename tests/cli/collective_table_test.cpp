@@ -91,7 +91,14 @@ TEST(CollectiveTable, SizesGroupsAndCallsOfATensorAndDataParallelPlan) {
     EXPECT_EQ(r->concurrent_groups, 2) << role;
     EXPECT_EQ(r->calls, calls) << role;
   }
-  EXPECT_EQ(t.rows.size(), tp_calls.size() + 1);
+  // The vocabulary-parallel cross entropy: three all-reduces of one FP32
+  // value per token (1024 x 4 B = 4 KiB) in each micro-batch's forward.
+  const auto* loss = find(t, "lm_head.fwd.tp.loss.all-reduce");
+  ASSERT_NE(loss, nullptr);
+  EXPECT_EQ(loss->bytes, Bytes(1024 * 4));
+  EXPECT_EQ(loss->group_size, 4);
+  EXPECT_EQ(loss->calls, 6);
+  EXPECT_EQ(t.rows.size(), tp_calls.size() + 2);
   // Data parallelism: one all-reduce of one rank's gradients between the two
   // nodes, 4 groups at once; in fp16 Megatron reduces them in fp16 (in bf16
   // its FP32 main gradients).

@@ -487,14 +487,16 @@ TEST(TrainingValidation, FitOnlyMovesTheListedConstants) {
   const RunTemplate t = RunTemplate::vtrain("A100-80GB");
   std::vector<MeasuredRun> runs = {run(2, 1, 2), run(1, 2, 1), run(2, 2, 1)};
   const auto shipped = predict_runs(runs, t, {}, 1);
-  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].measured_ms = shipped[i].predicted_ms + 5.0;
+  // 5.0123 ms more per run: not a whole number of microseconds, so that the
+  // printed section below is checked to render the fit exactly.
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].measured_ms = shipped[i].predicted_ms + 5.0123;
   const Calibration c = t.scenario(runs[0], {}).calibration;
   HostFitKeys only_iteration{false, false, false, true};
   const HostFit f = fit_host_overhead(runs, t, {}, 1, only_iteration);
   EXPECT_EQ(f.host_launch, c.host_launch);
   EXPECT_EQ(f.host_p2p, c.host_p2p);
   EXPECT_EQ(f.host_microbatch, c.host_microbatch);
-  EXPECT_NEAR(f.host_iteration.ms(), c.host_iteration.ms() + 5.0, 1e-6);
+  EXPECT_NEAR(f.host_iteration.ms(), c.host_iteration.ms() + 5.0123, 1e-6);
   EXPECT_NEAR(f.mean_error, 0.0, 1e-9);
   EXPECT_EQ(f.simulations, 1);
   // A kept host_iteration is not moved either: the error is what it leaves.

@@ -233,6 +233,57 @@ TEST(Passes, ModelPiecesPickTheMoePiecesForMoeLayersOnly) {
   EXPECT_FALSE(model_pieces(tiny(), w, ParallelPlan{}, timer).moe_layer.has_value());
 }
 
+TEST(Passes, LmHeadRunsTheVocabularyParallelLossAllReducesInItsForward) {
+  const test_support::LayersOnlyPredictor pred(97);
+  const Workload w = work();
+  const KernelTimer timer(pred, w);
+  ParallelPlan p;
+  p.tp = 2;
+  const ModelPieces pieces = model_pieces(tiny(), w, p, timer);
+  // Megatron's vocabulary-parallel cross entropy: the logits' maximum, the
+  // target's logit and the sum of the exponentials, one FP32 value per token
+  // each (1 x 32 tokens x 4 B), all-reduced over the tensor-parallel group.
+  EXPECT_EQ(
+      pieces_text(pieces.lm_head.forward),
+      "fwd fwd.tp.loss.all-reduce fwd.loss fwd.tp.loss.all-reduce fwd.loss fwd.tp.loss.all-reduce fwd.loss");
+  for (const Piece& c : pieces.lm_head.forward.pieces()) {
+    if (!c.compute) EXPECT_EQ(c.bytes, Bytes(32 * 4));
+  }
+  // Its backward needs none; the LM head's input gradient is all-reduced.
+  EXPECT_EQ(pieces_text(pieces.lm_head.backward), "bwd bwd.tp.all-reduce bwd");
+  // Without tensor parallelism: no collective at all.
+  EXPECT_EQ(pieces_text(model_pieces(tiny(), w, ParallelPlan{}, timer).lm_head.forward), "fwd");
+}
+
+TEST(Passes, WithoutTensorParallelCollectivesARankRunsItsShareAlone) {
+  const test_support::LayersOnlyPredictor pred(97);
+  const Workload w = work();
+  const KernelTimer timer(pred, w);
+  ParallelPlan p;
+  p.tp = 4;
+  p.dp = 2;
+  p.ep = 2;
+  p.sequence_parallel = true;
+  const ModelPieces with = model_pieces(tiny_moe(), w, p, timer);
+  p.tp_collectives = false;
+  const ModelPieces alone = model_pieces(tiny_moe(), w, p, timer);
+  // The same work in fewer pieces: the compute between two collectives merges.
+  EXPECT_EQ(pieces_text(alone.layer.forward), "fwd.ln1");
+  EXPECT_EQ(pieces_text(alone.layer.backward), "bwd.res2");
+  EXPECT_EQ(pieces_text(alone.lm_head.forward), "fwd");
+  EXPECT_EQ(pieces_text(alone.embedding.backward), "bwd");
+  for (const LayerPieces* l : {&alone.layer, &alone.embedding, &alone.lm_head}) {
+    for (const Piece& c : l->forward.pieces()) EXPECT_TRUE(c.compute) << c.name;
+    for (const Piece& c : l->backward.pieces()) EXPECT_TRUE(c.compute) << c.name;
+  }
+  EXPECT_DOUBLE_EQ(flops_of(alone.layer.forward), flops_of(with.layer.forward));
+  EXPECT_DOUBLE_EQ(flops_of(alone.layer.backward), flops_of(with.layer.backward));
+  EXPECT_DOUBLE_EQ(flops_of(alone.lm_head.forward), flops_of(with.lm_head.forward));
+  // The expert-parallel all-to-alls stay.
+  EXPECT_EQ(pieces_text(alone.moe_layer->forward),
+            "fwd.ln1 fwd.ep.dispatch.all-to-all@ep fwd.experts fwd.ep.combine.all-to-all@ep fwd.unpermute");
+}
+
 // --- Data-parallel gradient buckets ----------------------------------------------
 
 TEST(Passes, OverlappedBucketsCloseOnceFull) {

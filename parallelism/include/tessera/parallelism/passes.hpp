@@ -178,6 +178,20 @@ class PieceList {
   }
   /// The next compute piece starts a new task (it overlaps a collective).
   void split() { split_ = true; }
+  /// Removes the tensor-parallel collectives (expert all-to-alls stay); the
+  /// compute pieces they separated merge (ParallelPlan::tp_collectives).
+  void drop_tensor_parallel_collectives() {
+    std::vector<Piece> old = std::move(pieces_);
+    pieces_.clear();
+    split_ = false;
+    for (Piece& p : old) {
+      if (p.compute) {
+        add_compute(std::move(p));
+      } else if (p.expert) {
+        pieces_.push_back(std::move(p));
+      }
+    }
+  }
   [[nodiscard]] const std::vector<Piece>& pieces() const { return pieces_; }
   /// The pieces of `o`, each name prefixed with `prefix` (e.g. "recompute.").
   void append(const PieceList& o, const std::string& prefix = "") {
@@ -232,6 +246,11 @@ struct LayerPieces {
     if (kind == StepKind::F) return forward;
     if (!split) return backward;
     return kind == StepKind::W ? weight_backward : input_backward;
+  }
+  void drop_tensor_parallel_collectives() {
+    for (PieceList* l : {&forward, &backward, &input_backward, &weight_backward}) {
+      l->drop_tensor_parallel_collectives();
+    }
   }
 };
 

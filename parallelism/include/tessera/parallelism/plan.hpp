@@ -103,6 +103,10 @@ struct ParallelPlan {
   /// is computed (Megatron's async tensor-model-parallel all-reduce); false:
   /// it blocks the compute stream.
   bool tp_comm_overlap = true;
+  /// false: each tensor-parallel rank runs its share of the model without
+  /// any tensor-parallel collective, as one rank measured alone (`tessera
+  /// validate steps` with a `tp` column); not a scenario key.
+  bool tp_collectives = true;
   /// Megatron's scatter-gather of pipeline tensors with tp > 1 and no SP
   /// (on unless --no-scatter-gather-tensors-in-pipeline): send 1/tp of each
   /// activation per rank, all-gather it in the receiving TP group.
