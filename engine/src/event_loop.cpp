@@ -18,39 +18,68 @@ void DiscreteEventLoop::schedule(Time delay, Callback fn) {
     free_slots_.pop_back();
     callbacks_[slot] = std::move(fn);
   }
+  const std::uint64_t seq = next_seq_++;
   if (delay == Time::zero()) {
-    now_queue_.push_back(Entry{now_, next_seq_++, slot});
+    // At now_: no later run can tie with it, so the open run stays open.
+    now_queue_.push_back(slot);
     return;
   }
-  heap_.push_back(Entry{now_ + delay, next_seq_++, slot});
+  const Time at = now_ + delay;
+  if (open_run_ != kNone && open_at_ == at) {
+    runs_[open_run_].push_back(slot);  // the previous event's run: consecutive sequence numbers
+    return;
+  }
+  std::uint32_t index = 0;
+  if (free_runs_.empty()) {
+    index = static_cast<std::uint32_t>(runs_.size());
+    runs_.emplace_back();
+  } else {
+    index = free_runs_.back();
+    free_runs_.pop_back();
+  }
+  runs_[index].push_back(slot);
+  heap_.push_back(Run{at, seq, index});
   std::push_heap(heap_.begin(), heap_.end(), Later{});
+  open_run_ = index;
+  open_at_ = at;
 }
 
 void DiscreteEventLoop::run() {
   for (;;) {
-    Entry ev{};
-    const bool queued = now_head_ < now_queue_.size();
-    // Zero-delay entries are at now_, which no heap entry precedes; the heap
-    // wins only an equal time with an older sequence number.
-    if (queued && (heap_.empty() || Later{}(heap_.front(), now_queue_[now_head_]))) {
-      ev = now_queue_[now_head_++];
+    std::uint32_t slot = 0;
+    // At now_: the run being drained, then the other runs for now_ (all
+    // scheduled earlier, so older than any zero-delay event), then the
+    // zero-delay events; then the next run, which moves the clock.
+    if (draining_ != kNone && drain_pos_ == runs_[draining_].size()) {
+      runs_[draining_].clear();
+      free_runs_.push_back(draining_);
+      draining_ = kNone;
+    }
+    if (draining_ == kNone && !heap_.empty() &&
+        (heap_.front().at == now_ || now_head_ == now_queue_.size())) {
+      std::pop_heap(heap_.begin(), heap_.end(), Later{});
+      draining_ = heap_.back().index;
+      now_ = heap_.back().at;
+      heap_.pop_back();
+      drain_pos_ = 0;
+      if (open_run_ == draining_) open_run_ = kNone;  // no later event joins a run in progress
+    }
+    if (draining_ != kNone) {
+      slot = runs_[draining_][drain_pos_++];
+    } else if (now_head_ < now_queue_.size()) {
+      slot = now_queue_[now_head_++];
       if (now_head_ == now_queue_.size()) {
         now_queue_.clear();
         now_head_ = 0;
       }
-    } else if (!heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), Later{});
-      ev = heap_.back();
-      heap_.pop_back();
     } else {
       break;
     }
-    now_ = ev.at;
     ++processed_;
     // Move the callback out first: it may schedule (and grow the slab).
-    Callback fn = std::move(callbacks_[ev.slot]);
-    callbacks_[ev.slot] = nullptr;
-    free_slots_.push_back(ev.slot);
+    Callback fn = std::move(callbacks_[slot]);
+    callbacks_[slot] = nullptr;
+    free_slots_.push_back(slot);
     fn();
   }
 }

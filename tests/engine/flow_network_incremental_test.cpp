@@ -4,11 +4,14 @@
 // to date), one recomputation per instant, exact per-link byte counters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "reference_flow_network.hpp"
@@ -245,4 +248,52 @@ TEST(DiscreteEventLoop, ZeroDelayEventsKeepSchedulingOrder) {
   EXPECT_EQ(order, "0ADBEFG");
   EXPECT_EQ(loop.events_processed(), 7U);
   EXPECT_EQ(loop.now(), Time::from_ps(6));
+}
+
+TEST(DiscreteEventLoop, RunsOfTiesKeepTimeThenSchedulingOrder) {
+  // Events for the same later time are kept in runs (one heap entry per
+  // run of consecutive schedules); runs for one time can interleave with
+  // other times' events. Against a plain (time, sequence) priority queue:
+  // every event, scheduled from a pseudo-random generator with few distinct
+  // delays (many ties) and from inside other events, runs in the same order.
+  struct Reference {
+    std::vector<std::tuple<Time, std::uint64_t, int>> pending;  // (at, seq, id)
+    Time now;
+    std::uint64_t seq = 0;
+  };
+  const Time delays[] = {Time::zero(), Time::from_ps(3), Time::from_ps(3), Time::from_ps(7),
+                         Time::from_ps(10)};
+  // Event `id` schedules children with ids 3 id + 1 .. 3 id + 3 (up to 3000),
+  // each with a delay picked from `delays` by a fixed hash of its id.
+  auto delay_of = [&](int id) { return delays[(static_cast<unsigned>(id) * 2654435761U >> 7) % 5]; };
+  auto children = [](int id) { return id < 1000 ? 3 : 0; };
+
+  DiscreteEventLoop loop;
+  std::vector<int> order;
+  std::function<void(int)> fire = [&](int id) {
+    order.push_back(id);
+    for (int c = 1; c <= children(id); ++c) {
+      const int child = 3 * id + c;
+      loop.schedule(delay_of(child), [&fire, child] { fire(child); });
+    }
+  };
+  for (int root = 0; root < 3; ++root) loop.schedule(delay_of(root), [&fire, root] { fire(root); });
+  loop.run();
+
+  Reference ref;
+  std::vector<int> expected;
+  auto push = [&](int id) { ref.pending.emplace_back(ref.now + delay_of(id), ref.seq++, id); };
+  for (int root = 0; root < 3; ++root) push(root);
+  while (!ref.pending.empty()) {
+    const auto next = std::min_element(ref.pending.begin(), ref.pending.end());
+    const auto [at, seq, id] = *next;
+    ref.pending.erase(next);
+    ref.now = at;
+    expected.push_back(id);
+    for (int c = 1; c <= children(id); ++c) push(3 * id + c);
+  }
+  ASSERT_GT(expected.size(), 3000U);
+  EXPECT_EQ(order, expected);
+  EXPECT_EQ(loop.events_processed(), expected.size());
+  EXPECT_EQ(loop.now(), ref.now);
 }
