@@ -318,7 +318,9 @@ Example:
                (--gpu NAME for one); --set KEY=VALUE as in run (e.g.
                calibration.host_launch=40us); --fit fits the host calibration
                (docs/calibration.md); --cv K cross-validates it by
-               profile (hidden, micro-batch, tp, pp); --rows FILE writes
+               profile (hidden, micro-batch, tp, pp), --cv hidden by
+               model width (each hidden size predicted by a fit on the
+               others); --rows FILE writes
                every run's prediction. Your own runs (any GPU count) in
                vTrain's schema: --data RUNS.csv --scenario CLUSTER.yaml runs
                each as that scenario with the run's GPUs (cluster.nodes in

@@ -1182,6 +1182,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       if (c.has(p + "_group_penalty")) l.group_penalty = c.number_in(p + "_group_penalty", 0.0, 10.0);
       time_key((p + "_launch").c_str(), l.launch_latency);
       time_key((p + "_step").c_str(), l.step_latency);
+      time_key((p + "_skew").c_str(), l.skew);
     };
     link("nvlink", s.calibration.comm.nvlink);
     link("network", s.calibration.comm.network);

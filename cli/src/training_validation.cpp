@@ -4,6 +4,7 @@
 #include "tessera/cli/training_validation.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -679,11 +680,50 @@ std::string rows_csv(const std::vector<PredictedRun>& all) {
   return csv;
 }
 
+}  // namespace
+
+CvSplit CvSplit::parse(const std::string& text, const std::vector<MeasuredRun>& runs) {
+  CvSplit split;
+  if (text == "hidden") {
+    split.by_hidden = true;
+    for (const MeasuredRun& r : runs) split.hiddens.push_back(r.hidden);
+    std::sort(split.hiddens.begin(), split.hiddens.end());
+    split.hiddens.erase(std::unique(split.hiddens.begin(), split.hiddens.end()), split.hiddens.end());
+    split.folds = static_cast<int>(split.hiddens.size());
+    if (split.folds < 2) {
+      throw UsageError(
+          fmt::format("--cv hidden: the runs have {} hidden size(s); it needs at least 2", split.folds));
+    }
+    return split;
+  }
+  int folds = 0;
+  try {
+    std::size_t used = 0;
+    folds = std::stoi(text, &used);
+    if (used != text.size()) folds = 0;
+  } catch (const std::logic_error&) {
+    folds = 0;
+  }
+  if (folds < 2 || folds > 20) {
+    throw UsageError(fmt::format("--cv: expected 2-20 folds or 'hidden', got '{}'", text));
+  }
+  split.folds = folds;
+  return split;
+}
+
+int CvSplit::fold(const MeasuredRun& r) const {
+  if (!by_hidden) return cv_fold(r, folds);
+  return static_cast<int>(std::lower_bound(hiddens.begin(), hiddens.end(), r.hidden) - hiddens.begin());
+}
+
+namespace {
+
 /// --fit: the host calibration fit on every run; --cv K: each fold predicted
 /// with the calibration fit on the other folds.
 int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<RunTemplate>& templates,
-                           const std::vector<Override>& overrides, unsigned jobs, int folds, HostFitKeys keys,
-                           const std::optional<std::string>& rows_path, std::ostream& out) {
+                           const std::vector<Override>& overrides, unsigned jobs, const CvSplit& split,
+                           HostFitKeys keys, const std::optional<std::string>& rows_path, std::ostream& out) {
+  const int folds = split.folds;
   // "(kept)" after a constant the fit did not move (--fit-only).
   auto mark = [](bool fitted) { return fitted ? "" : " (kept)"; };
   std::vector<PredictedRun> cv_all;
@@ -703,7 +743,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     std::vector<PredictedRun> cv;
     for (int k = 0; k < folds; ++k) {
       std::vector<MeasuredRun> train, test;
-      for (const MeasuredRun& r : runs) (cv_fold(r, folds) == k ? test : train).push_back(r);
+      for (const MeasuredRun& r : runs) (split.fold(r) == k ? test : train).push_back(r);
       if (test.empty() || train.empty()) continue;
       const HostFit fk = fit_host_overhead(train, gpu, overrides, jobs, keys);
       std::vector<Override> o = overrides;
@@ -724,11 +764,17 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     cv_all.insert(cv_all.end(), cv.begin(), cv.end());
   }
   if (folds > 0) {
-    out << fmt::format(
-        "\n{}-fold cross-validation (folds by profile: hidden, micro-batch, tp, pp, each with all its layers, "
-        "global batches and dp), "
-        "every run predicted by a fit that never saw it:\n\n",
-        folds);
+    if (split.by_hidden) {
+      out << fmt::format(
+          "\nCross-validation by model width ({} folds, one per hidden size: {}), every run predicted "
+          "by a fit on the other widths only:\n\n",
+          folds, fmt::join(split.hiddens, ", "));
+    } else {
+      out << fmt::format(
+          "\n{}-fold cross-validation (folds by profile: hidden, micro-batch, tp, pp, each with all "
+          "its layers, global batches and dp), every run predicted by a fit that never saw it:\n\n",
+          folds);
+    }
     out << format_training_report(cv_all);
     if (rows_path) {
       write_file_atomic(*rows_path, rows_csv(cv_all));
@@ -804,19 +850,13 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
     for (std::size_t i = 0; i < runs.size(); i += n) kept.push_back(runs[i]);
     runs = std::move(kept);
   }
-  int folds = 0;
-  if (auto c = p.get("cv")) {
-    try {
-      folds = std::stoi(*c);
-    } catch (const std::logic_error&) {
-      folds = 0;
-    }
-    if (folds < 2 || folds > 20) throw UsageError(fmt::format("--cv: expected 2-20 folds, got '{}'", *c));
-  }
+  CvSplit split;
+  if (auto c = p.get("cv")) split = CvSplit::parse(*c, runs);
+  const int folds = split.folds;
   HostFitKeys keys;
   if (auto only = p.get("fit-only")) keys = HostFitKeys::parse(*only);
   if (p.has("fit") || p.has("fit-only") || folds > 0) {
-    return fit_and_cross_validate(runs, templates, overrides, jobs, folds, keys, rows_path, out);
+    return fit_and_cross_validate(runs, templates, overrides, jobs, split, keys, rows_path, out);
   }
   std::vector<PredictedRun> all;
   for (const RunTemplate& t : templates) {

@@ -98,6 +98,7 @@ struct Expansion {
   Bytes fabric_bytes;  // of total_bytes, between nodes (count_sent)
   int group_size = 0;
   bool crosses_nodes = false;  // some transfer joins two nodes: network-class launch latency
+  Time skew;  // the members' arrival skew, added to the launch latency (LinkCalibration::skew)
   // Per transfer, fixed for the run (calibration, reduction model, routes):
   struct Cost {
     Time before;        // calibrated step latency x steps, before it is sent
@@ -531,6 +532,12 @@ class Executor {
       }
     }
     e->group_size = static_cast<int>(g_.groups[static_cast<std::size_t>(group)].ranks.size());
+    const Time s = calibrated_ ? link_class(e->crosses_nodes).skew : Time::zero();
+    if (s > Time::zero() && t.collective != parallelism::CollectiveKind::SendRecv) {
+      // The expected latest of the members' arrivals (a send's receiver
+      // waits for its sender through the task graph already).
+      e->skew = Time::from_ps(std::llround(static_cast<double>(s.ps()) * expected_max_normal(e->group_size)));
+    }
     e->cost.reserve(n);
     for (const auto& tr : trs) {
       Expansion::Cost c{};
@@ -603,7 +610,7 @@ class Executor {
     ac.pending = e.pending;
     if (obs_ != nullptr) ac.starts.resize(n);
     const Time launch_latency =
-        calibrated_ ? link_class(e.crosses_nodes).launch_latency : Time::zero();
+        calibrated_ ? link_class(e.crosses_nodes).launch_latency + e.skew : Time::zero();
     if (e.roots_before >= Time::zero()) {
       // Every root waits as long before it is sent: one event sends them all.
       const Time lead = launch_latency + e.roots_before;

@@ -443,11 +443,13 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
   const double hosted = study::simulate_scenario(eh, nullptr, nullptr, false).result.makespan.ms();
   EXPECT_NE(floors, hosted);
   // Every key of the section, and the planner keys.
-  const std::string t = default_text() +
-                        "calibration:\n  host_launch: 12us\n  host_iteration: 3ms\n  host_p2p: 100us\n  host_microbatch: 2ms\n"
-                        "  nvlink_efficiency: 0.7\n  nvlink_group_penalty: 0.2\n  nvlink_launch: 10us\n"
-                        "  nvlink_step: 1us\n  network_efficiency: 0.8\n  network_group_penalty: 0\n"
-                        "  network_launch: 20us\n  network_step: 5us\n  overlap_slowdown: 0.1\n  clock_derate: 0.9\n";
+  const std::string t =
+      default_text() +
+      "calibration:\n  host_launch: 12us\n  host_iteration: 3ms\n  host_p2p: 100us\n  host_microbatch: 2ms\n"
+      "  nvlink_efficiency: 0.7\n  nvlink_group_penalty: 0.2\n  nvlink_launch: 10us\n"
+      "  nvlink_step: 1us\n  network_efficiency: 0.8\n  network_group_penalty: 0\n"
+      "  network_launch: 20us\n  network_step: 5us\n  overlap_slowdown: 0.1\n  clock_derate: 0.9\n"
+      "  nvlink_skew: 70us\n  network_skew: 0.2ms\n";
   const Scenario c = parse_scenario(t, "c.yaml",
                                     {{"parallelism.tp_comm_overlap", "false"},
                                      {"parallelism.pipeline_scatter_gather", "false"},
@@ -460,6 +462,9 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
   EXPECT_DOUBLE_EQ(c.calibration.comm.nvlink.group_penalty, 0.2);
   EXPECT_EQ(c.calibration.comm.nvlink.launch_latency, Time::from_us(10));
   EXPECT_EQ(c.calibration.comm.network.step_latency, Time::from_us(5));
+  EXPECT_EQ(c.calibration.comm.nvlink.skew, Time::from_us(70));
+  EXPECT_EQ(c.calibration.comm.network.skew, Time::from_us(200));
+  EXPECT_EQ(m.calibration.comm.nvlink.skew, Time::zero());  // off unless set
   EXPECT_DOUBLE_EQ(c.calibration.comm.sm_slowdown, 0.1);
   // The node model sees derated peaks; the scenario keeps the datasheet's (MFU).
   EXPECT_DOUBLE_EQ(kernel_gpu(c).tensor_peak.per_second(), 0.9 * c.gpu.tensor_peak.per_second());

@@ -132,6 +132,41 @@ TEST(TrainingValidation, FoldsKeepProfilesTogether) {
   EXPECT_EQ(per_fold.size(), 5U);
 }
 
+TEST(TrainingValidation, CrossValidationByWidthHoldsOutOneHiddenSizePerFold) {
+  // `--cv hidden`: one fold per hidden size, ascending, whatever the other
+  // keys; `--cv K` stays the profile folds.
+  std::vector<MeasuredRun> runs;
+  for (int hidden : {2048, 1024, 4096, 1024}) {
+    MeasuredRun r = run(2, 1, 1);
+    r.hidden = hidden;
+    runs.push_back(r);
+  }
+  runs[3].micro_batch = 4;
+  const CvSplit w = CvSplit::parse("hidden", runs);
+  EXPECT_TRUE(w.by_hidden);
+  EXPECT_EQ(w.folds, 3);
+  EXPECT_EQ(w.hiddens, (std::vector<int>{1024, 2048, 4096}));
+  EXPECT_EQ(w.fold(runs[0]), 1);
+  EXPECT_EQ(w.fold(runs[1]), 0);
+  EXPECT_EQ(w.fold(runs[2]), 2);
+  EXPECT_EQ(w.fold(runs[3]), 0);
+  const CvSplit k = CvSplit::parse("3", runs);
+  EXPECT_FALSE(k.by_hidden);
+  EXPECT_EQ(k.folds, 3);
+  for (const MeasuredRun& r : runs) EXPECT_EQ(k.fold(r), cv_fold(r, 3));
+  // One width cannot be held out against another; bad counts are named.
+  const std::vector<MeasuredRun> narrow = {runs[1], runs[3]};
+  try {
+    (void)CvSplit::parse("hidden", narrow);
+    ADD_FAILURE() << "one hidden size accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--cv hidden: the runs have 1 hidden size(s); it needs at least 2");
+  }
+  EXPECT_THROW((void)CvSplit::parse("1", runs), UsageError);
+  EXPECT_THROW((void)CvSplit::parse("3x", runs), UsageError);
+  EXPECT_THROW((void)CvSplit::parse("width", runs), UsageError);
+}
+
 TEST(TrainingValidation, ScenarioOfARunGoesThroughThePipeline) {
   // One tiny run on both A100 variants: the scenario parses, simulates, and
   // more host time per launch makes it slower.

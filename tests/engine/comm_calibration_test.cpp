@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "tessera/engine/executor.hpp"
@@ -419,4 +420,63 @@ TEST(CommCalibration, FitRecoversTheParametersThatMadeTheSamples) {
   // Without the group penalty the same samples are fitted worse.
   EXPECT_GT(weighted_mape(fit_link_calibration(samples, false), samples), 0.02);
   EXPECT_THROW(fit_link_calibration({}), InputError);
+}
+
+TEST(CommCalibration, ExpectedMaximumOfNormalsMatchesItsClosedForms) {
+  // E[max] of 2 and 3 standard normals: 1/sqrt(pi) and 3/(2 sqrt(pi)); of 4
+  // and 8 from tables of normal order statistics (1.029375, 1.423600).
+  const double pi = 3.14159265358979323846;
+  EXPECT_EQ(expected_max_normal(1), 0.0);
+  EXPECT_EQ(expected_max_normal(0), 0.0);
+  EXPECT_NEAR(expected_max_normal(2), 1.0 / std::sqrt(pi), 1e-9);
+  EXPECT_NEAR(expected_max_normal(3), 1.5 / std::sqrt(pi), 1e-9);
+  EXPECT_NEAR(expected_max_normal(4), 1.029375, 1e-6);
+  EXPECT_NEAR(expected_max_normal(8), 1.423600, 1e-6);
+  // Slowly in n (below sqrt(2 ln n)): 3.2414 at 1,000 ranks (Tippett's
+  // table), 3.97 at 16,384.
+  EXPECT_NEAR(expected_max_normal(1000), 3.24144, 1e-4);
+  EXPECT_NEAR(expected_max_normal(16384), 3.9714, 1e-3);
+}
+
+TEST(CommCalibration, SkewDelaysEveryCollectiveByTheExpectedLatestArrival) {
+  // A 4-rank all-reduce with skew 100 us waits 100 x 1.029375 us more than
+  // without; a send between two ranks (its receiver already waits for its
+  // sender through the task graph) is not delayed.
+  const int n = 4;
+  const auto topo = test_support::star(n, kLink, Time::zero());
+  ExecutionOptions o;
+  o.collectives.ranks_per_node = n;
+  o.calibration = nvlink_only(0.8, 0.4, Time::from_us(25));
+  const auto g = one_collective(n, CollectiveKind::AllReduce, Bytes::mib(8));
+  const Time plain = run_flow(topo, g, o).result.makespan;
+  o.calibration.nvlink.skew = Time::from_us(100);
+  const Time skewed = run_flow(topo, g, o).result.makespan;
+  EXPECT_EQ(skewed - plain, Time::from_ps(std::llround(100e6 * expected_max_normal(n))));
+  EXPECT_NEAR(static_cast<double>((skewed - plain).ps()), 102.9375e6, 1e3);  // 102.9375 us
+
+  // The network class's skew does not touch a collective inside one node.
+  o.calibration.nvlink.skew = Time::zero();
+  o.calibration.network.skew = Time::from_us(100);
+  EXPECT_EQ(run_flow(topo, g, o).result.makespan, plain);
+
+  // Send-recv: unchanged by either skew.
+  TaskGraph send;
+  send.groups.push_back({{0, 1}});
+  for (int r = 0; r < 2; ++r) {
+    parallelism::Program p;
+    p.tasks.push_back(collective(CollectiveKind::SendRecv, Bytes::mib(8)));
+    send.add_rank(send.add_program(std::move(p)), {0});
+  }
+  o.calibration.nvlink.skew = Time::zero();
+  o.calibration.network.skew = Time::zero();
+  const auto pair = test_support::star(2, kLink, Time::zero());
+  const Time send_plain = run_flow(pair, send, o).result.makespan;
+  o.calibration.nvlink.skew = Time::from_us(100);
+  EXPECT_EQ(run_flow(pair, send, o).result.makespan, send_plain);
+  EXPECT_GT(send_plain, Time::from_us(25));  // it ran, with its launch latency
+
+  // A negative skew is rejected with the class named.
+  CommCalibration bad = o.calibration;
+  bad.nvlink.skew = Time::from_ps(-1);
+  EXPECT_THROW(bad.validate(), InputError);
 }

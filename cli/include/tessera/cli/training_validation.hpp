@@ -142,6 +142,19 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
 /// docs/calibration.md). Deterministic.
 int cv_fold(const MeasuredRun& run, int folds);
 
+/// How `--cv` splits the runs: K folds by profile (cv_fold), or, given
+/// "hidden", one fold per hidden size, so that every model width is
+/// predicted by a fit on the other widths only (an extrapolation in width).
+struct CvSplit {
+  int folds = 0;  ///< 0: no cross-validation
+  bool by_hidden = false;
+  std::vector<int> hiddens;  ///< by_hidden: the distinct hidden sizes, ascending (fold i holds hiddens[i])
+  /// "2".."20" or "hidden"; throws UsageError otherwise, and for "hidden"
+  /// when the runs have fewer than two hidden sizes.
+  static CvSplit parse(const std::string& text, const std::vector<MeasuredRun>& runs);
+  [[nodiscard]] int fold(const MeasuredRun& run) const;
+};
+
 /// (node_model/validation.hpp: one definition of the error statistics for
 /// every validation report.)
 using node_model::error_stats;

@@ -39,6 +39,10 @@ struct LinkCalibration {
   Time launch_latency;
   /// Before every transfer of this class (per algorithm step).
   Time step_latency;
+  /// Arrival skew of a collective's members (not of point-to-point sends):
+  /// each collective over n ranks waits `skew` x expected_max_normal(n)
+  /// more, the expected latest of n arrivals with this standard deviation.
+  Time skew;
 
   /// Efficiency for a collective over `group_size` ranks, in (0, 1].
   [[nodiscard]] double efficiency(int group_size) const;
@@ -65,6 +69,10 @@ struct CommCalibration {
   void validate() const;
   bool operator==(const CommCalibration&) const = default;
 };
+
+/// The expected maximum of n independent standard normal samples (0 for
+/// n <= 1; 0.5642 for 2, 1.0294 for 4, 1.4236 for 8, 3.24 for 1,000).
+double expected_max_normal(int n);
 
 /// NCCL's channels on an 8-GPU NVSwitch node: one CTA (thread block, one
 /// SM) per channel. 24 is what NCCL reports on 8 x A100 SXM ("Channel
