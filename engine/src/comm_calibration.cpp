@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <utility>
 #include <vector>
 
@@ -51,7 +52,7 @@ double expected_max_normal(int n) {
   double sum = 0.0;
   for (int i = 0; i <= steps; ++i) {
     const double x = lo + i * h;
-    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
     const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
     const double f = x * n * phi * std::pow(cdf, n - 1);
     sum += f * (i == 0 || i == steps ? 1.0 : (i % 2 == 1 ? 4.0 : 2.0));

@@ -1,5 +1,5 @@
 // The calibrated communication model (CommCalibration) on the flow backend:
-// latencies, achieved-bandwidth efficiency, fused reductions and SM sharing,
+// latencies, arrival skew, achieved-bandwidth efficiency, fused reductions and SM sharing,
 // each against a hand-checkable time.
 #include "tessera/engine/comm_calibration.hpp"
 
@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <numbers>
 
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
@@ -425,7 +426,7 @@ TEST(CommCalibration, FitRecoversTheParametersThatMadeTheSamples) {
 TEST(CommCalibration, ExpectedMaximumOfNormalsMatchesItsClosedForms) {
   // E[max] of 2 and 3 standard normals: 1/sqrt(pi) and 3/(2 sqrt(pi)); of 4
   // and 8 from tables of normal order statistics (1.029375, 1.423600).
-  const double pi = 3.14159265358979323846;
+  const double pi = std::numbers::pi;
   EXPECT_EQ(expected_max_normal(1), 0.0);
   EXPECT_EQ(expected_max_normal(0), 0.0);
   EXPECT_NEAR(expected_max_normal(2), 1.0 / std::sqrt(pi), 1e-9);
