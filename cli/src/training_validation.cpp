@@ -754,9 +754,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
       const auto pred = predict_runs(test, gpu, o, jobs);
       out << fmt::format(
           "  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, "
-          "host_iteration {:.2f} ms; {} held-out runs\n",
-          k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_microbatch.ms(), fk.host_iteration.ms(),
-          test.size());
+          "host_iteration {:.2f} ms; {} held-out runs{}\n",
+          k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_microbatch.ms(),
+          fk.host_iteration.ms(), test.size(),
+          split.by_hidden ? fmt::format(" (hidden {})", split.hiddens[static_cast<std::size_t>(k)]) : "");
       cv.insert(cv.end(), pred.begin(), pred.end());
     }
     std::sort(cv.begin(), cv.end(),
