@@ -536,7 +536,9 @@ class Executor {
     if (s > Time::zero() && t.collective != parallelism::CollectiveKind::SendRecv) {
       // The expected latest of the members' arrivals (a send's receiver
       // waits for its sender through the task graph already).
-      e->skew = Time::from_ps(std::llround(static_cast<double>(s.ps()) * expected_max_normal(e->group_size)));
+      auto [m, added] = max_normal_by_size_.try_emplace(e->group_size, 0.0);
+      if (added) m->second = expected_max_normal(e->group_size);  // an integral: once per group size
+      e->skew = Time::from_ps(std::llround(static_cast<double>(s.ps()) * m->second));
     }
     e->cost.reserve(n);
     for (const auto& tr : trs) {
@@ -782,6 +784,7 @@ class Executor {
   std::vector<std::uint32_t> free_;
   std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> slot_of_;
   std::map<std::tuple<int, std::int32_t, std::int64_t>, std::unique_ptr<const Expansion>> expansions_;
+  std::unordered_map<int, double> max_normal_by_size_;  // expected_max_normal(n), for the skew
   std::unordered_map<std::int64_t, Time> reduction_memo_;
   ExecutionResult result_;
 };
