@@ -51,6 +51,10 @@ constexpr std::string_view kCommands = R"(Forecasting:
   collectives SCENARIO.yaml [--out F.csv]
         The collectives of one iteration, each timed on the scenario's
         fabric alone and with its stage's other groups; bus bandwidth.
+  sensitivity SCENARIO.yaml [--json] [--jobs N]
+        What each calibration constant (host costs, NCCL latency and
+        bandwidth, clock) is worth in this forecast: the iteration with
+        each moved by one step, largest change first.
 
 Node model (kernel latency prediction, docs/node_model.md):
   predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--predictor NAME]
@@ -61,7 +65,8 @@ Node model (kernel latency prediction, docs/node_model.md):
 Validation against measurements:
   validate kernels|models|distributed|collectives|training|steps --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
-  Every command that runs a scenario (run, sweep, search, compare-schedules, kernels, collectives)
+  Every command that runs a scenario (run, sweep, search, compare-schedules, kernels, collectives,
+  sensitivity)
   takes --set KEY=VALUE (repeatable), --backend flow|ns3 and --predictor NAME
   (roofline, linreg, mlp, tile-mlp), the same as setting the keys.
 
@@ -271,6 +276,35 @@ with compute, waiting for other ranks) is tessera run's.
 Example:
   tessera collectives scenarios/gpt3-175b.yaml
 )"},
+      {"sensitivity", R"(usage: tessera sensitivity SCENARIO.yaml [--json] [--jobs N] [--set KEY=VALUE]... [--backend flow|ns3]
+                           [--predictor NAME]
+
+What each calibration constant (docs/calibration.md) is worth in this
+forecast. Simulates the scenario as given and once more per constant, that
+constant moved by one step from the value the scenario uses, the others
+unchanged, and prints the iterations, largest change first:
+
+  host time per kernel launch +1us, host data step per micro-batch +1ms,
+  host time per pipeline send or receive +100us (Megatron's host model, or
+  the host keys a pytorch-eager scenario gives; the last with pipeline
+  stages only); per link class (NVLink with more than one GPU per node,
+  network with more than one node): collective launch +10us, bandwidth -1%
+  (efficiency and group penalty x 0.99), arrival skew +10us; compute
+  slowdown under an overlapping collective +0.05; GPU clock under load
+  -1% (clock_derate x 0.99).
+
+Each row names the --set that makes its step: `tessera run SCENARIO --set
+...` reproduces its iteration. The constants that matter most are the ones
+to measure on your own cluster and override (docs/calibration.md, "Your own
+measurements"). calibration.host_iteration is not run: it adds itself.
+
+  --json      one JSON object: iteration_time_s and, per step, constant,
+              step, set (key: value), iteration_time_s, change_s, change
+  --jobs N    simulations at once (default: the CPU count; ns3: one)
+
+Example:
+  tessera sensitivity scenarios/gpt3-175b.yaml --set training.global_batch=1536
+)"},
       {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training|steps --data DIR [options]
 
   kernels      MAPE per op class and GPU of the node model vs measured
@@ -415,6 +449,7 @@ int main(int argc, char** argv) {
       {"compare-schedules", tessera::cli::cmd_compare_schedules},
       {"kernels", tessera::cli::cmd_kernels},
       {"collectives", tessera::cli::cmd_collectives},
+      {"sensitivity", tessera::cli::cmd_sensitivity},
       {"predict-kernels", tessera::cli::cmd_predict_kernels},
       {"predict-model", tessera::cli::cmd_predict_model},
       {"predict-graph", tessera::cli::cmd_predict_graph},

@@ -58,8 +58,8 @@ expect_lines("tessera --help" "${usage}" "^(usage: |Exit codes: |Files:$|Example
 
 # The commands: every one `tessera --help` lists has its section, holding
 # its `tessera help COMMAND` text as written, in the order of the listing.
-set(commands run sweep sweep-merge search compare-schedules kernels collectives predict-kernels predict-model predict-graph
-             train-predictor validate)
+set(commands run sweep sweep-merge search compare-schedules kernels collectives sensitivity predict-kernels predict-model
+             predict-graph train-predictor validate)
 string(REGEX MATCHALL "\n\\.SS [^\n]+" sections "${man}")
 list(LENGTH sections n_sections)
 list(LENGTH commands n_commands)

@@ -19,6 +19,8 @@ using Args = std::vector<std::string>;
 int cmd_run(const Args& args, std::ostream& out);
 int cmd_sweep(const Args& args, std::ostream& out);
 int cmd_sweep_merge(const Args& args, std::ostream& out);
+/// `tessera sensitivity SCENARIO.yaml`: what each calibration constant is worth (cli/src/sensitivity.cpp).
+int cmd_sensitivity(const Args& args, std::ostream& out);
 int cmd_search(const Args& args, std::ostream& out);
 // Planner commands: cli/src/planner_commands.cpp.
 int cmd_compare_schedules(const Args& args, std::ostream& out);

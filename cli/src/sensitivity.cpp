@@ -1,0 +1,262 @@
+// `tessera sensitivity`: the forecast with each calibration constant moved by
+// one step (docs/calibration.md, "Which constants matter for your forecast").
+#include "tessera/cli/sensitivity.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <thread>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/progress.hpp"
+#include "tessera/cli/report.hpp"
+#include "tessera/error.hpp"
+#include "tessera/files.hpp"
+#include "tessera/study/pipeline.hpp"
+
+namespace tessera::cli {
+
+namespace {
+
+Override calibration_set(const std::string& key, const std::string& value) {
+  return Override{"calibration." + key, value};
+}
+
+/// A number as a --set value: six significant digits (a step of 1% is then
+/// exact to 1e-5 of itself).
+std::string number_text(double x) { return fmt::format("{:.6g}", x); }
+
+/// The steps of one link class (`prefix`: "nvlink" or "network").
+void link_steps(std::vector<SensitivityStep>& out, const std::string& prefix, const std::string& name,
+                const engine::LinkCalibration& l) {
+  out.push_back({name + " collective launch",
+                 "+10us",
+                 {calibration_set(prefix + "_launch", to_string(l.launch_latency + Time::from_us(10)))}});
+  // Efficiency and group penalty both x 0.99: efficiency(n) x 0.99 for every
+  // group size. The loader takes efficiencies from 0.01.
+  if (l.peak_efficiency * 0.99 >= 0.01) {
+    out.push_back({name + " collectives' bandwidth",
+                   "-1%",
+                   {calibration_set(prefix + "_efficiency", number_text(l.peak_efficiency * 0.99)),
+                    calibration_set(prefix + "_group_penalty", number_text(l.group_penalty * 0.99))}});
+  }
+  out.push_back({name + " collective arrival skew",
+                 "+10us",
+                 {calibration_set(prefix + "_skew", to_string(l.skew + Time::from_us(10)))}});
+}
+
+}  // namespace
+
+std::vector<SensitivityStep> sensitivity_steps(const Scenario& s) {
+  std::vector<SensitivityStep> out;
+  // The host constants as the host model uses them (under pytorch-eager only
+  // the keys the scenario gives are on; without any the host model is off and
+  // eager kernels carry their launch floors: no host step then).
+  const parallelism::HostOverhead& h = s.workload.host;
+  if (h.enabled()) {
+    out.push_back({"host time per kernel launch",
+                   "+1us",
+                   {calibration_set("host_launch", to_string(h.per_launch + Time::from_us(1)))}});
+    out.push_back({"host data step per micro-batch",
+                   "+1ms",
+                   {calibration_set("host_microbatch", to_string(h.per_micro_batch + Time::from_ms(1)))}});
+    if (s.plan.pp > 1) {
+      out.push_back({"host time per pipeline send or receive",
+                     "+100us",
+                     {calibration_set("host_p2p", to_string(h.per_p2p + Time::from_us(100)))}});
+    }
+  }
+  const engine::CommCalibration& c = s.calibration.comm;
+  if (s.cluster.gpus_per_node > 1) link_steps(out, "nvlink", "NVLink", c.nvlink);
+  if (s.cluster.nodes > 1) link_steps(out, "network", "network", c.network);
+  if (s.gpus() > 1 && c.sm_slowdown + 0.05 <= 0.9) {
+    out.push_back({"compute slowdown under an overlapping collective",
+                   "+0.05",
+                   {calibration_set("overlap_slowdown", number_text(c.sm_slowdown + 0.05))}});
+  }
+  if (s.calibration.clock_derate * 0.99 >= 0.1) {
+    out.push_back({"GPU clock under load",
+                   "-1%",
+                   {calibration_set("clock_derate", number_text(s.calibration.clock_derate * 0.99))}});
+  }
+  return out;
+}
+
+Sensitivity run_sensitivity(const std::string& text, const std::string& file,
+                            const std::vector<Override>& overrides, unsigned jobs,
+                            SensitivityProgress* progress) {
+  // Every scenario is loaded and checked before any is simulated.
+  std::vector<Scenario> scenarios;
+  scenarios.push_back(parse_scenario(text, file, overrides));
+  require_single_job(scenarios.front(), "sensitivity");
+  const std::vector<SensitivityStep> steps = sensitivity_steps(scenarios.front());
+  for (const SensitivityStep& step : steps) {
+    std::vector<Override> o = overrides;
+    o.insert(o.end(), step.sets.begin(), step.sets.end());
+    scenarios.push_back(parse_scenario(text, file, o));
+  }
+  for (const Scenario& sc : scenarios) check_work(sc);
+
+  const BackendRegistry backends = built_in_backends();
+  if (!backends.at(scenarios.front().backend.name).concurrent_runs()) jobs = 1;
+  jobs = std::clamp<unsigned>(jobs, 1U, static_cast<unsigned>(scenarios.size()));
+  if (progress != nullptr) progress->started(scenarios.size());
+
+  std::vector<Time> times(scenarios.size());
+  std::vector<std::exception_ptr> errors(scenarios.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  auto worker = [&] {
+    for (;;) {
+      const std::size_t k = next.fetch_add(1);
+      if (k >= scenarios.size() || failed.load()) return;
+      try {
+        times[k] =
+            simulate_scenario(scenarios[k], nullptr, nullptr, /*split=*/false, backends).result.makespan;
+        if (progress != nullptr) {
+          std::lock_guard lock(mu);
+          progress->finished_one();
+        }
+      } catch (...) {
+        errors[k] = std::current_exception();
+        failed.store(true);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  // The first failing run in the steps' order, whatever finished first.
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+
+  Sensitivity r;
+  r.iteration = times.front();
+  for (std::size_t i = 0; i < steps.size(); ++i) r.rows.push_back({steps[i], times[i + 1]});
+  const auto magnitude = [&](const SensitivityRow& row) { return std::llabs(row.change(r.iteration).ps()); };
+  std::stable_sort(r.rows.begin(), r.rows.end(), [&](const SensitivityRow& a, const SensitivityRow& b) {
+    return magnitude(a) > magnitude(b);
+  });
+  return r;
+}
+
+namespace {
+
+std::string sets_text(const SensitivityStep& step) {
+  std::string out;
+  for (const Override& o : step.sets)
+    out += fmt::format("{}--set {}={}", out.empty() ? "" : " ", o.path, o.value);
+  return out;
+}
+
+double share(Time part, Time whole) {
+  return whole > Time::zero() ? static_cast<double>(part.ps()) / static_cast<double>(whole.ps()) : 0.0;
+}
+
+}  // namespace
+
+std::string format_sensitivity_text(const Scenario& s, const Sensitivity& r) {
+  std::string out;
+  out += fmt::format("Scenario       {}: {} on {} x {}, {} network backend\n", s.name, s.model.name, s.gpus(),
+                     s.gpu.name, to_string(s.backend));
+  out += fmt::format("Iteration      {:.3f} ms with the scenario's calibration (docs/calibration.md)\n\n",
+                     r.iteration.ms());
+  out +=
+      "What each calibration constant is worth in this forecast: the iteration with that one constant\n"
+      "moved by one step from the value the scenario uses, the others unchanged, largest change first.\n"
+      "`tessera run` with a row's --set reproduces it.\n\n";
+  out += fmt::format("{:<50} {:>7} {:>13} {:>12} {:>8}   {}\n", "constant", "step", "iteration", "change", "",
+                     "--set");
+  for (const SensitivityRow& row : r.rows) {
+    const Time d = row.change(r.iteration);
+    out += fmt::format("{:<50} {:>7} {:>10.3f} ms {:>+9.3f} ms {:>+7.2f}%   {}\n", row.step.constant,
+                       row.step.step, row.iteration.ms(), d.ms(), 100.0 * share(d, r.iteration),
+                       sets_text(row.step));
+  }
+  if (r.rows.empty()) out += "(no calibration constant applies to this scenario)\n";
+  out +=
+      "\ncalibration.host_iteration is not run: it adds itself to the iteration (host work after the last "
+      "sync).\n";
+  return out;
+}
+
+std::string format_sensitivity_json(const Scenario& s, const Sensitivity& r) {
+  std::string out = fmt::format(
+      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, "
+      "\"iteration_time_s\": {:.9e}, \"steps\": [",
+      json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), s.gpus(),
+      json_string(std::string(to_string(s.backend))), r.iteration.seconds());
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const SensitivityRow& row = r.rows[i];
+    std::string sets;
+    for (const Override& o : row.step.sets) {
+      sets += fmt::format("{}{}: {}", sets.empty() ? "" : ", ", json_string(o.path), json_string(o.value));
+    }
+    const Time d = row.change(r.iteration);
+    out += fmt::format(
+        "{}{{\"constant\": {}, \"step\": {}, \"set\": {{{}}}, \"iteration_time_s\": {:.9e}, "
+        "\"change_s\": {:.9e}, \"change\": {:.6f}}}",
+        i == 0 ? "" : ", ", json_string(row.step.constant), json_string(row.step.step), sets,
+        row.iteration.seconds(), d.seconds(), share(d, r.iteration));
+  }
+  out += "]}\n";
+  return out;
+}
+
+namespace {
+
+/// The progress bar or log line of the runs (progress.hpp).
+class ProgressAdapter : public SensitivityProgress {
+ public:
+  explicit ProgressAdapter(bool tty) : tty_(tty) {}
+  void started(std::size_t runs) override {
+    bar_ = std::make_unique<CountProgress>("sensitivity", "runs", runs, 0, std::cerr, tty_);
+  }
+  void finished_one() override { bar_->advance(); }
+  void finish() {
+    if (bar_) bar_->finish();
+  }
+
+ private:
+  bool tty_;
+  std::unique_ptr<CountProgress> bar_;
+};
+
+}  // namespace
+
+int cmd_sensitivity(const Args& args, std::ostream& out) {
+  ArgParser p("tessera sensitivity");
+  p.option("jobs").flag("json");
+  declare_scenario_options(p);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
+  p.expect_positional(1, "a scenario file");
+  unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
+  if (auto j = p.get("jobs")) jobs = static_cast<unsigned>(parse_positive_int(*j, "--jobs", 4096));
+  const std::string path = p.positional()[0];
+  const std::vector<Override> overrides = scenario_overrides(sets, p);
+  const std::string text = read_scenario_text(path);
+  const Scenario s = parse_scenario(text, path, overrides);
+  require_single_job(s, "sensitivity");
+  print_scenario_warnings(s);
+  say_on_interrupt("nothing was written");
+  ProgressAdapter progress(::isatty(STDERR_FILENO) != 0);
+  const Sensitivity r = run_sensitivity(text, path, overrides, jobs, &progress);
+  progress.finish();
+  out << (p.has("json") ? format_sensitivity_json(s, r) : format_sensitivity_text(s, r));
+  return 0;
+}
+
+}  // namespace tessera::cli

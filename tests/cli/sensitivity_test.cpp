@@ -1,0 +1,214 @@
+// `tessera sensitivity`: which steps apply to a scenario, what they set, and
+// iterations that can be checked by hand on a one-GPU plan.
+#include "tessera/cli/sensitivity.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tessera/error.hpp"
+#include "tessera/study/pipeline.hpp"
+#include "test_scenarios.hpp"
+
+namespace tessera::cli {
+namespace {
+
+// One A100, Megatron, 4 micro-batches of 2 x 1024 tokens, 2 small layers.
+const std::string kOneGpu = R"(name: one-gpu
+cluster:
+  nodes: 1
+  gpus_per_node: 1
+  gpu: A100-80GB
+  nvlink_bandwidth: 300GB/s
+  nvlink_latency: 1us
+  nic_bandwidth: 200Gbps
+  nic_latency: 1us
+  fabric:
+    type: leaf-spine
+    hosts_per_leaf: 1
+    spines: 1
+    spine_bandwidth: 200Gbps
+    spine_latency: 1us
+model:
+  layers: 2
+  hidden: 1024
+  heads: 16
+  vocab: 50257
+training:
+  micro_batch: 2
+  global_batch: 8
+  seq_len: 1024
+  dtype: fp16
+parallelism:
+  tp: 1
+  pp: 1
+)";
+
+// The same on two GPUs of one node as two pipeline stages.
+const std::vector<Override> kTwoStages = {
+    {"cluster.gpus_per_node", "2"}, {"cluster.fabric.hosts_per_leaf", "2"}, {"parallelism.pp", "2"}};
+
+std::vector<std::string> constants(const std::vector<SensitivityStep>& steps) {
+  std::vector<std::string> out;
+  for (const auto& s : steps) out.push_back(s.constant);
+  return out;
+}
+
+const SensitivityStep& step_named(const std::vector<SensitivityStep>& steps, const std::string& constant) {
+  const auto it =
+      std::find_if(steps.begin(), steps.end(), [&](const auto& s) { return s.constant == constant; });
+  if (it == steps.end()) throw std::runtime_error("no step " + constant);
+  return *it;
+}
+
+const SensitivityRow& row_named(const Sensitivity& r, const std::string& constant) {
+  const auto it = std::find_if(r.rows.begin(), r.rows.end(),
+                               [&](const auto& row) { return row.step.constant == constant; });
+  if (it == r.rows.end()) throw std::runtime_error("no row " + constant);
+  return *it;
+}
+
+TEST(Sensitivity, StepsFollowTheScenarioAndStartFromItsValues) {
+  // Megatron on one GPU: the host steps and the clock, no link class.
+  const auto one = sensitivity_steps(parse_scenario(kOneGpu, "s.yaml"));
+  EXPECT_EQ(constants(one),
+            (std::vector<std::string>{"host time per kernel launch", "host data step per micro-batch",
+                                      "GPU clock under load"}));
+  ASSERT_EQ(step_named(one, "host time per kernel launch").sets.size(), 1U);
+  EXPECT_EQ(step_named(one, "host time per kernel launch").sets[0].path, "calibration.host_launch");
+  EXPECT_EQ(step_named(one, "host time per kernel launch").sets[0].value, "43.2us");     // 42.2 us shipped
+  EXPECT_EQ(step_named(one, "host data step per micro-batch").sets[0].value, "7.87ms");  // 6.87 ms shipped
+  EXPECT_EQ(step_named(one, "GPU clock under load").sets[0].value, "0.99");
+
+  // Two stages on one node under Megatron-DeepSpeed: its 0.68 ms exchange
+  // cost + 100 us, and the NVLink class (efficiency and penalty x 0.99).
+  std::vector<Override> ds = kTwoStages;
+  ds.push_back({"training.framework", "megatron-deepspeed"});
+  const auto two = sensitivity_steps(parse_scenario(kOneGpu, "s.yaml", ds));
+  EXPECT_EQ(step_named(two, "host time per pipeline send or receive").sets[0].value, "780us");
+  const auto& bw = step_named(two, "NVLink collectives' bandwidth");
+  ASSERT_EQ(bw.sets.size(), 2U);
+  EXPECT_EQ(bw.sets[0].path, "calibration.nvlink_efficiency");
+  EXPECT_EQ(bw.sets[0].value, "0.79101");  // 0.799 x 0.99
+  EXPECT_EQ(bw.sets[1].path, "calibration.nvlink_group_penalty");
+  EXPECT_EQ(bw.sets[1].value, "0.44451");  // 0.449 x 0.99
+  EXPECT_EQ(step_named(two, "NVLink collective launch").sets[0].value, "39.09us");
+  EXPECT_EQ(step_named(two, "NVLink collective arrival skew").sets[0].value, "10us");
+  EXPECT_EQ(step_named(two, "compute slowdown under an overlapping collective").sets[0].value, "0.05");
+  for (const auto& s : two)
+    EXPECT_EQ(s.constant.find("network"), std::string::npos) << "one node: " << s.constant;
+
+  // Two nodes: the network class too.
+  const auto nodes = sensitivity_steps(parse_scenario(
+      kOneGpu, "s.yaml",
+      {{"cluster.nodes", "2"}, {"cluster.fabric.hosts_per_leaf", "2"}, {"parallelism.dp", "2"}}));
+  EXPECT_EQ(step_named(nodes, "network collective launch").sets[0].path, "calibration.network_launch");
+  EXPECT_EQ(step_named(nodes, "network collectives' bandwidth").sets[0].value, "0.9108");  // 0.92 x 0.99
+}
+
+TEST(Sensitivity, HostStepsOnlyWhereTheHostModelIsOn) {
+  // pytorch-eager without host keys: its kernels carry their launch floors
+  // and no host model runs, so moving a host key would change the model.
+  const auto eager =
+      sensitivity_steps(parse_scenario(kOneGpu, "s.yaml", {{"training.framework", "pytorch-eager"}}));
+  for (const auto& s : eager) EXPECT_EQ(s.constant.find("host"), std::string::npos) << s.constant;
+  // With a host key given, the steps start from what the host model uses:
+  // the key given, and 0 for the others.
+  const auto given = sensitivity_steps(parse_scenario(
+      kOneGpu, "s.yaml", {{"training.framework", "pytorch-eager"}, {"calibration.host_launch", "27us"}}));
+  EXPECT_EQ(step_named(given, "host time per kernel launch").sets[0].value, "28us");
+  EXPECT_EQ(step_named(given, "host data step per micro-batch").sets[0].value, "1ms");
+}
+
+TEST(Sensitivity, StepsThatWouldLeaveTheirRangeAreLeftOut) {
+  const auto s = sensitivity_steps(parse_scenario(kOneGpu, "s.yaml",
+                                                  {{"calibration.clock_derate", "0.1"},
+                                                   {"calibration.overlap_slowdown", "0.9"},
+                                                   {"cluster.gpus_per_node", "2"},
+                                                   {"cluster.fabric.hosts_per_leaf", "2"},
+                                                   {"parallelism.dp", "2"}}));
+  for (const auto& step : s) {
+    EXPECT_NE(step.constant, "GPU clock under load");                              // 0.099 < 0.1
+    EXPECT_NE(step.constant, "compute slowdown under an overlapping collective");  // 0.95 > 0.9
+  }
+  EXPECT_EQ(step_named(s, "NVLink collective launch").sets[0].path, "calibration.nvlink_launch");
+}
+
+TEST(Sensitivity, OneGpuIterationsCheckedByHand) {
+  const Sensitivity r = run_sensitivity(kOneGpu, "s.yaml", {}, 2);
+  ASSERT_EQ(r.rows.size(), 3U);
+  // The data step runs after the GPU drained, before the micro-batch's first
+  // launch: 1 ms more for each of the 4 micro-batches is 4 ms more, exactly.
+  EXPECT_EQ(row_named(r, "host data step per micro-batch").change(r.iteration), Time::from_ms(4));
+  // Largest change first.
+  EXPECT_EQ(r.rows.front().step.constant, "host data step per micro-batch");
+  for (std::size_t i = 1; i < r.rows.size(); ++i) {
+    EXPECT_GE(std::llabs(r.rows[i - 1].change(r.iteration).ps()),
+              std::llabs(r.rows[i].change(r.iteration).ps()));
+  }
+  // 1 us more per launch moves the iteration by at most 1 us per kernel the
+  // host issues, and by more than nothing (this small model is launch-bound
+  // in places).
+  const Time launch = row_named(r, "host time per kernel launch").change(r.iteration);
+  EXPECT_GT(launch, Time::zero());
+  EXPECT_LT(launch, Time::from_ms(1));
+  // Kernels 1% slower (peaks x 0.99): at most 1/0.99 - 1 of the iteration.
+  const Time clock = row_named(r, "GPU clock under load").change(r.iteration);
+  EXPECT_GT(clock, Time::zero());
+  EXPECT_LE(clock.seconds(), r.iteration.seconds() * (1 / 0.99 - 1));
+}
+
+TEST(Sensitivity, TwoStagesCheckedByHand) {
+  std::vector<Override> ds = kTwoStages;
+  ds.push_back({"training.framework", "megatron-deepspeed"});
+  const Sensitivity r = run_sensitivity(kOneGpu, "s.yaml", ds, 1);
+  // The data step on the first and the last stage, both on the critical
+  // path of every micro-batch's forward: 4 x 1 ms.
+  EXPECT_EQ(row_named(r, "host data step per micro-batch").change(r.iteration), Time::from_ms(4));
+  // One collective of the two stages on the critical path (the tied
+  // embedding's gradient all-reduce): 10 us of skew x the expected later of
+  // two normal arrivals, 0.5641896 (1 / sqrt(pi)).
+  EXPECT_NEAR(row_named(r, "NVLink collective arrival skew").change(r.iteration).us(), 10 * 0.5641896, 0.001);
+}
+
+TEST(Sensitivity, EveryRowIsWhatRunGivesWithItsSetsAndJobsChangeNothing) {
+  std::vector<Override> base = kTwoStages;
+  const Sensitivity serial = run_sensitivity(kOneGpu, "s.yaml", base, 1);
+  const Sensitivity parallel = run_sensitivity(kOneGpu, "s.yaml", base, 4);
+  ASSERT_EQ(serial.rows.size(), parallel.rows.size());
+  EXPECT_EQ(serial.iteration, parallel.iteration);
+  for (std::size_t i = 0; i < serial.rows.size(); ++i) {
+    EXPECT_EQ(serial.rows[i].step.constant, parallel.rows[i].step.constant);
+    EXPECT_EQ(serial.rows[i].iteration, parallel.rows[i].iteration);
+    // `tessera run --set ...` with the row's sets.
+    std::vector<Override> o = base;
+    o.insert(o.end(), serial.rows[i].step.sets.begin(), serial.rows[i].step.sets.end());
+    const Time run = study::simulate_scenario(parse_scenario(kOneGpu, "s.yaml", o)).result.makespan;
+    EXPECT_EQ(run, serial.rows[i].iteration) << serial.rows[i].step.constant;
+  }
+  EXPECT_EQ(study::simulate_scenario(parse_scenario(kOneGpu, "s.yaml", base)).result.makespan,
+            serial.iteration);
+}
+
+TEST(Sensitivity, ReportsNameEveryRowAndItsSets) {
+  const Scenario s = parse_scenario(kOneGpu, "s.yaml");
+  const Sensitivity r = run_sensitivity(kOneGpu, "s.yaml", {}, 1);
+  const std::string text = format_sensitivity_text(s, r);
+  EXPECT_NE(text.find("host data step per micro-batch"), std::string::npos) << text;
+  EXPECT_NE(text.find("+4.000 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("--set calibration.host_microbatch=7.87ms"), std::string::npos) << text;
+  const std::string json = format_sensitivity_json(s, r);
+  EXPECT_NE(json.find("\"set\": {\"calibration.host_microbatch\": \"7.87ms\"}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"change_s\": 4.000000000e-03"), std::string::npos) << json;
+}
+
+TEST(Sensitivity, AScenarioWithJobsIsRefused) {
+  EXPECT_THROW((void)run_sensitivity(test::scenario_text("two-jobs.yaml"), "two-jobs.yaml", {}, 1),
+               ScenarioError);
+}
+
+}  // namespace
+}  // namespace tessera::cli
