@@ -288,8 +288,9 @@ unchanged, and prints the iterations, largest change first:
   host time per pipeline send or receive +100us (Megatron's host model, or
   the host keys a pytorch-eager scenario gives; the last with pipeline
   stages only); per link class (NVLink with more than one GPU per node,
-  network with more than one node): collective launch +10us, bandwidth -1%
-  (efficiency and group penalty x 0.99), arrival skew +10us; compute
+  network with more than one node): collective launch +10us, step latency
+  +1us, bandwidth -1% (efficiency and group penalty x 0.99), arrival skew
+  +10us; compute
   slowdown under an overlapping collective +0.05; GPU clock under load
   -1% (clock_derate x 0.99).
 

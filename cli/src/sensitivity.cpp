@@ -42,6 +42,11 @@ void link_steps(std::vector<SensitivityStep>& out, const std::string& prefix, co
   out.push_back({name + " collective launch",
                  "+10us",
                  {calibration_set(prefix + "_launch", to_string(l.launch_latency + Time::from_us(10)))}});
+  // Per transfer on the collective's critical path (a ring over n ranks pays
+  // it 2(n-1) times): the network's 6.2us is NCCL's own figure, not a fit.
+  out.push_back({name + " collective step latency",
+                 "+1us",
+                 {calibration_set(prefix + "_step", to_string(l.step_latency + Time::from_us(1)))}});
   // Efficiency and group penalty both x 0.99: efficiency(n) x 0.99 for every
   // group size. The loader takes efficiencies from 0.01.
   if (l.peak_efficiency * 0.99 >= 0.01) {

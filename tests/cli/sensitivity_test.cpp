@@ -96,6 +96,8 @@ TEST(Sensitivity, StepsFollowTheScenarioAndStartFromItsValues) {
   EXPECT_EQ(bw.sets[1].path, "calibration.nvlink_group_penalty");
   EXPECT_EQ(bw.sets[1].value, "0.44451");  // 0.449 x 0.99
   EXPECT_EQ(step_named(two, "NVLink collective launch").sets[0].value, "39.09us");
+  EXPECT_EQ(step_named(two, "NVLink collective step latency").sets[0].path, "calibration.nvlink_step");
+  EXPECT_EQ(step_named(two, "NVLink collective step latency").sets[0].value, "1us");  // 0 shipped
   EXPECT_EQ(step_named(two, "NVLink collective arrival skew").sets[0].value, "10us");
   EXPECT_EQ(step_named(two, "compute slowdown under an overlapping collective").sets[0].value, "0.05");
   for (const auto& s : two)
@@ -107,6 +109,7 @@ TEST(Sensitivity, StepsFollowTheScenarioAndStartFromItsValues) {
       {{"cluster.nodes", "2"}, {"cluster.fabric.hosts_per_leaf", "2"}, {"parallelism.dp", "2"}}));
   EXPECT_EQ(step_named(nodes, "network collective launch").sets[0].path, "calibration.network_launch");
   EXPECT_EQ(step_named(nodes, "network collectives' bandwidth").sets[0].value, "0.9108");  // 0.92 x 0.99
+  EXPECT_EQ(step_named(nodes, "network collective step latency").sets[0].value, "7.2us");  // 6.2 us shipped
 }
 
 TEST(Sensitivity, HostStepsOnlyWhereTheHostModelIsOn) {

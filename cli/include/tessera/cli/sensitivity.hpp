@@ -24,8 +24,9 @@ struct SensitivityStep {
 /// the host constants when the host model is on (`calibration.host_p2p`
 /// only with pipeline stages), each from the value the host model uses; the
 /// NVLink class with more than one GPU per node and the network class with
-/// more than one node (launch +10us, bandwidth -1%: efficiency and group
-/// penalty both x 0.99, arrival skew +10us); the overlap slowdown +0.05; the
+/// more than one node (launch +10us, step latency +1us, bandwidth -1%:
+/// efficiency and group penalty both x 0.99, arrival skew +10us); the
+/// overlap slowdown +0.05; the
 /// clock derate x 0.99 (kernels about 1% slower). A step that would leave
 /// its key's range is left out. `calibration.host_iteration` has no step:
 /// it adds itself to the iteration.
