@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iostream>
 #include <atomic>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -13,11 +13,12 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/parallel.hpp"
 #include "tessera/cli/progress.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/node_model/predictors.hpp"
+#include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
 
@@ -352,24 +353,18 @@ int cmd_search(const Args& args, std::ostream& out) {
   }
 
   CountProgress progress("search", "plans simulated", simulated, 0, std::cerr, tty);
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next.fetch_add(1); i < simulated; i = next.fetch_add(1)) {
-      Candidate& c = fitting[i];
-      Scenario s = base;
-      s.plan = c.plan;
-      s.workload.micro_batch = c.micro_batch;
-      try {
-        c.report = make_report(s, simulate_scenario(s));
-      } catch (const Error& e) {
-        c.error = e.what();
-      }
-      progress.advance();
+  for_each_index(simulated, jobs, [&](std::size_t i) {
+    Candidate& c = fitting[i];
+    Scenario s = base;
+    s.plan = c.plan;
+    s.workload.micro_batch = c.micro_batch;
+    try {
+      c.report = make_report(s, simulate_scenario(s));
+    } catch (const Error& e) {
+      c.error = e.what();
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < std::min<unsigned>(jobs, static_cast<unsigned>(simulated)); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+    progress.advance();
+  });
   progress.finish();
 
   std::vector<const Candidate*> ranked;

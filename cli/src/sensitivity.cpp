@@ -6,18 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <ostream>
 #include <thread>
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/parallel.hpp"
 #include "tessera/cli/progress.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/error.hpp"
@@ -96,51 +95,33 @@ std::vector<SensitivityStep> sensitivity_steps(const Scenario& s) {
   return out;
 }
 
-Sensitivity run_sensitivity(const std::string& text, const std::string& file,
+Sensitivity run_sensitivity(const Scenario& base, const std::string& text,
                             const std::vector<Override>& overrides, unsigned jobs,
                             SensitivityProgress* progress) {
-  // Every scenario is loaded and checked before any is simulated.
-  std::vector<Scenario> scenarios;
-  scenarios.push_back(parse_scenario(text, file, overrides));
-  require_single_job(scenarios.front(), "sensitivity");
-  const std::vector<SensitivityStep> steps = sensitivity_steps(scenarios.front());
+  require_single_job(base, "sensitivity");
+  // Every step's scenario is loaded and checked before any is simulated.
+  const std::vector<SensitivityStep> steps = sensitivity_steps(base);
+  std::vector<Scenario> scenarios{base};
   for (const SensitivityStep& step : steps) {
     std::vector<Override> o = overrides;
     o.insert(o.end(), step.sets.begin(), step.sets.end());
-    scenarios.push_back(parse_scenario(text, file, o));
+    scenarios.push_back(parse_scenario(text, base.file, o));
   }
   for (const Scenario& sc : scenarios) check_work(sc);
 
   const BackendRegistry backends = built_in_backends();
-  if (!backends.at(scenarios.front().backend.name).concurrent_runs()) jobs = 1;
-  jobs = std::clamp<unsigned>(jobs, 1U, static_cast<unsigned>(scenarios.size()));
+  if (!backends.at(base.backend.name).concurrent_runs()) jobs = 1;
   if (progress != nullptr) progress->started(scenarios.size());
-
   std::vector<Time> times(scenarios.size());
   std::vector<std::exception_ptr> errors(scenarios.size());
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  auto worker = [&] {
-    for (;;) {
-      const std::size_t k = next.fetch_add(1);
-      if (k >= scenarios.size() || failed.load()) return;
-      try {
-        times[k] =
-            simulate_scenario(scenarios[k], nullptr, nullptr, /*split=*/false, backends).result.makespan;
-        if (progress != nullptr) {
-          std::lock_guard lock(mu);
-          progress->finished_one();
-        }
-      } catch (...) {
-        errors[k] = std::current_exception();
-        failed.store(true);
-      }
+  for_each_index(scenarios.size(), jobs, [&](std::size_t k) {
+    try {
+      times[k] = simulate_scenario(scenarios[k], nullptr, nullptr, /*split=*/false, backends).result.makespan;
+      if (progress != nullptr) progress->finished_one();
+    } catch (...) {
+      errors[k] = std::current_exception();
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  });
   // The first failing run in the steps' order, whatever finished first.
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
@@ -165,8 +146,11 @@ std::string sets_text(const SensitivityStep& step) {
   return out;
 }
 
-double share(Time part, Time whole) {
-  return whole > Time::zero() ? static_cast<double>(part.ps()) / static_cast<double>(whole.ps()) : 0.0;
+/// `part` as a share of the iteration, as every report computes it.
+double share(Time part, Time iteration) {
+  IterationBreakdown b{};
+  b.iteration = iteration;
+  return b.share(part);
 }
 
 }  // namespace
@@ -257,7 +241,7 @@ int cmd_sensitivity(const Args& args, std::ostream& out) {
   print_scenario_warnings(s);
   say_on_interrupt("nothing was written");
   ProgressAdapter progress(::isatty(STDERR_FILENO) != 0);
-  const Sensitivity r = run_sensitivity(text, path, overrides, jobs, &progress);
+  const Sensitivity r = run_sensitivity(s, text, overrides, jobs, &progress);
   progress.finish();
   out << (p.has("json") ? format_sensitivity_json(s, r) : format_sensitivity_text(s, r));
   return 0;

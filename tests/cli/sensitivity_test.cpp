@@ -16,40 +16,38 @@
 namespace tessera::cli {
 namespace {
 
-// One A100, Megatron, 4 micro-batches of 2 x 1024 tokens, 2 small layers.
-const std::string kOneGpu = R"(name: one-gpu
-cluster:
-  nodes: 1
-  gpus_per_node: 1
-  gpu: A100-80GB
-  nvlink_bandwidth: 300GB/s
-  nvlink_latency: 1us
-  nic_bandwidth: 200Gbps
-  nic_latency: 1us
-  fabric:
-    type: leaf-spine
-    hosts_per_leaf: 1
-    spines: 1
-    spine_bandwidth: 200Gbps
-    spine_latency: 1us
-model:
-  layers: 2
-  hidden: 1024
-  heads: 16
-  vocab: 50257
-training:
-  micro_batch: 2
-  global_batch: 8
-  seq_len: 1024
-  dtype: fp16
-parallelism:
-  tp: 1
-  pp: 1
-)";
+// The shipped default scenario (GPT-2 Large, Megatron, H100) on one GPU: 4
+// micro-batches of 8 x 1024 tokens.
+const std::vector<Override> kOneGpu = {{"cluster.nodes", "1"},
+                                       {"cluster.gpus_per_node", "1"},
+                                       {"cluster.fabric.hosts_per_leaf", "1"},
+                                       {"parallelism.dp", "1"},
+                                       {"training.global_batch", "32"}};
 
 // The same on two GPUs of one node as two pipeline stages.
 const std::vector<Override> kTwoStages = {
     {"cluster.gpus_per_node", "2"}, {"cluster.fabric.hosts_per_leaf", "2"}, {"parallelism.pp", "2"}};
+
+/// The default scenario's text.
+const std::string& text() {
+  static const std::string t = test::scenario_text("default.yaml");
+  return t;
+}
+
+/// The overrides of the one-GPU scenario, then `more`.
+std::vector<Override> one_gpu(const std::vector<Override>& more = {}) {
+  std::vector<Override> o = kOneGpu;
+  o.insert(o.end(), more.begin(), more.end());
+  return o;
+}
+
+Scenario load(const std::vector<Override>& more = {}) {
+  return parse_scenario(text(), "s.yaml", one_gpu(more));
+}
+
+Sensitivity run(const std::vector<Override>& more, unsigned jobs) {
+  return run_sensitivity(load(more), text(), one_gpu(more), jobs);
+}
 
 std::vector<std::string> constants(const std::vector<SensitivityStep>& steps) {
   std::vector<std::string> out;
@@ -73,7 +71,7 @@ const SensitivityRow& row_named(const Sensitivity& r, const std::string& constan
 
 TEST(Sensitivity, StepsFollowTheScenarioAndStartFromItsValues) {
   // Megatron on one GPU: the host steps and the clock, no link class.
-  const auto one = sensitivity_steps(parse_scenario(kOneGpu, "s.yaml"));
+  const auto one = sensitivity_steps(load());
   EXPECT_EQ(constants(one),
             (std::vector<std::string>{"host time per kernel launch", "host data step per micro-batch",
                                       "GPU clock under load"}));
@@ -87,7 +85,7 @@ TEST(Sensitivity, StepsFollowTheScenarioAndStartFromItsValues) {
   // cost + 100 us, and the NVLink class (efficiency and penalty x 0.99).
   std::vector<Override> ds = kTwoStages;
   ds.push_back({"training.framework", "megatron-deepspeed"});
-  const auto two = sensitivity_steps(parse_scenario(kOneGpu, "s.yaml", ds));
+  const auto two = sensitivity_steps(load(ds));
   EXPECT_EQ(step_named(two, "host time per pipeline send or receive").sets[0].value, "780us");
   const auto& bw = step_named(two, "NVLink collectives' bandwidth");
   ASSERT_EQ(bw.sets.size(), 2U);
@@ -104,9 +102,8 @@ TEST(Sensitivity, StepsFollowTheScenarioAndStartFromItsValues) {
     EXPECT_EQ(s.constant.find("network"), std::string::npos) << "one node: " << s.constant;
 
   // Two nodes: the network class too.
-  const auto nodes = sensitivity_steps(parse_scenario(
-      kOneGpu, "s.yaml",
-      {{"cluster.nodes", "2"}, {"cluster.fabric.hosts_per_leaf", "2"}, {"parallelism.dp", "2"}}));
+  const auto nodes = sensitivity_steps(
+      load({{"cluster.nodes", "2"}, {"cluster.fabric.hosts_per_leaf", "2"}, {"parallelism.dp", "2"}}));
   EXPECT_EQ(step_named(nodes, "network collective launch").sets[0].path, "calibration.network_launch");
   EXPECT_EQ(step_named(nodes, "network collectives' bandwidth").sets[0].value, "0.9108");  // 0.92 x 0.99
   EXPECT_EQ(step_named(nodes, "network collective step latency").sets[0].value, "7.2us");  // 6.2 us shipped
@@ -115,24 +112,22 @@ TEST(Sensitivity, StepsFollowTheScenarioAndStartFromItsValues) {
 TEST(Sensitivity, HostStepsOnlyWhereTheHostModelIsOn) {
   // pytorch-eager without host keys: its kernels carry their launch floors
   // and no host model runs, so moving a host key would change the model.
-  const auto eager =
-      sensitivity_steps(parse_scenario(kOneGpu, "s.yaml", {{"training.framework", "pytorch-eager"}}));
+  const auto eager = sensitivity_steps(load({{"training.framework", "pytorch-eager"}}));
   for (const auto& s : eager) EXPECT_EQ(s.constant.find("host"), std::string::npos) << s.constant;
   // With a host key given, the steps start from what the host model uses:
   // the key given, and 0 for the others.
-  const auto given = sensitivity_steps(parse_scenario(
-      kOneGpu, "s.yaml", {{"training.framework", "pytorch-eager"}, {"calibration.host_launch", "27us"}}));
+  const auto given =
+      sensitivity_steps(load({{"training.framework", "pytorch-eager"}, {"calibration.host_launch", "27us"}}));
   EXPECT_EQ(step_named(given, "host time per kernel launch").sets[0].value, "28us");
   EXPECT_EQ(step_named(given, "host data step per micro-batch").sets[0].value, "1ms");
 }
 
 TEST(Sensitivity, StepsThatWouldLeaveTheirRangeAreLeftOut) {
-  const auto s = sensitivity_steps(parse_scenario(kOneGpu, "s.yaml",
-                                                  {{"calibration.clock_derate", "0.1"},
-                                                   {"calibration.overlap_slowdown", "0.9"},
-                                                   {"cluster.gpus_per_node", "2"},
-                                                   {"cluster.fabric.hosts_per_leaf", "2"},
-                                                   {"parallelism.dp", "2"}}));
+  const auto s = sensitivity_steps(load({{"calibration.clock_derate", "0.1"},
+                                         {"calibration.overlap_slowdown", "0.9"},
+                                         {"cluster.gpus_per_node", "2"},
+                                         {"cluster.fabric.hosts_per_leaf", "2"},
+                                         {"parallelism.dp", "2"}}));
   for (const auto& step : s) {
     EXPECT_NE(step.constant, "GPU clock under load");                              // 0.099 < 0.1
     EXPECT_NE(step.constant, "compute slowdown under an overlapping collective");  // 0.95 > 0.9
@@ -141,7 +136,7 @@ TEST(Sensitivity, StepsThatWouldLeaveTheirRangeAreLeftOut) {
 }
 
 TEST(Sensitivity, OneGpuIterationsCheckedByHand) {
-  const Sensitivity r = run_sensitivity(kOneGpu, "s.yaml", {}, 2);
+  const Sensitivity r = run({}, 2);
   ASSERT_EQ(r.rows.size(), 3U);
   // The data step runs after the GPU drained, before the micro-batch's first
   // launch: 1 ms more for each of the 4 micro-batches is 4 ms more, exactly.
@@ -153,8 +148,8 @@ TEST(Sensitivity, OneGpuIterationsCheckedByHand) {
               std::llabs(r.rows[i].change(r.iteration).ps()));
   }
   // 1 us more per launch moves the iteration by at most 1 us per kernel the
-  // host issues, and by more than nothing (this small model is launch-bound
-  // in places).
+  // host issues, and by more than nothing (some launches are on the
+  // critical path: each micro-batch's first ones, after the data step).
   const Time launch = row_named(r, "host time per kernel launch").change(r.iteration);
   EXPECT_GT(launch, Time::zero());
   EXPECT_LT(launch, Time::from_ms(1));
@@ -167,7 +162,7 @@ TEST(Sensitivity, OneGpuIterationsCheckedByHand) {
 TEST(Sensitivity, TwoStagesCheckedByHand) {
   std::vector<Override> ds = kTwoStages;
   ds.push_back({"training.framework", "megatron-deepspeed"});
-  const Sensitivity r = run_sensitivity(kOneGpu, "s.yaml", ds, 1);
+  const Sensitivity r = run(ds, 1);
   // The data step on the first and the last stage, both on the critical
   // path of every micro-batch's forward: 4 x 1 ms.
   EXPECT_EQ(row_named(r, "host data step per micro-batch").change(r.iteration), Time::from_ms(4));
@@ -179,8 +174,8 @@ TEST(Sensitivity, TwoStagesCheckedByHand) {
 
 TEST(Sensitivity, EveryRowIsWhatRunGivesWithItsSetsAndJobsChangeNothing) {
   std::vector<Override> base = kTwoStages;
-  const Sensitivity serial = run_sensitivity(kOneGpu, "s.yaml", base, 1);
-  const Sensitivity parallel = run_sensitivity(kOneGpu, "s.yaml", base, 4);
+  const Sensitivity serial = run(base, 1);
+  const Sensitivity parallel = run(base, 4);
   ASSERT_EQ(serial.rows.size(), parallel.rows.size());
   EXPECT_EQ(serial.iteration, parallel.iteration);
   for (std::size_t i = 0; i < serial.rows.size(); ++i) {
@@ -189,28 +184,27 @@ TEST(Sensitivity, EveryRowIsWhatRunGivesWithItsSetsAndJobsChangeNothing) {
     // `tessera run --set ...` with the row's sets.
     std::vector<Override> o = base;
     o.insert(o.end(), serial.rows[i].step.sets.begin(), serial.rows[i].step.sets.end());
-    const Time run = study::simulate_scenario(parse_scenario(kOneGpu, "s.yaml", o)).result.makespan;
-    EXPECT_EQ(run, serial.rows[i].iteration) << serial.rows[i].step.constant;
+    const Time rerun = study::simulate_scenario(load(o)).result.makespan;
+    EXPECT_EQ(rerun, serial.rows[i].iteration) << serial.rows[i].step.constant;
   }
-  EXPECT_EQ(study::simulate_scenario(parse_scenario(kOneGpu, "s.yaml", base)).result.makespan,
-            serial.iteration);
+  EXPECT_EQ(study::simulate_scenario(load(base)).result.makespan, serial.iteration);
 }
 
 TEST(Sensitivity, ReportsNameEveryRowAndItsSets) {
-  const Scenario s = parse_scenario(kOneGpu, "s.yaml");
-  const Sensitivity r = run_sensitivity(kOneGpu, "s.yaml", {}, 1);
-  const std::string text = format_sensitivity_text(s, r);
-  EXPECT_NE(text.find("host data step per micro-batch"), std::string::npos) << text;
-  EXPECT_NE(text.find("+4.000 ms"), std::string::npos) << text;
-  EXPECT_NE(text.find("--set calibration.host_microbatch=7.87ms"), std::string::npos) << text;
+  const Scenario s = load();
+  const Sensitivity r = run({}, 1);
+  const std::string report = format_sensitivity_text(s, r);
+  EXPECT_NE(report.find("host data step per micro-batch"), std::string::npos) << report;
+  EXPECT_NE(report.find("+4.000 ms"), std::string::npos) << report;
+  EXPECT_NE(report.find("--set calibration.host_microbatch=7.87ms"), std::string::npos) << report;
   const std::string json = format_sensitivity_json(s, r);
   EXPECT_NE(json.find("\"set\": {\"calibration.host_microbatch\": \"7.87ms\"}"), std::string::npos) << json;
   EXPECT_NE(json.find("\"change_s\": 4.000000000e-03"), std::string::npos) << json;
 }
 
 TEST(Sensitivity, AScenarioWithJobsIsRefused) {
-  EXPECT_THROW((void)run_sensitivity(test::scenario_text("two-jobs.yaml"), "two-jobs.yaml", {}, 1),
-               ScenarioError);
+  const std::string jobs = test::scenario_text("two-jobs.yaml");
+  EXPECT_THROW((void)run_sensitivity(parse_scenario(jobs, "two-jobs.yaml"), jobs, {}, 1), ScenarioError);
 }
 
 }  // namespace

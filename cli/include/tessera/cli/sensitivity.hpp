@@ -5,6 +5,7 @@
 // (docs/calibration.md, "Which constants matter for your forecast"). Each step
 // is a set of --set overrides, so `tessera run SCENARIO --set ...` reproduces
 // its row exactly.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -43,17 +44,22 @@ struct Sensitivity {
   std::vector<SensitivityRow> rows;  ///< largest |change| first; ties in sensitivity_steps' order
 };
 
-/// Simulates the scenario (`text`, read from `file`, with `overrides`) and
-/// every step of sensitivity_steps, `jobs` at a time (one at a time on a
-/// backend whose runs cannot overlap). Throws what loading or simulating
-/// throws; a scenario with jobs is refused (ScenarioError). The result does
-/// not depend on `jobs`. `progress` (optional) is told of each finished run.
+/// What run_sensitivity tells of its progress; finished_one() may be called
+/// from several threads at once.
 struct SensitivityProgress {
   virtual ~SensitivityProgress() = default;
   virtual void started(std::size_t runs) = 0;
   virtual void finished_one() = 0;
 };
-Sensitivity run_sensitivity(const std::string& text, const std::string& file,
+/// Simulates `base` (loaded from `text` with `overrides`: parse_scenario(text,
+/// base.file, overrides)) and every step of sensitivity_steps(base), each
+/// step's scenario loaded from `text` with the step's sets after
+/// `overrides`, `jobs` at a time (one at a time on a backend whose runs
+/// cannot overlap). Throws what loading or simulating throws (the first
+/// failing run in the steps' order); a scenario with jobs is refused
+/// (ScenarioError). The result does not depend on `jobs`. `progress`
+/// (optional) is told of each finished run.
+Sensitivity run_sensitivity(const Scenario& base, const std::string& text,
                             const std::vector<Override>& overrides, unsigned jobs,
                             SensitivityProgress* progress = nullptr);
 
