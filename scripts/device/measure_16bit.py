@@ -2,6 +2,8 @@
 """Measure 16-bit training kernels and a small GPT training step on one GPU.
 
 Run on a lent GPU machine (PyTorch with CUDA):  OUT=dir python3 measure_16bit.py
+(SECTIONS=a,b picks sections: tpsteps, recompute [RECOMPUTE_PROFILE=1], wgradacc,
+gemmwarm, gemm, vector, other, e2e, sustained, xla; unset runs all)
 Writes CSVs under $OUT (tests/data/h200/README.md describes each file and its
 columns; GEMMs use NeuSight's convention: N is the reduction, K the output width). Every section is timed with CUDA events; each kernel timed
 "alone" is preceded by a 256 MiB write that flushes the L2 (cold caches, as a
@@ -21,6 +23,7 @@ import traceback
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 OUT = os.environ.get("OUT", ".")
 BUDGET_S = float(os.environ.get("BUDGET_S", "400"))
@@ -450,8 +453,11 @@ class Block(torch.nn.Module):
     """A Megatron-style GPT layer in plain PyTorch: pre-LN, fused QKV, unfused attention
     (scaled scores, causal mask, softmax, dropout), projection, bias-dropout-add, MLP with GeLU."""
 
-    def __init__(self, h, heads, p_drop, flash=False, tp=1):
+    def __init__(self, h, heads, p_drop, flash=False, tp=1, recompute="none"):
         super().__init__()
+        # recompute "selective": the core attention (scores, mask, softmax, dropout, context)
+        # recomputed in the backward, as Megatron's selective recomputation does.
+        self.recompute = recompute
         # tp > 1: one tensor-parallel rank's share (Megatron's column-parallel QKV and fc1,
         # row-parallel projection and fc2: heads / tp heads, 4h / tp MLP columns), without
         # the all-reduces that would join the ranks.
@@ -478,20 +484,32 @@ class Block(torch.nn.Module):
             return x + F.dropout(self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh")), self.p,
                                  self.training)
         q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
-        scores = torch.baddbmm(torch.empty(b * nh, s, s, dtype=x.dtype, device=x.device), q, k.transpose(1, 2),
-                               beta=0.0, alpha=1.0 / math.sqrt(d))
-        probs = F.dropout(torch.softmax(scores.masked_fill(mask, float("-inf")), -1), self.p, self.training)
-        ctx = torch.bmm(probs, v).transpose(0, 1).reshape(s, b, h)
+        if self.recompute == "selective":
+            ctx = checkpoint(self.core_attention, q, k, v, mask, use_reentrant=True)
+        else:
+            ctx = self.core_attention(q, k, v, mask)
+        ctx = ctx.transpose(0, 1).reshape(s, b, h)
         x = x + F.dropout(self.proj(ctx), self.p, self.training)
         return x + F.dropout(self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh")), self.p, self.training)
 
+    def core_attention(self, q, k, v, mask):
+        """Scaled scores, causal mask, softmax, dropout and context of [b * heads, s, d] operands."""
+        bn, s, d = q.shape
+        scores = torch.baddbmm(torch.empty(bn, s, s, dtype=q.dtype, device=q.device), q, k.transpose(1, 2),
+                               beta=0.0, alpha=1.0 / math.sqrt(d))
+        probs = F.dropout(torch.softmax(scores.masked_fill(mask, float("-inf")), -1), self.p, self.training)
+        return torch.bmm(probs, v)
+
 
 class Gpt(torch.nn.Module):
-    def __init__(self, layers, h, heads, vocab, seq, p_drop, flash=False, tp=1):
+    def __init__(self, layers, h, heads, vocab, seq, p_drop, flash=False, tp=1, recompute="none"):
         super().__init__()
+        # recompute "full": each layer's input kept, the layer run again in the backward
+        # (Megatron's full recomputation, uniform method, one layer per checkpoint).
+        self.recompute = recompute
         self.emb = torch.nn.Embedding(vocab // tp, h)  # vocabulary-parallel: this rank's rows
         self.pos = torch.nn.Embedding(seq, h)
-        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop, flash, tp) for _ in range(layers))
+        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop, flash, tp, recompute) for _ in range(layers))
         self.lnf = torch.nn.LayerNorm(h)
         self.p = p_drop
 
@@ -500,7 +518,7 @@ class Gpt(torch.nn.Module):
         x = F.dropout(self.emb(tokens) + self.pos(torch.arange(s, device=tokens.device))[:, None, :],
                       self.p, self.training)
         for blk in self.blocks:
-            x = blk(x, mask)
+            x = checkpoint(blk, x, mask, use_reentrant=True) if self.recompute == "full" else blk(x, mask)
         logits = F.linear(self.lnf(x), self.emb.weight)  # tied LM head
         return logits
 
@@ -509,10 +527,10 @@ class TrainStep:
     """One GPT training step as Megatron's mixed precision runs it: the model in bf16, FP32 master
     weights and main gradients, fused AdamW on them. fwd_bwd() and optim() are its two phases."""
 
-    def __init__(self, layers, hidden, heads, seq, micro_batch, flash=False, vocab=50304, tp=1):
+    def __init__(self, layers, hidden, heads, seq, micro_batch, flash=False, vocab=50304, tp=1, recompute="none"):
         torch.manual_seed(0)
         with torch.device(DEV):
-            self.model = Gpt(layers, hidden, heads, vocab, seq, 0.1, flash, tp).to(torch.bfloat16)
+            self.model = Gpt(layers, hidden, heads, vocab, seq, 0.1, flash, tp, recompute).to(torch.bfloat16)
         self.model.train()
         vocab //= tp  # a tensor-parallel rank's vocabulary shard (logits and loss on it alone)
         self.vocab = vocab
@@ -526,11 +544,15 @@ class TrainStep:
         self.tokens = torch.randint(0, vocab, (seq, micro_batch), device=DEV)
         self.labels = torch.randint(0, vocab, (seq * micro_batch,), device=DEV)
 
-    def fwd_bwd(self):
+    def forward(self):
+        """The forward pass and the loss (gradients of the last step dropped first)."""
         for p in self.params:
             p.grad = None
         logits = self.model(self.tokens, self.mask)
-        F.cross_entropy(logits.view(-1, self.vocab).float(), self.labels).backward()
+        return F.cross_entropy(logits.view(-1, self.vocab).float(), self.labels)
+
+    def fwd_bwd(self):
+        self.forward().backward()
 
     def optim(self):
         for p, m in zip(self.params, self.master):
@@ -593,6 +615,36 @@ def section_e2e(rows):
             torch.cuda.empty_cache()
 
 
+def time_step(step, warm_s, n=8, split=False):
+    """Runs step for warm_s first (the card at its power state under load), then times n steps:
+    the medians of forward + backward, optimizer and iteration (ms), and n; with split, also the
+    medians of the forward (to the loss) and of the backward."""
+    t_end = time.time() + warm_s
+    i = 0
+    while i < 3 or time.time() < t_end:
+        step.fwd_bwd()
+        step.optim()
+        torch.cuda.synchronize()
+        i += 1
+    ev = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(n)]
+    for i in range(n):
+        ev[i][0].record()
+        loss = step.forward()
+        ev[i][1].record()
+        loss.backward()
+        ev[i][2].record()
+        step.optim()
+        ev[i][3].record()
+    torch.cuda.synchronize()
+
+    def med(a, b):
+        return sorted(e[a].elapsed_time(e[b]) for e in ev)[n // 2]
+
+    if split:
+        return med(0, 2), med(2, 3), med(0, 3), n, med(0, 1), med(1, 2)
+    return med(0, 2), med(2, 3), med(0, 3), n
+
+
 TP_HEADER = E2E_HEADER[:8] + ["flash_attention"] + E2E_HEADER[8:-2] + ["tp", "training.optimizer", "note"]
 
 
@@ -610,25 +662,7 @@ def section_tp_steps(rows, warm_s=1.5):
             return
         try:
             step = TrainStep(L, h, nh, s, mb, vocab=vocab, tp=tp)
-            t_end = time.time() + warm_s
-            i = 0
-            while i < 3 or time.time() < t_end:
-                step.fwd_bwd()
-                step.optim()
-                torch.cuda.synchronize()
-                i += 1
-            n = 8
-            ev = [torch.cuda.Event(enable_timing=True) for _ in range(3 * n)]
-            for i in range(n):
-                ev[3 * i].record()
-                step.fwd_bwd()
-                ev[3 * i + 1].record()
-                step.optim()
-                ev[3 * i + 2].record()
-            torch.cuda.synchronize()
-            fb = sorted(ev[3 * i].elapsed_time(ev[3 * i + 1]) for i in range(n))[n // 2]
-            op = sorted(ev[3 * i + 1].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
-            it = sorted(ev[3 * i].elapsed_time(ev[3 * i + 2]) for i in range(n))[n // 2]
+            fb, op, it, n = time_step(step, warm_s)
             rows.append([L, h, nh, s, mb, vocab, step.n_params, "bf16", "false", f"{fb:.4f}", f"{op:.4f}", f"{it:.4f}",
                          n, tp, "fused-adam", "one tensor-parallel rank, no all-reduces; plain PyTorch eager, unfused attention, "
                              "dropout 0.1, tied LM head, no recompute"])
@@ -642,6 +676,133 @@ def section_tp_steps(rows, warm_s=1.5):
             step = None
             gc.collect()
             torch.cuda.empty_cache()
+
+
+RECOMPUTE_HEADER = TP_HEADER[:-1] + ["parallelism.recompute", "fwd_ms", "bwd_ms", "note"]
+
+
+def section_recompute(rows, warm_s=1.5):
+    """One tensor-parallel rank's steps (tp 1 and 8) with activation recomputation none, selective
+    (the core attention) and full (every layer), in that order per layer shape, so each
+    recomputed step has its baseline from the same session."""
+    layers = ((4, 4096, 32, 2048, 2), (2, 8192, 64, 2048, 1), (2, 12288, 96, 2048, 1))
+    vocab = 50304
+    for (L, h, nh, s, mb) in layers:
+        for tp in (8, 1):
+            for rc in ("none", "selective", "full"):
+                if left() < 30:
+                    log("recompute: time limit")
+                    return
+                step = None
+                try:
+                    step = TrainStep(L, h, nh, s, mb, vocab=vocab, tp=tp, recompute=rc)
+                    fb, op, it, n, fw, bw = time_step(step, warm_s, split=True)
+                    rows.append([L, h, nh, s, mb, vocab, step.n_params, "bf16", "false", f"{fb:.4f}", f"{op:.4f}",
+                                 f"{it:.4f}", n, tp, "fused-adam", rc, f"{fw:.4f}", f"{bw:.4f}",
+                                 "one tensor-parallel rank, no all-reduces; plain PyTorch eager, unfused attention, "
+                                 "dropout 0.1, tied LM head; recomputation by torch.utils.checkpoint (reentrant)"])
+                    log(f"recompute {rc} L{L} h{h} s{s} mb{mb} tp{tp}: fwd {fw:.2f} ms, bwd {bw:.2f} ms, "
+                        f"optimizer {op:.2f} ms")
+                    if os.environ.get("RECOMPUTE_PROFILE") and rc != "selective" and (h, tp) in ((12288, 1), (4096, 8)):
+                        profile_step(step.fwd_bwd, step.optim, f"L{L} h{h} s{s} mb{mb} tp{tp} recompute {rc}")
+                except Exception:  # noqa: BLE001
+                    log("recompute step failed: " + traceback.format_exc().splitlines()[-1])
+                step = None
+                gc.collect()
+                torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------
+# Megatron's gradient-accumulation fusion: the weight-gradient GEMM accumulates into the FP32
+# main gradient (apex fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32: cublasGemmEx with
+# 16-bit A and B, FP32 C, beta = 1), called here through ctypes on PyTorch's own libcublas.
+class Cublas:
+    R_32F, R_16F, R_16BF = 0, 2, 14
+    COMPUTE_32F = 68
+    OP_N, OP_T = 0, 1
+
+    def __init__(self):
+        import ctypes
+        self.ct = ctypes
+        torch.matmul(rnd(64, 64), rnd(64, 64))  # PyTorch loads libcublas
+        torch.cuda.synchronize()
+        path = None
+        with open("/proc/self/maps") as f:
+            for line in f:
+                name = line.strip().split()[-1]
+                if "libcublas.so" in name and "libcublasLt" not in name:
+                    path = name
+                    break
+        if path is None:
+            raise RuntimeError("libcublas is not loaded")
+        self.path = path
+        self.lib = ctypes.CDLL(path)
+        self.handle = ctypes.c_void_p()
+        if self.lib.cublasCreate_v2(ctypes.byref(self.handle)) != 0:
+            raise RuntimeError("cublasCreate failed")
+        self.lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.cublasSetStream_v2(self.handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        fp = ctypes.POINTER(ctypes.c_float)
+        i, v = ctypes.c_int, ctypes.c_void_p
+        self.lib.cublasGemmEx.argtypes = [v, i, i, i, i, i, fp, v, i, i, v, i, i, fp, v, i, i, i, i]
+        self.lib.cublasGemmEx.restype = i
+        self.one, self.zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        self.algo = 99  # CUBLAS_GEMM_DEFAULT_TENSOR_OP, as apex
+
+    def wgrad(self, x, dy, w_grad, accumulate):
+        """w_grad[out, in] (+)= dy[t, out]^T x[t, in] (apex's call: column-major m = in, n = out, k = t)."""
+        t, k_in = x.shape
+        n_out = dy.shape[1]
+        ab = self.R_16BF if x.dtype == torch.bfloat16 else self.R_16F
+        cty = self.R_32F if w_grad.dtype == torch.float32 else ab
+        st = self.lib.cublasGemmEx(self.handle, self.OP_N, self.OP_T, k_in, n_out, t, self.ct.byref(self.one),
+                                   self.ct.c_void_p(x.data_ptr()), ab, k_in, self.ct.c_void_p(dy.data_ptr()), ab,
+                                   n_out, self.ct.byref(self.one if accumulate else self.zero),
+                                   self.ct.c_void_p(w_grad.data_ptr()), cty, k_in, self.COMPUTE_32F, self.algo)
+        if st != 0:
+            raise RuntimeError(f"cublasGemmEx returned {st}")
+
+
+WGRAD_HEADER = ["dtype", "tokens", "in", "out", "hidden", "tp", "linear", "torch_ms", "gemmex_16bit_ms",
+                "gemmex_fp32_accumulate_ms", "fp32_add_ms", "check_max_rel_err"]
+
+
+def section_wgrad_accumulate(rows):
+    """Megatron's weight-gradient GEMMs, each timed alone after an L2 flush: PyTorch's dy^T x (16-bit
+    output), the same product through cublasGemmEx (16-bit output, beta 0), the fused accumulation
+    into an FP32 main gradient (FP32 output, beta 1), and the unfused alternative's add
+    (main_grad += grad, FP32 += 16-bit)."""
+    cb = Cublas()
+    log(f"wgrad: {cb.path}")
+    # Correctness first: the fused call against PyTorch in FP32.
+    x, dy = rnd(512, 384), rnd(512, 256)
+    acc = torch.ones(256, 384, device=DEV)
+    cb.wgrad(x, dy, acc, True)
+    ref = 1 + dy.float().t() @ x.float()
+    check = ((acc - ref).abs().max() / ref.abs().max()).item()
+    log(f"wgrad: fused accumulation check, max relative error {check:.2e}")
+    if not check < 1e-2:
+        raise RuntimeError(f"fused accumulation disagrees with PyTorch ({check})")
+    for dname, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        for h in (4096, 8192, 12288):
+            for tp in (1, 8):
+                for t in (2048, 8192):
+                    for lin, n_out, k_in in (("qkv", 3 * h // tp, h), ("proj", h, h // tp),
+                                             ("fc1", 4 * h // tp, h), ("fc2", h, 4 * h // tp)):
+                        if left() < 20:
+                            log("wgrad: time limit")
+                            return
+                        x, dy = rnd(t, k_in, dtype=dt), rnd(t, n_out, dtype=dt)
+                        g16 = torch.empty(n_out, k_in, dtype=dt, device=DEV)
+                        main = torch.zeros(n_out, k_in, dtype=torch.float32, device=DEV)
+                        ms_torch, _ = time_alone(lambda: torch.matmul(dy.t(), x))
+                        ms_16, _ = time_alone(lambda: cb.wgrad(x, dy, g16, False))
+                        ms_acc, n = time_alone(lambda: cb.wgrad(x, dy, main, True))
+                        ms_add, _ = time_alone(lambda: main.add_(g16))
+                        rows.append([dname, t, k_in, n_out, h, tp, lin, f"{ms_torch:.6f}", f"{ms_16:.6f}",
+                                     f"{ms_acc:.6f}", f"{ms_add:.6f}", f"{check:.2e}"])
+                        del x, dy, g16, main
+                log(f"wgrad {dname} h{h}: {len(rows)} rows")
 
 
 PROFILE = []
@@ -722,6 +883,16 @@ def main():
         tps = []
         run_section("tp steps", lambda: section_tp_steps(tps))
         write_csv("tp_steps.csv", TP_HEADER, tps)
+    if want("wgradacc"):
+        wg = []
+        run_section("wgrad accumulate", lambda: section_wgrad_accumulate(wg))
+        write_csv("wgrad_accumulate.csv", WGRAD_HEADER, wg)
+    if want("recompute"):
+        rc = []
+        run_section("recompute", lambda: section_recompute(rc))
+        write_csv("recompute_steps.csv", RECOMPUTE_HEADER, rc)
+        if PROFILE:
+            write_csv("other_recompute.csv", OTHER_HEADER, list(PROFILE))
     if want("gemmwarm"):
         warm = []
         run_section("gemm warm", lambda: section_gemm_warm(warm, limit_s=float(os.environ.get("GEMMWARM_S", "220"))))
