@@ -3,6 +3,7 @@
 // against measured (docs/node_model.md, "Training steps on an H200").
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -38,6 +39,7 @@ struct MeasuredStep {
   std::vector<std::pair<std::string, std::string>> keys;
   double measured_ms = 0;             ///< mean over the rows of this configuration
   double measured_optimizer_ms = -1;  ///< mean of the optimizer_ms column (-1: none)
+  double measured_fwd_ms = -1;        ///< mean of the fwd_ms column (-1: none)
   int rows = 0;
   int first_row = 0;  ///< 1-based data row of its first measurement
   [[nodiscard]] auto key() const {
@@ -52,6 +54,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                     mb = col("micro_batch"), vocab = col("vocab"), dtype = col("dtype"),
                     flash = col("flash_attention"), it = col("iteration_ms");
   const int opt_col = t.column("optimizer_ms");
+  const int fwd_col = t.column("fwd_ms");
   const int tp_col = t.column("tp");
   const std::vector<std::size_t> key_columns = key_path_columns(t);
   std::vector<MeasuredStep> out;
@@ -97,12 +100,22 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                         path, r + 1, t.rows[r][static_cast<std::size_t>(opt_col)]));
       }
     }
+    double fwd = -1;
+    if (fwd_col >= 0) {
+      fwd = t.number(r, static_cast<std::size_t>(fwd_col));
+      if (!(fwd > 0) || fwd >= ms) {
+        throw InputError(
+            fmt::format("{}: row {}, column 'fwd_ms': must be positive and below iteration_ms (got '{}')",
+                        path, r + 1, t.rows[r][static_cast<std::size_t>(fwd_col)]));
+      }
+    }
     // Repeats of one configuration are averaged.
     bool merged = false;
     for (auto& o : out) {
       if (o.key() == s.key()) {
         o.measured_ms = (o.measured_ms * o.rows + ms) / (o.rows + 1);
         if (opt >= 0) o.measured_optimizer_ms = (o.measured_optimizer_ms * o.rows + opt) / (o.rows + 1);
+        if (fwd > 0) o.measured_fwd_ms = (o.measured_fwd_ms * o.rows + fwd) / (o.rows + 1);
         ++o.rows;
         merged = true;
         break;
@@ -111,6 +124,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     if (!merged) {
       s.measured_ms = ms;
       s.measured_optimizer_ms = opt;
+      s.measured_fwd_ms = fwd;
       s.rows = 1;
       s.first_row = static_cast<int>(r + 1);
       out.push_back(s);
@@ -164,18 +178,43 @@ parallelism:
                      fmt::arg("dtype", m.dtype), fmt::arg("flash", m.flash ? "true" : "false"));
 }
 
-/// The optimizer step's share of a simulated iteration: the compute tasks
-/// named "optimizer" on rank 0 (the step after the last micro-batch).
-class OptimizerTime final : public engine::ExecutionObserver {
+/// The phases of a simulated step on rank 0: the optimizer step (the
+/// compute tasks named "optimizer", after the last micro-batch) and the
+/// forward pass (the end of the last forward task, "....fwd": the GPU time
+/// from the start of the step to the loss, as the harness's events time it;
+/// a recomputed forward runs inside the backward's "recompute.fwd+bwd").
+class StepPhases final : public engine::ExecutionObserver {
  public:
   void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override {
-    if (rank == 0 && task.name == "optimizer") total_ += end - start;
+    if (rank != 0) return;
+    if (task.name == "optimizer") optimizer_ += end - start;
+    if (task.name.ends_with(".fwd")) forward_end_ = std::max(forward_end_, end);
   }
-  [[nodiscard]] Time total() const { return total_; }
+  [[nodiscard]] Time optimizer() const { return optimizer_; }
+  [[nodiscard]] Time forward() const { return forward_end_; }
 
  private:
-  Time total_;
+  Time optimizer_;
+  Time forward_end_;
 };
+
+/// The key-path columns whose values differ between the file's steps, by
+/// the last part of their path ("recompute full"): what tells rows apart
+/// where the label's fixed fields do not.
+std::string varying_keys(const std::vector<MeasuredStep>& steps, const MeasuredStep& m) {
+  std::string out;
+  for (const auto& kv_row : m.keys) {
+    const std::string& key = kv_row.first;
+    const std::string& value = kv_row.second;
+    const bool varies = std::any_of(steps.begin(), steps.end(), [&](const MeasuredStep& o) {
+      const auto it =
+          std::find_if(o.keys.begin(), o.keys.end(), [&](const auto& kv) { return kv.first == key; });
+      return it == o.keys.end() || it->second != value;
+    });
+    if (varies) out += fmt::format(", {} {}", key.substr(key.rfind('.') + 1), value);
+  }
+  return out;
+}
 
 std::string signed_pct(double predicted, double measured) {
   return fmt::format("{:+.1f}%", 100.0 * (predicted / measured - 1.0));
@@ -209,9 +248,13 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   const auto steps = read_steps(data);
   // The report is printed whole once every step has run: bad input (a --set
   // a scenario rejects) leaves no partial table.
-  std::string report = fmt::format("{:<34} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}\n",
+  // The forward's error where the data times it (fwd_ms).
+  const bool forward =
+      std::any_of(steps.begin(), steps.end(), [](const auto& m) { return m.measured_fwd_ms > 0; });
+  std::string report = fmt::format("{:<45} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}{}\n",
                                    "step (layers x hidden, seq, micro-batch)", "runs", "measured ms",
-                                   "predicted ms", "error", "fwd+bwd error", "optimizer error");
+                                   "predicted ms", "error", "fwd+bwd error", "optimizer error",
+                                   forward ? fmt::format(" {:>14}", "forward error") : std::string());
   std::vector<double> errors;
   for (const auto& m : steps) {
     Scenario s;
@@ -235,22 +278,25 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
                                           : fmt::format("validate steps ({}): {}", e.option(), rest));
     }
     s.plan.tp_collectives = false;  // one rank's share, measured alone
-    OptimizerTime optimizer;
-    const double predicted = study::simulate_scenario(s, &optimizer, nullptr, false).result.makespan.ms();
+    StepPhases phases;
+    const double predicted = study::simulate_scenario(s, &phases, nullptr, false).result.makespan.ms();
     const double e = predicted / m.measured_ms - 1.0;
     // The phases, where the data says how long the optimizer step took.
-    std::string fb = "-", opt = "-";
+    std::string fb = "-", opt = "-", fwd = "-";
     if (m.measured_optimizer_ms >= 0) {
-      const double p_opt = optimizer.total().ms();
+      const double p_opt = phases.optimizer().ms();
       fb = signed_pct(predicted - p_opt, m.measured_ms - m.measured_optimizer_ms);
       if (m.measured_optimizer_ms > 0) opt = signed_pct(p_opt, m.measured_optimizer_ms);
     }
+    if (m.measured_fwd_ms > 0) fwd = signed_pct(phases.forward().ms(), m.measured_fwd_ms);
     errors.push_back(e);
     report += fmt::format(
-        "{:<34} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}\n",
-        fmt::format("{} x {}, {}, {}{}{}", m.layers, m.hidden, m.seq, m.micro_batch, m.flash ? ", flash" : "",
-                    m.tp > 1 ? fmt::format(", tp {}", m.tp) : std::string()),
-        m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt);
+        "{:<45} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}{}\n",
+        fmt::format("{} x {}, {}, {}{}{}{}", m.layers, m.hidden, m.seq, m.micro_batch,
+                    m.flash ? ", flash" : "", m.tp > 1 ? fmt::format(", tp {}", m.tp) : std::string(),
+                    varying_keys(steps, m)),
+        m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt,
+        forward ? fmt::format(" {:>14}", fwd) : std::string());
   }
   const node_model::ErrorStats e = node_model::error_stats(errors);
   out << report << fmt::format(
