@@ -969,6 +969,22 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (t.has("grad_accumulation_fusion")) {
       s.workload.profile.grad_accumulation_fusion = t.boolean("grad_accumulation_fusion");
     }
+    // PyTorch eager: how zero_grad leaves .grad (PyTorch 2's set_to_none by
+    // default: the first micro-batch writes the gradients, later ones add).
+    s.workload.profile.eager_accumulate_every_backward = false;
+    if (t.has("zero_grad")) {
+      const YAML::Node v = t.need("zero_grad");
+      const std::string z = t.scalar("zero_grad");
+      if (z != "set_to_none" && z != "zeros") {
+        t.fail_at(v.Mark(), t.key_path("zero_grad"),
+                  fmt::format("unknown zero_grad '{}' (expected set_to_none or zeros)", z));
+      }
+      if (megatron) {
+        t.fail_at(v.Mark(), t.key_path("zero_grad"),
+                  "applies to framework pytorch-eager only (Megatron accumulates into its main gradients)");
+      }
+      s.workload.profile.eager_accumulate_every_backward = z == "zeros";
+    }
     if (t.has("flash_attention")) {
       s.workload.flash_attention = t.boolean("flash_attention");
       if (s.workload.flash_attention && node_model::dtype_bytes(s.workload.dtype) != 2) {

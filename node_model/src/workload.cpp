@@ -108,7 +108,9 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
   if (!megatron()) {
     // Eager: .grad of the weight and bias accumulated (one add; NeuSight's
     // acc_latency), the bias gradient inside autograd's addmm backward.
-    op.weight_grad.add(Kernel::vector(KernelOp::Add, 1, in * out + out, dtype_));
+    if (options_.eager_accumulate_every_backward) {
+      op.weight_grad.add(Kernel::vector(KernelOp::Add, 1, in * out + out, dtype_));
+    }
     return op;
   }
   if (bias) op.weight_grad.add(memory_pass(rows * out * dtype_bytes(dtype_), dtype_));  // grad_output.sum(0)
@@ -139,7 +141,9 @@ OpKernels OpRules::grouped_linear(std::string name, std::int64_t groups, std::in
   op.input_grad.add(Kernel::gemm(KernelOp::Bmm, groups, rows, in, out, gemm));
   op.weight_grad.add(Kernel::gemm(KernelOp::Bmm, groups, in, out, rows, gemm));
   if (!megatron()) {
-    op.weight_grad.add(Kernel::vector(KernelOp::Add, 1, groups * in * out, dtype_));  // .grad accumulated
+    if (options_.eager_accumulate_every_backward) {
+      op.weight_grad.add(Kernel::vector(KernelOp::Add, 1, groups * in * out, dtype_));  // .grad accumulated
+    }
     return op;
   }
   if (!options_.main_grad) return op;
@@ -305,7 +309,8 @@ Pass OpRules::grad_accumulation(std::int64_t params, int tensors) const {
   Pass p;
   if (params <= 0) return p;
   if (!megatron()) {
-    p.add(Kernel::vector(KernelOp::Add, 1, params, dtype_), tensors);
+    if (options_.eager_accumulate_every_backward)
+      p.add(Kernel::vector(KernelOp::Add, 1, params, dtype_), tensors);
     return p;
   }
   // PyTorch DDP: .grad is written by the backward kernels (later

@@ -611,7 +611,8 @@ struct PlanContext {
   const GradSizes& grads;
   const KernelTimer& timer;
   std::int64_t micro_batches = 0;
-  bool torch_ddp = false;    ///< gradients accumulated in .grad (PyTorch DDP)
+  bool torch_ddp = false;  ///< gradients accumulated in .grad after the first micro-batch (PyTorch DDP; eager
+                           ///< with set_to_none)
   bool split = false;        ///< the schedule splits the backward into B and W
   bool separate_experts = false;  ///< experts' gradients reduced over the expert-data-parallel group
   std::int64_t pbytes = 0;   ///< bytes per parameter and activation element
@@ -948,7 +949,8 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     }
     const bool grads = st.kind == grad_step;
     const bool last_mb = grads && i == last_backward[static_cast<std::size_t>(st.chunk)];
-    // PyTorch DDP: micro-batches after the first add their gradients to .grad.
+    // PyTorch DDP (and eager with set_to_none): micro-batches after the
+    // first add their gradients to .grad.
     const bool accumulate = c.torch_ddp && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
     add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb, accumulate, std::move(first), named);
   }
@@ -1038,8 +1040,13 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   const ModelPieces pieces = model_pieces(model, work, plan, timer);
   out.summary.model_flops = model_flops(model, work, plan, part, out.summary.micro_batches);
   const GradSizes grads = grad_sizes(model, work, plan, timer);
+  // Gradients in .grad that micro-batches after the first add to: PyTorch
+  // DDP under Megatron, and eager with zero_grad(set_to_none=True) (else
+  // eager's weight-gradient passes add in every backward).
+  const bool dot_grad = torch_ddp || (work.framework == node_model::Framework::PyTorchEager &&
+                                      !work.profile.eager_accumulate_every_backward);
   const PlanContext context =
-      plan_context(model, work, plan, part, pieces, grads, timer, out.summary.micro_batches, torch_ddp);
+      plan_context(model, work, plan, part, pieces, grads, timer, out.summary.micro_batches, dot_grad);
 
   // One program per pipeline stage: every (tp, dp) rank of a stage runs the
   // same tasks; only the groups its slots name differ.

@@ -27,9 +27,9 @@ std::string replaced(std::string text, const std::string& from, const std::strin
   return text.replace(pos, from.size(), to);
 }
 
-std::string error_of(const std::string& text) {
+std::string error_of(const std::string& text, const std::vector<Override>& overrides = {}) {
   try {
-    (void)parse_scenario(text, "s.yaml");
+    (void)parse_scenario(text, "s.yaml", overrides);
   } catch (const ScenarioError& e) {
     return e.what();
   }
@@ -423,6 +423,21 @@ TEST(Scenario, FrameworkProfilesAndCalibrationSection) {
   EXPECT_FALSE(e.plan.fused_optimizer);
   EXPECT_FALSE(e.plan.grad_clipping);
   EXPECT_FALSE(e.workload.host.enabled());
+  // Eager: zero_grad(set_to_none=True) by default (PyTorch 2); `zeros`
+  // adds every backward's gradients to .grad; Megatron refuses the key.
+  EXPECT_FALSE(e.workload.profile.eager_accumulate_every_backward);
+  const Scenario ez = parse_scenario(
+      default_text(), "ez.yaml", {{"training.framework", "pytorch-eager"}, {"training.zero_grad", "zeros"}});
+  EXPECT_TRUE(ez.workload.profile.eager_accumulate_every_backward);
+  EXPECT_GT(study::simulate_scenario(ez, nullptr, nullptr, false).result.makespan.ms(),
+            study::simulate_scenario(e, nullptr, nullptr, false).result.makespan.ms());
+  EXPECT_NE(
+      error_of(default_text(), {{"training.framework", "pytorch-eager"}, {"training.zero_grad", "never"}})
+          .find("training.zero_grad: unknown zero_grad 'never' (expected set_to_none or zeros)"),
+      std::string::npos);
+  EXPECT_NE(error_of(default_text(), {{"training.zero_grad", "zeros"}})
+                .find("training.zero_grad: applies to framework pytorch-eager only"),
+            std::string::npos);
   // Eager with a host key given: the host model with that key alone (the
   // fitted Megatron constants stay out), and kernels on their GPU time.
   const Scenario eh = parse_scenario(default_text() + "calibration:\n  host_launch: 12us\n", "eh.yaml",

@@ -763,6 +763,37 @@ TEST(Plan, MegatronOnPyTorchDdpAddsGradientsFromTheSecondMicroBatch) {
   EXPECT_LT(ddp.optimizer(1'000'000, 10, true, true).launches, local.optimizer(1'000'000, 10, true, true).launches);
 }
 
+TEST(Plan, EagerZeroGradDecidesWhichBackwardsAddToDotGrad) {
+  // PyTorch eager with zero_grad(set_to_none=True): the first micro-batch's
+  // backward writes .grad (no add in its weight-gradient passes), each later
+  // one adds, one task per layer; with zero_grad(set_to_none=False) (and in
+  // NeuSight's per-op convention) every backward adds inside its passes.
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.global_batch = 4;  // 4 micro-batches, one replica
+  Workload eager = kWork;
+  eager.framework = node_model::Framework::PyTorchEager;
+  auto grad_adds = [&](bool every_backward) {
+    eager.profile.eager_accumulate_every_backward = every_backward;
+    const TaskGraph g = plan_training(m, eager, p, pred);
+    int n = 0;
+    for (const auto& t : g.tasks(0)) n += t.name.find("grad_add") != std::string::npos ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(grad_adds(false), 3 * 8);  // micro-batches 2-4, 8 layers
+  EXPECT_EQ(grad_adds(true), 0);
+  node_model::ProfileOptions none;
+  none.eager_accumulate_every_backward = false;
+  const node_model::OpRules zeros(node_model::Framework::PyTorchEager, DType::BF16);
+  const node_model::OpRules set_to_none(node_model::Framework::PyTorchEager, DType::BF16, none);
+  EXPECT_EQ(zeros.linear("fc", 64, 32, 16, true).weight_grad.kernels.size(),
+            2U);  // the GEMM and .grad += (W and b)
+  EXPECT_EQ(set_to_none.linear("fc", 64, 32, 16, true).weight_grad.kernels.size(), 1U);  // the GEMM alone
+  EXPECT_EQ(zeros.layer_norm("ln", 64, 32).weight_grad.kernels.size(), 1U);
+  EXPECT_TRUE(set_to_none.layer_norm("ln", 64, 32).weight_grad.kernels.empty());
+}
+
 TEST(TaskRole, DropsMicroBatchChunkLayerAndBucketNumbers) {
   EXPECT_EQ(task_role("mb3.layer005.fwd.tp.all-reduce"), "layer.fwd.tp.all-reduce");
   EXPECT_EQ(task_role("c1.mb12.layer000.bwd.tp.all-gather"), "layer.bwd.tp.all-gather");
