@@ -2,7 +2,7 @@
 """Measure 16-bit training kernels and a small GPT training step on one GPU.
 
 Run on a lent GPU machine (PyTorch with CUDA):  OUT=dir python3 measure_16bit.py
-(SECTIONS=a,b picks sections: tpsteps, recompute [RECOMPUTE_PROFILE=1], wgradacc,
+(SECTIONS=a,b picks sections: tpsteps, recompute [RECOMPUTE_PROFILE=1], ckpthost, wgradacc,
 gemmwarm, gemm, vector, other, e2e, sustained, xla; unset runs all)
 Writes CSVs under $OUT (tests/data/h200/README.md describes each file and its
 columns; GEMMs use NeuSight's convention: N is the reduction, K the output width). Every section is timed with CUDA events; each kernel timed
@@ -712,6 +712,52 @@ def section_recompute(rows, warm_s=1.5):
                 torch.cuda.empty_cache()
 
 
+CKPT_HEADER = ["layers", "hidden", "heads", "seq", "micro_batch", "recompute", "use_reentrant", "fwd_bwd_ms",
+               "kernels_per_step", "steps", "note"]
+
+
+def section_checkpoint_host(rows, n=60):
+    """The host's cost of activation checkpointing: host-bound steps (tiny layers, so the GPU waits
+    for the host) with recomputation none, selective and full, by torch.utils.checkpoint reentrant
+    (as Megatron's CheckpointFunction) and non-reentrant; the wall time per forward + backward
+    (n steps, synchronised at the end) and the kernels each step launches (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+    global checkpoint
+    base = checkpoint
+    for (L, h, nh, s, mb) in ((8, 256, 4, 128, 1), (16, 256, 4, 128, 1)):
+        for reentrant in (True, False):
+            for rc in ("none", "selective", "full"):
+                if rc == "none" and not reentrant:
+                    continue
+                if left() < 15:
+                    log("checkpoint host: time limit")
+                    return
+                checkpoint = (lambda *a, use_reentrant=True, **k: base(*a, use_reentrant=reentrant, **k))
+                try:
+                    step = TrainStep(L, h, nh, s, mb, vocab=512, recompute=rc)
+                    for _ in range(20):
+                        step.fwd_bwd()
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        step.fwd_bwd()
+                    torch.cuda.synchronize()
+                    ms = (time.perf_counter() - t0) * 1e3 / n
+                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                        step.fwd_bwd()
+                        torch.cuda.synchronize()
+                    kernels = sum(e.count for e in prof.key_averages() if getattr(e, "device_time_total", 0) > 0)
+                    rows.append([L, h, nh, s, mb, rc, "true" if reentrant else "false", f"{ms:.4f}", kernels, n,
+                                 "host-bound: wall time per forward + backward, synchronised once per n steps"])
+                    log(f"checkpoint host L{L} {rc} reentrant={reentrant}: {ms:.3f} ms, {kernels} kernels")
+                except Exception:  # noqa: BLE001
+                    log("checkpoint host failed: " + traceback.format_exc().splitlines()[-1])
+                finally:
+                    checkpoint = base
+                step = None
+                gc.collect()
+
+
 # --------------------------------------------------------------------------
 # Megatron's gradient-accumulation fusion: the weight-gradient GEMM accumulates into the FP32
 # main gradient (apex fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32: cublasGemmEx with
@@ -883,6 +929,10 @@ def main():
         tps = []
         run_section("tp steps", lambda: section_tp_steps(tps))
         write_csv("tp_steps.csv", TP_HEADER, tps)
+    if want("ckpthost"):
+        ck = []
+        run_section("checkpoint host", lambda: section_checkpoint_host(ck))
+        write_csv("checkpoint_host.csv", CKPT_HEADER, ck)
     if want("wgradacc"):
         wg = []
         run_section("wgrad accumulate", lambda: section_wgrad_accumulate(wg))
