@@ -921,32 +921,27 @@ def run_section(name, fn):
         log(f"{name} failed: " + traceback.format_exc())
 
 
+def table_section(key, label, section, file, header):
+    """Runs section(rows) when SECTIONS wants `key` and writes its rows to `file`."""
+    if want(key):
+        rows = []
+        run_section(label, lambda: section(rows))
+        write_csv(file, header, rows)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     log(f"GPU {GPU}, torch {torch.__version__}, budget {BUDGET_S:.0f} s")
     run_section("env", section_env)
-    if want("tpsteps"):
-        tps = []
-        run_section("tp steps", lambda: section_tp_steps(tps))
-        write_csv("tp_steps.csv", TP_HEADER, tps)
-    if want("ckpthost"):
-        ck = []
-        run_section("checkpoint host", lambda: section_checkpoint_host(ck))
-        write_csv("checkpoint_host.csv", CKPT_HEADER, ck)
-    if want("wgradacc"):
-        wg = []
-        run_section("wgrad accumulate", lambda: section_wgrad_accumulate(wg))
-        write_csv("wgrad_accumulate.csv", WGRAD_HEADER, wg)
-    if want("recompute"):
-        rc = []
-        run_section("recompute", lambda: section_recompute(rc))
-        write_csv("recompute_steps.csv", RECOMPUTE_HEADER, rc)
-        if PROFILE:
-            write_csv("other_recompute.csv", OTHER_HEADER, list(PROFILE))
-    if want("gemmwarm"):
-        warm = []
-        run_section("gemm warm", lambda: section_gemm_warm(warm, limit_s=float(os.environ.get("GEMMWARM_S", "220"))))
-        write_csv("gemm_warm.csv", WARM_HEADER, warm)
+    table_section("tpsteps", "tp steps", section_tp_steps, "tp_steps.csv", TP_HEADER)
+    table_section("ckpthost", "checkpoint host", section_checkpoint_host, "checkpoint_host.csv", CKPT_HEADER)
+    table_section("wgradacc", "wgrad accumulate", section_wgrad_accumulate, "wgrad_accumulate.csv", WGRAD_HEADER)
+    table_section("recompute", "recompute", section_recompute, "recompute_steps.csv", RECOMPUTE_HEADER)
+    if want("recompute") and PROFILE:
+        write_csv("other_recompute.csv", OTHER_HEADER, list(PROFILE))
+    table_section("gemmwarm", "gemm warm",
+                  lambda rows: section_gemm_warm(rows, limit_s=float(os.environ.get("GEMMWARM_S", "220"))),
+                  "gemm_warm.csv", WARM_HEADER)
     if want("gemm"):
         gemm = []
         for name, fn in (("transformer", lambda: section_gemm(gemm, limit_s=130)),
