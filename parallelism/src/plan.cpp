@@ -568,7 +568,8 @@ struct GradSizes {
   std::int64_t moe_expert = 0;  ///< an MoE layer's experts' gradients (this rank's)
   bool after_backward = false;  ///< one reduction after the backward (else overlapped buckets)
   /// .grad += g of one layer's parameters (PyTorch's accumulation, one add
-  /// per tensor), for PyTorch DDP's micro-batches after the first.
+  /// per tensor), for the micro-batches after the first under PyTorch DDP
+  /// and under eager with zero_grad(set_to_none=True).
   Piece grad_add;
   Piece moe_grad_add;
 };
