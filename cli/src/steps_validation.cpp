@@ -199,8 +199,9 @@ class StepPhases final : public engine::ExecutionObserver {
 };
 
 /// The key-path columns whose values differ between the file's steps, by
-/// the last part of their path ("recompute full"): what tells rows apart
-/// where the label's fixed fields do not.
+/// the last part of their path ("recompute full"; a true flag by its name
+/// alone, a false one left out): what tells rows apart where the label's
+/// fixed fields do not.
 std::string varying_keys(const std::vector<MeasuredStep>& steps, const MeasuredStep& m) {
   std::string out;
   for (const auto& kv_row : m.keys) {
@@ -211,7 +212,9 @@ std::string varying_keys(const std::vector<MeasuredStep>& steps, const MeasuredS
           std::find_if(o.keys.begin(), o.keys.end(), [&](const auto& kv) { return kv.first == key; });
       return it == o.keys.end() || it->second != value;
     });
-    if (varies) out += fmt::format(", {} {}", key.substr(key.rfind('.') + 1), value);
+    if (!varies || value == "false") continue;
+    const std::string name = key.substr(key.rfind('.') + 1);
+    out += value == "true" ? fmt::format(", {}", name) : fmt::format(", {} {}", name, value);
   }
   return out;
 }
@@ -251,8 +254,15 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   // The forward's error where the data times it (fwd_ms).
   const bool forward =
       std::any_of(steps.begin(), steps.end(), [](const auto& m) { return m.measured_fwd_ms > 0; });
-  std::string report = fmt::format("{:<45} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}{}\n",
-                                   "step (layers x hidden, seq, micro-batch)", "runs", "measured ms",
+  auto label = [&](const MeasuredStep& m) {
+    return fmt::format("{} x {}, {}, {}{}{}{}", m.layers, m.hidden, m.seq, m.micro_batch,
+                       m.flash ? ", flash" : "", m.tp > 1 ? fmt::format(", tp {}", m.tp) : std::string(),
+                       varying_keys(steps, m));
+  };
+  std::size_t width = 45;
+  for (const auto& m : steps) width = std::max(width, label(m).size());
+  std::string report = fmt::format("{:<{}} {:>5} {:>12} {:>12} {:>8} {:>16} {:>16}{}\n",
+                                   "step (layers x hidden, seq, micro-batch)", width, "runs", "measured ms",
                                    "predicted ms", "error", "fwd+bwd error", "optimizer error",
                                    forward ? fmt::format(" {:>14}", "forward error") : std::string());
   std::vector<double> errors;
@@ -290,13 +300,9 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     }
     if (m.measured_fwd_ms > 0) fwd = signed_pct(phases.forward().ms(), m.measured_fwd_ms);
     errors.push_back(e);
-    report += fmt::format(
-        "{:<45} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}{}\n",
-        fmt::format("{} x {}, {}, {}{}{}{}", m.layers, m.hidden, m.seq, m.micro_batch,
-                    m.flash ? ", flash" : "", m.tp > 1 ? fmt::format(", tp {}", m.tp) : std::string(),
-                    varying_keys(steps, m)),
-        m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt,
-        forward ? fmt::format(" {:>14}", fwd) : std::string());
+    report += fmt::format("{:<{}} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}{}\n", label(m), width,
+                          m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt,
+                          forward ? fmt::format(" {:>14}", fwd) : std::string());
   }
   const node_model::ErrorStats e = node_model::error_stats(errors);
   out << report << fmt::format(

@@ -2,7 +2,7 @@
 """Measure 16-bit training kernels and a small GPT training step on one GPU.
 
 Run on a lent GPU machine (PyTorch with CUDA):  OUT=dir python3 measure_16bit.py
-(SECTIONS=a,b picks sections: tpsteps, recompute [RECOMPUTE_PROFILE=1], ckpthost, wgradacc,
+(SECTIONS=a,b picks sections: tpsteps, recompute [RECOMPUTE_PROFILE=1], spsteps, ckpthost, wgradacc,
 gemmwarm, gemm, vector, other, e2e, sustained, xla; unset runs all)
 Writes CSVs under $OUT (tests/data/h200/README.md describes each file and its
 columns; GEMMs use NeuSight's convention: N is the reduction, K the output width). Every section is timed with CUDA events; each kernel timed
@@ -449,12 +449,49 @@ def section_other(rows):
 
 
 # --------------------------------------------------------------------------
+class Gather(torch.autograd.Function):
+    """Sequence parallelism's all-gather on one rank, without NCCL: the rows of all tp ranks in one
+    buffer (zeros where the other ranks' rows would land); backward keeps this rank's rows (the
+    reduce-scatter's local share)."""
+
+    @staticmethod
+    def forward(ctx, x, tp):
+        ctx.n = x.shape[0]
+        out = torch.zeros((x.shape[0] * tp,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
+        out[:x.shape[0]].copy_(x)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[:ctx.n].clone(), None
+
+
+class ReduceScatter(torch.autograd.Function):
+    """Sequence parallelism's reduce-scatter on one rank, without NCCL: this rank's rows; backward
+    gathers as Gather does."""
+
+    @staticmethod
+    def forward(ctx, x, tp):
+        ctx.tp = tp
+        return x[:x.shape[0] // tp].clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        out = torch.zeros((g.shape[0] * ctx.tp,) + tuple(g.shape[1:]), dtype=g.dtype, device=g.device)
+        out[:g.shape[0]].copy_(g)
+        return out, None
+
+
 class Block(torch.nn.Module):
     """A Megatron-style GPT layer in plain PyTorch: pre-LN, fused QKV, unfused attention
     (scaled scores, causal mask, softmax, dropout), projection, bias-dropout-add, MLP with GeLU."""
 
-    def __init__(self, h, heads, p_drop, flash=False, tp=1, recompute="none"):
+    def __init__(self, h, heads, p_drop, flash=False, tp=1, recompute="none", sp=False):
         super().__init__()
+        # sp: Megatron's sequence parallelism on one rank: the layer norms, dropouts and residuals
+        # on s / tp rows; the all-gather before QKV and fc1 and the reduce-scatter after the
+        # projection and fc2 stand in as their local copies (Gather, ReduceScatter).
+        self.sp = sp and tp > 1
         # recompute "selective": the core attention (scores, mask, softmax, dropout, context)
         # recomputed in the backward, as Megatron's selective recomputation does.
         self.recompute = recompute
@@ -469,7 +506,15 @@ class Block(torch.nn.Module):
         self.fc1 = torch.nn.Linear(h, 4 * h // tp)
         self.fc2 = torch.nn.Linear(4 * h // tp, h)
 
+    def gather(self, x):
+        return Gather.apply(x, self.tp) if self.sp else x
+
+    def scatter(self, x):
+        return ReduceScatter.apply(x, self.tp) if self.sp else x
+
     def forward(self, x, mask):
+        if self.sp:
+            return self.forward_sp(x, mask)
         s, b, h = x.shape
         nh, d = self.heads, h // (self.heads * self.tp)
         h = nh * d  # this rank's attention width
@@ -492,6 +537,22 @@ class Block(torch.nn.Module):
         x = x + F.dropout(self.proj(ctx), self.p, self.training)
         return x + F.dropout(self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh")), self.p, self.training)
 
+    def forward_sp(self, x, mask):
+        """The layer under sequence parallelism (unfused attention): x holds this rank's s / tp rows."""
+        full = self.gather(self.ln1(x))
+        s, b, h = full.shape
+        nh, d = self.heads, h // (self.heads * self.tp)
+        qkv = self.qkv(full).view(s, b * nh, 3 * d)
+        q, k, v = (t.transpose(0, 1) for t in qkv.split(d, dim=-1))
+        if self.recompute == "selective":
+            ctx = checkpoint(self.core_attention, q, k, v, mask, use_reentrant=True)
+        else:
+            ctx = self.core_attention(q, k, v, mask)
+        ctx = ctx.transpose(0, 1).reshape(s, b, nh * d)
+        x = x + F.dropout(self.scatter(self.proj(ctx)), self.p, self.training)
+        y = self.fc2(F.gelu(self.fc1(self.gather(self.ln2(x))), approximate="tanh"))
+        return x + F.dropout(self.scatter(y), self.p, self.training)
+
     def core_attention(self, q, k, v, mask):
         """Scaled scores, causal mask, softmax, dropout and context of [b * heads, s, d] operands."""
         bn, s, d = q.shape
@@ -502,24 +563,30 @@ class Block(torch.nn.Module):
 
 
 class Gpt(torch.nn.Module):
-    def __init__(self, layers, h, heads, vocab, seq, p_drop, flash=False, tp=1, recompute="none"):
+    def __init__(self, layers, h, heads, vocab, seq, p_drop, flash=False, tp=1, recompute="none", sp=False):
         super().__init__()
+        self.sp, self.tp = sp and tp > 1, tp
         # recompute "full": each layer's input kept, the layer run again in the backward
         # (Megatron's full recomputation, uniform method, one layer per checkpoint).
         self.recompute = recompute
         self.emb = torch.nn.Embedding(vocab // tp, h)  # vocabulary-parallel: this rank's rows
         self.pos = torch.nn.Embedding(seq, h)
-        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop, flash, tp, recompute) for _ in range(layers))
+        self.blocks = torch.nn.ModuleList(Block(h, heads, p_drop, flash, tp, recompute, sp) for _ in range(layers))
         self.lnf = torch.nn.LayerNorm(h)
         self.p = p_drop
 
     def forward(self, tokens, mask):
         s = tokens.shape[0]
-        x = F.dropout(self.emb(tokens) + self.pos(torch.arange(s, device=tokens.device))[:, None, :],
-                      self.p, self.training)
+        x = self.emb(tokens) + self.pos(torch.arange(s, device=tokens.device))[:, None, :]
+        if self.sp:  # into the sequence-parallel region: this rank's rows
+            x = ReduceScatter.apply(x, self.tp)
+        x = F.dropout(x, self.p, self.training)
         for blk in self.blocks:
             x = checkpoint(blk, x, mask, use_reentrant=True) if self.recompute == "full" else blk(x, mask)
-        logits = F.linear(self.lnf(x), self.emb.weight)  # tied LM head
+        x = self.lnf(x)
+        if self.sp:  # gathered before the LM head
+            x = Gather.apply(x, self.tp)
+        logits = F.linear(x, self.emb.weight)  # tied LM head
         return logits
 
 
@@ -527,10 +594,11 @@ class TrainStep:
     """One GPT training step as Megatron's mixed precision runs it: the model in bf16, FP32 master
     weights and main gradients, fused AdamW on them. fwd_bwd() and optim() are its two phases."""
 
-    def __init__(self, layers, hidden, heads, seq, micro_batch, flash=False, vocab=50304, tp=1, recompute="none"):
+    def __init__(self, layers, hidden, heads, seq, micro_batch, flash=False, vocab=50304, tp=1, recompute="none",
+                 sp=False):
         torch.manual_seed(0)
         with torch.device(DEV):
-            self.model = Gpt(layers, hidden, heads, vocab, seq, 0.1, flash, tp, recompute).to(torch.bfloat16)
+            self.model = Gpt(layers, hidden, heads, vocab, seq, 0.1, flash, tp, recompute, sp).to(torch.bfloat16)
         self.model.train()
         vocab //= tp  # a tensor-parallel rank's vocabulary shard (logits and loss on it alone)
         self.vocab = vocab
@@ -707,6 +775,39 @@ def section_recompute(rows, warm_s=1.5):
                         profile_step(step.fwd_bwd, step.optim, f"L{L} h{h} s{s} mb{mb} tp{tp} recompute {rc}")
                 except Exception:  # noqa: BLE001
                     log("recompute step failed: " + traceback.format_exc().splitlines()[-1])
+                step = None
+                gc.collect()
+                torch.cuda.empty_cache()
+
+
+SP_HEADER = TP_HEADER[:-1] + ["parallelism.sequence_parallel", "parallelism.recompute", "fwd_ms", "bwd_ms", "note"]
+
+
+def section_sp_steps(rows, warm_s=1.5):
+    """One tensor-parallel rank's steps (tp 4 and 8) without and with sequence parallelism (the
+    collectives' outputs as local copies), the latter also with selective recomputation
+    (Korthikanti et al.'s configuration)."""
+    layers = ((4, 4096, 32, 2048, 2), (2, 8192, 64, 2048, 1), (2, 12288, 96, 2048, 1))
+    vocab = 50304
+    for (L, h, nh, s, mb) in layers:
+        for tp in (8, 4):
+            for sp, rc in ((False, "none"), (True, "none"), (True, "selective")):
+                if left() < 20:
+                    log("sp steps: time limit")
+                    return
+                step = None
+                try:
+                    step = TrainStep(L, h, nh, s, mb, vocab=vocab, tp=tp, recompute=rc, sp=sp)
+                    fb, op, it, n, fw, bw = time_step(step, warm_s, split=True)
+                    rows.append([L, h, nh, s, mb, vocab, step.n_params, "bf16", "false", f"{fb:.4f}", f"{op:.4f}",
+                                 f"{it:.4f}", n, tp, "fused-adam", "true" if sp else "false", rc, f"{fw:.4f}",
+                                 f"{bw:.4f}",
+                                 "one tensor-parallel rank, no collectives (sequence parallelism's all-gather and "
+                                 "reduce-scatter as local copies into zeroed buffers); plain PyTorch eager, unfused "
+                                 "attention, dropout 0.1, tied LM head"])
+                    log(f"sp={sp} {rc} L{L} h{h} tp{tp}: fwd {fw:.2f} ms, bwd {bw:.2f} ms, optimizer {op:.2f} ms")
+                except Exception:  # noqa: BLE001
+                    log("sp step failed: " + traceback.format_exc().splitlines()[-1])
                 step = None
                 gc.collect()
                 torch.cuda.empty_cache()
@@ -934,6 +1035,7 @@ def main():
     log(f"GPU {GPU}, torch {torch.__version__}, budget {BUDGET_S:.0f} s")
     run_section("env", section_env)
     table_section("tpsteps", "tp steps", section_tp_steps, "tp_steps.csv", TP_HEADER)
+    table_section("spsteps", "sp steps", section_sp_steps, "sp_steps.csv", SP_HEADER)
     table_section("ckpthost", "checkpoint host", section_checkpoint_host, "checkpoint_host.csv", CKPT_HEADER)
     table_section("wgradacc", "wgrad accumulate", section_wgrad_accumulate, "wgrad_accumulate.csv", WGRAD_HEADER)
     table_section("recompute", "recompute", section_recompute, "recompute_steps.csv", RECOMPUTE_HEADER)
