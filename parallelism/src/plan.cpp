@@ -612,8 +612,8 @@ struct PlanContext {
   const GradSizes& grads;
   const KernelTimer& timer;
   std::int64_t micro_batches = 0;
-  bool torch_ddp = false;  ///< gradients accumulated in .grad after the first micro-batch (PyTorch DDP; eager
-                           ///< with set_to_none)
+  bool dot_grad = false;  ///< gradients accumulated in .grad after the first micro-batch (PyTorch DDP; eager
+                          ///< with set_to_none)
   bool split = false;        ///< the schedule splits the backward into B and W
   bool separate_experts = false;  ///< experts' gradients reduced over the expert-data-parallel group
   std::int64_t pbytes = 0;   ///< bytes per parameter and activation element
@@ -624,7 +624,7 @@ struct PlanContext {
 
 PlanContext plan_context(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
                          const StagePartition& part, const ModelPieces& pieces, const GradSizes& grads,
-                         const KernelTimer& timer, std::int64_t micro_batches, bool torch_ddp) {
+                         const KernelTimer& timer, std::int64_t micro_batches, bool dot_grad) {
   const bool tp = plan.tp > 1, sp = tp && plan.sequence_parallel;
   const std::int64_t pbytes = dtype_bytes(work.dtype);
   const Bytes act(work.micro_batch * work.seq_len * model.hidden * pbytes);
@@ -634,13 +634,20 @@ PlanContext plan_context(const TransformerConfig& model, const Workload& work, c
   const bool scatter_gather =
       tp && !sp && plan.pipeline_scatter_gather && work.framework == node_model::Framework::Megatron;
   const Bytes pipe_msg = (sp || scatter_gather) ? Bytes(act.count() / plan.tp) : act;
-  return PlanContext{model,         work,
-                     plan,          part,
-                     pieces,        grads,
-                     timer,         micro_batches,
-                     torch_ddp,     splits_backward(plan.schedule),
-                     model.is_moe() && plan.ep > 1, pbytes,
-                     act,           scatter_gather,
+  return PlanContext{model,
+                     work,
+                     plan,
+                     part,
+                     pieces,
+                     grads,
+                     timer,
+                     micro_batches,
+                     dot_grad,
+                     splits_backward(plan.schedule),
+                     model.is_moe() && plan.ep > 1,
+                     pbytes,
+                     act,
+                     scatter_gather,
                      pipe_msg};
 }
 
@@ -952,7 +959,7 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     const bool last_mb = grads && i == last_backward[static_cast<std::size_t>(st.chunk)];
     // PyTorch DDP (and eager with set_to_none): micro-batches after the
     // first add their gradients to .grad.
-    const bool accumulate = c.torch_ddp && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
+    const bool accumulate = c.dot_grad && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
     add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb, accumulate, std::move(first), named);
   }
 }
