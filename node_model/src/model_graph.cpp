@@ -368,10 +368,13 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
     }
     for (const auto* shapes : {&in, &outs}) {
       for (const auto& s : *shapes) {
+        // Over the nonzero dimensions: a zero makes the shape empty but not
+        // the partial products (product() of a sub-range) that come before it.
         double elements = 1;
-        for (const auto d : s) elements *= static_cast<double>(d);
+        for (const auto d : s) elements *= d == 0 ? 1.0 : static_cast<double>(d);
         if (elements > 9.2e18) {
-          throw InputError(fmt::format("{}: row {}: a shape of more than 2^63 elements", path, r + 1));
+          throw InputError(
+              fmt::format("{}: row {}: a shape whose dimensions multiply past 2^63", path, r + 1));
         }
       }
     }

@@ -185,7 +185,6 @@ class IbNetDevice : public ns3::NetDevice {
 
   ns3::DataRate m_rate;
   std::uint32_t m_headerBytes = 30;
-  double m_psPerByte = 0.0;
   IbPortOwner* m_owner = nullptr;
   std::uint16_t m_port = 0;
   std::uint8_t m_numVls = 1;

@@ -319,7 +319,7 @@ hostile(NAME huge.sweep_point RC 2
         ARGS sweep s.yaml --set training.global_batch=128,1000000000 --set training.micro_batch=1)
 
 # --- torch.fx operator graphs and their labels (predict-graph). --------------
-foreach(g IN ITEMS g_letters g_deep g_huge_dim g_overflow_elements g_negative_latency g_nan_latency g_inf_bw)
+foreach(g IN ITEMS g_letters g_deep g_huge_dim g_overflow_elements g_overflow_zero g_negative_latency g_nan_latency g_inf_bw)
   hostile(NAME fx_graph.${g} RC 2 REGEX "^tessera: error: ${g}\\.csv: row 1"
           ARGS predict-graph --graph ${g}.csv --device dev_ok.json)
 endforeach()
