@@ -970,8 +970,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       s.workload.profile.grad_accumulation_fusion = t.boolean("grad_accumulation_fusion");
     }
     // PyTorch eager: how zero_grad leaves .grad (PyTorch 2's set_to_none by
-    // default: the first micro-batch writes the gradients, later ones add).
-    s.workload.profile.eager_accumulate_every_backward = false;
+    // default, ProfileOptions' default: the first micro-batch writes the
+    // gradients, later ones add).
     if (t.has("zero_grad")) {
       const YAML::Node v = t.need("zero_grad");
       const std::string z = t.scalar("zero_grad");

@@ -40,7 +40,15 @@ std::int64_t get_int(const JsonValue& c, std::initializer_list<const char*> keys
 /// planner builds on the same rules.
 class GraphBuilder {
  public:
-  explicit GraphBuilder(bool train) : train_(train), rules_(Framework::PyTorchEager, DType::FP32) {}
+  // NeuSight's per-op backward latencies include the addition to `.grad`
+  // (zero_grad(set_to_none=False), PyTorch 1.x): every backward accumulates.
+  explicit GraphBuilder(bool train)
+      : train_(train), rules_(Framework::PyTorchEager, DType::FP32, neusight_profile()) {}
+  static ProfileOptions neusight_profile() {
+    ProfileOptions o;
+    o.eager_accumulate_every_backward = true;
+    return o;
+  }
 
   void linear(const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, double count = 1) {
     add(rules_.linear(name, rows, in, out, true), count);

@@ -783,10 +783,11 @@ TEST(Plan, EagerZeroGradDecidesWhichBackwardsAddToDotGrad) {
   };
   EXPECT_EQ(grad_adds(false), 3 * 8);  // micro-batches 2-4, 8 layers
   EXPECT_EQ(grad_adds(true), 0);
-  node_model::ProfileOptions none;
-  none.eager_accumulate_every_backward = false;
-  const node_model::OpRules zeros(node_model::Framework::PyTorchEager, DType::BF16);
-  const node_model::OpRules set_to_none(node_model::Framework::PyTorchEager, DType::BF16, none);
+  node_model::ProfileOptions every;
+  every.eager_accumulate_every_backward = true;
+  const node_model::OpRules zeros(node_model::Framework::PyTorchEager, DType::BF16, every);
+  // set_to_none is the library's default, as the scenario key's.
+  const node_model::OpRules set_to_none(node_model::Framework::PyTorchEager, DType::BF16);
   EXPECT_EQ(zeros.linear("fc", 64, 32, 16, true).weight_grad.kernels.size(),
             2U);  // the GEMM and .grad += (W and b)
   EXPECT_EQ(set_to_none.linear("fc", 64, 32, 16, true).weight_grad.kernels.size(), 1U);  // the GEMM alone

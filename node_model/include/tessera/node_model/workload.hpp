@@ -89,15 +89,16 @@ struct ProfileOptions {
   /// gradients live in .grad: the first micro-batch writes them, later ones
   /// add to them (the planner charges that add), and zero_grad frees them.
   bool main_grad = true;
-  /// PyTorch eager: every backward adds each gradient to `.grad`, which the
-  /// weight-gradient passes charge (zero_grad(set_to_none=False), PyTorch
-  /// 1.x's default, and the convention of NeuSight's per-op measurements,
-  /// whose backward latencies include that accumulation). false:
-  /// zero_grad(set_to_none=True), PyTorch 2's default: the first
-  /// micro-batch's backward writes `.grad`, later ones add to it, which the
-  /// planner charges per layer (as for PyTorch DDP under Megatron). The
-  /// scenario key `training.zero_grad` sets it (`set_to_none` by default).
-  bool eager_accumulate_every_backward = true;
+  /// PyTorch eager: false (the default): zero_grad(set_to_none=True),
+  /// PyTorch 2's default: the first micro-batch's backward writes `.grad`,
+  /// later ones add to it, which the planner charges per layer (as for
+  /// PyTorch DDP under Megatron). true: every backward adds each gradient to
+  /// `.grad`, which the weight-gradient passes charge
+  /// (zero_grad(set_to_none=False), PyTorch 1.x's default, and the
+  /// convention of NeuSight's per-op measurements, whose backward latencies
+  /// include that accumulation: GraphBuilder asks for it). The scenario key
+  /// `training.zero_grad` sets it (`set_to_none` by default).
+  bool eager_accumulate_every_backward = false;
   /// FP8 training as NVIDIA Transformer Engine runs it under Megatron-Core
   /// (`training.dtype: fp8`; the OpRules dtype stays bf16): the GEMMs of the
   /// transformer layers' linears (OpRules::layer_linear: QKV, projection,
