@@ -23,7 +23,10 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.pp = s.plan.pp;
   rep.ep = s.plan.ep;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
+  rep.untested_gpu = node_model::extrapolation_note(s.gpu, s.workload.dtype);
   if (s.mixed_gpus) {
+    const std::string mixed = node_model::extrapolation_note(s.mixed_gpus->gpu, s.workload.dtype);
+    if (!mixed.empty()) rep.untested_gpu += (rep.untested_gpu.empty() ? "" : "; ") + mixed;
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
     rep.mixed_nodes = static_cast<int>(s.mixed_gpus->nodes.size());
     for (std::size_t i = 0; i < s.mixed_gpus->nodes.size(); ++i) {
@@ -198,6 +201,7 @@ std::string format_text(const RunReport& r) {
                      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,
                      r.micro_batches == 1 ? "" : "es", r.schedule);
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
+  if (!r.untested_gpu.empty()) out += fmt::format("Untested GPU   {}\n", r.untested_gpu);
   if (!r.mixed_gpu.empty()) {
     out += fmt::format("Mixed GPUs     {} nodes of {} ({}; memory checked against {})\n", r.mixed_nodes, r.mixed_gpu,
                        r.mixed_node_list, r.gpu);
@@ -309,29 +313,33 @@ std::string format_json(const RunReport& r) {
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
-      "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
+      "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": "
+      "{:.9e}, "
       "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, "
       "\"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
-      "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, \"oom\": {}, "
+      "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, \"oom\": "
+      "{}, "
       "\"memory_per_stage\": [{}]{}}}\n",
-      json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp, r.tp,
-      r.pp,
+      json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp,
+      r.tp, r.pp,
       (r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
-      json_string(r.schedule), r.micro_batches,
-      json_string(r.backend), json_string(r.predictor),
+      json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),
       (r.mixed_gpu.empty() ? std::string()
-                           : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": {}}}, ", json_string(r.mixed_gpu),
-                                         r.mixed_nodes)) +
+                           : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": {}}}, ",
+                                         json_string(r.mixed_gpu), r.mixed_nodes)) +
           (r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
                                           r.max_compute_scale)
                             : std::string()),
       kernel_overrides_json(r) +
-          (r.fp8 ? std::string("\"fp8\": {\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\"}, ") : std::string()),
+          (r.fp8 ? std::string("\"fp8\": {\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\"}, ")
+                 : std::string()) +
+          (r.untested_gpu.empty() ? std::string()
+                                  : fmt::format("\"untested_gpu\": {}, ", json_string(r.untested_gpu))),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
-      r.exposed_comm_time.seconds(),
-      r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu, r.tokens_per_second, r.bytes_sent.count(),
-      r.nvlink_bytes.count(), r.fabric_bytes.count(), json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory,
+      r.exposed_comm_time.seconds(), r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu,
+      r.tokens_per_second, r.bytes_sent.count(), r.nvlink_bytes.count(), r.fabric_bytes.count(),
+      json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory,
       balance + (r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string()) + warnings);
 }
 

@@ -149,4 +149,37 @@ std::vector<std::string> gpu_preset_names() {
   return out;
 }
 
+std::string extrapolation_note(const GpuSpec& gpu, DType dtype) {
+  const auto it = std::find_if(presets().begin(), presets().end(), [&](const GpuSpec& p) {
+    return p.name == gpu.name && p.fp32_peak == gpu.fp32_peak && p.tensor_peak == gpu.tensor_peak &&
+           p.memory_bandwidth == gpu.memory_bandwidth && p.sms == gpu.sms && p.l2_cache == gpu.l2_cache &&
+           p.memory == gpu.memory && p.tf32_peak == gpu.tf32_peak && p.fp8_peak == gpu.fp8_peak &&
+           p.bf16 == gpu.bf16;
+  });
+  constexpr std::string_view kFit = "a node model fit on NVIDIA GPUs from Pascal to Hopper";
+  if (it == presets().end()) {
+    return fmt::format(
+        "{} (an inline GPU, not a preset): its kernel times extrapolate {} from its spec alone", gpu.name,
+        kFit);
+  }
+  const std::string& n = it->name;
+  if (n == "B200" || n == "GB200") {
+    return fmt::format(
+        "{} (Blackwell): no kernel of this generation was measured here; its kernel times "
+        "extrapolate {}",
+        n, kFit);
+  }
+  if (n == "MI300X") {
+    return fmt::format("{} (AMD CDNA 3): no AMD kernel was measured here; its kernel times extrapolate {}", n,
+                       kFit);
+  }
+  if (n == "V100-SXM2" && dtype != DType::FP32) {
+    return fmt::format(
+        "{} at {}: no 16-bit kernel of a Volta GPU was measured here; its tensor-core GEMMs "
+        "extrapolate a model fit on an H100 (its FP32 kernels are NeuSight's V100)",
+        n, to_string(dtype));
+  }
+  return {};
+}
+
 }  // namespace tessera::node_model

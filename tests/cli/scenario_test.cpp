@@ -657,6 +657,27 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
 }
 
+TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
+  // The default scenario (H100, bf16): no line, no key.
+  const Scenario h = parse_scenario(default_text(), "d.yaml");
+  const RunReport rh = make_report(h, simulate_scenario(h));
+  EXPECT_EQ(rh.untested_gpu, "");
+  EXPECT_EQ(format_text(rh).find("Untested GPU"), std::string::npos);
+  EXPECT_EQ(format_json(rh).find("untested_gpu"), std::string::npos);
+  // A B200 cluster: the summary says its kernel times are extrapolated.
+  const Scenario b = parse_scenario(default_text(), "b.yaml", {{"cluster.gpu", "B200"}});
+  const RunReport rb = make_report(b, simulate_scenario(b));
+  EXPECT_NE(format_text(rb).find(
+                "\nUntested GPU   B200 (Blackwell): no kernel of this generation was measured here"),
+            std::string::npos);
+  EXPECT_NE(format_json(rb).find("\"untested_gpu\": \"B200 (Blackwell): no kernel"), std::string::npos);
+  // Some nodes of another, unmeasured GPU: that GPU is named too.
+  const Scenario m =
+      parse_scenario(default_text(), "m.yaml", {{"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "1"}});
+  const RunReport rm = make_report(m, simulate_scenario(m));
+  EXPECT_EQ(rm.untested_gpu.rfind("MI300X (AMD CDNA 3)", 0), 0U);
+}
+
 TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
   // Default: Megatron's layout, no warning (tp = 1).
   const Scenario d = parse_scenario(default_text(), "d.yaml");

@@ -44,6 +44,34 @@ TEST(GpuSpec, VoltaHasFp16TensorCoresOnly) {
   EXPECT_DOUBLE_EQ(gpu_preset("A100-80GB").matmul_peak(DType::BF16).tflops(), 312);
 }
 
+TEST(GpuSpec, ExtrapolationNoteNamesWhatNoMeasurementHereBacks) {
+  // Measured generations: Ampere and Hopper at every dtype, Volta at FP32.
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200"}) {
+    for (DType d : {DType::FP32, DType::FP16, DType::BF16}) {
+      EXPECT_EQ(extrapolation_note(gpu_preset(name), d), "") << name;
+    }
+  }
+  EXPECT_EQ(extrapolation_note(gpu_preset("V100-SXM2"), DType::FP32), "");
+  EXPECT_NE(extrapolation_note(gpu_preset("V100-SXM2"), DType::FP16)
+                .find("V100-SXM2 at fp16: no 16-bit kernel of a Volta GPU"),
+            std::string::npos);
+  for (const char* name : {"B200", "GB200"}) {
+    EXPECT_EQ(extrapolation_note(gpu_preset(name), DType::BF16)
+                  .rfind(std::string(name) + " (Blackwell): no kernel", 0),
+              0U);
+    EXPECT_NE(extrapolation_note(gpu_preset(name), DType::FP32), "");
+  }
+  EXPECT_EQ(extrapolation_note(gpu_preset("MI300X"), DType::BF16).rfind("MI300X (AMD CDNA 3)", 0), 0U);
+  // A spec that is not exactly a preset's, even under a preset's name, is
+  // known by its spec alone.
+  GpuSpec h100 = gpu_preset("H100-SXM");
+  h100.memory_bandwidth = Bandwidth::gigabytes_per_second(3000);
+  EXPECT_EQ(extrapolation_note(h100, DType::BF16).rfind("H100-SXM (an inline GPU, not a preset)", 0), 0U);
+  h100 = gpu_preset("H100-SXM");
+  h100.name = "my-h100";
+  EXPECT_NE(extrapolation_note(h100, DType::FP32), "");
+}
+
 TEST(GpuSpec, CurrentGpusFromTheirSpecSheets) {
   // Dense peaks (half the "with sparsity" figures), per GPU.
   const GpuSpec& pcie = gpu_preset("H100-PCIe");

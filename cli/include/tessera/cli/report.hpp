@@ -105,6 +105,12 @@ struct RunReport {
   /// `training.dtype: fp8` (Transformer Engine FP8 GEMMs; an "FP8" line and a
   /// JSON "fp8" object only then): MFU and HFU count against the BF16 peak.
   bool fp8 = false;
+  /// Why the GPU's (and a `mixed_gpus` GPU's) kernel times are an
+  /// extrapolation beyond the generations the node model was fit on or
+  /// checked against (node_model::extrapolation_note, "; "-joined); empty
+  /// when measurements back them. Text: an "Untested GPU" line; JSON:
+  /// "untested_gpu", only when set.
+  std::string untested_gpu;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
   /// The ns-3 backend's packet fabric (a "Packet fabric" section and a JSON
   /// "ns3" object); absent on the flow backend, whose output is unchanged.

@@ -49,4 +49,16 @@ struct GpuSpec {
 const GpuSpec& gpu_preset(std::string_view name);
 std::vector<std::string> gpu_preset_names();
 
+/// Why kernel times on `gpu` at training dtype `dtype` are an extrapolation
+/// beyond the GPU generations the node model was fit on or checked against
+/// here, in one sentence for reports; empty when measurements of the GPU's
+/// generation at that precision back it. Backed: the Ampere and Hopper
+/// presets (A100-40GB, A100-80GB, H100-SXM, H100-PCIe, H200) at any dtype
+/// (FP32: NeuSight's GPUs and 4-GPU runs; 16-bit: the H100 GEMM tables,
+/// vTrain's A100 runs, H100 and H200 kernels and steps), and the V100 at
+/// FP32 (NeuSight's V100). Not: the V100's FP16 tensor cores, Blackwell
+/// (B200, GB200), AMD (MI300X), and any inline GPU (a spec that is not
+/// exactly a preset's): docs/node_model.md, "GPU presets".
+std::string extrapolation_note(const GpuSpec& gpu, DType dtype);
+
 }  // namespace tessera::node_model
