@@ -1,6 +1,10 @@
 // Fuzz target for the scenario loader: any input must either load or throw
 // tessera::InputError (a one-line error, exit code 2) — never crash, hang or
-// throw anything else.
+// throw anything else. Built with TESSERA_FUZZ_SIMULATE (plan_fuzz), a
+// scenario that loads and is small (one job, at most kMaxEvents estimated
+// engine events) is also planned and simulated on the flow backend: that
+// must finish or throw a tessera::Error (a readable message), never
+// anything else, and never trip AddressSanitizer or UBSan.
 //
 // Built two ways:
 //  - with Clang, `scenario_fuzz_libfuzzer` links libFuzzer (-fsanitize=fuzzer):
@@ -17,11 +21,35 @@
 
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
+#ifdef TESSERA_FUZZ_SIMULATE
+#include "tessera/study/pipeline.hpp"
+
+namespace {
+/// Small enough that one input simulates in well under a second.
+constexpr double kMaxEvents = 2e5;
+long simulated = 0;  // inputs that reached the simulation (the driver's report)
+
+void simulate_if_small(tessera::study::Scenario s) {
+  if (!s.jobs.empty() || tessera::study::estimate_work(s).events() > kMaxEvents) return;
+  s.backend = tessera::study::parse_backend("flow");
+  ++simulated;
+  try {
+    (void)tessera::study::simulate_scenario(s);
+  } catch (const tessera::Error&) {
+    // A readable refusal (an invalid plan, a simulation error): fine.
+  }
+}
+}  // namespace
+#endif
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
+#ifdef TESSERA_FUZZ_SIMULATE
+    simulate_if_small(tessera::cli::parse_scenario(text, "fuzz.yaml"));
+#else
     (void)tessera::cli::parse_scenario(text, "fuzz.yaml");
+#endif
   } catch (const tessera::InputError&) {
     // Expected for bad input.
   } catch (const std::exception& e) {
@@ -31,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::fclose(f);
     }
     std::fprintf(stderr,
-                 "scenario loader threw a non-input error: %s (input written to scenario-fuzz-crash.yaml)\n--- input "
+                 "scenario loader (or simulation) threw a non-input error: %s (input written to "
+                 "scenario-fuzz-crash.yaml)\n--- input "
                  "---\n%s\n",
                  e.what(), text.c_str());
     std::abort();
@@ -85,7 +114,12 @@ int main(int argc, char** argv) {
       ++inputs;
     }
   }
+#ifdef TESSERA_FUZZ_SIMULATE
+  std::printf("scenario loader and simulation survived %ld mutated inputs from %zu seeds (%ld simulated)\n",
+              inputs, seeds.size(), simulated);
+#else
   std::printf("scenario loader survived %ld mutated inputs from %zu seeds\n", inputs, seeds.size());
+#endif
   return 0;
 }
 #endif
