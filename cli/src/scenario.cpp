@@ -281,9 +281,11 @@ parallelism::TransformerConfig read_model(Section& m) {
     } else if (cfg.hidden != preset_hidden) {
       // A new hidden size keeps the preset's MLP width ratio (4 x hidden
       // for the GPT presets), rounded, at most int64.
-      const __int128 ffn = (static_cast<__int128>(preset_ffn) * cfg.hidden + preset_hidden / 2) / preset_hidden;
+      // (__extension__: a GCC/Clang 128-bit integer, which -Wpedantic flags.)
+      __extension__ using Int128 = __int128;
+      const Int128 ffn = (static_cast<Int128>(preset_ffn) * cfg.hidden + preset_hidden / 2) / preset_hidden;
       cfg.ffn_hidden = static_cast<std::int64_t>(
-          std::min<__int128>(std::max<__int128>(ffn, 1), std::numeric_limits<std::int64_t>::max()));
+          std::min<Int128>(std::max<Int128>(ffn, 1), std::numeric_limits<std::int64_t>::max()));
     }
     override_field("vocab", cfg.vocab);
     override_field("kv_heads", cfg.kv_heads);

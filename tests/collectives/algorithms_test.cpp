@@ -314,7 +314,9 @@ TEST(RailRings, EveryRingVisitsEveryRankAndCrossesNodesOnOneRail) {
     for (std::size_t i = 0; i < ring.size(); ++i) {
       const int a = ring[i];
       const int b = ring[(i + 1) % ring.size()];
-      if (a / 8 != b / 8) EXPECT_EQ(a % 8, b % 8);
+      if (a / 8 != b / 8) {
+        EXPECT_EQ(a % 8, b % 8);
+      }
     }
   }
   // Three nodes: the wrap from the last node to the first changes rails once per ring.

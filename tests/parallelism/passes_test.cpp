@@ -247,7 +247,9 @@ TEST(Passes, LmHeadRunsTheVocabularyParallelLossAllReducesInItsForward) {
       pieces_text(pieces.lm_head.forward),
       "fwd fwd.tp.loss.all-reduce fwd.loss fwd.tp.loss.all-reduce fwd.loss fwd.tp.loss.all-reduce fwd.loss");
   for (const Piece& c : pieces.lm_head.forward.pieces()) {
-    if (!c.compute) EXPECT_EQ(c.bytes, Bytes(32 * 4));
+    if (!c.compute) {
+      EXPECT_EQ(c.bytes, Bytes(32 * 4));
+    }
   }
   // Its backward needs none; the LM head's input gradient is all-reduced.
   EXPECT_EQ(pieces_text(pieces.lm_head.backward), "bwd bwd.tp.all-reduce bwd");
