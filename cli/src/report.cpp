@@ -313,13 +313,11 @@ std::string format_json(const RunReport& r) {
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
-      "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": "
-      "{:.9e}, "
-      "\"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, \"mfu\": {:.6f}, "
-      "\"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
-      "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, \"oom\": "
-      "{}, "
-      "\"memory_per_stage\": [{}]{}}}\n",
+      "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, "
+      "\"bubble_time_s\": {:.9e}, \"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, "
+      "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
+      "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, "
+      "\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
       json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp,
       r.tp, r.pp,
       (r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +

@@ -150,12 +150,7 @@ std::vector<std::string> gpu_preset_names() {
 }
 
 std::string extrapolation_note(const GpuSpec& gpu, DType dtype) {
-  const auto it = std::find_if(presets().begin(), presets().end(), [&](const GpuSpec& p) {
-    return p.name == gpu.name && p.fp32_peak == gpu.fp32_peak && p.tensor_peak == gpu.tensor_peak &&
-           p.memory_bandwidth == gpu.memory_bandwidth && p.sms == gpu.sms && p.l2_cache == gpu.l2_cache &&
-           p.memory == gpu.memory && p.tf32_peak == gpu.tf32_peak && p.fp8_peak == gpu.fp8_peak &&
-           p.bf16 == gpu.bf16;
-  });
+  const auto it = std::find(presets().begin(), presets().end(), gpu);
   constexpr std::string_view kFit = "a node model fit on NVIDIA GPUs from Pascal to Hopper";
   if (it == presets().end()) {
     return fmt::format(

@@ -43,12 +43,9 @@ class GraphBuilder {
   // NeuSight's per-op backward latencies include the addition to `.grad`
   // (zero_grad(set_to_none=False), PyTorch 1.x): every backward accumulates.
   explicit GraphBuilder(bool train)
-      : train_(train), rules_(Framework::PyTorchEager, DType::FP32, neusight_profile()) {}
-  static ProfileOptions neusight_profile() {
-    ProfileOptions o;
-    o.eager_accumulate_every_backward = true;
-    return o;
-  }
+      : train_(train),
+        rules_(Framework::PyTorchEager, DType::FP32,
+               ProfileOptions{.eager_accumulate_every_backward = true}) {}
 
   void linear(const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, double count = 1) {
     add(rules_.linear(name, rows, in, out, true), count);

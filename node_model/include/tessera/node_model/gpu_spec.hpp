@@ -33,6 +33,8 @@ struct GpuSpec {
   FlopRate fp8_peak;      ///< dense FP8 on tensor cores (0: no FP8 tensor cores)
   bool bf16 = true;       ///< BF16 on the tensor cores at tensor_peak (false: FP16 only, as Volta)
 
+  bool operator==(const GpuSpec&) const = default;
+
   /// Peak for GEMMs of the given element type: fp32_peak, tf32_peak,
   /// tensor_peak (fp16, bf16) or fp8_peak. Throws InputError naming the GPU
   /// and the dtype when the GPU has no tensor cores for it (peak 0, or bf16
