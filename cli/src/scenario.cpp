@@ -787,6 +787,32 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
   return s;
 }
 
+/// A switch-to-switch link's latency: the key if given, else 600 ns (a
+/// switch traversal and a few metres of cable, as the shipped scenarios).
+Time fabric_latency(Section& f, const char* key) {
+  return f.has(key) ? f.unit(key, parse_time) : Time::from_ns(600);
+}
+
+/// cluster.nvlink_bandwidth when the scenario leaves it out: the GPU preset's
+/// NVLink per direction into an NVSwitch. An inline GPU, a preset without
+/// one (H100-PCIe, MI300X) or an NVLink mesh (whose bandwidth is per link)
+/// has no default: the same error as any missing required key, saying why.
+Bandwidth default_nvlink_bandwidth(Section& c, topology::NodeFabric fabric) {
+  const YAML::Node gpu = c.node()["gpu"];
+  const std::string why = [&]() -> std::string {
+    if (fabric != topology::NodeFabric::NvSwitch)
+      return "an nvlink-mesh node gives no default (bandwidth per link)";
+    if (!gpu.IsScalar()) return "an inline GPU has no default";
+    if (!node_model::preset_nvlink_bandwidth(gpu.Scalar())) {
+      return fmt::format("GPU preset {} has no NVSwitch NVLink to default to", gpu.Scalar());
+    }
+    return "";
+  }();
+  if (!why.empty())
+    c.fail_at(c.node().Mark(), c.key_path("nvlink_bandwidth"), "missing required key (" + why + ")");
+  return *node_model::preset_nvlink_bandwidth(gpu.Scalar());
+}
+
 Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std::string, std::string>& overridden) {
   Scenario s;
   s.file = file;
@@ -796,8 +822,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
 
   {
     Section c = top.child("cluster");
-    c.require({"nodes", "gpus_per_node", "gpu", "nvlink_bandwidth", "nvlink_latency", "nic_bandwidth", "nic_latency",
-               "fabric"});
+    c.require({"nodes", "gpus_per_node", "gpu", "nic_bandwidth", "fabric"});
     auto& cl = s.cluster;
     cl.nodes = c.positive_int32("nodes");
     cl.gpus_per_node = c.positive_int32("gpus_per_node");
@@ -810,12 +835,20 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                     std::numeric_limits<int>::max()));
     }
     s.gpu = read_gpu(c);
-    cl.nvlink_bandwidth = c.unit("nvlink_bandwidth", parse_bandwidth);
-    cl.nvlink_latency = c.unit("nvlink_latency", parse_time);
-    cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
-    cl.nic_latency = c.unit("nic_latency", parse_time);
     topology::NodeSpec node;
     node.gpus = cl.gpus_per_node;
+    if (c.has("node_fabric")) {
+      const YAML::Node v = c.need("node_fabric");
+      node.fabric = checked(c, v, c.key_path("node_fabric"),
+                            [&] { return topology::parse_node_fabric(c.scalar("node_fabric")); });
+    }
+    // Link latencies default to the shipped scenarios' values (docs/scenarios.md);
+    // 1us per NVLink link is also what the NVLink collective calibration was fit with.
+    cl.nvlink_bandwidth = c.has("nvlink_bandwidth") ? c.unit("nvlink_bandwidth", parse_bandwidth)
+                                                    : default_nvlink_bandwidth(c, node.fabric);
+    cl.nvlink_latency = c.has("nvlink_latency") ? c.unit("nvlink_latency", parse_time) : Time::from_us(1);
+    cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
+    cl.nic_latency = c.has("nic_latency") ? c.unit("nic_latency", parse_time) : Time::from_us(1);
     node.nvlink = {cl.nvlink_bandwidth, cl.nvlink_latency};
     // HCAs per node (default: one per GPU) and the PCIe link to a shared one.
     if (c.has("hcas_per_node")) {
@@ -838,10 +871,6 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     }
     node.hcas = cl.hcas_per_node;
     node.pcie = {cl.pcie_bandwidth, cl.pcie_latency};
-    if (c.has("node_fabric")) {
-      const YAML::Node v = c.need("node_fabric");
-      node.fabric = checked(c, v, c.key_path("node_fabric"), [&] { return topology::parse_node_fabric(c.scalar("node_fabric")); });
-    }
     const topology::LinkSpec host{cl.nic_bandwidth, cl.nic_latency};
     Section f = c.child("fabric");
     const YAML::Node type_at = f.need("type");
@@ -868,11 +897,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         c.fail_at(c.node()["node_fabric"].Mark(), c.key_path("node_fabric"),
                   "the leaf-spine fabric models NVSwitch nodes only (use fat-tree or rail-optimized for nvlink-mesh)");
       }
-      f.require({"hosts_per_leaf", "spines", "spine_bandwidth", "spine_latency"});
+      f.require({"hosts_per_leaf", "spines", "spine_bandwidth"});
       cl.hosts_per_leaf = f.positive_int32("hosts_per_leaf");
       cl.spines = f.positive_int32("spines");
       cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
-      cl.spine_latency = f.unit("spine_latency", parse_time);
+      cl.spine_latency = fabric_latency(f, "spine_latency");
       checked(f, f.node()["spines"], f.key_path("spines"), [&] {
         topology::check_size(cl);
         return 0;
@@ -883,14 +912,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       ft.nodes = cl.nodes;
       ft.node = node;
       ft.host = host;
-      f.require({"k", "tiers", "spine_bandwidth", "spine_latency"});
+      f.require({"k", "tiers", "spine_bandwidth"});
       ft.k = f.positive_int32("k");
       ft.tiers = f.positive_int32("tiers");
       ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
       ft.oversubscription = oversubscription();
-      ft.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), f.unit("spine_latency", parse_time)};
-      if (ft.tiers == 3) f.require({"core_bandwidth", "core_latency"});
-      if (ft.tiers == 3) ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), f.unit("core_latency", parse_time)};
+      ft.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
+      if (ft.tiers == 3) {
+        ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency")};
+      }
       checked(f, f.node()["k"], f.key_path("k"), [&] {
         check_capacity(topology::host_capacity(ft), fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers));
         topology::check_size(ft);
@@ -902,10 +932,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       r.nodes = cl.nodes;
       r.node = node;
       r.host = host;
-      f.require({"k", "spine_bandwidth", "spine_latency"});
+      f.require({"k", "spine_bandwidth"});
       r.k = f.positive_int32("k");
       r.oversubscription = oversubscription();
-      r.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), f.unit("spine_latency", parse_time)};
+      r.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
       checked(f, f.node()["k"], f.key_path("k"), [&] {
         check_capacity(topology::host_capacity(r), fmt::format("a k={} rail-optimized fabric", r.k));
         topology::check_size(r);

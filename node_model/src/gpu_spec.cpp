@@ -1,10 +1,12 @@
 #include "tessera/node_model/gpu_spec.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <fmt/format.h>
 #include <string>
+#include <utility>
 
 #include "tessera/error.hpp"
 
@@ -147,6 +149,22 @@ std::vector<std::string> gpu_preset_names() {
   std::vector<std::string> out;
   for (const auto& g : presets()) out.push_back(g.name);
   return out;
+}
+
+std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
+  static constexpr std::array<std::pair<std::string_view, double>, 7> kNvlink{{
+      {"V100-SXM2", 150},
+      {"A100-40GB", 300},
+      {"A100-80GB", 300},
+      {"H100-SXM", 450},
+      {"H200", 450},
+      {"B200", 900},
+      {"GB200", 900},
+  }};
+  for (const auto& [preset, gbps] : kNvlink) {
+    if (preset == name) return Bandwidth::gigabytes_per_second(gbps);
+  }
+  return std::nullopt;
 }
 
 std::string extrapolation_note(const GpuSpec& gpu, DType dtype) {

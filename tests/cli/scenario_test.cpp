@@ -122,23 +122,78 @@ TEST(Scenario, ErrorsNameTheKeyPath) {
   EXPECT_NE(error_of("- a\n- b\n").find("must be a YAML mapping"), std::string::npos);
 }
 
+TEST(Scenario, LinkLatenciesAndNvlinkBandwidthHaveDefaults) {
+  // A cluster needs only what differs between clusters: the GPU preset gives
+  // its NVLink bandwidth per direction, link latencies default to the shipped
+  // scenarios' values (NVLink 1us, HCA link 1us, switch links 600ns).
+  auto without = [](std::string text, std::initializer_list<const char*> keys) {
+    for (const char* k : keys) {
+      const auto key = text.find(std::string("  ") + k + ":");
+      EXPECT_NE(key, std::string::npos) << k;
+      const auto at = text.rfind('\n', key) + 1;  // the whole line
+      text.erase(at, text.find('\n', at) + 1 - at);
+    }
+    return text;
+  };
+  const std::string bare =
+      without(default_text(), {"nvlink_bandwidth", "nvlink_latency", "nic_latency", "spine_latency"});
+  const Scenario s = parse_scenario(bare, "s.yaml");
+  const Scenario full = parse_scenario(default_text(), "s.yaml");
+  EXPECT_EQ(s.cluster.nvlink_bandwidth, Bandwidth::gigabytes_per_second(450));  // H100-SXM: NVLink 4
+  EXPECT_EQ(s.cluster.nvlink_latency, Time::from_us(1));
+  EXPECT_EQ(s.cluster.nic_latency, Time::from_us(1));
+  EXPECT_EQ(s.cluster.spine_latency, Time::from_ns(600));
+  // default.yaml spells out exactly these values: the same cluster.
+  EXPECT_EQ(s.cluster.nvlink_bandwidth, full.cluster.nvlink_bandwidth);
+  EXPECT_EQ(s.cluster.nvlink_latency, full.cluster.nvlink_latency);
+  EXPECT_EQ(s.cluster.nic_latency, full.cluster.nic_latency);
+  EXPECT_EQ(s.cluster.spine_latency, full.cluster.spine_latency);
+  EXPECT_EQ(
+      parse_scenario(replaced(bare, "gpu: H100-SXM", "gpu: A100-80GB"), "s.yaml").cluster.nvlink_bandwidth,
+      Bandwidth::gigabytes_per_second(300));
+  EXPECT_EQ(parse_scenario(replaced(bare, "gpu: H100-SXM", "gpu: B200"), "s.yaml").cluster.nvlink_bandwidth,
+            Bandwidth::gigabytes_per_second(900));
+  // No default where the preset has no NVSwitch port or the GPU is inline.
+  EXPECT_EQ(
+      error_of(replaced(bare, "gpu: H100-SXM", "gpu: H100-PCIe")),
+      "s.yaml:8:3: cluster.nvlink_bandwidth: missing required key (GPU preset H100-PCIe has no NVSwitch "
+      "NVLink to default to)");
+  EXPECT_NE(
+      error_of(
+          replaced(bare, "gpu: H100-SXM",
+                   "gpu: {name: X, fp32_peak: 60TFLOPS, tensor_peak: 900TFLOPS, memory_bandwidth: 3TB/s, "
+                   "sms: 132, l2_cache: 50MB, memory: 80GiB}"))
+          .find("cluster.nvlink_bandwidth: missing required key (an inline GPU has no default)"),
+      std::string::npos);
+  // A 3-tier fat-tree's core links default as its spine links do.
+  const Scenario ft = parse_scenario(
+      replaced(bare, "  fabric:\n    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+               "  fabric:\n    type: fat-tree\n    k: 8\n    tiers: 3\n    core_bandwidth: 400Gbps\n"),
+      "s.yaml");
+  EXPECT_EQ(ft.fat_tree.leaf_spine.latency, Time::from_ns(600));
+  EXPECT_EQ(ft.fat_tree.spine_core.latency, Time::from_ns(600));
+  EXPECT_EQ(ft.fat_tree.host.latency, Time::from_us(1));
+}
+
 TEST(Scenario, MissingKeysAreNamedTogether) {
   // Two or more required keys missing from one mapping: one error names them
   // all, at the mapping; one missing key keeps its own message.
   auto without = [](std::string text, std::initializer_list<const char*> keys) {
     for (const char* k : keys) {
-      const auto at = text.find(std::string("  ") + k + ":");
-      EXPECT_NE(at, std::string::npos) << k;
+      const auto key = text.find(std::string("  ") + k + ":");
+      EXPECT_NE(key, std::string::npos) << k;
+      const auto at = text.rfind('\n', key) + 1;  // the whole line
       text.erase(at, text.find('\n', at) + 1 - at);
     }
     return text;
   };
-  EXPECT_EQ(error_of(without(default_text(), {"nvlink_latency", "nic_latency"})),
-            "s.yaml:8:3: cluster: missing required keys: nvlink_latency, nic_latency");
-  EXPECT_NE(error_of(without(default_text(), {"nvlink_latency"})).find("cluster.nvlink_latency: missing required key"),
+  EXPECT_EQ(error_of(without(default_text(), {"gpus_per_node", "nic_bandwidth"})),
+            "s.yaml:8:3: cluster: missing required keys: gpus_per_node, nic_bandwidth");
+  EXPECT_NE(error_of(without(default_text(), {"nic_bandwidth"}))
+                .find("cluster.nic_bandwidth: missing required key"),
             std::string::npos);
-  EXPECT_NE(error_of(without(default_text(), {"spine_bandwidth", "spine_latency"}))
-                .find("cluster.fabric: missing required keys: spine_bandwidth, spine_latency"),
+  EXPECT_NE(error_of(without(default_text(), {"spine_bandwidth", "hosts_per_leaf"}))
+                .find("cluster.fabric: missing required keys: hosts_per_leaf, spine_bandwidth"),
             std::string::npos);
   EXPECT_NE(error_of(without(default_text(), {"micro_batch", "dtype"}))
                 .find("training: missing required keys: micro_batch, dtype"),

@@ -1,5 +1,6 @@
 #pragma once
 // What the node model needs to know about one GPU.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,17 @@ struct GpuSpec {
 /// "MI300X" (sms: compute units).
 const GpuSpec& gpu_preset(std::string_view name);
 std::vector<std::string> gpu_preset_names();
+
+/// The NVLink bandwidth per GPU and direction of a preset's SXM / HGX part,
+/// from NVIDIA's datasheets (their totals count both directions): V100-SXM2
+/// 150 GB/s (NVLink 2, 300 GB/s total), A100-40GB and A100-80GB 300 GB/s
+/// (NVLink 3, 600), H100-SXM and H200 450 GB/s (NVLink 4, 900), B200 and
+/// GB200 900 GB/s (NVLink 5, 1.8 TB/s). Empty for presets without one NVLink
+/// port to an NVSwitch: H100-PCIe (a two-card bridge at most) and MI300X
+/// (an Infinity Fabric mesh, whose bandwidth is per link), and for names
+/// that are not presets. A scenario's `cluster.nvlink_bandwidth` defaults
+/// to it.
+std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name);
 
 /// Why kernel times on `gpu` at training dtype `dtype` are an extrapolation
 /// beyond the GPU generations the node model was fit on or checked against
