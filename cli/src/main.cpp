@@ -114,7 +114,8 @@ int finish_stdout() {
 /// Per-command help, printed by `tessera COMMAND --help`.
 const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> kHelp{
-      {"run", R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--predictor NAME] [--json] [--set KEY=VALUE]...
+      {"run",
+       R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--predictor NAME] [--json] [--set KEY=VALUE]...
                    [--json-out FILE.json] [--trace FILE.json[.gz]] [--links FILE.csv] [--allow-oom]
                    [--trace-ranks LIST] [--trace-micro-batches LIST] [--trace-transfers on|off]
 
@@ -232,7 +233,8 @@ as run prints it), exposed communication, compute and peak memory per stage;
 --svg draws the iteration time split of each schedule and its peak memory
 per GPU against the GPU's capacity.
 )"},
-      {"kernels", R"(usage: tessera kernels SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--predictor NAME]
+      {"kernels",
+       R"(usage: tessera kernels SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--predictor NAME]
 
 Lists the kernels the scenario's model runs on one GPU, in model order: the
 embeddings, one transformer layer (one MoE layer too, for a mixture of
@@ -256,7 +258,8 @@ recomputation and the optimizer step are the planner's (tessera run).
 Example:
   tessera kernels scenarios/default.yaml --out default_kernels.csv
 )"},
-      {"collectives", R"(usage: tessera collectives SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--backend flow|ns3]
+      {"collectives",
+       R"(usage: tessera collectives SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--backend flow|ns3]
 
 Lists the collectives of one training iteration of the scenario's plan, each
 distinct one once: its role in the plan (the planner's task name without
@@ -276,7 +279,8 @@ with compute, waiting for other ranks) is tessera run's.
 Example:
   tessera collectives scenarios/gpt3-175b.yaml
 )"},
-      {"sensitivity", R"(usage: tessera sensitivity SCENARIO.yaml [--json] [--jobs N] [--set KEY=VALUE]... [--backend flow|ns3]
+      {"sensitivity",
+       R"(usage: tessera sensitivity SCENARIO.yaml [--json] [--jobs N] [--set KEY=VALUE]... [--backend flow|ns3]
                            [--predictor NAME]
 
 What each calibration constant (docs/calibration.md) is worth in this
@@ -306,7 +310,8 @@ measurements"). calibration.host_iteration is not run: it adds itself.
 Example:
   tessera sensitivity scenarios/gpt3-175b.yaml --set training.global_batch=1536
 )"},
-      {"validate", R"(usage: tessera validate kernels|models|distributed|collectives|training|steps --data DIR [options]
+      {"validate",
+       R"(usage: tessera validate kernels|models|distributed|collectives|training|steps --data DIR [options]
 
   kernels      MAPE per op class and GPU of the node model vs measured
                kernels (e.g. --data ../shared/data/neusight/kernels/test).
@@ -348,8 +353,9 @@ Example:
                --data ../shared/data/vtrain): errors by plan family, tp,
                micro-batch and hidden size for A100-80GB and A100-40GB,
                and of the cost of one more micro-batch and one more layer,
-               with a micro-batch's cost outside its layers and a
-               layer's cost per micro-batch by tp
+               with an iteration's cost outside its micro-batches, a
+               micro-batch's outside its layers and a layer's per
+               micro-batch by tp
                (--gpu NAME for one); --set KEY=VALUE as in run (e.g.
                calibration.host_launch=40us); --fit fits the host calibration
                (docs/calibration.md); --cv K cross-validates it by
@@ -376,7 +382,8 @@ Example:
 Each prints the roofline baseline beside the learned model. See docs/node_model.md
 and docs/parallelism.md.
 )"},
-      {"predict-kernels", R"(usage: tessera predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv
+      {"predict-kernels",
+       R"(usage: tessera predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv
                                [--dtype fp32|tf32|fp16|bf16|fp8] [--device-time]
                                [--predictor tile-mlp|roofline|linreg|mlp]
 
@@ -389,7 +396,8 @@ tensor-core model (fp8 needs FP8FLOPs in the device config).
   --device-time   the GPU time of kernels queued back to back (no host
                   launch floor) instead of a kernel timed alone from PyTorch
 )"},
-      {"predict-model", R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
+      {"predict-model",
+       R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
                              --mode inf|train [--json]
 
 Builds a HuggingFace model's operator graph as PyTorch eager runs it and sums
@@ -405,7 +413,8 @@ gets backward columns (backward plus gradient accumulation); in an inference
 graph dropout is free. Totals count the ops of the repeated block (layer 0)
 --layers times, else num_layer of the label JSON beside the graph, else once.
 )"},
-      {"train-predictor", R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]
+      {"train-predictor",
+       R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]
                                [--only tile-mlp|tensor-core|linreg|mlp] [--epochs N] [--max-rows N]
 
 Trains the node-model predictors (tile-mlp, linreg, mlp) on kernel

@@ -549,9 +549,12 @@ std::string summary_line(ErrorGroups& groups, const std::string& gpu, const char
                      100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n, what);
 }
 
-/// Per GPU, two lines: the cost of a micro-batch outside its layers, and of
-/// one layer of one micro-batch, by tensor-parallel degree, measured and
-/// predicted (medians over configurations). For every configuration without
+/// Per GPU, three lines: the cost of an iteration outside its micro-batches
+/// (the intercept of each group of runs without pipelining that differ only
+/// in global batch: the optimizer step, the gradient all-reduce, any host
+/// cost per iteration), of a micro-batch outside its layers, and of one
+/// layer of one micro-batch, by tensor-parallel degree, measured and
+/// predicted (medians over groups or configurations). For every configuration without
 /// pipelining (runs that differ only in global batch and layers), the
 /// least-squares line of the per-micro-batch cost (the marginal cost of a
 /// micro-batch) over the layer count: its intercept at zero layers (the data
@@ -568,7 +571,13 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
         .push_back(&c);
   }
   using MeasuredPredicted = std::pair<std::vector<double>, std::vector<double>>;
-  std::map<std::string, std::map<int, MeasuredPredicted>> by_tp, layer_by_tp;
+  std::map<std::string, std::map<int, MeasuredPredicted>> by_tp, layer_by_tp, iteration_by_tp;
+  for (const MarginalCost& c : marginal) {
+    if (c.config.pp != 1) continue;
+    auto& [measured, predicted] = iteration_by_tp[c.gpu][c.config.tp];
+    measured.push_back(c.measured_fixed_ms);
+    predicted.push_back(c.predicted_fixed_ms);
+  }
   for (const auto& entry : configs) {
     const std::vector<const MarginalCost*>& cs = entry.second;
     std::vector<double> layers, m, p;
@@ -590,6 +599,15 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
   for (const std::string& gpu : gpus) {
     const auto it = by_tp.find(gpu);
     if (it == by_tp.end()) continue;
+    s += fmt::format(
+        "{:<11} an iteration outside its micro-batches (no pipelining; intercept over micro-batches: "
+        "optimizer step, gradient all-reduce), median over groups, measured / predicted:",
+        gpu);
+    for (const auto& [tp, v] : iteration_by_tp[gpu]) {
+      s += fmt::format(" tp {} {:.1f} / {:.1f} ms ({});", tp, node_model::median(v.first),
+                       node_model::median(v.second), v.first.size());
+    }
+    s.back() = '\n';
     s += fmt::format("{:<11} a micro-batch outside its layers (no pipelining; intercept over layers of its cost), "
                      "median over configurations, measured / predicted:",
                      gpu);
