@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -549,18 +550,18 @@ std::string summary_line(ErrorGroups& groups, const std::string& gpu, const char
                      100 * e.mean, 100 * e.p90, 100 * e.max, 100 * e.mean_signed, e.n, what);
 }
 
-/// Per GPU, three lines: the cost of an iteration outside its micro-batches
-/// (the intercept of each group of runs without pipelining that differ only
-/// in global batch: the optimizer step, the gradient all-reduce, any host
-/// cost per iteration), of a micro-batch outside its layers, and of one
-/// layer of one micro-batch, by tensor-parallel degree, measured and
-/// predicted (medians over groups or configurations). For every configuration without
-/// pipelining (runs that differ only in global batch and layers), the
-/// least-squares line of the per-micro-batch cost (the marginal cost of a
-/// micro-batch) over the layer count: its intercept at zero layers (the data
-/// step, embedding, LM head and loss, and whatever else each micro-batch
-/// costs once) and its slope (a layer's forward, recomputation and backward,
-/// with its tensor-parallel collectives).
+/// Per GPU, four lines, by tensor-parallel degree, measured and predicted
+/// (medians over configurations without pipelining): an iteration's cost as
+/// a + b L + n (c + d L) for L layers and n micro-batches. For every
+/// configuration (runs that differ only in global batch and layers), the
+/// groups of one layer count give the marginal cost of a micro-batch (c + d
+/// L) and the fixed part of the iteration (a + b L, the intercept over
+/// micro-batches); their least-squares lines over the layer count give a (an
+/// iteration outside its layers and micro-batches), b (a layer once per
+/// iteration: its optimizer step and gradient all-reduce), c (a micro-batch
+/// outside its layers: the data step, embedding, LM head and loss) and d (a
+/// layer of a micro-batch: its forward, recomputation and backward, with its
+/// tensor-parallel collectives).
 std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, const std::vector<std::string>& gpus) {
   std::map<std::string, std::vector<const MarginalCost*>> configs;
   for (const MarginalCost& c : marginal) {
@@ -571,59 +572,51 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
         .push_back(&c);
   }
   using MeasuredPredicted = std::pair<std::vector<double>, std::vector<double>>;
-  std::map<std::string, std::map<int, MeasuredPredicted>> by_tp, layer_by_tp, iteration_by_tp;
-  for (const MarginalCost& c : marginal) {
-    if (c.config.pp != 1) continue;
-    auto& [measured, predicted] = iteration_by_tp[c.gpu][c.config.tp];
-    measured.push_back(c.measured_fixed_ms);
-    predicted.push_back(c.predicted_fixed_ms);
-  }
+  // Per GPU and tp: a, b, c, d as above.
+  std::map<std::string, std::map<int, std::array<MeasuredPredicted, 4>>> terms;
   for (const auto& entry : configs) {
     const std::vector<const MarginalCost*>& cs = entry.second;
-    std::vector<double> layers, m, p;
+    std::vector<double> layers, m, p, m_fixed, p_fixed;
     for (const MarginalCost* c : cs) {
       layers.push_back(static_cast<double>(c->config.layers));
       m.push_back(c->measured_ms);
       p.push_back(c->predicted_ms);
+      m_fixed.push_back(c->measured_fixed_ms);
+      p_fixed.push_back(c->predicted_fixed_ms);
     }
     const auto m_line = fit_line(layers, m), p_line = fit_line(layers, p);
-    if (!m_line || !p_line) continue;  // one layer count: no intercept
-    auto& [measured, predicted] = by_tp[cs.front()->gpu][cs.front()->config.tp];
-    measured.push_back(m_line->second);
-    predicted.push_back(p_line->second);
-    auto& [layer_measured, layer_predicted] = layer_by_tp[cs.front()->gpu][cs.front()->config.tp];
-    layer_measured.push_back(m_line->first);
-    layer_predicted.push_back(p_line->first);
+    const auto m_fixed_line = fit_line(layers, m_fixed), p_fixed_line = fit_line(layers, p_fixed);
+    if (!m_line || !p_line || !m_fixed_line || !p_fixed_line) continue;  // one layer count: no line
+    auto& t = terms[cs.front()->gpu][cs.front()->config.tp];
+    const std::array<std::pair<double, double>, 4> values = {{{m_fixed_line->second, p_fixed_line->second},
+                                                              {m_fixed_line->first, p_fixed_line->first},
+                                                              {m_line->second, p_line->second},
+                                                              {m_line->first, p_line->first}}};
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      t[i].first.push_back(values[i].first);
+      t[i].second.push_back(values[i].second);
+    }
   }
+  static constexpr std::array<const char*, 4> kWhat = {
+      "an iteration outside its layers and micro-batches (no pipelining; intercept over layers of the "
+      "intercept over micro-batches)",
+      "a layer once per iteration (no pipelining; slope over layers of the intercept over micro-batches: its "
+      "optimizer step and gradient all-reduce)",
+      "a micro-batch outside its layers (no pipelining; intercept over layers of its cost)",
+      "a layer of a micro-batch (no pipelining; slope over layers of its cost)"};
   std::string s;
   for (const std::string& gpu : gpus) {
-    const auto it = by_tp.find(gpu);
-    if (it == by_tp.end()) continue;
-    s += fmt::format(
-        "{:<11} an iteration outside its micro-batches (no pipelining; intercept over micro-batches: "
-        "optimizer step, gradient all-reduce), median over groups, measured / predicted:",
-        gpu);
-    for (const auto& [tp, v] : iteration_by_tp[gpu]) {
-      s += fmt::format(" tp {} {:.1f} / {:.1f} ms ({});", tp, node_model::median(v.first),
-                       node_model::median(v.second), v.first.size());
+    const auto it = terms.find(gpu);
+    if (it == terms.end()) continue;
+    for (std::size_t i = 0; i < kWhat.size(); ++i) {
+      s += fmt::format("{:<11} {}, median over configurations, measured / predicted:", gpu, kWhat[i]);
+      for (const auto& [tp, t] : it->second) {
+        const int digits = i % 2 == 1 ? 2 : 1;  // the per-layer terms are smaller
+        s += fmt::format(" tp {} {:.{}f} / {:.{}f} ms ({});", tp, node_model::median(t[i].first), digits,
+                         node_model::median(t[i].second), digits, t[i].first.size());
+      }
+      s.back() = '\n';
     }
-    s.back() = '\n';
-    s += fmt::format("{:<11} a micro-batch outside its layers (no pipelining; intercept over layers of its cost), "
-                     "median over configurations, measured / predicted:",
-                     gpu);
-    for (const auto& [tp, v] : it->second) {
-      s += fmt::format(" tp {} {:.1f} / {:.1f} ms ({});", tp, node_model::median(v.first),
-                       node_model::median(v.second), v.first.size());
-    }
-    s.back() = '\n';
-    s += fmt::format("{:<11} a layer of a micro-batch (no pipelining; slope over layers of its cost), "
-                     "median over configurations, measured / predicted:",
-                     gpu);
-    for (const auto& [tp, v] : layer_by_tp[gpu]) {
-      s += fmt::format(" tp {} {:.2f} / {:.2f} ms ({});", tp, node_model::median(v.first),
-                       node_model::median(v.second), v.first.size());
-    }
-    s.back() = '\n';
   }
   return s;
 }
