@@ -27,6 +27,17 @@ std::string replaced(std::string text, const std::string& from, const std::strin
   return text.replace(pos, from.size(), to);
 }
 
+/// `text` without the lines that set `keys` (the first line of each).
+std::string without(std::string text, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    const auto key = text.find(std::string("  ") + k + ":");
+    EXPECT_NE(key, std::string::npos) << k;
+    const auto at = text.rfind('\n', key) + 1;  // the whole line
+    text.erase(at, text.find('\n', at) + 1 - at);
+  }
+  return text;
+}
+
 std::string error_of(const std::string& text, const std::vector<Override>& overrides = {}) {
   try {
     (void)parse_scenario(text, "s.yaml", overrides);
@@ -126,15 +137,6 @@ TEST(Scenario, LinkLatenciesAndNvlinkBandwidthHaveDefaults) {
   // A cluster needs only what differs between clusters: the GPU preset gives
   // its NVLink bandwidth per direction, link latencies default to the shipped
   // scenarios' values (NVLink 1us, HCA link 1us, switch links 600ns).
-  auto without = [](std::string text, std::initializer_list<const char*> keys) {
-    for (const char* k : keys) {
-      const auto key = text.find(std::string("  ") + k + ":");
-      EXPECT_NE(key, std::string::npos) << k;
-      const auto at = text.rfind('\n', key) + 1;  // the whole line
-      text.erase(at, text.find('\n', at) + 1 - at);
-    }
-    return text;
-  };
   const std::string bare =
       without(default_text(), {"nvlink_bandwidth", "nvlink_latency", "nic_latency", "spine_latency"});
   const Scenario s = parse_scenario(bare, "s.yaml");
@@ -178,15 +180,6 @@ TEST(Scenario, LinkLatenciesAndNvlinkBandwidthHaveDefaults) {
 TEST(Scenario, MissingKeysAreNamedTogether) {
   // Two or more required keys missing from one mapping: one error names them
   // all, at the mapping; one missing key keeps its own message.
-  auto without = [](std::string text, std::initializer_list<const char*> keys) {
-    for (const char* k : keys) {
-      const auto key = text.find(std::string("  ") + k + ":");
-      EXPECT_NE(key, std::string::npos) << k;
-      const auto at = text.rfind('\n', key) + 1;  // the whole line
-      text.erase(at, text.find('\n', at) + 1 - at);
-    }
-    return text;
-  };
   EXPECT_EQ(error_of(without(default_text(), {"gpus_per_node", "nic_bandwidth"})),
             "s.yaml:8:3: cluster: missing required keys: gpus_per_node, nic_bandwidth");
   EXPECT_NE(error_of(without(default_text(), {"nic_bandwidth"}))
