@@ -167,6 +167,10 @@ TEST(Scenario, LinkLatenciesAndNvlinkBandwidthHaveDefaults) {
                    "sms: 132, l2_cache: 50MB, memory: 80GiB}"))
           .find("cluster.nvlink_bandwidth: missing required key (an inline GPU has no default)"),
       std::string::npos);
+  EXPECT_NE(error_of(replaced(bare, "gpu: H100-SXM", "gpu: H100-SXM\n  node_fabric: nvlink-mesh"))
+                .find("cluster.nvlink_bandwidth: missing required key (an nvlink-mesh node gives no default "
+                      "(bandwidth per link))"),
+            std::string::npos);
   // A 3-tier fat-tree's core links default as its spine links do.
   const Scenario ft = parse_scenario(
       replaced(bare, "  fabric:\n    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
