@@ -799,18 +799,20 @@ Time fabric_latency(Section& f, const char* key) {
 /// has no default: the same error as any missing required key, saying why.
 Bandwidth default_nvlink_bandwidth(Section& c, topology::NodeFabric fabric) {
   const YAML::Node gpu = c.node()["gpu"];
-  const std::string why = [&]() -> std::string {
-    if (fabric != topology::NodeFabric::NvSwitch)
-      return "an nvlink-mesh node gives no default (bandwidth per link)";
-    if (!gpu.IsScalar()) return "an inline GPU has no default";
-    if (!node_model::preset_nvlink_bandwidth(gpu.Scalar())) {
-      return fmt::format("GPU preset {} has no NVSwitch NVLink to default to", gpu.Scalar());
-    }
-    return "";
-  }();
-  if (!why.empty())
+  const std::optional<Bandwidth> preset =
+      gpu.IsScalar() ? node_model::preset_nvlink_bandwidth(gpu.Scalar()) : std::nullopt;
+  std::string why;
+  if (fabric != topology::NodeFabric::NvSwitch) {
+    why = "an nvlink-mesh node gives no default (bandwidth per link)";
+  } else if (!gpu.IsScalar()) {
+    why = "an inline GPU has no default";
+  } else if (!preset) {
+    why = fmt::format("GPU preset {} has no NVSwitch NVLink to default to", gpu.Scalar());
+  }
+  if (!why.empty()) {
     c.fail_at(c.node().Mark(), c.key_path("nvlink_bandwidth"), "missing required key (" + why + ")");
-  return *node_model::preset_nvlink_bandwidth(gpu.Scalar());
+  }
+  return *preset;
 }
 
 Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std::string, std::string>& overridden) {
@@ -843,7 +845,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                             [&] { return topology::parse_node_fabric(c.scalar("node_fabric")); });
     }
     // Link latencies default to the shipped scenarios' values (docs/scenarios.md);
-    // 1us per NVLink link is also what the NVLink collective calibration was fit with.
+    // 1us per NVLink link is also what the NVLink collective calibration was fit
+    // with (kNvlinkLatency of `validate collectives`).
     cl.nvlink_bandwidth = c.has("nvlink_bandwidth") ? c.unit("nvlink_bandwidth", parse_bandwidth)
                                                     : default_nvlink_bandwidth(c, node.fabric);
     cl.nvlink_latency = c.has("nvlink_latency") ? c.unit("nvlink_latency", parse_time) : Time::from_us(1);

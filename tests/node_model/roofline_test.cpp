@@ -1,8 +1,11 @@
+#include "tessera/node_model/roofline.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tessera/error.hpp"
-#include "tessera/node_model/roofline.hpp"
 
 using namespace tessera;
 using namespace tessera::node_model;
@@ -42,6 +45,26 @@ TEST(GpuSpec, VoltaHasFp16TensorCoresOnly) {
   }
   EXPECT_TRUE(gpu_preset("A100-80GB").bf16);
   EXPECT_DOUBLE_EQ(gpu_preset("A100-80GB").matmul_peak(DType::BF16).tflops(), 312);
+}
+
+TEST(GpuSpec, PresetNvlinkBandwidthCoversTheNvswitchPresetsOnly) {
+  // Every preset is named here, so a preset added or renamed without its
+  // NVLink entry fails: the scenario default would silently vanish.
+  const std::map<std::string, double> expected = {{"V100-SXM2", 150}, {"A100-40GB", 300}, {"A100-80GB", 300},
+                                                  {"H100-SXM", 450},  {"H200", 450},      {"B200", 900},
+                                                  {"GB200", 900},     {"H100-PCIe", 0},   {"MI300X", 0}};
+  EXPECT_EQ(gpu_preset_names().size(), expected.size());
+  for (const std::string& name : gpu_preset_names()) {
+    ASSERT_TRUE(expected.contains(name)) << name;
+    const auto bw = preset_nvlink_bandwidth(name);
+    if (expected.at(name) == 0) {
+      EXPECT_FALSE(bw.has_value()) << name;
+    } else {
+      ASSERT_TRUE(bw.has_value()) << name;
+      EXPECT_EQ(*bw, Bandwidth::gigabytes_per_second(expected.at(name))) << name;
+    }
+  }
+  EXPECT_FALSE(preset_nvlink_bandwidth("A100").has_value());  // not a preset name
 }
 
 TEST(GpuSpec, ExtrapolationNoteNamesWhatNoMeasurementHereBacks) {
