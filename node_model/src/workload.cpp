@@ -65,7 +65,14 @@ DType OpRules::grad_dtype() const {
   return dtype_;
 }
 
-bool OpRules::fused_softmax() const { return megatron() && dtype_bytes(dtype_) == 2; }
+bool fused_softmax_available(Framework framework, DType dtype, std::int64_t batches, std::int64_t sq,
+                             std::int64_t sk) {
+  if (!is_megatron(framework) || dtype_bytes(dtype) != 2) return false;
+  if (sk <= 16 || sq % 4 != 0 || batches % 4 != 0) return false;
+  if (framework == Framework::MegatronDeepSpeed) return sk <= 2048;
+  const std::int64_t batches_per_block = sk <= 128 ? 8 : 4;
+  return sk <= 4096 && sk % 4 == 0 && batches % batches_per_block == 0;
+}
 
 namespace {
 /// Gradient kernel of an elementwise op: a scalar op's gradient is the same
@@ -235,25 +242,59 @@ OpKernels OpRules::embedding(std::string name, std::int64_t tokens, std::int64_t
   return op;
 }
 
-std::vector<OpKernels> OpRules::attention_softmax(const std::string& prefix, std::int64_t rows,
-                                                  std::int64_t cols) const {
-  if (fused_softmax()) {
+std::vector<OpKernels> OpRules::attention_softmax(const std::string& prefix, std::int64_t batches,
+                                                  std::int64_t sq, std::int64_t sk) const {
+  const std::int64_t rows = batches * sq;
+  if (fused_softmax_available(framework_, dtype_, batches, sq, sk)) {
     // scaled_upper_triang_masked_softmax: scale, causal mask and softmax in
     // one kernel each way. Its backward reads y and dy and writes dx in one
     // pass: the traffic of a binary elementwise kernel (PyTorch's own softmax
     // backward, OpRules::softmax, makes two passes).
     OpKernels op;
     op.name = prefix + "softmax";
-    op.forward.add(Kernel::vector(KernelOp::Softmax, rows, cols, dtype_));
-    op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+    op.forward.add(Kernel::vector(KernelOp::Softmax, rows, sk, dtype_));
+    op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, sk, dtype_));
     return {op};
   }
+  if (megatron() && dtype_bytes(dtype_) == 2) {
+    // A shape the fused kernel does not take (8-way tensor parallelism of 16
+    // heads at micro-batch 1: 2 score matrices; longer sequences): Megatron's
+    // forward_torch_softmax with the softmax in FP32, as query-key layer
+    // scaling sets it: the scores cast to FP32, multiplied by the layer's
+    // scale, masked (masked_fill_), softmaxed and cast back, one kernel each
+    // way per step (the casts read 2 and write 4 bytes per element, or the
+    // reverse).
+    const std::int64_t elements = rows * sk;
+    const DType f32 = DType::FP32;
+    auto cast = [&](const char* name) {
+      OpKernels op;
+      op.name = prefix + name;
+      op.forward.add(memory_pass(elements * 6, f32));
+      op.input_grad.add(memory_pass(elements * 6, f32));
+      return op;
+    };
+    auto scalar = [&](const char* name, KernelOp forward) {
+      OpKernels op;
+      op.name = prefix + name;
+      op.forward.add(Kernel::vector(forward, rows, sk, f32));
+      op.input_grad.add(Kernel::vector(KernelOp::MulU, rows, sk, f32));
+      return op;
+    };
+    OpKernels softmax_op;
+    softmax_op.name = prefix + "softmax";
+    const Kernel fwd = Kernel::vector(KernelOp::Softmax, rows, sk, f32);
+    softmax_op.forward.add(fwd);
+    const auto bw = softmax_backward(fwd);
+    softmax_op.input_grad.add(bw[0]);
+    softmax_op.input_grad.add(bw[1], 0);
+    return {cast("softmax_to_fp32"), scalar("scale", KernelOp::DivU), scalar("mask", KernelOp::MulU),
+            std::move(softmax_op), cast("softmax_to_16bit")};
+  }
   // Megatron's FusedScaleMaskSoftmax has CUDA kernels for 16-bit inputs
-  // only; otherwise it takes the torch path: the query-key layer-scaling
-  // multiply, the causal masked_fill_, the softmax.
-  return {elementwise(prefix + "scale", KernelOp::DivU, rows, cols, 1),
-          elementwise(prefix + "mask", KernelOp::MulU, rows, cols, 1),
-          softmax(prefix + "softmax", rows, cols)};
+  // only; otherwise (and under eager) the scale, the causal mask, the
+  // softmax.
+  return {elementwise(prefix + "scale", KernelOp::DivU, rows, sk, 1),
+          elementwise(prefix + "mask", KernelOp::MulU, rows, sk, 1), softmax(prefix + "softmax", rows, sk)};
 }
 
 OpKernels OpRules::flash_attention(std::string name, std::int64_t b, std::int64_t s, std::int64_t d) const {

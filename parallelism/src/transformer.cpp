@@ -236,7 +236,7 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
     ops.push_back(r.flash_attention("attention", bh, s, d));
   } else {
     ops.push_back(r.bmm("scores", bh, s, s, d));
-    for (auto& op : r.attention_softmax("", bh * s, s)) ops.push_back(std::move(op));
+    for (auto& op : r.attention_softmax("", bh, s, s)) ops.push_back(std::move(op));
     ops.push_back(r.dropout("attn_dropout", bh * s, s));
     ops.push_back(r.bmm("context", bh, s, d, s));
   }

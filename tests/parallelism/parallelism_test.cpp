@@ -155,6 +155,34 @@ TEST(Transformer, Fp32AttentionRunsTheUnfusedSoftmaxPath) {
   EXPECT_TRUE(has(names(DType::BF16), "attn_dropout"));
 }
 
+TEST(Transformer, FewScoreMatricesPerRankLeaveTheFusedSoftmax) {
+  // vTrain's hidden-1024 GPT (16 heads) at 8-way tensor parallelism: 2 heads
+  // per rank. At micro-batch 1 that is 2 score matrices, which Megatron's
+  // fused kernel does not take (a multiple of 4); at micro-batch 2 it does.
+  TransformerConfig m;
+  m.name = "vtrain-1024";
+  m.layers = 24;
+  m.hidden = 1024;
+  m.heads = 16;
+  m.ffn_hidden = 4096;
+  m.vocab = 50257;
+  auto names = [&](std::int64_t micro_batch, std::int64_t tp) {
+    Workload w{micro_batch, 1024, DType::FP16};
+    w.framework = node_model::Framework::MegatronDeepSpeed;
+    std::vector<std::string> out;
+    for (const auto& op : layer_ops(m, w, Sharding{tp})) out.push_back(op.name);
+    return out;
+  };
+  auto has = [](const std::vector<std::string>& v, const char* n) {
+    return std::find(v.begin(), v.end(), n) != v.end();
+  };
+  EXPECT_TRUE(has(names(1, 8), "softmax_to_fp32"));
+  EXPECT_TRUE(has(names(1, 8), "softmax_to_16bit"));
+  EXPECT_FALSE(has(names(2, 8), "softmax_to_fp32"));
+  EXPECT_FALSE(has(names(1, 4), "softmax_to_fp32"));
+  EXPECT_EQ(names(1, 8).size(), names(2, 8).size() + 4);  // cast, scale, mask, cast more
+}
+
 TEST(Transformer, OptimizerStreamsUseMeasuredRowWidths) {
   // A flat pass over all parameters is rows of kFlatRow elements, never one 1 x N row.
   const node_model::OpRules rules(node_model::Framework::Megatron, DType::BF16);

@@ -108,6 +108,18 @@ struct ProfileOptions {
   bool fp8 = false;
 };
 
+/// Whether Megatron's fused scale-mask-softmax CUDA kernel
+/// (`scaled_upper_triang_masked_softmax`, causal) takes attention scores of
+/// `batches` (micro-batch x heads per rank) matrices of `sq` x `sk` in 16
+/// bits, as `FusedScaleMaskSoftmax` decides. Megatron-DeepSpeed (and
+/// Megatron-LM of 2021): 16 < sk <= 2048, sq and `batches` multiples of 4.
+/// Megatron-LM (`is_kernel_available`): 16 < sk <= 4096, sq and sk multiples
+/// of 4, `batches` a multiple of 4 and of the kernel's batches per block (8
+/// for sk <= 128). Otherwise Megatron runs its torch path
+/// (OpRules::attention_softmax). False for PyTorch eager and for FP32.
+bool fused_softmax_available(Framework framework, DType dtype, std::int64_t batches, std::int64_t sq,
+                             std::int64_t sk);
+
 /// The rule table. Pure: builds kernel lists, times nothing.
 class OpRules {
  public:
@@ -171,12 +183,16 @@ class OpRules {
 
   // Attention and MLP pieces whose kernels depend on the framework.
 
-  /// Scaled, causally masked softmax of attention scores (rows of `cols`).
-  /// Megatron 16-bit: one fused kernel each way; otherwise (FP32 Megatron,
-  /// whose fused kernels are 16-bit only, and eager) a scale, a mask and a
-  /// softmax.
-  [[nodiscard]] std::vector<OpKernels> attention_softmax(const std::string& prefix, std::int64_t rows,
-                                                         std::int64_t cols) const;
+  /// Scaled, causally masked softmax of attention scores: `batches`
+  /// (micro-batch x heads of a rank) matrices of `sq` x `sk`. Megatron
+  /// 16-bit: one fused kernel each way where its CUDA kernel takes the shape
+  /// (fused_softmax_available); otherwise Megatron's torch path, in FP32
+  /// (`attention_softmax_in_fp32`): a cast to FP32, the query-key
+  /// layer-scaling multiply, the causal masked_fill_, the softmax and a cast
+  /// back, each its own kernel both ways. FP32 Megatron (whose fused kernels
+  /// are 16-bit only) and eager: a scale, a mask and a softmax.
+  [[nodiscard]] std::vector<OpKernels> attention_softmax(const std::string& prefix, std::int64_t batches,
+                                                         std::int64_t sq, std::int64_t sk) const;
   /// FlashAttention (Dao et al. 2022; FlashAttention-2's kernels): causal
   /// attention of `b` (micro-batch x heads) heads of `s` tokens and head size
   /// `d` as one fused kernel each way. Forward: QK^T and PV (the FLOPs of the
@@ -214,7 +230,6 @@ class OpRules {
   [[nodiscard]] Pass optimizer(std::int64_t params, int tensors, bool fused, bool clip) const;
 
  private:
-  [[nodiscard]] bool fused_softmax() const;
   /// linear() with its GEMMs in `gemm` (FP8: behind the casts of layer_linear()).
   [[nodiscard]] OpKernels linear_in(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
                                     bool bias, DType gemm) const;
