@@ -41,7 +41,19 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
         bytes = p.sequence_parallel ? sbh * 34 / t : sbh * (10 + 24 / t);
         break;
       }
-      bytes = p.sequence_parallel ? sbh / t * (34 + 5 * a * s / h) : sbh * (10 + 24 / t + 5 * a * s / (h * t));
+      {
+        // Where Megatron's fused softmax does not take the shape, its torch
+        // path keeps the softmax output in FP32 for the backward: 4 bytes
+        // per score instead of 2 (the casts, scale and mask keep nothing but
+        // the shared causal mask), 7 in all.
+        const bool torch_path =
+            node_model::is_megatron(w.framework) && dtype_bytes(w.dtype) == 2 &&
+            !node_model::fused_softmax_available(w.framework, w.dtype, w.micro_batch * (m.heads / p.tp),
+                                                 w.seq_len, w.seq_len);
+        const double scores = torch_path ? 7 : 5;
+        bytes = p.sequence_parallel ? sbh / t * (34 + scores * a * s / h)
+                                    : sbh * (10 + 24 / t + scores * a * s / (h * t));
+      }
       break;
     case Recompute::Selective:
       bytes = p.sequence_parallel ? sbh * 34 / t : sbh * (10 + 24 / t);

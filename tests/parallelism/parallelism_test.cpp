@@ -183,6 +183,35 @@ TEST(Transformer, FewScoreMatricesPerRankLeaveTheFusedSoftmax) {
   EXPECT_EQ(names(1, 8).size(), names(2, 8).size() + 4);  // cast, scale, mask, cast more
 }
 
+TEST(Memory, TorchSoftmaxPathKeepsItsOutputInFp32) {
+  // 16 heads at tp 8, micro-batch 2, 4096 tokens, fp16, no recomputation:
+  // 4 score matrices per rank. Megatron-LM's fused kernel takes keys up to
+  // 4096, Megatron-DeepSpeed's only to 2048, so the latter runs the torch
+  // path and keeps the softmax output in FP32: 2 more bytes per score,
+  // 2 x (16 / 8) x 4096^2 x 2 = 134,217,728 bytes per layer, 24 layers.
+  TransformerConfig m;
+  m.name = "h1024";
+  m.layers = 24;
+  m.hidden = 1024;
+  m.heads = 16;
+  m.ffn_hidden = 4096;
+  m.vocab = 50257;
+  ParallelPlan p;
+  p.tp = 8;
+  p.recompute = Recompute::None;
+  auto activations = [&](node_model::Framework f) {
+    Workload w{2, 4096, DType::FP16};
+    w.framework = f;
+    return static_cast<double>(
+        estimate_memory(m, w, p, Bytes::gib(80)).memory_per_stage[0].activations.count());
+  };
+  const double per_layer = 2.0 * 2 * 4096.0 * 4096.0 * 2;
+  EXPECT_DOUBLE_EQ(per_layer, 134'217'728.0);
+  EXPECT_NEAR(
+      activations(node_model::Framework::MegatronDeepSpeed) - activations(node_model::Framework::Megatron),
+      24 * per_layer, 2.0);
+}
+
 TEST(Transformer, OptimizerStreamsUseMeasuredRowWidths) {
   // A flat pass over all parameters is rows of kFlatRow elements, never one 1 x N row.
   const node_model::OpRules rules(node_model::Framework::Megatron, DType::BF16);
