@@ -155,10 +155,9 @@ TEST(Transformer, Fp32AttentionRunsTheUnfusedSoftmaxPath) {
   EXPECT_TRUE(has(names(DType::BF16), "attn_dropout"));
 }
 
-TEST(Transformer, FewScoreMatricesPerRankLeaveTheFusedSoftmax) {
-  // vTrain's hidden-1024 GPT (16 heads) at 8-way tensor parallelism: 2 heads
-  // per rank. At micro-batch 1 that is 2 score matrices, which Megatron's
-  // fused kernel does not take (a multiple of 4); at micro-batch 2 it does.
+namespace {
+/// vTrain's hidden-1024 GPT: 24 layers, 16 heads, GPT-2's vocabulary.
+TransformerConfig vtrain_gpt_1024() {
   TransformerConfig m;
   m.name = "vtrain-1024";
   m.layers = 24;
@@ -166,6 +165,15 @@ TEST(Transformer, FewScoreMatricesPerRankLeaveTheFusedSoftmax) {
   m.heads = 16;
   m.ffn_hidden = 4096;
   m.vocab = 50257;
+  return m;
+}
+}  // namespace
+
+TEST(Transformer, FewScoreMatricesPerRankLeaveTheFusedSoftmax) {
+  // vTrain's hidden-1024 GPT (16 heads) at 8-way tensor parallelism: 2 heads
+  // per rank. At micro-batch 1 that is 2 score matrices, which Megatron's
+  // fused kernel does not take (a multiple of 4); at micro-batch 2 it does.
+  const TransformerConfig m = vtrain_gpt_1024();
   auto names = [&](std::int64_t micro_batch, std::int64_t tp) {
     Workload w{micro_batch, 1024, DType::FP16};
     w.framework = node_model::Framework::MegatronDeepSpeed;
@@ -189,13 +197,7 @@ TEST(Memory, TorchSoftmaxPathKeepsItsOutputInFp32) {
   // 4096, Megatron-DeepSpeed's only to 2048, so the latter runs the torch
   // path and keeps the softmax output in FP32: 2 more bytes per score,
   // 2 x (16 / 8) x 4096^2 x 2 = 134,217,728 bytes per layer, 24 layers.
-  TransformerConfig m;
-  m.name = "h1024";
-  m.layers = 24;
-  m.hidden = 1024;
-  m.heads = 16;
-  m.ffn_hidden = 4096;
-  m.vocab = 50257;
+  const TransformerConfig m = vtrain_gpt_1024();
   ParallelPlan p;
   p.tp = 8;
   p.recompute = Recompute::None;
