@@ -193,10 +193,11 @@ OpKernels OpRules::layer_norm(std::string name, std::int64_t rows, std::int64_t 
   return op;
 }
 
-OpKernels OpRules::softmax(std::string name, std::int64_t rows, std::int64_t cols) const {
+OpKernels OpRules::softmax(std::string name, std::int64_t rows, std::int64_t cols,
+                           std::optional<DType> dtype) const {
   OpKernels op;
   op.name = std::move(name);
-  const Kernel fwd = Kernel::vector(KernelOp::Softmax, rows, cols, dtype_);
+  const Kernel fwd = Kernel::vector(KernelOp::Softmax, rows, cols, dtype.value_or(dtype_));
   op.forward.add(fwd);
   const auto bw = softmax_backward(fwd);
   op.input_grad.add(bw[0]);
@@ -205,11 +206,12 @@ OpKernels OpRules::softmax(std::string name, std::int64_t rows, std::int64_t col
 }
 
 OpKernels OpRules::elementwise(std::string name, KernelOp kop, std::int64_t rows, std::int64_t cols,
-                               int grad_kernels) const {
+                               int grad_kernels, std::optional<DType> dtype) const {
   OpKernels op;
   op.name = std::move(name);
-  op.forward.add(Kernel::vector(kop, rows, cols, dtype_));
-  for (int i = 0; i < grad_kernels; ++i) op.input_grad.add(Kernel::vector(grad_op(kop), rows, cols, dtype_));
+  const DType dt = dtype.value_or(dtype_);
+  op.forward.add(Kernel::vector(kop, rows, cols, dt));
+  for (int i = 0; i < grad_kernels; ++i) op.input_grad.add(Kernel::vector(grad_op(kop), rows, cols, dt));
   return op;
 }
 
@@ -273,22 +275,9 @@ std::vector<OpKernels> OpRules::attention_softmax(const std::string& prefix, std
       op.input_grad.add(memory_pass(elements * 6, f32));
       return op;
     };
-    auto scalar = [&](const char* name, KernelOp forward) {
-      OpKernels op;
-      op.name = prefix + name;
-      op.forward.add(Kernel::vector(forward, rows, sk, f32));
-      op.input_grad.add(Kernel::vector(KernelOp::MulU, rows, sk, f32));
-      return op;
-    };
-    OpKernels softmax_op;
-    softmax_op.name = prefix + "softmax";
-    const Kernel fwd = Kernel::vector(KernelOp::Softmax, rows, sk, f32);
-    softmax_op.forward.add(fwd);
-    const auto bw = softmax_backward(fwd);
-    softmax_op.input_grad.add(bw[0]);
-    softmax_op.input_grad.add(bw[1], 0);
-    return {cast("softmax_to_fp32"), scalar("scale", KernelOp::DivU), scalar("mask", KernelOp::MulU),
-            std::move(softmax_op), cast("softmax_to_16bit")};
+    return {cast("softmax_to_fp32"), elementwise(prefix + "scale", KernelOp::DivU, rows, sk, 1, f32),
+            elementwise(prefix + "mask", KernelOp::MulU, rows, sk, 1, f32),
+            softmax(prefix + "softmax", rows, sk, f32), cast("softmax_to_16bit")};
   }
   // Megatron's FusedScaleMaskSoftmax has CUDA kernels for 16-bit inputs
   // only; otherwise (and under eager) the scale, the causal mask, the

@@ -16,6 +16,7 @@
 // given as the traffic-equivalent kernels of the node model's classes) and
 // the number of kernel launches the host issues for it.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -168,11 +169,13 @@ class OpRules {
                               std::int64_t k) const;
   /// Layer norm over rows of `cols` (with its gain and bias).
   [[nodiscard]] OpKernels layer_norm(std::string name, std::int64_t rows, std::int64_t cols) const;
-  /// Row softmax.
-  [[nodiscard]] OpKernels softmax(std::string name, std::int64_t rows, std::int64_t cols) const;
-  /// An elementwise op whose gradient takes `grad_kernels` elementwise kernels.
+  /// Row softmax, in the profile's element type unless `dtype` is given.
+  [[nodiscard]] OpKernels softmax(std::string name, std::int64_t rows, std::int64_t cols,
+                                  std::optional<DType> dtype = std::nullopt) const;
+  /// An elementwise op whose gradient takes `grad_kernels` elementwise
+  /// kernels, in the profile's element type unless `dtype` is given.
   [[nodiscard]] OpKernels elementwise(std::string name, KernelOp op, std::int64_t rows, std::int64_t cols,
-                                      int grad_kernels) const;
+                                      int grad_kernels, std::optional<DType> dtype = std::nullopt) const;
   /// Dropout (training): a mask multiply each way.
   [[nodiscard]] OpKernels dropout(std::string name, std::int64_t rows, std::int64_t cols) const;
   /// A copy (permute + contiguous); `grad`: its gradient is a copy too.
