@@ -24,6 +24,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.ep = s.plan.ep;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   rep.untested_gpu = node_model::extrapolation_note(s.gpu, s.workload.dtype);
+  rep.known_bias = parallelism::known_bias_note(s.plan);
   if (s.mixed_gpus) {
     const std::string mixed = node_model::extrapolation_note(s.mixed_gpus->gpu, s.workload.dtype);
     if (!mixed.empty()) rep.untested_gpu += (rep.untested_gpu.empty() ? "" : "; ") + mixed;
@@ -202,6 +203,7 @@ std::string format_text(const RunReport& r) {
                      r.micro_batches == 1 ? "" : "es", r.schedule);
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
   if (!r.untested_gpu.empty()) out += fmt::format("Untested GPU   {}\n", r.untested_gpu);
+  if (!r.known_bias.empty()) out += fmt::format("Known bias     {}\n", r.known_bias);
   if (!r.mixed_gpu.empty()) {
     out += fmt::format("Mixed GPUs     {} nodes of {} ({}; memory checked against {})\n", r.mixed_nodes, r.mixed_gpu,
                        r.mixed_node_list, r.gpu);
@@ -333,7 +335,9 @@ std::string format_json(const RunReport& r) {
           (r.fp8 ? std::string("\"fp8\": {\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\"}, ")
                  : std::string()) +
           (r.untested_gpu.empty() ? std::string()
-                                  : fmt::format("\"untested_gpu\": {}, ", json_string(r.untested_gpu))),
+                                  : fmt::format("\"untested_gpu\": {}, ", json_string(r.untested_gpu))) +
+          (r.known_bias.empty() ? std::string()
+                                : fmt::format("\"known_bias\": {}, ", json_string(r.known_bias))),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(), r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu,
       r.tokens_per_second, r.bytes_sent.count(), r.nvlink_bytes.count(), r.fabric_bytes.count(),

@@ -237,6 +237,15 @@ bool tp_group_spans_nodes(const ParallelPlan& plan, int gpus_per_node) {
   return false;
 }
 
+std::string known_bias_note(const ParallelPlan& plan) {
+  if (plan.tp < 4) return {};
+  return fmt::format(
+      "{}-way tensor parallelism: on measured single-node A100 runs (vTrain) layers with 4- and 8-way "
+      "tensor parallelism come out 14-17% too cheap where the GPU bounds them: expect this forecast to be "
+      "optimistic (docs/calibration.md, \"The marginal cost of a layer\")",
+      plan.tp);
+}
+
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_stages) {
   const std::int64_t n = static_cast<std::int64_t>(pp) * virtual_stages;
   if (n <= 0 || n > layers) {

@@ -730,6 +730,22 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
   EXPECT_EQ(rm.untested_gpu.rfind("MI300X (AMD CDNA 3)", 0), 0U);
 }
 
+TEST(Report, KnownBiasLineForWideTensorParallelism) {
+  // The default scenario (tp 1): no line, no key.
+  const Scenario d = parse_scenario(default_text(), "d.yaml");
+  const RunReport rd = make_report(d, simulate_scenario(d));
+  EXPECT_EQ(rd.known_bias, "");
+  EXPECT_EQ(format_text(rd).find("Known bias"), std::string::npos);
+  EXPECT_EQ(format_json(rd).find("known_bias"), std::string::npos);
+  // 4-way tensor parallelism (GPT-2 Large has 20 heads): the summary says
+  // the forecast is optimistic.
+  const Scenario t =
+      parse_scenario(default_text(), "t.yaml", {{"parallelism.tp", "4"}, {"parallelism.dp", "4"}});
+  const RunReport rt = make_report(t, simulate_scenario(t));
+  EXPECT_NE(format_text(rt).find("\nKnown bias     4-way tensor parallelism: "), std::string::npos);
+  EXPECT_NE(format_json(rt).find("\"known_bias\": \"4-way tensor parallelism: "), std::string::npos);
+}
+
 TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
   // Default: Megatron's layout, no warning (tp = 1).
   const Scenario d = parse_scenario(default_text(), "d.yaml");

@@ -99,6 +99,23 @@ TEST(Plan, DefaultRankLayoutIsMegatronsOrder) {
   }
 }
 
+TEST(Plan, KnownBiasNoteOnlyFromFourWayTensorParallelism) {
+  // Validation on vTrain's A100 runs finds 4- and 8-way tensor-parallel
+  // layers too cheap (docs/calibration.md); narrower plans carry no note.
+  ParallelPlan p;
+  for (int tp : {1, 2}) {
+    p.tp = tp;
+    EXPECT_EQ(known_bias_note(p), "") << tp;
+  }
+  for (int tp : {4, 8, 16}) {
+    p.tp = tp;
+    const std::string note = known_bias_note(p);
+    EXPECT_EQ(note.rfind(std::to_string(tp) + "-way tensor parallelism: ", 0), 0U) << note;
+    EXPECT_NE(note.find("expect this forecast to be optimistic"), std::string::npos) << note;
+    EXPECT_NE(note.find("docs/calibration.md"), std::string::npos) << note;
+  }
+}
+
 TEST(Plan, EveryRankLayoutRoundTripsRanksAndCoordinates) {
   for (const std::string& name : kLayouts) {
     const RankLayout layout = parse_rank_layout(name);

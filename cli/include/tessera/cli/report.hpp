@@ -111,6 +111,10 @@ struct RunReport {
   /// when measurements back them. Text: an "Untested GPU" line; JSON:
   /// "untested_gpu", only when set.
   std::string untested_gpu;
+  /// A known bias of the forecast of this plan, from validation on measured
+  /// runs (parallelism::known_bias_note); empty when none is known. Text: a
+  /// "Known bias" line; JSON: "known_bias", only when set.
+  std::string known_bias;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
   /// The ns-3 backend's packet fabric (a "Packet fabric" section and a JSON
   /// "ns3" object); absent on the flow backend, whose output is unchanged.
