@@ -489,6 +489,12 @@ std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predic
 
 namespace {
 
+/// The Per layer table also splits its groups of micro-batches of at least
+/// this many sequences by tp (`tp N mb>=4`): on vTrain's runs (hidden 1024
+/// and 2048) the GPU, not the host, bounds their layers, as it does for
+/// large models (parallelism::known_bias_note quotes these rows).
+constexpr std::int64_t kLargeMicroBatch = 4;
+
 /// Errors of one GPU variant, by plan family, micro-batch, hidden size, all.
 using ErrorGroups = std::map<std::string, std::map<std::string, std::vector<double>>>;  // gpu -> group -> errors
 
@@ -507,15 +513,18 @@ void add_to_groups(ErrorGroups& groups, const std::string& gpu, const MeasuredRu
 std::vector<std::string> group_order(const std::map<std::string, std::vector<double>>& present) {
   static const std::vector<std::string> kFamilies = {"dp-only", "tp-only", "pp-only", "mixed"};
   static const std::vector<std::string> kPrefixes = {"tp ", "micro-batch ", "hidden "};
-  auto rank = [&](const std::string& g) -> std::pair<int, long long> {
+  // (prefix, value, 1 for a "tp N mb>=M" subgroup: after "tp N")
+  auto rank = [&](const std::string& g) -> std::tuple<int, long long, int> {
     for (std::size_t i = 0; i < kFamilies.size(); ++i) {
-      if (g == kFamilies[i]) return {0, static_cast<long long>(i)};
+      if (g == kFamilies[i]) return {0, static_cast<long long>(i), 0};
     }
     for (std::size_t i = 0; i < kPrefixes.size(); ++i) {
-      if (g.rfind(kPrefixes[i], 0) == 0)
-        return {static_cast<int>(i) + 1, std::stoll(g.substr(kPrefixes[i].size()))};
+      if (g.rfind(kPrefixes[i], 0) == 0) {
+        const std::string rest = g.substr(kPrefixes[i].size());
+        return {static_cast<int>(i) + 1, std::stoll(rest), rest.find(' ') == std::string::npos ? 0 : 1};
+      }
     }
-    return {4, 0};  // all
+    return {4, 0, 0};  // all
   };
   std::vector<std::string> order;
   order.reserve(present.size());
@@ -658,7 +667,14 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
   // The marginal cost of a layer.
   ErrorGroups lgroups;
   const std::vector<MarginalCost> per_layer = marginal_costs(predicted, Marginal::Layer);
-  for (const MarginalCost& c : per_layer) add_to_groups(lgroups, c.gpu, c.config, c.error());
+  for (const MarginalCost& c : per_layer) {
+    add_to_groups(lgroups, c.gpu, c.config, c.error());
+    // The layers of large micro-batches, which the GPU bounds on runs of
+    // vTrain's widths: what a forecast of a large model extrapolates, by tp.
+    if (c.config.micro_batch >= kLargeMicroBatch) {
+      lgroups[c.gpu][fmt::format("tp {} mb>={}", c.config.tp, kLargeMicroBatch)].push_back(c.error());
+    }
+  }
   if (!per_layer.empty()) {
     s += "\nPer layer: what one more layer adds to the iteration (groups of runs that differ only in their\n"
          "layers; least-squares slope of iteration time over layers), predicted against measured. A forecast\n"

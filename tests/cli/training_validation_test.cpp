@@ -226,6 +226,37 @@ TEST(TrainingValidation, PerLayerCostIsTheSlopeOverLayers) {
   EXPECT_EQ(report.find("marginal A100-80GB"), std::string::npos) << report;
 }
 
+TEST(TrainingValidation, PerLayerTableSplitsLargeMicroBatchesByTp) {
+  // tp 8: one group of layer sweeps at micro-batch 1 (a layer 5 ms measured,
+  // 4 ms predicted: -20%), one at micro-batch 4 (5 ms against 4.5: -10%).
+  // The Per layer table has both under "tp 8" (mean 15%) and the second
+  // alone under "tp 8 mb>=4", right after it; the other tables have no such
+  // row.
+  std::vector<PredictedRun> p;
+  for (const auto& [mb, slope] : {std::pair{1, 4.0}, std::pair{4, 4.5}}) {
+    for (int layers : {12, 16, 20, 24}) {
+      MeasuredRun r = run(8, 1, 1);
+      r.micro_batch = mb;
+      r.global_batch = 8 * mb;
+      r.layers = layers;
+      r.measured_ms = 30 + 5.0 * layers;
+      p.push_back({r, "A100-80GB", 40 + slope * layers});
+    }
+  }
+  const std::string report = format_training_report(p);
+  const std::size_t per_layer = report.find("\nPer layer:");
+  ASSERT_NE(per_layer, std::string::npos) << report;
+  const std::size_t all_tp = report.find("A100-80GB   tp 8                 2   15.0%", per_layer);
+  const std::size_t large = report.find("A100-80GB   tp 8 mb>=4           1   10.0%", per_layer);
+  ASSERT_NE(all_tp, std::string::npos) << report;
+  ASSERT_NE(large, std::string::npos) << report;
+  EXPECT_LT(all_tp, large);
+  EXPECT_EQ(report.find("\n", all_tp), large - 1) << report;  // the next row
+  EXPECT_NE(report.find("-10.0%\n", large), std::string::npos);
+  // No such row before the Per layer table.
+  EXPECT_EQ(report.find("mb>="), large + std::string("A100-80GB   tp 8 ").size()) << report;
+}
+
 TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
   // dp 2, micro-batch 2: global batches 8, 16, 32 are 2, 4, 8 micro-batches
   // per pipeline. Measured 20 + 5 n ms, predicted 24 + 4 n: the marginal cost
