@@ -407,6 +407,19 @@ int cmd_search(const Args& args, std::ostream& out) {
                        r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu,
                        c.peak_memory.as_double() / (1024.0 * 1024 * 1024));
   }
+  // A known bias of some shown plans' forecasts (tessera run's Known bias
+  // line, parallelism::known_bias_note): the widest tensor parallelism's.
+  const Candidate* biased = nullptr;
+  for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
+    if (!ranked[i]->report->known_bias.empty() && (!biased || ranked[i]->plan.tp > biased->plan.tp))
+      biased = ranked[i];
+  }
+  if (biased) {
+    out << fmt::format(
+        "\nnote: {}; plans with 4-way or wider tensor parallelism may therefore rank above plans "
+        "with less that run faster\n",
+        biased->report->known_bias);
+  }
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.

@@ -241,7 +241,7 @@ std::string known_bias_note(const ParallelPlan& plan) {
   if (plan.tp < 4) return {};
   return fmt::format(
       "{}-way tensor parallelism: on measured single-node A100 runs (vTrain) layers with 4- and 8-way "
-      "tensor parallelism come out 14-17% too cheap where the GPU bounds them: expect this forecast to be "
+      "tensor parallelism come out 14-17% too cheap where the GPU bounds them, so forecasts with it are "
       "optimistic (docs/calibration.md, \"The marginal cost of a layer\")",
       plan.tp);
 }

@@ -111,7 +111,7 @@ TEST(Plan, KnownBiasNoteOnlyFromFourWayTensorParallelism) {
     p.tp = tp;
     const std::string note = known_bias_note(p);
     EXPECT_EQ(note.rfind(std::to_string(tp) + "-way tensor parallelism: ", 0), 0U) << note;
-    EXPECT_NE(note.find("expect this forecast to be optimistic"), std::string::npos) << note;
+    EXPECT_NE(note.find("so forecasts with it are optimistic"), std::string::npos) << note;
     EXPECT_NE(note.find("docs/calibration.md"), std::string::npos) << note;
   }
 }
