@@ -253,8 +253,12 @@ TEST(TrainingValidation, PerLayerTableSplitsLargeMicroBatchesByTp) {
   EXPECT_LT(all_tp, large);
   EXPECT_EQ(report.find("\n", all_tp), large - 1) << report;  // the next row
   EXPECT_NE(report.find("-10.0%\n", large), std::string::npos);
-  // No such row before the Per layer table.
-  EXPECT_EQ(report.find("mb>="), large + std::string("A100-80GB   tp 8 ").size()) << report;
+  EXPECT_NE(report.find("`tp N mb>=4`: the groups of\nmicro-batches of 4 and more by tp", per_layer),
+            std::string::npos);
+  // No such row before the Per layer table, whose header names them first.
+  const std::size_t header = report.find("`tp N mb>=4`", per_layer);
+  EXPECT_EQ(report.find("mb>="), header + 6) << report;
+  EXPECT_EQ(report.find("mb>=", header + 12), large + std::string("A100-80GB   tp 8 ").size()) << report;
 }
 
 TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
