@@ -416,9 +416,9 @@ int cmd_search(const Args& args, std::ostream& out) {
   }
   if (biased) {
     out << fmt::format(
-        "\nnote: {}; plans with 4-way or wider tensor parallelism may therefore rank above plans "
+        "\nnote: {}; plans with {}-way or wider tensor parallelism may therefore rank above plans "
         "with less that run faster\n",
-        biased->report->known_bias);
+        biased->report->known_bias, parallelism::kKnownBiasMinTp);
   }
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's

@@ -676,12 +676,14 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
     }
   }
   if (!per_layer.empty()) {
-    s +=
+    s += fmt::format(
         "\nPer layer: what one more layer adds to the iteration (groups of runs that differ only in their\n"
         "layers; least-squares slope of iteration time over layers), predicted against measured. A forecast\n"
-        "of a deeper model, and of any large model, extrapolates this cost. `tp N mb>=4`: the groups of\n"
-        "micro-batches of 4 and more by tp (at vTrain's widths the GPU, not the host, bounds their layers,\n"
-        "as it does a large model's).\n\n";
+        "of a deeper model, and of any large model, extrapolates this cost. `tp N mb>={0}`: the groups of\n"
+        "micro-batches of {0} and more by tp (at vTrain's widths the GPU, not the host, bounds their "
+        "layers,\n"
+        "as it does a large model's).\n\n",
+        kLargeMicroBatch);
     s += table_header("groups");
     for (const std::string& gpu : gpus) s += table_rows(lgroups, gpu);
   }

@@ -238,7 +238,7 @@ bool tp_group_spans_nodes(const ParallelPlan& plan, int gpus_per_node) {
 }
 
 std::string known_bias_note(const ParallelPlan& plan) {
-  if (plan.tp < 4) return {};
+  if (plan.tp < kKnownBiasMinTp) return {};
   return fmt::format(
       "{}-way tensor parallelism: on measured single-node A100 runs (vTrain) layers with 4- and 8-way "
       "tensor parallelism come out 14-17% too cheap where the GPU bounds them, so forecasts with it are "

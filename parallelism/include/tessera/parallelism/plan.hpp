@@ -145,11 +145,14 @@ int rank_of(const ParallelPlan& plan, const RankCoord& c);
 /// `gpus_per_node` GPUs each (ranks [n x gpus_per_node, (n + 1) x
 /// gpus_per_node) are node n): legal, but its all-reduces cross the network.
 bool tp_group_spans_nodes(const ParallelPlan& plan, int gpus_per_node);
+/// The narrowest tensor parallelism whose forecasts carry a known bias
+/// (known_bias_note).
+inline constexpr int kKnownBiasMinTp = 4;
 /// A known bias of forecasts of `plan`, found by validating the model on
-/// measured runs, or empty when none is known: with 4-way or wider tensor
-/// parallelism the cost of a layer comes out too low on vTrain's
-/// single-node A100 runs (docs/calibration.md, "The marginal cost of a
-/// layer"), so such forecasts are optimistic. `tessera run` prints it.
+/// measured runs, or empty when none is known: with kKnownBiasMinTp-way or
+/// wider tensor parallelism the cost of a layer comes out too low on
+/// vTrain's single-node A100 runs (docs/calibration.md, "The marginal cost
+/// of a layer"), so such forecasts are optimistic. `tessera run` prints it.
 std::string known_bias_note(const ParallelPlan& plan);
 
 /// What a pipeline step computes. F: the forward. B: the backward's input
