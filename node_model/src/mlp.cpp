@@ -1,11 +1,13 @@
 #include "tessera/node_model/mlp.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <istream>
 #include <numbers>
 #include <ostream>
+#include <utility>
 
 #include "tessera/error.hpp"
 
@@ -130,71 +132,97 @@ Mlp Mlp::read(std::istream& in, const std::string& source) {
   return m;
 }
 
+namespace {
+constexpr double kBeta1 = 0.9;
+constexpr double kBeta2 = 0.999;
+constexpr double kEps = 1e-8;
+}  // namespace
+
+AdamTrainer::AdamTrainer(Mlp& net, const TrainOptions& opt, std::int64_t total_steps)
+    : net_(net), opt_(opt), total_steps_(total_steps) {
+  const auto& w = net_.weights();
+  const auto& b = net_.biases();
+  const std::size_t layers = w.size();
+  mw_.resize(layers);
+  vw_.resize(layers);
+  mb_.resize(layers);
+  vb_.resize(layers);
+  for (std::size_t l = 0; l < layers; ++l) {
+    mw_[l] = Eigen::MatrixXd::Zero(w[l].rows(), w[l].cols());
+    vw_[l] = mw_[l];
+    mb_[l] = Eigen::VectorXd::Zero(b[l].size());
+    vb_[l] = mb_[l];
+  }
+}
+
+void AdamTrainer::forward(std::vector<Eigen::MatrixXd>& acts) const {
+  const auto& w = net_.weights();
+  const auto& b = net_.biases();
+  const std::size_t layers = w.size();
+  acts.resize(layers + 1);
+  for (std::size_t l = 0; l < layers; ++l) {
+    acts[l + 1] = (w[l] * acts[l]).colwise() + b[l];
+    if (l + 1 < layers) acts[l + 1] = acts[l + 1].cwiseMax(0.0);
+  }
+}
+
+void AdamTrainer::step(Eigen::MatrixXd grad, const std::vector<Eigen::MatrixXd>& acts) {
+  auto& w = net_.weights();
+  auto& b = net_.biases();
+  ++step_;
+  const double progress = static_cast<double>(step_) / static_cast<double>(total_steps_);
+  const double lr =
+      opt_.lr_final + 0.5 * (opt_.lr - opt_.lr_final) * (1.0 + std::cos(std::numbers::pi * progress));
+  const double c1 = 1.0 - std::pow(kBeta1, static_cast<double>(step_));
+  const double c2 = 1.0 - std::pow(kBeta2, static_cast<double>(step_));
+  for (std::size_t l = w.size(); l-- > 0;) {
+    const Eigen::MatrixXd gw = grad * acts[l].transpose();
+    const Eigen::VectorXd gb = grad.rowwise().sum();
+    if (l > 0) {
+      grad = (w[l].transpose() * grad).cwiseProduct((acts[l].array() > 0.0).cast<double>().matrix());
+    }
+    mw_[l] = kBeta1 * mw_[l] + (1 - kBeta1) * gw;
+    vw_[l] = kBeta2 * vw_[l] + (1 - kBeta2) * gw.cwiseProduct(gw);
+    mb_[l] = kBeta1 * mb_[l] + (1 - kBeta1) * gb;
+    vb_[l] = kBeta2 * vb_[l] + (1 - kBeta2) * gb.cwiseProduct(gb);
+    w[l].array() -= lr * ((mw_[l].array() / c1) / ((vw_[l].array() / c2).sqrt() + kEps) +
+                          opt_.weight_decay * w[l].array());
+    b[l].array() -= lr * (mb_[l].array() / c1) / ((vb_[l].array() / c2).sqrt() + kEps);
+  }
+}
+
+void shuffle(std::vector<int>& order, Rng& rng) {
+  for (int i = static_cast<int>(order.size()) - 1; i > 0; --i) {
+    const int j = static_cast<int>(rng.next() % static_cast<std::uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+}
+
 void train_mlp(Mlp& net, const Eigen::MatrixXd& x, const LossFn& loss, const TrainOptions& opt,
                const std::function<void(int, double)>& log) {
   const int n = static_cast<int>(x.cols());
   if (n == 0) return;
   net.fit_normalization(x);
   const Eigen::MatrixXd z = net.normalize(x);
-  auto& w = net.weights();
-  auto& b = net.biases();
-  const std::size_t layers = w.size();
-  std::vector<Eigen::MatrixXd> mw(layers), vw(layers);
-  std::vector<Eigen::VectorXd> mb(layers), vb(layers);
-  for (std::size_t l = 0; l < layers; ++l) {
-    mw[l] = Eigen::MatrixXd::Zero(w[l].rows(), w[l].cols());
-    vw[l] = mw[l];
-    mb[l] = Eigen::VectorXd::Zero(b[l].size());
-    vb[l] = mb[l];
-  }
-  constexpr double kBeta1 = 0.9;
-  constexpr double kBeta2 = 0.999;
-  constexpr double kEps = 1e-8;
+  const int batches = (n + opt.batch - 1) / opt.batch;
+  AdamTrainer adam(net, opt, static_cast<std::int64_t>(batches) * opt.epochs);
   Rng rng(opt.seed);
   std::vector<int> order(n);
   for (int i = 0; i < n; ++i) order[i] = i;
-  std::vector<Eigen::MatrixXd> acts(layers + 1);
-  std::int64_t step = 0;
-  const int batches = (n + opt.batch - 1) / opt.batch;
-  const std::int64_t total_steps = static_cast<std::int64_t>(batches) * opt.epochs;
+  std::vector<Eigen::MatrixXd> acts(adam.layers() + 1);
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    for (int i = n - 1; i > 0; --i) {
-      const int j = static_cast<int>(rng.next() % static_cast<std::uint64_t>(i + 1));
-      std::swap(order[i], order[j]);
-    }
+    shuffle(order, rng);
     double epoch_loss = 0.0;
     for (int start = 0; start < n; start += opt.batch) {
       const int bs = std::min(opt.batch, n - start);
       std::vector<int> idx(order.begin() + start, order.begin() + start + bs);
       acts[0].resize(z.rows(), bs);
       for (int c = 0; c < bs; ++c) acts[0].col(c) = z.col(idx[c]);
-      for (std::size_t l = 0; l < layers; ++l) {
-        acts[l + 1] = (w[l] * acts[l]).colwise() + b[l];
-        if (l + 1 < layers) acts[l + 1] = acts[l + 1].cwiseMax(0.0);
-      }
-      Eigen::MatrixXd grad(acts[layers].rows(), bs);
-      epoch_loss += loss(acts[layers], idx, grad);
+      adam.forward(acts);
+      Eigen::MatrixXd grad(acts.back().rows(), bs);
+      epoch_loss += loss(acts.back(), idx, grad);
       grad /= static_cast<double>(bs);
-      ++step;
-      const double progress = static_cast<double>(step) / static_cast<double>(total_steps);
-      const double lr =
-          opt.lr_final + 0.5 * (opt.lr - opt.lr_final) * (1.0 + std::cos(std::numbers::pi * progress));
-      const double c1 = 1.0 - std::pow(kBeta1, static_cast<double>(step));
-      const double c2 = 1.0 - std::pow(kBeta2, static_cast<double>(step));
-      for (std::size_t l = layers; l-- > 0;) {
-        const Eigen::MatrixXd gw = grad * acts[l].transpose();
-        const Eigen::VectorXd gb = grad.rowwise().sum();
-        if (l > 0) {
-          grad = (w[l].transpose() * grad).cwiseProduct((acts[l].array() > 0.0).cast<double>().matrix());
-        }
-        mw[l] = kBeta1 * mw[l] + (1 - kBeta1) * gw;
-        vw[l] = kBeta2 * vw[l] + (1 - kBeta2) * gw.cwiseProduct(gw);
-        mb[l] = kBeta1 * mb[l] + (1 - kBeta1) * gb;
-        vb[l] = kBeta2 * vb[l] + (1 - kBeta2) * gb.cwiseProduct(gb);
-        w[l].array() -= lr * ((mw[l].array() / c1) / ((vw[l].array() / c2).sqrt() + kEps) +
-                              opt.weight_decay * w[l].array());
-        b[l].array() -= lr * (mb[l].array() / c1) / ((vb[l].array() / c2).sqrt() + kEps);
-      }
+      adam.step(std::move(grad), acts);
     }
     if (log) log(epoch, epoch_loss / n);
   }

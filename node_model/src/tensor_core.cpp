@@ -403,31 +403,16 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
   // Adam on mini-batches of rows; a row's loss is that of its fastest
   // candidate (the gradient flows into that candidate only), so the network
   // learns the utilization of the tiles an autotuner keeps.
-  auto& w = net.weights();
-  auto& b = net.biases();
-  const std::size_t layers = w.size();
-  std::vector<Eigen::MatrixXd> mw(layers), vw(layers);
-  std::vector<Eigen::VectorXd> mb(layers), vb(layers);
-  for (std::size_t l = 0; l < layers; ++l) {
-    mw[l] = Eigen::MatrixXd::Zero(w[l].rows(), w[l].cols());
-    vw[l] = mw[l];
-    mb[l] = Eigen::VectorXd::Zero(b[l].size());
-    vb[l] = mb[l];
-  }
-  constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
   const auto& o = opt.mlp;
+  const int batches = (n + o.batch - 1) / o.batch;
+  AdamTrainer adam(net, o, static_cast<std::int64_t>(batches) * o.epochs);
   Rng rng(o.seed);
   std::vector<int> order(n);
   for (int i = 0; i < n; ++i) order[i] = i;
-  const int batches = (n + o.batch - 1) / o.batch;
-  const std::int64_t total_steps = static_cast<std::int64_t>(batches) * o.epochs;
-  std::int64_t step = 0;
-  std::vector<Eigen::MatrixXd> acts(layers + 1);
+  std::vector<Eigen::MatrixXd> acts(adam.layers() + 1);
   double last_loss = 0.0;
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
-    for (int i = n - 1; i > 0; --i) {
-      std::swap(order[i], order[static_cast<int>(rng.next() % static_cast<std::uint64_t>(i + 1))]);
-    }
+    shuffle(order, rng);
     double epoch_loss = 0.0;
     for (int start = 0; start < n; start += o.batch) {
       const int bs = std::min(o.batch, n - start);
@@ -445,11 +430,8 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
           }
         }
       }
-      for (std::size_t l = 0; l < layers; ++l) {
-        acts[l + 1] = (w[l] * acts[l]).colwise() + b[l];
-        if (l + 1 < layers) acts[l + 1] = acts[l + 1].cwiseMax(0.0);
-      }
-      const Eigen::MatrixXd& out = acts[layers];
+      adam.forward(acts);
+      const Eigen::MatrixXd& out = acts.back();
       Eigen::MatrixXd grad = Eigen::MatrixXd::Zero(kOutputs, ncols);
       // A row's prediction is its fastest candidate's; the gradient flows
       // into that candidate only. (A soft minimum annealed to the hard one,
@@ -486,25 +468,7 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
         grad(2, best) = 2.0 * res * k0 / (ksteps[q] + k0);
       }
       grad /= static_cast<double>(bs);
-      ++step;
-      const double progress = static_cast<double>(step) / static_cast<double>(total_steps);
-      const double lr =
-          o.lr_final + 0.5 * (o.lr - o.lr_final) * (1.0 + std::cos(std::numbers::pi * progress));
-      const double c1 = 1.0 - std::pow(kBeta1, static_cast<double>(step));
-      const double c2 = 1.0 - std::pow(kBeta2, static_cast<double>(step));
-      for (std::size_t l = layers; l-- > 0;) {
-        const Eigen::MatrixXd gw = grad * acts[l].transpose();
-        const Eigen::VectorXd gb = grad.rowwise().sum();
-        if (l > 0)
-          grad = (w[l].transpose() * grad).cwiseProduct((acts[l].array() > 0.0).cast<double>().matrix());
-        mw[l] = kBeta1 * mw[l] + (1 - kBeta1) * gw;
-        vw[l] = kBeta2 * vw[l] + (1 - kBeta2) * gw.cwiseProduct(gw);
-        mb[l] = kBeta1 * mb[l] + (1 - kBeta1) * gb;
-        vb[l] = kBeta2 * vb[l] + (1 - kBeta2) * gb.cwiseProduct(gb);
-        w[l].array() -= lr * ((mw[l].array() / c1) / ((vw[l].array() / c2).sqrt() + kEps) +
-                              o.weight_decay * w[l].array());
-        b[l].array() -= lr * (mb[l].array() / c1) / ((vb[l].array() / c2).sqrt() + kEps);
-      }
+      adam.step(std::move(grad), acts);
     }
     last_loss = epoch_loss / n;
   }

@@ -67,6 +67,34 @@ struct TrainOptions {
   std::uint64_t seed = 20240531;
 };
 
+/// Adam on an Mlp's weights, one mini-batch at a time, with the learning
+/// rate decayed from `opt.lr` to `opt.lr_final` on a cosine over
+/// `total_steps`. The arithmetic of train_mlp, shared with trainers whose
+/// loss is their own (the tensor-core model's fastest candidate).
+class AdamTrainer {
+ public:
+  AdamTrainer(Mlp& net, const TrainOptions& opt, std::int64_t total_steps);
+  /// Runs `acts[0]` (normalized inputs x samples) through the network and
+  /// fills `acts[1..layers]` (ReLU between layers, linear outputs).
+  void forward(std::vector<Eigen::MatrixXd>& acts) const;
+  /// Backpropagates `grad` (dLoss/dOutput of the last forward(), outputs x
+  /// samples, already divided by the batch) through `acts` and takes one step.
+  void step(Eigen::MatrixXd grad, const std::vector<Eigen::MatrixXd>& acts);
+  [[nodiscard]] std::size_t layers() const { return mw_.size(); }
+
+ private:
+  Mlp& net_;
+  TrainOptions opt_;
+  std::int64_t total_steps_;
+  std::int64_t step_ = 0;
+  std::vector<Eigen::MatrixXd> mw_, vw_;
+  std::vector<Eigen::VectorXd> mb_, vb_;
+};
+
+/// The trainers' deterministic epoch order: a Fisher-Yates shuffle of
+/// `order` drawing from `rng`.
+void shuffle(std::vector<int>& order, Rng& rng);
+
 /// Given network outputs for a mini-batch (outputs x batch) and the sample
 /// indices, writes dLoss/dOutput (same shape) and returns the summed loss.
 using LossFn =
