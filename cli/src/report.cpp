@@ -190,6 +190,13 @@ std::string json_packet_fabric(const PacketFabricStats& f) {
 }
 }  // namespace
 
+std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {
+  return fmt::format(
+      "note: {}; {} with {}-way or wider tensor parallelism{}{} may therefore rank above {} with less "
+      "that run faster\n",
+      known_bias, rows, parallelism::kKnownBiasMinTp, which.empty() ? "" : " ", which, rows);
+}
+
 std::string format_text(const RunReport& r) {
   // Shares of the iteration as compare-schedules prints them (IterationBreakdown::share).
   const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time, r.exposed_comm_time};

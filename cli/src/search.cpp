@@ -415,10 +415,7 @@ int cmd_search(const Args& args, std::ostream& out) {
       biased = ranked[i];
   }
   if (biased) {
-    out << fmt::format(
-        "\nnote: {}; plans with {}-way or wider tensor parallelism may therefore rank above plans "
-        "with less that run faster\n",
-        biased->report->known_bias, parallelism::kKnownBiasMinTp);
+    out << "\n" << ranking_bias_note(biased->report->known_bias, "plans");
   }
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's

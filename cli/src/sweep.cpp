@@ -568,6 +568,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         json += fmt::format(", {}: {}", json_string(names[m]),
                             names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
       }
+      // As in tessera run --json: only when the point's plan has one.
+      const std::string bias = parallelism::known_bias_note(scenarios[pt.index].plan);
+      if (!bias.empty()) json += fmt::format(", \"known_bias\": {}", json_string(bias));
       json += "}";
     }
     out << json << "]}\n";
@@ -590,6 +593,22 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                        std::stod(cols[m0 + kTokens]), does_not_fit ? "  OOM" : "");
   }
   if (oom > 0) out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
+  // A known bias of some points' forecasts (tessera run's Known bias line):
+  // the widest tensor parallelism's, naming the points it holds for.
+  std::vector<std::string> biased;
+  const Scenario* widest = nullptr;
+  for (const Point& pt : points) {
+    const Scenario& sc = scenarios[pt.index];
+    if (parallelism::known_bias_note(sc.plan).empty()) continue;
+    biased.push_back(std::to_string(pt.index));
+    if (!widest || sc.plan.tp > widest->plan.tp) widest = &sc;
+  }
+  if (widest && biased.size() < points.size()) {
+    out << ranking_bias_note(parallelism::known_bias_note(widest->plan), "points",
+                             fmt::format("({})", fmt::join(biased, ", ")));
+  } else if (widest) {
+    out << fmt::format("note (every point): {}\n", parallelism::known_bias_note(widest->plan));
+  }
   out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
   return 0;
 }

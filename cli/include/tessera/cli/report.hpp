@@ -130,4 +130,13 @@ std::string format_text(const RunReport& r);
 /// exposed_comm_time_s, tflops_per_gpu and more (see docs/scenarios.md).
 std::string format_json(const RunReport& r);
 
+/// The note `search` and `sweep` print after a table that ranks plans of
+/// which some have a known bias: `known_bias` (the widest tensor
+/// parallelism's RunReport::known_bias) and that such `rows` ("plans",
+/// "points") may rank above rows with less tensor parallelism that run
+/// faster; `which` (e.g. "(1, 2)"), when not empty, names the biased rows.
+/// One line ending in a newline.
+std::string ranking_bias_note(std::string_view known_bias, std::string_view rows,
+                              std::string_view which = {});
+
 }  // namespace tessera::cli
