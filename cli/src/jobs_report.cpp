@@ -1,6 +1,7 @@
 // The summary of a scenario with several jobs (study::simulate_jobs).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "tessera/cli/report.hpp"
@@ -24,6 +25,36 @@ std::string node_list(const std::vector<int>& nodes) {
   return out;
 }
 
+/// tessera run's Untested GPU and Known bias notes for each job (the jobs'
+/// order), empty where a job has none.
+struct JobNotes {
+  std::vector<std::string> untested_gpu, known_bias;
+};
+
+JobNotes job_notes(const Scenario& s) {
+  JobNotes n;
+  for (const Job& j : s.jobs) {
+    n.untested_gpu.push_back(node_model::extrapolation_note(j.scenario.gpu, j.scenario.workload.dtype));
+    n.known_bias.push_back(parallelism::known_bias_note(j.scenario.plan));
+  }
+  return n;
+}
+
+/// A summary line (`label` padded as tessera run pads it) for notes held by
+/// the jobs: one line when every job has the same, else one per job that has
+/// one, named.
+std::string note_lines(std::string_view label, const std::vector<std::string>& notes, const Scenario& s) {
+  if (notes.empty()) return {};
+  if (std::all_of(notes.begin(), notes.end(), [&](const std::string& n) { return n == notes.front(); })) {
+    return notes.front().empty() ? std::string() : fmt::format("{:<15}{}\n", label, notes.front());
+  }
+  std::string out;
+  for (std::size_t i = 0; i < notes.size(); ++i) {
+    if (!notes[i].empty()) out += fmt::format("{:<15}{}: {}\n", label, s.jobs[i].name, notes[i]);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
@@ -32,6 +63,9 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
   std::string out = fmt::format("Scenario       {}: {} jobs on {} x {} ({} fabric, {})\n", s.name, o.jobs.size(),
                                 s.gpus(), s.gpu.name, to_string(s.fabric), placement);
   out += fmt::format("Models         {} node model, {} network backend\n", s.predictor, to_string(s.backend));
+  const JobNotes notes = job_notes(s);
+  out += note_lines("Untested GPU", notes.untested_gpu, s);
+  out += note_lines("Known bias", notes.known_bias, s);
   out += fmt::format("{:<16} {:>5}  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "job", "GPUs", "nodes", "alone (ms)",
                      "shared (ms)", "slowdown", "tokens/s");
   for (const auto& j : o.jobs) {
@@ -80,8 +114,15 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
   const std::string seed = s.placement == "random" ? fmt::format(R"(, "placement_seed": {})", s.placement_seed) : "";
   std::string out = fmt::format(R"({{"scenario": {}, "gpus": {}, "placement": "{}"{}, "backend": "{}", "jobs": [)",
                                 json_string(s.name), s.gpus(), s.placement, seed, to_string(s.backend));
+  const JobNotes notes = job_notes(s);
   for (std::size_t i = 0; i < o.jobs.size(); ++i) {
     const auto& j = o.jobs[i];
+    // As in tessera run --json: each only when the job has one.
+    std::string extra;
+    if (i < notes.untested_gpu.size() && !notes.untested_gpu[i].empty())
+      extra += fmt::format(R"(, "untested_gpu": {})", json_string(notes.untested_gpu[i]));
+    if (i < notes.known_bias.size() && !notes.known_bias[i].empty())
+      extra += fmt::format(R"(, "known_bias": {})", json_string(notes.known_bias[i]));
     std::string nodes;
     for (int n : j.nodes) nodes += fmt::format("{}{}", nodes.empty() ? "" : ", ", n);
     std::string links = "null";  // ns-3 point-to-point: not available
@@ -97,9 +138,9 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
       links += "]";
     }
     out += fmt::format(
-        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "busiest_links": {}}})",
-        i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(), j.slowdown(),
-        j.tokens_per_s, links);
+        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "busiest_links": {}{}}})",
+        i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(),
+        j.slowdown(), j.tokens_per_s, links, extra);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e})", o.makespan.seconds());
   // The warnings stderr gives, only when there are any.

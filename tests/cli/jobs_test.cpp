@@ -488,3 +488,40 @@ TEST(MixedGpus, StageBalanceIsEachStageOnItsGpu) {
   EXPECT_DOUBLE_EQ(rep.stage_balance[1].vs_fastest, static_cast<double>(stage_compute(a100, 1).ps()) /
                                                         static_cast<double>(stage_compute(h100, 0).ps()));
 }
+
+TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
+  // tessera run's notes for a scenario with jobs: one line when every job
+  // has the same, one per job (named) otherwise; in the JSON per job, only
+  // where the job has one. The outcome's numbers do not matter here.
+  std::string text = scenario_text("two-jobs.yaml");
+  const std::string job_b = "  - name: job-b\n    nodes: 2\n";
+  ASSERT_NE(text.find(job_b), std::string::npos);
+  JobsOutcome o;
+  o.jobs.resize(2);
+  o.jobs[0].name = "job-a";
+  o.jobs[1].name = "job-b";
+  // As shipped: H100 data-parallel jobs, no note.
+  const Scenario plain = parse_scenario(text, "two-jobs.yaml");
+  EXPECT_EQ(format_jobs_text(plain, o).find("Known bias"), std::string::npos);
+  EXPECT_EQ(format_jobs_text(plain, o).find("Untested GPU"), std::string::npos);
+  EXPECT_EQ(format_jobs_json(plain, o).find("known_bias"), std::string::npos);
+  // job-b with 4-way tensor parallelism, on B200s: the GPU's note once, the
+  // bias for job-b alone.
+  text.replace(text.find(job_b), job_b.size(), job_b + "    parallelism:\n      tp: 4\n      dp: 4\n");
+  const Scenario s = parse_scenario(text, "two-jobs.yaml", {{"cluster.gpu", "B200"}});
+  const std::string t = format_jobs_text(s, o);
+  EXPECT_NE(t.find("\nUntested GPU   B200 (Blackwell): no kernel of this generation was measured here"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("Untested GPU   job-"), std::string::npos) << t;
+  EXPECT_NE(t.find("\nKnown bias     job-b: 4-way tensor parallelism: "), std::string::npos) << t;
+  EXPECT_EQ(t.find("job-a: 4-way"), std::string::npos) << t;
+  const std::string j = format_jobs_json(s, o);
+  const std::size_t a = j.find(R"({"name": "job-a")");
+  const std::size_t b = j.find(R"({"name": "job-b")");
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_EQ(j.substr(a, b - a).find("known_bias"), std::string::npos) << j;
+  EXPECT_NE(j.substr(a, b - a).find(R"("untested_gpu": "B200 (Blackwell))"), std::string::npos) << j;
+  EXPECT_NE(j.substr(b).find(R"("known_bias": "4-way tensor parallelism: )"), std::string::npos) << j;
+}
