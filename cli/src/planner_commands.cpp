@@ -270,22 +270,26 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
           b.bubble.seconds(), b.share(b.bubble), b.exposed_comm.seconds(), mem,
           r.result.summary.oom() ? "true" : "false");
     }
-    // As in tessera run --json: "known_bias" only when the plan has one.
+    // As in tessera run --json: "untested_gpu" and "known_bias" only when set.
+    const std::string untested = untested_gpu_note(s);
     const std::string bias = parallelism::known_bias_note(plan);
     out << fmt::format(
         "{{\"scenario\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, \"pp\": {}, \"micro_batches\": {}, "
         "\"predictor\": {}, {}\"schedules\": [{}]}}\n",
         json_string(s.name), s.gpus(), plan.dp, plan.tp, plan.pp, plan.micro_batches(s.workload.micro_batch),
         json_string(std::string(predictor.name())),
-        bias.empty() ? std::string() : fmt::format("\"known_bias\": {}, ", json_string(bias)), items);
+        (untested.empty() ? std::string() : fmt::format("\"untested_gpu\": {}, ", json_string(untested))) +
+            (bias.empty() ? std::string() : fmt::format("\"known_bias\": {}, ", json_string(bias))),
+        items);
     if (svg_path) write_file_atomic(*svg_path, svg_chart(fmt::format("{}: pipeline schedules", s.name), rows, s.gpu.name, s.gpu.memory));
     return 0;
   }
   out << fmt::format(
-      "Scenario {} ({} on {} x {}, dp={} tp={} pp={}{}, {} micro-batches of {}, {} node model)\n\n", s.name,
+      "Scenario {} ({} on {} x {}, dp={} tp={} pp={}{}, {} micro-batches of {}, {} node model)\n", s.name,
       s.model.name, s.gpus(), s.gpu.name, plan.dp, plan.tp, plan.pp,
       plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "", plan.micro_batches(s.workload.micro_batch),
       s.workload.micro_batch, predictor.name());
+  out << caveat_lines(s) << "\n";
   out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12}  {}\n", "schedule", "iteration", "bubble", "exposed comm",
                      "compute", "peak memory per stage (GiB)");
   for (const Row& r : rows) {
@@ -309,9 +313,6 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   out << "\nbubble: pipeline fill and drain with free communication, and its share of the iteration (as\n"
          "`tessera run` prints it); exposed comm: the rest of the iteration beyond that; '!' marks a stage\n"
          "that does not fit in the GPU's memory.\n";
-  // tessera run's Known bias line: the same for every schedule of the plan.
-  const std::string bias = parallelism::known_bias_note(plan);
-  if (!bias.empty()) out << fmt::format("note: {}\n", bias);
   if (svg_path) {
     write_file_atomic(*svg_path, svg_chart(fmt::format("{}: pipeline schedules", s.name), rows, s.gpu.name, s.gpu.memory));
     out << fmt::format("chart written to {}\n", *svg_path);

@@ -23,11 +23,9 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.pp = s.plan.pp;
   rep.ep = s.plan.ep;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
-  rep.untested_gpu = node_model::extrapolation_note(s.gpu, s.workload.dtype);
+  rep.untested_gpu = untested_gpu_note(s);
   rep.known_bias = parallelism::known_bias_note(s.plan);
   if (s.mixed_gpus) {
-    const std::string mixed = node_model::extrapolation_note(s.mixed_gpus->gpu, s.workload.dtype);
-    if (!mixed.empty()) rep.untested_gpu += (rep.untested_gpu.empty() ? "" : "; ") + mixed;
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
     rep.mixed_nodes = static_cast<int>(s.mixed_gpus->nodes.size());
     for (std::size_t i = 0; i < s.mixed_gpus->nodes.size(); ++i) {
@@ -189,6 +187,24 @@ std::string json_packet_fabric(const PacketFabricStats& f) {
       f.scale_up_payload.count());
 }
 }  // namespace
+
+std::string untested_gpu_note(const Scenario& s) {
+  std::string note = node_model::extrapolation_note(s.gpu, s.workload.dtype);
+  if (s.mixed_gpus) {
+    const std::string mixed = node_model::extrapolation_note(s.mixed_gpus->gpu, s.workload.dtype);
+    if (!mixed.empty()) note += (note.empty() ? "" : "; ") + mixed;
+  }
+  return note;
+}
+
+std::string caveat_lines(const Scenario& s, bool known_bias) {
+  std::string out;
+  const std::string untested = untested_gpu_note(s);
+  if (!untested.empty()) out += fmt::format("Untested GPU   {}\n", untested);
+  const std::string bias = known_bias ? parallelism::known_bias_note(s.plan) : std::string();
+  if (!bias.empty()) out += fmt::format("Known bias     {}\n", bias);
+  return out;
+}
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {
   return fmt::format(

@@ -386,6 +386,7 @@ int cmd_search(const Args& args, std::ostream& out) {
 
   out << fmt::format("Search {}: {} on {} x {}, global batch {} x {} tokens\n", base.name, base.model.name, gpus,
                      base.gpu.name, global_batch, base.workload.seq_len);
+  out << caveat_lines(base, false);
   out << fmt::format("{} plans considered, {} fit in memory, {} simulated{}\n\n", considered, fitting.size(),
                      simulated,
                      screened ? fmt::format(" (the {} with the least compute + pipeline bubble; raise --max-candidates "

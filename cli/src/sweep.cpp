@@ -568,7 +568,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         json += fmt::format(", {}: {}", json_string(names[m]),
                             names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
       }
-      // As in tessera run --json: only when the point's plan has one.
+      // As in tessera run --json: each only when the point has one.
+      const std::string untested = untested_gpu_note(scenarios[pt.index]);
+      if (!untested.empty()) json += fmt::format(", \"untested_gpu\": {}", json_string(untested));
       const std::string bias = parallelism::known_bias_note(scenarios[pt.index].plan);
       if (!bias.empty()) json += fmt::format(", \"known_bias\": {}", json_string(bias));
       json += "}";
@@ -593,15 +595,29 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                        std::stod(cols[m0 + kTokens]), does_not_fit ? "  OOM" : "");
   }
   if (oom > 0) out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
-  // A known bias of some points' forecasts (tessera run's Known bias line):
-  // the widest tensor parallelism's, naming the points it holds for.
+  // tessera run's caveats of the points' forecasts: an untested GPU's (each
+  // distinct note once, naming its points unless every point has it), and
+  // a known bias (the widest tensor parallelism's, naming the points it
+  // holds for: they may outrank points with less).
+  std::vector<std::pair<std::string, std::vector<std::string>>> untested;
   std::vector<std::string> biased;
   const Scenario* widest = nullptr;
   for (const Point& pt : points) {
     const Scenario& sc = scenarios[pt.index];
+    if (const std::string u = untested_gpu_note(sc); !u.empty()) {
+      auto it = std::find_if(untested.begin(), untested.end(), [&](const auto& e) { return e.first == u; });
+      if (it == untested.end()) it = untested.insert(untested.end(), {u, {}});
+      it->second.push_back(std::to_string(pt.index));
+    }
     if (parallelism::known_bias_note(sc.plan).empty()) continue;
     biased.push_back(std::to_string(pt.index));
     if (!widest || sc.plan.tp > widest->plan.tp) widest = &sc;
+  }
+  for (const auto& [note, which] : untested) {
+    out << (which.size() == points.size()
+                ? fmt::format("note (every point): untested GPU: {}\n", note)
+                : fmt::format("note: untested GPU for point{} {}: {}\n", which.size() > 1 ? "s" : "",
+                              fmt::join(which, ", "), note));
   }
   if (widest && biased.size() < points.size()) {
     out << ranking_bias_note(parallelism::known_bias_note(widest->plan), "points",

@@ -130,6 +130,17 @@ std::string format_text(const RunReport& r);
 /// exposed_comm_time_s, tflops_per_gpu and more (see docs/scenarios.md).
 std::string format_json(const RunReport& r);
 
+/// Why the scenario's kernel times are an extrapolation (its GPU's and a
+/// `mixed_gpus` GPU's node_model::extrapolation_note, "; "-joined), or empty
+/// when measurements back them: RunReport::untested_gpu.
+std::string untested_gpu_note(const Scenario& s);
+/// tessera run's caveat lines for a one-job scenario, for the other commands
+/// that forecast it (kernels, compare-schedules, sensitivity): "Untested
+/// GPU" (untested_gpu_note) and "Known bias" (parallelism::known_bias_note),
+/// each only when set, padded as `run` pads them; `known_bias` false leaves
+/// the second out (a command whose rows have plans of their own).
+std::string caveat_lines(const Scenario& s, bool known_bias = true);
+
 /// The note `search` and `sweep` print after a table that ranks plans of
 /// which some have a known bias: `known_bias` (the widest tensor
 /// parallelism's RunReport::known_bias) and that such `rows` ("plans",
