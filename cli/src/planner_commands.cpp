@@ -271,16 +271,11 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
           r.result.summary.oom() ? "true" : "false");
     }
     // As in tessera run --json: "untested_gpu" and "known_bias" only when set.
-    const std::string untested = untested_gpu_note(s);
-    const std::string bias = parallelism::known_bias_note(plan);
     out << fmt::format(
         "{{\"scenario\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, \"pp\": {}, \"micro_batches\": {}, "
         "\"predictor\": {}, {}\"schedules\": [{}]}}\n",
         json_string(s.name), s.gpus(), plan.dp, plan.tp, plan.pp, plan.micro_batches(s.workload.micro_batch),
-        json_string(std::string(predictor.name())),
-        (untested.empty() ? std::string() : fmt::format("\"untested_gpu\": {}, ", json_string(untested))) +
-            (bias.empty() ? std::string() : fmt::format("\"known_bias\": {}, ", json_string(bias))),
-        items);
+        json_string(std::string(predictor.name())), caveat_json(s), items);
     if (svg_path) write_file_atomic(*svg_path, svg_chart(fmt::format("{}: pipeline schedules", s.name), rows, s.gpu.name, s.gpu.memory));
     return 0;
   }

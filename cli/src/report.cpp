@@ -206,6 +206,15 @@ std::string caveat_lines(const Scenario& s, bool known_bias) {
   return out;
 }
 
+std::string caveat_json(const Scenario& s, bool known_bias) {
+  std::string out;
+  const std::string untested = untested_gpu_note(s);
+  if (!untested.empty()) out += fmt::format("\"untested_gpu\": {}, ", json_string(untested));
+  const std::string bias = known_bias ? parallelism::known_bias_note(s.plan) : std::string();
+  if (!bias.empty()) out += fmt::format("\"known_bias\": {}, ", json_string(bias));
+  return out;
+}
+
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {
   return fmt::format(
       "note: {}; {} with {}-way or wider tensor parallelism{}{} may therefore rank above {} with less "

@@ -140,6 +140,9 @@ std::string untested_gpu_note(const Scenario& s);
 /// each only when set, padded as `run` pads them; `known_bias` false leaves
 /// the second out (a command whose rows have plans of their own).
 std::string caveat_lines(const Scenario& s, bool known_bias = true);
+/// The same as JSON members, each followed by ", " (to precede another
+/// member): "untested_gpu" and "known_bias", each only when set.
+std::string caveat_json(const Scenario& s, bool known_bias = true);
 
 /// The note `search` and `sweep` print after a table that ranks plans of
 /// which some have a known bias: `known_bias` (the widest tensor
