@@ -1,14 +1,15 @@
 #include "tessera/cli/scenario.hpp"
 
 #include <fmt/format.h>
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <tuple>
 
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
+#include "tessera/study/pipeline.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
@@ -709,13 +710,23 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
 }
 
+TEST(Report, DefaultScenarioHasNoCaveatLines) {
+  // H100, bf16, tp 1: measurements back its kernels and no bias is known for
+  // its plan, so neither caveat line nor JSON key.
+  const Scenario d = parse_scenario(default_text(), "d.yaml");
+  const RunReport r = make_report(d, simulate_scenario(d));
+  const std::string text = format_text(r);
+  const std::string json = format_json(r);
+  for (const auto& [field, line, key] : {std::tuple{&r.untested_gpu, "Untested GPU", "untested_gpu"},
+                                         std::tuple{&r.known_bias, "Known bias", "known_bias"}}) {
+    EXPECT_EQ(*field, "") << line;
+    EXPECT_EQ(text.find(line), std::string::npos) << text;
+    EXPECT_EQ(json.find(key), std::string::npos) << json;
+  }
+}
+
 TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
-  // The default scenario (H100, bf16): no line, no key.
-  const Scenario h = parse_scenario(default_text(), "d.yaml");
-  const RunReport rh = make_report(h, simulate_scenario(h));
-  EXPECT_EQ(rh.untested_gpu, "");
-  EXPECT_EQ(format_text(rh).find("Untested GPU"), std::string::npos);
-  EXPECT_EQ(format_json(rh).find("untested_gpu"), std::string::npos);
+  // (The default scenario, on an H100, has none: DefaultScenarioHasNoCaveatLines.)
   // A B200 cluster: the summary says its kernel times are extrapolated.
   const Scenario b = parse_scenario(default_text(), "b.yaml", {{"cluster.gpu", "B200"}});
   const RunReport rb = make_report(b, simulate_scenario(b));
@@ -731,12 +742,7 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
 }
 
 TEST(Report, KnownBiasLineForWideTensorParallelism) {
-  // The default scenario (tp 1): no line, no key.
-  const Scenario d = parse_scenario(default_text(), "d.yaml");
-  const RunReport rd = make_report(d, simulate_scenario(d));
-  EXPECT_EQ(rd.known_bias, "");
-  EXPECT_EQ(format_text(rd).find("Known bias"), std::string::npos);
-  EXPECT_EQ(format_json(rd).find("known_bias"), std::string::npos);
+  // (The default scenario, tp 1, has none: DefaultScenarioHasNoCaveatLines.)
   // 4-way tensor parallelism (GPT-2 Large has 20 heads): the summary says
   // the forecast is optimistic.
   const Scenario t =
