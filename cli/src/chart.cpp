@@ -215,6 +215,33 @@ std::string legend(const std::vector<LegendEntry>& entries, double x, double y, 
   std::string s;
   double cx = x, cy = y + 12;
   for (const LegendEntry& e : entries) {
+    if (e.note) {
+      // Rows of its own, text only, wrapped at word boundaries to `width`.
+      if (cx > x) cy += kRow;
+      std::string line;
+      std::size_t pos = 0;
+      while (pos < e.name.size()) {
+        std::size_t end = e.name.find(' ', pos);
+        if (end == std::string::npos) end = e.name.size();
+        const std::string word = e.name.substr(pos, end - pos);
+        const std::string longer = line.empty() ? word : line + " " + word;
+        if (!line.empty() && text_width(longer, 12) > width) {
+          s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="{}">{}</text>)"
+                           "\n",
+                           x, cy, e.color, escape(line));
+          cy += kRow;
+          line = word;
+        } else {
+          line = longer;
+        }
+        pos = end + 1;
+      }
+      s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="{}">{}</text>)"
+                       "\n",
+                       x, cy, e.color, escape(line));
+      cx = x + width;  // the next entry starts a new row
+      continue;
+    }
     const double w = kSample + 6 + text_width(e.name, 12);
     if (cx > x && cx + w > x + width) {
       cx = x;

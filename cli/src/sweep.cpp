@@ -174,7 +174,7 @@ bool all_numbers(const std::vector<std::string>& values, std::vector<double>& ou
 /// its GPUs) and a second panel shows the throughput per GPU relative to
 /// that first point.
 std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
-                      const std::string& title) {
+                      const std::string& title, const std::vector<std::string>& notes = {}) {
   struct Pt {
     std::string x_value;  // the first key's value
     double gpus = 0, tokens = 0;
@@ -275,6 +275,9 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
                        "#777", true});
   }
   if (any_oom) entries.push_back({"does not fit in GPU memory (OOM)", "#d62728", false, true});
+  // Caveats of some points' forecasts (tessera run's Untested GPU and Known
+  // bias), one line each under the legend.
+  for (const std::string& n : notes) entries.push_back({n, "#555", false, false, false, true});
 
   // Two panels side by side, or the throughput panel alone, wider.
   const double panel_w = gpus_on_x ? 480 : 620, panel_h = 340, margin = 10;
@@ -545,9 +548,54 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                        shard.index, shard.count, owned, points.size(), csv_path, stem);
     return 0;
   }
+  // tessera run's caveats of the points' forecasts: an untested GPU's (each
+  // distinct note once, naming its points unless every point has it), and
+  // a known bias (the widest tensor parallelism's, naming the points it
+  // holds for: they may outrank points with less).
+  std::vector<std::pair<std::string, std::vector<std::string>>> untested;
+  std::vector<std::string> biased;
+  const Scenario* widest = nullptr;
+  for (const Point& pt : points) {
+    const Scenario& sc = scenarios[pt.index];
+    if (const std::string u = untested_gpu_note(sc); !u.empty()) {
+      auto it = std::find_if(untested.begin(), untested.end(), [&](const auto& e) { return e.first == u; });
+      if (it == untested.end()) it = untested.insert(untested.end(), {u, {}});
+      it->second.push_back(std::to_string(pt.index));
+    }
+    if (parallelism::known_bias_note(sc.plan).empty()) continue;
+    biased.push_back(std::to_string(pt.index));
+    if (!widest || sc.plan.tp > widest->plan.tp) widest = &sc;
+  }
+  // The same caveats under the chart, short, for a reader of the chart alone.
+  auto which_points = [&](const std::vector<std::string>& which) {
+    return which.size() == points.size()
+               ? std::string("every point")
+               : fmt::format("point{} {}", which.size() > 1 ? "s" : "", fmt::join(which, ", "));
+  };
+  std::vector<std::string> chart_notes;
+  for (const auto& [note, which] : untested) {
+    chart_notes.push_back(
+        fmt::format("Untested GPU, {}: {}", which_points(which), note.substr(0, note.find(':'))) +
+        ": its kernel times are extrapolated");
+  }
+  if (widest) {
+    // The biased points' tensor parallelism: one degree, or a range.
+    int narrowest = widest->plan.tp;
+    for (const Point& pt : points) {
+      const int tp = scenarios[pt.index].plan.tp;
+      if (tp >= parallelism::kKnownBiasMinTp) narrowest = std::min(narrowest, tp);
+    }
+    chart_notes.push_back(
+        fmt::format("Known bias, {}: {}-way tensor parallelism, whose forecasts validate "
+                    "optimistic (docs/calibration.md)",
+                    which_points(biased),
+                    narrowest == widest->plan.tp ? std::to_string(narrowest)
+                                                 : fmt::format("{}- to {}", narrowest, widest->plan.tp)));
+  }
   std::vector<std::string> keys;
   for (const Axis& a : axes) keys.push_back(a.key);
-  write_file_atomic(svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path)));
+  write_file_atomic(svg_path,
+                    svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), chart_notes));
 
   if (p.has("json")) {
     // One object: every point's settings and the CSV's metric columns.
@@ -594,25 +642,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                        std::stod(cols[m0 + kIteration]) * 1e3, std::stod(cols[m0 + kTflops]),
                        std::stod(cols[m0 + kTokens]), does_not_fit ? "  OOM" : "");
   }
-  if (oom > 0) out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
-  // tessera run's caveats of the points' forecasts: an untested GPU's (each
-  // distinct note once, naming its points unless every point has it), and
-  // a known bias (the widest tensor parallelism's, naming the points it
-  // holds for: they may outrank points with less).
-  std::vector<std::pair<std::string, std::vector<std::string>>> untested;
-  std::vector<std::string> biased;
-  const Scenario* widest = nullptr;
-  for (const Point& pt : points) {
-    const Scenario& sc = scenarios[pt.index];
-    if (const std::string u = untested_gpu_note(sc); !u.empty()) {
-      auto it = std::find_if(untested.begin(), untested.end(), [&](const auto& e) { return e.first == u; });
-      if (it == untested.end()) it = untested.insert(untested.end(), {u, {}});
-      it->second.push_back(std::to_string(pt.index));
-    }
-    if (parallelism::known_bias_note(sc.plan).empty()) continue;
-    biased.push_back(std::to_string(pt.index));
-    if (!widest || sc.plan.tp > widest->plan.tp) widest = &sc;
-  }
+  if (oom > 0)
+    out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
   for (const auto& [note, which] : untested) {
     out << (which.size() == points.size()
                 ? fmt::format("note (every point): untested GPU: {}\n", note)

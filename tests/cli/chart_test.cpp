@@ -344,6 +344,38 @@ TEST_F(ChartTest, SweepThatKeepsTheGpusHasNoEfficiencyPanel) {
   EXPECT_EQ(lines(*root, false).size(), 1U);
 }
 
+TEST_F(ChartTest, SweepChartCarriesTheForecastsCaveats) {
+  // Points on an untested GPU and points with 4-way or wider tensor
+  // parallelism are named under the chart (the sweep's notes, short), each
+  // note a line of text of its own, wrapped within the chart's width.
+  const std::string svg =
+      sweep("default.yaml", {"cluster.gpu=H100-SXM,B200", "parallelism.tp=1,4", "parallelism.dp=auto"});
+  const auto root = parse_chart(svg);
+  const auto t = texts(*root);
+  EXPECT_TRUE(t.count("Untested GPU, points 2, 3: B200 (Blackwell): its kernel times are extrapolated"))
+      << svg;
+  std::string bias;  // the Known bias note, its wrapped lines joined
+  const double width = std::stod(attr(root.get(), "width"));
+  for (const Element* e : all(*root, "text")) {
+    if (e->text.rfind("Known bias", 0) == 0 || !bias.empty()) {
+      if (!bias.empty() && e->text.rfind("Untested", 0) == 0) break;
+      bias += (bias.empty() ? "" : " ") + e->text;
+      EXPECT_LE(std::stod(attr(e, "x")) + chart::text_width(e->text, 12), width) << e->text;
+    }
+  }
+  EXPECT_EQ(bias,
+            "Known bias, points 1, 3: 4-way tensor parallelism, whose forecasts validate optimistic "
+            "(docs/calibration.md)")
+      << svg;
+  // A sweep without either: no note.
+  fs::remove(dir_ / "s.csv");
+  const auto plain = texts(*parse_chart(sweep("default.yaml", {"training.micro_batch=1,2"})));
+  for (const std::string& s : plain) {
+    EXPECT_EQ(s.find("Known bias"), std::string::npos);
+    EXPECT_EQ(s.find("Untested GPU"), std::string::npos);
+  }
+}
+
 TEST_F(ChartTest, CompareSchedulesHasTimeAndMemoryPanels) {
   const fs::path svg_path = dir_ / "c.svg";
   std::ostringstream out;

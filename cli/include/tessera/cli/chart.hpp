@@ -62,6 +62,7 @@ struct LegendEntry {
   bool dashed = false;  ///< a dashed line sample
   bool cross = false;   ///< a red cross sample (flagged points)
   bool box = false;     ///< a filled box sample (bars)
+  bool note = false;    ///< no sample: a line of text of its own, in `color`
 };
 
 /// Legend entries in rows from (x, y) wrapping at `width`; `height` gets the
