@@ -163,6 +163,74 @@ bool all_numbers(const std::vector<std::string>& values, std::vector<double>& ou
   return true;
 }
 
+/// tessera run's caveats of a sweep's points: each distinct Untested GPU
+/// note with the points it holds for, and the points with a Known bias
+/// (4-way or wider tensor parallelism; the widest's note is quoted).
+struct SweepCaveats {
+  std::size_t points = 0;
+  std::vector<std::pair<std::string, std::vector<std::string>>> untested;  ///< note, its points
+  std::vector<std::string> biased;                                         ///< points with a known bias
+  int narrowest_tp = 0, widest_tp = 0;
+  std::string widest_bias;  ///< known_bias_note of the widest tensor parallelism
+
+  /// "every point", "point 1" or "points 1, 2".
+  [[nodiscard]] std::string which(const std::vector<std::string>& pts) const {
+    return pts.size() == points ? std::string("every point")
+                                : fmt::format("point{} {}", pts.size() > 1 ? "s" : "", fmt::join(pts, ", "));
+  }
+  /// Short lines for under the chart, for a reader of the chart alone.
+  [[nodiscard]] std::vector<std::string> chart_notes() const {
+    std::vector<std::string> out;
+    for (const auto& [note, pts] : untested) {
+      out.push_back(fmt::format("Untested GPU, {}: {}: its kernel times are extrapolated", which(pts),
+                                note.substr(0, note.find(':'))));
+    }
+    if (!biased.empty()) {
+      out.push_back(
+          fmt::format("Known bias, {}: {}-way tensor parallelism, whose forecasts validate optimistic "
+                      "(docs/calibration.md)",
+                      which(biased),
+                      narrowest_tp == widest_tp ? std::to_string(widest_tp)
+                                                : fmt::format("{}- to {}", narrowest_tp, widest_tp)));
+    }
+    return out;
+  }
+  /// The notes after the table: the whole notes, naming the points.
+  [[nodiscard]] std::string text() const {
+    std::string out;
+    for (const auto& [note, pts] : untested) {
+      out += pts.size() == points ? fmt::format("note (every point): untested GPU: {}\n", note)
+                                  : fmt::format("note: untested GPU for {}: {}\n", which(pts), note);
+    }
+    if (biased.empty()) return out;
+    if (biased.size() == points) return out + fmt::format("note (every point): {}\n", widest_bias);
+    return out + ranking_bias_note(widest_bias, "points", fmt::format("({})", fmt::join(biased, ", ")));
+  }
+};
+
+SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<Scenario>& scenarios) {
+  SweepCaveats c;
+  c.points = points.size();
+  for (const Point& pt : points) {
+    const Scenario& sc = scenarios[pt.index];
+    if (const std::string u = untested_gpu_note(sc); !u.empty()) {
+      auto it =
+          std::find_if(c.untested.begin(), c.untested.end(), [&](const auto& e) { return e.first == u; });
+      if (it == c.untested.end()) it = c.untested.insert(c.untested.end(), {u, {}});
+      it->second.push_back(std::to_string(pt.index));
+    }
+    const std::string bias = parallelism::known_bias_note(sc.plan);
+    if (bias.empty()) continue;
+    c.biased.push_back(std::to_string(pt.index));
+    c.narrowest_tp = c.narrowest_tp == 0 ? sc.plan.tp : std::min(c.narrowest_tp, sc.plan.tp);
+    if (sc.plan.tp > c.widest_tp) {
+      c.widest_tp = sc.plan.tp;
+      c.widest_bias = bias;
+    }
+  }
+  return c;
+}
+
 /// Chart of a finished sweep from its CSV rows (point order); `keys` are the
 /// swept keys (the columns after `point`), first key outermost.
 ///
@@ -548,54 +616,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                        shard.index, shard.count, owned, points.size(), csv_path, stem);
     return 0;
   }
-  // tessera run's caveats of the points' forecasts: an untested GPU's (each
-  // distinct note once, naming its points unless every point has it), and
-  // a known bias (the widest tensor parallelism's, naming the points it
-  // holds for: they may outrank points with less).
-  std::vector<std::pair<std::string, std::vector<std::string>>> untested;
-  std::vector<std::string> biased;
-  const Scenario* widest = nullptr;
-  for (const Point& pt : points) {
-    const Scenario& sc = scenarios[pt.index];
-    if (const std::string u = untested_gpu_note(sc); !u.empty()) {
-      auto it = std::find_if(untested.begin(), untested.end(), [&](const auto& e) { return e.first == u; });
-      if (it == untested.end()) it = untested.insert(untested.end(), {u, {}});
-      it->second.push_back(std::to_string(pt.index));
-    }
-    if (parallelism::known_bias_note(sc.plan).empty()) continue;
-    biased.push_back(std::to_string(pt.index));
-    if (!widest || sc.plan.tp > widest->plan.tp) widest = &sc;
-  }
-  // The same caveats under the chart, short, for a reader of the chart alone.
-  auto which_points = [&](const std::vector<std::string>& which) {
-    return which.size() == points.size()
-               ? std::string("every point")
-               : fmt::format("point{} {}", which.size() > 1 ? "s" : "", fmt::join(which, ", "));
-  };
-  std::vector<std::string> chart_notes;
-  for (const auto& [note, which] : untested) {
-    chart_notes.push_back(
-        fmt::format("Untested GPU, {}: {}", which_points(which), note.substr(0, note.find(':'))) +
-        ": its kernel times are extrapolated");
-  }
-  if (widest) {
-    // The biased points' tensor parallelism: one degree, or a range.
-    int narrowest = widest->plan.tp;
-    for (const Point& pt : points) {
-      const int tp = scenarios[pt.index].plan.tp;
-      if (tp >= parallelism::kKnownBiasMinTp) narrowest = std::min(narrowest, tp);
-    }
-    chart_notes.push_back(
-        fmt::format("Known bias, {}: {}-way tensor parallelism, whose forecasts validate "
-                    "optimistic (docs/calibration.md)",
-                    which_points(biased),
-                    narrowest == widest->plan.tp ? std::to_string(narrowest)
-                                                 : fmt::format("{}- to {}", narrowest, widest->plan.tp)));
-  }
+  const SweepCaveats caveats = sweep_caveats(points, scenarios);
   std::vector<std::string> keys;
   for (const Axis& a : axes) keys.push_back(a.key);
-  write_file_atomic(svg_path,
-                    svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), chart_notes));
+  write_file_atomic(
+      svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), caveats.chart_notes()));
 
   if (p.has("json")) {
     // One object: every point's settings and the CSV's metric columns.
@@ -644,18 +669,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   }
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
-  for (const auto& [note, which] : untested) {
-    out << (which.size() == points.size()
-                ? fmt::format("note (every point): untested GPU: {}\n", note)
-                : fmt::format("note: untested GPU for point{} {}: {}\n", which.size() > 1 ? "s" : "",
-                              fmt::join(which, ", "), note));
-  }
-  if (widest && biased.size() < points.size()) {
-    out << ranking_bias_note(parallelism::known_bias_note(widest->plan), "points",
-                             fmt::format("({})", fmt::join(biased, ", ")));
-  } else if (widest) {
-    out << fmt::format("note (every point): {}\n", parallelism::known_bias_note(widest->plan));
-  }
+  out << caveats.text();
   out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
   return 0;
 }
