@@ -218,6 +218,11 @@ std::string legend(const std::vector<LegendEntry>& entries, double x, double y, 
     if (e.note) {
       // Rows of its own, text only, wrapped at word boundaries to `width`.
       if (cx > x) cy += kRow;
+      auto emit = [&](const std::string& text) {
+        s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="{}">{}</text>)"
+                         "\n",
+                         x, cy, e.color, escape(text));
+      };
       std::string line;
       std::size_t pos = 0;
       while (pos < e.name.size()) {
@@ -226,9 +231,7 @@ std::string legend(const std::vector<LegendEntry>& entries, double x, double y, 
         const std::string word = e.name.substr(pos, end - pos);
         const std::string longer = line.empty() ? word : line + " " + word;
         if (!line.empty() && text_width(longer, 12) > width) {
-          s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="{}">{}</text>)"
-                           "\n",
-                           x, cy, e.color, escape(line));
+          emit(line);
           cy += kRow;
           line = word;
         } else {
@@ -236,9 +239,7 @@ std::string legend(const std::vector<LegendEntry>& entries, double x, double y, 
         }
         pos = end + 1;
       }
-      s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="{}">{}</text>)"
-                       "\n",
-                       x, cy, e.color, escape(line));
+      emit(line);
       cx = x + width;  // the next entry starts a new row
       continue;
     }

@@ -34,7 +34,7 @@ struct JobNotes {
 JobNotes job_notes(const Scenario& s) {
   JobNotes n;
   for (const Job& j : s.jobs) {
-    n.untested_gpu.push_back(node_model::extrapolation_note(j.scenario.gpu, j.scenario.workload.dtype));
+    n.untested_gpu.push_back(untested_gpu_note(j.scenario));
     n.known_bias.push_back(parallelism::known_bias_note(j.scenario.plan));
   }
   return n;
@@ -118,11 +118,8 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
   for (std::size_t i = 0; i < o.jobs.size(); ++i) {
     const auto& j = o.jobs[i];
     // As in tessera run --json: each only when the job has one.
-    std::string extra;
-    if (i < notes.untested_gpu.size() && !notes.untested_gpu[i].empty())
-      extra += fmt::format(R"(, "untested_gpu": {})", json_string(notes.untested_gpu[i]));
-    if (i < notes.known_bias.size() && !notes.known_bias[i].empty())
-      extra += fmt::format(R"(, "known_bias": {})", json_string(notes.known_bias[i]));
+    const std::string extra =
+        i < notes.untested_gpu.size() ? caveat_json(notes.untested_gpu[i], notes.known_bias[i], false) : "";
     std::string nodes;
     for (int n : j.nodes) nodes += fmt::format("{}{}", nodes.empty() ? "" : ", ", n);
     std::string links = "null";  // ns-3 point-to-point: not available

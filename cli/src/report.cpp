@@ -197,22 +197,32 @@ std::string untested_gpu_note(const Scenario& s) {
   return note;
 }
 
-std::string caveat_lines(const Scenario& s, bool known_bias) {
+std::string caveat_lines(std::string_view untested_gpu, std::string_view known_bias) {
   std::string out;
-  const std::string untested = untested_gpu_note(s);
-  if (!untested.empty()) out += fmt::format("Untested GPU   {}\n", untested);
-  const std::string bias = known_bias ? parallelism::known_bias_note(s.plan) : std::string();
-  if (!bias.empty()) out += fmt::format("Known bias     {}\n", bias);
+  if (!untested_gpu.empty()) out += fmt::format("Untested GPU   {}\n", untested_gpu);
+  if (!known_bias.empty()) out += fmt::format("Known bias     {}\n", known_bias);
   return out;
 }
 
-std::string caveat_json(const Scenario& s, bool known_bias) {
+std::string caveat_json(std::string_view untested_gpu, std::string_view known_bias, bool trailing) {
   std::string out;
-  const std::string untested = untested_gpu_note(s);
-  if (!untested.empty()) out += fmt::format("\"untested_gpu\": {}, ", json_string(untested));
-  const std::string bias = known_bias ? parallelism::known_bias_note(s.plan) : std::string();
-  if (!bias.empty()) out += fmt::format("\"known_bias\": {}, ", json_string(bias));
+  auto member = [&](std::string_view key, std::string_view value) {
+    if (value.empty()) return;
+    const std::string m = fmt::format("\"{}\": {}", key, json_string(std::string(value)));
+    out += trailing ? m + ", " : ", " + m;
+  };
+  member("untested_gpu", untested_gpu);
+  member("known_bias", known_bias);
   return out;
+}
+
+std::string caveat_lines(const Scenario& s, bool known_bias) {
+  return caveat_lines(untested_gpu_note(s),
+                      known_bias ? parallelism::known_bias_note(s.plan) : std::string());
+}
+
+std::string caveat_json(const Scenario& s, bool known_bias) {
+  return caveat_json(untested_gpu_note(s), known_bias ? parallelism::known_bias_note(s.plan) : std::string());
 }
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {
@@ -234,8 +244,7 @@ std::string format_text(const RunReport& r) {
                      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,
                      r.micro_batches == 1 ? "" : "es", r.schedule);
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
-  if (!r.untested_gpu.empty()) out += fmt::format("Untested GPU   {}\n", r.untested_gpu);
-  if (!r.known_bias.empty()) out += fmt::format("Known bias     {}\n", r.known_bias);
+  out += caveat_lines(r.untested_gpu, r.known_bias);
   if (!r.mixed_gpu.empty()) {
     out += fmt::format("Mixed GPUs     {} nodes of {} ({}; memory checked against {})\n", r.mixed_nodes, r.mixed_gpu,
                        r.mixed_node_list, r.gpu);
@@ -366,10 +375,7 @@ std::string format_json(const RunReport& r) {
       kernel_overrides_json(r) +
           (r.fp8 ? std::string("\"fp8\": {\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\"}, ")
                  : std::string()) +
-          (r.untested_gpu.empty() ? std::string()
-                                  : fmt::format("\"untested_gpu\": {}, ", json_string(r.untested_gpu))) +
-          (r.known_bias.empty() ? std::string()
-                                : fmt::format("\"known_bias\": {}, ", json_string(r.known_bias))),
+          caveat_json(r.untested_gpu, r.known_bias),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(), r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu,
       r.tokens_per_second, r.bytes_sent.count(), r.nvlink_bytes.count(), r.fabric_bytes.count(),

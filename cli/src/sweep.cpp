@@ -642,10 +642,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                             names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
       }
       // As in tessera run --json: each only when the point has one.
-      const std::string untested = untested_gpu_note(scenarios[pt.index]);
-      if (!untested.empty()) json += fmt::format(", \"untested_gpu\": {}", json_string(untested));
-      const std::string bias = parallelism::known_bias_note(scenarios[pt.index].plan);
-      if (!bias.empty()) json += fmt::format(", \"known_bias\": {}", json_string(bias));
+      const Scenario& sc = scenarios[pt.index];
+      json += caveat_json(untested_gpu_note(sc), parallelism::known_bias_note(sc.plan), false);
       json += "}";
     }
     out << json << "]}\n";

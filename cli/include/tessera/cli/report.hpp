@@ -143,6 +143,12 @@ std::string caveat_lines(const Scenario& s, bool known_bias = true);
 /// The same as JSON members, each followed by ", " (to precede another
 /// member): "untested_gpu" and "known_bias", each only when set.
 std::string caveat_json(const Scenario& s, bool known_bias = true);
+/// The lines and JSON members of given notes (RunReport's, a job's, a sweep
+/// point's), each only when not empty: the one place their format lives.
+/// `trailing` false puts ", " before each member instead of after it (to
+/// follow the last member of an object).
+std::string caveat_lines(std::string_view untested_gpu, std::string_view known_bias);
+std::string caveat_json(std::string_view untested_gpu, std::string_view known_bias, bool trailing = true);
 
 /// The note `search` and `sweep` print after a table that ranks plans of
 /// which some have a known bias: `known_bias` (the widest tensor
