@@ -387,8 +387,8 @@ and docs/parallelism.md.
                                [--dtype fp32|tf32|fp16|bf16|fp8] [--device-time]
                                [--predictor tile-mlp|roofline|linreg|mlp]
 
-Predicts every kernel of a NeuSight-schema CSV (OPName plus B,M,N,K or B,H)
-and writes the rows with a Predicted_ms column. An optional `dtype` column
+Predicts every kernel of a NeuSight-schema CSV (OPName plus B,M,N,K or B,H;
+op names in any case) and writes the rows with a Predicted_ms column. An optional `dtype` column
 (fp32 tf32 fp16 bf16 fp8, any case) gives each row's element type; --dtype
 the type of rows without one (default fp32). tf32/fp16/bf16/fp8 GEMMs use the
 tensor-core model (fp8 needs FP8FLOPs in the device config).

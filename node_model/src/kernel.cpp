@@ -1,7 +1,9 @@
 #include "tessera/node_model/kernel.hpp"
 
-#include <array>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
 #include <utility>
 
 #include "tessera/error.hpp"
@@ -47,8 +49,14 @@ std::string_view to_string(KernelOp op) {
 }
 
 KernelOp parse_kernel_op(std::string_view name) {
+  // Any case: NeuSight's files write the names in lower case, a user's may
+  // write `Linear` or `BMM` (as the dtype column may write `BF16`).
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
   for (const auto& [o, n] : kNames) {
-    if (n == name) return o;
+    if (n.size() == name.size() &&
+        std::equal(n.begin(), n.end(), name.begin(), [&](char a, char b) { return a == lower(b); })) {
+      return o;
+    }
   }
   throw InputError(fmt::format(
       "unknown op '{}' (expected bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, gelu, "

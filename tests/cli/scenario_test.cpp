@@ -203,6 +203,41 @@ TEST(Scenario, MissingKeysAreNamedTogether) {
             "s.yaml:1:1: missing required keys: cluster, training, parallelism");
 }
 
+TEST(Scenario, OneNodeNeedsNoFabric) {
+  // A one-node cluster may leave cluster.fabric out: its HCAs go on one leaf
+  // at their own rate, and the forecast is the one with that fabric written
+  // out (no traffic leaves the node). More nodes name the missing fabric.
+  const std::string one = replaced(replaced(default_text(), "nodes: 2", "nodes: 1"), "dp: 16", "dp: 8");
+  const std::string fabric =
+      "  fabric:\n    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n"
+      "    spine_bandwidth: 400Gbps\n    spine_latency: 600ns\n";
+  const Scenario bare = parse_scenario(replaced(one, fabric, ""), "s.yaml");
+  EXPECT_EQ(bare.fabric, FabricKind::LeafSpine);
+  EXPECT_EQ(bare.cluster.hosts_per_leaf, 8);
+  EXPECT_EQ(bare.cluster.spines, 1);
+  EXPECT_EQ(bare.cluster.spine_bandwidth, parse_bandwidth("400Gbps"));
+  const Scenario written = parse_scenario(
+      replaced(one, fabric,
+               "  fabric: {type: leaf-spine, hosts_per_leaf: 8, spines: 1, spine_bandwidth: 400Gbps}\n"),
+      "s.yaml");
+  const auto bare_sim = study::simulate_scenario(bare, nullptr, nullptr, false);
+  const auto written_sim = study::simulate_scenario(written, nullptr, nullptr, false);
+  EXPECT_GT(bare_sim.result.makespan.ms(), 0.0);
+  EXPECT_EQ(bare_sim.result.makespan, written_sim.result.makespan);
+  // An NVLink mesh node (which a leaf-spine does not take): the smallest
+  // two-tier fat-tree holding its 8 HCAs (k = 4 holds 8).
+  const Scenario mesh = parse_scenario(
+      replaced(replaced(one, fabric, ""), "gpu: H100-SXM", "gpu: H100-SXM\n  node_fabric: nvlink-mesh"),
+      "s.yaml", {{"cluster.nvlink_bandwidth", "64GB/s"}});
+  EXPECT_EQ(mesh.fabric, FabricKind::FatTree);
+  EXPECT_EQ(mesh.fat_tree.tiers, 2);
+  EXPECT_EQ(mesh.fat_tree.k, 4);
+  EXPECT_GT(study::simulate_scenario(mesh, nullptr, nullptr, false).result.makespan.ms(), 0.0);
+  EXPECT_EQ(error_of(replaced(default_text(), fabric, "")),
+            "s.yaml:8:3: cluster.fabric: missing required key (a cluster of 2 nodes needs the fabric between "
+            "them: leaf-spine, fat-tree or rail-optimized)");
+}
+
 TEST(Scenario, ErrorOfAGeneratedScenarioLosesItsYamlPosition) {
   // A caller that generated the YAML (one scenario per data row) names the
   // error by its own source: the detail is the message without the file,

@@ -125,6 +125,10 @@ TEST(Kernel, FlopsAndBytes) {
   const auto v = Kernel::vector(KernelOp::Add, 10, 100, DType::BF16);
   EXPECT_EQ(v.bytes().count(), 2 * 10 * 100 * 3);  // two inputs, one output
   EXPECT_EQ(parse_kernel_op("ln"), KernelOp::LayerNorm);
+  EXPECT_EQ(parse_kernel_op("Linear"), KernelOp::Linear);  // any case
+  EXPECT_EQ(parse_kernel_op("BMM"), KernelOp::Bmm);
+  EXPECT_EQ(parse_kernel_op("LN"), KernelOp::LayerNorm);
+  EXPECT_THROW((void)parse_kernel_op("Linear2"), InputError);
   EXPECT_THROW((void)parse_kernel_op("conv2d"), InputError);
   EXPECT_THROW(Kernel::gemm(KernelOp::Linear, 1, 0, 4, 4, DType::FP32).validate(), InputError);
 }
