@@ -787,10 +787,13 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
   return s;
 }
 
-/// A switch-to-switch link's latency: the key if given, else 600 ns (a
-/// switch traversal and a few metres of cable, as the shipped scenarios).
+/// A switch-to-switch link's latency when none is given: a switch traversal
+/// and a few metres of cable, as the shipped scenarios.
+constexpr Time kSwitchLinkLatency = Time::from_ns(600);
+
+/// A switch-to-switch link's latency: the key if given, else kSwitchLinkLatency.
 Time fabric_latency(Section& f, const char* key) {
-  return f.has(key) ? f.unit(key, parse_time) : Time::from_ns(600);
+  return f.has(key) ? f.unit(key, parse_time) : kSwitchLinkLatency;
 }
 
 /// cluster.nvlink_bandwidth when the scenario leaves it out: the GPU preset's
@@ -813,6 +816,113 @@ Bandwidth default_nvlink_bandwidth(Section& c, topology::NodeFabric fabric) {
     c.fail_at(c.node().Mark(), c.key_path("nvlink_bandwidth"), "missing required key (" + why + ")");
   }
   return *preset;
+}
+
+/// cluster.fabric left out of a one-node cluster: its HCAs on one leaf
+/// switch at their own rate. No traffic leaves the node, so the choice
+/// changes no forecast; an NVLink mesh, which the leaf-spine builder does
+/// not take, gets the smallest two-tier fat-tree that holds its HCAs.
+void one_node_fabric(Scenario& s, const topology::NodeSpec& node, const topology::LinkSpec& host) {
+  auto& cl = s.cluster;
+  if (node.fabric == topology::NodeFabric::NvSwitch) {
+    s.fabric = FabricKind::LeafSpine;
+    cl.hosts_per_leaf = cl.hcas_per_node;
+    cl.spines = 1;
+    cl.spine_bandwidth = cl.nic_bandwidth;
+    cl.spine_latency = kSwitchLinkLatency;
+  } else {
+    s.fabric = FabricKind::FatTree;
+    auto& ft = s.fat_tree;
+    ft.nodes = cl.nodes;
+    ft.node = node;
+    ft.host = host;
+    ft.tiers = 2;
+    ft.oversubscription = 1;
+    ft.leaf_spine = {cl.nic_bandwidth, kSwitchLinkLatency};
+    ft.k = 4;
+    while (topology::host_capacity(ft) < cl.hcas_per_node) ft.k += 2;
+  }
+}
+
+/// cluster.fabric: the fabric between the nodes, by its `type`.
+void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const topology::LinkSpec& host) {
+  auto& cl = s.cluster;
+  Section f = c.child("fabric");
+  const YAML::Node type_at = f.need("type");
+  const std::string type = f.scalar("type");
+  auto check_capacity = [&](std::int64_t capacity, const std::string& what) {
+    const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
+    if (capacity < hcas) {
+      f.fail_at(f.node()["k"].Mark(), f.key_path("k"),
+                cl.hcas_per_node < cl.gpus_per_node
+                    ? fmt::format("{} attaches {} HCAs, but the cluster has {} (cluster.nodes x "
+                                  "cluster.hcas_per_node = {} x {})",
+                                  what, capacity, hcas, cl.nodes, cl.hcas_per_node)
+                    : fmt::format("{} attaches {} HCAs, but the cluster has {} (one per GPU: cluster.nodes x "
+                                  "cluster.gpus_per_node = {} x {})",
+                                  what, capacity, hcas, cl.nodes, cl.gpus_per_node));
+    }
+  };
+  auto oversubscription = [&] {
+    return f.has("oversubscription") ? f.positive_int32("oversubscription") : 1;
+  };
+  if (type == "leaf-spine") {
+    s.fabric = FabricKind::LeafSpine;
+    if (node.fabric != topology::NodeFabric::NvSwitch) {
+      c.fail_at(c.node()["node_fabric"].Mark(), c.key_path("node_fabric"),
+                "the leaf-spine fabric models NVSwitch nodes only (use fat-tree or rail-optimized for "
+                "nvlink-mesh)");
+    }
+    f.require({"hosts_per_leaf", "spines", "spine_bandwidth"});
+    cl.hosts_per_leaf = f.positive_int32("hosts_per_leaf");
+    cl.spines = f.positive_int32("spines");
+    cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
+    cl.spine_latency = fabric_latency(f, "spine_latency");
+    checked(f, f.node()["spines"], f.key_path("spines"), [&] {
+      topology::check_size(cl);
+      return 0;
+    });
+  } else if (type == "fat-tree") {
+    s.fabric = FabricKind::FatTree;
+    auto& ft = s.fat_tree;
+    ft.nodes = cl.nodes;
+    ft.node = node;
+    ft.host = host;
+    f.require({"k", "tiers", "spine_bandwidth"});
+    ft.k = f.positive_int32("k");
+    ft.tiers = f.positive_int32("tiers");
+    ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
+    ft.oversubscription = oversubscription();
+    ft.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
+    if (ft.tiers == 3) {
+      ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency")};
+    }
+    checked(f, f.node()["k"], f.key_path("k"), [&] {
+      check_capacity(topology::host_capacity(ft), fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers));
+      topology::check_size(ft);
+      return 0;
+    });
+  } else if (type == "rail-optimized") {
+    s.fabric = FabricKind::RailOptimized;
+    auto& r = s.rail;
+    r.nodes = cl.nodes;
+    r.node = node;
+    r.host = host;
+    f.require({"k", "spine_bandwidth"});
+    r.k = f.positive_int32("k");
+    r.oversubscription = oversubscription();
+    r.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
+    checked(f, f.node()["k"], f.key_path("k"), [&] {
+      check_capacity(topology::host_capacity(r), fmt::format("a k={} rail-optimized fabric", r.k));
+      topology::check_size(r);
+      return 0;
+    });
+  } else {
+    f.fail_at(
+        type_at.Mark(), f.key_path("type"),
+        fmt::format("unknown fabric type '{}' (expected leaf-spine, fat-tree or rail-optimized)", type));
+  }
+  f.finish();
 }
 
 Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std::string, std::string>& overridden) {
@@ -877,113 +987,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     node.hcas = cl.hcas_per_node;
     node.pcie = {cl.pcie_bandwidth, cl.pcie_latency};
     const topology::LinkSpec host{cl.nic_bandwidth, cl.nic_latency};
-    if (!c.has("fabric")) {
-      if (cl.nodes > 1) {
-        c.fail_at(c.node().Mark(), c.key_path("fabric"),
-                  fmt::format("missing required key (a cluster of {} nodes needs the fabric between them: "
-                              "leaf-spine, fat-tree or rail-optimized)",
-                              cl.nodes));
-      }
-      // One node: its HCAs on one leaf switch at their own rate. No traffic
-      // leaves the node, so the choice changes no forecast; an NVLink mesh,
-      // which the leaf-spine builder does not take, gets the smallest
-      // two-tier fat-tree that holds its HCAs.
-      if (node.fabric == topology::NodeFabric::NvSwitch) {
-        s.fabric = FabricKind::LeafSpine;
-        cl.hosts_per_leaf = cl.hcas_per_node;
-        cl.spines = 1;
-        cl.spine_bandwidth = cl.nic_bandwidth;
-        cl.spine_latency = Time::from_ns(600);
-      } else {
-        s.fabric = FabricKind::FatTree;
-        auto& ft = s.fat_tree;
-        ft.nodes = cl.nodes;
-        ft.node = node;
-        ft.host = host;
-        ft.tiers = 2;
-        ft.oversubscription = 1;
-        ft.leaf_spine = {cl.nic_bandwidth, Time::from_ns(600)};
-        for (ft.k = 4; topology::host_capacity(ft) < cl.hcas_per_node; ft.k += 2) {
-        }
-      }
+    if (c.has("fabric")) {
+      read_fabric(c, s, node, host);
+    } else if (cl.nodes > 1) {
+      c.fail_at(c.node().Mark(), c.key_path("fabric"),
+                fmt::format("missing required key (a cluster of {} nodes needs the fabric between them: "
+                            "leaf-spine, fat-tree or rail-optimized)",
+                            cl.nodes));
     } else {
-      Section f = c.child("fabric");
-      const YAML::Node type_at = f.need("type");
-      const std::string type = f.scalar("type");
-      auto check_capacity = [&](std::int64_t capacity, const std::string& what) {
-        const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
-        if (capacity < hcas) {
-          f.fail_at(
-              f.node()["k"].Mark(), f.key_path("k"),
-              cl.hcas_per_node < cl.gpus_per_node
-                  ? fmt::format("{} attaches {} HCAs, but the cluster has {} (cluster.nodes x "
-                                "cluster.hcas_per_node = {} x {})",
-                                what, capacity, hcas, cl.nodes, cl.hcas_per_node)
-                  : fmt::format("{} attaches {} HCAs, but the cluster has {} (one per GPU: cluster.nodes x "
-                                "cluster.gpus_per_node = {} x {})",
-                                what, capacity, hcas, cl.nodes, cl.gpus_per_node));
-        }
-      };
-      auto oversubscription = [&] {
-        return f.has("oversubscription") ? f.positive_int32("oversubscription") : 1;
-      };
-      if (type == "leaf-spine") {
-        s.fabric = FabricKind::LeafSpine;
-        if (node.fabric != topology::NodeFabric::NvSwitch) {
-          c.fail_at(c.node()["node_fabric"].Mark(), c.key_path("node_fabric"),
-                    "the leaf-spine fabric models NVSwitch nodes only (use fat-tree or rail-optimized for "
-                    "nvlink-mesh)");
-        }
-        f.require({"hosts_per_leaf", "spines", "spine_bandwidth"});
-        cl.hosts_per_leaf = f.positive_int32("hosts_per_leaf");
-        cl.spines = f.positive_int32("spines");
-        cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
-        cl.spine_latency = fabric_latency(f, "spine_latency");
-        checked(f, f.node()["spines"], f.key_path("spines"), [&] {
-          topology::check_size(cl);
-          return 0;
-        });
-      } else if (type == "fat-tree") {
-        s.fabric = FabricKind::FatTree;
-        auto& ft = s.fat_tree;
-        ft.nodes = cl.nodes;
-        ft.node = node;
-        ft.host = host;
-        f.require({"k", "tiers", "spine_bandwidth"});
-        ft.k = f.positive_int32("k");
-        ft.tiers = f.positive_int32("tiers");
-        ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
-        ft.oversubscription = oversubscription();
-        ft.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
-        if (ft.tiers == 3) {
-          ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency")};
-        }
-        checked(f, f.node()["k"], f.key_path("k"), [&] {
-          check_capacity(topology::host_capacity(ft), fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers));
-          topology::check_size(ft);
-          return 0;
-        });
-      } else if (type == "rail-optimized") {
-        s.fabric = FabricKind::RailOptimized;
-        auto& r = s.rail;
-        r.nodes = cl.nodes;
-        r.node = node;
-        r.host = host;
-        f.require({"k", "spine_bandwidth"});
-        r.k = f.positive_int32("k");
-        r.oversubscription = oversubscription();
-        r.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
-        checked(f, f.node()["k"], f.key_path("k"), [&] {
-          check_capacity(topology::host_capacity(r), fmt::format("a k={} rail-optimized fabric", r.k));
-          topology::check_size(r);
-          return 0;
-        });
-      } else {
-        f.fail_at(
-            type_at.Mark(), f.key_path("type"),
-            fmt::format("unknown fabric type '{}' (expected leaf-spine, fat-tree or rail-optimized)", type));
-      }
-      f.finish();
+      one_node_fabric(s, node, host);
     }
     c.finish();
   }

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <string>
 #include <utility>
 
+#include "ascii.hpp"
 #include "tessera/error.hpp"
 
 namespace tessera::node_model {
@@ -33,8 +33,7 @@ std::string_view to_string(DType d) {
 }
 
 DType parse_dtype(std::string_view text) {
-  std::string s(text);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string s = detail::ascii_lower(text);
   if (s == "fp32" || s == "float32") return DType::FP32;
   if (s == "fp16" || s == "float16") return DType::FP16;
   if (s == "bf16" || s == "bfloat16") return DType::BF16;

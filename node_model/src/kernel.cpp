@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <array>
 #include <utility>
 
+#include "ascii.hpp"
 #include "tessera/error.hpp"
 
 namespace tessera::node_model {
@@ -51,12 +51,9 @@ std::string_view to_string(KernelOp op) {
 KernelOp parse_kernel_op(std::string_view name) {
   // Any case: NeuSight's files write the names in lower case, a user's may
   // write `Linear` or `BMM` (as the dtype column may write `BF16`).
-  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  const std::string lower = detail::ascii_lower(name);
   for (const auto& [o, n] : kNames) {
-    if (n.size() == name.size() &&
-        std::equal(n.begin(), n.end(), name.begin(), [&](char a, char b) { return a == lower(b); })) {
-      return o;
-    }
+    if (n == lower) return o;
   }
   throw InputError(fmt::format(
       "unknown op '{}' (expected bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, gelu, "

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 
+#include "ascii.hpp"
 #include "tessera/error.hpp"
 
 namespace tessera::node_model {
@@ -22,8 +22,7 @@ std::string_view to_string(Framework f) {
 }
 
 Framework parse_framework(std::string_view text) {
-  std::string s(text);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string s = detail::ascii_lower(text);
   if (s == "pytorch-eager") return Framework::PyTorchEager;
   if (s == "megatron") return Framework::Megatron;
   if (s == "megatron-deepspeed") return Framework::MegatronDeepSpeed;
