@@ -12,7 +12,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.warnings = s.warnings;
   rep.model = s.model.name;
   rep.gpu = s.gpu.name;
-  rep.fabric = std::string(to_string(s.fabric));
+  rep.fabric = std::string(fabric_name(s));
   if (s.cluster.hcas_per_node < s.cluster.gpus_per_node) {
     rep.hcas = fmt::format("; {} HCAs per node, {} GPUs each", s.cluster.hcas_per_node,
                            s.cluster.gpus_per_node / s.cluster.hcas_per_node);
@@ -131,6 +131,10 @@ std::string size_text(Bytes b) {
   return fmt::format("{} B", b.count());
 }
 
+std::string fabric_phrase(std::string_view fabric) {
+  return fabric == "none" ? std::string("one node, no fabric") : fmt::format("{} fabric", fabric);
+}
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   append_json_escaped(out, s);
@@ -237,8 +241,8 @@ std::string format_text(const RunReport& r) {
   const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time, r.exposed_comm_time};
   auto pct = [&](Time t) { return 100.0 * split.share(t); };
   std::string out;
-  out += fmt::format("Scenario       {}: {} on {} x {} ({} fabric{})\n", r.scenario, r.model, r.gpus, r.gpu, r.fabric,
-                     r.hcas);
+  out += fmt::format("Scenario       {}: {} on {} x {} ({}{})\n", r.scenario, r.model, r.gpus, r.gpu,
+                     fabric_phrase(r.fabric), r.hcas);
   out += fmt::format("Plan           dp={} tp={} pp={}{}{}, {} micro-batch{}, {} schedule\n", r.dp, r.tp, r.pp,
                      r.ep > 1 ? fmt::format(" ep={}", r.ep) : "",
                      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,

@@ -824,6 +824,7 @@ Bandwidth default_nvlink_bandwidth(Section& c, topology::NodeFabric fabric) {
 /// not take, gets the smallest two-tier fat-tree that holds its HCAs.
 void one_node_fabric(Scenario& s, const topology::NodeSpec& node, const topology::LinkSpec& host) {
   auto& cl = s.cluster;
+  s.fabric_written = false;
   if (node.fabric == topology::NodeFabric::NvSwitch) {
     s.fabric = FabricKind::LeafSpine;
     cl.hosts_per_leaf = cl.hcas_per_node;

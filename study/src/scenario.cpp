@@ -36,6 +36,8 @@ std::string_view to_string(FabricKind f) {
   return "?";
 }
 
+std::string_view fabric_name(const Scenario& s) { return s.fabric_written ? to_string(s.fabric) : "none"; }
+
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {
   Calibration c;
   // Host overheads: fit on vTrain's single-node Megatron-DeepSpeed runs

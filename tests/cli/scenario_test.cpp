@@ -224,6 +224,16 @@ TEST(Scenario, OneNodeNeedsNoFabric) {
   const auto written_sim = study::simulate_scenario(written, nullptr, nullptr, false);
   EXPECT_GT(bare_sim.result.makespan.ms(), 0.0);
   EXPECT_EQ(bare_sim.result.makespan, written_sim.result.makespan);
+  // The reports say no fabric was written rather than name the stand-in.
+  EXPECT_FALSE(bare.fabric_written);
+  EXPECT_TRUE(written.fabric_written);
+  const RunReport bare_report = make_report(bare, bare_sim);
+  EXPECT_NE(format_text(bare_report).find("on 8 x H100-SXM (one node, no fabric)\n"), std::string::npos)
+      << format_text(bare_report);
+  EXPECT_NE(format_json(bare_report).find("\"fabric\": \"none\""), std::string::npos);
+  const RunReport written_report = make_report(written, written_sim);
+  EXPECT_NE(format_text(written_report).find("on 8 x H100-SXM (leaf-spine fabric)\n"), std::string::npos);
+  EXPECT_NE(format_json(written_report).find("\"fabric\": \"leaf-spine\""), std::string::npos);
   // An NVLink mesh node (which a leaf-spine does not take): the smallest
   // two-tier fat-tree holding its 8 HCAs (k = 4 holds 8).
   const Scenario mesh = parse_scenario(

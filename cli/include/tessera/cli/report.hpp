@@ -25,6 +25,9 @@ void print_scenario_warnings(const Scenario& s);
 /// A buffer size for people, to 3 significant digits in binary units:
 /// "512 B", "48 MiB", "5.45 GiB" (`validate collectives`, `collectives`).
 std::string size_text(Bytes b);
+/// A fabric_name as the text reports' Scenario line says it: "leaf-spine
+/// fabric", or "one node, no fabric" for "none".
+std::string fabric_phrase(std::string_view fabric);
 
 /// `s` as a JSON string literal (quotes, escapes).
 std::string json_string(const std::string& s);

@@ -53,6 +53,10 @@ struct Backend {
 };
 enum class FabricKind { LeafSpine, FatTree, RailOptimized };
 std::string_view to_string(FabricKind f);
+struct Scenario;
+/// The fabric as reports name it: "leaf-spine", "fat-tree", "rail-optimized",
+/// or "none" for a one-node cluster written without one.
+std::string_view fabric_name(const Scenario& s);
 /// A built-in backend's name (built_in_backends()); throws InputError
 /// "unknown backend 'x' (expected flow or ns3)" otherwise.
 Backend parse_backend(const std::string& text);
@@ -127,6 +131,9 @@ struct Scenario {
   /// `cluster` always holds the node and HCA fields; its leaf-spine fields
   /// are used when fabric == LeafSpine, fat_tree / rail otherwise.
   FabricKind fabric = FabricKind::LeafSpine;
+  /// false: a one-node cluster written without `cluster.fabric`; `fabric`
+  /// then holds the stand-in its HCAs sit on, which carries no traffic.
+  bool fabric_written = true;
   topology::FatTreeSpec fat_tree;
   topology::RailOptimizedSpec rail;
   collectives::ExpandOptions collectives;
