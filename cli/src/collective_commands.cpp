@@ -26,8 +26,10 @@
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
+#include "tessera/files.hpp"
 #include "tessera/node_model/csv.hpp"
 #include "tessera/parallelism/task_graph.hpp"
+#include "tessera/study/nccl_tests.hpp"
 #include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
@@ -409,13 +411,167 @@ void cross_validate(const std::vector<Row>& rows, std::ostream& out) {
                      sum_flat / static_cast<double>(folds.size()));
 }
 
+/// --fit in --nccl-tests mode: "nvlink", "network", "all", comma-separated.
+std::pair<bool, bool> parse_nccl_fit(const std::string& text) {
+  bool nvlink = false;
+  bool network = false;
+  for (const std::string& item : split(text, ',')) {
+    if (item == "nvlink" || item == "all") nvlink = true;
+    if (item == "network" || item == "all") network = true;
+    if (item != "nvlink" && item != "network" && item != "all") {
+      throw UsageError(fmt::format(
+          "--fit: with --nccl-tests, expected nvlink (the runs on one host), network (the runs across "
+          "hosts) or all, got '{}'",
+          item));
+    }
+  }
+  return {nvlink, network};
+}
+
+/// `validate collectives --nccl-tests FILE,... --scenario CLUSTER.yaml`: the
+/// user's own nccl-tests runs, each row timed on the scenario's cluster,
+/// and with --fit the NVLink and network constants fit to them.
+int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets, std::ostream& out) {
+  if (p.has("data")) throw UsageError("--nccl-tests and --data exclude each other");
+  if (p.has("cv"))
+    throw UsageError("--cv is for --data's tables; with --nccl-tests, --fit prints the fitted error");
+  const auto scenario_path = p.get("scenario");
+  if (!scenario_path) {
+    throw UsageError(
+        "--nccl-tests needs --scenario CLUSTER.yaml: the cluster the runs were measured on (GPU, GPUs per "
+        "node, "
+        "NVLink, HCAs, fabric)");
+  }
+  std::vector<std::string> paths = split(*p.get("nccl-tests"), ',');
+  if (std::any_of(paths.begin(), paths.end(), [](const std::string& x) { return x.empty(); })) {
+    throw UsageError("--nccl-tests: expected FILE[,FILE...] (an empty name in the list)");
+  }
+  std::optional<std::pair<bool, bool>> fit;
+  if (auto f = p.get("fit")) fit = parse_nccl_fit(*f);
+  if (fit && p.has("line-rate")) throw UsageError("--line-rate and --fit exclude each other");
+  Scenario s = load_scenario(*scenario_path, scenario_overrides(sets, p));
+  std::vector<study::NcclTestsLog> logs;
+  for (const std::string& path : paths) {
+    logs.push_back(study::parse_nccl_tests(read_input_file(path, "--nccl-tests file"), path));
+  }
+  std::vector<std::vector<int>> gpus;
+  for (const auto& log : logs) gpus.push_back(study::nccl_tests_gpus(log, s));
+  const topology::Topology topo = build_topology(s);
+
+  std::string source = "the scenario's (its calibration: section and the shipped defaults)";
+  std::optional<study::NcclTestsFit> fitted;
+  if (fit) {
+    fitted = study::fit_nccl_tests(s, topo, logs, fit->first, fit->second);
+    for (const auto& [asked, cls, what] :
+         {std::tuple{fit->first, &fitted->nvlink, "nvlink: no run on one host"},
+          std::tuple{fit->second, &fitted->network, "network: no run across hosts"}}) {
+      if (asked && !cls->fitted) {
+        throw InputError(fmt::format("--fit {}, with rows of {} and more", what,
+                                     size_text(Bytes(study::kNcclTestsFitMinBytes))));
+      }
+    }
+    if (fitted->nvlink.fitted) s.calibration.comm.nvlink = fitted->nvlink.calibration;
+    if (fitted->network.fitted) s.calibration.comm.network = fitted->network.calibration;
+    source = "fitted on these runs (rows of 1 MiB and up; each file weighs the same)";
+  } else if (p.has("line-rate")) {
+    s.calibration.comm = engine::CommCalibration::line_rate();
+    source = "none: line rate, serial reductions (the uncalibrated model)";
+  }
+
+  out << fmt::format(
+      "nccl-tests runs against the communication model on {}'s cluster ({} nodes x {} {}, {} backend)\n",
+      *scenario_path, s.cluster.nodes, s.cluster.gpus_per_node, s.gpu.name, to_string(s.backend));
+  out << fmt::format("calibration: {}\n  NVLink: {}\n  network: {}\n", source,
+                     link_text(s.calibration.comm.nvlink), link_text(s.calibration.comm.network));
+  if (fitted) {
+    out << "\nFitted (paste into the scenario's calibration: section):\ncalibration:\n";
+    for (const auto& [cls, prefix] :
+         {std::pair{&fitted->nvlink, "nvlink"}, std::pair{&fitted->network, "network"}}) {
+      if (!cls->fitted) continue;
+      out << fmt::format("  {}_efficiency: {:.4f}\n  {}_group_penalty: {:.4f}\n  {}_launch: {:.2f}us\n",
+                         prefix, cls->calibration.peak_efficiency, prefix, cls->calibration.group_penalty,
+                         prefix, cls->calibration.launch_latency.us());
+      out << fmt::format("  # {} from {} file{}, {} rows\n", prefix, cls->files, cls->files == 1 ? "" : "s",
+                         cls->rows);
+    }
+    for (const auto& [cls, prefix] :
+         {std::pair{&fitted->nvlink, "nvlink"}, std::pair{&fitted->network, "network"}}) {
+      if (!cls->fitted || cls->calibration.launch_latency > Time::zero()) continue;
+      out << fmt::format(
+          "note: {0}_launch fitted at its floor, 0: the runs' fixed cost is below what the model charges "
+          "before "
+          "any launch ({0}_step {1:.1f} us per transfer, and the topology's latency per hop); with a lower "
+          "calibration.{0}_step the launch can take it\n",
+          prefix, cls->calibration.step_latency.us());
+    }
+  }
+  out << '\n';
+  out << fmt::format("{:<28} {:<15} {:>5} {:>5} {:>10} {:>12} {:>12} {:>8} {:>11} {:>11}\n", "file",
+                     "collective", "ranks", "nodes", "size", "measured", "predicted", "error", "busbw meas",
+                     "busbw pred");
+  std::vector<double> all_big, all_rows;
+  std::vector<std::string> summaries;
+  for (std::size_t f = 0; f < logs.size(); ++f) {
+    const auto& log = logs[f];
+    const std::string name = fs::path(log.file).filename().string();
+    const int n = static_cast<int>(log.ranks.size());
+    std::vector<double> big, every;
+    for (const auto& row : log.rows) {
+      const Time predicted = study::time_nccl_tests_row(s, topo, log, gpus[f], row.size);
+      const double err = predicted.seconds() / row.measured.seconds() - 1.0;
+      const double bus = collectives::bus_bytes(log.kind, n, row.size) * 1e-9;
+      out << fmt::format(
+          "{:<28} {:<15} {:>5} {:>5} {:>10} {:>9.1f} us {:>9.1f} us {:>+7.1f}% {:>6.1f} GB/s {:>6.1f} GB/s\n",
+          name, to_string(log.kind), n, study::nccl_tests_nodes(log), size_text(row.size), row.measured.us(),
+          predicted.us(), 100.0 * err, bus / row.measured.seconds(), bus / predicted.seconds());
+      every.push_back(std::abs(err));
+      if (row.size.count() >= study::kNcclTestsFitMinBytes) big.push_back(std::abs(err));
+    }
+    auto mean = [](const std::vector<double>& v) {
+      double t = 0;
+      for (double x : v) t += x;
+      return v.empty() ? 0.0 : 100.0 * t / static_cast<double>(v.size());
+    };
+    summaries.push_back(fmt::format(
+        "summary {}: {} of {} ranks on {} host{}: {:.1f}% over {} rows >= 1 MiB; all sizes {:.1f}% over {} "
+        "rows{}\n",
+        name, to_string(log.kind), n, study::nccl_tests_nodes(log),
+        study::nccl_tests_nodes(log) == 1 ? "" : "s", mean(big), big.size(), mean(every), every.size(),
+        log.empty_rows > 0 ? fmt::format(" ({} rows of 0 bytes skipped)", log.empty_rows) : ""));
+    all_big.insert(all_big.end(), big.begin(), big.end());
+    all_rows.insert(all_rows.end(), every.begin(), every.end());
+  }
+  out << "\nMAPE of time (rows below 1 MiB: NCCL's small-message protocols, not fitted):\n";
+  for (const auto& line : summaries) out << line;
+  double big_sum = 0, rows_sum = 0;
+  for (double x : all_big) big_sum += x;
+  for (double x : all_rows) rows_sum += x;
+  out << fmt::format("summary overall: {:.1f}% over {} rows >= 1 MiB; all sizes {:.1f}% over {} rows\n",
+                     all_big.empty() ? 0.0 : 100.0 * big_sum / static_cast<double>(all_big.size()),
+                     all_big.size(), 100.0 * rows_sum / static_cast<double>(all_rows.size()),
+                     all_rows.size());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_validate_collectives(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate collectives");
-  p.option("data").option("fit").flag("cv").flag("rows").flag("line-rate");
-  p.parse(args);
+  p.option("data")
+      .option("fit")
+      .option("nccl-tests")
+      .option("scenario")
+      .flag("cv")
+      .flag("rows")
+      .flag("line-rate");
+  declare_scenario_options(p);
+  std::vector<std::string> sets;
+  p.parse(take_set_options(args, sets));
   p.expect_positional(0, "arguments");
+  if (p.has("nccl-tests")) return validate_nccl_tests(p, sets, out);
+  if (p.has("scenario") || !sets.empty() || p.has("backend") || p.has("predictor")) {
+    throw UsageError("--scenario, --set, --backend and --predictor go with --nccl-tests (your own runs)");
+  }
   const std::string data = p.require("data");
   std::optional<std::vector<Selector>> fit_set;
   if (auto fit = p.get("fit")) fit_set = parse_fit_set(*fit);

@@ -340,7 +340,12 @@ Example:
                calibrated communication model (--data ../shared/data);
                --fit a100|h100|all|TABLE:KIND refits the NVLink calibration,
                --cv prints the cross-validation, --rows every row,
-               --line-rate the uncalibrated model for comparison
+               --line-rate the uncalibrated model for comparison.
+               Your own runs: --nccl-tests FILE[,FILE...] (nccl-tests'
+               output, one run per file) --scenario CLUSTER.yaml times each
+               row on that cluster; --fit nvlink|network|all fits the
+               constants (runs on one host: NVLink; across hosts: network)
+               and prints them as a calibration: section
   steps        whole one-GPU training steps measured on a GPU (--data
                tests/data/h200/steps.csv: plain PyTorch, bf16), each run as a
                one-GPU scenario (--gpu H200, --framework pytorch-eager|megatron,

@@ -182,7 +182,7 @@ LinkCalibration fit_link_calibration(std::span<const CollectiveSample> samples, 
   // first (smallest peak, then penalty): deterministic.
   double peak_step = 0.02;
   double penalty_step = fit_group_penalty ? 0.05 : 0.0;
-  for (int i = 15; i <= 50; ++i) {
+  for (int i = 3; i <= 50; ++i) {
     for (int j = 0; j <= (fit_group_penalty ? 40 : 0); ++j) consider(i * peak_step, j * penalty_step);
   }
   for (int round = 0; round < 2; ++round) {

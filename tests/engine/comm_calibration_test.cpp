@@ -421,6 +421,14 @@ TEST(CommCalibration, FitRecoversTheParametersThatMadeTheSamples) {
   // Without the group penalty the same samples are fitted worse.
   EXPECT_GT(weighted_mape(fit_link_calibration(samples, false), samples), 0.02);
   EXPECT_THROW(fit_link_calibration({}), InputError);
+  // A slow link (a user's network at a fifth of its line rate) is inside
+  // the grid too (peak from 0.06).
+  truth.peak_efficiency = 0.2;
+  truth.group_penalty = 0.0;
+  for (auto& s : samples) s.measured = Time::from_seconds(uncontended_seconds(truth, s));
+  const auto slow = fit_link_calibration(samples, false);
+  EXPECT_NEAR(slow.peak_efficiency, 0.2, 0.0005);
+  EXPECT_NEAR(slow.launch_latency.us(), 30.0, 0.1);
 }
 
 TEST(CommCalibration, ExpectedMaximumOfNormalsMatchesItsClosedForms) {

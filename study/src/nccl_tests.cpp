@@ -1,0 +1,329 @@
+#include "tessera/study/nccl_tests.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "tessera/error.hpp"
+#include "tessera/study/pipeline.hpp"
+
+namespace tessera::study {
+
+using parallelism::CollectiveKind;
+
+namespace {
+
+std::vector<std::string> tokens_of(std::string_view line) {
+  std::vector<std::string> out;
+  std::istringstream ss{std::string(line)};
+  for (std::string t; ss >> t;) out.push_back(std::move(t));
+  return out;
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// nccl-tests' binaries by the stem of their name, most specific first
+/// ("all_reduce" before "reduce").
+struct Test {
+  std::string_view stem;
+  std::string_view name;
+  CollectiveKind kind;
+};
+constexpr Test kTests[] = {
+    {"all_reduce", "all_reduce_perf", CollectiveKind::AllReduce},
+    {"allreduce", "all_reduce_perf", CollectiveKind::AllReduce},
+    {"reduce_scatter", "reduce_scatter_perf", CollectiveKind::ReduceScatter},
+    {"reducescatter", "reduce_scatter_perf", CollectiveKind::ReduceScatter},
+    {"all_gather", "all_gather_perf", CollectiveKind::AllGather},
+    {"allgather", "all_gather_perf", CollectiveKind::AllGather},
+    {"alltoall", "alltoall_perf", CollectiveKind::AllToAll},
+    {"all_to_all", "alltoall_perf", CollectiveKind::AllToAll},
+    {"sendrecv", "sendrecv_perf", CollectiveKind::SendRecv},
+    {"broadcast", "broadcast_perf", CollectiveKind::Broadcast},
+    {"reduce", "reduce_perf", CollectiveKind::Reduce},
+};
+const Test* test_in(std::string_view text) {
+  for (const Test& t : kTests) {
+    if (text.find(t.stem) != std::string_view::npos) return &t;
+  }
+  return nullptr;
+}
+
+double number_cell(const std::string& cell, const std::string& file, std::size_t line,
+                   std::string_view column) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(cell, &used);
+    if (used == cell.size() && std::isfinite(v)) return v;
+  } catch (const std::logic_error&) {
+  }
+  throw InputError(fmt::format("{}:{}: column '{}': '{}' is not a number", file, line, column, cell));
+}
+
+}  // namespace
+
+NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
+  NcclTestsLog log;
+  log.file = file;
+  const Test* test = nullptr;
+  std::vector<std::pair<int, NcclTestsRank>> ranks;
+  std::vector<std::string> columns;  // the header's, without its '#'
+  std::size_t size_col = 0;
+  std::size_t time_col = 0;
+  bool rows_started = false;
+  std::size_t line_no = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const auto tok = tokens_of(line);
+    if (tok.empty()) continue;
+    if (tok[0] == "#" || tok[0].front() == '#') {
+      const auto starting = line.find("Collective test starting:");
+      if (starting != std::string_view::npos) {
+        if (rows_started) {
+          throw InputError(fmt::format(
+              "{}:{}: a second nccl-tests run in one file: give each run its own file", file, line_no));
+        }
+        const std::string name = tokens_of(line.substr(starting + 25)).empty()
+                                     ? std::string()
+                                     : tokens_of(line.substr(starting + 25)).front();
+        test = test_in(name);
+        if (test == nullptr) {
+          throw InputError(
+              fmt::format("{}:{}: test '{}' is not one Tessera models (all_reduce_perf, all_gather_perf, "
+                          "reduce_scatter_perf, alltoall_perf, sendrecv_perf, broadcast_perf, reduce_perf)",
+                          file, line_no, name));
+        }
+        continue;
+      }
+      if (tok.size() >= 3 && tok[1] == "Rank" && all_digits(tok[2])) {
+        if (rows_started) {
+          throw InputError(fmt::format(
+              "{}:{}: a second nccl-tests run in one file: give each run its own file", file, line_no));
+        }
+        const auto on = std::find(tok.begin(), tok.end(), "on");
+        const auto device = std::find(tok.begin(), tok.end(), "device");
+        if (on == tok.end() || on + 1 == tok.end() || device == tok.end() || device + 1 == tok.end() ||
+            !all_digits(*(device + 1))) {
+          throw InputError(fmt::format("{}:{}: a rank line without 'on HOST device N': '{}'", file, line_no,
+                                       std::string(line)));
+        }
+        ranks.emplace_back(std::stoi(tok[2]), NcclTestsRank{*(on + 1), std::stoi(*(device + 1))});
+        continue;
+      }
+      // The column header: "#  size  count  type  redop  root  time  algbw ...".
+      if (columns.empty() && std::find(tok.begin(), tok.end(), "size") != tok.end() &&
+          std::find(tok.begin(), tok.end(), "time") != tok.end()) {
+        columns.assign(tok.begin() + (tok[0] == "#" ? 1 : 0), tok.end());
+        if (columns.front().front() == '#') columns.front().erase(0, 1);
+        size_col =
+            static_cast<std::size_t>(std::find(columns.begin(), columns.end(), "size") - columns.begin());
+        time_col =
+            static_cast<std::size_t>(std::find(columns.begin(), columns.end(), "time") - columns.begin());
+      }
+      continue;
+    }
+    // A row: after the header, its first cell a whole number. Anything else
+    // (NCCL_DEBUG lines, warnings) is not nccl-tests' own output.
+    if (columns.empty() || !all_digits(tok[0])) continue;
+    rows_started = true;
+    if (tok.size() <= std::max(size_col, time_col)) {
+      throw InputError(fmt::format("{}:{}: {} cells, but the header has {} columns", file, line_no,
+                                   tok.size(), columns.size()));
+    }
+    const double size = number_cell(tok[size_col], file, line_no, "size");
+    const double us = number_cell(tok[time_col], file, line_no, "time");
+    if (size == 0) {
+      ++log.empty_rows;
+      continue;
+    }
+    if (!(us > 0)) {
+      throw InputError(
+          fmt::format("{}:{}: column 'time': must be positive, got '{}'", file, line_no, tok[time_col]));
+    }
+    log.rows.push_back({line_no, Bytes(static_cast<std::int64_t>(size)), Time::from_seconds(us * 1e-6)});
+  }
+  if (ranks.empty()) {
+    throw InputError(
+        fmt::format("{}: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): not the output of "
+                    "an nccl-tests run",
+                    file));
+  }
+  if (columns.empty()) {
+    throw InputError(
+        fmt::format("{}: no column header ('#  size  count  type ... time  algbw  busbw ...')", file));
+  }
+  if (log.rows.empty()) throw InputError(fmt::format("{}: no measured rows of more than 0 bytes", file));
+  if (test == nullptr) test = test_in(std::filesystem::path(file).filename().string());
+  if (test == nullptr) {
+    throw InputError(fmt::format(
+        "{}: which test is this? It has no '# Collective test starting:' line and its name names none of "
+        "all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, reduce (name the file after "
+        "its "
+        "test, e.g. all_reduce_perf.txt)",
+        file));
+  }
+  log.test = std::string(test->name);
+  log.kind = test->kind;
+  std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].first != static_cast<int>(i)) {
+      throw InputError(fmt::format(
+          "{}: rank {} is {} ({} rank lines: ranks 0 to {} once each)", file,
+          ranks[i].first < static_cast<int>(i) ? ranks[i].first : static_cast<int>(i),
+          ranks[i].first < static_cast<int>(i) ? "listed twice" : "missing", ranks.size(), ranks.size() - 1));
+    }
+    log.ranks.push_back(ranks[i].second);
+    if (std::find(log.hosts.begin(), log.hosts.end(), ranks[i].second.host) == log.hosts.end()) {
+      log.hosts.push_back(ranks[i].second.host);
+    }
+  }
+  if (log.ranks.size() < 2) throw InputError(fmt::format("{}: one rank: no collective to time", file));
+  return log;
+}
+
+std::vector<int> nccl_tests_gpus(const NcclTestsLog& log, const Scenario& s) {
+  const int per_node = s.cluster.gpus_per_node;
+  if (static_cast<int>(log.hosts.size()) > s.cluster.nodes) {
+    throw InputError(fmt::format("{}: the run spans {} hosts, the scenario's cluster has {} nodes", log.file,
+                                 log.hosts.size(), s.cluster.nodes));
+  }
+  std::vector<int> gpus;
+  std::set<int> seen;
+  for (std::size_t r = 0; r < log.ranks.size(); ++r) {
+    const auto& rank = log.ranks[r];
+    if (rank.device >= per_node) {
+      throw InputError(fmt::format("{}: rank {} ran on device {} of {}, the scenario's nodes have {} GPUs",
+                                   log.file, r, rank.device, rank.host, per_node));
+    }
+    const auto node = std::find(log.hosts.begin(), log.hosts.end(), rank.host) - log.hosts.begin();
+    const int gpu = static_cast<int>(node) * per_node + rank.device;
+    if (!seen.insert(gpu).second) {
+      throw InputError(fmt::format("{}: rank {} shares device {} of {} with another rank", log.file, r,
+                                   rank.device, rank.host));
+    }
+    gpus.push_back(gpu);
+  }
+  return gpus;
+}
+
+Time time_nccl_tests_row(const Scenario& s, const topology::Topology& topo, const NcclTestsLog& log,
+                         const std::vector<int>& gpus, Bytes size) {
+  std::vector<std::vector<int>> groups;
+  if (log.kind == CollectiveKind::SendRecv) {
+    // Every rank sends to the next and receives from the previous.
+    for (std::size_t i = 0; i < gpus.size(); ++i) groups.push_back({gpus[i], gpus[(i + 1) % gpus.size()]});
+  } else {
+    groups.push_back(gpus);  // rank 0 first: the root of broadcast and reduce
+  }
+  return execute_on_backend(s, parallelism::concurrent_collectives(s.gpus(), groups, log.kind, size), topo)
+      .makespan;
+}
+
+namespace {
+
+/// Per file equal, within a file each row the log-size interval it stands
+/// for (rows below the fit size weigh 0).
+std::vector<double> row_weights(const NcclTestsLog& log) {
+  std::vector<std::size_t> fit;
+  for (std::size_t i = 0; i < log.rows.size(); ++i) {
+    if (log.rows[i].size.count() >= kNcclTestsFitMinBytes) fit.push_back(i);
+  }
+  std::sort(fit.begin(), fit.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(log.rows[a].size, a) < std::tie(log.rows[b].size, b);
+  });
+  std::vector<double> w(log.rows.size(), 0.0);
+  double total = 0.0;
+  for (std::size_t k = 0; k < fit.size(); ++k) {
+    const double lo = std::log(log.rows[fit[k == 0 ? 0 : k - 1]].size.as_double());
+    const double hi = std::log(log.rows[fit[std::min(k + 1, fit.size() - 1)]].size.as_double());
+    w[fit[k]] = (hi - lo) / 2;
+    total += w[fit[k]];
+  }
+  if (fit.size() == 1) w[fit[0]] = total = 1.0;
+  for (double& x : w) x = total > 0 ? x / total : 0.0;
+  return w;
+}
+
+/// Fits one link class to the logs that are its (one host: NVLink; more:
+/// network), with `s`'s calibration for everything else.
+NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
+                            const std::vector<NcclTestsLog>& logs, bool network) {
+  NcclTestsFitClass out;
+  auto cls = [network](Scenario& x) -> engine::LinkCalibration& {
+    return network ? x.calibration.comm.network : x.calibration.comm.nvlink;
+  };
+  // The class at efficiency 1 and 1/2, no launch: a row's time is then
+  // a + b and a + 2b.
+  Scenario full = s;
+  Scenario half = s;
+  for (Scenario* x : {&full, &half}) {
+    cls(*x).group_penalty = 0.0;
+    cls(*x).launch_latency = Time::zero();
+  }
+  cls(full).peak_efficiency = 1.0;
+  cls(half).peak_efficiency = 0.5;
+  constexpr double kLink = 1e12;  // bytes per second of the samples' nominal link
+  std::vector<engine::CollectiveSample> samples;
+  std::set<int> group_sizes;
+  for (const NcclTestsLog& log : logs) {
+    if ((nccl_tests_nodes(log) > 1) != network) continue;
+    const std::vector<double> w = row_weights(log);
+    const std::vector<int> gpus = nccl_tests_gpus(log, s);
+    bool used = false;
+    for (std::size_t i = 0; i < log.rows.size(); ++i) {
+      if (w[i] <= 0) continue;
+      const double t1 = time_nccl_tests_row(full, topo, log, gpus, log.rows[i].size).seconds();
+      const double t2 = time_nccl_tests_row(half, topo, log, gpus, log.rows[i].size).seconds();
+      const double b = std::max(0.0, t2 - t1);
+      const double a = std::max(0.0, t1 - b);
+      engine::CollectiveSample x;
+      x.group_size = static_cast<int>(log.ranks.size());
+      x.steps = 1;
+      x.path_latency = Time::from_seconds(a);
+      x.wire = Bytes(std::llround(b * kLink));
+      x.link = Bandwidth::bits_per_second(static_cast<std::int64_t>(8.0 * kLink));
+      x.measured = log.rows[i].measured;
+      x.weight = w[i];
+      samples.push_back(x);
+      group_sizes.insert(x.group_size);
+      used = true;
+      ++out.rows;
+    }
+    if (used) ++out.files;
+  }
+  out.calibration = network ? s.calibration.comm.network : s.calibration.comm.nvlink;
+  if (samples.empty()) return out;
+  const engine::LinkCalibration fit = engine::fit_link_calibration(samples, group_sizes.size() >= 2);
+  out.calibration.peak_efficiency = fit.peak_efficiency;
+  out.calibration.group_penalty = fit.group_penalty;
+  out.calibration.launch_latency = fit.launch_latency;
+  out.fitted = true;
+  return out;
+}
+
+}  // namespace
+
+NcclTestsFit fit_nccl_tests(const Scenario& s, const topology::Topology& topo,
+                            const std::vector<NcclTestsLog>& logs, bool nvlink, bool network) {
+  NcclTestsFit out;
+  Scenario with = s;
+  if (nvlink) {
+    out.nvlink = fit_class(s, topo, logs, false);
+    with.calibration.comm.nvlink = out.nvlink.calibration;
+  }
+  if (network) out.network = fit_class(with, topo, logs, true);
+  return out;
+}
+
+}  // namespace tessera::study

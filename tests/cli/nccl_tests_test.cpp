@@ -1,0 +1,287 @@
+// A user's own nccl-tests runs (study::parse_nccl_tests, fit_nccl_tests and
+// `tessera validate collectives --nccl-tests`): the output of any nccl-tests
+// version read (made-up numbers, no measurement), every bad file one line
+// naming the file and line, and the fit recovering the constants of runs
+// that the model itself generated with known constants.
+#include "tessera/study/nccl_tests.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
+#include "tessera/cli/scenario.hpp"
+#include "tessera/error.hpp"
+
+using namespace tessera;
+using namespace tessera::cli;
+using parallelism::CollectiveKind;
+
+namespace {
+
+// nccl-tests 2.13's layout (made-up times): 16 ranks on two hosts, a row of 0
+// bytes (a tiny all-gather's), NCCL_DEBUG lines in between.
+constexpr const char* kCurrent =
+    R"(# nThread 1 nGpus 1 minBytes 8 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   1000 on     alpha device  0 [0x07] NVIDIA A100-SXM4-80GB
+#  Rank  1 Group  0 Pid   1001 on     alpha device  1 [0x0b] NVIDIA A100-SXM4-80GB
+#  Rank  2 Group  0 Pid   2000 on      beta device  0 [0x07] NVIDIA A100-SXM4-80GB
+#  Rank  3 Group  0 Pid   2001 on      beta device  1 [0x0b] NVIDIA A100-SXM4-80GB
+alpha:1000:1000 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+# Collective test starting: all_gather_perf
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           0             0     float    none      -1     0.10    0.00    0.00      0     0.10    0.00    0.00      0
+     1048576         65536     float    none      -1    101.5   10.33    7.75      0     99.0   10.59    7.94      0
+alpha:1000:1001 [0] NCCL INFO comm 0x1 rank 0 nranks 4 - Init COMPLETE
+     2097152        131072     float    none      -1    180.25  11.63    8.73      0    178.0   11.78    8.84      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 8.24
+)";
+
+// An older layout: no Group and no root column, "error" for "#wrong"; the
+// test only in the file's name.
+constexpr const char* kOld =
+    R"(# nThread 1 nGpus 4 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid  31337 on     gamma device  0 [0x1a] Tesla V100-SXM2-32GB
+#   Rank  1 Pid  31337 on     gamma device  1 [0x1b] Tesla V100-SXM2-32GB
+#   Rank  2 Pid  31337 on     gamma device  2 [0x3d] Tesla V100-SXM2-32GB
+#   Rank  3 Pid  31337 on     gamma device  3 [0x3e] Tesla V100-SXM2-32GB
+#
+#                                                     out-of-place                       in-place
+#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144   float     sum    61.20   17.13   25.70  0e+00    60.90   17.22   25.82  0e+00
+     2097152        524288   float     sum    88.00   23.83   35.75  0e+00    87.10   24.08   36.11  0e+00
+# Out of bounds values : 0 OK
+)";
+
+std::string error_of(const std::string& text, const std::string& file) {
+  try {
+    (void)study::parse_nccl_tests(text, file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  if (at == std::string::npos) throw std::logic_error("test text lacks: " + from);
+  return text.replace(at, from.size(), to);
+}
+
+// Two nodes of eight A100s, one 200 Gb/s HCA per GPU on one leaf. The model,
+// training and plan are there because a scenario needs them; the runs use
+// the cluster alone.
+constexpr const char* kCluster = R"(name: my-cluster
+cluster:
+  nodes: 2
+  gpus_per_node: 8
+  gpu: A100-80GB
+  nvlink_bandwidth: 300GB/s
+  nic_bandwidth: 200Gbps
+  fabric: {type: leaf-spine, hosts_per_leaf: 16, spines: 1, spine_bandwidth: 200Gbps}
+model:
+  preset: gpt2-large
+training:
+  micro_batch: 1
+  seq_len: 1024
+  dtype: fp16
+parallelism:
+  tp: 4
+)";
+
+/// A run of `test` over the first `per_host` GPUs of each of `hosts` hosts,
+/// its times those the model gives `truth` (printed to 0.01 us, as
+/// nccl-tests prints them), 1 KiB to 1 GiB.
+std::string model_run(const Scenario& truth, const topology::Topology& topo, const std::string& test,
+                      int hosts, int per_host) {
+  std::string text = "# Using devices\n";
+  int rank = 0;
+  for (int h = 0; h < hosts; ++h) {
+    for (int d = 0; d < per_host; ++d) {
+      text += "#  Rank " + std::to_string(rank++) + " Group  0 Pid 7 on host" + std::to_string(h) +
+              " device " + std::to_string(d) + " [0x00] NVIDIA A100-SXM4-80GB\n";
+    }
+  }
+  text += "# Collective test starting: " + test + "\n";
+  text += "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n";
+  const study::NcclTestsLog shape =
+      study::parse_nccl_tests(text + "1024 256 float sum -1 1.0 0 0 0 1.0 0 0 0\n", test);
+  const std::vector<int> gpus = study::nccl_tests_gpus(shape, truth);
+  for (std::int64_t size = 1024; size <= (std::int64_t{1} << 30); size *= 2) {
+    const Time t = study::time_nccl_tests_row(truth, topo, shape, gpus, Bytes(size));
+    char cells[160];
+    std::snprintf(cells, sizeof cells, "%lld %lld float sum -1 %.2f 0 0 0 %.2f 0 0 0\n",
+                  static_cast<long long>(size), static_cast<long long>(size / 4), t.us(), t.us());
+    text += cells;
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST(NcclTests, ReadsTheOutputOfAnyVersion) {
+  const auto log = study::parse_nccl_tests(kCurrent, "runs/ag.txt");
+  EXPECT_EQ(log.test, "all_gather_perf");
+  EXPECT_EQ(log.kind, CollectiveKind::AllGather);
+  ASSERT_EQ(log.ranks.size(), 4U);
+  EXPECT_EQ(log.hosts, (std::vector<std::string>{"alpha", "beta"}));
+  EXPECT_EQ(log.ranks[2].host, "beta");
+  EXPECT_EQ(log.ranks[3].device, 1);
+  ASSERT_EQ(log.rows.size(), 2U);
+  EXPECT_EQ(log.rows[0].size, Bytes(1048576));
+  EXPECT_EQ(log.rows[0].measured, Time::from_ps(101'500'000));  // the out-of-place time, not the in-place
+  EXPECT_EQ(log.rows[1].line, 17U);
+  EXPECT_EQ(log.rows[1].measured, Time::from_ps(180'250'000));
+  EXPECT_EQ(log.empty_rows, 1);
+
+  const auto old = study::parse_nccl_tests(kOld, "logs/v100_all_reduce_perf.out");
+  EXPECT_EQ(old.test, "all_reduce_perf");
+  EXPECT_EQ(old.kind, CollectiveKind::AllReduce);
+  EXPECT_EQ(old.hosts, (std::vector<std::string>{"gamma"}));
+  ASSERT_EQ(old.rows.size(), 2U);
+  EXPECT_EQ(old.rows[1].measured, Time::from_ps(88'000'000));
+  // A file named after no test but with its starting line; names in any order.
+  EXPECT_EQ(
+      study::parse_nccl_tests(
+          replaced(kOld, "#\n# Using", "# Collective test starting: sendrecv_perf\n#\n# Using"), "run3.log")
+          .kind,
+      CollectiveKind::SendRecv);
+  EXPECT_EQ(study::parse_nccl_tests(kOld, "reduce_scatter_perf.txt").kind, CollectiveKind::ReduceScatter);
+  EXPECT_EQ(study::parse_nccl_tests(kOld, "alltoall.txt").kind, CollectiveKind::AllToAll);
+  EXPECT_EQ(study::parse_nccl_tests(kOld, "reduce_perf.txt").kind, CollectiveKind::Reduce);
+}
+
+TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
+  EXPECT_EQ(error_of(replaced(kCurrent, "180.25", "abc"), "ag.txt"),
+            "ag.txt:17: column 'time': 'abc' is not a number");
+  EXPECT_EQ(error_of(replaced(kCurrent, "180.25", "0.0"), "ag.txt"),
+            "ag.txt:17: column 'time': must be positive, got '0.0'");
+  EXPECT_EQ(error_of("size time\n1 2\n", "x_all_reduce.txt"),
+            "x_all_reduce.txt: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): not the "
+            "output of an "
+            "nccl-tests run");
+  EXPECT_EQ(error_of(kOld, "run.txt").find("run.txt: which test is this?"), 0U);
+  EXPECT_EQ(error_of(replaced(kCurrent, "all_gather_perf", "hypercube_perf"), "x.txt"),
+            "x.txt:9: test 'hypercube_perf' is not one Tessera models (all_reduce_perf, all_gather_perf, "
+            "reduce_scatter_perf, alltoall_perf, sendrecv_perf, broadcast_perf, reduce_perf)");
+  EXPECT_EQ(error_of(replaced(kCurrent, "Rank  3 Group", "Rank  2 Group"), "ag.txt"),
+            "ag.txt: rank 2 is listed twice (4 rank lines: ranks 0 to 3 once each)");
+  EXPECT_EQ(error_of(replaced(kCurrent, "Rank  3 Group", "Rank  5 Group"), "ag.txt"),
+            "ag.txt: rank 3 is missing (4 rank lines: ranks 0 to 3 once each)");
+  EXPECT_EQ(error_of(std::string(kCurrent) + "#  Rank  0 Group  0 Pid 1 on alpha device 0\n", "ag.txt"),
+            "ag.txt:20: a second nccl-tests run in one file: give each run its own file");
+  EXPECT_EQ(error_of(replaced(kOld,
+                              "     1048576        262144   float     sum    61.20   17.13   25.70  0e+00    "
+                              "60.90   17.22   25.82  0e+00",
+                              "     1048576        262144   float"),
+                     "all_reduce.txt"),
+            "all_reduce.txt:12: 3 cells, but the header has 12 columns");
+  // A cluster too small for the run names the file.
+  const Scenario one_node = parse_scenario(replaced(kCluster, "nodes: 2", "nodes: 1"), "c.yaml");
+  try {
+    (void)study::nccl_tests_gpus(study::parse_nccl_tests(kCurrent, "ag.txt"), one_node);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "ag.txt: the run spans 2 hosts, the scenario's cluster has 1 nodes");
+  }
+}
+
+TEST(NcclTests, FitRecoversTheConstantsThatMadeTheRuns) {
+  // Runs the model made with known constants: all-reduce on 2, 4 and 8 GPUs
+  // of one host and on 2 x 8 GPUs of two hosts, all-gather on 2 x 4. The fit
+  // starts from the shipped constants and must find the ones that made them.
+  const Scenario shipped = parse_scenario(kCluster, "cluster.yaml");
+  Scenario truth = shipped;
+  truth.calibration.comm.nvlink.peak_efficiency = 0.7;
+  truth.calibration.comm.nvlink.group_penalty = 0.4;
+  truth.calibration.comm.nvlink.launch_latency = Time::from_ps(35'000'000);
+  truth.calibration.comm.network.peak_efficiency = 0.8;
+  truth.calibration.comm.network.group_penalty = 0.0;
+  truth.calibration.comm.network.launch_latency = Time::from_ps(40'000'000);
+  const topology::Topology topo = build_topology(shipped);
+  std::vector<study::NcclTestsLog> logs;
+  for (const auto& [test, hosts, per_host] :
+       {std::tuple{"all_reduce_perf", 1, 2}, std::tuple{"all_reduce_perf", 1, 4},
+        std::tuple{"all_reduce_perf", 1, 8}, std::tuple{"all_reduce_perf", 2, 8},
+        std::tuple{"all_gather_perf", 2, 4}}) {
+    logs.push_back(study::parse_nccl_tests(model_run(truth, topo, test, hosts, per_host), test));
+  }
+  const study::NcclTestsFit fit = study::fit_nccl_tests(shipped, topo, logs, true, true);
+  ASSERT_TRUE(fit.nvlink.fitted);
+  ASSERT_TRUE(fit.network.fitted);
+  EXPECT_EQ(fit.nvlink.files, 3U);
+  EXPECT_EQ(fit.nvlink.rows, 33U);  // 1 MiB to 1 GiB: 11 sizes each
+  EXPECT_EQ(fit.network.files, 2U);
+  EXPECT_NEAR(fit.nvlink.calibration.peak_efficiency, 0.7, 0.001);
+  EXPECT_NEAR(fit.nvlink.calibration.group_penalty, 0.4, 0.005);
+  EXPECT_NEAR(fit.nvlink.calibration.launch_latency.us(), 35.0, 0.05);
+  EXPECT_NEAR(fit.network.calibration.peak_efficiency, 0.8, 0.002);
+  EXPECT_NEAR(fit.network.calibration.group_penalty, 0.0, 0.01);
+  EXPECT_NEAR(fit.network.calibration.launch_latency.us(), 40.0, 0.2);
+  // The step latency is not fitted: the scenario's stays.
+  EXPECT_EQ(fit.network.calibration.step_latency, shipped.calibration.comm.network.step_latency);
+  // Asked for one class, the other is left alone.
+  EXPECT_FALSE(study::fit_nccl_tests(shipped, topo, logs, true, false).network.fitted);
+}
+
+TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_nccl_tests_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string yaml = (dir / "cluster.yaml").string();
+  std::ofstream(yaml) << kCluster;
+  const Scenario shipped = parse_scenario(kCluster, yaml);
+  Scenario truth = shipped;
+  truth.calibration.comm.nvlink.peak_efficiency = 0.65;
+  truth.calibration.comm.nvlink.group_penalty = 0.0;
+  truth.calibration.comm.nvlink.launch_latency = Time::from_ps(20'000'000);
+  const topology::Topology topo = build_topology(shipped);
+  const std::string run = (dir / "all_reduce_perf.txt").string();
+  std::ofstream(run) << model_run(truth, topo, "all_reduce_perf", 1, 8);
+
+  std::ostringstream out;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "nvlink"}, out), 0);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("calibration:\n  nvlink_efficiency: 0.6500\n  nvlink_group_penalty: 0.0000\n"
+                      "  nvlink_launch: 20.00us\n  # nvlink from 1 file, 11 rows\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("all_reduce_perf.txt          all-reduce          8     1      1 GiB"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("summary all_reduce_perf.txt: all-reduce of 8 ranks on 1 host: 0.0% over 11 rows >= 1 MiB"),
+      std::string::npos)
+      << text;
+  // Without --fit: the scenario's (shipped) constants, which are not these.
+  std::ostringstream shipped_out;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml}, shipped_out), 0);
+  EXPECT_EQ(shipped_out.str().find("0.0% over 11 rows"), std::string::npos);
+  // The network class needs runs across hosts; --scenario is required.
+  EXPECT_THROW(
+      (void)cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "network"}, out),
+      InputError);
+  try {
+    (void)cmd_validate_collectives({"--nccl-tests", run}, out);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).find("--nccl-tests needs --scenario CLUSTER.yaml"), 0U);
+  }
+  std::filesystem::remove_all(dir);
+}
