@@ -452,7 +452,8 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   Scenario s = load_scenario(*scenario_path, scenario_overrides(sets, p));
   std::vector<study::NcclTestsLog> logs;
   for (const std::string& path : paths) {
-    logs.push_back(study::parse_nccl_tests(read_input_file(path, "--nccl-tests file"), path));
+    logs.push_back(
+        study::parse_nccl_tests(read_input_file(path, "--nccl-tests file", std::int64_t{16} << 20), path));
   }
   std::vector<std::vector<int>> gpus;
   for (const auto& log : logs) gpus.push_back(study::nccl_tests_gpus(log, s));
@@ -537,7 +538,9 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
         "rows{}\n",
         name, to_string(log.kind), n, study::nccl_tests_nodes(log),
         study::nccl_tests_nodes(log) == 1 ? "" : "s", mean(big), big.size(), mean(every), every.size(),
-        log.empty_rows > 0 ? fmt::format(" ({} rows of 0 bytes skipped)", log.empty_rows) : ""));
+        log.empty_rows > 0
+            ? fmt::format(" ({} row{} of 0 bytes skipped)", log.empty_rows, log.empty_rows == 1 ? "" : "s")
+            : ""));
     all_big.insert(all_big.end(), big.begin(), big.end());
     all_rows.insert(all_rows.end(), every.begin(), every.end());
   }

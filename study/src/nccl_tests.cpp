@@ -87,16 +87,16 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const auto tok = tokens_of(line);
     if (tok.empty()) continue;
-    if (tok[0] == "#" || tok[0].front() == '#') {
+    if (tok[0].front() == '#') {
       const auto starting = line.find("Collective test starting:");
       if (starting != std::string_view::npos) {
         if (rows_started) {
           throw InputError(fmt::format(
               "{}:{}: a second nccl-tests run in one file: give each run its own file", file, line_no));
         }
-        const std::string name = tokens_of(line.substr(starting + 25)).empty()
-                                     ? std::string()
-                                     : tokens_of(line.substr(starting + 25)).front();
+        const auto named =
+            tokens_of(line.substr(starting + std::string_view("Collective test starting:").size()));
+        const std::string name = named.empty() ? std::string() : named.front();
         test = test_in(name);
         if (test == nullptr) {
           throw InputError(
@@ -133,9 +133,13 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
       }
       continue;
     }
-    // A row: after the header, its first cell a whole number. Anything else
-    // (NCCL_DEBUG lines, warnings) is not nccl-tests' own output.
-    if (columns.empty() || !all_digits(tok[0])) continue;
+    // A row: after the header, its first cell a number. Anything else
+    // (NCCL_DEBUG lines, "HOST:PID:TID [0] NCCL INFO ...", warnings) is not
+    // nccl-tests' own output.
+    if (columns.empty() || !(tok[0].front() >= '0' && tok[0].front() <= '9') ||
+        tok[0].find(':') != std::string::npos) {
+      continue;
+    }
     rows_started = true;
     if (tok.size() <= std::max(size_col, time_col)) {
       throw InputError(fmt::format("{}:{}: {} cells, but the header has {} columns", file, line_no,
@@ -143,6 +147,10 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
     }
     const double size = number_cell(tok[size_col], file, line_no, "size");
     const double us = number_cell(tok[time_col], file, line_no, "time");
+    if (size < 0 || size != std::floor(size) || size > 9e18) {
+      throw InputError(fmt::format("{}:{}: column 'size': must be a whole number of bytes, got '{}'", file,
+                                   line_no, tok[size_col]));
+    }
     if (size == 0) {
       ++log.empty_rows;
       continue;
@@ -195,8 +203,8 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
 std::vector<int> nccl_tests_gpus(const NcclTestsLog& log, const Scenario& s) {
   const int per_node = s.cluster.gpus_per_node;
   if (static_cast<int>(log.hosts.size()) > s.cluster.nodes) {
-    throw InputError(fmt::format("{}: the run spans {} hosts, the scenario's cluster has {} nodes", log.file,
-                                 log.hosts.size(), s.cluster.nodes));
+    throw InputError(fmt::format("{}: the run spans {} hosts, the scenario's cluster has {} node{}", log.file,
+                                 log.hosts.size(), s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s"));
   }
   std::vector<int> gpus;
   std::set<int> seen;

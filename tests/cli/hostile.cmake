@@ -419,3 +419,27 @@ if(TESSERA_WITH_NS3)
           REGEX [=[^tessera: error: s\.yaml: failures\.links: leaf0-spine1: `at:` \(a failure during the run\) is not supported by the ns3 backend]=]
           ARGS run s.yaml --backend ns3 --set "failures.links=[{cable: leaf0-spine1, at: 1ms}]")
 endif()
+
+# --- validate collectives --nccl-tests: a user's nccl-tests output. ------------
+hostile(NAME nccl_tests.binary RC 2
+        REGEX [=[^tessera: error: binary\.yaml: no rank lines \('#  Rank 0 Group 0 Pid P on HOST device 0 \.\.\.'\): not the output of an nccl-tests run$]=]
+        ARGS validate collectives --nccl-tests binary.yaml --scenario s.yaml)
+hostile(NAME nccl_tests.dev_zero RC 2
+        REGEX [=[^tessera: error: /dev/zero: --nccl-tests file is larger than 16 MiB, the limit for input files$]=]
+        ARGS validate collectives --nccl-tests /dev/zero --scenario s.yaml)
+hostile(NAME nccl_tests.missing RC 2
+        REGEX [=[^tessera: error: gone\.txt: cannot open --nccl-tests file$]=]
+        ARGS validate collectives --nccl-tests nccl_all_gather_perf.txt,gone.txt --scenario s.yaml)
+hostile(NAME nccl_tests.empty_name RC 2
+        REGEX [=[^tessera: error: --nccl-tests: expected FILE\[,FILE\.\.\.\] \(an empty name in the list\)$]=]
+        ARGS validate collectives --nccl-tests nccl_all_gather_perf.txt, --scenario s.yaml)
+hostile(NAME nccl_tests.no_scenario RC 2
+        REGEX [=[^tessera: error: --nccl-tests needs --scenario CLUSTER\.yaml]=]
+        ARGS validate collectives --nccl-tests nccl_all_gather_perf.txt)
+hostile(NAME nccl_tests.cluster_too_small RC 2
+        REGEX [=[^tessera: error: nccl_all_gather_perf\.txt: the run spans 2 hosts, the scenario's cluster has 1 node$]=]
+        ARGS validate collectives --nccl-tests nccl_all_gather_perf.txt --scenario s.yaml --set cluster.nodes=1
+             --set parallelism.dp=8)
+hostile(NAME nccl_tests.fit_network_without_hosts RC 2
+        REGEX [=[^tessera: error: --fit network: no run across hosts, with rows of 1 MiB and more$]=]
+        ARGS validate collectives --nccl-tests nccl_all_reduce_perf_old.txt --scenario s.yaml --fit network)

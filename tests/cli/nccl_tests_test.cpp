@@ -44,7 +44,7 @@ alpha:1000:1000 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
 #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
            0             0     float    none      -1     0.10    0.00    0.00      0     0.10    0.00    0.00      0
      1048576         65536     float    none      -1    101.5   10.33    7.75      0     99.0   10.59    7.94      0
-alpha:1000:1001 [0] NCCL INFO comm 0x1 rank 0 nranks 4 - Init COMPLETE
+10-0-0-1:1000:1001 [0] NCCL INFO comm 0x1 rank 0 nranks 4 - Init COMPLETE
      2097152        131072     float    none      -1    180.25  11.63    8.73      0    178.0   11.78    8.84      0
 # Out of bounds values : 0 OK
 # Avg bus bandwidth    : 8.24
@@ -170,6 +170,8 @@ TEST(NcclTests, ReadsTheOutputOfAnyVersion) {
 TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
   EXPECT_EQ(error_of(replaced(kCurrent, "180.25", "abc"), "ag.txt"),
             "ag.txt:17: column 'time': 'abc' is not a number");
+  EXPECT_EQ(error_of(replaced(kCurrent, "     2097152", "    2097152.5"), "ag.txt"),
+            "ag.txt:17: column 'size': must be a whole number of bytes, got '2097152.5'");
   EXPECT_EQ(error_of(replaced(kCurrent, "180.25", "0.0"), "ag.txt"),
             "ag.txt:17: column 'time': must be positive, got '0.0'");
   EXPECT_EQ(error_of("size time\n1 2\n", "x_all_reduce.txt"),
@@ -198,7 +200,7 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
     (void)study::nccl_tests_gpus(study::parse_nccl_tests(kCurrent, "ag.txt"), one_node);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "ag.txt: the run spans 2 hosts, the scenario's cluster has 1 nodes");
+    EXPECT_STREQ(e.what(), "ag.txt: the run spans 2 hosts, the scenario's cluster has 1 node");
   }
 }
 

@@ -1,13 +1,14 @@
 // Fuzzes every input loader besides the scenario's (scenario_fuzz.cpp):
-// device-config JSON, kernel CSV, HuggingFace config JSON and torch.fx
-// operator-graph CSV. Bad input must raise tessera::InputError and nothing
+// device-config JSON, kernel CSV, HuggingFace config JSON, torch.fx
+// operator-graph CSV and nccl-tests output. Bad input must raise tessera::InputError and nothing
 // else: any other exception aborts with the input written to a file.
 //
 // The first byte picks the loader ('d' device, 'k' kernels, 'h' HF config,
-// 'g' fx graph; other bytes modulo 4), the rest is the file's text. Two
-// drivers: libFuzzer's (TESSERA_LIBFUZZER) and a deterministic mutation
-// driver over seed files whose names start with dev_, k_, hf_ or g_
-// (tests/cli/hostile/), run by ctest (fuzz.loaders).
+// 'g' fx graph, 'n' nccl-tests; other bytes modulo 5), the rest is the
+// file's text. Two drivers: libFuzzer's (TESSERA_LIBFUZZER) and a
+// deterministic mutation driver over seed files whose names start with
+// dev_, k_, hf_, g_ or nccl_ (tests/cli/hostile/), run by ctest
+// (fuzz.loaders).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -21,13 +22,19 @@
 #include "tessera/node_model/device_config.hpp"
 #include "tessera/node_model/json.hpp"
 #include "tessera/node_model/model_graph.hpp"
+#include "tessera/study/nccl_tests.hpp"
 
 namespace nm = tessera::node_model;
 
 namespace {
 
 void load(char which, std::string_view text) {
-  switch (which == 'd' ? 0 : which == 'k' ? 1 : which == 'h' ? 2 : which == 'g' ? 3 : static_cast<unsigned char>(which) % 4) {
+  switch (which == 'd'   ? 0
+          : which == 'k' ? 1
+          : which == 'h' ? 2
+          : which == 'g' ? 3
+          : which == 'n' ? 4
+                         : static_cast<unsigned char>(which) % 5) {
     case 0: (void)nm::gpu_from_device_json(nm::parse_json(text, "d.json"), "d.json"); break;
     case 1: {
       const nm::CsvTable t = nm::parse_csv(text, "k.csv");
@@ -39,7 +46,12 @@ void load(char which, std::string_view text) {
       (void)nm::build_model_graph(m, 2, 16, true);
       break;
     }
-    default: (void)nm::fx_graph_from_csv(nm::parse_csv(text, "g.csv"), "g.csv"); break;
+    case 3:
+      (void)nm::fx_graph_from_csv(nm::parse_csv(text, "g.csv"), "g.csv");
+      break;
+    default:
+      (void)tessera::study::parse_nccl_tests(text, "all_reduce_perf.txt");
+      break;
   }
 }
 
@@ -88,10 +100,11 @@ int main(int argc, char** argv) {
   std::size_t seeds = 0;
   for (const auto& f : files) {
     const std::string name = f.filename().string();
-    const char which = name.rfind("dev_", 0) == 0  ? 'd'
-                       : name.rfind("k_", 0) == 0  ? 'k'
-                       : name.rfind("hf_", 0) == 0 ? 'h'
+    const char which = name.rfind("dev_", 0) == 0                            ? 'd'
+                       : name.rfind("k_", 0) == 0                            ? 'k'
+                       : name.rfind("hf_", 0) == 0                           ? 'h'
                        : name.rfind("g_", 0) == 0 && f.extension() == ".csv" ? 'g'
+                       : name.rfind("nccl_", 0) == 0                         ? 'n'
                                                                              : '\0';
     if (which == '\0' || std::filesystem::file_size(f) > (1 << 20)) continue;
     std::ifstream in(f, std::ios::binary);
@@ -111,7 +124,7 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds == 0) {
-    std::fprintf(stderr, "no dev_/k_/hf_/g_ seeds in %s\n", argv[1]);
+    std::fprintf(stderr, "no dev_/k_/hf_/g_/nccl_ seeds in %s\n", argv[1]);
     return 2;
   }
   std::printf("loaders survived %ld mutated inputs from %zu seeds\n", inputs, seeds);
