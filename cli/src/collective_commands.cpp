@@ -428,6 +428,39 @@ std::pair<bool, bool> parse_nccl_fit(const std::string& text) {
   return {nvlink, network};
 }
 
+/// The fitted classes as a `calibration:` section to paste, with a note for
+/// each launch that fitted at its floor.
+std::string fitted_section(const study::NcclTestsFit& fit) {
+  std::string out = "\nFitted (paste into the scenario's calibration: section):\ncalibration:\n";
+  const std::pair<const study::NcclTestsFitClass*, const char*> classes[] = {{&fit.nvlink, "nvlink"},
+                                                                             {&fit.network, "network"}};
+  for (const auto& [cls, prefix] : classes) {
+    if (!cls->fitted) continue;
+    out += fmt::format("  {0}_efficiency: {1:.4f}\n  {0}_group_penalty: {2:.4f}\n  {0}_launch: {3:.2f}us\n",
+                       prefix, cls->calibration.peak_efficiency, cls->calibration.group_penalty,
+                       cls->calibration.launch_latency.us());
+    out += fmt::format("  # {} from {} file{}, {} rows\n", prefix, cls->files, cls->files == 1 ? "" : "s",
+                       cls->rows);
+  }
+  for (const auto& [cls, prefix] : classes) {
+    if (!cls->fitted || cls->calibration.launch_latency > Time::zero()) continue;
+    out += fmt::format(
+        "note: {0}_launch fitted at its floor, 0: the runs' fixed cost is below what the model charges "
+        "before any "
+        "launch ({0}_step {1:.1f} us per transfer, and the topology's latency per hop); with a lower "
+        "calibration.{0}_step the launch can take it\n",
+        prefix, cls->calibration.step_latency.us());
+  }
+  return out;
+}
+
+/// Mean of absolute relative errors, in percent (0 for none).
+double mean_percent(const std::vector<double>& errors) {
+  double total = 0.0;
+  for (double e : errors) total += e;
+  return errors.empty() ? 0.0 : 100.0 * total / static_cast<double>(errors.size());
+}
+
 /// `validate collectives --nccl-tests FILE,... --scenario CLUSTER.yaml`: the
 /// user's own nccl-tests runs, each row timed on the scenario's cluster,
 /// and with --fit the NVLink and network constants fit to them.
@@ -438,9 +471,8 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   const auto scenario_path = p.get("scenario");
   if (!scenario_path) {
     throw UsageError(
-        "--nccl-tests needs --scenario CLUSTER.yaml: the cluster the runs were measured on (GPU, GPUs per "
-        "node, "
-        "NVLink, HCAs, fabric)");
+        "--nccl-tests needs --scenario CLUSTER.yaml: the cluster the runs were measured on "
+        "(GPU, GPUs per node, NVLink, HCAs, fabric)");
   }
   std::vector<std::string> paths = split(*p.get("nccl-tests"), ',');
   if (std::any_of(paths.begin(), paths.end(), [](const std::string& x) { return x.empty(); })) {
@@ -484,28 +516,7 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
       *scenario_path, s.cluster.nodes, s.cluster.gpus_per_node, s.gpu.name, to_string(s.backend));
   out << fmt::format("calibration: {}\n  NVLink: {}\n  network: {}\n", source,
                      link_text(s.calibration.comm.nvlink), link_text(s.calibration.comm.network));
-  if (fitted) {
-    out << "\nFitted (paste into the scenario's calibration: section):\ncalibration:\n";
-    for (const auto& [cls, prefix] :
-         {std::pair{&fitted->nvlink, "nvlink"}, std::pair{&fitted->network, "network"}}) {
-      if (!cls->fitted) continue;
-      out << fmt::format("  {}_efficiency: {:.4f}\n  {}_group_penalty: {:.4f}\n  {}_launch: {:.2f}us\n",
-                         prefix, cls->calibration.peak_efficiency, prefix, cls->calibration.group_penalty,
-                         prefix, cls->calibration.launch_latency.us());
-      out << fmt::format("  # {} from {} file{}, {} rows\n", prefix, cls->files, cls->files == 1 ? "" : "s",
-                         cls->rows);
-    }
-    for (const auto& [cls, prefix] :
-         {std::pair{&fitted->nvlink, "nvlink"}, std::pair{&fitted->network, "network"}}) {
-      if (!cls->fitted || cls->calibration.launch_latency > Time::zero()) continue;
-      out << fmt::format(
-          "note: {0}_launch fitted at its floor, 0: the runs' fixed cost is below what the model charges "
-          "before "
-          "any launch ({0}_step {1:.1f} us per transfer, and the topology's latency per hop); with a lower "
-          "calibration.{0}_step the launch can take it\n",
-          prefix, cls->calibration.step_latency.us());
-    }
-  }
+  if (fitted) out << fitted_section(*fitted);
   out << '\n';
   out << fmt::format("{:<28} {:<15} {:>5} {:>5} {:>10} {:>12} {:>12} {:>8} {:>11} {:>11}\n", "file",
                      "collective", "ranks", "nodes", "size", "measured", "predicted", "error", "busbw meas",
@@ -528,16 +539,12 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
       every.push_back(std::abs(err));
       if (row.size.count() >= study::kNcclTestsFitMinBytes) big.push_back(std::abs(err));
     }
-    auto mean = [](const std::vector<double>& v) {
-      double t = 0;
-      for (double x : v) t += x;
-      return v.empty() ? 0.0 : 100.0 * t / static_cast<double>(v.size());
-    };
     summaries.push_back(fmt::format(
         "summary {}: {} of {} ranks on {} host{}: {:.1f}% over {} rows >= 1 MiB; all sizes {:.1f}% over {} "
         "rows{}\n",
         name, to_string(log.kind), n, study::nccl_tests_nodes(log),
-        study::nccl_tests_nodes(log) == 1 ? "" : "s", mean(big), big.size(), mean(every), every.size(),
+        study::nccl_tests_nodes(log) == 1 ? "" : "s", mean_percent(big), big.size(), mean_percent(every),
+        every.size(),
         log.empty_rows > 0
             ? fmt::format(" ({} row{} of 0 bytes skipped)", log.empty_rows, log.empty_rows == 1 ? "" : "s")
             : ""));
@@ -546,13 +553,8 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   }
   out << "\nMAPE of time (rows below 1 MiB: NCCL's small-message protocols, not fitted):\n";
   for (const auto& line : summaries) out << line;
-  double big_sum = 0, rows_sum = 0;
-  for (double x : all_big) big_sum += x;
-  for (double x : all_rows) rows_sum += x;
   out << fmt::format("summary overall: {:.1f}% over {} rows >= 1 MiB; all sizes {:.1f}% over {} rows\n",
-                     all_big.empty() ? 0.0 : 100.0 * big_sum / static_cast<double>(all_big.size()),
-                     all_big.size(), 100.0 * rows_sum / static_cast<double>(all_rows.size()),
-                     all_rows.size());
+                     mean_percent(all_big), all_big.size(), mean_percent(all_rows), all_rows.size());
   return 0;
 }
 
