@@ -264,21 +264,11 @@ void set_weights(std::vector<Row>& rows) {
     if (rows[idx.front()].kind != CollectiveKind::SendRecv) ++per_table[key.first];
   }
   for (auto& [key, idx] : series) {
-    std::vector<std::size_t> fit;
-    for (std::size_t i : idx) {
-      if (rows[i].bytes.count() >= kFitMinBytes && rows[i].kind != CollectiveKind::SendRecv) fit.push_back(i);
-    }
-    std::sort(fit.begin(), fit.end(),
-              [&](std::size_t a, std::size_t b) { return rows[a].bytes < rows[b].bytes; });
-    double total = 0.0;
-    for (std::size_t k = 0; k < fit.size(); ++k) {
-      const double lo = std::log(rows[fit[k == 0 ? 0 : k - 1]].bytes.as_double());
-      const double hi = std::log(rows[fit[std::min(k + 1, fit.size() - 1)]].bytes.as_double());
-      rows[fit[k]].weight = (hi - lo) / 2;
-      total += rows[fit[k]].weight;
-    }
-    for (std::size_t i : fit)
-      rows[i].weight = total > 0 ? rows[i].weight / total / per_table[key.first] : 0.0;
+    if (rows[idx.front()].kind == CollectiveKind::SendRecv) continue;  // never fitted: weight 0
+    std::vector<Bytes> sizes;
+    for (std::size_t i : idx) sizes.push_back(rows[i].bytes);
+    const std::vector<double> w = engine::log_size_weights(sizes, Bytes(kFitMinBytes));
+    for (std::size_t k = 0; k < idx.size(); ++k) rows[idx[k]].weight = w[k] / per_table[key.first];
   }
 }
 

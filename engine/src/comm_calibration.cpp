@@ -136,6 +136,25 @@ Evaluation evaluate(double peak, double penalty, std::span<const CollectiveSampl
 
 }  // namespace
 
+std::vector<double> log_size_weights(std::span<const Bytes> sizes, Bytes min) {
+  std::vector<std::size_t> fit;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] >= min) fit.push_back(i);
+  }
+  std::stable_sort(fit.begin(), fit.end(), [&](std::size_t a, std::size_t b) { return sizes[a] < sizes[b]; });
+  std::vector<double> w(sizes.size(), 0.0);
+  double total = 0.0;
+  for (std::size_t k = 0; k < fit.size(); ++k) {
+    const double lo = std::log(sizes[fit[k == 0 ? 0 : k - 1]].as_double());
+    const double hi = std::log(sizes[fit[std::min(k + 1, fit.size() - 1)]].as_double());
+    w[fit[k]] = (hi - lo) / 2;
+    total += w[fit[k]];
+  }
+  if (fit.size() == 1) w[fit.front()] = total = 1.0;
+  for (double& x : w) x = total > 0 ? x / total : 0.0;
+  return w;
+}
+
 double uncontended_seconds(const LinkCalibration& c, const CollectiveSample& s) {
   return c.launch_latency.seconds() + s.steps * (s.path_latency + c.step_latency).seconds() +
          s.wire.as_double() / (c.efficiency(s.group_size) * s.link.bytes_per_second());

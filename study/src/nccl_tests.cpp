@@ -176,9 +176,8 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
   if (test == nullptr) {
     throw InputError(fmt::format(
         "{}: which test is this? It has no '# Collective test starting:' line and its name names none of "
-        "all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, reduce (name the file after "
-        "its "
-        "test, e.g. all_reduce_perf.txt)",
+        "all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, reduce "
+        "(name the file after its test, e.g. all_reduce_perf.txt)",
         file));
   }
   log.test = std::string(test->name);
@@ -243,24 +242,9 @@ namespace {
 /// Per file equal, within a file each row the log-size interval it stands
 /// for (rows below the fit size weigh 0).
 std::vector<double> row_weights(const NcclTestsLog& log) {
-  std::vector<std::size_t> fit;
-  for (std::size_t i = 0; i < log.rows.size(); ++i) {
-    if (log.rows[i].size.count() >= kNcclTestsFitMinBytes) fit.push_back(i);
-  }
-  std::sort(fit.begin(), fit.end(), [&](std::size_t a, std::size_t b) {
-    return std::tie(log.rows[a].size, a) < std::tie(log.rows[b].size, b);
-  });
-  std::vector<double> w(log.rows.size(), 0.0);
-  double total = 0.0;
-  for (std::size_t k = 0; k < fit.size(); ++k) {
-    const double lo = std::log(log.rows[fit[k == 0 ? 0 : k - 1]].size.as_double());
-    const double hi = std::log(log.rows[fit[std::min(k + 1, fit.size() - 1)]].size.as_double());
-    w[fit[k]] = (hi - lo) / 2;
-    total += w[fit[k]];
-  }
-  if (fit.size() == 1) w[fit[0]] = total = 1.0;
-  for (double& x : w) x = total > 0 ? x / total : 0.0;
-  return w;
+  std::vector<Bytes> sizes;
+  for (const NcclTestsRow& row : log.rows) sizes.push_back(row.size);
+  return engine::log_size_weights(sizes, Bytes(kNcclTestsFitMinBytes));
 }
 
 /// Fits one link class to the logs that are its (one host: NVLink; more:

@@ -489,3 +489,19 @@ TEST(CommCalibration, SkewDelaysEveryCollectiveByTheExpectedLatestArrival) {
   bad.nvlink.skew = Time::from_ps(-1);
   EXPECT_THROW(bad.validate(), InputError);
 }
+
+TEST(CommCalibration, LogSizeWeightsGiveEachSizeItsLogInterval) {
+  // 1, 2, 4, 8 MiB: half the log distance between neighbours, ln 2 x
+  // (1/2, 1, 1, 1/2), normalised: 1/6, 1/3, 1/3, 1/6, in any order; a size
+  // below the minimum weighs 0; one size alone weighs 1.
+  const std::vector<Bytes> sizes = {Bytes::mib(4), Bytes::mib(1), Bytes(512), Bytes::mib(8), Bytes::mib(2)};
+  const auto w = log_size_weights(sizes, Bytes::mib(1));
+  ASSERT_EQ(w.size(), 5U);
+  EXPECT_NEAR(w[0], 1.0 / 3, 1e-12);
+  EXPECT_NEAR(w[1], 1.0 / 6, 1e-12);
+  EXPECT_EQ(w[2], 0.0);
+  EXPECT_NEAR(w[3], 1.0 / 6, 1e-12);
+  EXPECT_NEAR(w[4], 1.0 / 3, 1e-12);
+  EXPECT_EQ(log_size_weights(std::vector<Bytes>{Bytes::mib(2)}, Bytes::mib(1)), std::vector<double>{1.0});
+  EXPECT_EQ(log_size_weights(std::vector<Bytes>{Bytes(10)}, Bytes::mib(1)), std::vector<double>{0.0});
+}

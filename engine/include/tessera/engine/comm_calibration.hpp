@@ -24,6 +24,7 @@
 // tests use it. nccl() holds the fitted defaults (docs/collectives.md,
 // "Calibration") that scenarios use.
 #include <span>
+#include <vector>
 
 #include "tessera/units.hpp"
 
@@ -96,6 +97,14 @@ struct CollectiveSample {
   Time measured;
   double weight = 1.0;  ///< in the fit's weighted mean (>= 0)
 };
+
+/// Fit weights of one series of measured sizes (one collective kind and
+/// group measured over a range of sizes): each size of at least `min` the
+/// log-size interval it stands for (half the log distance between its
+/// neighbours in size), normalised to sum to 1; sizes below `min` weigh 0.
+/// So a table in linear steps (1 MiB, 2 MiB, ...) does not let its largest
+/// sizes dominate a fit. One size alone weighs 1.
+[[nodiscard]] std::vector<double> log_size_weights(std::span<const Bytes> sizes, Bytes min);
 
 /// The closed-form time of `s` under `c` (one collective on uncontended links).
 [[nodiscard]] double uncontended_seconds(const LinkCalibration& c, const CollectiveSample& s);
