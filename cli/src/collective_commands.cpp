@@ -429,11 +429,14 @@ std::string fitted_section(const study::NcclTestsFit& fit) {
     out += fmt::format("  {0}_efficiency: {1:.4f}\n  {0}_group_penalty: {2:.4f}\n  {0}_launch: {3:.2f}us\n",
                        prefix, cls->calibration.peak_efficiency, cls->calibration.group_penalty,
                        cls->calibration.launch_latency.us());
-    out += fmt::format("  # {} from {} file{}, {} rows\n", prefix, cls->files, cls->files == 1 ? "" : "s",
-                       cls->rows);
+    if (cls->step_fitted)
+      out += fmt::format("  {}_step: {:.2f}us\n", prefix, cls->calibration.step_latency.us());
+    out += fmt::format("  # {} from {} file{}, {} rows{}\n", prefix, cls->files, cls->files == 1 ? "" : "s",
+                       cls->rows,
+                       cls->step_fitted ? "" : "; the step latency is the scenario's (one step count)");
   }
   for (const auto& [cls, prefix] : classes) {
-    if (!cls->fitted || cls->calibration.launch_latency > Time::zero()) continue;
+    if (!cls->fitted || cls->step_fitted || cls->calibration.launch_latency > Time::zero()) continue;
     out += fmt::format(
         "note: {0}_launch fitted at its floor, 0: the runs' fixed cost is below what the model charges "
         "before any "

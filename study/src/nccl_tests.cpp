@@ -247,6 +247,41 @@ std::vector<double> row_weights(const NcclTestsLog& log) {
   return engine::log_size_weights(sizes, Bytes(kNcclTestsFitMinBytes));
 }
 
+/// One row reduced to what its time depends on in the fitted class: time =
+/// launch + a + k x step + b / efficiency(n), from three simulations of the
+/// class at efficiency 1 and 1/2 and with a step latency of 1 us more, all
+/// without a launch.
+struct Linearised {
+  int group_size = 0;
+  double a = 0;  ///< seconds: everything but the class's launch, step and bandwidth terms
+  double k = 0;  ///< step latencies on the critical path
+  double b = 0;  ///< seconds at efficiency 1
+  Time measured;
+  double weight = 0;
+};
+
+/// The fit for a given step latency (seconds): engine::fit_link_calibration
+/// on samples whose fixed part is a + k x step.
+engine::LinkCalibration fit_at_step(const std::vector<Linearised>& rows, double step, bool penalty,
+                                    double* objective) {
+  constexpr double kLink = 1e12;  // bytes per second of the samples' nominal link
+  std::vector<engine::CollectiveSample> samples;
+  for (const Linearised& r : rows) {
+    engine::CollectiveSample x;
+    x.group_size = r.group_size;
+    x.steps = 1;
+    x.path_latency = Time::from_seconds(std::max(0.0, r.a + r.k * step));
+    x.wire = Bytes(std::llround(r.b * kLink));
+    x.link = Bandwidth::bits_per_second(static_cast<std::int64_t>(8.0 * kLink));
+    x.measured = r.measured;
+    x.weight = r.weight;
+    samples.push_back(x);
+  }
+  engine::LinkCalibration fit = engine::fit_link_calibration(samples, penalty);
+  if (objective != nullptr) *objective = engine::weighted_mape(fit, samples);
+  return fit;
+}
+
 /// Fits one link class to the logs that are its (one host: NVLink; more:
 /// network), with `s`'s calibration for everything else.
 NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
@@ -255,19 +290,21 @@ NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
   auto cls = [network](Scenario& x) -> engine::LinkCalibration& {
     return network ? x.calibration.comm.network : x.calibration.comm.nvlink;
   };
-  // The class at efficiency 1 and 1/2, no launch: a row's time is then
-  // a + b and a + 2b.
-  Scenario full = s;
-  Scenario half = s;
-  for (Scenario* x : {&full, &half}) {
+  out.calibration = network ? s.calibration.comm.network : s.calibration.comm.nvlink;
+  Scenario full = s;  // efficiency 1, no launch, no step
+  for (Scenario* x : {&full}) {
     cls(*x).group_penalty = 0.0;
     cls(*x).launch_latency = Time::zero();
+    cls(*x).step_latency = Time::zero();
+    cls(*x).peak_efficiency = 1.0;
   }
-  cls(full).peak_efficiency = 1.0;
+  Scenario half = full;  // efficiency 1/2
   cls(half).peak_efficiency = 0.5;
-  constexpr double kLink = 1e12;  // bytes per second of the samples' nominal link
-  std::vector<engine::CollectiveSample> samples;
+  Scenario stepped = full;  // a step latency of 1 us
+  cls(stepped).step_latency = Time::from_ps(1'000'000);
+  std::vector<Linearised> rows;
   std::set<int> group_sizes;
+  std::set<long long> step_counts;
   for (const NcclTestsLog& log : logs) {
     if ((nccl_tests_nodes(log) > 1) != network) continue;
     const std::vector<double> w = row_weights(log);
@@ -277,29 +314,54 @@ NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
       if (w[i] <= 0) continue;
       const double t1 = time_nccl_tests_row(full, topo, log, gpus, log.rows[i].size).seconds();
       const double t2 = time_nccl_tests_row(half, topo, log, gpus, log.rows[i].size).seconds();
-      const double b = std::max(0.0, t2 - t1);
-      const double a = std::max(0.0, t1 - b);
-      engine::CollectiveSample x;
-      x.group_size = static_cast<int>(log.ranks.size());
-      x.steps = 1;
-      x.path_latency = Time::from_seconds(a);
-      x.wire = Bytes(std::llround(b * kLink));
-      x.link = Bandwidth::bits_per_second(static_cast<std::int64_t>(8.0 * kLink));
-      x.measured = log.rows[i].measured;
-      x.weight = w[i];
-      samples.push_back(x);
-      group_sizes.insert(x.group_size);
+      const double t3 = time_nccl_tests_row(stepped, topo, log, gpus, log.rows[i].size).seconds();
+      Linearised r;
+      r.group_size = static_cast<int>(log.ranks.size());
+      r.b = std::max(0.0, t2 - t1);
+      r.a = std::max(0.0, t1 - r.b);
+      r.k = std::max(0.0, (t3 - t1) / 1e-6);
+      r.measured = log.rows[i].measured;
+      r.weight = w[i];
+      rows.push_back(r);
+      group_sizes.insert(r.group_size);
+      step_counts.insert(std::llround(r.k));
       used = true;
       ++out.rows;
     }
     if (used) ++out.files;
   }
-  out.calibration = network ? s.calibration.comm.network : s.calibration.comm.nvlink;
-  if (samples.empty()) return out;
-  const engine::LinkCalibration fit = engine::fit_link_calibration(samples, group_sizes.size() >= 2);
+  if (rows.empty()) return out;
+  const bool penalty = group_sizes.size() >= 2;
+  // The step latency when the runs hold two step counts or more (a launch
+  // and a step are then told apart); otherwise the scenario's.
+  double step = out.calibration.step_latency.seconds();
+  if (step_counts.size() >= 2) {
+    out.step_fitted = true;
+    double best = 1e300;
+    double lo = 0.0;
+    double width = 50e-6;  // 0 to 50 us
+    for (int round = 0; round < 3; ++round) {
+      const double grid = width / 100;
+      const double from = lo;
+      for (int i = 0; i <= 100; ++i) {
+        const double x = from + i * grid;
+        if (x < 0) continue;
+        double obj = 0;
+        (void)fit_at_step(rows, x, penalty, &obj);
+        if (obj < best) {  // ties keep the smaller step: deterministic
+          best = obj;
+          step = x;
+        }
+      }
+      lo = step - grid;
+      width = 2 * grid;
+    }
+  }
+  const engine::LinkCalibration fit = fit_at_step(rows, step, penalty, nullptr);
   out.calibration.peak_efficiency = fit.peak_efficiency;
   out.calibration.group_penalty = fit.group_penalty;
   out.calibration.launch_latency = fit.launch_latency;
+  out.calibration.step_latency = Time::from_ps(std::llround(step * 1e12));
   out.fitted = true;
   return out;
 }

@@ -216,6 +216,7 @@ TEST(NcclTests, FitRecoversTheConstantsThatMadeTheRuns) {
   truth.calibration.comm.network.peak_efficiency = 0.8;
   truth.calibration.comm.network.group_penalty = 0.0;
   truth.calibration.comm.network.launch_latency = Time::from_ps(40'000'000);
+  truth.calibration.comm.network.step_latency = Time::from_ps(3'000'000);
   const topology::Topology topo = build_topology(shipped);
   std::vector<study::NcclTestsLog> logs;
   for (const auto& [test, hosts, per_host] :
@@ -236,8 +237,15 @@ TEST(NcclTests, FitRecoversTheConstantsThatMadeTheRuns) {
   EXPECT_NEAR(fit.network.calibration.peak_efficiency, 0.8, 0.002);
   EXPECT_NEAR(fit.network.calibration.group_penalty, 0.0, 0.01);
   EXPECT_NEAR(fit.network.calibration.launch_latency.us(), 40.0, 0.2);
-  // The step latency is not fitted: the scenario's stays.
-  EXPECT_EQ(fit.network.calibration.step_latency, shipped.calibration.comm.network.step_latency);
+  // The runs put different step counts on their critical paths (rings of
+  // 2, 4, 8 and 16 ranks), so the step latency is fitted too: NVLink's 0
+  // (the topology's hop latency is the step cost), the network's 3 us where
+  // the scenario started from 6.2 us.
+  EXPECT_TRUE(fit.nvlink.step_fitted);
+  EXPECT_TRUE(fit.network.step_fitted);
+  EXPECT_NEAR(fit.nvlink.calibration.step_latency.us(), 0.0, 0.01);
+  EXPECT_NEAR(fit.network.calibration.step_latency.us(), 3.0, 0.01);
+  EXPECT_NEAR(shipped.calibration.comm.network.step_latency.us(), 6.2, 1e-9);
   // Asked for one class, the other is left alone.
   EXPECT_FALSE(study::fit_nccl_tests(shipped, topo, logs, true, false).network.fitted);
 }
@@ -261,7 +269,8 @@ TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
   EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "nvlink"}, out), 0);
   const std::string text = out.str();
   EXPECT_NE(text.find("calibration:\n  nvlink_efficiency: 0.6500\n  nvlink_group_penalty: 0.0000\n"
-                      "  nvlink_launch: 20.00us\n  # nvlink from 1 file, 11 rows\n"),
+                      "  nvlink_launch: 20.00us\n  # nvlink from 1 file, 11 rows; the step latency is the "
+                      "scenario's (one step count)\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("all_reduce_perf.txt          all-reduce          8     1      1 GiB"),

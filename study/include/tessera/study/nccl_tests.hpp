@@ -79,7 +79,8 @@ inline constexpr std::int64_t kNcclTestsFitMinBytes = std::int64_t{1} << 20;
 
 struct NcclTestsFitClass {
   bool fitted = false;
-  engine::LinkCalibration calibration;  ///< the scenario's, with peak, penalty and launch fitted
+  bool step_fitted = false;             ///< the runs held two step counts or more
+  engine::LinkCalibration calibration;  ///< the scenario's, with peak, penalty, launch (and step) fitted
   std::size_t files = 0;
   std::size_t rows = 0;
 };
@@ -93,13 +94,16 @@ struct NcclTestsFit {
 /// (with that NVLink class) to the runs across hosts, each only when asked
 /// and when it has rows of kNcclTestsFitMinBytes and more: peak efficiency,
 /// group penalty (only when the class's runs have two group sizes or more;
-/// 0 otherwise) and launch latency, minimising the weighted MAPE of time
-/// (each file weighs the same; within a file each row the log-size
-/// interval it stands for) with engine::fit_link_calibration. Every row is
-/// timed on the scenario's cluster at two efficiencies, which gives its time
-/// as a + b / efficiency (exact within one link class; across hosts, where
-/// NVLink hops join the network ones, the network hops carry it); the step
-/// latency and skew stay the scenario's. Deterministic.
+/// 0 otherwise), launch latency and, when the runs put two different
+/// numbers of steps on their critical paths (rings of different sizes, a
+/// send-recv beside an all-reduce), the step latency (0-50 us; otherwise
+/// the scenario's), minimising the weighted MAPE of time (each file weighs
+/// the same; within a file each row the log-size interval it stands for)
+/// with engine::fit_link_calibration. Every row is timed on the scenario's
+/// cluster three times, which gives its time as a + k x step + b /
+/// efficiency (exact within one link class; across hosts, where NVLink hops
+/// join the network ones, the network hops carry it); the skew stays the
+/// scenario's. Deterministic.
 [[nodiscard]] NcclTestsFit fit_nccl_tests(const Scenario& s, const topology::Topology& topo,
                                           const std::vector<NcclTestsLog>& logs, bool nvlink, bool network);
 
