@@ -280,6 +280,18 @@ TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
       text.find("summary all_reduce_perf.txt: all-reduce of 8 ranks on 1 host: 0.0% over 11 rows >= 1 MiB"),
       std::string::npos)
       << text;
+  // The printed section, pasted into the scenario, gives the fitted errors.
+  const auto section = text.find("calibration:\n");
+  const auto section_end = text.find("\n\n", section);
+  std::ofstream(dir / "fitted.yaml") << kCluster << text.substr(section, section_end - section + 1);
+  std::ostringstream pasted;
+  EXPECT_EQ(
+      cmd_validate_collectives({"--nccl-tests", run, "--scenario", (dir / "fitted.yaml").string()}, pasted),
+      0);
+  EXPECT_NE(
+      pasted.str().find("summary all_reduce_perf.txt: all-reduce of 8 ranks on 1 host: 0.0% over 11 rows"),
+      std::string::npos)
+      << pasted.str();
   // Without --fit: the scenario's (shipped) constants, which are not these.
   std::ostringstream shipped_out;
   EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml}, shipped_out), 0);
