@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -66,6 +67,15 @@ double number_cell(const std::string& cell, const std::string& file, std::size_t
   throw InputError(fmt::format("{}:{}: column '{}': '{}' is not a number", file, line, column, cell));
 }
 
+/// A rank or device index: digits, at most 2^31 - 1.
+int index_cell(const std::string& cell, const std::string& file, std::size_t line, std::string_view what) {
+  if (!all_digits(cell) || cell.size() > 10 || std::stoll(cell) > std::numeric_limits<int>::max()) {
+    throw InputError(
+        fmt::format("{}:{}: {} '{}' is not a whole number up to 2147483647", file, line, what, cell));
+  }
+  return static_cast<int>(std::stoll(cell));
+}
+
 }  // namespace
 
 NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
@@ -78,6 +88,13 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
   std::size_t time_col = 0;
   bool rows_started = false;
   std::size_t line_no = 0;
+  // A run's header (its test, its ranks) after rows: another run.
+  auto check_one_run = [&] {
+    if (rows_started) {
+      throw InputError(fmt::format("{}:{}: a second nccl-tests run in one file: give each run its own file",
+                                   file, line_no));
+    }
+  };
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const std::size_t end = std::min(text.find('\n', pos), text.size());
@@ -90,10 +107,7 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
     if (tok[0].front() == '#') {
       const auto starting = line.find("Collective test starting:");
       if (starting != std::string_view::npos) {
-        if (rows_started) {
-          throw InputError(fmt::format(
-              "{}:{}: a second nccl-tests run in one file: give each run its own file", file, line_no));
-        }
+        check_one_run();
         const auto named =
             tokens_of(line.substr(starting + std::string_view("Collective test starting:").size()));
         const std::string name = named.empty() ? std::string() : named.front();
@@ -107,10 +121,7 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
         continue;
       }
       if (tok.size() >= 3 && tok[1] == "Rank" && all_digits(tok[2])) {
-        if (rows_started) {
-          throw InputError(fmt::format(
-              "{}:{}: a second nccl-tests run in one file: give each run its own file", file, line_no));
-        }
+        check_one_run();
         const auto on = std::find(tok.begin(), tok.end(), "on");
         const auto device = std::find(tok.begin(), tok.end(), "device");
         if (on == tok.end() || on + 1 == tok.end() || device == tok.end() || device + 1 == tok.end() ||
@@ -118,7 +129,8 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
           throw InputError(fmt::format("{}:{}: a rank line without 'on HOST device N': '{}'", file, line_no,
                                        std::string(line)));
         }
-        ranks.emplace_back(std::stoi(tok[2]), NcclTestsRank{*(on + 1), std::stoi(*(device + 1))});
+        ranks.emplace_back(index_cell(tok[2], file, line_no, "rank"),
+                           NcclTestsRank{*(on + 1), index_cell(*(device + 1), file, line_no, "device")});
         continue;
       }
       // The column header: "#  size  count  type  redop  root  time  algbw ...".
@@ -292,12 +304,10 @@ NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
   };
   out.calibration = network ? s.calibration.comm.network : s.calibration.comm.nvlink;
   Scenario full = s;  // efficiency 1, no launch, no step
-  for (Scenario* x : {&full}) {
-    cls(*x).group_penalty = 0.0;
-    cls(*x).launch_latency = Time::zero();
-    cls(*x).step_latency = Time::zero();
-    cls(*x).peak_efficiency = 1.0;
-  }
+  cls(full).peak_efficiency = 1.0;
+  cls(full).group_penalty = 0.0;
+  cls(full).launch_latency = Time::zero();
+  cls(full).step_latency = Time::zero();
   Scenario half = full;  // efficiency 1/2
   cls(half).peak_efficiency = 0.5;
   Scenario stepped = full;  // a step latency of 1 us

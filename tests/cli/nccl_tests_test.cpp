@@ -182,6 +182,10 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
   EXPECT_EQ(error_of(replaced(kCurrent, "all_gather_perf", "hypercube_perf"), "x.txt"),
             "x.txt:9: test 'hypercube_perf' is not one Tessera models (all_reduce_perf, all_gather_perf, "
             "reduce_scatter_perf, alltoall_perf, sendrecv_perf, broadcast_perf, reduce_perf)");
+  EXPECT_EQ(error_of(replaced(kCurrent, "Rank  1 Group", "Rank 99999999999 Group"), "ag.txt"),
+            "ag.txt:5: rank '99999999999' is not a whole number up to 2147483647");
+  EXPECT_EQ(error_of(replaced(kCurrent, "device  1 [0x0b]", "device 2147483648 [0x0b]"), "ag.txt"),
+            "ag.txt:5: device '2147483648' is not a whole number up to 2147483647");
   EXPECT_EQ(error_of(replaced(kCurrent, "Rank  3 Group", "Rank  2 Group"), "ag.txt"),
             "ag.txt: rank 2 is listed twice (4 rank lines: ranks 0 to 3 once each)");
   EXPECT_EQ(error_of(replaced(kCurrent, "Rank  3 Group", "Rank  5 Group"), "ag.txt"),
