@@ -864,8 +864,26 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
                                   what, capacity, hcas, cl.nodes, cl.gpus_per_node));
     }
   };
-  auto oversubscription = [&] {
-    return f.has("oversubscription") ? f.positive_int32("oversubscription") : 1;
+  // What fat-tree and rail-optimized specs share, read in the same key order
+  // as before: the node and HCAs and `k`, then (after a fat-tree's tiers and
+  // pods) the oversubscription and the leaf-spine links; last the check that
+  // the tree holds the cluster's HCAs and is small enough to build.
+  auto tree_nodes = [&](auto& spec) {
+    spec.nodes = cl.nodes;
+    spec.node = node;
+    spec.host = host;
+    spec.k = f.positive_int32("k");
+  };
+  auto tree_links = [&](auto& spec) {
+    spec.oversubscription = f.has("oversubscription") ? f.positive_int32("oversubscription") : 1;
+    spec.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
+  };
+  auto check_tree = [&](const auto& spec, const std::string& what) {
+    checked(f, f.node()["k"], f.key_path("k"), [&] {
+      check_capacity(topology::host_capacity(spec), what);
+      topology::check_size(spec);
+      return 0;
+    });
   };
   if (type == "leaf-spine") {
     s.fabric = FabricKind::LeafSpine;
@@ -886,38 +904,21 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   } else if (type == "fat-tree") {
     s.fabric = FabricKind::FatTree;
     auto& ft = s.fat_tree;
-    ft.nodes = cl.nodes;
-    ft.node = node;
-    ft.host = host;
     f.require({"k", "tiers", "spine_bandwidth"});
-    ft.k = f.positive_int32("k");
+    tree_nodes(ft);
     ft.tiers = f.positive_int32("tiers");
     ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
-    ft.oversubscription = oversubscription();
-    ft.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
+    tree_links(ft);
     if (ft.tiers == 3) {
       ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency")};
     }
-    checked(f, f.node()["k"], f.key_path("k"), [&] {
-      check_capacity(topology::host_capacity(ft), fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers));
-      topology::check_size(ft);
-      return 0;
-    });
+    check_tree(ft, fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers));
   } else if (type == "rail-optimized") {
     s.fabric = FabricKind::RailOptimized;
-    auto& r = s.rail;
-    r.nodes = cl.nodes;
-    r.node = node;
-    r.host = host;
     f.require({"k", "spine_bandwidth"});
-    r.k = f.positive_int32("k");
-    r.oversubscription = oversubscription();
-    r.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
-    checked(f, f.node()["k"], f.key_path("k"), [&] {
-      check_capacity(topology::host_capacity(r), fmt::format("a k={} rail-optimized fabric", r.k));
-      topology::check_size(r);
-      return 0;
-    });
+    tree_nodes(s.rail);
+    tree_links(s.rail);
+    check_tree(s.rail, fmt::format("a k={} rail-optimized fabric", s.rail.k));
   } else {
     f.fail_at(
         type_at.Mark(), f.key_path("type"),

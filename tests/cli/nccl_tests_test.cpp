@@ -175,9 +175,8 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
   EXPECT_EQ(error_of(replaced(kCurrent, "180.25", "0.0"), "ag.txt"),
             "ag.txt:17: column 'time': must be positive, got '0.0'");
   EXPECT_EQ(error_of("size time\n1 2\n", "x_all_reduce.txt"),
-            "x_all_reduce.txt: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): not the "
-            "output of an "
-            "nccl-tests run");
+            "x_all_reduce.txt: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): "
+            "not the output of an nccl-tests run");
   EXPECT_EQ(error_of(kOld, "run.txt").find("run.txt: which test is this?"), 0U);
   EXPECT_EQ(error_of(replaced(kCurrent, "all_gather_perf", "hypercube_perf"), "x.txt"),
             "x.txt:9: test 'hypercube_perf' is not one Tessera models (all_reduce_perf, all_gather_perf, "
