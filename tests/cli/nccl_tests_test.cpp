@@ -235,10 +235,10 @@ TEST(NcclTests, FitRecoversTheConstantsThatMadeTheRuns) {
   EXPECT_EQ(fit.nvlink.rows, 33U);  // 1 MiB to 1 GiB: 11 sizes each
   EXPECT_EQ(fit.network.files, 2U);
   EXPECT_NEAR(fit.nvlink.calibration.peak_efficiency, 0.7, 0.001);
-  EXPECT_NEAR(fit.nvlink.calibration.group_penalty, 0.4, 0.005);
+  EXPECT_NEAR(fit.nvlink.calibration.group_penalty, 0.4, 0.002);
   EXPECT_NEAR(fit.nvlink.calibration.launch_latency.us(), 35.0, 0.05);
   EXPECT_NEAR(fit.network.calibration.peak_efficiency, 0.8, 0.002);
-  EXPECT_NEAR(fit.network.calibration.group_penalty, 0.0, 0.01);
+  EXPECT_NEAR(fit.network.calibration.group_penalty, 0.0, 0.002);
   EXPECT_NEAR(fit.network.calibration.launch_latency.us(), 40.0, 0.2);
   // The runs put different step counts on their critical paths (rings of
   // 2, 4, 8 and 16 ranks), so the step latency is fitted too: NVLink's 0
