@@ -474,7 +474,7 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   std::optional<std::pair<bool, bool>> fit;
   if (auto f = p.get("fit")) fit = parse_nccl_fit(*f);
   if (fit && p.has("line-rate")) throw UsageError("--line-rate and --fit exclude each other");
-  Scenario s = load_scenario(*scenario_path, scenario_overrides(sets, p));
+  Scenario s = load_cluster_scenario(*scenario_path, scenario_overrides(sets, p));
   std::vector<study::NcclTestsLog> logs;
   for (const std::string& path : paths) {
     logs.push_back(
@@ -505,8 +505,9 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   }
 
   out << fmt::format(
-      "nccl-tests runs against the communication model on {}'s cluster ({} nodes x {} {}, {} backend)\n",
-      *scenario_path, s.cluster.nodes, s.cluster.gpus_per_node, s.gpu.name, to_string(s.backend));
+      "nccl-tests runs against the communication model on {}'s cluster ({} node{} x {} {}, {} backend)\n",
+      *scenario_path, s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, s.gpu.name,
+      to_string(s.backend));
   out << fmt::format("calibration: {}\n  NVLink: {}\n  network: {}\n", source,
                      link_text(s.calibration.comm.nvlink), link_text(s.calibration.comm.network));
   if (fitted) out << fitted_section(*fitted);

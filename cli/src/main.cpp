@@ -342,8 +342,9 @@ Example:
                --cv prints the cross-validation, --rows every row,
                --line-rate the uncalibrated model for comparison.
                Your own runs: --nccl-tests FILE[,FILE...] (nccl-tests'
-               output, one run per file) --scenario CLUSTER.yaml times each
-               row on that cluster; --fit nvlink|network|all fits the
+               output, one run per file) --scenario CLUSTER.yaml (its
+               cluster: section; model, training, plan not needed) times
+               each row on that cluster; --fit nvlink|network|all fits the
                constants (runs on one host: NVLink; across hosts: network)
                and prints them as a calibration: section
   steps        whole one-GPU training steps measured on a GPU (--data

@@ -520,7 +520,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
 Scenario parse_with_jobs(YAML::Node root, const std::string& file,
                          const std::map<std::string, std::string>& overridden);
 
-Scenario parse_scenario(const std::string& text, const std::string& file, const std::vector<Override>& overrides) {
+namespace {
+
+Scenario parse_text(const std::string& text, const std::string& file, const std::vector<Override>& overrides,
+                    bool cluster_only) {
   // A scenario is UTF-8 text (names end up in JSON reports, which must be).
   if (const auto bad = first_invalid_utf8(text)) {
     throw ScenarioError(fmt::format("{}:{}: not valid UTF-8 (byte 0x{:02x}); save the scenario as UTF-8", file,
@@ -557,6 +560,14 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     apply_override(root, o, file);
     overridden[o.path] = o.flag.empty() ? "--set " + o.path : o.flag;
   }
+  if (cluster_only && root.IsMap() && !root["jobs"]) {
+    // What runs on the cluster is not used: sections left out get stand-ins
+    // (a small GPT, one sequence, no parallelism) so the cluster is read by
+    // the same code and rules as any scenario's. Sections written are read.
+    if (!root["model"]) root["model"] = YAML::Load("{preset: gpt3-xl}");
+    if (!root["training"]) root["training"] = YAML::Load("{micro_batch: 1, seq_len: 2048, dtype: bf16}");
+    if (!root["parallelism"]) root["parallelism"] = YAML::Node(YAML::NodeType::Map);
+  }
 
   if (root.IsMap() && root["jobs"]) {
     try {
@@ -566,6 +577,18 @@ Scenario parse_scenario(const std::string& text, const std::string& file, const 
     }
   }
   return parse_root(root, file, overridden);
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& file,
+                        const std::vector<Override>& overrides) {
+  return parse_text(text, file, overrides, false);
+}
+
+Scenario parse_cluster_scenario(const std::string& text, const std::string& file,
+                                const std::vector<Override>& overrides) {
+  return parse_text(text, file, overrides, true);
 }
 
 namespace {
@@ -1556,6 +1579,10 @@ std::string read_scenario_text(const std::string& path) {
 
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
   return parse_scenario(read_scenario_text(path), path, overrides);
+}
+
+Scenario load_cluster_scenario(const std::string& path, const std::vector<Override>& overrides) {
+  return parse_cluster_scenario(read_scenario_text(path), path, overrides);
 }
 
 std::vector<std::string> take_set_options(const std::vector<std::string>& args, std::vector<std::string>& sets) {

@@ -84,9 +84,8 @@ std::string replaced(std::string text, const std::string& from, const std::strin
   return text.replace(at, from.size(), to);
 }
 
-// Two nodes of eight A100s, one 200 Gb/s HCA per GPU on one leaf. The model,
-// training and plan are there because a scenario needs them; the runs use
-// the cluster alone.
+// Two nodes of eight A100s, one 200 Gb/s HCA per GPU on one leaf: a cluster
+// file (`--scenario` of --nccl-tests), no model, training or plan.
 constexpr const char* kCluster = R"(name: my-cluster
 cluster:
   nodes: 2
@@ -95,7 +94,9 @@ cluster:
   nvlink_bandwidth: 300GB/s
   nic_bandwidth: 200Gbps
   fabric: {type: leaf-spine, hosts_per_leaf: 16, spines: 1, spine_bandwidth: 200Gbps}
-model:
+)";
+// The same cluster in a whole scenario.
+constexpr const char* kWorkload = R"(model:
   preset: gpt2-large
 training:
   micro_batch: 1
@@ -198,7 +199,7 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
                      "all_reduce.txt"),
             "all_reduce.txt:12: 3 cells, but the header has 12 columns");
   // A cluster too small for the run names the file.
-  const Scenario one_node = parse_scenario(replaced(kCluster, "nodes: 2", "nodes: 1"), "c.yaml");
+  const Scenario one_node = parse_cluster_scenario(replaced(kCluster, "nodes: 2", "nodes: 1"), "c.yaml");
   try {
     (void)study::nccl_tests_gpus(study::parse_nccl_tests(kCurrent, "ag.txt"), one_node);
     ADD_FAILURE() << "no error";
@@ -211,7 +212,7 @@ TEST(NcclTests, FitRecoversTheConstantsThatMadeTheRuns) {
   // Runs the model made with known constants: all-reduce on 2, 4 and 8 GPUs
   // of one host and on 2 x 8 GPUs of two hosts, all-gather on 2 x 4. The fit
   // starts from the shipped constants and must find the ones that made them.
-  const Scenario shipped = parse_scenario(kCluster, "cluster.yaml");
+  const Scenario shipped = parse_cluster_scenario(kCluster, "cluster.yaml");
   Scenario truth = shipped;
   truth.calibration.comm.nvlink.peak_efficiency = 0.7;
   truth.calibration.comm.nvlink.group_penalty = 0.4;
@@ -259,7 +260,7 @@ TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
   std::filesystem::create_directories(dir);
   const std::string yaml = (dir / "cluster.yaml").string();
   std::ofstream(yaml) << kCluster;
-  const Scenario shipped = parse_scenario(kCluster, yaml);
+  const Scenario shipped = parse_cluster_scenario(kCluster, yaml);
   Scenario truth = shipped;
   truth.calibration.comm.nvlink.peak_efficiency = 0.65;
   truth.calibration.comm.nvlink.group_penalty = 0.0;
@@ -309,5 +310,56 @@ TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()).find("--nccl-tests needs --scenario CLUSTER.yaml"), 0U);
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(NcclTests, ClusterFileNeedsNoModelTrainingOrPlan) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_nccl_cluster_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cluster = (dir / "cluster.yaml").string();
+  const std::string whole = (dir / "whole.yaml").string();
+  std::ofstream(cluster) << kCluster;
+  std::ofstream(whole) << kCluster << kWorkload;
+  const Scenario s = parse_cluster_scenario(kCluster, cluster);
+  const std::string run = (dir / "all_reduce_perf.txt").string();
+  std::ofstream(run) << model_run(s, build_topology(s), "all_reduce_perf", 2, 8);
+
+  // The cluster file reads as the whole scenario does, row for row.
+  std::ostringstream from_cluster, from_whole;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", cluster}, from_cluster), 0);
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", whole}, from_whole), 0);
+  std::string expected = from_whole.str();
+  expected.replace(expected.find(whole), whole.size(), cluster);
+  EXPECT_EQ(from_cluster.str(), expected);
+  EXPECT_NE(from_cluster.str().find("cluster.yaml's cluster (2 nodes x 8 A100-80GB, flow backend)"),
+            std::string::npos)
+      << from_cluster.str();
+  EXPECT_NE(from_cluster.str().find("all-reduce of 16 ranks on 2 hosts: 0.0% over 11 rows"),
+            std::string::npos)
+      << from_cluster.str();
+
+  // One node (it needs no fabric either).
+  const std::string one = (dir / "one.yaml").string();
+  std::ofstream(one) << "cluster: {nodes: 1, gpus_per_node: 8, gpu: A100-80GB, nic_bandwidth: 200Gbps}\n";
+  const std::string run1 = (dir / "all_reduce_1node.txt").string();
+  std::ofstream(run1) << model_run(s, build_topology(s), "all_reduce_perf", 1, 8);
+  std::ostringstream one_out;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run1, "--scenario", one}, one_out), 0);
+  EXPECT_NE(one_out.str().find("one.yaml's cluster (1 node x 8 A100-80GB, flow backend)"), std::string::npos)
+      << one_out.str();
+  EXPECT_NE(one_out.str().find("all-reduce of 8 ranks on 1 host: 0.0% over 11 rows"), std::string::npos)
+      << one_out.str();
+
+  // Sections written are read and checked as in any scenario.
+  std::ofstream(cluster) << kCluster << "training:\n  micro_batch: 1\n  dtype: fp16\n";
+  try {
+    (void)cmd_validate_collectives({"--nccl-tests", run, "--scenario", cluster}, from_cluster);
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()), cluster + ":10:3: training.seq_len: missing required key");
+  }
+  // A whole-scenario command still needs them.
+  EXPECT_THROW((void)load_scenario(cluster), ScenarioError);
   std::filesystem::remove_all(dir);
 }

@@ -49,6 +49,13 @@ std::vector<std::pair<std::string, std::string>> key_path_cells(const node_model
 /// Reads and validates a scenario file, after applying `overrides`. Throws
 /// ScenarioError.
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
+/// The same for a file that describes a cluster (commands that use only the
+/// cluster, its calibration, collectives and backend: `validate collectives
+/// --nccl-tests`): its `model`, `training` and `parallelism` sections may be
+/// left out (stand-ins take their place: GPT-3 XL, one sequence of 2048
+/// tokens in bf16, no parallelism); sections written are read and checked
+/// as in any scenario.
+Scenario load_cluster_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 
 /// The scenario options of every command that runs one (run, sweep, search,
 /// compare-schedules): `--set KEY=VALUE`, repeatable, taken out of `args`
@@ -74,6 +81,8 @@ TableCommand parse_table_command(const std::vector<std::string>& args, const std
 /// Same, from text; `file` is used in messages.
 Scenario parse_scenario(const std::string& text, const std::string& file,
                         const std::vector<Override>& overrides = {});
+Scenario parse_cluster_scenario(const std::string& text, const std::string& file,
+                                const std::vector<Override>& overrides = {});
 /// The scenario file's text (throws ScenarioError when unreadable).
 std::string read_scenario_text(const std::string& path);
 
