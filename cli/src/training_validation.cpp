@@ -764,13 +764,26 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     out << fmt::format(
         "{}: host_launch {:.1f} us{}, host_p2p {:.2f} ms{}, host_microbatch {:.2f} ms{}, host_iteration "
         "{:.2f} "
-        "ms{} fit on all {} runs ({} sweeps): mean error {:.1f}%\n",
+        "ms{} fit on all {} runs ({} sweep{}): mean error {:.1f}%\n",
         gpu.label(), f.host_launch.us(), mark(f.fitted.host_launch), f.host_p2p.ms(), mark(f.fitted.host_p2p),
         f.host_microbatch.ms(), mark(f.fitted.host_microbatch), f.host_iteration.ms(),
-        mark(f.fitted.host_iteration), runs.size(), f.simulations, 100 * f.mean_error);
+        mark(f.fitted.host_iteration), runs.size(), f.simulations, f.simulations == 1 ? "" : "s",
+        100 * f.mean_error);
     out << "  as a scenario section:\n";
     std::istringstream yaml(calibration_yaml(f));
     for (std::string line; std::getline(yaml, line);) out << "  " << line << '\n';
+    // The fit's error is in sample; with as many constants as runs it is no
+    // evidence at all (the constants can absorb any model error).
+    if (const auto k = static_cast<std::size_t>(f.fitted.count()); k >= runs.size()) {
+      out << fmt::format(
+          "  note: {} constants fit on {} run{}: as many constants as runs can absorb the model's error on "
+          "them, so the {:.1f}% above says nothing about other runs. Add runs (other micro-batch counts, "
+          "layer counts or plans) or fit fewer constants (--fit-only)\n",
+          k, runs.size(), runs.size() == 1 ? "" : "s", 100 * f.mean_error);
+    } else if (folds == 0) {
+      out << "  (the error is on the runs fit; --cv K predicts each run with a fit that did not see its "
+             "profile)\n";
+    }
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
     for (int k = 0; k < folds; ++k) {

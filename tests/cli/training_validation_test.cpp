@@ -12,8 +12,10 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "tessera/cli/args.hpp"
+#include "tessera/cli/commands.hpp"
 #include "tessera/error.hpp"
 #include "tessera/study/pipeline.hpp"
 
@@ -613,4 +615,33 @@ TEST(TrainingValidation, FitOnlyMovesTheListedConstants) {
   EXPECT_TRUE(k.host_iteration);
   EXPECT_THROW((void)HostFitKeys::parse("host_lunch"), UsageError);
   EXPECT_THROW((void)HostFitKeys::parse(""), UsageError);
+}
+
+// The fit's error is in sample: said so, and with as many constants as runs
+// (which can absorb any model error) said to be no accuracy at all.
+TEST(TrainingValidation, FitSaysWhatItsErrorIsWorth) {
+  const std::string base = write_temp("tessera_runs_fit_base.yaml", kBase);
+  const std::string csv = write_temp("tessera_runs_fit.csv", std::string(kHeader) +
+                                                                 "8,8,1,1024,16,4,256,8,1,1,50\n"
+                                                                 "8,16,1,1024,16,4,256,8,1,1,90\n");
+  std::ostringstream two;
+  EXPECT_EQ(cmd_validate_training(
+                {"--data", csv, "--scenario", base, "--fit-only", "host_microbatch,host_iteration"}, two),
+            0);
+  EXPECT_NE(two.str().find("\n  note: 2 constants fit on 2 runs: as many constants as runs can absorb the "
+                           "model's error on them, so the "),
+            std::string::npos)
+      << two.str();
+  EXPECT_EQ(two.str().find("--cv K predicts"), std::string::npos) << two.str();
+
+  std::ostringstream one;
+  EXPECT_EQ(cmd_validate_training({"--data", csv, "--scenario", base, "--fit-only", "host_iteration"}, one),
+            0);
+  EXPECT_NE(one.str().find(" fit on all 2 runs (1 sweep): mean error "), std::string::npos) << one.str();
+  EXPECT_NE(
+      one.str().find("\n  (the error is on the runs fit; --cv K predicts each run with a fit that did not "
+                     "see its profile)\n"),
+      std::string::npos)
+      << one.str();
+  EXPECT_EQ(one.str().find("note:"), std::string::npos) << one.str();
 }

@@ -117,6 +117,8 @@ struct HostFitKeys {
   /// Parses "host_microbatch,host_iteration"; throws UsageError naming an
   /// unknown key.
   static HostFitKeys parse(const std::string& list);
+  /// How many constants are set.
+  [[nodiscard]] int count() const { return host_launch + host_p2p + host_microbatch + host_iteration; }
 };
 struct HostFit {
   Time host_launch;
