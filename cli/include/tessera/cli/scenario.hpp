@@ -81,6 +81,7 @@ TableCommand parse_table_command(const std::vector<std::string>& args, const std
 /// Same, from text; `file` is used in messages.
 Scenario parse_scenario(const std::string& text, const std::string& file,
                         const std::vector<Override>& overrides = {});
+/// load_cluster_scenario, from text.
 Scenario parse_cluster_scenario(const std::string& text, const std::string& file,
                                 const std::vector<Override>& overrides = {});
 /// The scenario file's text (throws ScenarioError when unreadable).
