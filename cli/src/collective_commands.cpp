@@ -55,9 +55,9 @@ const Table kTables[] = {
 /// links per transfer), as in the shipped scenarios. The fitted launch
 /// latency comes on top of it.
 constexpr const char* kNvlinkLatency = "1us";
-/// Rows below this size are reported but never fitted: the H100 table's
-/// host wall time is dominated there by launch and synchronisation.
-constexpr std::int64_t kFitMinBytes = std::int64_t{1} << 20;
+/// Rows below this size are reported but never fitted (the H100 table's
+/// host wall time is dominated there by launch and synchronisation).
+constexpr std::int64_t kFitMinBytes = engine::kCollectiveFitMinBytes;
 
 struct Row {
   const Table* table = nullptr;
@@ -492,13 +492,14 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
          {std::tuple{fit->first, &fitted->nvlink, "nvlink: no run on one host"},
           std::tuple{fit->second, &fitted->network, "network: no run across hosts"}}) {
       if (asked && !cls->fitted) {
-        throw InputError(fmt::format("--fit {}, with rows of {} and more", what,
-                                     size_text(Bytes(study::kNcclTestsFitMinBytes))));
+        throw InputError(
+            fmt::format("--fit {}, with rows of {} and more", what, size_text(Bytes(kFitMinBytes))));
       }
     }
     if (fitted->nvlink.fitted) s.calibration.comm.nvlink = fitted->nvlink.calibration;
     if (fitted->network.fitted) s.calibration.comm.network = fitted->network.calibration;
-    source = "fitted on these runs (rows of 1 MiB and up; each file weighs the same)";
+    source = fmt::format("fitted on these runs (rows of {} and up; each file weighs the same)",
+                         size_text(Bytes(kFitMinBytes)));
   } else if (p.has("line-rate")) {
     s.calibration.comm = engine::CommCalibration::line_rate();
     source = "none: line rate, serial reductions (the uncalibrated model)";
@@ -515,6 +516,7 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   out << fmt::format("{:<28} {:<15} {:>5} {:>5} {:>10} {:>12} {:>12} {:>8} {:>11} {:>11}\n", "file",
                      "collective", "ranks", "nodes", "size", "measured", "predicted", "error", "busbw meas",
                      "busbw pred");
+  const std::string fit_min = size_text(Bytes(kFitMinBytes));
   std::vector<double> all_big, all_rows;
   std::vector<std::string> summaries;
   for (std::size_t f = 0; f < logs.size(); ++f) {
@@ -531,24 +533,25 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
           name, to_string(log.kind), n, study::nccl_tests_nodes(log), size_text(row.size), row.measured.us(),
           predicted.us(), 100.0 * err, bus / row.measured.seconds(), bus / predicted.seconds());
       every.push_back(std::abs(err));
-      if (row.size.count() >= study::kNcclTestsFitMinBytes) big.push_back(std::abs(err));
+      if (row.size.count() >= kFitMinBytes) big.push_back(std::abs(err));
     }
     summaries.push_back(fmt::format(
-        "summary {}: {} of {} ranks on {} host{}: {:.1f}% over {} rows >= 1 MiB; all sizes {:.1f}% over {} "
+        "summary {}: {} of {} ranks on {} host{}: {:.1f}% over {} rows >= {}; all sizes {:.1f}% over {} "
         "rows{}\n",
         name, to_string(log.kind), n, study::nccl_tests_nodes(log),
-        study::nccl_tests_nodes(log) == 1 ? "" : "s", mean_percent(big), big.size(), mean_percent(every),
-        every.size(),
+        study::nccl_tests_nodes(log) == 1 ? "" : "s", mean_percent(big), big.size(), fit_min,
+        mean_percent(every), every.size(),
         log.empty_rows > 0
             ? fmt::format(" ({} row{} of 0 bytes skipped)", log.empty_rows, log.empty_rows == 1 ? "" : "s")
             : ""));
     all_big.insert(all_big.end(), big.begin(), big.end());
     all_rows.insert(all_rows.end(), every.begin(), every.end());
   }
-  out << "\nMAPE of time (rows below 1 MiB: NCCL's small-message protocols, not fitted):\n";
+  out << fmt::format("\nMAPE of time (rows below {}: NCCL's small-message protocols, not fitted):\n",
+                     fit_min);
   for (const auto& line : summaries) out << line;
-  out << fmt::format("summary overall: {:.1f}% over {} rows >= 1 MiB; all sizes {:.1f}% over {} rows\n",
-                     mean_percent(all_big), all_big.size(), mean_percent(all_rows), all_rows.size());
+  out << fmt::format("summary overall: {:.1f}% over {} rows >= {}; all sizes {:.1f}% over {} rows\n",
+                     mean_percent(all_big), all_big.size(), fit_min, mean_percent(all_rows), all_rows.size());
   return 0;
 }
 

@@ -256,7 +256,7 @@ namespace {
 std::vector<double> row_weights(const NcclTestsLog& log) {
   std::vector<Bytes> sizes;
   for (const NcclTestsRow& row : log.rows) sizes.push_back(row.size);
-  return engine::log_size_weights(sizes, Bytes(kNcclTestsFitMinBytes));
+  return engine::log_size_weights(sizes, Bytes(engine::kCollectiveFitMinBytes));
 }
 
 /// One row reduced to what its time depends on in the fitted class: time =

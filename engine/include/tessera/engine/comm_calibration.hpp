@@ -98,6 +98,12 @@ struct CollectiveSample {
   double weight = 1.0;  ///< in the fit's weighted mean (>= 0)
 };
 
+/// Measured collectives below this size are reported but never fit (the
+/// shipped fit and a user's nccl-tests fit alike): there NCCL's protocol
+/// choice (LL, LL128) and the host's launch and synchronisation decide,
+/// which one launch latency does not describe.
+inline constexpr std::int64_t kCollectiveFitMinBytes = std::int64_t{1} << 20;
+
 /// Fit weights of one series of measured sizes (one collective kind and
 /// group measured over a range of sizes): each size of at least `min` the
 /// log-size interval it stands for (half the log distance between its

@@ -72,11 +72,6 @@ struct NcclTestsLog {
 [[nodiscard]] Time time_nccl_tests_row(const Scenario& s, const topology::Topology& topo,
                                        const NcclTestsLog& log, const std::vector<int>& gpus, Bytes size);
 
-/// Rows below this size are timed but not fit: there NCCL's protocol choice
-/// (LL, LL128) and the host's share decide, which one launch latency does
-/// not describe (as for the shipped fit, docs/collectives.md).
-inline constexpr std::int64_t kNcclTestsFitMinBytes = std::int64_t{1} << 20;
-
 struct NcclTestsFitClass {
   bool fitted = false;
   bool step_fitted = false;             ///< the runs held two step counts or more
@@ -92,7 +87,7 @@ struct NcclTestsFit {
 
 /// Fits the NVLink class to the runs on one host and then the network class
 /// (with that NVLink class) to the runs across hosts, each only when asked
-/// and when it has rows of kNcclTestsFitMinBytes and more: peak efficiency,
+/// and when it has rows of engine::kCollectiveFitMinBytes and more: peak efficiency,
 /// group penalty (only when the class's runs have two group sizes or more;
 /// 0 otherwise), launch latency and, when the runs put two different
 /// numbers of steps on their critical paths (rings of different sizes, a
