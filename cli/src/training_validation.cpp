@@ -774,7 +774,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     for (std::string line; std::getline(yaml, line);) out << "  " << line << '\n';
     // The fit's error is in sample; with as many constants as runs it is no
     // evidence at all (the constants can absorb any model error).
-    if (const auto k = static_cast<std::size_t>(f.fitted.count()); k >= runs.size()) {
+    if (const auto k = static_cast<std::size_t>(f.fitted.count()); k == 0) {
+      out << "  note: no constant fit (host_p2p needs a pipelined run): the error is the scenario's "
+             "constants' on these runs\n";
+    } else if (k >= runs.size()) {
       out << fmt::format(
           "  note: {} constants fit on {} run{}: as many constants as runs can absorb the model's error on "
           "them, so the {:.1f}% above says nothing about other runs. Add runs (other micro-batch counts, "

@@ -644,4 +644,13 @@ TEST(TrainingValidation, FitSaysWhatItsErrorIsWorth) {
       std::string::npos)
       << one.str();
   EXPECT_EQ(one.str().find("note:"), std::string::npos) << one.str();
+
+  // Nothing to fit: the runs are not pipelined, and host_p2p is all that was asked.
+  std::ostringstream none;
+  EXPECT_EQ(cmd_validate_training({"--data", csv, "--scenario", base, "--fit-only", "host_p2p"}, none), 0);
+  EXPECT_NE(none.str().find("\n  note: no constant fit (host_p2p needs a pipelined run): the error is the "
+                            "scenario's constants' on these runs\n"),
+            std::string::npos)
+      << none.str();
+  EXPECT_EQ(none.str().find("--cv K predicts"), std::string::npos) << none.str();
 }
