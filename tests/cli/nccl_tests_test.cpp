@@ -169,35 +169,47 @@ TEST(NcclTests, ReadsTheOutputOfAnyVersion) {
 }
 
 TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
-  EXPECT_EQ(error_of(replaced(kCurrent, "180.25", "abc"), "ag.txt"),
-            "ag.txt:17: column 'time': 'abc' is not a number");
-  EXPECT_EQ(error_of(replaced(kCurrent, "     2097152", "    2097152.5"), "ag.txt"),
-            "ag.txt:17: column 'size': must be a whole number of bytes, got '2097152.5'");
-  EXPECT_EQ(error_of(replaced(kCurrent, "180.25", "0.0"), "ag.txt"),
-            "ag.txt:17: column 'time': must be positive, got '0.0'");
-  EXPECT_EQ(error_of("size time\n1 2\n", "x_all_reduce.txt"),
-            "x_all_reduce.txt: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): "
-            "not the output of an nccl-tests run");
-  EXPECT_EQ(error_of(kOld, "run.txt").find("run.txt: which test is this?"), 0U);
-  EXPECT_EQ(error_of(replaced(kCurrent, "all_gather_perf", "hypercube_perf"), "x.txt"),
-            "x.txt:9: test 'hypercube_perf' is not one Tessera models (all_reduce_perf, all_gather_perf, "
-            "reduce_scatter_perf, alltoall_perf, sendrecv_perf, broadcast_perf, reduce_perf)");
-  EXPECT_EQ(error_of(replaced(kCurrent, "Rank  1 Group", "Rank 99999999999 Group"), "ag.txt"),
-            "ag.txt:5: rank '99999999999' is not a whole number up to 2147483647");
-  EXPECT_EQ(error_of(replaced(kCurrent, "device  1 [0x0b]", "device 2147483648 [0x0b]"), "ag.txt"),
-            "ag.txt:5: device '2147483648' is not a whole number up to 2147483647");
-  EXPECT_EQ(error_of(replaced(kCurrent, "Rank  3 Group", "Rank  2 Group"), "ag.txt"),
-            "ag.txt: rank 2 is listed twice (4 rank lines: ranks 0 to 3 once each)");
-  EXPECT_EQ(error_of(replaced(kCurrent, "Rank  3 Group", "Rank  5 Group"), "ag.txt"),
-            "ag.txt: rank 3 is missing (4 rank lines: ranks 0 to 3 once each)");
-  EXPECT_EQ(error_of(std::string(kCurrent) + "#  Rank  0 Group  0 Pid 1 on alpha device 0\n", "ag.txt"),
-            "ag.txt:20: a second nccl-tests run in one file: give each run its own file");
-  EXPECT_EQ(error_of(replaced(kOld,
-                              "     1048576        262144   float     sum    61.20   17.13   25.70  0e+00    "
-                              "60.90   17.22   25.82  0e+00",
-                              "     1048576        262144   float"),
-                     "all_reduce.txt"),
-            "all_reduce.txt:12: 3 cells, but the header has 12 columns");
+  struct Case {
+    std::string text;
+    std::string file;
+    std::string error;
+  };
+  const std::string short_row =
+      replaced(kOld,
+               "     1048576        262144   float     sum    61.20   17.13   25.70  "
+               "0e+00    60.90   17.22   25.82  0e+00",
+               "     1048576        262144   float");
+  const Case cases[] = {
+      {replaced(kCurrent, "180.25", "abc"), "ag.txt", "ag.txt:17: column 'time': 'abc' is not a number"},
+      {replaced(kCurrent, "     2097152", "    2097152.5"), "ag.txt",
+       "ag.txt:17: column 'size': must be a whole number of bytes, got '2097152.5'"},
+      {replaced(kCurrent, "180.25", "0.0"), "ag.txt",
+       "ag.txt:17: column 'time': must be positive, got '0.0'"},
+      {"size time\n1 2\n", "x_all_reduce.txt",
+       "x_all_reduce.txt: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): not the output of "
+       "an "
+       "nccl-tests run"},
+      {kOld, "run.txt",
+       "run.txt: which test is this? It has no '# Collective test starting:' line and its name names none of "
+       "all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, reduce (name the file after "
+       "its "
+       "test, e.g. all_reduce_perf.txt)"},
+      {replaced(kCurrent, "all_gather_perf", "hypercube_perf"), "x.txt",
+       "x.txt:9: test 'hypercube_perf' is not one Tessera models (all_reduce_perf, all_gather_perf, "
+       "reduce_scatter_perf, alltoall_perf, sendrecv_perf, broadcast_perf, reduce_perf)"},
+      {replaced(kCurrent, "Rank  1 Group", "Rank 99999999999 Group"), "ag.txt",
+       "ag.txt:5: rank '99999999999' is not a whole number up to 2147483647"},
+      {replaced(kCurrent, "device  1 [0x0b]", "device 2147483648 [0x0b]"), "ag.txt",
+       "ag.txt:5: device '2147483648' is not a whole number up to 2147483647"},
+      {replaced(kCurrent, "Rank  3 Group", "Rank  2 Group"), "ag.txt",
+       "ag.txt: rank 2 is listed twice (4 rank lines: ranks 0 to 3 once each)"},
+      {replaced(kCurrent, "Rank  3 Group", "Rank  5 Group"), "ag.txt",
+       "ag.txt: rank 3 is missing (4 rank lines: ranks 0 to 3 once each)"},
+      {std::string(kCurrent) + "#  Rank  0 Group  0 Pid 1 on alpha device 0\n", "ag.txt",
+       "ag.txt:20: a second nccl-tests run in one file: give each run its own file"},
+      {short_row, "all_reduce.txt", "all_reduce.txt:12: 3 cells, but the header has 12 columns"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(error_of(c.text, c.file), c.error);
   // A cluster too small for the run names the file.
   const Scenario one_node = parse_cluster_scenario(replaced(kCluster, "nodes: 2", "nodes: 1"), "c.yaml");
   try {
