@@ -132,7 +132,7 @@ std::string size_text(Bytes b) {
 }
 
 std::string fabric_phrase(std::string_view fabric) {
-  return fabric == "none" ? std::string("one node, no fabric") : fmt::format("{} fabric", fabric);
+  return fabric == study::kNoFabric ? std::string("one node, no fabric") : fmt::format("{} fabric", fabric);
 }
 
 std::string json_string(const std::string& s) {

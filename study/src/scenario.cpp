@@ -36,7 +36,7 @@ std::string_view to_string(FabricKind f) {
   return "?";
 }
 
-std::string_view fabric_name(const Scenario& s) { return s.fabric_written ? to_string(s.fabric) : "none"; }
+std::string_view fabric_name(const Scenario& s) { return s.fabric_written ? to_string(s.fabric) : kNoFabric; }
 
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {
   Calibration c;

@@ -54,8 +54,10 @@ struct Backend {
 enum class FabricKind { LeafSpine, FatTree, RailOptimized };
 std::string_view to_string(FabricKind f);
 struct Scenario;
+/// fabric_name of a one-node cluster written without a fabric.
+inline constexpr std::string_view kNoFabric = "none";
 /// The fabric as reports name it: "leaf-spine", "fat-tree", "rail-optimized",
-/// or "none" for a one-node cluster written without one.
+/// or kNoFabric ("none") for a one-node cluster written without one.
 std::string_view fabric_name(const Scenario& s);
 /// A built-in backend's name (built_in_backends()); throws InputError
 /// "unknown backend 'x' (expected flow or ns3)" otherwise.
