@@ -65,10 +65,9 @@ Node model (kernel latency prediction, docs/node_model.md):
 Validation against measurements:
   validate kernels|models|distributed|collectives|training|steps --data DIR   (kernels: also an XLA GEMM table, [--kfold N])
 
-  Every command that runs a scenario (run, sweep, search, compare-schedules, kernels, collectives,
-  sensitivity)
-  takes --set KEY=VALUE (repeatable), --backend flow|ns3 and --predictor NAME
-  (roofline, linreg, mlp, tile-mlp), the same as setting the keys.
+  Every command that runs a scenario (run, sweep, search, compare-schedules, kernels,
+  collectives, sensitivity) takes --set KEY=VALUE (repeatable), --backend flow|ns3 and
+  --predictor NAME (roofline, linreg, mlp, tile-mlp), the same as setting the keys.
 
   tessera help COMMAND   the options, defaults and examples of one command
   tessera help --man     this help and every command's as a man page
