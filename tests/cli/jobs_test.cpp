@@ -375,7 +375,7 @@ TEST(Failures, CablesByNameAndUnreachableGpus) {
         << e.what();
   }
   std::string all;
-  for (int k = 0; k < 8; ++k) all += (k ? "," : "") + std::string("leaf1-spine") + std::to_string(k);
+  for (int k = 0; k < 8; ++k) all += fmt::format("{}leaf1-spine{}", k ? "," : "", k);
   const Scenario cut = parse_scenario(text, "s.yaml", {{"failures.links", all}});
   EXPECT_THROW((void)build_topology(cut), ScenarioError);
   EXPECT_NE(error_of(text, {{"failures.degraded", "leaf0-spine0"}}).find("degraded and degraded_rate go together"),
