@@ -229,7 +229,7 @@ std::string legend(const std::vector<LegendEntry>& entries, double x, double y, 
         std::size_t end = e.name.find(' ', pos);
         if (end == std::string::npos) end = e.name.size();
         const std::string word = e.name.substr(pos, end - pos);
-        const std::string longer = line.empty() ? word : line + " " + word;
+        const std::string longer = line.empty() ? word : fmt::format("{} {}", line, word);
         if (!line.empty() && text_width(longer, 12) > width) {
           emit(line);
           cy += kRow;

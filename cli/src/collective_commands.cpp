@@ -476,11 +476,13 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   if (fit && p.has("line-rate")) throw UsageError("--line-rate and --fit exclude each other");
   Scenario s = load_cluster_scenario(*scenario_path, scenario_overrides(sets, p));
   std::vector<study::NcclTestsLog> logs;
+  logs.reserve(paths.size());
   for (const std::string& path : paths) {
     logs.push_back(
         study::parse_nccl_tests(read_input_file(path, "--nccl-tests file", std::int64_t{16} << 20), path));
   }
   std::vector<std::vector<int>> gpus;
+  gpus.reserve(logs.size());
   for (const auto& log : logs) gpus.push_back(study::nccl_tests_gpus(log, s));
   const topology::Topology topo = build_topology(s);
 

@@ -19,6 +19,7 @@
 
 #include "tessera/cli/trace.hpp"
 #include "tessera/files.hpp"
+#include "tessera/index.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/study/jobs.hpp"
 #include "tessera/topology/fabrics.hpp"
@@ -461,7 +462,7 @@ void check_keys(const YAML::Node& node, const std::string& file, const std::stri
                             option);
       }
       const std::string& k = it->first.Scalar();
-      const std::string kp = path.empty() ? k : path + "." + k;
+      const std::string kp = path.empty() ? k : fmt::format("{}.{}", path, k);
       if (!seen.insert(k).second) {
         throw ScenarioError(at(it->first.Mark()), fmt::format("{}: duplicate key (given twice in the same mapping)", kp),
                             option);
@@ -475,8 +476,7 @@ void check_keys(const YAML::Node& node, const std::string& file, const std::stri
   }
 }
 
-
-void apply_override(YAML::Node root, const Override& o, const std::string& file) {
+void apply_override(const YAML::Node& root, const Override& o, const std::string& file) {
   const std::string option = o.flag.empty() ? "--set " + o.path : o.flag;
   // What the messages call it: the option, or (a data row's key) the path.
   const std::string label = o.flag.empty() ? option : fmt::format("key path '{}'", o.path);
@@ -708,7 +708,7 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     for (const auto& kv : job) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
       if (key != "name" && key != "nodes" && key != "model" && key != "training" && key != "parallelism") {
-        fail_node(file, kv.first, where + "." + key,
+        fail_node(file, kv.first, fmt::format("{}.{}", where, key),
                   "unknown key (a job has name, nodes, model, training, parallelism)");
       }
     }
@@ -1431,7 +1431,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (g.has("nodes")) {
       for (int n : list("nodes", s.cluster.nodes)) {
         for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
-          s.compute_scale[static_cast<std::size_t>(n * s.cluster.gpus_per_node + k)] = slowdown;
+          s.compute_scale[flat_index(n, s.cluster.gpus_per_node, k)] = slowdown;
         }
       }
     }
@@ -1604,6 +1604,7 @@ void declare_scenario_options(ArgParser& p) { p.option("backend").option("predic
 
 std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p) {
   std::vector<Override> out;
+  out.reserve(sets.size() + 2);
   for (const auto& text : sets) out.push_back(parse_override(text));
   if (auto b = p.get("backend")) out.push_back(Override{"backend", *b, "--backend"});
   if (auto pr = p.get("predictor")) out.push_back(Override{"predictor", *pr, "--predictor"});

@@ -274,7 +274,9 @@ int cmd_search(const Args& args, std::ostream& out) {
         for (std::int64_t mb : space.micro_batch) {
           if ((global_batch / dp) % mb != 0) continue;
           for (Schedule sched : space.schedules) {
-            if (sched == Schedule::Interleaved1F1B && (pp == 1 || base.model.layers % (2 * pp) != 0)) continue;
+            if (sched == Schedule::Interleaved1F1B &&
+                (pp == 1 || base.model.layers % (std::int64_t{2} * pp) != 0))
+              continue;
             // Without a pipeline the zero-bubble schedules are 1f1b with the
             // backward split in two.
             if (parallelism::splits_backward(sched) && pp == 1) continue;

@@ -618,6 +618,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   }
   const SweepCaveats caveats = sweep_caveats(points, scenarios);
   std::vector<std::string> keys;
+  keys.reserve(axes.size());
   for (const Axis& a : axes) keys.push_back(a.key);
   write_file_atomic(
       svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), caveats.chart_notes()));

@@ -849,6 +849,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
   std::vector<Override> overrides;
+  overrides.reserve(sets.size());
   for (const auto& text : sets) overrides.push_back(parse_override(text));
   p.expect_positional(0, "arguments");
   const std::string data = p.require("data");

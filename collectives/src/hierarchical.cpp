@@ -54,11 +54,11 @@ TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_
   if (ranks.size() == 1 || size.count() == 0) return {};
   if (nodes.size() == 1 || local == 1) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
 
-  const auto L = static_cast<std::int64_t>(local);
+  const auto members_per_node = static_cast<std::int64_t>(local);
   TransferGraph g;
   // 1. Intra-node reduce-scatter.
   const auto rs_begin = static_cast<TransferIndex>(g.transfers.size());
-  for (const auto& members : nodes) detail::append(g, rings(members, size, 0, L - 1));
+  for (const auto& members : nodes) detail::append(g, rings(members, size, 0, members_per_node - 1));
   const auto rs_end = static_cast<TransferIndex>(g.transfers.size());
   const auto rs_into = detail::into(g, rs_begin, rs_end);
   auto received = [](const auto& by_rank, int rank) {
@@ -66,11 +66,12 @@ TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_
     return it == by_rank.end() ? std::vector<TransferIndex>{} : it->second;
   };
   // 2. Per rail: the shard local position l holds, across nodes.
-  const auto shards = detail::split(size, L);
-  for (std::int64_t l = 0; l < L; ++l) {
+  const auto shards = detail::split(size, members_per_node);
+  for (std::int64_t l = 0; l < members_per_node; ++l) {
     std::vector<int> rail;
+    rail.reserve(nodes.size());
     for (const auto& members : nodes) rail.push_back(members[static_cast<std::size_t>(l)]);
-    const Bytes shard = shards[static_cast<std::size_t>((l + 1) % L)];
+    const Bytes shard = shards[static_cast<std::size_t>((l + 1) % members_per_node)];
     const auto n = static_cast<std::int64_t>(rail.size());
     const TransferGraph part = inter == InterNode::Ring ? rings(rail, shard, 0, 2 * (n - 1))
                                                         : detail::double_binary_tree_core(rail, shard);
@@ -82,7 +83,8 @@ TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_
   const auto inter_into = detail::into(g, rs_end, inter_end);
   // 3. Intra-node all-gather.
   for (const auto& members : nodes) {
-    const TransferIndex begin = detail::append(g, rings(members, size, L - 1, 2 * (L - 1)));
+    const TransferIndex begin =
+        detail::append(g, rings(members, size, members_per_node - 1, 2 * (members_per_node - 1)));
     detail::gate(g, begin, static_cast<TransferIndex>(g.transfers.size()),
                  [&](int src) { return received(inter_into, src); });
   }

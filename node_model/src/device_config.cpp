@@ -80,7 +80,7 @@ DeviceCatalog::DeviceCatalog(const std::string& dir) {
   if (!fs::is_directory(dir)) throw InputError(fmt::format("{}: not a directory of device configs", dir));
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir)) {
-    const auto p = e.path();
+    const fs::path& p = e.path();
     if (p.extension() != ".json") continue;
     if (p.stem().string().ends_with("_TP")) continue;
     files.push_back(p);

@@ -155,27 +155,28 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
 std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train) {
   if (batch <= 0 || seq <= 0) throw InputError("batch and sequence length must be positive");
   GraphBuilder g(train);
-  const std::int64_t T = batch * seq;
-  const std::int64_t H = m.hidden;
+  const std::int64_t tokens = batch * seq;
+  const std::int64_t hidden = m.hidden;
   const std::int64_t nh = m.heads;
-  const std::int64_t dh = m.head_dim > 0 ? m.head_dim : H / nh;
-  const std::int64_t A = nh * dh;  // attention inner width (T5/Switch: heads * d_kv, may differ from H)
-  const std::int64_t F = m.ffn;
+  const std::int64_t dh = m.head_dim > 0 ? m.head_dim : hidden / nh;
+  const std::int64_t attn_width =
+      nh * dh;  // attention inner width (T5/Switch: heads * d_kv, may differ from hidden)
+  const std::int64_t ffn_width = m.ffn;
   const std::int64_t attn_rows = batch * nh * seq;
 
   // One transformer block (self-attention + MLP), repeated `n` times.
   auto block = [&](const std::string& p, double n, bool causal, KernelOp act, bool gpt_act, std::int64_t ffn,
                    bool separate_qkv, bool post_norm) {
-    if (!post_norm) g.layer_norm(p + ".ln1", T, H, n);
+    if (!post_norm) g.layer_norm(p + ".ln1", tokens, hidden, n);
     if (separate_qkv) {
-      g.linear(p + ".q", T, H, A, n);
-      g.linear(p + ".k", T, H, A, n);
-      g.linear(p + ".v", T, H, A, n);
+      g.linear(p + ".q", tokens, hidden, attn_width, n);
+      g.linear(p + ".k", tokens, hidden, attn_width, n);
+      g.linear(p + ".v", tokens, hidden, attn_width, n);
     } else {
-      g.linear(p + ".qkv", T, H, 3 * H, n);
+      g.linear(p + ".qkv", tokens, hidden, 3 * hidden, n);
     }
-    if (m.family == "opt") g.elem(p + ".scale", KernelOp::MulU, T, H, 1, n);
-    if (m.family == "opt" || m.family == "switch") g.copy(p + ".contiguous_qkv", 3 * T * A, n);
+    if (m.family == "opt") g.elem(p + ".scale", KernelOp::MulU, tokens, hidden, 1, n);
+    if (m.family == "opt" || m.family == "switch") g.copy(p + ".contiguous_qkv", 3 * tokens * attn_width, n);
     g.bmm(p + ".qk", batch * nh, seq, seq, dh, n);
     if (m.family != "opt" && m.family != "switch") g.elem(p + ".div", KernelOp::DivU, attn_rows, seq, 1, n);
     g.elem(p + ".mask", KernelOp::Add, attn_rows, seq, 0, n);
@@ -183,75 +184,75 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.softmax(p + ".softmax", attn_rows, seq, n);
     if (m.family != "opt") g.dropout(p + ".attn_drop", attn_rows, seq, n);
     g.bmm(p + ".pv", batch * nh, seq, dh, seq, n);
-    g.copy(p + ".contiguous", T * A, n);
-    g.linear(p + ".out", T, A, H, n);
-    g.dropout(p + ".drop1", T, H, n);
-    g.elem(p + ".res1", KernelOp::Add, T, H, 0, n);
-    if (post_norm) g.layer_norm(p + ".ln1", T, H, n);
-    if (!post_norm) g.layer_norm(p + ".ln2", T, H, n);
-    g.linear(p + ".fc1", T, H, ffn, n);
+    g.copy(p + ".contiguous", tokens * attn_width, n);
+    g.linear(p + ".out", tokens, attn_width, hidden, n);
+    g.dropout(p + ".drop1", tokens, hidden, n);
+    g.elem(p + ".res1", KernelOp::Add, tokens, hidden, 0, n);
+    if (post_norm) g.layer_norm(p + ".ln1", tokens, hidden, n);
+    if (!post_norm) g.layer_norm(p + ".ln2", tokens, hidden, n);
+    g.linear(p + ".fc1", tokens, hidden, ffn, n);
     if (gpt_act) {
-      gpt_gelu(g, p + ".gelu", T, ffn, n);
+      gpt_gelu(g, p + ".gelu", tokens, ffn, n);
     } else {
-      g.elem(p + ".act", act, T, ffn, 1, n);
+      g.elem(p + ".act", act, tokens, ffn, 1, n);
     }
-    g.linear(p + ".fc2", T, ffn, H, n);
-    g.dropout(p + ".drop2", T, H, n);
-    g.elem(p + ".res2", KernelOp::Add, T, H, 0, n);
-    if (post_norm) g.layer_norm(p + ".ln2", T, H, n);
+    g.linear(p + ".fc2", tokens, ffn, hidden, n);
+    g.dropout(p + ".drop2", tokens, hidden, n);
+    g.elem(p + ".res2", KernelOp::Add, tokens, hidden, 0, n);
+    if (post_norm) g.layer_norm(p + ".ln2", tokens, hidden, n);
   };
 
-  const double L = static_cast<double>(m.layers);
+  const double layers = static_cast<double>(m.layers);
   if (m.family == "gpt2") {
-    g.embedding("wte", T, m.vocab, H);
-    g.embedding("wpe", seq, seq, H);
-    g.elem("emb_add", KernelOp::Add, T, H, 0);
-    g.dropout("emb_drop", T, H);
-    block("h", L, true, KernelOp::Gelu, true, F, false, false);
-    g.layer_norm("ln_f", T, H);
-    g.linear("lm_head", T, H, m.vocab);
+    g.embedding("wte", tokens, m.vocab, hidden);
+    g.embedding("wpe", seq, seq, hidden);
+    g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
+    g.dropout("emb_drop", tokens, hidden);
+    block("h", layers, true, KernelOp::Gelu, true, ffn_width, false, false);
+    g.layer_norm("ln_f", tokens, hidden);
+    g.linear("lm_head", tokens, hidden, m.vocab);
   } else if (m.family == "opt") {
-    g.embedding("embed_tokens", T, m.vocab, H);
-    g.embedding("embed_positions", T, seq + 2, H);
-    g.elem("emb_add", KernelOp::Add, T, H, 0);
-    block("layers", L, true, KernelOp::Relu, false, F, true, false);
-    g.layer_norm("final_layer_norm", T, H);
-    g.linear("lm_head", T, H, m.vocab);
+    g.embedding("embed_tokens", tokens, m.vocab, hidden);
+    g.embedding("embed_positions", tokens, seq + 2, hidden);
+    g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
+    block("layers", layers, true, KernelOp::Relu, false, ffn_width, true, false);
+    g.layer_norm("final_layer_norm", tokens, hidden);
+    g.linear("lm_head", tokens, hidden, m.vocab);
   } else if (m.family == "bert") {
-    g.embedding("word_embeddings", T, m.vocab, H);
-    g.embedding("token_type_embeddings", T, 2, H);
-    g.elem("emb_add", KernelOp::Add, T, H, 0);
-    g.embedding("position_embeddings", seq, seq, H);
-    g.elem("emb_add2", KernelOp::Add, T, H, 0);
-    g.layer_norm("emb_ln", T, H);
-    g.dropout("emb_drop", T, H);
-    block("layer", L, false, KernelOp::Gelu, false, F, true, true);
-    g.linear("pooler", batch, H, H);
-    g.elem("pooler_act", KernelOp::Tanh, batch, H, 1);
-    g.linear("classifier", batch, H, 2);
+    g.embedding("word_embeddings", tokens, m.vocab, hidden);
+    g.embedding("token_type_embeddings", tokens, 2, hidden);
+    g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
+    g.embedding("position_embeddings", seq, seq, hidden);
+    g.elem("emb_add2", KernelOp::Add, tokens, hidden, 0);
+    g.layer_norm("emb_ln", tokens, hidden);
+    g.dropout("emb_drop", tokens, hidden);
+    block("layer", layers, false, KernelOp::Gelu, false, ffn_width, true, true);
+    g.linear("pooler", batch, hidden, hidden);
+    g.elem("pooler_act", KernelOp::Tanh, batch, hidden, 1);
+    g.linear("classifier", batch, hidden, 2);
   } else {  // switch: encoder-decoder; every other FFN is a top-1 mixture of experts.
-    g.embedding("shared", T, m.vocab, H);
-    const double enc_dense = std::ceil(L / 2.0);
-    const double enc_sparse = L - enc_dense;
-    block("encoder.dense", enc_dense, false, KernelOp::Relu, false, F, true, false);
+    g.embedding("shared", tokens, m.vocab, hidden);
+    const double enc_dense = std::ceil(layers / 2.0);
+    const double enc_sparse = layers - enc_dense;
+    block("encoder.dense", enc_dense, false, KernelOp::Relu, false, ffn_width, true, false);
     // A top-1 router sends each token to one expert: the expert FFNs together
-    // see T tokens; the router adds one small GEMM and a softmax.
-    block("encoder.sparse", enc_sparse, false, KernelOp::Relu, false, F, true, false);
-    g.linear("encoder.router", T, H, m.experts, enc_sparse);
-    g.softmax("encoder.router_softmax", T, m.experts, enc_sparse);
-    const double D = static_cast<double>(m.decoder_layers);
-    const double dec_dense = std::ceil(D / 2.0);
-    block("decoder.dense", dec_dense, true, KernelOp::Relu, false, F, true, false);
-    block("decoder.sparse", D - dec_dense, true, KernelOp::Relu, false, F, true, false);
+    // see all the tokens; the router adds one small GEMM and a softmax.
+    block("encoder.sparse", enc_sparse, false, KernelOp::Relu, false, ffn_width, true, false);
+    g.linear("encoder.router", tokens, hidden, m.experts, enc_sparse);
+    g.softmax("encoder.router_softmax", tokens, m.experts, enc_sparse);
+    const double decoder_layers = static_cast<double>(m.decoder_layers);
+    const double dec_dense = std::ceil(decoder_layers / 2.0);
+    block("decoder.dense", dec_dense, true, KernelOp::Relu, false, ffn_width, true, false);
+    block("decoder.sparse", decoder_layers - dec_dense, true, KernelOp::Relu, false, ffn_width, true, false);
     // Cross-attention of every decoder layer.
-    g.linear("decoder.cross_q", T, H, A, D);
-    g.linear("decoder.cross_kv", T, H, 2 * A, D);
-    g.bmm("decoder.cross_qk", batch * nh, seq, seq, dh, D);
-    g.softmax("decoder.cross_softmax", attn_rows, seq, D);
-    g.bmm("decoder.cross_pv", batch * nh, seq, dh, seq, D);
-    g.linear("decoder.cross_out", T, A, H, D);
-    g.layer_norm("decoder.cross_ln", T, H, D);
-    g.linear("lm_head", T, H, m.vocab);
+    g.linear("decoder.cross_q", tokens, hidden, attn_width, decoder_layers);
+    g.linear("decoder.cross_kv", tokens, hidden, 2 * attn_width, decoder_layers);
+    g.bmm("decoder.cross_qk", batch * nh, seq, seq, dh, decoder_layers);
+    g.softmax("decoder.cross_softmax", attn_rows, seq, decoder_layers);
+    g.bmm("decoder.cross_pv", batch * nh, seq, dh, seq, decoder_layers);
+    g.linear("decoder.cross_out", tokens, attn_width, hidden, decoder_layers);
+    g.layer_norm("decoder.cross_ln", tokens, hidden, decoder_layers);
+    g.linear("lm_head", tokens, hidden, m.vocab);
   }
   return g.take();
 }

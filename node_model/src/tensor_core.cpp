@@ -332,6 +332,7 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
   // kernels bottom out at ~5 us of kernel time: launch, prologue, epilogue).
   {
     std::vector<double> lat;
+    lat.reserve(rows.size());
     for (int i : rows) lat.push_back(data.rows[static_cast<std::size_t>(i)].latency_ms);
     std::sort(lat.begin(), lat.end());
     const auto idx = static_cast<std::size_t>(std::floor(opt.floor_percentile / 100.0 * (lat.size() - 1)));
@@ -507,6 +508,7 @@ std::vector<int> shape_folds(const MeasurementSet& data, int folds) {
   std::map<Shape, std::uint64_t> shapes;
   for (const auto& m : data.rows) shapes.emplace(shape_of(m.kernel), 0);
   std::vector<std::pair<std::uint64_t, Shape>> order;
+  order.reserve(shapes.size());
   for (auto& [s, h] : shapes) order.emplace_back(hash(s), s);
   std::sort(order.begin(), order.end());
   std::map<Shape, int> fold_of;

@@ -1,14 +1,16 @@
 #include "tessera/node_model/tile_mlp.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <map>
 #include <ostream>
 #include <sstream>
 #include <thread>
 
 #include "tessera/error.hpp"
+#include "tessera/index.hpp"
 #include "tessera/node_model/tensor_core.hpp"
 
 namespace tessera::node_model {
@@ -326,7 +328,7 @@ void TileTable::index() {
   gemm_groups_.assign(gpus_.size() * kNumKernelClasses, {});
   for (const auto& e : gemm_) {
     if (e.gpu >= 0 && e.gpu < static_cast<int>(gpus_.size()) && e.cls >= 0 && e.cls < kNumKernelClasses) {
-      gemm_groups_[static_cast<std::size_t>(e.gpu * kNumKernelClasses + e.cls)].push_back(e);
+      gemm_groups_[flat_index(e.gpu, kNumKernelClasses, e.cls)].push_back(e);
     }
   }
   vector_by_class_.assign(kNumKernelClasses, {});
@@ -394,7 +396,7 @@ Tile TileTable::lookup(const Kernel& k, int g) const {
     const int kb = log2_bucket(static_cast<double>(k.k), 0.5);
     int best_d = 1 << 30;
     int best_count = -1;
-    for (const auto& e : gemm_groups_[static_cast<std::size_t>(g * kNumKernelClasses + static_cast<int>(*cls))]) {
+    for (const auto& e : gemm_groups_[flat_index(g, kNumKernelClasses, static_cast<int>(*cls))]) {
       const int d = std::abs(e.mb - mb) + std::abs(e.nb - nb) + std::abs(e.kb - kb);
       if (d < best_d || (d == best_d && e.count > best_count)) {
         best_d = d;

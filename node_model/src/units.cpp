@@ -229,7 +229,8 @@ std::string to_string(Time t) {
       {{1'000'000'000'000ULL, "s"}, {1'000'000'000ULL, "ms"}, {1'000'000ULL, "us"}, {1'000ULL, "ns"}}};
   for (const auto& [f, u] : kUnits) {
     if (a < f) continue;
-    std::string frac = fmt::format("{:0{}}", a % f, static_cast<int>(std::log10(static_cast<double>(f)) + 0.5));
+    std::string frac =
+        fmt::format("{:0{}}", a % f, static_cast<int>(std::lround(std::log10(static_cast<double>(f)))));
     while (!frac.empty() && frac.back() == '0') frac.pop_back();
     return fmt::format("{}{}{}{}{}", ps < 0 ? "-" : "", a / f, frac.empty() ? "" : ".", frac, u);
   }

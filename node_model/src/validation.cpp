@@ -102,7 +102,7 @@ std::vector<std::pair<std::string, std::vector<int>>> dtype_groups(const Measure
 
 std::vector<DtypeErrorRow> validate_tensor_core(const MeasurementSet& data,
                                                 const std::vector<double>& predicted_ms,
-                                                std::shared_ptr<const TileMlpModel> fp32_model,
+                                                const std::shared_ptr<const TileMlpModel>& fp32_model,
                                                 double gpu_floor_ms) {
   std::vector<std::unique_ptr<TileMlpPredictor>> twins;
   for (const auto& g : data.gpus) twins.push_back(std::make_unique<TileMlpPredictor>(g, fp32_model));
@@ -276,6 +276,7 @@ std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_p
     return r;
   };
   std::vector<MeasuredErrorRow> out;
+  out.reserve(order.size());
   for (const auto& g : order) out.push_back(summarize(g, groups.at(g)));
   out.push_back(summarize("all", all));
   return out;

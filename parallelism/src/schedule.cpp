@@ -294,6 +294,7 @@ std::vector<PipelineStep> gpipe_order(int /*pp*/, int /*stage*/, std::int64_t m,
   if (virtual_stages != 1) throw InputError("schedule gpipe does not support virtual_stages > 1");
   const int mb = static_cast<int>(m);
   std::vector<PipelineStep> out;
+  out.reserve(2 * static_cast<std::size_t>(mb));
   for (int i = 0; i < mb; ++i) out.push_back({StepKind::F, 0, i});
   for (int i = mb - 1; i >= 0; --i) out.push_back({StepKind::B, 0, i});
   return out;
@@ -345,6 +346,7 @@ std::vector<PipelineStep> interleaved_order(int pp, int stage, std::int64_t m, i
     return PipelineStep{forward ? StepKind::F : StepKind::B, chunk, (k / (pp * v)) * pp + k % pp};
   };
   std::vector<PipelineStep> out;
+  out.reserve(2 * static_cast<std::size_t>(total));
   for (int k = 0; k < warm; ++k) out.push_back(step(k, true));
   for (int k = 0; k < total - warm; ++k) {
     out.push_back(step(k + warm, true));

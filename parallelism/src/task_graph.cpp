@@ -28,7 +28,7 @@ std::string_view to_string(CollectiveKind k) {
 /// Names in fixed blocks that are never moved or freed while a copy of the
 /// program lives, so the views handed out stay valid.
 struct Program::NameStore {
-  static constexpr std::size_t kBlock = 64 * 1024;
+  static constexpr std::size_t kBlock = std::size_t{64} * 1024;
   std::vector<std::unique_ptr<char[]>> blocks;
   std::size_t used = kBlock;  // of the last block
 

@@ -110,6 +110,7 @@ CollectiveTable collective_table(const Scenario& s) {
         group_ids.insert(graph.group_of(r, t.group));
     }
     std::vector<std::vector<int>> groups;
+    groups.reserve(group_ids.size());
     for (std::int32_t gi : group_ids) groups.push_back(graph.groups[static_cast<std::size_t>(gi)].ranks);
     const auto& own = graph.groups[static_cast<std::size_t>(graph.group_of(rep.rank, t.group))].ranks;
     row.concurrent_groups = static_cast<int>(groups.size());

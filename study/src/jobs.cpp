@@ -113,12 +113,14 @@ JobsOutcome simulate_jobs(const Scenario& s) {
                                                          job.scenario.plan, *predictor)
                          .graph);
     std::vector<int> map;
+    map.reserve(static_cast<std::size_t>(job.scenario.gpus()));
     for (int r = 0; r < job.scenario.gpus(); ++r) {
       map.push_back(job.nodes[static_cast<std::size_t>(r / per_node)] * per_node + r % per_node);
     }
     gpu_of.push_back(std::move(map));
   }
   std::vector<const parallelism::TaskGraph*> all;
+  all.reserve(graphs.size());
   for (const auto& g : graphs) all.push_back(&g);
   const parallelism::TaskGraph placed = place_jobs(all, gpu_of, s.gpus());
   JobsOutcome out;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "tessera/engine/zero_cost_network.hpp"
+#include "tessera/index.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/roofline.hpp"
 
@@ -138,7 +139,7 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     g.programs.insert(g.programs.end(), other_plan.graph.programs.begin(), other_plan.graph.programs.end());
     for (int node : s.mixed_gpus->nodes) {
       for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
-        const auto r = static_cast<std::size_t>(node * s.cluster.gpus_per_node + k);
+        const std::size_t r = flat_index(node, s.cluster.gpus_per_node, k);
         if (r >= g.ranks.size()) continue;
         g.ranks[r].program = base + other_plan.graph.ranks[r].program;
       }
@@ -154,7 +155,7 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
   sim.link_busy = std::move(run.link_busy);
   sim.link_peak_utilization = std::move(run.link_peak_utilization);
   sim.link_csv = std::move(run.link_csv);
-  sim.packet_fabric = std::move(run.packet_fabric);
+  sim.packet_fabric = run.packet_fabric;
   if (!split) return sim;
   // Free communication: the zero-cost network applies no calibration; one
   // rank per class of interchangeable ranks runs.

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "tessera/error.hpp"
+#include "tessera/index.hpp"
 
 namespace tessera::topology {
 
@@ -118,7 +119,7 @@ std::vector<VertexId> add_nodes(Topology& t, int nodes, const NodeSpec& node) {
   for (int r = 0; r < gpus; ++r) gpu_v.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", r), r));
   if (node.gpus == 1) return gpu_v;
   for (int n = 0; n < nodes; ++n) {
-    const auto first = static_cast<std::size_t>(n * node.gpus);
+    const std::size_t first = flat_index(n, node.gpus, 0);
     if (node.fabric == NodeFabric::NvSwitch) {
       const VertexId sw = t.add_vertex(VertexKind::NvSwitch, fmt::format("nvswitch{}", n), n);
       for (int i = 0; i < node.gpus; ++i) {
@@ -153,8 +154,7 @@ std::vector<VertexId> add_hcas(Topology& t, const std::vector<VertexId>& gpu_v, 
       const int id = n * hcas + j;
       const VertexId h = t.add_vertex(VertexKind::Hca, fmt::format("hca{}", id), id);
       for (int i = j * per_hca; i < (j + 1) * per_hca; ++i) {
-        t.add_duplex_link(gpu_v[static_cast<std::size_t>(n * node.gpus + i)], h, node.pcie.bandwidth,
-                          node.pcie.latency);
+        t.add_duplex_link(gpu_v[flat_index(n, node.gpus, i)], h, node.pcie.bandwidth, node.pcie.latency);
       }
       hca_v.push_back(h);
     }
@@ -247,6 +247,8 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
   const int spines_per_pod = p.up;
   std::vector<VertexId> leaf_v;
   std::vector<VertexId> spine_v;
+  leaf_v.reserve(static_cast<std::size_t>(leaves));
+  spine_v.reserve(static_cast<std::size_t>(pods) * static_cast<std::size_t>(spines_per_pod));
   for (int l = 0; l < leaves; ++l) {
     leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
   }
@@ -266,9 +268,9 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
   for (int pod = 0; pod < pods; ++pod) {
     for (int l = 0; l < std::min(leaves_per_pod, leaves - pod * leaves_per_pod); ++l) {
       for (int s = 0; s < spines_per_pod; ++s) {
-        t.add_duplex_link(leaf_v[static_cast<std::size_t>(pod * leaves_per_pod + l)],
-                          spine_v[static_cast<std::size_t>(pod * spines_per_pod + s)],
-                          spec.leaf_spine.bandwidth, spec.leaf_spine.latency);
+        t.add_duplex_link(leaf_v[flat_index(pod, leaves_per_pod, l)],
+                          spine_v[flat_index(pod, spines_per_pod, s)], spec.leaf_spine.bandwidth,
+                          spec.leaf_spine.latency);
       }
     }
   }
@@ -276,9 +278,8 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
     for (int pod = 0; pod < pods; ++pod) {
       for (int s = 0; s < spines_per_pod; ++s) {
         for (int c = 0; c < k / 2; ++c) {
-          t.add_duplex_link(spine_v[static_cast<std::size_t>(pod * spines_per_pod + s)],
-                            core_v[static_cast<std::size_t>(s * (k / 2) + c)], spec.spine_core.bandwidth,
-                            spec.spine_core.latency);
+          t.add_duplex_link(spine_v[flat_index(pod, spines_per_pod, s)], core_v[flat_index(s, k / 2, c)],
+                            spec.spine_core.bandwidth, spec.spine_core.latency);
         }
       }
     }
@@ -324,12 +325,13 @@ Topology build_rail_optimized(const RailOptimizedSpec& spec) {
   const auto gpu_v = add_nodes(t, spec.nodes, spec.node);
   const auto host_v = add_hcas(t, gpu_v, spec.nodes, spec.node);
   std::vector<VertexId> leaf_v;
+  leaf_v.reserve(static_cast<std::size_t>(leaves));
   for (int l = 0; l < leaves; ++l)
     leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
   for (int n = 0; n < spec.nodes; ++n) {
     for (int i = 0; i < rails; ++i) {
-      const auto leaf = static_cast<std::size_t>((n / p.down) * rails + i);
-      t.add_duplex_link(host_v[static_cast<std::size_t>(n * rails + i)], leaf_v[leaf], spec.host.bandwidth,
+      const std::size_t leaf = flat_index(n / p.down, rails, i);
+      t.add_duplex_link(host_v[flat_index(n, rails, i)], leaf_v[leaf], spec.host.bandwidth,
                         spec.host.latency);
     }
   }

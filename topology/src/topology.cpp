@@ -7,8 +7,9 @@
 #include <map>
 
 #include "router.hpp"
-#include "tessera/topology/fabrics.hpp"
 #include "tessera/error.hpp"
+#include "tessera/index.hpp"
+#include "tessera/topology/fabrics.hpp"
 
 namespace tessera::topology {
 
@@ -426,12 +427,13 @@ Topology build_leaf_spine(const LeafSpineSpec& spec) {
   Topology t;
   const int gpus = spec.nodes * spec.gpus_per_node;
   std::vector<VertexId> gpu_v;
+  gpu_v.reserve(static_cast<std::size_t>(gpus));
   for (int r = 0; r < gpus; ++r) gpu_v.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", r), r));
   for (int n = 0; n < spec.nodes; ++n) {
     const VertexId sw = t.add_vertex(VertexKind::NvSwitch, fmt::format("nvswitch{}", n), n);
     for (int i = 0; i < spec.gpus_per_node; ++i) {
-      t.add_duplex_link(gpu_v[static_cast<std::size_t>(n * spec.gpus_per_node + i)], sw,
-                        spec.nvlink_bandwidth, spec.nvlink_latency);
+      t.add_duplex_link(gpu_v[flat_index(n, spec.gpus_per_node, i)], sw, spec.nvlink_bandwidth,
+                        spec.nvlink_latency);
     }
   }
   NodeSpec node;
@@ -445,6 +447,7 @@ Topology build_leaf_spine(const LeafSpineSpec& spec) {
   const auto leaves =
       static_cast<int>((static_cast<std::int64_t>(hosts) + spec.hosts_per_leaf - 1) / spec.hosts_per_leaf);
   std::vector<VertexId> leaf_v;
+  leaf_v.reserve(static_cast<std::size_t>(leaves));
   for (int l = 0; l < leaves; ++l)
     leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
   for (int h = 0; h < hosts; ++h) {

@@ -58,6 +58,7 @@ class Time {
   [[nodiscard]] constexpr double ms() const { return static_cast<double>(ps_) * 1e-9; }
   [[nodiscard]] constexpr double us() const { return static_cast<double>(ps_) * 1e-6; }
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   constexpr auto operator<=>(const Time&) const = default;
   // Checked: a result outside int64 picoseconds throws OverflowError.
   constexpr Time operator+(Time o) const { return Time(detail::checked<detail::Quantity::Time>('+', ps_, o.ps_)); }
@@ -88,6 +89,7 @@ class Bytes {
   [[nodiscard]] constexpr std::int64_t count() const { return n_; }
   [[nodiscard]] constexpr double as_double() const { return static_cast<double>(n_); }
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   constexpr auto operator<=>(const Bytes&) const = default;
   // Checked: a result outside int64 bytes throws OverflowError.
   constexpr Bytes operator+(Bytes o) const { return Bytes(detail::checked<detail::Quantity::Size>('+', n_, o.n_)); }
@@ -118,6 +120,7 @@ class Bandwidth {
   [[nodiscard]] constexpr double bytes_per_second() const {
     return static_cast<double>(bps_) / 8.0;
   }
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   constexpr auto operator<=>(const Bandwidth&) const = default;
 
  private:
@@ -131,6 +134,7 @@ class Flops {
   constexpr Flops() = default;
   constexpr explicit Flops(double v) : v_(v) {}
   [[nodiscard]] constexpr double count() const { return v_; }
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   constexpr auto operator<=>(const Flops&) const = default;
   constexpr Flops operator+(Flops o) const { return Flops(v_ + o.v_); }
   constexpr Flops& operator+=(Flops o) { v_ += o.v_; return *this; }
@@ -148,6 +152,7 @@ class FlopRate {
   static constexpr FlopRate tflops(double t) { return FlopRate(t * 1e12); }
   [[nodiscard]] constexpr double per_second() const { return v_; }
   [[nodiscard]] constexpr double tflops() const { return v_ * 1e-12; }
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   constexpr auto operator<=>(const FlopRate&) const = default;
 
  private:

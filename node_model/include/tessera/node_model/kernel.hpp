@@ -43,6 +43,7 @@ struct Kernel {
   /// Throws InputError when a needed dimension is not positive.
   void validate() const;
   /// The same kernel: op, dtype and every dimension (a key for maps).
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   auto operator<=>(const Kernel&) const = default;
 };
 

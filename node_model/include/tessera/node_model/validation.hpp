@@ -59,7 +59,7 @@ struct DtypeErrorRow {
 };
 std::vector<DtypeErrorRow> validate_tensor_core(const MeasurementSet& data,
                                                 const std::vector<double>& predicted_ms,
-                                                std::shared_ptr<const TileMlpModel> fp32_model,
+                                                const std::shared_ptr<const TileMlpModel>& fp32_model,
                                                 double gpu_floor_ms);
 std::string format_dtype_errors(const std::vector<DtypeErrorRow>& rows, const std::string& predictor);
 

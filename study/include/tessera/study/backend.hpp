@@ -91,11 +91,11 @@ class NetworkBackend {
   /// none): a backend that can attribute traffic fills
   /// BackendRun::link_bytes_by_class. The default runs run() and leaves it
   /// empty.
-  [[nodiscard]] virtual BackendRun run_classified(const parallelism::TaskGraph& graph,
-                                                  const topology::Topology& topo, const Scenario& s,
-                                                  const engine::ExecutionOptions& options,
-                                                  engine::ExecutionObserver* observer,
-                                                  std::vector<std::int32_t> source_classes) const {
+  [[nodiscard]] virtual BackendRun run_classified(
+      const parallelism::TaskGraph& graph, const topology::Topology& topo, const Scenario& s,
+      const engine::ExecutionOptions& options, engine::ExecutionObserver* observer,
+      // NOLINTNEXTLINE(performance-unnecessary-value-param): a sink the backends move from
+      std::vector<std::int32_t> source_classes) const {
     (void)source_classes;
     return run(graph, topo, s, options, observer);
   }
