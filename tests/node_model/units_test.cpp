@@ -1,7 +1,9 @@
+#include "tessera/units.hpp"
+
 #include <gtest/gtest.h>
 
 #include "tessera/error.hpp"
-#include "tessera/units.hpp"
+#include "tessera/index.hpp"
 
 using namespace tessera;
 
@@ -160,4 +162,11 @@ TEST(Units, ParsersRejectValuesBeyondInt64) {
   } catch (const UnitError& e) {
     EXPECT_NE(std::string(e.what()).find("'9223373s': value too large"), std::string::npos) << e.what();
   }
+}
+
+TEST(Index, FlatIndexDoesNotWrapPastTwoToTheThirtyOne) {
+  static_assert(tessera::flat_index(2, 8, 3) == 19);
+  EXPECT_EQ(tessera::flat_index(0, 8, 0), 0U);
+  // 70,000 x 70,000 + 5: the int product would wrap; the size_t one does not.
+  EXPECT_EQ(tessera::flat_index(70000, 70000, 5), std::size_t{4900000005});
 }
