@@ -159,8 +159,8 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
   const std::int64_t hidden = m.hidden;
   const std::int64_t nh = m.heads;
   const std::int64_t dh = m.head_dim > 0 ? m.head_dim : hidden / nh;
-  const std::int64_t attn_width =
-      nh * dh;  // attention inner width (T5/Switch: heads * d_kv, may differ from hidden)
+  // The attention's inner width (T5/Switch: heads * d_kv, may differ from hidden).
+  const std::int64_t attn_width = nh * dh;
   const std::int64_t ffn_width = m.ffn;
   const std::int64_t attn_rows = batch * nh * seq;
 
