@@ -485,6 +485,7 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   gpus.reserve(logs.size());
   for (const auto& log : logs) gpus.push_back(study::nccl_tests_gpus(log, s));
   const topology::Topology topo = build_topology(s);
+  const std::string fit_min = size_text(Bytes(kFitMinBytes));  // as the messages and the report write it
 
   std::string source = "the scenario's (its calibration: section and the shipped defaults)";
   std::optional<study::NcclTestsFit> fitted;
@@ -494,14 +495,12 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
          {std::tuple{fit->first, &fitted->nvlink, "nvlink: no run on one host"},
           std::tuple{fit->second, &fitted->network, "network: no run across hosts"}}) {
       if (asked && !cls->fitted) {
-        throw InputError(
-            fmt::format("--fit {}, with rows of {} and more", what, size_text(Bytes(kFitMinBytes))));
+        throw InputError(fmt::format("--fit {}, with rows of {} and more", what, fit_min));
       }
     }
     if (fitted->nvlink.fitted) s.calibration.comm.nvlink = fitted->nvlink.calibration;
     if (fitted->network.fitted) s.calibration.comm.network = fitted->network.calibration;
-    source = fmt::format("fitted on these runs (rows of {} and up; each file weighs the same)",
-                         size_text(Bytes(kFitMinBytes)));
+    source = fmt::format("fitted on these runs (rows of {} and up; each file weighs the same)", fit_min);
   } else if (p.has("line-rate")) {
     s.calibration.comm = engine::CommCalibration::line_rate();
     source = "none: line rate, serial reductions (the uncalibrated model)";
@@ -518,7 +517,6 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   out << fmt::format("{:<28} {:<15} {:>5} {:>5} {:>10} {:>12} {:>12} {:>8} {:>11} {:>11}\n", "file",
                      "collective", "ranks", "nodes", "size", "measured", "predicted", "error", "busbw meas",
                      "busbw pred");
-  const std::string fit_min = size_text(Bytes(kFitMinBytes));
   std::vector<double> all_big, all_rows;
   std::vector<std::string> summaries;
   for (std::size_t f = 0; f < logs.size(); ++f) {

@@ -29,6 +29,12 @@ namespace tessera::cli {
 
 namespace {
 
+/// The key path of `key` under `parent` ("cluster" + "fabric" ->
+/// "cluster.fabric"; at the top level the key itself).
+std::string child_key_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : fmt::format("{}.{}", parent, key);
+}
+
 /// A YAML mapping being read: tracks which keys were used so that leftovers
 /// are reported as unknown, and prefixes every error with file:line:col and
 /// the key path.
@@ -63,9 +69,7 @@ class Section {
     throw ScenarioError(where, path.empty() ? msg : fmt::format("{}: {}", path, msg), option);
   }
 
-  [[nodiscard]] std::string key_path(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
+  [[nodiscard]] std::string key_path(const std::string& key) const { return child_key_path(path_, key); }
 
   [[nodiscard]] bool has(const std::string& key) const {
     known_.insert(key);  // asked for: a key this section understands
@@ -462,7 +466,7 @@ void check_keys(const YAML::Node& node, const std::string& file, const std::stri
                             option);
       }
       const std::string& k = it->first.Scalar();
-      const std::string kp = path.empty() ? k : fmt::format("{}.{}", path, k);
+      const std::string kp = child_key_path(path, k);
       if (!seen.insert(k).second) {
         throw ScenarioError(at(it->first.Mark()), fmt::format("{}: duplicate key (given twice in the same mapping)", kp),
                             option);
