@@ -186,14 +186,12 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
       {replaced(kCurrent, "180.25", "0.0"), "ag.txt",
        "ag.txt:17: column 'time': must be positive, got '0.0'"},
       {"size time\n1 2\n", "x_all_reduce.txt",
-       "x_all_reduce.txt: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): not the output of "
-       "an "
-       "nccl-tests run"},
+       "x_all_reduce.txt: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): "
+       "not the output of an nccl-tests run"},
       {kOld, "run.txt",
-       "run.txt: which test is this? It has no '# Collective test starting:' line and its name names none of "
-       "all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, reduce (name the file after "
-       "its "
-       "test, e.g. all_reduce_perf.txt)"},
+       "run.txt: which test is this? It has no '# Collective test starting:' line and its name "
+       "names none of all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, reduce "
+       "(name the file after its test, e.g. all_reduce_perf.txt)"},
       {replaced(kCurrent, "all_gather_perf", "hypercube_perf"), "x.txt",
        "x.txt:9: test 'hypercube_perf' is not one Tessera models (all_reduce_perf, all_gather_perf, "
        "reduce_scatter_perf, alltoall_perf, sendrecv_perf, broadcast_perf, reduce_perf)"},
