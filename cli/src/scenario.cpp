@@ -1606,10 +1606,15 @@ std::vector<std::string> take_set_options(const std::vector<std::string>& args, 
 
 void declare_scenario_options(ArgParser& p) { p.option("backend").option("predictor"); }
 
-std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p) {
+std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
   std::vector<Override> out;
   out.reserve(sets.size() + 2);
   for (const auto& text : sets) out.push_back(parse_override(text));
+  return out;
+}
+
+std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p) {
+  std::vector<Override> out = parse_overrides(sets);
   if (auto b = p.get("backend")) out.push_back(Override{"backend", *b, "--backend"});
   if (auto pr = p.get("predictor")) out.push_back(Override{"predictor", *pr, "--predictor"});
   return out;

@@ -848,9 +848,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
       .flag("fit");
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
-  std::vector<Override> overrides;
-  overrides.reserve(sets.size());
-  for (const auto& text : sets) overrides.push_back(parse_override(text));
+  const std::vector<Override> overrides = parse_overrides(sets);
   p.expect_positional(0, "arguments");
   const std::string data = p.require("data");
   const std::string file =

@@ -66,6 +66,9 @@ Scenario load_cluster_scenario(const std::string& path, const std::vector<Overri
 std::vector<std::string> take_set_options(const std::vector<std::string>& args, std::vector<std::string>& sets);
 void declare_scenario_options(ArgParser& p);
 std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p);
+/// The overrides of `--set` texts alone, in order (commands without
+/// --backend/--predictor: validate training).
+std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
 
 /// What a table command (`kernels`, `collectives`: one scenario in, a table
 /// out, `--out FILE.csv` optional) starts from: its arguments parsed with
