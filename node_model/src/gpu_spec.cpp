@@ -135,9 +135,80 @@ const std::array<GpuSpec, 9>& presets() {
 }
 }  // namespace
 
-const GpuSpec& gpu_preset(std::string_view name) {
+namespace {
+
+/// A GPU name as compared: ASCII lower case, spaces and underscores as
+/// hyphens, runs of hyphens as one, the vendor's prefix ("NVIDIA ", "Tesla ",
+/// "AMD ") dropped: "NVIDIA A100-SXM4-80GB" -> "a100-sxm4-80gb".
+std::string normalized_gpu_name(std::string_view name) {
+  std::string s;
+  for (char c : detail::ascii_lower(name)) {
+    if (c == ' ' || c == '_') c = '-';
+    if (c == '-' && (s.empty() || s.back() == '-')) continue;
+    s.push_back(c);
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  for (std::string_view prefix : {"nvidia-", "tesla-", "amd-"}) {
+    if (s.rfind(prefix, 0) == 0) s.erase(0, prefix.size());
+  }
+  return s;
+}
+
+/// Other names of the presets' parts, normalized: what `nvidia-smi
+/// --query-gpu=name` and `rocm-smi` print for them, and the SXM generation's
+/// name. Only names of the same part: the PCIe A100 cards differ in
+/// bandwidth and power, the 16 GB V100 in memory.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kAliases{{
+    {"v100-sxm2-32gb", "V100-SXM2"},
+    {"a100-sxm4-40gb", "A100-40GB"},
+    {"a100-sxm4-80gb", "A100-80GB"},
+    {"h100-80gb-hbm3", "H100-SXM"},
+    {"h100-sxm5", "H100-SXM"},
+    {"h100-sxm5-80gb", "H100-SXM"},
+    {"h100-sxm-80gb", "H100-SXM"},
+    {"h100-pcie-80gb", "H100-PCIe"},
+    {"instinct-mi300x", "MI300X"},
+    {"mi300x-oam", "MI300X"},
+}};
+
+/// Names of no one preset, and what to write instead.
+constexpr std::string_view kPcieA100 =
+    "the PCIe A100 is not a preset (the A100 presets are the SXM4 parts, 1,555 and 2,039 GB/s, with "
+    "NVSwitch): "
+    "give its spec as an inline GPU (docs/scenarios.md)";
+constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kNotOnePreset{{
+    {"a100", "ambiguous: write A100-40GB or A100-80GB (the SXM4 parts)"},
+    {"h100", "ambiguous: write H100-SXM or H100-PCIe"},
+    {"v100",
+     "ambiguous: V100-SXM2 is the 32 GB SXM2 part; give another V100 as an inline GPU (docs/scenarios.md)"},
+    {"a100-pcie-40gb", kPcieA100},
+    {"a100-pcie-80gb", kPcieA100},
+    {"a100-80gb-pcie", kPcieA100},
+    {"v100-sxm2-16gb",
+     "the V100-SXM2 preset is the 32 GB part: give the 16 GB one as an inline GPU (docs/scenarios.md)"},
+    {"v100-pcie-32gb",
+     "the PCIe V100 is not a preset (V100-SXM2 is): give its spec as an inline GPU (docs/scenarios.md)"},
+}};
+
+const GpuSpec* find_preset(std::string_view name) {
+  const std::string n = normalized_gpu_name(name);
+  std::string_view target;
+  for (const auto& [alias, preset] : kAliases) {
+    if (alias == n) target = preset;
+  }
   for (const auto& g : presets()) {
-    if (g.name == name) return g;
+    if (target.empty() ? normalized_gpu_name(g.name) == n : g.name == target) return &g;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const GpuSpec& gpu_preset(std::string_view name) {
+  if (const GpuSpec* g = find_preset(name)) return *g;
+  const std::string n = normalized_gpu_name(name);
+  for (const auto& [other, hint] : kNotOnePreset) {
+    if (other == n) throw InputError(fmt::format("GPU '{}': {}", name, hint));
   }
   std::string known;
   for (const auto& g : presets()) known += (known.empty() ? "" : ", ") + g.name;
@@ -160,8 +231,10 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
       {"B200", 900},
       {"GB200", 900},
   }};
+  const GpuSpec* g = find_preset(name);
+  if (g == nullptr) return std::nullopt;
   for (const auto& [preset, gbps] : kNvlink) {
-    if (preset == name) return Bandwidth::gigabytes_per_second(gbps);
+    if (preset == g->name) return Bandwidth::gigabytes_per_second(gbps);
   }
   return std::nullopt;
 }

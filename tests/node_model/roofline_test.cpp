@@ -24,6 +24,50 @@ TEST(GpuSpec, PresetsAreComplete) {
   }
 }
 
+TEST(GpuSpec, PresetsByTheNamesToolsPrint) {
+  // Any case, spaces or underscores for hyphens, the vendor's prefix, and
+  // the names nvidia-smi / rocm-smi print for the presets' parts.
+  const std::map<std::string, std::string> same = {
+      {"a100-80gb", "A100-80GB"},
+      {"A100_80GB", "A100-80GB"},
+      {"NVIDIA A100-SXM4-80GB", "A100-80GB"},
+      {"NVIDIA A100-SXM4-40GB", "A100-40GB"},
+      {"NVIDIA H100 80GB HBM3", "H100-SXM"},
+      {"h100 sxm", "H100-SXM"},
+      {"H100-SXM5", "H100-SXM"},
+      {"NVIDIA H100 PCIe", "H100-PCIe"},
+      {"NVIDIA H200", "H200"},
+      {"Tesla V100-SXM2-32GB", "V100-SXM2"},
+      {"AMD Instinct MI300X", "MI300X"},
+      {"  nvidia  b200 ", "B200"},
+  };
+  for (const auto& [name, preset] : same) {
+    EXPECT_EQ(gpu_preset(name).name, preset) << name;
+    EXPECT_EQ(&gpu_preset(name), &gpu_preset(preset)) << name;
+    EXPECT_EQ(preset_nvlink_bandwidth(name), preset_nvlink_bandwidth(preset)) << name;
+  }
+  EXPECT_EQ(preset_nvlink_bandwidth("NVIDIA A100-SXM4-80GB"), Bandwidth::gigabytes_per_second(300));
+  // Names of no one preset say what to write; other parts are not mapped.
+  const std::map<std::string, std::string> refused = {
+      {"A100", "GPU 'A100': ambiguous: write A100-40GB or A100-80GB (the SXM4 parts)"},
+      {"h100", "GPU 'h100': ambiguous: write H100-SXM or H100-PCIe"},
+      {"NVIDIA A100 80GB PCIe", "GPU 'NVIDIA A100 80GB PCIe': the PCIe A100 is not a preset"},
+      {"NVIDIA A100-PCIE-40GB", "GPU 'NVIDIA A100-PCIE-40GB': the PCIe A100 is not a preset"},
+      {"Tesla V100-SXM2-16GB", "GPU 'Tesla V100-SXM2-16GB': the V100-SXM2 preset is the 32 GB part"},
+      {"A100-80GB-SXM-fast", "unknown GPU preset 'A100-80GB-SXM-fast' (known: V100-SXM2, A100-40GB"},
+      {"", "unknown GPU preset ''"},
+  };
+  for (const auto& [name, message] : refused) {
+    try {
+      (void)gpu_preset(name);
+      ADD_FAILURE() << name;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0U) << e.what();
+    }
+    EXPECT_FALSE(preset_nvlink_bandwidth(name).has_value()) << name;
+  }
+}
+
 TEST(GpuSpec, VoltaHasFp16TensorCoresOnly) {
   // V100 SXM2 datasheet: FP32 15.7, tensor FP16 125 TFLOP/s, 900 GB/s; 80
   // SMs, 6 MB L2 (Volta whitepaper). No BF16, TF32 or FP8 tensor cores.

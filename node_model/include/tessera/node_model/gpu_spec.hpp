@@ -48,7 +48,12 @@ struct GpuSpec {
 
 /// Shipped specs: "V100-SXM2" (32 GB), "A100-40GB", "A100-80GB", "H100-SXM",
 /// "H200", "H100-PCIe", "B200", "GB200" (one Blackwell GPU of an NVL72),
-/// "MI300X" (sms: compute units).
+/// "MI300X" (sms: compute units). A name matches in any case, with spaces or
+/// underscores for hyphens and without the vendor's prefix, and the name
+/// nvidia-smi or rocm-smi prints for a preset's part means that preset
+/// ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X").
+/// Throws InputError for other names, saying what to write where the name
+/// is of no one preset ("A100", a PCIe A100).
 const GpuSpec& gpu_preset(std::string_view name);
 std::vector<std::string> gpu_preset_names();
 
@@ -59,7 +64,7 @@ std::vector<std::string> gpu_preset_names();
 /// GB200 900 GB/s (NVLink 5, 1.8 TB/s). Empty for presets without one NVLink
 /// port to an NVSwitch: H100-PCIe (a two-card bridge at most) and MI300X
 /// (an Infinity Fabric mesh, whose bandwidth is per link), and for names
-/// that are not presets. A scenario's `cluster.nvlink_bandwidth` defaults
+/// that are not presets (`name` as gpu_preset reads it). A scenario's `cluster.nvlink_bandwidth` defaults
 /// to it.
 std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name);
 
