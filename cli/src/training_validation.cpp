@@ -866,13 +866,16 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   } else {
     std::vector<std::string> gpus = {"A100-80GB", "A100-40GB"};
     if (auto g = p.get("gpu")) {
-      if (*g != "A100-80GB" && *g != "A100-40GB") {
+      // A preset's name as gpu_preset reads it (any case, nvidia-smi's name).
+      const node_model::GpuSpec* preset = node_model::find_gpu_preset(*g);
+      const std::string name = preset != nullptr ? preset->name : *g;
+      if (name != "A100-80GB" && name != "A100-40GB") {
         throw UsageError(
             fmt::format("--gpu: expected A100-80GB or A100-40GB (vTrain's node; --scenario for another "
                         "cluster), got '{}'",
                         *g));
       }
-      gpus = {*g};
+      gpus = {name};
     }
     templates.reserve(gpus.size());
     for (auto& g : gpus) templates.push_back(RunTemplate::vtrain(g));

@@ -190,7 +190,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kNotOnePr
      "the PCIe V100 is not a preset (V100-SXM2 is): give its spec as an inline GPU (docs/scenarios.md)"},
 }};
 
-const GpuSpec* find_preset(std::string_view name) {
+}  // namespace
+
+const GpuSpec* find_gpu_preset(std::string_view name) {
   const std::string n = normalized_gpu_name(name);
   std::string_view target;
   for (const auto& [alias, preset] : kAliases) {
@@ -202,10 +204,8 @@ const GpuSpec* find_preset(std::string_view name) {
   return nullptr;
 }
 
-}  // namespace
-
 const GpuSpec& gpu_preset(std::string_view name) {
-  if (const GpuSpec* g = find_preset(name)) return *g;
+  if (const GpuSpec* g = find_gpu_preset(name)) return *g;
   const std::string n = normalized_gpu_name(name);
   for (const auto& [other, hint] : kNotOnePreset) {
     if (other == n) throw InputError(fmt::format("GPU '{}': {}", name, hint));
@@ -231,7 +231,7 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
       {"B200", 900},
       {"GB200", 900},
   }};
-  const GpuSpec* g = find_preset(name);
+  const GpuSpec* g = find_gpu_preset(name);
   if (g == nullptr) return std::nullopt;
   for (const auto& [preset, gbps] : kNvlink) {
     if (preset == g->name) return Bandwidth::gigabytes_per_second(gbps);

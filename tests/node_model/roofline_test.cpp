@@ -47,6 +47,9 @@ TEST(GpuSpec, PresetsByTheNamesToolsPrint) {
     EXPECT_EQ(preset_nvlink_bandwidth(name), preset_nvlink_bandwidth(preset)) << name;
   }
   EXPECT_EQ(preset_nvlink_bandwidth("NVIDIA A100-SXM4-80GB"), Bandwidth::gigabytes_per_second(300));
+  EXPECT_EQ(find_gpu_preset("nvidia h200"), &gpu_preset("H200"));
+  EXPECT_EQ(find_gpu_preset("A100"), nullptr);
+  EXPECT_EQ(find_gpu_preset("B300"), nullptr);
   // Names of no one preset say what to write; other parts are not mapped.
   const std::map<std::string, std::string> refused = {
       {"A100", "GPU 'A100': ambiguous: write A100-40GB or A100-80GB (the SXM4 parts)"},

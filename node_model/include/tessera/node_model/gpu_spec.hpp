@@ -55,6 +55,8 @@ struct GpuSpec {
 /// Throws InputError for other names, saying what to write where the name
 /// is of no one preset ("A100", a PCIe A100).
 const GpuSpec& gpu_preset(std::string_view name);
+/// The preset `name` means as gpu_preset reads it; nullptr for any other name.
+const GpuSpec* find_gpu_preset(std::string_view name);
 std::vector<std::string> gpu_preset_names();
 
 /// The NVLink bandwidth per GPU and direction of a preset's SXM / HGX part,
