@@ -36,7 +36,7 @@ ns3::TypeId IbChannel::GetTypeId() {
 
 IbChannel::IbChannel() = default;
 
-void IbChannel::Attach(ns3::Ptr<IbNetDevice> device) {
+void IbChannel::Attach(const ns3::Ptr<IbNetDevice>& device) {
   if (m_nDevices >= 2) throw SimulationError("ns-3 IbChannel: a cable has two ends");
   m_devices[m_nDevices++] = device;
 }
@@ -46,8 +46,8 @@ IbNetDevice* IbChannel::Peer(const IbNetDevice* device) const {
   return PeekPointer(m_devices[0]) == device ? PeekPointer(m_devices[1]) : PeekPointer(m_devices[0]);
 }
 
-void IbChannel::TransmitStart(const IbNetDevice* sender, ns3::Ptr<ns3::Packet> packet, IbPacketInfo info,
-                              ns3::Time txTime, ns3::Time headerTime) {
+void IbChannel::TransmitStart(const IbNetDevice* sender, const ns3::Ptr<ns3::Packet>& packet,
+                              IbPacketInfo info, const ns3::Time& txTime, const ns3::Time& headerTime) {
   IbNetDevice* peer = Peer(sender);
   info.lastBytePs = (ns3::Simulator::Now() + txTime + m_delay).GetPicoSeconds();
   const ns3::Time first = peer->IsCutThrough() ? std::min(headerTime, txTime) : txTime;
@@ -187,7 +187,7 @@ void IbNetDevice::TransmitComplete() {
   TryTransmit();
 }
 
-void IbNetDevice::ReceiveFromChannel(ns3::Ptr<ns3::Packet> packet, IbPacketInfo info) {
+void IbNetDevice::ReceiveFromChannel(const ns3::Ptr<ns3::Packet>& packet, IbPacketInfo info) {
   if (info.vl >= m_numVls) throw SimulationError("ns-3 IbNetDevice: packet on a virtual lane the port does not have");
   const std::uint64_t bytes = std::uint64_t{BlocksOf(info.wireBytes)} * kIbCreditBlockBytes;
   m_rxBytes[info.vl] += bytes;

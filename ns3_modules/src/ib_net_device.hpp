@@ -77,12 +77,12 @@ class IbChannel : public ns3::Channel {
   static ns3::TypeId GetTypeId();
   IbChannel();
 
-  void Attach(ns3::Ptr<IbNetDevice> device);
+  void Attach(const ns3::Ptr<IbNetDevice>& device);
   /// Delivers `packet` to the other end txTime + Delay from now, or, if that
   /// end cuts through, headerTime + Delay from now (its last byte still
   /// arrives at txTime + Delay: info.lastBytePs).
-  void TransmitStart(const IbNetDevice* sender, ns3::Ptr<ns3::Packet> packet, IbPacketInfo info, ns3::Time txTime,
-                     ns3::Time headerTime);
+  void TransmitStart(const IbNetDevice* sender, const ns3::Ptr<ns3::Packet>& packet, IbPacketInfo info,
+                     const ns3::Time& txTime, const ns3::Time& headerTime);
   /// Returns `blocks` credits of `vl` to the other end, Delay from now.
   void ReturnCredits(const IbNetDevice* receiver, std::uint8_t vl, std::uint32_t blocks);
 
@@ -110,7 +110,7 @@ class IbNetDevice : public ns3::NetDevice {
   void SetPeerBufferBytes(std::uint32_t bytes);
   void SetBufferBytes(std::uint32_t bytes);  ///< own receive buffer per VL
   std::uint32_t GetBufferBytes() const { return m_bufferBytes; }
-  void SetSampleInterval(ns3::Time interval) { m_sampleInterval = interval; }
+  void SetSampleInterval(const ns3::Time& interval) { m_sampleInterval = interval; }
   /// Counts transmitted payload by the class of the packet's source rank
   /// (`classes[srcRank]`, -1 or past the end: none) into m_txPayloadByClass,
   /// sized `numClasses`. `classes` must outlive the device; null: no accounting.
@@ -127,7 +127,7 @@ class IbNetDevice : public ns3::NetDevice {
   void ReleaseRxBuffer(std::uint8_t vl, std::uint32_t wireBytes);
 
   // Called by IbChannel.
-  void ReceiveFromChannel(ns3::Ptr<ns3::Packet> packet, IbPacketInfo info);
+  void ReceiveFromChannel(const ns3::Ptr<ns3::Packet>& packet, IbPacketInfo info);
   void AddCredits(std::uint8_t vl, std::uint32_t blocks);
 
   // Counters (the fabric turns them into LinkReports).

@@ -70,7 +70,7 @@ std::uint16_t IbSwitch::Route(const IbPacketInfo& info) {
 void IbSwitch::Receive(std::uint16_t port, ns3::Ptr<ns3::Packet> packet, const IbPacketInfo& info) {
   const std::uint16_t out = Route(info);
   auto& fifo = m_input[Slot(port, info.vl)];
-  fifo.push_back(Entry{std::move(packet), info, out});
+  fifo.push_back(Entry{packet, info, out});  // ns-3 3.37 Ptr has no move
   m_outQueuedBytes[out] += info.wireBytes;
   if (fifo.size() == 1) {  // a new head: it asks for its output
     m_requests[Slot(out, info.vl)].push_back(port);
@@ -90,7 +90,7 @@ IbTxItem IbSwitch::DequeueTx(std::uint16_t port, std::uint8_t vl) {
   const std::uint16_t in = requests.front();
   requests.pop_front();
   auto& fifo = m_input[Slot(in, vl)];
-  IbTxItem item{std::move(fifo.front().packet), fifo.front().info, in};
+  IbTxItem item{fifo.front().packet, fifo.front().info, in};
   fifo.pop_front();
   m_outQueuedBytes[port] -= item.info.wireBytes;
   if (!fifo.empty()) {  // the next packet of that input becomes its head

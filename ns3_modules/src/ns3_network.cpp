@@ -248,6 +248,7 @@ void P2pFabric::Transmit(LinkId link, ns3::Ptr<ns3::Packet> packet) {
   m_stats.max_queue_packets = std::max(m_stats.max_queue_packets, device->GetQueue()->GetNPackets());
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the signature ns-3's callback or trace source takes
 bool P2pFabric::Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> /*device*/,
                                  ns3::Ptr<const ns3::Packet> packet, std::uint16_t /*protocol*/,
                                  const ns3::Address& /*from*/) {
@@ -283,10 +284,12 @@ bool P2pFabric::Receive(LinkId inLink, ns3::Ptr<ns3::NetDevice> /*device*/,
   return true;
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the signature ns-3's callback or trace source takes
 void P2pFabric::OnSourceTxBegin(LinkId link, ns3::Ptr<const ns3::Packet> /*packet*/) {
   FillSourcePort(link);
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the signature ns-3's callback or trace source takes
 void P2pFabric::OnDrop(ns3::Ptr<const ns3::Packet> /*packet*/) { ++m_stats.drops; }
 
 void P2pFabric::Verify() const {
@@ -349,6 +352,7 @@ Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const
       continue;
     }
     std::vector<std::pair<LinkId, Bandwidth>> rates;
+    rates.reserve(cable.size());
     for (const LinkId l : cable) rates.emplace_back(l, topology::degraded_rate(topo.link(l).bandwidth, c.factor));
     loop.schedule(c.at, [this, rates = std::move(rates)] {
       for (const auto& [l, rate] : rates) fabric_->SetLinkRate(l, rate);
