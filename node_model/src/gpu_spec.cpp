@@ -155,8 +155,8 @@ std::string normalized_gpu_name(std::string_view name) {
 }
 
 /// Other names of the presets' parts, normalized: what `nvidia-smi
-/// --query-gpu=name` and `rocm-smi` print for them, and the SXM generation's
-/// name. Only names of the same part: the PCIe A100 cards differ in
+/// --query-gpu=name` and `rocm-smi` print for them, and the H100's full SXM
+/// name (SXM5). Only names of the same part: the PCIe A100 cards differ in
 /// bandwidth and power, the 16 GB V100 in memory.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kAliases{{
     {"v100-sxm2-32gb", "V100-SXM2"},
@@ -173,9 +173,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kAliases
 
 /// Names of no one preset, and what to write instead.
 constexpr std::string_view kPcieA100 =
-    "the PCIe A100 is not a preset (the A100 presets are the SXM4 parts, 1,555 and 2,039 GB/s, with "
-    "NVSwitch): "
-    "give its spec as an inline GPU (docs/scenarios.md)";
+    "the PCIe A100 is not a preset (the A100 presets are the SXM4 parts, 1,555 and 2,039 GB/s, "
+    "with NVSwitch): give its spec as an inline GPU (docs/scenarios.md)";
 constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kNotOnePreset{{
     {"a100", "ambiguous: write A100-40GB or A100-80GB (the SXM4 parts)"},
     {"h100", "ambiguous: write H100-SXM or H100-PCIe"},

@@ -66,8 +66,8 @@ std::vector<std::string> gpu_preset_names();
 /// GB200 900 GB/s (NVLink 5, 1.8 TB/s). Empty for presets without one NVLink
 /// port to an NVSwitch: H100-PCIe (a two-card bridge at most) and MI300X
 /// (an Infinity Fabric mesh, whose bandwidth is per link), and for names
-/// that are not presets (`name` as gpu_preset reads it). A scenario's `cluster.nvlink_bandwidth` defaults
-/// to it.
+/// that are not presets (`name` as gpu_preset reads it). A scenario's
+/// `cluster.nvlink_bandwidth` defaults to it.
 std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name);
 
 /// Why kernel times on `gpu` at training dtype `dtype` are an extrapolation
