@@ -1,11 +1,13 @@
 #include "tessera/node_model/dataset.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <fmt/format.h>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "tessera/error.hpp"
@@ -113,7 +115,14 @@ bool is_xla_gemm_table(const std::string& csv_path) {
   if (!in || !std::getline(in, line)) return false;
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.starts_with("\xEF\xBB\xBF")) line = line.substr(3);
-  return line.starts_with("arch,b,m,n,k,dtype");
+  // An `arch` column, which no NeuSight schema has: a table missing one of
+  // the other columns is then read as XLA's and its error names the column.
+  std::stringstream header(line);
+  std::string column;
+  while (std::getline(header, column, ',')) {
+    if (column == "arch") return true;
+  }
+  return false;
 }
 
 MeasurementSet read_xla_gemm_table(const std::string& csv_path) {

@@ -153,6 +153,13 @@ TEST(XlaTable, ReadsColumnsIntoBatchedGemms) {
   EXPECT_EQ(set.rows[2].kernel.dtype, nm::DType::FP8);
   EXPECT_EQ(set.rows[3].kernel.dtype, nm::DType::FP16);
   EXPECT_FALSE(nm::is_xla_gemm_table(temp_csv("neusight.csv", "OPName,B,M,N,K,Latency\nbmm,1,2,3,4,0.1\n")));
+  // A table missing a column is still XLA's: its reader names the column.
+  const std::string short_table = temp_csv("short.csv", "arch,b,m,n\nsm_90,1,2,3\n");
+  EXPECT_TRUE(nm::is_xla_gemm_table(short_table));
+  EXPECT_NE(
+      error_of([&] { (void)nm::read_xla_gemm_table(short_table); }).find("short.csv: missing column 'k'"),
+      std::string::npos)
+      << error_of([&] { (void)nm::read_xla_gemm_table(short_table); });
 }
 
 TEST(XlaTable, BadInputNamesFileRowAndColumn) {

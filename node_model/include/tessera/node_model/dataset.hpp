@@ -43,7 +43,8 @@ MeasurementSet read_measurement_dir(const std::string& dir, const DeviceCatalog&
 /// non-numeric cell, a non-positive size or latency, an unknown dtype or
 /// arch; nothing is returned then.
 MeasurementSet read_xla_gemm_table(const std::string& csv_path);
-/// Whether the file's first line is the XLA GEMM table's header.
+/// Whether the file's first line is an XLA GEMM table's header: it has an
+/// `arch` column (read_xla_gemm_table then names any other one missing).
 bool is_xla_gemm_table(const std::string& csv_path);
 
 /// Tensor-core GEMMs measured on one GPU (`gpu`): CSV files in NeuSight's
