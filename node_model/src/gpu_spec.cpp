@@ -158,10 +158,12 @@ std::string normalized_gpu_name(std::string_view name) {
 /// --query-gpu=name` and `rocm-smi` print for them, and the H100's full SXM
 /// name (SXM5). Only names of the same part: the PCIe A100 cards differ in
 /// bandwidth and power, the 16 GB V100 in memory.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kAliases{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kAliases{{
     {"v100-sxm2-32gb", "V100-SXM2"},
     {"a100-sxm4-40gb", "A100-40GB"},
     {"a100-sxm4-80gb", "A100-80GB"},
+    {"a100-sxm-40gb", "A100-40GB"},
+    {"a100-sxm-80gb", "A100-80GB"},
     {"h100-80gb-hbm3", "H100-SXM"},
     {"h100-sxm5", "H100-SXM"},
     {"h100-sxm5-80gb", "H100-SXM"},

@@ -32,6 +32,7 @@ TEST(GpuSpec, PresetsByTheNamesToolsPrint) {
       {"A100_80GB", "A100-80GB"},
       {"NVIDIA A100-SXM4-80GB", "A100-80GB"},
       {"NVIDIA A100-SXM4-40GB", "A100-40GB"},
+      {"A100-SXM-80GB", "A100-80GB"},
       {"NVIDIA H100 80GB HBM3", "H100-SXM"},
       {"h100 sxm", "H100-SXM"},
       {"H100-SXM5", "H100-SXM"},
