@@ -7,7 +7,6 @@
 #include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "tessera/error.hpp"
@@ -113,16 +112,14 @@ bool is_xla_gemm_table(const std::string& csv_path) {
   std::ifstream in(csv_path);
   std::string line;
   if (!in || !std::getline(in, line)) return false;
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line.starts_with("\xEF\xBB\xBF")) line = line.substr(3);
   // An `arch` column, which no NeuSight schema has: a table missing one of
   // the other columns is then read as XLA's and its error names the column.
-  std::stringstream header(line);
-  std::string column;
-  while (std::getline(header, column, ',')) {
-    if (column == "arch") return true;
+  // The header as read_csv reads it (BOM, quotes, spaces, CR).
+  try {
+    return parse_csv(line, csv_path).column("arch") >= 0;
+  } catch (const InputError&) {
+    return false;  // not a CSV header (an unterminated quote): not XLA's table
   }
-  return false;
 }
 
 MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
