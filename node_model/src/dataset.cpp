@@ -133,6 +133,7 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
   const std::size_t flops_col = t.require_column("flops_per_s");
   const std::size_t lat_col = t.require_column("latency_ms");
   MeasurementSet set;
+  const int h100 = set.add_gpu(gpu_preset("H100-SXM"));  // sm_90, the only arch read
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const std::string& arch = t.rows[r][arch_col];
     if (arch != "sm_90") {
@@ -156,7 +157,7 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
       throw InputError(fmt::format("{}: row {}, column 'latency_ms': latency must be positive (got '{}')",
                                    csv_path, r + 1, t.rows[r][lat_col]));
     }
-    m.gpu = set.add_gpu(gpu_preset("H100-SXM"));
+    m.gpu = h100;
     set.rows.push_back(m);
   }
   if (set.rows.empty()) throw InputError(fmt::format("{}: no measurements", csv_path));
