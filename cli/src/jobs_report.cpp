@@ -60,8 +60,9 @@ std::string note_lines(std::string_view label, const std::vector<std::string>& n
 std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
   const std::string placement =
       s.placement == "random" ? fmt::format("random placement, seed {}", s.placement_seed) : s.placement + " placement";
-  std::string out = fmt::format("Scenario       {}: {} jobs on {} x {} ({}, {})\n", s.name, o.jobs.size(),
-                                s.gpus(), s.gpu.name, fabric_phrase(fabric_name(s)), placement);
+  std::string out =
+      fmt::format("Scenario       {}: {} jobs on {} x {} ({}, {})\n", s.name, o.jobs.size(), s.gpus(),
+                  s.gpu.name, fabric_phrase(fabric_name(s)) + fabric_detail(s), placement);
   out += fmt::format("Models         {} node model, {} network backend\n", s.predictor, to_string(s.backend));
   const JobNotes notes = job_notes(s);
   out += note_lines("Untested GPU", notes.untested_gpu, s);

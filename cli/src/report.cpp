@@ -13,6 +13,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.model = s.model.name;
   rep.gpu = s.gpu.name;
   rep.fabric = std::string(fabric_name(s));
+  rep.fabric_detail = fabric_detail(s);
   if (s.cluster.hcas_per_node < s.cluster.gpus_per_node) {
     rep.hcas = fmt::format("; {} HCAs per node, {} GPUs each", s.cluster.hcas_per_node,
                            s.cluster.gpus_per_node / s.cluster.hcas_per_node);
@@ -242,7 +243,7 @@ std::string format_text(const RunReport& r) {
   auto pct = [&](Time t) { return 100.0 * split.share(t); };
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({}{})\n", r.scenario, r.model, r.gpus, r.gpu,
-                     fabric_phrase(r.fabric), r.hcas);
+                     fabric_phrase(r.fabric) + r.fabric_detail, r.hcas);
   out += fmt::format("Plan           dp={} tp={} pp={}{}{}, {} micro-batch{}, {} schedule\n", r.dp, r.tp, r.pp,
                      r.ep > 1 ? fmt::format(" ep={}", r.ep) : "",
                      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,

@@ -933,13 +933,34 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     auto& ft = s.fat_tree;
     f.require({"k", "tiers", "spine_bandwidth"});
     tree_nodes(ft);
-    ft.tiers = f.positive_int32("tiers");
+    // `tiers: auto`: the fewest tiers of these switches that hold the
+    // cluster's HCAs (2, else 3), so a sweep over nodes grows the tree as a
+    // real cluster of the same switches would; the core links default to
+    // the spine links' bandwidth.
+    const YAML::Node tiers_at = f.need("tiers");
+    s.fat_tree_tiers_auto = tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
+    ft.tiers = s.fat_tree_tiers_auto ? 2 : f.positive_int32("tiers");
     ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
     tree_links(ft);
-    if (ft.tiers == 3) {
+    if (s.fat_tree_tiers_auto) {
+      f.mark_used("tiers");
+      const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
+      if (topology::host_capacity(ft) < hcas) ft.tiers = 3;
+      if (ft.tiers == 3) {
+        ft.spine_core = {
+            f.has("core_bandwidth") ? f.unit("core_bandwidth", parse_bandwidth) : ft.leaf_spine.bandwidth,
+            fabric_latency(f, "core_latency")};
+      } else {
+        // The core keys a larger point of a sweep would use: checked, not used.
+        if (f.has("core_bandwidth")) (void)f.unit("core_bandwidth", parse_bandwidth);
+        (void)fabric_latency(f, "core_latency");
+      }
+    } else if (ft.tiers == 3) {
       ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency")};
     }
-    check_tree(ft, fmt::format("a k={} {}-tier fat-tree", ft.k, ft.tiers));
+    check_tree(ft,
+               fmt::format("a k={} {}-tier fat-tree{}", ft.k, ft.tiers,
+                           s.fat_tree_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""));
   } else if (type == "rail-optimized") {
     s.fabric = FabricKind::RailOptimized;
     f.require({"k", "spine_bandwidth"});

@@ -38,6 +38,11 @@ std::string_view to_string(FabricKind f) {
 
 std::string_view fabric_name(const Scenario& s) { return s.fabric_written ? to_string(s.fabric) : kNoFabric; }
 
+std::string fabric_detail(const Scenario& s) {
+  if (!s.fabric_written || s.fabric != FabricKind::FatTree || !s.fat_tree_tiers_auto) return {};
+  return fmt::format(", {} tiers by tiers: auto", s.fat_tree.tiers);
+}
+
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {
   Calibration c;
   // Host overheads: fit on vTrain's single-node Megatron-DeepSpeed runs

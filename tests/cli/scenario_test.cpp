@@ -316,6 +316,56 @@ TEST(Scenario, FabricTooSmallNamesTheNumbers) {
   EXPECT_NE(error_of(default_text() + "predictor: oracle\n").find("predictor: "), std::string::npos);
 }
 
+// `tiers: auto`: the fewest tiers of k-port switches that hold the HCAs,
+// so a sweep over nodes grows the tree (k = 8: 2 tiers hold 32 HCAs, 4
+// nodes of 8; 3 tiers 128, 16 nodes). The core links default to the spine
+// links; core keys written for the larger points are checked at 2 tiers.
+TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
+  const std::string t =
+      replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+               "    type: fat-tree\n    k: 8\n    tiers: auto\n");
+  auto at = [&](int nodes, const std::string& text) {
+    return parse_scenario(
+        text, "s.yaml",
+        {Override{"cluster.nodes", std::to_string(nodes)}, Override{"parallelism.dp", "auto"}});
+  };
+  const Scenario two = at(4, t);
+  EXPECT_TRUE(two.fat_tree_tiers_auto);
+  EXPECT_EQ(two.fat_tree.tiers, 2);
+  EXPECT_EQ(study::fabric_detail(two), ", 2 tiers by tiers: auto");
+  EXPECT_EQ(build_topology(two).num_gpus(), 32);
+  const Scenario three = at(5, t);
+  EXPECT_EQ(three.fat_tree.tiers, 3);
+  EXPECT_EQ(three.fat_tree.spine_core.bandwidth, parse_bandwidth("400Gbps"));  // spine_bandwidth
+  EXPECT_EQ(three.fat_tree.spine_core.latency, parse_time("600ns"));
+  EXPECT_EQ(study::fabric_detail(three), ", 3 tiers by tiers: auto");
+  EXPECT_EQ(build_topology(three).num_gpus(), 40);
+  EXPECT_EQ(at(16, t).fat_tree.tiers, 3);
+  // Written core links: used at 3 tiers, checked and not used at 2.
+  const std::string cores = replaced(t, "tiers: auto\n", "tiers: auto\n    core_bandwidth: 800Gbps\n");
+  EXPECT_EQ(at(5, cores).fat_tree.spine_core.bandwidth, parse_bandwidth("800Gbps"));
+  EXPECT_EQ(at(4, cores).fat_tree.tiers, 2);
+  EXPECT_NE(error_of(replaced(cores, "800Gbps", "fast")).find("cluster.fabric.core_bandwidth"),
+            std::string::npos)
+      << error_of(replaced(cores, "800Gbps", "fast"));
+  // Beyond 3 tiers: the capacity error names k and the most auto builds.
+  try {
+    (void)at(17, t);
+    FAIL() << "17 nodes of 8 on a k=8 tree";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("cluster.fabric.k: a k=8 3-tier fat-tree (the most tiers: auto builds) "
+                                   "attaches 128 HCAs, but the cluster has 136"),
+        std::string::npos)
+        << e.what();
+  }
+  // A written tier count is not reported; anything but 2, 3 or auto is an error naming tiers.
+  EXPECT_EQ(study::fabric_detail(parse_scenario(replaced(t, "tiers: auto", "tiers: 2"), "s.yaml")), "");
+  EXPECT_NE(error_of(replaced(t, "tiers: auto", "tiers: many")).find("cluster.fabric.tiers"),
+            std::string::npos)
+      << error_of(replaced(t, "tiers: auto", "tiers: many"));
+}
+
 TEST(Scenario, OverridesApplyAndNameTheirSource) {
   const Scenario s = parse_scenario(
       default_text(), "s.yaml",

@@ -59,6 +59,10 @@ inline constexpr std::string_view kNoFabric = "none";
 /// The fabric as reports name it: "leaf-spine", "fat-tree", "rail-optimized",
 /// or kNoFabric ("none") for a one-node cluster written without one.
 std::string_view fabric_name(const Scenario& s);
+/// What the reports add to the fabric's name for a fat-tree whose tiers
+/// the scenario left to the cluster's size (`tiers: auto`): ", 3 tiers by
+/// tiers: auto"; otherwise empty.
+std::string fabric_detail(const Scenario& s);
 /// A built-in backend's name (built_in_backends()); throws InputError
 /// "unknown backend 'x' (expected flow or ns3)" otherwise.
 Backend parse_backend(const std::string& text);
@@ -137,6 +141,9 @@ struct Scenario {
   /// then holds the stand-in its HCAs sit on, which carries no traffic.
   bool fabric_written = true;
   topology::FatTreeSpec fat_tree;
+  /// `cluster.fabric.tiers: auto`: fat_tree.tiers was chosen for the
+  /// cluster's size (the fewest that hold its HCAs).
+  bool fat_tree_tiers_auto = false;
   topology::RailOptimizedSpec rail;
   collectives::ExpandOptions collectives;
   Calibration calibration;
