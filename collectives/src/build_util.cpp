@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "tessera/error.hpp"
@@ -46,8 +47,12 @@ TransferIndex add_reduce(TransferGraph& g, int src, int dst, Bytes bytes, std::i
 
 TransferIndex append(TransferGraph& g, const TransferGraph& part) {
   const auto offset = static_cast<TransferIndex>(g.transfers.size());
+  // Ring ids stay one per ring: the part's after g's.
+  std::int32_t rings = 0;
+  for (const Transfer& t : g.transfers) rings = std::max(rings, t.ring + 1);
   for (Transfer t : part.transfers) {
     for (auto& d : t.deps) d += offset;
+    if (t.ring >= 0) t.ring += rings;
     g.transfers.push_back(std::move(t));
   }
   return offset;

@@ -32,10 +32,12 @@ TransferGraph ring_steps(const std::vector<int>& ranks, Bytes size, std::int64_t
       t.bytes = chunks[static_cast<std::size_t>(c)];
       t.step = static_cast<std::int32_t>(s - first);
       t.reduce = s < p - 1;  // reduce-scatter steps combine the chunk they receive
-      if (s > first) {
-        t.deps.push_back(index(s - 1, i));
-        t.deps.push_back(index(s - 1, (i - 1 + p) % p));
-      }
+      // A step forwards what the previous connection delivered at the step
+      // before. It does not wait for its own connection's previous step to
+      // arrive: NCCL keeps several steps in flight per connection, so a
+      // connection's latency is not paid once per step (the chain goes round
+      // the ring instead; its bytes still share the link).
+      if (s > first) t.deps.push_back(index(s - 1, (i - 1 + p) % p));
       g.transfers.push_back(std::move(t));
     }
   }
@@ -54,6 +56,7 @@ TransferGraph ring_flows(const std::vector<int>& ranks, Bytes size, std::int64_t
     t.src = ranks[static_cast<std::size_t>(i)];
     t.dst = ranks[static_cast<std::size_t>((i + 1) % p)];
     t.steps = static_cast<std::int32_t>(last - first);
+    t.ring = 0;
     for (std::int64_t s = first; s < last; ++s) {
       const std::int64_t c = s < p - 1 ? ((i - s) % p + p) % p : ((i + 1 - (s - (p - 1))) % p + p) % p;
       const Bytes b = chunks[static_cast<std::size_t>(c)];

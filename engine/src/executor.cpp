@@ -540,19 +540,51 @@ class Executor {
       if (added) m->second = expected_max_normal(e->group_size);  // an integral: once per group size
       e->skew = Time::from_ps(std::llround(static_cast<double>(s.ps()) * m->second));
     }
+    // The flows of a ring (Transfer::ring) pay the per-step fixed costs of
+    // the whole ring, as the step chain goes round it: per ring, the sums
+    // of its connections' step and path latencies and its connection count.
+    struct RingCost {
+      Time step;
+      Time path;
+      std::int64_t connections = 0;
+    };
+    std::vector<RingCost> rings;
+    for (const auto& tr : trs) {
+      if (tr.ring < 0 || tr.steps <= 1) continue;
+      if (static_cast<std::size_t>(tr.ring) >= rings.size())
+        rings.resize(static_cast<std::size_t>(tr.ring) + 1);
+      RingCost& rc = rings[static_cast<std::size_t>(tr.ring)];
+      if (calibrated_) rc.step += link_class(crosses_nodes(tr)).step_latency;
+      rc.path += net_.latency(tr.src, tr.dst);
+      ++rc.connections;
+    }
     e->cost.reserve(n);
     for (const auto& tr : trs) {
       Expansion::Cost c{};
       c.crosses = crosses_nodes(tr);
       const LinkCalibration& cls = link_class(c.crosses);
+      const RingCost* ring =
+          tr.ring >= 0 && tr.steps > 1 ? &rings[static_cast<std::size_t>(tr.ring)] : nullptr;
+      // steps x the mean over the ring's connections (exact in picoseconds;
+      // 128-bit: a sum over a million connections times 2 million steps).
+      auto ring_share = [&](Time sum) {
+        __extension__ using Int128 = __int128;
+        return Time::from_ps(
+            static_cast<std::int64_t>(static_cast<Int128>(sum.ps()) * tr.steps / ring->connections));
+      };
       if (calibrated_) {
-        c.before = cls.step_latency * tr.steps;
+        c.before = ring != nullptr ? ring_share(ring->step) : cls.step_latency * tr.steps;
         c.efficiency = cls.efficiency(e->group_size);
       } else {
         c.efficiency = 1.0;
       }
-      // A multi-step flow: each further step pays the path latency again.
-      if (tr.steps > 1) c.after = net_.latency(tr.src, tr.dst) * (tr.steps - 1);
+      // A multi-step flow: each further step pays the path latency again
+      // (the flow's own crossing pays the first).
+      if (ring != nullptr) {
+        c.after = std::max(Time::zero(), ring_share(ring->path) - net_.latency(tr.src, tr.dst));
+      } else if (tr.steps > 1) {
+        c.after = net_.latency(tr.src, tr.dst) * (tr.steps - 1);
+      }
       // A reducing receiver runs its reduction kernel (one per reducing
       // step) before the data counts as delivered (dependent transfers
       // forward the reduced chunk), unless NCCL's fused kernel pipelines it

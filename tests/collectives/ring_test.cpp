@@ -1,8 +1,10 @@
+#include "tessera/collectives/ring.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "tessera/collectives/ring.hpp"
+#include "tessera/collectives/hierarchical.hpp"
 #include "tessera/error.hpp"
 
 using namespace tessera;
@@ -21,6 +23,29 @@ TEST(Ring, StepsAndBytesMatchTheTextbook) {
     const auto pos = std::find(ranks.begin(), ranks.end(), t.src) - ranks.begin();
     EXPECT_EQ(t.dst, ranks[static_cast<std::size_t>((pos + 1) % p)]);
   }
+}
+
+// A step waits for what the previous connection delivered at the step
+// before, and for nothing else: not for its own connection's previous step
+// (NCCL keeps several in flight), so the chain of 2(p-1) steps goes round
+// the ring and pays each connection's latency 2(p-1)/p times, not one
+// connection's 2(p-1) times.
+TEST(Ring, AStepWaitsOnlyForThePreviousConnection) {
+  const std::vector<int> ranks{3, 5, 7, 9};
+  const int p = 4;
+  const auto g = ring_all_reduce(ranks, Bytes(1000));
+  for (std::size_t k = 0; k < g.transfers.size(); ++k) {
+    const Transfer& t = g.transfers[k];
+    if (t.step == 0) {
+      EXPECT_TRUE(t.deps.empty()) << k;
+      continue;
+    }
+    ASSERT_EQ(t.deps.size(), 1U) << k;
+    const Transfer& before = g.transfers[static_cast<std::size_t>(t.deps[0])];
+    EXPECT_EQ(before.step, t.step - 1);
+    EXPECT_EQ(before.dst, t.src) << k;  // what t forwards
+  }
+  EXPECT_EQ(g.depth(), 2 * (p - 1));
 }
 
 TEST(Ring, EveryChunkVisitsEveryRank) {
@@ -79,4 +104,27 @@ TEST(RingFlows, SameBytesReductionsAndDepthAsTheSteps) {
   EXPECT_TRUE(ring_all_reduce_flows({3}, Bytes(100)).transfers.empty());
   EXPECT_TRUE(ring_all_reduce_flows(ranks, Bytes(0)).transfers.empty());
   EXPECT_THROW(ring_all_reduce_flows({1, 1}, Bytes(8)), InputError);
+}
+
+// Each ring's flows carry one ring id, from 0, so the engine can charge
+// them the ring's per-step costs: one ring; L rail rings (ids 0..L-1, p
+// connections each); the hierarchical all-reduce's rings, one id each. The
+// step graph carries none.
+TEST(RingFlows, EveryRingHasItsOwnId) {
+  auto rings_of = [](const TransferGraph& g) {
+    std::map<int, int> connections;
+    for (const Transfer& t : g.transfers) ++connections[t.ring];
+    return connections;
+  };
+  const std::vector<int> ranks{0, 1, 2, 3, 8, 9, 10, 11};  // 2 nodes of 8, 4 ranks each
+  EXPECT_EQ(rings_of(ring_all_reduce_flows(ranks, Bytes(800))), (std::map<int, int>{{0, 8}}));
+  EXPECT_EQ(rings_of(ring_all_reduce(ranks, Bytes(800))), (std::map<int, int>{{-1, 8 * 14}}));
+  EXPECT_EQ(rings_of(rail_ring_all_reduce(ranks, Bytes(800), 8, true)),
+            (std::map<int, int>{{0, 8}, {1, 8}, {2, 8}, {3, 8}}));
+  EXPECT_EQ(rings_of(rail_ring_reduce_scatter(ranks, Bytes(800), 8, true)),
+            (std::map<int, int>{{0, 8}, {1, 8}, {2, 8}, {3, 8}}));
+  // Hierarchical: a reduce-scatter ring per node (0, 1), a ring per rail
+  // across the two nodes (2..5), an all-gather ring per node (6, 7).
+  EXPECT_EQ(rings_of(hierarchical_all_reduce_flows(ranks, Bytes(800), 8)),
+            (std::map<int, int>{{0, 4}, {1, 4}, {2, 2}, {3, 2}, {4, 2}, {5, 2}, {6, 4}, {7, 4}}));
 }

@@ -198,6 +198,51 @@ TEST(LinkBytes, RailOptimizedHierarchicalAndRailRingAllReducesAvoidSpines) {
   EXPECT_DOUBLE_EQ(autom.seconds, rails.seconds);
 }
 
+// A ring across nodes pays its per-step fixed costs along the step chain,
+// which goes round the ring: each flow waits steps / p x the sum over the
+// ring's connections of path latency (and calibrated step latency), as
+// NCCL's tuning model charges 2(N-1) network and 2(p-N) NVLink step
+// latencies, not 2(p-1) of the network's. Two nodes of two GPUs, rail
+// rings (L = 2, p = 4, 6 steps): in each ring two NVLink connections
+// (GPU - NVSwitch - GPU, 2 x 500 ns) and two across the nodes on one rail
+// (HCA - rail leaf - HCA, 2 x 1 us). No link carries two flows.
+TEST(AlphaBeta, RailRingLatencyGoesRoundTheRing) {
+  const int nodes = 2;
+  const int gpus = 2;
+  const int p = nodes * gpus;
+  const auto t = rail_fabric(nodes, gpus);
+  const Bytes s = Bytes::mib(64);
+  const double steps = 2.0 * (p - 1);
+  // Each ring carries S/L in chunks of S/(L p); a flow sends `steps` of them.
+  const double flow_bytes = steps * s.as_double() / (gpus * p);
+  const double across = flow_bytes / parse_bandwidth("400Gbps").bytes_per_second();
+  const double ring_path = 2 * 1e-6 + 2 * 2e-6;  // sum over the ring's connections
+  auto at = [&](const CommCalibration& c) {
+    DiscreteEventLoop loop;
+    FlowNetwork net(t, loop);
+    ExecutionOptions o;
+    o.collectives.algorithm = Algorithm::Ring;
+    o.collectives.granularity = collectives::Granularity::Flows;
+    o.collectives.ranks_per_node = gpus;
+    o.calibration = c;
+    return execute(one_collective(p, CollectiveKind::AllReduce, s), loop, net, nullptr, o).makespan.seconds();
+  };
+  // Line rate: 6/4 x 6 us = 9 us of latency (each flow's own 6 x 2 us = 12 us before).
+  EXPECT_NEAR(at(CommCalibration::line_rate()), across + steps / p * ring_path, 1e-9);
+  // A network step latency of 6 us on the two crossing connections: 6/4 x 12 us more
+  // (36 us before); efficiency 1, no launch.
+  CommCalibration c;
+  c.network.step_latency = parse_time("6us");
+  c.nvlink.peak_efficiency = 1.0;
+  c.network.peak_efficiency = 1.0;
+  EXPECT_NEAR(at(c), across + steps / p * (ring_path + 2 * 6e-6), 1e-9);
+  // The step graph pays the same latencies along its chain; its crossing
+  // connections carry one chunk per step, so it lands within a few steps'
+  // latency of the flows.
+  const auto steps_graph = run(t, p, CollectiveKind::AllReduce, s, Algorithm::Ring, 1, gpus);
+  EXPECT_NEAR(steps_graph.seconds, across + steps / p * ring_path, 3 * ring_path);
+}
+
 TEST(LinkBytes, RailOptimizedHierarchicalAllToAllAvoidsSpines) {
   const int nodes = 4;
   const int gpus = 8;

@@ -25,9 +25,19 @@ struct Transfer {
   /// this transfer stands for on its connection. Its bytes move as one flow
   /// (a pipelined ring keeps every ring link busy for the whole collective);
   /// each step's fixed costs (the calibration's step latency, the path
-  /// latency) are paid in sequence, as the steps' dependency chain pays them.
+  /// latency) are paid in sequence, as the steps' dependency chain pays them:
+  /// for a flow of a ring (`ring`), the chain of the ring's connections.
   /// 1 for a transfer of the step-by-step graph.
   std::int32_t steps = 1;
+  /// Flow granularity: the ring this flow belongs to (one id per ring of the
+  /// graph, from 0), or -1. A ring's steps wait for the step before on the
+  /// previous connection, not on their own: the chain of `steps` steps goes
+  /// round the ring, through each connection steps / p times, so each flow
+  /// of a ring of p connections pays steps / p times the sum of the ring's
+  /// per-step fixed costs (NCCL's tuning model: 2(N-1) network and 2(p-N)
+  /// NVLink step latencies for a ring all-reduce over p ranks on N nodes),
+  /// not steps times its own connection's.
+  std::int32_t ring = -1;
   /// With steps > 1 and `reduce`: how many of the steps the receiver reduces
   /// (one reduction kernel per step, in sequence) and the bytes they reduce
   /// in total. Ignored for steps == 1 (a reducing step transfer reduces its
