@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 namespace tessera::cli::chart {
 
@@ -56,6 +57,36 @@ std::vector<double> ticks_from_zero(double max, int count) {
     if (t >= max * (1 - 1e-9)) break;
   }
   return ticks;
+}
+
+std::vector<double> log_ticks(double lo, double hi) {
+  if (!(lo > 0) || !std::isfinite(lo) || !std::isfinite(hi) || hi < lo) return {1, 10};
+  const bool decades = hi / lo > 1000;
+  auto tick = [](int k, int m) { return std::pow(10.0, k) * (m == 0 ? 1 : (m == 1 ? 2 : 5)); };
+  int k = static_cast<int>(std::floor(std::log10(lo)));
+  int m = 0;
+  if (!decades) {  // the largest of 1, 2, 5 x 10^k at or below lo
+    while (m < 2 && tick(k, m + 1) <= lo * (1 + 1e-9)) ++m;
+  }
+  std::vector<double> ticks;
+  for (;;) {
+    const double t = tick(k, m);
+    ticks.push_back(t);
+    if (t >= hi * (1 - 1e-9)) break;
+    if (decades || m == 2) {
+      ++k;
+      m = 0;
+    } else {
+      ++m;
+    }
+  }
+  return ticks;
+}
+
+std::string tick_number(double v) {
+  if (std::isfinite(v) && v == std::round(v) && std::abs(v) < 1e5)
+    return fmt::format("{}", static_cast<long long>(v));
+  return short_number(v);
 }
 
 std::string color(std::size_t i) {
@@ -119,14 +150,25 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
   }
   auto map_x = [&](double v) { return px + ((log_x ? std::log2(v) : v) - a) / (b - a) * pw; };
 
-  // The y mapping: from 0 to a round number above the data.
+  // The y mapping: from 0 to a round number above the data, or on a log
+  // axis between the log ticks around it.
   double y_max = p.reference_y.value_or(0);
+  double y_min = p.reference_y.value_or(std::numeric_limits<double>::infinity());
   for (const Series& ser : p.series) {
-    for (const double v : ser.y) y_max = std::max(y_max, v);
+    for (const double v : ser.y) {
+      y_max = std::max(y_max, v);
+      y_min = std::min(y_min, v);
+    }
   }
-  const std::vector<double> y_ticks = ticks_from_zero(y_max * 1.04);
+  const bool log_y = p.y_log && y_min > 0 && std::isfinite(y_min);
+  const std::vector<double> y_ticks = log_y ? log_ticks(y_min, y_max) : ticks_from_zero(y_max * 1.04);
   const double y_top = y_ticks.back();
-  auto map_y = [&](double v) { return py + ph * (1 - v / y_top); };
+  const double y_lo = log_y ? std::log10(y_ticks.front()) : 0.0;
+  const double y_hi = log_y ? std::log10(y_top) : y_top;
+  auto map_y = [&](double v) {
+    const double u = log_y ? std::log10(v) : v;
+    return py + ph * (1 - (u - y_lo) / (y_hi > y_lo ? y_hi - y_lo : 1.0));
+  };
 
   // Grid and y ticks.
   for (const double t : y_ticks) {
@@ -148,7 +190,7 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
       x_labels.emplace_back(map_x(static_cast<double>(i)), fit(p.categories[i], slot - 4, kTick));
     }
   } else {
-    for (const double t : p.x_ticks) x_labels.emplace_back(map_x(t), short_number(t));
+    for (const double t : p.x_ticks) x_labels.emplace_back(map_x(t), tick_number(t));
   }
   double last_right = -1e9;
   for (const auto& [tx, label] : x_labels) {

@@ -307,6 +307,12 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
   eff.y_label = "tokens/s per GPU vs the first point";
   eff.y_percent = true;
   eff.reference_y = 1.0;
+  if (gpus_on_x) {
+    // Log-log: ideal scaling is a straight line and each doubling of the
+    // GPUs the same step, however many there are.
+    tput.y_log = true;
+    tput.y_label = "throughput (tokens/s, log scale)";
+  }
 
   const bool many = series_names.size() > 1;
   bool any_oom = false;

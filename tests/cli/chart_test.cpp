@@ -3,12 +3,14 @@
 // axes, readable ticks, the ideal-scaling line and efficiency panel only when
 // the GPU count changes, one line per value of a second swept key, and the
 // memory panel of compare-schedules. Rendering is checked by chart_render.cmake.
+#include "tessera/cli/chart.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
-
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "tessera/cli/chart.hpp"
 #include "tessera/cli/commands.hpp"
 
 namespace tessera::cli {
@@ -246,6 +247,18 @@ TEST(ChartNumbers, ShortTickLabels) {
   EXPECT_EQ(chart::short_number(128), "128");
 }
 
+TEST(ChartNumbers, LogTicksAndWholeNumberLabels) {
+  EXPECT_EQ(chart::log_ticks(94858, 7.9e6), (std::vector<double>{5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7}));
+  EXPECT_EQ(chart::log_ticks(200, 200), (std::vector<double>{200}));
+  EXPECT_EQ(chart::log_ticks(3, 45000), (std::vector<double>{1, 10, 100, 1000, 1e4, 1e5}));  // past 3 decades
+  EXPECT_EQ(chart::log_ticks(0, 5), (std::vector<double>{1, 10}));  // no log axis for 0
+  // GPU counts keep every digit; large or fractional values stay short.
+  EXPECT_EQ(chart::tick_number(1024), "1024");
+  EXPECT_EQ(chart::tick_number(16384), "16384");
+  EXPECT_EQ(chart::tick_number(131072), "131k");
+  EXPECT_EQ(chart::tick_number(0.5), "0.5");
+}
+
 TEST(ChartNumbers, RoundTicksCoverTheData) {
   const auto t = chart::ticks_from_zero(1.48e6);
   ASSERT_GE(t.size(), 3U);
@@ -264,15 +277,18 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
   const auto root = parse_chart(svg);
   const auto t = texts(*root);
   EXPECT_TRUE(t.count("GPUs (log scale)")) << svg;
-  EXPECT_TRUE(t.count("throughput (tokens/s)"));
+  EXPECT_TRUE(t.count("throughput (tokens/s, log scale)"));
   EXPECT_TRUE(t.count("Scaling efficiency per GPU"));
   for (const char* gpus : {"8", "16", "32"}) EXPECT_TRUE(t.count(gpus)) << gpus;  // x ticks: the GPU counts
+  for (const char* tput : {"100k", "200k", "500k"}) EXPECT_TRUE(t.count(tput)) << tput;  // log y ticks
   EXPECT_EQ(lines(*root, true), std::vector<std::string>{"ideal scaling"});
   // throughput and per-GPU efficiency, one line each
   EXPECT_EQ(lines(*root, false).size(), 2U);
-  // The ideal line starts at the first point and is linear in GPUs: at 4x
-  // the GPUs (nodes 1 -> 4) it is 4x as high above the throughput panel's
-  // zero (the bottom of its frame, the first frame drawn).
+  // The ideal line starts at the first point and is linear in GPUs: on the
+  // log-log throughput panel a straight line, each doubling of the GPUs
+  // (nodes 1 -> 2 -> 4) the same step up, log10(2) of a decade. The log
+  // ticks put the frame (the first frame drawn) from 50k to 500k: one
+  // decade, the frame's height.
   auto points_of = [&](const std::string& name) {
     std::vector<std::pair<double, double>> pts;
     for (const Element* p : all(*root, "polyline")) {
@@ -290,12 +306,14 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
   ASSERT_EQ(ideal.size(), 3U);
   ASSERT_EQ(data.size(), 3U);
   EXPECT_EQ(ideal.front(), data.front());
-  double zero = 0;
+  double decade = 0;
   for (const Element* r : all(*root, "rect")) {
-    if (attr(r, "fill") == "none" && zero == 0) zero = std::stod(attr(r, "y")) + std::stod(attr(r, "height"));
+    if (attr(r, "fill") == "none" && decade == 0) decade = std::stod(attr(r, "height"));
   }
-  ASSERT_GT(zero, 0);
-  EXPECT_NEAR((zero - ideal.back().second) / (zero - ideal.front().second), 4.0, 0.05);
+  ASSERT_GT(decade, 0);
+  const double rise1 = ideal[0].second - ideal[1].second, rise2 = ideal[1].second - ideal[2].second;
+  EXPECT_NEAR(rise1, std::log10(2.0) * decade, 0.2);
+  EXPECT_NEAR(rise2, rise1, 0.2);
   EXPECT_LT(ideal.front().first, ideal[1].first);  // x grows with the GPUs
   // On a log axis, 8 -> 16 and 16 -> 32 GPUs are the same distance apart.
   EXPECT_NEAR(ideal[1].first - ideal[0].first, ideal[2].first - ideal[1].first, 0.2);

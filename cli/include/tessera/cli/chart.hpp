@@ -22,6 +22,13 @@ std::string escape(std::string_view text);
 /// Evenly spaced round ticks (steps of 1, 2, 2.5 or 5 x 10^k) from 0 to at
 /// least `max`, about `count` intervals; {0, 1} when max <= 0.
 std::vector<double> ticks_from_zero(double max, int count = 5);
+/// Ticks of a log axis covering [lo, hi] (0 < lo <= hi): 1, 2 and 5 x 10^k
+/// from the largest at or below lo to the smallest at or above hi (powers of
+/// ten alone past three decades).
+std::vector<double> log_ticks(double lo, double hi);
+/// An x tick label: a whole number below 100,000 as it is ("1024"), else
+/// short_number ("1.5M").
+std::string tick_number(double v);
 
 /// The colour of series `i` (a fixed palette, repeating).
 std::string color(std::size_t i);
@@ -49,6 +56,7 @@ struct LinePanel {
   std::vector<double> x_ticks;          ///< tick positions of a linear or log axis
   std::vector<Series> series;
   bool y_percent = false;                ///< y values are fractions, labelled as percentages
+  bool y_log = false;                    ///< y on a log scale (log_ticks; positive values only)
   std::optional<double> reference_y;     ///< a dashed horizontal line (e.g. 100% efficiency)
 };
 
