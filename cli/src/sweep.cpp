@@ -172,6 +172,20 @@ struct SweepCaveats {
   std::vector<std::string> biased;                                         ///< points with a known bias
   int narrowest_tp = 0, widest_tp = 0;
   std::string widest_bias;  ///< known_bias_note of the widest tensor parallelism
+  /// `cluster.fabric.tiers: auto`: the fewest and most GPUs of the points
+  /// of each tier count chosen (said only when the points differ: a kink in
+  /// the curve may be the tier).
+  std::map<int, std::pair<int, int>> tiers;
+
+  [[nodiscard]] std::string tiers_by_gpus() const {
+    std::vector<std::string> parts;
+    for (const auto& [n, gpus] : tiers) {
+      parts.push_back(gpus.first == gpus.second
+                          ? fmt::format("{} tiers at {} GPUs", n, gpus.first)
+                          : fmt::format("{} tiers at {} to {} GPUs", n, gpus.first, gpus.second));
+    }
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }
 
   /// "every point", "point 1" or "points 1, 2".
   [[nodiscard]] std::string which(const std::vector<std::string>& pts) const {
@@ -193,11 +207,15 @@ struct SweepCaveats {
                       narrowest_tp == widest_tp ? std::to_string(widest_tp)
                                                 : fmt::format("{}- to {}", narrowest_tp, widest_tp)));
     }
+    if (tiers.size() > 1) out.push_back(fmt::format("Fat-tree (tiers: auto): {}", tiers_by_gpus()));
     return out;
   }
   /// The notes after the table: the whole notes, naming the points.
   [[nodiscard]] std::string text() const {
     std::string out;
+    if (tiers.size() > 1) {
+      out += fmt::format("note: cluster.fabric.tiers: auto built {}\n", tiers_by_gpus());
+    }
     for (const auto& [note, pts] : untested) {
       out += pts.size() == points ? fmt::format("note (every point): untested GPU: {}\n", note)
                                   : fmt::format("note: untested GPU for {}: {}\n", which(pts), note);
@@ -213,6 +231,10 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
   c.points = points.size();
   for (const Point& pt : points) {
     const Scenario& sc = scenarios[pt.index];
+    if (sc.fat_tree_tiers_auto && sc.fabric_written) {
+      const auto [it, added] = c.tiers.try_emplace(sc.fat_tree.tiers, sc.gpus(), sc.gpus());
+      it->second = {std::min(it->second.first, sc.gpus()), std::max(it->second.second, sc.gpus())};
+    }
     if (const std::string u = untested_gpu_note(sc); !u.empty()) {
       auto it =
           std::find_if(c.untested.begin(), c.untested.end(), [&](const auto& e) { return e.first == u; });

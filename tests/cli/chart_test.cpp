@@ -187,8 +187,10 @@ class ChartTest : public ::testing::Test {
     args.insert(args.end(), {"--out", (dir_ / "s.csv").string(), "--svg", (dir_ / "s.svg").string(), "--jobs", "2"});
     std::ostringstream out;
     EXPECT_EQ(cmd_sweep(args, out), 0);
+    printed_ = out.str();
     return read(dir_ / "s.svg");
   }
+  std::string printed_;  ///< what the last sweep() printed
 
   /// The root, checked for what every chart has: an <svg> root whose first
   /// element is a white rectangle covering it, and no tick label in
@@ -245,6 +247,20 @@ TEST(ChartNumbers, ShortTickLabels) {
   EXPECT_EQ(chart::short_number(0), "0");
   EXPECT_EQ(chart::short_number(0.25), "0.25");
   EXPECT_EQ(chart::short_number(128), "128");
+}
+
+// A node sweep over scaling.yaml's `tiers: auto` fat-tree (16-port
+// switches: 2 tiers hold 16 nodes of 8) says under the chart and the table
+// where the tree gained a tier; a sweep within one tier count says nothing.
+TEST_F(ChartTest, NodeSweepSaysWhereTiersAutoAddedATier) {
+  const auto t = texts(*parse_chart(sweep("scaling.yaml", {"cluster.nodes=8,16,32"})));
+  EXPECT_TRUE(t.count("Fat-tree (tiers: auto): 2 tiers at 64 to 128 GPUs, 3 tiers at 256 GPUs")) << printed_;
+  EXPECT_NE(printed_.find(
+                "note: cluster.fabric.tiers: auto built 2 tiers at 64 to 128 GPUs, 3 tiers at 256 GPUs\n"),
+            std::string::npos)
+      << printed_;
+  (void)sweep("scaling.yaml", {"cluster.nodes=1,2"});
+  EXPECT_EQ(printed_.find("tiers"), std::string::npos) << printed_;
 }
 
 TEST(ChartNumbers, LogTicksAndWholeNumberLabels) {
