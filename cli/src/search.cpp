@@ -275,8 +275,9 @@ int cmd_search(const Args& args, std::ostream& out) {
           if ((global_batch / dp) % mb != 0) continue;
           for (Schedule sched : space.schedules) {
             if (sched == Schedule::Interleaved1F1B &&
-                (pp == 1 || base.model.layers % (std::int64_t{2} * pp) != 0))
+                (pp == 1 || base.model.layers % (std::int64_t{2} * pp) != 0)) {
               continue;
+            }
             // Without a pipeline the zero-bubble schedules are 1f1b with the
             // backward split in two.
             if (parallelism::splits_backward(sched) && pp == 1) continue;
@@ -414,8 +415,9 @@ int cmd_search(const Args& args, std::ostream& out) {
   // line, parallelism::known_bias_note): the widest tensor parallelism's.
   const Candidate* biased = nullptr;
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
-    if (!ranked[i]->report->known_bias.empty() && (!biased || ranked[i]->plan.tp > biased->plan.tp))
+    if (!ranked[i]->report->known_bias.empty() && (!biased || ranked[i]->plan.tp > biased->plan.tp)) {
       biased = ranked[i];
+    }
   }
   if (biased) {
     out << "\n" << ranking_bias_note(biased->report->known_bias, "plans");
