@@ -878,17 +878,17 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   Section f = c.child("fabric");
   const YAML::Node type_at = f.need("type");
   const std::string type = f.scalar("type");
-  auto check_capacity = [&](std::int64_t capacity, const std::string& what) {
+  auto check_capacity = [&](std::int64_t capacity, const std::string& what, std::string_view hint) {
     const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
     if (capacity < hcas) {
       f.fail_at(f.node()["k"].Mark(), f.key_path("k"),
                 cl.hcas_per_node < cl.gpus_per_node
                     ? fmt::format("{} attaches {} HCAs, but the cluster has {} (cluster.nodes x "
-                                  "cluster.hcas_per_node = {} x {})",
-                                  what, capacity, hcas, cl.nodes, cl.hcas_per_node)
+                                  "cluster.hcas_per_node = {} x {}){}",
+                                  what, capacity, hcas, cl.nodes, cl.hcas_per_node, hint)
                     : fmt::format("{} attaches {} HCAs, but the cluster has {} (one per GPU: cluster.nodes x "
-                                  "cluster.gpus_per_node = {} x {})",
-                                  what, capacity, hcas, cl.nodes, cl.gpus_per_node));
+                                  "cluster.gpus_per_node = {} x {}){}",
+                                  what, capacity, hcas, cl.nodes, cl.gpus_per_node, hint));
     }
   };
   // What fat-tree and rail-optimized specs share, read in the same key order
@@ -905,9 +905,9 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     spec.oversubscription = f.has("oversubscription") ? f.positive_int32("oversubscription") : 1;
     spec.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
   };
-  auto check_tree = [&](const auto& spec, const std::string& what) {
+  auto check_tree = [&](const auto& spec, const std::string& what, std::string_view hint = {}) {
     checked(f, f.node()["k"], f.key_path("k"), [&] {
-      check_capacity(topology::host_capacity(spec), what);
+      check_capacity(topology::host_capacity(spec), what, hint);
       topology::check_size(spec);
       return 0;
     });
@@ -958,15 +958,20 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     } else if (ft.tiers == 3) {
       ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency")};
     }
-    check_tree(ft,
-               fmt::format("a k={} {}-tier fat-tree{}", ft.k, ft.tiers,
-                           s.fat_tree_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""));
+    check_tree(
+        ft,
+        fmt::format("a k={} {}-tier fat-tree{}", ft.k, ft.tiers,
+                    s.fat_tree_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""),
+        ft.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)" : "; for more HCAs a larger k");
   } else if (type == "rail-optimized") {
     s.fabric = FabricKind::RailOptimized;
     f.require({"k", "spine_bandwidth"});
     tree_nodes(s.rail);
     tree_links(s.rail);
-    check_tree(s.rail, fmt::format("a k={} rail-optimized fabric", s.rail.k));
+    // Its two tiers hold k / rails rail groups: past them, a larger k or
+    // a fat-tree with a third tier.
+    check_tree(s.rail, fmt::format("a k={} rail-optimized fabric", s.rail.k),
+               "; it has 2 tiers: for more HCAs a larger k, or type fat-tree with tiers: auto");
   } else {
     f.fail_at(
         type_at.Mark(), f.key_path("type"),

@@ -304,7 +304,7 @@ TEST(Scenario, FabricTooSmallNamesTheNumbers) {
   EXPECT_NE(
       error_of(t).find(
           "cluster.fabric.k: a k=4 2-tier fat-tree attaches 8 HCAs, but the cluster has 16 (one per GPU: "
-          "cluster.nodes x cluster.gpus_per_node = 2 x 8)"),
+          "cluster.nodes x cluster.gpus_per_node = 2 x 8); for more HCAs a larger k, or tiers: 3 (or auto)"),
       std::string::npos)
       << error_of(t);
   EXPECT_NE(error_of(replaced(default_text(), "type: leaf-spine", "type: torus"))
@@ -355,7 +355,8 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
   } catch (const ScenarioError& e) {
     EXPECT_NE(
         std::string(e.what()).find("cluster.fabric.k: a k=8 3-tier fat-tree (the most tiers: auto builds) "
-                                   "attaches 128 HCAs, but the cluster has 136"),
+                                   "attaches 128 HCAs, but the cluster has 136 (one per GPU: cluster.nodes x "
+                                   "cluster.gpus_per_node = 17 x 8); for more HCAs a larger k"),
         std::string::npos)
         << e.what();
   }
@@ -364,6 +365,25 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
   EXPECT_NE(error_of(replaced(t, "tiers: auto", "tiers: many")).find("cluster.fabric.tiers"),
             std::string::npos)
       << error_of(replaced(t, "tiers: auto", "tiers: many"));
+}
+
+// A rail-optimized fabric has two tiers: past its k / rails rail groups the
+// error says what holds more.
+TEST(Scenario, RailFabricTooSmallSaysWhatHoldsMore) {
+  const std::string t =
+      replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+               "    type: rail-optimized\n    k: 8\n");
+  EXPECT_EQ(parse_scenario(t, "s.yaml", {Override{"cluster.nodes", "4"}, Override{"parallelism.dp", "auto"}})
+                .gpus(),
+            32);
+  EXPECT_NE(error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}})
+                .find("cluster.fabric.k: a k=8 rail-optimized fabric attaches 32 HCAs, but the cluster has "
+                      "40 (one per "
+                      "GPU: cluster.nodes x cluster.gpus_per_node = 5 x 8); it has 2 tiers: for more HCAs a "
+                      "larger k, "
+                      "or type fat-tree with tiers: auto"),
+            std::string::npos)
+      << error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}});
 }
 
 TEST(Scenario, OverridesApplyAndNameTheirSource) {
