@@ -84,8 +84,9 @@ std::vector<double> log_ticks(double lo, double hi) {
 }
 
 std::string tick_number(double v) {
-  if (std::isfinite(v) && v == std::round(v) && std::abs(v) < 1e5)
+  if (std::isfinite(v) && v == std::round(v) && std::abs(v) < 1e5) {
     return fmt::format("{}", static_cast<long long>(v));
+  }
   return short_number(v);
 }
 

@@ -232,8 +232,9 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
   for (const Point& pt : points) {
     const Scenario& sc = scenarios[pt.index];
     if (sc.fat_tree_tiers_auto && sc.fabric_written) {
-      const auto [it, added] = c.tiers.try_emplace(sc.fat_tree.tiers, sc.gpus(), sc.gpus());
-      it->second = {std::min(it->second.first, sc.gpus()), std::max(it->second.second, sc.gpus())};
+      auto& [fewest, most] = c.tiers.try_emplace(sc.fat_tree.tiers, sc.gpus(), sc.gpus()).first->second;
+      fewest = std::min(fewest, sc.gpus());
+      most = std::max(most, sc.gpus());
     }
     if (const std::string u = untested_gpu_note(sc); !u.empty()) {
       auto it =

@@ -47,9 +47,14 @@ TransferIndex add_reduce(TransferGraph& g, int src, int dst, Bytes bytes, std::i
 
 TransferIndex append(TransferGraph& g, const TransferGraph& part) {
   const auto offset = static_cast<TransferIndex>(g.transfers.size());
-  // Ring ids stay one per ring: the part's after g's.
+  // Ring ids stay one per ring: the part's after g's (g is scanned only
+  // when the part has rings: step graphs, chunked ones appended slice by
+  // slice, have none).
   std::int32_t rings = 0;
-  for (const Transfer& t : g.transfers) rings = std::max(rings, t.ring + 1);
+  if (std::any_of(part.transfers.begin(), part.transfers.end(),
+                  [](const Transfer& t) { return t.ring >= 0; })) {
+    for (const Transfer& t : g.transfers) rings = std::max(rings, t.ring + 1);
+  }
   for (Transfer t : part.transfers) {
     for (auto& d : t.deps) d += offset;
     if (t.ring >= 0) t.ring += rings;

@@ -551,8 +551,9 @@ class Executor {
     std::vector<RingCost> rings;
     for (const auto& tr : trs) {
       if (tr.ring < 0 || tr.steps <= 1) continue;
-      if (static_cast<std::size_t>(tr.ring) >= rings.size())
+      if (static_cast<std::size_t>(tr.ring) >= rings.size()) {
         rings.resize(static_cast<std::size_t>(tr.ring) + 1);
+      }
       RingCost& rc = rings[static_cast<std::size_t>(tr.ring)];
       if (calibrated_) rc.step += link_class(crosses_nodes(tr)).step_latency;
       rc.path += net_.latency(tr.src, tr.dst);
