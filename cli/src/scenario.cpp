@@ -878,8 +878,8 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   Section f = c.child("fabric");
   const YAML::Node type_at = f.need("type");
   const std::string type = f.scalar("type");
+  const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
   auto check_capacity = [&](std::int64_t capacity, const std::string& what, std::string_view hint) {
-    const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
     if (capacity < hcas) {
       f.fail_at(f.node()["k"].Mark(), f.key_path("k"),
                 cl.hcas_per_node < cl.gpus_per_node
@@ -944,7 +944,6 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     tree_links(ft);
     if (s.fat_tree_tiers_auto) {
       f.mark_used("tiers");
-      const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
       if (topology::host_capacity(ft) < hcas) ft.tiers = 3;
       if (ft.tiers == 3) {
         ft.spine_core = {
