@@ -14,6 +14,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.gpu = s.gpu.name;
   rep.fabric = std::string(fabric_name(s));
   rep.fabric_detail = fabric_detail(s);
+  rep.fabric_tiers = fabric_tiers(s);
   if (s.cluster.hcas_per_node < s.cluster.gpus_per_node) {
     rep.hcas = fmt::format("; {} HCAs per node, {} GPUs each", s.cluster.hcas_per_node,
                            s.cluster.gpus_per_node / s.cluster.hcas_per_node);
@@ -359,15 +360,16 @@ std::string format_json(const RunReport& r) {
     warnings += "]";
   }
   return fmt::format(
-      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, "
+      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"fabric_tiers\": {}, \"gpus\": {}, "
+      "\"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, "
       "\"bubble_time_s\": {:.9e}, \"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, "
       "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
       "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, "
       "\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
-      json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric), r.gpus, r.dp,
-      r.tp, r.pp,
+      json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric),
+      r.fabric_tiers, r.gpus, r.dp, r.tp, r.pp,
       (r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),

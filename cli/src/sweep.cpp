@@ -66,10 +66,11 @@ std::string label(const Point& p) {
 
 // The metric columns after the swept keys, in order; offsets from the first.
 constexpr const char* kMetricNames =
-    "gpus,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,tflops_per_gpu,"
+    "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,tflops_"
+    "per_gpu,"
     "tokens_per_s,peak_memory_bytes,oom";
-constexpr std::size_t kMetricColumns = 10;
-enum MetricColumn : std::size_t { kGpus = 0, kIteration = 1, kTflops = 6, kTokens = 7 };
+constexpr std::size_t kMetricColumns = 11;
+enum MetricColumn : std::size_t { kGpus = 0, kIteration = 2, kTflops = 7, kTokens = 8 };
 
 std::string csv_header(const std::vector<Axis>& axes) {
   std::string h = "point";
@@ -82,10 +83,10 @@ std::string csv_row(const Point& p, const RunReport& r) {
   for (const auto& o : p.overrides) row += "," + o.value;
   Bytes peak;
   for (const auto& m : r.memory) peak = std::max(peak, m.total);
-  return row + fmt::format(",{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f},{},{}", r.gpus,
-                           r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(),
-                           r.bubble_time.seconds(), r.exposed_comm_time.seconds(), r.tflops_per_gpu,
-                           r.tokens_per_second, peak.count(), r.oom() ? 1 : 0);
+  return row + fmt::format(",{},{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f},{},{}", r.gpus,
+                           r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
+                           r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
+                           r.tflops_per_gpu, r.tokens_per_second, peak.count(), r.oom() ? 1 : 0);
 }
 
 /// Whether the last kMetricColumns cells of a split row are finite numbers.

@@ -43,6 +43,11 @@ std::string fabric_detail(const Scenario& s) {
   return fmt::format(", {} tiers by tiers: auto", s.fat_tree.tiers);
 }
 
+int fabric_tiers(const Scenario& s) {
+  if (!s.fabric_written) return 0;
+  return s.fabric == FabricKind::FatTree ? s.fat_tree.tiers : 2;
+}
+
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {
   Calibration c;
   // Host overheads: fit on vTrain's single-node Megatron-DeepSpeed runs

@@ -259,6 +259,20 @@ TEST_F(ChartTest, NodeSweepSaysWhereTiersAutoAddedATier) {
                 "note: cluster.fabric.tiers: auto built 2 tiers at 64 to 128 GPUs, 3 tiers at 256 GPUs\n"),
             std::string::npos)
       << printed_;
+  // The CSV carries each point's tiers (fabric_tiers after gpus).
+  EXPECT_EQ(read(dir_ / "s.csv").substr(0, 40), "point,cluster.nodes,gpus,fabric_tiers,it");
+  std::istringstream csv(read(dir_ / "s.csv"));
+  std::string line;
+  std::vector<std::string> gpus_and_tiers;
+  std::getline(csv, line);
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    ASSERT_GT(cells.size(), 3U) << line;
+    gpus_and_tiers.push_back(cells[2] + ":" + cells[3]);
+  }
+  EXPECT_EQ(gpus_and_tiers, (std::vector<std::string>{"64:2", "128:2", "256:3"}));
   (void)sweep("scaling.yaml", {"cluster.nodes=1,2"});
   EXPECT_EQ(printed_.find("tiers"), std::string::npos) << printed_;
 }

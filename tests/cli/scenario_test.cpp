@@ -230,10 +230,11 @@ TEST(Scenario, OneNodeNeedsNoFabric) {
   const RunReport bare_report = make_report(bare, bare_sim);
   EXPECT_NE(format_text(bare_report).find("on 8 x H100-SXM (one node, no fabric)\n"), std::string::npos)
       << format_text(bare_report);
-  EXPECT_NE(format_json(bare_report).find("\"fabric\": \"none\""), std::string::npos);
+  EXPECT_NE(format_json(bare_report).find("\"fabric\": \"none\", \"fabric_tiers\": 0,"), std::string::npos);
   const RunReport written_report = make_report(written, written_sim);
   EXPECT_NE(format_text(written_report).find("on 8 x H100-SXM (leaf-spine fabric)\n"), std::string::npos);
-  EXPECT_NE(format_json(written_report).find("\"fabric\": \"leaf-spine\""), std::string::npos);
+  EXPECT_NE(format_json(written_report).find("\"fabric\": \"leaf-spine\", \"fabric_tiers\": 2,"),
+            std::string::npos);
   // An NVLink mesh node (which a leaf-spine does not take): the smallest
   // two-tier fat-tree holding its 8 HCAs (k = 4 holds 8).
   const Scenario mesh = parse_scenario(
@@ -339,6 +340,8 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
   EXPECT_EQ(three.fat_tree.spine_core.bandwidth, parse_bandwidth("400Gbps"));  // spine_bandwidth
   EXPECT_EQ(three.fat_tree.spine_core.latency, parse_time("600ns"));
   EXPECT_EQ(study::fabric_detail(three), ", 3 tiers by tiers: auto");
+  EXPECT_EQ(study::fabric_tiers(two), 2);  // run --json's and the sweep CSV's fabric_tiers
+  EXPECT_EQ(study::fabric_tiers(three), 3);
   EXPECT_EQ(build_topology(three).num_gpus(), 40);
   EXPECT_EQ(at(16, t).fat_tree.tiers, 3);
   // Written core links: used at 3 tiers, checked and not used at 2.
@@ -362,6 +365,8 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
   }
   // A written tier count is not reported; anything but 2, 3 or auto is an error naming tiers.
   EXPECT_EQ(study::fabric_detail(parse_scenario(replaced(t, "tiers: auto", "tiers: 2"), "s.yaml")), "");
+  EXPECT_EQ(study::fabric_tiers(parse_scenario(replaced(t, "tiers: auto", "tiers: 2"), "s.yaml")), 2);
+  EXPECT_EQ(study::fabric_tiers(parse_scenario(default_text(), "s.yaml")), 2);  // leaf-spine
   EXPECT_NE(error_of(replaced(t, "tiers: auto", "tiers: many")).find("cluster.fabric.tiers"),
             std::string::npos)
       << error_of(replaced(t, "tiers: auto", "tiers: many"));

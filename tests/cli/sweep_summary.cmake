@@ -1,7 +1,7 @@
 # The sweep summary and CSV: one row per point with its GPU count in the GPUs
 # column, the memory columns in the CSV, and points that do not fit marked OOM.
 set(csv ${WORKDIR}/summary.csv)
-file(REMOVE ${csv} ${WORKDIR}/summary.svg)
+file(REMOVE ${csv} ${WORKDIR}/summary.svg ${WORKDIR}/wide.csv ${WORKDIR}/wide.svg)
 file(MAKE_DIRECTORY ${WORKDIR})
 execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nodes=1,2 --set training.micro_batch=4,64
                         --out ${csv} --svg ${WORKDIR}/summary.svg --jobs 2
@@ -19,11 +19,11 @@ foreach(expect "\n +0  cluster.nodes=1 training.micro_batch=4 +8 +[0-9.]+ +[0-9.
 endforeach()
 file(STRINGS ${csv} lines)
 list(GET lines 0 header)
-if(NOT header MATCHES ",tokens_per_s,peak_memory_bytes,oom$")
+if(NOT header MATCHES "^point,cluster.nodes,training.micro_batch,gpus,fabric_tiers,iteration_time_s,.*,tokens_per_s,peak_memory_bytes,oom$")
   message(FATAL_ERROR "CSV header: ${header}")
 endif()
 list(GET lines 1 first)
-if(NOT first MATCHES "^0,1,4,8,.*,[0-9]+,0$")
+if(NOT first MATCHES "^0,1,4,8,2,.*,[0-9]+,0$")
   message(FATAL_ERROR "first row: ${first}")
 endif()
 # Labels longer than the settings column's 40 characters widen it: every

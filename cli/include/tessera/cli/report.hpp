@@ -66,6 +66,7 @@ struct RunReport {
   std::string gpu;
   std::string fabric;
   std::string fabric_detail;  ///< study::fabric_detail: ", 3 tiers by tiers: auto" or empty
+  int fabric_tiers = 0;       ///< study::fabric_tiers: switch tiers between nodes (0: no fabric)
   std::string hcas;  ///< "; 4 HCAs per node, 2 GPUs each" when GPUs share HCAs, else empty
   int gpus = 0;
   int dp = 1, tp = 1, pp = 1;

@@ -63,6 +63,10 @@ std::string_view fabric_name(const Scenario& s);
 /// the scenario left to the cluster's size (`tiers: auto`): ", 3 tiers by
 /// tiers: auto"; otherwise empty.
 std::string fabric_detail(const Scenario& s);
+/// The switch tiers between the nodes: 0 for a one-node cluster written
+/// without a fabric, 2 for a leaf-spine or rail-optimized fabric, a
+/// fat-tree's tiers (as `tiers: auto` chose them).
+int fabric_tiers(const Scenario& s);
 /// A built-in backend's name (built_in_backends()); throws InputError
 /// "unknown backend 'x' (expected flow or ns3)" otherwise.
 Backend parse_backend(const std::string& text);
