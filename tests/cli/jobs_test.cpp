@@ -517,6 +517,10 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   EXPECT_NE(t.find("\nKnown bias     job-b: 4-way tensor parallelism: "), std::string::npos) << t;
   EXPECT_EQ(t.find("job-a: 4-way"), std::string::npos) << t;
   const std::string j = format_jobs_json(s, o);
+  // The cluster's GPU and fabric, as run --json names them.
+  EXPECT_NE(j.find(R"("gpus": 32, "gpu": "B200", "fabric": "leaf-spine", "fabric_tiers": 2, "placement")"),
+            std::string::npos)
+      << j;
   const std::size_t a = j.find(R"({"name": "job-a")");
   const std::size_t b = j.find(R"({"name": "job-b")");
   ASSERT_NE(a, std::string::npos);
