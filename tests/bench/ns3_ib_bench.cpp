@@ -95,6 +95,7 @@ Mixed run_mixed(const topology::Topology& t, Bytes size, const ns3_modules::Ns3O
   ns3_modules::Ns3Network net(t, loop, o);
   const int n = t.num_gpus();
   std::vector<engine::Message> msgs;
+  msgs.reserve(static_cast<std::size_t>(n) + static_cast<std::size_t>(n / 2));
   for (int i = 0; i < n; ++i) msgs.push_back({i, (i * 7 + 3) % n, size});
   for (int i = 1; i < n; i += 2) msgs.push_back({i, 0, size / 4});
   m.done.assign(msgs.size(), Time::zero());

@@ -85,7 +85,7 @@ TEST(CollectiveTable, SizesGroupsAndCallsOfATensorAndDataParallelPlan) {
     const auto* r = find(t, role);
     ASSERT_NE(r, nullptr) << role;
     EXPECT_EQ(r->kind, CollectiveKind::AllReduce) << role;
-    EXPECT_EQ(r->bytes, Bytes(2 * 1024 * 1024)) << role;
+    EXPECT_EQ(r->bytes, Bytes(2LL * 1024 * 1024)) << role;
     EXPECT_EQ(r->group_size, 4) << role;
     EXPECT_EQ(r->nodes, 1) << role;
     EXPECT_EQ(r->concurrent_groups, 2) << role;
@@ -95,7 +95,7 @@ TEST(CollectiveTable, SizesGroupsAndCallsOfATensorAndDataParallelPlan) {
   // value per token (1024 x 4 B = 4 KiB) in each micro-batch's forward.
   const auto* loss = find(t, "lm_head.fwd.tp.loss.all-reduce");
   ASSERT_NE(loss, nullptr);
-  EXPECT_EQ(loss->bytes, Bytes(1024 * 4));
+  EXPECT_EQ(loss->bytes, Bytes(1024LL * 4));
   EXPECT_EQ(loss->group_size, 4);
   EXPECT_EQ(loss->calls, 6);
   EXPECT_EQ(t.rows.size(), tp_calls.size() + 2);

@@ -60,7 +60,7 @@ class KernelOverridesRun : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
   std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = (dir_ / name).string();
+    std::string p = (dir_ / name).string();
     std::ofstream(p) << text;
     return p;
   }

@@ -89,7 +89,7 @@ TEST(KernelTable, GemmsHaveTheShapesOfOneTensorParallelRank) {
   ASSERT_NE(sm, nullptr);
   EXPECT_EQ(sm->kernel.op, nm::KernelOp::Softmax);
   EXPECT_EQ(std::make_tuple(sm->kernel.b, sm->kernel.h),
-            std::make_tuple(std::int64_t{16 * 2048}, std::int64_t{2048}));
+            std::make_tuple(std::int64_t{16LL * 2048}, std::int64_t{2048}));
 }
 
 TEST(KernelTable, EachDistinctKernelOnceWithEveryExecution) {
@@ -181,7 +181,7 @@ TEST(KernelTable, PartTotalsSumTheUsesAndCountEachPart) {
   EXPECT_EQ(totals[3].gemm_kernels, 3u);
   // The model: every part times its count.
   const study::PartTotals& m = totals.back();
-  EXPECT_EQ(m.gemm_kernels, 2 * 18 + 2 * totals[2].gemm_kernels + 3);
+  EXPECT_EQ(m.gemm_kernels, 2LL * 18 + 2 * totals[2].gemm_kernels + 3);
   EXPECT_EQ(m.kernels, totals[0].kernels + 2 * totals[1].kernels + 2 * totals[2].kernels + totals[3].kernels);
   EXPECT_EQ(m.total(), totals[0].total() + totals[1].total() * 2 + totals[2].total() * 2 + totals[3].total());
   EXPECT_EQ(m.gemm, totals[0].gemm + totals[1].gemm * 2 + totals[2].gemm * 2 + totals[3].gemm);

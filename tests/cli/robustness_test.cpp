@@ -1,5 +1,6 @@
 // Issue 17, "Reliability under hostile and huge inputs": values that used to
 // wrap, crash or be accepted silently are one-line errors naming the key.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/progress.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "test_scenarios.hpp"
 
 using namespace tessera;
@@ -73,8 +74,9 @@ TEST(Robustness, IntKeysAreRangeCheckedBeforeNarrowing) {
     ASSERT_EQ(error_of(*text), "no error") << key;
     // 2^32 + 2 (was 2 after the cast) and a value beyond int64.
     for (const std::string value : {"4294967298", "99999999999999999999"}) {
-      EXPECT_EQ(error_of(*text, {Override{key, value}}),
-                "s.yaml (--set " + key + "): " + key + ": must be between 1 and 2147483647, got " + value);
+      EXPECT_EQ(
+          error_of(*text, {Override{key, value}}),
+          fmt::format("s.yaml (--set {0}): {0}: must be between 1 and 2147483647, got {1}", key, value));
     }
   }
   // Keys held in int64 are checked against int64's range, not wrapped.

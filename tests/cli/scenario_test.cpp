@@ -442,9 +442,9 @@ TEST(Scenario, HiddenBesidePresetScalesItsMlp) {
 // A --set that creates an unknown key (or a mapping of them) is named by the
 // error about that key; an unknown key of the file keeps its position.
 TEST(Scenario, UnknownKeyCreatedByAnOverrideNamesIt) {
-  auto error = [](const std::string& text, std::vector<Override> o) {
+  auto error = [](const std::string& text, const std::vector<Override>& o) {
     try {
-      (void)parse_scenario(text, "s.yaml", std::move(o));
+      (void)parse_scenario(text, "s.yaml", o);
     } catch (const ScenarioError& e) {
       return std::make_pair(std::string(e.what()), e.option());
     }
@@ -468,13 +468,13 @@ TEST(Scenario, UnknownKeyCreatedByAnOverrideNamesIt) {
 // dp: auto (or left out) follows the GPU count; a fixed dp that no longer
 // fits names the dp it would follow (a node sweep over a scenario fixing dp).
 TEST(Scenario, DpAutoFollowsTheGpuCount) {
-  auto with = [](std::vector<Override> o) { return parse_scenario(default_text(), "s.yaml", std::move(o)); };
+  auto with = [](const std::vector<Override>& o) { return parse_scenario(default_text(), "s.yaml", o); };
   EXPECT_EQ(with({{"cluster.nodes", "4"}, {"parallelism.dp", "auto"}}).plan.dp, 32);
   EXPECT_EQ(with({{"cluster.nodes", "4"}, {"parallelism.dp", "auto"}, {"parallelism.pp", "2"}}).plan.dp, 16);
   EXPECT_EQ(parse_scenario(replaced(default_text(), "dp: 16", "dp: auto"), "s.yaml").plan.dp, 16);
-  auto error = [&](std::vector<Override> o) {
+  auto error = [&](const std::vector<Override>& o) {
     try {
-      (void)with(std::move(o));
+      (void)with(o);
     } catch (const ScenarioError& e) {
       return std::string(e.what());
     }
@@ -768,7 +768,7 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
   EXPECT_EQ(d.plan.ep, 8);
 
   // Bad input: one line naming the key and the numbers.
-  auto error = [&](std::vector<Override> o) {
+  auto error = [&](const std::vector<Override>& o) {
     try {
       (void)parse_scenario(text.str(), "m.yaml", o);
     } catch (const ScenarioError& e) {

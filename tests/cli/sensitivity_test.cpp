@@ -30,8 +30,8 @@ const std::vector<Override> kTwoStages = {
 
 /// The default scenario's text.
 const std::string& text() {
-  static const std::string t = test::scenario_text("default.yaml");
-  return t;
+  static const std::string kText = test::scenario_text("default.yaml");
+  return kText;
 }
 
 /// The overrides of the one-GPU scenario, then `more`.
@@ -51,6 +51,7 @@ Sensitivity run(const std::vector<Override>& more, unsigned jobs) {
 
 std::vector<std::string> constants(const std::vector<SensitivityStep>& steps) {
   std::vector<std::string> out;
+  out.reserve(steps.size());
   for (const auto& s : steps) out.push_back(s.constant);
   return out;
 }

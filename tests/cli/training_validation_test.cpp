@@ -24,7 +24,7 @@ using namespace tessera::cli;
 
 namespace {
 
-const char* kHeader =
+constexpr const char* kHeader =
     "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
     "data parallelism,pipeline parallelism,iteration time (ms)\n";
 
@@ -253,7 +253,7 @@ TEST(TrainingValidation, PerLayerTableSplitsLargeMicroBatchesByTp) {
   ASSERT_NE(all_tp, std::string::npos) << report;
   ASSERT_NE(large, std::string::npos) << report;
   EXPECT_LT(all_tp, large);
-  EXPECT_EQ(report.find("\n", all_tp), large - 1) << report;  // the next row
+  EXPECT_EQ(report.find('\n', all_tp), large - 1) << report;  // the next row
   EXPECT_NE(report.find("-10.0%\n", large), std::string::npos);
   EXPECT_NE(report.find("`tp N mb>=4`: the groups of\nmicro-batches of 4 and more by tp", per_layer),
             std::string::npos);
@@ -333,7 +333,7 @@ TEST(TrainingValidation, IterationMicroBatchAndLayerCostsWithoutPipeliningAreThe
 namespace {
 // A user's cluster for their own runs (validate training --scenario): 8-GPU
 // A100 nodes, bf16 Megatron-LM with selective recomputation.
-const char* kBase = R"(name: mine
+constexpr const char* kBase = R"(name: mine
 cluster:
   nodes: 2
   gpus_per_node: 8

@@ -56,7 +56,7 @@ void expect_input_error(F&& fn, std::initializer_list<std::string> parts) {
 TEST(RingFamily, ReduceScatterAndAllGatherSendPMinus1OverPOfTheBuffer) {
   for (int p : {2, 3, 8}) {
     const auto ranks = iota_ranks(p, 10);
-    const std::int64_t size = 8 * 1024 * 3;  // divisible by 2, 3 and 8
+    const std::int64_t size = 8LL * 1024 * 3;  // divisible by 2, 3 and 8
     for (const auto& g : {ring_reduce_scatter(ranks, Bytes(size)), ring_all_gather(ranks, Bytes(size))}) {
       expect_well_formed(g);
       EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(p * (p - 1)));
@@ -172,7 +172,7 @@ TEST(DoubleBinaryTree, EachTreeEdgeCarriesHalfTheBufferBothWays) {
   expect_well_formed(g);
   // Two trees x (p-1) edges x (up + down), size/2 each.
   EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(2 * 2 * (p - 1)));
-  EXPECT_EQ(g.total_bytes().count(), 2 * (p - 1) * size);
+  EXPECT_EQ(g.total_bytes().count(), 2LL * (p - 1) * size);
   for (int r = 0; r < p; ++r) {
     // Per tree: half to the parent (unless root) and half to each child.
     std::int64_t expected = 0;
@@ -195,7 +195,7 @@ TEST(HalvingDoubling, PowerOfTwoSendsTwicePMinus1OverP) {
     const int l = static_cast<int>(std::bit_width(static_cast<unsigned>(p)) - 1);
     EXPECT_EQ(g.depth(), 2 * l);
     EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(2 * l * p));
-    for (int r = 0; r < p; ++r) EXPECT_EQ(g.bytes_sent_by(r).count(), 2 * (p - 1) * size / p);
+    for (int r = 0; r < p; ++r) EXPECT_EQ(g.bytes_sent_by(r).count(), 2LL * (p - 1) * size / p);
     // Partners are at distance p/2, p/4, ..., 1, then back.
     for (const auto& t : g.transfers) EXPECT_EQ(std::popcount(static_cast<unsigned>(t.src ^ t.dst)), 1);
   }
@@ -208,8 +208,8 @@ TEST(HalvingDoubling, NonPowerOfTwoFoldsTheExtraRanks) {
   expect_well_formed(g);
   EXPECT_EQ(g.depth(), 1 + 2 * 2 + 1);
   for (int r : {0, 2}) EXPECT_EQ(g.bytes_sent_by(r).count(), size);
-  for (int r : {1, 3}) EXPECT_EQ(g.bytes_sent_by(r).count(), 2 * 3 * size / 4 + size);
-  for (int r : {4, 5}) EXPECT_EQ(g.bytes_sent_by(r).count(), 2 * 3 * size / 4);
+  for (int r : {1, 3}) EXPECT_EQ(g.bytes_sent_by(r).count(), 2LL * 3 * size / 4 + size);
+  for (int r : {4, 5}) EXPECT_EQ(g.bytes_sent_by(r).count(), 2LL * 3 * size / 4);
 }
 
 TEST(HalvingDoubling, ReduceScatterAndAllGatherNeedAPowerOfTwo) {
@@ -258,8 +258,8 @@ TEST(Hierarchical, BytesSplitIntoIntraAndInterNode) {
     }
   }
   for (int r : ranks) {
-    EXPECT_EQ(intra[static_cast<std::size_t>(r)], 2 * (rpn - 1) * size / rpn);
-    EXPECT_EQ(inter[static_cast<std::size_t>(r)], 2 * (nodes - 1) * (size / rpn) / nodes);
+    EXPECT_EQ(intra[static_cast<std::size_t>(r)], 2LL * (rpn - 1) * size / rpn);
+    EXPECT_EQ(inter[static_cast<std::size_t>(r)], 2LL * (nodes - 1) * (size / rpn) / nodes);
   }
   // Tree across nodes: same intra-node bytes.
   const auto t = hierarchical_all_reduce(ranks, Bytes(size), rpn, InterNode::Tree);
@@ -350,8 +350,8 @@ TEST(RailRings, CarryTheFlatRingsBytesSplitOverTheRings) {
       if (t.src / rpn != t.dst / rpn) inter[static_cast<std::size_t>(t.src)] += t.bytes.count();
     }
     for (int r : ranks) {
-      EXPECT_EQ(sent[static_cast<std::size_t>(r)], 2 * (p - 1) * size / p) << r;
-      EXPECT_EQ(inter[static_cast<std::size_t>(r)], 2 * (p - 1) * (size / rpn) / p) << r;
+      EXPECT_EQ(sent[static_cast<std::size_t>(r)], 2LL * (p - 1) * size / p) << r;
+      EXPECT_EQ(inter[static_cast<std::size_t>(r)], 2LL * (p - 1) * (size / rpn) / p) << r;
     }
     EXPECT_EQ(g.transfers.size(), flows ? rpn * p * 1U : rpn * p * 2U * (p - 1));
     EXPECT_EQ(g.depth(), 2 * (p - 1));

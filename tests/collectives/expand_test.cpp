@@ -12,6 +12,7 @@ using parallelism::CollectiveKind;
 namespace {
 std::vector<int> first_ranks(int p) {
   std::vector<int> r;
+  r.reserve(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) r.push_back(i);
   return r;
 }

@@ -17,7 +17,7 @@ TEST(Ring, StepsAndBytesMatchTheTextbook) {
   const int p = 4;
   EXPECT_EQ(g.transfers.size(), static_cast<std::size_t>(2 * (p - 1) * p));
   EXPECT_EQ(g.depth(), 2 * (p - 1));
-  for (int r : ranks) EXPECT_EQ(g.bytes_sent_by(r).count(), 2 * (p - 1) * size / p);
+  for (int r : ranks) EXPECT_EQ(g.bytes_sent_by(r).count(), 2LL * (p - 1) * size / p);
   for (const auto& t : g.transfers) {
     // Each rank sends only to its ring successor.
     const auto pos = std::find(ranks.begin(), ranks.end(), t.src) - ranks.begin();

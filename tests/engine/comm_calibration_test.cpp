@@ -108,7 +108,7 @@ TEST(CommCalibration, RingAllReduceTakesLatencyPlusBusBytesOverEfficiencyTimesLi
           25e6 + 2.0 * (n - 1) / n * size.as_double() / (eff * kLink.bytes_per_second()) * 1e12;
       EXPECT_NEAR(static_cast<double>(out.result.makespan.ps()), expected_ps, 2.0 * (n - 1)) << "n = " << n << " " << collectives::to_string(g);
       // Payload accounting: every rank sends 2(n-1)/n * S, whatever the efficiency.
-      EXPECT_EQ(out.result.bytes_sent.count(), 2 * (n - 1) * size.count());
+      EXPECT_EQ(out.result.bytes_sent.count(), 2LL * (n - 1) * size.count());
       double total = 0;
       for (double b : out.link_bytes) total += b;
       EXPECT_DOUBLE_EQ(total, 2.0 * out.result.bytes_sent.as_double());  // GPU -> switch -> GPU: two links each
@@ -193,7 +193,7 @@ TEST(CommCalibration, FusedReductionsAreNotCharged) {
   const Time serial = run_flow(topo, g, o).result.makespan;
   o.calibration.fused_reductions = true;  // with nothing else: calibrated, efficiency 1, no latency
   const Time fused = run_flow(topo, g, o).result.makespan;
-  EXPECT_EQ(serial - fused, Time::from_us(5 * (n - 1)));
+  EXPECT_EQ(serial - fused, Time::from_us(5LL * (n - 1)));
 }
 
 TEST(CommCalibration, InstantaneousNetworksIgnoreTheCalibration) {
@@ -406,7 +406,7 @@ TEST(CommCalibration, FitRecoversTheParametersThatMadeTheSamples) {
       CollectiveSample s;
       s.group_size = n;
       s.steps = 2 * (n - 1);
-      s.wire = Bytes(2 * (n - 1) * (Bytes::mib(mib).count() / n));
+      s.wire = Bytes(2LL * (n - 1) * (Bytes::mib(mib).count() / n));
       s.link = kLink;
       s.path_latency = Time::from_us(2);
       s.measured = Time::from_seconds(uncontended_seconds(truth, s));

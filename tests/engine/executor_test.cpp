@@ -289,11 +289,11 @@ TEST(Executor, StragglerLengthensItsPipelineByHand) {
   DiscreteEventLoop loop;
   ZeroCostNetwork net(loop);
   const auto r = execute(g, loop, net, nullptr, o);
-  EXPECT_EQ(r.ranks[1].finish, Time::from_us(d + m * 150));
+  EXPECT_EQ(r.ranks[1].finish, Time::from_us(d + std::int64_t{m} * 150));
   EXPECT_EQ(r.ranks[3].finish, Time::from_us(d + m * d));
-  EXPECT_EQ(r.ranks[1].compute_busy, Time::from_us(m * 150));
+  EXPECT_EQ(r.ranks[1].compute_busy, Time::from_us(std::int64_t{m} * 150));
   EXPECT_EQ(r.ranks[3].compute_busy, Time::from_us(m * d));
-  EXPECT_EQ(r.makespan, Time::from_us(d + m * 150));
+  EXPECT_EQ(r.makespan, Time::from_us(d + std::int64_t{m} * 150));
   const auto quick = execute_on_free_network(g, o);
   ASSERT_EQ(quick.ranks.size(), 4U);
   for (std::size_t k = 0; k < 4; ++k) {

@@ -150,6 +150,7 @@ TEST(FlowNetworkIncremental, SameInstantStartsAndEndsShareOneRecomputation) {
   const Bandwidth bw = parse_bandwidth("100Gbps");
   const auto topo = test_support::star(p, bw, parse_time("1us"));
   std::vector<PlannedFlow> flows;
+  flows.reserve(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) flows.push_back(PlannedFlow{Time::zero(), r, (r + 1) % p, Bytes::mib(4)});
   DiscreteEventLoop la;
   DiscreteEventLoop lb;

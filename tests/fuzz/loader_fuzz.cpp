@@ -57,6 +57,8 @@ void load(char which, std::string_view text) {
 
 }  // namespace
 
+// libFuzzer's entry point, named by libFuzzer.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);

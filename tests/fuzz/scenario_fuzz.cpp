@@ -42,6 +42,8 @@ void simulate_if_small(tessera::study::Scenario s) {
 }  // namespace
 #endif
 
+// libFuzzer's entry point, named by libFuzzer.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {

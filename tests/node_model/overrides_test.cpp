@@ -101,6 +101,7 @@ TEST(KernelOverrides, CountsAreExactAcrossThreads) {
   const auto hit = nm::Kernel::vector(nm::KernelOp::Gelu, 8, 1024, nm::DType::FP32);
   const auto miss = nm::Kernel::vector(nm::KernelOp::Gelu, 8, 2048, nm::DType::FP32);
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 1000; ++i) {

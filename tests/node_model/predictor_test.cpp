@@ -37,10 +37,14 @@ std::string data_root() {
   return fs::is_directory(p / "kernels" / "test") ? p.lexically_normal().string() : std::string();
 }
 
+// The macro declares a variable named by its argument, which cannot be
+// parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define REQUIRE_DATA(root)                                                                              \
   const std::string root = data_root();                                                                 \
   if (root.empty()) GTEST_SKIP() << "NeuSight data not found at $TESSERA_SOURCE_DIR/../shared/data/neusight; " \
                                     "accuracy tests skipped"
+// NOLINTEND(bugprone-macro-parentheses)
 
 // Accuracy guards: what the committed weights measure on the fixed test
 // subset, rounded up slightly, so a regression fails. Issue-3 targets are

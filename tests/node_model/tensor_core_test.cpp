@@ -34,11 +34,15 @@ std::string xla_table() {
   return fs::is_regular_file(p) ? p.lexically_normal().string() : std::string();
 }
 
+// The macro declares a variable named by its argument, which cannot be
+// parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define REQUIRE_XLA(path)                                                               \
   const std::string path = xla_table();                                                 \
   if (path.empty())                                                                     \
   GTEST_SKIP() << "XLA GEMM table not found at $TESSERA_SOURCE_DIR/../shared/data/xla/" \
                   "gemm_h100.csv; tensor-core accuracy tests skipped"
+// NOLINTEND(bugprone-macro-parentheses)
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -61,9 +65,9 @@ std::string temp_csv(const std::string& name, const std::string& text) {
 const std::string kHeader = "arch,b,m,n,k,dtype,flops_per_s,latency_ms\n";
 
 std::shared_ptr<const nm::TensorCoreModel> shipped_model() {
-  static const auto m = std::make_shared<const nm::TensorCoreModel>(
+  static const auto kModel = std::make_shared<const nm::TensorCoreModel>(
       nm::TensorCoreModel::parse(nm::embedded_weights("tensor_core"), "<embedded tensor_core.txt>"));
-  return m;
+  return kModel;
 }
 
 double mape(const std::vector<double>& pred, const nm::MeasurementSet& set, nm::DType d) {

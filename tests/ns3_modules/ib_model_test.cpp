@@ -40,6 +40,7 @@ double payload_rate(Bandwidth bw) {
 Topology star(int hosts, Bandwidth bw, Time hop) {
   Topology t;
   std::vector<topology::VertexId> gpus;
+  gpus.reserve(static_cast<std::size_t>(hosts));
   for (int i = 0; i < hosts; ++i) gpus.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
   const auto leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
   for (auto g : gpus) t.add_duplex_link(g, leaf, bw, hop);
@@ -58,7 +59,7 @@ parallelism::TaskGraph all_reduce_graph(int ranks, Bytes size, std::int64_t comp
       parallelism::Task c;
       c.name = "backward";
       c.kind = parallelism::TaskKind::Compute;
-      c.duration = Time::from_us(compute_us + 3 * r);  // ranks finish a little apart
+      c.duration = Time::from_us(compute_us + 3LL * r);  // ranks finish a little apart
       c.flops = Flops(1e12);
       prog.tasks.push_back(c);
       deps.push_back(0);
@@ -129,6 +130,7 @@ TEST(IbModel, IncastIsLosslessAndFair) {
   const Topology t = star(kSenders + 1, bw, hop);
   const std::int64_t size = 2 << 20;
   std::vector<Message> msgs;
+  msgs.reserve(kSenders);
   for (int s = 0; s < kSenders; ++s) msgs.push_back(Message{s, kSenders, Bytes(size)});
   const auto f = run_flows(t, msgs);
   const double fair = payload_rate(bw) / kSenders;
@@ -146,7 +148,7 @@ TEST(IbModel, IncastIsLosslessAndFair) {
   // Back-pressure: each sender's port idles 7/8 of the time waiting for credits.
   const Time span = f.done.back() - hop * 2;
   for (int s = 0; s < kSenders; ++s) {
-    const auto& up = f.report.links[static_cast<std::size_t>(2 * s)];  // gpu s -> leaf
+    const auto& up = f.report.links[2 * static_cast<std::size_t>(s)];  // gpu s -> leaf
     EXPECT_NEAR(up.credit_stall.seconds(), span.seconds() * 7 / 8, 0.05 * span.seconds()) << "sender " << s;
   }
   std::printf("incast 8->1: max buffer %lld B, sender 0 stalled %.2f of %.2f us\n",
@@ -159,6 +161,7 @@ namespace {
 Topology hol_fabric(Bandwidth bw, Time hop) {
   Topology t;
   std::vector<topology::VertexId> g;
+  g.reserve(6);
   for (int i = 0; i < 6; ++i) g.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
   const auto l0 = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
   const auto l1 = t.add_vertex(VertexKind::Leaf, "leaf1", 1);
@@ -187,19 +190,22 @@ TEST(IbModel, HeadOfLineBlockingStallsAnUnrelatedFlowThroughCredits) {
   const Topology t = hol_fabric(bw, hop);
   const std::int64_t size = 1 << 20;  // 256 packets
   const std::vector<Message> msgs{{0, 2, Bytes(size)}, {4, 2, Bytes(size)}, {5, 2, Bytes(size)}, {1, 3, Bytes(size)}};
-  const double T = packet_seconds(bw);  // 330.08 ns
+  const double packet = packet_seconds(bw);  // T, one packet time: 330.08 ns
 
   Ns3Options one_vl;
-  one_vl.buffer_bytes = Bytes(8 * 4160);  // 8 packets per input port (65 credit blocks each)
+  one_vl.buffer_bytes = Bytes(8LL * 4160);  // 8 packets per input port (65 credit blocks each)
   const auto hol = run_flows(t, msgs, one_vl);
   const auto& trunk = hol.report.links[4];
   const double bd_rate = static_cast<double>(size) / (hol.done[3] - hop * 3).seconds();
-  std::printf("HOL, 1 VL: B->D %.3f GB/s (R/3 = %.3f), done %.1f us; trunk credit stall %.2f us (hand: %.2f us)\n",
-              bd_rate * 1e-9, payload_rate(bw) / 3 * 1e-9, hol.done[3].us(), trunk.credit_stall.us(), 256 * T * 1e6);
+  std::printf(
+      "HOL, 1 VL: B->D %.3f GB/s (R/3 = %.3f), done %.1f us; trunk credit stall %.2f us (hand: %.2f us)\n",
+      bd_rate * 1e-9, payload_rate(bw) / 3 * 1e-9, hol.done[3].us(), trunk.credit_stall.us(),
+      256 * packet * 1e6);
   EXPECT_NEAR(bd_rate, payload_rate(bw) / 3, 0.05 * payload_rate(bw) / 3);
-  EXPECT_NEAR(hol.done[3].seconds(), 768 * T, 0.05 * 768 * T);
-  EXPECT_NEAR(trunk.credit_stall.seconds(), 256 * T, 0.05 * 256 * T);
-  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(hol.done[i].seconds(), 768 * T, 0.05 * 768 * T) << "flow " << i;
+  EXPECT_NEAR(hol.done[3].seconds(), 768 * packet, 0.05 * 768 * packet);
+  EXPECT_NEAR(trunk.credit_stall.seconds(), 256 * packet, 0.05 * 256 * packet);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(hol.done[i].seconds(), 768 * packet, 0.05 * 768 * packet) << "flow " << i;
   EXPECT_EQ(hol.report.network.drops, 0u);
   EXPECT_LE(hol.report.links[4].max_queue.count(), 8 * 4160);  // the trunk input never overfills
 
@@ -220,7 +226,7 @@ TEST(IbModel, HeadOfLineBlockingStallsAnUnrelatedFlowThroughCredits) {
               2 * payload_rate(bw) / 3 * 1e-9, 100 * trunk_util);
   EXPECT_NEAR(bd_rate_vl, 2 * payload_rate(bw) / 3, 0.05 * 2 * payload_rate(bw) / 3);
   EXPECT_GT(trunk_util, 0.97);
-  EXPECT_NEAR(vl.done[0].seconds(), 768 * T, 0.05 * 768 * T);  // the congested flows are unchanged
+  EXPECT_NEAR(vl.done[0].seconds(), 768 * packet, 0.05 * 768 * packet);  // the congested flows are unchanged
 }
 
 TEST(IbModel, RingAllReduceAgreesWithFlowBackend) {
@@ -282,6 +288,7 @@ TEST(IbModel, GpusSharingAnHcaShareItsRate) {
   ASSERT_EQ(t.count(VertexKind::Hca), 2);
   const std::int64_t size = 2 << 20;
   std::vector<Message> msgs;
+  msgs.reserve(4);
   for (int g = 0; g < 4; ++g) msgs.push_back(Message{g, 4 + g, Bytes(size)});
   const auto ib = run_flows(t, msgs);
   engine::DiscreteEventLoop loop;
@@ -301,7 +308,7 @@ TEST(IbModel, GpusSharingAnHcaShareItsRate) {
   for (const auto& l : ib.report.links) {
     if (t.tier(l.link) == topology::LinkTier::Pcie) pcie_packets += static_cast<std::int64_t>(l.packets);
   }
-  EXPECT_EQ(pcie_packets, 2 * 4 * (size / kMtu));
+  EXPECT_EQ(pcie_packets, 2LL * 4 * (size / kMtu));
 }
 
 TEST(IbModel, AdaptiveRoutingSpreadsCollidingFlowsOverSpines) {
@@ -360,6 +367,7 @@ TEST(IbModel, SegmentCoarseningTradesAccuracyForEvents) {
   // With contention it costs accuracy: a 12-to-1 incast of uneven sizes
   // (over NVLink and IB) plus crossing flows; per-flow completion times.
   std::vector<Message> msgs;
+  msgs.reserve(16);
   for (int s = 0; s < 12; ++s) msgs.push_back(Message{s, 15, Bytes((1 << 20) + s * 300'000 + 1234)});
   for (int s = 0; s < 4; ++s) msgs.push_back(Message{12 + s, s * 4 + 1, Bytes(3 << 20)});
   const auto exact_flows = run_flows(t, msgs);

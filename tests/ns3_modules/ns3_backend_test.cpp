@@ -47,6 +47,7 @@ double wire_seconds(std::int64_t payload, Bandwidth bw) {
 Topology star(int hosts, Bandwidth bw, Time hop) {
   Topology t;
   std::vector<topology::VertexId> gpus;
+  gpus.reserve(static_cast<std::size_t>(hosts));
   for (int i = 0; i < hosts; ++i) gpus.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
   const auto leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
   for (auto g : gpus) t.add_duplex_link(g, leaf, bw, hop);

@@ -113,7 +113,7 @@ TEST(DataParallel, MegatronReducesTheWholeBufferAfterTheBackward) {
     ASSERT_EQ(ar.size(), 1U);
     // Megatron pads the vocabulary to a multiple of 128 (50,304 rows) and
     // keeps FP32 main gradients with bf16, 16-bit ones with fp16.
-    const std::int64_t params = m.layers * m.params_per_layer() + 50304 * 1280 + 1024 * 1280 + 2 * 1280;
+    const std::int64_t params = m.layers * m.params_per_layer() + 50304LL * 1280 + 1024LL * 1280 + 2LL * 1280;
     EXPECT_EQ(ar[0]->bytes.count(), params * (dt == DType::BF16 ? 4 : 2)) << to_string(dt);
   }
 }

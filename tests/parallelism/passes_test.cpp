@@ -248,7 +248,7 @@ TEST(Passes, LmHeadRunsTheVocabularyParallelLossAllReducesInItsForward) {
       "fwd fwd.tp.loss.all-reduce fwd.loss fwd.tp.loss.all-reduce fwd.loss fwd.tp.loss.all-reduce fwd.loss");
   for (const Piece& c : pieces.lm_head.forward.pieces()) {
     if (!c.compute) {
-      EXPECT_EQ(c.bytes, Bytes(32 * 4));
+      EXPECT_EQ(c.bytes, Bytes(32LL * 4));
     }
   }
   // Its backward needs none; the LM head's input gradient is all-reduced.

@@ -250,7 +250,7 @@ TEST(Plan, TensorParallelHasTwoAllReducesPerLayerEachWay) {
   p.tp = 2;
   const auto g = plan_training(m, kWork, p, pred);
   ASSERT_NO_THROW(g.validate());
-  const std::int64_t act = 1 * 32 * 64 * 4;  // b s h x 4 bytes
+  const std::int64_t act = 1LL * 32 * 64 * 4;  // b s h x 4 bytes
   for (int r = 0; r < 2; ++r) {
     const Counts c = count(g, r, "layer003.");
     EXPECT_EQ(c.by_kind.size(), 1U);
@@ -316,7 +316,7 @@ TEST(Plan, PipelineSendsOneActivationAndOneGradientPerMicroBatch) {
   p.global_batch = 6;  // 6 micro-batches of 1
   const auto g = plan_training(m, kWork, p, pred);
   ASSERT_NO_THROW(g.validate());
-  const std::int64_t act = 32 * 64 * 4;
+  const std::int64_t act = 32LL * 64 * 4;
   for (int stage = 0; stage < 4; ++stage) {
     Counts sa = count(g, stage, "send_activation"), ra = count(g, stage, "recv_activation");
     Counts sg = count(g, stage, "send_gradient"), rg = count(g, stage, "recv_gradient");
@@ -343,7 +343,7 @@ TEST(Plan, MegatronScattersPipelineTensorsOverTensorParallelRanks) {
   p.tp = 2;
   p.pp = 2;
   p.global_batch = 3;
-  const std::int64_t act = 32 * 64 * 4;
+  const std::int64_t act = 32LL * 64 * 4;
   const auto g = plan_training(m, kWork, p, pred);
   const Counts send = count(g, 0, "send_activation"), gather = count(g, 2, "gather_activation");
   EXPECT_EQ(send.bytes.at("send-recv"), act / 2);
@@ -437,7 +437,7 @@ TEST(Memory, WeightsGradientsOptimizerFollowZero) {
   p.dp = 4;
   const auto z0 = estimate_memory(m, w, p, Bytes::gib(40)).memory_per_stage[0];
   // Megatron pads the vocabulary (50,257) to a multiple of 128: 50,304 rows.
-  const std::int64_t params = m.layers * m.params_per_layer() + (50304 + 1024 + 2) * 1280;
+  const std::int64_t params = m.layers * m.params_per_layer() + (50304LL + 1024 + 2) * 1280;
   EXPECT_EQ(z0.weights.count(), params * 4);
   EXPECT_EQ(z0.gradients.count(), params * 4);
   EXPECT_EQ(z0.optimizer_states.count(), params * 8);

@@ -133,7 +133,7 @@ TEST(Schedules, MegatronHostSyncsAfterPipelineExchangesNeverDeadlock) {
       ParallelPlan p = pipeline(sched, 4, 8, sched == Schedule::Interleaved1F1B ? 2 : 1);
       p.dp = dp;
       p.tp = 2;
-      p.global_batch = 8 * dp;
+      p.global_batch = 8LL * dp;
       const auto g = plan_training(kModel, w, p, pred);
       const auto& tasks = g.tasks(rank_of(p, {0, 0, 1}));
       int exchanges = 0, syncs = 0;

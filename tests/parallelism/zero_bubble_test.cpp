@@ -133,7 +133,7 @@ struct StepTimes {
 };
 StepTimes step_times(int pp, bool linears_only) {
   test_support::LayersOnlyPredictor pred(kModel.vocab, linears_only);
-  const auto g = plan_training(kModel, kWork, pipeline(Schedule::ZeroBubbleH1, pp, 2 * pp), pred);
+  const auto g = plan_training(kModel, kWork, pipeline(Schedule::ZeroBubbleH1, pp, 2LL * pp), pred);
   StepTimes t;
   for (const Task& task : g.tasks(0)) {
     const std::string_view n = task.name;
@@ -214,7 +214,7 @@ TEST(ZeroBubble, EveryMicroBatchHasOneFThenBThenWPerStageAndThePipelineNeverDead
 
 TEST(ZeroBubble, InFlightMicroBatchesArePForH1And2PMinus1ForH2) {
   for (int p : {2, 4, 8}) {
-    const std::int64_t m = 4 * p;
+    const std::int64_t m = 4LL * p;
     for (int s = 0; s < p; ++s) {
       // ZB-H1 keeps 1F1B's p on every stage (Qi et al., 2.1); ZB-H2 2p - 1.
       EXPECT_EQ(peak_in_flight(pipeline_order(Schedule::ZeroBubbleH1, p, s, m, 1)), p);
@@ -244,7 +244,7 @@ TEST(ZeroBubble, ActivationMemoryFollowsThePapersTable2) {
   // (the linears' inputs and output gradients, Qi et al. Table 1). 4 stages
   // of 4 layers; the last stage also holds b s vocab x 4 bytes of logits
   // (vocabulary 97 padded to 128) per micro-batch until its W.
-  const std::int64_t mb = 2048 * 44 * 2, mw = 2048 * 64, logits = 32 * 128 * 4, layers = 4;
+  const std::int64_t mb = 2048LL * 44 * 2, mw = 2048LL * 64, logits = 32LL * 128 * 4, layers = 4;
   const int p = 4;
   const auto h1 = estimate_memory(kModel, kWork, pipeline(Schedule::ZeroBubbleH1, p, 8), Bytes::gib(80));
   const auto h2 = estimate_memory(kModel, kWork, pipeline(Schedule::ZeroBubbleH2, p, 8), Bytes::gib(80));
@@ -254,7 +254,8 @@ TEST(ZeroBubble, ActivationMemoryFollowsThePapersTable2) {
     const std::int64_t extra_h1 = s == p - 1 ? p * logits : 0, extra_h2 = s == p - 1 ? (2 * p - 1) * logits : 0;
     // Worker s (from 0) holds (p - s) M_B + s M_W under ZB-H1, (2p - 2s - 1) M_B + 2s M_W under ZB-H2.
     EXPECT_EQ(h1.memory_per_stage[i].activations.count(), layers * ((p - s) * mb + s * mw) + extra_h1) << s;
-    EXPECT_EQ(h2.memory_per_stage[i].activations.count(), layers * ((2 * p - 2 * s - 1) * mb + 2 * s * mw) + extra_h2)
+    EXPECT_EQ(h2.memory_per_stage[i].activations.count(),
+              layers * ((2 * p - 2 * s - 1) * mb + 2LL * s * mw) + extra_h2)
         << s;
     EXPECT_EQ(h1.memory_per_stage[i].peak_in_flight, p);
     EXPECT_EQ(h2.memory_per_stage[i].peak_in_flight, 2 * p - 1);
@@ -291,7 +292,7 @@ TEST(ZeroBubble, BubblesWithEqualFBWTimesAreThePapersTable2) {
       EXPECT_EQ(one.busy.ps(), 3 * m * t.f.ps());
       EXPECT_EQ(h1.busy, one.busy);
       EXPECT_EQ(h2.busy, one.busy);
-      EXPECT_EQ(one.bubble().ps(), 3 * (p - 1) * t.f.ps()) << "p=" << p << " m=" << m;
+      EXPECT_EQ(one.bubble().ps(), 3LL * (p - 1) * t.f.ps()) << "p=" << p << " m=" << m;
       EXPECT_EQ(h1.bubble().ps(), (p - 1) * t.f.ps()) << "p=" << p << " m=" << m;
       EXPECT_EQ(h2.bubble().ps(), (p - 1) * t.f.ps()) << "p=" << p << " m=" << m;
       for (int s = 0; s < p; ++s) EXPECT_EQ(h2.inside[static_cast<std::size_t>(s)], Time::zero()) << s;
@@ -322,7 +323,7 @@ TEST(ZeroBubble, BubblesWithTheAttentionInBFollowTheGeneralFormulas) {
     ASSERT_GT(t.b, t.f);
     ASSERT_LT(t.w, t.f);
     ASSERT_EQ((t.b + t.w).ps(), 2 * t.f.ps());
-    const std::int64_t m = 4 * p;
+    const std::int64_t m = 4LL * p;
     const Outcome one = run(pipeline(Schedule::OneFOneB, p, m), false);
     const Outcome h1 = run(pipeline(Schedule::ZeroBubbleH1, p, m), false);
     const Outcome h2 = run(pipeline(Schedule::ZeroBubbleH2, p, m), false);
