@@ -1,6 +1,9 @@
 #pragma once
-// Small hand-checkable topologies shared by the engine tests.
+// Small hand-checkable topologies shared by the engine and ns-3 backend tests.
 #include <fmt/format.h>
+
+#include <cstddef>
+#include <vector>
 
 #include "tessera/topology/topology.hpp"
 
@@ -11,6 +14,7 @@ namespace tessera::test_support {
 inline topology::Topology star(int hosts, Bandwidth bw, Time hop) {
   topology::Topology t;
   std::vector<topology::VertexId> gpus;
+  gpus.reserve(static_cast<std::size_t>(hosts));
   for (int i = 0; i < hosts; ++i) gpus.push_back(t.add_vertex(topology::VertexKind::Gpu, fmt::format("gpu{}", i), i));
   const auto sw = t.add_vertex(topology::VertexKind::Leaf, "leaf0", 0);
   for (auto g : gpus) t.add_duplex_link(g, sw, bw, hop);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "../engine/test_topologies.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
@@ -32,15 +33,7 @@ Topology pair(Bandwidth bw, Time latency) {
   return t;
 }
 
-Topology star(int hosts, Bandwidth bw, Time hop) {
-  Topology t;
-  std::vector<topology::VertexId> gpus;
-  gpus.reserve(static_cast<std::size_t>(hosts));
-  for (int i = 0; i < hosts; ++i) gpus.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
-  const auto leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
-  for (auto g : gpus) t.add_duplex_link(g, leaf, bw, hop);
-  return t;
-}
+using test_support::star;  // hosts on one switch (tests/engine/test_topologies.hpp)
 
 parallelism::Task compute_task(Time d) {
   parallelism::Task c;

@@ -1,12 +1,12 @@
 // The ns-3 InfiniBand model: line rate, lossless incast, credit back-pressure
 // (head-of-line blocking), agreement with the flow backend, adaptive routing,
 // segment coarsening, reports and bad input. Hand calculations in comments.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cstdio>
 
+#include "../engine/test_topologies.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
@@ -37,15 +37,7 @@ double payload_rate(Bandwidth bw) {
   return bw.bytes_per_second() * static_cast<double>(kMtu) / static_cast<double>(kWire);
 }
 
-Topology star(int hosts, Bandwidth bw, Time hop) {
-  Topology t;
-  std::vector<topology::VertexId> gpus;
-  gpus.reserve(static_cast<std::size_t>(hosts));
-  for (int i = 0; i < hosts; ++i) gpus.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
-  const auto leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
-  for (auto g : gpus) t.add_duplex_link(g, leaf, bw, hop);
-  return t;
-}
+using test_support::star;  // hosts on one switch (tests/engine/test_topologies.hpp)
 
 parallelism::TaskGraph all_reduce_graph(int ranks, Bytes size, std::int64_t compute_us = 0) {
   parallelism::TaskGraph g;

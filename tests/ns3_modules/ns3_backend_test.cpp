@@ -1,13 +1,14 @@
-#include <gtest/gtest.h>
+#include "tessera/ns3_modules/ns3_backend.hpp"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cstdio>
 
+#include "../engine/test_topologies.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/error.hpp"
-#include "tessera/ns3_modules/ns3_backend.hpp"
 #include "tessera/topology/topology.hpp"
 
 using namespace tessera;
@@ -44,15 +45,7 @@ double wire_seconds(std::int64_t payload, Bandwidth bw) {
 }
 
 /// `hosts` GPUs, each on its own link to one leaf switch.
-Topology star(int hosts, Bandwidth bw, Time hop) {
-  Topology t;
-  std::vector<topology::VertexId> gpus;
-  gpus.reserve(static_cast<std::size_t>(hosts));
-  for (int i = 0; i < hosts; ++i) gpus.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
-  const auto leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
-  for (auto g : gpus) t.add_duplex_link(g, leaf, bw, hop);
-  return t;
-}
+using test_support::star;  // hosts on one switch (tests/engine/test_topologies.hpp)
 
 /// One collective per rank, all in one group, optionally after a compute task
 /// of `compute_us[rank]` microseconds.
