@@ -549,18 +549,27 @@ class Executor {
       std::int64_t connections = 0;
     };
     std::vector<RingCost> rings;
-    for (const auto& tr : trs) {
+    // Each transfer's path latency, looked up once (rings and multi-step
+    // flows need it twice: in their ring's sum and for their own crossing).
+    std::vector<Time> path(n, Time::from_ps(-1));
+    auto path_of = [&](std::size_t k) {
+      if (path[k] < Time::zero()) path[k] = net_.latency(trs[k].src, trs[k].dst);
+      return path[k];
+    };
+    for (std::size_t k = 0; k < n; ++k) {
+      const collectives::Transfer& tr = trs[k];
       if (tr.ring < 0 || tr.steps <= 1) continue;
       if (static_cast<std::size_t>(tr.ring) >= rings.size()) {
         rings.resize(static_cast<std::size_t>(tr.ring) + 1);
       }
       RingCost& rc = rings[static_cast<std::size_t>(tr.ring)];
       if (calibrated_) rc.step += link_class(crosses_nodes(tr)).step_latency;
-      rc.path += net_.latency(tr.src, tr.dst);
+      rc.path += path_of(k);
       ++rc.connections;
     }
     e->cost.reserve(n);
-    for (const auto& tr : trs) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const collectives::Transfer& tr = trs[k];
       Expansion::Cost c{};
       c.crosses = crosses_nodes(tr);
       const LinkCalibration& cls = link_class(c.crosses);
@@ -582,9 +591,9 @@ class Executor {
       // A multi-step flow: each further step pays the path latency again
       // (the flow's own crossing pays the first).
       if (ring != nullptr) {
-        c.after = std::max(Time::zero(), ring_share(ring->path) - net_.latency(tr.src, tr.dst));
+        c.after = std::max(Time::zero(), ring_share(ring->path) - path_of(k));
       } else if (tr.steps > 1) {
-        c.after = net_.latency(tr.src, tr.dst) * (tr.steps - 1);
+        c.after = path_of(k) * (tr.steps - 1);
       }
       // A reducing receiver runs its reduction kernel (one per reducing
       // step) before the data counts as delivered (dependent transfers
