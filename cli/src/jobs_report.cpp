@@ -114,7 +114,8 @@ std::vector<std::string> scenario_warnings(const Scenario& s) {
 std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
   const std::string seed = s.placement == "random" ? fmt::format(R"(, "placement_seed": {})", s.placement_seed) : "";
   std::string out = fmt::format(
-      R"({{"scenario": {}, "gpus": {}, "gpu": {}, "fabric": {}, "fabric_tiers": {}, "placement": "{}"{}, "backend": "{}", "jobs": [)",
+      R"({{"scenario": {}, "gpus": {}, "gpu": {}, "fabric": {}, "fabric_tiers": {}, )"
+      R"("placement": "{}"{}, "backend": "{}", "jobs": [)",
       json_string(s.name), s.gpus(), json_string(s.gpu.name), json_string(std::string(fabric_name(s))),
       fabric_tiers(s), s.placement, seed, to_string(s.backend));
   const JobNotes notes = job_notes(s);

@@ -66,9 +66,8 @@ std::string label(const Point& p) {
 
 // The metric columns after the swept keys, in order; offsets from the first.
 constexpr const char* kMetricNames =
-    "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,tflops_"
-    "per_gpu,"
-    "tokens_per_s,peak_memory_bytes,oom";
+    "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,"
+    "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom";
 constexpr std::size_t kMetricColumns = 11;
 enum MetricColumn : std::size_t { kGpus = 0, kIteration = 2, kTflops = 7, kTokens = 8 };
 
