@@ -232,7 +232,7 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
   for (const Point& pt : points) {
     const Scenario& sc = scenarios[pt.index];
     if (sc.fat_tree_tiers_auto && sc.fabric_written) {
-      auto& [fewest, most] = c.tiers.try_emplace(sc.fat_tree.tiers, sc.gpus(), sc.gpus()).first->second;
+      auto& [fewest, most] = c.tiers.try_emplace(fabric_tiers(sc), sc.gpus(), sc.gpus()).first->second;
       fewest = std::min(fewest, sc.gpus());
       most = std::max(most, sc.gpus());
     }

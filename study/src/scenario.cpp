@@ -38,14 +38,14 @@ std::string_view to_string(FabricKind f) {
 
 std::string_view fabric_name(const Scenario& s) { return s.fabric_written ? to_string(s.fabric) : kNoFabric; }
 
-std::string fabric_detail(const Scenario& s) {
-  if (!s.fabric_written || s.fabric != FabricKind::FatTree || !s.fat_tree_tiers_auto) return {};
-  return fmt::format(", {} tiers by tiers: auto", s.fat_tree.tiers);
-}
-
 int fabric_tiers(const Scenario& s) {
   if (!s.fabric_written) return 0;
   return s.fabric == FabricKind::FatTree ? s.fat_tree.tiers : 2;
+}
+
+std::string fabric_detail(const Scenario& s) {
+  if (!s.fabric_written || s.fabric != FabricKind::FatTree || !s.fat_tree_tiers_auto) return {};
+  return fmt::format(", {} tiers by tiers: auto", fabric_tiers(s));
 }
 
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {

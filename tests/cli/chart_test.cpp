@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 
 namespace tessera::cli {
@@ -266,9 +267,7 @@ TEST_F(ChartTest, NodeSweepSaysWhereTiersAutoAddedATier) {
   std::vector<std::string> gpus_and_tiers;
   std::getline(csv, line);
   while (std::getline(csv, line)) {
-    std::vector<std::string> cells;
-    std::istringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    const std::vector<std::string> cells = split(line, ',');
     ASSERT_GT(cells.size(), 3U) << line;
     gpus_and_tiers.push_back(cells[2] + ":" + cells[3]);
   }

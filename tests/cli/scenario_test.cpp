@@ -381,13 +381,12 @@ TEST(Scenario, RailFabricTooSmallSaysWhatHoldsMore) {
   EXPECT_EQ(parse_scenario(t, "s.yaml", {Override{"cluster.nodes", "4"}, Override{"parallelism.dp", "auto"}})
                 .gpus(),
             32);
-  EXPECT_NE(error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}})
-                .find("cluster.fabric.k: a k=8 rail-optimized fabric attaches 32 HCAs, but the cluster has "
-                      "40 (one per "
-                      "GPU: cluster.nodes x cluster.gpus_per_node = 5 x 8); it has 2 tiers: for more HCAs a "
-                      "larger k, "
-                      "or type fat-tree with tiers: auto"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}})
+          .find("cluster.fabric.k: a k=8 rail-optimized fabric attaches 32 HCAs, but the cluster has 40 "
+                "(one per GPU: cluster.nodes x cluster.gpus_per_node = 5 x 8); "
+                "it has 2 tiers: for more HCAs a larger k, or type fat-tree with tiers: auto"),
+      std::string::npos)
       << error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}});
 }
 
