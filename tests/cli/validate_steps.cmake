@@ -1,6 +1,7 @@
 # `tessera validate steps --data DATA [ARGS]` (ARGS a ;-list): training steps
 # measured on a GPU (tests/data/h200, tests/data/h100), each predicted as a
-# pytorch-eager scenario (what was fit on which file: tests/cli/CMakeLists.txt
+# scenario of the rows' framework, pytorch-eager unless a training.framework
+# column says otherwise (what was fit on which file: tests/cli/CMakeLists.txt
 # beside the tests, docs/node_model.md). Guards the
 # figures measured on 2026-11-26: the summary's mean and max error must stay
 # at or below MEAN_LIMIT and MAX_LIMIT (each the measured figure rounded up
