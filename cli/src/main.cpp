@@ -75,10 +75,11 @@ Validation against measurements:
   tessera --version      the version
 )";
 
-constexpr std::string_view kFiles = R"(  SCENARIO.yaml          the cluster, model, parallelism and training to forecast
+constexpr std::string_view kFiles =
+    R"(  SCENARIO.yaml          the cluster, model, parallelism and training to forecast
                          (docs/scenarios.md); scenarios/ holds examples
-  SCENARIO-sweep.csv     sweep's results (default name), resumed when it exists,
-                         and its chart SCENARIO-sweep.svg
+  SCENARIO-sweep.csv     sweep's results (default name), resumed when it holds the
+                         same sweep unfinished, and its chart SCENARIO-sweep.svg
   GPU|DEVICE.json        a GPU preset (A100-80GB, H100-SXM, H200, ...: docs/node_model.md,
                          "GPU presets") or a GPU's specification as a JSON file
   KERNELS.csv            kernel shapes and measured times in NeuSight's schema
@@ -164,8 +165,11 @@ the end rewrites the CSV in point order and draws an SVG chart: throughput
 against the first key (against the GPU count, on a log axis, with an
 ideal-scaling line and a scaling-efficiency panel, when the first key changes
 it), one line per value of the other keys. Running the same command again
-resumes an interrupted sweep without redoing finished points. Every point is
-checked before any runs. In a node sweep dp follows the GPU count when the
+resumes an interrupted sweep without redoing finished points (while it runs,
+the CSV's first line names the sweep: the scenario's text and the settings;
+an unfinished CSV of another sweep is an error, and a finished CSV is run
+again and rewritten, so a changed scenario never keeps an old row). Every
+point is checked before any runs. In a node sweep dp follows the GPU count when the
 scenario leaves parallelism.dp out; over one that fixes it, add
 --set parallelism.dp=auto.
 

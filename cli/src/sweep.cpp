@@ -115,6 +115,44 @@ bool is_point_index(const std::string& cell) {
   return !cell.empty() && cell.size() <= 18 && cell.find_first_not_of("0123456789") == std::string::npos;
 }
 
+/// What an existing --out file holds for a sweep whose file starts with
+/// `header` (its first line, then the columns, while it is unfinished).
+enum class OutFile { Fresh, Unfinished, Finished };
+
+/// Fresh: no file, or an empty one. Unfinished: this sweep's, interrupted
+/// (resumed). Finished: an unsharded sweep's CSV with `columns` and no
+/// first line, i.e. a sweep that finished (which one cannot be told: run
+/// again and rewritten). Anything else, an unfinished sweep of another
+/// scenario or other settings among them, is an error: never a stale row.
+OutFile out_file_state(const std::string& path, const std::string& header, const std::string& columns,
+                       bool sharded) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return OutFile::Fresh;
+  std::string first;
+  if (!std::getline(in, first)) return OutFile::Fresh;
+  std::string second;
+  const bool has_second = static_cast<bool>(std::getline(in, second));
+  const std::string expected_first = header.substr(0, header.find('\n'));
+  if (first == expected_first && has_second && second == columns) return OutFile::Unfinished;
+  if (first.rfind("# tessera sweep ", 0) == 0) {
+    throw InputError(
+        fmt::format("--out {}: the file holds an unfinished sweep of another scenario or other "
+                    "settings ('{}'); remove it or choose another --out",
+                    path, first));
+  }
+  if (!sharded && first == columns) return OutFile::Finished;
+  throw InputError(
+      fmt::format("--out {}: the file exists but is not a CSV of this sweep (different columns); "
+                  "remove it or choose another --out",
+                  path));
+}
+
+/// The first line of an unsharded sweep's CSV while it runs (removed when
+/// it finishes): which sweep it is, so that a resume takes only its rows.
+std::string unfinished_line(const std::string& id, std::size_t points) {
+  return fmt::format("# tessera sweep {} unfinished: {} points (run the same command to resume)", id, points);
+}
+
 /// Rows already in `path` from an interrupted run, by point index. Only
 /// complete lines (newline-terminated) of a point of this sweep, with its
 /// settings and numeric metrics, count; any other line is dropped and its
@@ -566,10 +604,24 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     check_work(scenarios.back());
   }
 
-  // A shard's CSV starts with a line naming its sweep and shard.
+  // A shard's CSV starts with a line naming its sweep and shard, an
+  // unsharded sweep's with one naming the sweep until it finishes.
+  const std::string id = sweep_id(text, axes, fixed);
+  const std::string columns = csv_header(axes);
   const std::string header =
-      sharded ? shard_line(sweep_id(text, axes, fixed), shard, points.size()) + "\n" + csv_header(axes) : csv_header(axes);
-  std::map<std::size_t, std::string> rows = read_finished(csv_path, header, points);
+      (sharded ? shard_line(id, shard, points.size()) : unfinished_line(id, points.size())) + "\n" + columns;
+  std::map<std::size_t, std::string> rows;
+  switch (out_file_state(csv_path, header, columns, sharded)) {
+    case OutFile::Fresh:
+      break;
+    case OutFile::Unfinished:
+      rows = read_finished(csv_path, header, points);
+      break;
+    case OutFile::Finished:
+      std::cerr << fmt::format(
+          "sweep: {} holds a finished sweep; every point runs again and the file is rewritten\n", csv_path);
+      break;
+  }
   std::vector<std::size_t> todo;
   // A shard owns the points whose index is its own modulo the shard count.
   auto mine = [&](std::size_t index) { return index % shard.count == shard.index; };
@@ -635,8 +687,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   progress.finish();
   if (first_error) throw SimulationError(*first_error + " (finished points are kept; run again to resume)");
 
-  // Final file: rows in point order, whatever order they finished in.
-  std::string final_csv = header + "\n";
+  // Final file: rows in point order, whatever order they finished in; an
+  // unsharded sweep's without its first line (a plain CSV), a shard's with
+  // it (sweep-merge reads it).
+  std::string final_csv = (sharded ? header : columns) + "\n";
   for (const auto& [index, row] : rows) final_csv += row + "\n";
   write_file_atomic(csv_path, final_csv);
   if (sharded) {
