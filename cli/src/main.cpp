@@ -169,8 +169,8 @@ resumes an interrupted sweep without redoing finished points (while it runs,
 the CSV's first line names the sweep: the scenario's text and the settings;
 an unfinished CSV of another sweep is an error, and a finished CSV is run
 again and rewritten, so a changed scenario never keeps an old row). Every
-point is checked before any runs. In a node sweep dp follows the GPU count when the
-scenario leaves parallelism.dp out; over one that fixes it, add
+point is checked before any runs. In a node sweep dp follows the GPU count
+when the scenario leaves parallelism.dp out; over one that fixes it, add
 --set parallelism.dp=auto.
 
   --out FILE.csv       default SCENARIO-sweep.csv
