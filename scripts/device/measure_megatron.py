@@ -10,8 +10,8 @@ MEGATRON_SOFTMAX_DIR holds Megatron-LM's `megatron/fused_kernels/scaled_upper_tr
 of our own and the flags Megatron builds it with; without it the step uses PyTorch's softmax and the
 rows say so (`softmax` in the note).
 
-What runs is Megatron's GPT layer as Megatron-LM (2022-2023, the runs vTrain measured) runs it in
-bf16 on one rank of `tp` (heads, MLP columns and vocabulary split; no tensor-parallel communication,
+What runs is Megatron's GPT layer as Megatron-LM's 2022-2023 releases run it (Megatron-DeepSpeed,
+which vTrain measured, shares the layer's kernels) in bf16 on one rank of `tp` (heads, MLP columns and vocabulary split; no tensor-parallel communication,
 as in tests/data/h200/tp_steps.csv):
 - linears: `matmul(x, W^T)` then `+ bias` (LinearWithGradAccumulationAndAsyncCommunication), the
   backward's input gradient `dy W`, the weight gradient accumulated straight into the FP32
