@@ -955,26 +955,32 @@ def section_wgrad_accumulate(rows):
 PROFILE = []
 
 
+def profile_rows(fn, label, top=40):
+    """Runs fn under torch.profiler: its result, and rows (as other.csv's) of the total device time
+    and of the `top` kernel names by device time."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        out = fn()
+        torch.cuda.synchronize()
+    items = []
+    for evt in prof.key_averages():
+        us = getattr(evt, "device_time_total", None)
+        if us is None:
+            us = getattr(evt, "cuda_time_total", 0)
+        if us > 0:
+            items.append((us, evt.count, evt.key))
+    items.sort(reverse=True)
+    total = sum(i[0] for i in items)
+    rows = [[f"profile_total {label}", f"{total / 1e3:.6f}", f"{len(items)} kernel names"]]
+    for us, count, key in items[:top]:
+        rows.append([f"profile {label}", f"{us / 1e3:.6f}", f"count={count} {key[:150]}"])
+    return out, rows
+
+
 def profile_step(fwd_bwd, optim, label):
     """Per-kernel device time of one training step (torch.profiler), the 40 largest."""
     try:
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fwd_bwd()
-            optim()
-            torch.cuda.synchronize()
-        items = []
-        for evt in prof.key_averages():
-            us = getattr(evt, "device_time_total", None)
-            if us is None:
-                us = getattr(evt, "cuda_time_total", 0)
-            if us > 0:
-                items.append((us, evt.count, evt.key))
-        items.sort(reverse=True)
-        total = sum(i[0] for i in items)
-        PROFILE.append([f"profile_total {label}", f"{total / 1e3:.6f}", f"{len(items)} kernel names"])
-        for us, count, key in items[:40]:
-            PROFILE.append([f"profile {label}", f"{us / 1e3:.6f}", f"count={count} {key[:150]}"])
+        PROFILE.extend(profile_rows(lambda: (fwd_bwd(), optim()), label)[1])
     except Exception:  # noqa: BLE001
         log("profile failed: " + traceback.format_exc())
 

@@ -424,24 +424,9 @@ def section_steps(rows, warm_s=1.5):
 def profile_phases(step, label, top=60):
     """Per-kernel device time (torch.profiler) of the forward (to the loss), the backward and the
     optimizer step apart, the `top` largest of each: rows of other_megatron_phases.csv."""
-    from torch.profiler import ProfilerActivity, profile
-
     def one(fn, phase):
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            out = fn()
-            torch.cuda.synchronize()
-        items = []
-        for evt in prof.key_averages():
-            us = getattr(evt, "device_time_total", None)
-            if us is None:
-                us = getattr(evt, "cuda_time_total", 0)
-            if us > 0:
-                items.append((us, evt.count, evt.key))
-        items.sort(reverse=True)
-        total = sum(i[0] for i in items)
-        PHASES.append([f"profile_total {label} {phase}", f"{total / 1e3:.6f}", f"{len(items)} kernel names"])
-        for us, count, key in items[:top]:
-            PHASES.append([f"profile {label} {phase}", f"{us / 1e3:.6f}", f"count={count} {key[:150]}"])
+        out, rows = m.profile_rows(fn, f"{label} {phase}", top)
+        PHASES.extend(rows)
         return out
 
     try:
