@@ -136,8 +136,8 @@ OutFile out_file_state(const std::string& path, const std::string& header, const
   if (first == expected_first && has_second && second == columns) return OutFile::Unfinished;
   if (first.rfind("# tessera sweep ", 0) == 0) {
     throw InputError(
-        fmt::format("--out {}: the file holds an unfinished sweep of another scenario or other "
-                    "settings ('{}'); remove it or choose another --out",
+        fmt::format("--out {}: the file holds an unfinished sweep of another scenario, other settings "
+                    "or another shard ('{}'); remove it or choose another --out",
                     path, first));
   }
   if (!sharded && first == columns) return OutFile::Finished;

@@ -67,16 +67,21 @@ if(NOT a STREQUAL b)
   message(FATAL_ERROR "the rerun CSV differs from the first:\n${a}\n---\n${b}")
 endif()
 
-# An unfinished CSV of this sweep with other swept values (another ID): an
-# error naming the file, and the file is left as it was.
+# An unfinished CSV of another sweep (another ID), or another shard of this
+# one: an error naming the file, and the file is left as it was.
 set(other_line "# tessera sweep 0123456789abcdef unfinished: 4 points (run the same command to resume)")
 file(WRITE ${WORKDIR}/other.csv "${other_line}\n${header}\n${row0}\n")
 execute_process(COMMAND ${TESSERA} ${common} --out ${WORKDIR}/other.csv
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "^tessera: error: --out [^\n]*other.csv: the file holds an unfinished sweep of another scenario or other settings \\('# tessera sweep 0123456789abcdef unfinished: 4 points")
+if(NOT rc EQUAL 2 OR NOT err MATCHES "^tessera: error: --out [^\n]*other.csv: the file holds an unfinished sweep of another scenario, other settings or another shard \\('# tessera sweep 0123456789abcdef unfinished: 4 points")
   message(FATAL_ERROR "an unfinished sweep of other settings was not refused (rc ${rc}): ${err}")
 endif()
 file(READ ${WORKDIR}/other.csv kept)
 if(NOT kept STREQUAL "${other_line}\n${header}\n${row0}\n")
   message(FATAL_ERROR "the refused file was changed:\n${kept}")
+endif()
+execute_process(COMMAND ${TESSERA} ${common} --shard 1/2 --out ${WORKDIR}/shard.csv
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "shard.csv: the file holds an unfinished sweep of another scenario, other settings or another shard \\('# tessera sweep ${id} shard 0/1 of 4 points'\\)")
+  message(FATAL_ERROR "another shard's file was not refused (rc ${rc}): ${err}")
 endif()
