@@ -115,32 +115,38 @@ bool is_point_index(const std::string& cell) {
   return !cell.empty() && cell.size() <= 18 && cell.find_first_not_of("0123456789") == std::string::npos;
 }
 
-/// What an existing --out file holds for a sweep whose file starts with
-/// `header` (its first line, then the columns, while it is unfinished).
+/// The --out file's text as it is before the sweep writes it (empty when
+/// there is none).
+std::string existing_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+/// What an existing --out file (`text`) holds for a sweep whose file starts
+/// with `header` (its first line, then the columns, while it is unfinished).
 enum class OutFile { Fresh, Unfinished, Finished };
 
 /// Fresh: no file, or an empty one. Unfinished: this sweep's, interrupted
 /// (resumed). Finished: an unsharded sweep's CSV with `columns` and no
 /// first line, i.e. a sweep that finished (which one cannot be told: run
 /// again and rewritten). Anything else, an unfinished sweep of another
-/// scenario or other settings among them, is an error: never a stale row.
-OutFile out_file_state(const std::string& path, const std::string& header, const std::string& columns,
-                       bool sharded) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return OutFile::Fresh;
-  std::string first;
-  if (!std::getline(in, first)) return OutFile::Fresh;
-  std::string second;
-  const bool has_second = static_cast<bool>(std::getline(in, second));
-  const std::string expected_first = header.substr(0, header.find('\n'));
-  if (first == expected_first && has_second && second == columns) return OutFile::Unfinished;
+/// scenario, other settings or another shard among them, is an error:
+/// never a stale row.
+OutFile out_file_state(const std::string& path, const std::string& text, const std::string& header,
+                       const std::string& columns, bool sharded) {
+  if (text.empty()) return OutFile::Fresh;
+  if (text.compare(0, header.size() + 1, header + "\n") == 0) return OutFile::Unfinished;
+  const std::string first = text.substr(0, text.find('\n'));
   if (first.rfind("# tessera sweep ", 0) == 0) {
     throw InputError(
         fmt::format("--out {}: the file holds an unfinished sweep of another scenario, other settings "
                     "or another shard ('{}'); remove it or choose another --out",
                     path, first));
   }
-  if (!sharded && first == columns) return OutFile::Finished;
+  if (!sharded && text.compare(0, columns.size() + 1, columns + "\n") == 0) return OutFile::Finished;
   throw InputError(
       fmt::format("--out {}: the file exists but is not a CSV of this sweep (different columns); "
                   "remove it or choose another --out",
@@ -153,35 +159,22 @@ std::string unfinished_line(const std::string& id, std::size_t points) {
   return fmt::format("# tessera sweep {} unfinished: {} points (run the same command to resume)", id, points);
 }
 
-/// Rows already in `path` from an interrupted run, by point index. Only
-/// complete lines (newline-terminated) of a point of this sweep, with its
-/// settings and numeric metrics, count; any other line is dropped and its
-/// point simulated again.
-std::map<std::size_t, std::string> read_finished(const std::string& path, const std::string& header,
+/// Rows of an interrupted run in `text`, an Unfinished file of this sweep
+/// (it starts with `header`), by point index. Only complete lines
+/// (newline-terminated) of a point of this sweep, with its settings and
+/// numeric metrics, count; any other line is dropped and its point
+/// simulated again.
+std::map<std::size_t, std::string> read_finished(const std::string& text, const std::string& header,
                                                  const std::vector<Point>& points) {
   std::map<std::size_t, std::string> rows;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return rows;
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
-  if (text.empty()) return rows;
-  // (`header` is the column line, after the shard line for a shard's CSV)
-  const auto first_nl = header.size();
-  if (text.compare(0, header.size() + 1, header + "\n") != 0) {
-    throw InputError(fmt::format("--out {}: the file exists but is not a CSV of this sweep (different columns); "
-                                 "remove it or choose another --out",
-                                 path));
-  }
-  const auto fields = split(header.substr(header.rfind('\n') == std::string::npos ? 0 : header.rfind('\n') + 1), ',').size();
-  std::size_t pos = first_nl + 1;
+  std::size_t pos = header.size() + 1;
   while (pos < text.size()) {
     const auto nl = text.find('\n', pos);
     if (nl == std::string::npos) break;  // a partial last line: redo that point
     const std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
     const auto cols = split(line, ',');
-    if (cols.size() != fields || !is_point_index(cols[0])) continue;
+    if (cols.empty() || !is_point_index(cols[0])) continue;
     const auto idx = static_cast<std::size_t>(std::stoull(cols[0]));
     if (idx >= points.size() || !row_of_point(cols, points[idx])) continue;
     rows[idx] = line;
@@ -611,11 +604,12 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   const std::string header =
       (sharded ? shard_line(id, shard, points.size()) : unfinished_line(id, points.size())) + "\n" + columns;
   std::map<std::size_t, std::string> rows;
-  switch (out_file_state(csv_path, header, columns, sharded)) {
+  const std::string existing = existing_text(csv_path);
+  switch (out_file_state(csv_path, existing, header, columns, sharded)) {
     case OutFile::Fresh:
       break;
     case OutFile::Unfinished:
-      rows = read_finished(csv_path, header, points);
+      rows = read_finished(existing, header, points);
       break;
     case OutFile::Finished:
       std::cerr << fmt::format(
