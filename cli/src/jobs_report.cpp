@@ -35,7 +35,7 @@ JobNotes job_notes(const Scenario& s) {
   JobNotes n;
   for (const Job& j : s.jobs) {
     n.untested_gpu.push_back(untested_gpu_note(j.scenario));
-    n.known_bias.push_back(parallelism::known_bias_note(j.scenario.plan));
+    n.known_bias.push_back(known_bias_note(j.scenario));
   }
   return n;
 }

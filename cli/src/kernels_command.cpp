@@ -57,8 +57,9 @@ int cmd_kernels(const Args& args, std::ostream& out) {
 
   out << fmt::format("Scenario       {}: {} on {}, {} node model\n", s.name, s.model.name, s.gpu.name,
                      s.predictor);
-  // The kernels' times are what an Untested GPU line is about; a plan's
-  // Known bias is in joining its ranks, not in these kernels.
+  // The kernels' times are what an Untested GPU line and a GPU's Known bias
+  // are about; a plan's Known bias is in joining its ranks, not in these
+  // kernels.
   out << caveat_lines(s, false);
   out << fmt::format("Workload       {} {}, micro-batch {}, sequence {}, tp={}{}{}\n",
                      node_model::to_string(s.workload.framework), node_model::to_string(s.workload.dtype),

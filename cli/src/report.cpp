@@ -26,7 +26,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.ep = s.plan.ep;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   rep.untested_gpu = untested_gpu_note(s);
-  rep.known_bias = parallelism::known_bias_note(s.plan);
+  rep.known_bias = known_bias_note(s);
   if (s.mixed_gpus) {
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
     rep.mixed_nodes = static_cast<int>(s.mixed_gpus->nodes.size());
@@ -203,6 +203,18 @@ std::string untested_gpu_note(const Scenario& s) {
   return note;
 }
 
+std::string known_bias_note(const Scenario& s, bool plan) {
+  std::vector<std::string> notes;
+  auto add = [&](std::string note) {
+    if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end())
+      notes.push_back(std::move(note));
+  };
+  if (plan) add(parallelism::known_bias_note(s.plan));
+  add(node_model::known_bias_note(s.gpu, s.workload.dtype));
+  if (s.mixed_gpus) add(node_model::known_bias_note(s.mixed_gpus->gpu, s.workload.dtype));
+  return fmt::format("{}", fmt::join(notes, "; "));
+}
+
 std::string caveat_lines(std::string_view untested_gpu, std::string_view known_bias) {
   std::string out;
   if (!untested_gpu.empty()) out += fmt::format("Untested GPU   {}\n", untested_gpu);
@@ -222,13 +234,12 @@ std::string caveat_json(std::string_view untested_gpu, std::string_view known_bi
   return out;
 }
 
-std::string caveat_lines(const Scenario& s, bool known_bias) {
-  return caveat_lines(untested_gpu_note(s),
-                      known_bias ? parallelism::known_bias_note(s.plan) : std::string());
+std::string caveat_lines(const Scenario& s, bool plan_bias) {
+  return caveat_lines(untested_gpu_note(s), known_bias_note(s, plan_bias));
 }
 
-std::string caveat_json(const Scenario& s, bool known_bias) {
-  return caveat_json(untested_gpu_note(s), known_bias ? parallelism::known_bias_note(s.plan) : std::string());
+std::string caveat_json(const Scenario& s, bool plan_bias) {
+  return caveat_json(untested_gpu_note(s), known_bias_note(s, plan_bias));
 }
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {

@@ -411,16 +411,18 @@ int cmd_search(const Args& args, std::ostream& out) {
                        r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu,
                        c.peak_memory.as_double() / (1024.0 * 1024 * 1024));
   }
-  // A known bias of some shown plans' forecasts (tessera run's Known bias
-  // line, parallelism::known_bias_note): the widest tensor parallelism's.
+  // A known bias of some shown plans' forecasts (the plan's part of tessera
+  // run's Known bias line, parallelism::known_bias_note): the widest tensor
+  // parallelism's. The GPU's part holds for every plan: under the header.
   const Candidate* biased = nullptr;
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
-    if (!ranked[i]->report->known_bias.empty() && (!biased || ranked[i]->plan.tp > biased->plan.tp)) {
+    if (!parallelism::known_bias_note(ranked[i]->plan).empty() &&
+        (!biased || ranked[i]->plan.tp > biased->plan.tp)) {
       biased = ranked[i];
     }
   }
   if (biased) {
-    out << "\n" << ranking_bias_note(biased->report->known_bias, "plans");
+    out << "\n" << ranking_bias_note(parallelism::known_bias_note(biased->plan), "plans");
   }
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's

@@ -195,12 +195,14 @@ bool all_numbers(const std::vector<std::string>& values, std::vector<double>& ou
 }
 
 /// tessera run's caveats of a sweep's points: each distinct Untested GPU
-/// note with the points it holds for, and the points with a Known bias
-/// (4-way or wider tensor parallelism; the widest's note is quoted).
+/// note and each distinct GPU's Known bias (16-bit on Hopper) with the
+/// points it holds for, and the points with a plan's Known bias (4-way or
+/// wider tensor parallelism; the widest's note is quoted).
 struct SweepCaveats {
   std::size_t points = 0;
   std::vector<std::pair<std::string, std::vector<std::string>>> untested;  ///< note, its points
-  std::vector<std::string> biased;                                         ///< points with a known bias
+  std::vector<std::pair<std::string, std::vector<std::string>>> gpu_bias;  ///< note, its points
+  std::vector<std::string> biased;  ///< points with a plan's known bias
   int narrowest_tp = 0, widest_tp = 0;
   std::string widest_bias;  ///< known_bias_note of the widest tensor parallelism
   /// `cluster.fabric.tiers: auto`: the fewest and most GPUs of the points
@@ -230,6 +232,11 @@ struct SweepCaveats {
       out.push_back(fmt::format("Untested GPU, {}: {}: its kernel times are extrapolated", which(pts),
                                 note.substr(0, note.find(':'))));
     }
+    for (const auto& [note, pts] : gpu_bias) {
+      out.push_back(
+          fmt::format("Known bias, {}: {}, whose forecasts validate optimistic (docs/node_model.md)",
+                      which(pts), note.substr(0, note.find(':'))));
+    }
     if (!biased.empty()) {
       out.push_back(
           fmt::format("Known bias, {}: {}-way tensor parallelism, whose forecasts validate optimistic "
@@ -251,6 +258,10 @@ struct SweepCaveats {
       out += pts.size() == points ? fmt::format("note (every point): untested GPU: {}\n", note)
                                   : fmt::format("note: untested GPU for {}: {}\n", which(pts), note);
     }
+    for (const auto& [note, pts] : gpu_bias) {
+      out += pts.size() == points ? fmt::format("note (every point): known bias: {}\n", note)
+                                  : fmt::format("note: known bias for {}: {}\n", which(pts), note);
+    }
     if (biased.empty()) return out;
     if (biased.size() == points) return out + fmt::format("note (every point): {}\n", widest_bias);
     return out + ranking_bias_note(widest_bias, "points", fmt::format("({})", fmt::join(biased, ", ")));
@@ -267,12 +278,15 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
       fewest = std::min(fewest, sc.gpus());
       most = std::max(most, sc.gpus());
     }
-    if (const std::string u = untested_gpu_note(sc); !u.empty()) {
-      auto it =
-          std::find_if(c.untested.begin(), c.untested.end(), [&](const auto& e) { return e.first == u; });
-      if (it == c.untested.end()) it = c.untested.insert(c.untested.end(), {u, {}});
+    auto group = [&](std::vector<std::pair<std::string, std::vector<std::string>>>& notes,
+                     const std::string& note) {
+      if (note.empty()) return;
+      auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& e) { return e.first == note; });
+      if (it == notes.end()) it = notes.insert(notes.end(), {note, {}});
       it->second.push_back(std::to_string(pt.index));
-    }
+    };
+    group(c.untested, untested_gpu_note(sc));
+    group(c.gpu_bias, known_bias_note(sc, false));
     const std::string bias = parallelism::known_bias_note(sc.plan);
     if (bias.empty()) continue;
     c.biased.push_back(std::to_string(pt.index));
@@ -721,7 +735,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       }
       // As in tessera run --json: each only when the point has one.
       const Scenario& sc = scenarios[pt.index];
-      json += caveat_json(untested_gpu_note(sc), parallelism::known_bias_note(sc.plan), false);
+      json += caveat_json(untested_gpu_note(sc), known_bias_note(sc), false);
       json += "}";
     }
     out << json << "]}\n";

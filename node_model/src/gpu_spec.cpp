@@ -268,4 +268,17 @@ std::string extrapolation_note(const GpuSpec& gpu, DType dtype) {
   return {};
 }
 
+std::string known_bias_note(const GpuSpec& gpu, DType dtype) {
+  if (dtype == DType::FP32 || dtype == DType::TF32) return {};
+  const auto it = std::find(presets().begin(), presets().end(), gpu);
+  if (it == presets().end()) return {};
+  const std::string& n = it->name;
+  if (n != "H100-SXM" && n != "H100-PCIe" && n != "H200") return {};
+  return fmt::format(
+      "{} at {}: on bf16 training steps measured on an H100 and an H200 the model's GPU time comes out 7-13% "
+      "short where the GPU bounds them (its memory-bound kernels and optimizer on Hopper), so the compute of "
+      "forecasts on it is optimistic (docs/node_model.md, \"Training steps on an H200\")",
+      n, to_string(dtype));
+}
+
 }  // namespace tessera::node_model

@@ -392,9 +392,10 @@ TEST_F(ChartTest, SweepThatKeepsTheGpusHasNoEfficiencyPanel) {
 }
 
 TEST_F(ChartTest, SweepChartCarriesTheForecastsCaveats) {
-  // Points on an untested GPU and points with 4-way or wider tensor
-  // parallelism are named under the chart (the sweep's notes, short), each
-  // note a line of text of its own, wrapped within the chart's width.
+  // Points on an untested GPU, points on a GPU with a known bias and points
+  // with 4-way or wider tensor parallelism are named under the chart (the
+  // sweep's notes, short), each note a line of text of its own, wrapped
+  // within the chart's width.
   const std::string svg =
       sweep("default.yaml", {"cluster.gpu=H100-SXM,B200", "parallelism.tp=1,4", "parallelism.dp=auto"});
   const auto root = parse_chart(svg);
@@ -410,13 +411,17 @@ TEST_F(ChartTest, SweepChartCarriesTheForecastsCaveats) {
       EXPECT_LE(std::stod(attr(e, "x")) + chart::text_width(e->text, 12), width) << e->text;
     }
   }
-  EXPECT_EQ(bias,
-            "Known bias, points 1, 3: 4-way tensor parallelism, whose forecasts validate optimistic "
-            "(docs/calibration.md)")
+  // The H100's own bias (16-bit on Hopper) for its points, then the plan's.
+  EXPECT_EQ(
+      bias,
+      "Known bias, points 0, 1: H100-SXM at bf16, whose forecasts validate optimistic (docs/node_model.md) "
+      "Known bias, points 1, 3: 4-way tensor parallelism, whose forecasts validate optimistic "
+      "(docs/calibration.md)")
       << svg;
-  // A sweep without either: no note.
+  // A sweep without either (A100s, tp 1): no note.
   fs::remove(dir_ / "s.csv");
-  const auto plain = texts(*parse_chart(sweep("default.yaml", {"training.micro_batch=1,2"})));
+  const auto plain =
+      texts(*parse_chart(sweep("default.yaml", {"training.micro_batch=1,2", "cluster.gpu=A100-80GB"})));
   for (const std::string& s : plain) {
     EXPECT_EQ(s.find("Known bias"), std::string::npos);
     EXPECT_EQ(s.find("Untested GPU"), std::string::npos);

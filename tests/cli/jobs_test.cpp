@@ -500,11 +500,18 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   o.jobs.resize(2);
   o.jobs[0].name = "job-a";
   o.jobs[1].name = "job-b";
-  // As shipped: H100 data-parallel jobs, no note.
+  // As shipped: H100 data-parallel jobs in bf16, no Untested GPU line and
+  // one Known bias line for both (the H100's: node_model::known_bias_note).
   const Scenario plain = parse_scenario(text, "two-jobs.yaml");
-  EXPECT_EQ(format_jobs_text(plain, o).find("Known bias"), std::string::npos);
+  const std::string hopper = node_model::known_bias_note(plain.gpu, plain.workload.dtype);
+  ASSERT_EQ(hopper.rfind("H100-SXM at bf16: ", 0), 0U) << hopper;
+  EXPECT_NE(format_jobs_text(plain, o).find("\nKnown bias     " + hopper + "\n"), std::string::npos);
+  EXPECT_EQ(format_jobs_text(plain, o).find("Known bias     job-"), std::string::npos);
   EXPECT_EQ(format_jobs_text(plain, o).find("Untested GPU"), std::string::npos);
-  EXPECT_EQ(format_jobs_json(plain, o).find("known_bias"), std::string::npos);
+  const std::string pj = format_jobs_json(plain, o);
+  const std::size_t first = pj.find("\"known_bias\": " + json_string(hopper));
+  ASSERT_NE(first, std::string::npos) << pj;
+  EXPECT_NE(pj.find("\"known_bias\": " + json_string(hopper), first + 1), std::string::npos) << pj;
   // job-b with 4-way tensor parallelism, on B200s: the GPU's note once, the
   // bias for job-b alone.
   text.replace(text.find(job_b), job_b.size(), job_b + "    parallelism:\n      tp: 4\n      dp: 4\n");

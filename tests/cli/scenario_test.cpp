@@ -829,15 +829,27 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
 }
 
-TEST(Report, DefaultScenarioHasNoCaveatLines) {
-  // H100, bf16, tp 1: measurements back its kernels and no bias is known for
-  // its plan, so neither caveat line nor JSON key.
+TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
+  // H100, bf16, tp 1: measurements back its kernels (no Untested GPU line)
+  // and no bias is known for its plan, but the model's GPU time of bf16
+  // steps on Hopper is short (node_model::known_bias_note): that alone.
   const Scenario d = parse_scenario(default_text(), "d.yaml");
   const RunReport r = make_report(d, simulate_scenario(d));
-  const std::string text = format_text(r);
-  const std::string json = format_json(r);
-  for (const auto& [field, line, key] : {std::tuple{&r.untested_gpu, "Untested GPU", "untested_gpu"},
-                                         std::tuple{&r.known_bias, "Known bias", "known_bias"}}) {
+  EXPECT_EQ(r.untested_gpu, "");
+  EXPECT_EQ(format_text(r).find("Untested GPU"), std::string::npos);
+  EXPECT_EQ(format_json(r).find("untested_gpu"), std::string::npos);
+  const std::string hopper = node_model::known_bias_note(d.gpu, d.workload.dtype);
+  ASSERT_EQ(hopper.rfind("H100-SXM at bf16: ", 0), 0U) << hopper;
+  EXPECT_EQ(r.known_bias, hopper);
+  EXPECT_NE(format_text(r).find("\nKnown bias     " + hopper + "\n"), std::string::npos) << format_text(r);
+  EXPECT_NE(format_json(r).find("\"known_bias\": " + json_string(hopper)), std::string::npos);
+  // On A100s, neither caveat line nor JSON key.
+  const Scenario a = parse_scenario(default_text(), "a.yaml", {{"cluster.gpu", "A100-80GB"}});
+  const RunReport ra = make_report(a, simulate_scenario(a));
+  const std::string text = format_text(ra);
+  const std::string json = format_json(ra);
+  for (const auto& [field, line, key] : {std::tuple{&ra.untested_gpu, "Untested GPU", "untested_gpu"},
+                                         std::tuple{&ra.known_bias, "Known bias", "known_bias"}}) {
     EXPECT_EQ(*field, "") << line;
     EXPECT_EQ(text.find(line), std::string::npos) << text;
     EXPECT_EQ(json.find(key), std::string::npos) << json;
@@ -845,7 +857,7 @@ TEST(Report, DefaultScenarioHasNoCaveatLines) {
 }
 
 TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
-  // (The default scenario, on an H100, has none: DefaultScenarioHasNoCaveatLines.)
+  // (The default scenario, on an H100, has none: DefaultScenarioHasOnlyTheHopperBias.)
   // A B200 cluster: the summary says its kernel times are extrapolated.
   const Scenario b = parse_scenario(default_text(), "b.yaml", {{"cluster.gpu", "B200"}});
   const RunReport rb = make_report(b, simulate_scenario(b));
@@ -861,14 +873,32 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
 }
 
 TEST(Report, KnownBiasLineForWideTensorParallelism) {
-  // (The default scenario, tp 1, has none: DefaultScenarioHasNoCaveatLines.)
+  // (The default scenario, tp 1, has only its GPU's: DefaultScenarioHasOnlyTheHopperBias.)
   // 4-way tensor parallelism (GPT-2 Large has 20 heads): the summary says
-  // the forecast is optimistic.
+  // the forecast is optimistic, the plan's bias first, then the H100's.
   const Scenario t =
       parse_scenario(default_text(), "t.yaml", {{"parallelism.tp", "4"}, {"parallelism.dp", "4"}});
   const RunReport rt = make_report(t, simulate_scenario(t));
-  EXPECT_NE(format_text(rt).find("\nKnown bias     4-way tensor parallelism: "), std::string::npos);
-  EXPECT_NE(format_json(rt).find("\"known_bias\": \"4-way tensor parallelism: "), std::string::npos);
+  const std::string both =
+      parallelism::known_bias_note(t.plan) + "; " + node_model::known_bias_note(t.gpu, t.workload.dtype);
+  EXPECT_EQ(both.rfind("4-way tensor parallelism: ", 0), 0U) << both;
+  EXPECT_NE(both.find("; H100-SXM at bf16: "), std::string::npos) << both;
+  EXPECT_EQ(rt.known_bias, both);
+  EXPECT_NE(format_text(rt).find("\nKnown bias     " + both + "\n"), std::string::npos);
+  EXPECT_NE(format_json(rt).find("\"known_bias\": " + json_string(both)), std::string::npos);
+  // On A100s the plan's alone.
+  const Scenario a =
+      parse_scenario(default_text(), "a.yaml",
+                     {{"parallelism.tp", "4"}, {"parallelism.dp", "4"}, {"cluster.gpu", "A100-80GB"}});
+  EXPECT_EQ(make_report(a, simulate_scenario(a)).known_bias, parallelism::known_bias_note(a.plan));
+  // Some nodes of H200s among A100s: the H200's bias, once, for the scenario
+  // (known_bias_note without the plan's: what every plan on them holds).
+  const Scenario m =
+      parse_scenario(default_text(), "m.yaml",
+                     {{"cluster.gpu", "A100-80GB"}, {"mixed_gpus.gpu", "H200"}, {"mixed_gpus.nodes", "1"}});
+  EXPECT_EQ(known_bias_note(m, false), node_model::known_bias_note(m.mixed_gpus->gpu, m.workload.dtype));
+  EXPECT_EQ(known_bias_note(m, false).rfind("H200 at bf16: ", 0), 0U);
+  EXPECT_EQ(known_bias_note(a, false), "");
 }
 
 TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {

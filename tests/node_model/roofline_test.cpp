@@ -143,6 +143,39 @@ TEST(GpuSpec, ExtrapolationNoteNamesWhatNoMeasurementHereBacks) {
   EXPECT_NE(extrapolation_note(h100, DType::FP32), "");
 }
 
+TEST(GpuSpec, KnownBiasNoteForHopperAtSixteenBits) {
+  // Measured bf16 steps on an H100 and an H200 run 7-13% slower than the
+  // model's GPU time: the Hopper presets at 16 bits (fp8 keeps the rest of
+  // the step at bf16) carry the note, naming the GPU and the dtype.
+  for (const char* name : {"H100-SXM", "H100-PCIe", "H200"}) {
+    for (DType d : {DType::BF16, DType::FP16, DType::FP8}) {
+      const std::string note = known_bias_note(gpu_preset(name), d);
+      EXPECT_EQ(note.rfind(fmt::format("{} at {}: on bf16 training steps measured on an H100 and an H200 the "
+                                       "model's GPU time comes out 7-13% short",
+                                       name, to_string(d)),
+                           0),
+                0U)
+          << note;
+      EXPECT_NE(note.find("optimistic (docs/node_model.md, \"Training steps on an H200\")"),
+                std::string::npos);
+    }
+    // FP32 and TF32 steps were not measured on Hopper: no bias is known.
+    EXPECT_EQ(known_bias_note(gpu_preset(name), DType::FP32), "") << name;
+    EXPECT_EQ(known_bias_note(gpu_preset(name), DType::TF32), "") << name;
+  }
+  // Other presets: none known (Volta at 16 bits, Blackwell and AMD have an
+  // Untested GPU line instead).
+  for (const char* name : {"V100-SXM2", "A100-40GB", "A100-80GB", "B200", "GB200", "MI300X"}) {
+    for (DType d : {DType::FP32, DType::FP16, DType::BF16}) {
+      EXPECT_EQ(known_bias_note(gpu_preset(name), d), "") << name;
+    }
+  }
+  // An inline GPU with an H100's name but another spec is not the preset.
+  GpuSpec h100 = gpu_preset("H100-SXM");
+  h100.sms = 100;
+  EXPECT_EQ(known_bias_note(h100, DType::BF16), "");
+}
+
 TEST(GpuSpec, CurrentGpusFromTheirSpecSheets) {
   // Dense peaks (half the "with sparsity" figures), per GPU.
   const GpuSpec& pcie = gpu_preset("H100-PCIe");

@@ -82,4 +82,16 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name);
 /// exactly a preset's): docs/node_model.md, "GPU presets".
 std::string extrapolation_note(const GpuSpec& gpu, DType dtype);
 
+/// A known bias of kernel times on `gpu` at training dtype `dtype`, found
+/// by validating the model on measured training steps, in one sentence for
+/// reports; empty when none is known. Known: the Hopper presets (H100-SXM,
+/// H100-PCIe, H200) at 16 bits (fp16, bf16, fp8): on every GPU-bound bf16
+/// step measured on an H100 and an H200 (tests/data/h100, tests/data/h200,
+/// plain PyTorch and Megatron's kernels) the model's GPU time is 7-13%
+/// short, so the compute of forecasts there is optimistic
+/// (docs/node_model.md, "Training steps on an H200").
+/// Inline GPUs get none: their extrapolation_note already says the model is
+/// not checked on them.
+std::string known_bias_note(const GpuSpec& gpu, DType dtype);
+
 }  // namespace tessera::node_model
