@@ -26,7 +26,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.ep = s.plan.ep;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   rep.untested_gpu = untested_gpu_note(s);
-  rep.known_bias = known_bias_note(s);
+  rep.known_bias = known_bias_notes(s);
   if (s.mixed_gpus) {
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
     rep.mixed_nodes = static_cast<int>(s.mixed_gpus->nodes.size());
@@ -203,7 +203,7 @@ std::string untested_gpu_note(const Scenario& s) {
   return note;
 }
 
-std::string known_bias_note(const Scenario& s, bool plan) {
+std::vector<std::string> known_bias_notes(const Scenario& s, bool plan) {
   std::vector<std::string> notes;
   auto add = [&](std::string note) {
     if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end())
@@ -212,17 +212,20 @@ std::string known_bias_note(const Scenario& s, bool plan) {
   if (plan) add(parallelism::known_bias_note(s.plan));
   add(node_model::known_bias_note(s.gpu, s.workload.dtype));
   if (s.mixed_gpus) add(node_model::known_bias_note(s.mixed_gpus->gpu, s.workload.dtype));
-  return fmt::format("{}", fmt::join(notes, "; "));
+  return notes;
 }
 
-std::string caveat_lines(std::string_view untested_gpu, std::string_view known_bias) {
+std::string caveat_lines(std::string_view untested_gpu, const std::vector<std::string>& known_bias) {
   std::string out;
   if (!untested_gpu.empty()) out += fmt::format("Untested GPU   {}\n", untested_gpu);
-  if (!known_bias.empty()) out += fmt::format("Known bias     {}\n", known_bias);
+  for (std::size_t i = 0; i < known_bias.size(); ++i) {
+    out += fmt::format("{:<15}{}\n", i == 0 ? "Known bias" : "", known_bias[i]);
+  }
   return out;
 }
 
-std::string caveat_json(std::string_view untested_gpu, std::string_view known_bias, bool trailing) {
+std::string caveat_json(std::string_view untested_gpu, const std::vector<std::string>& known_bias,
+                        bool trailing) {
   std::string out;
   auto member = [&](std::string_view key, std::string_view value) {
     if (value.empty()) return;
@@ -230,16 +233,16 @@ std::string caveat_json(std::string_view untested_gpu, std::string_view known_bi
     out += trailing ? m + ", " : ", " + m;
   };
   member("untested_gpu", untested_gpu);
-  member("known_bias", known_bias);
+  member("known_bias", fmt::format("{}", fmt::join(known_bias, "; ")));
   return out;
 }
 
 std::string caveat_lines(const Scenario& s, bool plan_bias) {
-  return caveat_lines(untested_gpu_note(s), known_bias_note(s, plan_bias));
+  return caveat_lines(untested_gpu_note(s), known_bias_notes(s, plan_bias));
 }
 
 std::string caveat_json(const Scenario& s, bool plan_bias) {
-  return caveat_json(untested_gpu_note(s), known_bias_note(s, plan_bias));
+  return caveat_json(untested_gpu_note(s), known_bias_notes(s, plan_bias));
 }
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {

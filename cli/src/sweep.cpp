@@ -286,7 +286,7 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
       it->second.push_back(std::to_string(pt.index));
     };
     group(c.untested, untested_gpu_note(sc));
-    group(c.gpu_bias, known_bias_note(sc, false));
+    for (const std::string& note : known_bias_notes(sc, false)) group(c.gpu_bias, note);
     const std::string bias = parallelism::known_bias_note(sc.plan);
     if (bias.empty()) continue;
     c.biased.push_back(std::to_string(pt.index));
@@ -735,7 +735,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       }
       // As in tessera run --json: each only when the point has one.
       const Scenario& sc = scenarios[pt.index];
-      json += caveat_json(untested_gpu_note(sc), known_bias_note(sc), false);
+      json += caveat_json(untested_gpu_note(sc), known_bias_notes(sc), false);
       json += "}";
     }
     out << json << "]}\n";

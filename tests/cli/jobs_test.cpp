@@ -535,4 +535,15 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   EXPECT_EQ(j.substr(a, b - a).find("known_bias"), std::string::npos) << j;
   EXPECT_NE(j.substr(a, b - a).find(R"("untested_gpu": "B200 (Blackwell))"), std::string::npos) << j;
   EXPECT_NE(j.substr(b).find(R"("known_bias": "4-way tensor parallelism: )"), std::string::npos) << j;
+  // The same on the shipped H100s: the H100's note once for both jobs, then
+  // job-b's own under it; job-b's JSON joins its two notes, its plan's first.
+  const Scenario h = parse_scenario(text, "two-jobs.yaml");
+  const std::string tp = parallelism::known_bias_note(h.jobs[1].scenario.plan);
+  ASSERT_EQ(tp.rfind("4-way tensor parallelism: ", 0), 0U) << tp;
+  const std::string ht = format_jobs_text(h, o);
+  EXPECT_NE(ht.find("\nKnown bias     " + hopper + "\n               job-b: " + tp + "\n"), std::string::npos)
+      << ht;
+  const std::string hj = format_jobs_json(h, o);
+  EXPECT_NE(hj.find(R"("known_bias": )" + json_string(hopper) + "}"), std::string::npos) << hj;
+  EXPECT_NE(hj.find(R"("known_bias": )" + json_string(tp + "; " + hopper)), std::string::npos) << hj;
 }

@@ -840,17 +840,19 @@ TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
   EXPECT_EQ(format_json(r).find("untested_gpu"), std::string::npos);
   const std::string hopper = node_model::known_bias_note(d.gpu, d.workload.dtype);
   ASSERT_EQ(hopper.rfind("H100-SXM at bf16: ", 0), 0U) << hopper;
-  EXPECT_EQ(r.known_bias, hopper);
-  EXPECT_NE(format_text(r).find("\nKnown bias     " + hopper + "\n"), std::string::npos) << format_text(r);
+  EXPECT_EQ(r.known_bias, std::vector{hopper});
+  EXPECT_NE(format_text(r).find("\nKnown bias     " + hopper + "\nIteration "), std::string::npos)
+      << format_text(r);
   EXPECT_NE(format_json(r).find("\"known_bias\": " + json_string(hopper)), std::string::npos);
   // On A100s, neither caveat line nor JSON key.
   const Scenario a = parse_scenario(default_text(), "a.yaml", {{"cluster.gpu", "A100-80GB"}});
   const RunReport ra = make_report(a, simulate_scenario(a));
   const std::string text = format_text(ra);
   const std::string json = format_json(ra);
-  for (const auto& [field, line, key] : {std::tuple{&ra.untested_gpu, "Untested GPU", "untested_gpu"},
-                                         std::tuple{&ra.known_bias, "Known bias", "known_bias"}}) {
-    EXPECT_EQ(*field, "") << line;
+  EXPECT_EQ(ra.untested_gpu, "");
+  EXPECT_TRUE(ra.known_bias.empty());
+  for (const auto& [line, key] :
+       {std::pair{"Untested GPU", "untested_gpu"}, std::pair{"Known bias", "known_bias"}}) {
     EXPECT_EQ(text.find(line), std::string::npos) << text;
     EXPECT_EQ(json.find(key), std::string::npos) << json;
   }
@@ -875,30 +877,39 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
 TEST(Report, KnownBiasLineForWideTensorParallelism) {
   // (The default scenario, tp 1, has only its GPU's: DefaultScenarioHasOnlyTheHopperBias.)
   // 4-way tensor parallelism (GPT-2 Large has 20 heads): the summary says
-  // the forecast is optimistic, the plan's bias first, then the H100's.
+  // the forecast is optimistic, the plan's bias first, then the H100's,
+  // each a line (the label on the first); --json joins them with "; ".
   const Scenario t =
       parse_scenario(default_text(), "t.yaml", {{"parallelism.tp", "4"}, {"parallelism.dp", "4"}});
   const RunReport rt = make_report(t, simulate_scenario(t));
-  const std::string both =
-      parallelism::known_bias_note(t.plan) + "; " + node_model::known_bias_note(t.gpu, t.workload.dtype);
-  EXPECT_EQ(both.rfind("4-way tensor parallelism: ", 0), 0U) << both;
-  EXPECT_NE(both.find("; H100-SXM at bf16: "), std::string::npos) << both;
-  EXPECT_EQ(rt.known_bias, both);
-  EXPECT_NE(format_text(rt).find("\nKnown bias     " + both + "\n"), std::string::npos);
-  EXPECT_NE(format_json(rt).find("\"known_bias\": " + json_string(both)), std::string::npos);
+  const std::string tp = parallelism::known_bias_note(t.plan);
+  const std::string hopper = node_model::known_bias_note(t.gpu, t.workload.dtype);
+  EXPECT_EQ(tp.rfind("4-way tensor parallelism: ", 0), 0U) << tp;
+  EXPECT_EQ(hopper.rfind("H100-SXM at bf16: ", 0), 0U) << hopper;
+  EXPECT_EQ(rt.known_bias, (std::vector{tp, hopper}));
+  EXPECT_NE(format_text(rt).find("\nKnown bias     " + tp + "\n               " + hopper + "\nIteration "),
+            std::string::npos)
+      << format_text(rt);
+  EXPECT_NE(format_json(rt).find("\"known_bias\": " + json_string(tp + "; " + hopper)), std::string::npos);
   // On A100s the plan's alone.
   const Scenario a =
       parse_scenario(default_text(), "a.yaml",
                      {{"parallelism.tp", "4"}, {"parallelism.dp", "4"}, {"cluster.gpu", "A100-80GB"}});
-  EXPECT_EQ(make_report(a, simulate_scenario(a)).known_bias, parallelism::known_bias_note(a.plan));
-  // Some nodes of H200s among A100s: the H200's bias, once, for the scenario
-  // (known_bias_note without the plan's: what every plan on them holds).
+  EXPECT_EQ(make_report(a, simulate_scenario(a)).known_bias,
+            std::vector{parallelism::known_bias_note(a.plan)});
+  // Some nodes of H200s among A100s: the H200's bias for the scenario
+  // (known_bias_notes without the plan's: what every plan on them holds);
+  // H200s among H100s: each GPU's, in that order.
   const Scenario m =
       parse_scenario(default_text(), "m.yaml",
                      {{"cluster.gpu", "A100-80GB"}, {"mixed_gpus.gpu", "H200"}, {"mixed_gpus.nodes", "1"}});
-  EXPECT_EQ(known_bias_note(m, false), node_model::known_bias_note(m.mixed_gpus->gpu, m.workload.dtype));
-  EXPECT_EQ(known_bias_note(m, false).rfind("H200 at bf16: ", 0), 0U);
-  EXPECT_EQ(known_bias_note(a, false), "");
+  const std::string h200 = node_model::known_bias_note(m.mixed_gpus->gpu, m.workload.dtype);
+  EXPECT_EQ(h200.rfind("H200 at bf16: ", 0), 0U);
+  EXPECT_EQ(known_bias_notes(m, false), std::vector{h200});
+  EXPECT_TRUE(known_bias_notes(a, false).empty());
+  const Scenario hh =
+      parse_scenario(default_text(), "hh.yaml", {{"mixed_gpus.gpu", "H200"}, {"mixed_gpus.nodes", "1"}});
+  EXPECT_EQ(known_bias_notes(hh), (std::vector{hopper, h200}));
 }
 
 TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {

@@ -116,11 +116,12 @@ struct RunReport {
   /// when measurements back them. Text: an "Untested GPU" line; JSON:
   /// "untested_gpu", only when set.
   std::string untested_gpu;
-  /// A known bias of the forecast of this plan on its GPUs, from validation
-  /// on measured runs (known_bias_note: the plan's tensor parallelism, the
-  /// GPU at the training dtype; "; "-joined); empty when none is known.
-  /// Text: a "Known bias" line; JSON: "known_bias", only when set.
-  std::string known_bias;
+  /// The known biases of the forecast of this plan on its GPUs, from
+  /// validation on measured runs (known_bias_notes: the plan's tensor
+  /// parallelism, the GPU at the training dtype); empty when none is known.
+  /// Text: a "Known bias" line per note; JSON: "known_bias", the notes
+  /// "; "-joined, only when there is one.
+  std::vector<std::string> known_bias;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
   /// The ns-3 backend's packet fabric (a "Packet fabric" section and a JSON
   /// "ns3" object); absent on the flow backend, whose output is unchanged.
@@ -140,16 +141,16 @@ std::string format_json(const RunReport& r);
 /// `mixed_gpus` GPU's node_model::extrapolation_note, "; "-joined), or empty
 /// when measurements back them: RunReport::untested_gpu.
 std::string untested_gpu_note(const Scenario& s);
-/// The known biases of the scenario's forecast, "; "-joined, or empty when
-/// none is known: RunReport::known_bias. With `plan` (the default) its
-/// plan's (parallelism::known_bias_note: 4-way or wider tensor parallelism)
-/// first; then its GPU's at the training dtype and a `mixed_gpus` GPU's
-/// (node_model::known_bias_note: 16-bit on Hopper). `plan` false: the GPUs'
-/// alone, which hold for every plan on them.
-std::string known_bias_note(const Scenario& s, bool plan = true);
+/// The known biases of the scenario's forecast, one sentence each, none
+/// repeated (empty when none is known): RunReport::known_bias. With `plan`
+/// (the default) its plan's (parallelism::known_bias_note: 4-way or wider
+/// tensor parallelism) first; then its GPU's at the training dtype and a
+/// `mixed_gpus` GPU's (node_model::known_bias_note: 16-bit on Hopper).
+/// `plan` false: the GPUs' alone, which hold for every plan on them.
+std::vector<std::string> known_bias_notes(const Scenario& s, bool plan = true);
 /// tessera run's caveat lines for a one-job scenario, for the other commands
 /// that forecast it (kernels, compare-schedules, sensitivity, search):
-/// "Untested GPU" (untested_gpu_note) and "Known bias" (known_bias_note),
+/// "Untested GPU" (untested_gpu_note) and "Known bias" (known_bias_notes),
 /// each only when set, padded as `run` pads them; `plan_bias` false leaves
 /// the plan's bias out of the second (a command whose rows have plans of
 /// their own, or none).
@@ -159,10 +160,13 @@ std::string caveat_lines(const Scenario& s, bool plan_bias = true);
 std::string caveat_json(const Scenario& s, bool plan_bias = true);
 /// The lines and JSON members of given notes (RunReport's, a job's, a sweep
 /// point's), each only when not empty: the one place their format lives.
-/// `trailing` false puts ", " before each member instead of after it (to
-/// follow the last member of an object).
-std::string caveat_lines(std::string_view untested_gpu, std::string_view known_bias);
-std::string caveat_json(std::string_view untested_gpu, std::string_view known_bias, bool trailing = true);
+/// Text: the "Untested GPU" line, then a "Known bias" line per note (the
+/// label on the first, the others under it). JSON: "untested_gpu" and
+/// "known_bias" (its notes "; "-joined); `trailing` false puts ", " before
+/// each member instead of after it (to follow the last member of an object).
+std::string caveat_lines(std::string_view untested_gpu, const std::vector<std::string>& known_bias);
+std::string caveat_json(std::string_view untested_gpu, const std::vector<std::string>& known_bias,
+                        bool trailing = true);
 
 /// The note `search` and `sweep` print after a table that ranks plans of
 /// which some have a known bias: `known_bias` (the widest tensor
