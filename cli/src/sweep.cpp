@@ -116,13 +116,11 @@ bool is_point_index(const std::string& cell) {
 }
 
 /// The --out file's text as it is before the sweep writes it (empty when
-/// there is none).
+/// there is none), read as every input is (read_input_file: whole, capped).
 std::string existing_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  return read_input_file(path, "--out file");
 }
 
 /// What an existing --out file (`text`) holds for a sweep whose file starts
