@@ -28,40 +28,33 @@ std::string node_list(const std::vector<int>& nodes) {
 /// tessera run's Untested GPU and Known bias notes for each job (the jobs'
 /// order), empty where a job has none.
 struct JobNotes {
-  std::vector<std::string> untested_gpu;
+  std::vector<std::vector<std::string>> untested_gpu;
   std::vector<std::vector<std::string>> known_bias;
 };
 
 JobNotes job_notes(const Scenario& s) {
   JobNotes n;
   for (const Job& j : s.jobs) {
-    n.untested_gpu.push_back(untested_gpu_note(j.scenario));
+    n.untested_gpu.push_back(untested_gpu_notes(j.scenario));
     n.known_bias.push_back(known_bias_notes(j.scenario));
   }
   return n;
 }
 
-/// Summary lines (`label` padded as tessera run pads it, on the first) for
-/// the notes held by the jobs (`notes[i]`: job i's): each distinct note
-/// once, unnamed when every job holds it, else after the names of the jobs
-/// that do.
+/// Summary lines under `label` (labelled_lines) for the notes held by the
+/// jobs (`notes[i]`: job i's): each distinct note once, unnamed when every
+/// job holds it, else after the names of the jobs that do.
 std::string note_lines(std::string_view label, const std::vector<std::vector<std::string>>& notes,
                        const Scenario& s) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> held;  // note, the jobs holding it
+  HeldNotes held;
   for (std::size_t i = 0; i < notes.size(); ++i) {
-    for (const std::string& n : notes[i]) {
-      auto it = std::find_if(held.begin(), held.end(), [&](const auto& h) { return h.first == n; });
-      if (it == held.end()) it = held.insert(held.end(), {n, {}});
-      it->second.push_back(s.jobs[i].name);
-    }
+    for (const std::string& n : notes[i]) held.add(n, s.jobs[i].name);
   }
-  std::string out;
-  for (std::size_t k = 0; k < held.size(); ++k) {
-    const auto& [note, jobs] = held[k];
-    const std::string who = jobs.size() == notes.size() ? "" : fmt::format("{}: ", fmt::join(jobs, ", "));
-    out += fmt::format("{:<15}{}{}\n", k == 0 ? label : "", who, note);
+  std::vector<std::string> lines;
+  for (const auto& [note, jobs] : held.entries) {
+    lines.push_back(jobs.size() == notes.size() ? note : fmt::format("{}: {}", fmt::join(jobs, ", "), note));
   }
-  return out;
+  return labelled_lines(label, lines);
 }
 
 }  // namespace
@@ -74,10 +67,7 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
                   s.gpu.name, fabric_phrase(fabric_name(s)) + fabric_detail(s), placement);
   out += fmt::format("Models         {} node model, {} network backend\n", s.predictor, to_string(s.backend));
   const JobNotes notes = job_notes(s);
-  std::vector<std::vector<std::string>> untested;
-  for (const std::string& n : notes.untested_gpu)
-    untested.push_back(n.empty() ? std::vector<std::string>{} : std::vector{n});
-  out += note_lines("Untested GPU", untested, s);
+  out += note_lines("Untested GPU", notes.untested_gpu, s);
   out += note_lines("Known bias", notes.known_bias, s);
   out += fmt::format("{:<16} {:>5}  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "job", "GPUs", "nodes", "alone (ms)",
                      "shared (ms)", "slowdown", "tokens/s");

@@ -25,13 +25,14 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.pp = s.plan.pp;
   rep.ep = s.plan.ep;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
-  rep.untested_gpu = untested_gpu_note(s);
+  rep.untested_gpu = untested_gpu_notes(s);
   rep.known_bias = known_bias_notes(s);
   if (s.mixed_gpus) {
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
     rep.mixed_nodes = static_cast<int>(s.mixed_gpus->nodes.size());
     for (std::size_t i = 0; i < s.mixed_gpus->nodes.size(); ++i) {
-      rep.mixed_node_list += fmt::format("{}{}", i == 0 ? "node " : ", ", s.mixed_gpus->nodes[i]);
+      rep.mixed_node_list += fmt::format("{}{}", i == 0 ? (rep.mixed_nodes == 1 ? "node " : "nodes ") : ", ",
+                                         s.mixed_gpus->nodes[i]);
     }
   }
   for (double f : s.compute_scale) {
@@ -192,57 +193,67 @@ std::string json_packet_fabric(const PacketFabricStats& f) {
       f.credit_violations, f.events, json_string(std::string(to_string(set.scale_up))), f.scale_up_messages,
       f.scale_up_payload.count());
 }
+
+/// Appends `note` to `notes` unless it is empty or there already.
+void add_distinct(std::vector<std::string>& notes, std::string note) {
+  if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end())
+    notes.push_back(std::move(note));
+}
 }  // namespace
 
-std::string untested_gpu_note(const Scenario& s) {
-  std::string note = node_model::extrapolation_note(s.gpu, s.workload.dtype);
-  if (s.mixed_gpus) {
-    const std::string mixed = node_model::extrapolation_note(s.mixed_gpus->gpu, s.workload.dtype);
-    if (!mixed.empty()) note += (note.empty() ? "" : "; ") + mixed;
-  }
-  return note;
+std::vector<std::string> untested_gpu_notes(const Scenario& s) {
+  std::vector<std::string> notes;
+  add_distinct(notes, node_model::extrapolation_note(s.gpu, s.workload.dtype));
+  if (s.mixed_gpus) add_distinct(notes, node_model::extrapolation_note(s.mixed_gpus->gpu, s.workload.dtype));
+  return notes;
 }
 
 std::vector<std::string> known_bias_notes(const Scenario& s, bool plan) {
   std::vector<std::string> notes;
-  auto add = [&](std::string note) {
-    if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end())
-      notes.push_back(std::move(note));
-  };
-  if (plan) add(parallelism::known_bias_note(s.plan));
-  add(node_model::known_bias_note(s.gpu, s.workload.dtype));
-  if (s.mixed_gpus) add(node_model::known_bias_note(s.mixed_gpus->gpu, s.workload.dtype));
+  if (plan) add_distinct(notes, parallelism::known_bias_note(s.plan));
+  add_distinct(notes, node_model::known_bias_note(s.gpu, s.workload.dtype));
+  if (s.mixed_gpus) add_distinct(notes, node_model::known_bias_note(s.mixed_gpus->gpu, s.workload.dtype));
   return notes;
 }
 
-std::string caveat_lines(std::string_view untested_gpu, const std::vector<std::string>& known_bias) {
+std::string labelled_lines(std::string_view label, const std::vector<std::string>& notes) {
   std::string out;
-  if (!untested_gpu.empty()) out += fmt::format("Untested GPU   {}\n", untested_gpu);
-  for (std::size_t i = 0; i < known_bias.size(); ++i) {
-    out += fmt::format("{:<15}{}\n", i == 0 ? "Known bias" : "", known_bias[i]);
-  }
+  for (std::size_t i = 0; i < notes.size(); ++i)
+    out += fmt::format("{:<15}{}\n", i == 0 ? label : "", notes[i]);
   return out;
 }
 
-std::string caveat_json(std::string_view untested_gpu, const std::vector<std::string>& known_bias,
-                        bool trailing) {
+void HeldNotes::add(const std::string& note, const std::string& holder) {
+  if (note.empty()) return;
+  auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.note == note; });
+  if (it == entries.end()) it = entries.insert(entries.end(), Entry{note, {}});
+  it->holders.push_back(holder);
+}
+
+std::string caveat_lines(const std::vector<std::string>& untested_gpu,
+                         const std::vector<std::string>& known_bias) {
+  return labelled_lines("Untested GPU", untested_gpu) + labelled_lines("Known bias", known_bias);
+}
+
+std::string caveat_json(const std::vector<std::string>& untested_gpu,
+                        const std::vector<std::string>& known_bias, bool trailing) {
   std::string out;
   auto member = [&](std::string_view key, std::string_view value) {
     if (value.empty()) return;
     const std::string m = fmt::format("\"{}\": {}", key, json_string(std::string(value)));
     out += trailing ? m + ", " : ", " + m;
   };
-  member("untested_gpu", untested_gpu);
+  member("untested_gpu", fmt::format("{}", fmt::join(untested_gpu, "; ")));
   member("known_bias", fmt::format("{}", fmt::join(known_bias, "; ")));
   return out;
 }
 
 std::string caveat_lines(const Scenario& s, bool plan_bias) {
-  return caveat_lines(untested_gpu_note(s), known_bias_notes(s, plan_bias));
+  return caveat_lines(untested_gpu_notes(s), known_bias_notes(s, plan_bias));
 }
 
 std::string caveat_json(const Scenario& s, bool plan_bias) {
-  return caveat_json(untested_gpu_note(s), known_bias_notes(s, plan_bias));
+  return caveat_json(untested_gpu_notes(s), known_bias_notes(s, plan_bias));
 }
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {
@@ -266,8 +277,8 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
   out += caveat_lines(r.untested_gpu, r.known_bias);
   if (!r.mixed_gpu.empty()) {
-    out += fmt::format("Mixed GPUs     {} nodes of {} ({}; memory checked against {})\n", r.mixed_nodes, r.mixed_gpu,
-                       r.mixed_node_list, r.gpu);
+    out += fmt::format("Mixed GPUs     {} node{} of {} ({}; memory checked against {})\n", r.mixed_nodes,
+                       r.mixed_nodes == 1 ? "" : "s", r.mixed_gpu, r.mixed_node_list, r.gpu);
   }
   if (r.stragglers > 0) {
     out += fmt::format("Stragglers     {} of {} GPUs slower than predicted (compute x{:.3f} at most)\n", r.stragglers,

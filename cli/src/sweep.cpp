@@ -198,8 +198,8 @@ bool all_numbers(const std::vector<std::string>& values, std::vector<double>& ou
 /// wider tensor parallelism; the widest's note is quoted).
 struct SweepCaveats {
   std::size_t points = 0;
-  std::vector<std::pair<std::string, std::vector<std::string>>> untested;  ///< note, its points
-  std::vector<std::pair<std::string, std::vector<std::string>>> gpu_bias;  ///< note, its points
+  HeldNotes untested;               ///< each note with its points
+  HeldNotes gpu_bias;               ///< each note with its points
   std::vector<std::string> biased;  ///< points with a plan's known bias
   int narrowest_tp = 0, widest_tp = 0;
   std::string widest_bias;  ///< known_bias_note of the widest tensor parallelism
@@ -226,11 +226,11 @@ struct SweepCaveats {
   /// Short lines for under the chart, for a reader of the chart alone.
   [[nodiscard]] std::vector<std::string> chart_notes() const {
     std::vector<std::string> out;
-    for (const auto& [note, pts] : untested) {
+    for (const auto& [note, pts] : untested.entries) {
       out.push_back(fmt::format("Untested GPU, {}: {}: its kernel times are extrapolated", which(pts),
                                 note.substr(0, note.find(':'))));
     }
-    for (const auto& [note, pts] : gpu_bias) {
+    for (const auto& [note, pts] : gpu_bias.entries) {
       out.push_back(
           fmt::format("Known bias, {}: {}, whose forecasts validate optimistic (docs/node_model.md)",
                       which(pts), note.substr(0, note.find(':'))));
@@ -252,11 +252,11 @@ struct SweepCaveats {
     if (tiers.size() > 1) {
       out += fmt::format("note: cluster.fabric.tiers: auto built {}\n", tiers_by_gpus());
     }
-    for (const auto& [note, pts] : untested) {
+    for (const auto& [note, pts] : untested.entries) {
       out += pts.size() == points ? fmt::format("note (every point): untested GPU: {}\n", note)
                                   : fmt::format("note: untested GPU for {}: {}\n", which(pts), note);
     }
-    for (const auto& [note, pts] : gpu_bias) {
+    for (const auto& [note, pts] : gpu_bias.entries) {
       out += pts.size() == points ? fmt::format("note (every point): known bias: {}\n", note)
                                   : fmt::format("note: known bias for {}: {}\n", which(pts), note);
     }
@@ -276,15 +276,9 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
       fewest = std::min(fewest, sc.gpus());
       most = std::max(most, sc.gpus());
     }
-    auto group = [&](std::vector<std::pair<std::string, std::vector<std::string>>>& notes,
-                     const std::string& note) {
-      if (note.empty()) return;
-      auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& e) { return e.first == note; });
-      if (it == notes.end()) it = notes.insert(notes.end(), {note, {}});
-      it->second.push_back(std::to_string(pt.index));
-    };
-    group(c.untested, untested_gpu_note(sc));
-    for (const std::string& note : known_bias_notes(sc, false)) group(c.gpu_bias, note);
+    const std::string point = std::to_string(pt.index);
+    for (const std::string& note : untested_gpu_notes(sc)) c.untested.add(note, point);
+    for (const std::string& note : known_bias_notes(sc, false)) c.gpu_bias.add(note, point);
     const std::string bias = parallelism::known_bias_note(sc.plan);
     if (bias.empty()) continue;
     c.biased.push_back(std::to_string(pt.index));
@@ -733,7 +727,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       }
       // As in tessera run --json: each only when the point has one.
       const Scenario& sc = scenarios[pt.index];
-      json += caveat_json(untested_gpu_note(sc), known_bias_notes(sc), false);
+      json += caveat_json(untested_gpu_notes(sc), known_bias_notes(sc), false);
       json += "}";
     }
     out << json << "]}\n";

@@ -835,7 +835,7 @@ TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
   // steps on Hopper is short (node_model::known_bias_note): that alone.
   const Scenario d = parse_scenario(default_text(), "d.yaml");
   const RunReport r = make_report(d, simulate_scenario(d));
-  EXPECT_EQ(r.untested_gpu, "");
+  EXPECT_TRUE(r.untested_gpu.empty());
   EXPECT_EQ(format_text(r).find("Untested GPU"), std::string::npos);
   EXPECT_EQ(format_json(r).find("untested_gpu"), std::string::npos);
   const std::string hopper = node_model::known_bias_note(d.gpu, d.workload.dtype);
@@ -849,7 +849,7 @@ TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
   const RunReport ra = make_report(a, simulate_scenario(a));
   const std::string text = format_text(ra);
   const std::string json = format_json(ra);
-  EXPECT_EQ(ra.untested_gpu, "");
+  EXPECT_TRUE(ra.untested_gpu.empty());
   EXPECT_TRUE(ra.known_bias.empty());
   for (const auto& [line, key] :
        {std::pair{"Untested GPU", "untested_gpu"}, std::pair{"Known bias", "known_bias"}}) {
@@ -871,7 +871,37 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
   const Scenario m =
       parse_scenario(default_text(), "m.yaml", {{"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "1"}});
   const RunReport rm = make_report(m, simulate_scenario(m));
-  EXPECT_EQ(rm.untested_gpu.rfind("MI300X (AMD CDNA 3)", 0), 0U);
+  ASSERT_EQ(rm.untested_gpu.size(), 1U);
+  EXPECT_EQ(rm.untested_gpu[0].rfind("MI300X (AMD CDNA 3)", 0), 0U);
+  EXPECT_NE(
+      format_text(rm).find("\nMixed GPUs     1 node of MI300X (node 1; memory checked against H100-SXM)\n"),
+      std::string::npos)
+      << format_text(rm);
+  // Both unmeasured: a line each, the label on the first; --json joins them
+  // with "; ".
+  const Scenario bm =
+      parse_scenario(default_text(), "bm.yaml",
+                     {{"cluster.gpu", "B200"}, {"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "1"}});
+  const RunReport rbm = make_report(bm, simulate_scenario(bm));
+  const std::string blackwell = node_model::extrapolation_note(bm.gpu, bm.workload.dtype);
+  const std::string amd = node_model::extrapolation_note(bm.mixed_gpus->gpu, bm.workload.dtype);
+  EXPECT_EQ(rbm.untested_gpu, (std::vector{blackwell, amd}));
+  EXPECT_NE(format_text(rbm).find("\nUntested GPU   " + blackwell + "\n               " + amd + "\n"),
+            std::string::npos)
+      << format_text(rbm);
+  EXPECT_NE(format_json(rbm).find("\"untested_gpu\": " + json_string(blackwell + "; " + amd)),
+            std::string::npos);
+  // Every node of the other GPU: "nodes", plural.
+  const Scenario mm =
+      parse_scenario(default_text(), "mm.yaml", {{"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "0-1"}});
+  EXPECT_NE(format_text(make_report(mm, simulate_scenario(mm)))
+                .find("\nMixed GPUs     2 nodes of MI300X (nodes 0, 1; memory checked against H100-SXM)\n"),
+            std::string::npos);
+  // The same GPU on both: said once.
+  const Scenario bb =
+      parse_scenario(default_text(), "bb.yaml",
+                     {{"cluster.gpu", "B200"}, {"mixed_gpus.gpu", "B200"}, {"mixed_gpus.nodes", "1"}});
+  EXPECT_EQ(make_report(bb, simulate_scenario(bb)).untested_gpu, std::vector{blackwell});
 }
 
 TEST(Report, KnownBiasLineForWideTensorParallelism) {

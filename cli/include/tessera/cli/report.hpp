@@ -112,10 +112,10 @@ struct RunReport {
   bool fp8 = false;
   /// Why the GPU's (and a `mixed_gpus` GPU's) kernel times are an
   /// extrapolation beyond the generations the node model was fit on or
-  /// checked against (node_model::extrapolation_note, "; "-joined); empty
-  /// when measurements back them. Text: an "Untested GPU" line; JSON:
-  /// "untested_gpu", only when set.
-  std::string untested_gpu;
+  /// checked against (untested_gpu_notes: one note per GPU); empty when
+  /// measurements back them. Text: an "Untested GPU" line per note; JSON:
+  /// "untested_gpu", the notes "; "-joined, only when there is one.
+  std::vector<std::string> untested_gpu;
   /// The known biases of the forecast of this plan on its GPUs, from
   /// validation on measured runs (known_bias_notes: the plan's tensor
   /// parallelism, the GPU at the training dtype); empty when none is known.
@@ -137,10 +137,10 @@ std::string format_text(const RunReport& r);
 /// exposed_comm_time_s, tflops_per_gpu and more (see docs/scenarios.md).
 std::string format_json(const RunReport& r);
 
-/// Why the scenario's kernel times are an extrapolation (its GPU's and a
-/// `mixed_gpus` GPU's node_model::extrapolation_note, "; "-joined), or empty
-/// when measurements back them: RunReport::untested_gpu.
-std::string untested_gpu_note(const Scenario& s);
+/// Why the scenario's kernel times are an extrapolation, one note per GPU
+/// (its GPU's and a `mixed_gpus` GPU's node_model::extrapolation_note, none
+/// repeated), or empty when measurements back them: RunReport::untested_gpu.
+std::vector<std::string> untested_gpu_notes(const Scenario& s);
 /// The known biases of the scenario's forecast, one sentence each, none
 /// repeated (empty when none is known): RunReport::known_bias. With `plan`
 /// (the default) its plan's (parallelism::known_bias_note: 4-way or wider
@@ -150,7 +150,7 @@ std::string untested_gpu_note(const Scenario& s);
 std::vector<std::string> known_bias_notes(const Scenario& s, bool plan = true);
 /// tessera run's caveat lines for a one-job scenario, for the other commands
 /// that forecast it (kernels, compare-schedules, sensitivity, search):
-/// "Untested GPU" (untested_gpu_note) and "Known bias" (known_bias_notes),
+/// "Untested GPU" (untested_gpu_notes) and "Known bias" (known_bias_notes),
 /// each only when set, padded as `run` pads them; `plan_bias` false leaves
 /// the plan's bias out of the second (a command whose rows have plans of
 /// their own, or none).
@@ -160,13 +160,31 @@ std::string caveat_lines(const Scenario& s, bool plan_bias = true);
 std::string caveat_json(const Scenario& s, bool plan_bias = true);
 /// The lines and JSON members of given notes (RunReport's, a job's, a sweep
 /// point's), each only when not empty: the one place their format lives.
-/// Text: the "Untested GPU" line, then a "Known bias" line per note (the
-/// label on the first, the others under it). JSON: "untested_gpu" and
-/// "known_bias" (its notes "; "-joined); `trailing` false puts ", " before
-/// each member instead of after it (to follow the last member of an object).
-std::string caveat_lines(std::string_view untested_gpu, const std::vector<std::string>& known_bias);
-std::string caveat_json(std::string_view untested_gpu, const std::vector<std::string>& known_bias,
-                        bool trailing = true);
+/// Text: an "Untested GPU" line per note, then a "Known bias" line per note
+/// (each label on its first line, the others under it). JSON:
+/// "untested_gpu" and "known_bias" (each's notes "; "-joined); `trailing`
+/// false puts ", " before each member instead of after it (to follow the
+/// last member of an object).
+std::string caveat_lines(const std::vector<std::string>& untested_gpu,
+                         const std::vector<std::string>& known_bias);
+std::string caveat_json(const std::vector<std::string>& untested_gpu,
+                        const std::vector<std::string>& known_bias, bool trailing = true);
+/// Summary lines of notes under a label: `label` (padded as tessera run pads
+/// it) on the first, the others under it.
+std::string labelled_lines(std::string_view label, const std::vector<std::string>& notes);
+
+/// Distinct notes in first-seen order, each with who holds it (a job's name,
+/// a sweep point's number): how jobs and sweep say a note once for all
+/// that hold it.
+struct HeldNotes {
+  struct Entry {
+    std::string note;
+    std::vector<std::string> holders;
+  };
+  std::vector<Entry> entries;
+  /// Records that `holder` holds `note` (an empty note is none).
+  void add(const std::string& note, const std::string& holder);
+};
 
 /// The note `search` and `sweep` print after a table that ranks plans of
 /// which some have a known bias: `known_bias` (the widest tensor
