@@ -5,14 +5,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <new>
 #include <exception>
 #include <functional>
 #include <iostream>
 #include <map>
+#include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/help_text.hpp"
 #include "tessera/cli/report.hpp"
@@ -452,6 +454,13 @@ const tessera::cli::HelpText& help_text() {
   return kHelpText;
 }
 
+/// Every command's name (the keys of command_help), for "did you mean".
+std::vector<std::string> command_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, text] : command_help()) out.push_back(name);
+  return out;
+}
+
 const std::string& usage() {
   static const std::string kUsage = tessera::cli::format_usage(help_text());
   return kUsage;
@@ -495,7 +504,8 @@ int main(int argc, char** argv) {
       const auto& help = command_help();
       auto h = help.find(argv[2]);
       if (h == help.end()) {
-        std::cerr << fmt::format("tessera: error: unknown command '{}' (see 'tessera --help')\n", argv[2]);
+        std::cerr << fmt::format("tessera: error: unknown command '{}'{} (see 'tessera --help')\n", argv[2],
+                                 tessera::cli::did_you_mean(argv[2], command_names()));
         return 2;
       }
       std::cout << h->second;
@@ -507,7 +517,8 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   auto it = commands.find(name);
   if (it == commands.end()) {
-    std::cerr << fmt::format("tessera: error: unknown command '{}' (see 'tessera --help')\n", name);
+    std::cerr << fmt::format("tessera: error: unknown command '{}'{} (see 'tessera --help')\n", name,
+                             tessera::cli::did_you_mean(name, command_names()));
     return 2;
   }
   const tessera::cli::Args args(argv + 2, argv + argc);

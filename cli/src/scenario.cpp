@@ -17,6 +17,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "tessera/cli/args.hpp"
 #include "tessera/cli/trace.hpp"
 #include "tessera/files.hpp"
 #include "tessera/index.hpp"
@@ -202,7 +203,10 @@ class Section {
         all.insert(known_.begin(), known_.end());
         std::string known;
         for (const auto& u : all) known += (known.empty() ? "" : ", ") + u;
-        fail_at(it->first.Mark(), key_path(k), fmt::format("unknown key (known here: {})", known), true);
+        fail_at(it->first.Mark(), key_path(k),
+                fmt::format("unknown key{} (known here: {})",
+                            did_you_mean(k, std::vector<std::string>(all.begin(), all.end())), known),
+                true);
       }
     }
   }
@@ -1629,7 +1633,11 @@ std::vector<std::string> take_set_options(const std::vector<std::string>& args, 
   return rest;
 }
 
-void declare_scenario_options(ArgParser& p) { p.option("backend").option("predictor"); }
+void declare_scenario_options(ArgParser& p) {
+  // `set` is taken out before parsing (take_set_options; sweep's lists):
+  // declared so that a mistyped --sett is told about it.
+  p.option("backend").option("predictor").option("set");
+}
 
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
   std::vector<Override> out;

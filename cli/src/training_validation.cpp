@@ -845,6 +845,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
       .option("cv")
       .option("every")
       .option("fit-only")
+      .option("set")  // taken out before parsing (take_set_options); declared for "did you mean"
       .flag("fit");
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));

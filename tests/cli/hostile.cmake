@@ -110,7 +110,7 @@ hostile_set(ns3.adaptive_routing not_bool maybe)
 hostile_set(ns3.scale_up list "[flow]")
 # collectives.algorithm per kind: unknown kind, an algorithm the kind lacks, a list.
 hostile(NAME collectives.algorithm_unknown_kind RC 2
-        REGEX [=[^tessera: error: s\.yaml \(--set collectives\.algorithm\): collectives\.algorithm\.alltoall: unknown key \(known here: all-gather, all-reduce, all-to-all, broadcast, reduce, reduce-scatter, send-recv\)$]=]
+        REGEX [=[^tessera: error: s\.yaml \(--set collectives\.algorithm\): collectives\.algorithm\.alltoall: unknown key, did you mean 'all-to-all'\? \(known here: all-gather, all-reduce, all-to-all, broadcast, reduce, reduce-scatter, send-recv\)$]=]
         ARGS run s.yaml --set "collectives.algorithm={alltoall: direct}")
 hostile(NAME collectives.algorithm_kind_lacks_it RC 2
         REGEX [=[^tessera: error: s\.yaml \(--set collectives\.algorithm\): collectives\.algorithm\.all-gather: all-gather has no algorithm 'tree' \(available: auto, ring, halving-doubling\)$]=]
@@ -378,7 +378,7 @@ hostile_overrides(empty_path [=[empty path$]=] "''")
 hostile_overrides(no_value [=[has no value$]=] "~")
 hostile_overrides(list [=[expected a single value, not a list or mapping$]=] "[ovr_ok.csv]")
 hostile(NAME overrides.unknown_key RC 2
-        REGEX [=[^tessera: error: s\.yaml \(--set node_model\.overides\): node_model\.overides: unknown key \(known here: overrides\)$]=]
+        REGEX [=[^tessera: error: s\.yaml \(--set node_model\.overides\): node_model\.overides: unknown key, did you mean 'overrides'\? \(known here: overrides\)$]=]
         ARGS run s.yaml --set node_model.overides=ovr_ok.csv)
 hostile(NAME overrides.output_is_override RC 2 REGEX [=[--json-out ovr_ok\.csv: refusing to overwrite node_model\.overrides]=]
         ARGS run s.yaml --set node_model.overrides=ovr_ok.csv --json-out ovr_ok.csv)

@@ -162,8 +162,9 @@ TEST_F(KernelOverridesRun, BadOverrideFileNamesTheKeyTheFileAndTheRow) {
     (void)parse_scenario(unknown, file);
     FAIL() << "no error";
   } catch (const ScenarioError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              file + ":24:3: node_model.overides: unknown key (known here: overrides)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        file + ":24:3: node_model.overides: unknown key, did you mean 'overrides'? (known here: overrides)");
   }
 }
 

@@ -500,11 +500,11 @@ TEST(Scenario, OutputsSection) {
   EXPECT_EQ(s.outputs.json, "r.json");
   EXPECT_EQ(s.outputs.links, "l.csv");
   EXPECT_EQ(s.outputs.trace, "");
-  EXPECT_NE(
-      error_of(default_text() + "outputs:\n  jsn: r.json\n")
-          .find("outputs.jsn: unknown key (known here: json, links, trace, trace_micro_batches, trace_ranks, "
-                "trace_transfers)"),
-      std::string::npos);
+  EXPECT_NE(error_of(default_text() + "outputs:\n  jsn: r.json\n")
+                .find("outputs.jsn: unknown key, did you mean 'json'? (known here: json, links, trace, "
+                      "trace_micro_batches, trace_ranks, "
+                      "trace_transfers)"),
+            std::string::npos);
 }
 
 TEST(Scenario, Ns3SectionKeysDefaultsAndOverrides) {
