@@ -14,7 +14,7 @@ set(allowed_study       "node_model;parallelism;collectives;topology;engine;ns3_
 set(allowed_cli         "node_model;parallelism;collectives;topology;engine;ns3_modules;study;cli")
 set(all_libs node_model parallelism collectives topology engine ns3_modules study cli)
 # Vocabulary headers that live in node_model but every layer may use.
-set(vocabulary "tessera/units.hpp;tessera/error.hpp;tessera/files.hpp;tessera/index.hpp")
+set(vocabulary "tessera/units.hpp;tessera/error.hpp;tessera/files.hpp;tessera/index.hpp;tessera/names.hpp")
 
 set(violations "")
 foreach(lib IN LISTS all_libs)

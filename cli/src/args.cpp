@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <sstream>
+
+#include "tessera/names.hpp"
 
 namespace tessera::cli {
 
@@ -90,57 +91,6 @@ int parse_positive_int(const std::string& text, const std::string& flag, int max
     throw UsageError(fmt::format("{}: expected a whole number from 1 to {}, got '{}'", flag, max, text));
   }
   throw UsageError(fmt::format("{}: expected a positive integer, got '{}'", flag, text));
-}
-
-namespace {
-/// Optimal-string-alignment distance between `a` and `b`, case ignored.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
-  const std::size_t n = a.size(), m = b.size();
-  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
-  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= n; ++i) {
-    for (std::size_t j = 1; j <= m; ++j) {
-      const std::size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[n][m];
-}
-}  // namespace
-
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& candidates) {
-  const std::size_t limit = std::max<std::size_t>(1, name.size() / 3);
-  std::vector<std::string> best;
-  std::size_t best_distance = limit + 1;
-  for (const std::string& c : candidates) {
-    if (c == name) return {};
-    // The distance is at least the difference in length: skip the far ones
-    // (a hostile, huge name costs nothing).
-    const std::size_t gap = c.size() > name.size() ? c.size() - name.size() : name.size() - c.size();
-    if (gap > limit) continue;
-    const std::size_t d = edit_distance(name, c);
-    if (d < best_distance) {
-      best_distance = d;
-      best.clear();
-    }
-    if (d == best_distance && std::find(best.begin(), best.end(), c) == best.end()) best.push_back(c);
-  }
-  return best;
-}
-
-std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates,
-                         const std::string& prefix, const std::string& suffix) {
-  const std::vector<std::string> close = closest_names(name, candidates);
-  std::string out;
-  for (std::size_t i = 0; i < close.size(); ++i) {
-    const char* sep = i == 0 ? ", did you mean " : (i + 1 == close.size() ? " or " : ", ");
-    out += fmt::format("{}{}{}{}", sep, prefix, close[i], suffix);
-  }
-  return out.empty() ? out : out + "?";
 }
 
 }  // namespace tessera::cli

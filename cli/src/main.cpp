@@ -14,11 +14,11 @@
 #include <string_view>
 #include <vector>
 
-#include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/help_text.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 
 namespace {
 
@@ -505,7 +505,7 @@ int main(int argc, char** argv) {
       auto h = help.find(argv[2]);
       if (h == help.end()) {
         std::cerr << fmt::format("tessera: error: unknown command '{}'{} (see 'tessera --help')\n", argv[2],
-                                 tessera::cli::did_you_mean(argv[2], command_names()));
+                                 tessera::did_you_mean(argv[2], command_names()));
         return 2;
       }
       std::cout << h->second;
@@ -518,7 +518,7 @@ int main(int argc, char** argv) {
   auto it = commands.find(name);
   if (it == commands.end()) {
     std::cerr << fmt::format("tessera: error: unknown command '{}'{} (see 'tessera --help')\n", name,
-                             tessera::cli::did_you_mean(name, command_names()));
+                             tessera::did_you_mean(name, command_names()));
     return 2;
   }
   const tessera::cli::Args args(argv + 2, argv + argc);

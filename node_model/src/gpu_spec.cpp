@@ -9,6 +9,7 @@
 
 #include "ascii.hpp"
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 
 namespace tessera::node_model {
 
@@ -213,7 +214,8 @@ const GpuSpec& gpu_preset(std::string_view name) {
   }
   std::string known;
   for (const auto& g : presets()) known += (known.empty() ? "" : ", ") + g.name;
-  throw InputError(fmt::format("unknown GPU preset '{}' (known: {})", name, known));
+  throw InputError(fmt::format("unknown GPU preset '{}'{} (known: {})", name,
+                               did_you_mean(std::string(name), gpu_preset_names()), known));
 }
 
 std::vector<std::string> gpu_preset_names() {

@@ -59,6 +59,9 @@ TEST(GpuSpec, PresetsByTheNamesToolsPrint) {
       {"NVIDIA A100-PCIE-40GB", "GPU 'NVIDIA A100-PCIE-40GB': the PCIe A100 is not a preset"},
       {"Tesla V100-SXM2-16GB", "GPU 'Tesla V100-SXM2-16GB': the V100-SXM2 preset is the 32 GB part"},
       {"A100-80GB-SXM-fast", "unknown GPU preset 'A100-80GB-SXM-fast' (known: V100-SXM2, A100-40GB"},
+      // A near miss of a preset's name is named (tessera::did_you_mean).
+      {"H100-SMX", "unknown GPU preset 'H100-SMX', did you mean 'H100-SXM'? (known: V100-SXM2, A100-40GB"},
+      {"A100-80G", "unknown GPU preset 'A100-80G', did you mean 'A100-80GB'? (known: "},
       {"", "unknown GPU preset ''"},
   };
   for (const auto& [name, message] : refused) {

@@ -4,6 +4,7 @@
 
 #include "tessera/error.hpp"
 #include "tessera/index.hpp"
+#include "tessera/names.hpp"
 
 using namespace tessera;
 
@@ -169,4 +170,32 @@ TEST(Index, FlatIndexDoesNotWrapPastTwoToTheThirtyOne) {
   EXPECT_EQ(tessera::flat_index(0, 8, 0), 0U);
   // 70,000 x 70,000 + 5: the int product would wrap; the size_t one does not.
   EXPECT_EQ(tessera::flat_index(70000, 70000, 5), std::size_t{4900000005});
+}
+
+// "Did you mean": the nearest names by edit distance, within a third of the
+// mistyped name's length (at least one edit), ties all named.
+TEST(DidYouMean, NamesTheNearestCandidates) {
+  const std::vector<std::string> commands{"collectives", "compare-schedules", "kernels", "run", "search",
+                                          "sweep",       "sweep-merge",       "validate"};
+  EXPECT_EQ(closest_names("runn", commands), std::vector<std::string>{"run"});           // an insertion
+  EXPECT_EQ(closest_names("rnu", commands), std::vector<std::string>{"run"});            // a swap: one edit
+  EXPECT_EQ(closest_names("swep", commands), std::vector<std::string>{"sweep"});         // a deletion
+  EXPECT_EQ(closest_names("Validate", commands), std::vector<std::string>{"validate"});  // case ignored
+  EXPECT_EQ(closest_names("kernals", commands), std::vector<std::string>{"kernels"});    // a substitution
+  EXPECT_TRUE(closest_names("fly", commands).empty());  // 3 letters: one edit at most
+  EXPECT_TRUE(closest_names("run", commands).empty());  // a candidate itself
+  EXPECT_TRUE(closest_names("", commands).empty());
+  EXPECT_TRUE(closest_names("runn", {}).empty());
+  // 8 letters: two edits allowed, three not.
+  EXPECT_EQ(closest_names("scheudle", {"schedule", "sequence_parallel"}),
+            std::vector<std::string>{"schedule"});
+  EXPECT_EQ(closest_names("shcedle", {"schedule"}),
+            std::vector<std::string>{"schedule"});  // swap + insertion
+  EXPECT_TRUE(closest_names("xyzdule", {"schedule"}).empty());
+  // A tie: both, in the candidates' order.
+  EXPECT_EQ(closest_names("tpp", {"dp", "pp", "tp"}), (std::vector<std::string>{"pp", "tp"}));
+  EXPECT_EQ(did_you_mean("tpp", {"dp", "pp", "tp"}), ", did you mean 'pp' or 'tp'?");
+  EXPECT_EQ(did_you_mean("tpp", {"pp", "tp", "tpx"}), ", did you mean 'pp', 'tp' or 'tpx'?");
+  EXPECT_EQ(did_you_mean("jsn", {"json", "out"}, "--", ""), ", did you mean --json?");
+  EXPECT_EQ(did_you_mean("fly", {"run"}), "");
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"  // did_you_mean, for the commands' own hints
 
 namespace tessera::cli {
 
@@ -50,18 +51,5 @@ int parse_positive_int(const std::string& text, const std::string& flag, int max
 
 /// `s` cut at every `sep`, empty items kept ("a,,b" -> a, "", b; "a," -> a, "").
 std::vector<std::string> split(const std::string& s, char sep);
-
-/// The candidates a mistyped `name` most likely meant, for a "did you mean"
-/// hint: those at the smallest edit distance (insertions, deletions,
-/// substitutions, and swaps of two neighbouring characters, each counting
-/// one; case ignored), if that distance is at most a third of `name`'s
-/// length (at least 1), in `candidates`' order. Empty when none is that
-/// close or `name` is a candidate.
-std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& candidates);
-/// ", did you mean 'X'?" (", did you mean 'X' or 'Y'?" on a tie) for
-/// closest_names (`prefix` and `suffix` around each instead of quotes), or
-/// empty.
-std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates,
-                         const std::string& prefix = "'", const std::string& suffix = "'");
 
 }  // namespace tessera::cli

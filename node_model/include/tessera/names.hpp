@@ -1,0 +1,23 @@
+#pragma once
+// "Did you mean": the known names nearest a mistyped one, for the hint an
+// error about an unknown name gives (a command, option, scenario key, GPU
+// preset, unit).
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// The candidates a mistyped `name` most likely meant: those at the
+/// smallest edit distance (insertions, deletions, substitutions, and swaps
+/// of two neighbouring characters, each counting one; case ignored), if
+/// that distance is at most a third of `name`'s length (at least 1), in
+/// `candidates`' order. Empty when none is that close or `name` is a
+/// candidate.
+std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& candidates);
+/// ", did you mean 'X'?" (", did you mean 'X' or 'Y'?" on a tie) for
+/// closest_names (`prefix` and `suffix` around each instead of quotes), or
+/// empty.
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates,
+                         const std::string& prefix = "'", const std::string& suffix = "'");
+
+}  // namespace tessera
