@@ -25,6 +25,15 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   }
   return d[n][m];
 }
+
+/// The digits of `s`, in order ("llama2-70b" -> "270").
+std::string digits(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isdigit(static_cast<unsigned char>(c)) != 0) out += c;
+  }
+  return out;
+}
 }  // namespace
 
 std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& candidates) {
@@ -37,6 +46,9 @@ std::vector<std::string> closest_names(const std::string& name, const std::vecto
     // (a hostile, huge name costs nothing).
     const std::size_t gap = c.size() > name.size() ? c.size() - name.size() : name.size() - c.size();
     if (gap > limit) continue;
+    // Numbers are not typos: a size or a generation that differs is another
+    // thing (llama2-7b is not llama2-70b, B300 not B200).
+    if (digits(c) != digits(name)) continue;
     const std::size_t d = edit_distance(name, c);
     if (d < best_distance) {
       best_distance = d;

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 #include "tessera/parallelism/plan.hpp"
 
 namespace tessera::parallelism {
@@ -388,12 +390,15 @@ std::string_view to_string(Schedule s) {
 
 Schedule parse_schedule(std::string_view text) {
   std::string names;
+  std::vector<std::string> list;
   for (std::size_t i = 0; i < kSchedules.size(); ++i) {
     if (kSchedules[i].name == text) return kSchedules[i].schedule;
     if (i > 0) names += i + 1 == kSchedules.size() ? " or " : ", ";
     names += kSchedules[i].name;
+    list.emplace_back(kSchedules[i].name);
   }
-  throw InputError(fmt::format("unknown schedule '{}' (expected {})", text, names));
+  throw InputError(fmt::format("unknown schedule '{}'{} (expected {})", text,
+                               did_you_mean(std::string(text), list), names));
 }
 
 bool splits_backward(Schedule s) {

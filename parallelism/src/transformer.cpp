@@ -1,10 +1,14 @@
 #include "tessera/parallelism/transformer.hpp"
 
-#include <array>
-#include <cmath>
 #include <fmt/format.h>
 
+#include <array>
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 
 namespace tessera::parallelism {
 
@@ -194,8 +198,13 @@ const TransformerConfig& model_preset(std::string_view name) {
     if (m.name == name) return m;
   }
   std::string known;
-  for (const auto& m : presets()) known += (known.empty() ? "" : ", ") + m.name;
-  throw InputError(fmt::format("unknown model preset '{}' (known: {})", name, known));
+  std::vector<std::string> names;
+  for (const auto& m : presets()) {
+    known += (known.empty() ? "" : ", ") + m.name;
+    names.push_back(m.name);
+  }
+  throw InputError(fmt::format("unknown model preset '{}'{} (known: {})", name,
+                               did_you_mean(std::string(name), names), known));
 }
 
 std::vector<std::string> model_preset_names() {

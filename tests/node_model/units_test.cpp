@@ -192,6 +192,11 @@ TEST(DidYouMean, NamesTheNearestCandidates) {
   EXPECT_EQ(closest_names("shcedle", {"schedule"}),
             std::vector<std::string>{"schedule"});  // swap + insertion
   EXPECT_TRUE(closest_names("xyzdule", {"schedule"}).empty());
+  // Digits must agree: a number is a size or a generation, not a typo.
+  EXPECT_TRUE(closest_names("llama2-7B", {"llama2-70b", "llama3-8b"}).empty());
+  EXPECT_TRUE(closest_names("B300", {"B200", "GB200"}).empty());
+  EXPECT_EQ(closest_names("gpt3-175", {"gpt3-175b", "gpt3-xl"}), std::vector<std::string>{"gpt3-175b"});
+  EXPECT_EQ(closest_names("1f1bb", {"gpipe", "1f1b", "zb-h1"}), std::vector<std::string>{"1f1b"});
   // A tie: both, in the candidates' order.
   EXPECT_EQ(closest_names("tpp", {"dp", "pp", "tp"}), (std::vector<std::string>{"pp", "tp"}));
   EXPECT_EQ(did_you_mean("tpp", {"dp", "pp", "tp"}), ", did you mean 'pp' or 'tp'?");

@@ -20,6 +20,24 @@ TEST(Transformer, Gpt2LargeParameterCount) {
   EXPECT_NEAR(static_cast<double>(total), 774.0e6, 2e6);
 }
 
+TEST(Transformer, UnknownPresetNamesANearMissNotAnotherSize) {
+  auto error = [](const std::string& name) {
+    try {
+      (void)model_preset(name);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("gpt3-175")
+                .rfind("unknown model preset 'gpt3-175', did you mean 'gpt3-175b'? (known: gpt2-large, ", 0),
+            0U)
+      << error("gpt3-175");
+  // llama2-7b is another model than llama2-70b: no hint, the list alone.
+  EXPECT_EQ(error("llama2-7b").rfind("unknown model preset 'llama2-7b' (known: gpt2-large, ", 0), 0U)
+      << error("llama2-7b");
+}
+
 TEST(Transformer, LayerFlopsMatchTheTextbook) {
   const auto& m = model_preset("gpt3-xl");
   for (auto fw : {node_model::Framework::Megatron, node_model::Framework::PyTorchEager}) {

@@ -160,6 +160,16 @@ TEST(ZeroBubble, ScheduleNamesParseAndPrint) {
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "unknown schedule 'zb-h3' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-h2)");
   }
+  // A near miss of a name (not of its number, as zb-h3 is) is named.
+  try {
+    parse_schedule("zbh1");
+    FAIL() << "zbh1 parsed";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "unknown schedule 'zbh1', did you mean 'zb-h1'? (expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or "
+        "zb-h2)");
+  }
 }
 
 TEST(ZeroBubble, OrdersFollowThePapersFigure3) {

@@ -11,8 +11,9 @@ namespace tessera {
 /// smallest edit distance (insertions, deletions, substitutions, and swaps
 /// of two neighbouring characters, each counting one; case ignored), if
 /// that distance is at most a third of `name`'s length (at least 1), in
-/// `candidates`' order. Empty when none is that close or `name` is a
-/// candidate.
+/// `candidates`' order. Never one whose digits differ from `name`'s (a
+/// number is a size or a generation, not a typo: llama2-7b is not
+/// llama2-70b). Empty when none is that close or `name` is a candidate.
 std::vector<std::string> closest_names(const std::string& name, const std::vector<std::string>& candidates);
 /// ", did you mean 'X'?" (", did you mean 'X' or 'Y'?" on a tie) for
 /// closest_names (`prefix` and `suffix` around each instead of quotes), or
