@@ -17,10 +17,10 @@
 #include <sstream>
 #include <tuple>
 
-#include "tessera/cli/args.hpp"
 #include "tessera/cli/trace.hpp"
 #include "tessera/files.hpp"
 #include "tessera/index.hpp"
+#include "tessera/names.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/study/jobs.hpp"
 #include "tessera/topology/fabrics.hpp"
