@@ -657,7 +657,9 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
       for (const auto& kv : p) {
         const std::string key = kv.first.Scalar();
         if (key != "policy" && key != "seed") {
-          placement_error.fail_at(kv.first.Mark(), "placement." + key, "unknown key (placement has policy and seed)");
+          placement_error.fail_at(kv.first.Mark(), "placement." + key,
+                                  fmt::format("unknown key{} (placement has policy and seed)",
+                                              did_you_mean(key, {"policy", "seed"})));
         }
       }
       if (!policy) {
@@ -717,7 +719,8 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
       if (key != "name" && key != "nodes" && key != "model" && key != "training" && key != "parallelism") {
         fail_node(file, kv.first, fmt::format("{}.{}", where, key),
-                  "unknown key (a job has name, nodes, model, training, parallelism)");
+                  fmt::format("unknown key{} (a job has name, nodes, model, training, parallelism)",
+                              did_you_mean(key, {"name", "nodes", "model", "training", "parallelism"})));
       }
     }
     Job out;

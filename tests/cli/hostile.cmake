@@ -399,7 +399,7 @@ hostile(NAME jobs.placement_seed_not_random RC 2
         REGEX [=[^tessera: error: jobs\.yaml:[0-9]+:[0-9]+: placement\.seed: a seed is only used by policy random$]=]
         ARGS run jobs.yaml --set placement.policy=packed)
 hostile(NAME jobs.placement_unknown_key RC 2
-        REGEX [=[^tessera: error: jobs\.yaml \(--set placement\.sead\): placement\.sead: unknown key \(placement has policy and seed\)$]=]
+        REGEX [=[^tessera: error: jobs\.yaml \(--set placement\.sead\): placement\.sead: unknown key, did you mean 'seed'\? \(placement has policy and seed\)$]=]
         ARGS run jobs.yaml --set placement.sead=3)
 
 # --- failures: with `at:` (a cable failing during the run). ------------------

@@ -83,7 +83,15 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   EXPECT_NE(error_of(out_of_range).find("jobs[0].nodes[0]: 7 is out of range 0..3"), std::string::npos);
   std::string unknown = text;
   unknown.replace(unknown.find("    nodes: 2"), 12, "    nodes: 2\n    gpus: 8");
-  EXPECT_NE(error_of(unknown).find("jobs[0].gpus: unknown key"), std::string::npos) << error_of(unknown);
+  EXPECT_NE(error_of(unknown).find(
+                "jobs[0].gpus: unknown key (a job has name, nodes, model, training, parallelism)"),
+            std::string::npos)
+      << error_of(unknown);
+  std::string near = text;  // a near miss of a job's key is named
+  near.replace(near.find("    nodes: 2"), 12, "    nodes: 2\n    modle: gpt2-large");
+  EXPECT_NE(error_of(near).find("jobs[0].modle: unknown key, did you mean 'model'? (a job has name, "),
+            std::string::npos)
+      << error_of(near);
   EXPECT_NE(error_of(text, {{"placement", "scattered"}}).find("placement: expected packed, spread or random"),
             std::string::npos);
   // A job's own plan is checked against its own GPUs.
@@ -158,8 +166,12 @@ TEST(Jobs, RandomPlacementIsSeededAndDeterministic) {
             "s.yaml (--set placement): placement.seed: a seed is only used by policy random");
   EXPECT_EQ(error_of(text, {{"placement", "{seed: 3}"}}),
             "s.yaml (--set placement): placement.policy: missing required key (packed, spread or random)");
-  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, sed: 3}"}}),
-            "s.yaml (--set placement): placement.sed: unknown key (placement has policy and seed)");
+  EXPECT_EQ(
+      error_of(text, {{"placement", "{policy: random, sed: 3}"}}),
+      "s.yaml (--set placement): placement.sed: unknown key, did you mean 'seed'? (placement has policy and "
+      "seed)");
+  EXPECT_EQ(error_of(text, {{"placement", "{policy: random, colour: 3}"}}),
+            "s.yaml (--set placement): placement.colour: unknown key (placement has policy and seed)");
 }
 
 // Packed: each job under its own leaf, sharing no link: exactly as fast as
