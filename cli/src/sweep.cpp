@@ -308,6 +308,15 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     double gpus = 0, tokens = 0;
     bool oom = false;
   };
+  // A key after the first with one value on every row (a --set of one
+  // value) is a fixed setting: said in the subtitle, not a series.
+  std::vector<std::set<std::string>> values(keys.size());
+  for (const auto& [index, row] : rows) {
+    const auto cols = split(row, ',');
+    const std::size_t m0 = cols.size() - kMetricColumns;
+    for (std::size_t a = 0; a < keys.size() && 1 + a < m0; ++a) values[a].insert(cols[1 + a]);
+  }
+  auto fixed = [&](std::size_t a) { return a > 0 && values[a].size() == 1; };
   // Series in order of first appearance (the second key's order).
   std::vector<std::string> series_names;
   std::map<std::string, std::vector<Pt>> by_series;
@@ -322,7 +331,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     pt.oom = cols.back() == "1";
     std::string name;
     for (std::size_t a = 1; a < keys.size() && 1 + a < m0; ++a) {
-      name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
+      if (!fixed(a)) name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
     }
     if (by_series.count(name) == 0U) series_names.push_back(name);
     by_series[name].push_back(pt);
@@ -411,6 +420,13 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
   if (any_oom) entries.push_back({"does not fit in GPU memory (OOM)", "#d62728", false, true});
   // Caveats of some points' forecasts (tessera run's Untested GPU and Known
   // bias), one line each under the legend.
+  // The one-value keys, a line of their own (wrapped, where the subtitle
+  // would cut them).
+  std::string set;
+  for (std::size_t a = 1; a < keys.size(); ++a) {
+    if (fixed(a)) set += fmt::format("{}{}={}", set.empty() ? "" : ", ", keys[a], *values[a].begin());
+  }
+  if (!set.empty()) entries.push_back({"Every point: " + set, "#555", false, false, false, true});
   for (const std::string& n : notes) entries.push_back({n, "#555", false, false, false, true});
 
   // Two panels side by side, or the throughput panel alone, wider.
@@ -422,11 +438,11 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
   std::string subtitle;
   if (!keys.empty()) {
     subtitle = fmt::format("swept: {}{}", keys[0], gpus_on_x ? " (x axis: the GPU count it gives)" : " (x axis)");
-    if (keys.size() > 1) {
-      std::string rest;
-      for (std::size_t a = 1; a < keys.size(); ++a) rest += (rest.empty() ? "" : ", ") + keys[a];
-      subtitle += fmt::format("; {} (one line per value)", rest);
+    std::string lines;
+    for (std::size_t a = 1; a < keys.size(); ++a) {
+      if (!fixed(a)) lines += (lines.empty() ? "" : ", ") + keys[a];
     }
+    if (!lines.empty()) subtitle += fmt::format("; {} (one line per value)", lines);
   }
   const double height = legend_y + legend_h + 10;
   std::string svg = chart::open_document(width, height, title, subtitle);

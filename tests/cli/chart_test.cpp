@@ -380,6 +380,29 @@ TEST_F(ChartTest, TwoKeysGiveOneLinePerValueOfTheSecond) {
   }
 }
 
+TEST_F(ChartTest, OneValueKeysAreSettingsNotSeries) {
+  // A --set of one value after the first key is a fixed setting: a line
+  // under the chart says it, and it neither makes nor names a series.
+  const auto root = parse_chart(sweep("scaling.yaml", {"cluster.nodes=1,2", "training.micro_batch=2",
+                                                       "parallelism.pp=1,2", "cluster.gpu=H100-SXM"}));
+  const auto t = texts(*root);
+  EXPECT_TRUE(
+      t.count("swept: cluster.nodes (x axis: the GPU count it gives); parallelism.pp (one line per value)"))
+      << fmt::format("{}", fmt::join(t, " | "));
+  EXPECT_TRUE(t.count("Every point: training.micro_batch=2, cluster.gpu=H100-SXM"))
+      << fmt::format("{}", fmt::join(t, " | "));
+  const auto solid = lines(*root, false);
+  EXPECT_EQ(std::set<std::string>(solid.begin(), solid.end()),
+            (std::set<std::string>{"parallelism.pp=1", "parallelism.pp=2"}));
+  // Only one-value keys besides the first: one series, no legend line for it.
+  fs::remove(dir_ / "s.csv");
+  const auto single =
+      parse_chart(sweep("default.yaml", {"training.micro_batch=1,2", "cluster.gpu=A100-80GB"}));
+  EXPECT_TRUE(texts(*single).count("swept: training.micro_batch (x axis)"));
+  EXPECT_TRUE(texts(*single).count("Every point: cluster.gpu=A100-80GB"));
+  EXPECT_EQ(lines(*single, false), std::vector<std::string>{"throughput"});
+}
+
 TEST_F(ChartTest, SweepThatKeepsTheGpusHasNoEfficiencyPanel) {
   const std::string svg = sweep("default.yaml", {"training.micro_batch=1,2,4,8"});
   const auto root = parse_chart(svg);
