@@ -309,7 +309,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     bool oom = false;
   };
   // A key after the first with one value on every row (a --set of one
-  // value) is a fixed setting: said in the subtitle, not a series.
+  // value) is a fixed setting: said under the legend, not a series.
   std::vector<std::set<std::string>> values(keys.size());
   for (const auto& [index, row] : rows) {
     const auto cols = split(row, ',');
@@ -749,10 +749,35 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     out << json << "]}\n";
     return 0;
   }
+  // Keys given one value are the same on every point: said once above the
+  // table, not in every row (unless nothing else varies).
+  std::vector<bool> one_value(axes.size(), false);
+  bool any_varies = false;
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    one_value[a] = axes[a].values.size() == 1;
+    any_varies = any_varies || !one_value[a];
+  }
+  auto row_label = [&](const Point& pt) {
+    if (!any_varies) return label(pt);
+    std::string text;
+    for (std::size_t a = 0; a < pt.overrides.size() && a < axes.size(); ++a) {
+      if (!one_value[a])
+        text += (text.empty() ? "" : " ") + pt.overrides[a].path + "=" + pt.overrides[a].value;
+    }
+    return text;
+  };
+  if (any_varies && !points.empty()) {
+    std::string set;
+    for (std::size_t a = 0; a < axes.size() && a < points.front().overrides.size(); ++a) {
+      const Override& o = points.front().overrides[a];
+      if (one_value[a]) set += (set.empty() ? "" : " ") + o.path + "=" + o.value;
+    }
+    if (!set.empty()) out << fmt::format("every point: {}\n", set);
+  }
   // The settings column as wide as its longest label (at least 40), so the
   // numbers line up whatever the swept keys are.
   std::size_t width = 40;
-  for (const Point& pt : points) width = std::max(width, label(pt).size());
+  for (const Point& pt : points) width = std::max(width, row_label(pt).size());
   out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", width, "GPUs", "iteration ms",
                      "TFLOP/s/GPU", "tokens/s");
   int oom = 0;
@@ -761,9 +786,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     const std::size_t m0 = cols.size() - kMetricColumns;
     const bool does_not_fit = cols.back() == "1";
     oom += does_not_fit ? 1 : 0;
-    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}\n", pt.index, label(pt), width, cols[m0 + kGpus],
-                       std::stod(cols[m0 + kIteration]) * 1e3, std::stod(cols[m0 + kTflops]),
-                       std::stod(cols[m0 + kTokens]), does_not_fit ? "  OOM" : "");
+    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}\n", pt.index, row_label(pt),
+                       width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
+                       std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
+                       does_not_fit ? "  OOM" : "");
   }
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);

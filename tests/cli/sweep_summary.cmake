@@ -27,12 +27,16 @@ if(NOT first MATCHES "^0,1,4,8,2,.*,[0-9]+,0$")
   message(FATAL_ERROR "first row: ${first}")
 endif()
 # Labels longer than the settings column's 40 characters widen it: every
-# row's GPUs column ends where the header's does.
+# row's GPUs column ends where the header's does. A key given one value
+# (training.micro_batch=4) is said once above the table, not in its rows.
 execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nodes=1,2 --set training.micro_batch=4
                         --set collectives.granularity=flows,steps --out ${WORKDIR}/wide.csv --svg ${WORKDIR}/wide.svg
                 OUTPUT_VARIABLE wide ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "wide sweep failed (${rc}): ${err}")
+endif()
+if(NOT wide MATCHES "^every point: training.micro_batch=4\npoint  settings ")
+  message(FATAL_ERROR "the one-value key is not said once above the table:\n${wide}")
 endif()
 string(REPLACE "\n" ";" wide_lines "${wide}")
 set(end_at "")
@@ -42,7 +46,7 @@ foreach(line IN LISTS wide_lines)
     if(at_header GREATER -1)
       math(EXPR end_at "${at_header} + 4")
     else()
-      string(REGEX MATCH "^ +[0-9]+  [^ ]+ [^ ]+ [^ ]+ +[0-9]+" head "${line}")
+      string(REGEX MATCH "^ +[0-9]+  cluster[^ ]+ collectives[^ ]+ +[0-9]+" head "${line}")
       string(LENGTH "${head}" n)
       if(NOT n EQUAL end_at)
         message(FATAL_ERROR "GPUs column misaligned (ends at ${n}, header at ${end_at}):\n${wide}")
