@@ -58,9 +58,14 @@ std::vector<Point> grid(const std::vector<Axis>& axes) {
   return points;
 }
 
-std::string label(const Point& p) {
+/// The point's settings as `key=value` words, in axis order; with `only`,
+/// those of the axes it marks alone.
+std::string label(const Point& p, const std::vector<bool>* only = nullptr) {
   std::string s;
-  for (const auto& o : p.overrides) s += (s.empty() ? "" : " ") + o.path + "=" + o.value;
+  for (std::size_t a = 0; a < p.overrides.size(); ++a) {
+    if (only != nullptr && (a >= only->size() || !(*only)[a])) continue;
+    s += (s.empty() ? "" : " ") + p.overrides[a].path + "=" + p.overrides[a].value;
+  }
   return s;
 }
 
@@ -418,8 +423,6 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
                        "#777", true});
   }
   if (any_oom) entries.push_back({"does not fit in GPU memory (OOM)", "#d62728", false, true});
-  // Caveats of some points' forecasts (tessera run's Untested GPU and Known
-  // bias), one line each under the legend.
   // The one-value keys, a line of their own (wrapped, where the subtitle
   // would cut them).
   std::string set;
@@ -427,6 +430,8 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     if (fixed(a)) set += fmt::format("{}{}={}", set.empty() ? "" : ", ", keys[a], *values[a].begin());
   }
   if (!set.empty()) entries.push_back({"Every point: " + set, "#555", false, false, false, true});
+  // Caveats of some points' forecasts (tessera run's Untested GPU and Known
+  // bias), one line each under the legend.
   for (const std::string& n : notes) entries.push_back({n, "#555", false, false, false, true});
 
   // Two panels side by side, or the throughput panel alone, wider.
@@ -750,28 +755,16 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     return 0;
   }
   // Keys given one value are the same on every point: said once above the
-  // table, not in every row (unless nothing else varies).
-  std::vector<bool> one_value(axes.size(), false);
-  bool any_varies = false;
-  for (std::size_t a = 0; a < axes.size(); ++a) {
-    one_value[a] = axes[a].values.size() == 1;
-    any_varies = any_varies || !one_value[a];
+  // table, the rows naming the others (all of them when none varies).
+  std::vector<bool> one_value, varies;
+  for (const Axis& a : axes) {
+    one_value.push_back(a.values.size() == 1);
+    varies.push_back(a.values.size() > 1);
   }
-  auto row_label = [&](const Point& pt) {
-    if (!any_varies) return label(pt);
-    std::string text;
-    for (std::size_t a = 0; a < pt.overrides.size() && a < axes.size(); ++a) {
-      if (!one_value[a])
-        text += (text.empty() ? "" : " ") + pt.overrides[a].path + "=" + pt.overrides[a].value;
-    }
-    return text;
-  };
+  const bool any_varies = std::find(varies.begin(), varies.end(), true) != varies.end();
+  auto row_label = [&](const Point& pt) { return any_varies ? label(pt, &varies) : label(pt); };
   if (any_varies && !points.empty()) {
-    std::string set;
-    for (std::size_t a = 0; a < axes.size() && a < points.front().overrides.size(); ++a) {
-      const Override& o = points.front().overrides[a];
-      if (one_value[a]) set += (set.empty() ? "" : " ") + o.path + "=" + o.value;
-    }
+    const std::string set = label(points.front(), &one_value);
     if (!set.empty()) out << fmt::format("every point: {}\n", set);
   }
   // The settings column as wide as its longest label (at least 40), so the
