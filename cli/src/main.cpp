@@ -455,22 +455,10 @@ const tessera::cli::HelpText& help_text() {
   return kHelpText;
 }
 
-/// Every command's name (the keys of command_help), for "did you mean".
-std::vector<std::string> command_names() {
-  std::vector<std::string> out;
-  for (const auto& [name, text] : command_help()) out.push_back(name);
-  return out;
-}
-
-const std::string& usage() {
-  static const std::string kUsage = tessera::cli::format_usage(help_text());
-  return kUsage;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::map<std::string, Command> commands{
+/// The commands `tessera` dispatches: the one list that "did you mean" and
+/// `tessera help NAME` check a name against.
+const std::map<std::string, Command>& commands_table() {
+  static const std::map<std::string, Command> kTable{
       {"run", tessera::cli::cmd_run},
       {"sweep", tessera::cli::cmd_sweep},
       {"sweep-merge", tessera::cli::cmd_sweep_merge},
@@ -485,6 +473,25 @@ int main(int argc, char** argv) {
       {"validate", tessera::cli::cmd_validate},
       {"train-predictor", tessera::cli::cmd_train_predictor},
   };
+  return kTable;
+}
+
+/// Every command's name (the keys of the dispatch table), for "did you mean".
+std::vector<std::string> command_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, fn] : commands_table()) out.push_back(name);
+  return out;
+}
+
+const std::string& usage() {
+  static const std::string kUsage = tessera::cli::format_usage(help_text());
+  return kUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto& commands = commands_table();
   // Bare `tessera` is a usage error: usage on stderr, exit 2.
   if (argc < 2) {
     std::cerr << usage();
@@ -502,14 +509,14 @@ int main(int argc, char** argv) {
     }
     // `tessera help COMMAND` is `tessera COMMAND --help`.
     if (argc >= 3) {
-      const auto& help = command_help();
-      auto h = help.find(argv[2]);
-      if (h == help.end()) {
+      if (commands.count(argv[2]) == 0) {
         std::cerr << fmt::format("tessera: error: unknown command '{}'{} (see 'tessera --help')\n", argv[2],
                                  tessera::did_you_mean(argv[2], command_names()));
         return 2;
       }
-      std::cout << h->second;
+      const auto& help = command_help();
+      auto h = help.find(argv[2]);
+      std::cout << (h != help.end() ? h->second : usage());
       return finish_stdout();
     }
     std::cout << usage();
