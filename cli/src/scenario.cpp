@@ -36,6 +36,30 @@ std::string child_key_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : fmt::format("{}.{}", parent, key);
 }
 
+/// The error of a required key missing from a section that holds keys
+/// within a typo of it (`spnes` for `spines`). Whether such a key is a typo
+/// or a key the loader reads further on (`nvlink_bandwidth` beside a missing
+/// `nic_bandwidth`) is known only once the section is read to its end, so
+/// parse_text reads the scenario again with the required key given the near
+/// miss's value: if the near miss is then an unknown key, the typo is the
+/// error, otherwise this one, the missing key, is.
+class MissingKeyNearMisses : public ScenarioError {
+ public:
+  struct NearMiss {
+    std::string required, typed;  ///< keys of the section
+    std::string typed_path;       ///< the near miss's key path
+    ScenarioError typo;           ///< the error naming it
+  };
+  MissingKeyNearMisses(const ScenarioError& missing, YAML::Node section, std::vector<NearMiss> near)
+      : ScenarioError(missing), section_(std::move(section)), near_(std::move(near)) {}
+  [[nodiscard]] const YAML::Node& section() const { return section_; }
+  [[nodiscard]] const std::vector<NearMiss>& near() const { return near_; }
+
+ private:
+  YAML::Node section_;
+  std::vector<NearMiss> near_;
+};
+
 /// A YAML mapping being read: tracks which keys were used so that leftovers
 /// are reported as unknown, and prefixes every error with file:line:col and
 /// the key path.
@@ -88,14 +112,42 @@ class Section {
     if (missing.size() < 2) return;
     std::string list;
     for (const std::string& k : missing) list += (list.empty() ? "" : ", ") + k;
-    fail_at(node_.Mark(), path_, fmt::format("missing required keys: {}", list));
+    fail_missing(missing, path_, fmt::format("missing required keys: {}", list));
+  }
+
+  /// The error that required `keys` of this section are missing (`msg` at
+  /// `path`): a MissingKeyNearMisses when keys nobody has asked for yet are
+  /// within a typo of them, so that a typo is reported as itself, where it
+  /// was typed (parse_text), not as the key it failed to give.
+  [[noreturn]] void fail_missing(const std::vector<std::string>& keys, const std::string& path,
+                                 const std::string& msg) const {
+    std::vector<MissingKeyNearMisses::NearMiss> near;
+    for (const std::string& key : keys) {
+      for (auto it = node_.begin(); it != node_.end(); ++it) {
+        const std::string k = it->first.as<std::string>();
+        if (used_.count(k) != 0U || allowed_.count(k) != 0U || known_.count(k) != 0U) continue;
+        if (closest_names(k, {key}).empty()) continue;
+        try {
+          fail_at(it->first.Mark(), key_path(k),
+                  fmt::format("unknown key, did you mean '{}'? ({} is required)", key, key_path(key)), true);
+        } catch (const ScenarioError& typo) {
+          near.push_back({key, k, key_path(k), typo});
+        }
+      }
+    }
+    try {
+      fail_at(node_.Mark(), path, msg);
+    } catch (const ScenarioError& missing) {
+      if (near.empty()) throw;
+      throw MissingKeyNearMisses(missing, node_, std::move(near));
+    }
   }
 
   /// The value at `key`; missing keys are an error.
   YAML::Node need(const std::string& key) {
     used_.insert(key);
     YAML::Node v = node_[key];
-    if (!v) fail_at(node_.Mark(), key_path(key), "missing required key");
+    if (!v) fail_missing({key}, key_path(key), "missing required key");
     if (v.IsNull()) fail_at(v.Mark(), key_path(key), "has no value");
     return v;
   }
@@ -577,14 +629,36 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
     if (!root["parallelism"]) root["parallelism"] = YAML::Node(YAML::NodeType::Map);
   }
 
-  if (root.IsMap() && root["jobs"]) {
-    try {
-      return parse_with_jobs(root, file, overridden);
-    } catch (const YAML::Exception& e) {  // a shape the checks above did not foresee
-      throw ScenarioError(fmt::format("{}:{}:{}: jobs: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
+  const auto parse = [&] {
+    if (root.IsMap() && root["jobs"]) {
+      try {
+        return parse_with_jobs(root, file, overridden);
+      } catch (const YAML::Exception& e) {  // a shape the checks above did not foresee
+        throw ScenarioError(
+            fmt::format("{}:{}:{}: jobs: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
+      }
     }
+    return parse_root(root, file, overridden);
+  };
+  try {
+    return parse();
+  } catch (const MissingKeyNearMisses& e) {
+    // Each near miss in turn: read again with the required key given its
+    // value; the near miss is a typo if that read finds it unknown.
+    YAML::Node section = e.section();
+    for (const auto& n : e.near()) {
+      section[n.required] = section[n.typed];
+      bool typo = false;
+      try {
+        parse();
+      } catch (const ScenarioError& again) {
+        typo = again.detail().rfind(n.typed_path + ": unknown key", 0) == 0;
+      }
+      section.remove(n.required);
+      if (typo) throw n.typo;
+    }
+    throw ScenarioError(e);  // the missing key, as such
   }
-  return parse_root(root, file, overridden);
 }
 
 }  // namespace
@@ -847,7 +921,8 @@ Bandwidth default_nvlink_bandwidth(Section& c, topology::NodeFabric fabric) {
     why = fmt::format("GPU preset {} has no NVSwitch NVLink to default to", gpu.Scalar());
   }
   if (!why.empty()) {
-    c.fail_at(c.node().Mark(), c.key_path("nvlink_bandwidth"), "missing required key (" + why + ")");
+    c.fail_missing({"nvlink_bandwidth"}, c.key_path("nvlink_bandwidth"),
+                   "missing required key (" + why + ")");
   }
   return *preset;
 }
@@ -1051,10 +1126,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (c.has("fabric")) {
       read_fabric(c, s, node, host);
     } else if (cl.nodes > 1) {
-      c.fail_at(c.node().Mark(), c.key_path("fabric"),
-                fmt::format("missing required key (a cluster of {} nodes needs the fabric between them: "
-                            "leaf-spine, fat-tree or rail-optimized)",
-                            cl.nodes));
+      c.fail_missing({"fabric"}, c.key_path("fabric"),
+                     fmt::format("missing required key (a cluster of {} nodes needs the fabric between them: "
+                                 "leaf-spine, fat-tree or rail-optimized)",
+                                 cl.nodes));
     } else {
       one_node_fabric(s, node, host);
     }
