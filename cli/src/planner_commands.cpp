@@ -276,7 +276,9 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         "\"predictor\": {}, {}\"schedules\": [{}]}}\n",
         json_string(s.name), s.gpus(), plan.dp, plan.tp, plan.pp, plan.micro_batches(s.workload.micro_batch),
         json_string(std::string(predictor.name())), caveat_json(s), items);
-    if (svg_path) write_file_atomic(*svg_path, svg_chart(fmt::format("{}: pipeline schedules", s.name), rows, s.gpu.name, s.gpu.memory));
+    if (svg_path)
+      write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
+                                             rows, s.gpu.name, s.gpu.memory));
     return 0;
   }
   out << fmt::format(
@@ -285,8 +287,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "", plan.micro_batches(s.workload.micro_batch),
       s.workload.micro_batch, predictor.name());
   out << caveat_lines(s) << "\n";
-  out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12}  {}\n", "schedule", "iteration", "bubble", "exposed comm",
-                     "compute", "peak memory per stage (GiB)");
+  out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12} {:>12}  {}\n", "schedule", "iteration", "bubble",
+                     "exposed comm", "compute", "host", "peak memory per stage (GiB)");
   for (const Row& r : rows) {
     const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
     if (!r.error.empty()) {
@@ -301,15 +303,19 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     }
     // The bubble as `run` prints it: its time and its share of the iteration.
     const IterationBreakdown& b = r.result.split;
-    out << fmt::format("{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms  {}{}\n", name, b.iteration.ms(),
-                       b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(), b.compute.ms(), mem,
+    out << fmt::format("{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms  {}{}\n",
+                       name, b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(),
+                       b.compute.ms(), b.host.ms(), mem,
                        r.result.summary.oom() ? fmt::format("  OOM (> {} GiB)", gib(s.gpu.memory)) : "");
   }
-  out << "\nbubble: pipeline fill and drain with free communication, and its share of the iteration (as\n"
-         "`tessera run` prints it); exposed comm: the rest of the iteration beyond that; '!' marks a stage\n"
-         "that does not fit in the GPU's memory.\n";
+  out << "\nThe iteration is bubble + exposed comm + compute + host, as `tessera run` splits it. compute:\n"
+         "the busiest GPU's kernels; host: its compute stream waiting for the host to launch them (the\n"
+         "data step per micro-batch, pipeline sends); bubble: pipeline fill and drain with free\n"
+         "communication, and its share of the iteration; exposed comm: the rest. '!' marks a stage that\n"
+         "does not fit in the GPU's memory.\n";
   if (svg_path) {
-    write_file_atomic(*svg_path, svg_chart(fmt::format("{}: pipeline schedules", s.name), rows, s.gpu.name, s.gpu.memory));
+    write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
+                                           rows, s.gpu.name, s.gpu.memory));
     out << fmt::format("chart written to {}\n", *svg_path);
   }
   return 0;
