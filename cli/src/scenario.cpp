@@ -143,12 +143,21 @@ class Section {
     }
   }
 
+  /// Where `key` itself is written: an empty value (`key:` and nothing)
+  /// has the mark of whatever follows it, on a later line.
+  [[nodiscard]] YAML::Mark key_mark(const std::string& key) const {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == key) return it->first.Mark();
+    }
+    return node_[key].Mark();
+  }
+
   /// The value at `key`; missing keys are an error.
   YAML::Node need(const std::string& key) {
     used_.insert(key);
     YAML::Node v = node_[key];
     if (!v) fail_missing({key}, key_path(key), "missing required key");
-    if (v.IsNull()) fail_at(v.Mark(), key_path(key), "has no value");
+    if (v.IsNull()) fail_at(key_mark(key), key_path(key), "has no value");
     return v;
   }
 
@@ -1688,12 +1697,38 @@ std::string read_scenario_text(const std::string& path) {
   }
 }
 
+namespace {
+
+/// An error about a key of the file that the command line did not set may
+/// still follow from what it set (`--set parallelism.tp=3` and the file's
+/// dp no longer fits): such an error ends with the --set options given.
+template <typename F>
+Scenario naming_sets(const std::vector<Override>& overrides, F&& parse) {
+  try {
+    return parse();
+  } catch (const ScenarioError& e) {
+    std::string sets;
+    for (const auto& o : overrides) {
+      if (o.flag.empty()) sets += fmt::format("{}--set {}={}", sets.empty() ? "" : ", ", o.path, o.value);
+    }
+    if (!e.option().empty() || sets.empty()) throw;
+    const std::string what = e.what();
+    if (e.detail().empty() || what.size() < e.detail().size() + 2)
+      throw ScenarioError(fmt::format("{} (with {})", what, sets));
+    throw ScenarioError(what.substr(0, what.size() - e.detail().size() - 2),
+                        fmt::format("{} (with {})", e.detail(), sets));
+  }
+}
+
+}  // namespace
+
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
-  return parse_scenario(read_scenario_text(path), path, overrides);
+  return naming_sets(overrides, [&] { return parse_scenario(read_scenario_text(path), path, overrides); });
 }
 
 Scenario load_cluster_scenario(const std::string& path, const std::vector<Override>& overrides) {
-  return parse_cluster_scenario(read_scenario_text(path), path, overrides);
+  return naming_sets(overrides,
+                     [&] { return parse_cluster_scenario(read_scenario_text(path), path, overrides); });
 }
 
 std::vector<std::string> take_set_options(const std::vector<std::string>& args, std::vector<std::string>& sets) {

@@ -295,7 +295,7 @@ hostile(NAME hf_config.mode RC 2 REGEX [=[--mode]=]
 
 # --- Valid but huge: refused at once with the estimate, not run for hours. ----
 hostile(NAME huge.nodes_million RC 2
-        REGEX [=[^tessera: error: s\.yaml:[0-9]+:[0-9]+: cluster\.fabric\.spines: 1000000 leaves x 8 spines and 8000000 GPUs need more than 20000000 directed links \(about 3 GiB\), the most that are built: fewer cluster\.nodes or cluster\.fabric\.spines$]=]
+        REGEX [=[^tessera: error: s\.yaml:[0-9]+:[0-9]+: cluster\.fabric\.spines: 1000000 leaves x 8 spines and 8000000 GPUs need more than 20000000 directed links \(about 3 GiB\), the most that are built: fewer cluster\.nodes or cluster\.fabric\.spines \(with --set cluster\.nodes=1000000, --set parallelism\.dp=8000000\)$]=]
         ARGS run s.yaml --set cluster.nodes=1000000 --set parallelism.dp=8000000)
 hostile(NAME huge.dp_eight_million RC 2
         REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take about .* engine events]=]
@@ -396,7 +396,7 @@ hostile(NAME jobs.placement_policy RC 2
         REGEX [=[^tessera: error: jobs\.yaml \(--set placement\.policy\): placement\.policy: expected packed, spread or random$]=]
         ARGS run jobs.yaml --set placement.policy=scattered)
 hostile(NAME jobs.placement_seed_not_random RC 2
-        REGEX [=[^tessera: error: jobs\.yaml:[0-9]+:[0-9]+: placement\.seed: a seed is only used by policy random$]=]
+        REGEX [=[^tessera: error: jobs\.yaml:[0-9]+:[0-9]+: placement\.seed: a seed is only used by policy random \(with --set placement\.policy=packed\)$]=]
         ARGS run jobs.yaml --set placement.policy=packed)
 hostile(NAME jobs.placement_unknown_key RC 2
         REGEX [=[^tessera: error: jobs\.yaml \(--set placement\.sead\): placement\.sead: unknown key, did you mean 'seed'\? \(placement has policy and seed\)$]=]
