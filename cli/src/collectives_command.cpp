@@ -70,7 +70,7 @@ int cmd_collectives(const Args& args, std::ostream& out) {
         "a node, {:.3f} ms in groups across nodes (tessera run reports what the iteration exposes of them)\n",
         busiest, t.nvlink_per_stage[busiest].ms(), t.network_per_stage[busiest].ms());
   }
-  out << fmt::format("{} distinct collectives", t.rows.size());
+  out << fmt::format("{} distinct collective{}", t.rows.size(), t.rows.size() == 1 ? "" : "s");
   if (csv_path) {
     write_file_atomic(*csv_path, table_csv(t));
     out << fmt::format(", written to {}", *csv_path);

@@ -101,7 +101,10 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
     rep.memory.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom(), m.weights, m.gradients,
                                      m.optimizer_states, m.activations, m.workspace});
   }
-  rep.gradient_dtype = std::string(node_model::to_string(s.workload.rules().grad_dtype()));
+  // As stored: TF32 is a tensor-core mode, its tensors are FP32.
+  const node_model::DType grad = s.workload.rules().grad_dtype();
+  rep.gradient_dtype =
+      std::string(node_model::to_string(grad == node_model::DType::TF32 ? node_model::DType::FP32 : grad));
   rep.packet_fabric = sim.packet_fabric;
   return rep;
 }
