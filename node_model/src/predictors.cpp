@@ -1,11 +1,13 @@
 #include "tessera/node_model/predictors.hpp"
 
-#include <filesystem>
 #include <fmt/format.h>
+
+#include <filesystem>
 #include <map>
 #include <mutex>
 
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 #include "tessera/node_model/baselines.hpp"
 #include "tessera/node_model/json.hpp"
 #include "tessera/node_model/roofline.hpp"
@@ -21,10 +23,13 @@ std::string weights_stem(std::string_view name) {
 }
 
 void check_name(std::string_view name) {
+  std::vector<std::string> list;
   for (const auto& n : predictor_names()) {
     if (n == name) return;
+    list.emplace_back(n);
   }
-  throw InputError(fmt::format("unknown predictor '{}' (expected roofline, linreg, mlp or tile-mlp)", name));
+  throw InputError(fmt::format("unknown predictor '{}'{} (expected roofline, linreg, mlp or tile-mlp)", name,
+                               did_you_mean(std::string(name), list)));
 }
 
 /// Parsed models are shared by every predictor made from the same text.

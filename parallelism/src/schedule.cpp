@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -391,8 +392,11 @@ std::string_view to_string(Schedule s) {
 Schedule parse_schedule(std::string_view text) {
   std::string names;
   std::vector<std::string> list;
+  // Case ignored: papers write 1F1B, GPipe and ZB-H1.
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (std::size_t i = 0; i < kSchedules.size(); ++i) {
-    if (kSchedules[i].name == text) return kSchedules[i].schedule;
+    if (kSchedules[i].name == lower) return kSchedules[i].schedule;
     if (i > 0) names += i + 1 == kSchedules.size() ? " or " : ", ";
     names += kSchedules[i].name;
     list.emplace_back(kSchedules[i].name);

@@ -7,6 +7,7 @@
 
 #include "backends.hpp"
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 
 namespace tessera::study {
 
@@ -29,11 +30,14 @@ const NetworkBackend& BackendRegistry::at(std::string_view name) const {
   if (const NetworkBackend* b = find(name)) return *b;
   // "flow", "flow or ns3", "flow, ns3 or x"
   std::string known;
+  std::vector<std::string> list;
   for (std::size_t i = 0; i < backends_.size(); ++i) {
     if (i > 0) known += i + 1 == backends_.size() ? " or " : ", ";
     known += backends_[i]->name();
+    list.emplace_back(backends_[i]->name());
   }
-  throw InputError(fmt::format("unknown backend '{}' (expected {})", name, known.empty() ? "none" : known));
+  throw InputError(fmt::format("unknown backend '{}'{} (expected {})", name,
+                               did_you_mean(std::string(name), list), known.empty() ? "none" : known));
 }
 
 std::vector<std::string_view> BackendRegistry::names() const {

@@ -150,6 +150,10 @@ StepTimes step_times(int pp, bool linears_only) {
 TEST(ZeroBubble, ScheduleNamesParseAndPrint) {
   EXPECT_EQ(parse_schedule("zb-h1"), Schedule::ZeroBubbleH1);
   EXPECT_EQ(parse_schedule("zb-h2"), Schedule::ZeroBubbleH2);
+  // Case ignored, as papers write them.
+  EXPECT_EQ(parse_schedule("1F1B"), Schedule::OneFOneB);
+  EXPECT_EQ(parse_schedule("ZB-H1"), Schedule::ZeroBubbleH1);
+  EXPECT_EQ(parse_schedule("GPipe"), Schedule::GPipe);
   EXPECT_EQ(to_string(Schedule::ZeroBubbleH1), "zb-h1");
   EXPECT_EQ(to_string(Schedule::ZeroBubbleH2), "zb-h2");
   EXPECT_TRUE(splits_backward(Schedule::ZeroBubbleH1));

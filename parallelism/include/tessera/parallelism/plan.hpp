@@ -20,7 +20,7 @@ namespace tessera::parallelism {
 enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZeroBubbleH1, ZeroBubbleH2 };
 /// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2".
 std::string_view to_string(Schedule s);
-/// Parses the names above; throws InputError listing them.
+/// Parses the names above, case ignored; throws InputError listing them.
 Schedule parse_schedule(std::string_view text);
 
 /// none: keep every activation; selective: recompute the attention core
