@@ -249,6 +249,30 @@ class ChromeTraceObserver::LinkLoad {
   [[nodiscard]] const std::vector<double>& bins(topology::LinkId l) const {
     return bins_[static_cast<std::size_t>(l)];
   }
+  /// The bins of `l` with none above `full` bytes (the line rate): spread
+  /// evenly over its lifetime, a transfer that ran faster while it had the
+  /// link to itself (slower once shared) puts too few bytes in its early
+  /// bins and too many in its late ones, and transfers sharing the link can
+  /// then sum above the line rate. The excess of a bin moves to the nearest
+  /// earlier bins with room (where the bytes went), what is left to the
+  /// nearest later ones; the total stays the link's bytes.
+  [[nodiscard]] std::vector<double> capped(topology::LinkId l, double full) const {
+    std::vector<double> b = bins(l);
+    if (!(full > 0)) return b;
+    double carry = 0;
+    for (std::size_t k = b.size(); k-- > 0;) {
+      b[k] += carry;
+      carry = std::max(0.0, b[k] - full);
+      b[k] -= carry;
+    }
+    for (std::size_t k = 0; k < b.size() && carry > 0; ++k) {
+      const double room = std::max(0.0, full - b[k]);
+      const double put = std::min(room, carry);
+      b[k] += put;
+      carry -= put;
+    }
+    return b;
+  }
   [[nodiscard]] double total(topology::LinkId l) const { return total_[static_cast<std::size_t>(l)]; }
   [[nodiscard]] std::int64_t width_ps() const { return width_; }
 
@@ -538,7 +562,7 @@ void ChromeTraceObserver::finish() {
       append_json_escaped(name, topology_->vertex(link.dst).name);
       // Bytes a bin holds at line rate.
       const double full = link.bandwidth.bytes_per_second() * static_cast<double>(width) * 1e-12;
-      const auto& bins = links_->bins(l);
+      const std::vector<double> bins = links_->capped(l, full);
       std::string last;
       for (std::size_t k = 0; k <= bins.size(); ++k) {
         const double u = k < bins.size() && full > 0 ? bins[k] / full : 0.0;
