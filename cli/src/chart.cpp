@@ -91,8 +91,11 @@ std::string tick_number(double v) {
 }
 
 std::string color(std::size_t i) {
-  constexpr std::array<const char*, 8> kPalette{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
-                                                "#8c564b", "#e377c2", "#17becf", "#7f7f7f"};
+  // Tableau's ten less its red (the OOM mark), then darker hues: 14 series
+  // before a colour repeats.
+  constexpr std::array<const char*, 14> kPalette{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                                                 "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79",
+                                                 "#637939", "#8c6d31", "#843c39", "#7b4173"};
   return kPalette[i % kPalette.size()];
 }
 
@@ -114,7 +117,22 @@ std::string fit(const std::string& text, double width, double font_size) {
 }  // namespace
 
 std::string line_panel(const LinePanel& p, double x, double y, double w, double h) {
-  constexpr double kLeft = 74, kRight = 16, kTop = 28, kBottom = 50, kTick = 11;
+  constexpr double kLeft = 74, kRight = 16, kTop = 28, kTick = 11;
+  // Category labels wider than their slot are written slanted (35 degrees),
+  // with the room below the plot they need (at most 120 px: longer ones are
+  // cut), instead of cut to a few letters that may not tell them apart
+  // (llama2-70b, llama3-70b).
+  constexpr double kSlant = 35, kMaxSlantDrop = 120;
+  const double sin_slant = std::sin(kSlant * 3.14159265358979 / 180),
+               cos_slant = std::cos(kSlant * 3.14159265358979 / 180);
+  double slant_drop = 0;
+  if (p.x_scale == XScale::Category && !p.categories.empty()) {
+    const double slot = (w - kLeft - kRight) / static_cast<double>(p.categories.size());
+    double widest = 0;
+    for (const std::string& c : p.categories) widest = std::max(widest, text_width(c, kTick));
+    if (widest > slot - 4) slant_drop = std::min(kMaxSlantDrop, widest * sin_slant);
+  }
+  const double kBottom = 50 + (slant_drop > 0 ? slant_drop - 6 : 0);
   const double px = x + kLeft, py = y + kTop, pw = w - kLeft - kRight, ph = h - kTop - kBottom;
   std::string s;
   s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="13" font-weight="bold" text-anchor="middle">{}</text>)"
@@ -188,13 +206,33 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
   if (p.x_scale == XScale::Category) {
     const double slot = pw / static_cast<double>(std::max<std::size_t>(1, p.categories.size()));
     for (std::size_t i = 0; i < p.categories.size(); ++i) {
-      x_labels.emplace_back(map_x(static_cast<double>(i)), fit(p.categories[i], slot - 4, kTick));
+      const double tx = map_x(static_cast<double>(i));
+      // Slanted: no lower than the room below the plot, nor left of the panel.
+      x_labels.emplace_back(
+          tx, slant_drop > 0
+                  ? fit(p.categories[i], std::min(kMaxSlantDrop / sin_slant, (tx - x) / cos_slant), kTick)
+                  : fit(p.categories[i], slot - 4, kTick));
     }
   } else {
     for (const double t : p.x_ticks) x_labels.emplace_back(map_x(t), tick_number(t));
   }
   double last_right = -1e9;
   for (const auto& [tx, label] : x_labels) {
+    if (slant_drop > 0) {
+      // Anchored at its end under the tick, rising to the left; the glyphs'
+      // height across the slant keeps neighbours apart.
+      if (tx < last_right + kTick / sin_slant * 0.9) continue;
+      last_right = tx;
+      s += fmt::format(R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#e5e5e5"/>)"
+                       "\n",
+                       tx, py, py + ph);
+      const double ax = tx + 3, ay = py + ph + 12;
+      s += fmt::format(
+          R"svg(<text x="{0:.1f}" y="{1:.1f}" font-size="{2}" text-anchor="end" transform="rotate(-{3:.0f} {0:.1f} {1:.1f})">{4}</text>)svg"
+          "\n",
+          ax, ay, kTick, kSlant, escape(label));
+      continue;
+    }
     const double half = text_width(label, kTick) / 2;
     if (tx - half < last_right + 6) continue;
     last_right = tx + half;
@@ -211,7 +249,8 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
   // Axis labels.
   s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="12" text-anchor="middle">{}</text>)"
                    "\n",
-                   px + pw / 2, py + ph + 38, escape(fit(p.x_label, pw, 12)));
+                   px + pw / 2, py + ph + 38 + (slant_drop > 0 ? slant_drop - 6 : 0),
+                   escape(fit(p.x_label, pw, 12)));
   const double ly = py + ph / 2, lx = x + 16;
   s += fmt::format(R"svg(<text x="{0:.1f}" y="{1:.1f}" font-size="12" text-anchor="middle" transform="rotate(-90 {0:.1f} {1:.1f})">{2}</text>)svg"
                    "\n",

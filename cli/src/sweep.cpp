@@ -203,6 +203,7 @@ bool all_numbers(const std::vector<std::string>& values, std::vector<double>& ou
 /// wider tensor parallelism; the widest's note is quoted).
 struct SweepCaveats {
   std::size_t points = 0;
+  const std::vector<Point>* all = nullptr;  ///< the sweep's points, for which_on_chart
   HeldNotes untested;               ///< each note with its points
   HeldNotes gpu_bias;               ///< each note with its points
   std::vector<std::string> biased;  ///< points with a plan's known bias
@@ -228,23 +229,50 @@ struct SweepCaveats {
     return pts.size() == points ? std::string("every point")
                                 : fmt::format("point{} {}", pts.size() > 1 ? "s" : "", fmt::join(pts, ", "));
   }
+  /// `pts` for a reader of the chart, which shows no point numbers: by the
+  /// values of one swept key when they are exactly the points with those
+  /// values ("points with parallelism.tp=4, 8"), else by their numbers, as
+  /// the CSV's point column has them.
+  [[nodiscard]] std::string which_on_chart(const std::vector<std::string>& pts) const {
+    if (pts.size() == points || all == nullptr || all->empty()) return which(pts);
+    std::set<std::size_t> in;
+    for (const std::string& p : pts) in.insert(static_cast<std::size_t>(std::stoull(p)));
+    for (std::size_t k = 0; k < all->front().overrides.size(); ++k) {
+      std::set<std::string> values;
+      for (const std::size_t i : in) values.insert((*all)[i].overrides[k].value);
+      bool exact = true;
+      std::vector<std::string> ordered;  // in the sweep's order
+      for (const Point& pt : *all) {
+        const std::string& v = pt.overrides[k].value;
+        const bool has = values.count(v) != 0;
+        if (has != (in.count(pt.index) != 0)) {
+          exact = false;
+          break;
+        }
+        if (has && std::find(ordered.begin(), ordered.end(), v) == ordered.end()) ordered.push_back(v);
+      }
+      if (exact)
+        return fmt::format("points with {}={}", all->front().overrides[k].path, fmt::join(ordered, ", "));
+    }
+    return which(pts) + " (the CSV's point column)";
+  }
   /// Short lines for under the chart, for a reader of the chart alone.
   [[nodiscard]] std::vector<std::string> chart_notes() const {
     std::vector<std::string> out;
     for (const auto& [note, pts] : untested.entries) {
-      out.push_back(fmt::format("Untested GPU, {}: {}: its kernel times are extrapolated", which(pts),
-                                note.substr(0, note.find(':'))));
+      out.push_back(fmt::format("Untested GPU, {}: {}: its kernel times are extrapolated",
+                                which_on_chart(pts), note.substr(0, note.find(':'))));
     }
     for (const auto& [note, pts] : gpu_bias.entries) {
       out.push_back(
           fmt::format("Known bias, {}: {}, whose forecasts validate optimistic (docs/node_model.md)",
-                      which(pts), note.substr(0, note.find(':'))));
+                      which_on_chart(pts), note.substr(0, note.find(':'))));
     }
     if (!biased.empty()) {
       out.push_back(
           fmt::format("Known bias, {}: {}-way tensor parallelism, whose forecasts validate optimistic "
                       "(docs/calibration.md)",
-                      which(biased),
+                      which_on_chart(biased),
                       narrowest_tp == widest_tp ? std::to_string(widest_tp)
                                                 : fmt::format("{}- to {}", narrowest_tp, widest_tp)));
     }
@@ -274,6 +302,7 @@ struct SweepCaveats {
 SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<Scenario>& scenarios) {
   SweepCaveats c;
   c.points = points.size();
+  c.all = &points;
   for (const Point& pt : points) {
     const Scenario& sc = scenarios[pt.index];
     if (sc.fat_tree_tiers_auto && sc.fabric_written) {
@@ -429,17 +458,9 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
   for (std::size_t a = 1; a < keys.size(); ++a) {
     if (fixed(a)) set += fmt::format("{}{}={}", set.empty() ? "" : ", ", keys[a], *values[a].begin());
   }
-  if (!set.empty()) entries.push_back({"Every point: " + set, "#555", false, false, false, true});
-  // Caveats of some points' forecasts (tessera run's Untested GPU and Known
-  // bias), one line each under the legend.
-  for (const std::string& n : notes) entries.push_back({n, "#555", false, false, false, true});
-
   // Two panels side by side, or the throughput panel alone, wider.
   const double panel_w = gpus_on_x ? 480 : 620, panel_h = 340, margin = 10;
   const double width = gpus_on_x ? 2 * panel_w + 3 * margin : panel_w + 2 * margin;
-  double legend_h = 0;
-  const double legend_y = chart::kHeaderHeight + panel_h + 4;
-  const std::string legend = chart::legend(entries, 20, legend_y, width - 40, legend_h);
   std::string subtitle;
   if (!keys.empty()) {
     subtitle = fmt::format("swept: {}{}", keys[0], gpus_on_x ? " (x axis: the GPU count it gives)" : " (x axis)");
@@ -447,8 +468,23 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     for (std::size_t a = 1; a < keys.size(); ++a) {
       if (!fixed(a)) lines += (lines.empty() ? "" : ", ") + keys[a];
     }
-    if (!lines.empty()) subtitle += fmt::format("; {} (one line per value)", lines);
+    // The keys of the lines: in the subtitle where they fit on it, else a
+    // line of the legend (wrapped) rather than cut.
+    const std::string with_lines = fmt::format("{}; {} (one line per value)", subtitle, lines);
+    if (!lines.empty() && chart::text_width(with_lines, 12) <= width - 24) {
+      subtitle = with_lines;
+    } else if (!lines.empty()) {
+      entries.push_back({fmt::format("One line per value of {}", lines), "#555", false, false, false, true});
+    }
   }
+  if (!set.empty()) entries.push_back({"Every point: " + set, "#555", false, false, false, true});
+  // Caveats of some points' forecasts (tessera run's Untested GPU and Known
+  // bias), one line each under the legend.
+  for (const std::string& n : notes) entries.push_back({n, "#555", false, false, false, true});
+
+  double legend_h = 0;
+  const double legend_y = chart::kHeaderHeight + panel_h + 4;
+  const std::string legend = chart::legend(entries, 20, legend_y, width - 40, legend_h);
   const double height = legend_y + legend_h + 10;
   std::string svg = chart::open_document(width, height, title, subtitle);
   svg += chart::line_panel(tput, margin, chart::kHeaderHeight, panel_w, panel_h);

@@ -423,8 +423,11 @@ TEST_F(ChartTest, SweepChartCarriesTheForecastsCaveats) {
       sweep("default.yaml", {"cluster.gpu=H100-SXM,B200", "parallelism.tp=1,4", "parallelism.dp=auto"});
   const auto root = parse_chart(svg);
   const auto t = texts(*root);
-  EXPECT_TRUE(t.count("Untested GPU, points 2, 3: B200 (Blackwell): its kernel times are extrapolated"))
+  // The chart shows no point numbers: points are named by the swept value
+  // they share.
+  EXPECT_TRUE(t.count("Untested GPU, points with cluster.gpu=B200: B200 (Blackwell): its kernel times are"))
       << svg;
+  EXPECT_TRUE(t.count("extrapolated")) << svg;  // wrapped
   std::string bias;  // the Known bias note, its wrapped lines joined
   const double width = std::stod(attr(root.get(), "width"));
   for (const Element* e : all(*root, "text")) {
@@ -437,9 +440,10 @@ TEST_F(ChartTest, SweepChartCarriesTheForecastsCaveats) {
   // The H100's own bias (16-bit on Hopper) for its points, then the plan's.
   EXPECT_EQ(
       bias,
-      "Known bias, points 0, 1: H100-SXM at bf16, whose forecasts validate optimistic (docs/node_model.md) "
-      "Known bias, points 1, 3: 4-way tensor parallelism, whose forecasts validate optimistic "
-      "(docs/calibration.md)")
+      "Known bias, points with cluster.gpu=H100-SXM: H100-SXM at bf16, whose forecasts validate optimistic "
+      "(docs/node_model.md) Known bias, points with parallelism.tp=4: 4-way tensor parallelism, whose "
+      "forecasts "
+      "validate optimistic (docs/calibration.md)")
       << svg;
   // A sweep without either (A100s, tp 1): no note.
   fs::remove(dir_ / "s.csv");
@@ -505,6 +509,33 @@ TEST_F(ChartTest, CompareSchedulesHasTimeAndMemoryPanels) {
         << gib_labels.front() << " vs " << line;
   }
   EXPECT_TRUE(found) << out.str();
+}
+
+TEST_F(ChartTest, LongCategoriesSlantManySeriesKeepTheirColours) {
+  // Model presets as categories do not fit their slots: written whole,
+  // slanted, not cut to "llama..." (llama2-70b and llama3-70b would read
+  // the same). Nine series (3 x 3) take nine colours. Two keys of lines
+  // do not fit on the subtitle: they go to a line under the legend.
+  const std::string svg = sweep(
+      "default.yaml", {"model.preset=gpt3-xl,llama3-8b,deepseek-moe-16b,llama2-70b,llama3-70b,llama3-405b",
+                       "parallelism.zero_stage=0,1,3", "training.micro_batch=1,2,4"});
+  const auto root = parse_chart(svg);
+  const auto t = texts(*root);
+  int slanted = 0;
+  for (const Element* e : all(*root, "text")) {
+    if (attr(e, "transform").rfind("rotate(-35 ", 0) == 0) ++slanted;
+  }
+  EXPECT_EQ(slanted, 6) << svg;
+  for (const char* name : {"deepseek-moe-16b", "llama2-70b", "llama3-70b", "llama3-405b"}) {
+    EXPECT_TRUE(t.count(name)) << name << "\n" << svg;
+  }
+  std::set<std::string> colours;
+  for (const Element* p : all(*root, "polyline")) {
+    if (attr(p, "stroke-dasharray").empty()) colours.insert(attr(p, "stroke"));
+  }
+  EXPECT_EQ(colours.size(), 9U) << svg;
+  EXPECT_TRUE(t.count("swept: model.preset (x axis)")) << svg;
+  EXPECT_TRUE(t.count("One line per value of parallelism.zero_stage, training.micro_batch")) << svg;
 }
 
 }  // namespace
