@@ -820,12 +820,21 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
   EXPECT_NEAR(rf.tflops_per_gpu * tf, rb.tflops_per_gpu * tb, 1e-9 * rb.tflops_per_gpu * tb);
   EXPECT_NEAR(rf.mfu, rf.tflops_per_gpu / 989.4, 1e-12);
   EXPECT_GT(rf.mfu, rb.mfu);
+  // And against the dense FP8 peak (1978.9 TFLOP/s), said beside it, so that
+  // an MFU above 100% of the BF16 peak reads for what it is.
+  EXPECT_NEAR(rf.mfu_fp8_peak, rf.tflops_per_gpu / 1978.9, 1e-12);
+  EXPECT_EQ(rb.mfu_fp8_peak, 0.0);
+  EXPECT_NE(format_text(rf).find(fmt::format("(against the FP8 peak: MFU {:.1f}%)", 100 * rf.mfu_fp8_peak)),
+            std::string::npos);
   // The text says FP8 GEMM times are unvalidated, for fp8 runs only.
   const std::string line = "FP8            layer GEMMs in FP8, timed unvalidated";
   EXPECT_NE(format_text(rf).find(line), std::string::npos);
   EXPECT_EQ(format_text(rb).find("FP8"), std::string::npos);
-  EXPECT_NE(format_json(rf).find("\"fp8\": {\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\"}"),
-            std::string::npos);
+  EXPECT_NE(
+      format_json(rf).find(fmt::format(
+          "\"fp8\": {{\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\", \"mfu_fp8_peak\": {:.6f}}}",
+          rf.mfu_fp8_peak)),
+      std::string::npos);
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
 }
 

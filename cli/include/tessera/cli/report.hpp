@@ -96,6 +96,7 @@ struct RunReport {
   double mfu = 0.0;             ///< tflops_per_gpu / the GPU's matmul peak for the dtype (bf16's for fp8)
   double hardware_tflops_per_gpu = 0.0;  ///< executed FLOPs (recomputation included) per GPU per second
   double hfu = 0.0;             ///< hardware_tflops_per_gpu / the same peak
+  double mfu_fp8_peak = 0.0;    ///< fp8 runs only: tflops_per_gpu / the GPU's dense FP8 peak
   double tokens_per_second = 0.0;
   Bytes bytes_sent;  ///< payload sent by all ranks: nvlink_bytes + fabric_bytes
   Bytes nvlink_bytes;  ///< of it, within a node (engine::ExecutionResult::nvlink_bytes)
