@@ -424,6 +424,17 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (biased) {
     out << "\n" << ranking_bias_note(parallelism::known_bias_note(biased->plan), "plans");
   }
+  if (!ranked.empty() && headroom == Bytes()) {
+    // What the winner leaves free, where nothing was asked to be left: the
+    // memory model does not count everything a GPU's memory holds.
+    const Bytes free = base.gpu.memory - std::min(base.gpu.memory, ranked.front()->peak_memory);
+    out << fmt::format(
+        "\nnote: the best plan leaves {:.1f} of {:.1f} GiB free, and the memory model counts no CUDA "
+        "context, "
+        "allocator fragmentation or NCCL buffers: --memory-headroom SIZE keeps only plans that leave SIZE "
+        "free\n",
+        free.as_double() / (1024.0 * 1024 * 1024), base.gpu.memory.as_double() / (1024.0 * 1024 * 1024));
+  }
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.
