@@ -1106,6 +1106,22 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // with (kNvlinkLatency of `validate collectives`).
     cl.nvlink_bandwidth = c.has("nvlink_bandwidth") ? c.unit("nvlink_bandwidth", parse_bandwidth)
                                                     : default_nvlink_bandwidth(c, node.fabric);
+    // `--set cluster.gpu=...` on a file that writes the NVLink bandwidth of
+    // its own GPU keeps the file's (a key given wins over a preset), which
+    // a GPU swap rarely means: said, not changed.
+    if (overridden.count("cluster.gpu") != 0U && overridden.count("cluster.nvlink_bandwidth") == 0U &&
+        c.has("nvlink_bandwidth") && c.node()["gpu"].IsScalar()) {
+      const std::string gpu = c.node()["gpu"].Scalar();
+      const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(gpu);
+      if (preset && *preset != cl.nvlink_bandwidth) {
+        const auto gbs = [](Bandwidth b) { return fmt::format("{:g}GB/s", b.bytes_per_second() * 1e-9); };
+        s.warnings.push_back(
+            fmt::format("cluster.nvlink_bandwidth = {} is the file's, not {}'s {} (--set cluster.gpu keeps a "
+                        "bandwidth the "
+                        "scenario writes): add --set cluster.nvlink_bandwidth={} for the preset's",
+                        gbs(cl.nvlink_bandwidth), gpu, gbs(*preset), gbs(*preset)));
+      }
+    }
     cl.nvlink_latency = c.has("nvlink_latency") ? c.unit("nvlink_latency", parse_time) : Time::from_us(1);
     cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
     cl.nic_latency = c.has("nic_latency") ? c.unit("nic_latency", parse_time) : Time::from_us(1);

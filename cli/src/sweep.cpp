@@ -206,6 +206,7 @@ struct SweepCaveats {
   const std::vector<Point>* all = nullptr;  ///< the sweep's points, for which_on_chart
   HeldNotes untested;               ///< each note with its points
   HeldNotes gpu_bias;               ///< each note with its points
+  HeldNotes warnings;               ///< each scenario warning (tessera run's) with its points
   std::vector<std::string> biased;  ///< points with a plan's known bias
   int narrowest_tp = 0, widest_tp = 0;
   std::string widest_bias;  ///< known_bias_note of the widest tensor parallelism
@@ -282,6 +283,11 @@ struct SweepCaveats {
   /// The notes after the table: the whole notes, naming the points.
   [[nodiscard]] std::string text() const {
     std::string out;
+    // What tessera run says on stderr about a point's settings.
+    for (const auto& [w, pts] : warnings.entries) {
+      out += pts.size() == points ? fmt::format("warning (every point): {}\n", w)
+                                  : fmt::format("warning for {}: {}\n", which(pts), w);
+    }
     if (tiers.size() > 1) {
       out += fmt::format("note: cluster.fabric.tiers: auto built {}\n", tiers_by_gpus());
     }
@@ -313,6 +319,7 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
     const std::string point = std::to_string(pt.index);
     for (const std::string& note : untested_gpu_notes(sc)) c.untested.add(note, point);
     for (const std::string& note : known_bias_notes(sc, false)) c.gpu_bias.add(note, point);
+    for (const std::string& w : scenario_warnings(sc)) c.warnings.add(w, point);
     const std::string bias = parallelism::known_bias_note(sc.plan);
     if (bias.empty()) continue;
     c.biased.push_back(std::to_string(pt.index));
