@@ -608,6 +608,15 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       continue;
     }
     const Override o = parse_override(value);
+    // A comma separates the values of an axis, so a YAML list or mapping
+    // cannot be one of them: said as such, not as the YAML error of its
+    // first piece ("malformed value '[0'").
+    if (o.value.find_first_of("[]{}") != std::string::npos) {
+      throw UsageError(fmt::format(
+          "tessera sweep: --set {}: a swept value is one scalar (commas separate the values); set a list or "
+          "mapping in the scenario file, or with tessera run --set",
+          value));
+    }
     Axis a{o.path, split(o.value, ',')};
     for (const auto& v : a.values) {
       if (v.empty()) throw UsageError(fmt::format("tessera sweep: --set {}: empty value in the list", value));
