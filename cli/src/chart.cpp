@@ -132,8 +132,8 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
     for (const std::string& c : p.categories) widest = std::max(widest, text_width(c, kTick));
     if (widest > slot - 4) slant_drop = std::min(kMaxSlantDrop, widest * sin_slant);
   }
-  const double kBottom = 50 + (slant_drop > 0 ? slant_drop - 6 : 0);
-  const double px = x + kLeft, py = y + kTop, pw = w - kLeft - kRight, ph = h - kTop - kBottom;
+  const double bottom = 50 + (slant_drop > 0 ? slant_drop - 6 : 0);
+  const double px = x + kLeft, py = y + kTop, pw = w - kLeft - kRight, ph = h - kTop - bottom;
   std::string s;
   s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="13" font-weight="bold" text-anchor="middle">{}</text>)"
                    "\n",

@@ -50,8 +50,8 @@ class MissingKeyNearMisses : public ScenarioError {
     std::string typed_path;       ///< the near miss's key path
     ScenarioError typo;           ///< the error naming it
   };
-  MissingKeyNearMisses(const ScenarioError& missing, YAML::Node section, std::vector<NearMiss> near)
-      : ScenarioError(missing), section_(std::move(section)), near_(std::move(near)) {}
+  MissingKeyNearMisses(const ScenarioError& missing, const YAML::Node& section, std::vector<NearMiss> near)
+      : ScenarioError(missing), section_(section), near_(std::move(near)) {}
   [[nodiscard]] const YAML::Node& section() const { return section_; }
   [[nodiscard]] const std::vector<NearMiss>& near() const { return near_; }
 
