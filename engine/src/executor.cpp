@@ -84,6 +84,10 @@ struct RankState {
   bool wake_pending = false;
   Time wake_at;
   TaskIndex waiting_compute = -1;               // compute head already charged its host wait
+  // Host model, after the last compute task: when the stream went idle, and
+  // until when its wait for the host's closing launches is charged.
+  Time compute_idle_since;
+  Time tail_charged;
 };
 
 /// A collective expanded once and shared by every launch of the same
@@ -379,6 +383,18 @@ class Executor {
         continue;
       }
       st.busy = true;
+      if (!s.compute.busy && s.compute.next >= s.compute.order->size()) {
+        // After the rank's last kernel, the stream idles while the host
+        // launches the iteration's closing collectives (ZeRO's parameter
+        // all-gather after the optimizer step's sync): host time, as before
+        // a kernel, not a bubble.
+        const Time from = std::max(s.compute_idle_since, s.tail_charged);
+        if (issued > from) {
+          result_.ranks[static_cast<std::size_t>(rank)].host_wait += issued - from;
+          if (obs_ != nullptr) obs_->on_host_wait(rank, task(rank, i), from, issued);
+          s.tail_charged = issued;
+        }
+      }
       arrive(rank, s.comm_groups[k], i);
     }
   }
@@ -465,6 +481,7 @@ class Executor {
       rr.flops += tk.flops;
       if (obs_ != nullptr) obs_->on_compute(rank, tk, s.compute_start, loop_.now());
       s.compute.busy = false;
+      s.compute_idle_since = loop_.now();
       ++s.compute.next;
       finish(rank, i);
       return;
@@ -482,6 +499,7 @@ class Executor {
       start = end;
     }
     s.compute.busy = false;
+    s.compute_idle_since = loop_.now();
     advance(rank);
   }
 

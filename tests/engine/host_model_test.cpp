@@ -128,6 +128,39 @@ TEST(HostModel, ASyncDrainsTheComputeStreamAndWaitsOnlyForItsOwnDependencies) {
   }
 }
 
+TEST(HostModel, ClosingCollectivesLaunchedAfterTheLastKernelAreHostTime) {
+  // Per rank: A (100 us, issued in 1 us) with a sync, then an all-gather
+  // (free network) the host launches in 40 us once A is done: the iteration
+  // ends at 101 + 40 us, the stream idle those 40 us waiting for the host:
+  // host time (1 + 40 us), as before a kernel, not an unexplained gap.
+  TaskGraph g;
+  g.groups.push_back({{0, 1}});
+  for (int r = 0; r < 2; ++r) {
+    parallelism::Program prog;
+    Task a = kernels(100, 1, 101);
+    a.host_sync = true;
+    prog.tasks.push_back(a);
+    Task ag;
+    ag.name = "ag";
+    ag.kind = TaskKind::Collective;
+    ag.group = 0;
+    ag.collective_id = 0;
+    ag.bytes = Bytes(1000);
+    ag.deps = {0};
+    ag.host_issue = Time::from_us(40);
+    prog.tasks.push_back(ag);
+    g.add_rank(g.add_program(std::move(prog)), {0});
+  }
+  DiscreteEventLoop loop;
+  ZeroCostNetwork net(loop);
+  const auto r = execute(g, loop, net);
+  EXPECT_EQ(r.makespan, Time::from_us(141));
+  for (const auto& rank : r.ranks) {
+    EXPECT_EQ(rank.compute_busy, Time::from_us(100));
+    EXPECT_EQ(rank.host_wait, Time::from_us(41));
+  }
+}
+
 TEST(HostModel, OnlyComputeTasksMaySync) {
   TaskGraph g;
   g.groups.push_back({{0, 1}});
