@@ -123,7 +123,11 @@ TraceOptions trace_options(const ArgParser& args, const Scenario& s) {
 // File sink
 
 FileTraceSink::FileTraceSink(std::string path) : path_(std::move(path)) {
-  tmp_ = temporary_path(path_, static_cast<long>(::getpid()));
+  // Through a link to its target; a device or pipe in place (output_target).
+  const OutputTarget target = output_target(path_);
+  target_ = target.path;
+  tmp_ = target.direct ? target.path : temporary_path(target.path, static_cast<long>(::getpid()));
+  direct_ = target.direct;
   if (ends_with(path_, ".gz")) {
     // gzopen writes a header without name or time: deterministic output.
     gz_ = ::gzopen(tmp_.c_str(), "wb6");
@@ -139,7 +143,7 @@ FileTraceSink::~FileTraceSink() {
   if (committed_) return;
   if (file_ != nullptr) std::fclose(file_);
   if (gz_ != nullptr) ::gzclose(static_cast<gzFile>(gz_));
-  std::remove(tmp_.c_str());
+  if (!direct_) std::remove(tmp_.c_str());
 }
 
 void FileTraceSink::write(std::string_view text) {
@@ -169,11 +173,11 @@ void FileTraceSink::commit() {
   }
   if (!ok) {
     const std::string why = std::strerror(errno);
-    std::remove(tmp_.c_str());
+    if (!direct_) std::remove(tmp_.c_str());
     committed_ = true;
     throw InputError(fmt::format("{}: write failed: {}", path_, why));
   }
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+  if (!direct_ && std::rename(tmp_.c_str(), target_.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(tmp_.c_str());
     committed_ = true;

@@ -94,8 +94,38 @@ std::string temporary_path(const std::string& path, long pid) {
   return (target.parent_path() / (temporary_prefix(target) + std::to_string(pid))).string();
 }
 
+OutputTarget output_target(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status through = fs::status(path, ec);  // through any links
+  if (fs::exists(through) && !fs::is_regular_file(through)) return {path, true};
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return {path, false};
+  if (fs::exists(through)) {
+    const fs::path real = fs::canonical(path, ec);
+    return {ec ? path : real.string(), false};
+  }
+  // A link to a file not written yet: the end of its chain.
+  fs::path p(path);
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) return {path, false};
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return {p.string(), false};
+}
+
 void write_file_atomic(const std::string& path, std::string_view content) {
-  const std::string tmp = temporary_path(path, static_cast<long>(::getpid()));
+  const OutputTarget target = output_target(path);
+  if (target.direct) {
+    std::ofstream out(target.path, std::ios::binary);
+    if (!out) throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out)
+      throw InputError(
+          fmt::format("{}: cannot write: {}", path, errno != 0 ? std::strerror(errno) : "write failed"));
+    return;
+  }
+  const std::string tmp = temporary_path(target.path, static_cast<long>(::getpid()));
   auto fail = [&](const std::string& why) {
     std::error_code ec;
     fs::remove(tmp, ec);
@@ -109,7 +139,7 @@ void write_file_atomic(const std::string& path, std::string_view content) {
     if (!out) fail(errno != 0 ? std::strerror(errno) : "write failed");
   }
   std::error_code ec;
-  fs::rename(tmp, path, ec);
+  fs::rename(tmp, target.path, ec);
   if (ec) fail(ec.message());
 }
 

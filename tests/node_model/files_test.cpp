@@ -1,17 +1,19 @@
 // Input and output files (tessera/files.hpp) and the JSON reader's strictness:
 // an output never replaces an input, another output or a read-only file; a
 // temporary never outlives its run; /dev/zero is not read forever.
+#include "tessera/files.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
 
 #include "tessera/error.hpp"
-#include "tessera/files.hpp"
 #include "tessera/node_model/json.hpp"
 
 using namespace tessera;
@@ -87,6 +89,28 @@ TEST_F(FilesTest, ReadOnlyOrSpecialOutputsAreRefused) {
   EXPECT_EQ(error_of([&] { files.output(dir_.string(), "--out"); }), "--out " + dir_.string() + ": cannot write: is a directory");
   EXPECT_NE(error_of([&] { files.output(path("missing/x.csv"), "--out"); }).find("does not exist"), std::string::npos);
   EXPECT_EQ(error_of([&] { files.output("", "--out"); }), "--out: empty output path");
+}
+
+TEST_F(FilesTest, AnOutputThroughALinkReplacesItsTargetAndKeepsTheLink) {
+  // A link to an existing file, and a link (relative) to one not written
+  // yet: the link stays a link, its target gets the content. Before, the
+  // rename replaced the link itself (as root, even /dev/stdout).
+  write("t.csv", "orig");
+  fs::create_symlink(path("t.csv"), path("l.csv"));
+  write_file_atomic(path("l.csv"), "new");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("l.csv"))));
+  std::ifstream t(path("t.csv"));
+  std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "new");
+  fs::create_symlink("later.csv", path("dangling.csv"));
+  write_file_atomic(path("dangling.csv"), "made");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("dangling.csv"))));
+  EXPECT_TRUE(fs::is_regular_file(path("later.csv")));
+  EXPECT_EQ(fs::file_size(path("later.csv")), 4U);
+  // A device is written in place, never renamed over.
+  EXPECT_TRUE(output_target("/dev/null").direct);
+  EXPECT_FALSE(output_target(path("t.csv")).direct);
+  EXPECT_EQ(output_target(path("l.csv")).path, fs::canonical(path("t.csv")).string());
 }
 
 TEST_F(FilesTest, TemporariesAreShortAndStaleOnesAreRemoved) {

@@ -26,9 +26,21 @@ std::string read_input_file(const std::string& path, std::string_view what = "fi
 /// output's name (`.NAME.tmp.PID`, NAME cut to 128 bytes).
 std::string temporary_path(const std::string& path, long pid);
 
+/// Where an output named `path` is written. A symbolic link is followed
+/// (its target is replaced, the link kept); a path that exists and is not a
+/// regular file (a device or pipe: /dev/stdout, /dev/null) is `direct`:
+/// written in place, since a temporary renamed over it would replace it.
+struct OutputTarget {
+  std::string path;
+  bool direct = false;
+};
+OutputTarget output_target(const std::string& path);
+
 /// Writes `content` to `path` through temporary_path() and a rename, so
-/// readers never see a partial file. Throws InputError naming the path and
-/// the system's reason; the temporary is removed on failure.
+/// readers never see a partial file (beside a link's target, through the
+/// link; a device or pipe in place: output_target). Throws InputError
+/// naming the path and the system's reason; the temporary is removed on
+/// failure.
 void write_file_atomic(const std::string& path, std::string_view content);
 
 /// The files one command reads and writes, checked before it does any work:

@@ -112,6 +112,8 @@ class FileTraceSink final : public TraceSink {
  private:
   void close_file();
   std::string path_, tmp_;
+  std::string target_;   ///< where path_ leads (a link's target)
+  bool direct_ = false;  ///< a device or pipe, written in place
   std::FILE* file_ = nullptr;
   void* gz_ = nullptr;  ///< gzFile when compressing
   bool committed_ = false;
