@@ -1,11 +1,16 @@
 #include "tessera/node_model/device_config.hpp"
 
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 
 namespace tessera::node_model {
 namespace {
@@ -35,6 +40,25 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
     throw InputError(fmt::format("{}: missing string field 'Device'", source));
   }
   g.name = name->string();
+  // A field within a typo of one read here (case included: TensorFlops) is
+  // an error, not ignored: a missing peak changes every 16-bit time. Other
+  // fields (NeuSight's Core_Per_SM, Freq, ...) are left alone.
+  static const std::vector<std::string> kFields{
+      "Device",        "Dev_Mem",     "Mem_Bw",    "Num_Sm",   "L2Cache",     "SingleFLOPs", "SingleFLOPsVEC",
+      "SingleFLOPsMM", "TensorFLOPs", "TF32FLOPs", "FP8FLOPs", "Core_Per_SM", "Freq"};
+  for (const auto& [key, value] : json.object()) {
+    if (std::find(kFields.begin(), kFields.end(), key) != kFields.end()) continue;
+    std::string hint;
+    for (const std::string& f : kFields) {
+      if (std::equal(key.begin(), key.end(), f.begin(), f.end(), [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+          })) {
+        hint = fmt::format(", did you mean '{}'? (field names are case-sensitive)", f);
+      }
+    }
+    if (hint.empty()) hint = did_you_mean(key, kFields);
+    if (!hint.empty()) throw InputError(fmt::format("{}: unknown field '{}'{}", source, key, hint));
+  }
   g.memory = Bytes(static_cast<std::int64_t>(positive_number(json, source, "Dev_Mem", 1e6) * 1024.0 * 1024 * 1024));
   g.memory_bandwidth = Bandwidth::bits_per_second(
       static_cast<std::int64_t>(std::llround(positive_number(json, source, "Mem_Bw", 1e6) * 8e9)));
@@ -57,6 +81,7 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
   // peak (no tensor cores known: a TF32 request runs as FP32). FP8: optional
   // "FP8FLOPs", else none.
   g.tf32_peak = g.fp32_peak;
+  g.tensor_peak_given = json.find("TensorFLOPs") != nullptr;
   if (const JsonValue* tp = json.find("TensorFLOPs"); tp != nullptr) {
     g.tensor_peak = FlopRate::per_second(positive_number(json, source, "TensorFLOPs") * 1e9);
     g.tf32_peak = FlopRate::per_second(g.tensor_peak.per_second() / 2.0);

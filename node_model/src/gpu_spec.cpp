@@ -45,6 +45,12 @@ DType parse_dtype(std::string_view text) {
 
 FlopRate GpuSpec::matmul_peak(DType d) const {
   FlopRate peak = tensor_peak;
+  if ((d == DType::FP16 || d == DType::BF16) && !tensor_peak_given) {
+    throw InputError(
+        fmt::format("GPU '{}' has no 16-bit tensor-core peak (its device config gives no "
+                    "TensorFLOPs, in GFLOP/s): cannot time {} GEMMs",
+                    name, to_string(d)));
+  }
   switch (d) {
     case DType::FP32: return fp32_peak;
     case DType::FP16: return tensor_peak;

@@ -95,6 +95,33 @@ TEST(DeviceConfig, ErrorsNameFileAndField) {
             std::string::npos);
 }
 
+TEST(DeviceConfig, NoTensorPeakNoSixteenBitGemmsAndTyposAreErrors) {
+  // NeuSight's configs give no TensorFLOPs: FP32 as always, but a 16-bit
+  // GEMM is refused rather than timed at the FP32 peak (8.6 ms for a 4096^3
+  // bf16 GEMM on an A100, 16x the preset's 0.54 ms).
+  const nm::GpuSpec g = a100_80();
+  EXPECT_FALSE(g.tensor_peak_given);
+  EXPECT_NEAR(g.matmul_peak(nm::DType::FP32).tflops(), 19.492, 1e-9);
+  EXPECT_EQ(
+      error_of([&] { (void)g.matmul_peak(nm::DType::BF16); }),
+      "GPU 'NVIDIA A100 80GB PCIe' has no 16-bit tensor-core peak (its device config gives no TensorFLOPs, "
+      "in GFLOP/s): cannot time bf16 GEMMs");
+  const std::string with = kA100Json.substr(0, kA100Json.size() - 1) + R"(,"TensorFLOPs":312000})";
+  const nm::GpuSpec t = nm::gpu_from_device_json(nm::parse_json(with, "t.json"), "t.json");
+  EXPECT_TRUE(t.tensor_peak_given);
+  EXPECT_NEAR(t.matmul_peak(nm::DType::FP16).tflops(), 312.0, 1e-9);
+  // A typo of a field is an error (case included); an unrelated field is not.
+  const std::string typo = kA100Json.substr(0, kA100Json.size() - 1) + R"(,"TensorFlops":312000})";
+  EXPECT_EQ(
+      error_of([&] { (void)nm::gpu_from_device_json(nm::parse_json(typo, "t.json"), "t.json"); }),
+      "t.json: unknown field 'TensorFlops', did you mean 'TensorFLOPs'? (field names are case-sensitive)");
+  const std::string near = kA100Json.substr(0, kA100Json.size() - 1) + R"(,"TensorFLOP":312000})";
+  EXPECT_EQ(error_of([&] { (void)nm::gpu_from_device_json(nm::parse_json(near, "t.json"), "t.json"); }),
+            "t.json: unknown field 'TensorFLOP', did you mean 'TensorFLOPs'?");
+  const std::string other = kA100Json.substr(0, kA100Json.size() - 1) + R"(,"Vendor":"NVIDIA"})";
+  EXPECT_NO_THROW((void)nm::gpu_from_device_json(nm::parse_json(other, "t.json"), "t.json"));
+}
+
 TEST(KernelCsv, ErrorsNameFileRowAndColumn) {
   const auto t = nm::parse_csv("OPName,B,M,N,K\nbmm,1,2,3,4\nfoo,1,2,3,4\nbmm,1,0,3,4\nbmm,1,x,3,4\n", "k.csv");
   // NeuSight's N is the reduction, K the output width: Kernel::k = N, n = K.

@@ -33,6 +33,10 @@ struct GpuSpec {
   FlopRate tf32_peak;     ///< dense TF32 on tensor cores (0: no TF32 tensor cores)
   FlopRate fp8_peak;      ///< dense FP8 on tensor cores (0: no FP8 tensor cores)
   bool bf16 = true;       ///< BF16 on the tensor cores at tensor_peak (false: FP16 only, as Volta)
+  /// False for a device config without "TensorFLOPs": tensor_peak is then
+  /// its FP32 matmul peak, and no 16-bit tensor-core peak is known (fp16 and
+  /// bf16 GEMMs are refused rather than timed at FP32 speed).
+  bool tensor_peak_given = true;
 
   bool operator==(const GpuSpec&) const = default;
 
