@@ -373,8 +373,9 @@ Example:
                (docs/calibration.md); --cv K cross-validates it by
                profile (hidden, micro-batch, tp, pp), --cv hidden by
                model width (each hidden size predicted by a fit on the
-               others); --rows FILE writes
-               every run's prediction. Your own runs (any GPU count) in
+               others); --every N takes every N-th run only (the
+               shipped constants were fit with --every 2); --rows FILE
+               writes every run's prediction. Your own runs (any GPU count) in
                vTrain's schema: --data RUNS.csv --scenario CLUSTER.yaml runs
                each as that scenario with the run's GPUs (cluster.nodes in
                whole nodes), model size, batch and plan, and any column
