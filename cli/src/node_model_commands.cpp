@@ -291,6 +291,8 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
   const auto predictor = predictor_from(p, gpu);
   const bool device_time = p.has("device-time");
   const nm::CsvTable t = nm::read_csv(input);
+  if (t.rows.empty())
+    throw InputError(fmt::format("{}: no kernels (a header line, then one kernel per row)", input));
   const int dtype_col = t.column("dtype");
   std::vector<double> predicted(t.rows.size());
   for (std::size_t r = 0; r < t.rows.size(); ++r) {

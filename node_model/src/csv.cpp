@@ -98,8 +98,8 @@ CsvTable parse_csv(std::string_view text, const std::string& path) {
     } else if (c == ',') {
       cells.push_back(std::move(cell));
       cell.clear();
-    } else if (c == '\n') {
-      end_row();
+    } else if (c == '\n' || (c == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))) {
+      end_row();  // LF, CRLF (its CR dropped below) or a lone CR (old Mac files)
       ++line;
     } else if (c != '\r') {
       cell += c;

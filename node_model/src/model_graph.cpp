@@ -340,6 +340,15 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
   const std::size_t c_lat = t.require_column("latency");
   const int c_fw = t.column("fw_latency");
   const int c_bw = t.column("bw_latency");
+  // With a backward column, 'latency' is forward + backward: not a stand-in
+  // for the forward.
+  if (c_bw >= 0 && c_fw < 0) {
+    throw InputError(
+        fmt::format("{}: missing column 'fw_latency' (a graph with 'bw_latency' needs its forward "
+                    "times; 'latency' is forward + backward)",
+                    path));
+  }
+  if (t.rows.empty()) throw InputError(fmt::format("{}: no ops (a header line, then one op per row)", path));
   const int c_name = t.column("Name");
   static const std::regex kLayer(R"(\.(h|layer|layers|block)\.0[.'])");
   // A training graph is one whose ops measured a backward pass; in an

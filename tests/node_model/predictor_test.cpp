@@ -136,6 +136,27 @@ TEST(KernelCsv, ErrorsNameFileRowAndColumn) {
   EXPECT_NE(error_of([] { (void)nm::parse_csv("a,b\n1,2,3\n", "r.csv"); }).find("r.csv: row 1"), std::string::npos);
 }
 
+TEST(KernelCsv, LoneCarriageReturnsEndRowsAndGraphsNeedTheirColumns) {
+  // Old Mac line ends (CR alone) end rows as LF and CRLF do; before, the
+  // whole file was one header line.
+  const auto cr = nm::parse_csv("OPName,B,M,N,K\rlinear,1,64,64,64\r", "cr.csv");
+  EXPECT_EQ(cr.header.size(), 5U);
+  ASSERT_EQ(cr.rows.size(), 1U);
+  EXPECT_EQ(cr.rows[0][4], "64");
+  const auto crlf = nm::parse_csv("OPName,B\r\nadd,2\r\n", "crlf.csv");
+  EXPECT_EQ(crlf.rows.size(), 1U);
+  EXPECT_EQ(crlf.rows[0][1], "2");
+  // A graph with backward times but no forward column: 'latency' (forward
+  // + backward) is not taken for the forward; a graph without ops is no graph.
+  const std::string head = "op,target,meta,input_shapes,output_shape,latency";
+  EXPECT_EQ(
+      error_of([&] { (void)nm::fx_graph_from_csv(nm::parse_csv(head + ",bw_latency\n", "g.csv"), "g.csv"); }),
+      "g.csv: missing column 'fw_latency' (a graph with 'bw_latency' needs its forward times; 'latency' is "
+      "forward + backward)");
+  EXPECT_EQ(error_of([&] { (void)nm::fx_graph_from_csv(nm::parse_csv(head + "\n", "g.csv"), "g.csv"); }),
+            "g.csv: no ops (a header line, then one op per row)");
+}
+
 TEST(KernelCsv, QuotedCellsAndAtomicWrite) {
   const auto t = nm::parse_csv("OPName,Kernel Name,B,H\nadd,\"void f<4, float>(int, \"\"x\"\")\",2,3\n", "q.csv");
   EXPECT_EQ(t.rows[0][1], "void f<4, float>(int, \"x\")");
