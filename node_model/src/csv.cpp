@@ -154,8 +154,14 @@ std::string csv_escape(std::string_view cell) {
 
 DType row_dtype(const CsvTable& t, std::size_t row, int dtype_col, DType fallback) {
   if (dtype_col < 0) return fallback;
+  // Spaces around the cell are not part of it (as in the number columns); an
+  // empty cell is a row without a dtype: the fallback (--dtype).
+  std::string_view cell = t.rows.at(row).at(static_cast<std::size_t>(dtype_col));
+  while (!cell.empty() && cell.front() == ' ') cell.remove_prefix(1);
+  while (!cell.empty() && cell.back() == ' ') cell.remove_suffix(1);
+  if (cell.empty()) return fallback;
   try {
-    return parse_dtype(t.rows.at(row).at(static_cast<std::size_t>(dtype_col)));
+    return parse_dtype(cell);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: row {}, column 'dtype': {}", t.path, row + 1, e.what()));
   }

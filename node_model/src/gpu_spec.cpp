@@ -34,7 +34,9 @@ std::string_view to_string(DType d) {
 }
 
 DType parse_dtype(std::string_view text) {
-  const std::string s = detail::ascii_lower(text);
+  std::string s = detail::ascii_lower(text);
+  if (s.starts_with("torch.")) s.erase(0, 6);  // PyTorch's spelling: torch.bfloat16
+  if (s == "float" || s == "half") s = s == "float" ? "fp32" : "fp16";
   if (s == "fp32" || s == "float32") return DType::FP32;
   if (s == "fp16" || s == "float16") return DType::FP16;
   if (s == "bf16" || s == "bfloat16") return DType::BF16;

@@ -157,6 +157,20 @@ TEST(KernelCsv, LoneCarriageReturnsEndRowsAndGraphsNeedTheirColumns) {
             "g.csv: no ops (a header line, then one op per row)");
 }
 
+TEST(KernelCsv, DtypeCellsTrimmedEmptyMeansTheFallbackTorchNamesRead) {
+  const auto t =
+      nm::parse_csv("OPName,dtype\nadd, bf16\nadd,\nadd,torch.float16\nadd,half\nadd,bf61\n", "d.csv");
+  const int col = t.column("dtype");
+  EXPECT_EQ(nm::row_dtype(t, 0, col, nm::DType::FP32), nm::DType::BF16);
+  EXPECT_EQ(nm::row_dtype(t, 1, col, nm::DType::FP8), nm::DType::FP8);  // no dtype: --dtype's
+  EXPECT_EQ(nm::row_dtype(t, 2, col, nm::DType::FP32), nm::DType::FP16);
+  EXPECT_EQ(nm::row_dtype(t, 3, col, nm::DType::FP32), nm::DType::FP16);
+  EXPECT_EQ(error_of([&] { (void)nm::row_dtype(t, 4, col, nm::DType::FP32); }),
+            "d.csv: row 5, column 'dtype': unknown dtype 'bf61' (expected fp32, tf32, fp16, bf16 or fp8)");
+  EXPECT_EQ(nm::parse_dtype("torch.bfloat16"), nm::DType::BF16);
+  EXPECT_EQ(nm::parse_dtype("float"), nm::DType::FP32);
+}
+
 TEST(KernelCsv, QuotedCellsAndAtomicWrite) {
   const auto t = nm::parse_csv("OPName,Kernel Name,B,H\nadd,\"void f<4, float>(int, \"\"x\"\")\",2,3\n", "q.csv");
   EXPECT_EQ(t.rows[0][1], "void f<4, float>(int, \"x\")");

@@ -41,9 +41,9 @@ CsvTable read_csv(const std::string& path);
 /// non-numeric or non-positive dimension).
 Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype = DType::FP32);
 
-/// The row's element type from column `dtype_col` (fp32 tf32 fp16 bf16 fp8,
-/// any case), or `fallback` when `dtype_col` < 0; throws InputError naming
-/// file, row and column.
+/// The row's element type from column `dtype_col` (parse_dtype; spaces
+/// around it ignored), or `fallback` when `dtype_col` < 0 or the cell is
+/// empty; throws InputError naming file, row and column.
 DType row_dtype(const CsvTable& t, std::size_t row, int dtype_col, DType fallback);
 
 /// A measured latency in ms from column `col`: a positive number; throws

@@ -19,7 +19,8 @@ int dtype_bytes(DType d);
 /// "fp32", "tf32", "fp16", "bf16", "fp8".
 std::string_view to_string(DType d);
 /// Parses "fp32" | "tf32" | "fp16" | "bf16" | "fp8" (case-insensitive, also
-/// "float32", "float16", "bfloat16"); throws InputError.
+/// "float32", "float16", "bfloat16", "float", "half", and PyTorch's
+/// "torch.bfloat16" ...); throws InputError.
 DType parse_dtype(std::string_view text);
 
 struct GpuSpec {
