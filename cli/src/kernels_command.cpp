@@ -61,8 +61,10 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   // are about; a plan's Known bias is in joining its ranks, not in these
   // kernels.
   out << caveat_lines(s, false);
-  out << fmt::format("Workload       {} {}, micro-batch {}, sequence {}, tp={}{}{}\n",
+  // fp8 runs keep bf16 outside their layer GEMMs (docs/parallelism.md).
+  out << fmt::format("Workload       {} {}{}, micro-batch {}, sequence {}, tp={}{}{}\n",
                      node_model::to_string(s.workload.framework), node_model::to_string(s.workload.dtype),
+                     s.workload.profile.fp8 ? " with fp8 layer GEMMs (their times unvalidated)" : "",
                      s.workload.micro_batch, s.workload.seq_len, s.plan.tp,
                      s.plan.ep > 1 ? fmt::format(" ep={}", s.plan.ep) : "",
                      s.plan.sequence_parallel ? ", sequence parallel" : "");
