@@ -566,6 +566,10 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
     return ms;
   };
   auto err = [](double pred, double meas) { return meas > 0 ? 100.0 * (pred / meas - 1.0) : 0.0; };
+  // A row's error column: "n/a" where nothing was measured (0 ms), not 0%.
+  auto err_cell = [&](double pred, double meas) {
+    return meas > 0 ? fmt::format("{:>7.1f}%", err(pred, meas)) : fmt::format("{:>8}", "n/a");
+  };
   out << fmt::format("{:<44} {:<9} {:>12} {:>12} {:>8}", "op", "kernel", "measured_ms", "predicted_ms", "error");
   if (graph.train) out << fmt::format(" {:>12} {:>12} {:>8}", "bw_measured", "bw_predicted", "bw_error");
   out << "\n";
@@ -580,10 +584,10 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
     bw_meas += w * op.measured_bw_ms;
     bw_pred += w * bw;
     const auto& first = op.kernels.empty() ? op.bw_kernels.front() : op.kernels.front();
-    out << fmt::format("{:<44} {:<9} {:>12.4f} {:>12.4f} {:>7.1f}%", op.name.substr(0, 44), nm::to_string(first.op),
-                       op.measured_fw_ms, fw, err(fw, op.measured_fw_ms));
+    out << fmt::format("{:<44} {:<9} {:>12.4f} {:>12.4f} {}", op.name.substr(0, 44), nm::to_string(first.op),
+                       op.measured_fw_ms, fw, err_cell(fw, op.measured_fw_ms));
     if (graph.train) {
-      out << fmt::format(" {:>12.4f} {:>12.4f} {:>7.1f}%", op.measured_bw_ms, bw, err(bw, op.measured_bw_ms));
+      out << fmt::format(" {:>12.4f} {:>12.4f} {}", op.measured_bw_ms, bw, err_cell(bw, op.measured_bw_ms));
     }
     out << "\n";
   }
