@@ -1,11 +1,13 @@
 // Node-model sub-commands: kernel/model/graph prediction, validation against
 // measurements, and training of the learned predictors (docs/node_model.md).
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -19,8 +21,8 @@
 #include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/dataset.hpp"
 #include "tessera/node_model/device_config.hpp"
-#include "tessera/node_model/model_graph.hpp"
 #include "tessera/node_model/json.hpp"
+#include "tessera/node_model/model_graph.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/tensor_core.hpp"
 #include "tessera/node_model/tile_mlp.hpp"
@@ -162,6 +164,10 @@ int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const s
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
   std::vector<double> predicted(set.rows.size());
   std::string label = name;
+  // The --noise table read before anything is printed: a bad one is an
+  // error with no report above it.
+  std::optional<nm::MeasurementSet> noise_ref;
+  if (auto other = p.get("noise")) noise_ref = nm::read_xla_gemm_table(*other);
   if (auto k = p.get("kfold")) {
     if (name != "tile-mlp")
       throw UsageError("--kfold retrains the tensor-core model of the tile-mlp predictor");
@@ -192,10 +198,10 @@ int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const s
       "launch floor, at least the GPU floor {:.4f} ms; fp8<=peak: FP8 rows at or below the dense FP8 "
       "peak)\n",
       data, set.gpus.front().name, floor_ms);
-  if (auto other = p.get("noise")) {
-    const nm::MeasurementSet ref = nm::read_xla_gemm_table(*other);
-    out << fmt::format("noise floor: {} taken as predictions of {} on shared shapes\n", *other, data);
-    for (const auto& r : nm::measurement_noise(set, ref)) {
+  if (noise_ref) {
+    out << fmt::format("noise floor: {} taken as predictions of {} on shared shapes\n", *p.get("noise"),
+                       data);
+    for (const auto& r : nm::measurement_noise(set, *noise_ref)) {
       out << fmt::format("{:<10} {:>6} {:>17.1f}%\n", r.dtype, r.rows, r.mape);
     }
   }
