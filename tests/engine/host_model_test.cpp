@@ -3,6 +3,8 @@
 // host_sync tasks. Hand-checkable times on a zero-cost network.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/error.hpp"
@@ -26,6 +28,20 @@ Task kernels(std::int64_t gpu_us, std::int64_t issue_us, std::int64_t span_us = 
   t.host_issue = Time::from_us(issue_us);
   t.host_span = Time::from_us(span_us >= 0 ? span_us : std::max(gpu_us, issue_us));
   return t;
+}
+
+/// A collective of 1000 bytes over group 0 after task 0, whose host call
+/// takes `issue_us`.
+Task collective_after_first(const std::string& name, std::int64_t issue_us) {
+  Task c;
+  c.name = name;
+  c.kind = TaskKind::Collective;
+  c.group = 0;
+  c.collective_id = 0;
+  c.bytes = Bytes(1000);
+  c.deps = {0};
+  c.host_issue = Time::from_us(issue_us);
+  return c;
 }
 
 ExecutionResult run_one_rank(std::vector<Task> tasks) {
@@ -97,15 +113,7 @@ TEST(HostModel, ASyncDrainsTheComputeStreamAndWaitsOnlyForItsOwnDependencies) {
     for (int r = 0; r < 2; ++r) {
       parallelism::Program prog;
       prog.tasks.push_back(kernels(r == 0 ? 10 : 50, 1, r == 0 ? 11 : 51));
-      Task ar;
-      ar.name = "ar";
-      ar.kind = TaskKind::Collective;
-      ar.group = 0;
-      ar.collective_id = 0;
-      ar.bytes = Bytes(1000);
-      ar.deps = {0};
-      ar.host_issue = Time::from_us(2);
-      prog.tasks.push_back(ar);
+      prog.tasks.push_back(collective_after_first("ar", 2));
       Task sync = kernels(0, 0, 0);
       sync.host_sync = true;
       sync.deps =
@@ -140,15 +148,7 @@ TEST(HostModel, ClosingCollectivesLaunchedAfterTheLastKernelAreHostTime) {
     Task a = kernels(100, 1, 101);
     a.host_sync = true;
     prog.tasks.push_back(a);
-    Task ag;
-    ag.name = "ag";
-    ag.kind = TaskKind::Collective;
-    ag.group = 0;
-    ag.collective_id = 0;
-    ag.bytes = Bytes(1000);
-    ag.deps = {0};
-    ag.host_issue = Time::from_us(40);
-    prog.tasks.push_back(ag);
+    prog.tasks.push_back(collective_after_first("ag", 40));
     g.add_rank(g.add_program(std::move(prog)), {0});
   }
   DiscreteEventLoop loop;
