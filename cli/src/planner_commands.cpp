@@ -58,8 +58,6 @@ Breakdown simulate_plan(const Scenario& scenario, const ParallelPlan& plan, cons
   return Breakdown{breakdown(sim), sim.plan};
 }
 
-std::string gib(Bytes b) { return fmt::format("{:.1f}", b.as_double() / (1024.0 * 1024.0 * 1024.0)); }
-
 struct Row {
   std::string schedule;
   int virtual_stages = 1;
@@ -158,11 +156,10 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
 std::string svg_chart(const std::string& title, const std::vector<Row>& rows, const std::string& gpu_name,
                       Bytes capacity) {
   constexpr double kWidth = 820;
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   const std::array<const char*, 4> colors{"#4878d0", "#8c613c", "#bbbbbb", "#ee854a"};
   const std::array<const char*, 4> parts{"compute", "host", "pipeline bubble", "exposed communication"};
   std::vector<Bar> time_bars, memory_bars;
-  double longest = 0, fullest = capacity.as_double() / kGiB;
+  double longest = 0, fullest = capacity.in_gib();
   for (const Row& r : rows) {
     const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
     Bar t{name, {}, {}, r.error.empty() ? "" : "not applicable"};
@@ -177,7 +174,7 @@ std::string svg_chart(const std::string& title, const std::vector<Row>& rows, co
       std::size_t stage = 0;
       const auto& stages = r.result.summary.memory_per_stage;
       for (std::size_t k = 0; k < stages.size(); ++k) {
-        const double gib = stages[k].total().as_double() / kGiB;
+        const double gib = stages[k].total().in_gib();
         if (gib > peak) peak = gib, stage = k;
       }
       const bool oom = r.result.summary.oom();
@@ -201,8 +198,7 @@ std::string svg_chart(const std::string& title, const std::vector<Row>& rows, co
   const double memory_y = time_y + time_h + 10;
   const std::string memory_panel = bar_panel(
       "Peak memory per GPU", "peak memory per GPU (GiB), the fullest pipeline stage", memory_bars, fullest,
-      std::pair(capacity.as_double() / kGiB,
-                fmt::format("{} memory: {:.0f} GiB", gpu_name, capacity.as_double() / kGiB)),
+      std::pair(capacity.in_gib(), fmt::format("{} memory: {:.0f} GiB", gpu_name, capacity.in_gib())),
       memory_y, 0, kWidth, memory_h);
   const double height = memory_y + memory_h + 6;
   return chart::open_document(kWidth, height, title, "") + legend + time_panel + memory_panel + "</svg>\n";
@@ -298,15 +294,16 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     std::string mem;
     for (const auto& m : r.result.summary.memory_per_stage) {
       if (!mem.empty()) mem += ' ';
-      mem += gib(m.total());
+      mem += fmt::format("{:.1f}", m.total().in_gib());
       if (m.oom()) mem += '!';
     }
     // The bubble as `run` prints it: its time and its share of the iteration.
     const IterationBreakdown& b = r.result.split;
-    out << fmt::format("{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms  {}{}\n",
-                       name, b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(),
-                       b.compute.ms(), b.host.ms(), mem,
-                       r.result.summary.oom() ? fmt::format("  OOM (> {} GiB)", gib(s.gpu.memory)) : "");
+    out << fmt::format(
+        "{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms  {}{}\n", name,
+        b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(), b.compute.ms(),
+        b.host.ms(), mem,
+        r.result.summary.oom() ? fmt::format("  OOM (> {:.1f} GiB)", s.gpu.memory.in_gib()) : "");
   }
   out << "\nThe iteration is bubble + exposed comm + compute + host, as `tessera run` splits it. compute:\n"
          "the busiest GPU's kernels; host: its compute stream waiting for the host to launch them (the\n"

@@ -152,8 +152,6 @@ std::string json_string(const std::string& s) {
 
 namespace {
 
-double gib(Bytes b) { return b.as_double() / (1024.0 * 1024.0 * 1024.0); }
-
 /// The ns-3 run's fabric counters, with the invariants side by side
 /// (injected against delivered, drops, credit violations).
 std::string format_packet_fabric(const PacketFabricStats& f) {
@@ -332,21 +330,24 @@ std::string format_text(const RunReport& r) {
   }
   if (r.memory.size() <= 4) {
     for (const auto& m : r.memory) {
-      out += fmt::format("Memory stage {:<3} {:>7.1f} GiB of {:.1f} GiB{}\n", m.stage, gib(m.total), gib(m.capacity),
-                         m.oom ? "  ** OUT OF MEMORY **" : "");
-      out += fmt::format("  weights {:.1f}, gradients {:.1f} ({}), optimizer {:.1f}, activations {:.1f}, workspace "
-                         "{:.1f} GiB\n",
-                         gib(m.weights), gib(m.gradients), r.gradient_dtype, gib(m.optimizer_states),
-                         gib(m.activations), gib(m.workspace));
+      out += fmt::format("Memory stage {:<3} {:>7.1f} GiB of {:.1f} GiB{}\n", m.stage, m.total.in_gib(),
+                         m.capacity.in_gib(), m.oom ? "  ** OUT OF MEMORY **" : "");
+      out += fmt::format(
+          "  weights {:.1f}, gradients {:.1f} ({}), optimizer {:.1f}, activations {:.1f}, workspace "
+          "{:.1f} GiB\n",
+          m.weights.in_gib(), m.gradients.in_gib(), r.gradient_dtype, m.optimizer_states.in_gib(),
+          m.activations.in_gib(), m.workspace.in_gib());
     }
   } else if (!r.memory.empty()) {
     // Many stages: the extremes, and every stage that does not fit.
     auto [lo, hi] = std::minmax_element(r.memory.begin(), r.memory.end(),
                                         [](const StageMemory& a, const StageMemory& b) { return a.total < b.total; });
-    out += fmt::format("Memory         {:>7.1f} GiB (stage {}) to {:.1f} GiB (stage {}) of {:.1f} GiB per GPU\n",
-                       gib(lo->total), lo->stage, gib(hi->total), hi->stage, gib(hi->capacity));
+    out +=
+        fmt::format("Memory         {:>7.1f} GiB (stage {}) to {:.1f} GiB (stage {}) of {:.1f} GiB per GPU\n",
+                    lo->total.in_gib(), lo->stage, hi->total.in_gib(), hi->stage, hi->capacity.in_gib());
     for (const auto& m : r.memory) {
-      if (m.oom) out += fmt::format("  ** OUT OF MEMORY ** stage {}: {:.1f} GiB\n", m.stage, gib(m.total));
+      if (m.oom)
+        out += fmt::format("  ** OUT OF MEMORY ** stage {}: {:.1f} GiB\n", m.stage, m.total.in_gib());
     }
   }
   if (r.packet_fabric) out += format_packet_fabric(*r.packet_fabric);

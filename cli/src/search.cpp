@@ -405,11 +405,11 @@ int cmd_search(const Args& args, std::ostream& out) {
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     const Candidate& c = *ranked[i];
     const auto& r = *c.report;
-    out << fmt::format("{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}\n", i + 1,
-                       c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
-                       parallelism::to_string(c.plan.schedule), parallelism::to_string(c.plan.recompute),
-                       r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu,
-                       c.peak_memory.as_double() / (1024.0 * 1024 * 1024));
+    out << fmt::format(
+        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}\n", i + 1,
+        c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
+        parallelism::to_string(c.plan.schedule), parallelism::to_string(c.plan.recompute),
+        r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu, c.peak_memory.in_gib());
   }
   // A known bias of some shown plans' forecasts (the plan's part of tessera
   // run's Known bias line, parallelism::known_bias_note): the widest tensor
@@ -433,7 +433,7 @@ int cmd_search(const Args& args, std::ostream& out) {
         "context, "
         "allocator fragmentation or NCCL buffers: --memory-headroom SIZE keeps only plans that leave SIZE "
         "free\n",
-        free.as_double() / (1024.0 * 1024 * 1024), base.gpu.memory.as_double() / (1024.0 * 1024 * 1024));
+        free.in_gib(), base.gpu.memory.in_gib());
   }
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's

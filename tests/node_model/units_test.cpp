@@ -26,6 +26,12 @@ TEST(Units, ParsesBytes) {
   EXPECT_EQ(parse_bytes("7B").count(), 7);
 }
 
+TEST(Units, BytesInGib) {
+  EXPECT_DOUBLE_EQ(Bytes::gib(80).in_gib(), 80.0);
+  EXPECT_DOUBLE_EQ(Bytes::mib(512).in_gib(), 0.5);
+  EXPECT_DOUBLE_EQ(parse_bytes("80GB").in_gib(), 80e9 / (1024.0 * 1024 * 1024));
+}
+
 TEST(Units, ParsesBandwidth) {
   EXPECT_EQ(parse_bandwidth("400Gbps").bps(), 400'000'000'000LL);
   EXPECT_EQ(parse_bandwidth("50GB/s").bps(), 400'000'000'000LL);

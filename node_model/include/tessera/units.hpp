@@ -88,6 +88,8 @@ class Bytes {
 
   [[nodiscard]] constexpr std::int64_t count() const { return n_; }
   [[nodiscard]] constexpr double as_double() const { return static_cast<double>(n_); }
+  /// In binary gigabytes (2^30 bytes), the unit memory is printed in.
+  [[nodiscard]] constexpr double in_gib() const { return as_double() / (1024.0 * 1024.0 * 1024.0); }
 
   // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   constexpr auto operator<=>(const Bytes&) const = default;
