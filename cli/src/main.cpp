@@ -328,6 +328,8 @@ Example:
                                     by shape) and report held-out MAPE
                  --epochs N, --hidden 16[,16], --select min-time|min-roofline,
                  --drop-features F1,F2, --seed N   training options for --kfold
+                 --predictor NAME, --weights DIR   the predictor, and weights
+                                    train-predictor wrote (also for models)
                  --noise OTHER.csv  also print OTHER's latencies as predictions
                                     of the data's (the measurement noise floor)
                Given --device GPU (a preset such as H200, or a device JSON) and
@@ -398,7 +400,7 @@ and docs/parallelism.md.
       {"predict-kernels",
        R"(usage: tessera predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv
                                [--dtype fp32|tf32|fp16|bf16|fp8] [--device-time]
-                               [--predictor tile-mlp|roofline|linreg|mlp]
+                               [--predictor tile-mlp|roofline|linreg|mlp] [--weights DIR]
 
 Predicts every kernel of a NeuSight-schema CSV (OPName plus B,M,N,K or B,H;
 op names in any case) and writes the rows with a Predicted_ms column. An optional `dtype` column
@@ -408,16 +410,19 @@ tensor-core model (fp8 needs FP8FLOPs in the device config).
 
   --device-time   the GPU time of kernels queued back to back (no host
                   launch floor) instead of a kernel timed alone from PyTorch
+  --weights DIR   the weights train-predictor wrote to DIR instead of the
+                  built-in ones (a DIR with only tensor_core.txt keeps the
+                  built-in FP32 tile-mlp)
 )"},
       {"predict-model",
        R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
-                             --mode inf|train [--json]
+                             --mode inf|train [--predictor NAME] [--weights DIR] [--json]
 
 Builds a HuggingFace model's operator graph as PyTorch eager runs it and sums
 the predicted kernel times: end-to-end, forward and backward ms.
 )"},
       {"predict-graph", R"(usage: tessera predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json
-                             [--predictor NAME] [--layers N]
+                             [--predictor NAME] [--weights DIR] [--layers N]
 
 Predicts every op of a torch.fx operator-graph CSV (NeuSight's labels/<GPU>/*.csv)
 beside its measured latency, with the kernels and backward rules of
@@ -428,15 +433,20 @@ graph dropout is free. Totals count the ops of the repeated block (layer 0)
 )"},
       {"train-predictor",
        R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]
-                               [--only tile-mlp|tensor-core|linreg|mlp] [--epochs N] [--max-rows N]
+                               [--devices DIR] [--only tile-mlp|tensor-core|linreg|mlp]
+                               [--epochs N] [--max-rows N]
 
 Trains the node-model predictors (tile-mlp, linreg, mlp) on kernel
-measurements in NeuSight's CSV schema (DIR/<op>/<GPU>.csv) and, given --xla
+measurements in NeuSight's CSV schema (DIR/<op>/<GPU>.csv; of a folder with
+train/ and test/, or NeuSight's dataset root, the train/ rows only) and, given --xla
 (a directory with gemm_h100.csv, or the file), the tensor-core GEMM model on
 XLA's measured H100 table; writes weight files (tile_mlp.txt, tensor_core.txt,
 linreg.txt, mlp.txt). Rebuild to embed them, or pass --weights DIR to the
 predict and validate commands.
 
+  --devices DIR                  the device config JSONs of --data's GPUs
+                                 (default: device_configs/ beside or above
+                                 --data); a row of another GPU is an error
   --only tensor-core --xla DIR   just the tensor-core model (no --data needed);
                                  --epochs, --hidden, --select, --drop-features,
                                  --seed then set its training
@@ -444,7 +454,8 @@ predict and validate commands.
                                  instead of --xla: tensor-core GEMMs measured on
                                  one GPU (NeuSight's schema with a dtype column,
                                  e.g. tests/data/h100/gemm.csv; GPU a preset or
-                                 a device JSON)
+                                 a device JSON; a Device cell naming another
+                                 GPU is an error)
 )"},
   };
   return kHelp;

@@ -97,6 +97,18 @@ std::unique_ptr<nm::KernelPredictor> predictor_from(const ArgParser& p, const nm
   return nm::make_predictor(name, gpu);
 }
 
+/// The rows of one split ("train" or "test") of a kernel-measurement folder
+/// given as --data: NeuSight's dataset root (DIR/kernels/SPLIT), its
+/// kernels/ folder (DIR/SPLIT beside the other split), or else DIR itself.
+/// Reading a folder that holds both splits would mix the held-out rows in.
+fs::path kernel_split(const std::string& data, const std::string& split) {
+  const fs::path dir(data);
+  if (fs::is_directory(dir / "kernels" / split)) return dir / "kernels" / split;
+  const std::string other = split == "train" ? "test" : "train";
+  if (fs::is_directory(dir / split) && fs::is_directory(dir / other)) return dir / split;
+  return dir;
+}
+
 /// `validate kernels --leave-one-gpu-out`: retrains the tile-mlp once per
 /// GPU without it and measures it on that GPU (node_model/cross_validation.hpp).
 int validate_leave_one_gpu_out(const ArgParser& p, const std::string& data, std::ostream& out) {
@@ -134,12 +146,7 @@ int validate_leave_one_gpu_out(const ArgParser& p, const std::string& data, std:
 
 /// The FP32 tile-mlp weights of --weights DIR, else the embedded ones.
 std::shared_ptr<const nm::TileMlpModel> fp32_model(const ArgParser& p) {
-  if (auto w = p.get("weights")) {
-    const std::string path = (fs::path(*w) / "tile_mlp.txt").string();
-    return std::make_shared<const nm::TileMlpModel>(nm::TileMlpModel::parse(nm::read_text_file(path), path));
-  }
-  return std::make_shared<const nm::TileMlpModel>(
-      nm::TileMlpModel::parse(nm::embedded_weights("tile_mlp"), "<embedded tile_mlp.txt>"));
+  return nm::tile_mlp_model(p.get("weights").value_or(""));
 }
 
 /// The tensor-core weights of --weights DIR (tensor_core.txt), else the embedded ones.
@@ -379,8 +386,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
     }
   }
   if (what == "kernels") {
-    std::string dir = data;
-    if (fs::is_directory(fs::path(data) / "kernels" / "test")) dir = (fs::path(data) / "kernels" / "test").string();
+    const std::string dir = kernel_split(data, "test").string();
     const nm::DeviceCatalog catalog(nm::find_device_configs(dir));
     const nm::MeasurementSet test = nm::read_measurement_dir(dir, catalog);
     const auto rows = nm::validate_kernels(test, make, max_rows, p.get("gpu").value_or(""));
@@ -473,7 +479,7 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return 0;
   }
-  const std::string data = p.require("data");
+  const std::string data = kernel_split(p.require("data"), "train").string();
   // (not value_or: the search must not run, and fail, when --devices is given)
   const auto given_devices = p.get("devices");
   const std::string devices = given_devices ? *given_devices : nm::find_device_configs(data);

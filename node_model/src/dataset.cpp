@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 #include "tessera/node_model/csv.hpp"
 
 namespace tessera::node_model {
@@ -46,15 +47,24 @@ void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog
     }
     if (gpu < 0) {
       const GpuSpec* g = catalog.find(dev);
-      gpu = g == nullptr ? -2 : into.add_gpu(*g);
+      if (g == nullptr) {
+        // A row of a GPU the device configs do not describe cannot be
+        // featurized: say so rather than train on fewer rows than given.
+        std::vector<std::string> known;
+        for (const GpuSpec& c : catalog.all()) known.push_back(c.name);
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        throw InputError(
+            fmt::format("{}: row {}, column 'Device': no device config describes '{}'{} (known: {})",
+                        csv_path, r + 1, dev, did_you_mean(dev, known), list));
+      }
+      gpu = into.add_gpu(*g);
       gpu_of.emplace_back(dev, gpu);
     }
-    if (gpu < 0) continue;
     Measurement m;
     m.kernel = kernel_from_row(t, r);
     m.gpu = gpu;
-    m.latency_ms = t.number(r, lat_col);
-    if (m.latency_ms <= 0) continue;
+    m.latency_ms = row_latency_ms(t, r, lat_col);
     if (is_gemm(m.kernel.op)) {
       if (name_col >= 0) std::tie(m.tile_a, m.tile_b) = gemm_tile_from_name(t.rows[r][name_col]);
       // A linear's grid z is cuBLAS's split-K factor (bmm's is the batch).
@@ -172,7 +182,9 @@ MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, co
     const std::size_t op_col = t.require_column("OPName");
     const std::size_t lat_col = t.require_column("Latency");
     const std::size_t dtype_col = t.require_column("dtype");
+    const int device_col = t.column("Device");
     for (std::size_t r = 0; r < t.rows.size(); ++r) {
+      check_measured_on(t, r, device_col, gpu);
       KernelOp op{};
       try {
         op = parse_kernel_op(t.rows[r][op_col]);
@@ -194,6 +206,18 @@ MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, co
                                  csv_paths.empty() ? std::string("--gemms") : csv_paths.front()));
   }
   return set;
+}
+
+void check_measured_on(const CsvTable& t, std::size_t row, int device_col, const GpuSpec& gpu) {
+  if (device_col < 0) return;
+  const std::string& dev = t.rows.at(row).at(static_cast<std::size_t>(device_col));
+  if (dev.empty() || dev == gpu.name) return;
+  const GpuSpec* preset = find_gpu_preset(dev);
+  if (preset != nullptr && preset->name == gpu.name) return;
+  throw InputError(fmt::format(
+      "{}: row {}, column 'Device': measured on '{}'{}, but --device is {} (give the GPU "
+      "the kernels ran on, or its device config JSON)",
+      t.path, row + 1, dev, preset ? fmt::format(" (the {} preset)", preset->name) : "", gpu.name));
 }
 
 std::string find_device_configs(const std::string& data_dir) {

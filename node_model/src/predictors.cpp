@@ -61,6 +61,15 @@ std::shared_ptr<const TensorCoreModel> tensor_core_model(const std::string& weig
   return parse_shared<TensorCoreModel>("embedded:tensor_core", text, "<embedded tensor_core.txt>");
 }
 
+/// `weights_dir` holds tensor-core weights but not `stem`'s: a folder that
+/// `train-predictor --only tensor-core` wrote, whose FP32 twin is the
+/// embedded tile-mlp.
+bool only_tensor_core(const std::string& weights_dir, const std::string& stem) {
+  const std::filesystem::path dir(weights_dir);
+  return stem == "tile_mlp" && !std::filesystem::exists(dir / "tile_mlp.txt") &&
+         std::filesystem::exists(dir / "tensor_core.txt") && !embedded_weights("tile_mlp").empty();
+}
+
 std::unique_ptr<KernelPredictor> build(std::string_view name, const GpuSpec& gpu, std::string_view text,
                                        const std::string& source, const std::string& key,
                                        const std::string& weights_dir = {}) {
@@ -75,6 +84,17 @@ std::unique_ptr<KernelPredictor> build(std::string_view name, const GpuSpec& gpu
 }
 
 }  // namespace
+
+std::shared_ptr<const TileMlpModel> tile_mlp_model(const std::string& weights_dir) {
+  if (weights_dir.empty() || only_tensor_core(weights_dir, "tile_mlp")) {
+    const std::string_view text = embedded_weights("tile_mlp");
+    if (text.empty()) throw Error("this build has no weights for predictor 'tile-mlp'");
+    return parse_shared<TileMlpModel>("embedded:tile_mlp", text, "<embedded tile_mlp.txt>");
+  }
+  const std::string path = (std::filesystem::path(weights_dir) / "tile_mlp.txt").string();
+  const std::string text = read_text_file(path);
+  return parse_shared<TileMlpModel>(path + ":" + std::to_string(std::hash<std::string>{}(text)), text, path);
+}
 
 std::vector<std::string> predictor_names() { return {"roofline", "linreg", "mlp", "tile-mlp"}; }
 
@@ -95,7 +115,12 @@ std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const Gpu
                                                 const std::string& weights_dir) {
   check_name(name);
   if (name == "roofline") return std::make_unique<RooflinePredictor>(gpu);
-  const std::string path = (std::filesystem::path(weights_dir) / (weights_stem(name) + ".txt")).string();
+  const std::string stem = weights_stem(name);
+  if (only_tensor_core(weights_dir, stem)) {
+    return build(name, gpu, embedded_weights(stem), "<embedded tile_mlp.txt>", "embedded:tile_mlp",
+                 weights_dir);
+  }
+  const std::string path = (std::filesystem::path(weights_dir) / (stem + ".txt")).string();
   const std::string text = read_text_file(path);
   // Keyed by path and content so a retrained file is re-read.
   return build(name, gpu, text, path, path + ":" + std::to_string(std::hash<std::string>{}(text)),

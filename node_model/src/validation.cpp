@@ -172,10 +172,12 @@ struct MeasuredRow {
   double latency_ms = 0.0;
 };
 
-std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DType default_dtype) {
+std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DType default_dtype,
+                                               const GpuSpec& gpu) {
   const CsvTable t = read_csv(csv_path);
   const std::size_t op_col = t.require_column("OPName");
   const std::size_t lat_col = t.require_column("Latency");
+  const int device_col = t.column("Device");
   const int dtype_col = t.column("dtype");
   std::vector<int> group_cols;
   for (const char* c : {"source", "pass"}) {
@@ -187,6 +189,7 @@ std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DTyp
   }
   std::vector<MeasuredRow> out;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    check_measured_on(t, r, device_col, gpu);
     const DType dtype = row_dtype(t, r, dtype_col, default_dtype);
     MeasuredRow m;
     m.kernel = kernel_from_row(t, r, dtype);
@@ -236,10 +239,11 @@ ErrorStats error_stats(const std::vector<double>& signed_errors) {
 std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_path, const GpuSpec& gpu,
                                                         const PredictorFactory& make, DType default_dtype,
                                                         const std::string& reference) {
-  const std::vector<MeasuredRow> rows = read_measured_kernels(csv_path, default_dtype);
+  const std::vector<MeasuredRow> rows = read_measured_kernels(csv_path, default_dtype, gpu);
   std::map<std::string, double> ref;
   if (!reference.empty()) {
-    for (const auto& m : read_measured_kernels(reference, default_dtype)) ref.emplace(m.key, m.latency_ms);
+    for (const auto& m : read_measured_kernels(reference, default_dtype, gpu))
+      ref.emplace(m.key, m.latency_ms);
   }
   const auto predictor = make(gpu);
   struct Acc {

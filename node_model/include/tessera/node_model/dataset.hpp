@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/node_model/csv.hpp"
 #include "tessera/node_model/device_config.hpp"
 #include "tessera/node_model/kernel.hpp"
 
@@ -29,7 +30,9 @@ struct MeasurementSet {
 std::pair<int, int> gemm_tile_from_name(const std::string& kernel_name);
 
 /// Appends the rows of one measurement CSV. Devices are resolved by the
-/// `Device` column through `catalog`; rows of unknown devices are skipped.
+/// `Device` column through `catalog`. A row of a device the catalog does not
+/// hold, or with a latency that is not a positive number, is an InputError
+/// naming file, row and column.
 void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog, MeasurementSet& into);
 /// Every *.csv under `dir` (recursively, in sorted order).
 MeasurementSet read_measurement_dir(const std::string& dir, const DeviceCatalog& catalog);
@@ -52,8 +55,14 @@ bool is_xla_gemm_table(const std::string& csv_path);
 /// reduction) with a `dtype` column (tf32, fp16, bf16, fp8), such as
 /// tests/data/h100/gemm.csv. Rows of other ops or of fp32 are skipped; no
 /// tensor-core row at all, a missing column or a bad value is an InputError
-/// naming file, row and column.
+/// naming file, row and column, and so is a row whose `Device` (when the
+/// file has the column) names another GPU than `gpu` (check_measured_on).
 MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, const GpuSpec& gpu);
+/// Throws InputError naming file, row and column when row `row`'s `Device`
+/// cell (column `device_col`; none when negative, and an empty cell passes)
+/// names another GPU than `gpu`: neither `gpu`'s name nor a name of its
+/// preset ("NVIDIA H100 80GB HBM3" is H100-SXM).
+void check_measured_on(const CsvTable& t, std::size_t row, int device_col, const GpuSpec& gpu);
 /// XLA's dtype names: "bf16xbf16->bf16" -> bf16, "f16xf16->f16" -> fp16,
 /// "f32xf32->f32" -> tf32 (XLA's default precision runs f32 dots on TF32
 /// tensor cores), "f8e4m3fnxf8e5m2->bf16" and the other f8 pairs -> fp8.

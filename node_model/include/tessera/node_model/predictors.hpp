@@ -20,9 +20,16 @@ inline constexpr std::string_view kDefaultPredictor = "tile-mlp";
 std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu);
 /// Same, with weights read from `weights_dir` (tile_mlp.txt, linreg.txt,
 /// mlp.txt; tile-mlp also reads tensor_core.txt there when present, else the
-/// embedded tensor-core weights).
+/// embedded tensor-core weights). A folder with tensor_core.txt and no
+/// tile_mlp.txt (`train-predictor --only tensor-core`) takes the embedded
+/// FP32 tile-mlp weights beside its tensor-core ones.
 std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu,
                                                 const std::string& weights_dir);
+
+class TileMlpModel;
+/// The FP32 tile-mlp model make_predictor("tile-mlp", gpu, weights_dir) uses
+/// (the embedded one for an empty `weights_dir`).
+std::shared_ptr<const TileMlpModel> tile_mlp_model(const std::string& weights_dir);
 
 /// Text of an embedded weights file by stem ("tile_mlp", "tensor_core", "linreg", "mlp");
 /// empty when the build has none. Defined in a generated source.
