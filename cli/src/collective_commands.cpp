@@ -431,8 +431,9 @@ std::string fitted_section(const study::NcclTestsFit& fit) {
                        cls->calibration.launch_latency.us());
     if (cls->step_fitted)
       out += fmt::format("  {}_step: {:.2f}us\n", prefix, cls->calibration.step_latency.us());
-    out += fmt::format("  # {} from {} file{}, {} rows{}\n", prefix, cls->files, cls->files == 1 ? "" : "s",
+    out += fmt::format("  # {} from {} file{}, {} rows{}{}\n", prefix, cls->files, cls->files == 1 ? "" : "s",
                        cls->rows,
+                       cls->penalty_fitted ? "" : "; the group penalty is the scenario's (one group size)",
                        cls->step_fitted ? "" : "; the step latency is the scenario's (one step count)");
   }
   for (const auto& [cls, prefix] : classes) {

@@ -171,7 +171,8 @@ double weighted_mape(const LinkCalibration& c, std::span<const CollectiveSample>
   return wsum > 0 ? err / wsum : 0.0;
 }
 
-LinkCalibration fit_link_calibration(std::span<const CollectiveSample> samples, bool fit_group_penalty) {
+LinkCalibration fit_link_calibration(std::span<const CollectiveSample> samples, bool fit_group_penalty,
+                                     double fixed_group_penalty) {
   if (samples.empty()) throw InputError("fit_link_calibration: no samples to fit");
   int smallest = samples.front().group_size;
   for (const auto& s : samples) {
@@ -185,7 +186,8 @@ LinkCalibration fit_link_calibration(std::span<const CollectiveSample> samples, 
   constexpr double kMinEfficiency = 0.05;
   std::vector<std::pair<double, double>> scratch;
   double best_peak = 1.0;
-  double best_penalty = 0.0;
+  const double penalty0 = fit_group_penalty ? 0.0 : fixed_group_penalty;
+  double best_penalty = penalty0;
   Evaluation best{1e300, 0.0};
   auto consider = [&](double peak, double penalty) {
     if (peak <= kMinEfficiency || peak > 1.0 || penalty < 0.0) return;
@@ -202,7 +204,8 @@ LinkCalibration fit_link_calibration(std::span<const CollectiveSample> samples, 
   double peak_step = 0.02;
   double penalty_step = fit_group_penalty ? 0.05 : 0.0;
   for (int i = 3; i <= 50; ++i) {
-    for (int j = 0; j <= (fit_group_penalty ? 40 : 0); ++j) consider(i * peak_step, j * penalty_step);
+    for (int j = 0; j <= (fit_group_penalty ? 40 : 0); ++j)
+      consider(i * peak_step, penalty0 + j * penalty_step);
   }
   for (int round = 0; round < 2; ++round) {
     const double p0 = best_peak;

@@ -275,7 +275,7 @@ struct Linearised {
 /// The fit for a given step latency (seconds): engine::fit_link_calibration
 /// on samples whose fixed part is a + k x step.
 engine::LinkCalibration fit_at_step(const std::vector<Linearised>& rows, double step, bool penalty,
-                                    double* objective) {
+                                    double fixed_penalty, double* objective) {
   constexpr double kLink = 1e12;  // bytes per second of the samples' nominal link
   std::vector<engine::CollectiveSample> samples;
   for (const Linearised& r : rows) {
@@ -289,7 +289,7 @@ engine::LinkCalibration fit_at_step(const std::vector<Linearised>& rows, double 
     x.weight = r.weight;
     samples.push_back(x);
   }
-  engine::LinkCalibration fit = engine::fit_link_calibration(samples, penalty);
+  engine::LinkCalibration fit = engine::fit_link_calibration(samples, penalty, fixed_penalty);
   if (objective != nullptr) *objective = engine::weighted_mape(fit, samples);
   return fit;
 }
@@ -341,7 +341,12 @@ NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
     if (used) ++out.files;
   }
   if (rows.empty()) return out;
+  // The group penalty when the runs hold two group sizes or more; otherwise
+  // the scenario's, with the peak fit under it (one size cannot tell them
+  // apart, and a penalty of 0 would move every other size).
   const bool penalty = group_sizes.size() >= 2;
+  out.penalty_fitted = penalty;
+  const double fixed_penalty = out.calibration.group_penalty;
   // The step latency when the runs hold two step counts or more (a launch
   // and a step are then told apart); otherwise the scenario's.
   double step = out.calibration.step_latency.seconds();
@@ -357,7 +362,7 @@ NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
         const double x = from + i * grid;
         if (x < 0) continue;
         double obj = 0;
-        (void)fit_at_step(rows, x, penalty, &obj);
+        (void)fit_at_step(rows, x, penalty, fixed_penalty, &obj);
         if (obj < best) {  // ties keep the smaller step: deterministic
           best = obj;
           step = x;
@@ -367,7 +372,7 @@ NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
       width = 2 * grid;
     }
   }
-  const engine::LinkCalibration fit = fit_at_step(rows, step, penalty, nullptr);
+  const engine::LinkCalibration fit = fit_at_step(rows, step, penalty, fixed_penalty, nullptr);
   out.calibration.peak_efficiency = fit.peak_efficiency;
   out.calibration.group_penalty = fit.group_penalty;
   out.calibration.launch_latency = fit.launch_latency;

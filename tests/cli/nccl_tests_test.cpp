@@ -282,9 +282,14 @@ TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
   std::ostringstream out;
   EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "nvlink"}, out), 0);
   const std::string text = out.str();
-  EXPECT_NE(text.find("calibration:\n  nvlink_efficiency: 0.6500\n  nvlink_group_penalty: 0.0000\n"
-                      "  nvlink_launch: 20.00us\n  # nvlink from 1 file, 11 rows; the step latency is the "
-                      "scenario's (one step count)\n"),
+  // Runs of one group size (8) fix the efficiency at 8 only: the scenario's
+  // penalty (the shipped 0.449) stays, and the peak is fit under it, so that
+  // efficiency(8) = 0.7062 - 0.449 / 8 = 0.65 (a penalty of 0 would have
+  // moved every other group size).
+  EXPECT_NEAR(shipped.calibration.comm.nvlink.group_penalty, 0.449, 1e-9);
+  EXPECT_NE(text.find("calibration:\n  nvlink_efficiency: 0.7062\n  nvlink_group_penalty: 0.4490\n"
+                      "  nvlink_launch: 20.00us\n  # nvlink from 1 file, 11 rows; the group penalty is the "
+                      "scenario's (one group size); the step latency is the scenario's (one step count)\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("all_reduce_perf.txt          all-reduce          8     1      1 GiB"),

@@ -118,12 +118,11 @@ inline constexpr std::int64_t kCollectiveFitMinBytes = std::int64_t{1} << 20;
 [[nodiscard]] double weighted_mape(const LinkCalibration& c, std::span<const CollectiveSample> samples);
 
 /// Fits peak_efficiency, group_penalty (unless fit_group_penalty is false:
-/// then 0) and launch_latency to minimise the weighted MAPE; step_latency
-/// stays 0 (the topology's per-transfer latency is the step cost). For given
-/// efficiencies the best latency is a weighted median; the efficiencies come
-/// from a grid search refined around the best point. Deterministic. Throws
-/// InputError when there are no samples.
-LinkCalibration fit_link_calibration(std::span<const CollectiveSample> samples,
-                                     bool fit_group_penalty = true);
+/// then `fixed_group_penalty`, and the peak is fit under it) and launch_latency to minimise the weighted
+/// MAPE; step_latency stays 0 (the topology's per-transfer latency is the step cost). For given efficiencies
+/// the best latency is a weighted median; the efficiencies come from a grid search refined around the best
+/// point. Deterministic. Throws InputError when there are no samples.
+LinkCalibration fit_link_calibration(std::span<const CollectiveSample> samples, bool fit_group_penalty = true,
+                                     double fixed_group_penalty = 0.0);
 
 }  // namespace tessera::engine

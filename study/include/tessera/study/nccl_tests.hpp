@@ -75,6 +75,7 @@ struct NcclTestsLog {
 struct NcclTestsFitClass {
   bool fitted = false;
   bool step_fitted = false;             ///< the runs held two step counts or more
+  bool penalty_fitted = false;          ///< the runs held two group sizes or more (else the scenario's)
   engine::LinkCalibration calibration;  ///< the scenario's, with peak, penalty, launch (and step) fitted
   std::size_t files = 0;
   std::size_t rows = 0;
