@@ -29,10 +29,10 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.known_bias = known_bias_notes(s);
   if (s.mixed_gpus) {
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
-    rep.mixed_nodes = static_cast<int>(s.mixed_gpus->nodes.size());
-    for (std::size_t i = 0; i < s.mixed_gpus->nodes.size(); ++i) {
-      rep.mixed_node_list += fmt::format("{}{}", i == 0 ? (rep.mixed_nodes == 1 ? "node " : "nodes ") : ", ",
-                                         s.mixed_gpus->nodes[i]);
+    rep.mixed_nodes = s.mixed_gpus->nodes;
+    for (std::size_t i = 0; i < rep.mixed_nodes.size(); ++i) {
+      rep.mixed_node_list += fmt::format(
+          "{}{}", i == 0 ? (rep.mixed_nodes.size() == 1 ? "node " : "nodes ") : ", ", rep.mixed_nodes[i]);
     }
   }
   for (double f : s.compute_scale) {
@@ -284,8 +284,9 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
   out += caveat_lines(r.untested_gpu, r.known_bias);
   if (!r.mixed_gpu.empty()) {
-    out += fmt::format("Mixed GPUs     {} node{} of {} ({}; memory checked against {})\n", r.mixed_nodes,
-                       r.mixed_nodes == 1 ? "" : "s", r.mixed_gpu, r.mixed_node_list, r.gpu);
+    out += fmt::format(
+        "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU)\n",
+        r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, r.mixed_node_list);
   }
   if (r.stragglers > 0) {
     out += fmt::format("Stragglers     {} of {} GPUs slower than predicted (compute x{:.3f} at most)\n", r.stragglers,
@@ -412,8 +413,8 @@ std::string format_json(const RunReport& r) {
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),
       (r.mixed_gpu.empty() ? std::string()
-                           : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": {}}}, ",
-                                         json_string(r.mixed_gpu), r.mixed_nodes)) +
+                           : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}]}}, ",
+                                         json_string(r.mixed_gpu), fmt::join(r.mixed_nodes, ", "))) +
           (r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
                                           r.max_compute_scale)
                             : std::string()),

@@ -12,6 +12,7 @@
 #include "tessera/index.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/roofline.hpp"
+#include "tessera/parallelism/plan.hpp"
 
 namespace tessera::study {
 
@@ -137,11 +138,16 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     auto& g = planned.graph;
     const auto base = static_cast<std::int32_t>(g.programs.size());
     g.programs.insert(g.programs.end(), other_plan.graph.programs.begin(), other_plan.graph.programs.end());
+    auto& memory = planned.summary.memory_per_stage;
     for (int node : s.mixed_gpus->nodes) {
       for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
         const std::size_t r = flat_index(node, s.cluster.gpus_per_node, k);
         if (r >= g.ranks.size()) continue;
         g.ranks[r].program = base + other_plan.graph.ranks[r].program;
+        // A stage must fit on each of its GPUs: its capacity is the smallest.
+        const auto stage = static_cast<std::size_t>(parallelism::rank_coord(s.plan, static_cast<int>(r)).pp);
+        if (stage < memory.size())
+          memory[stage].capacity = std::min(memory[stage].capacity, other.gpu.memory);
       }
     }
   }

@@ -501,6 +501,39 @@ TEST(MixedGpus, StageBalanceIsEachStageOnItsGpu) {
                                                         static_cast<double>(stage_compute(h100, 0).ps()));
 }
 
+// Memory with `mixed_gpus`: a pipeline stage must fit on each of its GPUs.
+// dp=8 pp=2 on 2 H100 nodes with node 1 (stage 1) an A100-40GB: stage 1 is
+// checked against 40 GiB, stage 0 against the H100's 80; the JSON lists the
+// nodes.
+TEST(MixedGpus, EachStageFitsOnItsSmallestGpu) {
+  const std::string text = scenario_text("default.yaml");
+  const Scenario mixed = parse_scenario(text, "d.yaml",
+                                        {{"parallelism.dp", "8"},
+                                         {"parallelism.pp", "2"},
+                                         {"mixed_gpus.gpu", "A100-40GB"},
+                                         {"mixed_gpus.nodes", "1"}});
+  const RunReport rep = make_report(mixed, simulate_scenario(mixed, nullptr, nullptr, false));
+  ASSERT_EQ(rep.memory.size(), 2U);
+  EXPECT_EQ(rep.memory[0].capacity, node_model::gpu_preset("H100-SXM").memory);
+  EXPECT_EQ(rep.memory[1].capacity, node_model::gpu_preset("A100-40GB").memory);
+  for (const auto& m : rep.memory) EXPECT_EQ(m.oom, m.total > m.capacity) << m.stage;
+  EXPECT_NE(format_json(rep).find("\"mixed_gpus\": {\"gpu\": \"A100-40GB\", \"nodes\": [1]}"),
+            std::string::npos);
+  // Micro-batch 16: stage 1 (51 GiB) fits an H100, not its A100-40GB.
+  const Scenario big = parse_scenario(text, "d.yaml",
+                                      {{"parallelism.dp", "8"},
+                                       {"parallelism.pp", "2"},
+                                       {"training.micro_batch", "16"},
+                                       {"mixed_gpus.gpu", "A100-40GB"},
+                                       {"mixed_gpus.nodes", "1"}});
+  const RunReport big_rep = make_report(big, simulate_scenario(big, nullptr, nullptr, false));
+  ASSERT_EQ(big_rep.memory.size(), 2U);
+  EXPECT_GT(big_rep.memory[1].total, Bytes::gib(40)) << "the case needs a stage above 40 GiB";
+  EXPECT_LT(big_rep.memory[1].total, Bytes::gib(80));
+  EXPECT_TRUE(big_rep.memory[1].oom);
+  EXPECT_TRUE(big_rep.oom());
+}
+
 TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   // tessera run's notes for a scenario with jobs: one line when every job
   // has the same, one per job (named) otherwise; in the JSON per job, only

@@ -882,9 +882,9 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
   const RunReport rm = make_report(m, simulate_scenario(m));
   ASSERT_EQ(rm.untested_gpu.size(), 1U);
   EXPECT_EQ(rm.untested_gpu[0].rfind("MI300X (AMD CDNA 3)", 0), 0U);
-  EXPECT_NE(
-      format_text(rm).find("\nMixed GPUs     1 node of MI300X (node 1; memory checked against H100-SXM)\n"),
-      std::string::npos)
+  EXPECT_NE(format_text(rm).find("\nMixed GPUs     1 node of MI300X (node 1; each stage's memory checked "
+                                 "against its smallest GPU)\n"),
+            std::string::npos)
       << format_text(rm);
   // Both unmeasured: a line each, the label on the first; --json joins them
   // with "; ".
@@ -904,7 +904,8 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
   const Scenario mm =
       parse_scenario(default_text(), "mm.yaml", {{"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "0-1"}});
   EXPECT_NE(format_text(make_report(mm, simulate_scenario(mm)))
-                .find("\nMixed GPUs     2 nodes of MI300X (nodes 0, 1; memory checked against H100-SXM)\n"),
+                .find("\nMixed GPUs     2 nodes of MI300X (nodes 0, 1; each stage's memory checked against "
+                      "its smallest GPU)\n"),
             std::string::npos);
   // The same GPU on both: said once.
   const Scenario bb =

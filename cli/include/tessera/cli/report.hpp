@@ -76,8 +76,8 @@ struct RunReport {
   /// not the default; empty for the default tp-dp-pp).
   std::string layout;
   std::string mixed_gpu;        ///< `mixed_gpus.gpu` (empty: one GPU type)
-  int mixed_nodes = 0;
-  std::string mixed_node_list;
+  std::vector<int> mixed_nodes;    ///< the nodes that hold it
+  std::string mixed_node_list;     ///< "nodes 2, 3"
   int stragglers = 0;              ///< GPUs whose compute_scale is not 1 (`stragglers:`)
   double max_compute_scale = 0.0;  ///< the largest of those factors
   std::string schedule;
