@@ -143,6 +143,14 @@ OutFile out_file_state(const std::string& path, const std::string& text, const s
   if (text.empty()) return OutFile::Fresh;
   if (text.compare(0, header.size() + 1, header + "\n") == 0) return OutFile::Unfinished;
   const std::string first = text.substr(0, text.find('\n'));
+  if (first.rfind("# tessera sweep ", 0) == 0 && first.find(" shard ") != std::string::npos) {
+    // A shard keeps this line when it finishes (sweep-merge reads it).
+    throw InputError(
+        fmt::format("--out {}: the file holds a shard of another sweep (another scenario or other settings), "
+                    "or of this one "
+                    "run with another --shard ('{}'); remove it or choose another --out",
+                    path, first));
+  }
   if (first.rfind("# tessera sweep ", 0) == 0) {
     throw InputError(
         fmt::format("--out {}: the file holds an unfinished sweep of another scenario, other settings "
@@ -766,28 +774,23 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::string final_csv = (sharded ? header : columns) + "\n";
   for (const auto& [index, row] : rows) final_csv += row + "\n";
   write_file_atomic(csv_path, final_csv);
-  if (sharded) {
-    out << fmt::format("shard {}/{}: {} of {} points written to {}; merge the shards with\n"
-                       "  tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
-                       shard.index, shard.count, owned, points.size(), csv_path, stem);
-    return 0;
-  }
-  const SweepCaveats caveats = sweep_caveats(points, scenarios);
-  std::vector<std::string> keys;
-  keys.reserve(axes.size());
-  for (const Axis& a : axes) keys.push_back(a.key);
-  write_file_atomic(
-      svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), caveats.chart_notes()));
-
-  if (p.has("json")) {
-    // One object: every point's settings and the CSV's metric columns.
+  // --json: one object, every (of a shard: each of its) point's settings
+  // and the CSV's metric columns.
+  auto print_json = [&](const std::string& svg) {
     const std::vector<std::string> names = split(kMetricNames, ',');
-    std::string json = fmt::format("{{\"scenario\": {}, \"csv\": {}, \"svg\": {}, \"points\": [",
-                                   json_string(scenario_path), json_string(csv_path), json_string(svg_path));
+    std::string json =
+        fmt::format("{{\"scenario\": {}, \"csv\": {}, ", json_string(scenario_path), json_string(csv_path));
+    json += sharded ? fmt::format("\"shard\": {{\"index\": {}, \"count\": {}, \"of_points\": {}}}, ",
+                                  shard.index, shard.count, points.size())
+                    : fmt::format("\"svg\": {}, ", json_string(svg));
+    json += "\"points\": [";
+    bool first = true;
     for (const Point& pt : points) {
+      if (!mine(pt.index)) continue;
       const auto cols = split(rows.at(pt.index), ',');
       const std::size_t m0 = cols.size() - kMetricColumns;
-      json += fmt::format("{}{{\"point\": {}, \"settings\": {{", pt.index == 0 ? "" : ", ", pt.index);
+      json += fmt::format("{}{{\"point\": {}, \"settings\": {{", first ? "" : ", ", pt.index);
+      first = false;
       for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
         json += fmt::format("{}{}: {}", k == 0 ? "" : ", ", json_string(pt.overrides[k].path),
                             json_string(pt.overrides[k].value));
@@ -804,6 +807,30 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       json += "}";
     }
     out << json << "]}\n";
+  };
+  if (sharded) {
+    if (p.has("json")) {
+      print_json("");
+      std::cerr << fmt::format(
+          "shard {}/{}: merge the shards with tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
+          shard.index, shard.count, stem);
+      return 0;
+    }
+    out << fmt::format(
+        "shard {}/{}: {} of {} points written to {}; merge the shards with\n"
+        "  tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
+        shard.index, shard.count, owned, points.size(), csv_path, stem);
+    return 0;
+  }
+  const SweepCaveats caveats = sweep_caveats(points, scenarios);
+  std::vector<std::string> keys;
+  keys.reserve(axes.size());
+  for (const Axis& a : axes) keys.push_back(a.key);
+  write_file_atomic(
+      svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), caveats.chart_notes()));
+
+  if (p.has("json")) {
+    print_json(svg_path);
     return 0;
   }
   // Keys given one value are the same on every point: said once above the
@@ -891,6 +918,12 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     std::getline(in, line);
     const ShardFile f = parse_shard_line(line, part);
     if (!first) first = f;
+    if (f.id == first->id && f.points == first->points && f.count != first->count) {
+      throw InputError(fmt::format(
+          "{}: shard {}/{} of the same sweep split {} ways, where {} is shard {}/{} (split {} "
+          "ways): run every shard with one --shard count",
+          part, f.index, f.count, f.count, p.positional().front(), first->index, first->count, first->count));
+    }
     if (f.id != first->id || f.count != first->count || f.points != first->points) {
       throw InputError(fmt::format("{}: a shard of another sweep (sweep {}, {} shards of {} points) than {} (sweep {}, "
                                    "{} shards of {} points)",

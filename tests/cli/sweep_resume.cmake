@@ -82,6 +82,6 @@ if(NOT kept STREQUAL "${other_line}\n${header}\n${row0}\n")
 endif()
 execute_process(COMMAND ${TESSERA} ${common} --shard 1/2 --out ${WORKDIR}/shard.csv
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "shard.csv: the file holds an unfinished sweep of another scenario, other settings or another shard \\('# tessera sweep ${id} shard 0/1 of 4 points'\\)")
+if(NOT rc EQUAL 2 OR NOT err MATCHES "shard.csv: the file holds a shard of another sweep \\(another scenario or other settings\\), or of this one run with another --shard \\('# tessera sweep ${id} shard 0/1 of 4 points'\\)")
   message(FATAL_ERROR "another shard's file was not refused (rc ${rc}): ${err}")
 endif()

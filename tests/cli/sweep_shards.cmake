@@ -21,6 +21,25 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env OMPI_COMM_WORLD_RANK=1 OMPI_COMM
 if(NOT rc EQUAL 0 OR NOT out1 MATCHES "shard 1/2: 3 of 6 points")
   message(FATAL_ERROR "shard 1 failed (${rc}): ${err}${out1}")
 endif()
+# --json on a shard: one object with the shard and its points (the merge
+# hint on stderr), as for a whole sweep.
+execute_process(COMMAND ${TESSERA} ${common} --shard 1/2 --out ${WORKDIR}/part1.csv --json
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE json1)
+string(JSON shard_count ERROR_VARIABLE json_error GET "${json1}" shard count)
+string(JSON shard_points ERROR_VARIABLE json_error2 LENGTH "${json1}" points)
+string(JSON second_point ERROR_VARIABLE json_error3 GET "${json1}" points 1 point)
+if(NOT rc EQUAL 0 OR json_error OR json_error2 OR json_error3 OR NOT shard_count EQUAL 2 OR NOT shard_points EQUAL 3
+   OR NOT second_point EQUAL 3 OR NOT err MATCHES "shard 1/2: merge the shards with tessera sweep-merge")
+  message(FATAL_ERROR "shard 1 --json (${rc}): expected one object with shard 1/2's 3 points (1, 3, 5): ${json_error} ${json_error2}\n${json1}\n${err}")
+endif()
+# A shard of the same sweep split another way is named as such.
+execute_process(COMMAND ${TESSERA} ${common} --shard 0/3 --out ${WORKDIR}/third0.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part1.csv ${WORKDIR}/third0.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "third0.csv: shard 0/3 of the same sweep split 3 ways, where [^\n]*part1.csv is shard 1/2 \\(split 2 ways\\)")
+  message(FATAL_ERROR "merging shards split two ways should say so: ${rc} ${err}")
+endif()
 # Merging one shard alone must refuse (a shard missing).
 execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part1.csv
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
