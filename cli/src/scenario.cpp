@@ -1658,6 +1658,27 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                         Ns3Settings::kHeaderBytes.count(), segment.count(), n.scalar("buffer")));
       }
     }
+    // Keys that do nothing here: the InfiniBand model's under point-to-point
+    // (a file's or a --set's), and any ns3 key set on the command line for a
+    // run on another backend (a file's section is for --backend ns3 later).
+    if (ns.model == Ns3Settings::Model::PointToPoint) {
+      for (const char* key : {"packets_per_segment", "num_vls", "adaptive_routing", "buffer"}) {
+        if (n.has(key)) {
+          s.warnings.push_back(
+              fmt::format("ns3.{}: ns3.model = point-to-point ignores it (it applies to the "
+                          "infiniband model)",
+                          key));
+        }
+      }
+    }
+    if (s.backend.name != "ns3") {
+      for (const auto& [path, flag] : overridden) {
+        if (path.rfind("ns3.", 0) == 0 && flag.rfind("--set", 0) == 0) {
+          s.warnings.push_back(fmt::format(
+              "{}: the {} backend ignores the ns3 section (--backend ns3 uses it)", flag, s.backend.name));
+        }
+      }
+    }
     n.finish();
   }
   if (top.has("outputs")) {

@@ -952,6 +952,29 @@ TEST(Report, KnownBiasLineForWideTensorParallelism) {
   EXPECT_EQ(known_bias_notes(hh), (std::vector{hopper, h200}));
 }
 
+TEST(Scenario, Ns3KeysThatDoNothingAreWarnedAbout) {
+  // A --set of an ns3 key on the flow backend does nothing: a warning. With
+  // --backend ns3 it applies: none. A file's ns3 section is for a later
+  // --backend ns3 and is not warned about.
+  const Scenario flow = parse_scenario(default_text(), "d.yaml", {{"ns3.packets_per_segment", "1"}});
+  ASSERT_EQ(flow.warnings.size(), 1U);
+  EXPECT_EQ(
+      flow.warnings[0],
+      "--set ns3.packets_per_segment: the flow backend ignores the ns3 section (--backend ns3 uses it)");
+  EXPECT_TRUE(parse_scenario(default_text(), "d.yaml",
+                             {{"ns3.packets_per_segment", "1"}, {"backend", "ns3", "--backend"}})
+                  .warnings.empty());
+  EXPECT_TRUE(parse_scenario(default_text() + "ns3:\n  packets_per_segment: 1\n", "d.yaml").warnings.empty());
+  // The InfiniBand model's keys under point-to-point: one warning each.
+  const Scenario p2p =
+      parse_scenario(default_text() + "ns3:\n  model: point-to-point\n  num_vls: 2\n", "d.yaml",
+                     {{"ns3.adaptive_routing", "true"}, {"backend", "ns3", "--backend"}});
+  ASSERT_EQ(p2p.warnings.size(), 2U);
+  EXPECT_EQ(p2p.warnings[0],
+            "ns3.num_vls: ns3.model = point-to-point ignores it (it applies to the infiniband model)");
+  EXPECT_EQ(p2p.warnings[1].rfind("ns3.adaptive_routing: ns3.model = point-to-point ignores it", 0), 0U);
+}
+
 TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
   // Default: Megatron's layout, no warning (tp = 1).
   const Scenario d = parse_scenario(default_text(), "d.yaml");
