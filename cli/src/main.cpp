@@ -302,7 +302,9 @@ unchanged, and prints the iterations, largest change first:
   +1us, bandwidth -1% (efficiency and group penalty x 0.99), arrival skew
   +10us; compute
   slowdown under an overlapping collective +0.05; GPU clock under load
-  -1% (clock_derate x 0.99).
+  -1% (clock_derate x 0.99). A step that would leave its constant's range
+  goes the other way (overlap slowdown -0.05 above 0.85, clock +1% at 0.1,
+  bandwidth +1% at efficiency 0.01), so every constant keeps its row.
 
 Each row names the --set that makes its step: `tessera run SCENARIO --set
 ...` reproduces its iteration. The constants that matter most are the ones

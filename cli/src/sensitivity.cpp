@@ -46,13 +46,14 @@ void link_steps(std::vector<SensitivityStep>& out, const std::string& prefix, co
                  "+1us",
                  {calibration_set(prefix + "_step", to_string(l.step_latency + Time::from_us(1)))}});
   // Efficiency and group penalty both x 0.99: efficiency(n) x 0.99 for every
-  // group size. The loader takes efficiencies from 0.01.
-  if (l.peak_efficiency * 0.99 >= 0.01) {
-    out.push_back({name + " collectives' bandwidth",
-                   "-1%",
-                   {calibration_set(prefix + "_efficiency", number_text(l.peak_efficiency * 0.99)),
-                    calibration_set(prefix + "_group_penalty", number_text(l.group_penalty * 0.99))}});
-  }
+  // group size. The loader takes efficiencies from 0.01: below that, the
+  // step goes the other way (x 1.01).
+  const bool down = l.peak_efficiency * 0.99 >= 0.01;
+  const double f = down ? 0.99 : 1.01;
+  out.push_back({name + " collectives' bandwidth",
+                 down ? "-1%" : "+1%",
+                 {calibration_set(prefix + "_efficiency", number_text(l.peak_efficiency * f)),
+                  calibration_set(prefix + "_group_penalty", number_text(l.group_penalty * f))}});
   out.push_back({name + " collective arrival skew",
                  "+10us",
                  {calibration_set(prefix + "_skew", to_string(l.skew + Time::from_us(10)))}});
@@ -82,16 +83,20 @@ std::vector<SensitivityStep> sensitivity_steps(const Scenario& s) {
   const engine::CommCalibration& c = s.calibration.comm;
   if (s.cluster.gpus_per_node > 1) link_steps(out, "nvlink", "NVLink", c.nvlink);
   if (s.cluster.nodes > 1) link_steps(out, "network", "network", c.network);
-  if (s.gpus() > 1 && c.sm_slowdown + 0.05 <= 0.9) {
+  // Each step goes the other way where the loader's range ends (overlap
+  // slowdown at most 0.9, clock derate at least 0.1): every constant keeps
+  // its row.
+  if (s.gpus() > 1) {
+    const bool up = c.sm_slowdown + 0.05 <= 0.9;
     out.push_back({"compute slowdown under an overlapping collective",
-                   "+0.05",
-                   {calibration_set("overlap_slowdown", number_text(c.sm_slowdown + 0.05))}});
+                   up ? "+0.05" : "-0.05",
+                   {calibration_set("overlap_slowdown", number_text(c.sm_slowdown + (up ? 0.05 : -0.05)))}});
   }
-  if (s.calibration.clock_derate * 0.99 >= 0.1) {
-    out.push_back({"GPU clock under load",
-                   "-1%",
-                   {calibration_set("clock_derate", number_text(s.calibration.clock_derate * 0.99))}});
-  }
+  const bool slower = s.calibration.clock_derate * 0.99 >= 0.1;
+  out.push_back(
+      {"GPU clock under load",
+       slower ? "-1%" : "+1%",
+       {calibration_set("clock_derate", number_text(s.calibration.clock_derate * (slower ? 0.99 : 1.01)))}});
   return out;
 }
 

@@ -123,17 +123,37 @@ TEST(Sensitivity, HostStepsOnlyWhereTheHostModelIsOn) {
   EXPECT_EQ(step_named(given, "host data step per micro-batch").sets[0].value, "1ms");
 }
 
-TEST(Sensitivity, StepsThatWouldLeaveTheirRangeAreLeftOut) {
-  const auto s = sensitivity_steps(load({{"calibration.clock_derate", "0.1"},
+TEST(Sensitivity, StepsAtTheEndOfTheirRangeGoTheOtherWay) {
+  // Every constant keeps its row: where one step would leave the loader's
+  // range, it goes the other way.
+  const std::vector<Override> at_ends = {{"calibration.clock_derate", "0.1"},
                                          {"calibration.overlap_slowdown", "0.9"},
+                                         {"calibration.nvlink_efficiency", "0.01"},
+                                         {"calibration.nvlink_group_penalty", "0"},
                                          {"cluster.gpus_per_node", "2"},
                                          {"cluster.fabric.hosts_per_leaf", "2"},
-                                         {"parallelism.dp", "2"}}));
-  for (const auto& step : s) {
-    EXPECT_NE(step.constant, "GPU clock under load");                              // 0.099 < 0.1
-    EXPECT_NE(step.constant, "compute slowdown under an overlapping collective");  // 0.95 > 0.9
-  }
+                                         {"parallelism.dp", "2"}};
+  const auto s = sensitivity_steps(load(at_ends));
+  const auto& clock = step_named(s, "GPU clock under load");  // 0.099 < 0.1
+  EXPECT_EQ(clock.step, "+1%");
+  EXPECT_EQ(clock.sets[0].value, "0.101");
+  const auto& overlap = step_named(s, "compute slowdown under an overlapping collective");  // 0.95 > 0.9
+  EXPECT_EQ(overlap.step, "-0.05");
+  EXPECT_EQ(overlap.sets[0].value, "0.85");
+  const auto& bandwidth = step_named(s, "NVLink collectives' bandwidth");  // 0.0099 < 0.01
+  EXPECT_EQ(bandwidth.step, "+1%");
+  EXPECT_EQ(bandwidth.sets[0].value, "0.0101");
   EXPECT_EQ(step_named(s, "NVLink collective launch").sets[0].path, "calibration.nvlink_launch");
+  // Each step's scenario loads.
+  for (const auto& step : s) {
+    std::vector<Override> o = at_ends;
+    o.insert(o.end(), step.sets.begin(), step.sets.end());
+    try {
+      (void)load(o);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << step.constant << ": " << e.what();
+    }
+  }
 }
 
 TEST(Sensitivity, OneGpuIterationsCheckedByHand) {
