@@ -112,8 +112,19 @@ TraceOptions trace_options(const ArgParser& args, const Scenario& s) {
   o.micro_batches = s.outputs.trace_micro_batches;
   o.transfers = s.outputs.trace_transfers;
   if (auto v = args.get("trace-ranks")) o.ranks = parse_index_list(*v, "--trace-ranks", s.gpus());
+  // Micro-batches the plan has: one it does not would leave the trace
+  // without any micro-batch slice.
+  const std::int64_t micro_batches = s.plan.micro_batches(s.workload.micro_batch);
+  std::string source = fmt::format("{}: outputs.trace_micro_batches", s.file);
   if (auto v = args.get("trace-micro-batches")) {
     o.micro_batches = parse_index_list(*v, "--trace-micro-batches", kMaxTraceMicroBatch);
+    source = "--trace-micro-batches";
+  }
+  for (int mb : o.micro_batches) {
+    if (mb >= micro_batches) {
+      throw InputError(fmt::format("{}: {} is out of range (0..{}: the plan has {} micro-batch{})", source,
+                                   mb, micro_batches - 1, micro_batches, micro_batches == 1 ? "" : "es"));
+    }
   }
   if (auto v = args.get("trace-transfers")) o.transfers = parse_on_off(*v, "--trace-transfers");
   return o;
@@ -357,6 +368,25 @@ bool ChromeTraceObserver::micro_batch_kept(std::string_view task_name) const {
   return mb < 0 || std::binary_search(options_.micro_batches.begin(), options_.micro_batches.end(), mb);
 }
 
+namespace {
+
+/// A group's ranks in a track name: "8 ranks, 0..7" when consecutive, "2
+/// ranks, 0..8 every 8" at a constant stride, else "3 ranks: 0, 1, 5".
+std::string rank_span(const std::vector<int>& m) {
+  if (m.size() < 2) return fmt::format("1 rank, {}", m.front());
+  const int stride = m[1] - m[0];
+  bool constant = stride > 0;
+  for (std::size_t i = 1; i < m.size() && constant; ++i) constant = m[i] - m[i - 1] == stride;
+  if (constant && stride == 1) return fmt::format("{} ranks, {}..{}", m.size(), m.front(), m.back());
+  if (constant) return fmt::format("{} ranks, {}..{} every {}", m.size(), m.front(), m.back(), stride);
+  std::string list;
+  for (std::size_t i = 0; i < std::min<std::size_t>(m.size(), 6); ++i)
+    list += fmt::format("{}{}", i ? ", " : "", m[i]);
+  return fmt::format("{} ranks: {}{}", m.size(), list, m.size() > 6 ? ", ..." : "");
+}
+
+}  // namespace
+
 std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const parallelism::Task* task,
                                             const std::vector<int>* members) const {
   if (tid == kComputeTid) return "compute";
@@ -386,7 +416,7 @@ std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const pa
       same_dp = same_dp && c.dp == c0.dp;
       same_tp = same_tp && c.tp == c0.tp;
     }
-    const auto span = fmt::format("{} ranks, {}..{}", m.size(), m.front(), m.back());
+    const auto span = rank_span(m);
     if (same_pp && same_dp) return fmt::format("tp ({})", span);
     // Mixtures of experts: the expert-parallel group (all-to-alls) and the
     // ranks holding the same experts are data-parallel ranks too.
@@ -403,7 +433,7 @@ std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const pa
     }
     if (!same_pp) return fmt::format("pp ({})", span);
   }
-  return fmt::format("comm group {} ({} ranks, {}..{})", group, m.size(), m.front(), m.back());
+  return fmt::format("comm group {} ({})", group, rank_span(m));
 }
 
 void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism::Task* task,

@@ -298,7 +298,7 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
   for (const auto& [track, name] : sum.tracks) {
     if (track.first == 0) rank0.insert(name);
   }
-  EXPECT_EQ(rank0, (std::set<std::string>{"compute", "tp (2 ranks, 0..1)", "dp (2 ranks, 0..2)",
+  EXPECT_EQ(rank0, (std::set<std::string>{"compute", "tp (2 ranks, 0..1)", "dp (2 ranks, 0..2 every 2)",
                                           "pp-send to stage 1 (rank 4)", "pp-recv from stage 1 (rank 4)",
                                           "embedding (stages 0..7, ranks 0..28)"}));
   EXPECT_NE(t.text.find(R"j("name":"rank 5 (node 0, stage 1, dp 0, tp 1)")j"), std::string::npos);
@@ -448,7 +448,7 @@ TEST(ChromeTrace, ExpertParallelTracksAreNamedByRole) {
   // (and a host track: after its optimizer step's sync, the GPU waits for
   // the host to launch ZeRO-1's parameter all-gathers)
   EXPECT_EQ(rank0,
-            (std::set<std::string>{"compute", "ep (8 ranks, 0..7)", "expert dp (2 ranks, 0..8)",
+            (std::set<std::string>{"compute", "ep (8 ranks, 0..7)", "expert dp (2 ranks, 0..8 every 8)",
                                    "dp (16 ranks, 0..15)", "pp-send to stage 1 (rank 16)",
                                    "pp-recv from stage 1 (rank 16)", "host (GPU waits for launches)"}));
   EXPECT_NE(t.text.find(R"("name":"mb0.layer000.fwd.ep.dispatch.all-to-all")"), std::string::npos);
