@@ -33,6 +33,7 @@ namespace {
 /// The key path of `key` under `parent` ("cluster" + "fabric" ->
 /// "cluster.fabric"; at the top level the key itself).
 std::string child_key_path(const std::string& parent, const std::string& key) {
+  if (key.empty()) return parent;  // the section itself
   return parent.empty() ? key : fmt::format("{}.{}", parent, key);
 }
 
@@ -808,6 +809,13 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     }
     Job out;
     out.name = job["name"] && job["name"].IsScalar() ? job["name"].Scalar() : fmt::format("job{}", j);
+    // The report names each job's rows by its name: two alike read as one.
+    for (std::size_t k = 0; k < parsed.size(); ++k) {
+      if (parsed[k].name == out.name) {
+        fail_node(file, job["name"] ? job["name"] : job, where + ".name",
+                  fmt::format("'{}' is also jobs[{}]'s name (each job needs its own)", out.name, k));
+      }
+    }
     if (!job["nodes"]) fail_node(file, job, where + ".nodes", "missing required key (a count or a list of nodes)");
     const YAML::Node nodes = job["nodes"];
     int count = 0;

@@ -78,6 +78,12 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   overlap.replace(overlap.rfind("    nodes: 2"), 12, "    nodes: [2, 3]");
   EXPECT_NE(error_of(overlap).find("jobs[1].nodes[0]: node 2 is already job-a's"), std::string::npos)
       << error_of(overlap);
+  // Two jobs of one name would be two indistinguishable rows of the report.
+  std::string same_name = text;
+  same_name.replace(same_name.find("  - name: job-b"), 15, "  - name: job-a");
+  EXPECT_NE(error_of(same_name).find("jobs[1].name: 'job-a' is also jobs[0]'s name (each job needs its own)"),
+            std::string::npos)
+      << error_of(same_name);
   std::string out_of_range = text;
   out_of_range.replace(out_of_range.find("    nodes: 2"), 12, "    nodes: [7]");
   EXPECT_NE(error_of(out_of_range).find("jobs[0].nodes[0]: 7 is out of range 0..3"), std::string::npos);
