@@ -1757,11 +1757,8 @@ Scenario naming_sets(const std::vector<Override>& overrides, F&& parse) {
       if (o.flag.empty()) sets += fmt::format("{}--set {}={}", sets.empty() ? "" : ", ", o.path, o.value);
     }
     if (!e.option().empty() || sets.empty()) throw;
-    const std::string what = e.what();
-    if (e.detail().empty() || what.size() < e.detail().size() + 2)
-      throw ScenarioError(fmt::format("{} (with {})", what, sets));
-    throw ScenarioError(what.substr(0, what.size() - e.detail().size() - 2),
-                        fmt::format("{} (with {})", e.detail(), sets));
+    if (e.detail().empty()) throw ScenarioError(fmt::format("{} (with {})", e.what(), sets));
+    throw ScenarioError(e.where(), fmt::format("{} (with {})", e.detail(), sets));
   }
 }
 

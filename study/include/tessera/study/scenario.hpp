@@ -32,7 +32,12 @@ class ScenarioError : public InputError {
   /// command-line option that set the key: "s.yaml (--set KEY)"): the
   /// message is "WHERE: DETAIL". `option` names that option, if any.
   ScenarioError(const std::string& where, std::string detail, std::string option = {})
-      : InputError(where + ": " + detail), detail_(std::move(detail)), option_(std::move(option)) {}
+      : InputError(where + ": " + detail),
+        where_(where),
+        detail_(std::move(detail)),
+        option_(std::move(option)) {}
+  /// The location ("s.yaml:12:3"); empty for errors built from one string.
+  [[nodiscard]] const std::string& where() const { return where_; }
   /// The message without its location ("KEY.PATH: what is wrong"): what a
   /// caller that generated the YAML names by its own source instead. Empty
   /// for errors built from one string.
@@ -42,7 +47,7 @@ class ScenarioError : public InputError {
   [[nodiscard]] const std::string& option() const { return option_; }
 
  private:
-  std::string detail_, option_;
+  std::string where_, detail_, option_;
 };
 
 /// A network backend by its name (backend.hpp: "flow", "ns3", or one a
