@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 #include "tessera/names.hpp"
@@ -81,6 +82,12 @@ std::vector<std::string> split(const std::string& s, char sep) {
   for (std::string item; std::getline(ss, item, sep);) out.push_back(item);
   if (!s.empty() && s.back() == sep) out.emplace_back();
   return out;
+}
+
+std::string dataset_folder(const std::string& data, const std::string& dataset) {
+  std::error_code ec;
+  const std::filesystem::path inside = std::filesystem::path(data) / dataset;
+  return std::filesystem::is_directory(inside, ec) ? inside.string() : data;
 }
 
 int parse_positive_int(const std::string& text, const std::string& flag, int max) {

@@ -321,6 +321,9 @@ Example:
       {"validate",
        R"(usage: tessera validate kernels|models|distributed|collectives|training|steps --data DIR [options]
 
+--data may also be the folder above the datasets (../shared/data): kernels,
+models and distributed then read its neusight/, training its vtrain/.
+
   kernels      MAPE per op class and GPU of the node model vs measured
                kernels (e.g. --data ../shared/data/neusight/kernels/test).
                Given XLA's GEMM table (--data ../shared/data/xla/gemm_h100.csv,
@@ -342,7 +345,8 @@ Example:
   models       end-to-end model latency vs measured, beside the sum of each
                run's own per-op measurements, with each GPU's mean and worst
                error (--data ../shared/data/neusight or .../labels)
-  distributed  multi-GPU iterations vs measured (--data .../labels_distributed;
+  distributed  multi-GPU iterations vs measured (--data .../labels_distributed
+               or a folder above it;
                the scenarios of scenarios/validation or --scenarios DIR, with
                --set KEY=VALUE, --backend, --predictor as in run; --json)
   collectives  NCCL collectives on one NVLink node vs measured (A100 nccl-tests,

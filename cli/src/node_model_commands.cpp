@@ -351,7 +351,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
   p.parse(args);
   p.expect_positional(1, "what to validate (kernels or models)");
   const std::string what = p.positional()[0];
-  const std::string data = p.require("data");
+  const std::string data = dataset_folder(p.require("data"), "neusight");
   if (p.has("leave-one-gpu-out")) {
     if (what != "kernels") throw UsageError("--leave-one-gpu-out: only with 'validate kernels'");
     return validate_leave_one_gpu_out(p, data, out);

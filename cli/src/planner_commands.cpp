@@ -343,7 +343,10 @@ int cmd_validate_distributed(const Args& args, std::ostream& out) {
   p.parse(take_set_options(args, sets));
   p.expect_positional(0, "arguments");
   const std::vector<Override> overrides = scenario_overrides(sets, p);
-  const std::string data = p.require("data");
+  // NeuSight's labels_distributed/, or a folder above it.
+  std::string data = dataset_folder(p.require("data"), "neusight");
+  if (fs::is_directory(fs::path(data) / "labels_distributed"))
+    data = (fs::path(data) / "labels_distributed").string();
   const std::string dir = p.get("scenarios").value_or("scenarios/validation");
   if (!fs::is_directory(data)) throw InputError(fmt::format("--data {}: not a directory", data));
   if (!fs::is_directory(dir)) {

@@ -851,7 +851,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   p.parse(take_set_options(args, sets));
   const std::vector<Override> overrides = parse_overrides(sets);
   p.expect_positional(0, "arguments");
-  const std::string data = p.require("data");
+  const std::string data = dataset_folder(p.require("data"), "vtrain");
   const std::string file =
       fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
   if (!fs::exists(file)) throw InputError(fmt::format("--data {}: no ground_truth_single.csv there", data));

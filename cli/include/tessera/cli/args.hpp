@@ -49,6 +49,11 @@ class ArgParser {
 /// suffix, no spaces). Throws UsageError naming the flag otherwise.
 int parse_positive_int(const std::string& text, const std::string& flag, int max = 1 << 30);
 
+/// --data given one level above a dataset (../shared/data, which holds
+/// neusight/, xla/ and vtrain/): DATA/`dataset` when that is a directory,
+/// else `data` itself.
+std::string dataset_folder(const std::string& data, const std::string& dataset);
+
 /// `s` cut at every `sep`, empty items kept ("a,,b" -> a, "", b; "a," -> a, "").
 std::vector<std::string> split(const std::string& s, char sep);
 
