@@ -55,10 +55,9 @@ KernelOp parse_kernel_op(std::string_view name) {
   for (const auto& [o, n] : kNames) {
     if (n == lower) return o;
   }
-  throw InputError(fmt::format(
-      "unknown op '{}' (expected bmm, linear, add, addu, mul, mulu, div, divu, pow, powu, gelu, "
-      "relu, tanh, softmax, ln)",
-      name));
+  std::string expected;
+  for (const auto& [o, n] : kNames) expected += fmt::format("{}{}", expected.empty() ? "" : ", ", n);
+  throw InputError(fmt::format("unknown op '{}' (expected {})", name, expected));
 }
 
 bool is_gemm(KernelOp op) { return op == KernelOp::Bmm || op == KernelOp::Linear; }

@@ -29,8 +29,10 @@ struct Parsed {
 }
 
 template <std::size_t N>
-Parsed parse_with(std::string_view kind, std::string_view text,
-                  const std::array<UnitFactor, N>& units, std::string_view expected) {
+Parsed parse_with(std::string_view kind, std::string_view text, const std::array<UnitFactor, N>& units) {
+  // Every unit the table takes, in its order: the error lists them all.
+  std::string expected;
+  for (const auto& u : units) expected += fmt::format("{}{}", expected.empty() ? "" : ", ", u.unit);
   std::string_view s = text;
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -196,18 +198,17 @@ FlopRate achieved_rate(Flops work, Time t) {
 }
 
 Time parse_time(std::string_view text) {
-  const auto p = parse_with("time", text, kTimeUnits, "ps, ns, us, ms, s");
+  const auto p = parse_with("time", text, kTimeUnits);
   return Time::from_ps(to_integer("time", text, p.value * p.factor));
 }
 
 Bytes parse_bytes(std::string_view text) {
-  const auto p = parse_with("size", text, kByteUnits, "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB");
+  const auto p = parse_with("size", text, kByteUnits);
   return Bytes(to_integer("size", text, p.value * p.factor));
 }
 
 Bandwidth parse_bandwidth(std::string_view text) {
-  const auto p = parse_with("bandwidth", text, kBandwidthUnits,
-                            "bps, Kbps, Mbps, Gbps, Tbps, B/s, KB/s, MB/s, GB/s, TB/s, GiB/s");
+  const auto p = parse_with("bandwidth", text, kBandwidthUnits);
   const double bps = std::round(p.value * p.factor);
   if (bps >= kInt64Limit) fail("bandwidth", text, "value too large (at most 9223372036854775807 bps)");
   if (bps <= 0) fail("bandwidth", text, "must be positive");
@@ -215,7 +216,7 @@ Bandwidth parse_bandwidth(std::string_view text) {
 }
 
 FlopRate parse_flop_rate(std::string_view text) {
-  const auto p = parse_with("FLOP rate", text, kFlopRateUnits, "FLOPS, GFLOPS, TFLOPS, PFLOPS");
+  const auto p = parse_with("FLOP rate", text, kFlopRateUnits);
   if (p.value <= 0) fail("FLOP rate", text, "must be positive");
   return FlopRate::per_second(p.value * p.factor);
 }

@@ -155,7 +155,7 @@ TEST_F(KernelOverridesRun, BadOverrideFileNamesTheKeyTheFileAndTheRow) {
     EXPECT_EQ(std::string(e.what()),
               file + ":24:14: node_model.overrides: " + (dir_ / "bad.csv").string() +
                   ": row 2 (line 3), column 'op': unknown op 'conv' (expected bmm, linear, "
-                  "add, addu, mul, mulu, div, divu, pow, powu, gelu, relu, tanh, softmax, ln)");
+                  "add, addu, mul, mulu, div, divu, pow, powu, gelu, relu, tanh, softmax, ln, copy, memcpy)");
   }
   const std::string unknown = std::string(kScenario) + "node_model:\n  overides: bad.csv\n";
   try {

@@ -141,7 +141,7 @@ TEST(KernelOverrides, BadRowsNameFileRowLineColumnAndValue) {
   EXPECT_EQ(
       error_of(head + "linear,1,8,8,8,,bf16,1\n\nconv,1,8,8,8,,bf16,1\n"),
       "o.csv: row 2 (line 4), column 'op': unknown op 'conv' (expected bmm, linear, add, addu, mul, mulu, "
-      "div, divu, pow, powu, gelu, relu, tanh, softmax, ln)");
+      "div, divu, pow, powu, gelu, relu, tanh, softmax, ln, copy, memcpy)");
   EXPECT_NE(error_of(head + "linear,1,8,8,8,,fp64,1\n")
                 .find("o.csv: row 1 (line 2), column 'dtype': unknown dtype 'fp64'"),
             std::string::npos);

@@ -26,6 +26,26 @@ TEST(Units, ParsesBytes) {
   EXPECT_EQ(parse_bytes("7B").count(), 7);
 }
 
+TEST(Units, UnknownUnitListsEveryUnitTaken) {
+  // The error's list is the parser's own table: every spelling it takes.
+  auto error_of = [](auto parse, const char* text) {
+    try {
+      (void)parse(text);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(
+      error_of(parse_bandwidth, "4Gbs"),
+      "invalid bandwidth '4Gbs': unknown unit 'Gbs' (expected one of bps, Kbps, Mbps, Gbps, Tbps, b/s, Kb/s, "
+      "Mb/s, Gb/s, Tb/s, B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s)");
+  EXPECT_EQ(parse_bandwidth("4Gb/s").bps(), 4'000'000'000LL);
+  EXPECT_EQ(parse_bandwidth("1MiB/s").bps(), 8LL * 1024 * 1024);
+  EXPECT_NE(error_of(parse_flop_rate, "1 GF").find("FLOPS, GFLOPS, TFLOPS, PFLOPS, FLOP/s"),
+            std::string::npos);
+}
+
 TEST(Units, BytesInGib) {
   EXPECT_DOUBLE_EQ(Bytes::gib(80).in_gib(), 80.0);
   EXPECT_DOUBLE_EQ(Bytes::mib(512).in_gib(), 0.5);
