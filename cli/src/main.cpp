@@ -241,6 +241,7 @@ per GPU against the GPU's capacity.
 )"},
       {"kernels",
        R"(usage: tessera kernels SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--predictor NAME]
+                       [--backend flow|ns3]
 
 Lists the kernels the scenario's model runs on one GPU, in model order: the
 embeddings, one transformer layer (one MoE layer too, for a mixture of
@@ -266,6 +267,7 @@ Example:
 )"},
       {"collectives",
        R"(usage: tessera collectives SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--backend flow|ns3]
+                           [--predictor NAME]
 
 Lists the collectives of one training iteration of the scenario's plan, each
 distinct one once: its role in the plan (the planner's task name without
