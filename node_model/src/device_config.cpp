@@ -30,12 +30,26 @@ double positive_number(const JsonValue& json, const std::string& source, const c
   return x;
 }
 
+/// The fields a device config may hold: those read below, and NeuSight's
+/// Core_Per_SM and Freq (not read). Every read goes through field(), which
+/// refuses a name missing here, so the list and the reads stay in step.
+const std::vector<std::string> kFields{
+    "Device",        "Dev_Mem",     "Mem_Bw",    "Num_Sm",   "L2Cache",     "SingleFLOPs", "SingleFLOPsVEC",
+    "SingleFLOPsMM", "TensorFLOPs", "TF32FLOPs", "FP8FLOPs", "Core_Per_SM", "Freq"};
+
+const char* field(const char* name) {
+  if (std::find(kFields.begin(), kFields.end(), name) == kFields.end()) {
+    throw Error(fmt::format("device config: field '{}' is read but not in kFields", name));
+  }
+  return name;
+}
+
 }  // namespace
 
 GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
   if (!json.is_object()) throw InputError(fmt::format("{}: a device config must be a JSON object", source));
   GpuSpec g;
-  const JsonValue* name = json.find("Device");
+  const JsonValue* name = json.find(field("Device"));
   if (name == nullptr || !name->is_string() || name->string().empty()) {
     throw InputError(fmt::format("{}: missing string field 'Device'", source));
   }
@@ -43,9 +57,6 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
   // A field within a typo of one read here (case included: TensorFlops) is
   // an error, not ignored: a missing peak changes every 16-bit time. Other
   // fields (NeuSight's Core_Per_SM, Freq, ...) are left alone.
-  static const std::vector<std::string> kFields{
-      "Device",        "Dev_Mem",     "Mem_Bw",    "Num_Sm",   "L2Cache",     "SingleFLOPs", "SingleFLOPsVEC",
-      "SingleFLOPsMM", "TensorFLOPs", "TF32FLOPs", "FP8FLOPs", "Core_Per_SM", "Freq"};
   for (const auto& [key, value] : json.object()) {
     if (std::find(kFields.begin(), kFields.end(), key) != kFields.end()) continue;
     std::string hint;
@@ -59,20 +70,22 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
     if (hint.empty()) hint = did_you_mean(key, kFields);
     if (!hint.empty()) throw InputError(fmt::format("{}: unknown field '{}'{}", source, key, hint));
   }
-  g.memory = Bytes(static_cast<std::int64_t>(positive_number(json, source, "Dev_Mem", 1e6) * 1024.0 * 1024 * 1024));
+  g.memory = Bytes(
+      static_cast<std::int64_t>(positive_number(json, source, field("Dev_Mem"), 1e6) * 1024.0 * 1024 * 1024));
   g.memory_bandwidth = Bandwidth::bits_per_second(
-      static_cast<std::int64_t>(std::llround(positive_number(json, source, "Mem_Bw", 1e6) * 8e9)));
-  const double sms = positive_number(json, source, "Num_Sm", 1e6);
+      static_cast<std::int64_t>(std::llround(positive_number(json, source, field("Mem_Bw"), 1e6) * 8e9)));
+  const double sms = positive_number(json, source, field("Num_Sm"), 1e6);
   if (sms != std::floor(sms)) throw InputError(fmt::format("{}: field 'Num_Sm' must be an integer", source));
   g.sms = static_cast<int>(sms);
-  g.l2_cache = Bytes(static_cast<std::int64_t>(positive_number(json, source, "L2Cache", 1e6) * 1024.0 * 1024));
-  if (json.find("SingleFLOPs") != nullptr) {
-    const double f = positive_number(json, source, "SingleFLOPs") * 1e9;
+  g.l2_cache =
+      Bytes(static_cast<std::int64_t>(positive_number(json, source, field("L2Cache"), 1e6) * 1024.0 * 1024));
+  if (json.find(field("SingleFLOPs")) != nullptr) {
+    const double f = positive_number(json, source, field("SingleFLOPs")) * 1e9;
     g.fp32_peak = FlopRate::per_second(f);
     g.tensor_peak = FlopRate::per_second(f);
-  } else if (json.find("SingleFLOPsVEC") != nullptr || json.find("SingleFLOPsMM") != nullptr) {
-    g.fp32_peak = FlopRate::per_second(positive_number(json, source, "SingleFLOPsVEC") * 1e9);
-    g.tensor_peak = FlopRate::per_second(positive_number(json, source, "SingleFLOPsMM") * 1e9);
+  } else if (json.find(field("SingleFLOPsVEC")) != nullptr || json.find(field("SingleFLOPsMM")) != nullptr) {
+    g.fp32_peak = FlopRate::per_second(positive_number(json, source, field("SingleFLOPsVEC")) * 1e9);
+    g.tensor_peak = FlopRate::per_second(positive_number(json, source, field("SingleFLOPsMM")) * 1e9);
   } else {
     throw InputError(fmt::format("{}: missing field 'SingleFLOPs'", source));
   }
@@ -81,16 +94,16 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
   // peak (no tensor cores known: a TF32 request runs as FP32). FP8: optional
   // "FP8FLOPs", else none.
   g.tf32_peak = g.fp32_peak;
-  g.tensor_peak_given = json.find("TensorFLOPs") != nullptr;
-  if (const JsonValue* tp = json.find("TensorFLOPs"); tp != nullptr) {
-    g.tensor_peak = FlopRate::per_second(positive_number(json, source, "TensorFLOPs") * 1e9);
+  g.tensor_peak_given = json.find(field("TensorFLOPs")) != nullptr;
+  if (const JsonValue* tp = json.find(field("TensorFLOPs")); tp != nullptr) {
+    g.tensor_peak = FlopRate::per_second(positive_number(json, source, field("TensorFLOPs")) * 1e9);
     g.tf32_peak = FlopRate::per_second(g.tensor_peak.per_second() / 2.0);
   }
-  if (json.find("TF32FLOPs") != nullptr) {
-    g.tf32_peak = FlopRate::per_second(positive_number(json, source, "TF32FLOPs") * 1e9);
+  if (json.find(field("TF32FLOPs")) != nullptr) {
+    g.tf32_peak = FlopRate::per_second(positive_number(json, source, field("TF32FLOPs")) * 1e9);
   }
-  if (json.find("FP8FLOPs") != nullptr) {
-    g.fp8_peak = FlopRate::per_second(positive_number(json, source, "FP8FLOPs") * 1e9);
+  if (json.find(field("FP8FLOPs")) != nullptr) {
+    g.fp8_peak = FlopRate::per_second(positive_number(json, source, field("FP8FLOPs")) * 1e9);
   }
   g.validate();
   return g;
