@@ -102,7 +102,7 @@ std::unique_ptr<nm::KernelPredictor> predictor_from(const ArgParser& p, const nm
 /// kernels/ folder (DIR/SPLIT beside the other split), or else DIR itself.
 /// Reading a folder that holds both splits would mix the held-out rows in.
 fs::path kernel_split(const std::string& data, const std::string& split) {
-  const fs::path dir(data);
+  fs::path dir(data);
   if (fs::is_directory(dir / "kernels" / split)) return dir / "kernels" / split;
   const std::string other = split == "train" ? "test" : "train";
   if (fs::is_directory(dir / split) && fs::is_directory(dir / other)) return dir / split;

@@ -905,6 +905,13 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     throw ScenarioError(fmt::format("{}: mixed_gpus: not available with jobs (each job runs on the cluster's gpu)",
                                     file));
   }
+  // Outputs tessera run cannot write for several jobs (as --trace, --links).
+  for (const char* key : {"trace", "links", "trace_ranks", "trace_micro_batches", "trace_transfers"}) {
+    if (root["outputs"] && root["outputs"].IsMap() && root["outputs"][key]) {
+      placement_error.fail_at(root["outputs"][key].Mark(), fmt::format("outputs.{}", key),
+                              "not available for a scenario with jobs (outputs.json is)");
+    }
+  }
   s.jobs = std::move(parsed);
   s.placement = placement;
   s.placement_seed = placement == "random" ? placement_seed : 0;

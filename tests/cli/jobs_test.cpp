@@ -78,6 +78,14 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   overlap.replace(overlap.rfind("    nodes: 2"), 12, "    nodes: [2, 3]");
   EXPECT_NE(error_of(overlap).find("jobs[1].nodes[0]: node 2 is already job-a's"), std::string::npos)
       << error_of(overlap);
+  // Outputs run cannot write for several jobs are refused, as --trace and
+  // --links are, not dropped.
+  EXPECT_EQ(error_of(text, {{"outputs.trace", "t.json"}}),
+            "s.yaml (--set outputs.trace): outputs.trace: not available for a scenario with jobs "
+            "(outputs.json is)");
+  EXPECT_NE(error_of(text + "outputs:\n  links: l.csv\n")
+                .find("outputs.links: not available for a scenario with jobs"),
+            std::string::npos);
   // Two jobs of one name would be two indistinguishable rows of the report.
   std::string same_name = text;
   same_name.replace(same_name.find("  - name: job-b"), 15, "  - name: job-a");
