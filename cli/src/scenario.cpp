@@ -1458,6 +1458,16 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       time_key((p + "_launch").c_str(), l.launch_latency);
       time_key((p + "_step").c_str(), l.step_latency);
       time_key((p + "_skew").c_str(), l.skew);
+      // Reported at the key given, as the key is written (the engine's check
+      // below would name the section only).
+      if (l.efficiency(2) <= 0.0) {
+        const std::string key = c.has(p + "_group_penalty") ? p + "_group_penalty" : p + "_efficiency";
+        c.fail_at(c.node()[key].Mark(), c.key_path(key),
+                  fmt::format(
+                      "leaves no bandwidth to a group of 2: {0}_efficiency - {0}_group_penalty / 2 = {1:g} - "
+                      "{2:g} / 2 = {3:g} (it must be positive)",
+                      p, l.peak_efficiency, l.group_penalty, l.efficiency(2)));
+      }
     };
     link("nvlink", s.calibration.comm.nvlink);
     link("network", s.calibration.comm.network);

@@ -69,11 +69,11 @@ void CommCalibration::validate() const {
   for (const auto& [name, l] : {std::pair{"nvlink", &nvlink}, std::pair{"network", &network}}) {
     if (!(l->peak_efficiency > 0.0 && l->peak_efficiency <= 1.0)) {
       throw InputError(
-          fmt::format("calibration.{}.peak_efficiency must be in (0, 1] (got {})", name, l->peak_efficiency));
+          fmt::format("calibration.{}_efficiency must be in (0, 1] (got {})", name, l->peak_efficiency));
     }
     if (!(l->group_penalty >= 0.0) || l->efficiency(2) <= 0.0) {
       throw InputError(fmt::format(
-          "calibration.{}.group_penalty must be >= 0 and leave a positive efficiency for 2 ranks (got {}, "
+          "calibration.{}_group_penalty must be >= 0 and leave a positive efficiency for 2 ranks (got {}, "
           "efficiency(2) = {})",
           name, l->group_penalty, l->efficiency(2)));
     }
