@@ -88,6 +88,21 @@ int cmd_run(const Args& args, std::ostream& out) {
     return std::nullopt;
   };
   const auto trace_path = output("trace", s.outputs.trace);
+  if (!trace_path) {
+    // What the trace records, with no trace written: it does nothing.
+    std::vector<std::string> unused;
+    for (const char* flag : {"trace-ranks", "trace-micro-batches", "trace-transfers"}) {
+      if (p.get(flag)) unused.push_back(fmt::format("--{}", flag));
+    }
+    if (!s.outputs.trace_ranks.empty()) unused.emplace_back("outputs.trace_ranks");
+    if (!s.outputs.trace_micro_batches.empty()) unused.emplace_back("outputs.trace_micro_batches");
+    if (s.outputs.trace_transfers) unused.emplace_back("outputs.trace_transfers");
+    for (const std::string& u : unused) {
+      std::cerr << fmt::format(
+          "tessera: warning: {}: {} has no effect without a trace (--trace FILE or outputs.trace)\n", s.file,
+          u);
+    }
+  }
   const auto links_path = output("links", s.outputs.links);
   const auto json_path = output("json-out", s.outputs.json);
   // Fail on unwritable outputs before spending time simulating.
