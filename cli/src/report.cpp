@@ -35,6 +35,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
           "{}{}", i == 0 ? (rep.mixed_nodes.size() == 1 ? "node " : "nodes ") : ", ", rep.mixed_nodes[i]);
     }
   }
+  rep.failures = s.failures;
   for (double f : s.compute_scale) {
     if (f == 1.0) continue;
     ++rep.stragglers;
@@ -183,6 +184,26 @@ std::string format_packet_fabric(const PacketFabricStats& f) {
   return out;
 }
 
+/// The JSON report's "failures" object (and its trailing comma), only when
+/// the scenario has any: cables as "a-b", times in seconds.
+std::string failures_json(const Scenario::Failures& f) {
+  if (f.failed.empty() && f.degraded.empty() && f.timed.empty()) return {};
+  auto names = [](const std::vector<std::pair<std::string, std::string>>& list) {
+    std::vector<std::string> out;
+    for (const auto& [a, b] : list) out.push_back(json_string(a + "-" + b));
+    return fmt::format("[{}]", fmt::join(out, ", "));
+  };
+  std::vector<std::string> timed;
+  for (const auto& t : f.timed) {
+    timed.push_back(fmt::format("{{\"cable\": {}, \"at_s\": {:.9e}, \"change\": {}}}",
+                                json_string(t.a + "-" + t.b), t.at.seconds(),
+                                json_string(t.fail ? "fails" : "degraded")));
+  }
+  return fmt::format(
+      "\"failures\": {{\"links\": {}, \"degraded\": {}, \"degraded_rate\": {:.6f}, \"timed\": [{}]}}, ",
+      names(f.failed), names(f.degraded), f.degraded_rate, fmt::join(timed, ", "));
+}
+
 /// The same numbers as the JSON report's "ns3" object (with its leading comma).
 std::string json_packet_fabric(const PacketFabricStats& f) {
   const Ns3Settings& set = f.settings;
@@ -287,6 +308,25 @@ std::string format_text(const RunReport& r) {
     out += fmt::format(
         "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU)\n",
         r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, r.mixed_node_list);
+  }
+  if (const auto& f = r.failures; !f.failed.empty() || !f.degraded.empty() || !f.timed.empty()) {
+    // The cables the scenario takes out or slows, as it names them.
+    auto names = [](const std::vector<std::pair<std::string, std::string>>& list) {
+      std::string out;
+      for (const auto& [a, b] : list) out += fmt::format("{}{}-{}", out.empty() ? "" : ", ", a, b);
+      return out;
+    };
+    std::vector<std::string> parts;
+    if (!f.failed.empty()) parts.push_back(fmt::format("out of service: {}", names(f.failed)));
+    if (!f.degraded.empty()) {
+      parts.push_back(fmt::format("at {:g}% of their rate: {}", 100.0 * f.degraded_rate, names(f.degraded)));
+    }
+    for (const auto& t : f.timed) {
+      parts.push_back(t.fail ? fmt::format("{}-{} fails at {:g} ms", t.a, t.b, t.at.ms())
+                             : fmt::format("{}-{} drops to {:g}% at {:g} ms", t.a, t.b,
+                                           100.0 * f.degraded_rate, t.at.ms()));
+    }
+    out += fmt::format("Failures       {}\n", fmt::join(parts, "; "));
   }
   if (r.stragglers > 0) {
     out += fmt::format("Stragglers     {} of {} GPUs slower than predicted (compute x{:.3f} at most)\n", r.stragglers,
@@ -418,7 +458,8 @@ std::string format_json(const RunReport& r) {
                                          json_string(r.mixed_gpu), fmt::join(r.mixed_nodes, ", "))) +
           (r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
                                           r.max_compute_scale)
-                            : std::string()),
+                            : std::string()) +
+          failures_json(r.failures),
       kernel_overrides_json(r) +
           (r.fp8 ? fmt::format("\"fp8\": {{\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\", "
                                "\"mfu_fp8_peak\": {:.6f}}}, ",

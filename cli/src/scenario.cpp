@@ -1563,6 +1563,24 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     };
     if (fl.has("links")) s.failures.failed = cables("links", true);
     if (fl.has("degraded")) s.failures.degraded = cables("degraded", false);
+    {
+      // A cable named twice from the start (failed twice, or failed and
+      // degraded): said, not counted twice or resolved silently.
+      std::map<std::pair<std::string, std::string>, std::string> named;
+      auto check = [&](const std::vector<std::pair<std::string, std::string>>& list, const char* key) {
+        for (const auto& [a, b] : list) {
+          const auto cable = std::minmax(a, b);
+          const auto [it, fresh] = named.emplace(std::pair(cable.first, cable.second), key);
+          if (!fresh) {
+            fl.fail_at(
+                fl.node()[key].Mark(), fl.key_path(key),
+                fmt::format("cable {}-{} is also in failures.{} (name each cable once)", a, b, it->second));
+          }
+        }
+      };
+      check(s.failures.failed, "links");
+      check(s.failures.degraded, "degraded");
+    }
     if (fl.has("degraded_rate")) s.failures.degraded_rate = fl.number_in("degraded_rate", 1e-6, 1.0);
     const bool any_degraded = !s.failures.degraded.empty() ||
                               std::any_of(s.failures.timed.begin(), s.failures.timed.end(),

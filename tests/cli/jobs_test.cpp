@@ -378,6 +378,29 @@ TEST(Stragglers, OneSlowGpuSlowsTheDataParallelStep) {
 
 // `failures:` names cables by their ends; wrong names and a cut-off GPU are
 // one-line errors naming the key; both backends route around a failed link.
+TEST(Failures, TheReportSaysWhichCables) {
+  // A forecast with cables out or slow says so, in the text and the JSON.
+  const std::string text = scenario_text("default.yaml");
+  const Scenario s = parse_scenario(text, "d.yaml",
+                                    {{"failures.links", "leaf0-spine0"},
+                                     {"failures.degraded", "leaf0-spine1"},
+                                     {"failures.degraded_rate", "0.1"}});
+  const RunReport rep = make_report(s, simulate_scenario(s));
+  EXPECT_NE(format_text(rep).find(
+                "\nFailures       out of service: leaf0-spine0; at 10% of their rate: leaf0-spine1\n"),
+            std::string::npos)
+      << format_text(rep);
+  EXPECT_NE(
+      format_json(rep).find("\"failures\": {\"links\": [\"leaf0-spine0\"], \"degraded\": [\"leaf0-spine1\"], "
+                            "\"degraded_rate\": 0.100000, \"timed\": []}"),
+      std::string::npos);
+  // None: no line, no key.
+  const Scenario healthy = parse_scenario(text, "d.yaml");
+  const RunReport h = make_report(healthy, simulate_scenario(healthy));
+  EXPECT_EQ(format_text(h).find("Failures"), std::string::npos);
+  EXPECT_EQ(format_json(h).find("\"failures\""), std::string::npos);
+}
+
 TEST(Failures, CablesByNameAndUnreachableGpus) {
   const std::string text = scenario_text("default.yaml");
   const Scenario s = parse_scenario(text, "d.yaml", {{"failures.links", "leaf0-spine1, leaf1-spine2"}});
@@ -391,6 +414,17 @@ TEST(Failures, CablesByNameAndUnreachableGpus) {
   EXPECT_EQ(error_of(text, {{"failures.links", "leaf0"}}),
             "s.yaml (--set failures.links): failures.links: 'leaf0' is not a cable: name its two ends, as "
             "leaf0-spine1");
+  // A cable named twice, either way round or as failed and degraded.
+  EXPECT_EQ(error_of(text, {{"failures.links", "leaf0-spine0,spine0-leaf0"}}),
+            "s.yaml (--set failures.links): failures.links: cable spine0-leaf0 is also in failures.links "
+            "(name each "
+            "cable once)");
+  EXPECT_EQ(error_of(text, {{"failures.links", "leaf0-spine0"},
+                            {"failures.degraded", "leaf0-spine0"},
+                            {"failures.degraded_rate", "0.5"}}),
+            "s.yaml (--set failures.degraded): failures.degraded: cable leaf0-spine0 is also in "
+            "failures.links (name "
+            "each cable once)");
   const Scenario typo = parse_scenario(text, "s.yaml", {{"failures.links", "leaf0-spine9"}});
   try {
     (void)build_topology(typo);

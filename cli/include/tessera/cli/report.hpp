@@ -78,6 +78,7 @@ struct RunReport {
   std::string mixed_gpu;        ///< `mixed_gpus.gpu` (empty: one GPU type)
   std::vector<int> mixed_nodes;    ///< the nodes that hold it
   std::string mixed_node_list;     ///< "nodes 2, 3"
+  Scenario::Failures failures;     ///< `failures:` (cables out of service or slow)
   int stragglers = 0;              ///< GPUs whose compute_scale is not 1 (`stragglers:`)
   double max_compute_scale = 0.0;  ///< the largest of those factors
   std::string schedule;
