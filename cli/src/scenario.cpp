@@ -1320,6 +1320,26 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");
     }
     p.finish();
+    // Tensor-parallel options given to a plan without tensor parallelism (or
+    // pipeline stages) do nothing: said, as other keys that do nothing are.
+    if (plan.tp == 1) {
+      if (p.has("sequence_parallel") && plan.sequence_parallel) {
+        s.warnings.emplace_back(
+            "parallelism.sequence_parallel has no effect with tp = 1 (it splits activations across a "
+            "tensor-parallel group)");
+      }
+      if (p.has("tp_comm_overlap")) {
+        s.warnings.emplace_back(
+            "parallelism.tp_comm_overlap has no effect with tp = 1 (no tensor-parallel collectives)");
+      }
+    }
+    if (p.has("pipeline_scatter_gather") && (plan.tp == 1 || plan.pp == 1 || plan.sequence_parallel)) {
+      s.warnings.push_back(
+          fmt::format("parallelism.pipeline_scatter_gather has no effect here (it applies with tp > 1 and pp "
+                      "> 1, without "
+                      "sequence parallelism; tp = {}, pp = {}{})",
+                      plan.tp, plan.pp, plan.sequence_parallel ? ", sequence_parallel on" : ""));
+    }
     try {
       plan.validate(s.model, s.workload, s.gpus());
     } catch (const InputError& e) {

@@ -975,6 +975,27 @@ TEST(Scenario, Ns3KeysThatDoNothingAreWarnedAbout) {
   EXPECT_EQ(p2p.warnings[1].rfind("ns3.adaptive_routing: ns3.model = point-to-point ignores it", 0), 0U);
 }
 
+TEST(Scenario, TensorParallelKeysWithoutTensorParallelismAreWarnedAbout) {
+  // default.yaml: tp = 1, pp = 1. Each key given does nothing: one warning.
+  auto warnings = [](const std::vector<Override>& o) {
+    return parse_scenario(default_text(), "d.yaml", o).warnings;
+  };
+  EXPECT_EQ(warnings({{"parallelism.sequence_parallel", "true"}}),
+            std::vector<std::string>{
+                "parallelism.sequence_parallel has no effect with tp = 1 (it splits activations "
+                "across a tensor-parallel group)"});
+  EXPECT_EQ(warnings({{"parallelism.tp_comm_overlap", "false"}}).size(), 1U);
+  EXPECT_EQ(warnings({{"parallelism.pipeline_scatter_gather", "false"}}).size(), 1U);
+  EXPECT_TRUE(warnings({{"parallelism.sequence_parallel", "false"}}).empty());
+  // With tensor parallelism they apply: none.
+  EXPECT_TRUE(warnings({{"model.heads", "16"},
+                        {"parallelism.dp", "4"},
+                        {"parallelism.tp", "4"},
+                        {"parallelism.sequence_parallel", "true"},
+                        {"parallelism.tp_comm_overlap", "false"}})
+                  .empty());
+}
+
 TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
   // Default: Megatron's layout, no warning (tp = 1).
   const Scenario d = parse_scenario(default_text(), "d.yaml");
