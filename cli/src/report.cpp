@@ -190,13 +190,15 @@ std::string failures_json(const Scenario::Failures& f) {
   if (f.failed.empty() && f.degraded.empty() && f.timed.empty()) return {};
   auto names = [](const std::vector<std::pair<std::string, std::string>>& list) {
     std::vector<std::string> out;
-    for (const auto& [a, b] : list) out.push_back(json_string(a + "-" + b));
+    out.reserve(list.size());
+    for (const auto& [a, b] : list) out.push_back(json_string(fmt::format("{}-{}", a, b)));
     return fmt::format("[{}]", fmt::join(out, ", "));
   };
   std::vector<std::string> timed;
+  timed.reserve(f.timed.size());
   for (const auto& t : f.timed) {
     timed.push_back(fmt::format("{{\"cable\": {}, \"at_s\": {:.9e}, \"change\": {}}}",
-                                json_string(t.a + "-" + t.b), t.at.seconds(),
+                                json_string(fmt::format("{}-{}", t.a, t.b)), t.at.seconds(),
                                 json_string(t.fail ? "fails" : "degraded")));
   }
   return fmt::format(
