@@ -445,12 +445,12 @@ graph dropout is free. Totals count the ops of the repeated block (layer 0)
                                [--epochs N] [--max-rows N]
 
 Trains the node-model predictors (tile-mlp, linreg, mlp) on kernel
-measurements in NeuSight's CSV schema (DIR/<op>/<GPU>.csv; of a folder with
-train/ and test/, or NeuSight's dataset root, the train/ rows only) and, given --xla
-(a directory with gemm_h100.csv, or the file), the tensor-core GEMM model on
-XLA's measured H100 table; writes weight files (tile_mlp.txt, tensor_core.txt,
-linreg.txt, mlp.txt). Rebuild to embed them, or pass --weights DIR to the
-predict and validate commands.
+measurements in NeuSight's CSV schema (DIR/<op>/<GPU>.csv; of a folder
+with train/ and test/, or NeuSight's dataset root, the train/ rows only)
+and, given --xla (a directory with gemm_h100.csv, or the file), the
+tensor-core GEMM model on XLA's measured H100 table; writes weight files
+(tile_mlp.txt, tensor_core.txt, linreg.txt, mlp.txt). Rebuild to embed
+them, or pass --weights DIR to the predict and validate commands.
 
   --devices DIR                  the device config JSONs of --data's GPUs
                                  (default: device_configs/ beside or above
