@@ -26,7 +26,7 @@ std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const Gpu
 std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu,
                                                 const std::string& weights_dir);
 
-class TileMlpModel;
+struct TileMlpModel;
 /// The FP32 tile-mlp model make_predictor("tile-mlp", gpu, weights_dir) uses
 /// (the embedded one for an empty `weights_dir`).
 std::shared_ptr<const TileMlpModel> tile_mlp_model(const std::string& weights_dir);
