@@ -292,18 +292,21 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       continue;
     }
     std::string mem;
+    std::optional<Bytes> over;  // the first stage out of memory's capacity (mixed_gpus: its smallest GPU's)
     for (const auto& m : r.result.summary.memory_per_stage) {
       if (!mem.empty()) mem += ' ';
       mem += fmt::format("{:.1f}", m.total().in_gib());
-      if (m.oom()) mem += '!';
+      if (m.oom()) {
+        mem += '!';
+        if (!over) over = m.capacity;
+      }
     }
     // The bubble as `run` prints it: its time and its share of the iteration.
     const IterationBreakdown& b = r.result.split;
-    out << fmt::format(
-        "{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms  {}{}\n", name,
-        b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(), b.compute.ms(),
-        b.host.ms(), mem,
-        r.result.summary.oom() ? fmt::format("  OOM (> {:.1f} GiB)", s.gpu.memory.in_gib()) : "");
+    out << fmt::format("{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms  {}{}\n",
+                       name, b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(),
+                       b.compute.ms(), b.host.ms(), mem,
+                       over ? fmt::format("  OOM (> {:.1f} GiB)", over->in_gib()) : "");
   }
   out << "\nThe iteration is bubble + exposed comm + compute + host, as `tessera run` splits it. compute:\n"
          "the busiest GPU's kernels; host: its compute stream waiting for the host to launch them (the\n"

@@ -30,10 +30,6 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   if (s.mixed_gpus) {
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
     rep.mixed_nodes = s.mixed_gpus->nodes;
-    for (std::size_t i = 0; i < rep.mixed_nodes.size(); ++i) {
-      rep.mixed_node_list += fmt::format(
-          "{}{}", i == 0 ? (rep.mixed_nodes.size() == 1 ? "node " : "nodes ") : ", ", rep.mixed_nodes[i]);
-    }
   }
   rep.failures = s.failures;
   for (double f : s.compute_scale) {
@@ -139,6 +135,10 @@ std::string size_text(Bytes b) {
   if (v >= 1024.0 * 1024) return fmt::format("{:.3g} MiB", v / (1024.0 * 1024));
   if (v >= 1024.0) return fmt::format("{:.3g} KiB", v / 1024.0);
   return fmt::format("{} B", b.count());
+}
+
+std::string nodes_phrase(const std::vector<int>& nodes) {
+  return fmt::format("{} {}", nodes.size() == 1 ? "node" : "nodes", fmt::join(nodes, ", "));
 }
 
 std::string fabric_phrase(std::string_view fabric) {
@@ -309,7 +309,7 @@ std::string format_text(const RunReport& r) {
   if (!r.mixed_gpu.empty()) {
     out += fmt::format(
         "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU)\n",
-        r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, r.mixed_node_list);
+        r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, nodes_phrase(r.mixed_nodes));
   }
   if (const auto& f = r.failures; !f.failed.empty() || !f.degraded.empty() || !f.timed.empty()) {
     // The cables the scenario takes out or slows, as it names them.

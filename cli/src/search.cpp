@@ -125,7 +125,11 @@ PastablePlan pastable(const Candidate& w, bool moe) {
     out.flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
     out.yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
   }
-  out.yaml += fmt::format("training:\n  micro_batch: {}\n", w.micro_batch);
+  // The global batch searched, also where the scenario leaves it to
+  // micro_batch x dp: the winner's dp and micro-batch would change it.
+  out.flags += fmt::format(" --set training.global_batch={}", pl.global_batch);
+  out.yaml +=
+      fmt::format("training:\n  micro_batch: {}\n  global_batch: {}\n", w.micro_batch, pl.global_batch);
   return out;
 }
 
@@ -227,6 +231,10 @@ int cmd_search(const Args& args, std::ostream& out) {
   require_single_job(base, "search");
   // --memory-headroom: a plan fits when its fullest stage leaves this much of
   // the GPU's memory free (fragmentation, CUDA context, NCCL buffers).
+  // Under mixed_gpus a stage's memory is the smallest of its ranks' GPUs
+  // (study::stage_memory_capacity); the headroom must leave the smallest some.
+  const Bytes smallest =
+      base.mixed_gpus ? std::min(base.gpu.memory, base.mixed_gpus->gpu.memory) : base.gpu.memory;
   Bytes headroom;
   if (auto h = p.get("memory-headroom")) {
     try {
@@ -234,9 +242,9 @@ int cmd_search(const Args& args, std::ostream& out) {
     } catch (const InputError& e) {
       throw UsageError(fmt::format("--memory-headroom: {}", e.what()));
     }
-    if (headroom >= base.gpu.memory) {
-      throw UsageError(fmt::format("--memory-headroom {}: must be less than the GPU's memory ({})", *h,
-                                   to_string(base.gpu.memory)));
+    if (headroom >= smallest) {
+      throw UsageError(fmt::format("--memory-headroom {}: must be less than the {}GPU's memory ({})", *h,
+                                   base.mixed_gpus ? "smallest " : "", to_string(smallest)));
     }
   }
   const Bytes usable = base.gpu.memory - headroom;
@@ -297,7 +305,12 @@ int cmd_search(const Args& args, std::ostream& out) {
               work.micro_batch = mb;
               try {
                 plan.validate(base.model, work, gpus);
-                const auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
+                auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
+                if (base.mixed_gpus) {
+                  const auto capacity = study::stage_memory_capacity(base, plan);
+                  for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st)
+                    mem.memory_per_stage[st].capacity = capacity[st] - headroom;
+                }
                 if (mem.oom()) continue;
                 best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
                 break;
@@ -316,11 +329,11 @@ int cmd_search(const Args& args, std::ostream& out) {
     }
   }
   if (fitting.empty()) {
-    throw InputError(fmt::format("{}: no parallel plan of the {} GPUs fits {} of GPU memory{} for this model and "
-                                 "global batch {}",
-                                 base.file, gpus, to_string(base.gpu.memory),
-                                 headroom > Bytes() ? fmt::format(" less {} of headroom", to_string(headroom)) : "",
-                                 global_batch));
+    throw InputError(fmt::format(
+        "{}: no parallel plan of the {} GPUs fits {} of GPU memory{}{} for this model and "
+        "global batch {}",
+        base.file, gpus, to_string(smallest), base.mixed_gpus ? " (the smallest GPU)" : "",
+        headroom > Bytes() ? fmt::format(" less {} of headroom", to_string(headroom)) : "", global_batch));
   }
   const std::size_t simulated = std::min(fitting.size(), max_candidates);
   // (--jobs was declared but ignored; ns-3 runs one Simulator per process)
@@ -387,8 +400,13 @@ int cmd_search(const Args& args, std::ostream& out) {
     return 0;
   }
 
-  out << fmt::format("Search {}: {} on {} x {}, global batch {} x {} tokens\n", base.name, base.model.name, gpus,
-                     base.gpu.name, global_batch, base.workload.seq_len);
+  out << fmt::format("Search {}: {} on {} x {}{}, global batch {} x {} tokens\n", base.name, base.model.name,
+                     gpus, base.gpu.name,
+                     base.mixed_gpus
+                         ? fmt::format(" ({} of {}, mixed_gpus)", nodes_phrase(base.mixed_gpus->nodes),
+                                       base.mixed_gpus->gpu.name)
+                         : "",
+                     global_batch, base.workload.seq_len);
   out << caveat_lines(base, false);
   out << fmt::format("{} plans considered, {} fit in memory, {} simulated{}\n\n", considered, fitting.size(),
                      simulated,
@@ -427,13 +445,21 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (!ranked.empty() && headroom == Bytes()) {
     // What the winner leaves free, where nothing was asked to be left: the
     // memory model does not count everything a GPU's memory holds.
-    const Bytes free = base.gpu.memory - std::min(base.gpu.memory, ranked.front()->peak_memory);
+    // (its fullest stage against that stage's GPU: under mixed_gpus a
+    // stage on the smaller GPU may leave the least)
+    Bytes free = base.gpu.memory, capacity = base.gpu.memory;
+    for (const auto& m : ranked.front()->report->memory) {
+      const Bytes left = m.capacity - std::min(m.capacity, m.total);
+      if (left < free) {
+        free = left;
+        capacity = m.capacity;
+      }
+    }
     out << fmt::format(
-        "\nnote: the best plan leaves {:.1f} of {:.1f} GiB free, and the memory model counts no CUDA "
-        "context, "
-        "allocator fragmentation or NCCL buffers: --memory-headroom SIZE keeps only plans that leave SIZE "
-        "free\n",
-        free.in_gib(), base.gpu.memory.in_gib());
+        "\nnote: the best plan leaves {:.1f} of {:.1f} GiB free, and the memory model's 1 GiB workspace "
+        "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: --memory-headroom "
+        "SIZE keeps only plans that leave SIZE free\n",
+        free.in_gib(), capacity.in_gib());
   }
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's

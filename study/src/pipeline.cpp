@@ -116,6 +116,20 @@ engine::ExecutionResult execute_on_backend(const Scenario& s, const parallelism:
   return run_on_backend(s, graph, topo, {}, backends).result;
 }
 
+std::vector<Bytes> stage_memory_capacity(const Scenario& s, const parallelism::ParallelPlan& plan) {
+  std::vector<Bytes> capacity(static_cast<std::size_t>(std::max(plan.pp, 1)), s.gpu.memory);
+  if (!s.mixed_gpus) return capacity;
+  for (int node : s.mixed_gpus->nodes) {
+    for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
+      const std::size_t r = flat_index(node, s.cluster.gpus_per_node, k);
+      if (r >= static_cast<std::size_t>(plan.world_size())) continue;
+      const auto stage = static_cast<std::size_t>(parallelism::rank_coord(plan, static_cast<int>(r)).pp);
+      capacity[stage] = std::min(capacity[stage], s.mixed_gpus->gpu.memory);
+    }
+  }
+  return capacity;
+}
+
 namespace {
 
 Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* observer,
@@ -138,18 +152,17 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     auto& g = planned.graph;
     const auto base = static_cast<std::int32_t>(g.programs.size());
     g.programs.insert(g.programs.end(), other_plan.graph.programs.begin(), other_plan.graph.programs.end());
-    auto& memory = planned.summary.memory_per_stage;
     for (int node : s.mixed_gpus->nodes) {
       for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
         const std::size_t r = flat_index(node, s.cluster.gpus_per_node, k);
         if (r >= g.ranks.size()) continue;
         g.ranks[r].program = base + other_plan.graph.ranks[r].program;
-        // A stage must fit on each of its GPUs: its capacity is the smallest.
-        const auto stage = static_cast<std::size_t>(parallelism::rank_coord(s.plan, static_cast<int>(r)).pp);
-        if (stage < memory.size())
-          memory[stage].capacity = std::min(memory[stage].capacity, other.gpu.memory);
       }
     }
+    auto& memory = planned.summary.memory_per_stage;
+    const auto capacity = stage_memory_capacity(s, s.plan);
+    for (std::size_t stage = 0; stage < memory.size() && stage < capacity.size(); ++stage)
+      memory[stage].capacity = capacity[stage];
   }
   Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (const auto* o = dynamic_cast<const node_model::OverridePredictor*>(predictor))

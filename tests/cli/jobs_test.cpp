@@ -560,6 +560,14 @@ TEST(MixedGpus, EachStageFitsOnItsSmallestGpu) {
                                          {"parallelism.pp", "2"},
                                          {"mixed_gpus.gpu", "A100-40GB"},
                                          {"mixed_gpus.nodes", "1"}});
+  const auto h100 = node_model::gpu_preset("H100-SXM").memory;
+  const auto a100 = node_model::gpu_preset("A100-40GB").memory;
+  EXPECT_EQ(stage_memory_capacity(mixed, mixed.plan), (std::vector<Bytes>{h100, a100}));
+  // One stage over both nodes: the A100's; search asks for each plan it tries.
+  parallelism::ParallelPlan flat = mixed.plan;
+  flat.dp = 16;
+  flat.pp = 1;
+  EXPECT_EQ(stage_memory_capacity(mixed, flat), (std::vector<Bytes>{a100}));
   const RunReport rep = make_report(mixed, simulate_scenario(mixed, nullptr, nullptr, false));
   ASSERT_EQ(rep.memory.size(), 2U);
   EXPECT_EQ(rep.memory[0].capacity, node_model::gpu_preset("H100-SXM").memory);

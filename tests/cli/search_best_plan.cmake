@@ -2,11 +2,12 @@
 # them reproduces the winner's iteration time (rank 1 of the table).
 # CAP: --max-candidates (default 8). MOE: the scenario's model has experts:
 # the table has an ep column, some plan of it has ep > 1, and the flags and
-# YAML name ep; otherwise none of them mentions ep.
+# YAML name ep; otherwise none of them mentions ep. EXTRA: more search
+# options (a list).
 if(NOT DEFINED CAP)
   set(CAP 8)
 endif()
-execute_process(COMMAND ${TESSERA} search ${SCENARIO} --max-candidates ${CAP} --top ${CAP}
+execute_process(COMMAND ${TESSERA} search ${SCENARIO} --max-candidates ${CAP} --top ${CAP} ${EXTRA}
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "search failed: ${rc}")

@@ -25,6 +25,8 @@ void print_scenario_warnings(const Scenario& s);
 /// A buffer size for people, to 3 significant digits in binary units:
 /// "512 B", "48 MiB", "5.45 GiB" (`validate collectives`, `collectives`).
 std::string size_text(Bytes b);
+/// The nodes of a node list as a phrase: "node 1", "nodes 2, 3".
+std::string nodes_phrase(const std::vector<int>& nodes);
 /// A fabric_name as the text reports' Scenario line says it: "leaf-spine
 /// fabric", or "one node, no fabric" for "none".
 std::string fabric_phrase(std::string_view fabric);
@@ -77,7 +79,6 @@ struct RunReport {
   std::string layout;
   std::string mixed_gpu;        ///< `mixed_gpus.gpu` (empty: one GPU type)
   std::vector<int> mixed_nodes;    ///< the nodes that hold it
-  std::string mixed_node_list;     ///< "nodes 2, 3"
   Scenario::Failures failures;     ///< `failures:` (cables out of service or slow)
   int stragglers = 0;              ///< GPUs whose compute_scale is not 1 (`stragglers:`)
   double max_compute_scale = 0.0;  ///< the largest of those factors

@@ -59,6 +59,12 @@ IterationBreakdown breakdown(const Simulation& sim);
 /// kNcclChannels / SMs). docs/collectives.md, "Calibration".
 engine::ExecutionOptions execution_options(const Scenario& s);
 
+/// The GPU memory each pipeline stage of `plan` has, stage by stage: the
+/// smallest among the GPUs of its ranks, so a stage with ranks on
+/// `mixed_gpus` nodes of a smaller GPU must fit that one. `run` checks each
+/// stage against it, and `search` keeps only plans that fit it.
+std::vector<Bytes> stage_memory_capacity(const Scenario& s, const parallelism::ParallelPlan& plan);
+
 /// An a-priori estimate of one iteration's work from the scenario's numbers
 /// alone, before anything is planned or built: compute tasks (about 40 per
 /// layer and micro-batch on every rank: forward, backward, recomputation)

@@ -178,7 +178,8 @@ struct Scenario {
   } outputs;
 
   /// `mixed_gpus:` nodes that hold another GPU type (the node model times
-  /// their kernels on it; memory is checked against `gpu`).
+  /// their kernels on it; each stage's memory is checked against the
+  /// smallest GPU among its ranks, stage_memory_capacity).
   struct MixedGpus {
     node_model::GpuSpec gpu;
     std::vector<int> nodes;
