@@ -176,6 +176,29 @@ StageParams stage_params(const TransformerConfig& m, const Workload& w, const Pa
   return out;
 }
 
+/// ZeRO-3's units of model chunk `k`, in forward order: the parameters one
+/// all-gather fetches (FSDP's units, DeepSpeed's submodules): the embedding
+/// (chunk 0: word and position embeddings), each layer, the LM head with the
+/// final norm (the last chunk; a tied head gathers the word embedding again).
+/// Per rank, as stage_params counts them.
+std::vector<StageParams> zero3_units(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
+                                     const std::vector<std::int64_t>& chunks, int k) {
+  std::vector<StageParams> units;
+  const std::int64_t word = padded_vocab_per_rank(m, w, p.tp) * m.hidden;
+  if (k == 0) units.push_back({word + (m.learned_positions ? w.seq_len * m.hidden : 0), 0});
+  const std::int64_t first = chunk_first_layer(chunks, k);
+  for (std::int64_t l = first; l < first + chunks[static_cast<std::size_t>(k)]; ++l) {
+    if (m.is_moe() && m.is_moe_layer(l)) {
+      units.push_back(
+          {m.moe_layer_dense_params_per_rank(p.tp), m.moe_layer_expert_params_per_rank(p.tp, p.ep)});
+    } else {
+      units.push_back({m.params_per_layer_per_tp_rank(p.tp), 0});
+    }
+  }
+  if (k + 1 == static_cast<int>(chunks.size())) units.push_back({word + 2 * m.hidden, 0});
+  return units;
+}
+
 MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
                             const std::vector<std::int64_t>& chunks, std::int64_t micro_batches, int stage,
                             const StageParams& sp, Bytes capacity) {
@@ -195,6 +218,18 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
     return sp.expert > 0 ? dense + shard_experts(sp.expert * bytes_per_param, from_stage) : dense;
   };
   e.weights = Bytes(sharded(dtype_bytes(w.dtype), 3));
+  if (p.zero_stage == 3) {
+    // The full parameters of the unit running and of the next, prefetched
+    // (ParamGathers): the largest two neighbours of any chunk of the stage.
+    std::int64_t gathered = 0;
+    for (int c = 0; c < p.virtual_stages; ++c) {
+      const auto units = zero3_units(m, w, p, chunks, c * p.pp + stage);
+      for (std::size_t u = 0; u < units.size(); ++u) {
+        gathered = std::max(gathered, units[u].total() + (u + 1 < units.size() ? units[u + 1].total() : 0));
+      }
+    }
+    e.weights += Bytes(gathered * dtype_bytes(w.dtype));
+  }
   // Gradients as the framework accumulates them (Megatron: FP32 main
   // gradients with bf16, node_model::OpRules::grad_dtype).
   e.gradients = Bytes(sharded(dtype_bytes(w.rules().grad_dtype()), 2));
@@ -797,7 +832,8 @@ void reserve_tasks(ProgramBuilder& rb, const PlanContext& c, int stage) {
            (c.split ? lp.input_backward.pieces().size() + lp.weight_backward.pieces().size() + 1
                     : lp.backward.pieces().size());
   };
-  std::size_t per_layer = per_layer_of(c.pieces.layer);
+  std::size_t per_layer =
+      per_layer_of(c.pieces.layer) + (c.plan.zero_stage == 3 ? 4 : 0);  // ZeRO-3's gathers
   if (c.pieces.moe_layer) per_layer = std::max(per_layer, per_layer_of(*c.pieces.moe_layer));
   std::size_t tasks = 64;
   for (int v = 0; v < c.part.virtual_stages; ++v) {
@@ -807,48 +843,93 @@ void reserve_tasks(ProgramBuilder& rb, const PlanContext& c, int stage) {
   rb.reserve(tasks);
 }
 
-/// ZeRO-3: F and B need the chunk's parameters (W only the activations and
-/// output gradients): all-gathered before the step. Returns the gathers.
-std::vector<TaskIndex> gather_zero3_parameters(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots,
-                                               const PipelineStep& st, int k, StepNames& named) {
-  std::vector<TaskIndex> first;
-  if (c.plan.zero_stage != 3 || slots.dp < 0 || st.kind == StepKind::W) return first;
-  const TransformerConfig& model = c.model;
-  const ParallelPlan& plan = c.plan;
-  const std::int64_t nl = c.part.layers(k);
-  std::int64_t chunk_params = nl * model.params_per_layer_per_tp_rank(plan.tp);
-  std::int64_t chunk_expert_params = 0;
-  if (c.pieces.moe_layer) {
-    // MoE layers: their dense parameters with the rest; their experts'
-    // over the ranks holding the same experts (ep > 1).
-    const std::int64_t n_moe = c.part.moe_layers(model, k);
-    chunk_params = (nl - n_moe) * model.params_per_layer_per_tp_rank(plan.tp) +
-                   n_moe * model.moe_layer_dense_params_per_rank(plan.tp);
-    chunk_expert_params = n_moe * model.moe_layer_expert_params_per_rank(plan.tp, plan.ep);
-    if (!c.separate_experts) chunk_params += std::exchange(chunk_expert_params, 0);
+/// ZeRO-3 as FSDP and DeepSpeed run it: before each unit of an F or B step
+/// runs (zero3_units: the embedding, each layer, the LM head), its
+/// parameters are all-gathered over the data-parallel ranks (an MoE layer's
+/// experts over the ranks holding the same experts). The next unit's gather
+/// is issued once the unit before the running one has finished (a prefetch
+/// of one unit, FSDP's default), so it overlaps the running unit; a step's
+/// first two wait for the compute before the step (on the first stage, the
+/// micro-batch's data step). Each unit's parameters are freed after it runs
+/// (the memory model holds two units). W steps gather nothing: weight
+/// gradients need only the activations and the output gradients.
+class ParamGathers {
+ public:
+  ParamGathers(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, int k, bool forward,
+               StepNames& named)
+      : rb_(rb), slots_(slots), named_(named), forward_(forward) {
+    if (c.plan.zero_stage != 3 || slots.dp < 0) return;
+    const auto units = zero3_units(c.model, c.work, c.plan, c.part.chunk_layers, k);
+    // Labels in forward order: -1 the embedding, the chunk's layer index, -2 the LM head.
+    std::int64_t l = c.part.has_embedding(k) ? -1 : 0;
+    for (const StageParams& u : units) {
+      const std::int64_t label = l < c.part.layers(k) ? l : -2;
+      ++l;
+      Unit unit{label, u.dense * c.pbytes, u.expert * c.pbytes, {}};
+      if (!c.separate_experts) unit.dense += std::exchange(unit.expert, 0);
+      units_.push_back(unit);
+    }
+    if (!forward) std::reverse(units_.begin(), units_.end());
   }
-  first.push_back(rb.collective(named(st.forward() ? "fwd.zero3.param_all_gather" : "bwd.zero3.param_all_gather"),
-                                CollectiveKind::AllGather, slots.dp, Bytes(chunk_params * c.pbytes), {}));
-  if (chunk_expert_params > 0 && slots.expert_dp >= 0) {
-    first.push_back(rb.collective(
-        named(st.forward() ? "fwd.zero3.expert_param_all_gather" : "bwd.zero3.expert_param_all_gather"),
-        CollectiveKind::AllGather, slots.expert_dp, Bytes(chunk_expert_params * c.pbytes), {}));
+  /// Before the step's unit `u` (in the order the step runs them) runs:
+  /// issues the prefetch of the next and adds unit u's gathers to `first`.
+  void before(std::size_t u, std::vector<TaskIndex>& first) {
+    if (units_.empty()) return;
+    if (u == 0) {
+      std::vector<TaskIndex> deps;
+      if (rb_.last_compute() >= 0) deps.push_back(rb_.last_compute());
+      issue(0, deps);
+      if (units_.size() > 1) issue(1, deps);
+    } else if (u + 1 < units_.size()) {
+      issue(u + 1, {rb_.last_compute()});
+    }
+    first.insert(first.end(), units_[u].gathers.begin(), units_[u].gathers.end());
   }
-  return first;
-}
+
+ private:
+  struct Unit {
+    std::int64_t label = 0;
+    std::int64_t dense = 0, expert = 0;  ///< bytes
+    std::vector<TaskIndex> gathers;
+  };
+  void issue(std::size_t u, const std::vector<TaskIndex>& deps) {
+    Unit& unit = units_[u];
+    auto name = [&](std::string_view what) {
+      std::string prefix = unit.label == -1   ? named_("embedding.")
+                           : unit.label == -2 ? named_("lm_head.")
+                                              : named_.layer(unit.label);
+      return fmt::format("{}{}.zero3.{}", prefix, forward_ ? "fwd" : "bwd", what);
+    };
+    unit.gathers.push_back(rb_.collective(name("param_all_gather"), CollectiveKind::AllGather, slots_.dp,
+                                          Bytes(unit.dense), deps));
+    if (unit.expert > 0 && slots_.expert_dp >= 0) {
+      unit.gathers.push_back(rb_.collective(name("expert_param_all_gather"), CollectiveKind::AllGather,
+                                            slots_.expert_dp, Bytes(unit.expert), deps));
+    }
+  }
+  ProgramBuilder& rb_;
+  const StageSlots& slots_;
+  StepNames& named_;
+  bool forward_;
+  std::vector<Unit> units_;
+};
 
 /// An F step of chunk `k` on `stage`: the activation received (or the
 /// embedding), the chunk's layers, the LM head on the last chunk, the
 /// activation sent on.
 void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, int stage, int k,
-                 std::vector<TaskIndex> first, StepNames& named) {
+                 StepNames& named) {
   const int p = c.plan.pp, last = c.part.chunks() - 1;
   // The stages that load data (the first: tokens; the last: labels) start
   // each micro-batch with its data step (ProgramBuilder::micro_batch_start).
   if (c.timer.host_model() && c.work.host.per_micro_batch > Time::zero() && (k == 0 || k == last)) {
     rb.micro_batch_start(named("data"), c.work.host.per_micro_batch);
   }
+  ParamGathers gathers(rb, c, slots, k, true, named);
+  std::size_t unit = 0;
+  std::vector<TaskIndex> first;
   if (c.part.has_embedding(k)) {
+    gathers.before(unit++, first);
     rb.pieces(c.pieces.embedding.forward.pieces(), named("embedding."), slots.tp, std::move(first));
     first = rb.take_pending();
   } else {
@@ -862,10 +943,12 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
   const std::int64_t first_layer = c.part.first_layer(k);
   for (std::int64_t l = 0; l < c.part.layers(k); ++l) {
     const LayerPieces& lp = c.pieces.of_layer(c.model, first_layer + l);
+    gathers.before(unit++, first);
     rb.pieces(lp.forward.pieces(), named.layer(l), slots.tp, std::move(first), slots.ep);
     first = rb.take_pending();
   }
   if (k == last) {
+    gathers.before(unit++, first);
     rb.pieces(c.pieces.lm_head.forward.pieces(), named("lm_head."), slots.tp, std::move(first));
     first = rb.take_pending();
   }
@@ -883,14 +966,21 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
 /// `last_mb` (the chunk's last step computing weight gradients) each
 /// piece's gradients go to the data-parallel sync; with `accumulate`
 /// (PyTorch DDP after the first micro-batch) they are added to .grad.
-void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, DpGradSync& sync, int stage,
-                  int k, StepKind kind, bool last_mb, bool accumulate, std::vector<TaskIndex> first,
-                  StepNames& named) {
+void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, DpGradSync& sync,
+                  int stage, int k, StepKind kind, bool last_mb, bool accumulate, StepNames& named) {
   const TransformerConfig& model = c.model;
   const int p = c.plan.pp, last = c.part.chunks() - 1;
   const bool w_step = kind == StepKind::W;
   const std::int64_t gbytes = c.grads.gbytes;
+  std::optional<ParamGathers> gathers;
+  if (!w_step) gathers.emplace(rb, c, slots, k, false, named);
+  std::size_t unit = 0;
+  auto gather = [&](std::vector<TaskIndex>& deps) {
+    if (gathers) gathers->before(unit++, deps);
+  };
+  std::vector<TaskIndex> first;
   if (k == last) {
+    gather(first);
     rb.pieces(c.pieces.lm_head.of(kind, c.split).pieces(), named("lm_head."), slots.tp, std::move(first));
     first = rb.take_pending();
     if (last_mb && (p > 1 || !model.tied_embeddings)) {
@@ -908,6 +998,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
   for (std::int64_t l = c.part.layers(k) - 1; l >= 0; --l) {
     const bool moe = c.pieces.moe_layer && model.is_moe_layer(first_layer + l);
     const LayerPieces& lp = c.pieces.of_layer(model, first_layer + l);
+    gather(first);
     rb.pieces(lp.of(kind, c.split).pieces(), named.layer(l), slots.tp, std::move(first), slots.ep);
     first = rb.take_pending();
     if (accumulate) {
@@ -924,6 +1015,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
     }
   }
   if (c.part.has_embedding(k)) {
+    gather(first);
     rb.pieces(c.pieces.embedding.of(kind, c.split).pieces(), named("embedding."), slots.tp, std::move(first));
     first = rb.take_pending();
   }
@@ -962,9 +1054,8 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     const PipelineStep& st = order[i];
     const int k = c.part.chunk(stage, st.chunk);  // virtual stage
     named.start(st, v);
-    std::vector<TaskIndex> first = gather_zero3_parameters(rb, c, slots, st, k, named);
     if (st.forward()) {
-      add_forward(rb, c, slots, stage, k, std::move(first), named);
+      add_forward(rb, c, slots, stage, k, named);
       continue;
     }
     const bool grads = st.kind == grad_step;
@@ -972,7 +1063,7 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     // PyTorch DDP (and eager with set_to_none): micro-batches after the
     // first add their gradients to .grad.
     const bool accumulate = c.dot_grad && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
-    add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb, accumulate, std::move(first), named);
+    add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb, accumulate, named);
   }
 }
 

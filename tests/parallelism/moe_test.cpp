@@ -448,37 +448,45 @@ TEST(Moe, EveryCombinationPlansValidatesAndRuns) {
 }
 
 TEST(Moe, ZeroThreeGathersExpertsOverTheRanksHoldingThem) {
-  // dp = 4, ep = 2, ZeRO-3, FP32 parameters. Before each forward and
-  // backward (2 micro-batches: 4 steps) a rank gathers the chunk's dense
-  // parameters, 2 layers x 17,152 = 34,304 x 4 bytes = 137,216 bytes, over
-  // the 4 data-parallel ranks, and its experts', 2 x 24,576 = 49,152 x 4 =
-  // 196,608 bytes, over the 2 ranks holding the same experts. Weights held:
-  // dense 44,672 x 4 / 4 = 44,672 bytes + experts 196,608 / 2 = 98,304.
+  // dp = 4, ep = 2, ZeRO-3, FP32 parameters, 2 micro-batches (4 F and B
+  // steps). Before each unit of a step runs, a rank gathers its parameters
+  // (ParamGathers): per layer, the dense 17,152 x 4 = 68,608 bytes over the
+  // 4 data-parallel ranks and its experts' 24,576 x 4 = 98,304 bytes over the
+  // 2 ranks holding the same experts; the embedding (128 padded rows x 64 +
+  // 32 positions x 64 = 10,240 x 4 = 40,960 bytes) and the tied LM head
+  // (8,192 + the final norm's 128 = 8,320 x 4 = 33,280 bytes) over the 4.
+  // Weights held: dense 44,672 x 4 / 4 = 44,672 bytes + experts 196,608 / 2 =
+  // 98,304, plus the two largest neighbouring units in full: both layers,
+  // 2 x (17,152 + 24,576) x 4 = 333,824.
   const TransformerConfig m = tiny_moe();
   test_support::LayersOnlyPredictor pred(m.vocab);
   ParallelPlan p = data_parallel(4, 2, 8);
   p.zero_stage = 3;
   const auto planned = plan_training_detailed(m, kWork, p, pred);
   planned.graph.validate();
-  int dense = 0, expert = 0;
+  std::map<std::string, int> count;
   for (const Task& t : planned.graph.tasks(0)) {
     if (t.kind != TaskKind::Collective || t.collective != CollectiveKind::AllGather) continue;
     const auto size =
         planned.graph.groups[static_cast<std::size_t>(planned.graph.group_of(0, t.group))].ranks.size();
-    if (t.name.find("zero3.param_all_gather") != std::string::npos) {
-      ++dense;
-      EXPECT_EQ(t.bytes, Bytes(137'216));
-      EXPECT_EQ(size, 4U);
-    }
-    if (t.name.find("zero3.expert_param_all_gather") != std::string::npos) {
-      ++expert;
-      EXPECT_EQ(t.bytes, Bytes(196'608));
-      EXPECT_EQ(size, 2U);
-    }
+    const bool expert = t.name.find("zero3.expert_param_all_gather") != std::string::npos;
+    ASSERT_TRUE(expert || t.name.find("zero3.param_all_gather") != std::string::npos) << t.name;
+    const bool layer = t.name.find(".layer") != std::string::npos;
+    const std::string unit = expert                                            ? "expert"
+                             : layer                                           ? "layer"
+                             : t.name.find(".embedding.") != std::string::npos ? "embedding"
+                                                                               : "lm_head";
+    ++count[unit];
+    const std::map<std::string, std::int64_t> bytes{
+        {"expert", 98'304}, {"layer", 68'608}, {"embedding", 40'960}, {"lm_head", 33'280}};
+    EXPECT_EQ(t.bytes, Bytes(bytes.at(unit))) << t.name;
+    EXPECT_EQ(size, expert ? 2U : 4U) << t.name;
   }
-  EXPECT_EQ(dense, 4);
-  EXPECT_EQ(expert, 4);
-  EXPECT_EQ(planned.summary.memory_per_stage[0].weights, Bytes(44'672 + 98'304));
+  EXPECT_EQ(count["layer"], 8);  // 2 layers x 4 steps
+  EXPECT_EQ(count["expert"], 8);
+  EXPECT_EQ(count["embedding"], 4);
+  EXPECT_EQ(count["lm_head"], 4);
+  EXPECT_EQ(planned.summary.memory_per_stage[0].weights, Bytes(44'672 + 98'304 + 333'824));
   EXPECT_GT(execute_zero_cost(planned.graph).makespan, Time::zero());
 }
 

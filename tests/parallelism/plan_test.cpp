@@ -1,7 +1,11 @@
 // The general planner without the engine: graph structure, communication
 // counts and sizes, the memory model and bad input.
+#include "tessera/parallelism/plan.hpp"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <regex>
@@ -10,7 +14,6 @@
 
 #include "tessera/error.hpp"
 #include "tessera/node_model/roofline.hpp"
-#include "tessera/parallelism/plan.hpp"
 #include "test_predictors.hpp"
 
 using namespace tessera;
@@ -260,6 +263,55 @@ TEST(Plan, TensorParallelHasTwoAllReducesPerLayerEachWay) {
   EXPECT_EQ(count(g, 0, "layer003.fwd").by_kind.at("all-reduce"), 2);
 }
 
+TEST(Plan, ZeroThreeGathersEachUnitOneAheadOfTheUnitRunning) {
+  // ZeRO-3 as FSDP runs it (ParamGathers): the forward gathers the
+  // embedding, each layer and the LM head in the order it runs them, the
+  // backward in reverse; the gather of unit u waits for unit u - 2's compute
+  // (issued while u - 1 runs: one unit of prefetch), and unit u waits for it.
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.dp = 2;
+  p.zero_stage = 3;
+  const auto g = plan_training(m, kWork, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  const auto& tasks = g.tasks(0);
+  std::vector<std::string> fwd, bwd;
+  for (const Task& t : tasks) {
+    if (t.kind != TaskKind::Collective || t.name.find("zero3") == std::string::npos) continue;
+    (t.name.find(".fwd.zero3") != std::string::npos ? fwd : bwd).emplace_back(t.name);
+  }
+  std::vector<std::string> want{"mb0.embedding.fwd.zero3.param_all_gather"};
+  for (int l = 0; l < 8; ++l) want.push_back(fmt::format("mb0.layer{:03}.fwd.zero3.param_all_gather", l));
+  want.push_back("mb0.lm_head.fwd.zero3.param_all_gather");
+  EXPECT_EQ(fwd, want);
+  std::vector<std::string> back{"mb0.lm_head.bwd.zero3.param_all_gather"};
+  for (int l = 7; l >= 0; --l) back.push_back(fmt::format("mb0.layer{:03}.bwd.zero3.param_all_gather", l));
+  back.push_back("mb0.embedding.bwd.zero3.param_all_gather");
+  EXPECT_EQ(bwd, back);
+  // Layer 3's forward gather waits for layer 1's last compute.
+  auto index_of = [&](const std::string& name) {
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].name == name) return static_cast<TaskIndex>(i);
+    }
+    return TaskIndex{-1};
+  };
+  const TaskIndex gather = index_of("mb0.layer003.fwd.zero3.param_all_gather");
+  ASSERT_GE(gather, 0);
+  TaskIndex layer1_end = -1, layer3_first = -1;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].kind != TaskKind::Compute) continue;
+    if (tasks[i].name.rfind("mb0.layer001.", 0) == 0 && tasks[i].name.find("bwd") == std::string::npos) {
+      layer1_end = static_cast<TaskIndex>(i);
+    }
+    if (layer3_first < 0 && tasks[i].name.rfind("mb0.layer003.", 0) == 0)
+      layer3_first = static_cast<TaskIndex>(i);
+  }
+  EXPECT_EQ(tasks[static_cast<std::size_t>(gather)].deps, std::vector<TaskIndex>{layer1_end});
+  const auto& d = tasks[static_cast<std::size_t>(layer3_first)].deps;
+  EXPECT_NE(std::find(d.begin(), d.end(), gather), d.end());
+}
+
 TEST(Plan, RecomputedForwardIsNamedAsSuch) {
   // A trace reader must tell the recomputed forward from the forward: its
   // collectives are "recompute.fwd.tp", and where it runs into the backward
@@ -444,7 +496,10 @@ TEST(Memory, WeightsGradientsOptimizerFollowZero) {
   EXPECT_FALSE(z0.oom());
   p.zero_stage = 3;
   const auto z3 = estimate_memory(m, w, p, Bytes::gib(40)).memory_per_stage[0];
-  EXPECT_EQ(z3.weights.count(), (params * 4 + 3) / 4);
+  // ZeRO-3 also holds two neighbouring units' full parameters, the one
+  // running and the one prefetched: at most the embedding (with its 1,024
+  // positions) and layer 0.
+  EXPECT_EQ(z3.weights.count(), (params * 4 + 3) / 4 + ((50304LL + 1024) * 1280 + m.params_per_layer()) * 4);
   EXPECT_EQ(z3.optimizer_states.count(), (params * 8 + 3) / 4);
   // Korthikanti et al.: sbh(34 + 5as/h) bytes per layer at 16 bits, doubled for FP32.
   const double per_layer = 1024.0 * 1280 * (34 + 5.0 * 20 * 1024 / 1280) * 2;
