@@ -748,6 +748,14 @@ class DpGradSync {
     if (dense_.close()) reduce(rb, false, task);
     if (experts_.close()) reduce(rb, true, task);
   }
+  /// ZeRO-2 (DeepSpeed's): every micro-batch's gradients are reduced as its
+  /// backward produces them, each such step a round named by `tag`
+  /// ("mb3."); `final` marks the chunk's last, whose buckets the parameter
+  /// all-gather after the step follows.
+  void start_round(std::string tag, bool final) {
+    tag_ = std::move(tag);
+    final_ = final;
+  }
   /// The reductions the optimizer step waits for.
   [[nodiscard]] std::vector<TaskIndex> reductions() const {
     std::vector<TaskIndex> out = dense_tasks_;
@@ -760,15 +768,15 @@ class DpGradSync {
     if (c_.plan.zero_stage < 1 || c_.plan.zero_stage > 2) return;
     const std::int64_t gbytes = c_.grads.gbytes;
     if (slots_.dp >= 0) {
-      for (std::size_t b = 0; b < dense_.buckets().size(); ++b) {
-        const std::int64_t bytes = dense_.buckets()[b] / gbytes * c_.pbytes;  // parameters in the model's dtype
+      for (std::size_t b = 0; b < final_dense_.size(); ++b) {
+        const std::int64_t bytes = final_dense_[b] / gbytes * c_.pbytes;  // parameters in the model's dtype
         rb.collective(fmt::format("dp.param_all_gather.bucket{:03}", b), CollectiveKind::AllGather, slots_.dp,
                       Bytes(bytes), {step});
       }
     }
     if (slots_.expert_dp >= 0) {
-      for (std::size_t b = 0; b < experts_.buckets().size(); ++b) {
-        const std::int64_t bytes = experts_.buckets()[b] / gbytes * c_.pbytes;
+      for (std::size_t b = 0; b < final_expert_.size(); ++b) {
+        const std::int64_t bytes = final_expert_[b] / gbytes * c_.pbytes;
         rb.collective(fmt::format("dp.expert_param_all_gather.bucket{:03}", b), CollectiveKind::AllGather,
                       slots_.expert_dp, Bytes(bytes), {step});
       }
@@ -783,10 +791,11 @@ class DpGradSync {
     const GradBuckets& buckets = expert ? experts_ : dense_;
     const auto kind = c_.plan.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     const std::size_t b = buckets.buckets().size() - 1;
-    std::string name = expert ? fmt::format("dp.expert_grad.{}.bucket{:03}", to_string(kind), b)
-                              : fmt::format("dp.grad.{}.bucket{:03}", to_string(kind), b);
+    std::string name = expert ? fmt::format("{}dp.expert_grad.{}.bucket{:03}", tag_, to_string(kind), b)
+                              : fmt::format("{}dp.grad.{}.bucket{:03}", tag_, to_string(kind), b);
     (expert ? expert_tasks_ : dense_tasks_)
         .push_back(rb.collective(name, kind, slot, Bytes(buckets.buckets().back()), {after}));
+    if (final_) (expert ? final_expert_ : final_dense_).push_back(buckets.buckets().back());
   }
 
   const PlanContext& c_;
@@ -795,6 +804,9 @@ class DpGradSync {
   GradBuckets experts_;
   std::vector<TaskIndex> dense_tasks_;
   std::vector<TaskIndex> expert_tasks_;
+  std::string tag_;    ///< the round's name prefix (ZeRO-2), else empty
+  bool final_ = true;  ///< the round is the chunk's last (always without ZeRO-2)
+  std::vector<std::int64_t> final_dense_, final_expert_;  ///< bytes of the last rounds' buckets
 };
 
 /// Task names of one step: `tag` ("mb3." or "c1.mb3.") + a suffix, in
@@ -963,11 +975,12 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
 /// not split the backward): the gradient received (B), the LM head on the
 /// last chunk, the layers last to first, the embedding on chunk 0, the
 /// gradient sent back (B). W exchanges no pipeline messages. With
-/// `last_mb` (the chunk's last step computing weight gradients) each
-/// piece's gradients go to the data-parallel sync; with `accumulate`
+/// `sync_grads` (the chunk's last step computing weight gradients; under
+/// ZeRO-2 every such step) each piece's gradients go to the data-parallel
+/// sync; with `accumulate`
 /// (PyTorch DDP after the first micro-batch) they are added to .grad.
 void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, DpGradSync& sync,
-                  int stage, int k, StepKind kind, bool last_mb, bool accumulate, StepNames& named) {
+                  int stage, int k, StepKind kind, bool sync_grads, bool accumulate, StepNames& named) {
   const TransformerConfig& model = c.model;
   const int p = c.plan.pp, last = c.part.chunks() - 1;
   const bool w_step = kind == StepKind::W;
@@ -983,7 +996,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
     gather(first);
     rb.pieces(c.pieces.lm_head.of(kind, c.split).pieces(), named("lm_head."), slots.tp, std::move(first));
     first = rb.take_pending();
-    if (last_mb && (p > 1 || !model.tied_embeddings)) {
+    if (sync_grads && (p > 1 || !model.tied_embeddings)) {
       sync.produced(rb, (c.grads.word_params + 2 * model.hidden) * gbytes, rb.last_compute());
     }
   } else if (!w_step) {
@@ -1006,7 +1019,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
       rb.compute(named.layer(l) + (w_step ? "wgrad.grad_add" : "bwd.grad_add"), add.duration, Flops(),
                  std::exchange(first, {}), add.host);
     }
-    if (last_mb) {
+    if (sync_grads) {
       if (!first.empty()) {
         rb.compute(named.layer(l) + (w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(),
                    std::exchange(first, {}));
@@ -1022,7 +1035,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
   if (!first.empty()) {
     rb.compute(named(w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
   }
-  if (c.part.has_embedding(k) && last_mb) {
+  if (c.part.has_embedding(k) && sync_grads) {
     sync.produced(rb,
                   (c.grads.word_params + (model.learned_positions ? c.work.seq_len * model.hidden : 0) +
                    (p == 1 && model.tied_embeddings ? 2 * model.hidden : 0)) * gbytes,
@@ -1063,7 +1076,12 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     // PyTorch DDP (and eager with set_to_none): micro-batches after the
     // first add their gradients to .grad.
     const bool accumulate = c.dot_grad && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
-    add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb, accumulate, named);
+    // ZeRO-2 reduces every micro-batch's gradients (DeepSpeed: it keeps only
+    // its shard of them); the others only the chunk's last.
+    const bool zero2 = grads && c.plan.zero_stage == 2;
+    if (zero2) sync.start_round(std::string(named("")), last_mb);
+    add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb || zero2, accumulate, named);
+    if (zero2 && !last_mb) sync.close(rb, rb.last_compute());
   }
 }
 

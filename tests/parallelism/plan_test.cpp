@@ -312,6 +312,46 @@ TEST(Plan, ZeroThreeGathersEachUnitOneAheadOfTheUnitRunning) {
   EXPECT_NE(std::find(d.begin(), d.end(), gather), d.end());
 }
 
+TEST(Plan, ZeroTwoReducesEveryMicroBatchsGradients) {
+  // ZeRO-2 keeps only its shard of the gradients (the memory model's
+  // gradients / dp), so, as DeepSpeed does, it reduce-scatters each
+  // micro-batch's gradients after that micro-batch's backward; ZeRO-1
+  // (Megatron's distributed optimizer) accumulates the full gradients and
+  // reduce-scatters once. Both all-gather the updated parameters once. Tiny
+  // model, dp 2, 4 micro-batches, one reduction after each backward; FP32.
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.dp = 2;
+  p.global_batch = 8;
+  p.grad_sync = GradSync::AfterBackward;
+  // 8 layers + the embedding (128 padded rows + 32 positions) + the final norm, 4 bytes each.
+  const std::int64_t grads = (8 * m.params_per_layer() + (128 + 32) * 64 + 2 * 64) * 4;
+  for (int zero : {1, 2}) {
+    p.zero_stage = zero;
+    const auto g = plan_training(m, kWork, p, pred);
+    ASSERT_NO_THROW(g.validate());
+    std::vector<std::string> reductions;
+    for (const Task& t : g.tasks(0)) {
+      if (t.kind != TaskKind::Collective || t.name.find("dp.grad.") == std::string::npos) continue;
+      reductions.emplace_back(t.name);
+      EXPECT_EQ(t.collective, CollectiveKind::ReduceScatter) << t.name;
+      EXPECT_EQ(t.bytes.count(), grads) << t.name;
+    }
+    if (zero == 1) {
+      EXPECT_EQ(reductions, std::vector<std::string>{"dp.grad.reduce-scatter.bucket000"});
+    } else {
+      EXPECT_EQ(reductions,
+                (std::vector<std::string>{
+                    "mb0.dp.grad.reduce-scatter.bucket000", "mb1.dp.grad.reduce-scatter.bucket001",
+                    "mb2.dp.grad.reduce-scatter.bucket002", "mb3.dp.grad.reduce-scatter.bucket003"}));
+    }
+    const Counts gathers = count(g, 0, "dp.param_all_gather");
+    EXPECT_EQ(gathers.by_kind.at("all-gather"), 1) << zero;
+    EXPECT_EQ(gathers.bytes.at("all-gather"), grads) << zero;  // FP32 parameters, as many as gradients
+  }
+}
+
 TEST(Plan, RecomputedForwardIsNamedAsSuch) {
   // A trace reader must tell the recomputed forward from the forward: its
   // collectives are "recompute.fwd.tp", and where it runs into the backward
