@@ -572,9 +572,15 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
       if (j.find("num_layer") != nullptr) layers = nm::label_layers(j, label.string());
     }
   }
-  auto sum_ms = [&](const std::vector<nm::Kernel>& ks) {
+  // A kernel the predictor refuses (a zero dimension, a time past the
+  // clock) names the graph's row; nothing is printed before every op is priced.
+  auto sum_ms = [&](const nm::FxOp& op, const std::vector<nm::Kernel>& ks) {
     double ms = 0;
-    for (const auto& k : ks) ms += predictor->predict(k).ms();
+    try {
+      for (const auto& k : ks) ms += predictor->predict(k).ms();
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: row {} ({}): {}", graph_path, op.row, op.name, e.what()));
+    }
     return ms;
   };
   auto err = [](double pred, double meas) { return meas > 0 ? 100.0 * (pred / meas - 1.0) : 0.0; };
@@ -582,27 +588,32 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   auto err_cell = [&](double pred, double meas) {
     return meas > 0 ? fmt::format("{:>7.1f}%", err(pred, meas)) : fmt::format("{:>8}", "n/a");
   };
-  out << fmt::format("{:<44} {:<9} {:>12} {:>12} {:>8}", "op", "kernel", "measured_ms", "predicted_ms", "error");
-  if (graph.train) out << fmt::format(" {:>12} {:>12} {:>8}", "bw_measured", "bw_predicted", "bw_error");
-  out << "\n";
+  std::string text;
+  auto table = std::back_inserter(text);
+  fmt::format_to(table, "{:<44} {:<9} {:>12} {:>12} {:>8}", "op", "kernel", "measured_ms", "predicted_ms",
+                 "error");
+  if (graph.train) fmt::format_to(table, " {:>12} {:>12} {:>8}", "bw_measured", "bw_predicted", "bw_error");
+  text += "\n";
   double fw_meas = 0, fw_pred = 0, bw_meas = 0, bw_pred = 0;
   for (const auto& op : graph.ops) {
     if (op.kernels.empty() && op.bw_kernels.empty()) continue;
-    const double fw = sum_ms(op.kernels);
-    const double bw = sum_ms(op.bw_kernels);
+    const double fw = sum_ms(op, op.kernels);
+    const double bw = sum_ms(op, op.bw_kernels);
     const double w = op.in_layer ? layers : 1.0;
     fw_meas += w * op.measured_fw_ms;
     fw_pred += w * fw;
     bw_meas += w * op.measured_bw_ms;
     bw_pred += w * bw;
     const auto& first = op.kernels.empty() ? op.bw_kernels.front() : op.kernels.front();
-    out << fmt::format("{:<44} {:<9} {:>12.4f} {:>12.4f} {}", op.name.substr(0, 44), nm::to_string(first.op),
-                       op.measured_fw_ms, fw, err_cell(fw, op.measured_fw_ms));
+    fmt::format_to(table, "{:<44} {:<9} {:>12.4f} {:>12.4f} {}", op.name.substr(0, 44),
+                   nm::to_string(first.op), op.measured_fw_ms, fw, err_cell(fw, op.measured_fw_ms));
     if (graph.train) {
-      out << fmt::format(" {:>12.4f} {:>12.4f} {}", op.measured_bw_ms, bw, err_cell(bw, op.measured_bw_ms));
+      fmt::format_to(table, " {:>12.4f} {:>12.4f} {}", op.measured_bw_ms, bw,
+                     err_cell(bw, op.measured_bw_ms));
     }
-    out << "\n";
+    text += "\n";
   }
+  out << text;
   out << fmt::format("forward total of the mapped ops (x{} layers): measured {:.3f} ms, predicted {:.3f} ms ({:+.1f}%)\n",
                      layers, fw_meas, fw_pred, err(fw_pred, fw_meas));
   if (graph.train) {

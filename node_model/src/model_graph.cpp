@@ -1,12 +1,14 @@
 #include "tessera/node_model/model_graph.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <filesystem>
-#include <fmt/format.h>
 #include <map>
 #include <regex>
+#include <stdexcept>
+#include <unordered_map>
 
 #include "tessera/error.hpp"
 #include "tessera/node_model/csv.hpp"
@@ -358,12 +360,20 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
     for (std::size_t r = 0; r < t.rows.size() && !train; ++r) train = t.number(r, c_bw) > 0.0;
   }
   const int c_acc = t.column("acc_latency");
+  // Optional: each node's output dtype, a call's arguments and whether its
+  // inputs are contiguous, to tell a conversion that returns its input.
+  const int c_dtype = t.column("dtype");
+  const int c_args = t.column("_args");
+  const int c_in_contiguous = t.column("input_contiguous");
+  std::unordered_map<std::string, std::string> dtype_of;  // node name -> its output dtype
   FxGraph graph;
   graph.train = train;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const auto& row = t.rows[r];
     FxOp op;
+    op.row = static_cast<int>(r + 1);
     op.name = c_name >= 0 ? row[c_name] : fmt::format("row{}", r + 1);
+    if (c_name >= 0 && c_dtype >= 0 && !row[c_dtype].empty()) dtype_of[op.name] = row[c_dtype];
     op.target = row[c_target];
     op.in_layer = std::regex_search(row[c_meta], kLayer);
     op.measured_ms = t.number(r, c_lat);
@@ -416,11 +426,31 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
     const std::string module = last_mod == std::string::npos ? "" : meta.substr(last_mod);
     const bool is_module = kind == "call_module";
     auto module_is = [&](const char* s) { return is_module && module.find(s) != std::string::npos; };
+    // PyTorch returns the tensor itself from .to() / .float() to the dtype
+    // it has, and from .contiguous() on a contiguous one: no kernel (GPT-2's
+    // mask `.to(dtype)` measured 0.0066 ms where a copy would take 0.43).
+    bool returns_input = false;
+    if ((target == "to" || target == "float") && c_dtype >= 0 && c_args >= 0 && !row[c_dtype].empty()) {
+      // The first argument's node: "(truediv, getattr_8)" -> "truediv".
+      const std::string& args = row[c_args];
+      const std::size_t from = args.find_first_not_of("( ");
+      const std::size_t to = args.find_first_of(",) ", from == std::string::npos ? args.size() : from);
+      if (from != std::string::npos) {
+        const auto in_dtype = dtype_of.find(args.substr(from, to - from));
+        returns_input = in_dtype != dtype_of.end() && in_dtype->second == row[c_dtype];
+      }
+    }
+    if (target == "contiguous" && c_in_contiguous >= 0) {
+      returns_input = row[c_in_contiguous].find("False") == std::string::npos &&
+                      row[c_in_contiguous].find("True") != std::string::npos;
+    }
     // The same builder as the analytic graphs, so an fx op gets the same
     // forward kernels and the same backward rules as its analytic twin.
     GraphBuilder g(train);
     const std::string& n = op.name;
-    if (has("addmm") && in.size() == 3 && in[1].size() == 2 && in[2].size() == 2) {
+    if (returns_input) {
+      // no kernel
+    } else if (has("addmm") && in.size() == 3 && in[1].size() == 2 && in[2].size() == 2) {
       g.linear(n, in[1][0], in[1][1], in[2][1]);
     } else if ((module_is("Linear") || module_is("Conv1D")) && !in.empty() && !in[0].empty()) {
       const std::int64_t k = in[0].back();

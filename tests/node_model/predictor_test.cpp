@@ -157,6 +157,30 @@ TEST(KernelCsv, LoneCarriageReturnsEndRowsAndGraphsNeedTheirColumns) {
             "g.csv: no ops (a header line, then one op per row)");
 }
 
+TEST(KernelCsv, GraphConversionsThatReturnTheirInputHaveNoKernel) {
+  // PyTorch returns the tensor itself from .to() to its own dtype and from
+  // .contiguous() on a contiguous tensor: no kernel. To another dtype, or
+  // from a strided tensor, a copy.
+  const std::string csv =
+      "op,target,_args,meta,input_shapes,input_contiguous,output_shape,latency,dtype,Name\n"
+      "placeholder,x,(),{},[],[],\"(4, 8)\",0,torch.float32,x\n"
+      "call_method,to,\"(x, torch.float32)\",{},\"[[4, 8]]\",[True],\"(4, 8)\",0.01,torch.float32,to_same\n"
+      "call_method,to,\"(x, torch.float16)\",{},\"[[4, 8]]\",[True],\"(4, 8)\",0.01,torch.float16,to_half\n"
+      "call_method,float,\"(to_half,)\",{},\"[[4, 8]]\",[True],\"(4, 8)\",0.01,torch.float32,back\n"
+      "call_method,contiguous,\"(x,)\",{},\"[[4, 8]]\",[True],\"(4, 8)\",0.01,torch.float32,already\n"
+      "call_method,contiguous,\"(x,)\",{},\"[[4, 8]]\",[False],\"(4, 8)\",0.01,torch.float32,strided\n";
+  const nm::FxGraph g = nm::fx_graph_from_csv(nm::parse_csv(csv, "g.csv"), "g.csv");
+  ASSERT_EQ(g.ops.size(), 6U);
+  std::map<std::string, std::size_t> kernels;
+  for (const auto& op : g.ops) kernels[op.name] = op.kernels.size();
+  EXPECT_EQ(kernels["to_same"], 0U);
+  EXPECT_EQ(kernels["to_half"], 1U);
+  EXPECT_EQ(kernels["back"], 1U);  // float16 -> float32
+  EXPECT_EQ(kernels["already"], 0U);
+  EXPECT_EQ(kernels["strided"], 1U);
+  EXPECT_EQ(g.ops[5].row, 6);
+}
+
 TEST(KernelCsv, DtypeCellsTrimmedEmptyMeansTheFallbackTorchNamesRead) {
   const auto t =
       nm::parse_csv("OPName,dtype\nadd, bf16\nadd,\nadd,torch.float16\nadd,half\nadd,bf61\n", "d.csv");

@@ -42,6 +42,7 @@ GraphTimes predict_graph_times(const std::vector<GraphOp>& ops, const KernelPred
 
 /// One row of NeuSight's torch.fx graph CSV with the kernels it maps to.
 struct FxOp {
+  int row = 0;  ///< its data row in the graph file (1 = the first after the header)
   std::string name;
   std::string target;
   bool in_layer = false;  ///< part of the repeated block (layer 0)
