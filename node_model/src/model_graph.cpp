@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 #include <stdexcept>
 #include <unordered_map>
@@ -494,9 +495,20 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
       }
       g.elem(n, k, rows, last, bw);
     }
+    // The row's floating-point dtype (a bf16 graph's kernels are bf16);
+    // others (int64, bool) and none keep the builder's fp32.
+    std::optional<DType> dtype;
+    if (c_dtype >= 0 && !row[c_dtype].empty()) {
+      try {
+        dtype = parse_dtype(row[c_dtype]);
+      } catch (const InputError&) {
+      }
+    }
     for (const GraphOp& k : g.take()) {
       auto& list = k.phase == Phase::Forward ? op.kernels : op.bw_kernels;
-      for (int i = 0; i < static_cast<int>(std::lround(k.count)); ++i) list.push_back(k.kernel);
+      Kernel kernel = k.kernel;
+      if (dtype) kernel.dtype = *dtype;
+      for (int i = 0; i < static_cast<int>(std::lround(k.count)); ++i) list.push_back(kernel);
     }
     graph.ops.push_back(std::move(op));
   }

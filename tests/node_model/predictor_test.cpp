@@ -157,7 +157,7 @@ TEST(KernelCsv, LoneCarriageReturnsEndRowsAndGraphsNeedTheirColumns) {
             "g.csv: no ops (a header line, then one op per row)");
 }
 
-TEST(KernelCsv, GraphConversionsThatReturnTheirInputHaveNoKernel) {
+TEST(KernelCsv, GraphConversionsThatReturnTheirInputHaveNoKernelAndKernelsTakeTheRowsDtype) {
   // PyTorch returns the tensor itself from .to() to its own dtype and from
   // .contiguous() on a contiguous tensor: no kernel. To another dtype, or
   // from a strided tensor, a copy.
@@ -179,6 +179,9 @@ TEST(KernelCsv, GraphConversionsThatReturnTheirInputHaveNoKernel) {
   EXPECT_EQ(kernels["already"], 0U);
   EXPECT_EQ(kernels["strided"], 1U);
   EXPECT_EQ(g.ops[5].row, 6);
+  // Each kernel takes its row's dtype: a float16 graph is priced in float16.
+  EXPECT_EQ(g.ops[2].kernels.at(0).dtype, nm::DType::FP16);
+  EXPECT_EQ(g.ops[5].kernels.at(0).dtype, nm::DType::FP32);
 }
 
 TEST(KernelCsv, DtypeCellsTrimmedEmptyMeansTheFallbackTorchNamesRead) {
