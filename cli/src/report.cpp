@@ -184,23 +184,29 @@ std::string format_packet_fabric(const PacketFabricStats& f) {
   return out;
 }
 
+/// Cables as the reports name them, ", "-separated; `json`: each a JSON string.
+std::string cable_names(const std::vector<std::pair<std::string, std::string>>& cables, bool json) {
+  std::vector<std::string> out;
+  out.reserve(cables.size());
+  for (const auto& [a, b] : cables) {
+    std::string name = Scenario::Failures::cable_name(a, b);
+    out.push_back(json ? json_string(name) : std::move(name));
+  }
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
 /// The JSON report's "failures" object (and its trailing comma), only when
 /// the scenario has any: cables as "a-b", times in seconds.
 std::string failures_json(const Scenario::Failures& f) {
-  if (f.failed.empty() && f.degraded.empty() && f.timed.empty()) return {};
-  auto names = [](const std::vector<std::pair<std::string, std::string>>& list) {
-    std::vector<std::string> out;
-    out.reserve(list.size());
-    for (const auto& [a, b] : list) out.push_back(json_string(fmt::format("{}-{}", a, b)));
-    return fmt::format("[{}]", fmt::join(out, ", "));
-  };
+  if (!f.any()) return {};
   std::vector<std::string> timed;
   timed.reserve(f.timed.size());
   for (const auto& t : f.timed) {
     timed.push_back(fmt::format("{{\"cable\": {}, \"at_s\": {:.9e}, \"change\": {}}}",
-                                json_string(fmt::format("{}-{}", t.a, t.b)), t.at.seconds(),
+                                json_string(Scenario::Failures::cable_name(t.a, t.b)), t.at.seconds(),
                                 json_string(t.fail ? "fails" : "degraded")));
   }
+  auto names = [](const auto& list) { return fmt::format("[{}]", cable_names(list, true)); };
   return fmt::format(
       "\"failures\": {{\"links\": {}, \"degraded\": {}, \"degraded_rate\": {:.6f}, \"timed\": [{}]}}, ",
       names(f.failed), names(f.degraded), f.degraded_rate, fmt::join(timed, ", "));
@@ -311,22 +317,19 @@ std::string format_text(const RunReport& r) {
         "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU)\n",
         r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, nodes_phrase(r.mixed_nodes));
   }
-  if (const auto& f = r.failures; !f.failed.empty() || !f.degraded.empty() || !f.timed.empty()) {
+  if (const auto& f = r.failures; f.any()) {
     // The cables the scenario takes out or slows, as it names them.
-    auto names = [](const std::vector<std::pair<std::string, std::string>>& list) {
-      std::string out;
-      for (const auto& [a, b] : list) out += fmt::format("{}{}-{}", out.empty() ? "" : ", ", a, b);
-      return out;
-    };
     std::vector<std::string> parts;
-    if (!f.failed.empty()) parts.push_back(fmt::format("out of service: {}", names(f.failed)));
+    if (!f.failed.empty()) parts.push_back(fmt::format("out of service: {}", cable_names(f.failed, false)));
     if (!f.degraded.empty()) {
-      parts.push_back(fmt::format("at {:g}% of their rate: {}", 100.0 * f.degraded_rate, names(f.degraded)));
+      parts.push_back(
+          fmt::format("at {:g}% of their rate: {}", 100.0 * f.degraded_rate, cable_names(f.degraded, false)));
     }
     for (const auto& t : f.timed) {
-      parts.push_back(t.fail ? fmt::format("{}-{} fails at {:g} ms", t.a, t.b, t.at.ms())
-                             : fmt::format("{}-{} drops to {:g}% at {:g} ms", t.a, t.b,
-                                           100.0 * f.degraded_rate, t.at.ms()));
+      const std::string cable = Scenario::Failures::cable_name(t.a, t.b);
+      parts.push_back(
+          t.fail ? fmt::format("{} fails at {:g} ms", cable, t.at.ms())
+                 : fmt::format("{} drops to {:g}% at {:g} ms", cable, 100.0 * f.degraded_rate, t.at.ms()));
     }
     out += fmt::format("Failures       {}\n", fmt::join(parts, "; "));
   }

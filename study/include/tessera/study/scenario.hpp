@@ -200,6 +200,12 @@ struct Scenario {
       bool operator==(const Timed&) const = default;
     };
     std::vector<Timed> timed;
+    /// Whether any cable fails or degrades.
+    [[nodiscard]] bool any() const { return !failed.empty() || !degraded.empty() || !timed.empty(); }
+    /// A cable as reports name it: its two ends, "leaf0-spine1".
+    [[nodiscard]] static std::string cable_name(const std::string& a, const std::string& b) {
+      return a + "-" + b;
+    }
   } failures;
   /// `stragglers:` per GPU (index = rank): its compute takes this times the
   /// node model's time (engine::ExecutionOptions::compute_scale); empty:
