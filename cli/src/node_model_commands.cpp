@@ -98,11 +98,12 @@ std::unique_ptr<nm::KernelPredictor> predictor_from(const ArgParser& p, const nm
 }
 
 /// The rows of one split ("train" or "test") of a kernel-measurement folder
-/// given as --data: NeuSight's dataset root (DIR/kernels/SPLIT), its
+/// given as --data: the folder above the datasets (DIR/neusight, as
+/// dataset_folder), NeuSight's dataset root (DIR/kernels/SPLIT), its
 /// kernels/ folder (DIR/SPLIT beside the other split), or else DIR itself.
 /// Reading a folder that holds both splits would mix the held-out rows in.
 fs::path kernel_split(const std::string& data, const std::string& split) {
-  fs::path dir(data);
+  fs::path dir(dataset_folder(data, "neusight"));
   if (fs::is_directory(dir / "kernels" / split)) return dir / "kernels" / split;
   const std::string other = split == "train" ? "test" : "train";
   if (fs::is_directory(dir / split) && fs::is_directory(dir / other)) return dir / split;
@@ -115,20 +116,21 @@ int validate_leave_one_gpu_out(const ArgParser& p, const std::string& data, std:
   if (p.has("predictor") || p.has("weights")) {
     throw UsageError("--leave-one-gpu-out retrains the tile-mlp: --predictor and --weights do not apply");
   }
-  // DIR holds train/ and test/ (NeuSight's kernels/), or is a level above it.
-  fs::path dir(data);
-  if (!fs::is_directory(dir / "train") && fs::is_directory(dir / "kernels" / "train")) dir = dir / "kernels";
-  if (!fs::is_directory(dir / "train") || !fs::is_directory(dir / "test")) {
+  // Both splits, found as every kernel command finds them (kernel_split).
+  const fs::path train_dir = kernel_split(data, "train");
+  const fs::path test_dir = kernel_split(data, "test");
+  if (train_dir == test_dir) {
     throw InputError(fmt::format("{}: expected the kernel measurements' train/ and test/ directories", data));
   }
+  const fs::path dir = train_dir.parent_path();
   nm::LogoOptions opt;
   if (auto e = p.get("epochs")) opt.train.mlp.epochs = parse_positive_int(*e, "--epochs");
   if (auto m = p.get("max-rows")) opt.train.max_rows_per_class = parse_positive_int(*m, "--max-rows");
   opt.gpu = p.get("gpu").value_or("");
   const auto t0 = std::chrono::steady_clock::now();
   const nm::DeviceCatalog catalog(nm::find_device_configs(dir.string()));
-  const nm::MeasurementSet train = nm::read_measurement_dir((dir / "train").string(), catalog);
-  const nm::MeasurementSet test = nm::read_measurement_dir((dir / "test").string(), catalog);
+  const nm::MeasurementSet train = nm::read_measurement_dir(train_dir.string(), catalog);
+  const nm::MeasurementSet test = nm::read_measurement_dir(test_dir.string(), catalog);
   out << fmt::format(
       "leave-one-GPU-out: for each GPU, tile-mlp and linreg are retrained on the training rows\n"
       "(train/) of the other GPUs only, tile table and launch floors included; MAPE on every row\n"

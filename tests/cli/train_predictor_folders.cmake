@@ -3,9 +3,10 @@
 # -DTESSERA, -DWORKDIR, -DGEMMS (tests/data/h100/gemm.csv).
 include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 file(REMOVE_RECURSE ${WORKDIR})
-file(MAKE_DIRECTORY ${WORKDIR}/root/device_configs ${WORKDIR}/root/kernels/train/linear
-     ${WORKDIR}/root/kernels/test/linear)
-file(WRITE ${WORKDIR}/root/device_configs/g.json
+# The dataset root is above/neusight, as ../shared/data/neusight.
+set(root ${WORKDIR}/above/neusight)
+file(MAKE_DIRECTORY ${root}/device_configs ${root}/kernels/train/linear ${root}/kernels/test/linear)
+file(WRITE ${root}/device_configs/g.json
      [[{"Device":"Test GPU","Dev_Mem":16,"Mem_Bw":900,"Num_Sm":80,"Core_Per_SM":64,"Freq":1380,"SingleFLOPs":14000,"L2Cache":6}]])
 # 12 training rows and 5 held-out test rows of one GPU.
 set(train "OPName,Latency,Device,B,M,N,K\n")
@@ -14,27 +15,29 @@ foreach(i RANGE 1 12)
   math(EXPR us "20 + 7 * ${i}")
   string(APPEND train "linear,0.0${us},Test GPU,1,${m},1024,1024\n")
 endforeach()
-file(WRITE ${WORKDIR}/root/kernels/train/linear/g.csv "${train}")
+file(WRITE ${root}/kernels/train/linear/g.csv "${train}")
 set(test "OPName,Latency,Device,B,M,N,K\n")
 foreach(i RANGE 1 5)
   math(EXPR m "96 * ${i}")
   string(APPEND test "linear,0.05${i},Test GPU,1,${m},512,1024\n")
 endforeach()
-file(WRITE ${WORKDIR}/root/kernels/test/linear/g.csv "${test}")
+file(WRITE ${root}/kernels/test/linear/g.csv "${test}")
 
-# The dataset root and its kernels/ folder: the 12 training rows, never the
-# 5 held-out ones.
-foreach(data root root/kernels)
+# The folder above the datasets, the dataset root and its kernels/ folder:
+# the 12 training rows, never the 5 held-out ones.
+foreach(data above above/neusight above/neusight/kernels)
   tessera_ok(out train-predictor --data ${WORKDIR}/${data} --out ${WORKDIR}/w --only linreg)
-  if(NOT out MATCHES "read 12 measurements on 1 GPUs from [^\n]*root/kernels/train\n")
+  if(NOT out MATCHES "read 12 measurements on 1 GPUs from [^\n]*neusight/kernels/train\n")
     message(FATAL_ERROR "--data ${data}: expected the 12 rows of kernels/train, got:\n${out}")
   endif()
 endforeach()
-# validate kernels on the same folder: the 5 test rows.
-tessera_ok(out validate kernels --data ${WORKDIR}/root/kernels --predictor linreg --weights ${WORKDIR}/w)
-if(NOT out MATCHES "linear +5 ")
-  message(FATAL_ERROR "validate kernels --data root/kernels: expected the 5 test rows, got:\n${out}")
-endif()
+# validate kernels on the same folders: the 5 test rows.
+foreach(data above above/neusight/kernels)
+  tessera_ok(out validate kernels --data ${WORKDIR}/${data} --predictor linreg --weights ${WORKDIR}/w)
+  if(NOT out MATCHES "linear +5 ")
+    message(FATAL_ERROR "validate kernels --data ${data}: expected the 5 test rows, got:\n${out}")
+  endif()
+endforeach()
 
 # Weights of the tensor-core model alone, used by the commands that take
 # --weights (the FP32 tile-mlp then stays the built-in one).
