@@ -137,11 +137,10 @@ int cmd_run(const Args& args, std::ostream& out) {
     // to build on: a distinct exit code, and one line saying why.
     for (const auto& m : rep.memory) {
       if (!m.oom) continue;
-      throw OutOfMemoryError(
-          fmt::format("{}: the plan does not fit in GPU memory: pipeline stage {} needs {:.1f} GiB of {:.1f} "
-                      "GiB (--allow-oom to "
-                      "accept the forecast)",
-                      s.file, m.stage, m.total.in_gib(), m.capacity.in_gib()));
+      throw OutOfMemoryError(fmt::format(
+          "{}: the plan does not fit in GPU memory: pipeline stage {} needs {:.1f} GiB of {:.1f} GiB "
+          "(--allow-oom to accept the forecast)",
+          s.file, m.stage, m.total.in_gib(), m.capacity.in_gib()));
     }
   }
   return 0;

@@ -182,9 +182,8 @@ MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, co
     const std::size_t op_col = t.require_column("OPName");
     const std::size_t lat_col = t.require_column("Latency");
     const std::size_t dtype_col = t.require_column("dtype");
-    const int device_col = t.column("Device");
+    check_measured_on(t, t.column("Device"), gpu);
     for (std::size_t r = 0; r < t.rows.size(); ++r) {
-      check_measured_on(t, r, device_col, gpu);
       KernelOp op{};
       try {
         op = parse_kernel_op(t.rows[r][op_col]);
@@ -208,16 +207,22 @@ MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, co
   return set;
 }
 
-void check_measured_on(const CsvTable& t, std::size_t row, int device_col, const GpuSpec& gpu) {
+void check_measured_on(const CsvTable& t, int device_col, const GpuSpec& gpu) {
   if (device_col < 0) return;
-  const std::string& dev = t.rows.at(row).at(static_cast<std::size_t>(device_col));
-  if (dev.empty() || dev == gpu.name) return;
-  const GpuSpec* preset = find_gpu_preset(dev);
-  if (preset != nullptr && preset->name == gpu.name) return;
-  throw InputError(fmt::format(
-      "{}: row {}, column 'Device': measured on '{}'{}, but --device is {} (give the GPU "
-      "the kernels ran on, or its device config JSON)",
-      t.path, row + 1, dev, preset ? fmt::format(" (the {} preset)", preset->name) : "", gpu.name));
+  std::set<std::string, std::less<>> accepted{"", gpu.name};
+  for (std::size_t row = 0; row < t.rows.size(); ++row) {
+    const std::string& dev = t.rows[row].at(static_cast<std::size_t>(device_col));
+    if (accepted.contains(dev)) continue;
+    const GpuSpec* preset = find_gpu_preset(dev);
+    if (preset != nullptr && preset->name == gpu.name) {
+      accepted.insert(dev);
+      continue;
+    }
+    throw InputError(fmt::format(
+        "{}: row {}, column 'Device': measured on '{}'{}, but --device is {} (give the GPU "
+        "the kernels ran on, or its device config JSON)",
+        t.path, row + 1, dev, preset ? fmt::format(" (the {} preset)", preset->name) : "", gpu.name));
+  }
 }
 
 std::string find_device_configs(const std::string& data_dir) {

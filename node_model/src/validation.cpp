@@ -188,8 +188,8 @@ std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DTyp
     if (int i = t.column(c); i >= 0) key_cols.push_back(i);
   }
   std::vector<MeasuredRow> out;
+  check_measured_on(t, device_col, gpu);
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    check_measured_on(t, r, device_col, gpu);
     const DType dtype = row_dtype(t, r, dtype_col, default_dtype);
     MeasuredRow m;
     m.kernel = kernel_from_row(t, r, dtype);

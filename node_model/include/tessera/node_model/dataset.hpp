@@ -58,11 +58,12 @@ bool is_xla_gemm_table(const std::string& csv_path);
 /// naming file, row and column, and so is a row whose `Device` (when the
 /// file has the column) names another GPU than `gpu` (check_measured_on).
 MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, const GpuSpec& gpu);
-/// Throws InputError naming file, row and column when row `row`'s `Device`
-/// cell (column `device_col`; none when negative, and an empty cell passes)
-/// names another GPU than `gpu`: neither `gpu`'s name nor a name of its
-/// preset ("NVIDIA H100 80GB HBM3" is H100-SXM).
-void check_measured_on(const CsvTable& t, std::size_t row, int device_col, const GpuSpec& gpu);
+/// Throws InputError naming file, row and column at the first row whose
+/// `Device` cell (column `device_col`; none when negative, and an empty
+/// cell passes) names another GPU than `gpu`: neither `gpu`'s name nor a
+/// name of its preset ("NVIDIA H100 80GB HBM3" is H100-SXM). Each distinct
+/// name is looked up once.
+void check_measured_on(const CsvTable& t, int device_col, const GpuSpec& gpu);
 /// XLA's dtype names: "bf16xbf16->bf16" -> bf16, "f16xf16->f16" -> fp16,
 /// "f32xf32->f32" -> tf32 (XLA's default precision runs f32 dots on TF32
 /// tensor cores), "f8e4m3fnxf8e5m2->bf16" and the other f8 pairs -> fp8.
