@@ -33,11 +33,18 @@ std::vector<Schedule> parse_schedule_list(const std::string& text) {
   std::vector<Schedule> out;
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
+    Schedule s{};
     try {
-      out.push_back(parallelism::parse_schedule(item));
+      s = parallelism::parse_schedule(item);
     } catch (const InputError& e) {
       throw UsageError(fmt::format("--schedules: {}", e.what()));
     }
+    // (as sweep refuses a value given twice: a second row or search of the
+    // same schedule is a typo, not a request)
+    if (std::find(out.begin(), out.end(), s) != out.end()) {
+      throw UsageError(fmt::format("--schedules: {} is named twice", parallelism::to_string(s)));
+    }
+    out.push_back(s);
   }
   if (out.empty()) throw UsageError("--schedules: expected a comma-separated list of schedules");
   return out;

@@ -220,12 +220,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   const std::size_t max_candidates = positive("max-candidates", 64);
   SearchSpace space;
   if (auto list = p.get("schedules")) {
-    space.schedules.clear();
-    for (Schedule s : parse_schedule_list(*list)) {  // (a schedule named twice is searched once)
-      if (std::find(space.schedules.begin(), space.schedules.end(), s) == space.schedules.end()) {
-        space.schedules.push_back(s);
-      }
-    }
+    space.schedules = parse_schedule_list(*list);
   }
   const Scenario base = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   require_single_job(base, "search");
@@ -260,7 +255,11 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::vector<Candidate> fitting;
   std::size_t considered = 0, oom = 0;
   space.tp = divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node);
-  space.pp = divisors(base.model.layers, gpus);
+  // (pp must also divide the GPUs: the JSON's "searched" lists only those)
+  space.pp.clear();
+  for (int pp : divisors(base.model.layers, gpus)) {
+    if (gpus % pp == 0) space.pp.push_back(pp);
+  }
   if (base.model.is_moe()) space.ep = divisors(base.model.moe.experts, base.model.moe.experts);
   for (int tp : space.tp) {
     for (int pp : space.pp) {
