@@ -152,11 +152,24 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
   if (m.hidden % m.heads != 0) {
     throw InputError(fmt::format("{}: hidden size {} is not a multiple of the {} heads", source, m.hidden, m.heads));
   }
+  if (m.family != "switch") {
+    for (const char* key : {"n_positions", "max_position_embeddings"}) {
+      if (c.find(key) == nullptr) continue;
+      m.max_seq = get_int(c, {key}, source);
+      m.max_seq_key = key;
+      break;
+    }
+  }
   return m;
 }
 
 std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train) {
   if (batch <= 0 || seq <= 0) throw InputError("batch and sequence length must be positive");
+  if (m.max_seq > 0 && seq > m.max_seq) {
+    throw InputError(
+        fmt::format("sequence length {} is longer than the model's {} learned positions ({} in its config)",
+                    seq, m.max_seq, m.max_seq_key));
+  }
   GraphBuilder g(train);
   const std::int64_t tokens = batch * seq;
   const std::int64_t hidden = m.hidden;

@@ -416,6 +416,28 @@ TEST(TileMlp, LaunchFloorBlendIsASmoothMaximum) {
   EXPECT_DOUBLE_EQ(nm::launch_floor_blend(0.0, 0.02, 2.0), 0.02);  // no floor
 }
 
+TEST(ModelGraph, SequenceNoLongerThanTheLearnedPositions) {
+  // GPT-2, OPT and BERT learn one embedding per position: a longer sequence
+  // is not a model they can run. Switch (relative positions) has no limit.
+  const auto gpt2 = nm::model_shape_from_config(
+      nm::parse_json(
+          R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_layer":2,"vocab_size":97,"n_positions":128})",
+          "g.json"),
+      "g.json");
+  EXPECT_EQ(gpt2.max_seq, 128);
+  EXPECT_NO_THROW((void)nm::build_model_graph(gpt2, 1, 128, false));
+  EXPECT_EQ(
+      error_of([&] { (void)nm::build_model_graph(gpt2, 1, 129, false); }),
+      "sequence length 129 is longer than the model's 128 learned positions (n_positions in its config)");
+  const auto sw = nm::model_shape_from_config(
+      nm::parse_json(
+          R"({"model_type":"switch_transformers","d_model":64,"num_heads":4,"num_layers":2,"d_ff":128,)"
+          R"("vocab_size":97,"max_position_embeddings":128})",
+          "s.json"),
+      "s.json");
+  EXPECT_EQ(sw.max_seq, 0);
+}
+
 TEST(ModelGraph, BuildsGpt2Graph) {
   const auto cfg = nm::parse_json(
       R"({"model_type":"gpt2","n_embd":1280,"n_head":20,"n_layer":36,"vocab_size":50257})", "gpt2.json");

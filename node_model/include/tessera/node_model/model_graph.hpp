@@ -25,6 +25,11 @@ struct ModelShape {
   std::int64_t hidden = 0, heads = 0, layers = 0, ffn = 0, vocab = 0;
   std::int64_t decoder_layers = 0, experts = 0;  ///< switch
   std::int64_t head_dim = 0;  ///< per-head q/k/v width (T5/Switch `d_kv`); 0 = hidden / heads
+  /// Learned positions (`n_positions`, `max_position_embeddings`): the
+  /// longest sequence the model takes; 0 = no limit given (Switch's relative
+  /// positions). `max_seq_key` names the config key it came from.
+  std::int64_t max_seq = 0;
+  std::string max_seq_key;
 };
 
 /// Reads the dimensions of a HuggingFace config; throws InputError naming the file and key.
