@@ -1334,11 +1334,19 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
     }
     if (p.has("pipeline_scatter_gather") && (plan.tp == 1 || plan.pp == 1 || plan.sequence_parallel)) {
-      s.warnings.push_back(
-          fmt::format("parallelism.pipeline_scatter_gather has no effect here (it applies with tp > 1 and pp "
-                      "> 1, without "
-                      "sequence parallelism; tp = {}, pp = {}{})",
-                      plan.tp, plan.pp, plan.sequence_parallel ? ", sequence_parallel on" : ""));
+      s.warnings.push_back(fmt::format(
+          "parallelism.pipeline_scatter_gather has no effect here (it applies with tp > 1 and pp > 1, "
+          "without sequence parallelism; tp = {}, pp = {}{})",
+          plan.tp, plan.pp, plan.sequence_parallel ? ", sequence_parallel on" : ""));
+    }
+    // Buckets exist only where gradients are reduced as they fill
+    // (grad_sync overlapped, or auto under a profile that overlaps).
+    if (p.has("bucket_size") && plan.resolved_grad_sync(s.workload) == parallelism::GradSync::AfterBackward) {
+      s.warnings.push_back(fmt::format(
+          "parallelism.bucket_size has no effect with grad_sync {} (all gradients are reduced at once after "
+          "the backward{}; grad_sync: overlapped reduces them in buckets)",
+          parallelism::to_string(plan.grad_sync),
+          plan.grad_sync == parallelism::GradSync::Auto ? ", the framework profile's default" : ""));
     }
     try {
       plan.validate(s.model, s.workload, s.gpus());

@@ -996,6 +996,29 @@ TEST(Scenario, TensorParallelKeysWithoutTensorParallelismAreWarnedAbout) {
                   .empty());
 }
 
+TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
+  // default.yaml reduces all gradients after the backward (grad_sync:
+  // after-backward): a bucket size does nothing there; with overlapped
+  // buckets it applies.
+  auto warnings = [](const std::vector<Override>& o) {
+    return parse_scenario(default_text(), "d.yaml", o).warnings;
+  };
+  EXPECT_EQ(
+      warnings({{"parallelism.bucket_size", "25MB"}}),
+      std::vector<std::string>{
+          "parallelism.bucket_size has no effect with grad_sync after-backward (all gradients are reduced "
+          "at once after the backward; grad_sync: overlapped reduces them in buckets)"});
+  EXPECT_TRUE(
+      warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "overlapped"}}).empty());
+  // auto under the megatron profile resolves to after-backward: said so.
+  const auto aut = warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "auto"}});
+  ASSERT_EQ(aut.size(), 1U);
+  EXPECT_NE(aut[0].find("grad_sync auto (all gradients are reduced at once after the backward, the framework "
+                        "profile's default;"),
+            std::string::npos)
+      << aut[0];
+}
+
 TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
   // Default: Megatron's layout, no warning (tp = 1).
   const Scenario d = parse_scenario(default_text(), "d.yaml");
