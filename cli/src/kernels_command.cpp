@@ -35,7 +35,7 @@ std::string table_csv(const study::KernelTable& t) {
     uses[u.row] +=
         fmt::format("{}{}:{}.{}", uses[u.row].empty() ? "" : " ", u.part, u.op, study::to_string(u.pass));
   }
-  std::string out = "op,b,m,n,k,h,dtype,time_us,tflops,gbps,uses\n";
+  std::string out = "op,b,m,n,k,h,dtype,time_us,tflops,gb_per_s,uses\n";
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const auto& r = t.rows[i];
     const auto& k = r.kernel;

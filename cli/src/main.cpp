@@ -258,7 +258,7 @@ recomputation and the optimizer step are the planner's (tessera run).
 
   --out FILE.csv   one row per distinct kernel in the schema that
                    node_model.overrides reads (op,b,m,n,k,h,dtype,time_us)
-                   plus tflops, gbps and uses (where it runs): replace
+                   plus tflops, gb_per_s and uses (where it runs): replace
                    time_us with your measurements and give the file as
                    node_model.overrides (docs/scenarios.md)
 
