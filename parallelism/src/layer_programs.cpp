@@ -75,12 +75,24 @@ void attention_forward(PieceList& f, const std::vector<OpKernels>& ops, std::siz
                        Bytes act) {
   const bool sp = p.tp > 1 && p.sequence_parallel;
   const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1");
-  f.passes("fwd.ln1", forward_passes(ops, 0, qkv));
-  if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
-  f.passes("fwd.attn", forward_passes(ops, qkv, res1));
+  // Without SP no collective separates ln1 from the attention (nor ln2
+  // from the next block): one task each, named after the block it runs.
+  if (sp) {
+    f.passes("fwd.ln1", forward_passes(ops, 0, qkv));
+    f.comm("fwd.tp", CollectiveKind::AllGather, act);
+  }
+  f.passes("fwd.attn", forward_passes(ops, sp ? qkv : 0, res1));
   f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-  f.passes("fwd.ln2", forward_passes(ops, res1, block));
-  if (sp) f.comm("fwd.tp", CollectiveKind::AllGather, act);
+  if (sp) {
+    f.passes("fwd.ln2", forward_passes(ops, res1, block));
+    f.comm("fwd.tp", CollectiveKind::AllGather, act);
+  }
+}
+/// Where the block after the attention starts its forward: at op `block`
+/// with SP, else at the first residual (ln2 runs in its task).
+std::size_t second_block_forward_start(const std::vector<OpKernels>& ops, std::size_t block,
+                                       const ParallelPlan& p) {
+  return p.tp > 1 && p.sequence_parallel ? block : index_of(ops, "residual1");
 }
 
 /// The attention block's fused backward with tensor parallelism, from
@@ -94,9 +106,11 @@ void attention_backward(PieceList& b, const std::vector<OpKernels>& ops, const s
   auto range = [&](std::size_t a, std::size_t z) { return backward_passes(ops, steps, a, z); };
   const std::size_t proj_dgrad = step_of(ops, steps, "proj", false);
   const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false), qkv_wgrad = step_of(ops, steps, "qkv", true);
-  b.passes("bwd.ln2", range(from, proj_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.passes("bwd.attn", range(proj_dgrad, qkv_dgrad));
+  if (sp) {
+    b.passes("bwd.ln2", range(from, proj_dgrad));
+    b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  }
+  b.passes("bwd.attn", range(sp ? proj_dgrad : from, qkv_dgrad));
   if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
   b.passes("bwd.qkv.dgrad", range(qkv_dgrad, qkv_wgrad));
   b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act, overlap);
@@ -208,7 +222,7 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
     f.passes("fwd", forward_passes(ops, 0, ops.size()));
   } else {
     attention_forward(f, ops, fc1, p, act);
-    f.passes("fwd.mlp", forward_passes(ops, fc1, res2));
+    f.passes("fwd.mlp", forward_passes(ops, second_block_forward_start(ops, fc1, p), res2));
     f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
     f.passes("fwd.res2", forward_passes(ops, res2, ops.size()));
   }
@@ -247,9 +261,11 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   // re-gathered for its weight gradient.
   const bool overlap = p.tp_comm_overlap;
   const CollectiveKind grad_kind = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-  b.passes("bwd.res2", range(0, fc2_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.passes("bwd.mlp", range(fc2_dgrad, fc1_dgrad));
+  if (sp) {
+    b.passes("bwd.res2", range(0, fc2_dgrad));
+    b.comm("bwd.tp", CollectiveKind::AllGather, act);
+  }
+  b.passes("bwd.mlp", range(sp ? fc2_dgrad : 0, fc1_dgrad));
   if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
   b.passes("bwd.fc1.dgrad", range(fc1_dgrad, fc1_wgrad));
   b.comm("bwd.tp", grad_kind, act, overlap);
@@ -278,7 +294,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
     f.passes("fwd", fwd(0, fc1));
   } else {
     attention_forward(f, ops, router, p, act);
-    f.passes("fwd.router", fwd(router, fc1));
+    f.passes("fwd.router", fwd(second_block_forward_start(ops, router, p), fc1));
   }
   if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
   f.passes("fwd.experts", fwd(fc1, unpermute));

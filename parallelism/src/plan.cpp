@@ -872,10 +872,10 @@ class ParamGathers {
       : rb_(rb), slots_(slots), named_(named), forward_(forward) {
     if (c.plan.zero_stage != 3 || slots.dp < 0) return;
     const auto units = zero3_units(c.model, c.work, c.plan, c.part.chunk_layers, k);
-    // Labels in forward order: -1 the embedding, the chunk's layer index, -2 the LM head.
+    // Labels in forward order: -1 the embedding, the model's layer index, -2 the LM head.
     std::int64_t l = c.part.has_embedding(k) ? -1 : 0;
     for (const StageParams& u : units) {
-      const std::int64_t label = l < c.part.layers(k) ? l : -2;
+      const std::int64_t label = l < 0 ? -1 : l < c.part.layers(k) ? c.part.first_layer(k) + l : -2;
       ++l;
       Unit unit{label, u.dense * c.pbytes, u.expert * c.pbytes, {}};
       if (!c.separate_experts) unit.dense += std::exchange(unit.expert, 0);
@@ -956,7 +956,7 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
   for (std::int64_t l = 0; l < c.part.layers(k); ++l) {
     const LayerPieces& lp = c.pieces.of_layer(c.model, first_layer + l);
     gathers.before(unit++, first);
-    rb.pieces(lp.forward.pieces(), named.layer(l), slots.tp, std::move(first), slots.ep);
+    rb.pieces(lp.forward.pieces(), named.layer(first_layer + l), slots.tp, std::move(first), slots.ep);
     first = rb.take_pending();
   }
   if (k == last) {
@@ -1012,16 +1012,17 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
     const bool moe = c.pieces.moe_layer && model.is_moe_layer(first_layer + l);
     const LayerPieces& lp = c.pieces.of_layer(model, first_layer + l);
     gather(first);
-    rb.pieces(lp.of(kind, c.split).pieces(), named.layer(l), slots.tp, std::move(first), slots.ep);
+    rb.pieces(lp.of(kind, c.split).pieces(), named.layer(first_layer + l), slots.tp, std::move(first),
+              slots.ep);
     first = rb.take_pending();
     if (accumulate) {
       const Piece& add = moe ? c.grads.moe_grad_add : c.grads.grad_add;
-      rb.compute(named.layer(l) + (w_step ? "wgrad.grad_add" : "bwd.grad_add"), add.duration, Flops(),
-                 std::exchange(first, {}), add.host);
+      rb.compute(named.layer(first_layer + l) + (w_step ? "wgrad.grad_add" : "bwd.grad_add"), add.duration,
+                 Flops(), std::exchange(first, {}), add.host);
     }
     if (sync_grads) {
       if (!first.empty()) {
-        rb.compute(named.layer(l) + (w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(),
+        rb.compute(named.layer(first_layer + l) + (w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(),
                    std::exchange(first, {}));
       }
       sync.produced_layer(rb, moe, rb.last_compute());

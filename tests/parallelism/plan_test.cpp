@@ -352,6 +352,41 @@ TEST(Plan, ZeroTwoReducesEveryMicroBatchsGradients) {
   }
 }
 
+TEST(Plan, TaskNamesCarryTheModelsLayerIndex) {
+  // 8 layers on 2 pipeline stages: stage 1 runs layers 4-7 and names them
+  // so (a trace reader looks a layer up by its number in the model).
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.pp = 2;
+  p.global_batch = 2;
+  const auto g = plan_training(m, kWork, p, pred);
+  std::set<std::string> layers;
+  for (const Task& t : g.tasks(1)) {
+    const auto at = t.name.find(".layer");
+    if (at != std::string::npos) layers.emplace(t.name.substr(at + 1, 8));
+  }
+  EXPECT_EQ(layers, (std::set<std::string>{"layer004", "layer005", "layer006", "layer007"}));
+}
+
+TEST(Plan, TensorParallelTasksWithoutSequenceParallelismAreNamedAfterTheirBlock) {
+  // Without SP nothing separates ln1 from the attention, nor ln2 from the
+  // MLP: each pair is one task, named after the block (a trace reader took
+  // "fwd.ln1" for the layer norm alone).
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.tp = 2;
+  const auto g = plan_training(m, kWork, p, pred);
+  std::vector<std::string> names;
+  for (const Task& t : g.tasks(0)) {
+    if (t.name.rfind("mb0.layer001.", 0) == 0) names.emplace_back(t.name.substr(13));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"fwd.attn", "fwd.tp.all-reduce", "fwd.mlp", "fwd.tp.all-reduce",
+                                             "fwd.res2", "bwd.mlp", "bwd.tp.all-reduce", "bwd.fc1.wgrad",
+                                             "bwd.attn", "bwd.tp.all-reduce", "bwd.qkv.wgrad", "bwd.ln1"}));
+}
+
 TEST(Plan, RecomputedForwardIsNamedAsSuch) {
   // A trace reader must tell the recomputed forward from the forward: its
   // collectives are "recompute.fwd.tp", and where it runs into the backward
