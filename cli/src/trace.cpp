@@ -428,8 +428,8 @@ std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const pa
     }
     if (same_pp && same_tp) return fmt::format("dp ({})", span);
     if (task != nullptr && task->name.find("embedding") != std::string_view::npos) {
-      return fmt::format("embedding (stages {}..{}, ranks {}..{})", c0.pp, coord(m.back()).pp, m.front(),
-                         m.back());
+      // (the first and the last stage only: "0..7" would read as eight stages)
+      return fmt::format("embedding (stages {} and {}, {})", c0.pp, coord(m.back()).pp, span);
     }
     if (!same_pp) return fmt::format("pp ({})", span);
   }

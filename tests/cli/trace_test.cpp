@@ -300,7 +300,7 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
   }
   EXPECT_EQ(rank0, (std::set<std::string>{"compute", "tp (2 ranks, 0..1)", "dp (2 ranks, 0..2 every 2)",
                                           "pp-send to stage 1 (rank 4)", "pp-recv from stage 1 (rank 4)",
-                                          "embedding (stages 0..7, ranks 0..28)"}));
+                                          "embedding (stages 0 and 7, 2 ranks, 0..28 every 28)"}));
   EXPECT_NE(t.text.find(R"j("name":"rank 5 (node 0, stage 1, dp 0, tp 1)")j"), std::string::npos);
   // Pipeline slices are named by their own side.
   EXPECT_NE(t.text.find(R"("name":"mb0.pp.send_activation","cat":"send-recv","ph":"X","pid":0,)"),
