@@ -127,6 +127,9 @@ TraceOptions trace_options(const ArgParser& args, const Scenario& s) {
     }
   }
   if (auto v = args.get("trace-transfers")) o.transfers = parse_on_off(*v, "--trace-transfers");
+  o.scenario = fmt::format("{} ({}: {} on {} x {}, dp={} tp={} pp={}, {} micro-batch{} of {})", s.file,
+                           s.name, s.model.name, s.gpus(), s.gpu.name, s.plan.dp, s.plan.tp, s.plan.pp,
+                           micro_batches, micro_batches == 1 ? "" : "es", s.workload.micro_batch);
   return o;
 }
 
@@ -343,8 +346,9 @@ ChromeTraceObserver::ChromeTraceObserver(TraceSink& sink, int ranks, TraceLayout
   };
   fmt::format_to(
       std::back_inserter(buffer_),
-      R"({{"displayTimeUnit":"ns","otherData":{{"generator":"tessera","ranks":"{}","micro_batches":"{}",)"
+      R"({{"displayTimeUnit":"ns","otherData":{{"generator":"tessera",{}"ranks":"{}","micro_batches":"{}",)"
       R"("transfers":"{}","link_counters":{}}},"traceEvents":[)",
+      options_.scenario.empty() ? "" : fmt::format(R"("scenario":{},)", json_string(options_.scenario)),
       list(options_.ranks), options_.micro_batches.empty() ? "all" : list(options_.micro_batches),
       options_.transfers ? "on" : "off", links_ ? options_.link_counters : 0);
 }

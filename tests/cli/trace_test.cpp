@@ -204,7 +204,7 @@ std::string gunzip(const std::string& path) {
 
 TEST(ChromeTrace, RecordsEveryEventWithExactTimes) {
   StringTraceSink sink;
-  ChromeTraceObserver obs(sink, 2, {}, TraceOptions{{}, {}, true, 16});
+  ChromeTraceObserver obs(sink, 2, {}, TraceOptions{{}, {}, true, 16, {}});
   parallelism::Task fwd;
   fwd.name = "layer000.fwd";
   obs.on_compute(1, fwd, Time::from_ps(1'500'000), Time::from_ps(2'000'001));

@@ -49,6 +49,9 @@ struct TraceOptions {
   /// Utilization counters for this many links, the busiest by bytes of each
   /// link tier in turn (needs a topology; 0: none).
   int link_counters = 16;
+  /// What produced the trace, for its header: the scenario file, its name,
+  /// model, GPUs and plan (empty: not said).
+  std::string scenario;
 };
 
 /// Where ranks sit, to name processes and tracks.
