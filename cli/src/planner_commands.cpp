@@ -160,8 +160,8 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
 /// Two panels: the iteration time of each schedule split into compute,
 /// host, bubble and exposed communication, and its peak memory per GPU (the
 /// fullest stage) against the GPU's capacity.
-std::string svg_chart(const std::string& title, const std::vector<Row>& rows, const std::string& gpu_name,
-                      Bytes capacity) {
+std::string svg_chart(const std::string& title, const std::string& subtitle, const std::vector<Row>& rows,
+                      const std::string& gpu_name, Bytes capacity) {
   constexpr double kWidth = 820;
   const std::array<const char*, 4> colors{"#4878d0", "#8c613c", "#bbbbbb", "#ee854a"};
   const std::array<const char*, 4> parts{"compute", "host", "pipeline bubble", "exposed communication"};
@@ -208,7 +208,8 @@ std::string svg_chart(const std::string& title, const std::vector<Row>& rows, co
       std::pair(capacity.in_gib(), fmt::format("{} memory: {:.0f} GiB", gpu_name, capacity.in_gib())),
       memory_y, 0, kWidth, memory_h);
   const double height = memory_y + memory_h + 6;
-  return chart::open_document(kWidth, height, title, "") + legend + time_panel + memory_panel + "</svg>\n";
+  return chart::open_document(kWidth, height, title, subtitle) + legend + time_panel + memory_panel +
+         "</svg>\n";
 }
 
 }  // namespace
@@ -229,6 +230,12 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   require_single_job(s, "compare-schedules");
   const auto owned = make_scenario_predictor(s);
   const node_model::KernelPredictor& predictor = *owned;
+  // The chart stands alone: it says what was compared, and that the GPU is
+  // untested where it is (the text's Untested GPU line).
+  const std::string chart_subtitle = fmt::format(
+      "{} on {} x {}, dp={} tp={} pp={}, {} micro-batches of {}{}", s.model.name, s.gpus(), s.gpu.name,
+      s.plan.dp, s.plan.tp, s.plan.pp, s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
+      untested_gpu_notes(s).empty() ? "" : "; untested GPU (tessera run says how far to trust it)");
 
   std::vector<Row> rows;
   for (Schedule sched : schedules) {
@@ -281,7 +288,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         json_string(std::string(predictor.name())), caveat_json(s), items);
     if (svg_path)
       write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
-                                             rows, s.gpu.name, s.gpu.memory));
+                                             chart_subtitle, rows, s.gpu.name, s.gpu.memory));
     return 0;
   }
   out << fmt::format(
@@ -322,7 +329,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
          "does not fit in the GPU's memory.\n";
   if (svg_path) {
     write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
-                                           rows, s.gpu.name, s.gpu.memory));
+                                           chart_subtitle, rows, s.gpu.name, s.gpu.memory));
     out << fmt::format("chart written to {}\n", *svg_path);
   }
   return 0;
