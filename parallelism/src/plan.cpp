@@ -770,14 +770,14 @@ class DpGradSync {
     if (slots_.dp >= 0) {
       for (std::size_t b = 0; b < final_dense_.size(); ++b) {
         const std::int64_t bytes = final_dense_[b] / gbytes * c_.pbytes;  // parameters in the model's dtype
-        rb.collective(fmt::format("dp.param_all_gather.bucket{:03}", b), CollectiveKind::AllGather, slots_.dp,
+        rb.collective(fmt::format("dp.param.all-gather.bucket{:03}", b), CollectiveKind::AllGather, slots_.dp,
                       Bytes(bytes), {step});
       }
     }
     if (slots_.expert_dp >= 0) {
       for (std::size_t b = 0; b < final_expert_.size(); ++b) {
         const std::int64_t bytes = final_expert_[b] / gbytes * c_.pbytes;
-        rb.collective(fmt::format("dp.expert_param_all_gather.bucket{:03}", b), CollectiveKind::AllGather,
+        rb.collective(fmt::format("dp.expert_param.all-gather.bucket{:03}", b), CollectiveKind::AllGather,
                       slots_.expert_dp, Bytes(bytes), {step});
       }
     }
@@ -912,10 +912,10 @@ class ParamGathers {
                                               : named_.layer(unit.label);
       return fmt::format("{}{}.zero3.{}", prefix, forward_ ? "fwd" : "bwd", what);
     };
-    unit.gathers.push_back(rb_.collective(name("param_all_gather"), CollectiveKind::AllGather, slots_.dp,
+    unit.gathers.push_back(rb_.collective(name("param.all-gather"), CollectiveKind::AllGather, slots_.dp,
                                           Bytes(unit.dense), deps));
     if (unit.expert > 0 && slots_.expert_dp >= 0) {
-      unit.gathers.push_back(rb_.collective(name("expert_param_all_gather"), CollectiveKind::AllGather,
+      unit.gathers.push_back(rb_.collective(name("expert_param.all-gather"), CollectiveKind::AllGather,
                                             slots_.expert_dp, Bytes(unit.expert), deps));
     }
   }
@@ -1095,7 +1095,7 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const DpGradSync& s
   std::vector<TaskIndex> before_step = sync.reductions();
   // Tied embeddings: the first and last stage add their word-embedding gradients.
   if (p > 1 && c.model.tied_embeddings && (stage == 0 || stage == p - 1)) {
-    before_step.push_back(rb.collective("embedding.grad_all_reduce", CollectiveKind::AllReduce,
+    before_step.push_back(rb.collective("embedding.grad.all-reduce", CollectiveKind::AllReduce,
                                         rb.slot({kEmbedding, 0, p - 1}), Bytes(c.grads.word_params * c.grads.gbytes),
                                         {last_compute}));
   }

@@ -469,8 +469,8 @@ TEST(Moe, ZeroThreeGathersExpertsOverTheRanksHoldingThem) {
     if (t.kind != TaskKind::Collective || t.collective != CollectiveKind::AllGather) continue;
     const auto size =
         planned.graph.groups[static_cast<std::size_t>(planned.graph.group_of(0, t.group))].ranks.size();
-    const bool expert = t.name.find("zero3.expert_param_all_gather") != std::string::npos;
-    ASSERT_TRUE(expert || t.name.find("zero3.param_all_gather") != std::string::npos) << t.name;
+    const bool expert = t.name.find("zero3.expert_param.all-gather") != std::string::npos;
+    ASSERT_TRUE(expert || t.name.find("zero3.param.all-gather") != std::string::npos) << t.name;
     const bool layer = t.name.find(".layer") != std::string::npos;
     const std::string unit = expert                                            ? "expert"
                              : layer                                           ? "layer"

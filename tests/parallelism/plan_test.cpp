@@ -186,7 +186,7 @@ TEST(Plan, EveryGroupIsBuiltFromTheRankLayout) {
         } else if (task.rfind("dp.grad", 0) == 0) {
           EXPECT_EQ(got, dp_members) << name << " " << task;
           kind = "dp";
-        } else if (task.find("activation") != std::string::npos || task == "embedding.grad_all_reduce") {
+        } else if (task.find("activation") != std::string::npos || task == "embedding.grad.all-reduce") {
           EXPECT_EQ(got, forward) << name << " " << task;
           kind = "pp";
         } else if (task.find("gradient") != std::string::npos) {
@@ -281,13 +281,13 @@ TEST(Plan, ZeroThreeGathersEachUnitOneAheadOfTheUnitRunning) {
     if (t.kind != TaskKind::Collective || t.name.find("zero3") == std::string::npos) continue;
     (t.name.find(".fwd.zero3") != std::string::npos ? fwd : bwd).emplace_back(t.name);
   }
-  std::vector<std::string> want{"mb0.embedding.fwd.zero3.param_all_gather"};
-  for (int l = 0; l < 8; ++l) want.push_back(fmt::format("mb0.layer{:03}.fwd.zero3.param_all_gather", l));
-  want.push_back("mb0.lm_head.fwd.zero3.param_all_gather");
+  std::vector<std::string> want{"mb0.embedding.fwd.zero3.param.all-gather"};
+  for (int l = 0; l < 8; ++l) want.push_back(fmt::format("mb0.layer{:03}.fwd.zero3.param.all-gather", l));
+  want.push_back("mb0.lm_head.fwd.zero3.param.all-gather");
   EXPECT_EQ(fwd, want);
-  std::vector<std::string> back{"mb0.lm_head.bwd.zero3.param_all_gather"};
-  for (int l = 7; l >= 0; --l) back.push_back(fmt::format("mb0.layer{:03}.bwd.zero3.param_all_gather", l));
-  back.push_back("mb0.embedding.bwd.zero3.param_all_gather");
+  std::vector<std::string> back{"mb0.lm_head.bwd.zero3.param.all-gather"};
+  for (int l = 7; l >= 0; --l) back.push_back(fmt::format("mb0.layer{:03}.bwd.zero3.param.all-gather", l));
+  back.push_back("mb0.embedding.bwd.zero3.param.all-gather");
   EXPECT_EQ(bwd, back);
   // Layer 3's forward gather waits for layer 1's last compute.
   auto index_of = [&](const std::string& name) {
@@ -296,7 +296,7 @@ TEST(Plan, ZeroThreeGathersEachUnitOneAheadOfTheUnitRunning) {
     }
     return TaskIndex{-1};
   };
-  const TaskIndex gather = index_of("mb0.layer003.fwd.zero3.param_all_gather");
+  const TaskIndex gather = index_of("mb0.layer003.fwd.zero3.param.all-gather");
   ASSERT_GE(gather, 0);
   TaskIndex layer1_end = -1, layer3_first = -1;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -346,7 +346,7 @@ TEST(Plan, ZeroTwoReducesEveryMicroBatchsGradients) {
                     "mb0.dp.grad.reduce-scatter.bucket000", "mb1.dp.grad.reduce-scatter.bucket001",
                     "mb2.dp.grad.reduce-scatter.bucket002", "mb3.dp.grad.reduce-scatter.bucket003"}));
     }
-    const Counts gathers = count(g, 0, "dp.param_all_gather");
+    const Counts gathers = count(g, 0, "dp.param.all-gather");
     EXPECT_EQ(gathers.by_kind.at("all-gather"), 1) << zero;
     EXPECT_EQ(gathers.bytes.at("all-gather"), grads) << zero;  // FP32 parameters, as many as gradients
   }
@@ -456,9 +456,9 @@ TEST(Plan, PipelineSendsOneActivationAndOneGradientPerMicroBatch) {
     }
   }
   // Tied embeddings: first and last stage all-reduce the word-embedding gradient.
-  EXPECT_EQ(count(g, 0, "embedding.grad_all_reduce").by_kind["all-reduce"], 1);
-  EXPECT_EQ(count(g, 3, "embedding.grad_all_reduce").by_kind["all-reduce"], 1);
-  EXPECT_EQ(count(g, 1, "embedding.grad_all_reduce").by_kind["all-reduce"], 0);
+  EXPECT_EQ(count(g, 0, "embedding.grad.all-reduce").by_kind["all-reduce"], 1);
+  EXPECT_EQ(count(g, 3, "embedding.grad.all-reduce").by_kind["all-reduce"], 1);
+  EXPECT_EQ(count(g, 1, "embedding.grad.all-reduce").by_kind["all-reduce"], 0);
 }
 
 TEST(Plan, MegatronScattersPipelineTensorsOverTensorParallelRanks) {
@@ -506,7 +506,7 @@ TEST(Plan, DataParallelReducesEveryGradientOnceInBuckets) {
   p.zero_stage = 1;
   const auto z = plan_training(m, kWork, p, pred);
   EXPECT_GT(count(z, 0, "dp.grad").by_kind["reduce-scatter"], 0);
-  EXPECT_EQ(count(z, 0, "dp.grad").by_kind["reduce-scatter"], count(z, 0, "dp.param_all_gather").by_kind["all-gather"]);
+  EXPECT_EQ(count(z, 0, "dp.grad").by_kind["reduce-scatter"], count(z, 0, "dp.param.all-gather").by_kind["all-gather"]);
   EXPECT_EQ(count(z, 0, "dp.grad").by_kind.count("all-reduce"), 0U);
 }
 
@@ -698,7 +698,7 @@ TEST(Plan, RanksOfAStageShareOneProgramBoundToTheirOwnGroups) {
       } else if (name.find("gradient") != std::string::npos) {
         EXPECT_EQ(got, backward) << name;
         ++checked["pp"];
-      } else if (name == "embedding.grad_all_reduce") {
+      } else if (name == "embedding.grad.all-reduce") {
         EXPECT_EQ(got, forward) << name;  // first and last stage
         ++checked["embedding"];
       } else {
