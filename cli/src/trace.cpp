@@ -395,7 +395,7 @@ std::string ChromeTraceObserver::track_name(int rank, std::int32_t tid, const pa
                                             const std::vector<int>* members) const {
   if (tid == kComputeTid) return "compute";
   if (tid == kTransferTid) return "transfers (sent)";
-  if (tid == kHostTid) return "host (GPU waits for launches)";
+  if (tid == kHostTid) return "host (GPU waits for the host)";
   const std::int32_t group = tid - kGroupTidBase;
   if (members == nullptr || members->empty()) return fmt::format("comm group {}", group);
   const auto& plan = layout_.plan;
@@ -475,12 +475,17 @@ void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism:
 
 void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Time start, Time end) {
   if (!traced(rank) || !micro_batch_kept(task.name)) return;
-  declare(rank, kComputeTid, nullptr, nullptr);
+  // A task with no GPU work that still takes time (a micro-batch's data
+  // step) is the host's: on the host track, so the compute track holds
+  // only what the GPU runs.
+  const bool host_only = task.duration == Time::zero() && end > start;
+  const int tid = host_only ? kHostTid : kComputeTid;
+  declare(rank, tid, nullptr, nullptr);
   begin_event();
-  buffer_ += R"({"name":")";
+  buffer_ += host_only ? R"({"name":"host work: )" : R"({"name":")";
   append_json_escaped(buffer_, task.name);
-  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"compute","ph":"X","pid":{},"tid":{},"ts":)", rank,
-                 kComputeTid);
+  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
+                 host_only ? "host" : "compute", rank, tid);
   append_us(buffer_, start);
   buffer_ += R"(,"dur":)";
   append_us(buffer_, end - start);

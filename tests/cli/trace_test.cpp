@@ -207,6 +207,7 @@ TEST(ChromeTrace, RecordsEveryEventWithExactTimes) {
   ChromeTraceObserver obs(sink, 2, {}, TraceOptions{{}, {}, true, 16, {}});
   parallelism::Task fwd;
   fwd.name = "layer000.fwd";
+  fwd.duration = Time::from_ps(500'001);
   obs.on_compute(1, fwd, Time::from_ps(1'500'000), Time::from_ps(2'000'001));
   parallelism::Task ar;
   ar.name = "grad";
@@ -284,9 +285,12 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
   // The host model: the 24 ranks of the middle stages wait once for their
   // host to launch a pipeline sync, the 4 ranks of the last stage once per
   // micro-batch (4): each micro-batch's data step drains their GPU first.
-  // The first stage's 4 ranks never wait outside a task's own span.
-  EXPECT_EQ(sum.categories.at("host"), 24 + 4 * 4);
-  EXPECT_EQ(sum.tracks.at({10, 1}), "host (GPU waits for launches)");
+  // The first stage's 4 ranks never wait outside a task's own span. Each
+  // data step (first and last stage, 8 ranks x 4 micro-batches) is host
+  // work on the same track.
+  EXPECT_EQ(sum.categories.at("host"), 24 + 4 * 4 + 8 * 4);
+  EXPECT_EQ(sum.tracks.at({10, 1}), "host (GPU waits for the host)");
+  EXPECT_NE(t.text.find(R"("name":"host work: mb0.data","cat":"host")"), std::string::npos);
   EXPECT_EQ(sum.counters.size(), 16U);
   // Tier by tier: NVLink, host and leaf-spine links all among them.
   std::map<std::string, int> tiers;
@@ -298,8 +302,9 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
   for (const auto& [track, name] : sum.tracks) {
     if (track.first == 0) rank0.insert(name);
   }
-  EXPECT_EQ(rank0, (std::set<std::string>{"compute", "tp (2 ranks, 0..1)", "dp (2 ranks, 0..2 every 2)",
-                                          "pp-send to stage 1 (rank 4)", "pp-recv from stage 1 (rank 4)",
+  EXPECT_EQ(rank0, (std::set<std::string>{"compute", "host (GPU waits for the host)", "tp (2 ranks, 0..1)",
+                                          "dp (2 ranks, 0..2 every 2)", "pp-send to stage 1 (rank 4)",
+                                          "pp-recv from stage 1 (rank 4)",
                                           "embedding (stages 0 and 7, 2 ranks, 0..28 every 28)"}));
   EXPECT_NE(t.text.find(R"j("name":"rank 5 (node 0, stage 1, dp 0, tp 1)")j"), std::string::npos);
   // Pipeline slices are named by their own side.
@@ -450,6 +455,6 @@ TEST(ChromeTrace, ExpertParallelTracksAreNamedByRole) {
   EXPECT_EQ(rank0,
             (std::set<std::string>{"compute", "ep (8 ranks, 0..7)", "expert dp (2 ranks, 0..8 every 8)",
                                    "dp (16 ranks, 0..15)", "pp-send to stage 1 (rank 16)",
-                                   "pp-recv from stage 1 (rank 16)", "host (GPU waits for launches)"}));
+                                   "pp-recv from stage 1 (rank 16)", "host (GPU waits for the host)"}));
   EXPECT_NE(t.text.find(R"("name":"mb0.layer000.fwd.ep.dispatch.all-to-all")"), std::string::npos);
 }
