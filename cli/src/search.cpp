@@ -228,8 +228,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   // the GPU's memory free (fragmentation, CUDA context, NCCL buffers).
   // Under mixed_gpus a stage's memory is the smallest of its ranks' GPUs
   // (study::stage_memory_capacity); the headroom must leave the smallest some.
-  const Bytes smallest =
-      base.mixed_gpus ? std::min(base.gpu.memory, base.mixed_gpus->gpu.memory) : base.gpu.memory;
+  const Bytes smallest = study::smallest_gpu_memory(base);
   Bytes headroom;
   if (auto h = p.get("memory-headroom")) {
     try {
@@ -305,10 +304,9 @@ int cmd_search(const Args& args, std::ostream& out) {
               try {
                 plan.validate(base.model, work, gpus);
                 auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
-                if (base.mixed_gpus) {
-                  const auto capacity = study::stage_memory_capacity(base, plan);
-                  for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st)
-                    mem.memory_per_stage[st].capacity = capacity[st] - headroom;
+                const auto capacity = study::stage_memory_capacity(base, plan);
+                for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st) {
+                  mem.memory_per_stage[st].capacity = capacity[st] - headroom;
                 }
                 if (mem.oom()) continue;
                 best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};

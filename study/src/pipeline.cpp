@@ -130,6 +130,10 @@ std::vector<Bytes> stage_memory_capacity(const Scenario& s, const parallelism::P
   return capacity;
 }
 
+Bytes smallest_gpu_memory(const Scenario& s) {
+  return s.mixed_gpus ? std::min(s.gpu.memory, s.mixed_gpus->gpu.memory) : s.gpu.memory;
+}
+
 namespace {
 
 Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* observer,

@@ -65,6 +65,10 @@ engine::ExecutionOptions execution_options(const Scenario& s);
 /// stage against it, and `search` keeps only plans that fit it.
 std::vector<Bytes> stage_memory_capacity(const Scenario& s, const parallelism::ParallelPlan& plan);
 
+/// The memory of the scenario's smallest GPU (`gpu`, or `mixed_gpus`' when
+/// smaller): what every plan's capacity is at least, whatever its stages.
+Bytes smallest_gpu_memory(const Scenario& s);
+
 /// An a-priori estimate of one iteration's work from the scenario's numbers
 /// alone, before anything is planned or built: compute tasks (about 40 per
 /// layer and micro-batch on every rank: forward, backward, recomputation)
