@@ -867,10 +867,10 @@ void reserve_tasks(ProgramBuilder& rb, const PlanContext& c, int stage) {
 /// gradients need only the activations and the output gradients.
 class ParamGathers {
  public:
-  ParamGathers(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, int k, bool forward,
+  ParamGathers(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, int k, StepKind step,
                StepNames& named)
-      : rb_(rb), slots_(slots), named_(named), forward_(forward) {
-    if (c.plan.zero_stage != 3 || slots.dp < 0) return;
+      : rb_(rb), slots_(slots), named_(named), forward_(step == StepKind::F) {
+    if (c.plan.zero_stage != 3 || slots.dp < 0 || step == StepKind::W) return;
     const auto units = zero3_units(c.model, c.work, c.plan, c.part.chunk_layers, k);
     // Labels in forward order: -1 the embedding, the model's layer index, -2 the LM head.
     std::int64_t l = c.part.has_embedding(k) ? -1 : 0;
@@ -881,7 +881,7 @@ class ParamGathers {
       if (!c.separate_experts) unit.dense += std::exchange(unit.expert, 0);
       units_.push_back(unit);
     }
-    if (!forward) std::reverse(units_.begin(), units_.end());
+    if (!forward_) std::reverse(units_.begin(), units_.end());
   }
   /// Before the step's unit `u` (in the order the step runs them) runs:
   /// issues the prefetch of the next and adds unit u's gathers to `first`.
@@ -937,7 +937,7 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
   if (c.timer.host_model() && c.work.host.per_micro_batch > Time::zero() && (k == 0 || k == last)) {
     rb.micro_batch_start(named("data"), c.work.host.per_micro_batch);
   }
-  ParamGathers gathers(rb, c, slots, k, true, named);
+  ParamGathers gathers(rb, c, slots, k, StepKind::F, named);
   std::size_t unit = 0;
   std::vector<TaskIndex> first;
   if (c.part.has_embedding(k)) {
@@ -985,15 +985,11 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
   const int p = c.plan.pp, last = c.part.chunks() - 1;
   const bool w_step = kind == StepKind::W;
   const std::int64_t gbytes = c.grads.gbytes;
-  std::optional<ParamGathers> gathers;
-  if (!w_step) gathers.emplace(rb, c, slots, k, false, named);
+  ParamGathers gathers(rb, c, slots, k, kind, named);
   std::size_t unit = 0;
-  auto gather = [&](std::vector<TaskIndex>& deps) {
-    if (gathers) gathers->before(unit++, deps);
-  };
   std::vector<TaskIndex> first;
   if (k == last) {
-    gather(first);
+    gathers.before(unit++, first);
     rb.pieces(c.pieces.lm_head.of(kind, c.split).pieces(), named("lm_head."), slots.tp, std::move(first));
     first = rb.take_pending();
     if (sync_grads && (p > 1 || !model.tied_embeddings)) {
@@ -1011,7 +1007,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
   for (std::int64_t l = c.part.layers(k) - 1; l >= 0; --l) {
     const bool moe = c.pieces.moe_layer && model.is_moe_layer(first_layer + l);
     const LayerPieces& lp = c.pieces.of_layer(model, first_layer + l);
-    gather(first);
+    gathers.before(unit++, first);
     rb.pieces(lp.of(kind, c.split).pieces(), named.layer(first_layer + l), slots.tp, std::move(first),
               slots.ep);
     first = rb.take_pending();
@@ -1029,7 +1025,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
     }
   }
   if (c.part.has_embedding(k)) {
-    gather(first);
+    gathers.before(unit++, first);
     rb.pieces(c.pieces.embedding.of(kind, c.split).pieces(), named("embedding."), slots.tp, std::move(first));
     first = rb.take_pending();
   }
