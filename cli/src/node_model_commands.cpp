@@ -388,7 +388,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
     }
   }
   if (what == "kernels") {
-    const std::string dir = kernel_split(data, "test").string();
+    const std::string dir = kernel_split(p.require("data"), "test").string();
     const nm::DeviceCatalog catalog(nm::find_device_configs(dir));
     const nm::MeasurementSet test = nm::read_measurement_dir(dir, catalog);
     const auto rows = nm::validate_kernels(test, make, max_rows, p.get("gpu").value_or(""));

@@ -33,7 +33,7 @@ std::string_view to_string(DType d) {
   return "?";
 }
 
-DType parse_dtype(std::string_view text) {
+std::optional<DType> try_parse_dtype(std::string_view text) {
   std::string s = detail::ascii_lower(text);
   if (s.starts_with("torch.")) s.erase(0, 6);  // PyTorch's spelling: torch.bfloat16
   if (s == "float" || s == "half") s = s == "float" ? "fp32" : "fp16";
@@ -42,6 +42,11 @@ DType parse_dtype(std::string_view text) {
   if (s == "bf16" || s == "bfloat16") return DType::BF16;
   if (s == "tf32") return DType::TF32;
   if (s == "fp8") return DType::FP8;
+  return std::nullopt;
+}
+
+DType parse_dtype(std::string_view text) {
+  if (auto d = try_parse_dtype(text)) return *d;
   throw InputError(fmt::format("unknown dtype '{}' (expected fp32, tf32, fp16, bf16 or fp8)", text));
 }
 

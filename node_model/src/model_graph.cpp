@@ -510,13 +510,7 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
     }
     // The row's floating-point dtype (a bf16 graph's kernels are bf16);
     // others (int64, bool) and none keep the builder's fp32.
-    std::optional<DType> dtype;
-    if (c_dtype >= 0 && !row[c_dtype].empty()) {
-      try {
-        dtype = parse_dtype(row[c_dtype]);
-      } catch (const InputError&) {
-      }
-    }
+    const std::optional<DType> dtype = c_dtype >= 0 ? try_parse_dtype(row[c_dtype]) : std::nullopt;
     for (const GraphOp& k : g.take()) {
       auto& list = k.phase == Phase::Forward ? op.kernels : op.bw_kernels;
       Kernel kernel = k.kernel;

@@ -22,6 +22,8 @@ std::string_view to_string(DType d);
 /// "float32", "float16", "bfloat16", "float", "half", and PyTorch's
 /// "torch.bfloat16" ...); throws InputError.
 DType parse_dtype(std::string_view text);
+/// As parse_dtype, with no value for any other text (int64, bool ...).
+std::optional<DType> try_parse_dtype(std::string_view text);
 
 struct GpuSpec {
   std::string name;
