@@ -99,6 +99,33 @@ std::string color(std::size_t i) {
   return kPalette[i % kPalette.size()];
 }
 
+Marker marker(std::size_t i) {
+  constexpr std::array<Marker, 4> kShapes{Marker::Circle, Marker::Square, Marker::Triangle, Marker::Diamond};
+  return kShapes[(i / 14) % kShapes.size()];
+}
+
+std::string marker_svg(Marker shape, double cx, double cy, std::string_view fill) {
+  switch (shape) {
+    case Marker::Square:
+      return fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="7" height="7" fill="{}"/>)"
+                         "\n",
+                         cx - 3.5, cy - 3.5, fill);
+    case Marker::Triangle:
+      return fmt::format(R"(<path d="M{:.1f},{:.1f} l4.5,8 h-9 z" fill="{}"/>)"
+                         "\n",
+                         cx, cy - 4.5, fill);
+    case Marker::Diamond:
+      return fmt::format(R"(<path d="M{:.1f},{:.1f} l4.5,4.5 l-4.5,4.5 l-4.5,-4.5 z" fill="{}"/>)"
+                         "\n",
+                         cx, cy - 4.5, fill);
+    case Marker::Circle:
+      break;
+  }
+  return fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/>)"
+                     "\n",
+                     cx, cy, fill);
+}
+
 double text_width(std::string_view text, double font_size) {
   // Average advance of a sans-serif glyph: about 0.58 em (digits 0.56).
   return static_cast<double>(text.size()) * font_size * 0.58;
@@ -282,9 +309,7 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
                            "\n",
                            cx - 4.5, cy - 4.5);
         } else {
-          s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/>)"
-                           "\n",
-                           cx, cy, ser.color);
+          s += marker_svg(ser.marker, cx, cy, ser.color);
         }
       }
     }
@@ -342,11 +367,7 @@ std::string legend(const std::vector<LegendEntry>& entries, double x, double y, 
       s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2"{}/>)"
                        "\n",
                        cx, cy - 4, cx + kSample, cy - 4, e.color, e.dashed ? R"( stroke-dasharray="6 4")" : "");
-      if (!e.dashed) {
-        s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/>)"
-                         "\n",
-                         cx + kSample / 2, cy - 4, e.color);
-      }
+      if (!e.dashed) s += marker_svg(e.marker, cx + kSample / 2, cy - 4, e.color);
     }
     s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}">{}</text>)"
                      "\n",

@@ -438,11 +438,12 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
   for (std::size_t i = 0; i < series_names.size(); ++i) {
     const std::vector<Pt>& pts = by_series[series_names[i]];
     const std::string c = chart::color(i);
-    chart::Series data{series_names[i].empty() ? "throughput" : series_names[i], {}, {}, c, false, {}};
+    chart::Series data{
+        series_names[i].empty() ? "throughput" : series_names[i], {}, {}, c, false, {}, chart::marker(i)};
     // One series: a grey ideal line, as in the legend; several: each in its colour.
     chart::Series ideal{"ideal scaling" + (many ? " " + series_names[i] : std::string()), {}, {}, many ? c : "#777",
                         true, {}};
-    chart::Series per_gpu{data.name, {}, {}, c, false, {}};
+    chart::Series per_gpu{data.name, {}, {}, c, false, {}, chart::marker(i)};
     for (const Pt& q : pts) {
       const double x = gpus_on_x ? q.gpus : x_of[q.x_value];
       data.x.push_back(x);
@@ -459,7 +460,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     if (gpus_on_x) tput.series.push_back(std::move(ideal));
     tput.series.push_back(std::move(data));
     eff.series.push_back(std::move(per_gpu));
-    if (many) entries.push_back({series_names[i], c});
+    if (many) entries.push_back({series_names[i], c, false, false, false, false, chart::marker(i)});
   }
   if (gpus_on_x) {
     entries.push_back({many ? "ideal scaling (dashed, per series): first point x GPUs / its GPUs"

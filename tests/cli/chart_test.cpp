@@ -538,5 +538,43 @@ TEST_F(ChartTest, LongCategoriesSlantManySeriesKeepTheirColours) {
   EXPECT_TRUE(t.count("One line per value of parallelism.zero_stage, training.micro_batch")) << svg;
 }
 
+TEST(ChartMarkers, SeriesPastThePaletteChangeTheirMarker) {
+  // 16 series: the 15th and 16th repeat the first two colours, so they are
+  // drawn (and shown in the legend) with squares, not circles; no two of
+  // the 56 (colour, marker) pairs are the same.
+  std::set<std::pair<std::string, chart::Marker>> looks;
+  for (std::size_t i = 0; i < 56; ++i) looks.insert({chart::color(i), chart::marker(i)});
+  EXPECT_EQ(looks.size(), 56U);
+  EXPECT_EQ(chart::color(14), chart::color(0));
+  EXPECT_EQ(chart::marker(0), chart::Marker::Circle);
+  EXPECT_EQ(chart::marker(14), chart::Marker::Square);
+  EXPECT_EQ(chart::marker(28), chart::Marker::Triangle);
+  EXPECT_EQ(chart::marker(42), chart::Marker::Diamond);
+
+  chart::LinePanel panel;
+  panel.x_ticks = {1, 2};
+  std::vector<chart::LegendEntry> entries;
+  for (std::size_t i = 0; i < 16; ++i) {
+    panel.series.push_back(
+        {fmt::format("s{}", i), {1, 2}, {1.0 + i, 2.0 + i}, chart::color(i), false, {}, chart::marker(i)});
+    entries.push_back({fmt::format("s{}", i), chart::color(i), false, false, false, false, chart::marker(i)});
+  }
+  double h = 0;
+  const std::string svg =
+      fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg">{}{}</svg>)",
+                  chart::line_panel(panel, 0, 0, 600, 300), chart::legend(entries, 0, 300, 600, h));
+  const auto root = XmlParser(svg).parse();
+  std::map<std::string, int> circles, squares;
+  for (const Element* e : all(*root, "circle")) ++circles[attr(e, "fill")];
+  for (const Element* e : all(*root, "rect")) {
+    if (attr(e, "width") == "7") ++squares[attr(e, "fill")];
+  }
+  // Two points and one legend sample each.
+  EXPECT_EQ(circles[chart::color(0)], 3) << svg;
+  EXPECT_EQ(squares[chart::color(0)], 3) << svg;
+  EXPECT_EQ(squares[chart::color(1)], 3) << svg;
+  EXPECT_EQ(squares[chart::color(2)], 0) << svg;
+}
+
 }  // namespace
 }  // namespace tessera::cli

@@ -30,8 +30,15 @@ std::vector<double> log_ticks(double lo, double hi);
 /// short_number ("1.5M").
 std::string tick_number(double v);
 
-/// The colour of series `i` (a fixed palette, repeating).
+/// The colour of series `i` (a fixed palette of 14, repeating).
 std::string color(std::size_t i);
+/// The point marker of series `i`: circles for the first 14 series (one
+/// palette), then squares, triangles and diamonds, so no two of 56 series
+/// look alike.
+enum class Marker { Circle, Square, Triangle, Diamond };
+Marker marker(std::size_t i);
+/// One marker of `shape` centred on (cx, cy), filled with `fill`.
+std::string marker_svg(Marker shape, double cx, double cy, std::string_view fill);
 
 /// Approximate width in pixels of `text` at `font_size` (sans-serif).
 double text_width(std::string_view text, double font_size);
@@ -43,6 +50,7 @@ struct Series {
   std::string color;
   bool dashed = false;        ///< a reference line: dashed, no markers
   std::vector<bool> flagged;  ///< per point: drawn as a red cross (e.g. out of memory); may be empty
+  Marker marker = Marker::Circle;
 };
 
 enum class XScale { Linear, Log, Category };
@@ -71,6 +79,7 @@ struct LegendEntry {
   bool cross = false;   ///< a red cross sample (flagged points)
   bool box = false;     ///< a filled box sample (bars)
   bool note = false;    ///< no sample: a line of text of its own, in `color`
+  Marker marker = Marker::Circle;  ///< the point marker on a solid line sample
 };
 
 /// Legend entries in rows from (x, y) wrapping at `width`; `height` gets the
