@@ -802,8 +802,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         json += fmt::format(", {}: {}", json_string(names[m]),
                             names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
       }
-      // As in tessera run --json: each only when the point has one.
+      // As in tessera run --json: the models, and each caveat only when the point has one.
       const Scenario& sc = scenarios[pt.index];
+      json += fmt::format(", \"backend\": {}, \"predictor\": {}",
+                          json_string(std::string(to_string(sc.backend))), json_string(sc.predictor));
       json += caveat_json(untested_gpu_notes(sc), known_bias_notes(sc), false);
       json += "}";
     }
@@ -842,6 +844,16 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     varies.push_back(a.values.size() > 1);
   }
   const bool any_varies = std::find(varies.begin(), varies.end(), true) != varies.end();
+  // The models every point runs with (a swept backend is in the rows).
+  const auto same = [&](auto&& get) {
+    return std::all_of(scenarios.begin(), scenarios.end(),
+                       [&](const Scenario& sc) { return get(sc) == get(scenarios.front()); });
+  };
+  if (!scenarios.empty() && same([](const Scenario& sc) { return std::string(to_string(sc.backend)); }) &&
+      same([](const Scenario& sc) { return sc.predictor; })) {
+    out << fmt::format("models: {} node model, {} network backend\n", scenarios.front().predictor,
+                       to_string(scenarios.front().backend));
+  }
   auto row_label = [&](const Point& pt) { return any_varies ? label(pt, &varies) : label(pt); };
   if (any_varies && !points.empty()) {
     const std::string set = label(points.front(), &one_value);

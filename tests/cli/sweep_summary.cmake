@@ -35,7 +35,7 @@ execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nodes=1,2 --s
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "wide sweep failed (${rc}): ${err}")
 endif()
-if(NOT wide MATCHES "^every point: training.micro_batch=4\npoint  settings ")
+if(NOT wide MATCHES "^models: tile-mlp node model, flow network backend\nevery point: training.micro_batch=4\npoint  settings ")
   message(FATAL_ERROR "the one-value key is not said once above the table:\n${wide}")
 endif()
 string(REPLACE "\n" ";" wide_lines "${wide}")
