@@ -47,6 +47,15 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   const auto summary = engine::summarize(r);
   const IterationBreakdown b = breakdown(sim);
   rep.iteration_time = b.iteration;
+  // A cable timed to change after the iteration has ended changes nothing
+  // (a unit slip, 10s for 10ms, would make a failure study the baseline).
+  for (const auto& t : s.failures.timed) {
+    if (t.at < rep.iteration_time) continue;
+    rep.warnings.push_back(
+        fmt::format("failures: {} {} at {:g} ms, after the iteration ends ({:.3f} ms): it changes nothing",
+                    Scenario::Failures::cable_name(t.a, t.b), t.fail ? "fails" : "degrades", t.at.ms(),
+                    rep.iteration_time.ms()));
+  }
   rep.compute_time = b.compute;
   rep.host_time = b.host;
   rep.bubble_time = b.bubble;
@@ -328,8 +337,9 @@ std::string format_text(const RunReport& r) {
     for (const auto& t : f.timed) {
       const std::string cable = Scenario::Failures::cable_name(t.a, t.b);
       parts.push_back(
-          t.fail ? fmt::format("{} fails at {:g} ms", cable, t.at.ms())
-                 : fmt::format("{} drops to {:g}% at {:g} ms", cable, 100.0 * f.degraded_rate, t.at.ms()));
+          (t.fail ? fmt::format("{} fails at {:g} ms", cable, t.at.ms())
+                  : fmt::format("{} drops to {:g}% at {:g} ms", cable, 100.0 * f.degraded_rate, t.at.ms())) +
+          (t.at >= r.iteration_time ? " (after the iteration ends: no effect)" : ""));
     }
     out += fmt::format("Failures       {}\n", fmt::join(parts, "; "));
   }

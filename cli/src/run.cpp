@@ -125,6 +125,10 @@ int cmd_run(const Args& args, std::ostream& out) {
   const Simulation sim = simulate_scenario(s, &progress);
   progress.finish();
   const RunReport rep = make_report(s, sim);
+  // Warnings only the forecast shows (a cable changing after the iteration).
+  for (std::size_t i = s.warnings.size(); i < rep.warnings.size(); ++i) {
+    std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, rep.warnings[i]);
+  }
   if (trace) trace->finish();
   if (links_path) {
     // The backend's own CSV (ns3), else the one from its per-link vectors.

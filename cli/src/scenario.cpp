@@ -81,6 +81,13 @@ class Section {
   /// option is named too.
   [[noreturn]] void fail_at(const YAML::Mark& m, const std::string& path, const std::string& msg,
                             bool created = false) const {
+    const auto [where, option] = location(m, path, created);
+    throw ScenarioError(where, path.empty() ? msg : fmt::format("{}: {}", path, msg), option);
+  }
+  /// Where the key at `path` (at `m`) was written: "file:line:col", or
+  /// "file (--set KEY)" with that option when the command line set it.
+  [[nodiscard]] std::pair<std::string, std::string> location(const YAML::Mark& m, const std::string& path,
+                                                             bool created = false) const {
     std::string where = m.is_null() ? file_ : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
     std::string option;
     if (overridden_ != nullptr) {
@@ -92,7 +99,7 @@ class Section {
         }
       }
     }
-    throw ScenarioError(where, path.empty() ? msg : fmt::format("{}: {}", path, msg), option);
+    return {where, option};
   }
 
   [[nodiscard]] std::string key_path(const std::string& key) const { return child_key_path(path_, key); }
@@ -1073,6 +1080,14 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     f.require({"k", "spine_bandwidth"});
     tree_nodes(s.rail);
     tree_links(s.rail);
+    // One rail group is a leaf per rail (an HCA of each node): with fewer
+    // than k leaves' spine ports for them, the fabric holds no HCA at all.
+    if (const int rails = s.rail.node.hca_count(); s.rail.k < rails) {
+      f.fail_at(f.node()["k"].Mark(), f.key_path("k"),
+                fmt::format("a k={} rail-optimized fabric has at most {} leaves (one per spine port), fewer "
+                            "than a node's {} rails (a leaf for each of its HCAs); k must be at least {}",
+                            s.rail.k, s.rail.k, rails, rails));
+    }
     // Its two tiers hold k / rails rail groups: past them, a larger k or
     // a fat-tree with a third tier.
     check_tree(s.rail, fmt::format("a k={} rail-optimized fabric", s.rail.k),
@@ -1564,21 +1579,49 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
       return out;
     };
+    // Each cable is named once (failed or degraded, from the start or at a
+    // time): a second entry for it is an error at that entry, not a second
+    // failure or a compounded degradation. Each is remembered with where it
+    // was written, for the errors found once the fabric is built.
+    std::map<std::pair<std::string, std::string>, std::string> named;
+    auto name_once = [&](const std::pair<std::string, std::string>& c, const YAML::Mark& mark,
+                         const std::string& path) {
+      const auto [lo, hi] = std::minmax(c.first, c.second);
+      const auto [it, fresh] = named.emplace(std::pair(lo, hi), path);
+      if (!fresh) {
+        fl.fail_at(
+            mark, path,
+            fmt::format("cable {}-{} is also in {} (name each cable once)", c.first, c.second, it->second));
+      }
+      auto [where, option] = fl.location(mark, path);
+      s.failures.sources[std::pair(lo, hi)] = {std::move(where), path, std::move(option)};
+    };
     auto cables = [&](const char* key, bool fail) {
       std::vector<std::pair<std::string, std::string>> out;
       const YAML::Node v = fl.need(key);
-      if (!v.IsSequence()) return split(fl.scalar(key), v.Mark(), fl.key_path(key));
+      if (!v.IsSequence()) {
+        for (auto& c : split(fl.scalar(key), v.Mark(), fl.key_path(key))) {
+          name_once(c, v.Mark(), fl.key_path(key));
+          out.push_back(std::move(c));
+        }
+        return out;
+      }
       for (std::size_t i = 0; i < v.size(); ++i) {
         const YAML::Node item = v[i];
         const std::string path = fmt::format("{}[{}]", fl.key_path(key), i);
         if (item.IsScalar()) {
-          for (auto& c : split(item.Scalar(), item.Mark(), path)) out.push_back(std::move(c));
+          for (auto& c : split(item.Scalar(), item.Mark(), path)) {
+            name_once(c, item.Mark(), path);
+            out.push_back(std::move(c));
+          }
           continue;
         }
         if (!item.IsMap()) fl.fail_at(item.Mark(), path, "expected a cable (leaf0-spine1) or a mapping {cable, at}");
         Section e = fl.nested(item, path);
-        const auto one = split(e.scalar("cable"), item["cable"].Mark(), e.key_path("cable"));
-        if (one.size() != 1) fl.fail_at(item["cable"].Mark(), e.key_path("cable"), "expected one cable");
+        const YAML::Node cable = e.need("cable");
+        const auto one = split(e.scalar("cable"), cable.Mark(), e.key_path("cable"));
+        if (one.size() != 1) fl.fail_at(cable.Mark(), e.key_path("cable"), "expected one cable");
+        name_once(one[0], item.Mark(), path);
         if (!e.has("at")) {
           out.push_back(one[0]);
         } else {
@@ -1589,26 +1632,13 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
       return out;
     };
-    if (fl.has("links")) s.failures.failed = cables("links", true);
-    if (fl.has("degraded")) s.failures.degraded = cables("degraded", false);
-    {
-      // A cable named twice from the start (failed twice, or failed and
-      // degraded): said, not counted twice or resolved silently.
-      std::map<std::pair<std::string, std::string>, std::string> named;
-      auto check = [&](const std::vector<std::pair<std::string, std::string>>& list, const char* key) {
-        for (const auto& [a, b] : list) {
-          const auto cable = std::minmax(a, b);
-          const auto [it, fresh] = named.emplace(std::pair(cable.first, cable.second), key);
-          if (!fresh) {
-            fl.fail_at(
-                fl.node()[key].Mark(), fl.key_path(key),
-                fmt::format("cable {}-{} is also in failures.{} (name each cable once)", a, b, it->second));
-          }
-        }
-      };
-      check(s.failures.failed, "links");
-      check(s.failures.degraded, "degraded");
+    if (fl.has("links")) {
+      s.failures.failed = cables("links", true);
+      auto [where, option] = fl.location(fl.node()["links"].Mark(), fl.key_path("links"));
+      s.failures.links =
+          Scenario::Failures::Source{std::move(where), fl.key_path("links"), std::move(option)};
     }
+    if (fl.has("degraded")) s.failures.degraded = cables("degraded", false);
     if (fl.has("degraded_rate")) s.failures.degraded_rate = fl.number_in("degraded_rate", 1e-6, 1.0);
     const bool any_degraded = !s.failures.degraded.empty() ||
                               std::any_of(s.failures.timed.begin(), s.failures.timed.end(),

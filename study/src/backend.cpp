@@ -100,7 +100,7 @@ std::vector<TimedCableChange> timed_cable_changes(const Scenario& s, const topol
       c.a = topo.find_vertex(t.a);
       c.b = topo.find_vertex(t.b);
     } catch (const InputError& e) {
-      throw ScenarioError(fmt::format("{}: failures.{}: {}-{}: {}", s.file, key, t.a, t.b, e.what()));
+      throw failure_error(s, key, t.a, t.b, e.what());
     }
     out.push_back(c);
   }

@@ -40,9 +40,9 @@ class Ns3Backend final : public NetworkBackend {
   void check(const Scenario& s) const override {
     for (const auto& t : s.failures.timed) {
       if (!t.fail) continue;
-      throw ScenarioError(fmt::format("{}: failures.links: {}-{}: `at:` (a failure during the run) is not supported "
-                                      "by the ns3 backend; use backend flow, or drop `at:` to fail it from the start",
-                                      s.file, t.a, t.b));
+      throw failure_error(s, "links", t.a, t.b,
+                          "`at:` (a failure during the run) is not supported by the ns3 backend; use backend "
+                          "flow, or drop `at:` to fail it from the start");
     }
   }
   [[nodiscard]] BackendRun run(const parallelism::TaskGraph& graph, const topology::Topology& topo,

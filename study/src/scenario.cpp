@@ -105,15 +105,27 @@ topology::Topology build_fabric(const Scenario& s) {
 
 }  // namespace
 
+ScenarioError failure_error(const Scenario& s, const char* key, const std::string& a, const std::string& b,
+                            const std::string& why) {
+  const auto src = s.failures.sources.find(std::minmax(a, b));
+  if (src == s.failures.sources.end()) {
+    return ScenarioError(fmt::format("{}: failures.{}: {}-{}: {}", s.file, key, a, b, why));
+  }
+  return ScenarioError(src->second.where, fmt::format("{}: {}-{}: {}", src->second.path, a, b, why),
+                       src->second.option);
+}
+
 topology::Topology build_topology(const Scenario& s) {
   topology::Topology t = build_fabric(s);
   const auto& f = s.failures;
+  auto cable_error = [&](const char* key, const std::string& a, const std::string& b,
+                         const std::string& why) { return failure_error(s, key, a, b, why); };
   auto apply = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& cables, auto&& act) {
     for (const auto& [a, b] : cables) {
       try {
         act(t.find_vertex(a), t.find_vertex(b));
       } catch (const InputError& e) {
-        throw ScenarioError(fmt::format("{}: failures.{}: {}-{}: {}", s.file, key, a, b, e.what()));
+        throw cable_error(key, a, b, e.what());
       }
     }
   };
@@ -126,9 +138,11 @@ topology::Topology build_topology(const Scenario& s) {
       try {
         (void)topo.route(0, g);
       } catch (const InputError&) {
-        throw ScenarioError(fmt::format("{}: failures.links: with these {} cables down GPU {} cannot reach GPU 0 "
-                                        "(no route left)",
-                                        s.file, down, g));
+        const std::string why = fmt::format("with {} {} down GPU {} cannot reach GPU 0 (no route left)",
+                                            down == 1 ? "this" : "these",
+                                            down == 1 ? "1 cable" : fmt::format("{} cables", down), g);
+        if (!f.links) throw ScenarioError(fmt::format("{}: failures.links: {}", s.file, why));
+        throw ScenarioError(f.links->where, fmt::format("{}: {}", f.links->path, why), f.links->option);
       }
     }
   };
@@ -151,7 +165,7 @@ topology::Topology build_topology(const Scenario& s) {
         (void)after.degrade_cable(a, b, 1.0);
       }
     } catch (const InputError& e) {
-      throw ScenarioError(fmt::format("{}: failures.{}: {}-{}: {}", s.file, key, c.a, c.b, e.what()));
+      throw cable_error(key, c.a, c.b, e.what());
     }
   }
   if (timed_down > 0) check_reachable(after, f.failed.size() + timed_down);

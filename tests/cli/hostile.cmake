@@ -410,10 +410,10 @@ hostile(NAME failures.at_not_a_time RC 2
         REGEX [=[^tessera: error: s\.yaml \(--set failures\.links\): failures\.links\[0\]\.at: ]=]
         ARGS run s.yaml --set "failures.links=[{cable: leaf0-spine1, at: soon}]")
 hostile(NAME failures.at_unknown_vertex RC 2
-        REGEX [=[^tessera: error: s\.yaml: failures\.links: leaf0-spine9: topology: no vertex named 'spine9']=]
+        REGEX [=[^tessera: error: s\.yaml \(--set failures\.links\): failures\.links\[0\]: leaf0-spine9: topology: no vertex named 'spine9' \(the names are gpu0\.\.gpu15, nvswitch0\.\.nvswitch1, leaf0\.\.leaf1, spine0\.\.spine7\)$]=]
         ARGS run s.yaml --set "failures.links=[{cable: leaf0-spine9, at: 1ms}]")
 hostile(NAME failures.at_unknown_cable RC 2
-        REGEX [=[^tessera: error: s\.yaml: failures\.degraded: leaf0-leaf1: topology: no cable between leaf0 and leaf1$]=]
+        REGEX [=[^tessera: error: s\.yaml \(--set failures\.degraded\): failures\.degraded\[0\]: leaf0-leaf1: topology: no cable between leaf0 and leaf1$]=]
         ARGS run s.yaml --set "failures.degraded=[{cable: leaf0-leaf1, at: 1ms}]" --set failures.degraded_rate=0.5)
 hostile(NAME failures.at_unknown_key RC 2
         REGEX [=[^tessera: error: s\.yaml \(--set failures\.links\): failures\.links\[0\]\.when: unknown key]=]
@@ -423,7 +423,7 @@ hostile(NAME failures.at_two_cables RC 2
         ARGS run s.yaml --set "failures.links=[{cable: 'leaf0-spine1, leaf0-spine2', at: 1ms}]")
 if(TESSERA_WITH_NS3)
   hostile(NAME failures.at_with_ns3 RC 2
-          REGEX [=[^tessera: error: s\.yaml: failures\.links: leaf0-spine1: `at:` \(a failure during the run\) is not supported by the ns3 backend]=]
+          REGEX [=[^tessera: error: s\.yaml \(--set failures\.links\): failures\.links\[0\]: leaf0-spine1: `at:` \(a failure during the run\) is not supported by the ns3 backend]=]
           ARGS run s.yaml --backend ns3 --set "failures.links=[{cable: leaf0-spine1, at: 1ms}]")
 endif()
 

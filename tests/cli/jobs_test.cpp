@@ -430,9 +430,11 @@ TEST(Failures, CablesByNameAndUnreachableGpus) {
     (void)build_topology(typo);
     ADD_FAILURE() << "no error";
   } catch (const ScenarioError& e) {
-    EXPECT_NE(std::string(e.what()).find("s.yaml: failures.links: leaf0-spine9: topology: no vertex named 'spine9'"),
-              std::string::npos)
-        << e.what();
+    // (where the key came from, and the names that exist, by kind)
+    EXPECT_EQ(
+        std::string(e.what()),
+        "s.yaml (--set failures.links): failures.links: leaf0-spine9: topology: no vertex named 'spine9' "
+        "(the names are gpu0..gpu15, nvswitch0..nvswitch1, leaf0..leaf1, spine0..spine7)");
   }
   std::string all;
   for (int k = 0; k < 8; ++k) all += fmt::format("{}leaf1-spine{}", k ? "," : "", k);
@@ -440,6 +442,71 @@ TEST(Failures, CablesByNameAndUnreachableGpus) {
   EXPECT_THROW((void)build_topology(cut), ScenarioError);
   EXPECT_NE(error_of(text, {{"failures.degraded", "leaf0-spine0"}}).find("degraded and degraded_rate go together"),
             std::string::npos);
+}
+
+// A failures entry is found at its line: a missing `cable`, a cable named
+// twice (timed or not: two 50% degradations are not a 25% one), a cable the
+// fabric does not have, a cut that leaves a GPU unreachable.
+TEST(Failures, EveryEntryErrorNamesItsLine) {
+  const std::string text = scenario_text("default.yaml");
+  auto with = [&](const std::string& failures) { return text + "failures:\n" + failures; };
+  const int line = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1;  // of "failures:"
+  EXPECT_EQ(error_of(with("  links:\n    - {at: 5ms}\n")),
+            fmt::format("s.yaml:{}:7: failures.links[0].cable: missing required key", line + 2));
+  EXPECT_EQ(
+      error_of(with("  degraded:\n    - leaf0-spine1\n    - {cable: spine1-leaf0, at: 2ms}\n"
+                    "  degraded_rate: 0.5\n")),
+      fmt::format("s.yaml:{}:7: failures.degraded[1]: cable spine1-leaf0 is also in failures.degraded[0] "
+                  "(name each cable once)",
+                  line + 3));
+  EXPECT_EQ(error_of(with("  links:\n    - {cable: leaf0-spine1, at: 1ms}\n  degraded:\n"
+                          "    - {cable: leaf0-spine1, at: 2ms}\n  degraded_rate: 0.5\n")),
+            fmt::format("s.yaml:{}:7: failures.degraded[0]: cable leaf0-spine1 is also in failures.links[0] "
+                        "(name each cable once)",
+                        line + 4));
+  auto topology_error = [&](const std::string& failures) {
+    try {
+      (void)build_topology(parse_scenario(with(failures), "s.yaml"));
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(
+      topology_error("  links:\n    - leaf0-spine1\n    - leaf0-leaf1\n"),
+      fmt::format("s.yaml:{}:7: failures.links[1]: leaf0-leaf1: topology: no cable between leaf0 and leaf1",
+                  line + 3));
+  std::string cut = "  links:\n";
+  for (int k = 0; k < 8; ++k) cut += fmt::format("    - leaf1-spine{}\n", k);
+  EXPECT_EQ(topology_error(cut),
+            fmt::format("s.yaml:{}:5: failures.links: with these 8 cables down GPU 8 cannot "
+                        "reach GPU 0 (no route left)",
+                        line + 2));
+}
+
+// A cable timed to change after the iteration has ended changes nothing:
+// said in the Failures line and as a warning (JSON "warnings").
+TEST(Failures, AChangeAfterTheIterationIsSaid) {
+  const std::string text =
+      scenario_text("default.yaml") + "failures:\n  links:\n    - {cable: leaf0-spine1, at: 10s}\n";
+  const Scenario s = parse_scenario(text, "s.yaml");
+  const RunReport rep = make_report(s, simulate_scenario(s));
+  EXPECT_NE(format_text(rep).find(
+                "Failures       leaf0-spine1 fails at 10000 ms (after the iteration ends: no effect)\n"),
+            std::string::npos)
+      << format_text(rep);
+  ASSERT_EQ(rep.warnings.size(), s.warnings.size() + 1);
+  EXPECT_EQ(rep.warnings.back(),
+            fmt::format("failures: leaf0-spine1 fails at 10000 ms, after the iteration ends "
+                        "({:.3f} ms): it changes nothing",
+                        rep.iteration_time.ms()));
+  // Within the iteration: no warning.
+  const Scenario early = parse_scenario(
+      scenario_text("default.yaml") + "failures:\n  links:\n    - {cable: leaf0-spine1, at: 1ms}\n",
+      "s.yaml");
+  const RunReport e = make_report(early, simulate_scenario(early));
+  EXPECT_EQ(e.warnings.size(), early.warnings.size());
+  EXPECT_EQ(format_text(e).find("no effect"), std::string::npos);
 }
 
 // `mixed_gpus:`: every node of the other type gives exactly the run with that

@@ -390,6 +390,19 @@ TEST(Scenario, RailFabricTooSmallSaysWhatHoldsMore) {
       << error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}});
 }
 
+// With fewer than k leaves for a node's rails the fabric holds no HCA: the
+// error says the bound on k, not "attaches 0 HCAs".
+TEST(Scenario, RailFabricNeedsALeafPerRail) {
+  const std::string t =
+      replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+               "    type: rail-optimized\n    k: 8\n");
+  EXPECT_EQ(
+      error_of(t, {Override{"cluster.fabric.k", "6"}}),
+      "s.yaml (--set cluster.fabric.k): cluster.fabric.k: a k=6 rail-optimized fabric has at most 6 leaves "
+      "(one per spine port), fewer than a node's 8 rails (a leaf for each of its HCAs); k must be at least "
+      "8");
+}
+
 TEST(Scenario, OverridesApplyAndNameTheirSource) {
   const Scenario s = parse_scenario(
       default_text(), "s.yaml",

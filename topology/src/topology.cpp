@@ -249,14 +249,40 @@ PortNo Topology::port_of(LinkId id) const {
 }
 
 VertexId Topology::find_vertex(std::string_view name) const {
-  std::string some;
+  // The names that exist, by kind: "gpu0..gpu31, leaf0..leaf3, spine0..spine7".
+  struct Range {
+    std::string prefix;
+    long lo = 0, hi = 0;
+    std::size_t count = 0;
+  };
+  std::vector<Range> ranges;
   for (auto [it, end] = boost::vertices(g_); it != end; ++it) {
-    if (g_[*it].name == name) return *it;
-    if (*it < 4 || (g_[*it].kind != VertexKind::Gpu && some.size() < 60)) {
-      some += fmt::format("{}{}", some.empty() ? "" : ", ", g_[*it].name);
+    const std::string& n = g_[*it].name;
+    if (n == name) return *it;
+    const std::size_t digits = n.find_last_not_of("0123456789") + 1;
+    const std::string prefix = n.substr(0, digits);
+    const long number = digits < n.size() && n.size() - digits < 10 ? std::stol(n.substr(digits)) : -1;
+    auto r = std::find_if(ranges.begin(), ranges.end(), [&](const Range& x) { return x.prefix == prefix; });
+    if (r == ranges.end() || number < 0) {
+      ranges.push_back({number < 0 ? n : prefix, number, number, 1});
+    } else {
+      r->lo = std::min(r->lo, number);
+      r->hi = std::max(r->hi, number);
+      ++r->count;
     }
   }
-  throw InputError(fmt::format("topology: no vertex named '{}' (some that exist: {})", name, some));
+  std::string names;
+  for (const Range& r : ranges) {
+    names += names.empty() ? "" : ", ";
+    if (r.lo < 0) {
+      names += r.prefix;
+    } else if (r.count == 1) {
+      names += fmt::format("{}{}", r.prefix, r.lo);
+    } else {
+      names += fmt::format("{}{}..{}{}", r.prefix, r.lo, r.prefix, r.hi);
+    }
+  }
+  throw InputError(fmt::format("topology: no vertex named '{}' (the names are {})", name, names));
 }
 
 namespace {

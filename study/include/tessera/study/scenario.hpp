@@ -4,6 +4,7 @@
 // pipeline derives from it (the GPU as the node model times it, the fabric
 // with its failures, the node model with its overrides).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -206,6 +207,17 @@ struct Scenario {
     [[nodiscard]] static std::string cable_name(const std::string& a, const std::string& b) {
       return a + "-" + b;
     }
+    /// Where an entry was written, for errors found once the fabric is
+    /// built: ScenarioError's location ("s.yaml:34:7", or "s.yaml (--set
+    /// KEY)" with `option`) and the key path ("failures.links[1]").
+    struct Source {
+      std::string where, path, option;
+    };
+    /// Each named cable's source, by its two ends in order (std::minmax);
+    /// `links` that of the `failures.links` key. Empty for a scenario built
+    /// in code: errors then name the file and the key.
+    std::map<std::pair<std::string, std::string>, Source> sources;
+    std::optional<Source> links;
   } failures;
   /// `stragglers:` per GPU (index = rank): its compute takes this times the
   /// node model's time (engine::ExecutionOptions::compute_scale); empty:
@@ -248,5 +260,11 @@ std::unique_ptr<node_model::KernelPredictor> make_scenario_predictor(const Scena
 
 /// The scenario's network, built from its fabric spec.
 topology::Topology build_topology(const Scenario& s);
+
+/// An error about the cable a-b of `failures.KEY` (links or degraded),
+/// at the entry that named it (Failures::sources: "s.yaml:34:7:
+/// failures.links[1]: a-b: WHY"), else naming the file and the key.
+ScenarioError failure_error(const Scenario& s, const char* key, const std::string& a, const std::string& b,
+                            const std::string& why);
 
 }  // namespace tessera::study
