@@ -5,12 +5,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -21,6 +23,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/progress.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
 #include "tessera/files.hpp"
@@ -758,9 +761,16 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
   const int folds = split.folds;
   // "(kept)" after a constant the fit did not move (--fit-only).
   auto mark = [](bool fitted) { return fitted ? "" : " (kept)"; };
+  // A fit simulates every run some 40-60 times (minutes with --every 2):
+  // each fit's line is flushed as it is found, and stderr counts the fits
+  // (a bar on a terminal, a line every 10 s in a log).
+  CountProgress progress("validate training", "host-constant fits",
+                         templates.size() * (1 + std::max(folds, 0)), 0, std::cerr,
+                         ::isatty(STDERR_FILENO) != 0);
   std::vector<PredictedRun> cv_all;
   for (const RunTemplate& gpu : templates) {
     const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs, keys);
+    progress.advance();
     out << fmt::format(
         "{}: host_launch {:.1f} us{}, host_p2p {:.2f} ms{}, host_microbatch {:.2f} ms{}, host_iteration "
         "{:.2f} "
@@ -787,13 +797,18 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
       out << "  (the error is on the runs fit; --cv K predicts each run with a fit that did not see its "
              "profile)\n";
     }
+    out << std::flush;
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
     for (int k = 0; k < folds; ++k) {
       std::vector<MeasuredRun> train, test;
       for (const MeasuredRun& r : runs) (split.fold(r) == k ? test : train).push_back(r);
-      if (test.empty() || train.empty()) continue;
+      if (test.empty() || train.empty()) {
+        progress.advance();
+        continue;
+      }
       const HostFit fk = fit_host_overhead(train, gpu, overrides, jobs, keys);
+      progress.advance();
       std::vector<Override> o = overrides;
       o.push_back({"calibration.host_launch", fmt::format("{}ns", fk.host_launch.ps() / 1000)});
       o.push_back({"calibration.host_iteration", fmt::format("{}ns", fk.host_iteration.ps() / 1000)});
@@ -806,12 +821,14 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
           k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_microbatch.ms(),
           fk.host_iteration.ms(), test.size(),
           split.by_hidden ? fmt::format(" (hidden {})", split.hiddens[static_cast<std::size_t>(k)]) : "");
+      out << std::flush;
       cv.insert(cv.end(), pred.begin(), pred.end());
     }
     std::sort(cv.begin(), cv.end(),
               [](const PredictedRun& a, const PredictedRun& b) { return a.run.row < b.run.row; });
     cv_all.insert(cv_all.end(), cv.begin(), cv.end());
   }
+  progress.finish();
   if (folds > 0) {
     if (split.by_hidden) {
       out << fmt::format(
