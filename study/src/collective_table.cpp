@@ -118,11 +118,16 @@ CollectiveTable collective_table(const Scenario& s) {
     row.together = groups.size() == 1 ? row.alone : time_of(row.kind, row.bytes, groups);
   }
   for (const auto& calls : stage_calls) {
-    Time nvlink, network;
-    for (const auto& [row, task] : calls)
-      (table.rows[row].nodes > 1 ? network : nvlink) += table.rows[row].alone;
+    Time nvlink, network, nvlink_together, network_together;
+    for (const auto& [row, task] : calls) {
+      const CollectiveTableRow& r = table.rows[row];
+      (r.nodes > 1 ? network : nvlink) += r.alone;
+      (r.nodes > 1 ? network_together : nvlink_together) += r.together;
+    }
     table.nvlink_per_stage.push_back(nvlink);
     table.network_per_stage.push_back(network);
+    table.nvlink_together_per_stage.push_back(nvlink_together);
+    table.network_together_per_stage.push_back(network_together);
   }
   return table;
 }

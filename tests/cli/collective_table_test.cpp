@@ -113,10 +113,19 @@ TEST(CollectiveTable, SizesGroupsAndCallsOfATensorAndDataParallelPlan) {
   EXPECT_EQ(dp->algorithm, collectives::Algorithm::Ring);
   // One stage: its rank's collectives one after another.
   ASSERT_EQ(t.nvlink_per_stage.size(), 1u);
-  Time nvlink, network;
-  for (const auto& r : t.rows) (r.nodes > 1 ? network : nvlink) += r.alone * r.calls;
+  Time nvlink, network, nvlink_together, network_together;
+  for (const auto& r : t.rows) {
+    (r.nodes > 1 ? network : nvlink) += r.alone * r.calls;
+    (r.nodes > 1 ? network_together : nvlink_together) += r.together * r.calls;
+  }
   EXPECT_EQ(t.nvlink_per_stage[0], nvlink);
   EXPECT_EQ(t.network_per_stage[0], network);
+  // With the stage's four data-parallel groups on the fabric at once, the
+  // sums of the `together` times: the groups across nodes take longer.
+  ASSERT_EQ(t.network_together_per_stage.size(), 1u);
+  EXPECT_EQ(t.nvlink_together_per_stage[0], nvlink_together);
+  EXPECT_EQ(t.network_together_per_stage[0], network_together);
+  EXPECT_GT(t.network_together_per_stage[0], t.network_per_stage[0]);
 }
 
 TEST(CollectiveTable, TimesOnTheFabricAloneAndTogether) {

@@ -51,6 +51,9 @@ struct CollectiveTable {
   /// rank's collectives would take one after another, with no overlap and
   /// no waiting).
   std::vector<Time> nvlink_per_stage, network_per_stage;
+  /// The same sums of the `together` times (each with its stage's other
+  /// groups at once, contending for the fabric).
+  std::vector<Time> nvlink_together_per_stage, network_together_per_stage;
 };
 
 /// The collectives of `s`'s iteration (its plan as `run` plans it), each
