@@ -69,6 +69,15 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
   const JobNotes notes = job_notes(s);
   out += note_lines("Untested GPU", notes.untested_gpu, s);
   out += note_lines("Known bias", notes.known_bias, s);
+  out += failures_line(s.failures, o.makespan);
+  // Each job's fullest pipeline stage against its GPU (tessera run's memory table, one line).
+  std::vector<std::string> memory;
+  for (const auto& j : o.jobs) {
+    memory.push_back(fmt::format("{}: {:.1f} of {:.1f} GiB (stage {}){}", j.name, j.peak_memory.in_gib(),
+                                 j.memory_capacity.in_gib(), j.fullest_stage,
+                                 j.oom() ? " ** OUT OF MEMORY **" : ""));
+  }
+  if (!memory.empty()) out += fmt::format("Memory         {}\n", fmt::join(memory, "; "));
   out += fmt::format("{:<16} {:>5}  {:<14} {:>14} {:>14} {:>9} {:>12}\n", "job", "GPUs", "nodes", "alone (ms)",
                      "shared (ms)", "slowdown", "tokens/s");
   for (const auto& j : o.jobs) {
@@ -113,6 +122,10 @@ std::vector<std::string> scenario_warnings(const Scenario& s) {
   return out;
 }
 
+std::vector<std::string> jobs_outcome_warnings(const Scenario& s, const JobsOutcome& o) {
+  return late_failure_warnings(s.failures, o.makespan);
+}
+
 std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
   const std::string seed = s.placement == "random" ? fmt::format(R"(, "placement_seed": {})", s.placement_seed) : "";
   std::string out = fmt::format(
@@ -141,14 +154,18 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
       links += "]";
     }
     out += fmt::format(
-        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "busiest_links": {}{}}})",
+        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "peak_memory_bytes": {}, "memory_capacity_bytes": {}, "oom": {}, "busiest_links": {}{}}})",
         i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(),
-        j.slowdown(), j.tokens_per_s, links, extra);
+        j.slowdown(), j.tokens_per_s, j.peak_memory.count(), j.memory_capacity.count(), j.oom(), links,
+        extra);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e})", o.makespan.seconds());
+  if (std::string f = failures_json(s.failures); !f.empty()) out += ", " + f.substr(0, f.size() - 2);
   // The warnings stderr gives, only when there are any.
   std::string warnings;
-  for (const std::string& w : scenario_warnings(s)) warnings += (warnings.empty() ? "" : ", ") + json_string(w);
+  std::vector<std::string> all = scenario_warnings(s);
+  for (std::string& w : jobs_outcome_warnings(s, o)) all.push_back(std::move(w));
+  for (const std::string& w : all) warnings += (warnings.empty() ? "" : ", ") + json_string(w);
   if (!warnings.empty()) out += ", \"warnings\": [" + warnings + "]";
   out += "}";
   out += "\n";

@@ -49,13 +49,8 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.iteration_time = b.iteration;
   // A cable timed to change after the iteration has ended changes nothing
   // (a unit slip, 10s for 10ms, would make a failure study the baseline).
-  for (const auto& t : s.failures.timed) {
-    if (t.at < rep.iteration_time) continue;
-    rep.warnings.push_back(
-        fmt::format("failures: {} {} at {:g} ms, after the iteration ends ({:.3f} ms): it changes nothing",
-                    Scenario::Failures::cable_name(t.a, t.b), t.fail ? "fails" : "degrades", t.at.ms(),
-                    rep.iteration_time.ms()));
-  }
+  for (std::string& w : late_failure_warnings(s.failures, rep.iteration_time))
+    rep.warnings.push_back(std::move(w));
   rep.compute_time = b.compute;
   rep.host_time = b.host;
   rep.bubble_time = b.bubble;
@@ -204,23 +199,6 @@ std::string cable_names(const std::vector<std::pair<std::string, std::string>>& 
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
-/// The JSON report's "failures" object (and its trailing comma), only when
-/// the scenario has any: cables as "a-b", times in seconds.
-std::string failures_json(const Scenario::Failures& f) {
-  if (!f.any()) return {};
-  std::vector<std::string> timed;
-  timed.reserve(f.timed.size());
-  for (const auto& t : f.timed) {
-    timed.push_back(fmt::format("{{\"cable\": {}, \"at_s\": {:.9e}, \"change\": {}}}",
-                                json_string(Scenario::Failures::cable_name(t.a, t.b)), t.at.seconds(),
-                                json_string(t.fail ? "fails" : "degraded")));
-  }
-  auto names = [](const auto& list) { return fmt::format("[{}]", cable_names(list, true)); };
-  return fmt::format(
-      "\"failures\": {{\"links\": {}, \"degraded\": {}, \"degraded_rate\": {:.6f}, \"timed\": [{}]}}, ",
-      names(f.failed), names(f.degraded), f.degraded_rate, fmt::join(timed, ", "));
-}
-
 /// The same numbers as the JSON report's "ns3" object (with its leading comma).
 std::string json_packet_fabric(const PacketFabricStats& f) {
   const Ns3Settings& set = f.settings;
@@ -308,6 +286,50 @@ std::string ranking_bias_note(std::string_view known_bias, std::string_view rows
       known_bias, rows, parallelism::kKnownBiasMinTp, which.empty() ? "" : " ", which, rows);
 }
 
+std::string failures_json(const Scenario::Failures& f) {
+  if (!f.any()) return {};
+  std::vector<std::string> timed;
+  timed.reserve(f.timed.size());
+  for (const auto& t : f.timed) {
+    timed.push_back(fmt::format("{{\"cable\": {}, \"at_s\": {:.9e}, \"change\": {}}}",
+                                json_string(Scenario::Failures::cable_name(t.a, t.b)), t.at.seconds(),
+                                json_string(t.fail ? "fails" : "degraded")));
+  }
+  auto names = [](const auto& list) { return fmt::format("[{}]", cable_names(list, true)); };
+  return fmt::format(
+      "\"failures\": {{\"links\": {}, \"degraded\": {}, \"degraded_rate\": {:.6f}, \"timed\": [{}]}}, ",
+      names(f.failed), names(f.degraded), f.degraded_rate, fmt::join(timed, ", "));
+}
+
+std::string failures_line(const Scenario::Failures& f, Time iteration) {
+  if (!f.any()) return {};
+  std::vector<std::string> parts;
+  if (!f.failed.empty()) parts.push_back(fmt::format("out of service: {}", cable_names(f.failed, false)));
+  if (!f.degraded.empty()) {
+    parts.push_back(
+        fmt::format("at {:g}% of their rate: {}", 100.0 * f.degraded_rate, cable_names(f.degraded, false)));
+  }
+  for (const auto& t : f.timed) {
+    const std::string cable = Scenario::Failures::cable_name(t.a, t.b);
+    parts.push_back(
+        (t.fail ? fmt::format("{} fails at {:g} ms", cable, t.at.ms())
+                : fmt::format("{} drops to {:g}% at {:g} ms", cable, 100.0 * f.degraded_rate, t.at.ms())) +
+        (t.at >= iteration ? " (after the iteration ends: no effect)" : ""));
+  }
+  return fmt::format("Failures       {}\n", fmt::join(parts, "; "));
+}
+
+std::vector<std::string> late_failure_warnings(const Scenario::Failures& f, Time iteration) {
+  std::vector<std::string> out;
+  for (const auto& t : f.timed) {
+    if (t.at < iteration) continue;
+    out.push_back(fmt::format(
+        "failures: {} {} at {:g} ms, after the iteration ends ({:.3f} ms): it changes nothing",
+        Scenario::Failures::cable_name(t.a, t.b), t.fail ? "fails" : "degrades", t.at.ms(), iteration.ms()));
+  }
+  return out;
+}
+
 std::string format_text(const RunReport& r) {
   // Shares of the iteration as compare-schedules prints them (IterationBreakdown::share).
   const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time, r.exposed_comm_time};
@@ -326,23 +348,7 @@ std::string format_text(const RunReport& r) {
         "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU)\n",
         r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, nodes_phrase(r.mixed_nodes));
   }
-  if (const auto& f = r.failures; f.any()) {
-    // The cables the scenario takes out or slows, as it names them.
-    std::vector<std::string> parts;
-    if (!f.failed.empty()) parts.push_back(fmt::format("out of service: {}", cable_names(f.failed, false)));
-    if (!f.degraded.empty()) {
-      parts.push_back(
-          fmt::format("at {:g}% of their rate: {}", 100.0 * f.degraded_rate, cable_names(f.degraded, false)));
-    }
-    for (const auto& t : f.timed) {
-      const std::string cable = Scenario::Failures::cable_name(t.a, t.b);
-      parts.push_back(
-          (t.fail ? fmt::format("{} fails at {:g} ms", cable, t.at.ms())
-                  : fmt::format("{} drops to {:g}% at {:g} ms", cable, 100.0 * f.degraded_rate, t.at.ms())) +
-          (t.at >= r.iteration_time ? " (after the iteration ends: no effect)" : ""));
-    }
-    out += fmt::format("Failures       {}\n", fmt::join(parts, "; "));
-  }
+  out += failures_line(r.failures, r.iteration_time);
   if (r.stragglers > 0) {
     out += fmt::format("Stragglers     {} of {} GPUs slower than predicted (compute x{:.3f} at most)\n", r.stragglers,
                        r.gpus, r.max_compute_scale);

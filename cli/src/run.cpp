@@ -77,8 +77,19 @@ int cmd_run(const Args& args, std::ostream& out) {
     if (json_out) files.output(*json_out, p.get("json-out") ? "--json-out" : "outputs.json");
     say_on_interrupt("nothing was written (outputs are written when the run finishes)");
     const JobsOutcome o = simulate_jobs(s);
+    for (const std::string& w : jobs_outcome_warnings(s, o)) {
+      std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
+    }
     if (json_out) write_file_atomic(*json_out, format_jobs_json(s, o));
     out << (p.has("json") ? format_jobs_json(s, o) : format_jobs_text(s, o));
+    // As for one job: printed, but a plan that does not fit is not a result.
+    for (const auto& j : o.jobs) {
+      if (!j.oom() || p.has("allow-oom")) continue;
+      throw OutOfMemoryError(fmt::format(
+          "{}: job {} does not fit in GPU memory: pipeline stage {} needs {:.1f} GiB of {:.1f} GiB "
+          "(--allow-oom to accept the forecast)",
+          s.file, j.name, j.fullest_stage, j.peak_memory.in_gib(), j.memory_capacity.in_gib()));
+    }
     return 0;
   }
   // Output files: command-line flags first, then the scenario's `outputs:`.

@@ -105,13 +105,15 @@ JobsOutcome simulate_jobs(const Scenario& s) {
   const topology::Topology topo = build_topology(s);
   const int per_node = s.cluster.gpus_per_node;
   std::vector<parallelism::TaskGraph> graphs;
+  std::vector<std::vector<parallelism::MemoryEstimate>> memory;  // [job][stage]
   std::vector<std::vector<int>> gpu_of;
   for (const Job& job : s.jobs) {
     check_work(job.scenario);
     const auto predictor = make_scenario_predictor(job.scenario);  // node_model.overrides included
-    graphs.push_back(parallelism::plan_training_detailed(job.scenario.model, job.scenario.workload,
-                                                         job.scenario.plan, *predictor)
-                         .graph);
+    auto planned = parallelism::plan_training_detailed(job.scenario.model, job.scenario.workload,
+                                                       job.scenario.plan, *predictor);
+    graphs.push_back(std::move(planned.graph));
+    memory.push_back(std::move(planned.summary.memory_per_stage));
     std::vector<int> map;
     map.reserve(static_cast<std::size_t>(job.scenario.gpus()));
     for (int r = 0; r < job.scenario.gpus(); ++r) {
@@ -149,6 +151,13 @@ JobsOutcome simulate_jobs(const Scenario& s) {
     o.name = job.name;
     o.nodes = job.nodes;
     o.gpus = job.scenario.gpus();
+    for (std::size_t st = 0; st < memory[j].size(); ++st) {
+      if (st == 0 || memory[j][st].total() > o.peak_memory) {
+        o.fullest_stage = static_cast<int>(st);
+        o.peak_memory = memory[j][st].total();
+        o.memory_capacity = memory[j][st].capacity;
+      }
+    }
     o.alone = iteration_of(alone, gpu_of[j]);
     o.shared = iteration_of(shared, gpu_of[j]);
     const auto& plan = job.scenario.plan;

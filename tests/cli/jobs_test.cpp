@@ -509,6 +509,32 @@ TEST(Failures, AChangeAfterTheIterationIsSaid) {
   EXPECT_EQ(format_text(e).find("no effect"), std::string::npos);
 }
 
+// With jobs, the summary carries the scenario's failures as a single job's
+// does (the Failures line, with a change after the last job's iteration
+// marked, and warned about) and the JSON its "failures" and "warnings".
+TEST(Failures, TheJobsReportSaysWhichCables) {
+  const Scenario s = parse_scenario(scenario_text("two-jobs.yaml") +
+                                        "failures:\n  links:\n    - leaf0-spine0\n"
+                                        "    - {cable: leaf0-spine1, at: 10s}\n",
+                                    "t.yaml");
+  const JobsOutcome o = simulate_jobs(s);
+  const std::string t = format_jobs_text(s, o);
+  EXPECT_NE(t.find("\nFailures       out of service: leaf0-spine0; leaf0-spine1 fails at 10000 ms (after the "
+                   "iteration ends: no effect)\n"),
+            std::string::npos)
+      << t;
+  const auto warnings = jobs_outcome_warnings(s, o);
+  ASSERT_EQ(warnings.size(), 1U);
+  EXPECT_EQ(warnings[0],
+            fmt::format("failures: leaf0-spine1 fails at 10000 ms, after the iteration ends ({:.3f} "
+                        "ms): it changes nothing",
+                        o.makespan.ms()));
+  const std::string j = format_jobs_json(s, o);
+  EXPECT_NE(j.find(", \"failures\": {\"links\": [\"leaf0-spine0\"], \"degraded\": [], "), std::string::npos)
+      << j;
+  EXPECT_NE(j.find("\"warnings\": [" + json_string(warnings[0]) + "]}"), std::string::npos) << j;
+}
+
 // `mixed_gpus:`: every node of the other type gives exactly the run with that
 // GPU; the same type on some nodes changes nothing; some nodes in between.
 TEST(MixedGpus, EachNodeTimedOnItsOwnGpu) {

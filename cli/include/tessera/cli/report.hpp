@@ -21,6 +21,10 @@ std::vector<std::string> scenario_warnings(const Scenario& s);
 /// Prints scenario_warnings(s) on stderr, one "tessera: warning: FILE: ..."
 /// line each (run, kernels, collectives).
 void print_scenario_warnings(const Scenario& s);
+/// The warnings only the jobs' forecast shows (a cable changing after the
+/// last job's iteration, late_failure_warnings): `run` prints them on
+/// stderr, the JSON lists them after scenario_warnings.
+std::vector<std::string> jobs_outcome_warnings(const Scenario& s, const study::JobsOutcome& o);
 
 /// A buffer size for people, to 3 significant digits in binary units:
 /// "512 B", "48 MiB", "5.45 GiB" (`validate collectives`, `collectives`).
@@ -172,6 +176,17 @@ std::string caveat_lines(const std::vector<std::string>& untested_gpu,
                          const std::vector<std::string>& known_bias);
 std::string caveat_json(const std::vector<std::string>& untested_gpu,
                         const std::vector<std::string>& known_bias, bool trailing = true);
+/// The summary's `Failures` line (empty without failures): the cables the
+/// scenario takes out or slows, as it names them, a timed change at or
+/// after `iteration` marked as having no effect.
+std::string failures_line(const Scenario::Failures& f, Time iteration);
+/// One warning per timed change at or after `iteration` (it changes
+/// nothing: a unit slip, 10s for 10ms, would make a failure study the
+/// baseline).
+std::vector<std::string> late_failure_warnings(const Scenario::Failures& f, Time iteration);
+/// The JSON report's "failures" object followed by ", ", only when the
+/// scenario has any: cables as "a-b", times in seconds.
+std::string failures_json(const Scenario::Failures& f);
 /// Summary lines of notes under a label: `label` (padded as tessera run pads
 /// it) on the first, the others under it.
 std::string labelled_lines(std::string_view label, const std::vector<std::string>& notes);

@@ -60,6 +60,14 @@ struct JobOutcome {
   /// bandwidth; highest first, ties by link id), links it did not use left
   /// out; empty without per_job_links.
   std::vector<JobLink> busiest_links;
+  /// Its fullest pipeline stage (the memory model's, as `run` prints it):
+  /// the stage, what one of its ranks needs at its peak, and its GPU's
+  /// memory. A job that does not fit is forecast all the same; `run` says
+  /// so and exits with the out-of-memory code unless --allow-oom.
+  int fullest_stage = 0;
+  Bytes peak_memory;
+  Bytes memory_capacity;
+  [[nodiscard]] bool oom() const { return memory_capacity.count() > 0 && peak_memory > memory_capacity; }
   [[nodiscard]] double slowdown() const {
     return alone > Time::zero() ? static_cast<double>(shared.ps()) / static_cast<double>(alone.ps()) - 1.0 : 0.0;
   }
