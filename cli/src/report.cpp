@@ -188,6 +188,18 @@ std::string format_packet_fabric(const PacketFabricStats& f) {
   return out;
 }
 
+/// "; unmatched: lines 3, 7" (the first ten, then how many more): the
+/// override rows no kernel of the plan asked for; empty when all matched.
+std::string unmatched_phrase(const std::vector<std::size_t>& lines) {
+  if (lines.empty()) return {};
+  constexpr std::size_t kShown = 10;
+  const std::vector<std::size_t> shown(
+      lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(std::min(lines.size(), kShown)));
+  return fmt::format("; unmatched (no kernel of this plan has their op, dtype and dimensions): line{} {}{}",
+                     lines.size() == 1 ? "" : "s", fmt::join(shown, ", "),
+                     lines.size() > kShown ? fmt::format(" and {} more", lines.size() - kShown) : "");
+}
+
 /// Cables as the reports name them, ", "-separated; `json`: each a JSON string.
 std::string cable_names(const std::vector<std::pair<std::string, std::string>>& cables, bool json) {
   std::vector<std::string> out;
@@ -355,11 +367,12 @@ std::string format_text(const RunReport& r) {
   }
   if (const auto& o = r.kernel_overrides) {
     out +=
-        fmt::format("Measured       {} of {} kernel{} in {} matched ({} planner lookup{}){}\n", o->matched,
+        fmt::format("Measured       {} of {} kernel{} in {} matched ({} planner lookup{}){}{}\n", o->matched,
                     o->entries, o->entries == 1 ? "" : "s", o->path, o->lookups, o->lookups == 1 ? "" : "s",
                     o->ignored_rows == 0 ? std::string()
                                          : fmt::format("; {} row{} ignored: composite or non-GEMM ops",
-                                                       o->ignored_rows, o->ignored_rows == 1 ? "" : "s"));
+                                                       o->ignored_rows, o->ignored_rows == 1 ? "" : "s"),
+                    unmatched_phrase(o->unmatched_lines));
   }
   out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
   out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
@@ -426,10 +439,14 @@ std::string kernel_overrides_json(const RunReport& r) {
   if (!r.kernel_overrides) return {};
   const auto& o = *r.kernel_overrides;
   return fmt::format(
-      "\"kernel_overrides\": {{\"file\": {}, \"kernels\": {}, \"matched_kernels\": {}, \"lookups\": {}{}}}, ",
+      "\"kernel_overrides\": {{\"file\": {}, \"kernels\": {}, \"matched_kernels\": {}, \"lookups\": "
+      "{}{}{}}}, ",
       json_string(o.path), o.entries, o.matched, o.lookups,
       // Only a PyTorch profiler export skips rows.
-      o.ignored_rows == 0 ? std::string() : fmt::format(", \"ignored_rows\": {}", o.ignored_rows));
+      o.ignored_rows == 0 ? std::string() : fmt::format(", \"ignored_rows\": {}", o.ignored_rows),
+      o.unmatched_lines.empty()
+          ? std::string()
+          : fmt::format(", \"unmatched_lines\": [{}]", fmt::join(o.unmatched_lines, ", ")));
 }
 }  // namespace
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -488,8 +489,13 @@ OverrideStats OverridePredictor::stats() const {
   for (std::size_t i = 0; i < s.entries; ++i) {
     const std::int64_t h = hits_[i].load(std::memory_order_relaxed);
     s.lookups += h;
-    if (h > 0) ++s.matched;
+    if (h > 0) {
+      ++s.matched;
+    } else {
+      s.unmatched_lines.push_back(table_->entries()[i].line);
+    }
   }
+  std::sort(s.unmatched_lines.begin(), s.unmatched_lines.end());
   s.ignored_rows = table_->ignored_rows();
   s.delegated = delegated_.load(std::memory_order_relaxed);
   return s;

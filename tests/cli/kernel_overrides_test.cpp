@@ -114,13 +114,17 @@ TEST_F(KernelOverridesRun, OneKernelShapeChangesComputeByMeasuredMinusPredictedT
   const RunReport rep = make_report(with, b);
   const std::string text = format_text(rep);
   EXPECT_NE(text.find("Measured       1 of 2 kernels in " + (dir_ / "qkv.csv").string() + " matched (" +
-                      std::to_string(b.kernel_overrides->lookups) + " planner lookup"),
+                      std::to_string(b.kernel_overrides->lookups) + " planner lookup" +
+                      (b.kernel_overrides->lookups == 1 ? "" : "s") +
+                      "); unmatched (no kernel of this plan has their op, dtype and "
+                      "dimensions): line 3\n"),
             std::string::npos)
       << text;
+  EXPECT_EQ(b.kernel_overrides->unmatched_lines, std::vector<std::size_t>{3});
   const std::string json = format_json(rep);
   EXPECT_NE(json.find("\"kernel_overrides\": {\"file\": \"" + (dir_ / "qkv.csv").string() +
                       "\", \"kernels\": 2, \"matched_kernels\": 1, \"lookups\": " +
-                      std::to_string(b.kernel_overrides->lookups) + "}, "),
+                      std::to_string(b.kernel_overrides->lookups) + ", \"unmatched_lines\": [3]}, "),
             std::string::npos)
       << json;
   const RunReport plain_rep = make_report(plain, a);
@@ -227,13 +231,16 @@ TEST_F(KernelOverridesRun, PyTorchProfilerExportChangesExactlyItsLeafGemms) {
   EXPECT_EQ(b.kernel_overrides->matched, 2U);
   EXPECT_EQ(b.kernel_overrides->ignored_rows, 4U);
   const RunReport rep = make_report(with, b);
-  EXPECT_NE(format_text(rep).find("Measured       2 of 3 kernels in " + csv + " matched (" +
-                                  std::to_string(b.kernel_overrides->lookups) +
-                                  " planner lookups); 4 rows ignored: composite or non-GEMM ops\n"),
-            std::string::npos)
+  EXPECT_NE(
+      format_text(rep).find("Measured       2 of 3 kernels in " + csv + " matched (" +
+                            std::to_string(b.kernel_overrides->lookups) +
+                            " planner lookups); 4 rows ignored: composite or non-GEMM ops; unmatched (no "
+                            "kernel of this plan has their op, dtype and dimensions): line 8\n"),
+      std::string::npos)
       << format_text(rep);
-  EXPECT_NE(format_json(rep).find("\"matched_kernels\": 2, \"lookups\": " +
-                                  std::to_string(b.kernel_overrides->lookups) + ", \"ignored_rows\": 4}, "),
+  EXPECT_NE(format_json(rep).find(
+                "\"matched_kernels\": 2, \"lookups\": " + std::to_string(b.kernel_overrides->lookups) +
+                ", \"ignored_rows\": 4, \"unmatched_lines\": [8]}, "),
             std::string::npos)
       << format_json(rep);
 }

@@ -93,6 +93,9 @@ struct OverrideStats {
   std::int64_t delegated = 0;  ///< predictions left to the wrapped predictor
   /// PyTorch form: rows of the file skipped as composite or non-GEMM ops.
   std::size_t ignored_rows = 0;
+  /// The file lines of the kernels never asked for (no kernel of the plan
+  /// has their op, dtype and dimensions), in file order.
+  std::vector<std::size_t> unmatched_lines;
 };
 
 /// A KernelPredictor that answers measured kernels from a table and passes
