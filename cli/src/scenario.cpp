@@ -22,6 +22,7 @@
 #include "tessera/index.hpp"
 #include "tessera/names.hpp"
 #include "tessera/node_model/predictors.hpp"
+#include "tessera/node_model/roofline.hpp"
 #include "tessera/study/jobs.hpp"
 #include "tessera/topology/fabrics.hpp"
 #include "tessera/units.hpp"
@@ -1418,6 +1419,29 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         return std::make_shared<const node_model::KernelTimeTable>(
             node_model::KernelTimeTable::read(path, s.workload.dtype));
       });
+      // A time below what the GPU's peak allows (its roofline bound, with
+      // 10% for clocks above the datasheet's) is no measurement of this GPU:
+      // most likely milliseconds typed into time_us. Said, not refused.
+      std::vector<std::string> fast;
+      std::size_t count = 0;
+      for (const auto& e : s.kernel_overrides->entries()) {
+        Time bound;
+        try {
+          bound = node_model::roofline_time(e.kernel, s.gpu);
+        } catch (const InputError&) {
+          continue;  // (a dtype this GPU has no peak for: the run says so)
+        }
+        if (e.time.ps() >= bound.ps() * 9 / 10) continue;
+        if (++count <= 3)
+          fast.push_back(fmt::format("line {}: {:g} us, bound {:g} us", e.line, e.time.us(), bound.us()));
+      }
+      if (count > 0) {
+        s.warnings.push_back(fmt::format(
+            "node_model.overrides: {} kernel{} of {} {} faster than {} allows at its peak ({}{}): is time_us "
+            "in microseconds? (NeuSight's Latency is in ms)",
+            count, count == 1 ? "" : "s", s.kernel_overrides->path(), count == 1 ? "is" : "are", s.gpu.name,
+            fmt::join(fast, "; "), count > fast.size() ? fmt::format("; {} more", count - fast.size()) : ""));
+      }
     }
     nm.finish();
   }

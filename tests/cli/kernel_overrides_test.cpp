@@ -2,6 +2,7 @@
 // kernel shape of the model changes the iteration by exactly (measured -
 // predicted) x that kernel's occurrences, and `tessera run`'s report says how
 // many kernels were matched (and says nothing without overrides).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,9 +11,10 @@
 #include <iterator>
 #include <string>
 
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "tessera/node_model/roofline.hpp"
+#include "tessera/study/pipeline.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
@@ -68,6 +70,30 @@ class KernelOverridesRun : public ::testing::Test {
 };
 
 }  // namespace
+
+// A measured time below the GPU's roofline bound (here 1000 times too fast:
+// milliseconds typed into time_us) is said in a warning naming the line; a
+// plausible one is not.
+TEST_F(KernelOverridesRun, ATimeFasterThanThePeakIsWarnedAbout) {
+  const nm::Kernel qkv = nm::Kernel::gemm(nm::KernelOp::Linear, 1, 2048, 3072, 1024, nm::DType::BF16);
+  const std::string text = std::string(kScenario) + "node_model:\n  overrides: fast.csv\n";
+  write("fast.csv",
+        "op,b,m,n,k,h,dtype,time_us\n"
+        "linear,1,2048,3072,1024,,bf16,0.25\n");
+  const Scenario fast = parse_scenario(text, write("fast.yaml", text));
+  const Time bound = nm::roofline_time(qkv, fast.gpu);
+  ASSERT_GT(bound, Time::from_ps(250'000));
+  ASSERT_EQ(fast.warnings.size(), 1U);
+  EXPECT_EQ(
+      fast.warnings[0],
+      fmt::format("node_model.overrides: 1 kernel of {} is faster than H100-SXM allows at its peak (line 2: "
+                  "0.25 us, bound {:g} us): is time_us in microseconds? (NeuSight's Latency is in ms)",
+                  (dir_ / "fast.csv").string(), bound.us()));
+  write("fast.csv",
+        "op,b,m,n,k,h,dtype,time_us\n"
+        "linear,1,2048,3072,1024,,bf16,250.125\n");
+  EXPECT_TRUE(parse_scenario(text, write("fast.yaml", text)).warnings.empty());
+}
 
 TEST_F(KernelOverridesRun, OneKernelShapeChangesComputeByMeasuredMinusPredictedTimesOccurrences) {
   const Scenario plain = parse_scenario(kScenario, write("plain.yaml", kScenario));
