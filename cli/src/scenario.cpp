@@ -867,9 +867,9 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
   if (needed > free_nodes) {
     int total = 0;
     for (int c : counts) total += c;
-    throw ScenarioError(fmt::format("{}: jobs: the jobs need {} nodes ({} placed by count, {} free of cluster.nodes "
-                                    "= {})",
-                                    file, total, needed, free_nodes, cluster_nodes));
+    fail_node(file, jobs, "jobs",
+              fmt::format("the jobs need {} nodes ({} placed by count, {} free of cluster.nodes = {})", total,
+                          needed, free_nodes, cluster_nodes));
   }
   if (placement == "packed") {
     int next = 0;

@@ -240,6 +240,15 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
       throw ScenarioError(fmt::format("{}: {}: {} cannot be simulated: {}", s.file, longest->first,
                                       to_string(longest->second), e.what()));
     }
+    // A measured kernel time of more than a day (node_model.overrides).
+    if (s.kernel_overrides) {
+      for (const auto& k : s.kernel_overrides->entries()) {
+        if (k.time <= Time::from_seconds(86'400)) continue;
+        throw ScenarioError(fmt::format("{}: node_model.overrides: {} line {}: {} cannot be simulated: {}",
+                                        s.file, s.kernel_overrides->path(), k.line, to_string(k.time),
+                                        e.what()));
+      }
+    }
     throw ScenarioError(fmt::format(
         "{}: training.micro_batch, training.seq_len, training.global_batch: one iteration ({} x {} tokens "
         "per micro-batch, {}) cannot be simulated: {}",

@@ -345,6 +345,11 @@ function(hostile_overrides name regex)
           ARGS run s.yaml --set node_model.overrides=${ARGN})
   set(hostile_count ${hostile_count} PARENT_SCOPE)
 endfunction()
+# A time the run cannot hold (two uses of 5,000,000 s overflow 64-bit
+# picoseconds): the error names the override's line, not training's keys.
+hostile(NAME overrides.time_overflows_the_run RC 2
+        REGEX [=[^tessera: error: s\.yaml: node_model\.overrides: ovr_overflowing_time\.csv line 2: 5000000s cannot be simulated: time overflow]=]
+        ARGS run s.yaml --set node_model.overrides=ovr_overflowing_time.csv)
 hostile_overrides(unknown_op [=[ovr_unknown_op\.csv: row 1 \(line 2\), column 'op': unknown op 'conv2d' \(expected bmm, linear]=]
                   ovr_unknown_op.csv)
 hostile_overrides(unknown_dtype [=[ovr_unknown_dtype\.csv: row 1 \(line 2\), column 'dtype': unknown dtype 'fp64']=]

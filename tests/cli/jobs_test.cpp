@@ -72,7 +72,7 @@ TEST(Jobs, PlacementPackedSpreadAndExplicit) {
 TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   const std::string text = scenario_text("two-jobs.yaml");
   EXPECT_EQ(error_of(text, {{"cluster.nodes", "3"}}),
-            "s.yaml: jobs: the jobs need 4 nodes (4 placed by count, 3 free of cluster.nodes = 3)");
+            "s.yaml:34:3: jobs: the jobs need 4 nodes (4 placed by count, 3 free of cluster.nodes = 3)");
   std::string overlap = text;
   overlap.replace(overlap.find("    nodes: 2"), 12, "    nodes: [1, 2]");
   overlap.replace(overlap.rfind("    nodes: 2"), 12, "    nodes: [2, 3]");
