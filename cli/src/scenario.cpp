@@ -853,7 +853,8 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     try {
       out.scenario = parse_root(own, file, overridden);
     } catch (const ScenarioError& e) {
-      throw ScenarioError(fmt::format("{} (job {} '{}', on {} nodes: its cluster.nodes)", e.what(), j, out.name, count));
+      throw ScenarioError(fmt::format("{} (job {} '{}', on {} node{}: its cluster.nodes)", e.what(), j,
+                                      out.name, count, count == 1 ? "" : "s"));
     }
     out.scenario.name = out.name;
     parsed.push_back(std::move(out));

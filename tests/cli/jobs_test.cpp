@@ -73,6 +73,11 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   const std::string text = scenario_text("two-jobs.yaml");
   EXPECT_EQ(error_of(text, {{"cluster.nodes", "3"}}),
             "s.yaml:34:3: jobs: the jobs need 4 nodes (4 placed by count, 3 free of cluster.nodes = 3)");
+  // A job's own error names the job and its nodes (one node: "node").
+  std::string one = text;
+  one.replace(one.rfind("    nodes: 2"), 12, "    nodes: 1\n    parallelism:\n      dp: 16");
+  EXPECT_NE(error_of(one).find(" (job 1 'job-b', on 1 node: its cluster.nodes)"), std::string::npos)
+      << error_of(one);
   std::string overlap = text;
   overlap.replace(overlap.find("    nodes: 2"), 12, "    nodes: [1, 2]");
   overlap.replace(overlap.rfind("    nodes: 2"), 12, "    nodes: [2, 3]");
