@@ -69,9 +69,8 @@ int cmd_collectives(const Args& args, std::ostream& out) {
     out << fmt::format(
         "\nOne rank of stage {}, every collective one after another: alone {:.3f} ms in groups inside a "
         "node, "
-        "{:.3f} ms in groups across nodes; with its stage's groups at once {:.3f} ms and {:.3f} ms (tessera "
-        "run "
-        "reports what the iteration exposes of them)\n",
+        "{:.3f} ms in groups across nodes; with its stage's groups at once {:.3f} ms and {:.3f} ms "
+        "(tessera run reports what the iteration exposes of them)\n",
         busiest, t.nvlink_per_stage[busiest].ms(), t.network_per_stage[busiest].ms(),
         t.nvlink_together_per_stage[busiest].ms(), t.network_together_per_stage[busiest].ms());
   }
