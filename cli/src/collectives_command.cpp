@@ -18,9 +18,8 @@ namespace {
 
 std::string table_csv(const study::CollectiveTable& t) {
   std::string out =
-      "role,kind,bytes,group_size,nodes,algorithm,calls,stage,concurrent_groups,alone_us,alone_busbw_gb_per_"
-      "s,"
-      "together_us,together_busbw_gb_per_s\n";
+      "role,kind,bytes,group_size,nodes,algorithm,calls,stage,concurrent_groups,"
+      "alone_us,alone_busbw_gb_per_s,together_us,together_busbw_gb_per_s\n";
   for (const auto& r : t.rows) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.2f},{:.3f},{:.2f}\n", r.role,
                        parallelism::to_string(r.kind), r.bytes.count(), r.group_size, r.nodes,
