@@ -70,6 +70,14 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
   out += note_lines("Untested GPU", notes.untested_gpu, s);
   out += note_lines("Known bias", notes.known_bias, s);
   out += failures_line(s.failures, o.makespan);
+  // tessera run's Stragglers line, per job that has any.
+  std::vector<std::string> slow;
+  for (const auto& j : o.jobs) {
+    if (j.stragglers == 0) continue;
+    slow.push_back(fmt::format("{}: {} of {} GPUs slower than predicted (compute x{:.3f} at most)", j.name,
+                               j.stragglers, j.gpus, j.max_compute_scale));
+  }
+  if (!slow.empty()) out += fmt::format("Stragglers     {}\n", fmt::join(slow, "; "));
   // Each job's fullest pipeline stage against its GPU (tessera run's memory table, one line).
   std::vector<std::string> memory;
   for (const auto& j : o.jobs) {
@@ -84,6 +92,21 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
     out += fmt::format("{:<16} {:>5}  {:<14} {:>14.3f} {:>14.3f} {:>8.2f}% {:>12.0f}\n", j.name, j.gpus,
                        node_list(j.nodes), j.alone.seconds() * 1e3, j.shared.seconds() * 1e3, 100.0 * j.slowdown(),
                        j.tokens_per_s);
+  }
+  // One iteration each, started together: jobs of different lengths would
+  // drift in and out of phase over many (docs/scenarios.md, "Several jobs").
+  if (!o.jobs.empty()) {
+    const auto [shortest, longest] =
+        std::minmax_element(o.jobs.begin(), o.jobs.end(),
+                            [](const JobOutcome& a, const JobOutcome& b) { return a.alone < b.alone; });
+    if (shortest->alone != longest->alone) {
+      out += fmt::format(
+          "Phase          the jobs' iterations differ ({:.3f} to {:.3f} ms alone): the shared times are one "
+          "iteration each, started together; over many iterations the jobs drift in and out of phase and "
+          "meet "
+          "more or less often\n",
+          shortest->alone.seconds() * 1e3, longest->alone.seconds() * 1e3);
+    }
   }
   if (!o.per_job_links) {
     out += "Links by job   not available: the ns-3 point-to-point model does not attribute link traffic to jobs "
@@ -154,10 +177,14 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
       links += "]";
     }
     out += fmt::format(
-        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], "alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "peak_memory_bytes": {}, "memory_capacity_bytes": {}, "oom": {}, "busiest_links": {}{}}})",
-        i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes, j.alone.seconds(), j.shared.seconds(),
-        j.slowdown(), j.tokens_per_s, j.peak_memory.count(), j.memory_capacity.count(), j.oom(), links,
-        extra);
+        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], {}"alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "peak_memory_bytes": {}, "memory_capacity_bytes": {}, "oom": {}, "busiest_links": {}{}}})",
+        i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes,
+        // As tessera run --json: only for a job with stragglers.
+        j.stragglers > 0 ? fmt::format(R"("stragglers": {}, "max_compute_scale": {:.6f}, )", j.stragglers,
+                                       j.max_compute_scale)
+                         : std::string(),
+        j.alone.seconds(), j.shared.seconds(), j.slowdown(), j.tokens_per_s, j.peak_memory.count(),
+        j.memory_capacity.count(), j.oom(), links, extra);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e})", o.makespan.seconds());
   if (std::string f = failures_json(s.failures); !f.empty()) out += ", " + f.substr(0, f.size() - 2);

@@ -921,6 +921,31 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
                               "not available for a scenario with jobs (outputs.json is)");
     }
   }
+  // Named stragglers (nodes, ranks) on nodes no job runs on slow nothing:
+  // most likely an index meant for a job's node (random_sigma scales every
+  // GPU, the idle ones too: not worth a word).
+  if (!s.compute_scale.empty() && !(root["stragglers"].IsMap() && root["stragglers"]["random_sigma"])) {
+    std::vector<bool> used(static_cast<std::size_t>(cluster_nodes), false);
+    for (const Job& j : parsed) {
+      for (int n : j.nodes) used[static_cast<std::size_t>(n)] = true;
+    }
+    std::vector<int> idle;
+    for (int n = 0; n < cluster_nodes; ++n) {
+      if (used[static_cast<std::size_t>(n)]) continue;
+      for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
+        if (s.compute_scale[flat_index(n, s.cluster.gpus_per_node, k)] != 1.0) {
+          idle.push_back(n);
+          break;
+        }
+      }
+    }
+    if (!idle.empty()) {
+      s.warnings.push_back(fmt::format(
+          "stragglers: node{} {} run{} no job: {} slowdown changes nothing (node indices are the cluster's)",
+          idle.size() == 1 ? "" : "s", fmt::join(idle, ", "), idle.size() == 1 ? "s" : "",
+          idle.size() == 1 ? "its" : "their"));
+    }
+  }
   s.jobs = std::move(parsed);
   s.placement = placement;
   s.placement_seed = placement == "random" ? placement_seed : 0;

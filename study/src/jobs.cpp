@@ -101,6 +101,16 @@ Time iteration_of(const engine::ExecutionResult& r, const std::vector<int>& gpus
 
 }  // namespace
 
+std::vector<int> job_gpus(const Job& job, int gpus_per_node) {
+  std::vector<int> map;
+  map.reserve(static_cast<std::size_t>(job.scenario.gpus()));
+  for (int r = 0; r < job.scenario.gpus(); ++r) {
+    map.push_back(job.nodes.at(static_cast<std::size_t>(r / gpus_per_node)) * gpus_per_node +
+                  r % gpus_per_node);
+  }
+  return map;
+}
+
 JobsOutcome simulate_jobs(const Scenario& s) {
   const topology::Topology topo = build_topology(s);
   const int per_node = s.cluster.gpus_per_node;
@@ -114,12 +124,7 @@ JobsOutcome simulate_jobs(const Scenario& s) {
                                                        job.scenario.plan, *predictor);
     graphs.push_back(std::move(planned.graph));
     memory.push_back(std::move(planned.summary.memory_per_stage));
-    std::vector<int> map;
-    map.reserve(static_cast<std::size_t>(job.scenario.gpus()));
-    for (int r = 0; r < job.scenario.gpus(); ++r) {
-      map.push_back(job.nodes[static_cast<std::size_t>(r / per_node)] * per_node + r % per_node);
-    }
-    gpu_of.push_back(std::move(map));
+    gpu_of.push_back(job_gpus(job, per_node));
   }
   std::vector<const parallelism::TaskGraph*> all;
   all.reserve(graphs.size());
@@ -156,6 +161,14 @@ JobsOutcome simulate_jobs(const Scenario& s) {
         o.fullest_stage = static_cast<int>(st);
         o.peak_memory = memory[j][st].total();
         o.memory_capacity = memory[j][st].capacity;
+      }
+    }
+    if (!s.compute_scale.empty()) {
+      for (int g : gpu_of[j]) {
+        const double f = s.compute_scale[static_cast<std::size_t>(g)];
+        if (f == 1.0) continue;
+        ++o.stragglers;
+        o.max_compute_scale = o.stragglers == 1 ? f : std::max(o.max_compute_scale, f);
       }
     }
     o.alone = iteration_of(alone, gpu_of[j]);

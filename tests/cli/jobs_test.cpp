@@ -381,6 +381,63 @@ TEST(Stragglers, OneSlowGpuSlowsTheDataParallelStep) {
   EXPECT_DOUBLE_EQ(r.max_compute_scale, 1.1);
 }
 
+// Stragglers in a scenario with jobs: node and rank indices are the
+// cluster's. Spread placement gives job-a nodes 0 and 2: node 0 at 2x makes
+// 8 of job-a's 16 GPUs slower and none of job-b's; the summary and the JSON
+// say so per job. A slow node no job runs on is warned about (it changes
+// nothing); random_sigma scales the idle GPUs too, without a warning.
+TEST(Stragglers, JobsCountTheirOwnSlowGpus) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  const Scenario s =
+      parse_scenario(text, "t.yaml", {{"stragglers.nodes", "0"}, {"stragglers.slowdown", "2"}});
+  ASSERT_EQ(s.jobs.at(0).nodes, (std::vector<int>{0, 2}));
+  EXPECT_TRUE(s.warnings.empty());
+  EXPECT_EQ(job_gpus(s.jobs[0], 8),
+            (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}));
+  const JobsOutcome o = simulate_jobs(s);
+  ASSERT_EQ(o.jobs.size(), 2U);
+  EXPECT_EQ(o.jobs[0].stragglers, 8);
+  EXPECT_EQ(o.jobs[0].max_compute_scale, 2.0);
+  EXPECT_EQ(o.jobs[1].stragglers, 0);
+  EXPECT_EQ(o.jobs[1].max_compute_scale, 1.0);
+  const JobsOutcome plain = simulate_jobs(parse_scenario(text, "t.yaml"));
+  EXPECT_GT(o.jobs[0].alone, plain.jobs[0].alone);
+  EXPECT_EQ(o.jobs[1].alone, plain.jobs[1].alone);
+  const std::string t = format_jobs_text(s, o);
+  EXPECT_NE(t.find("\nStragglers     job-a: 8 of 16 GPUs slower than predicted (compute x2.000 at most)\n"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(format_jobs_text(s, plain).find("Stragglers"), std::string::npos);
+  // Iterations of different lengths: the one-iteration caveat, with both.
+  EXPECT_NE(
+      t.find(fmt::format("\nPhase          the jobs' iterations differ ({:.3f} to {:.3f} ms alone): the "
+                         "shared times are one iteration each, started together;",
+                         o.jobs[1].alone.seconds() * 1e3, o.jobs[0].alone.seconds() * 1e3)),
+      std::string::npos)
+      << t;
+  EXPECT_EQ(format_jobs_text(s, plain).find("Phase"), std::string::npos) << "alike jobs stay in phase";
+  const std::string j = format_jobs_json(s, o);
+  EXPECT_NE(
+      j.find(R"("nodes": [0, 2], "stragglers": 8, "max_compute_scale": 2.000000, "alone_iteration_time_s")"),
+      std::string::npos)
+      << j;
+  EXPECT_EQ(j.find(R"("nodes": [1, 3], "stragglers")"), std::string::npos) << j;
+  // Five nodes, node 4 idle.
+  const Scenario idle = parse_scenario(
+      text, "t.yaml", {{"cluster.nodes", "5"}, {"stragglers.nodes", "1,4"}, {"stragglers.slowdown", "2"}});
+  ASSERT_EQ(idle.warnings.size(), 1U);
+  EXPECT_EQ(idle.warnings[0],
+            "stragglers: node 4 runs no job: its slowdown changes nothing (node indices are the cluster's)");
+  const Scenario two_idle = parse_scenario(
+      text, "t.yaml", {{"cluster.nodes", "6"}, {"stragglers.ranks", "33,47"}, {"stragglers.slowdown", "2"}});
+  ASSERT_EQ(two_idle.warnings.size(), 1U);
+  EXPECT_EQ(
+      two_idle.warnings[0],
+      "stragglers: nodes 4, 5 run no job: their slowdown changes nothing (node indices are the cluster's)");
+  EXPECT_TRUE(parse_scenario(text, "t.yaml", {{"cluster.nodes", "5"}, {"stragglers.random_sigma", "0.1"}})
+                  .warnings.empty());
+}
+
 // `failures:` names cables by their ends; wrong names and a cut-off GPU are
 // one-line errors naming the key; both backends route around a failed link.
 TEST(Failures, TheReportSaysWhichCables) {

@@ -67,6 +67,10 @@ struct JobOutcome {
   int fullest_stage = 0;
   Bytes peak_memory;
   Bytes memory_capacity;
+  /// Its GPUs slower than predicted (`stragglers:`, Scenario::compute_scale
+  /// on the cluster's GPUs) and the largest factor among them (1 if none).
+  int stragglers = 0;
+  double max_compute_scale = 1.0;
   [[nodiscard]] bool oom() const { return memory_capacity.count() > 0 && peak_memory > memory_capacity; }
   [[nodiscard]] double slowdown() const {
     return alone > Time::zero() ? static_cast<double>(shared.ps()) / static_cast<double>(alone.ps()) - 1.0 : 0.0;
@@ -83,6 +87,10 @@ struct JobsOutcome {
   bool per_job_links = false;
   std::vector<double> link_bytes;  ///< every job together, per directed link (payload; with per_job_links)
 };
+
+/// Pure: the cluster's GPU (flat index) of each rank of `job`: rank r on GPU
+/// r mod gpus_per_node of the job's (r / gpus_per_node)-th node.
+std::vector<int> job_gpus(const Job& job, int gpus_per_node);
 
 /// Runs a multi-job scenario (s.jobs not empty) on its backend.
 JobsOutcome simulate_jobs(const Scenario& s);
