@@ -155,8 +155,11 @@ const std::array<TransformerConfig, 10>& presets() {
       {"gpt2-xl", 48, 1600, 25, 6400, 50257},
       {"gpt3-xl", 24, 2048, 16, 8192, 50257},
       {"gpt3-175b", 96, 12288, 96, 49152, 50257},
-      // Llama 2 70B: grouped-query attention (8 KV heads), SwiGLU MLP.
-      {"llama2-70b", 80, 8192, 64, 28672, 32000, 8, true},
+      // Llama 2 70B (meta-llama/Llama-2-70b-hf config.json: 80 layers,
+      // hidden_size 8192, 64 heads, num_key_value_heads 8, intermediate_size
+      // 28672, vocab_size 32000, tie_word_embeddings false, rotary): GQA,
+      // SwiGLU, an untied LM head, no position table.
+      {"llama2-70b", 80, 8192, 64, 28672, 32000, 8, true, false, false},
       // Llama 3 (meta-llama/Meta-Llama-3-8B, -70B, Llama-3.1-405B config.json:
       // num_hidden_layers, hidden_size, num_attention_heads,
       // num_key_value_heads, intermediate_size, vocab_size 128256): GQA with 8

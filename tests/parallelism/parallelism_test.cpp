@@ -277,7 +277,7 @@ TEST(Transformer, EagerSixteenBitOptimizerUpdatesFp32Masters) {
   EXPECT_NEAR(static_cast<double>(bytes(scaled)), 48.0 * params, 4 * row);
 }
 
-TEST(Transformer, Llama3ParameterCountsMatchThePublishedSizes) {
+TEST(Transformer, LlamaParameterCountsMatchThePublishedSizes) {
   // Meta's published sizes: 8.03B, 70.6B, 405.9B (untied LM head, RoPE).
   const std::pair<const char*, double> sizes[] = {
       {"llama3-8b", 8.03e9}, {"llama3-70b", 70.6e9}, {"llama3-405b", 405.9e9}};
@@ -295,6 +295,16 @@ TEST(Transformer, Llama3ParameterCountsMatchThePublishedSizes) {
   // embedding and the LM head; the rest (biases and norm biases the preset's
   // GPT-style layer carries, the final norm) is under 0.03%.
   EXPECT_NEAR(static_cast<double>(model_preset("llama3-8b").total_params(8192)), 8'029'995'008.0, 2.5e6);
+  // Llama 2 70B (config.json: tie_word_embeddings false, rotary positions):
+  // 80 x (2 x 8192^2 + 2 x 8192 x 1024 + 3 x 8192 x 28672) = 68,451,041,280
+  // layer weights, 2 x 32000 x 8192 = 524,288,000 for the embedding and its
+  // own LM head: 68,975,329,280 (68.98B published with the norms). No
+  // position table: seq_len does not change it.
+  const auto& llama2 = model_preset("llama2-70b");
+  EXPECT_FALSE(llama2.tied_embeddings);
+  EXPECT_FALSE(llama2.learned_positions);
+  EXPECT_EQ(llama2.total_params(4096), llama2.total_params(2048));
+  EXPECT_NEAR(static_cast<double>(llama2.total_params(4096)) / 68'975'329'280.0, 1.0, 3e-4);
   try {
     (void)model_preset("llama3-7b");
     FAIL();
