@@ -99,6 +99,15 @@ struct SearchCounts {
   bool screened = false;  ///< more fit than --max-candidates: screened by compute + bubble
 };
 
+/// The scenario's parallelism keys search keeps as they are (not searched)
+/// where they are not the default, as YAML lines (`sequence_parallel: true`).
+std::vector<std::string> kept_plan_keys(const parallelism::ParallelPlan& p) {
+  std::vector<std::string> out;
+  if (p.sequence_parallel) out.emplace_back("sequence_parallel: true");
+  if (p.zero_stage > 0) out.push_back(fmt::format("zero_stage: {}", p.zero_stage));
+  return out;
+}
+
 /// The winner, ready to paste: as --set flags and as the scenario's
 /// parallelism and training sections.
 struct PastablePlan {
@@ -108,7 +117,8 @@ struct PastablePlan {
 
 /// `moe`: the model has experts, so ep is part of the plan (a dense model's
 /// plans print as they did before ep was searched).
-PastablePlan pastable(const Candidate& w, bool moe) {
+PastablePlan pastable(const Candidate& w, const Scenario& base) {
+  const bool moe = base.model.is_moe();
   const auto& pl = w.plan;
   PastablePlan out;
   const std::string ep_flag = moe ? fmt::format(" --set parallelism.ep={}", pl.ep) : "";
@@ -121,10 +131,15 @@ PastablePlan pastable(const Candidate& w, bool moe) {
   out.yaml = fmt::format("parallelism:\n  dp: {}\n  tp: {}\n  pp: {}\n{}  schedule: {}\n  recompute: {}\n",
                          pl.dp, pl.tp, pl.pp, ep_yaml, parallelism::to_string(pl.schedule),
                          parallelism::to_string(pl.recompute));
-  if (pl.virtual_stages > 1) {
+  // Also 1 where the scenario interleaves and the winner does not: its
+  // virtual_stages would refuse the winner's schedule.
+  if (pl.virtual_stages > 1 || base.plan.virtual_stages > 1) {
     out.flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
     out.yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
   }
+  // Not searched, kept from the scenario: in the YAML too, so that the
+  // section can replace the scenario's without losing them.
+  for (const std::string& k : kept_plan_keys(base.plan)) out.yaml += fmt::format("  {}\n", k);
   // The global batch searched, also where the scenario leaves it to
   // micro_batch x dp: the winner's dp and micro-batch would change it.
   out.flags += fmt::format(" --set training.global_batch={}", pl.global_batch);
@@ -183,7 +198,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string winner = "null";
   if (!ranked.empty()) {
     const Candidate& w = *ranked.front();
-    const PastablePlan paste = pastable(w, base.model.is_moe());
+    const PastablePlan paste = pastable(w, base);
     winner = fmt::format(
         "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
         "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
@@ -404,6 +419,9 @@ int cmd_search(const Args& args, std::ostream& out) {
                                        base.mixed_gpus->gpu.name)
                          : "",
                      global_batch, base.workload.seq_len);
+  if (const auto kept = kept_plan_keys(base.plan); !kept.empty()) {
+    out << fmt::format("Kept           {} (the scenario's, not searched)\n", fmt::join(kept, ", "));
+  }
   out << caveat_lines(base, false);
   out << fmt::format("{} plans considered, {} fit in memory, {} simulated{}\n\n", considered, fitting.size(),
                      simulated,
@@ -461,7 +479,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.
-    const PastablePlan paste = pastable(*ranked.front(), moe);
+    const PastablePlan paste = pastable(*ranked.front(), base);
     out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", paste.flags, paste.yaml);
   }
   for (const Candidate* c : failed) {

@@ -3,11 +3,13 @@
 # CAP: --max-candidates (default 8). MOE: the scenario's model has experts:
 # the table has an ep column, some plan of it has ep > 1, and the flags and
 # YAML name ep; otherwise none of them mentions ep. EXTRA: more search
-# options (a list).
+# options (a list). SETS: --set options for both search and run (a list).
+# KEPT: a line the YAML must end its parallelism section with (the
+# scenario's keys search keeps), also named in the Kept line.
 if(NOT DEFINED CAP)
   set(CAP 8)
 endif()
-execute_process(COMMAND ${TESSERA} search ${SCENARIO} --max-candidates ${CAP} --top ${CAP} ${EXTRA}
+execute_process(COMMAND ${TESSERA} search ${SCENARIO} ${SETS} --max-candidates ${CAP} --top ${CAP} ${EXTRA}
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "search failed: ${rc}")
@@ -41,7 +43,16 @@ endif()
 if(NOT out MATCHES "best plan as YAML:\nparallelism:\n  dp: [0-9]+\n  tp: [0-9]+\n  pp: [0-9]+\n")
   message(FATAL_ERROR "no best-plan YAML in\n${out}")
 endif()
-execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${flags} --allow-oom OUTPUT_VARIABLE run RESULT_VARIABLE rc2)
+if(DEFINED KEPT)
+  string(REPLACE ";" ", " kept_line "${KEPT}")
+  string(REPLACE ";" "\n  " kept_yaml "${KEPT}")
+  string(FIND "${out}" "\nKept           ${kept_line} (the scenario's, not searched)\n" k1)
+  string(FIND "${out}" "\n  ${kept_yaml}\ntraining:\n" k2)
+  if(k1 EQUAL -1 OR k2 EQUAL -1)
+    message(FATAL_ERROR "the kept keys (${KEPT}) are not in the Kept line and the YAML:\n${out}")
+  endif()
+endif()
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${SETS} ${flags} --allow-oom OUTPUT_VARIABLE run RESULT_VARIABLE rc2)
 if(NOT rc2 EQUAL 0 OR NOT run MATCHES "Iteration +([0-9.]+) ms")
   message(FATAL_ERROR "run with the flags failed (${rc2}):\n${run}")
 endif()
