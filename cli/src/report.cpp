@@ -24,6 +24,16 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.tp = s.plan.tp;
   rep.pp = s.plan.pp;
   rep.ep = s.plan.ep;
+  rep.virtual_stages = s.plan.virtual_stages;
+  rep.micro_batch = s.workload.micro_batch;
+  rep.global_batch = s.plan.global_batch > 0 ? s.plan.global_batch : s.plan.dp * s.workload.micro_batch;
+  rep.seq_len = s.workload.seq_len;
+  rep.recompute = std::string(parallelism::to_string(s.plan.recompute));
+  rep.sequence_parallel = s.plan.sequence_parallel;
+  rep.zero_stage = s.plan.zero_stage;
+  rep.grad_sync = std::string(parallelism::to_string(s.plan.resolved_grad_sync(s.workload)));
+  rep.torch_ddp = node_model::is_megatron(s.workload.framework) &&
+                  s.plan.resolved_grad_sync(s.workload) == parallelism::GradSync::Overlapped;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   rep.untested_gpu = untested_gpu_notes(s);
   rep.known_bias = known_bias_notes(s);
@@ -349,10 +359,15 @@ std::string format_text(const RunReport& r) {
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({}{})\n", r.scenario, r.model, r.gpus, r.gpu,
                      fabric_phrase(r.fabric) + r.fabric_detail, r.hcas);
-  out += fmt::format("Plan           dp={} tp={} pp={}{}{}, {} micro-batch{}, {} schedule\n", r.dp, r.tp, r.pp,
-                     r.ep > 1 ? fmt::format(" ep={}", r.ep) : "",
-                     r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,
-                     r.micro_batches == 1 ? "" : "es", r.schedule);
+  out += fmt::format(
+      "Plan           dp={} tp={} pp={}{}{}, {} micro-batch{} of {} sequence{} x {} tokens, {} schedule{}\n",
+      r.dp, r.tp, r.pp, r.ep > 1 ? fmt::format(" ep={}", r.ep) : "",
+      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,
+      r.micro_batches == 1 ? "" : "es", r.micro_batch, r.micro_batch == 1 ? "" : "s", r.seq_len, r.schedule,
+      r.virtual_stages > 1 ? fmt::format(" (virtual_stages {})", r.virtual_stages) : "");
+  out += fmt::format("Options        recompute {}, sequence_parallel {}, zero_stage {}, grad_sync {}{}\n",
+                     r.recompute, r.sequence_parallel, r.zero_stage, r.grad_sync,
+                     r.torch_ddp ? " (Megatron on PyTorch DDP: no main-gradient buffer)" : "");
   out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
   out += caveat_lines(r.untested_gpu, r.known_bias);
   if (!r.mixed_gpu.empty()) {
@@ -480,7 +495,10 @@ std::string format_json(const RunReport& r) {
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"fabric_tiers\": {}, \"gpus\": {}, "
       "\"dp\": {}, \"tp\": {}, "
-      "\"pp\": {}, {}\"schedule\": {}, \"micro_batches\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
+      "\"pp\": {}, {}\"schedule\": {}, \"virtual_stages\": {}, \"micro_batches\": {}, \"micro_batch\": {}, "
+      "\"global_batch\": {}, \"seq_len\": {}, \"recompute\": {}, \"sequence_parallel\": {}, \"zero_stage\": "
+      "{}, "
+      "\"grad_sync\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, "
       "\"bubble_time_s\": {:.9e}, \"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, "
       "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
@@ -490,7 +508,9 @@ std::string format_json(const RunReport& r) {
       r.fabric_tiers, r.gpus, r.dp, r.tp, r.pp,
       (r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
-      json_string(r.schedule), r.micro_batches, json_string(r.backend), json_string(r.predictor),
+      json_string(r.schedule), r.virtual_stages, r.micro_batches, r.micro_batch, r.global_batch, r.seq_len,
+      json_string(r.recompute), r.sequence_parallel, r.zero_stage, json_string(r.grad_sync),
+      json_string(r.backend), json_string(r.predictor),
       (r.mixed_gpu.empty() ? std::string()
                            : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}]}}, ",
                                          json_string(r.mixed_gpu), fmt::join(r.mixed_nodes, ", "))) +

@@ -61,6 +61,45 @@ TEST(Scenario, DefaultLoads) {
   EXPECT_EQ(s.backend, Backend{"flow"});
 }
 
+// The summary names the whole plan: two runs that differ in a plan key
+// differ in their Plan or Options line and in the JSON's key of that name.
+TEST(Scenario, ReportNamesTheWholePlan) {
+  const Scenario s = parse_scenario(default_text(), "default.yaml",
+                                    {{"parallelism.pp", "2"},
+                                     {"parallelism.dp", "8"},
+                                     {"parallelism.schedule", "interleaved-1f1b"},
+                                     {"parallelism.virtual_stages", "2"},
+                                     {"parallelism.recompute", "selective"},
+                                     {"parallelism.zero_stage", "2"},
+                                     {"parallelism.grad_sync", "overlapped"},
+                                     {"training.global_batch", "128"}});
+  const RunReport r = make_report(s, simulate_scenario(s));
+  const std::string t = format_text(r);
+  // 16 GPUs, pp 2: dp 8, 128 / (8 x 8) = 2 micro-batches of 8 sequences.
+  EXPECT_NE(
+      t.find(
+          "\nPlan           dp=8 tp=1 pp=2, 2 micro-batches of 8 sequences x 1024 tokens, "
+          "interleaved-1f1b schedule (virtual_stages 2)\n"
+          "Options        recompute selective, sequence_parallel false, zero_stage 2, grad_sync overlapped "
+          "(Megatron on PyTorch DDP: no main-gradient buffer)\n"),
+      std::string::npos)
+      << t;
+  const std::string j = format_json(r);
+  EXPECT_NE(
+      j.find(R"("schedule": "interleaved-1f1b", "virtual_stages": 2, "micro_batches": 2, "micro_batch": 8, )"
+             R"("global_batch": 128, "seq_len": 1024, "recompute": "selective", "sequence_parallel": false, )"
+             R"("zero_stage": 2, "grad_sync": "overlapped", )"),
+      std::string::npos)
+      << j;
+  // As shipped: auto resolved to Megatron's after-backward, no note.
+  const Scenario d = parse_scenario(default_text(), "default.yaml", {{"parallelism.grad_sync", "auto"}});
+  const std::string dt = format_text(make_report(d, simulate_scenario(d)));
+  EXPECT_NE(dt.find("\nOptions        recompute none, sequence_parallel false, zero_stage 0, grad_sync "
+                    "after-backward\n"),
+            std::string::npos)
+      << dt;
+}
+
 TEST(Scenario, InlineGpuAndModel) {
   std::string t =
       replaced(default_text(), "gpu: H100-SXM",

@@ -88,6 +88,21 @@ struct RunReport {
   double max_compute_scale = 0.0;  ///< the largest of those factors
   std::string schedule;
   std::int64_t micro_batches = 0;
+  /// The rest of the plan, as the scenario's keys name them (the summary's
+  /// Plan and Options lines, the JSON): chunks per stage, sequences per
+  /// micro-batch and per iteration, tokens per sequence, recomputation,
+  /// sequence parallelism, ZeRO stage, gradient sync (resolved: never auto).
+  int virtual_stages = 1;
+  std::int64_t micro_batch = 0;
+  std::int64_t global_batch = 0;
+  std::int64_t seq_len = 0;
+  std::string recompute;
+  bool sequence_parallel = false;
+  int zero_stage = 0;
+  std::string grad_sync;
+  /// grad_sync overlapped under megatron: Megatron on PyTorch DDP, no
+  /// main-gradient buffer (said in the Options line).
+  bool torch_ddp = false;
   std::string backend;
   std::string predictor;
   /// `node_model.overrides` (printed, and in the JSON, only when given).
