@@ -397,6 +397,7 @@ parallelism::TransformerConfig read_model(Section& m) {
   if (m.has("gated_mlp")) cfg.gated_mlp = m.boolean("gated_mlp");
   if (m.has("tied_embeddings")) cfg.tied_embeddings = m.boolean("tied_embeddings");
   if (m.has("learned_positions")) cfg.learned_positions = m.boolean("learned_positions");
+  if (m.has("dropout")) cfg.dropout = m.boolean("dropout");
   if (m.has("moe")) {
     // Mixture of experts (docs/scenarios.md): fields beside a preset override it.
     Section e = m.child("moe");

@@ -314,22 +314,23 @@ OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t c
   return op;
 }
 
-OpKernels OpRules::bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols) const {
+OpKernels OpRules::bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols,
+                                    bool dropout) const {
   OpKernels op;
   op.name = std::move(name);
   if (megatron()) {
     op.params = cols;
     op.forward.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));
-    op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));        // dropout mask
+    if (dropout) op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));  // dropout mask
     op.input_grad.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));        // residual gradients meet
     op.weight_grad.add(memory_pass(rows * cols * dtype_bytes(dtype_), dtype_));  // bias gradient
     op.weight_grad.append(grad_accumulation(cols));
     return op;
   }
   // Eager: the bias is in the linear; dropout and the residual add.
-  op.forward.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+  if (dropout) op.forward.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
   op.forward.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));
-  op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+  if (dropout) op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
   op.input_grad.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));
   return op;
 }

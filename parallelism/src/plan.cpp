@@ -30,6 +30,13 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   const double s = static_cast<double>(w.seq_len), b = static_cast<double>(w.micro_batch);
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads), t = p.tp;
   const double sbh = s * b * h;
+  // Dropout masks, 1 byte per element: after the attention projection and
+  // after fc2 (sbh each, in Korthikanti's 34 and 10), and of the attention
+  // probabilities (as^2b, with the dropout's 2-byte output: 3 of the 5 as^2b).
+  // A model without dropout keeps none of them.
+  const double masks = m.dropout ? 2 : 0;
+  const double all = 32 + masks;        // with SP, x sbh/t
+  const double replicated = 8 + masks;  // without SP, x sbh
   double bytes = 0;
   switch (p.recompute) {
     case Recompute::None:
@@ -38,7 +45,7 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
       // keeps none of them (only its softmax statistics, s per head:
       // negligible), so Selective's figure holds.
       if (w.flash_attention) {
-        bytes = p.sequence_parallel ? sbh * 34 / t : sbh * (10 + 24 / t);
+        bytes = p.sequence_parallel ? sbh * all / t : sbh * (replicated + 24 / t);
         break;
       }
       {
@@ -50,13 +57,13 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
             node_model::is_megatron(w.framework) && dtype_bytes(w.dtype) == 2 &&
             !node_model::fused_softmax_available(w.framework, w.dtype, w.micro_batch * (m.heads / p.tp),
                                                  w.seq_len, w.seq_len);
-        const double scores = torch_path ? 7 : 5;
-        bytes = p.sequence_parallel ? sbh / t * (34 + scores * a * s / h)
-                                    : sbh * (10 + 24 / t + scores * a * s / (h * t));
+        const double scores = (torch_path ? 4 : 2) + (m.dropout ? 3 : 0);
+        bytes = p.sequence_parallel ? sbh / t * (all + scores * a * s / h)
+                                    : sbh * (replicated + 24 / t + scores * a * s / (h * t));
       }
       break;
     case Recompute::Selective:
-      bytes = p.sequence_parallel ? sbh * 34 / t : sbh * (10 + 24 / t);
+      bytes = p.sequence_parallel ? sbh * all / t : sbh * (replicated + 24 / t);
       break;
     case Recompute::Full:
       bytes = p.sequence_parallel ? 2 * sbh / t : 2 * sbh;
@@ -97,12 +104,13 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
   const double h = static_cast<double>(m.hidden), t = p.tp;
   const double sbh = s * b * h;
   const double rep = p.sequence_parallel ? 1.0 / t : 1.0;  // replicated across TP ranks without SP
-  const double mlp = 3 * sbh * rep + 16 * sbh / t;
+  const double mask = m.dropout ? 1 : 0;                   // the dropout mask after the MLP (sbh bytes)
+  const double mlp = (2 + mask) * sbh * rep + 16 * sbh / t;
   const double gated = m.gated_mlp ? 2.0 : 1.0;
   const double fe = static_cast<double>(m.expert_ffn()) / t;
   const double routed =
       static_cast<double>(expert_tokens_per_rank(m, w, Sharding{p.tp, p.sequence_parallel, p.ep}));
-  double moe = 3 * sbh * rep + 4 * s * b * static_cast<double>(m.moe.experts) * rep;
+  double moe = (2 + mask) * sbh * rep + 4 * s * b * static_cast<double>(m.moe.experts) * rep;
   moe += routed * (4 * h + 2 * fe * (2 * gated));
   const double fs = static_cast<double>(m.moe.shared_experts * m.expert_ffn()) / t;
   moe += s * b * 2 * fs * (2 * gated);

@@ -159,19 +159,19 @@ const std::array<TransformerConfig, 10>& presets() {
       // hidden_size 8192, 64 heads, num_key_value_heads 8, intermediate_size
       // 28672, vocab_size 32000, tie_word_embeddings false, rotary): GQA,
       // SwiGLU, an untied LM head, no position table.
-      {"llama2-70b", 80, 8192, 64, 28672, 32000, 8, true, false, false},
+      {"llama2-70b", 80, 8192, 64, 28672, 32000, 8, true, false, false, false},
       // Llama 3 (meta-llama/Meta-Llama-3-8B, -70B, Llama-3.1-405B config.json:
       // num_hidden_layers, hidden_size, num_attention_heads,
       // num_key_value_heads, intermediate_size, vocab_size 128256): GQA with 8
       // KV heads, SwiGLU, an untied LM head, rotary positions.
-      {"llama3-8b", 32, 4096, 32, 14336, 128256, 8, true, false, false},
-      {"llama3-70b", 80, 8192, 64, 28672, 128256, 8, true, false, false},
-      {"llama3-405b", 126, 16384, 128, 53248, 128256, 8, true, false, false},
+      {"llama3-8b", 32, 4096, 32, 14336, 128256, 8, true, false, false, false},
+      {"llama3-70b", 80, 8192, 64, 28672, 128256, 8, true, false, false, false},
+      {"llama3-405b", 126, 16384, 128, 53248, 128256, 8, true, false, false, false},
       // Mixtral 8x7B (mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers,
       // hidden_size 4096, 32 heads, 8 KV heads, intermediate_size 14336,
       // vocab_size 32000, num_local_experts 8, num_experts_per_tok 2,
       // tie_word_embeddings false, rotary): every layer MoE, SwiGLU experts.
-      moe_preset({"mixtral-8x7b", 32, 4096, 32, 14336, 32000, 8, true, false, false},
+      moe_preset({"mixtral-8x7b", 32, 4096, 32, 14336, 32000, 8, true, false, false, false},
                  {.experts = 8, .top_k = 2}),
       // DeepSeekMoE 16B (deepseek-ai/deepseek-moe-16b-base config.json: 28
       // layers, hidden_size 2048, 16 heads (no GQA), intermediate_size 10944
@@ -179,7 +179,7 @@ const std::array<TransformerConfig, 10>& presets() {
       // 102400, n_routed_experts 64, num_experts_per_tok 6,
       // moe_intermediate_size 1408, n_shared_experts 2, moe_layer_freq 1):
       // fine-grained experts, as Qwen1.5-MoE.
-      moe_preset({"deepseek-moe-16b", 28, 2048, 16, 10944, 102400, 0, true, false, false},
+      moe_preset({"deepseek-moe-16b", 28, 2048, 16, 10944, 102400, 0, true, false, false, false},
                  {.experts = 64,
                   .top_k = 6,
                   .expert_ffn_hidden = 1408,
@@ -249,19 +249,19 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   } else {
     ops.push_back(r.bmm("scores", bh, s, s, d));
     for (auto& op : r.attention_softmax("", bh, s, s)) ops.push_back(std::move(op));
-    ops.push_back(r.dropout("attn_dropout", bh * s, s));
+    if (m.dropout) ops.push_back(r.dropout("attn_dropout", bh * s, s));
     ops.push_back(r.bmm("context", bh, s, d, s));
   }
   // [b, heads, s, d] -> [s, b, heads * d]: permute(...).contiguous().
   ops.push_back(r.copy("context_copy", t * heads * d));
   ops.push_back(r.layer_linear("proj", t, heads * d, h, linear_bias));
-  ops.push_back(r.bias_dropout_add("residual1", tv, h));
+  ops.push_back(r.bias_dropout_add("residual1", tv, h, m.dropout));
   ops.push_back(r.layer_norm("ln2", tv, h));
   ops.push_back(r.layer_linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias));
   ops.push_back(r.bias_gelu("gelu", t, f));
   if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, t, f, 2));
   ops.push_back(r.layer_linear("fc2", t, f, h, linear_bias));
-  ops.push_back(r.bias_dropout_add("residual2", tv, h));
+  ops.push_back(r.bias_dropout_add("residual2", tv, h, m.dropout));
   return ops;
 }
 
@@ -330,7 +330,7 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
     }
     ops[i].padding_flops = Flops(all - model - ops[i].cast_flops.count());  // the casts: cast_flops
   }
-  ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h));
+  ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h, m.dropout));
   return ops;
 }
 
@@ -347,7 +347,7 @@ std::vector<OpKernels> embedding_ops(const TransformerConfig& m, const Workload&
     ops.push_back(r.embedding("position", t, w.seq_len, m.hidden));
     ops.push_back(r.elementwise("embedding_add", KernelOp::Add, tv, m.hidden, 0));
   }
-  ops.push_back(r.dropout("embedding_dropout", tv, m.hidden));
+  if (m.dropout) ops.push_back(r.dropout("embedding_dropout", tv, m.hidden));
   return ops;
 }
 

@@ -586,6 +586,53 @@ TEST(Memory, WeightsGradientsOptimizerFollowZero) {
   EXPECT_TRUE(estimate_memory(model_preset("gpt3-175b"), Workload{1, 2048, DType::BF16}, big, Bytes::gib(80)).oom());
 }
 
+// Without dropout (Llama, Mixtral: probability 0) no mask is kept: the two
+// sbh masks and 3 of the 5 as^2b go (the attention dropout's mask and output),
+// sbh(32 + 2as/h) per layer; with sequence parallelism and selective
+// recomputation 32 sbh/t against 34. No attention-dropout kernel, no mask
+// multiply in the residuals' backward, no embedding dropout.
+TEST(Memory, WithoutDropoutNoMasks) {
+  auto m = model_preset("gpt2-large");
+  m.dropout = false;
+  ParallelPlan p;
+  const auto st = estimate_memory(m, Workload{1, 1024, DType::FP32}, p, Bytes::gib(40)).memory_per_stage[0];
+  const double per_layer = 1024.0 * 1280 * (32 + 2.0 * 20 * 1024 / 1280) * 2;  // FP32: x 2
+  EXPECT_NEAR(static_cast<double>(st.activations.count()), 36 * per_layer + 1024.0 * 50304 * 4, 2.0);
+  const Workload bf16{1, 1024, DType::BF16};
+  p.tp = 4;
+  p.dp = 1;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::Selective;
+  const double logits = 1024.0 * ((50304 + 511) / 512 * 512 / 4) * 4;  // padded to 128 x tp, per rank
+  const double with = static_cast<double>(estimate_memory(model_preset("gpt2-large"), bf16, p, Bytes::gib(40))
+                                              .memory_per_stage[0]
+                                              .activations.count());
+  const double without = static_cast<double>(
+      estimate_memory(m, bf16, p, Bytes::gib(40)).memory_per_stage[0].activations.count());
+  EXPECT_NEAR((without - logits) / (with - logits), 32.0 / 34.0, 1e-9);
+  // The kernels.
+  auto names = [](const std::vector<node_model::OpKernels>& ops) {
+    std::string out;
+    for (const auto& op : ops) out += op.name + " ";
+    return out;
+  };
+  const Sharding one{1, false};
+  const auto layer = layer_ops(m, bf16, one);
+  EXPECT_EQ(names(layer).find("attn_dropout"), std::string::npos) << names(layer);
+  EXPECT_NE(names(layer_ops(model_preset("gpt2-large"), bf16, one)).find("attn_dropout "), std::string::npos);
+  for (const auto& op : layer) {
+    if (op.name != "residual1" && op.name != "residual2") continue;
+    // Megatron's fused bias-dropout-add: the add forward; backward only the residual gradients' add.
+    ASSERT_EQ(op.input_grad.kernels.size(), 1U) << op.name;
+    EXPECT_EQ(op.input_grad.kernels[0].op, node_model::KernelOp::Add) << op.name;
+  }
+  EXPECT_EQ(names(embedding_ops(m, bf16, one)).find("dropout"), std::string::npos);
+  for (const char* llama : {"llama2-70b", "llama3-8b", "mixtral-8x7b", "deepseek-moe-16b"}) {
+    EXPECT_FALSE(model_preset(llama).dropout) << llama;
+  }
+  EXPECT_TRUE(model_preset("gpt3-175b").dropout);
+}
+
 TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   const auto m = model_preset("gpt2-large");
   ParallelPlan p;

@@ -212,7 +212,9 @@ class OpRules {
   /// Bias add + dropout + residual add after a row-parallel linear.
   /// Megatron: one fused kernel (bias_dropout_add), backward: the dropout
   /// mask multiply, the bias-gradient reduction and the residual-gradient add.
-  [[nodiscard]] OpKernels bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols) const;
+  /// Without `dropout` (probability 0): no mask multiply either way.
+  [[nodiscard]] OpKernels bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols,
+                                           bool dropout = true) const;
 
   /// Accumulation of `params` parameters' gradients (of `tensors` tensors)
   /// after one backward: PyTorch's .grad add, Megatron's main_grad add

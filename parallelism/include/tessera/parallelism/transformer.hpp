@@ -57,6 +57,11 @@ struct TransformerConfig {
   /// A learned position-embedding table of seq_len x hidden (GPT). false:
   /// rotary position embeddings (Llama), no table and no embedding add.
   bool learned_positions = true;
+  /// Dropout in training (GPT-2/3: attention, hidden and embedding dropout).
+  /// false: probability 0, as Llama and Mixtral train, where PyTorch's
+  /// dropout returns its input and launches nothing: no attention-dropout
+  /// kernels, no mask multiply in the residual's backward, no masks kept.
+  bool dropout = true;
   /// Mixture of experts; default: a dense model.
   MoeConfig moe = {};
 
