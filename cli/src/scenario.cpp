@@ -1363,6 +1363,27 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");
     }
     p.finish();
+    // An uneven split of the layers is forecast as it is, but Megatron-LM
+    // refuses it unless told how (--decoder-first-pipeline-num-layers and
+    // the like): said, with the chunk sizes.
+    if (const std::int64_t chunks = static_cast<std::int64_t>(plan.pp) * plan.virtual_stages;
+        chunks > 1 && chunks <= s.model.layers && s.model.layers % chunks != 0) {
+      const std::int64_t small = s.model.layers / chunks;
+      const std::int64_t big_ones = s.model.layers % chunks;
+      const bool v = plan.virtual_stages > 1;
+      const std::string unit = v ? "chunk" : "stage";
+      const std::string first = big_ones == 1 ? fmt::format("the first {} gets", unit)
+                                              : fmt::format("the first {} {}s get", big_ones, unit);
+      const std::string rest = chunks - big_ones == 1 ? fmt::format("the last {} gets", unit)
+                                                      : fmt::format("the other {} get", chunks - big_ones);
+      s.warnings.push_back(fmt::format(
+          "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} (forecast "
+          "as "
+          "such; Megatron-LM splits evenly unless told otherwise)",
+          s.model.layers, unit, v ? "pp x virtual_stages" : "pp",
+          v ? fmt::format("{} x {} = {}", plan.pp, plan.virtual_stages, chunks) : fmt::format("{}", chunks),
+          first, small + 1, rest, small));
+    }
     // Tensor-parallel options given to a plan without tensor parallelism (or
     // pipeline stages) do nothing: said, as other keys that do nothing are.
     if (plan.tp == 1) {

@@ -1027,6 +1027,35 @@ TEST(Scenario, Ns3KeysThatDoNothingAreWarnedAbout) {
   EXPECT_EQ(p2p.warnings[1].rfind("ns3.adaptive_routing: ns3.model = point-to-point ignores it", 0), 0U);
 }
 
+// An uneven split of the layers over the pipeline is forecast, and said:
+// gpt2-large's 36 layers on 16 GPUs.
+TEST(Scenario, UnevenLayerSplitIsWarnedAbout) {
+  auto warnings = [](const std::vector<Override>& o) {
+    return parse_scenario(default_text(), "d.yaml", o).warnings;
+  };
+  EXPECT_EQ(warnings({{"parallelism.pp", "8"}, {"parallelism.dp", "2"}}),
+            std::vector<std::string>{
+                "model.layers (36) is not a multiple of the pipeline's stages, pp (8): the first "
+                "4 stages get 5 layers, the other 4 get 4 (forecast as such; Megatron-LM "
+                "splits evenly unless told otherwise)"});
+  EXPECT_EQ(warnings({{"parallelism.pp", "2"},
+                      {"parallelism.dp", "8"},
+                      {"parallelism.schedule", "interleaved-1f1b"},
+                      {"parallelism.virtual_stages", "5"},
+                      {"training.global_batch", "128"}}),
+            std::vector<std::string>{
+                "model.layers (36) is not a multiple of the pipeline's chunks, pp x "
+                "virtual_stages (2 x 5 = 10): the first 6 chunks get 4 layers, the other 4 get "
+                "3 (forecast as such; Megatron-LM splits evenly unless told otherwise)"});
+  EXPECT_EQ(
+      warnings({{"model.layers", "33"}, {"parallelism.pp", "16"}, {"parallelism.dp", "1"}})[0].rfind(
+          "model.layers (33) is not a multiple of the pipeline's stages, pp (16): the first stage gets 3 "
+          "layers, the other 15 get 2 (",
+          0),
+      0U);
+  EXPECT_TRUE(warnings({{"parallelism.pp", "4"}, {"parallelism.dp", "4"}}).empty());
+}
+
 TEST(Scenario, TensorParallelKeysWithoutTensorParallelismAreWarnedAbout) {
   // default.yaml: tp = 1, pp = 1. Each key given does nothing: one warning.
   auto warnings = [](const std::vector<Override>& o) {
