@@ -297,14 +297,25 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
       for (std::size_t i = 0; i < ser.x.size() && i < ser.y.size(); ++i) {
         points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", map_x(ser.x[i]), map_y(ser.y[i]));
       }
-      s += fmt::format(R"(<polyline class="series" data-name="{}" points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>)"
-                       "\n",
-                       escape(ser.name), points, ser.color, dashed ? "1.5" : "2",
-                       dashed ? R"( stroke-dasharray="6 4" stroke-opacity="0.8")" : "");
-      if (dashed) continue;
+      const char* opacity = ser.faded ? "0.3" : (dashed ? "0.8" : "");
+      s += fmt::format(
+          R"(<polyline class="series" data-name="{}" points="{}" fill="none" stroke="{}" stroke-width="{}"{}{}/>)"
+          "\n",
+          escape(ser.name), points, ser.color, dashed ? "1.5" : "2",
+          dashed ? R"( stroke-dasharray="6 4")" : "",
+          *opacity != 0 ? fmt::format(R"( stroke-opacity="{}")", opacity) : std::string());
+    }
+  }
+  // Points: the flagged crosses of every series first, then the markers, so
+  // that a cross never hides another series' point that fits.
+  for (const bool crosses : {true, false}) {
+    for (const Series& ser : p.series) {
+      if (ser.dashed) continue;
       for (std::size_t i = 0; i < ser.x.size() && i < ser.y.size(); ++i) {
+        const bool flagged = i < ser.flagged.size() && ser.flagged[i];
+        if (flagged != crosses) continue;
         const double cx = map_x(ser.x[i]), cy = map_y(ser.y[i]);
-        if (i < ser.flagged.size() && ser.flagged[i]) {
+        if (flagged) {
           s += fmt::format(R"(<path d="M{:.1f},{:.1f} l9,9 m0,-9 l-9,9" stroke="#d62728" stroke-width="2.5"/>)"
                            "\n",
                            cx - 4.5, cy - 4.5);

@@ -457,10 +457,18 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
       per_gpu.y.push_back(first.tokens > 0 ? (q.tokens / q.gpus) / (first.tokens / first.gpus) : 0.0);
       per_gpu.flagged.push_back(q.oom);
     }
+    // A series that fits nowhere is drawn faded and says so in the legend:
+    // out-of-memory throughput is not a result to read off.
+    const bool none_fits =
+        !pts.empty() && std::all_of(pts.begin(), pts.end(), [](const Pt& q) { return q.oom; });
+    data.faded = ideal.faded = per_gpu.faded = none_fits;
     if (gpus_on_x) tput.series.push_back(std::move(ideal));
     tput.series.push_back(std::move(data));
     eff.series.push_back(std::move(per_gpu));
-    if (many) entries.push_back({series_names[i], c, false, false, false, false, chart::marker(i)});
+    if (many) {
+      entries.push_back({series_names[i] + (none_fits ? " (OOM at every point)" : ""), c, false, false, false,
+                         false, chart::marker(i)});
+    }
   }
   if (gpus_on_x) {
     entries.push_back({many ? "ideal scaling (dashed, per series): first point x GPUs / its GPUs"

@@ -380,6 +380,32 @@ TEST_F(ChartTest, TwoKeysGiveOneLinePerValueOfTheSecond) {
   }
 }
 
+// A series out of memory at every point is drawn faded (its line and its
+// ideal line at a third of their opacity) and named so in the legend; its
+// crosses are drawn before every marker, so none hides a point that fits.
+TEST_F(ChartTest, SeriesOutOfMemoryEverywhereIsFaded) {
+  const std::string svg = sweep("scaling.yaml", {"cluster.nodes=1,2", "training.micro_batch=4,64"});
+  const auto root = parse_chart(svg);
+  int faded = 0, clear = 0;
+  for (const Element* p : all(*root, "polyline")) {
+    const bool oom = attr(p, "data-name").find("training.micro_batch=64") != std::string::npos;
+    EXPECT_EQ(attr(p, "stroke-opacity"), oom ? "0.3" : (attr(p, "stroke-dasharray").empty() ? "" : "0.8"))
+        << attr(p, "data-name");
+    (oom ? faded : clear) += 1;
+  }
+  EXPECT_EQ(faded, 3);  // throughput, its ideal line, efficiency
+  EXPECT_EQ(clear, 3);
+  const auto t = texts(*root);
+  EXPECT_TRUE(t.count("training.micro_batch=64 (OOM at every point)")) << svg;
+  EXPECT_TRUE(t.count("training.micro_batch=4")) << svg;
+  // In the first panel the crosses come before the markers.
+  const std::size_t first_marker = svg.find("<circle");
+  ASSERT_NE(first_marker, std::string::npos);
+  const std::size_t first_cross = svg.find(R"(stroke="#d62728" stroke-width="2.5")");
+  ASSERT_NE(first_cross, std::string::npos);
+  EXPECT_LT(first_cross, first_marker) << svg;
+}
+
 TEST_F(ChartTest, OneValueKeysAreSettingsNotSeries) {
   // A --set of one value after the first key is a fixed setting: a line
   // under the chart says it, and it neither makes nor names a series.

@@ -51,6 +51,9 @@ struct Series {
   bool dashed = false;        ///< a reference line: dashed, no markers
   std::vector<bool> flagged;  ///< per point: drawn as a red cross (e.g. out of memory); may be empty
   Marker marker = Marker::Circle;
+  /// Drawn at a third of its opacity (a series none of whose points count,
+  /// as one out of memory everywhere, must not read as the best).
+  bool faded = false;
 };
 
 enum class XScale { Linear, Log, Category };
