@@ -62,6 +62,50 @@ class MissingKeyNearMisses : public ScenarioError {
   std::vector<NearMiss> near_;
 };
 
+/// The names other tools (Megatron-LM's flags, Hugging Face configs) give
+/// keys of a scenario: an unknown key that is one of them is suggested as
+/// ours, before any spelling neighbour ("expert_parallel" is `ep`, not
+/// `sequence_parallel`).
+std::string key_alias(const std::string& key) {
+  static const std::map<std::string, std::string> kAliases{
+      {"expert_parallel", "ep"},
+      {"expert_model_parallel_size", "ep"},
+      {"expert_parallel_size", "ep"},
+      {"tensor_parallel", "tp"},
+      {"tensor_model_parallel_size", "tp"},
+      {"tensor_parallel_size", "tp"},
+      {"pipeline_parallel", "pp"},
+      {"pipeline_model_parallel_size", "pp"},
+      {"pipeline_parallel_size", "pp"},
+      {"data_parallel", "dp"},
+      {"data_parallel_size", "dp"},
+      {"virtual_pipeline_model_parallel_size", "virtual_stages"},
+      {"num_layers_per_virtual_pipeline_stage", "virtual_stages"},
+      {"num_layers", "layers"},
+      {"num_hidden_layers", "layers"},
+      {"hidden_size", "hidden"},
+      {"num_attention_heads", "heads"},
+      {"num_key_value_heads", "kv_heads"},
+      {"num_query_groups", "kv_heads"},
+      {"ffn_hidden_size", "ffn_hidden"},
+      {"intermediate_size", "ffn_hidden"},
+      {"vocab_size", "vocab"},
+      {"num_experts", "experts"},
+      {"num_local_experts", "experts"},
+      {"moe_router_topk", "top_k"},
+      {"num_experts_per_tok", "top_k"},
+      {"micro_batch_size", "micro_batch"},
+      {"global_batch_size", "global_batch"},
+      {"seq_length", "seq_len"},
+      {"sequence_length", "seq_len"},
+      {"max_position_embeddings", "seq_len"},
+      {"radix", "k"},
+      {"ports", "k"},
+  };
+  const auto it = kAliases.find(key);
+  return it == kAliases.end() ? std::string() : it->second;
+}
+
 /// A YAML mapping being read: tracks which keys were used so that leftovers
 /// are reported as unknown, and prefixes every error with file:line:col and
 /// the key path.
@@ -135,7 +179,7 @@ class Section {
       for (auto it = node_.begin(); it != node_.end(); ++it) {
         const std::string k = it->first.as<std::string>();
         if (used_.count(k) != 0U || allowed_.count(k) != 0U || known_.count(k) != 0U) continue;
-        if (closest_names(k, {key}).empty()) continue;
+        if (key_alias(k) != key && closest_names(k, {key}).empty()) continue;
         try {
           fail_at(it->first.Mark(), key_path(k),
                   fmt::format("unknown key, did you mean '{}'? ({} is required)", key, key_path(key)), true);
@@ -273,9 +317,13 @@ class Section {
         all.insert(known_.begin(), known_.end());
         std::string known;
         for (const auto& u : all) known += (known.empty() ? "" : ", ") + u;
+        const std::string alias = key_alias(k);
         fail_at(it->first.Mark(), key_path(k),
                 fmt::format("unknown key{} (known here: {})",
-                            did_you_mean(k, std::vector<std::string>(all.begin(), all.end())), known),
+                            all.count(alias) != 0U
+                                ? fmt::format(", did you mean '{}'?", alias)
+                                : did_you_mean(k, std::vector<std::string>(all.begin(), all.end())),
+                            known),
                 true);
       }
     }
@@ -665,6 +713,21 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
     // Each near miss in turn: read again with the required key given its
     // value; the near miss is a typo if that read finds it unknown.
     YAML::Node section = e.section();
+    // First all of them at once (several required keys each typed another
+    // way, `num_layers` and `hidden_size` for `layers` and `hidden`).
+    if (e.near().size() > 1) {
+      for (const auto& n : e.near()) section[n.required] = section[n.typed];
+      const MissingKeyNearMisses::NearMiss* found = nullptr;
+      try {
+        parse();
+      } catch (const ScenarioError& again) {
+        for (const auto& n : e.near()) {
+          if (again.detail().rfind(n.typed_path + ": unknown key", 0) == 0) found = &n;
+        }
+      }
+      for (const auto& n : e.near()) section.remove(n.required);
+      if (found != nullptr) throw found->typo;
+    }
     for (const auto& n : e.near()) {
       section[n.required] = section[n.typed];
       bool typo = false;

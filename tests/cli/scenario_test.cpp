@@ -100,6 +100,27 @@ TEST(Scenario, ReportNamesTheWholePlan) {
       << dt;
 }
 
+// Keys as other tools name them (Megatron's flags, Hugging Face configs) are
+// suggested as ours, also when they stand for required keys.
+TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
+  const std::string text = default_text();
+  // An unknown key: its alias before any spelling neighbour.
+  EXPECT_EQ(error_of(replaced(text, "  dp: 16\n", "  dp: 16\n  expert_parallel: 1\n")).substr(0, 73),
+            "s.yaml:30:3: parallelism.expert_parallel: unknown key, did you mean 'ep'?");
+  // A required key given under another tool's name.
+  const std::string ft = replaced(text, "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+                                  "    type: fat-tree\n    radix: 16\n    tiers: 2\n");
+  EXPECT_EQ(error_of(ft),
+            "s.yaml:17:5: cluster.fabric.radix: unknown key, did you mean 'k'? (cluster.fabric.k is "
+            "required)");
+  // Two required keys, each under its Hugging Face name.
+  const std::string hf =
+      replaced(text, "  preset: gpt2-large\n",
+               "  num_hidden_layers: 4\n  hidden_size: 1280\n  heads: 20\n  vocab: 1000\n");
+  EXPECT_EQ(error_of(hf).substr(0, 87),
+            "s.yaml:22:3: model.num_hidden_layers: unknown key, did you mean 'layers'? (model.layers");
+}
+
 TEST(Scenario, InlineGpuAndModel) {
   std::string t =
       replaced(default_text(), "gpu: H100-SXM",
