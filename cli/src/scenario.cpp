@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -367,6 +368,20 @@ auto checked(const Section& s, const YAML::Node& at, const std::string& path, F&
 node_model::GpuSpec read_gpu(Section& cluster) {
   YAML::Node v = cluster.need("gpu");
   if (v.IsScalar()) {
+    // A device JSON (the node-model commands' --device) is not a scenario's
+    // GPU: say how to write it here.
+    const std::string& name = v.Scalar();
+    std::string ext = name.size() > 5 ? name.substr(name.size() - 5) : std::string();
+    for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (ext == ".json") {
+      cluster.fail_at(
+          v.Mark(), cluster.key_path("gpu"),
+          fmt::format("'{}' is a file: a scenario takes a GPU preset name or the GPU inline, a mapping "
+                      "with name, fp32_peak, tensor_peak, memory_bandwidth, sms, l2_cache, memory "
+                      "(device JSON files are for predict-kernels and the other node-model commands; "
+                      "docs/scenarios.md, cluster.gpu)",
+                      name));
+    }
     return checked(cluster, v, cluster.key_path("gpu"), [&] { return node_model::gpu_preset(v.Scalar()); });
   }
   Section g = cluster.child("gpu");
@@ -1215,6 +1230,22 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                     std::numeric_limits<int>::max()));
     }
     s.gpu = read_gpu(c);
+    // An inline GPU whose peaks no GPU has: a unit slip, most likely.
+    if (!c.node()["gpu"].IsScalar()) {
+      const auto tf = [](FlopRate r) { return fmt::format("{:g} TFLOP/s", r.per_second() * 1e-12); };
+      if (s.gpu.fp32_peak > s.gpu.tensor_peak) {
+        s.warnings.push_back(
+            fmt::format("cluster.gpu.fp32_peak ({}) is above tensor_peak ({}): on every GPU the "
+                        "16-bit tensor cores are the faster (a unit slip?)",
+                        tf(s.gpu.fp32_peak), tf(s.gpu.tensor_peak)));
+      }
+      if (s.gpu.fp8_peak.per_second() > 0 && s.gpu.fp8_peak < s.gpu.tensor_peak) {
+        s.warnings.push_back(
+            fmt::format("cluster.gpu.fp8_peak ({}) is below tensor_peak ({}): FP8 tensor cores "
+                        "run at least the 16-bit rate (a unit slip?)",
+                        tf(s.gpu.fp8_peak), tf(s.gpu.tensor_peak)));
+      }
+    }
     topology::NodeSpec node;
     node.gpus = cl.gpus_per_node;
     if (c.has("node_fabric")) {
@@ -1243,9 +1274,34 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                         gbs(cl.nvlink_bandwidth), gpu, gbs(*preset), gbs(*preset)));
       }
     }
+    // A bandwidth of half the GPU's NVLink port or less, or twice or more,
+    // is a slip as often as a choice: 900Gbps for 900GB/s (bits for bytes),
+    // or NVIDIA's both-directions figure for the per-direction one.
+    if (c.has("nvlink_bandwidth") && c.node()["gpu"].IsScalar() && overridden.count("cluster.gpu") == 0U) {
+      const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(c.node()["gpu"].Scalar());
+      const double ratio = preset ? cl.nvlink_bandwidth.bytes_per_second() / preset->bytes_per_second() : 1.0;
+      if (ratio < 0.5 || ratio >= 2.0) {
+        const auto gbs = [](Bandwidth b) { return fmt::format("{:g}GB/s", b.bytes_per_second() * 1e-9); };
+        s.warnings.push_back(
+            fmt::format("cluster.nvlink_bandwidth = {} is {:.3g}x {}'s NVLink, {} per GPU and direction "
+                        "(bits for bytes, or "
+                        "both directions for one?)",
+                        gbs(cl.nvlink_bandwidth), ratio, c.node()["gpu"].Scalar(), gbs(*preset)));
+      }
+    }
     cl.nvlink_latency = c.has("nvlink_latency") ? c.unit("nvlink_latency", parse_time) : Time::from_us(1);
     cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
     cl.nic_latency = c.has("nic_latency") ? c.unit("nic_latency", parse_time) : Time::from_us(1);
+    // Link latencies are microseconds or less; a millisecond is a unit slip.
+    for (const auto& [key, t] :
+         {std::pair{"nvlink_latency", cl.nvlink_latency}, std::pair{"nic_latency", cl.nic_latency}}) {
+      if (t > Time::from_us(100)) {
+        s.warnings.push_back(
+            fmt::format("cluster.{} = {:g} us: a link's latency is a few microseconds at most (a "
+                        "unit slip, ms for us?)",
+                        key, t.us()));
+      }
+    }
     node.nvlink = {cl.nvlink_bandwidth, cl.nvlink_latency};
     // HCAs per node (default: one per GPU) and the PCIe link to a shared one.
     if (c.has("hcas_per_node")) {

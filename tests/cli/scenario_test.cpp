@@ -121,6 +121,45 @@ TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
             "s.yaml:22:3: model.num_hidden_layers: unknown key, did you mean 'layers'? (model.layers");
 }
 
+// Values no hardware has, most likely unit slips, are warned about; a
+// device JSON given as the scenario's GPU is an error saying what to write.
+TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
+  auto warnings = [](const std::vector<Override>& o) {
+    return parse_scenario(default_text(), "d.yaml", o).warnings;
+  };
+  EXPECT_EQ(
+      warnings({{"cluster.nvlink_bandwidth", "900Gbps"}}),
+      std::vector<std::string>{"cluster.nvlink_bandwidth = 112.5GB/s is 0.25x H100-SXM's NVLink, 450GB/s per "
+                               "GPU and direction (bits for bytes, or both directions for one?)"});
+  EXPECT_EQ(warnings({{"cluster.nvlink_bandwidth", "900GB/s"}}).size(), 1U);
+  EXPECT_TRUE(warnings({{"cluster.nvlink_bandwidth", "225GB/s"}}).empty());  // half: a study, not a slip
+  EXPECT_EQ(warnings({{"cluster.nic_latency", "5ms"}}),
+            std::vector<std::string>{
+                "cluster.nic_latency = 5000 us: a link's latency is a few microseconds at most "
+                "(a unit slip, ms for us?)"});
+  EXPECT_TRUE(warnings({{"cluster.nic_latency", "5us"}}).empty());
+  const std::string inline_gpu =
+      "{name: X, fp32_peak: 1200TFLOPS, tensor_peak: 900TFLOPS, fp8_peak: 450TFLOPS, memory_bandwidth: "
+      "3TB/s, "
+      "sms: 132, l2_cache: 50MB, memory: 80GiB}";
+  const auto w = warnings({{"cluster.gpu", inline_gpu}, {"cluster.nvlink_bandwidth", "450GB/s"}});
+  ASSERT_EQ(w.size(), 2U);
+  EXPECT_EQ(
+      w[0],
+      "cluster.gpu.fp32_peak (1200 TFLOP/s) is above tensor_peak (900 TFLOP/s): on every GPU the 16-bit "
+      "tensor cores are the faster (a unit slip?)");
+  EXPECT_EQ(w[1],
+            "cluster.gpu.fp8_peak (450 TFLOP/s) is below tensor_peak (900 TFLOP/s): FP8 tensor cores run at "
+            "least the 16-bit rate (a unit slip?)");
+  EXPECT_EQ(error_of(default_text(), {{"cluster.gpu", "my_gpu.JSON"}})
+                .rfind("s.yaml (--set cluster.gpu): cluster.gpu: 'my_gpu.JSON' is a file: a scenario takes a "
+                       "GPU preset "
+                       "name or the GPU inline, a mapping with name, fp32_peak,",
+                       0),
+            0U)
+      << error_of(default_text(), {{"cluster.gpu", "my_gpu.JSON"}});
+}
+
 TEST(Scenario, InlineGpuAndModel) {
   std::string t =
       replaced(default_text(), "gpu: H100-SXM",
