@@ -352,6 +352,49 @@ class Section {
   std::set<std::string> allowed_;
 };
 
+/// Where `word` first stands in `text` as a whole key name (not inside
+/// another: `heads` in `kv_heads` is not it); npos if nowhere.
+std::size_t find_key_name(const std::string& text, const std::string& word) {
+  auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const bool starts = at == 0 || !part(text[at - 1]);
+    const bool ends = at + word.size() == text.size() || !part(text[at + word.size()]);
+    if (starts && ends) return at;
+  }
+  return std::string::npos;
+}
+
+/// As checked() below for a whole section: the error points at the key of
+/// `keys` the message names first among those the section writes (a
+/// validate() naming `kv_heads (6) must divide heads (64)` points at
+/// kv_heads), else at the section; with `only_keys`, an error naming none of
+/// them is left for a later check (returns).
+template <typename F>
+void checked_keys(const Section& s, const std::string& path, std::initializer_list<const char*> keys, F&& f,
+                  bool only_keys = false) {
+  try {
+    f();
+  } catch (const ScenarioError&) {
+    throw;
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    // (after the model's name: "model 'x': ...")
+    const std::size_t from = msg.find("': ") == std::string::npos ? 0 : msg.find("': ") + 3;
+    std::size_t first = std::string::npos;
+    std::string key;
+    for (const char* k : keys) {
+      if (!s.node()[k]) continue;
+      const std::size_t at = find_key_name(msg.substr(from), k);
+      if (at < first) {
+        first = at;
+        key = k;
+      }
+    }
+    if (!key.empty()) s.fail_at(s.key_mark(key), s.key_path(key), msg);
+    if (!only_keys) s.fail_at(s.node().Mark(), path, msg);
+  }
+}
+
 /// Wraps a library InputError (e.g. an impossible combination found by a
 /// validate()) with the file and key path it came from.
 template <typename F>
@@ -474,10 +517,15 @@ parallelism::TransformerConfig read_model(Section& m) {
     if (e.has("capacity_factor")) moe.capacity_factor = e.number_in("capacity_factor", 0.01, 100);
     if (e.has("imbalance")) moe.imbalance = e.number_in("imbalance", 1, 100);
     e.finish();
-    checked(e, e.node(), "model.moe", [&] { cfg.validate(); return 0; });
+    checked_keys(
+        e, "model.moe",
+        {"experts", "top_k", "expert_ffn_hidden", "moe_every", "first_dense_layers", "shared_experts",
+         "capacity_factor"},
+        [&] { cfg.validate(); }, true);  // the rest: the model's check below
   }
   m.finish();
-  checked(m, m.node(), "model", [&] { cfg.validate(); return 0; });
+  checked_keys(m, "model", {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"},
+               [&] { cfg.validate(); });
   return cfg;
 }
 

@@ -220,9 +220,19 @@ TEST(Scenario, ErrorsNameTheKeyPath) {
   EXPECT_NE(
       error_of(replaced(default_text(), "dtype: bf16", "dtype: int4")).find("training.dtype: unknown dtype"),
       std::string::npos);
-  EXPECT_NE(error_of(replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n  heads: 7"))
-                .find("model: model 'gpt2-large (heads 7)': heads (7) must divide hidden (1280)"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n  heads: 7"))
+          .find(":23:3: model.heads: model 'gpt2-large (heads 7)': heads (7) must divide hidden (1280)"),
+      std::string::npos);
+  // The key the rule names first, not the section nor the other key named.
+  EXPECT_NE(
+      error_of(
+          replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n  heads: 20\n  kv_heads: 6"))
+          .find(
+              ":24:3: model.kv_heads: model 'gpt2-large (kv_heads 6)': kv_heads (6) must divide heads (20)"),
+      std::string::npos)
+      << error_of(replaced(default_text(), "preset: gpt2-large",
+                           "preset: gpt2-large\n  heads: 20\n  kv_heads: 6"));
   EXPECT_NE(error_of(replaced(default_text(), "backend: flow", "backend: flow\nextra: 1"))
                 .find("extra: unknown key"),
             std::string::npos);
@@ -893,11 +903,14 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
       error({Override{"parallelism.dp", "4"}, Override{"parallelism.tp", "4"}}),
       "m.yaml:38:7: parallelism.ep: ep (8) must divide dp (4): expert-parallel groups are carved out of the "
       "data-parallel ranks (experts across tensor-parallel ranks are not supported)");
-  EXPECT_EQ(error({Override{"model.moe.top_k", "9"}}),
-            "m.yaml: model.moe: model 'mixtral-8x7b': moe.top_k (9) must not exceed moe.experts (8)");
+  EXPECT_EQ(
+      error({Override{"model.moe.top_k", "9"}}),
+      "m.yaml (--set model.moe.top_k): model.moe.top_k: model 'mixtral-8x7b': moe.top_k (9) must not exceed "
+      "moe.experts (8)");
   EXPECT_EQ(
       error({Override{"model.moe.first_dense_layers", "32"}}),
-      "m.yaml: model.moe: model 'mixtral-8x7b': moe.first_dense_layers (32) leaves no MoE layer among the 32 "
+      "m.yaml (--set model.moe.first_dense_layers): model.moe.first_dense_layers: model 'mixtral-8x7b': "
+      "moe.first_dense_layers (32) leaves no MoE layer among the 32 "
       "layers");
   EXPECT_NE(error({Override{"model.moe.capacity_factor", "0"}})
                 .find("model.moe.capacity_factor: must be between 0.01 and 100, got 0"),

@@ -88,7 +88,7 @@ TEST(TrainingValidation, ReadsRunsAndRejectsBadRows) {
             file + ": row 2: training.global_batch: global_batch (15) must be a multiple of dp x micro_batch "
                    "(1 x 8 = 8)");
   EXPECT_EQ(error_of(std::string(kHeader) + "2,16,8,1000,16,24,1024,1,1,2,1\n"),
-            file + ": row 1: model: model 'gpt-h1000-l24': heads (16) must divide hidden (1000)");
+            file + ": row 1: model.heads: model 'gpt-h1000-l24': heads (16) must divide hidden (1000)");
 }
 
 TEST(TrainingValidation, PlanFamilies) {
