@@ -23,6 +23,16 @@ namespace {
 
 constexpr std::int64_t kWorkspaceBytes = 1LL << 30;  // CUDA context + cuBLAS workspace + allocator slack
 
+/// The MLP's activations kept for the backward, in sbh/t per layer: the
+/// activation function's input and output, 2 bytes per element of the
+/// ffn_hidden-wide activation each; a gated MLP (SwiGLU) keeps both halves
+/// of fc1's output and the product the gate makes, twice as much.
+/// Korthikanti et al.'s 16 for a GPT MLP (ffn_hidden = 4 hidden).
+double mlp_activation_factor(const TransformerConfig& m) {
+  const double gated = m.gated_mlp ? 2.0 : 1.0;
+  return 4.0 * gated * static_cast<double>(m.ffn_hidden) / static_cast<double>(m.hidden);
+}
+
 /// Activation bytes one layer keeps for backward per micro-batch (Korthikanti
 /// et al., "Reducing Activation Recomputation in Large Transformer Models",
 /// 2022, Table 2), for 16-bit activations; scaled by dtype_bytes / 2.
@@ -35,8 +45,13 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   // probabilities (as^2b, with the dropout's 2-byte output: 3 of the 5 as^2b).
   // A model without dropout keeps none of them.
   const double masks = m.dropout ? 2 : 0;
-  const double all = 32 + masks;        // with SP, x sbh/t
-  const double replicated = 8 + masks;  // without SP, x sbh
+  // Split across the tensor-parallel ranks (x sbh/t): Q and K 4, V 2, the
+  // projection's input 2, and the MLP's activation input and output, 2
+  // bytes per element of the ffn/t-wide activation each (mlp_activation_factor:
+  // Korthikanti's 16 for ffn = 4h; a gated MLP keeps twice as much).
+  const double sharded = 8 + mlp_activation_factor(m);
+  const double replicated = 8 + masks;      // the norms' inputs, QKV's and fc1's inputs, the masks (x sbh)
+  const double all = replicated + sharded;  // with SP, x sbh/t
   double bytes = 0;
   switch (p.recompute) {
     case Recompute::None:
@@ -45,7 +60,7 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
       // keeps none of them (only its softmax statistics, s per head:
       // negligible), so Selective's figure holds.
       if (w.flash_attention) {
-        bytes = p.sequence_parallel ? sbh * all / t : sbh * (replicated + 24 / t);
+        bytes = p.sequence_parallel ? sbh * all / t : sbh * (replicated + sharded / t);
         break;
       }
       {
@@ -59,11 +74,11 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
                                                  w.seq_len, w.seq_len);
         const double scores = (torch_path ? 4 : 2) + (m.dropout ? 3 : 0);
         bytes = p.sequence_parallel ? sbh / t * (all + scores * a * s / h)
-                                    : sbh * (replicated + 24 / t + scores * a * s / (h * t));
+                                    : sbh * (replicated + sharded / t + scores * a * s / (h * t));
       }
       break;
     case Recompute::Selective:
-      bytes = p.sequence_parallel ? sbh * all / t : sbh * (replicated + 24 / t);
+      bytes = p.sequence_parallel ? sbh * all / t : sbh * (replicated + sharded / t);
       break;
     case Recompute::Full:
       bytes = p.sequence_parallel ? 2 * sbh / t : 2 * sbh;
@@ -105,7 +120,7 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
   const double sbh = s * b * h;
   const double rep = p.sequence_parallel ? 1.0 / t : 1.0;  // replicated across TP ranks without SP
   const double mask = m.dropout ? 1 : 0;                   // the dropout mask after the MLP (sbh bytes)
-  const double mlp = (2 + mask) * sbh * rep + 16 * sbh / t;
+  const double mlp = (2 + mask) * sbh * rep + mlp_activation_factor(m) * sbh / t;
   const double gated = m.gated_mlp ? 2.0 : 1.0;
   const double fe = static_cast<double>(m.expert_ffn()) / t;
   const double routed =

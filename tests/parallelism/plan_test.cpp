@@ -633,6 +633,43 @@ TEST(Memory, WithoutDropoutNoMasks) {
   EXPECT_TRUE(model_preset("gpt3-175b").dropout);
 }
 
+// The MLP's activations follow its width and gating: 4 g f/h sbh/t (16 for
+// GPT's f = 4h). Llama 3 70B (gated, f = 3.5h, no dropout) with SP and
+// selective recomputation keeps (8 + 8 + 28) sbh/t = 44 sbh/t per layer; as
+// a plain GPT MLP of the same width, 8 + 8 + 14 = 30.
+TEST(Memory, GatedMlpKeepsItsWidth) {
+  const auto& llama = model_preset("llama3-70b");
+  ASSERT_EQ(llama.ffn_hidden * 2, llama.hidden * 7);
+  const Workload w{1, 4096, DType::BF16};
+  ParallelPlan p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::Selective;
+  p.pp = 2;
+  p.global_batch = 2;
+  auto middle = [&](const TransformerConfig& m) {
+    // Stage 0 of 2 holds 2 micro-batches at its 1F1B peak: one layer more
+    // per stage adds 2 layers' activations (the embedding cancels out).
+    TransformerConfig more = m;
+    more.layers += 2;  // one more layer per stage
+    const double a =
+        static_cast<double>(estimate_memory(m, w, p, Bytes::gib(80)).memory_per_stage[0].activations.count());
+    const double b = static_cast<double>(
+        estimate_memory(more, w, p, Bytes::gib(80)).memory_per_stage[0].activations.count());
+    return (b - a) / 2.0;  // 2 micro-batches in flight on stage 0
+  };
+  const double sbh_t = 4096.0 * 8192 / 8;
+  EXPECT_NEAR(middle(llama) / sbh_t, 44.0, 1e-9);
+  TransformerConfig plain = llama;
+  plain.gated_mlp = false;
+  EXPECT_NEAR(middle(plain) / sbh_t, 30.0, 1e-9);
+  TransformerConfig gpt = llama;
+  gpt.gated_mlp = false;
+  gpt.ffn_hidden = 4 * gpt.hidden;
+  gpt.dropout = true;
+  EXPECT_NEAR(middle(gpt) / sbh_t, 34.0, 1e-9);  // Korthikanti's figure
+}
+
 TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   const auto m = model_preset("gpt2-large");
   ParallelPlan p;
