@@ -94,6 +94,12 @@ std::string key_alias(const std::string& key) {
       {"num_experts", "experts"},
       {"num_local_experts", "experts"},
       {"moe_router_topk", "top_k"},
+      {"router_topk", "top_k"},
+      {"moe_ffn_hidden_size", "expert_ffn_hidden"},
+      {"moe_intermediate_size", "expert_ffn_hidden"},
+      {"moe_layer_freq", "moe_every"},
+      {"n_shared_experts", "shared_experts"},
+      {"first_k_dense_replace", "first_dense_layers"},
       {"num_experts_per_tok", "top_k"},
       {"micro_batch_size", "micro_batch"},
       {"global_batch_size", "global_batch"},
@@ -311,23 +317,37 @@ class Section {
 
   /// Reports the first key that nobody asked for.
   void finish() const {
+    std::set<std::string> all = used_;
+    all.insert(known_.begin(), known_.end());
+    // ", did you mean 'x'?" for an unknown key: another tool's name for one
+    // of ours first, else a spelling neighbour.
+    auto hint = [&](const std::string& k) {
+      const std::string alias = key_alias(k);
+      return all.count(alias) != 0U ? fmt::format(", did you mean '{}'?", alias)
+                                    : did_you_mean(k, std::vector<std::string>(all.begin(), all.end()));
+    };
+    std::vector<YAML::const_iterator> unknown;
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       const std::string k = it->first.as<std::string>();
-      if (used_.count(k) == 0U && allowed_.count(k) == 0U) {
-        std::set<std::string> all = used_;
-        all.insert(known_.begin(), known_.end());
-        std::string known;
-        for (const auto& u : all) known += (known.empty() ? "" : ", ") + u;
-        const std::string alias = key_alias(k);
-        fail_at(it->first.Mark(), key_path(k),
-                fmt::format("unknown key{} (known here: {})",
-                            all.count(alias) != 0U
-                                ? fmt::format(", did you mean '{}'?", alias)
-                                : did_you_mean(k, std::vector<std::string>(all.begin(), all.end())),
-                            known),
-                true);
-      }
+      if (used_.count(k) == 0U && allowed_.count(k) == 0U) unknown.push_back(it);
     }
+    if (unknown.empty()) return;
+    // The first where it stands, the others of the section named with it:
+    // one run finds them all.
+    std::string others;
+    for (std::size_t i = 1; i < unknown.size(); ++i) {
+      const std::string k = unknown[i]->first.as<std::string>();
+      // ", did you mean 'x'?" -> "(line N, did you mean 'x'?)"
+      others += fmt::format("{}{} (line {}{})", others.empty() ? "" : ", ", k,
+                            unknown[i]->first.Mark().line + 1, hint(k));
+    }
+    std::string known;
+    for (const auto& u : all) known += (known.empty() ? "" : ", ") + u;
+    const std::string k = unknown.front()->first.as<std::string>();
+    fail_at(unknown.front()->first.Mark(), key_path(k),
+            fmt::format("unknown key{}{} (known here: {})", hint(k),
+                        others.empty() ? "" : fmt::format("; also unknown here: {}", others), known),
+            true);
   }
 
   /// Marks a key as known even if this scenario does not use it.
@@ -794,13 +814,24 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
     for (const auto& n : e.near()) {
       section[n.required] = section[n.typed];
       bool typo = false;
+      std::optional<ScenarioError> other_unknown;
       try {
         parse();
       } catch (const ScenarioError& again) {
         typo = again.detail().rfind(n.typed_path + ": unknown key", 0) == 0;
+        // Another key of the same section found unknown first (finish()
+        // names them in file order): a real error, and the one to fix
+        // first, rather than the missing key it stands before.
+        const std::string parent = n.typed_path.substr(0, n.typed_path.rfind('.') + 1);
+        const std::string& d = again.detail();
+        if (!typo && d.rfind(parent, 0) == 0 && d.find(": unknown key") != std::string::npos &&
+            d.find('.', parent.size()) > d.find(':')) {
+          other_unknown = again;
+        }
       }
       section.remove(n.required);
       if (typo) throw n.typo;
+      if (other_unknown) throw *other_unknown;
     }
     throw ScenarioError(e);  // the missing key, as such
   }

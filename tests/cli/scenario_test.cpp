@@ -119,6 +119,16 @@ TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
                "  num_hidden_layers: 4\n  hidden_size: 1280\n  heads: 20\n  vocab: 1000\n");
   EXPECT_EQ(error_of(hf).substr(0, 87),
             "s.yaml:22:3: model.num_hidden_layers: unknown key, did you mean 'layers'? (model.layers");
+  // Every unknown key of a section in one error (the first where it stands),
+  // whichever order they come in beside a missing required key.
+  const std::string three = replaced(
+      text, "  preset: gpt2-large\n",
+      "  layers: 4\n  hidden: 1280\n  heads: 20\n  num_key_value_heads: 4\n  intermediate_size: 5120\n"
+      "  vocab_size: 1000\n");
+  EXPECT_EQ(
+      error_of(three).substr(0, 198),
+      "s.yaml:25:3: model.num_key_value_heads: unknown key, did you mean 'kv_heads'?; also unknown here: "
+      "intermediate_size (line 26, did you mean 'ffn_hidden'?), vocab_size (line 27, did you mean 'vocab'?)");
 }
 
 // Values no hardware has, most likely unit slips, are warned about; a
