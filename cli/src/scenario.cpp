@@ -1115,9 +1115,24 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
 /// and a few metres of cable, as the shipped scenarios.
 constexpr Time kSwitchLinkLatency = Time::from_ns(600);
 
-/// A switch-to-switch link's latency: the key if given, else kSwitchLinkLatency.
-Time fabric_latency(Section& f, const char* key) {
-  return f.has(key) ? f.unit(key, parse_time) : kSwitchLinkLatency;
+/// A link latency above which a scenario is warned about: links take
+/// microseconds (a millisecond is a unit slip).
+constexpr Time kSlipLatency = Time::from_us(100);
+
+/// The warning for a link latency of `path` above kSlipLatency, else empty.
+std::string latency_slip(const std::string& path, Time t) {
+  if (t <= kSlipLatency) return {};
+  return fmt::format("{} = {:g} us: a link's latency is a few microseconds at most (a unit slip, ms for us?)",
+                     path, t.us());
+}
+
+/// A switch-to-switch link's latency: the key if given (warned about above
+/// kSlipLatency), else kSwitchLinkLatency.
+Time fabric_latency(Section& f, const char* key, Scenario& s) {
+  if (!f.has(key)) return kSwitchLinkLatency;
+  const Time t = f.unit(key, parse_time);
+  if (std::string w = latency_slip(f.key_path(key), t); !w.empty()) s.warnings.push_back(std::move(w));
+  return t;
 }
 
 /// cluster.nvlink_bandwidth when the scenario leaves it out: the GPU preset's
@@ -1201,7 +1216,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   };
   auto tree_links = [&](auto& spec) {
     spec.oversubscription = f.has("oversubscription") ? f.positive_int32("oversubscription") : 1;
-    spec.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency")};
+    spec.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency", s)};
   };
   auto check_tree = [&](const auto& spec, const std::string& what, std::string_view hint = {}) {
     checked(f, f.node()["k"], f.key_path("k"), [&] {
@@ -1221,7 +1236,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     cl.hosts_per_leaf = f.positive_int32("hosts_per_leaf");
     cl.spines = f.positive_int32("spines");
     cl.spine_bandwidth = f.unit("spine_bandwidth", parse_bandwidth);
-    cl.spine_latency = fabric_latency(f, "spine_latency");
+    cl.spine_latency = fabric_latency(f, "spine_latency", s);
     checked(f, f.node()["spines"], f.key_path("spines"), [&] {
       topology::check_size(cl);
       return 0;
@@ -1246,14 +1261,14 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       if (ft.tiers == 3) {
         ft.spine_core = {
             f.has("core_bandwidth") ? f.unit("core_bandwidth", parse_bandwidth) : ft.leaf_spine.bandwidth,
-            fabric_latency(f, "core_latency")};
+            fabric_latency(f, "core_latency", s)};
       } else {
         // The core keys a larger point of a sweep would use: checked, not used.
         if (f.has("core_bandwidth")) (void)f.unit("core_bandwidth", parse_bandwidth);
-        (void)fabric_latency(f, "core_latency");
+        (void)fabric_latency(f, "core_latency", s);
       }
     } else if (ft.tiers == 3) {
-      ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency")};
+      ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency", s)};
     }
     check_tree(
         ft,
@@ -1372,14 +1387,18 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
     cl.nic_latency = c.has("nic_latency") ? c.unit("nic_latency", parse_time) : Time::from_us(1);
     // Link latencies are microseconds or less; a millisecond is a unit slip.
-    for (const auto& [key, t] :
-         {std::pair{"nvlink_latency", cl.nvlink_latency}, std::pair{"nic_latency", cl.nic_latency}}) {
-      if (t > Time::from_us(100)) {
-        s.warnings.push_back(
-            fmt::format("cluster.{} = {:g} us: a link's latency is a few microseconds at most (a "
-                        "unit slip, ms for us?)",
-                        key, t.us()));
-      }
+    for (const auto& [key, t] : {std::pair{"cluster.nvlink_latency", cl.nvlink_latency},
+                                 std::pair{"cluster.nic_latency", cl.nic_latency}}) {
+      if (std::string w = latency_slip(key, t); !w.empty()) s.warnings.push_back(std::move(w));
+    }
+    // One HCA port runs at 800 Gb/s at most today; twice that is a slip of
+    // bytes for bits (400GB/s for 400Gbps) more often than a future NIC.
+    if (cl.nic_bandwidth > parse_bandwidth("1600Gbps")) {
+      s.warnings.push_back(
+          fmt::format("cluster.nic_bandwidth = {:g} Gb/s: one HCA port runs at 800 Gb/s at most today (bytes "
+                      "for bits, GB/s "
+                      "for Gbps?)",
+                      static_cast<double>(cl.nic_bandwidth.bps()) * 1e-9));
     }
     node.nvlink = {cl.nvlink_bandwidth, cl.nvlink_latency};
     // HCAs per node (default: one per GPU) and the PCIe link to a shared one.

@@ -148,6 +148,15 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
                 "cluster.nic_latency = 5000 us: a link's latency is a few microseconds at most "
                 "(a unit slip, ms for us?)"});
   EXPECT_TRUE(warnings({{"cluster.nic_latency", "5us"}}).empty());
+  EXPECT_EQ(warnings({{"cluster.fabric.spine_latency", "0.6ms"}}),
+            std::vector<std::string>{
+                "cluster.fabric.spine_latency = 600 us: a link's latency is a few microseconds "
+                "at most (a unit slip, ms for us?)"});
+  EXPECT_EQ(
+      warnings({{"cluster.nic_bandwidth", "400GB/s"}}),
+      std::vector<std::string>{"cluster.nic_bandwidth = 3200 Gb/s: one HCA port runs at 800 Gb/s at most "
+                               "today (bytes for bits, GB/s for Gbps?)"});
+  EXPECT_TRUE(warnings({{"cluster.nic_bandwidth", "800Gbps"}}).empty());
   const std::string inline_gpu =
       "{name: X, fp32_peak: 1200TFLOPS, tensor_peak: 900TFLOPS, fp8_peak: 450TFLOPS, memory_bandwidth: "
       "3TB/s, "
