@@ -70,11 +70,13 @@ std::string label(const Point& p, const std::vector<bool>* only = nullptr) {
 }
 
 // The metric columns after the swept keys, in order; offsets from the first.
+// The plan each point ran (dp, tp, pp, micro-batches: what `dp=auto` or a
+// node count chose) and its MFU close the row.
 constexpr const char* kMetricNames =
     "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,"
-    "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom";
-constexpr std::size_t kMetricColumns = 11;
-enum MetricColumn : std::size_t { kGpus = 0, kIteration = 2, kTflops = 7, kTokens = 8 };
+    "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu";
+constexpr std::size_t kMetricColumns = 16;
+enum MetricColumn : std::size_t { kGpus = 0, kIteration = 2, kTflops = 7, kTokens = 8, kOom = 10 };
 
 std::string csv_header(const std::vector<Axis>& axes) {
   std::string h = "point";
@@ -87,10 +89,11 @@ std::string csv_row(const Point& p, const RunReport& r) {
   for (const auto& o : p.overrides) row += "," + o.value;
   Bytes peak;
   for (const auto& m : r.memory) peak = std::max(peak, m.total);
-  return row + fmt::format(",{},{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f},{},{}", r.gpus,
-                           r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
+  return row + fmt::format(",{},{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f},{},{},{},{},{},{},{:.6f}",
+                           r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
                            r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
-                           r.tflops_per_gpu, r.tokens_per_second, peak.count(), r.oom() ? 1 : 0);
+                           r.tflops_per_gpu, r.tokens_per_second, peak.count(), r.oom() ? 1 : 0, r.dp, r.tp,
+                           r.pp, r.micro_batches, r.mfu);
 }
 
 /// Whether the last kMetricColumns cells of a split row are finite numbers.
@@ -377,7 +380,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     pt.x_value = keys.empty() ? "" : cols[1];
     pt.gpus = std::stod(cols[m0 + kGpus]);
     pt.tokens = std::stod(cols[m0 + kTokens]);
-    pt.oom = cols.back() == "1";
+    pt.oom = cols[m0 + kOom] == "1";
     std::string name;
     for (std::size_t a = 1; a < keys.size() && 1 + a < m0; ++a) {
       if (!fixed(a)) name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
@@ -877,7 +880,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (const Point& pt : points) {
     const auto cols = split(rows.at(pt.index), ',');
     const std::size_t m0 = cols.size() - kMetricColumns;
-    const bool does_not_fit = cols.back() == "1";
+    const bool does_not_fit = cols[m0 + kOom] == "1";
     oom += does_not_fit ? 1 : 0;
     out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}\n", pt.index, row_label(pt),
                        width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
