@@ -256,8 +256,11 @@ std::vector<std::string> untested_gpu_notes(const Scenario& s) {
 std::vector<std::string> known_bias_notes(const Scenario& s, bool plan) {
   std::vector<std::string> notes;
   if (plan) add_distinct(notes, parallelism::known_bias_note(s.plan));
-  add_distinct(notes, node_model::known_bias_note(s.gpu, s.workload.dtype));
-  if (s.mixed_gpus) add_distinct(notes, node_model::known_bias_note(s.mixed_gpus->gpu, s.workload.dtype));
+  add_distinct(notes, node_model::known_bias_note(s.gpu, s.workload.dtype, s.workload.profile.fp8));
+  if (s.mixed_gpus) {
+    add_distinct(notes,
+                 node_model::known_bias_note(s.mixed_gpus->gpu, s.workload.dtype, s.workload.profile.fp8));
+  }
   return notes;
 }
 

@@ -284,7 +284,7 @@ std::string extrapolation_note(const GpuSpec& gpu, DType dtype) {
   return {};
 }
 
-std::string known_bias_note(const GpuSpec& gpu, DType dtype) {
+std::string known_bias_note(const GpuSpec& gpu, DType dtype, bool fp8) {
   if (dtype == DType::FP32 || dtype == DType::TF32) return {};
   const auto it = std::find(presets().begin(), presets().end(), gpu);
   if (it == presets().end()) return {};
@@ -294,7 +294,9 @@ std::string known_bias_note(const GpuSpec& gpu, DType dtype) {
       "{} at {}: on bf16 training steps measured on an H100 and an H200 the model's GPU time comes out 7-13% "
       "short where the GPU bounds them (its memory-bound kernels and optimizer on Hopper), so the compute of "
       "forecasts on it is optimistic (docs/node_model.md, \"Training steps on an H200\")",
-      n, to_string(dtype));
+      n,
+      fp8 ? fmt::format("fp8 ({} outside the layers' GEMMs)", to_string(dtype))
+          : std::string(to_string(dtype)));
 }
 
 }  // namespace tessera::node_model

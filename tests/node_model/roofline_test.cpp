@@ -162,6 +162,14 @@ TEST(GpuSpec, KnownBiasNoteForHopperAtSixteenBits) {
       EXPECT_NE(note.find("optimistic (docs/node_model.md, \"Training steps on an H200\")"),
                 std::string::npos);
     }
+    // FP8 training (Transformer Engine: the layers' GEMMs in FP8, the rest
+    // in bf16) says both.
+    EXPECT_EQ(
+        known_bias_note(gpu_preset(name), DType::BF16, true)
+            .rfind(fmt::format("{} at fp8 (bf16 outside the layers' GEMMs): on bf16 training steps", name),
+                   0),
+        0U)
+        << known_bias_note(gpu_preset(name), DType::BF16, true);
     // FP32 and TF32 steps were not measured on Hopper: no bias is known.
     EXPECT_EQ(known_bias_note(gpu_preset(name), DType::FP32), "") << name;
     EXPECT_EQ(known_bias_note(gpu_preset(name), DType::TF32), "") << name;

@@ -99,6 +99,9 @@ std::string extrapolation_note(const GpuSpec& gpu, DType dtype);
 /// (docs/node_model.md, "Training steps on an H200").
 /// Inline GPUs get none: their extrapolation_note already says the model is
 /// not checked on them.
-std::string known_bias_note(const GpuSpec& gpu, DType dtype);
+/// `fp8`: FP8 training (its GEMMs in FP8, the rest in `dtype`, bf16): the
+/// note says "at fp8 (bf16 outside the layers' GEMMs)", the bias being of
+/// the bf16 kernels.
+std::string known_bias_note(const GpuSpec& gpu, DType dtype, bool fp8 = false);
 
 }  // namespace tessera::node_model
