@@ -102,9 +102,8 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
     if (shortest->alone != longest->alone) {
       out += fmt::format(
           "Phase          the jobs' iterations differ ({:.3f} to {:.3f} ms alone): the shared times are one "
-          "iteration each, started together; over many iterations the jobs drift in and out of phase and "
-          "meet "
-          "more or less often\n",
+          "iteration each, started together; over many iterations the jobs drift in and out of phase "
+          "and meet more or less often\n",
           shortest->alone.seconds() * 1e3, longest->alone.seconds() * 1e3);
     }
   }

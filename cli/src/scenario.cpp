@@ -1368,7 +1368,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                         gbs(cl.nvlink_bandwidth), gpu, gbs(*preset), gbs(*preset)));
       }
     }
-    // A bandwidth of half the GPU's NVLink port or less, or twice or more,
+    // A bandwidth under half the GPU's NVLink port, or twice it or more,
     // is a slip as often as a choice: 900Gbps for 900GB/s (bits for bytes),
     // or NVIDIA's both-directions figure for the per-direction one.
     if (c.has("nvlink_bandwidth") && c.node()["gpu"].IsScalar() && overridden.count("cluster.gpu") == 0U) {
@@ -1395,9 +1395,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // bytes for bits (400GB/s for 400Gbps) more often than a future NIC.
     if (cl.nic_bandwidth > parse_bandwidth("1600Gbps")) {
       s.warnings.push_back(
-          fmt::format("cluster.nic_bandwidth = {:g} Gb/s: one HCA port runs at 800 Gb/s at most today (bytes "
-                      "for bits, GB/s "
-                      "for Gbps?)",
+          fmt::format("cluster.nic_bandwidth = {:g} Gb/s: one HCA port runs at 800 Gb/s at most today "
+                      "(bytes for bits, GB/s for Gbps?)",
                       static_cast<double>(cl.nic_bandwidth.bps()) * 1e-9));
     }
     node.nvlink = {cl.nvlink_bandwidth, cl.nvlink_latency};
@@ -1594,9 +1593,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const std::string rest = chunks - big_ones == 1 ? fmt::format("the last {} gets", unit)
                                                       : fmt::format("the other {} get", chunks - big_ones);
       s.warnings.push_back(fmt::format(
-          "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} (forecast "
-          "as "
-          "such; Megatron-LM splits evenly unless told otherwise)",
+          "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} "
+          "(forecast as such; Megatron-LM splits evenly unless told otherwise)",
           s.model.layers, unit, v ? "pp x virtual_stages" : "pp",
           v ? fmt::format("{} x {} = {}", plan.pp, plan.virtual_stages, chunks) : fmt::format("{}", chunks),
           first, small + 1, rest, small));

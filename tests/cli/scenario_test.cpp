@@ -158,9 +158,8 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
                                "today (bytes for bits, GB/s for Gbps?)"});
   EXPECT_TRUE(warnings({{"cluster.nic_bandwidth", "800Gbps"}}).empty());
   const std::string inline_gpu =
-      "{name: X, fp32_peak: 1200TFLOPS, tensor_peak: 900TFLOPS, fp8_peak: 450TFLOPS, memory_bandwidth: "
-      "3TB/s, "
-      "sms: 132, l2_cache: 50MB, memory: 80GiB}";
+      "{name: X, fp32_peak: 1200TFLOPS, tensor_peak: 900TFLOPS, fp8_peak: 450TFLOPS, "
+      "memory_bandwidth: 3TB/s, sms: 132, l2_cache: 50MB, memory: 80GiB}";
   const auto w = warnings({{"cluster.gpu", inline_gpu}, {"cluster.nvlink_bandwidth", "450GB/s"}});
   ASSERT_EQ(w.size(), 2U);
   EXPECT_EQ(
@@ -171,9 +170,8 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
             "cluster.gpu.fp8_peak (450 TFLOP/s) is below tensor_peak (900 TFLOP/s): FP8 tensor cores run at "
             "least the 16-bit rate (a unit slip?)");
   EXPECT_EQ(error_of(default_text(), {{"cluster.gpu", "my_gpu.JSON"}})
-                .rfind("s.yaml (--set cluster.gpu): cluster.gpu: 'my_gpu.JSON' is a file: a scenario takes a "
-                       "GPU preset "
-                       "name or the GPU inline, a mapping with name, fp32_peak,",
+                .rfind("s.yaml (--set cluster.gpu): cluster.gpu: 'my_gpu.JSON' is a file: a scenario takes "
+                       "a GPU preset name or the GPU inline, a mapping with name, fp32_peak,",
                        0),
             0U)
       << error_of(default_text(), {{"cluster.gpu", "my_gpu.JSON"}});
