@@ -26,7 +26,6 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.ep = s.plan.ep;
   rep.virtual_stages = s.plan.virtual_stages;
   rep.micro_batch = s.workload.micro_batch;
-  rep.global_batch = s.plan.global_batch > 0 ? s.plan.global_batch : s.plan.dp * s.workload.micro_batch;
   rep.seq_len = s.workload.seq_len;
   rep.recompute = std::string(parallelism::to_string(s.plan.recompute));
   rep.sequence_parallel = s.plan.sequence_parallel;
@@ -49,6 +48,8 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   }
   rep.schedule = std::string(parallelism::to_string(s.plan.schedule));
   rep.micro_batches = sim.plan.micro_batches;
+  // (the plan validated global_batch = dp x micro_batch x micro-batches)
+  rep.global_batch = rep.micro_batches * rep.dp * rep.micro_batch;
   rep.backend = std::string(to_string(s.backend));
   rep.predictor = s.predictor;
   rep.kernel_overrides = sim.kernel_overrides;
