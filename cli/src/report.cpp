@@ -31,8 +31,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.sequence_parallel = s.plan.sequence_parallel;
   rep.zero_stage = s.plan.zero_stage;
   rep.grad_sync = std::string(parallelism::to_string(s.plan.resolved_grad_sync(s.workload)));
-  rep.torch_ddp = node_model::is_megatron(s.workload.framework) &&
-                  s.plan.resolved_grad_sync(s.workload) == parallelism::GradSync::Overlapped;
+  rep.torch_ddp = s.plan.torch_ddp(s.workload);
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   rep.untested_gpu = untested_gpu_notes(s);
   rep.known_bias = known_bias_notes(s);

@@ -434,8 +434,7 @@ node_model::GpuSpec read_gpu(Section& cluster) {
     // A device JSON (the node-model commands' --device) is not a scenario's
     // GPU: say how to write it here.
     const std::string& name = v.Scalar();
-    std::string ext = name.size() > 5 ? name.substr(name.size() - 5) : std::string();
-    for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const std::string ext = ascii_lower(name.size() > 5 ? name.substr(name.size() - 5) : std::string());
     if (ext == ".json") {
       cluster.fail_at(
           v.Mark(), cluster.key_path("gpu"),

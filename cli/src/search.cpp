@@ -262,8 +262,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   say_on_interrupt("nothing was written (search prints its plans when every candidate has been simulated)");
   const int gpus = base.gpus();
   // The global batch stays what the scenario trains with.
-  const std::int64_t global_batch =
-      base.plan.global_batch > 0 ? base.plan.global_batch : base.workload.micro_batch * base.plan.dp;
+  const std::int64_t global_batch = base.plan.sequences(base.workload.micro_batch);
 
   // Enumerate plans; for each keep the cheapest recomputation that fits.
   std::vector<Candidate> fitting;

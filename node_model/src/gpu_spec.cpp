@@ -7,7 +7,6 @@
 #include <string>
 #include <utility>
 
-#include "ascii.hpp"
 #include "tessera/error.hpp"
 #include "tessera/names.hpp"
 
@@ -34,7 +33,7 @@ std::string_view to_string(DType d) {
 }
 
 std::optional<DType> try_parse_dtype(std::string_view text) {
-  std::string s = detail::ascii_lower(text);
+  std::string s = ascii_lower(text);
   if (s.starts_with("torch.")) s.erase(0, 6);  // PyTorch's spelling: torch.bfloat16
   if (s == "float" || s == "half") s = s == "float" ? "fp32" : "fp16";
   if (s == "fp32" || s == "float32") return DType::FP32;
@@ -157,7 +156,7 @@ namespace {
 /// "AMD ") dropped: "NVIDIA A100-SXM4-80GB" -> "a100-sxm4-80gb".
 std::string normalized_gpu_name(std::string_view name) {
   std::string s;
-  for (char c : detail::ascii_lower(name)) {
+  for (char c : ascii_lower(name)) {
     if (c == ' ' || c == '_') c = '-';
     if (c == '-' && (s.empty() || s.back() == '-')) continue;
     s.push_back(c);

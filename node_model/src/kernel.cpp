@@ -5,8 +5,8 @@
 #include <array>
 #include <utility>
 
-#include "ascii.hpp"
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 
 namespace tessera::node_model {
 namespace {
@@ -51,7 +51,7 @@ std::string_view to_string(KernelOp op) {
 KernelOp parse_kernel_op(std::string_view name) {
   // Any case: NeuSight's files write the names in lower case, a user's may
   // write `Linear` or `BMM` (as the dtype column may write `BF16`).
-  const std::string lower = detail::ascii_lower(name);
+  const std::string lower = ascii_lower(name);
   for (const auto& [o, n] : kNames) {
     if (n == lower) return o;
   }

@@ -7,6 +7,13 @@
 
 namespace tessera {
 
+std::string ascii_lower(std::string_view text) {
+  std::string s(text);
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
+  return s;
+}
+
 namespace {
 /// Optimal-string-alignment distance between `a` and `b`, case ignored.
 std::size_t edit_distance(const std::string& a, const std::string& b) {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "ascii.hpp"
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 
 namespace tessera::node_model {
 
@@ -22,7 +22,7 @@ std::string_view to_string(Framework f) {
 }
 
 Framework parse_framework(std::string_view text) {
-  const std::string s = detail::ascii_lower(text);
+  const std::string s = ascii_lower(text);
   if (s == "pytorch-eager") return Framework::PyTorchEager;
   if (s == "megatron") return Framework::Megatron;
   if (s == "megatron-deepspeed") return Framework::MegatronDeepSpeed;

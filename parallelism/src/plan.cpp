@@ -1177,11 +1177,8 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
                                        const ParallelPlan& plan, const node_model::KernelPredictor& predictor) {
   PlannedTraining out;
   out.summary = estimate_memory(model, given, plan, predictor.gpu().memory);
-  // Megatron with overlapped gradient sync is Megatron on PyTorch DDP
-  // (--DDP-impl torch): gradients in .grad, no main-gradient buffer.
   Workload work = given;
-  const bool torch_ddp = node_model::is_megatron(work.framework) &&
-                         plan.resolved_grad_sync(work) == GradSync::Overlapped;
+  const bool torch_ddp = plan.torch_ddp(work);
   if (torch_ddp) work.profile.main_grad = false;
 
   const StagePartition part = partition_layers(model.layers, plan.pp, plan.virtual_stages);

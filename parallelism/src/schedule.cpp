@@ -61,9 +61,17 @@ GradSync ParallelPlan::resolved_grad_sync(const Workload& work) const {
   return node_model::is_megatron(work.framework) ? GradSync::AfterBackward : GradSync::Overlapped;
 }
 
+bool ParallelPlan::torch_ddp(const Workload& work) const {
+  return node_model::is_megatron(work.framework) && resolved_grad_sync(work) == GradSync::Overlapped;
+}
+
 std::int64_t ParallelPlan::micro_batches(std::int64_t micro_batch) const {
   if (global_batch == 0) return 1;
   return global_batch / (static_cast<std::int64_t>(dp) * micro_batch);
+}
+
+std::int64_t ParallelPlan::sequences(std::int64_t micro_batch) const {
+  return global_batch > 0 ? global_batch : static_cast<std::int64_t>(dp) * micro_batch;
 }
 
 void ParallelPlan::validate(const TransformerConfig& model, const Workload& work, int gpus) const {
@@ -393,8 +401,7 @@ Schedule parse_schedule(std::string_view text) {
   std::string names;
   std::vector<std::string> list;
   // Case ignored: papers write 1F1B, GPipe and ZB-H1.
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(text);
   for (std::size_t i = 0; i < kSchedules.size(); ++i) {
     if (kSchedules[i].name == lower) return kSchedules[i].schedule;
     if (i > 0) names += i + 1 == kSchedules.size() ? " or " : ", ";

@@ -173,10 +173,8 @@ JobsOutcome simulate_jobs(const Scenario& s) {
     }
     o.alone = iteration_of(alone, gpu_of[j]);
     o.shared = iteration_of(shared, gpu_of[j]);
-    const auto& plan = job.scenario.plan;
-    const double sequences = plan.global_batch > 0
-                                 ? static_cast<double>(plan.global_batch)
-                                 : static_cast<double>(plan.dp) * job.scenario.workload.micro_batch;
+    const auto sequences =
+        static_cast<double>(job.scenario.plan.sequences(job.scenario.workload.micro_batch));
     o.tokens_per_s = o.shared > Time::zero()
                          ? sequences * job.scenario.workload.seq_len / o.shared.seconds()
                          : 0.0;

@@ -40,9 +40,8 @@ WorkEstimate estimate_work(const Scenario& s) {
   const double tp = plan.tp;
   const double pp = plan.pp;
   w.ranks = dp * tp * pp;
-  w.micro_batches =
-      plan.global_batch > 0 ? static_cast<double>(plan.global_batch) / (dp * static_cast<double>(s.workload.micro_batch))
-                            : 1.0;
+  w.micro_batches = static_cast<double>(plan.sequences(s.workload.micro_batch)) /
+                    (dp * static_cast<double>(s.workload.micro_batch));
   const double layers_per_stage = std::ceil(static_cast<double>(s.model.layers) / pp) + 1;  // + embedding or head
   const double chunks = std::max(1, s.collectives.chunks);
   // Transfers per rank of a ring collective over n ranks: one flow, or n - 1

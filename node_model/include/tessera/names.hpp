@@ -3,9 +3,14 @@
 // error about an unknown name gives (a command, option, scenario key, GPU
 // preset, unit).
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera {
+
+/// `text` in ASCII lower case, for names a user may write in any case
+/// (dtypes, frameworks, schedules, file extensions).
+std::string ascii_lower(std::string_view text);
 
 /// The candidates a mistyped `name` most likely meant: those at the
 /// smallest edit distance (insertions, deletions, substitutions, and swaps

@@ -116,10 +116,16 @@ struct ParallelPlan {
 
   /// The grad-sync mode `Auto` stands for under `work`'s framework.
   [[nodiscard]] GradSync resolved_grad_sync(const Workload& work) const;
+  /// Megatron with overlapped gradient sync is Megatron on PyTorch DDP
+  /// (--DDP-impl torch): gradients in .grad, no main-gradient buffer.
+  [[nodiscard]] bool torch_ddp(const Workload& work) const;
 
   [[nodiscard]] int world_size() const { return dp * tp * pp; }
   /// Micro-batches per pipeline (per replica) and iteration.
   [[nodiscard]] std::int64_t micro_batches(std::int64_t micro_batch) const;
+  /// Sequences per iteration over all replicas: global_batch, else
+  /// dp x micro_batch (one micro-batch per replica).
+  [[nodiscard]] std::int64_t sequences(std::int64_t micro_batch) const;
   /// Throws InputError, one line naming the keys and the numbers, for an
   /// impossible plan: dp x tp x pp != gpus (skipped when gpus <= 0), tp not
   /// dividing heads or hidden, more pipeline stages than layers, micro-batches
