@@ -45,11 +45,14 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   // probabilities (as^2b, with the dropout's 2-byte output: 3 of the 5 as^2b).
   // A model without dropout keeps none of them.
   const double masks = m.dropout ? 2 : 0;
-  // Split across the tensor-parallel ranks (x sbh/t): Q and K 4, V 2, the
+  // Split across the tensor-parallel ranks (x sbh/t): Q 2, K and V 2 each
+  // per kv_heads/heads (grouped-query attention keeps fewer), the
   // projection's input 2, and the MLP's activation input and output, 2
   // bytes per element of the ffn/t-wide activation each (mlp_activation_factor:
-  // Korthikanti's 16 for ffn = 4h; a gated MLP keeps twice as much).
-  const double sharded = 8 + mlp_activation_factor(m);
+  // Korthikanti's 16 for ffn = 4h; a gated MLP keeps twice as much). For
+  // kv_heads = heads, Korthikanti's 8 + 16.
+  const double kv = static_cast<double>(m.kv_heads_or_heads()) / a;
+  const double sharded = 4 + 4 * kv + mlp_activation_factor(m);
   const double replicated = 8 + masks;      // the norms' inputs, QKV's and fc1's inputs, the masks (x sbh)
   const double all = replicated + sharded;  // with SP, x sbh/t
   double bytes = 0;
@@ -87,19 +90,35 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   return bytes * dtype_bytes(w.dtype) / 2.0;
 }
 
+/// The MLP's share of layer_weight_grad_bytes, x sbh: fc1's input 2 (/t
+/// with SP, re-gathered by W), fc2's output gradient 2 (full size, as the
+/// row-parallel linear takes it), the activation's output 2 ffn/h /t (fc2's
+/// input) and fc1's output gradient 2 ffn/h /t (twice as wide gated). For
+/// a GPT MLP (ffn = 4h): 4 + 16/t, 2 + 18/t with SP.
+double mlp_weight_grad_factor(const TransformerConfig& m, const ParallelPlan& p) {
+  const double t = p.tp;
+  const double gated = m.gated_mlp ? 2.0 : 1.0;
+  const double f = static_cast<double>(m.ffn_hidden) / static_cast<double>(m.hidden);
+  return (p.sequence_parallel ? 2 / t : 2) + 2 + 2 * f * (1 + gated) / t;
+}
+
 /// Activation bytes one layer keeps from its B until its W under a
 /// zero-bubble schedule (B frees the rest): the inputs of the four linears
 /// (QKV and fc1 inputs 2sbh each, sharded with SP and re-gathered by W; the
-/// attention context 2sbh/t; the GeLU output 8sbh/t) and the gradients of
-/// their outputs (QKV 6sbh/t, fc1 8sbh/t; projection and fc2 2sbh each, full
-/// size as the row-parallel linears take them). 16-bit, scaled by
-/// dtype_bytes / 2. For t = 1 this is Qi et al.'s M_W = 32 sbh (Table 1).
+/// attention context 2sbh/t; fc2's input, the activation's output) and the
+/// gradients of their outputs (QKV 2sbh (heads + 2 kv_heads) / heads / t,
+/// fc1's; projection and fc2 2sbh each, full size as the row-parallel
+/// linears take them): mlp_weight_grad_factor for the MLP's. 16-bit, scaled
+/// by dtype_bytes / 2. For a GPT layer and t = 1 this is Qi et al.'s M_W =
+/// 32 sbh (Table 1).
 double layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
   const double sbh = static_cast<double>(w.seq_len) * static_cast<double>(w.micro_batch) *
                      static_cast<double>(m.hidden);
   const double t = p.tp;
-  const double bytes = p.sequence_parallel ? sbh * (4 + 28 / t) : sbh * (8 + 24 / t);
-  return bytes * dtype_bytes(w.dtype) / 2.0;
+  const double qkv = (static_cast<double>(m.heads) + 2.0 * static_cast<double>(m.kv_heads_or_heads())) /
+                     static_cast<double>(m.heads);
+  const double attention = (p.sequence_parallel ? 2 / t : 2) + 2 + (2 + 2 * qkv) / t;
+  return sbh * (attention + mlp_weight_grad_factor(m, p)) * dtype_bytes(w.dtype) / 2.0;
 }
 
 /// Activation bytes one MoE layer keeps for backward per micro-batch, for
@@ -134,9 +153,8 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
 
 /// Activation bytes one MoE layer keeps from its B until its W under a
 /// zero-bubble schedule, for 16-bit activations (scaled by dtype_bytes / 2):
-/// the dense layer's (layer_weight_grad_bytes) with its MLP's share (fc1
-/// input 2sbh, 2sbh/t with SP; GeLU output 8sbh/t; fc1 output gradient
-/// 8sbh/t; fc2 output gradient 2sbh) replaced by the router's input (2sbh,
+/// the dense layer's (layer_weight_grad_bytes) with its MLP's share
+/// (mlp_weight_grad_factor) replaced by the router's input (2sbh,
 /// /t with SP) and output gradient (4sb x experts, FP32), the shared
 /// experts' activation output 2f_s' and fc1 output gradient 2f_s' (4f_s'
 /// gated) per token and their fc2 output gradient 2sbh, and per routed token
@@ -147,7 +165,7 @@ double moe_layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w
   const double h = static_cast<double>(m.hidden), t = p.tp;
   const double sbh = s * b * h;
   const bool sp = p.sequence_parallel;
-  const double dense_mlp = sp ? 2 * sbh + 18 * sbh / t : 4 * sbh + 16 * sbh / t;
+  const double dense_mlp = mlp_weight_grad_factor(m, p) * sbh;
   const double gated = m.gated_mlp ? 2.0 : 1.0;
   const double fe = static_cast<double>(m.expert_ffn()) / t;
   const double fs = static_cast<double>(m.moe.shared_experts * m.expert_ffn()) / t;

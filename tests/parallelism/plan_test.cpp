@@ -633,13 +633,11 @@ TEST(Memory, WithoutDropoutNoMasks) {
   EXPECT_TRUE(model_preset("gpt3-175b").dropout);
 }
 
-// The MLP's activations follow its width and gating: 4 g f/h sbh/t (16 for
-// GPT's f = 4h). Llama 3 70B (gated, f = 3.5h, no dropout) with SP and
-// selective recomputation keeps (8 + 8 + 28) sbh/t = 44 sbh/t per layer; as
-// a plain GPT MLP of the same width, 8 + 8 + 14 = 30.
-TEST(Memory, GatedMlpKeepsItsWidth) {
-  const auto& llama = model_preset("llama3-70b");
-  ASSERT_EQ(llama.ffn_hidden * 2, llama.hidden * 7);
+namespace {
+/// Activation bytes one more layer per stage adds on stage 0 of 2 (tp 8, SP,
+/// selective recomputation, 1F1B with 2 micro-batches at its peak, s = 4096,
+/// bf16): the per-layer bytes of `m` (the embedding cancels out).
+double one_layer_with_sp(const TransformerConfig& m) {
   const Workload w{1, 4096, DType::BF16};
   ParallelPlan p;
   p.tp = 8;
@@ -647,27 +645,64 @@ TEST(Memory, GatedMlpKeepsItsWidth) {
   p.recompute = Recompute::Selective;
   p.pp = 2;
   p.global_batch = 2;
-  auto middle = [&](const TransformerConfig& m) {
-    // Stage 0 of 2 holds 2 micro-batches at its 1F1B peak: one layer more
-    // per stage adds 2 layers' activations (the embedding cancels out).
-    TransformerConfig more = m;
-    more.layers += 2;  // one more layer per stage
-    const double a =
-        static_cast<double>(estimate_memory(m, w, p, Bytes::gib(80)).memory_per_stage[0].activations.count());
-    const double b = static_cast<double>(
-        estimate_memory(more, w, p, Bytes::gib(80)).memory_per_stage[0].activations.count());
-    return (b - a) / 2.0;  // 2 micro-batches in flight on stage 0
-  };
+  TransformerConfig more = m;
+  more.layers += 2;  // one more layer per stage
+  const double a =
+      static_cast<double>(estimate_memory(m, w, p, Bytes::gib(80)).memory_per_stage[0].activations.count());
+  const double b = static_cast<double>(
+      estimate_memory(more, w, p, Bytes::gib(80)).memory_per_stage[0].activations.count());
+  return (b - a) / 2.0;  // 2 micro-batches in flight on stage 0
+}
+}  // namespace
+
+// The MLP's activations follow its width and gating: 4 g f/h sbh/t (16 for
+// GPT's f = 4h). Llama 3 70B (gated, f = 3.5h, no dropout, 8 of 64 heads for
+// K and V) with SP and selective recomputation keeps (8 + 4.5 + 28) sbh/t =
+// 40.5 sbh/t per layer; as a plain GPT MLP of the same width, 8 + 4.5 + 14
+// = 26.5.
+TEST(Memory, GatedMlpKeepsItsWidth) {
+  const auto& llama = model_preset("llama3-70b");
+  ASSERT_EQ(llama.ffn_hidden * 2, llama.hidden * 7);
+  ASSERT_EQ(llama.kv_heads * 8, llama.heads);
   const double sbh_t = 4096.0 * 8192 / 8;
-  EXPECT_NEAR(middle(llama) / sbh_t, 44.0, 1e-9);
+  EXPECT_NEAR(one_layer_with_sp(llama) / sbh_t, 40.5, 1e-9);
   TransformerConfig plain = llama;
   plain.gated_mlp = false;
-  EXPECT_NEAR(middle(plain) / sbh_t, 30.0, 1e-9);
-  TransformerConfig gpt = llama;
-  gpt.gated_mlp = false;
+  EXPECT_NEAR(one_layer_with_sp(plain) / sbh_t, 26.5, 1e-9);
+  TransformerConfig gpt = plain;
   gpt.ffn_hidden = 4 * gpt.hidden;
   gpt.dropout = true;
-  EXPECT_NEAR(middle(gpt) / sbh_t, 34.0, 1e-9);  // Korthikanti's figure
+  gpt.kv_heads = 0;                                         // every head its own K and V
+  EXPECT_NEAR(one_layer_with_sp(gpt) / sbh_t, 34.0, 1e-9);  // Korthikanti's figure
+}
+
+// Grouped-query attention keeps K and V kv_heads/heads as wide: Q 2, K and V
+// 4 kv/a, the projection's input 2, so 4 + 4 kv/a sbh/t for Korthikanti's 8.
+// Llama 3 70B (8 of 64 heads): 4.5, 3.5 sbh/t less per layer than with a K
+// and V per head.
+TEST(Memory, GroupedQueryAttentionKeepsNarrowKeysAndValues) {
+  const auto& llama = model_preset("llama3-70b");
+  TransformerConfig mha = llama;
+  mha.kv_heads = 0;
+  const double sbh_t = 4096.0 * 8192 / 8;
+  EXPECT_NEAR((one_layer_with_sp(mha) - one_layer_with_sp(llama)) / sbh_t, 3.5, 1e-9);
+  // Without SP and recomputation, at t = 1: the same 3.5 sbh, on a short
+  // sequence with FlashAttention (no s x s term).
+  Workload w{1, 128, DType::BF16};
+  w.flash_attention = true;
+  ParallelPlan p;
+  p.pp = 2;
+  p.global_batch = 2;
+  auto stage0 = [&](const TransformerConfig& m) {
+    TransformerConfig more = m;
+    more.layers += 2;
+    return (static_cast<double>(
+                estimate_memory(more, w, p, Bytes::gib(8000)).memory_per_stage[0].activations.count()) -
+            static_cast<double>(
+                estimate_memory(m, w, p, Bytes::gib(8000)).memory_per_stage[0].activations.count())) /
+           2.0;
+  };
+  EXPECT_NEAR((stage0(mha) - stage0(llama)) / (128.0 * 8192), 3.5, 1e-9);
 }
 
 TEST(PlanErrors, OneLineNamingKeysAndNumbers) {

@@ -279,6 +279,32 @@ TEST(ZeroBubble, ActivationMemoryFollowsThePapersTable2) {
   EXPECT_EQ(h2.memory_per_stage[0].activations.count() * 4, one.memory_per_stage[0].activations.count() * 7);
 }
 
+// What W keeps follows the layer's shape, not GPT's (Memory in
+// docs/parallelism.md): with grouped-query attention (kv_heads 2 of 4) the
+// QKV output gradient is 2 (a + 2 kv)/a = 4 sbh wide, not 6, and a gated MLP
+// of ffn = 2h keeps the activation's output 2 f/h = 4 sbh and fc1's output
+// gradient 2 g f/h = 8 sbh (GPT's ffn = 4h: 8 and 8). Per layer, t = 1:
+//   M_W = QKV and fc1 inputs 2 + 2, context 2, QKV grad 4, projection and
+//         fc2 output gradients 2 + 2, MLP 4 + 8 = 26 sbh (GPT's 32);
+//   M_B = 10 replicated (8 + masks 2) + Q 2 + K, V 4 x 2/4 + projection
+//         input 2 + MLP 4 g f/h = 16: 32 sbh, + 5as/h = 10: 42 sbh.
+// FP32: x 2 bytes.
+TEST(ZeroBubble, StashFollowsTheLayerShape) {
+  TransformerConfig m = kModel;
+  m.kv_heads = 2;
+  m.gated_mlp = true;
+  m.ffn_hidden = 128;
+  const std::int64_t mb = 2048LL * 42 * 2, mw = 2048LL * 26 * 2, logits = 32LL * 128 * 4, layers = 4;
+  const int p = 4;
+  const auto h1 = estimate_memory(m, kWork, pipeline(Schedule::ZeroBubbleH1, p, 8), Bytes::gib(80));
+  for (int s = 0; s < p; ++s) {
+    const std::int64_t extra = s == p - 1 ? p * logits : 0;
+    EXPECT_EQ(h1.memory_per_stage[static_cast<std::size_t>(s)].activations.count(),
+              layers * ((p - s) * mb + s * mw) + extra)
+        << s;
+  }
+}
+
 TEST(ZeroBubble, BubblesWithEqualFBWTimesAreThePapersTable2) {
   // Linears only: F = B = W exactly (each linear's three GEMMs have the same
   // FLOPs, 1 ps per FLOP), communication free. Per stage, with T = F:
