@@ -230,14 +230,20 @@ Exit codes: 0 ok, 1 simulation error, 2 bad input or no plan fits in memory.
 )"},
       {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml
                                  [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2]
-                                 [--svg FILE.svg] [--set KEY=VALUE]... [--backend flow|ns3]
+                                 [--virtual-stages V1,V2,...] [--svg FILE.svg]
+                                 [--set KEY=VALUE]... [--backend flow|ns3]
                                  [--predictor NAME] [--json]
 
 Plans and simulates the scenario under each pipeline schedule (by default
 all five) and prints iteration time, bubble (ms and share of the iteration,
-as run prints it), exposed communication, compute and peak memory per stage;
---svg draws the iteration time split of each schedule and its peak memory
-per GPU against the GPU's capacity.
+as run prints it), exposed communication, compute, host, MFU and peak memory
+per stage; --svg draws the iteration time split of each schedule and its
+peak memory per GPU against the GPU's capacity.
+
+--virtual-stages 2,4 runs interleaved-1f1b once per chunk count (default:
+the scenario's virtual_stages, 2 when it does not interleave); a --set
+parallelism.virtual_stages=N counts as --virtual-stages N, whatever the
+scenario's schedule.
 )"},
       {"kernels",
        R"(usage: tessera kernels SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--predictor NAME]

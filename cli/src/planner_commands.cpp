@@ -4,25 +4,26 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/chart.hpp"
 #include "tessera/cli/commands.hpp"
-#include "tessera/files.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/error.hpp"
+#include "tessera/files.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/parallelism/plan.hpp"
+#include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
 namespace fs = std::filesystem;
@@ -56,13 +57,60 @@ namespace {
 struct Breakdown {
   IterationBreakdown split;  ///< pipeline.hpp: the one definition of compute, host, bubble, exposed comm
   parallelism::PlanSummary summary;
+  double mfu = 0.0;           ///< as tessera run reports it (make_report)
+  double tokens_per_s = 0.0;  ///< likewise
 };
 
 Breakdown simulate_plan(const Scenario& scenario, const ParallelPlan& plan, const node_model::KernelPredictor& pred) {
   Scenario s = scenario;
   s.plan = plan;
   const Simulation sim = simulate_scenario(s, nullptr, &pred);
-  return Breakdown{breakdown(sim), sim.plan};
+  const RunReport rep = make_report(s, sim);
+  return Breakdown{breakdown(sim), sim.plan, rep.mfu, rep.tokens_per_second};
+}
+
+/// The interleaved schedule's chunk counts: --virtual-stages "2,4" or a
+/// --set parallelism.virtual_stages=N (taken out of `sets`: the scenario's
+/// own schedule may not interleave), else the scenario's count (2 when it
+/// does not interleave).
+std::vector<int> virtual_stage_list(const ArgParser& p, std::vector<std::string>& sets) {
+  std::optional<std::string> text = p.get("virtual-stages");
+  std::string flag = "--virtual-stages";
+  for (auto it = sets.begin(); it != sets.end();) {
+    const Override o = parse_override(*it);
+    if (o.path != "parallelism.virtual_stages" || o.value == "auto") {
+      ++it;
+      continue;
+    }
+    if (text) {
+      throw UsageError(
+          fmt::format("{} and --set parallelism.virtual_stages both set the interleaved schedule's "
+                      "chunks: give one",
+                      flag));
+    }
+    text = o.value;
+    flag = "--set parallelism.virtual_stages";
+    it = sets.erase(it);
+  }
+  std::vector<int> out;
+  if (!text) return out;
+  std::stringstream ss(*text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || v < 2) {
+      throw UsageError(
+          fmt::format("{} {}: expected whole numbers of 2 or more "
+                      "(model chunks per pipeline rank), got '{}'",
+                      flag, *text, item));
+    }
+    if (std::find(out.begin(), out.end(), v) != out.end()) {
+      throw UsageError(fmt::format("{} {}: {} is named twice", flag, *text, v));
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError(fmt::format("{}: expected a comma-separated list of chunk counts", flag));
+  return out;
 }
 
 struct Row {
@@ -216,12 +264,18 @@ std::string svg_chart(const std::string& title, const std::string& subtitle, con
 
 int cmd_compare_schedules(const Args& args, std::ostream& out) {
   ArgParser p("tessera compare-schedules");
-  p.option("schedules").option("svg").flag("json");
+  p.option("schedules").option("virtual-stages").option("svg").flag("json");
   declare_scenario_options(p);
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
   p.expect_positional(1, "a scenario file");
   const auto schedules = parse_schedule_list(p.get("schedules").value_or("gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2"));
+  std::vector<int> chunk_counts = virtual_stage_list(p, sets);
+  if (!chunk_counts.empty() &&
+      std::find(schedules.begin(), schedules.end(), Schedule::Interleaved1F1B) == schedules.end()) {
+    throw UsageError(
+        "--virtual-stages: --schedules leaves out interleaved-1f1b, the one schedule with model chunks");
+  }
   const auto svg_path = p.get("svg");
   FileSet files;
   files.input(p.positional()[0], "the scenario");
@@ -237,21 +291,27 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       s.plan.dp, s.plan.tp, s.plan.pp, s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
       untested_gpu_notes(s).empty() ? "" : "; untested GPU (tessera run says how far to trust it)");
 
+  if (chunk_counts.empty()) chunk_counts.push_back(std::max(2, s.plan.virtual_stages));
+
   std::vector<Row> rows;
   for (Schedule sched : schedules) {
-    Row row;
-    row.schedule = fmt::format("{}", parallelism::to_string(sched));
-    ParallelPlan plan = s.plan;
-    plan.schedule = sched;
-    plan.virtual_stages = sched == Schedule::Interleaved1F1B ? std::max(2, s.plan.virtual_stages) : 1;
-    row.virtual_stages = plan.virtual_stages;
-    try {
-      plan.validate(s.model, s.workload, s.gpus());
-      row.result = simulate_plan(s, plan, predictor);
-    } catch (const InputError& e) {
-      row.error = e.what();
+    // The interleaved schedule once per chunk count, the others once.
+    const std::vector<int> counts = sched == Schedule::Interleaved1F1B ? chunk_counts : std::vector<int>{1};
+    for (int v : counts) {
+      Row row;
+      row.schedule = fmt::format("{}", parallelism::to_string(sched));
+      ParallelPlan plan = s.plan;
+      plan.schedule = sched;
+      plan.virtual_stages = v;
+      row.virtual_stages = v;
+      try {
+        plan.validate(s.model, s.workload, s.gpus());
+        row.result = simulate_plan(s, plan, predictor);
+      } catch (const InputError& e) {
+        row.error = e.what();
+      }
+      rows.push_back(std::move(row));
     }
-    rows.push_back(std::move(row));
   }
 
   const auto& plan = s.plan;
@@ -273,12 +333,13 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         mem += fmt::format("{}{}", mem.empty() ? "" : ", ", m.total().count());
       }
       items += fmt::format(
-          "{{\"schedule\": {}, \"virtual_stages\": {}, \"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, "
-          "\"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, \"bubble_share\": {:.6f}, "
-          "\"exposed_comm_time_s\": {:.9e}, \"peak_memory_bytes_per_stage\": [{}], \"oom\": {}}}",
-          json_string(r.schedule), r.virtual_stages, b.iteration.seconds(), b.compute.seconds(), b.host.seconds(),
-          b.bubble.seconds(), b.share(b.bubble), b.exposed_comm.seconds(), mem,
-          r.result.summary.oom() ? "true" : "false");
+          "{{\"schedule\": {}, \"virtual_stages\": {}, \"iteration_time_s\": {:.9e}, "
+          "\"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
+          "\"bubble_share\": {:.6f}, \"exposed_comm_time_s\": {:.9e}, "
+          "\"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, \"peak_memory_bytes_per_stage\": [{}], \"oom\": {}}}",
+          json_string(r.schedule), r.virtual_stages, b.iteration.seconds(), b.compute.seconds(),
+          b.host.seconds(), b.bubble.seconds(), b.share(b.bubble), b.exposed_comm.seconds(),
+          r.result.tokens_per_s, r.result.mfu, mem, r.result.summary.oom() ? "true" : "false");
     }
     // As in tessera run --json: "untested_gpu" and "known_bias" only when set.
     out << fmt::format(
@@ -297,8 +358,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "", plan.micro_batches(s.workload.micro_batch),
       s.workload.micro_batch, predictor.name());
   out << caveat_lines(s) << "\n";
-  out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12} {:>12}  {}\n", "schedule", "iteration", "bubble",
-                     "exposed comm", "compute", "host", "peak memory per stage (GiB)");
+  out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12} {:>12} {:>6}  {}\n", "schedule", "iteration",
+                     "bubble", "exposed comm", "compute", "host", "MFU", "peak memory per stage (GiB)");
   for (const Row& r : rows) {
     const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
     if (!r.error.empty()) {
@@ -317,16 +378,18 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     }
     // The bubble as `run` prints it: its time and its share of the iteration.
     const IterationBreakdown& b = r.result.split;
-    out << fmt::format("{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms  {}{}\n",
-                       name, b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(),
-                       b.compute.ms(), b.host.ms(), mem,
-                       over ? fmt::format("  OOM (> {:.1f} GiB)", over->in_gib()) : "");
+    out << fmt::format(
+        "{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms {:5.1f}%  {}{}\n", name,
+        b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(), b.compute.ms(),
+        b.host.ms(), 100.0 * r.result.mfu, mem,
+        over ? fmt::format("  OOM (> {:.1f} GiB)", over->in_gib()) : "");
   }
   out << "\nThe iteration is bubble + exposed comm + compute + host, as `tessera run` splits it. compute:\n"
          "the busiest GPU's kernels; host: its compute stream waiting for the host to launch them (the\n"
          "data step per micro-batch, pipeline sends); bubble: pipeline fill and drain with free\n"
-         "communication, and its share of the iteration; exposed comm: the rest. '!' marks a stage that\n"
-         "does not fit in the GPU's memory.\n";
+         "communication, and its share of the iteration; exposed comm: the rest. MFU: model FLOPs per\n"
+         "GPU-second over the GPU's dense matmul peak, as `tessera run` reports it. '!' marks a stage\n"
+         "that does not fit in the GPU's memory.\n";
   if (svg_path) {
     write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
                                            chart_subtitle, rows, s.gpu.name, s.gpu.memory));

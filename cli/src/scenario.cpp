@@ -1544,12 +1544,17 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     } else {
       plan.dp = static_cast<int>(s.gpus() / tp_pp);
     }
-    optional_int("virtual_stages", plan.virtual_stages);
+    // virtual_stages left out or `auto`: 2 under interleaved-1f1b, else 1,
+    // so that a sweep or --set over schedules needs no matching list.
+    const bool vs_auto = !p.has("virtual_stages") ||
+                         (p.need("virtual_stages").IsScalar() && p.scalar("virtual_stages") == "auto");
+    if (!vs_auto) plan.virtual_stages = p.positive_int32("virtual_stages");
     plan.schedule = plan.virtual_stages > 1 ? parallelism::Schedule::Interleaved1F1B : parallelism::Schedule::OneFOneB;
     if (p.has("schedule")) {
       const YAML::Node v = p.need("schedule");
       plan.schedule = checked(p, v, p.key_path("schedule"), [&] { return parallelism::parse_schedule(p.scalar("schedule")); });
     }
+    if (vs_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B) plan.virtual_stages = 2;
     if (p.has("recompute")) {
       const YAML::Node v = p.need("recompute");
       plan.recompute = checked(p, v, p.key_path("recompute"), [&] { return parallelism::parse_recompute(p.scalar("recompute")); });

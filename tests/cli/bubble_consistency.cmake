@@ -1,7 +1,7 @@
 # `tessera run` and `tessera compare-schedules` print the same pipeline
-# bubble (time and share of the iteration) for the same scenario and
-# schedule: both take it from cli::breakdown (pipeline.hpp) and
-# IterationBreakdown::share.
+# bubble (time and share of the iteration) and the same MFU for the same
+# scenario and schedule: both take the bubble from cli::breakdown
+# (pipeline.hpp) and IterationBreakdown::share, the MFU from make_report.
 execute_process(COMMAND ${TESSERA} compare-schedules ${SCENARIO}
                 OUTPUT_VARIABLE table ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -15,11 +15,12 @@ foreach(name gpipe 1f1b interleaved-1f1b zb-h1 zb-h2)
     set(extra --set parallelism.virtual_stages=2)
     set(row "${name} \\(v=2\\)")
   endif()
-  if(NOT table MATCHES "\n${row} +${number} ms +(${number}) ms +(${number})%")
+  if(NOT table MATCHES "\n${row} +${number} ms +(${number}) ms +(${number})% +${number} ms +${number} ms +${number} ms +(${number})%")
     message(FATAL_ERROR "compare-schedules: no row for ${name}:\n${table}")
   endif()
   set(table_ms "${CMAKE_MATCH_1}")
   set(table_pct "${CMAKE_MATCH_2}")
+  set(table_mfu "${CMAKE_MATCH_3}")
   execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set parallelism.schedule=${name} ${extra}
                   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -32,5 +33,11 @@ foreach(name gpipe 1f1b interleaved-1f1b zb-h1 zb-h2)
   if(NOT CMAKE_MATCH_1 STREQUAL table_ms OR NOT CMAKE_MATCH_2 STREQUAL table_pct)
     message(FATAL_ERROR "${name}: run prints a bubble of ${CMAKE_MATCH_1} ms (${CMAKE_MATCH_2}%), "
                         "compare-schedules ${table_ms} ms (${table_pct}%)")
+  endif()
+  if(NOT out MATCHES "\\(MFU (${number})%\\)")
+    message(FATAL_ERROR "run (${name}): no MFU:\n${out}")
+  endif()
+  if(NOT CMAKE_MATCH_1 STREQUAL table_mfu)
+    message(FATAL_ERROR "${name}: run prints MFU ${CMAKE_MATCH_1}%, compare-schedules ${table_mfu}%")
   endif()
 endforeach()

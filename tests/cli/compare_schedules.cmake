@@ -11,10 +11,10 @@ if(NOT rc EQUAL 0)
 endif()
 message("${out}")
 # Row: name, iteration "ms", bubble "ms" and "%" of the iteration, exposed "ms", compute "ms", host "ms",
-# memory per stage. The four parts add up to the iteration (to the 1 us of each rounding).
+# MFU "%", memory per stage. The four parts add up to the iteration (to the 1 us of each rounding).
 set(number "[0-9]+\\.[0-9]+")
 foreach(name gpipe 1f1b interleaved-1f1b zb-h1 zb-h2)
-  if(NOT out MATCHES "\n${name}( \\(v=[0-9]+\\))? +(${number}) ms +(${number}) ms +${number}% +(${number}) ms +(${number}) ms +(${number}) ms +(${number})")
+  if(NOT out MATCHES "\n${name}( \\(v=[0-9]+\\))? +(${number}) ms +(${number}) ms +${number}% +(${number}) ms +(${number}) ms +(${number}) ms +${number}% +(${number})")
     message(FATAL_ERROR "no row for ${name}")
   endif()
   string(REPLACE "-" "_" var "${name}")
