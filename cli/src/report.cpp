@@ -115,6 +115,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
     rep.memory.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom(), m.weights, m.gradients,
                                      m.optimizer_states, m.activations, m.workspace});
   }
+  if (std::string w = tight_memory_warning(rep.memory); !w.empty()) rep.warnings.push_back(std::move(w));
   // As stored: TF32 is a tensor-core mode, its tensors are FP32.
   const node_model::DType grad = s.workload.rules().grad_dtype();
   rep.gradient_dtype =
@@ -344,6 +345,25 @@ std::string failures_line(const Scenario::Failures& f, Time iteration) {
   return fmt::format("Failures       {}\n", fmt::join(parts, "; "));
 }
 
+std::string tight_memory_warning(const std::vector<StageMemory>& memory) {
+  const StageMemory* fullest = nullptr;
+  for (const auto& m : memory) {
+    if (m.oom || m.capacity <= Bytes()) continue;
+    const double share = m.total.in_gib() / m.capacity.in_gib();
+    if (share >= kTightMemoryShare &&
+        (!fullest || share > fullest->total.in_gib() / fullest->capacity.in_gib()))
+      fullest = &m;
+  }
+  if (!fullest) return {};
+  return fmt::format(
+      "memory: stage {} needs {:.1f} of {:.1f} GiB ({:.0f}%), and the memory model's 1 GiB workspace "
+      "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: "
+      "a plan this full may not fit "
+      "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free)",
+      fullest->stage, fullest->total.in_gib(), fullest->capacity.in_gib(),
+      100.0 * fullest->total.in_gib() / fullest->capacity.in_gib());
+}
+
 std::vector<std::string> late_failure_warnings(const Scenario::Failures& f, Time iteration) {
   std::vector<std::string> out;
   for (const auto& t : f.timed) {
@@ -442,6 +462,13 @@ std::string format_text(const RunReport& r) {
     out +=
         fmt::format("Memory         {:>7.1f} GiB (stage {}) to {:.1f} GiB (stage {}) of {:.1f} GiB per GPU\n",
                     lo->total.in_gib(), lo->stage, hi->total.in_gib(), hi->stage, hi->capacity.in_gib());
+    // The fullest stage's split, as the per-stage lines give it (every
+    // stage's: --json).
+    out += fmt::format(
+        "  stage {}: weights {:.1f}, gradients {:.1f} ({}), optimizer {:.1f}, activations {:.1f}, "
+        "workspace {:.1f} GiB\n",
+        hi->stage, hi->weights.in_gib(), hi->gradients.in_gib(), r.gradient_dtype,
+        hi->optimizer_states.in_gib(), hi->activations.in_gib(), hi->workspace.in_gib());
     for (const auto& m : r.memory) {
       if (m.oom)
         out += fmt::format("  ** OUT OF MEMORY ** stage {}: {:.1f} GiB\n", m.stage, m.total.in_gib());

@@ -100,6 +100,50 @@ TEST(Scenario, ReportNamesTheWholePlan) {
       << dt;
 }
 
+// A stage that fits with less than 5% of its GPU's memory left is warned
+// about (the memory model leaves fragmentation and NCCL buffers out), the
+// fullest named; one over capacity is OOM, not "tight".
+TEST(Report, TightMemoryIsWarned) {
+  auto stage = [](int i, double gib, bool oom = false) {
+    StageMemory m;
+    m.stage = i;
+    m.total = Bytes(static_cast<std::int64_t>(gib * 1024 * 1024 * 1024));
+    m.capacity = Bytes::gib(80);
+    m.oom = oom;
+    return m;
+  };
+  EXPECT_EQ(tight_memory_warning({stage(0, 75.9), stage(1, 60)}), "");  // 94.9%
+  EXPECT_EQ(tight_memory_warning({stage(0, 76.0), stage(1, 79.9), stage(2, 90, true)}),
+            "memory: stage 1 needs 79.9 of 80.0 GiB (100%), and the memory model's 1 GiB workspace "
+            "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: "
+            "a plan this full may not fit "
+            "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free)");
+  EXPECT_NE(tight_memory_warning({stage(0, 76.0)}).find("stage 0 needs 76.0 of 80.0 GiB (95%)"),
+            std::string::npos);
+}
+
+// With more than 4 stages the summary gives the memory range and the
+// fullest stage's split (weights, gradients, optimizer, activations).
+TEST(Report, ManyStagesShowTheFullestStagesSplit) {
+  const Scenario s = parse_scenario(default_text(), "default.yaml",
+                                    {{"parallelism.pp", "6"},
+                                     {"parallelism.dp", "auto"},
+                                     {"cluster.nodes", "3"},
+                                     {"training.global_batch", "64"}});
+  const RunReport r = make_report(s, simulate_scenario(s));
+  const std::string t = format_text(r);
+  ASSERT_EQ(r.memory.size(), 6U);
+  const auto fullest =
+      std::max_element(r.memory.begin(), r.memory.end(),
+                       [](const StageMemory& a, const StageMemory& b) { return a.total < b.total; });
+  EXPECT_NE(t.find(fmt::format("\n  stage {}: weights {:.1f}, gradients {:.1f} (fp32), optimizer {:.1f}, "
+                               "activations {:.1f}, workspace 1.0 GiB\n",
+                               fullest->stage, fullest->weights.in_gib(), fullest->gradients.in_gib(),
+                               fullest->optimizer_states.in_gib(), fullest->activations.in_gib())),
+            std::string::npos)
+      << t;
+}
+
 // Keys as other tools name them (Megatron's flags, Hugging Face configs) are
 // suggested as ours, also when they stand for required keys.
 TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {

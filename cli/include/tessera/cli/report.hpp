@@ -195,6 +195,14 @@ std::string caveat_json(const std::vector<std::string>& untested_gpu,
 /// scenario takes out or slows, as it names them, a timed change at or
 /// after `iteration` marked as having no effect.
 std::string failures_line(const Scenario::Failures& f, Time iteration);
+/// The share of a GPU's memory from which a stage that fits is said to be
+/// tight: within 5% of capacity (4 GiB of 80), where allocator
+/// fragmentation and NCCL's buffers, which the memory model leaves out,
+/// often run a real job out of memory.
+inline constexpr double kTightMemoryShare = 0.95;
+/// A warning naming the fullest stage that fits at kTightMemoryShare of its
+/// GPU's memory or more, or empty.
+std::string tight_memory_warning(const std::vector<StageMemory>& memory);
 /// One warning per timed change at or after `iteration` (it changes
 /// nothing: a unit slip, 10s for 10ms, would make a failure study the
 /// baseline).
