@@ -384,6 +384,29 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         b.host.ms(), 100.0 * r.result.mfu, mem,
         over ? fmt::format("  OOM (> {:.1f} GiB)", over->in_gib()) : "");
   }
+  // A zero-bubble schedule that exposes more communication than 1F1B: say
+  // why, as it can decide the ranking (docs/parallelism.md, "Schedules").
+  const auto one_f_one_b = std::find_if(rows.begin(), rows.end(), [](const Row& r) {
+    return r.error.empty() && r.schedule == parallelism::to_string(Schedule::OneFOneB);
+  });
+  std::vector<std::string> exposing;
+  for (const Row& r : rows) {
+    if (plan.tp == 1 || one_f_one_b == rows.end() || !r.error.empty() ||
+        (r.schedule != parallelism::to_string(Schedule::ZeroBubbleH1) &&
+         r.schedule != parallelism::to_string(Schedule::ZeroBubbleH2)))
+      continue;
+    const Time more = r.result.split.exposed_comm - one_f_one_b->result.split.exposed_comm;
+    if (more.seconds() >= 0.01 * r.result.split.iteration.seconds())
+      exposing.push_back(fmt::format("{} {:.3f} ms", r.schedule, more.ms()));
+  }
+  if (!exposing.empty()) {
+    out << fmt::format(
+        "\nnote: more communication exposed than under 1f1b ({}): with tensor parallelism "
+        "the input-gradient all-reduce (reduce-scatter with SP) of QKV and fc1 blocks B, "
+        "as the weight-gradient GEMM that hides it under 1f1b runs in W "
+        "(docs/parallelism.md, \"Schedules\")\n",
+        fmt::join(exposing, ", "));
+  }
   out << "\nThe iteration is bubble + exposed comm + compute + host, as `tessera run` splits it. compute:\n"
          "the busiest GPU's kernels; host: its compute stream waiting for the host to launch them (the\n"
          "data step per micro-batch, pipeline sends); bubble: pipeline fill and drain with free\n"
