@@ -321,10 +321,16 @@ class Section {
     all.insert(known_.begin(), known_.end());
     // ", did you mean 'x'?" for an unknown key: another tool's name for one
     // of ours first, else a spelling neighbour.
+    // A mixture-of-experts name one level up (model.num_experts): the key
+    // under `moe`.
+    static const std::set<std::string> kMoeKeys{"experts",   "top_k",          "expert_ffn_hidden",
+                                                "moe_every", "shared_experts", "first_dense_layers"};
     auto hint = [&](const std::string& k) {
       const std::string alias = key_alias(k);
-      return all.count(alias) != 0U ? fmt::format(", did you mean '{}'?", alias)
-                                    : did_you_mean(k, std::vector<std::string>(all.begin(), all.end()));
+      if (all.count(alias) != 0U) return fmt::format(", did you mean '{}'?", alias);
+      if (all.count("moe") != 0U && (kMoeKeys.count(alias) != 0U || kMoeKeys.count(k) != 0U))
+        return fmt::format(", did you mean 'moe.{}'?", alias.empty() ? k : alias);
+      return did_you_mean(k, std::vector<std::string>(all.begin(), all.end()));
     };
     std::vector<YAML::const_iterator> unknown;
     for (auto it = node_.begin(); it != node_.end(); ++it) {

@@ -173,6 +173,16 @@ TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
       error_of(three).substr(0, 198),
       "s.yaml:25:3: model.num_key_value_heads: unknown key, did you mean 'kv_heads'?; also unknown here: "
       "intermediate_size (line 26, did you mean 'ffn_hidden'?), vocab_size (line 27, did you mean 'vocab'?)");
+  // A mixture-of-experts key one level up, as Megatron's flag or our name:
+  // the key under model.moe.
+  const std::string moe =
+      replaced(text, "  preset: gpt2-large\n", "  preset: gpt2-large\n  num_experts: 8\n  top_k: 2\n");
+  EXPECT_NE(
+      error_of(moe).find("model.num_experts: unknown key, did you mean 'moe.experts'?; also unknown here: "
+                         "top_k (line "),
+      std::string::npos)
+      << error_of(moe);
+  EXPECT_NE(error_of(moe).find(", did you mean 'moe.top_k'?)"), std::string::npos) << error_of(moe);
 }
 
 // Values no hardware has, most likely unit slips, are warned about; a
