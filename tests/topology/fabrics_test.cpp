@@ -226,6 +226,42 @@ TEST(RailOptimized, SameRailStaysUnderOneLeafCrossRailCrossesASpine) {
   EXPECT_EQ(kind_after(t, t.route(3, 4)[0]), VertexKind::NvSwitch);
 }
 
+// D-mod-k numbers a rail leaf's hosts in leaf-major order, not by rank:
+// rail 1's hosts are ranks 1, 9, 17, ... (8 GPUs per node), which mod 16
+// spines would reach spines 1 and 9 only, 8 flows on each of their
+// down-links into rail 1's leaf. Every shift from rail 0 to rail 1 (node n
+// to node n + s, s = 1..15: 16 flows between nodes) is spread one flow per
+// spine up- and down-link, as on a full fat-tree.
+TEST(RailOptimized, CrossRailShiftUsesEverySpineOnce) {
+  RailOptimizedSpec s;
+  s.nodes = 16;
+  s.node.gpus = 8;
+  s.node.nvlink = spec_link("450GB/s", "500ns");
+  s.k = 32;  // 16 nodes per rail leaf, 16 spines
+  s.host = spec_link();
+  s.leaf_spine = spec_link();
+  const auto t = build_rail_optimized(s);
+  ASSERT_EQ(t.count(VertexKind::Spine), 16);
+  for (int shift = 1; shift < s.nodes; ++shift) {
+    std::vector<int> flows(t.links().size(), 0);
+    for (int node = 0; node < s.nodes; ++node) {
+      for (LinkId l : t.route(8 * node, 8 * ((node + shift) % s.nodes) + 1))
+        ++flows[static_cast<std::size_t>(l)];
+    }
+    int spine_links = 0;
+    for (std::size_t l = 0; l < flows.size(); ++l) {
+      if (t.tier(static_cast<LinkId>(l)) != LinkTier::LeafSpine || flows[l] == 0) continue;
+      ++spine_links;
+      EXPECT_EQ(flows[l], 1) << "shift " << shift << ", link " << l;
+    }
+    EXPECT_EQ(spine_links, 2 * 16) << "shift " << shift;  // 16 up from rail 0's leaf, 16 down into rail 1's
+  }
+  // The forwarding tables agree (one BFS per leaf, the same numbering).
+  const auto lft = build_forwarding_tables(t);
+  for (int node = 0; node < s.nodes; ++node)
+    EXPECT_EQ(follow_tables(t, lft, 0, 8 * node + 1), t.route(0, 8 * node + 1));
+}
+
 TEST(NodeInternals, NvLinkMeshGivesDirectGpuLinks) {
   FatTreeSpec s = fat_tree(4, 2);
   s.node.gpus = 4;

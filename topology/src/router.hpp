@@ -26,9 +26,16 @@ class Router {
   /// D-mod-k pick among `c` (non-empty) at vertex `v`.
   [[nodiscard]] LinkId choose(const std::vector<LinkId>& c, VertexId v, int dst) const {
     const auto k = static_cast<std::int64_t>(c.size());
-    return c[static_cast<std::size_t>((static_cast<std::int64_t>(dst) / stride(v)) % k)];
+    return c[static_cast<std::size_t>((position(dst) / stride(v)) % k)];
   }
   [[nodiscard]] std::int64_t stride(VertexId v) const { return stride_[kind_[v]]; }
+  /// GPU `dst`'s number in D-mod-k: its index among the GPUs in leaf-major
+  /// order (by the leaf its HCA hangs off, then rank), as Zahavi numbers a
+  /// fat-tree's hosts. The rank itself where HCAs fill leaves in rank order
+  /// (leaf-spine, fat-trees); on a rail-optimized fabric rail j's hosts are
+  /// ranks j, j + g, j + 2g, ... (g GPUs per node), whose ranks mod the
+  /// spine count would reach only 1/g of the spines.
+  [[nodiscard]] std::int64_t position(int dst) const { return position_[static_cast<std::size_t>(dst)]; }
 
   // Exposed to the table builder.
   [[nodiscard]] int num_switches() const { return num_switches_; }
@@ -53,6 +60,7 @@ class Router {
   std::vector<VertexId> att_vertex_;
   std::vector<std::int16_t> dist_;  // attachments x switches
   std::array<std::int64_t, 6> stride_{1, 1, 1, 1, 1, 1};
+  std::vector<std::int64_t> position_;  // per GPU: D-mod-k number (position())
 };
 
 }  // namespace tessera::topology::detail

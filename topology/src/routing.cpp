@@ -136,7 +136,7 @@ ForwardingTables build_forwarding_tables(const Topology& topo) {
       if (cand.empty()) continue;
       const std::int64_t stride = r.stride(v);
       const auto c = static_cast<std::int64_t>(cand.size());
-      for (int d : dests) out[lid_of_rank(d)] = cand[static_cast<std::size_t>((d / stride) % c)];
+      for (int d : dests) out[lid_of_rank(d)] = cand[static_cast<std::size_t>((r.position(d) / stride) % c)];
     }
   }
   return ForwardingTables(std::move(switches), num_lids, std::move(ports));

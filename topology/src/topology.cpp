@@ -123,6 +123,31 @@ Router::Router(const Topology& t) {
     }
     return best;
   };
+  // D-mod-k numbers: GPUs in leaf-major order, by the leaf their own or
+  // their shared HCA's cable reaches (failed or not: a subnet's numbering
+  // does not follow failures), then by rank; GPUs with no leaf last.
+  std::vector<std::pair<VertexId, int>> by_leaf;
+  by_leaf.reserve(static_cast<std::size_t>(t.num_gpus()));
+  for (int r = 0; r < t.num_gpus(); ++r) {
+    VertexId leaf = n;
+    auto leaf_of = [&](VertexId v) {
+      for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+        const VertexId u = boost::target(*e, g);
+        if (g[u].kind == VertexKind::Leaf) leaf = std::min(leaf, u);
+      }
+    };
+    const VertexId d = t.gpu(r);
+    leaf_of(d);
+    for (auto [e, end] = boost::out_edges(d, g); e != end; ++e) {
+      const VertexId u = boost::target(*e, g);
+      if (g[u].kind == VertexKind::Hca) leaf_of(u);
+    }
+    by_leaf.emplace_back(leaf, r);
+  }
+  std::sort(by_leaf.begin(), by_leaf.end());
+  position_.assign(by_leaf.size(), 0);
+  for (std::size_t i = 0; i < by_leaf.size(); ++i)
+    position_[static_cast<std::size_t>(by_leaf[i].second)] = static_cast<std::int64_t>(i);
   stride_[static_cast<std::size_t>(VertexKind::Spine)] = max_up(VertexKind::Leaf, VertexKind::Spine);
   stride_[static_cast<std::size_t>(VertexKind::Core)] =
       stride_[static_cast<std::size_t>(VertexKind::Spine)] * max_up(VertexKind::Spine, VertexKind::Core);

@@ -105,9 +105,10 @@ class Topology {
   /// Shortest (fewest hops) path from GPU `src` to GPU `dst`; GPUs never
   /// forward for others. Among equal-cost next hops the fastest links are
   /// kept (NVLink before the NIC inside a node), then destination-mod-k picks
-  /// one: a switch of tier t takes candidate (dst / stride_t) mod count, with
-  /// stride 1 at leaves and the product of the up-link counts of the tiers
-  /// below above them (OpenSM fat-tree / Zahavi D-mod-k). Hop distances are
+  /// one: a switch of tier t takes candidate (pos(dst) / stride_t) mod count,
+  /// with stride 1 at leaves and the product of the up-link counts of the
+  /// tiers below above them, pos the GPU's index in leaf-major order (OpenSM
+  /// fat-tree / Zahavi D-mod-k; docs/topology.md). Hop distances are
   /// computed once per topology and cached; the first call after a change
   /// pays for one BFS per switch that GPUs attach to. Not thread-safe on
   /// the first call.
