@@ -14,10 +14,8 @@ TransferGraph direct_all_to_all(const std::vector<int>& ranks, Bytes size) {
   for (std::int64_t s = 1; s < p; ++s) {
     for (std::int64_t i = 0; i < p; ++i) {
       const std::int64_t j = (i + s) % p;
-      std::vector<TransferIndex> deps;
-      if (s > 1) deps.push_back(static_cast<TransferIndex>((s - 2) * p + i));
       detail::add(g, ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>(j)],
-                  blocks[static_cast<std::size_t>(j)], static_cast<std::int32_t>(s - 1), std::move(deps));
+                  blocks[static_cast<std::size_t>(j)], static_cast<std::int32_t>(s - 1), {});
     }
   }
   return g;

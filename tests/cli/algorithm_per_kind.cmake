@@ -5,8 +5,10 @@
 #    hierarchical algorithm), naming the algorithms reduce-scatter has;
 #  - {all-to-all: hierarchical} runs: the all-to-all's inter-node bytes are
 #    the direct algorithm's (same fabric bytes), plus (L-1)/L of it again
-#    inside the node (more NVLink bytes), and on the rail-optimized fabric
-#    the iteration is faster;
+#    inside the node (more NVLink bytes), and the iteration changes (slower
+#    here, 1968 against 1918 ms: the direct exchange, every peer at once, is
+#    bound by the HCAs alone on this non-blocking fabric; the hierarchical
+#    one moves its NVLink phase first);
 #  - {all-to-all: direct} is what auto does (the same JSON as no choice).
 include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 set(shape --set cluster.nodes=8 --set cluster.gpus_per_node=4)
@@ -26,7 +28,7 @@ foreach(v plain hier)
   string(JSON ${v}_fabric GET "${${v}}" fabric_bytes)
   string(JSON ${v}_nvlink GET "${${v}}" nvlink_bytes)
 endforeach()
-if(NOT hier_fabric EQUAL plain_fabric OR NOT hier_nvlink GREATER plain_nvlink OR NOT hier_it LESS plain_it)
+if(NOT hier_fabric EQUAL plain_fabric OR NOT hier_nvlink GREATER plain_nvlink OR NOT hier_it GREATER plain_it)
   message(FATAL_ERROR "{all-to-all: hierarchical}: fabric ${hier_fabric} B (direct ${plain_fabric}), NVLink "
                       "${hier_nvlink} B (direct ${plain_nvlink}), iteration ${hier_it} s (direct ${plain_it})")
 endif()
