@@ -132,18 +132,37 @@ topology::Topology build_topology(const Scenario& s) {
   apply("links", f.failed, [&](topology::VertexId a, topology::VertexId b) { (void)t.fail_cable(a, b); });
   apply("degraded", f.degraded,
         [&](topology::VertexId a, topology::VertexId b) { (void)t.degrade_cable(a, b, f.degraded_rate); });
-  // Cables are duplex: every GPU reaches GPU 0 exactly when all reach all.
+  // Cables are duplex and GPUs never forward: every GPU reaches every other
+  // exactly when GPU 0 reaches every GPU (so every other node's GPUs are on
+  // GPU 0's side of the fabric) and each GPU of GPU 0's node reaches a GPU
+  // of another node (its own cable to the fabric is up: GPU 0 reaches its
+  // node's GPUs over NVLink whatever their cables).
   auto check_reachable = [&](const topology::Topology& topo, std::size_t down) {
-    for (int g = 1; g < topo.num_gpus(); ++g) {
+    const int per_node = s.cluster.gpus_per_node;
+    auto check = [&](int a, int b) {
       try {
-        (void)topo.route(0, g);
+        (void)topo.route(a, b);
       } catch (const InputError&) {
-        const std::string why = fmt::format("with {} {} down GPU {} cannot reach GPU 0 (no route left)",
-                                            down == 1 ? "this" : "these",
-                                            down == 1 ? "1 cable" : fmt::format("{} cables", down), g);
+        // Its own cable among them: say that nothing routes around it.
+        const std::string gpu = fmt::format("gpu{}", b);
+        const bool own = std::any_of(f.failed.begin(), f.failed.end(),
+                                     [&](const auto& c) { return c.first == gpu || c.second == gpu; }) ||
+                         std::any_of(f.timed.begin(), f.timed.end(),
+                                     [&](const auto& c) { return c.fail && (c.a == gpu || c.b == gpu); });
+        const std::string why = fmt::format(
+            "with {} {} down GPU {} cannot reach GPU {} (no route left{})", down == 1 ? "this" : "these",
+            down == 1 ? "1 cable" : fmt::format("{} cables", down), b, a,
+            own ? fmt::format("; GPU {}'s only cable to the fabric is down, "
+                              "and NCCL's detour through a neighbour's NIC, PXN, is not modelled",
+                              b)
+                : "");
         if (!f.links) throw ScenarioError(fmt::format("{}: failures.links: {}", s.file, why));
         throw ScenarioError(f.links->where, fmt::format("{}: {}", f.links->path, why), f.links->option);
       }
+    };
+    for (int g = 1; g < topo.num_gpus(); ++g) check(0, g);
+    if (topo.num_gpus() > per_node) {
+      for (int g = 1; g < std::min(per_node, topo.num_gpus()); ++g) check(per_node, g);
     }
   };
   if (!f.failed.empty()) check_reachable(t, f.failed.size());

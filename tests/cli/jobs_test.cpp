@@ -502,6 +502,19 @@ TEST(Failures, CablesByNameAndUnreachableGpus) {
   for (int k = 0; k < 8; ++k) all += fmt::format("{}leaf1-spine{}", k ? "," : "", k);
   const Scenario cut = parse_scenario(text, "s.yaml", {{"failures.links", all}});
   EXPECT_THROW((void)build_topology(cut), ScenarioError);
+  // A GPU's own cable to the fabric: GPU 0 still reaches it over NVLink, no
+  // GPU of the other node does (this was an error in the middle of the run,
+  // naming neither the file nor the key).
+  try {
+    (void)build_topology(parse_scenario(text, "s.yaml", {{"failures.links", "gpu3-leaf0"}}));
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        "s.yaml (--set failures.links): failures.links: with this 1 cable down GPU 3 cannot reach GPU 8 "
+        "(no route left; GPU 3's only cable to the fabric is down, "
+        "and NCCL's detour through a neighbour's NIC, PXN, is not modelled)");
+  }
   EXPECT_NE(error_of(text, {{"failures.degraded", "leaf0-spine0"}}).find("degraded and degraded_rate go together"),
             std::string::npos);
 }
