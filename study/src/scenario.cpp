@@ -43,9 +43,54 @@ int fabric_tiers(const Scenario& s) {
   return s.fabric == FabricKind::FatTree ? s.fat_tree.tiers : 2;
 }
 
+namespace {
+
+/// Host bandwidth into the fullest leaf over its up-links' (1 or less:
+/// non-blocking). HCAs fill leaves in order, so the first leaf is full when
+/// there are two; a rail leaf holds one HCA per node, at most its ports. 0
+/// for a leaf-spine or fat-tree whose HCAs all fit on one leaf (nothing
+/// crosses the spines).
+double leaf_oversubscription(const Scenario& s) {
+  auto ratio = [](std::int64_t hosts, Bandwidth host, std::int64_t ups, Bandwidth up) {
+    const double u = static_cast<double>(ups) * up.bytes_per_second();
+    return u > 0 ? static_cast<double>(hosts) * host.bytes_per_second() / u : 0.0;
+  };
+  const auto& c = s.cluster;
+  const std::int64_t hcas =
+      static_cast<std::int64_t>(c.nodes) * (c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node);
+  switch (s.fabric) {
+    case FabricKind::LeafSpine:
+      if (hcas <= c.hosts_per_leaf) return 0.0;
+      return ratio(c.hosts_per_leaf, c.nic_bandwidth, c.spines, c.spine_bandwidth);
+    case FabricKind::FatTree: {
+      const auto& f = s.fat_tree;
+      const int r = f.oversubscription;
+      const std::int64_t down = f.k / (r + 1) * r;
+      if (hcas <= down) return 0.0;
+      return ratio(down, f.host.bandwidth, f.k / (r + 1), f.leaf_spine.bandwidth);
+    }
+    case FabricKind::RailOptimized: {
+      const auto& f = s.rail;
+      const int r = f.oversubscription;
+      return ratio(std::min<std::int64_t>(f.k / (r + 1) * r, f.nodes), f.host.bandwidth, f.k / (r + 1),
+                   f.leaf_spine.bandwidth);
+    }
+  }
+  return 0.0;
+}
+
+}  // namespace
+
 std::string fabric_detail(const Scenario& s) {
-  if (!s.fabric_written || s.fabric != FabricKind::FatTree || !s.fat_tree_tiers_auto) return {};
-  return fmt::format(", {} tiers by tiers: auto", fabric_tiers(s));
+  if (!s.fabric_written) return {};
+  std::string out;
+  if (s.fabric == FabricKind::FatTree && s.fat_tree_tiers_auto)
+    out += fmt::format(", {} tiers by tiers: auto", fabric_tiers(s));
+  // Where the leaves' up-links carry less than their hosts can send, say so:
+  // it decides what crosses the leaves (docs/topology.md).
+  if (const double r = leaf_oversubscription(s); r > 1.0 + 1e-9)
+    out += fmt::format(", {:.3g}:1 at the leaves", r);
+  return out;
 }
 
 Calibration default_calibration(const node_model::GpuSpec& gpu, node_model::Framework framework) {

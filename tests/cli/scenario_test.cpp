@@ -100,6 +100,25 @@ TEST(Scenario, ReportNamesTheWholePlan) {
       << dt;
 }
 
+// The Scenario line says how oversubscribed the fullest leaf is: host
+// bandwidth into it over its up-links', from what the cluster puts on it.
+TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
+  const std::string text = default_text();  // 8 hosts per leaf at 400 Gb/s, 8 spine links at 400 Gb/s
+  auto detail = [&](const std::vector<Override>& o) {
+    return study::fabric_detail(parse_scenario(text, "d.yaml", o));
+  };
+  EXPECT_EQ(detail({}), "");
+  EXPECT_EQ(detail({{"cluster.fabric.spines", "4"}}), ", 2:1 at the leaves");
+  EXPECT_EQ(detail({{"cluster.fabric.spines", "3"}}), ", 2.67:1 at the leaves");
+  EXPECT_EQ(detail({{"cluster.fabric.spines", "4"}, {"cluster.fabric.spine_bandwidth", "800Gbps"}}), "");
+  // A leaf of 32 ports holding all the cluster's 16 HCAs: nothing crosses it.
+  EXPECT_EQ(detail({{"cluster.fabric.hosts_per_leaf", "32"}, {"cluster.fabric.spines", "1"}}), "");
+  const Scenario four = parse_scenario(text, "d.yaml", {{"cluster.fabric.spines", "4"}});
+  const std::string report = format_text(make_report(four, simulate_scenario(four)));
+  EXPECT_EQ(report.substr(0, report.find('\n')),
+            "Scenario       default: gpt2-large on 16 x H100-SXM (leaf-spine fabric, 2:1 at the leaves)");
+}
+
 // A stage that fits with less than 5% of its GPU's memory left is warned
 // about (the memory model leaves fragmentation and NCCL buffers out), the
 // fullest named; one over capacity is OOM, not "tight".

@@ -65,9 +65,11 @@ inline constexpr std::string_view kNoFabric = "none";
 /// The fabric as reports name it: "leaf-spine", "fat-tree", "rail-optimized",
 /// or kNoFabric ("none") for a one-node cluster written without one.
 std::string_view fabric_name(const Scenario& s);
-/// What the reports add to the fabric's name for a fat-tree whose tiers
-/// the scenario left to the cluster's size (`tiers: auto`): ", 3 tiers by
-/// tiers: auto"; otherwise empty.
+/// What the reports add to the fabric's name: for a fat-tree whose tiers
+/// the scenario left to the cluster's size (`tiers: auto`), ", 3 tiers by
+/// tiers: auto"; where the fullest leaf's hosts can send more than its
+/// up-links carry, ", 2:1 at the leaves" (host bandwidth into the leaf
+/// over its up-links'); otherwise empty.
 std::string fabric_detail(const Scenario& s);
 /// The switch tiers between the nodes: 0 for a one-node cluster written
 /// without a fabric, 2 for a leaf-spine or rail-optimized fabric, a
