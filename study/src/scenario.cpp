@@ -65,15 +65,15 @@ double leaf_oversubscription(const Scenario& s) {
     case FabricKind::FatTree: {
       const auto& f = s.fat_tree;
       const int r = f.oversubscription;
-      const std::int64_t down = f.k / (r + 1) * r;
+      const std::int64_t down = static_cast<std::int64_t>(f.k / (r + 1)) * r;
       if (hcas <= down) return 0.0;
       return ratio(down, f.host.bandwidth, f.k / (r + 1), f.leaf_spine.bandwidth);
     }
     case FabricKind::RailOptimized: {
       const auto& f = s.rail;
       const int r = f.oversubscription;
-      return ratio(std::min<std::int64_t>(f.k / (r + 1) * r, f.nodes), f.host.bandwidth, f.k / (r + 1),
-                   f.leaf_spine.bandwidth);
+      return ratio(std::min<std::int64_t>(static_cast<std::int64_t>(f.k / (r + 1)) * r, f.nodes),
+                   f.host.bandwidth, f.k / (r + 1), f.leaf_spine.bandwidth);
     }
   }
   return 0.0;

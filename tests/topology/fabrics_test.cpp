@@ -48,6 +48,19 @@ void expect_input_error(F&& fn, std::initializer_list<std::string> parts) {
 
 VertexKind kind_after(const Topology& t, LinkId l) { return t.vertex(t.link(l).dst).kind; }
 
+/// A rail-optimized fabric of `nodes` 8-GPU NVSwitch nodes and k-port
+/// switches, 400 Gb/s links.
+RailOptimizedSpec rail_spec(int nodes, int k) {
+  RailOptimizedSpec s;
+  s.nodes = nodes;
+  s.node.gpus = 8;
+  s.node.nvlink = spec_link("450GB/s", "500ns");
+  s.k = k;
+  s.host = spec_link();
+  s.leaf_spine = spec_link();
+  return s;
+}
+
 }  // namespace
 
 TEST(FatTree, KAryCountsMatchTheFormulas) {
@@ -205,14 +218,7 @@ TEST(ForwardingTables, LeafTablesSpreadDestinationsOverUpLinks) {
 }
 
 TEST(RailOptimized, SameRailStaysUnderOneLeafCrossRailCrossesASpine) {
-  RailOptimizedSpec s;
-  s.nodes = 4;
-  s.node.gpus = 8;
-  s.node.nvlink = spec_link("450GB/s", "500ns");
-  s.k = 16;  // 8 nodes per rail leaf, 8 spines
-  s.host = spec_link();
-  s.leaf_spine = spec_link();
-  const auto t = build_rail_optimized(s);
+  const auto t = build_rail_optimized(rail_spec(4, 16));  // 8 nodes per rail leaf, 8 spines
   EXPECT_EQ(t.count(VertexKind::Leaf), 8);
   EXPECT_EQ(t.count(VertexKind::Spine), 8);
   EXPECT_EQ(t.count(VertexKind::NvSwitch), 4);
@@ -233,13 +239,7 @@ TEST(RailOptimized, SameRailStaysUnderOneLeafCrossRailCrossesASpine) {
 // to node n + s, s = 1..15: 16 flows between nodes) is spread one flow per
 // spine up- and down-link, as on a full fat-tree.
 TEST(RailOptimized, CrossRailShiftUsesEverySpineOnce) {
-  RailOptimizedSpec s;
-  s.nodes = 16;
-  s.node.gpus = 8;
-  s.node.nvlink = spec_link("450GB/s", "500ns");
-  s.k = 32;  // 16 nodes per rail leaf, 16 spines
-  s.host = spec_link();
-  s.leaf_spine = spec_link();
+  const RailOptimizedSpec s = rail_spec(16, 32);  // 16 nodes per rail leaf, 16 spines
   const auto t = build_rail_optimized(s);
   ASSERT_EQ(t.count(VertexKind::Spine), 16);
   for (int shift = 1; shift < s.nodes; ++shift) {
