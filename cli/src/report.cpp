@@ -346,13 +346,11 @@ std::string failures_line(const Scenario::Failures& f, Time iteration) {
 }
 
 std::string tight_memory_warning(const std::vector<StageMemory>& memory) {
+  auto share = [](const StageMemory& m) { return m.total.in_gib() / m.capacity.in_gib(); };
   const StageMemory* fullest = nullptr;
   for (const auto& m : memory) {
-    if (m.oom || m.capacity <= Bytes()) continue;
-    const double share = m.total.in_gib() / m.capacity.in_gib();
-    if (share >= kTightMemoryShare &&
-        (!fullest || share > fullest->total.in_gib() / fullest->capacity.in_gib()))
-      fullest = &m;
+    if (m.oom || m.capacity <= Bytes() || share(m) < kTightMemoryShare) continue;
+    if (!fullest || share(m) > share(*fullest)) fullest = &m;
   }
   if (!fullest) return {};
   return fmt::format(
@@ -360,8 +358,7 @@ std::string tight_memory_warning(const std::vector<StageMemory>& memory) {
       "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: "
       "a plan this full may not fit "
       "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free)",
-      fullest->stage, fullest->total.in_gib(), fullest->capacity.in_gib(),
-      100.0 * fullest->total.in_gib() / fullest->capacity.in_gib());
+      fullest->stage, fullest->total.in_gib(), fullest->capacity.in_gib(), 100.0 * share(*fullest));
 }
 
 std::vector<std::string> late_failure_warnings(const Scenario::Failures& f, Time iteration) {

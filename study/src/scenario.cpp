@@ -60,8 +60,7 @@ double leaf_oversubscription(const Scenario& s) {
       static_cast<std::int64_t>(c.nodes) * (c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node);
   switch (s.fabric) {
     case FabricKind::LeafSpine:
-      if (hcas <= c.hosts_per_leaf) return 0.0;
-      return ratio(c.hosts_per_leaf, c.nic_bandwidth, c.spines, c.spine_bandwidth);
+      return hcas <= c.hosts_per_leaf ? 0.0 : topology::oversubscription(c);
     case FabricKind::FatTree: {
       const auto& f = s.fat_tree;
       const int r = f.oversubscription;
@@ -207,7 +206,7 @@ topology::Topology build_topology(const Scenario& s) {
     };
     for (int g = 1; g < topo.num_gpus(); ++g) check(0, g);
     if (topo.num_gpus() > per_node) {
-      for (int g = 1; g < std::min(per_node, topo.num_gpus()); ++g) check(per_node, g);
+      for (int g = 1; g < per_node; ++g) check(per_node, g);
     }
   };
   if (!f.failed.empty()) check_reachable(t, f.failed.size());
