@@ -51,29 +51,20 @@ namespace {
 /// for a leaf-spine or fat-tree whose HCAs all fit on one leaf (nothing
 /// crosses the spines).
 double leaf_oversubscription(const Scenario& s) {
-  auto ratio = [](std::int64_t hosts, Bandwidth host, std::int64_t ups, Bandwidth up) {
-    const double u = static_cast<double>(ups) * up.bytes_per_second();
-    return u > 0 ? static_cast<double>(hosts) * host.bytes_per_second() / u : 0.0;
-  };
   const auto& c = s.cluster;
   const std::int64_t hcas =
       static_cast<std::int64_t>(c.nodes) * (c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node);
+  // Where one leaf holds every HCA nothing crosses a spine (a rail leaf
+  // always sends cross-rail traffic up).
   switch (s.fabric) {
     case FabricKind::LeafSpine:
       return hcas <= c.hosts_per_leaf ? 0.0 : topology::oversubscription(c);
-    case FabricKind::FatTree: {
-      const auto& f = s.fat_tree;
-      const int r = f.oversubscription;
-      const std::int64_t down = static_cast<std::int64_t>(f.k / (r + 1)) * r;
-      if (hcas <= down) return 0.0;
-      return ratio(down, f.host.bandwidth, f.k / (r + 1), f.leaf_spine.bandwidth);
-    }
-    case FabricKind::RailOptimized: {
-      const auto& f = s.rail;
-      const int r = f.oversubscription;
-      return ratio(std::min<std::int64_t>(static_cast<std::int64_t>(f.k / (r + 1)) * r, f.nodes),
-                   f.host.bandwidth, f.k / (r + 1), f.leaf_spine.bandwidth);
-    }
+    case FabricKind::FatTree:
+      return hcas <= static_cast<std::int64_t>(topology::host_ports_per_leaf(s.fat_tree))
+                 ? 0.0
+                 : topology::oversubscription(s.fat_tree);
+    case FabricKind::RailOptimized:
+      return topology::oversubscription(s.rail);
   }
   return 0.0;
 }

@@ -113,6 +113,21 @@ TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
   EXPECT_EQ(detail({{"cluster.fabric.spines", "4"}, {"cluster.fabric.spine_bandwidth", "800Gbps"}}), "");
   // A leaf of 32 ports holding all the cluster's 16 HCAs: nothing crosses it.
   EXPECT_EQ(detail({{"cluster.fabric.hosts_per_leaf", "32"}, {"cluster.fabric.spines", "1"}}), "");
+  // A fat-tree's and a rail-optimized fabric's leaves: k*r/(r+1) host ports
+  // over k/(r+1) up-links (the fat-tree's when its HCAs fill a leaf, a rail
+  // leaf's one HCA per node of its group).
+  const std::string block = "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n";
+  const std::string tree =
+      replaced(text, block, "    type: fat-tree\n    k: 8\n    tiers: 2\n    oversubscription: 3\n");
+  EXPECT_EQ(study::fabric_detail(parse_scenario(tree, "d.yaml", {})), ", 3:1 at the leaves");
+  EXPECT_EQ(study::fabric_detail(parse_scenario(tree, "d.yaml", {{"cluster.fabric.k", "32"}})), "");
+  const std::string rail =
+      replaced(text, block, "    type: rail-optimized\n    k: 8\n    oversubscription: 3\n");
+  // Two nodes on each rail leaf of 6 host ports and 2 up-links: 1:1, not said.
+  EXPECT_EQ(study::fabric_detail(parse_scenario(rail, "d.yaml", {})), "");
+  EXPECT_EQ(study::fabric_detail(
+                parse_scenario(rail, "d.yaml", {{"cluster.nodes", "6"}, {"parallelism.dp", "48"}})),
+            ", 3:1 at the leaves");
   const Scenario four = parse_scenario(text, "d.yaml", {{"cluster.fabric.spines", "4"}});
   const std::string report = format_text(make_report(four, simulate_scenario(four)));
   EXPECT_EQ(report.substr(0, report.find('\n')),

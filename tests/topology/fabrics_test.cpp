@@ -137,6 +137,24 @@ TEST(LeafSpine, BisectionFollowsTheOversubscription) {
   EXPECT_EQ(bisection_bandwidth(build_leaf_spine(s)).bps(), 16 * kB.bps());
 }
 
+TEST(FatTree, LeafOversubscriptionCountsTheHostsALeafHolds) {
+  FatTreeSpec s = fat_tree(12, 2, 3);  // 9 host ports and 3 up-links per leaf
+  EXPECT_EQ(host_ports_per_leaf(s), 9);
+  EXPECT_DOUBLE_EQ(oversubscription(s), 3.0);
+  s.leaf_spine = spec_link("800Gbps");  // up-links twice the host links
+  EXPECT_DOUBLE_EQ(oversubscription(s), 1.5);
+  s.nodes = 6;  // six HCAs on the one leaf: 6 x 400 / (3 x 800)
+  EXPECT_DOUBLE_EQ(oversubscription(s), 1.0);
+}
+
+TEST(RailOptimized, LeafOversubscriptionCountsTheNodesOfARailGroup) {
+  RailOptimizedSpec s = rail_spec(24, 16);
+  s.oversubscription = 3;  // 12 host ports, 4 up-links per rail leaf; two rail groups
+  EXPECT_DOUBLE_EQ(oversubscription(s), 3.0);
+  s.nodes = 2;  // two hosts on each rail leaf
+  EXPECT_DOUBLE_EQ(oversubscription(s), 0.5);
+}
+
 TEST(FatTree, DModKSpreadsAShiftPermutationEvenly) {
   // Every shift permutation i -> i + s: no up-link of a leaf or spine carries
   // more than ceil(flows going up through that switch / its up-links).

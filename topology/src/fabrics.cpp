@@ -86,6 +86,12 @@ LeafPorts leaf_ports(int k, int r) {
   return {k / (r + 1) * r, k / (r + 1)};
 }
 
+/// `hosts` HCAs at `host` bandwidth each over `ups` up-links of `up`.
+double leaf_ratio(std::int64_t hosts, Bandwidth host, int ups, Bandwidth up) {
+  const double u = static_cast<double>(ups) * up.bytes_per_second();
+  return u > 0 ? static_cast<double>(hosts) * host.bytes_per_second() / u : 0.0;
+}
+
 void check_capacity(std::int64_t hosts, std::int64_t capacity, std::string_view what) {
   if (hosts > capacity) {
     throw InputError(fmt::format("cluster: {} HCAs (nodes x hcas_per_node) but {} attaches at most {}", hosts,
@@ -172,6 +178,15 @@ std::int64_t host_capacity(const FatTreeSpec& spec) {
   const Int128 capacity = static_cast<Int128>(pods) * (spec.k / 2) * p.down;
   return capacity > std::numeric_limits<std::int64_t>::max() ? std::numeric_limits<std::int64_t>::max()
                                                              : static_cast<std::int64_t>(capacity);
+}
+
+int host_ports_per_leaf(const FatTreeSpec& spec) { return leaf_ports(spec.k, spec.oversubscription).down; }
+
+double oversubscription(const FatTreeSpec& spec) {
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  const std::int64_t hcas = static_cast<std::int64_t>(spec.nodes) * spec.node.hca_count();
+  return leaf_ratio(std::min<std::int64_t>(p.down, hcas), spec.host.bandwidth, p.up,
+                    spec.leaf_spine.bandwidth);
 }
 
 namespace {
@@ -294,6 +309,12 @@ std::int64_t host_capacity(const RailOptimizedSpec& spec) {
   const int rails = std::max(1, spec.node.hca_count());
   // At most k leaves (one spine port each), one leaf per rail per rail group.
   return static_cast<std::int64_t>(spec.k / rails) * p.down * rails;
+}
+
+double oversubscription(const RailOptimizedSpec& spec) {
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  return leaf_ratio(std::min<std::int64_t>(p.down, spec.nodes), spec.host.bandwidth, p.up,
+                    spec.leaf_spine.bandwidth);
 }
 
 void check_size(const RailOptimizedSpec& spec) {

@@ -61,6 +61,13 @@ struct FatTreeSpec {
 /// HCAs a fat-tree spec can attach (leaves x host ports per leaf); the
 /// cluster needs nodes x node.hca_count().
 std::int64_t host_capacity(const FatTreeSpec& spec);
+/// Host ports of a leaf, k*r/(r+1); throws InputError naming the key for
+/// an impossible k or oversubscription.
+int host_ports_per_leaf(const FatTreeSpec& spec);
+/// Leaf oversubscription of a fat-tree: the host bandwidth into a leaf as
+/// built (its k*r/(r+1) host ports, or the cluster's HCAs where fewer fill
+/// the one leaf) over the leaf's up-link bandwidth; 1.0 = non-blocking.
+double oversubscription(const FatTreeSpec& spec);
 /// Throws InputError naming cluster.fabric.k when the fat-tree would have
 /// more links than a Topology can number (LinkId is int32), e.g. a 3-tier
 /// tree of a huge radix. build_fat_tree calls it; loaders may call it first.
@@ -85,6 +92,9 @@ struct RailOptimizedSpec {
 };
 
 std::int64_t host_capacity(const RailOptimizedSpec& spec);
+/// Leaf oversubscription of a rail leaf: its hosts' bandwidth (one HCA per
+/// node of its rail group, at most k*r/(r+1)) over its up-link bandwidth.
+double oversubscription(const RailOptimizedSpec& spec);
 /// As check_size(FatTreeSpec) for a rail-optimized fabric (names cluster.fabric.k).
 void check_size(const RailOptimizedSpec& spec);
 Topology build_rail_optimized(const RailOptimizedSpec& spec);
