@@ -456,7 +456,9 @@ with train/ and test/, or NeuSight's dataset root, the train/ rows only)
 and, given --xla (a directory with gemm_h100.csv, or the file), the
 tensor-core GEMM model on XLA's measured H100 table; writes weight files
 (tile_mlp.txt, tensor_core.txt, linreg.txt, mlp.txt). Rebuild to embed
-them, or pass --weights DIR to the predict and validate commands.
+them, pass --weights DIR to the predict and validate kernels/models
+commands, or forecast with them: node_model.weights: DIR in a scenario (or
+--set node_model.weights=DIR on run, sweep, search, validate training...).
 
   --devices DIR                  the device config JSONs of --data's GPUs
                                  (default: device_configs/ beside or above

@@ -51,6 +51,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.global_batch = rep.micro_batches * rep.dp * rep.micro_batch;
   rep.backend = std::string(to_string(s.backend));
   rep.predictor = s.predictor;
+  rep.predictor_weights = s.predictor_weights;
   rep.kernel_overrides = sim.kernel_overrides;
 
   const auto& r = sim.result;
@@ -388,7 +389,10 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("Options        recompute {}, sequence_parallel {}, zero_stage {}, grad_sync {}{}\n",
                      r.recompute, r.sequence_parallel, r.zero_stage, r.grad_sync,
                      r.torch_ddp ? " (Megatron on PyTorch DDP: no main-gradient buffer)" : "");
-  out += fmt::format("Models         {} node model, {} network backend\n", r.predictor, r.backend);
+  out += fmt::format(
+      "Models         {} node model{}, {} network backend\n", r.predictor,
+      r.predictor_weights.empty() ? std::string() : fmt::format(" (weights {})", r.predictor_weights),
+      r.backend);
   out += caveat_lines(r.untested_gpu, r.known_bias);
   if (!r.mixed_gpu.empty()) {
     out += fmt::format(
@@ -544,7 +548,10 @@ std::string format_json(const RunReport& r) {
                                           r.max_compute_scale)
                             : std::string()) +
           failures_json(r.failures),
-      kernel_overrides_json(r) +
+      (r.predictor_weights.empty()
+           ? std::string()
+           : fmt::format("\"predictor_weights\": {}, ", json_string(r.predictor_weights))) +
+          kernel_overrides_json(r) +
           (r.fp8 ? fmt::format("\"fp8\": {{\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\", "
                                "\"mfu_fp8_peak\": {:.6f}}}, ",
                                r.mfu_fp8_peak)

@@ -1678,20 +1678,53 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   }
   if (top.has("node_model")) {
     Section nm = top.child("node_model");
+    // A path relative to the scenario file's directory, unless set on the
+    // command line (then relative to the working directory, as any path
+    // typed there).
+    auto scenario_path = [&](const std::string& key, std::string path) {
+      const bool typed = overridden.count("node_model." + key) + overridden.count("node_model") > 0U;
+      const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+      if (!typed && std::filesystem::path(path).is_relative() && !dir.empty()) path = (dir / path).string();
+      return path;
+    };
+    if (nm.has("weights")) {
+      const YAML::Node v = nm.need("weights");
+      const std::string path = nm.scalar("weights");
+      if (path.empty()) nm.fail_at(v.Mark(), nm.key_path("weights"), "empty path");
+      s.predictor_weights = scenario_path("weights", path);
+      if (!std::filesystem::is_directory(s.predictor_weights)) {
+        nm.fail_at(v.Mark(), nm.key_path("weights"),
+                   fmt::format("'{}' is not a folder (the one `tessera train-predictor --out DIR` wrote)",
+                               s.predictor_weights));
+      }
+      // Reads the weights now, so a folder without the predictor's file (or
+      // with a damaged one) fails here, naming the key.
+      checked(nm, v, nm.key_path("weights"),
+              [&] { return node_model::make_predictor(s.predictor, s.gpu, s.predictor_weights) != nullptr; });
+    }
     if (nm.has("overrides")) {
       const YAML::Node v = nm.need("overrides");
       std::string path = nm.scalar("overrides");
       if (path.empty()) nm.fail_at(v.Mark(), nm.key_path("overrides"), "empty path");
-      // Relative to the scenario file's directory, unless set on the command
-      // line (then relative to the working directory, as any path typed there).
-      const bool typed = overridden.count("node_model.overrides") + overridden.count("node_model") > 0U;
-      const std::filesystem::path dir = std::filesystem::path(file).parent_path();
-      if (!typed && std::filesystem::path(path).is_relative() && !dir.empty()) path = (dir / path).string();
+      path = scenario_path("overrides", path);
       s.kernel_overrides = checked(nm, v, nm.key_path("overrides"), [&] {
         // PyTorch-profiler rows without a dtype column take training.dtype.
         return std::make_shared<const node_model::KernelTimeTable>(
             node_model::KernelTimeTable::read(path, s.workload.dtype));
       });
+      // A file that names another GPU (a preset the scenario's is not) holds
+      // another GPU's times: said, and then not blamed on units below.
+      const std::string& measured_on = s.kernel_overrides->device();
+      const node_model::GpuSpec* file_gpu =
+          measured_on.empty() ? nullptr : node_model::find_gpu_preset(measured_on);
+      const node_model::GpuSpec* own_gpu = node_model::find_gpu_preset(s.gpu.name);
+      if (file_gpu != nullptr && own_gpu != nullptr && file_gpu->name != own_gpu->name) {
+        s.warnings.push_back(
+            fmt::format("node_model.overrides: {} was measured on {} (its Device column: '{}'), the "
+                        "scenario's GPU is {}: "
+                        "its times replace this GPU's predictions as they are",
+                        s.kernel_overrides->path(), file_gpu->name, measured_on, s.gpu.name));
+      }
       // A time below what the GPU's peak allows (its roofline bound, with
       // 10% for clocks above the datasheet's) is no measurement of this GPU:
       // most likely milliseconds typed into time_us. Said, not refused.
@@ -1708,7 +1741,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         if (++count <= 3)
           fast.push_back(fmt::format("line {}: {:g} us, bound {:g} us", e.line, e.time.us(), bound.us()));
       }
-      if (count > 0) {
+      if (count > 0 && (file_gpu == nullptr || own_gpu == nullptr || file_gpu->name == own_gpu->name)) {
         s.warnings.push_back(fmt::format(
             "node_model.overrides: {} kernel{} of {} {} faster than {} allows at its peak ({}{}): is time_us "
             "in microseconds? (NeuSight's Latency is in ms)",

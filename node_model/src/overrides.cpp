@@ -404,6 +404,9 @@ KernelTimeTable KernelTimeTable::parse(std::string_view text, const std::string&
   out.path_ = path;
   if (t.column("OPName") >= 0) {
     out.entries_ = read_neusight(t);
+    if (const int dev = t.column("Device"); dev >= 0 && !t.rows.empty()) {
+      out.device_ = t.rows.front().at(static_cast<std::size_t>(dev));
+    }
   } else if (t.column("op") >= 0) {
     out.entries_ = read_tessera(t);
   } else if (t.column("input_shapes") >= 0) {

@@ -337,6 +337,18 @@ TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTr
     std::sort(lat.begin(), lat.end());
     const auto idx = static_cast<std::size_t>(std::floor(opt.floor_percentile / 100.0 * (lat.size() - 1)));
     model.floor_ms = lat[std::min(idx, lat.size() - 1)];
+    // The floor is a kernel's launch, prologue and epilogue: microseconds on
+    // any GPU. A table whose fastest kernels take longer has no small GEMMs
+    // to learn it from, or its times are not in milliseconds (microseconds
+    // under latency_ms); either way the model would put every kernel,
+    // including the FP32 ones predicted beside it, at that floor or above.
+    if (model.floor_ms > kMaxTensorCoreFloorMs) {
+      throw InputError(fmt::format(
+          "tensor-core training: the floor (percentile {:g} of the {} GEMM times) is {:.4g} ms, over the "
+          "{:g} ms a kernel's launch takes on any GPU: the table needs small GEMMs (XLA's smallest take "
+          "about 0.006 ms), and its times must be milliseconds",
+          opt.floor_percentile, lat.size(), model.floor_ms, kMaxTensorCoreFloorMs));
+    }
   }
   // Smallest measured GEMM dimension (rows, N or K).
   model.min_dim = std::numeric_limits<std::int64_t>::max();

@@ -122,7 +122,9 @@ void require_single_job(const Scenario& s, std::string_view command) {
 }
 
 std::unique_ptr<node_model::KernelPredictor> make_scenario_predictor(const Scenario& s) {
-  auto base = node_model::make_predictor(s.predictor, kernel_gpu(s));
+  auto base = s.predictor_weights.empty()
+                  ? node_model::make_predictor(s.predictor, kernel_gpu(s))
+                  : node_model::make_predictor(s.predictor, kernel_gpu(s), s.predictor_weights);
   if (!s.kernel_overrides) return base;
   return std::make_unique<node_model::OverridePredictor>(std::move(base), s.kernel_overrides);
 }

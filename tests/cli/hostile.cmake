@@ -383,7 +383,7 @@ hostile_overrides(empty_path [=[empty path$]=] "''")
 hostile_overrides(no_value [=[has no value$]=] "~")
 hostile_overrides(list [=[expected a single value, not a list or mapping$]=] "[ovr_ok.csv]")
 hostile(NAME overrides.unknown_key RC 2
-        REGEX [=[^tessera: error: s\.yaml \(--set node_model\.overides\): node_model\.overides: unknown key, did you mean 'overrides'\? \(known here: overrides\)$]=]
+        REGEX [=[^tessera: error: s\.yaml \(--set node_model\.overides\): node_model\.overides: unknown key, did you mean 'overrides'\? \(known here: overrides, weights\)$]=]
         ARGS run s.yaml --set node_model.overides=ovr_ok.csv)
 hostile(NAME overrides.output_is_override RC 2 REGEX [=[--json-out ovr_ok\.csv: refusing to overwrite node_model\.overrides]=]
         ARGS run s.yaml --set node_model.overrides=ovr_ok.csv --json-out ovr_ok.csv)

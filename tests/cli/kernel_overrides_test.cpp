@@ -13,6 +13,7 @@
 
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/roofline.hpp"
 #include "tessera/study/pipeline.hpp"
 
@@ -172,6 +173,64 @@ TEST_F(KernelOverridesRun, NeuSightFormAndCommandLinePath) {
   EXPECT_EQ(p->predict(nm::Kernel::gemm(nm::KernelOp::Linear, 1, 2048, 3072, 1024, nm::DType::BF16)),
             Time::from_us(500));
   EXPECT_EQ(p->name(), "roofline");
+  EXPECT_TRUE(s.warnings.empty());
+  // The same file under an A100 scenario: another GPU's times, said (and not
+  // blamed on units).
+  const Scenario a100 =
+      parse_scenario(kScenario, write("a.yaml", kScenario),
+                     {Override{"node_model.overrides", csv}, Override{"cluster.gpu", "A100-80GB"},
+                      Override{"cluster.nvlink_bandwidth", "300GB/s"}});
+  ASSERT_EQ(a100.warnings.size(), 1U);
+  EXPECT_EQ(a100.warnings[0],
+            "node_model.overrides: " + csv +
+                " was measured on H100-SXM (its Device column: 'NVIDIA H100 80GB HBM3'), the "
+                "scenario's GPU is A100-80GB: its times replace this GPU's predictions as they are");
+}
+
+// node_model.weights: the folder train-predictor wrote. Here one whose
+// tensor-core model floors GEMMs at 0.05 ms (the built-in floor is 0.0057
+// ms): a tiny bf16 GEMM takes the folder's floor, and the report names it.
+TEST_F(KernelOverridesRun, WeightsFolderFromTrainPredictor) {
+  std::string tc(nm::embedded_weights("tensor_core"));
+  ASSERT_FALSE(tc.empty());
+  const auto at = tc.find("floor_ms ");
+  ASSERT_NE(at, std::string::npos);
+  tc.replace(at, tc.find('\n', at) - at, "floor_ms 0.05");
+  fs::create_directories(dir_ / "w");
+  write("w/tensor_core.txt", tc);
+  std::string text(kScenario);
+  text.replace(text.find("predictor: roofline"), 19, "predictor: tile-mlp");
+  const nm::Kernel tiny = nm::Kernel::gemm(nm::KernelOp::Linear, 1, 64, 64, 64, nm::DType::BF16);
+  const Scenario built_in = parse_scenario(text, write("s.yaml", text));
+  EXPECT_LT(make_scenario_predictor(built_in)->predict_device(tiny), Time::from_us(20));
+  const std::string with = text + "node_model:\n  weights: w\n";
+  const Scenario s = parse_scenario(with, write("s.yaml", with));
+  EXPECT_EQ(s.predictor_weights, (dir_ / "w").string());
+  EXPECT_EQ(make_scenario_predictor(s)->predict_device(tiny), Time::from_us(50));
+  const std::string report = format_text(make_report(s, study::simulate_scenario(s)));
+  EXPECT_NE(report.find("Models         tile-mlp node model (weights " + (dir_ / "w").string() + "), flow"),
+            std::string::npos)
+      << report;
+  // A folder that is not there, and one without the predictor's file.
+  const std::string missing = text + "node_model:\n  weights: nowhere\n";
+  try {
+    (void)parse_scenario(missing, write("s.yaml", missing));
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find(":24:12: node_model.weights: '" + (dir_ / "nowhere").string() +
+                                         "' is not a folder"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::create_directories(dir_ / "empty");
+  const std::string empty = text + "node_model:\n  weights: empty\n";
+  try {
+    (void)parse_scenario(empty, write("s.yaml", empty));
+    FAIL() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find(":24:12: node_model.weights: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tile_mlp.txt"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(KernelOverridesRun, BadOverrideFileNamesTheKeyTheFileAndTheRow) {
@@ -192,9 +251,9 @@ TEST_F(KernelOverridesRun, BadOverrideFileNamesTheKeyTheFileAndTheRow) {
     (void)parse_scenario(unknown, file);
     FAIL() << "no error";
   } catch (const ScenarioError& e) {
-    EXPECT_EQ(
-        std::string(e.what()),
-        file + ":24:3: node_model.overides: unknown key, did you mean 'overrides'? (known here: overrides)");
+    EXPECT_EQ(std::string(e.what()), file +
+                                         ":24:3: node_model.overides: unknown key, did you mean 'overrides'? "
+                                         "(known here: overrides, weights)");
   }
 }
 

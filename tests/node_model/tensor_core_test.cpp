@@ -425,6 +425,37 @@ TEST(TensorCoreAccuracy, ShippedWeightsOnTheMeasuredTable) {
   EXPECT_LT(tf32, kShippedTf32Limit);
 }
 
+// The floor is learnt from the table's fastest GEMMs: a table without small
+// ones (or in microseconds under latency_ms) would floor every kernel,
+// FP32 ones too, at milliseconds. Refused, saying why; XLA's table is at
+// 0.0057 ms.
+TEST(TensorCoreTraining, RefusesAFloorNoKernelLaunchHas) {
+  nm::MeasurementSet set;
+  const int gpu = set.add_gpu(nm::gpu_preset("H100-SXM"));
+  auto add = [&](std::int64_t n, double ms) {
+    nm::Measurement m;
+    m.kernel = nm::Kernel::gemm(nm::KernelOp::Linear, 1, n, n, n, nm::DType::BF16);
+    m.gpu = gpu;
+    m.latency_ms = ms;
+    set.rows.push_back(m);
+  };
+  add(4096, 175.0);  // one big GEMM, timed in microseconds
+  nm::TensorCoreTrainOptions opt;
+  opt.mlp.epochs = 2;
+  try {
+    (void)nm::train_tensor_core(set, opt, nullptr);
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("floor (percentile 1 of the 1 GEMM times) is 175 ms"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("must be milliseconds"), std::string::npos) << msg;
+  }
+  set.rows.clear();
+  add(256, 0.006);  // small GEMMs give a launch-sized floor
+  add(4096, 0.175);
+  EXPECT_NEAR(nm::train_tensor_core(set, opt, nullptr).floor_ms, 0.006, 1e-12);
+}
+
 TEST(TensorCoreAccuracy, KFoldOnHeldOutShapes) {
   REQUIRE_XLA(path);
   const nm::MeasurementSet set = nm::read_xla_gemm_table(path);

@@ -105,6 +105,9 @@ struct RunReport {
   bool torch_ddp = false;
   std::string backend;
   std::string predictor;
+  /// `node_model.weights` (empty: the built-in weights; printed, and in the
+  /// JSON, only when given).
+  std::string predictor_weights;
   /// `node_model.overrides` (printed, and in the JSON, only when given).
   std::optional<node_model::OverrideStats> kernel_overrides;
 

@@ -71,6 +71,9 @@ class KernelTimeTable {
   [[nodiscard]] const std::string& path() const { return path_; }
   /// PyTorch form: rows skipped as composite or non-GEMM ops (0 otherwise).
   [[nodiscard]] std::size_t ignored_rows() const { return ignored_rows_; }
+  /// The GPU the file says it measured (NeuSight form's `Device` column;
+  /// empty when the file does not say).
+  [[nodiscard]] const std::string& device() const { return device_; }
 
  private:
   using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
@@ -80,6 +83,7 @@ class KernelTimeTable {
   std::vector<MeasuredKernel> entries_;
   std::map<Key, std::size_t> index_;
   std::size_t ignored_rows_ = 0;
+  std::string device_;
 };
 
 /// What an OverridePredictor answered from its table so far.

@@ -150,8 +150,15 @@ struct TensorCoreTrainOptions {
 /// are evaluated, never trained on: see docs/node_model.md).
 bool tensor_core_trainable(const Measurement& m);
 
+/// The largest GPU-side floor training accepts (ms): a kernel launch with
+/// its prologue and epilogue takes microseconds on any GPU (XLA's H100 table:
+/// 0.0057 ms); a table whose low percentile is over this has no small GEMMs
+/// or is not in milliseconds.
+inline constexpr double kMaxTensorCoreFloorMs = 0.1;
+
 /// Trains on the rows of `data` listed in `rows` (all trainable rows when
-/// empty). Deterministic for fixed options. `log` may be null.
+/// empty). Deterministic for fixed options. `log` may be null. Throws
+/// InputError when the floor is over kMaxTensorCoreFloorMs.
 TensorCoreModel train_tensor_core(const MeasurementSet& data, const TensorCoreTrainOptions& opt,
                                   std::ostream* log, std::vector<int> rows = {});
 

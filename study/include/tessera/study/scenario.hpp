@@ -160,6 +160,10 @@ struct Scenario {
   collectives::ExpandOptions collectives;
   Calibration calibration;
   std::string predictor = "tile-mlp";
+  /// `node_model.weights`: the folder `tessera train-predictor` wrote the
+  /// predictor's weights to (resolved against the scenario's directory);
+  /// empty: the weights built in.
+  std::string predictor_weights;
   /// `node_model.overrides`: measured kernel times that replace the
   /// predictor's for the kernels they hold (null: none). Read and checked
   /// when the scenario is loaded.
