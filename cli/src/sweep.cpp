@@ -349,10 +349,11 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
 /// The x axis is the GPU count (log scale) when it changes along the first
 /// key, else the first key's values (log scale for positive numbers spanning
 /// 8x or more, linear for other numbers, categories otherwise). Each value of
-/// the other keys is a series. With GPUs on x, the throughput panel has the
-/// ideal-scaling line of each series (its first point's throughput x GPUs /
-/// its GPUs) and a second panel shows the throughput per GPU relative to
-/// that first point.
+/// the other keys is a series, its points joined in the order of x (not the
+/// order listed). With GPUs on x, the throughput panel has the ideal-scaling
+/// line of each series (its baseline's throughput x GPUs / its GPUs; the
+/// baseline: the point of fewest GPUs that fits in memory) and a second
+/// panel shows the throughput per GPU relative to that baseline.
 std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
                       const std::string& title, const std::vector<std::string>& notes = {}) {
   struct Pt {
@@ -423,9 +424,18 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     tput.categories = x_values;
     for (std::size_t i = 0; i < x_values.size(); ++i) x_of[x_values[i]] = static_cast<double>(i);
   }
+  // Each series joined along x: a sweep listed 16,4,1,64 nodes is drawn
+  // 1,4,16,64 (categories keep the order listed).
+  if (gpus_on_x || tput.x_scale != chart::XScale::Category) {
+    for (auto& [name, pts] : by_series) {
+      std::stable_sort(pts.begin(), pts.end(), [&](const Pt& a, const Pt& b) {
+        return gpus_on_x ? a.gpus < b.gpus : x_of[a.x_value] < x_of[b.x_value];
+      });
+    }
+  }
   chart::LinePanel eff = tput;
   eff.title = "Scaling efficiency per GPU";
-  eff.y_label = "tokens/s per GPU vs the first point";
+  eff.y_label = "tokens/s per GPU vs the baseline";
   eff.y_percent = true;
   eff.reference_y = 1.0;
   if (gpus_on_x) {
@@ -447,13 +457,16 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     chart::Series ideal{"ideal scaling" + (many ? " " + series_names[i] : std::string()), {}, {}, many ? c : "#777",
                         true, {}};
     chart::Series per_gpu{data.name, {}, {}, c, false, {}, chart::marker(i)};
+    // The baseline: the fewest GPUs that fit (an out-of-memory point's
+    // throughput is no result to scale from); the first when none fits.
+    const auto fits = std::find_if(pts.begin(), pts.end(), [](const Pt& q) { return !q.oom; });
+    const Pt& first = fits != pts.end() ? *fits : pts.front();
     for (const Pt& q : pts) {
       const double x = gpus_on_x ? q.gpus : x_of[q.x_value];
       data.x.push_back(x);
       data.y.push_back(q.tokens);
       data.flagged.push_back(q.oom);
       any_oom = any_oom || q.oom;
-      const Pt& first = pts.front();
       ideal.x.push_back(x);
       ideal.y.push_back(first.tokens * q.gpus / first.gpus);
       per_gpu.x.push_back(x);
@@ -474,9 +487,11 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     }
   }
   if (gpus_on_x) {
-    entries.push_back({many ? "ideal scaling (dashed, per series): first point x GPUs / its GPUs"
-                            : "ideal scaling: first point x GPUs / its GPUs",
-                       "#777", true});
+    entries.push_back(
+        {many ? "ideal scaling (dashed, per series): baseline x GPUs / its GPUs; baseline: the fewest "
+                "GPUs that fit"
+              : "ideal scaling: baseline x GPUs / its GPUs; baseline: the fewest GPUs that fit",
+         "#777", true});
   }
   if (any_oom) entries.push_back({"does not fit in GPU memory (OOM)", "#d62728", false, true});
   // The one-value keys, a line of their own (wrapped, where the subtitle

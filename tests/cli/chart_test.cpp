@@ -301,6 +301,24 @@ TEST(ChartNumbers, RoundTicksCoverTheData) {
   EXPECT_EQ(chart::escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
 }
 
+namespace {
+
+/// The points of the first polyline named `name` (data-name), in SVG units.
+std::vector<std::pair<double, double>> polyline_points(const Element& root, const std::string& name) {
+  std::vector<std::pair<double, double>> pts;
+  for (const Element* p : all(root, "polyline")) {
+    if (attr(p, "data-name") != name || !pts.empty()) continue;
+    std::istringstream in(attr(p, "points"));
+    for (std::string xy; in >> xy;) {
+      const auto comma = xy.find(',');
+      pts.emplace_back(std::stod(xy.substr(0, comma)), std::stod(xy.substr(comma + 1)));
+    }
+  }
+  return pts;
+}
+
+}  // namespace
+
 TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
   const std::string svg = sweep("scaling.yaml", {"cluster.nodes=1,2,4"});
   const auto root = parse_chart(svg);
@@ -318,20 +336,8 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
   // (nodes 1 -> 2 -> 4) the same step up, log10(2) of a decade. The log
   // ticks put the frame (the first frame drawn) from 50k to 500k: one
   // decade, the frame's height.
-  auto points_of = [&](const std::string& name) {
-    std::vector<std::pair<double, double>> pts;
-    for (const Element* p : all(*root, "polyline")) {
-      if (attr(p, "data-name") != name || !pts.empty()) continue;
-      std::istringstream in(attr(p, "points"));
-      for (std::string xy; in >> xy;) {
-        const auto comma = xy.find(',');
-        pts.emplace_back(std::stod(xy.substr(0, comma)), std::stod(xy.substr(comma + 1)));
-      }
-    }
-    return pts;
-  };
-  const auto ideal = points_of("ideal scaling");
-  const auto data = points_of("throughput");
+  const auto ideal = polyline_points(*root, "ideal scaling");
+  const auto data = polyline_points(*root, "throughput");
   ASSERT_EQ(ideal.size(), 3U);
   ASSERT_EQ(data.size(), 3U);
   EXPECT_EQ(ideal.front(), data.front());
@@ -360,6 +366,25 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
   }
   // Same input, same bytes: rerunning resumes every point and redraws.
   EXPECT_EQ(sweep("scaling.yaml", {"cluster.nodes=1,2,4"}), svg);
+}
+
+// Points are joined in order of their GPUs whatever order the sweep listed
+// them in, and the ideal line and the efficiency start from the fewest GPUs
+// that fit: Llama 3 8B under ZeRO-2 at micro-batch 7 needs 84 GiB on one
+// node (out of memory), 77 on two, 73 on four.
+TEST_F(ChartTest, NodeSweepJoinsByGpusAndScalesFromTheFewestThatFit) {
+  const std::string svg = sweep("scaling.yaml", {"cluster.nodes=4,1,2", "model.preset=llama3-8b",
+                                                 "parallelism.zero_stage=2", "training.micro_batch=7"});
+  const auto root = parse_chart(svg);
+  const auto data = polyline_points(*root, "throughput");
+  const auto ideal = polyline_points(*root, "ideal scaling");
+  ASSERT_EQ(data.size(), 3U);
+  ASSERT_EQ(ideal.size(), 3U);
+  EXPECT_LT(data[0].first, data[1].first);  // 8, 16, 32 GPUs left to right
+  EXPECT_LT(data[1].first, data[2].first);
+  EXPECT_NE(ideal[0], data[0]);  // not from the 8-GPU point: it does not fit
+  EXPECT_EQ(ideal[1], data[1]);  // from 16 GPUs
+  EXPECT_TRUE(texts(*root).count("tokens/s per GPU vs the baseline"));
 }
 
 TEST_F(ChartTest, TwoKeysGiveOneLinePerValueOfTheSecond) {
