@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace tessera::cli {
 
@@ -255,9 +256,48 @@ std::vector<std::string> untested_gpu_notes(const Scenario& s) {
   return notes;
 }
 
+namespace {
+
+/// Data-parallel rings this wide across nodes, with several of their ranks
+/// on each node, are where NCCL has long left the ring for its tree (the
+/// ring's latency grows with every rank; docs/collectives.md, Limitations).
+/// On scenarios/scaling.yaml the ring and rings per rail are within 0.4% at
+/// 32 nodes of 8 GPUs; the ring's iteration is 8.5% longer at 64, 32% at 128.
+constexpr int kKnownBiasMinRingNodes = 32;
+
+/// The gradient all-reduce as a ring over many nodes, with several ranks per
+/// node: Tessera's ring pays every rank's step latency where NCCL's tree pays
+/// about 2 log2(nodes) network ones, so the forecast is pessimistic.
+std::string data_parallel_ring_note(const Scenario& s) {
+  const auto& plan = s.plan;
+  using collectives::Algorithm;
+  const Algorithm a = s.collectives.chosen(parallelism::CollectiveKind::AllReduce);
+  if (plan.dp < 2 * kKnownBiasMinRingNodes || plan.zero_stage > 0 ||
+      (a != Algorithm::Auto && a != Algorithm::Ring))
+    return {};
+  // The data-parallel group of rank 0: its nodes.
+  parallelism::RankCoord c = parallelism::rank_coord(plan, 0);
+  std::set<int> nodes;
+  for (c.dp = 0; c.dp < plan.dp; ++c.dp)
+    nodes.insert(parallelism::rank_of(plan, c) / s.cluster.gpus_per_node);
+  const int n = static_cast<int>(nodes.size());
+  if (n < kKnownBiasMinRingNodes || n == plan.dp) return {};
+  return fmt::format(
+      "data parallelism over {} nodes with {} ranks on each: the gradient all-reduce is a ring of {} ranks "
+      "paying 2 x {} step latencies per bucket, where NCCL switches to its tree across nodes, so its "
+      "communication is pessimistic, the more so the more ranks (compare --set "
+      "collectives.algorithm.all-reduce=hierarchical, rings per rail; docs/collectives.md, Limitations)",
+      n, plan.dp / n, plan.dp, plan.dp - 1);
+}
+
+}  // namespace
+
 std::vector<std::string> known_bias_notes(const Scenario& s, bool plan) {
   std::vector<std::string> notes;
-  if (plan) add_distinct(notes, parallelism::known_bias_note(s.plan));
+  if (plan) {
+    add_distinct(notes, parallelism::known_bias_note(s.plan));
+    add_distinct(notes, data_parallel_ring_note(s));
+  }
   add_distinct(notes, node_model::known_bias_note(s.gpu, s.workload.dtype, s.workload.profile.fp8));
   if (s.mixed_gpus) {
     add_distinct(notes,
