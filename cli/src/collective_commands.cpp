@@ -473,7 +473,12 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
     throw UsageError("--nccl-tests: expected FILE[,FILE...] (an empty name in the list)");
   }
   std::optional<std::pair<bool, bool>> fit;
-  if (auto f = p.get("fit")) fit = parse_nccl_fit(*f);
+  bool fit_all = false;  // --fit all: whichever class the runs have
+  if (auto f = p.get("fit")) {
+    fit = parse_nccl_fit(*f);
+    const auto items = split(*f, ',');
+    fit_all = std::find(items.begin(), items.end(), "all") != items.end();
+  }
   if (fit && p.has("line-rate")) throw UsageError("--line-rate and --fit exclude each other");
   Scenario s = load_cluster_scenario(*scenario_path, scenario_overrides(sets, p));
   std::vector<study::NcclTestsLog> logs;
@@ -492,12 +497,26 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   std::optional<study::NcclTestsFit> fitted;
   if (fit) {
     fitted = study::fit_nccl_tests(s, topo, logs, fit->first, fit->second);
+    if (fit_all && !fitted->nvlink.fitted && !fitted->network.fitted) {
+      throw InputError(
+          fmt::format("--fit all: no run on one host or across hosts with rows of {} and more", fit_min));
+    }
+    std::string kept;  // under --fit all, the class the runs do not cover
     for (const auto& [asked, cls, what] :
          {std::tuple{fit->first, &fitted->nvlink, "nvlink: no run on one host"},
           std::tuple{fit->second, &fitted->network, "network: no run across hosts"}}) {
       if (asked && !cls->fitted) {
+        if (fit_all) {
+          kept = what;
+          continue;
+        }
         throw InputError(fmt::format("--fit {}, with rows of {} and more", what, fit_min));
       }
+    }
+    if (!kept.empty()) {
+      const std::string cls = kept.substr(0, kept.find(':'));
+      out << fmt::format("note: --fit all fits {} only ({}): the {} constants are the scenario's\n",
+                         cls == "nvlink" ? "network" : "nvlink", kept, cls);
     }
     if (fitted->nvlink.fitted) s.calibration.comm.nvlink = fitted->nvlink.calibration;
     if (fitted->network.fitted) s.calibration.comm.network = fitted->network.calibration;
