@@ -102,7 +102,9 @@ std::string key_alias(const std::string& key) {
       {"first_k_dense_replace", "first_dense_layers"},
       {"num_experts_per_tok", "top_k"},
       {"micro_batch_size", "micro_batch"},
+      {"train_micro_batch_size_per_gpu", "micro_batch"},
       {"global_batch_size", "global_batch"},
+      {"train_batch_size", "global_batch"},
       {"seq_length", "seq_len"},
       {"sequence_length", "seq_len"},
       {"max_position_embeddings", "seq_len"},
@@ -325,7 +327,15 @@ class Section {
     // under `moe`.
     static const std::set<std::string> kMoeKeys{"experts",   "top_k",          "expert_ffn_hidden",
                                                 "moe_every", "shared_experts", "first_dense_layers"};
+    // A count of micro-batches is no key: it follows from the batch sizes.
+    static const std::set<std::string> kAccumulation{"gradient_accumulation_steps", "grad_accum_steps",
+                                                     "accumulation_steps",          "micro_batches",
+                                                     "num_micro_batches",           "num_microbatches"};
     auto hint = [&](const std::string& k) {
+      if (kAccumulation.count(k) != 0U && all.count("global_batch") != 0U)
+        return std::string(
+            ", set global_batch instead (micro-batches per replica = global_batch / (dp x "
+            "micro_batch))");
       const std::string alias = key_alias(k);
       if (all.count(alias) != 0U) return fmt::format(", did you mean '{}'?", alias);
       if (all.count("moe") != 0U && (kMoeKeys.count(alias) != 0U || kMoeKeys.count(k) != 0U))

@@ -3,16 +3,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <set>
-#include <cstdio>
 #include <atomic>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -21,10 +22,10 @@
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
 #include "tessera/cli/progress.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
+#include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
 
@@ -653,7 +654,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
           value));
     }
     Axis a{o.path, split(o.value, ',')};
-    for (const auto& v : a.values) {
+    for (auto& v : a.values) {
+      // "1, 2": the space after a comma is no part of the value.
+      const auto first = v.find_first_not_of(" \t");
+      v = first == std::string::npos ? std::string() : v.substr(first, v.find_last_not_of(" \t") - first + 1);
       if (v.empty()) throw UsageError(fmt::format("tessera sweep: --set {}: empty value in the list", value));
     }
     // A key swept twice would make each point set it twice (the last wins),
@@ -663,9 +667,17 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         throw UsageError(fmt::format("tessera sweep: --set {}: {} is already swept (one list per key)", value, a.key));
       }
     }
-    std::set<std::string> listed;
+    // A number listed twice in two spellings (01 and 1) is one point too.
+    std::map<std::string, std::string> listed;
     for (const auto& v : a.values) {
-      if (!listed.insert(v).second) throw UsageError(fmt::format("tessera sweep: --set {}: {} is listed twice", value, v));
+      double x = 0;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      const std::string key = ec == std::errc() && end == v.data() + v.size() ? fmt::format("{}", x) : v;
+      const auto [it, fresh] = listed.emplace(key, v);
+      if (fresh) continue;
+      throw UsageError(it->second == v ? fmt::format("tessera sweep: --set {}: {} is listed twice", value, v)
+                                       : fmt::format("tessera sweep: --set {}: {} and {} are the same value",
+                                                     value, it->second, v));
     }
     axes.push_back(std::move(a));
   }
