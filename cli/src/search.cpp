@@ -237,7 +237,36 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (auto list = p.get("schedules")) {
     space.schedules = parse_schedule_list(*list);
   }
-  const Scenario base = load_scenario(p.positional()[0], scenario_overrides(sets, p));
+  // Search chooses dp, pp (and tp, ep, the schedule) itself: a scenario whose
+  // own plan does not fit the cluster (--set cluster.nodes over a scenario
+  // written for another size) is loaded again with pp 1 and dp following the
+  // GPUs, and only if that fails too is its error the search's.
+  std::string plan_note;
+  const Scenario base = [&] {
+    const std::vector<Override> overrides = scenario_overrides(sets, p);
+    try {
+      return load_scenario(p.positional()[0], overrides);
+    } catch (const ScenarioError& e) {
+      const std::string detail = e.detail().empty() ? std::string(e.what()) : e.detail();
+      if (detail.rfind("parallelism.", 0) != 0) throw;
+      std::vector<Override> relaxed = overrides;
+      for (const auto& [key, value] :
+           {std::pair{"parallelism.pp", "1"}, std::pair{"parallelism.dp", "auto"},
+            std::pair{"parallelism.virtual_stages", "auto"}, std::pair{"parallelism.schedule", "1f1b"}}) {
+        relaxed.push_back(Override{key, value});
+      }
+      try {
+        Scenario s = load_scenario(p.positional()[0], relaxed);
+        plan_note = fmt::format(
+            "the scenario's own plan does not fit this cluster ({}); it is not one of "
+            "the candidates, which search chooses itself",
+            detail);
+        return s;
+      } catch (const ScenarioError&) {
+        throw e;
+      }
+    }
+  }();
   require_single_job(base, "search");
   // --memory-headroom: a plan fits when its fullest stage leaves this much of
   // the GPU's memory free (fragmentation, CUDA context, NCCL buffers).
@@ -421,6 +450,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (const auto kept = kept_plan_keys(base.plan); !kept.empty()) {
     out << fmt::format("Kept           {} (the scenario's, not searched)\n", fmt::join(kept, ", "));
   }
+  if (!plan_note.empty()) out << fmt::format("Note           {}\n", plan_note);
   out << caveat_lines(base, false);
   out << fmt::format("{} plans considered, {} fit in memory, {} simulated{}\n\n", considered, fitting.size(),
                      simulated,
