@@ -186,9 +186,10 @@ std::string format_packet_fabric(const PacketFabricStats& f) {
   // The payload's messages: those that crossed the packet fabric (the
   // NVLink messages moved as flows count in messages_sent, not in the payload).
   const auto fabric = [&](std::uint64_t n) { return n - std::min(n, f.scale_up_messages); };
-  out += fmt::format("  payload      {} B injected, {} B delivered ({} messages of {}), {} B on the wire\n",
-                     f.payload_injected.count(), f.payload_delivered.count(), fabric(f.messages_delivered),
-                     fabric(f.messages_sent), f.wire_bytes.count());
+  out += fmt::format(
+      "  payload      {} B injected, {} B delivered ({} messages of {}), {} B on the wire summed over hops\n",
+      f.payload_injected.count(), f.payload_delivered.count(), fabric(f.messages_delivered),
+      fabric(f.messages_sent), f.wire_bytes.count());
   if (set.scale_up == Ns3Settings::ScaleUp::Flow) {
     out += fmt::format("  NVLink       {} messages ({} B) inside nodes moved as flows, not packets (ns3.scale_up)\n",
                        f.scale_up_messages, f.scale_up_payload.count());
