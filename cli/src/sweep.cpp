@@ -917,6 +917,15 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
   out << caveats.text();
+  // Measured kernel times match by exact shape: a point that changes the
+  // micro-batch, sequence, tensor parallelism or model predicts the kernels
+  // the file does not hold, and the table cannot say which points did.
+  if (std::any_of(scenarios.begin(), scenarios.end(),
+                  [](const Scenario& s) { return s.kernel_overrides != nullptr; })) {
+    out << "note: node_model.overrides match kernels by exact shape (op, dtype, every dimension); points "
+           "whose "
+           "kernels the file does not hold are predicted (tessera run on a point prints how many matched)\n";
+  }
   out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
   return 0;
 }

@@ -385,6 +385,11 @@ hostile_overrides(list [=[expected a single value, not a list or mapping$]=] "[o
 hostile(NAME overrides.unknown_key RC 2
         REGEX [=[^tessera: error: s\.yaml \(--set node_model\.overides\): node_model\.overides: unknown key, did you mean 'overrides'\? \(known here: overrides, weights\)$]=]
         ARGS run s.yaml --set node_model.overides=ovr_ok.csv)
+# A sweep over a scenario with overrides says they match by exact shape (a
+# point of another micro-batch is predicted, and its row cannot say so).
+hostile(NAME overrides.sweep_says_exact_shape RC 0
+        REGEX [=[note: node_model\.overrides match kernels by exact shape]=]
+        ARGS sweep s.yaml --set node_model.overrides=ovr_ok.csv --set training.micro_batch=4,8 --jobs 1)
 hostile(NAME overrides.output_is_override RC 2 REGEX [=[--json-out ovr_ok\.csv: refusing to overwrite node_model\.overrides]=]
         ARGS run s.yaml --set node_model.overrides=ovr_ok.csv --json-out ovr_ok.csv)
 
