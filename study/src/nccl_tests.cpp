@@ -86,6 +86,7 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
   std::vector<std::string> columns;  // the header's, without its '#'
   std::size_t size_col = 0;
   std::size_t time_col = 0;
+  std::size_t algbw_col = std::string::npos;
   bool rows_started = false;
   std::size_t line_no = 0;
   // A run's header (its test, its ranks) after rows: another run.
@@ -142,6 +143,11 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
             static_cast<std::size_t>(std::find(columns.begin(), columns.end(), "size") - columns.begin());
         time_col =
             static_cast<std::size_t>(std::find(columns.begin(), columns.end(), "time") - columns.begin());
+        // The first algbw after the time (out-of-place's); past the end when none.
+        const auto algbw =
+            std::find(columns.begin() + static_cast<std::ptrdiff_t>(time_col), columns.end(), "algbw");
+        algbw_col =
+            algbw == columns.end() ? std::string::npos : static_cast<std::size_t>(algbw - columns.begin());
       }
       continue;
     }
@@ -170,6 +176,19 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
     if (!(us > 0)) {
       throw InputError(
           fmt::format("{}:{}: column 'time': must be positive, got '{}'", file, line_no, tok[time_col]));
+    }
+    // nccl-tests prints algbw = size / time beside the time: a time that
+    // disagrees with it by more than rounding was not written in
+    // microseconds (or not by nccl-tests), and would fit nonsense.
+    if (algbw_col < tok.size()) {
+      const double algbw = number_cell(tok[algbw_col], file, line_no, "algbw");
+      const double implied = size / (us * 1e-6) / 1e9;
+      if (algbw >= 0.1 && (implied > 1.5 * algbw || implied < algbw / 1.5)) {
+        throw InputError(fmt::format(
+            "{}:{}: column 'time': {} us for {} B is {:.4g} GB/s, but the row's algbw is {} GB/s: nccl-tests "
+            "writes the time in microseconds",
+            file, line_no, tok[time_col], tok[size_col], implied, tok[algbw_col]));
+      }
     }
     log.rows.push_back({line_no, Bytes(static_cast<std::int64_t>(size)), Time::from_seconds(us * 1e-6)});
   }

@@ -185,6 +185,11 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
        "ag.txt:17: column 'size': must be a whole number of bytes, got '2097152.5'"},
       {replaced(kCurrent, "180.25", "0.0"), "ag.txt",
        "ag.txt:17: column 'time': must be positive, got '0.0'"},
+      // Milliseconds where nccl-tests writes microseconds: the row's algbw
+      // (2097152 B / 180.25 us = 11.63 GB/s) says so.
+      {replaced(kCurrent, "180.25", "0.18025"), "ag.txt",
+       "ag.txt:17: column 'time': 0.18025 us for 2097152 B is 1.163e+04 GB/s, but the row's algbw is 11.63 "
+       "GB/s: nccl-tests writes the time in microseconds"},
       {"size time\n1 2\n", "x_all_reduce.txt",
        "x_all_reduce.txt: no rank lines ('#  Rank 0 Group 0 Pid P on HOST device 0 ...'): "
        "not the output of an nccl-tests run"},
