@@ -755,6 +755,27 @@ namespace {
 
 /// --fit: the host calibration fit on every run; --cv K: each fold predicted
 /// with the calibration fit on the other folds.
+/// Forecasts this many times off the measurements, or more, in the median:
+/// the times are not milliseconds (seconds under "iteration time (ms)").
+constexpr double kUnitsOffFactor = 30.0;
+
+/// Throws InputError when the runs' measured times are kUnitsOffFactor or
+/// more off the forecasts in the median: nothing fit or reported on them
+/// would mean anything.
+void check_time_units(const std::vector<PredictedRun>& predicted, const std::string& file) {
+  if (predicted.empty()) return;
+  std::vector<double> ratio;
+  ratio.reserve(predicted.size());
+  for (const auto& p : predicted) ratio.push_back(p.run.measured_ms / p.predicted_ms);
+  std::nth_element(ratio.begin(), ratio.begin() + static_cast<std::ptrdiff_t>(ratio.size() / 2), ratio.end());
+  const double median = ratio[ratio.size() / 2];
+  if (median < kUnitsOffFactor && median > 1.0 / kUnitsOffFactor) return;
+  throw InputError(fmt::format(
+      "{}: the measured iteration times are {:.3g} x the forecasts (median over {} runs): is the time "
+      "column in milliseconds?",
+      file, median, predicted.size()));
+}
+
 int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<RunTemplate>& templates,
                            const std::vector<Override>& overrides, unsigned jobs, const CvSplit& split,
                            HostFitKeys keys, const std::optional<std::string>& rows_path, std::ostream& out) {
@@ -924,6 +945,14 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   const int folds = split.folds;
   HostFitKeys keys;
   if (auto only = p.get("fit-only")) keys = HostFitKeys::parse(*only);
+  {
+    // Times in other units than milliseconds: refused before any fit (on
+    // at most 16 of the runs, spread over the file).
+    std::vector<MeasuredRun> sample;
+    const std::size_t step = std::max<std::size_t>(1, runs.size() / 16);
+    for (std::size_t i = 0; i < runs.size(); i += step) sample.push_back(runs[i]);
+    check_time_units(predict_runs(sample, templates.front(), overrides, jobs), file);
+  }
   if (p.has("fit") || p.has("fit-only") || folds > 0) {
     return fit_and_cross_validate(runs, templates, overrides, jobs, split, keys, rows_path, out);
   }
