@@ -965,7 +965,7 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
   {
     YAML::Node stand_in = shallow(base);
     stand_in["model"] = section_of(jobs[0], "model");
-    stand_in["training"] = shallow(section_of(jobs[0], "training"), {"global_batch"});
+    stand_in["training"] = shallow(section_of(jobs[0], "training"), {"global_batch", "micro_batches"});
     YAML::Node plan;
     plan["tp"] = 1;
     plan["pp"] = 1;
@@ -1454,6 +1454,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     s.model = read_model(m);
   }
   YAML::Node global_batch_at;  // training.global_batch, checked with the plan
+  std::int64_t micro_batches = 0;  // training.micro_batches (0: not given)
   {
     Section t = top.child("training");
     t.require({"micro_batch", "seq_len", "dtype"});
@@ -1472,9 +1473,30 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       s.workload.dtype = node_model::DType::BF16;
       s.workload.profile.fp8 = true;
     }
-    if (t.has("global_batch")) {
+    // The batch as Megatron's users often give it: micro-batches per
+    // data-parallel replica (gradient accumulation steps), so the global
+    // batch grows with dp (weak scaling over cluster.nodes in one sweep).
+    // Given with global_batch, the one typed on the command line wins.
+    const bool gb = t.has("global_batch"), mbs = t.has("micro_batches");
+    bool use_gb = gb, use_mbs = mbs;
+    if (gb && mbs) {
+      const bool gb_typed = overridden.count("training.global_batch") > 0U;
+      const bool mbs_typed = overridden.count("training.micro_batches") > 0U;
+      if (gb_typed == mbs_typed) {
+        t.fail_at(t.need("micro_batches").Mark(), t.key_path("micro_batches"),
+                  "training.global_batch and training.micro_batches both set the batch: give one");
+      }
+      use_gb = gb_typed;
+      use_mbs = mbs_typed;
+      t.allow(use_gb ? "micro_batches" : "global_batch");
+    }
+    if (use_gb) {
       global_batch_at = t.need("global_batch");
       s.plan.global_batch = t.positive_int("global_batch");
+    }
+    if (use_mbs) {
+      global_batch_at = t.need("micro_batches");
+      micro_batches = t.positive_int("micro_batches");
     }
     if (t.has("framework")) {
       const YAML::Node v = t.need("framework");
@@ -1559,6 +1581,17 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                             dp_given ? "auto" : "not given", plan.tp, plan.pp, tp_pp, s.gpus()));
     } else {
       plan.dp = static_cast<int>(s.gpus() / tp_pp);
+    }
+    if (micro_batches > 0) {
+      // (each factor below 2^31: their product in 128 bits)
+      __extension__ using Int128 = __int128;
+      const Int128 g = static_cast<Int128>(micro_batches) * plan.dp * s.workload.micro_batch;
+      if (g > std::numeric_limits<std::int32_t>::max()) {
+        top.fail_at(global_batch_at.Mark(), "training.micro_batches",
+                    fmt::format("{} micro-batches x dp {} x micro_batch {} is more than 2147483647 sequences",
+                                micro_batches, plan.dp, s.workload.micro_batch));
+      }
+      plan.global_batch = static_cast<std::int64_t>(g);
     }
     // virtual_stages left out or `auto`: 2 under interleaved-1f1b, else 1,
     // so that a sweep or --set over schedules needs no matching list.
@@ -1665,7 +1698,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                   fmt::format("{}, cluster.nodes x cluster.gpus_per_node = {} x {} = {}{}", msg, s.cluster.nodes,
                               s.cluster.gpus_per_node, s.gpus(), hint));
       }
-      if (key == "global_batch") p.fail_at(global_batch_at.Mark(), "training.global_batch", msg);
+      if (key == "global_batch") {
+        p.fail_at(global_batch_at.Mark(),
+                  micro_batches > 0 ? "training.micro_batches" : "training.global_batch", msg);
+      }
       if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
       if (p.has(key)) p.fail_at(p.node()[key].Mark(), p.key_path(key), msg);
       p.fail_at(p.node().Mark(), "parallelism", msg);

@@ -102,6 +102,36 @@ TEST(Scenario, ReportNamesTheWholePlan) {
 
 // The Scenario line says how oversubscribed the fullest leaf is: host
 // bandwidth into it over its up-links', from what the cluster puts on it.
+// training.micro_batches: micro-batches per data-parallel replica, so the
+// global batch follows dp (a weak-scaling sweep over cluster.nodes).
+TEST(Scenario, MicroBatchesPerReplicaSetTheGlobalBatch) {
+  const std::string text = default_text();  // dp 16, micro_batch 8, no global_batch
+  const Scenario s = parse_scenario(text, "d.yaml", {{"training.micro_batches", "4"}});
+  EXPECT_EQ(s.plan.global_batch, 4 * 16 * 8);
+  EXPECT_EQ(s.plan.micro_batches(s.workload.micro_batch), 4);
+  const Scenario one = parse_scenario(
+      text, "d.yaml", {{"training.micro_batches", "4"}, {"cluster.nodes", "1"}, {"parallelism.dp", "auto"}});
+  EXPECT_EQ(one.plan.global_batch, 4 * 8 * 8);
+  // Over a file's global_batch, the one typed on the command line wins.
+  const std::string with_gb = replaced(text, "  seq_len: 1024\n", "  seq_len: 1024\n  global_batch: 256\n");
+  EXPECT_EQ(parse_scenario(with_gb, "d.yaml", {{"training.micro_batches", "3"}}).plan.global_batch,
+            3 * 16 * 8);
+  const std::string both =
+      replaced(with_gb, "  global_batch: 256\n", "  global_batch: 256\n  micro_batches: 2\n");
+  EXPECT_EQ(parse_scenario(both, "d.yaml", {{"training.global_batch", "128"}}).plan.global_batch, 128);
+  try {
+    (void)parse_scenario(both, "d.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "training.micro_batches: training.global_batch and training.micro_batches both set the batch: "
+            "give one"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
   const std::string text = default_text();  // 8 hosts per leaf at 400 Gb/s, 8 spine links at 400 Gb/s
   auto detail = [&](const std::vector<Override>& o) {
