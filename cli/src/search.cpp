@@ -430,6 +430,19 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate* a, const Candidate* b) {
     return a->report->iteration_time < b->report->iteration_time;
   });
+  // A zb-h2 plan whose forecast and memory are its zb-h1 twin's to the
+  // picosecond and byte (too few micro-batches for its longer warm-up to
+  // matter) is the same result: one row, zb-h1's, not two taking top slots.
+  std::erase_if(ranked, [&](const Candidate* c) {
+    if (c->plan.schedule != Schedule::ZeroBubbleH2) return false;
+    return std::any_of(ranked.begin(), ranked.end(), [&](const Candidate* o) {
+      const ParallelPlan& a = c->plan;
+      const ParallelPlan& b = o->plan;
+      return b.schedule == Schedule::ZeroBubbleH1 && a.dp == b.dp && a.tp == b.tp && a.pp == b.pp &&
+             a.ep == b.ep && a.recompute == b.recompute && c->micro_batch == o->micro_batch &&
+             c->report->iteration_time == o->report->iteration_time && c->peak_memory == o->peak_memory;
+    });
+  });
   std::vector<const Candidate*> failed;
   for (std::size_t i = 0; i < simulated; ++i) {
     if (!fitting[i].error.empty()) failed.push_back(&fitting[i]);
