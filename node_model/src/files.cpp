@@ -73,7 +73,13 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw InputError(fmt::format("{}: cannot open {}: is a directory", path, what));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open {}", path, what));
+  if (!in) {
+    // Why: the file is not there (a relative path is the working
+    // directory's), or the system's reason (permissions).
+    const int why = errno;
+    throw InputError(fmt::format("{}: cannot open {}: {}", path, what,
+                                 !fs::exists(path, ec) ? std::string("no such file") : std::strerror(why)));
+  }
   std::string text;
   constexpr std::size_t kChunk = 1 << 16;
   char buffer[kChunk];

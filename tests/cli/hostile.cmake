@@ -178,7 +178,7 @@ foreach(case IN ITEMS
   list(GET parts 1 regex)
   hostile(NAME scenario_file.${name} RC 2 REGEX "${regex}" ARGS run ${name}.yaml)
 endforeach()
-hostile(NAME scenario_file.missing RC 2 REGEX [=[^tessera: error: nope\.yaml: cannot open scenario file$]=] ARGS run nope.yaml)
+hostile(NAME scenario_file.missing RC 2 REGEX [=[^tessera: error: nope\.yaml: cannot open scenario file: no such file$]=] ARGS run nope.yaml)
 hostile(NAME scenario_file.dev_zero RC 2 REGEX [=[^tessera: error: /dev/zero: scenario file is larger than 16 MiB]=]
         ARGS run /dev/zero)
 hostile(NAME scenario_file.directory RC 2 REGEX [=[^tessera: error: \.: cannot open scenario file: is a directory$]=]
@@ -377,7 +377,7 @@ hostile_overrides(torch_bad_shape [=[ovr_torch_bad_shape\.csv: row 1 \(line 2\),
                   ovr_torch_bad_shape.csv)
 hostile_overrides(torch_text_time [=[ovr_torch_text_time\.csv: row 1 \(line 2\), column 'device_time_total_us': 'n/a' is not a number$]=]
                   ovr_torch_text_time.csv)
-hostile_overrides(missing_file [=[nope\.csv: cannot open kernel-time override CSV$]=] nope.csv)
+hostile_overrides(missing_file [=[nope\.csv: cannot open kernel-time override CSV: no such file$]=] nope.csv)
 hostile_overrides(dev_zero [=[/dev/zero: kernel-time override CSV is larger than]=] /dev/zero)
 hostile_overrides(empty_path [=[empty path$]=] "''")
 hostile_overrides(no_value [=[has no value$]=] "~")
@@ -445,7 +445,7 @@ hostile(NAME nccl_tests.dev_zero RC 2
         REGEX [=[^tessera: error: /dev/zero: --nccl-tests file is larger than 16 MiB, the limit for input files$]=]
         ARGS validate collectives --nccl-tests /dev/zero --scenario s.yaml)
 hostile(NAME nccl_tests.missing RC 2
-        REGEX [=[^tessera: error: gone\.txt: cannot open --nccl-tests file$]=]
+        REGEX [=[^tessera: error: gone\.txt: cannot open --nccl-tests file: no such file$]=]
         ARGS validate collectives --nccl-tests nccl_all_gather_perf.txt,gone.txt --scenario s.yaml)
 hostile(NAME nccl_tests.empty_name RC 2
         REGEX [=[^tessera: error: --nccl-tests: expected FILE\[,FILE\.\.\.\] \(an empty name in the list\)$]=]

@@ -145,7 +145,7 @@ TEST_F(FilesTest, InputsAreCapped) {
   EXPECT_EQ(error_of([&] { (void)read_input_file(dir_.string(), "scenario file"); }),
             dir_.string() + ": cannot open scenario file: is a directory");
   EXPECT_EQ(error_of([&] { (void)read_input_file(path("nope.yaml"), "scenario file"); }),
-            path("nope.yaml") + ": cannot open scenario file");
+            path("nope.yaml") + ": cannot open scenario file: no such file");
 }
 
 TEST(JsonStrictness, DuplicateKeysAndBadEscapesAreErrors) {
