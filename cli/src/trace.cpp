@@ -127,6 +127,7 @@ TraceOptions trace_options(const ArgParser& args, const Scenario& s) {
     }
   }
   if (auto v = args.get("trace-transfers")) o.transfers = parse_on_off(*v, "--trace-transfers");
+  o.compute_scale = s.compute_scale;
   o.scenario = fmt::format("{} ({}: {} on {} x {}, dp={} tp={} pp={}, {} micro-batch{} of {})", s.file,
                            s.name, s.model.name, s.gpus(), s.gpu.name, s.plan.dp, s.plan.tp, s.plan.pp,
                            micro_batches, micro_batches == 1 ? "" : "es", s.workload.micro_batch);
@@ -489,6 +490,22 @@ void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Ti
   append_us(buffer_, start);
   buffer_ += R"(,"dur":)";
   append_us(buffer_, end - start);
+  // A task whose kernels the host launched slower than the GPU ran them (the
+  // optimizer's many small kernels, a host-bound layer): the slice is the
+  // task's span; its args split it into the kernels' time and the host's
+  // (what the summary's host time counts).
+  if (!host_only && task.duration > Time::zero()) {
+    const auto r = static_cast<std::size_t>(rank);
+    const double scale = r < options_.compute_scale.size() ? options_.compute_scale[r] : 1.0;
+    const Time kernels = Time::from_seconds(task.duration.seconds() * scale);
+    if (end - start > kernels + Time::from_us(1)) {
+      buffer_ += R"(,"args":{"kernels_us":)";
+      append_us(buffer_, kernels);
+      buffer_ += R"(,"host_us":)";
+      append_us(buffer_, end - start - kernels);
+      buffer_ += '}';
+    }
+  }
   buffer_ += '}';
   flush_if_full();
 }

@@ -52,6 +52,10 @@ struct TraceOptions {
   /// What produced the trace, for its header: the scenario file, its name,
   /// model, GPUs and plan (empty: not said).
   std::string scenario;
+  /// Per rank, its compute time over the node model's (`stragglers:`;
+  /// empty: 1 everywhere): a compute slice longer than its kernels at that
+  /// speed waited for the host inside the task, said in its args.
+  std::vector<double> compute_scale;
 };
 
 /// Where ranks sit, to name processes and tracks.
