@@ -430,12 +430,10 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       if (without.split.iteration >= base->split.iteration) continue;
       out << fmt::format(
           "\nnote: interleaved-1f1b (v={}) is slower than 1f1b here because of the data step each "
-          "micro-batch "
-          "starts with on the first and last stages (calibration.host_microbatch = {}, fit on DeepSpeed's "
-          "data path, docs/calibration.md): without it interleaved-1f1b would take {:.3f} ms and 1f1b {:.3f} "
-          "ms. "
-          "With a data loader that costs less per micro-batch, set calibration.host_microbatch to what it "
-          "costs\n",
+          "micro-batch starts with on the first and last stages (calibration.host_microbatch = {}, fit on "
+          "DeepSpeed's data path, docs/calibration.md): without it interleaved-1f1b would take {:.3f} ms "
+          "and 1f1b {:.3f} ms. With a data loader that costs less per micro-batch, set "
+          "calibration.host_microbatch to what it costs\n",
           r.virtual_stages, to_string(s.workload.host.per_micro_batch), without.split.iteration.ms(),
           base->split.iteration.ms());
     }

@@ -334,8 +334,8 @@ class Section {
     auto hint = [&](const std::string& k) {
       if (kAccumulation.count(k) != 0U && all.count("global_batch") != 0U)
         return std::string(
-            ", set global_batch instead (micro-batches per replica = global_batch / (dp x "
-            "micro_batch))");
+            ", set global_batch instead "
+            "(micro-batches per replica = global_batch / (dp x micro_batch))");
       const std::string alias = key_alias(k);
       if (all.count(alias) != 0U) return fmt::format(", did you mean '{}'?", alias);
       if (all.count("moe") != 0U && (kMoeKeys.count(alias) != 0U || kMoeKeys.count(k) != 0U))

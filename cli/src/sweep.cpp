@@ -488,11 +488,10 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     }
   }
   if (gpus_on_x) {
-    entries.push_back(
-        {many ? "ideal scaling (dashed, per series): baseline x GPUs / its GPUs; baseline: the fewest "
-                "GPUs that fit"
-              : "ideal scaling: baseline x GPUs / its GPUs; baseline: the fewest GPUs that fit",
-         "#777", true});
+    entries.push_back({many ? "ideal scaling (dashed, per series): baseline x GPUs / its GPUs; "
+                              "baseline: the fewest GPUs that fit"
+                            : "ideal scaling: baseline x GPUs / its GPUs; baseline: the fewest GPUs that fit",
+                       "#777", true});
   }
   if (any_oom) entries.push_back({"does not fit in GPU memory (OOM)", "#d62728", false, true});
   // The one-value keys, a line of their own (wrapped, where the subtitle
@@ -922,9 +921,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // the file does not hold, and the table cannot say which points did.
   if (std::any_of(scenarios.begin(), scenarios.end(),
                   [](const Scenario& s) { return s.kernel_overrides != nullptr; })) {
-    out << "note: node_model.overrides match kernels by exact shape (op, dtype, every dimension); points "
-           "whose "
-           "kernels the file does not hold are predicted (tessera run on a point prints how many matched)\n";
+    out << "note: node_model.overrides match kernels by exact shape (op, dtype, every dimension); "
+           "points whose kernels the file does not hold are predicted "
+           "(tessera run on a point prints how many matched)\n";
   }
   out << fmt::format("wrote {} and {}\n", csv_path, svg_path);
   return 0;
