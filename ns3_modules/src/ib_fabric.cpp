@@ -9,6 +9,7 @@
 #include <ns3/uinteger.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 #include <vector>
@@ -143,11 +144,21 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
     device->SetSampleInterval(ns3::PicoSeconds(options.link_sample_interval.ps()));
     // The receive buffer (per VL) of this end of the cable. Auto: cover the
     // credit loop at line rate (data out + credits back = 2 x latency, plus
-    // the packet in flight, the one being forwarded and one spare).
+    // the packet in flight, the one being forwarded and one spare), counted
+    // as credits count it: a segment takes whole 64-byte blocks (a 286-byte
+    // packet of a 256 B MTU takes 320), so the loop's bytes are scaled by
+    // blocks per wire byte. Sized in wire bytes, a link with no other
+    // traffic stalled for credits at small MTUs (256 B, one packet per
+    // segment: 10.6% slow on a lone all-reduce).
     std::int64_t buffer = options.buffer_bytes.count();
     if (buffer == 0) {
-      const double loopBytes = 2.0 * l.latency.seconds() * l.bandwidth.bytes_per_second();
-      buffer = static_cast<std::int64_t>(loopBytes) + 3 * m_segmentWireBytes;
+      const auto segmentBlockBytes =
+          static_cast<std::int64_t>(BlocksOf(static_cast<std::uint64_t>(m_segmentWireBytes))) *
+          kIbCreditBlockBytes;
+      const double perWireByte =
+          static_cast<double>(segmentBlockBytes) / static_cast<double>(m_segmentWireBytes);
+      const double loopBytes = 2.0 * l.latency.seconds() * l.bandwidth.bytes_per_second() * perWireByte;
+      buffer = static_cast<std::int64_t>(std::ceil(loopBytes)) + 3 * segmentBlockBytes;
     }
     buffer = (buffer + kIbCreditBlockBytes - 1) / kIbCreditBlockBytes * kIbCreditBlockBytes;
     if (buffer > std::numeric_limits<std::uint32_t>::max()) {
