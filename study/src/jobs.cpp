@@ -190,8 +190,15 @@ JobsOutcome simulate_jobs(const Scenario& s) {
       auto load = [&](topology::LinkId l) {
         return o.link_bytes[static_cast<std::size_t>(l)] / topo.link(l).bandwidth.bytes_per_second();
       };
-      std::stable_sort(used.begin(), used.end(),
-                       [&](topology::LinkId a, topology::LinkId b) { return load(a) > load(b); });
+      // Between links the job loads equally, the one that carries more of the
+      // other jobs' traffic first: the shared up-link a slowdown comes from
+      // tied with the job's own host links and lost to them by link number.
+      auto total = [&](topology::LinkId l) {
+        return out.link_bytes[static_cast<std::size_t>(l)] / topo.link(l).bandwidth.bytes_per_second();
+      };
+      std::stable_sort(used.begin(), used.end(), [&](topology::LinkId a, topology::LinkId b) {
+        return load(a) != load(b) ? load(a) > load(b) : total(a) > total(b);
+      });
       if (used.size() > kJobBusiestLinks) used.resize(kJobBusiestLinks);
       for (topology::LinkId l : used) {
         const auto li = static_cast<std::size_t>(l);

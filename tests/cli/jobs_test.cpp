@@ -257,6 +257,35 @@ TEST(Jobs, LinkBytesByJob) {
   EXPECT_EQ(a.jobs[0].link_bytes, both.jobs[0].link_bytes);
 }
 
+// Two one-GPU-per-node jobs whose routes share leaf0 -> spine0: each job
+// loads that up-link as much as its own host link, and it is the one the
+// other job also loads, so it comes first in both jobs' lists (it lost the
+// tie to the host links by link number).
+TEST(Jobs, ASharedLinkComesFirstAmongEquallyLoadedLinks) {
+  const std::string text = R"(name: ar
+cluster:
+  nodes: 8
+  gpus_per_node: 1
+  gpu: A100-80GB
+  nic_bandwidth: 200Gbps
+  nic_latency: 1us
+  fabric: {type: leaf-spine, hosts_per_leaf: 4, spines: 2, spine_bandwidth: 200Gbps, spine_latency: 600ns}
+model: {name: tiny, layers: 2, hidden: 1024, heads: 16, vocab: 32000}
+training: {micro_batch: 1, seq_len: 512, dtype: bf16}
+parallelism: {dp: 2, grad_sync: after-backward}
+jobs:
+  - {name: a, nodes: [0, 4]}
+  - {name: b, nodes: [1, 6]}
+)";
+  const JobsOutcome o = simulate_jobs(parse_scenario(text, "ar.yaml"));
+  ASSERT_EQ(o.jobs.size(), 2U);
+  for (const auto& j : o.jobs) {
+    ASSERT_FALSE(j.busiest_links.empty()) << j.name;
+    EXPECT_EQ(j.busiest_links[0].src + " -> " + j.busiest_links[0].dst, "leaf0 -> spine0") << j.name;
+    EXPECT_DOUBLE_EQ(j.busiest_links[0].share, 0.5) << j.name;
+  }
+}
+
 #ifdef TESSERA_HAVE_NS3
 // Link bytes by job on the ns-3 backend (InfiniBand model): each packet's
 // payload counted for its source rank's job. As on the flow backend, the
