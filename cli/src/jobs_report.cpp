@@ -107,6 +107,8 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
           shortest->alone.seconds() * 1e3, longest->alone.seconds() * 1e3);
     }
   }
+  // The shared run's packet fabric, as tessera run prints it for one job.
+  if (o.packet_fabric) out += format_packet_fabric(*o.packet_fabric);
   if (!o.per_job_links) {
     out += "Links by job   not available: the ns-3 point-to-point model does not attribute link traffic to jobs "
            "(use ns3 model infiniband or backend flow)\n";
@@ -186,6 +188,7 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
         j.memory_capacity.count(), j.oom(), links, extra);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e})", o.makespan.seconds());
+  if (o.packet_fabric) out += json_packet_fabric(*o.packet_fabric);
   if (std::string f = failures_json(s.failures); !f.empty()) out += ", " + f.substr(0, f.size() - 2);
   // The warnings stderr gives, only when there are any.
   std::string warnings;

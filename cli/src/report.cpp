@@ -168,10 +168,6 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-namespace {
-
-/// The ns-3 run's fabric counters, with the invariants side by side
-/// (injected against delivered, drops, credit violations).
 std::string format_packet_fabric(const PacketFabricStats& f) {
   const Ns3Settings& set = f.settings;
   const bool ib = set.model == Ns3Settings::Model::InfiniBand;
@@ -181,8 +177,12 @@ std::string format_packet_fabric(const PacketFabricStats& f) {
                      ib ? fmt::format(", {} VL{}, {} routing", set.num_vls, set.num_vls == 1 ? "" : "s",
                                       set.adaptive_routing ? "adaptive" : "static")
                         : std::string());
-  out += fmt::format("  packets      {} injected, {} delivered, {} packet-hops, {} dropped\n",
-                     f.packets_injected, f.packets_delivered, f.packet_hops, f.drops);
+  // The simulator's units: segments of packets_per_segment MTU packets (a
+  // count of 7,880 at 32 per segment is some 252,000 packets).
+  const bool segments = ib && set.packets_per_segment > 1;
+  out += fmt::format("  {:<12} {} injected, {} delivered, {} {}-hops, {} dropped\n",
+                     segments ? "segments" : "packets", f.packets_injected, f.packets_delivered,
+                     f.packet_hops, segments ? "segment" : "packet", f.drops);
   // The payload's messages: those that crossed the packet fabric (the
   // NVLink messages moved as flows count in messages_sent, not in the payload).
   const auto fabric = [&](std::uint64_t n) { return n - std::min(n, f.scale_up_messages); };
@@ -225,7 +225,6 @@ std::string cable_names(const std::vector<std::pair<std::string, std::string>>& 
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
-/// The same numbers as the JSON report's "ns3" object (with its leading comma).
 std::string json_packet_fabric(const PacketFabricStats& f) {
   const Ns3Settings& set = f.settings;
   return fmt::format(
@@ -242,6 +241,8 @@ std::string json_packet_fabric(const PacketFabricStats& f) {
       f.credit_violations, f.events, json_string(std::string(to_string(set.scale_up))), f.scale_up_messages,
       f.scale_up_payload.count());
 }
+
+namespace {
 
 /// Appends `note` to `notes` unless it is empty or there already.
 void add_distinct(std::vector<std::string>& notes, std::string note) {

@@ -279,6 +279,7 @@ jobs:
 )";
   const JobsOutcome o = simulate_jobs(parse_scenario(text, "ar.yaml"));
   ASSERT_EQ(o.jobs.size(), 2U);
+  EXPECT_FALSE(o.packet_fabric.has_value());  // the flow backend
   for (const auto& j : o.jobs) {
     ASSERT_FALSE(j.busiest_links.empty()) << j.name;
     EXPECT_EQ(j.busiest_links[0].src + " -> " + j.busiest_links[0].dst, "leaf0 -> spine0") << j.name;
@@ -301,6 +302,15 @@ TEST(Jobs, LinkBytesByJobNs3) {
     const JobsOutcome o = simulate_jobs(s);
     ASSERT_TRUE(o.per_job_links) << placement;
     expect_job_link_bytes(o, topo, placement);
+    // The shared run's packet fabric is reported, as for one job: every
+    // segment injected is delivered, the payload too.
+    ASSERT_TRUE(o.packet_fabric.has_value()) << placement;
+    EXPECT_GT(o.packet_fabric->packets_injected, 0U);
+    EXPECT_EQ(o.packet_fabric->packets_delivered, o.packet_fabric->packets_injected);
+    EXPECT_EQ(o.packet_fabric->payload_delivered, o.packet_fabric->payload_injected);
+    EXPECT_NE(format_jobs_text(s, o).find("\nPacket fabric  infiniband, segment = 32 x 4096 B MTU"),
+              std::string::npos);
+    EXPECT_NE(format_jobs_json(s, o).find(", \"ns3\": {\"model\": \"infiniband\""), std::string::npos);
     const JobsOutcome flow = simulate_jobs(parse_scenario(text, "t.yaml", {{"placement", placement}}));
     ASSERT_EQ(flow.jobs.size(), o.jobs.size());
     for (std::size_t j = 0; j < o.jobs.size(); ++j) {

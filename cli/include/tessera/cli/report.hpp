@@ -198,6 +198,12 @@ std::string caveat_json(const std::vector<std::string>& untested_gpu,
 /// scenario takes out or slows, as it names them, a timed change at or
 /// after `iteration` marked as having no effect.
 std::string failures_line(const Scenario::Failures& f, Time iteration);
+/// The ns-3 run's fabric counters (the report's `Packet fabric` lines), with
+/// the invariants side by side (injected against delivered, drops, credit
+/// violations).
+std::string format_packet_fabric(const PacketFabricStats& f);
+/// The same numbers as the JSON report's "ns3" object (with its leading comma).
+std::string json_packet_fabric(const PacketFabricStats& f);
 /// The share of a GPU's memory from which a stage that fits is said to be
 /// tight: within 5% of capacity (4 GiB of 80), where allocator
 /// fragmentation and NCCL's buffers, which the memory model leaves out,

@@ -4,11 +4,13 @@
 // cluster's GPUs and run in one simulation on one network, and each job run
 // alone on the same GPUs for its slowdown.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "tessera/study/scenario.hpp"
 #include "tessera/parallelism/task_graph.hpp"
+#include "tessera/study/backend.hpp"
+#include "tessera/study/scenario.hpp"
 #include "tessera/topology/topology.hpp"
 #include "tessera/units.hpp"
 
@@ -86,6 +88,8 @@ struct JobsOutcome {
   /// false there, and the jobs' link lists are empty.
   bool per_job_links = false;
   std::vector<double> link_bytes;  ///< every job together, per directed link (payload; with per_job_links)
+  /// The shared run's packet-level statistics (the ns-3 backend).
+  std::optional<PacketFabricStats> packet_fabric;
 };
 
 /// Pure: the cluster's GPU (flat index) of each rank of `job`: rank r on GPU
