@@ -116,6 +116,14 @@ int cmd_run(const Args& args, std::ostream& out) {
   }
   const auto links_path = output("links", s.outputs.links);
   const auto json_path = output("json-out", s.outputs.json);
+  // The ns-3 point-to-point model keeps no per-link counts: its CSV would
+  // be a header alone.
+  if (links_path && s.backend.name == "ns3" && s.ns3.model == Ns3Settings::Model::PointToPoint) {
+    throw InputError(
+        fmt::format("{}: the ns-3 point-to-point model keeps no per-link counts (ns3.model "
+                    "infiniband or backend flow have them)",
+                    p.get("links") ? "--links" : "outputs.links"));
+  }
   // Fail on unwritable outputs before spending time simulating.
   // (none may be the scenario itself, or another output)
   FileSet files;

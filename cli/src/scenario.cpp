@@ -2101,7 +2101,14 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const YAML::Node v = n.need("mtu");
       ns.mtu = n.unit("mtu", parse_bytes);
       const std::int64_t b = ns.mtu.count();
-      if (b != 256 && b != 512 && b != 1024 && b != 2048 && b != 4096) {
+      // (the point-to-point model's packets are any size up to 1 MiB,
+      // docs/ns3_modules.md)
+      if (ns.model == Ns3Settings::Model::PointToPoint) {
+        if (b < 1 || b > (std::int64_t{1} << 20)) {
+          n.fail_at(v.Mark(), n.key_path("mtu"),
+                    fmt::format("a point-to-point packet is 1B to 1MiB, got {}", n.scalar("mtu")));
+        }
+      } else if (b != 256 && b != 512 && b != 1024 && b != 2048 && b != 4096) {
         n.fail_at(
             v.Mark(), n.key_path("mtu"),
             fmt::format("an InfiniBand MTU is 256B, 512B, 1KiB, 2KiB or 4KiB, got {}", n.scalar("mtu")));

@@ -460,6 +460,14 @@ hostile(NAME nccl_tests.cluster_too_small RC 2
 hostile(NAME nccl_tests.fit_network_without_hosts RC 2
         REGEX [=[^tessera: error: --fit network: no run across hosts, with rows of 1 MiB and more$]=]
         ARGS validate collectives --nccl-tests nccl_all_reduce_perf_old.txt --scenario s.yaml --fit network)
+# The ns-3 point-to-point model: packets up to 1 MiB (not InfiniBand's
+# MTUs), and no per-link counts for --links (it wrote a header alone).
+hostile(NAME ns3.p2p_mtu_too_large RC 2
+        REGEX [=[^tessera: error: s\.yaml \(--set ns3\.mtu\): ns3\.mtu: a point-to-point packet is 1B to 1MiB, got 2MiB]=]
+        ARGS run s.yaml --set ns3.model=point-to-point --set ns3.mtu=2MiB)
+hostile(NAME ns3.p2p_links RC 2
+        REGEX [=[^tessera: error: --links: the ns-3 point-to-point model keeps no per-link counts]=]
+        ARGS run s.yaml --backend ns3 --set ns3.model=point-to-point --links l.csv)
 # --fit all on runs of one host fits NVLink and keeps the network's, saying so
 # (it was the error above, naming a --fit network the user did not type).
 hostile(NAME nccl_tests.fit_all_one_host RC 0

@@ -102,6 +102,17 @@ TEST(Scenario, ReportNamesTheWholePlan) {
 
 // The Scenario line says how oversubscribed the fullest leaf is: host
 // bandwidth into it over its up-links', from what the cluster puts on it.
+// ns3.mtu: InfiniBand's five MTUs, or for the point-to-point model any
+// packet size up to 1 MiB.
+TEST(Scenario, Ns3MtuFollowsTheModel) {
+  const std::string text = default_text();
+  const Scenario p2p =
+      parse_scenario(text, "d.yaml", {{"ns3.model", "point-to-point"}, {"ns3.mtu", "64KiB"}});
+  EXPECT_EQ(p2p.ns3.mtu, Bytes::kib(64));
+  EXPECT_THROW((void)parse_scenario(text, "d.yaml", {{"ns3.mtu", "64KiB"}}), ScenarioError);
+  EXPECT_EQ(parse_scenario(text, "d.yaml", {{"ns3.mtu", "1KiB"}}).ns3.mtu, Bytes::kib(1));
+}
+
 // training.micro_batches: micro-batches per data-parallel replica, so the
 // global batch follows dp (a weak-scaling sweep over cluster.nodes).
 TEST(Scenario, MicroBatchesPerReplicaSetTheGlobalBatch) {
