@@ -172,11 +172,13 @@ std::string format_packet_fabric(const PacketFabricStats& f) {
   const Ns3Settings& set = f.settings;
   const bool ib = set.model == Ns3Settings::Model::InfiniBand;
   std::string out;
-  out += fmt::format("Packet fabric  {}, segment = {} x {} B MTU{}\n", to_string(set.model),
-                     ib ? set.packets_per_segment : 1, set.mtu.count(),
-                     ib ? fmt::format(", {} VL{}, {} routing", set.num_vls, set.num_vls == 1 ? "" : "s",
-                                      set.adaptive_routing ? "adaptive" : "static")
-                        : std::string());
+  out += fmt::format(
+      "Packet fabric  {}, segment = {} x {} B MTU{}\n", to_string(set.model),
+      ib ? set.packets_per_segment : 1, set.mtu.count(),
+      ib ? fmt::format(" + {} B headers, {} VL{}, {} routing{}", set.header_bytes.count(), set.num_vls,
+                       set.num_vls == 1 ? "" : "s", set.adaptive_routing ? "adaptive" : "static",
+                       set.cut_through ? "" : ", store-and-forward")
+         : std::string());
   // The simulator's units: segments of packets_per_segment MTU packets (a
   // count of 7,880 at 32 per segment is some 252,000 packets).
   const bool segments = ib && set.packets_per_segment > 1;
@@ -228,13 +230,15 @@ std::string cable_names(const std::vector<std::pair<std::string, std::string>>& 
 std::string json_packet_fabric(const PacketFabricStats& f) {
   const Ns3Settings& set = f.settings;
   return fmt::format(
-      ", \"ns3\": {{\"model\": {}, \"packets_per_segment\": {}, \"mtu_bytes\": {}, \"num_vls\": {}, "
+      ", \"ns3\": {{\"model\": {}, \"packets_per_segment\": {}, \"mtu_bytes\": {}, \"header_bytes\": {}, "
+      "\"cut_through\": {}, \"num_vls\": {}, "
       "\"adaptive_routing\": {}, \"buffer_bytes\": {}, \"messages_sent\": {}, \"messages_delivered\": {}, "
       "\"packets_injected\": {}, \"packets_delivered\": {}, \"packet_hops\": {}, "
       "\"payload_injected_bytes\": {}, \"payload_delivered_bytes\": {}, \"wire_bytes\": {}, \"drops\": {}, "
       "\"credit_stall_s\": {:.9e}, \"credit_violations\": {}, \"events\": {}, \"scale_up\": {}, "
       "\"scale_up_messages\": {}, \"scale_up_payload_bytes\": {}}}",
-      json_string(std::string(to_string(set.model))), set.packets_per_segment, set.mtu.count(), set.num_vls,
+      json_string(std::string(to_string(set.model))), set.packets_per_segment, set.mtu.count(),
+      set.header_bytes.count(), set.cut_through ? "true" : "false", set.num_vls,
       set.adaptive_routing ? "true" : "false", set.buffer.count(), f.messages_sent, f.messages_delivered,
       f.packets_injected, f.packets_delivered, f.packet_hops, f.payload_injected.count(),
       f.payload_delivered.count(), f.wire_bytes.count(), f.drops, f.credit_stall.seconds(),

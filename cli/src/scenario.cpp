@@ -2128,25 +2128,36 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     }
     if (n.has("num_vls")) ns.num_vls = static_cast<int>(n.positive_int("num_vls", Ns3Settings::kMaxVls));
     if (n.has("adaptive_routing")) ns.adaptive_routing = n.boolean("adaptive_routing");
+    if (n.has("cut_through")) ns.cut_through = n.boolean("cut_through");
+    if (n.has("header_bytes")) {
+      const YAML::Node v = n.need("header_bytes");
+      ns.header_bytes = n.scalar("header_bytes") == "0" ? Bytes(0) : n.unit("header_bytes", parse_bytes);
+      if (ns.header_bytes > Ns3Settings::kMaxHeaderBytes) {
+        n.fail_at(v.Mark(), n.key_path("header_bytes"),
+                  fmt::format("at most {} B of headers per packet, got {}",
+                              Ns3Settings::kMaxHeaderBytes.count(), n.scalar("header_bytes")));
+      }
+    }
     if (n.has("buffer")) {
       const YAML::Node v = n.need("buffer");
       ns.buffer = n.scalar("buffer") == "0" ? Bytes(0) : n.unit("buffer", parse_bytes);
       // (checked: mtu + header bytes fit easily, times at most 4096 packets)
-      const Bytes segment = (ns.mtu + Ns3Settings::kHeaderBytes) * ns.packets_per_segment;
+      const Bytes segment = (ns.mtu + ns.header_bytes) * ns.packets_per_segment;
       if (ns.buffer.count() > 0 && ns.buffer < segment) {
         n.fail_at(
             v.Mark(), n.key_path("buffer"),
             fmt::format("must be 0 (auto) or hold one segment: ns3.packets_per_segment x (ns3.mtu + {} B of "
                         "headers) = {} x ({} + {}) = {} B, got {}",
-                        Ns3Settings::kHeaderBytes.count(), ns.packets_per_segment, ns.mtu.count(),
-                        Ns3Settings::kHeaderBytes.count(), segment.count(), n.scalar("buffer")));
+                        ns.header_bytes.count(), ns.packets_per_segment, ns.mtu.count(),
+                        ns.header_bytes.count(), segment.count(), n.scalar("buffer")));
       }
     }
     // Keys that do nothing here: the InfiniBand model's under point-to-point
     // (a file's or a --set's), and any ns3 key set on the command line for a
     // run on another backend (a file's section is for --backend ns3 later).
     if (ns.model == Ns3Settings::Model::PointToPoint) {
-      for (const char* key : {"packets_per_segment", "num_vls", "adaptive_routing", "buffer"}) {
+      for (const char* key :
+           {"packets_per_segment", "num_vls", "adaptive_routing", "buffer", "header_bytes", "cut_through"}) {
         if (n.has(key)) {
           s.warnings.push_back(
               fmt::format("ns3.{}: ns3.model = point-to-point ignores it (it applies to the "

@@ -19,7 +19,8 @@ ns3_modules::Ns3Options ns3_options(const Scenario& s, const engine::ExecutionOp
   ns3.model = set.model == Ns3Settings::Model::InfiniBand ? ns3_modules::Ns3Model::InfiniBand
                                                           : ns3_modules::Ns3Model::PointToPoint;
   ns3.mtu = set.mtu;
-  ns3.header_bytes = Ns3Settings::kHeaderBytes;
+  ns3.header_bytes = set.header_bytes;
+  ns3.cut_through = set.cut_through;
   ns3.packets_per_segment = set.packets_per_segment;
   ns3.num_vls = set.num_vls;
   ns3.adaptive_routing = set.adaptive_routing;

@@ -118,10 +118,10 @@ struct Ns3Settings {
   static constexpr int kDefaultPacketsPerSegment = 32;
   static constexpr int kMaxPacketsPerSegment = 4096;
   static constexpr int kMaxVls = 15;
-  /// Wire bytes per MTU packet besides payload (Ns3Options::header_bytes;
-  /// pipeline.cpp passes this value, so an explicit buffer is checked
-  /// against the segment the fabric really sends).
+  /// Wire bytes per MTU packet besides payload by default (Ns3Options::
+  /// header_bytes: LRH, BTH, CRCs and delimiters); `ns3.header_bytes` sets it.
   static constexpr Bytes kHeaderBytes{30};
+  static constexpr Bytes kMaxHeaderBytes{256};
 
   Model model = Model::InfiniBand;
   int packets_per_segment = kDefaultPacketsPerSegment;  ///< 1..4096 (InfiniBand)
@@ -132,6 +132,12 @@ struct Ns3Settings {
   /// credit round trip (InfiniBand).
   Bytes buffer{0};
   ScaleUp scale_up = ScaleUp::Flow;
+  /// Wire bytes per MTU packet besides payload (InfiniBand; 40 more with a
+  /// GRH, 16 more for an RDMA write's RETH). 0..kMaxHeaderBytes.
+  Bytes header_bytes = kHeaderBytes;
+  /// Switches forward a packet once its headers are in (true), or once all
+  /// of it is (store-and-forward). InfiniBand.
+  bool cut_through = true;
 };
 std::string_view to_string(Ns3Settings::Model m);
 std::string_view to_string(Ns3Settings::ScaleUp s);
