@@ -142,7 +142,7 @@ JobsOutcome simulate_jobs(const Scenario& s) {
     }
     BackendRun run = run_on_backend(s, placed, topo, std::move(job_of));
     shared = std::move(run.result);
-    out.packet_fabric = std::move(run.packet_fabric);
+    out.packet_fabric = run.packet_fabric;
     if (!run.link_bytes_by_class.empty()) {
       job_link_bytes = std::move(run.link_bytes_by_class);
       job_link_bytes.resize(s.jobs.size(), std::vector<double>(topo.links().size(), 0.0));
