@@ -204,7 +204,7 @@ std::string gunzip(const std::string& path) {
 
 TEST(ChromeTrace, RecordsEveryEventWithExactTimes) {
   StringTraceSink sink;
-  ChromeTraceObserver obs(sink, 2, {}, TraceOptions{{}, {}, true, 16, {}});
+  ChromeTraceObserver obs(sink, 2, {}, TraceOptions{{}, {}, true, 16, {}, {}});
   parallelism::Task fwd;
   fwd.name = "layer000.fwd";
   fwd.duration = Time::from_ps(500'001);
