@@ -328,9 +328,10 @@ class Section {
     static const std::set<std::string> kMoeKeys{"experts",   "top_k",          "expert_ffn_hidden",
                                                 "moe_every", "shared_experts", "first_dense_layers"};
     // A count of micro-batches is no key: it follows from the batch sizes.
+    // (training.micro_batches is a key: micro-batches per replica)
     static const std::set<std::string> kAccumulation{"gradient_accumulation_steps", "grad_accum_steps",
-                                                     "accumulation_steps",          "micro_batches",
-                                                     "num_micro_batches",           "num_microbatches"};
+                                                     "accumulation_steps", "num_micro_batches",
+                                                     "num_microbatches"};
     auto hint = [&](const std::string& k) {
       if (kAccumulation.count(k) != 0U && all.count("global_batch") != 0U)
         return std::string(

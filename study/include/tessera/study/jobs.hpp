@@ -59,7 +59,8 @@ struct JobOutcome {
   /// (JobsOutcome::per_job_links false).
   std::vector<double> link_bytes;
   /// Its kJobBusiestLinks links of highest utilization (bytes over
-  /// bandwidth; highest first, ties by link id), links it did not use left
+  /// bandwidth; highest first; ties: the link the other jobs load more
+  /// first, then by link id), links it did not use left
   /// out; empty without per_job_links.
   std::vector<JobLink> busiest_links;
   /// Its fullest pipeline stage (the memory model's, as `run` prints it):
