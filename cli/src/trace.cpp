@@ -497,7 +497,7 @@ void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Ti
   if (!host_only && task.duration > Time::zero()) {
     const auto r = static_cast<std::size_t>(rank);
     const double scale = r < options_.compute_scale.size() ? options_.compute_scale[r] : 1.0;
-    const Time kernels = Time::from_seconds(task.duration.seconds() * scale);
+    const Time kernels = engine::scaled_duration(task.duration, scale);
     if (end - start > kernels + Time::from_us(1)) {
       buffer_ += R"(,"args":{"kernels_us":)";
       append_us(buffer_, kernels);

@@ -767,8 +767,7 @@ void check_time_units(const std::vector<PredictedRun>& predicted, const std::str
   std::vector<double> ratio;
   ratio.reserve(predicted.size());
   for (const auto& p : predicted) ratio.push_back(p.run.measured_ms / p.predicted_ms);
-  std::nth_element(ratio.begin(), ratio.begin() + static_cast<std::ptrdiff_t>(ratio.size() / 2), ratio.end());
-  const double median = ratio[ratio.size() / 2];
+  const double median = node_model::median(std::move(ratio));
   if (median < kUnitsOffFactor && median > 1.0 / kUnitsOffFactor) return;
   throw InputError(fmt::format(
       "{}: the measured iteration times are {:.3g} x the forecasts (median over {} runs): is the time "
@@ -793,9 +792,8 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs, keys);
     progress.advance();
     out << fmt::format(
-        "{}: host_launch {:.1f} us{}, host_p2p {:.2f} ms{}, host_microbatch {:.2f} ms{}, host_iteration "
-        "{:.2f} "
-        "ms{} fit on all {} runs ({} sweep{}): mean error {:.1f}%\n",
+        "{}: host_launch {:.1f} us{}, host_p2p {:.2f} ms{}, host_microbatch {:.2f} ms{}, "
+        "host_iteration {:.2f} ms{} fit on all {} runs ({} sweep{}): mean error {:.1f}%\n",
         gpu.label(), f.host_launch.us(), mark(f.fitted.host_launch), f.host_p2p.ms(), mark(f.fitted.host_p2p),
         f.host_microbatch.ms(), mark(f.fitted.host_microbatch), f.host_iteration.ms(),
         mark(f.fitted.host_iteration), runs.size(), f.simulations, f.simulations == 1 ? "" : "s",
@@ -972,9 +970,8 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
         "Single-node Megatron-DeepSpeed training iterations (vTrain, {} runs on 2-8 A100s of one node, "
         "fp16,\n"
         "full recomputation, 1F1B): predicted against measured. The A100 variant of the measurements is not\n"
-        "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of (predicted / measured "
-        "- "
-        "1).\n\n",
+        "recorded; rows for both. Errors: |predicted / measured - 1|; signed: mean of "
+        "(predicted / measured - 1).\n\n",
         runs.size());
   }
   out << format_training_report(all);

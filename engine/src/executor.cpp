@@ -315,8 +315,7 @@ class Executor {
   /// ExecutionOptions::compute_scale (stragglers).
   [[nodiscard]] Time scaled(int rank, Time duration) const {
     if (opts_.compute_scale.empty()) return duration;
-    const double f = opts_.compute_scale[static_cast<std::size_t>(rank)];
-    return f == 1.0 ? duration : Time::from_ps(std::llround(static_cast<double>(duration.ps()) * f));
+    return scaled_duration(duration, opts_.compute_scale[static_cast<std::size_t>(rank)]);
   }
 
   const Task& task(int rank, TaskIndex i) const {
@@ -850,6 +849,10 @@ class Executor {
 };
 
 }  // namespace
+
+Time scaled_duration(Time duration, double factor) {
+  return factor == 1.0 ? duration : Time::from_ps(std::llround(static_cast<double>(duration.ps()) * factor));
+}
 
 ExecutionResult execute(const TaskGraph& graph, EventLoop& loop, Network& net, ExecutionObserver* observer,
                         const ExecutionOptions& options) {

@@ -275,6 +275,16 @@ TaskGraph two_stage_pipeline(int m, std::int64_t d) {
 }
 }  // namespace
 
+// The one scaling rule (the executor's and the trace's): picoseconds x
+// factor, rounded half away from zero; a factor of 1 is the duration itself.
+TEST(Executor, ScaledDurationRoundsToThePicosecond) {
+  EXPECT_EQ(scaled_duration(Time::from_ps(3), 1.5), Time::from_ps(5));  // 4.5 -> 5
+  EXPECT_EQ(scaled_duration(Time::from_ps(3), 1.1), Time::from_ps(3));  // 3.3 -> 3
+  EXPECT_EQ(scaled_duration(Time::from_us(1), 1e-3), Time::from_ns(1));
+  EXPECT_EQ(scaled_duration(Time::from_ms(150), 1.0), Time::from_ms(150));
+  EXPECT_EQ(scaled_duration(Time::from_ms(100), 1.5), Time::from_ms(150));
+}
+
 // A straggler: stage 1 of the first replica runs its compute f times slower.
 // With free communication stage 0 produces a micro-batch every d, stage 1
 // consumes one every f d (f >= 1), so that replica ends at d + m f d; the

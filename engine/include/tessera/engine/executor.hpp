@@ -91,6 +91,11 @@ struct ExecutionOptions {
   std::vector<double> compute_scale{};
 };
 
+/// A compute task's time on a GPU whose compute_scale is `factor`:
+/// duration x factor, rounded to the picosecond (duration itself at 1). The
+/// executor's one rule; observers that split a slice use it too.
+[[nodiscard]] Time scaled_duration(Time duration, double factor);
+
 /// Runs `graph` to completion: schedules its tasks on `loop`, sends its
 /// transfers through `net`, calls loop.run(). Throws SimulationError if some
 /// task can never run (a deadlock in the graph).
