@@ -137,6 +137,11 @@ PastablePlan pastable(const Candidate& w, const Scenario& base) {
     out.flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
     out.yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
   }
+  // An MoE winner with tp > 1 that search gave sequence parallelism.
+  if (pl.sequence_parallel && !base.plan.sequence_parallel) {
+    out.flags += " --set parallelism.sequence_parallel=true";
+    out.yaml += "  sequence_parallel: true\n";
+  }
   // Not searched, kept from the scenario: in the YAML too, so that the
   // section can replace the scenario's without losing them.
   for (const std::string& k : kept_plan_keys(base.plan)) out.yaml += fmt::format("  {}\n", k);
@@ -342,6 +347,9 @@ int cmd_search(const Args& args, std::ostream& out) {
               plan.virtual_stages = sched == Schedule::Interleaved1F1B ? 2 : 1;
               plan.recompute = rc;
               plan.global_batch = global_batch;
+              // An MoE model's tensor parallelism needs sequence parallelism
+              // (Megatron-Core's rule, parallelism::check_sharding).
+              if (base.model.is_moe() && tp > 1) plan.sequence_parallel = true;
               parallelism::Workload work = base.workload;
               work.micro_batch = mb;
               try {
@@ -462,6 +470,10 @@ int cmd_search(const Args& args, std::ostream& out) {
                      global_batch, base.workload.seq_len);
   if (const auto kept = kept_plan_keys(base.plan); !kept.empty()) {
     out << fmt::format("Kept           {} (the scenario's, not searched)\n", fmt::join(kept, ", "));
+  }
+  if (base.model.is_moe() && !base.plan.sequence_parallel) {
+    out << "Set            sequence_parallel: true in plans with tp > 1 (an MoE model's tensor parallelism "
+           "needs it, as in Megatron-Core)\n";
   }
   if (!plan_note.empty()) out << fmt::format("Note           {}\n", plan_note);
   out << caveat_lines(base, false);

@@ -70,9 +70,11 @@ std::vector<const Pass*> backward_passes(const std::vector<OpKernels>& ops, cons
 
 /// The attention block's forward with tensor parallelism, up to the second
 /// block (the MLP, or the MoE block) starting at op `block`: [ln1] (AG)
-/// [qkv .. proj] AR|RS [residual1, ln2] (AG).
-void attention_forward(PieceList& f, const std::vector<OpKernels>& ops, std::size_t block, const ParallelPlan& p,
-                       Bytes act) {
+/// [qkv .. proj] AR|RS [residual1, ln2] (AG); the last gather only when the
+/// block takes the whole sequence (`gather_block_input`: the MLP does, the
+/// MoE block routes each rank's own shard).
+void attention_forward(PieceList& f, const std::vector<OpKernels>& ops, std::size_t block,
+                       const ParallelPlan& p, Bytes act, bool gather_block_input = true) {
   const bool sp = p.tp > 1 && p.sequence_parallel;
   const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1");
   // Without SP no collective separates ln1 from the attention (nor ln2
@@ -85,7 +87,7 @@ void attention_forward(PieceList& f, const std::vector<OpKernels>& ops, std::siz
   f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
   if (sp) {
     f.passes("fwd.ln2", forward_passes(ops, res1, block));
-    f.comm("fwd.tp", CollectiveKind::AllGather, act);
+    if (gather_block_input) f.comm("fwd.tp", CollectiveKind::AllGather, act);
   }
 }
 /// Where the block after the attention starts its forward: at op `block`
@@ -122,14 +124,29 @@ void attention_backward(PieceList& b, const std::vector<OpKernels>& ops, const s
 /// The second block of a layer (the dense MLP, or the MoE block) as a split
 /// backward runs it; the rest of the layer is the same for both.
 struct BlockBackward {
-  /// Backward steps [from, to) as one piece, followed (with ep > 1) by an
-  /// all-to-all in the expert-parallel group when `all_to_all` is not empty.
+  /// A collective after a run: an all-to-all in the expert-parallel group
+  /// (`expert`, run with ep > 1) or a tensor-parallel one (run with tp > 1).
+  struct Comm {
+    std::string_view name;
+    CollectiveKind kind = CollectiveKind::AllToAll;
+    Bytes bytes;
+    bool expert = false;
+  };
+  /// Backward steps [from, to) as one piece, followed by its collectives.
   struct Run {
     std::string_view name;
     std::size_t from = 0;
     std::size_t to = 0;
-    std::string_view all_to_all;
+    std::vector<Comm> after;
   };
+  /// With SP, B all-gathers the block's output gradient after res2 and
+  /// reduce-scatters its input gradient (with TP, all-reduces it) at its
+  /// end, and W re-gathers the block's input: the dense MLP. The MoE block
+  /// routes each rank's own shard; its collectives are its runs'.
+  bool whole_sequence = true;
+  /// W re-gathers the block's input (SP) before `weight_last`: the dense
+  /// MLP's fc1, an MoE block's shared experts.
+  bool weights_gather_input = true;
   /// The block's first backward step: "bwd.res2" runs the steps before it.
   std::size_t start = 0;
   /// B: the block's input gradients, from `start`; the last run ends at the
@@ -153,8 +170,8 @@ struct BlockBackward {
 /// SP the inputs of the block and of QKV are re-gathered, each overlapping
 /// the weight gradients before them when tp_comm_overlap is on.
 void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKernels>& ops,
-                          const std::vector<BackwardStep>& steps, const BlockBackward& block, const ParallelPlan& p,
-                          Bytes act, Bytes a2a) {
+                          const std::vector<BackwardStep>& steps, const BlockBackward& block,
+                          const ParallelPlan& p, Bytes act) {
   const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
   const std::size_t end = steps.size();
   auto inputs = [&](std::size_t from, std::size_t to) {
@@ -169,11 +186,14 @@ void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKern
     return;
   }
   in.passes("bwd.res2", inputs(0, block.start));
-  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  if (sp && block.whole_sequence) in.comm("bwd.tp", CollectiveKind::AllGather, act);
   for (std::size_t r = 0; r < block.input.size(); ++r) {
     const BlockBackward::Run& run = block.input[r];
     in.passes(std::string(run.name), inputs(run.from, !tp && r + 1 == block.input.size() ? end : run.to));
-    if (ep && !run.all_to_all.empty()) in.expert_comm(std::string(run.all_to_all), a2a);
+    for (const BlockBackward::Comm& c : run.after) {
+      if (c.expert && ep) in.expert_comm(std::string(c.name), c.bytes);
+      if (!c.expert && tp) in.comm(std::string(c.name), c.kind, c.bytes);
+    }
   }
   if (!tp) {
     wg.passes("wgrad", weights(0, end));
@@ -183,7 +203,7 @@ void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKern
   const std::size_t proj_dgrad = step_of(ops, steps, "proj", false), qkv_dgrad = step_of(ops, steps, "qkv", false);
   const std::size_t qkv_wgrad = step_of(ops, steps, "qkv", true);
   const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-  in.comm("bwd.tp", reduce, act);
+  if (block.whole_sequence) in.comm("bwd.tp", reduce, act);
   in.passes("bwd.ln2", inputs(block_end, proj_dgrad));
   if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
   in.passes("bwd.attn", inputs(proj_dgrad, qkv_dgrad + 1));
@@ -195,7 +215,7 @@ void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKern
   }
   // An async collective is waited for by the second compute piece after it.
   const bool overlap = p.tp_comm_overlap;
-  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  if (block.weights_gather_input) wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
   wg.passes(std::string(block.weight_first.name), weights(block.weight_first.from, block.weight_first.to));
   wg.split();
   wg.passes(std::string(block.weight_last.name), weights(block.weight_last.from, block.weight_last.to));
@@ -247,7 +267,7 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
     mlp.weight_first = {"wgrad.mlp", 0, fc1_wgrad, {}};
     mlp.weight_last = {"wgrad.fc1", fc1_wgrad, fc1_wgrad + 1, {}};
     lp.input_backward.append(b);
-    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, mlp, p, act, Bytes());
+    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, mlp, p, act);
   }
   if (!tp) {
     b.passes("bwd", range(0, steps.size()));
@@ -277,30 +297,46 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
 
 LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
                              const KernelTimer& timer, bool split) {
+  // Megatron-Core's all-to-all token dispatcher. Each rank routes its own
+  // tokens (its sequence shard with tp > 1, which needs SP): it dispatches
+  // them to the expert-parallel group (A2A), the tensor-parallel group
+  // all-gathers what arrived (the experts' columns are split tp ways), the
+  // experts run, their partial outputs are reduce-scattered back (RS) and
+  // combined (A2A). Shared experts run on the whole sequence as a dense MLP
+  // (AG of the block input, RS of their output).
   const Sharding shard{p.tp, p.sequence_parallel, p.ep};
   const auto ops = moe_layer_ops(m, w, shard);
   const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
   const Bytes a2a = expert_all_to_all_bytes(m, w, shard);
-  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
-  const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  const Bytes routed(expert_tokens_per_rank(m, w, shard) * m.hidden * dtype_bytes(w.dtype));
+  const bool tp = p.tp > 1, ep = p.ep > 1, shared = m.moe.shared_experts > 0;
   const std::size_t router = index_of(ops, "router");
   const std::size_t fc1 = index_of(ops, "fc1"), unpermute = index_of(ops, "unpermute");
   const std::size_t res2 = index_of(ops, "residual2");
+  const std::size_t shared_fc1 = shared ? index_of(ops, "shared_fc1") : fc1;
   LayerPieces lp(timer);
   auto fwd = [&](std::size_t from, std::size_t to) { return forward_passes(ops, from, to); };
 
+  // Forward: ... [ln2] [router, top-k, permute] (AG [shared experts] RS) A2A (AG) [experts] (RS) A2A
+  // [unpermute, residual2].
   PieceList& f = lp.forward;
   if (!tp) {
     f.passes("fwd", fwd(0, fc1));
   } else {
-    attention_forward(f, ops, router, p, act);
-    f.passes("fwd.router", fwd(second_block_forward_start(ops, router, p), fc1));
+    attention_forward(f, ops, router, p, act, false);
+    f.passes("fwd.router", fwd(router, shared_fc1));
+    if (shared) {
+      f.comm("fwd.tp", CollectiveKind::AllGather, act);
+      f.passes("fwd.shared", fwd(shared_fc1, fc1));
+      f.comm("fwd.tp", CollectiveKind::ReduceScatter, act);
+    }
   }
   if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
+  if (tp) f.comm("fwd.tp", CollectiveKind::AllGather, routed);
   f.passes("fwd.experts", fwd(fc1, unpermute));
+  if (tp) f.comm("fwd.tp", CollectiveKind::ReduceScatter, routed);
   if (ep) f.expert_comm("fwd.ep.combine", a2a);
   f.passes("fwd.unpermute", fwd(unpermute, res2));
-  if (tp) f.comm("fwd.tp", reduce, act);
   f.passes("fwd.res2", fwd(res2, ops.size()));
 
   PieceList& b = lp.backward;
@@ -314,32 +350,51 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   const std::size_t fc2_dgrad = step_of(ops, steps, "fc2", false),
                     fc1_wgrad = step_of(ops, steps, "fc1", true);
   const std::size_t ln2_dgrad = step_of(ops, steps, "ln2", false);
+  // The shared experts' backward steps: [fc1_wgrad + 1, shared_end).
+  const std::size_t shared_end = shared ? step_of(ops, steps, "shared_fc1", true) + 1 : fc1_wgrad + 1;
+  using Comm = BlockBackward::Comm;
+  const Comm combine{"bwd.ep.combine", CollectiveKind::AllToAll, a2a, true};
+  const Comm dispatch{"bwd.ep.dispatch", CollectiveKind::AllToAll, a2a, true};
+  // The backward of the forward's reduce-scatter is an all-gather, and back.
+  const Comm gather_routed{"bwd.tp", CollectiveKind::AllGather, routed, false};
+  const Comm scatter_routed{"bwd.tp", CollectiveKind::ReduceScatter, routed, false};
+  const Comm gather_act{"bwd.tp", CollectiveKind::AllGather, act, false};
+  const Comm scatter_act{"bwd.tp", CollectiveKind::ReduceScatter, act, false};
+  // B (and the fused backward): the runs and their collectives in order.
+  std::vector<BlockBackward::Run> runs;
+  runs.push_back({"bwd.unpermute", unpermute_dgrad, fc2_dgrad, {combine, gather_routed}});
+  runs.push_back({"bwd.experts", fc2_dgrad, fc1_wgrad + 1, {scatter_routed, dispatch}});
+  if (shared && tp) {
+    runs.back().after.push_back(gather_act);
+    runs.push_back({"bwd.shared", fc1_wgrad + 1, shared_end, {scatter_act}});
+  }
+  runs.push_back({"bwd.router", runs.back().to, ln2_dgrad, {}});
   if (split) {
-    // B: the recomputation, then the input gradients with both all-to-alls
-    // blocking; W: the weight gradients (the block's input re-gathered with SP).
+    // B: the recomputation, then the input gradients with the all-to-alls and
+    // tensor-parallel collectives blocking; W: the weight gradients (the
+    // shared experts' input re-gathered with SP; the experts' inputs are kept).
     BlockBackward moe;
     moe.start = unpermute_dgrad;
-    moe.input = {{"bwd.unpermute", unpermute_dgrad, fc2_dgrad, "bwd.ep.combine"},
-                 {"bwd.experts", fc2_dgrad, fc1_wgrad + 1, "bwd.ep.dispatch"},
-                 {"bwd.router", fc1_wgrad + 1, ln2_dgrad, {}}};
+    moe.input = runs;
+    moe.whole_sequence = false;
+    moe.weights_gather_input = shared;
     moe.weight_first = {"wgrad.experts", 0, fc1_wgrad + 1, {}};
     moe.weight_last = {"wgrad.router", fc1_wgrad + 1, ln2_dgrad, {}};
     lp.input_backward.append(b);
-    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, moe, p, act, a2a);
+    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, moe, p, act);
   }
   b.passes("bwd.res2", range(0, unpermute_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act);
-  b.passes("bwd.unpermute", range(unpermute_dgrad, fc2_dgrad));
-  if (ep) b.expert_comm("bwd.ep.combine", a2a);
-  b.passes("bwd.experts", range(fc2_dgrad, fc1_wgrad + 1));
-  if (ep) b.expert_comm("bwd.ep.dispatch", a2a);
-  if (!tp) {
-    b.passes("bwd.router", range(fc1_wgrad + 1, steps.size()));
-    return lp;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const bool last = r + 1 == runs.size();
+    b.passes(std::string(runs[r].name), range(runs[r].from, last && !tp ? steps.size() : runs[r].to));
+    for (const Comm& c : runs[r].after) {
+      if (c.expert && ep) b.expert_comm(std::string(c.name), c.bytes);
+      if (!c.expert && tp) b.comm(std::string(c.name), c.kind, c.bytes);
+    }
   }
-  // The MoE block's input gradient is reduced (blocking) after the router's backward.
-  b.passes("bwd.router", range(fc1_wgrad + 1, ln2_dgrad));
-  b.comm("bwd.tp", reduce, act);
+  if (!tp) return lp;
+  // The router's input gradient is its own shard's: no reduction before the
+  // attention block's backward.
   attention_backward(b, ops, steps, ln2_dgrad, p, act);
   return lp;
 }

@@ -109,13 +109,22 @@ void TransformerConfig::validate() const {
         fmt::format("model '{}': moe.first_dense_layers ({}) leaves no MoE layer among the {} layers", name,
                     moe.first_dense_layers, layers));
   }
-  if (!std::isfinite(moe.capacity_factor) || moe.capacity_factor <= 0) {
-    throw InputError(
-        fmt::format("model '{}': moe.capacity_factor must be positive (got {})", name, moe.capacity_factor));
+  if (!std::isfinite(moe.capacity_factor) || moe.capacity_factor < 1) {
+    throw InputError(fmt::format(
+        "model '{}': moe.capacity_factor must be at least 1 (got {}): below it an expert drops tokens, which "
+        "the model does not represent (1: dropless)",
+        name, moe.capacity_factor));
   }
   if (!std::isfinite(moe.imbalance) || moe.imbalance < 1) {
     throw InputError(
         fmt::format("model '{}': moe.imbalance must be at least 1 (got {})", name, moe.imbalance));
+  }
+  if (moe.capacity_factor > 1 && moe.imbalance > moe.capacity_factor) {
+    throw InputError(fmt::format(
+        "model '{}': moe.imbalance ({}) exceeds moe.capacity_factor ({}): the busiest expert would drop the "
+        "tokens over its capacity, which the model does not represent (an imbalance up to the capacity is "
+        "in its padding)",
+        name, moe.imbalance, moe.capacity_factor));
   }
 }
 
@@ -140,6 +149,13 @@ void check_sharding(const TransformerConfig& m, const Workload& w, const Shardin
   }
   if (s.sequence_parallel && w.seq_len % s.tp != 0) {
     throw InputError(fmt::format("tp ({}) must divide seq_len ({}) with sequence parallelism", s.tp, w.seq_len));
+  }
+  if (m.is_moe() && s.tp > 1 && !s.sequence_parallel) {
+    throw InputError(
+        fmt::format("tp ({}) of a mixture-of-experts model needs sequence_parallel: true, as Megatron-Core "
+                    "requires (each "
+                    "tensor-parallel rank routes its own sequence shard's tokens)",
+                    s.tp));
   }
 }
 
@@ -265,18 +281,25 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   return ops;
 }
 
-std::int64_t expert_tokens_per_rank(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+std::int64_t expert_dispatch_tokens_per_rank(const TransformerConfig& m, const Workload& w,
+                                             const Sharding& shard) {
   if (!m.is_moe()) return 0;
-  const std::int64_t t = w.micro_batch * w.seq_len;
+  // The rank's own tokens: its sequence shard with tp > 1 (check_sharding
+  // requires sequence parallelism there).
+  const std::int64_t t = w.micro_batch * w.seq_len / shard.tp;
   // Per expert: the group's tokens x top_k spread over the experts, times
-  // the capacity factor and the imbalance, rounded up to whole tokens.
+  // the load factor (capacity or imbalance), rounded up to whole tokens.
   const double per_expert = static_cast<double>(shard.ep * t * m.moe.top_k) /
-                            static_cast<double>(m.moe.experts) * m.moe.capacity_factor * m.moe.imbalance;
+                            static_cast<double>(m.moe.experts) * m.moe.load_factor();
   return static_cast<std::int64_t>(std::ceil(per_expert - 1e-9)) * (m.moe.experts / shard.ep);
 }
 
+std::int64_t expert_tokens_per_rank(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
+  return expert_dispatch_tokens_per_rank(m, w, shard) * shard.tp;
+}
+
 Bytes expert_all_to_all_bytes(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
-  return Bytes(expert_tokens_per_rank(m, w, shard) * m.hidden * node_model::dtype_bytes(w.dtype));
+  return Bytes(expert_dispatch_tokens_per_rank(m, w, shard) * m.hidden * node_model::dtype_bytes(w.dtype));
 }
 
 std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {
@@ -289,14 +312,16 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   const node_model::OpRules r = w.rules();
   const std::int64_t tp = shard.tp, h = m.hidden;
   const std::int64_t t = w.micro_batch * w.seq_len;  // tokens (gathered with SP)
+  const std::int64_t own = t / tp;                   // the rank's sequence shard (tp > 1 needs SP)
   const std::int64_t experts = m.moe.experts, local = experts / shard.ep;
-  const std::int64_t routed = expert_tokens_per_rank(m, w, shard);
+  const std::int64_t dispatched = expert_dispatch_tokens_per_rank(m, w, shard);
+  const std::int64_t routed = expert_tokens_per_rank(m, w, shard);  // dispatched x tp, gathered
   const std::int64_t per_expert = routed / local;
   const std::int64_t fe = m.expert_ffn() / tp;
   const std::int64_t width = (m.gated_mlp ? 2 : 1);
-  ops.push_back(r.linear("router", t, h, experts, false));
-  ops.push_back(r.top_k_gating("router_topk", t, experts));
-  ops.push_back(r.copy("permute", routed * h));
+  ops.push_back(r.linear("router", own, h, experts, false));
+  ops.push_back(r.top_k_gating("router_topk", own, experts));
+  ops.push_back(r.copy("permute", dispatched * h));
   if (m.moe.shared_experts > 0) {
     const std::int64_t fs = m.moe.shared_experts * m.expert_ffn() / tp;
     ops.push_back(r.layer_linear("shared_fc1", t, h, width * fs, false));
@@ -309,16 +334,22 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   ops.push_back(r.elementwise("gelu", KernelOp::Gelu, routed, fe, 1));  // experts have no bias
   if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, routed, fe, 2));
   ops.push_back(r.grouped_linear("fc2", local, per_expert, fe, h));
-  // The expert outputs weighted by the router and summed back per token.
-  ops.push_back(r.elementwise("unpermute", KernelOp::Mul, routed, h, 2));
+  // The expert outputs weighted by the router and summed back per token
+  // (the rank's own tokens).
+  ops.push_back(r.elementwise("unpermute", KernelOp::Mul, dispatched, h, 2));
   // The routed ops compute `routed` tokens where the model's work is t x
-  // top_k (each rank's share of the group's t x top_k routed tokens): their
+  // top_k (each rank's share of the group's t x top_k routed tokens;
+  // `unpermute` its own `dispatched` where the work is own x top_k): their
   // model FLOPs are that share of the kernels that scale with the tokens.
   // The experts' weight-gradient accumulation (the non-GEMM kernels of the
   // grouped linears' W pass) scales with the experts a rank holds, which
   // depends on ep: it is no model FLOPs.
-  const double useful = std::min(1.0, static_cast<double>(t * m.moe.top_k) / static_cast<double>(routed));
+  const double useful_experts =
+      std::min(1.0, static_cast<double>(t * m.moe.top_k) / static_cast<double>(routed));
+  const double useful_own =
+      std::min(1.0, static_cast<double>(own * m.moe.top_k) / static_cast<double>(dispatched));
   for (std::size_t i = first_routed; i < ops.size(); ++i) {
+    const double useful = ops[i].name == "unpermute" ? useful_own : useful_experts;
     const bool grouped = ops[i].name == "fc1" || ops[i].name == "fc2";
     double all = 0, model = 0;
     for (const Pass* p : {&ops[i].forward, &ops[i].input_grad, &ops[i].weight_grad}) {

@@ -143,9 +143,11 @@ TEST(KernelTable, TimesAreThePlannersDeviceOrEagerTimes) {
 
 TEST(KernelTable, PartTotalsSumTheUsesAndCountEachPart) {
   // One MoE layer in two (layers 1 and 3 of 4, Megatron's --moe-layer-freq 2
-  // after one dense layer): two dense and two MoE layers.
+  // after one dense layer): two dense and two MoE layers (tp 2: with
+  // sequence parallelism, as an MoE model's tensor parallelism needs).
   const study::Scenario s = parse_scenario(kScenario, "tp2.yaml",
                                            {{"model.layers", "4"},
+                                            {"parallelism.sequence_parallel", "true"},
                                             {"model.moe.experts", "4"},
                                             {"model.moe.moe_every", "2"},
                                             {"model.moe.first_dense_layers", "1"}});

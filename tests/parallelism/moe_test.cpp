@@ -139,9 +139,21 @@ TEST(Moe, AllToAllBytesPerRankMatchTheFormula) {
   TransformerConfig padded = m;
   padded.moe.capacity_factor = 1.25;
   EXPECT_EQ(expert_all_to_all_bytes(padded, kWork, ep2), Bytes(20'480));
-  // Imbalance 1.1 on top: ceil(32 x 1.25 x 1.1 = 44) = 44, 88 tokens: 22,528 bytes.
+  // An imbalance up to the capacity is in its padding: the same 20,480.
   padded.moe.imbalance = 1.1;
-  EXPECT_EQ(expert_all_to_all_bytes(padded, kWork, ep2), Bytes(22'528));
+  EXPECT_EQ(expert_all_to_all_bytes(padded, kWork, ep2), Bytes(20'480));
+  // Dropless (capacity 1), imbalance 1.1: ceil(32 x 1.1 = 35.2) = 36 per
+  // expert, 72 tokens: 18,432 bytes.
+  TransformerConfig skewed = m;
+  skewed.moe.imbalance = 1.1;
+  EXPECT_EQ(expert_all_to_all_bytes(skewed, kWork, ep2), Bytes(18'432));
+  // tp 2 (with SP): each tensor-parallel rank dispatches its own 16 tokens:
+  // ceil(2 x 16 x 2 / 4) = 16 per expert, 32 tokens, 8,192 bytes, half of
+  // tp 1's; its experts compute the group's 2 x 32 = 64 gathered tokens.
+  const Sharding tp2{2, true, 2};
+  EXPECT_EQ(expert_dispatch_tokens_per_rank(m, kWork, tp2), 32);
+  EXPECT_EQ(expert_tokens_per_rank(m, kWork, tp2), 64);
+  EXPECT_EQ(expert_all_to_all_bytes(m, kWork, tp2), Bytes(8'192));
 
   // In the graph: per MoE layer and micro-batch, a dispatch and a combine in
   // the forward and both again in the backward, each 16,384 bytes, in the
@@ -171,6 +183,37 @@ TEST(Moe, AllToAllBytesPerRankMatchTheFormula) {
   EXPECT_EQ(names[".bwd.ep.combine.all-to-all"], 4);
 }
 
+TEST(Moe, TensorParallelRanksDispatchTheirOwnShardAndGatherForTheExperts) {
+  // tp 2 with SP, ep 2, dp 4 (8 ranks): each rank routes its own 16 of the
+  // 32 tokens and sends 32 routed tokens x 64 x 4 = 8,192 bytes per
+  // all-to-all (half of tp 1's 16,384: AllToAllBytesPerRankMatchTheFormula);
+  // the tensor-parallel group all-gathers the 64 tokens its experts compute,
+  // 64 x 64 x 4 = 16,384 bytes gathered, and reduce-scatters their outputs,
+  // once each way per MoE layer and micro-batch (2 layers x 2 micro-batches
+  // x 2 = 8 of each per rank), beside the attention block's gathers of the
+  // 32 x 64 x 4 = 8,192-byte activations.
+  const TransformerConfig m = tiny_moe();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p = data_parallel(4, 2, 8);
+  p.tp = 2;
+  p.sequence_parallel = true;
+  const TaskGraph g = plan_training(m, kWork, p, pred);
+  g.validate();
+  for (int r = 0; r < g.num_ranks(); ++r) {
+    std::map<std::pair<CollectiveKind, std::int64_t>, int> n;
+    for (const Task& t : g.tasks(r)) {
+      if (t.kind == TaskKind::Collective && t.name.find(".tp.") != std::string::npos) {
+        ++n[{t.collective, t.bytes.count()}];
+      }
+      if (t.kind == TaskKind::Collective && t.collective == CollectiveKind::AllToAll) {
+        EXPECT_EQ(t.bytes, Bytes(8'192)) << t.name;
+      }
+    }
+    EXPECT_EQ((n[{CollectiveKind::AllGather, 16'384}]), 8) << "rank " << r;
+    EXPECT_EQ((n[{CollectiveKind::ReduceScatter, 16'384}]), 8) << "rank " << r;
+  }
+}
+
 TEST(Moe, ExpertGroupsLiveInsideTheDataParallelRanksOfOneTensorIndex) {
   // tp = 2, dp = 4, ep = 2: rank = dp x 2 + tp. Rank 5 (tp 1, dp 2): its
   // expert-parallel group is dp 2 and 3 at tp 1 = ranks {5, 7}; its experts'
@@ -179,6 +222,7 @@ TEST(Moe, ExpertGroupsLiveInsideTheDataParallelRanksOfOneTensorIndex) {
   test_support::LayersOnlyPredictor pred(m.vocab);
   ParallelPlan p = data_parallel(4, 2, 8);
   p.tp = 2;
+  p.sequence_parallel = true;  // an MoE model's tp needs it
   const TaskGraph g = plan_training(m, kWork, p, pred);
   g.validate();
   std::set<std::vector<int>> a2a_groups, expert_grad_groups, dense_grad_groups;
@@ -202,6 +246,7 @@ TEST(Moe, ExpertGroupsFollowTheRankLayout) {
   test_support::LayersOnlyPredictor pred(m.vocab);
   ParallelPlan p = data_parallel(4, 2, 8);
   p.tp = 2;
+  p.sequence_parallel = true;  // an MoE model's tp needs it
   p.layout = parse_rank_layout("dp-tp-pp");
   const TaskGraph g = plan_training(m, kWork, p, pred);
   g.validate();
@@ -226,6 +271,7 @@ TEST(Moe, EveryRankLayoutRunsToTheSameMakespanOnAFreeNetwork) {
   test_support::LayersOnlyPredictor pred(m.vocab);
   ParallelPlan p = data_parallel(4, 2, 16);
   p.tp = 2;
+  p.sequence_parallel = true;  // an MoE model's tp needs it
   p.pp = 2;
   const Time reference = execute_zero_cost(plan_training(m, kWork, p, pred), false).makespan;
   EXPECT_GT(reference, Time::zero());
@@ -409,9 +455,27 @@ TEST(Moe, BadInputIsOneLineNamingTheKeysAndNumbers) {
   tp4.tp = 4;
   EXPECT_EQ(error_of(f, tp4), "tp (4) must divide the model's expert_ffn_hidden (90)");
   TransformerConfig c = m;
-  c.moe.capacity_factor = 0;
-  EXPECT_EQ(error_of(c, data_parallel(1, 1, 0)),
-            "model 'tiny-moe': moe.capacity_factor must be positive (got 0)");
+  c.moe.capacity_factor = 0.5;
+  EXPECT_EQ(
+      error_of(c, data_parallel(1, 1, 0)),
+      "model 'tiny-moe': moe.capacity_factor must be at least 1 (got 0.5): below it an expert drops tokens, "
+      "which the model does not represent (1: dropless)");
+  c.moe.capacity_factor = 1.25;
+  c.moe.imbalance = 1.5;
+  EXPECT_EQ(
+      error_of(c, data_parallel(1, 1, 0)),
+      "model 'tiny-moe': moe.imbalance (1.5) exceeds moe.capacity_factor (1.25): the busiest expert would "
+      "drop the tokens over its capacity, which the model does not represent (an imbalance up to the "
+      "capacity is in its padding)");
+  // Megatron-Core runs an MoE model's tensor parallelism with sequence parallelism only.
+  ParallelPlan tp2 = data_parallel(1, 1, 0);
+  tp2.tp = 2;
+  EXPECT_EQ(
+      error_of(m, tp2),
+      "tp (2) of a mixture-of-experts model needs sequence_parallel: true, as Megatron-Core requires (each "
+      "tensor-parallel rank routes its own sequence shard's tokens)");
+  tp2.sequence_parallel = true;
+  EXPECT_EQ(error_of(m, tp2), "");
 }
 
 TEST(Moe, EveryCombinationPlansValidatesAndRuns) {
@@ -424,6 +488,7 @@ TEST(Moe, EveryCombinationPlansValidatesAndRuns) {
   test_support::LayersOnlyPredictor pred(m.vocab);
   for (int tp : {1, 2}) {
     for (bool sp : {false, true}) {
+      if (tp > 1 && !sp) continue;  // refused (BadInputIsOneLineNamingTheKeysAndNumbers)
       for (int pp : {1, 2}) {
         for (auto rc : {Recompute::None, Recompute::Full}) {
           ParallelPlan p = data_parallel(4, 2, 16);

@@ -198,13 +198,47 @@ TEST(Passes, MoeLayerSplitsLikeTheDenseLayerWithItsAllToAllsInB) {
   p.sequence_parallel = true;
   p.schedule = Schedule::ZeroBubbleH1;
   const LayerPieces lp = moe_layer_pieces(tiny_moe(), w, p, timer, true);
-  EXPECT_EQ(pieces_text(lp.input_backward),
-            "bwd.res2 bwd.tp.all-gather bwd.unpermute bwd.ep.combine.all-to-all@ep bwd.experts "
-            "bwd.ep.dispatch.all-to-all@ep bwd.router bwd.tp.reduce-scatter bwd.ln2 bwd.tp.all-gather bwd.attn "
-            "bwd.tp.reduce-scatter bwd.ln1");
+  // Megatron-Core's token dispatcher: each rank routes its own sequence
+  // shard (no gather before the router), dispatches it (A2A), the
+  // tensor-parallel group gathers what arrived for the experts (AG) and
+  // reduce-scatters their outputs (RS) before the combine (A2A).
+  EXPECT_EQ(pieces_text(lp.forward),
+            "fwd.ln1 fwd.tp.all-gather fwd.attn fwd.tp.reduce-scatter fwd.ln2 fwd.ep.dispatch.all-to-all@ep "
+            "fwd.tp.all-gather fwd.experts fwd.tp.reduce-scatter fwd.ep.combine.all-to-all@ep fwd.unpermute");
+  // The backward mirrors it (an all-gather's gradient is a reduce-scatter);
+  // the router's input gradient is its shard's own (no reduction), so the
+  // residual and unpermute run as one piece, as do the router and ln2
+  // (adjacent compute pieces merge; in the forward ln2 and the router, and
+  // unpermute and the residual).
+  EXPECT_EQ(pieces_text(lp.backward),
+            "bwd.res2 bwd.ep.combine.all-to-all@ep bwd.tp.all-gather bwd.experts bwd.tp.reduce-scatter "
+            "bwd.ep.dispatch.all-to-all@ep bwd.router bwd.tp.all-gather bwd.attn bwd.tp.all-gather~ "
+            "bwd.qkv.dgrad bwd.tp.reduce-scatter~ bwd.qkv.wgrad bwd.ln1");
+  EXPECT_EQ(
+      pieces_text(lp.input_backward),
+      "bwd.res2 bwd.ep.combine.all-to-all@ep bwd.tp.all-gather bwd.experts bwd.tp.reduce-scatter "
+      "bwd.ep.dispatch.all-to-all@ep bwd.router bwd.tp.all-gather bwd.attn bwd.tp.reduce-scatter bwd.ln1");
+  // W: the experts' inputs are kept from B (no re-gather); QKV's is re-gathered.
   EXPECT_EQ(pieces_text(lp.weight_backward),
-            "wgrad.tp.all-gather~ wgrad.experts wgrad.router wgrad.tp.all-gather~ wgrad.attn wgrad.qkv");
+            "wgrad.experts wgrad.router wgrad.tp.all-gather~ wgrad.attn wgrad.qkv");
   EXPECT_DOUBLE_EQ(flops_of(lp.input_backward) + flops_of(lp.weight_backward), flops_of(lp.backward));
+
+  // Shared experts run on the whole sequence as a dense MLP: the block input
+  // gathered for them and their output reduce-scattered; W re-gathers their input.
+  TransformerConfig shared = tiny_moe();
+  shared.moe.shared_experts = 1;
+  const LayerPieces sl = moe_layer_pieces(shared, w, p, timer, true);
+  EXPECT_EQ(pieces_text(sl.forward),
+            "fwd.ln1 fwd.tp.all-gather fwd.attn fwd.tp.reduce-scatter fwd.ln2 fwd.tp.all-gather fwd.shared "
+            "fwd.tp.reduce-scatter fwd.ep.dispatch.all-to-all@ep fwd.tp.all-gather fwd.experts "
+            "fwd.tp.reduce-scatter fwd.ep.combine.all-to-all@ep fwd.unpermute");
+  EXPECT_EQ(pieces_text(sl.input_backward),
+            "bwd.res2 bwd.ep.combine.all-to-all@ep bwd.tp.all-gather bwd.experts bwd.tp.reduce-scatter "
+            "bwd.ep.dispatch.all-to-all@ep bwd.tp.all-gather bwd.shared bwd.tp.reduce-scatter bwd.router "
+            "bwd.tp.all-gather bwd.attn bwd.tp.reduce-scatter bwd.ln1");
+  EXPECT_EQ(pieces_text(sl.weight_backward),
+            "wgrad.tp.all-gather~ wgrad.experts wgrad.router wgrad.tp.all-gather~ wgrad.attn wgrad.qkv");
+  EXPECT_DOUBLE_EQ(flops_of(sl.input_backward) + flops_of(sl.weight_backward), flops_of(sl.backward));
 
   // Without tensor parallelism: the all-to-alls only.
   p.tp = 1;

@@ -30,12 +30,17 @@ struct MoeConfig {
   /// expert_ffn_hidden columns each, computed as one dense MLP.
   std::int64_t shared_experts = 0;
   /// Tokens an expert computes, relative to the average (tokens x top_k /
-  /// experts): 1 = dropless with perfect balance; above 1, the capacity
-  /// padding (or the overload) an expert computes and exchanges.
+  /// experts), at least 1 (below it tokens are dropped, which is not
+  /// modelled): 1 = dropless, no capacity; above 1, every expert padded to
+  /// this capacity (Megatron's --moe-pad-expert-input-to-capacity).
   double capacity_factor = 1.0;
   /// The busiest rank's routed tokens over the average (>= 1): every rank is
-  /// modelled as the busiest (the all-to-all waits for it).
+  /// modelled as the busiest (the all-to-all waits for it). Dropless only:
+  /// under a capacity the padding already holds it (at most capacity_factor).
   double imbalance = 1.0;
+  /// What an expert computes over the average: the capacity when there is
+  /// one, else the imbalance (validate() refuses an imbalance over a capacity).
+  [[nodiscard]] double load_factor() const { return capacity_factor > 1.0 ? capacity_factor : imbalance; }
 };
 
 struct TransformerConfig {
@@ -154,7 +159,9 @@ struct Sharding {
 };
 
 /// Throws InputError unless `tp` divides heads, K/V heads, hidden and ffn_hidden
-/// (and, with sequence parallelism, the sequence length).
+/// (and, with sequence parallelism, the sequence length), and unless an MoE
+/// model with tp > 1 has sequence parallelism (Megatron-Core requires it: each
+/// tensor-parallel rank routes its own sequence shard).
 void check_sharding(const TransformerConfig& m, const Workload& w, const Sharding& s);
 
 using node_model::OpKernels;
@@ -171,24 +178,35 @@ using node_model::Pass;
 std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
 /// The operators of one MoE layer on one rank of a tp x ep layout, in forward
 /// order: the attention block as layer_ops (ln1 .. residual1), ln2, `router`
-/// (hidden x experts GEMM, replicated), `router_topk` (softmax and top-k),
-/// `permute` (tokens gathered by expert), the shared experts (`shared_fc1`,
-/// `shared_act`, [`shared_gate`], `shared_fc2`) when any, the routed experts
-/// as grouped GEMMs (`fc1`, `gelu`, [`gate`], `fc2`: experts / ep groups of
-/// expert_tokens_per_rank / (experts / ep) rows), `unpermute` (the top-k
-/// outputs weighted and summed back per token) and residual2. The dispatch
-/// and combine all-to-alls run between `permute`/shared experts and `fc1`,
-/// and between `fc2` and `unpermute` (the planner's). Work on capacity
-/// padding and imbalance is in OpKernels::padding_flops.
+/// (hidden x experts GEMM, replicated, on the rank's own tokens: its sequence
+/// shard with tp > 1), `router_topk` (softmax and top-k), `permute` (its
+/// expert_dispatch_tokens_per_rank gathered by expert), the shared experts
+/// (`shared_fc1`, `shared_act`, [`shared_gate`], `shared_fc2`, on all the
+/// tokens, columns split tp ways) when any, the routed experts as grouped
+/// GEMMs (`fc1`, `gelu`, [`gate`], `fc2`: experts / ep groups of
+/// expert_tokens_per_rank / (experts / ep) rows), `unpermute` (the rank's
+/// top-k outputs weighted and summed back per token) and residual2. The
+/// dispatch all-to-all and (tp > 1) the tensor-parallel all-gather of the
+/// dispatched tokens run between `permute`/shared experts and `fc1`, the
+/// reduce-scatter and the combine between `fc2` and `unpermute` (the
+/// planner's). Work on capacity padding and imbalance is in
+/// OpKernels::padding_flops.
 std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload& w,
                                      const Sharding& shard = {});
+/// Routed tokens one rank dispatches per micro-batch (Megatron-Core's
+/// all-to-all token dispatcher): its own tokens (micro_batch x seq_len / tp,
+/// its sequence shard) x top_k, spread over the experts: per expert the ep
+/// ranks' share x MoeConfig::load_factor, rounded up, times experts / ep.
+std::int64_t expert_dispatch_tokens_per_rank(const TransformerConfig& m, const Workload& w,
+                                             const Sharding& shard);
 /// Tokens the experts of one rank compute per micro-batch (over its experts /
-/// ep experts): the ep ranks' tokens x top_k / experts x capacity_factor x
-/// imbalance per expert, rounded up, times experts / ep.
+/// ep experts): with tp > 1 the tensor-parallel group's dispatched tokens,
+/// all-gathered (the experts' columns are split tp ways), so
+/// expert_dispatch_tokens_per_rank x tp.
 std::int64_t expert_tokens_per_rank(const TransformerConfig& m, const Workload& w, const Sharding& shard);
 /// Bytes one rank sends in one expert-parallel all-to-all of one micro-batch
-/// (the dispatch, or the combine): expert_tokens_per_rank x hidden x the
-/// dtype's bytes. Task::bytes of the all-to-all (its whole send buffer).
+/// (the dispatch, or the combine): expert_dispatch_tokens_per_rank x hidden x
+/// the dtype's bytes. Task::bytes of the all-to-all (its whole send buffer).
 Bytes expert_all_to_all_bytes(const TransformerConfig& m, const Workload& w, const Sharding& shard);
 
 /// Word and position embeddings, their sum and dropout (first pipeline stage);
