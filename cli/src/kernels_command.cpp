@@ -64,9 +64,8 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   // fp8 runs keep bf16 outside their layer GEMMs (docs/parallelism.md).
   out << fmt::format("Workload       {} {}{}, micro-batch {}, sequence {}, tp={}{}{}\n",
                      node_model::to_string(s.workload.framework), node_model::to_string(s.workload.dtype),
-                     s.workload.profile.fp8 ? " with fp8 layer GEMMs (their times unvalidated)" : "",
-                     s.workload.micro_batch, s.workload.seq_len, s.plan.tp,
-                     s.plan.ep > 1 ? fmt::format(" ep={}", s.plan.ep) : "",
+                     s.workload.profile.fp8 ? " with fp8 layer GEMMs" : "", s.workload.micro_batch,
+                     s.workload.seq_len, s.plan.tp, s.plan.ep > 1 ? fmt::format(" ep={}", s.plan.ep) : "",
                      s.plan.sequence_parallel ? ", sequence parallel" : "");
   out << (t.device_time
               ? "Times          GPU time of each kernel queued back to back (the host's launch costs are "

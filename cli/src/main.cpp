@@ -417,9 +417,14 @@ and docs/parallelism.md.
                                [--predictor tile-mlp|roofline|linreg|mlp] [--weights DIR]
 
 Predicts every kernel of a NeuSight-schema CSV (OPName plus B,M,N,K or B,H;
-op names in any case) and writes the rows with a Predicted_ms column. An optional `dtype` column
+op names in any case) and writes the rows with a Predicted_ms column. As in
+NeuSight's schema, a GEMM is (B x M x N) @ (B x N x K): N is the reduction
+dimension, not K (tessera kernels' k); an XLA table's m,n,k go in as
+M=m, N=k, K=n (docs/node_model.md). An optional `dtype` column
 (fp32 tf32 fp16 bf16 fp8, any case) gives each row's element type; --dtype
-the type of rows without one (default fp32). tf32/fp16/bf16/fp8 GEMMs use the
+the type of rows without one (default fp32), vector rows included (under fp8
+a softmax moves 1-byte elements; give such rows bf16 in the column to time
+them as FP8 training runs them). tf32/fp16/bf16/fp8 GEMMs use the
 tensor-core model (fp8 needs FP8FLOPs in the device config).
 
   --device-time   the GPU time of kernels queued back to back (no host

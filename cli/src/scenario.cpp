@@ -1545,7 +1545,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       s.workload.flash_attention = t.boolean("flash_attention");
       if (s.workload.flash_attention && node_model::dtype_bytes(s.workload.dtype) != 2) {
         t.fail_at(t.need("flash_attention").Mark(), t.key_path("flash_attention"),
-                  fmt::format("FlashAttention runs fp16 or bf16 only (training.dtype is {})",
+                  fmt::format("FlashAttention runs fp16 or bf16 only, as does fp8 training's attention "
+                              "(training.dtype is {})",
                               node_model::to_string(s.workload.dtype)));
       }
     }

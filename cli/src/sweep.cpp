@@ -218,6 +218,8 @@ struct SweepCaveats {
   const std::vector<Point>* all = nullptr;  ///< the sweep's points, for which_on_chart
   HeldNotes untested;               ///< each note with its points
   HeldNotes gpu_bias;               ///< each note with its points
+  HeldNotes attention;              ///< flash_attention_note (pessimistic, unlike the GPUs')
+  HeldNotes fp8;                    ///< fp8_note (unvalidated FP8 GEMM times)
   HeldNotes warnings;               ///< each scenario warning (tessera run's) with its points
   std::vector<std::string> biased;  ///< points with a plan's known bias
   int narrowest_tp = 0, widest_tp = 0;
@@ -281,6 +283,15 @@ struct SweepCaveats {
           fmt::format("Known bias, {}: {}, whose forecasts validate optimistic (docs/node_model.md)",
                       which_on_chart(pts), note.substr(0, note.find(':'))));
     }
+    for (const auto& [note, pts] : attention.entries) {
+      out.push_back(
+          fmt::format("Known bias, {}: FlashAttention timed as the full s x s square, so attention "
+                      "is pessimistic (docs/parallelism.md)",
+                      which_on_chart(pts)));
+    }
+    for (const auto& [note, pts] : fp8.entries)
+      out.push_back(
+          fmt::format("FP8, {}: layer GEMM times unvalidated (docs/node_model.md)", which_on_chart(pts)));
     if (!biased.empty()) {
       out.push_back(
           fmt::format("Known bias, {}: {}-way tensor parallelism, whose forecasts validate optimistic "
@@ -307,9 +318,15 @@ struct SweepCaveats {
       out += pts.size() == points ? fmt::format("note (every point): untested GPU: {}\n", note)
                                   : fmt::format("note: untested GPU for {}: {}\n", which(pts), note);
     }
-    for (const auto& [note, pts] : gpu_bias.entries) {
-      out += pts.size() == points ? fmt::format("note (every point): known bias: {}\n", note)
-                                  : fmt::format("note: known bias for {}: {}\n", which(pts), note);
+    for (const HeldNotes* held : {&gpu_bias, &attention}) {
+      for (const auto& [note, pts] : held->entries) {
+        out += pts.size() == points ? fmt::format("note (every point): known bias: {}\n", note)
+                                    : fmt::format("note: known bias for {}: {}\n", which(pts), note);
+      }
+    }
+    for (const auto& [note, pts] : fp8.entries) {
+      out += pts.size() == points ? fmt::format("note (every point): fp8: {}\n", note)
+                                  : fmt::format("note: fp8 for {}: {}\n", which(pts), note);
     }
     if (biased.empty()) return out;
     if (biased.size() == points) return out + fmt::format("note (every point): {}\n", widest_bias);
@@ -330,7 +347,10 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
     }
     const std::string point = std::to_string(pt.index);
     for (const std::string& note : untested_gpu_notes(sc)) c.untested.add(note, point);
-    for (const std::string& note : known_bias_notes(sc, false)) c.gpu_bias.add(note, point);
+    const std::string attention = flash_attention_note(sc);
+    for (const std::string& note : known_bias_notes(sc, false))
+      (note == attention ? c.attention : c.gpu_bias).add(note, point);
+    c.fp8.add(fp8_note(sc), point);
     for (const std::string& w : scenario_warnings(sc)) c.warnings.add(w, point);
     const std::string bias = parallelism::known_bias_note(sc.plan);
     if (bias.empty()) continue;
@@ -844,6 +864,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       json += fmt::format(", \"backend\": {}, \"predictor\": {}",
                           json_string(std::string(to_string(sc.backend))), json_string(sc.predictor));
       json += caveat_json(untested_gpu_notes(sc), known_bias_notes(sc), false);
+      if (sc.workload.profile.fp8) json += R"(, "fp8_gemm_times": "unvalidated")";
       json += "}";
     }
     out << json << "]}\n";

@@ -159,8 +159,9 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
   }
   std::string names;
   for (Algorithm x : algorithms_for(kind)) names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(x));
-  throw InputError(fmt::format("collective {} has no algorithm '{}' (available: auto, {})",
-                               parallelism::to_string(kind), to_string(a), names));
+  throw AlgorithmError(kind, a,
+                       fmt::format("collective {} has no algorithm '{}' (available: auto, {})",
+                                   parallelism::to_string(kind), to_string(a), names));
 }
 
 }  // namespace

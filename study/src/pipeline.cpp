@@ -1,13 +1,17 @@
 #include "tessera/study/pipeline.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "tessera/collectives/expand.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/index.hpp"
 #include "tessera/node_model/predictors.hpp"
@@ -207,6 +211,24 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
   check_work(s);
   try {
     return simulate_unchecked(s, observer, predictor, split, backend);
+  } catch (const collectives::AlgorithmError& e) {
+    // collectives.algorithm for every kind reached a kind without it; the
+    // per-kind choice (those not named keep auto) is the way out.
+    std::vector<std::string> having;
+    for (std::size_t k = 0; k < collectives::kNumCollectiveKinds; ++k) {
+      const auto kind = static_cast<parallelism::CollectiveKind>(k);
+      const auto ok = collectives::algorithms_for(kind);
+      if (std::find(ok.begin(), ok.end(), e.algorithm()) != ok.end())
+        having.emplace_back(parallelism::to_string(kind));
+    }
+    const std::string algorithm(collectives::to_string(e.algorithm()));
+    throw ScenarioError(
+        s.file,
+        fmt::format(
+            "collectives.algorithm: {}, which this plan runs; give '{}' per kind to the kinds that have "
+            "it ({}), e.g. collectives.algorithm: {{{}: {}}}, and the others keep auto",
+            e.what(), algorithm, fmt::join(having, ", "), having.empty() ? "all-reduce" : having.front(),
+            algorithm));
   } catch (const OverflowError& e) {
     // A time or size past int64 while planning or simulating: the iteration
     // is too big to represent. Name the keys that scale it: a latency of

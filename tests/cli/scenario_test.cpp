@@ -77,25 +77,25 @@ TEST(Scenario, ReportNamesTheWholePlan) {
   const std::string t = format_text(r);
   // 16 GPUs, pp 2: dp 8, 128 / (8 x 8) = 2 micro-batches of 8 sequences.
   EXPECT_NE(
-      t.find(
-          "\nPlan           dp=8 tp=1 pp=2, 2 micro-batches of 8 sequences x 1024 tokens, "
-          "interleaved-1f1b schedule (virtual_stages 2)\n"
-          "Options        recompute selective, sequence_parallel false, zero_stage 2, grad_sync overlapped "
-          "(Megatron on PyTorch DDP: no main-gradient buffer)\n"),
+      t.find("\nPlan           dp=8 tp=1 pp=2, 2 micro-batches of 8 sequences x 1024 tokens, "
+             "interleaved-1f1b schedule (virtual_stages 2)\n"
+             "Options        dtype bf16, framework megatron, recompute selective, sequence_parallel false, "
+             "zero_stage 2, grad_sync overlapped (Megatron on PyTorch DDP: no main-gradient buffer)\n"),
       std::string::npos)
       << t;
   const std::string j = format_json(r);
   EXPECT_NE(
       j.find(R"("schedule": "interleaved-1f1b", "virtual_stages": 2, "micro_batches": 2, "micro_batch": 8, )"
-             R"("global_batch": 128, "seq_len": 1024, "recompute": "selective", "sequence_parallel": false, )"
+             R"("global_batch": 128, "seq_len": 1024, "dtype": "bf16", "framework": "megatron", )"
+             R"("recompute": "selective", "sequence_parallel": false, )"
              R"("zero_stage": 2, "grad_sync": "overlapped", )"),
       std::string::npos)
       << j;
   // As shipped: auto resolved to Megatron's after-backward, no note.
   const Scenario d = parse_scenario(default_text(), "default.yaml", {{"parallelism.grad_sync", "auto"}});
   const std::string dt = format_text(make_report(d, simulate_scenario(d)));
-  EXPECT_NE(dt.find("\nOptions        recompute none, sequence_parallel false, zero_stage 0, grad_sync "
-                    "after-backward\n"),
+  EXPECT_NE(dt.find("\nOptions        dtype bf16, framework megatron, recompute none, sequence_parallel "
+                    "false, zero_stage 0, grad_sync after-backward\n"),
             std::string::npos)
       << dt;
 }
@@ -1034,7 +1034,9 @@ TEST(Scenario, FlashAttentionAndLlama3Keys) {
                 "training.flash_attention"),
             std::string::npos);
   EXPECT_NE(error_of(replaced(default_text(), "dtype: bf16", "dtype: fp32\n  flash_attention: true"))
-                .find("training.flash_attention: FlashAttention runs fp16 or bf16 only (training.dtype is fp32)"),
+                .find("training.flash_attention: FlashAttention runs fp16 or bf16 only, as does fp8 "
+                      "training's attention "
+                      "(training.dtype is fp32)"),
             std::string::npos);
 }
 

@@ -96,6 +96,9 @@ struct RunReport {
   std::int64_t micro_batch = 0;
   std::int64_t global_batch = 0;
   std::int64_t seq_len = 0;
+  /// training.dtype as given: "fp8" runs bf16 outside the layers' GEMMs.
+  std::string dtype;
+  std::string framework;  ///< the kernel profile: megatron or pytorch-eager
   std::string recompute;
   bool sequence_parallel = false;
   int zero_stage = 0;
@@ -171,17 +174,30 @@ std::vector<std::string> untested_gpu_notes(const Scenario& s);
 /// (the default) its plan's (parallelism::known_bias_note: 4-way or wider
 /// tensor parallelism) first; then its GPU's at the training dtype and a
 /// `mixed_gpus` GPU's (node_model::known_bias_note: 16-bit on Hopper).
-/// `plan` false: the GPUs' alone, which hold for every plan on them.
+/// `plan` false: the GPUs' alone, which hold for every plan on them. Last,
+/// the workload's (flash_attention_note).
 std::vector<std::string> known_bias_notes(const Scenario& s, bool plan = true);
+/// How far FP8 GEMM times are validated: `validate kernels --kfold 5` on
+/// XLA's H100 table, the fp8 row (docs/node_model.md; test docs.fp8_figure
+/// checks it against the command).
+inline constexpr std::string_view kFp8GemmFigure =
+    "28.3% MAPE on XLA's FP8 rows, shapes held out, against 24.0% for the FP32-twin baseline";
+/// "layer GEMMs in FP8, timed unvalidated (kFp8GemmFigure)" for a scenario
+/// with training.dtype fp8, else empty.
+std::string fp8_note(const Scenario& s);
+/// FlashAttention's known bias (pessimistic attention), or empty: one of
+/// known_bias_notes, which a sweep names apart (its direction differs).
+std::string flash_attention_note(const Scenario& s);
 /// tessera run's caveat lines for a one-job scenario, for the other commands
 /// that forecast it (kernels, compare-schedules, sensitivity, search):
 /// "Untested GPU" (untested_gpu_notes) and "Known bias" (known_bias_notes),
 /// each only when set, padded as `run` pads them; `plan_bias` false leaves
 /// the plan's bias out of the second (a command whose rows have plans of
-/// their own, or none).
+/// their own, or none). An fp8 scenario's "FP8" line (fp8_note) follows.
 std::string caveat_lines(const Scenario& s, bool plan_bias = true);
 /// The same as JSON members, each followed by ", " (to precede another
-/// member): "untested_gpu" and "known_bias", each only when set.
+/// member): "untested_gpu" and "known_bias", each only when set, and
+/// "fp8_gemm_times": "unvalidated" for an fp8 scenario.
 std::string caveat_json(const Scenario& s, bool plan_bias = true);
 /// The lines and JSON members of given notes (RunReport's, a job's, a sweep
 /// point's), each only when not empty: the one place their format lives.

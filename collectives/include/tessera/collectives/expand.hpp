@@ -3,10 +3,12 @@
 // point-to-point transfer graph with the chosen algorithm.
 #include <array>
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "tessera/collectives/transfer_graph.hpp"
+#include "tessera/error.hpp"
 #include "tessera/parallelism/task_graph.hpp"
 
 namespace tessera::collectives {
@@ -26,6 +28,22 @@ Algorithm parse_algorithm(std::string_view text);  // throws InputError
 /// The algorithms expand() has for `kind` besides Auto, in the order error
 /// messages list them.
 std::vector<Algorithm> algorithms_for(parallelism::CollectiveKind kind);
+/// expand() asked for an algorithm its collective's kind does not have
+/// (ExpandOptions::algorithm `hierarchical` reaching a reduce-scatter): an
+/// InputError naming the kind and the algorithms it has, which a caller
+/// that knows where the choice came from can name too.
+class AlgorithmError : public InputError {
+ public:
+  AlgorithmError(parallelism::CollectiveKind kind, Algorithm algorithm, const std::string& message)
+      : InputError(message), kind_(kind), algorithm_(algorithm) {}
+  [[nodiscard]] parallelism::CollectiveKind kind() const { return kind_; }
+  [[nodiscard]] Algorithm algorithm() const { return algorithm_; }
+
+ private:
+  parallelism::CollectiveKind kind_;
+  Algorithm algorithm_;
+};
+
 /// Collective kinds (parallelism::CollectiveKind, AllReduce .. SendRecv).
 inline constexpr std::size_t kNumCollectiveKinds = 7;
 
