@@ -120,6 +120,7 @@ const std::map<std::string, std::string>& command_help() {
        R"(usage: tessera run SCENARIO.yaml [--backend flow|ns3] [--predictor NAME] [--json] [--set KEY=VALUE]...
                    [--json-out FILE.json] [--trace FILE.json[.gz]] [--links FILE.csv] [--allow-oom]
                    [--trace-ranks LIST] [--trace-micro-batches LIST] [--trace-transfers on|off]
+                   [--comm-breakdown]
 
 Plans one training iteration of the scenario (docs/scenarios.md), simulates it
 on the chosen network backend and prints: iteration time split into compute,
@@ -153,6 +154,12 @@ injected and delivered, packet-hops, drops, credit stalls, ns-3 events.
   The scenario's `outputs:` section (json, trace, links, trace_ranks,
   trace_micro_batches, trace_transfers) can name these too; the flags win.
   --allow-oom          exit 0 even when a pipeline stage does not fit in GPU memory
+  --comm-breakdown     also what each class of communication costs: the iteration
+                       again with that class free (tensor-parallel, expert
+                       all-to-all, expert gradient sync, data-parallel sync,
+                       pipeline), one more simulation each; each alone, so the
+                       savings do not add up to the exposed communication
+                       (JSON: comm_costs)
 
 Exit codes: 0 ok, 1 simulation error, 2 bad input, 3 the plan does not fit in
 GPU memory (the report is printed, and one line on stderr names the stage).

@@ -489,6 +489,16 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("  host         {:>12.3f} ms  {:5.1f}%\n", r.host_time.ms(), pct(r.host_time));
   out += fmt::format("  bubble       {:>12.3f} ms  {:5.1f}%\n", r.bubble_time.ms(), pct(r.bubble_time));
   out += fmt::format("  exposed comm {:>12.3f} ms  {:5.1f}%\n", r.exposed_comm_time.ms(), pct(r.exposed_comm_time));
+  if (!r.comm_costs.empty()) {
+    out +=
+        "Comm costs     the iteration with one class of communication free, the rest as it is (each alone, "
+        "so they do not add up to the exposed communication)\n";
+    for (const auto& c : r.comm_costs) {
+      out += fmt::format("  {:<22} {:>10.3f} ms faster  {:5.1f}%  (iteration {:.3f} ms)\n",
+                         study::to_string(c.cls), c.saving.ms(), 100.0 * split.share(c.saving),
+                         c.iteration_without.ms());
+    }
+  }
   out += fmt::format("Throughput     {:>12.0f} tokens/s\n", r.tokens_per_second);
   out += fmt::format("Per GPU        {:>12.1f} TFLOP/s model (MFU {:.1f}%), {:.1f} TFLOP/s hardware (HFU {:.1f}%)\n",
                      r.tflops_per_gpu, 100.0 * r.mfu, r.hardware_tflops_per_gpu, 100.0 * r.hfu);
@@ -592,6 +602,17 @@ std::string format_json(const RunReport& r) {
     for (std::size_t i = 0; i < r.warnings.size(); ++i) warnings += (i == 0 ? "" : ", ") + json_string(r.warnings[i]);
     warnings += "]";
   }
+  std::string comm_costs;
+  if (!r.comm_costs.empty()) {
+    comm_costs = ", \"comm_costs\": [";
+    for (std::size_t i = 0; i < r.comm_costs.size(); ++i) {
+      const auto& c = r.comm_costs[i];
+      comm_costs += fmt::format(R"({}{{"class": {}, "saving_s": {:.9e}, "iteration_without_s": {:.9e}}})",
+                                i == 0 ? "" : ", ", json_string(std::string(study::to_string(c.cls))),
+                                c.saving.seconds(), c.iteration_without.seconds());
+    }
+    comm_costs += "]";
+  }
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"fabric_tiers\": {}, \"gpus\": {}, "
       "\"dp\": {}, \"tp\": {}, "
@@ -631,7 +652,8 @@ std::string format_json(const RunReport& r) {
       r.exposed_comm_time.seconds(), r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu,
       r.tokens_per_second, r.bytes_sent.count(), r.nvlink_bytes.count(), r.fabric_bytes.count(),
       json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory,
-      balance + (r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string()) + warnings);
+      balance + (r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string()) + comm_costs +
+          warnings);
 }
 
 }  // namespace tessera::cli

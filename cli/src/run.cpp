@@ -55,7 +55,7 @@ std::string link_csv(const topology::Topology& topo, const Simulation& sim) {
 int cmd_run(const Args& args, std::ostream& out) {
   ArgParser p("tessera run");
   declare_scenario_options(p);
-  p.option("trace").option("links").option("json-out").flag("json").flag("allow-oom");
+  p.option("trace").option("links").option("json-out").flag("json").flag("allow-oom").flag("comm-breakdown");
   p.option("trace-ranks").option("trace-micro-batches").option("trace-transfers");
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -69,6 +69,8 @@ int cmd_run(const Args& args, std::ostream& out) {
     for (const char* flag : {"trace", "links", "trace-ranks", "trace-micro-batches", "trace-transfers"}) {
       if (p.get(flag)) throw InputError(fmt::format("--{} is not available for a scenario with jobs", flag));
     }
+    if (p.has("comm-breakdown"))
+      throw InputError("--comm-breakdown is not available for a scenario with jobs");
     std::optional<std::string> json_out = p.get("json-out");
     if (!json_out && !s.outputs.json.empty()) json_out = s.outputs.json;
     FileSet files;
@@ -143,7 +145,9 @@ int cmd_run(const Args& args, std::ostream& out) {
   ProgressObserver progress(trace ? trace->observer() : nullptr, std::cerr, ::isatty(STDERR_FILENO) != 0);
   const Simulation sim = simulate_scenario(s, &progress);
   progress.finish();
-  const RunReport rep = make_report(s, sim);
+  RunReport rep = make_report(s, sim);
+  // One more simulation per class of communication the plan runs.
+  if (p.has("comm-breakdown")) rep.comm_costs = study::communication_costs(s, sim.result.makespan);
   // Warnings only the forecast shows (a cable changing after the iteration).
   for (std::size_t i = s.warnings.size(); i < rep.warnings.size(); ++i) {
     std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, rep.warnings[i]);

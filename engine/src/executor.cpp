@@ -655,6 +655,10 @@ class Executor {
         if (++ranks_[static_cast<std::size_t>(r)].comm_in_flight == 1) comm_changed(r);
       }
     }
+    if (opts_.free_collective && opts_.free_collective(t)) {
+      loop_.schedule(Time::zero(), [this, slot] { complete(slot); });
+      return;
+    }
     const auto n = e.graph.transfers.size();
     if (n > 0 && obs_ == nullptr && net_.instantaneous()) {
       // Every transfer would arrive at this instant: the collective ends now

@@ -22,7 +22,7 @@ namespace tessera::study {
 
 engine::ExecutionOptions execution_options(const Scenario& s) {
   // The scenario's calibration (cli::default_calibration, `calibration:` keys).
-  engine::ExecutionOptions options{s.collectives, {}, s.calibration.comm, s.compute_scale};
+  engine::ExecutionOptions options{s.collectives, {}, s.calibration.comm, s.compute_scale, {}};
   // Without fused reductions (a line-rate calibration), a reducing receiver
   // runs an elementwise add of the bytes: time it as the memory-bound kernel
   // it is, at the GPU's memory bandwidth (no launch floor: inside NCCL's
@@ -139,9 +139,9 @@ Bytes smallest_gpu_memory(const Scenario& s) {
 
 namespace {
 
-Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* observer,
-                              const node_model::KernelPredictor* predictor, bool split,
-                              const NetworkBackend& backend) {
+/// The scenario's iteration planned with `predictor` (the scenario's when
+/// null), the nodes of a `mixed_gpus` GPU running its own timings.
+parallelism::PlannedTraining plan_scenario(const Scenario& s, const node_model::KernelPredictor* predictor) {
   std::unique_ptr<node_model::KernelPredictor> owned;
   if (predictor == nullptr) {
     owned = make_scenario_predictor(s);
@@ -171,6 +171,18 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     for (std::size_t stage = 0; stage < memory.size() && stage < capacity.size(); ++stage)
       memory[stage].capacity = capacity[stage];
   }
+  return planned;
+}
+
+Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* observer,
+                              const node_model::KernelPredictor* predictor, bool split,
+                              const NetworkBackend& backend) {
+  std::unique_ptr<node_model::KernelPredictor> owned;
+  if (predictor == nullptr) {
+    owned = make_scenario_predictor(s);
+    predictor = owned.get();
+  }
+  auto planned = plan_scenario(s, predictor);
   Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (const auto* o = dynamic_cast<const node_model::OverridePredictor*>(predictor))
     sim.kernel_overrides = o->stats();
@@ -292,6 +304,64 @@ IterationBreakdown breakdown(const Simulation& sim) {
 
 double IterationBreakdown::share(Time part) const {
   return iteration > Time::zero() ? static_cast<double>(part.ps()) / static_cast<double>(iteration.ps()) : 0.0;
+}
+
+std::string_view to_string(CommClass c) {
+  switch (c) {
+    case CommClass::TensorParallel:
+      return "tensor-parallel";
+    case CommClass::ExpertAllToAll:
+      return "expert all-to-all";
+    case CommClass::ExpertGradients:
+      return "expert gradient sync";
+    case CommClass::DataParallel:
+      return "data-parallel sync";
+    case CommClass::Pipeline:
+      return "pipeline";
+    case CommClass::Other:
+      return "other";
+  }
+  return "other";
+}
+
+CommClass comm_class(std::string_view task_name) {
+  const std::string role = parallelism::task_role(task_name);
+  const auto has = [&](std::string_view part) { return role.find(part) != std::string::npos; };
+  const auto starts = [&](std::string_view prefix) { return role.rfind(prefix, 0) == 0; };
+  if (starts("pp.")) return CommClass::Pipeline;
+  if (has(".ep.")) return CommClass::ExpertAllToAll;
+  if (has("expert_grad") || has("expert_param")) return CommClass::ExpertGradients;
+  if (has(".tp.")) return CommClass::TensorParallel;
+  if (starts("dp.") || starts("zero3.") || has(".grad.")) return CommClass::DataParallel;
+  return CommClass::Other;
+}
+
+std::vector<CommClassCost> communication_costs(const Scenario& s, Time iteration,
+                                               const BackendRegistry& backends) {
+  require_single_job(s, "the communication split");
+  const NetworkBackend& backend = backends.at(s.backend.name);
+  backend.check(s);
+  check_work(s);
+  const auto planned = plan_scenario(s, nullptr);
+  const topology::Topology topo = build_topology(s);
+  // The classes the plan runs, in CommClass order.
+  std::vector<bool> present(static_cast<std::size_t>(CommClass::Other) + 1, false);
+  for (const auto& program : planned.graph.programs) {
+    for (const parallelism::Task& t : program->tasks) {
+      if (t.kind == parallelism::TaskKind::Collective)
+        present[static_cast<std::size_t>(comm_class(t.name))] = true;
+    }
+  }
+  std::vector<CommClassCost> out;
+  for (std::size_t k = 0; k < present.size(); ++k) {
+    if (!present[k]) continue;
+    const auto c = static_cast<CommClass>(k);
+    engine::ExecutionOptions options = execution_options(s);
+    options.free_collective = [c](const parallelism::Task& t) { return comm_class(t.name) == c; };
+    const Time without = backend.run(planned.graph, topo, s, options, nullptr).result.makespan;
+    out.push_back({c, without, std::max(Time::zero(), iteration - without)});
+  }
+  return out;
 }
 
 }  // namespace tessera::study

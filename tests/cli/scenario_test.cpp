@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
 
 #include "tessera/cli/report.hpp"
+#include "tessera/parallelism/plan.hpp"
 #include "tessera/study/pipeline.hpp"
 
 using namespace tessera;
@@ -1387,4 +1389,47 @@ TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   EXPECT_NE(e.find("parallelism.layout: unknown layout 'tp-ep-pp'"), std::string::npos) << e;
   EXPECT_NE(e.find("tp-dp-pp, tp-pp-dp, dp-tp-pp"), std::string::npos) << e;
+}
+
+// Every collective a plan runs falls in a named class of communication
+// (none in `other`), and `run --comm-breakdown`'s costs are each the
+// iteration with that class free: on mixtral-ep (tp 1, ep 8 inside a node,
+// pp 2, dp 16 over 4 nodes) the experts' all-to-alls, their gradient sync
+// (10.5 GiB of FP32 expert gradients reduce-scattered between 2 ranks on
+// different nodes, the larger), the dense gradients' sync and the pipeline.
+TEST(Report, CommCostsNameEveryClassThePlanRuns) {
+  const Scenario s = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/mixtral-ep.yaml");
+  const auto predictor = study::make_scenario_predictor(s);
+  const auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
+  std::map<study::CommClass, int> seen;
+  for (const auto& program : planned.graph.programs) {
+    for (const parallelism::Task& t : program->tasks) {
+      if (t.kind != parallelism::TaskKind::Collective) continue;
+      ++seen[study::comm_class(t.name)];
+      EXPECT_NE(study::comm_class(t.name), study::CommClass::Other) << t.name;
+    }
+  }
+  EXPECT_EQ(seen.count(study::CommClass::TensorParallel), 0U);  // tp 1
+  const Simulation sim = study::simulate_scenario(s);
+  const auto costs = study::communication_costs(s, sim.result.makespan);
+  std::vector<study::CommClass> classes;
+  for (const auto& c : costs) {
+    classes.push_back(c.cls);
+    EXPECT_EQ(c.iteration_without + c.saving, sim.result.makespan) << study::to_string(c.cls);
+    EXPECT_GT(c.saving, Time::zero()) << study::to_string(c.cls);
+  }
+  EXPECT_EQ(classes, (std::vector<study::CommClass>{
+                         study::CommClass::ExpertAllToAll, study::CommClass::ExpertGradients,
+                         study::CommClass::DataParallel, study::CommClass::Pipeline}));
+  EXPECT_GT(costs[1].saving, costs[0].saving);
+  // Text and JSON carry them only when asked.
+  RunReport rep = make_report(s, sim);
+  EXPECT_EQ(format_text(rep).find("Comm costs"), std::string::npos);
+  rep.comm_costs = costs;
+  EXPECT_NE(format_text(rep).find("\n  expert gradient sync "), std::string::npos) << format_text(rep);
+  EXPECT_NE(format_json(rep).find(R"("comm_costs": [{"class": "expert all-to-all", "saving_s": )"),
+            std::string::npos);
+  // The tensor-parallel class on a plan with tp 8 (llama3-70b's layers).
+  EXPECT_EQ(study::comm_class("layer012.fwd.tp.all-gather"), study::CommClass::TensorParallel);
+  EXPECT_EQ(study::comm_class("lm_head.fwd.tp.loss.all-reduce"), study::CommClass::TensorParallel);
 }

@@ -89,6 +89,10 @@ struct ExecutionOptions {
   /// every rank at its predicted speed. Otherwise one entry per rank, each in
   /// (0, 1e6) (InputError).
   std::vector<double> compute_scale{};
+  /// A counterfactual: a collective for which this returns true completes
+  /// the moment its last member arrives (no transfers, no latency, no
+  /// bytes counted). Empty: none (study::communication_costs sets it).
+  std::function<bool(const parallelism::Task&)> free_collective{};
 };
 
 /// A compute task's time on a GPU whose compute_scale is `factor`:

@@ -4,14 +4,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "tessera/study/backend.hpp"
-#include "tessera/study/scenario.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/node_model/kernel.hpp"
 #include "tessera/node_model/overrides.hpp"
 #include "tessera/parallelism/plan.hpp"
+#include "tessera/study/backend.hpp"
+#include "tessera/study/scenario.hpp"
 #include "tessera/topology/topology.hpp"
 
 namespace tessera::study {
@@ -121,5 +122,31 @@ BackendRun run_on_backend(const Scenario& s, const parallelism::TaskGraph& graph
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer = nullptr,
                              const node_model::KernelPredictor* predictor = nullptr, bool split = true,
                              const BackendRegistry& backends = built_in_backends());
+
+/// Classes of the communication a plan runs, by a collective task's role
+/// (parallelism::task_role): tensor-parallel (`.tp.`), the experts'
+/// all-to-alls (`.ep.`), the experts' gradient sync (`dp.expert_grad`,
+/// `dp.expert_param`), the data-parallel sync (`dp.grad`, `dp.param`,
+/// ZeRO-3's gathers, the tied embedding's gradient), the pipeline's sends
+/// and receives (`pp.`), other.
+enum class CommClass { TensorParallel, ExpertAllToAll, ExpertGradients, DataParallel, Pipeline, Other };
+std::string_view to_string(CommClass c);
+CommClass comm_class(std::string_view task_name);
+
+/// What one class of communication costs an iteration: the scenario run
+/// again with that class's collectives free (engine::ExecutionOptions::
+/// free_collective), everything else as it is.
+struct CommClassCost {
+  CommClass cls = CommClass::Other;
+  Time iteration_without;  ///< the iteration with that class free
+  Time saving;             ///< `iteration` - iteration_without (at least 0)
+};
+/// One CommClassCost per class the scenario's plan runs, in CommClass order,
+/// against `iteration` (the scenario's own, from simulate_scenario). The
+/// savings are each a whole-iteration counterfactual, as exposed
+/// communication is (IterationBreakdown): they do not add up to it, since
+/// classes that overlap each other hide behind one another.
+std::vector<CommClassCost> communication_costs(const Scenario& s, Time iteration,
+                                               const BackendRegistry& backends = built_in_backends());
 
 }  // namespace tessera::study
