@@ -12,6 +12,10 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.scenario = s.name;
   rep.warnings = s.warnings;
   rep.model = s.model.name;
+  rep.parameters = s.model.total_params(s.workload.seq_len);
+  rep.active_parameters = s.model.active_params(s.workload.seq_len);
+  rep.experts = s.model.moe.experts;
+  rep.top_k = s.model.is_moe() ? s.model.moe.top_k : 0;
   rep.gpu = s.gpu.name;
   rep.fabric = std::string(fabric_name(s));
   rep.fabric_detail = fabric_detail(s);
@@ -441,6 +445,14 @@ std::vector<std::string> late_failure_warnings(const Scenario::Failures& f, Time
   return out;
 }
 
+namespace {
+/// "774.0 M", "46.70 B".
+std::string parameter_count(std::int64_t n) {
+  const auto v = static_cast<double>(n);
+  return v >= 1e9 ? fmt::format("{:.2f} B", v * 1e-9) : fmt::format("{:.1f} M", v * 1e-6);
+}
+}  // namespace
+
 std::string format_text(const RunReport& r) {
   // Shares of the iteration as compare-schedules prints them (IterationBreakdown::share).
   const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time, r.exposed_comm_time};
@@ -448,9 +460,13 @@ std::string format_text(const RunReport& r) {
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({}{})\n", r.scenario, r.model, r.gpus, r.gpu,
                      fabric_phrase(r.fabric) + r.fabric_detail, r.hcas);
+  out += fmt::format("Model          {}: {} parameters{}\n", r.model, parameter_count(r.parameters),
+                     r.experts > 0 ? fmt::format(", {} active per token (top {} of {} experts)",
+                                                 parameter_count(r.active_parameters), r.top_k, r.experts)
+                                   : std::string());
   out += fmt::format(
       "Plan           dp={} tp={} pp={}{}{}, {} micro-batch{} of {} sequence{} x {} tokens, {} schedule{}\n",
-      r.dp, r.tp, r.pp, r.ep > 1 ? fmt::format(" ep={}", r.ep) : "",
+      r.dp, r.tp, r.pp, r.ep > 1 || r.experts > 0 ? fmt::format(" ep={}", r.ep) : "",
       r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,
       r.micro_batches == 1 ? "" : "es", r.micro_batch, r.micro_batch == 1 ? "" : "s", r.seq_len, r.schedule,
       r.virtual_stages > 1 ? fmt::format(" (virtual_stages {})", r.virtual_stages) : "");
@@ -614,7 +630,8 @@ std::string format_json(const RunReport& r) {
     comm_costs += "]";
   }
   return fmt::format(
-      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"fabric\": {}, \"fabric_tiers\": {}, \"gpus\": {}, "
+      "{{\"scenario\": {}, \"model\": {}, \"parameters\": {}, \"active_parameters\": {}, \"gpu\": {}, "
+      "\"fabric\": {}, \"fabric_tiers\": {}, \"gpus\": {}, "
       "\"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, {}\"schedule\": {}, \"virtual_stages\": {}, \"micro_batches\": {}, \"micro_batch\": {}, "
       "\"global_batch\": {}, \"seq_len\": {}, \"dtype\": {}, \"framework\": {}, \"recompute\": {}, "
@@ -625,9 +642,9 @@ std::string format_json(const RunReport& r) {
       "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
       "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, "
       "\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
-      json_string(r.scenario), json_string(r.model), json_string(r.gpu), json_string(r.fabric),
-      r.fabric_tiers, r.gpus, r.dp, r.tp, r.pp,
-      (r.ep > 1 ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
+      json_string(r.scenario), json_string(r.model), r.parameters, r.active_parameters, json_string(r.gpu),
+      json_string(r.fabric), r.fabric_tiers, r.gpus, r.dp, r.tp, r.pp,
+      (r.ep > 1 || r.experts > 0 ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule), r.virtual_stages, r.micro_batches, r.micro_batch, r.global_batch, r.seq_len,
       json_string(r.dtype), json_string(r.framework), json_string(r.recompute), r.sequence_parallel,

@@ -71,6 +71,13 @@ std::int64_t TransformerConfig::total_params(std::int64_t seq_len) const {
          embedding_params(seq_len) + (tied_embeddings ? 0 : vocab * hidden);
 }
 
+std::int64_t TransformerConfig::active_params(std::int64_t seq_len) const {
+  if (!is_moe()) return total_params(seq_len);
+  // One expert's parameters: a layer's experts held one per rank (ep = experts).
+  const std::int64_t expert = moe_layer_expert_params_per_rank(1, moe.experts);
+  return total_params(seq_len) - moe_layers_in(0, layers) * (moe.experts - moe.top_k) * expert;
+}
+
 void TransformerConfig::validate() const {
   auto need = [&](std::int64_t v, std::string_view field) {
     if (v <= 0) throw InputError(fmt::format("model '{}': {} must be positive (got {})", name, field, v));

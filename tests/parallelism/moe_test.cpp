@@ -93,6 +93,9 @@ TEST(Moe, PresetsMatchThePublishedParameterCounts) {
   EXPECT_EQ(mixtral.moe_layers_in(0, 32), 32);
   // Per rank with ep = 8: one expert, 3 x 4096 x 14336 = 176,160,768.
   EXPECT_EQ(mixtral.moe_layer_expert_params_per_rank(1, 8), 176'160'768);
+  // Active per token (top 2 of 8): 6 experts fewer in each of the 32 layers,
+  // 46,703,386,624 - 32 x 6 x 176,160,768 = 12,880,519,168 (Mistral AI: 12.9B).
+  EXPECT_EQ(mixtral.active_params(4096), 12'880'519'168);
   // DeepSeekMoE 16B: the first layer dense (first_k_dense_replace 1), 27 MoE
   // layers of 64 routed experts (1408 columns) and 2 shared ones. MoE layer:
   // attention 2048 x 6144 + 6144 + 2048^2 + 2048 = 16,785,408; norms 8,192;
@@ -110,6 +113,11 @@ TEST(Moe, PresetsMatchThePublishedParameterCounts) {
   EXPECT_EQ(ds.moe_layer_dense_params_per_rank(1) + ds.moe_layer_expert_params_per_rank(1, 1), 587'874'304);
   EXPECT_EQ(ds.params_per_layer(), 84'057'472);
   EXPECT_EQ(ds.total_params(4096), 16'376'098'176);
+  // Active: 27 layers x (64 - 6) routed experts of 3 x 2048 x 1408 =
+  // 8,650,752 fewer: 16,376,098,176 - 13,547,077,632 = 2,829,020,544
+  // (DeepSeek: 2.8B).
+  EXPECT_EQ(ds.active_params(4096), 2'829'020'544);
+  EXPECT_EQ(model_preset("gpt2-large").active_params(1024), model_preset("gpt2-large").total_params(1024));
 }
 
 TEST(Moe, MoeEveryAndFirstDenseLayersPickTheLayers) {

@@ -69,6 +69,12 @@ struct StageBalance {
 struct RunReport {
   std::string scenario;
   std::string model;
+  /// The model's parameters (TransformerConfig::total_params) and those one
+  /// token goes through (active_params: fewer for a mixture of experts).
+  std::int64_t parameters = 0;
+  std::int64_t active_parameters = 0;
+  std::int64_t experts = 0;  ///< routed experts (0: dense), and
+  std::int64_t top_k = 0;    ///< how many a token goes to
   std::string gpu;
   std::string fabric;
   std::string fabric_detail;  ///< study::fabric_detail: ", 3 tiers by tiers: auto" or empty

@@ -98,6 +98,10 @@ struct TransformerConfig {
   /// All parameters: the layers, the word (and position) embeddings, the
   /// final layer norm and an untied LM head.
   [[nodiscard]] std::int64_t total_params(std::int64_t seq_len) const;
+  /// The parameters one token goes through: total_params less, in each MoE
+  /// layer, the routed experts it is not sent to (experts - top_k of them).
+  /// A dense model's are all of them.
+  [[nodiscard]] std::int64_t active_params(std::int64_t seq_len) const;
   /// Throws InputError naming the first bad field.
   void validate() const;
 };
