@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -362,6 +363,14 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
     }
   }
   return c;
+}
+
+/// A swept value in --json: a JSON number as one ("2", "0.5", "1e3"; not
+/// "01" or "400Gbps"), true and false as booleans, anything else a string.
+std::string json_setting(const std::string& v) {
+  if (v == "true" || v == "false") return v;
+  static const std::regex number(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
+  return std::regex_match(v, number) ? v : json_string(v);
 }
 
 /// Chart of a finished sweep from its CSV rows (point order); `keys` are the
@@ -851,7 +860,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       first = false;
       for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
         json += fmt::format("{}{}: {}", k == 0 ? "" : ", ", json_string(pt.overrides[k].path),
-                            json_string(pt.overrides[k].value));
+                            json_setting(pt.overrides[k].value));
       }
       json += "}";
       for (std::size_t m = 0; m < kMetricColumns; ++m) {
