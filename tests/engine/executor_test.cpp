@@ -36,10 +36,10 @@ Task all_reduce(std::int64_t id, Bytes size, std::vector<parallelism::TaskIndex>
 }
 }  // namespace
 
-TEST(Executor, CommunicationOverlapsIndependentCompute) {
-  // Per rank: A (10us) -> all-reduce; B (20us) after A runs meanwhile;
-  // C (5us) needs both. 2 ranks, 1 MB at 8 Gb/s (1 GB/s): the all-reduce
-  // sends 2(p-1)/p * 1 MB = 1 MB in 2 steps of 500 us each (no latency).
+namespace {
+/// Per rank of 2: A (10us) -> all-reduce of 1 MB; B (20us) after A runs
+/// meanwhile; C (5us) needs both.
+TaskGraph overlap_graph() {
   parallelism::TaskGraph g;
   g.groups.push_back({{0, 1}});
   for (int r = 0; r < 2; ++r) {
@@ -50,6 +50,14 @@ TEST(Executor, CommunicationOverlapsIndependentCompute) {
     prog.tasks.push_back(compute("C", 5, {1, 2}));
     g.add_rank(g.add_program(std::move(prog)), {0});
   }
+  return g;
+}
+}  // namespace
+
+TEST(Executor, CommunicationOverlapsIndependentCompute) {
+  // overlap_graph at 8 Gb/s (1 GB/s): the all-reduce sends 2(p-1)/p * 1 MB
+  // = 1 MB in 2 steps of 500 us each (no latency).
+  const TaskGraph g = overlap_graph();
   const auto topo = test_support::star(2, parse_bandwidth("8Gbps"), Time::zero());
   DiscreteEventLoop loop;
   FlowNetwork net(topo, loop);
@@ -61,20 +69,11 @@ TEST(Executor, CommunicationOverlapsIndependentCompute) {
   EXPECT_NEAR(s.tflops_per_gpu, 35e6 / 1015e-6 * 1e-12, 1e-12);
 }
 
-// The counterfactual of a free class of collectives: the graph above with
+// The counterfactual of a free class of collectives: overlap_graph with
 // its all-reduce free runs A, B, C back to back: 10 + 20 + 5 = 35 us, and
 // sends nothing; a predicate that matches nothing changes nothing (1015 us).
 TEST(Executor, AFreeCollectiveCompletesWhenItsMembersArrive) {
-  parallelism::TaskGraph g;
-  g.groups.push_back({{0, 1}});
-  for (int r = 0; r < 2; ++r) {
-    parallelism::Program prog;
-    prog.tasks.push_back(compute("A", 10));
-    prog.tasks.push_back(all_reduce(0, Bytes(1'000'000), {0}));
-    prog.tasks.push_back(compute("B", 20, {0}));
-    prog.tasks.push_back(compute("C", 5, {1, 2}));
-    g.add_rank(g.add_program(std::move(prog)), {0});
-  }
+  const TaskGraph g = overlap_graph();
   const auto topo = test_support::star(2, parse_bandwidth("8Gbps"), Time::zero());
   for (const bool free : {true, false}) {
     ExecutionOptions o;
