@@ -195,7 +195,10 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     if (m.family == "opt" || m.family == "switch") g.copy(p + ".contiguous_qkv", 3 * tokens * attn_width, n);
     g.bmm(p + ".qk", batch * nh, seq, seq, dh, n);
     if (m.family != "opt" && m.family != "switch") g.elem(p + ".div", KernelOp::DivU, attn_rows, seq, 1, n);
-    g.elem(p + ".mask", KernelOp::Add, attn_rows, seq, 0, n);
+    // GPT-2 masks with torch.where, whose backward selects the gradient (one
+    // kernel: `where` in the measured graphs); BERT and OPT add the mask,
+    // whose backward passes the gradient through.
+    g.elem(p + ".mask", KernelOp::Add, attn_rows, seq, m.family == "gpt2" ? 1 : 0, n);
     if (causal && m.family == "opt") g.elem(p + ".max", KernelOp::Add, attn_rows, seq, 2, n);
     g.softmax(p + ".softmax", attn_rows, seq, n);
     if (m.family != "opt") g.dropout(p + ".attn_drop", attn_rows, seq, n);

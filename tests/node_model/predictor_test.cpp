@@ -451,6 +451,27 @@ TEST(ModelGraph, BuildsGpt2Graph) {
   EXPECT_EQ(ti.bw_ms, 0.0);
   EXPECT_GT(tt.bw_ms, 1.5 * tt.fw_ms);
   EXPECT_NEAR(ti.fw_ms, tt.fw_ms, 0.05 * ti.fw_ms);  // only dropout differs
+  // GPT-2 masks its scores with torch.where, whose backward is a kernel over
+  // the 4 x 20 x 1024 x 1024 scores (`where` in NeuSight's measured graphs);
+  // a BERT's additive mask has none.
+  int mask_backward = 0;
+  for (const auto& op : train) {
+    if (op.name.find("h.mask") == std::string::npos || op.phase != nm::Phase::Backward) continue;
+    ++mask_backward;
+    EXPECT_EQ(op.kernel.b * op.kernel.h, std::int64_t{4} * 20 * 1024 * 1024) << op.name;
+  }
+  EXPECT_EQ(mask_backward, 1);
+  const auto bert = nm::build_model_graph(
+      nm::model_shape_from_config(
+          nm::parse_json(
+              R"({"model_type":"bert","hidden_size":64,"num_attention_heads":4,"num_hidden_layers":2,)"
+              R"("intermediate_size":256,"vocab_size":97})",
+              "b.json"),
+          "b.json"),
+      2, 16, true);
+  for (const auto& op : bert) {
+    EXPECT_FALSE(op.name.find(".mask") != std::string::npos && op.phase == nm::Phase::Backward) << op.name;
+  }
   EXPECT_NE(error_of([] { (void)nm::model_shape_from_config(nm::parse_json(R"({"model_type":"gpt2"})", "c.json"),
                                                             "c.json"); })
                 .find("c.json: missing key 'n_embd'"),
