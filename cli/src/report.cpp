@@ -505,11 +505,12 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("  host         {:>12.3f} ms  {:5.1f}%\n", r.host_time.ms(), pct(r.host_time));
   out += fmt::format("  bubble       {:>12.3f} ms  {:5.1f}%\n", r.bubble_time.ms(), pct(r.bubble_time));
   out += fmt::format("  exposed comm {:>12.3f} ms  {:5.1f}%\n", r.exposed_comm_time.ms(), pct(r.exposed_comm_time));
-  if (!r.comm_costs.empty()) {
+  if (r.comm_costs && r.comm_costs->empty()) out += "Comm costs     none: the plan runs no communication\n";
+  if (r.comm_costs && !r.comm_costs->empty()) {
     out +=
         "Comm costs     the iteration with one class of communication free, the rest as it is (each alone, "
         "so they do not add up to the exposed communication)\n";
-    for (const auto& c : r.comm_costs) {
+    for (const auto& c : *r.comm_costs) {
       out += fmt::format("  {:<22} {:>10.3f} ms faster  {:5.1f}%  (iteration {:.3f} ms)\n",
                          study::to_string(c.cls), c.saving.ms(), 100.0 * split.share(c.saving),
                          c.iteration_without.ms());
@@ -619,10 +620,10 @@ std::string format_json(const RunReport& r) {
     warnings += "]";
   }
   std::string comm_costs;
-  if (!r.comm_costs.empty()) {
+  if (r.comm_costs) {
     comm_costs = ", \"comm_costs\": [";
-    for (std::size_t i = 0; i < r.comm_costs.size(); ++i) {
-      const auto& c = r.comm_costs[i];
+    for (std::size_t i = 0; i < r.comm_costs->size(); ++i) {
+      const auto& c = (*r.comm_costs)[i];
       comm_costs += fmt::format(R"({}{{"class": {}, "saving_s": {:.9e}, "iteration_without_s": {:.9e}}})",
                                 i == 0 ? "" : ", ", json_string(std::string(study::to_string(c.cls))),
                                 c.saving.seconds(), c.iteration_without.seconds());

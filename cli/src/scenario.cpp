@@ -556,7 +556,7 @@ parallelism::TransformerConfig read_model(Section& m) {
     checked_keys(
         e, "model.moe",
         {"experts", "top_k", "expert_ffn_hidden", "moe_every", "first_dense_layers", "shared_experts",
-         "capacity_factor"},
+         "capacity_factor", "imbalance"},
         [&] { cfg.validate(); }, true);  // the rest: the model's check below
   }
   m.finish();

@@ -386,6 +386,22 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   b.passes("bwd.res2", range(0, unpermute_dgrad));
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const bool last = r + 1 == runs.size();
+    if (runs[r].name == "bwd.shared") {
+      // The shared experts' fused backward, as the dense MLP's: their input
+      // re-gathered for shared_fc1's weight gradient while its input
+      // gradient is computed, then reduce-scattered while the weight
+      // gradient is (both async unless tp_comm_overlap is off).
+      const std::size_t dgrad = step_of(ops, steps, "shared_fc1", false);
+      const std::size_t wgrad = step_of(ops, steps, "shared_fc1", true);
+      const bool overlap = p.tp_comm_overlap;
+      b.passes("bwd.shared", range(runs[r].from, dgrad));
+      b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+      b.passes("bwd.shared.fc1.dgrad", range(dgrad, wgrad));
+      b.comm("bwd.tp", CollectiveKind::ReduceScatter, act, overlap);
+      b.passes("bwd.shared.fc1.wgrad", range(wgrad, runs[r].to));
+      b.split();
+      continue;
+    }
     b.passes(std::string(runs[r].name), range(runs[r].from, last && !tp ? steps.size() : runs[r].to));
     for (const Comm& c : runs[r].after) {
       if (c.expert && ep) b.expert_comm(std::string(c.name), c.bytes);

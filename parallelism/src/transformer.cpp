@@ -158,11 +158,10 @@ void check_sharding(const TransformerConfig& m, const Workload& w, const Shardin
     throw InputError(fmt::format("tp ({}) must divide seq_len ({}) with sequence parallelism", s.tp, w.seq_len));
   }
   if (m.is_moe() && s.tp > 1 && !s.sequence_parallel) {
-    throw InputError(
-        fmt::format("tp ({}) of a mixture-of-experts model needs sequence_parallel: true, as Megatron-Core "
-                    "requires (each "
-                    "tensor-parallel rank routes its own sequence shard's tokens)",
-                    s.tp));
+    throw InputError(fmt::format(
+        "tp ({}) of a mixture-of-experts model needs parallelism.sequence_parallel: true, as "
+        "Megatron-Core requires (each tensor-parallel rank routes its own sequence shard's tokens)",
+        s.tp));
   }
 }
 

@@ -312,10 +312,10 @@ std::string_view to_string(CommClass c) {
       return "tensor-parallel";
     case CommClass::ExpertAllToAll:
       return "expert all-to-all";
-    case CommClass::ExpertGradients:
-      return "expert gradient sync";
+    case CommClass::ExpertDataParallel:
+      return "expert data-parallel";
     case CommClass::DataParallel:
-      return "data-parallel sync";
+      return "data-parallel";
     case CommClass::Pipeline:
       return "pipeline";
     case CommClass::Other:
@@ -330,9 +330,13 @@ CommClass comm_class(std::string_view task_name) {
   const auto starts = [&](std::string_view prefix) { return role.rfind(prefix, 0) == 0; };
   if (starts("pp.")) return CommClass::Pipeline;
   if (has(".ep.")) return CommClass::ExpertAllToAll;
-  if (has("expert_grad") || has("expert_param")) return CommClass::ExpertGradients;
+  // The experts' gradients and parameters over the ranks holding each
+  // expert (ZeRO's reduce-scatter and gather, ZeRO-3's per-layer gathers).
+  if (has("expert_grad") || has("expert_param")) return CommClass::ExpertDataParallel;
   if (has(".tp.")) return CommClass::TensorParallel;
-  if (starts("dp.") || starts("zero3.") || has(".grad.")) return CommClass::DataParallel;
+  // The rest over the data-parallel ranks: gradients, ZeRO's parameter
+  // gathers (`layer.fwd.zero3.param.all-gather`), the tied embedding's gradient.
+  if (starts("dp.") || has(".zero3.") || starts("zero3.") || has(".grad.")) return CommClass::DataParallel;
   return CommClass::Other;
 }
 

@@ -1410,6 +1410,21 @@ TEST(Report, CommCostsNameEveryClassThePlanRuns) {
     }
   }
   EXPECT_EQ(seen.count(study::CommClass::TensorParallel), 0U);  // tp 1
+  // Under ZeRO-3 and tp 2 too (its per-layer parameter gathers).
+  const Scenario z3 = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/mixtral-ep.yaml",
+                                    {{"parallelism.zero_stage", "3"},
+                                     {"parallelism.tp", "2"},
+                                     {"parallelism.dp", "8"},
+                                     {"parallelism.ep", "4"},
+                                     {"parallelism.sequence_parallel", "true"}});
+  const auto z3_plan = parallelism::plan_training_detailed(z3.model, z3.workload, z3.plan, *predictor);
+  for (const auto& program : z3_plan.graph.programs) {
+    for (const parallelism::Task& t : program->tasks) {
+      if (t.kind == parallelism::TaskKind::Collective) {
+        EXPECT_NE(study::comm_class(t.name), study::CommClass::Other) << t.name;
+      }
+    }
+  }
   const Simulation sim = study::simulate_scenario(s);
   const auto costs = study::communication_costs(s, sim.result.makespan);
   std::vector<study::CommClass> classes;
@@ -1419,16 +1434,26 @@ TEST(Report, CommCostsNameEveryClassThePlanRuns) {
     EXPECT_GT(c.saving, Time::zero()) << study::to_string(c.cls);
   }
   EXPECT_EQ(classes, (std::vector<study::CommClass>{
-                         study::CommClass::ExpertAllToAll, study::CommClass::ExpertGradients,
+                         study::CommClass::ExpertAllToAll, study::CommClass::ExpertDataParallel,
                          study::CommClass::DataParallel, study::CommClass::Pipeline}));
   EXPECT_GT(costs[1].saving, costs[0].saving);
   // Text and JSON carry them only when asked.
   RunReport rep = make_report(s, sim);
   EXPECT_EQ(format_text(rep).find("Comm costs"), std::string::npos);
   rep.comm_costs = costs;
-  EXPECT_NE(format_text(rep).find("\n  expert gradient sync "), std::string::npos) << format_text(rep);
+  EXPECT_NE(format_text(rep).find("\n  expert data-parallel "), std::string::npos) << format_text(rep);
   EXPECT_NE(format_json(rep).find(R"("comm_costs": [{"class": "expert all-to-all", "saving_s": )"),
             std::string::npos);
+  // Asked of a plan without communication: said, and an empty list.
+  rep.comm_costs.emplace();
+  EXPECT_NE(format_text(rep).find("\nComm costs     none: the plan runs no communication\n"),
+            std::string::npos);
+  EXPECT_NE(format_json(rep).find(R"("comm_costs": [])"), std::string::npos);
+  // ZeRO-3's parameter gathers are data-parallel traffic, the experts' their own.
+  EXPECT_EQ(study::comm_class("layer003.fwd.zero3.param.all-gather"), study::CommClass::DataParallel);
+  EXPECT_EQ(study::comm_class("layer003.fwd.zero3.expert_param.all-gather"),
+            study::CommClass::ExpertDataParallel);
+  EXPECT_EQ(study::comm_class("embedding.bwd.zero3.param.all-gather"), study::CommClass::DataParallel);
   // The tensor-parallel class on a plan with tp 8 (llama3-70b's layers).
   EXPECT_EQ(study::comm_class("layer012.fwd.tp.all-gather"), study::CommClass::TensorParallel);
   EXPECT_EQ(study::comm_class("lm_head.fwd.tp.loss.all-reduce"), study::CommClass::TensorParallel);

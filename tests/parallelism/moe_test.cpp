@@ -480,8 +480,8 @@ TEST(Moe, BadInputIsOneLineNamingTheKeysAndNumbers) {
   tp2.tp = 2;
   EXPECT_EQ(
       error_of(m, tp2),
-      "tp (2) of a mixture-of-experts model needs sequence_parallel: true, as Megatron-Core requires (each "
-      "tensor-parallel rank routes its own sequence shard's tokens)");
+      "tp (2) of a mixture-of-experts model needs parallelism.sequence_parallel: true, as Megatron-Core "
+      "requires (each tensor-parallel rank routes its own sequence shard's tokens)");
   tp2.sequence_parallel = true;
   EXPECT_EQ(error_of(m, tp2), "");
 }

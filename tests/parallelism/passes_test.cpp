@@ -239,6 +239,16 @@ TEST(Passes, MoeLayerSplitsLikeTheDenseLayerWithItsAllToAllsInB) {
   EXPECT_EQ(pieces_text(sl.weight_backward),
             "wgrad.tp.all-gather~ wgrad.experts wgrad.router wgrad.tp.all-gather~ wgrad.attn wgrad.qkv");
   EXPECT_DOUBLE_EQ(flops_of(sl.input_backward) + flops_of(sl.weight_backward), flops_of(sl.backward));
+  // The fused backward runs the shared experts as the dense MLP's: their
+  // output gradient gathered, their input re-gathered for shared_fc1's
+  // weight gradient and their input gradient reduce-scattered (both async),
+  // the same collectives as B and W together.
+  EXPECT_EQ(
+      pieces_text(sl.backward),
+      "bwd.res2 bwd.ep.combine.all-to-all@ep bwd.tp.all-gather bwd.experts bwd.tp.reduce-scatter "
+      "bwd.ep.dispatch.all-to-all@ep bwd.tp.all-gather bwd.shared bwd.tp.all-gather~ bwd.shared.fc1.dgrad "
+      "bwd.tp.reduce-scatter~ bwd.shared.fc1.wgrad bwd.router bwd.tp.all-gather bwd.attn bwd.tp.all-gather~ "
+      "bwd.qkv.dgrad bwd.tp.reduce-scatter~ bwd.qkv.wgrad bwd.ln1");
 
   // Without tensor parallelism: the all-to-alls only.
   p.tp = 1;

@@ -161,9 +161,10 @@ struct RunReport {
   /// "ns3" object); absent on the flow backend, whose output is unchanged.
   std::optional<PacketFabricStats> packet_fabric;
   /// `run --comm-breakdown`: what each class of communication costs the
-  /// iteration (study::communication_costs); empty otherwise. Text: a
-  /// "Comm costs" section after the split; JSON: "comm_costs".
-  std::vector<study::CommClassCost> comm_costs;
+  /// iteration (study::communication_costs; empty for a plan without any);
+  /// unset otherwise. Text: a "Comm costs" section after the split; JSON:
+  /// "comm_costs".
+  std::optional<std::vector<study::CommClassCost>> comm_costs;
   [[nodiscard]] bool oom() const;
 };
 

@@ -125,11 +125,13 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
 
 /// Classes of the communication a plan runs, by a collective task's role
 /// (parallelism::task_role): tensor-parallel (`.tp.`), the experts'
-/// all-to-alls (`.ep.`), the experts' gradient sync (`dp.expert_grad`,
-/// `dp.expert_param`), the data-parallel sync (`dp.grad`, `dp.param`,
-/// ZeRO-3's gathers, the tied embedding's gradient), the pipeline's sends
-/// and receives (`pp.`), other.
-enum class CommClass { TensorParallel, ExpertAllToAll, ExpertGradients, DataParallel, Pipeline, Other };
+/// all-to-alls (`.ep.`), the experts' data-parallel traffic (gradients and
+/// parameters over the ranks holding each expert: `dp.expert_grad`,
+/// `dp.expert_param`, ZeRO-3's `zero3.expert_param`), the rest's
+/// data-parallel traffic (`dp.grad`, `dp.param`, ZeRO-3's `zero3.param`
+/// gathers, the tied embedding's gradient), the pipeline's sends and
+/// receives (`pp.`), other (none in today's plans).
+enum class CommClass { TensorParallel, ExpertAllToAll, ExpertDataParallel, DataParallel, Pipeline, Other };
 std::string_view to_string(CommClass c);
 CommClass comm_class(std::string_view task_name);
 
