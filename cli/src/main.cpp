@@ -59,9 +59,11 @@ constexpr std::string_view kCommands = R"(Forecasting:
         each moved by one step, largest change first.
 
 Node model (kernel latency prediction, docs/node_model.md):
-  predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--predictor NAME]
-  predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L --mode inf|train [--json]
-  predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json
+  predict-kernels --device GPU|DEVICE.json --input KERNELS.csv --output OUT.csv [--dtype D] [--device-time]
+                  [--predictor NAME] [--weights DIR]
+  predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L --mode inf|train [--dtype D]
+                [--predictor NAME] [--weights DIR] [--json]
+  predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json [--layers N] [--predictor NAME] [--weights DIR]
   train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE.csv --device GPU]
 
 Validation against measurements:
@@ -442,10 +444,20 @@ tensor-core model (fp8 needs FP8FLOPs in the device config).
 )"},
       {"predict-model",
        R"(usage: tessera predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L
-                             --mode inf|train [--predictor NAME] [--weights DIR] [--json]
+                             --mode inf|train [--dtype fp32|tf32|fp16|bf16] [--predictor NAME]
+                             [--weights DIR] [--json]
 
-Builds a HuggingFace model's operator graph as PyTorch eager runs it and sums
-the predicted kernel times: end-to-end, forward and backward ms.
+Builds a HuggingFace model's operator graph as PyTorch eager runs it
+(unfused kernels, as NeuSight measured) and sums the predicted kernel times:
+end-to-end, forward and backward ms. model_type gpt2 (gpt_neo, gpt3), opt,
+bert or switch_transformers; the MLP activation from the config (gelu_new,
+gelu, gelu_pytorch_tanh, relu). --mode inf: one forward pass of the whole
+sequence (no KV cache); train: forward + backward, no optimizer step.
+--dtype: the tensors' type (default fp32, what the 1-GPU runs it is
+validated on measured; 16-bit is the rule table's eager 16-bit kernels,
+unvalidated end to end; a config's torch_dtype is not read). --json: one
+object with the model, device, batch, seq, mode, dtype, predictor,
+e2e_ms, fw_ms, bw_ms. No memory check (tessera run has one).
 )"},
       {"predict-graph", R"(usage: tessera predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json
                              [--predictor NAME] [--weights DIR] [--layers N]

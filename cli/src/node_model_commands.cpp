@@ -14,6 +14,7 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/error.hpp"
 #include "tessera/files.hpp"
 #include "tessera/node_model/baselines.hpp"
@@ -528,8 +529,14 @@ namespace tessera::cli {
 
 int cmd_predict_model(const Args& args, std::ostream& out) {
   ArgParser p("tessera predict-model");
-  p.option("model").option("device").option("batch").option("seq").option("mode").option("predictor").option(
-      "weights");
+  p.option("model")
+      .option("device")
+      .option("batch")
+      .option("seq")
+      .option("mode")
+      .option("predictor")
+      .option("weights")
+      .option("dtype");
   p.flag("json");
   p.parse(args);
   p.expect_positional(0, "arguments");
@@ -540,14 +547,32 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
   const int seq = parse_positive_int(p.require("seq"), "--seq");
   const std::string mode = p.require("mode");
   if (mode != "inf" && mode != "train") throw UsageError(fmt::format("--mode: expected inf or train, got '{}'", mode));
+  const nm::DType dtype = dtype_option(p);
+  if (dtype == nm::DType::FP8)
+    throw UsageError("--dtype fp8: PyTorch eager runs no FP8 model (fp32, tf32, fp16, bf16)");
   const auto predictor = predictor_from(p, gpu);
-  const auto graph = nm::build_model_graph(shape, batch, seq, mode == "train");
+  const auto graph = nm::build_model_graph(shape, batch, seq, mode == "train", dtype);
   const nm::GraphTimes t = nm::predict_graph_times(graph, *predictor);
+  // A config saved in 16 bits is still timed in --dtype's (fp32 unless given).
+  if (!shape.torch_dtype.empty() && shape.torch_dtype != "float32" && !p.get("dtype")) {
+    std::cerr << fmt::format(
+        "tessera: note: {}: torch_dtype {} is not what this times: fp32 (--dtype bf16 or fp16 for 16 bits)\n",
+        model_path, shape.torch_dtype);
+  }
+  const std::string what = mode == "train" ? "forward + backward (no optimizer step)" : "one forward pass";
   if (p.has("json")) {
-    out << fmt::format("{{\"e2e_ms\": {:.3f}, \"fw_ms\": {:.3f}, \"bw_ms\": {:.3f}}}\n", t.e2e_ms(), t.fw_ms, t.bw_ms);
+    out << fmt::format(
+        "{{\"model\": {}, \"model_type\": {}, \"device\": {}, \"batch\": {}, \"seq\": {}, \"mode\": {}, "
+        "\"dtype\": {}, \"predictor\": {}, \"e2e_ms\": {:.3f}, \"fw_ms\": {:.3f}, \"bw_ms\": {:.3f}}}\n",
+        json_string(model_path), json_string(shape.family), json_string(gpu.name), batch, seq,
+        json_string(mode), json_string(std::string(nm::to_string(dtype))),
+        json_string(std::string(predictor->name())), t.e2e_ms(), t.fw_ms, t.bw_ms);
   } else {
     out << fmt::format("model {} ({}), {} on {}, batch {}, seq {}, predictor {}\n", model_path, shape.family, mode,
                        gpu.name, batch, seq, predictor->name());
+    out << fmt::format("  {} PyTorch eager kernels (unfused, as NeuSight measured{}), {}\n",
+                       nm::to_string(dtype),
+                       dtype == nm::DType::FP32 ? "" : "; 16-bit: unvalidated end to end", what);
     out << fmt::format("  end-to-end {:.3f} ms\n  forward    {:.3f} ms\n  backward   {:.3f} ms\n", t.e2e_ms(),
                        t.fw_ms, t.bw_ms);
   }

@@ -45,10 +45,9 @@ class GraphBuilder {
  public:
   // NeuSight's per-op backward latencies include the addition to `.grad`
   // (zero_grad(set_to_none=False), PyTorch 1.x): every backward accumulates.
-  explicit GraphBuilder(bool train)
+  GraphBuilder(bool train, DType dtype)
       : train_(train),
-        rules_(Framework::PyTorchEager, DType::FP32,
-               ProfileOptions{.eager_accumulate_every_backward = true}) {}
+        rules_(Framework::PyTorchEager, dtype, ProfileOptions{.eager_accumulate_every_backward = true}) {}
 
   void linear(const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, double count = 1) {
     add(rules_.linear(name, rows, in, out, true), count);
@@ -152,6 +151,34 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
   if (m.hidden % m.heads != 0) {
     throw InputError(fmt::format("{}: hidden size {} is not a multiple of the {} heads", source, m.hidden, m.heads));
   }
+  // The MLP's activation: the config's, else the family's default.
+  const char* act_key = m.family == "bert"     ? "hidden_act"
+                        : m.family == "switch" ? "dense_act_fn"
+                                               : "activation_function";
+  m.activation = m.family == "gpt2" ? "gelu_new" : m.family == "bert" ? "gelu" : "relu";
+  if (const JsonValue* a = c.find(act_key); a != nullptr) {
+    if (!a->is_string()) throw InputError(fmt::format("{}: key '{}' must be a string", source, act_key));
+    m.activation = a->string();
+    if (m.activation != "gelu_new" && m.activation != "gelu" && m.activation != "gelu_pytorch_tanh" &&
+        m.activation != "relu") {
+      throw InputError(
+          fmt::format("{}: {} '{}' is not one the graph builds (gelu_new, gelu, gelu_pytorch_tanh, "
+                      "relu)",
+                      source, act_key, m.activation));
+    }
+  }
+  if (m.family == "opt") {
+    const std::int64_t proj = get_int(c, {"word_embed_proj_dim"}, source, m.hidden);
+    m.embed_proj = proj == m.hidden ? 0 : proj;
+    if (const JsonValue* before = c.find("do_layer_norm_before"); before != nullptr) {
+      if (!before->is_bool()) {
+        throw InputError(fmt::format("{}: key 'do_layer_norm_before' must be true or false", source));
+      }
+      m.post_norm = !before->boolean();
+    }
+  }
+  if (m.family == "bert") m.post_norm = true;
+  if (const JsonValue* d = c.find("torch_dtype"); d != nullptr && d->is_string()) m.torch_dtype = d->string();
   if (m.family != "switch") {
     for (const char* key : {"n_positions", "max_position_embeddings"}) {
       if (c.find(key) == nullptr) continue;
@@ -163,14 +190,15 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
   return m;
 }
 
-std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train) {
+std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train,
+                                       DType dtype) {
   if (batch <= 0 || seq <= 0) throw InputError("batch and sequence length must be positive");
   if (m.max_seq > 0 && seq > m.max_seq) {
     throw InputError(
         fmt::format("sequence length {} is longer than the model's {} learned positions ({} in its config)",
                     seq, m.max_seq, m.max_seq_key));
   }
-  GraphBuilder g(train);
+  GraphBuilder g(train, dtype);
   const std::int64_t tokens = batch * seq;
   const std::int64_t hidden = m.hidden;
   const std::int64_t nh = m.heads;
@@ -181,8 +209,8 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
   const std::int64_t attn_rows = batch * nh * seq;
 
   // One transformer block (self-attention + MLP), repeated `n` times.
-  auto block = [&](const std::string& p, double n, bool causal, KernelOp act, bool gpt_act, std::int64_t ffn,
-                   bool separate_qkv, bool post_norm) {
+  auto block = [&](const std::string& p, double n, bool causal, std::int64_t ffn, bool separate_qkv,
+                   bool post_norm) {
     if (!post_norm) g.layer_norm(p + ".ln1", tokens, hidden, n);
     if (separate_qkv) {
       g.linear(p + ".q", tokens, hidden, attn_width, n);
@@ -210,10 +238,10 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     if (post_norm) g.layer_norm(p + ".ln1", tokens, hidden, n);
     if (!post_norm) g.layer_norm(p + ".ln2", tokens, hidden, n);
     g.linear(p + ".fc1", tokens, hidden, ffn, n);
-    if (gpt_act) {
+    if (m.activation == "gelu_new") {
       gpt_gelu(g, p + ".gelu", tokens, ffn, n);
     } else {
-      g.elem(p + ".act", act, tokens, ffn, 1, n);
+      g.elem(p + ".act", m.activation == "relu" ? KernelOp::Relu : KernelOp::Gelu, tokens, ffn, 1, n);
     }
     g.linear(p + ".fc2", tokens, ffn, hidden, n);
     g.dropout(p + ".drop2", tokens, hidden, n);
@@ -227,16 +255,21 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.embedding("wpe", seq, seq, hidden);
     g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
     g.dropout("emb_drop", tokens, hidden);
-    block("h", layers, true, KernelOp::Gelu, true, ffn_width, false, false);
+    block("h", layers, true, ffn_width, false, false);
     g.layer_norm("ln_f", tokens, hidden);
     g.linear("lm_head", tokens, hidden, m.vocab);
   } else if (m.family == "opt") {
-    g.embedding("embed_tokens", tokens, m.vocab, hidden);
+    // word_embed_proj_dim: the token embeddings and the LM head that wide,
+    // projected in and out of the layers' width (OPT-350m).
+    const std::int64_t embed = m.embed_proj > 0 ? m.embed_proj : hidden;
+    g.embedding("embed_tokens", tokens, m.vocab, embed);
+    if (m.embed_proj > 0) g.linear("project_in", tokens, embed, hidden);
     g.embedding("embed_positions", tokens, seq + 2, hidden);
     g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
-    block("layers", layers, true, KernelOp::Relu, false, ffn_width, true, false);
-    g.layer_norm("final_layer_norm", tokens, hidden);
-    g.linear("lm_head", tokens, hidden, m.vocab);
+    block("layers", layers, true, ffn_width, true, m.post_norm);
+    if (!m.post_norm) g.layer_norm("final_layer_norm", tokens, hidden);
+    if (m.embed_proj > 0) g.linear("project_out", tokens, hidden, embed);
+    g.linear("lm_head", tokens, embed, m.vocab);
   } else if (m.family == "bert") {
     g.embedding("word_embeddings", tokens, m.vocab, hidden);
     g.embedding("token_type_embeddings", tokens, 2, hidden);
@@ -245,7 +278,7 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.elem("emb_add2", KernelOp::Add, tokens, hidden, 0);
     g.layer_norm("emb_ln", tokens, hidden);
     g.dropout("emb_drop", tokens, hidden);
-    block("layer", layers, false, KernelOp::Gelu, false, ffn_width, true, true);
+    block("layer", layers, false, ffn_width, true, true);
     g.linear("pooler", batch, hidden, hidden);
     g.elem("pooler_act", KernelOp::Tanh, batch, hidden, 1);
     g.linear("classifier", batch, hidden, 2);
@@ -253,16 +286,16 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.embedding("shared", tokens, m.vocab, hidden);
     const double enc_dense = std::ceil(layers / 2.0);
     const double enc_sparse = layers - enc_dense;
-    block("encoder.dense", enc_dense, false, KernelOp::Relu, false, ffn_width, true, false);
+    block("encoder.dense", enc_dense, false, ffn_width, true, false);
     // A top-1 router sends each token to one expert: the expert FFNs together
     // see all the tokens; the router adds one small GEMM and a softmax.
-    block("encoder.sparse", enc_sparse, false, KernelOp::Relu, false, ffn_width, true, false);
+    block("encoder.sparse", enc_sparse, false, ffn_width, true, false);
     g.linear("encoder.router", tokens, hidden, m.experts, enc_sparse);
     g.softmax("encoder.router_softmax", tokens, m.experts, enc_sparse);
     const double decoder_layers = static_cast<double>(m.decoder_layers);
     const double dec_dense = std::ceil(decoder_layers / 2.0);
-    block("decoder.dense", dec_dense, true, KernelOp::Relu, false, ffn_width, true, false);
-    block("decoder.sparse", decoder_layers - dec_dense, true, KernelOp::Relu, false, ffn_width, true, false);
+    block("decoder.dense", dec_dense, true, ffn_width, true, false);
+    block("decoder.sparse", decoder_layers - dec_dense, true, ffn_width, true, false);
     // Cross-attention of every decoder layer.
     g.linear("decoder.cross_q", tokens, hidden, attn_width, decoder_layers);
     g.linear("decoder.cross_kv", tokens, hidden, 2 * attn_width, decoder_layers);
@@ -463,7 +496,7 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
     }
     // The same builder as the analytic graphs, so an fx op gets the same
     // forward kernels and the same backward rules as its analytic twin.
-    GraphBuilder g(train);
+    GraphBuilder g(train, DType::FP32);
     const std::string& n = op.name;
     if (returns_input) {
       // no kernel

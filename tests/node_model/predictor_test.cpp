@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 
 #include "tessera/error.hpp"
@@ -436,6 +437,48 @@ TEST(ModelGraph, SequenceNoLongerThanTheLearnedPositions) {
           "s.json"),
       "s.json");
   EXPECT_EQ(sw.max_seq, 0);
+}
+
+// The config's activation, OPT's word_embed_proj_dim and do_layer_norm_before
+// shape the graph; an activation it does not build is refused.
+TEST(ModelGraph, ConfigFieldsShapeTheGraph) {
+  auto shape = [](const std::string& json) {
+    return nm::model_shape_from_config(nm::parse_json(json, "c.json"), "c.json");
+  };
+  auto names = [](const std::vector<nm::GraphOp>& g) {
+    std::set<std::string> out;
+    for (const auto& op : g) out.insert(op.name);
+    return out;
+  };
+  const std::string gpt2 = R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_layer":2,"vocab_size":97)";
+  // gelu_new (the default) is 8 elementwise kernels; relu one.
+  const auto tanh_gelu = names(nm::build_model_graph(shape(gpt2 + "}"), 1, 16, false));
+  EXPECT_EQ(tanh_gelu.count("h.gelu.tanh"), 1U);
+  const auto relu = nm::build_model_graph(shape(gpt2 + R"(,"activation_function":"relu"})"), 1, 16, false);
+  EXPECT_EQ(names(relu).count("h.gelu.tanh"), 0U);
+  EXPECT_EQ(names(relu).count("h.act"), 1U);
+  EXPECT_EQ(error_of([&] { (void)shape(gpt2 + R"(,"activation_function":"swish"})"); }),
+            "c.json: activation_function 'swish' is not one the graph builds (gelu_new, gelu, "
+            "gelu_pytorch_tanh, relu)");
+  // OPT-350m's shape: 2048-wide embeddings and LM head projected to 512; post-norm, no final layer norm.
+  const std::string opt =
+      R"({"model_type":"opt","hidden_size":512,"num_attention_heads":8,"num_hidden_layers":2,)"
+      R"("ffn_dim":2048,"vocab_size":97)";
+  const auto plain = names(nm::build_model_graph(shape(opt + "}"), 1, 16, false));
+  EXPECT_EQ(plain.count("project_in"), 0U);
+  EXPECT_EQ(plain.count("final_layer_norm"), 1U);
+  const auto proj = nm::build_model_graph(
+      shape(opt + R"(,"word_embed_proj_dim":2048,"do_layer_norm_before":false})"), 1, 16, false);
+  EXPECT_EQ(names(proj).count("project_in"), 1U);
+  EXPECT_EQ(names(proj).count("project_out"), 1U);
+  EXPECT_EQ(names(proj).count("final_layer_norm"), 0U);
+  for (const auto& op : proj) {
+    // The LM head: 16 tokens x 2048 -> 97 (Kernel::gemm's m, n, k: rows, out, in).
+    if (op.name == "lm_head") {
+      EXPECT_EQ(op.kernel.k, 2048) << "the LM head reduces over word_embed_proj_dim";
+      EXPECT_EQ(op.kernel.n, 97);
+    }
+  }
 }
 
 TEST(ModelGraph, BuildsGpt2Graph) {

@@ -30,14 +30,31 @@ struct ModelShape {
   /// positions). `max_seq_key` names the config key it came from.
   std::int64_t max_seq = 0;
   std::string max_seq_key;
+  /// The MLP's activation as HuggingFace names it (`activation_function`,
+  /// `hidden_act`, `dense_act_fn`; the family's default when absent):
+  /// `gelu_new` (GPT-2's tanh GeLU composed of 8 elementwise kernels),
+  /// `gelu` or `gelu_pytorch_tanh` (one kernel), `relu`.
+  std::string activation;
+  /// OPT's `word_embed_proj_dim` when it differs from hidden (0: none): the
+  /// embeddings and LM head are that wide, with project_in / project_out
+  /// linears between them and the layers.
+  std::int64_t embed_proj = 0;
+  /// Layer norms after the residual adds (BERT; OPT's do_layer_norm_before false).
+  bool post_norm = false;
+  /// The config's `torch_dtype` ("float16", ...), as written; empty if absent.
+  std::string torch_dtype;
 };
 
-/// Reads the dimensions of a HuggingFace config; throws InputError naming the file and key.
+/// Reads the dimensions of a HuggingFace config; throws InputError naming
+/// the file and key (an activation the graph does not build, too).
 ModelShape model_shape_from_config(const JsonValue& config, const std::string& source);
 
-/// The kernels PyTorch eager FP32 launches for one forward (and, when
-/// `train`, backward) pass of the model.
-std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train);
+/// The kernels PyTorch eager launches for one forward (and, when `train`,
+/// backward) pass of the model with `dtype` tensors (FP32: what NeuSight
+/// measured; 16-bit: the rule table's eager 16-bit kernels, unvalidated end
+/// to end).
+std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train,
+                                       DType dtype = DType::FP32);
 
 struct GraphTimes {
   double fw_ms = 0, bw_ms = 0;
