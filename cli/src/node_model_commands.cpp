@@ -622,8 +622,25 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   if (graph.train) fmt::format_to(table, " {:>12} {:>12} {:>8}", "bw_measured", "bw_predicted", "bw_error");
   text += "\n";
   double fw_meas = 0, fw_pred = 0, bw_meas = 0, bw_pred = 0;
+  // Rows without a kernel rule (views, and ops the builder does not know)
+  // are left out of both totals; what they measured is said below.
+  double skipped_fw = 0, skipped_bw = 0;
+  int skipped = 0;
+  const nm::FxOp* largest_skipped = nullptr;
   for (const auto& op : graph.ops) {
-    if (op.kernels.empty() && op.bw_kernels.empty()) continue;
+    if (op.kernels.empty() && op.bw_kernels.empty()) {
+      const double w = op.in_layer ? layers : 1.0;
+      if (op.measured_fw_ms + op.measured_bw_ms <= 0) continue;
+      ++skipped;
+      skipped_fw += w * op.measured_fw_ms;
+      skipped_bw += w * op.measured_bw_ms;
+      if (largest_skipped == nullptr ||
+          op.measured_fw_ms + op.measured_bw_ms >
+              largest_skipped->measured_fw_ms + largest_skipped->measured_bw_ms) {
+        largest_skipped = &op;
+      }
+      continue;
+    }
     const double fw = sum_ms(op, op.kernels);
     const double bw = sum_ms(op, op.bw_kernels);
     const double w = op.in_layer ? layers : 1.0;
@@ -647,6 +664,16 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
     out << fmt::format(
         "backward total of the mapped ops (x{} layers): measured {:.3f} ms, predicted {:.3f} ms ({:+.1f}%)\n", layers,
         bw_meas, bw_pred, err(bw_pred, bw_meas));
+  }
+  if (skipped > 0) {
+    out << fmt::format(
+        "not in the totals: {} row{} with no kernel rule (views, ops the graph builder does not know), "
+        "measured "
+        "{:.3f} ms forward{}; the largest: row {} {} ({}, {:.4f} ms)\n",
+        skipped, skipped == 1 ? "" : "s", skipped_fw,
+        graph.train ? fmt::format(" and {:.3f} ms backward", skipped_bw) : std::string(),
+        largest_skipped->row, largest_skipped->name, largest_skipped->target,
+        largest_skipped->measured_fw_ms + largest_skipped->measured_bw_ms);
   }
   return 0;
 }

@@ -162,8 +162,8 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
     if (m.activation != "gelu_new" && m.activation != "gelu" && m.activation != "gelu_pytorch_tanh" &&
         m.activation != "relu") {
       throw InputError(
-          fmt::format("{}: {} '{}' is not one the graph builds (gelu_new, gelu, gelu_pytorch_tanh, "
-                      "relu)",
+          fmt::format("{}: {} '{}' is not one the graph builds "
+                      "(gelu_new, gelu, gelu_pytorch_tanh, relu)",
                       source, act_key, m.activation));
     }
   }
