@@ -668,8 +668,7 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   if (skipped > 0) {
     out << fmt::format(
         "not in the totals: {} row{} with no kernel rule (views, ops the graph builder does not know), "
-        "measured "
-        "{:.3f} ms forward{}; the largest: row {} {} ({}, {:.4f} ms)\n",
+        "measured {:.3f} ms forward{}; the largest: row {} {} ({}, {:.4f} ms)\n",
         skipped, skipped == 1 ? "" : "s", skipped_fw,
         graph.train ? fmt::format(" and {:.3f} ms backward", skipped_bw) : std::string(),
         largest_skipped->row, largest_skipped->name, largest_skipped->target,

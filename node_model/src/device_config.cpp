@@ -105,6 +105,20 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
   if (json.find(field("FP8FLOPs")) != nullptr) {
     g.fp8_peak = FlopRate::per_second(positive_number(json, source, field("FP8FLOPs")) * 1e9);
   }
+  // NeuSight's units are GB/s and GFLOP/s: a value below any GPU's (a
+  // bandwidth written in TB/s, a peak in TFLOP/s) is refused, not timed
+  // 1000x slow.
+  auto plausible = [&](const char* key, double value, double least, const char* unit, const char* other) {
+    if (value >= least) return;
+    throw InputError(
+        fmt::format("{}: field '{}' is {:g} {}, below any GPU's {:g} (in {}? the field is in {})", source,
+                    key, value, unit, least, other, unit));
+  };
+  plausible("Mem_Bw", g.memory_bandwidth.bytes_per_second() / 1e9, 10, "GB/s", "TB/s");
+  const char* flops_key = json.find("SingleFLOPs") != nullptr ? "SingleFLOPs" : "SingleFLOPsVEC";
+  plausible(flops_key, g.fp32_peak.per_second() / 1e9, 100, "GFLOP/s", "TFLOP/s");
+  if (g.tensor_peak_given)
+    plausible("TensorFLOPs", g.tensor_peak.per_second() / 1e9, 100, "GFLOP/s", "TFLOP/s");
   g.validate();
   return g;
 }

@@ -121,6 +121,17 @@ TEST(DeviceConfig, NoTensorPeakNoSixteenBitGemmsAndTyposAreErrors) {
             "t.json: unknown field 'TensorFLOP', did you mean 'TensorFLOPs'?");
   const std::string other = kA100Json.substr(0, kA100Json.size() - 1) + R"(,"Vendor":"NVIDIA"})";
   EXPECT_NO_THROW((void)nm::gpu_from_device_json(nm::parse_json(other, "t.json"), "t.json"));
+  // An L40S written in TB/s and TFLOP/s (0.864, 91.6) instead of GB/s and
+  // GFLOP/s is refused, not timed a thousand times slow.
+  const std::string tb =
+      R"({"Device":"L40S","Dev_Mem":48,"Mem_Bw":0.864,"Num_Sm":142,"SingleFLOPs":91600,"L2Cache":96})";
+  EXPECT_EQ(error_of([&] { (void)nm::gpu_from_device_json(nm::parse_json(tb, "l.json"), "l.json"); }),
+            "l.json: field 'Mem_Bw' is 0.864 GB/s, below any GPU's 10 (in TB/s? the field is in GB/s)");
+  const std::string tf =
+      R"({"Device":"L40S","Dev_Mem":48,"Mem_Bw":864,"Num_Sm":142,"SingleFLOPs":91.6,"L2Cache":96})";
+  EXPECT_EQ(error_of([&] { (void)nm::gpu_from_device_json(nm::parse_json(tf, "l.json"), "l.json"); }),
+            "l.json: field 'SingleFLOPs' is 91.6 GFLOP/s, below any GPU's 100 (in TFLOP/s? the field is in "
+            "GFLOP/s)");
 }
 
 TEST(KernelCsv, ErrorsNameFileRowAndColumn) {
