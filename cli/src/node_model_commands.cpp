@@ -1,6 +1,7 @@
 // Node-model sub-commands: kernel/model/graph prediction, validation against
 // measurements, and training of the learned predictors (docs/node_model.md).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -394,6 +395,23 @@ int cmd_validate(const Args& args, std::ostream& out) {
     const nm::MeasurementSet test = nm::read_measurement_dir(dir, catalog);
     const auto rows = nm::validate_kernels(test, make, max_rows, p.get("gpu").value_or(""));
     out << nm::format_kernel_errors(rows, name);
+    if (name == nm::kDefaultPredictor) {
+      // Which rows test a GPU the weights learned on (their shapes held out,
+      // the GPU not) and which a GPU they never saw.
+      const auto names = nm::tile_mlp_model(p.get("weights").value_or(""))->tiles.gpu_names();
+      std::vector<std::string> seen, unseen;
+      for (const auto& r : rows) {
+        std::string key = r.gpu;
+        std::replace(key.begin(), key.end(), ' ', '_');
+        auto& list = std::find(names.begin(), names.end(), key) != names.end() ? seen : unseen;
+        if (std::find(list.begin(), list.end(), r.gpu) == list.end()) list.push_back(r.gpu);
+      }
+      auto list = [](const std::vector<std::string>& v) {
+        return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
+      };
+      out << fmt::format("trained on (held-out shapes of a seen GPU): {}\n", list(seen));
+      out << fmt::format("not trained on (an unseen GPU): {}\n", list(unseen));
+    }
     return 0;
   }
   if (what == "models") {
@@ -407,8 +425,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
   }
   throw UsageError(
       fmt::format("tessera validate: expected 'kernels', 'models', 'distributed', 'collectives', 'training' "
-                  "or 'steps', got "
-                  "'{}'",
+                  "or 'steps', got '{}'",
                   what));
 }
 

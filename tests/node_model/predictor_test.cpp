@@ -130,8 +130,8 @@ TEST(DeviceConfig, NoTensorPeakNoSixteenBitGemmsAndTyposAreErrors) {
   const std::string tf =
       R"({"Device":"L40S","Dev_Mem":48,"Mem_Bw":864,"Num_Sm":142,"SingleFLOPs":91.6,"L2Cache":96})";
   EXPECT_EQ(error_of([&] { (void)nm::gpu_from_device_json(nm::parse_json(tf, "l.json"), "l.json"); }),
-            "l.json: field 'SingleFLOPs' is 91.6 GFLOP/s, below any GPU's 100 (in TFLOP/s? the field is in "
-            "GFLOP/s)");
+            "l.json: field 'SingleFLOPs' is 91.6 GFLOP/s, below any GPU's 100 "
+            "(in TFLOP/s? the field is in GFLOP/s)");
 }
 
 TEST(KernelCsv, ErrorsNameFileRowAndColumn) {
