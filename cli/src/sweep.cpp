@@ -369,8 +369,8 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<S
 /// "01" or "400Gbps"), true and false as booleans, anything else a string.
 std::string json_setting(const std::string& v) {
   if (v == "true" || v == "false") return v;
-  static const std::regex number(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
-  return std::regex_match(v, number) ? v : json_string(v);
+  static const std::regex kNumber(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
+  return std::regex_match(v, kNumber) ? v : json_string(v);
 }
 
 /// Chart of a finished sweep from its CSV rows (point order); `keys` are the
