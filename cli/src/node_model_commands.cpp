@@ -544,6 +544,23 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
 
 namespace tessera::cli {
 
+namespace {
+/// The node-model commands' Untested GPU note (tessera run's, for a GPU given
+/// by preset or device JSON): none in FP32 for a GPU the tile-mlp weights
+/// learned on, or the A100-80GB they were validated on unseen (NeuSight's
+/// device JSONs name them); else node_model::extrapolation_note.
+std::string untested_gpu_note(const nm::GpuSpec& gpu, nm::DType dtype, const std::string& weights_dir) {
+  if (dtype == nm::DType::FP32) {
+    std::string key = gpu.name;
+    std::replace(key.begin(), key.end(), ' ', '_');
+    const auto names = nm::tile_mlp_model(weights_dir)->tiles.gpu_names();
+    if (std::find(names.begin(), names.end(), key) != names.end() || key == "NVIDIA_A100_80GB_PCIe")
+      return {};
+  }
+  return nm::extrapolation_note(gpu, dtype);
+}
+}  // namespace
+
 int cmd_predict_model(const Args& args, std::ostream& out) {
   ArgParser p("tessera predict-model");
   p.option("model")
@@ -577,19 +594,23 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
         model_path, shape.torch_dtype);
   }
   const std::string what = mode == "train" ? "forward + backward (no optimizer step)" : "one forward pass";
+  const std::string untested = untested_gpu_note(gpu, dtype, p.get("weights").value_or(""));
   if (p.has("json")) {
     out << fmt::format(
         "{{\"model\": {}, \"model_type\": {}, \"device\": {}, \"batch\": {}, \"seq\": {}, \"mode\": {}, "
-        "\"dtype\": {}, \"predictor\": {}, \"e2e_ms\": {:.3f}, \"fw_ms\": {:.3f}, \"bw_ms\": {:.3f}}}\n",
+        "\"dtype\": {}, \"predictor\": {}, {}\"e2e_ms\": {:.3f}, \"fw_ms\": {:.3f}, \"bw_ms\": {:.3f}}}\n",
         json_string(model_path), json_string(shape.family), json_string(gpu.name), batch, seq,
         json_string(mode), json_string(std::string(nm::to_string(dtype))),
-        json_string(std::string(predictor->name())), t.e2e_ms(), t.fw_ms, t.bw_ms);
+        json_string(std::string(predictor->name())),
+        untested.empty() ? std::string() : fmt::format("\"untested_gpu\": {}, ", json_string(untested)),
+        t.e2e_ms(), t.fw_ms, t.bw_ms);
   } else {
     out << fmt::format("model {} ({}), {} on {}, batch {}, seq {}, predictor {}\n", model_path, shape.family, mode,
                        gpu.name, batch, seq, predictor->name());
     out << fmt::format("  {} PyTorch eager kernels (unfused, as NeuSight measured{}), {}\n",
                        nm::to_string(dtype),
                        dtype == nm::DType::FP32 ? "" : "; 16-bit: unvalidated end to end", what);
+    if (!untested.empty()) out << fmt::format("  Untested GPU: {}\n", untested);
     out << fmt::format("  end-to-end {:.3f} ms\n  forward    {:.3f} ms\n  backward   {:.3f} ms\n", t.e2e_ms(),
                        t.fw_ms, t.bw_ms);
   }
