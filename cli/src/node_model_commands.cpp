@@ -627,16 +627,27 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   const auto predictor = predictor_from(p, gpu);
   const nm::FxGraph graph = nm::read_fx_graph(graph_path);
   // Layer count: --layers, else the label JSON beside the graph, else 1.
+  // The label's own end-to-end time is said after the totals.
   double layers = 1;
-  if (auto l = p.get("layers")) {
-    layers = parse_positive_int(*l, "--layers");
-  } else {
-    const fs::path label = fs::path(graph_path).replace_extension(".json");
-    if (fs::exists(label)) {
-      const nm::JsonValue j = nm::read_json_file(label.string());
-      if (j.find("num_layer") != nullptr) layers = nm::label_layers(j, label.string());
-    }
+  std::optional<double> label_e2e_ms;
+  const fs::path label = fs::path(graph_path).replace_extension(".json");
+  if (fs::exists(label)) {
+    const nm::JsonValue j = nm::read_json_file(label.string());
+    if (auto l = p.get("layers"); !l && j.find("num_layer") != nullptr)
+      layers = nm::label_layers(j, label.string());
+    if (const nm::JsonValue* e = j.find("e2e_latency"); e != nullptr && e->is_number() && e->number() > 0)
+      label_e2e_ms = e->number();
   }
+  if (auto l = p.get("layers")) layers = parse_positive_int(*l, "--layers");
+  // NeuSight keeps each GPU's graphs in a folder named after it: a graph
+  // measured on one GPU predicted for another is said (not an error).
+  const std::string folder = fs::path(graph_path).parent_path().filename().string();
+  std::string device_key = gpu.name;
+  std::replace(device_key.begin(), device_key.end(), ' ', '_');
+  const auto known = nm::tile_mlp_model("")->tiles.gpu_names();
+  const bool measured_elsewhere =
+      folder != device_key &&
+      (std::find(known.begin(), known.end(), folder) != known.end() || folder == "NVIDIA_A100_80GB_PCIe");
   // A kernel the predictor refuses (a zero dimension, a time past the
   // clock) names the graph's row; nothing is printed before every op is priced.
   auto sum_ms = [&](const nm::FxOp& op, const std::vector<nm::Kernel>& ks) {
@@ -702,6 +713,15 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
     out << fmt::format(
         "backward total of the mapped ops (x{} layers): measured {:.3f} ms, predicted {:.3f} ms ({:+.1f}%)\n", layers,
         bw_meas, bw_pred, err(bw_pred, bw_meas));
+  }
+  if (label_e2e_ms) {
+    out << fmt::format("the label ({}): measured end-to-end {:.3f} ms (the mapped ops above sum to {:.3f})\n",
+                       label.filename().string(), *label_e2e_ms, fw_meas + bw_meas);
+  }
+  if (measured_elsewhere) {
+    out << fmt::format(
+        "note: the graph's folder names {} (NeuSight's GPU it was measured on); predicted for {}\n", folder,
+        gpu.name);
   }
   if (skipped > 0) {
     out << fmt::format(
