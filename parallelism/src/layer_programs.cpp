@@ -331,7 +331,14 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
       f.comm("fwd.tp", CollectiveKind::ReduceScatter, act);
     }
   }
-  if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
+  // Megatron-Core's all-to-all dispatcher copies the tokens per expert to
+  // the host for the all-to-all's split sizes (.cpu(), non-blocking off):
+  // the host drains the GPU there, in every MoE layer's forward (and its
+  // recomputation), before issuing the dispatch and the experts.
+  if (ep) {
+    f.host_sync();
+    f.expert_comm("fwd.ep.dispatch", a2a);
+  }
   if (tp) f.comm("fwd.tp", CollectiveKind::AllGather, routed);
   f.passes("fwd.experts", fwd(fc1, unpermute));
   if (tp) f.comm("fwd.tp", CollectiveKind::ReduceScatter, routed);

@@ -505,7 +505,8 @@ class ProgramBuilder {
       name_.assign(prefix);
       name_ += p.name;
       if (p.compute) {
-        compute(name_, p.duration, p.flops, std::move(wait_next), p.host);
+        const TaskIndex t = compute(name_, p.duration, p.flops, std::move(wait_next), p.host);
+        if (p.host_sync && timer_.host_model()) host_sync(t);
         wait_next = std::move(wait_after);
         wait_after.clear();
         continue;

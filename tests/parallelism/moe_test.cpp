@@ -222,6 +222,33 @@ TEST(Moe, TensorParallelRanksDispatchTheirOwnShardAndGatherForTheExperts) {
   }
 }
 
+TEST(Moe, TheDispatchWaitsForTheHost) {
+  // Megatron-Core's dispatcher copies the tokens per expert to the host
+  // before the all-to-all: the compute task before each forward dispatch
+  // is a host sync (Task::host_sync), once per MoE layer and micro-batch
+  // (2 x 2 per rank), and none without expert parallelism.
+  const TransformerConfig m = tiny_moe();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  for (const int ep : {2, 1}) {
+    const TaskGraph g = plan_training(m, kWork, data_parallel(4, ep, 8), pred);
+    const auto& tasks = g.tasks(0);
+    int syncs = 0, dispatches = 0;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      if (t.host_sync && t.name.find(".fwd") != std::string_view::npos) ++syncs;
+      if (t.name.find(".fwd.ep.dispatch") == std::string_view::npos) continue;
+      ++dispatches;
+      // Its dependency on the last compute task before it: that task syncs.
+      bool after_sync = false;
+      for (const TaskIndex d : t.deps)
+        after_sync = after_sync || tasks[static_cast<std::size_t>(d)].host_sync;
+      EXPECT_TRUE(after_sync) << t.name;
+    }
+    EXPECT_EQ(dispatches, ep == 2 ? 4 : 0);
+    EXPECT_EQ(syncs, ep == 2 ? 4 : 0) << "ep " << ep;
+  }
+}
+
 TEST(Moe, ExpertGroupsLiveInsideTheDataParallelRanksOfOneTensorIndex) {
   // tp = 2, dp = 4, ep = 2: rank = dp x 2 + tp. Rank 5 (tp 1, dp 2): its
   // expert-parallel group is dp 2 and 3 at tp 1 = ranks {5, 7}; its experts'

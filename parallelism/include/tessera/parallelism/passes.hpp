@@ -116,6 +116,10 @@ struct Piece {
   bool async = false;
   /// In the expert-parallel group (else the tensor-parallel group).
   bool expert = false;
+  /// Compute pieces: the host waits for the GPU to finish this piece before
+  /// it issues what follows (Task::host_sync: a device-to-host copy, such as
+  /// the expert-parallel all-to-all's split sizes).
+  bool host_sync = false;
 };
 
 /// How kernels are timed: under the Megatron profile, device time plus an
@@ -178,6 +182,16 @@ class PieceList {
   }
   /// The next compute piece starts a new task (it overlaps a collective).
   void split() { split_ = true; }
+  /// The last compute piece ends in a host sync (Piece::host_sync); what
+  /// follows starts a new piece.
+  void host_sync() {
+    for (auto it = pieces_.rbegin(); it != pieces_.rend(); ++it) {
+      if (!it->compute) continue;
+      it->host_sync = true;
+      break;
+    }
+    split_ = true;
+  }
   /// Removes the tensor-parallel collectives (expert all-to-alls stay); the
   /// compute pieces they separated merge (ParallelPlan::tp_collectives).
   void drop_tensor_parallel_collectives() {
@@ -219,6 +233,7 @@ class PieceList {
       last.duration += p.duration;
       last.flops += p.flops;
       last.host.then(p.host, timer_.per_launch_s());
+      last.host_sync = last.host_sync || p.host_sync;
       return;
     }
     pieces_.push_back(std::move(p));
