@@ -545,19 +545,39 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
 namespace tessera::cli {
 
 namespace {
-/// The node-model commands' Untested GPU note (tessera run's, for a GPU given
-/// by preset or device JSON): none in FP32 for a GPU the tile-mlp weights
-/// learned on, or the A100-80GB they were validated on unseen (NeuSight's
-/// device JSONs name them); else node_model::extrapolation_note.
-std::string untested_gpu_note(const nm::GpuSpec& gpu, nm::DType dtype, const std::string& weights_dir) {
+/// The node-model commands' Untested GPU note for a GPU given by preset or
+/// device JSON. FP32: none for a GPU the tile-mlp weights learned on or the
+/// A100-80GB they were validated on unseen (NeuSight's device JSONs name
+/// them), else a note naming the GPUs they learned on; other dtypes:
+/// node_model::extrapolation_note (the presets' 16-bit validation).
+std::string untested_gpu_note(const nm::GpuSpec& gpu, nm::DType dtype, const std::string& weights_dir,
+                              bool device_json) {
   if (dtype == nm::DType::FP32) {
     std::string key = gpu.name;
     std::replace(key.begin(), key.end(), ' ', '_');
-    const auto names = nm::tile_mlp_model(weights_dir)->tiles.gpu_names();
+    auto names = nm::tile_mlp_model(weights_dir)->tiles.gpu_names();
     if (std::find(names.begin(), names.end(), key) != names.end() || key == "NVIDIA_A100_80GB_PCIe")
       return {};
+    // The presets of those GPUs (the same silicon: tessera run's rule).
+    for (const char* preset : {"A100-40GB", "A100-80GB", "V100-SXM2"}) {
+      if (gpu.name == preset) return {};
+    }
+    // A generation or vendor never measured says so (tessera run's note).
+    if (std::string specific = nm::extrapolation_note(gpu, dtype);
+        !specific.empty() && specific.find("(an inline GPU, not a preset)") == std::string::npos) {
+      return specific;
+    }
+    for (auto& n : names) std::replace(n.begin(), n.end(), '_', ' ');
+    return fmt::format(
+        "{}: the FP32 node model learned on {} and was checked on an unseen A100-80GB; "
+        "this GPU's kernel times extrapolate from its spec",
+        gpu.name, fmt::join(names, ", "));
   }
-  return nm::extrapolation_note(gpu, dtype);
+  std::string note = nm::extrapolation_note(gpu, dtype);
+  if (const auto at = note.find("(an inline GPU, not a preset)"); device_json && at != std::string::npos)
+    note.replace(at, std::string_view("(an inline GPU, not a preset)").size(),
+                 "(a device JSON, not a preset)");
+  return note;
 }
 }  // namespace
 
@@ -594,7 +614,9 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
         model_path, shape.torch_dtype);
   }
   const std::string what = mode == "train" ? "forward + backward (no optimizer step)" : "one forward pass";
-  const std::string untested = untested_gpu_note(gpu, dtype, p.get("weights").value_or(""));
+  const bool device_json = p.require("device").size() > 5 &&
+                           p.require("device").compare(p.require("device").size() - 5, 5, ".json") == 0;
+  const std::string untested = untested_gpu_note(gpu, dtype, p.get("weights").value_or(""), device_json);
   if (p.has("json")) {
     out << fmt::format(
         "{{\"model\": {}, \"model_type\": {}, \"device\": {}, \"batch\": {}, \"seq\": {}, \"mode\": {}, "
@@ -633,12 +655,16 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   const fs::path label = fs::path(graph_path).replace_extension(".json");
   if (fs::exists(label)) {
     const nm::JsonValue j = nm::read_json_file(label.string());
-    if (auto l = p.get("layers"); !l && j.find("num_layer") != nullptr)
-      layers = nm::label_layers(j, label.string());
-    if (const nm::JsonValue* e = j.find("e2e_latency"); e != nullptr && e->is_number() && e->number() > 0)
+    const double label_layers = j.find("num_layer") != nullptr ? nm::label_layers(j, label.string()) : 0;
+    if (label_layers > 0) layers = label_layers;
+    if (auto l = p.get("layers")) layers = parse_positive_int(*l, "--layers");
+    // (its total is the label's layers': not comparable under another --layers)
+    if (const nm::JsonValue* e = j.find("e2e_latency");
+        e != nullptr && e->is_number() && e->number() > 0 && (label_layers == 0 || layers == label_layers))
       label_e2e_ms = e->number();
+  } else if (auto l = p.get("layers")) {
+    layers = parse_positive_int(*l, "--layers");
   }
-  if (auto l = p.get("layers")) layers = parse_positive_int(*l, "--layers");
   // NeuSight keeps each GPU's graphs in a folder named after it: a graph
   // measured on one GPU predicted for another is said (not an error).
   const std::string folder = fs::path(graph_path).parent_path().filename().string();
@@ -683,11 +709,11 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
       ++skipped;
       skipped_fw += w * op.measured_fw_ms;
       skipped_bw += w * op.measured_bw_ms;
-      if (largest_skipped == nullptr ||
-          op.measured_fw_ms + op.measured_bw_ms >
-              largest_skipped->measured_fw_ms + largest_skipped->measured_bw_ms) {
-        largest_skipped = &op;
-      }
+      // The largest by what it adds to the totals (its layers' worth).
+      auto weighted = [&](const nm::FxOp& o) {
+        return (o.in_layer ? layers : 1.0) * (o.measured_fw_ms + o.measured_bw_ms);
+      };
+      if (largest_skipped == nullptr || weighted(op) > weighted(*largest_skipped)) largest_skipped = &op;
       continue;
     }
     const double fw = sum_ms(op, op.kernels);
@@ -726,11 +752,12 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   if (skipped > 0) {
     out << fmt::format(
         "not in the totals: {} row{} with no kernel rule (views, ops the graph builder does not know), "
-        "measured {:.3f} ms forward{}; the largest: row {} {} ({}, {:.4f} ms)\n",
+        "measured {:.3f} ms forward{}; the largest: row {} {} ({}, {:.4f} ms in all)\n",
         skipped, skipped == 1 ? "" : "s", skipped_fw,
         graph.train ? fmt::format(" and {:.3f} ms backward", skipped_bw) : std::string(),
         largest_skipped->row, largest_skipped->name, largest_skipped->target,
-        largest_skipped->measured_fw_ms + largest_skipped->measured_bw_ms);
+        (largest_skipped->in_layer ? layers : 1.0) *
+            (largest_skipped->measured_fw_ms + largest_skipped->measured_bw_ms));
   }
   return 0;
 }

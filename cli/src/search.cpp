@@ -471,7 +471,8 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (const auto kept = kept_plan_keys(base.plan); !kept.empty()) {
     out << fmt::format("Kept           {} (the scenario's, not searched)\n", fmt::join(kept, ", "));
   }
-  if (base.model.is_moe() && !base.plan.sequence_parallel) {
+  if (base.model.is_moe() && !base.plan.sequence_parallel &&
+      std::any_of(space.tp.begin(), space.tp.end(), [](int t) { return t > 1; })) {
     out << "Set            sequence_parallel: true in plans with tp > 1 (an MoE model's tensor parallelism "
            "needs it, as in Megatron-Core)\n";
   }

@@ -117,8 +117,19 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
   plausible("Mem_Bw", g.memory_bandwidth.bytes_per_second() / 1e9, 10, "GB/s", "TB/s");
   const char* flops_key = json.find("SingleFLOPs") != nullptr ? "SingleFLOPs" : "SingleFLOPsVEC";
   plausible(flops_key, g.fp32_peak.per_second() / 1e9, 100, "GFLOP/s", "TFLOP/s");
-  if (g.tensor_peak_given)
-    plausible("TensorFLOPs", g.tensor_peak.per_second() / 1e9, 100, "GFLOP/s", "TFLOP/s");
+  // Tensor-core peaks at least the FP32 peak (FP8 at least the 16-bit one):
+  // one below is a value in TFLOP/s (989 for an H100's 989000).
+  auto above = [&](const char* key, FlopRate value, const char* than, FlopRate floor) {
+    if (value.per_second() >= floor.per_second()) return;
+    throw InputError(
+        fmt::format("{}: field '{}' ({:g}) is below '{}' ({:g}): in TFLOP/s? the fields are in GFLOP/s",
+                    source, key, value.per_second() / 1e9, than, floor.per_second() / 1e9));
+  };
+  if (g.tensor_peak_given) above("TensorFLOPs", g.tensor_peak, flops_key, g.fp32_peak);
+  if (json.find("TF32FLOPs") != nullptr) above("TF32FLOPs", g.tf32_peak, flops_key, g.fp32_peak);
+  if (json.find("FP8FLOPs") != nullptr) {
+    above("FP8FLOPs", g.fp8_peak, g.tensor_peak_given ? "TensorFLOPs" : flops_key, g.tensor_peak);
+  }
   g.validate();
   return g;
 }

@@ -49,8 +49,9 @@ class GraphBuilder {
       : train_(train),
         rules_(Framework::PyTorchEager, dtype, ProfileOptions{.eager_accumulate_every_backward = true}) {}
 
-  void linear(const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, double count = 1) {
-    add(rules_.linear(name, rows, in, out, true), count);
+  void linear(const std::string& name, std::int64_t rows, std::int64_t in, std::int64_t out, double count = 1,
+              bool bias = true) {
+    add(rules_.linear(name, rows, in, out, bias), count);
   }
   void bmm(const std::string& name, std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k, double count = 1) {
     add(rules_.bmm(name, b, m, n, k), count);
@@ -263,12 +264,12 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     // projected in and out of the layers' width (OPT-350m).
     const std::int64_t embed = m.embed_proj > 0 ? m.embed_proj : hidden;
     g.embedding("embed_tokens", tokens, m.vocab, embed);
-    if (m.embed_proj > 0) g.linear("project_in", tokens, embed, hidden);
+    if (m.embed_proj > 0) g.linear("project_in", tokens, embed, hidden, 1, false);  // bias=False in HF
     g.embedding("embed_positions", tokens, seq + 2, hidden);
     g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
     block("layers", layers, true, ffn_width, true, m.post_norm);
     if (!m.post_norm) g.layer_norm("final_layer_norm", tokens, hidden);
-    if (m.embed_proj > 0) g.linear("project_out", tokens, hidden, embed);
+    if (m.embed_proj > 0) g.linear("project_out", tokens, hidden, embed, 1, false);
     g.linear("lm_head", tokens, embed, m.vocab);
   } else if (m.family == "bert") {
     g.embedding("word_embeddings", tokens, m.vocab, hidden);

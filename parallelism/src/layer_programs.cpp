@@ -319,26 +319,29 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
 
   // Forward: ... [ln2] [router, top-k, permute] (AG [shared experts] RS) A2A (AG) [experts] (RS) A2A
   // [unpermute, residual2].
+  // Megatron-Core's all-to-all dispatcher, dropless (capacity_factor 1),
+  // copies the tokens per expert to the host (.cpu(), blocking) for the
+  // split sizes: the host drains the GPU after the router, before the
+  // shared experts, the dispatch and the experts, in every MoE layer's
+  // forward (and its recomputation). Padded to capacity
+  // (--moe-pad-expert-input-to-capacity) the sizes are known: no sync.
+  const bool sync = m.moe.capacity_factor <= 1.0;
   PieceList& f = lp.forward;
   if (!tp) {
-    f.passes("fwd", fwd(0, fc1));
+    f.passes("fwd", fwd(0, shared_fc1));
+    if (sync) f.host_sync();
+    if (shared) f.passes("fwd.shared", fwd(shared_fc1, fc1));
   } else {
     attention_forward(f, ops, router, p, act, false);
     f.passes("fwd.router", fwd(router, shared_fc1));
+    if (sync) f.host_sync();
     if (shared) {
       f.comm("fwd.tp", CollectiveKind::AllGather, act);
       f.passes("fwd.shared", fwd(shared_fc1, fc1));
       f.comm("fwd.tp", CollectiveKind::ReduceScatter, act);
     }
   }
-  // Megatron-Core's all-to-all dispatcher copies the tokens per expert to
-  // the host for the all-to-all's split sizes (.cpu(), non-blocking off):
-  // the host drains the GPU there, in every MoE layer's forward (and its
-  // recomputation), before issuing the dispatch and the experts.
-  if (ep) {
-    f.host_sync();
-    f.expert_comm("fwd.ep.dispatch", a2a);
-  }
+  if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
   if (tp) f.comm("fwd.tp", CollectiveKind::AllGather, routed);
   f.passes("fwd.experts", fwd(fc1, unpermute));
   if (tp) f.comm("fwd.tp", CollectiveKind::ReduceScatter, routed);

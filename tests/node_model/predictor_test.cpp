@@ -132,6 +132,18 @@ TEST(DeviceConfig, NoTensorPeakNoSixteenBitGemmsAndTyposAreErrors) {
   EXPECT_EQ(error_of([&] { (void)nm::gpu_from_device_json(nm::parse_json(tf, "l.json"), "l.json"); }),
             "l.json: field 'SingleFLOPs' is 91.6 GFLOP/s, below any GPU's 100 "
             "(in TFLOP/s? the field is in GFLOP/s)");
+  // A tensor-core peak in TFLOP/s is above 100 but below the FP32 peak.
+  const std::string h100 =
+      R"({"Device":"H100","Dev_Mem":80,"Mem_Bw":3350,"Num_Sm":132,"SingleFLOPs":67000,"L2Cache":50,"TensorFLOPs":989})";
+  EXPECT_EQ(error_of([&] { (void)nm::gpu_from_device_json(nm::parse_json(h100, "h.json"), "h.json"); }),
+            "h.json: field 'TensorFLOPs' (989) is below 'SingleFLOPs' (67000): "
+            "in TFLOP/s? the fields are in GFLOP/s");
+  const std::string fp8 =
+      R"({"Device":"H100","Dev_Mem":80,"Mem_Bw":3350,"Num_Sm":132,"SingleFLOPs":67000,"L2Cache":50,)"
+      R"("TensorFLOPs":989000,"FP8FLOPs":1979})";
+  EXPECT_EQ(error_of([&] { (void)nm::gpu_from_device_json(nm::parse_json(fp8, "h.json"), "h.json"); }),
+            "h.json: field 'FP8FLOPs' (1979) is below 'TensorFLOPs' (989000): "
+            "in TFLOP/s? the fields are in GFLOP/s");
 }
 
 TEST(KernelCsv, ErrorsNameFileRowAndColumn) {

@@ -223,30 +223,52 @@ TEST(Moe, TensorParallelRanksDispatchTheirOwnShardAndGatherForTheExperts) {
 }
 
 TEST(Moe, TheDispatchWaitsForTheHost) {
-  // Megatron-Core's dispatcher copies the tokens per expert to the host
-  // before the all-to-all: the compute task before each forward dispatch
-  // is a host sync (Task::host_sync), once per MoE layer and micro-batch
-  // (2 x 2 per rank), and none without expert parallelism.
-  const TransformerConfig m = tiny_moe();
-  test_support::LayersOnlyPredictor pred(m.vocab);
-  for (const int ep : {2, 1}) {
-    const TaskGraph g = plan_training(m, kWork, data_parallel(4, ep, 8), pred);
+  // Megatron-Core's dropless dispatcher copies the tokens per expert to the
+  // host after the router: the compute task before each forward dispatch is
+  // a host sync (Task::host_sync), once per MoE layer and micro-batch (2 x 2
+  // per rank), with expert parallelism or without (ep 1: before the experts);
+  // with full recomputation the recomputed forward syncs too (8); padded to
+  // a capacity (capacity_factor > 1) the sizes are known: none.
+  test_support::LayersOnlyPredictor pred(tiny_moe().vocab);
+  auto count = [&](const TransformerConfig& m, const ParallelPlan& p) {
+    const TaskGraph g = plan_training(m, kWork, p, pred);
     const auto& tasks = g.tasks(0);
-    int syncs = 0, dispatches = 0;
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      const Task& t = tasks[i];
-      if (t.host_sync && t.name.find(".fwd") != std::string_view::npos) ++syncs;
-      if (t.name.find(".fwd.ep.dispatch") == std::string_view::npos) continue;
-      ++dispatches;
+    int syncs = 0;
+    for (const Task& t : tasks) {
+      if (t.host_sync && t.name.find("fwd") != std::string_view::npos) ++syncs;
+      const bool checked = m.moe.shared_experts == 0 && m.moe.capacity_factor <= 1.0;
+      if (t.name.find(".fwd.ep.dispatch") == std::string_view::npos || !checked) continue;
       // Its dependency on the last compute task before it: that task syncs.
       bool after_sync = false;
       for (const TaskIndex d : t.deps)
         after_sync = after_sync || tasks[static_cast<std::size_t>(d)].host_sync;
       EXPECT_TRUE(after_sync) << t.name;
     }
-    EXPECT_EQ(dispatches, ep == 2 ? 4 : 0);
-    EXPECT_EQ(syncs, ep == 2 ? 4 : 0) << "ep " << ep;
+    return syncs;
+  };
+  const TransformerConfig m = tiny_moe();
+  EXPECT_EQ(count(m, data_parallel(4, 2, 8)), 4);
+  EXPECT_EQ(count(m, data_parallel(4, 1, 8)), 4);
+  ParallelPlan full = data_parallel(4, 2, 8);
+  full.recompute = Recompute::Full;
+  EXPECT_EQ(count(m, full), 8);
+  TransformerConfig padded = m;
+  padded.moe.capacity_factor = 1.25;
+  EXPECT_EQ(count(padded, data_parallel(4, 2, 8)), 0);
+  // tp 2 with shared experts: the sync ends the router's piece, before the
+  // shared experts' gather.
+  TransformerConfig shared = m;
+  shared.moe.shared_experts = 1;
+  ParallelPlan tp2 = data_parallel(4, 2, 8);
+  tp2.tp = 2;
+  tp2.sequence_parallel = true;
+  const TaskGraph g = plan_training(shared, kWork, tp2, pred);
+  const auto& tasks = g.tasks(0);
+  for (std::size_t i = 0; i + 1 < tasks.size(); ++i) {
+    if (!tasks[i].host_sync || tasks[i].name.find("fwd") == std::string_view::npos) continue;
+    EXPECT_NE(tasks[i + 1].name.find("fwd.tp.all-gather"), std::string_view::npos) << tasks[i + 1].name;
   }
+  EXPECT_EQ(count(shared, tp2), 4);
 }
 
 TEST(Moe, ExpertGroupsLiveInsideTheDataParallelRanksOfOneTensorIndex) {

@@ -221,8 +221,10 @@ class PieceList {
 
  private:
   void add_compute(Piece p) {
-    // Adjacent compute pieces merge into one task.
-    if (!pieces_.empty() && pieces_.back().compute && !std::exchange(split_, false)) {
+    // Adjacent compute pieces merge into one task, but not into one that
+    // ends in a host sync (the sync stays where it is).
+    if (!pieces_.empty() && pieces_.back().compute && !std::exchange(split_, false) &&
+        !pieces_.back().host_sync) {
       Piece& last = pieces_.back();
       // The phase of the name's last "+" part, and of the piece joining it.
       auto phase = [](std::string_view n) {
@@ -233,7 +235,7 @@ class PieceList {
       last.duration += p.duration;
       last.flops += p.flops;
       last.host.then(p.host, timer_.per_launch_s());
-      last.host_sync = last.host_sync || p.host_sync;
+      last.host_sync = p.host_sync;  // (the merged piece ends where p ends)
       return;
     }
     pieces_.push_back(std::move(p));
