@@ -239,6 +239,19 @@ nm::GpuSpec device_option(const std::string& device, FileSet* files = nullptr) {
   }
 }
 
+/// The GPUs the tile-mlp weights in `weights_dir` (embedded: "") learned
+/// on, as NeuSight names them (`Tesla T4`), and whether `gpu_name` is one.
+std::vector<std::string> weights_gpus(const std::string& weights_dir) {
+  auto names = nm::tile_mlp_model(weights_dir)->tiles.gpu_names();  // spaces as underscores
+  for (auto& n : names) std::replace(n.begin(), n.end(), '_', ' ');
+  return names;
+}
+bool trained_on(const std::vector<std::string>& gpus, const std::string& gpu_name) {
+  return std::find(gpus.begin(), gpus.end(), gpu_name) != gpus.end();
+}
+/// The GPU the FP32 weights were checked on unseen (README, "Accuracy").
+constexpr std::string_view kUnseenCheckGpu = "NVIDIA A100 80GB PCIe";
+
 /// --dtype: the element type of rows without a dtype column (default fp32).
 nm::DType dtype_option(const ArgParser& p) {
   try {
@@ -398,13 +411,11 @@ int cmd_validate(const Args& args, std::ostream& out) {
     if (name == nm::kDefaultPredictor) {
       // Which rows test a GPU the weights learned on (their shapes held out,
       // the GPU not) and which a GPU they never saw.
-      const auto names = nm::tile_mlp_model(p.get("weights").value_or(""))->tiles.gpu_names();
+      const auto trained = weights_gpus(p.get("weights").value_or(""));
       std::vector<std::string> seen, unseen;
       for (const auto& r : rows) {
-        std::string key = r.gpu;
-        std::replace(key.begin(), key.end(), ' ', '_');
-        auto& list = std::find(names.begin(), names.end(), key) != names.end() ? seen : unseen;
-        if (std::find(list.begin(), list.end(), r.gpu) == list.end()) list.push_back(r.gpu);
+        auto& list = trained_on(trained, r.gpu) ? seen : unseen;
+        if (!trained_on(list, r.gpu)) list.push_back(r.gpu);
       }
       auto list = [](const std::vector<std::string>& v) {
         return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
@@ -546,38 +557,28 @@ namespace tessera::cli {
 
 namespace {
 /// The node-model commands' Untested GPU note for a GPU given by preset or
-/// device JSON. FP32: none for a GPU the tile-mlp weights learned on or the
-/// A100-80GB they were validated on unseen (NeuSight's device JSONs name
-/// them), else a note naming the GPUs they learned on; other dtypes:
-/// node_model::extrapolation_note (the presets' 16-bit validation).
+/// device JSON. FP32: none for a GPU the tile-mlp weights learned on, the
+/// A100-80GB they were checked on unseen, or those GPUs' presets; a never
+/// measured generation or vendor says so (tessera run's note); any other GPU
+/// names the GPUs the weights learned on. Other dtypes: tessera run's note
+/// (node_model::extrapolation_note, the presets' 16-bit validation).
 std::string untested_gpu_note(const nm::GpuSpec& gpu, nm::DType dtype, const std::string& weights_dir,
                               bool device_json) {
-  if (dtype == nm::DType::FP32) {
-    std::string key = gpu.name;
-    std::replace(key.begin(), key.end(), ' ', '_');
-    auto names = nm::tile_mlp_model(weights_dir)->tiles.gpu_names();
-    if (std::find(names.begin(), names.end(), key) != names.end() || key == "NVIDIA_A100_80GB_PCIe")
-      return {};
-    // The presets of those GPUs (the same silicon: tessera run's rule).
+  const std::string_view source = device_json ? "a device JSON" : "an inline GPU";
+  if (dtype != nm::DType::FP32) return nm::extrapolation_note(gpu, dtype, source);
+  const auto trained = weights_gpus(weights_dir);
+  if (trained_on(trained, gpu.name) || gpu.name == kUnseenCheckGpu) return {};
+  if (nm::is_preset(gpu)) {
+    // The presets of those GPUs: the same silicon (tessera run's rule).
     for (const char* preset : {"A100-40GB", "A100-80GB", "V100-SXM2"}) {
       if (gpu.name == preset) return {};
     }
-    // A generation or vendor never measured says so (tessera run's note).
-    if (std::string specific = nm::extrapolation_note(gpu, dtype);
-        !specific.empty() && specific.find("(an inline GPU, not a preset)") == std::string::npos) {
-      return specific;
-    }
-    for (auto& n : names) std::replace(n.begin(), n.end(), '_', ' ');
-    return fmt::format(
-        "{}: the FP32 node model learned on {} and was checked on an unseen A100-80GB; "
-        "this GPU's kernel times extrapolate from its spec",
-        gpu.name, fmt::join(names, ", "));
+    if (std::string note = nm::extrapolation_note(gpu, dtype); !note.empty()) return note;
   }
-  std::string note = nm::extrapolation_note(gpu, dtype);
-  if (const auto at = note.find("(an inline GPU, not a preset)"); device_json && at != std::string::npos)
-    note.replace(at, std::string_view("(an inline GPU, not a preset)").size(),
-                 "(a device JSON, not a preset)");
-  return note;
+  return fmt::format(
+      "{}: the FP32 node model learned on {} and was checked on an unseen A100-80GB; "
+      "this GPU's kernel times extrapolate from its spec",
+      gpu.name, fmt::join(trained, ", "));
 }
 }  // namespace
 
@@ -614,8 +615,7 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
         model_path, shape.torch_dtype);
   }
   const std::string what = mode == "train" ? "forward + backward (no optimizer step)" : "one forward pass";
-  const bool device_json = p.require("device").size() > 5 &&
-                           p.require("device").compare(p.require("device").size() - 5, 5, ".json") == 0;
+  const bool device_json = fs::exists(p.require("device"));  // as device_option reads it
   const std::string untested = untested_gpu_note(gpu, dtype, p.get("weights").value_or(""), device_json);
   if (p.has("json")) {
     out << fmt::format(
@@ -668,12 +668,10 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   // NeuSight keeps each GPU's graphs in a folder named after it: a graph
   // measured on one GPU predicted for another is said (not an error).
   const std::string folder = fs::path(graph_path).parent_path().filename().string();
-  std::string device_key = gpu.name;
-  std::replace(device_key.begin(), device_key.end(), ' ', '_');
-  const auto known = nm::tile_mlp_model("")->tiles.gpu_names();
+  std::string folder_gpu = folder;  // Tesla_T4: Tesla T4
+  std::replace(folder_gpu.begin(), folder_gpu.end(), '_', ' ');
   const bool measured_elsewhere =
-      folder != device_key &&
-      (std::find(known.begin(), known.end(), folder) != known.end() || folder == "NVIDIA_A100_80GB_PCIe");
+      folder_gpu != gpu.name && (trained_on(weights_gpus(""), folder_gpu) || folder_gpu == kUnseenCheckGpu);
   // A kernel the predictor refuses (a zero dimension, a time past the
   // clock) names the graph's row; nothing is printed before every op is priced.
   auto sum_ms = [&](const nm::FxOp& op, const std::vector<nm::Kernel>& ks) {
@@ -702,6 +700,9 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   double skipped_fw = 0, skipped_bw = 0;
   int skipped = 0;
   const nm::FxOp* largest_skipped = nullptr;
+  auto weighted_ms = [&](const nm::FxOp& o) {
+    return (o.in_layer ? layers : 1.0) * (o.measured_fw_ms + o.measured_bw_ms);
+  };
   for (const auto& op : graph.ops) {
     if (op.kernels.empty() && op.bw_kernels.empty()) {
       const double w = op.in_layer ? layers : 1.0;
@@ -710,10 +711,8 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
       skipped_fw += w * op.measured_fw_ms;
       skipped_bw += w * op.measured_bw_ms;
       // The largest by what it adds to the totals (its layers' worth).
-      auto weighted = [&](const nm::FxOp& o) {
-        return (o.in_layer ? layers : 1.0) * (o.measured_fw_ms + o.measured_bw_ms);
-      };
-      if (largest_skipped == nullptr || weighted(op) > weighted(*largest_skipped)) largest_skipped = &op;
+      if (largest_skipped == nullptr || weighted_ms(op) > weighted_ms(*largest_skipped))
+        largest_skipped = &op;
       continue;
     }
     const double fw = sum_ms(op, op.kernels);
@@ -755,9 +754,7 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
         "measured {:.3f} ms forward{}; the largest: row {} {} ({}, {:.4f} ms in all)\n",
         skipped, skipped == 1 ? "" : "s", skipped_fw,
         graph.train ? fmt::format(" and {:.3f} ms backward", skipped_bw) : std::string(),
-        largest_skipped->row, largest_skipped->name, largest_skipped->target,
-        (largest_skipped->in_layer ? layers : 1.0) *
-            (largest_skipped->measured_fw_ms + largest_skipped->measured_bw_ms));
+        largest_skipped->row, largest_skipped->name, largest_skipped->target, weighted_ms(*largest_skipped));
   }
   return 0;
 }

@@ -370,12 +370,15 @@ std::string fp8_note(const Scenario& s) {
 std::string caveat_lines(const Scenario& s, bool plan_bias) {
   const std::string fp8 = fp8_note(s);
   return caveat_lines(untested_gpu_notes(s), known_bias_notes(s, plan_bias)) +
-         (fp8.empty() ? std::string() : fmt::format("{:<15}{}\n", "FP8", fp8));
+         labelled_lines("FP8", fp8.empty() ? std::vector<std::string>{} : std::vector<std::string>{fp8});
 }
 
-std::string caveat_json(const Scenario& s, bool plan_bias) {
-  return caveat_json(untested_gpu_notes(s), known_bias_notes(s, plan_bias)) +
-         (s.workload.profile.fp8 ? std::string(R"("fp8_gemm_times": "unvalidated", )") : std::string());
+std::string caveat_json(const Scenario& s, bool plan_bias, bool trailing) {
+  constexpr std::string_view kFp8 = R"("fp8_gemm_times": "unvalidated")";
+  const std::string fp8 = !s.workload.profile.fp8 ? std::string()
+                          : trailing              ? fmt::format("{}, ", kFp8)
+                                                  : fmt::format(", {}", kFp8);
+  return caveat_json(untested_gpu_notes(s), known_bias_notes(s, plan_bias), trailing) + fp8;
 }
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {

@@ -315,20 +315,17 @@ struct SweepCaveats {
     if (tiers.size() > 1) {
       out += fmt::format("note: cluster.fabric.tiers: auto built {}\n", tiers_by_gpus());
     }
-    for (const auto& [note, pts] : untested.entries) {
-      out += pts.size() == points ? fmt::format("note (every point): untested GPU: {}\n", note)
-                                  : fmt::format("note: untested GPU for {}: {}\n", which(pts), note);
-    }
-    for (const HeldNotes* held : {&gpu_bias, &attention}) {
-      for (const auto& [note, pts] : held->entries) {
-        out += pts.size() == points ? fmt::format("note (every point): known bias: {}\n", note)
-                                    : fmt::format("note: known bias for {}: {}\n", which(pts), note);
+    // "note (every point): LABEL: ..." or "note: LABEL for points ...: ...".
+    auto notes = [&](const HeldNotes& held, std::string_view label) {
+      for (const auto& [note, pts] : held.entries) {
+        out += pts.size() == points ? fmt::format("note (every point): {}: {}\n", label, note)
+                                    : fmt::format("note: {} for {}: {}\n", label, which(pts), note);
       }
-    }
-    for (const auto& [note, pts] : fp8.entries) {
-      out += pts.size() == points ? fmt::format("note (every point): fp8: {}\n", note)
-                                  : fmt::format("note: fp8 for {}: {}\n", which(pts), note);
-    }
+    };
+    notes(untested, "untested GPU");
+    notes(gpu_bias, "known bias");
+    notes(attention, "known bias");
+    notes(fp8, "fp8");
     if (biased.empty()) return out;
     if (biased.size() == points) return out + fmt::format("note (every point): {}\n", widest_bias);
     return out + ranking_bias_note(widest_bias, "points", fmt::format("({})", fmt::join(biased, ", ")));
@@ -872,8 +869,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       const Scenario& sc = scenarios[pt.index];
       json += fmt::format(", \"backend\": {}, \"predictor\": {}",
                           json_string(std::string(to_string(sc.backend))), json_string(sc.predictor));
-      json += caveat_json(untested_gpu_notes(sc), known_bias_notes(sc), false);
-      if (sc.workload.profile.fp8) json += R"(, "fp8_gemm_times": "unvalidated")";
+      json += caveat_json(sc, true, false);
       json += "}";
     }
     out << json << "]}\n";

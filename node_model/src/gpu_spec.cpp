@@ -255,13 +255,16 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
   return std::nullopt;
 }
 
-std::string extrapolation_note(const GpuSpec& gpu, DType dtype) {
+bool is_preset(const GpuSpec& gpu) {
+  return std::find(presets().begin(), presets().end(), gpu) != presets().end();
+}
+
+std::string extrapolation_note(const GpuSpec& gpu, DType dtype, std::string_view not_preset) {
   const auto it = std::find(presets().begin(), presets().end(), gpu);
   constexpr std::string_view kFit = "a node model fit on NVIDIA GPUs from Pascal to Hopper";
   if (it == presets().end()) {
-    return fmt::format(
-        "{} (an inline GPU, not a preset): its kernel times extrapolate {} from its spec alone", gpu.name,
-        kFit);
+    return fmt::format("{} ({}, not a preset): its kernel times extrapolate {} from its spec alone", gpu.name,
+                       not_preset, kFit);
   }
   const std::string& n = it->name;
   if (n == "B200" || n == "GB200") {

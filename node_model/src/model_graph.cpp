@@ -210,8 +210,9 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
   const std::int64_t attn_rows = batch * nh * seq;
 
   // One transformer block (self-attention + MLP), repeated `n` times.
-  auto block = [&](const std::string& p, double n, bool causal, std::int64_t ffn, bool separate_qkv,
-                   bool post_norm) {
+  // Layer norms after the residual adds: BERT's, OPT's with do_layer_norm_before false.
+  const bool post_norm = m.post_norm;
+  auto block = [&](const std::string& p, double n, bool causal, std::int64_t ffn, bool separate_qkv) {
     if (!post_norm) g.layer_norm(p + ".ln1", tokens, hidden, n);
     if (separate_qkv) {
       g.linear(p + ".q", tokens, hidden, attn_width, n);
@@ -256,7 +257,7 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.embedding("wpe", seq, seq, hidden);
     g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
     g.dropout("emb_drop", tokens, hidden);
-    block("h", layers, true, ffn_width, false, false);
+    block("h", layers, true, ffn_width, false);
     g.layer_norm("ln_f", tokens, hidden);
     g.linear("lm_head", tokens, hidden, m.vocab);
   } else if (m.family == "opt") {
@@ -267,8 +268,8 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     if (m.embed_proj > 0) g.linear("project_in", tokens, embed, hidden, 1, false);  // bias=False in HF
     g.embedding("embed_positions", tokens, seq + 2, hidden);
     g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
-    block("layers", layers, true, ffn_width, true, m.post_norm);
-    if (!m.post_norm) g.layer_norm("final_layer_norm", tokens, hidden);
+    block("layers", layers, true, ffn_width, true);
+    if (!post_norm) g.layer_norm("final_layer_norm", tokens, hidden);
     if (m.embed_proj > 0) g.linear("project_out", tokens, hidden, embed, 1, false);
     g.linear("lm_head", tokens, embed, m.vocab);
   } else if (m.family == "bert") {
@@ -279,7 +280,7 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.elem("emb_add2", KernelOp::Add, tokens, hidden, 0);
     g.layer_norm("emb_ln", tokens, hidden);
     g.dropout("emb_drop", tokens, hidden);
-    block("layer", layers, false, ffn_width, true, true);
+    block("layer", layers, false, ffn_width, true);
     g.linear("pooler", batch, hidden, hidden);
     g.elem("pooler_act", KernelOp::Tanh, batch, hidden, 1);
     g.linear("classifier", batch, hidden, 2);
@@ -287,16 +288,16 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.embedding("shared", tokens, m.vocab, hidden);
     const double enc_dense = std::ceil(layers / 2.0);
     const double enc_sparse = layers - enc_dense;
-    block("encoder.dense", enc_dense, false, ffn_width, true, false);
+    block("encoder.dense", enc_dense, false, ffn_width, true);
     // A top-1 router sends each token to one expert: the expert FFNs together
     // see all the tokens; the router adds one small GEMM and a softmax.
-    block("encoder.sparse", enc_sparse, false, ffn_width, true, false);
+    block("encoder.sparse", enc_sparse, false, ffn_width, true);
     g.linear("encoder.router", tokens, hidden, m.experts, enc_sparse);
     g.softmax("encoder.router_softmax", tokens, m.experts, enc_sparse);
     const double decoder_layers = static_cast<double>(m.decoder_layers);
     const double dec_dense = std::ceil(decoder_layers / 2.0);
-    block("decoder.dense", dec_dense, true, ffn_width, true, false);
-    block("decoder.sparse", decoder_layers - dec_dense, true, ffn_width, true, false);
+    block("decoder.dense", dec_dense, true, ffn_width, true);
+    block("decoder.sparse", decoder_layers - dec_dense, true, ffn_width, true);
     // Cross-attention of every decoder layer.
     g.linear("decoder.cross_q", tokens, hidden, attn_width, decoder_layers);
     g.linear("decoder.cross_kv", tokens, hidden, 2 * attn_width, decoder_layers);

@@ -161,6 +161,15 @@ struct BlockBackward {
   Run weight_last;
 };
 
+/// A run's collectives: the all-to-alls with ep > 1, the tensor-parallel
+/// ones with tp > 1 (the split and the fused backward alike).
+void run_comms(PieceList& l, const std::vector<BlockBackward::Comm>& comms, const ParallelPlan& p) {
+  for (const BlockBackward::Comm& c : comms) {
+    if (c.expert && p.ep > 1) l.expert_comm(std::string(c.name), c.bytes);
+    if (!c.expert && p.tp > 1) l.comm(std::string(c.name), c.kind, c.bytes);
+  }
+}
+
 /// A layer's backward split as a zero-bubble schedule runs it. B (`in`):
 /// the input gradients, in the fused order; the tensor-parallel reductions
 /// and any all-to-alls block (the weight gradient a column-parallel linear's
@@ -172,7 +181,7 @@ struct BlockBackward {
 void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKernels>& ops,
                           const std::vector<BackwardStep>& steps, const BlockBackward& block,
                           const ParallelPlan& p, Bytes act) {
-  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel, ep = p.ep > 1;
+  const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
   const std::size_t end = steps.size();
   auto inputs = [&](std::size_t from, std::size_t to) {
     return backward_passes(ops, steps, from, to, BackwardPart::Input);
@@ -190,10 +199,7 @@ void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKern
   for (std::size_t r = 0; r < block.input.size(); ++r) {
     const BlockBackward::Run& run = block.input[r];
     in.passes(std::string(run.name), inputs(run.from, !tp && r + 1 == block.input.size() ? end : run.to));
-    for (const BlockBackward::Comm& c : run.after) {
-      if (c.expert && ep) in.expert_comm(std::string(c.name), c.bytes);
-      if (!c.expert && tp) in.comm(std::string(c.name), c.kind, c.bytes);
-    }
+    run_comms(in, run.after, p);
   }
   if (!tp) {
     wg.passes("wgrad", weights(0, end));
@@ -413,10 +419,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
       continue;
     }
     b.passes(std::string(runs[r].name), range(runs[r].from, last && !tp ? steps.size() : runs[r].to));
-    for (const Comm& c : runs[r].after) {
-      if (c.expert && ep) b.expert_comm(std::string(c.name), c.bytes);
-      if (!c.expert && tp) b.comm(std::string(c.name), c.kind, c.bytes);
-    }
+    run_comms(b, runs[r].after, p);
   }
   if (!tp) return lp;
   // The router's input gradient is its own shard's: no reduction before the

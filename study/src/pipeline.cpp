@@ -8,6 +8,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -139,15 +140,10 @@ Bytes smallest_gpu_memory(const Scenario& s) {
 
 namespace {
 
-/// The scenario's iteration planned with `predictor` (the scenario's when
-/// null), the nodes of a `mixed_gpus` GPU running its own timings.
-parallelism::PlannedTraining plan_scenario(const Scenario& s, const node_model::KernelPredictor* predictor) {
-  std::unique_ptr<node_model::KernelPredictor> owned;
-  if (predictor == nullptr) {
-    owned = make_scenario_predictor(s);
-    predictor = owned.get();
-  }
-  auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
+/// The scenario's iteration planned with `predictor`, the nodes of a
+/// `mixed_gpus` GPU running its own timings.
+parallelism::PlannedTraining plan_scenario(const Scenario& s, const node_model::KernelPredictor& predictor) {
+  auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, predictor);
   if (s.mixed_gpus) {
     // Nodes of the other GPU run the same plan timed on their GPU: its
     // programs have the same tasks and collectives, other durations.
@@ -182,7 +178,7 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     owned = make_scenario_predictor(s);
     predictor = owned.get();
   }
-  auto planned = plan_scenario(s, predictor);
+  auto planned = plan_scenario(s, *predictor);
   Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   if (const auto* o = dynamic_cast<const node_model::OverridePredictor*>(predictor))
     sim.kernel_overrides = o->stats();
@@ -346,14 +342,19 @@ std::vector<CommClassCost> communication_costs(const Scenario& s, Time iteration
   const NetworkBackend& backend = backends.at(s.backend.name);
   backend.check(s);
   check_work(s);
-  const auto planned = plan_scenario(s, nullptr);
+  const auto planned = plan_scenario(s, *make_scenario_predictor(s));
   const topology::Topology topo = build_topology(s);
-  // The classes the plan runs, in CommClass order.
+  // Each collective task's class, classified once (task names are views of
+  // their programs' storage: the address is the key), and the classes the
+  // plan runs, in CommClass order.
+  auto class_of = std::make_shared<std::unordered_map<const char*, CommClass>>();
   std::vector<bool> present(static_cast<std::size_t>(CommClass::Other) + 1, false);
   for (const auto& program : planned.graph.programs) {
     for (const parallelism::Task& t : program->tasks) {
-      if (t.kind == parallelism::TaskKind::Collective)
-        present[static_cast<std::size_t>(comm_class(t.name))] = true;
+      if (t.kind != parallelism::TaskKind::Collective) continue;
+      const CommClass c = comm_class(t.name);
+      class_of->emplace(t.name.data(), c);
+      present[static_cast<std::size_t>(c)] = true;
     }
   }
   std::vector<CommClassCost> out;
@@ -361,7 +362,10 @@ std::vector<CommClassCost> communication_costs(const Scenario& s, Time iteration
     if (!present[k]) continue;
     const auto c = static_cast<CommClass>(k);
     engine::ExecutionOptions options = execution_options(s);
-    options.free_collective = [c](const parallelism::Task& t) { return comm_class(t.name) == c; };
+    options.free_collective = [c, class_of](const parallelism::Task& t) {
+      const auto it = class_of->find(t.name.data());
+      return (it != class_of->end() ? it->second : comm_class(t.name)) == c;
+    };
     const Time without = backend.run(planned.graph, topo, s, options, nullptr).result.makespan;
     out.push_back({c, without, std::max(Time::zero(), iteration - without)});
   }

@@ -207,9 +207,10 @@ std::string flash_attention_note(const Scenario& s);
 /// their own, or none). An fp8 scenario's "FP8" line (fp8_note) follows.
 std::string caveat_lines(const Scenario& s, bool plan_bias = true);
 /// The same as JSON members, each followed by ", " (to precede another
-/// member): "untested_gpu" and "known_bias", each only when set, and
+/// member; `trailing` false: each preceded by ", ", to follow one):
+/// "untested_gpu" and "known_bias", each only when set, and
 /// "fp8_gemm_times": "unvalidated" for an fp8 scenario.
-std::string caveat_json(const Scenario& s, bool plan_bias = true);
+std::string caveat_json(const Scenario& s, bool plan_bias = true, bool trailing = true);
 /// The lines and JSON members of given notes (RunReport's, a job's, a sweep
 /// point's), each only when not empty: the one place their format lives.
 /// Text: an "Untested GPU" line per note, then a "Known bias" line per note

@@ -86,8 +86,12 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name);
 /// vTrain's A100 runs, H100 and H200 kernels and steps), and the V100 at
 /// FP32 (NeuSight's V100). Not: the V100's FP16 tensor cores, Blackwell
 /// (B200, GB200), AMD (MI300X), and any inline GPU (a spec that is not
-/// exactly a preset's): docs/node_model.md, "GPU presets".
-std::string extrapolation_note(const GpuSpec& gpu, DType dtype);
+/// exactly a preset's): docs/node_model.md, "GPU presets". `not_preset`
+/// names such a GPU's source in the note ("an inline GPU", "a device JSON").
+std::string extrapolation_note(const GpuSpec& gpu, DType dtype,
+                               std::string_view not_preset = "an inline GPU");
+/// Whether `gpu` is exactly one of the presets (gpu_preset_names()).
+bool is_preset(const GpuSpec& gpu);
 
 /// A known bias of kernel times on `gpu` at training dtype `dtype`, found
 /// by validating the model on measured training steps, in one sentence for
