@@ -469,7 +469,7 @@ std::string format_text(const RunReport& r) {
                                    : std::string());
   out += fmt::format(
       "Plan           dp={} tp={} pp={}{}{}, {} micro-batch{} of {} sequence{} x {} tokens, {} schedule{}\n",
-      r.dp, r.tp, r.pp, r.ep > 1 || r.experts > 0 ? fmt::format(" ep={}", r.ep) : "",
+      r.dp, r.tp, r.pp, r.shows_ep() ? fmt::format(" ep={}", r.ep) : "",
       r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,
       r.micro_batches == 1 ? "" : "es", r.micro_batch, r.micro_batch == 1 ? "" : "s", r.seq_len, r.schedule,
       r.virtual_stages > 1 ? fmt::format(" (virtual_stages {})", r.virtual_stages) : "");
@@ -648,7 +648,7 @@ std::string format_json(const RunReport& r) {
       "\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
       json_string(r.scenario), json_string(r.model), r.parameters, r.active_parameters, json_string(r.gpu),
       json_string(r.fabric), r.fabric_tiers, r.gpus, r.dp, r.tp, r.pp,
-      (r.ep > 1 || r.experts > 0 ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
+      (r.shows_ep() ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule), r.virtual_stages, r.micro_batches, r.micro_batch, r.global_batch, r.seq_len,
       json_string(r.dtype), json_string(r.framework), json_string(r.recompute), r.sequence_parallel,

@@ -331,7 +331,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   // shared experts, the dispatch and the experts, in every MoE layer's
   // forward (and its recomputation). Padded to capacity
   // (--moe-pad-expert-input-to-capacity) the sizes are known: no sync.
-  const bool sync = m.moe.capacity_factor <= 1.0;
+  const bool sync = m.moe.dropless();
   PieceList& f = lp.forward;
   if (!tp) {
     f.passes("fwd", fwd(0, shared_fc1));

@@ -126,7 +126,7 @@ void TransformerConfig::validate() const {
     throw InputError(
         fmt::format("model '{}': moe.imbalance must be at least 1 (got {})", name, moe.imbalance));
   }
-  if (moe.capacity_factor > 1 && moe.imbalance > moe.capacity_factor) {
+  if (!moe.dropless() && moe.imbalance > moe.capacity_factor) {
     throw InputError(fmt::format(
         "model '{}': moe.imbalance ({}) exceeds moe.capacity_factor ({}): the busiest expert would drop the "
         "tokens over its capacity, which the model does not represent (an imbalance up to the capacity is "

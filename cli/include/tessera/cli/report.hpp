@@ -73,6 +73,8 @@ struct RunReport {
   /// token goes through (active_params: fewer for a mixture of experts).
   std::int64_t parameters = 0;
   std::int64_t active_parameters = 0;
+  /// An MoE plan shows its ep, 1 included (a dense one only above 1).
+  [[nodiscard]] bool shows_ep() const { return ep > 1 || experts > 0; }
   std::int64_t experts = 0;  ///< routed experts (0: dense), and
   std::int64_t top_k = 0;    ///< how many a token goes to
   std::string gpu;

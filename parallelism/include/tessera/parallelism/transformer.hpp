@@ -38,9 +38,11 @@ struct MoeConfig {
   /// modelled as the busiest (the all-to-all waits for it). Dropless only:
   /// under a capacity the padding already holds it (at most capacity_factor).
   double imbalance = 1.0;
+  /// No capacity: experts take whatever is routed to them (capacity_factor 1).
+  [[nodiscard]] bool dropless() const { return capacity_factor <= 1.0; }
   /// What an expert computes over the average: the capacity when there is
   /// one, else the imbalance (validate() refuses an imbalance over a capacity).
-  [[nodiscard]] double load_factor() const { return capacity_factor > 1.0 ? capacity_factor : imbalance; }
+  [[nodiscard]] double load_factor() const { return dropless() ? imbalance : capacity_factor; }
 };
 
 struct TransformerConfig {
