@@ -36,7 +36,12 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.sequence_parallel = s.plan.sequence_parallel;
   rep.zero_stage = s.plan.zero_stage;
   rep.grad_sync = std::string(parallelism::to_string(s.plan.resolved_grad_sync(s.workload)));
-  rep.torch_ddp = s.plan.torch_ddp(s.workload);
+  if (s.plan.torch_ddp(s.workload)) {
+    rep.grad_sync_note = " (Megatron on PyTorch DDP: no main-gradient buffer)";
+  } else if (s.plan.resolved_grad_sync(s.workload) == parallelism::GradSync::OverlapGradReduce) {
+    rep.grad_sync_note = fmt::format(" (Megatron-Core: main gradients reduced in buckets of {:.0f} MB)",
+                                     s.plan.resolved_bucket_size(s.workload).as_double() / 1e6);
+  }
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   rep.untested_gpu = untested_gpu_notes(s);
   rep.known_bias = known_bias_notes(s);
@@ -477,8 +482,7 @@ std::string format_text(const RunReport& r) {
       "Options        dtype {}{}, framework {}, recompute {}, sequence_parallel {}, zero_stage {}, "
       "grad_sync {}{}\n",
       r.dtype, r.fp8 ? " (bf16 outside the layers' GEMMs)" : "", r.framework, r.recompute,
-      r.sequence_parallel, r.zero_stage, r.grad_sync,
-      r.torch_ddp ? " (Megatron on PyTorch DDP: no main-gradient buffer)" : "");
+      r.sequence_parallel, r.zero_stage, r.grad_sync, r.grad_sync_note);
   out += fmt::format(
       "Models         {} node model{}, {} network backend\n", r.predictor,
       r.predictor_weights.empty() ? std::string() : fmt::format(" (weights {})", r.predictor_weights),

@@ -1629,9 +1629,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const YAML::Node v = p.need("layout");
       plan.layout = checked(p, v, p.key_path("layout"), [&] { return parallelism::parse_rank_layout(p.scalar("layout")); });
     }
-    if (p.has("bucket_size")) plan.bucket_size = p.unit("bucket_size", parse_bytes);
-    if (plan.bucket_size.count() <= 0) {
-      p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");
+    if (p.has("bucket_size")) {
+      plan.bucket_size = p.unit("bucket_size", parse_bytes);
+      if (plan.bucket_size->count() <= 0) {
+        p.fail_at(p.node()["bucket_size"].Mark(), p.key_path("bucket_size"), "must be positive");
+      }
     }
     p.finish();
     // An uneven split of the layers is forecast as it is, but Megatron-LM
@@ -1678,7 +1680,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (p.has("bucket_size") && plan.resolved_grad_sync(s.workload) == parallelism::GradSync::AfterBackward) {
       s.warnings.push_back(fmt::format(
           "parallelism.bucket_size has no effect with grad_sync {} (all gradients are reduced at once after "
-          "the backward{}; grad_sync: overlapped reduces them in buckets)",
+          "the backward{}; grad_sync: overlapped or overlap-grad-reduce reduces them in buckets)",
           parallelism::to_string(plan.grad_sync),
           plan.grad_sync == parallelism::GradSync::Auto ? ", the framework profile's default" : ""));
     }

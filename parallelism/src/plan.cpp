@@ -765,8 +765,8 @@ class DpGradSync {
   DpGradSync(const PlanContext& c, const StageSlots& slots)
       : c_(c),
         slots_(slots),
-        dense_(c.plan.bucket_size, !c.grads.after_backward),
-        experts_(c.plan.bucket_size, !c.grads.after_backward) {}
+        dense_(c.plan.resolved_bucket_size(c.work), !c.grads.after_backward),
+        experts_(c.plan.resolved_bucket_size(c.work), !c.grads.after_backward) {}
 
   /// `bytes` of gradients (reduced over the DP group) produced by `task`.
   void produced(ProgramBuilder& rb, std::int64_t bytes, TaskIndex task) {

@@ -45,6 +45,8 @@ std::string_view to_string(GradSync g) {
     case GradSync::Auto: return "auto";
     case GradSync::Overlapped: return "overlapped";
     case GradSync::AfterBackward: return "after-backward";
+    case GradSync::OverlapGradReduce:
+      return "overlap-grad-reduce";
   }
   return "?";
 }
@@ -53,12 +55,25 @@ GradSync parse_grad_sync(std::string_view text) {
   if (text == "auto") return GradSync::Auto;
   if (text == "overlapped") return GradSync::Overlapped;
   if (text == "after-backward") return GradSync::AfterBackward;
-  throw InputError(fmt::format("unknown grad_sync '{}' (expected auto, overlapped or after-backward)", text));
+  if (text == "overlap-grad-reduce") return GradSync::OverlapGradReduce;
+  throw InputError(fmt::format(
+      "unknown grad_sync '{}' (expected auto, overlapped, after-backward or overlap-grad-reduce)", text));
 }
 
 GradSync ParallelPlan::resolved_grad_sync(const Workload& work) const {
   if (grad_sync != GradSync::Auto) return grad_sync;
   return node_model::is_megatron(work.framework) ? GradSync::AfterBackward : GradSync::Overlapped;
+}
+
+Bytes ParallelPlan::resolved_bucket_size(const Workload& work) const {
+  if (bucket_size) return *bucket_size;
+  if (resolved_grad_sync(work) == GradSync::OverlapGradReduce) {
+    // Megatron-Core's DistributedDataParallelConfig: max(40 M, 1 M x dp)
+    // parameters, so that large DP groups are not latency-bound.
+    const std::int64_t params = std::max<std::int64_t>(40'000'000, 1'000'000 * static_cast<std::int64_t>(dp));
+    return Bytes(params * node_model::dtype_bytes(work.rules().grad_dtype()));
+  }
+  return Bytes(25'000'000);  // PyTorch DDP's bucket_cap_mb
 }
 
 bool ParallelPlan::torch_ddp(const Workload& work) const {
@@ -156,8 +171,14 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
   if (zero_stage < 0 || zero_stage > 3) {
     throw InputError(fmt::format("zero_stage must be 0, 1, 2 or 3 (got {})", zero_stage));
   }
-  if (bucket_size.count() <= 0) {
-    throw InputError(fmt::format("bucket_size must be positive (got {})", to_string(bucket_size)));
+  if (bucket_size && bucket_size->count() <= 0) {
+    throw InputError(fmt::format("bucket_size must be positive (got {})", to_string(*bucket_size)));
+  }
+  if (grad_sync == GradSync::OverlapGradReduce && !node_model::is_megatron(work.framework)) {
+    throw InputError(fmt::format(
+        "grad_sync overlap-grad-reduce is Megatron-Core's (FP32 main gradients reduced in buckets) and needs "
+        "framework megatron (got {}; grad_sync: overlapped is PyTorch DDP's buckets)",
+        node_model::to_string(work.framework)));
   }
 }
 

@@ -63,8 +63,9 @@ WorkEstimate estimate_work(const Scenario& s) {
   const double grad_bytes =
       static_cast<double>(s.model.params_per_layer_per_tp_rank(plan.tp)) * layers_per_stage * 4.0;
   const double buckets =
-      plan.resolved_grad_sync(s.workload) == parallelism::GradSync::Overlapped
-          ? std::max(1.0, std::ceil(grad_bytes / std::max(1.0, plan.bucket_size.as_double())))
+      plan.resolved_grad_sync(s.workload) != parallelism::GradSync::AfterBackward
+          ? std::max(1.0,
+                     std::ceil(grad_bytes / std::max(1.0, plan.resolved_bucket_size(s.workload).as_double())))
           : 1.0;
   // A data-parallel group spanning nodes with several ranks on each runs as
   // that many rail rings (collectives::rail_rings), each rank in every one.

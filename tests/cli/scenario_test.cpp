@@ -59,7 +59,8 @@ TEST(Scenario, DefaultLoads) {
   EXPECT_EQ(s.cluster.spine_latency, parse_time("600ns"));
   EXPECT_EQ(s.model.hidden, 1280);
   EXPECT_EQ(s.workload.dtype, node_model::DType::BF16);
-  EXPECT_EQ(s.plan.bucket_size, Bytes(25'000'000));
+  EXPECT_FALSE(s.plan.bucket_size);  // PyTorch DDP's 25 MB unless under overlap-grad-reduce
+  EXPECT_EQ(s.plan.resolved_bucket_size(s.workload), Bytes(25'000'000));
   EXPECT_EQ(s.backend, Backend{"flow"});
 }
 
@@ -100,6 +101,34 @@ TEST(Scenario, ReportNamesTheWholePlan) {
                     "false, zero_stage 0, grad_sync after-backward\n"),
             std::string::npos)
       << dt;
+}
+
+// Megatron-Core's --overlap-grad-reduce: the Options line gives the bucket
+// (16 ranks: max(40 M, 16 M) FP32 parameters = 160 MB; as given otherwise);
+// it overlaps what after-backward leaves exposed; eager is refused.
+TEST(Scenario, OverlapGradReduceSaysItsBucketAndHidesTheGradientSync) {
+  auto options = [](const std::vector<Override>& o) {
+    const Scenario s = parse_scenario(default_text(), "default.yaml", o);
+    const Simulation sim = simulate_scenario(s);
+    const std::string t = format_text(make_report(s, sim));
+    const auto at = t.find("\nOptions ");
+    return std::pair{t.substr(at + 1, t.find('\n', at + 1) - at - 1), sim.result.makespan};
+  };
+  const auto [line, overlapped] = options({{"parallelism.grad_sync", "overlap-grad-reduce"}});
+  EXPECT_EQ(
+      line,
+      "Options        dtype bf16, framework megatron, recompute none, sequence_parallel false, zero_stage 0, "
+      "grad_sync overlap-grad-reduce (Megatron-Core: main gradients reduced in buckets of 160 MB)");
+  const auto [given, unused] =
+      options({{"parallelism.grad_sync", "overlap-grad-reduce"}, {"parallelism.bucket_size", "50MB"}});
+  EXPECT_NE(given.find("buckets of 50 MB)"), std::string::npos) << given;
+  const auto [after, after_backward] = options({});
+  EXPECT_LT(overlapped, after_backward);
+  EXPECT_EQ(error_of(default_text(), {{"parallelism.grad_sync", "overlap-grad-reduce"},
+                                      {"training.framework", "pytorch-eager"}}),
+            "s.yaml (--set parallelism.grad_sync): parallelism.grad_sync: grad_sync overlap-grad-reduce is "
+            "Megatron-Core's (FP32 main gradients reduced in buckets) and needs framework megatron (got "
+            "pytorch-eager; grad_sync: overlapped is PyTorch DDP's buckets)");
 }
 
 // The Scenario line says how oversubscribed the fullest leaf is: host
@@ -1346,7 +1375,8 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
       warnings({{"parallelism.bucket_size", "25MB"}}),
       std::vector<std::string>{
           "parallelism.bucket_size has no effect with grad_sync after-backward (all gradients are reduced "
-          "at once after the backward; grad_sync: overlapped reduces them in buckets)"});
+          "at once after the backward; grad_sync: overlapped or overlap-grad-reduce reduces them in "
+          "buckets)"});
   EXPECT_TRUE(
       warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "overlapped"}}).empty());
   // auto under the megatron profile resolves to after-backward: said so.

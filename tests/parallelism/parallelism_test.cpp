@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "tessera/error.hpp"
 #include "tessera/node_model/predictors.hpp"
@@ -134,6 +135,59 @@ TEST(DataParallel, MegatronReducesTheWholeBufferAfterTheBackward) {
     const std::int64_t params = m.layers * m.params_per_layer() + 50304LL * 1280 + 1024LL * 1280 + 2LL * 1280;
     EXPECT_EQ(ar[0]->bytes.count(), params * (dt == DType::BF16 ? 4 : 2)) << to_string(dt);
   }
+}
+
+TEST(DataParallel, MegatronCoreOverlapGradReduceBucketsTheMainGradients) {
+  // --overlap-grad-reduce: FP32 main gradients (bf16 training) reduced in
+  // buckets of max(40 M, 1 M x dp) parameters as the backward fills them.
+  // gpt2-large's layer has 12 h^2 + 13 h = 19,677,440 parameters: two layers
+  // (39.35 M) do not fill 40 M, three do (12 buckets for 36 layers); the
+  // 65.7 M parameters of the embeddings and final norm are a 13th. With
+  // dp = 64 the bucket is 64 M parameters: four layers a bucket (9), then
+  // the embeddings (10).
+  const auto& m = model_preset("gpt2-large");
+  ASSERT_EQ(m.params_per_layer(), 19'677'440);
+  node_model::RooflinePredictor pred(node_model::gpu_preset("H100-SXM"));
+  const Workload w{1, 1024, DType::BF16, node_model::Framework::Megatron};
+  ParallelPlan plan;
+  plan.grad_sync = GradSync::OverlapGradReduce;
+  for (const auto& [dp, bucket_params, buckets] :
+       {std::tuple{4, 40'000'000LL, 13U}, std::tuple{64, 64'000'000LL, 10U}}) {
+    plan.dp = dp;
+    EXPECT_EQ(plan.resolved_bucket_size(w), Bytes(bucket_params * 4)) << dp;
+    const auto g = plan_training(m, w, plan, pred);
+    const auto& tasks = g.tasks(0);
+    std::vector<const Task*> ar;
+    for (const auto& t : tasks) {
+      if (t.kind == TaskKind::Collective) ar.push_back(&t);
+    }
+    ASSERT_EQ(ar.size(), buckets) << dp;
+    const std::int64_t per_bucket = dp == 4 ? 3 : 4;
+    EXPECT_EQ(ar[0]->bytes.count(), per_bucket * m.params_per_layer() * 4) << dp;
+    std::int64_t reduced = 0;
+    for (const Task* t : ar) {
+      reduced += t->bytes.count();
+      ASSERT_EQ(t->deps.size(), 1U);  // issued by the backward, not after it
+      EXPECT_NE(tasks[static_cast<std::size_t>(t->deps[0])].name.find("bwd"), std::string::npos) << t->name;
+    }
+    const std::int64_t params = m.layers * m.params_per_layer() + 50304LL * 1280 + 1024LL * 1280 + 2LL * 1280;
+    EXPECT_EQ(reduced, params * 4) << dp;  // every parameter once, in FP32
+  }
+  // A bucket_size given is used as given.
+  plan.bucket_size = Bytes(1'000'000);
+  EXPECT_EQ(plan.resolved_bucket_size(w), Bytes(1'000'000));
+  // It is Megatron-Core's: refused under the eager profile (its overlapped
+  // is PyTorch DDP's).
+  const Workload eager{1, 1024, DType::BF16, node_model::Framework::PyTorchEager};
+  try {
+    plan.validate(m, eager, 64);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("grad_sync overlap-grad-reduce is Megatron-Core's"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(parse_grad_sync(to_string(GradSync::OverlapGradReduce)), GradSync::OverlapGradReduce);
 }
 
 TEST(TaskGraph, ValidateCatchesMismatchedCollectives) {

@@ -1019,6 +1019,7 @@ TEST(Plan, MegatronOnPyTorchDdpAddsGradientsFromTheSecondMicroBatch) {
   };
   EXPECT_EQ(grad_adds(GradSync::Overlapped), 3 * 8);  // micro-batches 2-4, 8 layers
   EXPECT_EQ(grad_adds(GradSync::AfterBackward), 0);
+  EXPECT_EQ(grad_adds(GradSync::OverlapGradReduce), 0);  // Megatron-Core keeps the main-gradient buffer
   // The rule table: no main-gradient accumulation or zeroing without main_grad.
   node_model::ProfileOptions torch;
   torch.main_grad = false;

@@ -111,9 +111,10 @@ struct RunReport {
   bool sequence_parallel = false;
   int zero_stage = 0;
   std::string grad_sync;
-  /// grad_sync overlapped under megatron: Megatron on PyTorch DDP, no
-  /// main-gradient buffer (said in the Options line).
-  bool torch_ddp = false;
+  /// What grad_sync means here, said in the Options line after it: Megatron
+  /// on PyTorch DDP (overlapped under megatron, no main-gradient buffer), or
+  /// Megatron-Core's buckets (overlap-grad-reduce); else empty.
+  std::string grad_sync_note;
   std::string backend;
   std::string predictor;
   /// `node_model.weights` (empty: the built-in weights; printed, and in the

@@ -5,6 +5,7 @@
 // recomputation and ZeRO. Pure functions: no event loop, no network.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,12 +33,17 @@ Recompute parse_recompute(std::string_view text);
 
 /// When data-parallel gradients are reduced. Overlapped: PyTorch DDP's
 /// buckets, each reduced as soon as the last micro-batch's backward has
-/// filled it; AfterBackward: one reduction of the whole gradient buffer
+/// filled it (under the Megatron profile Megatron on PyTorch DDP, gradients
+/// in .grad); AfterBackward: one reduction of the whole gradient buffer
 /// after the backward (Megatron-LM's DDP without --overlap-grad-reduce);
-/// Auto: AfterBackward under the Megatron profile, Overlapped under eager.
-enum class GradSync { Auto, Overlapped, AfterBackward };
+/// OverlapGradReduce: Megatron-Core's --overlap-grad-reduce, the FP32
+/// main-gradient buffer (accumulated every micro-batch as AfterBackward)
+/// reduced in buckets as the last micro-batch's backward fills them
+/// (Megatron profile only); Auto: AfterBackward under the Megatron profile,
+/// Overlapped under eager.
+enum class GradSync { Auto, Overlapped, AfterBackward, OverlapGradReduce };
 std::string_view to_string(GradSync g);
-/// "auto", "overlapped", "after-backward".
+/// "auto", "overlapped", "after-backward", "overlap-grad-reduce".
 GradSync parse_grad_sync(std::string_view text);
 
 /// A dimension of the rank grid (expert parallelism is carved out of dp).
@@ -90,8 +96,9 @@ struct ParallelPlan {
   /// forward and backward).
   int zero_stage = 0;
   /// Gradient bucket: a bucket is reduced as soon as the last micro-batch's
-  /// backward has filled it (PyTorch DDP default 25 MB).
-  Bytes bucket_size = Bytes(25'000'000);
+  /// backward has filled it; unset: the framework's default
+  /// (resolved_bucket_size).
+  std::optional<Bytes> bucket_size;
   /// false: PyTorch's eager Adam (optimizer_ops); true: one fused kernel
   /// (fused_optimizer_ops, apex FusedAdam as Megatron-LM uses).
   bool fused_optimizer = false;
@@ -116,6 +123,10 @@ struct ParallelPlan {
 
   /// The grad-sync mode `Auto` stands for under `work`'s framework.
   [[nodiscard]] GradSync resolved_grad_sync(const Workload& work) const;
+  /// The gradient bucket: bucket_size when set; under OverlapGradReduce
+  /// Megatron-Core's default of max(40 M, 1 M x dp) parameters at the
+  /// gradients' dtype; else PyTorch DDP's 25 MB.
+  [[nodiscard]] Bytes resolved_bucket_size(const Workload& work) const;
   /// Megatron with overlapped gradient sync is Megatron on PyTorch DDP
   /// (--DDP-impl torch): gradients in .grad, no main-gradient buffer.
   [[nodiscard]] bool torch_ddp(const Workload& work) const;
