@@ -39,9 +39,12 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   if (s.plan.torch_ddp(s.workload)) {
     rep.grad_sync_note = " (Megatron on PyTorch DDP: no main-gradient buffer)";
   } else if (s.plan.resolved_grad_sync(s.workload) == parallelism::GradSync::OverlapGradReduce) {
-    rep.grad_sync_note = fmt::format(" (Megatron-Core: main gradients reduced in buckets of {:.0f} MB)",
-                                     s.plan.resolved_bucket_size(s.workload).as_double() / 1e6);
+    rep.grad_sync_note =
+        fmt::format(" (Megatron-Core: main gradients reduced in buckets of {:.0f} MB{})",
+                    s.plan.resolved_bucket_size(s.workload).as_double() / 1e6,
+                    s.plan.overlap_param_gather ? "; parameters gathered in the next forward" : "");
   }
+  rep.overlap_param_gather = s.plan.overlap_param_gather;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   rep.untested_gpu = untested_gpu_notes(s);
   rep.known_bias = known_bias_notes(s);
@@ -644,7 +647,7 @@ std::string format_json(const RunReport& r) {
       "\"pp\": {}, {}\"schedule\": {}, \"virtual_stages\": {}, \"micro_batches\": {}, \"micro_batch\": {}, "
       "\"global_batch\": {}, \"seq_len\": {}, \"dtype\": {}, \"framework\": {}, \"recompute\": {}, "
       "\"sequence_parallel\": {}, "
-      "\"zero_stage\": {}, \"grad_sync\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
+      "\"zero_stage\": {}, \"grad_sync\": {}, {}\"backend\": {}, \"predictor\": {}, {}{}"
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, "
       "\"bubble_time_s\": {:.9e}, \"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, "
       "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
@@ -656,7 +659,9 @@ std::string format_json(const RunReport& r) {
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule), r.virtual_stages, r.micro_batches, r.micro_batch, r.global_batch, r.seq_len,
       json_string(r.dtype), json_string(r.framework), json_string(r.recompute), r.sequence_parallel,
-      r.zero_stage, json_string(r.grad_sync), json_string(r.backend), json_string(r.predictor),
+      r.zero_stage, json_string(r.grad_sync),
+      r.overlap_param_gather ? "\"overlap_param_gather\": true, " : "", json_string(r.backend),
+      json_string(r.predictor),
       (r.mixed_gpu.empty() ? std::string()
                            : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}]}}, ",
                                          json_string(r.mixed_gpu), fmt::join(r.mixed_nodes, ", "))) +

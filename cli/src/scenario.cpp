@@ -1623,6 +1623,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const YAML::Node v = p.need("grad_sync");
       plan.grad_sync = checked(p, v, p.key_path("grad_sync"), [&] { return parallelism::parse_grad_sync(p.scalar("grad_sync")); });
     }
+    if (p.has("overlap_param_gather")) plan.overlap_param_gather = p.boolean("overlap_param_gather");
     if (p.has("tp_comm_overlap")) plan.tp_comm_overlap = p.boolean("tp_comm_overlap");
     if (p.has("pipeline_scatter_gather")) plan.pipeline_scatter_gather = p.boolean("pipeline_scatter_gather");
     if (p.has("layout")) {

@@ -1,7 +1,10 @@
 // The general training planner (see docs/parallelism.md for the formulas).
+#include "tessera/parallelism/plan.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -9,7 +12,6 @@
 
 #include "tessera/error.hpp"
 #include "tessera/parallelism/passes.hpp"
-#include "tessera/parallelism/plan.hpp"
 
 namespace tessera::parallelism {
 
@@ -757,6 +759,23 @@ StageSlots stage_slots(ProgramBuilder& rb, const PlanContext& c) {
   return s;
 }
 
+/// Units of parameters, as the gradient sync and the forward name them: a
+/// layer by its model index, the embedding and the LM head (with the final
+/// norm) by these.
+constexpr std::int64_t kEmbeddingUnit = -1;
+constexpr std::int64_t kLmHeadUnit = -2;
+
+/// A gradient bucket as the parameter gather sees it: its parameters' bytes
+/// (in the model's dtype) and the units whose gradients filled it.
+struct ParamBucket {
+  std::int64_t bytes = 0;
+  std::vector<std::int64_t> units;
+};
+/// The final round's buckets, in the order the backward closed them.
+struct ParamBuckets {
+  std::vector<ParamBucket> dense, expert;
+};
+
 /// The data-parallel gradient sync of one stage: buckets reduced as the
 /// backward fills them (or after it), the experts' apart when ep > 1, and
 /// with ZeRO-1/2 the updated parameters gathered after the step.
@@ -768,21 +787,25 @@ class DpGradSync {
         dense_(c.plan.resolved_bucket_size(c.work), !c.grads.after_backward),
         experts_(c.plan.resolved_bucket_size(c.work), !c.grads.after_backward) {}
 
-  /// `bytes` of gradients (reduced over the DP group) produced by `task`.
-  void produced(ProgramBuilder& rb, std::int64_t bytes, TaskIndex task) {
+  /// `bytes` of gradients (reduced over the DP group) of unit `unit`
+  /// (ParamUnit: a layer's index, the embedding or the LM head) produced by
+  /// `task`.
+  void produced(ProgramBuilder& rb, std::int64_t unit, std::int64_t bytes, TaskIndex task) {
+    dense_units_.push_back(unit);
     if (dense_.add(bytes)) reduce(rb, false, task);
   }
-  /// One layer's gradients produced by `task`.
-  void produced_layer(ProgramBuilder& rb, bool moe, TaskIndex task) {
+  /// Layer `layer`'s gradients produced by `task`.
+  void produced_layer(ProgramBuilder& rb, std::int64_t layer, bool moe, TaskIndex task) {
     if (!moe) {
-      produced(rb, c_.grads.layer, task);
+      produced(rb, layer, c_.grads.layer, task);
       return;
     }
     if (!c_.separate_experts) {
-      produced(rb, c_.grads.moe_dense + c_.grads.moe_expert, task);
+      produced(rb, layer, c_.grads.moe_dense + c_.grads.moe_expert, task);
       return;
     }
-    produced(rb, c_.grads.moe_dense, task);
+    produced(rb, layer, c_.grads.moe_dense, task);
+    expert_units_.push_back(layer);
     if (experts_.add(c_.grads.moe_expert)) reduce(rb, true, task);
   }
   /// Reduces what the open buckets hold after `task`.
@@ -804,10 +827,14 @@ class DpGradSync {
     out.insert(out.end(), expert_tasks_.begin(), expert_tasks_.end());
     return out;
   }
+  /// The final round's buckets and the units each holds (for the next
+  /// iteration's forward under overlap_param_gather).
+  [[nodiscard]] ParamBuckets final_buckets() const { return {final_dense_units_, final_expert_units_}; }
   /// Distributed optimizer (ZeRO-1/2): gathers the updated parameters after
-  /// `step`, bucket by bucket.
+  /// `step`, bucket by bucket (with overlap_param_gather the next
+  /// iteration's forward gathers them: ForwardParamGathers).
   void gather_parameters(ProgramBuilder& rb, TaskIndex step) const {
-    if (c_.plan.zero_stage < 1 || c_.plan.zero_stage > 2) return;
+    if (c_.plan.zero_stage < 1 || c_.plan.zero_stage > 2 || c_.plan.overlap_param_gather) return;
     const std::int64_t gbytes = c_.grads.gbytes;
     if (slots_.dp >= 0) {
       for (std::size_t b = 0; b < final_dense_.size(); ++b) {
@@ -837,7 +864,13 @@ class DpGradSync {
                               : fmt::format("{}dp.grad.{}.bucket{:03}", tag_, to_string(kind), b);
     (expert ? expert_tasks_ : dense_tasks_)
         .push_back(rb.collective(name, kind, slot, Bytes(buckets.buckets().back()), {after}));
-    if (final_) (expert ? final_expert_ : final_dense_).push_back(buckets.buckets().back());
+    std::vector<std::int64_t>& units = expert ? expert_units_ : dense_units_;
+    if (final_) {
+      (expert ? final_expert_ : final_dense_).push_back(buckets.buckets().back());
+      (expert ? final_expert_units_ : final_dense_units_)
+          .push_back(ParamBucket{buckets.buckets().back() / c_.grads.gbytes * c_.pbytes, units});
+    }
+    units.clear();
   }
 
   const PlanContext& c_;
@@ -849,6 +882,68 @@ class DpGradSync {
   std::string tag_;    ///< the round's name prefix (ZeRO-2), else empty
   bool final_ = true;  ///< the round is the chunk's last (always without ZeRO-2)
   std::vector<std::int64_t> final_dense_, final_expert_;  ///< bytes of the last rounds' buckets
+  std::vector<std::int64_t> dense_units_, expert_units_;  ///< the units in the open buckets
+  std::vector<ParamBucket> final_dense_units_, final_expert_units_;
+};
+
+/// Megatron-Core's --overlap-param-gather (distributed optimizer): the
+/// parameters the step updated are all-gathered during the next forward,
+/// bucket by bucket in the order the forward needs them (the gradient
+/// buckets in reverse), each unit's first forward waiting for its buckets.
+/// The first bucket's gather is issued at the iteration's start, each next
+/// one when the forward reaches the bucket before it (a prefetch of one
+/// bucket). One iteration stands for the steady state: what the previous
+/// step updated is gathered here.
+class ForwardParamGathers {
+ public:
+  ForwardParamGathers(ProgramBuilder& rb, const StageSlots& slots, const ParamBuckets& buckets) : rb_(rb) {
+    kinds_[0].slot = slots.dp;
+    kinds_[0].buckets.assign(buckets.dense.rbegin(), buckets.dense.rend());
+    kinds_[1].slot = slots.expert_dp;
+    kinds_[1].buckets.assign(buckets.expert.rbegin(), buckets.expert.rend());
+    for (std::size_t k = 0; k < kinds_.size(); ++k) {
+      if (kinds_[k].slot >= 0 && !kinds_[k].buckets.empty()) issue(k, 0, {});
+    }
+  }
+  /// Before unit `unit`'s forward: adds the gathers of its buckets to
+  /// `first` (its first forward only) and prefetches the next bucket.
+  void before(std::int64_t unit, std::vector<TaskIndex>& first) {
+    for (std::size_t k = 0; k < kinds_.size(); ++k) {
+      Kind& kind = kinds_[k];
+      if (kind.slot < 0) continue;
+      for (std::size_t b = kind.waited; b < kind.buckets.size(); ++b) {
+        const auto& units = kind.buckets[b].units;
+        if (std::find(units.begin(), units.end(), unit) == units.end()) continue;
+        for (std::size_t i = kind.gathers.size(); i <= b; ++i) issue(k, i, {rb_.last_compute()});
+        first.push_back(kind.gathers[b]);
+        kind.waited = b + 1;
+        if (b + 1 < kind.buckets.size() && kind.gathers.size() == b + 1) {
+          std::vector<TaskIndex> deps;
+          if (rb_.last_compute() >= 0) deps.push_back(rb_.last_compute());
+          issue(k, b + 1, deps);
+        }
+        break;
+      }
+    }
+  }
+
+ private:
+  struct Kind {
+    std::int32_t slot = -1;
+    std::vector<ParamBucket> buckets;  ///< in the forward's order
+    std::vector<TaskIndex> gathers;    ///< issued so far, in that order
+    std::size_t waited = 0;            ///< buckets before this one are waited for
+  };
+  void issue(std::size_t k, std::size_t b, const std::vector<TaskIndex>& deps) {
+    Kind& kind = kinds_[k];
+    // The step's buckets were numbered in the backward's order.
+    const std::size_t number = kind.buckets.size() - 1 - b;
+    kind.gathers.push_back(
+        rb_.collective(fmt::format("dp.{}.all-gather.bucket{:03}", k == 0 ? "param" : "expert_param", number),
+                       CollectiveKind::AllGather, kind.slot, Bytes(kind.buckets[b].bytes), deps));
+  }
+  ProgramBuilder& rb_;
+  std::array<Kind, 2> kinds_;
 };
 
 /// Task names of one step: `tag` ("mb3." or "c1.mb3.") + a suffix, in
@@ -972,7 +1067,7 @@ class ParamGathers {
 /// embedding), the chunk's layers, the LM head on the last chunk, the
 /// activation sent on.
 void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, int stage, int k,
-                 StepNames& named) {
+                 StepNames& named, ForwardParamGathers* params) {
   const int p = c.plan.pp, last = c.part.chunks() - 1;
   // The stages that load data (the first: tokens; the last: labels) start
   // each micro-batch with its data step (ProgramBuilder::micro_batch_start).
@@ -982,8 +1077,12 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
   ParamGathers gathers(rb, c, slots, k, StepKind::F, named);
   std::size_t unit = 0;
   std::vector<TaskIndex> first;
+  auto needs = [&](std::int64_t u) {
+    if (params != nullptr) params->before(u, first);
+  };
   if (c.part.has_embedding(k)) {
     gathers.before(unit++, first);
+    needs(kEmbeddingUnit);
     rb.pieces(c.pieces.embedding.forward.pieces(), named("embedding."), slots.tp, std::move(first));
     first = rb.take_pending();
   } else {
@@ -998,11 +1097,13 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
   for (std::int64_t l = 0; l < c.part.layers(k); ++l) {
     const LayerPieces& lp = c.pieces.of_layer(c.model, first_layer + l);
     gathers.before(unit++, first);
+    needs(first_layer + l);
     rb.pieces(lp.forward.pieces(), named.layer(first_layer + l), slots.tp, std::move(first), slots.ep);
     first = rb.take_pending();
   }
   if (k == last) {
     gathers.before(unit++, first);
+    needs(kLmHeadUnit);
     rb.pieces(c.pieces.lm_head.forward.pieces(), named("lm_head."), slots.tp, std::move(first));
     first = rb.take_pending();
   }
@@ -1035,7 +1136,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
     rb.pieces(c.pieces.lm_head.of(kind, c.split).pieces(), named("lm_head."), slots.tp, std::move(first));
     first = rb.take_pending();
     if (sync_grads && (p > 1 || !model.tied_embeddings)) {
-      sync.produced(rb, (c.grads.word_params + 2 * model.hidden) * gbytes, rb.last_compute());
+      sync.produced(rb, kLmHeadUnit, (c.grads.word_params + 2 * model.hidden) * gbytes, rb.last_compute());
     }
   } else if (!w_step) {
     const int from = (k + 1) % p;
@@ -1063,7 +1164,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
         rb.compute(named.layer(first_layer + l) + (w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(),
                    std::exchange(first, {}));
       }
-      sync.produced_layer(rb, moe, rb.last_compute());
+      sync.produced_layer(rb, first_layer + l, moe, rb.last_compute());
     }
   }
   if (c.part.has_embedding(k)) {
@@ -1075,9 +1176,10 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
     rb.compute(named(w_step ? "wgrad.wait" : "bwd.wait"), Time::zero(), Flops(), std::exchange(first, {}));
   }
   if (c.part.has_embedding(k) && sync_grads) {
-    sync.produced(rb,
+    sync.produced(rb, kEmbeddingUnit,
                   (c.grads.word_params + (model.learned_positions ? c.work.seq_len * model.hidden : 0) +
-                   (p == 1 && model.tied_embeddings ? 2 * model.hidden : 0)) * gbytes,
+                   (p == 1 && model.tied_embeddings ? 2 * model.hidden : 0)) *
+                      gbytes,
                   rb.last_compute());
   }
   if (k != 0 && !w_step) {
@@ -1088,7 +1190,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
 
 /// The schedule's steps of `stage`, in order.
 void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, DpGradSync& sync,
-                        int stage, const std::vector<PipelineStep>& order) {
+                        int stage, const std::vector<PipelineStep>& order, ForwardParamGathers* params) {
   const int v = c.part.virtual_stages;
   // The steps that compute weight gradients: B (fused), or W (split). A
   // chunk's gradients are final after its last such step.
@@ -1107,7 +1209,7 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     const int k = c.part.chunk(stage, st.chunk);  // virtual stage
     named.start(st, v);
     if (st.forward()) {
-      add_forward(rb, c, slots, stage, k, named);
+      add_forward(rb, c, slots, stage, k, named, params);
       continue;
     }
     const bool grads = st.kind == grad_step;
@@ -1157,17 +1259,23 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const DpGradSync& s
 
 /// The program of pipeline stage `stage` (shared by its tp x dp ranks) and
 /// what its slots stand for.
-Program stage_program(const PlanContext& c, int stage, std::vector<SlotRole>& roles) {
+/// `gathered`: with overlap_param_gather, the buckets whose parameters this
+/// iteration's forward gathers (those a first build of the program closed).
+Program stage_program(const PlanContext& c, int stage, std::vector<SlotRole>& roles,
+                      ParamBuckets* buckets = nullptr, const ParamBuckets* gathered = nullptr) {
   Program prog;
   ProgramBuilder rb(prog, c.timer, c.work.host.per_p2p);
   const StageSlots slots = stage_slots(rb, c);
   const auto order = pipeline_order(c.plan.schedule, c.plan.pp, stage, c.micro_batches, c.part.virtual_stages);
   reserve_tasks(rb, c, stage);
+  std::optional<ForwardParamGathers> params;
+  if (gathered != nullptr) params.emplace(rb, slots, *gathered);
   DpGradSync sync(c, slots);
-  add_pipeline_steps(rb, c, slots, sync, stage, order);
+  add_pipeline_steps(rb, c, slots, sync, stage, order, params ? &*params : nullptr);
   const TaskIndex last_compute = rb.last_compute();
   sync.close(rb, last_compute);
   add_optimizer(rb, c, sync, stage, last_compute);
+  if (buckets != nullptr) *buckets = sync.final_buckets();
   roles = rb.roles();
   return prog;
 }
@@ -1218,7 +1326,16 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   std::vector<std::vector<SlotRole>> stage_roles(static_cast<std::size_t>(plan.pp));
   out.graph.programs.reserve(static_cast<std::size_t>(plan.pp));
   for (int stage = 0; stage < plan.pp; ++stage) {
-    out.graph.add_program(stage_program(context, stage, stage_roles[static_cast<std::size_t>(stage)]));
+    auto& roles = stage_roles[static_cast<std::size_t>(stage)];
+    if (!plan.overlap_param_gather) {
+      out.graph.add_program(stage_program(context, stage, roles));
+      continue;
+    }
+    // The buckets are known once the backward has been written: a first
+    // build finds them, the second gathers them in the forward.
+    ParamBuckets buckets;
+    (void)stage_program(context, stage, roles, &buckets);
+    out.graph.add_program(stage_program(context, stage, roles, nullptr, &buckets));
   }
   bind_ranks(plan, stage_roles, out.graph);
   return out;

@@ -105,7 +105,8 @@ TEST(Scenario, ReportNamesTheWholePlan) {
 
 // Megatron-Core's --overlap-grad-reduce: the Options line gives the bucket
 // (16 ranks: max(40 M, 16 M) FP32 parameters = 160 MB; as given otherwise);
-// it overlaps what after-backward leaves exposed; eager is refused.
+// it overlaps what after-backward leaves exposed; eager is refused. Its
+// --overlap-param-gather likewise.
 TEST(Scenario, OverlapGradReduceSaysItsBucketAndHidesTheGradientSync) {
   auto options = [](const std::vector<Override>& o) {
     const Scenario s = parse_scenario(default_text(), "default.yaml", o);
@@ -124,6 +125,23 @@ TEST(Scenario, OverlapGradReduceSaysItsBucketAndHidesTheGradientSync) {
   EXPECT_NE(given.find("buckets of 50 MB)"), std::string::npos) << given;
   const auto [after, after_backward] = options({});
   EXPECT_LT(overlapped, after_backward);
+  // --overlap-param-gather with the distributed optimizer: said, and faster
+  // than gathering after the step.
+  const auto [step_line, gathered_after_step] =
+      options({{"parallelism.grad_sync", "overlap-grad-reduce"}, {"parallelism.zero_stage", "1"}});
+  const auto [gather_line, gathered_in_forward] = options({{"parallelism.grad_sync", "overlap-grad-reduce"},
+                                                           {"parallelism.zero_stage", "1"},
+                                                           {"parallelism.overlap_param_gather", "true"}});
+  EXPECT_NE(gather_line.find("buckets of 160 MB; parameters gathered in the next forward)"),
+            std::string::npos)
+      << gather_line;
+  EXPECT_EQ(step_line.find("next forward"), std::string::npos) << step_line;
+  EXPECT_LT(gathered_in_forward, gathered_after_step);
+  EXPECT_EQ(error_of(default_text(), {{"parallelism.overlap_param_gather", "true"}}),
+            "s.yaml (--set parallelism.overlap_param_gather): parallelism.overlap_param_gather: "
+            "overlap_param_gather is Megatron-Core's --overlap-param-gather: it needs zero_stage 1 (the "
+            "distributed optimizer) and grad_sync overlap-grad-reduce (got zero_stage 0, grad_sync "
+            "after-backward)");
   EXPECT_EQ(error_of(default_text(), {{"parallelism.grad_sync", "overlap-grad-reduce"},
                                       {"training.framework", "pytorch-eager"}}),
             "s.yaml (--set parallelism.grad_sync): parallelism.grad_sync: grad_sync overlap-grad-reduce is "

@@ -2,12 +2,17 @@
 // expectations: the layer partition, the schedules' step orders, the op
 // programs of a layer split into B and W, the data-parallel gradient buckets,
 // the optimizer's shard and the model FLOPs.
+#include "tessera/parallelism/passes.hpp"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tessera/error.hpp"
-#include "tessera/parallelism/passes.hpp"
 #include "test_predictors.hpp"
 
 using namespace tessera;
@@ -369,6 +374,107 @@ TEST(Passes, GradSyncOfTwoLayersPerBucketReducesFiveBuckets) {
   }
   ASSERT_EQ(buckets.size(), 5U);
   for (int b = 0; b < 4; ++b) EXPECT_EQ(buckets[static_cast<std::size_t>(b)], 2 * layer_bytes);
+}
+
+TEST(Passes, OverlapParamGatherGathersEachBucketBeforeItsFirstForward) {
+  // Megatron-Core's distributed optimizer with --overlap-grad-reduce and
+  // --overlap-param-gather: the gradient buckets of the backward (tiny, 8
+  // layers, tied embeddings, one stage, two layers a bucket: [7 6] [5 4]
+  // [3 2] [1 0] [embedding]) are gathered in reverse during the forward of
+  // the first micro-batch: the embedding waits for bucket004, layers 0-1 for
+  // bucket003, ..., layers 6-7 for bucket000; none after the step.
+  const TransformerConfig m = tiny();
+  const test_support::LayersOnlyPredictor pred(97);
+  Workload w = work();
+  w.dtype = DType::BF16;  // FP32 main gradients, bf16 parameters
+  w.framework = node_model::Framework::Megatron;
+  ParallelPlan p;
+  p.dp = 2;
+  p.global_batch = 4;  // 2 micro-batches
+  p.zero_stage = 1;
+  p.grad_sync = GradSync::OverlapGradReduce;
+  const std::int64_t layer_params = m.params_per_layer_per_tp_rank(1);
+  p.bucket_size = Bytes(2 * layer_params * 4);
+  auto gathers_of = [&](bool overlap) {
+    p.overlap_param_gather = overlap;
+    const TaskGraph g = plan_training(m, w, p, pred);
+    const auto& tasks = g.tasks(0);
+    std::vector<std::pair<std::string, std::int64_t>> out;  // gather, bytes
+    std::map<std::string, std::string> waiter;              // gather -> first task waiting for it
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      if (t.name.starts_with("dp.param.all-gather")) {
+        out.emplace_back(std::string(t.name), t.bytes.count());
+        if (!overlap) {
+          EXPECT_EQ(tasks[static_cast<std::size_t>(t.deps.at(0))].name, "optimizer");
+        }
+      }
+      for (TaskIndex d : t.deps) {
+        const std::string dn(tasks[static_cast<std::size_t>(d)].name);
+        if (dn.starts_with("dp.param.all-gather") && !waiter.contains(dn)) waiter[dn] = std::string(t.name);
+      }
+    }
+    if (overlap) {
+      EXPECT_EQ(tasks.back().name, "optimizer");  // nothing after the step
+      for (const auto& [gather, bytes] : out) {
+        const std::string first = waiter.at(gather);
+        const char b = gather.back();  // bucket00b
+        const std::string expect =
+            b == '4' ? "mb0.embedding." : fmt::format("mb0.layer{:03}.", 2 * ('3' - b));
+        EXPECT_TRUE(first.starts_with(expect)) << gather << " first waited for by " << first;
+      }
+    }
+    return out;
+  };
+  const auto after_step = gathers_of(false);
+  const auto in_forward = gathers_of(true);
+  ASSERT_EQ(in_forward.size(), 5U);
+  EXPECT_EQ(in_forward.front().first, "dp.param.all-gather.bucket004");
+  EXPECT_EQ(in_forward.back().first, "dp.param.all-gather.bucket000");
+  EXPECT_EQ(in_forward[1].second, 2 * layer_params * 2);  // two layers of bf16 parameters
+  // The same buckets, gathered in the opposite order.
+  EXPECT_EQ(std::vector(after_step.rbegin(), after_step.rend()), in_forward);
+}
+
+TEST(Passes, OverlapParamGatherGathersTheExpertsBeforeTheirLayers) {
+  // tiny_moe (MoE layers 1 and 3), dp 4, ep 2: the experts' parameters are
+  // gathered over the expert-data-parallel group before each MoE layer's
+  // first forward (one bucket a layer here), the same bytes as after the step.
+  const TransformerConfig m = tiny_moe();
+  const test_support::LayersOnlyPredictor pred(97);
+  Workload w = work();
+  w.framework = node_model::Framework::Megatron;
+  ParallelPlan p;
+  p.dp = 4;
+  p.ep = 2;
+  p.zero_stage = 1;
+  p.grad_sync = GradSync::OverlapGradReduce;
+  p.bucket_size = Bytes(1);  // a bucket per produced gradient
+  auto experts = [&](bool overlap) {
+    p.overlap_param_gather = overlap;
+    const TaskGraph g = plan_training(m, w, p, pred);
+    const auto& tasks = g.tasks(0);
+    std::map<std::string, std::pair<std::int64_t, std::string>> out;  // gather -> bytes, first waiting task
+    for (const Task& t : tasks) {
+      if (t.name.starts_with("dp.expert_param.all-gather")) out[std::string(t.name)].first = t.bytes.count();
+      for (TaskIndex d : t.deps) {
+        const std::string dn(tasks[static_cast<std::size_t>(d)].name);
+        if (dn.starts_with("dp.expert_param") && out[dn].second.empty()) out[dn].second = t.name;
+      }
+    }
+    return out;
+  };
+  const auto after_step = experts(false);
+  const auto in_forward = experts(true);
+  ASSERT_EQ(in_forward.size(), 2U);
+  ASSERT_EQ(after_step.size(), 2U);
+  // bucket000 holds layer 3's experts (the backward's first), bucket001 layer 1's.
+  EXPECT_TRUE(in_forward.at("dp.expert_param.all-gather.bucket000").second.starts_with("mb0.layer003."));
+  EXPECT_TRUE(in_forward.at("dp.expert_param.all-gather.bucket001").second.starts_with("mb0.layer001."));
+  for (const auto& [name, v] : in_forward) {
+    EXPECT_EQ(v.first, after_step.at(name).first) << name;
+    EXPECT_EQ(after_step.at(name).second, "");  // nothing waits for them after the step
+  }
 }
 
 // --- Optimizer and model FLOPs -----------------------------------------------------

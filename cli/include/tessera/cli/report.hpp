@@ -115,6 +115,8 @@ struct RunReport {
   /// on PyTorch DDP (overlapped under megatron, no main-gradient buffer), or
   /// Megatron-Core's buckets (overlap-grad-reduce); else empty.
   std::string grad_sync_note;
+  /// Megatron-Core's --overlap-param-gather (in the JSON only when on).
+  bool overlap_param_gather = false;
   std::string backend;
   std::string predictor;
   /// `node_model.weights` (empty: the built-in weights; printed, and in the

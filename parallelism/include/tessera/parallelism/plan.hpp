@@ -105,6 +105,11 @@ struct ParallelPlan {
   /// Clip gradients by their global norm before the step (fused optimizer).
   bool grad_clipping = false;
   GradSync grad_sync = GradSync::Auto;
+  /// Megatron-Core's --overlap-param-gather (zero_stage 1 with grad_sync
+  /// OverlapGradReduce): the parameters the step updated are all-gathered
+  /// bucket by bucket during the next forward, each layer's first forward
+  /// waiting for its bucket, instead of all after the step.
+  bool overlap_param_gather = false;
   /// Tensor-parallel backward: the all-reduce (reduce-scatter with SP) of a
   /// column-parallel linear's input gradient runs while its weight gradient
   /// is computed (Megatron's async tensor-model-parallel all-reduce); false:
