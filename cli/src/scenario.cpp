@@ -540,6 +540,15 @@ parallelism::TransformerConfig read_model(Section& m) {
   if (m.has("tied_embeddings")) cfg.tied_embeddings = m.boolean("tied_embeddings");
   if (m.has("learned_positions")) cfg.learned_positions = m.boolean("learned_positions");
   if (m.has("dropout")) cfg.dropout = m.boolean("dropout");
+  if (m.has("linear_bias")) cfg.linear_bias = m.boolean("linear_bias");
+  if (m.has("norm")) {
+    const std::string norm = m.scalar("norm");
+    if (norm != "layernorm" && norm != "rmsnorm") {
+      m.fail_at(m.node()["norm"].Mark(), m.key_path("norm"),
+                fmt::format("expected layernorm or rmsnorm, got '{}'", norm));
+    }
+    cfg.rms_norm = norm == "rmsnorm";
+  }
   if (m.has("moe")) {
     // Mixture of experts (docs/scenarios.md): fields beside a preset override it.
     Section e = m.child("moe");

@@ -177,10 +177,11 @@ OpKernels OpRules::bmm(std::string name, std::int64_t b, std::int64_t m, std::in
   return op;
 }
 
-OpKernels OpRules::layer_norm(std::string name, std::int64_t rows, std::int64_t cols) const {
+OpKernels OpRules::layer_norm(std::string name, std::int64_t rows, std::int64_t cols, bool bias) const {
   OpKernels op;
   op.name = std::move(name);
-  op.params = 2 * cols;
+  const int tensors = bias ? 2 : 1;  // gain (and bias)
+  op.params = tensors * cols;
   op.forward.add(Kernel::vector(KernelOp::LayerNorm, rows, cols, dtype_));
   // Two row passes (the input gradient; the gain/bias gradients), as apex's
   // fused layer norm (three launches: input gradient, partial and final
@@ -188,7 +189,7 @@ OpKernels OpRules::layer_norm(std::string name, std::int64_t rows, std::int64_t 
   const Kernel pass = Kernel::vector(KernelOp::LayerNorm, rows, cols, dtype_);
   op.input_grad.add(pass);
   op.input_grad.add(pass, megatron() ? 2 : 1);
-  op.weight_grad.append(grad_accumulation(2 * cols, 2));
+  op.weight_grad.append(grad_accumulation(tensors * cols, tensors));
   return op;
 }
 
@@ -301,12 +302,12 @@ OpKernels OpRules::flash_attention(std::string name, std::int64_t b, std::int64_
   return op;
 }
 
-OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t cols) const {
+OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t cols, bool bias) const {
   OpKernels op;
   op.name = std::move(name);
   op.forward.add(Kernel::vector(KernelOp::Gelu, rows, cols, dtype_));
   op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
-  if (megatron()) {
+  if (megatron() && bias) {
     op.params = cols;
     op.weight_grad.add(memory_pass(rows * cols * dtype_bytes(dtype_), dtype_));  // bias gradient
     op.weight_grad.append(grad_accumulation(cols));
@@ -314,17 +315,19 @@ OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t c
   return op;
 }
 
-OpKernels OpRules::bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols,
-                                    bool dropout) const {
+OpKernels OpRules::bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols, bool dropout,
+                                    bool bias) const {
   OpKernels op;
   op.name = std::move(name);
   if (megatron()) {
-    op.params = cols;
     op.forward.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));
     if (dropout) op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));  // dropout mask
-    op.input_grad.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));        // residual gradients meet
-    op.weight_grad.add(memory_pass(rows * cols * dtype_bytes(dtype_), dtype_));  // bias gradient
-    op.weight_grad.append(grad_accumulation(cols));
+    op.input_grad.add(Kernel::vector(KernelOp::Add, rows, cols, dtype_));  // residual gradients meet
+    if (bias) {
+      op.params = cols;
+      op.weight_grad.add(memory_pass(rows * cols * dtype_bytes(dtype_), dtype_));  // bias gradient
+      op.weight_grad.append(grad_accumulation(cols));
+    }
     return op;
   }
   // Eager: the bias is in the linear; dropout and the residual add.

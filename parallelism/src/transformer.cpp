@@ -24,8 +24,10 @@ std::int64_t TransformerConfig::params_per_layer_per_tp_rank(std::int64_t tp) co
   // Column-parallel (split): QKV (h x qkv + qkv), fc1 (h x f + f). Row-parallel
   // (split weight, replicated bias): projection (h x h + h), fc2 (ffn x h + h).
   // Replicated: 2 layer norms (4h). With tp = 1 and a plain GPT layer this is
-  // 4h^2 + 2hf + f + 9h.
-  return (h * qkv + qkv + h * f + f + h * h + ffn_hidden * h) / tp + 2 * h + 4 * h;
+  // 4h^2 + 2hf + f + 9h; without biases and with RMSNorm (Llama) the
+  // weights and 2h.
+  const std::int64_t column_bias = linear_bias ? qkv + f : 0, row_bias = linear_bias ? 2 * h : 0;
+  return (h * qkv + h * f + h * h + ffn_hidden * h + column_bias) / tp + row_bias + 2 * norm_params();
 }
 
 bool TransformerConfig::is_moe_layer(std::int64_t layer) const {
@@ -50,10 +52,11 @@ std::int64_t TransformerConfig::moe_layer_dense_params_per_rank(std::int64_t tp)
   const std::int64_t h = hidden;
   const std::int64_t qkv = h + 2 * kv_heads_or_heads() * (hidden / heads);
   // Column-parallel QKV (weights and bias) and row-parallel projection split
-  // tp ways, its bias replicated; two layer norms (4h); the router (h x
-  // experts) replicated; the shared experts split like the dense MLP.
-  return (h * qkv + qkv + h * h + mlp_weights(*this, moe.shared_experts * expert_ffn())) / tp + h + 4 * h +
-         h * moe.experts;
+  // tp ways, its bias replicated; two norms; the router (h x experts)
+  // replicated; the shared experts split like the dense MLP.
+  return (h * qkv + (linear_bias ? qkv : 0) + h * h + mlp_weights(*this, moe.shared_experts * expert_ffn())) /
+             tp +
+         (linear_bias ? h : 0) + 2 * norm_params() + h * moe.experts;
 }
 
 std::int64_t TransformerConfig::moe_layer_expert_params_per_rank(std::int64_t tp, std::int64_t ep) const {
@@ -61,7 +64,7 @@ std::int64_t TransformerConfig::moe_layer_expert_params_per_rank(std::int64_t tp
 }
 
 std::int64_t TransformerConfig::embedding_params(std::int64_t seq_len) const {
-  return vocab * hidden + (learned_positions ? seq_len * hidden : 0) + 2 * hidden;  // + final layer norm
+  return vocab * hidden + (learned_positions ? seq_len * hidden : 0) + norm_params();  // + final norm
 }
 
 std::int64_t TransformerConfig::total_params(std::int64_t seq_len) const {
@@ -180,20 +183,21 @@ const std::array<TransformerConfig, 10>& presets() {
       // Llama 2 70B (meta-llama/Llama-2-70b-hf config.json: 80 layers,
       // hidden_size 8192, 64 heads, num_key_value_heads 8, intermediate_size
       // 28672, vocab_size 32000, tie_word_embeddings false, rotary): GQA,
-      // SwiGLU, an untied LM head, no position table.
-      {"llama2-70b", 80, 8192, 64, 28672, 32000, 8, true, false, false, false},
+      // SwiGLU, an untied LM head, no position table; no biases, RMSNorm
+      // (as every Llama and mixture-of-experts preset below).
+      {"llama2-70b", 80, 8192, 64, 28672, 32000, 8, true, false, false, false, false, true},
       // Llama 3 (meta-llama/Meta-Llama-3-8B, -70B, Llama-3.1-405B config.json:
       // num_hidden_layers, hidden_size, num_attention_heads,
       // num_key_value_heads, intermediate_size, vocab_size 128256): GQA with 8
       // KV heads, SwiGLU, an untied LM head, rotary positions.
-      {"llama3-8b", 32, 4096, 32, 14336, 128256, 8, true, false, false, false},
-      {"llama3-70b", 80, 8192, 64, 28672, 128256, 8, true, false, false, false},
-      {"llama3-405b", 126, 16384, 128, 53248, 128256, 8, true, false, false, false},
+      {"llama3-8b", 32, 4096, 32, 14336, 128256, 8, true, false, false, false, false, true},
+      {"llama3-70b", 80, 8192, 64, 28672, 128256, 8, true, false, false, false, false, true},
+      {"llama3-405b", 126, 16384, 128, 53248, 128256, 8, true, false, false, false, false, true},
       // Mixtral 8x7B (mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers,
       // hidden_size 4096, 32 heads, 8 KV heads, intermediate_size 14336,
       // vocab_size 32000, num_local_experts 8, num_experts_per_tok 2,
       // tie_word_embeddings false, rotary): every layer MoE, SwiGLU experts.
-      moe_preset({"mixtral-8x7b", 32, 4096, 32, 14336, 32000, 8, true, false, false, false},
+      moe_preset({"mixtral-8x7b", 32, 4096, 32, 14336, 32000, 8, true, false, false, false, false, true},
                  {.experts = 8, .top_k = 2}),
       // DeepSeekMoE 16B (deepseek-ai/deepseek-moe-16b-base config.json: 28
       // layers, hidden_size 2048, 16 heads (no GQA), intermediate_size 10944
@@ -201,7 +205,7 @@ const std::array<TransformerConfig, 10>& presets() {
       // 102400, n_routed_experts 64, num_experts_per_tok 6,
       // moe_intermediate_size 1408, n_shared_experts 2, moe_layer_freq 1):
       // fine-grained experts, as Qwen1.5-MoE.
-      moe_preset({"deepseek-moe-16b", 28, 2048, 16, 10944, 102400, 0, true, false, false, false},
+      moe_preset({"deepseek-moe-16b", 28, 2048, 16, 10944, 102400, 0, true, false, false, false, false, true},
                  {.experts = 64,
                   .top_k = 6,
                   .expert_ffn_hidden = 1408,
@@ -262,10 +266,12 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   const std::int64_t bh = w.micro_batch * heads;
   // Megatron adds the biases of the row-parallel linears and of fc1 inside
   // its fused kernels (skip_bias_add); eager adds them in the GEMM.
-  const bool linear_bias = !megatron;
+  const bool bias = m.linear_bias;
+  const bool linear_bias = !megatron && bias;
+  const bool norm_bias = !m.rms_norm;
   std::vector<OpKernels> ops;
-  ops.push_back(r.layer_norm("ln1", tv, h));
-  ops.push_back(r.layer_linear("qkv", t, h, (heads + 2 * kv) * d, true));
+  ops.push_back(r.layer_norm("ln1", tv, h, norm_bias));
+  ops.push_back(r.layer_linear("qkv", t, h, (heads + 2 * kv) * d, bias));
   if (w.flash_attention) {
     ops.push_back(r.flash_attention("attention", bh, s, d));
   } else {
@@ -277,13 +283,15 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   // [b, heads, s, d] -> [s, b, heads * d]: permute(...).contiguous().
   ops.push_back(r.copy("context_copy", t * heads * d));
   ops.push_back(r.layer_linear("proj", t, heads * d, h, linear_bias));
-  ops.push_back(r.bias_dropout_add("residual1", tv, h, m.dropout));
-  ops.push_back(r.layer_norm("ln2", tv, h));
+  ops.push_back(r.bias_dropout_add("residual1", tv, h, m.dropout, bias));
+  ops.push_back(r.layer_norm("ln2", tv, h, norm_bias));
   ops.push_back(r.layer_linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias));
-  ops.push_back(r.bias_gelu("gelu", t, f));
+  // SwiGLU: SiLU of the gate times the up projection (timed as GeLU's
+  // elementwise class and a multiply).
+  ops.push_back(r.bias_gelu(m.gated_mlp ? "silu" : "gelu", t, f, bias));
   if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, t, f, 2));
   ops.push_back(r.layer_linear("fc2", t, f, h, linear_bias));
-  ops.push_back(r.bias_dropout_add("residual2", tv, h, m.dropout));
+  ops.push_back(r.bias_dropout_add("residual2", tv, h, m.dropout, bias));
   return ops;
 }
 
@@ -331,13 +339,15 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   if (m.moe.shared_experts > 0) {
     const std::int64_t fs = m.moe.shared_experts * m.expert_ffn() / tp;
     ops.push_back(r.layer_linear("shared_fc1", t, h, width * fs, false));
-    ops.push_back(r.elementwise("shared_act", KernelOp::Gelu, t, fs, 1));  // no bias
+    ops.push_back(
+        r.elementwise(m.gated_mlp ? "shared_silu" : "shared_act", KernelOp::Gelu, t, fs, 1));  // no bias
     if (m.gated_mlp) ops.push_back(r.elementwise("shared_gate", KernelOp::Mul, t, fs, 2));
     ops.push_back(r.layer_linear("shared_fc2", t, fs, h, false));
   }
   const std::size_t first_routed = ops.size();
   ops.push_back(r.grouped_linear("fc1", local, per_expert, h, width * fe));
-  ops.push_back(r.elementwise("gelu", KernelOp::Gelu, routed, fe, 1));  // experts have no bias
+  ops.push_back(
+      r.elementwise(m.gated_mlp ? "silu" : "gelu", KernelOp::Gelu, routed, fe, 1));  // experts have no bias
   if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, routed, fe, 2));
   ops.push_back(r.grouped_linear("fc2", local, per_expert, fe, h));
   // The expert outputs weighted by the router and summed back per token
@@ -367,7 +377,8 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
     }
     ops[i].padding_flops = Flops(all - model - ops[i].cast_flops.count());  // the casts: cast_flops
   }
-  ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h, m.dropout));
+  // The experts return no bias (Megatron-Core), so none is added here.
+  ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h, m.dropout, false));
   return ops;
 }
 
@@ -397,7 +408,7 @@ std::vector<OpKernels> lm_head_ops(const TransformerConfig& m, const Workload& w
   const std::int64_t tv = shard.sequence_parallel ? t / shard.tp : t;
   const std::int64_t v = padded_vocab_per_rank(m, w, shard.tp);
   std::vector<OpKernels> ops;
-  ops.push_back(r.layer_norm("ln_f", tv, m.hidden));
+  ops.push_back(r.layer_norm("ln_f", tv, m.hidden, !m.rms_norm));
   // The LM head shares the word embedding's weight: its weight gradient is
   // the GEMM alone (the embedding accumulates the tied gradient).
   OpKernels head = r.linear("lm_head", t, m.hidden, v, false);

@@ -103,6 +103,25 @@ TEST(Scenario, ReportNamesTheWholePlan) {
       << dt;
 }
 
+// model.linear_bias and model.norm: Llama's layer on a GPT preset. default.yaml's
+// model (hidden 1280, ffn 5120) loses its biases (column 3 x 1280 + 5120,
+// row 2 x 1280) and its norms' biases (2 x 1280) per layer, and the final
+// norm's bias (1280).
+TEST(Scenario, LinearBiasAndNormKeysChangeTheParameterCount) {
+  const Scenario gpt = parse_scenario(default_text(), "default.yaml");
+  EXPECT_TRUE(gpt.model.linear_bias);
+  EXPECT_FALSE(gpt.model.rms_norm);
+  const Scenario llama = parse_scenario(default_text(), "default.yaml",
+                                        {{"model.linear_bias", "false"}, {"model.norm", "rmsnorm"}});
+  EXPECT_FALSE(llama.model.linear_bias);
+  EXPECT_TRUE(llama.model.rms_norm);
+  const std::int64_t h = 1280;
+  EXPECT_EQ(gpt.model.params_per_layer() - llama.model.params_per_layer(), 3 * h + 4 * h + 2 * h + 2 * h);
+  EXPECT_EQ(gpt.model.total_params(1024) - llama.model.total_params(1024), gpt.model.layers * (11 * h) + h);
+  EXPECT_EQ(error_of(default_text(), {{"model.norm", "rms"}}),
+            "s.yaml (--set model.norm): model.norm: expected layernorm or rmsnorm, got 'rms'");
+}
+
 // Megatron-Core's --overlap-grad-reduce: the Options line gives the bucket
 // (16 ranks: max(40 M, 16 M) FP32 parameters = 160 MB; as given otherwise);
 // it overlaps what after-backward leaves exposed; eager is refused. Its

@@ -82,41 +82,40 @@ double executed_flops(const TaskGraph& g) {
 }  // namespace
 
 TEST(Moe, PresetsMatchThePublishedParameterCounts) {
-  // Mixtral 8x7B, per layer: QKV 4096 x (4096 + 2 x 8 x 128) + 6144 bias =
-  // 25,171,968; projection 4096^2 + 4096 = 16,781,312; two layer norms
-  // 16,384; router 4096 x 8 = 32,768; 8 experts x 3 x 4096 x 14336 =
-  // 1,409,286,144: 1,451,288,576. x 32 layers = 46,441,234,432, + embedding
-  // and untied LM head 2 x 32000 x 4096 = 262,144,000 + final norm 8,192:
-  // 46,703,386,624 (Mistral AI: 46.7B).
+  // Mixtral 8x7B (no biases, RMSNorm), per layer: QKV 4096 x (4096 + 2 x 8
+  // x 128) = 25,165,824; projection 4096^2 = 16,777,216; two norms 8,192;
+  // router 4096 x 8 = 32,768; 8 experts x 3 x 4096 x 14336 = 1,409,286,144:
+  // 1,451,270,144. x 32 layers = 46,440,644,608, + embedding and untied LM
+  // head 2 x 32000 x 4096 = 262,144,000 + final norm 4,096: 46,702,792,704
+  // (the checkpoint's count; Mistral AI: 46.7B).
   const TransformerConfig& mixtral = model_preset("mixtral-8x7b");
-  EXPECT_EQ(mixtral.total_params(4096), 46'703'386'624);
+  EXPECT_EQ(mixtral.total_params(4096), 46'702'792'704);
   EXPECT_EQ(mixtral.moe_layers_in(0, 32), 32);
   // Per rank with ep = 8: one expert, 3 x 4096 x 14336 = 176,160,768.
   EXPECT_EQ(mixtral.moe_layer_expert_params_per_rank(1, 8), 176'160'768);
   // Active per token (top 2 of 8): 6 experts fewer in each of the 32 layers,
-  // 46,703,386,624 - 32 x 6 x 176,160,768 = 12,880,519,168 (Mistral AI: 12.9B).
-  EXPECT_EQ(mixtral.active_params(4096), 12'880'519'168);
+  // 46,702,792,704 - 32 x 6 x 176,160,768 = 12,879,925,248 (Mistral AI: 12.9B).
+  EXPECT_EQ(mixtral.active_params(4096), 12'879'925'248);
   // DeepSeekMoE 16B: the first layer dense (first_k_dense_replace 1), 27 MoE
   // layers of 64 routed experts (1408 columns) and 2 shared ones. MoE layer:
-  // attention 2048 x 6144 + 6144 + 2048^2 + 2048 = 16,785,408; norms 8,192;
-  // router 2048 x 64 = 131,072; shared 3 x 2048 x 2816 = 17,301,504; routed
-  // 64 x 3 x 2048 x 1408 = 553,648,128: 587,874,304, x 27 = 15,872,606,208.
-  // Dense layer (params_per_layer: a biased gated MLP of 10944): attention
-  // 16,785,408 + norms 8,192 + fc1 2048 x 21888 + 21888 = 44,848,512 + fc2
-  // 10944 x 2048 + 2048 = 22,415,360: 84,057,472. Embedding + untied head
-  // 2 x 102400 x 2048 = 419,430,400, final norm 4,096: 16,376,098,176 in all
-  // (DeepSeek: 16.4B).
+  // attention 2048 x 6144 + 2048^2 = 16,777,216; norms 4,096; router 2048 x
+  // 64 = 131,072; shared 3 x 2048 x 2816 = 17,301,504; routed 64 x 3 x 2048
+  // x 1408 = 553,648,128: 587,862,016, x 27 = 15,872,274,432. Dense layer
+  // (params_per_layer: a gated MLP of 10944): attention 16,777,216 + norms
+  // 4,096 + fc1 2048 x 21888 = 44,826,624 + fc2 10944 x 2048 = 22,413,312:
+  // 84,021,248. Embedding + untied head 2 x 102400 x 2048 = 419,430,400,
+  // final norm 2,048: 16,375,728,128 in all (DeepSeek: 16.4B).
   const TransformerConfig& ds = model_preset("deepseek-moe-16b");
   EXPECT_FALSE(ds.is_moe_layer(0));
   EXPECT_TRUE(ds.is_moe_layer(1));
   EXPECT_EQ(ds.moe_layers_in(0, 28), 27);
-  EXPECT_EQ(ds.moe_layer_dense_params_per_rank(1) + ds.moe_layer_expert_params_per_rank(1, 1), 587'874'304);
-  EXPECT_EQ(ds.params_per_layer(), 84'057'472);
-  EXPECT_EQ(ds.total_params(4096), 16'376'098'176);
+  EXPECT_EQ(ds.moe_layer_dense_params_per_rank(1) + ds.moe_layer_expert_params_per_rank(1, 1), 587'862'016);
+  EXPECT_EQ(ds.params_per_layer(), 84'021'248);
+  EXPECT_EQ(ds.total_params(4096), 16'375'728'128);
   // Active: 27 layers x (64 - 6) routed experts of 3 x 2048 x 1408 =
-  // 8,650,752 fewer: 16,376,098,176 - 13,547,077,632 = 2,829,020,544
+  // 8,650,752 fewer: 16,375,728,128 - 13,547,077,632 = 2,828,650,496
   // (DeepSeek: 2.8B).
-  EXPECT_EQ(ds.active_params(4096), 2'829'020'544);
+  EXPECT_EQ(ds.active_params(4096), 2'828'650'496);
   EXPECT_EQ(model_preset("gpt2-large").active_params(1024), model_preset("gpt2-large").total_params(1024));
 }
 

@@ -190,6 +190,41 @@ TEST(DataParallel, MegatronCoreOverlapGradReduceBucketsTheMainGradients) {
   EXPECT_EQ(parse_grad_sync(to_string(GradSync::OverlapGradReduce)), GradSync::OverlapGradReduce);
 }
 
+TEST(Transformer, ALayerWithoutBiasesHasNoBiasGradients) {
+  // Under Megatron a biased layer reduces four bias gradients in its weight
+  // gradients (QKV's in the GEMM's pass, fc1's in bias-GeLU, the row-parallel
+  // ones in the two bias-dropout-adds), each accumulated into its main
+  // gradient. Llama's (--disable-bias-linear, RMSNorm): none, the norms' gain
+  // alone, the op parameters summing to the layer's; the activation is SiLU.
+  TransformerConfig m = model_preset("llama3-8b");
+  const Workload w{1, 1024, DType::BF16, node_model::Framework::Megatron};
+  auto op_params = [&] {
+    std::int64_t sum = 0;
+    for (const auto& op : layer_ops(m, w)) sum += op.params;
+    return sum;
+  };
+  auto weight_grad_launches = [&](std::string_view name) {
+    for (const auto& op : layer_ops(m, w)) {
+      if (op.name == name) return op.weight_grad.launches;
+    }
+    ADD_FAILURE() << "no op " << name;
+    return -1;
+  };
+  EXPECT_EQ(op_params(), m.params_per_layer());
+  EXPECT_EQ(weight_grad_launches("silu"), 0);
+  EXPECT_EQ(weight_grad_launches("residual1"), 0);
+  EXPECT_EQ(weight_grad_launches("residual2"), 0);
+  EXPECT_EQ(weight_grad_launches("ln1"), 1);  // the gain's main-gradient add
+  // The same layer with biases, layer norms and a plain MLP (GPT's).
+  m.linear_bias = true;
+  m.rms_norm = false;
+  m.gated_mlp = false;
+  EXPECT_EQ(op_params(), m.params_per_layer());
+  EXPECT_EQ(weight_grad_launches("gelu"), 2);  // the bias-gradient reduction, its main-gradient add
+  EXPECT_EQ(weight_grad_launches("residual2"), 2);
+  EXPECT_EQ(weight_grad_launches("ln1"), 2);  // gain and bias
+}
+
 TEST(TaskGraph, ValidateCatchesMismatchedCollectives) {
   TaskGraph g;
   g.groups.push_back(Group{{0, 1}});
@@ -344,21 +379,30 @@ TEST(Transformer, LlamaParameterCountsMatchThePublishedSizes) {
     const double total = static_cast<double>(m.total_params(8192));
     EXPECT_NEAR(total / published, 1.0, 0.01) << name << ": " << total;
   }
-  // Llama 3 8B by hand: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336)
-  // = 6,979,321,856 layer weights, 2 x 128256 x 4096 = 1,050,673,152 for the
-  // embedding and the LM head; the rest (biases and norm biases the preset's
-  // GPT-style layer carries, the final norm) is under 0.03%.
-  EXPECT_NEAR(static_cast<double>(model_preset("llama3-8b").total_params(8192)), 8'029'995'008.0, 2.5e6);
+  // Exactly, by hand (no biases and RMSNorm: Megatron's --disable-bias-linear,
+  // --normalization RMSNorm). Llama 3 8B, per layer: QKV 4096 x (4096 + 2 x
+  // 8 x 128) = 25,165,824; SwiGLU fc1 4096 x 2 x 14336 = 117,440,512;
+  // projection 4096^2 = 16,777,216; fc2 14336 x 4096 = 58,720,256; two norms
+  // 8,192: 218,112,000, x 32 = 6,979,584,000; embedding and untied head 2 x
+  // 128256 x 4096 = 1,050,673,152; final norm 4,096: 8,030,261,248. The 70B
+  // models' layer is 855,654,400 (x 80) and the 405B's 3,187,703,808 (x 126)
+  // the same way. Each is its checkpoint's count.
+  EXPECT_EQ(model_preset("llama3-8b").total_params(8192), 8'030'261'248);
+  EXPECT_EQ(model_preset("llama3-70b").params_per_layer(), 855'654'400);
+  EXPECT_EQ(model_preset("llama3-70b").total_params(8192), 70'553'706'496);
+  EXPECT_EQ(model_preset("llama3-405b").params_per_layer(), 3'187'703'808);
+  EXPECT_EQ(model_preset("llama3-405b").total_params(8192), 405'853'388'800);
+  // Per tensor-parallel rank nothing is replicated but the norms.
+  EXPECT_EQ(model_preset("llama3-70b").params_per_layer_per_tp_rank(8), (855'654'400 - 16'384) / 8 + 16'384);
   // Llama 2 70B (config.json: tie_word_embeddings false, rotary positions):
-  // 80 x (2 x 8192^2 + 2 x 8192 x 1024 + 3 x 8192 x 28672) = 68,451,041,280
-  // layer weights, 2 x 32000 x 8192 = 524,288,000 for the embedding and its
-  // own LM head: 68,975,329,280 (68.98B published with the norms). No
+  // its layer is the 70B's above; 2 x 32000 x 8192 = 524,288,000 for the
+  // embedding and its own LM head and the final norm: 68,976,648,192. No
   // position table: seq_len does not change it.
   const auto& llama2 = model_preset("llama2-70b");
   EXPECT_FALSE(llama2.tied_embeddings);
   EXPECT_FALSE(llama2.learned_positions);
   EXPECT_EQ(llama2.total_params(4096), llama2.total_params(2048));
-  EXPECT_NEAR(static_cast<double>(llama2.total_params(4096)) / 68'975'329'280.0, 1.0, 3e-4);
+  EXPECT_EQ(llama2.total_params(4096), 68'976'648'192);
   try {
     (void)model_preset("llama3-7b");
     FAIL();

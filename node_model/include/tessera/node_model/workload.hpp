@@ -167,8 +167,10 @@ class OpRules {
   /// are input gradients.
   [[nodiscard]] OpKernels bmm(std::string name, std::int64_t b, std::int64_t m, std::int64_t n,
                               std::int64_t k) const;
-  /// Layer norm over rows of `cols` (with its gain and bias).
-  [[nodiscard]] OpKernels layer_norm(std::string name, std::int64_t rows, std::int64_t cols) const;
+  /// Layer norm over rows of `cols` (with its gain and bias); without `bias`
+  /// RMSNorm (a gain alone; the same passes, memory-bound either way).
+  [[nodiscard]] OpKernels layer_norm(std::string name, std::int64_t rows, std::int64_t cols,
+                                     bool bias = true) const;
   /// Row softmax, in the profile's element type unless `dtype` is given.
   [[nodiscard]] OpKernels softmax(std::string name, std::int64_t rows, std::int64_t cols,
                                   std::optional<DType> dtype = std::nullopt) const;
@@ -208,13 +210,17 @@ class OpRules {
   /// Bias add + GeLU after the MLP's first linear (whose bias it adds).
   /// Megatron: one fused kernel (bias_gelu), with the bias gradient as a
   /// reduction; eager: the bias is in the linear, GeLU is its own kernel.
-  [[nodiscard]] OpKernels bias_gelu(std::string name, std::int64_t rows, std::int64_t cols) const;
+  /// Without `bias` (Megatron's --disable-bias-linear): the activation alone,
+  /// no bias gradient.
+  [[nodiscard]] OpKernels bias_gelu(std::string name, std::int64_t rows, std::int64_t cols,
+                                    bool bias = true) const;
   /// Bias add + dropout + residual add after a row-parallel linear.
   /// Megatron: one fused kernel (bias_dropout_add), backward: the dropout
   /// mask multiply, the bias-gradient reduction and the residual-gradient add.
-  /// Without `dropout` (probability 0): no mask multiply either way.
+  /// Without `dropout` (probability 0): no mask multiply either way; without
+  /// `bias` (--disable-bias-linear): no bias gradient.
   [[nodiscard]] OpKernels bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols,
-                                           bool dropout = true) const;
+                                           bool dropout = true, bool bias = true) const;
 
   /// Accumulation of `params` parameters' gradients (of `tensors` tensors)
   /// after one backward: PyTorch's .grad add, Megatron's main_grad add

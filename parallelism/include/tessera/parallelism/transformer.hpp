@@ -69,6 +69,13 @@ struct TransformerConfig {
   /// dropout returns its input and launches nothing: no attention-dropout
   /// kernels, no mask multiply in the residual's backward, no masks kept.
   bool dropout = true;
+  /// Biases in the linear layers (GPT). false: none, as Llama, Mixtral and
+  /// DeepSeekMoE train (Megatron's --disable-bias-linear): no bias
+  /// parameters, and no bias-gradient reductions in the fused bias kernels.
+  bool linear_bias = true;
+  /// RMSNorm (Llama, Mixtral, DeepSeekMoE) instead of layer norm: a gain
+  /// without a bias per norm; the same kernels (memory-bound either way).
+  bool rms_norm = false;
   /// Mixture of experts; default: a dense model.
   MoeConfig moe = {};
 
@@ -89,13 +96,15 @@ struct TransformerConfig {
   /// Parameters of the experts of one MoE layer one rank holds: experts / ep
   /// experts, each split tp ways.
   [[nodiscard]] std::int64_t moe_layer_expert_params_per_rank(std::int64_t tp, std::int64_t ep) const;
+  /// Parameters of one norm (layer norm: gain and bias; RMSNorm: gain).
+  [[nodiscard]] std::int64_t norm_params() const { return (rms_norm ? 1 : 2) * hidden; }
   /// Parameters of one transformer layer (weights and biases, incl. 2 layer norms).
   [[nodiscard]] std::int64_t params_per_layer() const;
   /// Parameters of one layer held by one tensor-parallel rank: the column- and
   /// row-parallel weight matrices and the column-parallel biases are split `tp`
   /// ways; the row-parallel biases and the layer norms are replicated.
   [[nodiscard]] std::int64_t params_per_layer_per_tp_rank(std::int64_t tp) const;
-  /// Token + position embeddings (without learned positions: token only) and the final layer norm.
+  /// Token + position embeddings (without learned positions: token only) and the final norm.
   [[nodiscard]] std::int64_t embedding_params(std::int64_t seq_len) const;
   /// All parameters: the layers, the word (and position) embeddings, the
   /// final layer norm and an untied LM head.
