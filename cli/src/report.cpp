@@ -39,10 +39,17 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   if (s.plan.torch_ddp(s.workload)) {
     rep.grad_sync_note = " (Megatron on PyTorch DDP: no main-gradient buffer)";
   } else if (s.plan.resolved_grad_sync(s.workload) == parallelism::GradSync::OverlapGradReduce) {
-    rep.grad_sync_note =
-        fmt::format(" (Megatron-Core: main gradients reduced in buckets of {:.0f} MB{})",
-                    s.plan.resolved_bucket_size(s.workload).as_double() / 1e6,
-                    s.plan.overlap_param_gather ? "; parameters gathered in the next forward" : "");
+    // Decimal units, as a bucket size is given ("25MB"), three digits.
+    const double b = s.plan.resolved_bucket_size(s.workload).as_double();
+    const std::string size = b >= 1e9   ? fmt::format("{:.3g} GB", b / 1e9)
+                             : b >= 1e6 ? fmt::format("{:.3g} MB", b / 1e6)
+                             : b >= 1e3 ? fmt::format("{:.3g} kB", b / 1e3)
+                                        : fmt::format("{:.0f} B", b);
+    const bool chunks = s.plan.pp > 1 || s.plan.virtual_stages > 1;
+    rep.grad_sync_note = fmt::format(
+        " (Megatron-Core: main gradients reduced in buckets of whole layers, at least {} each{}{})", size,
+        chunks ? " on the first stage's first chunk, one per chunk elsewhere" : "",
+        s.plan.overlap_param_gather ? "; parameters gathered in the next forward" : "");
   }
   rep.overlap_param_gather = s.plan.overlap_param_gather;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);

@@ -101,10 +101,31 @@ struct SearchCounts {
 
 /// The scenario's parallelism keys search keeps as they are (not searched)
 /// where they are not the default, as YAML lines (`sequence_parallel: true`).
-std::vector<std::string> kept_plan_keys(const parallelism::ParallelPlan& p) {
+std::vector<std::string> kept_plan_keys(const parallelism::ParallelPlan& p,
+                                        const parallelism::Workload& work) {
   std::vector<std::string> out;
   if (p.sequence_parallel) out.emplace_back("sequence_parallel: true");
   if (p.zero_stage > 0) out.push_back(fmt::format("zero_stage: {}", p.zero_stage));
+  // grad_sync only where it is not what the framework profile does anyway.
+  parallelism::ParallelPlan automatic = p;
+  automatic.grad_sync = parallelism::GradSync::Auto;
+  if (p.grad_sync != parallelism::GradSync::Auto && p.grad_sync != automatic.resolved_grad_sync(work)) {
+    out.push_back(fmt::format("grad_sync: {}", parallelism::to_string(p.grad_sync)));
+  }
+  if (p.overlap_param_gather) out.emplace_back("overlap_param_gather: true");
+  if (p.bucket_size) {
+    // As given: in decimal units when they divide it ("100MB"), else to_string's.
+    const std::int64_t n = p.bucket_size->count();
+    std::string size = to_string(*p.bucket_size);
+    for (const auto& [unit, f] : {std::pair{"GB", 1'000'000'000LL}, std::pair{"MB", 1'000'000LL}}) {
+      if (n % f == 0) {
+        size = fmt::format("{}{}", n / f, unit);
+        break;
+      }
+    }
+    out.push_back(fmt::format("bucket_size: {}", size));
+  }
+  if (!p.tp_comm_overlap) out.emplace_back("tp_comm_overlap: false");
   return out;
 }
 
@@ -144,7 +165,7 @@ PastablePlan pastable(const Candidate& w, const Scenario& base) {
   }
   // Not searched, kept from the scenario: in the YAML too, so that the
   // section can replace the scenario's without losing them.
-  for (const std::string& k : kept_plan_keys(base.plan)) out.yaml += fmt::format("  {}\n", k);
+  for (const std::string& k : kept_plan_keys(base.plan, base.workload)) out.yaml += fmt::format("  {}\n", k);
   // The global batch searched, also where the scenario leaves it to
   // micro_batch x dp: the winner's dp and micro-batch would change it.
   out.flags += fmt::format(" --set training.global_batch={}", pl.global_batch);
@@ -468,7 +489,7 @@ int cmd_search(const Args& args, std::ostream& out) {
                                        base.mixed_gpus->gpu.name)
                          : "",
                      global_batch, base.workload.seq_len);
-  if (const auto kept = kept_plan_keys(base.plan); !kept.empty()) {
+  if (const auto kept = kept_plan_keys(base.plan, base.workload); !kept.empty()) {
     out << fmt::format("Kept           {} (the scenario's, not searched)\n", fmt::join(kept, ", "));
   }
   if (base.model.is_moe() && !base.plan.sequence_parallel &&

@@ -769,6 +769,7 @@ constexpr std::int64_t kLmHeadUnit = -2;
 /// (in the model's dtype) and the units whose gradients filled it.
 struct ParamBucket {
   std::int64_t bytes = 0;
+  int chunk = 0;  ///< the local model chunk whose gradients filled it
   std::vector<std::int64_t> units;
 };
 /// The final round's buckets, in the order the backward closed them.
@@ -781,11 +782,31 @@ struct ParamBuckets {
 /// with ZeRO-1/2 the updated parameters gathered after the step.
 class DpGradSync {
  public:
-  DpGradSync(const PlanContext& c, const StageSlots& slots)
+  DpGradSync(const PlanContext& c, const StageSlots& slots, int stage)
       : c_(c),
         slots_(slots),
+        stage_(stage),
+        per_chunk_(c.plan.resolved_grad_sync(c.work) == GradSync::OverlapGradReduce),
         dense_(c.plan.resolved_bucket_size(c.work), !c.grads.after_backward),
         experts_(c.plan.resolved_bucket_size(c.work), !c.grads.after_backward) {}
+
+  /// Megatron-Core's DDP (OverlapGradReduce) keeps a gradient buffer per
+  /// model chunk and cuts it into buckets only on the first pipeline stage's
+  /// first chunk ("data-parallel communication on these stages is not on the
+  /// critical path"); elsewhere the chunk's whole buffer is one bucket,
+  /// reduced when the chunk's last backward has filled it. Called before
+  /// the gradients of local chunk `chunk` (its last backward) are produced.
+  void begin_chunk(int chunk) {
+    chunk_ = chunk;
+    if (!per_chunk_) return;
+    const bool bucketing = stage_ == 0 && chunk == 0;
+    dense_.set_overlapped(bucketing);
+    experts_.set_overlapped(bucketing);
+  }
+  /// After the chunk's last backward (`task`): its buffer's last bucket.
+  void end_chunk(ProgramBuilder& rb, TaskIndex task) {
+    if (per_chunk_) close(rb, task);
+  }
 
   /// `bytes` of gradients (reduced over the DP group) of unit `unit`
   /// (ParamUnit: a layer's index, the embedding or the LM head) produced by
@@ -868,13 +889,16 @@ class DpGradSync {
     if (final_) {
       (expert ? final_expert_ : final_dense_).push_back(buckets.buckets().back());
       (expert ? final_expert_units_ : final_dense_units_)
-          .push_back(ParamBucket{buckets.buckets().back() / c_.grads.gbytes * c_.pbytes, units});
+          .push_back(ParamBucket{buckets.buckets().back() / c_.grads.gbytes * c_.pbytes, chunk_, units});
     }
     units.clear();
   }
 
   const PlanContext& c_;
   StageSlots slots_;
+  int stage_ = 0;
+  bool per_chunk_ = false;  ///< a buffer per model chunk (Megatron-Core)
+  int chunk_ = 0;           ///< the local chunk whose gradients are produced
   GradBuckets dense_;
   GradBuckets experts_;
   std::vector<TaskIndex> dense_tasks_;
@@ -888,61 +912,100 @@ class DpGradSync {
 
 /// Megatron-Core's --overlap-param-gather (distributed optimizer): the
 /// parameters the step updated are all-gathered during the next forward,
-/// bucket by bucket in the order the forward needs them (the gradient
-/// buckets in reverse), each unit's first forward waiting for its buckets.
-/// The first bucket's gather is issued at the iteration's start, each next
-/// one when the forward reaches the bucket before it (a prefetch of one
-/// bucket). One iteration stands for the steady state: what the previous
+/// each unit's first forward waiting for its bucket (a model chunk's
+/// buckets in the reverse of the backward's order). Without interleaving
+/// the first bucket's gather is issued at the iteration's start and each
+/// next one when the forward reaches the bucket before it (the DDP's
+/// forward pre-hooks: a prefetch of one bucket); with it, as Megatron-Core's
+/// interleaved schedule does (align_param_gather), the first two chunks'
+/// buckets at the start and chunk c + 1's when chunk c's first forward
+/// begins. One iteration stands for the steady state: what the previous
 /// step updated is gathered here.
 class ForwardParamGathers {
  public:
-  ForwardParamGathers(ProgramBuilder& rb, const StageSlots& slots, const ParamBuckets& buckets) : rb_(rb) {
-    kinds_[0].slot = slots.dp;
-    kinds_[0].buckets.assign(buckets.dense.rbegin(), buckets.dense.rend());
-    kinds_[1].slot = slots.expert_dp;
-    kinds_[1].buckets.assign(buckets.expert.rbegin(), buckets.expert.rend());
-    for (std::size_t k = 0; k < kinds_.size(); ++k) {
-      if (kinds_[k].slot >= 0 && !kinds_[k].buckets.empty()) issue(k, 0, {});
-    }
-  }
-  /// Before unit `unit`'s forward: adds the gathers of its buckets to
-  /// `first` (its first forward only) and prefetches the next bucket.
-  void before(std::int64_t unit, std::vector<TaskIndex>& first) {
+  ForwardParamGathers(ProgramBuilder& rb, const StageSlots& slots, const ParamBuckets& buckets, int chunks)
+      : rb_(rb), interleaved_(chunks > 1) {
+    const std::array<const std::vector<ParamBucket>*, 2> from{&buckets.dense, &buckets.expert};
     for (std::size_t k = 0; k < kinds_.size(); ++k) {
       Kind& kind = kinds_[k];
-      if (kind.slot < 0) continue;
-      for (std::size_t b = kind.waited; b < kind.buckets.size(); ++b) {
-        const auto& units = kind.buckets[b].units;
-        if (std::find(units.begin(), units.end(), unit) == units.end()) continue;
-        for (std::size_t i = kind.gathers.size(); i <= b; ++i) issue(k, i, {rb_.last_compute()});
-        first.push_back(kind.gathers[b]);
-        kind.waited = b + 1;
-        if (b + 1 < kind.buckets.size() && kind.gathers.size() == b + 1) {
-          std::vector<TaskIndex> deps;
-          if (rb_.last_compute() >= 0) deps.push_back(rb_.last_compute());
-          issue(k, b + 1, deps);
+      kind.slot = k == 0 ? slots.dp : slots.expert_dp;
+      kind.chunks.resize(static_cast<std::size_t>(chunks));
+      const auto& list = *from[k];
+      for (std::size_t i = list.size(); i-- > 0;) {  // the forward's order: the backward's reversed
+        kind.chunks[static_cast<std::size_t>(list[i].chunk)].push_back(Bucket{list[i], i, -1});
+      }
+    }
+    std::vector<TaskIndex> none;
+    if (interleaved_) {
+      issue_chunk(0, none);
+      issue_chunk(1, none);
+    } else {
+      for (std::size_t k = 0; k < kinds_.size(); ++k) issue(k, 0, 0, none);
+    }
+  }
+  /// At the start of each forward step of local chunk `chunk`: with
+  /// interleaving, the first forward of chunk c issues chunk c + 1's gathers.
+  void forward_step(int chunk) {
+    if (!interleaved_ || chunk + 1 <= issued_chunks_) return;
+    std::vector<TaskIndex> deps;
+    if (rb_.last_compute() >= 0) deps.push_back(rb_.last_compute());
+    issue_chunk(chunk + 1, deps);
+  }
+  /// Before unit `unit`'s forward in local chunk `chunk`: adds the gathers
+  /// of its buckets to `first` (its first forward only) and, without
+  /// interleaving, prefetches the next bucket.
+  void before(int chunk, std::int64_t unit, std::vector<TaskIndex>& first) {
+    std::vector<TaskIndex> deps;
+    if (rb_.last_compute() >= 0) deps.push_back(rb_.last_compute());
+    for (std::size_t k = 0; k < kinds_.size(); ++k) {
+      if (kinds_[k].slot < 0) continue;
+      auto& list = kinds_[k].chunks[static_cast<std::size_t>(chunk)];
+      for (std::size_t b = 0; b < list.size(); ++b) {
+        Bucket& bucket = list[b];
+        if (bucket.waited ||
+            std::find(bucket.of.units.begin(), bucket.of.units.end(), unit) == bucket.of.units.end()) {
+          continue;
         }
+        for (std::size_t i = 0; i <= b; ++i) issue(k, static_cast<std::size_t>(chunk), i, deps);
+        first.push_back(bucket.gather);
+        bucket.waited = true;
+        if (!interleaved_ && b + 1 < list.size()) issue(k, static_cast<std::size_t>(chunk), b + 1, deps);
         break;
       }
     }
   }
 
  private:
+  struct Bucket {
+    ParamBucket of;
+    std::size_t number = 0;  ///< in the backward's order (the step's numbering)
+    TaskIndex gather = -1;   ///< once issued
+    bool waited = false;
+  };
   struct Kind {
     std::int32_t slot = -1;
-    std::vector<ParamBucket> buckets;  ///< in the forward's order
-    std::vector<TaskIndex> gathers;    ///< issued so far, in that order
-    std::size_t waited = 0;            ///< buckets before this one are waited for
+    std::vector<std::vector<Bucket>> chunks;  ///< per local chunk, in the forward's order
   };
-  void issue(std::size_t k, std::size_t b, const std::vector<TaskIndex>& deps) {
+  void issue_chunk(int chunk, const std::vector<TaskIndex>& deps) {
+    if (chunk >= static_cast<int>(kinds_[0].chunks.size())) return;
+    issued_chunks_ = std::max(issued_chunks_, chunk + 1);
+    for (std::size_t k = 0; k < kinds_.size(); ++k) {
+      const auto c = static_cast<std::size_t>(chunk);
+      for (std::size_t b = 0; b < kinds_[k].chunks[c].size(); ++b) issue(k, c, b, deps);
+    }
+  }
+  void issue(std::size_t k, std::size_t chunk, std::size_t b, const std::vector<TaskIndex>& deps) {
     Kind& kind = kinds_[k];
-    // The step's buckets were numbered in the backward's order.
-    const std::size_t number = kind.buckets.size() - 1 - b;
-    kind.gathers.push_back(
-        rb_.collective(fmt::format("dp.{}.all-gather.bucket{:03}", k == 0 ? "param" : "expert_param", number),
-                       CollectiveKind::AllGather, kind.slot, Bytes(kind.buckets[b].bytes), deps));
+    if (kind.slot < 0 || b >= kind.chunks[chunk].size()) return;
+    Bucket& bucket = kind.chunks[chunk][b];
+    if (bucket.gather >= 0) return;
+    bucket.gather = rb_.collective(
+        fmt::format("dp.{}.all-gather.bucket{:03}", k == 0 ? "param" : "expert_param", bucket.number),
+        CollectiveKind::AllGather, kind.slot, Bytes(bucket.of.bytes), deps);
   }
   ProgramBuilder& rb_;
+  bool interleaved_ = false;
+  int issued_chunks_ = 0;  ///< chunks [0, issued_chunks_) issued (interleaved)
   std::array<Kind, 2> kinds_;
 };
 
@@ -1077,8 +1140,10 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
   ParamGathers gathers(rb, c, slots, k, StepKind::F, named);
   std::size_t unit = 0;
   std::vector<TaskIndex> first;
+  const int local_chunk = k / c.plan.pp;  // StagePartition::chunk(stage, local_chunk) == k
+  if (params != nullptr) params->forward_step(local_chunk);
   auto needs = [&](std::int64_t u) {
-    if (params != nullptr) params->before(u, first);
+    if (params != nullptr) params->before(local_chunk, u, first);
   };
   if (c.part.has_embedding(k)) {
     gathers.before(unit++, first);
@@ -1221,8 +1286,10 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     // its shard of them); the others only the chunk's last.
     const bool zero2 = grads && c.plan.zero_stage == 2;
     if (zero2) sync.start_round(std::string(named("")), last_mb);
+    if (last_mb) sync.begin_chunk(st.chunk);
     add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb || zero2, accumulate, named);
     if (zero2 && !last_mb) sync.close(rb, rb.last_compute());
+    if (last_mb) sync.end_chunk(rb, rb.last_compute());
   }
 }
 
@@ -1269,8 +1336,8 @@ Program stage_program(const PlanContext& c, int stage, std::vector<SlotRole>& ro
   const auto order = pipeline_order(c.plan.schedule, c.plan.pp, stage, c.micro_batches, c.part.virtual_stages);
   reserve_tasks(rb, c, stage);
   std::optional<ForwardParamGathers> params;
-  if (gathered != nullptr) params.emplace(rb, slots, *gathered);
-  DpGradSync sync(c, slots);
+  if (gathered != nullptr) params.emplace(rb, slots, *gathered, c.part.virtual_stages);
+  DpGradSync sync(c, slots, stage);
   add_pipeline_steps(rb, c, slots, sync, stage, order, params ? &*params : nullptr);
   const TaskIndex last_compute = rb.last_compute();
   sync.close(rb, last_compute);

@@ -181,6 +181,13 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                     "optimizer) and grad_sync overlap-grad-reduce (got zero_stage {}, grad_sync {})",
                     zero_stage, to_string(resolved_grad_sync(work))));
   }
+  if (grad_sync == GradSync::OverlapGradReduce && zero_stage >= 2) {
+    throw InputError(fmt::format(
+        "grad_sync overlap-grad-reduce is Megatron-Core's DDP, whose distributed optimizer is zero_stage 1 "
+        "(got zero_stage {}; ZeRO-2 and ZeRO-3 reduce their gradients as DeepSpeed and FSDP do: "
+        "leave grad_sync out)",
+        zero_stage));
+  }
   if (grad_sync == GradSync::OverlapGradReduce && !node_model::is_megatron(work.framework)) {
     throw InputError(fmt::format(
         "grad_sync overlap-grad-reduce is Megatron-Core's (FP32 main gradients reduced in buckets) and needs "

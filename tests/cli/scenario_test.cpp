@@ -138,10 +138,18 @@ TEST(Scenario, OverlapGradReduceSaysItsBucketAndHidesTheGradientSync) {
   EXPECT_EQ(
       line,
       "Options        dtype bf16, framework megatron, recompute none, sequence_parallel false, zero_stage 0, "
-      "grad_sync overlap-grad-reduce (Megatron-Core: main gradients reduced in buckets of 160 MB)");
+      "grad_sync overlap-grad-reduce (Megatron-Core: main gradients reduced in buckets of whole layers, at "
+      "least 160 MB each)");
   const auto [given, unused] =
-      options({{"parallelism.grad_sync", "overlap-grad-reduce"}, {"parallelism.bucket_size", "50MB"}});
-  EXPECT_NE(given.find("buckets of 50 MB)"), std::string::npos) << given;
+      options({{"parallelism.grad_sync", "overlap-grad-reduce"}, {"parallelism.bucket_size", "500KB"}});
+  EXPECT_NE(given.find("buckets of whole layers, at least 500 kB each)"), std::string::npos) << given;
+  const auto [piped, unused_too] = options({{"parallelism.grad_sync", "overlap-grad-reduce"},
+                                            {"parallelism.pp", "2"},
+                                            {"parallelism.dp", "8"},
+                                            {"training.global_batch", "128"}});
+  EXPECT_NE(piped.find("at least 160 MB each on the first stage's first chunk, one per chunk elsewhere)"),
+            std::string::npos)
+      << piped;
   const auto [after, after_backward] = options({});
   EXPECT_LT(overlapped, after_backward);
   // --overlap-param-gather with the distributed optimizer: said, and faster
@@ -151,7 +159,7 @@ TEST(Scenario, OverlapGradReduceSaysItsBucketAndHidesTheGradientSync) {
   const auto [gather_line, gathered_in_forward] = options({{"parallelism.grad_sync", "overlap-grad-reduce"},
                                                            {"parallelism.zero_stage", "1"},
                                                            {"parallelism.overlap_param_gather", "true"}});
-  EXPECT_NE(gather_line.find("buckets of 160 MB; parameters gathered in the next forward)"),
+  EXPECT_NE(gather_line.find("at least 160 MB each; parameters gathered in the next forward)"),
             std::string::npos)
       << gather_line;
   EXPECT_EQ(step_line.find("next forward"), std::string::npos) << step_line;
@@ -161,6 +169,12 @@ TEST(Scenario, OverlapGradReduceSaysItsBucketAndHidesTheGradientSync) {
             "overlap_param_gather is Megatron-Core's --overlap-param-gather: it needs zero_stage 1 (the "
             "distributed optimizer) and grad_sync overlap-grad-reduce (got zero_stage 0, grad_sync "
             "after-backward)");
+  // Megatron-Core's DDP has no ZeRO-2 or 3.
+  EXPECT_NE(error_of(default_text(),
+                     {{"parallelism.grad_sync", "overlap-grad-reduce"}, {"parallelism.zero_stage", "3"}})
+                .find("grad_sync overlap-grad-reduce is Megatron-Core's DDP, whose distributed optimizer is "
+                      "zero_stage 1 (got zero_stage 3;"),
+            std::string::npos);
   EXPECT_EQ(error_of(default_text(), {{"parallelism.grad_sync", "overlap-grad-reduce"},
                                       {"training.framework", "pytorch-eager"}}),
             "s.yaml (--set parallelism.grad_sync): parallelism.grad_sync: grad_sync overlap-grad-reduce is "

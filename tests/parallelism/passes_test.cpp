@@ -436,6 +436,46 @@ TEST(Passes, OverlapParamGatherGathersEachBucketBeforeItsFirstForward) {
   EXPECT_EQ(std::vector(after_step.rbegin(), after_step.rend()), in_forward);
 }
 
+TEST(Passes, OverlapGradReduceBucketsOnlyTheFirstStagesFirstChunk) {
+  // Megatron-Core's DDP cuts buckets only on pipeline stage 0's first model
+  // chunk; every other chunk's buffer is one bucket. tiny (8 layers) on pp 2
+  // with 4 chunks per stage (one layer each), every layer a bucket where
+  // there are buckets: stage 0's first chunk (layer 0 and the embedding) 2,
+  // its three others one each: 5; stage 1's four chunks: 4. With
+  // --overlap-param-gather the interleaved schedule gathers the first two
+  // chunks' buckets at the start (no dependency) and each later chunk's when
+  // the chunk before it starts its forward.
+  const TransformerConfig m = tiny();
+  const test_support::LayersOnlyPredictor pred(97);
+  Workload w = work();
+  w.framework = node_model::Framework::Megatron;
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.virtual_stages = 4;
+  p.schedule = Schedule::Interleaved1F1B;
+  p.global_batch = 8;  // 4 micro-batches
+  p.zero_stage = 1;
+  p.grad_sync = GradSync::OverlapGradReduce;
+  p.bucket_size = Bytes(1);
+  p.overlap_param_gather = true;
+  const TaskGraph g = plan_training(m, w, p, pred);
+  for (int stage = 0; stage < 2; ++stage) {
+    const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
+    int reductions = 0, gathers = 0, at_start = 0;
+    for (const Task& t : tasks) {
+      if (t.name.starts_with("dp.grad.reduce-scatter")) ++reductions;
+      if (t.name.starts_with("dp.param.all-gather")) {
+        ++gathers;
+        at_start += t.deps.empty() ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(reductions, stage == 0 ? 5 : 4) << stage;
+    EXPECT_EQ(gathers, reductions) << stage;
+    EXPECT_EQ(at_start, stage == 0 ? 3 : 2) << stage;  // the first two chunks'
+  }
+}
+
 TEST(Passes, OverlapParamGatherGathersTheExpertsBeforeTheirLayers) {
   // tiny_moe (MoE layers 1 and 3), dp 4, ep 2: the experts' parameters are
   // gathered over the expert-data-parallel group before each MoE layer's
