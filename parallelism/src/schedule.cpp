@@ -174,12 +174,11 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
   if (bucket_size && bucket_size->count() <= 0) {
     throw InputError(fmt::format("bucket_size must be positive (got {})", to_string(*bucket_size)));
   }
-  if (overlap_param_gather && (zero_stage != 1 || resolved_grad_sync(work) != GradSync::OverlapGradReduce)) {
-    throw InputError(
-        fmt::format("overlap_param_gather is Megatron-Core's --overlap-param-gather: it needs zero_stage 1 "
-                    "(the distributed "
-                    "optimizer) and grad_sync overlap-grad-reduce (got zero_stage {}, grad_sync {})",
-                    zero_stage, to_string(resolved_grad_sync(work))));
+  if (grad_sync == GradSync::OverlapGradReduce && !node_model::is_megatron(work.framework)) {
+    throw InputError(fmt::format(
+        "grad_sync overlap-grad-reduce is Megatron-Core's (FP32 main gradients reduced in buckets) and needs "
+        "framework megatron (got {}; grad_sync: overlapped is PyTorch DDP's buckets)",
+        node_model::to_string(work.framework)));
   }
   if (grad_sync == GradSync::OverlapGradReduce && zero_stage >= 2) {
     throw InputError(fmt::format(
@@ -188,11 +187,12 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
         "leave grad_sync out)",
         zero_stage));
   }
-  if (grad_sync == GradSync::OverlapGradReduce && !node_model::is_megatron(work.framework)) {
-    throw InputError(fmt::format(
-        "grad_sync overlap-grad-reduce is Megatron-Core's (FP32 main gradients reduced in buckets) and needs "
-        "framework megatron (got {}; grad_sync: overlapped is PyTorch DDP's buckets)",
-        node_model::to_string(work.framework)));
+  if (overlap_param_gather && (zero_stage != 1 || resolved_grad_sync(work) != GradSync::OverlapGradReduce)) {
+    throw InputError(
+        fmt::format("overlap_param_gather is Megatron-Core's --overlap-param-gather: it needs zero_stage 1 "
+                    "(the distributed "
+                    "optimizer) and grad_sync overlap-grad-reduce (got zero_stage {}, grad_sync {})",
+                    zero_stage, to_string(resolved_grad_sync(work))));
   }
 }
 
