@@ -302,15 +302,17 @@ OpKernels OpRules::flash_attention(std::string name, std::int64_t b, std::int64_
   return op;
 }
 
-OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t cols, bool bias) const {
+OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t cols,
+                             std::optional<std::int64_t> bias_cols) const {
   OpKernels op;
   op.name = std::move(name);
   op.forward.add(Kernel::vector(KernelOp::Gelu, rows, cols, dtype_));
   op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
-  if (megatron() && bias) {
-    op.params = cols;
-    op.weight_grad.add(memory_pass(rows * cols * dtype_bytes(dtype_), dtype_));  // bias gradient
-    op.weight_grad.append(grad_accumulation(cols));
+  const std::int64_t b = bias_cols.value_or(cols);
+  if (megatron() && b > 0) {
+    op.params = b;
+    op.weight_grad.add(memory_pass(rows * b * dtype_bytes(dtype_), dtype_));  // bias gradient
+    op.weight_grad.append(grad_accumulation(b));
   }
   return op;
 }

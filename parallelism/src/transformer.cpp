@@ -288,7 +288,7 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   ops.push_back(r.layer_linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias));
   // SwiGLU: SiLU of the gate times the up projection (timed as GeLU's
   // elementwise class and a multiply).
-  ops.push_back(r.bias_gelu(m.gated_mlp ? "silu" : "gelu", t, f, bias));
+  ops.push_back(r.bias_gelu(m.gated_mlp ? "silu" : "gelu", t, f, bias ? (m.gated_mlp ? 2 : 1) * f : 0));
   if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, t, f, 2));
   ops.push_back(r.layer_linear("fc2", t, f, h, linear_bias));
   ops.push_back(r.bias_dropout_add("residual2", tv, h, m.dropout, bias));

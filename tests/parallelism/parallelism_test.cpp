@@ -223,6 +223,10 @@ TEST(Transformer, ALayerWithoutBiasesHasNoBiasGradients) {
   EXPECT_EQ(weight_grad_launches("gelu"), 2);  // the bias-gradient reduction, its main-gradient add
   EXPECT_EQ(weight_grad_launches("residual2"), 2);
   EXPECT_EQ(weight_grad_launches("ln1"), 2);  // gain and bias
+  // Gated with biases (--swiglu without --disable-bias-linear): fc1's bias
+  // covers gate and up, and the op parameters still sum to the layer's.
+  m.gated_mlp = true;
+  EXPECT_EQ(op_params(), m.params_per_layer());
 }
 
 TEST(TaskGraph, ValidateCatchesMismatchedCollectives) {

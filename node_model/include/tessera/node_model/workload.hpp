@@ -210,10 +210,11 @@ class OpRules {
   /// Bias add + GeLU after the MLP's first linear (whose bias it adds).
   /// Megatron: one fused kernel (bias_gelu), with the bias gradient as a
   /// reduction; eager: the bias is in the linear, GeLU is its own kernel.
-  /// Without `bias` (Megatron's --disable-bias-linear): the activation alone,
-  /// no bias gradient.
+  /// `bias_cols`: the bias's width (default `cols`; a gated MLP's fc1 bias
+  /// covers gate and up, 2 x cols); 0 (Megatron's --disable-bias-linear):
+  /// the activation alone, no bias gradient.
   [[nodiscard]] OpKernels bias_gelu(std::string name, std::int64_t rows, std::int64_t cols,
-                                    bool bias = true) const;
+                                    std::optional<std::int64_t> bias_cols = std::nullopt) const;
   /// Bias add + dropout + residual add after a row-parallel linear.
   /// Megatron: one fused kernel (bias_dropout_add), backward: the dropout
   /// mask multiply, the bias-gradient reduction and the residual-gradient add.
