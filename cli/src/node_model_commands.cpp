@@ -305,6 +305,33 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
 
 }  // namespace
 
+namespace {
+/// The node-model commands' Untested GPU note for a GPU given by preset or
+/// device JSON. FP32: none for a GPU the tile-mlp weights learned on, the
+/// A100-80GB they were checked on unseen, or those GPUs' presets; a never
+/// measured generation or vendor says so (tessera run's note); any other GPU
+/// names the GPUs the weights learned on. Other dtypes: tessera run's note
+/// (node_model::extrapolation_note, the presets' 16-bit validation).
+std::string untested_gpu_note(const nm::GpuSpec& gpu, nm::DType dtype, const std::string& weights_dir,
+                              bool device_json) {
+  const std::string_view source = device_json ? "a device JSON" : "an inline GPU";
+  if (dtype != nm::DType::FP32) return nm::extrapolation_note(gpu, dtype, source);
+  const auto trained = weights_gpus(weights_dir);
+  if (trained_on(trained, gpu.name) || gpu.name == kUnseenCheckGpu) return {};
+  if (nm::is_preset(gpu)) {
+    // The presets of those GPUs: the same silicon (tessera run's rule).
+    for (const char* preset : {"A100-40GB", "A100-80GB", "V100-SXM2"}) {
+      if (gpu.name == preset) return {};
+    }
+    if (std::string note = nm::extrapolation_note(gpu, dtype); !note.empty()) return note;
+  }
+  return fmt::format(
+      "{}: the FP32 node model learned on {} and was checked on an unseen A100-80GB; "
+      "this GPU's kernel times extrapolate from its spec",
+      gpu.name, fmt::join(trained, ", "));
+}
+}  // namespace
+
 int cmd_predict_kernels(const Args& args, std::ostream& out) {
   ArgParser p("tessera predict-kernels");
   p.option("device").option("input").option("output").option("predictor").option("weights").option("dtype");
@@ -349,6 +376,21 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
   write_file_atomic(output, text);
   out << fmt::format("predicted {} kernels on {} with {} -> {}\n", t.rows.size(), gpu.name, predictor->name(),
                      output);
+  // The Untested GPU note of each element type the rows use, as predict-model
+  // gives it (none for the GPUs the weights learned on).
+  std::vector<nm::DType> used;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const nm::DType d = nm::row_dtype(t, r, dtype_col, default_dtype);
+    if (std::find(used.begin(), used.end(), d) == used.end()) used.push_back(d);
+  }
+  const bool device_json = fs::exists(p.require("device"));  // as device_option reads it
+  std::vector<std::string> notes;
+  for (const nm::DType d : used) {
+    std::string note = untested_gpu_note(gpu, d, p.get("weights").value_or(""), device_json);
+    if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end())
+      notes.push_back(std::move(note));
+  }
+  for (const std::string& note : notes) out << fmt::format("  Untested GPU: {}\n", note);
   return 0;
 }
 
@@ -554,33 +596,6 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
 }  // namespace tessera::cli
 
 namespace tessera::cli {
-
-namespace {
-/// The node-model commands' Untested GPU note for a GPU given by preset or
-/// device JSON. FP32: none for a GPU the tile-mlp weights learned on, the
-/// A100-80GB they were checked on unseen, or those GPUs' presets; a never
-/// measured generation or vendor says so (tessera run's note); any other GPU
-/// names the GPUs the weights learned on. Other dtypes: tessera run's note
-/// (node_model::extrapolation_note, the presets' 16-bit validation).
-std::string untested_gpu_note(const nm::GpuSpec& gpu, nm::DType dtype, const std::string& weights_dir,
-                              bool device_json) {
-  const std::string_view source = device_json ? "a device JSON" : "an inline GPU";
-  if (dtype != nm::DType::FP32) return nm::extrapolation_note(gpu, dtype, source);
-  const auto trained = weights_gpus(weights_dir);
-  if (trained_on(trained, gpu.name) || gpu.name == kUnseenCheckGpu) return {};
-  if (nm::is_preset(gpu)) {
-    // The presets of those GPUs: the same silicon (tessera run's rule).
-    for (const char* preset : {"A100-40GB", "A100-80GB", "V100-SXM2"}) {
-      if (gpu.name == preset) return {};
-    }
-    if (std::string note = nm::extrapolation_note(gpu, dtype); !note.empty()) return note;
-  }
-  return fmt::format(
-      "{}: the FP32 node model learned on {} and was checked on an unseen A100-80GB; "
-      "this GPU's kernel times extrapolate from its spec",
-      gpu.name, fmt::join(trained, ", "));
-}
-}  // namespace
 
 int cmd_predict_model(const Args& args, std::ostream& out) {
   ArgParser p("tessera predict-model");
