@@ -38,18 +38,23 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.grad_sync = std::string(parallelism::to_string(s.plan.resolved_grad_sync(s.workload)));
   if (s.plan.torch_ddp(s.workload)) {
     rep.grad_sync_note = " (Megatron on PyTorch DDP: no main-gradient buffer)";
-  } else if (s.plan.resolved_grad_sync(s.workload) == parallelism::GradSync::OverlapGradReduce) {
+  } else if (s.plan.resolved_grad_sync(s.workload) == parallelism::GradSync::OverlapGradReduce &&
+             s.plan.dp > 1) {
     // Decimal units, as a bucket size is given ("25MB"), three digits.
     const double b = s.plan.resolved_bucket_size(s.workload).as_double();
     const std::string size = b >= 1e9   ? fmt::format("{:.3g} GB", b / 1e9)
                              : b >= 1e6 ? fmt::format("{:.3g} MB", b / 1e6)
                              : b >= 1e3 ? fmt::format("{:.3g} kB", b / 1e3)
                                         : fmt::format("{:.0f} B", b);
-    const bool chunks = s.plan.pp > 1 || s.plan.virtual_stages > 1;
-    rep.grad_sync_note = fmt::format(
-        " (Megatron-Core: main gradients reduced in buckets of whole layers, at least {} each{}{})", size,
-        chunks ? " on the first stage's first chunk, one per chunk elsewhere" : "",
-        s.plan.overlap_param_gather ? "; parameters gathered in the next forward" : "");
+    // How Megatron-Core's DDP cuts the buffers (parallelism::DpGradSync).
+    const std::string how =
+        s.plan.virtual_stages > 1
+            ? std::string("a chunk's at a time, as the interleaved schedule launches them")
+            : fmt::format("in buckets closed at the first layer end past {}{}", size,
+                          s.plan.pp > 1 ? " on the first stage, one bucket on the others" : "");
+    rep.grad_sync_note =
+        fmt::format(" (Megatron-Core: main gradients reduced {}{})", how,
+                    s.plan.overlap_param_gather ? "; parameters gathered in the next forward" : "");
   }
   rep.overlap_param_gather = s.plan.overlap_param_gather;
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);

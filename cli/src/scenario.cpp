@@ -337,6 +337,24 @@ class Section {
         return std::string(
             ", set global_batch instead "
             "(micro-batches per replica = global_batch / (dp x micro_batch))");
+      // Megatron flags that are one of our keys with a value: said with it.
+      static const std::map<std::string, std::pair<std::string, std::string>> kFlagKeys{
+          {"overlap_grad_reduce",
+           {"grad_sync", "Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce'"}},
+          {"use_distributed_optimizer",
+           {"zero_stage", "Megatron's --use-distributed-optimizer is 'zero_stage: 1'"}},
+          {"disable_bias_linear",
+           {"linear_bias", "Megatron's --disable-bias-linear is 'linear_bias: false'"}},
+          {"add_bias_linear", {"linear_bias", "did you mean 'linear_bias'?"}},
+          {"normalization", {"norm", "did you mean 'norm' (layernorm or rmsnorm)?"}},
+          {"ddp_bucket_size",
+           {"bucket_size",
+            "did you mean 'bucket_size'? (bytes of gradients: Megatron's --ddp-bucket-size counts "
+            "parameters, x 4 for FP32 main gradients)"}},
+      };
+      if (const auto f = kFlagKeys.find(k); f != kFlagKeys.end() && all.count(f->second.first) != 0U) {
+        return ", " + f->second.second;
+      }
       const std::string alias = key_alias(k);
       if (all.count(alias) != 0U) return fmt::format(", did you mean '{}'?", alias);
       if (all.count("moe") != 0U && (kMoeKeys.count(alias) != 0U || kMoeKeys.count(k) != 0U))
@@ -542,7 +560,9 @@ parallelism::TransformerConfig read_model(Section& m) {
   if (m.has("dropout")) cfg.dropout = m.boolean("dropout");
   if (m.has("linear_bias")) cfg.linear_bias = m.boolean("linear_bias");
   if (m.has("norm")) {
-    const std::string norm = m.scalar("norm");
+    std::string norm = m.scalar("norm");
+    // Megatron spells them LayerNorm and RMSNorm.
+    std::transform(norm.begin(), norm.end(), norm.begin(), [](unsigned char ch) { return std::tolower(ch); });
     if (norm != "layernorm" && norm != "rmsnorm") {
       m.fail_at(m.node()["norm"].Mark(), m.key_path("norm"),
                 fmt::format("expected layernorm or rmsnorm, got '{}'", norm));

@@ -215,7 +215,7 @@ StageParams stage_params(const TransformerConfig& m, const Workload& w, const Pa
   const std::int64_t word = padded_vocab_per_rank(m, w, p.tp) * m.hidden;
   if (stage == 0) params += word + (m.learned_positions ? w.seq_len * m.hidden : 0);
   // The LM head (an untied one, or the tied one's copy on the last stage) and the final norm.
-  if (stage == p.pp - 1) params += (p.pp > 1 || !m.tied_embeddings ? word : 0) + 2 * m.hidden;
+  if (stage == p.pp - 1) params += (p.pp > 1 || !m.tied_embeddings ? word : 0) + m.norm_params();
   return out;
 }
 
@@ -238,7 +238,7 @@ std::vector<StageParams> zero3_units(const TransformerConfig& m, const Workload&
       units.push_back({m.params_per_layer_per_tp_rank(p.tp), 0});
     }
   }
-  if (k + 1 == static_cast<int>(chunks.size())) units.push_back({word + 2 * m.hidden, 0});
+  if (k + 1 == static_cast<int>(chunks.size())) units.push_back({word + m.norm_params(), 0});
   return units;
 }
 
@@ -791,25 +791,48 @@ class DpGradSync {
         experts_(c.plan.resolved_bucket_size(c.work), !c.grads.after_backward) {}
 
   /// Megatron-Core's DDP (OverlapGradReduce) keeps a gradient buffer per
-  /// model chunk and cuts it into buckets only on the first pipeline stage's
-  /// first chunk ("data-parallel communication on these stages is not on the
-  /// critical path"); elsewhere the chunk's whole buffer is one bucket,
-  /// reduced when the chunk's last backward has filled it. Called before
-  /// the gradients of local chunk `chunk` (its last backward) are produced.
+  /// model chunk. Without interleaving it cuts it into buckets only on the
+  /// first pipeline stage ("data-parallel communication on these stages is
+  /// not on the critical path"), each reduced as the last backward fills it;
+  /// elsewhere the buffer is one bucket, reduced when the backward ends.
+  /// With interleaving its schedule launches each chunk's whole sync at once
+  /// (align_grad_reduce), `stage` backward steps after the chunk's last one
+  /// (end_chunk's `defer`), on every stage alike. Called before the
+  /// gradients of local chunk `chunk` (its last backward) are produced.
   void begin_chunk(int chunk) {
     chunk_ = chunk;
     if (!per_chunk_) return;
-    const bool bucketing = stage_ == 0 && chunk == 0;
-    dense_.set_overlapped(bucketing);
-    experts_.set_overlapped(bucketing);
+    const bool bucketing = stage_ == 0 && chunk == 0 && c_.part.virtual_stages == 1;
+    dense_.set_bucketing(bucketing);
+    experts_.set_bucketing(bucketing);
   }
-  /// After the chunk's last backward (`task`): its buffer's last bucket.
-  void end_chunk(ProgramBuilder& rb, TaskIndex task) {
-    if (per_chunk_) close(rb, task);
+  /// After the chunk's last backward (`task`): its buffer's last bucket,
+  /// reduced now or, `defer` > 0, after that many more gradient steps
+  /// (step_done).
+  void end_chunk(ProgramBuilder& rb, TaskIndex task, int defer) {
+    if (!per_chunk_) return;
+    if (defer <= 0) {
+      close(rb, task);
+      return;
+    }
+    // Closed now (the next chunk's gradients are its own buffer's), reduced later.
+    if (dense_.close()) deferred_.push_back({false, defer, take(false)});
+    if (experts_.close()) deferred_.push_back({true, defer, take(true)});
+  }
+  /// After a gradient step (`task`): the deferred reductions due.
+  void step_done(ProgramBuilder& rb, TaskIndex task) {
+    for (auto it = deferred_.begin(); it != deferred_.end();) {
+      if (--it->steps > 0) {
+        ++it;
+        continue;
+      }
+      emit(rb, it->expert, it->bucket, task);
+      it = deferred_.erase(it);
+    }
   }
 
   /// `bytes` of gradients (reduced over the DP group) of unit `unit`
-  /// (ParamUnit: a layer's index, the embedding or the LM head) produced by
+  /// (a layer's index, kEmbeddingUnit or kLmHeadUnit) produced by
   /// `task`.
   void produced(ProgramBuilder& rb, std::int64_t unit, std::int64_t bytes, TaskIndex task) {
     dense_units_.push_back(unit);
@@ -829,8 +852,9 @@ class DpGradSync {
     expert_units_.push_back(layer);
     if (experts_.add(c_.grads.moe_expert)) reduce(rb, true, task);
   }
-  /// Reduces what the open buckets hold after `task`.
+  /// Reduces what the open buckets hold, and what is deferred, after `task`.
   void close(ProgramBuilder& rb, TaskIndex task) {
+    for (const Deferred& d : std::exchange(deferred_, {})) emit(rb, d.expert, d.bucket, task);
     if (dense_.close()) reduce(rb, false, task);
     if (experts_.close()) reduce(rb, true, task);
   }
@@ -850,48 +874,61 @@ class DpGradSync {
   }
   /// The final round's buckets and the units each holds (for the next
   /// iteration's forward under overlap_param_gather).
-  [[nodiscard]] ParamBuckets final_buckets() const { return {final_dense_units_, final_expert_units_}; }
+  [[nodiscard]] ParamBuckets final_buckets() const { return {final_dense_, final_expert_}; }
   /// Distributed optimizer (ZeRO-1/2): gathers the updated parameters after
   /// `step`, bucket by bucket (with overlap_param_gather the next
   /// iteration's forward gathers them: ForwardParamGathers).
   void gather_parameters(ProgramBuilder& rb, TaskIndex step) const {
     if (c_.plan.zero_stage < 1 || c_.plan.zero_stage > 2 || c_.plan.overlap_param_gather) return;
-    const std::int64_t gbytes = c_.grads.gbytes;
     if (slots_.dp >= 0) {
       for (std::size_t b = 0; b < final_dense_.size(); ++b) {
-        const std::int64_t bytes = final_dense_[b] / gbytes * c_.pbytes;  // parameters in the model's dtype
         rb.collective(fmt::format("dp.param.all-gather.bucket{:03}", b), CollectiveKind::AllGather, slots_.dp,
-                      Bytes(bytes), {step});
+                      Bytes(final_dense_[b].bytes), {step});
       }
     }
     if (slots_.expert_dp >= 0) {
       for (std::size_t b = 0; b < final_expert_.size(); ++b) {
-        const std::int64_t bytes = final_expert_[b] / gbytes * c_.pbytes;
         rb.collective(fmt::format("dp.expert_param.all-gather.bucket{:03}", b), CollectiveKind::AllGather,
-                      slots_.expert_dp, Bytes(bytes), {step});
+                      slots_.expert_dp, Bytes(final_expert_[b].bytes), {step});
       }
     }
   }
 
  private:
+  /// A closed bucket: its number, gradient bytes, chunk and units.
+  struct Closed {
+    std::size_t number = 0;
+    std::int64_t bytes = 0;
+    int chunk = 0;
+    std::vector<std::int64_t> units;
+  };
+  struct Deferred {
+    bool expert = false;
+    int steps = 0;  ///< gradient steps left before its reduction
+    Closed bucket;
+  };
+  /// The bucket just closed (with the units that filled it).
+  Closed take(bool expert) {
+    const GradBuckets& buckets = expert ? experts_ : dense_;
+    std::vector<std::int64_t>& units = expert ? expert_units_ : dense_units_;
+    return {buckets.buckets().size() - 1, buckets.buckets().back(), chunk_, std::exchange(units, {})};
+  }
   /// The reduction of the bucket just closed.
-  void reduce(ProgramBuilder& rb, bool expert, TaskIndex after) {
+  void reduce(ProgramBuilder& rb, bool expert, TaskIndex after) { emit(rb, expert, take(expert), after); }
+  void emit(ProgramBuilder& rb, bool expert, const Closed& bucket, TaskIndex after) {
     const std::int32_t slot = expert ? slots_.expert_dp : slots_.dp;
     if (slot < 0) return;
-    const GradBuckets& buckets = expert ? experts_ : dense_;
     const auto kind = c_.plan.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
-    const std::size_t b = buckets.buckets().size() - 1;
-    std::string name = expert ? fmt::format("{}dp.expert_grad.{}.bucket{:03}", tag_, to_string(kind), b)
-                              : fmt::format("{}dp.grad.{}.bucket{:03}", tag_, to_string(kind), b);
+    std::string name =
+        expert ? fmt::format("{}dp.expert_grad.{}.bucket{:03}", tag_, to_string(kind), bucket.number)
+               : fmt::format("{}dp.grad.{}.bucket{:03}", tag_, to_string(kind), bucket.number);
     (expert ? expert_tasks_ : dense_tasks_)
-        .push_back(rb.collective(name, kind, slot, Bytes(buckets.buckets().back()), {after}));
-    std::vector<std::int64_t>& units = expert ? expert_units_ : dense_units_;
+        .push_back(rb.collective(name, kind, slot, Bytes(bucket.bytes), {after}));
     if (final_) {
-      (expert ? final_expert_ : final_dense_).push_back(buckets.buckets().back());
-      (expert ? final_expert_units_ : final_dense_units_)
-          .push_back(ParamBucket{buckets.buckets().back() / c_.grads.gbytes * c_.pbytes, chunk_, units});
+      // The parameters in the model's dtype, for the gathers after the step.
+      (expert ? final_expert_ : final_dense_)
+          .push_back(ParamBucket{bucket.bytes / c_.grads.gbytes * c_.pbytes, bucket.chunk, bucket.units});
     }
-    units.clear();
   }
 
   const PlanContext& c_;
@@ -905,9 +942,9 @@ class DpGradSync {
   std::vector<TaskIndex> expert_tasks_;
   std::string tag_;    ///< the round's name prefix (ZeRO-2), else empty
   bool final_ = true;  ///< the round is the chunk's last (always without ZeRO-2)
-  std::vector<std::int64_t> final_dense_, final_expert_;  ///< bytes of the last rounds' buckets
   std::vector<std::int64_t> dense_units_, expert_units_;  ///< the units in the open buckets
-  std::vector<ParamBucket> final_dense_units_, final_expert_units_;
+  std::vector<ParamBucket> final_dense_, final_expert_;   ///< the last rounds' buckets, in order
+  std::vector<Deferred> deferred_;                        ///< closed, reduced later (end_chunk)
 };
 
 /// Megatron-Core's --overlap-param-gather (distributed optimizer): the
@@ -943,8 +980,9 @@ class ForwardParamGathers {
       for (std::size_t k = 0; k < kinds_.size(); ++k) issue(k, 0, 0, none);
     }
   }
-  /// At the start of each forward step of local chunk `chunk`: with
-  /// interleaving, the first forward of chunk c issues chunk c + 1's gathers.
+  /// Before a forward step, with interleaving: issues chunk `chunk` + 1's
+  /// gathers (the caller passes the chunk whose first forward is `stage`
+  /// forward steps ahead, as Megatron-Core's schedule looks ahead).
   void forward_step(int chunk) {
     if (!interleaved_ || chunk + 1 <= issued_chunks_) return;
     std::vector<TaskIndex> deps;
@@ -1072,10 +1110,12 @@ class ParamGathers {
       : rb_(rb), slots_(slots), named_(named), forward_(step == StepKind::F) {
     if (c.plan.zero_stage != 3 || slots.dp < 0 || step == StepKind::W) return;
     const auto units = zero3_units(c.model, c.work, c.plan, c.part.chunk_layers, k);
-    // Labels in forward order: -1 the embedding, the model's layer index, -2 the LM head.
+    // Labels in forward order: the embedding, the model's layer index, the LM head.
     std::int64_t l = c.part.has_embedding(k) ? -1 : 0;
     for (const StageParams& u : units) {
-      const std::int64_t label = l < 0 ? -1 : l < c.part.layers(k) ? c.part.first_layer(k) + l : -2;
+      const std::int64_t label = l < 0                  ? kEmbeddingUnit
+                                 : l < c.part.layers(k) ? c.part.first_layer(k) + l
+                                                        : kLmHeadUnit;
       ++l;
       Unit unit{label, u.dense * c.pbytes, u.expert * c.pbytes, {}};
       if (!c.separate_experts) unit.dense += std::exchange(unit.expert, 0);
@@ -1107,9 +1147,9 @@ class ParamGathers {
   void issue(std::size_t u, const std::vector<TaskIndex>& deps) {
     Unit& unit = units_[u];
     auto name = [&](std::string_view what) {
-      std::string prefix = unit.label == -1   ? named_("embedding.")
-                           : unit.label == -2 ? named_("lm_head.")
-                                              : named_.layer(unit.label);
+      std::string prefix = unit.label == kEmbeddingUnit ? named_("embedding.")
+                           : unit.label == kLmHeadUnit  ? named_("lm_head.")
+                                                        : named_.layer(unit.label);
       return fmt::format("{}{}.zero3.{}", prefix, forward_ ? "fwd" : "bwd", what);
     };
     unit.gathers.push_back(rb_.collective(name("param.all-gather"), CollectiveKind::AllGather, slots_.dp,
@@ -1141,7 +1181,6 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
   std::size_t unit = 0;
   std::vector<TaskIndex> first;
   const int local_chunk = k / c.plan.pp;  // StagePartition::chunk(stage, local_chunk) == k
-  if (params != nullptr) params->forward_step(local_chunk);
   auto needs = [&](std::int64_t u) {
     if (params != nullptr) params->before(local_chunk, u, first);
   };
@@ -1201,7 +1240,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
     rb.pieces(c.pieces.lm_head.of(kind, c.split).pieces(), named("lm_head."), slots.tp, std::move(first));
     first = rb.take_pending();
     if (sync_grads && (p > 1 || !model.tied_embeddings)) {
-      sync.produced(rb, kLmHeadUnit, (c.grads.word_params + 2 * model.hidden) * gbytes, rb.last_compute());
+      sync.produced(rb, kLmHeadUnit, (c.grads.word_params + model.norm_params()) * gbytes, rb.last_compute());
     }
   } else if (!w_step) {
     const int from = (k + 1) % p;
@@ -1243,7 +1282,7 @@ void add_backward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& sl
   if (c.part.has_embedding(k) && sync_grads) {
     sync.produced(rb, kEmbeddingUnit,
                   (c.grads.word_params + (model.learned_positions ? c.work.seq_len * model.hidden : 0) +
-                   (p == 1 && model.tied_embeddings ? 2 * model.hidden : 0)) *
+                   (p == 1 && model.tied_embeddings ? model.norm_params() : 0)) *
                       gbytes,
                   rb.last_compute());
   }
@@ -1268,12 +1307,28 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     auto& f = first_backward[static_cast<std::size_t>(order[i].chunk)];
     f = std::min(f, i);
   }
+  // The forward steps' chunks, in order, and which start their chunk (for
+  // Megatron-Core's look-ahead of `stage` forward steps to the parameter
+  // gathers of the chunk after the one whose first forward comes then).
+  std::vector<int> forward_chunks;
+  std::vector<bool> forward_first;
+  std::vector<char> seen(static_cast<std::size_t>(v), 0);
+  for (const PipelineStep& st : order) {
+    if (!st.forward()) continue;
+    forward_first.push_back(std::exchange(seen[static_cast<std::size_t>(st.chunk)], char{1}) == 0);
+    forward_chunks.push_back(st.chunk);
+  }
+  std::size_t forwards = 0;
   StepNames named;
   for (std::size_t i = 0; i < order.size(); ++i) {
     const PipelineStep& st = order[i];
     const int k = c.part.chunk(stage, st.chunk);  // virtual stage
     named.start(st, v);
     if (st.forward()) {
+      const std::size_t ahead = forwards++ + static_cast<std::size_t>(stage);
+      if (params != nullptr && ahead < forward_chunks.size() && forward_first[ahead]) {
+        params->forward_step(forward_chunks[ahead]);
+      }
       add_forward(rb, c, slots, stage, k, named, params);
       continue;
     }
@@ -1288,8 +1343,12 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     if (zero2) sync.start_round(std::string(named("")), last_mb);
     if (last_mb) sync.begin_chunk(st.chunk);
     add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb || zero2, accumulate, named);
-    if (zero2 && !last_mb) sync.close(rb, rb.last_compute());
-    if (last_mb) sync.end_chunk(rb, rb.last_compute());
+    // Each ZeRO-2 round its own buckets (else the next chunk's round would take the rest).
+    if (zero2) sync.close(rb, rb.last_compute());
+    if (grads) sync.step_done(rb, rb.last_compute());
+    // Megatron-Core's interleaved schedule launches a chunk's gradient sync
+    // `stage` backward steps after the chunk's last (align_grad_reduce).
+    if (last_mb) sync.end_chunk(rb, rb.last_compute(), v > 1 ? stage : 0);
   }
 }
 

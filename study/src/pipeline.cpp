@@ -62,11 +62,17 @@ WorkEstimate estimate_work(const Scenario& s) {
   // (after the backward pass, Megatron's one contiguous buffer).
   const double grad_bytes =
       static_cast<double>(s.model.params_per_layer_per_tp_rank(plan.tp)) * layers_per_stage * 4.0;
+  const parallelism::GradSync sync = plan.resolved_grad_sync(s.workload);
+  const double cut =
+      std::max(1.0, std::ceil(grad_bytes / std::max(1.0, plan.resolved_bucket_size(s.workload).as_double())));
+  // Megatron-Core's DDP cuts buckets on the first stage only, and with
+  // interleaving reduces a chunk at a time (parallelism::DpGradSync): per
+  // rank on average.
   const double buckets =
-      plan.resolved_grad_sync(s.workload) != parallelism::GradSync::AfterBackward
-          ? std::max(1.0,
-                     std::ceil(grad_bytes / std::max(1.0, plan.resolved_bucket_size(s.workload).as_double())))
-          : 1.0;
+      sync == parallelism::GradSync::AfterBackward ? 1.0
+      : sync == parallelism::GradSync::OverlapGradReduce
+          ? (plan.virtual_stages > 1 ? static_cast<double>(plan.virtual_stages) : (cut + pp - 1) / pp)
+          : cut;
   // A data-parallel group spanning nodes with several ranks on each runs as
   // that many rail rings (collectives::rail_rings), each rank in every one.
   const double dp_per_node = std::min(dp, std::max(1.0, std::floor(s.cluster.gpus_per_node / tp)));

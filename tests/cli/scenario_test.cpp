@@ -120,6 +120,21 @@ TEST(Scenario, LinearBiasAndNormKeysChangeTheParameterCount) {
   EXPECT_EQ(gpt.model.total_params(1024) - llama.model.total_params(1024), gpt.model.layers * (11 * h) + h);
   EXPECT_EQ(error_of(default_text(), {{"model.norm", "rms"}}),
             "s.yaml (--set model.norm): model.norm: expected layernorm or rmsnorm, got 'rms'");
+  // Megatron's spellings: RMSNorm, and its flags as unknown keys said as ours.
+  EXPECT_TRUE(parse_scenario(default_text(), "default.yaml", {{"model.norm", "RMSNorm"}}).model.rms_norm);
+  EXPECT_NE(
+      error_of(default_text(), {{"model.disable_bias_linear", "true"}})
+          .find("model.disable_bias_linear: unknown key, Megatron's --disable-bias-linear is 'linear_bias: "
+                "false' (known here:"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(default_text(), {{"parallelism.overlap_grad_reduce", "true"}})
+          .find("unknown key, Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce' (known"),
+      std::string::npos);
+  EXPECT_NE(error_of(default_text(), {{"parallelism.ddp_bucket_size", "40000000"}})
+                .find("did you mean 'bucket_size'? (bytes of gradients: Megatron's --ddp-bucket-size counts "
+                      "parameters, x 4 for FP32 main gradients)"),
+            std::string::npos);
 }
 
 // Megatron-Core's --overlap-grad-reduce: the Options line gives the bucket
@@ -138,18 +153,32 @@ TEST(Scenario, OverlapGradReduceSaysItsBucketAndHidesTheGradientSync) {
   EXPECT_EQ(
       line,
       "Options        dtype bf16, framework megatron, recompute none, sequence_parallel false, zero_stage 0, "
-      "grad_sync overlap-grad-reduce (Megatron-Core: main gradients reduced in buckets of whole layers, at "
-      "least 160 MB each)");
+      "grad_sync overlap-grad-reduce (Megatron-Core: main gradients reduced in buckets closed at the first "
+      "layer end past 160 MB)");
   const auto [given, unused] =
       options({{"parallelism.grad_sync", "overlap-grad-reduce"}, {"parallelism.bucket_size", "500KB"}});
-  EXPECT_NE(given.find("buckets of whole layers, at least 500 kB each)"), std::string::npos) << given;
+  EXPECT_NE(given.find("buckets closed at the first layer end past 500 kB)"), std::string::npos) << given;
   const auto [piped, unused_too] = options({{"parallelism.grad_sync", "overlap-grad-reduce"},
                                             {"parallelism.pp", "2"},
                                             {"parallelism.dp", "8"},
                                             {"training.global_batch", "128"}});
-  EXPECT_NE(piped.find("at least 160 MB each on the first stage's first chunk, one per chunk elsewhere)"),
-            std::string::npos)
+  EXPECT_NE(piped.find("past 160 MB on the first stage, one bucket on the others)"), std::string::npos)
       << piped;
+  const auto [chunked, unused_three] = options({{"parallelism.grad_sync", "overlap-grad-reduce"},
+                                                {"parallelism.pp", "2"},
+                                                {"parallelism.dp", "8"},
+                                                {"parallelism.virtual_stages", "2"},
+                                                {"training.global_batch", "128"}});
+  EXPECT_NE(chunked.find("(Megatron-Core: main gradients reduced a chunk's at a time, as the interleaved "
+                         "schedule launches them)"),
+            std::string::npos)
+      << chunked;
+  // No data parallelism, no gradient sync to describe.
+  const auto [alone, unused_four] = options({{"parallelism.grad_sync", "overlap-grad-reduce"},
+                                             {"parallelism.tp", "4"},
+                                             {"parallelism.pp", "4"},
+                                             {"parallelism.dp", "1"}});
+  EXPECT_EQ(alone.find("Megatron-Core"), std::string::npos) << alone;
   const auto [after, after_backward] = options({});
   EXPECT_LT(overlapped, after_backward);
   // --overlap-param-gather with the distributed optimizer: said, and faster
@@ -159,8 +188,7 @@ TEST(Scenario, OverlapGradReduceSaysItsBucketAndHidesTheGradientSync) {
   const auto [gather_line, gathered_in_forward] = options({{"parallelism.grad_sync", "overlap-grad-reduce"},
                                                            {"parallelism.zero_stage", "1"},
                                                            {"parallelism.overlap_param_gather", "true"}});
-  EXPECT_NE(gather_line.find("at least 160 MB each; parameters gathered in the next forward)"),
-            std::string::npos)
+  EXPECT_NE(gather_line.find("past 160 MB; parameters gathered in the next forward)"), std::string::npos)
       << gather_line;
   EXPECT_EQ(step_line.find("next forward"), std::string::npos) << step_line;
   EXPECT_LT(gathered_in_forward, gathered_after_step);

@@ -436,15 +436,69 @@ TEST(Passes, OverlapParamGatherGathersEachBucketBeforeItsFirstForward) {
   EXPECT_EQ(std::vector(after_step.rbegin(), after_step.rend()), in_forward);
 }
 
-TEST(Passes, OverlapGradReduceBucketsOnlyTheFirstStagesFirstChunk) {
-  // Megatron-Core's DDP cuts buckets only on pipeline stage 0's first model
-  // chunk; every other chunk's buffer is one bucket. tiny (8 layers) on pp 2
-  // with 4 chunks per stage (one layer each), every layer a bucket where
-  // there are buckets: stage 0's first chunk (layer 0 and the embedding) 2,
-  // its three others one each: 5; stage 1's four chunks: 4. With
-  // --overlap-param-gather the interleaved schedule gathers the first two
-  // chunks' buckets at the start (no dependency) and each later chunk's when
-  // the chunk before it starts its forward.
+TEST(Passes, OverlapGradReduceBucketsOnlyTheFirstStage) {
+  // Megatron-Core's DDP cuts buckets only on pipeline stage 0; a later
+  // stage's buffer is one bucket, reduced after its last backward. tiny (8
+  // layers) on pp 2, every layer a bucket where there are buckets: stage 0
+  // (layers 0-3 and the embedding) 5, stage 1 (layers 4-7 and the LM head) 1.
+  const TransformerConfig m = tiny();
+  const test_support::LayersOnlyPredictor pred(97);
+  Workload w = work();
+  w.framework = node_model::Framework::Megatron;
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.global_batch = 8;  // 4 micro-batches
+  p.zero_stage = 1;
+  p.grad_sync = GradSync::OverlapGradReduce;
+  p.bucket_size = Bytes(1);
+  const TaskGraph g = plan_training(m, w, p, pred);
+  for (int stage = 0; stage < 2; ++stage) {
+    const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
+    int reductions = 0;
+    for (const Task& t : tasks) reductions += t.name.starts_with("dp.grad.reduce-scatter") ? 1 : 0;
+    EXPECT_EQ(reductions, stage == 0 ? 5 : 1) << stage;
+  }
+}
+
+TEST(Passes, OverlapGradReduceUnderZeroBubbleFollowsTheWeightGradients) {
+  // zb-h1 splits the backward: the W steps compute the weight gradients, so
+  // the last micro-batch's W steps fill the buckets (one per layer here)
+  // and each reduction follows a W task; ZeRO-2 is refused with it.
+  const TransformerConfig m = tiny();
+  const test_support::LayersOnlyPredictor pred(97);
+  Workload w = work();
+  w.framework = node_model::Framework::Megatron;
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.schedule = Schedule::ZeroBubbleH1;
+  p.global_batch = 8;
+  p.zero_stage = 1;
+  p.grad_sync = GradSync::OverlapGradReduce;
+  p.bucket_size = Bytes(1);
+  const TaskGraph g = plan_training(m, w, p, pred);
+  const auto& tasks = g.programs[0]->tasks;
+  int reductions = 0, after_w = 0;
+  for (const Task& t : tasks) {
+    if (!t.name.starts_with("dp.grad.reduce-scatter")) continue;
+    ++reductions;
+    after_w += tasks[static_cast<std::size_t>(t.deps.at(0))].name.find("wgrad") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(reductions, 5);  // layers 0-3 and the embedding
+  EXPECT_GE(after_w, 4);     // the layers' (the embedding's W may be its backward)
+  p.zero_stage = 2;
+  EXPECT_THROW(p.validate(m, w, 4), InputError);
+}
+
+TEST(Passes, OverlapGradReduceWithInterleavingSyncsEachChunkAsItsScheduleDoes) {
+  // With interleaving Megatron-Core's schedule launches each chunk's whole
+  // gradient sync at once (align_grad_reduce), `stage` backward steps after
+  // the chunk's last: one reduction per chunk on every stage (tiny on pp 2,
+  // 4 chunks per stage), on stage 0 right after the chunk's last backward,
+  // on stage 1 after the next one. With --overlap-param-gather the first
+  // two chunks' parameters are gathered at the start (no dependency), each
+  // later chunk's during the forward.
   const TransformerConfig m = tiny();
   const test_support::LayersOnlyPredictor pred(97);
   Workload w = work();
@@ -462,18 +516,58 @@ TEST(Passes, OverlapGradReduceBucketsOnlyTheFirstStagesFirstChunk) {
   const TaskGraph g = plan_training(m, w, p, pred);
   for (int stage = 0; stage < 2; ++stage) {
     const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
-    int reductions = 0, gathers = 0, at_start = 0;
+    int reductions = 0, gathers = 0, at_start = 0, after_own_chunk = 0;
     for (const Task& t : tasks) {
-      if (t.name.starts_with("dp.grad.reduce-scatter")) ++reductions;
+      if (t.name.starts_with("dp.grad.reduce-scatter")) {
+        ++reductions;
+        // Its dependency: the backward step it follows.
+        const std::string_view dep = tasks[static_cast<std::size_t>(t.deps.at(0))].name;
+        after_own_chunk += dep.find(".mb3.") != std::string_view::npos ? 1 : 0;
+      }
       if (t.name.starts_with("dp.param.all-gather")) {
         ++gathers;
         at_start += t.deps.empty() ? 1 : 0;
       }
     }
-    EXPECT_EQ(reductions, stage == 0 ? 5 : 4) << stage;
-    EXPECT_EQ(gathers, reductions) << stage;
-    EXPECT_EQ(at_start, stage == 0 ? 3 : 2) << stage;  // the first two chunks'
+    EXPECT_EQ(reductions, 4) << stage;
+    EXPECT_EQ(gathers, 4) << stage;
+    EXPECT_EQ(at_start, 2) << stage;  // the first two chunks'
+    // Stage 0: each after its chunk's last backward (micro-batch 3); stage
+    // 1: one backward step later (micro-batch 2 of the chunk before), the
+    // last chunk's at the end.
+    EXPECT_EQ(after_own_chunk, stage == 0 ? 4 : 1) << stage;
   }
+}
+
+TEST(Passes, ZeroTwoWithInterleavingGathersEveryChunksParameters) {
+  // ZeRO-2 reduces every micro-batch's gradients in rounds; with interleaving
+  // a chunk's last round was left open and the next chunk's round took it,
+  // so one chunk's parameters were never gathered after the step. Each
+  // round is closed now: the gathers after the step cover the stage's
+  // parameters (tiny, pp 2, 2 chunks per stage, buckets larger than a chunk).
+  const TransformerConfig m = tiny();
+  const test_support::LayersOnlyPredictor pred(97);
+  Workload w = work();
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.schedule = Schedule::Interleaved1F1B;
+  p.global_batch = 8;
+  p.zero_stage = 2;
+  p.grad_sync = GradSync::Overlapped;
+  p.bucket_size = Bytes(1'000'000'000);
+  const TaskGraph g = plan_training(m, w, p, pred);
+  const auto& tasks = g.programs[0]->tasks;
+  std::int64_t gathered = 0;
+  for (const Task& t : tasks) {
+    if (t.name.starts_with("dp.param.all-gather")) gathered += t.bytes.count();
+  }
+  // Stage 0: layers 0-1 and 4-5 and the word embedding, FP32.
+  const std::int64_t params = 4 * m.params_per_layer_per_tp_rank(1) +
+                              padded_vocab_per_rank(m, w, 1) * m.hidden +
+                              w.seq_len * m.hidden;  // and the position table
+  EXPECT_EQ(gathered, params * 4);
 }
 
 TEST(Passes, OverlapParamGatherGathersTheExpertsBeforeTheirLayers) {

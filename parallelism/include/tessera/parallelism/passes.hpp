@@ -327,7 +327,7 @@ class GradBuckets {
   }
   /// Turns cutting into buckets on or off for what is added next (off: what
   /// is added waits for close()).
-  void set_overlapped(bool on) { overlapped_ = on; }
+  void set_bucketing(bool on) { overlapped_ = on; }
   /// Closes the open bucket; false when it holds no gradients.
   bool close() {
     if (pending_ == 0) return false;
