@@ -835,8 +835,14 @@ class DpGradSync {
   /// (a layer's index, kEmbeddingUnit or kLmHeadUnit) produced by
   /// `task`.
   void produced(ProgramBuilder& rb, std::int64_t unit, std::int64_t bytes, TaskIndex task) {
+    // Megatron-Core gives a tied embedding shared between the first and
+    // last stage its own bucket under the distributed optimizer, reduced as
+    // soon as its gradient is ready (interleaved: with its chunk).
+    const bool own = per_chunk_ && c_.plan.zero_stage == 1 && c_.model.tied_embeddings && c_.plan.pp > 1 &&
+                     c_.part.virtual_stages == 1 && (unit == kEmbeddingUnit || unit == kLmHeadUnit);
+    if (own && dense_.close()) reduce(rb, false, task);
     dense_units_.push_back(unit);
-    if (dense_.add(bytes)) reduce(rb, false, task);
+    if (dense_.add(bytes) || (own && dense_.close())) reduce(rb, false, task);
   }
   /// Layer `layer`'s gradients produced by `task`.
   void produced_layer(ProgramBuilder& rb, std::int64_t layer, bool moe, TaskIndex task) {

@@ -440,7 +440,8 @@ TEST(Passes, OverlapGradReduceBucketsOnlyTheFirstStage) {
   // Megatron-Core's DDP cuts buckets only on pipeline stage 0; a later
   // stage's buffer is one bucket, reduced after its last backward. tiny (8
   // layers) on pp 2, every layer a bucket where there are buckets: stage 0
-  // (layers 0-3 and the embedding) 5, stage 1 (layers 4-7 and the LM head) 1.
+  // (layers 0-3 and the embedding) 5, stage 1 (layers 4-7) 1 and the tied
+  // LM head's own (OverlapGradReduceGivesATiedEmbeddingItsOwnBucket).
   const TransformerConfig m = tiny();
   const test_support::LayersOnlyPredictor pred(97);
   Workload w = work();
@@ -457,8 +458,53 @@ TEST(Passes, OverlapGradReduceBucketsOnlyTheFirstStage) {
     const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
     int reductions = 0;
     for (const Task& t : tasks) reductions += t.name.starts_with("dp.grad.reduce-scatter") ? 1 : 0;
-    EXPECT_EQ(reductions, stage == 0 ? 5 : 1) << stage;
+    EXPECT_EQ(reductions, stage == 0 ? 5 : 2) << stage;
   }
+}
+
+TEST(Passes, OverlapGradReduceGivesATiedEmbeddingItsOwnBucket) {
+  // Under the distributed optimizer Megatron-Core puts the word embedding
+  // shared by the first and last stage in a bucket of its own: on stage 1
+  // (one bucket otherwise) the LM head's gradient is reduced right after its
+  // backward, the layers' after the last; on stage 0 the layers' bucket and
+  // the embedding's are two, both reduced after the backward.
+  const TransformerConfig m = tiny();  // tied embeddings
+  const test_support::LayersOnlyPredictor pred(97);
+  Workload w = work();
+  w.framework = node_model::Framework::Megatron;
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.global_batch = 8;
+  p.zero_stage = 1;
+  p.grad_sync = GradSync::OverlapGradReduce;
+  p.bucket_size = Bytes(1'000'000'000);
+  const TaskGraph g = plan_training(m, w, p, pred);
+  for (int stage = 0; stage < 2; ++stage) {
+    const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
+    std::vector<std::string> after;
+    for (const Task& t : tasks) {
+      if (t.name.starts_with("dp.grad.reduce-scatter")) {
+        after.emplace_back(tasks[static_cast<std::size_t>(t.deps.at(0))].name);
+      }
+    }
+    ASSERT_EQ(after.size(), 2U) << stage;
+    if (stage == 1) {
+      EXPECT_TRUE(after[0].starts_with("mb3.lm_head.")) << after[0];
+      EXPECT_TRUE(after[1].starts_with("mb3.layer004.")) << after[1];
+    } else {
+      // The layers' bucket closes when the embedding's gradient arrives
+      // (the model cuts buckets where gradients are produced).
+      EXPECT_TRUE(after[0].starts_with("mb3.embedding.")) << after[0];
+      EXPECT_TRUE(after[1].starts_with("mb3.embedding.")) << after[1];
+    }
+  }
+  // ZeRO-0 (all-reduce): no such bucket.
+  p.zero_stage = 0;
+  const TaskGraph g0 = plan_training(m, w, p, pred);
+  int stage1 = 0;
+  for (const Task& t : g0.programs[1]->tasks) stage1 += t.name.starts_with("dp.grad.all-reduce") ? 1 : 0;
+  EXPECT_EQ(stage1, 1);
 }
 
 TEST(Passes, OverlapGradReduceUnderZeroBubbleFollowsTheWeightGradients) {
