@@ -166,7 +166,7 @@ injected and delivered, packet-hops, drops, credit stalls, ns-3 events.
 Exit codes: 0 ok, 1 simulation error, 2 bad input, 3 the plan does not fit in
 GPU memory (the report is printed, and one line on stderr names the stage).
 )"},
-      {"sweep", R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...]
+      {"sweep", R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...] [--zip]
                      [--out FILE.csv] [--svg FILE.svg] [--jobs N] [--shard I/N|auto]
                      [--backend flow|ns3] [--predictor NAME] [--json]
 
@@ -190,6 +190,10 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
   --jobs N             parallel points (default: all cores; ns-3 runs one at a time)
   --json               print one JSON object (every point's settings and metrics,
                        the CSV's columns) instead of the table
+  --zip                pair the lists instead of crossing them: point i takes every
+                       key's i-th value (lists of one length; a configuration per
+                       point, e.g. nodes, dp and global batch of a scaling table),
+                       drawn as one line
   --shard I/N|auto     run only the points with index % N == I; `auto` reads
                        Slurm (SLURM_ARRAY_TASK_ID/COUNT) or MPI (OMPI_COMM_WORLD_RANK/SIZE,
                        PMI_RANK/SIZE) variables. Merge shards with `tessera sweep-merge`.

@@ -42,8 +42,17 @@ struct Point {
   std::vector<Override> overrides;
 };
 
-/// The cartesian product of the axes, first axis outermost.
-std::vector<Point> grid(const std::vector<Axis>& axes) {
+/// The cartesian product of the axes, first axis outermost; `zip`: point i
+/// takes every axis's i-th value (the axes have one length).
+std::vector<Point> grid(const std::vector<Axis>& axes, bool zip) {
+  if (zip) {
+    std::vector<Point> points(axes.empty() ? 0 : axes.front().values.size());
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      points[i].index = i;
+      for (const Axis& a : axes) points[i].overrides.push_back(Override{a.key, a.values[i]});
+    }
+    return points;
+  }
   std::vector<Point> points{Point{}};
   for (const Axis& a : axes) {
     std::vector<Point> next;
@@ -397,6 +406,21 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     for (std::size_t a = 0; a < keys.size() && 1 + a < m0; ++a) values[a].insert(cols[1 + a]);
   }
   auto fixed = [&](std::size_t a) { return a > 0 && values[a].size() == 1; };
+  // Keys that change with the first key, one combination per value of it
+  // (a sweep with --zip): one line through every point, not one per point.
+  std::set<std::string> firsts, combinations;
+  for (const auto& [index, row] : rows) {
+    const auto cols = split(row, ',');
+    const std::size_t m0 = cols.size() - kMetricColumns;
+    std::string combo;
+    for (std::size_t a = 1; a < keys.size() && 1 + a < m0; ++a) {
+      if (!fixed(a)) combo += cols[1 + a] + ",";
+    }
+    if (!keys.empty()) firsts.insert(cols[1]);
+    combinations.insert(combo);
+  }
+  const bool covarying =
+      rows.size() > 1 && combinations.size() == rows.size() && firsts.size() == rows.size();
   // Series in order of first appearance (the second key's order).
   std::vector<std::string> series_names;
   std::map<std::string, std::vector<Pt>> by_series;
@@ -410,7 +434,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     pt.tokens = std::stod(cols[m0 + kTokens]);
     pt.oom = cols[m0 + kOom] == "1";
     std::string name;
-    for (std::size_t a = 1; a < keys.size() && 1 + a < m0; ++a) {
+    for (std::size_t a = 1; a < keys.size() && 1 + a < m0 && !covarying; ++a) {
       if (!fixed(a)) name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
     }
     if (by_series.count(name) == 0U) series_names.push_back(name);
@@ -538,11 +562,13 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     }
     // The keys of the lines: in the subtitle where they fit on it, else a
     // line of the legend (wrapped) rather than cut.
-    const std::string with_lines = fmt::format("{}; {} (one line per value)", subtitle, lines);
+    const std::string with_lines = fmt::format(
+        "{}; {} ({})", subtitle, lines, covarying ? "set with it, point by point" : "one line per value");
     if (!lines.empty() && chart::text_width(with_lines, 12) <= width - 24) {
       subtitle = with_lines;
     } else if (!lines.empty()) {
-      entries.push_back({fmt::format("One line per value of {}", lines), "#555", false, false, false, true});
+      entries.push_back({(covarying ? "Set with it, point by point: " : "One line per value of ") + lines,
+                         "#555", false, false, false, true});
     }
   }
   if (!set.empty()) entries.push_back({"Every point: " + set, "#555", false, false, false, true});
@@ -653,8 +679,11 @@ std::string shard_line(const std::string& id, const Shard& s, std::size_t points
 
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
-  p.option("out").option("svg").option("jobs").option("shard").flag("json");
+  p.option("out").option("svg").option("jobs").option("shard").flag("json").flag("zip");
   declare_scenario_options(p);
+  // --zip pairs the lists (point i: every key's i-th value), where a value
+  // may repeat; known before the lists are read.
+  const bool zip = std::find(args.begin(), args.end(), "--zip") != args.end();
   // --set may repeat: collect them by hand before strict parsing.
   std::vector<Axis> axes;
   Args rest;
@@ -693,8 +722,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       }
     }
     // A number listed twice in two spellings (01 and 1) is one point too.
+    // (Zipped lists may repeat a value: whole points are checked below.)
     std::map<std::string, std::string> listed;
-    for (const auto& v : a.values) {
+    for (const auto& v : zip ? std::vector<std::string>{} : a.values) {
       double x = 0;
       const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
       const std::string key = ec == std::errc() && end == v.data() + v.size() ? fmt::format("{}", x) : v;
@@ -709,6 +739,26 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   p.parse(rest);
   p.expect_positional(1, "a scenario file");
   if (axes.empty()) throw UsageError("tessera sweep: give at least one --set key=v1,v2,...");
+  if (zip) {
+    for (const Axis& a : axes) {
+      if (a.values.size() != axes.front().values.size()) {
+        throw UsageError(fmt::format(
+            "tessera sweep --zip: the lists pair value by value, but {} has {} value{} and {} has {}",
+            axes.front().key, axes.front().values.size(), axes.front().values.size() == 1 ? "" : "s", a.key,
+            a.values.size()));
+      }
+    }
+    // A point listed twice repeats a run.
+    std::set<std::vector<std::string>> seen;
+    for (std::size_t i = 0; i < axes.front().values.size(); ++i) {
+      std::vector<std::string> point;
+      for (const Axis& a : axes) point.push_back(a.values[i]);
+      if (!seen.insert(point).second) {
+        throw UsageError(fmt::format("tessera sweep --zip: point {} repeats an earlier one ({})", i,
+                                     fmt::join(point, ", ")));
+      }
+    }
+  }
   const std::string scenario_path = p.positional()[0];
   const std::string stem = std::filesystem::path(scenario_path).stem().string();
   // Without --shard the whole sweep is shard 0/1 (a plain Shard and a flag:
@@ -729,7 +779,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
 
   // Validate every point before simulating any.
   const std::string text = read_scenario_text(scenario_path);
-  const std::vector<Point> points = grid(axes);
+  const std::vector<Point> points = grid(axes, zip);
   // --backend and --predictor hold for every point.
   const std::vector<Override> fixed = scenario_overrides({}, p);
   std::vector<Scenario> scenarios;
@@ -750,7 +800,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
 
   // A shard's CSV starts with a line naming its sweep and shard, an
   // unsharded sweep's with one naming the sweep until it finishes.
-  const std::string id = sweep_id(text, axes, fixed);
+  // A zipped sweep is another sweep than the grid of the same lists.
+  std::vector<Override> identity = fixed;
+  if (zip) identity.push_back(Override{"--zip", "1"});
+  const std::string id = sweep_id(text, axes, identity);
   const std::string columns = csv_header(axes);
   const std::string header =
       (sharded ? shard_line(id, shard, points.size()) : unfinished_line(id, points.size())) + "\n" + columns;

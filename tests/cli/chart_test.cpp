@@ -182,9 +182,10 @@ class ChartTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   /// Runs `tessera sweep` on a shipped scenario and returns the SVG text.
-  std::string sweep(const std::string& scenario, const std::vector<std::string>& sets) {
+  std::string sweep(const std::string& scenario, const std::vector<std::string>& sets, bool zip = false) {
     Args args{std::string(TESSERA_SCENARIO_DIR) + "/" + scenario};
     for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    if (zip) args.emplace_back("--zip");
     args.insert(args.end(), {"--out", (dir_ / "s.csv").string(), "--svg", (dir_ / "s.svg").string(), "--jobs", "2"});
     std::ostringstream out;
     EXPECT_EQ(cmd_sweep(args, out), 0);
@@ -429,6 +430,34 @@ TEST_F(ChartTest, SeriesOutOfMemoryEverywhereIsFaded) {
   const std::size_t first_cross = svg.find(R"(stroke="#d62728" stroke-width="2.5")");
   ASSERT_NE(first_cross, std::string::npos);
   EXPECT_LT(first_cross, first_marker) << svg;
+}
+
+TEST_F(ChartTest, ZippedKeysAreOneLineThroughTheirPoints) {
+  // sweep --zip: point i takes every list's i-th value, so the other keys
+  // change with the first, one combination each: one line through the
+  // points (not one series per point), the keys named as set with it.
+  const std::string svg =
+      sweep("default.yaml",
+            {"cluster.nodes=1,2,4", "parallelism.dp=8,16,32", "training.global_batch=64,128,256"}, true);
+  const auto root = parse_chart(svg);
+  const auto t = texts(*root);
+  EXPECT_TRUE(
+      t.count("swept: cluster.nodes (x axis: the GPU count it gives); parallelism.dp, "
+              "training.global_batch (set with it, point by point)"))
+      << fmt::format("{}", fmt::join(t, " | "));
+  const auto solid = lines(*root, false);
+  EXPECT_EQ(solid.size(), 2U);  // throughput and efficiency, one series
+  for (const Element* p : all(*root, "polyline")) {
+    if (!attr(p, "stroke-dasharray").empty()) continue;
+    std::istringstream pts(attr(p, "points"));
+    int n = 0;
+    for (std::string xy; pts >> xy;) ++n;
+    EXPECT_EQ(n, 3);  // through all three points
+  }
+  // Three points, each its own pair of values.
+  EXPECT_NE(printed_.find("    2  cluster.nodes=4 parallelism.dp=32 training.global_batch=256"),
+            std::string::npos)
+      << printed_;
 }
 
 TEST_F(ChartTest, OneValueKeysAreSettingsNotSeries) {
