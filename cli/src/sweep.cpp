@@ -379,73 +379,121 @@ std::string json_setting(const std::string& v) {
   return std::regex_match(v, kNumber) ? v : json_string(v);
 }
 
-/// Chart of a finished sweep from its CSV rows (point order); `keys` are the
-/// swept keys (the columns after `point`), first key outermost.
-///
-/// The x axis is the GPU count (log scale) when it changes along the first
-/// key, else the first key's values (log scale for positive numbers spanning
-/// 8x or more, linear for other numbers, categories otherwise). Each value of
-/// the other keys is a series, its points joined in the order of x (not the
-/// order listed). With GPUs on x, the throughput panel has the ideal-scaling
-/// line of each series (its baseline's throughput x GPUs / its GPUs; the
-/// baseline: the point of fewest GPUs that fits in memory) and a second
-/// panel shows the throughput per GPU relative to that baseline.
-std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
-                      const std::string& title, const std::vector<std::string>& notes = {}) {
-  struct Pt {
-    std::string x_value;  // the first key's value
-    double gpus = 0, tokens = 0;
-    bool oom = false;
-  };
-  // A key after the first with one value on every row (a --set of one
-  // value) is a fixed setting: said under the legend, not a series.
-  std::vector<std::set<std::string>> values(keys.size());
+/// A finished sweep's points as the chart draws them: one series per value
+/// of the keys after the first (a key of one value is a fixed setting; keys
+/// that change with the first, one combination per value of it, as with
+/// --zip, are one series).
+struct SweepPoint {
+  std::size_t index = 0;
+  std::string x_value;  // the first key's value
+  double gpus = 0, tokens = 0;
+  bool oom = false;
+};
+struct SweepSeries {
+  std::vector<std::set<std::string>> values;  ///< per key, the values it takes
+  std::vector<bool> fixed;                    ///< per key: one value, after the first
+  bool covarying = false;
+  std::vector<std::string> names;  ///< in order of first appearance (the second key's order)
+  std::map<std::string, std::vector<SweepPoint>> by_series;
+  std::vector<std::string> x_values;  ///< the first key's values, in order
+  /// The GPU count changes along the first key within a series: the x axis,
+  /// each series' points in its order.
+  bool gpus_on_x = false;
+};
+
+SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows,
+                         const std::vector<std::string>& keys) {
+  SweepSeries out;
+  out.values.resize(keys.size());
   for (const auto& [index, row] : rows) {
     const auto cols = split(row, ',');
     const std::size_t m0 = cols.size() - kMetricColumns;
-    for (std::size_t a = 0; a < keys.size() && 1 + a < m0; ++a) values[a].insert(cols[1 + a]);
+    for (std::size_t a = 0; a < keys.size() && 1 + a < m0; ++a) out.values[a].insert(cols[1 + a]);
   }
-  auto fixed = [&](std::size_t a) { return a > 0 && values[a].size() == 1; };
-  // Keys that change with the first key, one combination per value of it
-  // (a sweep with --zip): one line through every point, not one per point.
+  for (std::size_t a = 0; a < keys.size(); ++a) out.fixed.push_back(a > 0 && out.values[a].size() == 1);
   std::set<std::string> firsts, combinations;
   for (const auto& [index, row] : rows) {
     const auto cols = split(row, ',');
     const std::size_t m0 = cols.size() - kMetricColumns;
     std::string combo;
     for (std::size_t a = 1; a < keys.size() && 1 + a < m0; ++a) {
-      if (!fixed(a)) combo += cols[1 + a] + ",";
+      if (!out.fixed[a]) combo += cols[1 + a] + ",";
     }
     if (!keys.empty()) firsts.insert(cols[1]);
     combinations.insert(combo);
   }
-  const bool covarying =
-      rows.size() > 1 && combinations.size() == rows.size() && firsts.size() == rows.size();
-  // Series in order of first appearance (the second key's order).
-  std::vector<std::string> series_names;
-  std::map<std::string, std::vector<Pt>> by_series;
-  std::vector<std::string> x_values;  // the first key's values, in order
+  out.covarying = rows.size() > 1 && combinations.size() == rows.size() && firsts.size() == rows.size();
   for (const auto& [index, row] : rows) {
     const auto cols = split(row, ',');
     const std::size_t m0 = cols.size() - kMetricColumns;
-    Pt pt;
+    SweepPoint pt;
+    pt.index = index;
     pt.x_value = keys.empty() ? "" : cols[1];
     pt.gpus = std::stod(cols[m0 + kGpus]);
     pt.tokens = std::stod(cols[m0 + kTokens]);
     pt.oom = cols[m0 + kOom] == "1";
     std::string name;
-    for (std::size_t a = 1; a < keys.size() && 1 + a < m0 && !covarying; ++a) {
-      if (!fixed(a)) name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
+    for (std::size_t a = 1; a < keys.size() && 1 + a < m0 && !out.covarying; ++a) {
+      if (!out.fixed[a]) name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
     }
-    if (by_series.count(name) == 0U) series_names.push_back(name);
-    by_series[name].push_back(pt);
-    if (std::find(x_values.begin(), x_values.end(), pt.x_value) == x_values.end()) x_values.push_back(pt.x_value);
+    if (out.by_series.count(name) == 0U) out.names.push_back(name);
+    out.by_series[name].push_back(pt);
+    if (std::find(out.x_values.begin(), out.x_values.end(), pt.x_value) == out.x_values.end()) {
+      out.x_values.push_back(pt.x_value);
+    }
   }
-  // GPUs on x when they change along the first key within a series.
-  bool gpus_on_x = false;
-  for (const auto& [name, pts] : by_series) {
-    for (const Pt& q : pts) gpus_on_x = gpus_on_x || q.gpus != pts.front().gpus;
+  for (auto& [name, pts] : out.by_series) {
+    for (const SweepPoint& q : pts) out.gpus_on_x = out.gpus_on_x || q.gpus != pts.front().gpus;
   }
+  if (out.gpus_on_x) {
+    for (auto& [name, pts] : out.by_series) {
+      std::stable_sort(pts.begin(), pts.end(),
+                       [](const SweepPoint& a, const SweepPoint& b) { return a.gpus < b.gpus; });
+    }
+  }
+  return out;
+}
+
+/// Scaling efficiency per point, where the GPU count changes within a
+/// series: its throughput per GPU over its series' baseline's, the
+/// baseline being the point of fewest GPUs that fits in memory (the first
+/// when none fits). Empty otherwise. The chart's second panel and the
+/// table's column.
+std::map<std::size_t, double> scaling_efficiency(const SweepSeries& series) {
+  std::map<std::size_t, double> out;
+  if (!series.gpus_on_x) return out;
+  for (const auto& [name, pts] : series.by_series) {
+    const auto fits = std::find_if(pts.begin(), pts.end(), [](const SweepPoint& q) { return !q.oom; });
+    const SweepPoint& base = fits != pts.end() ? *fits : pts.front();
+    for (const SweepPoint& q : pts) {
+      out[q.index] = base.tokens > 0 ? (q.tokens / q.gpus) / (base.tokens / base.gpus) : 0.0;
+    }
+  }
+  return out;
+}
+
+/// Chart of a finished sweep from its CSV rows (point order); `keys` are the
+/// swept keys (the columns after `point`), first key outermost.
+///
+/// The x axis is the GPU count (log scale) when it changes along the first
+/// key, else the first key's values (log scale for positive numbers spanning
+/// 8x or more, linear for other numbers, categories otherwise). Each value of
+/// the other keys is a series (sweep_series), its points joined in the order
+/// of x (not the order listed). With GPUs on x, the throughput panel has the
+/// ideal-scaling line of each series (its baseline's throughput x GPUs / its
+/// GPUs) and a second panel shows scaling_efficiency.
+std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
+                      const std::string& title, const std::vector<std::string>& notes = {}) {
+  using Pt = SweepPoint;
+  SweepSeries series = sweep_series(rows, keys);
+  const auto& values = series.values;
+  auto fixed = [&](std::size_t a) { return series.fixed[a]; };
+  const bool covarying = series.covarying;
+  const std::vector<std::string>& series_names = series.names;
+  std::map<std::string, std::vector<Pt>>& by_series = series.by_series;
+  const std::vector<std::string>& x_values = series.x_values;
+  const bool gpus_on_x = series.gpus_on_x;
+  const std::map<std::size_t, double> efficiency = scaling_efficiency(series);
   chart::LinePanel tput;
   tput.title = "Throughput";
   tput.y_label = "throughput (tokens/s)";
@@ -521,7 +569,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
       ideal.x.push_back(x);
       ideal.y.push_back(first.tokens * q.gpus / first.gpus);
       per_gpu.x.push_back(x);
-      per_gpu.y.push_back(first.tokens > 0 ? (q.tokens / q.gpus) / (first.tokens / first.gpus) : 0.0);
+      per_gpu.y.push_back(gpus_on_x ? efficiency.at(q.index) : 0.0);
       per_gpu.flagged.push_back(q.oom);
     }
     // A series that fits nowhere is drawn faded and says so in the legend:
@@ -893,6 +941,13 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   write_file_atomic(csv_path, final_csv);
   // --json: one object, every (of a shard: each of its) point's settings
   // and the CSV's metric columns.
+  std::vector<std::string> keys;
+  keys.reserve(axes.size());
+  for (const Axis& a : axes) keys.push_back(a.key);
+  // Where the GPU count changes along the first key: each point's scaling
+  // efficiency (the chart's second panel), over the whole sweep only.
+  const std::map<std::size_t, double> efficiency =
+      sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys));
   auto print_json = [&](const std::string& svg) {
     const std::vector<std::string> names = split(kMetricNames, ',');
     std::string json =
@@ -918,6 +973,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         json += fmt::format(", {}: {}", json_string(names[m]),
                             names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
       }
+      if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
+        json += fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
+      }
       // As in tessera run --json: the models, and each caveat only when the point has one.
       const Scenario& sc = scenarios[pt.index];
       json += fmt::format(", \"backend\": {}, \"predictor\": {}",
@@ -942,9 +1000,6 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     return 0;
   }
   const SweepCaveats caveats = sweep_caveats(points, scenarios);
-  std::vector<std::string> keys;
-  keys.reserve(axes.size());
-  for (const Axis& a : axes) keys.push_back(a.key);
   write_file_atomic(
       svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), caveats.chart_notes()));
 
@@ -979,17 +1034,19 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // numbers line up whatever the swept keys are.
   std::size_t width = 40;
   for (const Point& pt : points) width = std::max(width, row_label(pt).size());
-  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}\n", "point", "settings", width, "GPUs", "iteration ms",
-                     "TFLOP/s/GPU", "tokens/s");
+  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}\n", "point", "settings", width, "GPUs",
+                     "iteration ms", "TFLOP/s/GPU", "tokens/s", efficiency.empty() ? "" : "  scaling");
   int oom = 0;
   for (const Point& pt : points) {
     const auto cols = split(rows.at(pt.index), ',');
     const std::size_t m0 = cols.size() - kMetricColumns;
     const bool does_not_fit = cols[m0 + kOom] == "1";
     oom += does_not_fit ? 1 : 0;
-    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}\n", pt.index, row_label(pt),
+    const auto e = efficiency.find(pt.index);
+    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}\n", pt.index, row_label(pt),
                        width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
                        std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
+                       e == efficiency.end() ? std::string() : fmt::format("  {:>6.1f}%", 100 * e->second),
                        does_not_fit ? "  OOM" : "");
   }
   if (oom > 0)

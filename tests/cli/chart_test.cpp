@@ -454,10 +454,18 @@ TEST_F(ChartTest, ZippedKeysAreOneLineThroughTheirPoints) {
     for (std::string xy; pts >> xy;) ++n;
     EXPECT_EQ(n, 3);  // through all three points
   }
-  // Three points, each its own pair of values.
+  // Three points, each its own pair of values, and the table's scaling
+  // column: per-GPU throughput over the 8-GPU baseline's (the chart's second
+  // panel), 100% at the baseline.
   EXPECT_NE(printed_.find("    2  cluster.nodes=4 parallelism.dp=32 training.global_batch=256"),
             std::string::npos)
       << printed_;
+  EXPECT_NE(printed_.find("tokens/s  scaling\n"), std::string::npos) << printed_;
+  EXPECT_NE(printed_.find("   100.0%\n    1  "), std::string::npos) << printed_;
+  // Without GPUs on x there is no such column.
+  fs::remove(dir_ / "s.csv");
+  (void)sweep("default.yaml", {"training.micro_batch=1,2"});
+  EXPECT_EQ(printed_.find("scaling"), std::string::npos) << printed_;
 }
 
 TEST_F(ChartTest, OneValueKeysAreSettingsNotSeries) {
