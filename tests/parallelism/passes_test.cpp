@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,6 +42,38 @@ Workload work() {
   w.seq_len = 32;
   w.dtype = DType::FP32;
   return w;
+}
+
+/// work() under the Megatron profile.
+Workload megatron_work() {
+  Workload w = work();
+  w.framework = node_model::Framework::Megatron;
+  return w;
+}
+
+/// Megatron-Core's data parallelism on tiny: dp 2, pp 2, 4 micro-batches,
+/// the distributed optimizer, --overlap-grad-reduce, a bucket per produced
+/// gradient where there are buckets.
+ParallelPlan megatron_core_plan() {
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.global_batch = 8;  // 4 micro-batches
+  p.zero_stage = 1;
+  p.grad_sync = GradSync::OverlapGradReduce;
+  p.bucket_size = Bytes(1);
+  return p;
+}
+
+/// The names of the tasks that `prefix`'s tasks of stage `stage` depend on
+/// first, in order.
+std::vector<std::string> first_deps(const TaskGraph& g, int stage, std::string_view prefix) {
+  const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
+  std::vector<std::string> out;
+  for (const Task& t : tasks) {
+    if (t.name.starts_with(prefix)) out.emplace_back(tasks[static_cast<std::size_t>(t.deps.at(0))].name);
+  }
+  return out;
 }
 
 /// "F0 B0 W0 ..." (with the chunk when `chunks`: "F0.1" = chunk 0, micro-batch 1).
@@ -442,23 +476,10 @@ TEST(Passes, OverlapGradReduceBucketsOnlyTheFirstStage) {
   // layers) on pp 2, every layer a bucket where there are buckets: stage 0
   // (layers 0-3 and the embedding) 5, stage 1 (layers 4-7) 1 and the tied
   // LM head's own (OverlapGradReduceGivesATiedEmbeddingItsOwnBucket).
-  const TransformerConfig m = tiny();
   const test_support::LayersOnlyPredictor pred(97);
-  Workload w = work();
-  w.framework = node_model::Framework::Megatron;
-  ParallelPlan p;
-  p.dp = 2;
-  p.pp = 2;
-  p.global_batch = 8;  // 4 micro-batches
-  p.zero_stage = 1;
-  p.grad_sync = GradSync::OverlapGradReduce;
-  p.bucket_size = Bytes(1);
-  const TaskGraph g = plan_training(m, w, p, pred);
+  const TaskGraph g = plan_training(tiny(), megatron_work(), megatron_core_plan(), pred);
   for (int stage = 0; stage < 2; ++stage) {
-    const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
-    int reductions = 0;
-    for (const Task& t : tasks) reductions += t.name.starts_with("dp.grad.reduce-scatter") ? 1 : 0;
-    EXPECT_EQ(reductions, stage == 0 ? 5 : 2) << stage;
+    EXPECT_EQ(first_deps(g, stage, "dp.grad.reduce-scatter").size(), stage == 0 ? 5U : 2U) << stage;
   }
 }
 
@@ -470,24 +491,12 @@ TEST(Passes, OverlapGradReduceGivesATiedEmbeddingItsOwnBucket) {
   // the embedding's are two, both reduced after the backward.
   const TransformerConfig m = tiny();  // tied embeddings
   const test_support::LayersOnlyPredictor pred(97);
-  Workload w = work();
-  w.framework = node_model::Framework::Megatron;
-  ParallelPlan p;
-  p.dp = 2;
-  p.pp = 2;
-  p.global_batch = 8;
-  p.zero_stage = 1;
-  p.grad_sync = GradSync::OverlapGradReduce;
+  const Workload w = megatron_work();
+  ParallelPlan p = megatron_core_plan();
   p.bucket_size = Bytes(1'000'000'000);
   const TaskGraph g = plan_training(m, w, p, pred);
   for (int stage = 0; stage < 2; ++stage) {
-    const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
-    std::vector<std::string> after;
-    for (const Task& t : tasks) {
-      if (t.name.starts_with("dp.grad.reduce-scatter")) {
-        after.emplace_back(tasks[static_cast<std::size_t>(t.deps.at(0))].name);
-      }
-    }
+    const auto after = first_deps(g, stage, "dp.grad.reduce-scatter");
     ASSERT_EQ(after.size(), 2U) << stage;
     if (stage == 1) {
       EXPECT_TRUE(after[0].starts_with("mb3.lm_head.")) << after[0];
@@ -513,25 +522,14 @@ TEST(Passes, OverlapGradReduceUnderZeroBubbleFollowsTheWeightGradients) {
   // and each reduction follows a W task; ZeRO-2 is refused with it.
   const TransformerConfig m = tiny();
   const test_support::LayersOnlyPredictor pred(97);
-  Workload w = work();
-  w.framework = node_model::Framework::Megatron;
-  ParallelPlan p;
-  p.dp = 2;
-  p.pp = 2;
+  const Workload w = megatron_work();
+  ParallelPlan p = megatron_core_plan();
   p.schedule = Schedule::ZeroBubbleH1;
-  p.global_batch = 8;
-  p.zero_stage = 1;
-  p.grad_sync = GradSync::OverlapGradReduce;
-  p.bucket_size = Bytes(1);
   const TaskGraph g = plan_training(m, w, p, pred);
-  const auto& tasks = g.programs[0]->tasks;
-  int reductions = 0, after_w = 0;
-  for (const Task& t : tasks) {
-    if (!t.name.starts_with("dp.grad.reduce-scatter")) continue;
-    ++reductions;
-    after_w += tasks[static_cast<std::size_t>(t.deps.at(0))].name.find("wgrad") != std::string::npos ? 1 : 0;
-  }
-  EXPECT_EQ(reductions, 5);  // layers 0-3 and the embedding
+  const auto after = first_deps(g, 0, "dp.grad.reduce-scatter");
+  const auto after_w = std::count_if(
+      after.begin(), after.end(), [](const std::string& n) { return n.find("wgrad") != std::string::npos; });
+  EXPECT_EQ(after.size(), 5U);  // layers 0-3 and the embedding
   EXPECT_GE(after_w, 4);     // the layers' (the embedding's W may be its backward)
   p.zero_stage = 2;
   EXPECT_THROW(p.validate(m, w, 4), InputError);
@@ -545,21 +543,12 @@ TEST(Passes, OverlapGradReduceWithInterleavingSyncsEachChunkAsItsScheduleDoes) {
   // on stage 1 after the next one. With --overlap-param-gather the first
   // two chunks' parameters are gathered at the start (no dependency), each
   // later chunk's during the forward.
-  const TransformerConfig m = tiny();
   const test_support::LayersOnlyPredictor pred(97);
-  Workload w = work();
-  w.framework = node_model::Framework::Megatron;
-  ParallelPlan p;
-  p.dp = 2;
-  p.pp = 2;
+  ParallelPlan p = megatron_core_plan();
   p.virtual_stages = 4;
   p.schedule = Schedule::Interleaved1F1B;
-  p.global_batch = 8;  // 4 micro-batches
-  p.zero_stage = 1;
-  p.grad_sync = GradSync::OverlapGradReduce;
-  p.bucket_size = Bytes(1);
   p.overlap_param_gather = true;
-  const TaskGraph g = plan_training(m, w, p, pred);
+  const TaskGraph g = plan_training(tiny(), megatron_work(), p, pred);
   for (int stage = 0; stage < 2; ++stage) {
     const auto& tasks = g.programs[static_cast<std::size_t>(stage)]->tasks;
     int reductions = 0, gathers = 0, at_start = 0, after_own_chunk = 0;
