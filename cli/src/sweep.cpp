@@ -800,6 +800,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     std::set<std::vector<std::string>> seen;
     for (std::size_t i = 0; i < axes.front().values.size(); ++i) {
       std::vector<std::string> point;
+      point.reserve(axes.size());
       for (const Axis& a : axes) point.push_back(a.values[i]);
       if (!seen.insert(point).second) {
         throw UsageError(fmt::format("tessera sweep --zip: point {} repeats an earlier one ({})", i,

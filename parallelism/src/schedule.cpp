@@ -188,11 +188,10 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
         zero_stage));
   }
   if (overlap_param_gather && (zero_stage != 1 || resolved_grad_sync(work) != GradSync::OverlapGradReduce)) {
-    throw InputError(
-        fmt::format("overlap_param_gather is Megatron-Core's --overlap-param-gather: it needs zero_stage 1 "
-                    "(the distributed "
-                    "optimizer) and grad_sync overlap-grad-reduce (got zero_stage {}, grad_sync {})",
-                    zero_stage, to_string(resolved_grad_sync(work))));
+    throw InputError(fmt::format(
+        "overlap_param_gather is Megatron-Core's --overlap-param-gather: it needs zero_stage 1 "
+        "(the distributed optimizer) and grad_sync overlap-grad-reduce (got zero_stage {}, grad_sync {})",
+        zero_stage, to_string(resolved_grad_sync(work))));
   }
 }
 

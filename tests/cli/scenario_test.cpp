@@ -122,11 +122,10 @@ TEST(Scenario, LinearBiasAndNormKeysChangeTheParameterCount) {
             "s.yaml (--set model.norm): model.norm: expected layernorm or rmsnorm, got 'rms'");
   // Megatron's spellings: RMSNorm, and its flags as unknown keys said as ours.
   EXPECT_TRUE(parse_scenario(default_text(), "default.yaml", {{"model.norm", "RMSNorm"}}).model.rms_norm);
-  EXPECT_NE(
-      error_of(default_text(), {{"model.disable_bias_linear", "true"}})
-          .find("model.disable_bias_linear: unknown key, Megatron's --disable-bias-linear is 'linear_bias: "
-                "false' (known here:"),
-      std::string::npos);
+  EXPECT_NE(error_of(default_text(), {{"model.disable_bias_linear", "true"}})
+                .find("model.disable_bias_linear: unknown key, Megatron's --disable-bias-linear is "
+                      "'linear_bias: false' (known here:"),
+            std::string::npos);
   EXPECT_NE(
       error_of(default_text(), {{"parallelism.overlap_grad_reduce", "true"}})
           .find("unknown key, Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce' (known"),
