@@ -101,6 +101,9 @@ struct Expansion {
   Bytes total_bytes;
   Bytes fabric_bytes;  // of total_bytes, between nodes (count_sent)
   int group_size = 0;
+  // The most members of the group on one node: the group size of its
+  // NVLink hops' efficiency (the NVLink curve was fit on one node's groups).
+  int node_group_size = 0;
   bool crosses_nodes = false;  // some transfer joins two nodes: network-class launch latency
   Time skew;  // the members' arrival skew, added to the launch latency (LinkCalibration::skew)
   // Per transfer, fixed for the run (calibration, reduction model, routes):
@@ -548,7 +551,10 @@ class Executor {
         e->fabric_bytes += tr.bytes;
       }
     }
-    e->group_size = static_cast<int>(g_.groups[static_cast<std::size_t>(group)].ranks.size());
+    const auto& members = g_.groups[static_cast<std::size_t>(group)].ranks;
+    e->group_size = static_cast<int>(members.size());
+    std::map<int, int> per_node;
+    for (const auto r : members) e->node_group_size = std::max(e->node_group_size, ++per_node[node_of(r)]);
     const Time s = calibrated_ ? link_class(e->crosses_nodes).skew : Time::zero();
     if (s > Time::zero() && t.collective != parallelism::CollectiveKind::SendRecv) {
       // The expected latest of the members' arrivals (a send's receiver
@@ -601,7 +607,9 @@ class Executor {
       };
       if (calibrated_) {
         c.before = ring != nullptr ? ring_share(ring->step) : cls.step_latency * tr.steps;
-        c.efficiency = cls.efficiency(e->group_size);
+        // An NVLink hop of a group spanning nodes runs as a hop of the
+        // group's ranks on its node do (NCCL's rings chain them there).
+        c.efficiency = cls.efficiency(c.crosses ? e->group_size : e->node_group_size);
       } else {
         c.efficiency = 1.0;
       }

@@ -181,6 +181,29 @@ TEST(CommCalibration, TransfersBetweenNodesUseTheNetworkClass) {
   EXPECT_NEAR(static_cast<double>(send(1, 2).ps()), 40e6 + 7e6 + wire / 0.5, 1.0);
 }
 
+TEST(CommCalibration, NvlinkHopsOfAGroupAcrossNodesRunAtTheirNodesGroupSize) {
+  // A ring all-reduce over 4 ranks on two nodes of two: hops 0->1 and 2->3
+  // inside a node, 1->2 and 3->0 between them. The NVLink curve was fit on
+  // one node's groups, so its hops here run at efficiency(2) = 0.9 - 0.4/2 =
+  // 0.7 (2 ranks of the group per node), not at the whole group's
+  // efficiency(4) = 0.8; the network class is at line rate. A ring step waits
+  // for its predecessor's, so the critical path alternates the two kinds of
+  // hop: 6 steps of S/4, half at 0.7 of the link and half at 1.
+  const int n = 4;
+  const Bytes size = Bytes::mib(64);
+  const auto topo = test_support::star(n, kLink, Time::zero());
+  ExecutionOptions o;
+  o.collectives.ranks_per_node = 2;
+  o.calibration = nvlink_only(0.9, 0.4, Time::zero());
+  o.calibration.network.peak_efficiency = 1.0;
+  o.calibration.network.launch_latency = Time::zero();
+  o.calibration.network.step_latency = Time::zero();
+  const auto out = run_flow(topo, one_collective(n, CollectiveKind::AllReduce, size), o);
+  const double step_ps = size.as_double() / n / kLink.bytes_per_second() * 1e12;
+  const double expected_ps = 3.0 * step_ps / 0.7 + 3.0 * step_ps;
+  EXPECT_NEAR(static_cast<double>(out.result.makespan.ps()), expected_ps, 1e-6 * expected_ps);
+}
+
 TEST(CommCalibration, FusedReductionsAreNotCharged) {
   // Ring all-reduce on 4 ranks has 3 reducing steps on the critical path;
   // each reducing transfer costs 5 us when reductions are serial.
