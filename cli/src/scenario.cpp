@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +114,24 @@ std::string key_alias(const std::string& key) {
   };
   const auto it = kAliases.find(key);
   return it == kAliases.end() ? std::string() : it->second;
+}
+
+/// A scalar as a decimal whole number: digits with an optional sign, leading
+/// zeros allowed ("010" is 10). yaml-cpp's own conversion reads YAML 1.1's
+/// forms, 010 as octal 8 and 0x40 as 64, which a scenario's number never
+/// means. nullopt when it is no such number; `overflow` set when it is all
+/// digits beyond int64.
+std::optional<std::int64_t> decimal(const std::string& t, bool* overflow = nullptr) {
+  const std::size_t first = !t.empty() && (t[0] == '+' || t[0] == '-') ? 1 : 0;
+  if (t.size() == first || t.find_first_not_of("0123456789", first) != std::string::npos) return std::nullopt;
+  std::int64_t x = 0;
+  const char* begin = t.data() + (t[0] == '+' ? 1 : 0);
+  const auto [end, ec] = std::from_chars(begin, t.data() + t.size(), x);
+  if (ec != std::errc() || end != t.data() + t.size()) {
+    if (overflow != nullptr) *overflow = true;
+    return std::nullopt;
+  }
+  return x;
 }
 
 /// A YAML mapping being read: tracks which keys were used so that leftovers
@@ -234,26 +253,23 @@ class Section {
   std::int64_t positive_int(const std::string& key,
                             std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
     YAML::Node v = need(key);
-    std::int64_t x = 0;
     const auto out_of_range = [&](const std::string& got) {
       fail_at(v.Mark(), key_path(key), fmt::format("must be between 1 and {}, got {}", max, got));
     };
-    try {
-      if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
-      x = v.as<std::int64_t>();
-    } catch (const YAML::BadConversion&) {
+    const std::string t = v.IsScalar() ? v.Scalar() : std::string();
+    bool overflow = false;
+    const std::optional<std::int64_t> x = decimal(t, &overflow);
+    if (!x) {
       // All digits (with a sign) but no int64: out of range, not a type error.
-      const std::string& t = v.IsScalar() ? v.Scalar() : std::string();
-      const std::size_t first = !t.empty() && (t[0] == '+' || t[0] == '-') ? 1 : 0;
-      if (t.size() > first && t.find_first_not_of("0123456789", first) == std::string::npos) {
+      if (overflow) {
         if (t[0] == '-') fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", t));
         out_of_range(t);
       }
       fail_at(v.Mark(), key_path(key), fmt::format("expected a whole number, got '{}'", describe(v)));
     }
-    if (x <= 0) fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", x));
-    if (x > max) out_of_range(std::to_string(x));
-    return x;
+    if (*x <= 0) fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", t));
+    if (*x > max) out_of_range(t);
+    return *x;
   }
 
   /// A whole number in [0, max].
@@ -903,15 +919,10 @@ namespace {
 }
 
 int node_int(const std::string& file, const YAML::Node& v, const std::string& path, int lo, int hi) {
-  long long x = 0;
-  try {
-    if (!v.IsScalar()) throw YAML::Exception(v.Mark(), "");
-    x = v.as<long long>();
-  } catch (const YAML::Exception&) {
-    fail_node(file, v, path, fmt::format("expected an integer in {}..{}", lo, hi));
-  }
-  if (x < lo || x > hi) fail_node(file, v, path, fmt::format("{} is out of range {}..{}", x, lo, hi));
-  return static_cast<int>(x);
+  const std::optional<std::int64_t> x = v.IsScalar() ? decimal(v.Scalar()) : std::nullopt;
+  if (!x) fail_node(file, v, path, fmt::format("expected an integer in {}..{}", lo, hi));
+  if (*x < lo || *x > hi) fail_node(file, v, path, fmt::format("{} is out of range {}..{}", *x, lo, hi));
+  return static_cast<int>(*x);
 }
 
 /// A new mapping sharing `m`'s values (so their marks, for messages) but
@@ -971,12 +982,7 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
         placement_error.fail_at(p["seed"].Mark(), "placement.seed", "a seed is only used by policy random");
       }
       const YAML::Node v = p["seed"];
-      long long x = -1;
-      try {
-        if (v.IsScalar()) x = v.as<long long>();
-      } catch (const YAML::Exception&) {
-        x = -1;
-      }
+      const long long x = v.IsScalar() ? decimal(v.Scalar()).value_or(-1) : -1;
       if (x < 0 || x > 4294967295LL) {
         placement_error.fail_at(v.Mark(), "placement.seed", "expected an integer in 0..4294967295");
       }

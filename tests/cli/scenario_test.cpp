@@ -103,6 +103,22 @@ TEST(Scenario, ReportNamesTheWholePlan) {
       << dt;
 }
 
+// Whole numbers are decimal: yaml-cpp alone reads 010 as octal 8 and 0x40 as
+// 64 (YAML 1.1), which silently changed a sizing run's GPUs or batch.
+TEST(Scenario, WholeNumbersAreDecimal) {
+  const Scenario s = parse_scenario(
+      default_text(), "default.yaml",
+      {{"cluster.nodes", "010"}, {"parallelism.dp", "auto"}, {"training.global_batch", "01280"}});
+  EXPECT_EQ(s.gpus(), 80);
+  EXPECT_EQ(s.plan.global_batch, 1280);
+  EXPECT_EQ(
+      error_of(default_text(), {{"training.global_batch", "0x40"}}),
+      "s.yaml (--set training.global_batch): training.global_batch: expected a whole number, got '0x40'");
+  EXPECT_EQ(error_of(default_text(), {{"training.global_batch", "99999999999999999999"}}),
+            "s.yaml (--set training.global_batch): training.global_batch: must be between 1 and "
+            "9223372036854775807, got 99999999999999999999");
+}
+
 // model.linear_bias and model.norm: Llama's layer on a GPT preset. default.yaml's
 // model (hidden 1280, ffn 5120) loses its biases (column 3 x 1280 + 5120,
 // row 2 x 1280) and its norms' biases (2 x 1280) per layer, and the final
