@@ -43,13 +43,17 @@ struct Point {
 };
 
 /// The cartesian product of the axes, first axis outermost; `zip`: point i
-/// takes every axis's i-th value (the axes have one length).
+/// takes every axis's i-th value (the axes have one length, or one value).
 std::vector<Point> grid(const std::vector<Axis>& axes, bool zip) {
   if (zip) {
-    std::vector<Point> points(axes.empty() ? 0 : axes.front().values.size());
+    // A list of one value holds for every point.
+    std::size_t n = 0;
+    for (const Axis& a : axes) n = std::max(n, a.values.size());
+    std::vector<Point> points(n);
     for (std::size_t i = 0; i < points.size(); ++i) {
       points[i].index = i;
-      for (const Axis& a : axes) points[i].overrides.push_back(Override{a.key, a.values[i]});
+      for (const Axis& a : axes)
+        points[i].overrides.push_back(Override{a.key, a.values[std::min(i, a.values.size() - 1)]});
     }
     return points;
   }
@@ -422,7 +426,7 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows,
     if (!keys.empty()) firsts.insert(cols[1]);
     combinations.insert(combo);
   }
-  out.covarying = rows.size() > 1 && combinations.size() == rows.size() && firsts.size() == rows.size();
+  out.covarying = rows.size() > 1 && combinations.size() == rows.size() && firsts.size() > 1;
   for (const auto& [index, row] : rows) {
     const auto cols = split(row, ',');
     const std::size_t m0 = cols.size() - kMetricColumns;
@@ -788,23 +792,26 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   p.expect_positional(1, "a scenario file");
   if (axes.empty()) throw UsageError("tessera sweep: give at least one --set key=v1,v2,...");
   if (zip) {
+    std::size_t n = 0;
+    for (const Axis& a : axes) n = std::max(n, a.values.size());
     for (const Axis& a : axes) {
-      if (a.values.size() != axes.front().values.size()) {
+      if (a.values.size() != n && a.values.size() != 1) {
+        const Axis& longest =
+            *std::find_if(axes.begin(), axes.end(), [&](const Axis& b) { return b.values.size() == n; });
         throw UsageError(fmt::format(
-            "tessera sweep --zip: the lists pair value by value, but {} has {} value{} and {} has {}",
-            axes.front().key, axes.front().values.size(), axes.front().values.size() == 1 ? "" : "s", a.key,
-            a.values.size()));
+            "tessera sweep --zip: the lists pair value by value, but {} has {} values and {} has {} (a list "
+            "of one value holds for every point)",
+            longest.key, n, a.key, a.values.size()));
       }
     }
     // A point listed twice repeats a run.
-    std::set<std::vector<std::string>> seen;
-    for (std::size_t i = 0; i < axes.front().values.size(); ++i) {
-      std::vector<std::string> point;
-      point.reserve(axes.size());
-      for (const Axis& a : axes) point.push_back(a.values[i]);
-      if (!seen.insert(point).second) {
-        throw UsageError(fmt::format("tessera sweep --zip: point {} repeats an earlier one ({})", i,
-                                     fmt::join(point, ", ")));
+    const std::vector<Point> zipped = grid(axes, true);
+    for (std::size_t i = 0; i < zipped.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (label(zipped[i]) == label(zipped[j])) {
+          throw UsageError(
+              fmt::format("tessera sweep --zip: point {} ({}) repeats point {}", i, label(zipped[i]), j));
+        }
       }
     }
   }
@@ -975,7 +982,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                             names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
       }
       if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
-        json += fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
+        // An out-of-memory point's throughput is no result to scale from.
+        json += cols[m0 + kOom] == "1" ? std::string(", \"scaling_efficiency\": null")
+                                       : fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
       }
       // As in tessera run --json: the models, and each caveat only when the point has one.
       const Scenario& sc = scenarios[pt.index];
@@ -1047,7 +1056,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}\n", pt.index, row_label(pt),
                        width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
                        std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
-                       e == efficiency.end() ? std::string() : fmt::format("  {:>6.1f}%", 100 * e->second),
+                       e == efficiency.end() ? std::string()
+                       : does_not_fit        ? std::string("        -")
+                                             : fmt::format("  {:>6.1f}%", 100 * e->second),
                        does_not_fit ? "  OOM" : "");
   }
   if (oom > 0)

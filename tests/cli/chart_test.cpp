@@ -466,6 +466,16 @@ TEST_F(ChartTest, ZippedKeysAreOneLineThroughTheirPoints) {
   fs::remove(dir_ / "s.csv");
   (void)sweep("default.yaml", {"training.micro_batch=1,2"});
   EXPECT_EQ(printed_.find("scaling"), std::string::npos) << printed_;
+  // Two plans on one node count, then a larger one (the first key repeats
+  // a value), and a list of one value holding for every point: still one
+  // line, the one-value key said once.
+  fs::remove(dir_ / "s.csv");
+  const auto root2 = parse_chart(sweep(
+      "default.yaml",
+      {"cluster.nodes=2,2,4", "parallelism.dp=16,8,32", "parallelism.tp=1,2,1", "training.global_batch=256"},
+      true));
+  EXPECT_EQ(lines(*root2, false).size(), 2U) << fmt::format("{}", fmt::join(texts(*root2), " | "));
+  EXPECT_NE(printed_.find("every point: training.global_batch=256\n"), std::string::npos) << printed_;
 }
 
 TEST_F(ChartTest, OneValueKeysAreSettingsNotSeries) {
