@@ -227,8 +227,11 @@ int validate_xla_gemms(const ArgParser& p, const std::string& data, std::ostream
 /// --device GPU of the commands on measured kernels: a preset (H200, ...) or
 /// a device config JSON, which `files` (when given: the commands that write
 /// outputs check them against their inputs) then lists as an input.
+/// Whether --device `device` names a device config JSON (else a preset).
+bool is_device_json(const std::string& device) { return fs::exists(device); }
+
 nm::GpuSpec device_option(const std::string& device, FileSet* files = nullptr) {
-  if (fs::exists(device)) {
+  if (is_device_json(device)) {
     if (files != nullptr) files->input(device, "--device");
     return nm::load_device_config(device);
   }
@@ -383,7 +386,7 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
     const nm::DType d = nm::row_dtype(t, r, dtype_col, default_dtype);
     if (std::find(used.begin(), used.end(), d) == used.end()) used.push_back(d);
   }
-  const bool device_json = fs::exists(p.require("device"));  // as device_option reads it
+  const bool device_json = is_device_json(p.require("device"));
   std::vector<std::string> notes;
   for (const nm::DType d : used) {
     std::string note = untested_gpu_note(gpu, d, p.get("weights").value_or(""), device_json);
@@ -630,7 +633,7 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
         model_path, shape.torch_dtype);
   }
   const std::string what = mode == "train" ? "forward + backward (no optimizer step)" : "one forward pass";
-  const bool device_json = fs::exists(p.require("device"));  // as device_option reads it
+  const bool device_json = is_device_json(p.require("device"));
   const std::string untested = untested_gpu_note(gpu, dtype, p.get("weights").value_or(""), device_json);
   if (p.has("json")) {
     out << fmt::format(

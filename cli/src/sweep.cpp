@@ -409,15 +409,17 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows,
                          const std::vector<std::string>& keys) {
   SweepSeries out;
   out.values.resize(keys.size());
-  for (const auto& [index, row] : rows) {
-    const auto cols = split(row, ',');
+  // Each row's columns, split once; m0: where its metrics start.
+  std::vector<std::pair<std::size_t, std::vector<std::string>>> split_rows;
+  split_rows.reserve(rows.size());
+  for (const auto& [index, row] : rows) split_rows.emplace_back(index, split(row, ','));
+  for (const auto& [index, cols] : split_rows) {
     const std::size_t m0 = cols.size() - kMetricColumns;
     for (std::size_t a = 0; a < keys.size() && 1 + a < m0; ++a) out.values[a].insert(cols[1 + a]);
   }
   for (std::size_t a = 0; a < keys.size(); ++a) out.fixed.push_back(a > 0 && out.values[a].size() == 1);
   std::set<std::string> firsts, combinations;
-  for (const auto& [index, row] : rows) {
-    const auto cols = split(row, ',');
+  for (const auto& [index, cols] : split_rows) {
     const std::size_t m0 = cols.size() - kMetricColumns;
     std::string combo;
     for (std::size_t a = 1; a < keys.size() && 1 + a < m0; ++a) {
@@ -427,8 +429,7 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows,
     combinations.insert(combo);
   }
   out.covarying = rows.size() > 1 && combinations.size() == rows.size() && firsts.size() > 1;
-  for (const auto& [index, row] : rows) {
-    const auto cols = split(row, ',');
+  for (const auto& [index, cols] : split_rows) {
     const std::size_t m0 = cols.size() - kMetricColumns;
     SweepPoint pt;
     pt.index = index;
@@ -528,12 +529,12 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
     for (std::size_t i = 0; i < x_values.size(); ++i) x_of[x_values[i]] = static_cast<double>(i);
   }
   // Each series joined along x: a sweep listed 16,4,1,64 nodes is drawn
-  // 1,4,16,64 (categories keep the order listed).
-  if (gpus_on_x || tput.x_scale != chart::XScale::Category) {
+  // 1,4,16,64 (categories keep the order listed; with GPUs on x
+  // sweep_series has ordered them).
+  if (!gpus_on_x && tput.x_scale != chart::XScale::Category) {
     for (auto& [name, pts] : by_series) {
-      std::stable_sort(pts.begin(), pts.end(), [&](const Pt& a, const Pt& b) {
-        return gpus_on_x ? a.gpus < b.gpus : x_of[a.x_value] < x_of[b.x_value];
-      });
+      std::stable_sort(pts.begin(), pts.end(),
+                       [&](const Pt& a, const Pt& b) { return x_of[a.x_value] < x_of[b.x_value]; });
     }
   }
   chart::LinePanel eff = tput;
