@@ -166,7 +166,8 @@ injected and delivered, packet-hops, drops, credit stalls, ns-3 events.
 Exit codes: 0 ok, 1 simulation error, 2 bad input, 3 the plan does not fit in
 GPU memory (the report is printed, and one line on stderr names the stage).
 )"},
-      {"sweep", R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...] [--zip]
+      {"sweep",
+       R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...] [--zip] [--skip-invalid]
                      [--out FILE.csv] [--svg FILE.svg] [--jobs N] [--shard I/N|auto]
                      [--backend flow|ns3] [--predictor NAME] [--json]
 
@@ -181,7 +182,8 @@ resumes an interrupted sweep without redoing finished points (while it runs,
 the CSV's first line names the sweep: the scenario's text and the settings;
 an unfinished CSV of another sweep is an error, and a finished CSV is run
 again and rewritten, so a changed scenario never keeps an old row). Every
-point is checked before any runs. In a node sweep dp follows the GPU count
+point is checked before any runs (an invalid one is an error naming it, or,
+with --skip-invalid, left out and listed). In a node sweep dp follows the GPU count
 when the scenario leaves parallelism.dp out; over one that fixes it, add
 --set parallelism.dp=auto.
 
@@ -194,6 +196,8 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
                        key's i-th value (lists of one length; a configuration per
                        point, e.g. nodes, dp and global batch of a scaling table),
                        drawn as one line
+  --skip-invalid       leave out the points that are no valid scenario (e.g. a tp x pp
+                       that does not divide the GPUs), naming each and why; the rest run
   --shard I/N|auto     run only the points with index % N == I; `auto` reads
                        Slurm (SLURM_ARRAY_TASK_ID/COUNT) or MPI (OMPI_COMM_WORLD_RANK/SIZE,
                        PMI_RANK/SIZE) variables. Merge shards with `tessera sweep-merge`.

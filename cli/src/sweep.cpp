@@ -86,11 +86,12 @@ std::string label(const Point& p, const std::vector<bool>* only = nullptr) {
 
 // The metric columns after the swept keys, in order; offsets from the first.
 // The plan each point ran (dp, tp, pp, micro-batches: what `dp=auto` or a
-// node count chose) and its MFU close the row.
+// node count chose), its MFU and the sequences per iteration (a weak-scaling
+// table's batch) close the row.
 constexpr const char* kMetricNames =
     "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,"
-    "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu";
-constexpr std::size_t kMetricColumns = 16;
+    "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch";
+constexpr std::size_t kMetricColumns = 17;
 enum MetricColumn : std::size_t { kGpus = 0, kIteration = 2, kTflops = 7, kTokens = 8, kOom = 10 };
 
 std::string csv_header(const std::vector<Axis>& axes) {
@@ -104,11 +105,12 @@ std::string csv_row(const Point& p, const RunReport& r) {
   for (const auto& o : p.overrides) row += "," + o.value;
   Bytes peak;
   for (const auto& m : r.memory) peak = std::max(peak, m.total);
-  return row + fmt::format(",{},{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f},{},{},{},{},{},{},{:.6f}",
-                           r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
-                           r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
-                           r.tflops_per_gpu, r.tokens_per_second, peak.count(), r.oom() ? 1 : 0, r.dp, r.tp,
-                           r.pp, r.micro_batches, r.mfu);
+  return row +
+         fmt::format(",{},{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f},{},{},{},{},{},{},{:.6f},{}",
+                     r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
+                     r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
+                     r.tflops_per_gpu, r.tokens_per_second, peak.count(), r.oom() ? 1 : 0, r.dp, r.tp, r.pp,
+                     r.micro_batches, r.mfu, r.global_batch);
 }
 
 /// Whether the last kMetricColumns cells of a split row are finite numbers.
@@ -345,12 +347,15 @@ struct SweepCaveats {
   }
 };
 
-SweepCaveats sweep_caveats(const std::vector<Point>& points, const std::vector<Scenario>& scenarios) {
+/// The scenario of each point that runs, by point index.
+using PointScenarios = std::map<std::size_t, Scenario>;
+
+SweepCaveats sweep_caveats(const std::vector<Point>& points, const PointScenarios& scenarios) {
   SweepCaveats c;
   c.points = points.size();
   c.all = &points;
   for (const Point& pt : points) {
-    const Scenario& sc = scenarios[pt.index];
+    const Scenario& sc = scenarios.at(pt.index);
     if (sc.fat_tree_tiers_auto && sc.fabric_written) {
       auto& [fewest, most] = c.tiers.try_emplace(fabric_tiers(sc), sc.gpus(), sc.gpus()).first->second;
       fewest = std::min(fewest, sc.gpus());
@@ -723,16 +728,39 @@ std::string sweep_id(const std::string& text, const std::vector<Axis>& axes, con
 }
 
 /// The first line of a shard's CSV (before the column names): which sweep,
-/// which shard, how many points in all. sweep-merge checks it.
-std::string shard_line(const std::string& id, const Shard& s, std::size_t points) {
-  return fmt::format("# tessera sweep {} shard {}/{} of {} points", id, s.index, s.count, points);
+/// which shard, how many points in all, and those --skip-invalid left out
+/// (no shard runs them). sweep-merge checks it.
+std::string shard_line(const std::string& id, const Shard& s, std::size_t points,
+                       const std::vector<std::pair<Point, std::string>>& skipped) {
+  std::string line = fmt::format("# tessera sweep {} shard {}/{} of {} points", id, s.index, s.count, points);
+  for (std::size_t k = 0; k < skipped.size(); ++k)
+    line += fmt::format("{}{}", k == 0 ? ", skipping " : " ", skipped[k].first.index);
+  return line;
+}
+
+/// A scenario error without the scenario's path in front ("FILE:12:3:
+/// parallelism.dp: ..." -> "parallelism.dp: ..."): the sweep's skipped
+/// points are all of one file.
+std::string without_file(const std::string& message, const std::string& path) {
+  if (message.rfind(path, 0) != 0) return message;
+  const auto colon = message.find(": ", path.size());
+  return colon == std::string::npos ? message : message.substr(colon + 2);
+}
+
+/// The lines after the table naming the points --skip-invalid left out.
+std::string skipped_text(const std::vector<std::pair<Point, std::string>>& skipped) {
+  if (skipped.empty()) return {};
+  std::string out =
+      fmt::format("skipped {} point(s) that are not valid scenarios (--skip-invalid):\n", skipped.size());
+  for (const auto& [pt, why] : skipped) out += fmt::format("  point {} ({}): {}\n", pt.index, label(pt), why);
+  return out;
 }
 
 }  // namespace
 
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
-  p.option("out").option("svg").option("jobs").option("shard").flag("json").flag("zip");
+  p.option("out").option("svg").option("jobs").option("shard").flag("json").flag("zip").flag("skip-invalid");
   declare_scenario_options(p);
   // --zip pairs the lists (point i: every key's i-th value), where a value
   // may repeat; known before the lists are read.
@@ -834,25 +862,41 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   files.output(csv_path, "--out");
   files.output(svg_path, "--svg");
 
-  // Validate every point before simulating any.
+  // Validate every point before simulating any. --skip-invalid leaves out
+  // the points that are no valid scenario (a grid of tp x pp where some
+  // products do not divide the GPUs) and says why; the others run.
   const std::string text = read_scenario_text(scenario_path);
-  const std::vector<Point> points = grid(axes, zip);
+  const std::vector<Point> grid_points = grid(axes, zip);
+  const bool skip_invalid = p.has("skip-invalid");
+  std::vector<Point> points;                           // those that run
+  std::vector<std::pair<Point, std::string>> skipped;  // and those left out, with the error
   // --backend and --predictor hold for every point.
   const std::vector<Override> fixed = scenario_overrides({}, p);
-  std::vector<Scenario> scenarios;
-  for (const Point& pt : points) {
+  PointScenarios scenarios;
+  for (const Point& pt : grid_points) {
     std::vector<Override> o = pt.overrides;
     o.insert(o.end(), fixed.begin(), fixed.end());
     try {
-      scenarios.push_back(parse_scenario(text, scenario_path, o));
+      scenarios.emplace(pt.index, parse_scenario(text, scenario_path, o));
     } catch (const ScenarioError& e) {
+      if (skip_invalid) {
+        skipped.emplace_back(pt, without_file(e.what(), scenario_path));
+        continue;
+      }
       // With two or more swept keys the message alone may not tell which
       // combination is invalid: name the point.
       if (axes.size() < 2) throw;
-      throw ScenarioError(fmt::format("{} (sweep point {}: {})", e.what(), pt.index, label(pt)));
+      throw ScenarioError(fmt::format("{} (sweep point {}: {}; --skip-invalid runs the valid points)",
+                                      e.what(), pt.index, label(pt)));
     }
-    require_single_job(scenarios.back(), "sweep");
-    check_work(scenarios.back());
+    points.push_back(pt);
+    require_single_job(scenarios.at(pt.index), "sweep");
+    check_work(scenarios.at(pt.index));
+  }
+  if (points.empty()) {
+    throw ScenarioError(
+        fmt::format("tessera sweep: no point of the sweep is a valid scenario (point {}, {}: {})",
+                    skipped.front().first.index, label(skipped.front().first), skipped.front().second));
   }
 
   // A shard's CSV starts with a line naming its sweep and shard, an
@@ -862,15 +906,16 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   if (zip) identity.push_back(Override{"--zip", "1"});
   const std::string id = sweep_id(text, axes, identity);
   const std::string columns = csv_header(axes);
-  const std::string header =
-      (sharded ? shard_line(id, shard, points.size()) : unfinished_line(id, points.size())) + "\n" + columns;
+  const std::string header = (sharded ? shard_line(id, shard, grid_points.size(), skipped)
+                                      : unfinished_line(id, grid_points.size())) +
+                             "\n" + columns;
   std::map<std::size_t, std::string> rows;
   const std::string existing = existing_text(csv_path);
   switch (out_file_state(csv_path, existing, header, columns, sharded)) {
     case OutFile::Fresh:
       break;
     case OutFile::Unfinished:
-      rows = read_finished(existing, header, points);
+      rows = read_finished(existing, header, grid_points);
       break;
     case OutFile::Finished:
       std::cerr << fmt::format(
@@ -900,8 +945,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // A backend whose runs cannot overlap (ns-3: one Simulator per process):
   // its points run one at a time.
   const BackendRegistry backends = built_in_backends();
-  const bool serial = std::any_of(scenarios.begin(), scenarios.end(), [&](const Scenario& s) {
-    return !backends.at(s.backend.name).concurrent_runs();
+  const bool serial = std::any_of(scenarios.begin(), scenarios.end(), [&](const auto& point) {
+    return !backends.at(point.second.backend.name).concurrent_runs();
   });
   if (serial) jobs = 1;
   jobs = std::min<unsigned>(jobs, static_cast<unsigned>(std::max<std::size_t>(1, todo.size())));
@@ -921,10 +966,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         std::lock_guard lock(mu);
         if (first_error) return;
       }
-      const Point& pt = points[todo[k]];
+      const Point& pt = grid_points[todo[k]];
       try {
-        const Simulation sim = simulate_scenario(scenarios[pt.index]);
-        const std::string row = csv_row(pt, make_report(scenarios[pt.index], sim));
+        const Scenario& sc = scenarios.at(pt.index);
+        const Simulation sim = simulate_scenario(sc);
+        const std::string row = csv_row(pt, make_report(sc, sim));
         std::lock_guard lock(mu);
         csv << row << '\n' << std::flush;
         rows[pt.index] = row;
@@ -957,12 +1003,20 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // efficiency (the chart's second panel), over the whole sweep only.
   const std::map<std::size_t, double> efficiency =
       sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys));
+  auto settings_json = [](const Point& pt) {
+    std::string json = "{";
+    for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
+      json += fmt::format("{}{}: {}", k == 0 ? "" : ", ", json_string(pt.overrides[k].path),
+                          json_setting(pt.overrides[k].value));
+    }
+    return json + "}";
+  };
   auto print_json = [&](const std::string& svg) {
     const std::vector<std::string> names = split(kMetricNames, ',');
     std::string json =
         fmt::format("{{\"scenario\": {}, \"csv\": {}, ", json_string(scenario_path), json_string(csv_path));
     json += sharded ? fmt::format("\"shard\": {{\"index\": {}, \"count\": {}, \"of_points\": {}}}, ",
-                                  shard.index, shard.count, points.size())
+                                  shard.index, shard.count, grid_points.size())
                     : fmt::format("\"svg\": {}, ", json_string(svg));
     json += "\"points\": [";
     bool first = true;
@@ -970,13 +1024,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       if (!mine(pt.index)) continue;
       const auto cols = split(rows.at(pt.index), ',');
       const std::size_t m0 = cols.size() - kMetricColumns;
-      json += fmt::format("{}{{\"point\": {}, \"settings\": {{", first ? "" : ", ", pt.index);
+      json +=
+          fmt::format("{}{{\"point\": {}, \"settings\": {}", first ? "" : ", ", pt.index, settings_json(pt));
       first = false;
-      for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
-        json += fmt::format("{}{}: {}", k == 0 ? "" : ", ", json_string(pt.overrides[k].path),
-                            json_setting(pt.overrides[k].value));
-      }
-      json += "}";
       for (std::size_t m = 0; m < kMetricColumns; ++m) {
         const std::string& v = cols[m0 + m];
         json += fmt::format(", {}: {}", json_string(names[m]),
@@ -988,13 +1038,24 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                                        : fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
       }
       // As in tessera run --json: the models, and each caveat only when the point has one.
-      const Scenario& sc = scenarios[pt.index];
+      const Scenario& sc = scenarios.at(pt.index);
       json += fmt::format(", \"backend\": {}, \"predictor\": {}",
                           json_string(std::string(to_string(sc.backend))), json_string(sc.predictor));
       json += caveat_json(sc, true, false);
       json += "}";
     }
-    out << json << "]}\n";
+    json += "]";
+    // --skip-invalid: the points left out and why (every shard lists all).
+    if (skip_invalid) {
+      json += ", \"skipped\": [";
+      for (std::size_t k = 0; k < skipped.size(); ++k) {
+        json += fmt::format("{}{{\"point\": {}, \"settings\": {}, \"error\": {}}}", k == 0 ? "" : ", ",
+                            skipped[k].first.index, settings_json(skipped[k].first),
+                            json_string(skipped[k].second));
+      }
+      json += "]";
+    }
+    out << json << "}\n";
   };
   if (sharded) {
     if (p.has("json")) {
@@ -1008,6 +1069,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         "shard {}/{}: {} of {} points written to {}; merge the shards with\n"
         "  tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
         shard.index, shard.count, owned, points.size(), csv_path, stem);
+    out << skipped_text(skipped);
     return 0;
   }
   const SweepCaveats caveats = sweep_caveats(points, scenarios);
@@ -1028,13 +1090,15 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   const bool any_varies = std::find(varies.begin(), varies.end(), true) != varies.end();
   // The models every point runs with (a swept backend is in the rows).
   const auto same = [&](auto&& get) {
-    return std::all_of(scenarios.begin(), scenarios.end(),
-                       [&](const Scenario& sc) { return get(sc) == get(scenarios.front()); });
+    return std::all_of(scenarios.begin(), scenarios.end(), [&](const auto& point) {
+      return get(point.second) == get(scenarios.begin()->second);
+    });
   };
-  if (!scenarios.empty() && same([](const Scenario& sc) { return std::string(to_string(sc.backend)); }) &&
+  if (same([](const Scenario& sc) { return std::string(to_string(sc.backend)); }) &&
       same([](const Scenario& sc) { return sc.predictor; })) {
-    out << fmt::format("models: {} node model, {} network backend\n", scenarios.front().predictor,
-                       to_string(scenarios.front().backend));
+    const Scenario& first = scenarios.begin()->second;
+    out << fmt::format("models: {} node model, {} network backend\n", first.predictor,
+                       to_string(first.backend));
   }
   auto row_label = [&](const Point& pt) { return any_varies ? label(pt, &varies) : label(pt); };
   if (any_varies && !points.empty()) {
@@ -1064,12 +1128,13 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   }
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
+  out << skipped_text(skipped);
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the
   // micro-batch, sequence, tensor parallelism or model predicts the kernels
   // the file does not hold, and the table cannot say which points did.
   if (std::any_of(scenarios.begin(), scenarios.end(),
-                  [](const Scenario& s) { return s.kernel_overrides != nullptr; })) {
+                  [](const auto& point) { return point.second.kernel_overrides != nullptr; })) {
     out << "note: node_model.overrides match kernels by exact shape (op, dtype, every dimension); "
            "points whose kernels the file does not hold are predicted "
            "(tessera run on a point prints how many matched)\n";
@@ -1100,17 +1165,30 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   struct ShardFile {
     std::string id;
     std::size_t index = 0, count = 0, points = 0;
+    std::set<std::size_t> skipped;  ///< points --skip-invalid left out (", skipping 3 7")
   };
   auto parse_shard_line = [](const std::string& line, const std::string& part) {
     ShardFile f;
     char id[17] = {};
     int used = 0;
+    const auto not_a_shard = [&] {
+      return InputError(
+          fmt::format("{}: not a shard CSV (its first line is not '# tessera sweep ID shard I/N of P "
+                      "points'; merge the files written by `sweep --shard`)",
+                      part));
+    };
     if (std::sscanf(line.c_str(), "# tessera sweep %16[0-9a-f] shard %zu/%zu of %zu points%n", id, &f.index,
                     &f.count, &f.points, &used) != 4 ||
-        static_cast<std::size_t>(used) != line.size() || f.count == 0 || f.index >= f.count) {
-      throw InputError(fmt::format("{}: not a shard CSV (its first line is not '# tessera sweep ID shard I/N of P "
-                                   "points'; merge the files written by `sweep --shard`)",
-                                   part));
+        f.count == 0 || f.index >= f.count) {
+      throw not_a_shard();
+    }
+    std::string_view rest = std::string_view(line).substr(static_cast<std::size_t>(used));
+    if (!rest.empty()) {
+      constexpr std::string_view kSkipping = ", skipping ";
+      if (rest.substr(0, kSkipping.size()) != kSkipping) throw not_a_shard();
+      for (const std::string& index : split(std::string(rest.substr(kSkipping.size())), ' ')) {
+        if (!is_point_index(index) || !f.skipped.insert(std::stoull(index)).second) throw not_a_shard();
+      }
     }
     f.id = id;
     return f;
@@ -1132,7 +1210,8 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
           "ways): run every shard with one --shard count",
           part, f.index, f.count, f.count, p.positional().front(), first->index, first->count, first->count));
     }
-    if (f.id != first->id || f.count != first->count || f.points != first->points) {
+    if (f.id != first->id || f.count != first->count || f.points != first->points ||
+        f.skipped != first->skipped) {
       throw InputError(fmt::format("{}: a shard of another sweep (sweep {}, {} shards of {} points) than {} (sweep {}, "
                                    "{} shards of {} points)",
                                    part, f.id, f.count, f.points, p.positional().front(), first->id, first->count,
@@ -1158,7 +1237,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
                                      line_no, fields - 1 - kMetricColumns, kMetricColumns));
       }
       const auto idx = static_cast<std::size_t>(std::stoull(cols[0]));
-      if (idx >= f.points || idx % f.count != f.index) {
+      if (idx >= f.points || idx % f.count != f.index || f.skipped.count(idx) != 0U) {
         throw InputError(fmt::format("{}:{}: point {} does not belong to shard {}/{} of {} points", part, line_no, idx,
                                      f.index, f.count, f.points));
       }
@@ -1167,10 +1246,11 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
       }
       ++held;
     }
-    const std::size_t owned = f.points > f.index ? (f.points - f.index + f.count - 1) / f.count : 0;
+    std::size_t owned = f.points > f.index ? (f.points - f.index + f.count - 1) / f.count : 0;
+    for (const std::size_t s : f.skipped) owned -= s < f.points && s % f.count == f.index ? 1 : 0;
     if (held != owned) {
       std::size_t missing = f.index;
-      while (rows.count(missing) != 0U) missing += f.count;
+      while (rows.count(missing) != 0U || f.skipped.count(missing) != 0U) missing += f.count;
       throw InputError(fmt::format("{}: shard {}/{} holds {} of its {} points (point {} is missing: has the shard "
                                    "finished? run it again to resume)",
                                    part, f.index, f.count, held, owned, missing));

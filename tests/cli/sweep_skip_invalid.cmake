@@ -1,0 +1,72 @@
+# sweep --skip-invalid: a grid where some points are no valid scenario (tp 3
+# does not divide 8 or 16 GPUs, tp 2 not the model's 25 heads) runs the others, lists those it left out with
+# the reason, keeps the grid's point numbers in the CSV and the JSON, and its
+# shards merge into the CSV of the sweep run in one piece.
+file(REMOVE_RECURSE ${WORKDIR})
+file(MAKE_DIRECTORY ${WORKDIR})
+set(common sweep ${SCENARIO} --set cluster.nodes=1,2 --set parallelism.tp=1,3,2 --skip-invalid --jobs 1)
+execute_process(COMMAND ${TESSERA} ${common} --out ${WORKDIR}/whole.csv
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "sweep --skip-invalid failed (${rc}): ${err}")
+endif()
+foreach(expect "\n +0  cluster.nodes=1 parallelism.tp=1 +8 "
+               "\n +3  cluster.nodes=2 parallelism.tp=1 +16 "
+               "\nskipped 4 point\\(s\\) that are not valid scenarios \\(--skip-invalid\\):\n"
+               "\n  point 1 \\(cluster.nodes=1 parallelism.tp=3\\): parallelism.dp: not given, and tp x pp \\(3 x 1 = 3\\) does not divide the 8 GPUs\n"
+               "\n  point 2 \\(cluster.nodes=1 parallelism.tp=2\\): parallelism.tp: tp \\(2\\) must divide the model's heads \\(25\\)\n"
+               "\n  point 4 \\(cluster.nodes=2 parallelism.tp=3\\): parallelism.dp: not given, and tp x pp \\(3 x 1 = 3\\) does not divide the 16 GPUs\n")
+  if(NOT out MATCHES "${expect}")
+    message(FATAL_ERROR "the table does not match '${expect}':\n${out}")
+  endif()
+endforeach()
+if(out MATCHES "\n +[1245]  cluster")
+  message(FATAL_ERROR "a skipped point has a row:\n${out}")
+endif()
+file(STRINGS ${WORKDIR}/whole.csv rows)
+list(LENGTH rows n)
+list(GET rows 1 row0)
+list(GET rows 2 row3)
+if(NOT n EQUAL 3 OR NOT row0 MATCHES "^0,1,1,8," OR NOT row3 MATCHES "^3,2,1,16,")
+  message(FATAL_ERROR "the CSV should hold points 0 and 3 under their grid numbers:\n${rows}")
+endif()
+# --json: the points that ran, and the skipped ones with their settings and error.
+execute_process(COMMAND ${TESSERA} ${common} --out ${WORKDIR}/json.csv --json
+                OUTPUT_VARIABLE json ERROR_VARIABLE err RESULT_VARIABLE rc)
+string(JSON ran LENGTH "${json}" points)
+string(JSON second GET "${json}" points 1 point)
+string(JSON skipped LENGTH "${json}" skipped)
+string(JSON skipped_point GET "${json}" skipped 2 point)
+string(JSON skipped_tp GET "${json}" skipped 2 settings parallelism.tp)
+string(JSON skipped_error GET "${json}" skipped 2 error)
+if(NOT rc EQUAL 0 OR NOT ran EQUAL 2 OR NOT second EQUAL 3 OR NOT skipped EQUAL 4 OR NOT skipped_point EQUAL 4
+   OR NOT skipped_tp EQUAL 3 OR NOT skipped_error MATCHES "^parallelism.dp: not given, and tp x pp .* the 16 GPUs$")
+  message(FATAL_ERROR "--json (${rc}): expected points 0 and 3 and the skipped points 1, 2, 4 and 5:\n${json}\n${err}")
+endif()
+# Two shards: each names the skipped points on its first line; merged, the
+# CSV of the whole sweep.
+foreach(i 0 1)
+  execute_process(COMMAND ${TESSERA} ${common} --shard ${i}/2 --out ${WORKDIR}/part${i}.csv
+                  OUTPUT_VARIABLE shard_out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  file(STRINGS ${WORKDIR}/part${i}.csv first LIMIT_COUNT 1)
+  if(NOT rc EQUAL 0 OR NOT shard_out MATCHES "shard ${i}/2: 1 of 2 points written" OR NOT first MATCHES ", skipping 1 2 4 5$")
+    message(FATAL_ERROR "shard ${i} (${rc}): ${err}${shard_out}\nfirst line: ${first}")
+  endif()
+endforeach()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv ${WORKDIR}/part0.csv ${WORKDIR}/part1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE merged_out)
+file(READ ${WORKDIR}/whole.csv whole)
+file(READ ${WORKDIR}/merged.csv merged)
+if(NOT rc EQUAL 0 OR NOT merged STREQUAL whole OR NOT merged_out MATCHES "^merged 2 points from 2 shards")
+  message(FATAL_ERROR "merge (${rc}): ${err}${merged_out}\nmerged:\n${merged}\nwhole:\n${whole}")
+endif()
+# A shard whose skipped points differ is not of this sweep; a shard that
+# skipped one of its points holds all it should.
+file(READ ${WORKDIR}/part1.csv part1)
+string(REPLACE ", skipping 1 2 4 5" ", skipping 1 2 4" other "${part1}")
+file(WRITE ${WORKDIR}/other1.csv "${other}")
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part0.csv ${WORKDIR}/other1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "other1.csv: a shard of another sweep")
+  message(FATAL_ERROR "a shard with other skipped points was merged (${rc}): ${err}")
+endif()
