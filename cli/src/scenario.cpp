@@ -82,7 +82,6 @@ std::string key_alias(const std::string& key) {
       {"data_parallel", "dp"},
       {"data_parallel_size", "dp"},
       {"virtual_pipeline_model_parallel_size", "virtual_stages"},
-      {"num_layers_per_virtual_pipeline_stage", "virtual_stages"},
       {"num_layers", "layers"},
       {"num_hidden_layers", "layers"},
       {"hidden_size", "hidden"},
@@ -114,6 +113,55 @@ std::string key_alias(const std::string& key) {
   };
   const auto it = kAliases.find(key);
   return it == kAliases.end() ? std::string() : it->second;
+}
+
+/// Megatron-LM flags (as YAML keys) that are one of our keys with a value,
+/// or a setting we do not model: the key of ours they concern (the hint is
+/// given only in the section that has it) and what to write instead.
+const std::pair<std::string, std::string>* flag_key_hint(const std::string& key) {
+  static const std::map<std::string, std::pair<std::string, std::string>> kFlagKeys{
+      {"overlap_grad_reduce",
+       {"grad_sync", "Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce'"}},
+      {"use_distributed_optimizer",
+       {"zero_stage", "Megatron's --use-distributed-optimizer is 'zero_stage: 1'"}},
+      {"disable_bias_linear", {"linear_bias", "Megatron's --disable-bias-linear is 'linear_bias: false'"}},
+      {"add_bias_linear", {"linear_bias", "did you mean 'linear_bias'?"}},
+      {"normalization", {"norm", "did you mean 'norm' (layernorm or rmsnorm)?"}},
+      {"ddp_bucket_size",
+       {"bucket_size",
+        "did you mean 'bucket_size'? (bytes of gradients: Megatron's --ddp-bucket-size counts "
+        "parameters, x 4 for FP32 main gradients)"}},
+      {"bf16", {"dtype", "Megatron's --bf16 is 'dtype: bf16'"}},
+      {"fp16", {"dtype", "Megatron's --fp16 is 'dtype: fp16'"}},
+      {"clip_grad",
+       {"grad_clipping", "Megatron's --clip-grad is 'grad_clipping: true' (the norm's value costs nothing)"}},
+      {"use_flash_attn", {"flash_attention", "Megatron's --use-flash-attn is 'flash_attention: true'"}},
+      {"untie_embeddings_and_output_weights",
+       {"tied_embeddings", "Megatron's --untie-embeddings-and-output-weights is 'tied_embeddings: false'"}},
+      {"swiglu", {"gated_mlp", "Megatron's --swiglu is 'gated_mlp: true'"}},
+      {"position_embedding_type",
+       {"learned_positions", "Megatron's --position-embedding-type rope is 'learned_positions: false'"}},
+      {"recompute_granularity",
+       {"recompute", "Megatron's --recompute-granularity is 'recompute: full' or 'recompute: selective'"}},
+      {"recompute_activations",
+       {"recompute", "Megatron's --recompute-activations is 'recompute: selective'"}},
+      {"recompute_method",
+       {"recompute",
+        "Megatron's --recompute-method / --recompute-num-layers (some layers only) are not modelled: "
+        "'recompute' (none, selective, full) holds for every layer"}},
+      {"recompute_num_layers",
+       {"recompute",
+        "Megatron's --recompute-method / --recompute-num-layers (some layers only) are not modelled: "
+        "'recompute' (none, selective, full) holds for every layer"}},
+      {"num_layers_per_virtual_pipeline_stage",
+       {"virtual_stages",
+        "Megatron's --num-layers-per-virtual-pipeline-stage N counts layers per model chunk; ours "
+        "counts chunks per rank: 'virtual_stages: layers / (pp x N)'"}},
+      {"context_parallel_size",
+       {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
+  };
+  const auto it = kFlagKeys.find(key);
+  return it == kFlagKeys.end() ? nullptr : &it->second;
 }
 
 /// A scalar as a decimal whole number: digits with an optional sign, leading
@@ -216,8 +264,28 @@ class Section {
         }
       }
     }
+    // Keys written as Megatron's flags for a missing one (bf16: true for
+    // dtype), which no retry with their value can show as typos: named here.
+    std::string written;
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      if (used_.count(k) != 0U || allowed_.count(k) != 0U || known_.count(k) != 0U) continue;
+      const auto* f = flag_key_hint(k);
+      const std::string alias = key_alias(k);
+      std::string hint;
+      if (f != nullptr && std::find(keys.begin(), keys.end(), f->first) != keys.end()) {
+        hint = f->second;
+      } else if (std::find(keys.begin(), keys.end(), alias) != keys.end()) {
+        hint = fmt::format("did you mean '{}'?", alias);
+      } else {
+        continue;
+      }
+      written += fmt::format("{}{} (line {}): {}", written.empty() ? " (" : "; ", k,
+                             it->first.Mark().line + 1, hint);
+    }
+    if (!written.empty()) written += ")";
     try {
-      fail_at(node_.Mark(), path, msg);
+      fail_at(node_.Mark(), path, msg + written);
     } catch (const ScenarioError& missing) {
       if (near.empty()) throw;
       throw MissingKeyNearMisses(missing, node_, std::move(near));
@@ -354,23 +422,8 @@ class Section {
             ", set global_batch instead "
             "(micro-batches per replica = global_batch / (dp x micro_batch))");
       // Megatron flags that are one of our keys with a value: said with it.
-      static const std::map<std::string, std::pair<std::string, std::string>> kFlagKeys{
-          {"overlap_grad_reduce",
-           {"grad_sync", "Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce'"}},
-          {"use_distributed_optimizer",
-           {"zero_stage", "Megatron's --use-distributed-optimizer is 'zero_stage: 1'"}},
-          {"disable_bias_linear",
-           {"linear_bias", "Megatron's --disable-bias-linear is 'linear_bias: false'"}},
-          {"add_bias_linear", {"linear_bias", "did you mean 'linear_bias'?"}},
-          {"normalization", {"norm", "did you mean 'norm' (layernorm or rmsnorm)?"}},
-          {"ddp_bucket_size",
-           {"bucket_size",
-            "did you mean 'bucket_size'? (bytes of gradients: Megatron's --ddp-bucket-size counts "
-            "parameters, x 4 for FP32 main gradients)"}},
-      };
-      if (const auto f = kFlagKeys.find(k); f != kFlagKeys.end() && all.count(f->second.first) != 0U) {
-        return ", " + f->second.second;
-      }
+      if (const auto* f = flag_key_hint(k); f != nullptr && all.count(f->first) != 0U)
+        return ", " + f->second;
       const std::string alias = key_alias(k);
       if (all.count(alias) != 0U) return fmt::format(", did you mean '{}'?", alias);
       if (all.count("moe") != 0U && (kMoeKeys.count(alias) != 0U || kMoeKeys.count(k) != 0U))
@@ -861,16 +914,18 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
     // way, `num_layers` and `hidden_size` for `layers` and `hidden`).
     if (e.near().size() > 1) {
       for (const auto& n : e.near()) section[n.required] = section[n.typed];
-      const MissingKeyNearMisses::NearMiss* found = nullptr;
+      std::optional<ScenarioError> typos;
       try {
         parse();
       } catch (const ScenarioError& again) {
+        // The section's first unknown key with the others named after it
+        // (finish()): every near miss in one error.
         for (const auto& n : e.near()) {
-          if (again.detail().rfind(n.typed_path + ": unknown key", 0) == 0) found = &n;
+          if (again.detail().rfind(n.typed_path + ": unknown key", 0) == 0) typos = again;
         }
       }
       for (const auto& n : e.near()) section.remove(n.required);
-      if (found != nullptr) throw found->typo;
+      if (typos) throw *typos;
     }
     for (const auto& n : e.near()) {
       section[n.required] = section[n.typed];

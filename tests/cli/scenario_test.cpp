@@ -396,8 +396,11 @@ TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
   const std::string hf =
       replaced(text, "  preset: gpt2-large\n",
                "  num_hidden_layers: 4\n  hidden_size: 1280\n  heads: 20\n  vocab: 1000\n");
-  EXPECT_EQ(error_of(hf).substr(0, 87),
-            "s.yaml:22:3: model.num_hidden_layers: unknown key, did you mean 'layers'? (model.layers");
+  // Both named in one error (a user pasting a config's names fixes the
+  // section in one go).
+  EXPECT_EQ(error_of(hf).substr(0, 139),
+            "s.yaml:22:3: model.num_hidden_layers: unknown key, did you mean 'layers'?; also unknown here: "
+            "hidden_size (line 23, did you mean 'hidden'?)");
   // Every unknown key of a section in one error (the first where it stands),
   // whichever order they come in beside a missing required key.
   const std::string three = replaced(
@@ -418,6 +421,52 @@ TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
       std::string::npos)
       << error_of(moe);
   EXPECT_NE(error_of(moe).find(", did you mean 'moe.top_k'?)"), std::string::npos) << error_of(moe);
+}
+
+// Megatron-LM's flags written as keys: what to write instead, in the error
+// of the section (several at once), also where they stand for a missing
+// required key; a flag we do not model is said to be so.
+TEST(Scenario, MegatronFlagsAreSaidAsOurKeys) {
+  const std::string text = default_text();
+  const std::string flags =
+      replaced(text, "  seq_len: 1024\n  dtype: bf16\n", "  seq_length: 1024\n  bf16: true\n");
+  ASSERT_NE(flags, text);
+  EXPECT_NE(error_of(flags).find("training: missing required keys: seq_len, dtype (seq_length (line 25): did "
+                                 "you mean 'seq_len'?; bf16 (line 26): Megatron's --bf16 is 'dtype: bf16')"),
+            std::string::npos)
+      << error_of(flags);
+  // clip_grad is grad_clipping (not its spelling neighbour zero_grad).
+  const std::string clip =
+      replaced(text, "  dtype: bf16\n", "  dtype: bf16\n  clip_grad: 1.0\n  use_flash_attn: true\n");
+  EXPECT_NE(
+      error_of(clip).find("training.clip_grad: unknown key, Megatron's --clip-grad is 'grad_clipping: true' "
+                          "(the norm's value costs nothing); also unknown here: use_flash_attn (line "),
+      std::string::npos)
+      << error_of(clip);
+  // Layers per chunk is not chunks per rank.
+  const std::string chunks =
+      replaced(text, "  dp: 16\n",
+               "  dp: 16\n  num_layers_per_virtual_pipeline_stage: 3\n  recompute_num_layers: 1\n");
+  EXPECT_NE(
+      error_of(chunks).find("parallelism.num_layers_per_virtual_pipeline_stage: unknown key, Megatron's "
+                            "--num-layers-per-virtual-pipeline-stage N counts layers per model chunk; ours "
+                            "counts chunks per rank: 'virtual_stages: layers / (pp x N)'; also unknown here: "
+                            "recompute_num_layers (line 31, Megatron's --recompute-method / "
+                            "--recompute-num-layers (some layers only) are not modelled"),
+      std::string::npos)
+      << error_of(chunks);
+  const std::string model =
+      replaced(text, "  preset: gpt2-large\n",
+               "  preset: gpt2-large\n  swiglu: true\n  untie_embeddings_and_output_weights: true\n"
+               "  position_embedding_type: rope\n");
+  EXPECT_NE(error_of(model).find(
+                "model.swiglu: unknown key, Megatron's --swiglu is 'gated_mlp: true'; also unknown "
+                "here: untie_embeddings_and_output_weights (line 24, Megatron's "
+                "--untie-embeddings-and-output-weights is 'tied_embeddings: false'), "
+                "position_embedding_type (line 25, Megatron's --position-embedding-type rope is "
+                "'learned_positions: false')"),
+            std::string::npos)
+      << error_of(model);
 }
 
 // Values no hardware has, most likely unit slips, are warned about; a
