@@ -174,11 +174,29 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
   if (bucket_size && bucket_size->count() <= 0) {
     throw InputError(fmt::format("bucket_size must be positive (got {})", to_string(*bucket_size)));
   }
-  if (grad_sync == GradSync::OverlapGradReduce && !node_model::is_megatron(work.framework)) {
+  if (grad_sync == GradSync::OverlapGradReduce && work.framework != node_model::Framework::Megatron) {
     throw InputError(fmt::format(
         "grad_sync overlap-grad-reduce is Megatron-Core's (FP32 main gradients reduced in buckets) and needs "
         "framework megatron (got {}; grad_sync: overlapped is PyTorch DDP's buckets)",
         node_model::to_string(work.framework)));
+  }
+  if (work.framework == node_model::Framework::MegatronDeepSpeed) {
+    // DeepSpeed's pipeline engine runs its own 1F1B (TrainSchedule) over one
+    // model chunk per rank, and its ZeRO-2/3 refuse pipeline parallelism.
+    if (pp > 1 && schedule != Schedule::OneFOneB) {
+      throw InputError(fmt::format(
+          "schedule {} is not Megatron-DeepSpeed's: its pipeline engine runs 1F1B over one model chunk per "
+          "rank (framework megatron-deepspeed; interleaving and the zero-bubble schedules are Megatron-LM's "
+          "and research code: framework megatron)",
+          to_string(schedule)));
+    }
+    if (pp > 1 && zero_stage >= 2) {
+      throw InputError(
+          fmt::format("zero_stage {} with pipeline parallelism (pp {}) is refused by DeepSpeed "
+                      "(framework megatron-deepspeed: ZeRO-2 and ZeRO-3 need pp 1; ZeRO-1 runs "
+                      "with pipelines)",
+                      zero_stage, pp));
+    }
   }
   if (grad_sync == GradSync::OverlapGradReduce && zero_stage >= 2) {
     throw InputError(fmt::format(

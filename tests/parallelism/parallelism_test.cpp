@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -188,6 +189,49 @@ TEST(DataParallel, MegatronCoreOverlapGradReduceBucketsTheMainGradients) {
         << e.what();
   }
   EXPECT_EQ(parse_grad_sync(to_string(GradSync::OverlapGradReduce)), GradSync::OverlapGradReduce);
+  // Megatron-DeepSpeed has no Megatron-Core DDP either.
+  const Workload mds{1, 1024, DType::BF16, node_model::Framework::MegatronDeepSpeed};
+  EXPECT_THROW(plan.validate(m, mds, 64), InputError);
+}
+
+// Megatron-DeepSpeed's pipeline engine runs 1F1B over one chunk per rank,
+// and DeepSpeed refuses ZeRO-2/3 with pipelines: other plans are errors
+// under that profile (and run under megatron).
+TEST(Plan, MegatronDeepSpeedRunsWhatItsPipelineEngineRuns) {
+  const TransformerConfig m = model_preset("gpt2-large");
+  const Workload mds{1, 1024, DType::FP16, node_model::Framework::MegatronDeepSpeed};
+  const Workload megatron{1, 1024, DType::FP16, node_model::Framework::Megatron};
+  ParallelPlan plan;
+  plan.dp = 2;
+  plan.pp = 4;
+  plan.global_batch = 16;
+  EXPECT_NO_THROW(plan.validate(m, mds, 8));  // 1F1B
+  auto error = [&](const ParallelPlan& p) {
+    try {
+      p.validate(m, mds, 8);
+    } catch (const InputError& e) {
+      EXPECT_NO_THROW(p.validate(m, megatron, 8));
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const Schedule s : {Schedule::GPipe, Schedule::ZeroBubbleH1, Schedule::ZeroBubbleH2}) {
+    ParallelPlan other = plan;
+    other.schedule = s;
+    EXPECT_EQ(error(other).substr(0, 42 + to_string(s).size()),
+              fmt::format("schedule {} is not Megatron-DeepSpeed's: its", to_string(s)));
+  }
+  ParallelPlan interleaved = plan;
+  interleaved.schedule = Schedule::Interleaved1F1B;
+  interleaved.virtual_stages = 2;
+  EXPECT_NE(error(interleaved).find("is not Megatron-DeepSpeed's"), std::string::npos);
+  ParallelPlan zero2 = plan;
+  zero2.zero_stage = 2;
+  EXPECT_EQ(error(zero2).substr(0, 69),
+            "zero_stage 2 with pipeline parallelism (pp 4) is refused by DeepSpeed");
+  zero2.pp = 1;
+  zero2.dp = 8;
+  EXPECT_NO_THROW(zero2.validate(m, mds, 8));  // ZeRO-2 without pipelines
 }
 
 TEST(Transformer, ALayerWithoutBiasesHasNoBiasGradients) {
