@@ -551,6 +551,8 @@ node_model::GpuSpec read_gpu(Section& cluster) {
     return checked(cluster, v, cluster.key_path("gpu"), [&] { return node_model::gpu_preset(v.Scalar()); });
   }
   Section g = cluster.child("gpu");
+  // Every missing key in one error (a new GPU is described in one go).
+  g.require({"name", "fp32_peak", "tensor_peak", "memory_bandwidth", "sms", "l2_cache", "memory"});
   node_model::GpuSpec spec;
   spec.name = g.scalar("name");
   spec.fp32_peak = g.unit("fp32_peak", parse_flop_rate);
@@ -1445,6 +1447,25 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                         "run at least the 16-bit rate (a unit slip?)",
                         tf(s.gpu.fp8_peak), tf(s.gpu.tensor_peak)));
       }
+      // Values below every GPU the node model knows (NeuSight's P4 has the
+      // least of most, T4 the least tensor peak) or above 4x every one (the
+      // presets' most): bits for bytes, a prefix off by 1000.
+      const auto range = [&](const char* key, double value, double least, double most, const char* unit,
+                             const char* least_gpu, const char* most_gpu) {
+        if (value >= least && value <= 4 * most) return;
+        s.warnings.push_back(fmt::format(
+            "cluster.gpu.{} = {:g} {} is {} (a unit slip?)", key, value, unit,
+            value < least
+                ? fmt::format("below every GPU's the node model knows ({}: {:g} {})", least_gpu, least, unit)
+                : fmt::format("above 4x every GPU's the node model knows ({}: {:g} {})", most_gpu, most,
+                              unit)));
+      };
+      range("fp32_peak", s.gpu.fp32_peak.per_second() * 1e-12, 5.7, 81.7, "TFLOP/s", "P4", "MI300X");
+      range("tensor_peak", s.gpu.tensor_peak.per_second() * 1e-12, 65, 2500, "TFLOP/s", "T4", "GB200");
+      range("memory_bandwidth", s.gpu.memory_bandwidth.bytes_per_second() * 1e-9, 192, 8000, "GB/s", "P4",
+            "B200");
+      range("l2_cache", s.gpu.l2_cache.as_double() * 1e-6, 2, 256, "MB", "P4", "MI300X");
+      range("memory", s.gpu.memory.as_double() * 1e-9, 8, 192, "GB", "P4", "MI300X");
     }
     topology::NodeSpec node;
     node.gpus = cl.gpus_per_node;

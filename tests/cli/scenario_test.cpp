@@ -499,7 +499,7 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
       "{name: X, fp32_peak: 1200TFLOPS, tensor_peak: 900TFLOPS, fp8_peak: 450TFLOPS, "
       "memory_bandwidth: 3TB/s, sms: 132, l2_cache: 50MB, memory: 80GiB}";
   const auto w = warnings({{"cluster.gpu", inline_gpu}, {"cluster.nvlink_bandwidth", "450GB/s"}});
-  ASSERT_EQ(w.size(), 2U);
+  ASSERT_EQ(w.size(), 3U);
   EXPECT_EQ(
       w[0],
       "cluster.gpu.fp32_peak (1200 TFLOP/s) is above tensor_peak (900 TFLOP/s): on every GPU the 16-bit "
@@ -507,6 +507,30 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
   EXPECT_EQ(w[1],
             "cluster.gpu.fp8_peak (450 TFLOP/s) is below tensor_peak (900 TFLOP/s): FP8 tensor cores run at "
             "least the 16-bit rate (a unit slip?)");
+  EXPECT_EQ(w[2],
+            "cluster.gpu.fp32_peak = 1200 TFLOP/s is above 4x every GPU's the node model knows (MI300X: 81.7 "
+            "TFLOP/s) (a unit slip?)");
+  // Each spec against the least and 4x the most of the GPUs the node model
+  // knows: bits for bytes, a prefix off by 1000.
+  const std::string l40s =
+      "{name: L40S, fp32_peak: 91.6TFLOPS, tensor_peak: 181TFLOPS, fp8_peak: 362TFLOPS, "
+      "memory_bandwidth: 864GB/s, sms: 142, l2_cache: 96MB, memory: 48GB}";
+  EXPECT_TRUE(warnings({{"cluster.gpu", l40s}, {"cluster.nvlink_bandwidth", "32GB/s"}}).empty());
+  auto slip = [&](const std::string& from, const std::string& to) {
+    const std::string gpu = replaced(l40s, from, to);
+    EXPECT_NE(gpu, l40s);
+    return warnings({{"cluster.gpu", gpu}, {"cluster.nvlink_bandwidth", "32GB/s"}});
+  };
+  EXPECT_EQ(slip("864GB/s", "864Gbps"),
+            std::vector<std::string>{"cluster.gpu.memory_bandwidth = 108 GB/s is below every GPU's the node "
+                                     "model knows (P4: 192 GB/s) (a unit slip?)"});
+  EXPECT_EQ(
+      slip("memory: 48GB", "memory: 48MB"),
+      std::vector<std::string>{"cluster.gpu.memory = 0.048 GB is below every GPU's the node model knows "
+                               "(P4: 8 GB) (a unit slip?)"});
+  EXPECT_EQ(slip("l2_cache: 96MB", "l2_cache: 96GB"),
+            std::vector<std::string>{"cluster.gpu.l2_cache = 96000 MB is above 4x every GPU's the node model "
+                                     "knows (MI300X: 256 MB) (a unit slip?)"});
   EXPECT_EQ(error_of(default_text(), {{"cluster.gpu", "my_gpu.JSON"}})
                 .rfind("s.yaml (--set cluster.gpu): cluster.gpu: 'my_gpu.JSON' is a file: a scenario takes "
                        "a GPU preset name or the GPU inline, a mapping with name, fp32_peak,",
@@ -660,6 +684,17 @@ TEST(Scenario, MissingKeysAreNamedTogether) {
   EXPECT_NE(error_of(without(default_text(), {"micro_batch", "dtype"}))
                 .find("training: missing required keys: micro_batch, dtype"),
             std::string::npos);
+  // An inline GPU: a new GPU's spec in one go.
+  EXPECT_NE(error_of(default_text(), {{"cluster.gpu",
+                                       "{name: X, fp32_peak: 60TFLOPS, tensor_peak: 900TFLOPS, "
+                                       "memory_bandwidth: 3TB/s}"},
+                                      {"cluster.nvlink_bandwidth", "450GB/s"}})
+                .find("cluster.gpu: missing required keys: sms, l2_cache, memory"),
+            std::string::npos)
+      << error_of(default_text(), {{"cluster.gpu",
+                                    "{name: X, fp32_peak: 60TFLOPS, tensor_peak: 900TFLOPS, "
+                                    "memory_bandwidth: 3TB/s}"},
+                                   {"cluster.nvlink_bandwidth", "450GB/s"}});
   EXPECT_NE(error_of(replaced(default_text(), "preset: gpt2-large", "hidden: 1280"))
                 .find("model: missing required keys: layers, heads, vocab"),
             std::string::npos);
