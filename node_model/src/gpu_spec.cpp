@@ -255,48 +255,65 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_preset(const GpuSpec& gpu) {
-  return std::find(presets().begin(), presets().end(), gpu) != presets().end();
+/// The preset with `gpu`'s spec, whatever its name (an inline GPU that
+/// copies a preset's numbers is that GPU to the node model); nullptr when
+/// none has it.
+const GpuSpec* preset_of_spec(const GpuSpec& gpu) {
+  for (const GpuSpec& p : presets()) {
+    GpuSpec named = gpu;
+    named.name = p.name;
+    if (named == p) return &p;
+  }
+  return nullptr;
 }
 
+/// How notes name `gpu` when its spec is `preset`'s: the preset's name, and
+/// the user's beside it when another ("MyH100 (H100-SXM's spec)").
+std::string spec_label(const GpuSpec& gpu, const GpuSpec& preset) {
+  return gpu.name == preset.name ? preset.name : fmt::format("{} ({}'s spec)", gpu.name, preset.name);
+}
+
+bool is_preset(const GpuSpec& gpu) { return preset_of_spec(gpu) != nullptr; }
+
 std::string extrapolation_note(const GpuSpec& gpu, DType dtype, std::string_view not_preset) {
-  const auto it = std::find(presets().begin(), presets().end(), gpu);
+  const GpuSpec* it = preset_of_spec(gpu);
   constexpr std::string_view kFit = "a node model fit on NVIDIA GPUs from Pascal to Hopper";
-  if (it == presets().end()) {
+  if (it == nullptr) {
     return fmt::format("{} ({}, not a preset): its kernel times extrapolate {} from its spec alone", gpu.name,
                        not_preset, kFit);
   }
   const std::string& n = it->name;
+  const std::string label = spec_label(gpu, *it);
   if (n == "B200" || n == "GB200") {
     return fmt::format(
         "{} (Blackwell): no kernel of this generation was measured here; its kernel times "
         "extrapolate {}",
-        n, kFit);
+        label, kFit);
   }
   if (n == "MI300X") {
-    return fmt::format("{} (AMD CDNA 3): no AMD kernel was measured here; its kernel times extrapolate {}", n,
-                       kFit);
+    return fmt::format("{} (AMD CDNA 3): no AMD kernel was measured here; its kernel times extrapolate {}",
+                       label, kFit);
   }
   if (n == "V100-SXM2" && dtype != DType::FP32) {
     return fmt::format(
         "{} at {}: no 16-bit kernel of a Volta GPU was measured here; its tensor-core GEMMs "
         "extrapolate a model fit on an H100 (its FP32 kernels are NeuSight's V100)",
-        n, to_string(dtype));
+        label, to_string(dtype));
   }
   return {};
 }
 
 std::string known_bias_note(const GpuSpec& gpu, DType dtype, bool fp8) {
   if (dtype == DType::FP32 || dtype == DType::TF32) return {};
-  const auto it = std::find(presets().begin(), presets().end(), gpu);
-  if (it == presets().end()) return {};
+  const GpuSpec* it = preset_of_spec(gpu);
+  if (it == nullptr) return {};
   const std::string& n = it->name;
   if (n != "H100-SXM" && n != "H100-PCIe" && n != "H200") return {};
   return fmt::format(
       "{} at {}: on bf16 training steps measured on an H100 and an H200 the model's GPU time comes out 7-13% "
       "short where the GPU bounds them (its memory-bound kernels and optimizer on Hopper), so the compute of "
       "forecasts on it is optimistic (docs/node_model.md, \"Training steps on an H200\")",
-      n,
+      spec_label(gpu, *it),
       fp8 ? fmt::format("fp8 ({} outside the layers' GEMMs)", to_string(dtype))
           : std::string(to_string(dtype)));
 }

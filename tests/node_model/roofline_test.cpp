@@ -137,13 +137,16 @@ TEST(GpuSpec, ExtrapolationNoteNamesWhatNoMeasurementHereBacks) {
   }
   EXPECT_EQ(extrapolation_note(gpu_preset("MI300X"), DType::BF16).rfind("MI300X (AMD CDNA 3)", 0), 0U);
   // A spec that is not exactly a preset's, even under a preset's name, is
-  // known by its spec alone.
+  // known by its spec alone; a preset's spec under another name is the
+  // preset (the model sees the spec, not the name).
   GpuSpec h100 = gpu_preset("H100-SXM");
   h100.memory_bandwidth = Bandwidth::gigabytes_per_second(3000);
   EXPECT_EQ(extrapolation_note(h100, DType::BF16).rfind("H100-SXM (an inline GPU, not a preset)", 0), 0U);
   h100 = gpu_preset("H100-SXM");
   h100.name = "my-h100";
-  EXPECT_NE(extrapolation_note(h100, DType::FP32), "");
+  EXPECT_EQ(extrapolation_note(h100, DType::FP32), "");
+  h100.sms = 100;
+  EXPECT_EQ(extrapolation_note(h100, DType::FP32).rfind("my-h100 (an inline GPU, not a preset)", 0), 0U);
 }
 
 TEST(GpuSpec, KnownBiasNoteForHopperAtSixteenBits) {
@@ -185,6 +188,21 @@ TEST(GpuSpec, KnownBiasNoteForHopperAtSixteenBits) {
   GpuSpec h100 = gpu_preset("H100-SXM");
   h100.sms = 100;
   EXPECT_EQ(known_bias_note(h100, DType::BF16), "");
+  // One with a preset's spec under another name is that GPU to the model:
+  // its notes, naming both (helper 49: an inline H100 copy lost the bias).
+  GpuSpec mine = gpu_preset("H100-SXM");
+  mine.name = "MyH100";
+  EXPECT_TRUE(is_preset(mine));
+  EXPECT_EQ(
+      known_bias_note(mine, DType::BF16).rfind("MyH100 (H100-SXM's spec) at bf16: on bf16 training steps", 0),
+      0U)
+      << known_bias_note(mine, DType::BF16);
+  EXPECT_EQ(extrapolation_note(mine, DType::BF16), "");
+  GpuSpec blackwell = gpu_preset("B200");
+  blackwell.name = "my-b200";
+  EXPECT_EQ(
+      extrapolation_note(blackwell, DType::BF16).rfind("my-b200 (B200's spec) (Blackwell): no kernel", 0), 0U)
+      << extrapolation_note(blackwell, DType::BF16);
 }
 
 TEST(GpuSpec, CurrentGpusFromTheirSpecSheets) {
