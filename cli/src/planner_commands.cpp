@@ -282,6 +282,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   if (svg_path) files.output(*svg_path, "--svg");
   const Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   require_single_job(s, "compare-schedules");
+  print_scenario_warnings(s);  // as tessera run: every schedule runs with them
   const auto owned = make_scenario_predictor(s);
   const node_model::KernelPredictor& predictor = *owned;
   // The chart stands alone: it says what was compared, and that the GPU is

@@ -294,6 +294,10 @@ int cmd_search(const Args& args, std::ostream& out) {
     }
   }();
   require_single_job(base, "search");
+  // What tessera run says on stderr about the scenario's settings (an
+  // NVLink bandwidth kept from the file under --set cluster.gpu=B200):
+  // every candidate is ranked with them.
+  print_scenario_warnings(base);
   // --memory-headroom: a plan fits when its fullest stage leaves this much of
   // the GPU's memory free (fragmentation, CUDA context, NCCL buffers).
   // Under mixed_gpus a stage's memory is the smallest of its ranks' GPUs
