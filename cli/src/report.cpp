@@ -14,6 +14,11 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.model = s.model.name;
   rep.parameters = s.model.total_params(s.workload.seq_len);
   rep.active_parameters = s.model.active_params(s.workload.seq_len);
+  rep.padded_vocab = node_model::is_megatron(s.workload.framework)
+                         ? parallelism::padded_vocab_per_rank(s.model, s.workload, s.plan.tp) * s.plan.tp
+                         : s.model.vocab;
+  rep.padded_parameters = rep.parameters + (rep.padded_vocab - s.model.vocab) * s.model.hidden *
+                                               (s.model.tied_embeddings ? 1 : 2);
   rep.experts = s.model.moe.experts;
   rep.top_k = s.model.is_moe() ? s.model.moe.top_k : 0;
   rep.gpu = s.gpu.name;
@@ -483,10 +488,14 @@ std::string format_text(const RunReport& r) {
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({}{})\n", r.scenario, r.model, r.gpus, r.gpu,
                      fabric_phrase(r.fabric) + r.fabric_detail, r.hcas);
-  out += fmt::format("Model          {}: {} parameters{}\n", r.model, parameter_count(r.parameters),
+  out += fmt::format("Model          {}: {} parameters{}{}\n", r.model, parameter_count(r.parameters),
                      r.experts > 0 ? fmt::format(", {} active per token (top {} of {} experts)",
                                                  parameter_count(r.active_parameters), r.top_k, r.experts)
-                                   : std::string());
+                                   : std::string(),
+                     r.padded_parameters != r.parameters
+                         ? fmt::format(" ({} as Megatron counts them, the vocabulary padded to {})",
+                                       parameter_count(r.padded_parameters), r.padded_vocab)
+                         : std::string());
   out += fmt::format(
       "Plan           dp={} tp={} pp={}{}{}, {} micro-batch{} of {} sequence{} x {} tokens, {} schedule{}\n",
       r.dp, r.tp, r.pp, r.shows_ep() ? fmt::format(" ep={}", r.ep) : "",
@@ -653,7 +662,8 @@ std::string format_json(const RunReport& r) {
     comm_costs += "]";
   }
   return fmt::format(
-      "{{\"scenario\": {}, \"model\": {}, \"parameters\": {}, \"active_parameters\": {}, \"gpu\": {}, "
+      "{{\"scenario\": {}, \"model\": {}, \"parameters\": {}, \"active_parameters\": {}, "
+      "\"padded_vocab\": {}, \"padded_parameters\": {}, \"gpu\": {}, "
       "\"fabric\": {}, \"fabric_tiers\": {}, \"gpus\": {}, "
       "\"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, {}\"schedule\": {}, \"virtual_stages\": {}, \"micro_batches\": {}, \"micro_batch\": {}, "
@@ -665,8 +675,9 @@ std::string format_json(const RunReport& r) {
       "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
       "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, "
       "\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
-      json_string(r.scenario), json_string(r.model), r.parameters, r.active_parameters, json_string(r.gpu),
-      json_string(r.fabric), r.fabric_tiers, r.gpus, r.dp, r.tp, r.pp,
+      json_string(r.scenario), json_string(r.model), r.parameters, r.active_parameters, r.padded_vocab,
+      r.padded_parameters, json_string(r.gpu), json_string(r.fabric), r.fabric_tiers, r.gpus, r.dp, r.tp,
+      r.pp,
       (r.shows_ep() ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule), r.virtual_stages, r.micro_batches, r.micro_batch, r.global_batch, r.seq_len,

@@ -73,6 +73,11 @@ struct RunReport {
   /// token goes through (active_params: fewer for a mixture of experts).
   std::int64_t parameters = 0;
   std::int64_t active_parameters = 0;
+  /// The vocabulary the plan runs (Megatron pads it to a multiple of 128 x
+  /// tp) and the parameters with it, as Megatron counts them (the padded
+  /// rows of the word embedding, and of an untied LM head).
+  std::int64_t padded_vocab = 0;
+  std::int64_t padded_parameters = 0;
   /// An MoE plan shows its ep, 1 included (a dense one only above 1).
   [[nodiscard]] bool shows_ep() const { return ep > 1 || experts > 0; }
   std::int64_t experts = 0;  ///< routed experts (0: dense), and
