@@ -1257,7 +1257,11 @@ Bandwidth default_nvlink_bandwidth(Section& c, topology::NodeFabric fabric) {
   } else if (!gpu.IsScalar()) {
     why = "an inline GPU has no default";
   } else if (!preset) {
-    why = fmt::format("GPU preset {} has no NVSwitch NVLink to default to", gpu.Scalar());
+    const node_model::GpuSpec* named = node_model::find_gpu_preset(gpu.Scalar());
+    why = fmt::format(
+        "GPU preset {} has no NVSwitch NVLink to default to: give each GPU's bandwidth to the others per "
+        "direction, or with cluster.node_fabric: nvlink-mesh each link's",
+        named != nullptr ? named->name : gpu.Scalar());
   }
   if (!why.empty()) {
     c.fail_missing({"nvlink_bandwidth"}, c.key_path("nvlink_bandwidth"),
@@ -1763,7 +1767,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                                                       : fmt::format("the other {} get", chunks - big_ones);
       s.warnings.push_back(fmt::format(
           "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} "
-          "(forecast as such; Megatron-LM splits evenly unless told otherwise)",
+          "(forecast as such; Megatron-LM refuses an uneven split unless told how to make it)",
           s.model.layers, unit, v ? "pp x virtual_stages" : "pp",
           v ? fmt::format("{} x {} = {}", plan.pp, plan.virtual_stages, chunks) : fmt::format("{}", chunks),
           first, small + 1, rest, small));

@@ -62,17 +62,15 @@ FlopRate GpuSpec::matmul_peak(DType d) const {
     case DType::FP16: return tensor_peak;
     case DType::BF16:
       if (!bf16) {
-        throw InputError(
-            fmt::format("GPU '{}' has no bf16 tensor cores (bf16 is false): cannot run bf16 GEMMs (fp16 runs "
-                        "at tensor_peak)",
-                        name));
+        throw InputError(fmt::format(
+            "GPU '{}' has no bf16 tensor cores: cannot run bf16 GEMMs (its tensor cores run fp16)", name));
       }
       return tensor_peak;
     case DType::TF32: peak = tf32_peak; break;
     case DType::FP8: peak = fp8_peak; break;
   }
   if (!(peak.per_second() > 0)) {
-    throw InputError(fmt::format("GPU '{}' has no {} tensor cores ({}_peak is 0): cannot run {} GEMMs", name,
+    throw InputError(fmt::format("GPU '{}' has no {} tensor cores (no {}_peak): cannot run {} GEMMs", name,
                                  to_string(d), to_string(d), to_string(d)));
   }
   return peak;

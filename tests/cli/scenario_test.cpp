@@ -646,9 +646,10 @@ TEST(Scenario, LinkLatenciesAndNvlinkBandwidthHaveDefaults) {
             Bandwidth::gigabytes_per_second(900));
   // No default where the preset has no NVSwitch port or the GPU is inline.
   EXPECT_EQ(
-      error_of(replaced(bare, "gpu: H100-SXM", "gpu: H100-PCIe")),
+      error_of(replaced(bare, "gpu: H100-SXM", "gpu: h100 pcie")),
       "s.yaml:8:3: cluster.nvlink_bandwidth: missing required key (GPU preset H100-PCIe has no NVSwitch "
-      "NVLink to default to)");
+      "NVLink to default to: give each GPU's bandwidth to the others per direction, or with "
+      "cluster.node_fabric: nvlink-mesh each link's)");
   EXPECT_NE(
       error_of(
           replaced(bare, "gpu: H100-SXM",
@@ -1502,7 +1503,7 @@ TEST(Scenario, UnevenLayerSplitIsWarnedAbout) {
             std::vector<std::string>{
                 "model.layers (36) is not a multiple of the pipeline's stages, pp (8): the first "
                 "4 stages get 5 layers, the other 4 get 4 (forecast as such; Megatron-LM "
-                "splits evenly unless told otherwise)"});
+                "refuses an uneven split unless told how to make it)"});
   EXPECT_EQ(warnings({{"parallelism.pp", "2"},
                       {"parallelism.dp", "8"},
                       {"parallelism.schedule", "interleaved-1f1b"},
@@ -1511,7 +1512,7 @@ TEST(Scenario, UnevenLayerSplitIsWarnedAbout) {
             std::vector<std::string>{
                 "model.layers (36) is not a multiple of the pipeline's chunks, pp x "
                 "virtual_stages (2 x 5 = 10): the first 6 chunks get 4 layers, the other 4 get "
-                "3 (forecast as such; Megatron-LM splits evenly unless told otherwise)"});
+                "3 (forecast as such; Megatron-LM refuses an uneven split unless told how to make it)"});
   EXPECT_EQ(
       warnings({{"model.layers", "33"}, {"parallelism.pp", "16"}, {"parallelism.dp", "1"}})[0].rfind(
           "model.layers (33) is not a multiple of the pipeline's stages, pp (16): the first stage gets 3 "
