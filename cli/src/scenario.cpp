@@ -532,6 +532,15 @@ auto checked(const Section& s, const YAML::Node& at, const std::string& path, F&
   }
 }
 
+/// The preset a scenario's `gpu` names: the name itself, or a mapping's
+/// `preset` (a preset with some of its specs changed); nullopt for an
+/// inline GPU of its own.
+std::optional<std::string> gpu_preset_key(const YAML::Node& gpu) {
+  if (gpu.IsScalar()) return gpu.Scalar();
+  if (gpu.IsMap() && gpu["preset"] && gpu["preset"].IsScalar()) return gpu["preset"].Scalar();
+  return std::nullopt;
+}
+
 node_model::GpuSpec read_gpu(Section& cluster) {
   YAML::Node v = cluster.need("gpu");
   if (v.IsScalar()) {
@@ -551,6 +560,38 @@ node_model::GpuSpec read_gpu(Section& cluster) {
     return checked(cluster, v, cluster.key_path("gpu"), [&] { return node_model::gpu_preset(v.Scalar()); });
   }
   Section g = cluster.child("gpu");
+  if (g.has("preset")) {
+    // A preset with some specs changed (an H100 with 94 GB): each key given
+    // replaces the preset's; the name stays the preset's unless given.
+    const YAML::Node at = g.need("preset");
+    node_model::GpuSpec spec =
+        checked(g, at, g.key_path("preset"), [&] { return node_model::gpu_preset(g.scalar("preset")); });
+    // Unless named, the reports name the preset and what was changed
+    // ("H100-SXM (memory 94GB)").
+    std::string changed;
+    for (const char* key : {"fp32_peak", "tensor_peak", "memory_bandwidth", "sms", "l2_cache", "memory",
+                            "tf32_peak", "fp8_peak", "bf16"}) {
+      if (g.node()[key] && g.node()[key].IsScalar())
+        changed += fmt::format("{}{} {}", changed.empty() ? "" : ", ", key, g.node()[key].Scalar());
+    }
+    if (!changed.empty()) spec.name = fmt::format("{} ({})", spec.name, changed);
+    if (g.has("name")) spec.name = g.scalar("name");
+    if (g.has("fp32_peak")) spec.fp32_peak = g.unit("fp32_peak", parse_flop_rate);
+    if (g.has("tensor_peak")) spec.tensor_peak = g.unit("tensor_peak", parse_flop_rate);
+    if (g.has("memory_bandwidth")) spec.memory_bandwidth = g.unit("memory_bandwidth", parse_bandwidth);
+    if (g.has("sms")) spec.sms = g.positive_int32("sms");
+    if (g.has("l2_cache")) spec.l2_cache = g.unit("l2_cache", parse_bytes);
+    if (g.has("memory")) spec.memory = g.unit("memory", parse_bytes);
+    if (g.has("tf32_peak")) spec.tf32_peak = g.unit("tf32_peak", parse_flop_rate);
+    if (g.has("fp8_peak")) spec.fp8_peak = g.unit("fp8_peak", parse_flop_rate);
+    if (g.has("bf16")) spec.bf16 = g.boolean("bf16");
+    g.finish();
+    checked(g, g.node(), cluster.key_path("gpu"), [&] {
+      spec.validate();
+      return 0;
+    });
+    return spec;
+  }
   // Every missing key in one error (a new GPU is described in one go).
   g.require({"name", "fp32_peak", "tensor_peak", "memory_bandwidth", "sms", "l2_cache", "memory"});
   node_model::GpuSpec spec;
@@ -823,6 +864,14 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
       node[keys[i]] = YAML::Node(YAML::NodeType::Map);
       next = node[keys[i]];
     }
+    // A spec of a GPU the file names by preset (`--set cluster.gpu.memory=94GB`
+    // over `gpu: H100-SXM`): the preset with that spec changed.
+    if (keys[i] == "gpu" && next.IsScalar()) {
+      YAML::Node changed(YAML::NodeType::Map);
+      changed["preset"] = next.Scalar();
+      node[keys[i]] = changed;
+      next = node[keys[i]];
+    }
     if (!next.IsMap()) {
       throw ScenarioError(file, fmt::format("{}: '{}' is not a mapping in this scenario", label, walked),
                           option);
@@ -882,7 +931,19 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
   if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));
   if (!overrides.empty() && !root.IsMap()) throw ScenarioError(fmt::format("{}: the scenario must be a YAML mapping", file));
   std::map<std::string, std::string> overridden;
-  for (const auto& o : overrides) {
+  for (std::size_t j = 0; j < overrides.size(); ++j) {
+    const Override& o = overrides[j];
+    // A key set under one a later --set replaces whole would be dropped
+    // without a word (--set cluster.gpu.memory=94GB --set cluster.gpu=H100-SXM).
+    for (std::size_t i = 0; i < j; ++i) {
+      if (overrides[i].path.rfind(o.path + ".", 0) == 0) {
+        const std::string option = o.flag.empty() ? "--set " + o.path : o.flag;
+        throw ScenarioError(
+            file,
+            fmt::format("{} replaces {}, set before it: give {} first", option, overrides[i].path, o.path),
+            option);
+      }
+    }
     apply_override(root, o, file);
     overridden[o.path] = o.flag.empty() ? "--set " + o.path : o.flag;
   }
@@ -1248,20 +1309,20 @@ Time fabric_latency(Section& f, const char* key, Scenario& s) {
 /// one (H100-PCIe, MI300X) or an NVLink mesh (whose bandwidth is per link)
 /// has no default: the same error as any missing required key, saying why.
 Bandwidth default_nvlink_bandwidth(Section& c, topology::NodeFabric fabric) {
-  const YAML::Node gpu = c.node()["gpu"];
+  const std::optional<std::string> preset_name = gpu_preset_key(c.node()["gpu"]);
   const std::optional<Bandwidth> preset =
-      gpu.IsScalar() ? node_model::preset_nvlink_bandwidth(gpu.Scalar()) : std::nullopt;
+      preset_name ? node_model::preset_nvlink_bandwidth(*preset_name) : std::nullopt;
   std::string why;
   if (fabric != topology::NodeFabric::NvSwitch) {
     why = "an nvlink-mesh node gives no default (bandwidth per link)";
-  } else if (!gpu.IsScalar()) {
+  } else if (!preset_name) {
     why = "an inline GPU has no default";
   } else if (!preset) {
-    const node_model::GpuSpec* named = node_model::find_gpu_preset(gpu.Scalar());
+    const node_model::GpuSpec* named = node_model::find_gpu_preset(*preset_name);
     why = fmt::format(
         "GPU preset {} has no NVSwitch NVLink to default to: give each GPU's bandwidth to the others per "
         "direction, or with cluster.node_fabric: nvlink-mesh each link's",
-        named != nullptr ? named->name : gpu.Scalar());
+        named != nullptr ? named->name : *preset_name);
   }
   if (!why.empty()) {
     c.fail_missing({"nvlink_bandwidth"}, c.key_path("nvlink_bandwidth"),
@@ -1486,9 +1547,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // `--set cluster.gpu=...` on a file that writes the NVLink bandwidth of
     // its own GPU keeps the file's (a key given wins over a preset), which
     // a GPU swap rarely means: said, not changed.
+    const std::optional<std::string> preset_name = gpu_preset_key(c.node()["gpu"]);
     if (overridden.count("cluster.gpu") != 0U && overridden.count("cluster.nvlink_bandwidth") == 0U &&
-        c.has("nvlink_bandwidth") && c.node()["gpu"].IsScalar()) {
-      const std::string gpu = c.node()["gpu"].Scalar();
+        c.has("nvlink_bandwidth") && preset_name) {
+      const std::string& gpu = *preset_name;
       const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(gpu);
       if (preset && *preset != cl.nvlink_bandwidth) {
         const auto gbs = [](Bandwidth b) { return fmt::format("{:g}GB/s", b.bytes_per_second() * 1e-9); };
@@ -1502,8 +1564,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // A bandwidth under half the GPU's NVLink port, or twice it or more,
     // is a slip as often as a choice: 900Gbps for 900GB/s (bits for bytes),
     // or NVIDIA's both-directions figure for the per-direction one.
-    if (c.has("nvlink_bandwidth") && c.node()["gpu"].IsScalar() && overridden.count("cluster.gpu") == 0U) {
-      const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(c.node()["gpu"].Scalar());
+    if (c.has("nvlink_bandwidth") && preset_name && overridden.count("cluster.gpu") == 0U) {
+      const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(*preset_name);
       const double ratio = preset ? cl.nvlink_bandwidth.bytes_per_second() / preset->bytes_per_second() : 1.0;
       if (ratio < 0.5 || ratio >= 2.0) {
         const auto gbs = [](Bandwidth b) { return fmt::format("{:g}GB/s", b.bytes_per_second() * 1e-9); };
@@ -1511,7 +1573,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
             fmt::format("cluster.nvlink_bandwidth = {} is {:.3g}x {}'s NVLink, {} per GPU and direction "
                         "(bits for bytes, or "
                         "both directions for one?)",
-                        gbs(cl.nvlink_bandwidth), ratio, c.node()["gpu"].Scalar(), gbs(*preset)));
+                        gbs(cl.nvlink_bandwidth), ratio, *preset_name, gbs(*preset)));
       }
     }
     cl.nvlink_latency = c.has("nvlink_latency") ? c.unit("nvlink_latency", parse_time) : Time::from_us(1);

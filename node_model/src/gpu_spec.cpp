@@ -253,14 +253,16 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
   return std::nullopt;
 }
 
-/// The preset with `gpu`'s spec, whatever its name (an inline GPU that
-/// copies a preset's numbers is that GPU to the node model); nullptr when
-/// none has it.
+/// The preset with `gpu`'s spec, whatever its name and memory capacity (an
+/// inline GPU that copies a preset's numbers, or a preset with more or less
+/// memory, is that GPU to the node model: the capacity times no kernel);
+/// nullptr when none has it.
 const GpuSpec* preset_of_spec(const GpuSpec& gpu) {
   for (const GpuSpec& p : presets()) {
-    GpuSpec named = gpu;
-    named.name = p.name;
-    if (named == p) return &p;
+    GpuSpec same = gpu;
+    same.name = p.name;
+    same.memory = p.memory;
+    if (same == p) return &p;
   }
   return nullptr;
 }

@@ -241,7 +241,7 @@ hostile(NAME options.two_scenarios RC 2 REGEX [=[scenario]=] ARGS run s.yaml s.y
 hostile(NAME options.bad_backend RC 2 REGEX [=[unknown backend 'tpu']=] ARGS run s.yaml --backend tpu)
 hostile(NAME options.set_without_value RC 2 REGEX [=[--set 'cluster\.nodes': expected key\.path=value]=]
         ARGS run s.yaml --set cluster.nodes)
-hostile(NAME options.set_through_scalar RC 2 REGEX [=['cluster\.gpu' is not a mapping]=] ARGS run s.yaml --set cluster.gpu.sms=1)
+hostile(NAME options.set_through_scalar RC 2 REGEX [=['training\.micro_batch' is not a mapping]=] ARGS run s.yaml --set training.micro_batch.x=1)
 hostile(NAME options.set_malformed RC 2 REGEX [=[malformed value]=] ARGS run s.yaml "--set" "cluster.nodes=[1, 2")
 foreach(jobs IN ITEMS 0 -1 2x 99999 " 2")
   string(MAKE_C_IDENTIFIER "${jobs}" id)

@@ -195,9 +195,11 @@ TEST(Robustness, SetCreatesMissingSections) {
   EXPECT_EQ(error_of(text, {{"collectives.algoritm", "tree"}}).find("s.yaml (--set collectives.algoritm): "
                                                                     "collectives.algoritm: unknown key"),
             0U);
-  // A key that is a value, not a section, is still not one.
-  EXPECT_EQ(error_of(text, {{"cluster.gpu.sms", "1"}}),
-            "s.yaml: --set cluster.gpu.sms: 'cluster.gpu' is not a mapping in this scenario");
+  // A key that is a value, not a section, is still not one (a GPU preset's
+  // name is: the preset with that spec changed, Scenario.PresetWithChangedSpecs).
+  EXPECT_EQ(error_of(text, {{"training.micro_batch.x", "1"}}),
+            "s.yaml: --set training.micro_batch.x: 'training.micro_batch' is not a mapping in this scenario");
+  EXPECT_EQ(error_of(text, {{"cluster.gpu.sms", "1"}}), "no error");
 }
 
 // The a-priori work estimate that refuses huge scenarios must not refuse

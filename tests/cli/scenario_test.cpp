@@ -539,6 +539,40 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
       << error_of(default_text(), {{"cluster.gpu", "my_gpu.JSON"}});
 }
 
+// A preset with some specs changed: `gpu: {preset: H100-SXM, memory: 94GB}`,
+// or --set cluster.gpu.memory=94GB over a file naming the preset. It keeps
+// the preset's NVLink default and, with only its capacity changed, its
+// notes; a --set the next one replaces whole is an error.
+TEST(Scenario, PresetWithChangedSpecs) {
+  const std::string bare =
+      without(default_text(), {"nvlink_bandwidth", "nvlink_latency", "nic_latency", "spine_latency"});
+  const Scenario s = parse_scenario(bare, "s.yaml", {{"cluster.gpu.memory", "94GB"}});
+  node_model::GpuSpec expected = node_model::gpu_preset("H100-SXM");
+  expected.name = "H100-SXM (memory 94GB)";
+  expected.memory = parse_bytes("94GB");
+  EXPECT_EQ(s.gpu, expected);
+  EXPECT_EQ(s.cluster.nvlink_bandwidth, Bandwidth::gigabytes_per_second(450));
+  EXPECT_TRUE(node_model::is_preset(s.gpu));
+  const Scenario written = parse_scenario(
+      replaced(bare, "gpu: H100-SXM", "gpu: {preset: h200, name: H200 NVL, memory_bandwidth: 4.8TB/s}"),
+      "s.yaml");
+  EXPECT_EQ(written.gpu.name, "H200 NVL");
+  EXPECT_EQ(written.gpu.memory, node_model::gpu_preset("H200").memory);
+  EXPECT_EQ(written.cluster.nvlink_bandwidth, Bandwidth::gigabytes_per_second(450));
+  EXPECT_NE(error_of(default_text(), {{"cluster.gpu.memory", "24GB"}, {"cluster.gpu", "H200"}})
+                .find("--set cluster.gpu replaces cluster.gpu.memory, set before it: give cluster.gpu first"),
+            std::string::npos)
+      << error_of(default_text(), {{"cluster.gpu.memory", "24GB"}, {"cluster.gpu", "H200"}});
+  EXPECT_EQ(
+      parse_scenario(default_text(), "s.yaml", {{"cluster.gpu", "H200"}, {"cluster.gpu.memory", "24GB"}})
+          .gpu.memory,
+      parse_bytes("24GB"));
+  EXPECT_NE(error_of(default_text(), {{"cluster.gpu.preset", "H300"}})
+                .find("cluster.gpu.preset: unknown GPU preset 'H300'"),
+            std::string::npos)
+      << error_of(default_text(), {{"cluster.gpu.preset", "H300"}});
+}
+
 TEST(Scenario, InlineGpuAndModel) {
   std::string t =
       replaced(default_text(), "gpu: H100-SXM",

@@ -198,6 +198,8 @@ TEST(GpuSpec, KnownBiasNoteForHopperAtSixteenBits) {
       0U)
       << known_bias_note(mine, DType::BF16);
   EXPECT_EQ(extrapolation_note(mine, DType::BF16), "");
+  mine.memory = Bytes(94'000'000'000);  // the capacity times no kernel
+  EXPECT_TRUE(is_preset(mine));
   GpuSpec blackwell = gpu_preset("B200");
   blackwell.name = "my-b200";
   EXPECT_EQ(

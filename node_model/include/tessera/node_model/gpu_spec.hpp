@@ -90,7 +90,8 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name);
 /// names such a GPU's source in the note ("an inline GPU", "a device JSON").
 std::string extrapolation_note(const GpuSpec& gpu, DType dtype,
                                std::string_view not_preset = "an inline GPU");
-/// Whether `gpu` is exactly one of the presets (gpu_preset_names()).
+/// Whether `gpu` has the spec of one of the presets (gpu_preset_names()),
+/// whatever its name and memory capacity (which times no kernel).
 bool is_preset(const GpuSpec& gpu);
 
 /// A known bias of kernel times on `gpu` at training dtype `dtype`, found
