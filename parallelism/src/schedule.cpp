@@ -159,7 +159,10 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
   const std::int64_t m = micro_batches(work.micro_batch);
   if (schedule == Schedule::Interleaved1F1B) {
     if (virtual_stages < 2) {
-      throw InputError(fmt::format("schedule interleaved-1f1b needs virtual_stages >= 2 (got {})", virtual_stages));
+      throw InputError(
+          fmt::format("schedule interleaved-1f1b needs virtual_stages >= 2 (got {}; without a schedule "
+                      "given, one chunk per rank runs 1f1b and more run interleaved-1f1b)",
+                      virtual_stages));
     }
     if (pp < 2) throw InputError(fmt::format("schedule interleaved-1f1b needs pp >= 2 (got {})", pp));
     if (m % pp != 0) {

@@ -733,7 +733,10 @@ TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   EXPECT_NE(error_of(m, kWork, p, 3).find("= 8) to be a multiple of pp (3)"), std::string::npos);
   p.pp = 2;
   p.virtual_stages = 1;
-  EXPECT_EQ(error_of(m, kWork, p, 2), "schedule interleaved-1f1b needs virtual_stages >= 2 (got 1)");
+  EXPECT_EQ(
+      error_of(m, kWork, p, 2),
+      "schedule interleaved-1f1b needs virtual_stages >= 2 (got 1; without a schedule given, one chunk per "
+      "rank runs 1f1b and more run interleaved-1f1b)");
   p.virtual_stages = 20;
   EXPECT_EQ(error_of(m, kWork, p, 2), "pp x virtual_stages (2 x 20 = 40) must not exceed the model's layers (36)");
   EXPECT_THROW(parse_schedule("zero-bubble"), InputError);
