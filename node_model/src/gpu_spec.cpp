@@ -293,8 +293,7 @@ std::string extrapolation_note(const GpuSpec& gpu, DType dtype, std::string_view
   if (n == "MI300X") {
     return fmt::format(
         "{} (AMD CDNA 3): no AMD kernel or collective was measured here; its kernel times extrapolate {}, "
-        "and "
-        "its collectives take the efficiency NCCL reached on NVIDIA's NVLink",
+        "and its collectives take the efficiency NCCL reached on NVIDIA's NVLink",
         label, kFit);
   }
   if (n == "V100-SXM2" && dtype != DType::FP32) {
