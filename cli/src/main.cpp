@@ -205,8 +205,9 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
       {"sweep-merge", R"(usage: tessera sweep-merge --out FILE.csv [--svg FILE.svg] SHARD.csv...
 
 Merges the CSVs of a sharded sweep into the CSV and chart an unsharded sweep
-would have written. Refuses shards of different sweeps, conflicting points
-and missing points.
+would have written, and prints its table (with the scaling column of a node
+sweep). Refuses shards of different sweeps, conflicting points and missing
+points.
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
                       [--schedules LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]

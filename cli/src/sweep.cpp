@@ -758,6 +758,46 @@ std::string skipped_text(const std::vector<std::pair<Point, std::string>>& skipp
 
 }  // namespace
 
+/// The table of a sweep's points: a key with one value (`one_value`, per
+/// key) is said once above it, the rows naming the others (all of them when
+/// none varies); the scaling column where `efficiency` has points; the
+/// count of points out of memory after it.
+void print_table(std::ostream& out, const std::vector<Point>& points,
+                 const std::map<std::size_t, std::string>& rows, const std::vector<bool>& one_value,
+                 const std::map<std::size_t, double>& efficiency) {
+  std::vector<bool> varies;
+  for (const bool one : one_value) varies.push_back(!one);
+  const bool any_varies = std::find(varies.begin(), varies.end(), true) != varies.end();
+  auto row_label = [&](const Point& pt) { return any_varies ? label(pt, &varies) : label(pt); };
+  if (any_varies && !points.empty()) {
+    const std::string set = label(points.front(), &one_value);
+    if (!set.empty()) out << fmt::format("every point: {}\n", set);
+  }
+  // The settings column as wide as its longest label (at least 40), so the
+  // numbers line up whatever the swept keys are.
+  std::size_t width = 40;
+  for (const Point& pt : points) width = std::max(width, row_label(pt).size());
+  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}\n", "point", "settings", width, "GPUs",
+                     "iteration ms", "TFLOP/s/GPU", "tokens/s", efficiency.empty() ? "" : "  scaling");
+  int oom = 0;
+  for (const Point& pt : points) {
+    const auto cols = split(rows.at(pt.index), ',');
+    const std::size_t m0 = cols.size() - kMetricColumns;
+    const bool does_not_fit = cols[m0 + kOom] == "1";
+    oom += does_not_fit ? 1 : 0;
+    const auto e = efficiency.find(pt.index);
+    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}\n", pt.index, row_label(pt),
+                       width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
+                       std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
+                       e == efficiency.end() ? std::string()
+                       : does_not_fit        ? std::string("        -")
+                                             : fmt::format("  {:>6.1f}%", 100 * e->second),
+                       does_not_fit ? "  OOM" : "");
+  }
+  if (oom > 0)
+    out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
+}
+
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
   p.option("out").option("svg").option("jobs").option("shard").flag("json").flag("zip").flag("skip-invalid");
@@ -1080,14 +1120,6 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     print_json(svg_path);
     return 0;
   }
-  // Keys given one value are the same on every point: said once above the
-  // table, the rows naming the others (all of them when none varies).
-  std::vector<bool> one_value, varies;
-  for (const Axis& a : axes) {
-    one_value.push_back(a.values.size() == 1);
-    varies.push_back(a.values.size() > 1);
-  }
-  const bool any_varies = std::find(varies.begin(), varies.end(), true) != varies.end();
   // The models every point runs with (a swept backend is in the rows).
   const auto same = [&](auto&& get) {
     return std::all_of(scenarios.begin(), scenarios.end(), [&](const auto& point) {
@@ -1100,34 +1132,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     out << fmt::format("models: {} node model, {} network backend\n", first.predictor,
                        to_string(first.backend));
   }
-  auto row_label = [&](const Point& pt) { return any_varies ? label(pt, &varies) : label(pt); };
-  if (any_varies && !points.empty()) {
-    const std::string set = label(points.front(), &one_value);
-    if (!set.empty()) out << fmt::format("every point: {}\n", set);
-  }
-  // The settings column as wide as its longest label (at least 40), so the
-  // numbers line up whatever the swept keys are.
-  std::size_t width = 40;
-  for (const Point& pt : points) width = std::max(width, row_label(pt).size());
-  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}\n", "point", "settings", width, "GPUs",
-                     "iteration ms", "TFLOP/s/GPU", "tokens/s", efficiency.empty() ? "" : "  scaling");
-  int oom = 0;
-  for (const Point& pt : points) {
-    const auto cols = split(rows.at(pt.index), ',');
-    const std::size_t m0 = cols.size() - kMetricColumns;
-    const bool does_not_fit = cols[m0 + kOom] == "1";
-    oom += does_not_fit ? 1 : 0;
-    const auto e = efficiency.find(pt.index);
-    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}\n", pt.index, row_label(pt),
-                       width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
-                       std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
-                       e == efficiency.end() ? std::string()
-                       : does_not_fit        ? std::string("        -")
-                                             : fmt::format("  {:>6.1f}%", 100 * e->second),
-                       does_not_fit ? "  OOM" : "");
-  }
-  if (oom > 0)
-    out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
+  std::vector<bool> one_value;
+  for (const Axis& a : axes) one_value.push_back(a.values.size() == 1);
+  print_table(out, points, rows, one_value, efficiency);
   out << skipped_text(skipped);
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the
@@ -1269,6 +1276,28 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   const auto columns = split(header, ',');
   const std::vector<std::string> keys(columns.begin() + 1, columns.end() - static_cast<std::ptrdiff_t>(kMetricColumns));
   write_file_atomic(svg_path, svg_chart(rows, keys, "tessera sweep-merge"));
+  // The table the unsharded sweep prints, its settings read from the rows
+  // (a key of one value in every row is said once above it).
+  std::vector<Point> points;
+  std::vector<std::set<std::string>> values(keys.size());
+  for (const auto& [idx, row] : rows) {
+    const auto cols = split(row, ',');
+    Point pt{idx, {}};
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      pt.overrides.push_back(Override{keys[k], cols[1 + k]});
+      values[k].insert(cols[1 + k]);
+    }
+    points.push_back(std::move(pt));
+  }
+  std::vector<bool> one_value;
+  for (const auto& v : values) one_value.push_back(v.size() == 1);
+  print_table(out, points, rows, one_value, scaling_efficiency(sweep_series(rows, keys)));
+  if (!first->skipped.empty()) {
+    out << fmt::format(
+        "skipped {} point(s) that are not valid scenarios (--skip-invalid): {} (each shard "
+        "said why)\n",
+        first->skipped.size(), fmt::join(first->skipped, ", "));
+  }
   out << fmt::format("merged {} points from {} shards into {} and {}\n", rows.size(), p.positional().size(), csv_path,
                      svg_path);
   return 0;
