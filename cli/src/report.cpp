@@ -479,6 +479,14 @@ std::string parameter_count(std::int64_t n) {
   const auto v = static_cast<double>(n);
   return v >= 1e9 ? fmt::format("{:.2f} B", v * 1e-9) : fmt::format("{:.1f} M", v * 1e-6);
 }
+
+/// All digits, in groups of three: "60,160".
+std::string grouped(std::int64_t n) {
+  std::string digits = std::to_string(n);
+  for (auto at = static_cast<std::ptrdiff_t>(digits.size()) - 3; at > (n < 0 ? 1 : 0); at -= 3)
+    digits.insert(static_cast<std::size_t>(at), ",");
+  return digits;
+}
 }  // namespace
 
 std::string format_text(const RunReport& r) {
@@ -493,8 +501,8 @@ std::string format_text(const RunReport& r) {
                                                  parameter_count(r.active_parameters), r.top_k, r.experts)
                                    : std::string(),
                      r.padded_parameters != r.parameters
-                         ? fmt::format(" ({} as Megatron counts them, the vocabulary padded to {})",
-                                       parameter_count(r.padded_parameters), r.padded_vocab)
+                         ? fmt::format(" (+{} as Megatron counts them, the vocabulary padded to {})",
+                                       grouped(r.padded_parameters - r.parameters), r.padded_vocab)
                          : std::string());
   out += fmt::format(
       "Plan           dp={} tp={} pp={}{}{}, {} micro-batch{} of {} sequence{} x {} tokens, {} schedule{}\n",

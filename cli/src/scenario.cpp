@@ -866,7 +866,7 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
     }
     // A spec of a GPU the file names by preset (`--set cluster.gpu.memory=94GB`
     // over `gpu: H100-SXM`): the preset with that spec changed.
-    if (keys[i] == "gpu" && next.IsScalar()) {
+    if (walked == "cluster.gpu" && next.IsScalar()) {
       YAML::Node changed(YAML::NodeType::Map);
       changed["preset"] = next.Scalar();
       node[keys[i]] = changed;
@@ -1548,8 +1548,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // its own GPU keeps the file's (a key given wins over a preset), which
     // a GPU swap rarely means: said, not changed.
     const std::optional<std::string> preset_name = gpu_preset_key(c.node()["gpu"]);
-    if (overridden.count("cluster.gpu") != 0U && overridden.count("cluster.nvlink_bandwidth") == 0U &&
-        c.has("nvlink_bandwidth") && preset_name) {
+    // (--set cluster.gpu.preset=B200 swaps the GPU as --set cluster.gpu=B200 does.)
+    const bool gpu_swapped =
+        overridden.count("cluster.gpu") != 0U || overridden.count("cluster.gpu.preset") != 0U;
+    if (gpu_swapped && overridden.count("cluster.nvlink_bandwidth") == 0U && c.has("nvlink_bandwidth") &&
+        preset_name) {
       const std::string& gpu = *preset_name;
       const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(gpu);
       if (preset && *preset != cl.nvlink_bandwidth) {
@@ -1564,7 +1567,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // A bandwidth under half the GPU's NVLink port, or twice it or more,
     // is a slip as often as a choice: 900Gbps for 900GB/s (bits for bytes),
     // or NVIDIA's both-directions figure for the per-direction one.
-    if (c.has("nvlink_bandwidth") && preset_name && overridden.count("cluster.gpu") == 0U) {
+    if (c.has("nvlink_bandwidth") && preset_name && !gpu_swapped) {
       const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(*preset_name);
       const double ratio = preset ? cl.nvlink_bandwidth.bytes_per_second() / preset->bytes_per_second() : 1.0;
       if (ratio < 0.5 || ratio >= 2.0) {

@@ -94,6 +94,7 @@ struct SearchSpace {
 /// What the search did, as the text's second line counts it.
 struct SearchCounts {
   std::size_t considered = 0;  ///< plans enumerated (each recomputation counted)
+  std::size_t invalid = 0;     ///< of them, plans the plan's rules refuse (ParallelPlan::validate)
   std::size_t fit = 0;         ///< plans that fit in memory (cheapest recomputation each)
   std::size_t simulated = 0;
   bool screened = false;  ///< more fit than --max-candidates: screened by compute + bubble
@@ -236,12 +237,14 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   });
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, \"predictor\": {}, "
-      "\"searched\": {}, \"plans_considered\": {}, \"plans_fit\": {}, \"simulated\": {}, \"screened\": {}, "
+      "\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, \"simulated\": "
+      "{}, "
+      "\"screened\": {}, "
       "\"candidates\": [{}], \"winner\": {}, \"failed\": {}}}\n",
       json_string(base.name), json_string(base.model.name), json_string(base.gpu.name), base.gpus(),
       json_string(std::string(to_string(base.backend))), json_string(base.predictor), searched,
-      counts.considered, counts.fit, counts.simulated, counts.screened ? "true" : "false", candidates, winner,
-      failures);
+      counts.considered, counts.invalid, counts.fit, counts.simulated, counts.screened ? "true" : "false",
+      candidates, winner, failures);
 }
 
 }  // namespace
@@ -325,7 +328,8 @@ int cmd_search(const Args& args, std::ostream& out) {
 
   // Enumerate plans; for each keep the cheapest recomputation that fits.
   std::vector<Candidate> fitting;
-  std::size_t considered = 0, oom = 0;
+  std::size_t considered = 0, invalid = 0;
+  std::string first_invalid;  // why the first refused plan is refused
   space.tp = divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node);
   // (pp must also divide the GPUs: the JSON's "searched" lists only those)
   space.pp.clear();
@@ -387,19 +391,25 @@ int cmd_search(const Args& args, std::ostream& out) {
                 if (mem.oom()) continue;
                 best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
                 break;
-              } catch (const InputError&) {
-                break;  // this (tp, pp, mb, schedule) is not a valid plan at all
+              } catch (const InputError& e) {
+                // This (tp, pp, mb, schedule) is not a valid plan at all (a
+                // schedule the framework does not run): not out of memory.
+                ++invalid;
+                if (first_invalid.empty()) first_invalid = e.what();
+                break;
               }
             }
-            if (best) {
-              fitting.push_back(*best);
-            } else {
-              ++oom;
-            }
+            if (best) fitting.push_back(*best);
           }
         }
       }
     }
+  }
+  if (fitting.empty() && considered > 0 && invalid == considered) {
+    throw InputError(
+        fmt::format("{}: no valid parallel plan of the {} GPUs for this model and global batch {}: "
+                    "each one considered is refused, the first with: {}",
+                    base.file, gpus, global_batch, first_invalid));
   }
   if (fitting.empty()) {
     throw InputError(fmt::format(
@@ -482,7 +492,8 @@ int cmd_search(const Args& args, std::ostream& out) {
   }
   if (p.has("json")) {
     out << search_json(base, global_batch, space, top, max_candidates,
-                       SearchCounts{considered, fitting.size(), simulated, screened}, ranked, failed);
+                       SearchCounts{considered, invalid, fitting.size(), simulated, screened}, ranked,
+                       failed);
     return 0;
   }
 
@@ -503,12 +514,13 @@ int cmd_search(const Args& args, std::ostream& out) {
   }
   if (!plan_note.empty()) out << fmt::format("Note           {}\n", plan_note);
   out << caveat_lines(base, false);
-  out << fmt::format("{} plans considered, {} fit in memory, {} simulated{}\n\n", considered, fitting.size(),
-                     simulated,
-                     screened ? fmt::format(" (the {} with the least compute + pipeline bubble; raise --max-candidates "
-                                            "to simulate more)",
-                                            simulated)
-                              : "");
+  out << fmt::format(
+      "{} plans considered{}, {} fit in memory, {} simulated{}\n\n", considered,
+      invalid > 0 ? fmt::format(" ({} not valid plans)", invalid) : "", fitting.size(), simulated,
+      screened ? fmt::format(" (the {} with the least compute + pipeline bubble; raise --max-candidates "
+                             "to simulate more)",
+                             simulated)
+               : "");
   // An ep column for a mixture-of-experts model only (a dense model's table
   // is what it was before ep was searched).
   const bool moe = base.model.is_moe();

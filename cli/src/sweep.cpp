@@ -841,6 +841,14 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       if (earlier.key == a.key) {
         throw UsageError(fmt::format("tessera sweep: --set {}: {} is already swept (one list per key)", value, a.key));
       }
+      // Each point applies the keys in order: this one would replace the
+      // earlier key's section whole.
+      if (earlier.key.rfind(a.key + ".", 0) == 0) {
+        throw UsageError(
+            fmt::format("tessera sweep: --set {}: it would replace {}, swept before it: give --set {} "
+                        "first",
+                        value, earlier.key, a.key));
+      }
     }
     // A number listed twice in two spellings (01 and 1) is one point too.
     // (Zipped lists may repeat a value: whole points are checked below.)
@@ -917,7 +925,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     std::vector<Override> o = pt.overrides;
     o.insert(o.end(), fixed.begin(), fixed.end());
     try {
-      scenarios.emplace(pt.index, parse_scenario(text, scenario_path, o));
+      Scenario sc = parse_scenario(text, scenario_path, o);
+      require_single_job(sc, "sweep");
+      check_work(sc);  // a point too large to simulate is no valid point either
+      scenarios.emplace(pt.index, std::move(sc));
     } catch (const ScenarioError& e) {
       if (skip_invalid) {
         skipped.emplace_back(pt, without_file(e.what(), scenario_path));
@@ -930,8 +941,6 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                                       e.what(), pt.index, label(pt)));
     }
     points.push_back(pt);
-    require_single_job(scenarios.at(pt.index), "sweep");
-    check_work(scenarios.at(pt.index));
   }
   if (points.empty()) {
     throw ScenarioError(
@@ -956,6 +965,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       break;
     case OutFile::Unfinished:
       rows = read_finished(existing, header, grid_points);
+      // A row of a point that is not valid now (an older binary ran it) is
+      // no row of this sweep.
+      std::erase_if(rows, [&](const auto& row) { return scenarios.count(row.first) == 0U; });
       break;
     case OutFile::Finished:
       std::cerr << fmt::format(
@@ -1294,8 +1306,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   print_table(out, points, rows, one_value, scaling_efficiency(sweep_series(rows, keys)));
   if (!first->skipped.empty()) {
     out << fmt::format(
-        "skipped {} point(s) that are not valid scenarios (--skip-invalid): {} (each shard "
-        "said why)\n",
+        "skipped {} point(s) that are not valid scenarios (--skip-invalid): {} (each shard said why)\n",
         first->skipped.size(), fmt::join(first->skipped, ", "));
   }
   out << fmt::format("merged {} points from {} shards into {} and {}\n", rows.size(), p.positional().size(), csv_path,

@@ -267,10 +267,13 @@ const GpuSpec* preset_of_spec(const GpuSpec& gpu) {
   return nullptr;
 }
 
-/// How notes name `gpu` when its spec is `preset`'s: the preset's name, and
-/// the user's beside it when another ("MyH100 (H100-SXM's spec)").
+/// How notes name `gpu` when its spec is `preset`'s: its name, with the
+/// preset's beside it when that does not start with it ("MyH100 (H100-SXM's
+/// spec)").
 std::string spec_label(const GpuSpec& gpu, const GpuSpec& preset) {
-  return gpu.name == preset.name ? preset.name : fmt::format("{} ({}'s spec)", gpu.name, preset.name);
+  // A name that starts with the preset's says it already ("H100-SXM (memory 94GB)").
+  return gpu.name.rfind(preset.name, 0) == 0 ? gpu.name
+                                             : fmt::format("{} ({}'s spec)", gpu.name, preset.name);
 }
 
 bool is_preset(const GpuSpec& gpu) { return preset_of_spec(gpu) != nullptr; }

@@ -189,8 +189,7 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
     if (pp > 1 && schedule != Schedule::OneFOneB) {
       throw InputError(fmt::format(
           "schedule {} is not Megatron-DeepSpeed's: its pipeline engine runs 1F1B over one model chunk per "
-          "rank (framework megatron-deepspeed; interleaving and the zero-bubble schedules are Megatron-LM's "
-          "and research code: framework megatron)",
+          "rank (framework megatron-deepspeed; framework megatron runs every schedule)",
           to_string(schedule)));
     }
     if (pp > 1 && zero_stage >= 2) {
