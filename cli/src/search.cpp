@@ -237,10 +237,8 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   });
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, \"predictor\": {}, "
-      "\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, \"simulated\": "
-      "{}, "
-      "\"screened\": {}, "
-      "\"candidates\": [{}], \"winner\": {}, \"failed\": {}}}\n",
+      "\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, "
+      "\"simulated\": {}, \"screened\": {}, \"candidates\": [{}], \"winner\": {}, \"failed\": {}}}\n",
       json_string(base.name), json_string(base.model.name), json_string(base.gpu.name), base.gpus(),
       json_string(std::string(to_string(base.backend))), json_string(base.predictor), searched,
       counts.considered, counts.invalid, counts.fit, counts.simulated, counts.screened ? "true" : "false",

@@ -845,8 +845,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       // earlier key's section whole.
       if (earlier.key.rfind(a.key + ".", 0) == 0) {
         throw UsageError(
-            fmt::format("tessera sweep: --set {}: it would replace {}, swept before it: give --set {} "
-                        "first",
+            fmt::format("tessera sweep: --set {}: it would replace {}, swept before it: "
+                        "give --set {} first",
                         value, earlier.key, a.key));
       }
     }
