@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -560,56 +561,58 @@ node_model::GpuSpec read_gpu(Section& cluster) {
     return checked(cluster, v, cluster.key_path("gpu"), [&] { return node_model::gpu_preset(v.Scalar()); });
   }
   Section g = cluster.child("gpu");
-  if (g.has("preset")) {
+  // The spec keys an inline GPU gives (all of the first seven, name
+  // included, required) and a preset's mapping may change.
+  static constexpr std::array<const char*, 9> kSpecKeys{"fp32_peak", "tensor_peak", "memory_bandwidth",
+                                                        "sms",       "l2_cache",    "memory",
+                                                        "tf32_peak", "fp8_peak",    "bf16"};
+  node_model::GpuSpec spec;
+  const bool from_preset = g.has("preset");
+  if (from_preset) {
     // A preset with some specs changed (an H100 with 94 GB): each key given
-    // replaces the preset's; the name stays the preset's unless given.
+    // replaces the preset's. Unless named, the reports name the preset and
+    // what was changed ("H100-SXM (memory 94GB)").
     const YAML::Node at = g.need("preset");
-    node_model::GpuSpec spec =
-        checked(g, at, g.key_path("preset"), [&] { return node_model::gpu_preset(g.scalar("preset")); });
-    // Unless named, the reports name the preset and what was changed
-    // ("H100-SXM (memory 94GB)").
+    spec = checked(g, at, g.key_path("preset"), [&] { return node_model::gpu_preset(g.scalar("preset")); });
     std::string changed;
-    for (const char* key : {"fp32_peak", "tensor_peak", "memory_bandwidth", "sms", "l2_cache", "memory",
-                            "tf32_peak", "fp8_peak", "bf16"}) {
+    for (const char* key : kSpecKeys) {
       if (g.node()[key] && g.node()[key].IsScalar())
         changed += fmt::format("{}{} {}", changed.empty() ? "" : ", ", key, g.node()[key].Scalar());
     }
     if (!changed.empty()) spec.name = fmt::format("{} ({})", spec.name, changed);
     if (g.has("name")) spec.name = g.scalar("name");
-    if (g.has("fp32_peak")) spec.fp32_peak = g.unit("fp32_peak", parse_flop_rate);
-    if (g.has("tensor_peak")) spec.tensor_peak = g.unit("tensor_peak", parse_flop_rate);
-    if (g.has("memory_bandwidth")) spec.memory_bandwidth = g.unit("memory_bandwidth", parse_bandwidth);
-    if (g.has("sms")) spec.sms = g.positive_int32("sms");
-    if (g.has("l2_cache")) spec.l2_cache = g.unit("l2_cache", parse_bytes);
-    if (g.has("memory")) spec.memory = g.unit("memory", parse_bytes);
-    if (g.has("tf32_peak")) spec.tf32_peak = g.unit("tf32_peak", parse_flop_rate);
-    if (g.has("fp8_peak")) spec.fp8_peak = g.unit("fp8_peak", parse_flop_rate);
-    if (g.has("bf16")) spec.bf16 = g.boolean("bf16");
-    g.finish();
-    checked(g, g.node(), cluster.key_path("gpu"), [&] {
-      spec.validate();
-      return 0;
-    });
-    return spec;
+  } else {
+    // Every missing key in one error (a new GPU is described in one go).
+    g.require({"name", "fp32_peak", "tensor_peak", "memory_bandwidth", "sms", "l2_cache", "memory"});
+    spec.name = g.scalar("name");
   }
-  // Every missing key in one error (a new GPU is described in one go).
-  g.require({"name", "fp32_peak", "tensor_peak", "memory_bandwidth", "sms", "l2_cache", "memory"});
-  node_model::GpuSpec spec;
-  spec.name = g.scalar("name");
-  spec.fp32_peak = g.unit("fp32_peak", parse_flop_rate);
-  spec.tensor_peak = g.unit("tensor_peak", parse_flop_rate);
-  spec.memory_bandwidth = g.unit("memory_bandwidth", parse_bandwidth);
-  spec.sms = g.positive_int32("sms");
-  spec.l2_cache = g.unit("l2_cache", parse_bytes);
-  spec.memory = g.unit("memory", parse_bytes);
-  // Optional: TF32 tensor cores at half the FP16/BF16 rate (every NVIDIA GPU
-  // with TF32 so far), no FP8 tensor cores.
-  spec.tf32_peak = g.has("tf32_peak") ? g.unit("tf32_peak", parse_flop_rate)
-                                      : FlopRate::per_second(spec.tensor_peak.per_second() / 2.0);
-  spec.fp8_peak = g.has("fp8_peak") ? g.unit("fp8_peak", parse_flop_rate) : FlopRate::per_second(0.0);
+  // Inline: the first seven keys are required (g.unit names a missing one);
+  // from a preset each is read only when given.
+  const auto given = [&](const char* key) { return !from_preset || g.has(key); };
+  if (given("fp32_peak")) spec.fp32_peak = g.unit("fp32_peak", parse_flop_rate);
+  if (given("tensor_peak")) spec.tensor_peak = g.unit("tensor_peak", parse_flop_rate);
+  if (given("memory_bandwidth")) spec.memory_bandwidth = g.unit("memory_bandwidth", parse_bandwidth);
+  if (given("sms")) spec.sms = g.positive_int32("sms");
+  if (given("l2_cache")) spec.l2_cache = g.unit("l2_cache", parse_bytes);
+  if (given("memory")) spec.memory = g.unit("memory", parse_bytes);
+  // Optional inline: TF32 tensor cores at half the FP16/BF16 rate (every
+  // NVIDIA GPU with TF32 so far), no FP8 tensor cores.
+  if (g.has("tf32_peak")) {
+    spec.tf32_peak = g.unit("tf32_peak", parse_flop_rate);
+  } else if (!from_preset) {
+    spec.tf32_peak = FlopRate::per_second(spec.tensor_peak.per_second() / 2.0);
+  }
+  if (g.has("fp8_peak")) {
+    spec.fp8_peak = g.unit("fp8_peak", parse_flop_rate);
+  } else if (!from_preset) {
+    spec.fp8_peak = FlopRate::per_second(0.0);
+  }
   if (g.has("bf16")) spec.bf16 = g.boolean("bf16");
   g.finish();
-  checked(g, g.node(), cluster.key_path("gpu"), [&] { spec.validate(); return 0; });
+  checked(g, g.node(), cluster.key_path("gpu"), [&] {
+    spec.validate();
+    return 0;
+  });
   return spec;
 }
 

@@ -1229,8 +1229,17 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
           "ways): run every shard with one --shard count",
           part, f.index, f.count, f.count, p.positional().front(), first->index, first->count, first->count));
     }
-    if (f.id != first->id || f.count != first->count || f.points != first->points ||
+    if (f.id == first->id && f.count == first->count && f.points == first->points &&
         f.skipped != first->skipped) {
+      const auto list = [](const std::set<std::size_t>& s) {
+        return s.empty() ? std::string("none") : fmt::format("{}", fmt::join(s, ", "));
+      };
+      throw InputError(
+          fmt::format("{}: its sweep skipped points {}, where {}'s skipped {} (--skip-invalid "
+                      "with another binary or input? run every shard alike)",
+                      part, list(f.skipped), p.positional().front(), list(first->skipped)));
+    }
+    if (f.id != first->id || f.count != first->count || f.points != first->points) {
       throw InputError(fmt::format("{}: a shard of another sweep (sweep {}, {} shards of {} points) than {} (sweep {}, "
                                    "{} shards of {} points)",
                                    part, f.id, f.count, f.points, p.positional().front(), first->id, first->count,
