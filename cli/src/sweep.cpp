@@ -766,6 +766,7 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
                  const std::map<std::size_t, std::string>& rows, const std::vector<bool>& one_value,
                  const std::map<std::size_t, double>& efficiency) {
   std::vector<bool> varies;
+  varies.reserve(one_value.size());
   for (const bool one : one_value) varies.push_back(!one);
   const bool any_varies = std::find(varies.begin(), varies.end(), true) != varies.end();
   auto row_label = [&](const Point& pt) { return any_varies ? label(pt, &varies) : label(pt); };
@@ -1145,6 +1146,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                        to_string(first.backend));
   }
   std::vector<bool> one_value;
+  one_value.reserve(axes.size());
   for (const Axis& a : axes) one_value.push_back(a.values.size() == 1);
   print_table(out, points, rows, one_value, efficiency);
   out << skipped_text(skipped);
@@ -1311,6 +1313,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     points.push_back(std::move(pt));
   }
   std::vector<bool> one_value;
+  one_value.reserve(values.size());
   for (const auto& v : values) one_value.push_back(v.size() == 1);
   print_table(out, points, rows, one_value, scaling_efficiency(sweep_series(rows, keys)));
   if (!first->skipped.empty()) {
