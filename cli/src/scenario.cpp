@@ -118,8 +118,19 @@ std::string key_alias(const std::string& key) {
 
 /// Megatron-LM flags (as YAML keys) that are one of our keys with a value,
 /// or a setting we do not model: the key of ours they concern (the hint is
-/// given only in the section that has it) and what to write instead.
-const std::pair<std::string, std::string>* flag_key_hint(const std::string& key) {
+/// given only in the section that has it) and what to write instead, for
+/// the flag's `value` as written (clip_grad: 0 is no clipping).
+std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::string& key,
+                                                                 const YAML::Node& value) {
+  const std::string v = value.IsScalar() ? ascii_lower(value.Scalar()) : std::string();
+  if (key == "clip_grad" && (v == "0" || v == "0.0")) {
+    return std::pair<std::string, std::string>{"grad_clipping",
+                                               "Megatron's --clip-grad 0 is 'grad_clipping: false'"};
+  }
+  if ((key == "bf16" || key == "fp16") && v == "false") {
+    std::string hint = fmt::format("'{}: false' chooses no element type: give 'dtype'", key);
+    return std::pair<std::string, std::string>{"dtype", std::move(hint)};
+  }
   static const std::map<std::string, std::pair<std::string, std::string>> kFlagKeys{
       {"overlap_grad_reduce",
        {"grad_sync", "Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce'"}},
@@ -162,7 +173,8 @@ const std::pair<std::string, std::string>* flag_key_hint(const std::string& key)
        {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
   };
   const auto it = kFlagKeys.find(key);
-  return it == kFlagKeys.end() ? nullptr : &it->second;
+  if (it == kFlagKeys.end()) return std::nullopt;
+  return it->second;
 }
 
 /// A scalar as a decimal whole number: digits with an optional sign, leading
@@ -271,10 +283,10 @@ class Section {
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       const std::string k = it->first.as<std::string>();
       if (used_.count(k) != 0U || allowed_.count(k) != 0U || known_.count(k) != 0U) continue;
-      const auto* f = flag_key_hint(k);
+      const auto f = flag_key_hint(k, it->second);
       const std::string alias = key_alias(k);
       std::string hint;
-      if (f != nullptr && std::find(keys.begin(), keys.end(), f->first) != keys.end()) {
+      if (f && std::find(keys.begin(), keys.end(), f->first) != keys.end()) {
         hint = f->second;
       } else if (std::find(keys.begin(), keys.end(), alias) != keys.end()) {
         hint = fmt::format("did you mean '{}'?", alias);
@@ -423,8 +435,7 @@ class Section {
             ", set global_batch instead "
             "(micro-batches per replica = global_batch / (dp x micro_batch))");
       // Megatron flags that are one of our keys with a value: said with it.
-      if (const auto* f = flag_key_hint(k); f != nullptr && all.count(f->first) != 0U)
-        return ", " + f->second;
+      if (const auto f = flag_key_hint(k, node_[k]); f && all.count(f->first) != 0U) return ", " + f->second;
       const std::string alias = key_alias(k);
       if (all.count(alias) != 0U) return fmt::format(", did you mean '{}'?", alias);
       if (all.count("moe") != 0U && (kMoeKeys.count(alias) != 0U || kMoeKeys.count(k) != 0U))

@@ -285,7 +285,7 @@ int cmd_search(const Args& args, std::ostream& out) {
       try {
         Scenario s = load_scenario(p.positional()[0], relaxed);
         plan_note = fmt::format(
-            "the scenario's own plan does not fit this cluster ({}); it is not one of "
+            "the scenario's own plan is not valid here ({}); it is not one of "
             "the candidates, which search chooses itself",
             detail);
         return s;

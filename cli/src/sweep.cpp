@@ -270,7 +270,10 @@ struct SweepCaveats {
     for (const std::string& p : pts) in.insert(static_cast<std::size_t>(std::stoull(p)));
     for (std::size_t k = 0; k < all->front().overrides.size(); ++k) {
       std::set<std::string> values;
-      for (const std::size_t i : in) values.insert((*all)[i].overrides[k].value);
+      // (`all` holds the points that ran, by grid number: --skip-invalid may leave gaps)
+      for (const Point& pt : *all) {
+        if (in.count(pt.index) != 0) values.insert(pt.overrides[k].value);
+      }
       bool exact = true;
       std::vector<std::string> ordered;  // in the sweep's order
       for (const Point& pt : *all) {

@@ -443,6 +443,12 @@ TEST(Scenario, MegatronFlagsAreSaidAsOurKeys) {
                           "(the norm's value costs nothing); also unknown here: use_flash_attn (line "),
       std::string::npos)
       << error_of(clip);
+  // The flag's value counts: --clip-grad 0 is no clipping (helper 52).
+  const std::string no_clip = replaced(text, "  dtype: bf16\n", "  dtype: bf16\n  clip_grad: 0.0\n");
+  EXPECT_NE(error_of(no_clip).find("training.clip_grad: unknown key, Megatron's --clip-grad 0 is "
+                                   "'grad_clipping: false'"),
+            std::string::npos)
+      << error_of(no_clip);
   // Layers per chunk is not chunks per rank.
   const std::string chunks =
       replaced(text, "  dp: 16\n",
