@@ -98,6 +98,9 @@ struct SearchCounts {
   std::size_t fit = 0;         ///< plans that fit in memory (cheapest recomputation each)
   std::size_t simulated = 0;
   bool screened = false;  ///< more fit than --max-candidates: screened by compute + bubble
+  /// The scenario's own plan was refused and searched from with pp 1,
+  /// 1f1b and virtual_stages auto (the file's virtual_stages is not known).
+  bool own_plan_refused = false;
 };
 
 /// The scenario's parallelism keys search keeps as they are (not searched)
@@ -139,7 +142,9 @@ struct PastablePlan {
 
 /// `moe`: the model has experts, so ep is part of the plan (a dense model's
 /// plans print as they did before ep was searched).
-PastablePlan pastable(const Candidate& w, const Scenario& base) {
+/// `own_plan_refused`: the scenario's plan was refused (SearchCounts), so
+/// its virtual_stages is not base's: written whatever it is.
+PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_refused) {
   const bool moe = base.model.is_moe();
   const auto& pl = w.plan;
   PastablePlan out;
@@ -155,7 +160,7 @@ PastablePlan pastable(const Candidate& w, const Scenario& base) {
                          parallelism::to_string(pl.recompute));
   // Also 1 where the scenario interleaves and the winner does not: its
   // virtual_stages would refuse the winner's schedule.
-  if (pl.virtual_stages > 1 || base.plan.virtual_stages > 1) {
+  if (pl.virtual_stages > 1 || base.plan.virtual_stages > 1 || own_plan_refused) {
     out.flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
     out.yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
   }
@@ -225,7 +230,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string winner = "null";
   if (!ranked.empty()) {
     const Candidate& w = *ranked.front();
-    const PastablePlan paste = pastable(w, base);
+    const PastablePlan paste = pastable(w, base, counts.own_plan_refused);
     winner = fmt::format(
         "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
         "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
@@ -489,9 +494,10 @@ int cmd_search(const Args& args, std::ostream& out) {
     if (!fitting[i].error.empty()) failed.push_back(&fitting[i]);
   }
   if (p.has("json")) {
-    out << search_json(base, global_batch, space, top, max_candidates,
-                       SearchCounts{considered, invalid, fitting.size(), simulated, screened}, ranked,
-                       failed);
+    out << search_json(
+        base, global_batch, space, top, max_candidates,
+        SearchCounts{considered, invalid, fitting.size(), simulated, screened, !plan_note.empty()}, ranked,
+        failed);
     return 0;
   }
 
@@ -569,7 +575,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.
-    const PastablePlan paste = pastable(*ranked.front(), base);
+    const PastablePlan paste = pastable(*ranked.front(), base, !plan_note.empty());
     out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", paste.flags, paste.yaml);
   }
   for (const Candidate* c : failed) {
