@@ -462,8 +462,18 @@ Schedule parse_schedule(std::string_view text) {
     names += kSchedules[i].name;
     list.emplace_back(kSchedules[i].name);
   }
-  throw InputError(fmt::format("unknown schedule '{}'{} (expected {})", text,
-                               did_you_mean(std::string(text), list), names));
+  // A schedule's name cut short ("interleaved", as papers say it) is that
+  // schedule when only one starts so.
+  std::string hint = did_you_mean(std::string(text), list);
+  const auto starts = std::count_if(list.begin(), list.end(), [&](const std::string& n) {
+    return !lower.empty() && n.rfind(lower, 0) == 0;
+  });
+  if (hint.empty() && starts == 1) {
+    hint = fmt::format(", did you mean '{}'?",
+                       *std::find_if(list.begin(), list.end(),
+                                     [&](const std::string& n) { return n.rfind(lower, 0) == 0; }));
+  }
+  throw InputError(fmt::format("unknown schedule '{}'{} (expected {})", text, hint, names));
 }
 
 bool splits_backward(Schedule s) {

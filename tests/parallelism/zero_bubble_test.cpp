@@ -174,6 +174,22 @@ TEST(ZeroBubble, ScheduleNamesParseAndPrint) {
         "unknown schedule 'zbh1', did you mean 'zb-h1'? (expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or "
         "zb-h2)");
   }
+  // A name cut short, as papers write it, when one schedule starts so; not
+  // when several do (zb).
+  try {
+    parse_schedule("Interleaved");
+    FAIL() << "interleaved parsed";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown schedule 'Interleaved', did you mean 'interleaved-1f1b'? (expected gpipe, 1f1b, "
+                 "interleaved-1f1b, zb-h1 or zb-h2)");
+  }
+  try {
+    parse_schedule("zb");
+    FAIL() << "zb parsed";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "unknown schedule 'zb' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-h2)");
+  }
 }
 
 TEST(ZeroBubble, OrdersFollowThePapersFigure3) {
