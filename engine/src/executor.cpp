@@ -551,10 +551,8 @@ class Executor {
         e->fabric_bytes += tr.bytes;
       }
     }
-    const auto& members = g_.groups[static_cast<std::size_t>(group)].ranks;
-    e->group_size = static_cast<int>(members.size());
-    std::map<int, int> per_node;
-    for (const auto r : members) e->node_group_size = std::max(e->node_group_size, ++per_node[node_of(r)]);
+    e->group_size = static_cast<int>(g_.groups[static_cast<std::size_t>(group)].ranks.size());
+    e->node_group_size = node_group_size(group);
     const Time s = calibrated_ ? link_class(e->crosses_nodes).skew : Time::zero();
     if (s > Time::zero() && t.collective != parallelism::CollectiveKind::SendRecv) {
       // The expected latest of the members' arrivals (a send's receiver
@@ -708,6 +706,19 @@ class Executor {
     for (auto k : active_[slot].expansion->roots) send_transfer(slot, k);
   }
 
+  /// The most members of `group` on one node (Expansion::node_group_size),
+  /// counted once per group.
+  int node_group_size(int group) {
+    if (node_group_sizes_.empty()) node_group_sizes_.assign(g_.groups.size(), 0);
+    int& most = node_group_sizes_[static_cast<std::size_t>(group)];
+    if (most == 0) {
+      std::map<int, int> per_node;
+      for (const auto r : g_.groups[static_cast<std::size_t>(group)].ranks)
+        most = std::max(most, ++per_node[node_of(r)]);
+    }
+    return most;
+  }
+
   [[nodiscard]] int node_of(int rank) const {
     const int per_node = opts_.collectives.ranks_per_node;
     return per_node > 0 ? rank / per_node : 0;
@@ -856,6 +867,7 @@ class Executor {
   std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> slot_of_;
   std::map<std::tuple<int, std::int32_t, std::int64_t>, std::unique_ptr<const Expansion>> expansions_;
   std::unordered_map<int, double> max_normal_by_size_;  // expected_max_normal(n), for the skew
+  std::vector<int> node_group_sizes_;                   // node_group_size(group), 0 until counted
   std::unordered_map<std::int64_t, Time> reduction_memo_;
   ExecutionResult result_;
 };
