@@ -14,9 +14,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.model = s.model.name;
   rep.parameters = s.model.total_params(s.workload.seq_len);
   rep.active_parameters = s.model.active_params(s.workload.seq_len);
-  rep.padded_vocab = node_model::is_megatron(s.workload.framework)
-                         ? parallelism::padded_vocab_per_rank(s.model, s.workload, s.plan.tp) * s.plan.tp
-                         : s.model.vocab;
+  rep.padded_vocab = parallelism::padded_vocab(s.model, s.workload, s.plan.tp);
   rep.padded_parameters = rep.parameters + (rep.padded_vocab - s.model.vocab) * s.model.hidden *
                                                (s.model.tied_embeddings ? 1 : 2);
   rep.experts = s.model.moe.experts;

@@ -242,13 +242,15 @@ std::vector<std::string> model_preset_names() {
   return out;
 }
 
+std::int64_t padded_vocab(const TransformerConfig& m, const Workload& w, std::int64_t tp) {
+  if (!node_model::is_megatron(w.framework)) return m.vocab;
+  // make_vocab_size_divisible_by = 128, times the tensor-parallel size.
+  const std::int64_t multiple = 128 * tp;
+  return (m.vocab + multiple - 1) / multiple * multiple;
+}
+
 std::int64_t padded_vocab_per_rank(const TransformerConfig& m, const Workload& w, std::int64_t tp) {
-  if (node_model::is_megatron(w.framework)) {
-    // make_vocab_size_divisible_by = 128, times the tensor-parallel size.
-    const std::int64_t multiple = 128 * tp;
-    return (m.vocab + multiple - 1) / multiple * multiple / tp;
-  }
-  return (m.vocab + tp - 1) / tp;
+  return (padded_vocab(m, w, tp) + tp - 1) / tp;
 }
 
 std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard) {

@@ -230,8 +230,10 @@ std::vector<OpKernels> embedding_ops(const TransformerConfig& m, const Workload&
 /// Final layer norm, the LM head GEMM (vocabulary-parallel, tied to the word
 /// embedding) and the vocabulary-parallel cross-entropy (last stage).
 std::vector<OpKernels> lm_head_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
-/// Vocabulary rows per tensor-parallel rank: Megatron pads the vocabulary to
-/// a multiple of 128 x tp; PyTorch eager does not pad.
+/// The vocabulary a plan runs: Megatron pads it to a multiple of 128 x tp
+/// (make_vocab_size_divisible_by); PyTorch eager does not pad.
+std::int64_t padded_vocab(const TransformerConfig& m, const Workload& w, std::int64_t tp);
+/// Vocabulary rows per tensor-parallel rank: padded_vocab over tp, rounded up.
 std::int64_t padded_vocab_per_rank(const TransformerConfig& m, const Workload& w, std::int64_t tp);
 
 }  // namespace tessera::parallelism
