@@ -131,6 +131,9 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
     std::string hint = fmt::format("'{}: false' chooses no element type: give 'dtype'", key);
     return std::pair<std::string, std::string>{"dtype", std::move(hint)};
   }
+  static constexpr const char* kPartialRecompute =
+      "Megatron's --recompute-method / --recompute-num-layers (some layers only) are not modelled: "
+      "'recompute' (none, selective, full) holds for every layer";
   static const std::map<std::string, std::pair<std::string, std::string>> kFlagKeys{
       {"overlap_grad_reduce",
        {"grad_sync", "Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce'"}},
@@ -157,14 +160,8 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
        {"recompute", "Megatron's --recompute-granularity is 'recompute: full' or 'recompute: selective'"}},
       {"recompute_activations",
        {"recompute", "Megatron's --recompute-activations is 'recompute: selective'"}},
-      {"recompute_method",
-       {"recompute",
-        "Megatron's --recompute-method / --recompute-num-layers (some layers only) are not modelled: "
-        "'recompute' (none, selective, full) holds for every layer"}},
-      {"recompute_num_layers",
-       {"recompute",
-        "Megatron's --recompute-method / --recompute-num-layers (some layers only) are not modelled: "
-        "'recompute' (none, selective, full) holds for every layer"}},
+      {"recompute_method", {"recompute", kPartialRecompute}},
+      {"recompute_num_layers", {"recompute", kPartialRecompute}},
       {"num_layers_per_virtual_pipeline_stage",
        {"virtual_stages",
         "Megatron's --num-layers-per-virtual-pipeline-stage N counts layers per model chunk; ours "
@@ -175,6 +172,17 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
   const auto it = kFlagKeys.find(key);
   if (it == kFlagKeys.end()) return std::nullopt;
   return it->second;
+}
+
+/// What to write instead of `key` (another tool's name, `value` as written)
+/// when the key of ours it stands for is one `ours` accepts: the flag's
+/// hint (flag_key_hint), else "did you mean 'ALIAS'?" (key_alias).
+template <class Ours>
+std::optional<std::string> written_as_ours(const std::string& key, const YAML::Node& value, Ours&& ours) {
+  if (const auto f = flag_key_hint(key, value); f && ours(f->first)) return f->second;
+  if (const std::string alias = key_alias(key); !alias.empty() && ours(alias))
+    return fmt::format("did you mean '{}'?", alias);
+  return std::nullopt;
 }
 
 /// A scalar as a decimal whole number: digits with an optional sign, leading
@@ -283,18 +291,12 @@ class Section {
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       const std::string k = it->first.as<std::string>();
       if (used_.count(k) != 0U || allowed_.count(k) != 0U || known_.count(k) != 0U) continue;
-      const auto f = flag_key_hint(k, it->second);
-      const std::string alias = key_alias(k);
-      std::string hint;
-      if (f && std::find(keys.begin(), keys.end(), f->first) != keys.end()) {
-        hint = f->second;
-      } else if (std::find(keys.begin(), keys.end(), alias) != keys.end()) {
-        hint = fmt::format("did you mean '{}'?", alias);
-      } else {
-        continue;
-      }
+      const auto hint = written_as_ours(k, it->second, [&](const std::string& ours) {
+        return std::find(keys.begin(), keys.end(), ours) != keys.end();
+      });
+      if (!hint) continue;
       written += fmt::format("{}{} (line {}): {}", written.empty() ? " (" : "; ", k,
-                             it->first.Mark().line + 1, hint);
+                             it->first.Mark().line + 1, *hint);
     }
     if (!written.empty()) written += ")";
     try {
@@ -435,9 +437,10 @@ class Section {
             ", set global_batch instead "
             "(micro-batches per replica = global_batch / (dp x micro_batch))");
       // Megatron flags that are one of our keys with a value: said with it.
-      if (const auto f = flag_key_hint(k, node_[k]); f && all.count(f->first) != 0U) return ", " + f->second;
+      if (const auto ours =
+              written_as_ours(k, node_[k], [&](const std::string& o) { return all.count(o) != 0U; }))
+        return ", " + *ours;
       const std::string alias = key_alias(k);
-      if (all.count(alias) != 0U) return fmt::format(", did you mean '{}'?", alias);
       if (all.count("moe") != 0U && (kMoeKeys.count(alias) != 0U || kMoeKeys.count(k) != 0U))
         return fmt::format(", did you mean 'moe.{}'?", alias.empty() ? k : alias);
       return did_you_mean(k, std::vector<std::string>(all.begin(), all.end()));
@@ -572,8 +575,8 @@ node_model::GpuSpec read_gpu(Section& cluster) {
     return checked(cluster, v, cluster.key_path("gpu"), [&] { return node_model::gpu_preset(v.Scalar()); });
   }
   Section g = cluster.child("gpu");
-  // The spec keys an inline GPU gives (all of the first seven, name
-  // included, required) and a preset's mapping may change.
+  // The spec keys (besides name) an inline GPU gives, the first six
+  // required, and a preset's mapping may change.
   static constexpr std::array<const char*, 9> kSpecKeys{"fp32_peak", "tensor_peak", "memory_bandwidth",
                                                         "sms",       "l2_cache",    "memory",
                                                         "tf32_peak", "fp8_peak",    "bf16"};
@@ -1527,24 +1530,37 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                         tf(s.gpu.fp8_peak), tf(s.gpu.tensor_peak)));
       }
       // Values below every GPU the node model knows (NeuSight's P4 has the
-      // least of most, T4 the least tensor peak) or above 4x every one (the
-      // presets' most): bits for bytes, a prefix off by 1000.
-      const auto range = [&](const char* key, double value, double least, double most, const char* unit,
-                             const char* least_gpu, const char* most_gpu) {
-        if (value >= least && value <= 4 * most) return;
+      // least of most, T4 the least tensor peak) or above 4x the most of the
+      // presets: bits for bytes, a prefix off by 1000.
+      using Spec = node_model::GpuSpec;
+      const auto range = [&](const char* key, double (*get)(const Spec&), double least, const char* least_gpu,
+                             const char* unit) {
+        const Spec* most = nullptr;
+        for (const std::string& name : node_model::gpu_preset_names()) {
+          const Spec& g = node_model::gpu_preset(name);
+          if (most == nullptr || get(g) > get(*most)) most = &g;
+        }
+        const double value = get(s.gpu);
+        if (value >= least && value <= 4 * get(*most)) return;
         s.warnings.push_back(fmt::format(
             "cluster.gpu.{} = {:g} {} is {} (a unit slip?)", key, value, unit,
-            value < least
-                ? fmt::format("below every GPU's the node model knows ({}: {:g} {})", least_gpu, least, unit)
-                : fmt::format("above 4x every GPU's the node model knows ({}: {:g} {})", most_gpu, most,
-                              unit)));
+            value < least ? fmt::format("below every GPU's the node model knows ({}: {:.4g} {})", least_gpu,
+                                        least, unit)
+                          : fmt::format("above 4x every GPU's the node model knows ({}: {:.4g} {})",
+                                        most->name, get(*most), unit)));
       };
-      range("fp32_peak", s.gpu.fp32_peak.per_second() * 1e-12, 5.7, 81.7, "TFLOP/s", "P4", "MI300X");
-      range("tensor_peak", s.gpu.tensor_peak.per_second() * 1e-12, 65, 2500, "TFLOP/s", "T4", "GB200");
-      range("memory_bandwidth", s.gpu.memory_bandwidth.bytes_per_second() * 1e-9, 192, 8000, "GB/s", "P4",
-            "B200");
-      range("l2_cache", s.gpu.l2_cache.as_double() * 1e-6, 2, 256, "MB", "P4", "MI300X");
-      range("memory", s.gpu.memory.as_double() * 1e-9, 8, 192, "GB", "P4", "MI300X");
+      range(
+          "fp32_peak", [](const Spec& g) { return g.fp32_peak.per_second() * 1e-12; }, 5.7, "P4", "TFLOP/s");
+      range(
+          "tensor_peak", [](const Spec& g) { return g.tensor_peak.per_second() * 1e-12; }, 65, "T4",
+          "TFLOP/s");
+      range(
+          "memory_bandwidth", [](const Spec& g) { return g.memory_bandwidth.bytes_per_second() * 1e-9; }, 192,
+          "P4", "GB/s");
+      range(
+          "l2_cache", [](const Spec& g) { return g.l2_cache.as_double() * 1e-6; }, 2, "P4", "MB");
+      range(
+          "memory", [](const Spec& g) { return g.memory.as_double() * 1e-9; }, 8, "P4", "GB");
     }
     topology::NodeSpec node;
     node.gpus = cl.gpus_per_node;

@@ -759,8 +759,6 @@ std::string skipped_text(const std::vector<std::pair<Point, std::string>>& skipp
   return out;
 }
 
-}  // namespace
-
 /// The table of a sweep's points: a key with one value (`one_value`, per
 /// key) is said once above it, the rows naming the others (all of them when
 /// none varies); the scaling column where `efficiency` has points; the
@@ -801,6 +799,8 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
 }
+
+}  // namespace
 
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
