@@ -1546,8 +1546,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
             "cluster.gpu.{} = {:g} {} is {} (a unit slip?)", key, value, unit,
             value < least ? fmt::format("below every GPU's the node model knows ({}: {:.4g} {})", least_gpu,
                                         least, unit)
-                          : fmt::format("above 4x every GPU's the node model knows ({}: {:.4g} {})",
-                                        most->name, get(*most), unit)));
+                          : fmt::format("above 4x every GPU's the node model knows ({}: {})", most->name,
+                                        // a preset's memory as its maker gives it (192GiB, not 206.2 GB)
+                                        key == std::string_view("memory")
+                                            ? to_string(most->memory)
+                                            : fmt::format("{:.4g} {}", get(*most), unit))));
       };
       range(
           "fp32_peak", [](const Spec& g) { return g.fp32_peak.per_second() * 1e-12; }, 5.7, "P4", "TFLOP/s");

@@ -534,6 +534,10 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
       slip("memory: 48GB", "memory: 48MB"),
       std::vector<std::string>{"cluster.gpu.memory = 0.048 GB is below every GPU's the node model knows "
                                "(P4: 8 GB) (a unit slip?)"});
+  EXPECT_EQ(
+      slip("memory: 48GB", "memory: 48TB"),
+      std::vector<std::string>{"cluster.gpu.memory = 48000 GB is above 4x every GPU's the node model knows "
+                               "(MI300X: 192GiB) (a unit slip?)"});
   EXPECT_EQ(slip("l2_cache: 96MB", "l2_cache: 96GB"),
             std::vector<std::string>{"cluster.gpu.l2_cache = 96000 MB is above 4x every GPU's the node model "
                                      "knows (MI300X: 256 MB) (a unit slip?)"});
