@@ -556,7 +556,16 @@ std::optional<std::string> gpu_preset_key(const YAML::Node& gpu) {
   return std::nullopt;
 }
 
-node_model::GpuSpec read_gpu(Section& cluster) {
+/// A GPU's memory as its maker gives it: 80GiB for an H100, 141GB for an
+/// H200 (to_string would give 141000000000B).
+std::string maker_size(Bytes b) {
+  constexpr std::int64_t kGB = 1'000'000'000;
+  if (b.count() % (std::int64_t{1} << 30) != 0 && b.count() % kGB == 0)
+    return fmt::format("{}GB", b.count() / kGB);
+  return to_string(b);
+}
+
+node_model::GpuSpec read_gpu(Section& cluster, std::vector<std::string>& warnings) {
   YAML::Node v = cluster.need("gpu");
   if (v.IsScalar()) {
     // A device JSON (the node-model commands' --device) is not a scenario's
@@ -622,6 +631,33 @@ node_model::GpuSpec read_gpu(Section& cluster) {
     spec.fp8_peak = FlopRate::per_second(0.0);
   }
   if (g.has("bf16")) spec.bf16 = g.boolean("bf16");
+  if (from_preset) {
+    const node_model::GpuSpec& preset = node_model::gpu_preset(g.scalar("preset"));
+    // A preset's tensor cores made slower or faster (an export variant, a
+    // power cap) keep its TF32 : 16-bit : FP8 ratios, as every NVIDIA GPU
+    // with them has (1 : 2 : 4), unless the mapping gives those peaks too.
+    if (g.has("tensor_peak")) {
+      const double ratio = spec.tensor_peak.per_second() / preset.tensor_peak.per_second();
+      if (!g.has("tf32_peak")) spec.tf32_peak = FlopRate::per_second(preset.tf32_peak.per_second() * ratio);
+      if (!g.has("fp8_peak")) spec.fp8_peak = FlopRate::per_second(preset.fp8_peak.per_second() * ratio);
+    }
+    // The preset's capacity in the other unit: GPU makers' "80GB" is
+    // 80 GiB on an H100 but 141 GB on an H200; 80GB here is 74.5 GiB.
+    if (g.has("memory") && spec.memory != preset.memory) {
+      constexpr double kGB = 1e9, kGiB = 1073741824.0;
+      const double given = spec.memory.as_double(), was = preset.memory.as_double();
+      const bool other_unit = std::abs(given / kGB - was / kGiB) < 1e-9 * (was / kGiB) ||
+                              std::abs(given / kGiB - was / kGB) < 1e-9 * (was / kGB);
+      if (other_unit) {
+        const bool binary = preset.memory.count() % (std::int64_t{1} << 30) == 0;
+        warnings.push_back(fmt::format(
+            "cluster.gpu.memory = {} is {:.4g} {}, where the {} preset's is {}: the same number in the "
+            "other unit (GB = 10^9 bytes, GiB = 2^30); give {} for the preset's capacity",
+            g.scalar("memory"), given / (binary ? kGiB : kGB), binary ? "GiB" : "GB", preset.name,
+            maker_size(preset.memory), maker_size(preset.memory)));
+      }
+    }
+  }
   g.finish();
   checked(g, g.node(), cluster.key_path("gpu"), [&] {
     spec.validate();
@@ -1513,7 +1549,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                     cl.nodes, cl.gpus_per_node, static_cast<std::int64_t>(cl.nodes) * cl.gpus_per_node,
                     std::numeric_limits<int>::max()));
     }
-    s.gpu = read_gpu(c);
+    s.gpu = read_gpu(c, s.warnings);
     // An inline GPU whose peaks no GPU has: a unit slip, most likely.
     if (!c.node()["gpu"].IsScalar()) {
       const auto tf = [](FlopRate r) { return fmt::format("{:g} TFLOP/s", r.per_second() * 1e-12); };
@@ -1549,7 +1585,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                           : fmt::format("above 4x every GPU's the node model knows ({}: {})", most->name,
                                         // a preset's memory as its maker gives it (192GiB, not 206.2 GB)
                                         key == std::string_view("memory")
-                                            ? to_string(most->memory)
+                                            ? maker_size(most->memory)
                                             : fmt::format("{:.4g} {}", get(*most), unit))));
       };
       range(

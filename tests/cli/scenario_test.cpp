@@ -583,6 +583,41 @@ TEST(Scenario, PresetWithChangedSpecs) {
       << error_of(default_text(), {{"cluster.gpu.preset", "H300"}});
 }
 
+// A preset's tensor cores changed (an export variant: 148 TFLOP/s dense
+// BF16) keep its TF32 : 16-bit : FP8 ratios unless those peaks are given;
+// its memory written in the other unit (80GB for an H100's 80GiB) is warned.
+TEST(Scenario, PresetChangedKeepsItsRatiosAndWarnsAboutGbForGib) {
+  const node_model::GpuSpec h100 = node_model::gpu_preset("H100-SXM");
+  const Scenario slow = parse_scenario(default_text(), "s.yaml", {{"cluster.gpu.tensor_peak", "148TFLOPS"}});
+  // The datasheet's 494.7 / 989.4 / 1978.9 TFLOP/s scaled by 148 / 989.4.
+  EXPECT_NEAR(slow.gpu.tf32_peak.per_second(), 74e12, 0.05e12);
+  EXPECT_NEAR(slow.gpu.fp8_peak.per_second(), 296e12, 0.05e12);
+  EXPECT_EQ(slow.gpu.fp32_peak, h100.fp32_peak);
+  const Scenario given =
+      parse_scenario(default_text(), "s.yaml",
+                     {{"cluster.gpu.tensor_peak", "148TFLOPS"}, {"cluster.gpu.fp8_peak", "1PFLOPS"}});
+  EXPECT_NEAR(given.gpu.tf32_peak.per_second(), 74e12, 0.05e12);
+  EXPECT_EQ(given.gpu.fp8_peak, parse_flop_rate("1PFLOPS"));
+  EXPECT_TRUE(slow.warnings.empty()) << slow.warnings.front();
+
+  const Scenario gb = parse_scenario(default_text(), "s.yaml", {{"cluster.gpu.memory", "80GB"}});
+  ASSERT_EQ(gb.warnings.size(), 1U);
+  EXPECT_EQ(
+      gb.warnings.front(),
+      "cluster.gpu.memory = 80GB is 74.51 GiB, where the H100-SXM preset's is 80GiB: the same number in "
+      "the other unit (GB = 10^9 bytes, GiB = 2^30); give 80GiB for the preset's capacity");
+  const Scenario gib =
+      parse_scenario(default_text(), "s.yaml", {{"cluster.gpu", "H200"}, {"cluster.gpu.memory", "141GiB"}});
+  ASSERT_FALSE(gib.warnings.empty());
+  EXPECT_NE(gib.warnings.back().find("141GiB is 151.4 GB, where the H200 preset's is 141GB"),
+            std::string::npos)
+      << gib.warnings.back();
+  // Another capacity, or the preset's own, is no slip.
+  for (const char* m : {"94GB", "80GiB", "96GiB"}) {
+    EXPECT_TRUE(parse_scenario(default_text(), "s.yaml", {{"cluster.gpu.memory", m}}).warnings.empty()) << m;
+  }
+}
+
 TEST(Scenario, InlineGpuAndModel) {
   std::string t =
       replaced(default_text(), "gpu: H100-SXM",
