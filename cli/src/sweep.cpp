@@ -1114,18 +1114,36 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     out << json << "}\n";
   };
   if (sharded) {
+    // The shards' CSVs by their default names, else as the user named them.
+    const std::string merge_inputs = p.get("out") ? std::string("SHARD.csv...")
+                                                  : fmt::format("{}-sweep.shard*of{}.csv", stem, shard.count);
     if (p.has("json")) {
       print_json("");
       std::cerr << fmt::format(
-          "shard {}/{}: merge the shards with tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
-          shard.index, shard.count, stem);
+          "shard {}/{}: merge the shards with tessera sweep-merge --out {}-sweep.csv {}\n", shard.index,
+          shard.count, stem, merge_inputs);
       return 0;
     }
-    out << fmt::format(
-        "shard {}/{}: {} of {} points written to {}; merge the shards with\n"
-        "  tessera sweep-merge --out {}-sweep.csv SHARD.csv...\n",
-        shard.index, shard.count, owned, points.size(), csv_path, stem);
-    out << skipped_text(skipped);
+    // Its own points; of those --skip-invalid left out, its own with the
+    // error (every shard's first line lists all, for sweep-merge).
+    std::vector<std::pair<Point, std::string>> own_skipped;
+    std::vector<std::size_t> others;
+    for (const auto& point : skipped) {
+      if (mine(point.first.index)) {
+        own_skipped.push_back(point);
+      } else {
+        others.push_back(point.first.index);
+      }
+    }
+    out << fmt::format("shard {}/{}: {} point(s) written to {} (its share of the sweep's {} {}points)",
+                       shard.index, shard.count, owned, csv_path, points.size(),
+                       skipped.empty() ? "" : "valid ");
+    out << fmt::format("; merge the shards with\n  tessera sweep-merge --out {}-sweep.csv {}\n", stem,
+                       merge_inputs);
+    out << skipped_text(own_skipped);
+    if (!others.empty()) {
+      out << fmt::format("the other shards skip point(s) {} (each names its own)\n", fmt::join(others, ", "));
+    }
     return 0;
   }
   const SweepCaveats caveats = sweep_caveats(points, scenarios);

@@ -12,14 +12,26 @@ endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_COUNT=2
                         ${TESSERA} ${common} --shard auto --out ${WORKDIR}/part0.csv
                 RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out0)
-if(NOT rc EQUAL 0 OR NOT out0 MATCHES "shard 0/2: 3 of 6 points")
+if(NOT rc EQUAL 0 OR NOT out0 MATCHES "shard 0/2: 3 point\\(s\\) written to [^\n]*part0.csv \\(its share of the sweep's 6 points\\)")
   message(FATAL_ERROR "shard 0 failed (${rc}): ${err}${out0}")
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2
                         ${TESSERA} ${common} --shard auto --out ${WORKDIR}/part1.csv
                 RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out1)
-if(NOT rc EQUAL 0 OR NOT out1 MATCHES "shard 1/2: 3 of 6 points")
+if(NOT rc EQUAL 0 OR NOT out1 MATCHES "shard 1/2: 3 point\\(s\\) written to [^\n]*part1.csv \\(its share of the sweep's 6 points\\); merge the shards with\n  tessera sweep-merge --out [a-z0-9-]+-sweep.csv SHARD.csv[.][.][.]\n")
   message(FATAL_ERROR "shard 1 failed (${rc}): ${err}${out1}")
+endif()
+# Without --out the shards' CSVs have default names, which the merge hint gives.
+file(MAKE_DIRECTORY ${WORKDIR}/named)
+execute_process(COMMAND ${TESSERA} ${common} --shard 1/2 WORKING_DIRECTORY ${WORKDIR}/named
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE named)
+file(GLOB named_csv RELATIVE ${WORKDIR}/named ${WORKDIR}/named/*.csv)
+set(hint_stem "")
+if(named MATCHES "tessera sweep-merge --out ([a-z0-9-]+)-sweep.csv ([a-z0-9-]+)-sweep.shard[*]of2.csv\n")
+  set(hint_stem "${CMAKE_MATCH_2}")
+endif()
+if(NOT rc EQUAL 0 OR hint_stem STREQUAL "" OR NOT named_csv STREQUAL "${hint_stem}-sweep.shard1of2.csv")
+  message(FATAL_ERROR "shard 1 with default names (${rc}): ${err}${named}\nfiles: ${named_csv}")
 endif()
 # --json on a shard: one object with the shard and its points (the merge
 # hint on stderr), as for a whole sweep.
