@@ -197,6 +197,12 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+std::string json_string_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : ", ") + json_string(items[i]);
+  return out + "]";
+}
+
 std::string format_packet_fabric(const PacketFabricStats& f) {
   const Ns3Settings& set = f.settings;
   const bool ib = set.model == Ns3Settings::Model::InfiniBand;
@@ -375,13 +381,14 @@ std::string caveat_lines(const std::vector<std::string>& untested_gpu,
 std::string caveat_json(const std::vector<std::string>& untested_gpu,
                         const std::vector<std::string>& known_bias, bool trailing) {
   std::string out;
-  auto member = [&](std::string_view key, std::string_view value) {
-    if (value.empty()) return;
-    const std::string m = fmt::format("\"{}\": {}", key, json_string(std::string(value)));
+  auto member = [&](std::string_view key, std::vector<std::string> notes) {
+    std::erase(notes, std::string());
+    if (notes.empty()) return;
+    const std::string m = fmt::format("\"{}\": {}", key, json_string_array(notes));
     out += trailing ? m + ", " : ", " + m;
   };
-  member("untested_gpu", fmt::format("{}", fmt::join(untested_gpu, "; ")));
-  member("known_bias", fmt::format("{}", fmt::join(known_bias, "; ")));
+  member("untested_gpu", untested_gpu);
+  member("known_bias", known_bias);
   return out;
 }
 
@@ -452,12 +459,16 @@ std::string tight_memory_warning(const std::vector<StageMemory>& memory) {
     if (!fullest || share(m) > share(*fullest)) fullest = &m;
   }
   if (!fullest) return {};
+  return tight_memory_text(fmt::format("stage {}", fullest->stage), fullest->total, fullest->capacity);
+}
+
+std::string tight_memory_text(std::string_view what, Bytes need, Bytes capacity) {
   return fmt::format(
-      "memory: stage {} needs {:.1f} of {:.1f} GiB ({:.0f}%), and the memory model's 1 GiB workspace "
+      "memory: {} needs {:.1f} of {:.1f} GiB ({:.0f}%), and the memory model's 1 GiB workspace "
       "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: "
       "a plan this full may not fit "
       "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free)",
-      fullest->stage, fullest->total.in_gib(), fullest->capacity.in_gib(), 100.0 * share(*fullest));
+      what, need.in_gib(), capacity.in_gib(), 100.0 * need.in_gib() / capacity.in_gib());
 }
 
 std::vector<std::string> late_failure_warnings(const Scenario::Failures& f, Time iteration) {
@@ -650,12 +661,8 @@ std::string format_json(const RunReport& r) {
     }
     balance += "]";
   }
-  std::string warnings;
-  if (!r.warnings.empty()) {
-    warnings = ", \"warnings\": [";
-    for (std::size_t i = 0; i < r.warnings.size(); ++i) warnings += (i == 0 ? "" : ", ") + json_string(r.warnings[i]);
-    warnings += "]";
-  }
+  const std::string warnings =
+      r.warnings.empty() ? std::string() : ", \"warnings\": " + json_string_array(r.warnings);
   std::string comm_costs;
   if (r.comm_costs) {
     comm_costs = ", \"comm_costs\": [";

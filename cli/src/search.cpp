@@ -237,17 +237,21 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
         plan_json(w), w.report->iteration_time.seconds(), w.report->tokens_per_second, w.report->mfu,
         w.peak_memory.count(), json_string(paste.flags), json_string(paste.yaml));
   }
+  const std::vector<std::string> warnings = scenario_warnings(base);
   const std::string failures = json_list(failed, [](const Candidate* c) {
     return fmt::format("{{{}, \"error\": {}}}", plan_json(*c), json_string(c->error));
   });
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, \"predictor\": {}, "
-      "\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, "
+      "{}{}\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, "
       "\"simulated\": {}, \"screened\": {}, \"candidates\": [{}], \"winner\": {}, \"failed\": {}}}\n",
       json_string(base.name), json_string(base.model.name), json_string(base.gpu.name), base.gpus(),
-      json_string(std::string(to_string(base.backend))), json_string(base.predictor), searched,
-      counts.considered, counts.invalid, counts.fit, counts.simulated, counts.screened ? "true" : "false",
-      candidates, winner, failures);
+      json_string(std::string(to_string(base.backend))), json_string(base.predictor),
+      // What the text prints above the table: the scenario's warnings, its
+      // GPU's and workload's caveats (each candidate's run has its plan's).
+      warnings.empty() ? std::string() : fmt::format("\"warnings\": {}, ", json_string_array(warnings)),
+      caveat_json(base, false, true), searched, counts.considered, counts.invalid, counts.fit,
+      counts.simulated, counts.screened ? "true" : "false", candidates, winner, failures);
 }
 
 }  // namespace

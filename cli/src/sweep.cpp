@@ -92,7 +92,14 @@ constexpr const char* kMetricNames =
     "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,"
     "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch";
 constexpr std::size_t kMetricColumns = 17;
-enum MetricColumn : std::size_t { kGpus = 0, kIteration = 2, kTflops = 7, kTokens = 8, kOom = 10 };
+enum MetricColumn : std::size_t {
+  kGpus = 0,
+  kIteration = 2,
+  kTflops = 7,
+  kTokens = 8,
+  kPeakMemory = 9,
+  kOom = 10
+};
 
 std::string csv_header(const std::vector<Axis>& axes) {
   std::string h = "point";
@@ -1059,6 +1066,19 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // efficiency (the chart's second panel), over the whole sweep only.
   const std::map<std::size_t, double> efficiency =
       sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys));
+  // A point that fits in kTightMemoryShare or more of its (smallest) GPU's
+  // memory: tessera run's warning for it, else empty.
+  auto tight_point = [&](std::size_t index) {
+    const auto cols = split(rows.at(index), ',');
+    const std::size_t m0 = cols.size() - kMetricColumns;
+    const Bytes peak(std::stoll(cols[m0 + kPeakMemory]));
+    const Bytes capacity = study::smallest_gpu_memory(scenarios.at(index));
+    if (cols[m0 + kOom] == "1" || capacity <= Bytes() ||
+        peak.in_gib() < kTightMemoryShare * capacity.in_gib()) {
+      return std::string();
+    }
+    return tight_memory_text("its fullest stage", peak, capacity);
+  };
   auto settings_json = [](const Point& pt) {
     std::string json = "{";
     for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
@@ -1088,15 +1108,20 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         json += fmt::format(", {}: {}", json_string(names[m]),
                             names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
       }
+      const Scenario& sc = scenarios.at(pt.index);
+      json += fmt::format(", \"memory_capacity_bytes\": {}", study::smallest_gpu_memory(sc).count());
       if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
         // An out-of-memory point's throughput is no result to scale from.
         json += cols[m0 + kOom] == "1" ? std::string(", \"scaling_efficiency\": null")
                                        : fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
       }
-      // As in tessera run --json: the models, and each caveat only when the point has one.
-      const Scenario& sc = scenarios.at(pt.index);
+      // As in tessera run --json: the models, the warnings and each caveat
+      // only when the point has them.
       json += fmt::format(", \"backend\": {}, \"predictor\": {}",
                           json_string(std::string(to_string(sc.backend))), json_string(sc.predictor));
+      std::vector<std::string> warnings = scenario_warnings(sc);
+      if (std::string tight = tight_point(pt.index); !tight.empty()) warnings.push_back(std::move(tight));
+      if (!warnings.empty()) json += ", \"warnings\": " + json_string_array(warnings);
       json += caveat_json(sc, true, false);
       json += "}";
     }
@@ -1170,6 +1195,21 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   one_value.reserve(axes.size());
   for (const Axis& a : axes) one_value.push_back(a.values.size() == 1);
   print_table(out, points, rows, one_value, efficiency);
+  // tessera run's warning for a plan that fits in 95% or more of the
+  // memory, once for the points it holds for.
+  std::vector<std::size_t> tight;
+  for (const Point& pt : points) {
+    if (!tight_point(pt.index).empty()) tight.push_back(pt.index);
+  }
+  if (!tight.empty()) {
+    out << fmt::format(
+        "warning for point{} {}: memory: {}% or more of the GPU's memory needed, "
+        "and the memory model's 1 GiB workspace counts no fragmentation or NCCL buffers: "
+        "a plan this full may not fit "
+        "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free; "
+        "--json: each point's warnings)\n",
+        tight.size() == 1 ? "" : "s", fmt::join(tight, ", "), std::lround(100 * kTightMemoryShare));
+  }
   out << skipped_text(skipped);
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the

@@ -817,9 +817,9 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   EXPECT_EQ(format_jobs_text(plain, o).find("Known bias     job-"), std::string::npos);
   EXPECT_EQ(format_jobs_text(plain, o).find("Untested GPU"), std::string::npos);
   const std::string pj = format_jobs_json(plain, o);
-  const std::size_t first = pj.find("\"known_bias\": " + json_string(hopper));
+  const std::size_t first = pj.find("\"known_bias\": [" + json_string(hopper) + "]");
   ASSERT_NE(first, std::string::npos) << pj;
-  EXPECT_NE(pj.find("\"known_bias\": " + json_string(hopper), first + 1), std::string::npos) << pj;
+  EXPECT_NE(pj.find("\"known_bias\": [" + json_string(hopper) + "]", first + 1), std::string::npos) << pj;
   // job-b with 4-way tensor parallelism, on B200s: the GPU's note once, the
   // bias for job-b alone.
   text.replace(text.find(job_b), job_b.size(), job_b + "    parallelism:\n      tp: 4\n      dp: 4\n");
@@ -841,8 +841,8 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   ASSERT_NE(a, std::string::npos);
   ASSERT_NE(b, std::string::npos);
   EXPECT_EQ(j.substr(a, b - a).find("known_bias"), std::string::npos) << j;
-  EXPECT_NE(j.substr(a, b - a).find(R"("untested_gpu": "B200 (Blackwell))"), std::string::npos) << j;
-  EXPECT_NE(j.substr(b).find(R"("known_bias": "4-way tensor parallelism: )"), std::string::npos) << j;
+  EXPECT_NE(j.substr(a, b - a).find(R"("untested_gpu": ["B200 (Blackwell))"), std::string::npos) << j;
+  EXPECT_NE(j.substr(b).find(R"("known_bias": ["4-way tensor parallelism: )"), std::string::npos) << j;
   // The same on the shipped H100s: the H100's note once for both jobs, then
   // job-b's own under it; job-b's JSON joins its two notes, its plan's first.
   const Scenario h = parse_scenario(text, "two-jobs.yaml");
@@ -852,6 +852,8 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   EXPECT_NE(ht.find("\nKnown bias     " + hopper + "\n               job-b: " + tp + "\n"), std::string::npos)
       << ht;
   const std::string hj = format_jobs_json(h, o);
-  EXPECT_NE(hj.find(R"("known_bias": )" + json_string(hopper) + "}"), std::string::npos) << hj;
-  EXPECT_NE(hj.find(R"("known_bias": )" + json_string(tp + "; " + hopper)), std::string::npos) << hj;
+  EXPECT_NE(hj.find(R"("known_bias": [)" + json_string(hopper) + "]}"), std::string::npos) << hj;
+  EXPECT_NE(hj.find(R"("known_bias": [)" + json_string(tp) + ", " + json_string(hopper) + "]"),
+            std::string::npos)
+      << hj;
 }

@@ -1449,7 +1449,7 @@ TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
   EXPECT_EQ(r.known_bias, std::vector{hopper});
   EXPECT_NE(format_text(r).find("\nKnown bias     " + hopper + "\nIteration "), std::string::npos)
       << format_text(r);
-  EXPECT_NE(format_json(r).find("\"known_bias\": " + json_string(hopper)), std::string::npos);
+  EXPECT_NE(format_json(r).find("\"known_bias\": [" + json_string(hopper) + "]"), std::string::npos);
   // On A100s, neither caveat line nor JSON key.
   const Scenario a = parse_scenario(default_text(), "a.yaml", {{"cluster.gpu", "A100-80GB"}});
   const RunReport ra = make_report(a, simulate_scenario(a));
@@ -1472,7 +1472,7 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
   EXPECT_NE(format_text(rb).find(
                 "\nUntested GPU   B200 (Blackwell): no kernel of this generation was measured here"),
             std::string::npos);
-  EXPECT_NE(format_json(rb).find("\"untested_gpu\": \"B200 (Blackwell): no kernel"), std::string::npos);
+  EXPECT_NE(format_json(rb).find("\"untested_gpu\": [\"B200 (Blackwell): no kernel"), std::string::npos);
   // Some nodes of another, unmeasured GPU: that GPU is named too.
   const Scenario m =
       parse_scenario(default_text(), "m.yaml", {{"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "1"}});
@@ -1495,8 +1495,9 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
   EXPECT_NE(format_text(rbm).find("\nUntested GPU   " + blackwell + "\n               " + amd + "\n"),
             std::string::npos)
       << format_text(rbm);
-  EXPECT_NE(format_json(rbm).find("\"untested_gpu\": " + json_string(blackwell + "; " + amd)),
-            std::string::npos);
+  EXPECT_NE(
+      format_json(rbm).find("\"untested_gpu\": [" + json_string(blackwell) + ", " + json_string(amd) + "]"),
+      std::string::npos);
   // Every node of the other GPU: "nodes", plural.
   const Scenario mm =
       parse_scenario(default_text(), "mm.yaml", {{"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "0-1"}});
@@ -1527,7 +1528,8 @@ TEST(Report, KnownBiasLineForWideTensorParallelism) {
   EXPECT_NE(format_text(rt).find("\nKnown bias     " + tp + "\n               " + hopper + "\nIteration "),
             std::string::npos)
       << format_text(rt);
-  EXPECT_NE(format_json(rt).find("\"known_bias\": " + json_string(tp + "; " + hopper)), std::string::npos);
+  EXPECT_NE(format_json(rt).find("\"known_bias\": [" + json_string(tp) + ", " + json_string(hopper) + "]"),
+            std::string::npos);
   // On A100s the plan's alone.
   const Scenario a =
       parse_scenario(default_text(), "a.yaml",

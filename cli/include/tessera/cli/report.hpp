@@ -37,6 +37,8 @@ std::string fabric_phrase(std::string_view fabric);
 
 /// `s` as a JSON string literal (quotes, escapes).
 std::string json_string(const std::string& s);
+/// `items` as a JSON array of string literals: ["a", "b"].
+std::string json_string_array(const std::vector<std::string>& items);
 /// `s` escaped for the inside of a JSON string literal, appended to `out`.
 void append_json_escaped(std::string& out, std::string_view s);
 
@@ -225,7 +227,7 @@ std::string caveat_json(const Scenario& s, bool plan_bias = true, bool trailing 
 /// point's), each only when not empty: the one place their format lives.
 /// Text: an "Untested GPU" line per note, then a "Known bias" line per note
 /// (each label on its first line, the others under it). JSON:
-/// "untested_gpu" and "known_bias" (each's notes "; "-joined); `trailing`
+/// "untested_gpu" and "known_bias" (each a list of its notes); `trailing`
 /// false puts ", " before each member instead of after it (to follow the
 /// last member of an object).
 std::string caveat_lines(const std::vector<std::string>& untested_gpu,
@@ -250,6 +252,8 @@ inline constexpr double kTightMemoryShare = 0.95;
 /// A warning naming the fullest stage that fits at kTightMemoryShare of its
 /// GPU's memory or more, or empty.
 std::string tight_memory_warning(const std::vector<StageMemory>& memory);
+/// Its text for `what` ("stage 2", a sweep point's "the fullest stage").
+std::string tight_memory_text(std::string_view what, Bytes need, Bytes capacity);
 /// One warning per timed change at or after `iteration` (it changes
 /// nothing: a unit slip, 10s for 10ms, would make a failure study the
 /// baseline).
