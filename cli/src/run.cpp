@@ -85,12 +85,24 @@ int cmd_run(const Args& args, std::ostream& out) {
     if (json_out) write_file_atomic(*json_out, format_jobs_json(s, o));
     out << (p.has("json") ? format_jobs_json(s, o) : format_jobs_text(s, o));
     // As for one job: printed, but a plan that does not fit is not a result.
+    // Every job that does not fit, in one line.
+    std::vector<std::string> names, stages;
     for (const auto& j : o.jobs) {
-      if (!j.oom() || p.has("allow-oom")) continue;
-      throw OutOfMemoryError(fmt::format(
-          "{}: job {} does not fit in GPU memory: pipeline stage {} needs {:.1f} GiB of {:.1f} GiB "
-          "(--allow-oom to accept the forecast)",
-          s.file, j.name, j.fullest_stage, j.peak_memory.in_gib(), j.memory_capacity.in_gib()));
+      if (!j.oom()) continue;
+      names.push_back(j.name);
+      stages.push_back(fmt::format("pipeline stage {} needs {:.1f} GiB of {:.1f} GiB", j.fullest_stage,
+                                   j.peak_memory.in_gib(), j.memory_capacity.in_gib()));
+    }
+    if (names.size() == 1 && !p.has("allow-oom")) {
+      throw OutOfMemoryError(
+          fmt::format("{}: job {} does not fit in GPU memory: {} (--allow-oom to accept the forecast)",
+                      s.file, names.front(), stages.front()));
+    }
+    if (names.size() > 1 && !p.has("allow-oom")) {
+      for (std::size_t i = 0; i < names.size(); ++i) stages[i] = names[i] + "'s " + stages[i];
+      throw OutOfMemoryError(
+          fmt::format("{}: jobs {} do not fit in GPU memory: {} (--allow-oom to accept the forecast)", s.file,
+                      fmt::join(names, ", "), fmt::join(stages, "; ")));
     }
     return 0;
   }
