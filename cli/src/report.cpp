@@ -663,6 +663,16 @@ std::string format_json(const RunReport& r) {
   }
   const std::string warnings =
       r.warnings.empty() ? std::string() : ", \"warnings\": " + json_string_array(r.warnings);
+  // The fullest stage's memory and its GPU's, as sweep, search and a job
+  // report them.
+  std::string peak;
+  const auto fullest =
+      std::max_element(r.memory.begin(), r.memory.end(),
+                       [](const StageMemory& a, const StageMemory& b) { return a.total < b.total; });
+  if (fullest != r.memory.end()) {
+    peak = fmt::format("\"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, ", fullest->total.count(),
+                       fullest->capacity.count());
+  }
   std::string comm_costs;
   if (r.comm_costs) {
     comm_costs = ", \"comm_costs\": [";
@@ -687,7 +697,7 @@ std::string format_json(const RunReport& r) {
       "\"bubble_time_s\": {:.9e}, \"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, "
       "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
       "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, "
-      "\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
+      "{}\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
       json_string(r.scenario), json_string(r.model), r.parameters, r.active_parameters, r.padded_vocab,
       r.padded_parameters, json_string(r.gpu), json_string(r.fabric), r.fabric_tiers, r.gpus, r.dp, r.tp,
       r.pp,
@@ -709,15 +719,16 @@ std::string format_json(const RunReport& r) {
            ? std::string()
            : fmt::format("\"predictor_weights\": {}, ", json_string(r.predictor_weights))) +
           kernel_overrides_json(r) +
+          // fp8_gemm_times too, as the other commands name the caveat.
           (r.fp8 ? fmt::format("\"fp8\": {{\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\", "
-                               "\"mfu_fp8_peak\": {:.6f}}}, ",
+                               "\"mfu_fp8_peak\": {:.6f}}}, \"fp8_gemm_times\": \"unvalidated\", ",
                                r.mfu_fp8_peak)
                  : std::string()) +
           caveat_json(r.untested_gpu, r.known_bias),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(), r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu,
       r.tokens_per_second, r.bytes_sent.count(), r.nvlink_bytes.count(), r.fabric_bytes.count(),
-      json_string(r.gradient_dtype), r.oom() ? "true" : "false", memory,
+      json_string(r.gradient_dtype), peak, r.oom() ? "true" : "false", memory,
       balance + (r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string()) + comm_costs +
           warnings);
 }

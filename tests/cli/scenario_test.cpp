@@ -1435,6 +1435,23 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
 }
 
+// run --json gives the fullest stage's memory and its GPU's at the top, as
+// sweep, search and a job's report name them (peak_memory_bytes,
+// memory_capacity_bytes).
+TEST(Report, JsonGivesTheFullestStagesMemoryAsTheOtherCommands) {
+  const Scenario d =
+      parse_scenario(default_text(), "d.yaml", {{"parallelism.dp", "auto"}, {"parallelism.pp", "2"}});
+  const RunReport r = make_report(d, simulate_scenario(d));
+  ASSERT_EQ(r.memory.size(), 2U);
+  // The last stage holds the output layer and its logits: the fuller.
+  ASSERT_GT(r.memory[1].total, r.memory[0].total);
+  EXPECT_NE(format_json(r).find(
+                fmt::format("\"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, \"oom\": false",
+                            r.memory[1].total.count(), Bytes::gib(80).count())),
+            std::string::npos)
+      << format_json(r);
+}
+
 TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
   // H100, bf16, tp 1: measurements back its kernels (no Untested GPU line)
   // and no bias is known for its plan, but the model's GPU time of bf16
