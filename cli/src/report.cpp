@@ -155,6 +155,13 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   return rep;
 }
 
+StageMemory RunReport::fullest_stage() const {
+  const auto fullest =
+      std::max_element(memory.begin(), memory.end(),
+                       [](const StageMemory& a, const StageMemory& b) { return a.total < b.total; });
+  return fullest == memory.end() ? StageMemory{} : *fullest;
+}
+
 bool RunReport::oom() const {
   return std::any_of(memory.begin(), memory.end(), [](const StageMemory& m) { return m.oom; });
 }
@@ -666,12 +673,10 @@ std::string format_json(const RunReport& r) {
   // The fullest stage's memory and its GPU's, as sweep, search and a job
   // report them.
   std::string peak;
-  const auto fullest =
-      std::max_element(r.memory.begin(), r.memory.end(),
-                       [](const StageMemory& a, const StageMemory& b) { return a.total < b.total; });
-  if (fullest != r.memory.end()) {
-    peak = fmt::format("\"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, ", fullest->total.count(),
-                       fullest->capacity.count());
+  if (!r.memory.empty()) {
+    const StageMemory fullest = r.fullest_stage();
+    peak = fmt::format("\"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, ", fullest.total.count(),
+                       fullest.capacity.count());
   }
   std::string comm_costs;
   if (r.comm_costs) {

@@ -86,19 +86,22 @@ std::string label(const Point& p, const std::vector<bool>* only = nullptr) {
 
 // The metric columns after the swept keys, in order; offsets from the first.
 // The plan each point ran (dp, tp, pp, micro-batches: what `dp=auto` or a
-// node count chose), its MFU and the sequences per iteration (a weak-scaling
-// table's batch) close the row.
+// node count chose), its MFU, the sequences per iteration (a weak-scaling
+// table's batch), expert parallelism (1 for a dense model), HFU and the
+// fullest stage's GPU memory close the row.
 constexpr const char* kMetricNames =
     "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,"
-    "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch";
-constexpr std::size_t kMetricColumns = 17;
+    "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch,ep,hfu,"
+    "memory_capacity_bytes";
+constexpr std::size_t kMetricColumns = 20;
 enum MetricColumn : std::size_t {
   kGpus = 0,
   kIteration = 2,
   kTflops = 7,
   kTokens = 8,
   kPeakMemory = 9,
-  kOom = 10
+  kOom = 10,
+  kMemoryCapacity = 19
 };
 
 std::string csv_header(const std::vector<Axis>& axes) {
@@ -110,14 +113,34 @@ std::string csv_header(const std::vector<Axis>& axes) {
 std::string csv_row(const Point& p, const RunReport& r) {
   std::string row = std::to_string(p.index);
   for (const auto& o : p.overrides) row += "," + o.value;
-  Bytes peak;
-  for (const auto& m : r.memory) peak = std::max(peak, m.total);
-  return row +
-         fmt::format(",{},{},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.6f},{:.3f},{},{},{},{},{},{},{:.6f},{}",
-                     r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
-                     r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
-                     r.tflops_per_gpu, r.tokens_per_second, peak.count(), r.oom() ? 1 : 0, r.dp, r.tp, r.pp,
-                     r.micro_batches, r.mfu, r.global_batch);
+  const StageMemory fullest = r.fullest_stage();
+  return row + fmt::format(
+                   // gpus, fabric_tiers, the iteration split, tflops_per_gpu,
+                   // tokens_per_s, peak_memory_bytes, oom, the plan, mfu,
+                   // global_batch, ep, hfu, memory_capacity_bytes
+                   ",{},{},"
+                   "{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},"
+                   "{:.6f},{:.3f},{},{},"
+                   "{},{},{},{},{:.6f},"
+                   "{},{},{:.6f},{}",
+                   r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
+                   r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
+                   r.tflops_per_gpu, r.tokens_per_second, fullest.total.count(), r.oom() ? 1 : 0, r.dp, r.tp,
+                   r.pp, r.micro_batches, r.mfu, r.global_batch, r.ep, r.hfu, fullest.capacity.count());
+}
+
+/// tessera run's warning for a row's plan when it fits in kTightMemoryShare
+/// or more of its fullest stage's GPU memory, else empty.
+std::string tight_row(const std::string& row) {
+  const auto cols = split(row, ',');
+  const std::size_t m0 = cols.size() - kMetricColumns;
+  const Bytes peak(std::stoll(cols[m0 + kPeakMemory]));
+  const Bytes capacity(std::stoll(cols[m0 + kMemoryCapacity]));
+  if (cols[m0 + kOom] == "1" || capacity <= Bytes() ||
+      peak.in_gib() < kTightMemoryShare * capacity.in_gib()) {
+    return {};
+  }
+  return tight_memory_text("its fullest stage", peak, capacity);
 }
 
 /// Whether the last kMetricColumns cells of a split row are finite numbers.
@@ -805,6 +828,21 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
   }
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
+  // tessera run's warning for a plan that fits in 95% or more of the
+  // memory, once for the points it holds for.
+  std::vector<std::size_t> tight;
+  for (const Point& pt : points) {
+    if (!tight_row(rows.at(pt.index)).empty()) tight.push_back(pt.index);
+  }
+  if (!tight.empty()) {
+    out << fmt::format(
+        "warning for point{} {}: memory: {}% or more of the GPU's memory needed, "
+        "and the memory model's 1 GiB workspace counts no fragmentation or NCCL buffers: "
+        "a plan this full may not fit "
+        "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free; "
+        "--json: each point's warnings)\n",
+        tight.size() == 1 ? "" : "s", fmt::join(tight, ", "), std::lround(100 * kTightMemoryShare));
+  }
 }
 
 }  // namespace
@@ -1069,19 +1107,6 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // efficiency (the chart's second panel), over the whole sweep only.
   const std::map<std::size_t, double> efficiency =
       sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys));
-  // A point that fits in kTightMemoryShare or more of its (smallest) GPU's
-  // memory: tessera run's warning for it, else empty.
-  auto tight_point = [&](std::size_t index) {
-    const auto cols = split(rows.at(index), ',');
-    const std::size_t m0 = cols.size() - kMetricColumns;
-    const Bytes peak(std::stoll(cols[m0 + kPeakMemory]));
-    const Bytes capacity = study::smallest_gpu_memory(scenarios.at(index));
-    if (cols[m0 + kOom] == "1" || capacity <= Bytes() ||
-        peak.in_gib() < kTightMemoryShare * capacity.in_gib()) {
-      return std::string();
-    }
-    return tight_memory_text("its fullest stage", peak, capacity);
-  };
   auto settings_json = [](const Point& pt) {
     std::string json = "{";
     for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
@@ -1112,7 +1137,6 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                             names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
       }
       const Scenario& sc = scenarios.at(pt.index);
-      json += fmt::format(", \"memory_capacity_bytes\": {}", study::smallest_gpu_memory(sc).count());
       if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
         // An out-of-memory point's throughput is no result to scale from.
         json += cols[m0 + kOom] == "1" ? std::string(", \"scaling_efficiency\": null")
@@ -1123,7 +1147,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       json += fmt::format(", \"backend\": {}, \"predictor\": {}",
                           json_string(std::string(to_string(sc.backend))), json_string(sc.predictor));
       std::vector<std::string> warnings = scenario_warnings(sc);
-      if (std::string tight = tight_point(pt.index); !tight.empty()) warnings.push_back(std::move(tight));
+      if (std::string tight = tight_row(rows.at(pt.index)); !tight.empty())
+        warnings.push_back(std::move(tight));
       if (!warnings.empty()) json += ", \"warnings\": " + json_string_array(warnings);
       json += caveat_json(sc, true, false);
       json += "}";
@@ -1198,21 +1223,6 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   one_value.reserve(axes.size());
   for (const Axis& a : axes) one_value.push_back(a.values.size() == 1);
   print_table(out, points, rows, one_value, efficiency);
-  // tessera run's warning for a plan that fits in 95% or more of the
-  // memory, once for the points it holds for.
-  std::vector<std::size_t> tight;
-  for (const Point& pt : points) {
-    if (!tight_point(pt.index).empty()) tight.push_back(pt.index);
-  }
-  if (!tight.empty()) {
-    out << fmt::format(
-        "warning for point{} {}: memory: {}% or more of the GPU's memory needed, "
-        "and the memory model's 1 GiB workspace counts no fragmentation or NCCL buffers: "
-        "a plan this full may not fit "
-        "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free; "
-        "--json: each point's warnings)\n",
-        tight.size() == 1 ? "" : "s", fmt::join(tight, ", "), std::lround(100 * kTightMemoryShare));
-  }
   out << skipped_text(skipped);
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the

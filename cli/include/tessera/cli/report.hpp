@@ -178,6 +178,10 @@ struct RunReport {
   /// "comm_costs".
   std::optional<std::vector<study::CommClassCost>> comm_costs;
   [[nodiscard]] bool oom() const;
+  /// The stage needing the most memory (the first of equals), with its
+  /// GPU's capacity: run --json's and sweep's peak_memory_bytes and
+  /// memory_capacity_bytes. Empty without stages.
+  [[nodiscard]] StageMemory fullest_stage() const;
 };
 
 RunReport make_report(const Scenario& s, const Simulation& sim);
