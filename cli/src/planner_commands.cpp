@@ -496,7 +496,7 @@ int cmd_validate_distributed(const Args& args, std::ostream& out) {
 
   // Every scenario with the command's --set / --backend / --predictor.
   std::string rows, json_rows, models;
-  double sum = 0, worst = 0;
+  double sum = 0, worst = 0, signed_sum = 0;
   for (const std::string& f : files) {
     const Scenario s = load_scenario(f, overrides);
     if (models.empty()) models = fmt::format("{} node model, {} network", s.predictor, to_string(s.backend));
@@ -506,24 +506,36 @@ int cmd_validate_distributed(const Args& args, std::ostream& out) {
                                             : node_model::make_predictor(s.predictor, kernel_gpu(s));
     const Breakdown b = simulate_plan(s, s.plan, *predictor);
     const double predicted = b.split.iteration.ms();
-    const double err = std::abs(predicted - measured) / measured;
+    const double signed_err = (predicted - measured) / measured;
+    const double err = std::abs(signed_err);
     sum += err;
+    signed_sum += signed_err;
     worst = std::max(worst, err);
-    rows += fmt::format("{:<58} {:>9.1f} ms {:>9.1f} ms {:>7.1f}%\n", s.name, predicted, measured, 100.0 * err);
-    json_rows += fmt::format("{}{{\"run\": {}, \"predicted_ms\": {:.3f}, \"measured_ms\": {:.3f}, \"error\": {:.4f}}}",
-                             json_rows.empty() ? "" : ", ", json_string(s.name), predicted, measured, err);
+    rows += fmt::format("{:<58} {:>9.1f} ms {:>9.1f} ms {:>+7.1f}%\n", s.name, predicted, measured,
+                        100.0 * signed_err);
+    // error: |predicted - measured| / measured; signed_error: negative
+    // when the forecast is too fast.
+    json_rows += fmt::format(
+        "{}{{\"run\": {}, \"predicted_ms\": {:.3f}, \"measured_ms\": {:.3f}, \"error\": {:.4f}, "
+        "\"signed_error\": {:.4f}}}",
+        json_rows.empty() ? "" : ", ", json_string(s.name), predicted, measured, err, signed_err);
   }
   const double mean = sum / static_cast<double>(files.size());
+  const double signed_mean = signed_sum / static_cast<double>(files.size());
   if (p.has("json")) {
-    out << fmt::format("{{\"runs\": [{}], \"models\": {}, \"mean_error\": {:.4f}, \"max_error\": {:.4f}}}\n",
-                       json_rows, json_string(models), mean, worst);
+    out << fmt::format(
+        "{{\"runs\": [{}], \"models\": {}, \"mean_error\": {:.4f}, \"max_error\": {:.4f}, "
+        "\"mean_signed_error\": {:.4f}}}\n",
+        json_rows, json_string(models), mean, worst, signed_mean);
     return 0;
   }
   out << fmt::format("Distributed training iterations: predicted ({}) vs measured\n\n", models);
   out << fmt::format("{:<58} {:>12} {:>12} {:>8}\n", "run (scenario name = measurement)", "predicted", "measured",
                      "error");
   out << rows;
-  out << fmt::format("\n{} runs: mean error {:.1f}%, max {:.1f}%\n", files.size(), 100.0 * mean, 100.0 * worst);
+  out << fmt::format(
+      "\n{} runs: mean error {:.1f}%, max {:.1f}%, signed mean {:+.1f}% (negative: too fast)\n", files.size(),
+      100.0 * mean, 100.0 * worst, 100.0 * signed_mean);
   return 0;
 }
 
