@@ -30,6 +30,38 @@ std::string table_csv(const study::CollectiveTable& t) {
   return out;
 }
 
+/// `collectives --json`: the table and each stage's sums as one object,
+/// times in seconds, bandwidths in bytes per second.
+std::string table_json(const study::CollectiveTable& t, const study::Scenario& s) {
+  std::string rows;
+  for (const auto& r : t.rows) {
+    rows += fmt::format(
+        "{}{{\"role\": {}, \"kind\": \"{}\", \"bytes\": {}, \"group_size\": {}, \"nodes\": {}, "
+        "\"algorithm\": \"{}\", \"calls\": {}, \"stage\": {}, \"concurrent_groups\": {}, "
+        "\"alone_s\": {:.9e}, \"alone_busbw_bytes_per_s\": {:.6e}, "
+        "\"together_s\": {:.9e}, \"together_busbw_bytes_per_s\": {:.6e}}}",
+        rows.empty() ? "" : ", ", json_string(r.role), parallelism::to_string(r.kind), r.bytes.count(),
+        r.group_size, r.nodes, collectives::to_string(r.algorithm), r.calls, r.stage, r.concurrent_groups,
+        r.alone.seconds(), study::bus_bandwidth(r, r.alone), r.together.seconds(),
+        study::bus_bandwidth(r, r.together));
+  }
+  std::string stages;
+  for (std::size_t i = 0; i < t.nvlink_per_stage.size(); ++i) {
+    stages += fmt::format(
+        "{}{{\"stage\": {}, \"inside_nodes_s\": {:.9e}, \"across_nodes_s\": {:.9e}, "
+        "\"inside_nodes_together_s\": {:.9e}, \"across_nodes_together_s\": {:.9e}}}",
+        stages.empty() ? "" : ", ", i, t.nvlink_per_stage[i].seconds(), t.network_per_stage[i].seconds(),
+        t.nvlink_together_per_stage[i].seconds(), t.network_together_per_stage[i].seconds());
+  }
+  return fmt::format(
+      "{{\"scenario\": {}, \"gpu\": {}, \"nodes\": {}, \"gpus_per_node\": {}, \"backend\": {}, "
+      "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"ep\": {}, \"zero_stage\": {}, "
+      "\"collectives\": [{}], \"per_stage\": [{}]}}\n",
+      json_string(s.name), json_string(s.gpu.name), s.cluster.nodes, s.cluster.gpus_per_node,
+      json_string(s.backend.name), s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep, s.plan.zero_stage, rows,
+      stages);
+}
+
 }  // namespace
 
 int cmd_collectives(const Args& args, std::ostream& out) {
@@ -37,6 +69,11 @@ int cmd_collectives(const Args& args, std::ostream& out) {
   const study::Scenario& s = c.scenario;
   const auto& csv_path = c.out;
   const study::CollectiveTable t = study::collective_table(s);
+  if (c.json) {
+    if (csv_path) write_file_atomic(*csv_path, table_csv(t));
+    out << table_json(t, s);
+    return 0;
+  }
 
   out << fmt::format("Scenario       {}: {} x {} GPUs ({}), {} network backend\n", s.name, s.cluster.nodes,
                      s.cluster.gpus_per_node, s.gpu.name, s.backend.name);

@@ -47,6 +47,45 @@ std::string table_csv(const study::KernelTable& t) {
   }
   return out;
 }
+
+/// `kernels --json`: what the text says, as one object: the workload, each
+/// execution of the table (its kernel, dims, time and rates) and the
+/// per-part sums, times in seconds.
+std::string table_json(const study::KernelTable& t, const study::Scenario& s) {
+  std::string kernels;
+  for (const auto& u : t.uses) {
+    const study::KernelTableRow& r = t.rows[u.row];
+    const auto& k = r.kernel;
+    const bool gemm = node_model::is_gemm(k.op);
+    kernels += fmt::format(
+        "{}{{\"part\": {}, \"op\": {}, \"pass\": \"{}\", \"kernel\": \"{}\", \"dtype\": \"{}\", "
+        "\"b\": {}, \"m\": {}, \"n\": {}, \"k\": {}, \"h\": {}, \"time_s\": {:.9e}, \"tflops\": {:.6f}, "
+        "\"gb_per_s\": {:.3f}, \"distinct_kernel\": {}}}",
+        kernels.empty() ? "" : ", ", json_string(u.part), json_string(u.op), study::to_string(u.pass),
+        node_model::to_string(k.op), node_model::to_string(k.dtype), k.b, gemm ? k.m : 0, gemm ? k.n : 0,
+        gemm ? k.k : 0, gemm ? 0 : k.h, r.time.seconds(), rate(k.flops().count(), r.time) * 1e-12,
+        rate(k.bytes().as_double(), r.time) * 1e-9, u.row);
+  }
+  std::string parts;
+  for (const study::PartTotals& p : study::part_totals(t, s)) {
+    parts += fmt::format(
+        "{}{{\"part\": {}, \"count\": {}, \"forward_s\": {:.9e}, \"input_grad_s\": {:.9e}, "
+        "\"weight_grad_s\": {:.9e}, \"total_s\": {:.9e}, \"gemm_s\": {:.9e}, "
+        "\"kernels\": {}, \"gemms\": {}}}",
+        parts.empty() ? "" : ", ", json_string(p.part), p.instances, p.pass[0].seconds(), p.pass[1].seconds(),
+        p.pass[2].seconds(), p.total().seconds(), p.gemm.seconds(), p.kernels, p.gemm_kernels);
+  }
+  return fmt::format(
+      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"predictor\": {}, {}\"framework\": \"{}\", "
+      "\"dtype\": \"{}\", \"micro_batch\": {}, \"seq_len\": {}, \"tp\": {}, \"ep\": {}, "
+      "\"sequence_parallel\": {}, \"device_time\": {}, \"kernels\": [{}], \"parts\": [{}], "
+      "\"distinct_kernels\": {}}}\n",
+      json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), json_string(s.predictor),
+      caveat_json(s, false), node_model::to_string(s.workload.framework),
+      s.workload.profile.fp8 ? std::string("fp8") : std::string(node_model::to_string(s.workload.dtype)),
+      s.workload.micro_batch, s.workload.seq_len, s.plan.tp, s.plan.ep, s.plan.sequence_parallel,
+      t.device_time, kernels, parts, t.rows.size());
+}
 }  // namespace
 
 int cmd_kernels(const Args& args, std::ostream& out) {
@@ -54,6 +93,11 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   const study::Scenario& s = c.scenario;
   const auto& csv_path = c.out;
   const study::KernelTable t = study::kernel_table(s);
+  if (c.json) {
+    if (csv_path) write_file_atomic(*csv_path, table_csv(t));
+    out << table_json(t, s);
+    return 0;
+  }
 
   out << fmt::format("Scenario       {}: {} on {}, {} node model\n", s.name, s.model.name, s.gpu.name,
                      s.predictor);

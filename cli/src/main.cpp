@@ -47,10 +47,10 @@ constexpr std::string_view kCommands = R"(Forecasting:
         Find the fastest parallel plan that fits in memory.
   compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2] [--svg F.svg]
         Compare pipeline schedules: iteration, bubble, exposed comm, memory.
-  kernels SCENARIO.yaml [--out F.csv]
+  kernels SCENARIO.yaml [--out F.csv] [--json]
         The kernels of the model on one GPU and what each costs, per layer
         and micro-batch; the CSV is a node_model.overrides template.
-  collectives SCENARIO.yaml [--out F.csv]
+  collectives SCENARIO.yaml [--out F.csv] [--json]
         The collectives of one iteration, each timed on the scenario's
         fabric alone and with its stage's other groups; bus bandwidth.
   sensitivity SCENARIO.yaml [--json] [--jobs N]
@@ -264,7 +264,7 @@ parallelism.virtual_stages=N counts as --virtual-stages N, whatever the
 scenario's schedule.
 )"},
       {"kernels",
-       R"(usage: tessera kernels SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--predictor NAME]
+       R"(usage: tessera kernels SCENARIO.yaml [--out FILE.csv] [--json] [--set KEY=VALUE]... [--predictor NAME]
                        [--backend flow|ns3]
 
 Lists the kernels the scenario's model runs on one GPU, in model order: the
@@ -285,12 +285,17 @@ recomputation and the optimizer step are the planner's (tessera run).
                    plus tflops, gb_per_s and uses (where it runs): replace
                    time_us with your measurements and give the file as
                    node_model.overrides (docs/scenarios.md)
+  --json           one JSON object instead of the text: the workload, each
+                   kernel execution (part, op, pass, kernel, dtype, b, m, n,
+                   k, h, time_s, tflops, gb_per_s, distinct_kernel: its row
+                   of --out) and each part's sums in seconds (parts; the
+                   last, "model", the whole model)
 
 Example:
   tessera kernels scenarios/default.yaml --out default_kernels.csv
 )"},
       {"collectives",
-       R"(usage: tessera collectives SCENARIO.yaml [--out FILE.csv] [--set KEY=VALUE]... [--backend flow|ns3]
+       R"(usage: tessera collectives SCENARIO.yaml [--out FILE.csv] [--json] [--set KEY=VALUE]... [--backend flow|ns3]
                            [--predictor NAME]
 
 Lists the collectives of one training iteration of the scenario's plan, each
@@ -307,6 +312,10 @@ nccl-tests on your own cluster. What the iteration exposes of them (overlap
 with compute, waiting for other ranks) is tessera run's.
 
   --out FILE.csv   the table as CSV (bytes, times in us, bus bandwidths in GB/s)
+  --json           one JSON object instead of the text: the plan, each
+                   collective (the CSV's columns, times in seconds, bus
+                   bandwidths in bytes/s) and per_stage: each stage's sums
+                   inside and across nodes, alone and together
 
 Example:
   tessera collectives scenarios/gpt3-175b.yaml

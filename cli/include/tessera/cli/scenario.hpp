@@ -79,6 +79,7 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& sets);
 struct TableCommand {
   Scenario scenario;
   std::optional<std::string> out;
+  bool json = false;  ///< --json: one object on stdout instead of the text
 };
 TableCommand parse_table_command(const std::vector<std::string>& args, const std::string& command);
 /// Same, from text; `file` is used in messages.
