@@ -1118,7 +1118,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   auto print_json = [&](const std::string& svg) {
     const std::vector<std::string> names = split(kMetricNames, ',');
     std::string json =
-        fmt::format("{{\"scenario\": {}, \"csv\": {}, ", json_string(scenario_path), json_string(csv_path));
+        // "scenario": its name, as the other commands' --json name it.
+        fmt::format("{{\"scenario\": {}, \"scenario_file\": {}, \"csv\": {}, ",
+                    json_string(scenarios.begin()->second.name), json_string(scenario_path),
+                    json_string(csv_path));
     json += sharded ? fmt::format("\"shard\": {{\"index\": {}, \"count\": {}, \"of_points\": {}}}, ",
                                   shard.index, shard.count, grid_points.size())
                     : fmt::format("\"svg\": {}, ", json_string(svg));
