@@ -41,7 +41,7 @@ constexpr std::string_view kCommands = R"(Forecasting:
         memory per stage.
   sweep SCENARIO.yaml --set KEY=V1,V2,... [--out F.csv] [--svg F.svg] [--jobs N] [--shard I/N|auto]
         Run a grid of settings in parallel, resumable, with a scaling chart.
-  sweep-merge --out F.csv SHARD.csv...
+  sweep-merge --out F.csv [--json] SHARD.csv...
         Merge the shards of a sweep run as a Slurm array or MPI ranks.
   search SCENARIO.yaml [--top N] [--json]
         Find the fastest parallel plan that fits in memory.
@@ -202,12 +202,16 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
                        Slurm (SLURM_ARRAY_TASK_ID/COUNT) or MPI (OMPI_COMM_WORLD_RANK/SIZE,
                        PMI_RANK/SIZE) variables. Merge shards with `tessera sweep-merge`.
 )"},
-      {"sweep-merge", R"(usage: tessera sweep-merge --out FILE.csv [--svg FILE.svg] SHARD.csv...
+      {"sweep-merge", R"(usage: tessera sweep-merge --out FILE.csv [--svg FILE.svg] [--json] SHARD.csv...
 
 Merges the CSVs of a sharded sweep into the CSV and chart an unsharded sweep
 would have written, and prints its table (with the scaling column of a node
 sweep). Refuses shards of different sweeps, conflicting points and missing
 points.
+
+  --json   one object instead of the table: csv, svg, shards, points (each
+           point's settings and metric columns, as sweep --json gives them
+           from the CSV) and skipped
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
                       [--schedules LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]

@@ -421,6 +421,39 @@ std::string json_setting(const std::string& v) {
   return std::regex_match(v, kNumber) ? v : json_string(v);
 }
 
+/// A point's settings as a JSON object ({"cluster.nodes": 2}).
+std::string settings_json(const Point& pt) {
+  std::string json = "{";
+  for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
+    json += fmt::format("{}{}: {}", k == 0 ? "" : ", ", json_string(pt.overrides[k].path),
+                        json_setting(pt.overrides[k].value));
+  }
+  return json + "}";
+}
+
+/// The members of a point's JSON object that its CSV row holds: "point",
+/// "settings", the metric columns (oom a boolean) and, where `efficiency`
+/// has the point, "scaling_efficiency" (null out of memory). sweep --json
+/// adds what the scenario says; sweep-merge --json has only these.
+std::string point_json(const Point& pt, const std::string& row,
+                       const std::map<std::size_t, double>& efficiency) {
+  static const std::vector<std::string> names = split(kMetricNames, ',');
+  const auto cols = split(row, ',');
+  const std::size_t m0 = cols.size() - kMetricColumns;
+  std::string json = fmt::format("\"point\": {}, \"settings\": {}", pt.index, settings_json(pt));
+  for (std::size_t m = 0; m < kMetricColumns; ++m) {
+    const std::string& v = cols[m0 + m];
+    json += fmt::format(", {}: {}", json_string(names[m]),
+                        names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
+  }
+  if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
+    // An out-of-memory point's throughput is no result to scale from.
+    json += cols[m0 + kOom] == "1" ? std::string(", \"scaling_efficiency\": null")
+                                   : fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
+  }
+  return json;
+}
+
 /// A finished sweep's points as the chart draws them: one series per value
 /// of the keys after the first (a key of one value is a fixed setting; keys
 /// that change with the first, one combination per value of it, as with
@@ -1107,16 +1140,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // efficiency (the chart's second panel), over the whole sweep only.
   const std::map<std::size_t, double> efficiency =
       sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys));
-  auto settings_json = [](const Point& pt) {
-    std::string json = "{";
-    for (std::size_t k = 0; k < pt.overrides.size(); ++k) {
-      json += fmt::format("{}{}: {}", k == 0 ? "" : ", ", json_string(pt.overrides[k].path),
-                          json_setting(pt.overrides[k].value));
-    }
-    return json + "}";
-  };
   auto print_json = [&](const std::string& svg) {
-    const std::vector<std::string> names = split(kMetricNames, ',');
     std::string json =
         // "scenario": its name, as the other commands' --json name it.
         fmt::format("{{\"scenario\": {}, \"scenario_file\": {}, \"csv\": {}, ",
@@ -1129,22 +1153,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     bool first = true;
     for (const Point& pt : points) {
       if (!mine(pt.index)) continue;
-      const auto cols = split(rows.at(pt.index), ',');
-      const std::size_t m0 = cols.size() - kMetricColumns;
-      json +=
-          fmt::format("{}{{\"point\": {}, \"settings\": {}", first ? "" : ", ", pt.index, settings_json(pt));
+      json += fmt::format("{}{{{}", first ? "" : ", ", point_json(pt, rows.at(pt.index), efficiency));
       first = false;
-      for (std::size_t m = 0; m < kMetricColumns; ++m) {
-        const std::string& v = cols[m0 + m];
-        json += fmt::format(", {}: {}", json_string(names[m]),
-                            names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
-      }
       const Scenario& sc = scenarios.at(pt.index);
-      if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
-        // An out-of-memory point's throughput is no result to scale from.
-        json += cols[m0 + kOom] == "1" ? std::string(", \"scaling_efficiency\": null")
-                                       : fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
-      }
       // As in tessera run --json: the models, the warnings and each caveat
       // only when the point has them.
       json += fmt::format(", \"backend\": {}, \"predictor\": {}",
@@ -1247,7 +1258,7 @@ namespace tessera::cli {
 
 int cmd_sweep_merge(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep-merge");
-  p.option("out").option("svg");
+  p.option("out").option("svg").flag("json");
   p.parse(args);
   if (p.positional().empty()) throw UsageError("tessera sweep-merge: give the shard CSV files to merge");
   const std::string csv_path = p.require("out");
@@ -1389,10 +1400,27 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     }
     points.push_back(std::move(pt));
   }
+  const std::map<std::size_t, double> efficiency = scaling_efficiency(sweep_series(rows, keys));
+  if (p.has("json")) {
+    // As sweep --json from the rows: no scenario was read, so no models,
+    // scenario warnings or caveats (the shards' sweep --json has them).
+    std::string json = fmt::format("{{\"csv\": {}, \"svg\": {}, \"shards\": {}, \"points\": [",
+                                   json_string(csv_path), json_string(svg_path), first->count);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const std::string& row = rows.at(points[i].index);
+      json += fmt::format("{}{{{}", i == 0 ? "" : ", ", point_json(points[i], row, efficiency));
+      if (std::string tight = tight_row(row); !tight.empty())
+        json += ", \"warnings\": " + json_string_array({tight});
+      json += "}";
+    }
+    json += fmt::format("], \"skipped\": [{}]}}\n", fmt::join(first->skipped, ", "));
+    out << json;
+    return 0;
+  }
   std::vector<bool> one_value;
   one_value.reserve(values.size());
   for (const auto& v : values) one_value.push_back(v.size() == 1);
-  print_table(out, points, rows, one_value, scaling_efficiency(sweep_series(rows, keys)));
+  print_table(out, points, rows, one_value, efficiency);
   if (!first->skipped.empty()) {
     out << fmt::format(
         "skipped {} point(s) that are not valid scenarios (--skip-invalid): {} (each shard said why)\n",
