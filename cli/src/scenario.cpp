@@ -131,6 +131,16 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
     std::string hint = fmt::format("'{}: false' chooses no element type: give 'dtype'", key);
     return std::pair<std::string, std::string>{"dtype", std::move(hint)};
   }
+  // The value given: the formula with it ("layers / (pp x 2)").
+  if (key == "num_layers_per_virtual_pipeline_stage" && !v.empty() && v.size() < 10 &&
+      std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      v.find_first_not_of('0') != std::string::npos) {
+    std::string hint = fmt::format(
+        "Megatron's --num-layers-per-virtual-pipeline-stage {} counts layers per model chunk; ours "
+        "counts chunks per rank: 'virtual_stages: layers / (pp x {})'",
+        std::stoi(v), std::stoi(v));
+    return std::pair<std::string, std::string>{"virtual_stages", std::move(hint)};
+  }
   static constexpr const char* kPartialRecompute =
       "Megatron's --recompute-method / --recompute-num-layers (some layers only) are not modelled: "
       "'recompute' (none, selective, full) holds for every layer";

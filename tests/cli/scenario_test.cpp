@@ -455,12 +455,17 @@ TEST(Scenario, MegatronFlagsAreSaidAsOurKeys) {
                "  dp: 16\n  num_layers_per_virtual_pipeline_stage: 3\n  recompute_num_layers: 1\n");
   EXPECT_NE(
       error_of(chunks).find("parallelism.num_layers_per_virtual_pipeline_stage: unknown key, Megatron's "
-                            "--num-layers-per-virtual-pipeline-stage N counts layers per model chunk; ours "
-                            "counts chunks per rank: 'virtual_stages: layers / (pp x N)'; also unknown here: "
+                            "--num-layers-per-virtual-pipeline-stage 3 counts layers per model chunk; ours "
+                            "counts chunks per rank: 'virtual_stages: layers / (pp x 3)'; also unknown here: "
                             "recompute_num_layers (line 31, Megatron's --recompute-method / "
                             "--recompute-num-layers (some layers only) are not modelled"),
       std::string::npos)
       << error_of(chunks);
+  // A value that is no count keeps the formula's N.
+  EXPECT_NE(error_of(replaced(chunks, "stage: 3\n", "stage: auto\n"))
+                .find("--num-layers-per-virtual-pipeline-stage N counts layers per model chunk"),
+            std::string::npos)
+      << error_of(replaced(chunks, "stage: 3\n", "stage: auto\n"));
   const std::string model =
       replaced(text, "  preset: gpt2-large\n",
                "  preset: gpt2-large\n  swiglu: true\n  untie_embeddings_and_output_weights: true\n"
