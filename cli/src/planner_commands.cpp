@@ -330,32 +330,34 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       }
       const IterationBreakdown& b = r.result.split;
       std::string mem;
-      Bytes peak;
-      for (const auto& m : r.result.summary.memory_per_stage) {
-        mem += fmt::format("{}{}", mem.empty() ? "" : ", ", m.total().count());
-        peak = std::max(peak, m.total());
-      }
-      // peak_memory_bytes: the fullest stage's, as run, sweep and search name it.
+      const auto& stages = r.result.summary.memory_per_stage;
+      for (const auto& m : stages) mem += fmt::format("{}{}", mem.empty() ? "" : ", ", m.total().count());
+      // The fullest stage's memory and its GPU's, as run, sweep and search
+      // name them (parallelism::fullest_stage).
+      const parallelism::MemoryEstimate fullest =
+          stages.empty() ? parallelism::MemoryEstimate{} : stages[parallelism::fullest_stage(stages)];
       items += fmt::format(
           "{{\"schedule\": {}, \"virtual_stages\": {}, \"iteration_time_s\": {:.9e}, "
           "\"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
           "\"bubble_share\": {:.6f}, \"exposed_comm_time_s\": {:.9e}, "
-          "\"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, \"peak_memory_bytes\": {}, "
+          "\"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
+          "\"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, "
           "\"peak_memory_bytes_per_stage\": [{}], \"oom\": {}}}",
           json_string(r.schedule), r.virtual_stages, b.iteration.seconds(), b.compute.seconds(),
           b.host.seconds(), b.bubble.seconds(), b.share(b.bubble), b.exposed_comm.seconds(),
-          r.result.tokens_per_s, r.result.mfu, peak.count(), mem, r.result.summary.oom() ? "true" : "false");
+          r.result.tokens_per_s, r.result.mfu, fullest.total().count(), fullest.capacity.count(), mem,
+          r.result.summary.oom() ? "true" : "false");
     }
     // As in tessera run --json: "untested_gpu" and "known_bias" only when set.
     out << fmt::format(
         "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, \"pp\": {}, "
         "\"micro_batches\": {}, \"micro_batch\": {}, \"global_batch\": {}, \"seq_len\": {}, "
-        "\"memory_capacity_bytes\": {}, \"backend\": {}, \"predictor\": {}, {}\"schedules\": [{}]}}\n",
+        "\"backend\": {}, \"predictor\": {}, {}\"schedules\": [{}]}}\n",
         json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), s.gpus(), plan.dp, plan.tp,
         plan.pp, plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
         plan.micro_batches(s.workload.micro_batch) * plan.dp * s.workload.micro_batch, s.workload.seq_len,
-        study::smallest_gpu_memory(s).count(), json_string(std::string(to_string(s.backend))),
-        json_string(std::string(predictor.name())), caveat_json(s), items);
+        json_string(std::string(to_string(s.backend))), json_string(std::string(predictor.name())),
+        caveat_json(s), items);
     if (svg_path)
       write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
                                              chart_subtitle, rows, s.gpu.name, s.gpu.memory));

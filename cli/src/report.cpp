@@ -146,6 +146,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
     rep.memory.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom(), m.weights, m.gradients,
                                      m.optimizer_states, m.activations, m.workspace});
   }
+  rep.fullest = parallelism::fullest_stage(sim.plan.memory_per_stage);
   if (std::string w = tight_memory_warning(rep.memory); !w.empty()) rep.warnings.push_back(std::move(w));
   // As stored: TF32 is a tensor-core mode, its tensors are FP32.
   const node_model::DType grad = s.workload.rules().grad_dtype();
@@ -156,10 +157,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
 }
 
 StageMemory RunReport::fullest_stage() const {
-  const auto fullest =
-      std::max_element(memory.begin(), memory.end(),
-                       [](const StageMemory& a, const StageMemory& b) { return a.total < b.total; });
-  return fullest == memory.end() ? StageMemory{} : *fullest;
+  return fullest < memory.size() ? memory[fullest] : StageMemory{};
 }
 
 bool RunReport::oom() const {
@@ -611,9 +609,23 @@ std::string format_text(const RunReport& r) {
     // Many stages: the extremes, and every stage that does not fit.
     auto [lo, hi] = std::minmax_element(r.memory.begin(), r.memory.end(),
                                         [](const StageMemory& a, const StageMemory& b) { return a.total < b.total; });
-    out +=
-        fmt::format("Memory         {:>7.1f} GiB (stage {}) to {:.1f} GiB (stage {}) of {:.1f} GiB per GPU\n",
-                    lo->total.in_gib(), lo->stage, hi->total.in_gib(), hi->stage, hi->capacity.in_gib());
+    const bool one_capacity = std::all_of(r.memory.begin(), r.memory.end(), [&](const StageMemory& m) {
+      return m.capacity == r.memory.front().capacity;
+    });
+    if (one_capacity) {
+      out += fmt::format(
+          "Memory         {:>7.1f} GiB (stage {}) to {:.1f} GiB (stage {}) of {:.1f} GiB per GPU\n",
+          lo->total.in_gib(), lo->stage, hi->total.in_gib(), hi->stage, hi->capacity.in_gib());
+    } else {
+      // Mixed GPUs: the stage fullest for its GPU may hold fewer bytes.
+      const StageMemory fullest = r.fullest_stage();
+      out += fmt::format(
+          "Memory         {:>7.1f} GiB (stage {}) to {:.1f} GiB (stage {}); fullest for its GPU: stage {}, "
+          "{:.1f} of {:.1f} GiB\n",
+          lo->total.in_gib(), lo->stage, hi->total.in_gib(), hi->stage, fullest.stage, fullest.total.in_gib(),
+          fullest.capacity.in_gib());
+      hi = r.memory.begin() + static_cast<std::ptrdiff_t>(r.fullest);
+    }
     // The fullest stage's split, as the per-stage lines give it (every
     // stage's: --json).
     out += fmt::format(

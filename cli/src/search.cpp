@@ -70,10 +70,11 @@ Time screen_estimate(const Scenario& base, const Candidate& c, const node_model:
   return Time::from_ps(static_cast<std::int64_t>(static_cast<double>(busiest.ps()) * (1.0 + bubble)));
 }
 
+/// The fullest stage's memory (parallelism::fullest_stage), as run reports it.
 Bytes peak(const parallelism::PlanSummary& s) {
-  Bytes m;
-  for (const auto& e : s.memory_per_stage) m = std::max(m, e.total());
-  return m;
+  return s.memory_per_stage.empty()
+             ? Bytes()
+             : s.memory_per_stage[parallelism::fullest_stage(s.memory_per_stage)].total();
 }
 
 /// The settings the search enumerates (every combination, less the invalid

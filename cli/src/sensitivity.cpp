@@ -195,17 +195,15 @@ std::string format_sensitivity_json(const Scenario& s, const Sensitivity& r) {
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const SensitivityRow& row = r.rows[i];
     std::string sets;
-    std::vector<std::string> keys;  // the scenario keys the step sets: the constant as a key
     for (const Override& o : row.step.sets) {
       sets += fmt::format("{}{}: {}", sets.empty() ? "" : ", ", json_string(o.path), json_string(o.value));
-      keys.push_back(o.path);
     }
     const Time d = row.change(r.iteration);
     out += fmt::format(
-        "{}{{\"constant\": {}, \"keys\": {}, \"step\": {}, \"set\": {{{}}}, \"iteration_time_s\": {:.9e}, "
+        "{}{{\"constant\": {}, \"step\": {}, \"set\": {{{}}}, \"iteration_time_s\": {:.9e}, "
         "\"change_s\": {:.9e}, \"change\": {:.6f}}}",
-        i == 0 ? "" : ", ", json_string(row.step.constant), json_string_array(keys),
-        json_string(row.step.step), sets, row.iteration.seconds(), d.seconds(), share(d, r.iteration));
+        i == 0 ? "" : ", ", json_string(row.step.constant), json_string(row.step.step), sets,
+        row.iteration.seconds(), d.seconds(), share(d, r.iteration));
   }
   out += "]}\n";
   return out;

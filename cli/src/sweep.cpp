@@ -134,8 +134,10 @@ std::string csv_row(const Point& p, const RunReport& r) {
 std::string tight_row(const std::string& row) {
   const auto cols = split(row, ',');
   const std::size_t m0 = cols.size() - kMetricColumns;
-  const Bytes peak(std::stoll(cols[m0 + kPeakMemory]));
-  const Bytes capacity(std::stoll(cols[m0 + kMemoryCapacity]));
+  // As written (integers), or as a spreadsheet may have rewritten them
+  // (3.2e10): metrics_are_numbers checked that they are numbers.
+  const Bytes peak(std::llround(std::strtod(cols[m0 + kPeakMemory].c_str(), nullptr)));
+  const Bytes capacity(std::llround(std::strtod(cols[m0 + kMemoryCapacity].c_str(), nullptr)));
   if (cols[m0 + kOom] == "1" || capacity <= Bytes() ||
       peak.in_gib() < kTightMemoryShare * capacity.in_gib()) {
     return {};
@@ -193,6 +195,13 @@ OutFile out_file_state(const std::string& path, const std::string& text, const s
   if (text.empty()) return OutFile::Fresh;
   if (text.compare(0, header.size() + 1, header + "\n") == 0) return OutFile::Unfinished;
   const std::string first = text.substr(0, text.find('\n'));
+  if (first == header.substr(0, header.find('\n'))) {
+    // This sweep, but columns another version of tessera wrote.
+    throw InputError(
+        fmt::format("--out {}: the file holds this sweep's points in other columns than this tessera "
+                    "writes (an older version's?); remove it or choose another --out",
+                    path));
+  }
   if (first.rfind("# tessera sweep ", 0) == 0 && first.find(" shard ") != std::string::npos) {
     // A shard keeps this line when it finishes (sweep-merge reads it).
     throw InputError(
@@ -1019,9 +1028,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       // The message alone may not tell which value or combination is
       // invalid (cluster.nodes=4 makes dp x tp x pp wrong): name the point,
       // unless it names the one swept key's value already (a bad value).
-      if (axes.size() == 1 &&
-          std::string_view(e.what()).find("(--set " + axes.front().key + ")") != std::string_view::npos)
-        throw;
+      if (axes.size() == 1 && e.option() == "--set " + axes.front().key) throw;
       throw ScenarioError(fmt::format("{} (sweep point {}: {}; --skip-invalid runs the valid points)",
                                       e.what(), pt.index, label(pt)));
     }
@@ -1140,12 +1147,16 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // efficiency (the chart's second panel), over the whole sweep only.
   const std::map<std::size_t, double> efficiency =
       sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys));
+  const bool one_name = std::all_of(scenarios.begin(), scenarios.end(), [&](const auto& point) {
+    return point.second.name == scenarios.begin()->second.name;
+  });
   auto print_json = [&](const std::string& svg) {
     std::string json =
-        // "scenario": its name, as the other commands' --json name it.
+        // "scenario": its name, as the other commands' --json name it (null
+        // when the sweep sets `name`: each point has its own then).
         fmt::format("{{\"scenario\": {}, \"scenario_file\": {}, \"csv\": {}, ",
-                    json_string(scenarios.begin()->second.name), json_string(scenario_path),
-                    json_string(csv_path));
+                    one_name ? json_string(scenarios.begin()->second.name) : std::string("null"),
+                    json_string(scenario_path), json_string(csv_path));
     json += sharded ? fmt::format("\"shard\": {{\"index\": {}, \"count\": {}, \"of_points\": {}}}, ",
                                   shard.index, shard.count, grid_points.size())
                     : fmt::format("\"svg\": {}, ", json_string(svg));
@@ -1156,6 +1167,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       json += fmt::format("{}{{{}", first ? "" : ", ", point_json(pt, rows.at(pt.index), efficiency));
       first = false;
       const Scenario& sc = scenarios.at(pt.index);
+      if (!one_name) json += fmt::format(", \"scenario\": {}", json_string(sc.name));
       // As in tessera run --json: the models, the warnings and each caveat
       // only when the point has them.
       json += fmt::format(", \"backend\": {}, \"predictor\": {}",
@@ -1341,7 +1353,18 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     std::string columns;
     std::getline(in, columns);
     if (header.empty()) header = columns;
-    if (columns != header || split(header, ',').size() < kMetricColumns + 2 || header.rfind("point,", 0) != 0) {
+    // The metric columns this tessera writes (a shard of an older version
+    // has others, which would be read in the wrong places).
+    const std::string metrics = std::string(",") + kMetricNames;
+    if (columns.size() < metrics.size() ||
+        columns.compare(columns.size() - metrics.size(), metrics.size(), metrics) != 0 ||
+        columns.rfind("point,", 0) != 0 || split(columns, ',').size() < kMetricColumns + 2) {
+      throw InputError(
+          fmt::format("{}: its columns are not those this tessera writes "
+                      "(a shard of an older version's sweep? run it again)",
+                      part));
+    }
+    if (columns != header) {
       throw InputError(fmt::format("{}: its columns differ from {}'s", part, p.positional().front()));
     }
     const auto fields = split(header, ',').size();

@@ -17,6 +17,20 @@ namespace tessera::parallelism {
 
 using node_model::dtype_bytes;
 
+std::size_t fullest_stage(const std::vector<MemoryEstimate>& stages) {
+  // a fuller than b: a.total / a.capacity > b.total / b.capacity, compared
+  // as products (exact up to double rounding); unknown capacities by bytes.
+  auto fuller = [](const MemoryEstimate& a, const MemoryEstimate& b) {
+    if (a.capacity.count() <= 0 || b.capacity.count() <= 0) return a.total() > b.total();
+    return a.total().as_double() * b.capacity.as_double() > b.total().as_double() * a.capacity.as_double();
+  };
+  std::size_t fullest = 0;
+  for (std::size_t i = 1; i < stages.size(); ++i) {
+    if (fuller(stages[i], stages[fullest])) fullest = i;
+  }
+  return fullest;
+}
+
 bool PlanSummary::oom() const {
   return std::any_of(memory_per_stage.begin(), memory_per_stage.end(), [](const MemoryEstimate& m) { return m.oom(); });
 }

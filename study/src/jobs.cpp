@@ -157,12 +157,11 @@ JobsOutcome simulate_jobs(const Scenario& s) {
     o.name = job.name;
     o.nodes = job.nodes;
     o.gpus = job.scenario.gpus();
-    for (std::size_t st = 0; st < memory[j].size(); ++st) {
-      if (st == 0 || memory[j][st].total() > o.peak_memory) {
-        o.fullest_stage = static_cast<int>(st);
-        o.peak_memory = memory[j][st].total();
-        o.memory_capacity = memory[j][st].capacity;
-      }
+    if (!memory[j].empty()) {
+      const std::size_t st = parallelism::fullest_stage(memory[j]);
+      o.fullest_stage = static_cast<int>(st);
+      o.peak_memory = memory[j][st].total();
+      o.memory_capacity = memory[j][st].capacity;
     }
     if (!s.compute_scale.empty()) {
       for (int g : gpu_of[j]) {

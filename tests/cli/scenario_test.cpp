@@ -1455,6 +1455,32 @@ TEST(Report, JsonGivesTheFullestStagesMemoryAsTheOtherCommands) {
                             r.memory[1].total.count(), Bytes::gib(80).count())),
             std::string::npos)
       << format_json(r);
+  // With mixed GPUs the stage fullest for its GPU: schedules.yaml's stage
+  // 0 on a node of 40 GB A100s (the others 80 GB), under GPipe with 32
+  // micro-batches in flight, holds fewer bytes than the last stage (about
+  // 50 against 62 GiB) but does not fit; the pair says so.
+  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/schedules.yaml");
+  std::ostringstream schedules;
+  schedules << in.rdbuf();
+  const Scenario m = parse_scenario(schedules.str(), "m.yaml",
+                                    {{"mixed_gpus.gpu", "A100-40GB"},
+                                     {"mixed_gpus.nodes", "0"},
+                                     {"parallelism.schedule", "gpipe"},
+                                     {"training.global_batch", "128"}});
+  const RunReport rm = make_report(m, simulate_scenario(m));
+  ASSERT_GT(rm.memory.back().total, rm.memory.front().total);
+  ASSERT_TRUE(rm.memory.front().oom);
+  EXPECT_EQ(rm.fullest, 0U);
+  EXPECT_NE(format_json(rm).find(
+                fmt::format("\"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, \"oom\": true",
+                            rm.memory.front().total.count(), Bytes::gib(40).count())),
+            std::string::npos)
+      << format_json(rm);
+  // The text's Memory line names it too (the bytes' range alone hid it).
+  EXPECT_NE(format_text(rm).find(fmt::format("; fullest for its GPU: stage 0, {:.1f} of 40.0 GiB\n",
+                                             rm.memory.front().total.in_gib())),
+            std::string::npos)
+      << format_text(rm);
 }
 
 TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
@@ -1505,8 +1531,8 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
                                  "against its smallest GPU)\n"),
             std::string::npos)
       << format_text(rm);
-  // Both unmeasured: a line each, the label on the first; --json joins them
-  // with "; ".
+  // Both unmeasured: a line each, the label on the first; --json lists
+  // them.
   const Scenario bm =
       parse_scenario(default_text(), "bm.yaml",
                      {{"cluster.gpu", "B200"}, {"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "1"}});
@@ -1538,7 +1564,7 @@ TEST(Report, KnownBiasLineForWideTensorParallelism) {
   // (The default scenario, tp 1, has only its GPU's: DefaultScenarioHasOnlyTheHopperBias.)
   // 4-way tensor parallelism (GPT-2 Large has 20 heads): the summary says
   // the forecast is optimistic, the plan's bias first, then the H100's,
-  // each a line (the label on the first); --json joins them with "; ".
+  // each a line (the label on the first); --json lists them.
   const Scenario t =
       parse_scenario(default_text(), "t.yaml", {{"parallelism.tp", "4"}, {"parallelism.dp", "4"}});
   const RunReport rt = make_report(t, simulate_scenario(t));

@@ -135,3 +135,22 @@ foreach(i RANGE 5)
     message(FATAL_ERROR "sweep-merge --json point ${i} seq_len: ${m}, the whole sweep's ${w}")
   endif()
 endforeach()
+# A shard of an older tessera (other metric columns) is refused as such, by
+# sweep-merge and as --out of the same shard (it would be read in the wrong
+# places).
+file(READ ${WORKDIR}/part0.csv p0)
+string(REPLACE ",global_batch,ep,hfu,memory_capacity_bytes\n" ",global_batch\n" old "${p0}")
+if(old STREQUAL p0)
+  message(FATAL_ERROR "test setup: the metric columns were not found in part0.csv:\n${p0}")
+endif()
+file(WRITE ${WORKDIR}/old0.csv "${old}")
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/old0.csv ${WORKDIR}/part1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "old0.csv: its columns are not those this tessera writes \\(a shard of an older version's sweep\\? run it again\\)")
+  message(FATAL_ERROR "an older shard should be refused as such: ${rc} ${err}")
+endif()
+execute_process(COMMAND ${TESSERA} ${common} --shard 0/2 --out ${WORKDIR}/old0.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "--out [^\n]*old0.csv: the file holds this sweep's points in other columns than this tessera writes")
+  message(FATAL_ERROR "resuming an older shard should say so: ${rc} ${err}")
+endif()

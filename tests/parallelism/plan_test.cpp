@@ -53,6 +53,23 @@ std::string error_of(const TransformerConfig& m, const Workload& w, const Parall
 
 }  // namespace
 
+// The stage fullest for its GPU: with mixed GPUs the one with the most
+// memory for its capacity (50 of 40 GiB is fuller than 60 of 80), else the
+// most bytes; the first of equals.
+TEST(Plan, FullestStageIsTheMostMemoryForItsCapacity) {
+  auto stage = [](std::int64_t gib, std::int64_t capacity_gib) {
+    MemoryEstimate m;
+    m.weights = Bytes::gib(gib);
+    m.capacity = Bytes::gib(capacity_gib);
+    return m;
+  };
+  EXPECT_EQ(fullest_stage({stage(50, 40), stage(60, 80)}), 0U);
+  EXPECT_EQ(fullest_stage({stage(30, 40), stage(70, 80)}), 1U);
+  EXPECT_EQ(fullest_stage({stage(30, 80), stage(70, 80), stage(70, 80)}), 1U);
+  EXPECT_EQ(fullest_stage({stage(30, 0), stage(70, 0)}), 1U);
+  EXPECT_EQ(fullest_stage({}), 0U);
+}
+
 TEST(Plan, RankLayoutIsTensorInnermostThenDataThenPipeline) {
   ParallelPlan p;
   p.dp = 2;

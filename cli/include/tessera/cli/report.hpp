@@ -160,13 +160,13 @@ struct RunReport {
   /// extrapolation beyond the generations the node model was fit on or
   /// checked against (untested_gpu_notes: one note per GPU); empty when
   /// measurements back them. Text: an "Untested GPU" line per note; JSON:
-  /// "untested_gpu", the notes "; "-joined, only when there is one.
+  /// "untested_gpu", a list of the notes, only when there is one.
   std::vector<std::string> untested_gpu;
   /// The known biases of the forecast of this plan on its GPUs, from
   /// validation on measured runs (known_bias_notes: the plan's tensor
   /// parallelism, the GPU at the training dtype); empty when none is known.
-  /// Text: a "Known bias" line per note; JSON: "known_bias", the notes
-  /// "; "-joined, only when there is one.
+  /// Text: a "Known bias" line per note; JSON: "known_bias", a list of the
+  /// notes, only when there is one.
   std::vector<std::string> known_bias;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
   /// The ns-3 backend's packet fabric (a "Packet fabric" section and a JSON
@@ -178,9 +178,10 @@ struct RunReport {
   /// "comm_costs".
   std::optional<std::vector<study::CommClassCost>> comm_costs;
   [[nodiscard]] bool oom() const;
-  /// The stage needing the most memory (the first of equals), with its
-  /// GPU's capacity: run --json's and sweep's peak_memory_bytes and
-  /// memory_capacity_bytes. Empty without stages.
+  /// parallelism::fullest_stage of `memory`: the stage fullest for its GPU.
+  std::size_t fullest = 0;
+  /// That stage, with its GPU's capacity: run --json's and sweep's
+  /// peak_memory_bytes and memory_capacity_bytes. Empty without stages.
   [[nodiscard]] StageMemory fullest_stage() const;
 };
 

@@ -224,6 +224,13 @@ struct MemoryEstimate {
   [[nodiscard]] bool oom() const { return capacity.count() > 0 && total() > capacity; }
 };
 
+/// The stage fullest for its GPU: the most memory for its capacity (with
+/// mixed GPUs a stage on the smaller GPU may be fuller with fewer bytes; on
+/// equal GPUs, the most bytes), the first of equals; 0 without stages. The
+/// stage whose bytes and capacity the reports give as peak_memory_bytes and
+/// memory_capacity_bytes (run, sweep, compare-schedules, search, jobs).
+[[nodiscard]] std::size_t fullest_stage(const std::vector<MemoryEstimate>& stages);
+
 /// What the planner knows besides the graph.
 struct PlanSummary {
   std::int64_t micro_batches = 0;
