@@ -446,14 +446,14 @@ std::string settings_json(const Point& pt) {
 /// adds what the scenario says; sweep-merge --json has only these.
 std::string point_json(const Point& pt, const std::string& row,
                        const std::map<std::size_t, double>& efficiency) {
-  static const std::vector<std::string> names = split(kMetricNames, ',');
+  static const std::vector<std::string> kNames = split(kMetricNames, ',');
   const auto cols = split(row, ',');
   const std::size_t m0 = cols.size() - kMetricColumns;
   std::string json = fmt::format("\"point\": {}, \"settings\": {}", pt.index, settings_json(pt));
   for (std::size_t m = 0; m < kMetricColumns; ++m) {
     const std::string& v = cols[m0 + m];
-    json += fmt::format(", {}: {}", json_string(names[m]),
-                        names[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
+    json += fmt::format(", {}: {}", json_string(kNames[m]),
+                        kNames[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
   }
   if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
     // An out-of-memory point's throughput is no result to scale from.
