@@ -380,7 +380,8 @@ models and distributed then read its neusight/, training its vtrain/.
                --data FILE.csv (NeuSight's schema with a dtype column, e.g.
                tests/data/h200/gemm.csv): MAPE, signed median and P90 of the GPU
                kernel time per op, dtype, source and pass, beside the roofline;
-               --noise REPEAT.csv for the noise floor, --dtype for rows without one
+               --noise REPEAT.csv for the noise floor, --dtype for rows without one;
+               --json: the table as one object (errors as fractions)
   models       end-to-end model latency vs measured, beside the sum of each
                run's own per-op measurements, with each GPU's mean and worst
                error (--data ../shared/data/neusight or .../labels)

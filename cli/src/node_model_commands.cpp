@@ -297,6 +297,23 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
   if (!noise.empty()) files.input(noise, "--noise");
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
   const auto rows = nm::validate_measured_kernels(data, gpu, make, dtype, noise);
+  if (p.has("json")) {
+    // The table as one object: per group (a kernel and dtype, then "all")
+    // its rows and errors as fractions; noise_mape null without --noise.
+    std::string groups;
+    for (const auto& r : rows) {
+      groups += fmt::format(
+          "{}{{\"group\": {}, \"rows\": {}, \"mape\": {:.6f}, \"signed_median\": {:.6f}, \"p90\": {:.6f}, "
+          "\"roofline_mape\": {:.6f}, \"noise_mape\": {}}}",
+          groups.empty() ? "" : ", ", json_string(r.group), r.rows, r.mape / 100, r.signed_median / 100,
+          r.p90 / 100, r.roofline_mape / 100,
+          r.noise_mape < 0 ? std::string("null") : fmt::format("{:.6f}", r.noise_mape / 100));
+    }
+    out << fmt::format("{{\"data\": {}, \"gpu\": {}, \"predictor\": {}, \"noise\": {}, \"groups\": [{}]}}\n",
+                       json_string(data), json_string(gpu.name), json_string(name),
+                       noise.empty() ? std::string("null") : json_string(noise), groups);
+    return 0;
+  }
   out << nm::format_measured_errors(rows, name);
   out << fmt::format(
       "({} on {}: GPU time (predict_device) against the measured kernels; signed: (predicted - measured) / "
@@ -409,9 +426,14 @@ int cmd_validate(const Args& args, std::ostream& out) {
   p.option("data").option("predictor").option("weights").option("max-rows").option("gpu").option("epochs");
   p.option("kfold").option("hidden").option("select").option("drop-features").option("noise").option("seed");
   p.option("device").option("dtype");
-  p.flag("leave-one-gpu-out");
+  p.flag("leave-one-gpu-out").flag("json");
   p.parse(args);
   p.expect_positional(1, "what to validate (kernels or models)");
+  if (p.has("json") && !(p.positional()[0] == "kernels" && p.has("device") && !p.has("kfold"))) {
+    throw UsageError(
+        "tessera validate: --json applies to kernels measured on one GPU (validate kernels --data FILE.csv "
+        "--device GPU) and to validate distributed");
+  }
   const std::string what = p.positional()[0];
   const std::string data = dataset_folder(p.require("data"), "neusight");
   if (p.has("leave-one-gpu-out")) {
