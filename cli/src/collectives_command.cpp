@@ -55,11 +55,11 @@ std::string table_json(const study::CollectiveTable& t, const study::Scenario& s
   }
   return fmt::format(
       "{{\"scenario\": {}, \"gpu\": {}, \"nodes\": {}, \"gpus_per_node\": {}, \"backend\": {}, "
-      "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"ep\": {}, \"zero_stage\": {}, "
+      "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"ep\": {}, \"zero_stage\": {}, {}"
       "\"collectives\": [{}], \"per_stage\": [{}]}}\n",
       json_string(s.name), json_string(s.gpu.name), s.cluster.nodes, s.cluster.gpus_per_node,
-      json_string(s.backend.name), s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep, s.plan.zero_stage, rows,
-      stages);
+      json_string(s.backend.name), s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep, s.plan.zero_stage,
+      scenario_warnings_json(s), rows, stages);
 }
 
 }  // namespace

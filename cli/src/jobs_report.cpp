@@ -138,6 +138,11 @@ void print_scenario_warnings(const Scenario& s) {
     std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
 }
 
+std::string scenario_warnings_json(const Scenario& s) {
+  const std::vector<std::string> w = scenario_warnings(s);
+  return w.empty() ? std::string() : fmt::format("\"warnings\": {}, ", json_string_array(w));
+}
+
 std::vector<std::string> scenario_warnings(const Scenario& s) {
   std::vector<std::string> out = s.warnings;
   for (const Job& job : s.jobs) {

@@ -262,6 +262,22 @@ std::string svg_chart(const std::string& title, const std::string& subtitle, con
 
 }  // namespace
 
+/// tessera run's warning for a schedule whose plan fits in 95% or more of a
+/// stage's memory (tight_memory_warning), or empty.
+std::string schedule_tight_warning(const parallelism::PlanSummary& summary) {
+  std::vector<StageMemory> memory;
+  for (std::size_t i = 0; i < summary.memory_per_stage.size(); ++i) {
+    const parallelism::MemoryEstimate& e = summary.memory_per_stage[i];
+    StageMemory m;
+    m.stage = static_cast<int>(i);
+    m.total = e.total();
+    m.capacity = e.capacity;
+    m.oom = e.oom();
+    memory.push_back(m);
+  }
+  return tight_memory_warning(memory);
+}
+
 int cmd_compare_schedules(const Args& args, std::ostream& out) {
   ArgParser p("tessera compare-schedules");
   p.option("schedules").option("virtual-stages").option("svg").flag("json");
@@ -336,28 +352,30 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       // name them (parallelism::fullest_stage).
       const parallelism::MemoryEstimate fullest =
           stages.empty() ? parallelism::MemoryEstimate{} : stages[parallelism::fullest_stage(stages)];
+      const std::string tight = schedule_tight_warning(r.result.summary);
       items += fmt::format(
           "{{\"schedule\": {}, \"virtual_stages\": {}, \"iteration_time_s\": {:.9e}, "
           "\"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
           "\"bubble_share\": {:.6f}, \"exposed_comm_time_s\": {:.9e}, "
           "\"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
           "\"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, "
-          "\"peak_memory_bytes_per_stage\": [{}], \"oom\": {}}}",
+          "\"peak_memory_bytes_per_stage\": [{}], \"oom\": {}{}}}",
           json_string(r.schedule), r.virtual_stages, b.iteration.seconds(), b.compute.seconds(),
           b.host.seconds(), b.bubble.seconds(), b.share(b.bubble), b.exposed_comm.seconds(),
           r.result.tokens_per_s, r.result.mfu, fullest.total().count(), fullest.capacity.count(), mem,
-          r.result.summary.oom() ? "true" : "false");
+          r.result.summary.oom() ? "true" : "false",
+          tight.empty() ? std::string() : ", \"warnings\": " + json_string_array({tight}));
     }
     // As in tessera run --json: "untested_gpu" and "known_bias" only when set.
     out << fmt::format(
         "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, \"pp\": {}, "
-        "\"micro_batches\": {}, \"micro_batch\": {}, \"global_batch\": {}, \"seq_len\": {}, "
-        "\"backend\": {}, \"predictor\": {}, {}\"schedules\": [{}]}}\n",
+        "\"ep\": {}, \"micro_batches\": {}, \"micro_batch\": {}, \"global_batch\": {}, \"seq_len\": {}, "
+        "\"backend\": {}, \"predictor\": {}, {}{}\"schedules\": [{}]}}\n",
         json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), s.gpus(), plan.dp, plan.tp,
-        plan.pp, plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
+        plan.pp, plan.ep, plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
         plan.micro_batches(s.workload.micro_batch) * plan.dp * s.workload.micro_batch, s.workload.seq_len,
         json_string(std::string(to_string(s.backend))), json_string(std::string(predictor.name())),
-        caveat_json(s), items);
+        scenario_warnings_json(s), caveat_json(s), items);
     if (svg_path)
       write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
                                              chart_subtitle, rows, s.gpu.name, s.gpu.memory));
@@ -371,12 +389,15 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   out << caveat_lines(s) << "\n";
   out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12} {:>12} {:>6}  {}\n", "schedule", "iteration",
                      "bubble", "exposed comm", "compute", "host", "MFU", "peak memory per stage (GiB)");
+  std::string tight;  // tessera run's warning, per schedule it holds for
   for (const Row& r : rows) {
     const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
     if (!r.error.empty()) {
       out << fmt::format("{:<22} not applicable: {}\n", name, r.error);
       continue;
     }
+    if (std::string w = schedule_tight_warning(r.result.summary); !w.empty())
+      tight += fmt::format("warning for {}: {}\n", name, w);
     std::string mem;
     std::optional<Bytes> over;  // the first stage out of memory's capacity (mixed_gpus: its smallest GPU's)
     for (const auto& m : r.result.summary.memory_per_stage) {
@@ -395,6 +416,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         b.host.ms(), 100.0 * r.result.mfu, mem,
         over ? fmt::format("  OOM (> {:.1f} GiB)", over->in_gib()) : "");
   }
+  out << tight;
   // A zero-bubble schedule that exposes more communication than 1F1B: say
   // why, as it can decide the ranking (docs/parallelism.md, "Schedules").
   const auto one_f_one_b = std::find_if(rows.begin(), rows.end(), [](const Row& r) {

@@ -188,10 +188,11 @@ std::string format_sensitivity_text(const Scenario& s, const Sensitivity& r) {
 
 std::string format_sensitivity_json(const Scenario& s, const Sensitivity& r) {
   std::string out = fmt::format(
-      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, {}"
+      "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, \"predictor\": {}, {}{}"
       "\"iteration_time_s\": {:.9e}, \"steps\": [",
       json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), s.gpus(),
-      json_string(std::string(to_string(s.backend))), caveat_json(s), r.iteration.seconds());
+      json_string(std::string(to_string(s.backend))), json_string(s.predictor), scenario_warnings_json(s),
+      caveat_json(s), r.iteration.seconds());
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const SensitivityRow& row = r.rows[i];
     std::string sets;

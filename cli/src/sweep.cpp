@@ -988,6 +988,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // Without --shard the whole sweep is shard 0/1 (a plain Shard and a flag:
   // std::optional<Shard> drew a false -Wmaybe-uninitialized from GCC 12).
   const bool sharded = p.get("shard").has_value();
+  if (sharded && p.get("svg")) {
+    throw UsageError(
+        "tessera sweep: --svg with --shard: a shard draws no chart; sweep-merge draws the sweep's");
+  }
   const Shard shard = sharded ? parse_shard(*p.get("shard")) : Shard{};
   const std::string csv_path = p.get("out").value_or(
       sharded ? fmt::format("{}-sweep.shard{}of{}.csv", stem, shard.index, shard.count) : stem + "-sweep.csv");
@@ -1436,7 +1440,12 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
         json += ", \"warnings\": " + json_string_array({tight});
       json += "}";
     }
-    json += fmt::format("], \"skipped\": [{}]}}\n", fmt::join(first->skipped, ", "));
+    // The points --skip-invalid left out, in sweep --json's shape (each
+    // shard's own output said why: no error here).
+    std::string skipped;
+    for (const std::size_t s : first->skipped)
+      skipped += fmt::format("{}{{\"point\": {}}}", skipped.empty() ? "" : ", ", s);
+    json += fmt::format("], \"skipped\": [{}]}}\n", skipped);
     out << json;
     return 0;
   }

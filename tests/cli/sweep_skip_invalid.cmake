@@ -69,6 +69,14 @@ if(NOT rc EQUAL 0 OR NOT merged STREQUAL whole
    OR NOT merged_out MATCHES "^every point: parallelism.tp=1\npoint  settings [^\n]*  scaling\n +0  cluster.nodes=1 +8 [^\n]* 100[.]0%\n +3  cluster.nodes=2 +16 [^\n]*%\nskipped 4 point\\(s\\) that are not valid scenarios \\(--skip-invalid\\): 1, 2, 4, 5 \\(each shard said why\\)\nmerged 2 points from 2 shards")
   message(FATAL_ERROR "merge (${rc}): ${err}${merged_out}\nmerged:\n${merged}\nwhole:\n${whole}")
 endif()
+# --json: the merged points and the skipped ones in sweep --json's shape.
+execute_process(COMMAND ${TESSERA} sweep-merge --json --out ${WORKDIR}/merged_json.csv ${WORKDIR}/part0.csv ${WORKDIR}/part1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE merged_json)
+string(JSON n_skipped ERROR_VARIABLE json_error LENGTH "${merged_json}" skipped)
+string(JSON third ERROR_VARIABLE json_error2 GET "${merged_json}" skipped 2 point)
+if(NOT rc EQUAL 0 OR json_error OR json_error2 OR NOT n_skipped EQUAL 4 OR NOT third EQUAL 4)
+  message(FATAL_ERROR "sweep-merge --json skipped (${rc}): ${err} ${json_error}\n${merged_json}")
+endif()
 # A shard whose skipped points differ is not of this sweep; a shard that
 # skipped one of its points holds all it should.
 file(READ ${WORKDIR}/part1.csv part1)

@@ -21,6 +21,10 @@ std::vector<std::string> scenario_warnings(const Scenario& s);
 /// Prints scenario_warnings(s) on stderr, one "tessera: warning: FILE: ..."
 /// line each (run, kernels, collectives).
 void print_scenario_warnings(const Scenario& s);
+/// `"warnings": [...], ` of scenario_warnings(s), or nothing without any:
+/// the --json of the commands that forecast one scenario carries what they
+/// print on stderr.
+std::string scenario_warnings_json(const Scenario& s);
 /// The warnings only the jobs' forecast shows (a cable changing after the
 /// last job's iteration, late_failure_warnings): `run` prints them on
 /// stderr, the JSON lists them after scenario_warnings.
