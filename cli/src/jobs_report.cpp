@@ -138,6 +138,12 @@ void print_scenario_warnings(const Scenario& s) {
     std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
 }
 
+std::string mixed_gpus_json(const Scenario& s) {
+  if (!s.mixed_gpus) return {};
+  return fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}]}}, ",
+                     json_string(s.mixed_gpus->gpu.name), fmt::join(s.mixed_gpus->nodes, ", "));
+}
+
 std::string scenario_warnings_json(const Scenario& s) {
   const std::vector<std::string> w = scenario_warnings(s);
   return w.empty() ? std::string() : fmt::format("\"warnings\": {}, ", json_string_array(w));

@@ -81,7 +81,10 @@ std::string table_json(const study::KernelTable& t, const study::Scenario& s) {
       "\"sequence_parallel\": {}, \"device_time\": {}, \"kernels\": [{}], \"parts\": [{}], "
       "\"distinct_kernels\": {}}}\n",
       json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), json_string(s.predictor),
-      scenario_warnings_json(s) + caveat_json(s, false), node_model::to_string(s.workload.framework),
+      // With mixed_gpus the other GPU's kernels are not listed (the text
+      // says so): "mixed_gpus" names it.
+      mixed_gpus_json(s) + scenario_warnings_json(s) + caveat_json(s, false),
+      node_model::to_string(s.workload.framework),
       s.workload.profile.fp8 ? std::string("fp8") : std::string(node_model::to_string(s.workload.dtype)),
       s.workload.micro_batch, s.workload.seq_len, s.plan.tp, s.plan.ep, s.plan.sequence_parallel,
       t.device_time, kernels, parts, t.rows.size());

@@ -375,7 +375,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         plan.pp, plan.ep, plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
         plan.micro_batches(s.workload.micro_batch) * plan.dp * s.workload.micro_batch, s.workload.seq_len,
         json_string(std::string(to_string(s.backend))), json_string(std::string(predictor.name())),
-        scenario_warnings_json(s), caveat_json(s), items);
+        mixed_gpus_json(s) + scenario_warnings_json(s), caveat_json(s), items);
     if (svg_path)
       write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
                                              chart_subtitle, rows, s.gpu.name, s.gpu.memory));

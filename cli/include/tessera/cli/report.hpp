@@ -25,6 +25,9 @@ void print_scenario_warnings(const Scenario& s);
 /// the --json of the commands that forecast one scenario carries what they
 /// print on stderr.
 std::string scenario_warnings_json(const Scenario& s);
+/// `"mixed_gpus": {"gpu": NAME, "nodes": [...]}, ` as run --json gives it,
+/// or nothing without `mixed_gpus:`.
+std::string mixed_gpus_json(const Scenario& s);
 /// The warnings only the jobs' forecast shows (a cable changing after the
 /// last job's iteration, late_failure_warnings): `run` prints them on
 /// stderr, the JSON lists them after scenario_warnings.
