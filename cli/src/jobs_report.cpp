@@ -138,10 +138,13 @@ void print_scenario_warnings(const Scenario& s) {
     std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
 }
 
+std::string mixed_gpus_json(const std::string& gpu, const std::vector<int>& nodes) {
+  return fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}]}}, ", json_string(gpu),
+                     fmt::join(nodes, ", "));
+}
+
 std::string mixed_gpus_json(const Scenario& s) {
-  if (!s.mixed_gpus) return {};
-  return fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}]}}, ",
-                     json_string(s.mixed_gpus->gpu.name), fmt::join(s.mixed_gpus->nodes, ", "));
+  return s.mixed_gpus ? mixed_gpus_json(s.mixed_gpus->gpu.name, s.mixed_gpus->nodes) : std::string();
 }
 
 std::string scenario_warnings_json(const Scenario& s) {

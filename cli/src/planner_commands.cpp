@@ -265,17 +265,7 @@ std::string svg_chart(const std::string& title, const std::string& subtitle, con
 /// tessera run's warning for a schedule whose plan fits in 95% or more of a
 /// stage's memory (tight_memory_warning), or empty.
 std::string schedule_tight_warning(const parallelism::PlanSummary& summary) {
-  std::vector<StageMemory> memory;
-  for (std::size_t i = 0; i < summary.memory_per_stage.size(); ++i) {
-    const parallelism::MemoryEstimate& e = summary.memory_per_stage[i];
-    StageMemory m;
-    m.stage = static_cast<int>(i);
-    m.total = e.total();
-    m.capacity = e.capacity;
-    m.oom = e.oom();
-    memory.push_back(m);
-  }
-  return tight_memory_warning(memory);
+  return tight_memory_warning(stage_memory(summary.memory_per_stage));
 }
 
 int cmd_compare_schedules(const Args& args, std::ostream& out) {

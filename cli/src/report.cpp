@@ -141,11 +141,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   const double tokens = static_cast<double>(sim.plan.micro_batches * s.workload.micro_batch * s.plan.dp *
                                             s.workload.seq_len);
   if (r.makespan > Time::zero()) rep.tokens_per_second = tokens / r.makespan.seconds();
-  for (std::size_t i = 0; i < sim.plan.memory_per_stage.size(); ++i) {
-    const auto& m = sim.plan.memory_per_stage[i];
-    rep.memory.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom(), m.weights, m.gradients,
-                                     m.optimizer_states, m.activations, m.workspace});
-  }
+  rep.memory = stage_memory(sim.plan.memory_per_stage);
   rep.fullest = parallelism::fullest_stage(sim.plan.memory_per_stage);
   if (std::string w = tight_memory_warning(rep.memory); !w.empty()) rep.warnings.push_back(std::move(w));
   // As stored: TF32 is a tensor-core mode, its tensors are FP32.
@@ -456,6 +452,17 @@ std::string failures_line(const Scenario::Failures& f, Time iteration) {
   return fmt::format("Failures       {}\n", fmt::join(parts, "; "));
 }
 
+std::vector<StageMemory> stage_memory(const std::vector<parallelism::MemoryEstimate>& stages) {
+  std::vector<StageMemory> out;
+  out.reserve(stages.size());
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const auto& m = stages[i];
+    out.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom(), m.weights, m.gradients,
+                              m.optimizer_states, m.activations, m.workspace});
+  }
+  return out;
+}
+
 std::string tight_memory_warning(const std::vector<StageMemory>& memory) {
   auto share = [](const StageMemory& m) { return m.total.in_gib() / m.capacity.in_gib(); };
   const StageMemory* fullest = nullptr;
@@ -725,9 +732,7 @@ std::string format_json(const RunReport& r) {
       r.zero_stage, json_string(r.grad_sync),
       r.overlap_param_gather ? "\"overlap_param_gather\": true, " : "", json_string(r.backend),
       json_string(r.predictor),
-      (r.mixed_gpu.empty() ? std::string()
-                           : fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}]}}, ",
-                                         json_string(r.mixed_gpu), fmt::join(r.mixed_nodes, ", "))) +
+      (r.mixed_gpu.empty() ? std::string() : mixed_gpus_json(r.mixed_gpu, r.mixed_nodes)) +
           (r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
                                           r.max_compute_scale)
                             : std::string()) +

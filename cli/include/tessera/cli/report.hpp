@@ -28,6 +28,7 @@ std::string scenario_warnings_json(const Scenario& s);
 /// `"mixed_gpus": {"gpu": NAME, "nodes": [...]}, ` as run --json gives it,
 /// or nothing without `mixed_gpus:`.
 std::string mixed_gpus_json(const Scenario& s);
+std::string mixed_gpus_json(const std::string& gpu, const std::vector<int>& nodes);
 /// The warnings only the jobs' forecast shows (a cable changing after the
 /// last job's iteration, late_failure_warnings): `run` prints them on
 /// stderr, the JSON lists them after scenario_warnings.
@@ -264,6 +265,8 @@ inline constexpr double kTightMemoryShare = 0.95;
 /// A warning naming the fullest stage that fits at kTightMemoryShare of its
 /// GPU's memory or more, or empty.
 std::string tight_memory_warning(const std::vector<StageMemory>& memory);
+/// The planner's per-stage estimates as the report keeps them.
+std::vector<StageMemory> stage_memory(const std::vector<parallelism::MemoryEstimate>& stages);
 /// Its text for `what` ("stage 2", a sweep point's "the fullest stage").
 std::string tight_memory_text(std::string_view what, Bytes need, Bytes capacity);
 /// One warning per timed change at or after `iteration` (it changes
