@@ -24,6 +24,7 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/progress.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
 #include "tessera/files.hpp"
@@ -633,23 +634,87 @@ std::string outside_layers_lines(const std::vector<MarginalCost>& marginal, cons
   return s;
 }
 
+/// A report's errors: of the runs, of the marginal cost of a micro-batch and
+/// of a layer, each grouped per GPU variant (variants in order of first
+/// appearance). The text report and the JSON one read the same groups.
+struct TrainingErrors {
+  std::vector<std::string> gpus;
+  ErrorGroups runs, micro_batch, layer;
+  std::vector<MarginalCost> marginal;  ///< per micro-batch
+  std::vector<MarginalCost> per_layer;
+};
+
+TrainingErrors training_errors(const std::vector<PredictedRun>& predicted) {
+  TrainingErrors t;
+  for (const PredictedRun& p : predicted) {
+    if (std::find(t.gpus.begin(), t.gpus.end(), p.gpu) == t.gpus.end()) t.gpus.push_back(p.gpu);
+    add_to_groups(t.runs, p.gpu, p.run, p.error());
+  }
+  // The marginal cost of a micro-batch, by the same families.
+  t.marginal = marginal_costs(predicted);
+  for (const MarginalCost& c : t.marginal) add_to_groups(t.micro_batch, c.gpu, c.config, c.error());
+  // The marginal cost of a layer.
+  t.per_layer = marginal_costs(predicted, Marginal::Layer);
+  for (const MarginalCost& c : t.per_layer) {
+    add_to_groups(t.layer, c.gpu, c.config, c.error());
+    // The layers of large micro-batches, which the GPU bounds on runs of
+    // vTrain's widths: what a forecast of a large model extrapolates, by tp.
+    if (c.config.micro_batch >= kLargeMicroBatch) {
+      t.layer[c.gpu][fmt::format("tp {} mb>={}", c.config.tp, kLargeMicroBatch)].push_back(c.error());
+    }
+  }
+  return t;
+}
+
+/// One variant's groups as a JSON object: group name -> n, mean, median,
+/// p90, max, signed (fractions), in report order.
+std::string groups_json(ErrorGroups& groups, const std::string& gpu) {
+  std::string s;
+  for (const std::string& g : group_order(groups[gpu])) {
+    const ErrorStats e = error_stats(groups[gpu].at(g));
+    s += fmt::format(
+        "{}{}: {{\"n\": {}, \"mean\": {:.6f}, \"median\": {:.6f}, \"p90\": {:.6f}, \"max\": {:.6f}, "
+        "\"signed\": {:.6f}}}",
+        s.empty() ? "" : ", ", json_string(g), e.n, e.mean, e.median, e.p90, e.max, e.mean_signed);
+  }
+  return "{" + s + "}";
+}
+
 }  // namespace
 
-std::string format_training_report(const std::vector<PredictedRun>& predicted) {
-  ErrorGroups groups;
-  std::vector<std::string> gpus;
-  for (const PredictedRun& p : predicted) {
-    if (std::find(gpus.begin(), gpus.end(), p.gpu) == gpus.end()) gpus.push_back(p.gpu);
-    add_to_groups(groups, p.gpu, p.run, p.error());
+std::string training_report_json(const std::vector<PredictedRun>& predicted) {
+  TrainingErrors t = training_errors(predicted);
+  std::string gpus;
+  for (const std::string& gpu : t.gpus) {
+    gpus += fmt::format("{}{{\"gpu\": {}, \"runs\": {}, \"per_micro_batch\": {}, \"per_layer\": {}}}",
+                        gpus.empty() ? "" : ", ", json_string(gpu), groups_json(t.runs, gpu),
+                        groups_json(t.micro_batch, gpu), groups_json(t.layer, gpu));
   }
+  std::string rows;
+  for (const PredictedRun& r : predicted) {
+    const MeasuredRun& m = r.run;
+    const std::string keys = m.keys_text();
+    rows += fmt::format(
+        "{}{{\"gpu\": {}, \"row\": {}, \"gpus\": {}, \"global_batch\": {}, \"micro_batch\": {}, "
+        "\"hidden\": {}, \"layers\": {}, \"tp\": {}, \"dp\": {}, \"pp\": {}, \"plans\": {}, "
+        "\"measured_ms\": {:.3f}, \"predicted_ms\": {:.3f}, \"error\": {:.6f}{}}}",
+        rows.empty() ? "" : ", ", json_string(r.gpu), m.row, m.gpus, m.global_batch, m.micro_batch, m.hidden,
+        m.layers, m.tp, m.dp, m.pp, json_string(std::string(to_string(m.family()))), m.measured_ms,
+        r.predicted_ms, r.error(), keys.empty() ? std::string() : ", \"keys\": " + json_string(keys));
+  }
+  return fmt::format("\"gpus\": [{}], \"rows\": [{}]", gpus, rows);
+}
+
+std::string format_training_report(const std::vector<PredictedRun>& predicted) {
+  TrainingErrors t = training_errors(predicted);
+  const std::vector<std::string>& gpus = t.gpus;
+  ErrorGroups& groups = t.runs;
   std::string s = table_header("runs");
   for (const std::string& gpu : gpus) s += table_rows(groups, gpu);
-  // The marginal cost of a micro-batch, by the same families.
-  const std::vector<MarginalCost> marginal = marginal_costs(predicted);
-  ErrorGroups mgroups;
+  const std::vector<MarginalCost>& marginal = t.marginal;
+  ErrorGroups& mgroups = t.micro_batch;
   std::map<std::string, std::vector<double>> fixed_measured, fixed_predicted;
   for (const MarginalCost& c : marginal) {
-    add_to_groups(mgroups, c.gpu, c.config, c.error());
     fixed_measured[c.gpu].push_back(c.measured_fixed_ms);
     fixed_predicted[c.gpu].push_back(c.predicted_fixed_ms);
   }
@@ -668,17 +733,8 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
   // What a micro-batch costs outside its layers, by tensor parallelism.
   s += outside_layers_lines(marginal, gpus);
   // The marginal cost of a layer.
-  ErrorGroups lgroups;
-  const std::vector<MarginalCost> per_layer = marginal_costs(predicted, Marginal::Layer);
-  for (const MarginalCost& c : per_layer) {
-    add_to_groups(lgroups, c.gpu, c.config, c.error());
-    // The layers of large micro-batches, which the GPU bounds on runs of
-    // vTrain's widths: what a forecast of a large model extrapolates, by tp.
-    if (c.config.micro_batch >= kLargeMicroBatch) {
-      lgroups[c.gpu][fmt::format("tp {} mb>={}", c.config.tp, kLargeMicroBatch)].push_back(c.error());
-    }
-  }
-  if (!per_layer.empty()) {
+  ErrorGroups& lgroups = t.layer;
+  if (!t.per_layer.empty()) {
     s += fmt::format(
         "\nPer layer: what one more layer adds to the iteration (groups of runs that differ only in their\n"
         "layers; least-squares slope of iteration time over layers), predicted against measured. A forecast\n"
@@ -882,11 +938,18 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
       .option("every")
       .option("fit-only")
       .option("set")  // taken out before parsing (take_set_options); declared for "did you mean"
-      .flag("fit");
+      .flag("fit")
+      .flag("json");
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
   const std::vector<Override> overrides = parse_overrides(sets);
   p.expect_positional(0, "arguments");
+  const bool json = p.has("json");
+  if (json && (p.has("fit") || p.has("fit-only") || p.has("cv"))) {
+    throw UsageError(
+        "tessera validate training: --json reports the runs' predictions under the scenario's constants; "
+        "--fit, --fit-only and --cv print their text report");
+  }
   const std::string data = dataset_folder(p.require("data"), "vtrain");
   const std::string file =
       fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
@@ -958,6 +1021,15 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   for (const RunTemplate& t : templates) {
     auto part = predict_runs(runs, t, overrides, jobs);
     all.insert(all.end(), part.begin(), part.end());
+  }
+  if (json) {
+    // The figures of the text report, errors as fractions (predicted /
+    // measured - 1; the statistics of their absolute values, "signed" their mean).
+    out << fmt::format("{{\"data\": {}, \"scenario\": {}, \"runs\": {}, {}}}\n", json_string(file),
+                       base ? json_string(*base) : std::string("null"), runs.size(),
+                       training_report_json(all));
+    if (rows_path) write_file_atomic(*rows_path, rows_csv(all));
+    return 0;
   }
   if (base) {
     out << fmt::format(

@@ -17,6 +17,7 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/error.hpp"
+#include "tessera/node_model/json.hpp"
 #include "tessera/study/pipeline.hpp"
 
 using namespace tessera;
@@ -261,6 +262,46 @@ TEST(TrainingValidation, PerLayerTableSplitsLargeMicroBatchesByTp) {
   const std::size_t header = report.find("`tp N mb>=4`", per_layer);
   EXPECT_EQ(report.find("mb>="), header + 6) << report;
   EXPECT_EQ(report.find("mb>=", header + 12), large + std::string("A100-80GB   tp 8 ").size()) << report;
+}
+
+TEST(TrainingValidation, JsonReportHasTheTextsGroupsAndEveryRun) {
+  // The runs of PerLayerTableSplitsLargeMicroBatchesByTp: per layer -20% at
+  // micro-batch 1, -10% at micro-batch 4; the "tp 8 mb>=4" group only in
+  // per_layer; every run with its error, predicted / measured - 1.
+  std::vector<PredictedRun> p;
+  for (const auto& [mb, slope] : {std::pair{1, 4.0}, std::pair{4, 4.5}}) {
+    for (int layers : {12, 16, 20, 24}) {
+      MeasuredRun r = run(8, 1, 1);
+      r.micro_batch = mb;
+      r.global_batch = 8 * mb;
+      r.layers = layers;
+      r.measured_ms = 30 + 5.0 * layers;
+      p.push_back({r, "A100-80GB", 40 + slope * layers});
+    }
+  }
+  p.back().run.keys = {{"parallelism.recompute", "full"}};
+  const node_model::JsonValue j = node_model::parse_json("{" + training_report_json(p) + "}", "report");
+  const auto& gpus = j.find("gpus")->array();
+  ASSERT_EQ(gpus.size(), 1U);
+  EXPECT_EQ(gpus[0].find("gpu")->string(), "A100-80GB");
+  const auto& layer = *gpus[0].find("per_layer");
+  EXPECT_DOUBLE_EQ(layer.find("tp 8")->find("mean")->number(), 0.15);
+  EXPECT_DOUBLE_EQ(layer.find("tp 8 mb>=4")->find("signed")->number(), -0.10);
+  EXPECT_EQ(layer.find("tp 8 mb>=4")->find("n")->number(), 1);
+  EXPECT_EQ(gpus[0].find("runs")->find("tp 8 mb>=4"), nullptr);
+  EXPECT_EQ(gpus[0].find("runs")->find("all")->find("n")->number(), 8);
+  EXPECT_EQ(gpus[0].find("runs")->find("tp-only")->find("n")->number(), 8);
+  // No run differs from another in global batch alone: no micro-batch groups.
+  EXPECT_TRUE(gpus[0].find("per_micro_batch")->object().empty());
+  const auto& rows = j.find("rows")->array();
+  ASSERT_EQ(rows.size(), 8U);
+  // Micro-batch 1, 12 layers: measured 90 ms, predicted 88 ms.
+  EXPECT_EQ(rows[0].find("measured_ms")->number(), 90);
+  EXPECT_EQ(rows[0].find("predicted_ms")->number(), 88);
+  EXPECT_NEAR(rows[0].find("error")->number(), 88.0 / 90 - 1, 1e-6);
+  EXPECT_EQ(rows[0].find("plans")->string(), "tp-only");
+  EXPECT_EQ(rows[0].find("keys"), nullptr);
+  EXPECT_EQ(rows[7].find("keys")->string(), "parallelism.recompute=full");
 }
 
 TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {

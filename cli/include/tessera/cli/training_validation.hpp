@@ -195,4 +195,10 @@ std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predic
 /// `marginal GPU: ...` and one `per-layer GPU: ...` line per variant.
 std::string format_training_report(const std::vector<PredictedRun>& predicted);
 
+/// The same figures as JSON members (no braces): "gpus", per variant its
+/// "runs", "per_micro_batch" and "per_layer" groups (group name -> n, mean,
+/// median, p90, max of |error| and "signed", their signed mean; fractions),
+/// and "rows", every run with its prediction and error.
+std::string training_report_json(const std::vector<PredictedRun>& predicted);
+
 }  // namespace tessera::cli
