@@ -408,7 +408,8 @@ models and distributed then read its neusight/, training its vtrain/.
                the forward+backward and optimizer errors; a tp column: one
                tensor-parallel rank's step (tests/data/h200/tp_steps.csv);
                a column named by a key path (training.optimizer, ...) sets
-               that key for its row
+               that key for its row; --json the table as one object
+               (errors as fractions, null where the data has no time)
   training     single-node Megatron-DeepSpeed iterations vs measured (vTrain,
                --data ../shared/data/vtrain): errors by plan family, tp,
                micro-batch and hidden size for A100-80GB and A100-40GB,

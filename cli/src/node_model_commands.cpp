@@ -432,7 +432,7 @@ int cmd_validate(const Args& args, std::ostream& out) {
   if (p.has("json") && !(p.positional()[0] == "kernels" && p.has("device") && !p.has("kfold"))) {
     throw UsageError(
         "tessera validate: --json applies to kernels measured on one GPU (validate kernels --data FILE.csv "
-        "--device GPU), validate distributed and validate training");
+        "--device GPU), validate distributed, training and steps");
   }
   const std::string what = p.positional()[0];
   const std::string data = dataset_folder(p.require("data"), "neusight");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <tuple>
 #include <utility>
@@ -15,6 +16,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/error.hpp"
@@ -226,11 +228,38 @@ std::string signed_pct(double predicted, double measured) {
   return fmt::format("{:+.1f}%", 100.0 * (predicted / measured - 1.0));
 }
 
+/// predicted / measured - 1 as a JSON number, or null without a measurement.
+std::string json_error(std::optional<double> predicted, double measured) {
+  if (!predicted || measured <= 0) return "null";
+  return fmt::format("{:.6f}", *predicted / measured - 1.0);
+}
+
+/// A step's row as a JSON object: its configuration (the row's key-path
+/// columns as `keys`), measured and predicted times and the errors of the
+/// text's columns (null where the data has no such time).
+std::string step_json(const MeasuredStep& m, double predicted, double predicted_optimizer,
+                      double predicted_fwd) {
+  std::string keys;
+  for (const auto& [k, v] : m.keys)
+    keys += fmt::format("{}{}: {}", keys.empty() ? "" : ", ", json_string(k), json_string(v));
+  const bool opt = m.measured_optimizer_ms >= 0;
+  return fmt::format(
+      "{{\"row\": {}, \"runs\": {}, \"layers\": {}, \"hidden\": {}, \"heads\": {}, \"seq\": {}, "
+      "\"micro_batch\": {}, \"vocab\": {}, \"dtype\": {}, \"flash_attention\": {}, \"tp\": {}, "
+      "\"keys\": {{{}}}, \"measured_ms\": {:.3f}, \"predicted_ms\": {:.3f}, \"error\": {:.6f}, "
+      "\"fwd_bwd_error\": {}, \"optimizer_error\": {}, \"forward_error\": {}}}",
+      m.first_row, m.rows, m.layers, m.hidden, m.heads, m.seq, m.micro_batch, m.vocab, json_string(m.dtype),
+      m.flash ? "true" : "false", m.tp, keys, m.measured_ms, predicted, predicted / m.measured_ms - 1.0,
+      opt ? json_error(predicted - predicted_optimizer, m.measured_ms - m.measured_optimizer_ms) : "null",
+      opt ? json_error(predicted_optimizer, m.measured_optimizer_ms) : "null",
+      json_error(predicted_fwd, m.measured_fwd_ms));
+}
+
 }  // namespace
 
 int cmd_validate_steps(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate steps");
-  p.option("data").option("gpu").option("framework");
+  p.option("data").option("gpu").option("framework").flag("json");
   declare_scenario_options(p);
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -269,6 +298,7 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
                                    "predicted ms", "error", "fwd+bwd error", "optimizer error",
                                    forward ? fmt::format(" {:>14}", "forward error") : std::string());
   std::vector<double> errors;
+  std::string json_steps;
   // The frameworks the rows ran under (a row's training.framework column
   // wins over --framework), named in the footer.
   std::vector<std::string> frameworks;
@@ -310,11 +340,24 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     }
     if (m.measured_fwd_ms > 0) fwd = signed_pct(phases.forward().ms(), m.measured_fwd_ms);
     errors.push_back(e);
+    json_steps += (json_steps.empty() ? "" : ", ") +
+                  step_json(m, predicted, phases.optimizer().ms(), phases.forward().ms());
     report += fmt::format("{:<{}} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}{}\n", label(m), width,
                           m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt,
                           forward ? fmt::format(" {:>14}", fwd) : std::string());
   }
   const node_model::ErrorStats e = node_model::error_stats(errors);
+  if (p.has("json")) {
+    std::vector<std::string> quoted;
+    quoted.reserve(frameworks.size());
+    for (const std::string& f : frameworks) quoted.push_back(json_string(f));
+    out << fmt::format(
+        "{{\"data\": {}, \"gpu\": {}, \"frameworks\": [{}], \"steps\": [{}], \"mean_error\": {:.6f}, "
+        "\"max_error\": {:.6f}, \"mean_signed_error\": {:.6f}}}\n",
+        json_string(data), json_string(gpu), fmt::join(quoted, ", "), json_steps, e.mean, e.max,
+        e.mean_signed);
+    return 0;
+  }
   out << report
       << fmt::format(
              "mean error {:.1f}%, max {:.1f}%, signed {:+.1f}% over {} configurations ({} on {}, {})\n",

@@ -3,6 +3,7 @@
 // through the scenario pipeline.
 #include "tessera/cli/training_validation.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -302,6 +303,53 @@ TEST(TrainingValidation, JsonReportHasTheTextsGroupsAndEveryRun) {
   EXPECT_EQ(rows[0].find("plans")->string(), "tp-only");
   EXPECT_EQ(rows[0].find("keys"), nullptr);
   EXPECT_EQ(rows[7].find("keys")->string(), "parallelism.recompute=full");
+}
+
+TEST(StepsValidation, JsonHasTheTablesFigures) {
+  // Our H200 Megatron steps with their phases (fwd_ms, optimizer_ms): each
+  // step's JSON numbers are the text row's, the summary's too.
+  const std::string data = std::string(TESSERA_TEST_DATA_DIR) + "/h200/megatron_steps_phases.csv";
+  std::ostringstream text, json;
+  ASSERT_EQ(cmd_validate_steps({"--data", data}, text), 0);
+  ASSERT_EQ(cmd_validate_steps({"--data", data, "--json"}, json), 0);
+  const node_model::JsonValue j = node_model::parse_json(json.str(), "validate steps --json");
+  EXPECT_EQ(j.find("gpu")->string(), "H200");
+  ASSERT_EQ(j.find("frameworks")->array().size(), 1U);
+  EXPECT_EQ(j.find("frameworks")->array()[0].string(), "megatron");
+  const auto& steps = j.find("steps")->array();
+  ASSERT_EQ(steps.size(), 6U);
+  auto pct = [](const node_model::JsonValue& v) { return fmt::format("{:+.1f}%", 100 * v.number()); };
+  for (const auto& st : steps) {
+    const std::string row = fmt::format("{:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16} {:>14}\n",
+                                        st.find("measured_ms")->number(), st.find("predicted_ms")->number(),
+                                        100 * st.find("error")->number(), pct(*st.find("fwd_bwd_error")),
+                                        pct(*st.find("optimizer_error")), pct(*st.find("forward_error")));
+    EXPECT_NE(text.str().find(row), std::string::npos) << row << text.str();
+    EXPECT_EQ(st.find("keys")->find("training.framework")->string(), "megatron");
+  }
+  EXPECT_EQ(steps[1].find("tp")->number(), 8);
+  EXPECT_EQ(steps[1].find("row")->number(), 2);
+  EXPECT_NE(
+      text.str().find(fmt::format("mean error {:.1f}%, max {:.1f}%, signed {:+.1f}% over 6 configurations",
+                                  100 * j.find("mean_error")->number(), 100 * j.find("max_error")->number(),
+                                  100 * j.find("mean_signed_error")->number())),
+      std::string::npos)
+      << text.str();
+}
+
+TEST(StepsValidation, JsonErrorsAreNullWithoutTheirTimes) {
+  // steps.csv has no fwd_ms column: forward_error is null; its optimizer_ms
+  // column gives the other two.
+  std::ostringstream json;
+  ASSERT_EQ(
+      cmd_validate_steps({"--data", std::string(TESSERA_TEST_DATA_DIR) + "/h200/steps.csv", "--json"}, json),
+      0);
+  const node_model::JsonValue j = node_model::parse_json(json.str(), "validate steps --json");
+  const auto& first = j.find("steps")->array().at(0);
+  EXPECT_TRUE(first.find("forward_error")->is_null());
+  EXPECT_TRUE(first.find("optimizer_error")->is_number());
+  EXPECT_TRUE(first.find("fwd_bwd_error")->is_number());
+  EXPECT_FALSE(first.find("flash_attention")->boolean());
 }
 
 TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
