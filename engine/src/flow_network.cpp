@@ -165,6 +165,7 @@ void FlowNetwork::reroute(Slot s, Time now) {
   for (topology::LinkId l : path(f)) {
     const auto li = static_cast<std::size_t>(l);
     done_bytes_[li] += moved;
+    if (f.cls >= 0) class_done_bytes_[static_cast<std::size_t>(f.cls)][li] += moved;
     auto& list = link_flows_[li];
     list.erase(std::find(list.begin(), list.end(), s));
     if (--use_[li].active == 0) use_[li].busy += now - use_[li].since;

@@ -360,6 +360,7 @@ TEST(FlowNetwork, CableFailedDuringAFlowMovesItToTheOtherSpine) {
   const topology::Link& failing = t.link(second[1]);       // leaf0 -> spine of the second
   DiscreteEventLoop loop;
   FlowNetwork net(t, loop);
+  net.set_source_classes({0, 1, 0, 1});  // the sources' jobs: 0 and 2, 1 and 3
   net.change_cable_at(Time::from_ms(4), failing.src, failing.dst, 0.0);
   std::vector<Time> arrived(3);
   net.send(Message{0, 2, Bytes(100'000'000)}, [&] { arrived[0] = loop.now(); });
@@ -381,6 +382,15 @@ TEST(FlowNetwork, CableFailedDuringAFlowMovesItToTheOtherSpine) {
   EXPECT_NEAR(bytes[static_cast<std::size_t>(first[1])], 1e8 + 5e7 + 1.25e7, 1e-3);  // then everything
   expect_within_a_ps(net.link_busy()[static_cast<std::size_t>(second[1])], Time::from_ms(4));
   EXPECT_EQ(net.flows_completed(), 3U);
+  // The bytes a moved flow carried before the failure stay its class's
+  // (helper 57: they were dropped, and a job's link bytes with them): the
+  // classes sum to link_bytes() on every link.
+  const auto by_class = net.link_bytes_by_class();
+  ASSERT_EQ(by_class.size(), 2U);
+  EXPECT_NEAR(by_class[1][static_cast<std::size_t>(second[1])], 5e7, 1e-3);
+  EXPECT_NEAR(by_class[1][static_cast<std::size_t>(first[1])], 5e7 + 1.25e7, 1e-3);
+  for (std::size_t l = 0; l < bytes.size(); ++l)
+    EXPECT_NEAR(by_class[0][l] + by_class[1][l], bytes[l], 1e-3) << l;
 
   // Failing it at time zero is the failure from the start (16 ms, as
   // FailedSpineLinkHalvesCrossLeafBandwidth).

@@ -218,6 +218,29 @@ TEST(ForwardingTables, FollowingTheTablesGivesTheRoute) {
   }
 }
 
+TEST(ForwardingTables, SwitchWithMorePortsThanSixteenBitsNumberIsRefused) {
+  // One leaf with 65,535 GPUs: port 65,535 would be kNoRoute and the next
+  // ones would wrap onto ports 1, 2, ... (tables that loop; helper 57).
+  auto star = [](int gpus) {
+    Topology t;
+    const VertexId leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
+    for (int i = 0; i < gpus; ++i) {
+      t.add_duplex_link(t.add_vertex(VertexKind::Gpu, "gpu" + std::to_string(i), i), leaf,
+                        Bandwidth::gbps(100), Time::from_us(1));
+    }
+    return t;
+  };
+  try {
+    (void)build_forwarding_tables(star(65535));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "forwarding tables: leaf0 has 65535 ports; a switch's ports are numbered in 16 bits (at most "
+        "65534): split the fabric over more switches (fewer hosts_per_leaf, a smaller fabric.k)");
+  }
+}
+
 TEST(ForwardingTables, LeafTablesSpreadDestinationsOverUpLinks) {
   const auto t = build_fat_tree(fat_tree(8, 3));
   const auto lft = build_forwarding_tables(t);

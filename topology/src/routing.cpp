@@ -60,6 +60,15 @@ ForwardingTables build_forwarding_tables(const Topology& topo) {
   // Output port of every link at its source.
   std::vector<PortNo> port_of_link(topo.links().size(), kNoRoute);
   for (VertexId v = 0; v < topo.num_vertices(); ++v) {
+    // Ports are numbered in 16 bits, kNoRoute reserved: a vertex with more
+    // would alias ports (and tables would loop), refused instead.
+    if (const auto degree = boost::out_degree(v, g); degree >= kNoRoute) {
+      throw InputError(
+          fmt::format("forwarding tables: {} has {} ports; a switch's ports are numbered in 16 bits (at most "
+                      "{}): split the "
+                      "fabric over more switches (fewer hosts_per_leaf, a smaller fabric.k)",
+                      g[v].name, degree, kNoRoute - 1));
+    }
     PortNo p = 0;
     for (auto [e, end] = boost::out_edges(v, g); e != end; ++e)
       port_of_link[static_cast<std::size_t>(g[*e].id)] = ++p;

@@ -98,9 +98,9 @@ struct ExpandOptions {
 ///  - reduce-scatter, all-gather: Ring (as NCCL);
 ///  - all-reduce: Tree when its estimate 2*ceil(log2 p)*(a + S/B) [C chunks:
 ///    (2*ceil(log2 p) + C - 1)*(a + S/(C*B))] beats the ring's
-///    2(p-1)*(a + S/(p*B)); otherwise Hierarchical when the node shape is
-///    known and the group spans >= 2 nodes with the same >= 2 ranks on each,
-///    else Ring. Groups of 1 or 2 ranks: Ring.
+///    2(p-1)*(a + S/(p*B)); otherwise Ring (across whole nodes build() lays
+///    it as rail rings, NCCL's choice; Hierarchical only when asked). Groups
+///    of 1 or 2 ranks: Ring.
 ///  - broadcast, reduce: Tree (binomial, ceil(log2 p)*(a + S/B)) unless the
 ///    pipelined chain ((p-1 + C-1)*(a + S/(C*B))) is faster.
 /// a = auto_latency, B = auto_bandwidth, S = size, C = chunks.

@@ -34,9 +34,10 @@ struct Transfer {
   /// previous connection, not on their own: the chain of `steps` steps goes
   /// round the ring, through each connection steps / p times, so each flow
   /// of a ring of p connections pays steps / p times the sum of the ring's
-  /// per-step fixed costs (NCCL's tuning model: 2(N-1) network and 2(p-N)
-  /// NVLink step latencies for a ring all-reduce over p ranks on N nodes),
-  /// not steps times its own connection's.
+  /// per-step fixed costs, not steps times its own connection's. A ring
+  /// all-reduce over p ranks on N nodes (rail rings: N network connections
+  /// of p) pays 2(p-1)N/p network and 2(p-1)(p-N)/p NVLink step latencies,
+  /// near NCCL's tuning model's 2N network steps.
   std::int32_t ring = -1;
   /// With steps > 1 and `reduce`: how many of the steps the receiver reduces
   /// (one reduction kernel per step, in sequence) and the bytes they reduce
