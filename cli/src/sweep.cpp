@@ -485,6 +485,10 @@ struct SweepSeries {
   bool gpus_on_x = false;
 };
 
+/// A key that picks the GPU model or one of its properties (cluster.gpu,
+/// cluster.gpu.tensor_peak, ...).
+bool is_gpu_key(const std::string& key) { return key == "cluster.gpu" || key.starts_with("cluster.gpu."); }
+
 SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows,
                          const std::vector<std::string>& keys) {
   SweepSeries out;
@@ -517,9 +521,14 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows,
     pt.gpus = std::stod(cols[m0 + kGpus]);
     pt.tokens = std::stod(cols[m0 + kTokens]);
     pt.oom = cols[m0 + kOom] == "1";
+    // A series per value of the other keys; with keys set point by point
+    // (--zip), one series, but a GPU model of its own for each: scaling
+    // from one GPU's baseline to another GPU is no scaling.
     std::string name;
-    for (std::size_t a = 1; a < keys.size() && 1 + a < m0 && !out.covarying; ++a) {
-      if (!out.fixed[a]) name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
+    for (std::size_t a = 0; a < keys.size() && 1 + a < m0; ++a) {
+      const bool own_series =
+          out.covarying ? is_gpu_key(keys[a]) && out.values[a].size() > 1 : a > 0 && !out.fixed[a];
+      if (own_series) name += fmt::format("{}{}={}", name.empty() ? "" : ", ", keys[a], cols[1 + a]);
     }
     if (out.by_series.count(name) == 0U) out.names.push_back(name);
     out.by_series[name].push_back(pt);
@@ -688,7 +697,11 @@ std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std:
   const double width = gpus_on_x ? 2 * panel_w + 3 * margin : panel_w + 2 * margin;
   std::string subtitle;
   if (!keys.empty()) {
-    subtitle = fmt::format("swept: {}{}", keys[0], gpus_on_x ? " (x axis: the GPU count it gives)" : " (x axis)");
+    // With keys set point by point the GPU count may come from another.
+    subtitle = fmt::format("swept: {}{}", keys[0],
+                           !gpus_on_x  ? " (x axis)"
+                           : covarying ? " (x axis: the points' GPU counts)"
+                                       : " (x axis: the GPU count it gives)");
     std::string lines;
     for (std::size_t a = 1; a < keys.size(); ++a) {
       if (!fixed(a)) lines += (lines.empty() ? "" : ", ") + keys[a];

@@ -442,7 +442,7 @@ TEST_F(ChartTest, ZippedKeysAreOneLineThroughTheirPoints) {
   const auto root = parse_chart(svg);
   const auto t = texts(*root);
   EXPECT_TRUE(
-      t.count("swept: cluster.nodes (x axis: the GPU count it gives); parallelism.dp, "
+      t.count("swept: cluster.nodes (x axis: the points' GPU counts); parallelism.dp, "
               "training.global_batch (set with it, point by point)"))
       << fmt::format("{}", fmt::join(t, " | "));
   const auto solid = lines(*root, false);
@@ -476,6 +476,28 @@ TEST_F(ChartTest, ZippedKeysAreOneLineThroughTheirPoints) {
       true));
   EXPECT_EQ(lines(*root2, false).size(), 2U) << fmt::format("{}", fmt::join(texts(*root2), " | "));
   EXPECT_NE(printed_.find("every point: training.global_batch=256\n"), std::string::npos) << printed_;
+}
+
+TEST_F(ChartTest, ZippedGpuModelsScaleFromBaselinesOfTheirOwn) {
+  // --zip over whole configurations, two H100 sizes and an A100 one: each
+  // GPU model is a line with its own baseline (helper 56: the A100 point's
+  // scaling was its throughput per GPU over the 8-H100 baseline's, 51%).
+  const auto root = parse_chart(sweep("scaling.yaml",
+                                      {"cluster.gpu=H100-SXM,H100-SXM,A100-80GB", "cluster.nodes=1,2,2",
+                                       "cluster.nic_bandwidth=400Gbps,400Gbps,200Gbps"},
+                                      true));
+  const auto t = texts(*root);
+  EXPECT_TRUE(
+      t.count("swept: cluster.gpu (x axis: the points' GPU counts); cluster.nodes, "
+              "cluster.nic_bandwidth (set with it, point by point)"))
+      << fmt::format("{}", fmt::join(t, " | "));
+  const auto solid = lines(*root, false);
+  EXPECT_EQ(std::set<std::string>(solid.begin(), solid.end()),
+            (std::set<std::string>{"cluster.gpu=H100-SXM", "cluster.gpu=A100-80GB"}));
+  const std::size_t a100 = printed_.find("    2  cluster.gpu=A100-80GB");
+  ASSERT_NE(a100, std::string::npos) << printed_;
+  const std::size_t eol = printed_.find('\n', a100);
+  EXPECT_EQ(printed_.substr(eol - 6, 6), "100.0%") << printed_;
 }
 
 TEST_F(ChartTest, OneValueKeysAreSettingsNotSeries) {
