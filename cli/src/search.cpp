@@ -170,9 +170,15 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
     out.flags += " --set parallelism.sequence_parallel=true";
     out.yaml += "  sequence_parallel: true\n";
   }
+  // The scenario's sequence parallelism does nothing in a winner without
+  // tensor parallelism (run would warn so): off in both (helper 56).
+  const bool no_sp = pl.tp == 1 && base.plan.sequence_parallel;
+  if (no_sp) out.flags += " --set parallelism.sequence_parallel=false";
   // Not searched, kept from the scenario: in the YAML too, so that the
   // section can replace the scenario's without losing them.
-  for (const std::string& k : kept_plan_keys(base.plan, base.workload)) out.yaml += fmt::format("  {}\n", k);
+  for (const std::string& k : kept_plan_keys(base.plan, base.workload)) {
+    if (!(no_sp && k == "sequence_parallel: true")) out.yaml += fmt::format("  {}\n", k);
+  }
   // The global batch searched, also where the scenario leaves it to
   // micro_batch x dp: the winner's dp and micro-batch would change it.
   out.flags += fmt::format(" --set training.global_batch={}", pl.global_batch);
@@ -285,23 +291,42 @@ int cmd_search(const Args& args, std::ostream& out) {
       return load_scenario(p.positional()[0], overrides);
     } catch (const ScenarioError& e) {
       const std::string detail = e.detail().empty() ? std::string(e.what()) : e.detail();
-      if (detail.rfind("parallelism.", 0) != 0) throw;
-      std::vector<Override> relaxed = overrides;
-      for (const auto& [key, value] :
-           {std::pair{"parallelism.pp", "1"}, std::pair{"parallelism.dp", "auto"},
-            std::pair{"parallelism.virtual_stages", "auto"}, std::pair{"parallelism.schedule", "1f1b"}}) {
-        relaxed.push_back(Override{key, value});
+      // The plan's own keys, or a global batch its dp x micro-batch does
+      // not divide (--set training.global_batch=1000 over a dp-32 plan).
+      if (!detail.starts_with("parallelism.") && !detail.starts_with("training.global_batch:")) throw;
+      // pp 1 with dp following the GPUs; failing that, the first tp x pp
+      // (then with micro-batch 1) whose dp divides the global batch.
+      std::vector<std::vector<std::pair<std::string, std::string>>> plans = {{{"parallelism.pp", "1"}}};
+      for (const char* mb : {"", "1"}) {
+        for (int tp = 1; tp <= 8; tp *= 2) {
+          for (int pp = 1; pp <= 64; pp *= 2) {
+            plans.push_back({{"parallelism.tp", std::to_string(tp)}, {"parallelism.pp", std::to_string(pp)}});
+            if (*mb != '\0') plans.back().emplace_back("training.micro_batch", mb);
+          }
+        }
       }
-      try {
-        Scenario s = load_scenario(p.positional()[0], relaxed);
-        plan_note = fmt::format(
-            "the scenario's own plan is not valid here ({}); it is not one of "
-            "the candidates, which search chooses itself",
-            detail);
-        return s;
-      } catch (const ScenarioError&) {
-        throw e;
+      for (const auto& plan : plans) {
+        std::vector<Override> relaxed = overrides;
+        for (const auto& [key, value] :
+             {std::pair{"parallelism.dp", "auto"}, std::pair{"parallelism.virtual_stages", "auto"},
+              std::pair{"parallelism.schedule", "1f1b"}}) {
+          relaxed.push_back(Override{key, value});
+        }
+        for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
+        try {
+          Scenario s = load_scenario(p.positional()[0], relaxed);
+          // Warnings about the stand-in plan's keys (sequence parallelism
+          // at its tp 1) are not the scenario's.
+          std::erase_if(s.warnings, [](const std::string& w) { return w.starts_with("parallelism."); });
+          plan_note = fmt::format(
+              "the scenario's own plan is not valid here ({}); it is not one of "
+              "the candidates, which search chooses itself",
+              detail);
+          return s;
+        } catch (const ScenarioError&) {
+        }
       }
+      throw;
     }
   }();
   require_single_job(base, "search");
