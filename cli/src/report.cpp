@@ -7,6 +7,46 @@
 
 namespace tessera::cli {
 
+std::string count_text(double n) {
+  for (const auto& [unit, f] :
+       {std::pair{"T", 1e12}, std::pair{"B", 1e9}, std::pair{"M", 1e6}, std::pair{"K", 1e3}}) {
+    if (n >= f) return fmt::format("{:.4g}{}", n / f, unit);
+  }
+  return fmt::format("{:.4g}", n);
+}
+
+namespace {
+
+/// A large amount with thousands separators (43,321).
+std::string grouped(double x) {
+  std::string digits = fmt::format("{:.0f}", x);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string training_run_text(const study::TrainingRun& t, std::optional<double> price_per_gpu_hour) {
+  std::string cost;
+  if (t.cost && price_per_gpu_hour) {
+    cost = fmt::format(", cost {} at {:g} per GPU-hour", grouped(*t.cost), *price_per_gpu_hour);
+  }
+  return fmt::format(
+      "{} tokens in {:.1f} days at this throughput: {} GPU-hours{} (steady state only: no warm-up, "
+      "evaluation, checkpoints or failures)",
+      count_text(t.tokens), t.days(), grouped(t.gpu_hours), cost);
+}
+
+std::string training_run_json(const study::TrainingRun& t) {
+  return fmt::format(
+      R"({{"tokens": {:.0f}, "time_s": {:.3f}, "days": {:.6f}, "gpu_hours": {:.3f}, "cost": {}}})", t.tokens,
+      t.seconds, t.days(), t.gpu_hours, t.cost ? fmt::format("{:.3f}", *t.cost) : std::string("null"));
+}
+
 RunReport make_report(const Scenario& s, const Simulation& sim) {
   RunReport rep;
   rep.scenario = s.name;
@@ -141,6 +181,8 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   const double tokens = static_cast<double>(sim.plan.micro_batches * s.workload.micro_batch * s.plan.dp *
                                             s.workload.seq_len);
   if (r.makespan > Time::zero()) rep.tokens_per_second = tokens / r.makespan.seconds();
+  rep.training_run = study::training_run(s, rep.tokens_per_second);
+  rep.price_per_gpu_hour = s.price_per_gpu_hour;
   rep.memory = stage_memory(sim.plan.memory_per_stage);
   rep.fullest = parallelism::fullest_stage(sim.plan.memory_per_stage);
   if (std::string w = tight_memory_warning(rep.memory); !w.empty()) rep.warnings.push_back(std::move(w));
@@ -577,6 +619,8 @@ std::string format_text(const RunReport& r) {
     }
   }
   out += fmt::format("Throughput     {:>12.0f} tokens/s\n", r.tokens_per_second);
+  if (r.training_run)
+    out += "Training run   " + training_run_text(*r.training_run, r.price_per_gpu_hour) + "\n";
   out += fmt::format("Per GPU        {:>12.1f} TFLOP/s model (MFU {:.1f}%), {:.1f} TFLOP/s hardware (HFU {:.1f}%)\n",
                      r.tflops_per_gpu, 100.0 * r.mfu, r.hardware_tflops_per_gpu, 100.0 * r.hfu);
   if (r.fp8) {
@@ -719,7 +763,7 @@ std::string format_json(const RunReport& r) {
       "\"zero_stage\": {}, \"grad_sync\": {}, {}\"backend\": {}, \"predictor\": {}, {}{}"
       "\"iteration_time_s\": {:.9e}, \"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, "
       "\"bubble_time_s\": {:.9e}, \"exposed_comm_time_s\": {:.9e}, \"tflops_per_gpu\": {:.6f}, "
-      "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, "
+      "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, {}"
       "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, "
       "{}\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
       json_string(r.scenario), json_string(r.model), r.parameters, r.active_parameters, r.padded_vocab,
@@ -749,8 +793,11 @@ std::string format_json(const RunReport& r) {
           caveat_json(r.untested_gpu, r.known_bias),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(), r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu,
-      r.tokens_per_second, r.bytes_sent.count(), r.nvlink_bytes.count(), r.fabric_bytes.count(),
-      json_string(r.gradient_dtype), peak, r.oom() ? "true" : "false", memory,
+      r.tokens_per_second,
+      r.training_run ? fmt::format("\"training_run\": {}, ", training_run_json(*r.training_run))
+                     : std::string(),
+      r.bytes_sent.count(), r.nvlink_bytes.count(), r.fabric_bytes.count(), json_string(r.gradient_dtype),
+      peak, r.oom() ? "true" : "false", memory,
       balance + (r.packet_fabric ? json_packet_fabric(*r.packet_fabric) : std::string()) + comm_costs +
           warnings);
 }

@@ -1661,6 +1661,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     cl.nvlink_latency = c.has("nvlink_latency") ? c.unit("nvlink_latency", parse_time) : Time::from_us(1);
     cl.nic_bandwidth = c.unit("nic_bandwidth", parse_bandwidth);
     cl.nic_latency = c.has("nic_latency") ? c.unit("nic_latency", parse_time) : Time::from_us(1);
+    // What one GPU costs an hour (any currency): with training.tokens, the
+    // reports give the training run's cost.
+    if (c.has("price_per_gpu_hour")) s.price_per_gpu_hour = c.number_in("price_per_gpu_hour", 0, 1e9);
     // Link latencies are microseconds or less; a millisecond is a unit slip.
     for (const auto& [key, t] : {std::pair{"cluster.nvlink_latency", cl.nvlink_latency},
                                  std::pair{"cluster.nic_latency", cl.nic_latency}}) {
@@ -1758,6 +1761,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       global_batch_at = t.need("micro_batches");
       micro_batches = t.positive_int("micro_batches");
     }
+    // The whole run's tokens: the reports give its time and GPU-hours.
+    if (t.has("tokens")) s.train_tokens = t.unit("tokens", parse_count);
     if (t.has("framework")) {
       const YAML::Node v = t.need("framework");
       s.workload.framework =

@@ -547,6 +547,14 @@ int cmd_search(const Args& args, std::ostream& out) {
            "needs it, as in Megatron-Core)\n";
   }
   if (!plan_note.empty()) out << fmt::format("Note           {}\n", plan_note);
+  if (base.train_tokens > 0) {
+    out << fmt::format(
+        "Training run   {} tokens: each plan's days{} at its throughput (steady state only: no warm-up, "
+        "evaluation, checkpoints or failures)\n",
+        count_text(base.train_tokens),
+        base.price_per_gpu_hour ? fmt::format(" and cost at {:g} per GPU-hour", *base.price_per_gpu_hour)
+                                : "");
+  }
   out << caveat_lines(base, false);
   out << fmt::format(
       "{} plans considered{}, {} fit in memory, {} simulated{}\n\n", considered,
@@ -558,17 +566,26 @@ int cmd_search(const Args& args, std::ostream& out) {
   // An ep column for a mixture-of-experts model only (a dense model's table
   // is what it was before ep was searched).
   const bool moe = base.model.is_moe();
-  out << fmt::format("{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13} {:>12} {:>6} {:>9}\n", "rank", "dp", "tp",
-                     "pp", moe ? fmt::format("{:>4} ", "ep") : "", "mb", "schedule", "recompute", "iteration ms",
-                     "tokens/s", "MFU", "peak GiB");
+  // With training.tokens, the run's days (and cost, with a price) per plan.
+  const bool days = base.train_tokens > 0;
+  const bool cost = days && base.price_per_gpu_hour.has_value();
+  out << fmt::format("{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13} {:>12} {:>6} {:>9}{}{}\n", "rank",
+                     "dp", "tp", "pp", moe ? fmt::format("{:>4} ", "ep") : "", "mb", "schedule", "recompute",
+                     "iteration ms", "tokens/s", "MFU", "peak GiB", days ? fmt::format(" {:>8}", "days") : "",
+                     cost ? fmt::format(" {:>12}", "cost") : "");
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     const Candidate& c = *ranked[i];
     const auto& r = *c.report;
+    std::string run_columns;
+    if (r.training_run) {
+      run_columns = fmt::format(" {:>8.1f}", r.training_run->days());
+      if (cost && r.training_run->cost) run_columns += fmt::format(" {:>12.0f}", *r.training_run->cost);
+    }
     out << fmt::format(
-        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}\n", i + 1,
+        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}{}\n", i + 1,
         c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
         parallelism::to_string(c.plan.schedule), parallelism::to_string(c.plan.recompute),
-        r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu, c.peak_memory.in_gib());
+        r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu, c.peak_memory.in_gib(), run_columns);
   }
   // A known bias of some shown plans' forecasts (the plan's part of tessera
   // run's Known bias line, parallelism::known_bias_note): the widest tensor

@@ -850,7 +850,12 @@ std::string skipped_text(const std::vector<std::pair<Point, std::string>>& skipp
 /// count of points out of memory after it.
 void print_table(std::ostream& out, const std::vector<Point>& points,
                  const std::map<std::size_t, std::string>& rows, const std::vector<bool>& one_value,
-                 const std::map<std::size_t, double>& efficiency) {
+                 const std::map<std::size_t, double>& efficiency,
+                 const std::map<std::size_t, study::TrainingRun>& runs = {}) {
+  // With training.tokens: each point's days, and cost where it has a price.
+  const bool days = !runs.empty();
+  const bool cost =
+      std::any_of(runs.begin(), runs.end(), [](const auto& r) { return r.second.cost.has_value(); });
   std::vector<bool> varies;
   varies.reserve(one_value.size());
   for (const bool one : one_value) varies.push_back(!one);
@@ -864,8 +869,9 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
   // numbers line up whatever the swept keys are.
   std::size_t width = 40;
   for (const Point& pt : points) width = std::max(width, row_label(pt).size());
-  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}\n", "point", "settings", width, "GPUs",
-                     "iteration ms", "TFLOP/s/GPU", "tokens/s", efficiency.empty() ? "" : "  scaling");
+  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}{}{}\n", "point", "settings", width, "GPUs",
+                     "iteration ms", "TFLOP/s/GPU", "tokens/s", efficiency.empty() ? "" : "  scaling",
+                     days ? fmt::format(" {:>8}", "days") : "", cost ? fmt::format(" {:>12}", "cost") : "");
   int oom = 0;
   for (const Point& pt : points) {
     const auto cols = split(rows.at(pt.index), ',');
@@ -873,13 +879,24 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
     const bool does_not_fit = cols[m0 + kOom] == "1";
     oom += does_not_fit ? 1 : 0;
     const auto e = efficiency.find(pt.index);
-    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}\n", pt.index, row_label(pt),
+    std::string run_columns;
+    if (days) {
+      const auto r = runs.find(pt.index);
+      run_columns = r == runs.end() || does_not_fit ? fmt::format(" {:>8}", "-")
+                                                    : fmt::format(" {:>8.1f}", r->second.days());
+      if (cost) {
+        run_columns += r == runs.end() || does_not_fit || !r->second.cost
+                           ? fmt::format(" {:>12}", "-")
+                           : fmt::format(" {:>12.0f}", *r->second.cost);
+      }
+    }
+    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}{}\n", pt.index, row_label(pt),
                        width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
                        std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
                        e == efficiency.end() ? std::string()
                        : does_not_fit        ? std::string("        -")
                                              : fmt::format("  {:>6.1f}%", 100 * e->second),
-                       does_not_fit ? "  OOM" : "");
+                       run_columns, does_not_fit ? "  OOM" : "");
   }
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
@@ -1164,6 +1181,16 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // efficiency (the chart's second panel), over the whole sweep only.
   const std::map<std::size_t, double> efficiency =
       sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys));
+  // With training.tokens: each point's whole run at its throughput (its
+  // scenario's tokens and price; the row's throughput).
+  std::map<std::size_t, study::TrainingRun> runs;
+  for (const auto& [index, row] : rows) {
+    const auto sc = scenarios.find(index);
+    if (sc == scenarios.end()) continue;
+    const auto cols = split(row, ',');
+    const std::size_t m0 = cols.size() - kMetricColumns;
+    if (auto r = study::training_run(sc->second, std::stod(cols[m0 + kTokens]))) runs.emplace(index, *r);
+  }
   const bool one_name = std::all_of(scenarios.begin(), scenarios.end(), [&](const auto& point) {
     return point.second.name == scenarios.begin()->second.name;
   });
@@ -1194,6 +1221,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         warnings.push_back(std::move(tight));
       if (!warnings.empty()) json += ", \"warnings\": " + json_string_array(warnings);
       json += caveat_json(sc, true, false);
+      if (const auto r = runs.find(pt.index); r != runs.end()) {
+        json += ", \"training_run\": " + training_run_json(r->second);
+      }
       json += "}";
     }
     json += "]";
@@ -1265,7 +1295,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::vector<bool> one_value;
   one_value.reserve(axes.size());
   for (const Axis& a : axes) one_value.push_back(a.values.size() == 1);
-  print_table(out, points, rows, one_value, efficiency);
+  print_table(out, points, rows, one_value, efficiency, runs);
   out << skipped_text(skipped);
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the

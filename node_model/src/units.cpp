@@ -29,7 +29,8 @@ struct Parsed {
 }
 
 template <std::size_t N>
-Parsed parse_with(std::string_view kind, std::string_view text, const std::array<UnitFactor, N>& units) {
+Parsed parse_with(std::string_view kind, std::string_view text, const std::array<UnitFactor, N>& units,
+                  bool unit_optional = false) {
   // Every unit the table takes, in its order: the error lists them all.
   std::string expected;
   for (const auto& u : units) expected += fmt::format("{}{}", expected.empty() ? "" : ", ", u.unit);
@@ -68,7 +69,7 @@ Parsed parse_with(std::string_view kind, std::string_view text, const std::array
   std::string_view unit = s.substr(i);
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
   // A bare zero is zero in any unit ("host_microbatch: 0" turns the data step off).
-  if (unit.empty() && value == 0.0) return {0.0, 1.0};
+  if (unit.empty() && (value == 0.0 || unit_optional)) return {value, 1.0};
   if (unit.empty()) fail(kind, text, fmt::format("missing unit (one of {})", expected));
   for (const auto& u : units) {
     if (u.unit == unit) return {value, u.factor};
@@ -213,6 +214,15 @@ Bandwidth parse_bandwidth(std::string_view text) {
   if (bps >= kInt64Limit) fail("bandwidth", text, "value too large (at most 9223372036854775807 bps)");
   if (bps <= 0) fail("bandwidth", text, "must be positive");
   return Bandwidth::bits_per_second(static_cast<std::int64_t>(bps));
+}
+
+double parse_count(std::string_view text) {
+  // Decimal multiples, as token counts are written ("300B", "1.4T").
+  static constexpr std::array<UnitFactor, 5> kCountUnits{
+      {{"K", 1e3}, {"M", 1e6}, {"B", 1e9}, {"G", 1e9}, {"T", 1e12}}};
+  const auto p = parse_with("count", text, kCountUnits, true);
+  if (p.value <= 0) fail("count", text, "must be positive");
+  return p.value * p.factor;
 }
 
 FlopRate parse_flop_rate(std::string_view text) {

@@ -305,6 +305,21 @@ IterationBreakdown breakdown(const Simulation& sim) {
   return b;
 }
 
+std::optional<TrainingRun> training_run(double tokens, double tokens_per_second, int gpus,
+                                        std::optional<double> price_per_gpu_hour) {
+  if (tokens <= 0 || !(tokens_per_second > 0) || gpus <= 0) return std::nullopt;
+  TrainingRun r;
+  r.tokens = tokens;
+  r.seconds = tokens / tokens_per_second;
+  r.gpu_hours = static_cast<double>(gpus) * r.seconds / 3600.0;
+  if (price_per_gpu_hour) r.cost = r.gpu_hours * *price_per_gpu_hour;
+  return r;
+}
+
+std::optional<TrainingRun> training_run(const Scenario& s, double tokens_per_second) {
+  return training_run(s.train_tokens, tokens_per_second, s.gpus(), s.price_per_gpu_hour);
+}
+
 double IterationBreakdown::share(Time part) const {
   return iteration > Time::zero() ? static_cast<double>(part.ps()) / static_cast<double>(iteration.ps()) : 0.0;
 }

@@ -9,7 +9,9 @@
 #include <string>
 #include <tuple>
 
+#include "tessera/cli/commands.hpp"
 #include "tessera/cli/report.hpp"
+#include "tessera/node_model/json.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/study/pipeline.hpp"
 
@@ -338,6 +340,64 @@ TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
 // A stage that fits with less than 5% of its GPU's memory left is warned
 // about (the memory model leaves fragmentation and NCCL buffers out), the
 // fullest named; one over capacity is OOM, not "tight".
+TEST(Report, TrainingRunIsTheTokensAtTheThroughput) {
+  // 1e12 tokens at 1e6 tokens/s: 1e6 s = 11.574 days; 8 GPUs that long are
+  // 2,222.2 GPU-hours; at 2 per GPU-hour 4,444.4.
+  const auto r = study::training_run(1e12, 1e6, 8, 2.0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_DOUBLE_EQ(r->seconds, 1e6);
+  EXPECT_DOUBLE_EQ(r->days(), 1e6 / 86400);
+  EXPECT_DOUBLE_EQ(r->gpu_hours, 8e6 / 3600);
+  ASSERT_TRUE(r->cost.has_value());
+  EXPECT_DOUBLE_EQ(*r->cost, 16e6 / 3600);
+  EXPECT_EQ(
+      training_run_text(*r, 2.0),
+      "1T tokens in 11.6 days at this throughput: 2,222 GPU-hours, cost 4,444 at 2 per GPU-hour (steady "
+      "state only: no warm-up, evaluation, checkpoints or failures)");
+  EXPECT_EQ(training_run_json(*r),
+            R"({"tokens": 1000000000000, "time_s": 1000000.000, "days": 11.574074, "gpu_hours": 2222.222, )"
+            R"("cost": 4444.444})");
+  // No price: no cost; no tokens or no throughput: no run.
+  EXPECT_FALSE(study::training_run(1e12, 1e6, 8, std::nullopt)->cost.has_value());
+  EXPECT_EQ(
+      training_run_json(*study::training_run(3e11, 1e6, 8, std::nullopt)),
+      R"({"tokens": 300000000000, "time_s": 300000.000, "days": 3.472222, "gpu_hours": 666.667, "cost": null})");
+  EXPECT_FALSE(study::training_run(0, 1e6, 8, 2.0).has_value());
+  EXPECT_FALSE(study::training_run(1e12, 0, 8, 2.0).has_value());
+  EXPECT_EQ(count_text(1.4e12), "1.4T");
+  EXPECT_EQ(count_text(300e9), "300B");
+  EXPECT_EQ(count_text(2.5e6), "2.5M");
+  EXPECT_EQ(count_text(999), "999");
+}
+
+TEST(Report, TrainingRunFollowsTheScenariosTokensAndPrice) {
+  // run with training.tokens and a price: the Training run line and JSON
+  // object are the forecast's throughput's; without them, neither.
+  const std::string yaml = std::string(TESSERA_SCENARIO_DIR) + "/default.yaml";
+  std::ostringstream text, json, plain;
+  ASSERT_EQ(cmd_run({yaml, "--set", "training.tokens=300B", "--set", "cluster.price_per_gpu_hour=2.5"}, text),
+            0);
+  ASSERT_EQ(
+      cmd_run({yaml, "--set", "training.tokens=300B", "--set", "cluster.price_per_gpu_hour=2.5", "--json"},
+              json),
+      0);
+  ASSERT_EQ(cmd_run({yaml, "--json"}, plain), 0);
+  const node_model::JsonValue j = node_model::parse_json(json.str(), "run --json");
+  const double tps = j.find("tokens_per_s")->number();
+  const node_model::JsonValue* run = j.find("training_run");
+  ASSERT_NE(run, nullptr);
+  EXPECT_DOUBLE_EQ(run->find("tokens")->number(), 3e11);
+  EXPECT_NEAR(run->find("time_s")->number(), 3e11 / tps, 1e-3);
+  EXPECT_NEAR(run->find("gpu_hours")->number(), 16 * 3e11 / tps / 3600, 1e-3);
+  EXPECT_NEAR(run->find("cost")->number(), 2.5 * 16 * 3e11 / tps / 3600, 1e-2);
+  EXPECT_NE(text.str().find(fmt::format("\nTraining run   300B tokens in {:.1f} days at this throughput: ",
+                                        3e11 / tps / 86400)),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find(" at 2.5 per GPU-hour (steady state only"), std::string::npos) << text.str();
+  EXPECT_EQ(plain.str().find("training_run"), std::string::npos);
+}
+
 TEST(Report, TightMemoryIsWarned) {
   auto stage = [](int i, double gib, bool oom = false) {
     StageMemory m;

@@ -59,6 +59,19 @@ TEST(Units, ParsesBandwidth) {
   EXPECT_EQ(parse_bandwidth("1GiB/s").bps(), 8LL * 1024 * 1024 * 1024);
 }
 
+TEST(Units, ParsesCounts) {
+  EXPECT_DOUBLE_EQ(parse_count("1T"), 1e12);
+  EXPECT_DOUBLE_EQ(parse_count("300B"), 300e9);
+  EXPECT_DOUBLE_EQ(parse_count("300G"), 300e9);
+  EXPECT_DOUBLE_EQ(parse_count("1.5 M"), 1.5e6);
+  EXPECT_DOUBLE_EQ(parse_count("2e12"), 2e12);
+  EXPECT_DOUBLE_EQ(parse_count("1000"), 1000);
+  EXPECT_THROW(parse_count("0"), UnitError);
+  EXPECT_THROW(parse_count("-1T"), UnitError);
+  EXPECT_THROW(parse_count("1X"), UnitError);
+  EXPECT_THROW(parse_count("T"), UnitError);
+}
+
 TEST(Units, ParsesFlopRate) {
   EXPECT_DOUBLE_EQ(parse_flop_rate("989TFLOPS").per_second(), 989e12);
   EXPECT_DOUBLE_EQ(parse_flop_rate("19.5 TFLOP/s").per_second(), 19.5e12);

@@ -181,6 +181,9 @@ Time parse_time(std::string_view text);
 Bytes parse_bytes(std::string_view text);
 Bandwidth parse_bandwidth(std::string_view text);
 FlopRate parse_flop_rate(std::string_view text);
+/// A count (tokens): a number, optionally with a decimal multiple K, M, B
+/// (or G), T ("300B", "1.4T", "2e12"); positive.
+double parse_count(std::string_view text);
 
 // Canonical, round-trippable renderings ("81.92ns", "80GiB", "400Gbps").
 std::string to_string(Time t);

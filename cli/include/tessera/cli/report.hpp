@@ -151,6 +151,10 @@ struct RunReport {
   double hfu = 0.0;             ///< hardware_tflops_per_gpu / the same peak
   double mfu_fp8_peak = 0.0;    ///< fp8 runs only: tflops_per_gpu / the GPU's dense FP8 peak
   double tokens_per_second = 0.0;
+  /// With `training.tokens`: the whole run at this throughput (a "Training
+  /// run" line; JSON "training_run"); nullopt otherwise.
+  std::optional<study::TrainingRun> training_run;
+  std::optional<double> price_per_gpu_hour;  ///< `cluster.price_per_gpu_hour`, as given
   Bytes bytes_sent;  ///< payload sent by all ranks: nvlink_bytes + fabric_bytes
   Bytes nvlink_bytes;  ///< of it, within a node (engine::ExecutionResult::nvlink_bytes)
   Bytes fabric_bytes;  ///< of it, between nodes: HCA (and PCIe to a shared one) and fabric
@@ -196,6 +200,14 @@ struct RunReport {
 RunReport make_report(const Scenario& s, const Simulation& sim);
 /// Aligned human-readable summary.
 std::string format_text(const RunReport& r);
+/// A count as written in a scenario: 1T, 300B, 1.5M (4 significant digits).
+std::string count_text(double n);
+/// "1T tokens in 28.2 days at this throughput: 43,321 GPU-hours, cost ..."
+/// (the cost only with a price).
+std::string training_run_text(const study::TrainingRun& t, std::optional<double> price_per_gpu_hour);
+/// The run as a JSON object: tokens, time_s, days, gpu_hours, cost (null
+/// without a price).
+std::string training_run_json(const study::TrainingRun& t);
 /// One JSON object; numbers printed with a fixed precision so output is
 /// byte-for-byte reproducible. Keys: iteration_time_s, compute_time_s,
 /// exposed_comm_time_s, tflops_per_gpu and more (see docs/scenarios.md).

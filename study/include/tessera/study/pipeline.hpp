@@ -52,6 +52,23 @@ struct IterationBreakdown {
   [[nodiscard]] double share(Time part) const;
 };
 IterationBreakdown breakdown(const Simulation& sim);
+/// A whole training run at a forecast's throughput (defined here only):
+/// `training.tokens` over the tokens per second, GPU-hours = every GPU of
+/// the cluster for that time, cost = GPU-hours x `cluster.price_per_gpu_hour`.
+/// Iterations at the forecast's steady state: no warm-up, evaluation,
+/// checkpoints, restarts or failures.
+struct TrainingRun {
+  double tokens = 0;
+  double seconds = 0;  ///< not a Time: months overflow its picoseconds
+  double gpu_hours = 0;
+  std::optional<double> cost;  ///< without a price: not known
+  [[nodiscard]] double days() const { return seconds / 86400.0; }
+};
+/// nullopt without `training.tokens` or without throughput (`gpus` the
+/// GPUs paid for: the scenario's).
+std::optional<TrainingRun> training_run(double tokens, double tokens_per_second, int gpus,
+                                        std::optional<double> price_per_gpu_hour);
+std::optional<TrainingRun> training_run(const Scenario& s, double tokens_per_second);
 /// How the scenario's collectives run, for every backend: its expansion
 /// options, reductions timed by the roofline at the GPU's memory bandwidth
 /// (charged only without fused reductions), and NCCL's calibrated costs

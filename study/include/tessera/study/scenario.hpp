@@ -246,6 +246,13 @@ struct Scenario {
   /// "warning:" prefix), e.g. a tensor-parallel group spanning nodes;
   /// `tessera run` prints them on stderr.
   std::vector<std::string> warnings;
+  /// `training.tokens`: the tokens the whole training run processes (0: not
+  /// given); with it the reports give the run's time and GPU-hours
+  /// (study::training_run).
+  double train_tokens = 0;
+  /// `cluster.price_per_gpu_hour` (in the user's currency): with
+  /// train_tokens, the run's cost.
+  std::optional<double> price_per_gpu_hour;
 
   [[nodiscard]] int gpus() const { return cluster.nodes * cluster.gpus_per_node; }
 };
