@@ -398,6 +398,24 @@ TEST(Report, TrainingRunFollowsTheScenariosTokensAndPrice) {
   EXPECT_EQ(plain.str().find("training_run"), std::string::npos);
 }
 
+TEST(Report, EagerHostLineSaysWhereTheLaunchCostIs) {
+  // pytorch-eager has no host model by default: its launch floors are in
+  // the kernels' times, which the host line says (a 0 read as a free host).
+  const std::string yaml = std::string(TESSERA_SCENARIO_DIR) + "/default.yaml";
+  std::ostringstream eager, megatron, eager_host;
+  ASSERT_EQ(cmd_run({yaml, "--set", "training.framework=pytorch-eager"}, eager), 0);
+  ASSERT_EQ(cmd_run({yaml}, megatron), 0);
+  ASSERT_EQ(
+      cmd_run({yaml, "--set", "training.framework=pytorch-eager", "--set", "calibration.host_launch=30us"},
+              eager_host),
+      0);
+  const std::string note = "(pytorch-eager: each kernel's launch floor is in compute";
+  EXPECT_NE(eager.str().find("\n  host                0.000 ms    0.0%  " + note), std::string::npos)
+      << eager.str();
+  EXPECT_EQ(megatron.str().find(note), std::string::npos) << megatron.str();
+  EXPECT_EQ(eager_host.str().find(note), std::string::npos) << eager_host.str();
+}
+
 TEST(Report, TightMemoryIsWarned) {
   auto stage = [](int i, double gib, bool oom = false) {
     StageMemory m;
