@@ -214,7 +214,7 @@ points.
            from the CSV) and skipped
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
-                      [--schedules LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
+                      [--schedules LIST] [--zero-stages LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
 
 Finds the fastest parallel plan (dp, tp, pp, expert parallelism ep for a
 mixture-of-experts model, micro-batch, schedule, recomputation) for the
@@ -232,6 +232,9 @@ simulated. Prints the winner as --set flags and as YAML.
   --schedules LIST     the pipeline schedules tried (default
                        1f1b,interleaved-1f1b,zb-h1,zb-h2; gpipe may be named;
                        all but gpipe and 1f1b need pp > 1)
+  --zero-stages LIST   also try these ZeRO stages (e.g. 0,1,3; default: the
+                       scenario's, kept): a zero column, and the winner's
+                       stage in its flags and YAML
   --memory-headroom SIZE  GPU memory a plan must leave free (e.g. 8GiB: CUDA
                        context, allocator fragmentation, NCCL buffers; default 0)
   --json               print one JSON object instead: "searched" (the tp, pp,

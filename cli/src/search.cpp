@@ -90,6 +90,8 @@ struct SearchSpace {
   /// (each plan takes those that divide its dp); {1} for a dense model.
   std::vector<int> ep{1};
   std::vector<Recompute> recompute{Recompute::None, Recompute::Selective, Recompute::Full};
+  /// `--zero-stages`: the ZeRO stages tried (empty: the scenario's, kept).
+  std::vector<int> zero_stages;
 };
 
 /// What the search did, as the text's second line counts it.
@@ -106,11 +108,11 @@ struct SearchCounts {
 
 /// The scenario's parallelism keys search keeps as they are (not searched)
 /// where they are not the default, as YAML lines (`sequence_parallel: true`).
-std::vector<std::string> kept_plan_keys(const parallelism::ParallelPlan& p,
-                                        const parallelism::Workload& work) {
+std::vector<std::string> kept_plan_keys(const parallelism::ParallelPlan& p, const parallelism::Workload& work,
+                                        bool zero_searched = false) {
   std::vector<std::string> out;
   if (p.sequence_parallel) out.emplace_back("sequence_parallel: true");
-  if (p.zero_stage > 0) out.push_back(fmt::format("zero_stage: {}", p.zero_stage));
+  if (p.zero_stage > 0 && !zero_searched) out.push_back(fmt::format("zero_stage: {}", p.zero_stage));
   // grad_sync only where it is not what the framework profile does anyway.
   parallelism::ParallelPlan automatic = p;
   automatic.grad_sync = parallelism::GradSync::Auto;
@@ -145,7 +147,7 @@ struct PastablePlan {
 /// plans print as they did before ep was searched).
 /// `own_plan_refused`: the scenario's plan was refused (SearchCounts), so
 /// its virtual_stages is not base's: written whatever it is.
-PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_refused) {
+PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_refused, bool zero_searched) {
   const bool moe = base.model.is_moe();
   const auto& pl = w.plan;
   PastablePlan out;
@@ -170,13 +172,17 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
     out.flags += " --set parallelism.sequence_parallel=true";
     out.yaml += "  sequence_parallel: true\n";
   }
+  if (zero_searched) {
+    out.flags += fmt::format(" --set parallelism.zero_stage={}", pl.zero_stage);
+    out.yaml += fmt::format("  zero_stage: {}\n", pl.zero_stage);
+  }
   // The scenario's sequence parallelism does nothing in a winner without
   // tensor parallelism (run would warn so): off in both (helper 56).
   const bool no_sp = pl.tp == 1 && base.plan.sequence_parallel;
   if (no_sp) out.flags += " --set parallelism.sequence_parallel=false";
   // Not searched, kept from the scenario: in the YAML too, so that the
   // section can replace the scenario's without losing them.
-  for (const std::string& k : kept_plan_keys(base.plan, base.workload)) {
+  for (const std::string& k : kept_plan_keys(base.plan, base.workload, zero_searched)) {
     if (!(no_sp && k == "sequence_parallel: true")) out.yaml += fmt::format("  {}\n", k);
   }
   // The global batch searched, also where the scenario leaves it to
@@ -198,10 +204,10 @@ std::string json_list(const std::vector<T>& items, F&& render) {
 std::string plan_json(const Candidate& c) {
   return fmt::format(
       "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"ep\": {}, \"micro_batch\": {}, \"schedule\": {}, "
-      "\"virtual_stages\": {}, \"recompute\": {}",
+      "\"virtual_stages\": {}, \"recompute\": {}, \"zero_stage\": {}",
       c.plan.dp, c.plan.tp, c.plan.pp, c.plan.ep, c.micro_batch,
       json_string(std::string(parallelism::to_string(c.plan.schedule))), c.plan.virtual_stages,
-      json_string(std::string(parallelism::to_string(c.plan.recompute))));
+      json_string(std::string(parallelism::to_string(c.plan.recompute))), c.plan.zero_stage);
 }
 
 /// `search --json`: one object with the settings searched, the counts, the
@@ -217,7 +223,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   };
   const std::string searched = fmt::format(
       "{{\"tp\": {}, \"pp\": {}, \"ep\": {}, \"micro_batch\": {}, \"schedules\": {}, \"recompute\": {}, "
-      "\"global_batch\": {}, \"seq_len\": {}, \"top\": {}, \"max_candidates\": {}}}",
+      "\"zero_stages\": {}, \"global_batch\": {}, \"seq_len\": {}, \"top\": {}, \"max_candidates\": {}}}",
       json_list(space.tp, [](int v) { return fmt::format("{}", v); }),
       json_list(space.pp, [](int v) { return fmt::format("{}", v); }),
       json_list(space.ep, [](int v) { return fmt::format("{}", v); }),
@@ -226,6 +232,8 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
                 [](Schedule v) { return json_string(std::string(parallelism::to_string(v))); }),
       json_list(space.recompute,
                 [](Recompute v) { return json_string(std::string(parallelism::to_string(v))); }),
+      space.zero_stages.empty() ? fmt::format("[{}]", base.plan.zero_stage)
+                                : json_list(space.zero_stages, [](int v) { return fmt::format("{}", v); }),
       global_batch, base.workload.seq_len, top, max_candidates);
   std::string candidates;
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
@@ -237,7 +245,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string winner = "null";
   if (!ranked.empty()) {
     const Candidate& w = *ranked.front();
-    const PastablePlan paste = pastable(w, base, counts.own_plan_refused);
+    const PastablePlan paste = pastable(w, base, counts.own_plan_refused, !space.zero_stages.empty());
     winner = fmt::format(
         "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
         "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
@@ -265,7 +273,8 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
 
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
-  p.option("top").option("max-candidates").option("jobs").option("schedules").option("memory-headroom").flag("json");
+  p.option("top").option("max-candidates").option("jobs").option("schedules").option("memory-headroom");
+  p.option("zero-stages").flag("json");
   declare_scenario_options(p);
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -279,6 +288,18 @@ int cmd_search(const Args& args, std::ostream& out) {
   SearchSpace space;
   if (auto list = p.get("schedules")) {
     space.schedules = parse_schedule_list(*list);
+  }
+  if (auto list = p.get("zero-stages")) {
+    for (const std::string& item : split(*list, ',')) {
+      if (item != "0" && item != "1" && item != "2" && item != "3") {
+        throw UsageError(
+            fmt::format("--zero-stages: expected stages 0-3 separated by commas (1,3), got '{}'", *list));
+      }
+      const int z = item[0] - '0';
+      if (std::find(space.zero_stages.begin(), space.zero_stages.end(), z) == space.zero_stages.end()) {
+        space.zero_stages.push_back(z);
+      }
+    }
   }
   // Search chooses dp, pp (and tp, ep, the schedule) itself: a scenario whose
   // own plan does not fit the cluster (--set cluster.nodes over a scenario
@@ -359,6 +380,9 @@ int cmd_search(const Args& args, std::ostream& out) {
   // The global batch stays what the scenario trains with.
   const std::int64_t global_batch = base.plan.sequences(base.workload.micro_batch);
 
+  // --zero-stages, or the scenario's stage alone.
+  const std::vector<int> zero_stages =
+      space.zero_stages.empty() ? std::vector<int>{base.plan.zero_stage} : space.zero_stages;
   // Enumerate plans; for each keep the cheapest recomputation that fits.
   std::vector<Candidate> fitting;
   std::size_t considered = 0, invalid = 0;
@@ -389,51 +413,53 @@ int cmd_search(const Args& args, std::ostream& out) {
         if (dp % ep != 0) continue;
         for (std::int64_t mb : space.micro_batch) {
           if ((global_batch / dp) % mb != 0) continue;
-          for (Schedule sched : space.schedules) {
-            if (sched == Schedule::Interleaved1F1B &&
-                (pp == 1 || base.model.layers % (std::int64_t{2} * pp) != 0)) {
-              continue;
-            }
-            // Without a pipeline the zero-bubble schedules are 1f1b with the
-            // backward split in two.
-            if (parallelism::splits_backward(sched) && pp == 1) continue;
-            std::optional<Candidate> best;
-            for (Recompute rc : space.recompute) {
-              ++considered;
-              ParallelPlan plan = base.plan;
-              plan.dp = dp;
-              plan.tp = tp;
-              plan.pp = pp;
-              plan.ep = ep;
-              plan.schedule = sched;
-              plan.virtual_stages = sched == Schedule::Interleaved1F1B ? 2 : 1;
-              plan.recompute = rc;
-              plan.global_batch = global_batch;
-              // An MoE model's tensor parallelism needs sequence parallelism
-              // (Megatron-Core's rule, parallelism::check_sharding).
-              if (base.model.is_moe() && tp > 1) plan.sequence_parallel = true;
-              parallelism::Workload work = base.workload;
-              work.micro_batch = mb;
-              try {
-                plan.validate(base.model, work, gpus);
-                auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
-                const auto capacity = study::stage_memory_capacity(base, plan);
-                for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st) {
-                  mem.memory_per_stage[st].capacity = capacity[st] - headroom;
-                }
-                if (mem.oom()) continue;
-                best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
-                break;
-              } catch (const InputError& e) {
-                // This (tp, pp, mb, schedule) is not a valid plan at all (a
-                // schedule the framework does not run): not out of memory.
-                ++invalid;
-                if (first_invalid.empty()) first_invalid = e.what();
-                break;
+          for (int zero : zero_stages)
+            for (Schedule sched : space.schedules) {
+              if (sched == Schedule::Interleaved1F1B &&
+                  (pp == 1 || base.model.layers % (std::int64_t{2} * pp) != 0)) {
+                continue;
               }
+              // Without a pipeline the zero-bubble schedules are 1f1b with the
+              // backward split in two.
+              if (parallelism::splits_backward(sched) && pp == 1) continue;
+              std::optional<Candidate> best;
+              for (Recompute rc : space.recompute) {
+                ++considered;
+                ParallelPlan plan = base.plan;
+                plan.dp = dp;
+                plan.tp = tp;
+                plan.pp = pp;
+                plan.ep = ep;
+                plan.schedule = sched;
+                plan.virtual_stages = sched == Schedule::Interleaved1F1B ? 2 : 1;
+                plan.recompute = rc;
+                plan.zero_stage = zero;
+                plan.global_batch = global_batch;
+                // An MoE model's tensor parallelism needs sequence parallelism
+                // (Megatron-Core's rule, parallelism::check_sharding).
+                if (base.model.is_moe() && tp > 1) plan.sequence_parallel = true;
+                parallelism::Workload work = base.workload;
+                work.micro_batch = mb;
+                try {
+                  plan.validate(base.model, work, gpus);
+                  auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
+                  const auto capacity = study::stage_memory_capacity(base, plan);
+                  for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st) {
+                    mem.memory_per_stage[st].capacity = capacity[st] - headroom;
+                  }
+                  if (mem.oom()) continue;
+                  best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
+                  break;
+                } catch (const InputError& e) {
+                  // This (tp, pp, mb, schedule) is not a valid plan at all (a
+                  // schedule the framework does not run): not out of memory.
+                  ++invalid;
+                  if (first_invalid.empty()) first_invalid = e.what();
+                  break;
+                }
+              }
+              if (best) fitting.push_back(*best);
             }
-            if (best) fitting.push_back(*best);
-          }
         }
       }
     }
@@ -538,8 +564,11 @@ int cmd_search(const Args& args, std::ostream& out) {
                                        base.mixed_gpus->gpu.name)
                          : "",
                      global_batch, base.workload.seq_len);
-  if (const auto kept = kept_plan_keys(base.plan, base.workload); !kept.empty()) {
-    out << fmt::format("Kept           {} (the scenario's, not searched)\n", fmt::join(kept, ", "));
+  if (const auto kept = kept_plan_keys(base.plan, base.workload, !space.zero_stages.empty()); !kept.empty()) {
+    out << fmt::format("Kept           {} (the scenario's, not searched{})\n", fmt::join(kept, ", "),
+                       space.zero_stages.empty() && base.plan.zero_stage > 0
+                           ? "; --zero-stages 0,1,2,3 searches the ZeRO stage"
+                           : "");
   }
   if (base.model.is_moe() && !base.plan.sequence_parallel &&
       std::any_of(space.tp.begin(), space.tp.end(), [](int t) { return t > 1; })) {
@@ -569,9 +598,12 @@ int cmd_search(const Args& args, std::ostream& out) {
   // With training.tokens, the run's days (and cost, with a price) per plan.
   const bool days = base.train_tokens > 0;
   const bool cost = days && base.price_per_gpu_hour.has_value();
-  out << fmt::format("{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13} {:>12} {:>6} {:>9}{}{}\n", "rank",
-                     "dp", "tp", "pp", moe ? fmt::format("{:>4} ", "ep") : "", "mb", "schedule", "recompute",
-                     "iteration ms", "tokens/s", "MFU", "peak GiB", days ? fmt::format(" {:>8}", "days") : "",
+  // A zero column where --zero-stages searched it.
+  const bool zero = !space.zero_stages.empty();
+  out << fmt::format("{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {}{:>13} {:>12} {:>6} {:>9}{}{}\n",
+                     "rank", "dp", "tp", "pp", moe ? fmt::format("{:>4} ", "ep") : "", "mb", "schedule",
+                     "recompute", zero ? fmt::format("{:>4} ", "zero") : "", "iteration ms", "tokens/s",
+                     "MFU", "peak GiB", days ? fmt::format(" {:>8}", "days") : "",
                      cost ? fmt::format(" {:>12}", "cost") : "");
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     const Candidate& c = *ranked[i];
@@ -582,10 +614,11 @@ int cmd_search(const Args& args, std::ostream& out) {
       if (cost && r.training_run->cost) run_columns += fmt::format(" {:>12.0f}", *r.training_run->cost);
     }
     out << fmt::format(
-        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}{}\n", i + 1,
+        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {:<10} {}{:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}{}\n", i + 1,
         c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
         parallelism::to_string(c.plan.schedule), parallelism::to_string(c.plan.recompute),
-        r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu, c.peak_memory.in_gib(), run_columns);
+        zero ? fmt::format("{:>4} ", c.plan.zero_stage) : "", r.iteration_time.ms(), r.tokens_per_second,
+        100.0 * r.mfu, c.peak_memory.in_gib(), run_columns);
   }
   // A known bias of some shown plans' forecasts (the plan's part of tessera
   // run's Known bias line, parallelism::known_bias_note): the widest tensor
@@ -622,7 +655,8 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.
-    const PastablePlan paste = pastable(*ranked.front(), base, !plan_note.empty());
+    const PastablePlan paste =
+        pastable(*ranked.front(), base, !plan_note.empty(), !space.zero_stages.empty());
     out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", paste.flags, paste.yaml);
   }
   for (const Candidate* c : failed) {

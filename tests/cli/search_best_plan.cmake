@@ -5,7 +5,8 @@
 # YAML name ep; otherwise none of them mentions ep. EXTRA: more search
 # options (a list). SETS: --set options for both search and run (a list).
 # KEPT: a line the YAML must end its parallelism section with (the
-# scenario's keys search keeps), also named in the Kept line.
+# scenario's keys search keeps), also named in the Kept line. ZERO: the
+# stage the winner's flags and YAML must give (EXTRA with --zero-stages).
 if(NOT DEFINED CAP)
   set(CAP 8)
 endif()
@@ -14,11 +15,11 @@ execute_process(COMMAND ${TESSERA} search ${SCENARIO} ${SETS} --max-candidates $
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "search failed: ${rc}")
 endif()
-# rank dp tp pp [ep] mb schedule recompute iteration-ms
-if(NOT out MATCHES "\n +1 +[0-9]+ +[0-9]+ +[0-9]+( +[0-9]+)? +[0-9]+ +[a-z0-9-]+ +[a-z]+ +([0-9.]+) ")
+# rank dp tp pp [ep] mb schedule recompute [zero] iteration-ms
+if(NOT out MATCHES "\n +1 +[0-9]+ +[0-9]+ +[0-9]+( +[0-9]+)? +[0-9]+ +[a-z0-9-]+ +[a-z]+( +[0-3])? +([0-9.]+) ")
   message(FATAL_ERROR "no rank-1 row in\n${out}")
 endif()
-set(best_ms ${CMAKE_MATCH_2})
+set(best_ms ${CMAKE_MATCH_3})
 if(NOT out MATCHES "best plan as flags: ([^\n]+)\n")
   message(FATAL_ERROR "no best-plan flags in\n${out}")
 endif()
@@ -43,10 +44,18 @@ endif()
 if(NOT out MATCHES "best plan as YAML:\nparallelism:\n  dp: [0-9]+\n  tp: [0-9]+\n  pp: [0-9]+\n")
   message(FATAL_ERROR "no best-plan YAML in\n${out}")
 endif()
+if(DEFINED ZERO)
+  if(NOT out MATCHES "\n *rank +dp +tp +pp +mb +schedule +recompute +zero +iteration ms"
+     OR NOT flag_text MATCHES "--set parallelism.zero_stage=${ZERO} "
+     OR NOT out MATCHES "\n  zero_stage: ${ZERO}\ntraining:\n")
+    message(FATAL_ERROR "no zero column, or the winner's flags and YAML do not give zero_stage ${ZERO}:\n${out}")
+  endif()
+endif()
 if(DEFINED KEPT)
   string(REPLACE ";" ", " kept_line "${KEPT}")
   string(REPLACE ";" "\n  " kept_yaml "${KEPT}")
-  string(FIND "${out}" "\nKept           ${kept_line} (the scenario's, not searched)\n" k1)
+  # (a ZeRO stage kept is followed by the option that searches it)
+  string(FIND "${out}" "\nKept           ${kept_line} (the scenario's, not searched" k1)
   string(FIND "${out}" "\n  ${kept_yaml}\ntraining:\n" k2)
   if(k1 EQUAL -1 OR k2 EQUAL -1)
     message(FATAL_ERROR "the kept keys (${KEPT}) are not in the Kept line and the YAML:\n${out}")
