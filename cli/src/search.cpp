@@ -413,7 +413,7 @@ int cmd_search(const Args& args, std::ostream& out) {
         if (dp % ep != 0) continue;
         for (std::int64_t mb : space.micro_batch) {
           if ((global_batch / dp) % mb != 0) continue;
-          for (int zero : zero_stages)
+          for (int zero : zero_stages) {
             for (Schedule sched : space.schedules) {
               if (sched == Schedule::Interleaved1F1B &&
                   (pp == 1 || base.model.layers % (std::int64_t{2} * pp) != 0)) {
@@ -460,6 +460,7 @@ int cmd_search(const Args& args, std::ostream& out) {
               }
               if (best) fitting.push_back(*best);
             }
+          }
         }
       }
     }
