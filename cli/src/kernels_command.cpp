@@ -48,6 +48,14 @@ std::string table_csv(const study::KernelTable& t) {
   return out;
 }
 
+/// The scenario as the kernels listed see it: its own GPU's alone (with
+/// mixed_gpus the other GPU's kernels are not listed, nor its caveats).
+study::Scenario listed_gpu(const study::Scenario& s) {
+  study::Scenario one = s;
+  one.mixed_gpus.reset();
+  return one;
+}
+
 /// `kernels --json`: what the text says, as one object: the workload, each
 /// execution of the table (its kernel, dims, time and rates) and the
 /// per-part sums, times in seconds.
@@ -83,7 +91,7 @@ std::string table_json(const study::KernelTable& t, const study::Scenario& s) {
       json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), json_string(s.predictor),
       // With mixed_gpus the other GPU's kernels are not listed (the text
       // says so): "mixed_gpus" names it.
-      mixed_gpus_json(s) + scenario_warnings_json(s) + caveat_json(s, false),
+      mixed_gpus_json(s) + scenario_warnings_json(s) + caveat_json(listed_gpu(s), false),
       node_model::to_string(s.workload.framework),
       s.workload.profile.fp8 ? std::string("fp8") : std::string(node_model::to_string(s.workload.dtype)),
       s.workload.micro_batch, s.workload.seq_len, s.plan.tp, s.plan.ep, s.plan.sequence_parallel,
@@ -107,7 +115,7 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   // The kernels' times are what an Untested GPU line and a GPU's Known bias
   // are about; a plan's Known bias is in joining its ranks, not in these
   // kernels.
-  out << caveat_lines(s, false);
+  out << caveat_lines(listed_gpu(s), false);
   // fp8 runs keep bf16 outside their layer GEMMs (docs/parallelism.md).
   out << fmt::format("Workload       {} {}{}, micro-batch {}, sequence {}, tp={}{}{}\n",
                      node_model::to_string(s.workload.framework), node_model::to_string(s.workload.dtype),

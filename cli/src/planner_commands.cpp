@@ -372,8 +372,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     return 0;
   }
   out << fmt::format(
-      "Scenario {} ({} on {} x {}, dp={} tp={} pp={}{}, {} micro-batches of {}, {} node model)\n", s.name,
-      s.model.name, s.gpus(), s.gpu.name, plan.dp, plan.tp, plan.pp,
+      "Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {} micro-batches of {}, {} node model)\n", s.name,
+      s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
       plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "", plan.micro_batches(s.workload.micro_batch),
       s.workload.micro_batch, predictor.name());
   out << caveat_lines(s) << "\n";

@@ -230,6 +230,11 @@ std::string nodes_phrase(const std::vector<int>& nodes) {
   return fmt::format("{} {}", nodes.size() == 1 ? "node" : "nodes", fmt::join(nodes, ", "));
 }
 
+std::string mixed_gpus_phrase(const Scenario& s) {
+  if (!s.mixed_gpus) return {};
+  return fmt::format(" ({} of {}, mixed_gpus)", nodes_phrase(s.mixed_gpus->nodes), s.mixed_gpus->gpu.name);
+}
+
 std::string fabric_phrase(std::string_view fabric) {
   return fabric == study::kNoFabric ? std::string("one node, no fabric") : fmt::format("{} fabric", fabric);
 }

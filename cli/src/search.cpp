@@ -559,12 +559,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   }
 
   out << fmt::format("Search {}: {} on {} x {}{}, global batch {} x {} tokens\n", base.name, base.model.name,
-                     gpus, base.gpu.name,
-                     base.mixed_gpus
-                         ? fmt::format(" ({} of {}, mixed_gpus)", nodes_phrase(base.mixed_gpus->nodes),
-                                       base.mixed_gpus->gpu.name)
-                         : "",
-                     global_batch, base.workload.seq_len);
+                     gpus, base.gpu.name, mixed_gpus_phrase(base), global_batch, base.workload.seq_len);
   if (const auto kept = kept_plan_keys(base.plan, base.workload, !space.zero_stages.empty()); !kept.empty()) {
     out << fmt::format("Kept           {} (the scenario's, not searched{})\n", fmt::join(kept, ", "),
                        space.zero_stages.empty() && base.plan.zero_stage > 0

@@ -39,6 +39,9 @@ std::vector<std::string> jobs_outcome_warnings(const Scenario& s, const study::J
 std::string size_text(Bytes b);
 /// The nodes of a node list as a phrase: "node 1", "nodes 2, 3".
 std::string nodes_phrase(const std::vector<int>& nodes);
+/// " (node 1 of A100-40GB, mixed_gpus)" after a header's GPU count and
+/// GPU, or empty with one GPU type (search, compare-schedules).
+std::string mixed_gpus_phrase(const Scenario& s);
 /// A fabric_name as the text reports' Scenario line says it: "leaf-spine
 /// fabric", or "one node, no fabric" for "none".
 std::string fabric_phrase(std::string_view fabric);
