@@ -230,12 +230,11 @@ TEST(TrainingValidation, PerLayerCostIsTheSlopeOverLayers) {
   EXPECT_EQ(report.find("marginal A100-80GB"), std::string::npos) << report;
 }
 
-TEST(TrainingValidation, PerLayerTableSplitsLargeMicroBatchesByTp) {
-  // tp 8: one group of layer sweeps at micro-batch 1 (a layer 5 ms measured,
-  // 4 ms predicted: -20%), one at micro-batch 4 (5 ms against 4.5: -10%).
-  // The Per layer table has both under "tp 8" (mean 15%) and the second
-  // alone under "tp 8 mb>=4", right after it; the other tables have no such
-  // row.
+namespace {
+
+/// tp 8, layers 12-24, measured 30 + 5 L ms: at micro-batch 1 predicted 40
+/// + 4 L, at micro-batch 4 40 + 4.5 L.
+std::vector<PredictedRun> layer_sweeps_at_two_micro_batches() {
   std::vector<PredictedRun> p;
   for (const auto& [mb, slope] : {std::pair{1, 4.0}, std::pair{4, 4.5}}) {
     for (int layers : {12, 16, 20, 24}) {
@@ -247,6 +246,18 @@ TEST(TrainingValidation, PerLayerTableSplitsLargeMicroBatchesByTp) {
       p.push_back({r, "A100-80GB", 40 + slope * layers});
     }
   }
+  return p;
+}
+
+}  // namespace
+
+TEST(TrainingValidation, PerLayerTableSplitsLargeMicroBatchesByTp) {
+  // tp 8: one group of layer sweeps at micro-batch 1 (a layer 5 ms measured,
+  // 4 ms predicted: -20%), one at micro-batch 4 (5 ms against 4.5: -10%).
+  // The Per layer table has both under "tp 8" (mean 15%) and the second
+  // alone under "tp 8 mb>=4", right after it; the other tables have no such
+  // row.
+  std::vector<PredictedRun> p = layer_sweeps_at_two_micro_batches();
   const std::string report = format_training_report(p);
   const std::size_t per_layer = report.find("\nPer layer:");
   ASSERT_NE(per_layer, std::string::npos) << report;
@@ -269,17 +280,7 @@ TEST(TrainingValidation, JsonReportHasTheTextsGroupsAndEveryRun) {
   // The runs of PerLayerTableSplitsLargeMicroBatchesByTp: per layer -20% at
   // micro-batch 1, -10% at micro-batch 4; the "tp 8 mb>=4" group only in
   // per_layer; every run with its error, predicted / measured - 1.
-  std::vector<PredictedRun> p;
-  for (const auto& [mb, slope] : {std::pair{1, 4.0}, std::pair{4, 4.5}}) {
-    for (int layers : {12, 16, 20, 24}) {
-      MeasuredRun r = run(8, 1, 1);
-      r.micro_batch = mb;
-      r.global_batch = 8 * mb;
-      r.layers = layers;
-      r.measured_ms = 30 + 5.0 * layers;
-      p.push_back({r, "A100-80GB", 40 + slope * layers});
-    }
-  }
+  std::vector<PredictedRun> p = layer_sweeps_at_two_micro_batches();
   p.back().run.keys = {{"parallelism.recompute", "full"}};
   const node_model::JsonValue j = node_model::parse_json("{" + training_report_json(p) + "}", "report");
   const auto& gpus = j.find("gpus")->array();
