@@ -226,7 +226,7 @@ pipeline bubble (planned, not executed) and the M most promising are
 simulated. Prints the winner as --set flags and as YAML.
 
   --top N              rows of the table (default 10)
-  --max-candidates M   plans simulated at most (default 64)
+  --max-candidates M   plans simulated at most (default 64 per ZeRO stage tried)
   --jobs N             parallel simulations (default: all cores; ns-3 runs one
                        at a time)
   --schedules LIST     the pipeline schedules tried (default

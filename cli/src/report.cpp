@@ -181,11 +181,12 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   const double tokens = static_cast<double>(sim.plan.micro_batches * s.workload.micro_batch * s.plan.dp *
                                             s.workload.seq_len);
   if (r.makespan > Time::zero()) rep.tokens_per_second = tokens / r.makespan.seconds();
-  rep.training_run = study::training_run(s, rep.tokens_per_second);
   rep.price_per_gpu_hour = s.price_per_gpu_hour;
   rep.memory = stage_memory(sim.plan.memory_per_stage);
   rep.fullest = parallelism::fullest_stage(sim.plan.memory_per_stage);
   if (std::string w = tight_memory_warning(rep.memory); !w.empty()) rep.warnings.push_back(std::move(w));
+  // A plan that does not fit runs no training: no days or cost for it.
+  if (!rep.oom()) rep.training_run = study::training_run(s, rep.tokens_per_second);
   // As stored: TF32 is a tensor-core mode, its tensors are FP32.
   const node_model::DType grad = s.workload.rules().grad_dtype();
   rep.gradient_dtype =

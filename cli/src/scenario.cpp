@@ -1336,6 +1336,12 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
           idle.size() == 1 ? "its" : "their"));
     }
   }
+  if (s.train_tokens > 0 ||
+      std::any_of(parsed.begin(), parsed.end(), [](const Job& j) { return j.scenario.train_tokens > 0; })) {
+    s.warnings.push_back(
+        "training.tokens: a scenario with jobs gives no training run "
+        "(run a job alone for its days and cost)");
+  }
   s.jobs = std::move(parsed);
   s.placement = placement;
   s.placement_seed = placement == "random" ? placement_seed : 0;
@@ -2486,6 +2492,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     o.finish();
   }
   top.finish();
+  if (s.price_per_gpu_hour && s.train_tokens == 0) {
+    s.warnings.emplace_back(
+        "cluster.price_per_gpu_hour has no effect without training.tokens "
+        "(the whole run's tokens, whose cost it prices)");
+  }
   return s;
 }
 

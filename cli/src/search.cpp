@@ -247,10 +247,13 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
     const Candidate& w = *ranked.front();
     const PastablePlan paste = pastable(w, base, counts.own_plan_refused, !space.zero_stages.empty());
     winner = fmt::format(
-        "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
+        "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, {}\"mfu\": {:.6f}, "
         "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
-        plan_json(w), w.report->iteration_time.seconds(), w.report->tokens_per_second, w.report->mfu,
-        w.peak_memory.count(), json_string(paste.flags), json_string(paste.yaml));
+        plan_json(w), w.report->iteration_time.seconds(), w.report->tokens_per_second,
+        w.report->training_run
+            ? fmt::format("\"training_run\": {}, ", training_run_json(*w.report->training_run))
+            : std::string(),
+        w.report->mfu, w.peak_memory.count(), json_string(paste.flags), json_string(paste.yaml));
   }
   const std::vector<std::string> warnings = scenario_warnings(base);
   const std::string failures = json_list(failed, [](const Candidate* c) {
@@ -284,23 +287,29 @@ int cmd_search(const Args& args, std::ostream& out) {
     return v ? static_cast<std::size_t>(parse_positive_int(*v, fmt::format("--{}", name))) : fallback;
   };
   const std::size_t top = positive("top", 10);
-  const std::size_t max_candidates = positive("max-candidates", 64);
   SearchSpace space;
   if (auto list = p.get("schedules")) {
     space.schedules = parse_schedule_list(*list);
   }
   if (auto list = p.get("zero-stages")) {
-    for (const std::string& item : split(*list, ',')) {
+    const std::vector<std::string> items = split(*list, ',');
+    for (const std::string& item : items.empty() ? std::vector<std::string>{""} : items) {
       if (item != "0" && item != "1" && item != "2" && item != "3") {
         throw UsageError(
             fmt::format("--zero-stages: expected stages 0-3 separated by commas (1,3), got '{}'", *list));
       }
       const int z = item[0] - '0';
-      if (std::find(space.zero_stages.begin(), space.zero_stages.end(), z) == space.zero_stages.end()) {
-        space.zero_stages.push_back(z);
+      if (std::find(space.zero_stages.begin(), space.zero_stages.end(), z) != space.zero_stages.end()) {
+        throw UsageError(fmt::format("--zero-stages: stage {} is listed twice in '{}'", z, *list));
       }
+      space.zero_stages.push_back(z);
     }
   }
+  // The screen ranks a plan's ZeRO stages alike (compute + bubble): the
+  // default cap holds 64 plans at each stage tried, so that trying more
+  // stages never drops a plan the scenario's stage alone would simulate.
+  const std::size_t max_candidates =
+      positive("max-candidates", 64 * std::max<std::size_t>(1, space.zero_stages.size()));
   // Search chooses dp, pp (and tp, ep, the schedule) itself: a scenario whose
   // own plan does not fit the cluster (--set cluster.nodes over a scenario
   // written for another size) is loaded again with pp 1 and dp following the
@@ -326,28 +335,37 @@ int cmd_search(const Args& args, std::ostream& out) {
           }
         }
       }
-      for (const auto& plan : plans) {
-        std::vector<Override> relaxed = overrides;
-        for (const auto& [key, value] :
-             {std::pair{"parallelism.dp", "auto"}, std::pair{"parallelism.virtual_stages", "auto"},
-              std::pair{"parallelism.schedule", "1f1b"}}) {
-          relaxed.push_back(Override{key, value});
-        }
-        for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
-        try {
-          Scenario s = load_scenario(p.positional()[0], relaxed);
-          // Warnings about the stand-in plan's keys (sequence parallelism
-          // at its tp 1) are not the scenario's.
-          std::erase_if(s.warnings, [](const std::string& w) { return w.starts_with("parallelism."); });
-          plan_note = fmt::format(
-              "the scenario's own plan is not valid here ({}); it is not one of "
-              "the candidates, which search chooses itself",
-              detail);
-          return s;
-        } catch (const ScenarioError&) {
+      // Of the stand-ins that load (the scenario's ep, then ep 1: an MoE
+      // plan's ep must divide dp), the first with the fewest warnings:
+      // theirs are about a plan search does not run (80 layers over 64
+      // stages), the scenario's are every stand-in's.
+      std::optional<Scenario> stand_in;
+      for (const char* ep : {"", "1"}) {
+        for (const auto& plan : plans) {
+          std::vector<Override> relaxed = overrides;
+          for (const auto& [key, value] :
+               {std::pair{"parallelism.dp", "auto"}, std::pair{"parallelism.virtual_stages", "auto"},
+                std::pair{"parallelism.schedule", "1f1b"}}) {
+            relaxed.push_back(Override{key, value});
+          }
+          for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
+          if (*ep != '\0') relaxed.push_back(Override{"parallelism.ep", ep});
+          try {
+            Scenario s = load_scenario(p.positional()[0], relaxed);
+            // Warnings about the stand-in plan's keys (sequence parallelism
+            // at its tp 1) are not the scenario's.
+            std::erase_if(s.warnings, [](const std::string& w) { return w.starts_with("parallelism."); });
+            if (!stand_in || s.warnings.size() < stand_in->warnings.size()) stand_in = std::move(s);
+          } catch (const ScenarioError&) {
+          }
         }
       }
-      throw;
+      if (!stand_in) throw;
+      plan_note = fmt::format(
+          "the scenario's own plan is not valid here ({}); it is not one of "
+          "the candidates, which search chooses itself",
+          detail);
+      return std::move(*stand_in);
     }
   }();
   require_single_job(base, "search");
@@ -414,6 +432,8 @@ int cmd_search(const Args& args, std::ostream& out) {
         for (std::int64_t mb : space.micro_batch) {
           if ((global_batch / dp) % mb != 0) continue;
           for (int zero : zero_stages) {
+            // Without data parallelism there is nothing to shard: one stage.
+            if (dp == 1 && zero != zero_stages.front()) continue;
             for (Schedule sched : space.schedules) {
               if (sched == Schedule::Interleaved1F1B &&
                   (pp == 1 || base.model.layers % (std::int64_t{2} * pp) != 0)) {
@@ -560,11 +580,13 @@ int cmd_search(const Args& args, std::ostream& out) {
 
   out << fmt::format("Search {}: {} on {} x {}{}, global batch {} x {} tokens\n", base.name, base.model.name,
                      gpus, base.gpu.name, mixed_gpus_phrase(base), global_batch, base.workload.seq_len);
-  if (const auto kept = kept_plan_keys(base.plan, base.workload, !space.zero_stages.empty()); !kept.empty()) {
+  std::vector<std::string> kept = kept_plan_keys(base.plan, base.workload, !space.zero_stages.empty());
+  // The ZeRO stage is kept even at 0 (which the YAML leaves out): said, with
+  // the option that searches it.
+  if (space.zero_stages.empty() && base.plan.zero_stage == 0) kept.emplace_back("zero_stage: 0");
+  if (!kept.empty()) {
     out << fmt::format("Kept           {} (the scenario's, not searched{})\n", fmt::join(kept, ", "),
-                       space.zero_stages.empty() && base.plan.zero_stage > 0
-                           ? "; --zero-stages 0,1,2,3 searches the ZeRO stage"
-                           : "");
+                       space.zero_stages.empty() ? "; --zero-stages 0,1,2,3 searches the ZeRO stage" : "");
   }
   if (base.model.is_moe() && !base.plan.sequence_parallel &&
       std::any_of(space.tp.begin(), space.tp.end(), [](int t) { return t > 1; })) {

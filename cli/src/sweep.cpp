@@ -489,8 +489,8 @@ struct SweepSeries {
 /// cluster.gpu.tensor_peak, ...).
 bool is_gpu_key(const std::string& key) { return key == "cluster.gpu" || key.starts_with("cluster.gpu."); }
 
-SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows,
-                         const std::vector<std::string>& keys) {
+SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
+                         bool zipped = false) {
   SweepSeries out;
   out.values.resize(keys.size());
   // Each row's columns, split once; m0: where its metrics start.
@@ -512,7 +512,9 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows,
     if (!keys.empty()) firsts.insert(cols[1]);
     combinations.insert(combo);
   }
-  out.covarying = rows.size() > 1 && combinations.size() == rows.size() && firsts.size() > 1;
+  // --zip says so; a merged CSV does not: one combination of the other
+  // keys per point, and the first key changing with them.
+  out.covarying = rows.size() > 1 && (zipped || (combinations.size() == rows.size() && firsts.size() > 1));
   for (const auto& [index, cols] : split_rows) {
     const std::size_t m0 = cols.size() - kMetricColumns;
     SweepPoint pt;
@@ -577,9 +579,10 @@ std::map<std::size_t, double> scaling_efficiency(const SweepSeries& series) {
 /// ideal-scaling line of each series (its baseline's throughput x GPUs / its
 /// GPUs) and a second panel shows scaling_efficiency.
 std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
-                      const std::string& title, const std::vector<std::string>& notes = {}) {
+                      const std::string& title, const std::vector<std::string>& notes = {},
+                      bool zipped = false) {
   using Pt = SweepPoint;
-  SweepSeries series = sweep_series(rows, keys);
+  SweepSeries series = sweep_series(rows, keys, zipped);
   const auto& values = series.values;
   auto fixed = [&](std::size_t a) { return series.fixed[a]; };
   const bool covarying = series.covarying;
@@ -1180,7 +1183,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // Where the GPU count changes along the first key: each point's scaling
   // efficiency (the chart's second panel), over the whole sweep only.
   const std::map<std::size_t, double> efficiency =
-      sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys));
+      sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys, zip));
   // With training.tokens: each point's whole run at its throughput (its
   // scenario's tokens and price; the row's throughput).
   std::map<std::size_t, study::TrainingRun> runs;
@@ -1189,6 +1192,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     if (sc == scenarios.end()) continue;
     const auto cols = split(row, ',');
     const std::size_t m0 = cols.size() - kMetricColumns;
+    if (cols[m0 + kOom] == "1") continue;  // a plan that does not fit trains nothing
     if (auto r = study::training_run(sc->second, std::stod(cols[m0 + kTokens]))) runs.emplace(index, *r);
   }
   const bool one_name = std::all_of(scenarios.begin(), scenarios.end(), [&](const auto& point) {
@@ -1273,8 +1277,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     return 0;
   }
   const SweepCaveats caveats = sweep_caveats(points, scenarios);
-  write_file_atomic(
-      svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), caveats.chart_notes()));
+  write_file_atomic(svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path),
+                                        caveats.chart_notes(), zip));
 
   if (p.has("json")) {
     print_json(svg_path);

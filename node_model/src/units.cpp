@@ -221,8 +221,11 @@ double parse_count(std::string_view text) {
   static constexpr std::array<UnitFactor, 5> kCountUnits{
       {{"K", 1e3}, {"M", 1e6}, {"B", 1e9}, {"G", 1e9}, {"T", 1e12}}};
   const auto p = parse_with("count", text, kCountUnits, true);
-  if (p.value <= 0) fail("count", text, "must be positive");
-  return p.value * p.factor;
+  const double n = p.value * p.factor;
+  if (n <= 0) fail("count", text, "must be positive");
+  if (n != std::floor(n)) fail("count", text, "must be a whole number");
+  if (n > 1e18) fail("count", text, "at most 1e18");
+  return n;
 }
 
 FlopRate parse_flop_rate(std::string_view text) {

@@ -396,6 +396,15 @@ TEST(Report, TrainingRunFollowsTheScenariosTokensAndPrice) {
       << text.str();
   EXPECT_NE(text.str().find(" at 2.5 per GPU-hour (steady state only"), std::string::npos) << text.str();
   EXPECT_EQ(plain.str().find("training_run"), std::string::npos);
+  // A plan out of memory trains nothing: no days or cost (helper 58: its
+  // run came out cheaper than the plans that fit).
+  std::ostringstream oom;
+  EXPECT_EQ(cmd_run({yaml, "--set", "training.tokens=300B", "--set", "training.micro_batch=32", "--allow-oom",
+                     "--json"},
+                    oom),
+            0);
+  EXPECT_NE(oom.str().find("\"oom\": true"), std::string::npos);
+  EXPECT_EQ(oom.str().find("training_run"), std::string::npos);
 }
 
 TEST(Report, EagerHostLineSaysWhereTheLaunchCostIs) {

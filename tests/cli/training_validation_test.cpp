@@ -30,8 +30,13 @@ constexpr const char* kHeader =
     "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
     "data parallelism,pipeline parallelism,iteration time (ms)\n";
 
+/// `name` under the temporary folder, prefixed by the running test's name:
+/// ctest runs the tests as processes at once, and three wrote one base
+/// scenario file over each other's reads.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / name;
+  const auto path =
+      std::filesystem::temp_directory_path() /
+      (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" + name);
   std::ofstream(path) << text;
   return path.string();
 }
@@ -612,16 +617,13 @@ TEST(TrainingValidation, KeyPathColumnsSetTheirKeyPerRun) {
   EXPECT_EQ(RunTemplate::vtrain("A100-80GB").scenario(runs[0], {}).plan.recompute,
             parallelism::Recompute::Full);
 
+  const std::string bad =
+      write_temp("tessera_runs_keys_bad.csv", header + "8,8,1,1024,16,4,256,8,1,1,50,most,\n");
   try {
-    (void)read_vtrain_runs(
-        write_temp("tessera_runs_keys_bad.csv", header + "8,8,1,1024,16,4,256,8,1,1,50,most,\n"), t);
+    (void)read_vtrain_runs(bad, t);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(std::filesystem::temp_directory_path().string() +
-                                              "/tessera_runs_keys_bad.csv: row 1: parallelism.recompute: ",
-                                          0),
-              0U)
-        << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(bad + ": row 1: parallelism.recompute: ", 0), 0U) << e.what();
   }
 
   // A column whose name is no key path is named as the column's path.

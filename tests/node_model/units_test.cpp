@@ -70,6 +70,10 @@ TEST(Units, ParsesCounts) {
   EXPECT_THROW(parse_count("-1T"), UnitError);
   EXPECT_THROW(parse_count("1X"), UnitError);
   EXPECT_THROW(parse_count("T"), UnitError);
+  EXPECT_THROW(parse_count("1.5"), UnitError);  // a count is whole (1.5K is 1500)
+  EXPECT_DOUBLE_EQ(parse_count("1.5K"), 1500);
+  EXPECT_DOUBLE_EQ(parse_count("1e18"), 1e18);
+  EXPECT_THROW(parse_count("1e30"), UnitError);
 }
 
 TEST(Units, ParsesFlopRate) {

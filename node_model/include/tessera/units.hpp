@@ -182,7 +182,7 @@ Bytes parse_bytes(std::string_view text);
 Bandwidth parse_bandwidth(std::string_view text);
 FlopRate parse_flop_rate(std::string_view text);
 /// A count (tokens): a number, optionally with a decimal multiple K, M, B
-/// (or G), T ("300B", "1.4T", "2e12"); positive.
+/// (or G), T ("300B", "1.4T", "2e12"); a whole number in [1, 1e18].
 double parse_count(std::string_view text);
 
 // Canonical, round-trippable renderings ("81.92ns", "80GiB", "400Gbps").
