@@ -684,23 +684,39 @@ std::string groups_json(ErrorGroups& groups, const std::string& gpu) {
 
 std::string training_report_json(const std::vector<PredictedRun>& predicted) {
   TrainingErrors t = training_errors(predicted);
+  // The fixed part of an iteration (the intercept over micro-batches),
+  // median over the groups, as the text gives it.
+  std::map<std::string, std::vector<double>> fixed_measured, fixed_predicted;
+  for (const MarginalCost& c : t.marginal) {
+    fixed_measured[c.gpu].push_back(c.measured_fixed_ms);
+    fixed_predicted[c.gpu].push_back(c.predicted_fixed_ms);
+  }
   std::string gpus;
   for (const std::string& gpu : t.gpus) {
-    gpus += fmt::format("{}{{\"gpu\": {}, \"runs\": {}, \"per_micro_batch\": {}, \"per_layer\": {}}}",
-                        gpus.empty() ? "" : ", ", json_string(gpu), groups_json(t.runs, gpu),
-                        groups_json(t.micro_batch, gpu), groups_json(t.layer, gpu));
+    const std::string fixed =
+        fixed_measured[gpu].empty()
+            ? std::string("null")
+            : fmt::format("{{\"measured_ms\": {:.3f}, \"predicted_ms\": {:.3f}}}",
+                          node_model::median(fixed_measured[gpu]), node_model::median(fixed_predicted[gpu]));
+    gpus += fmt::format(
+        "{}{{\"gpu\": {}, \"runs\": {}, \"per_micro_batch\": {}, \"fixed_part\": {}, \"per_layer\": {}}}",
+        gpus.empty() ? "" : ", ", json_string(gpu), groups_json(t.runs, gpu), groups_json(t.micro_batch, gpu),
+        fixed, groups_json(t.layer, gpu));
   }
   std::string rows;
   for (const PredictedRun& r : predicted) {
     const MeasuredRun& m = r.run;
-    const std::string keys = m.keys_text();
+    std::string keys;
+    for (const auto& [k, v] : m.keys) {
+      keys += fmt::format("{}{}: {}", keys.empty() ? "" : ", ", json_string(k), json_string(v));
+    }
     rows += fmt::format(
         "{}{{\"gpu\": {}, \"row\": {}, \"gpus\": {}, \"global_batch\": {}, \"micro_batch\": {}, "
         "\"hidden\": {}, \"layers\": {}, \"tp\": {}, \"dp\": {}, \"pp\": {}, \"plans\": {}, "
         "\"measured_ms\": {:.3f}, \"predicted_ms\": {:.3f}, \"error\": {:.6f}{}}}",
         rows.empty() ? "" : ", ", json_string(r.gpu), m.row, m.gpus, m.global_batch, m.micro_batch, m.hidden,
         m.layers, m.tp, m.dp, m.pp, json_string(std::string(to_string(m.family()))), m.measured_ms,
-        r.predicted_ms, r.error(), keys.empty() ? std::string() : ", \"keys\": " + json_string(keys));
+        r.predicted_ms, r.error(), keys.empty() ? std::string() : ", \"keys\": {" + keys + "}");
   }
   return fmt::format("\"gpus\": [{}], \"rows\": [{}]", gpus, rows);
 }
@@ -1025,7 +1041,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   if (json) {
     // The figures of the text report, errors as fractions (predicted /
     // measured - 1; the statistics of their absolute values, "signed" their mean).
-    out << fmt::format("{{\"data\": {}, \"scenario\": {}, \"runs\": {}, {}}}\n", json_string(file),
+    out << fmt::format("{{\"data\": {}, \"scenario_file\": {}, \"runs\": {}, {}}}\n", json_string(file),
                        base ? json_string(*base) : std::string("null"), runs.size(),
                        training_report_json(all));
     if (rows_path) write_file_atomic(*rows_path, rows_csv(all));

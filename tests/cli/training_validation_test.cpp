@@ -308,7 +308,9 @@ TEST(TrainingValidation, JsonReportHasTheTextsGroupsAndEveryRun) {
   EXPECT_NEAR(rows[0].find("error")->number(), 88.0 / 90 - 1, 1e-6);
   EXPECT_EQ(rows[0].find("plans")->string(), "tp-only");
   EXPECT_EQ(rows[0].find("keys"), nullptr);
-  EXPECT_EQ(rows[7].find("keys")->string(), "parallelism.recompute=full");
+  EXPECT_EQ(rows[7].find("keys")->find("parallelism.recompute")->string(), "full");
+  // Layer sweeps only: no micro-batch groups, no fixed part.
+  EXPECT_TRUE(gpus[0].find("fixed_part")->is_null());
 }
 
 TEST(StepsValidation, JsonHasTheTablesFigures) {
@@ -380,6 +382,12 @@ TEST(TrainingValidation, MarginalCostIsTheSlopeOverMicroBatches) {
   EXPECT_NE(report.find("marginal A100-80GB: mean 20.0% p90 20.0% max 20.0% signed -20.0% over 1 groups"),
             std::string::npos)
       << report;
+  // --json: the same group, and the fixed parts the text gives.
+  const node_model::JsonValue j = node_model::parse_json("{" + training_report_json(p) + "}", "report");
+  const node_model::JsonValue& gpu = j.find("gpus")->array().at(0);
+  EXPECT_DOUBLE_EQ(gpu.find("per_micro_batch")->find("all")->find("signed")->number(), -0.2);
+  EXPECT_DOUBLE_EQ(gpu.find("fixed_part")->find("measured_ms")->number(), 20.0);
+  EXPECT_DOUBLE_EQ(gpu.find("fixed_part")->find("predicted_ms")->number(), 24.0);
 }
 
 TEST(TrainingValidation, IterationMicroBatchAndLayerCostsWithoutPipeliningAreTheInterceptsAndSlopes) {
