@@ -1475,6 +1475,26 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     points.push_back(std::move(pt));
   }
   const std::map<std::size_t, double> efficiency = scaling_efficiency(sweep_series(rows, keys));
+  // The training run where the shards were given training.tokens (and a
+  // price) by --set: in the rows' settings (a scenario file's are not).
+  std::map<std::size_t, study::TrainingRun> runs;
+  const auto column = [&](const char* key) {
+    return static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
+  };
+  if (const std::size_t tk = column("training.tokens"); tk < keys.size()) {
+    const std::size_t pk = column("cluster.price_per_gpu_hour");
+    for (const Point& pt : points) {
+      const auto cols = split(rows.at(pt.index), ',');
+      const std::size_t m0 = cols.size() - kMetricColumns;
+      if (cols[m0 + kOom] == "1") continue;
+      std::optional<double> price;
+      if (pk < keys.size()) price = std::stod(pt.overrides[pk].value);
+      if (auto r = study::training_run(parse_count(pt.overrides[tk].value), std::stod(cols[m0 + kTokens]),
+                                       std::stoi(cols[m0 + kGpus]), price)) {
+        runs.emplace(pt.index, *r);
+      }
+    }
+  }
   if (p.has("json")) {
     // As sweep --json from the rows: no scenario was read, so no models,
     // scenario warnings or caveats (the shards' sweep --json has them).
@@ -1485,6 +1505,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
       json += fmt::format("{}{{{}", i == 0 ? "" : ", ", point_json(points[i], row, efficiency));
       if (std::string tight = tight_row(row); !tight.empty())
         json += ", \"warnings\": " + json_string_array({tight});
+      if (const auto r = runs.find(points[i].index); r != runs.end()) {
+        json += ", \"training_run\": " + training_run_json(r->second);
+      }
       json += "}";
     }
     // The points --skip-invalid left out, in sweep --json's shape (each
@@ -1499,7 +1522,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   std::vector<bool> one_value;
   one_value.reserve(values.size());
   for (const auto& v : values) one_value.push_back(v.size() == 1);
-  print_table(out, points, rows, one_value, efficiency);
+  print_table(out, points, rows, one_value, efficiency, runs);
   if (!first->skipped.empty()) {
     out << fmt::format(
         "skipped {} point(s) that are not valid scenarios (--skip-invalid): {} (each shard said why)\n",

@@ -154,3 +154,20 @@ execute_process(COMMAND ${TESSERA} ${common} --shard 0/2 --out ${WORKDIR}/old0.c
 if(NOT rc EQUAL 2 OR NOT err MATCHES "--out [^\n]*old0.csv: the file holds this sweep's points in other columns than this tessera writes")
   message(FATAL_ERROR "resuming an older shard should say so: ${rc} ${err}")
 endif()
+# training.tokens and a price given by --set are in the shards' settings:
+# the merged table has the whole sweep's days and cost columns (helper 58:
+# the merge dropped them).
+set(priced sweep ${SCENARIO} --set training.micro_batch=1,2 --set training.tokens=300B
+    --set cluster.price_per_gpu_hour=2 --jobs 1)
+execute_process(COMMAND ${TESSERA} ${priced} --out ${WORKDIR}/priced.csv OUTPUT_VARIABLE whole_priced RESULT_VARIABLE rc)
+foreach(i 0 1)
+  execute_process(COMMAND ${TESSERA} ${priced} --shard ${i}/2 --out ${WORKDIR}/priced${i}.csv
+                  OUTPUT_QUIET RESULT_VARIABLE rc${i})
+endforeach()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/priced-merged.csv ${WORKDIR}/priced0.csv
+                        ${WORKDIR}/priced1.csv OUTPUT_VARIABLE merged_priced RESULT_VARIABLE rc2)
+string(REGEX MATCH "point  settings[^\n]*days +cost\n[^\n]*\n[^\n]*\n" whole_table "${whole_priced}")
+string(REGEX MATCH "point  settings[^\n]*days +cost\n[^\n]*\n[^\n]*\n" merged_table "${merged_priced}")
+if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0 OR whole_table STREQUAL "" OR NOT whole_table STREQUAL merged_table)
+  message(FATAL_ERROR "the merged table's days and cost are not the whole sweep's:\n${whole_priced}\n${merged_priced}")
+endif()
