@@ -324,8 +324,8 @@ int cmd_search(const Args& args, std::ostream& out) {
       // The plan's own keys, or a global batch its dp x micro-batch does
       // not divide (--set training.global_batch=1000 over a dp-32 plan).
       if (!detail.starts_with("parallelism.") && !detail.starts_with("training.global_batch:")) throw;
-      // pp 1 with dp following the GPUs; failing that, the first tp x pp
-      // (then with micro-batch 1) whose dp divides the global batch.
+      // Stand-ins: pp 1 with dp following the GPUs, and every tp x pp (then
+      // with micro-batch 1) for a dp that divides the global batch.
       std::vector<std::vector<std::pair<std::string, std::string>>> plans = {{{"parallelism.pp", "1"}}};
       for (const char* mb : {"", "1"}) {
         for (int tp = 1; tp <= 8; tp *= 2) {
