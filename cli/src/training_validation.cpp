@@ -642,6 +642,9 @@ struct TrainingErrors {
   ErrorGroups runs, micro_batch, layer;
   std::vector<MarginalCost> marginal;  ///< per micro-batch
   std::vector<MarginalCost> per_layer;
+  /// Per variant, the fixed part of an iteration (the intercept over
+  /// micro-batches) of each micro-batch group, measured and predicted.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fixed;
 };
 
 TrainingErrors training_errors(const std::vector<PredictedRun>& predicted) {
@@ -652,7 +655,11 @@ TrainingErrors training_errors(const std::vector<PredictedRun>& predicted) {
   }
   // The marginal cost of a micro-batch, by the same families.
   t.marginal = marginal_costs(predicted);
-  for (const MarginalCost& c : t.marginal) add_to_groups(t.micro_batch, c.gpu, c.config, c.error());
+  for (const MarginalCost& c : t.marginal) {
+    add_to_groups(t.micro_batch, c.gpu, c.config, c.error());
+    t.fixed[c.gpu].first.push_back(c.measured_fixed_ms);
+    t.fixed[c.gpu].second.push_back(c.predicted_fixed_ms);
+  }
   // The marginal cost of a layer.
   t.per_layer = marginal_costs(predicted, Marginal::Layer);
   for (const MarginalCost& c : t.per_layer) {
@@ -684,20 +691,13 @@ std::string groups_json(ErrorGroups& groups, const std::string& gpu) {
 
 std::string training_report_json(const std::vector<PredictedRun>& predicted) {
   TrainingErrors t = training_errors(predicted);
-  // The fixed part of an iteration (the intercept over micro-batches),
-  // median over the groups, as the text gives it.
-  std::map<std::string, std::vector<double>> fixed_measured, fixed_predicted;
-  for (const MarginalCost& c : t.marginal) {
-    fixed_measured[c.gpu].push_back(c.measured_fixed_ms);
-    fixed_predicted[c.gpu].push_back(c.predicted_fixed_ms);
-  }
   std::string gpus;
   for (const std::string& gpu : t.gpus) {
     const std::string fixed =
-        fixed_measured[gpu].empty()
+        t.fixed[gpu].first.empty()
             ? std::string("null")
             : fmt::format("{{\"measured_ms\": {:.3f}, \"predicted_ms\": {:.3f}}}",
-                          node_model::median(fixed_measured[gpu]), node_model::median(fixed_predicted[gpu]));
+                          node_model::median(t.fixed[gpu].first), node_model::median(t.fixed[gpu].second));
     gpus += fmt::format(
         "{}{{\"gpu\": {}, \"runs\": {}, \"per_micro_batch\": {}, \"fixed_part\": {}, \"per_layer\": {}}}",
         gpus.empty() ? "" : ", ", json_string(gpu), groups_json(t.runs, gpu), groups_json(t.micro_batch, gpu),
@@ -729,11 +729,6 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
   for (const std::string& gpu : gpus) s += table_rows(groups, gpu);
   const std::vector<MarginalCost>& marginal = t.marginal;
   ErrorGroups& mgroups = t.micro_batch;
-  std::map<std::string, std::vector<double>> fixed_measured, fixed_predicted;
-  for (const MarginalCost& c : marginal) {
-    fixed_measured[c.gpu].push_back(c.measured_fixed_ms);
-    fixed_predicted[c.gpu].push_back(c.predicted_fixed_ms);
-  }
   if (!marginal.empty()) {
     s += "\nPer micro-batch: what one more micro-batch adds to the iteration (groups of runs that differ only\n"
          "in global batch; least-squares slope of iteration time over micro-batches per pipeline), predicted\n"
@@ -741,9 +736,10 @@ std::string format_training_report(const std::vector<PredictedRun>& predicted) {
     s += table_header("groups");
     for (const std::string& gpu : gpus) {
       s += table_rows(mgroups, gpu);
-      s += fmt::format("{:<11} fixed part of an iteration (intercept), median over groups: measured {:.1f} ms, "
-                       "predicted {:.1f} ms\n",
-                       gpu, node_model::median(fixed_measured[gpu]), node_model::median(fixed_predicted[gpu]));
+      s += fmt::format(
+          "{:<11} fixed part of an iteration (intercept), median over groups: measured {:.1f} ms, "
+          "predicted {:.1f} ms\n",
+          gpu, node_model::median(t.fixed[gpu].first), node_model::median(t.fixed[gpu].second));
     }
   }
   // What a micro-batch costs outside its layers, by tensor parallelism.
