@@ -339,6 +339,8 @@ int cmd_search(const Args& args, std::ostream& out) {
       // plan's ep must divide dp), the first with the fewest warnings:
       // theirs are about a plan search does not run (80 layers over 64
       // stages), the scenario's are every stand-in's.
+      // (The file read once: up to 130 stand-ins are parsed from it.)
+      const std::string text = read_scenario_text(p.positional()[0]);
       std::optional<Scenario> stand_in;
       for (const char* ep : {"", "1"}) {
         for (const auto& plan : plans) {
@@ -351,7 +353,7 @@ int cmd_search(const Args& args, std::ostream& out) {
           for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
           if (*ep != '\0') relaxed.push_back(Override{"parallelism.ep", ep});
           try {
-            Scenario s = load_scenario(p.positional()[0], relaxed);
+            Scenario s = parse_scenario(text, p.positional()[0], relaxed);
             // Warnings about the stand-in plan's keys (sequence parallelism
             // at its tp 1) are not the scenario's.
             std::erase_if(s.warnings, [](const std::string& w) { return w.starts_with("parallelism."); });
