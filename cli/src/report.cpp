@@ -10,7 +10,9 @@ namespace tessera::cli {
 std::string count_text(double n) {
   for (const auto& [unit, f] :
        {std::pair{"T", 1e12}, std::pair{"B", 1e9}, std::pair{"M", 1e6}, std::pair{"K", 1e3}}) {
-    if (n >= f) return fmt::format("{:.4g}{}", n / f, unit);
+    // {:.4g} turns 12345 into 1.234e+04: whole numbers from ten thousand up.
+    if (n >= f)
+      return n / f >= 1e4 ? fmt::format("{:.0f}{}", n / f, unit) : fmt::format("{:.4g}{}", n / f, unit);
   }
   return fmt::format("{:.4g}", n);
 }

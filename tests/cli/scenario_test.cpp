@@ -368,6 +368,9 @@ TEST(Report, TrainingRunIsTheTokensAtTheThroughput) {
   EXPECT_EQ(count_text(300e9), "300B");
   EXPECT_EQ(count_text(2.5e6), "2.5M");
   EXPECT_EQ(count_text(999), "999");
+  // The largest count training.tokens takes (1e18) in whole trillions, not 1e+06T.
+  EXPECT_EQ(count_text(1e18), "1000000T");
+  EXPECT_EQ(count_text(12345e12), "12345T");
 }
 
 TEST(Report, TrainingRunFollowsTheScenariosTokensAndPrice) {
