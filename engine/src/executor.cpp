@@ -528,7 +528,11 @@ class Executor {
   }
 
   const Expansion& expansion(const Task& t, std::int32_t group) {
-    const auto key = std::make_tuple(static_cast<int>(t.collective), group, t.bytes.count());
+    // Keyed by the network's routing epoch too: the costs hold path
+    // latencies, which a cable failed since may have changed. Expansions of
+    // earlier epochs stay (collectives in flight point at theirs).
+    const auto key =
+        std::make_tuple(static_cast<int>(t.collective), group, t.bytes.count(), net_.routing_epoch());
     auto it = expansions_.find(key);
     if (it != expansions_.end()) return *it->second;
     auto e = std::make_unique<Expansion>();
@@ -865,7 +869,8 @@ class Executor {
   std::deque<ActiveCollective> active_;
   std::vector<std::uint32_t> free_;
   std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> slot_of_;
-  std::map<std::tuple<int, std::int32_t, std::int64_t>, std::unique_ptr<const Expansion>> expansions_;
+  std::map<std::tuple<int, std::int32_t, std::int64_t, std::uint64_t>, std::unique_ptr<const Expansion>>
+      expansions_;
   std::unordered_map<int, double> max_normal_by_size_;  // expected_max_normal(n), for the skew
   std::vector<int> node_group_sizes_;                   // node_group_size(group), 0 until counted
   std::unordered_map<std::int64_t, Time> reduction_memo_;

@@ -146,6 +146,7 @@ void FlowNetwork::apply_cable_change(topology::VertexId a, topology::VertexId b,
   (void)failed_topo_->fail_cable(a, b);
   routing_ = failed_topo_.get();
   route_index_.clear();
+  ++routing_epoch_;
   std::vector<Slot> moving;
   for (topology::LinkId l : links) {
     for (Slot s : link_flows_[static_cast<std::size_t>(l)]) {

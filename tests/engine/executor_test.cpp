@@ -347,3 +347,51 @@ TEST(Executor, StragglerLengthensItsPipelineByHand) {
   o.compute_scale = {1.0};
   EXPECT_THROW((void)execute(g, loop2, net2, nullptr, o), InputError);
 }
+
+namespace {
+/// A network whose every path takes `before` until `at` and `after` from
+/// then on, its routing epoch moving with it (a cable failed at `at`);
+/// bytes are free: a message arrives one path latency plus its delay_after
+/// after it is sent.
+class RerouteAtNetwork final : public Network {
+ public:
+  RerouteAtNetwork(EventLoop& loop, Time at, Time before, Time after)
+      : loop_(loop), at_(at), before_(before), after_(after) {}
+  void send(const Message& msg, Callback on_delivered) override {
+    loop_.schedule(latency(msg.src, msg.dst) + msg.delay_after, std::move(on_delivered));
+  }
+  [[nodiscard]] Time latency(int /*src*/, int /*dst*/) override { return rerouted() ? after_ : before_; }
+  [[nodiscard]] std::uint64_t routing_epoch() const override { return rerouted() ? 1 : 0; }
+
+ private:
+  [[nodiscard]] bool rerouted() const { return loop_.now() >= at_; }
+  EventLoop& loop_;
+  Time at_, before_, after_;
+};
+}  // namespace
+
+// Two ring all-reduces of the same size on the same pair, 1 ms apart, as
+// flows: each rank's flow carries both steps (2(p-1) = 2), so it pays its
+// path latency twice. Paths take 1 us until 0.5 ms and 5 us after (a
+// rerouted path): 2 us, then 1 ms of compute, then 10 us. The second was
+// 5 + 1 us while the costs were cached by (kind, group, bytes) alone
+// (helper 57): they hold the path latency of before the failure.
+TEST(Executor, ACollectiveAfterAReroutePaysTheNewPathsLatency) {
+  TaskGraph g;
+  g.groups.push_back({{0, 1}});
+  for (int r = 0; r < 2; ++r) {
+    parallelism::Program prog;
+    prog.tasks.push_back(all_reduce(0, Bytes(1'000'000), {}));
+    prog.tasks.push_back(compute("A", 1000, {0}));
+    prog.tasks.push_back(all_reduce(1, Bytes(1'000'000), {1}));
+    g.add_rank(g.add_program(std::move(prog)), {0});
+  }
+  ExecutionOptions o;
+  o.collectives.algorithm = collectives::Algorithm::Ring;
+  o.collectives.granularity = collectives::Granularity::Flows;
+  o.calibration = CommCalibration::line_rate();
+  DiscreteEventLoop loop;
+  RerouteAtNetwork net(loop, Time::from_us(500), Time::from_us(1), Time::from_us(5));
+  const auto r = execute(g, loop, net, nullptr, o);
+  EXPECT_EQ(r.makespan, Time::from_us(2 + 1000 + 10));
+}

@@ -341,6 +341,7 @@ TEST(FlowNetwork, CableDegradedDuringAFlowSlowsItFromThen) {
   loop.run();
   EXPECT_DOUBLE_EQ(rate_before, 12.5e9);
   EXPECT_DOUBLE_EQ(rate_after, 6.25e9);
+  EXPECT_EQ(net.routing_epoch(), 0U);  // a slower cable routes as before
   expect_within_a_ps(arrived, Time::from_ms(14) + Time::from_us(6));
   EXPECT_NEAR(net.link_bytes()[static_cast<std::size_t>(path[1])], 1e8, 1e-3);
   expect_within_a_ps(net.link_busy()[static_cast<std::size_t>(path[1])], Time::from_ms(14));
@@ -366,12 +367,18 @@ TEST(FlowNetwork, CableFailedDuringAFlowMovesItToTheOtherSpine) {
   net.send(Message{0, 2, Bytes(100'000'000)}, [&] { arrived[0] = loop.now(); });
   net.send(Message{1, 3, Bytes(100'000'000)}, [&] { arrived[1] = loop.now(); });
   std::vector<double> rates;
-  loop.schedule(Time::from_ms(5), [&] { rates = net.active_rates(); });
+  std::vector<std::uint64_t> epochs;  // at 3 and 5 ms: the failure at 4 ms moves routes on by one
+  loop.schedule(Time::from_ms(3), [&] { epochs.push_back(net.routing_epoch()); });
+  loop.schedule(Time::from_ms(5), [&] {
+    rates = net.active_rates();
+    epochs.push_back(net.routing_epoch());
+  });
   loop.schedule(Time::from_ms(13), [&] {
     net.send(Message{1, 3, Bytes(12'500'000)}, [&] { arrived[2] = loop.now(); });  // 1 ms alone
   });
   loop.run();
   ASSERT_EQ(rates.size(), 2U);
+  EXPECT_EQ(epochs, (std::vector<std::uint64_t>{0, 1}));
   EXPECT_DOUBLE_EQ(rates[0], 6.25e9);
   EXPECT_DOUBLE_EQ(rates[1], 6.25e9);
   expect_within_a_ps(arrived[0], Time::from_ms(12) + Time::from_us(6));

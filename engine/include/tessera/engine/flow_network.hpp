@@ -38,6 +38,9 @@ class FlowNetwork final : public Network {
   void send(const Message& msg, Callback on_delivered) override;
   /// The routed path's latency (sum of its links' latencies).
   [[nodiscard]] Time latency(int src, int dst) override { return routes_[route(src, dst)].latency; }
+  /// One more for every cable taken out of service (change_cable_at with
+  /// factor 0, when it happens): routes, and their latencies, may differ.
+  [[nodiscard]] std::uint64_t routing_epoch() const override { return routing_epoch_; }
 
   /// At simulated time `at` (not before now), every cable between `a` and
   /// `b` (both directions, parallel cables included) changes: `factor` 0
@@ -152,6 +155,7 @@ class FlowNetwork final : public Network {
   /// the failed cables (owned).
   const topology::Topology* routing_ = &topo_;
   std::unique_ptr<topology::Topology> failed_topo_;
+  std::uint64_t routing_epoch_ = 0;
   std::unordered_map<std::uint64_t, std::uint32_t> route_index_;  // lookup only, never iterated
   std::vector<Route> routes_;
   std::vector<topology::LinkId> path_links_;  // every route's links, back to back

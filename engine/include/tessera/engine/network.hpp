@@ -1,5 +1,6 @@
 #pragma once
 // The network seam: backends move point-to-point messages between GPUs.
+#include <cstdint>
 #include <string_view>
 
 #include "tessera/engine/event_loop.hpp"
@@ -45,6 +46,10 @@ class Network {
   /// message takes, without queueing). The executor pays it once more for
   /// every further step of a multi-step flow (collectives::Transfer::steps).
   [[nodiscard]] virtual Time latency(int src, int dst) = 0;
+  /// Changes whenever latency() may answer differently for a pair it has
+  /// answered before (a cable failed at a simulated time re-routes): what a
+  /// caller derived from latency() is keyed by it. Constant by default.
+  [[nodiscard]] virtual std::uint64_t routing_epoch() const { return 0; }
 };
 
 }  // namespace tessera::engine
