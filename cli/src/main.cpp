@@ -266,7 +266,9 @@ per stage; --svg draws the iteration time split of each schedule and its
 peak memory per GPU against the GPU's capacity.
 
 --virtual-stages 2,4 runs interleaved-1f1b once per chunk count (default:
-the scenario's virtual_stages, 2 when it does not interleave); a --set
+the scenario's virtual_stages; when it does not interleave, the fewest
+chunks from 2 up that split the layers evenly, as virtual_stages: auto);
+a --set
 parallelism.virtual_stages=N counts as --virtual-stages N, whatever the
 scenario's schedule.
 )"},

@@ -113,11 +113,23 @@ std::vector<int> virtual_stage_list(const ArgParser& p, std::vector<std::string>
   return out;
 }
 
+/// "16 micro-batches of 2 sequences", "1 micro-batch of 8 sequences" (helper
+/// 60: "1 micro-batches of 8").
+std::string micro_batches_phrase(const Scenario& s) {
+  const std::int64_t n = s.plan.micro_batches(s.workload.micro_batch);
+  const std::int64_t b = s.workload.micro_batch;
+  return fmt::format("{} micro-batch{} of {} sequence{}", n, n == 1 ? "" : "es", b, b == 1 ? "" : "s");
+}
+
 struct Row {
   std::string schedule;
   int virtual_stages = 1;
   std::string error;  ///< non-empty when the schedule cannot run this scenario
   Breakdown result;
+  /// What tessera run would warn of for this schedule besides the
+  /// scenario's own warnings (printed once): an uneven split of the layers
+  /// into its chunks, a plan near its memory (schedule_tight_warning).
+  std::vector<std::string> warnings;
 };
 
 /// One bar of a horizontal bar panel: stacked segments (value, colour) and
@@ -294,11 +306,17 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   // The chart stands alone: it says what was compared, and that the GPU is
   // untested where it is (the text's Untested GPU line).
   const std::string chart_subtitle = fmt::format(
-      "{} on {} x {}, dp={} tp={} pp={}, {} micro-batches of {}{}", s.model.name, s.gpus(), s.gpu.name,
-      s.plan.dp, s.plan.tp, s.plan.pp, s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
+      "{} on {} x {}, dp={} tp={} pp={}, {}{}", s.model.name, s.gpus(), s.gpu.name, s.plan.dp, s.plan.tp,
+      s.plan.pp, micro_batches_phrase(s),
       untested_gpu_notes(s).empty() ? "" : "; untested GPU (tessera run says how far to trust it)");
 
-  if (chunk_counts.empty()) chunk_counts.push_back(std::max(2, s.plan.virtual_stages));
+  // The scenario's chunk count, else as `virtual_stages: auto` (helper 60:
+  // 2 split schedules.yaml's 24 layers into 16 chunks, which Megatron-LM
+  // refuses).
+  if (chunk_counts.empty())
+    chunk_counts.push_back(s.plan.virtual_stages > 1
+                               ? s.plan.virtual_stages
+                               : parallelism::auto_virtual_stages(s.model.layers, s.plan.pp));
 
   std::vector<Row> rows;
   for (Schedule sched : schedules) {
@@ -316,6 +334,15 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         row.result = simulate_plan(s, plan, predictor);
       } catch (const InputError& e) {
         row.error = e.what();
+      }
+      if (row.error.empty()) {
+        // helper 60: the shipped schedules.yaml's v=2 row split 24 layers
+        // into 16 chunks without the warning run gives for it.
+        if (std::string w = uneven_layer_split_warning(s.model.layers, plan.pp, v);
+            !w.empty() && std::find(s.warnings.begin(), s.warnings.end(), w) == s.warnings.end())
+          row.warnings.push_back(std::move(w));
+        if (std::string w = schedule_tight_warning(row.result.summary); !w.empty())
+          row.warnings.push_back(std::move(w));
       }
       rows.push_back(std::move(row));
     }
@@ -342,7 +369,6 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       // name them (parallelism::fullest_stage).
       const parallelism::MemoryEstimate fullest =
           stages.empty() ? parallelism::MemoryEstimate{} : stages[parallelism::fullest_stage(stages)];
-      const std::string tight = schedule_tight_warning(r.result.summary);
       items += fmt::format(
           "{{\"schedule\": {}, \"virtual_stages\": {}, \"iteration_time_s\": {:.9e}, "
           "\"compute_time_s\": {:.9e}, \"host_time_s\": {:.9e}, \"bubble_time_s\": {:.9e}, "
@@ -354,7 +380,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
           b.host.seconds(), b.bubble.seconds(), b.share(b.bubble), b.exposed_comm.seconds(),
           r.result.tokens_per_s, r.result.mfu, fullest.total().count(), fullest.capacity.count(), mem,
           r.result.summary.oom() ? "true" : "false",
-          tight.empty() ? std::string() : ", \"warnings\": " + json_string_array({tight}));
+          r.warnings.empty() ? std::string() : ", \"warnings\": " + json_string_array(r.warnings));
     }
     // As in tessera run --json: "untested_gpu" and "known_bias" only when set.
     out << fmt::format(
@@ -371,23 +397,21 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
                                              chart_subtitle, rows, s.gpu.name, s.gpu.memory));
     return 0;
   }
-  out << fmt::format(
-      "Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {} micro-batches of {}, {} node model)\n", s.name,
-      s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
-      plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "", plan.micro_batches(s.workload.micro_batch),
-      s.workload.micro_batch, predictor.name());
+  out << fmt::format("Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {}, {} node model)\n", s.name,
+                     s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
+                     plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "", micro_batches_phrase(s),
+                     predictor.name());
   out << caveat_lines(s) << "\n";
   out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12} {:>12} {:>6}  {}\n", "schedule", "iteration",
                      "bubble", "exposed comm", "compute", "host", "MFU", "peak memory per stage (GiB)");
-  std::string tight;  // tessera run's warning, per schedule it holds for
+  std::string warned;  // tessera run's warnings, per schedule they hold for
   for (const Row& r : rows) {
     const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
     if (!r.error.empty()) {
       out << fmt::format("{:<22} not applicable: {}\n", name, r.error);
       continue;
     }
-    if (std::string w = schedule_tight_warning(r.result.summary); !w.empty())
-      tight += fmt::format("warning for {}: {}\n", name, w);
+    for (const std::string& w : r.warnings) warned += fmt::format("warning for {}: {}\n", name, w);
     std::string mem;
     std::optional<Bytes> over;  // the first stage out of memory's capacity (mixed_gpus: its smallest GPU's)
     for (const auto& m : r.result.summary.memory_per_stage) {
@@ -406,7 +430,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         b.host.ms(), 100.0 * r.result.mfu, mem,
         over ? fmt::format("  OOM (> {:.1f} GiB)", over->in_gib()) : "");
   }
-  out << tight;
+  out << warned;
   // A zero-bubble schedule that exposes more communication than 1F1B: say
   // why, as it can decide the ranking (docs/parallelism.md, "Schedules").
   const auto one_f_one_b = std::find_if(rows.begin(), rows.end(), [](const Row& r) {

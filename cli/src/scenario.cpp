@@ -771,6 +771,28 @@ parallelism::TransformerConfig read_model(Section& m) {
 
 }  // namespace
 
+std::string uneven_layer_split_warning(std::int64_t layers, int pp, int virtual_stages) {
+  // An uneven split of the layers is forecast as it is, but Megatron-LM
+  // refuses it unless told how (--decoder-first-pipeline-num-layers and
+  // the like): said, with the chunk sizes.
+  const std::int64_t chunks = static_cast<std::int64_t>(pp) * virtual_stages;
+  if (chunks <= 1 || chunks > layers || layers % chunks == 0) return {};
+  const std::int64_t small = layers / chunks;
+  const std::int64_t big_ones = layers % chunks;
+  const bool v = virtual_stages > 1;
+  const std::string unit = v ? "chunk" : "stage";
+  const std::string first = big_ones == 1 ? fmt::format("the first {} gets", unit)
+                                          : fmt::format("the first {} {}s get", big_ones, unit);
+  const std::string rest = chunks - big_ones == 1 ? fmt::format("the last {} gets", unit)
+                                                  : fmt::format("the other {} get", chunks - big_ones);
+  return fmt::format(
+      "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} "
+      "(forecast as such; Megatron-LM refuses an uneven split unless told how to make it)",
+      layers, unit, v ? "pp x virtual_stages" : "pp",
+      v ? fmt::format("{} x {} = {}", pp, virtual_stages, chunks) : fmt::format("{}", chunks), first,
+      small + 1, rest, small);
+}
+
 Override parse_override(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
@@ -1865,8 +1887,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
       plan.global_batch = static_cast<std::int64_t>(g);
     }
-    // virtual_stages left out or `auto`: 2 under interleaved-1f1b, else 1,
-    // so that a sweep or --set over schedules needs no matching list.
+    // virtual_stages left out or `auto`: under interleaved-1f1b the fewest
+    // chunks from 2 up that split the layers evenly, else 1, so that a sweep
+    // or --set over schedules needs no matching list.
     const bool vs_auto = !p.has("virtual_stages") ||
                          (p.need("virtual_stages").IsScalar() && p.scalar("virtual_stages") == "auto");
     if (!vs_auto) plan.virtual_stages = p.positive_int32("virtual_stages");
@@ -1875,7 +1898,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const YAML::Node v = p.need("schedule");
       plan.schedule = checked(p, v, p.key_path("schedule"), [&] { return parallelism::parse_schedule(p.scalar("schedule")); });
     }
-    if (vs_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B) plan.virtual_stages = 2;
+    if (vs_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B)
+      plan.virtual_stages = parallelism::auto_virtual_stages(s.model.layers, plan.pp);
     if (p.has("recompute")) {
       const YAML::Node v = p.need("recompute");
       plan.recompute = checked(p, v, p.key_path("recompute"), [&] { return parallelism::parse_recompute(p.scalar("recompute")); });
@@ -1907,26 +1931,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
     }
     p.finish();
-    // An uneven split of the layers is forecast as it is, but Megatron-LM
-    // refuses it unless told how (--decoder-first-pipeline-num-layers and
-    // the like): said, with the chunk sizes.
-    if (const std::int64_t chunks = static_cast<std::int64_t>(plan.pp) * plan.virtual_stages;
-        chunks > 1 && chunks <= s.model.layers && s.model.layers % chunks != 0) {
-      const std::int64_t small = s.model.layers / chunks;
-      const std::int64_t big_ones = s.model.layers % chunks;
-      const bool v = plan.virtual_stages > 1;
-      const std::string unit = v ? "chunk" : "stage";
-      const std::string first = big_ones == 1 ? fmt::format("the first {} gets", unit)
-                                              : fmt::format("the first {} {}s get", big_ones, unit);
-      const std::string rest = chunks - big_ones == 1 ? fmt::format("the last {} gets", unit)
-                                                      : fmt::format("the other {} get", chunks - big_ones);
-      s.warnings.push_back(fmt::format(
-          "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} "
-          "(forecast as such; Megatron-LM refuses an uneven split unless told how to make it)",
-          s.model.layers, unit, v ? "pp x virtual_stages" : "pp",
-          v ? fmt::format("{} x {} = {}", plan.pp, plan.virtual_stages, chunks) : fmt::format("{}", chunks),
-          first, small + 1, rest, small));
-    }
+    if (std::string w = uneven_layer_split_warning(s.model.layers, plan.pp, plan.virtual_stages); !w.empty())
+      s.warnings.push_back(std::move(w));
     // Tensor-parallel options given to a plan without tensor parallelism (or
     // pipeline stages) do nothing: said, as other keys that do nothing are.
     if (plan.tp == 1) {

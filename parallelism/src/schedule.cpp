@@ -80,6 +80,16 @@ bool ParallelPlan::torch_ddp(const Workload& work) const {
   return node_model::is_megatron(work.framework) && resolved_grad_sync(work) == GradSync::Overlapped;
 }
 
+int auto_virtual_stages(std::int64_t layers, int pp) {
+  if (pp >= 1 && layers % pp == 0) {
+    const std::int64_t per_stage = layers / pp;
+    for (std::int64_t v = 2; v <= per_stage; ++v) {
+      if (per_stage % v == 0) return static_cast<int>(v);
+    }
+  }
+  return 2;
+}
+
 std::int64_t ParallelPlan::micro_batches(std::int64_t micro_batch) const {
   if (global_batch == 0) return 1;
   return global_batch / (static_cast<std::int64_t>(dp) * micro_batch);

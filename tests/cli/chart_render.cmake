@@ -26,7 +26,7 @@ run_ok(${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv --svg ${WORKDIR}/merge
 run_ok(${TESSERA} compare-schedules ${SCENARIOS}/schedules.yaml --svg ${WORKDIR}/schedules.svg)
 # The compare-schedules chart says what it compares: model, GPUs, plan.
 file(READ ${WORKDIR}/schedules.svg schedules)
-if(NOT schedules MATCHES ">gpt3-xl on 32 x A100-80GB, dp=2 tp=2 pp=8, 16 micro-batches of 2<")
+if(NOT schedules MATCHES ">gpt3-xl on 32 x A100-80GB, dp=2 tp=2 pp=8, 16 micro-batches of 2 sequences<")
   message(FATAL_ERROR "schedules.svg: no subtitle naming the model, GPUs and plan")
 endif()
 # The merged sweep draws the same chart as the unsharded one, but for its title.

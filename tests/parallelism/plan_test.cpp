@@ -56,6 +56,18 @@ std::string error_of(const TransformerConfig& m, const Workload& w, const Parall
 // The stage fullest for its GPU: with mixed GPUs the one with the most
 // memory for its capacity (50 of 40 GiB is fuller than 60 of 80), else the
 // most bytes; the first of equals.
+// virtual_stages: auto: the fewest chunks per rank from 2 up that split
+// each stage's layers evenly; 2 when none can (uneven: forecast, warned).
+TEST(Plan, AutoVirtualStagesSplitTheLayersEvenly) {
+  EXPECT_EQ(auto_virtual_stages(24, 8), 3);  // GPT-3 XL over 8 stages: 3 layers each
+  EXPECT_EQ(auto_virtual_stages(80, 8), 2);
+  EXPECT_EQ(auto_virtual_stages(96, 4), 2);
+  EXPECT_EQ(auto_virtual_stages(35, 7), 5);
+  EXPECT_EQ(auto_virtual_stages(49, 7), 7);
+  EXPECT_EQ(auto_virtual_stages(24, 5), 2);  // 24 layers do not split over 5 stages
+  EXPECT_EQ(auto_virtual_stages(8, 8), 2);   // one layer per stage: no chunks to make
+}
+
 TEST(Plan, FullestStageIsTheMostMemoryForItsCapacity) {
   auto stage = [](std::int64_t gib, std::int64_t capacity_gib) {
     MemoryEstimate m;

@@ -37,6 +37,12 @@ struct Override {
 /// Parses "key.path=value"; throws InputError.
 Override parse_override(const std::string& text);
 
+/// The warning for a pipeline whose pp x virtual_stages chunks do not split
+/// the model's layers evenly (forecast as such; Megatron-LM refuses it
+/// unless told how), or empty: the scenario's, and each schedule's of
+/// compare-schedules.
+std::string uneven_layer_split_warning(std::int64_t layers, int pp, int virtual_stages);
+
 /// The columns of a table of measured runs named by a scenario key path (a
 /// '.' in the name, e.g. `training.optimizer`): each sets its key for its row
 /// (`validate training`, `validate steps`).

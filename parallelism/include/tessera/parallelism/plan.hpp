@@ -150,6 +150,13 @@ struct ParallelPlan {
   void validate(const TransformerConfig& model, const Workload& work, int gpus = 0) const;
 };
 
+/// The model chunks per pipeline rank interleaved-1f1b gets when none are
+/// given (`virtual_stages: auto`, compare-schedules' default): the fewest
+/// from 2 up that split `layers` evenly over pp x v chunks, as Megatron-LM
+/// requires unless told how to split unevenly; 2 when none does (forecast,
+/// with the scenario's warning for an uneven split).
+int auto_virtual_stages(std::int64_t layers, int pp);
+
 /// Where a global rank sits, under `plan.layout`. The default is Megatron's
 /// order: tp innermost, then dp, then pp, so that a tensor-parallel group is a
 /// block of consecutive ranks (one node): rank = (pp x dp + dp) x tp + tp.
