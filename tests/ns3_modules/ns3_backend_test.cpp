@@ -442,6 +442,23 @@ TEST(Ns3RateChange, ACableHalvedMidMessageStretchesTheRestByTwo) {
   EXPECT_EQ(one_message_with({{half, 2, 3, 0.5}}), base);
 }
 
+// A rate change timed after the iteration changes nothing, also in the
+// per-link CSV: utilization is busy time over the iteration, as the flow
+// backend's (helper 59: the span ran to the change's time, 56x lower).
+TEST(Ns3RateChange, OneAfterTheIterationLeavesTheLinkCsvAlone) {
+  const Topology t = star(4, Bandwidth::gbps(200), Time::from_ns(600));
+  const auto graph = all_reduce_graph(4, Bytes::mib(8), {30, 10, 20, 40});
+  Ns3Options late;
+  late.rate_changes = {{Time::from_seconds(2.0), 0, 4, 0.5}};  // gpu0 - leaf0, long after
+  ns3_modules::Ns3Report plain_report, late_report;
+  const auto plain = ns3_modules::run_on_ns3(graph, t, Ns3Options{}, nullptr, &plain_report);
+  const auto r = ns3_modules::run_on_ns3(graph, t, late, nullptr, &late_report);
+  EXPECT_EQ(r.makespan, plain.makespan);
+  EXPECT_EQ(late_report.end_time, r.makespan);
+  EXPECT_EQ(plain_report.end_time, plain.makespan);
+  EXPECT_EQ(ns3_modules::link_csv(late_report, t), ns3_modules::link_csv(plain_report, t));
+}
+
 TEST(Ns3RateChange, FailuresUnknownCablesAndBadTimesAreInputErrors) {
   const Topology t = star(2, Bandwidth::gbps(100), Time::from_us(1));
   Ns3EventLoop loop;

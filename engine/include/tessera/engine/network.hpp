@@ -28,7 +28,10 @@ struct Message {
 /// with, in this order and with this meaning: directed link id, its source
 /// and destination vertex names, its tier (topology::to_string(LinkTier)),
 /// bandwidth in bit/s, payload bytes it carried, time it carried any traffic
-/// (us) and that time over the run. Each backend appends its own columns.
+/// (us) and that time over the run (the iteration). Each backend appends its
+/// own columns. On the flow backend the busy time is the time any flow
+/// crossed the link; on ns-3's packet links the time spent serialising
+/// packets (its credit_stall_us column holds the time waiting for credits).
 inline constexpr std::string_view kLinkCsvSharedColumns =
     "link,src,dst,tier,bandwidth_bps,payload_bytes,busy_us,utilization";
 

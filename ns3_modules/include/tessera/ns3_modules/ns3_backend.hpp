@@ -202,7 +202,10 @@ struct LinkReport {
 /// Everything a run of the ns-3 backend measured besides the execution result.
 struct Ns3Report {
   Ns3NetworkStats network;
-  Time end_time;                 ///< simulated time when the fabric went quiet
+  /// Simulated time when the fabric went quiet (Ns3Network::report); from
+  /// run_on_ns3, the iteration's end (the executor's makespan): the span of
+  /// link_csv's utilization, as the flow backend's.
+  Time end_time;
   Time sample_interval;          ///< width of LinkReport::bytes_per_sample bins
   std::uint64_t events = 0;      ///< ns-3 events executed
   std::vector<LinkReport> links; ///< InfiniBand: one per directed link (index = LinkId); PointToPoint: empty
