@@ -29,6 +29,8 @@ namespace {
 
 constexpr std::int16_t kHopsUnknown = -2;
 constexpr std::int16_t kHopsVisiting = -1;
+/// The highest unicast LID (0xBFFF); HCA `rank` has LID rank + 1.
+constexpr int kMaxUnicastLid = 0xBFFF;
 
 bool IsIbMtu(std::int64_t mtu) { return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096; }
 
@@ -162,7 +164,14 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
     }
     buffer = (buffer + kIbCreditBlockBytes - 1) / kIbCreditBlockBytes * kIbCreditBlockBytes;
     if (buffer > std::numeric_limits<std::uint32_t>::max()) {
-      throw InputError(fmt::format("ns-3 backend: receive buffer of {} B on link {} is too large", buffer, k));
+      throw InputError(fmt::format(
+          "ns-3 backend: the receive buffer of link {} ({} -> {}) would be {} B, more than the credit "
+          "counters' {} "
+          "B ({})",
+          k, topo.vertex(l.src).name, topo.vertex(l.dst).name, buffer,
+          std::numeric_limits<std::uint32_t>::max(),
+          options.buffer_bytes.count() > 0 ? "ns3.buffer"
+                                           : "the automatic size from its latency and bandwidth"));
     }
     device->SetBufferBytes(static_cast<std::uint32_t>(buffer));
     const std::uint16_t port = static_cast<std::uint16_t>(topo.port_of(static_cast<LinkId>(k)) - 1);
@@ -247,6 +256,12 @@ void IbFabric::CheckOptions(const Ns3Options& o) const {
   if (o.buffer_bytes.count() < 0 || (o.buffer_bytes.count() > 0 && o.buffer_bytes.count() < segmentWire)) {
     throw InputError(fmt::format("ns-3 backend: buffer_bytes must be 0 (auto) or hold one segment of {} B (got {} B)",
                                  segmentWire, o.buffer_bytes.count()));
+  }
+  // Unicast LIDs are 0x0001..0xBFFF, one per HCA (rank + 1): a larger
+  // subnet's 16-bit LIDs would wrap in the headers.
+  if (m_gpus > kMaxUnicastLid) {
+    throw InputError(fmt::format("ns-3 backend: {} HCAs, more than an InfiniBand subnet's {} unicast LIDs",
+                                 m_gpus, kMaxUnicastLid));
   }
   if (o.link_sample_interval < Time::zero()) {
     throw InputError("ns-3 backend: link_sample_interval must not be negative");

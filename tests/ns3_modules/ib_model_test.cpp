@@ -479,6 +479,25 @@ TEST(IbModel, RejectsBadInputBeforeSimulating) {
   EXPECT_THROW(Ns3Network(t, loop, with([](Ns3Options& o) { o.link_sample_interval = Time::from_ps(-1); })),
                InputError);
   EXPECT_THROW(Ns3Network(t, loop, with([](Ns3Options& o) { o.source_classes = {0, -2}; })), InputError);
+  // A buffer the 32-bit credit counters cannot hold names its link and the
+  // key (helper 59: "receive buffer of 5368709120 B on link 0 is too large").
+  try {
+    Ns3Network net(t, loop, with([](Ns3Options& o) { o.buffer_bytes = Bytes::gib(5); }));
+    ADD_FAILURE() << "a 5 GiB buffer was accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "ns-3 backend: the receive buffer of link 0 (gpu0 -> leaf0) would be 5368709120 B, more than the "
+        "credit counters' 4294967295 B (ns3.buffer)");
+  }
+  // More HCAs than a subnet has unicast LIDs (0xBFFF): their 16-bit LIDs
+  // would wrap.
+  try {
+    Ns3Network net(star(0xC000, Bandwidth::gbps(100), Time::from_us(1)), loop, Ns3Options{});
+    ADD_FAILURE() << "49152 HCAs were accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "ns-3 backend: 49152 HCAs, more than an InfiniBand subnet's 49151 unicast LIDs");
+  }
   // A zero or negative rate never makes it into a topology.
   Topology bad;
   const auto a = bad.add_vertex(VertexKind::Gpu, "gpu0", 0);
