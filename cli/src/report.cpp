@@ -315,6 +315,11 @@ std::string cable_names(const std::vector<std::pair<std::string, std::string>>& 
 
 std::string json_packet_fabric(const PacketFabricStats& f) {
   const Ns3Settings& set = f.settings;
+  // The point-to-point model's packets, as it sends them: one per segment,
+  // its own overhead, store-and-forward; the InfiniBand-only settings null
+  // (helper 59: the JSON gave the InfiniBand settings it ignores).
+  const bool ib = set.model == Ns3Settings::Model::InfiniBand;
+  auto ib_only = [&](const std::string& v) { return ib ? v : std::string("null"); };
   return fmt::format(
       ", \"ns3\": {{\"model\": {}, \"packets_per_segment\": {}, \"mtu_bytes\": {}, \"header_bytes\": {}, "
       "\"cut_through\": {}, \"num_vls\": {}, "
@@ -323,13 +328,14 @@ std::string json_packet_fabric(const PacketFabricStats& f) {
       "\"payload_injected_bytes\": {}, \"payload_delivered_bytes\": {}, \"wire_bytes\": {}, \"drops\": {}, "
       "\"credit_stall_s\": {:.9e}, \"credit_violations\": {}, \"events\": {}, \"scale_up\": {}, "
       "\"scale_up_messages\": {}, \"scale_up_payload_bytes\": {}}}",
-      json_string(std::string(to_string(set.model))), set.packets_per_segment, set.mtu.count(),
-      set.header_bytes.count(), set.cut_through ? "true" : "false", set.num_vls,
-      set.adaptive_routing ? "true" : "false", set.buffer.count(), f.messages_sent, f.messages_delivered,
-      f.packets_injected, f.packets_delivered, f.packet_hops, f.payload_injected.count(),
-      f.payload_delivered.count(), f.wire_bytes.count(), f.drops, f.credit_stall.seconds(),
-      f.credit_violations, f.events, json_string(std::string(to_string(set.scale_up))), f.scale_up_messages,
-      f.scale_up_payload.count());
+      json_string(std::string(to_string(set.model))), ib ? set.packets_per_segment : 1, set.mtu.count(),
+      ib ? set.header_bytes.count() : Ns3Settings::kPointToPointOverhead.count(),
+      ib && set.cut_through ? "true" : "false", ib_only(std::to_string(set.num_vls)),
+      ib_only(set.adaptive_routing ? "true" : "false"), ib_only(std::to_string(set.buffer.count())),
+      f.messages_sent, f.messages_delivered, f.packets_injected, f.packets_delivered, f.packet_hops,
+      f.payload_injected.count(), f.payload_delivered.count(), f.wire_bytes.count(), f.drops,
+      f.credit_stall.seconds(), f.credit_violations, f.events,
+      json_string(std::string(to_string(set.scale_up))), f.scale_up_messages, f.scale_up_payload.count());
 }
 
 namespace {

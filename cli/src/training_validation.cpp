@@ -240,6 +240,8 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
   std::vector<PredictedRun> out(runs.size());
   std::atomic<std::size_t> next{0};
   std::mutex error_mu;
+  std::mutex serial_mu;
+  const BackendRegistry backends = built_in_backends();
   std::string error;
   auto work = [&] {
     for (std::size_t i = next++; i < runs.size(); i = next++) {
@@ -255,7 +257,12 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
                                ? fmt::format("validate training (data row {} on {}): {}", m.row, gpu, rest)
                                : fmt::format("validate training ({}): {}", e.option(), rest));
         }
-        const Simulation sim = simulate_scenario(s, nullptr, nullptr, false);
+        // ns-3's one simulator per process: its runs one at a time (helper
+        // 59: --set backend=ns3 ran several at once), the others' freely.
+        std::unique_lock<std::mutex> serial(serial_mu, std::defer_lock);
+        if (!backends.at(s.backend.name).concurrent_runs()) serial.lock();
+        const Simulation sim = simulate_scenario(s, nullptr, nullptr, false, backends);
+        if (serial.owns_lock()) serial.unlock();
         PredictedRun& p = out[i];
         p.run = m;
         p.gpu = gpu;

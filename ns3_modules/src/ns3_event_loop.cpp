@@ -4,6 +4,8 @@
 #include <ns3/ptr.h>
 #include <ns3/simulator.h>
 
+#include <atomic>
+
 #include "tessera/error.hpp"
 #include "tessera/ns3_modules/ns3_backend.hpp"
 
@@ -21,7 +23,10 @@ class CallbackEvent final : public ns3::EventImpl {
   engine::Callback m_fn;
 };
 
-bool g_loopAlive = false;  // ns3::Simulator is a process-wide singleton
+// ns3::Simulator is a process-wide singleton: one loop at a time, also
+// across threads (a command that runs scenarios on several threads runs
+// ns-3's one at a time; this catches one that does not).
+std::atomic<bool> g_loopAlive{false};
 
 /// Picosecond resolution, set once per process before our first Time. ns-3
 /// rescales the Times its libraries created at load; it can do so only once.
@@ -39,13 +44,18 @@ void EnsurePicosecondResolution() {
 }  // namespace
 
 Ns3EventLoop::Ns3EventLoop() {
-  if (g_loopAlive) throw SimulationError("ns-3 backend: only one Ns3EventLoop may exist at a time");
-  EnsurePicosecondResolution();
-  ns3::Simulator::Destroy();  // start from a fresh simulator (a no-op when there is none)
-  ns3::ObjectFactory scheduler;
-  scheduler.SetTypeId("ns3::PriorityQueueScheduler");
-  ns3::Simulator::SetScheduler(scheduler);
-  g_loopAlive = true;
+  if (g_loopAlive.exchange(true))
+    throw SimulationError("ns-3 backend: only one Ns3EventLoop may exist at a time");
+  try {
+    EnsurePicosecondResolution();
+    ns3::Simulator::Destroy();  // start from a fresh simulator (a no-op when there is none)
+    ns3::ObjectFactory scheduler;
+    scheduler.SetTypeId("ns3::PriorityQueueScheduler");
+    ns3::Simulator::SetScheduler(scheduler);
+  } catch (...) {
+    g_loopAlive = false;
+    throw;
+  }
 }
 
 Ns3EventLoop::~Ns3EventLoop() {

@@ -9,6 +9,9 @@
 
 namespace tessera::study::detail {
 
+static_assert(Ns3Settings::kPointToPointOverhead.count() == ns3_modules::Ns3Network::kPacketOverhead,
+              "the reports' point-to-point overhead is the model's");
+
 namespace {
 
 /// The ns-3 backend's options from the scenario (`ns3:` and the execution).

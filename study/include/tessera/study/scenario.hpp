@@ -122,6 +122,9 @@ struct Ns3Settings {
   /// header_bytes: LRH, BTH, CRCs and delimiters); `ns3.header_bytes` sets it.
   static constexpr Bytes kHeaderBytes{30};
   static constexpr Bytes kMaxHeaderBytes{256};
+  /// Wire bytes per packet besides payload under the point-to-point model
+  /// (ns3_modules::Ns3Network::kPacketOverhead: Tessera's header and PPP's).
+  static constexpr Bytes kPointToPointOverhead{18};
 
   Model model = Model::InfiniBand;
   int packets_per_segment = kDefaultPacketsPerSegment;  ///< 1..4096 (InfiniBand)
