@@ -165,9 +165,8 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
     buffer = (buffer + kIbCreditBlockBytes - 1) / kIbCreditBlockBytes * kIbCreditBlockBytes;
     if (buffer > std::numeric_limits<std::uint32_t>::max()) {
       throw InputError(fmt::format(
-          "ns-3 backend: the receive buffer of link {} ({} -> {}) would be {} B, more than the credit "
-          "counters' {} "
-          "B ({})",
+          "ns-3 backend: the receive buffer of link {} ({} -> {}) would be {} B, "
+          "more than the credit counters' {} B ({})",
           k, topo.vertex(l.src).name, topo.vertex(l.dst).name, buffer,
           std::numeric_limits<std::uint32_t>::max(),
           options.buffer_bytes.count() > 0 ? "ns3.buffer"
