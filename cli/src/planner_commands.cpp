@@ -220,8 +220,34 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
 /// Two panels: the iteration time of each schedule split into compute,
 /// host, bubble and exposed communication, and its peak memory per GPU (the
 /// fullest stage) against the GPU's capacity.
+/// tessera run's caveats of the scenario, one short line each, for under
+/// the chart's legend (a reader of the chart alone; helper 60: the text's
+/// Known bias lines were missing from it).
+std::vector<std::string> chart_notes(const Scenario& s) {
+  std::vector<std::string> out;
+  auto head = [](const std::string& note) { return note.substr(0, note.find(':')); };
+  for (const std::string& note : untested_gpu_notes(s))
+    out.push_back(fmt::format("Untested GPU: {}: its kernel times are extrapolated", head(note)));
+  const std::string attention = flash_attention_note(s);
+  for (const std::string& note : known_bias_notes(s, false)) {
+    out.push_back(note == attention
+                      ? std::string("Known bias: FlashAttention timed as the full s x s square, so "
+                                    "attention is pessimistic (docs/parallelism.md)")
+                      : fmt::format("Known bias: {}, whose forecasts validate optimistic "
+                                    "(docs/node_model.md)",
+                                    head(note)));
+  }
+  if (!fp8_note(s).empty()) out.emplace_back("FP8: layer GEMM times unvalidated (docs/node_model.md)");
+  if (!parallelism::known_bias_note(s.plan).empty()) {
+    out.push_back(fmt::format(
+        "Known bias: {}-way tensor parallelism, whose forecasts validate optimistic (docs/calibration.md)",
+        s.plan.tp));
+  }
+  return out;
+}
+
 std::string svg_chart(const std::string& title, const std::string& subtitle, const std::vector<Row>& rows,
-                      const std::string& gpu_name, Bytes capacity) {
+                      const std::string& gpu_name, Bytes capacity, const std::vector<std::string>& notes) {
   constexpr double kWidth = 820;
   const std::array<const char*, 4> colors{"#4878d0", "#8c613c", "#bbbbbb", "#ee854a"};
   const std::array<const char*, 4> parts{"compute", "host", "pipeline bubble", "exposed communication"};
@@ -235,7 +261,10 @@ std::string svg_chart(const std::string& title, const std::string& subtitle, con
       const auto& b = r.result.split;
       const std::array<double, 4> ms{b.compute.ms(), b.host.ms(), b.bubble.ms(), b.exposed_comm.ms()};
       for (std::size_t i = 0; i < ms.size(); ++i) t.segments.emplace_back(ms[i], colors[i]);
-      t.end_label = fmt::format("{:.1f} ms", b.iteration.ms());
+      // A schedule out of memory is no choice: said on its time bar too
+      // (helper 60: zb-h2 at 86 of 80 GiB looked like the second fastest).
+      t.end_label =
+          fmt::format("{:.1f} ms{}", b.iteration.ms(), r.result.summary.oom() ? ", out of memory" : "");
       longest = std::max(longest, b.iteration.ms());
       double peak = 0;
       std::size_t stage = 0;
@@ -255,6 +284,7 @@ std::string svg_chart(const std::string& title, const std::string& subtitle, con
   }
   std::vector<chart::LegendEntry> entries;
   for (std::size_t i = 0; i < parts.size(); ++i) entries.push_back({parts[i], colors[i], false, false, true});
+  for (const std::string& n : notes) entries.push_back({n, "#555", false, false, false, true});
   // The parts' legend goes under the time panel's title.
   const double time_y = chart::kHeaderHeight - 12;
   double legend_h = 0;
@@ -303,12 +333,11 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   print_scenario_warnings(s);  // as tessera run: every schedule runs with them
   const auto owned = make_scenario_predictor(s);
   const node_model::KernelPredictor& predictor = *owned;
-  // The chart stands alone: it says what was compared, and that the GPU is
-  // untested where it is (the text's Untested GPU line).
-  const std::string chart_subtitle = fmt::format(
-      "{} on {} x {}, dp={} tp={} pp={}, {}{}", s.model.name, s.gpus(), s.gpu.name, s.plan.dp, s.plan.tp,
-      s.plan.pp, micro_batches_phrase(s),
-      untested_gpu_notes(s).empty() ? "" : "; untested GPU (tessera run says how far to trust it)");
+  // The chart stands alone: it says what was compared, and under its
+  // legend the text's Untested GPU and Known bias lines (chart_notes).
+  const std::string chart_subtitle =
+      fmt::format("{} on {} x {}, dp={} tp={} pp={}, {}", s.model.name, s.gpus(), s.gpu.name, s.plan.dp,
+                  s.plan.tp, s.plan.pp, micro_batches_phrase(s));
 
   // The scenario's chunk count, else as `virtual_stages: auto` (helper 60:
   // 2 split schedules.yaml's 24 layers into 16 chunks, which Megatron-LM
@@ -394,7 +423,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         mixed_gpus_json(s) + scenario_warnings_json(s), caveat_json(s), items);
     if (svg_path)
       write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
-                                             chart_subtitle, rows, s.gpu.name, s.gpu.memory));
+                                             chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));
     return 0;
   }
   out << fmt::format("Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {}, {} node model)\n", s.name,
@@ -493,7 +522,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
          "that does not fit in the GPU's memory.\n";
   if (svg_path) {
     write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
-                                           chart_subtitle, rows, s.gpu.name, s.gpu.memory));
+                                           chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));
     out << fmt::format("chart written to {}\n", *svg_path);
   }
   return 0;

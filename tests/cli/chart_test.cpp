@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -629,6 +630,52 @@ TEST_F(ChartTest, CompareSchedulesHasTimeAndMemoryPanels) {
         << gib_labels.front() << " vs " << line;
   }
   EXPECT_TRUE(found) << out.str();
+}
+
+// A schedule out of memory says so on its time bar too, and the chart
+// carries the text's Known bias lines (helper 60: zb-h2 at 86 of 80 GiB
+// looked like a choice, and the caveats were only in the text).
+TEST_F(ChartTest, CompareSchedulesMarksOutOfMemoryTimesAndCarriesTheCaveats) {
+  const fs::path svg_path = dir_ / "oom.svg";
+  std::ostringstream out;
+  ASSERT_EQ(cmd_compare_schedules({std::string(TESSERA_SCENARIO_DIR) + "/llama3-70b.yaml", "--schedules",
+                                   "1f1b,zb-h2", "--svg", svg_path.string()},
+                                  out),
+            0);
+  std::vector<std::string> ms_labels;
+  std::set<std::string> notes;
+  for (const std::string& s : texts(*parse_chart(read(svg_path)))) {
+    if (s.find(" ms") != std::string::npos && std::isdigit(static_cast<unsigned char>(s.front())))
+      ms_labels.push_back(s);
+    if (s.rfind("Known bias: ", 0) == 0) notes.insert(s);
+  }
+  // zb-h2 (86.0 GiB) out of memory, 1f1b (40.6 GiB) not: the label with
+  // zb-h2's iteration time from the table says so, the other does not.
+  std::istringstream table(out.str());
+  std::string zb_ms;
+  for (std::string line; std::getline(table, line);) {
+    if (line.rfind("zb-h2 ", 0) == 0) std::istringstream(line.substr(6)) >> zb_ms;
+  }
+  ASSERT_FALSE(zb_ms.empty()) << out.str();
+  ASSERT_EQ(ms_labels.size(), 2U);
+  for (const std::string& l : ms_labels) {
+    const bool zb = l.rfind(fmt::format("{:.1f} ms", std::stod(zb_ms)), 0) == 0;
+    EXPECT_EQ(l.find(", out of memory") != std::string::npos, zb) << l;
+  }
+  EXPECT_EQ(notes,
+            (std::set<std::string>{
+                "Known bias: H100-SXM at bf16, whose forecasts validate optimistic (docs/node_model.md)",
+                "Known bias: FlashAttention timed as the full s x s square, so attention is pessimistic "
+                "(docs/parallelism.md)",
+                "Known bias: 8-way tensor parallelism, whose forecasts validate optimistic "
+                "(docs/calibration.md)"}));
+  // A100s at tp 2 on schedules.yaml: none.
+  ASSERT_EQ(cmd_compare_schedules({std::string(TESSERA_SCENARIO_DIR) + "/schedules.yaml", "--schedules",
+                                   "1f1b", "--svg", (dir_ / "plain.svg").string()},
+                                  out),
+            0);
+  for (const std::string& s : texts(*parse_chart(read(dir_ / "plain.svg"))))
+    EXPECT_EQ(s.find("Known bias"), std::string::npos);
 }
 
 TEST_F(ChartTest, LongCategoriesSlantManySeriesKeepTheirColours) {
