@@ -2423,14 +2423,16 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const YAML::Node v = n.need("buffer");
       ns.buffer = n.scalar("buffer") == "0" ? Bytes(0) : n.unit("buffer", parse_bytes);
       // (checked: mtu + header bytes fit easily, times at most 4096 packets)
-      const Bytes segment = (ns.mtu + ns.header_bytes) * ns.packets_per_segment;
+      // Credits count each packet in whole 64-byte blocks.
+      const std::int64_t packet = (ns.mtu.count() + ns.header_bytes.count() + 63) / 64 * 64;
+      const Bytes segment = Bytes(packet) * ns.packets_per_segment;
       if (ns.buffer.count() > 0 && ns.buffer < segment) {
         n.fail_at(
             v.Mark(), n.key_path("buffer"),
-            fmt::format("must be 0 (auto) or hold one segment: ns3.packets_per_segment x (ns3.mtu + {} B of "
-                        "headers) = {} x ({} + {}) = {} B, got {}",
-                        ns.header_bytes.count(), ns.packets_per_segment, ns.mtu.count(),
-                        ns.header_bytes.count(), segment.count(), n.scalar("buffer")));
+            fmt::format("must be 0 (auto) or hold one segment's credits: ns3.packets_per_segment x (ns3.mtu "
+                        "+ {} B of headers, in whole 64-byte blocks) = {} x {} = {} B, got {}",
+                        ns.header_bytes.count(), ns.packets_per_segment, packet, segment.count(),
+                        n.scalar("buffer")));
       }
     }
     // Keys that do nothing here: the InfiniBand model's under point-to-point

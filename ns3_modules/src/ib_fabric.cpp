@@ -147,15 +147,17 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
     // The receive buffer (per VL) of this end of the cable. Auto: cover the
     // credit loop at line rate (data out + credits back = 2 x latency, plus
     // the packet in flight, the one being forwarded and one spare), counted
-    // as credits count it: a segment takes whole 64-byte blocks (a 286-byte
-    // packet of a 256 B MTU takes 320), so the loop's bytes are scaled by
+    // as credits count it: each MTU packet of a segment takes whole 64-byte
+    // blocks (a 286-byte packet of a 256 B MTU takes 320; SegmentBlocksOf),
+    // so the loop's bytes are scaled by
     // blocks per wire byte. Sized in wire bytes, a link with no other
     // traffic stalled for credits at small MTUs (256 B, one packet per
     // segment: 10.6% slow on a lone all-reduce).
     std::int64_t buffer = options.buffer_bytes.count();
     if (buffer == 0) {
       const auto segmentBlockBytes =
-          static_cast<std::int64_t>(BlocksOf(static_cast<std::uint64_t>(m_segmentWireBytes))) *
+          static_cast<std::int64_t>(SegmentBlocksOf(static_cast<std::uint64_t>(m_segmentWireBytes),
+                                                    static_cast<std::uint64_t>(m_mtu), m_headerBytes)) *
           kIbCreditBlockBytes;
       const double perWireByte =
           static_cast<double>(segmentBlockBytes) / static_cast<double>(m_segmentWireBytes);
@@ -251,10 +253,14 @@ void IbFabric::CheckOptions(const Ns3Options& o) const {
   if (o.packets_per_segment < 1 || o.packets_per_segment > 4096) {
     throw InputError(fmt::format("ns-3 backend: packets_per_segment must be in 1..4096 (got {})", o.packets_per_segment));
   }
-  const std::int64_t segmentWire = (o.mtu.count() + o.header_bytes.count()) * o.packets_per_segment;
-  if (o.buffer_bytes.count() < 0 || (o.buffer_bytes.count() > 0 && o.buffer_bytes.count() < segmentWire)) {
-    throw InputError(fmt::format("ns-3 backend: buffer_bytes must be 0 (auto) or hold one segment of {} B (got {} B)",
-                                 segmentWire, o.buffer_bytes.count()));
+  // A segment's credits: each of its packets in whole 64-byte blocks.
+  const std::int64_t segmentCredit =
+      std::int64_t{kIbCreditBlockBytes} *
+      BlocksOf(static_cast<std::uint64_t>(o.mtu.count() + o.header_bytes.count())) * o.packets_per_segment;
+  if (o.buffer_bytes.count() < 0 || (o.buffer_bytes.count() > 0 && o.buffer_bytes.count() < segmentCredit)) {
+    throw InputError(fmt::format(
+        "ns-3 backend: buffer_bytes must be 0 (auto) or hold one segment's credits, {} B (got {} B)",
+        segmentCredit, o.buffer_bytes.count()));
   }
   // Unicast LIDs are 0x0001..0xBFFF, one per HCA (rank + 1): a larger
   // subnet's 16-bit LIDs would wrap in the headers.

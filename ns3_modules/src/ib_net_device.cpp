@@ -132,7 +132,7 @@ void IbNetDevice::TryTransmit() {
     const auto vl = static_cast<std::uint8_t>((m_nextVl + i) % m_numVls);
     std::uint32_t wire = 0;
     if (!m_owner->PeekTx(m_port, vl, wire)) continue;
-    const std::uint32_t blocks = BlocksOf(wire);
+    const std::uint32_t blocks = SegmentBlocksOf(wire, m_mtu, m_headerBytes);
     if (m_credits[vl] < blocks) {
       waiting = true;
       continue;
@@ -189,7 +189,8 @@ void IbNetDevice::TransmitComplete() {
 
 void IbNetDevice::ReceiveFromChannel(const ns3::Ptr<ns3::Packet>& packet, IbPacketInfo info) {
   if (info.vl >= m_numVls) throw SimulationError("ns-3 IbNetDevice: packet on a virtual lane the port does not have");
-  const std::uint64_t bytes = std::uint64_t{BlocksOf(info.wireBytes)} * kIbCreditBlockBytes;
+  const std::uint64_t bytes =
+      std::uint64_t{SegmentBlocksOf(info.wireBytes, m_mtu, m_headerBytes)} * kIbCreditBlockBytes;
   m_rxBytes[info.vl] += bytes;
   m_rxTotalBytes += bytes;
   ++m_rxPackets;
@@ -202,7 +203,7 @@ void IbNetDevice::ReceiveFromChannel(const ns3::Ptr<ns3::Packet>& packet, IbPack
 }
 
 void IbNetDevice::ReleaseRxBuffer(std::uint8_t vl, std::uint32_t wireBytes) {
-  const std::uint32_t blocks = BlocksOf(wireBytes);
+  const std::uint32_t blocks = SegmentBlocksOf(wireBytes, m_mtu, m_headerBytes);
   const std::uint64_t bytes = std::uint64_t{blocks} * kIbCreditBlockBytes;
   if (m_rxBytes[vl] < bytes || m_rxPackets == 0) {
     ++m_creditViolations;

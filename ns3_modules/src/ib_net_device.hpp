@@ -36,6 +36,17 @@ inline constexpr std::uint32_t kIbCreditBlockBytes = 64;
 inline constexpr std::uint32_t BlocksOf(std::uint64_t bytes) {
   return static_cast<std::uint32_t>((bytes + kIbCreditBlockBytes - 1) / kIbCreditBlockBytes);
 }
+/// The credit blocks of a segment of `wireBytes` (packets of at most `mtu`
+/// payload, each with `headerBytes`): each MTU packet takes whole blocks, as
+/// on a real link. Its full packets are (mtu + headerBytes) each; what is
+/// left, shorter, is the last packet. One block count for the whole segment
+/// undercounted by up to a block per packet (12% at a 256 B MTU).
+inline constexpr std::uint32_t SegmentBlocksOf(std::uint64_t wireBytes, std::uint64_t mtu,
+                                               std::uint64_t headerBytes) {
+  const std::uint64_t packet = mtu + headerBytes;
+  const std::uint64_t rest = wireBytes % packet;
+  return static_cast<std::uint32_t>(wireBytes / packet) * BlocksOf(packet) + (rest > 0 ? BlocksOf(rest) : 0);
+}
 inline constexpr std::uint16_t kIbNoPort = 0xFFFF;
 
 /// The fields of a packet's IbHeader that forwarding needs, parsed once at the

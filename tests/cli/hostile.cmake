@@ -127,7 +127,7 @@ hostile(NAME ns3.scale_up_unknown RC 2
 hostile_set(ns3.buffer negative -1KiB)
 hostile_set(ns3.buffer no_unit 4096)
 hostile(NAME ns3.buffer_below_segment RC 2
-        REGEX [=[^tessera: error: s\.yaml \(--set ns3\.buffer\): ns3\.buffer: must be 0 \(auto\) or hold one segment: ns3\.packets_per_segment x \(ns3\.mtu \+ 30 B of headers\) = 4 x \(4096 \+ 30\) = 16504 B, got 16KiB$]=]
+        REGEX [=[^tessera: error: s\.yaml \(--set ns3\.buffer\): ns3\.buffer: must be 0 \(auto\) or hold one segment's credits: ns3\.packets_per_segment x \(ns3\.mtu \+ 30 B of headers, in whole 64-byte blocks\) = 4 x 4160 = 16640 B, got 16KiB$]=]
         ARGS run s.yaml --set ns3.packets_per_segment=4 --set ns3.buffer=16KiB)
 hostile(NAME ns3.unknown_key RC 2 REGEX [=[^tessera: error: s\.yaml \(--set ns3\.segment\): ns3\.segment: unknown key]=]
         ARGS run s.yaml --set ns3.segment=4)

@@ -1228,12 +1228,18 @@ TEST(Scenario, Ns3SectionKeysDefaultsAndOverrides) {
   EXPECT_NE(error_of(default_text() + "ns3:\n  model: ethernet\n")
                 .find("ns3.model: unknown model 'ethernet' (expected infiniband or point-to-point)"),
             std::string::npos);
-  // The buffer must hold one segment of the segment size given anywhere in the section.
-  EXPECT_NE(error_of(default_text() + "ns3:\n  buffer: 64KiB\n  packets_per_segment: 16\n")
-                .find("ns3.buffer: must be 0 (auto) or hold one segment"),
-            std::string::npos);
+  // The buffer must hold one segment's credits, of the segment size given
+  // anywhere in the section: 16 packets of 4096 + 30 B in whole 64-byte
+  // blocks, 16 x 4160 = 66560 B (16 x 4126 = 66016 B of wire bytes fell
+  // short of the credits the model now counts; helper 59).
+  for (const char* short_of : {"64KiB", "66016B", "66559B"}) {
+    EXPECT_NE(error_of(default_text() + "ns3:\n  buffer: " + short_of + "\n  packets_per_segment: 16\n")
+                  .find("ns3.buffer: must be 0 (auto) or hold one segment's credits"),
+              std::string::npos)
+        << short_of;
+  }
   EXPECT_NO_THROW(
-      (void)parse_scenario(default_text() + "ns3:\n  buffer: 66016B\n  packets_per_segment: 16\n", "s.yaml"));
+      (void)parse_scenario(default_text() + "ns3:\n  buffer: 66560B\n  packets_per_segment: 16\n", "s.yaml"));
 }
 
 TEST(Scenario, HcasPerNodeDefaultsToOnePerGpuAndSharesWhenFewer) {

@@ -134,6 +134,32 @@ TEST(IbModel, AutomaticBufferCoversTheCreditLoopInBlocks) {
   EXPECT_NEAR(f.done[0].seconds(), wire_s + latency.seconds(), 1e-9);
 }
 
+// Credits count each MTU packet of a segment in whole 64-byte blocks: one
+// segment of 32 packets of 256 + 30 B takes 32 x 5 = 160 blocks (10240 B
+// of the receive buffer), not the 143 of its 9152 wire bytes taken
+// together (helper 59: a buffer held 12% more than a real port's). A
+// buffer of 9152 B cannot take one segment and is refused; one of 10240 B
+// runs, its receiving port filled to exactly 10240 B.
+TEST(IbModel, CreditsCountEachPacketOfASegmentInWholeBlocks) {
+  Topology t;
+  const auto a = t.add_vertex(VertexKind::Gpu, "gpu0", 0);
+  const auto b = t.add_vertex(VertexKind::Gpu, "gpu1", 1);
+  t.add_duplex_link(a, b, Bandwidth::gbps(200), Time::from_us(1));
+  Ns3Options o;
+  o.scale_up = ns3_modules::ScaleUpModel::Packets;
+  o.mtu = Bytes(256);
+  o.packets_per_segment = 32;
+  o.buffer_bytes = Bytes(32 * (256 + kHeader));
+  {
+    Ns3EventLoop loop;
+    EXPECT_THROW(Ns3Network(t, loop, o), InputError);
+  }
+  o.buffer_bytes = Bytes(32 * 320);
+  const auto f = run_flows(t, {Message{0, 1, Bytes(4 * 32 * 256)}}, o);  // four segments
+  EXPECT_EQ(f.report.network.credit_violations, 0U);
+  EXPECT_EQ(f.report.links[0].max_queue, Bytes(32 * 320));
+}
+
 TEST(IbModel, IncastIsLosslessAndFair) {
   // 8 hosts send 2 MiB each to host 8 over one leaf: the leaf's port to host
   // 8 serves its 8 inputs round-robin, so each flow gets 1/8 of the payload
