@@ -163,8 +163,10 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                                  virtual_stages, to_string(schedule)));
   }
   if (virtual_stages > 1 && schedule != Schedule::Interleaved1F1B) {
-    throw InputError(fmt::format("virtual_stages ({}) needs schedule interleaved-1f1b (got {})", virtual_stages,
-                                 to_string(schedule)));
+    throw InputError(
+        fmt::format("virtual_stages ({}) needs schedule interleaved-1f1b (got {}): set "
+                    "parallelism.schedule to interleaved-1f1b with it, or virtual_stages to auto",
+                    virtual_stages, to_string(schedule)));
   }
   const std::int64_t m = micro_batches(work.micro_batch);
   if (schedule == Schedule::Interleaved1F1B) {

@@ -756,7 +756,10 @@ TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   EXPECT_EQ(error_of(m, w2, p, 2), "global_batch (5) must be a multiple of dp x micro_batch (1 x 2 = 2)");
   p.global_batch = 8;
   p.virtual_stages = 2;
-  EXPECT_EQ(error_of(m, kWork, p, 2), "virtual_stages (2) needs schedule interleaved-1f1b (got 1f1b)");
+  // It says what to set (helper 60: a --set of virtual_stages alone).
+  EXPECT_EQ(error_of(m, kWork, p, 2),
+            "virtual_stages (2) needs schedule interleaved-1f1b (got 1f1b): set parallelism.schedule to "
+            "interleaved-1f1b with it, or virtual_stages to auto");
   p.schedule = Schedule::Interleaved1F1B;
   p.pp = 3;
   EXPECT_NE(error_of(m, kWork, p, 3).find("= 8) to be a multiple of pp (3)"), std::string::npos);
