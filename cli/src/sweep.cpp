@@ -87,13 +87,15 @@ std::string label(const Point& p, const std::vector<bool>* only = nullptr) {
 // The metric columns after the swept keys, in order; offsets from the first.
 // The plan each point ran (dp, tp, pp, micro-batches: what `dp=auto` or a
 // node count chose), its MFU, the sequences per iteration (a weak-scaling
-// table's batch), expert parallelism (1 for a dense model), HFU and the
-// fullest stage's GPU memory close the row.
+// table's batch), expert parallelism (1 for a dense model), HFU, the
+// fullest stage's GPU memory and the model chunks per pipeline rank (what
+// `virtual_stages: auto` chose under interleaved-1f1b; helper 60: a sweep
+// over schedules did not say) close the row.
 constexpr const char* kMetricNames =
     "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,"
     "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch,ep,hfu,"
-    "memory_capacity_bytes";
-constexpr std::size_t kMetricColumns = 20;
+    "memory_capacity_bytes,virtual_stages";
+constexpr std::size_t kMetricColumns = 21;
 enum MetricColumn : std::size_t {
   kGpus = 0,
   kIteration = 2,
@@ -117,16 +119,17 @@ std::string csv_row(const Point& p, const RunReport& r) {
   return row + fmt::format(
                    // gpus, fabric_tiers, the iteration split, tflops_per_gpu,
                    // tokens_per_s, peak_memory_bytes, oom, the plan, mfu,
-                   // global_batch, ep, hfu, memory_capacity_bytes
+                   // global_batch, ep, hfu, memory_capacity_bytes, virtual_stages
                    ",{},{},"
                    "{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},"
                    "{:.6f},{:.3f},{},{},"
                    "{},{},{},{},{:.6f},"
-                   "{},{},{:.6f},{}",
+                   "{},{},{:.6f},{},{}",
                    r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
                    r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
                    r.tflops_per_gpu, r.tokens_per_second, fullest.total.count(), r.oom() ? 1 : 0, r.dp, r.tp,
-                   r.pp, r.micro_batches, r.mfu, r.global_batch, r.ep, r.hfu, fullest.capacity.count());
+                   r.pp, r.micro_batches, r.mfu, r.global_batch, r.ep, r.hfu, fullest.capacity.count(),
+                   r.virtual_stages);
 }
 
 /// tessera run's warning for a row's plan when it fits in kTightMemoryShare

@@ -122,7 +122,7 @@ if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0 OR json_error OR json_error2 OR NOT n EQUAL
   message(FATAL_ERROR "sweep-merge --json (${rc}): ${err} ${json_error}\n${merged_json}")
 endif()
 foreach(i RANGE 5)
-  foreach(key point iteration_time_s tokens_per_s peak_memory_bytes memory_capacity_bytes hfu ep)
+  foreach(key point iteration_time_s tokens_per_s peak_memory_bytes memory_capacity_bytes hfu ep virtual_stages)
     string(JSON m GET "${merged_json}" points ${i} ${key})
     string(JSON w GET "${whole_json}" points ${i} ${key})
     if(NOT m STREQUAL w)
@@ -139,7 +139,7 @@ endforeach()
 # sweep-merge and as --out of the same shard (it would be read in the wrong
 # places).
 file(READ ${WORKDIR}/part0.csv p0)
-string(REPLACE ",global_batch,ep,hfu,memory_capacity_bytes\n" ",global_batch\n" old "${p0}")
+string(REPLACE ",global_batch,ep,hfu,memory_capacity_bytes,virtual_stages\n" ",global_batch\n" old "${p0}")
 if(old STREQUAL p0)
   message(FATAL_ERROR "test setup: the metric columns were not found in part0.csv:\n${p0}")
 endif()
