@@ -476,6 +476,10 @@ void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism:
 
 void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Time start, Time end) {
   if (!traced(rank) || !micro_batch_kept(task.name)) return;
+  // A task with no GPU work that took no time (a host sync the GPU had
+  // already reached) draws nothing: helper 60 counted 135 zero-length
+  // `.sync` slices cluttering the compute track.
+  if (task.duration == Time::zero() && end == start) return;
   // A task with no GPU work that still takes time (a micro-batch's data
   // step) is the host's: on the host track, so the compute track holds
   // only what the GPU runs.
