@@ -418,7 +418,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         "\"backend\": {}, \"predictor\": {}, {}{}\"schedules\": [{}]}}\n",
         json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), s.gpus(), plan.dp, plan.tp,
         plan.pp, plan.ep, plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
-        plan.micro_batches(s.workload.micro_batch) * plan.dp * s.workload.micro_batch, s.workload.seq_len,
+        plan.sequences(s.workload.micro_batch), s.workload.seq_len,
         json_string(std::string(to_string(s.backend))), json_string(std::string(predictor.name())),
         mixed_gpus_json(s) + scenario_warnings_json(s), caveat_json(s), items);
     if (svg_path)
