@@ -1357,14 +1357,16 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     // PyTorch DDP (and eager with set_to_none): micro-batches after the
     // first add their gradients to .grad.
     const bool accumulate = c.dot_grad && grads && i != first_backward[static_cast<std::size_t>(st.chunk)];
-    // ZeRO-2 reduces every micro-batch's gradients (DeepSpeed: it keeps only
-    // its shard of them); the others only the chunk's last.
-    const bool zero2 = grads && c.plan.zero_stage == 2;
-    if (zero2) sync.start_round(std::string(named("")), last_mb);
+    // ZeRO-2 and ZeRO-3 reduce every micro-batch's gradients (DeepSpeed and
+    // FSDP: a rank keeps only its shard of them, as the memory model counts;
+    // helper 61: ZeRO-3 reduced once per iteration); ZeRO-0/1 only the
+    // chunk's last.
+    const bool every_mb = grads && c.plan.zero_stage >= 2;
+    if (every_mb) sync.start_round(std::string(named("")), last_mb);
     if (last_mb) sync.begin_chunk(st.chunk);
-    add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb || zero2, accumulate, named);
-    // Each ZeRO-2 round its own buckets (else the next chunk's round would take the rest).
-    if (zero2) sync.close(rb, rb.last_compute());
+    add_backward(rb, c, slots, sync, stage, k, st.kind, last_mb || every_mb, accumulate, named);
+    // Each such round its own buckets (else the next chunk's round would take the rest).
+    if (every_mb) sync.close(rb, rb.last_compute());
     if (grads) sync.step_done(rb, rb.last_compute());
     // Megatron-Core's interleaved schedule launches a chunk's gradient sync
     // `stage` backward steps after the chunk's last (align_grad_reduce).
