@@ -548,6 +548,22 @@ void IbFabric::Verify() const {
                                       s.credit_violations));
   }
   if (!m_messages.empty() || s.messages_delivered != s.messages_sent) {
+    // Ports waiting for credits that never come: a cycle of full receive
+    // buffers (helper 62: routes around failed cables that turn down and
+    // back up close one; the executor then saw ranks that never finished).
+    std::size_t waiting = 0;
+    for (const auto& d : m_devices) waiting += d->IsWaitingForCredits() ? 1 : 0;
+    if (waiting > 0) {
+      throw SimulationError(
+          fmt::format("ns-3 backend: the fabric deadlocked: {} of {} messages never delivered, {} ports "
+                      "waiting for credits "
+                      "that never came back (a cycle of full receive buffers, as routes around failed cables "
+                      "that go down "
+                      "and back up can close; ns3.num_vls spreads the traffic over more buffers, and the "
+                      "flow backend has "
+                      "none to fill; docs/ns3_modules.md, Limitations)",
+                      s.messages_sent - s.messages_delivered, s.messages_sent, waiting));
+    }
     throw SimulationError(fmt::format("ns-3 backend: {} of {} messages were never delivered",
                                       s.messages_sent - s.messages_delivered, s.messages_sent));
   }

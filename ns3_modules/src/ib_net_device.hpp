@@ -159,6 +159,9 @@ class IbNetDevice : public ns3::NetDevice {
   ns3::Time TxTime(std::uint64_t bytes) const;
   /// Every credit is back and the buffers are empty (the end-of-run check).
   bool IsQuiescent() const;
+  /// Has a packet waiting for credits its peer has not returned (since the
+  /// time stall accounting started)?
+  bool IsWaitingForCredits() const { return m_stallSince >= 0; }
 
   // ns3::NetDevice
   void SetIfIndex(const std::uint32_t index) override;

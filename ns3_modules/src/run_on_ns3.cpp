@@ -16,7 +16,15 @@ engine::ExecutionResult run_on_ns3(const parallelism::TaskGraph& graph, const to
   // of its ns-3 objects, then Simulator::Destroy() runs.
   Ns3EventLoop loop;
   Ns3Network net(topo, loop, options);
-  engine::ExecutionResult result = engine::execute(graph, loop, net, observer, options.execution);
+  engine::ExecutionResult result;
+  try {
+    result = engine::execute(graph, loop, net, observer, options.execution);
+  } catch (const SimulationError&) {
+    // Ranks that never finished because the fabric stopped delivering (a
+    // credit deadlock) are the fabric's error, said as such.
+    net.verify();
+    throw;
+  }
   net.verify();
   if (report != nullptr) {
     *report = net.report();

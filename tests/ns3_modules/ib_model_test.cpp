@@ -269,6 +269,40 @@ TEST(IbModel, HeadOfLineBlockingStallsAnUnrelatedFlowThroughCredits) {
   EXPECT_NEAR(vl.done[0].seconds(), 768 * packet, 0.05 * 768 * packet);  // the congested flows are unchanged
 }
 
+// A credit deadlock is the fabric's error, said as such (helper 62: the
+// executor's "task graph deadlocked" sent the user to their plan). A 2-tier
+// k=4 fat-tree of 8 GPUs with leaf0 cut from spine1 and leaf1 from spine0:
+// leaf0 and leaf1 reach each other only down through another leaf and back
+// up, and an all-to-all over one virtual lane fills a cycle of buffers. The
+// flow backend (no buffers) and the intact fabric run it.
+TEST(IbModel, ACreditDeadlockAfterFailuresIsTheFabricsError) {
+  topology::FatTreeSpec spec;
+  spec.nodes = 8;
+  spec.node.gpus = 1;
+  spec.k = 4;
+  spec.tiers = 2;
+  spec.host = {Bandwidth::gbps(200), Time::from_ns(600)};
+  spec.leaf_spine = {Bandwidth::gbps(200), Time::from_ns(600)};
+  const Topology intact = topology::build_fat_tree(spec);
+  Topology failed = intact;
+  (void)failed.fail_cable(failed.find_vertex("leaf0"), failed.find_vertex("spine1"));
+  (void)failed.fail_cable(failed.find_vertex("leaf1"), failed.find_vertex("spine0"));
+  std::vector<int> all(8);
+  for (int r = 0; r < 8; ++r) all[static_cast<std::size_t>(r)] = r;
+  const auto graph =
+      parallelism::concurrent_collectives(8, {all}, parallelism::CollectiveKind::AllToAll, Bytes::mib(8));
+  EXPECT_NO_THROW((void)ns3_modules::run_on_ns3(graph, intact));
+  engine::DiscreteEventLoop flow_loop;
+  engine::FlowNetwork flow_net(failed, flow_loop);
+  EXPECT_NO_THROW((void)engine::execute(graph, flow_loop, flow_net));
+  try {
+    (void)ns3_modules::run_on_ns3(graph, failed);
+    ADD_FAILURE() << "the all-to-all ran";
+  } catch (const SimulationError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("ns-3 backend: the fabric deadlocked: ", 0), 0U) << e.what();
+  }
+}
+
 TEST(IbModel, RingAllReduceAgreesWithFlowBackend) {
   const Topology t = star(8, Bandwidth::gbps(100), Time::from_us(1));
   const auto graph = all_reduce_graph(8, Bytes::mib(16));
