@@ -555,13 +555,12 @@ void IbFabric::Verify() const {
     for (const auto& d : m_devices) waiting += d->IsWaitingForCredits() ? 1 : 0;
     if (waiting > 0) {
       throw SimulationError(
-          fmt::format("ns-3 backend: the fabric deadlocked: {} of {} messages never delivered, {} ports "
-                      "waiting for credits "
-                      "that never came back (a cycle of full receive buffers, as routes around failed cables "
-                      "that go down "
-                      "and back up can close; ns3.num_vls spreads the traffic over more buffers, and the "
-                      "flow backend has "
-                      "none to fill; docs/ns3_modules.md, Limitations)",
+          fmt::format("ns-3 backend: the fabric deadlocked: {} of {} messages never delivered, "
+                      "{} ports waiting for credits that never came back "
+                      "(a cycle of full receive buffers, as routes around failed cables "
+                      "that go down and back up can close; "
+                      "ns3.num_vls spreads the traffic over more buffers, "
+                      "and the flow backend has none to fill; docs/ns3_modules.md, Limitations)",
                       s.messages_sent - s.messages_delivered, s.messages_sent, waiting));
     }
     throw SimulationError(fmt::format("ns-3 backend: {} of {} messages were never delivered",
