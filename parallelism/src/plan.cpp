@@ -290,8 +290,15 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
   // Gradients as the framework accumulates them (Megatron: FP32 main
   // gradients with bf16, node_model::OpRules::grad_dtype).
   e.gradients = Bytes(sharded(dtype_bytes(w.rules().grad_dtype()), 2));
-  // Adam: two FP32 moments, plus an FP32 master copy when training in 16 bits.
-  e.optimizer_states = Bytes(sharded(mixed ? 12 : 8, 1));
+  // Adam: two FP32 moments, plus an FP32 master copy when training in 16
+  // bits; with 16-bit gradients (Megatron's fp16) the optimizer also copies
+  // them into FP32 for its step (Float16OptimizerWithFloat16Params'
+  // main_param.grad, DeepSpeed's FP32 gradient partitions): 4 more bytes,
+  // Megatron's 20 bytes per parameter (4 + 16/d distributed) for fp16
+  // against bf16's 18 (6 + 12/d) (helper 61).
+  const bool fp32_grad_copy =
+      mixed && node_model::is_megatron(w.framework) && dtype_bytes(w.rules().grad_dtype()) == 2;
+  e.optimizer_states = Bytes(sharded(mixed ? (fp32_grad_copy ? 16 : 12) : 8, 1));
 
   const double per_layer = layer_activation_bytes(m, w, p);
   const double per_moe_layer = m.is_moe() ? moe_layer_activation_bytes(m, w, p) : 0.0;

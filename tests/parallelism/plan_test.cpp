@@ -618,6 +618,32 @@ TEST(Memory, WeightsGradientsOptimizerFollowZero) {
   EXPECT_TRUE(estimate_memory(model_preset("gpt3-175b"), Workload{1, 2048, DType::BF16}, big, Bytes::gib(80)).oom());
 }
 
+// Megatron's bytes per parameter of weights, gradients and optimizer
+// (its distributed-optimizer table): bf16 with FP32 main gradients 2 + 4 +
+// 12 = 18, 6 + 12/d with ZeRO-1; fp16 with 16-bit gradients 20, 4 + 16/d:
+// the optimizer also holds the gradients in FP32 for its step (helper 61:
+// 16 and 4 + 12/d).
+TEST(Memory, MegatronBytesPerParameterFollowTheDtype) {
+  const auto& m = model_preset("gpt2-large");
+  ParallelPlan p;
+  p.dp = 4;
+  const std::int64_t params = m.layers * m.params_per_layer() + (50304LL + 1024 + 2) * 1280;
+  for (const auto dtype : {DType::BF16, DType::FP16}) {
+    Workload w{1, 1024, dtype};
+    w.framework = node_model::Framework::Megatron;
+    for (int zero : {0, 1}) {
+      p.zero_stage = zero;
+      const auto st = estimate_memory(m, w, p, Bytes::gib(80)).memory_per_stage[0];
+      const std::int64_t grads = dtype == DType::BF16 ? 4 : 2;
+      const std::int64_t opt = dtype == DType::BF16 ? 12 : 16;
+      EXPECT_EQ(st.weights.count(), params * 2);
+      EXPECT_EQ(st.gradients.count(), params * grads);
+      EXPECT_EQ(st.optimizer_states.count(), zero == 0 ? params * opt : (params * opt + 3) / 4)
+          << static_cast<int>(dtype) << " zero " << zero;
+    }
+  }
+}
+
 // Without dropout (Llama, Mixtral: probability 0) no mask is kept: the two
 // sbh masks and 3 of the 5 as^2b go (the attention dropout's mask and output),
 // sbh(32 + 2as/h) per layer; with sequence parallelism and selective
