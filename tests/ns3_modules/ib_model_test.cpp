@@ -149,15 +149,15 @@ TEST(IbModel, CreditsCountEachPacketOfASegmentInWholeBlocks) {
   o.scale_up = ns3_modules::ScaleUpModel::Packets;
   o.mtu = Bytes(256);
   o.packets_per_segment = 32;
-  o.buffer_bytes = Bytes(32 * (256 + kHeader));
+  o.buffer_bytes = Bytes(std::int64_t{32} * (256 + kHeader));
   {
     Ns3EventLoop loop;
     EXPECT_THROW(Ns3Network(t, loop, o), InputError);
   }
-  o.buffer_bytes = Bytes(32 * 320);
-  const auto f = run_flows(t, {Message{0, 1, Bytes(4 * 32 * 256)}}, o);  // four segments
+  o.buffer_bytes = Bytes(std::int64_t{32} * 320);
+  const auto f = run_flows(t, {Message{0, 1, Bytes(std::int64_t{4} * 32 * 256)}}, o);  // four segments
   EXPECT_EQ(f.report.network.credit_violations, 0U);
-  EXPECT_EQ(f.report.links[0].max_queue, Bytes(32 * 320));
+  EXPECT_EQ(f.report.links[0].max_queue, Bytes(std::int64_t{32} * 320));
 }
 
 TEST(IbModel, IncastIsLosslessAndFair) {
