@@ -113,14 +113,6 @@ std::vector<int> virtual_stage_list(const ArgParser& p, std::vector<std::string>
   return out;
 }
 
-/// "16 micro-batches of 2 sequences", "1 micro-batch of 8 sequences" (helper
-/// 60: "1 micro-batches of 8").
-std::string micro_batches_phrase(const Scenario& s) {
-  const std::int64_t n = s.plan.micro_batches(s.workload.micro_batch);
-  const std::int64_t b = s.workload.micro_batch;
-  return fmt::format("{} micro-batch{} of {} sequence{}", n, n == 1 ? "" : "es", b, b == 1 ? "" : "s");
-}
-
 struct Row {
   std::string schedule;
   int virtual_stages = 1;
@@ -225,24 +217,13 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
 /// Known bias lines were missing from it).
 std::vector<std::string> chart_notes(const Scenario& s) {
   std::vector<std::string> out;
-  auto head = [](const std::string& note) { return note.substr(0, note.find(':')); };
-  for (const std::string& note : untested_gpu_notes(s))
-    out.push_back(fmt::format("Untested GPU: {}: its kernel times are extrapolated", head(note)));
+  for (const std::string& note : untested_gpu_notes(s)) out.push_back(chart_untested_note("", note));
   const std::string attention = flash_attention_note(s);
-  for (const std::string& note : known_bias_notes(s, false)) {
-    out.push_back(note == attention
-                      ? std::string("Known bias: FlashAttention timed as the full s x s square, so "
-                                    "attention is pessimistic (docs/parallelism.md)")
-                      : fmt::format("Known bias: {}, whose forecasts validate optimistic "
-                                    "(docs/node_model.md)",
-                                    head(note)));
-  }
-  if (!fp8_note(s).empty()) out.emplace_back("FP8: layer GEMM times unvalidated (docs/node_model.md)");
-  if (!parallelism::known_bias_note(s.plan).empty()) {
-    out.push_back(fmt::format(
-        "Known bias: {}-way tensor parallelism, whose forecasts validate optimistic (docs/calibration.md)",
-        s.plan.tp));
-  }
+  for (const std::string& note : known_bias_notes(s, false))
+    out.push_back(note == attention ? chart_attention_note("") : chart_gpu_bias_note("", note));
+  if (!fp8_note(s).empty()) out.push_back(chart_fp8_note(""));
+  if (!parallelism::known_bias_note(s.plan).empty())
+    out.push_back(chart_tp_bias_note("", std::to_string(s.plan.tp)));
   return out;
 }
 
@@ -335,9 +316,9 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   const node_model::KernelPredictor& predictor = *owned;
   // The chart stands alone: it says what was compared, and under its
   // legend the text's Untested GPU and Known bias lines (chart_notes).
-  const std::string chart_subtitle =
-      fmt::format("{} on {} x {}, dp={} tp={} pp={}, {}", s.model.name, s.gpus(), s.gpu.name, s.plan.dp,
-                  s.plan.tp, s.plan.pp, micro_batches_phrase(s));
+  const std::string chart_subtitle = fmt::format(
+      "{} on {} x {}, dp={} tp={} pp={}, {}", s.model.name, s.gpus(), s.gpu.name, s.plan.dp, s.plan.tp,
+      s.plan.pp, micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch));
 
   // The scenario's chunk count, else as `virtual_stages: auto` (helper 60:
   // 2 split schedules.yaml's 24 layers into 16 chunks, which Megatron-LM
@@ -426,10 +407,12 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
                                              chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));
     return 0;
   }
-  out << fmt::format("Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {}, {} node model)\n", s.name,
-                     s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
-                     plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "", micro_batches_phrase(s),
-                     predictor.name());
+  out << fmt::format(
+      "Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {}, {} node model)\n", s.name, s.model.name,
+      s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
+      plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "",
+      micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch),
+      predictor.name());
   out << caveat_lines(s) << "\n";
   out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12} {:>12} {:>6}  {}\n", "schedule", "iteration",
                      "bubble", "exposed comm", "compute", "host", "MFU", "peak memory per stage (GiB)");

@@ -17,6 +17,43 @@ std::string count_text(double n) {
   return fmt::format("{:.4g}", n);
 }
 
+std::string micro_batches_phrase(std::int64_t micro_batches, std::int64_t micro_batch) {
+  return fmt::format("{} micro-batch{} of {} sequence{}", micro_batches, micro_batches == 1 ? "" : "es",
+                     micro_batch, micro_batch == 1 ? "" : "s");
+}
+
+namespace {
+
+/// "Known bias" on a chart of one scenario, "Known bias, points with ..." on a sweep's.
+std::string chart_label(std::string_view label, std::string_view which) {
+  return which.empty() ? std::string(label) : fmt::format("{}, {}", label, which);
+}
+std::string note_head(const std::string& note) { return note.substr(0, note.find(':')); }
+
+}  // namespace
+
+std::string chart_untested_note(std::string_view which, const std::string& note) {
+  return fmt::format("{}: {}: its kernel times are extrapolated", chart_label("Untested GPU", which),
+                     note_head(note));
+}
+std::string chart_gpu_bias_note(std::string_view which, const std::string& note) {
+  return fmt::format("{}: {}, whose forecasts validate optimistic (docs/node_model.md)",
+                     chart_label("Known bias", which), note_head(note));
+}
+std::string chart_attention_note(std::string_view which) {
+  return fmt::format(
+      "{}: FlashAttention timed as the full s x s square, so attention is pessimistic (docs/parallelism.md)",
+      chart_label("Known bias", which));
+}
+std::string chart_fp8_note(std::string_view which) {
+  return fmt::format("{}: layer GEMM times unvalidated (docs/node_model.md)", chart_label("FP8", which));
+}
+std::string chart_tp_bias_note(std::string_view which, std::string_view tp) {
+  return fmt::format(
+      "{}: {}-way tensor parallelism, whose forecasts validate optimistic (docs/calibration.md)",
+      chart_label("Known bias", which), tp);
+}
+
 namespace {
 
 /// A large amount with thousands separators (43,321).
@@ -581,12 +618,11 @@ std::string format_text(const RunReport& r) {
                          ? fmt::format(" (+{} as Megatron counts them, the vocabulary padded to {})",
                                        grouped(r.padded_parameters - r.parameters), r.padded_vocab)
                          : std::string());
-  out += fmt::format(
-      "Plan           dp={} tp={} pp={}{}{}, {} micro-batch{} of {} sequence{} x {} tokens, {} schedule{}\n",
-      r.dp, r.tp, r.pp, r.shows_ep() ? fmt::format(" ep={}", r.ep) : "",
-      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout), r.micro_batches,
-      r.micro_batches == 1 ? "" : "es", r.micro_batch, r.micro_batch == 1 ? "" : "s", r.seq_len, r.schedule,
-      r.virtual_stages > 1 ? fmt::format(" (virtual_stages {})", r.virtual_stages) : "");
+  out += fmt::format("Plan           dp={} tp={} pp={}{}{}, {} x {} tokens, {} schedule{}\n", r.dp, r.tp,
+                     r.pp, r.shows_ep() ? fmt::format(" ep={}", r.ep) : "",
+                     r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout),
+                     micro_batches_phrase(r.micro_batches, r.micro_batch), r.seq_len, r.schedule,
+                     r.virtual_stages > 1 ? fmt::format(" (virtual_stages {})", r.virtual_stages) : "");
   out += fmt::format(
       "Options        dtype {}{}, framework {}, recompute {}, sequence_parallel {}, zero_stage {}, "
       "grad_sync {}{}\n",

@@ -335,31 +335,18 @@ struct SweepCaveats {
   /// Short lines for under the chart, for a reader of the chart alone.
   [[nodiscard]] std::vector<std::string> chart_notes() const {
     std::vector<std::string> out;
-    for (const auto& [note, pts] : untested.entries) {
-      out.push_back(fmt::format("Untested GPU, {}: {}: its kernel times are extrapolated",
-                                which_on_chart(pts), note.substr(0, note.find(':'))));
-    }
-    for (const auto& [note, pts] : gpu_bias.entries) {
-      out.push_back(
-          fmt::format("Known bias, {}: {}, whose forecasts validate optimistic (docs/node_model.md)",
-                      which_on_chart(pts), note.substr(0, note.find(':'))));
-    }
-    for (const auto& [note, pts] : attention.entries) {
-      out.push_back(
-          fmt::format("Known bias, {}: FlashAttention timed as the full s x s square, so attention "
-                      "is pessimistic (docs/parallelism.md)",
-                      which_on_chart(pts)));
-    }
-    for (const auto& [note, pts] : fp8.entries)
-      out.push_back(
-          fmt::format("FP8, {}: layer GEMM times unvalidated (docs/node_model.md)", which_on_chart(pts)));
+    for (const auto& [note, pts] : untested.entries)
+      out.push_back(chart_untested_note(which_on_chart(pts), note));
+    for (const auto& [note, pts] : gpu_bias.entries)
+      out.push_back(chart_gpu_bias_note(which_on_chart(pts), note));
+    for (const auto& [note, pts] : attention.entries)
+      out.push_back(chart_attention_note(which_on_chart(pts)));
+    for (const auto& [note, pts] : fp8.entries) out.push_back(chart_fp8_note(which_on_chart(pts)));
     if (!biased.empty()) {
-      out.push_back(
-          fmt::format("Known bias, {}: {}-way tensor parallelism, whose forecasts validate optimistic "
-                      "(docs/calibration.md)",
-                      which_on_chart(biased),
-                      narrowest_tp == widest_tp ? std::to_string(widest_tp)
-                                                : fmt::format("{}- to {}", narrowest_tp, widest_tp)));
+      out.push_back(chart_tp_bias_note(which_on_chart(biased),
+                                       narrowest_tp == widest_tp
+                                           ? std::to_string(widest_tp)
+                                           : fmt::format("{}- to {}", narrowest_tp, widest_tp)));
     }
     if (tiers.size() > 1) out.push_back(fmt::format("Fat-tree (tiers: auto): {}", tiers_by_gpus()));
     return out;

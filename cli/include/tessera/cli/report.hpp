@@ -205,6 +205,21 @@ RunReport make_report(const Scenario& s, const Simulation& sim);
 std::string format_text(const RunReport& r);
 /// A count as written in a scenario: 1T, 300B, 1.5M (4 significant digits).
 std::string count_text(double n);
+/// "16 micro-batches of 2 sequences", "1 micro-batch of 8 sequences" (run's
+/// Plan line, compare-schedules' header).
+std::string micro_batches_phrase(std::int64_t micro_batches, std::int64_t micro_batch);
+
+/// The short forms of tessera run's caveat lines under a chart (sweep,
+/// compare-schedules): `which` names the points a sweep's line holds for
+/// ("points with cluster.gpu=H200"), empty on a chart of one scenario;
+/// `note` is the full untested_gpu_notes or known_bias_notes line, whose
+/// head (before ':') names the GPU.
+std::string chart_untested_note(std::string_view which, const std::string& note);
+std::string chart_gpu_bias_note(std::string_view which, const std::string& note);
+std::string chart_attention_note(std::string_view which);
+std::string chart_fp8_note(std::string_view which);
+/// `tp`: "8", or a range "4- to 8".
+std::string chart_tp_bias_note(std::string_view which, std::string_view tp);
 /// "1T tokens in 28.2 days at this throughput: 43,321 GPU-hours, cost ..."
 /// (the cost only with a price).
 std::string training_run_text(const study::TrainingRun& t, std::optional<double> price_per_gpu_hour);
