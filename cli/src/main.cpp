@@ -231,7 +231,9 @@ simulated. Prints the winner as --set flags and as YAML.
                        at a time)
   --schedules LIST     the pipeline schedules tried (default
                        1f1b,interleaved-1f1b,zb-h1,zb-h2; gpipe may be named;
-                       all but gpipe and 1f1b need pp > 1)
+                       all but gpipe and 1f1b need pp > 1; interleaved-1f1b
+                       takes the fewest chunks from 2 up that split each
+                       stage's layers evenly)
   --zero-stages LIST   also try these ZeRO stages (e.g. 0,1,3; default: the
                        scenario's, kept): a zero column, and the winner's
                        stage in its flags and YAML

@@ -437,8 +437,13 @@ int cmd_search(const Args& args, std::ostream& out) {
             // Without data parallelism there is nothing to shard: one stage.
             if (dp == 1 && zero != zero_stages.front()) continue;
             for (Schedule sched : space.schedules) {
+              // Interleaving takes compare-schedules' default chunk count: the
+              // fewest from 2 up that split each stage's layers evenly.
+              const int chunks = sched == Schedule::Interleaved1F1B
+                                     ? parallelism::auto_virtual_stages(base.model.layers, pp)
+                                     : 1;
               if (sched == Schedule::Interleaved1F1B &&
-                  (pp == 1 || base.model.layers % (std::int64_t{2} * pp) != 0)) {
+                  (pp == 1 || base.model.layers % (std::int64_t{chunks} * pp) != 0)) {
                 continue;
               }
               // Without a pipeline the zero-bubble schedules are 1f1b with the
@@ -453,7 +458,7 @@ int cmd_search(const Args& args, std::ostream& out) {
                 plan.pp = pp;
                 plan.ep = ep;
                 plan.schedule = sched;
-                plan.virtual_stages = sched == Schedule::Interleaved1F1B ? 2 : 1;
+                plan.virtual_stages = chunks;
                 plan.recompute = rc;
                 plan.zero_stage = zero;
                 plan.global_batch = global_batch;
