@@ -102,7 +102,7 @@ void read_a100(const std::string& dir, std::vector<Row>& rows) {
     const std::string path = (fs::path(dir) / fmt::format("AR_GPU{}_1M_1024M_LUT.csv", n)).string();
     const node_model::CsvTable t = node_model::read_csv(path);
     const std::size_t size_col = t.require_column("size(B)");
-    const std::size_t time_col = t.require_column("time(ns)");  // the first: out-of-place
+    const std::size_t time_col = t.require_first_column("time(ns)");  // the first: out-of-place
     for (std::size_t i = 0; i < t.rows.size(); ++i) {
       Row r;
       r.table = &kTables[0];

@@ -394,8 +394,8 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
     text += fmt::format(",{:.6g}\n", predicted[r]);
   }
   write_file_atomic(output, text);
-  out << fmt::format("predicted {} kernels on {} with {} -> {}\n", t.rows.size(), gpu.name, predictor->name(),
-                     output);
+  out << fmt::format("predicted {} kernel{} on {} with {} -> {}\n", t.rows.size(),
+                     t.rows.size() == 1 ? "" : "s", gpu.name, predictor->name(), output);
   // The Untested GPU note of each element type the rows use, as predict-model
   // gives it (none for the GPUs the weights learned on).
   std::vector<nm::DType> used;

@@ -16,10 +16,16 @@
 namespace tessera::node_model {
 
 int CsvTable::column(std::string_view name) const {
+  int found = -1;
   for (std::size_t i = 0; i < header.size(); ++i) {
-    if (header[i] == name) return static_cast<int>(i);
+    if (header[i] != name) continue;
+    if (found >= 0) {
+      throw InputError(fmt::format("{}: column '{}' appears twice in the header (columns {} and {})", path,
+                                   name, found + 1, i + 1));
+    }
+    found = static_cast<int>(i);
   }
-  return -1;
+  return found;
 }
 
 std::size_t CsvTable::require_column(std::string_view name) const {
@@ -28,11 +34,20 @@ std::size_t CsvTable::require_column(std::string_view name) const {
   return static_cast<std::size_t>(c);
 }
 
+std::size_t CsvTable::require_first_column(std::string_view name) const {
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == name) return i;
+  }
+  throw InputError(fmt::format("{}: missing column '{}'", path, name));
+}
+
 double CsvTable::number(std::size_t row, std::size_t col) const {
   const std::string& cell = rows.at(row).at(col);
   char* end = nullptr;
   const double v = std::strtod(cell.c_str(), &end);
-  if (cell.empty() || end != cell.c_str() + cell.size() || !std::isfinite(v)) {
+  // strtod also reads hexadecimal (0x10): no measurement is written so.
+  const bool hex = cell.find_first_of("xX") != std::string::npos;
+  if (cell.empty() || hex || end != cell.c_str() + cell.size() || !std::isfinite(v)) {
     throw InputError(fmt::format("{}: row {}, column '{}': '{}' is not a number", path, row + 1,
                                  header.at(col), cell));
   }
@@ -127,18 +142,22 @@ Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: row {}, column 'OPName': {}", t.path, row + 1, e.what()));
   }
-  if (is_gemm(op)) {
-    // NeuSight's columns describe [B, M, N] x [B, N, K] -> [B, M, K]: N is
-    // the reduction and K the output width (the library's grid is
-    // ceil(K / tile) x ceil(M / tile) on every measured row). Kernel uses
-    // the BLAS names (M x K times K x N): swap.
-    return Kernel::gemm(op, t.positive_int(row, t.require_column("B")),
-                        t.positive_int(row, t.require_column("M")),
-                        t.positive_int(row, t.require_column("K")),
-                        t.positive_int(row, t.require_column("N")), dtype);
+  // NeuSight's columns describe [B, M, N] x [B, N, K] -> [B, M, K]: N is
+  // the reduction and K the output width (the library's grid is
+  // ceil(K / tile) x ceil(M / tile) on every measured row). Kernel uses the
+  // BLAS names (M x K times K x N): swap.
+  const Kernel k = is_gemm(op) ? Kernel::gemm(op, t.positive_int(row, t.require_column("B")),
+                                              t.positive_int(row, t.require_column("M")),
+                                              t.positive_int(row, t.require_column("K")),
+                                              t.positive_int(row, t.require_column("N")), dtype)
+                               : Kernel::vector(op, t.positive_int(row, t.require_column("B")),
+                                                t.positive_int(row, t.require_column("H")), dtype);
+  try {
+    k.validate();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: row {}: {}", t.path, row + 1, e.what()));
   }
-  return Kernel::vector(op, t.positive_int(row, t.require_column("B")),
-                        t.positive_int(row, t.require_column("H")), dtype);
+  return k;
 }
 
 std::string csv_escape(std::string_view cell) {

@@ -38,6 +38,7 @@ void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog
   const int gx = t.column("Grid x");
   const int gy = t.column("Grid y");
   const int gz = t.column("Grid z");
+  const int dtype_col = t.column("dtype");
   std::vector<std::pair<std::string, int>> gpu_of;  // small cache
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const std::string& dev = t.rows[r][dev_col];
@@ -60,6 +61,14 @@ void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog
       }
       gpu = into.add_gpu(*g);
       gpu_of.emplace_back(dev, gpu);
+    }
+    // The tile-mlp learns FP32 kernels: a 16-bit row read as FP32 would be
+    // trained on, or validated, at twice its bytes and the CUDA cores' peak.
+    if (const DType d = row_dtype(t, r, dtype_col, DType::FP32); d != DType::FP32) {
+      throw InputError(fmt::format(
+          "{}: row {}, column 'dtype': '{}': a measurement folder with device configs holds FP32 kernels "
+          "(the tile-mlp's); check {} kernels with `validate kernels --data FILE.csv --device GPU`",
+          csv_path, r + 1, to_string(d), to_string(d)));
     }
     Measurement m;
     m.kernel = kernel_from_row(t, r);

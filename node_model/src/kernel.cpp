@@ -122,6 +122,22 @@ void Kernel::validate() const {
   } else {
     need(h, "H");
   }
+  // bytes() counts in 64-bit integers: dimensions whose traffic passes 2^62
+  // bytes (4 EiB, no GPU's) would wrap around to a wrong, small time.
+  const double e = static_cast<double>(dtype_bytes(dtype));
+  const double bd = static_cast<double>(b);
+  const double md = static_cast<double>(m);
+  const double nd = static_cast<double>(n);
+  const double kd = static_cast<double>(k);
+  double traffic = e * bd * static_cast<double>(h) * (vector_inputs(op) + 1);
+  if (op == KernelOp::Linear) traffic = e * (bd * md * kd + kd * nd + bd * md * nd);
+  if (op == KernelOp::Bmm) traffic = e * bd * (md * kd + kd * nd + md * nd);
+  if (traffic > 0x1p62) {
+    throw InputError(
+        fmt::format("{} kernel: its dimensions move {:.3g} bytes, more than the 2^62 (4 EiB) a "
+                    "kernel may (a dimension too large?)",
+                    to_string(op), traffic));
+  }
 }
 
 }  // namespace tessera::node_model

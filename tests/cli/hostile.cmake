@@ -282,6 +282,21 @@ foreach(k IN ITEMS k_badop k_negative k_nan k_huge k_ragged k_quote k_dtype k_no
   hostile(NAME kernel_csv.${k} RC 2 REGEX "^tessera: error: ${k}\\.csv"
           ARGS predict-kernels --device dev_ok.json --input ${k}.csv --output o.csv)
 endforeach()
+# A column named twice (which is meant?), a hexadecimal number (strtod reads
+# it), dimensions whose bytes pass 2^62 (they wrapped to a small time).
+hostile(NAME kernel_csv.k_dup_column RC 2
+        REGEX [=[^tessera: error: k_dup_column\.csv: column 'B' appears twice in the header \(columns 2 and 4\)$]=]
+        ARGS predict-kernels --device dev_ok.json --input k_dup_column.csv --output o.csv)
+hostile(NAME kernel_csv.k_hex RC 2 REGEX [=[^tessera: error: k_hex\.csv: row 1, column 'B': '0x10' is not a number$]=]
+        ARGS predict-kernels --device dev_ok.json --input k_hex.csv --output o.csv)
+hostile(NAME kernel_csv.k_overflow_bytes RC 2
+        REGEX [=[^tessera: error: k_overflow_bytes\.csv: row 1: add kernel: its dimensions move 1\.2e\+19 bytes, more than the 2\^62 \(4 EiB\) a kernel may \(a dimension too large\?\)$]=]
+        ARGS predict-kernels --device dev_ok.json --input k_overflow_bytes.csv --output o.csv)
+# A NeuSight-layout folder (device configs beside the kernels) is FP32: a
+# bf16 row was read as FP32 (twice its bytes) and validated or trained on.
+hostile(NAME kernel_csv.neusight_folder_bf16 RC 2
+        REGEX [=[^tessera: error: ns_bf16/kernels/vector\.csv: row 2, column 'dtype': 'bf16': a measurement folder with device configs holds FP32 kernels \(the tile-mlp's\); check bf16 kernels with `validate kernels --data FILE\.csv --device GPU`$]=]
+        ARGS validate kernels --data ns_bf16/kernels)
 
 # --- HuggingFace configs (predict-model --model). ------------------------------
 foreach(hf IN ITEMS hf_negative hf_string hf_huge hf_fraction hf_heads hf_type hf_dup hf_zero_hidden hf_huge_vocab)

@@ -20,11 +20,19 @@ struct CsvTable {
   /// blank lines and quoted line breaks make it differ from row + 2).
   std::vector<std::size_t> lines;
 
-  /// Index of a column, or -1.
+  /// Index of a column, or -1. Throws InputError "<file>: column '<name>'
+  /// appears twice in the header" when two columns have the name (which of
+  /// them is meant is not known).
   [[nodiscard]] int column(std::string_view name) const;
-  /// Index of a column; throws InputError "<file>: missing column '<name>'".
+  /// Index of a column; throws InputError "<file>: missing column '<name>'"
+  /// (or two of them, as column()).
   [[nodiscard]] std::size_t require_column(std::string_view name) const;
-  /// Cell as a finite number; throws InputError naming file, row and column.
+  /// Index of the first column of that name, for tables that repeat one on
+  /// purpose (nccl-tests: out-of-place, then in-place `time(ns)`); throws
+  /// InputError when there is none.
+  [[nodiscard]] std::size_t require_first_column(std::string_view name) const;
+  /// Cell as a finite decimal number (not hex: 0x10); throws InputError naming
+  /// file, row and column.
   [[nodiscard]] double number(std::size_t row, std::size_t col) const;
   /// Cell as a positive integer dimension; throws InputError naming file, row and column.
   [[nodiscard]] std::int64_t positive_int(std::size_t row, std::size_t col) const;
