@@ -84,16 +84,19 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
     g.fp32_peak = FlopRate::per_second(f);
     g.tensor_peak = FlopRate::per_second(f);
   } else if (json.find(field("SingleFLOPsVEC")) != nullptr || json.find(field("SingleFLOPsMM")) != nullptr) {
+    // NeuSight's AMD configs: the vector peak for vector kernels, the matrix
+    // cores' for FP32 GEMMs (NeuSight's GEMM predictors read SingleFLOPsMM).
     g.fp32_peak = FlopRate::per_second(positive_number(json, source, field("SingleFLOPsVEC")) * 1e9);
     g.tensor_peak = FlopRate::per_second(positive_number(json, source, field("SingleFLOPsMM")) * 1e9);
+    g.fp32_matmul_peak = g.tensor_peak;
   } else {
     throw InputError(fmt::format("{}: missing field 'SingleFLOPs'", source));
   }
   // TF32: optional "TF32FLOPs"; else half the tensor peak when "TensorFLOPs"
   // is given (every NVIDIA GPU with TF32 tensor cores so far), else the FP32
-  // peak (no tensor cores known: a TF32 request runs as FP32). FP8: optional
-  // "FP8FLOPs", else none.
-  g.tf32_peak = g.fp32_peak;
+  // peak (no tensor cores known: a TF32 request runs as an FP32 GEMM). FP8:
+  // optional "FP8FLOPs", else none.
+  g.tf32_peak = g.matmul_peak(DType::FP32);
   g.tensor_peak_given = json.find(field("TensorFLOPs")) != nullptr;
   if (const JsonValue* tp = json.find(field("TensorFLOPs")); tp != nullptr) {
     g.tensor_peak = FlopRate::per_second(positive_number(json, source, field("TensorFLOPs")) * 1e9);
@@ -125,6 +128,8 @@ GpuSpec gpu_from_device_json(const JsonValue& json, const std::string& source) {
         fmt::format("{}: field '{}' ({:g}) is below '{}' ({:g}): in TFLOP/s? the fields are in GFLOP/s",
                     source, key, value.per_second() / 1e9, than, floor.per_second() / 1e9));
   };
+  if (json.find("SingleFLOPsMM") != nullptr)
+    above("SingleFLOPsMM", g.fp32_matmul_peak, flops_key, g.fp32_peak);
   if (g.tensor_peak_given) above("TensorFLOPs", g.tensor_peak, flops_key, g.fp32_peak);
   if (json.find("TF32FLOPs") != nullptr) above("TF32FLOPs", g.tf32_peak, flops_key, g.fp32_peak);
   if (json.find("FP8FLOPs") != nullptr) {

@@ -58,7 +58,8 @@ FlopRate GpuSpec::matmul_peak(DType d) const {
                     name, to_string(d)));
   }
   switch (d) {
-    case DType::FP32: return fp32_peak;
+    case DType::FP32:
+      return fp32_matmul_peak.per_second() > 0 ? fp32_matmul_peak : fp32_peak;
     case DType::FP16: return tensor_peak;
     case DType::BF16:
       if (!bf16) {
@@ -90,6 +91,8 @@ void GpuSpec::validate() const {
     throw InputError(fmt::format("GPU '{}': tf32_peak must not be negative", name));
   if (fp8_peak.per_second() < 0)
     throw InputError(fmt::format("GPU '{}': fp8_peak must not be negative", name));
+  if (fp32_matmul_peak.per_second() < 0)
+    throw InputError(fmt::format("GPU '{}': fp32_matmul_peak must not be negative", name));
 }
 
 namespace {
@@ -116,7 +119,8 @@ namespace {
 //    its 72 GPUs (FP32 5,760 TF -> 80 TF, TF32 180 PF sparse -> 1.25, BF16
 //    360 PF sparse -> 2.5, FP8 720 PF sparse -> 5 PFLOP/s; 13.4 TB HBM3e ->
 //    186 GB and 576 TB/s -> 8 TB/s per GPU); SMs and L2 as B200's.
-//  - MI300X: AMD Instinct MI300X datasheet (FP32 vector 81.7, TF32 653.7,
+//  - MI300X: AMD Instinct MI300X datasheet (FP32 vector and matrix 163.4
+//    (81.7 is its FP64 vector peak), TF32 653.7,
 //    BF16/FP16 1,307.4, FP8 2,614.9 TFLOP/s dense; 192 GB HBM3 at 5.3 TB/s;
 //    304 compute units in `sms`; `l2_cache` holds the 256 MB Infinity Cache,
 //    the last-level cache that plays the L2's role on NVIDIA GPUs).
@@ -126,21 +130,21 @@ const std::array<GpuSpec, 9>& presets() {
   static const std::array<GpuSpec, 9> kPresets{{
       {"V100-SXM2", FlopRate::tflops(15.7), FlopRate::tflops(125), Bandwidth::gigabytes_per_second(900), 80,
        Bytes(6'291'456), Bytes::gib(32), FlopRate::tflops(0), FlopRate::tflops(0), false},
-      {"A100-40GB", FlopRate::tflops(19.5), FlopRate::tflops(312), Bandwidth::gigabytes_per_second(1555),
-       108, Bytes(40'000'000), Bytes::gib(40), FlopRate::tflops(156), FlopRate::tflops(0)},
-      {"A100-80GB", FlopRate::tflops(19.5), FlopRate::tflops(312), Bandwidth::gigabytes_per_second(2039),
-       108, Bytes(40'000'000), Bytes::gib(80), FlopRate::tflops(156), FlopRate::tflops(0)},
+      {"A100-40GB", FlopRate::tflops(19.5), FlopRate::tflops(312), Bandwidth::gigabytes_per_second(1555), 108,
+       Bytes(40'000'000), Bytes::gib(40), FlopRate::tflops(156), FlopRate::tflops(0)},
+      {"A100-80GB", FlopRate::tflops(19.5), FlopRate::tflops(312), Bandwidth::gigabytes_per_second(2039), 108,
+       Bytes(40'000'000), Bytes::gib(80), FlopRate::tflops(156), FlopRate::tflops(0)},
       {"H100-SXM", FlopRate::tflops(66.9), FlopRate::tflops(989.4), Bandwidth::gigabytes_per_second(3350),
        132, Bytes(50'000'000), Bytes::gib(80), FlopRate::tflops(494.7), FlopRate::tflops(1978.9)},
-      {"H200", FlopRate::tflops(66.9), FlopRate::tflops(989.4), Bandwidth::gigabytes_per_second(4800),
-       132, Bytes(62'914'560), Bytes(141'000'000'000), FlopRate::tflops(494.7), FlopRate::tflops(1978.9)},
-      {"H100-PCIe", FlopRate::tflops(51), FlopRate::tflops(756), Bandwidth::gigabytes_per_second(2000),
-       114, Bytes(50'000'000), Bytes::gib(80), FlopRate::tflops(378), FlopRate::tflops(1513)},
-      {"B200", FlopRate::tflops(75), FlopRate::tflops(2250), Bandwidth::gigabytes_per_second(8000),
-       148, Bytes(126'000'000), Bytes(180'000'000'000), FlopRate::tflops(1125), FlopRate::tflops(4500)},
-      {"GB200", FlopRate::tflops(80), FlopRate::tflops(2500), Bandwidth::gigabytes_per_second(8000),
-       148, Bytes(126'000'000), Bytes(186'000'000'000), FlopRate::tflops(1250), FlopRate::tflops(5000)},
-      {"MI300X", FlopRate::tflops(81.7), FlopRate::tflops(1307.4), Bandwidth::gigabytes_per_second(5300),
+      {"H200", FlopRate::tflops(66.9), FlopRate::tflops(989.4), Bandwidth::gigabytes_per_second(4800), 132,
+       Bytes(62'914'560), Bytes(141'000'000'000), FlopRate::tflops(494.7), FlopRate::tflops(1978.9)},
+      {"H100-PCIe", FlopRate::tflops(51), FlopRate::tflops(756), Bandwidth::gigabytes_per_second(2000), 114,
+       Bytes(50'000'000), Bytes::gib(80), FlopRate::tflops(378), FlopRate::tflops(1513)},
+      {"B200", FlopRate::tflops(75), FlopRate::tflops(2250), Bandwidth::gigabytes_per_second(8000), 148,
+       Bytes(126'000'000), Bytes(180'000'000'000), FlopRate::tflops(1125), FlopRate::tflops(4500)},
+      {"GB200", FlopRate::tflops(80), FlopRate::tflops(2500), Bandwidth::gigabytes_per_second(8000), 148,
+       Bytes(126'000'000), Bytes(186'000'000'000), FlopRate::tflops(1250), FlopRate::tflops(5000)},
+      {"MI300X", FlopRate::tflops(163.4), FlopRate::tflops(1307.4), Bandwidth::gigabytes_per_second(5300),
        304, Bytes(256'000'000), Bytes::gib(192), FlopRate::tflops(653.7), FlopRate::tflops(2614.9)},
   }};
   return kPresets;

@@ -754,6 +754,11 @@ double TileMlpPredictor::learned_kernel_ms(const Kernel& kernel) const {
 
 double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
   const auto cls = kernel_class(kernel.op);
+  if (!cls && tensor_core_) {
+    // A copy has no learned class and no fitted eager floor: at least the
+    // GPU's per-kernel floor, as its GPU time (predict_device) has.
+    return std::max(tensor_core_->floor_ms, memory_bound_time(kernel, gpu_).ms());
+  }
   if (!cls || model_->nets[static_cast<int>(*cls)].empty()) {
     return memory_bound_time(kernel, gpu_).ms();
   }

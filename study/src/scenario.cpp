@@ -111,6 +111,7 @@ node_model::GpuSpec kernel_gpu(const Scenario& s) {
   g.tensor_peak = FlopRate::per_second(g.tensor_peak.per_second() * d);
   g.tf32_peak = FlopRate::per_second(g.tf32_peak.per_second() * d);
   g.fp8_peak = FlopRate::per_second(g.fp8_peak.per_second() * d);
+  g.fp32_matmul_peak = FlopRate::per_second(g.fp32_matmul_peak.per_second() * d);
   return g;
 }
 

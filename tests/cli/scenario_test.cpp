@@ -608,9 +608,10 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
   EXPECT_EQ(w[1],
             "cluster.gpu.fp8_peak (450 TFLOP/s) is below tensor_peak (900 TFLOP/s): FP8 tensor cores run at "
             "least the 16-bit rate (a unit slip?)");
-  EXPECT_EQ(w[2],
-            "cluster.gpu.fp32_peak = 1200 TFLOP/s is above 4x every GPU's the node model knows (MI300X: 81.7 "
-            "TFLOP/s) (a unit slip?)");
+  EXPECT_EQ(
+      w[2],
+      "cluster.gpu.fp32_peak = 1200 TFLOP/s is above 4x every GPU's the node model knows (MI300X: 163.4 "
+      "TFLOP/s) (a unit slip?)");
   // Each spec against the least and 4x the most of the GPUs the node model
   // knows: bits for bytes, a prefix off by 1000.
   const std::string l40s =

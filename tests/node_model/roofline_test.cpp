@@ -223,6 +223,10 @@ TEST(GpuSpec, CurrentGpusFromTheirSpecSheets) {
   EXPECT_DOUBLE_EQ(gb200.fp32_peak.tflops(), 5760.0 / 72);
   const GpuSpec& mi300x = gpu_preset("MI300X");
   EXPECT_DOUBLE_EQ(mi300x.tensor_peak.tflops(), 1307.4);
+  // FP32 vector (and matrix) 163.4 TFLOP/s: 304 CUs x 2.1 GHz x 256 FLOP per
+  // clock (81.7, the preset's figure before, is the FP64 vector peak).
+  EXPECT_NEAR(mi300x.fp32_peak.tflops(), 304 * 2.1e9 * 256 / 1e12, 0.05);
+  EXPECT_DOUBLE_EQ(mi300x.matmul_peak(DType::FP32).tflops(), 163.4);
   EXPECT_EQ(mi300x.sms, 304);
   EXPECT_EQ(mi300x.memory, Bytes::gib(192));
   // The existing presets are unchanged.

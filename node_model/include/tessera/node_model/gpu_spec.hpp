@@ -40,11 +40,15 @@ struct GpuSpec {
   /// its FP32 matmul peak, and no 16-bit tensor-core peak is known (fp16 and
   /// bf16 GEMMs are refused rather than timed at FP32 speed).
   bool tensor_peak_given = true;
+  /// Dense FP32 GEMMs where they run faster than fp32_peak: AMD's matrix
+  /// cores (a device config's "SingleFLOPsMM"); 0: fp32_peak (NVIDIA runs
+  /// FP32 GEMMs on the CUDA cores).
+  FlopRate fp32_matmul_peak = FlopRate::per_second(0);
 
   bool operator==(const GpuSpec&) const = default;
 
-  /// Peak for GEMMs of the given element type: fp32_peak, tf32_peak,
-  /// tensor_peak (fp16, bf16) or fp8_peak. Throws InputError naming the GPU
+  /// Peak for GEMMs of the given element type: fp32_peak (fp32_matmul_peak
+  /// where given), tf32_peak, tensor_peak (fp16, bf16) or fp8_peak. Throws InputError naming the GPU
   /// and the dtype when the GPU has no tensor cores for it (peak 0, or bf16
   /// false).
   [[nodiscard]] FlopRate matmul_peak(DType d) const;

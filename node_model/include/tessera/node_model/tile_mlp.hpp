@@ -213,9 +213,10 @@ class TileMlpPredictor final : public KernelPredictor {
  public:
   TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model,
                    std::shared_ptr<const TensorCoreModel> tensor_core = nullptr);
-  /// As timed alone from the host by PyTorch eager: max(class launch floor,
-  /// learned kernel time); tensor-core GEMMs: max(class launch floor, the
-  /// tensor-core model's GPU time).
+  /// As timed alone from the host by PyTorch eager: launch_floor_blend(class
+  /// launch floor, learned kernel time, the class's p); tensor-core GEMMs the
+  /// same with the tensor-core model's GPU time; copies (no class) their
+  /// memory time, at least the GPU's per-kernel floor.
   [[nodiscard]] Time predict(const Kernel& kernel) const override;
   /// Back to back on a stream: tensor-core GEMMs the tensor-core model's GPU
   /// time (with its GPU-side floor); other kernels the learned kernel time
