@@ -34,6 +34,12 @@ namespace tessera::cli {
 
 namespace {
 
+/// A price without tokens: said once by the scenario, not by its jobs (whose
+/// cluster's price it is, and whose own training sections hold no tokens).
+constexpr const char* kPriceWithoutTokens =
+    "cluster.price_per_gpu_hour has no effect without training.tokens "
+    "(the whole run's tokens, whose cost it prices)";
+
 /// The key path of `key` under `parent` ("cluster" + "fabric" ->
 /// "cluster.fabric"; at the top level the key itself).
 std::string child_key_path(const std::string& parent, const std::string& key) {
@@ -1269,6 +1275,7 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
                                       out.name, count, count == 1 ? "" : "s"));
     }
     out.scenario.name = out.name;
+    std::erase(out.scenario.warnings, std::string(kPriceWithoutTokens));
     parsed.push_back(std::move(out));
   }
   // Nodes for the jobs given as counts: packed (consecutive free nodes, in
@@ -1869,6 +1876,14 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                   fmt::format("expected a whole number or auto, got '{}'", dpn.Scalar()));
       }
       plan.dp = p.positive_int32("dp");
+    } else if (s.gpus() % tp_pp != 0 && !dp_given && (p.has("tp") || p.has("pp"))) {
+      // dp left out: the error is the tp (or pp) written (helper 64: 'dp'
+      // named a key the file does not have).
+      const char* key = p.has("tp") && s.gpus() % plan.tp != 0 ? "tp" : (p.has("pp") ? "pp" : "tp");
+      p.fail_at(p.need(key).Mark(), p.key_path(key),
+                fmt::format("tp x pp ({} x {} = {}) does not divide the {} GPUs (dp, not given, would be "
+                            "the GPUs over tp x pp)",
+                            plan.tp, plan.pp, tp_pp, s.gpus()));
     } else if (s.gpus() % tp_pp != 0) {
       p.fail_at(dpn.Mark(), p.key_path("dp"),
                 fmt::format("{}, and tp x pp ({} x {} = {}) does not divide the {} GPUs",
@@ -2501,9 +2516,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   }
   top.finish();
   if (s.price_per_gpu_hour && s.train_tokens == 0) {
-    s.warnings.emplace_back(
-        "cluster.price_per_gpu_hour has no effect without training.tokens "
-        "(the whole run's tokens, whose cost it prices)");
+    s.warnings.emplace_back(kPriceWithoutTokens);
   }
   return s;
 }

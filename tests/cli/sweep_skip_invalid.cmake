@@ -13,9 +13,9 @@ endif()
 foreach(expect "\n +0  cluster.nodes=1 parallelism.tp=1 +8 "
                "\n +3  cluster.nodes=2 parallelism.tp=1 +16 "
                "\nskipped 4 point\\(s\\) that are not valid scenarios \\(--skip-invalid\\):\n"
-               "\n  point 1 \\(cluster.nodes=1 parallelism.tp=3\\): parallelism.dp: not given, and tp x pp \\(3 x 1 = 3\\) does not divide the 8 GPUs\n"
+               "\n  point 1 \\(cluster.nodes=1 parallelism.tp=3\\): parallelism.tp: tp x pp \\(3 x 1 = 3\\) does not divide the 8 GPUs \\(dp, not given, would be the GPUs over tp x pp\\)\n"
                "\n  point 2 \\(cluster.nodes=1 parallelism.tp=2\\): parallelism.tp: tp \\(2\\) must divide the model's heads \\(25\\)\n"
-               "\n  point 4 \\(cluster.nodes=2 parallelism.tp=3\\): parallelism.dp: not given, and tp x pp \\(3 x 1 = 3\\) does not divide the 16 GPUs\n")
+               "\n  point 4 \\(cluster.nodes=2 parallelism.tp=3\\): parallelism.tp: tp x pp \\(3 x 1 = 3\\) does not divide the 16 GPUs \\(dp, not given, would be the GPUs over tp x pp\\)\n")
   if(NOT out MATCHES "${expect}")
     message(FATAL_ERROR "the table does not match '${expect}':\n${out}")
   endif()
@@ -40,7 +40,7 @@ string(JSON skipped_point GET "${json}" skipped 2 point)
 string(JSON skipped_tp GET "${json}" skipped 2 settings parallelism.tp)
 string(JSON skipped_error GET "${json}" skipped 2 error)
 if(NOT rc EQUAL 0 OR NOT ran EQUAL 2 OR NOT second EQUAL 3 OR NOT skipped EQUAL 4 OR NOT skipped_point EQUAL 4
-   OR NOT skipped_tp EQUAL 3 OR NOT skipped_error MATCHES "^parallelism.dp: not given, and tp x pp .* the 16 GPUs$")
+   OR NOT skipped_tp EQUAL 3 OR NOT skipped_error MATCHES "^parallelism.tp: tp x pp .* the 16 GPUs [(]dp, not given, would be the GPUs over tp x pp[)]$")
   message(FATAL_ERROR "--json (${rc}): expected points 0 and 3 and the skipped points 1, 2, 4 and 5:\n${json}\n${err}")
 endif()
 # Two shards: each names the skipped points on its first line; merged, the
