@@ -364,7 +364,12 @@ class Section {
         if (t[0] == '-') fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", t));
         out_of_range(t);
       }
-      fail_at(v.Mark(), key_path(key), fmt::format("expected a whole number, got '{}'", describe(v)));
+      // 24,32: a list, as `tessera sweep` takes one (helper 64).
+      const bool list =
+          t.find(',') != std::string::npos && t.find_first_not_of("0123456789, ") == std::string::npos;
+      fail_at(v.Mark(), key_path(key),
+              fmt::format("expected a whole number, got '{}'{}", describe(v),
+                          list ? " (one value: `tessera sweep` runs a list of them)" : ""));
     }
     if (*x <= 0) fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", t));
     if (*x > max) out_of_range(t);
