@@ -103,7 +103,8 @@ enum MetricColumn : std::size_t {
   kTokens = 8,
   kPeakMemory = 9,
   kOom = 10,
-  kMemoryCapacity = 19
+  kMemoryCapacity = 19,
+  kVirtualStages = 20
 };
 
 std::string csv_header(const std::vector<Axis>& axes) {
@@ -862,9 +863,16 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
   // numbers line up whatever the swept keys are.
   std::size_t width = 40;
   for (const Point& pt : points) width = std::max(width, row_label(pt).size());
-  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}{}{}\n", "point", "settings", width, "GPUs",
-                     "iteration ms", "TFLOP/s/GPU", "tokens/s", efficiency.empty() ? "" : "  scaling",
-                     days ? fmt::format(" {:>8}", "days") : "", cost ? fmt::format(" {:>12}", "cost") : "");
+  // Where a point interleaves: each point's model chunks per rank (what
+  // `virtual_stages: auto` chose; helper 60: the CSV said, the table not).
+  const bool chunks = std::any_of(points.begin(), points.end(), [&](const Point& pt) {
+    const auto cols = split(rows.at(pt.index), ',');
+    return cols[cols.size() - kMetricColumns + kVirtualStages] != "1";
+  });
+  out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}{}{}{}\n", "point", "settings", width, "GPUs",
+                     "iteration ms", "TFLOP/s/GPU", "tokens/s", chunks ? "  chunks" : "",
+                     efficiency.empty() ? "" : "  scaling", days ? fmt::format(" {:>8}", "days") : "",
+                     cost ? fmt::format(" {:>12}", "cost") : "");
   int oom = 0;
   for (const Point& pt : points) {
     const auto cols = split(rows.at(pt.index), ',');
@@ -883,9 +891,10 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
                            : fmt::format(" {:>12.0f}", *r->second.cost);
       }
     }
-    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}{}\n", pt.index, row_label(pt),
+    out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}{}{}\n", pt.index, row_label(pt),
                        width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
                        std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
+                       chunks ? fmt::format("  {:>6}", cols[m0 + kVirtualStages]) : std::string(),
                        e == efficiency.end() ? std::string()
                        : does_not_fit        ? std::string("        -")
                                              : fmt::format("  {:>6.1f}%", 100 * e->second),
