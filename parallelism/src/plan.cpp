@@ -1384,10 +1384,27 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
 /// The optimizer step of `stage` after its gradients are reduced (`reduced`,
 /// and the tied embeddings' all-reduce between the first and the last stage),
 /// then ZeRO-1/2's parameter gathers.
-void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const DpGradSync& sync, int stage,
-                   TaskIndex last_compute) {
+void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, const DpGradSync& sync,
+                   int stage, TaskIndex last_compute) {
   const int p = c.plan.pp;
   std::vector<TaskIndex> before_step = sync.reductions();
+  // Sequence parallelism: the parameters every tensor-parallel rank holds
+  // whole (norms, row-parallel biases, routers) got each rank's sequence
+  // shard's gradient only; Megatron all-reduces them over the tp group
+  // before the step, in one coalesced call (finalize_model_grads'
+  // _allreduce_layernorm_grads), the final norm's on the last stage too.
+  if (c.plan.tp > 1 && c.plan.sequence_parallel) {
+    std::int64_t replicated = stage == p - 1 ? c.model.norm_params() : 0;
+    for (int v = 0; v < c.part.virtual_stages; ++v) {
+      const int k = c.part.chunk(stage, v);
+      const std::int64_t first = c.part.first_layer(k);
+      for (std::int64_t l = first; l < first + c.part.layers(k); ++l) {
+        replicated += c.model.tp_replicated_params(c.model.is_moe_layer(l));
+      }
+    }
+    before_step.push_back(rb.collective("norm.grad.all-reduce", CollectiveKind::AllReduce, slots.tp,
+                                        Bytes(replicated * c.grads.gbytes), {last_compute}));
+  }
   // Tied embeddings: the first and last stage add their word-embedding gradients.
   if (p > 1 && c.model.tied_embeddings && (stage == 0 || stage == p - 1)) {
     before_step.push_back(rb.collective("embedding.grad.all-reduce", CollectiveKind::AllReduce,
@@ -1429,7 +1446,7 @@ Program stage_program(const PlanContext& c, int stage, std::vector<SlotRole>& ro
   add_pipeline_steps(rb, c, slots, sync, stage, order, params ? &*params : nullptr);
   const TaskIndex last_compute = rb.last_compute();
   sync.close(rb, last_compute);
-  add_optimizer(rb, c, sync, stage, last_compute);
+  add_optimizer(rb, c, slots, sync, stage, last_compute);
   if (buckets != nullptr) *buckets = sync.final_buckets();
   roles = rb.roles();
   return prog;

@@ -26,8 +26,15 @@ std::int64_t TransformerConfig::params_per_layer_per_tp_rank(std::int64_t tp) co
   // Replicated: 2 layer norms (4h). With tp = 1 and a plain GPT layer this is
   // 4h^2 + 2hf + f + 9h; without biases and with RMSNorm (Llama) the
   // weights and 2h.
-  const std::int64_t column_bias = linear_bias ? qkv + f : 0, row_bias = linear_bias ? 2 * h : 0;
-  return (h * qkv + h * f + h * h + ffn_hidden * h + column_bias) / tp + row_bias + 2 * norm_params();
+  const std::int64_t column_bias = linear_bias ? qkv + f : 0;
+  return (h * qkv + h * f + h * h + ffn_hidden * h + column_bias) / tp + tp_replicated_params(false);
+}
+
+std::int64_t TransformerConfig::tp_replicated_params(bool moe_layer) const {
+  // A dense layer: the projection's and fc2's biases; an MoE layer: the
+  // projection's bias (experts carry none) and the router.
+  if (moe_layer) return (linear_bias ? hidden : 0) + 2 * norm_params() + hidden * moe.experts;
+  return (linear_bias ? 2 * hidden : 0) + 2 * norm_params();
 }
 
 bool TransformerConfig::is_moe_layer(std::int64_t layer) const {
@@ -56,7 +63,7 @@ std::int64_t TransformerConfig::moe_layer_dense_params_per_rank(std::int64_t tp)
   // replicated; the shared experts split like the dense MLP.
   return (h * qkv + (linear_bias ? qkv : 0) + h * h + mlp_weights(*this, moe.shared_experts * expert_ffn())) /
              tp +
-         (linear_bias ? h : 0) + 2 * norm_params() + h * moe.experts;
+         tp_replicated_params(true);
 }
 
 std::int64_t TransformerConfig::moe_layer_expert_params_per_rank(std::int64_t tp, std::int64_t ep) const {

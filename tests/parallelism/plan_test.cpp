@@ -493,6 +493,32 @@ TEST(Plan, PipelineSendsOneActivationAndOneGradientPerMicroBatch) {
   EXPECT_EQ(count(g, 1, "embedding.grad.all-reduce").by_kind["all-reduce"], 0);
 }
 
+TEST(Plan, SequenceParallelAllReducesTheReplicatedGradientsOverTensorParallelRanks) {
+  // Under SP each tp rank's gradient of the norms and row-parallel biases
+  // covers its sequence shard: Megatron all-reduces them over the tp group
+  // before the step, once. tiny: 4 layers per stage, each 2 layer norms
+  // (2 x 2 x 64) and 2 row-parallel biases (2 x 64) = 384 parameters; the
+  // last stage adds the final norm (128); FP32 gradients, 4 bytes.
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.global_batch = 2;
+  p.sequence_parallel = true;
+  const auto g = plan_training(m, kWork, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  for (int r = 0; r < g.num_ranks(); ++r) {
+    const int stage = rank_coord(p, r).pp;
+    const Counts c = count(g, r, "norm.grad.all-reduce");
+    EXPECT_EQ(c.by_kind.at("all-reduce"), 1) << r;
+    EXPECT_EQ(c.bytes.at("all-reduce"), (4 * 384 + (stage == 1 ? 128 : 0)) * 4) << r;
+  }
+  // Without SP every tp rank saw the whole sequence: nothing to add.
+  p.sequence_parallel = false;
+  EXPECT_TRUE(count(plan_training(m, kWork, p, pred), 0, "norm.grad").by_kind.empty());
+}
+
 TEST(Plan, MegatronScattersPipelineTensorsOverTensorParallelRanks) {
   // tp = 2, pp = 2, no SP: each TP rank sends half the activation and the
   // receiving TP group all-gathers the whole of it; off, each sends all of it.

@@ -104,6 +104,12 @@ struct TransformerConfig {
   /// row-parallel weight matrices and the column-parallel biases are split `tp`
   /// ways; the row-parallel biases and the layer norms are replicated.
   [[nodiscard]] std::int64_t params_per_layer_per_tp_rank(std::int64_t tp) const;
+  /// Parameters of a (MoE, `moe_layer`, or dense) layer every tensor-parallel
+  /// rank holds whole: the two norms, the row-parallel biases and an MoE
+  /// layer's router. Under sequence parallelism each rank's gradient of them
+  /// covers its sequence shard only, so Megatron all-reduces them over the
+  /// tp group.
+  [[nodiscard]] std::int64_t tp_replicated_params(bool moe_layer) const;
   /// Token + position embeddings (without learned positions: token only) and the final norm.
   [[nodiscard]] std::int64_t embedding_params(std::int64_t seq_len) const;
   /// All parameters: the layers, the word (and position) embeddings, the
