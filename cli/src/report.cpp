@@ -142,6 +142,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   if (!s.plan.layout.is_default()) rep.layout = parallelism::to_string(s.plan.layout);
   rep.untested_gpu = untested_gpu_notes(s);
   rep.known_bias = known_bias_notes(s);
+  rep.untested_scale = multi_node_note(s);
   if (s.mixed_gpus) {
     rep.mixed_gpu = s.mixed_gpus->gpu.name;
     rep.mixed_nodes = s.mixed_gpus->nodes;
@@ -491,6 +492,15 @@ std::string fp8_note(const Scenario& s) {
   return fmt::format("layer GEMMs in FP8, timed unvalidated ({})", kFp8GemmFigure);
 }
 
+std::string multi_node_note(const Scenario& s) {
+  if (s.cluster.nodes <= 1) return {};
+  return fmt::format(
+      "{} nodes: no multi-node run was measured here (the fits are single-node); the collectives between "
+      "nodes use network constants that are assumptions (calibration.network_efficiency, network_launch: "
+      "fit them on your cluster's nccl-tests, docs/calibration.md)",
+      s.cluster.nodes);
+}
+
 std::string caveat_lines(const Scenario& s, bool plan_bias) {
   const std::string fp8 = fp8_note(s);
   return caveat_lines(untested_gpu_notes(s), known_bias_notes(s, plan_bias)) +
@@ -633,6 +643,7 @@ std::string format_text(const RunReport& r) {
       r.predictor_weights.empty() ? std::string() : fmt::format(" (weights {})", r.predictor_weights),
       r.backend);
   out += caveat_lines(r.untested_gpu, r.known_bias);
+  if (!r.untested_scale.empty()) out += labelled_lines("Untested scale", {r.untested_scale});
   if (!r.mixed_gpu.empty()) {
     out += fmt::format(
         "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU)\n",
@@ -846,7 +857,9 @@ std::string format_json(const RunReport& r) {
                                "\"mfu_fp8_peak\": {:.6f}}}, \"fp8_gemm_times\": \"unvalidated\", ",
                                r.mfu_fp8_peak)
                  : std::string()) +
-          caveat_json(r.untested_gpu, r.known_bias),
+          caveat_json(r.untested_gpu, r.known_bias) +
+          (r.untested_scale.empty() ? std::string()
+                                    : fmt::format("\"untested_scale\": {}, ", json_string(r.untested_scale))),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(), r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu,
       r.tokens_per_second,

@@ -1592,9 +1592,25 @@ TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
   const std::string hopper = node_model::known_bias_note(d.gpu, d.workload.dtype);
   ASSERT_EQ(hopper.rfind("H100-SXM at bf16: ", 0), 0U) << hopper;
   EXPECT_EQ(r.known_bias, std::vector{hopper});
-  EXPECT_NE(format_text(r).find("\nKnown bias     " + hopper + "\nIteration "), std::string::npos)
+  EXPECT_NE(format_text(r).find("\nKnown bias     " + hopper + "\nUntested scale 2 nodes: "),
+            std::string::npos)
       << format_text(r);
   EXPECT_NE(format_json(r).find("\"known_bias\": [" + json_string(hopper) + "]"), std::string::npos);
+  // Its 2 nodes: no multi-node run was measured (helpers 64, 66), in text and
+  // JSON; on one node neither.
+  EXPECT_EQ(
+      r.untested_scale.rfind("2 nodes: no multi-node run was measured here (the fits are single-node)", 0),
+      0U)
+      << r.untested_scale;
+  EXPECT_NE(format_text(r).find("\nUntested scale " + r.untested_scale + "\nIteration "), std::string::npos);
+  EXPECT_NE(format_json(r).find("\"untested_scale\": " + json_string(r.untested_scale) + ", "),
+            std::string::npos);
+  const Scenario one =
+      parse_scenario(default_text(), "o.yaml", {{"cluster.nodes", "1"}, {"parallelism.dp", "8"}});
+  const RunReport ro = make_report(one, simulate_scenario(one));
+  EXPECT_TRUE(ro.untested_scale.empty());
+  EXPECT_EQ(format_text(ro).find("Untested scale"), std::string::npos);
+  EXPECT_EQ(format_json(ro).find("untested_scale"), std::string::npos);
   // On A100s, neither caveat line nor JSON key.
   const Scenario a = parse_scenario(default_text(), "a.yaml", {{"cluster.gpu", "A100-80GB"}});
   const RunReport ra = make_report(a, simulate_scenario(a));
@@ -1670,8 +1686,9 @@ TEST(Report, KnownBiasLineForWideTensorParallelism) {
   EXPECT_EQ(tp.rfind("4-way tensor parallelism: ", 0), 0U) << tp;
   EXPECT_EQ(hopper.rfind("H100-SXM at bf16: ", 0), 0U) << hopper;
   EXPECT_EQ(rt.known_bias, (std::vector{tp, hopper}));
-  EXPECT_NE(format_text(rt).find("\nKnown bias     " + tp + "\n               " + hopper + "\nIteration "),
-            std::string::npos)
+  EXPECT_NE(
+      format_text(rt).find("\nKnown bias     " + tp + "\n               " + hopper + "\nUntested scale "),
+      std::string::npos)
       << format_text(rt);
   EXPECT_NE(format_json(rt).find("\"known_bias\": [" + json_string(tp) + ", " + json_string(hopper) + "]"),
             std::string::npos);

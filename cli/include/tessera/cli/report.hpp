@@ -183,6 +183,9 @@ struct RunReport {
   /// Text: a "Known bias" line per note; JSON: "known_bias", a list of the
   /// notes, only when there is one.
   std::vector<std::string> known_bias;
+  /// multi_node_note for a cluster of more than one node, else empty. Text:
+  /// an "Untested scale" line; JSON: "untested_scale", only when set.
+  std::string untested_scale;
   std::string gradient_dtype;  ///< gradients as held and reduced (FP32 main gradients under Megatron with bf16)
   /// The ns-3 backend's packet fabric (a "Packet fabric" section and a JSON
   /// "ns3" object); absent on the flow backend, whose output is unchanged.
@@ -251,6 +254,10 @@ inline constexpr std::string_view kFp8GemmFigure =
 /// "layer GEMMs in FP8, timed unvalidated (kFp8GemmFigure)" for a scenario
 /// with training.dtype fp8, else empty.
 std::string fp8_note(const Scenario& s);
+/// For a cluster of more than one node: no multi-node run was measured
+/// here, and the collectives between nodes are timed with assumed
+/// InfiniBand constants; else empty (helpers 64, 66).
+std::string multi_node_note(const Scenario& s);
 /// FlashAttention's known bias (pessimistic attention), or empty: one of
 /// known_bias_notes, which a sweep names apart (its direction differs).
 std::string flash_attention_note(const Scenario& s);
