@@ -865,10 +865,13 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
   for (const Point& pt : points) width = std::max(width, row_label(pt).size());
   // Where a point interleaves: each point's model chunks per rank (what
   // `virtual_stages: auto` chose; helper 60: the CSV said, the table not).
-  const bool chunks = std::any_of(points.begin(), points.end(), [&](const Point& pt) {
+  // (As a number: a merged shard's CSV may have been rewritten, 3.0.)
+  const auto chunks_of = [&](const Point& pt) {
     const auto cols = split(rows.at(pt.index), ',');
-    return cols[cols.size() - kMetricColumns + kVirtualStages] != "1";
-  });
+    return std::llround(std::stod(cols[cols.size() - kMetricColumns + kVirtualStages]));
+  };
+  const bool chunks =
+      std::any_of(points.begin(), points.end(), [&](const Point& pt) { return chunks_of(pt) != 1; });
   out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}{}{}{}\n", "point", "settings", width, "GPUs",
                      "iteration ms", "TFLOP/s/GPU", "tokens/s", chunks ? "  chunks" : "",
                      efficiency.empty() ? "" : "  scaling", days ? fmt::format(" {:>8}", "days") : "",
@@ -894,7 +897,7 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
     out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}{}{}\n", pt.index, row_label(pt),
                        width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
                        std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
-                       chunks ? fmt::format("  {:>6}", cols[m0 + kVirtualStages]) : std::string(),
+                       chunks ? fmt::format("  {:>6}", chunks_of(pt)) : std::string(),
                        e == efficiency.end() ? std::string()
                        : does_not_fit        ? std::string("        -")
                                              : fmt::format("  {:>6.1f}%", 100 * e->second),
