@@ -866,12 +866,12 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
   // Where a point interleaves: each point's model chunks per rank (what
   // `virtual_stages: auto` chose; helper 60: the CSV said, the table not).
   // (As a number: a merged shard's CSV may have been rewritten, 3.0.)
-  const auto chunks_of = [&](const Point& pt) {
-    const auto cols = split(rows.at(pt.index), ',');
+  const auto chunks_of = [](const std::vector<std::string>& cols) {
     return std::llround(std::stod(cols[cols.size() - kMetricColumns + kVirtualStages]));
   };
-  const bool chunks =
-      std::any_of(points.begin(), points.end(), [&](const Point& pt) { return chunks_of(pt) != 1; });
+  const bool chunks = std::any_of(points.begin(), points.end(), [&](const Point& pt) {
+    return chunks_of(split(rows.at(pt.index), ',')) != 1;
+  });
   out << fmt::format("{:>5}  {:<{}} {:>6} {:>14} {:>12} {:>14}{}{}{}{}\n", "point", "settings", width, "GPUs",
                      "iteration ms", "TFLOP/s/GPU", "tokens/s", chunks ? "  chunks" : "",
                      efficiency.empty() ? "" : "  scaling", days ? fmt::format(" {:>8}", "days") : "",
@@ -897,7 +897,7 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
     out << fmt::format("{:>5}  {:<{}} {:>6} {:>14.3f} {:>12.1f} {:>14.0f}{}{}{}{}\n", pt.index, row_label(pt),
                        width, cols[m0 + kGpus], std::stod(cols[m0 + kIteration]) * 1e3,
                        std::stod(cols[m0 + kTflops]), std::stod(cols[m0 + kTokens]),
-                       chunks ? fmt::format("  {:>6}", chunks_of(pt)) : std::string(),
+                       chunks ? fmt::format("  {:>6}", chunks_of(cols)) : std::string(),
                        e == efficiency.end() ? std::string()
                        : does_not_fit        ? std::string("        -")
                                              : fmt::format("  {:>6.1f}%", 100 * e->second),

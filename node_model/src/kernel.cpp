@@ -98,14 +98,21 @@ Flops Kernel::flops() const {
   return Flops(vector_flops_per_element(op) * static_cast<double>(b) * static_cast<double>(h));
 }
 
-Bytes Kernel::bytes() const {
-  const std::int64_t e = dtype_bytes(dtype);
-  if (op == KernelOp::Linear) {  // weights are shared across the batch
-    return Bytes(e * (b * m * k + k * n + b * m * n));
-  }
-  if (op == KernelOp::Bmm) return Bytes(e * b * (m * k + k * n + m * n));
-  return Bytes(e * b * h * (vector_inputs(op) + 1));
+namespace {
+/// A kernel's DRAM traffic in T: int64 for bytes(), double for validate()'s
+/// overflow check (one formula for both).
+template <typename T>
+T traffic(const Kernel& x) {
+  const T e = static_cast<T>(dtype_bytes(x.dtype));
+  const T b = static_cast<T>(x.b), m = static_cast<T>(x.m), n = static_cast<T>(x.n), k = static_cast<T>(x.k);
+  if (x.op == KernelOp::Linear)
+    return e * (b * m * k + k * n + b * m * n);  // weights shared across the batch
+  if (x.op == KernelOp::Bmm) return e * b * (m * k + k * n + m * n);
+  return e * b * static_cast<T>(x.h) * static_cast<T>(vector_inputs(x.op) + 1);
 }
+}  // namespace
+
+Bytes Kernel::bytes() const { return Bytes(traffic<std::int64_t>(*this)); }
 
 void Kernel::validate() const {
   auto need = [&](std::int64_t v, std::string_view dim) {
@@ -124,19 +131,11 @@ void Kernel::validate() const {
   }
   // bytes() counts in 64-bit integers: dimensions whose traffic passes 2^62
   // bytes (4 EiB, no GPU's) would wrap around to a wrong, small time.
-  const double e = static_cast<double>(dtype_bytes(dtype));
-  const double bd = static_cast<double>(b);
-  const double md = static_cast<double>(m);
-  const double nd = static_cast<double>(n);
-  const double kd = static_cast<double>(k);
-  double traffic = e * bd * static_cast<double>(h) * (vector_inputs(op) + 1);
-  if (op == KernelOp::Linear) traffic = e * (bd * md * kd + kd * nd + bd * md * nd);
-  if (op == KernelOp::Bmm) traffic = e * bd * (md * kd + kd * nd + md * nd);
-  if (traffic > 0x1p62) {
+  if (const double bytes = traffic<double>(*this); bytes > 0x1p62) {
     throw InputError(
         fmt::format("{} kernel: its dimensions move {:.3g} bytes, more than the 2^62 (4 EiB) a "
                     "kernel may (a dimension too large?)",
-                    to_string(op), traffic));
+                    to_string(op), bytes));
   }
 }
 
