@@ -25,11 +25,12 @@ std::string node_list(const std::vector<int>& nodes) {
   return out;
 }
 
-/// tessera run's Untested GPU and Known bias notes for each job (the jobs'
-/// order), empty where a job has none.
+/// tessera run's Untested GPU, Known bias and Untested scale notes for each
+/// job (the jobs' order), empty where a job has none.
 struct JobNotes {
   std::vector<std::vector<std::string>> untested_gpu;
   std::vector<std::vector<std::string>> known_bias;
+  std::vector<std::string> untested_scale;  ///< multi_node_note of the job on its nodes
 };
 
 JobNotes job_notes(const Scenario& s) {
@@ -37,22 +38,26 @@ JobNotes job_notes(const Scenario& s) {
   for (const Job& j : s.jobs) {
     n.untested_gpu.push_back(untested_gpu_notes(j.scenario));
     n.known_bias.push_back(known_bias_notes(j.scenario));
+    n.untested_scale.push_back(multi_node_note(j.scenario));
   }
   return n;
 }
 
 /// Summary lines under `label` (labelled_lines) for the notes held by the
 /// jobs (`notes[i]`: job i's): each distinct note once, unnamed when every
-/// job holds it, else after the names of the jobs that do.
+/// job holds it (unless `always_named`), else after the names of the jobs
+/// that do.
 std::string note_lines(std::string_view label, const std::vector<std::vector<std::string>>& notes,
-                       const Scenario& s) {
+                       const Scenario& s, bool always_named = false) {
   HeldNotes held;
   for (std::size_t i = 0; i < notes.size(); ++i) {
     for (const std::string& n : notes[i]) held.add(n, s.jobs[i].name);
   }
   std::vector<std::string> lines;
   for (const auto& [note, jobs] : held.entries) {
-    lines.push_back(jobs.size() == notes.size() ? note : fmt::format("{}: {}", fmt::join(jobs, ", "), note));
+    lines.push_back(jobs.size() == notes.size() && !always_named
+                        ? note
+                        : fmt::format("{}: {}", fmt::join(jobs, ", "), note));
   }
   return labelled_lines(label, lines);
 }
@@ -69,6 +74,11 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
   const JobNotes notes = job_notes(s);
   out += note_lines("Untested GPU", notes.untested_gpu, s);
   out += note_lines("Known bias", notes.known_bias, s);
+  std::vector<std::vector<std::string>> scale;
+  for (const std::string& n : notes.untested_scale)
+    scale.push_back(n.empty() ? std::vector<std::string>{} : std::vector<std::string>{n});
+  // Named always: "2 nodes" is each job's, not the cluster's.
+  out += note_lines("Untested scale", scale, s, true);
   out += failures_line(s.failures, o.makespan);
   // tessera run's Stragglers line, per job that has any.
   std::vector<std::string> slow;
@@ -176,7 +186,9 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
     const auto& j = o.jobs[i];
     // As in tessera run --json: each only when the job has one.
     const std::string extra =
-        i < notes.untested_gpu.size() ? caveat_json(notes.untested_gpu[i], notes.known_bias[i], false) : "";
+        i < notes.untested_gpu.size()
+            ? caveat_json(notes.untested_gpu[i], notes.known_bias[i], false, notes.untested_scale[i])
+            : "";
     std::string nodes;
     for (int n : j.nodes) nodes += fmt::format("{}{}", nodes.empty() ? "" : ", ", n);
     std::string links = "null";  // ns-3 point-to-point: not available

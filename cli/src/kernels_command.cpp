@@ -49,10 +49,12 @@ std::string table_csv(const study::KernelTable& t) {
 }
 
 /// The scenario as the kernels listed see it: its own GPU's alone (with
-/// mixed_gpus the other GPU's kernels are not listed, nor its caveats).
+/// mixed_gpus the other GPU's kernels are not listed, nor its caveats), on
+/// one node (kernel times cross no network: no Untested scale line).
 study::Scenario listed_gpu(const study::Scenario& s) {
   study::Scenario one = s;
   one.mixed_gpus.reset();
+  one.cluster.nodes = 1;
   return one;
 }
 

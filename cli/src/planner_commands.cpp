@@ -224,6 +224,7 @@ std::vector<std::string> chart_notes(const Scenario& s) {
   if (!fp8_note(s).empty()) out.push_back(chart_fp8_note(""));
   if (!parallelism::known_bias_note(s.plan).empty())
     out.push_back(chart_tp_bias_note("", std::to_string(s.plan.tp)));
+  if (!multi_node_note(s).empty()) out.push_back(chart_scale_note(""));
   return out;
 }
 

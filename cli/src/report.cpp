@@ -45,6 +45,10 @@ std::string chart_attention_note(std::string_view which) {
       "{}: FlashAttention timed as the full s x s square, so attention is pessimistic (docs/parallelism.md)",
       chart_label("Known bias", which));
 }
+std::string chart_scale_note(std::string_view which) {
+  return fmt::format("{}: no multi-node run measured; network constants assumed (docs/calibration.md)",
+                     chart_label("Untested scale", which));
+}
 std::string chart_fp8_note(std::string_view which) {
   return fmt::format("{}: layer GEMM times unvalidated (docs/node_model.md)", chart_label("FP8", which));
 }
@@ -469,12 +473,14 @@ void HeldNotes::add(const std::string& note, const std::string& holder) {
 }
 
 std::string caveat_lines(const std::vector<std::string>& untested_gpu,
-                         const std::vector<std::string>& known_bias) {
-  return labelled_lines("Untested GPU", untested_gpu) + labelled_lines("Known bias", known_bias);
+                         const std::vector<std::string>& known_bias, const std::string& untested_scale) {
+  return labelled_lines("Untested GPU", untested_gpu) + labelled_lines("Known bias", known_bias) +
+         (untested_scale.empty() ? std::string() : labelled_lines("Untested scale", {untested_scale}));
 }
 
 std::string caveat_json(const std::vector<std::string>& untested_gpu,
-                        const std::vector<std::string>& known_bias, bool trailing) {
+                        const std::vector<std::string>& known_bias, bool trailing,
+                        const std::string& untested_scale) {
   std::string out;
   auto member = [&](std::string_view key, std::vector<std::string> notes) {
     std::erase(notes, std::string());
@@ -484,6 +490,10 @@ std::string caveat_json(const std::vector<std::string>& untested_gpu,
   };
   member("untested_gpu", untested_gpu);
   member("known_bias", known_bias);
+  if (!untested_scale.empty()) {
+    const std::string m = fmt::format("\"untested_scale\": {}", json_string(untested_scale));
+    out += trailing ? m + ", " : ", " + m;
+  }
   return out;
 }
 
@@ -494,16 +504,12 @@ std::string fp8_note(const Scenario& s) {
 
 std::string multi_node_note(const Scenario& s) {
   if (s.cluster.nodes <= 1) return {};
-  return fmt::format(
-      "{} nodes: no multi-node run was measured here (the fits are single-node); the collectives between "
-      "nodes use network constants that are assumptions (calibration.network_efficiency, network_launch: "
-      "fit them on your cluster's nccl-tests, docs/calibration.md)",
-      s.cluster.nodes);
+  return fmt::format("{} nodes: {}", s.cluster.nodes, kMultiNodeCaveat);
 }
 
 std::string caveat_lines(const Scenario& s, bool plan_bias) {
   const std::string fp8 = fp8_note(s);
-  return caveat_lines(untested_gpu_notes(s), known_bias_notes(s, plan_bias)) +
+  return caveat_lines(untested_gpu_notes(s), known_bias_notes(s, plan_bias), multi_node_note(s)) +
          labelled_lines("FP8", fp8.empty() ? std::vector<std::string>{} : std::vector<std::string>{fp8});
 }
 
@@ -512,7 +518,8 @@ std::string caveat_json(const Scenario& s, bool plan_bias, bool trailing) {
   const std::string fp8 = !s.workload.profile.fp8 ? std::string()
                           : trailing              ? fmt::format("{}, ", kFp8)
                                                   : fmt::format(", {}", kFp8);
-  return caveat_json(untested_gpu_notes(s), known_bias_notes(s, plan_bias), trailing) + fp8;
+  return caveat_json(untested_gpu_notes(s), known_bias_notes(s, plan_bias), trailing, multi_node_note(s)) +
+         fp8;
 }
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {
@@ -642,8 +649,7 @@ std::string format_text(const RunReport& r) {
       "Models         {} node model{}, {} network backend\n", r.predictor,
       r.predictor_weights.empty() ? std::string() : fmt::format(" (weights {})", r.predictor_weights),
       r.backend);
-  out += caveat_lines(r.untested_gpu, r.known_bias);
-  if (!r.untested_scale.empty()) out += labelled_lines("Untested scale", {r.untested_scale});
+  out += caveat_lines(r.untested_gpu, r.known_bias, r.untested_scale);
   if (!r.mixed_gpu.empty()) {
     out += fmt::format(
         "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU)\n",
@@ -857,9 +863,7 @@ std::string format_json(const RunReport& r) {
                                "\"mfu_fp8_peak\": {:.6f}}}, \"fp8_gemm_times\": \"unvalidated\", ",
                                r.mfu_fp8_peak)
                  : std::string()) +
-          caveat_json(r.untested_gpu, r.known_bias) +
-          (r.untested_scale.empty() ? std::string()
-                                    : fmt::format("\"untested_scale\": {}, ", json_string(r.untested_scale))),
+          caveat_json(r.untested_gpu, r.known_bias, true, r.untested_scale),
       r.iteration_time.seconds(), r.compute_time.seconds(), r.host_time.seconds(), r.bubble_time.seconds(),
       r.exposed_comm_time.seconds(), r.tflops_per_gpu, r.mfu, r.hardware_tflops_per_gpu, r.hfu,
       r.tokens_per_second,

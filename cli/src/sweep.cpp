@@ -279,6 +279,7 @@ struct SweepCaveats {
   HeldNotes gpu_bias;               ///< each note with its points
   HeldNotes attention;              ///< flash_attention_note (pessimistic, unlike the GPUs')
   HeldNotes fp8;                    ///< fp8_note (unvalidated FP8 GEMM times)
+  HeldNotes scale;                  ///< kMultiNodeCaveat, held by the points on more than one node
   HeldNotes warnings;               ///< each scenario warning (tessera run's) with its points
   std::vector<std::string> biased;  ///< points with a plan's known bias
   int narrowest_tp = 0, widest_tp = 0;
@@ -349,6 +350,7 @@ struct SweepCaveats {
                                            ? std::to_string(widest_tp)
                                            : fmt::format("{}- to {}", narrowest_tp, widest_tp)));
     }
+    for (const auto& [note, pts] : scale.entries) out.push_back(chart_scale_note(which_on_chart(pts)));
     if (tiers.size() > 1) out.push_back(fmt::format("Fat-tree (tiers: auto): {}", tiers_by_gpus()));
     return out;
   }
@@ -374,9 +376,13 @@ struct SweepCaveats {
     notes(gpu_bias, "known bias");
     notes(attention, "known bias");
     notes(fp8, "fp8");
-    if (biased.empty()) return out;
-    if (biased.size() == points) return out + fmt::format("note (every point): {}\n", widest_bias);
-    return out + ranking_bias_note(widest_bias, "points", fmt::format("({})", fmt::join(biased, ", ")));
+    if (biased.size() == points) {
+      out += fmt::format("note (every point): {}\n", widest_bias);
+    } else if (!biased.empty()) {
+      out += ranking_bias_note(widest_bias, "points", fmt::format("({})", fmt::join(biased, ", ")));
+    }
+    notes(scale, "untested scale");  // last, as tessera run's Untested scale follows its Known bias
+    return out;
   }
 };
 
@@ -400,6 +406,7 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const PointScenario
     for (const std::string& note : known_bias_notes(sc, false))
       (note == attention ? c.attention : c.gpu_bias).add(note, point);
     c.fp8.add(fp8_note(sc), point);
+    if (!multi_node_note(sc).empty()) c.scale.add(std::string(kMultiNodeCaveat), point);
     for (const std::string& w : scenario_warnings(sc)) c.warnings.add(w, point);
     const std::string bias = parallelism::known_bias_note(sc.plan);
     if (bias.empty()) continue;
@@ -809,6 +816,10 @@ std::string sweep_id(const std::string& text, const std::vector<Axis>& axes, con
   return fmt::format("{:016x}", h);
 }
 
+/// A line of a shard's CSV between its first line and the column names: one
+/// of the sweep's chart notes (SweepCaveats::chart_notes), for sweep-merge.
+constexpr std::string_view kChartNote = "# chart note: ";
+
 /// The first line of a shard's CSV (before the column names): which sweep,
 /// which shard, how many points in all, and those --skip-invalid left out
 /// (no shard runs them). sweep-merge checks it.
@@ -1086,9 +1097,17 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   if (zip) identity.push_back(Override{"--zip", "1"});
   const std::string id = sweep_id(text, axes, identity);
   const std::string columns = csv_header(axes);
+  const SweepCaveats caveats = sweep_caveats(points, scenarios);
+  // A shard's chart notes (those of every point, as the unsharded sweep's
+  // chart has them) go to the merged chart: sweep-merge reads no scenario.
+  std::string chart_notes;
+  if (sharded) {
+    for (const std::string& note : caveats.chart_notes())
+      chart_notes += fmt::format("{}{}\n", kChartNote, note);
+  }
   const std::string header = (sharded ? shard_line(id, shard, grid_points.size(), skipped)
                                       : unfinished_line(id, grid_points.size())) +
-                             "\n" + columns;
+                             "\n" + chart_notes + columns;
   std::map<std::size_t, std::string> rows;
   const std::string existing = existing_text(csv_path);
   switch (out_file_state(csv_path, existing, header, columns, sharded)) {
@@ -1278,7 +1297,6 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     }
     return 0;
   }
-  const SweepCaveats caveats = sweep_caveats(points, scenarios);
   write_file_atomic(svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path),
                                         caveats.chart_notes(), zip));
 
@@ -1368,6 +1386,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     return f;
   };
   std::string header;
+  std::vector<std::string> chart_notes;  // the first shard's (kChartNote lines)
   std::optional<ShardFile> first;
   std::map<std::size_t, std::string> shard_files;  // shard index -> file
   std::map<std::size_t, std::string> rows;
@@ -1404,8 +1423,18 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
       throw InputError(fmt::format("{}: shard {}/{} is also given as {}", part, f.index, f.count, it->second));
     }
     std::string columns;
-    std::getline(in, columns);
-    if (header.empty()) header = columns;
+    std::vector<std::string> notes;
+    while (std::getline(in, columns) && columns.rfind(kChartNote, 0) == 0)
+      notes.push_back(columns.substr(kChartNote.size()));
+    if (header.empty()) {
+      header = columns;
+      chart_notes = notes;
+    } else if (notes != chart_notes) {
+      throw InputError(
+          fmt::format("{}: its chart notes differ from {}'s (another tessera wrote it? run every "
+                      "shard with one)",
+                      part, p.positional().front()));
+    }
     // The metric columns this tessera writes (a shard of an older version
     // has others, which would be read in the wrong places).
     const std::string metrics = std::string(",") + kMetricNames;
@@ -1421,7 +1450,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
       throw InputError(fmt::format("{}: its columns differ from {}'s", part, p.positional().front()));
     }
     const auto fields = split(header, ',').size();
-    std::size_t line_no = 2;
+    std::size_t line_no = 2 + notes.size();
     std::size_t held = 0;
     for (; std::getline(in, line);) {
       ++line_no;
@@ -1462,7 +1491,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   write_file_atomic(csv_path, merged);
   const auto columns = split(header, ',');
   const std::vector<std::string> keys(columns.begin() + 1, columns.end() - static_cast<std::ptrdiff_t>(kMetricColumns));
-  write_file_atomic(svg_path, svg_chart(rows, keys, "tessera sweep-merge"));
+  write_file_atomic(svg_path, svg_chart(rows, keys, "tessera sweep-merge", chart_notes));
   // The table the unsharded sweep prints, its settings read from the rows
   // (a key of one value in every row is said once above it).
   std::vector<Point> points;

@@ -566,6 +566,16 @@ TEST_F(ChartTest, SweepChartCarriesTheForecastsCaveats) {
       "forecasts "
       "validate optimistic (docs/calibration.md)")
       << svg;
+  // Every point is on two nodes: tessera run's Untested scale, last.
+  std::string scale;
+  for (const Element* e : all(*root, "text")) {
+    if (e->text.rfind("Untested scale", 0) == 0 || !scale.empty())
+      scale += (scale.empty() ? "" : " ") + e->text;
+  }
+  EXPECT_EQ(scale,
+            "Untested scale, every point: no multi-node run measured; network constants assumed "
+            "(docs/calibration.md)")
+      << svg;
   // A sweep without either (A100s, tp 1): no note.
   fs::remove(dir_ / "s.csv");
   const auto plain =

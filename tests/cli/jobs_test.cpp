@@ -816,10 +816,19 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   EXPECT_NE(format_jobs_text(plain, o).find("\nKnown bias     " + hopper + "\n"), std::string::npos);
   EXPECT_EQ(format_jobs_text(plain, o).find("Known bias     job-"), std::string::npos);
   EXPECT_EQ(format_jobs_text(plain, o).find("Untested GPU"), std::string::npos);
+  // Each job on two nodes: tessera run's Untested scale, the jobs named (the
+  // cluster has four nodes); in the JSON per job.
+  EXPECT_NE(format_jobs_text(plain, o).find(
+                "\nUntested scale job-a, job-b: 2 nodes: no multi-node run was measured"),
+            std::string::npos)
+      << format_jobs_text(plain, o);
   const std::string pj = format_jobs_json(plain, o);
   const std::size_t first = pj.find("\"known_bias\": [" + json_string(hopper) + "]");
   ASSERT_NE(first, std::string::npos) << pj;
   EXPECT_NE(pj.find("\"known_bias\": [" + json_string(hopper) + "]", first + 1), std::string::npos) << pj;
+  const std::size_t scale = pj.find(R"("untested_scale": "2 nodes: no multi-node run)");
+  ASSERT_NE(scale, std::string::npos) << pj;
+  EXPECT_NE(pj.find(R"("untested_scale": "2 nodes: no multi-node run)", scale + 1), std::string::npos) << pj;
   // job-b with 4-way tensor parallelism, on B200s: the GPU's note once, the
   // bias for job-b alone.
   text.replace(text.find(job_b), job_b.size(), job_b + "    parallelism:\n      tp: 4\n      dp: 4\n");
@@ -852,7 +861,9 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   EXPECT_NE(ht.find("\nKnown bias     " + hopper + "\n               job-b: " + tp + "\n"), std::string::npos)
       << ht;
   const std::string hj = format_jobs_json(h, o);
-  EXPECT_NE(hj.find(R"("known_bias": [)" + json_string(hopper) + "]}"), std::string::npos) << hj;
+  EXPECT_NE(hj.find(R"("known_bias": [)" + json_string(hopper) + "], \"untested_scale\": "),
+            std::string::npos)
+      << hj;
   EXPECT_NE(hj.find(R"("known_bias": [)" + json_string(tp) + ", " + json_string(hopper) + "]"),
             std::string::npos)
       << hj;

@@ -221,6 +221,8 @@ std::string chart_untested_note(std::string_view which, const std::string& note)
 std::string chart_gpu_bias_note(std::string_view which, const std::string& note);
 std::string chart_attention_note(std::string_view which);
 std::string chart_fp8_note(std::string_view which);
+/// kMultiNodeCaveat in short.
+std::string chart_scale_note(std::string_view which);
 /// `tp`: "8", or a range "4- to 8".
 std::string chart_tp_bias_note(std::string_view which, std::string_view tp);
 /// "1T tokens in 28.2 days at this throughput: 43,321 GPU-hours, cost ..."
@@ -254,36 +256,45 @@ inline constexpr std::string_view kFp8GemmFigure =
 /// "layer GEMMs in FP8, timed unvalidated (kFp8GemmFigure)" for a scenario
 /// with training.dtype fp8, else empty.
 std::string fp8_note(const Scenario& s);
-/// For a cluster of more than one node: no multi-node run was measured
-/// here, and the collectives between nodes are timed with assumed
-/// InfiniBand constants; else empty (helpers 64, 66).
+/// Why a forecast on more than one node is untested: no multi-node run was
+/// measured here, and the collectives between nodes are timed with assumed
+/// InfiniBand constants (helpers 64, 66).
+inline constexpr std::string_view kMultiNodeCaveat =
+    "no multi-node run was measured here (the fits are single-node); the collectives between nodes use "
+    "network constants that are assumptions (calibration.network_efficiency, network_launch: fit them on "
+    "your cluster's nccl-tests, docs/calibration.md)";
+/// "N nodes: kMultiNodeCaveat" for a cluster of more than one node, else
+/// empty: RunReport::untested_scale.
 std::string multi_node_note(const Scenario& s);
 /// FlashAttention's known bias (pessimistic attention), or empty: one of
 /// known_bias_notes, which a sweep names apart (its direction differs).
 std::string flash_attention_note(const Scenario& s);
 /// tessera run's caveat lines for a one-job scenario, for the other commands
 /// that forecast it (kernels, compare-schedules, sensitivity, search):
-/// "Untested GPU" (untested_gpu_notes) and "Known bias" (known_bias_notes),
-/// each only when set, padded as `run` pads them; `plan_bias` false leaves
-/// the plan's bias out of the second (a command whose rows have plans of
-/// their own, or none). An fp8 scenario's "FP8" line (fp8_note) follows.
+/// "Untested GPU" (untested_gpu_notes), "Known bias" (known_bias_notes) and
+/// "Untested scale" (multi_node_note), each only when set, padded as `run`
+/// pads them; `plan_bias` false leaves the plan's bias out of the second (a
+/// command whose rows have plans of their own, or none). An fp8 scenario's
+/// "FP8" line (fp8_note) follows.
 std::string caveat_lines(const Scenario& s, bool plan_bias = true);
 /// The same as JSON members, each followed by ", " (to precede another
 /// member; `trailing` false: each preceded by ", ", to follow one):
-/// "untested_gpu" and "known_bias", each only when set, and
-/// "fp8_gemm_times": "unvalidated" for an fp8 scenario.
+/// "untested_gpu", "known_bias" and "untested_scale", each only when set,
+/// and "fp8_gemm_times": "unvalidated" for an fp8 scenario.
 std::string caveat_json(const Scenario& s, bool plan_bias = true, bool trailing = true);
 /// The lines and JSON members of given notes (RunReport's, a job's, a sweep
 /// point's), each only when not empty: the one place their format lives.
 /// Text: an "Untested GPU" line per note, then a "Known bias" line per note
-/// (each label on its first line, the others under it). JSON:
-/// "untested_gpu" and "known_bias" (each a list of its notes); `trailing`
+/// (each label on its first line, the others under it), then an "Untested
+/// scale" line (multi_node_note). JSON: "untested_gpu" and "known_bias"
+/// (each a list of its notes) and "untested_scale" (a string); `trailing`
 /// false puts ", " before each member instead of after it (to follow the
 /// last member of an object).
 std::string caveat_lines(const std::vector<std::string>& untested_gpu,
-                         const std::vector<std::string>& known_bias);
+                         const std::vector<std::string>& known_bias, const std::string& untested_scale = {});
 std::string caveat_json(const std::vector<std::string>& untested_gpu,
-                        const std::vector<std::string>& known_bias, bool trailing = true);
+                        const std::vector<std::string>& known_bias, bool trailing = true,
+                        const std::string& untested_scale = {});
 /// The summary's `Failures` line (empty without failures): the cables the
 /// scenario takes out or slows, as it names them, a timed change at or
 /// after `iteration` marked as having no effect.
