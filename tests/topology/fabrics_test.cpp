@@ -135,6 +135,15 @@ TEST(LeafSpine, BisectionFollowsTheOversubscription) {
   EXPECT_EQ(bisection_bandwidth(build_leaf_spine(s)).bps(), 16 * kB.bps() / 4);
   s.spines = 16;
   EXPECT_EQ(bisection_bandwidth(build_leaf_spine(s)).bps(), 16 * kB.bps());
+  // A failed leaf-spine cable carries nothing: one uplink fewer across the
+  // cut (helper 68: it was still counted); a GPU's failed HCA cable takes
+  // that GPU's traffic out of the flow (15 of leaf0's 16 hosts can send).
+  Topology t = build_leaf_spine(s);
+  t.fail_cable(t.find_vertex("leaf0"), t.find_vertex("spine0"));
+  EXPECT_EQ(bisection_bandwidth(t).bps(), 15 * kB.bps());
+  Topology u = build_leaf_spine(s);
+  u.fail_cable(u.gpu(0), u.find_vertex("leaf0"));
+  EXPECT_EQ(bisection_bandwidth(u).bps(), 15 * kB.bps());
 }
 
 TEST(FatTree, LeafOversubscriptionCountsTheHostsALeafHolds) {

@@ -212,7 +212,8 @@ Bandwidth bisection_bandwidth(const Topology& topo) {
   std::vector<std::int64_t> out_cap(nv, 0), in_cap(nv, 0);
   for (std::size_t i = 0; i < topo.links().size(); ++i) {
     const auto id = static_cast<LinkId>(i);
-    if (topo.tier(id) == LinkTier::NvLink) continue;
+    // (a failed cable carries nothing, as routing and the tables see it)
+    if (topo.tier(id) == LinkTier::NvLink || topo.failed(id)) continue;
     const Link& l = topo.link(id);
     add(l.src, l.dst, l.bandwidth.bps());
     out_cap[static_cast<std::size_t>(l.src)] += l.bandwidth.bps();

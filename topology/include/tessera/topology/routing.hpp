@@ -51,8 +51,9 @@ ForwardingTables build_forwarding_tables(const Topology& topo);
 Path follow_tables(const Topology& topo, const ForwardingTables& lft, int src, int dst);
 
 /// Bisection bandwidth of the inter-node fabric: the max flow between the
-/// first and the second half of the GPUs in rank order (NVLink excluded), in
-/// bits per second. For the regular generators (HCAs fill leaves and pods in
+/// first and the second half of the GPUs in rank order (NVLink and failed
+/// cables excluded; a degraded cable at its degraded rate), in bits per
+/// second. For the regular generators (HCAs fill leaves and pods in
 /// rank order) this is the worst-case balanced cut: hosts/2 x host bandwidth
 /// / oversubscription for a fat-tree of uniform links.
 Bandwidth bisection_bandwidth(const Topology& topo);
