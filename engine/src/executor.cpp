@@ -928,9 +928,7 @@ IterationSummary summarize(const ExecutionResult& r) {
   }
   if (r.ranks.empty()) return s;
   const auto& crit = r.ranks[static_cast<std::size_t>(s.critical_rank)];
-  s.compute_time = crit.compute_busy;
   s.overlap_slowdown = crit.overlap_slowdown;
-  s.uncovered_time = r.makespan - crit.compute_busy;
   if (r.makespan > Time::zero()) {
     s.tflops_per_gpu = total_flops / static_cast<double>(r.ranks.size()) / r.makespan.seconds() * 1e-12;
   }

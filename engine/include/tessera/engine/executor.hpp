@@ -114,15 +114,13 @@ ExecutionResult execute(const parallelism::TaskGraph& graph, EventLoop& loop, Ne
 /// counted (zero): nothing is expanded. Throws as execute() does.
 ExecutionResult execute_on_free_network(const parallelism::TaskGraph& graph, const ExecutionOptions& options = {});
 
-/// The headline numbers of one iteration.
+/// The headline numbers of one iteration. The split of the iteration into
+/// compute, host, bubble and exposed communication is not here: its one
+/// definition is study::breakdown, which separates them with the
+/// free-network run (helper 67: a compute and an uncovered time of the
+/// last rank to finish here disagreed with it and were unused).
 struct IterationSummary {
   Time iteration_time;
-  Time compute_time;        ///< compute tasks' time of the critical rank (RankResult::compute_busy)
-  /// Iteration time not covered by its compute: bubble, host waits and
-  /// exposed communication together (and its overlap slowdown). The one
-  /// definition of each of those parts is cli::breakdown, which separates
-  /// them with the free-network run.
-  Time uncovered_time;
   Time overlap_slowdown;    ///< compute time the critical rank lost to SM sharing
   double tflops_per_gpu = 0.0;
   int critical_rank = 0;
