@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "tessera/error.hpp"
 
@@ -128,10 +129,28 @@ ns3::Time IbNetDevice::TxTime(std::uint64_t bytes) const {
 void IbNetDevice::TryTransmit() {
   if (m_busy) return;
   bool waiting = false;
+  const std::int64_t now = ns3::Simulator::Now().GetPicoSeconds();
+  std::int64_t wakeAt = std::numeric_limits<std::int64_t>::max();
   for (std::uint8_t i = 0; i < m_numVls; ++i) {
     const auto vl = static_cast<std::uint8_t>((m_nextVl + i) % m_numVls);
     std::uint32_t wire = 0;
-    if (!m_owner->PeekTx(m_port, vl, wire)) continue;
+    std::int64_t lastBytePs = 0;
+    std::size_t k = 0;
+    // A cut-through packet whose last byte comes in later than the port
+    // could send it from now (a slower input) waits, as a switch would
+    // store it, and the port serves the next request meanwhile; it starts
+    // when its last byte is in just as its serialisation ends (helper 69:
+    // it held the faster port idle for the whole slow arrival).
+    bool found = false;
+    for (; m_owner->PeekTx(m_port, vl, k, wire, lastBytePs); ++k) {
+      const std::int64_t start = lastBytePs - TxTime(wire).GetPicoSeconds();
+      if (start <= now) {
+        found = true;
+        break;
+      }
+      wakeAt = std::min(wakeAt, start);
+    }
+    if (!found) continue;
     const std::uint32_t blocks = SegmentBlocksOf(wire, m_mtu, m_headerBytes);
     if (m_credits[vl] < blocks) {
       waiting = true;
@@ -140,17 +159,15 @@ void IbNetDevice::TryTransmit() {
     // Credits for the whole packet: take them and start serialising.
     m_busy = true;  // before DequeueTx, which may poke other ports (and this one)
     m_credits[vl] -= blocks;
-    const std::int64_t now = ns3::Simulator::Now().GetPicoSeconds();
     if (m_stallSince >= 0) {
       m_stallPs += now - m_stallSince;
       m_creditStallTrace(ns3::PicoSeconds(m_stallSince), ns3::PicoSeconds(now));
       m_stallSince = -1;
     }
-    m_current = m_owner->DequeueTx(m_port, vl);
+    m_current = m_owner->DequeueTx(m_port, vl, k);
     m_nextVl = static_cast<std::uint8_t>((vl + 1) % m_numVls);
-    // A cut-through packet cannot leave before its last byte has come in.
-    ns3::Time tx = TxTime(wire);
-    if (m_current.info.lastBytePs > now + tx.GetPicoSeconds()) tx = ns3::PicoSeconds(m_current.info.lastBytePs - now);
+    // (its last byte is in by the time its serialisation ends: see above)
+    const ns3::Time tx = TxTime(wire);
     ++m_txPackets;
     m_txWireBytes += wire;
     m_txPayloadBytes += m_current.info.payload;
@@ -162,16 +179,36 @@ void IbNetDevice::TryTransmit() {
     }
     m_busyPs += tx.GetPicoSeconds();
     if (m_sampleInterval.IsStrictlyPositive()) {
-      const auto bin = static_cast<std::size_t>(now / m_sampleInterval.GetPicoSeconds());
-      if (m_samples.size() <= bin) m_samples.resize(bin + 1, 0);
-      m_samples[bin] += wire;
+      // The wire bytes spread over the bins the serialisation spans, in
+      // proportion (helper 69: a 32-packet segment put 528% in one 1 us
+      // bin); the last bin takes the rounding, so the bytes add up.
+      const std::int64_t bin = m_sampleInterval.GetPicoSeconds();
+      const std::int64_t end = now + std::max<std::int64_t>(1, tx.GetPicoSeconds());
+      const auto last = static_cast<std::size_t>((end - 1) / bin);
+      if (m_samples.size() <= last) m_samples.resize(last + 1, 0);
+      std::uint64_t left = wire;
+      for (auto b = static_cast<std::size_t>(now / bin); b < last; ++b) {
+        const std::int64_t from = std::max(now, static_cast<std::int64_t>(b) * bin);
+        const std::int64_t overlap = static_cast<std::int64_t>(b + 1) * bin - from;
+        const auto part = static_cast<std::uint64_t>(
+            static_cast<double>(wire) * static_cast<double>(overlap) / static_cast<double>(end - now));
+        m_samples[b] += part;
+        left -= std::min(left, part);
+      }
+      m_samples[last] += left;
     }
     m_txBeginTrace(m_current.packet, vl);
     m_channel->TransmitStart(this, m_current.packet, m_current.info, tx, TxTime(m_headerBytes));
     ns3::Simulator::Schedule(tx, &IbNetDevice::TransmitComplete, this);
     return;
   }
-  if (waiting && m_stallSince < 0) m_stallSince = ns3::Simulator::Now().GetPicoSeconds();
+  if (waiting && m_stallSince < 0) m_stallSince = now;
+  if (wakeAt != std::numeric_limits<std::int64_t>::max() &&
+      (!m_wake.IsRunning() ||
+       m_wake.GetTs() > static_cast<std::uint64_t>(ns3::PicoSeconds(wakeAt).GetTimeStep()))) {
+    m_wake.Cancel();
+    m_wake = ns3::Simulator::Schedule(ns3::PicoSeconds(wakeAt - now), &IbNetDevice::TryTransmit, this);
+  }
 }
 
 void IbNetDevice::SetSourceClasses(const std::vector<std::int32_t>* classes, std::size_t numClasses) {

@@ -14,11 +14,9 @@
 // holds credits for all of its blocks, so a receive buffer can never
 // overflow: nothing is ever dropped (an overflow would be a bug and is counted
 // as a credit violation, which Ns3Network::verify reports).
-#include <cstdint>
-#include <vector>
-
 #include <ns3/channel.h>
 #include <ns3/data-rate.h>
+#include <ns3/event-id.h>
 #include <ns3/mac48-address.h>
 #include <ns3/net-device.h>
 #include <ns3/node.h>
@@ -26,6 +24,9 @@
 #include <ns3/object.h>
 #include <ns3/packet.h>
 #include <ns3/traced-callback.h>
+
+#include <cstdint>
+#include <vector>
 
 namespace tessera::ns3_modules {
 
@@ -75,10 +76,15 @@ class IbPortOwner : public ns3::Object {
   /// A packet has fully arrived on `port` and sits in that port's receive
   /// buffer; the owner must eventually call device->ReleaseRxBuffer for it.
   virtual void Receive(std::uint16_t port, ns3::Ptr<ns3::Packet> packet, const IbPacketInfo& info) = 0;
-  /// Is a packet waiting for output `port` on `vl`? If so, its wire size.
-  virtual bool PeekTx(std::uint16_t port, std::uint8_t vl, std::uint32_t& wireBytes) = 0;
-  /// Takes the packet PeekTx announced.
-  virtual IbTxItem DequeueTx(std::uint16_t port, std::uint8_t vl) = 0;
+  /// The k-th packet waiting for output `port` on `vl` (0: the next in
+  /// round-robin order), if there is one: its wire size and when its last
+  /// byte is in (IbPacketInfo::lastBytePs; 0 at a source, whose packets
+  /// are whole). A port passes over a cut-through packet whose last byte
+  /// comes in too late for it to start now (a slower input).
+  virtual bool PeekTx(std::uint16_t port, std::uint8_t vl, std::size_t k, std::uint32_t& wireBytes,
+                      std::int64_t& lastBytePs) = 0;
+  /// Takes the packet PeekTx(k) announced.
+  virtual IbTxItem DequeueTx(std::uint16_t port, std::uint8_t vl, std::size_t k) = 0;
   /// The device finished serialising `item`.
   virtual void TxComplete(std::uint16_t port, const IbTxItem& item) = 0;
 };
@@ -213,6 +219,7 @@ class IbNetDevice : public ns3::NetDevice {
   // Transmit side.
   bool m_busy = false;
   IbTxItem m_current;
+  ns3::EventId m_wake;                  ///< TryTransmit again when a passed-over packet can start
   std::vector<std::int64_t> m_credits;  ///< blocks free in the peer's buffer, per VL
   std::uint32_t m_peerBufferBlocks = 0;
   std::int64_t m_stallSince = -1;       ///< ps; -1 = not stalled

@@ -78,17 +78,20 @@ void IbSwitch::Receive(std::uint16_t port, ns3::Ptr<ns3::Packet> packet, const I
   }
 }
 
-bool IbSwitch::PeekTx(std::uint16_t port, std::uint8_t vl, std::uint32_t& wireBytes) {
+bool IbSwitch::PeekTx(std::uint16_t port, std::uint8_t vl, std::size_t k, std::uint32_t& wireBytes,
+                      std::int64_t& lastBytePs) {
   const auto& requests = m_requests[Slot(port, vl)];
-  if (requests.empty()) return false;
-  wireBytes = m_input[Slot(requests.front(), vl)].front().info.wireBytes;
+  if (k >= requests.size()) return false;
+  const IbPacketInfo& info = m_input[Slot(requests[k], vl)].front().info;
+  wireBytes = info.wireBytes;
+  lastBytePs = info.lastBytePs;
   return true;
 }
 
-IbTxItem IbSwitch::DequeueTx(std::uint16_t port, std::uint8_t vl) {
+IbTxItem IbSwitch::DequeueTx(std::uint16_t port, std::uint8_t vl, std::size_t k) {
   auto& requests = m_requests[Slot(port, vl)];
-  const std::uint16_t in = requests.front();
-  requests.pop_front();
+  const std::uint16_t in = requests[k];
+  requests.erase(requests.begin() + static_cast<std::ptrdiff_t>(k));
   auto& fifo = m_input[Slot(in, vl)];
   IbTxItem item{fifo.front().packet, fifo.front().info, in};
   fifo.pop_front();
@@ -180,16 +183,19 @@ void IbHca::NextSegment(const OutMessage& m, std::uint32_t& payload, std::uint32
   wire = std::min(onWire, packets * m_mtu) + packets * m_headerBytes;
 }
 
-bool IbHca::PeekTx(std::uint16_t port, std::uint8_t vl, std::uint32_t& wireBytes) {
+bool IbHca::PeekTx(std::uint16_t port, std::uint8_t vl, std::size_t k, std::uint32_t& wireBytes,
+                   std::int64_t& lastBytePs) {
   const auto& ready = m_ready[Slot(port, vl)];
-  if (ready.empty()) return false;
+  // (a source's segments are whole: the first can always start)
+  if (ready.empty() || k > 0) return false;
+  lastBytePs = 0;
   std::uint32_t payload = 0;
   std::uint32_t packets = 0;
   NextSegment(m_qps[ready.front()].messages.front(), payload, packets, wireBytes);
   return true;
 }
 
-IbTxItem IbHca::DequeueTx(std::uint16_t port, std::uint8_t vl) {
+IbTxItem IbHca::DequeueTx(std::uint16_t port, std::uint8_t vl, std::size_t /*k: 0, PeekTx offers one*/) {
   auto& ready = m_ready[Slot(port, vl)];
   const std::uint32_t qpIndex = ready.front();
   ready.pop_front();

@@ -40,8 +40,9 @@ class IbSwitch : public IbPortOwner {
   void SetEcmpProvider(EcmpProvider provider) { m_ecmpProvider = std::move(provider); }
 
   void Receive(std::uint16_t port, ns3::Ptr<ns3::Packet> packet, const IbPacketInfo& info) override;
-  bool PeekTx(std::uint16_t port, std::uint8_t vl, std::uint32_t& wireBytes) override;
-  IbTxItem DequeueTx(std::uint16_t port, std::uint8_t vl) override;
+  bool PeekTx(std::uint16_t port, std::uint8_t vl, std::size_t k, std::uint32_t& wireBytes,
+              std::int64_t& lastBytePs) override;
+  IbTxItem DequeueTx(std::uint16_t port, std::uint8_t vl, std::size_t k) override;
   void TxComplete(std::uint16_t port, const IbTxItem& item) override;
 
   bool IsEmpty() const;
@@ -88,8 +89,9 @@ class IbHca : public IbPortOwner {
                 std::uint8_t vl, double efficiency = 1.0);
 
   void Receive(std::uint16_t port, ns3::Ptr<ns3::Packet> packet, const IbPacketInfo& info) override;
-  bool PeekTx(std::uint16_t port, std::uint8_t vl, std::uint32_t& wireBytes) override;
-  IbTxItem DequeueTx(std::uint16_t port, std::uint8_t vl) override;
+  bool PeekTx(std::uint16_t port, std::uint8_t vl, std::size_t k, std::uint32_t& wireBytes,
+              std::int64_t& lastBytePs) override;
+  IbTxItem DequeueTx(std::uint16_t port, std::uint8_t vl, std::size_t k) override;
   void TxComplete(std::uint16_t port, const IbTxItem& item) override;
 
   bool IsEmpty() const;

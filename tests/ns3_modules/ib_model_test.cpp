@@ -492,6 +492,55 @@ TEST(IbModel, ReportsAndCsv) {
   EXPECT_NE(series.find("\n0,0.000,"), std::string::npos);
 }
 
+// A cut-through switch port fed by a slower input: gpu0 (100 Gb/s) sends
+// 16 MiB and gpu1 (400 Gb/s) 48 MiB to gpu2 (400 Gb/s) through one leaf.
+// The leaf's port to gpu2 sends gpu0's packets only once they can leave at
+// its own rate without running dry (a real switch stores them), serving
+// gpu1 meanwhile: gpu0 gets its 100 Gb/s, gpu1 the other 300, and both end
+// together at 16 MiB / 100 Gb/s of payload (1.352 ms), as max-min sharing
+// has it. Helper 69: the port took each of gpu0's packets at once and held
+// it for its slow arrival, idling 3/4 of the link (gpu1 ended at 1.691 ms)
+// and counting the wait as busy time. The port's busy time is the wire
+// time of the 64 MiB.
+TEST(IbModel, ASlowerInputDoesNotHoldAFasterCutThroughPort) {
+  Topology t;
+  std::vector<topology::VertexId> g;
+  for (int i = 0; i < 3; ++i) g.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
+  const auto leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
+  const Time hop = Time::from_ns(500);
+  t.add_duplex_link(g[0], leaf, Bandwidth::gbps(100), hop);  // links 0, 1
+  t.add_duplex_link(g[1], leaf, Bandwidth::gbps(400), hop);  // 2, 3
+  t.add_duplex_link(g[2], leaf, Bandwidth::gbps(400), hop);  // 4, 5
+  const auto f = run_flows(t, {Message{0, 2, Bytes::mib(16)}, Message{1, 2, Bytes::mib(48)}});
+  const double slow = static_cast<double>(Bytes::mib(16).count()) / payload_rate(Bandwidth::gbps(100));
+  EXPECT_NEAR(f.done[0].seconds(), slow, 0.005 * slow);
+  EXPECT_NEAR(f.done[1].seconds(), slow, 0.005 * slow);
+  const double wire = static_cast<double>(Bytes::mib(64).count()) / payload_rate(Bandwidth::gbps(400));
+  EXPECT_NEAR(f.report.links[5].busy.seconds(), wire, 0.005 * wire);
+  EXPECT_EQ(f.report.network.credit_violations, 0u);
+}
+
+// The link time series spreads a segment's bytes over the sample bins its
+// serialisation spans: 1 MiB at 200 Gb/s in 32-packet segments (5.28 us
+// each) sampled every 1 us fills each bin of the busy link to at most its
+// capacity (25 kB per us, plus a byte of rounding), never 5x it in one bin
+// and nothing in the next (helper 69), and the bins add up to the bytes.
+TEST(IbModel, TimeSeriesSpreadsASegmentOverItsBins) {
+  const Topology t = star(2, Bandwidth::gbps(200), Time::from_ns(500));
+  Ns3Options o;
+  o.packets_per_segment = 32;
+  o.link_sample_interval = Time::from_us(1);
+  const auto f = run_flows(t, {Message{0, 1, Bytes::mib(1)}}, o);
+  const auto& up = f.report.links[0];  // gpu0 -> leaf
+  std::int64_t sum = 0;
+  for (const auto b : up.bytes_per_sample) {
+    EXPECT_LE(b.count(), 25'000 + 1);
+    sum += b.count();
+  }
+  EXPECT_EQ(sum, up.wire_bytes.count());
+  EXPECT_GE(up.bytes_per_sample.size(), 5u);
+}
+
 // Payload by source class: on a 4-GPU star, gpu0 (class 0) and gpu1
 // (class 1) send 1 MiB and 3 MiB to gpu3, gpu2 (no class, -1) 2 MiB. The
 // leaf -> gpu3 link carries all 6 MiB: 1 MiB class 0, 3 MiB class 1, the
