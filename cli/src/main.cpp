@@ -45,7 +45,7 @@ constexpr std::string_view kCommands = R"(Forecasting:
         Merge the shards of a sweep run as a Slurm array or MPI ranks.
   search SCENARIO.yaml [--top N] [--json]
         Find the fastest parallel plan that fits in memory.
-  compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2] [--svg F.svg]
+  compare-schedules SCENARIO.yaml [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2] [--virtual-stages V1,V2,...] [--svg F.svg]
         Compare pipeline schedules: iteration, bubble, exposed comm, memory.
   kernels SCENARIO.yaml [--out F.csv] [--json]
         The kernels of the model on one GPU and what each costs, per layer
@@ -214,7 +214,7 @@ points.
            from the CSV) and skipped
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
-                      [--schedules LIST] [--zero-stages LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
+                      [--schedules LIST] [--virtual-stages LIST] [--zero-stages LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
 
 Finds the fastest parallel plan (dp, tp, pp, expert parallelism ep for a
 mixture-of-experts model, micro-batch, schedule, recomputation) for the
@@ -233,14 +233,17 @@ simulated. Prints the winner as --set flags and as YAML.
                        1f1b,interleaved-1f1b,zb-h1,zb-h2; gpipe may be named;
                        all but gpipe and 1f1b need pp > 1; interleaved-1f1b
                        takes the fewest chunks from 2 up that split each
-                       stage's layers evenly)
+                       stage's layers evenly, unless --virtual-stages)
+  --virtual-stages LIST  interleaved-1f1b's chunk counts tried (e.g. 2,4,5,10;
+                       each at the pp whose stages' layers it splits evenly)
   --zero-stages LIST   also try these ZeRO stages (e.g. 0,1,3; default: the
                        scenario's, kept): a zero column, and the winner's
                        stage in its flags and YAML
   --memory-headroom SIZE  GPU memory a plan must leave free (e.g. 8GiB: CUDA
                        context, allocator fragmentation, NCCL buffers; default 0)
   --json               print one JSON object instead: "searched" (the tp, pp,
-                       ep, micro_batch, schedules and recompute values
+                       ep, micro_batch, schedules, recompute, zero_stages
+                       and virtual_stages ("auto" or the counts) values
                        enumerated, global_batch, seq_len, top,
                        max_candidates), the counts
                        (plans_considered, plans_fit, simulated, screened),

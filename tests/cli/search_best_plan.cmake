@@ -15,11 +15,11 @@ execute_process(COMMAND ${TESSERA} search ${SCENARIO} ${SETS} --max-candidates $
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "search failed: ${rc}")
 endif()
-# rank dp tp pp [ep] mb schedule recompute [zero] iteration-ms
-if(NOT out MATCHES "\n +1 +[0-9]+ +[0-9]+ +[0-9]+( +[0-9]+)? +[0-9]+ +[a-z0-9-]+ +[a-z]+( +[0-3])? +([0-9.]+) ")
+# rank dp tp pp [ep] mb schedule [chunks] recompute [zero] iteration-ms
+if(NOT out MATCHES "\n +1 +[0-9]+ +[0-9]+ +[0-9]+( +[0-9]+)? +[0-9]+ +[a-z0-9-]+( +[0-9]+)? +[a-z]+( +[0-3])? +([0-9.]+) ")
   message(FATAL_ERROR "no rank-1 row in\n${out}")
 endif()
-set(best_ms ${CMAKE_MATCH_3})
+set(best_ms ${CMAKE_MATCH_4})
 if(NOT out MATCHES "best plan as flags: ([^\n]+)\n")
   message(FATAL_ERROR "no best-plan flags in\n${out}")
 endif()
