@@ -288,6 +288,17 @@ struct SweepCaveats {
   /// of each tier count chosen (said only when the points differ: a kink in
   /// the curve may be the tier).
   std::map<int, std::pair<int, int>> tiers;
+  /// The points' GPU counts and global batches (sequences; 0: one
+  /// micro-batch per replica): a sweep over GPUs at one global batch says
+  /// so (helper 70: its chart's efficiency fell with the micro-batches per
+  /// pipeline, which nothing on it named).
+  std::set<int> gpus;
+  std::set<std::int64_t> global_batches;
+
+  /// The one global batch of points with different GPU counts, else 0.
+  [[nodiscard]] std::int64_t fixed_global_batch() const {
+    return gpus.size() > 1 && global_batches.size() == 1 ? *global_batches.begin() : 0;
+  }
 
   [[nodiscard]] std::string tiers_by_gpus() const {
     std::vector<std::string> parts;
@@ -352,6 +363,10 @@ struct SweepCaveats {
     }
     for (const auto& [note, pts] : scale.entries) out.push_back(chart_scale_note(which_on_chart(pts)));
     if (tiers.size() > 1) out.push_back(fmt::format("Fat-tree (tiers: auto): {}", tiers_by_gpus()));
+    if (const std::int64_t b = fixed_global_batch(); b > 0) {
+      out.push_back(
+          fmt::format("Global batch {} sequences at every point: more GPUs, fewer micro-batches each", b));
+    }
     return out;
   }
   /// The notes after the table: the whole notes, naming the points.
@@ -364,6 +379,12 @@ struct SweepCaveats {
     }
     if (tiers.size() > 1) {
       out += fmt::format("note: cluster.fabric.tiers: auto built {}\n", tiers_by_gpus());
+    }
+    if (const std::int64_t b = fixed_global_batch(); b > 0) {
+      out += fmt::format(
+          "note: the global batch is {} sequences at every point: more GPUs run fewer micro-batches each (a "
+          "larger pipeline bubble share); sweep training.global_batch with --zip to scale it with the GPUs\n",
+          b);
     }
     // "note (every point): LABEL: ..." or "note: LABEL for points ...: ...".
     auto notes = [&](const HeldNotes& held, std::string_view label) {
@@ -400,6 +421,8 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const PointScenario
       fewest = std::min(fewest, sc.gpus());
       most = std::max(most, sc.gpus());
     }
+    c.gpus.insert(sc.gpus());
+    c.global_batches.insert(sc.plan.global_batch);
     const std::string point = std::to_string(pt.index);
     for (const std::string& note : untested_gpu_notes(sc)) c.untested.add(note, point);
     const std::string attention = flash_attention_note(sc);

@@ -278,6 +278,19 @@ TEST_F(ChartTest, NodeSweepSaysWhereTiersAutoAddedATier) {
   EXPECT_EQ(printed_.find("tiers"), std::string::npos) << printed_;
 }
 
+TEST_F(ChartTest, NodeSweepAtOneGlobalBatchSaysSo) {
+  // schedules.yaml keeps 64 sequences per iteration: at 32 and 64 GPUs the
+  // chart says the batch is fixed (fewer micro-batches per GPU as the GPUs
+  // grow), which a reader of the efficiency panel needs; scaling.yaml,
+  // whose batch grows with dp, does not.
+  const auto t = texts(*parse_chart(sweep("schedules.yaml", {"cluster.nodes=4,8", "parallelism.dp=auto"})));
+  EXPECT_TRUE(t.count("Global batch 64 sequences at every point: more GPUs, fewer micro-batches each"))
+      << printed_;
+  fs::remove(dir_ / "s.csv");  // (another sweep's columns)
+  for (const std::string& line : texts(*parse_chart(sweep("scaling.yaml", {"cluster.nodes=1,2"}))))
+    EXPECT_EQ(line.find("Global batch"), std::string::npos) << line;
+}
+
 TEST(ChartNumbers, LogTicksAndWholeNumberLabels) {
   EXPECT_EQ(chart::log_ticks(94858, 7.9e6), (std::vector<double>{5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7}));
   EXPECT_EQ(chart::log_ticks(200, 200), (std::vector<double>{200}));
