@@ -415,13 +415,20 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch),
       predictor.name());
   out << caveat_lines(s) << "\n";
-  out << fmt::format("{:<22} {:>12} {:>19} {:>12} {:>12} {:>12} {:>6}  {}\n", "schedule", "iteration",
+  auto row_name = [](const Row& r) {
+    return r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
+  };
+  // The schedule column holds the longest name ("interleaved-1f1b (v=10)"
+  // broke the columns: helper 70).
+  std::size_t width = 22;
+  for (const Row& r : rows) width = std::max(width, row_name(r).size());
+  out << fmt::format("{:<{}} {:>12} {:>19} {:>12} {:>12} {:>12} {:>6}  {}\n", "schedule", width, "iteration",
                      "bubble", "exposed comm", "compute", "host", "MFU", "peak memory per stage (GiB)");
   std::string warned;  // tessera run's warnings, per schedule they hold for
   for (const Row& r : rows) {
-    const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
+    const std::string name = row_name(r);
     if (!r.error.empty()) {
-      out << fmt::format("{:<22} not applicable: {}\n", name, r.error);
+      out << fmt::format("{:<{}} not applicable: {}\n", name, width, r.error);
       continue;
     }
     for (const std::string& w : r.warnings) warned += fmt::format("warning for {}: {}\n", name, w);
@@ -438,9 +445,9 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     // The bubble as `run` prints it: its time and its share of the iteration.
     const IterationBreakdown& b = r.result.split;
     out << fmt::format(
-        "{:<22} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms {:5.1f}%  {}{}\n", name,
-        b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(), b.compute.ms(),
-        b.host.ms(), 100.0 * r.result.mfu, mem,
+        "{:<{}} {:>9.3f} ms {:>9.3f} ms {:5.1f}% {:>9.3f} ms {:>9.3f} ms {:>9.3f} ms {:5.1f}%  {}{}\n", name,
+        width, b.iteration.ms(), b.bubble.ms(), 100.0 * b.share(b.bubble), b.exposed_comm.ms(),
+        b.compute.ms(), b.host.ms(), 100.0 * r.result.mfu, mem,
         over ? fmt::format("  OOM (> {:.1f} GiB)", over->in_gib()) : "");
   }
   out << warned;
