@@ -154,6 +154,18 @@ execute_process(COMMAND ${TESSERA} ${common} --shard 0/2 --out ${WORKDIR}/old0.c
 if(NOT rc EQUAL 2 OR NOT err MATCHES "--out [^\n]*old0.csv: the file holds this sweep's points in other columns than this tessera writes")
   message(FATAL_ERROR "resuming an older shard should say so: ${rc} ${err}")
 endif()
+# Each shard carries the sweep's chart notes (the merged chart has them:
+# sweep-merge reads no scenario); shards whose notes differ are refused.
+if(NOT p0 MATCHES "\n# chart note: Untested scale, every point: no multi-node run measured")
+  message(FATAL_ERROR "shard 0 carries no chart notes:\n${p0}")
+endif()
+string(REPLACE "# chart note: Untested scale, every point" "# chart note: Untested scale, point 0" other "${p0}")
+file(WRITE ${WORKDIR}/other0.csv "${other}")
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part1.csv ${WORKDIR}/other0.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "other0.csv: its chart notes differ from [^\n]*part1.csv's")
+  message(FATAL_ERROR "shards with other chart notes should be refused: ${rc} ${err}")
+endif()
 # training.tokens and a price given by --set are in the shards' settings:
 # the merged table has the whole sweep's days and cost columns (helper 58:
 # the merge dropped them).

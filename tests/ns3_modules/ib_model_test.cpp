@@ -505,6 +505,7 @@ TEST(IbModel, ReportsAndCsv) {
 TEST(IbModel, ASlowerInputDoesNotHoldAFasterCutThroughPort) {
   Topology t;
   std::vector<topology::VertexId> g;
+  g.reserve(3);
   for (int i = 0; i < 3; ++i) g.push_back(t.add_vertex(VertexKind::Gpu, fmt::format("gpu{}", i), i));
   const auto leaf = t.add_vertex(VertexKind::Leaf, "leaf0", 0);
   const Time hop = Time::from_ns(500);
