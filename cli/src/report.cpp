@@ -524,7 +524,8 @@ std::string caveat_json(const Scenario& s, bool plan_bias, bool trailing) {
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {
   return fmt::format(
-      "note: {}; {} with {}-way or wider tensor parallelism{}{} may therefore rank above {} with less "
+      "note: known bias: {}; {} with {}-way or wider tensor parallelism{}{} may therefore rank above {} with "
+      "less "
       "that run faster\n",
       known_bias, rows, parallelism::kKnownBiasMinTp, which.empty() ? "" : " ", which, rows);
 }

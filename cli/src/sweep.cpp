@@ -398,7 +398,7 @@ struct SweepCaveats {
     notes(attention, "known bias");
     notes(fp8, "fp8");
     if (biased.size() == points) {
-      out += fmt::format("note (every point): {}\n", widest_bias);
+      out += fmt::format("note (every point): known bias: {}\n", widest_bias);
     } else if (!biased.empty()) {
       out += ranking_bias_note(widest_bias, "points", fmt::format("({})", fmt::join(biased, ", ")));
     }

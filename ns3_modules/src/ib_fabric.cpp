@@ -559,8 +559,9 @@ void IbFabric::Verify() const {
                       "{} ports waiting for credits that never came back "
                       "(a cycle of full receive buffers, as routes around failed cables "
                       "that go down and back up can close; "
-                      "ns3.num_vls spreads the traffic over more buffers, "
-                      "and the flow backend has none to fill; docs/ns3_modules.md, Limitations)",
+                      "more ns3.num_vls spread the traffic over more buffers, which ran the cases tried but "
+                      "breaks no cycle for certain, and the flow backend has none to fill; "
+                      "docs/ns3_modules.md, Limitations)",
                       s.messages_sent - s.messages_delivered, s.messages_sent, waiting));
     }
     throw SimulationError(fmt::format("ns-3 backend: {} of {} messages were never delivered",
