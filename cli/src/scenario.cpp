@@ -367,9 +367,18 @@ class Section {
       // 24,32: a list, as `tessera sweep` takes one (helper 64).
       const bool list =
           t.find(',') != std::string::npos && t.find_first_not_of("0123456789, ") == std::string::npos;
-      fail_at(v.Mark(), key_path(key),
-              fmt::format("expected a whole number, got '{}'{}", describe(v),
-                          list ? " (one value: `tessera sweep` runs a list of them)" : ""));
+      // 8K: a suffix, which only amounts take (training.tokens: 2T is 2e12),
+      // and "8K" tokens of sequence is 8192, not 8000 (helper 70): say so.
+      const bool suffixed = t.size() > 1 &&
+                            std::string_view("kKmM").find(t.back()) != std::string_view::npos &&
+                            t.find_first_not_of("0123456789") == t.size() - 1;
+      fail_at(
+          v.Mark(), key_path(key),
+          fmt::format("expected a whole number, got '{}'{}", describe(v),
+                      list       ? " (one value: `tessera sweep` runs a list of them)"
+                      : suffixed ? " (write the number itself: 8K is 8192 as a sequence length, 8000 as a "
+                                   "count, so no suffix is taken here)"
+                                 : ""));
     }
     if (*x <= 0) fail_at(v.Mark(), key_path(key), fmt::format("must be positive, got {}", t));
     if (*x > max) out_of_range(t);
