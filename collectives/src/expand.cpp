@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 
 #include "build_util.hpp"
@@ -86,15 +87,22 @@ std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
 
 namespace {
 
-/// True when the group spans >= 2 nodes with the same >= 2 ranks on each.
+/// True when the group spans >= 2 nodes with >= 2 ranks on each, on the
+/// same rails (local indices) on every node: the rail rings' hops between
+/// nodes then stay on one rail (helper 68: {0, 1, 10, 11} on nodes of 8
+/// paired rails 0-1 with 2-3 through the spines; it takes the flat ring).
 bool multi_node_shape(const std::vector<int>& ranks, int ranks_per_node) {
   if (ranks_per_node < 2) return false;
   const auto nodes = split_by_node(ranks, ranks_per_node);
   if (nodes.size() < 2 || nodes.front().size() < 2) return false;
-  for (const auto& n : nodes) {
-    if (n.size() != nodes.front().size()) return false;
-  }
-  return true;
+  auto rails = [&](const std::vector<int>& n) {
+    std::vector<int> out;
+    out.reserve(n.size());
+    for (int r : n) out.push_back(r % ranks_per_node);  // (split_by_node sorts by it)
+    return out;
+  };
+  const std::vector<int> first = rails(nodes.front());
+  return std::all_of(nodes.begin(), nodes.end(), [&](const auto& n) { return rails(n) == first; });
 }
 
 /// True when `a` for `kind` is of the ring family, which Granularity::Flows

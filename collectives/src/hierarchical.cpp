@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "build_util.hpp"
@@ -22,6 +23,10 @@ std::vector<std::vector<int>> split_by_node(const std::vector<int>& ranks, int r
     auto [it, inserted] = slot.emplace(r / ranks_per_node, nodes.size());
     if (inserted) nodes.emplace_back();
     nodes[it->second].push_back(r);
+  }
+  for (auto& n : nodes) {
+    std::stable_sort(n.begin(), n.end(),
+                     [&](int a, int b) { return a % ranks_per_node < b % ranks_per_node; });
   }
   return nodes;
 }

@@ -470,3 +470,49 @@ TEST(Reduction, BytesReducedPerRankMatchTheTextbook) {
   // Broadcasts reduce nothing.
   EXPECT_EQ(binomial_broadcast(eight, s).bytes_reduced_by(3).count(), 0);
 }
+
+// The hierarchical algorithms pair each node's ranks by local index (their
+// rail), whatever order the group lists them in: {0, 1, 9, 8} on nodes of 8
+// joins 0 with 8 and 1 with 9 across nodes (helper 68: group order joined
+// rail 0 with rail 1 through the spines). The graph is the sorted group's.
+TEST(Hierarchical, RailsFollowLocalIndexNotGroupOrder) {
+  for (const auto& g : {hierarchical_all_reduce({0, 1, 9, 8}, Bytes::mib(1), 8),
+                        hierarchical_all_to_all({0, 1, 9, 8}, Bytes::mib(1), 8)}) {
+    int across = 0;
+    for (const auto& t : g.transfers) {
+      if (t.src / 8 == t.dst / 8) continue;
+      ++across;
+      EXPECT_EQ(t.src % 8, t.dst % 8) << t.src << " -> " << t.dst;
+    }
+    EXPECT_GT(across, 0);
+  }
+  EXPECT_EQ(hierarchical_all_reduce({0, 1, 9, 8}, Bytes::mib(1), 8).transfers.size(),
+            hierarchical_all_reduce({0, 1, 8, 9}, Bytes::mib(1), 8).transfers.size());
+}
+
+// NCCL's ring over nodes is expanded as rail rings only when every node
+// holds the group's ranks on the same rails: {0, 1, 8, 9} on nodes of 8
+// does, and every hop between nodes stays on its rail; {0, 1, 10, 11} does
+// not (rails 0-1 against 2-3) and takes the flat ring, as with no node
+// shape known (helper 68: its rail rings crossed rails as if they did not).
+TEST(Expand, RailRingsOnlyWhereTheNodesShareRails) {
+  ExpandOptions on_nodes;
+  on_nodes.ranks_per_node = 8;
+  on_nodes.algorithm = Algorithm::Ring;
+  ExpandOptions flat = on_nodes;
+  flat.ranks_per_node = 0;
+  const auto same = expand(CollectiveKind::AllReduce, {0, 1, 8, 9}, Bytes::mib(8), on_nodes);
+  for (const auto& t : same.transfers) {
+    if (t.src / 8 != t.dst / 8) {
+      EXPECT_EQ(t.src % 8, t.dst % 8) << t.src << " -> " << t.dst;
+    }
+  }
+  const auto other = expand(CollectiveKind::AllReduce, {0, 1, 10, 11}, Bytes::mib(8), on_nodes);
+  const auto plain = expand(CollectiveKind::AllReduce, {0, 1, 10, 11}, Bytes::mib(8), flat);
+  ASSERT_EQ(other.transfers.size(), plain.transfers.size());
+  for (std::size_t i = 0; i < other.transfers.size(); ++i) {
+    EXPECT_EQ(other.transfers[i].src, plain.transfers[i].src);
+    EXPECT_EQ(other.transfers[i].dst, plain.transfers[i].dst);
+    EXPECT_EQ(other.transfers[i].bytes, plain.transfers[i].bytes);
+  }
+}

@@ -49,8 +49,11 @@ TransferGraph hierarchical_all_reduce_flows(const std::vector<int>& ranks, Bytes
 /// ranks_per_node < 1 or nodes hold different numbers of the group's ranks.
 TransferGraph hierarchical_all_to_all(const std::vector<int>& ranks, Bytes size, int ranks_per_node);
 
-/// The group's ranks per node, nodes in order of first appearance, ranks in
-/// group order. Throws InputError for ranks_per_node < 1.
+/// The group's ranks per node, nodes in order of first appearance, each
+/// node's ranks by local index (rank mod ranks_per_node: its rail, so that
+/// position l on every node is one rail; helper 68: group order paired
+/// rail 0 with rail 1 for a group listed {0, 1, 9, 8}). Throws InputError
+/// for ranks_per_node < 1.
 std::vector<std::vector<int>> split_by_node(const std::vector<int>& ranks, int ranks_per_node);
 
 }  // namespace tessera::collectives
