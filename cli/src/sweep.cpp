@@ -90,12 +90,15 @@ std::string label(const Point& p, const std::vector<bool>* only = nullptr) {
 // table's batch), expert parallelism (1 for a dense model), HFU, the
 // fullest stage's GPU memory and the model chunks per pipeline rank (what
 // `virtual_stages: auto` chose under interleaved-1f1b; helper 60: a sweep
-// over schedules did not say) close the row.
+// over schedules did not say), then, with `training.tokens`, the whole
+// training run at the point's throughput (tokens, days, GPU-hours and, with
+// a price, cost: empty cells where the point has none, or does not fit;
+// helpers 64 and 70: the table had them, the CSV not) close the row.
 constexpr const char* kMetricNames =
     "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,"
     "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch,ep,hfu,"
-    "memory_capacity_bytes,virtual_stages";
-constexpr std::size_t kMetricColumns = 21;
+    "memory_capacity_bytes,virtual_stages,training_tokens,training_days,gpu_hours,cost";
+constexpr std::size_t kMetricColumns = 25;
 enum MetricColumn : std::size_t {
   kGpus = 0,
   kIteration = 2,
@@ -104,8 +107,45 @@ enum MetricColumn : std::size_t {
   kPeakMemory = 9,
   kOom = 10,
   kMemoryCapacity = 19,
-  kVirtualStages = 20
+  kVirtualStages = 20,
+  kTrainingTokens = 21,  // the first of the training run's cells, which may be empty
+  kTrainingDays = 22,
+  kGpuHours = 23,
+  kCost = 24
 };
+
+/// The training run's cells of a row (empty without one).
+std::string training_cells(const std::optional<study::TrainingRun>& t) {
+  if (!t) return ",,,";
+  return fmt::format("{:.0f},{:.9e},{:.9e},{}", t->tokens, t->days(), t->gpu_hours,
+                     t->cost ? fmt::format("{:.9e}", *t->cost) : std::string());
+}
+
+/// A split row's training run, from its cells (nullopt where they are
+/// empty): what the table, --json and sweep-merge show, so that they agree
+/// with the CSV.
+std::optional<study::TrainingRun> training_run_of(const std::vector<std::string>& cols) {
+  const std::size_t m0 = cols.size() - kMetricColumns;
+  if (cols[m0 + kTrainingTokens].empty() || cols[m0 + kTrainingDays].empty() ||
+      cols[m0 + kGpuHours].empty()) {
+    return std::nullopt;
+  }
+  study::TrainingRun t;
+  t.tokens = std::stod(cols[m0 + kTrainingTokens]);
+  t.seconds = std::stod(cols[m0 + kTrainingDays]) * 86400.0;
+  t.gpu_hours = std::stod(cols[m0 + kGpuHours]);
+  if (!cols[m0 + kCost].empty()) t.cost = std::stod(cols[m0 + kCost]);
+  return t;
+}
+
+/// Each finished row's training run, by point (the rows that have one).
+std::map<std::size_t, study::TrainingRun> training_runs(const std::map<std::size_t, std::string>& rows) {
+  std::map<std::size_t, study::TrainingRun> runs;
+  for (const auto& [index, row] : rows) {
+    if (auto t = training_run_of(split(row, ','))) runs.emplace(index, *t);
+  }
+  return runs;
+}
 
 std::string csv_header(const std::vector<Axis>& axes) {
   std::string h = "point";
@@ -120,17 +160,18 @@ std::string csv_row(const Point& p, const RunReport& r) {
   return row + fmt::format(
                    // gpus, fabric_tiers, the iteration split, tflops_per_gpu,
                    // tokens_per_s, peak_memory_bytes, oom, the plan, mfu,
-                   // global_batch, ep, hfu, memory_capacity_bytes, virtual_stages
+                   // global_batch, ep, hfu, memory_capacity_bytes, virtual_stages,
+                   // then the training run's cells
                    ",{},{},"
                    "{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},"
                    "{:.6f},{:.3f},{},{},"
                    "{},{},{},{},{:.6f},"
-                   "{},{},{:.6f},{},{}",
+                   "{},{},{:.6f},{},{},{}",
                    r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
                    r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
                    r.tflops_per_gpu, r.tokens_per_second, fullest.total.count(), r.oom() ? 1 : 0, r.dp, r.tp,
                    r.pp, r.micro_batches, r.mfu, r.global_batch, r.ep, r.hfu, fullest.capacity.count(),
-                   r.virtual_stages);
+                   r.virtual_stages, training_cells(r.oom() ? std::nullopt : r.training_run));
 }
 
 /// tessera run's warning for a row's plan when it fits in kTightMemoryShare
@@ -149,11 +190,14 @@ std::string tight_row(const std::string& row) {
   return tight_memory_text("its fullest stage", peak, capacity);
 }
 
-/// Whether the last kMetricColumns cells of a split row are finite numbers.
+/// Whether the last kMetricColumns cells of a split row are finite numbers
+/// (the training run's may be empty).
 bool metrics_are_numbers(const std::vector<std::string>& cols) {
   if (cols.size() < kMetricColumns) return false;
-  for (std::size_t m = cols.size() - kMetricColumns; m < cols.size(); ++m) {
+  const std::size_t m0 = cols.size() - kMetricColumns;
+  for (std::size_t m = m0; m < cols.size(); ++m) {
     const std::string& c = cols[m];
+    if (c.empty() && m >= m0 + kTrainingTokens) continue;
     char* end = nullptr;
     const double v = std::strtod(c.c_str(), &end);
     if (c.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) return false;
@@ -462,7 +506,8 @@ std::string settings_json(const Point& pt) {
 }
 
 /// The members of a point's JSON object that its CSV row holds: "point",
-/// "settings", the metric columns (oom a boolean) and, where `efficiency`
+/// "settings", the metric columns before the training run's (oom a boolean;
+/// the callers add the run as "training_run") and, where `efficiency`
 /// has the point, "scaling_efficiency" (null out of memory). sweep --json
 /// adds what the scenario says; sweep-merge --json has only these.
 std::string point_json(const Point& pt, const std::string& row,
@@ -471,7 +516,7 @@ std::string point_json(const Point& pt, const std::string& row,
   const auto cols = split(row, ',');
   const std::size_t m0 = cols.size() - kMetricColumns;
   std::string json = fmt::format("\"point\": {}, \"settings\": {}", pt.index, settings_json(pt));
-  for (std::size_t m = 0; m < kMetricColumns; ++m) {
+  for (std::size_t m = 0; m < kTrainingTokens; ++m) {
     const std::string& v = cols[m0 + m];
     json += fmt::format(", {}: {}", json_string(kNames[m]),
                         kNames[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
@@ -1228,17 +1273,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // efficiency (the chart's second panel), over the whole sweep only.
   const std::map<std::size_t, double> efficiency =
       sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys, zip));
-  // With training.tokens: each point's whole run at its throughput (its
-  // scenario's tokens and price; the row's throughput).
-  std::map<std::size_t, study::TrainingRun> runs;
-  for (const auto& [index, row] : rows) {
-    const auto sc = scenarios.find(index);
-    if (sc == scenarios.end()) continue;
-    const auto cols = split(row, ',');
-    const std::size_t m0 = cols.size() - kMetricColumns;
-    if (cols[m0 + kOom] == "1") continue;  // a plan that does not fit trains nothing
-    if (auto r = study::training_run(sc->second, std::stod(cols[m0 + kTokens]))) runs.emplace(index, *r);
-  }
+  // With training.tokens: each point's whole run at its throughput, as its
+  // CSV row has it (a plan that does not fit trains nothing).
+  const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);
   const bool one_name = std::all_of(scenarios.begin(), scenarios.end(), [&](const auto& point) {
     return point.second.name == scenarios.begin()->second.name;
   });
@@ -1529,26 +1566,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     points.push_back(std::move(pt));
   }
   const std::map<std::size_t, double> efficiency = scaling_efficiency(sweep_series(rows, keys));
-  // The training run where the shards were given training.tokens (and a
-  // price) by --set: in the rows' settings (a scenario file's are not).
-  std::map<std::size_t, study::TrainingRun> runs;
-  const auto column = [&](const char* key) {
-    return static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
-  };
-  if (const std::size_t tk = column("training.tokens"); tk < keys.size()) {
-    const std::size_t pk = column("cluster.price_per_gpu_hour");
-    for (const Point& pt : points) {
-      const auto cols = split(rows.at(pt.index), ',');
-      const std::size_t m0 = cols.size() - kMetricColumns;
-      if (cols[m0 + kOom] == "1") continue;
-      std::optional<double> price;
-      if (pk < keys.size()) price = std::stod(pt.overrides[pk].value);
-      if (auto r = study::training_run(parse_count(pt.overrides[tk].value), std::stod(cols[m0 + kTokens]),
-                                       std::stoi(cols[m0 + kGpus]), price)) {
-        runs.emplace(pt.index, *r);
-      }
-    }
-  }
+  // The training run where the shards' scenarios had training.tokens: in
+  // the rows.
+  const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);
   if (p.has("json")) {
     // As sweep --json from the rows: no scenario was read, so no models,
     // scenario warnings or caveats (the shards' sweep --json has them).

@@ -139,7 +139,7 @@ endforeach()
 # sweep-merge and as --out of the same shard (it would be read in the wrong
 # places).
 file(READ ${WORKDIR}/part0.csv p0)
-string(REPLACE ",global_batch,ep,hfu,memory_capacity_bytes,virtual_stages\n" ",global_batch\n" old "${p0}")
+string(REPLACE ",global_batch,ep,hfu,memory_capacity_bytes,virtual_stages,training_tokens,training_days,gpu_hours,cost\n" ",global_batch\n" old "${p0}")
 if(old STREQUAL p0)
   message(FATAL_ERROR "test setup: the metric columns were not found in part0.csv:\n${p0}")
 endif()
@@ -182,4 +182,42 @@ string(REGEX MATCH "point  settings[^\n]*days +cost\n[^\n]*\n[^\n]*\n" whole_tab
 string(REGEX MATCH "point  settings[^\n]*days +cost\n[^\n]*\n[^\n]*\n" merged_table "${merged_priced}")
 if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0 OR whole_table STREQUAL "" OR NOT whole_table STREQUAL merged_table)
   message(FATAL_ERROR "the merged table's days and cost are not the whole sweep's:\n${whole_priced}\n${merged_priced}")
+endif()
+# training.tokens in the scenario file (no --set): each row's CSV has the
+# run's tokens, days and GPU-hours (cost empty: no price), a point out of
+# memory none; the merged table and --json have them too (helpers 64 and
+# 70: the CSV had no days; the merge showed them only for a swept
+# training.tokens).
+file(READ ${SCENARIO} scenario_text)
+string(REPLACE "\ntraining:\n" "\ntraining:\n  tokens: 300B\n" tokens_text "${scenario_text}")
+if(tokens_text STREQUAL scenario_text)
+  message(FATAL_ERROR "test setup: no training section in ${SCENARIO}")
+endif()
+file(WRITE ${WORKDIR}/tokens.yaml "${tokens_text}")
+set(tokens sweep ${WORKDIR}/tokens.yaml --set training.micro_batch=1,256 --jobs 1)
+execute_process(COMMAND ${TESSERA} ${tokens} --out ${WORKDIR}/tokens.csv OUTPUT_VARIABLE whole_tokens RESULT_VARIABLE rc)
+file(STRINGS ${WORKDIR}/tokens.csv token_rows)
+list(GET token_rows 0 token_header)
+list(GET token_rows 1 token_fits)
+list(GET token_rows 2 token_oom)
+if(NOT rc EQUAL 0 OR NOT token_header MATCHES ",virtual_stages,training_tokens,training_days,gpu_hours,cost$"
+   OR NOT token_fits MATCHES ",0,[^\n]*,300000000000,[0-9.]+e[+]01,[0-9.]+e[+]04,$" OR NOT token_oom MATCHES ",1,[^\n]*,,,,$")
+  message(FATAL_ERROR "the CSV's training run columns:\n${token_header}\n${token_fits}\n${token_oom}\n${whole_tokens}")
+endif()
+foreach(i 0 1)
+  execute_process(COMMAND ${TESSERA} ${tokens} --shard ${i}/2 --out ${WORKDIR}/tokens${i}.csv OUTPUT_QUIET)
+endforeach()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/tokens-merged.csv ${WORKDIR}/tokens0.csv
+                        ${WORKDIR}/tokens1.csv OUTPUT_VARIABLE merged_tokens RESULT_VARIABLE rc)
+string(REGEX MATCH "point  settings[^\n]*days\n[^\n]*\n[^\n]*\n" whole_table "${whole_tokens}")
+string(REGEX MATCH "point  settings[^\n]*days\n[^\n]*\n[^\n]*\n" merged_table "${merged_tokens}")
+if(NOT rc EQUAL 0 OR NOT whole_table MATCHES " +[0-9]+[.][0-9]\n[^\n]* +-  OOM\n$" OR NOT whole_table STREQUAL merged_table)
+  message(FATAL_ERROR "the merged table's days are not the whole sweep's:\n${whole_tokens}\n${merged_tokens}")
+endif()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/tokens-merged.csv ${WORKDIR}/tokens0.csv
+                        ${WORKDIR}/tokens1.csv --json OUTPUT_VARIABLE merged_json RESULT_VARIABLE rc)
+string(JSON run_tokens ERROR_VARIABLE json_error GET "${merged_json}" points 0 training_run tokens)
+string(JSON oom_run ERROR_VARIABLE oom_error GET "${merged_json}" points 1 training_run)
+if(NOT rc EQUAL 0 OR NOT run_tokens STREQUAL "300000000000" OR oom_error STREQUAL "NOTFOUND")
+  message(FATAL_ERROR "sweep-merge --json's training run (${json_error}; ${oom_error}):\n${merged_json}")
 endif()
