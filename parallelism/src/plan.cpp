@@ -1388,6 +1388,15 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const StageSlots& s
                    int stage, TaskIndex last_compute) {
   const int p = c.plan.pp;
   std::vector<TaskIndex> before_step = sync.reductions();
+  // Megatron's finalize_model_grads runs them one after another: the
+  // data-parallel reductions (finish_grad_sync), the norms' all-reduce, the
+  // tied embeddings' (each enqueued behind the previous on the compute
+  // stream). DeepSpeed's pipeline engine reduces the tied gradients before
+  // the data-parallel ones (ReduceTiedGrads, then ReduceGrads), its
+  // reductions having been issued already here: they run side by side.
+  std::vector<TaskIndex> after{last_compute};
+  if (c.work.framework == node_model::Framework::Megatron)
+    after.insert(after.end(), before_step.begin(), before_step.end());
   // Sequence parallelism: the parameters every tensor-parallel rank holds
   // whole (norms, row-parallel biases, routers) got each rank's sequence
   // shard's gradient only; Megatron all-reduces them over the tp group
@@ -1402,14 +1411,16 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const StageSlots& s
         replicated += c.model.tp_replicated_params(c.model.is_moe_layer(l));
       }
     }
-    before_step.push_back(rb.collective("norm.grad.all-reduce", CollectiveKind::AllReduce, slots.tp,
-                                        Bytes(replicated * c.grads.gbytes), {last_compute}));
+    const TaskIndex norms = rb.collective("norm.grad.all-reduce", CollectiveKind::AllReduce, slots.tp,
+                                          Bytes(replicated * c.grads.gbytes), after);
+    before_step.push_back(norms);
+    if (c.work.framework == node_model::Framework::Megatron) after = {norms};
   }
   // Tied embeddings: the first and last stage add their word-embedding gradients.
   if (p > 1 && c.model.tied_embeddings && (stage == 0 || stage == p - 1)) {
     before_step.push_back(rb.collective("embedding.grad.all-reduce", CollectiveKind::AllReduce,
-                                        rb.slot({kEmbedding, 0, p - 1}), Bytes(c.grads.word_params * c.grads.gbytes),
-                                        {last_compute}));
+                                        rb.slot({kEmbedding, 0, p - 1}),
+                                        Bytes(c.grads.word_params * c.grads.gbytes), after));
   }
   if (c.timer.host_model()) {
     // Megatron's step starts with .item() calls (the fp16 inf check, the

@@ -352,13 +352,18 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
 }
 
 // Llama 2 70B on a rail-optimized fabric, with a tied embedding and a
-// position table (GPT-style; the embedding's all-reduce then meets the
-// data-parallel all-reduce on the first stage's host links): transfers that share a host link at unequal
-// rates, spread evenly over their lifetimes, summed to 130% of the line rate in some bins; the counters are
-// capped at it, bytes kept.
+// position table (GPT-style) under Megatron-DeepSpeed (whose tied and
+// data-parallel reductions the model runs side by side: the embedding's
+// all-reduce then meets the data-parallel all-reduce on the first stage's
+// host links; Megatron-LM runs them one after the other): transfers that
+// share a host link at unequal rates, spread evenly over their lifetimes,
+// summed to 130% of the line rate in some bins; the counters are capped at
+// it, bytes kept.
 TEST(ChromeTrace, LinkUtilizationNeverAboveTheLineRate) {
   const Scenario s = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/llama2-70b.yaml",
-                                   {{"model.tied_embeddings", "true"}, {"model.learned_positions", "true"}});
+                                   {{"model.tied_embeddings", "true"},
+                                    {"model.learned_positions", "true"},
+                                    {"training.framework", "megatron-deepspeed"}});
   TraceOptions o;
   o.ranks = {0};
   const TraceSummary sum = check_trace(run_traced(s, o).text);

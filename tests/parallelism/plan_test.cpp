@@ -519,6 +519,56 @@ TEST(Plan, SequenceParallelAllReducesTheReplicatedGradientsOverTensorParallelRan
   EXPECT_TRUE(count(plan_training(m, kWork, p, pred), 0, "norm.grad").by_kind.empty());
 }
 
+TEST(Plan, MegatronReducesDataParallelThenNormsThenTiedEmbeddings) {
+  // finalize_model_grads: finish_grad_sync (the data-parallel reductions),
+  // then _allreduce_layernorm_grads, then _allreduce_embedding_grads, each
+  // behind the previous (helper 71: they ran side by side). DeepSpeed's
+  // pipeline engine: the tied and norm reductions wait for no data-parallel
+  // one (its ReduceTiedGrads comes first; not modelled).
+  const auto m = tiny();
+  test_support::LayersOnlyPredictor pred(m.vocab);
+  ParallelPlan p;
+  p.dp = 2;
+  p.tp = 2;
+  p.pp = 2;
+  p.global_batch = 4;
+  p.sequence_parallel = true;
+  for (const auto framework : {node_model::Framework::Megatron, node_model::Framework::MegatronDeepSpeed}) {
+    Workload w = kWork;
+    w.framework = framework;
+    const auto g = plan_training(m, w, p, pred);
+    ASSERT_NO_THROW(g.validate());
+    const bool in_order = framework == node_model::Framework::Megatron;
+    for (const int r : {0, g.num_ranks() - 1}) {  // the first and the last stage
+      const auto& tasks = g.tasks(r);
+      std::vector<TaskIndex> dp;
+      TaskIndex norms = -1, embedding = -1;
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        const std::string_view n = tasks[i].name;
+        if (tasks[i].kind == TaskKind::Collective && n.find("dp.grad") != std::string::npos)
+          dp.push_back(static_cast<TaskIndex>(i));
+        if (n == "norm.grad.all-reduce") norms = static_cast<TaskIndex>(i);
+        if (n == "embedding.grad.all-reduce") embedding = static_cast<TaskIndex>(i);
+      }
+      ASSERT_FALSE(dp.empty()) << r;
+      ASSERT_GE(norms, 0) << r;
+      ASSERT_GE(embedding, 0) << r;
+      const auto& nd = tasks[static_cast<std::size_t>(norms)].deps;
+      const auto& ed = tasks[static_cast<std::size_t>(embedding)].deps;
+      for (const TaskIndex d : dp) {
+        EXPECT_EQ(std::find(nd.begin(), nd.end(), d) != nd.end(), in_order)
+            << r << " " << tasks[static_cast<std::size_t>(d)].name;
+      }
+      if (in_order) {
+        EXPECT_EQ(ed, std::vector<TaskIndex>{norms}) << r;
+      } else {  // the stage's last compute task alone
+        ASSERT_EQ(ed.size(), 1U) << r;
+        EXPECT_EQ(tasks[static_cast<std::size_t>(ed.front())].kind, TaskKind::Compute) << r;
+      }
+    }
+  }
+}
+
 TEST(Plan, MegatronScattersPipelineTensorsOverTensorParallelRanks) {
   // tp = 2, pp = 2, no SP: each TP rank sends half the activation and the
   // receiving TP group all-gathers the whole of it; off, each sends all of it.
