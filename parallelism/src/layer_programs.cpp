@@ -470,13 +470,30 @@ ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const Pa
     head.forward.comm("fwd.tp.loss", CollectiveKind::AllReduce, per_token);
     head.forward.passes("fwd.loss", forward_passes(hf, normalize, hf.size()));
   }
-  // Loss, LM-head dgrad and wgrad; the TP reduction of the LM head's input
-  // gradient; the final layer norm.
+  // The loss, the LM head's dgrad and wgrad, the final layer norm. The head
+  // is a column-parallel linear as the layers' (Megatron's
+  // LinearWithGradAccumulationAndAsyncCommunication): with SP its input is
+  // re-gathered for the weight gradient while the dgrad runs, and its input
+  // gradient's reduction overlaps the wgrad unless tp_comm_overlap is off
+  // (helper 71: no re-gather, and a reduction after the wgrad).
   const auto hsteps = backward_steps(hf);
   const std::size_t ln_f = step_of(hf, hsteps, "ln_f", false);
-  head.backward.passes("bwd", backward_passes(hf, hsteps, 0, ln_f));
-  if (tp) head.backward.comm("bwd.tp", reduce, act);
-  head.backward.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size()));
+  const std::size_t head_dgrad = step_of(hf, hsteps, "lm_head", false);
+  const std::size_t head_wgrad = step_of(hf, hsteps, "lm_head", true);
+  const bool overlap = p.tp_comm_overlap;
+  if (!tp) {
+    head.backward.passes("bwd", backward_passes(hf, hsteps, 0, hsteps.size()));
+  } else {
+    if (sp) {
+      head.backward.passes("bwd.loss", backward_passes(hf, hsteps, 0, head_dgrad));
+      head.backward.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+    }
+    head.backward.passes("bwd", backward_passes(hf, hsteps, sp ? head_dgrad : 0, head_wgrad));
+    head.backward.comm("bwd.tp", reduce, act, overlap);
+    head.backward.passes("bwd.wgrad", backward_passes(hf, hsteps, head_wgrad, ln_f));
+    head.backward.split();
+    head.backward.passes("bwd.ln_f", backward_passes(hf, hsteps, ln_f, hsteps.size()));
+  }
   if (split) {
     if (sp) embed.input_backward.comm("bwd.tp", CollectiveKind::AllGather, act);
     embed.input_backward.passes("bwd", backward_passes(ef, esteps, 0, esteps.size(), BackwardPart::Input));
@@ -484,6 +501,8 @@ ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const Pa
     head.input_backward.passes("bwd", backward_passes(hf, hsteps, 0, ln_f, BackwardPart::Input));
     if (tp) head.input_backward.comm("bwd.tp", reduce, act);
     head.input_backward.passes("bwd", backward_passes(hf, hsteps, ln_f, hsteps.size(), BackwardPart::Input));
+    // W re-gathers the head's input with SP (B's gather is gone by then).
+    if (sp) head.weight_backward.comm("wgrad.tp", CollectiveKind::AllGather, act);
     head.weight_backward.passes("wgrad", backward_passes(hf, hsteps, 0, hsteps.size(), BackwardPart::Weight));
   }
   if (!p.tp_collectives) {

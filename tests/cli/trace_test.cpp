@@ -358,18 +358,24 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
 // host links; Megatron-LM runs them one after the other): transfers that
 // share a host link at unequal rates, spread evenly over their lifetimes,
 // summed to 130% of the line rate in some bins; the counters are capped at
-// it, bytes kept.
+// it, bytes kept. Whether a bin holds such an overlap depends on where the
+// transfers fall in the bins: over three batch sizes, some do.
 TEST(ChromeTrace, LinkUtilizationNeverAboveTheLineRate) {
-  const Scenario s = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/llama2-70b.yaml",
-                                   {{"model.tied_embeddings", "true"},
-                                    {"model.learned_positions", "true"},
-                                    {"training.framework", "megatron-deepspeed"}});
-  TraceOptions o;
-  o.ranks = {0};
-  const TraceSummary sum = check_trace(run_traced(s, o).text);
-  EXPECT_EQ(sum.counters.size(), 16U);
-  EXPECT_LE(sum.max_utilization, 1.0);
-  EXPECT_GE(sum.max_utilization, 0.99);  // the busiest links do run at line rate
+  double busiest = 0.0;
+  for (const char* batch : {"24", "32", "40"}) {
+    const Scenario s = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/llama2-70b.yaml",
+                                     {{"model.tied_embeddings", "true"},
+                                      {"model.learned_positions", "true"},
+                                      {"training.framework", "megatron-deepspeed"},
+                                      {"training.global_batch", batch}});
+    TraceOptions o;
+    o.ranks = {0};
+    const TraceSummary sum = check_trace(run_traced(s, o).text);
+    EXPECT_EQ(sum.counters.size(), 16U) << batch;
+    EXPECT_LE(sum.max_utilization, 1.0) << batch;
+    busiest = std::max(busiest, sum.max_utilization);
+  }
+  EXPECT_GE(busiest, 0.99);  // the busiest links do run at line rate
 }
 
 TEST(ChromeTrace, RankFilterKeepsOnlyTheChosenRanks) {

@@ -334,8 +334,23 @@ TEST(Passes, LmHeadRunsTheVocabularyParallelLossAllReducesInItsForward) {
       EXPECT_EQ(c.bytes, Bytes(32LL * 4));
     }
   }
-  // Its backward needs none; the LM head's input gradient is all-reduced.
-  EXPECT_EQ(pieces_text(pieces.lm_head.backward), "bwd bwd.tp.all-reduce bwd");
+  // Its backward needs none; the LM head's input gradient is all-reduced
+  // while its weight gradient runs (~: async, as the layers' column-parallel
+  // linears; helper 71: after it), and the final norm waits for it.
+  EXPECT_EQ(pieces_text(pieces.lm_head.backward), "bwd bwd.tp.all-reduce~ bwd.wgrad bwd.ln_f");
+  // With SP the head's input is re-gathered for the weight gradient while
+  // the dgrad runs, and the input gradient reduce-scattered over the wgrad
+  // (helper 71: no re-gather); zero-bubble's W re-gathers it itself.
+  p.sequence_parallel = true;
+  p.schedule = Schedule::ZeroBubbleH1;  // B and W apart
+  const ModelPieces sp = model_pieces(tiny(), w, p, timer);
+  EXPECT_EQ(pieces_text(sp.lm_head.backward),
+            "bwd.loss bwd.tp.all-gather~ bwd bwd.tp.reduce-scatter~ bwd.wgrad bwd.ln_f");
+  EXPECT_EQ(pieces_text(sp.lm_head.weight_backward), "wgrad.tp.all-gather wgrad");
+  // tp_comm_overlap off: each blocks.
+  p.tp_comm_overlap = false;
+  EXPECT_EQ(pieces_text(model_pieces(tiny(), w, p, timer).lm_head.backward),
+            "bwd.loss bwd.tp.all-gather bwd bwd.tp.reduce-scatter bwd.wgrad bwd.ln_f");
   // Without tensor parallelism: no collective at all.
   EXPECT_EQ(pieces_text(model_pieces(tiny(), w, ParallelPlan{}, timer).lm_head.forward), "fwd");
 }
