@@ -317,6 +317,21 @@ OpKernels OpRules::bias_gelu(std::string name, std::int64_t rows, std::int64_t c
   return op;
 }
 
+OpKernels OpRules::bias_swiglu(std::string name, std::int64_t rows, std::int64_t cols,
+                               std::int64_t bias_cols) const {
+  OpKernels op;
+  op.name = std::move(name);
+  op.forward.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));  // gate, up -> out
+  op.input_grad.add(Kernel::vector(KernelOp::Mul, rows, cols, dtype_));
+  op.input_grad.add(memory_pass(2 * rows * cols * dtype_bytes(dtype_), dtype_), 0);  // the second gradient
+  if (bias_cols > 0) {
+    op.params = bias_cols;
+    op.weight_grad.add(memory_pass(rows * bias_cols * dtype_bytes(dtype_), dtype_));  // bias gradient
+    op.weight_grad.append(grad_accumulation(bias_cols));
+  }
+  return op;
+}
+
 OpKernels OpRules::bias_dropout_add(std::string name, std::int64_t rows, std::int64_t cols, bool dropout,
                                     bool bias) const {
   OpKernels op;

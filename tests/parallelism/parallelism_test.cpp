@@ -255,7 +255,7 @@ TEST(Transformer, ALayerWithoutBiasesHasNoBiasGradients) {
     return -1;
   };
   EXPECT_EQ(op_params(), m.params_per_layer());
-  EXPECT_EQ(weight_grad_launches("silu"), 0);
+  EXPECT_EQ(weight_grad_launches("swiglu"), 0);
   EXPECT_EQ(weight_grad_launches("residual1"), 0);
   EXPECT_EQ(weight_grad_launches("residual2"), 0);
   EXPECT_EQ(weight_grad_launches("ln1"), 1);  // the gain's main-gradient add
@@ -271,6 +271,37 @@ TEST(Transformer, ALayerWithoutBiasesHasNoBiasGradients) {
   // covers gate and up, and the op parameters still sum to the layer's.
   m.gated_mlp = true;
   EXPECT_EQ(op_params(), m.params_per_layer());
+}
+
+TEST(Transformer, MegatronFusesSwiGlu) {
+  // Megatron's bias_swiglu: one kernel each way. Forward: gate and up read,
+  // the product written (3 x t x f x 2 bytes); backward: the output
+  // gradient, gate and up read, both gradients written (5 x t x f x 2).
+  // Eager: SiLU, then the multiply, each its own kernel (helper 72: Megatron
+  // was timed as eager).
+  const TransformerConfig m = model_preset("llama3-8b");
+  const std::int64_t t = 1024, f = m.ffn_hidden;
+  auto op = [&](node_model::Framework fw, std::string_view name) -> std::optional<node_model::OpKernels> {
+    for (auto& o : layer_ops(m, Workload{1, 1024, DType::BF16, fw})) {
+      if (o.name == name) return o;
+    }
+    return std::nullopt;
+  };
+  auto bytes = [](const node_model::Pass& p) {
+    std::int64_t b = 0;
+    for (const auto& k : p.kernels) b += k.bytes().count();
+    return b;
+  };
+  const auto fused = op(node_model::Framework::Megatron, "swiglu");
+  ASSERT_TRUE(fused.has_value());
+  EXPECT_EQ(fused->forward.launches, 1);
+  EXPECT_EQ(bytes(fused->forward), 3 * t * f * 2);
+  EXPECT_EQ(fused->input_grad.launches, 1);
+  EXPECT_EQ(bytes(fused->input_grad), 5 * t * f * 2);
+  EXPECT_FALSE(op(node_model::Framework::Megatron, "silu").has_value());
+  EXPECT_FALSE(op(node_model::Framework::Megatron, "gate").has_value());
+  EXPECT_TRUE(op(node_model::Framework::PyTorchEager, "silu").has_value());
+  EXPECT_TRUE(op(node_model::Framework::PyTorchEager, "gate").has_value());
 }
 
 TEST(TaskGraph, ValidateCatchesMismatchedCollectives) {

@@ -215,6 +215,15 @@ class OpRules {
   /// the activation alone, no bias gradient.
   [[nodiscard]] OpKernels bias_gelu(std::string name, std::int64_t rows, std::int64_t cols,
                                     std::optional<std::int64_t> bias_cols = std::nullopt) const;
+  /// Megatron's fused SwiGLU (bias_swiglu_impl, on unless
+  /// --no-bias-swiglu-fusion) on the gated fc1's `rows` x 2 `cols` output:
+  /// forward one kernel reading gate and up and writing SiLU(gate) x up (a
+  /// binary op's traffic); backward one kernel reading the output gradient,
+  /// gate and up and writing both their gradients (five streams of `rows` x
+  /// `cols`: a binary op and a two-stream pass, one launch). Its bias, when
+  /// `bias_cols` > 0, as bias_gelu's.
+  [[nodiscard]] OpKernels bias_swiglu(std::string name, std::int64_t rows, std::int64_t cols,
+                                      std::int64_t bias_cols) const;
   /// Bias add + dropout + residual add after a row-parallel linear.
   /// Megatron: one fused kernel (bias_dropout_add), backward: the dropout
   /// mask multiply, the bias-gradient reduction and the residual-gradient add.
