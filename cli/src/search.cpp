@@ -479,6 +479,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   for (int tp : space.tp) {
     for (int pp : space.pp) {
       if (gpus % (tp * pp) != 0) continue;
+      const std::vector<std::pair<Schedule, int>> schedules_at_pp = schedule_chunks(pp);
       const int dp = gpus / (tp * pp);
       if (global_batch % dp != 0) continue;
       {
@@ -499,7 +500,7 @@ int cmd_search(const Args& args, std::ostream& out) {
           for (int zero : zero_stages) {
             // Without data parallelism there is nothing to shard: one stage.
             if (dp == 1 && zero != zero_stages.front()) continue;
-            for (const auto& [sched, chunks] : schedule_chunks(pp)) {
+            for (const auto& [sched, chunks] : schedules_at_pp) {
               // Without a pipeline the zero-bubble schedules are 1f1b with the
               // backward split in two.
               if (parallelism::splits_backward(sched) && pp == 1) continue;

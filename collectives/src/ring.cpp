@@ -125,16 +125,15 @@ std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int rank
         fmt::format("rail rings: the {} ranks must span at least 2 nodes of {} with at least 2 on each",
                     ranks.size(), ranks_per_node));
   }
-  for (auto& n : nodes) {
+  for (const auto& n : nodes) {
     if (n.size() != local) {
       throw InputError(
           fmt::format("rail rings: every node must hold as many of the group's ranks as the first ({}), "
                       "one holds {}",
                       local, n.size()));
     }
-    // Ranks of one node have distinct local indices (rails).
-    std::sort(n.begin(), n.end(), [&](int a, int b) { return a % ranks_per_node < b % ranks_per_node; });
   }
+  // (split_by_node orders each node's ranks by local index: its rail.)
   const auto l = static_cast<int>(local);
   std::vector<std::vector<int>> rings(local);
   for (int c = 0; c < l; ++c) {

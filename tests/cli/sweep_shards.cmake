@@ -1,6 +1,15 @@
 # A sweep split into shards (as a Slurm job array or MPI ranks would run it,
 # here through the variables those launchers set) and merged gives the same
 # CSV as the sweep run in one piece.
+
+# sweep-merge of the files after `regex` refused (exit 2) with an error
+# matching `regex`; `what` names the case.
+function(expect_merge_refused what regex)
+  execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${ARGN} RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: ${rc} ${err}")
+  endif()
+endfunction()
 file(REMOVE_RECURSE ${WORKDIR})
 file(MAKE_DIRECTORY ${WORKDIR})
 set(common sweep ${SCENARIO} --set training.micro_batch=1,2,4 --set training.seq_len=512,1024 --jobs 1)
@@ -47,17 +56,9 @@ endif()
 # A shard of the same sweep split another way is named as such.
 execute_process(COMMAND ${TESSERA} ${common} --shard 0/3 --out ${WORKDIR}/third0.csv
                 RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part1.csv ${WORKDIR}/third0.csv
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "third0.csv: shard 0/3 of the same sweep split 3 ways, where [^\n]*part1.csv is shard 1/2 \\(split 2 ways\\)")
-  message(FATAL_ERROR "merging shards split two ways should say so: ${rc} ${err}")
-endif()
+expect_merge_refused("merging shards split two ways should say so" "third0.csv: shard 0/3 of the same sweep split 3 ways, where [^\n]*part1.csv is shard 1/2 \\(split 2 ways\\)" ${WORKDIR}/part1.csv ${WORKDIR}/third0.csv)
 # Merging one shard alone must refuse (a shard missing).
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part1.csv
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "shard 0/2 of sweep [0-9a-f]+ is missing \\(give all 2 shard files\\)")
-  message(FATAL_ERROR "merging an incomplete set should fail with exit 2: ${rc} ${err}")
-endif()
+expect_merge_refused("merging an incomplete set should fail with exit 2" "shard 0/2 of sweep [0-9a-f]+ is missing \\(give all 2 shard files\\)" ${WORKDIR}/part1.csv)
 # A shard killed before its last point (its final row cut off) is refused,
 # although the points it holds are contiguous with the other shard's.
 file(READ ${WORKDIR}/part0.csv p0)
@@ -66,11 +67,7 @@ if(cut STREQUAL p0)
   message(FATAL_ERROR "test setup: point 4 not found in shard 0:\n${p0}")
 endif()
 file(WRITE ${WORKDIR}/cut0.csv "${cut}")
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/cut0.csv ${WORKDIR}/part1.csv
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "shard 0/2 holds 2 of its 3 points \\(point 4 is missing")
-  message(FATAL_ERROR "merging an unfinished shard should fail with exit 2: ${rc} ${err}")
-endif()
+expect_merge_refused("merging an unfinished shard should fail with exit 2" "shard 0/2 holds 2 of its 3 points \\(point 4 is missing" ${WORKDIR}/cut0.csv ${WORKDIR}/part1.csv)
 # A shard of another sweep (same keys and columns, other values) is refused.
 execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set training.micro_batch=1,2,8 --set training.seq_len=512,1024
                         --jobs 1 --shard 1/2 --out ${WORKDIR}/other1.csv
@@ -78,22 +75,10 @@ execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set training.micro_batch=
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "other sweep's shard failed: ${err}")
 endif()
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part0.csv ${WORKDIR}/other1.csv
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "a shard of another sweep")
-  message(FATAL_ERROR "merging shards of two sweeps should fail with exit 2: ${rc} ${err}")
-endif()
+expect_merge_refused("merging shards of two sweeps should fail with exit 2" "a shard of another sweep" ${WORKDIR}/part0.csv ${WORKDIR}/other1.csv)
 # The same shard twice, and a whole sweep's CSV (no shard line), are refused.
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part0.csv ${WORKDIR}/part0.csv
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "shard 0/2 is also given as")
-  message(FATAL_ERROR "merging one shard twice should fail with exit 2: ${rc} ${err}")
-endif()
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/whole.csv
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "not a shard CSV")
-  message(FATAL_ERROR "merging a whole sweep's CSV should fail with exit 2: ${rc} ${err}")
-endif()
+expect_merge_refused("merging one shard twice should fail with exit 2" "shard 0/2 is also given as" ${WORKDIR}/part0.csv ${WORKDIR}/part0.csv)
+expect_merge_refused("merging a whole sweep's CSV should fail with exit 2" "not a shard CSV" ${WORKDIR}/whole.csv)
 if(EXISTS ${WORKDIR}/bad.csv)
   message(FATAL_ERROR "a refused merge left ${WORKDIR}/bad.csv")
 endif()
@@ -144,11 +129,7 @@ if(old STREQUAL p0)
   message(FATAL_ERROR "test setup: the metric columns were not found in part0.csv:\n${p0}")
 endif()
 file(WRITE ${WORKDIR}/old0.csv "${old}")
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/old0.csv ${WORKDIR}/part1.csv
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "old0.csv: its columns are not those this tessera writes \\(a shard of an older version's sweep\\? run it again\\)")
-  message(FATAL_ERROR "an older shard should be refused as such: ${rc} ${err}")
-endif()
+expect_merge_refused("an older shard should be refused as such" "old0.csv: its columns are not those this tessera writes \\(a shard of an older version's sweep\\? run it again\\)" ${WORKDIR}/old0.csv ${WORKDIR}/part1.csv)
 execute_process(COMMAND ${TESSERA} ${common} --shard 0/2 --out ${WORKDIR}/old0.csv
                 RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
 if(NOT rc EQUAL 2 OR NOT err MATCHES "--out [^\n]*old0.csv: the file holds this sweep's points in other columns than this tessera writes")
@@ -161,11 +142,7 @@ if(NOT p0 MATCHES "\n# chart note: Untested scale, every point: no multi-node ru
 endif()
 string(REPLACE "# chart note: Untested scale, every point" "# chart note: Untested scale, point 0" other "${p0}")
 file(WRITE ${WORKDIR}/other0.csv "${other}")
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/part1.csv ${WORKDIR}/other0.csv
-                RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "other0.csv: its chart notes differ from [^\n]*part1.csv's")
-  message(FATAL_ERROR "shards with other chart notes should be refused: ${rc} ${err}")
-endif()
+expect_merge_refused("shards with other chart notes should be refused" "other0.csv: its chart notes differ from [^\n]*part1.csv's" ${WORKDIR}/part1.csv ${WORKDIR}/other0.csv)
 # training.tokens and a price given by --set are in the shards' settings:
 # the merged table has the whole sweep's days and cost columns (helper 58:
 # the merge dropped them).
