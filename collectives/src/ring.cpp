@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "build_util.hpp"
 #include "tessera/collectives/hierarchical.hpp"
 #include "tessera/error.hpp"
