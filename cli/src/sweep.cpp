@@ -114,11 +114,16 @@ enum MetricColumn : std::size_t {
   kCost = 24
 };
 
-/// The training run's cells of a row (empty without one).
-std::string training_cells(const std::optional<study::TrainingRun>& t) {
-  if (!t) return ",,,";
-  return fmt::format("{:.0f},{:.9e},{:.9e},{}", t->tokens, t->days(), t->gpu_hours,
-                     t->cost ? fmt::format("{:.9e}", *t->cost) : std::string());
+/// The training run's cells of a row, in plain decimals (a spreadsheet
+/// shows 2.304220694e+06 as 2.30E+06; helper 73): the scenario's tokens
+/// (`tokens`, 0: none, an empty cell), then the run's days, GPU-hours and
+/// cost, empty without a run (out of memory: the tokens stay, so that an
+/// empty run is not read as no tokens given).
+std::string training_cells(double tokens, const std::optional<study::TrainingRun>& t) {
+  const std::string given = tokens > 0 ? fmt::format("{:.0f}", tokens) : std::string();
+  if (!t) return fmt::format(",{},,,", given);
+  return fmt::format(",{},{:.9f},{:.3f},{}", given, t->days(), t->gpu_hours,
+                     t->cost ? fmt::format("{:.3f}", *t->cost) : std::string());
 }
 
 /// A split row's training run, from its cells (nullopt where they are
@@ -153,7 +158,7 @@ std::string csv_header(const std::vector<Axis>& axes) {
   return h + "," + kMetricNames;
 }
 
-std::string csv_row(const Point& p, const RunReport& r) {
+std::string csv_row(const Point& p, const RunReport& r, double training_tokens) {
   std::string row = std::to_string(p.index);
   for (const auto& o : p.overrides) row += "," + o.value;
   const StageMemory fullest = r.fullest_stage();
@@ -166,12 +171,13 @@ std::string csv_row(const Point& p, const RunReport& r) {
                    "{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},"
                    "{:.6f},{:.3f},{},{},"
                    "{},{},{},{},{:.6f},"
-                   "{},{},{:.6f},{},{},{}",
+                   "{},{},{:.6f},{},{}{}",
                    r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
                    r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
                    r.tflops_per_gpu, r.tokens_per_second, fullest.total.count(), r.oom() ? 1 : 0, r.dp, r.tp,
                    r.pp, r.micro_batches, r.mfu, r.global_batch, r.ep, r.hfu, fullest.capacity.count(),
-                   r.virtual_stages, training_cells(r.oom() ? std::nullopt : r.training_run));
+                   r.virtual_stages,
+                   training_cells(training_tokens, r.oom() ? std::nullopt : r.training_run));
 }
 
 /// tessera run's warning for a row's plan when it fits in kTightMemoryShare
@@ -616,6 +622,43 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows, const s
   return out;
 }
 
+/// A sweep's rows and keys as its chart and scaling column read them: the
+/// first key with more than one value first (a key given one value says
+/// nothing along x; helper 73: `--set cluster.price_per_gpu_hour=3.5
+/// --set cluster.nodes=32,64,128` drew the price as the x axis, one tick,
+/// the node counts as stacked dots, and lost the scaling column). The CSV
+/// and the table keep the order given.
+struct SweepView {
+  std::map<std::size_t, std::string> rows;
+  std::vector<std::string> keys;
+};
+SweepView x_key_first(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys) {
+  std::size_t x = 0;
+  for (std::size_t a = 0; a < keys.size(); ++a) {
+    std::set<std::string> values;
+    for (const auto& [index, row] : rows) values.insert(split(row, ',')[1 + a]);
+    if (values.size() > 1) {
+      x = a;
+      break;
+    }
+  }
+  if (x == 0) return {rows, keys};
+  SweepView view;
+  view.keys.push_back(keys[x]);
+  for (std::size_t a = 0; a < keys.size(); ++a) {
+    if (a != x) view.keys.push_back(keys[a]);
+  }
+  for (const auto& [index, row] : rows) {
+    const auto cols = split(row, ',');
+    std::string moved = cols[0] + "," + cols[1 + x];
+    for (std::size_t c = 1; c < cols.size(); ++c) {
+      if (c != 1 + x) moved += "," + cols[c];
+    }
+    view.rows.emplace(index, std::move(moved));
+  }
+  return view;
+}
+
 /// Scaling efficiency per point, where the GPU count changes within a
 /// series: its throughput per GPU over its series' baseline's, the
 /// baseline being the point of fewest GPUs that fits in memory (the first
@@ -644,11 +687,13 @@ std::map<std::size_t, double> scaling_efficiency(const SweepSeries& series) {
 /// of x (not the order listed). With GPUs on x, the throughput panel has the
 /// ideal-scaling line of each series (its baseline's throughput x GPUs / its
 /// GPUs) and a second panel shows scaling_efficiency.
-std::string svg_chart(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
-                      const std::string& title, const std::vector<std::string>& notes = {},
-                      bool zipped = false) {
+std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
+                      const std::vector<std::string>& swept_keys, const std::string& title,
+                      const std::vector<std::string>& notes = {}, bool zipped = false) {
   using Pt = SweepPoint;
-  SweepSeries series = sweep_series(rows, keys, zipped);
+  const SweepView view = x_key_first(swept_rows, swept_keys);
+  const std::vector<std::string>& keys = view.keys;
+  SweepSeries series = sweep_series(view.rows, keys, zipped);
   const auto& values = series.values;
   auto fixed = [&](std::size_t a) { return series.fixed[a]; };
   const bool covarying = series.covarying;
@@ -982,6 +1027,22 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
                                              : fmt::format("  {:>6.1f}%", 100 * e->second),
                        run_columns, does_not_fit ? "  OOM" : "");
   }
+  if (days) {
+    // What the days and cost are (run's and search's words; helper 73: the
+    // sweep said neither the tokens, the price nor "steady state").
+    std::set<std::string> tokens, prices;
+    for (const auto& [index, r] : runs) {
+      tokens.insert(count_text(r.tokens));
+      if (r.cost && r.gpu_hours > 0) prices.insert(fmt::format("{:.4g}", *r.cost / r.gpu_hours));
+    }
+    out << fmt::format(
+        "days{}: the whole training run ({} tokens) at each point's throughput{} (steady state only: no "
+        "warm-up, evaluation, checkpoints or failures)\n",
+        cost ? " and cost" : "", tokens.size() == 1 ? *tokens.begin() : std::string("each point's"),
+        !cost                ? std::string()
+        : prices.size() == 1 ? fmt::format(", at {} per GPU-hour", *prices.begin())
+                             : std::string(", at each point's price per GPU-hour"));
+  }
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
   // tessera run's warning for a plan that fits in 95% or more of the
@@ -1240,7 +1301,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       try {
         const Scenario& sc = scenarios.at(pt.index);
         const Simulation sim = simulate_scenario(sc);
-        const std::string row = csv_row(pt, make_report(sc, sim));
+        const std::string row = csv_row(pt, make_report(sc, sim), sc.train_tokens);
         std::lock_guard lock(mu);
         csv << row << '\n' << std::flush;
         rows[pt.index] = row;
@@ -1271,8 +1332,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (const Axis& a : axes) keys.push_back(a.key);
   // Where the GPU count changes along the first key: each point's scaling
   // efficiency (the chart's second panel), over the whole sweep only.
+  const SweepView chart_view = x_key_first(rows, keys);
   const std::map<std::size_t, double> efficiency =
-      sharded ? std::map<std::size_t, double>{} : scaling_efficiency(sweep_series(rows, keys, zip));
+      sharded ? std::map<std::size_t, double>{}
+              : scaling_efficiency(sweep_series(chart_view.rows, chart_view.keys, zip));
   // With training.tokens: each point's whole run at its throughput, as its
   // CSV row has it (a plan that does not fit trains nothing).
   const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);
@@ -1565,7 +1628,8 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     }
     points.push_back(std::move(pt));
   }
-  const std::map<std::size_t, double> efficiency = scaling_efficiency(sweep_series(rows, keys));
+  const SweepView view = x_key_first(rows, keys);
+  const std::map<std::size_t, double> efficiency = scaling_efficiency(sweep_series(view.rows, view.keys));
   // The training run where the shards' scenarios had training.tokens: in
   // the rows.
   const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);
@@ -1597,6 +1661,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   one_value.reserve(values.size());
   for (const auto& v : values) one_value.push_back(v.size() == 1);
   print_table(out, points, rows, one_value, efficiency, runs);
+  // The caveats the shards' sweep printed under its table, in the short
+  // form its chart has them (helper 73: the merged table had none).
+  for (const std::string& note : chart_notes) out << fmt::format("note: {}\n", note);
   if (!first->skipped.empty()) {
     out << fmt::format(
         "skipped {} point(s) that are not valid scenarios (--skip-invalid): {} (each shard said why)\n",

@@ -161,10 +161,11 @@ if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0 OR whole_table STREQUAL "" OR NOT whole_tab
   message(FATAL_ERROR "the merged table's days and cost are not the whole sweep's:\n${whole_priced}\n${merged_priced}")
 endif()
 # training.tokens in the scenario file (no --set): each row's CSV has the
-# run's tokens, days and GPU-hours (cost empty: no price), a point out of
-# memory none; the merged table and --json have them too (helpers 64 and
-# 70: the CSV had no days; the merge showed them only for a swept
-# training.tokens).
+# run's tokens, days and GPU-hours in plain decimals (cost empty: no
+# price), a point out of memory its tokens alone; the merged table and
+# --json have them too (helpers 64 and 70: the CSV had no days; the merge
+# showed them only for a swept training.tokens; helper 73: 2.30E+06 in a
+# spreadsheet, and an out-of-memory row read as no tokens given).
 file(READ ${SCENARIO} scenario_text)
 string(REPLACE "\ntraining:\n" "\ntraining:\n  tokens: 300B\n" tokens_text "${scenario_text}")
 if(tokens_text STREQUAL scenario_text)
@@ -178,7 +179,8 @@ list(GET token_rows 0 token_header)
 list(GET token_rows 1 token_fits)
 list(GET token_rows 2 token_oom)
 if(NOT rc EQUAL 0 OR NOT token_header MATCHES ",virtual_stages,training_tokens,training_days,gpu_hours,cost$"
-   OR NOT token_fits MATCHES ",0,[^\n]*,300000000000,[0-9.]+e[+]01,[0-9.]+e[+]04,$" OR NOT token_oom MATCHES ",1,[^\n]*,,,,$")
+   OR NOT token_fits MATCHES ",0,[^\n]*,300000000000,[0-9][0-9][.][0-9]+,[0-9]+[.][0-9][0-9][0-9],$"
+   OR NOT token_oom MATCHES ",1,[^\n]*,300000000000,,,$")
   message(FATAL_ERROR "the CSV's training run columns:\n${token_header}\n${token_fits}\n${token_oom}\n${whole_tokens}")
 endif()
 foreach(i 0 1)
@@ -190,6 +192,14 @@ string(REGEX MATCH "point  settings[^\n]*days\n[^\n]*\n[^\n]*\n" whole_table "${
 string(REGEX MATCH "point  settings[^\n]*days\n[^\n]*\n[^\n]*\n" merged_table "${merged_tokens}")
 if(NOT rc EQUAL 0 OR NOT whole_table MATCHES " +[0-9]+[.][0-9]\n[^\n]* +-  OOM\n$" OR NOT whole_table STREQUAL merged_table)
   message(FATAL_ERROR "the merged table's days are not the whole sweep's:\n${whole_tokens}\n${merged_tokens}")
+endif()
+# Both say what the days are (helper 73: neither the tokens nor "steady
+# state"), and the merged table has the sweep's caveats (the shards' chart
+# notes; helper 73: it had none).
+set(days_line "\ndays: the whole training run [(]300B tokens[)] at each point's throughput [(]steady state only: ")
+if(NOT whole_tokens MATCHES "${days_line}" OR NOT merged_tokens MATCHES "${days_line}"
+   OR NOT merged_tokens MATCHES "\nnote: Untested scale, every point: no multi-node run measured")
+  message(FATAL_ERROR "the days line, or the merged table's caveats:\n${whole_tokens}\n${merged_tokens}")
 endif()
 execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/tokens-merged.csv ${WORKDIR}/tokens0.csv
                         ${WORKDIR}/tokens1.csv --json OUTPUT_VARIABLE merged_json RESULT_VARIABLE rc)
