@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -152,7 +153,8 @@ struct PastablePlan {
 /// plans print as they did before ep was searched).
 /// `own_plan_refused`: the scenario's plan was refused (SearchCounts), so
 /// its virtual_stages is not base's: written whatever it is.
-PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_refused, bool zero_searched) {
+PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_refused, bool zero_searched,
+                      const std::vector<std::string>& sets) {
   const bool moe = base.model.is_moe();
   const auto& pl = w.plan;
   PastablePlan out;
@@ -195,6 +197,29 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
   out.flags += fmt::format(" --set training.global_batch={}", pl.global_batch);
   out.yaml +=
       fmt::format("training:\n  micro_batch: {}\n  global_batch: {}\n", w.micro_batch, pl.global_batch);
+  // The search's own --set flags that the plan's do not set come first:
+  // with them the flags reproduce the winner on the scenario file alone
+  // (helper 73: a search with --set cluster.nodes=32 printed flags that
+  // failed on the file, written for another size).
+  std::set<std::string> planned;
+  {
+    std::istringstream words(out.flags);
+    for (std::string word; words >> word;) {
+      if (word != "--set") planned.insert(word.substr(0, word.find('=')));
+    }
+  }
+  std::string own;
+  for (const std::string& set : sets) {
+    if (planned.count(set.substr(0, set.find('='))) != 0U) continue;
+    // Quoted for a shell where it holds more than a plain word.
+    const bool plain =
+        set.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:/=,+-") ==
+        std::string::npos;
+    std::string quoted = "'";
+    for (const char c : set) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    own += fmt::format("--set {} ", plain ? set : quoted + "'");
+  }
+  out.flags = own + out.flags;
   return out;
 }
 
@@ -221,7 +246,7 @@ std::string plan_json(const Candidate& c) {
 std::string search_json(const Scenario& base, std::int64_t global_batch, const SearchSpace& space,
                         std::size_t top, std::size_t max_candidates, const SearchCounts& counts,
                         const std::vector<const Candidate*>& ranked,
-                        const std::vector<const Candidate*>& failed) {
+                        const std::vector<const Candidate*>& failed, const std::vector<std::string>& sets) {
   auto strip_newline = [](std::string s) {
     while (!s.empty() && s.back() == '\n') s.pop_back();
     return s;
@@ -253,7 +278,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string winner = "null";
   if (!ranked.empty()) {
     const Candidate& w = *ranked.front();
-    const PastablePlan paste = pastable(w, base, counts.own_plan_refused, !space.zero_stages.empty());
+    const PastablePlan paste = pastable(w, base, counts.own_plan_refused, !space.zero_stages.empty(), sets);
     winner = fmt::format(
         "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, {}\"mfu\": {:.6f}, "
         "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
@@ -658,7 +683,7 @@ int cmd_search(const Args& args, std::ostream& out) {
     out << search_json(
         base, global_batch, space, top, max_candidates,
         SearchCounts{considered, invalid, fitting.size(), simulated, screened, !plan_note.empty()}, ranked,
-        failed);
+        failed, sets);
     return 0;
   }
 
@@ -779,7 +804,7 @@ int cmd_search(const Args& args, std::ostream& out) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.
     const PastablePlan paste =
-        pastable(*ranked.front(), base, !plan_note.empty(), !space.zero_stages.empty());
+        pastable(*ranked.front(), base, !plan_note.empty(), !space.zero_stages.empty(), sets);
     out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", paste.flags, paste.yaml);
   }
   for (const Candidate* c : failed) {
