@@ -295,10 +295,12 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   ops.push_back(r.bias_dropout_add("residual1", tv, h, m.dropout, bias));
   ops.push_back(r.layer_norm("ln2", tv, h, norm_bias));
   ops.push_back(r.layer_linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias));
-  // SwiGLU: SiLU of the gate times the up projection; Megatron's one fused
-  // kernel each way (bias_swiglu; helper 72: it was timed as two unfused
-  // ones), eager's SiLU (timed as GeLU's elementwise class) and a multiply.
-  if (m.gated_mlp && node_model::is_megatron(w.framework)) {
+  // SwiGLU: SiLU of the gate times the up projection; Megatron-Core's one
+  // fused kernel each way (bias_swiglu; helper 72: it was timed as two
+  // unfused ones), Megatron-DeepSpeed's and eager's SiLU (timed as GeLU's
+  // elementwise class) and a multiply (helper 74: its ParallelMLP's swiglu
+  // is F.silu(x[0]) * x[1], unfused).
+  if (m.gated_mlp && w.framework == node_model::Framework::Megatron) {
     ops.push_back(r.bias_swiglu("swiglu", t, f, bias ? 2 * f : 0));
   } else {
     ops.push_back(r.bias_gelu(m.gated_mlp ? "silu" : "gelu", t, f, bias ? (m.gated_mlp ? 2 : 1) * f : 0));

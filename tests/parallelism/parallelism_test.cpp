@@ -302,6 +302,10 @@ TEST(Transformer, MegatronFusesSwiGlu) {
   EXPECT_FALSE(op(node_model::Framework::Megatron, "gate").has_value());
   EXPECT_TRUE(op(node_model::Framework::PyTorchEager, "silu").has_value());
   EXPECT_TRUE(op(node_model::Framework::PyTorchEager, "gate").has_value());
+  // Megatron-DeepSpeed's ParallelMLP: F.silu(x[0]) * x[1], unfused (helper 74).
+  EXPECT_FALSE(op(node_model::Framework::MegatronDeepSpeed, "swiglu").has_value());
+  EXPECT_TRUE(op(node_model::Framework::MegatronDeepSpeed, "silu").has_value());
+  EXPECT_TRUE(op(node_model::Framework::MegatronDeepSpeed, "gate").has_value());
 }
 
 TEST(TaskGraph, ValidateCatchesMismatchedCollectives) {
