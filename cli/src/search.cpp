@@ -208,6 +208,9 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
       if (word != "--set") planned.insert(word.substr(0, word.find('=')));
     }
   }
+  // training.micro_batches and global_batch both set the batch (one of
+  // them only; helper 74): the plan's global batch replaces it.
+  if (planned.count("training.global_batch") != 0U) planned.insert("training.micro_batches");
   std::string own;
   for (const std::string& set : sets) {
     if (planned.count(set.substr(0, set.find('='))) != 0U) continue;
