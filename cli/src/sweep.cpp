@@ -965,11 +965,12 @@ std::string skipped_text(const std::vector<std::pair<Point, std::string>>& skipp
 /// The table of a sweep's points: a key with one value (`one_value`, per
 /// key) is said once above it, the rows naming the others (all of them when
 /// none varies); the scaling column where `efficiency` has points; the
-/// count of points out of memory after it.
+/// count of points out of memory after it. `price`: what the cost column
+/// is priced at, as the days line says it (", at 3.5 per GPU-hour").
 void print_table(std::ostream& out, const std::vector<Point>& points,
                  const std::map<std::size_t, std::string>& rows, const std::vector<bool>& one_value,
                  const std::map<std::size_t, double>& efficiency,
-                 const std::map<std::size_t, study::TrainingRun>& runs = {}) {
+                 const std::map<std::size_t, study::TrainingRun>& runs = {}, const std::string& price = {}) {
   // With training.tokens: each point's days, and cost where it has a price.
   const bool days = !runs.empty();
   const bool cost =
@@ -1030,18 +1031,13 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
   if (days) {
     // What the days and cost are (run's and search's words; helper 73: the
     // sweep said neither the tokens, the price nor "steady state").
-    std::set<std::string> tokens, prices;
-    for (const auto& [index, r] : runs) {
-      tokens.insert(count_text(r.tokens));
-      if (r.cost && r.gpu_hours > 0) prices.insert(fmt::format("{:.4g}", *r.cost / r.gpu_hours));
-    }
+    std::set<std::string> tokens;
+    for (const auto& [index, r] : runs) tokens.insert(count_text(r.tokens));
     out << fmt::format(
         "days{}: the whole training run ({} tokens) at each point's throughput{} (steady state only: no "
         "warm-up, evaluation, checkpoints or failures)\n",
         cost ? " and cost" : "", tokens.size() == 1 ? *tokens.begin() : std::string("each point's"),
-        !cost                ? std::string()
-        : prices.size() == 1 ? fmt::format(", at {} per GPU-hour", *prices.begin())
-                             : std::string(", at each point's price per GPU-hour"));
+        cost ? price : std::string());
   }
   if (oom > 0)
     out << fmt::format("{} point(s) do not fit in GPU memory (OOM; peak_memory_bytes in the CSV)\n", oom);
@@ -1442,7 +1438,14 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::vector<bool> one_value;
   one_value.reserve(axes.size());
   for (const Axis& a : axes) one_value.push_back(a.values.size() == 1);
-  print_table(out, points, rows, one_value, efficiency, runs);
+  // The price the cost is at, as the scenarios give it.
+  std::set<double> prices;
+  for (const auto& [index, sc] : scenarios) {
+    if (runs.count(index) != 0U && sc.price_per_gpu_hour) prices.insert(*sc.price_per_gpu_hour);
+  }
+  print_table(out, points, rows, one_value, efficiency, runs,
+              prices.size() == 1 ? fmt::format(", at {:g} per GPU-hour", *prices.begin())
+                                 : std::string(", at each point's price per GPU-hour"));
   out << skipped_text(skipped);
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the
@@ -1660,7 +1663,15 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   std::vector<bool> one_value;
   one_value.reserve(values.size());
   for (const auto& v : values) one_value.push_back(v.size() == 1);
-  print_table(out, points, rows, one_value, efficiency, runs);
+  // The price the cost is at: the rows have it only where it was swept (a
+  // price worked back from the rounded cells would be off; helper 74).
+  const auto price_key = static_cast<std::size_t>(
+      std::find(keys.begin(), keys.end(), "cluster.price_per_gpu_hour") - keys.begin());
+  const std::string price = price_key == keys.size() ? std::string(", at the shards' price per GPU-hour")
+                            : values[price_key].size() == 1
+                                ? fmt::format(", at {} per GPU-hour", *values[price_key].begin())
+                                : std::string(", at each point's price per GPU-hour");
+  print_table(out, points, rows, one_value, efficiency, runs, price);
   // The caveats the shards' sweep printed under its table, in the short
   // form its chart has them (helper 73: the merged table had none).
   for (const std::string& note : chart_notes) out << fmt::format("note: {}\n", note);

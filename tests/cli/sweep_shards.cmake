@@ -160,6 +160,12 @@ string(REGEX MATCH "point  settings[^\n]*days +cost\n[^\n]*\n[^\n]*\n" merged_ta
 if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0 OR whole_table STREQUAL "" OR NOT whole_table STREQUAL merged_table)
   message(FATAL_ERROR "the merged table's days and cost are not the whole sweep's:\n${whole_priced}\n${merged_priced}")
 endif()
+# Both name the price as given (helper 74: worked back from the rounded
+# cells it read 3.497 or "each point's" for one price).
+set(priced_line "\ndays and cost: the whole training run [(]300B tokens[)] at each point's throughput, at 2 per GPU-hour [(]")
+if(NOT whole_priced MATCHES "${priced_line}" OR NOT merged_priced MATCHES "${priced_line}")
+  message(FATAL_ERROR "the days line's price:\n${whole_priced}\n${merged_priced}")
+endif()
 # training.tokens in the scenario file (no --set): each row's CSV has the
 # run's tokens, days and GPU-hours in plain decimals (cost empty: no
 # price), a point out of memory its tokens alone; the merged table and
