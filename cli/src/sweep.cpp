@@ -633,11 +633,13 @@ struct SweepView {
   std::vector<std::string> keys;
 };
 SweepView x_key_first(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys) {
+  std::vector<std::pair<std::size_t, std::vector<std::string>>> split_rows;
+  split_rows.reserve(rows.size());
+  for (const auto& [index, row] : rows) split_rows.emplace_back(index, split(row, ','));
   std::size_t x = 0;
   for (std::size_t a = 0; a < keys.size(); ++a) {
-    std::set<std::string> values;
-    for (const auto& [index, row] : rows) values.insert(split(row, ',')[1 + a]);
-    if (values.size() > 1) {
+    const auto differs = [&](const auto& r) { return r.second[1 + a] != split_rows.front().second[1 + a]; };
+    if (std::any_of(split_rows.begin(), split_rows.end(), differs)) {
       x = a;
       break;
     }
@@ -648,8 +650,7 @@ SweepView x_key_first(const std::map<std::size_t, std::string>& rows, const std:
   for (std::size_t a = 0; a < keys.size(); ++a) {
     if (a != x) view.keys.push_back(keys[a]);
   }
-  for (const auto& [index, row] : rows) {
-    const auto cols = split(row, ',');
+  for (const auto& [index, cols] : split_rows) {
     std::string moved = cols[0] + "," + cols[1 + x];
     for (std::size_t c = 1; c < cols.size(); ++c) {
       if (c != 1 + x) moved += "," + cols[c];
@@ -675,6 +676,13 @@ std::map<std::size_t, double> scaling_efficiency(const SweepSeries& series) {
     }
   }
   return out;
+}
+
+/// Each point's scaling efficiency as the chart draws it (x_key_first).
+std::map<std::size_t, double> sweep_efficiency(const std::map<std::size_t, std::string>& rows,
+                                               const std::vector<std::string>& keys, bool zipped = false) {
+  const SweepView view = x_key_first(rows, keys);
+  return scaling_efficiency(sweep_series(view.rows, view.keys, zipped));
 }
 
 /// Chart of a finished sweep from its CSV rows (point order); `keys` are the
@@ -1328,10 +1336,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (const Axis& a : axes) keys.push_back(a.key);
   // Where the GPU count changes along the first key: each point's scaling
   // efficiency (the chart's second panel), over the whole sweep only.
-  const SweepView chart_view = x_key_first(rows, keys);
   const std::map<std::size_t, double> efficiency =
-      sharded ? std::map<std::size_t, double>{}
-              : scaling_efficiency(sweep_series(chart_view.rows, chart_view.keys, zip));
+      sharded ? std::map<std::size_t, double>{} : sweep_efficiency(rows, keys, zip);
   // With training.tokens: each point's whole run at its throughput, as its
   // CSV row has it (a plan that does not fit trains nothing).
   const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);
@@ -1631,8 +1637,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     }
     points.push_back(std::move(pt));
   }
-  const SweepView view = x_key_first(rows, keys);
-  const std::map<std::size_t, double> efficiency = scaling_efficiency(sweep_series(view.rows, view.keys));
+  const std::map<std::size_t, double> efficiency = sweep_efficiency(rows, keys);
   // The training run where the shards' scenarios had training.tokens: in
   // the rows.
   const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);

@@ -1394,9 +1394,9 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const StageSlots& s
   // stream). DeepSpeed's pipeline engine reduces the tied gradients before
   // the data-parallel ones (ReduceTiedGrads, then ReduceGrads), its
   // reductions having been issued already here: they run side by side.
+  const bool in_order = c.work.framework == node_model::Framework::Megatron;
   std::vector<TaskIndex> after{last_compute};
-  if (c.work.framework == node_model::Framework::Megatron)
-    after.insert(after.end(), before_step.begin(), before_step.end());
+  if (in_order) after.insert(after.end(), before_step.begin(), before_step.end());
   // Sequence parallelism: the parameters every tensor-parallel rank holds
   // whole (norms, row-parallel biases, routers) got each rank's sequence
   // shard's gradient only; Megatron all-reduces them over the tp group
@@ -1414,7 +1414,7 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const StageSlots& s
     const TaskIndex norms = rb.collective("norm.grad.all-reduce", CollectiveKind::AllReduce, slots.tp,
                                           Bytes(replicated * c.grads.gbytes), after);
     before_step.push_back(norms);
-    if (c.work.framework == node_model::Framework::Megatron) after = {norms};
+    if (in_order) after = {norms};
   }
   // Tied embeddings: the first and last stage add their word-embedding gradients.
   if (p > 1 && c.model.tied_embeddings && (stage == 0 || stage == p - 1)) {
