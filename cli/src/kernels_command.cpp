@@ -26,24 +26,28 @@ std::string dims(const node_model::Kernel& k) {
 }
 
 /// The table as a CSV in the schema node_model.overrides reads (op, b, m, n,
-/// k, h, dtype, time_us), one row per distinct kernel, with its rates and
-/// uses (each execution: part:operator.pass) as extra columns (ignored by
-/// the overrides reader).
+/// k, h, dtype, time_us and, for a kernel that runs as a further part of a
+/// fused kernel, part_time_us), one row per distinct kernel, with its rates
+/// (launched) and uses (each execution: part:operator.pass, "+" after a
+/// part) as extra columns (ignored by the overrides reader).
 std::string table_csv(const study::KernelTable& t) {
   std::vector<std::string> uses(t.rows.size());
+  std::vector<bool> part(t.rows.size(), false);
   for (const auto& u : t.uses) {
-    uses[u.row] +=
-        fmt::format("{}{}:{}.{}", uses[u.row].empty() ? "" : " ", u.part, u.op, study::to_string(u.pass));
+    uses[u.row] += fmt::format("{}{}:{}.{}{}", uses[u.row].empty() ? "" : " ", u.part, u.op,
+                               study::to_string(u.pass), u.fused_part ? "+" : "");
+    if (u.fused_part) part[u.row] = true;
   }
-  std::string out = "op,b,m,n,k,h,dtype,time_us,tflops,gb_per_s,uses\n";
+  std::string out = "op,b,m,n,k,h,dtype,time_us,part_time_us,tflops,gb_per_s,uses\n";
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const auto& r = t.rows[i];
     const auto& k = r.kernel;
     const bool gemm = node_model::is_gemm(k.op);
-    out += fmt::format("{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{}\n", node_model::to_string(k.op), k.b,
-                       gemm ? k.m : 0, gemm ? k.n : 0, gemm ? k.k : 0, gemm ? 0 : k.h,
-                       node_model::to_string(k.dtype), r.time.us(), rate(k.flops().count(), r.time) * 1e-12,
-                       rate(k.bytes().as_double(), r.time) * 1e-9, uses[i]);
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{:.6f},{},{:.2f},{:.1f},{}\n", node_model::to_string(k.op), k.b, gemm ? k.m : 0,
+        gemm ? k.n : 0, gemm ? k.k : 0, gemm ? 0 : k.h, node_model::to_string(k.dtype), r.time.us(),
+        part[i] ? fmt::format("{:.6f}", r.part_time.us()) : std::string(),
+        rate(k.flops().count(), r.time) * 1e-12, rate(k.bytes().as_double(), r.time) * 1e-9, uses[i]);
   }
   return out;
 }
@@ -67,14 +71,15 @@ std::string table_json(const study::KernelTable& t, const study::Scenario& s) {
     const study::KernelTableRow& r = t.rows[u.row];
     const auto& k = r.kernel;
     const bool gemm = node_model::is_gemm(k.op);
+    const Time time = t.time_of(u);
     kernels += fmt::format(
         "{}{{\"part\": {}, \"op\": {}, \"pass\": \"{}\", \"kernel\": \"{}\", \"dtype\": \"{}\", "
         "\"b\": {}, \"m\": {}, \"n\": {}, \"k\": {}, \"h\": {}, \"time_s\": {:.9e}, \"tflops\": {:.6f}, "
-        "\"gb_per_s\": {:.3f}, \"distinct_kernel\": {}}}",
+        "\"gb_per_s\": {:.3f}, \"part_of_launch\": {}, \"distinct_kernel\": {}}}",
         kernels.empty() ? "" : ", ", json_string(u.part), json_string(u.op), study::to_string(u.pass),
         node_model::to_string(k.op), node_model::to_string(k.dtype), k.b, gemm ? k.m : 0, gemm ? k.n : 0,
-        gemm ? k.k : 0, gemm ? 0 : k.h, r.time.seconds(), rate(k.flops().count(), r.time) * 1e-12,
-        rate(k.bytes().as_double(), r.time) * 1e-9, u.row);
+        gemm ? k.k : 0, gemm ? 0 : k.h, time.seconds(), rate(k.flops().count(), time) * 1e-12,
+        rate(k.bytes().as_double(), time) * 1e-9, u.fused_part ? "true" : "false", u.row);
   }
   std::string parts;
   for (const study::PartTotals& p : study::part_totals(t, s)) {
@@ -140,13 +145,21 @@ int cmd_kernels(const Args& args, std::ostream& out) {
          "repeats the forward):\n\n";
   out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11} {:>9} {:>8}\n", "part", "op.pass", "kernel",
                      "dtype", "b x m x n x k | rows x h", "time_us", "TFLOP/s", "GB/s");
+  bool parts = false;
   for (const auto& u : t.uses) {
     const study::KernelTableRow& r = t.rows[u.row];
+    const Time time = t.time_of(u);
+    parts = parts || u.fused_part;
     out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
-                       u.op + "." + std::string(study::to_string(u.pass)), node_model::to_string(r.kernel.op),
-                       node_model::to_string(r.kernel.dtype), dims(r.kernel), r.time.us(),
-                       rate(r.kernel.flops().count(), r.time) * 1e-12,
-                       rate(r.kernel.bytes().as_double(), r.time) * 1e-9);
+                       u.op + "." + std::string(study::to_string(u.pass)),
+                       fmt::format("{}{}", u.fused_part ? "+" : "", node_model::to_string(r.kernel.op)),
+                       node_model::to_string(r.kernel.dtype), dims(r.kernel), time.us(),
+                       rate(r.kernel.flops().count(), time) * 1e-12,
+                       rate(r.kernel.bytes().as_double(), time) * 1e-9);
+  }
+  if (parts) {
+    out << "(+: a further part of the kernel above it, in the same launch, as the node model times a fused "
+           "kernel: no launch floor of its own)\n";
   }
   // Sums of the kernel times above: per part, and the whole model on this
   // rank (every part times its count; no recomputation, no collectives).

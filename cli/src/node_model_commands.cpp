@@ -714,10 +714,12 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
       folder_gpu != gpu.name && (trained_on(weights_gpus(""), folder_gpu) || folder_gpu == kUnseenCheckGpu);
   // A kernel the predictor refuses (a zero dimension, a time past the
   // clock) names the graph's row; nothing is printed before every op is priced.
-  auto sum_ms = [&](const nm::FxOp& op, const std::vector<nm::Kernel>& ks) {
+  // A further part of a launched kernel (FxOp::fused_parts) pays no launch floor.
+  auto sum_ms = [&](const nm::FxOp& op, const std::vector<nm::Kernel>& ks, const std::vector<bool>& parts) {
     double ms = 0;
     try {
-      for (const auto& k : ks) ms += predictor->predict(k).ms();
+      for (std::size_t i = 0; i < ks.size(); ++i)
+        ms += (parts[i] ? predictor->predict_part(ks[i]) : predictor->predict(ks[i])).ms();
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: row {} ({}): {}", graph_path, op.row, op.name, e.what()));
     }
@@ -755,8 +757,8 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
         largest_skipped = &op;
       continue;
     }
-    const double fw = sum_ms(op, op.kernels);
-    const double bw = sum_ms(op, op.bw_kernels);
+    const double fw = sum_ms(op, op.kernels, op.fused_parts);
+    const double bw = sum_ms(op, op.bw_kernels, op.bw_fused_parts);
     const double w = op.in_layer ? layers : 1.0;
     fw_meas += w * op.measured_fw_ms;
     fw_pred += w * fw;

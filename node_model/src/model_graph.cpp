@@ -82,11 +82,15 @@ class GraphBuilder {
 
  private:
   void add(const OpKernels& op, double count) {
-    for (const Kernel& k : op.forward.kernels) ops_.push_back({op.name, k, Phase::Forward, count});
+    for (std::size_t k = 0; k < op.forward.kernels.size(); ++k)
+      ops_.push_back({op.name, op.forward.kernels[k], Phase::Forward, count, op.forward.part[k]});
     if (!train_) return;
     int i = 0;
     for (const Pass* p : {&op.input_grad, &op.weight_grad}) {
-      for (const Kernel& k : p->kernels) ops_.push_back({fmt::format("{}.bw{}", op.name, i++), k, Phase::Backward, count});
+      for (std::size_t k = 0; k < p->kernels.size(); ++k) {
+        ops_.push_back(
+            {fmt::format("{}.bw{}", op.name, i++), p->kernels[k], Phase::Backward, count, p->part[k]});
+      }
     }
   }
 
@@ -314,7 +318,7 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
 GraphTimes predict_graph_times(const std::vector<GraphOp>& ops, const KernelPredictor& p) {
   GraphTimes t;
   for (const auto& op : ops) {
-    const double ms = p.predict(op.kernel).ms() * op.count;
+    const double ms = (op.fused_part ? p.predict_part(op.kernel) : p.predict(op.kernel)).ms() * op.count;
     (op.phase == Phase::Forward ? t.fw_ms : t.bw_ms) += ms;
   }
   return t;
@@ -550,10 +554,15 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
     // others (int64, bool) and none keep the builder's fp32.
     const std::optional<DType> dtype = c_dtype >= 0 ? try_parse_dtype(row[c_dtype]) : std::nullopt;
     for (const GraphOp& k : g.take()) {
-      auto& list = k.phase == Phase::Forward ? op.kernels : op.bw_kernels;
+      const bool forward = k.phase == Phase::Forward;
+      auto& list = forward ? op.kernels : op.bw_kernels;
+      auto& parts = forward ? op.fused_parts : op.bw_fused_parts;
       Kernel kernel = k.kernel;
       if (dtype) kernel.dtype = *dtype;
-      for (int i = 0; i < static_cast<int>(std::lround(k.count)); ++i) list.push_back(kernel);
+      for (int i = 0; i < static_cast<int>(std::lround(k.count)); ++i) {
+        list.push_back(kernel);
+        parts.push_back(k.fused_part);
+      }
     }
     graph.ops.push_back(std::move(op));
   }

@@ -153,7 +153,8 @@ std::vector<MeasuredKernel> read_neusight(const CsvTable& t) {
 }
 
 /// Tessera's form: op,b,m,n,k,h,dtype,time_us (m,n,k needed once a GEMM row
-/// appears, h once a vector row does).
+/// appears, h once a vector row does), an optional part_time_us (a cell may
+/// be empty).
 std::vector<MeasuredKernel> read_tessera(const CsvTable& t) {
   const RowReader r(t);
   const std::size_t op_col = t.require_column("op");
@@ -161,6 +162,7 @@ std::vector<MeasuredKernel> read_tessera(const CsvTable& t) {
   const std::size_t dtype_col = t.require_column("dtype");
   const std::size_t time_col = t.require_column("time_us");
   const int m_col = t.column("m"), n_col = t.column("n"), k_col = t.column("k"), h_col = t.column("h");
+  const int part_col = t.column("part_time_us");
   std::vector<MeasuredKernel> out;
   for (std::size_t row = 0; row < t.rows.size(); ++row) {
     const KernelOp op = r.op(row, op_col);
@@ -180,6 +182,8 @@ std::vector<MeasuredKernel> read_tessera(const CsvTable& t) {
       }
     }
     m.time = r.time(row, time_col, 1e-6);
+    if (part_col >= 0 && !t.rows[row][static_cast<std::size_t>(part_col)].empty())
+      m.part_time = r.time(row, static_cast<std::size_t>(part_col), 1e-6);
     out.push_back(m);
   }
   return out;
@@ -483,6 +487,11 @@ Time OverridePredictor::predict(const Kernel& kernel) const {
 Time OverridePredictor::predict_device(const Kernel& kernel) const {
   const MeasuredKernel* m = lookup(kernel);
   return m != nullptr ? m->time : base_->predict_device(kernel);
+}
+
+Time OverridePredictor::predict_part(const Kernel& kernel) const {
+  const MeasuredKernel* m = lookup(kernel);
+  return m != nullptr ? m->part_time.value_or(m->time) : base_->predict_part(kernel);
 }
 
 OverrideStats OverridePredictor::stats() const {

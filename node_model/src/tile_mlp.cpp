@@ -785,6 +785,16 @@ Time TileMlpPredictor::predict(const Kernel& kernel) const {
   return t;
 }
 
+Time TileMlpPredictor::predict_part(const Kernel& kernel) const {
+  if (auto t = part_cache_.find(kernel)) return *t;
+  kernel.validate();
+  const double ms = tensor_core_ && is_tensor_core_gemm(kernel) ? tensor_core_->choose(kernel, gpu_).kernel_ms
+                                                                : learned_kernel_ms(kernel);
+  const Time t = Time::from_seconds(ms * 1e-3);
+  part_cache_.put(kernel, t);
+  return t;
+}
+
 Time TileMlpPredictor::predict_device(const Kernel& kernel) const {
   if (auto t = device_cache_.find(kernel)) return *t;
   kernel.validate();

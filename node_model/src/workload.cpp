@@ -237,8 +237,10 @@ OpKernels OpRules::embedding(std::string name, std::int64_t tokens, std::int64_t
   op.name = std::move(name);
   op.params = table_rows * hidden;
   op.forward.add(Kernel::vector(KernelOp::Copy, tokens, hidden, dtype_));
-  // embedding_dense_backward: zero the table gradient, scatter-add the tokens.
-  op.weight_grad.add(Kernel::vector(KernelOp::Copy, table_rows, hidden, dtype_));
+  // embedding_dense_backward: zero the table gradient (a fill writes the
+  // table once and reads nothing: a memory pass of the table's bytes, where
+  // a copy moved them twice; helper 72), scatter-add the tokens.
+  op.weight_grad.add(memory_pass(table_rows * hidden * dtype_bytes(dtype_), dtype_));
   op.weight_grad.add(Kernel::vector(KernelOp::Add, tokens, hidden, dtype_));
   op.weight_grad.append(grad_accumulation(table_rows * hidden));
   return op;

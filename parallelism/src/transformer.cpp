@@ -429,8 +429,7 @@ std::vector<OpKernels> lm_head_ops(const TransformerConfig& m, const Workload& w
   // the GEMM alone (the embedding accumulates the tied gradient).
   OpKernels head = r.linear("lm_head", t, m.hidden, v, false);
   if (m.tied_embeddings) {
-    head.weight_grad.kernels.resize(1);
-    head.weight_grad.launches = 1;
+    head.weight_grad.truncate(1, 1);
     head.params = 0;
   }
   ops.push_back(std::move(head));

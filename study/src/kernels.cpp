@@ -45,10 +45,11 @@ KernelTable kernel_table(const Scenario& s) {
            {OpPass::InputGrad, &op.input_grad},
            {OpPass::WeightGrad, &op.weight_grad}}};
       for (const auto& [pass, kernels] : passes) {
-        for (const auto& k : kernels->kernels) {
+        for (std::size_t i = 0; i < kernels->kernels.size(); ++i) {
+          const node_model::Kernel& k = kernels->kernels[i];
           auto [it, inserted] = index.emplace(k, table.rows.size());
-          if (inserted) table.rows.push_back({k, timer.time(k)});
-          table.uses.push_back({part, op.name, pass, it->second});
+          if (inserted) table.rows.push_back({k, timer.time(k), timer.part_time(k)});
+          table.uses.push_back({part, op.name, pass, it->second, kernels->part[i]});
         }
       }
     }
@@ -71,11 +72,12 @@ std::vector<PartTotals> part_totals(const KernelTable& t, const Scenario& s) {
     }
     PartTotals& p = out.back();
     const KernelTableRow& r = t.rows[u.row];
-    p.pass[static_cast<std::size_t>(u.pass)] += r.time;
-    ++p.kernels;
+    const Time time = t.time_of(u);
+    p.pass[static_cast<std::size_t>(u.pass)] += time;
+    if (!u.fused_part) ++p.kernels;
     if (node_model::is_gemm(r.kernel.op)) {
-      p.gemm += r.time;
-      ++p.gemm_kernels;
+      p.gemm += time;
+      if (!u.fused_part) ++p.gemm_kernels;
     }
   }
   PartTotals model;

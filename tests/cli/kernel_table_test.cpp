@@ -141,6 +141,39 @@ TEST(KernelTable, TimesAreThePlannersDeviceOrEagerTimes) {
   EXPECT_TRUE(floor_seen);  // eager kernels carry their launch floor
 }
 
+TEST(KernelTable, AFusedKernelsPartsAreTimedWithoutAFloorAndCountedOnce) {
+  // FlashAttention: one launch each way, listed as its GEMMs (QK^T and PV
+  // forward; QK^T again and four gradients backward); the weight-gradient
+  // GEMMs accumulate into the FP32 main gradient (a part of their launch).
+  const study::Scenario s = parse_scenario(kScenario, "tp2.yaml", {{"training.flash_attention", "true"}});
+  const auto predictor = study::make_scenario_predictor(s);
+  const study::KernelTable t = study::kernel_table(s);
+  std::map<std::string, int> parts, launched;
+  for (const auto& u : t.uses) {
+    if (u.part != "layer") continue;
+    const std::string key = u.op + "." + std::string(study::to_string(u.pass));
+    (u.fused_part ? parts : launched)[key] += 1;
+    const study::KernelTableRow& r = t.rows[u.row];
+    EXPECT_EQ(t.time_of(u),
+              u.fused_part ? predictor->predict_part(r.kernel) : predictor->predict_device(r.kernel))
+        << key;
+    EXPECT_EQ(r.part_time, predictor->predict_part(r.kernel)) << key;
+  }
+  EXPECT_EQ(launched["attention.forward"], 1);
+  EXPECT_EQ(parts["attention.forward"], 1);
+  EXPECT_EQ(launched["attention.input_grad"], 1);
+  EXPECT_EQ(parts["attention.input_grad"], 4);
+  for (const char* w : {"qkv.weight_grad", "proj.weight_grad", "fc1.weight_grad", "fc2.weight_grad"}) {
+    EXPECT_EQ(parts[w], 1) << w;
+  }
+  // The layer's kernel count is its launches (parts not counted again).
+  int layer_launches = 0;
+  for (const auto& [key, n] : launched) layer_launches += n;
+  const std::vector<study::PartTotals> totals = study::part_totals(t, s);
+  ASSERT_EQ(totals[1].part, "layer");
+  EXPECT_EQ(totals[1].kernels, static_cast<std::size_t>(layer_launches));
+}
+
 TEST(KernelTable, PartTotalsSumTheUsesAndCountEachPart) {
   // One MoE layer in two (layers 1 and 3 of 4, Megatron's --moe-layer-freq 2
   // after one dense layer): two dense and two MoE layers (tp 2: with
@@ -167,9 +200,9 @@ TEST(KernelTable, PartTotalsSumTheUsesAndCountEachPart) {
     std::size_t kernels = 0;
     for (const auto& u : t.uses) {
       if (u.part != totals[i].part) continue;
-      pass[static_cast<std::size_t>(u.pass)] += t.rows[u.row].time;
-      if (nm::is_gemm(t.rows[u.row].kernel.op)) gemm += t.rows[u.row].time;
-      ++kernels;
+      pass[static_cast<std::size_t>(u.pass)] += t.time_of(u);
+      if (nm::is_gemm(t.rows[u.row].kernel.op)) gemm += t.time_of(u);
+      kernels += u.fused_part ? 0 : 1;
     }
     EXPECT_EQ(totals[i].pass, pass) << totals[i].part;
     EXPECT_EQ(totals[i].gemm, gemm) << totals[i].part;

@@ -22,7 +22,7 @@ set(distinct ${CMAKE_MATCH_1})
 file(STRINGS ${csv} lines)
 # Memory traffic in gigabytes per second, named so (a scenario's Gbps is bits).
 list(GET lines 0 header)
-if(NOT header STREQUAL "op,b,m,n,k,h,dtype,time_us,tflops,gb_per_s,uses")
+if(NOT header STREQUAL "op,b,m,n,k,h,dtype,time_us,part_time_us,tflops,gb_per_s,uses")
   message(FATAL_ERROR "${csv}: header '${header}'")
 endif()
 list(LENGTH lines n)

@@ -53,7 +53,11 @@ std::map<std::int64_t, Sums> sums(const std::string& path) {
     s.measured_extra += t.number(r, c_acc) - t.number(r, c_16);
     s.measured_16 += t.number(r, c_16);
     s.model_16 += p->predict_device(k[0]).ms();
-    for (std::size_t i = 1; i < k.size(); ++i) s.model_extra += p->predict_device(k[i]).ms();
+    // The accumulation is a part of the GEMM's launch: no floor of its own.
+    for (std::size_t i = 1; i < k.size(); ++i) {
+      EXPECT_TRUE(op.weight_grad.part[i]);
+      s.model_extra += p->predict_part(k[i]).ms();
+    }
     ++s.rows;
   }
   return out;

@@ -3,15 +3,15 @@
 // forms; bad rows are refused with the file, row, line, column and value.
 #include "tessera/node_model/overrides.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "tessera/error.hpp"
+#include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/roofline.hpp"
 
 using namespace tessera;
@@ -351,4 +351,28 @@ TEST(KernelOverridesPyTorch, BadRowsAreOneLineErrors) {
   EXPECT_EQ(torch_error(""), "o.csv: no kernel times (a header and no rows)");
   EXPECT_EQ(error_of("name,input_shapes,calls\naten::mm,\"[[8, 16], [16, 32]]\",1\n"),
             "o.csv: missing column 'device_time_total_us'");
+}
+
+TEST(KernelOverrides, APartOfALaunchTakesItsPartTimeTheMeasuredTimeOrTheBasesPartTime) {
+  // part_time_us: the kernel's time as a further part of a fused kernel;
+  // without one (an empty cell) time_us stands for it. Other parts are the
+  // wrapped predictor's, without its floors.
+  const auto base = nm::make_predictor("tile-mlp", nm::gpu_preset("H100-SXM"));
+  const nm::OverridePredictor p(*base, table("op,b,m,n,k,h,dtype,time_us,part_time_us\n"
+                                             "bmm,32,128,128,64,0,fp16,9,\n"
+                                             "ln,4096,,,,1024,bf16,7,2.5\n"));
+  const auto measured = nm::Kernel::gemm(nm::KernelOp::Bmm, 32, 128, 128, 64, nm::DType::FP16);
+  EXPECT_EQ(p.predict_part(measured), Time::from_us(9));
+  const auto ln = nm::Kernel::vector(nm::KernelOp::LayerNorm, 4096, 1024, nm::DType::BF16);
+  EXPECT_EQ(p.predict_part(ln), Time::from_ps(2'500'000));
+  EXPECT_EQ(p.predict_device(ln), Time::from_us(7));
+  const auto tiny = nm::Kernel::gemm(nm::KernelOp::Bmm, 1, 128, 128, 128, nm::DType::BF16);
+  EXPECT_EQ(p.predict_part(tiny), base->predict_part(tiny));
+  EXPECT_LT(p.predict_part(tiny), p.predict_device(tiny));  // the base's GPU floor
+  EXPECT_EQ(p.stats().matched, 2U);
+  // A part time is a time: positive, a number.
+  const std::string head = "op,b,h,dtype,time_us,part_time_us\n";
+  for (const char* bad : {"ln,4096,1024,bf16,7,0\n", "ln,4096,1024,bf16,7,x\n"}) {
+    EXPECT_THROW((void)table(head + bad), tessera::InputError) << bad;
+  }
 }

@@ -346,6 +346,32 @@ TEST(TensorCorePredictor, FloorsAndDispatch) {
   (void)fp16;
 }
 
+TEST(TensorCorePredictor, APartOfALaunchedKernelPaysNoFloor) {
+  // A fused kernel timed as several kernels (FlashAttention's GEMMs, the
+  // main-gradient accumulation of a weight-gradient GEMM): its further
+  // parts are the work alone, without the GPU floor (5.7 us) or the eager
+  // launch floor (25-65 us) that the launch as a whole pays once.
+  const nm::GpuSpec& h100 = nm::gpu_preset("H100-SXM");
+  auto p = nm::make_predictor("tile-mlp", h100);
+  const double gpu_floor = shipped_model()->floor_ms;
+  const auto tiny = nm::Kernel::gemm(nm::KernelOp::Bmm, 1, 128, 128, 128, nm::DType::BF16);
+  const double tiny_ms = shipped_model()->choose(tiny, h100).kernel_ms;
+  EXPECT_LT(tiny_ms, gpu_floor);
+  EXPECT_NEAR(p->predict_part(tiny).ms(), tiny_ms, 1e-9);
+  const auto add = nm::Kernel::vector(nm::KernelOp::Add, 16, 1024, nm::DType::BF16);
+  EXPECT_LT(p->predict_part(add).ms(), 0.5 * gpu_floor);
+  // 16,384 elements: a few hundred nanoseconds of memory time at least.
+  EXPECT_GT(p->predict_part(add), nm::memory_bound_time(add, h100));
+  // Above the floor: the device time.
+  const auto big_add = nm::Kernel::vector(nm::KernelOp::Add, 65536, 4096, nm::DType::BF16);
+  EXPECT_EQ(p->predict_part(big_add), p->predict_device(big_add));
+  const auto mid = nm::Kernel::gemm(nm::KernelOp::Linear, 1, 4096, 3072, 1024, nm::DType::BF16);
+  EXPECT_EQ(p->predict_part(mid), p->predict_device(mid));
+  // A predictor without floors: its device time.
+  auto roof = nm::make_predictor("roofline", h100);
+  EXPECT_EQ(roof->predict_part(tiny), roof->predict(tiny));
+}
+
 TEST(TensorCorePredictor, LargeGemmsOnA100AtAPlausibleFractionOfPeak) {
   // A100 was never measured in 16 bits: the model carries over through its
   // ratio features. Physically a large BF16 GEMM on A100 runs below the 312

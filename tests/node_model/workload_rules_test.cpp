@@ -95,3 +95,17 @@ TEST(FusedSoftmax, Fp32AndEagerKeepTheirThreeKernelPath) {
     EXPECT_EQ(ops[2].name, "softmax");
   }
 }
+
+TEST(Embedding, BackwardFillsTheTableGradientOnceAndAddsTheTokens) {
+  // embedding_dense_backward zeroes the whole table gradient (a write of
+  // rows x hidden, nothing read), then scatter-adds each token's gradient
+  // (an add of tokens x hidden: two reads and a write). 50,304 x 1,024 in
+  // bf16: 103,022,592 bytes written; 2,048 tokens: 12,582,912 bytes.
+  // (PyTorch eager: no main-gradient accumulation after it.)
+  const nm::OpRules rules(Framework::PyTorchEager, DType::BF16);
+  const auto op = rules.embedding("embedding", 2048, 50304, 1024);
+  EXPECT_EQ(op.weight_grad.launches, 2);
+  EXPECT_DOUBLE_EQ(pass_bytes(op.weight_grad), 103022592.0 + 12582912.0);
+  // The forward gathers the tokens' rows: read and written once each.
+  EXPECT_DOUBLE_EQ(pass_bytes(op.forward), 2.0 * 2048 * 1024 * 2);
+}

@@ -187,6 +187,36 @@ TEST(Passes, EveryScheduleParsesFromItsNameAndOnlyZeroBubbleSplitsTheBackward) {
 
 // --- Op programs ----------------------------------------------------------------
 
+/// Every kernel 10 us launched (from the host or on the device), 1 us as a
+/// further part of a launched kernel.
+class PartsPredictor final : public node_model::KernelPredictor {
+ public:
+  [[nodiscard]] Time predict(const node_model::Kernel&) const override { return Time::from_us(10); }
+  [[nodiscard]] Time predict_part(const node_model::Kernel&) const override { return Time::from_us(1); }
+  [[nodiscard]] std::string_view name() const override { return "parts"; }
+  [[nodiscard]] const node_model::GpuSpec& gpu() const override { return node_model::gpu_preset("H100-SXM"); }
+};
+
+TEST(Passes, AFusedKernelsFurtherPartsPayNoLaunchFloor) {
+  // FlashAttention: one launch each way, timed as its GEMMs (2 forward, 5
+  // backward); the launch pays the floor once: 10 + 1 us forward, 10 + 4 x 1
+  // us backward, with the Megatron profile's device times and eager's alike.
+  const PartsPredictor pred;
+  for (const Workload& w : {megatron_work(), work()}) {
+    const KernelTimer timer(pred, w);
+    const node_model::OpKernels fa = w.rules().flash_attention("attention", 4, 128, 64);
+    EXPECT_EQ(fa.forward.launches, 1);
+    EXPECT_EQ(fa.input_grad.launches, 1);
+    PieceList list(timer);
+    list.passes("fwd", {&fa.forward});
+    list.split();
+    list.passes("bwd", {&fa.input_grad});
+    ASSERT_EQ(list.pieces().size(), 2U);
+    EXPECT_EQ(list.pieces()[0].duration, Time::from_us(11));
+    EXPECT_EQ(list.pieces()[1].duration, Time::from_us(14));
+  }
+}
+
 TEST(Passes, DenseLayerWithTensorAndSequenceParallelismSplitsIntoBAndW) {
   const test_support::LayersOnlyPredictor pred(97);
   const Workload w = work();

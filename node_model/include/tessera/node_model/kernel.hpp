@@ -70,6 +70,12 @@ class KernelPredictor {
   /// megatron profile). Defaults to predict() for predictors without that
   /// distinction.
   [[nodiscard]] virtual Time predict_device(const Kernel& kernel) const { return predict(kernel); }
+  /// The time of a further part of a kernel launched before it (Pass::part:
+  /// a fused kernel timed as several traffic-equivalent kernels): the work
+  /// alone, with no launch floor of either kind, since the launch it
+  /// belongs to pays that once. Defaults to predict_device() for
+  /// predictors without a floor.
+  [[nodiscard]] virtual Time predict_part(const Kernel& kernel) const { return predict_device(kernel); }
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual const GpuSpec& gpu() const = 0;
 };

@@ -18,6 +18,9 @@ struct GraphOp {
   Kernel kernel;
   Phase phase = Phase::Forward;
   double count = 1;
+  /// A further part of the kernel launched before it (Pass::part): timed
+  /// without a launch floor (KernelPredictor::predict_part).
+  bool fused_part = false;
 };
 
 struct ModelShape {
@@ -72,6 +75,9 @@ struct FxOp {
   double measured_bw_ms = 0;  ///< backward plus gradient accumulation (bw_latency + acc_latency)
   std::vector<Kernel> kernels;      ///< forward kernels (empty: treated as free)
   std::vector<Kernel> bw_kernels;   ///< backward kernels, incl. gradient accumulation (training graphs)
+  /// Per kernel of `kernels` and of `bw_kernels`: a further part of the
+  /// kernel launched before it (GraphOp::fused_part).
+  std::vector<bool> fused_parts, bw_fused_parts;
 };
 struct FxGraph {
   bool train = false;  ///< the ops measured a backward pass (else eval mode, where dropout is free)

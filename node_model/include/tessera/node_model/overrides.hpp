@@ -6,7 +6,9 @@
 //     GEMMs or B,H for vector ops; the measurement files under
 //     data/neusight/kernels), FP32 unless the file has a `dtype` column;
 //   - Tessera's own: op,b,m,n,k,h,dtype,time_us (GEMMs fill b,m,n,k in BLAS
-//     order, M x K times K x N; vector ops b,h; unused cells empty or 0);
+//     order, M x K times K x N; vector ops b,h; unused cells empty or 0),
+//     optionally part_time_us: the kernel's time as a further part of a
+//     fused kernel (KernelPredictor::predict_part; empty: time_us);
 //   - a PyTorch profiler export, one row per
 //     `prof.key_averages(group_by_input_shape=True)` entry:
 //     name,input_shapes,calls,device_time_total_us[,dtype]. Only the leaf
@@ -35,6 +37,9 @@ namespace tessera::node_model {
 struct MeasuredKernel {
   Kernel kernel;
   Time time;
+  /// As a further part of a fused kernel (Tessera form's part_time_us);
+  /// none: `time` stands for that too.
+  std::optional<Time> part_time;
   std::size_t line = 0;  ///< 1-based line of the file
   /// PyTorch form: the row also stands for the transposed GEMM (m and n
   /// swapped: C^T = B^T A^T is the same product), unless another row holds
@@ -116,6 +121,9 @@ class OverridePredictor final : public KernelPredictor {
 
   [[nodiscard]] Time predict(const Kernel& kernel) const override;
   [[nodiscard]] Time predict_device(const Kernel& kernel) const override;
+  /// A measured kernel's part_time, else its time; others the wrapped
+  /// predictor's predict_part().
+  [[nodiscard]] Time predict_part(const Kernel& kernel) const override;
   /// The wrapped predictor's name (reports name the model that predicts
   /// everything the file does not hold).
   [[nodiscard]] std::string_view name() const override { return base_->name(); }

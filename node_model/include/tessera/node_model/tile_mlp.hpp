@@ -223,6 +223,10 @@ class TileMlpPredictor final : public KernelPredictor {
   /// without the eager launch floor, bounded below by the tensor-core
   /// model's GPU floor (predict() without a tensor-core model).
   [[nodiscard]] Time predict_device(const Kernel& kernel) const override;
+  /// A further part of a launched kernel: the tensor-core model's GPU time
+  /// without its floor for tensor-core GEMMs, else learned_kernel_ms()
+  /// (no floor).
+  [[nodiscard]] Time predict_part(const Kernel& kernel) const override;
   [[nodiscard]] std::string_view name() const override { return "tile-mlp"; }
   [[nodiscard]] const GpuSpec& gpu() const override { return gpu_; }
   /// Uncached prediction in milliseconds (for validation and training reports).
@@ -246,6 +250,7 @@ class TileMlpPredictor final : public KernelPredictor {
   int gpu_index_;     ///< the training GPU whose tile table this GPU uses
   ShapeCache cache_;
   ShapeCache device_cache_;
+  ShapeCache part_cache_;
 };
 
 }  // namespace tessera::node_model

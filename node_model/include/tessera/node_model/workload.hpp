@@ -41,17 +41,31 @@ inline bool is_megatron(Framework f) { return f != Framework::PyTorchEager; }
 /// The kernels of one pass of an operator.
 struct Pass {
   std::vector<Kernel> kernels;
+  /// Per kernel: whether it is a further part of a kernel launched before it
+  /// (added with no launch of its own: a fused kernel that the node model
+  /// times as several traffic-equivalent kernels, such as FlashAttention's
+  /// GEMMs or a weight-gradient GEMM's main-gradient accumulation). Such a
+  /// part pays no launch floor (KernelPredictor::predict_part).
+  std::vector<bool> part;
   /// Kernel launches the host issues for this pass (a fused kernel that the
   /// node model times as several traffic-equivalent kernels is one launch).
   int launches = 0;
 
   void add(const Kernel& k, int launch = 1) {
     kernels.push_back(k);
+    part.push_back(launch == 0);
     launches += launch;
   }
   void append(const Pass& p) {
     kernels.insert(kernels.end(), p.kernels.begin(), p.kernels.end());
+    part.insert(part.end(), p.part.begin(), p.part.end());
     launches += p.launches;
+  }
+  /// Keeps the first `n` kernels, which are `launches` launches.
+  void truncate(std::size_t n, int launch_count) {
+    kernels.resize(n);
+    part.resize(n);
+    launches = launch_count;
   }
   [[nodiscard]] bool empty() const { return kernels.empty() && launches == 0; }
 };

@@ -133,6 +133,14 @@ class KernelTimer {
         device_(node_model::is_megatron(work.framework) || work.host.enabled()),
         c_(work.host.per_launch.seconds()) {}
   [[nodiscard]] Time time(const node_model::Kernel& k) const { return device_ ? pred_.predict_device(k) : pred_.predict(k); }
+  /// `k` as a further part of a launched kernel (Pass::part): no launch
+  /// floor (KernelPredictor::predict_part).
+  [[nodiscard]] Time part_time(const node_model::Kernel& k) const { return pred_.predict_part(k); }
+  /// Kernel `i` of `pass`: part_time() for a further part of a launched
+  /// kernel, else time().
+  [[nodiscard]] Time time(const node_model::Pass& pass, std::size_t i) const {
+    return pass.part[i] ? part_time(pass.kernels[i]) : time(pass.kernels[i]);
+  }
   [[nodiscard]] double per_launch_s() const { return c_; }
   [[nodiscard]] bool host_model() const { return device_; }
 
@@ -156,9 +164,9 @@ class PieceList {
     p.name = name;
     for (const Pass* pass : ps) {
       Time d;
-      for (const auto& k : pass->kernels) {
-        d += timer_.time(k);
-        p.flops += k.flops();
+      for (std::size_t i = 0; i < pass->kernels.size(); ++i) {
+        d += timer_.time(*pass, i);
+        p.flops += pass->kernels[i].flops();
       }
       p.duration += d;
       p.host.then(HostShape::of_pass(pass->launches, d.seconds(), timer_.per_launch_s()), timer_.per_launch_s());

@@ -25,6 +25,10 @@ struct KernelTableRow {
   /// the Megatron profiles, the isolated eager time (with its launch floor)
   /// under pytorch-eager.
   Time time;
+  /// One execution as a further part of a kernel launched before it
+  /// (node_model::Pass::part: FlashAttention's GEMMs, a weight-gradient
+  /// GEMM's main-gradient accumulation): no launch floor.
+  Time part_time;
 };
 
 /// The pass of an operator a kernel belongs to (node_model::OpKernels).
@@ -38,6 +42,9 @@ struct KernelUse {
   std::string op;    ///< the operator (parallelism::layer_ops names): "qkv", "softmax", ...
   OpPass pass = OpPass::Forward;
   std::size_t row = 0;  ///< index into KernelTable::rows
+  /// A further part of the kernel launched before it (one launch): timed as
+  /// the row's part_time.
+  bool fused_part = false;
 };
 
 struct KernelTable {
@@ -50,6 +57,12 @@ struct KernelTable {
   /// True: device times (Megatron's explicit host model); false: eager
   /// kernels timed alone from the host.
   bool device_time = false;
+
+  /// One execution's time: its row's part_time for a further part of a
+  /// launched kernel, else its time.
+  [[nodiscard]] Time time_of(const KernelUse& u) const {
+    return u.fused_part ? rows[u.row].part_time : rows[u.row].time;
+  }
 };
 
 /// What one part's kernels add up to in one micro-batch, and how many
@@ -61,7 +74,7 @@ struct PartTotals {
   std::int64_t instances = 0;
   std::array<Time, 3> pass{};  ///< forward, input_grad, weight_grad (indexed by OpPass)
   Time gemm;                   ///< of which GEMMs (linear, bmm), all passes
-  std::size_t kernels = 0;     ///< kernel executions, all passes
+  std::size_t kernels = 0;     ///< kernel executions, all passes (a fused kernel's parts: one)
   std::size_t gemm_kernels = 0;
   [[nodiscard]] Time total() const { return pass[0] + pass[1] + pass[2]; }
 };
