@@ -84,8 +84,9 @@ struct RankState {
   bool wake_pending = false;
   Time wake_at;
   TaskIndex waiting_compute = -1;               // compute head already charged its host wait
-  // Host model, after the last compute task: when the stream went idle, and
-  // until when its wait for the host's closing launches is charged.
+  // Host model: when the compute stream went idle, and until when its wait
+  // for the host to launch a collective (one its next task waits for, or
+  // after its last task) is charged.
   Time compute_idle_since;
   Time tail_charged;
 };
@@ -309,6 +310,13 @@ class Executor {
     s.window_done = 0;
   }
 
+  /// Whether task `next` waits for task `task` (one of its dependencies).
+  static bool feeds(const ProgramLayout& lay, TaskIndex task, TaskIndex next) {
+    const auto first = lay.dependents.begin() + lay.dependents_begin[static_cast<std::size_t>(task)];
+    const auto last = lay.dependents.begin() + lay.dependents_begin[static_cast<std::size_t>(task) + 1];
+    return std::binary_search(first, last, next);
+  }
+
   static std::int32_t stream_index(const RankState& s, std::int32_t group) {
     const auto it = std::lower_bound(s.comm_groups.begin(), s.comm_groups.end(), group);
     return static_cast<std::int32_t>(it - s.comm_groups.begin());
@@ -385,11 +393,14 @@ class Executor {
         continue;
       }
       st.busy = true;
-      if (!s.compute.busy && s.compute.next >= s.compute.order->size()) {
-        // After the rank's last kernel, the stream idles while the host
-        // launches the iteration's closing collectives (ZeRO's parameter
-        // all-gather after the optimizer step's sync): host time, as before
-        // a kernel, not a bubble.
+      if (!s.compute.busy && (s.compute.next >= s.compute.order->size() ||
+                              feeds(*s.layout, i, (*s.compute.order)[s.compute.next]))) {
+        // The stream idles while the host launches a collective its next
+        // kernel waits for (a tensor-parallel all-reduce, ZeRO-3's parameter
+        // all-gather, issued late by a host that is behind) or, after the
+        // rank's last kernel, the iteration's closing collectives (ZeRO's
+        // parameter all-gather after the optimizer step's sync): host time,
+        // as before a kernel, not a bubble (helper 76: at pp 1 it was).
         const Time from = std::max(s.compute_idle_since, s.tail_charged);
         if (issued > from) {
           result_.ranks[static_cast<std::size_t>(rank)].host_wait += issued - from;

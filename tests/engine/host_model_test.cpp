@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
@@ -31,8 +32,8 @@ Task kernels(std::int64_t gpu_us, std::int64_t issue_us, std::int64_t span_us = 
 }
 
 /// A collective of 1000 bytes over group 0 after task 0, whose host call
-/// takes `issue_us`.
-Task collective_after_first(const std::string& name, std::int64_t issue_us) {
+/// takes `issue_us` (`name`: a literal, Task::name views it).
+Task collective_after_first(std::string_view name, std::int64_t issue_us) {
   Task c;
   c.name = name;
   c.kind = TaskKind::Collective;
@@ -214,4 +215,48 @@ TEST(HostModel, TheObserverSeesTheStreamWaitingForTheHost) {
   EXPECT_EQ(waits.seen[0].name, "b");
   EXPECT_EQ(waits.seen[0].start, Time::from_us(1));
   EXPECT_EQ(waits.seen[0].end, Time::from_us(10));
+}
+
+TEST(HostModel, WaitingForTheHostToLaunchACollectiveTheNextKernelNeedsIsHostTime) {
+  // Per rank: A (1 us on the GPU, issued in 1 us, ends at 2 us), an
+  // all-reduce after A (free network) whose host call takes 30 us (issued
+  // from 1 to 31 us), then B after the all-reduce (1 us, issued in 1 us from
+  // 31 us, ends at 33 us). The stream idles [2, 31) us for the host to launch
+  // the all-reduce B needs: host time (helper 76: a pp 1 plan's tensor-
+  // parallel all-reduces behind a slow host showed as pipeline bubble), as
+  // the 1 us A and B each wait for their own launch: 1 + 29 + 1 us.
+  struct Waits : ExecutionObserver {
+    void on_host_wait(int, const Task& task, Time start, Time end) override {
+      seen.push_back({std::string(task.name), start, end});
+    }
+    struct Wait {
+      std::string name;
+      Time start, end;
+    };
+    std::vector<Wait> seen;
+  } waits;
+  TaskGraph g;
+  g.groups.push_back({{0, 1}});
+  for (int r = 0; r < 2; ++r) {
+    parallelism::Program prog;
+    prog.tasks.push_back(kernels(1, 1, 2));
+    prog.tasks.push_back(collective_after_first("ar", 30));
+    Task b = kernels(1, 1, 2);
+    b.name = "b";
+    b.deps = {1};
+    prog.tasks.push_back(b);
+    g.add_rank(g.add_program(std::move(prog)), {0});
+  }
+  DiscreteEventLoop loop;
+  ZeroCostNetwork net(loop);
+  const auto r = execute(g, loop, net, &waits);
+  EXPECT_EQ(r.makespan, Time::from_us(33));
+  for (const auto& rank : r.ranks) {
+    EXPECT_EQ(rank.compute_busy, Time::from_us(2));
+    EXPECT_EQ(rank.host_wait, Time::from_us(31));
+  }
+  ASSERT_EQ(waits.seen.size(), 2U);  // one idle stretch per rank, named after the collective
+  EXPECT_EQ(waits.seen[0].name, "ar");
+  EXPECT_EQ(waits.seen[0].start, Time::from_us(2));
+  EXPECT_EQ(waits.seen[0].end, Time::from_us(31));
 }
