@@ -214,7 +214,7 @@ points.
            from the CSV) and skipped
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
-                      [--schedules LIST] [--virtual-stages LIST] [--zero-stages LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
+                      [--schedules LIST] [--virtual-stages LIST] [--zero-stages LIST] [--grad-syncs LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]
 
 Finds the fastest parallel plan (dp, tp, pp, expert parallelism ep for a
 mixture-of-experts model, micro-batch, schedule, recomputation) for the
@@ -226,7 +226,8 @@ pipeline bubble (planned, not executed) and the M most promising are
 simulated. Prints the winner as --set flags and as YAML.
 
   --top N              rows of the table (default 10)
-  --max-candidates M   plans simulated at most (default 64 per ZeRO stage tried)
+  --max-candidates M   plans simulated at most (default 64 per ZeRO stage and
+                       gradient sync tried)
   --jobs N             parallel simulations (default: all cores; ns-3 runs one
                        at a time)
   --schedules LIST     the pipeline schedules tried (default
@@ -239,17 +240,22 @@ simulated. Prints the winner as --set flags and as YAML.
   --zero-stages LIST   also try these ZeRO stages (e.g. 0,1,3; default: the
                        scenario's, kept): a zero column, and the winner's
                        stage in its flags and YAML
+  --grad-syncs LIST    also try these data-parallel gradient syncs
+                       (after-backward, overlapped, overlap-grad-reduce;
+                       default: the scenario's, kept): a grad sync column,
+                       and the winner's in its flags and YAML
   --memory-headroom SIZE  GPU memory a plan must leave free (e.g. 8GiB: CUDA
                        context, allocator fragmentation, NCCL buffers; default 0)
   --json               print one JSON object instead: "searched" (the tp, pp,
-                       ep, micro_batch, schedules, recompute, zero_stages
-                       and virtual_stages ("auto" or the counts) values
+                       ep, micro_batch, schedules, recompute, zero_stages,
+                       grad_syncs and virtual_stages ("auto" or the counts) values
                        enumerated, global_batch, seq_len, top,
                        max_candidates), the counts
                        (plans_considered, plans_fit, simulated, screened),
                        "candidates" (the top N ranked: rank, dp, tp, pp, ep,
                        micro_batch, schedule, virtual_stages, recompute,
-                       peak_memory_bytes and "run", the object `run --json`
+                       zero_stage, grad_sync, peak_memory_bytes and "run",
+                       the object `run --json`
                        prints for the plan), "winner" (the plan, its
                        iteration_time_s, tokens_per_s, mfu, peak_memory_bytes,
                        "flags" and "yaml"; null when nothing simulated) and

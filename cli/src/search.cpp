@@ -95,6 +95,9 @@ struct SearchSpace {
   std::vector<Recompute> recompute{Recompute::None, Recompute::Selective, Recompute::Full};
   /// `--zero-stages`: the ZeRO stages tried (empty: the scenario's, kept).
   std::vector<int> zero_stages;
+  /// `--grad-syncs`: the data-parallel gradient syncs tried (empty: the
+  /// scenario's, kept).
+  std::vector<parallelism::GradSync> grad_syncs;
   /// `--virtual-stages`: interleaved-1f1b's chunk counts tried (empty: the
   /// fewest from 2 up that split each stage's layers evenly, per pp).
   std::vector<int> chunks;
@@ -115,14 +118,16 @@ struct SearchCounts {
 /// The scenario's parallelism keys search keeps as they are (not searched)
 /// where they are not the default, as YAML lines (`sequence_parallel: true`).
 std::vector<std::string> kept_plan_keys(const parallelism::ParallelPlan& p, const parallelism::Workload& work,
-                                        bool zero_searched = false) {
+                                        const SearchSpace& space) {
   std::vector<std::string> out;
   if (p.sequence_parallel) out.emplace_back("sequence_parallel: true");
-  if (p.zero_stage > 0 && !zero_searched) out.push_back(fmt::format("zero_stage: {}", p.zero_stage));
+  if (p.zero_stage > 0 && space.zero_stages.empty())
+    out.push_back(fmt::format("zero_stage: {}", p.zero_stage));
   // grad_sync only where it is not what the framework profile does anyway.
   parallelism::ParallelPlan automatic = p;
   automatic.grad_sync = parallelism::GradSync::Auto;
-  if (p.grad_sync != parallelism::GradSync::Auto && p.grad_sync != automatic.resolved_grad_sync(work)) {
+  if (space.grad_syncs.empty() && p.grad_sync != parallelism::GradSync::Auto &&
+      p.grad_sync != automatic.resolved_grad_sync(work)) {
     out.push_back(fmt::format("grad_sync: {}", parallelism::to_string(p.grad_sync)));
   }
   if (p.overlap_param_gather) out.emplace_back("overlap_param_gather: true");
@@ -153,8 +158,8 @@ struct PastablePlan {
 /// plans print as they did before ep was searched).
 /// `own_plan_refused`: the scenario's plan was refused (SearchCounts), so
 /// its virtual_stages is not base's: written whatever it is.
-PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_refused, bool zero_searched,
-                      const std::vector<std::string>& sets) {
+PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_refused,
+                      const SearchSpace& space, const std::vector<std::string>& sets) {
   const bool moe = base.model.is_moe();
   const auto& pl = w.plan;
   PastablePlan out;
@@ -179,9 +184,13 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
     out.flags += " --set parallelism.sequence_parallel=true";
     out.yaml += "  sequence_parallel: true\n";
   }
-  if (zero_searched) {
+  if (!space.zero_stages.empty()) {
     out.flags += fmt::format(" --set parallelism.zero_stage={}", pl.zero_stage);
     out.yaml += fmt::format("  zero_stage: {}\n", pl.zero_stage);
+  }
+  if (!space.grad_syncs.empty()) {
+    out.flags += fmt::format(" --set parallelism.grad_sync={}", parallelism::to_string(pl.grad_sync));
+    out.yaml += fmt::format("  grad_sync: {}\n", parallelism::to_string(pl.grad_sync));
   }
   // The scenario's sequence parallelism does nothing in a winner without
   // tensor parallelism (run would warn so): off in both (helper 56).
@@ -189,7 +198,7 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
   if (no_sp) out.flags += " --set parallelism.sequence_parallel=false";
   // Not searched, kept from the scenario: in the YAML too, so that the
   // section can replace the scenario's without losing them.
-  for (const std::string& k : kept_plan_keys(base.plan, base.workload, zero_searched)) {
+  for (const std::string& k : kept_plan_keys(base.plan, base.workload, space)) {
     if (!(no_sp && k == "sequence_parallel: true")) out.yaml += fmt::format("  {}\n", k);
   }
   // The global batch searched, also where the scenario leaves it to
@@ -237,10 +246,11 @@ std::string json_list(const std::vector<T>& items, F&& render) {
 std::string plan_json(const Candidate& c) {
   return fmt::format(
       "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"ep\": {}, \"micro_batch\": {}, \"schedule\": {}, "
-      "\"virtual_stages\": {}, \"recompute\": {}, \"zero_stage\": {}",
+      "\"virtual_stages\": {}, \"recompute\": {}, \"zero_stage\": {}, \"grad_sync\": {}",
       c.plan.dp, c.plan.tp, c.plan.pp, c.plan.ep, c.micro_batch,
       json_string(std::string(parallelism::to_string(c.plan.schedule))), c.plan.virtual_stages,
-      json_string(std::string(parallelism::to_string(c.plan.recompute))), c.plan.zero_stage);
+      json_string(std::string(parallelism::to_string(c.plan.recompute))), c.plan.zero_stage,
+      json_string(std::string(parallelism::to_string(c.plan.grad_sync))));
 }
 
 /// `search --json`: one object with the settings searched, the counts, the
@@ -256,8 +266,8 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   };
   const std::string searched = fmt::format(
       "{{\"tp\": {}, \"pp\": {}, \"ep\": {}, \"micro_batch\": {}, \"schedules\": {}, \"recompute\": {}, "
-      "\"zero_stages\": {}, \"virtual_stages\": {}, \"global_batch\": {}, \"seq_len\": {}, \"top\": {}, "
-      "\"max_candidates\": {}}}",
+      "\"zero_stages\": {}, \"grad_syncs\": {}, \"virtual_stages\": {}, \"global_batch\": {}, "
+      "\"seq_len\": {}, \"top\": {}, \"max_candidates\": {}}}",
       json_list(space.tp, [](int v) { return fmt::format("{}", v); }),
       json_list(space.pp, [](int v) { return fmt::format("{}", v); }),
       json_list(space.ep, [](int v) { return fmt::format("{}", v); }),
@@ -268,6 +278,10 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
                 [](Recompute v) { return json_string(std::string(parallelism::to_string(v))); }),
       space.zero_stages.empty() ? fmt::format("[{}]", base.plan.zero_stage)
                                 : json_list(space.zero_stages, [](int v) { return fmt::format("{}", v); }),
+      json_list(space.grad_syncs.empty()
+                    ? std::vector<parallelism::GradSync>{base.plan.resolved_grad_sync(base.workload)}
+                    : space.grad_syncs,
+                [](parallelism::GradSync v) { return json_string(std::string(parallelism::to_string(v))); }),
       space.chunks.empty() ? std::string("\"auto\"")
                            : json_list(space.chunks, [](int v) { return fmt::format("{}", v); }),
       global_batch, base.workload.seq_len, top, max_candidates);
@@ -281,7 +295,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string winner = "null";
   if (!ranked.empty()) {
     const Candidate& w = *ranked.front();
-    const PastablePlan paste = pastable(w, base, counts.own_plan_refused, !space.zero_stages.empty(), sets);
+    const PastablePlan paste = pastable(w, base, counts.own_plan_refused, space, sets);
     winner = fmt::format(
         "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, {}\"mfu\": {:.6f}, "
         "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
@@ -313,7 +327,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
   p.option("top").option("max-candidates").option("jobs").option("schedules").option("memory-headroom");
-  p.option("zero-stages").option("virtual-stages").flag("json");
+  p.option("zero-stages").option("grad-syncs").option("virtual-stages").flag("json");
   declare_scenario_options(p);
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
@@ -341,6 +355,23 @@ int cmd_search(const Args& args, std::ostream& out) {
       space.zero_stages.push_back(z);
     }
   }
+  if (auto list = p.get("grad-syncs")) {
+    const std::vector<std::string> items = split(*list, ',');
+    const std::string expected = fmt::format(
+        "--grad-syncs: expected after-backward, overlapped or overlap-grad-reduce separated by commas, "
+        "got '{}'",
+        *list);
+    for (const std::string& item : items.empty() ? std::vector<std::string>{""} : items) {
+      if (item != "after-backward" && item != "overlapped" && item != "overlap-grad-reduce") {
+        throw UsageError(expected);
+      }
+      const parallelism::GradSync g = parallelism::parse_grad_sync(item);
+      if (std::find(space.grad_syncs.begin(), space.grad_syncs.end(), g) != space.grad_syncs.end()) {
+        throw UsageError(fmt::format("--grad-syncs: {} is listed twice in '{}'", item, *list));
+      }
+      space.grad_syncs.push_back(g);
+    }
+  }
   if (auto list = p.get("virtual-stages")) {
     const std::vector<std::string> items = split(*list, ',');
     for (const std::string& item : items.empty() ? std::vector<std::string>{""} : items) {
@@ -361,11 +392,12 @@ int cmd_search(const Args& args, std::ostream& out) {
           "--virtual-stages: --schedules leaves out interleaved-1f1b, the one schedule with model chunks");
     }
   }
-  // The screen ranks a plan's ZeRO stages alike (compute + bubble): the
-  // default cap holds 64 plans at each stage tried, so that trying more
-  // stages never drops a plan the scenario's stage alone would simulate.
+  // The screen ranks a plan's ZeRO stages and gradient syncs alike (compute
+  // + bubble): the default cap holds 64 plans at each combination tried, so
+  // that trying more never drops a plan the scenario's alone would simulate.
   const std::size_t max_candidates =
-      positive("max-candidates", 64 * std::max<std::size_t>(1, space.zero_stages.size()));
+      positive("max-candidates", 64 * std::max<std::size_t>(1, space.zero_stages.size()) *
+                                     std::max<std::size_t>(1, space.grad_syncs.size()));
   // Search chooses dp, pp (and tp, ep, the schedule) itself: a scenario whose
   // own plan does not fit the cluster (--set cluster.nodes over a scenario
   // written for another size) is loaded again with pp 1 and dp following the
@@ -471,6 +503,12 @@ int cmd_search(const Args& args, std::ostream& out) {
   // --zero-stages, or the scenario's stage alone.
   const std::vector<int> zero_stages =
       space.zero_stages.empty() ? std::vector<int>{base.plan.zero_stage} : space.zero_stages;
+  // --grad-syncs, or the scenario's alone (`auto` as its framework resolves
+  // it, which the plans' JSON names).
+  const std::vector<parallelism::GradSync> grad_syncs =
+      space.grad_syncs.empty()
+          ? std::vector<parallelism::GradSync>{base.plan.resolved_grad_sync(base.workload)}
+          : space.grad_syncs;
   // Enumerate plans; for each keep the cheapest recomputation that fits.
   std::vector<Candidate> fitting;
   std::size_t considered = 0, invalid = 0;
@@ -526,49 +564,53 @@ int cmd_search(const Args& args, std::ostream& out) {
         for (std::int64_t mb : space.micro_batch) {
           if ((global_batch / dp) % mb != 0) continue;
           for (int zero : zero_stages) {
-            // Without data parallelism there is nothing to shard: one stage.
-            if (dp == 1 && zero != zero_stages.front()) continue;
-            for (const auto& [sched, chunks] : schedules_at_pp) {
-              // Without a pipeline the zero-bubble schedules are 1f1b with the
-              // backward split in two.
-              if (parallelism::splits_backward(sched) && pp == 1) continue;
-              std::optional<Candidate> best;
-              for (Recompute rc : space.recompute) {
-                ++considered;
-                ParallelPlan plan = base.plan;
-                plan.dp = dp;
-                plan.tp = tp;
-                plan.pp = pp;
-                plan.ep = ep;
-                plan.schedule = sched;
-                plan.virtual_stages = chunks;
-                plan.recompute = rc;
-                plan.zero_stage = zero;
-                plan.global_batch = global_batch;
-                // An MoE model's tensor parallelism needs sequence parallelism
-                // (Megatron-Core's rule, parallelism::check_sharding).
-                if (base.model.is_moe() && tp > 1) plan.sequence_parallel = true;
-                parallelism::Workload work = base.workload;
-                work.micro_batch = mb;
-                try {
-                  plan.validate(base.model, work, gpus);
-                  auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
-                  const auto capacity = study::stage_memory_capacity(base, plan);
-                  for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st) {
-                    mem.memory_per_stage[st].capacity = capacity[st] - headroom;
+            for (parallelism::GradSync sync : grad_syncs) {
+              // Without data parallelism there is nothing to shard and no
+              // gradient to reduce: one stage, one sync.
+              if (dp == 1 && (zero != zero_stages.front() || sync != grad_syncs.front())) continue;
+              for (const auto& [sched, chunks] : schedules_at_pp) {
+                // Without a pipeline the zero-bubble schedules are 1f1b with the
+                // backward split in two.
+                if (parallelism::splits_backward(sched) && pp == 1) continue;
+                std::optional<Candidate> best;
+                for (Recompute rc : space.recompute) {
+                  ++considered;
+                  ParallelPlan plan = base.plan;
+                  plan.dp = dp;
+                  plan.tp = tp;
+                  plan.pp = pp;
+                  plan.ep = ep;
+                  plan.schedule = sched;
+                  plan.virtual_stages = chunks;
+                  plan.recompute = rc;
+                  plan.zero_stage = zero;
+                  plan.grad_sync = sync;
+                  plan.global_batch = global_batch;
+                  // An MoE model's tensor parallelism needs sequence parallelism
+                  // (Megatron-Core's rule, parallelism::check_sharding).
+                  if (base.model.is_moe() && tp > 1) plan.sequence_parallel = true;
+                  parallelism::Workload work = base.workload;
+                  work.micro_batch = mb;
+                  try {
+                    plan.validate(base.model, work, gpus);
+                    auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
+                    const auto capacity = study::stage_memory_capacity(base, plan);
+                    for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st) {
+                      mem.memory_per_stage[st].capacity = capacity[st] - headroom;
+                    }
+                    if (mem.oom()) continue;
+                    best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
+                    break;
+                  } catch (const InputError& e) {
+                    // This (tp, pp, mb, schedule) is not a valid plan at all (a
+                    // schedule the framework does not run): not out of memory.
+                    ++invalid;
+                    if (first_invalid.empty()) first_invalid = e.what();
+                    break;
                   }
-                  if (mem.oom()) continue;
-                  best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
-                  break;
-                } catch (const InputError& e) {
-                  // This (tp, pp, mb, schedule) is not a valid plan at all (a
-                  // schedule the framework does not run): not out of memory.
-                  ++invalid;
-                  if (first_invalid.empty()) first_invalid = e.what();
-                  break;
                 }
+                if (best) fitting.push_back(*best);
               }
-              if (best) fitting.push_back(*best);
             }
           }
         }
@@ -633,10 +675,13 @@ int cmd_search(const Args& args, std::ostream& out) {
     // each shape goes first, then the rest, each part by the screen (helper
     // 65: mixtral-ep's best plan, pp 4, saves communication the screen
     // cannot see and fell past the cut behind 64 pp-2 variants).
-    std::set<std::tuple<int, int, int, int, int>> shapes;
+    std::set<std::tuple<int, int, int, int, int, int>> shapes;
     std::vector<Candidate> firsts, rest;
     for (Candidate& c : fitting) {
-      const bool first = shapes.emplace(c.plan.dp, c.plan.tp, c.plan.pp, c.plan.ep, c.plan.zero_stage).second;
+      const bool first = shapes
+                             .emplace(c.plan.dp, c.plan.tp, c.plan.pp, c.plan.ep, c.plan.zero_stage,
+                                      static_cast<int>(c.plan.grad_sync))
+                             .second;
       (first ? firsts : rest).push_back(std::move(c));
     }
     firsts.insert(firsts.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
@@ -674,7 +719,8 @@ int cmd_search(const Args& args, std::ostream& out) {
       const ParallelPlan& a = c->plan;
       const ParallelPlan& b = o->plan;
       return b.schedule == Schedule::ZeroBubbleH1 && a.dp == b.dp && a.tp == b.tp && a.pp == b.pp &&
-             a.ep == b.ep && a.recompute == b.recompute && c->micro_batch == o->micro_batch &&
+             a.ep == b.ep && a.recompute == b.recompute && a.zero_stage == b.zero_stage &&
+             a.grad_sync == b.grad_sync && c->micro_batch == o->micro_batch &&
              c->report->iteration_time == o->report->iteration_time && c->peak_memory == o->peak_memory;
     });
   });
@@ -692,13 +738,16 @@ int cmd_search(const Args& args, std::ostream& out) {
 
   out << fmt::format("Search {}: {} on {} x {}{}, global batch {} x {} tokens\n", base.name, base.model.name,
                      gpus, base.gpu.name, mixed_gpus_phrase(base), global_batch, base.workload.seq_len);
-  std::vector<std::string> kept = kept_plan_keys(base.plan, base.workload, !space.zero_stages.empty());
+  std::vector<std::string> kept = kept_plan_keys(base.plan, base.workload, space);
   // The ZeRO stage is kept even at 0 (which the YAML leaves out): said, with
   // the option that searches it.
   if (space.zero_stages.empty() && base.plan.zero_stage == 0) kept.emplace_back("zero_stage: 0");
   if (!kept.empty()) {
-    out << fmt::format("Kept           {} (the scenario's, not searched{})\n", fmt::join(kept, ", "),
-                       space.zero_stages.empty() ? "; --zero-stages 0,1,2,3 searches the ZeRO stage" : "");
+    const bool sync_kept = std::any_of(kept.begin(), kept.end(),
+                                       [](const std::string& k) { return k.starts_with("grad_sync:"); });
+    out << fmt::format("Kept           {} (the scenario's, not searched{}{})\n", fmt::join(kept, ", "),
+                       space.zero_stages.empty() ? "; --zero-stages 0,1,2,3 searches the ZeRO stage" : "",
+                       sync_kept ? "; --grad-syncs searches the gradient sync" : "");
   }
   if (base.model.is_moe() && !base.plan.sequence_parallel &&
       std::any_of(space.tp.begin(), space.tp.end(), [](int t) { return t > 1; })) {
@@ -719,9 +768,10 @@ int cmd_search(const Args& args, std::ostream& out) {
       "{} plans considered{}, {} fit in memory, {} simulated{}\n\n", considered,
       invalid > 0 ? fmt::format(" ({} not valid plans)", invalid) : "", fitting.size(), simulated,
       screened
-          ? fmt::format(" (by compute + pipeline bubble, the best of each dp x tp x pp{}{} first; "
+          ? fmt::format(" (by compute + pipeline bubble, the best of each dp x tp x pp{}{}{} first; "
                         "raise --max-candidates to simulate more)",
-                        base.model.is_moe() ? " x ep" : "", space.zero_stages.empty() ? "" : " x zero stage")
+                        base.model.is_moe() ? " x ep" : "", space.zero_stages.empty() ? "" : " x zero stage",
+                        space.grad_syncs.empty() ? "" : " x grad sync")
           : "");
   // An ep column for a mixture-of-experts model only (a dense model's table
   // is what it was before ep was searched).
@@ -729,17 +779,20 @@ int cmd_search(const Args& args, std::ostream& out) {
   // With training.tokens, the run's days (and cost, with a price) per plan.
   const bool days = base.train_tokens > 0;
   const bool cost = days && base.price_per_gpu_hour.has_value();
-  // A zero column where --zero-stages searched it.
+  // A zero column where --zero-stages searched it, a sync column where
+  // --grad-syncs did.
   const bool zero = !space.zero_stages.empty();
+  const bool sync = !space.grad_syncs.empty();
   // A chunks column where a shown plan interleaves (as sweep's table has).
   const bool chunks =
       std::any_of(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(std::min(top, ranked.size())),
                   [](const Candidate* c) { return c->plan.virtual_stages > 1; });
-  out << fmt::format("{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {}{:<10} {}{:>13} {:>12} {:>6} {:>9}{}{}\n",
-                     "rank", "dp", "tp", "pp", moe ? fmt::format("{:>4} ", "ep") : "", "mb", "schedule",
-                     chunks ? fmt::format("{:>6} ", "chunks") : "", "recompute",
-                     zero ? fmt::format("{:>4} ", "zero") : "", "iteration ms", "tokens/s", "MFU", "peak GiB",
-                     days ? fmt::format(" {:>8}", "days") : "", cost ? fmt::format(" {:>12}", "cost") : "");
+  out << fmt::format(
+      "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {}{:<10} {}{}{:>13} {:>12} {:>6} {:>9}{}{}\n", "rank", "dp",
+      "tp", "pp", moe ? fmt::format("{:>4} ", "ep") : "", "mb", "schedule",
+      chunks ? fmt::format("{:>6} ", "chunks") : "", "recompute", zero ? fmt::format("{:>4} ", "zero") : "",
+      sync ? fmt::format("{:<19} ", "grad sync") : "", "iteration ms", "tokens/s", "MFU", "peak GiB",
+      days ? fmt::format(" {:>8}", "days") : "", cost ? fmt::format(" {:>12}", "cost") : "");
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     const Candidate& c = *ranked[i];
     const auto& r = *c.report;
@@ -749,11 +802,12 @@ int cmd_search(const Args& args, std::ostream& out) {
       if (cost && r.training_run->cost) run_columns += fmt::format(" {:>12.0f}", *r.training_run->cost);
     }
     out << fmt::format(
-        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {}{:<10} {}{:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}{}\n", i + 1,
-        c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
+        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {}{:<10} {}{}{:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}{}\n",
+        i + 1, c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
         parallelism::to_string(c.plan.schedule), chunks ? fmt::format("{:>6} ", c.plan.virtual_stages) : "",
         parallelism::to_string(c.plan.recompute), zero ? fmt::format("{:>4} ", c.plan.zero_stage) : "",
-        r.iteration_time.ms(), r.tokens_per_second, 100.0 * r.mfu, c.peak_memory.in_gib(), run_columns);
+        sync ? fmt::format("{:<19} ", parallelism::to_string(c.plan.grad_sync)) : "", r.iteration_time.ms(),
+        r.tokens_per_second, 100.0 * r.mfu, c.peak_memory.in_gib(), run_columns);
   }
   // A known bias of some shown plans' forecasts (the plan's part of tessera
   // run's Known bias line, parallelism::known_bias_note): the widest tensor
@@ -806,8 +860,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (!ranked.empty()) {
     // The winner, ready to paste: as --set flags and as the scenario's
     // parallelism section.
-    const PastablePlan paste =
-        pastable(*ranked.front(), base, !plan_note.empty(), !space.zero_stages.empty(), sets);
+    const PastablePlan paste = pastable(*ranked.front(), base, !plan_note.empty(), space, sets);
     out << fmt::format("\nbest plan as flags: {}\nbest plan as YAML:\n{}", paste.flags, paste.yaml);
   }
   for (const Candidate* c : failed) {

@@ -7,6 +7,8 @@
 # KEPT: a line the YAML must end its parallelism section with (the
 # scenario's keys search keeps), also named in the Kept line. ZERO: the
 # stage the winner's flags and YAML must give (EXTRA with --zero-stages).
+# SYNC: the gradient sync the winner's flags and YAML must give (EXTRA with
+# --grad-syncs).
 if(NOT DEFINED CAP)
   set(CAP 8)
 endif()
@@ -15,11 +17,11 @@ execute_process(COMMAND ${TESSERA} search ${SCENARIO} ${SETS} --max-candidates $
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "search failed: ${rc}")
 endif()
-# rank dp tp pp [ep] mb schedule [chunks] recompute [zero] iteration-ms
-if(NOT out MATCHES "\n +1 +[0-9]+ +[0-9]+ +[0-9]+( +[0-9]+)? +[0-9]+ +[a-z0-9-]+( +[0-9]+)? +[a-z]+( +[0-3])? +([0-9.]+) ")
+# rank dp tp pp [ep] mb schedule [chunks] recompute [zero] [grad sync] iteration-ms
+if(NOT out MATCHES "\n +1 +[0-9]+ +[0-9]+ +[0-9]+( +[0-9]+)? +[0-9]+ +[a-z0-9-]+( +[0-9]+)? +[a-z]+( +[0-3])?( +[a-z-]+)? +([0-9.]+) ")
   message(FATAL_ERROR "no rank-1 row in\n${out}")
 endif()
-set(best_ms ${CMAKE_MATCH_4})
+set(best_ms ${CMAKE_MATCH_5})
 if(NOT out MATCHES "best plan as flags: ([^\n]+)\n")
   message(FATAL_ERROR "no best-plan flags in\n${out}")
 endif()
@@ -49,6 +51,13 @@ if(DEFINED ZERO)
      OR NOT flag_text MATCHES "--set parallelism.zero_stage=${ZERO} "
      OR NOT out MATCHES "\n  zero_stage: ${ZERO}\ntraining:\n")
     message(FATAL_ERROR "no zero column, or the winner's flags and YAML do not give zero_stage ${ZERO}:\n${out}")
+  endif()
+endif()
+if(DEFINED SYNC)
+  if(NOT out MATCHES "\n *rank +dp +tp +pp +mb +schedule +recompute( +zero)? +grad sync +iteration ms"
+     OR NOT flag_text MATCHES "--set parallelism.grad_sync=${SYNC} "
+     OR NOT out MATCHES "\n  grad_sync: ${SYNC}\ntraining:\n")
+    message(FATAL_ERROR "no grad sync column, or the winner's flags and YAML do not give grad_sync ${SYNC}:\n${out}")
   endif()
 endif()
 if(DEFINED KEPT)
