@@ -419,9 +419,11 @@ std::pair<bool, bool> parse_nccl_fit(const std::string& text) {
 }
 
 /// The fitted classes as a `calibration:` section to paste, with a note for
-/// each launch that fitted at its floor.
+/// each launch that fitted at its floor and each efficiency at its ceiling.
 std::string fitted_section(const study::NcclTestsFit& fit) {
-  std::string out = "\nFitted (paste into the scenario's calibration: section):\ncalibration:\n";
+  std::string out =
+      "\nFitted (paste into the scenario's calibration: section, merged with any keys it has there):\n"
+      "calibration:\n";
   const std::pair<const study::NcclTestsFitClass*, const char*> classes[] = {{&fit.nvlink, "nvlink"},
                                                                              {&fit.network, "network"}};
   for (const auto& [cls, prefix] : classes) {
@@ -437,13 +439,29 @@ std::string fitted_section(const study::NcclTestsFit& fit) {
                        cls->step_fitted ? "" : "; the step latency is the scenario's (one step count)");
   }
   for (const auto& [cls, prefix] : classes) {
-    if (!cls->fitted || cls->step_fitted || cls->calibration.launch_latency > Time::zero()) continue;
-    out += fmt::format(
-        "note: {0}_launch fitted at its floor, 0: the runs' fixed cost is below what the model charges "
-        "before any "
-        "launch ({0}_step {1:.1f} us per transfer, and the topology's latency per hop); with a lower "
-        "calibration.{0}_step the launch can take it\n",
-        prefix, cls->calibration.step_latency.us());
+    if (!cls->fitted) continue;
+    const bool nvlink = std::string_view(prefix) == "nvlink";
+    if (!cls->step_fitted && cls->calibration.launch_latency <= Time::zero()) {
+      // With the step already 0 only the topology's per-hop latency is left
+      // to lower (helper 78: the note advised a lower step at 0).
+      const std::string lower =
+          cls->calibration.step_latency > Time::zero()
+              ? fmt::format("with a lower calibration.{}_step the launch can take it", prefix)
+              : fmt::format("the step is 0 already: with a lower cluster.{} the launch can take it",
+                            nvlink ? "nvlink_latency" : "nic_latency");
+      out += fmt::format(
+          "note: {0}_launch fitted at its floor, 0: the runs' fixed cost is below what the model charges "
+          "before any launch ({0}_step {1:.1f} us per transfer, and the topology's latency per hop); {2}\n",
+          prefix, cls->calibration.step_latency.us(), lower);
+    }
+    if (cls->calibration.peak_efficiency >= 0.9999) {
+      // The runs move data as fast as the scenario's links, or faster: its
+      // link rates are likely wrong (helper 78: 200GB/s for 200 Gb/s HDR).
+      out += fmt::format(
+          "note: {0}_efficiency fitted at its ceiling, 1: the runs' bus bandwidth reaches the scenario's "
+          "link rate or passes it; check {1} (a rate in bytes where bits were meant, or too few links?)\n",
+          prefix, nvlink ? "cluster.nvlink_bandwidth" : "cluster.nic_bandwidth and cluster.hcas_per_node");
+    }
   }
   return out;
 }
@@ -523,14 +541,15 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
     source = fmt::format("fitted on these runs (rows of {} and up; each file weighs the same)", fit_min);
   } else if (p.has("line-rate")) {
     s.calibration.comm = engine::CommCalibration::line_rate();
-    source = "none: line rate, serial reductions (the uncalibrated model)";
+    source = "uncalibrated (line rate, serial reductions)";
   }
 
   out << fmt::format(
       "nccl-tests runs against the communication model on {}'s cluster ({} node{} x {} {}, {} backend)\n",
       *scenario_path, s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, s.gpu.name,
       to_string(s.backend));
-  out << fmt::format("calibration: {}\n  NVLink: {}\n  network: {}\n", source,
+  // (Not "calibration:": a line a user might take for the section to paste.)
+  out << fmt::format("Communication model, {}:\n  NVLink: {}\n  network: {}\n", source,
                      link_text(s.calibration.comm.nvlink), link_text(s.calibration.comm.network));
   if (fitted) out << fitted_section(*fitted);
   out << '\n';

@@ -395,16 +395,32 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
   };
   // One coordinate: a coarse grid, then golden-section search around its
   // best point (the error is unimodal near its minimum) to `resolution`.
+  // Where the grid's best is its last point, the grid goes on, its step
+  // doubling, until the error rises or `cap`: a cost above the usual range
+  // is found, not clipped to it (helper 78: a 37 ms data step fit as 8.99 ms).
   const double g = (std::sqrt(5.0) - 1) / 2;
-  auto search = [&](auto&& f, std::int64_t max, std::int64_t step, std::int64_t resolution) {
+  auto search = [&](auto&& f, std::int64_t max, std::int64_t step, std::int64_t resolution,
+                    std::int64_t cap) {
     std::int64_t best = 0;
     double best_err = 1e300;
     for (std::int64_t x = 0; x <= max; x += step) {
       const double e = f(x);
       if (e < best_err) best_err = e, best = x;
     }
-    double lo = static_cast<double>(std::max<std::int64_t>(0, best - step));
-    double hi = static_cast<double>(best + step);
+    // The bracket around the best point: the grid points beside it.
+    std::int64_t below = std::max<std::int64_t>(0, best - step), above = best + step;
+    for (std::int64_t top = max; best == top && top < cap;) {
+      const std::int64_t next = std::min(cap, top + step);
+      const double e = f(next);
+      if (e < best_err) {
+        best_err = e, best = next, below = top;
+        step *= 2;
+      }
+      above = best == next ? std::min(cap, next + step) : next;
+      top = next;
+    }
+    double lo = static_cast<double>(below);
+    double hi = static_cast<double>(above);
     auto at = [&](double x) { return std::llround(x / static_cast<double>(resolution)) * resolution; };
     while (hi - lo > static_cast<double>(resolution)) {
       const double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
@@ -423,14 +439,16 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
   // (pipelined runs only), twice.
   for (int round = 0; round < 2; ++round) {
     if (keys.host_launch) {
-      launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns, mb_ns).second; }, 100'000, 10'000, 100);
+      launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns, mb_ns).second; }, 100'000, 10'000, 100,
+                         10'000'000);
     }
     if (keys.host_microbatch) {
       mb_ns = search([&](std::int64_t x) { return eval(launch_ns, p2p_ns, x).second; }, 8'000'000, 1'000'000,
-                     10'000);
+                     10'000, 10'000'000'000);
     }
     if (!keys.host_p2p) continue;
-    p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x, mb_ns).second; }, 4'000'000, 500'000, 10'000);
+    p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x, mb_ns).second; }, 4'000'000, 500'000,
+                    10'000, 10'000'000'000);
   }
   const auto [shift_ms, err] = eval(launch_ns, p2p_ns, mb_ns);
   fit.host_launch = Time::from_ps(launch_ns * 1000);
@@ -835,19 +853,31 @@ namespace {
 constexpr double kUnitsOffFactor = 30.0;
 
 /// Throws InputError when the runs' measured times are kUnitsOffFactor or
-/// more off the forecasts in the median: nothing fit or reported on them
-/// would mean anything.
+/// more off the forecasts in the median, or one run's is kUnitsOffFactor
+/// or more off the others' (one row in seconds: helper 78's fit set every
+/// constant to 0 and printed a section to paste): nothing fit or reported
+/// on them would mean anything.
 void check_time_units(const std::vector<PredictedRun>& predicted, const std::string& file) {
   if (predicted.empty()) return;
   std::vector<double> ratio;
   ratio.reserve(predicted.size());
   for (const auto& p : predicted) ratio.push_back(p.run.measured_ms / p.predicted_ms);
-  const double median = node_model::median(std::move(ratio));
-  if (median < kUnitsOffFactor && median > 1.0 / kUnitsOffFactor) return;
-  throw InputError(fmt::format(
-      "{}: the measured iteration times are {:.3g} x the forecasts (median over {} runs): is the time "
-      "column in milliseconds?",
-      file, median, predicted.size()));
+  const double median = node_model::median(ratio);
+  if (median >= kUnitsOffFactor || median <= 1.0 / kUnitsOffFactor) {
+    throw InputError(fmt::format(
+        "{}: the measured iteration times are {:.3g} x the forecasts (median over {} runs): is the time "
+        "column in milliseconds?",
+        file, median, predicted.size()));
+  }
+  for (std::size_t i = 0; i < predicted.size(); ++i) {
+    const double off = ratio[i] / median;
+    if (off < kUnitsOffFactor && off > 1.0 / kUnitsOffFactor) continue;
+    const MeasuredRun& r = predicted[i].run;
+    throw InputError(fmt::format(
+        "{}: row {}: its measured iteration time, {:.6g} ms, is {:.3g} x its forecast where the runs' "
+        "median is {:.3g} x: is it in milliseconds, as the other rows?",
+        file, r.row, r.measured_ms, ratio[i], median));
+  }
 }
 
 int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<RunTemplate>& templates,
@@ -873,9 +903,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
         f.host_microbatch.ms(), mark(f.fitted.host_microbatch), f.host_iteration.ms(),
         mark(f.fitted.host_iteration), runs.size(), f.simulations, f.simulations == 1 ? "" : "s",
         100 * f.mean_error);
-    out << "  as a scenario section:\n";
-    std::istringstream yaml(calibration_yaml(f));
-    for (std::string line; std::getline(yaml, line);) out << "  " << line << '\n';
+    // At column 0, as validate collectives prints its section (helper 78:
+    // pasted indented it became calibration.calibration).
+    out << "Fitted (paste into the scenario's calibration: section, merged with any keys it has there):\n"
+        << calibration_yaml(f);
     // The fit's error is in sample; with as many constants as runs it is no
     // evidence at all (the constants can absorb any model error).
     if (const auto k = static_cast<std::size_t>(f.fitted.count()); k == 0) {
@@ -883,10 +914,11 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
              "constants' on these runs\n";
     } else if (k >= runs.size()) {
       out << fmt::format(
-          "  note: {} constants fit on {} run{}: as many constants as runs can absorb the model's error on "
+          "  note: {} constants fit on {} run{}: {} constants as runs can absorb the model's error on "
           "them, so the {:.1f}% above says nothing about other runs. Add runs (other micro-batch counts, "
           "layer counts or plans) or fit fewer constants (--fit-only)\n",
-          k, runs.size(), runs.size() == 1 ? "" : "s", 100 * f.mean_error);
+          k, runs.size(), runs.size() == 1 ? "" : "s", k > runs.size() ? "more" : "as many",
+          100 * f.mean_error);
     } else if (folds == 0) {
       out << "  (the error is on the runs fit; --cv K predicts each run with a fit that did not see its "
              "profile)\n";
@@ -1027,9 +1059,9 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   if (auto only = p.get("fit-only")) keys = HostFitKeys::parse(*only);
   {
     // Times in other units than milliseconds: refused before any fit (on
-    // at most 16 of the runs, spread over the file).
+    // every run of a file of up to 256, else on 16 spread over it).
     std::vector<MeasuredRun> sample;
-    const std::size_t step = std::max<std::size_t>(1, runs.size() / 16);
+    const std::size_t step = runs.size() <= 256 ? 1 : std::max<std::size_t>(1, runs.size() / 16);
     for (std::size_t i = 0; i < runs.size(); i += step) sample.push_back(runs[i]);
     check_time_units(predict_runs(sample, templates.front(), overrides, jobs), file);
   }

@@ -333,6 +333,42 @@ TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(NcclTests, AFitAtItsBoundsSaysWhatToCheck) {
+  // Runs made at full NVLink efficiency on a 300 GB/s node, fit on a
+  // scenario that says 150 GB/s (a wrong rate): the efficiency stops at its
+  // ceiling, 1, and the command names the rate to check (helper 78: it
+  // printed 1.0000 and nothing else). Their launch is 0 and the step 0
+  // already: the note points to the per-hop latency, not to a lower step.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_nccl_bounds_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const Scenario shipped = parse_cluster_scenario(kCluster, "cluster.yaml");
+  Scenario truth = shipped;
+  truth.calibration.comm.nvlink.peak_efficiency = 1.0;
+  truth.calibration.comm.nvlink.group_penalty = 0.0;
+  truth.calibration.comm.nvlink.launch_latency = Time::zero();
+  const std::string run = (dir / "all_reduce_perf.txt").string();
+  std::ofstream(run) << model_run(truth, build_topology(shipped), "all_reduce_perf", 1, 8);
+  std::string slow = kCluster;
+  slow.replace(slow.find("300GB/s"), 7, "150GB/s");
+  const std::string yaml = (dir / "slow.yaml").string();
+  std::ofstream(yaml) << slow;
+  std::ostringstream out;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "nvlink"}, out), 0);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("  nvlink_efficiency: 1.0000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("note: nvlink_efficiency fitted at its ceiling, 1: the runs' bus bandwidth reaches the "
+                      "scenario's link rate or passes it; check cluster.nvlink_bandwidth"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("the step is 0 already: with a lower cluster.nvlink_latency the launch can take it"),
+            std::string::npos)
+      << text;
+  // The header above the section is not a line to paste.
+  EXPECT_EQ(text.find("\ncalibration: "), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(NcclTests, ClusterFileNeedsNoModelTrainingOrPlan) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("tessera_nccl_cluster_" + std::to_string(::getpid()));
