@@ -507,10 +507,10 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   }
   out << "\nThe iteration is bubble + exposed comm + compute + host, as `tessera run` splits it. compute:\n"
          "the busiest GPU's kernels; host: its compute stream waiting for the host to launch them (the\n"
-         "data step per micro-batch, pipeline sends); bubble: pipeline fill and drain with free\n"
-         "communication, and its share of the iteration; exposed comm: the rest. MFU: model FLOPs per\n"
-         "GPU-second over the GPU's dense matmul peak, as `tessera run` reports it. '!' marks a stage\n"
-         "that does not fit in the GPU's memory.\n";
+         "data step per micro-batch, pipeline sends, collectives its kernels wait for); bubble: pipeline\n"
+         "fill and drain with free communication, and its share of the iteration; exposed comm: the\n"
+         "rest. MFU: model FLOPs per GPU-second over the GPU's dense matmul peak, as `tessera run`\n"
+         "reports it. '!' marks a stage that does not fit in the GPU's memory.\n";
   if (svg_path) {
     write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
                                            chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));

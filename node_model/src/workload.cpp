@@ -119,11 +119,13 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
     }
     return op;
   }
+  const bool fused = options_.main_grad && options_.grad_accumulation_fusion;
+  // The wgrad GEMM reads and writes the main gradient (beta = 1): a part of
+  // its launch, listed right after it (before the bias gradient's kernel).
+  if (fused) op.weight_grad.add(memory_pass(in * out * dtype_bytes(grad_dtype()), grad_dtype()), 0);
   if (bias) op.weight_grad.add(memory_pass(rows * out * dtype_bytes(dtype_), dtype_));  // grad_output.sum(0)
   if (!options_.main_grad) return op;  // .grad written by the GEMM (PyTorch DDP)
-  if (options_.grad_accumulation_fusion) {
-    // The wgrad GEMM reads and writes the main gradient (beta = 1).
-    op.weight_grad.add(memory_pass(in * out * dtype_bytes(grad_dtype()), grad_dtype()), 0);
+  if (fused) {
     if (bias) op.weight_grad.append(grad_accumulation(out));
   } else {
     op.weight_grad.append(grad_accumulation(in * out + (bias ? out : 0), bias ? 2 : 1));

@@ -276,13 +276,16 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
       throw ScenarioError(fmt::format("{}: {}: {} cannot be simulated: {}", s.file, longest->first,
                                       to_string(longest->second), e.what()));
     }
-    // A measured kernel time of more than a day (node_model.overrides).
+    // A measured kernel time of more than a day (node_model.overrides),
+    // as launched or as a part of a fused kernel (part_time_us).
     if (s.kernel_overrides) {
       for (const auto& k : s.kernel_overrides->entries()) {
-        if (k.time <= Time::from_seconds(86'400)) continue;
-        throw ScenarioError(fmt::format("{}: node_model.overrides: {} line {}: {} cannot be simulated: {}",
-                                        s.file, s.kernel_overrides->path(), k.line, to_string(k.time),
-                                        e.what()));
+        const bool part = k.part_time && *k.part_time > k.time;
+        const Time t = part ? *k.part_time : k.time;
+        if (t <= Time::from_seconds(86'400)) continue;
+        throw ScenarioError(fmt::format("{}: node_model.overrides: {} line {}: {}{} cannot be simulated: {}",
+                                        s.file, s.kernel_overrides->path(), k.line,
+                                        part ? "part_time_us " : "", to_string(t), e.what()));
       }
     }
     throw ScenarioError(fmt::format(

@@ -365,6 +365,11 @@ endfunction()
 hostile(NAME overrides.time_overflows_the_run RC 2
         REGEX [=[^tessera: error: s\.yaml: node_model\.overrides: ovr_overflowing_time\.csv line 2: 5000000s cannot be simulated: time overflow]=]
         ARGS run s.yaml --set node_model.overrides=ovr_overflowing_time.csv)
+# The same as a fused kernel's part (part_time_us; helper 77: the error
+# blamed training's keys).
+hostile(NAME overrides.part_time_overflows_the_run RC 2
+        REGEX [=[^tessera: error: s\.yaml: node_model\.overrides: ovr_overflowing_part_time\.csv line 2: part_time_us 5000000s cannot be simulated: time overflow]=]
+        ARGS run s.yaml --set node_model.overrides=ovr_overflowing_part_time.csv)
 hostile_overrides(unknown_op [=[ovr_unknown_op\.csv: row 1 \(line 2\), column 'op': unknown op 'conv2d' \(expected bmm, linear]=]
                   ovr_unknown_op.csv)
 hostile_overrides(unknown_dtype [=[ovr_unknown_dtype\.csv: row 1 \(line 2\), column 'dtype': unknown dtype 'fp64']=]

@@ -109,3 +109,26 @@ TEST(Embedding, BackwardFillsTheTableGradientOnceAndAddsTheTokens) {
   // The forward gathers the tokens' rows: read and written once each.
   EXPECT_DOUBLE_EQ(pass_bytes(op.forward), 2.0 * 2048 * 1024 * 2);
 }
+
+TEST(FusedParts, AWeightGradientGemmsMainGradientAccumulationFollowsTheGemm) {
+  // Gradient-accumulation fusion: the GEMM reads and writes the FP32 main
+  // gradient, a part of its launch listed right after it; the bias
+  // gradient's reduction is a kernel of its own after both (helper 77: the
+  // part followed the bias kernel, which `tessera kernels` then showed it
+  // as a part of).
+  const nm::OpRules rules(Framework::Megatron, DType::BF16);
+  const nm::OpKernels op = rules.linear("qkv", 8192, 1280, 3840, true);
+  const nm::Pass& w = op.weight_grad;
+  ASSERT_EQ(w.kernels.size(), 4U);
+  ASSERT_EQ(w.part.size(), 4U);
+  EXPECT_TRUE(nm::is_gemm(w.kernels[0].op));
+  EXPECT_FALSE(w.part[0]);
+  // 4 bytes per weight element (what the fusion adds to the GEMM on an H200:
+  // grad_accumulation_test.cpp): 1280 x 3840 x 4 = 19,660,800 bytes.
+  EXPECT_TRUE(w.part[1]);
+  EXPECT_EQ(w.kernels[1].dtype, DType::FP32);
+  EXPECT_DOUBLE_EQ(static_cast<double>(w.kernels[1].bytes().count()), 1280.0 * 3840 * 4);
+  EXPECT_FALSE(w.part[2]);  // the bias gradient: 8192 x 3840 bf16 read
+  EXPECT_FALSE(w.part[3]);  // its main-gradient accumulation
+  EXPECT_EQ(w.launches, 3);
+}

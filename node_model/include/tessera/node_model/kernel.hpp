@@ -73,8 +73,10 @@ class KernelPredictor {
   /// The time of a further part of a kernel launched before it (Pass::part:
   /// a fused kernel timed as several traffic-equivalent kernels): the work
   /// alone, with no launch floor of either kind, since the launch it
-  /// belongs to pays that once. Defaults to predict_device() for
-  /// predictors without a floor.
+  /// belongs to pays that once. Defaults to predict_device(): exact for
+  /// predictors without a floor (roofline); the baselines that learn whole
+  /// latencies (linreg's launch intercept, the direct MLP) keep theirs in
+  /// a part too.
   [[nodiscard]] virtual Time predict_part(const Kernel& kernel) const { return predict_device(kernel); }
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual const GpuSpec& gpu() const = 0;
