@@ -504,6 +504,14 @@ std::string fp8_note(const Scenario& s) {
 
 std::string multi_node_note(const Scenario& s) {
   if (s.cluster.nodes <= 1) return {};
+  // Network constants of the scenario's own (a calibration: section from
+  // validate collectives --fit): not the shipped assumptions, which the
+  // line would otherwise tell the user to replace (helper 78).
+  engine::LinkCalibration shipped = study::default_calibration(s.gpu, s.workload.framework).comm.network;
+  shipped.skew = s.calibration.comm.network.skew;  // a what-if of its own, not a fit
+  if (s.calibration.comm.network != shipped) {
+    return fmt::format("{} nodes: {}", s.cluster.nodes, kMultiNodeCalibratedCaveat);
+  }
   return fmt::format("{} nodes: {}", s.cluster.nodes, kMultiNodeCaveat);
 }
 

@@ -1605,6 +1605,17 @@ TEST(Report, DefaultScenarioHasOnlyTheHopperBias) {
   EXPECT_NE(format_text(r).find("\nUntested scale " + r.untested_scale + "\nIteration "), std::string::npos);
   EXPECT_NE(format_json(r).find("\"untested_scale\": " + json_string(r.untested_scale) + ", "),
             std::string::npos);
+  EXPECT_NE(r.untested_scale.find("network constants that are assumptions"), std::string::npos);
+  // The network constants of the scenario's own (a validate collectives
+  // fit pasted): not called assumptions to replace (helper 78); a skew, a
+  // what-if, leaves the shipped line.
+  const std::string own_network = multi_node_note(parse_scenario(
+      default_text() + "calibration:\n  network_efficiency: 0.85\n  network_launch: 20us\n", "n.yaml"));
+  EXPECT_EQ(own_network, std::string("2 nodes: ") + std::string(kMultiNodeCalibratedCaveat));
+  EXPECT_NE(own_network.find("the network constants of the scenario's calibration: section"),
+            std::string::npos);
+  EXPECT_EQ(multi_node_note(parse_scenario(default_text(), "k.yaml", {{"calibration.network_skew", "5us"}})),
+            r.untested_scale);
   const Scenario one =
       parse_scenario(default_text(), "o.yaml", {{"cluster.nodes", "1"}, {"parallelism.dp", "8"}});
   const RunReport ro = make_report(one, simulate_scenario(one));

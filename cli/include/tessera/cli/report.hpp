@@ -263,8 +263,15 @@ inline constexpr std::string_view kMultiNodeCaveat =
     "no multi-node run was measured here (the fits are single-node); the collectives between nodes use "
     "network constants that are assumptions (calibration.network_efficiency, network_launch: fit them on "
     "your cluster's nccl-tests, docs/calibration.md)";
-/// "N nodes: kMultiNodeCaveat" for a cluster of more than one node, else
-/// empty: RunReport::untested_scale.
+/// The same where the scenario's calibration: section sets the network
+/// constants (the user's fit on their nccl-tests).
+inline constexpr std::string_view kMultiNodeCalibratedCaveat =
+    "no multi-node run was measured here (the fits are single-node); the collectives between nodes use "
+    "the network constants of the scenario's calibration: section, not the shipped assumptions, and hold "
+    "as far as the runs they were fit on (more nodes than those extrapolate them)";
+/// "N nodes: kMultiNodeCaveat" (kMultiNodeCalibratedCaveat where the
+/// scenario sets its network constants) for a cluster of more than one
+/// node, else empty: RunReport::untested_scale.
 std::string multi_node_note(const Scenario& s);
 /// FlashAttention's known bias (pessimistic attention), or empty: one of
 /// known_bias_notes, which a sweep names apart (its direction differs).
