@@ -596,6 +596,11 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
       std::vector<std::string>{"cluster.nic_bandwidth = 3200 Gb/s: one HCA port runs at 800 Gb/s at most "
                                "today (bytes for bits, GB/s for Gbps?)"});
   EXPECT_TRUE(warnings({{"cluster.nic_bandwidth", "800Gbps"}}).empty());
+  // HDR's 200 Gb/s written in bytes (helper 78: 1600 Gb/s was not warned about).
+  EXPECT_EQ(
+      warnings({{"cluster.nic_bandwidth", "200GB/s"}}),
+      std::vector<std::string>{"cluster.nic_bandwidth = 1600 Gb/s: one HCA port runs at 800 Gb/s at most "
+                               "today (bytes for bits, GB/s for Gbps?)"});
   const std::string inline_gpu =
       "{name: X, fp32_peak: 1200TFLOPS, tensor_peak: 900TFLOPS, fp8_peak: 450TFLOPS, "
       "memory_bandwidth: 3TB/s, sms: 132, l2_cache: 50MB, memory: 80GiB}";
