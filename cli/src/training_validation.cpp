@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -126,8 +127,61 @@ std::string MeasuredRun::keys_text() const {
   return s;
 }
 
+namespace {
+
+/// The columns a runs file must have (vTrain's ground_truth_single.csv).
+constexpr std::array<std::string_view, 11> kRunColumns{"# GPUs",
+                                                       "global batch",
+                                                       "micro batch",
+                                                       "hidden size",
+                                                       "attention heads",
+                                                       "# layers",
+                                                       "sequence length",
+                                                       "tensor parallelism",
+                                                       "data parallelism",
+                                                       "pipeline parallelism",
+                                                       "iteration time (ms)"};
+
+/// A column name without case, spaces, '#', '_' or '-' ("# GPUs" -> "gpus").
+std::string loose(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+/// Throws one InputError for every required column the header lacks, with
+/// the header it needs, the one it has and, where a column differs only in
+/// case, spaces or punctuation, that one (helper 78: "missing column
+/// '# GPUs'" alone, for a header of snake_case names).
+void check_run_columns(const node_model::CsvTable& t, const std::string& path) {
+  std::vector<std::string> missing;
+  for (const std::string_view name : kRunColumns) {
+    if (t.column(name) >= 0) continue;
+    std::string m = fmt::format("'{}'", name);
+    for (const std::string& h : t.header) {
+      if (loose(h) == loose(name)) m += fmt::format(" (not '{}')", h);
+    }
+    missing.push_back(std::move(m));
+  }
+  if (missing.empty()) return;
+  std::vector<std::string> needed(kRunColumns.begin(), kRunColumns.end());
+  throw InputError(fmt::format(
+      "{}: missing column{} {}: a runs file's header is {} (vTrain's ground_truth_single.csv; other "
+      "columns named by a scenario key path, such as parallelism.recompute, set that key per run); "
+      "this one's is {}",
+      path, missing.size() == 1 ? "" : "s", fmt::join(missing, ", "), fmt::join(needed, ","),
+      fmt::join(t.header, ",")));
+}
+
+}  // namespace
+
 std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemplate& where) {
   const node_model::CsvTable t = node_model::read_csv(path);
+  check_run_columns(t, path);
   const std::size_t c_gpus = t.require_column("# GPUs"), c_gb = t.require_column("global batch");
   const std::size_t c_mb = t.require_column("micro batch"), c_h = t.require_column("hidden size");
   const std::size_t c_heads = t.require_column("attention heads"), c_layers = t.require_column("# layers");

@@ -86,7 +86,19 @@ TEST(TrainingValidation, ReadsRunsAndRejectsBadRows) {
   EXPECT_TRUE(std::regex_search(error_of(std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,1,1\n"),
                                 std::regex("row 1: tp x dp x pp = 2 x 2 x 1 is not the 8 GPUs")));
   EXPECT_TRUE(
-      std::regex_search(error_of("# GPUs,global batch\n8,32\n"), std::regex("missing column 'micro batch'")));
+      std::regex_search(error_of("# GPUs,global batch\n8,32\n"),
+                        std::regex("missing columns 'micro batch', 'hidden size', 'attention heads'")));
+  // Every missing column at once, a near miss named, the header needed and
+  // the one given (helper 78: "missing column '# GPUs'" alone).
+  const std::string snake = error_of("gpus,global_batch\n8,32\n");
+  EXPECT_NE(snake.find("missing columns '# GPUs' (not 'gpus'), 'global batch' (not 'global_batch'), "
+                       "'micro batch', "),
+            std::string::npos)
+      << snake;
+  EXPECT_NE(snake.find("a runs file's header is # GPUs,global batch,micro batch,hidden size,"),
+            std::string::npos)
+      << snake;
+  EXPECT_NE(snake.find("; this one's is gpus,global_batch"), std::string::npos) << snake;
   EXPECT_TRUE(std::regex_search(error_of(kHeader), std::regex("no runs")));
   // A row that makes no valid scenario: the scenario's rule, named by file
   // and row, with no position in the YAML generated for it.
