@@ -441,7 +441,10 @@ std::string fitted_section(const study::NcclTestsFit& fit) {
   for (const auto& [cls, prefix] : classes) {
     if (!cls->fitted) continue;
     const bool nvlink = std::string_view(prefix) == "nvlink";
-    if (!cls->step_fitted && cls->calibration.launch_latency <= Time::zero()) {
+    // At the efficiency's ceiling the link rate is suspect first: the
+    // launch's note would point at latencies (helper 79).
+    const bool ceiling = cls->calibration.peak_efficiency >= 0.9999;
+    if (!ceiling && !cls->step_fitted && cls->calibration.launch_latency <= Time::zero()) {
       // With the step already 0 only the topology's per-hop latency is left
       // to lower (helper 78: the note advised a lower step at 0).
       const std::string lower =
@@ -454,7 +457,7 @@ std::string fitted_section(const study::NcclTestsFit& fit) {
           "before any launch ({0}_step {1:.1f} us per transfer, and the topology's latency per hop); {2}\n",
           prefix, cls->calibration.step_latency.us(), lower);
     }
-    if (cls->calibration.peak_efficiency >= 0.9999) {
+    if (ceiling) {
       // The runs move data as fast as the scenario's links, or faster: its
       // link rates are likely wrong (helper 78: 200GB/s for 200 Gb/s HDR).
       out += fmt::format(

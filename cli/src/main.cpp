@@ -220,7 +220,8 @@ Finds the fastest parallel plan (dp, tp, pp, expert parallelism ep for a
 mixture-of-experts model, micro-batch, schedule, recomputation) for the
 scenario's cluster, model and global batch that fits in GPU memory:
 enumerates plans, keeps the cheapest recomputation that fits, simulates up
-to M candidates (default 64) in parallel and prints the top N (default 10).
+to M candidates (default 64 per ZeRO stage and gradient sync tried) in
+parallel and prints the top N (default 10).
 When more than M plans fit, all of them are first screened by compute +
 pipeline bubble (planned, not executed) and the M most promising are
 simulated. Prints the winner as --set flags and as YAML.
@@ -237,13 +238,16 @@ simulated. Prints the winner as --set flags and as YAML.
                        stage's layers evenly, unless --virtual-stages)
   --virtual-stages LIST  interleaved-1f1b's chunk counts tried (e.g. 2,4,5,10;
                        each at the pp whose stages' layers it splits evenly)
-  --zero-stages LIST   also try these ZeRO stages (e.g. 0,1,3; default: the
-                       scenario's, kept): a zero column, and the winner's
+  --zero-stages LIST   try these ZeRO stages, not the scenario's alone (e.g.
+                       0,1,3; the scenario's is tried only if listed; default:
+                       the scenario's, kept): a zero column, and the winner's
                        stage in its flags and YAML
-  --grad-syncs LIST    also try these data-parallel gradient syncs
-                       (after-backward, overlapped, overlap-grad-reduce;
-                       default: the scenario's, kept): a grad sync column,
-                       and the winner's in its flags and YAML
+  --grad-syncs LIST    try these data-parallel gradient syncs (after-backward,
+                       overlapped, overlap-grad-reduce; the scenario's only if
+                       listed; default: the scenario's, kept): a grad sync
+                       column, and the winner's in its flags and YAML. Plans
+                       without data parallelism take the first stage and sync
+                       listed that make a valid plan
   --memory-headroom SIZE  GPU memory a plan must leave free (e.g. 8GiB: CUDA
                        context, allocator fragmentation, NCCL buffers; default 0)
   --json               print one JSON object instead: "searched" (the tp, pp,

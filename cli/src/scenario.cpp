@@ -2026,6 +2026,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
           "cluster.gpus_per_node = {} GPUs (legal, but its all-reduces cross the network)",
           plan.tp, parallelism::to_string(plan.layout), s.cluster.gpus_per_node));
     }
+    // PyTorch DDP under Megatron where Megatron-LM refuses it: modelled
+    // (the forecast of the same sync on another stack), said (helper 79).
+    if (std::string why = parallelism::torch_ddp_refusal(plan, s.workload); !why.empty()) {
+      s.warnings.push_back("parallelism.grad_sync: " + why);
+    }
   }
   if (top.has("predictor")) {
     const YAML::Node v = top.need("predictor");

@@ -563,16 +563,20 @@ int cmd_search(const Args& args, std::ostream& out) {
         if (dp % ep != 0) continue;
         for (std::int64_t mb : space.micro_batch) {
           if ((global_batch / dp) % mb != 0) continue;
+          // Without data parallelism there is nothing to shard and no
+          // gradient to reduce: each schedule once, at the first (stage,
+          // sync) listed that makes a valid plan (helper 79: only the first
+          // pair was tried, and dp-1 plans were lost where it was invalid).
+          std::set<std::pair<Schedule, int>> dp1_served;
           for (int zero : zero_stages) {
             for (parallelism::GradSync sync : grad_syncs) {
-              // Without data parallelism there is nothing to shard and no
-              // gradient to reduce: one stage, one sync.
-              if (dp == 1 && (zero != zero_stages.front() || sync != grad_syncs.front())) continue;
               for (const auto& [sched, chunks] : schedules_at_pp) {
                 // Without a pipeline the zero-bubble schedules are 1f1b with the
                 // backward split in two.
                 if (parallelism::splits_backward(sched) && pp == 1) continue;
+                if (dp == 1 && dp1_served.count({sched, chunks}) != 0U) continue;
                 std::optional<Candidate> best;
+                bool valid = false;
                 for (Recompute rc : space.recompute) {
                   ++considered;
                   ParallelPlan plan = base.plan;
@@ -593,6 +597,12 @@ int cmd_search(const Args& args, std::ostream& out) {
                   work.micro_batch = mb;
                   try {
                     plan.validate(base.model, work, gpus);
+                    // Runs in the model, but Megatron-LM refuses it: no plan
+                    // to recommend (helper 79: search's winner was one).
+                    if (std::string why = parallelism::torch_ddp_refusal(plan, work); !why.empty()) {
+                      throw InputError(why);
+                    }
+                    valid = true;
                     auto mem = parallelism::estimate_memory(base.model, work, plan, usable);
                     const auto capacity = study::stage_memory_capacity(base, plan);
                     for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st) {
@@ -609,6 +619,7 @@ int cmd_search(const Args& args, std::ostream& out) {
                     break;
                   }
                 }
+                if (valid && dp == 1) dp1_served.emplace(sched, chunks);
                 if (best) fitting.push_back(*best);
               }
             }

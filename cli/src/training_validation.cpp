@@ -434,6 +434,8 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
   std::int64_t mb_ns = keys.host_microbatch ? 0 : kept.host_microbatch.ps() / 1000;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::pair<double, double>>
       seen;  // (launch, p2p, micro-batch) -> (shift, error)
+  std::tuple<std::int64_t, std::int64_t, std::int64_t> last_round{-1, -1, -1};
+  bool extended = false;  // some search found its best past its first grid
   auto eval = [&](std::int64_t launch, std::int64_t p2p, std::int64_t mb) {
     if (auto it = seen.find({launch, p2p, mb}); it != seen.end()) return it->second;
     std::vector<Override> o = overrides;
@@ -469,6 +471,7 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
       if (e < best_err) {
         best_err = e, best = next, below = top;
         step *= 2;
+        extended = true;
       }
       above = best == next ? std::min(cap, next + step) : next;
       top = next;
@@ -489,9 +492,16 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
     }
     return best;
   };
-  // Coordinate descent: the launch cost (all runs), then the exchange cost
-  // (pipelined runs only), twice.
-  for (int round = 0; round < 2; ++round) {
+  // Coordinate descent: the launch cost (all runs), the data step, then the
+  // exchange cost (pipelined runs only), twice; where a constant lies beyond
+  // its first grid, on until a round moves none of them (at most 8 rounds:
+  // helper 79, from 0 two rounds left a 37 ms data step at 30.6 ms with a
+  // spurious exchange cost). The shipped constants and the vTrain folds lie
+  // inside the grids: two rounds, as they were fit.
+  for (int round = 0; round < 8; ++round) {
+    const auto before = std::tuple{launch_ns, mb_ns, p2p_ns};
+    if (round >= 2 && (!extended || before == last_round)) break;
+    last_round = before;
     if (keys.host_launch) {
       launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns, mb_ns).second; }, 100'000, 10'000, 100,
                          10'000'000);
@@ -962,19 +972,21 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     out << "Fitted (paste into the scenario's calibration: section, merged with any keys it has there):\n"
         << calibration_yaml(f);
     // The fit's error is in sample; with as many constants as runs it is no
-    // evidence at all (the constants can absorb any model error).
+    // evidence at all (the constants can absorb any model error). After a
+    // blank line, at column 0: not part of the section (helper 79: copied
+    // with it, an indented note was invalid YAML).
     if (const auto k = static_cast<std::size_t>(f.fitted.count()); k == 0) {
-      out << "  note: no constant fit (host_p2p needs a pipelined run): the error is the scenario's "
+      out << "\nnote: no constant fit (host_p2p needs a pipelined run): the error is the scenario's "
              "constants' on these runs\n";
     } else if (k >= runs.size()) {
       out << fmt::format(
-          "  note: {} constants fit on {} run{}: {} constants as runs can absorb the model's error on "
-          "them, so the {:.1f}% above says nothing about other runs. Add runs (other micro-batch counts, "
-          "layer counts or plans) or fit fewer constants (--fit-only)\n",
-          k, runs.size(), runs.size() == 1 ? "" : "s", k > runs.size() ? "more" : "as many",
-          100 * f.mean_error);
+          "\nnote: {} constants fit on {} run{}: {} can absorb the model's error on them, so the {:.1f}% "
+          "above says nothing about other runs. Add runs (other micro-batch counts, layer counts or plans) "
+          "or fit fewer constants (--fit-only)\n",
+          k, runs.size(), runs.size() == 1 ? "" : "s",
+          k > runs.size() ? "more constants than runs" : "as many constants as runs", 100 * f.mean_error);
     } else if (folds == 0) {
-      out << "  (the error is on the runs fit; --cv K predicts each run with a fit that did not see its "
+      out << "\n(the error is on the runs fit; --cv K predicts each run with a fit that did not see its "
              "profile)\n";
     }
     out << std::flush;

@@ -1,5 +1,6 @@
 // Parallel plans: parsing, validation, rank layout and pipeline schedules.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -312,6 +313,22 @@ bool tp_group_spans_nodes(const ParallelPlan& plan, int gpus_per_node) {
     }
   }
   return false;
+}
+
+std::string torch_ddp_refusal(const ParallelPlan& plan, const Workload& work) {
+  if (work.framework != node_model::Framework::Megatron ||
+      plan.resolved_grad_sync(work) != GradSync::Overlapped)
+    return {};
+  std::vector<std::string> why;
+  if (work.dtype == node_model::DType::BF16) why.emplace_back("with bf16 (FP32 gradient accumulation)");
+  if (plan.zero_stage == 1) why.emplace_back("with the distributed optimizer (zero_stage 1)");
+  if (plan.pp > 1) why.emplace_back(fmt::format("with pipeline parallelism (pp {})", plan.pp));
+  if (why.empty()) return {};
+  return fmt::format(
+      "grad_sync overlapped under framework megatron is Megatron-LM's --DDP-impl torch, which Megatron-LM "
+      "refuses {} (it needs its own DDP: grad_sync after-backward or overlap-grad-reduce; Megatron-Core "
+      "has no --DDP-impl torch)",
+      fmt::join(why, " and "));
 }
 
 std::string known_bias_note(const ParallelPlan& plan) {

@@ -361,11 +361,29 @@ TEST(NcclTests, AFitAtItsBoundsSaysWhatToCheck) {
                       "scenario's link rate or passes it; check cluster.nvlink_bandwidth"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("the step is 0 already: with a lower cluster.nvlink_latency the launch can take it"),
-            std::string::npos)
-      << text;
+  // (the launch's note, about latencies, waits for the rate to be right)
+  EXPECT_EQ(text.find("nvlink_launch fitted at its floor"), std::string::npos) << text;
   // The header above the section is not a line to paste.
   EXPECT_EQ(text.find("\ncalibration: "), std::string::npos) << text;
+  // Runs with no fixed cost at 0.7 efficiency, fit on a scenario whose
+  // NVLink hops are 5 us: the launch stops at its floor with the step at 0
+  // already, and the note points to the per-hop latency (helper 78: it
+  // advised a lower step).
+  truth.calibration.comm.nvlink.peak_efficiency = 0.7;
+  std::ofstream(run) << model_run(truth, build_topology(shipped), "all_reduce_perf", 1, 8);
+  std::string slow_hops = kCluster;
+  slow_hops.replace(slow_hops.find("  nic_bandwidth"), 0, "  nvlink_latency: 5us\n");
+  std::ofstream(yaml) << slow_hops;
+  std::ostringstream hops;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "nvlink"}, hops), 0);
+  EXPECT_NE(
+      hops.str().find("note: nvlink_launch fitted at its floor, 0: the runs' fixed cost is below what the "
+                      "model charges before any launch (nvlink_step 0.0 us per transfer, and the "
+                      "topology's latency per hop); the step is 0 already: with a lower "
+                      "cluster.nvlink_latency the launch can take it"),
+      std::string::npos)
+      << hops.str();
+  EXPECT_EQ(hops.str().find("fitted at its ceiling"), std::string::npos) << hops.str();
   std::filesystem::remove_all(dir);
 }
 

@@ -1816,7 +1816,30 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
           "at once after the backward; grad_sync: overlapped or overlap-grad-reduce reduces them in "
           "buckets)"});
   EXPECT_TRUE(
-      warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "overlapped"}}).empty());
+      warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "overlap-grad-reduce"}})
+          .empty());
+  // PyTorch DDP (overlapped) under Megatron: Megatron-LM refuses it with bf16
+  // (helper 79), said; with fp16 and one stage it runs, bucket and all.
+  EXPECT_EQ(
+      warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "overlapped"}}),
+      std::vector<std::string>{
+          "parallelism.grad_sync: grad_sync overlapped under framework megatron is Megatron-LM's "
+          "--DDP-impl torch, which Megatron-LM refuses with bf16 (FP32 gradient accumulation) (it needs "
+          "its own DDP: grad_sync after-backward or overlap-grad-reduce; Megatron-Core has no "
+          "--DDP-impl torch)"});
+  EXPECT_TRUE(warnings({{"parallelism.bucket_size", "25MB"},
+                        {"parallelism.grad_sync", "overlapped"},
+                        {"training.dtype", "fp16"}})
+                  .empty());
+  EXPECT_NE(
+      warnings({{"parallelism.grad_sync", "overlapped"},
+                {"training.dtype", "fp16"},
+                {"parallelism.zero_stage", "1"},
+                {"parallelism.pp", "2"},
+                {"parallelism.dp", "8"}})
+          .front()
+          .find("refuses with the distributed optimizer (zero_stage 1) and with pipeline parallelism (pp 2)"),
+      std::string::npos);
   // auto under the megatron profile resolves to after-backward: said so.
   const auto aut = warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "auto"}});
   ASSERT_EQ(aut.size(), 1U);

@@ -740,10 +740,22 @@ TEST(TrainingValidation, FitSaysWhatItsErrorIsWorth) {
   EXPECT_EQ(cmd_validate_training(
                 {"--data", csv, "--scenario", base, "--fit-only", "host_microbatch,host_iteration"}, two),
             0);
-  EXPECT_NE(two.str().find("\n  note: 2 constants fit on 2 runs: as many constants as runs can absorb the "
+  // After the section, a blank line and the note at column 0 (helper 79:
+  // indented, it was copied with the section as invalid YAML).
+  EXPECT_NE(two.str().find("  host_iteration: "), std::string::npos) << two.str();
+  EXPECT_NE(two.str().find("\n\nnote: 2 constants fit on 2 runs: as many constants as runs can absorb the "
                            "model's error on them, so the "),
             std::string::npos)
       << two.str();
+  // More constants than runs: said so.
+  std::ostringstream three;
+  EXPECT_EQ(cmd_validate_training({"--data", csv, "--scenario", base, "--fit-only",
+                                   "host_launch,host_microbatch,host_iteration"},
+                                  three),
+            0);
+  EXPECT_NE(three.str().find("\nnote: 3 constants fit on 2 runs: more constants than runs can absorb"),
+            std::string::npos)
+      << three.str();
   EXPECT_EQ(two.str().find("--cv K predicts"), std::string::npos) << two.str();
 
   std::ostringstream one;
@@ -751,7 +763,7 @@ TEST(TrainingValidation, FitSaysWhatItsErrorIsWorth) {
             0);
   EXPECT_NE(one.str().find(" fit on all 2 runs (1 sweep): mean error "), std::string::npos) << one.str();
   EXPECT_NE(
-      one.str().find("\n  (the error is on the runs fit; --cv K predicts each run with a fit that did not "
+      one.str().find("\n\n(the error is on the runs fit; --cv K predicts each run with a fit that did not "
                      "see its profile)\n"),
       std::string::npos)
       << one.str();
@@ -760,7 +772,7 @@ TEST(TrainingValidation, FitSaysWhatItsErrorIsWorth) {
   // Nothing to fit: the runs are not pipelined, and host_p2p is all that was asked.
   std::ostringstream none;
   EXPECT_EQ(cmd_validate_training({"--data", csv, "--scenario", base, "--fit-only", "host_p2p"}, none), 0);
-  EXPECT_NE(none.str().find("\n  note: no constant fit (host_p2p needs a pipelined run): the error is the "
+  EXPECT_NE(none.str().find("\n\nnote: no constant fit (host_p2p needs a pipelined run): the error is the "
                             "scenario's constants' on these runs\n"),
             std::string::npos)
       << none.str();

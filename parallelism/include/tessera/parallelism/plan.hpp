@@ -183,6 +183,13 @@ inline constexpr int kKnownBiasMinTp = 4;
 /// vTrain's single-node A100 runs (docs/calibration.md, "The marginal cost
 /// of a layer"), so such forecasts are optimistic. `tessera run` prints it.
 std::string known_bias_note(const ParallelPlan& plan);
+/// Why Megatron-LM would refuse `plan`'s grad_sync overlapped (PyTorch DDP,
+/// --DDP-impl torch) under framework megatron, or empty: its arguments.py
+/// asserts DDP_impl == 'local' with bf16 (gradients accumulated and
+/// all-reduced in FP32), with the distributed optimizer (zero_stage 1) and
+/// with pipeline parallelism; Megatron-Core has no --DDP-impl at all. The
+/// model runs such a plan (a warning); search does not recommend it.
+std::string torch_ddp_refusal(const ParallelPlan& plan, const Workload& work);
 
 /// What a pipeline step computes. F: the forward. B: the backward's input
 /// gradients (what the previous stage waits for); under a schedule that does
