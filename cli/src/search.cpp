@@ -597,9 +597,11 @@ int cmd_search(const Args& args, std::ostream& out) {
                   work.micro_batch = mb;
                   try {
                     plan.validate(base.model, work, gpus);
-                    // Runs in the model, but Megatron-LM refuses it: no plan
-                    // to recommend (helper 79: search's winner was one).
-                    if (std::string why = parallelism::torch_ddp_refusal(plan, work); !why.empty()) {
+                    // Runs in the model, but Megatron-LM refuses it: no sync
+                    // to recommend (helper 79: search's winner was one). The
+                    // scenario's own, kept, stays (its warning says so).
+                    if (std::string why = parallelism::torch_ddp_refusal(plan, work);
+                        !why.empty() && !space.grad_syncs.empty()) {
                       throw InputError(why);
                     }
                     valid = true;
