@@ -718,8 +718,7 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   auto sum_ms = [&](const nm::FxOp& op, const std::vector<nm::Kernel>& ks, const std::vector<bool>& parts) {
     double ms = 0;
     try {
-      for (std::size_t i = 0; i < ks.size(); ++i)
-        ms += (parts[i] ? predictor->predict_part(ks[i]) : predictor->predict(ks[i])).ms();
+      for (std::size_t i = 0; i < ks.size(); ++i) ms += predictor->predict_eager(ks[i], parts[i]).ms();
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: row {} ({}): {}", graph_path, op.row, op.name, e.what()));
     }

@@ -318,7 +318,7 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
 GraphTimes predict_graph_times(const std::vector<GraphOp>& ops, const KernelPredictor& p) {
   GraphTimes t;
   for (const auto& op : ops) {
-    const double ms = (op.fused_part ? p.predict_part(op.kernel) : p.predict(op.kernel)).ms() * op.count;
+    const double ms = p.predict_eager(op.kernel, op.fused_part).ms() * op.count;
     (op.phase == Phase::Forward ? t.fw_ms : t.bw_ms) += ms;
   }
   return t;

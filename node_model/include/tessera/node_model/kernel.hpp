@@ -78,6 +78,11 @@ class KernelPredictor {
   /// latencies (linreg's launch intercept, the direct MLP) keep theirs in
   /// a part too.
   [[nodiscard]] virtual Time predict_part(const Kernel& kernel) const { return predict_device(kernel); }
+  /// The eager time of one kernel of a launch: predict_part() for a further
+  /// part of it (Pass::part), else predict() (the HF and fx graphs' timing).
+  [[nodiscard]] Time predict_eager(const Kernel& kernel, bool part) const {
+    return part ? predict_part(kernel) : predict(kernel);
+  }
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual const GpuSpec& gpu() const = 0;
 };
