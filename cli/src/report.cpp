@@ -401,8 +401,10 @@ namespace {
 /// Data-parallel rings this wide across nodes, with several of their ranks
 /// on each node, are where NCCL has long left the ring for its tree (the
 /// ring's latency grows with every rank; docs/collectives.md, Limitations).
-/// On scenarios/scaling.yaml the ring and rings per rail are within 0.4% at
-/// 32 nodes of 8 GPUs; the ring's iteration is 8.5% longer at 64, 32% at 128.
+/// On scenarios/scaling.yaml with 25 MB buckets the ring's iteration is
+/// within 0.5% of the hierarchical all-reduce's at 32 nodes of 8 GPUs, 6.9%
+/// longer at 64, 31% at 128 (with Megatron-Core's larger default buckets
+/// the ring is the faster of the two there: its latencies are paid twice).
 constexpr int kKnownBiasMinRingNodes = 32;
 
 /// The gradient all-reduce as a ring over many nodes, with several ranks per

@@ -388,8 +388,9 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
 // that fit: Llama 3 8B under ZeRO-2 at micro-batch 7 needs 84 GiB on one
 // node (out of memory), 77 on two, 73 on four.
 TEST_F(ChartTest, NodeSweepJoinsByGpusAndScalesFromTheFewestThatFit) {
-  const std::string svg = sweep("scaling.yaml", {"cluster.nodes=4,1,2", "model.preset=llama3-8b",
-                                                 "parallelism.zero_stage=2", "training.micro_batch=7"});
+  const std::string svg =
+      sweep("scaling.yaml", {"cluster.nodes=4,1,2", "model.preset=llama3-8b", "parallelism.zero_stage=2",
+                             "parallelism.grad_sync=auto", "training.micro_batch=7"});
   const auto root = parse_chart(svg);
   const auto data = polyline_points(*root, "throughput");
   const auto ideal = polyline_points(*root, "ideal scaling");
