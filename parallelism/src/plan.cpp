@@ -627,13 +627,19 @@ double model_flops(const TransformerConfig& model, const Workload& work, const P
     }
     return f;
   };
-  const Sharding shard{plan.tp, plan.sequence_parallel};
+  // The model's work is counted once: the ops as one tensor-parallel group
+  // would run them unsplit (tp 1), times dp. Summing the tp ranks' kernels
+  // would count tp times what every rank repeats (layer norms, residuals,
+  // dropout without sequence parallelism), which is hardware work, not the
+  // model's. Expert parallelism keeps its split: each rank computes the
+  // tokens routed to its experts, and the dp ranks together all of them.
+  const Sharding shard{1, false};
   const double layer_model_flops = op_flops(layer_ops(model, work, shard));
   const double embed_model_flops = op_flops(embedding_ops(model, work, shard));
   const double head_model_flops = op_flops(lm_head_ops(model, work, shard));
   // An MoE layer's model FLOPs count the activated experts only (top_k per
   // token, no capacity padding: OpKernels::padding_flops).
-  const Sharding moe_shard{plan.tp, plan.sequence_parallel, plan.ep};
+  const Sharding moe_shard{1, false, plan.ep};
   const double moe_model_flops = model.is_moe() ? op_flops(moe_layer_ops(model, work, moe_shard)) : 0.0;
   double per_replica_rank_sum = 0;  // over the pp stages of one (tp, dp) column
   for (int stage = 0; stage < part.pp; ++stage) {
@@ -649,7 +655,7 @@ double model_flops(const TransformerConfig& model, const Workload& work, const P
     if (stage == part.pp - 1) f += head_model_flops;
     per_replica_rank_sum += f;
   }
-  return per_replica_rank_sum * static_cast<double>(micro_batches) * plan.tp * plan.dp;
+  return per_replica_rank_sum * static_cast<double>(micro_batches) * plan.dp;
 }
 
 std::int64_t optimizer_shard_params(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
