@@ -313,7 +313,8 @@ ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const Pa
 
 /// FLOPs of one iteration over all ranks as the model defines them (every
 /// kernel's forward, input-gradient and weight-gradient work once, without
-/// recomputation or capacity padding): PlanSummary::model_flops.
+/// recomputation or capacity padding, and work every tensor-parallel rank
+/// repeats once): PlanSummary::model_flops.
 double model_flops(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
                    const StagePartition& partition, std::int64_t micro_batches);
 
