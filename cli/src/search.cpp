@@ -602,7 +602,7 @@ int cmd_search(const Args& args, std::ostream& out) {
                     // scenario's own, kept, stays (its warning says so).
                     if (std::string why = parallelism::torch_ddp_refusal(plan, work);
                         !why.empty() && !space.grad_syncs.empty()) {
-                      throw InputError(why);
+                      throw InputError("grad_sync " + why);
                     }
                     valid = true;
                     auto mem = parallelism::estimate_memory(base.model, work, plan, usable);

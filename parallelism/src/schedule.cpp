@@ -325,7 +325,7 @@ std::string torch_ddp_refusal(const ParallelPlan& plan, const Workload& work) {
   if (plan.pp > 1) why.emplace_back(fmt::format("with pipeline parallelism (pp {})", plan.pp));
   if (why.empty()) return {};
   return fmt::format(
-      "grad_sync overlapped under framework megatron is Megatron-LM's --DDP-impl torch, which Megatron-LM "
+      "overlapped under framework megatron is Megatron-LM's --DDP-impl torch, which Megatron-LM "
       "refuses {} (it needs its own DDP: grad_sync after-backward or overlap-grad-reduce; Megatron-Core "
       "has no --DDP-impl torch)",
       fmt::join(why, " and "));

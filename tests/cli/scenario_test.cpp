@@ -1823,7 +1823,7 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
   EXPECT_EQ(
       warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "overlapped"}}),
       std::vector<std::string>{
-          "parallelism.grad_sync: grad_sync overlapped under framework megatron is Megatron-LM's "
+          "parallelism.grad_sync: overlapped under framework megatron is Megatron-LM's "
           "--DDP-impl torch, which Megatron-LM refuses with bf16 (FP32 gradient accumulation) (it needs "
           "its own DDP: grad_sync after-backward or overlap-grad-reduce; Megatron-Core has no "
           "--DDP-impl torch)"});

@@ -188,7 +188,8 @@ std::string known_bias_note(const ParallelPlan& plan);
 /// asserts DDP_impl == 'local' with bf16 (gradients accumulated and
 /// all-reduced in FP32), with the distributed optimizer (zero_stage 1) and
 /// with pipeline parallelism; Megatron-Core has no --DDP-impl at all. The
-/// model runs such a plan (a warning); search does not recommend it.
+/// model runs such a plan (a warning); search does not recommend it. The
+/// text starts with the value ("overlapped under ..."): callers name the key.
 std::string torch_ddp_refusal(const ParallelPlan& plan, const Workload& work);
 
 /// What a pipeline step computes. F: the forward. B: the backward's input
