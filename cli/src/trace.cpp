@@ -449,8 +449,12 @@ void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism:
     std::string name = fmt::format("rank {}", rank);
     if (layout_.plan.world_size() == ranks_) {
       const auto c = parallelism::rank_coord(layout_.plan, rank);
-      fmt::format_to(std::back_inserter(name), " (node {}, stage {}, dp {}, tp {})",
-                     rank / std::max(layout_.gpus_per_node, 1), c.pp, c.dp, c.tp);
+      fmt::format_to(std::back_inserter(name), " (node {}, stage {}, dp {}",
+                     rank / std::max(layout_.gpus_per_node, 1), c.pp, c.dp);
+      // The expert shard it holds: its place in its expert-parallel group
+      // (dp ranks ep apart hold the same experts).
+      if (layout_.plan.ep > 1) fmt::format_to(std::back_inserter(name), ", ep {}", c.dp % layout_.plan.ep);
+      fmt::format_to(std::back_inserter(name), ", tp {})", c.tp);
     }
     begin_event();
     fmt::format_to(std::back_inserter(buffer_),

@@ -512,4 +512,8 @@ TEST(ChromeTrace, ExpertParallelTracksAreNamedByRole) {
                                    "dp (16 ranks, 0..15)", "pp-send to stage 1 (rank 16)",
                                    "pp-recv from stage 1 (rank 16)", "host (GPU waits for the host)"}));
   EXPECT_NE(t.text.find(R"("name":"mb0.layer000.fwd.ep.dispatch.all-to-all")"), std::string::npos);
+  // A rank's name says which experts it holds (helper 81: no ep in it):
+  // rank 19 is dp 3 of stage 1, the same experts as dp 11 (rank 27).
+  EXPECT_NE(t.text.find(R"j("name":"rank 19 (node 2, stage 1, dp 3, ep 3, tp 0)")j"), std::string::npos);
+  EXPECT_NE(t.text.find(R"j("name":"rank 27 (node 3, stage 1, dp 11, ep 3, tp 0)")j"), std::string::npos);
 }
