@@ -59,6 +59,20 @@ std::vector<double> ticks_from_zero(double max, int count) {
   return ticks;
 }
 
+std::vector<double> ticks_between(double min, double max, int count) {
+  if (!std::isfinite(min) || !std::isfinite(max) || !(max > min)) return ticks_from_zero(max, count);
+  const std::vector<double> span = ticks_from_zero(max - min, count);
+  const double step = span.size() > 1 ? span[1] : 1.0;
+  const double first = std::floor(min / step + 1e-9) * step;
+  std::vector<double> ticks;
+  for (int k = 0;; ++k) {
+    const double t = first + step * k;
+    ticks.push_back(t);
+    if (t >= max * (1 - 1e-9) || k > 4 * count) break;
+  }
+  return ticks;
+}
+
 std::vector<double> log_ticks(double lo, double hi) {
   if (!(lo > 0) || !std::isfinite(lo) || !std::isfinite(hi) || hi < lo) return {1, 10};
   const bool decades = hi / lo > 1000;
@@ -207,22 +221,32 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
     }
   }
   const bool log_y = p.y_log && y_min > 0 && std::isfinite(y_min);
-  const std::vector<double> y_ticks = log_y ? log_ticks(y_min, y_max) : ticks_from_zero(y_max * 1.04);
+  const bool from = !log_y && p.y_from && *p.y_from < y_min;
+  const std::vector<double> y_ticks = log_y ? log_ticks(y_min, y_max)
+                                      : from
+                                          ? ticks_between(*p.y_from, *p.y_from + (y_max - *p.y_from) * 1.04)
+                                          : ticks_from_zero(y_max * 1.04);
   const double y_top = y_ticks.back();
-  const double y_lo = log_y ? std::log10(y_ticks.front()) : 0.0;
+  const double y_lo = log_y ? std::log10(y_ticks.front()) : from ? y_ticks.front() : 0.0;
   const double y_hi = log_y ? std::log10(y_top) : y_top;
   auto map_y = [&](double v) {
     const double u = log_y ? std::log10(v) : v;
     return py + ph * (1 - (u - y_lo) / (y_hi > y_lo ? y_hi - y_lo : 1.0));
   };
 
-  // Grid and y ticks.
+  // Grid and y ticks; percentages with a decimal on an axis of 2.5% steps
+  // (97.5% is not "98%").
+  int percent_decimals = 0;
+  for (const double t : y_ticks) {
+    if (std::abs(100 * t - std::round(100 * t)) > 1e-6) percent_decimals = 1;
+  }
   for (const double t : y_ticks) {
     const double ty = map_y(t);
     s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#e5e5e5"/>)"
                      "\n",
                      px, ty, px + pw, ty);
-    const std::string label = p.y_percent ? fmt::format("{:.0f}%", 100 * t) : short_number(t);
+    const std::string label =
+        p.y_percent ? fmt::format("{:.{}f}%", 100 * t, percent_decimals) : short_number(t);
     s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="{}" text-anchor="end">{}</text>)"
                      "\n",
                      px - 6, ty + 4, kTick, escape(label));

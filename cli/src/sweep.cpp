@@ -762,6 +762,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
 
   const bool many = series_names.size() > 1;
   bool any_oom = false;
+  bool any_baseline = false;  // a series with a point that fits
   std::vector<chart::LegendEntry> entries;
   for (std::size_t i = 0; i < series_names.size(); ++i) {
     const std::vector<Pt>& pts = by_series[series_names[i]];
@@ -784,24 +785,36 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
       any_oom = any_oom || q.oom;
       ideal.x.push_back(x);
       ideal.y.push_back(first.tokens * q.gpus / first.gpus);
+      // The efficiency of the points that fit, as the table and the JSON
+      // give it (`-`, null out of memory; helper 81: crosses at 100%).
+      if (q.oom) continue;
       per_gpu.x.push_back(x);
       per_gpu.y.push_back(gpus_on_x ? efficiency.at(q.index) : 0.0);
-      per_gpu.flagged.push_back(q.oom);
     }
     // A series that fits nowhere is drawn faded and says so in the legend:
-    // out-of-memory throughput is not a result to read off.
+    // out-of-memory throughput is not a result to read off, and there is no
+    // baseline to draw an ideal line or an efficiency from.
     const bool none_fits =
         !pts.empty() && std::all_of(pts.begin(), pts.end(), [](const Pt& q) { return q.oom; });
-    data.faded = ideal.faded = per_gpu.faded = none_fits;
-    if (gpus_on_x) tput.series.push_back(std::move(ideal));
+    data.faded = none_fits;
+    any_baseline = any_baseline || !none_fits;
+    if (gpus_on_x && !none_fits) tput.series.push_back(std::move(ideal));
     tput.series.push_back(std::move(data));
-    eff.series.push_back(std::move(per_gpu));
+    if (!per_gpu.x.empty()) eff.series.push_back(std::move(per_gpu));
     if (many) {
       entries.push_back({series_names[i] + (none_fits ? " (OOM at every point)" : ""), c, false, false, false,
                          false, chart::marker(i)});
     }
   }
-  if (gpus_on_x) {
+  // The efficiency axis from a round 10% at least 5 points below the
+  // lowest efficiency, where all are above half (helper 81: from 0, lines
+  // at 97.5-100% lay on each other and on the 100% line); from 0 otherwise.
+  double lowest = 1.0;
+  for (const chart::Series& ser : eff.series) {
+    for (const double v : ser.y) lowest = std::min(lowest, v);
+  }
+  if (lowest >= 0.5) eff.y_from = std::floor((lowest - 0.05) * 10 + 1e-9) / 10;
+  if (gpus_on_x && any_baseline) {
     entries.push_back({many ? "ideal scaling (dashed, per series): baseline x GPUs / its GPUs; "
                               "baseline: the fewest GPUs that fit"
                             : "ideal scaling: baseline x GPUs / its GPUs; baseline: the fewest GPUs that fit",

@@ -316,6 +316,18 @@ TEST(ChartNumbers, RoundTicksCoverTheData) {
   EXPECT_EQ(chart::escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
 }
 
+TEST(ChartNumbers, TicksBetweenStartAtARoundStepBelow) {
+  // 0.9 to 1.0044: a span of 0.1044 in steps of 0.025, from 0.9.
+  const auto t = chart::ticks_between(0.9, 1.0044);
+  ASSERT_EQ(t.size(), 6U);
+  EXPECT_NEAR(t.front(), 0.9, 1e-12);
+  EXPECT_NEAR(t[1], 0.925, 1e-12);
+  EXPECT_NEAR(t.back(), 1.025, 1e-12);
+  // From a value between steps: the step at or below it.
+  EXPECT_NEAR(chart::ticks_between(83, 131).front(), 80, 1e-9);
+  EXPECT_EQ(chart::ticks_between(1, 1), chart::ticks_from_zero(1));  // no span: from 0
+}
+
 namespace {
 
 /// The points of the first polyline named `name` (data-name), in SVG units.
@@ -379,6 +391,15 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
       EXPECT_GT(std::stod(attr(e, "y")) - 13, title_y + 4) << e->text;
     }
   }
+  // The efficiency axis (99.5-100% here) from 90%, a round 10% at least 5
+  // points below the lowest, in steps labelled to their decimal (helper 81:
+  // from 0 the lines lay on the 100% line).
+  std::vector<std::string> percent_ticks;
+  for (const Element* e : all(*root, "text")) {
+    if (!e->text.empty() && e->text.back() == '%') percent_ticks.push_back(e->text);
+  }
+  EXPECT_EQ(percent_ticks,
+            (std::vector<std::string>{"90.0%", "92.5%", "95.0%", "97.5%", "100.0%", "102.5%"}));
   // Same input, same bytes: rerunning resumes every point and redraws.
   EXPECT_EQ(sweep("scaling.yaml", {"cluster.nodes=1,2,4"}), svg);
 }
@@ -421,9 +442,11 @@ TEST_F(ChartTest, TwoKeysGiveOneLinePerValueOfTheSecond) {
   }
 }
 
-// A series out of memory at every point is drawn faded (its line and its
-// ideal line at a third of their opacity) and named so in the legend; its
-// crosses are drawn before every marker, so none hides a point that fits.
+// A series out of memory at every point is drawn faded (its line at a
+// third of its opacity) and named so in the legend, with no ideal line and
+// no efficiency (no baseline fits: the table says `-`; helper 81: both were
+// drawn, the efficiency at 100%); its crosses are drawn before every
+// marker, so none hides a point that fits.
 TEST_F(ChartTest, SeriesOutOfMemoryEverywhereIsFaded) {
   const std::string svg = sweep("scaling.yaml", {"cluster.nodes=1,2", "training.micro_batch=4,64"});
   const auto root = parse_chart(svg);
@@ -434,7 +457,7 @@ TEST_F(ChartTest, SeriesOutOfMemoryEverywhereIsFaded) {
         << attr(p, "data-name");
     (oom ? faded : clear) += 1;
   }
-  EXPECT_EQ(faded, 3);  // throughput, its ideal line, efficiency
+  EXPECT_EQ(faded, 1);  // throughput only
   EXPECT_EQ(clear, 3);
   const auto t = texts(*root);
   EXPECT_TRUE(t.count("training.micro_batch=64 (OOM at every point)")) << svg;
@@ -445,6 +468,37 @@ TEST_F(ChartTest, SeriesOutOfMemoryEverywhereIsFaded) {
   const std::size_t first_cross = svg.find(R"(stroke="#d62728" stroke-width="2.5")");
   ASSERT_NE(first_cross, std::string::npos);
   EXPECT_LT(first_cross, first_marker) << svg;
+}
+
+// Where nothing fits there is no baseline: no ideal line, no efficiency,
+// and the legend does not promise one.
+TEST_F(ChartTest, NoIdealLineWhereNothingFits) {
+  const std::string svg = sweep("scaling.yaml", {"cluster.nodes=1,2,4", "training.micro_batch=64"});
+  const auto root = parse_chart(svg);
+  std::vector<std::string> lines;
+  for (const Element* p : all(*root, "polyline")) lines.push_back(attr(p, "data-name"));
+  EXPECT_EQ(lines, std::vector<std::string>{"throughput"}) << svg;
+  for (const std::string& t : texts(*root)) EXPECT_EQ(t.find("ideal scaling"), std::string::npos) << t;
+}
+
+// Points out of memory have no efficiency (`-` in the table), where their
+// series has a baseline that fits.
+TEST_F(ChartTest, EfficiencyOnlyOfPointsThatFit) {
+  // Llama 3 8B under ZeRO-2 at micro-batch 7: out of memory on one node,
+  // fits on two and four.
+  const auto root = parse_chart(
+      sweep("scaling.yaml", {"cluster.nodes=1,2,4", "model.preset=llama3-8b", "parallelism.zero_stage=2",
+                             "parallelism.grad_sync=auto", "training.micro_batch=7"}));
+  std::vector<std::size_t> points;  // of each "throughput" line: the throughput panel's, the efficiency's
+  for (const Element* p : all(*root, "polyline")) {
+    if (attr(p, "data-name") != "throughput") continue;
+    std::istringstream in(attr(p, "points"));
+    std::size_t n = 0;
+    for (std::string xy; in >> xy;) ++n;
+    points.push_back(n);
+  }
+  EXPECT_EQ(points, (std::vector<std::size_t>{3, 2}));
+  EXPECT_NE(printed_.find(" -  OOM"), std::string::npos) << printed_;
 }
 
 TEST_F(ChartTest, ZippedKeysAreOneLineThroughTheirPoints) {

@@ -22,6 +22,10 @@ std::string escape(std::string_view text);
 /// Evenly spaced round ticks (steps of 1, 2, 2.5 or 5 x 10^k) from 0 to at
 /// least `max`, about `count` intervals; {0, 1} when max <= 0.
 std::vector<double> ticks_from_zero(double max, int count = 5);
+
+/// The same from `min` (a multiple of the step it picks, at or below `min`)
+/// to at least `max`: ticks_from_zero of the span, shifted.
+std::vector<double> ticks_between(double min, double max, int count = 5);
 /// Ticks of a log axis covering [lo, hi] (0 < lo <= hi): 1, 2 and 5 x 10^k
 /// from the largest at or below lo to the smallest at or above hi (powers of
 /// ten alone past three decades).
@@ -69,6 +73,9 @@ struct LinePanel {
   bool y_percent = false;                ///< y values are fractions, labelled as percentages
   bool y_log = false;                    ///< y on a log scale (log_ticks; positive values only)
   std::optional<double> reference_y;     ///< a dashed horizontal line (e.g. 100% efficiency)
+  /// A linear y axis from this value (ticks_between) instead of from 0,
+  /// for data far from 0 whose differences matter (scaling efficiency).
+  std::optional<double> y_from;
 };
 
 /// A panel drawn in the box (x, y, w, h): title, plot frame, grid, ticks,
