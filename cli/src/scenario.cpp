@@ -962,11 +962,39 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
   std::string walked;
   for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
     walked += (walked.empty() ? "" : ".") + keys[i];
+    // An element of a list the file has (`--set jobs[1].nodes=3`).
+    if (const auto open = keys[i].find('['); open != std::string::npos && keys[i].back() == ']') {
+      const std::string list = keys[i].substr(0, open);
+      const auto index = decimal(keys[i].substr(open + 1, keys[i].size() - open - 2));
+      const YAML::Node seq = node[list];
+      if (!index || !seq || !seq.IsSequence()) {
+        throw ScenarioError(file,
+                            fmt::format("{}: '{}' is no element of a list in this scenario{}", label, walked,
+                                        index ? "" : " (an index is a whole number: jobs[0])"),
+                            option);
+      }
+      if (*index < 0 || static_cast<std::size_t>(*index) >= seq.size()) {
+        throw ScenarioError(file,
+                            fmt::format("{}: '{}': the scenario's {} has {} element{} (0..{})", label, walked,
+                                        list, seq.size(), seq.size() == 1 ? "" : "s", seq.size() - 1),
+                            option);
+      }
+      YAML::Node element = seq[static_cast<std::size_t>(*index)];
+      if (!element.IsMap()) {
+        throw ScenarioError(file, fmt::format("{}: '{}' is not a mapping in this scenario", label, walked),
+                            option);
+      }
+      node.reset(element);
+      continue;
+    }
     YAML::Node next = node[keys[i]];
     // A missing section is created (`--set collectives.algorithm=ring` on a
     // file without `collectives:`); its keys are then checked as any other.
     if (!next || next.IsNull()) {
-      node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      // A job's own section, new (`--set jobs[0].training.micro_batch=4`
+      // where the job uses the top level's): the top level's, changed.
+      const YAML::Node shared = i == 1 && keys[0].rfind("jobs[", 0) == 0 ? root[keys[i]] : YAML::Node();
+      node[keys[i]] = shared && shared.IsMap() ? YAML::Clone(shared) : YAML::Node(YAML::NodeType::Map);
       next = node[keys[i]];
     }
     // A spec of a GPU the file names by preset (`--set cluster.gpu.memory=94GB`
@@ -1178,6 +1206,17 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
   // `placement: packed | spread | random`, or a mapping {policy, seed}
   // (seed only with random).
   const Section placement_error(root, "", file, &overridden);  // errors as `--set` or file:line:column
+  // A job's errors at its file position, or naming the `--set` that wrote
+  // the key (`--set jobs[0].nodes=...`).
+  auto fail = [&](const YAML::Node& at, const std::string& path, const std::string& msg) {
+    placement_error.fail_at(at.Mark(), path, msg);
+  };
+  auto job_int = [&](const YAML::Node& v, const std::string& path, int lo, int hi) {
+    const std::optional<std::int64_t> x = v.IsScalar() ? decimal(v.Scalar()) : std::nullopt;
+    if (!x) fail(v, path, fmt::format("expected an integer in {}..{}", lo, hi));
+    if (*x < lo || *x > hi) fail(v, path, fmt::format("{} is out of range {}..{}", *x, lo, hi));
+    return static_cast<int>(*x);
+  };
   std::string placement = "packed";
   std::uint64_t placement_seed = 1;
   if (const YAML::Node p = root["placement"]) {
@@ -1238,13 +1277,13 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     const YAML::Node job = jobs[j];
     const std::string where = fmt::format("jobs[{}]", j);
-    if (!job.IsMap()) fail_node(file, job, where, "expected a mapping (name, nodes, model, training, parallelism)");
+    if (!job.IsMap()) fail(job, where, "expected a mapping (name, nodes, model, training, parallelism)");
     for (const auto& kv : job) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
       if (key != "name" && key != "nodes" && key != "model" && key != "training" && key != "parallelism") {
-        fail_node(file, kv.first, fmt::format("{}.{}", where, key),
-                  fmt::format("unknown key{} (a job has name, nodes, model, training, parallelism)",
-                              did_you_mean(key, {"name", "nodes", "model", "training", "parallelism"})));
+        fail(kv.first, fmt::format("{}.{}", where, key),
+             fmt::format("unknown key{} (a job has name, nodes, model, training, parallelism)",
+                         did_you_mean(key, {"name", "nodes", "model", "training", "parallelism"})));
       }
     }
     Job out;
@@ -1252,28 +1291,29 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     // The report names each job's rows by its name: two alike read as one.
     for (std::size_t k = 0; k < parsed.size(); ++k) {
       if (parsed[k].name == out.name) {
-        fail_node(file, job["name"] ? job["name"] : job, where + ".name",
-                  fmt::format("'{}' is also jobs[{}]'s name (each job needs its own)", out.name, k));
+        fail(job["name"] ? job["name"] : job, where + ".name",
+             fmt::format("'{}' is also jobs[{}]'s name (each job needs its own)", out.name, k));
       }
     }
-    if (!job["nodes"]) fail_node(file, job, where + ".nodes", "missing required key (a count or a list of nodes)");
+    if (!job["nodes"]) fail(job, where + ".nodes", "missing required key (a count or a list of nodes)");
     const YAML::Node nodes = job["nodes"];
     int count = 0;
     if (nodes.IsSequence()) {
       for (std::size_t k = 0; k < nodes.size(); ++k) {
-        const int n = node_int(file, nodes[k], fmt::format("{}.nodes[{}]", where, k), 0, cluster_nodes - 1);
+        const int n = job_int(nodes[k], fmt::format("{}.nodes[{}]", where, k), 0, cluster_nodes - 1);
         auto& o = owner[static_cast<std::size_t>(n)];
         if (o >= 0) {
-          fail_node(file, nodes[k], fmt::format("{}.nodes[{}]", where, k),
-                    fmt::format("node {} is already {}'s", n, o == static_cast<int>(j) ? "this job" : parsed[static_cast<std::size_t>(o)].name));
+          fail(nodes[k], fmt::format("{}.nodes[{}]", where, k),
+               fmt::format("node {} is already {}'s", n,
+                           o == static_cast<int>(j) ? "this job" : parsed[static_cast<std::size_t>(o)].name));
         }
         o = static_cast<int>(j);
         out.nodes.push_back(n);
       }
       count = static_cast<int>(out.nodes.size());
-      if (count == 0) fail_node(file, nodes, where + ".nodes", "an empty list");
+      if (count == 0) fail(nodes, where + ".nodes", "an empty list");
     } else {
-      count = node_int(file, nodes, where + ".nodes", 1, cluster_nodes);
+      count = job_int(nodes, where + ".nodes", 1, cluster_nodes);
     }
     counts.push_back(count);
     YAML::Node own = shallow(base, {"model", "training", "parallelism", "stragglers", "mixed_gpus"});
@@ -1282,8 +1322,13 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     own["parallelism"] = section_of(job, "parallelism");
     own["cluster"] = shallow(root["cluster"], {"nodes"});
     own["cluster"]["nodes"] = count;
+    // This job's `--set jobs[j].KEY` are its KEY's.
+    std::map<std::string, std::string> own_overridden = overridden;
+    for (const auto& [path, flag] : overridden) {
+      if (path.rfind(where + ".", 0) == 0) own_overridden[path.substr(where.size() + 1)] = flag;
+    }
     try {
-      out.scenario = parse_root(own, file, overridden);
+      out.scenario = parse_root(own, file, own_overridden);
     } catch (const ScenarioError& e) {
       throw ScenarioError(fmt::format("{} (job {} '{}', on {} node{}: its cluster.nodes)", e.what(), j,
                                       out.name, count, count == 1 ? "" : "s"));
@@ -1301,9 +1346,9 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
   if (needed > free_nodes) {
     int total = 0;
     for (int c : counts) total += c;
-    fail_node(file, jobs, "jobs",
-              fmt::format("the jobs need {} nodes ({} placed by count, {} free of cluster.nodes = {})", total,
-                          needed, free_nodes, cluster_nodes));
+    fail(jobs, "jobs",
+         fmt::format("the jobs need {} nodes ({} placed by count, {} free of cluster.nodes = {})", total,
+                     needed, free_nodes, cluster_nodes));
   }
   if (placement == "packed") {
     int next = 0;
@@ -1378,6 +1423,22 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
           idle.size() == 1 ? "" : "s", fmt::join(idle, ", "), idle.size() == 1 ? "s" : "",
           idle.size() == 1 ? "its" : "their"));
     }
+  }
+  // A top-level `--set model|training|parallelism.KEY` does not reach a job
+  // with a section of that name of its own (helper 81: silently).
+  for (const auto& [path, flag] : overridden) {
+    const std::string section = path.substr(0, path.find('.'));
+    if (section != "model" && section != "training" && section != "parallelism") continue;
+    std::vector<std::string> shadowed;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      if (jobs[j][section]) shadowed.push_back(fmt::format("jobs[{}] ({})", j, parsed[j].name));
+    }
+    if (shadowed.empty()) continue;
+    s.warnings.push_back(
+        fmt::format("{}: {} {} a {} section of {} own, which this setting does not change (set "
+                    "jobs[i].{} for a job's own)",
+                    flag, fmt::join(shadowed, ", "), shadowed.size() == 1 ? "has" : "have", section,
+                    shadowed.size() == 1 ? "its" : "their", path));
   }
   if (s.train_tokens > 0 ||
       std::any_of(parsed.begin(), parsed.end(), [](const Job& j) { return j.scenario.train_tokens > 0; })) {

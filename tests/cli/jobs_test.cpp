@@ -117,6 +117,51 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   EXPECT_NE(error_of(text, {{"parallelism.dp", "32"}}).find("parallelism.dp"), std::string::npos);
 }
 
+// One job's keys from the command line (helper 81: `--set jobs[0].nodes=3`
+// was an unknown key `jobs[0]`): an element of the jobs list by index; a
+// job's section that --set creates starts as the top level's, changed.
+TEST(Jobs, SetReachesOneJobByIndex) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  const Scenario s = parse_scenario(text, "s.yaml",
+                                    {{"cluster.nodes", "6"},
+                                     {"jobs[0].nodes", "4"},
+                                     {"jobs[0].parallelism.dp", "auto"},
+                                     {"jobs[1].training.micro_batch", "4"}});
+  ASSERT_EQ(s.jobs.size(), 2U);
+  EXPECT_EQ(s.jobs[0].scenario.gpus(), 32);
+  EXPECT_EQ(s.jobs[0].scenario.plan.dp, 32);
+  EXPECT_EQ(s.jobs[1].scenario.gpus(), 16);
+  EXPECT_EQ(s.jobs[1].scenario.workload.micro_batch, 4);
+  // The rest of job-b's training is the top level's (seq_len, dtype...).
+  EXPECT_EQ(s.jobs[1].scenario.workload.seq_len, s.jobs[0].scenario.workload.seq_len);
+  EXPECT_NE(s.jobs[0].scenario.workload.micro_batch, 4);
+  EXPECT_EQ(error_of(text, {{"jobs[2].nodes", "1"}}),
+            "s.yaml: --set jobs[2].nodes: 'jobs[2]': the scenario's jobs has 2 elements (0..1)");
+  EXPECT_EQ(
+      error_of(text, {{"jobs[x].nodes", "1"}}),
+      "s.yaml: --set jobs[x].nodes: 'jobs[x]' is no element of a list in this scenario (an index is a whole "
+      "number: jobs[0])");
+  EXPECT_EQ(error_of(text, {{"jobs[0].nodes", "abc"}}),
+            "s.yaml (--set jobs[0].nodes): jobs[0].nodes: expected an integer in 1..4");
+  // A job's own error names the option that set its key.
+  EXPECT_NE(error_of(text, {{"jobs[1].parallelism.dp", "8"}}).find("s.yaml (--set jobs[1].parallelism.dp): "),
+            std::string::npos)
+      << error_of(text, {{"jobs[1].parallelism.dp", "8"}});
+}
+
+// A top-level --set of a section a job has its own of does not reach that
+// job: said (helper 81: job-a kept its dp silently).
+TEST(Jobs, SetShadowedByAJobsOwnSectionIsWarned) {
+  std::string text = scenario_text("two-jobs.yaml");
+  text.replace(text.find("    nodes: 2"), 12, "    nodes: 2\n    parallelism:\n      dp: 16");
+  const Scenario s =
+      parse_scenario(text, "s.yaml", {{"parallelism.dp", "16"}, {"training.micro_batch", "4"}});
+  EXPECT_EQ(s.warnings,
+            std::vector<std::string>{
+                "--set parallelism.dp: jobs[0] (job-a) has a parallelism section of its own, which this "
+                "setting does not change (set jobs[i].parallelism.dp for a job's own)"});
+}
+
 // `placement: random`: a seeded shuffle of the free nodes, dealt out in job
 // order. Same seed, same nodes; another seed, other nodes; never a node twice.
 TEST(Jobs, RandomPlacementIsSeededAndDeterministic) {
