@@ -1,7 +1,10 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -9,17 +12,51 @@
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
-#include "tessera/study/jobs.hpp"
 #include "tessera/cli/progress.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/cli/trace.hpp"
 #include "tessera/engine/network.hpp"
 #include "tessera/files.hpp"
 #include "tessera/parallelism/plan.hpp"
+#include "tessera/study/jobs.hpp"
+#include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
+
+namespace {
+
+/// What takes most of a stage that does not fit, and what shrinks it
+/// (helper 80: the error only offered --allow-oom).
+std::string out_of_memory_hint(const StageMemory& m, const parallelism::ParallelPlan& plan,
+                               const parallelism::Workload& work) {
+  const std::pair<const char*, Bytes> parts[] = {{"activations", m.activations},
+                                                 {"optimizer states", m.optimizer_states},
+                                                 {"weights", m.weights},
+                                                 {"gradients", m.gradients}};
+  const auto* largest = std::max_element(std::begin(parts), std::end(parts),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::vector<std::string> fixes;
+  if (std::string_view(largest->first) == "activations") {
+    if (plan.recompute != parallelism::Recompute::Full) {
+      fixes.emplace_back(plan.recompute == parallelism::Recompute::None
+                             ? "parallelism.recompute: selective or full"
+                             : "parallelism.recompute: full");
+    }
+    if (work.micro_batch > 1) fixes.emplace_back("a smaller training.micro_batch");
+    if (plan.tp > 1 && !plan.sequence_parallel) fixes.emplace_back("parallelism.sequence_parallel: true");
+  } else if (std::string_view(largest->first) == "optimizer states" ||
+             std::string_view(largest->first) == "gradients") {
+    if (plan.zero_stage == 0 && plan.dp > 1) fixes.emplace_back("parallelism.zero_stage: 1");
+  }
+  fixes.emplace_back("more tensor or pipeline parallelism");
+  const std::string last = fixes.back();
+  fixes.pop_back();
+  return fmt::format("its largest part, {}, {:.1f} GiB: try {}{}{}", largest->first, largest->second.in_gib(),
+                     fmt::join(fixes, ", "), fixes.empty() ? "" : " or ", last);
+}
+
+}  // namespace
 
 namespace {
 
@@ -177,9 +214,9 @@ int cmd_run(const Args& args, std::ostream& out) {
     for (const auto& m : rep.memory) {
       if (!m.oom) continue;
       throw OutOfMemoryError(fmt::format(
-          "{}: the plan does not fit in GPU memory: pipeline stage {} needs {:.1f} GiB of {:.1f} GiB "
-          "(--allow-oom to accept the forecast)",
-          s.file, m.stage, m.total.in_gib(), m.capacity.in_gib()));
+          "{}: the plan does not fit in GPU memory: pipeline stage {} needs {:.1f} GiB of {:.1f} GiB ({}; "
+          "tessera search finds plans that fit; --allow-oom to accept the forecast)",
+          s.file, m.stage, m.total.in_gib(), m.capacity.in_gib(), out_of_memory_hint(m, s.plan, s.workload)));
     }
   }
   return 0;

@@ -1,7 +1,8 @@
 # `tessera run` of a plan that does not fit in GPU memory: the report on
 # stdout (with the OUT OF MEMORY stage and its memory breakdown), one line on
-# stderr naming the stage, exit code 3; with --allow-oom the same report and
-# exit code 0.
+# stderr naming the stage and what would shrink its largest part (helper 80:
+# it offered only --allow-oom), exit code 3; with --allow-oom the same report
+# and exit code 0.
 set(args run ${SCENARIO} --set training.micro_batch=64)
 execute_process(COMMAND ${TESSERA} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 3)
@@ -11,7 +12,7 @@ if(NOT out MATCHES "Memory stage 0 +[0-9.]+ GiB of 80.0 GiB  \\*\\* OUT OF MEMOR
   message(FATAL_ERROR "no OUT OF MEMORY stage with its breakdown on stdout:\n${out}")
 endif()
 string(REGEX REPLACE "\n$" "" line "${err}")
-if(line MATCHES "\n" OR NOT line MATCHES "^tessera: out of memory: .*default.yaml: the plan does not fit in GPU memory: pipeline stage 0 needs [0-9.]+ GiB of 80.0 GiB")
+if(line MATCHES "\n" OR NOT line MATCHES "^tessera: out of memory: .*default.yaml: the plan does not fit in GPU memory: pipeline stage 0 needs [0-9.]+ GiB of 80.0 GiB \\(its largest part, activations, [0-9.]+ GiB: try parallelism.recompute: selective or full, a smaller training.micro_batch or more tensor or pipeline parallelism; tessera search finds plans that fit; --allow-oom to accept the forecast\\)$")
   message(FATAL_ERROR "unexpected stderr:\n${err}")
 endif()
 execute_process(COMMAND ${TESSERA} ${args} --allow-oom --json OUTPUT_VARIABLE out2 ERROR_VARIABLE err2 RESULT_VARIABLE rc2)
@@ -20,4 +21,12 @@ if(NOT rc2 EQUAL 0 OR NOT err2 STREQUAL "")
 endif()
 if(NOT out2 MATCHES "\"oom\": true, \"memory_per_stage\"")
   message(FATAL_ERROR "--allow-oom --json: no \"oom\": true in\n${out2}")
+endif()
+# Optimizer states the largest part, without ZeRO: the distributed optimizer
+# is named first.
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.preset=llama3-70b --set training.micro_batch=1
+                        --set parallelism.recompute=full
+                OUTPUT_VARIABLE out3 ERROR_VARIABLE err3 RESULT_VARIABLE rc3)
+if(NOT rc3 EQUAL 3 OR NOT err3 MATCHES "\\(its largest part, optimizer states, [0-9.]+ GiB: try parallelism.zero_stage: 1 or more tensor or pipeline parallelism; tessera search")
+  message(FATAL_ERROR "optimizer states: expected exit code 3 and the ZeRO hint, got ${rc3}: ${err3}")
 endif()

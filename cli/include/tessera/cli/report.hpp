@@ -318,7 +318,8 @@ std::string json_packet_fabric(const PacketFabricStats& f);
 /// often run a real job out of memory.
 inline constexpr double kTightMemoryShare = 0.95;
 /// A warning naming the fullest stage that fits at kTightMemoryShare of its
-/// GPU's memory or more, or empty.
+/// GPU's memory or more, or empty (also when a stage is out of memory: the
+/// plan does not fit, which its report says).
 std::string tight_memory_warning(const std::vector<StageMemory>& memory);
 /// The planner's per-stage estimates as the report keeps them.
 std::vector<StageMemory> stage_memory(const std::vector<parallelism::MemoryEstimate>& stages);
