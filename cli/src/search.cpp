@@ -577,8 +577,13 @@ int cmd_search(const Args& args, std::ostream& out) {
                 if (dp == 1 && dp1_served.count({sched, chunks}) != 0U) continue;
                 std::optional<Candidate> best;
                 bool valid = false;
+                // Every recomputation counts as considered, whichever the
+                // search stops at (helper 80: the count grew with
+                // --memory-headroom, which makes it try more of them).
+                considered += space.recompute.size();
+                std::size_t tried = 0;
                 for (Recompute rc : space.recompute) {
-                  ++considered;
+                  ++tried;
                   ParallelPlan plan = base.plan;
                   plan.dp = dp;
                   plan.tp = tp;
@@ -616,7 +621,8 @@ int cmd_search(const Args& args, std::ostream& out) {
                   } catch (const InputError& e) {
                     // This (tp, pp, mb, schedule) is not a valid plan at all (a
                     // schedule the framework does not run): not out of memory.
-                    ++invalid;
+                    // It and the recomputations after it are refused.
+                    invalid += space.recompute.size() - tried + 1;
                     if (first_invalid.empty()) first_invalid = e.what();
                     break;
                   }
