@@ -324,6 +324,13 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
 
 }  // namespace
 
+/// Of a screened search's simulations, those that go to other plans of the
+/// kRefinedShapes fastest shapes of the first round: a quarter.
+constexpr std::size_t refine_share(std::size_t simulated) { return simulated / 4; }
+/// How many of the first round's fastest shapes get more of their plans
+/// simulated.
+constexpr std::size_t kRefinedShapes = 4;
+
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
   p.option("top").option("max-candidates").option("jobs").option("schedules").option("memory-headroom");
@@ -708,18 +715,78 @@ int cmd_search(const Args& args, std::ostream& out) {
   }
 
   CountProgress progress("search", "plans simulated", simulated, 0, std::cerr, tty);
-  for_each_index(simulated, jobs, [&](std::size_t i) {
-    Candidate& c = fitting[i];
-    Scenario s = base;
-    s.plan = c.plan;
-    s.workload.micro_batch = c.micro_batch;
-    try {
-      c.report = make_report(s, simulate_scenario(s));
-    } catch (const Error& e) {
-      c.error = e.what();
+  auto simulate_range = [&](std::size_t from, std::size_t to) {
+    for_each_index(to - from, jobs, [&](std::size_t k) {
+      Candidate& c = fitting[from + k];
+      Scenario s = base;
+      s.plan = c.plan;
+      s.workload.micro_batch = c.micro_batch;
+      try {
+        c.report = make_report(s, simulate_scenario(s));
+      } catch (const Error& e) {
+        c.error = e.what();
+      }
+      progress.advance();
+    });
+  };
+  // Screened: a quarter of the simulations go to the fastest shapes' other
+  // plans (schedules, micro-batches, recomputations the screen put behind
+  // their shape's first), after the first round has ranked the shapes: the
+  // screen sees no communication, which also tells a shape's plans apart
+  // (helper 80: an interleaved plan of the 4th-fastest shape, 0.7% faster
+  // than its simulated zero-bubble sibling, was left out).
+  const std::size_t refined = screened ? refine_share(simulated) : 0;
+  const std::size_t first_round = simulated - refined;
+  simulate_range(0, first_round);
+  if (refined > 0) {
+    using Shape = std::tuple<int, int, int, int, int, int>;
+    auto shape_of = [](const Candidate& c) {
+      return Shape{c.plan.dp, c.plan.tp,         c.plan.pp,
+                   c.plan.ep, c.plan.zero_stage, static_cast<int>(c.plan.grad_sync)};
+    };
+    std::vector<const Candidate*> done;
+    for (std::size_t i = 0; i < first_round; ++i) {
+      if (fitting[i].report) done.push_back(&fitting[i]);
     }
-    progress.advance();
-  });
+    std::stable_sort(done.begin(), done.end(), [](const Candidate* a, const Candidate* b) {
+      return a->report->iteration_time < b->report->iteration_time;
+    });
+    std::vector<Shape> fastest;
+    for (const Candidate* c : done) {
+      if (fastest.size() == kRefinedShapes) break;
+      if (std::find(fastest.begin(), fastest.end(), shape_of(*c)) == fastest.end())
+        fastest.push_back(shape_of(*c));
+    }
+    // Each fastest shape's best-screened other plans, in turn, a few each;
+    // what is left of the share goes to the next plans in screen order.
+    std::vector<std::size_t> picks;
+    std::vector<bool> picked(fitting.size(), false);
+    const std::size_t each = std::max<std::size_t>(1, (refined + kRefinedShapes - 1) / kRefinedShapes);
+    for (const Shape& shape : fastest) {
+      std::size_t taken = 0;
+      for (std::size_t i = first_round; i < fitting.size() && taken < each && picks.size() < refined; ++i) {
+        if (shape_of(fitting[i]) != shape) continue;
+        picks.push_back(i);
+        picked[i] = true;
+        ++taken;
+      }
+    }
+    for (std::size_t i = first_round; i < fitting.size() && picks.size() < refined; ++i) {
+      if (!picked[i]) {
+        picks.push_back(i);
+        picked[i] = true;
+      }
+    }
+    std::vector<Candidate> order;
+    order.reserve(fitting.size());
+    for (std::size_t i = 0; i < first_round; ++i) order.push_back(std::move(fitting[i]));
+    for (std::size_t i : picks) order.push_back(std::move(fitting[i]));
+    for (std::size_t i = first_round; i < fitting.size(); ++i) {
+      if (!picked[i]) order.push_back(std::move(fitting[i]));
+    }
+    fitting = std::move(order);
+    simulate_range(first_round, simulated);
+  }
   progress.finish();
 
   std::vector<const Candidate*> ranked;
@@ -787,10 +854,13 @@ int cmd_search(const Args& args, std::ostream& out) {
       "{} plans considered{}, {} fit in memory, {} simulated{}\n\n", considered,
       invalid > 0 ? fmt::format(" ({} not valid plans)", invalid) : "", fitting.size(), simulated,
       screened
-          ? fmt::format(" (by compute + pipeline bubble, the best of each dp x tp x pp{}{}{} first; "
+          ? fmt::format(" (by compute + pipeline bubble, the best of each dp x tp x pp{}{}{} first{}; "
                         "raise --max-candidates to simulate more)",
                         base.model.is_moe() ? " x ep" : "", space.zero_stages.empty() ? "" : " x zero stage",
-                        space.grad_syncs.empty() ? "" : " x grad sync")
+                        space.grad_syncs.empty() ? "" : " x grad sync",
+                        refine_share(simulated) > 0 ? fmt::format(", then {} more plans of the {} fastest",
+                                                                  refine_share(simulated), kRefinedShapes)
+                                                    : "")
           : "");
   // An ep column for a mixture-of-experts model only (a dense model's table
   // is what it was before ep was searched).
@@ -812,6 +882,7 @@ int cmd_search(const Args& args, std::ostream& out) {
       chunks ? fmt::format("{:>6} ", "chunks") : "", "recompute", zero ? fmt::format("{:>4} ", "zero") : "",
       sync ? fmt::format("{:<19} ", "grad sync") : "", "iteration ms", "tokens/s", "MFU", "peak GiB",
       days ? fmt::format(" {:>8}", "days") : "", cost ? fmt::format(" {:>12}", "cost") : "");
+  bool any_tight = false;
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     const Candidate& c = *ranked[i];
     const auto& r = *c.report;
@@ -820,13 +891,24 @@ int cmd_search(const Args& args, std::ostream& out) {
       run_columns = fmt::format(" {:>8.1f}", r.training_run->days());
       if (cost && r.training_run->cost) run_columns += fmt::format(" {:>12.0f}", *r.training_run->cost);
     }
+    // A plan tessera run would warn may not fit (95% or more of a GPU's
+    // memory) is marked (helper 80: the 96- and 128-node winners were).
+    const bool tight = !tight_memory_warning(r.memory).empty();
+    any_tight = any_tight || tight;
     out << fmt::format(
-        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {}{:<10} {}{}{:>13.3f} {:>12.0f} {:>5.1f}% {:>9.1f}{}\n",
-        i + 1, c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
+        "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {}{:<10} {}{}{:>13.3f} {:>12.0f} {:>5.1f}% {}{}\n", i + 1,
+        c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
         parallelism::to_string(c.plan.schedule), chunks ? fmt::format("{:>6} ", c.plan.virtual_stages) : "",
         parallelism::to_string(c.plan.recompute), zero ? fmt::format("{:>4} ", c.plan.zero_stage) : "",
         sync ? fmt::format("{:<19} ", parallelism::to_string(c.plan.grad_sync)) : "", r.iteration_time.ms(),
-        r.tokens_per_second, 100.0 * r.mfu, c.peak_memory.in_gib(), run_columns);
+        r.tokens_per_second, 100.0 * r.mfu,
+        fmt::format("{:>8.1f}{}", c.peak_memory.in_gib(), tight ? "*" : " "), run_columns);
+  }
+  if (any_tight) {
+    out << fmt::format(
+        "* {}% or more of a GPU's memory: tessera run warns such a plan may not fit (the memory model counts "
+        "no fragmentation or NCCL buffers; --memory-headroom SIZE keeps only plans that leave SIZE free)\n",
+        std::lround(100 * kTightMemoryShare));
   }
   // A known bias of some shown plans' forecasts (the plan's part of tessera
   // run's Known bias line, parallelism::known_bias_note): the widest tensor
