@@ -331,6 +331,11 @@ struct SweepCaveats {
   HeldNotes fp8;                    ///< fp8_note (unvalidated FP8 GEMM times)
   HeldNotes scale;                  ///< kMultiNodeCaveat, held by the points on more than one node
   HeldNotes warnings;               ///< each scenario warning (tessera run's) with its points
+  /// Each leaf oversubscription ("2:1") with its points: a point whose
+  /// leaves' up-links carry less than their hosts can send is capped there
+  /// (helper 80: a sweep over the HCAs' speed at fixed spines levelled off
+  /// with nothing saying why; tessera run's Scenario line says so).
+  HeldNotes oversubscribed;
   std::vector<std::string> biased;  ///< points with a plan's known bias
   int narrowest_tp = 0, widest_tp = 0;
   std::string widest_bias;  ///< known_bias_note of the widest tensor parallelism
@@ -412,6 +417,11 @@ struct SweepCaveats {
                                            : fmt::format("{}- to {}", narrowest_tp, widest_tp)));
     }
     for (const auto& [note, pts] : scale.entries) out.push_back(chart_scale_note(which_on_chart(pts)));
+    for (const auto& [ratio, pts] : oversubscribed.entries) {
+      out.push_back(
+          fmt::format("Leaves oversubscribed {} ({}): their up-links cap the traffic between leaves", ratio,
+                      which_on_chart(pts)));
+    }
     if (tiers.size() > 1) out.push_back(fmt::format("Fat-tree (tiers: auto): {}", tiers_by_gpus()));
     if (const std::int64_t b = fixed_global_batch(); b > 0) {
       out.push_back(
@@ -429,6 +439,13 @@ struct SweepCaveats {
     }
     if (tiers.size() > 1) {
       out += fmt::format("note: cluster.fabric.tiers: auto built {}\n", tiers_by_gpus());
+    }
+    for (const auto& [ratio, pts] : oversubscribed.entries) {
+      out += fmt::format(
+          "note{}: the leaves are oversubscribed {}: their up-links carry less than their hosts send, and "
+          "cap "
+          "the traffic between leaves (cluster.fabric's spine bandwidth and count)\n",
+          pts.size() == points ? " (every point)" : " for " + which(pts), ratio);
     }
     if (const std::int64_t b = fixed_global_batch(); b > 0) {
       out += fmt::format(
@@ -481,6 +498,8 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const PointScenario
     c.fp8.add(fp8_note(sc), point);
     if (!multi_node_note(sc).empty()) c.scale.add(std::string(kMultiNodeCaveat), point);
     for (const std::string& w : scenario_warnings(sc)) c.warnings.add(w, point);
+    if (const double r = study::leaf_oversubscription(sc); r > 1.0 + 1e-9)
+      c.oversubscribed.add(fmt::format("{:.3g}:1", r), point);
     const std::string bias = parallelism::known_bias_note(sc.plan);
     if (bias.empty()) continue;
     c.biased.push_back(std::to_string(pt.index));

@@ -43,14 +43,8 @@ int fabric_tiers(const Scenario& s) {
   return s.fabric == FabricKind::FatTree ? s.fat_tree.tiers : 2;
 }
 
-namespace {
-
-/// Host bandwidth into the fullest leaf over its up-links' (1 or less:
-/// non-blocking). HCAs fill leaves in order, so the first leaf is full when
-/// there are two; a rail leaf holds one HCA per node, at most its ports. 0
-/// for a leaf-spine or fat-tree whose HCAs all fit on one leaf (nothing
-/// crosses the spines).
 double leaf_oversubscription(const Scenario& s) {
+  if (!s.fabric_written) return 0.0;
   const auto& c = s.cluster;
   const std::int64_t hcas =
       static_cast<std::int64_t>(c.nodes) * (c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node);
@@ -68,8 +62,6 @@ double leaf_oversubscription(const Scenario& s) {
   }
   return 0.0;
 }
-
-}  // namespace
 
 std::string fabric_detail(const Scenario& s) {
   if (!s.fabric_written) return {};

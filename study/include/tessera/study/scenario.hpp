@@ -71,6 +71,12 @@ std::string_view fabric_name(const Scenario& s);
 /// up-links carry, ", 2:1 at the leaves" (host bandwidth into the leaf
 /// over its up-links'); otherwise empty.
 std::string fabric_detail(const Scenario& s);
+/// Host bandwidth into the fullest leaf over its up-links' (1 or less:
+/// non-blocking). HCAs fill leaves in order, so the first leaf is full when
+/// there are two; a rail leaf holds one HCA per node, at most its ports. 0
+/// for a leaf-spine or fat-tree whose HCAs all fit on one leaf (nothing
+/// crosses the spines) and for a cluster written without a fabric.
+double leaf_oversubscription(const Scenario& s);
 /// The switch tiers between the nodes: 0 for a one-node cluster written
 /// without a fabric, 2 for a leaf-spine or rail-optimized fabric, a
 /// fat-tree's tiers (as `tiers: auto` chose them).
