@@ -10,6 +10,8 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -113,6 +115,32 @@ int finish_stdout() {
   if (std::cout.good() && std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return 0;
   std::cerr << "tessera: error: cannot write the output to stdout: " << std::strerror(errno) << '\n';
   return 2;
+}
+
+/// `validate`'s help for one of its checks: the lines before the first
+/// check, that check's paragraphs (each starts "  NAME "), and the lines
+/// after the last check; the whole help for a name that is no check.
+std::string validate_help_of(const std::string& text, const std::string& check) {
+  static const std::regex kCheck(R"(^  (kernels|models|distributed|collectives|steps|training)( |$).*)");
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  bool known = false, in_check = false, seen_check = false;
+  std::string out;
+  for (const std::string& line : lines) {
+    std::smatch m;
+    if (std::regex_match(line, m, kCheck)) {
+      seen_check = true;
+      in_check = m[1] == check;
+      known = known || in_check;
+    } else if (seen_check && !line.empty() && line[0] != ' ') {
+      in_check = true;  // the closing lines, after the checks, after a blank line
+      seen_check = false;
+      if (!out.ends_with("\n\n")) out += "\n";
+    }
+    if (!seen_check || in_check) out += line + "\n";
+  }
+  return known ? out : text;
 }
 
 /// Per-command help, printed by `tessera COMMAND --help`.
@@ -632,7 +660,12 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       const auto& help = command_help();
       auto h = help.find(name);
-      std::cout << (h != help.end() ? h->second : usage());
+      const std::string text = h != help.end() ? h->second : usage();
+      // `tessera validate training --help`: that check's part of the help
+      // (helper 78: it printed all six).
+      const auto sub =
+          std::find_if(args.begin(), args.end(), [](const std::string& x) { return !x.starts_with("-"); });
+      std::cout << (name == "validate" && sub != args.end() ? validate_help_of(text, *sub) : text);
       return finish_stdout();
     }
   }
