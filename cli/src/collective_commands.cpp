@@ -457,6 +457,20 @@ std::string fitted_section(const study::NcclTestsFit& fit) {
           "before any launch ({0}_step {1:.1f} us per transfer, and the topology's latency per hop); {2}\n",
           prefix, cls->calibration.step_latency.us(), lower);
     }
+    if (!nvlink && cls->penalty_fitted && cls->calibration.group_penalty > 0 && !ceiling) {
+      // efficiency(n) = peak - penalty / n rises with the group and goes on
+      // rising past the runs' largest group: unmeasured there (helper 78: a
+      // fit on 2-4 nodes forecast 64 nodes at the efficiency's limit). An
+      // NVLink group ends at the node, which the runs have usually spanned.
+      const auto& c = cls->calibration;
+      out += fmt::format(
+          "note: {0}_group_penalty > 0: the efficiency rises with the group, {1:.3f} at {2} ranks to {3:.3f} "
+          "at "
+          "{4}, and goes on to {5:.4f} for groups larger than the runs', where nothing was measured; to hold "
+          "it at the largest group measured, set {0}_efficiency: {3:.4f} and {0}_group_penalty: 0\n",
+          prefix, c.efficiency(cls->smallest_group), cls->smallest_group, c.efficiency(cls->largest_group),
+          cls->largest_group, std::min(1.0, c.peak_efficiency));
+    }
     if (ceiling) {
       // The runs move data as fast as the scenario's links, or faster: its
       // link rates are likely wrong (helper 78: 200GB/s for 200 Gb/s HDR).

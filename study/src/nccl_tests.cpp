@@ -365,6 +365,8 @@ NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
   // apart, and a penalty of 0 would move every other size).
   const bool penalty = group_sizes.size() >= 2;
   out.penalty_fitted = penalty;
+  out.smallest_group = *group_sizes.begin();
+  out.largest_group = *group_sizes.rbegin();
   const double fixed_penalty = out.calibration.group_penalty;
   // The step latency when the runs hold two step counts or more (a launch
   // and a step are then told apart); otherwise the scenario's.

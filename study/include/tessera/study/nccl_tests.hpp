@@ -79,6 +79,7 @@ struct NcclTestsFitClass {
   engine::LinkCalibration calibration;  ///< the scenario's, with peak, penalty, launch (and step) fitted
   std::size_t files = 0;
   std::size_t rows = 0;
+  int smallest_group = 0, largest_group = 0;  ///< the runs' group sizes (ranks) fitted on
 };
 
 struct NcclTestsFit {
