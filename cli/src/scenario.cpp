@@ -965,21 +965,28 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
     // An element of a list the file has (`--set jobs[1].nodes=3`).
     if (const auto open = keys[i].find('['); open != std::string::npos && keys[i].back() == ']') {
       const std::string list = keys[i].substr(0, open);
-      const auto index = decimal(keys[i].substr(open + 1, keys[i].size() - open - 2));
+      // A plain index, as errors and the jobs' --set are named (jobs[1], not
+      // jobs[01] or jobs[+1]).
+      const std::string digits = keys[i].substr(open + 1, keys[i].size() - open - 2);
+      const bool plain =
+          !digits.empty() && digits.size() < 10 &&
+          std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+          (digits == "0" || digits[0] != '0');
+      const std::int64_t index = plain ? decimal(digits).value_or(-1) : -1;
       const YAML::Node seq = node[list];
-      if (!index || !seq || !seq.IsSequence()) {
+      if (index < 0 || !seq || !seq.IsSequence()) {
         throw ScenarioError(file,
                             fmt::format("{}: '{}' is no element of a list in this scenario{}", label, walked,
-                                        index ? "" : " (an index is a whole number: jobs[0])"),
+                                        index >= 0 ? "" : " (an index is a whole number: jobs[0])"),
                             option);
       }
-      if (*index < 0 || static_cast<std::size_t>(*index) >= seq.size()) {
+      if (static_cast<std::size_t>(index) >= seq.size()) {
         throw ScenarioError(file,
                             fmt::format("{}: '{}': the scenario's {} has {} element{} (0..{})", label, walked,
                                         list, seq.size(), seq.size() == 1 ? "" : "s", seq.size() - 1),
                             option);
       }
-      YAML::Node element = seq[static_cast<std::size_t>(*index)];
+      YAML::Node element = seq[static_cast<std::size_t>(index)];
       if (!element.IsMap()) {
         throw ScenarioError(file, fmt::format("{}: '{}' is not a mapping in this scenario", label, walked),
                             option);
@@ -1011,6 +1018,15 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
     }
     node.reset(next);  // rebind: plain assignment would overwrite the parent's content
   }
+  if (keys.back().find('[') != std::string::npos) {
+    // (a list element whole, or an item of a list value: jobs[0]=..., jobs[0].nodes[0]=...)
+    throw ScenarioError(
+        file,
+        fmt::format("{}: '{}' is an element of a list: set one of its keys (jobs[0].nodes), or a "
+                    "list value whole (jobs[0].nodes=[0,1])",
+                    label, keys.back()),
+        option);
+  }
   YAML::Node value;
   try {
     value = YAML::Load(o.value);
@@ -1026,7 +1042,8 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
 
 Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std::string, std::string>& overridden);
 Scenario parse_with_jobs(YAML::Node root, const std::string& file,
-                         const std::map<std::string, std::string>& overridden);
+                         const std::map<std::string, std::string>& overridden,
+                         const std::set<std::string>& file_job_sections);
 
 namespace {
 
@@ -1064,6 +1081,27 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
   if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));
   if (!overrides.empty() && !root.IsMap()) throw ScenarioError(fmt::format("{}: the scenario must be a YAML mapping", file));
   std::map<std::string, std::string> overridden;
+  // The jobs' own sections as the file writes them (a top-level --set does
+  // not reach them; one --set jobs[i].SECTION.KEY creates is the top
+  // level's, with it).
+  std::set<std::string> file_job_sections;
+  if (root.IsMap() && root["jobs"] && root["jobs"].IsSequence()) {
+    for (std::size_t j = 0; j < root["jobs"].size(); ++j) {
+      for (const char* section : {"model", "training", "parallelism"}) {
+        if (root["jobs"][j].IsMap() && root["jobs"][j][section])
+          file_job_sections.insert(fmt::format("jobs[{}].{}", j, section));
+      }
+    }
+  }
+  // One job's keys after the top level's, whatever the order given: a job
+  // section a jobs[i] --set creates starts as the top level's, with every
+  // top-level --set in it (helper 82: it held those given before it only).
+  std::vector<std::size_t> order;
+  for (int jobs_pass = 0; jobs_pass < 2; ++jobs_pass) {
+    for (std::size_t j = 0; j < overrides.size(); ++j) {
+      if (overrides[j].path.starts_with("jobs[") == (jobs_pass == 1)) order.push_back(j);
+    }
+  }
   for (std::size_t j = 0; j < overrides.size(); ++j) {
     const Override& o = overrides[j];
     // A key set under one a later --set replaces whole would be dropped
@@ -1077,6 +1115,9 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
             option);
       }
     }
+  }
+  for (const std::size_t j : order) {
+    const Override& o = overrides[j];
     apply_override(root, o, file);
     overridden[o.path] = o.flag.empty() ? "--set " + o.path : o.flag;
   }
@@ -1092,7 +1133,7 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
   const auto parse = [&] {
     if (root.IsMap() && root["jobs"]) {
       try {
-        return parse_with_jobs(root, file, overridden);
+        return parse_with_jobs(root, file, overridden, file_job_sections);
       } catch (const YAML::Exception& e) {  // a shape the checks above did not foresee
         throw ScenarioError(
             fmt::format("{}:{}:{}: jobs: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
@@ -1190,7 +1231,9 @@ YAML::Node shallow(const YAML::Node& m, std::initializer_list<std::string_view> 
 
 }  // namespace
 
-Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::map<std::string, std::string>& overridden) {
+Scenario parse_with_jobs(YAML::Node root, const std::string& file,
+                         const std::map<std::string, std::string>& overridden,
+                         const std::set<std::string>& file_job_sections) {
   const YAML::Node jobs = root["jobs"];
   if (!jobs.IsSequence() || jobs.size() == 0) fail_node(file, jobs, "jobs", "expected a non-empty list of jobs");
   if (!root["cluster"] || !root["cluster"].IsMap() || !root["cluster"]["nodes"]) {
@@ -1431,7 +1474,8 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file, const std::ma
     if (section != "model" && section != "training" && section != "parallelism") continue;
     std::vector<std::string> shadowed;
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      if (jobs[j][section]) shadowed.push_back(fmt::format("jobs[{}] ({})", j, parsed[j].name));
+      if (file_job_sections.count(fmt::format("jobs[{}].{}", j, section)) != 0U)
+        shadowed.push_back(fmt::format("jobs[{}] ({})", j, parsed[j].name));
     }
     if (shadowed.empty()) continue;
     s.warnings.push_back(

@@ -143,6 +143,26 @@ TEST(Jobs, SetReachesOneJobByIndex) {
       "number: jobs[0])");
   EXPECT_EQ(error_of(text, {{"jobs[0].nodes", "abc"}}),
             "s.yaml (--set jobs[0].nodes): jobs[0].nodes: expected an integer in 1..4");
+  // Whatever the order given, a job section --set creates holds every
+  // top-level --set (helper 82: it held those given before it only), and
+  // no warning says a top-level --set missed it.
+  const Scenario before =
+      parse_scenario(text, "s.yaml", {{"training.micro_batch", "4"}, {"jobs[0].training.seq_len", "512"}});
+  const Scenario after =
+      parse_scenario(text, "s.yaml", {{"jobs[0].training.seq_len", "512"}, {"training.micro_batch", "4"}});
+  for (const Scenario* sc : {&before, &after}) {
+    EXPECT_EQ(sc->jobs[0].scenario.workload.micro_batch, 4);
+    EXPECT_EQ(sc->jobs[0].scenario.workload.seq_len, 512);
+    EXPECT_TRUE(sc->warnings.empty()) << sc->warnings.front();
+  }
+  // Indices as they are named (not jobs[01]); a list element is not set
+  // whole.
+  EXPECT_NE(error_of(text, {{"jobs[01].nodes", "1"}}).find("'jobs[01]' is no element of a list"),
+            std::string::npos);
+  EXPECT_EQ(
+      error_of(text, {{"jobs[0]", "3"}}),
+      "s.yaml: --set jobs[0]: 'jobs[0]' is an element of a list: set one of its keys (jobs[0].nodes), or a "
+      "list value whole (jobs[0].nodes=[0,1])");
   // A job's own error names the option that set its key.
   EXPECT_NE(error_of(text, {{"jobs[1].parallelism.dp", "8"}}).find("s.yaml (--set jobs[1].parallelism.dp): "),
             std::string::npos)
