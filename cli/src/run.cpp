@@ -37,17 +37,22 @@ std::string out_of_memory_hint(const StageMemory& m, const parallelism::Parallel
   const auto* largest = std::max_element(std::begin(parts), std::end(parts),
                                          [](const auto& a, const auto& b) { return a.second < b.second; });
   std::vector<std::string> fixes;
-  if (std::string_view(largest->first) == "activations") {
-    if (plan.recompute != parallelism::Recompute::Full) {
-      fixes.emplace_back(plan.recompute == parallelism::Recompute::None
-                             ? "parallelism.recompute: selective or full"
-                             : "parallelism.recompute: full");
+  const std::string_view part = largest->first;
+  if (part == "activations") {
+    // Selective recomputation recomputes the attention core, which
+    // FlashAttention already keeps none of (helper 83: it was advised).
+    if (plan.recompute == parallelism::Recompute::None && !work.flash_attention) {
+      fixes.emplace_back("parallelism.recompute: selective or full");
+    } else if (plan.recompute != parallelism::Recompute::Full) {
+      fixes.emplace_back("parallelism.recompute: full");
     }
     if (work.micro_batch > 1) fixes.emplace_back("a smaller training.micro_batch");
     if (plan.tp > 1 && !plan.sequence_parallel) fixes.emplace_back("parallelism.sequence_parallel: true");
-  } else if (std::string_view(largest->first) == "optimizer states" ||
-             std::string_view(largest->first) == "gradients") {
-    if (plan.zero_stage == 0 && plan.dp > 1) fixes.emplace_back("parallelism.zero_stage: 1");
+  } else if (plan.dp > 1) {
+    // The ZeRO stage that shards the part (helper 82: gradients were sent
+    // to stage 1, which does not shard them).
+    const int stage = part == "optimizer states" ? 1 : part == "gradients" ? 2 : 3;
+    if (plan.zero_stage < stage) fixes.push_back(fmt::format("parallelism.zero_stage: {}", stage));
   }
   fixes.emplace_back("more tensor or pipeline parallelism");
   const std::string last = fixes.back();

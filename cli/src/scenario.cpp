@@ -184,6 +184,12 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
         "counts chunks per rank: 'virtual_stages: layers / (pp x N)'"}},
       {"context_parallel_size",
        {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
+      // (helper 83: `cp` was "did you mean 'dp', 'ep', 'pp' or 'tp'?")
+      {"cp", {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
+      {"context_parallel",
+       {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
+      {"context_parallelism",
+       {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
   };
   const auto it = kFlagKeys.find(key);
   if (it == kFlagKeys.end()) return std::nullopt;

@@ -30,3 +30,18 @@ execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.preset=llama3-70b
 if(NOT rc3 EQUAL 3 OR NOT err3 MATCHES "\\(its largest part, optimizer states, [0-9.]+ GiB: try parallelism.zero_stage: 1 or more tensor or pipeline parallelism; tessera search")
   message(FATAL_ERROR "optimizer states: expected exit code 3 and the ZeRO hint, got ${rc3}: ${err3}")
 endif()
+# Gradients the largest part under ZeRO-1: stage 2 shards them (helper 82:
+# stage 1 was named, which does not).
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set model.preset=llama3-70b --set training.micro_batch=1
+                        --set parallelism.recompute=full --set parallelism.zero_stage=1
+                OUTPUT_VARIABLE out4 ERROR_VARIABLE err4 RESULT_VARIABLE rc4)
+if(NOT rc4 EQUAL 3 OR NOT err4 MATCHES "\\(its largest part, gradients, [0-9.]+ GiB: try parallelism.zero_stage: 2 or more")
+  message(FATAL_ERROR "gradients: expected exit code 3 and ZeRO-2, got ${rc4}: ${err4}")
+endif()
+# With FlashAttention selective recomputation saves nothing: full alone
+# (helper 83).
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set training.micro_batch=64 --set training.flash_attention=true
+                OUTPUT_VARIABLE out5 ERROR_VARIABLE err5 RESULT_VARIABLE rc5)
+if(NOT rc5 EQUAL 3 OR NOT err5 MATCHES "\\(its largest part, activations, [0-9.]+ GiB: try parallelism.recompute: full, a smaller")
+  message(FATAL_ERROR "flash attention: expected exit code 3 and full recomputation, got ${rc5}: ${err5}")
+endif()

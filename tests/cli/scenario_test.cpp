@@ -528,6 +528,16 @@ TEST(Scenario, MegatronFlagsAreSaidAsOurKeys) {
                                  "you mean 'seq_len'?; bf16 (line 26): Megatron's --bf16 is 'dtype: bf16')"),
             std::string::npos)
       << error_of(flags);
+  // Context parallelism, however it is spelled, is said not to be modelled
+  // (helper 83: `cp` was "did you mean 'dp', 'ep', 'pp' or 'tp'?").
+  for (const char* key :
+       {"parallelism.cp", "parallelism.context_parallel", "parallelism.context_parallel_size"}) {
+    EXPECT_NE(
+        error_of(text, {{key, "2"}})
+            .find("unknown key, context parallelism (Megatron's --context-parallel-size) is not modelled"),
+        std::string::npos)
+        << key;
+  }
   // clip_grad is grad_clipping (not its spelling neighbour zero_grad).
   const std::string clip =
       replaced(text, "  dtype: bf16\n", "  dtype: bf16\n  clip_grad: 1.0\n  use_flash_attn: true\n");
