@@ -105,7 +105,7 @@ struct SearchSpace {
 
 /// What the search did, as the text's second line counts it.
 struct SearchCounts {
-  std::size_t considered = 0;  ///< plans enumerated (each recomputation counted)
+  std::size_t considered = 0;  ///< plans enumerated (a plan's recomputations one plan)
   std::size_t invalid = 0;     ///< of them, plans the plan's rules refuse (ParallelPlan::validate)
   std::size_t fit = 0;         ///< plans that fit in memory (cheapest recomputation each)
   std::size_t simulated = 0;
@@ -325,8 +325,9 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
 }  // namespace
 
 /// Of a screened search's simulations, those that go to other plans of the
-/// kRefinedShapes fastest shapes of the first round: a quarter.
-constexpr std::size_t refine_share(std::size_t simulated) { return simulated / 4; }
+/// kRefinedShapes fastest shapes of the first round: a quarter, from 8
+/// (fewer go to as many shapes as they can).
+constexpr std::size_t refine_share(std::size_t simulated) { return simulated >= 8 ? simulated / 4 : 0; }
 /// How many of the first round's fastest shapes get more of their plans
 /// simulated.
 constexpr std::size_t kRefinedShapes = 4;
@@ -584,13 +585,13 @@ int cmd_search(const Args& args, std::ostream& out) {
                 if (dp == 1 && dp1_served.count({sched, chunks}) != 0U) continue;
                 std::optional<Candidate> best;
                 bool valid = false;
-                // Every recomputation counts as considered, whichever the
-                // search stops at (helper 80: the count grew with
-                // --memory-headroom, which makes it try more of them).
-                considered += space.recompute.size();
-                std::size_t tried = 0;
+                // A plan with its recomputations is one plan considered,
+                // however many of them the search tries before one fits
+                // (helper 80: the count grew with --memory-headroom; helper
+                // 82: counted per recomputation it read against the plans
+                // that fit, counted per plan).
+                ++considered;
                 for (Recompute rc : space.recompute) {
-                  ++tried;
                   ParallelPlan plan = base.plan;
                   plan.dp = dp;
                   plan.tp = tp;
@@ -628,8 +629,7 @@ int cmd_search(const Args& args, std::ostream& out) {
                   } catch (const InputError& e) {
                     // This (tp, pp, mb, schedule) is not a valid plan at all (a
                     // schedule the framework does not run): not out of memory.
-                    // It and the recomputations after it are refused.
-                    invalid += space.recompute.size() - tried + 1;
+                    ++invalid;
                     if (first_invalid.empty()) first_invalid = e.what();
                     break;
                   }
@@ -858,9 +858,10 @@ int cmd_search(const Args& args, std::ostream& out) {
                         "raise --max-candidates to simulate more)",
                         base.model.is_moe() ? " x ep" : "", space.zero_stages.empty() ? "" : " x zero stage",
                         space.grad_syncs.empty() ? "" : " x grad sync",
-                        refine_share(simulated) > 0 ? fmt::format(", then {} more plans of the {} fastest",
-                                                                  refine_share(simulated), kRefinedShapes)
-                                                    : "")
+                        refine_share(simulated) > 0
+                            ? fmt::format(", then {} more, other plans of the {} fastest first",
+                                          refine_share(simulated), kRefinedShapes)
+                            : "")
           : "");
   // An ep column for a mixture-of-experts model only (a dense model's table
   // is what it was before ep was searched).

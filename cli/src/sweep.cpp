@@ -419,8 +419,8 @@ struct SweepCaveats {
     for (const auto& [note, pts] : scale.entries) out.push_back(chart_scale_note(which_on_chart(pts)));
     for (const auto& [ratio, pts] : oversubscribed.entries) {
       out.push_back(
-          fmt::format("Leaves oversubscribed {} ({}): their up-links cap the traffic between leaves", ratio,
-                      which_on_chart(pts)));
+          fmt::format("Leaves oversubscribed {} ({}): their up-links can cap the traffic between leaves",
+                      ratio, which_on_chart(pts)));
     }
     if (tiers.size() > 1) out.push_back(fmt::format("Fat-tree (tiers: auto): {}", tiers_by_gpus()));
     if (const std::int64_t b = fixed_global_batch(); b > 0) {
@@ -442,9 +442,8 @@ struct SweepCaveats {
     }
     for (const auto& [ratio, pts] : oversubscribed.entries) {
       out += fmt::format(
-          "note{}: the leaves are oversubscribed {}: their up-links carry less than their hosts send, and "
-          "cap "
-          "the traffic between leaves (cluster.fabric's spine bandwidth and count)\n",
+          "note{}: the leaves are oversubscribed {}: their up-links carry less than their hosts can send, "
+          "and can cap the traffic between leaves (cluster.fabric's spine bandwidth and count)\n",
           pts.size() == points ? " (every point)" : " for " + which(pts), ratio);
     }
     if (const std::int64_t b = fixed_global_batch(); b > 0) {
@@ -828,11 +827,16 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
   // The efficiency axis from a round 10% at least 5 points below the
   // lowest efficiency, where all are above half (helper 81: from 0, lines
   // at 97.5-100% lay on each other and on the 100% line); from 0 otherwise.
+  // (no point fits: no efficiency, the axis from 0)
   double lowest = 1.0;
+  bool any_efficiency = false;
   for (const chart::Series& ser : eff.series) {
-    for (const double v : ser.y) lowest = std::min(lowest, v);
+    for (const double v : ser.y) {
+      lowest = std::min(lowest, v);
+      any_efficiency = true;
+    }
   }
-  if (lowest >= 0.5) eff.y_from = std::floor((lowest - 0.05) * 10 + 1e-9) / 10;
+  if (any_efficiency && lowest >= 0.5) eff.y_from = std::floor((lowest - 0.05) * 10 + 1e-9) / 10;
   if (gpus_on_x && any_baseline) {
     entries.push_back({many ? "ideal scaling (dashed, per series): baseline x GPUs / its GPUs; "
                               "baseline: the fewest GPUs that fit"

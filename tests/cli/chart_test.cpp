@@ -479,6 +479,10 @@ TEST_F(ChartTest, NoIdealLineWhereNothingFits) {
   for (const Element* p : all(*root, "polyline")) lines.push_back(attr(p, "data-name"));
   EXPECT_EQ(lines, std::vector<std::string>{"throughput"}) << svg;
   for (const std::string& t : texts(*root)) EXPECT_EQ(t.find("ideal scaling"), std::string::npos) << t;
+  // The empty efficiency panel's axis from 0, not from a 90% no point gave
+  // (helper 82).
+  EXPECT_TRUE(texts(*root).count("0%")) << svg;
+  EXPECT_FALSE(texts(*root).count("90.0%")) << svg;
 }
 
 // Points out of memory have no efficiency (`-` in the table), where their
