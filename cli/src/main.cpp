@@ -642,7 +642,10 @@ int main(int argc, char** argv) {
       }
       const auto& help = command_help();
       auto h = help.find(argv[2]);
-      std::cout << (h != help.end() ? h->second : usage());
+      const std::string text = h != help.end() ? h->second : usage();
+      // (`tessera help validate training` is `validate training --help`)
+      std::cout << (std::string_view(argv[2]) == "validate" && argc > 3 ? validate_help_of(text, argv[3])
+                                                                        : text);
       return finish_stdout();
     }
     std::cout << usage();
@@ -663,8 +666,12 @@ int main(int argc, char** argv) {
       const std::string text = h != help.end() ? h->second : usage();
       // `tessera validate training --help`: that check's part of the help
       // (helper 78: it printed all six).
-      const auto sub =
-          std::find_if(args.begin(), args.end(), [](const std::string& x) { return !x.starts_with("-"); });
+      // (the first argument that names a check: an option's value may come
+      // before it, `validate --data X training --help`; helper 84)
+      const auto sub = std::find_if(args.begin(), args.end(), [](const std::string& x) {
+        return x == "kernels" || x == "models" || x == "distributed" || x == "collectives" ||
+               x == "training" || x == "steps";
+      });
       std::cout << (name == "validate" && sub != args.end() ? validate_help_of(text, *sub) : text);
       return finish_stdout();
     }

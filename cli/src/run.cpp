@@ -28,8 +28,9 @@ namespace {
 
 /// What takes most of a stage that does not fit, and what shrinks it
 /// (helper 80: the error only offered --allow-oom).
-std::string out_of_memory_hint(const StageMemory& m, const parallelism::ParallelPlan& plan,
-                               const parallelism::Workload& work) {
+std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
+  const parallelism::ParallelPlan& plan = s.plan;
+  const parallelism::Workload& work = s.workload;
   const std::pair<const char*, Bytes> parts[] = {{"activations", m.activations},
                                                  {"optimizer states", m.optimizer_states},
                                                  {"weights", m.weights},
@@ -51,8 +52,19 @@ std::string out_of_memory_hint(const StageMemory& m, const parallelism::Parallel
   } else if (plan.dp > 1) {
     // The ZeRO stage that shards the part (helper 82: gradients were sent
     // to stage 1, which does not shard them).
+    // Named only where the plan with it is one the tool runs (helper 84:
+    // DeepSpeed refuses ZeRO-2 with pipelines; overlap-grad-reduce is
+    // ZeRO-1's).
     const int stage = part == "optimizer states" ? 1 : part == "gradients" ? 2 : 3;
-    if (plan.zero_stage < stage) fixes.push_back(fmt::format("parallelism.zero_stage: {}", stage));
+    parallelism::ParallelPlan sharded = plan;
+    sharded.zero_stage = stage;
+    bool valid = true;
+    try {
+      sharded.validate(s.model, work, s.gpus());
+    } catch (const Error&) {
+      valid = false;
+    }
+    if (plan.zero_stage < stage && valid) fixes.push_back(fmt::format("parallelism.zero_stage: {}", stage));
   }
   fixes.emplace_back("more tensor or pipeline parallelism");
   const std::string last = fixes.back();
@@ -60,10 +72,6 @@ std::string out_of_memory_hint(const StageMemory& m, const parallelism::Parallel
   return fmt::format("its largest part, {}, {:.1f} GiB: try {}{}{}", largest->first, largest->second.in_gib(),
                      fmt::join(fixes, ", "), fixes.empty() ? "" : " or ", last);
 }
-
-}  // namespace
-
-namespace {
 
 /// Per-link totals of a flow-backend run, as CSV: one row per directed link
 /// that carried traffic. First the columns every backend starts with
@@ -216,12 +224,20 @@ int cmd_run(const Args& args, std::ostream& out) {
   if (rep.oom() && !p.has("allow-oom")) {
     // The forecast is printed, but a plan that does not fit is not a result
     // to build on: a distinct exit code, and one line saying why.
+    // The stage furthest over (helper 84: the first named, with another
+    // further over).
+    const StageMemory* worst = nullptr;
     for (const auto& m : rep.memory) {
-      if (!m.oom) continue;
+      if (m.oom && (worst == nullptr || m.total.in_gib() - m.capacity.in_gib() >
+                                            worst->total.in_gib() - worst->capacity.in_gib()))
+        worst = &m;
+    }
+    if (worst != nullptr) {
+      const StageMemory& m = *worst;
       throw OutOfMemoryError(fmt::format(
           "{}: the plan does not fit in GPU memory: pipeline stage {} needs {:.1f} GiB of {:.1f} GiB ({}; "
           "tessera search finds plans that fit; --allow-oom to accept the forecast)",
-          s.file, m.stage, m.total.in_gib(), m.capacity.in_gib(), out_of_memory_hint(m, s.plan, s.workload)));
+          s.file, m.stage, m.total.in_gib(), m.capacity.in_gib(), out_of_memory_hint(m, s)));
     }
   }
   return 0;

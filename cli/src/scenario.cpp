@@ -980,11 +980,16 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
           (digits == "0" || digits[0] != '0');
       const std::int64_t index = plain ? decimal(digits).value_or(-1) : -1;
       const YAML::Node seq = node[list];
-      if (index < 0 || !seq || !seq.IsSequence()) {
-        throw ScenarioError(file,
-                            fmt::format("{}: '{}' is no element of a list in this scenario{}", label, walked,
-                                        index >= 0 ? "" : " (an index is a whole number: jobs[0])"),
-                            option);
+      if (!seq || !seq.IsSequence()) {
+        throw ScenarioError(
+            file, fmt::format("{}: '{}': this scenario has no '{}' list", label, walked, list), option);
+      }
+      if (index < 0) {
+        throw ScenarioError(
+            file,
+            fmt::format("{}: '{}': write the index as a plain whole number ({}[0], {}[1], ...)", label,
+                        walked, list, list),
+            option);
       }
       if (static_cast<std::size_t>(index) >= seq.size()) {
         throw ScenarioError(file,
@@ -1024,13 +1029,17 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
     }
     node.reset(next);  // rebind: plain assignment would overwrite the parent's content
   }
-  if (keys.back().find('[') != std::string::npos) {
-    // (a list element whole, or an item of a list value: jobs[0]=..., jobs[0].nodes[0]=...)
+  if (const auto open = keys.back().find('['); open != std::string::npos) {
+    // A list element whole: a job (jobs[0]=...), or an item of a list value
+    // (jobs[0].nodes[0]=...).
+    const std::string list = keys.back().substr(0, open);
     throw ScenarioError(
         file,
-        fmt::format("{}: '{}' is an element of a list: set one of its keys (jobs[0].nodes), or a "
-                    "list value whole (jobs[0].nodes=[0,1])",
-                    label, keys.back()),
+        keys.size() == 1 && list == "jobs"
+            ? fmt::format("{}: '{}' is a job: set one of its keys ({}.nodes, {}.training.micro_batch, ...)",
+                          label, keys.back(), keys.back(), keys.back())
+            : fmt::format("{}: '{}' is an item of a list: set the list whole ({}=[...])", label, keys.back(),
+                          o.path.substr(0, o.path.size() - (keys.back().size() - open))),
         option);
   }
   YAML::Node value;
@@ -1087,18 +1096,6 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
   if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));
   if (!overrides.empty() && !root.IsMap()) throw ScenarioError(fmt::format("{}: the scenario must be a YAML mapping", file));
   std::map<std::string, std::string> overridden;
-  // The jobs' own sections as the file writes them (a top-level --set does
-  // not reach them; one --set jobs[i].SECTION.KEY creates is the top
-  // level's, with it).
-  std::set<std::string> file_job_sections;
-  if (root.IsMap() && root["jobs"] && root["jobs"].IsSequence()) {
-    for (std::size_t j = 0; j < root["jobs"].size(); ++j) {
-      for (const char* section : {"model", "training", "parallelism"}) {
-        if (root["jobs"][j].IsMap() && root["jobs"][j][section])
-          file_job_sections.insert(fmt::format("jobs[{}].{}", j, section));
-      }
-    }
-  }
   // One job's keys after the top level's, whatever the order given: a job
   // section a jobs[i] --set creates starts as the top level's, with every
   // top-level --set in it (helper 82: it held those given before it only).
@@ -1122,11 +1119,29 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
       }
     }
   }
+  // The jobs' own sections after the top-level overrides (a `--set jobs=...`
+  // among them) and before the jobs' own: a top-level --set does not reach
+  // them; one a --set jobs[i].SECTION.KEY creates is the top level's, with
+  // it (helper 84: read from the file, a replaced jobs list was warned of).
+  std::set<std::string> file_job_sections;
+  bool sections_read = false;
+  auto read_job_sections = [&] {
+    sections_read = true;
+    if (!root.IsMap() || !root["jobs"] || !root["jobs"].IsSequence()) return;
+    for (std::size_t k = 0; k < root["jobs"].size(); ++k) {
+      for (const char* section : {"model", "training", "parallelism"}) {
+        if (root["jobs"][k].IsMap() && root["jobs"][k][section])
+          file_job_sections.insert(fmt::format("jobs[{}].{}", k, section));
+      }
+    }
+  };
   for (const std::size_t j : order) {
     const Override& o = overrides[j];
+    if (o.path.starts_with("jobs[") && !sections_read) read_job_sections();
     apply_override(root, o, file);
     overridden[o.path] = o.flag.empty() ? "--set " + o.path : o.flag;
   }
+  if (!sections_read) read_job_sections();
   if (cluster_only && root.IsMap() && !root["jobs"]) {
     // What runs on the cluster is not used: sections left out get stand-ins
     // (a small GPT, one sequence, no parallelism) so the cluster is read by
@@ -1480,7 +1495,9 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
     if (section != "model" && section != "training" && section != "parallelism") continue;
     std::vector<std::string> shadowed;
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      if (file_job_sections.count(fmt::format("jobs[{}].{}", j, section)) != 0U)
+      // (not where the job's own key is set too: what the warning advises)
+      if (file_job_sections.count(fmt::format("jobs[{}].{}", j, section)) != 0U &&
+          overridden.count(fmt::format("jobs[{}].{}", j, path)) == 0U)
         shadowed.push_back(fmt::format("jobs[{}] ({})", j, parsed[j].name));
     }
     if (shadowed.empty()) continue;

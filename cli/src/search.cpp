@@ -325,9 +325,12 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
 }  // namespace
 
 /// Of a screened search's simulations, those that go to other plans of the
-/// kRefinedShapes fastest shapes of the first round: a quarter, from 8
-/// (fewer go to as many shapes as they can).
-constexpr std::size_t refine_share(std::size_t simulated) { return simulated >= 8 ? simulated / 4 : 0; }
+/// kRefinedShapes fastest shapes of the first round: a quarter, from 8, and
+/// never so many that the first round covers fewer shapes than with one
+/// candidate less (helper 84: 8 covered 6 shapes where 7 covered 7).
+constexpr std::size_t refine_share(std::size_t simulated) {
+  return simulated >= 8 ? std::min(simulated / 4, simulated - 7) : 0;
+}
 /// How many of the first round's fastest shapes get more of their plans
 /// simulated.
 constexpr std::size_t kRefinedShapes = 4;
@@ -853,16 +856,19 @@ int cmd_search(const Args& args, std::ostream& out) {
   out << fmt::format(
       "{} plans considered{}, {} fit in memory, {} simulated{}\n\n", considered,
       invalid > 0 ? fmt::format(" ({} not valid plans)", invalid) : "", fitting.size(), simulated,
-      screened
-          ? fmt::format(" (by compute + pipeline bubble, the best of each dp x tp x pp{}{}{} first{}; "
-                        "raise --max-candidates to simulate more)",
-                        base.model.is_moe() ? " x ep" : "", space.zero_stages.empty() ? "" : " x zero stage",
-                        space.grad_syncs.empty() ? "" : " x grad sync",
-                        refine_share(simulated) > 0
-                            ? fmt::format(", then {} more, other plans of the {} fastest first",
-                                          refine_share(simulated), kRefinedShapes)
-                            : "")
-          : "");
+      screened ? fmt::format(
+                     " (by compute + pipeline bubble, the best of each dp x tp x pp{}{}{} first{}; "
+                     "raise --max-candidates to simulate more)",
+                     base.model.is_moe() ? " x ep" : "", space.zero_stages.empty() ? "" : " x zero stage",
+                     space.grad_syncs.empty() ? "" : " x grad sync",
+                     refine_share(simulated) > 0
+                         ? fmt::format(", then {} more, other plans of the {} first", refine_share(simulated),
+                                       refine_share(simulated) == 1
+                                           ? std::string("fastest shape")
+                                           : fmt::format("{} fastest shapes",
+                                                         std::min(refine_share(simulated), kRefinedShapes)))
+                         : "")
+               : "");
   // An ep column for a mixture-of-experts model only (a dense model's table
   // is what it was before ep was searched).
   const bool moe = base.model.is_moe();
@@ -903,7 +909,12 @@ int cmd_search(const Args& args, std::ostream& out) {
         parallelism::to_string(c.plan.recompute), zero ? fmt::format("{:>4} ", c.plan.zero_stage) : "",
         sync ? fmt::format("{:<19} ", parallelism::to_string(c.plan.grad_sync)) : "", r.iteration_time.ms(),
         r.tokens_per_second, 100.0 * r.mfu,
-        fmt::format("{:>8.1f}{}", c.peak_memory.in_gib(), tight ? "*" : " "), run_columns);
+        // (the mark's column padded only where a column follows)
+        fmt::format("{:>8.1f}{}", c.peak_memory.in_gib(),
+                    tight                 ? "*"
+                    : run_columns.empty() ? ""
+                                          : " "),
+        run_columns);
   }
   if (any_tight) {
     out << fmt::format(

@@ -836,6 +836,8 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
       any_efficiency = true;
     }
   }
+  // (helper 84: an empty panel read as a chart of nothing)
+  if (!any_efficiency) eff.title = "Scaling efficiency per GPU: no point fits";
   if (any_efficiency && lowest >= 0.5) eff.y_from = std::floor((lowest - 0.05) * 10 + 1e-9) / 10;
   if (gpus_on_x && any_baseline) {
     entries.push_back({many ? "ideal scaling (dashed, per series): baseline x GPUs / its GPUs; "

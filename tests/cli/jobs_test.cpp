@@ -139,8 +139,11 @@ TEST(Jobs, SetReachesOneJobByIndex) {
             "s.yaml: --set jobs[2].nodes: 'jobs[2]': the scenario's jobs has 2 elements (0..1)");
   EXPECT_EQ(
       error_of(text, {{"jobs[x].nodes", "1"}}),
-      "s.yaml: --set jobs[x].nodes: 'jobs[x]' is no element of a list in this scenario (an index is a whole "
-      "number: jobs[0])");
+      "s.yaml: --set jobs[x].nodes: 'jobs[x]': write the index as a plain whole number (jobs[0], jobs[1], "
+      "...)");
+  // (a scenario without jobs says so; helper 84)
+  EXPECT_EQ(error_of(scenario_text("minimal.yaml"), {{"jobs[0].nodes", "1"}}),
+            "s.yaml: --set jobs[0].nodes: 'jobs[0]': this scenario has no 'jobs' list");
   EXPECT_EQ(error_of(text, {{"jobs[0].nodes", "abc"}}),
             "s.yaml (--set jobs[0].nodes): jobs[0].nodes: expected an integer in 1..4");
   // Whatever the order given, a job section --set creates holds every
@@ -157,12 +160,15 @@ TEST(Jobs, SetReachesOneJobByIndex) {
   }
   // Indices as they are named (not jobs[01]); a list element is not set
   // whole.
-  EXPECT_NE(error_of(text, {{"jobs[01].nodes", "1"}}).find("'jobs[01]' is no element of a list"),
-            std::string::npos);
-  EXPECT_EQ(
-      error_of(text, {{"jobs[0]", "3"}}),
-      "s.yaml: --set jobs[0]: 'jobs[0]' is an element of a list: set one of its keys (jobs[0].nodes), or a "
-      "list value whole (jobs[0].nodes=[0,1])");
+  EXPECT_NE(
+      error_of(text, {{"jobs[01].nodes", "1"}}).find("'jobs[01]': write the index as a plain whole number"),
+      std::string::npos);
+  EXPECT_EQ(error_of(text, {{"jobs[0]", "3"}}),
+            "s.yaml: --set jobs[0]: 'jobs[0]' is a job: set one of its keys (jobs[0].nodes, "
+            "jobs[0].training.micro_batch, ...)");
+  EXPECT_EQ(error_of(text, {{"jobs[0].nodes[0]", "1"}}),
+            "s.yaml: --set jobs[0].nodes[0]: 'nodes[0]' is an item of a list: set the list whole "
+            "(jobs[0].nodes=[...])");
   // A job's own error names the option that set its key.
   EXPECT_NE(error_of(text, {{"jobs[1].parallelism.dp", "8"}}).find("s.yaml (--set jobs[1].parallelism.dp): "),
             std::string::npos)
@@ -180,6 +186,14 @@ TEST(Jobs, SetShadowedByAJobsOwnSectionIsWarned) {
             std::vector<std::string>{
                 "--set parallelism.dp: jobs[0] (job-a) has a parallelism section of its own, which this "
                 "setting does not change (set jobs[i].parallelism.dp for a job's own)"});
+  // Not where the jobs list is replaced by one without the section, nor
+  // where the job's own key is set too (helper 84).
+  EXPECT_TRUE(
+      parse_scenario(text, "s.yaml",
+                     {{"parallelism.dp", "16"}, {"jobs", "[{name: a, nodes: 2}, {name: b, nodes: 2}]"}})
+          .warnings.empty());
+  EXPECT_TRUE(parse_scenario(text, "s.yaml", {{"parallelism.dp", "16"}, {"jobs[0].parallelism.dp", "16"}})
+                  .warnings.empty());
 }
 
 // `placement: random`: a seeded shuffle of the free nodes, dealt out in job
