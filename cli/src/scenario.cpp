@@ -2159,6 +2159,16 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (std::string why = parallelism::torch_ddp_refusal(plan, s.workload); !why.empty()) {
       s.warnings.push_back("parallelism.grad_sync: " + why);
     }
+    // Full recomputation under a split backward saves less than it seems
+    // (helper 83: stage 1's activations were the same with it and without).
+    if (parallelism::splits_backward(plan.schedule) && plan.recompute == parallelism::Recompute::Full) {
+      s.warnings.push_back(fmt::format(
+          "parallelism.recompute: full under {}: B recomputes each layer and W keeps its linears' inputs and "
+          "output gradients until it runs, more than full recomputation keeps, so this plan holds more "
+          "activation memory than 1f1b with it (docs/parallelism.md, Memory model; tessera compare-schedules "
+          "shows both)",
+          parallelism::to_string(plan.schedule)));
+    }
   }
   if (top.has("predictor")) {
     const YAML::Node v = top.need("predictor");

@@ -1831,6 +1831,15 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
   EXPECT_TRUE(
       warnings({{"parallelism.bucket_size", "25MB"}, {"parallelism.grad_sync", "overlap-grad-reduce"}})
           .empty());
+  // Full recomputation under a zero-bubble schedule keeps W's stash (helper
+  // 83: nothing said why recomputation saved so little); not under 1f1b.
+  EXPECT_EQ(warnings({{"parallelism.schedule", "zb-h1"}, {"parallelism.recompute", "full"}}),
+            std::vector<std::string>{
+                "parallelism.recompute: full under zb-h1: B recomputes each layer and W keeps its linears' "
+                "inputs and output gradients until it runs, more than full recomputation keeps, so this plan "
+                "holds more activation memory than 1f1b with it (docs/parallelism.md, Memory model; tessera "
+                "compare-schedules shows both)"});
+  EXPECT_TRUE(warnings({{"parallelism.recompute", "full"}}).empty());
   // PyTorch DDP (overlapped) under Megatron: Megatron-LM refuses it with bf16
   // (helper 79), said; with fp16 and one stage it runs, bucket and all.
   EXPECT_EQ(
