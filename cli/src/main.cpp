@@ -202,9 +202,10 @@ GPU memory (the report is printed, and one line on stderr names the stage).
 Runs every point of the grid of --set values (cartesian product, first key
 outermost) on all cores, appends each point to the CSV as it finishes, and at
 the end rewrites the CSV in point order and draws an SVG chart: throughput
-against the first key given more than one value (against the GPU count, on a
-log axis, with an ideal-scaling line and a scaling-efficiency panel, when that
-key changes it), one line per value of the other keys (a key of one value is a
+against the first key given more than one value, or the key that sets the GPU
+count wherever given (against the GPU count, on a log axis, with an
+ideal-scaling line and a scaling-efficiency panel, when that key changes it),
+one line per value of the other keys (a key of one value is a
 setting, named under the chart). Running the same command again
 resumes an interrupted sweep without redoing finished points (while it runs,
 the CSV's first line names the sweep: the scenario's text and the settings;

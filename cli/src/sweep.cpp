@@ -640,8 +640,9 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows, const s
   return out;
 }
 
-/// A sweep's rows and keys as its chart and scaling column read them: the
-/// first key with more than one value first (a key given one value says
+/// A sweep's rows and keys as its chart and scaling column read them: a key
+/// that sets the GPU count first (not with --zip), else the first key with
+/// more than one value first (a key given one value says
 /// nothing along x; helper 73: `--set cluster.price_per_gpu_hour=3.5
 /// --set cluster.nodes=32,64,128` drew the price as the x axis, one tick,
 /// the node counts as stacked dots, and lost the scaling column). The CSV
@@ -650,7 +651,8 @@ struct SweepView {
   std::map<std::size_t, std::string> rows;
   std::vector<std::string> keys;
 };
-SweepView x_key_first(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys) {
+SweepView x_key_first(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
+                      bool zipped) {
   std::vector<std::pair<std::size_t, std::vector<std::string>>> split_rows;
   split_rows.reserve(rows.size());
   for (const auto& [index, row] : rows) split_rows.emplace_back(index, split(row, ','));
@@ -660,6 +662,28 @@ SweepView x_key_first(const std::map<std::size_t, std::string>& rows, const std:
     if (std::any_of(split_rows.begin(), split_rows.end(), differs)) {
       x = a;
       break;
+    }
+  }
+  // A key that sets the GPU count (each of its values one count, not all
+  // the same) comes first wherever it was given (helper 80: `--set
+  // training.micro_batch=... --set cluster.nodes=...` lost the scaling
+  // column the other order had). With --zip the keys move together and the
+  // first names the line.
+  if (!zipped && !split_rows.empty()) {
+    const std::size_t gpus_col = split_rows.front().second.size() - kMetricColumns + kGpus;
+    for (std::size_t a = 0; a < keys.size(); ++a) {
+      std::map<std::string, std::string> gpus_of;
+      bool sets = true;
+      for (const auto& [index, cols] : split_rows) {
+        const auto [it, fresh] = gpus_of.emplace(cols[1 + a], cols[gpus_col]);
+        if (!fresh && it->second != cols[gpus_col]) sets = false;
+      }
+      std::set<std::string> counts;
+      for (const auto& [value, gpus] : gpus_of) counts.insert(gpus);
+      if (sets && counts.size() > 1) {
+        x = a;
+        break;
+      }
     }
   }
   if (x == 0) return {rows, keys};
@@ -699,7 +723,7 @@ std::map<std::size_t, double> scaling_efficiency(const SweepSeries& series) {
 /// Each point's scaling efficiency as the chart draws it (x_key_first).
 std::map<std::size_t, double> sweep_efficiency(const std::map<std::size_t, std::string>& rows,
                                                const std::vector<std::string>& keys, bool zipped = false) {
-  const SweepView view = x_key_first(rows, keys);
+  const SweepView view = x_key_first(rows, keys, zipped);
   return scaling_efficiency(sweep_series(view.rows, view.keys, zipped));
 }
 
@@ -717,7 +741,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
                       const std::vector<std::string>& swept_keys, const std::string& title,
                       const std::vector<std::string>& notes = {}, bool zipped = false) {
   using Pt = SweepPoint;
-  const SweepView view = x_key_first(swept_rows, swept_keys);
+  const SweepView view = x_key_first(swept_rows, swept_keys, zipped);
   const std::vector<std::string>& keys = view.keys;
   SweepSeries series = sweep_series(view.rows, keys, zipped);
   const auto& values = series.values;
