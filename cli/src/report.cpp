@@ -591,7 +591,7 @@ std::string tight_memory_warning(const std::vector<StageMemory>& memory) {
   if (std::any_of(memory.begin(), memory.end(), [](const StageMemory& m) { return m.oom; })) return {};
   const StageMemory* fullest = nullptr;
   for (const auto& m : memory) {
-    if (m.oom || m.capacity <= Bytes() || share(m) < kTightMemoryShare) continue;
+    if (m.oom || !tight_memory(m.total, m.capacity)) continue;
     if (!fullest || share(m) > share(*fullest)) fullest = &m;
   }
   if (!fullest) return {};

@@ -189,10 +189,7 @@ std::string tight_row(const std::string& row) {
   // (3.2e10): metrics_are_numbers checked that they are numbers.
   const Bytes peak(std::llround(std::strtod(cols[m0 + kPeakMemory].c_str(), nullptr)));
   const Bytes capacity(std::llround(std::strtod(cols[m0 + kMemoryCapacity].c_str(), nullptr)));
-  if (cols[m0 + kOom] == "1" || capacity <= Bytes() ||
-      peak.in_gib() < kTightMemoryShare * capacity.in_gib()) {
-    return {};
-  }
+  if (cols[m0 + kOom] == "1" || !tight_memory(peak, capacity)) return {};
   return tight_memory_text("its fullest stage", peak, capacity);
 }
 

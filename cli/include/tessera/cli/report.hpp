@@ -317,6 +317,11 @@ std::string json_packet_fabric(const PacketFabricStats& f);
 /// fragmentation and NCCL's buffers, which the memory model leaves out,
 /// often run a real job out of memory.
 inline constexpr double kTightMemoryShare = 0.95;
+/// Whether `need` fits `capacity` but at kTightMemoryShare of it or more:
+/// the one rule of tessera run's warning, search's `*` and sweep's rows.
+inline bool tight_memory(Bytes need, Bytes capacity) {
+  return capacity > Bytes() && need <= capacity && need.in_gib() >= kTightMemoryShare * capacity.in_gib();
+}
 /// A warning naming the fullest stage that fits at kTightMemoryShare of its
 /// GPU's memory or more, or empty (also when a stage is out of memory: the
 /// plan does not fit, which its report says).
