@@ -225,6 +225,15 @@ std::optional<std::int64_t> decimal(const std::string& t, bool* overflow = nullp
   return x;
 }
 
+/// The values a required key takes, where they are a few words (helper 83:
+/// `missing required keys: tiers` did not say 2, 3 or auto), else empty.
+std::string required_values(const std::string& path) {
+  if (path == "cluster.fabric.tiers") return " (2, 3 or auto)";
+  if (path == "cluster.fabric.type") return " (leaf-spine, fat-tree or rail-optimized)";
+  if (path == "training.dtype") return " (fp32, tf32, fp16, bf16 or fp8)";
+  return {};
+}
+
 /// A YAML mapping being read: tracks which keys were used so that leftovers
 /// are reported as unknown, and prefixes every error with file:line:col and
 /// the key path.
@@ -283,7 +292,8 @@ class Section {
     }
     if (missing.size() < 2) return;
     std::string list;
-    for (const std::string& k : missing) list += (list.empty() ? "" : ", ") + k;
+    for (const std::string& k : missing)
+      list += (list.empty() ? "" : ", ") + k + required_values(key_path(k));
     fail_missing(missing, path_, fmt::format("missing required keys: {}", list));
   }
 
@@ -342,7 +352,7 @@ class Section {
   YAML::Node need(const std::string& key) {
     used_.insert(key);
     YAML::Node v = node_[key];
-    if (!v) fail_missing({key}, key_path(key), "missing required key");
+    if (!v) fail_missing({key}, key_path(key), "missing required key" + required_values(key_path(key)));
     if (v.IsNull()) fail_at(key_mark(key), key_path(key), "has no value");
     return v;
   }

@@ -519,14 +519,31 @@ TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
 // Megatron-LM's flags written as keys: what to write instead, in the error
 // of the section (several at once), also where they stand for a missing
 // required key; a flag we do not model is said to be so.
+// A missing key of a few values names them (helper 83: `tiers` did not say
+// 2, 3 or auto).
+TEST(Scenario, MissingKeysOfAFewValuesNameThem) {
+  const std::string text = default_text();
+  EXPECT_NE(error_of(replaced(text, "  dtype: bf16\n", ""))
+                .find("training.dtype: missing required key (fp32, tf32, "
+                      "fp16, bf16 or fp8)"),
+            std::string::npos)
+      << error_of(replaced(text, "  dtype: bf16\n", ""));
+  EXPECT_NE(error_of(text, {{"cluster.fabric", "{type: fat-tree, k: 16}"}})
+                .find("cluster.fabric: missing required keys: tiers (2, 3 or auto), spine_bandwidth"),
+            std::string::npos)
+      << error_of(text, {{"cluster.fabric", "{type: fat-tree, k: 16}"}});
+}
+
 TEST(Scenario, MegatronFlagsAreSaidAsOurKeys) {
   const std::string text = default_text();
   const std::string flags =
       replaced(text, "  seq_len: 1024\n  dtype: bf16\n", "  seq_length: 1024\n  bf16: true\n");
   ASSERT_NE(flags, text);
-  EXPECT_NE(error_of(flags).find("training: missing required keys: seq_len, dtype (seq_length (line 25): did "
-                                 "you mean 'seq_len'?; bf16 (line 26): Megatron's --bf16 is 'dtype: bf16')"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of(flags).find("training: missing required keys: seq_len, dtype (fp32, tf32, fp16, bf16 or fp8) "
+                           "(seq_length (line 25): did you mean 'seq_len'?; bf16 (line 26): Megatron's "
+                           "--bf16 is 'dtype: bf16')"),
+      std::string::npos)
       << error_of(flags);
   // Context parallelism, however it is spelled, is said not to be modelled
   // (helper 83: `cp` was "did you mean 'dp', 'ep', 'pp' or 'tp'?").
