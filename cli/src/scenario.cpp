@@ -122,6 +122,10 @@ std::string key_alias(const std::string& key) {
   return it == kAliases.end() ? std::string() : it->second;
 }
 
+/// What every spelling of context parallelism is told.
+constexpr const char* kNoContextParallelism =
+    "context parallelism (Megatron's --context-parallel-size) is not modelled";
+
 /// Megatron-LM flags (as YAML keys) that are one of our keys with a value,
 /// or a setting we do not model: the key of ours they concern (the hint is
 /// given only in the section that has it) and what to write instead, for
@@ -182,14 +186,11 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
        {"virtual_stages",
         "Megatron's --num-layers-per-virtual-pipeline-stage N counts layers per model chunk; ours "
         "counts chunks per rank: 'virtual_stages: layers / (pp x N)'"}},
-      {"context_parallel_size",
-       {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
+      {"context_parallel_size", {"tp", kNoContextParallelism}},
       // (helper 83: `cp` was "did you mean 'dp', 'ep', 'pp' or 'tp'?")
-      {"cp", {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
-      {"context_parallel",
-       {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
-      {"context_parallelism",
-       {"tp", "context parallelism (Megatron's --context-parallel-size) is not modelled"}},
+      {"cp", {"tp", kNoContextParallelism}},
+      {"context_parallel", {"tp", kNoContextParallelism}},
+      {"context_parallelism", {"tp", kNoContextParallelism}},
   };
   const auto it = kFlagKeys.find(key);
   if (it == kFlagKeys.end()) return std::nullopt;

@@ -335,6 +335,15 @@ constexpr std::size_t refine_share(std::size_t simulated) {
 /// simulated.
 constexpr std::size_t kRefinedShapes = 4;
 
+/// A plan's shape: what its communication mostly is (dp, tp, pp, ep, ZeRO
+/// stage, gradient sync). The screen's first round and the refinement
+/// group plans by it.
+using Shape = std::tuple<int, int, int, int, int, int>;
+Shape shape_of(const Candidate& c) {
+  return Shape{c.plan.dp, c.plan.tp,         c.plan.pp,
+               c.plan.ep, c.plan.zero_stage, static_cast<int>(c.plan.grad_sync)};
+}
+
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
   p.option("top").option("max-candidates").option("jobs").option("schedules").option("memory-headroom");
@@ -704,13 +713,10 @@ int cmd_search(const Args& args, std::ostream& out) {
     // each shape goes first, then the rest, each part by the screen (helper
     // 65: mixtral-ep's best plan, pp 4, saves communication the screen
     // cannot see and fell past the cut behind 64 pp-2 variants).
-    std::set<std::tuple<int, int, int, int, int, int>> shapes;
+    std::set<Shape> shapes;
     std::vector<Candidate> firsts, rest;
     for (Candidate& c : fitting) {
-      const bool first = shapes
-                             .emplace(c.plan.dp, c.plan.tp, c.plan.pp, c.plan.ep, c.plan.zero_stage,
-                                      static_cast<int>(c.plan.grad_sync))
-                             .second;
+      const bool first = shapes.insert(shape_of(c)).second;
       (first ? firsts : rest).push_back(std::move(c));
     }
     firsts.insert(firsts.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
@@ -742,11 +748,6 @@ int cmd_search(const Args& args, std::ostream& out) {
   const std::size_t first_round = simulated - refined;
   simulate_range(0, first_round);
   if (refined > 0) {
-    using Shape = std::tuple<int, int, int, int, int, int>;
-    auto shape_of = [](const Candidate& c) {
-      return Shape{c.plan.dp, c.plan.tp,         c.plan.pp,
-                   c.plan.ep, c.plan.zero_stage, static_cast<int>(c.plan.grad_sync)};
-    };
     std::vector<const Candidate*> done;
     for (std::size_t i = 0; i < first_round; ++i) {
       if (fitting[i].report) done.push_back(&fitting[i]);
