@@ -31,15 +31,22 @@ namespace {
 std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
   const parallelism::ParallelPlan& plan = s.plan;
   const parallelism::Workload& work = s.workload;
-  const std::pair<const char*, Bytes> parts[] = {{"activations", m.activations},
-                                                 {"optimizer states", m.optimizer_states},
-                                                 {"weights", m.weights},
-                                                 {"gradients", m.gradients}};
-  const auto* largest = std::max_element(std::begin(parts), std::end(parts),
-                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+  // The parts of a stage's memory; the ZeRO stage that shards each.
+  enum class Part { Activations, OptimizerStates, Weights, Gradients };
+  struct Share {
+    Part part;
+    const char* name;
+    Bytes bytes;
+    int zero_stage;
+  };
+  const Share parts[] = {{Part::Activations, "activations", m.activations, 0},
+                         {Part::OptimizerStates, "optimizer states", m.optimizer_states, 1},
+                         {Part::Weights, "weights", m.weights, 3},
+                         {Part::Gradients, "gradients", m.gradients, 2}};
+  const Share* largest = std::max_element(std::begin(parts), std::end(parts),
+                                          [](const Share& a, const Share& b) { return a.bytes < b.bytes; });
   std::vector<std::string> fixes;
-  const std::string_view part = largest->first;
-  if (part == "activations") {
+  if (largest->part == Part::Activations) {
     // Selective recomputation recomputes the attention core, which
     // FlashAttention already keeps none of (helper 83: it was advised).
     if (plan.recompute == parallelism::Recompute::None && !work.flash_attention) {
@@ -55,7 +62,7 @@ std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
     // Named only where the plan with it is one the tool runs (helper 84:
     // DeepSpeed refuses ZeRO-2 with pipelines; overlap-grad-reduce is
     // ZeRO-1's).
-    const int stage = part == "optimizer states" ? 1 : part == "gradients" ? 2 : 3;
+    const int stage = largest->zero_stage;
     parallelism::ParallelPlan sharded = plan;
     sharded.zero_stage = stage;
     bool valid = true;
@@ -69,7 +76,7 @@ std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
   fixes.emplace_back("more tensor or pipeline parallelism");
   const std::string last = fixes.back();
   fixes.pop_back();
-  return fmt::format("its largest part, {}, {:.1f} GiB: try {}{}{}", largest->first, largest->second.in_gib(),
+  return fmt::format("its largest part, {}, {:.1f} GiB: try {}{}{}", largest->name, largest->bytes.in_gib(),
                      fmt::join(fixes, ", "), fixes.empty() ? "" : " or ", last);
 }
 

@@ -322,8 +322,6 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
       counts.simulated, counts.screened ? "true" : "false", candidates, winner, failures);
 }
 
-}  // namespace
-
 /// Of a screened search's simulations, those that go to other plans of the
 /// kRefinedShapes fastest shapes of the first round: a quarter, from 8, and
 /// never so many that the first round covers fewer shapes than with one
@@ -343,6 +341,8 @@ Shape shape_of(const Candidate& c) {
   return Shape{c.plan.dp, c.plan.tp,         c.plan.pp,
                c.plan.ep, c.plan.zero_stage, static_cast<int>(c.plan.grad_sync)};
 }
+
+}  // namespace
 
 int cmd_search(const Args& args, std::ostream& out) {
   ArgParser p("tessera search");
