@@ -1641,6 +1641,9 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   auto tree_links = [&](auto& spec) {
     spec.oversubscription = f.has("oversubscription") ? f.positive_int32("oversubscription") : 1;
     spec.leaf_spine = {f.unit("spine_bandwidth", parse_bandwidth), fabric_latency(f, "spine_latency", s)};
+    // A leaf's ports split into host ports and up-links (r + 1 divides k):
+    // checked here, at the key it names, before `tiers: auto` sizes the tree.
+    checked_keys(f, f.key_path("k"), {"oversubscription", "k"}, [&] { (void)topology::host_capacity(spec); });
   };
   auto check_tree = [&](const auto& spec, const std::string& what, std::string_view hint = {}) {
     checked(f, f.node()["k"], f.key_path("k"), [&] {

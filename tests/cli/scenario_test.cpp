@@ -1100,6 +1100,29 @@ TEST(Scenario, RailFabricTooSmallSaysWhatHoldsMore) {
       << error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}});
 }
 
+// A leaf's k ports split r:1 into host ports and up-links: an
+// oversubscription r with r + 1 not dividing k is an error at the key, with
+// the file, under `tiers: auto` too (it escaped the loader there and named
+// no file).
+TEST(Scenario, OversubscriptionThatDoesNotSplitTheLeafNamesTheKey) {
+  const std::string t =
+      replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+               "    type: fat-tree\n    k: 16\n    tiers: auto\n    oversubscription: 1\n");
+  const std::string why =
+      "cluster.fabric.oversubscription 4 does not divide the ports: a leaf of k = 16 ports cannot split 4:1 "
+      "into host ports and up-links (r + 1 = 5 must divide k)";
+  EXPECT_EQ(error_of(t, {Override{"cluster.fabric.oversubscription", "4"}}),
+            "s.yaml (--set cluster.fabric.oversubscription): cluster.fabric.oversubscription: " + why);
+  EXPECT_EQ(error_of(replaced(t, "oversubscription: 1", "oversubscription: 4")),
+            "s.yaml:19:5: cluster.fabric.oversubscription: " + why);
+  EXPECT_EQ(error_of(replaced(replaced(t, "tiers: auto", "tiers: 2"), "oversubscription: 1",
+                              "oversubscription: 4")),
+            "s.yaml:19:5: cluster.fabric.oversubscription: " + why);
+  EXPECT_EQ(parse_scenario(t, "s.yaml", {Override{"cluster.fabric.oversubscription", "3"}})
+                .fat_tree.oversubscription,
+            3);
+}
+
 // With fewer than k leaves for a node's rails the fabric holds no HCA: the
 // error says the bound on k, not "attaches 0 HCAs".
 TEST(Scenario, RailFabricNeedsALeafPerRail) {
