@@ -44,6 +44,22 @@ TEST(LeafSpine, IntraNodeTrafficUsesNvSwitch) {
   EXPECT_EQ(t.latency(p), parse_time("1us"));
 }
 
+// A node's GPUs talk over NVLink even where it is slower than their NICs
+// (a PCIe-class GPU at 32 GB/s, 256 Gb/s, under 400 Gb/s NICs): the path
+// through the leaf is as short, two hops, and was taken for its rate.
+TEST(LeafSpine, IntraNodeTrafficStaysOnSlowNvLink) {
+  LeafSpineSpec s = two_nodes();
+  s.nvlink_bandwidth = parse_bandwidth("32GB/s");
+  const auto t = build_leaf_spine(s);
+  const Path p = t.route(0, 5);
+  ASSERT_EQ(p.size(), 2U);
+  EXPECT_EQ(t.vertex(t.link(p[0]).dst).kind, VertexKind::NvSwitch);
+  EXPECT_EQ(t.tier(p[0]), LinkTier::NvLink);
+  EXPECT_EQ(t.link(p[0]).bandwidth, parse_bandwidth("32GB/s"));
+  // Between nodes nothing changes: the NIC and the leaf.
+  EXPECT_EQ(t.tier(t.route(0, 8)[0]), LinkTier::Host);
+}
+
 TEST(LeafSpine, PathsAcrossLeavesCrossOneSpine) {
   const auto t = build_leaf_spine(two_nodes());
   const Path same_leaf = t.route(0, 8);  // node 0 -> node 1, both on leaf 0

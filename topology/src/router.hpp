@@ -21,7 +21,8 @@ class Router {
   /// Hops from vertex `v` to GPU `dst` (v a switch; kInf if unreachable).
   [[nodiscard]] int switch_dist(VertexId v, int dst) const;
   /// Out-links of `v` (a switch, or the source GPU) on a shortest path to GPU
-  /// `dst`, fastest only, in port order. Empty when unreachable.
+  /// `dst`, NVLink before the fabric, then fastest only, in port order.
+  /// Empty when unreachable.
   void candidates(const Topology& t, VertexId v, int dst, std::vector<LinkId>& out) const;
   /// D-mod-k pick among `c` (non-empty) at vertex `v`.
   [[nodiscard]] LinkId choose(const std::vector<LinkId>& c, VertexId v, int dst) const {

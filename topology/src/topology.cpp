@@ -168,6 +168,7 @@ void Router::candidates(const Topology& t, VertexId v, int dst, std::vector<Link
   out.clear();
   const Graph& g = t.graph();
   int best = kInf;
+  bool best_in_node = false;
   std::int64_t best_bps = 0;
   for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
     if (t.failed(g[*e].id)) continue;
@@ -175,13 +176,19 @@ void Router::candidates(const Topology& t, VertexId v, int dst, std::vector<Link
     const int gpu = gpu_of_vertex_[next];
     const int d = gpu >= 0 ? (gpu == dst ? 0 : kInf) : switch_dist(next, dst);
     if (d == kInf || d > best) continue;
+    // Of equally short paths, one inside the node (NVLink) before the
+    // fabric whatever their rates, as NCCL sends between GPUs of a node
+    // (helper 88: a GPU whose NVLink is slower than its NIC reached its
+    // neighbour through the leaf, two hops either way); then the fastest.
+    const bool in_node = t.tier(g[*e].id) == LinkTier::NvLink;
     const std::int64_t bps = g[*e].bandwidth.bps();
-    if (d < best || bps > best_bps) {
+    if (d < best || in_node > best_in_node || (in_node == best_in_node && bps > best_bps)) {
       out.clear();
       best = d;
+      best_in_node = in_node;
       best_bps = bps;
     }
-    if (bps == best_bps) out.push_back(g[*e].id);
+    if (in_node == best_in_node && bps == best_bps) out.push_back(g[*e].id);
   }
 }
 
