@@ -13,12 +13,20 @@ namespace tessera::engine {
 
 namespace {
 
+/// The longest a flow may take at one rate (~46 days, beyond any
+/// iteration): one due later is held this long, and if it is still due then
+/// (no rate change came) the run fails (TransferOverflowError) rather than
+/// report the cap as a time (helper 88: a NIC at 1 bps printed an iteration
+/// of 4e9 ms).
+constexpr std::int64_t kNeverPs = 4'000'000'000'000'000'000;
+
 /// Picoseconds until `remaining` bytes have left at `rate` bytes/ps, rounded
-/// up (a flow within 1e-9 ps of a whole picosecond finishes on it).
-std::int64_t delay_ps(double remaining, double rate) {
+/// up (a flow within 1e-9 ps of a whole picosecond finishes on it); at most
+/// kNeverPs, with `capped` set when held there.
+std::int64_t delay_ps(double remaining, double rate, bool& capped) {
   const double x = std::ceil(std::max(0.0, remaining / rate) - 1e-9);
-  constexpr double kNever = 4e18;  // ~46 days: beyond any iteration
-  return x >= kNever ? static_cast<std::int64_t>(kNever) : static_cast<std::int64_t>(x);
+  capped = x >= static_cast<double>(kNeverPs);
+  return capped ? kNeverPs : static_cast<std::int64_t>(x);
 }
 
 }  // namespace
@@ -375,7 +383,8 @@ void FlowNetwork::set_rate(Slot s, double rate, Time now) {
   f.rate = rate;
   ++f.version;
   if (rate <= 0.0) return;  // starved: never due until a rate change
-  f.due = now.ps() + delay_ps(f.remaining, rate);
+  const std::int64_t delay = delay_ps(f.remaining, rate, f.capped);
+  f.due = (now + Time::from_ps(delay)).ps();
   due_heap_.push_back(Due{f.due, s, f.version});
   std::push_heap(due_heap_.begin(), due_heap_.end(), LaterDue{});
 }
@@ -423,6 +432,15 @@ void FlowNetwork::on_completion_event() {
     if (f.active && f.version == d.version) done.push_back(d.slot);
   }
   std::sort(done.begin(), done.end(), [this](Slot a, Slot b) { return flows_[a].id < flows_[b].id; });
+  if (const auto capped = std::find_if(done.begin(), done.end(), [this](Slot d) { return flows_[d].capped; });
+      capped != done.end()) {
+    const Flow& f = flows_[*capped];
+    throw TransferOverflowError(
+        fmt::format("a transfer of {:.0f} bytes from GPU {} to GPU {} would take more than {:.0f} days of "
+                    "simulated time (is a "
+                    "bandwidth's unit wrong?)",
+                    f.payload, f.src, f.dst, Time::from_ps(kNeverPs).seconds() / 86400));
+  }
   // Deliveries due at the same instant share one event, in start order:
   // nothing else is scheduled in between, so the order of every event is
   // the one separate events would have had.

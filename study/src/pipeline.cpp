@@ -244,6 +244,30 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
             "it ({}), e.g. collectives.algorithm: {{{}: {}}}, and the others keep auto",
             e.what(), algorithm, fmt::join(having, ", "), having.empty() ? "all-reduce" : having.front(),
             algorithm));
+  } catch (const TransferOverflowError& e) {
+    // A transfer too slow to finish: name the cluster's slowest bandwidth.
+    const Bandwidth spine = s.fabric == FabricKind::LeafSpine ? s.cluster.spine_bandwidth
+                            : s.fabric == FabricKind::FatTree ? s.fat_tree.leaf_spine.bandwidth
+                                                              : s.rail.leaf_spine.bandwidth;
+    const std::pair<const char*, Bandwidth> rates[] = {
+        {"cluster.nvlink_bandwidth", s.cluster.gpus_per_node > 1 ? s.cluster.nvlink_bandwidth : Bandwidth{}},
+        {"cluster.nic_bandwidth", s.cluster.nic_bandwidth},
+        {"cluster.pcie_bandwidth",
+         s.cluster.hcas_per_node > 0 && s.cluster.hcas_per_node < s.cluster.gpus_per_node
+             ? s.cluster.pcie_bandwidth
+             : Bandwidth{}},
+        {"cluster.fabric.spine_bandwidth", s.cluster.nodes > 1 ? spine : Bandwidth{}},
+        {"cluster.fabric.core_bandwidth", s.fabric == FabricKind::FatTree && s.fat_tree.tiers == 3
+                                              ? s.fat_tree.spine_core.bandwidth
+                                              : Bandwidth{}},
+    };
+    const std::pair<const char*, Bandwidth>* slowest = nullptr;
+    for (const auto& r : rates) {
+      if (r.second.bps() > 0 && (slowest == nullptr || r.second < slowest->second)) slowest = &r;
+    }
+    if (slowest == nullptr) throw ScenarioError(fmt::format("{}: {}", s.file, e.what()));
+    throw ScenarioError(fmt::format("{}: {}: {} (the cluster's slowest link) cannot carry this iteration: {}",
+                                    s.file, slowest->first, to_string(slowest->second), e.what()));
   } catch (const OverflowError& e) {
     // A time or size past int64 while planning or simulating: the iteration
     // is too big to represent. Name the keys that scale it: a latency of

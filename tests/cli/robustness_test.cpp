@@ -166,6 +166,26 @@ TEST(Robustness, TimeOverflowWhileSimulatingNamesTheKeys) {
   }
 }
 
+// A transfer that cannot finish in the simulated time range (a NIC at 1
+// bps) names the cluster's slowest link; it printed the ~46-day cap as the
+// iteration (4e9 ms).
+TEST(Robustness, TransferTooSlowToSimulateNamesTheSlowestLink) {
+  const std::string text = scenario_text("default.yaml");
+  const Scenario slow_nic = parse_scenario(text, "s.yaml", {{"cluster.nic_bandwidth", "1bps"}});
+  try {
+    (void)simulate_scenario(slow_nic);
+    FAIL() << "no ScenarioError";
+  } catch (const ScenarioError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("s.yaml: cluster.nic_bandwidth: 1bps (the cluster's slowest link) cannot carry this "
+                        "iteration: a transfer of ",
+                        0),
+              0U)
+        << msg;
+    EXPECT_NE(msg.find("would take more than 46 days of simulated time"), std::string::npos) << msg;
+  }
+}
+
 // yaml-cpp keeps the first of two equal keys and ignores a second document;
 // a list used as a key threw an internal error. All are one-line errors now.
 TEST(Robustness, YamlKeysAreNamesGivenOnce) {

@@ -54,6 +54,29 @@ TEST(FlowNetwork, RingAllReduceMatchesAlphaBeta) {
   }
 }
 
+// A transfer that would outlast ~46 days of simulated time fails the run
+// with OverflowError rather than finishing at the cap (a 1 GiB all-reduce
+// over 1 bps links printed the cap as its time).
+TEST(FlowNetwork, TransferBeyondTheTimeCapIsAnOverflowError) {
+  const auto topo = test_support::star(2, Bandwidth::bits_per_second(1), Time::zero());
+  DiscreteEventLoop loop;
+  FlowNetwork net(topo, loop);
+  try {
+    (void)execute(one_all_reduce(2, Bytes::gib(1)), loop, net);
+    FAIL() << "a 1 GiB all-reduce at 1 bps finished";
+  } catch (const OverflowError& e) {
+    EXPECT_NE(std::string(e.what()).find("from GPU 0 to GPU 1 would take more than 46 days"),
+              std::string::npos)
+        << e.what();
+  }
+  // At 1 Mbps the same all-reduce takes S / B, 8589.93 s (2.4 hours).
+  const auto slow = test_support::star(2, parse_bandwidth("1Mbps"), Time::zero());
+  DiscreteEventLoop loop2;
+  FlowNetwork net2(slow, loop2);
+  const auto r = execute(one_all_reduce(2, Bytes::gib(1)), loop2, net2);
+  EXPECT_NEAR(r.makespan.seconds(), 8.0 * 1073741824 / 1e6, 1e-3);
+}
+
 TEST(FlowNetwork, TwoFlowsSharingALinkEachGetHalf) {
   const Bandwidth bw = parse_bandwidth("100Gbps");
   const auto topo = test_support::star(3, bw, Time::zero());

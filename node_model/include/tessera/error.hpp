@@ -32,6 +32,13 @@ class OverflowError : public InputError {
   using InputError::InputError;
 };
 
+/// A simulated transfer would finish past the simulation's time range: a
+/// bandwidth far too low for its bytes.
+class TransferOverflowError : public OverflowError {
+ public:
+  using OverflowError::OverflowError;
+};
+
 /// An internal invariant was violated while simulating (a bug or a model
 /// limitation), e.g. a task graph that deadlocks.
 class SimulationError : public Error {

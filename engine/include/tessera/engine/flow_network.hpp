@@ -105,6 +105,7 @@ class FlowNetwork final : public Network {
     std::int64_t due = 0;       ///< ps when the last byte leaves (valid when rate > 0)
     std::uint32_t version = 0;  ///< per slot, bumped on start and on every rate change
     bool active = false;
+    bool capped = false;    ///< due held at the longest a flow may take (flow_network.cpp, kNeverPs)
     std::int32_t cls = -1;  ///< its source rank's class (set_source_classes), -1: none
     Time latency;  ///< of its path, plus Message::delay_after
     Callback on_delivered;
