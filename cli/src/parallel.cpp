@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -9,13 +10,26 @@ namespace tessera::cli {
 
 void for_each_index(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& f) {
   std::atomic<std::size_t> next{0};
+  // What each index threw: the lowest index's is rethrown once all have
+  // run, whatever the threads' timing (helper 88: an exception leaving a
+  // thread ended the process).
+  std::vector<std::exception_ptr> thrown(n);
   auto work = [&] {
-    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) f(i);
+    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      try {
+        f(i);
+      } catch (...) {
+        thrown[i] = std::current_exception();
+      }
+    }
   };
   const std::size_t threads = std::max<std::size_t>(1, std::min<std::size_t>(jobs, n));
   std::vector<std::thread> pool;
   for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(work);
   for (auto& t : pool) t.join();
+  for (const std::exception_ptr& e : thrown) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 }  // namespace tessera::cli

@@ -691,20 +691,33 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (screened) {
     CountProgress screening("search: screening", "plans", fitting.size(), 0, std::cerr, tty);
     std::atomic<std::size_t> next_screen{0};
-    auto screen = [&] {
-      const auto predictor = make_scenario_predictor(base);
-      for (std::size_t i = next_screen.fetch_add(1); i < fitting.size(); i = next_screen.fetch_add(1)) {
-        try {
-          fitting[i].estimate = screen_estimate(base, fitting[i], *predictor);
-        } catch (const Error&) {
-          fitting[i].estimate = Time::max();  // simulated last, if at all
+    // One predictor per thread; what else a thread throws (not the tool's
+    // own errors: out of memory, a bug) is rethrown after the join, the
+    // first thread's (helper 88: it ended the process).
+    const unsigned screeners_n = std::min<unsigned>(jobs, static_cast<unsigned>(fitting.size()));
+    std::vector<std::exception_ptr> thrown(screeners_n);
+    auto screen = [&](unsigned t) {
+      try {
+        const auto predictor = make_scenario_predictor(base);
+        for (std::size_t i = next_screen.fetch_add(1); i < fitting.size(); i = next_screen.fetch_add(1)) {
+          try {
+            fitting[i].estimate = screen_estimate(base, fitting[i], *predictor);
+          } catch (const Error&) {
+            fitting[i].estimate = Time::max();  // simulated last, if at all
+          }
+          screening.advance();
         }
-        screening.advance();
+      } catch (...) {
+        thrown[t] = std::current_exception();
+        next_screen = fitting.size();
       }
     };
     std::vector<std::thread> screeners;
-    for (unsigned t = 0; t < std::min<unsigned>(jobs, static_cast<unsigned>(fitting.size())); ++t) screeners.emplace_back(screen);
+    for (unsigned t = 0; t < screeners_n; ++t) screeners.emplace_back(screen, t);
     for (auto& t : screeners) t.join();
+    for (const std::exception_ptr& e : thrown) {
+      if (e) std::rethrow_exception(e);
+    }
     screening.finish();
     std::stable_sort(fitting.begin(), fitting.end(),
                      [](const Candidate& a, const Candidate& b) { return a.estimate < b.estimate; });

@@ -1347,7 +1347,14 @@ int cmd_sweep(const Args& args, std::ostream& out) {
 
   std::mutex mu;
   std::atomic<std::size_t> next{0};
+  // The failure reported is the first point's in point order: points are
+  // handed out in order and, after a failure, only those after it are
+  // skipped, so every point before it has run and the same input reports
+  // the same error whatever the threads' timing (helper 88: whichever
+  // thread failed first).
   std::optional<std::string> first_error;
+  std::size_t first_failed = todo.size();
+  bool first_is_input = false;  // the point's input (a bandwidth too low to simulate): exit code 2
   std::ofstream csv(csv_path, std::ios::app | std::ios::binary);
   say_on_interrupt(fmt::format("finished points are kept in {}; run the same command again to resume", csv_path));
   // A bar on a terminal, a line every 10 s in a log (progress.hpp).
@@ -1358,7 +1365,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       if (k >= todo.size()) return;
       {
         std::lock_guard lock(mu);
-        if (first_error) return;
+        if (k > first_failed) return;
       }
       const Point& pt = grid_points[todo[k]];
       try {
@@ -1371,7 +1378,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         progress.advance();
       } catch (const std::exception& e) {
         std::lock_guard lock(mu);
-        if (!first_error) first_error = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
+        if (k < first_failed) {
+          first_failed = k;
+          first_error = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
+          first_is_input = dynamic_cast<const InputError*>(&e) != nullptr;
+        }
       }
     }
   };
@@ -1380,7 +1391,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (auto& t : threads) t.join();
   csv.close();
   progress.finish();
-  if (first_error) throw SimulationError(*first_error + " (finished points are kept; run again to resume)");
+  if (first_error) {
+    const std::string msg = *first_error + " (finished points are kept; run again to resume)";
+    if (first_is_input) throw InputError(msg);
+    throw SimulationError(msg);
+  }
 
   // Final file: rows in point order, whatever order they finished in; an
   // unsharded sweep's without its first line (a plain CSV), a shard's with

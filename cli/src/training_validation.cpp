@@ -296,9 +296,17 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
   std::mutex error_mu;
   std::mutex serial_mu;
   const BackendRegistry backends = built_in_backends();
+  // The error reported is the first failing run's in row order: runs are
+  // handed out in order and only those after a failure are skipped, so the
+  // same input reports the same error whatever the threads' timing.
   std::string error;
+  std::size_t first_failed = runs.size();
   auto work = [&] {
     for (std::size_t i = next++; i < runs.size(); i = next++) {
+      {
+        const std::lock_guard<std::mutex> lock(error_mu);
+        if (i > first_failed) return;
+      }
       try {
         const MeasuredRun& m = runs[i];
         Scenario s;
@@ -323,8 +331,10 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
         p.predicted_ms = sim.result.makespan.ms();
       } catch (const std::exception& e) {
         const std::lock_guard<std::mutex> lock(error_mu);
-        if (error.empty()) error = e.what();
-        next = runs.size();
+        if (i < first_failed) {
+          first_failed = i;
+          error = e.what();
+        }
       }
     }
   };

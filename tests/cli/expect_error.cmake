@@ -1,5 +1,9 @@
 # Runs TESSERA with ARGS (a ;-list) and checks: exit code 2, nothing on
-# stdout, exactly one line on stderr, matching REGEX.
+# stdout, exactly one line on stderr, matching REGEX. REMOVE_FIRST (optional):
+# a file removed before the run (a sweep's CSV, which it would resume).
+if(DEFINED REMOVE_FIRST)
+  file(REMOVE ${REMOVE_FIRST})
+endif()
 execute_process(COMMAND ${TESSERA} ${ARGS} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 2)
   message(FATAL_ERROR "expected exit code 2, got ${rc}\nstderr: ${err}")
