@@ -169,6 +169,15 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                     "parallelism.schedule to interleaved-1f1b with it, or virtual_stages to auto",
                     virtual_stages, to_string(schedule)));
   }
+  // A zero-bubble schedule moves weight gradients into a pipeline's
+  // bubbles: with one stage there are none, and it only delays W and holds
+  // its stash (helper 85: zb-h1 at pp 1 ran slower and out of memory).
+  if (pp < 2 && splits_backward(schedule)) {
+    throw InputError(
+        fmt::format("schedule {} needs pp >= 2 (got {}): it fills a pipeline's bubbles; with one "
+                    "stage use 1f1b",
+                    to_string(schedule), pp));
+  }
   const std::int64_t m = micro_batches(work.micro_batch);
   if (schedule == Schedule::Interleaved1F1B) {
     if (virtual_stages < 2) {

@@ -1873,7 +1873,10 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
           .empty());
   // Full recomputation under a zero-bubble schedule keeps W's stash (helper
   // 83: nothing said why recomputation saved so little); not under 1f1b.
-  EXPECT_EQ(warnings({{"parallelism.schedule", "zb-h1"}, {"parallelism.recompute", "full"}}),
+  EXPECT_EQ(warnings({{"parallelism.schedule", "zb-h1"},
+                      {"parallelism.recompute", "full"},
+                      {"parallelism.pp", "2"},
+                      {"parallelism.dp", "8"}}),
             std::vector<std::string>{
                 "parallelism.recompute: full under zb-h1: B recomputes each layer and W keeps its linears' "
                 "inputs and output gradients until it runs, more than full recomputation keeps, so this plan "

@@ -647,17 +647,21 @@ TEST(Moe, ZeroBubbleSplitsAnMoeLayerIntoBAndWWithTheSameWork) {
 }
 
 TEST(Moe, ZeroBubbleKeepsTheExpertsInputsAndOutputGradientsUntilW) {
-  // pp 1, one micro-batch, full recomputation, zb-h1: F keeps each layer's
+  // pp 2, one micro-batch, full recomputation, zb-h1: F keeps each layer's
   // input, B recomputes and then keeps what W needs, so the peak is W's. Per
   // MoE layer (16-bit units, t = 1, no SP): the dense layer keeps 32 sbh =
   // 65,536, its MLP's share 20 sbh = 40,960; the MoE block keeps the router
   // input 2 sbh = 4,096 and output gradient 4 sb x 4 experts = 512, and per
   // routed token (64) 4h + 2 x 96 x 2 = 640: 40,960. 65,536 - 40,960 +
-  // 45,568 = 70,144, x 2 for FP32 = 140,288 bytes per layer; 2 layers +
-  // the logits 32 x 128 x 4 = 16,384: 296,960 bytes.
+  // 45,568 = 70,144, x 2 for FP32 = 140,288 bytes per layer: stage 0's one
+  // layer; the last stage's layer + the logits 32 x 128 x 4 = 16,384:
+  // 156,672 bytes. (zb-h1 needs pp >= 2.)
   const TransformerConfig m = tiny_moe();
   ParallelPlan p = data_parallel(1, 1, 1);
+  p.pp = 2;
   p.schedule = Schedule::ZeroBubbleH1;
   p.recompute = Recompute::Full;
-  EXPECT_EQ(estimate_memory(m, kWork, p, Bytes(0)).memory_per_stage[0].activations, Bytes(296'960));
+  const auto stages = estimate_memory(m, kWork, p, Bytes(0)).memory_per_stage;
+  EXPECT_EQ(stages[0].activations, Bytes(140'288));
+  EXPECT_EQ(stages[1].activations, Bytes(156'672));
 }

@@ -254,6 +254,26 @@ TEST(ZeroBubble, VirtualStagesAreRejectedNamingTheKey) {
   EXPECT_THROW(pipeline_order(Schedule::ZeroBubbleH2, 2, 0, 4, 2), InputError);
 }
 
+// With one stage there is no bubble to fill: a zero-bubble schedule is an
+// error (it ran, only delaying W and holding its stash); 1f1b and gpipe run.
+TEST(ZeroBubble, OneStageIsRejected) {
+  for (Schedule s : {Schedule::ZeroBubbleH1, Schedule::ZeroBubbleH2}) {
+    ParallelPlan p = pipeline(s, 1, 4);
+    try {
+      p.validate(kModel, kWork);
+      FAIL() << to_string(s) << " with pp 1 validated";
+    } catch (const InputError& e) {
+      EXPECT_EQ(
+          std::string(e.what()),
+          fmt::format("schedule {} needs pp >= 2 (got 1): it fills a pipeline's bubbles; with one stage "
+                      "use 1f1b",
+                      to_string(s)));
+    }
+  }
+  EXPECT_NO_THROW(pipeline(Schedule::OneFOneB, 1, 4).validate(kModel, kWork));
+  EXPECT_NO_THROW(pipeline(Schedule::GPipe, 1, 4).validate(kModel, kWork));
+}
+
 TEST(ZeroBubble, ActivationMemoryFollowsThePapersTable2) {
   // Per layer, FP32 (twice Korthikanti's 16-bit bytes), s = 32, b = 1,
   // h = 64, a = 4, t = 1: M_B = sbh (34 + 5as/h) x 2 = 2048 x 44 x 2 bytes
