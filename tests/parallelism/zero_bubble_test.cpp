@@ -302,6 +302,32 @@ TEST(ZeroBubble, ActivationMemoryFollowsThePapersTable2) {
   EXPECT_EQ(h2.memory_per_stage[0].activations.count() * 4, one.memory_per_stage[0].activations.count() * 7);
 }
 
+// Where W keeps more than F (full recomputation: F keeps a layer's input,
+// M_B = 2 sbh x 2 bytes; M_W = 32 sbh x 2 as above) the peak comes one step
+// later, just after a B: (p - s - 1) M_B + (s + 1) M_W under ZB-H1,
+// (2p - 2s - 2) M_B + (2s + 1) M_W under ZB-H2 (docs/parallelism.md,
+// Memory); stage 0 holds M_W - M_B more per layer than 1F1B's p M_B.
+TEST(ZeroBubble, PeakFollowsTheLargerStashWhereWKeepsMore) {
+  const std::int64_t mb = 2048LL * 2 * 2, mw = 2048LL * 64, layers = 4;
+  const int p = 4;
+  auto full = [&](Schedule s) {
+    ParallelPlan plan = pipeline(s, p, 8);
+    plan.recompute = Recompute::Full;
+    return estimate_memory(kModel, kWork, plan, Bytes::gib(80));
+  };
+  const auto h1 = full(Schedule::ZeroBubbleH1), h2 = full(Schedule::ZeroBubbleH2),
+             one = full(Schedule::OneFOneB);
+  for (int s = 0; s < p - 1; ++s) {  // (the last stage adds its logits)
+    const auto i = static_cast<std::size_t>(s);
+    EXPECT_EQ(h1.memory_per_stage[i].activations.count(), layers * ((p - s - 1) * mb + (s + 1) * mw)) << s;
+    EXPECT_EQ(h2.memory_per_stage[i].activations.count(),
+              layers * ((2 * p - 2 * s - 2) * mb + (2LL * s + 1) * mw))
+        << s;
+  }
+  EXPECT_EQ(h1.memory_per_stage[0].activations.count() - one.memory_per_stage[0].activations.count(),
+            layers * (mw - mb));
+}
+
 // What W keeps follows the layer's shape, not GPT's (Memory in
 // docs/parallelism.md): with grouped-query attention (kv_heads 2 of 4) the
 // QKV output gradient is 2 (a + 2 kv)/a = 4 sbh wide, not 6, and a gated MLP
