@@ -2173,6 +2173,17 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (std::string why = parallelism::torch_ddp_refusal(plan, s.workload); !why.empty()) {
       s.warnings.push_back("parallelism.grad_sync: " + why);
     }
+    // Selective recomputation recomputes the attention core, which
+    // FlashAttention already keeps none of (helper 85: the Options line said
+    // "recompute selective" and nothing changed).
+    if (plan.recompute == parallelism::Recompute::Selective && s.workload.flash_attention) {
+      s.warnings.emplace_back(
+          "parallelism.recompute: selective has no effect with training.flash_attention (FlashAttention "
+          "keeps "
+          "no attention scores, which is what selective recomputation recomputes: the plan holds what "
+          "recompute: "
+          "none holds; recompute: full recomputes whole layers)");
+    }
     // Full recomputation under a split backward saves less than it seems
     // (helper 83: stage 1's activations were the same with it and without).
     if (parallelism::splits_backward(plan.schedule) && plan.recompute == parallelism::Recompute::Full) {

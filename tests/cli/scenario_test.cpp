@@ -1883,6 +1883,21 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
                 "holds more activation memory than 1f1b with it (docs/parallelism.md, Memory model; tessera "
                 "compare-schedules shows both)"});
   EXPECT_TRUE(warnings({{"parallelism.recompute", "full"}}).empty());
+  // Selective recomputation with FlashAttention recomputes nothing (helper
+  // 85): said; without FlashAttention, or full, nothing is.
+  EXPECT_EQ(
+      warnings({{"parallelism.recompute", "selective"},
+                {"training.flash_attention", "true"},
+                {"training.dtype", "bf16"}}),
+      std::vector<std::string>{
+          "parallelism.recompute: selective has no effect with training.flash_attention (FlashAttention "
+          "keeps no attention scores, which is what selective recomputation recomputes: the plan holds "
+          "what recompute: none holds; recompute: full recomputes whole layers)"});
+  EXPECT_TRUE(warnings({{"parallelism.recompute", "selective"}}).empty());
+  EXPECT_TRUE(warnings({{"parallelism.recompute", "full"},
+                        {"training.flash_attention", "true"},
+                        {"training.dtype", "bf16"}})
+                  .empty());
   // PyTorch DDP (overlapped) under Megatron: Megatron-LM refuses it with bf16
   // (helper 79), said; with fp16 and one stage it runs, bucket and all.
   EXPECT_EQ(
