@@ -2173,6 +2173,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (std::string why = parallelism::torch_ddp_refusal(plan, s.workload); !why.empty()) {
       s.warnings.push_back("parallelism.grad_sync: " + why);
     }
+    // An expert imbalance is between expert-parallel ranks: with ep 1 a
+    // rank computes every expert for its own tokens (helper 90).
+    if (plan.ep == 1 && s.model.is_moe() && s.model.moe.dropless() && s.model.moe.imbalance > 1) {
+      s.warnings.push_back(
+          fmt::format("model.moe.imbalance ({}) has no effect with parallelism.ep = 1 (a rank computes every "
+                      "expert for its "
+                      "own tokens, whatever the routing; the imbalance is between expert-parallel ranks)",
+                      s.model.moe.imbalance));
+    }
     // Selective recomputation recomputes the attention core, which
     // FlashAttention already keeps none of (helper 85: the Options line said
     // "recompute selective" and nothing changed).

@@ -318,9 +318,10 @@ std::int64_t expert_dispatch_tokens_per_rank(const TransformerConfig& m, const W
   // requires sequence parallelism there).
   const std::int64_t t = w.micro_batch * w.seq_len / shard.tp;
   // Per expert: the group's tokens x top_k spread over the experts, times
-  // the load factor (capacity or imbalance), rounded up to whole tokens.
+  // the load factor (capacity, or imbalance with ep > 1), rounded up to
+  // whole tokens.
   const double per_expert = static_cast<double>(shard.ep * t * m.moe.top_k) /
-                            static_cast<double>(m.moe.experts) * m.moe.load_factor();
+                            static_cast<double>(m.moe.experts) * m.moe.load_factor(shard.ep);
   return static_cast<std::int64_t>(std::ceil(per_expert - 1e-9)) * (m.moe.experts / shard.ep);
 }
 

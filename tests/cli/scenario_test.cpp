@@ -1508,6 +1508,18 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
   EXPECT_DOUBLE_EQ(o.model.moe.capacity_factor, 1.25);
   EXPECT_DOUBLE_EQ(o.model.moe.imbalance, 1.1);
   EXPECT_EQ(o.plan.ep, 4);
+  // An imbalance is between expert-parallel ranks: with ep 1 it does
+  // nothing, said (helper 90).
+  EXPECT_TRUE(parse_scenario(text.str(), "mixtral-ep.yaml",
+                             {Override{"model.moe.imbalance", "1.5"}, Override{"parallelism.ep", "4"}})
+                  .warnings.empty());
+  EXPECT_EQ(
+      parse_scenario(text.str(), "mixtral-ep.yaml",
+                     {Override{"model.moe.imbalance", "1.5"}, Override{"parallelism.ep", "1"}})
+          .warnings,
+      std::vector<std::string>{
+          "model.moe.imbalance (1.5) has no effect with parallelism.ep = 1 (a rank computes every expert "
+          "for its own tokens, whatever the routing; the imbalance is between expert-parallel ranks)"});
   const Scenario d = parse_scenario(
       replaced(default_text(), "preset: gpt2-large",
                "preset: gpt2-large\n  moe: {experts: 16, top_k: 2, moe_every: 2, expert_ffn_hidden: 1280, "

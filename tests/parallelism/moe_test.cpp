@@ -154,6 +154,14 @@ TEST(Moe, AllToAllBytesPerRankMatchTheFormula) {
   TransformerConfig skewed = m;
   skewed.moe.imbalance = 1.1;
   EXPECT_EQ(expert_all_to_all_bytes(skewed, kWork, ep2), Bytes(18'432));
+  // With ep 1 a rank computes every expert for its own tokens, t x top_k =
+  // 64 rows whatever the routing: no imbalance (helper 90: ep 1 was charged
+  // it as ep 8 was); a capacity's padding stays (ceil(16 x 1.25) = 20 per
+  // expert, 80 rows).
+  const Sharding ep1{1, false, 1};
+  EXPECT_EQ(expert_tokens_per_rank(m, kWork, ep1), 64);
+  EXPECT_EQ(expert_tokens_per_rank(skewed, kWork, ep1), 64);
+  EXPECT_EQ(expert_tokens_per_rank(padded, kWork, ep1), 80);
   // tp 2 (with SP): each tensor-parallel rank dispatches its own 16 tokens:
   // ceil(2 x 16 x 2 / 4) = 16 per expert, 32 tokens, 8,192 bytes, half of
   // tp 1's; its experts compute the group's 2 x 32 = 64 gathered tokens.

@@ -34,15 +34,22 @@ struct MoeConfig {
   /// modelled): 1 = dropless, no capacity; above 1, every expert padded to
   /// this capacity (Megatron's --moe-pad-expert-input-to-capacity).
   double capacity_factor = 1.0;
-  /// The busiest rank's routed tokens over the average (>= 1): every rank is
-  /// modelled as the busiest (the all-to-all waits for it). Dropless only:
-  /// under a capacity the padding already holds it (at most capacity_factor).
+  /// The busiest expert-parallel rank's routed tokens over the average
+  /// (>= 1): every rank is modelled as the busiest (the all-to-all waits for
+  /// it). Dropless only: under a capacity the padding already holds it (at
+  /// most capacity_factor). With ep 1 there is none: a rank computes every
+  /// expert for its own tokens, t x top_k rows whatever the routing.
   double imbalance = 1.0;
   /// No capacity: experts take whatever is routed to them (capacity_factor 1).
   [[nodiscard]] bool dropless() const { return capacity_factor <= 1.0; }
-  /// What an expert computes over the average: the capacity when there is
-  /// one, else the imbalance (validate() refuses an imbalance over a capacity).
-  [[nodiscard]] double load_factor() const { return dropless() ? imbalance : capacity_factor; }
+  /// What an expert-parallel rank computes over the average at expert
+  /// parallelism `ep`: the capacity when there is one (every expert padded,
+  /// at any ep), else the imbalance where ep > 1 (validate() refuses an
+  /// imbalance over a capacity).
+  [[nodiscard]] double load_factor(int ep) const {
+    if (!dropless()) return capacity_factor;
+    return ep > 1 ? imbalance : 1.0;
+  }
 };
 
 struct TransformerConfig {
