@@ -353,7 +353,13 @@ class Section {
   YAML::Node need(const std::string& key) {
     used_.insert(key);
     YAML::Node v = node_[key];
-    if (!v) fail_missing({key}, key_path(key), "missing required key" + required_values(key_path(key)));
+    // (helper 89: every key of `parallelism` is optional, the section is
+    // not; said where it is the one key missing)
+    const std::string hint =
+        key_path(key) == "parallelism"
+            ? " (its keys are optional: `parallelism: {}` is data parallelism over every GPU)"
+            : required_values(key_path(key));
+    if (!v) fail_missing({key}, key_path(key), "missing required key" + hint);
     if (v.IsNull()) fail_at(key_mark(key), key_path(key), "has no value");
     return v;
   }

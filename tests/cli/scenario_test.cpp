@@ -1136,6 +1136,24 @@ TEST(Scenario, RailFabricNeedsALeafPerRail) {
       "8");
 }
 
+// The parallelism section is required though every key of it is optional:
+// the error says what an empty one means (helper 89: nothing did).
+TEST(Scenario, MissingParallelismSaysAnEmptyOneIsDataParallel) {
+  const std::string block =
+      "parallelism:\n  dp: 16\n  grad_sync: after-backward      # Megatron's DDP (the default); overlapped = "
+      "PyTorch DDP buckets\n";
+  const std::string none = replaced(default_text(), block, "");
+  const std::string err = error_of(none);
+  EXPECT_NE(err.find(": parallelism: missing required key (its keys are optional: `parallelism: {}` is data "
+                     "parallelism over every GPU)"),
+            std::string::npos)
+      << err;
+  const Scenario empty = parse_scenario(none + "parallelism: {}\n", "s.yaml");
+  EXPECT_EQ(empty.plan.dp, 16);
+  EXPECT_EQ(empty.plan.tp, 1);
+  EXPECT_EQ(empty.plan.pp, 1);
+}
+
 TEST(Scenario, OverridesApplyAndNameTheirSource) {
   const Scenario s = parse_scenario(
       default_text(), "s.yaml",
