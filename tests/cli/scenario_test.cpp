@@ -1453,7 +1453,7 @@ TEST(Scenario, ZeroBubbleSchedulesFromYamlAndOverrides) {
   EXPECT_EQ(h1.plan.schedule, parallelism::Schedule::ZeroBubbleH1);
   // Virtual stages are refused naming the key (line 38 of the file, its value at column 19).
   EXPECT_EQ(error_of(replaced(yaml, "virtual_stages: 1", "virtual_stages: 2")),
-            "s.yaml:38:19: parallelism.virtual_stages: virtual_stages (2) must be 1 with schedule zb-h2: the "
+            "s.yaml:40:19: parallelism.virtual_stages: virtual_stages (2) must be 1 with schedule zb-h2: the "
             "zero-bubble schedules are implemented for one model chunk per pipeline rank");
 }
 
