@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 
 #include "tessera/error.hpp"
@@ -416,6 +417,24 @@ TEST(SharedHcas, GpusReachTheirHcaOverPcieAndTheFabricThroughIt) {
   EXPECT_EQ(t.count_ecmp_paths(0, 16), 4U);
   // Half the HCAs on each side of the cut: 4 x 400 Gb/s.
   EXPECT_EQ(bisection_bandwidth(t).bps(), 4 * kB.bps());
+}
+
+// D-mod-k numbers a shared HCA once, as its port has one LID: node 2's
+// HCAs 4-7 (2 per node, 4 per leaf) come down spines 0-3, so GPUs 16 (HCA
+// 4) and 20 (HCA 5) arrive over different spines, and the GPUs behind one
+// HCA over the same one (numbered one by one, 16 and 20 both took spine 0).
+TEST(SharedHcas, DestinationModKNumbersTheHcas) {
+  const auto t = build_fat_tree(shared_hca_tree(2));
+  auto spine = [&](int src, int dst) {
+    const Path p = t.route(src, dst);
+    EXPECT_EQ(kind_after(t, p[2]), VertexKind::Spine);
+    return t.vertex(t.link(p[2]).dst).name;
+  };
+  EXPECT_NE(spine(0, 16), spine(0, 20));
+  EXPECT_EQ(spine(0, 16), spine(0, 17));
+  std::set<std::string> spines;
+  for (int dst : {16, 20, 24, 28}) spines.insert(spine(0, dst));  // HCAs 4, 5, 6, 7
+  EXPECT_EQ(spines.size(), 4U);
 }
 
 TEST(SharedHcas, OneHcaPerGpuIsTheDefaultBuild) {

@@ -125,8 +125,12 @@ Router::Router(const Topology& t) {
   };
   // D-mod-k numbers: GPUs in leaf-major order, by the leaf their own or
   // their shared HCA's cable reaches (failed or not: a subnet's numbering
-  // does not follow failures), then by rank; GPUs with no leaf last.
+  // does not follow failures), then by rank; GPUs with no leaf last. GPUs
+  // behind one shared HCA share its number, as they share its port (helper
+  // 86: numbered one by one, GPUs 0 and 4 of a node of 4 HCAs, behind HCAs
+  // 0 and 2, both came down spine 0 of 4 and halved a lone ring).
   std::vector<std::pair<VertexId, int>> by_leaf;
+  std::vector<VertexId> port_of(static_cast<std::size_t>(t.num_gpus()));
   by_leaf.reserve(static_cast<std::size_t>(t.num_gpus()));
   for (int r = 0; r < t.num_gpus(); ++r) {
     VertexId leaf = n;
@@ -137,17 +141,26 @@ Router::Router(const Topology& t) {
       }
     };
     const VertexId d = t.gpu(r);
+    port_of[static_cast<std::size_t>(r)] = d;
     leaf_of(d);
     for (auto [e, end] = boost::out_edges(d, g); e != end; ++e) {
       const VertexId u = boost::target(*e, g);
-      if (g[u].kind == VertexKind::Hca) leaf_of(u);
+      if (g[u].kind == VertexKind::Hca) {
+        leaf_of(u);
+        port_of[static_cast<std::size_t>(r)] = u;
+      }
     }
     by_leaf.emplace_back(leaf, r);
   }
   std::sort(by_leaf.begin(), by_leaf.end());
   position_.assign(by_leaf.size(), 0);
-  for (std::size_t i = 0; i < by_leaf.size(); ++i)
-    position_[static_cast<std::size_t>(by_leaf[i].second)] = static_cast<std::int64_t>(i);
+  // (a shared HCA's GPUs are consecutive ranks, so consecutive here)
+  std::int64_t number = -1;
+  for (std::size_t i = 0; i < by_leaf.size(); ++i) {
+    const auto r = static_cast<std::size_t>(by_leaf[i].second);
+    if (i == 0 || port_of[r] != port_of[static_cast<std::size_t>(by_leaf[i - 1].second)]) ++number;
+    position_[r] = number;
+  }
   stride_[static_cast<std::size_t>(VertexKind::Spine)] = max_up(VertexKind::Leaf, VertexKind::Spine);
   stride_[static_cast<std::size_t>(VertexKind::Core)] =
       stride_[static_cast<std::size_t>(VertexKind::Spine)] * max_up(VertexKind::Spine, VertexKind::Core);
