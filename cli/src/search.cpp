@@ -70,7 +70,7 @@ Time screen_estimate(const Scenario& base, const Candidate& c, const node_model:
   const double v = static_cast<double>(std::max(1, c.plan.virtual_stages));
   const double share = parallelism::splits_backward(c.plan.schedule) ? 1.0 / 3.0 : 1.0;
   const double bubble = share * static_cast<double>(c.plan.pp - 1) / (v * m);
-  return Time::from_ps(static_cast<std::int64_t>(static_cast<double>(busiest.ps()) * (1.0 + bubble)));
+  return Time::from_ps_rounded(static_cast<double>(busiest.ps()) * (1.0 + bubble));
 }
 
 /// The fullest stage's memory (parallelism::fullest_stage), as run reports it.

@@ -26,6 +26,9 @@ void check_group(std::string_view what, const std::vector<int>& ranks, Bytes siz
 }
 
 std::vector<Bytes> split(Bytes size, std::int64_t parts) {
+  if (parts <= 0)
+    throw InputError(
+        fmt::format("split: {} in {} parts: the parts must be at least one", to_string(size), parts));
   std::vector<Bytes> out;
   out.reserve(static_cast<std::size_t>(parts));
   for (std::int64_t c = 0; c < parts; ++c)

@@ -221,7 +221,7 @@ LinkCalibration fit_link_calibration(std::span<const CollectiveSample> samples, 
   LinkCalibration out;
   out.peak_efficiency = best_peak;
   out.group_penalty = best_penalty;
-  out.launch_latency = Time::from_ps(std::llround(best.latency * 1e12));
+  out.launch_latency = Time::from_ps_rounded(best.latency * 1e12);
   return out;
 }
 

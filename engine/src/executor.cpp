@@ -457,7 +457,7 @@ class Executor {
     const double ps = s.slowed ? s.work_left / (1.0 - sm_share_) : s.work_left;
     const std::uint32_t gen = ++s.compute_gen;
     // Not before the host has issued the task's last kernel (host model).
-    const Time after = std::max(Time::from_ps(std::llround(ps)), s.not_before - loop_.now());
+    const Time after = std::max(Time::from_ps_rounded(ps), s.not_before - loop_.now());
     loop_.schedule(after, [this, rank, gen] {
       RankState& r = ranks_[static_cast<std::size_t>(rank)];
       if (gen != r.compute_gen) return;  // re-timed since
@@ -574,7 +574,7 @@ class Executor {
       // waits for its sender through the task graph already).
       auto [m, added] = max_normal_by_size_.try_emplace(e->group_size, 0.0);
       if (added) m->second = expected_max_normal(e->group_size);  // an integral: once per group size
-      e->skew = Time::from_ps(std::llround(static_cast<double>(s.ps()) * m->second));
+      e->skew = Time::from_ps_rounded(static_cast<double>(s.ps()) * m->second);
     }
     // The flows of a ring (Transfer::ring) pay the per-step fixed costs of
     // the whole ring, as the step chain goes round it: per ring, the sums
@@ -891,7 +891,7 @@ class Executor {
 }  // namespace
 
 Time scaled_duration(Time duration, double factor) {
-  return factor == 1.0 ? duration : Time::from_ps(std::llround(static_cast<double>(duration.ps()) * factor));
+  return factor == 1.0 ? duration : Time::from_ps_rounded(static_cast<double>(duration.ps()) * factor);
 }
 
 ExecutionResult execute(const TaskGraph& graph, EventLoop& loop, Network& net, ExecutionObserver* observer,

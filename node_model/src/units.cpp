@@ -161,6 +161,11 @@ void size_overflow(std::int64_t a, char op, std::int64_t b, bool b_is_size) {
                   to_string(Bytes(a)), op, b_is_size ? to_string(Bytes(b)) : std::to_string(b)));
 }
 
+void size_division(std::int64_t a, std::int64_t k) {
+  throw InputError(
+      fmt::format("size division: {} / {}: the parts must be at least one", to_string(Bytes(a)), k));
+}
+
 }  // namespace detail
 
 Time Time::from_seconds(double s) {
@@ -172,6 +177,16 @@ Time Time::from_seconds(double s) {
         s));
   }
   return Time(static_cast<std::int64_t>(std::max(ps, 0.0)));
+}
+
+Time Time::from_ps_rounded(double ps) {
+  const double r = std::round(ps);
+  if (!std::isfinite(r) || r >= kInt64Limit || r < -kInt64Limit) {
+    throw OverflowError(fmt::format(
+        "time overflow: a duration of {:.6g} ps does not fit in 64-bit picoseconds (at most about 106 days)",
+        ps));
+  }
+  return Time(static_cast<std::int64_t>(r));
 }
 
 Time transmit_time(Bytes size, Bandwidth rate) {

@@ -40,7 +40,8 @@ struct Program::NameStore {
       blocks.insert(blocks.end() - (blocks.empty() ? 0 : 1), std::move(own));
       return v;
     }
-    if (used + s.size() > kBlock) {
+    // (an empty first name too: blocks.back() of no block was undefined)
+    if (blocks.empty() || used + s.size() > kBlock) {
       blocks.push_back(std::make_unique<char[]>(kBlock));
       used = 0;
     }

@@ -397,7 +397,7 @@ NcclTestsFitClass fit_class(const Scenario& s, const topology::Topology& topo,
   out.calibration.peak_efficiency = fit.peak_efficiency;
   out.calibration.group_penalty = fit.group_penalty;
   out.calibration.launch_latency = fit.launch_latency;
-  out.calibration.step_latency = Time::from_ps(std::llround(step * 1e12));
+  out.calibration.step_latency = Time::from_ps_rounded(step * 1e12);
   out.fitted = true;
   return out;
 }

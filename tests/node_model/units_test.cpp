@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "tessera/error.hpp"
 #include "tessera/index.hpp"
 #include "tessera/names.hpp"
@@ -16,6 +19,29 @@ TEST(Units, ParsesTime) {
   EXPECT_EQ(parse_time("1s").ps(), 1'000'000'000'000LL);
   EXPECT_EQ(parse_time("0ps").ps(), 0);
   EXPECT_EQ(parse_time("1e3ns").ps(), 1'000'000);
+}
+
+// A scaled time back to picoseconds: rounded, and out of range (a factor
+// of 1e6 on days, infinity, NaN) an OverflowError, not a cast's undefined
+// behaviour.
+TEST(Units, PicosecondsFromADoubleRoundOrOverflow) {
+  EXPECT_EQ(Time::from_ps_rounded(1.4).ps(), 1);
+  EXPECT_EQ(Time::from_ps_rounded(2.5).ps(), 3);
+  EXPECT_EQ(Time::from_ps_rounded(-2.5).ps(), -3);
+  EXPECT_EQ(Time::from_ps_rounded(9.0e18).ps(), 9'000'000'000'000'000'000);
+  EXPECT_THROW((void)Time::from_ps_rounded(9.3e18), OverflowError);
+  EXPECT_THROW((void)Time::from_ps_rounded(static_cast<double>(Time::from_seconds(86'400).ps()) * 1e6),
+               OverflowError);
+  EXPECT_THROW((void)Time::from_ps_rounded(std::numeric_limits<double>::infinity()), OverflowError);
+  EXPECT_THROW((void)Time::from_ps_rounded(std::nan("")), OverflowError);
+}
+
+// A size split in parts: at least one part (a division by zero was
+// undefined behaviour).
+TEST(Units, BytesSplitInPartsNeedsAPart) {
+  EXPECT_EQ(Bytes(10) / 3, Bytes(3));
+  EXPECT_THROW((void)(Bytes(10) / 0), InputError);
+  EXPECT_THROW((void)(Bytes(10) / -1), InputError);
 }
 
 TEST(Units, ParsesBytes) {

@@ -1107,6 +1107,10 @@ TEST(TaskGraph, NamesKeptByAProgramOutliveTheBuffersTheyCameFrom) {
   EXPECT_EQ(copy.tasks[0].name, "task.0");
   EXPECT_EQ(copy.tasks[19'999].name, "task.19999");
   EXPECT_EQ(copy.tasks.back().name, huge);
+  // An empty name first (blocks.back() of no block, helper 88), then others.
+  Program fresh;
+  EXPECT_EQ(fresh.keep_name(""), "");
+  EXPECT_EQ(fresh.keep_name("a"), "a");
 }
 
 TEST(Plan, ModelFlopsCountNoRecomputation) {

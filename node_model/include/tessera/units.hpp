@@ -20,6 +20,8 @@ namespace detail {
 // Throw OverflowError naming the operation ("time overflow: 9000000s x 2 ...").
 [[noreturn]] void time_overflow(std::int64_t a_ps, char op, std::int64_t b, bool b_is_time);
 [[noreturn]] void size_overflow(std::int64_t a, char op, std::int64_t b, bool b_is_size);
+// Throw InputError: a size divided by a count that is not positive.
+[[noreturn]] void size_division(std::int64_t a, std::int64_t k);
 
 enum class Quantity { Time, Size };
 /// a + b, a - b or a x b (`op` '+', '-', 'x'), or OverflowError naming the
@@ -50,6 +52,10 @@ class Time {
   static constexpr Time from_ms(std::int64_t ms) { return Time(detail::checked<detail::Quantity::Time>('x', ms, std::int64_t{1000} * 1000 * 1000)); }
   /// Rounds up to the next picosecond (a duration is never shortened).
   static Time from_seconds(double s);
+  /// `ps` picoseconds rounded to the nearest; OverflowError when it is not
+  /// finite or does not fit in 64 bits (a double cast to an integer out of
+  /// range is undefined behaviour).
+  static Time from_ps_rounded(double ps);
   static constexpr Time zero() { return Time(0); }
   static constexpr Time max() { return Time(std::numeric_limits<std::int64_t>::max()); }
 
@@ -101,7 +107,11 @@ class Bytes {
     return *this;
   }
   constexpr Bytes operator*(std::int64_t k) const { return Bytes(detail::checked<detail::Quantity::Size>('x', n_, k)); }
-  constexpr Bytes operator/(std::int64_t k) const { return Bytes(n_ / k); }
+  /// Split in `k` parts (k > 0, else InputError), rounded down.
+  constexpr Bytes operator/(std::int64_t k) const {
+    if (k <= 0) detail::size_division(n_, k);
+    return Bytes(n_ / k);
+  }
 
  private:
   std::int64_t n_ = 0;
