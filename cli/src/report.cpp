@@ -682,6 +682,13 @@ std::string format_text(const RunReport& r) {
                                          : fmt::format("; {} row{} ignored: composite or non-GEMM ops",
                                                        o->ignored_rows, o->ignored_rows == 1 ? "" : "s"),
                     unmatched_phrase(o->unmatched_lines));
+    if (!o->unused_time_lines.empty()) {
+      out += fmt::format(
+          "               time_us unused on line{} {}: the kernel runs only as a part of a fused launch, "
+          "timed by "
+          "its part_time_us\n",
+          o->unused_time_lines.size() == 1 ? "" : "s", fmt::join(o->unused_time_lines, ", "));
+    }
   }
   out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
   out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
@@ -787,13 +794,16 @@ std::string kernel_overrides_json(const RunReport& r) {
   const auto& o = *r.kernel_overrides;
   return fmt::format(
       "\"kernel_overrides\": {{\"file\": {}, \"kernels\": {}, \"matched_kernels\": {}, \"lookups\": "
-      "{}{}{}}}, ",
+      "{}{}{}{}}}, ",
       json_string(o.path), o.entries, o.matched, o.lookups,
       // Only a PyTorch profiler export skips rows.
       o.ignored_rows == 0 ? std::string() : fmt::format(", \"ignored_rows\": {}", o.ignored_rows),
       o.unmatched_lines.empty()
           ? std::string()
-          : fmt::format(", \"unmatched_lines\": [{}]", fmt::join(o.unmatched_lines, ", ")));
+          : fmt::format(", \"unmatched_lines\": [{}]", fmt::join(o.unmatched_lines, ", ")),
+      o.unused_time_lines.empty()
+          ? std::string()
+          : fmt::format(", \"unused_time_lines\": [{}]", fmt::join(o.unused_time_lines, ", ")));
 }
 }  // namespace
 

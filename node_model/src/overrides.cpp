@@ -461,6 +461,7 @@ OverridePredictor::OverridePredictor(const KernelPredictor& base,
     : base_(&base), table_(std::move(table)) {
   if (!table_) throw InputError("OverridePredictor: no table");
   hits_ = std::make_unique<std::atomic<std::int64_t>[]>(table_->entries().size());
+  launch_hits_ = std::make_unique<std::atomic<std::int64_t>[]>(table_->entries().size());
 }
 
 OverridePredictor::OverridePredictor(std::unique_ptr<KernelPredictor> base,
@@ -469,28 +470,30 @@ OverridePredictor::OverridePredictor(std::unique_ptr<KernelPredictor> base,
   owned_ = std::move(base);
 }
 
-const MeasuredKernel* OverridePredictor::lookup(const Kernel& k) const {
+const MeasuredKernel* OverridePredictor::lookup(const Kernel& k, bool launch) const {
   const MeasuredKernel* m = table_->find(k);
   if (m == nullptr) {
     delegated_.fetch_add(1, std::memory_order_relaxed);
   } else {
-    hits_[table_->index_of(m)].fetch_add(1, std::memory_order_relaxed);
+    const std::size_t i = table_->index_of(m);
+    hits_[i].fetch_add(1, std::memory_order_relaxed);
+    if (launch) launch_hits_[i].fetch_add(1, std::memory_order_relaxed);
   }
   return m;
 }
 
 Time OverridePredictor::predict(const Kernel& kernel) const {
-  const MeasuredKernel* m = lookup(kernel);
+  const MeasuredKernel* m = lookup(kernel, true);
   return m != nullptr ? m->time : base_->predict(kernel);
 }
 
 Time OverridePredictor::predict_device(const Kernel& kernel) const {
-  const MeasuredKernel* m = lookup(kernel);
+  const MeasuredKernel* m = lookup(kernel, true);
   return m != nullptr ? m->time : base_->predict_device(kernel);
 }
 
 Time OverridePredictor::predict_part(const Kernel& kernel) const {
-  const MeasuredKernel* m = lookup(kernel);
+  const MeasuredKernel* m = lookup(kernel, false);
   return m != nullptr ? m->part_time.value_or(m->time) : base_->predict_part(kernel);
 }
 
@@ -501,13 +504,23 @@ OverrideStats OverridePredictor::stats() const {
   for (std::size_t i = 0; i < s.entries; ++i) {
     const std::int64_t h = hits_[i].load(std::memory_order_relaxed);
     s.lookups += h;
+    const MeasuredKernel& e = table_->entries()[i];
     if (h > 0) {
       ++s.matched;
+      // Only ever a part, timed by its part_time_us: its time_us is unused,
+      // said where it is not a prediction (the `kernels` template's own
+      // value: the launch time, or the device time under a host model).
+      auto near = [&](Time t) { return std::abs((e.time - t).ps()) <= 1; };
+      if (launch_hits_[i].load(std::memory_order_relaxed) == 0 && e.part_time &&
+          !near(base_->predict(e.kernel)) && !near(base_->predict_device(e.kernel))) {
+        s.unused_time_lines.push_back(e.line);
+      }
     } else {
-      s.unmatched_lines.push_back(table_->entries()[i].line);
+      s.unmatched_lines.push_back(e.line);
     }
   }
   std::sort(s.unmatched_lines.begin(), s.unmatched_lines.end());
+  std::sort(s.unused_time_lines.begin(), s.unused_time_lines.end());
   s.ignored_rows = table_->ignored_rows();
   s.delegated = delegated_.load(std::memory_order_relaxed);
   return s;

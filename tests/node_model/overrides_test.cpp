@@ -353,6 +353,28 @@ TEST(KernelOverridesPyTorch, BadRowsAreOneLineErrors) {
             "o.csv: missing column 'device_time_total_us'");
 }
 
+// A row asked for only as a part, with a part_time_us, never uses its
+// time_us: said (helper 87: an edited time_us changed nothing and the row
+// read "matched") where that time_us is not a prediction (the `kernels`
+// template's value), not once the kernel is also launched.
+TEST(KernelOverrides, ATimeOnlyEverUsedAsAPartIsNamedUnused) {
+  const auto base = nm::make_predictor("tile-mlp", nm::gpu_preset("H100-SXM"));
+  const auto ln = nm::Kernel::vector(nm::KernelOp::LayerNorm, 4096, 1024, nm::DType::BF16);
+  const std::string predicted = fmt::format("{:.6f}", base->predict(ln).us());
+  auto stats = [&](const std::string& time_us, bool launch) {
+    const nm::OverridePredictor p(*base, table("op,b,m,n,k,h,dtype,time_us,part_time_us\n"
+                                               "ln,4096,,,,1024,bf16," +
+                                               time_us + ",2.5\n"));
+    (void)p.predict_part(ln);
+    if (launch) (void)p.predict(ln);
+    return p.stats();
+  };
+  EXPECT_EQ(stats("500", false).unused_time_lines, std::vector<std::size_t>{2});
+  EXPECT_TRUE(stats(predicted, false).unused_time_lines.empty());
+  EXPECT_TRUE(stats("500", true).unused_time_lines.empty());
+  EXPECT_EQ(stats("500", false).matched, 1U);
+}
+
 TEST(KernelOverrides, APartOfALaunchTakesItsPartTimeTheMeasuredTimeOrTheBasesPartTime) {
   // part_time_us: the kernel's time as a further part of a fused kernel;
   // without one (an empty cell) time_us stands for it. Other parts are the

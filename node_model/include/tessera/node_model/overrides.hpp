@@ -105,6 +105,11 @@ struct OverrideStats {
   /// The file lines of the kernels never asked for (no kernel of the plan
   /// has their op, dtype and dimensions), in file order.
   std::vector<std::size_t> unmatched_lines;
+  /// The file lines whose time_us is never used: asked for only as a
+  /// further part of a fused launch, where their part_time_us stands, and
+  /// with a time_us other than the prediction (an edit that changes
+  /// nothing; helper 87), in file order.
+  std::vector<std::size_t> unused_time_lines;
 };
 
 /// A KernelPredictor that answers measured kernels from a table and passes
@@ -134,12 +139,14 @@ class OverridePredictor final : public KernelPredictor {
 
  private:
   /// The measured entry for `k` (counted), or nullptr (counted as delegated).
-  const MeasuredKernel* lookup(const Kernel& k) const;
+  /// `launch`: asked for as a launched kernel (its time), not as a part.
+  const MeasuredKernel* lookup(const Kernel& k, bool launch) const;
 
   std::unique_ptr<KernelPredictor> owned_;
   const KernelPredictor* base_;
   std::shared_ptr<const KernelTimeTable> table_;
   std::unique_ptr<std::atomic<std::int64_t>[]> hits_;  ///< per table entry
+  std::unique_ptr<std::atomic<std::int64_t>[]> launch_hits_;  ///< of them, as a launched kernel
   mutable std::atomic<std::int64_t> delegated_{0};
 };
 
