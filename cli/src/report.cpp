@@ -684,9 +684,8 @@ std::string format_text(const RunReport& r) {
                     unmatched_phrase(o->unmatched_lines));
     if (!o->unused_time_lines.empty()) {
       out += fmt::format(
-          "               time_us unused on line{} {}: the kernel runs only as a part of a fused launch, "
-          "timed by "
-          "its part_time_us\n",
+          "               time_us unused on line{} {}: the kernel runs only as a part of a fused "
+          "launch, timed by its part_time_us\n",
           o->unused_time_lines.size() == 1 ? "" : "s", fmt::join(o->unused_time_lines, ", "));
     }
   }
