@@ -2350,6 +2350,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   // Host keys given in the scenario (pytorch-eager applies only those).
   parallelism::HostOverhead given_host;
   bool host_given = false;
+  bool launch_given = false;
   if (top.has("calibration")) {
     Section c = top.child("calibration");
     auto time_key = [&](const char* key, Time& field) {
@@ -2360,6 +2361,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       field = given = c.unit(key, parse_time);
       host_given = true;
     };
+    launch_given = c.has("host_launch");
     host_key("host_launch", s.calibration.host_launch, given_host.per_launch);
     host_key("host_iteration", s.calibration.host_iteration, given_host.per_iteration);
     host_key("host_p2p", s.calibration.host_p2p, given_host.per_p2p);
@@ -2402,6 +2404,19 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                        s.calibration.host_microbatch};
   } else if (host_given) {
     s.workload.host = given_host;
+    // The switch takes the launch floors out of every kernel: without a
+    // per-launch cost launches are free, which can make the iteration far
+    // faster than with no host key at all (helper 87: host_iteration=0.001us
+    // cut a step by 29%).
+    if (given_host.enabled() && given_host.per_launch == Time::zero()) {
+      s.warnings.push_back(
+          fmt::format("calibration: a host key under framework {} switches to the host model, where kernels "
+                      "take their GPU "
+                      "time without their launch floors, and calibration.host_launch is {}: launches cost "
+                      "the host nothing "
+                      "(give host_launch, fit on your host: docs/calibration.md, \"Your own host\")",
+                      node_model::to_string(s.workload.framework), launch_given ? "0" : "not given (0)"));
+    }
   }
   if (top.has("mixed_gpus")) {
     // Some nodes hold another GPU type (docs/scenarios.md, `mixed_gpus`).

@@ -1136,6 +1136,29 @@ TEST(Scenario, RailFabricNeedsALeafPerRail) {
       "8");
 }
 
+// Under pytorch-eager a host key switches to the host model, taking the
+// launch floors out of every kernel: without host_launch launches are then
+// free, said (helper 87: host_iteration=0.001us cut a step by 29%).
+TEST(Scenario, EagerHostModelWithoutALaunchCostIsWarnedAbout) {
+  auto warnings = [](const std::vector<Override>& o) {
+    std::vector<Override> all{{"training.framework", "pytorch-eager"}};
+    all.insert(all.end(), o.begin(), o.end());
+    return parse_scenario(default_text(), "d.yaml", all).warnings;
+  };
+  EXPECT_EQ(
+      warnings({{"calibration.host_iteration", "0.001us"}}),
+      std::vector<std::string>{
+          "calibration: a host key under framework pytorch-eager switches to the host model, where kernels "
+          "take their GPU time without their launch floors, and calibration.host_launch is not given (0): "
+          "launches cost the host nothing (give host_launch, fit on your host: docs/calibration.md, \"Your "
+          "own host\")"});
+  EXPECT_EQ(warnings({{"calibration.host_iteration", "1ms"}, {"calibration.host_launch", "0us"}}).size(), 1U);
+  EXPECT_TRUE(warnings({{"calibration.host_iteration", "1ms"}, {"calibration.host_launch", "30us"}}).empty());
+  EXPECT_TRUE(warnings({{"calibration.host_launch", "0us"}}).empty());  // no switch: the floors stay
+  EXPECT_TRUE(
+      parse_scenario(default_text(), "d.yaml", {{"calibration.host_iteration", "1ms"}}).warnings.empty());
+}
+
 // The parallelism section is required though every key of it is optional:
 // the error says what an empty one means (helper 89: nothing did).
 TEST(Scenario, MissingParallelismSaysAnEmptyOneIsDataParallel) {
