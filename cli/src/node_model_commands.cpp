@@ -183,7 +183,8 @@ int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const s
     if (name != "tile-mlp")
       throw UsageError("--kfold retrains the tensor-core model of the tile-mlp predictor");
     const int folds = parse_positive_int(*k, "--kfold");
-    if (folds < 2) throw UsageError("--kfold: need at least 2 folds");
+    // (the same words as parse_positive_int's for 0: helper 87)
+    if (folds < 2) throw UsageError(fmt::format("--kfold: expected a whole number from 2 up, got '{}'", *k));
     const auto t0 = std::chrono::steady_clock::now();
     std::ostringstream log;
     predicted = nm::tensor_core_kfold(set, folds, tensor_core_options(p), &log);
@@ -558,6 +559,12 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
       }
     }
   }
+  // The folder is made as the first weights are written, not before the
+  // training, which can fail (helper 87: an empty folder was left).
+  auto write_weights = [&](const char* file, const std::string& text) {
+    fs::create_directories(out_dir);
+    write_file_atomic((fs::path(out_dir) / file).string(), text);
+  };
   const std::string only = p.get("only").value_or("all");
   if (only != "all" && only != "tile-mlp" && only != "linreg" && only != "mlp" && only != "tensor-core") {
     throw UsageError(fmt::format("--only: expected tile-mlp, tensor-core, linreg or mlp, got '{}'", only));
@@ -570,9 +577,8 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto [set, source] = tensor_core_data();
     out << fmt::format("read {} GEMM measurements from {}\n", set.rows.size(), source);
-    fs::create_directories(out_dir);
     const nm::TensorCoreModel m = nm::train_tensor_core(set, tensor_core_options(p), &out);
-    write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
+    write_weights("tensor_core.txt", m.serialize());
     out << fmt::format("wrote {}/tensor_core.txt ({:.0f}s)\n", out_dir,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return 0;
@@ -586,30 +592,29 @@ int cmd_train_predictor(const Args& args, std::ostream& out) {
   const nm::MeasurementSet set = nm::read_measurement_dir(data, catalog);
   if (set.rows.empty()) throw InputError(fmt::format("{}: no measurements of known devices", data));
   out << fmt::format("read {} measurements on {} GPUs from {}\n", set.rows.size(), set.gpus.size(), data);
-  fs::create_directories(out_dir);
   auto elapsed = [&]() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   if (only == "all" || only == "tile-mlp") {
     const nm::TileMlpModel m = nm::train_tile_mlp(set, opt, &out);
-    write_file_atomic((fs::path(out_dir) / "tile_mlp.txt").string(), m.serialize());
+    write_weights("tile_mlp.txt", m.serialize());
     out << fmt::format("wrote {}/tile_mlp.txt ({:.0f}s)\n", out_dir, elapsed());
   }
   if (only == "all" || only == "linreg") {
     const nm::LinRegModel m = nm::train_linreg(set, &out);
-    write_file_atomic((fs::path(out_dir) / "linreg.txt").string(), m.serialize());
+    write_weights("linreg.txt", m.serialize());
     out << fmt::format("wrote {}/linreg.txt ({:.0f}s)\n", out_dir, elapsed());
   }
   if (only == "all" || only == "mlp") {
     const nm::DirectMlpModel m = nm::train_direct_mlp(set, opt, &out);
-    write_file_atomic((fs::path(out_dir) / "mlp.txt").string(), m.serialize());
+    write_weights("mlp.txt", m.serialize());
     out << fmt::format("wrote {}/mlp.txt ({:.0f}s)\n", out_dir, elapsed());
   }
   if (only == "all" && has_tc_data) {
     const nm::MeasurementSet gemms = tensor_core_data().first;
     // (--epochs is the NeuSight predictors' here; the tensor-core model keeps its default)
     const nm::TensorCoreModel m = nm::train_tensor_core(gemms, tensor_core_options(p, false), &out);
-    write_file_atomic((fs::path(out_dir) / "tensor_core.txt").string(), m.serialize());
+    write_weights("tensor_core.txt", m.serialize());
     out << fmt::format("wrote {}/tensor_core.txt ({:.0f}s)\n", out_dir, elapsed());
   } else if (only == "all") {
     out << "tensor-core model not trained (give --gemms FILE.csv --device GPU, or --xla DIR with "
