@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <tuple>
@@ -153,6 +155,7 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
   const std::size_t lat_col = t.require_column("latency_ms");
   MeasurementSet set;
   const int h100 = set.add_gpu(gpu_preset("H100-SXM"));  // sm_90, the only arch read
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>, std::size_t> seen;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const std::string& arch = t.rows[r][arch_col];
     if (arch != "sm_90") {
@@ -170,11 +173,30 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
     Measurement m;
     m.kernel = Kernel::gemm(KernelOp::Bmm, t.positive_int(r, b_col), t.positive_int(r, m_col),
                             t.positive_int(r, n_col), t.positive_int(r, k_col), dtype);
-    (void)t.number(r, flops_col);
+    const double flops_per_s = t.number(r, flops_col);
     m.latency_ms = t.number(r, lat_col);
     if (!(m.latency_ms > 0)) {
       throw InputError(fmt::format("{}: row {}, column 'latency_ms': latency must be positive (got '{}')",
                                    csv_path, r + 1, t.rows[r][lat_col]));
+    }
+    // The table gives each GEMM's rate beside its time: they must agree (a
+    // time in other units, or a dimension typed wrong, does not; helper 87:
+    // such rows moved a MAPE from 3% to 16%, or to 192,038%).
+    const double implied = m.kernel.flops().count() / (m.latency_ms * 1e-3);
+    if (!(std::abs(flops_per_s / implied - 1.0) <= 0.05)) {
+      throw InputError(
+          fmt::format("{}: row {}, column 'flops_per_s': {:g} disagrees with 2 x b x m x n x k / latency_ms "
+                      "= {:g} (is the "
+                      "latency in milliseconds, and are the dimensions right?)",
+                      csv_path, r + 1, flops_per_s, implied));
+    }
+    // One measurement per GEMM: a repeated row would count twice.
+    // (by the table's own dtype: two FP8 operand formats read as one DType)
+    const auto key = std::make_tuple(m.kernel.b, m.kernel.m, m.kernel.n, m.kernel.k, t.rows[r][dtype_col]);
+    if (const auto [it, fresh] = seen.emplace(key, r + 1); !fresh) {
+      throw InputError(fmt::format("{}: row {}: the GEMM of row {} again ({} x {} x {} x {}, {})", csv_path,
+                                   r + 1, it->second, m.kernel.b, m.kernel.m, m.kernel.n, m.kernel.k,
+                                   t.rows[r][dtype_col]));
     }
     m.gpu = h100;
     set.rows.push_back(m);

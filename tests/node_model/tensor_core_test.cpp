@@ -136,8 +136,8 @@ TEST(XlaTable, ReadsColumnsIntoBatchedGemms) {
   const std::string path = temp_csv("ok.csv", kHeader +
                                                   "sm_90,2,256,512,1024,bf16xbf16->bf16,1.0e14,0.0055\n"
                                                   "sm_90,1,4096,2048,256,f32xf32->f32,3.0e14,0.0140\n"
-                                                  "sm_90,4,256,256,256,f8e4m3fnxf8e5m2->bf16,5.0e12,0.0056\n"
-                                                  "sm_90,1,512,512,512,f16xf16->f16,5.0e12,0.0060\n");
+                                                  "sm_90,4,256,256,256,f8e4m3fnxf8e5m2->bf16,2.4e13,0.0056\n"
+                                                  "sm_90,1,512,512,512,f16xf16->f16,4.47e13,0.0060\n");
   EXPECT_TRUE(nm::is_xla_gemm_table(path));
   const nm::MeasurementSet set = nm::read_xla_gemm_table(path);
   ASSERT_EQ(set.rows.size(), 4U);
@@ -206,6 +206,25 @@ TEST(XlaTable, BadInputNamesFileRowAndColumn) {
                 .find("flops.csv: row 2, column 'flops_per_s'"),
             std::string::npos);
   EXPECT_NE(error_for("empty.csv", kHeader).find("empty.csv: no measurements"), std::string::npos);
+  // The rate and the time must agree (helper 87: a latency in microseconds,
+  // a dimension typed wrong, were read), and one row per GEMM and dtype.
+  EXPECT_NE(
+      error_for("unit.csv", kHeader + good + "sm_90,1,256,256,256,bf16xbf16->bf16,6.7e12,5\n")
+          .find("unit.csv: row 2, column 'flops_per_s': 6.7e+12 disagrees with 2 x b x m x n x k / "
+                "latency_ms = 6.71089e+09 (is the latency in milliseconds, and are the dimensions right?)"),
+      std::string::npos);
+  EXPECT_NE(error_for("dim.csv", kHeader + good + "sm_90,1,2560,256,256,bf16xbf16->bf16,6.7e12,0.005\n")
+                .find("dim.csv: row 2, column 'flops_per_s'"),
+            std::string::npos);
+  EXPECT_EQ(error_for("dup.csv", kHeader + good + good),
+            temp_csv("dup.csv", kHeader + good + good) +
+                ": row 2: the GEMM of row 1 again (1 x 256 x 256 x 256, bf16xbf16->bf16)");
+  // Two FP8 operand formats of one shape are two GEMMs.
+  EXPECT_EQ(nm::read_xla_gemm_table(
+                temp_csv("fp8.csv", kHeader + "sm_90,1,256,256,256,f8e4m3fnxf8e5m2->bf16,6.7e12,0.005\n"
+                                              "sm_90,1,256,256,256,f8e4m3fnxf8e4m3fn->bf16,6.7e12,0.005\n"))
+                .rows.size(),
+            2U);
 }
 
 // ---------------------------------------------------------------- geometry
