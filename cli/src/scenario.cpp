@@ -1875,6 +1875,14 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                       "(bytes for bits, GB/s for Gbps?)",
                       static_cast<double>(cl.nic_bandwidth.bps()) * 1e-9));
     }
+    // Under 10 Gb/s is no GPU cluster's HCA: Mbps for Gbps (helper 86: 400Mbps
+    // ran silently, a reduce-scatter of 87 s).
+    if (cl.nic_bandwidth < parse_bandwidth("10Gbps")) {
+      s.warnings.push_back(
+          fmt::format("cluster.nic_bandwidth = {:g} Gb/s: a GPU cluster's HCA port runs at 10 Gb/s or more "
+                      "(Mbps for Gbps?)",
+                      static_cast<double>(cl.nic_bandwidth.bps()) * 1e-9));
+    }
     node.nvlink = {cl.nvlink_bandwidth, cl.nvlink_latency};
     // HCAs per node (default: one per GPU) and the PCIe link to a shared one.
     if (c.has("hcas_per_node")) {

@@ -631,6 +631,11 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
       warnings({{"cluster.nic_bandwidth", "200GB/s"}}),
       std::vector<std::string>{"cluster.nic_bandwidth = 1600 Gb/s: one HCA port runs at 800 Gb/s at most "
                                "today (bytes for bits, GB/s for Gbps?)"});
+  // Megabits for gigabits (helper 86: 400Mbps ran silently).
+  EXPECT_EQ(warnings({{"cluster.nic_bandwidth", "400Mbps"}}),
+            std::vector<std::string>{"cluster.nic_bandwidth = 0.4 Gb/s: a GPU cluster's HCA port runs at 10 "
+                                     "Gb/s or more (Mbps for Gbps?)"});
+  EXPECT_TRUE(warnings({{"cluster.nic_bandwidth", "10Gbps"}}).empty());
   const std::string inline_gpu =
       "{name: X, fp32_peak: 1200TFLOPS, tensor_peak: 900TFLOPS, fp8_peak: 450TFLOPS, "
       "memory_bandwidth: 3TB/s, sms: 132, l2_cache: 50MB, memory: 80GiB}";
