@@ -222,9 +222,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.bytes_sent = r.bytes_sent;
   rep.nvlink_bytes = r.nvlink_bytes;
   rep.fabric_bytes = r.fabric_bytes;
-  const double tokens = static_cast<double>(sim.plan.micro_batches * s.workload.micro_batch * s.plan.dp *
-                                            s.workload.seq_len);
-  if (r.makespan > Time::zero()) rep.tokens_per_second = tokens / r.makespan.seconds();
+  rep.tokens_per_second = study::tokens_per_second(s, r.makespan);
   rep.price_per_gpu_hour = s.price_per_gpu_hour;
   rep.memory = stage_memory(sim.plan.memory_per_stage);
   rep.fullest = parallelism::fullest_stage(sim.plan.memory_per_stage);

@@ -173,11 +173,7 @@ JobsOutcome simulate_jobs(const Scenario& s) {
     }
     o.alone = iteration_of(alone, gpu_of[j]);
     o.shared = iteration_of(shared, gpu_of[j]);
-    const auto sequences =
-        static_cast<double>(job.scenario.plan.sequences(job.scenario.workload.micro_batch));
-    o.tokens_per_s = o.shared > Time::zero()
-                         ? sequences * job.scenario.workload.seq_len / o.shared.seconds()
-                         : 0.0;
+    o.tokens_per_s = tokens_per_second(job.scenario, o.shared);
     if (out.per_job_links) {
       o.link_bytes = std::move(job_link_bytes[j]);
       std::vector<topology::LinkId> used;

@@ -343,6 +343,12 @@ std::optional<TrainingRun> training_run(double tokens, double tokens_per_second,
   return r;
 }
 
+double tokens_per_second(const Scenario& s, Time iteration) {
+  const double tokens =
+      static_cast<double>(s.plan.sequences(s.workload.micro_batch)) * static_cast<double>(s.workload.seq_len);
+  return iteration > Time::zero() ? tokens / iteration.seconds() : 0.0;
+}
+
 std::optional<TrainingRun> training_run(const Scenario& s, double tokens_per_second) {
   return training_run(s.train_tokens, tokens_per_second, s.gpus(), s.price_per_gpu_hour);
 }

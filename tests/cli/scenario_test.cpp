@@ -340,6 +340,20 @@ TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
 // A stage that fits with less than 5% of its GPU's memory left is warned
 // about (the memory model leaves fragmentation and NCCL buffers out), the
 // fullest named; one over capacity is OOM, not "tight".
+// Throughput, one definition for run and the jobs' reports: an iteration's
+// sequences x seq_len over its time. default.yaml: dp 16 x micro-batch 8 =
+// 128 sequences of 1024 tokens, 131,072 tokens; in 0.5 s, 262,144 tokens/s;
+// with a global batch of 256 (2 micro-batches per replica) twice that.
+TEST(Report, TokensPerSecondIsTheIterationsTokensOverItsTime) {
+  const Scenario d = parse_scenario(default_text(), "d.yaml");
+  EXPECT_DOUBLE_EQ(study::tokens_per_second(d, Time::from_ms(500)), 262'144.0);
+  const Scenario g = parse_scenario(default_text(), "d.yaml", {{"training.global_batch", "256"}});
+  EXPECT_DOUBLE_EQ(study::tokens_per_second(g, Time::from_ms(500)), 524'288.0);
+  EXPECT_DOUBLE_EQ(study::tokens_per_second(d, Time::zero()), 0.0);
+  const RunReport rep = make_report(d, simulate_scenario(d));
+  EXPECT_DOUBLE_EQ(rep.tokens_per_second, 131'072.0 / rep.iteration_time.seconds());
+}
+
 TEST(Report, TrainingRunIsTheTokensAtTheThroughput) {
   // 1e12 tokens at 1e6 tokens/s: 1e6 s = 11.574 days; 8 GPUs that long are
   // 2,222.2 GPU-hours; at 2 per GPU-hour 4,444.4.

@@ -52,6 +52,10 @@ struct IterationBreakdown {
   [[nodiscard]] double share(Time part) const;
 };
 IterationBreakdown breakdown(const Simulation& sim);
+/// Throughput (defined here only): one iteration's tokens (the plan's
+/// sequences x seq_len) over `iteration`; 0 for an empty iteration. `run`,
+/// `sweep`, `search` and the jobs' reports all give this.
+double tokens_per_second(const Scenario& s, Time iteration);
 /// A whole training run at a forecast's throughput (defined here only):
 /// `training.tokens` over the tokens per second, GPU-hours = every GPU of
 /// the cluster for that time, cost = GPU-hours x `cluster.price_per_gpu_hour`.
