@@ -32,16 +32,21 @@ void check_name(std::string_view name) {
                                did_you_mean(std::string(name), list)));
 }
 
-/// Parsed models are shared by every predictor made from the same text.
+/// Parsed models are shared by every predictor made from the same text
+/// (an immutable cache, not simulation state: it never changes a result).
+/// Keyed by `key` (the file) and the whole text, so a file rewritten
+/// between runs is parsed again (helper 88: a hash of the text could match
+/// another text's).
 template <class Model>
 std::shared_ptr<const Model> parse_shared(const std::string& key, std::string_view text, const std::string& source) {
   static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const Model>> cache;
+  static std::map<std::pair<std::string, std::string>, std::shared_ptr<const Model>, std::less<>> cache;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
+  std::pair<std::string, std::string> full{key, std::string(text)};
+  auto it = cache.find(full);
   if (it != cache.end()) return it->second;
   auto model = std::make_shared<const Model>(Model::parse(text, source));
-  cache.emplace(key, model);
+  cache.emplace(std::move(full), model);
   return model;
 }
 
@@ -52,8 +57,7 @@ std::shared_ptr<const TensorCoreModel> tensor_core_model(const std::string& weig
     const std::string path = (std::filesystem::path(weights_dir) / "tensor_core.txt").string();
     if (std::filesystem::exists(path)) {
       const std::string text = read_text_file(path);
-      return parse_shared<TensorCoreModel>(path + ":" + std::to_string(std::hash<std::string>{}(text)), text,
-                                           path);
+      return parse_shared<TensorCoreModel>(path, text, path);
     }
   }
   const std::string_view text = embedded_weights("tensor_core");
@@ -93,7 +97,7 @@ std::shared_ptr<const TileMlpModel> tile_mlp_model(const std::string& weights_di
   }
   const std::string path = (std::filesystem::path(weights_dir) / "tile_mlp.txt").string();
   const std::string text = read_text_file(path);
-  return parse_shared<TileMlpModel>(path + ":" + std::to_string(std::hash<std::string>{}(text)), text, path);
+  return parse_shared<TileMlpModel>(path, text, path);
 }
 
 std::vector<std::string> predictor_names() { return {"roofline", "linreg", "mlp", "tile-mlp"}; }
@@ -123,8 +127,7 @@ std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const Gpu
   const std::string path = (std::filesystem::path(weights_dir) / (stem + ".txt")).string();
   const std::string text = read_text_file(path);
   // Keyed by path and content so a retrained file is re-read.
-  return build(name, gpu, text, path, path + ":" + std::to_string(std::hash<std::string>{}(text)),
-               weights_dir);
+  return build(name, gpu, text, path, path, weights_dir);
 }
 
 }  // namespace tessera::node_model
