@@ -83,7 +83,8 @@ int cmd_collectives(const Args& args, std::ostream& out) {
   out << "Each distinct collective of one iteration, timed on the scenario's fabric with the\n"
          "calibrated NCCL costs (calibration.*): alone (one group), and with all the groups of its\n"
          "pipeline stage at once (`groups`, contending for the fabric). calls: per iteration on one\n"
-         "rank of the stage that calls it most. busbw: bus bandwidth in GB/s, as nccl-tests reports it.\n\n";
+         "rank of the stage that calls it most, its row's stage (one row for a collective several\n"
+         "stages run). busbw: bus bandwidth in GB/s, as nccl-tests reports it.\n\n";
   out << fmt::format("{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>5} {:>11} {:>8} {:>6} {:>11} {:>8}\n",
                      "role", "kind", "size", "group", "nodes", "algorithm", "calls", "stage", "alone_us",
                      "busbw", "groups", "together_us", "busbw");
