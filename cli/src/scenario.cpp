@@ -1877,7 +1877,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     }
     // Under 10 Gb/s is no GPU cluster's HCA: Mbps for Gbps (helper 86: 400Mbps
     // ran silently, a reduce-scatter of 87 s).
-    if (cl.nic_bandwidth < parse_bandwidth("10Gbps")) {
+    if (cl.nodes > 1 && cl.nic_bandwidth < parse_bandwidth("10Gbps")) {
       s.warnings.push_back(
           fmt::format("cluster.nic_bandwidth = {:g} Gb/s: a GPU cluster's HCA port runs at 10 Gb/s or more "
                       "(Mbps for Gbps?)",
@@ -2190,11 +2190,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // An expert imbalance is between expert-parallel ranks: with ep 1 a
     // rank computes every expert for its own tokens (helper 90).
     if (plan.ep == 1 && s.model.is_moe() && s.model.moe.dropless() && s.model.moe.imbalance > 1) {
-      s.warnings.push_back(
-          fmt::format("model.moe.imbalance ({}) has no effect with parallelism.ep = 1 (a rank computes every "
-                      "expert for its "
-                      "own tokens, whatever the routing; the imbalance is between expert-parallel ranks)",
-                      s.model.moe.imbalance));
+      s.warnings.push_back(fmt::format(
+          "parallelism.ep = 1: model.moe.imbalance ({}) has no effect (a rank computes every expert for its "
+          "own tokens, whatever the routing; the imbalance is between expert-parallel ranks)",
+          s.model.moe.imbalance));
     }
     // Selective recomputation recomputes the attention core, which
     // FlashAttention already keeps none of (helper 85: the Options line said

@@ -423,7 +423,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   // written for another size) is loaded again with pp 1 and dp following the
   // GPUs, and only if that fails too is its error the search's.
   std::string plan_note;
-  const Scenario base = [&] {
+  Scenario base = [&] {
     const std::vector<Override> overrides = scenario_overrides(sets, p);
     try {
       return load_scenario(p.positional()[0], overrides);
@@ -493,7 +493,12 @@ int cmd_search(const Args& args, std::ostream& out) {
   require_single_job(base, "search");
   // What tessera run says on stderr about the scenario's settings (an
   // NVLink bandwidth kept from the file under --set cluster.gpu=B200):
-  // every candidate is ranked with them.
+  // every candidate is ranked with them. Not those about the file's ep or
+  // recomputation, which search chooses itself (helper 91: an imbalance
+  // "with no effect at ep 1" while plans with ep 8 were ranked).
+  std::erase_if(base.warnings, [](const std::string& w) {
+    return w.starts_with("parallelism.ep = ") || w.starts_with("parallelism.recompute: ");
+  });
   print_scenario_warnings(base);
   // --memory-headroom: a plan fits when its fullest stage leaves this much of
   // the GPU's memory free (fragmentation, CUDA context, NCCL buffers).

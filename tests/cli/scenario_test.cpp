@@ -650,6 +650,10 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
             std::vector<std::string>{"cluster.nic_bandwidth = 0.4 Gb/s: a GPU cluster's HCA port runs at 10 "
                                      "Gb/s or more (Mbps for Gbps?)"});
   EXPECT_TRUE(warnings({{"cluster.nic_bandwidth", "10Gbps"}}).empty());
+  // One node: the NIC carries nothing (a node's GPUs talk over NVLink).
+  EXPECT_TRUE(
+      warnings({{"cluster.nic_bandwidth", "400Mbps"}, {"cluster.nodes", "1"}, {"parallelism.dp", "8"}})
+          .empty());
   const std::string inline_gpu =
       "{name: X, fp32_peak: 1200TFLOPS, tensor_peak: 900TFLOPS, fp8_peak: 450TFLOPS, "
       "memory_bandwidth: 3TB/s, sms: 132, l2_cache: 50MB, memory: 80GiB}";
@@ -1578,8 +1582,8 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
                      {Override{"model.moe.imbalance", "1.5"}, Override{"parallelism.ep", "1"}})
           .warnings,
       std::vector<std::string>{
-          "model.moe.imbalance (1.5) has no effect with parallelism.ep = 1 (a rank computes every expert "
-          "for its own tokens, whatever the routing; the imbalance is between expert-parallel ranks)"});
+          "parallelism.ep = 1: model.moe.imbalance (1.5) has no effect (a rank computes every expert for "
+          "its own tokens, whatever the routing; the imbalance is between expert-parallel ranks)"});
   const Scenario d = parse_scenario(
       replaced(default_text(), "preset: gpt2-large",
                "preset: gpt2-large\n  moe: {experts: 16, top_k: 2, moe_every: 2, expert_ffn_hidden: 1280, "
