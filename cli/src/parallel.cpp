@@ -14,12 +14,20 @@ void for_each_index(std::size_t n, unsigned jobs, const std::function<void(std::
   // run, whatever the threads' timing (helper 88: an exception leaving a
   // thread ended the process).
   std::vector<std::exception_ptr> thrown(n);
+  // After a failure the indices above it are skipped (every one below it
+  // was handed out before it, and runs): the lowest failure is the same
+  // whatever the timing, and a failed run stops early.
+  std::atomic<std::size_t> lowest_failed{n};
   auto work = [&] {
     for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      if (i > lowest_failed.load()) continue;
       try {
         f(i);
       } catch (...) {
         thrown[i] = std::current_exception();
+        std::size_t seen = lowest_failed.load();
+        while (i < seen && !lowest_failed.compare_exchange_weak(seen, i)) {
+        }
       }
     }
   };

@@ -26,8 +26,9 @@ void check_group(std::string_view what, const std::vector<int>& ranks, Bytes siz
 }
 
 std::vector<Bytes> split(Bytes size, std::int64_t parts) {
+  // (a bug: the builders split into group sizes and chunk counts, both validated)
   if (parts <= 0)
-    throw InputError(
+    throw SimulationError(
         fmt::format("split: {} in {} parts: the parts must be at least one", to_string(size), parts));
   std::vector<Bytes> out;
   out.reserve(static_cast<std::size_t>(parts));

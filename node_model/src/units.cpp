@@ -162,7 +162,8 @@ void size_overflow(std::int64_t a, char op, std::int64_t b, bool b_is_size) {
 }
 
 void size_division(std::int64_t a, std::int64_t k) {
-  throw InputError(
+  // (no input reaches this past validation: a bug, not bad input)
+  throw SimulationError(
       fmt::format("size division: {} / {}: the parts must be at least one", to_string(Bytes(a)), k));
 }
 

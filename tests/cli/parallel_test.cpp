@@ -10,9 +10,10 @@
 
 using namespace tessera::cli;
 
-// Every index runs once; what indices throw (any exception, not only the
-// tool's own) is rethrown after all have run, the lowest index's, on any
-// number of threads (an exception leaving a worker thread ended the process).
+// What indices throw (any exception, not only the tool's own) is rethrown
+// once the others have returned, the lowest index's, on any number of
+// threads (an exception leaving a worker thread ended the process); indices
+// above a failure are skipped; without one every index runs once.
 TEST(ForEachIndex, RunsEveryIndexAndRethrowsTheLowestFailure) {
   for (unsigned jobs : {1U, 2U, 8U}) {
     std::vector<std::atomic<int>> runs(50);
@@ -26,7 +27,13 @@ TEST(ForEachIndex, RunsEveryIndexAndRethrowsTheLowestFailure) {
     } catch (const std::out_of_range& e) {
       EXPECT_EQ(std::string(e.what()), "index 7") << "jobs " << jobs;
     }
-    for (std::size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].load(), 1) << i << " jobs " << jobs;
+    // Every index up to the failure ran once; above it at most once (those
+    // handed out before the failure), and with one thread none.
+    for (std::size_t i = 0; i <= 7; ++i) EXPECT_EQ(runs[i].load(), 1) << i << " jobs " << jobs;
+    for (std::size_t i = 8; i < runs.size(); ++i) EXPECT_LE(runs[i].load(), jobs == 1 ? 0 : 1) << i;
   }
+  std::vector<std::atomic<int>> all(50);
+  for_each_index(50, 4, [&](std::size_t i) { ++all[i]; });
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].load(), 1) << i;
   EXPECT_NO_THROW(for_each_index(0, 4, [](std::size_t) { throw std::runtime_error("never called"); }));
 }

@@ -40,8 +40,8 @@ TEST(Units, PicosecondsFromADoubleRoundOrOverflow) {
 // undefined behaviour).
 TEST(Units, BytesSplitInPartsNeedsAPart) {
   EXPECT_EQ(Bytes(10) / 3, Bytes(3));
-  EXPECT_THROW((void)(Bytes(10) / 0), InputError);
-  EXPECT_THROW((void)(Bytes(10) / -1), InputError);
+  EXPECT_THROW((void)(Bytes(10) / 0), SimulationError);
+  EXPECT_THROW((void)(Bytes(10) / -1), SimulationError);
 }
 
 TEST(Units, ParsesBytes) {

@@ -20,7 +20,8 @@ namespace detail {
 // Throw OverflowError naming the operation ("time overflow: 9000000s x 2 ...").
 [[noreturn]] void time_overflow(std::int64_t a_ps, char op, std::int64_t b, bool b_is_time);
 [[noreturn]] void size_overflow(std::int64_t a, char op, std::int64_t b, bool b_is_size);
-// Throw InputError: a size divided by a count that is not positive.
+// Throw SimulationError: a size divided by a count that is not positive (a
+// bug: validation keeps every input from it).
 [[noreturn]] void size_division(std::int64_t a, std::int64_t k);
 
 enum class Quantity { Time, Size };
@@ -107,7 +108,7 @@ class Bytes {
     return *this;
   }
   constexpr Bytes operator*(std::int64_t k) const { return Bytes(detail::checked<detail::Quantity::Size>('x', n_, k)); }
-  /// Split in `k` parts (k > 0, else InputError), rounded down.
+  /// Split in `k` parts (k > 0, else SimulationError), rounded down.
   constexpr Bytes operator/(std::int64_t k) const {
     if (k <= 0) detail::size_division(n_, k);
     return Bytes(n_ / k);

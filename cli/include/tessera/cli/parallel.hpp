@@ -6,12 +6,14 @@
 
 namespace tessera::cli {
 
-/// Calls f(0) .. f(n - 1), each exactly once, on min(jobs, n) threads (at
+/// Calls f(0) .. f(n - 1), each at most once, on min(jobs, n) threads (at
 /// least one); returns when all have returned. Indices are handed out in
-/// increasing order, so with jobs = 1 they run in order. What `f` throws is
-/// kept per index and, once every index has run, the lowest index's is
-/// rethrown: the same error whatever the threads' timing. A caller that
-/// goes on past a failure records its error per index and decides after.
+/// increasing order, so with jobs = 1 they run in order. When `f` throws,
+/// the indices above the lowest that threw are no longer called, and once
+/// the others have returned the lowest index's exception is rethrown: the
+/// same error whatever the threads' timing. Without a throw every index
+/// runs. A caller that goes on past a failure records its error per index
+/// and does not throw.
 void for_each_index(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& f);
 
 }  // namespace tessera::cli
