@@ -435,11 +435,21 @@ void FlowNetwork::on_completion_event() {
   if (const auto capped = std::find_if(done.begin(), done.end(), [this](Slot d) { return flows_[d].capped; });
       capped != done.end()) {
     const Flow& f = flows_[*capped];
+    // Its path's slowest link (a degraded cable's rate included): what the
+    // error names.
+    topology::LinkId slowest = path(f).front();
+    for (topology::LinkId l : path(f)) {
+      if (capacity_[static_cast<std::size_t>(l)] < capacity_[static_cast<std::size_t>(slowest)]) slowest = l;
+    }
+    const double bps = capacity_[static_cast<std::size_t>(slowest)] * 8e12;
+    const auto& link = topo_.link(slowest);
     throw TransferOverflowError(
-        fmt::format("a transfer of {:.0f} bytes from GPU {} to GPU {} would take more than {:.0f} days of "
-                    "simulated time (is a "
-                    "bandwidth's unit wrong?)",
-                    f.payload, f.src, f.dst, Time::from_ps(kNeverPs).seconds() / 86400));
+        fmt::format(
+            "a transfer of {:.0f} bytes from GPU {} to GPU {} would take more than {:.0f} days of simulated "
+            "time: the slowest link of its path, {} -> {}, carries {:g} bit/s (is a bandwidth's unit wrong?)",
+            f.payload, f.src, f.dst, Time::from_ps(kNeverPs).seconds() / 86400, topo_.vertex(link.src).name,
+            topo_.vertex(link.dst).name, bps),
+        bps);
   }
   // Deliveries due at the same instant share one event, in start order:
   // nothing else is scheduled in between, so the order of every event is

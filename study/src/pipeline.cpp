@@ -245,7 +245,7 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
             e.what(), algorithm, fmt::join(having, ", "), having.empty() ? "all-reduce" : having.front(),
             algorithm));
   } catch (const TransferOverflowError& e) {
-    // A transfer too slow to finish: name the cluster's slowest bandwidth.
+    // A transfer too slow to finish: name the bandwidth key it ran at.
     const Bandwidth spine = s.fabric == FabricKind::LeafSpine ? s.cluster.spine_bandwidth
                             : s.fabric == FabricKind::FatTree ? s.fat_tree.leaf_spine.bandwidth
                                                               : s.rail.leaf_spine.bandwidth;
@@ -261,13 +261,26 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
                                               ? s.fat_tree.spine_core.bandwidth
                                               : Bandwidth{}},
     };
-    const std::pair<const char*, Bandwidth>* slowest = nullptr;
-    for (const auto& r : rates) {
-      if (r.second.bps() > 0 && (slowest == nullptr || r.second < slowest->second)) slowest = &r;
+    // The key whose rate the stuck transfer's slowest link runs at; a
+    // degraded cable runs at its rate x failures.degraded_rate (helper 91:
+    // the slowest key was blamed for a cable degraded a millionfold).
+    const auto* key = std::find_if(std::begin(rates), std::end(rates), [&](const auto& r) {
+      return r.second.bps() > 0 && std::abs(static_cast<double>(r.second.bps()) - e.bottleneck_bps()) <= 1.0;
+    });
+    if (key != std::end(rates)) {
+      throw ScenarioError(fmt::format("{}: {}: {} cannot carry this iteration: {}", s.file, key->first,
+                                      to_string(key->second), e.what()));
     }
-    if (slowest == nullptr) throw ScenarioError(fmt::format("{}: {}", s.file, e.what()));
-    throw ScenarioError(fmt::format("{}: {}: {} (the cluster's slowest link) cannot carry this iteration: {}",
-                                    s.file, slowest->first, to_string(slowest->second), e.what()));
+    const bool degraded = !s.failures.degraded.empty() ||
+                          std::any_of(s.failures.timed.begin(), s.failures.timed.end(),
+                                      [](const Scenario::Failures::Timed& t) { return !t.fail; });
+    if (degraded) {
+      throw ScenarioError(
+          fmt::format("{}: failures.degraded_rate: {:g} leaves a degraded cable too slow for this "
+                      "iteration: {}",
+                      s.file, s.failures.degraded_rate, e.what()));
+    }
+    throw ScenarioError(fmt::format("{}: {}", s.file, e.what()));
   } catch (const OverflowError& e) {
     // A time or size past int64 while planning or simulating: the iteration
     // is too big to represent. Name the keys that scale it: a latency of

@@ -177,12 +177,30 @@ TEST(Robustness, TransferTooSlowToSimulateNamesTheSlowestLink) {
     FAIL() << "no ScenarioError";
   } catch (const ScenarioError& e) {
     const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("s.yaml: cluster.nic_bandwidth: 1bps (the cluster's slowest link) cannot carry this "
-                        "iteration: a transfer of ",
-                        0),
+    EXPECT_EQ(msg.rfind("s.yaml: cluster.nic_bandwidth: 1bps cannot carry this iteration: a transfer of ", 0),
               0U)
         << msg;
-    EXPECT_NE(msg.find("would take more than 46 days of simulated time"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("would take more than 46 days of simulated time: the slowest link of its path, "),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(", carries 1 bit/s (is a bandwidth's unit wrong?)"), std::string::npos) << msg;
+  }
+  // A degraded cable is named as such, not the slowest key (10 Mbps spines
+  // carry the iteration; at 1e-6 of it, 10 bit/s, they do not).
+  std::string spines;
+  for (int i = 0; i < 8; ++i) spines += fmt::format("{}leaf0-spine{}", i == 0 ? "" : ", ", i);
+  const Scenario degraded =
+      parse_scenario(text + "failures:\n  degraded: [" + spines + "]\n  degraded_rate: 0.000001\n", "s.yaml",
+                     {{"cluster.fabric.spine_bandwidth", "10Mbps"}});
+  try {
+    (void)simulate_scenario(degraded);
+    FAIL() << "no ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(
+        std::string(e.what()).rfind(
+            "s.yaml: failures.degraded_rate: 1e-06 leaves a degraded cable too slow for this iteration: ", 0),
+        0U)
+        << e.what();
   }
 }
 

@@ -36,7 +36,14 @@ class OverflowError : public InputError {
 /// bandwidth far too low for its bytes.
 class TransferOverflowError : public OverflowError {
  public:
-  using OverflowError::OverflowError;
+  TransferOverflowError(const std::string& what, double bottleneck_bps)
+      : OverflowError(what), bottleneck_bps_(bottleneck_bps) {}
+  /// The rate of the slowest link of the transfer's path, bits per second
+  /// (a degraded cable's included).
+  [[nodiscard]] double bottleneck_bps() const { return bottleneck_bps_; }
+
+ private:
+  double bottleneck_bps_;
 };
 
 /// An internal invariant was violated while simulating (a bug or a model
