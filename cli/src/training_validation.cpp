@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -24,6 +23,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/cli/parallel.hpp"
 #include "tessera/cli/progress.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
@@ -292,58 +292,37 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
                                        const std::vector<Override>& overrides, unsigned jobs) {
   const std::string& gpu = where.label();
   std::vector<PredictedRun> out(runs.size());
-  std::atomic<std::size_t> next{0};
-  std::mutex error_mu;
   std::mutex serial_mu;
   const BackendRegistry backends = built_in_backends();
-  // The error reported is the first failing run's in row order: runs are
-  // handed out in order and only those after a failure are skipped, so the
-  // same input reports the same error whatever the threads' timing.
-  std::string error;
-  std::size_t first_failed = runs.size();
-  auto work = [&] {
-    for (std::size_t i = next++; i < runs.size(); i = next++) {
-      {
-        const std::lock_guard<std::mutex> lock(error_mu);
-        if (i > first_failed) return;
-      }
+  // for_each_index: the error reported is the first failing run's in row
+  // order, whatever the threads' timing.
+  for_each_index(runs.size(), std::max(1U, jobs), [&](std::size_t i) {
+    try {
+      const MeasuredRun& m = runs[i];
+      Scenario s;
       try {
-        const MeasuredRun& m = runs[i];
-        Scenario s;
-        try {
-          s = where.scenario(m, overrides);
-        } catch (const ScenarioError& e) {
-          // The rows were checked when read: this is an override's error.
-          const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
-          throw InputError(e.option().empty()
-                               ? fmt::format("validate training (data row {} on {}): {}", m.row, gpu, rest)
-                               : fmt::format("validate training ({}): {}", e.option(), rest));
-        }
-        // ns-3's one simulator per process: its runs one at a time (helper
-        // 59: --set backend=ns3 ran several at once), the others' freely.
-        std::unique_lock<std::mutex> serial(serial_mu, std::defer_lock);
-        if (!backends.at(s.backend.name).concurrent_runs()) serial.lock();
-        const Simulation sim = simulate_scenario(s, nullptr, nullptr, false, backends);
-        if (serial.owns_lock()) serial.unlock();
-        PredictedRun& p = out[i];
-        p.run = m;
-        p.gpu = gpu;
-        p.predicted_ms = sim.result.makespan.ms();
-      } catch (const std::exception& e) {
-        const std::lock_guard<std::mutex> lock(error_mu);
-        if (i < first_failed) {
-          first_failed = i;
-          error = e.what();
-        }
+        s = where.scenario(m, overrides);
+      } catch (const ScenarioError& e) {
+        // The rows were checked when read: this is an override's error.
+        const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
+        throw InputError(e.option().empty()
+                             ? fmt::format("validate training (data row {} on {}): {}", m.row, gpu, rest)
+                             : fmt::format("validate training ({}): {}", e.option(), rest));
       }
+      // ns-3's one simulator per process: its runs one at a time (helper
+      // 59: --set backend=ns3 ran several at once), the others' freely.
+      std::unique_lock<std::mutex> serial(serial_mu, std::defer_lock);
+      if (!backends.at(s.backend.name).concurrent_runs()) serial.lock();
+      const Simulation sim = simulate_scenario(s, nullptr, nullptr, false, backends);
+      if (serial.owns_lock()) serial.unlock();
+      PredictedRun& p = out[i];
+      p.run = m;
+      p.gpu = gpu;
+      p.predicted_ms = sim.result.makespan.ms();
+    } catch (const std::exception& e) {
+      throw InputError(e.what());  // (as before: every failure here is reported as bad input)
     }
-  };
-  jobs = std::max(1U, std::min<unsigned>(jobs, static_cast<unsigned>(runs.size())));
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-  if (!error.empty()) throw InputError(error);
+  });
   return out;
 }
 
@@ -877,7 +856,12 @@ std::string rows_csv(const std::vector<PredictedRun>& all) {
     csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:+.4f}", node_model::csv_escape(r.gpu),
                        m.row, m.gpus, m.global_batch, m.micro_batch, m.hidden, m.layers, m.tp, m.dp, m.pp,
                        m.measured_ms, r.predicted_ms, r.error());
-    csv += keys ? "," + node_model::csv_escape(m.keys_text()) + "\n" : "\n";
+    // (appended piece by piece: GCC 12's -Wrestrict misreads "," + s + "\n" here once inlined)
+    if (keys) {
+      csv += ',';
+      csv += node_model::csv_escape(m.keys_text());
+    }
+    csv += '\n';
   }
   return csv;
 }
