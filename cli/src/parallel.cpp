@@ -9,6 +9,11 @@
 namespace tessera::cli {
 
 void for_each_index(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& f) {
+  for_each_index_per_thread(n, jobs, [&f] { return f; });
+}
+
+void for_each_index_per_thread(std::size_t n, unsigned jobs,
+                               const std::function<std::function<void(std::size_t)>()>& make_worker) {
   std::atomic<std::size_t> next{0};
   // What each index threw: the lowest index's is rethrown once all have
   // run, whatever the threads' timing (helper 88: an exception leaving a
@@ -19,9 +24,11 @@ void for_each_index(std::size_t n, unsigned jobs, const std::function<void(std::
   // whatever the timing, and a failed run stops early.
   std::atomic<std::size_t> lowest_failed{n};
   auto work = [&] {
+    std::function<void(std::size_t)> f;
     for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
       if (i > lowest_failed.load()) continue;
       try {
+        if (!f) f = make_worker();
         f(i);
       } catch (...) {
         thrown[i] = std::current_exception();

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -695,34 +695,20 @@ int cmd_search(const Args& args, std::ostream& out) {
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   if (screened) {
     CountProgress screening("search: screening", "plans", fitting.size(), 0, std::cerr, tty);
-    std::atomic<std::size_t> next_screen{0};
-    // One predictor per thread; what else a thread throws (not the tool's
-    // own errors: out of memory, a bug) is rethrown after the join, the
-    // first thread's (helper 88: it ended the process).
-    const unsigned screeners_n = std::min<unsigned>(jobs, static_cast<unsigned>(fitting.size()));
-    std::vector<std::exception_ptr> thrown(screeners_n);
-    auto screen = [&](unsigned t) {
-      try {
-        const auto predictor = make_scenario_predictor(base);
-        for (std::size_t i = next_screen.fetch_add(1); i < fitting.size(); i = next_screen.fetch_add(1)) {
-          try {
-            fitting[i].estimate = screen_estimate(base, fitting[i], *predictor);
-          } catch (const Error&) {
-            fitting[i].estimate = Time::max();  // simulated last, if at all
-          }
-          screening.advance();
+    // One predictor per thread; an error of the tool's own puts the plan
+    // last, anything else (out of memory, a bug) is rethrown, the first
+    // plan's (helper 88: it ended the process).
+    for_each_index_per_thread(fitting.size(), jobs, [&] {
+      std::shared_ptr<const node_model::KernelPredictor> predictor = make_scenario_predictor(base);
+      return [&, predictor](std::size_t i) {
+        try {
+          fitting[i].estimate = screen_estimate(base, fitting[i], *predictor);
+        } catch (const Error&) {
+          fitting[i].estimate = Time::max();  // simulated last, if at all
         }
-      } catch (...) {
-        thrown[t] = std::current_exception();
-        next_screen = fitting.size();
-      }
-    };
-    std::vector<std::thread> screeners;
-    for (unsigned t = 0; t < screeners_n; ++t) screeners.emplace_back(screen, t);
-    for (auto& t : screeners) t.join();
-    for (const std::exception_ptr& e : thrown) {
-      if (e) std::rethrow_exception(e);
-    }
+        screening.advance();
+      };
+    });
     screening.finish();
     std::stable_sort(fitting.begin(), fitting.end(),
                      [](const Candidate& a, const Candidate& b) { return a.estimate < b.estimate; });

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +21,7 @@
 #include "tessera/cli/chart.hpp"
 #include "tessera/cli/commands.hpp"
 #include "tessera/cli/interrupt.hpp"
+#include "tessera/cli/parallel.hpp"
 #include "tessera/cli/progress.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
@@ -1346,27 +1346,19 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   jobs = std::min<unsigned>(jobs, static_cast<unsigned>(std::max<std::size_t>(1, todo.size())));
 
   std::mutex mu;
-  std::atomic<std::size_t> next{0};
-  // The failure reported is the first point's in point order: points are
-  // handed out in order and, after a failure, only those after it are
-  // skipped, so every point before it has run and the same input reports
-  // the same error whatever the threads' timing (helper 88: whichever
-  // thread failed first).
-  std::optional<std::string> first_error;
-  std::size_t first_failed = todo.size();
-  bool first_is_input = false;  // the point's input (a bandwidth too low to simulate): exit code 2
   std::ofstream csv(csv_path, std::ios::app | std::ios::binary);
   say_on_interrupt(fmt::format("finished points are kept in {}; run the same command again to resume", csv_path));
   // A bar on a terminal, a line every 10 s in a log (progress.hpp).
   CountProgress progress("sweep", "points", owned, rows.size(), std::cerr, tty);
-  auto worker = [&] {
-    for (;;) {
-      const std::size_t k = next.fetch_add(1);
-      if (k >= todo.size()) return;
-      {
-        std::lock_guard lock(mu);
-        if (k > first_failed) return;
-      }
+  // The failure reported is the first point's in point order
+  // (for_each_index rethrows the lowest index's and skips those after it),
+  // so the same input reports the same error whatever the threads' timing
+  // (helper 88: whichever thread failed first). A point's input (a
+  // bandwidth too low to simulate) stays an InputError: exit code 2.
+  std::optional<std::string> first_error;
+  bool first_is_input = false;
+  try {
+    for_each_index(todo.size(), jobs, [&](std::size_t k) {
       const Point& pt = grid_points[todo[k]];
       try {
         const Scenario& sc = scenarios.at(pt.index);
@@ -1376,19 +1368,18 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         csv << row << '\n' << std::flush;
         rows[pt.index] = row;
         progress.advance();
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what()));
       } catch (const std::exception& e) {
-        std::lock_guard lock(mu);
-        if (k < first_failed) {
-          first_failed = k;
-          first_error = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
-          first_is_input = dynamic_cast<const InputError*>(&e) != nullptr;
-        }
+        throw SimulationError(fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what()));
       }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+    });
+  } catch (const InputError& e) {
+    first_error = e.what();
+    first_is_input = true;
+  } catch (const SimulationError& e) {
+    first_error = e.what();
+  }
   csv.close();
   progress.finish();
   if (first_error) {

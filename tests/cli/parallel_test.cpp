@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -36,4 +37,29 @@ TEST(ForEachIndex, RunsEveryIndexAndRethrowsTheLowestFailure) {
   for_each_index(50, 4, [&](std::size_t i) { ++all[i]; });
   for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].load(), 1) << i;
   EXPECT_NO_THROW(for_each_index(0, 4, [](std::size_t) { throw std::runtime_error("never called"); }));
+}
+
+// Per-thread state: each thread makes its worker once, before its first
+// index (at most `jobs` workers, one with jobs 1), and every index runs once
+// on some thread's worker; a worker that cannot be made fails the index its
+// thread was about to run, and the lowest failure is rethrown as before.
+TEST(ForEachIndex, MakesOneWorkerPerThread) {
+  for (unsigned jobs : {1U, 3U}) {
+    std::atomic<int> made{0};
+    std::vector<std::atomic<int>> runs(40);
+    for_each_index_per_thread(40, jobs, [&] {
+      const int id = ++made;
+      return [&runs, id](std::size_t i) { runs[i] += id > 0 ? 1 : 0; };
+    });
+    EXPECT_GE(made.load(), 1);
+    EXPECT_LE(made.load(), static_cast<int>(jobs));
+    for (std::size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].load(), 1) << i << " jobs " << jobs;
+  }
+  try {
+    for_each_index_per_thread(
+        10, 1, []() -> std::function<void(std::size_t)> { throw std::runtime_error("no predictor"); });
+    FAIL() << "nothing thrown";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "no predictor");
+  }
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The thread pool of the commands that run many independent simulations
-// (search, sensitivity): indices handed out in order to up to `jobs` threads.
+// (sweep, search, sensitivity, validate training): indices handed out in
+// order to up to `jobs` threads.
 #include <cstddef>
 #include <functional>
 
@@ -15,5 +16,12 @@ namespace tessera::cli {
 /// runs. A caller that goes on past a failure records its error per index
 /// and does not throw.
 void for_each_index(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& f);
+
+/// for_each_index with state per thread (a kernel predictor, which one
+/// thread uses at a time): each thread calls `make_worker()` once, before
+/// the first index it takes, and then what it returned for each index it
+/// takes. What `make_worker` throws is a failure of that first index.
+void for_each_index_per_thread(std::size_t n, unsigned jobs,
+                               const std::function<std::function<void(std::size_t)>()>& make_worker);
 
 }  // namespace tessera::cli
