@@ -37,7 +37,7 @@ struct Candidate {
   Bytes peak_memory;
   std::optional<RunReport> report;
   std::string error;
-  Time estimate;  ///< compute + pipeline bubble from the task graph alone (the screen)
+  Time estimate;  ///< the iteration with free communication (the screen)
 };
 
 std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
@@ -48,29 +48,14 @@ std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
   return out;
 }
 
-/// Compute plus pipeline bubble of a plan without executing it: the busiest
-/// program's compute time, stretched by the schedule's bubble (p - 1) / (v m)
-/// of the compute of m micro-batches, a third of that under the zero-bubble
-/// schedules (their bubble with equal forward, input- and weight-gradient
-/// times, docs/parallelism.md "Schedules"). Communication is left out: the
-/// screen only orders candidates; the simulation decides.
+/// A plan's iteration with free communication (compute, host and the
+/// plan's own pipeline bubble, study::free_communication_iteration): the
+/// screen only orders candidates by it; the simulation decides.
 Time screen_estimate(const Scenario& base, const Candidate& c, const node_model::KernelPredictor& predictor) {
-  parallelism::Workload work = base.workload;
-  work.micro_batch = c.micro_batch;
-  const auto planned = parallelism::plan_training_detailed(base.model, work, c.plan, predictor);
-  Time busiest;
-  for (const auto& program : planned.graph.programs) {
-    Time compute;
-    for (const auto& t : program->tasks) {
-      if (t.kind == parallelism::TaskKind::Compute) compute += t.duration;
-    }
-    busiest = std::max(busiest, compute);
-  }
-  const double m = static_cast<double>(std::max<std::int64_t>(1, planned.summary.micro_batches));
-  const double v = static_cast<double>(std::max(1, c.plan.virtual_stages));
-  const double share = parallelism::splits_backward(c.plan.schedule) ? 1.0 / 3.0 : 1.0;
-  const double bubble = share * static_cast<double>(c.plan.pp - 1) / (v * m);
-  return Time::from_ps_rounded(static_cast<double>(busiest.ps()) * (1.0 + bubble));
+  Scenario s = base;
+  s.plan = c.plan;
+  s.workload.micro_batch = c.micro_batch;
+  return free_communication_iteration(s, predictor);
 }
 
 /// The fullest stage's memory (parallelism::fullest_stage), as run reports it.
@@ -109,7 +94,8 @@ struct SearchCounts {
   std::size_t invalid = 0;     ///< of them, plans the plan's rules refuse (ParallelPlan::validate)
   std::size_t fit = 0;         ///< plans that fit in memory (cheapest recomputation each)
   std::size_t simulated = 0;
-  bool screened = false;  ///< more fit than --max-candidates: screened by compute + bubble
+  bool screened =
+      false;  ///< more fit than --max-candidates: screened by the iteration with free communication
   /// The scenario's own plan was refused and searched from with pp 1,
   /// 1f1b and virtual_stages auto (the file's virtual_stages is not known).
   bool own_plan_refused = false;
@@ -687,7 +673,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
   if (auto j = p.get("jobs")) jobs = static_cast<unsigned>(parse_positive_int(*j, "--jobs", 4096));
   if (!built_in_backends().at(base.backend.name).concurrent_runs()) jobs = 1;
-  // More plans fit than we simulate: screen them all by compute + bubble
+  // More plans fit than we simulate: screen them all by their iteration with free communication
   // from the task graph (planning only, no execution) and simulate the most
   // promising; ties keep the enumeration order (deterministic).
   const bool screened = simulated < fitting.size();
@@ -861,19 +847,20 @@ int cmd_search(const Args& args, std::ostream& out) {
   out << fmt::format(
       "{} plans considered{}, {} fit in memory, {} simulated{}\n\n", considered,
       invalid > 0 ? fmt::format(" ({} not valid plans)", invalid) : "", fitting.size(), simulated,
-      screened ? fmt::format(
-                     " (by compute + pipeline bubble, the best of each dp x tp x pp{}{}{} first{}; "
-                     "raise --max-candidates to simulate more)",
-                     base.model.is_moe() ? " x ep" : "", space.zero_stages.empty() ? "" : " x zero stage",
-                     space.grad_syncs.empty() ? "" : " x grad sync",
-                     refine_share(simulated) > 0
-                         ? fmt::format(", then {} more, other plans of the {} first", refine_share(simulated),
-                                       refine_share(simulated) == 1
-                                           ? std::string("fastest shape")
-                                           : fmt::format("{} fastest shapes",
-                                                         std::min(refine_share(simulated), kRefinedShapes)))
-                         : "")
-               : "");
+      screened
+          ? fmt::format(
+                " (by their iteration with free communication, the best of each dp x tp x pp{}{}{} first{}; "
+                "raise --max-candidates to simulate more)",
+                base.model.is_moe() ? " x ep" : "", space.zero_stages.empty() ? "" : " x zero stage",
+                space.grad_syncs.empty() ? "" : " x grad sync",
+                refine_share(simulated) > 0
+                    ? fmt::format(", then {} more, other plans of the {} first", refine_share(simulated),
+                                  refine_share(simulated) == 1
+                                      ? std::string("fastest shape")
+                                      : fmt::format("{} fastest shapes",
+                                                    std::min(refine_share(simulated), kRefinedShapes)))
+                    : "")
+          : "");
   // An ep column for a mixture-of-experts model only (a dense model's table
   // is what it was before ep was searched).
   const bool moe = base.model.is_moe();

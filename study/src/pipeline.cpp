@@ -440,4 +440,9 @@ std::vector<CommClassCost> communication_costs(const Scenario& s, Time iteration
   return out;
 }
 
+Time free_communication_iteration(const Scenario& s, const node_model::KernelPredictor& predictor) {
+  const auto planned = plan_scenario(s, predictor);
+  return engine::execute_on_free_network(planned.graph, execution_options(s)).makespan;
+}
+
 }  // namespace tessera::study

@@ -107,6 +107,10 @@ TEST(Backends, ARegisteredBackendRunsAScenario) {
   const auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
   EXPECT_EQ(execute_on_backend(s, planned.graph, build_topology(s), backends).makespan, free.result.makespan);
   EXPECT_EQ(runs, 2);
+  // search's screen: the same free-communication iteration, without a
+  // topology or a backend run.
+  EXPECT_EQ(study::free_communication_iteration(s, *predictor), free.free_comm_makespan);
+  EXPECT_EQ(runs, 2);
 
   // Without the registry that has it, the name is unknown.
   EXPECT_THROW((void)simulate_scenario(s), InputError);

@@ -1,5 +1,5 @@
 # tessera search with a small --max-candidates screens the plans that fit by
-# compute + pipeline bubble before simulating: its winner must be the winner
+# their iteration with free communication before simulating: its winner must be the winner
 # of the search that simulates every plan.
 function(rank1 out var)
   if(NOT out MATCHES "\n +1 +([^\n]+)")
@@ -14,7 +14,7 @@ execute_process(COMMAND ${TESSERA} search ${SCENARIO} --top 1 --max-candidates 1
 if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
   message(FATAL_ERROR "tessera search failed (${rc1}, ${rc2})")
 endif()
-if(NOT capped MATCHES "fit in memory, ${CAP} simulated \\(by compute [+] pipeline bubble, the best of each dp x tp x pp")
+if(NOT capped MATCHES "fit in memory, ${CAP} simulated \\(by their iteration with free communication, the best of each dp x tp x pp")
   message(FATAL_ERROR "the capped search did not screen:\n${capped}")
 endif()
 rank1("${capped}" a)

@@ -81,6 +81,13 @@ std::optional<TrainingRun> training_run(const Scenario& s, double tokens_per_sec
 /// kNcclChannels / SMs). docs/collectives.md, "Calibration".
 engine::ExecutionOptions execution_options(const Scenario& s);
 
+/// The scenario's iteration with every collective free (a zero-cost
+/// network, one rank per class of interchangeable ranks): its compute, the
+/// host's launches and data steps and the pipeline's own bubble, without
+/// building a topology or running a backend. What `search` screens plans
+/// by; `predictor` times the kernels (make_scenario_predictor(s)).
+Time free_communication_iteration(const Scenario& s, const node_model::KernelPredictor& predictor);
+
 /// The GPU memory each pipeline stage of `plan` has, stage by stage: the
 /// smallest among the GPUs of its ranks, so a stage with ranks on
 /// `mixed_gpus` nodes of a smaller GPU must fit that one. `run` checks each
