@@ -228,8 +228,9 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
   --skip-invalid       leave out the points that are no valid scenario (e.g. a tp x pp
                        that does not divide the GPUs), naming each and why; the rest run
   --shard I/N|auto     run only the points with index % N == I; `auto` reads
-                       Slurm (SLURM_ARRAY_TASK_ID/COUNT) or MPI (OMPI_COMM_WORLD_RANK/SIZE,
-                       PMI_RANK/SIZE) variables. Merge shards with `tessera sweep-merge`.
+                       Slurm (SLURM_ARRAY_TASK_ID/COUNT, MIN/STEP) or MPI
+                       (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE) variables. Merge shards
+                       with `tessera sweep-merge`.
 )"},
       {"sweep-merge", R"(usage: tessera sweep-merge --out FILE.csv [--svg FILE.svg] [--json] SHARD.csv...
 

@@ -921,7 +921,9 @@ struct Shard {
 };
 
 /// "I/N", or "auto": the rank and size a Slurm job array or an MPI launcher
-/// (Open MPI, MPICH/PMI) gives the process.
+/// (Open MPI, MPICH/PMI) gives the process. A Slurm array's task ID counts
+/// from SLURM_ARRAY_TASK_MIN in steps of SLURM_ARRAY_TASK_STEP (--array=1-4,
+/// --array=0-6:2): the shard is the ID's position, (ID - MIN) / STEP.
 Shard parse_shard(const std::string& text) {
   auto number = [&](const std::string& v, const std::string& what) -> std::size_t {
     // Digits only (a sign would wrap), at most a million shards.
@@ -937,6 +939,7 @@ Shard parse_shard(const std::string& text) {
     return x;
   };
   Shard sh;
+  std::string position;  // a Slurm array task's: how its ID gave I
   if (text == "auto") {
     const std::pair<const char*, const char*> sources[] = {{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"},
                                                            {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
@@ -949,6 +952,24 @@ Shard parse_shard(const std::string& text) {
       sh.index = number(r, rank);
       sh.count = number(n, size);
       found = true;
+      if (std::string_view(rank) == "SLURM_ARRAY_TASK_ID") {
+        const char* lo = std::getenv("SLURM_ARRAY_TASK_MIN");
+        const char* st = std::getenv("SLURM_ARRAY_TASK_STEP");
+        const std::size_t min = lo != nullptr ? number(lo, "SLURM_ARRAY_TASK_MIN") : 0;
+        const std::size_t step = st != nullptr ? number(st, "SLURM_ARRAY_TASK_STEP") : 1;
+        if (step == 0 || sh.index < min || (sh.index - min) % step != 0) {
+          throw UsageError(
+              fmt::format("tessera sweep: --shard auto: SLURM_ARRAY_TASK_ID {} is not SLURM_ARRAY_TASK_MIN "
+                          "{} plus a multiple of SLURM_ARRAY_TASK_STEP {} (an array of evenly spaced IDs, "
+                          "--array=0-7 or 1-8:1, runs the shards; for any other give --shard I/N)",
+                          sh.index, min, step));
+        }
+        if (min != 0 || step != 1) {
+          position = fmt::format(": SLURM_ARRAY_TASK_ID {} is position {} of an array from {} in steps of {}",
+                                 sh.index, (sh.index - min) / step, min, step);
+        }
+        sh.index = (sh.index - min) / step;
+      }
       break;
     }
     if (!found) {
@@ -962,7 +983,8 @@ Shard parse_shard(const std::string& text) {
     sh.count = number(text.substr(slash + 1), "N");
   }
   if (sh.count == 0 || sh.index >= sh.count) {
-    throw UsageError(fmt::format("tessera sweep: --shard {}: need 0 <= I < N (got I={}, N={})", text, sh.index, sh.count));
+    throw UsageError(fmt::format("tessera sweep: --shard {}: need 0 <= I < N (got I={}, N={}){}", text,
+                                 sh.index, sh.count, position));
   }
   return sh;
 }

@@ -254,7 +254,10 @@ foreach(shard IN ITEMS 2/2 -1/2 1/0 x/2 1/-2 3 1/2000000)
           ARGS sweep s.yaml --set cluster.nodes=1,2 --shard ${shard})
 endforeach()
 foreach(env IN ITEMS "PMI_RANK=0;PMI_SIZE=-1" "PMI_RANK=-1;PMI_SIZE=2" "OMPI_COMM_WORLD_RANK=5;OMPI_COMM_WORLD_SIZE=2"
-        "SLURM_ARRAY_TASK_ID=x;SLURM_ARRAY_TASK_COUNT=2")
+        "SLURM_ARRAY_TASK_ID=x;SLURM_ARRAY_TASK_COUNT=2"
+        "SLURM_ARRAY_TASK_ID=3;SLURM_ARRAY_TASK_COUNT=2;SLURM_ARRAY_TASK_MIN=0;SLURM_ARRAY_TASK_STEP=2"
+        "SLURM_ARRAY_TASK_ID=0;SLURM_ARRAY_TASK_COUNT=2;SLURM_ARRAY_TASK_MIN=1"
+        "SLURM_ARRAY_TASK_ID=5;SLURM_ARRAY_TASK_COUNT=2;SLURM_ARRAY_TASK_MIN=1")
   string(MAKE_C_IDENTIFIER "${env}" id)
   hostile(NAME options.shard_env_${id} RC 2 REGEX [=[--shard auto]=]
           ARGS sweep s.yaml --set cluster.nodes=1,2 --shard auto ENV ${env})

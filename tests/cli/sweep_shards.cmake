@@ -30,6 +30,20 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env OMPI_COMM_WORLD_RANK=1 OMPI_COMM
 if(NOT rc EQUAL 0 OR NOT out1 MATCHES "shard 1/2: 3 point\\(s\\) written to [^\n]*part1.csv \\(its share of the sweep's 6 points\\); merge the shards with\n  tessera sweep-merge --out [a-z0-9-]+-sweep.csv SHARD.csv[.][.][.]\n")
   message(FATAL_ERROR "shard 1 failed (${rc}): ${err}${out1}")
 endif()
+# A Slurm array that does not count from 0 in steps of 1 (--array=1-2,
+# --array=0-2:2): the shard is the task ID's position in the array, so its
+# second task writes shard 1/2, byte for byte part1.csv.
+foreach(env IN ITEMS "SLURM_ARRAY_TASK_ID=2;SLURM_ARRAY_TASK_MIN=1;SLURM_ARRAY_TASK_STEP=1"
+                     "SLURM_ARRAY_TASK_ID=2;SLURM_ARRAY_TASK_MIN=0;SLURM_ARRAY_TASK_STEP=2")
+  file(REMOVE ${WORKDIR}/slurm1.csv)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${env} SLURM_ARRAY_TASK_COUNT=2
+                          ${TESSERA} ${common} --shard auto --out ${WORKDIR}/slurm1.csv
+                  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORKDIR}/part1.csv ${WORKDIR}/slurm1.csv RESULT_VARIABLE same)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "shard 1/2: 3 point" OR NOT same EQUAL 0)
+    message(FATAL_ERROR "Slurm array task (${env}) should run shard 1/2 as part1.csv (${rc}, same ${same}): ${err}${out}")
+  endif()
+endforeach()
 # Without --out the shards' CSVs have default names, which the merge hint gives.
 file(MAKE_DIRECTORY ${WORKDIR}/named)
 execute_process(COMMAND ${TESSERA} ${common} --shard 1/2 WORKING_DIRECTORY ${WORKDIR}/named
