@@ -37,6 +37,7 @@ struct Candidate {
   Bytes peak_memory;
   std::optional<RunReport> report;
   std::string error;
+  bool input_error = false;  ///< the error was the input's (InputError: a bandwidth too low to simulate)
   Time estimate;  ///< the iteration with free communication (the screen)
 };
 
@@ -627,7 +628,7 @@ int cmd_search(const Args& args, std::ostream& out) {
                       mem.memory_per_stage[st].capacity = capacity[st] - headroom;
                     }
                     if (mem.oom()) continue;
-                    best = Candidate{plan, mb, peak(mem), std::nullopt, {}, {}};
+                    best = Candidate{plan, mb, peak(mem), std::nullopt, {}, false, {}};
                     break;
                   } catch (const InputError& e) {
                     // This (tp, pp, mb, schedule) is not a valid plan at all (a
@@ -724,6 +725,7 @@ int cmd_search(const Args& args, std::ostream& out) {
         c.report = make_report(s, simulate_scenario(s));
       } catch (const Error& e) {
         c.error = e.what();
+        c.input_error = dynamic_cast<const InputError*>(&e) != nullptr;
       }
       progress.advance();
     });
@@ -807,6 +809,17 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::vector<const Candidate*> failed;
   for (std::size_t i = 0; i < simulated; ++i) {
     if (!fitting[i].error.empty()) failed.push_back(&fitting[i]);
+  }
+  // No plan simulated: no result to print (helper 94: an empty table and
+  // exit 0). The first failure says why; the same input fails the same way.
+  if (ranked.empty()) {
+    const Candidate& c = *failed.front();
+    const std::string msg = fmt::format(
+        "search: none of the {} plans simulated ran to the end; the first, dp={} tp={} pp={}{}, failed: {}",
+        simulated, c.plan.dp, c.plan.tp, c.plan.pp,
+        base.model.is_moe() ? fmt::format(" ep={}", c.plan.ep) : "", c.error);
+    if (c.input_error) throw InputError(msg);
+    throw SimulationError(msg);
   }
   if (p.has("json")) {
     out << search_json(
