@@ -1372,41 +1372,48 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   say_on_interrupt(fmt::format("finished points are kept in {}; run the same command again to resume", csv_path));
   // A bar on a terminal, a line every 10 s in a log (progress.hpp).
   CountProgress progress("sweep", "points", owned, rows.size(), std::cerr, tty);
-  // The failure reported is the first point's in point order
-  // (for_each_index rethrows the lowest index's and skips those after it),
-  // so the same input reports the same error whatever the threads' timing
-  // (helper 88: whichever thread failed first). A point's input (a
-  // bandwidth too low to simulate) stays an InputError: exit code 2.
-  std::optional<std::string> first_error;
-  bool first_is_input = false;
-  try {
-    for_each_index(todo.size(), jobs, [&](std::size_t k) {
-      const Point& pt = grid_points[todo[k]];
-      try {
-        const Scenario& sc = scenarios.at(pt.index);
-        const Simulation sim = simulate_scenario(sc);
-        const std::string row = csv_row(pt, make_report(sc, sim), sc.train_tokens);
-        std::lock_guard lock(mu);
-        csv << row << '\n' << std::flush;
-        rows[pt.index] = row;
-        progress.advance();
-      } catch (const InputError& e) {
-        throw InputError(fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what()));
-      } catch (const std::exception& e) {
-        throw SimulationError(fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what()));
-      }
-    });
-  } catch (const InputError& e) {
-    first_error = e.what();
-    first_is_input = true;
-  } catch (const SimulationError& e) {
-    first_error = e.what();
-  }
+  // Every point runs, whatever the others do (helper 94: one point that
+  // fails every time, an ns-3 deadlock, kept the points after it from ever
+  // running, resumed or not). A failed point writes no row: the sweep stays
+  // unfinished, and the same command again runs only the failed points. The
+  // failure reported is the first point's in point order, so the same input
+  // reports the same error whatever the threads' timing; a point's input at
+  // fault (a bandwidth too low to simulate) is an InputError: exit code 2.
+  std::vector<std::optional<std::string>> errors(todo.size());
+  std::vector<char> input_errors(todo.size(), 0);
+  for_each_index(todo.size(), jobs, [&](std::size_t k) {
+    const Point& pt = grid_points[todo[k]];
+    try {
+      const Scenario& sc = scenarios.at(pt.index);
+      const Simulation sim = simulate_scenario(sc);
+      const std::string row = csv_row(pt, make_report(sc, sim), sc.train_tokens);
+      std::lock_guard lock(mu);
+      csv << row << '\n' << std::flush;
+      rows[pt.index] = row;
+      progress.advance();
+    } catch (const std::exception& e) {
+      errors[k] = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
+      input_errors[k] = static_cast<char>(dynamic_cast<const InputError*>(&e) != nullptr);
+    }
+  });
   csv.close();
   progress.finish();
-  if (first_error) {
-    const std::string msg = *first_error + " (finished points are kept; run again to resume)";
-    if (first_is_input) throw InputError(msg);
+  std::vector<std::size_t> failed;
+  for (std::size_t k = 0; k < todo.size(); ++k) {
+    if (errors[k]) failed.push_back(k);
+  }
+  if (!failed.empty()) {
+    const std::size_t first = failed.front();
+    std::string others;
+    if (failed.size() > 1) {
+      std::vector<std::size_t> indices;
+      for (std::size_t k : failed) indices.push_back(grid_points[todo[k]].index);
+      others = fmt::format("; {} points failed: {}", failed.size(), fmt::join(indices, ", "));
+    }
+    const std::string msg =
+        fmt::format("{}{} ({}the same command runs the failed points again)", *errors[first], others,
+                    rows.empty() ? "" : "the finished points are kept; ");
+    if (input_errors[first] != 0) throw InputError(msg);
     throw SimulationError(msg);
   }
 
