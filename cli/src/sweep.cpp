@@ -994,9 +994,31 @@ Shard parse_shard(const std::string& text) {
 
 namespace {
 
-/// Identifies a sweep: FNV-1a of the scenario text and the swept settings,
-/// as 16 hex digits. Shards of one sweep carry the same one.
-std::string sweep_id(const std::string& text, const std::vector<Axis>& axes, const std::vector<Override>& fixed) {
+/// The texts of the files the sweep's points read besides the scenario, in
+/// the order of their paths: `node_model.overrides` (measured kernel times)
+/// and the files of `node_model.weights`' folder. Part of the sweep's
+/// identity (helper 94: a shard or a resumed row made before the kernel
+/// times were edited merged with rows made after, into a nonsense table).
+std::vector<std::string> referenced_inputs(const PointScenarios& scenarios) {
+  std::set<std::string> paths;
+  for (const auto& [index, sc] : scenarios) {
+    if (sc.kernel_overrides) paths.insert(sc.kernel_overrides->path());
+    if (!sc.predictor_weights.empty()) {
+      for (const auto& entry : std::filesystem::directory_iterator(sc.predictor_weights)) {
+        if (entry.is_regular_file()) paths.insert(entry.path().string());
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (const std::string& path : paths) out.push_back(read_input_file(path, "a file the scenario reads"));
+  return out;
+}
+
+/// Identifies a sweep: FNV-1a of the scenario text, the swept settings and
+/// the files the points read (referenced_inputs), as 16 hex digits. Shards
+/// of one sweep carry the same one.
+std::string sweep_id(const std::string& text, const std::vector<Axis>& axes,
+                     const std::vector<Override>& fixed, const std::vector<std::string>& inputs) {
   std::uint64_t h = 1469598103934665603ULL;
   auto add = [&](std::string_view s) {
     for (const char c : s) {
@@ -1015,6 +1037,7 @@ std::string sweep_id(const std::string& text, const std::vector<Axis>& axes, con
     add(o.path);
     add(o.value);
   }
+  for (const std::string& content : inputs) add(content);
   return fmt::format("{:016x}", h);
 }
 
@@ -1309,7 +1332,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // A zipped sweep is another sweep than the grid of the same lists.
   std::vector<Override> identity = fixed;
   if (zip) identity.push_back(Override{"--zip", "1"});
-  const std::string id = sweep_id(text, axes, identity);
+  const std::string id = sweep_id(text, axes, identity, referenced_inputs(scenarios));
   const std::string columns = csv_header(axes);
   const SweepCaveats caveats = sweep_caveats(points, scenarios);
   // A shard's chart notes (those of every point, as the unsharded sweep's
