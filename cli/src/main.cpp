@@ -100,7 +100,8 @@ constexpr std::string_view kExamples = R"(  tessera run scenarios/default.yaml -
 )";
 
 constexpr std::string_view kExitCodes = R"(0 success; 1 simulation or internal error; 3 `run` of a plan that
-does not fit in GPU memory (report printed; --allow-oom for 0); 2 bad input (usage,
+does not fit in GPU memory (report printed; --allow-oom for 0), or `search` with
+no plan that fits; 2 bad input (usage,
 scenario file, unit string, data file, refused output path); 130 interrupted
 (Ctrl-C or SIGTERM during run, sweep, search or validate: one line says what
 was kept). Errors are one line on stderr.
@@ -296,7 +297,8 @@ simulated. Prints the winner as --set flags and as YAML.
                        "failed" (plans whose simulation failed, with "error")
 
 Writes no files; Ctrl-C or SIGTERM exits 130 with one line on stderr.
-Exit codes: 0 ok, 1 simulation error, 2 bad input or no plan fits in memory.
+Exit codes: 0 ok, 1 simulation error (or no plan simulated ran to the end),
+2 bad input, 3 no plan fits in GPU memory.
 )"},
       {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml
                                  [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2]

@@ -662,8 +662,10 @@ int cmd_search(const Args& args, std::ostream& out) {
                     "each one considered is refused, the first with: {}",
                     base.file, gpus, global_batch, first_invalid));
   }
+  // Exit code 3, as `run` of a plan that does not fit (helper 94: it was
+  // 2, a scenario typo's code, so a script could not tell them apart).
   if (fitting.empty()) {
-    throw InputError(fmt::format(
+    throw OutOfMemoryError(fmt::format(
         "{}: no parallel plan of the {} GPUs fits {} of GPU memory{}{} for this model and "
         "global batch {}",
         base.file, gpus, to_string(smallest), base.mixed_gpus ? " (the smallest GPU)" : "",
