@@ -323,8 +323,19 @@ std::string format_packet_fabric(const PacketFabricStats& f) {
                        f.scale_up_messages, f.scale_up_payload.count());
   }
   if (ib) {
-    out += fmt::format("  credits      {:.3f} ms stalled (summed over ports), {} violations\n",
-                       f.credit_stall.ms(), f.credit_violations);
+    // The buffers as sized (helper 95: a buffer study could not see them).
+    const bool automatic = set.buffer == Bytes(0);
+    std::string buffers;
+    if (f.max_rx_buffer > Bytes(0)) {
+      const auto kib = [](Bytes b) { return fmt::format("{:.1f} KiB", b.as_double() / 1024.0); };
+      buffers =
+          f.min_rx_buffer == f.max_rx_buffer
+              ? fmt::format("; buffers {} per port and VL", kib(f.max_rx_buffer))
+              : fmt::format("; buffers {} to {} per port and VL", kib(f.min_rx_buffer), kib(f.max_rx_buffer));
+      buffers += automatic ? " (auto: credit round trip + 3 segments)" : " (ns3.buffer)";
+    }
+    out += fmt::format("  credits      {:.3f} ms stalled (summed over ports), {} violations{}\n",
+                       f.credit_stall.ms(), f.credit_violations, buffers);
   }
   out += fmt::format("  ns-3 events  {}\n", f.events);
   return out;
@@ -363,7 +374,9 @@ std::string json_packet_fabric(const PacketFabricStats& f) {
   return fmt::format(
       ", \"ns3\": {{\"model\": {}, \"packets_per_segment\": {}, \"mtu_bytes\": {}, \"header_bytes\": {}, "
       "\"cut_through\": {}, \"num_vls\": {}, "
-      "\"adaptive_routing\": {}, \"buffer_bytes\": {}, \"messages_sent\": {}, \"messages_delivered\": {}, "
+      "\"adaptive_routing\": {}, \"buffer_bytes\": {}, "
+      "\"rx_buffer_min_bytes\": {}, \"rx_buffer_max_bytes\": {}, "
+      "\"messages_sent\": {}, \"messages_delivered\": {}, "
       "\"packets_injected\": {}, \"packets_delivered\": {}, \"packet_hops\": {}, "
       "\"payload_injected_bytes\": {}, \"payload_delivered_bytes\": {}, \"wire_bytes\": {}, \"drops\": {}, "
       "\"credit_stall_s\": {:.9e}, \"credit_violations\": {}, \"events\": {}, \"scale_up\": {}, "
@@ -372,6 +385,7 @@ std::string json_packet_fabric(const PacketFabricStats& f) {
       ib ? set.header_bytes.count() : Ns3Settings::kPointToPointOverhead.count(),
       ib && set.cut_through ? "true" : "false", ib_only(std::to_string(set.num_vls)),
       ib_only(set.adaptive_routing ? "true" : "false"), ib_only(std::to_string(set.buffer.count())),
+      ib_only(std::to_string(f.min_rx_buffer.count())), ib_only(std::to_string(f.max_rx_buffer.count())),
       f.messages_sent, f.messages_delivered, f.packets_injected, f.packets_delivered, f.packet_hops,
       f.payload_injected.count(), f.payload_delivered.count(), f.wire_bytes.count(), f.drops,
       f.credit_stall.seconds(), f.credit_violations, f.events,

@@ -98,6 +98,8 @@ class Ns3Backend final : public NetworkBackend {
     f.drops = n.drops;
     f.credit_stall = n.credit_stall;
     f.credit_violations = n.credit_violations;
+    f.min_rx_buffer = n.min_rx_buffer;
+    f.max_rx_buffer = n.max_rx_buffer;
     f.events = report.events;
     f.scale_up_messages = n.scale_up_messages;
     f.scale_up_payload = n.scale_up_payload;

@@ -101,7 +101,7 @@ if(NOT p2p_model STREQUAL "point-to-point")
 endif()
 
 run_ok(text)
-if(NOT text MATCHES "\nPacket fabric  infiniband, segment = [0-9]+ x 4096 B MTU \\+ 30 B headers, 1 VL, static routing\n  (packets|segments) +([0-9]+) injected, ([0-9]+) delivered, [0-9]+ (packet|segment)-hops, 0 dropped\n  payload +([0-9]+) B injected, ([0-9]+) B delivered \\(([0-9]+) messages of ([0-9]+)\\), [0-9]+ B on the wire summed over hops\n  NVLink +[0-9]+ messages \\([0-9]+ B\\) inside nodes moved as flows, not packets \\(ns3\\.scale_up\\)\n  credits +[0-9.]+ ms stalled \\(summed over ports\\), 0 violations\n  ns-3 events +[0-9]+\n$")
+if(NOT text MATCHES "\nPacket fabric  infiniband, segment = [0-9]+ x 4096 B MTU \\+ 30 B headers, 1 VL, static routing\n  (packets|segments) +([0-9]+) injected, ([0-9]+) delivered, [0-9]+ (packet|segment)-hops, 0 dropped\n  payload +([0-9]+) B injected, ([0-9]+) B delivered \\(([0-9]+) messages of ([0-9]+)\\), [0-9]+ B on the wire summed over hops\n  NVLink +[0-9]+ messages \\([0-9]+ B\\) inside nodes moved as flows, not packets \\(ns3\\.scale_up\\)\n  credits +[0-9.]+ ms stalled \\(summed over ports\\), 0 violations; buffers [0-9.]+ KiB to [0-9.]+ KiB per port and VL \\(auto: credit round trip \\+ 3 segments\\)\n  ns-3 events +[0-9]+\n$")
   message(FATAL_ERROR "no Packet fabric section at the end of the text report:\n${text}")
 endif()
 if(NOT CMAKE_MATCH_2 EQUAL CMAKE_MATCH_3 OR NOT CMAKE_MATCH_5 EQUAL CMAKE_MATCH_6 OR NOT CMAKE_MATCH_7 EQUAL CMAKE_MATCH_8)

@@ -158,6 +158,9 @@ TEST(IbModel, CreditsCountEachPacketOfASegmentInWholeBlocks) {
   const auto f = run_flows(t, {Message{0, 1, Bytes(std::int64_t{4} * 32 * 256)}}, o);  // four segments
   EXPECT_EQ(f.report.network.credit_violations, 0U);
   EXPECT_EQ(f.report.links[0].max_queue, Bytes(std::int64_t{32} * 320));
+  // An explicit buffer is every port's, as reported.
+  EXPECT_EQ(f.report.network.min_rx_buffer, Bytes(std::int64_t{32} * 320));
+  EXPECT_EQ(f.report.network.max_rx_buffer, Bytes(std::int64_t{32} * 320));
 }
 
 TEST(IbModel, IncastIsLosslessAndFair) {
@@ -185,6 +188,12 @@ TEST(IbModel, IncastIsLosslessAndFair) {
   // Buffers stay bounded by the credits: 2 x 200 ns x 50 GB/s + 3 packets.
   const std::int64_t buffer = (20'000 + 3 * kWire + 63) / 64 * 64;
   EXPECT_LE(net.max_buffer_bytes.count(), buffer);
+  // The buffers as sized, reported for the links that carried packets: the
+  // credit loop counted in 64-byte blocks (20,000 B x 4160 / 4126 = 20,164.8,
+  // so 20,165) plus 3 packets of 4160 B, rounded up to a block: 32,704 B on
+  // every link, all of one rate and latency.
+  EXPECT_EQ(net.min_rx_buffer, Bytes(32'704));
+  EXPECT_EQ(net.max_rx_buffer, Bytes(32'704));
   // Back-pressure: each sender's port idles 7/8 of the time waiting for credits.
   const Time span = f.done.back() - hop * 2;
   for (int s = 0; s < kSenders; ++s) {

@@ -168,6 +168,11 @@ struct Ns3NetworkStats {
   std::uint32_t max_queue_packets = 0;  ///< deepest transmit queue (PointToPoint) / input buffer (InfiniBand)
   // InfiniBand only.
   Bytes max_buffer_bytes;                ///< fullest input buffer of any port and VL
+  /// The receive buffers (per port and VL, as sized: ns3.buffer, or auto
+  /// from each link's latency, bandwidth and segment) at the far end of
+  /// the links that carried packets, smallest and largest; 0 when none did.
+  Bytes min_rx_buffer;
+  Bytes max_rx_buffer;
   Time credit_stall;                     ///< sum over output ports of time spent waiting for credits
   std::uint64_t credit_violations = 0;   ///< credits below zero or above the buffer (always 0 unless a bug)
   // ScaleUpModel::Flow: messages moved as flows inside a node. They count in

@@ -37,6 +37,10 @@ struct PacketFabricStats {
   std::uint64_t drops = 0;
   Time credit_stall;  ///< summed over output ports (InfiniBand)
   std::uint64_t credit_violations = 0;
+  /// Receive buffers per port and VL as sized (InfiniBand), smallest and
+  /// largest over the links that carried packets (0: none did).
+  Bytes min_rx_buffer;
+  Bytes max_rx_buffer;
   std::uint64_t events = 0;  ///< ns-3 events executed
   /// Messages (and their payload) moved as flows inside a node's NVLink
   /// domain (ns3.scale_up: flow); counted in messages_sent/delivered only.
