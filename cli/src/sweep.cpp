@@ -26,6 +26,7 @@
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
+#include "tessera/node_model/predictors.hpp"
 #include "tessera/study/pipeline.hpp"
 
 namespace tessera::cli {
@@ -994,23 +995,25 @@ Shard parse_shard(const std::string& text) {
 
 namespace {
 
-/// The texts of the files the sweep's points read besides the scenario, in
-/// the order of their paths: `node_model.overrides` (measured kernel times)
-/// and the files of `node_model.weights`' folder. Part of the sweep's
+/// The files the sweep's points read besides the scenario, each as its
+/// name and text, in the order of their paths: `node_model.overrides`
+/// (measured kernel times) and the weights the predictor reads from
+/// `node_model.weights`' folder (node_model::weights_files: no other file of
+/// the folder). Part of the sweep's
 /// identity (helper 94: a shard or a resumed row made before the kernel
 /// times were edited merged with rows made after, into a nonsense table).
 std::vector<std::string> referenced_inputs(const PointScenarios& scenarios) {
   std::set<std::string> paths;
   for (const auto& [index, sc] : scenarios) {
     if (sc.kernel_overrides) paths.insert(sc.kernel_overrides->path());
-    if (!sc.predictor_weights.empty()) {
-      for (const auto& entry : std::filesystem::directory_iterator(sc.predictor_weights)) {
-        if (entry.is_regular_file()) paths.insert(entry.path().string());
-      }
-    }
+    for (const std::string& path : node_model::weights_files(sc.predictor, sc.predictor_weights))
+      paths.insert(path);
   }
   std::vector<std::string> out;
-  for (const std::string& path : paths) out.push_back(read_input_file(path, "a file the scenario reads"));
+  for (const std::string& path : paths) {
+    out.push_back(std::filesystem::path(path).filename().string());
+    out.push_back(read_input_file(path, "a file the scenario reads"));
+  }
   return out;
 }
 

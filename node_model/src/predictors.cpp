@@ -130,4 +130,17 @@ std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const Gpu
   return build(name, gpu, text, path, path, weights_dir);
 }
 
+std::vector<std::string> weights_files(std::string_view name, const std::string& weights_dir) {
+  check_name(name);
+  std::vector<std::string> out;
+  if (weights_dir.empty() || name == "roofline") return out;
+  const std::string stem = weights_stem(name);
+  const std::filesystem::path dir(weights_dir);
+  if (!only_tensor_core(weights_dir, stem)) out.push_back((dir / (stem + ".txt")).string());
+  if (name == "tile-mlp" && std::filesystem::exists(dir / "tensor_core.txt")) {
+    out.push_back((dir / "tensor_core.txt").string());
+  }
+  return out;
+}
+
 }  // namespace tessera::node_model

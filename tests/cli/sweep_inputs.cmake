@@ -28,3 +28,20 @@ execute_process(COMMAND ${TESSERA} sweep-merge --out b.csv a0.csv b1.csv WORKING
 if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 2 OR NOT err2 MATCHES "b1.csv: a shard of another sweep")
   message(FATAL_ERROR "a shard run after k.csv was edited should not merge (${rc}, ${rc2}): ${err}${err2}")
 endif()
+# node_model.weights: what the predictor reads of the folder (tile_mlp.txt,
+# tensor_core.txt) is covered, no other file: a log written into the folder
+# between two shards leaves them one sweep.
+file(MAKE_DIRECTORY ${WORKDIR}/w)
+file(COPY ${WEIGHTS}/tile_mlp.txt ${WEIGHTS}/tensor_core.txt DESTINATION ${WORKDIR}/w)
+file(WRITE ${WORKDIR}/w.yaml "${text}node_model:\n  weights: w\n")
+set(common sweep w.yaml --set training.micro_batch=1,2 --jobs 1)
+execute_process(COMMAND ${TESSERA} ${common} --shard 0/2 --out w0.csv WORKING_DIRECTORY ${WORKDIR}
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+file(WRITE ${WORKDIR}/w/train.log "epoch 1\n")
+execute_process(COMMAND ${TESSERA} ${common} --shard 1/2 --out w1.csv WORKING_DIRECTORY ${WORKDIR}
+                RESULT_VARIABLE rc1 ERROR_VARIABLE err1 OUTPUT_QUIET)
+execute_process(COMMAND ${TESSERA} sweep-merge --out w.csv w0.csv w1.csv WORKING_DIRECTORY ${WORKDIR}
+                RESULT_VARIABLE rc2 ERROR_VARIABLE err2 OUTPUT_QUIET)
+if(NOT rc EQUAL 0 OR NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
+  message(FATAL_ERROR "a file the predictor does not read should not split the sweep (${rc}, ${rc1}, ${rc2}): ${err}${err1}${err2}")
+endif()

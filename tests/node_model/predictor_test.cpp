@@ -833,3 +833,26 @@ TEST(MeasuredKernels, BadInputNamesFileRowAndColumn) {
   EXPECT_NE(message("OPName,Latency,B,M,N,K\nlinear,1,1,0,2,2\n").find("column 'M'"), std::string::npos);
   EXPECT_NE(message("OPName,Latency,B,M,N,K\n").find("no measurements"), std::string::npos);
 }
+
+// The files of a weights folder a predictor reads (what a sweep's identity
+// covers): its own weights and, for tile-mlp, tensor_core.txt where there is
+// one; nothing for roofline or an empty folder name; a tensor-core-only
+// folder's tile-mlp reads tensor_core.txt alone. Other files are not named.
+TEST(WeightsFiles, NamesTheFilesThePredictorReads) {
+  const fs::path dir = fs::temp_directory_path() / "tessera_weights_files_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "tensor_core.txt") << "x";
+  std::ofstream(dir / "notes.log") << "x";
+  const std::string d = dir.string();
+  using tessera::node_model::weights_files;
+  EXPECT_EQ(weights_files("tile-mlp", d), std::vector<std::string>{(dir / "tensor_core.txt").string()});
+  std::ofstream(dir / "tile_mlp.txt") << "x";
+  EXPECT_EQ(weights_files("tile-mlp", d),
+            (std::vector<std::string>{(dir / "tile_mlp.txt").string(), (dir / "tensor_core.txt").string()}));
+  EXPECT_EQ(weights_files("linreg", d), std::vector<std::string>{(dir / "linreg.txt").string()});
+  EXPECT_TRUE(weights_files("roofline", d).empty());
+  EXPECT_TRUE(weights_files("tile-mlp", "").empty());
+  EXPECT_THROW((void)weights_files("tile_mlp", d), InputError);
+  fs::remove_all(dir);
+}

@@ -25,6 +25,12 @@ std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const Gpu
 /// FP32 tile-mlp weights beside its tensor-core ones.
 std::unique_ptr<KernelPredictor> make_predictor(std::string_view name, const GpuSpec& gpu,
                                                 const std::string& weights_dir);
+/// The files of `weights_dir` that make_predictor(name, gpu, weights_dir)
+/// reads, in that order: the predictor's own (none for roofline, nor for
+/// tile-mlp in a tensor-core-only folder) and tile-mlp's tensor_core.txt
+/// when the folder has it. Empty for an empty `weights_dir`. What a run's
+/// identity covers (`tessera sweep`), no other file of the folder.
+std::vector<std::string> weights_files(std::string_view name, const std::string& weights_dir);
 
 struct TileMlpModel;
 /// The FP32 tile-mlp model make_predictor("tile-mlp", gpu, weights_dir) uses
