@@ -253,9 +253,10 @@ scenario's cluster, model and global batch that fits in GPU memory:
 enumerates plans, keeps the cheapest recomputation that fits, simulates up
 to M candidates (default 64 per ZeRO stage and gradient sync tried) in
 parallel and prints the top N (default 10).
-When more than M plans fit, all of them are first screened by compute +
-pipeline bubble (planned, not executed) and the M most promising are
-simulated. Prints the winner as --set flags and as YAML.
+When more than M plans fit, all of them are first screened by their
+iteration with free communication (compute, host and the plan's own pipeline
+bubble; no topology, no network) and the M most promising are simulated.
+Prints the winner as --set flags and as YAML.
 
   --top N              rows of the table (default 10)
   --max-candidates M   plans simulated at most (default 64 per ZeRO stage and
@@ -293,12 +294,13 @@ simulated. Prints the winner as --set flags and as YAML.
                        the object `run --json`
                        prints for the plan), "winner" (the plan, its
                        iteration_time_s, tokens_per_s, mfu, peak_memory_bytes,
-                       "flags" and "yaml"; null when nothing simulated) and
+                       "flags" and "yaml") and
                        "failed" (plans whose simulation failed, with "error")
 
 Writes no files; Ctrl-C or SIGTERM exits 130 with one line on stderr.
-Exit codes: 0 ok, 1 simulation error (or no plan simulated ran to the end),
-2 bad input, 3 no plan fits in GPU memory.
+Exit codes: 0 ok, 1 simulation error (also when no simulated plan ran to the
+end, unless the first one's input was at fault: 2), 2 bad input, 3 no plan
+fits in GPU memory.
 )"},
       {"compare-schedules", R"(usage: tessera compare-schedules SCENARIO.yaml
                                  [--schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2]

@@ -9,7 +9,8 @@
 namespace tessera::cli {
 
 void for_each_index(std::size_t n, unsigned jobs, const std::function<void(std::size_t)>& f) {
-  for_each_index_per_thread(n, jobs, [&f] { return f; });
+  // Every thread calls the one `f` (not a copy per thread).
+  for_each_index_per_thread(n, jobs, [&f] { return [&f](std::size_t i) { f(i); }; });
 }
 
 void for_each_index_per_thread(std::size_t n, unsigned jobs,

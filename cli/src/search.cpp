@@ -242,7 +242,8 @@ std::string plan_json(const Candidate& c) {
 
 /// `search --json`: one object with the settings searched, the counts, the
 /// top candidates ranked (each with its `run --json` report under "run"),
-/// the winner (null when none simulated) and the candidates that failed.
+/// the winner (never null: a search without one is an error) and the
+/// candidates that failed.
 std::string search_json(const Scenario& base, std::int64_t global_batch, const SearchSpace& space,
                         std::size_t top, std::size_t max_candidates, const SearchCounts& counts,
                         const std::vector<const Candidate*>& ranked,
@@ -676,8 +677,8 @@ int cmd_search(const Args& args, std::ostream& out) {
   unsigned jobs = std::max(1U, std::thread::hardware_concurrency());
   if (auto j = p.get("jobs")) jobs = static_cast<unsigned>(parse_positive_int(*j, "--jobs", 4096));
   if (!built_in_backends().at(base.backend.name).concurrent_runs()) jobs = 1;
-  // More plans fit than we simulate: screen them all by their iteration with free communication
-  // from the task graph (planning only, no execution) and simulate the most
+  // More plans fit than we simulate: screen them all by their iteration
+  // with free communication (no topology, no backend) and simulate the most
   // promising; ties keep the enumeration order (deterministic).
   const bool screened = simulated < fitting.size();
   // Progress on stderr as in sweep: a bar on a terminal, a line every 10 s in a log.

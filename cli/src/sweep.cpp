@@ -926,19 +926,19 @@ struct Shard {
 /// from SLURM_ARRAY_TASK_MIN in steps of SLURM_ARRAY_TASK_STEP (--array=1-4,
 /// --array=0-6:2): the shard is the ID's position, (ID - MIN) / STEP.
 Shard parse_shard(const std::string& text) {
-  auto number = [&](const std::string& v, const std::string& what) -> std::size_t {
-    // Digits only (a sign would wrap), at most a million shards.
-    if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != std::string::npos) {
-      throw UsageError(fmt::format("tessera sweep: --shard {}: {} '{}' is not a whole number from 0 to 1000000",
-                                   text, what, v));
+  // Digits only (a sign would wrap), at most a million shards; a Slurm
+  // array's task IDs go up to 4000000 (MaxArraySize at most 4000001), the
+  // shard, their position, again at most a million.
+  auto number = [&](const std::string& v, const std::string& what,
+                    std::size_t limit = 1'000'000) -> std::size_t {
+    if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(v) > limit) {
+      throw UsageError(fmt::format("tessera sweep: --shard {}: {} '{}' is not a whole number from 0 to {}",
+                                   text, what, v, limit));
     }
-    const std::size_t x = std::stoul(v);
-    if (x > 1'000'000) {
-      throw UsageError(fmt::format("tessera sweep: --shard {}: {} '{}' is not a whole number from 0 to 1000000",
-                                   text, what, v));
-    }
-    return x;
+    return std::stoul(v);
   };
+  constexpr std::size_t kSlurmIds = 4'000'000;
   Shard sh;
   std::string position;  // a Slurm array task's: how its ID gave I
   if (text == "auto") {
@@ -950,14 +950,30 @@ Shard parse_shard(const std::string& text) {
       const char* r = std::getenv(rank);
       const char* n = std::getenv(size);
       if (r == nullptr || n == nullptr) continue;
-      sh.index = number(r, rank);
+      const bool slurm = std::string_view(rank) == "SLURM_ARRAY_TASK_ID";
+      sh.index = number(r, rank, slurm ? kSlurmIds : 1'000'000);
       sh.count = number(n, size);
       found = true;
-      if (std::string_view(rank) == "SLURM_ARRAY_TASK_ID") {
+      if (slurm) {
         const char* lo = std::getenv("SLURM_ARRAY_TASK_MIN");
         const char* st = std::getenv("SLURM_ARRAY_TASK_STEP");
-        const std::size_t min = lo != nullptr ? number(lo, "SLURM_ARRAY_TASK_MIN") : 0;
-        const std::size_t step = st != nullptr ? number(st, "SLURM_ARRAY_TASK_STEP") : 1;
+        const char* hi = std::getenv("SLURM_ARRAY_TASK_MAX");
+        const std::size_t min = lo != nullptr ? number(lo, "SLURM_ARRAY_TASK_MIN", kSlurmIds) : 0;
+        const std::size_t step = st != nullptr ? number(st, "SLURM_ARRAY_TASK_STEP", kSlurmIds) : 1;
+        // An array of IDs that are not evenly spaced (--array=0,1,5) gives
+        // every task MIN, MAX and COUNT, whose span is not (COUNT - 1)
+        // steps: refused on every task, not only on those off the steps
+        // (helper 96: tasks 0 and 1 wrote shards 0/3 and 1/3, no task 2/3).
+        if (hi != nullptr && sh.count > 0) {
+          const std::size_t max = number(hi, "SLURM_ARRAY_TASK_MAX", kSlurmIds);
+          if (max != min + step * (sh.count - 1)) {
+            throw UsageError(fmt::format(
+                "tessera sweep: --shard auto: the Slurm array's task IDs are not evenly spaced "
+                "(SLURM_ARRAY_TASK_MIN {}, SLURM_ARRAY_TASK_MAX {}, SLURM_ARRAY_TASK_STEP {}, "
+                "SLURM_ARRAY_TASK_COUNT {}); use --array=0-{} (or any MIN-MAX:STEP range), or --shard I/N",
+                min, max, step, sh.count, sh.count - 1));
+          }
+        }
         if (step == 0 || sh.index < min || (sh.index - min) % step != 0) {
           throw UsageError(
               fmt::format("tessera sweep: --shard auto: SLURM_ARRAY_TASK_ID {} is not SLURM_ARRAY_TASK_MIN "
@@ -1405,6 +1421,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // failure reported is the first point's in point order, so the same input
   // reports the same error whatever the threads' timing; a point's input at
   // fault (a bandwidth too low to simulate) is an InputError: exit code 2.
+  // Only the tool's own errors are a point's: anything else (out of memory,
+  // a bug) stops the sweep as for_each_index stops, and main reports it.
   std::vector<std::optional<std::string>> errors(todo.size());
   std::vector<char> input_errors(todo.size(), 0);
   for_each_index(todo.size(), jobs, [&](std::size_t k) {
@@ -1417,9 +1435,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       csv << row << '\n' << std::flush;
       rows[pt.index] = row;
       progress.advance();
-    } catch (const std::exception& e) {
+    } catch (const Error& e) {
       errors[k] = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
       input_errors[k] = static_cast<char>(dynamic_cast<const InputError*>(&e) != nullptr);
+      progress.advance();  // finished, if not well: the bar reaches its end
     }
   });
   csv.close();
@@ -1432,9 +1451,13 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     const std::size_t first = failed.front();
     std::string others;
     if (failed.size() > 1) {
+      // The first ten, so that a sweep of thousands stays one readable line.
+      constexpr std::size_t kNamed = 10;
       std::vector<std::size_t> indices;
-      for (std::size_t k : failed) indices.push_back(grid_points[todo[k]].index);
-      others = fmt::format("; {} points failed: {}", failed.size(), fmt::join(indices, ", "));
+      for (std::size_t i = 0; i < std::min(failed.size(), kNamed); ++i)
+        indices.push_back(grid_points[todo[failed[i]]].index);
+      others = fmt::format("; {} points failed: {}{}", failed.size(), fmt::join(indices, ", "),
+                           failed.size() > kNamed ? fmt::format(" and {} more", failed.size() - kNamed) : "");
     }
     const std::string msg =
         fmt::format("{}{} ({}the same command runs the failed points again)", *errors[first], others,

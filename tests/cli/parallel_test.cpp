@@ -7,6 +7,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace tessera::cli;
@@ -47,10 +48,16 @@ TEST(ForEachIndex, MakesOneWorkerPerThread) {
   for (unsigned jobs : {1U, 3U}) {
     std::atomic<int> made{0};
     std::vector<std::atomic<int>> runs(40);
+    std::atomic<int> foreign{0};  // indices run by another thread's worker
     for_each_index_per_thread(40, jobs, [&] {
-      const int id = ++made;
-      return [&runs, id](std::size_t i) { runs[i] += id > 0 ? 1 : 0; };
+      ++made;
+      const std::thread::id owner = std::this_thread::get_id();
+      return [&runs, &foreign, owner](std::size_t i) {
+        ++runs[i];
+        if (std::this_thread::get_id() != owner) ++foreign;
+      };
     });
+    EXPECT_EQ(foreign.load(), 0) << "jobs " << jobs;
     EXPECT_GE(made.load(), 1);
     EXPECT_LE(made.load(), static_cast<int>(jobs));
     for (std::size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].load(), 1) << i << " jobs " << jobs;

@@ -31,10 +31,11 @@ if(NOT rc EQUAL 0 OR NOT out1 MATCHES "shard 1/2: 3 point\\(s\\) written to [^\n
   message(FATAL_ERROR "shard 1 failed (${rc}): ${err}${out1}")
 endif()
 # A Slurm array that does not count from 0 in steps of 1 (--array=1-2,
-# --array=0-2:2): the shard is the task ID's position in the array, so its
-# second task writes shard 1/2, byte for byte part1.csv.
+# --array=0-2:2, IDs above a million): the shard is the task ID's position
+# in the array, so its second task writes shard 1/2, byte for byte part1.csv.
 foreach(env IN ITEMS "SLURM_ARRAY_TASK_ID=2;SLURM_ARRAY_TASK_MIN=1;SLURM_ARRAY_TASK_STEP=1"
-                     "SLURM_ARRAY_TASK_ID=2;SLURM_ARRAY_TASK_MIN=0;SLURM_ARRAY_TASK_STEP=2")
+                     "SLURM_ARRAY_TASK_ID=2;SLURM_ARRAY_TASK_MIN=0;SLURM_ARRAY_TASK_STEP=2;SLURM_ARRAY_TASK_MAX=2"
+                     "SLURM_ARRAY_TASK_ID=2000001;SLURM_ARRAY_TASK_MIN=2000000;SLURM_ARRAY_TASK_MAX=2000001")
   file(REMOVE ${WORKDIR}/slurm1.csv)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env ${env} SLURM_ARRAY_TASK_COUNT=2
                           ${TESSERA} ${common} --shard auto --out ${WORKDIR}/slurm1.csv

@@ -54,7 +54,8 @@ std::string json_string_array(const std::vector<std::string>& items);
 void append_json_escaped(std::string& out, std::string_view s);
 
 /// `tessera run` of a plan that does not fit in GPU memory (without
-/// --allow-oom): the report is printed, the exit code is 3.
+/// --allow-oom; the report is printed), or `tessera search` with no plan
+/// that fits: the exit code is 3.
 class OutOfMemoryError : public Error {
  public:
   using Error::Error;
