@@ -2514,11 +2514,14 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         const auto one = split(e.scalar("cable"), cable.Mark(), e.key_path("cable"));
         if (one.size() != 1) fl.fail_at(cable.Mark(), e.key_path("cable"), "expected one cable");
         name_once(one[0], item.Mark(), path);
-        if (!e.has("at")) {
+        // (parse_time refuses negative times: a simulated time from the start)
+        const Time at = e.has("at") ? e.unit("at", parse_time) : Time::zero();
+        if (at == Time::zero()) {
+          // At 0: from the start, on every backend (helper 95: ns3, which
+          // runs no failure during the run, refused `at: 0ms`).
           out.push_back(one[0]);
         } else {
-          // (parse_time refuses negative times: a simulated time from the start)
-          s.failures.timed.push_back({one[0].first, one[0].second, e.unit("at", parse_time), fail});
+          s.failures.timed.push_back({one[0].first, one[0].second, at, fail});
         }
         e.finish();
       }

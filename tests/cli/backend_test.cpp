@@ -155,6 +155,10 @@ failures:
   const Scenario from_start = parse_scenario(base, "s.yaml", {{"failures.links", "leaf0-spine1"}});
   const Scenario at_zero = parse_scenario(base, "z.yaml", {{"failures.links", "[{cable: leaf0-spine1, at: 0ms}]"}});
   const Scenario after = parse_scenario(base, "a.yaml", {{"failures.links", "[{cable: leaf0-spine1, at: 1000s}]"}});
+  // At 0 is from the start, read as such: no timed failure, so every
+  // backend runs it (ns3 runs no failure during the run).
+  EXPECT_EQ(at_zero.failures.failed, from_start.failures.failed);
+  EXPECT_TRUE(at_zero.failures.timed.empty());
   const Time none = simulate_scenario(plain, nullptr, nullptr, false).result.makespan;
   EXPECT_EQ(simulate_scenario(at_zero, nullptr, nullptr, false).result.makespan,
             simulate_scenario(from_start, nullptr, nullptr, false).result.makespan);
