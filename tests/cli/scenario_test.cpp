@@ -267,8 +267,8 @@ TEST(Scenario, Ns3HeaderBytesAndCutThroughReachTheFabric) {
   const std::int64_t more = g.packet_fabric->wire_bytes.count() - b.packet_fabric->wire_bytes.count();
   const auto hops = static_cast<std::int64_t>(b.packet_fabric->packet_hops);
   EXPECT_EQ(more % 40, 0);
-  EXPECT_LE(more, 40 * 32 * hops);
-  EXPECT_GT(more, 40 * 31 * hops);
+  EXPECT_LE(more, std::int64_t{40} * 32 * hops);
+  EXPECT_GT(more, std::int64_t{40} * 31 * hops);
   EXPECT_NE(format_text(make_report(saf, f)).find("static routing, store-and-forward\n"), std::string::npos);
   EXPECT_THROW((void)parse_scenario(text.str(), "small-ns3.yaml", {{"ns3.header_bytes", "300B"}}),
                ScenarioError);
