@@ -197,7 +197,7 @@ GPU memory (the report is printed, and one line on stderr names the stage).
 )"},
       {"sweep",
        R"(usage: tessera sweep SCENARIO.yaml --set KEY=V1,V2,... [--set KEY2=...] [--zip] [--skip-invalid]
-                     [--out FILE.csv] [--svg FILE.svg] [--jobs N] [--shard I/N|auto]
+                     [--skip-failed] [--out FILE.csv] [--svg FILE.svg] [--jobs N] [--shard I/N|auto]
                      [--backend flow|ns3] [--predictor NAME] [--json]
 
 Runs every point of the grid of --set values (cartesian product, first key
@@ -228,6 +228,11 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
                        drawn as one line
   --skip-invalid       leave out the points that are no valid scenario (e.g. a tp x pp
                        that does not divide the GPUs), naming each and why; the rest run
+  --skip-failed        finish the sweep without the points whose simulation fails (an
+                       ns-3 fabric that deadlocks), naming each and why, exit 0; without
+                       it every point runs, then the sweep is an error and stays
+                       unfinished. A shard lists its failed points after its rows
+                       (sweep-merge reads them); run again, it retries them
   --shard I/N|auto     run only the points with index % N == I; `auto` reads
                        Slurm (SLURM_ARRAY_TASK_ID/COUNT, MIN/STEP) or MPI
                        (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE) variables. Merge shards

@@ -1084,6 +1084,19 @@ std::string without_file(const std::string& message, const std::string& path) {
   return colon == std::string::npos ? message : message.substr(colon + 2);
 }
 
+/// A finished shard's line for a point --skip-failed left out, after its
+/// rows (sweep-merge reads them; a resumed shard runs the point again).
+constexpr std::string_view kFailedLine = "# failed point ";
+
+/// The lines after the table naming the points --skip-failed left out.
+std::string failed_text(const std::vector<std::pair<Point, std::string>>& failed) {
+  if (failed.empty()) return {};
+  std::string out =
+      fmt::format("left out {} point(s) whose simulation failed (--skip-failed):\n", failed.size());
+  for (const auto& [pt, why] : failed) out += fmt::format("  point {} ({}): {}\n", pt.index, label(pt), why);
+  return out;
+}
+
 /// The lines after the table naming the points --skip-invalid left out.
 std::string skipped_text(const std::vector<std::pair<Point, std::string>>& skipped) {
   if (skipped.empty()) return {};
@@ -1194,6 +1207,7 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
 int cmd_sweep(const Args& args, std::ostream& out) {
   ArgParser p("tessera sweep");
   p.option("out").option("svg").option("jobs").option("shard").flag("json").flag("zip").flag("skip-invalid");
+  p.flag("skip-failed");
   declare_scenario_options(p);
   // --zip pairs the lists (point i: every key's i-th value), where a value
   // may repeat; known before the lists are read.
@@ -1424,6 +1438,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // Only the tool's own errors are a point's: anything else (out of memory,
   // a bug) stops the sweep as for_each_index stops, and main reports it.
   std::vector<std::optional<std::string>> errors(todo.size());
+  std::vector<std::string> causes(todo.size());  // the error alone, for --skip-failed's list
   std::vector<char> input_errors(todo.size(), 0);
   for_each_index(todo.size(), jobs, [&](std::size_t k) {
     const Point& pt = grid_points[todo[k]];
@@ -1437,6 +1452,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       progress.advance();
     } catch (const Error& e) {
       errors[k] = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
+      causes[k] = e.what();
       input_errors[k] = static_cast<char>(dynamic_cast<const InputError*>(&e) != nullptr);
       progress.advance();  // finished, if not well: the bar reaches its end
     }
@@ -1446,6 +1462,33 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::vector<std::size_t> failed;
   for (std::size_t k = 0; k < todo.size(); ++k) {
     if (errors[k]) failed.push_back(k);
+  }
+  // --skip-failed: the sweep finishes without them, naming each and why
+  // (a point that fails every time, an ns-3 deadlock, kept it unfinished).
+  const bool skip_failed = p.has("skip-failed");
+  const std::size_t valid_points = points.size();  // failed or not
+  std::vector<std::pair<Point, std::string>> failed_points;
+  if (skip_failed) {
+    for (std::size_t k : failed) {
+      std::string why = causes[k];
+      std::replace(why.begin(), why.end(), '\n', ' ');
+      failed_points.emplace_back(grid_points[todo[k]], std::move(why));
+    }
+    std::sort(failed_points.begin(), failed_points.end(),
+              [](const auto& a, const auto& b) { return a.first.index < b.first.index; });
+    std::erase_if(points, [&](const Point& pt) {
+      return std::any_of(failed_points.begin(), failed_points.end(),
+                         [&](const auto& f) { return f.first.index == pt.index; });
+    });
+    // Unsharded, a sweep of no point that ran is no result: the error.
+    if (!points.empty() || sharded) {
+      if (!failed_points.empty()) {
+        std::cerr << fmt::format(
+            "sweep: {} point(s) failed and are left out (--skip-failed); the output says why\n",
+            failed_points.size());
+      }
+      failed.clear();
+    }
   }
   if (!failed.empty()) {
     const std::size_t first = failed.front();
@@ -1460,8 +1503,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                            failed.size() > kNamed ? fmt::format(" and {} more", failed.size() - kNamed) : "");
     }
     const std::string msg =
-        fmt::format("{}{} ({}the same command runs the failed points again)", *errors[first], others,
-                    rows.empty() ? "" : "the finished points are kept; ");
+        fmt::format("{}{} ({}the same command runs the failed points again{})", *errors[first], others,
+                    rows.empty() ? "" : "the finished points are kept; ",
+                    skip_failed ? "" : "; --skip-failed finishes the sweep without them");
     if (input_errors[first] != 0) throw InputError(msg);
     throw SimulationError(msg);
   }
@@ -1471,6 +1515,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // it (sweep-merge reads it).
   std::string final_csv = (sharded ? header : columns) + "\n";
   for (const auto& [index, row] : rows) final_csv += row + "\n";
+  if (sharded) {
+    for (const auto& [pt, why] : failed_points)
+      final_csv += fmt::format("{}{}: {}\n", kFailedLine, pt.index, why);
+  }
   write_file_atomic(csv_path, final_csv);
   // --json: one object, every (of a shard: each of its) point's settings
   // and the CSV's metric columns.
@@ -1530,6 +1578,16 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       }
       json += "]";
     }
+    // --skip-failed: the points whose simulation failed (a shard: its own).
+    if (skip_failed) {
+      json += ", \"failed\": [";
+      for (std::size_t k = 0; k < failed_points.size(); ++k) {
+        json += fmt::format("{}{{\"point\": {}, \"settings\": {}, \"error\": {}}}", k == 0 ? "" : ", ",
+                            failed_points[k].first.index, settings_json(failed_points[k].first),
+                            json_string(failed_points[k].second));
+      }
+      json += "]";
+    }
     out << json << "}\n";
   };
   if (sharded) {
@@ -1555,11 +1613,12 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       }
     }
     out << fmt::format("shard {}/{}: {} point(s) written to {} (its share of the sweep's {} {}points)",
-                       shard.index, shard.count, owned, csv_path, points.size(),
+                       shard.index, shard.count, owned - failed_points.size(), csv_path, valid_points,
                        skipped.empty() ? "" : "valid ");
     out << fmt::format("; merge the shards with\n  tessera sweep-merge --out {}-sweep.csv {}\n", stem,
                        merge_inputs);
     out << skipped_text(own_skipped);
+    out << failed_text(failed_points);
     if (!others.empty()) {
       out << fmt::format("the other shards skip point(s) {} (each names its own)\n", fmt::join(others, ", "));
     }
@@ -1596,6 +1655,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
               prices.size() == 1 ? fmt::format(", at {:g} per GPU-hour", *prices.begin())
                                  : std::string(", at each point's price per GPU-hour"));
   out << skipped_text(skipped);
+  out << failed_text(failed_points);
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the
   // micro-batch, sequence, tensor parallelism or model predicts the kernels
@@ -1665,6 +1725,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   std::optional<ShardFile> first;
   std::map<std::size_t, std::string> shard_files;  // shard index -> file
   std::map<std::size_t, std::string> rows;
+  std::map<std::size_t, std::string> failed;  // points --skip-failed left out, and why
   for (const std::string& part : p.positional()) {
     const std::string text = read_input_file(part, "shard CSV");
     std::istringstream in(text);
@@ -1727,8 +1788,30 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     const auto fields = split(header, ',').size();
     std::size_t line_no = 2 + notes.size();
     std::size_t held = 0;
+    std::size_t held_failed = 0;
     for (; std::getline(in, line);) {
       ++line_no;
+      // A point whose simulation failed, left out by --skip-failed: "#
+      // failed point N: why", after the rows.
+      if (line.rfind(kFailedLine, 0) == 0) {
+        const std::string rest = line.substr(kFailedLine.size());
+        const auto colon = rest.find(": ");
+        const std::string index = rest.substr(0, colon);
+        if (colon == std::string::npos || !is_point_index(index)) {
+          throw InputError(
+              fmt::format("{}:{}: malformed line (expected '{}N: why')", part, line_no, kFailedLine));
+        }
+        const auto idx = static_cast<std::size_t>(std::stoull(index));
+        if (idx >= f.points || idx % f.count != f.index || f.skipped.count(idx) != 0U) {
+          throw InputError(fmt::format("{}:{}: point {} does not belong to shard {}/{} of {} points", part,
+                                       line_no, idx, f.index, f.count, f.points));
+        }
+        if (rows.count(idx) != 0U || !failed.emplace(idx, rest.substr(colon + 2)).second) {
+          throw InputError(fmt::format("{}:{}: point {} is given twice", part, line_no, idx));
+        }
+        ++held_failed;
+        continue;
+      }
       const auto cols = split(line, ',');
       if (cols.size() != fields || !is_point_index(cols[0]) || !metrics_are_numbers(cols)) {
         throw InputError(fmt::format("{}:{}: malformed row (expected a point index, {} settings and {} numbers)", part,
@@ -1739,19 +1822,21 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
         throw InputError(fmt::format("{}:{}: point {} does not belong to shard {}/{} of {} points", part, line_no, idx,
                                      f.index, f.count, f.points));
       }
-      if (!rows.emplace(idx, line).second) {
+      if (failed.count(idx) != 0U || !rows.emplace(idx, line).second) {
         throw InputError(fmt::format("{}:{}: point {} is given twice", part, line_no, idx));
       }
       ++held;
     }
     std::size_t owned = f.points > f.index ? (f.points - f.index + f.count - 1) / f.count : 0;
     for (const std::size_t s : f.skipped) owned -= s < f.points && s % f.count == f.index ? 1 : 0;
-    if (held != owned) {
+    if (held + held_failed != owned) {
       std::size_t missing = f.index;
-      while (rows.count(missing) != 0U || f.skipped.count(missing) != 0U) missing += f.count;
-      throw InputError(fmt::format("{}: shard {}/{} holds {} of its {} points (point {} is missing: has the shard "
-                                   "finished? run it again to resume)",
-                                   part, f.index, f.count, held, owned, missing));
+      while (rows.count(missing) != 0U || failed.count(missing) != 0U || f.skipped.count(missing) != 0U)
+        missing += f.count;
+      throw InputError(
+          fmt::format("{}: shard {}/{} holds {} of its {} points (point {} is missing: has the shard "
+                      "finished? run it again to resume)",
+                      part, f.index, f.count, held + held_failed, owned, missing));
     }
   }
   for (std::size_t i = 0; i < first->count; ++i) {
@@ -1804,7 +1889,13 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     std::string skipped;
     for (const std::size_t s : first->skipped)
       skipped += fmt::format("{}{{\"point\": {}}}", skipped.empty() ? "" : ", ", s);
-    json += fmt::format("], \"skipped\": [{}]}}\n", skipped);
+    json += fmt::format("], \"skipped\": [{}]", skipped);
+    // The points --skip-failed left out, with the shard's error.
+    std::string failures;
+    for (const auto& [idx, why] : failed)
+      failures += fmt::format("{}{{\"point\": {}, \"error\": {}}}", failures.empty() ? "" : ", ", idx,
+                              json_string(why));
+    json += fmt::format(", \"failed\": [{}]}}\n", failures);
     out << json;
     return 0;
   }
@@ -1827,6 +1918,10 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     out << fmt::format(
         "skipped {} point(s) that are not valid scenarios (--skip-invalid): {} (each shard said why)\n",
         first->skipped.size(), fmt::join(first->skipped, ", "));
+  }
+  if (!failed.empty()) {
+    out << fmt::format("left out {} point(s) whose simulation failed (--skip-failed):\n", failed.size());
+    for (const auto& [idx, why] : failed) out << fmt::format("  point {}: {}\n", idx, why);
   }
   out << fmt::format("merged {} points from {} shards into {} and {}\n", rows.size(), p.positional().size(), csv_path,
                      svg_path);

@@ -1,0 +1,57 @@
+# --skip-failed: a sweep whose points fail while simulating (a 2 bit/s NIC)
+# finishes without them, naming each and why (helper 94, helper 96: a point
+# that failed every time kept its sweep unfinished for good). Whole: exit
+# 0, the other point's row alone, the failed one named after the table and
+# in --json's "failed". Sharded: each shard lists its own failed points
+# after its rows, sweep-merge takes them as accounted for and gives the
+# whole sweep's CSV byte for byte; a shard run again retries them.
+file(REMOVE_RECURSE ${WORKDIR})
+file(MAKE_DIRECTORY ${WORKDIR})
+set(common sweep ${SCENARIO} --set cluster.nic_bandwidth=2bps,400Gbps --jobs 1 --skip-failed)
+execute_process(COMMAND ${TESSERA} ${common} --out ${WORKDIR}/whole.csv RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\nleft out 1 point\\(s\\) whose simulation failed \\(--skip-failed\\):\n  point 0 \\(cluster.nic_bandwidth=2bps\\): [^\n]*2bps cannot carry this iteration"
+   OR NOT err MATCHES "sweep: 1 point\\(s\\) failed and are left out \\(--skip-failed\\)")
+  message(FATAL_ERROR "whole sweep (${rc}):\n${out}\n${err}")
+endif()
+file(READ ${WORKDIR}/whole.csv whole)
+if(NOT whole MATCHES "^point,[^\n]*\n1,400Gbps,[^\n]*\n$")
+  message(FATAL_ERROR "the whole sweep's CSV should hold point 1 alone:\n${whole}")
+endif()
+execute_process(COMMAND ${TESSERA} ${common} --out ${WORKDIR}/whole.csv --json RESULT_VARIABLE rc OUTPUT_VARIABLE json
+                ERROR_QUIET)
+string(JSON failed_point ERROR_VARIABLE json_error GET "${json}" failed 0 point)
+string(JSON points ERROR_VARIABLE json_error2 LENGTH "${json}" points)
+if(NOT rc EQUAL 0 OR json_error OR json_error2 OR NOT failed_point EQUAL 0 OR NOT points EQUAL 1)
+  message(FATAL_ERROR "--json should list point 0 as failed and point 1 alone (${rc}): ${json_error}\n${json}")
+endif()
+foreach(shard 0 1)
+  execute_process(COMMAND ${TESSERA} ${common} --shard ${shard}/2 --out ${WORKDIR}/part${shard}.csv
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "shard ${shard}/2 (${rc}): ${err}")
+  endif()
+endforeach()
+file(READ ${WORKDIR}/part0.csv part0)
+if(NOT part0 MATCHES "\n# failed point 0: [^\n]*2bps cannot carry this iteration[^\n]*\n$")
+  message(FATAL_ERROR "shard 0 should end with its failed point:\n${part0}")
+endif()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv ${WORKDIR}/part0.csv ${WORKDIR}/part1.csv
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORKDIR}/whole.csv ${WORKDIR}/merged.csv RESULT_VARIABLE same)
+if(NOT rc EQUAL 0 OR NOT same EQUAL 0 OR NOT out MATCHES "left out 1 point\\(s\\) whose simulation failed \\(--skip-failed\\):\n  point 0: ")
+  message(FATAL_ERROR "merge (${rc}, same ${same}):\n${out}\n${err}")
+endif()
+execute_process(COMMAND ${TESSERA} ${common} --shard 0/2 --out ${WORKDIR}/part0.csv RESULT_VARIABLE rc OUTPUT_QUIET
+                ERROR_VARIABLE err)
+file(READ ${WORKDIR}/part0.csv again)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "sweep: 1 point\\(s\\) failed and are left out" OR NOT again STREQUAL part0)
+  message(FATAL_ERROR "a finished shard run again should retry its failed point (${rc}):\n${err}\n${again}")
+endif()
+# Every point failed: no result, the error (exit 2: the input is at fault).
+execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nic_bandwidth=2bps,1bps --jobs 1 --skip-failed
+                        --out ${WORKDIR}/none.csv
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT out STREQUAL "" OR NOT err MATCHES "tessera: error: sweep point 0 [^\n]*; 2 points failed: 0, 1 \\(the same command runs the failed points again\\)\n$")
+  message(FATAL_ERROR "a sweep whose every point failed should be an error (${rc}):\n${out}\n${err}")
+endif()
