@@ -1241,6 +1241,14 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       const auto first = v.find_first_not_of(" \t");
       v = first == std::string::npos ? std::string() : v.substr(first, v.find_last_not_of(" \t") - first + 1);
       if (v.empty()) throw UsageError(fmt::format("tessera sweep: --set {}: empty value in the list", value));
+      // The CSV writes values as they are, unquoted (helper 94: a quote
+      // made rows a CSV reader splits otherwise).
+      if (v.find_first_of("\"\n\r") != std::string::npos) {
+        throw UsageError(fmt::format(
+            "tessera sweep: --set {}: a swept value cannot hold a double quote or a line break (the CSV "
+            "writes values unquoted); set such a value in the scenario file",
+            value));
+      }
     }
     // A key swept twice would make each point set it twice (the last wins),
     // and a value listed twice repeats points: both are mistakes.
