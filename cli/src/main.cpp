@@ -221,7 +221,8 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
   --svg FILE.svg       default: the CSV's name with .svg
   --jobs N             parallel points (default: all cores; ns-3 runs one at a time)
   --json               print one JSON object (every point's settings and metrics,
-                       the CSV's columns) instead of the table
+                       the CSV's columns; skipped and failed with their flags) instead
+                       of the table
   --zip                pair the lists instead of crossing them: point i takes every
                        key's i-th value (lists of one length; a configuration per
                        point, e.g. nodes, dp and global batch of a scaling table),
@@ -229,7 +230,8 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
   --skip-invalid       leave out the points that are no valid scenario (e.g. a tp x pp
                        that does not divide the GPUs), naming each and why; the rest run
   --skip-failed        finish the sweep without the points whose simulation fails (an
-                       ns-3 fabric that deadlocks), naming each and why, exit 0; without
+                       ns-3 fabric that deadlocks), naming each and why, exit 0 (an
+                       unsharded sweep whose every point fails is still the error); without
                        it every point runs, then the sweep is an error and stays
                        unfinished. A shard lists its failed points after its rows
                        (sweep-merge reads them); run again, it retries them
@@ -243,11 +245,11 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
 Merges the CSVs of a sharded sweep into the CSV and chart an unsharded sweep
 would have written, and prints its table (with the scaling column of a node
 sweep). Refuses shards of different sweeps, conflicting points and missing
-points.
+points (the points a shard's --skip-failed left out are named, not missing).
 
   --json   one object instead of the table: csv, svg, shards, points (each
            point's settings and metric columns, as sweep --json gives them
-           from the CSV) and skipped
+           from the CSV), skipped and failed
 )"},
       {"search", R"(usage: tessera search SCENARIO.yaml [--top N] [--max-candidates M] [--jobs N] [--json]
                       [--schedules LIST] [--virtual-stages LIST] [--zero-stages LIST] [--grad-syncs LIST] [--memory-headroom SIZE] [--set KEY=VALUE]... [--backend flow|ns3] [--predictor NAME]

@@ -1088,6 +1088,13 @@ std::string without_file(const std::string& message, const std::string& path) {
 /// rows (sweep-merge reads them; a resumed shard runs the point again).
 constexpr std::string_view kFailedLine = "# failed point ";
 
+/// Said under a table with a scaling column when points failed: its 100%
+/// is the fewest GPUs among the points that ran (helper 97: a failed
+/// baseline moved it without a word).
+constexpr std::string_view kScalingOfWhatRan =
+    "note: scaling is relative to the fewest GPUs among the points that ran; a failed point with fewer "
+    "GPUs would have been its baseline\n";
+
 /// The lines after the table naming the points --skip-failed left out.
 std::string failed_text(const std::vector<std::pair<Point, std::string>>& failed) {
   if (failed.empty()) return {};
@@ -1375,7 +1382,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   if (zip) identity.push_back(Override{"--zip", "1"});
   const std::string id = sweep_id(text, axes, identity, referenced_inputs(scenarios));
   const std::string columns = csv_header(axes);
-  const SweepCaveats caveats = sweep_caveats(points, scenarios);
+  SweepCaveats caveats = sweep_caveats(points, scenarios);
   // A shard's chart notes (those of every point, as the unsharded sweep's
   // chart has them) go to the merged chart: sweep-merge reads no scenario.
   std::string chart_notes;
@@ -1460,7 +1467,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       progress.advance();
     } catch (const Error& e) {
       errors[k] = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
-      causes[k] = e.what();
+      causes[k] = without_file(e.what(), scenario_path);
       input_errors[k] = static_cast<char>(dynamic_cast<const InputError*>(&e) != nullptr);
       progress.advance();  // finished, if not well: the bar reaches its end
     }
@@ -1480,6 +1487,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     for (std::size_t k : failed) {
       std::string why = causes[k];
       std::replace(why.begin(), why.end(), '\n', ' ');
+      std::replace(why.begin(), why.end(), '\r', ' ');
       failed_points.emplace_back(grid_points[todo[k]], std::move(why));
     }
     std::sort(failed_points.begin(), failed_points.end(),
@@ -1488,6 +1496,12 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       return std::any_of(failed_points.begin(), failed_points.end(),
                          [&](const auto& f) { return f.first.index == pt.index; });
     });
+    // Unsharded, the notes and models are those of the points that ran (a
+    // shard's chart notes stay every valid point's: all shards write the same).
+    if (!sharded && !failed_points.empty() && !points.empty()) {
+      for (const auto& [pt, why] : failed_points) scenarios.erase(pt.index);
+      caveats = sweep_caveats(points, scenarios);
+    }
     // Unsharded, a sweep of no point that ran is no result: the error.
     if (!points.empty() || sharded) {
       if (!failed_points.empty()) {
@@ -1664,6 +1678,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                                  : std::string(", at each point's price per GPU-hour"));
   out << skipped_text(skipped);
   out << failed_text(failed_points);
+  if (!failed_points.empty() && !efficiency.empty()) out << kScalingOfWhatRan;
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the
   // micro-batch, sequence, tensor parallelism or model predicts the kernels
@@ -1805,9 +1820,13 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
         const std::string rest = line.substr(kFailedLine.size());
         const auto colon = rest.find(": ");
         const std::string index = rest.substr(0, colon);
-        if (colon == std::string::npos || !is_point_index(index)) {
+        // The index as the shard wrote it (no leading zero), and an error
+        // on one line (no carriage return), not empty.
+        if (colon == std::string::npos || !is_point_index(index) ||
+            std::to_string(std::stoull(index)) != index || rest.size() == colon + 2 ||
+            rest.find('\r') != std::string::npos) {
           throw InputError(
-              fmt::format("{}:{}: malformed line (expected '{}N: why')", part, line_no, kFailedLine));
+              fmt::format("{}:{}: malformed line (expected '{}N: error')", part, line_no, kFailedLine));
         }
         const auto idx = static_cast<std::size_t>(std::stoull(index));
         if (idx >= f.points || idx % f.count != f.index || f.skipped.count(idx) != 0U) {
@@ -1930,6 +1949,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   if (!failed.empty()) {
     out << fmt::format("left out {} point(s) whose simulation failed (--skip-failed):\n", failed.size());
     for (const auto& [idx, why] : failed) out << fmt::format("  point {}: {}\n", idx, why);
+    if (!efficiency.empty()) out << kScalingOfWhatRan;
   }
   out << fmt::format("merged {} points from {} shards into {} and {}\n", rows.size(), p.positional().size(), csv_path,
                      svg_path);

@@ -45,8 +45,8 @@ class Ns3Backend final : public NetworkBackend {
     for (const auto& t : s.failures.timed) {
       if (!t.fail) continue;
       throw failure_error(s, "links", t.a, t.b,
-                          "`at:` (a failure during the run) is not supported by the ns3 backend; use backend "
-                          "flow, or drop `at:` to fail it from the start");
+                          "`at:` after 0 (a failure during the run) is not supported by the ns3 backend; use "
+                          "backend flow, or drop `at:` (or give `at: 0`) to fail it from the start");
     }
   }
   [[nodiscard]] BackendRun run(const parallelism::TaskGraph& graph, const topology::Topology& topo,

@@ -154,13 +154,17 @@ failures:
   const Scenario plain = parse_scenario(base, "p.yaml");
   const Scenario from_start = parse_scenario(base, "s.yaml", {{"failures.links", "leaf0-spine1"}});
   const Scenario at_zero = parse_scenario(base, "z.yaml", {{"failures.links", "[{cable: leaf0-spine1, at: 0ms}]"}});
+  // (1 ps: a timed failure before anything is sent, on the timed path)
+  const Scenario at_one_ps =
+      parse_scenario(base, "o.yaml", {{"failures.links", "[{cable: leaf0-spine1, at: 1ps}]"}});
   const Scenario after = parse_scenario(base, "a.yaml", {{"failures.links", "[{cable: leaf0-spine1, at: 1000s}]"}});
   // At 0 is from the start, read as such: no timed failure, so every
   // backend runs it (ns3 runs no failure during the run).
   EXPECT_EQ(at_zero.failures.failed, from_start.failures.failed);
   EXPECT_TRUE(at_zero.failures.timed.empty());
   const Time none = simulate_scenario(plain, nullptr, nullptr, false).result.makespan;
-  EXPECT_EQ(simulate_scenario(at_zero, nullptr, nullptr, false).result.makespan,
+  ASSERT_EQ(at_one_ps.failures.timed.size(), 1U);
+  EXPECT_EQ(simulate_scenario(at_one_ps, nullptr, nullptr, false).result.makespan,
             simulate_scenario(from_start, nullptr, nullptr, false).result.makespan);
   EXPECT_EQ(simulate_scenario(after, nullptr, nullptr, false).result.makespan, none);
   const Time mid = simulate_scenario(s, nullptr, nullptr, false).result.makespan;

@@ -457,7 +457,7 @@ hostile(NAME failures.at_two_cables RC 2
         ARGS run s.yaml --set "failures.links=[{cable: 'leaf0-spine1, leaf0-spine2', at: 1ms}]")
 if(TESSERA_WITH_NS3)
   hostile(NAME failures.at_with_ns3 RC 2
-          REGEX [=[^tessera: error: s\.yaml \(--set failures\.links\): failures\.links\[0\]: leaf0-spine1: `at:` \(a failure during the run\) is not supported by the ns3 backend]=]
+          REGEX [=[^tessera: error: s\.yaml \(--set failures\.links\): failures\.links\[0\]: leaf0-spine1: `at:` after 0 \(a failure during the run\) is not supported by the ns3 backend]=]
           ARGS run s.yaml --backend ns3 --set "failures.links=[{cable: leaf0-spine1, at: 1ms}]")
 endif()
 
