@@ -95,8 +95,9 @@ struct SearchCounts {
   std::size_t invalid = 0;     ///< of them, plans the plan's rules refuse (ParallelPlan::validate)
   std::size_t fit = 0;         ///< plans that fit in memory (cheapest recomputation each)
   std::size_t simulated = 0;
-  bool screened =
-      false;  ///< more fit than --max-candidates: screened by the iteration with free communication
+  /// More fit than --max-candidates: screened by the iteration with free
+  /// communication.
+  bool screened = false;
   /// The scenario's own plan was refused and searched from with pp 1,
   /// 1f1b and virtual_stages auto (the file's virtual_stages is not known).
   bool own_plan_refused = false;

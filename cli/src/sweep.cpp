@@ -1452,9 +1452,12 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // fault (a bandwidth too low to simulate) is an InputError: exit code 2.
   // Only the tool's own errors are a point's: anything else (out of memory,
   // a bug) stops the sweep as for_each_index stops, and main reports it.
-  std::vector<std::optional<std::string>> errors(todo.size());
-  std::vector<std::string> causes(todo.size());  // the error alone, for --skip-failed's list
-  std::vector<char> input_errors(todo.size(), 0);
+  struct PointFailure {
+    std::string message;  ///< "sweep point N (settings): error"
+    std::string cause;    ///< the error alone, without the scenario's path (--skip-failed's list)
+    bool input = false;   ///< an InputError: exit code 2
+  };
+  std::vector<std::optional<PointFailure>> errors(todo.size());
   for_each_index(todo.size(), jobs, [&](std::size_t k) {
     const Point& pt = grid_points[todo[k]];
     try {
@@ -1466,9 +1469,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       rows[pt.index] = row;
       progress.advance();
     } catch (const Error& e) {
-      errors[k] = fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what());
-      causes[k] = without_file(e.what(), scenario_path);
-      input_errors[k] = static_cast<char>(dynamic_cast<const InputError*>(&e) != nullptr);
+      errors[k] =
+          PointFailure{fmt::format("sweep point {} ({}): {}", pt.index, label(pt), e.what()),
+                       without_file(e.what(), scenario_path), dynamic_cast<const InputError*>(&e) != nullptr};
       progress.advance();  // finished, if not well: the bar reaches its end
     }
   });
@@ -1485,17 +1488,16 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::vector<std::pair<Point, std::string>> failed_points;
   if (skip_failed) {
     for (std::size_t k : failed) {
-      std::string why = causes[k];
+      std::string why = errors[k]->cause;
       std::replace(why.begin(), why.end(), '\n', ' ');
       std::replace(why.begin(), why.end(), '\r', ' ');
       failed_points.emplace_back(grid_points[todo[k]], std::move(why));
     }
     std::sort(failed_points.begin(), failed_points.end(),
               [](const auto& a, const auto& b) { return a.first.index < b.first.index; });
-    std::erase_if(points, [&](const Point& pt) {
-      return std::any_of(failed_points.begin(), failed_points.end(),
-                         [&](const auto& f) { return f.first.index == pt.index; });
-    });
+    std::set<std::size_t> left_out;
+    for (const auto& f : failed_points) left_out.insert(f.first.index);
+    std::erase_if(points, [&](const Point& pt) { return left_out.count(pt.index) != 0U; });
     // Unsharded, the notes and models are those of the points that ran (a
     // shard's chart notes stay every valid point's: all shards write the same).
     if (!sharded && !failed_points.empty() && !points.empty()) {
@@ -1525,10 +1527,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                            failed.size() > kNamed ? fmt::format(" and {} more", failed.size() - kNamed) : "");
     }
     const std::string msg =
-        fmt::format("{}{} ({}the same command runs the failed points again{})", *errors[first], others,
-                    rows.empty() ? "" : "the finished points are kept; ",
+        fmt::format("{}{} ({}the same command runs the failed points again{})", errors[first]->message,
+                    others, rows.empty() ? "" : "the finished points are kept; ",
                     skip_failed ? "" : "; --skip-failed finishes the sweep without them");
-    if (input_errors[first] != 0) throw InputError(msg);
+    if (errors[first]->input) throw InputError(msg);
     throw SimulationError(msg);
   }
 
@@ -1590,26 +1592,18 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       json += "}";
     }
     json += "]";
-    // --skip-invalid: the points left out and why (every shard lists all).
-    if (skip_invalid) {
-      json += ", \"skipped\": [";
-      for (std::size_t k = 0; k < skipped.size(); ++k) {
+    // The points left out and why: --skip-invalid's (every shard lists
+    // all), --skip-failed's (a shard: its own).
+    auto left_out = [&](std::string_view key, const std::vector<std::pair<Point, std::string>>& list) {
+      json += fmt::format(", \"{}\": [", key);
+      for (std::size_t k = 0; k < list.size(); ++k) {
         json += fmt::format("{}{{\"point\": {}, \"settings\": {}, \"error\": {}}}", k == 0 ? "" : ", ",
-                            skipped[k].first.index, settings_json(skipped[k].first),
-                            json_string(skipped[k].second));
+                            list[k].first.index, settings_json(list[k].first), json_string(list[k].second));
       }
       json += "]";
-    }
-    // --skip-failed: the points whose simulation failed (a shard: its own).
-    if (skip_failed) {
-      json += ", \"failed\": [";
-      for (std::size_t k = 0; k < failed_points.size(); ++k) {
-        json += fmt::format("{}{{\"point\": {}, \"settings\": {}, \"error\": {}}}", k == 0 ? "" : ", ",
-                            failed_points[k].first.index, settings_json(failed_points[k].first),
-                            json_string(failed_points[k].second));
-      }
-      json += "]";
-    }
+    };
+    if (skip_invalid) left_out("skipped", skipped);
+    if (skip_failed) left_out("failed", failed_points);
     out << json << "}\n";
   };
   if (sharded) {

@@ -500,16 +500,16 @@ const Ns3NetworkStats& IbFabric::GetStats() const {
   m_stats.max_buffer_bytes = Bytes(0);
   m_stats.min_rx_buffer = Bytes(0);
   m_stats.max_rx_buffer = Bytes(0);
-  // A device transmits into its peer's buffer: the reverse link's device
-  // (duplex ids 2k and 2k+1).
-  for (std::size_t k = 0; k < m_devices.size(); ++k) {
-    if (m_devices[k]->m_txPackets == 0) continue;
-    const Bytes b(static_cast<std::int64_t>(m_devices[k ^ 1U]->GetBufferBytes()));
-    m_stats.min_rx_buffer = m_stats.min_rx_buffer == Bytes(0) ? b : std::min(m_stats.min_rx_buffer, b);
-    m_stats.max_rx_buffer = std::max(m_stats.max_rx_buffer, b);
-  }
   std::int64_t stall = 0;
-  for (const auto& d : m_devices) {
+  for (std::size_t k = 0; k < m_devices.size(); ++k) {
+    const auto& d = m_devices[k];
+    // A device transmits into its peer's buffer: the reverse link's device
+    // (duplex ids 2k and 2k+1).
+    if (d->m_txPackets > 0) {
+      const Bytes b(static_cast<std::int64_t>(m_devices[k ^ 1U]->GetBufferBytes()));
+      m_stats.min_rx_buffer = m_stats.min_rx_buffer == Bytes(0) ? b : std::min(m_stats.min_rx_buffer, b);
+      m_stats.max_rx_buffer = std::max(m_stats.max_rx_buffer, b);
+    }
     m_stats.packet_hops += d->m_txPackets;
     m_stats.wire_bytes += Bytes(static_cast<std::int64_t>(d->m_txWireBytes));
     m_stats.drops += d->m_rxOverflows;
