@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -156,7 +157,8 @@ std::string loose(std::string_view name) {
 /// Throws one InputError for every required column the header lacks, with
 /// the header it needs, the one it has and, where a column differs only in
 /// case, spaces or punctuation, that one (helper 78: "missing column
-/// '# GPUs'" alone, for a header of snake_case names).
+/// '# GPUs'" alone, for a header of snake_case names); else one for the
+/// first column that is neither required nor a scenario key path.
 void check_run_columns(const node_model::CsvTable& t, const std::string& path) {
   std::vector<std::string> missing;
   for (const std::string_view name : kRunColumns) {
@@ -167,8 +169,21 @@ void check_run_columns(const node_model::CsvTable& t, const std::string& path) {
     }
     missing.push_back(std::move(m));
   }
-  if (missing.empty()) return;
   std::vector<std::string> needed(kRunColumns.begin(), kRunColumns.end());
+  if (missing.empty()) {
+    // A column that is neither one of these nor a key path would be read by
+    // nobody: a `recompute` column meant as parallelism.recompute would leave
+    // every run at the scenario's value, silently (helper 98).
+    for (const std::string& h : t.header) {
+      if (h.find('.') != std::string::npos) continue;
+      if (std::find(kRunColumns.begin(), kRunColumns.end(), h) != kRunColumns.end()) continue;
+      throw InputError(fmt::format(
+          "{}: column '{}' is neither a runs-file column ({}) nor a scenario key path (section.key, such as "
+          "parallelism.recompute, which sets that key per run): name the key it sets, or remove the column",
+          path, h, fmt::join(needed, ",")));
+    }
+    return;
+  }
   throw InputError(fmt::format(
       "{}: missing column{} {}: a runs file's header is {} (vTrain's ground_truth_single.csv; other "
       "columns named by a scenario key path, such as parallelism.recompute, set that key per run); "
@@ -377,11 +392,23 @@ std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, 
 
 }  // namespace
 
-std::string calibration_yaml(const HostFit& f) {
-  return fmt::format(
-      "calibration:\n  host_launch: {}\n  host_p2p: {}\n  host_microbatch: {}\n  host_iteration: {}\n",
-      to_string(f.host_launch), to_string(f.host_p2p), to_string(f.host_microbatch),
-      to_string(f.host_iteration));
+std::string calibration_yaml(const HostFit& f, const std::string& source) {
+  std::string s = "calibration:\n";
+  if (!source.empty()) {
+    s += fmt::format(
+        "  # host constants fit by tessera validate training on {}; the section's other keys are not "
+        "printed: keep yours\n",
+        source);
+  }
+  auto key = [&](const char* name, Time value, bool fitted) {
+    s += fmt::format("  {}: {}{}\n", name, to_string(value),
+                     fitted ? "" : "  # kept: the scenario's, not fit");
+  };
+  key("host_launch", f.host_launch, f.fitted.host_launch);
+  key("host_p2p", f.host_p2p, f.fitted.host_p2p);
+  key("host_microbatch", f.host_microbatch, f.fitted.host_microbatch);
+  key("host_iteration", f.host_iteration, f.fitted.host_iteration);
+  return s;
 }
 
 HostFitKeys HostFitKeys::parse(const std::string& list) {
@@ -940,7 +967,8 @@ void check_time_units(const std::vector<PredictedRun>& predicted, const std::str
 
 int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<RunTemplate>& templates,
                            const std::vector<Override>& overrides, unsigned jobs, const CvSplit& split,
-                           HostFitKeys keys, const std::optional<std::string>& rows_path, std::ostream& out) {
+                           HostFitKeys keys, const std::optional<std::string>& rows_path,
+                           const std::string& file, std::ostream& out) {
   const int folds = split.folds;
   // "(kept)" after a constant the fit did not move (--fit-only).
   auto mark = [](bool fitted) { return fitted ? "" : " (kept)"; };
@@ -951,6 +979,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
                          templates.size() * (1 + std::max(folds, 0)), 0, std::cerr,
                          ::isatty(STDERR_FILENO) != 0);
   std::vector<PredictedRun> cv_all;
+  std::string verdicts;  // per variant: the held-out errors against the scenario's constants
   for (const RunTemplate& gpu : templates) {
     const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs, keys);
     progress.advance();
@@ -964,7 +993,8 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     // At column 0, as validate collectives prints its section (helper 78:
     // pasted indented it became calibration.calibration).
     out << "Fitted (paste into the scenario's calibration: section, merged with any keys it has there):\n"
-        << calibration_yaml(f);
+        << calibration_yaml(f, fmt::format("{} ({} run{}, {})", file, runs.size(),
+                                           runs.size() == 1 ? "" : "s", gpu.label()));
     // The fit's error is in sample; with as many constants as runs it is no
     // evidence at all (the constants can absorb any model error). After a
     // blank line, at column 0: not part of the section (helper 79: copied
@@ -986,6 +1016,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     out << std::flush;
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
+    std::vector<double> fold_means;
     for (int k = 0; k < folds; ++k) {
       std::vector<MeasuredRun> train, test;
       for (const MeasuredRun& r : runs) (split.fold(r) == k ? test : train).push_back(r);
@@ -1008,8 +1039,12 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
           fk.host_iteration.ms(), test.size(),
           split.by_hidden ? fmt::format(" (hidden {})", split.hiddens[static_cast<std::size_t>(k)]) : "");
       out << std::flush;
+      std::vector<double> errors;
+      for (const PredictedRun& r : pred) errors.push_back(r.error());
+      if (!errors.empty()) fold_means.push_back(error_stats(errors).mean);
       cv.insert(cv.end(), pred.begin(), pred.end());
     }
+    verdicts += format_cv_verdict(gpu.label(), predict_runs(runs, gpu, overrides, jobs), cv, fold_means);
     std::sort(cv.begin(), cv.end(),
               [](const PredictedRun& a, const PredictedRun& b) { return a.run.row < b.run.row; });
     cv_all.insert(cv_all.end(), cv.begin(), cv.end());
@@ -1028,6 +1063,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
           folds);
     }
     out << format_training_report(cv_all);
+    out << "\n" << verdicts;
     if (rows_path) {
       write_file_atomic(*rows_path, rows_csv(cv_all));
       out << fmt::format("\nheld-out predictions written to {}\n", *rows_path);
@@ -1037,6 +1073,47 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
 }
 
 }  // namespace
+
+std::string format_cv_verdict(const std::string& gpu, const std::vector<PredictedRun>& before,
+                              const std::vector<PredictedRun>& held_out,
+                              const std::vector<double>& fold_means) {
+  std::set<int> rows;
+  std::vector<double> after_errors, before_errors;
+  for (const PredictedRun& r : held_out) {
+    rows.insert(r.run.row);
+    after_errors.push_back(r.error());
+  }
+  for (const PredictedRun& r : before) {
+    if (rows.count(r.run.row) != 0U) before_errors.push_back(r.error());
+  }
+  if (after_errors.empty() || before_errors.empty()) return {};
+  const ErrorStats a = error_stats(after_errors), b = error_stats(before_errors);
+  std::string s = fmt::format(
+      "{}: held-out error of the fit: mean {:.1f}% p90 {:.1f}% max {:.1f}%; the scenario's constants on the "
+      "same {} runs: mean {:.1f}% p90 {:.1f}% max {:.1f}%",
+      gpu, 100 * a.mean, 100 * a.p90, 100 * a.max, b.n, 100 * b.mean, 100 * b.p90, 100 * b.max);
+  if (!fold_means.empty()) {
+    const auto [lo, hi] = std::minmax_element(fold_means.begin(), fold_means.end());
+    s += fmt::format("; fold means {:.1f}-{:.1f}% over {} folds", 100 * *lo, 100 * *hi, fold_means.size());
+  }
+  s += "\n";
+  // Compared as printed: a difference below the printed 0.1% is none.
+  if (std::round(1000 * a.mean) < std::round(1000 * b.mean)) {
+    s += fmt::format(
+        "verdict {}: the fit forecasts runs it did not see better than the scenario's constants: paste the "
+        "section above{}\n",
+        gpu,
+        a.max > b.max
+            ? fmt::format(" (its worst run is worse, {:.1f}% against {:.1f}%)", 100 * a.max, 100 * b.max)
+            : std::string());
+  } else {
+    s += fmt::format(
+        "verdict {}: the fit does not forecast runs it did not see better than the scenario's constants: "
+        "keep them (or fit fewer constants, --fit-only, or add runs)\n",
+        gpu);
+  }
+  return s;
+}
 
 int cmd_validate_training(const Args& args, std::ostream& out) {
   ArgParser p("tessera validate training");
@@ -1126,7 +1203,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
     check_time_units(predict_runs(sample, templates.front(), overrides, jobs), file);
   }
   if (p.has("fit") || p.has("fit-only") || folds > 0) {
-    return fit_and_cross_validate(runs, templates, overrides, jobs, split, keys, rows_path, out);
+    return fit_and_cross_validate(runs, templates, overrides, jobs, split, keys, rows_path, file, out);
   }
   std::vector<PredictedRun> all;
   for (const RunTemplate& t : templates) {

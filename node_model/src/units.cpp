@@ -264,7 +264,8 @@ std::string to_string(Time t) {
     while (!frac.empty() && frac.back() == '0') frac.pop_back();
     return fmt::format("{}{}{}{}{}", ps < 0 ? "-" : "", a / f, frac.empty() ? "" : ".", frac, u);
   }
-  return fmt::format("{}ps", ps);
+  // Zero in the unit a reader expects of "no time" (helper 98: "0ps").
+  return ps == 0 ? std::string("0s") : fmt::format("{}ps", ps);
 }
 
 std::string to_string(Bytes b) {

@@ -658,6 +658,25 @@ TEST(TrainingValidation, KeyPathColumnsSetTheirKeyPerRun) {
               bad_path + ": row 1: key path 'parallelism..recompute': empty key in the path");
   }
 
+  // A column that is neither a runs-file column nor a key path is an error,
+  // not a column nobody reads (helper 98: `recompute` left every run at the
+  // scenario's recomputation, silently).
+  const std::string unread =
+      write_temp("tessera_runs_keys_unread.csv", std::string(kHeader).substr(0, std::strlen(kHeader) - 1) +
+                                                     ",recompute\n8,8,1,1024,16,4,256,8,1,1,50,full\n");
+  try {
+    (void)read_vtrain_runs(unread, t);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(
+        std::string(e.what()).rfind(unread + ": column 'recompute' is neither a runs-file column (# GPUs,"
+                                             "global batch,",
+                                    0),
+        0U)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("such as parallelism.recompute"), std::string::npos) << e.what();
+  }
+
   // Two global batches each with and without full recomputation: two
   // groups of the marginal cost, not one.
   std::vector<PredictedRun> p;
@@ -711,6 +730,28 @@ TEST(TrainingValidation, FitOnlyMovesTheListedConstants) {
   EXPECT_EQ(pasted.host_microbatch, f.host_microbatch);
   EXPECT_EQ(pasted.host_iteration, f.host_iteration);
   EXPECT_NE(f.host_iteration.ps() % 1'000'000, 0);  // not a round number: the rendering is exact
+  // With its source: comments say what it was fit on, which keys it holds,
+  // and which constants it kept; pasted, it gives the same constants.
+  const std::string commented = calibration_yaml(f, "runs.csv (3 runs, A100-80GB)");
+  EXPECT_EQ(commented.rfind(
+                "calibration:\n  # host constants fit by tessera validate training on runs.csv (3 runs, "
+                "A100-80GB); the section's other keys are not printed: keep yours\n  host_launch: ",
+                0),
+            0U)
+      << commented;
+  EXPECT_NE(commented.find("  # kept: the scenario's, not fit\n  host_p2p: "), std::string::npos)
+      << commented;
+  EXPECT_EQ(commented.find("host_iteration: " + to_string(f.host_iteration) + "\n"),
+            commented.size() - ("host_iteration: " + to_string(f.host_iteration) + "\n").size())
+      << commented;  // fit: no comment
+  const Calibration pasted_commented =
+      parse_scenario(vtrain_scenario_yaml(runs[0], "A100-80GB")
+                             .substr(0, vtrain_scenario_yaml(runs[0], "A100-80GB").find("calibration: {}")) +
+                         commented,
+                     "pasted.yaml", {})
+          .calibration;
+  EXPECT_EQ(pasted_commented.host_iteration, f.host_iteration);
+  EXPECT_EQ(pasted_commented.host_launch, f.host_launch);
 
   // No pipelined run: nothing measures host_p2p; it keeps the scenario's.
   const std::vector<MeasuredRun> flat = {runs[1], runs[2]};
@@ -777,4 +818,50 @@ TEST(TrainingValidation, FitSaysWhatItsErrorIsWorth) {
             std::string::npos)
       << none.str();
   EXPECT_EQ(none.str().find("--cv K predicts"), std::string::npos) << none.str();
+}
+
+// --cv's verdict: the held-out errors beside the scenario's constants' on
+// the same runs (a run no fold predicted is left out of both), the folds'
+// spread, and whether to paste the fit (helper 98: a fit whose held-out
+// error was worse than before printed a section to paste all the same).
+TEST(TrainingValidation, CvVerdictComparesHeldOutWithTheScenarioConstants) {
+  auto predicted = [](int row, double measured, double predicted) {
+    PredictedRun p;
+    p.gpu = "A100-80GB";
+    p.run = run(1, 2, 1);
+    p.run.row = row;
+    p.run.measured_ms = measured;
+    p.predicted_ms = predicted;
+    return p;
+  };
+  // Before: errors 10%, 20% (and row 3's 50%, which no fold predicted).
+  const std::vector<PredictedRun> before{predicted(1, 100, 110), predicted(2, 100, 80),
+                                         predicted(3, 100, 150)};
+  // Held out: 5% and 10%, better in the mean and at the worst run.
+  const std::string better =
+      format_cv_verdict("A100-80GB", before, {predicted(1, 100, 105), predicted(2, 100, 90)}, {0.05, 0.10});
+  EXPECT_EQ(
+      better,
+      "A100-80GB: held-out error of the fit: mean 7.5% p90 10.0% max 10.0%; the scenario's constants on "
+      "the same 2 runs: mean 15.0% p90 20.0% max 20.0%; fold means 5.0-10.0% over 2 folds\n"
+      "verdict A100-80GB: the fit forecasts runs it did not see better than the scenario's constants: "
+      "paste the section above\n");
+  // Better in the mean, worse at the worst run: said.
+  const std::string worst =
+      format_cv_verdict("A100-80GB", before, {predicted(1, 100, 100), predicted(2, 100, 125)}, {0.0, 0.25});
+  EXPECT_NE(worst.find("paste the section above (its worst run is worse, 25.0% against 20.0%)"),
+            std::string::npos)
+      << worst;
+  // Worse in the mean: keep the scenario's constants.
+  const std::string worse =
+      format_cv_verdict("A100-80GB", before, {predicted(1, 100, 130), predicted(2, 100, 100)}, {0.0, 0.30});
+  EXPECT_NE(
+      worse.find("mean 15.0% p90 30.0% max 30.0%; the scenario's constants on the same 2 runs: mean 15.0%"),
+      std::string::npos)
+      << worse;
+  EXPECT_NE(worse.find("verdict A100-80GB: the fit does not forecast runs it did not see better than the "
+                       "scenario's constants: keep them"),
+            std::string::npos)
+      << worse;
+  EXPECT_EQ(format_cv_verdict("A100-80GB", before, {}, {}), "");
 }

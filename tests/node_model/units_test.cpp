@@ -152,8 +152,10 @@ TEST(Units, RoundTrips) {
   for (const char* s : {"400Gbps", "100Mbps", "1Tbps", "7bps"}) {
     EXPECT_EQ(to_string(parse_bandwidth(s)), s);
   }
+  EXPECT_EQ(to_string(Time::zero()), "0s");
+  EXPECT_EQ(to_string(Time::from_ps(-17)), "-17ps");
   // Any time survives a round trip through its rendering.
-  for (std::int64_t ps : {1LL, 999LL, 1001LL, 123'456'789LL, 5'000'000'000'001LL}) {
+  for (std::int64_t ps : {0LL, 1LL, 999LL, 1001LL, 123'456'789LL, 5'000'000'000'001LL}) {
     EXPECT_EQ(parse_time(to_string(Time::from_ps(ps))).ps(), ps) << to_string(Time::from_ps(ps));
   }
 }

@@ -132,8 +132,11 @@ struct HostFit {
   HostFitKeys fitted;
 };
 /// The fit as a scenario's `calibration:` section (exact: unit strings of
-/// the fitted integer picoseconds), as `--fit` prints it to paste.
-std::string calibration_yaml(const HostFit& fit);
+/// the fitted integer picoseconds), as `--fit` prints it to paste. With a
+/// `source` ("my_runs.csv (12 runs)"), comments say what it was fit on and
+/// that the section's other keys are not in it; a constant not fit is marked
+/// "# kept" either way.
+std::string calibration_yaml(const HostFit& fit, const std::string& source = {});
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
                           const std::vector<Override>& overrides, unsigned jobs, HostFitKeys keys = {});
 
@@ -194,6 +197,16 @@ std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predic
 /// and of a layer (marginal_costs), and one `summary GPU: ...`, one
 /// `marginal GPU: ...` and one `per-layer GPU: ...` line per variant.
 std::string format_training_report(const std::vector<PredictedRun>& predicted);
+
+/// Whether a cross-validated fit is worth pasting: for one GPU variant, the
+/// held-out errors (`held_out`, each run predicted by a fit on the other
+/// folds) beside the errors of the scenario's own constants on the same runs
+/// (`before`; runs not in `held_out` are left out), mean, P90 and max, the
+/// spread of the folds' mean errors (`fold_means`, fractions), and a verdict
+/// line: the fit is better only when its held-out mean error is lower.
+std::string format_cv_verdict(const std::string& gpu, const std::vector<PredictedRun>& before,
+                              const std::vector<PredictedRun>& held_out,
+                              const std::vector<double>& fold_means);
 
 /// The same figures as JSON members (no braces): "gpus", per variant its
 /// "runs", "per_micro_batch" and "per_layer" groups (group name -> n, mean,
