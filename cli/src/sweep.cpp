@@ -1,11 +1,15 @@
 // tessera sweep: one scenario, a grid of --set values, one CSV row per point.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -223,6 +227,43 @@ bool row_of_point(const std::vector<std::string>& cols, const Point& p) {
 bool is_point_index(const std::string& cell) {
   return !cell.empty() && cell.size() <= 18 && cell.find_first_not_of("0123456789") == std::string::npos;
 }
+
+/// An exclusive lock (flock) on a hidden file beside --out, `.NAME.lock`,
+/// held while the sweep reads and writes --out: a second sweep on the same
+/// file is refused instead of interleaving its rows with the first's, or
+/// rewriting the file under it (helper 94). Removed when the sweep ends; one
+/// left by an interrupted sweep holds no lock and is reused.
+class OutLock {
+ public:
+  explicit OutLock(const std::string& out) {
+    const std::filesystem::path p(out);
+    path_ = (p.parent_path() / ("." + p.filename().string() + ".lock")).string();
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      throw InputError(
+          fmt::format("--out {}: cannot create its lock file {}: {}", out, path_, std::strerror(errno)));
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw InputError(fmt::format(
+          "--out {}: another tessera sweep is writing it now (it holds {}); wait for it to finish, or choose "
+          "another --out",
+          out, path_));
+    }
+  }
+  ~OutLock() {
+    ::unlink(path_.c_str());
+    ::close(fd_);
+  }
+  OutLock(const OutLock&) = delete;
+  OutLock& operator=(const OutLock&) = delete;
+  OutLock(OutLock&&) = delete;
+  OutLock& operator=(OutLock&&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
 
 /// The --out file's text as it is before the sweep writes it (empty when
 /// there is none), read as every input is (read_input_file: whole, capped).
@@ -1394,6 +1435,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                                       : unfinished_line(id, grid_points.size())) +
                              "\n" + chart_notes + columns;
   std::map<std::size_t, std::string> rows;
+  const OutLock out_lock(csv_path);
   const std::string existing = existing_text(csv_path);
   switch (out_file_state(csv_path, existing, header, columns, sharded)) {
     case OutFile::Fresh:

@@ -13,12 +13,9 @@ namespace tessera::engine {
 
 namespace {
 
-/// The longest a flow may take at one rate (~46 days, beyond any
-/// iteration): one due later is held this long, and if it is still due then
-/// (no rate change came) the run fails (TransferOverflowError) rather than
-/// report the cap as a time (helper 88: a NIC at 1 bps printed an iteration
-/// of 4e9 ms).
-constexpr std::int64_t kNeverPs = 4'000'000'000'000'000'000;
+/// The longest a flow may take at one rate: one due later is held this
+/// long, and if it is still due then (no rate change came) the run fails.
+constexpr std::int64_t kNeverPs = kLongestTransferPs;
 
 /// Picoseconds until `remaining` bytes have left at `rate` bytes/ps, rounded
 /// up (a flow within 1e-9 ps of a whole picosecond finishes on it); at most
@@ -30,6 +27,18 @@ std::int64_t delay_ps(double remaining, double rate, bool& capped) {
 }
 
 }  // namespace
+
+TransferOverflowError transfer_overflow_error(double bytes, int src, int dst, const topology::Topology& topo,
+                                              topology::LinkId slowest, double bps) {
+  const auto& link = topo.link(slowest);
+  return TransferOverflowError(
+      fmt::format(
+          "a transfer of {:.0f} bytes from GPU {} to GPU {} would take more than {:.0f} days of simulated "
+          "time: the slowest link of its path, {} -> {}, carries {:g} bit/s (is a bandwidth's unit wrong?)",
+          bytes, src, dst, Time::from_ps(kLongestTransferPs).seconds() / 86400, topo.vertex(link.src).name,
+          topo.vertex(link.dst).name, bps),
+      bps);
+}
 
 FlowNetwork::FlowNetwork(const topology::Topology& topo, EventLoop& loop)
     : topo_(topo),
@@ -441,15 +450,8 @@ void FlowNetwork::on_completion_event() {
     for (topology::LinkId l : path(f)) {
       if (capacity_[static_cast<std::size_t>(l)] < capacity_[static_cast<std::size_t>(slowest)]) slowest = l;
     }
-    const double bps = capacity_[static_cast<std::size_t>(slowest)] * 8e12;
-    const auto& link = topo_.link(slowest);
-    throw TransferOverflowError(
-        fmt::format(
-            "a transfer of {:.0f} bytes from GPU {} to GPU {} would take more than {:.0f} days of simulated "
-            "time: the slowest link of its path, {} -> {}, carries {:g} bit/s (is a bandwidth's unit wrong?)",
-            f.payload, f.src, f.dst, Time::from_ps(kNeverPs).seconds() / 86400, topo_.vertex(link.src).name,
-            topo_.vertex(link.dst).name, bps),
-        bps);
+    throw transfer_overflow_error(f.payload, f.src, f.dst, topo_, slowest,
+                                  capacity_[static_cast<std::size_t>(slowest)] * 8e12);
   }
   // Deliveries due at the same instant share one event, in start order:
   // nothing else is scheduled in between, so the order of every event is

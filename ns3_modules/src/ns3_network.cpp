@@ -330,6 +330,9 @@ Ns3Network::Ns3Network(const topology::Topology& topo, Ns3EventLoop& loop, const
                                                     : MakePointToPointFabric(topo, loop, options)),
       topo_(topo),
       loop_(loop) {
+  min_link_bps_ = std::numeric_limits<double>::infinity();
+  for (const topology::Link& l : topo.links())
+    min_link_bps_ = std::min(min_link_bps_, static_cast<double>(l.bandwidth.bps()));
   if (options.scale_up == ScaleUpModel::Flow) {
     scale_up_ = std::make_unique<engine::FlowNetwork>(topo, loop);
     if (!options.source_classes.empty()) scale_up_->set_source_classes(options.source_classes);
@@ -391,12 +394,28 @@ void Ns3Network::send(const engine::Message& msg, engine::Callback on_delivered)
     });
     return;
   }
+  check_transfer_time(msg);
   if (msg.delay_after > Time::zero()) {
     const Time delay = msg.delay_after;
     fabric_->Send(msg, [this, delay, cb = std::move(on_delivered)]() mutable { loop_.schedule(delay, std::move(cb)); });
     return;
   }
   fabric_->Send(msg, std::move(on_delivered));
+}
+
+void Ns3Network::check_transfer_time(const engine::Message& msg) {
+  const double bits = 8.0 * msg.bytes.as_double();
+  // Nothing to look up while even the slowest link carries it in time.
+  if (bits / min_link_bps_ * 1e12 < static_cast<double>(engine::kLongestTransferPs)) return;
+  const topology::Path path = topo_.route(msg.src, msg.dst);
+  if (path.empty()) return;
+  topology::LinkId slowest = path.front();
+  for (const LinkId l : path) {
+    if (topo_.link(l).bandwidth.bps() < topo_.link(slowest).bandwidth.bps()) slowest = l;
+  }
+  const auto bps = static_cast<double>(topo_.link(slowest).bandwidth.bps());
+  if (bits / bps * 1e12 < static_cast<double>(engine::kLongestTransferPs)) return;
+  throw engine::transfer_overflow_error(msg.bytes.as_double(), msg.src, msg.dst, topo_, slowest, bps);
 }
 
 Time Ns3Network::latency(int src, int dst) { return topo_.latency(topo_.route(src, dst)); }

@@ -5,8 +5,10 @@
 // memory panel of compare-schedules. Rendering is checked by chart_render.cmake.
 #include "tessera/cli/chart.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/commands.hpp"
+#include "tessera/error.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -255,6 +258,33 @@ TEST(ChartNumbers, ShortTickLabels) {
 // A node sweep over scaling.yaml's `tiers: auto` fat-tree (16-port
 // switches: 2 tiers hold 16 nodes of 8) says under the chart and the table
 // where the tree gained a tier; a sweep within one tier count says nothing.
+// Two sweeps on one --out: the second is refused while the first holds the
+// file's lock, rather than interleave rows or rewrite the file under it
+// (helper 94); the lock file goes when the sweep ends.
+TEST_F(ChartTest, SweepRefusesAnOutAnotherSweepIsWriting) {
+  const fs::path lock = dir_ / ".s.csv.lock";
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const Args args{std::string(TESSERA_SCENARIO_DIR) + "/default.yaml", "--set", "training.micro_batch=4,8",
+                  "--out", (dir_ / "s.csv").string()};
+  std::ostringstream out;
+  try {
+    (void)cmd_sweep(args, out);
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("--out {}: another tessera sweep is writing it now (it holds {}); wait for it to "
+                          "finish, or choose another --out",
+                          (dir_ / "s.csv").string(), lock.string()));
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "s.csv"));  // nothing written
+  ::close(fd);                               // the first sweep ends (a stale lock file holds no lock)
+  EXPECT_EQ(cmd_sweep(args, out), 0);
+  EXPECT_TRUE(fs::exists(dir_ / "s.csv"));
+  EXPECT_FALSE(fs::exists(lock));
+}
+
 TEST_F(ChartTest, NodeSweepSaysWhereTiersAutoAddedATier) {
   const auto t = texts(*parse_chart(sweep("scaling.yaml", {"cluster.nodes=8,16,32"})));
   EXPECT_TRUE(t.count("Fat-tree (tiers: auto): 2 tiers at 64 to 128 GPUs, 3 tiers at 256 GPUs")) << printed_;

@@ -28,9 +28,23 @@
 #include <vector>
 
 #include "tessera/engine/network.hpp"
+#include "tessera/error.hpp"
 #include "tessera/topology/topology.hpp"
 
 namespace tessera::engine {
+
+/// The longest one transfer may take at one rate (~46 days, beyond any
+/// iteration): a transfer that would take longer fails the run
+/// (transfer_overflow_error) rather than report the cap as a time (helper
+/// 88: a NIC at 1 bps printed an iteration of 4e9 ms). Every backend's.
+inline constexpr std::int64_t kLongestTransferPs = 4'000'000'000'000'000'000;
+
+/// The error of a transfer of `bytes` from GPU `src` to GPU `dst` that would
+/// take longer than kLongestTransferPs: it names the slowest link of its
+/// path, `slowest`, which carries `bps` bits per second (a degraded cable's
+/// rate included), and carries that rate for the caller to name the key.
+TransferOverflowError transfer_overflow_error(double bytes, int src, int dst, const topology::Topology& topo,
+                                              topology::LinkId slowest, double bps);
 
 class FlowNetwork final : public Network {
  public:

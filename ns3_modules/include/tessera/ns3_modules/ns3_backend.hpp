@@ -255,6 +255,11 @@ class Ns3Network final : public engine::Network {
  private:
   /// The scale-up flows' messages and bytes added to the fabric's counters.
   void add_scale_up(Ns3NetworkStats& s) const;
+  /// Throws engine::transfer_overflow_error when the slowest link of the
+  /// message's route would take longer than engine::kLongestTransferPs to
+  /// carry it (the flow backend's error, where the packets would otherwise
+  /// never arrive: helper 96).
+  void check_transfer_time(const engine::Message& msg);
 
   std::unique_ptr<Fabric> fabric_;
   const topology::Topology& topo_;
@@ -265,6 +270,7 @@ class Ns3Network final : public engine::Network {
   std::uint64_t scale_up_sent_ = 0;
   std::uint64_t scale_up_delivered_ = 0;
   Bytes scale_up_bytes_;
+  double min_link_bps_ = 0;        ///< the slowest link's rate at the start (check_transfer_time's shortcut)
   mutable Ns3NetworkStats stats_;  ///< the fabric's counters plus the scale-up ones (stats())
 };
 
