@@ -411,6 +411,13 @@ std::string calibration_yaml(const HostFit& f, const std::string& source) {
   return s;
 }
 
+std::string calibration_json(const HostFit& f) {
+  return fmt::format(
+      R"({{"host_launch": "{}", "host_p2p": "{}", "host_microbatch": "{}", "host_iteration": "{}"}})",
+      to_string(f.host_launch), to_string(f.host_p2p), to_string(f.host_microbatch),
+      to_string(f.host_iteration));
+}
+
 HostFitKeys HostFitKeys::parse(const std::string& list) {
   HostFitKeys k{false, false, false, false};
   std::size_t start = 0;
@@ -968,8 +975,14 @@ void check_time_units(const std::vector<PredictedRun>& predicted, const std::str
 int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<RunTemplate>& templates,
                            const std::vector<Override>& overrides, unsigned jobs, const CvSplit& split,
                            HostFitKeys keys, const std::optional<std::string>& rows_path,
-                           const std::string& file, std::ostream& out) {
+                           const std::string& file, const std::optional<std::string>& base, bool json,
+                           std::ostream& out) {
   const int folds = split.folds;
+  // --json: the text report goes nowhere; the same figures are gathered as
+  // one JSON object, printed at the end.
+  std::ostringstream discarded;
+  std::ostream& text = json ? discarded : out;
+  std::vector<std::string> fits_json;
   // "(kept)" after a constant the fit did not move (--fit-only).
   auto mark = [](bool fitted) { return fitted ? "" : " (kept)"; };
   // A fit simulates every run some 40-60 times (minutes with --every 2):
@@ -983,7 +996,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
   for (const RunTemplate& gpu : templates) {
     const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs, keys);
     progress.advance();
-    out << fmt::format(
+    text << fmt::format(
         "{}: host_launch {:.1f} us{}, host_p2p {:.2f} ms{}, host_microbatch {:.2f} ms{}, "
         "host_iteration {:.2f} ms{} fit on all {} runs ({} sweep{}): mean error {:.1f}%\n",
         gpu.label(), f.host_launch.us(), mark(f.fitted.host_launch), f.host_p2p.ms(), mark(f.fitted.host_p2p),
@@ -992,31 +1005,38 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
         100 * f.mean_error);
     // At column 0, as validate collectives prints its section (helper 78:
     // pasted indented it became calibration.calibration).
-    out << "Fitted (paste into the scenario's calibration: section, merged with any keys it has there):\n"
-        << calibration_yaml(f, fmt::format("{} ({} run{}, {})", file, runs.size(),
-                                           runs.size() == 1 ? "" : "s", gpu.label()));
+    text << "Fitted (paste into the scenario's calibration: section, merged with any keys it has there):\n"
+         << calibration_yaml(f, fmt::format("{} ({} run{}, {})", file, runs.size(),
+                                            runs.size() == 1 ? "" : "s", gpu.label()));
     // The fit's error is in sample; with as many constants as runs it is no
     // evidence at all (the constants can absorb any model error). After a
     // blank line, at column 0: not part of the section (helper 79: copied
     // with it, an indented note was invalid YAML).
     if (const auto k = static_cast<std::size_t>(f.fitted.count()); k == 0) {
-      out << "\nnote: no constant fit (host_p2p needs a pipelined run): the error is the scenario's "
-             "constants' on these runs\n";
+      text << "\nnote: no constant fit (host_p2p needs a pipelined run): the error is the scenario's "
+              "constants' on these runs\n";
     } else if (k >= runs.size()) {
-      out << fmt::format(
+      text << fmt::format(
           "\nnote: {} constants fit on {} run{}: {} can absorb the model's error on them, so the {:.1f}% "
           "above says nothing about other runs. Add runs (other micro-batch counts, layer counts or plans) "
           "or fit fewer constants (--fit-only)\n",
           k, runs.size(), runs.size() == 1 ? "" : "s",
           k > runs.size() ? "more constants than runs" : "as many constants as runs", 100 * f.mean_error);
     } else if (folds == 0) {
-      out << "\n(the error is on the runs fit; --cv K predicts each run with a fit that did not see its "
-             "profile)\n";
+      text << "\n(the error is on the runs fit; --cv K predicts each run with a fit that did not see its "
+              "profile)\n";
     }
-    out << std::flush;
+    text << std::flush;
+    fits_json.push_back(fmt::format(
+        "\"gpu\": {}, \"runs\": {}, \"simulations\": {}, \"mean_error\": {:.6f}, \"calibration\": {}, "
+        "\"fitted\": {{\"host_launch\": {}, \"host_p2p\": {}, \"host_microbatch\": {}, \"host_iteration\": "
+        "{}}}",
+        json_string(gpu.label()), runs.size(), f.simulations, f.mean_error, calibration_json(f),
+        f.fitted.host_launch, f.fitted.host_p2p, f.fitted.host_microbatch, f.fitted.host_iteration));
     if (folds == 0) continue;
     std::vector<PredictedRun> cv;
     std::vector<double> fold_means;
+    std::vector<std::string> folds_json;
     for (int k = 0; k < folds; ++k) {
       std::vector<MeasuredRun> train, test;
       for (const MeasuredRun& r : runs) (split.fold(r) == k ? test : train).push_back(r);
@@ -1032,19 +1052,39 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
       o.push_back({"calibration.host_p2p", fmt::format("{}ns", fk.host_p2p.ps() / 1000)});
       o.push_back({"calibration.host_microbatch", fmt::format("{}ns", fk.host_microbatch.ps() / 1000)});
       const auto pred = predict_runs(test, gpu, o, jobs);
-      out << fmt::format(
+      text << fmt::format(
           "  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, "
           "host_iteration {:.2f} ms; {} held-out runs{}\n",
           k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_microbatch.ms(),
           fk.host_iteration.ms(), test.size(),
           split.by_hidden ? fmt::format(" (hidden {})", split.hiddens[static_cast<std::size_t>(k)]) : "");
-      out << std::flush;
+      text << std::flush;
       std::vector<double> errors;
       for (const PredictedRun& r : pred) errors.push_back(r.error());
       if (!errors.empty()) fold_means.push_back(error_stats(errors).mean);
+      folds_json.push_back(
+          fmt::format("{{\"fold\": {}, \"fit_runs\": {}, \"held_out_runs\": {}, \"calibration\": {}, "
+                      "\"mean_error\": {:.6f}}}",
+                      k, train.size(), test.size(), calibration_json(fk),
+                      errors.empty() ? 0.0 : error_stats(errors).mean));
       cv.insert(cv.end(), pred.begin(), pred.end());
     }
-    verdicts += format_cv_verdict(gpu.label(), predict_runs(runs, gpu, overrides, jobs), cv, fold_means);
+    const std::vector<PredictedRun> before = predict_runs(runs, gpu, overrides, jobs);
+    verdicts += format_cv_verdict(gpu.label(), before, cv, fold_means);
+    std::string verdict_json = "null";
+    if (const auto v = cv_verdict(before, cv, fold_means)) {
+      auto stats = [](const ErrorStats& e) {
+        return fmt::format("{{\"n\": {}, \"mean\": {:.6f}, \"p90\": {:.6f}, \"max\": {:.6f}}}", e.n, e.mean,
+                           e.p90, e.max);
+      };
+      verdict_json = fmt::format(
+          "{{\"held_out\": {}, \"scenario_constants\": {}, \"fold_mean_min\": {:.6f}, \"fold_mean_max\": "
+          "{:.6f}, "
+          "\"better\": {}}}",
+          stats(v->held_out), stats(v->scenario), v->fold_min, v->fold_max, v->better ? "true" : "false");
+    }
+    fits_json.back() +=
+        fmt::format(", \"folds\": [{}], \"verdict\": {}", fmt::join(folds_json, ", "), verdict_json);
     std::sort(cv.begin(), cv.end(),
               [](const PredictedRun& a, const PredictedRun& b) { return a.run.row < b.run.row; });
     cv_all.insert(cv_all.end(), cv.begin(), cv.end());
@@ -1052,31 +1092,40 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
   progress.finish();
   if (folds > 0) {
     if (split.by_hidden) {
-      out << fmt::format(
+      text << fmt::format(
           "\nCross-validation by model width ({} folds, one per hidden size: {}), every run predicted "
           "by a fit on the other widths only:\n\n",
           folds, fmt::join(split.hiddens, ", "));
     } else {
-      out << fmt::format(
+      text << fmt::format(
           "\n{}-fold cross-validation (folds by profile: hidden, micro-batch, tp, pp, each with all "
           "its layers, global batches and dp), every run predicted by a fit that never saw it:\n\n",
           folds);
     }
-    out << format_training_report(cv_all);
-    out << "\n" << verdicts;
+    text << format_training_report(cv_all);
+    text << "\n" << verdicts;
     if (rows_path) {
       write_file_atomic(*rows_path, rows_csv(cv_all));
-      out << fmt::format("\nheld-out predictions written to {}\n", *rows_path);
+      text << fmt::format("\nheld-out predictions written to {}\n", *rows_path);
     }
+  }
+  if (json) {
+    for (std::string& f : fits_json) f = "{" + f + "}";
+    out << fmt::format(
+        "{{\"data\": {}, \"scenario_file\": {}, \"runs\": {}, \"folds\": {}, \"fits\": [{}], \"held_out\": "
+        "{}}}\n",
+        json_string(file), base ? json_string(*base) : std::string("null"), runs.size(), folds,
+        fmt::join(fits_json, ", "),
+        folds > 0 ? "{" + training_report_json(cv_all) + "}" : std::string("null"));
   }
   return 0;
 }
 
 }  // namespace
 
-std::string format_cv_verdict(const std::string& gpu, const std::vector<PredictedRun>& before,
-                              const std::vector<PredictedRun>& held_out,
-                              const std::vector<double>& fold_means) {
+std::optional<CvVerdict> cv_verdict(const std::vector<PredictedRun>& before,
+                                    const std::vector<PredictedRun>& held_out,
+                                    const std::vector<double>& fold_means) {
   std::set<int> rows;
   std::vector<double> after_errors, before_errors;
   for (const PredictedRun& r : held_out) {
@@ -1086,19 +1135,37 @@ std::string format_cv_verdict(const std::string& gpu, const std::vector<Predicte
   for (const PredictedRun& r : before) {
     if (rows.count(r.run.row) != 0U) before_errors.push_back(r.error());
   }
-  if (after_errors.empty() || before_errors.empty()) return {};
-  const ErrorStats a = error_stats(after_errors), b = error_stats(before_errors);
+  if (after_errors.empty() || before_errors.empty()) return std::nullopt;
+  CvVerdict v;
+  v.held_out = error_stats(after_errors);
+  v.scenario = error_stats(before_errors);
+  if (!fold_means.empty()) {
+    const auto [lo, hi] = std::minmax_element(fold_means.begin(), fold_means.end());
+    v.fold_min = *lo;
+    v.fold_max = *hi;
+    v.folds = static_cast<int>(fold_means.size());
+  }
+  // Compared as printed: a difference below the printed 0.1% is none.
+  v.better = std::round(1000 * v.held_out.mean) < std::round(1000 * v.scenario.mean);
+  return v;
+}
+
+std::string format_cv_verdict(const std::string& gpu, const std::vector<PredictedRun>& before,
+                              const std::vector<PredictedRun>& held_out,
+                              const std::vector<double>& fold_means) {
+  const std::optional<CvVerdict> v = cv_verdict(before, held_out, fold_means);
+  if (!v) return {};
+  const ErrorStats &a = v->held_out, &b = v->scenario;
   std::string s = fmt::format(
       "{}: held-out error of the fit: mean {:.1f}% p90 {:.1f}% max {:.1f}%; the scenario's constants on the "
       "same {} runs: mean {:.1f}% p90 {:.1f}% max {:.1f}%",
       gpu, 100 * a.mean, 100 * a.p90, 100 * a.max, b.n, 100 * b.mean, 100 * b.p90, 100 * b.max);
-  if (!fold_means.empty()) {
-    const auto [lo, hi] = std::minmax_element(fold_means.begin(), fold_means.end());
-    s += fmt::format("; fold means {:.1f}-{:.1f}% over {} folds", 100 * *lo, 100 * *hi, fold_means.size());
+  if (v->folds > 0) {
+    s += fmt::format("; fold means {:.1f}-{:.1f}% over {} folds", 100 * v->fold_min, 100 * v->fold_max,
+                     v->folds);
   }
   s += "\n";
-  // Compared as printed: a difference below the printed 0.1% is none.
-  if (std::round(1000 * a.mean) < std::round(1000 * b.mean)) {
+  if (v->better) {
     s += fmt::format(
         "verdict {}: the fit forecasts runs it did not see better than the scenario's constants: paste the "
         "section above{}\n",
@@ -1133,11 +1200,6 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   const std::vector<Override> overrides = parse_overrides(sets);
   p.expect_positional(0, "arguments");
   const bool json = p.has("json");
-  if (json && (p.has("fit") || p.has("fit-only") || p.has("cv"))) {
-    throw UsageError(
-        "tessera validate training: --json reports the runs' predictions under the scenario's constants; "
-        "--fit, --fit-only and --cv print their text report");
-  }
   const std::string data = dataset_folder(p.require("data"), "vtrain");
   const std::string file =
       fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
@@ -1203,7 +1265,8 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
     check_time_units(predict_runs(sample, templates.front(), overrides, jobs), file);
   }
   if (p.has("fit") || p.has("fit-only") || folds > 0) {
-    return fit_and_cross_validate(runs, templates, overrides, jobs, split, keys, rows_path, file, out);
+    return fit_and_cross_validate(runs, templates, overrides, jobs, split, keys, rows_path, file, base, json,
+                                  out);
   }
   std::vector<PredictedRun> all;
   for (const RunTemplate& t : templates) {

@@ -3,6 +3,7 @@
 // single-node Megatron-DeepSpeed table, or a user's own runs in its schema on
 // a scenario of theirs (RunTemplate); each run becomes a scenario and goes
 // through the same pipeline as `tessera run`.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -137,6 +138,9 @@ struct HostFit {
 /// that the section's other keys are not in it; a constant not fit is marked
 /// "# kept" either way.
 std::string calibration_yaml(const HostFit& fit, const std::string& source = {});
+/// The four constants as a JSON object of exact unit strings (values for
+/// --set calibration.KEY=...), as `--fit --json` prints them.
+std::string calibration_json(const HostFit& fit);
 HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplate& where,
                           const std::vector<Override>& overrides, unsigned jobs, HostFitKeys keys = {});
 
@@ -197,6 +201,22 @@ std::vector<MarginalCost> marginal_costs(const std::vector<PredictedRun>& predic
 /// and of a layer (marginal_costs), and one `summary GPU: ...`, one
 /// `marginal GPU: ...` and one `per-layer GPU: ...` line per variant.
 std::string format_training_report(const std::vector<PredictedRun>& predicted);
+
+/// A cross-validated fit against the scenario's own constants, for one GPU
+/// variant (cv_verdict).
+struct CvVerdict {
+  ErrorStats held_out;  ///< each run predicted by a fit on the other folds
+  ErrorStats scenario;  ///< the scenario's constants on the same runs
+  double fold_min = 0;  ///< the folds' mean errors: least
+  double fold_max = 0;  ///< and largest (0 and 0 without folds)
+  int folds = 0;        ///< folds that predicted any run
+  bool better = false;  ///< the held-out mean error is lower, as printed (to 0.1%)
+};
+/// The verdict of `held_out` against `before` (runs not in `held_out` are
+/// left out); nullopt when either has no run.
+std::optional<CvVerdict> cv_verdict(const std::vector<PredictedRun>& before,
+                                    const std::vector<PredictedRun>& held_out,
+                                    const std::vector<double>& fold_means);
 
 /// Whether a cross-validated fit is worth pasting: for one GPU variant, the
 /// held-out errors (`held_out`, each run predicted by a fit on the other
