@@ -1029,8 +1029,8 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     text << std::flush;
     fits_json.push_back(fmt::format(
         "\"gpu\": {}, \"runs\": {}, \"simulations\": {}, \"mean_error\": {:.6f}, \"calibration\": {}, "
-        "\"fitted\": {{\"host_launch\": {}, \"host_p2p\": {}, \"host_microbatch\": {}, \"host_iteration\": "
-        "{}}}",
+        "\"fitted\": {{\"host_launch\": {}, \"host_p2p\": {}, \"host_microbatch\": {}, "
+        "\"host_iteration\": {}}}",
         json_string(gpu.label()), runs.size(), f.simulations, f.mean_error, calibration_json(f),
         f.fitted.host_launch, f.fitted.host_p2p, f.fitted.host_microbatch, f.fitted.host_iteration));
     if (folds == 0) continue;
@@ -1078,9 +1078,8 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
                            e.p90, e.max);
       };
       verdict_json = fmt::format(
-          "{{\"held_out\": {}, \"scenario_constants\": {}, \"fold_mean_min\": {:.6f}, \"fold_mean_max\": "
-          "{:.6f}, "
-          "\"better\": {}}}",
+          "{{\"held_out\": {}, \"scenario_constants\": {}, \"fold_mean_min\": {:.6f}, "
+          "\"fold_mean_max\": {:.6f}, \"better\": {}}}",
           stats(v->held_out), stats(v->scenario), v->fold_min, v->fold_max, v->better ? "true" : "false");
     }
     fits_json.back() +=
@@ -1112,8 +1111,8 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
   if (json) {
     for (std::string& f : fits_json) f = "{" + f + "}";
     out << fmt::format(
-        "{{\"data\": {}, \"scenario_file\": {}, \"runs\": {}, \"folds\": {}, \"fits\": [{}], \"held_out\": "
-        "{}}}\n",
+        "{{\"data\": {}, \"scenario_file\": {}, \"runs\": {}, \"folds\": {}, \"fits\": [{}], "
+        "\"held_out\": {}}}\n",
         json_string(file), base ? json_string(*base) : std::string("null"), runs.size(), folds,
         fmt::join(fits_json, ", "),
         folds > 0 ? "{" + training_report_json(cv_all) + "}" : std::string("null"));
