@@ -9,6 +9,7 @@
 #include <ns3/uinteger.h>
 
 #include <algorithm>
+#include <boost/range/iterator_range.hpp>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -414,12 +415,22 @@ std::vector<std::uint16_t> IbFabric::EcmpPorts(VertexId v, std::uint32_t dstRank
   const int s = m_tables->switch_index(v);
   const std::int16_t h = m_hops[static_cast<std::size_t>(s) * G + dstRank];
   const topology::PortNo lftPort = m_tables->port(static_cast<std::size_t>(s), topology::lid_of_rank(static_cast<int>(dstRank)));
-  const Bandwidth bw = m_topo.link(m_topo.port_link(v, lftPort)).bandwidth;
+  // Ports of the table's port's built rate (the graph's; links() has a
+  // degraded cable's): a degraded up-link stays in the set, as a slow port
+  // stays in an InfiniBand adaptive-routing group, its queue steering
+  // packets off it, and a degraded table port does not shrink the set to
+  // itself.
+  const auto& g = m_topo.graph();
+  std::vector<Bandwidth> built(boost::out_degree(v, g) + 1);
+  for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+    built[m_topo.port_of(g[e].id)] = g[e].bandwidth;
+  }
+  const Bandwidth bw = built[lftPort];
   std::vector<std::uint16_t> out;
-  const auto degree = static_cast<topology::PortNo>(boost::out_degree(v, m_topo.graph()));
+  const auto degree = static_cast<topology::PortNo>(boost::out_degree(v, g));
   for (topology::PortNo p = 1; p <= degree; ++p) {
     const auto& l = m_topo.link(m_topo.port_link(v, p));
-    if (l.bandwidth != bw) continue;
+    if (built[p] != bw) continue;
     const auto& np = m_topo.vertex(l.dst);
     bool ok = false;
     if (np.kind == VertexKind::Gpu) {

@@ -127,6 +127,7 @@ class IbNetDevice : public ns3::NetDevice {
   void SetPeerBufferBytes(std::uint32_t bytes);
   void SetBufferBytes(std::uint32_t bytes);  ///< own receive buffer per VL
   std::uint32_t GetBufferBytes() const { return m_bufferBytes; }
+  std::uint64_t GetBitRate() const { return m_rate.GetBitRate(); }  ///< the port's line rate
   void SetSampleInterval(const ns3::Time& interval) { m_sampleInterval = interval; }
   /// Counts transmitted payload by the class of the packet's source rank
   /// (`classes[srcRank]`, -1 or past the end: none) into m_txPayloadByClass,

@@ -54,14 +54,20 @@ std::uint16_t IbSwitch::Route(const IbPacketInfo& info) {
     choices = m_ecmpProvider(info.dstRank);
     if (choices.empty()) choices.push_back(lftPort);
   }
-  // Least bytes queued for the output; ties go to the LFT's own port, then
-  // to the lowest port number.
+  // The output that drains soonest: bytes routed to it and not yet sent out
+  // (the packet on the wire included) over its line rate, so that a slow
+  // (degraded) port in the set counts its backlog in time; ties go to the
+  // LFT's own port, then to the lowest port number. (Over ports of one
+  // rate: the least bytes.)
+  auto drain = [this](std::uint16_t p) {
+    return static_cast<double>(m_outQueuedBytes[p]) / static_cast<double>(m_ports[p]->GetBitRate());
+  };
   std::uint16_t best = lftPort;
-  std::uint64_t bestBytes = m_outQueuedBytes[lftPort];
+  double bestDrain = drain(lftPort);
   for (const std::uint16_t p : choices) {
-    if (m_outQueuedBytes[p] < bestBytes) {
+    if (drain(p) < bestDrain) {
       best = p;
-      bestBytes = m_outQueuedBytes[p];
+      bestDrain = drain(p);
     }
   }
   return best;
@@ -95,7 +101,6 @@ IbTxItem IbSwitch::DequeueTx(std::uint16_t port, std::uint8_t vl, std::size_t k)
   auto& fifo = m_input[Slot(in, vl)];
   IbTxItem item{fifo.front().packet, fifo.front().info, in};
   fifo.pop_front();
-  m_outQueuedBytes[port] -= item.info.wireBytes;
   if (!fifo.empty()) {  // the next packet of that input becomes its head
     const std::uint16_t next = fifo.front().outPort;
     m_requests[Slot(next, vl)].push_back(in);
@@ -104,7 +109,9 @@ IbTxItem IbSwitch::DequeueTx(std::uint16_t port, std::uint8_t vl, std::size_t k)
   return item;
 }
 
-void IbSwitch::TxComplete(std::uint16_t /*port*/, const IbTxItem& item) {
+void IbSwitch::TxComplete(std::uint16_t port, const IbTxItem& item) {
+  // Sent out: no longer the output's backlog (adaptive routing's measure).
+  m_outQueuedBytes[port] -= item.info.wireBytes;
   // The packet has been read out of its input buffer: its space goes back
   // upstream as credits.
   m_ports[item.inPort]->ReleaseRxBuffer(item.info.vl, item.info.wireBytes);

@@ -65,7 +65,7 @@ class IbSwitch : public IbPortOwner {
   std::vector<std::uint16_t> m_lft;
   std::vector<std::deque<Entry>> m_input;              ///< [in port, VL] FIFO
   std::vector<std::deque<std::uint16_t>> m_requests;   ///< [out port, VL] inputs whose head wants it
-  std::vector<std::uint64_t> m_outQueuedBytes;         ///< per out port: bytes routed to it, not yet sent
+  std::vector<std::uint64_t> m_outQueuedBytes;         ///< per out port: bytes routed to it, not yet sent out
   std::vector<std::vector<std::uint16_t>> m_ecmp;      ///< per destination (adaptive routing, lazily)
   EcmpProvider m_ecmpProvider;
 };

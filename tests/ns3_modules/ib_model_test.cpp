@@ -432,6 +432,39 @@ TEST(IbModel, AdaptiveRoutingSpreadsCollidingFlowsOverSpines) {
   EXPECT_EQ(adaptive.report.network.payload_delivered, Bytes(2 * size));
 }
 
+TEST(IbModel, AdaptiveRoutingLeavesADegradedUplink) {
+  // The same fabric, one flow 0->4 whose D-mod-k uplink runs at 10% of its
+  // rate. Static routing keeps it there (about 10x the time alone);
+  // adaptive routing keeps the slow port in the equal-cost set (by its built
+  // rate) and steers by queued bytes, so the healthy spine carries most of
+  // it (helper 101: the set was the ports of the degraded port's rate, the
+  // slow port alone, and adaptive routing changed nothing).
+  topology::LeafSpineSpec spec;
+  spec.nodes = 8;
+  spec.gpus_per_node = 1;
+  spec.nvlink_bandwidth = Bandwidth::gigabytes_per_second(450);
+  spec.nvlink_latency = Time::from_ns(300);
+  spec.nic_bandwidth = Bandwidth::gbps(100);
+  spec.nic_latency = Time::from_ns(200);
+  spec.hosts_per_leaf = 4;
+  spec.spines = 2;
+  spec.spine_bandwidth = Bandwidth::gbps(100);
+  spec.spine_latency = Time::from_ns(200);
+  Topology t = topology::build_leaf_spine(spec);
+  const auto& up = t.link(t.route(0, 4)[1]);
+  (void)t.degrade_cable(up.src, up.dst, 0.1);
+  const std::int64_t size = 2 << 20;
+  const std::vector<Message> msgs{{0, 4, Bytes(size)}};
+  const double one = static_cast<double>(size) / payload_rate(spec.nic_bandwidth);
+  const auto fixed = run_flows(t, msgs);
+  EXPECT_NEAR(fixed.done[0].seconds(), 10 * one, 0.05 * 10 * one);
+  Ns3Options ar;
+  ar.adaptive_routing = true;
+  const auto adaptive = run_flows(t, msgs, ar);
+  EXPECT_LT(adaptive.done[0].seconds(), 1.25 * one);
+  EXPECT_EQ(adaptive.report.network.payload_delivered, Bytes(size));
+}
+
 namespace {
 /// 4 nodes x 4 GPUs on a 2-tier k=8 fat-tree at 200 Gb/s (NVSwitch inside).
 Topology small_fat_tree() {
