@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/range/iterator_range.hpp>
 #include <cmath>
+#include <map>
 
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/study/backend.hpp"
@@ -159,7 +161,27 @@ topology::Topology build_topology(const Scenario& s) {
       }
     }
   };
-  apply("links", f.failed, [&](topology::VertexId a, topology::VertexId b) { (void)t.fail_cable(a, b); });
+  // A GPU's NVLink (to its NVSwitch, or to another GPU in a mesh) does not
+  // fail here: traffic inside a node is timed with NCCL's NVLink figures
+  // (collectives.nvlink_*), which a detour over the node's NICs would not
+  // follow; a GPU that loses an NVLink is drained in practice (helper 101).
+  auto refuse_nvlink = [&](topology::VertexId a, topology::VertexId b) {
+    using topology::VertexKind;
+    const VertexKind ka = t.vertex(a).kind, kb = t.vertex(b).kind;
+    const bool gpu_side = ka == VertexKind::Gpu || kb == VertexKind::Gpu;
+    const bool nvlink = gpu_side && (ka == VertexKind::NvSwitch || kb == VertexKind::NvSwitch ||
+                                     (ka == VertexKind::Gpu && kb == VertexKind::Gpu));
+    if (nvlink) {
+      throw InputError(
+          "an NVLink cable inside a node cannot fail in this model (its node's traffic is timed with "
+          "NCCL's NVLink figures; a GPU that loses an NVLink is drained in practice): give it under "
+          "failures.degraded for a slow NVLink");
+    }
+  };
+  apply("links", f.failed, [&](topology::VertexId a, topology::VertexId b) {
+    refuse_nvlink(a, b);
+    (void)t.fail_cable(a, b);
+  });
   apply("degraded", f.degraded,
         [&](topology::VertexId a, topology::VertexId b) { (void)t.degrade_cable(a, b, f.degraded_rate); });
   // Cables are duplex and GPUs never forward: every GPU reaches every other
@@ -167,25 +189,54 @@ topology::Topology build_topology(const Scenario& s) {
   // GPU 0's side of the fabric) and each GPU of GPU 0's node reaches a GPU
   // of another node (its own cable to the fabric is up: GPU 0 reaches its
   // node's GPUs over NVLink whatever their cables).
-  auto check_reachable = [&](const topology::Topology& topo, std::size_t down) {
+  auto check_reachable = [&](const topology::Topology& topo,
+                             const std::vector<std::pair<std::string, std::string>>& down) {
     const int per_node = s.cluster.gpus_per_node;
+    // The GPUs whose only way into the fabric is down: a GPU's own cable to
+    // its leaf, or its shared adapter's (every GPU behind that HCA), with
+    // the cable that cut it off.
+    std::map<int, std::string> cut_off;
+    for (const auto& [na, nb] : down) {
+      const topology::VertexId va = topo.find_vertex(na), vb = topo.find_vertex(nb);
+      for (const auto& [v, other] : {std::pair{va, vb}, std::pair{vb, va}}) {
+        const topology::VertexKind k = topo.vertex(v).kind, ko = topo.vertex(other).kind;
+        const bool fabric = ko == topology::VertexKind::Leaf || ko == topology::VertexKind::Spine ||
+                            ko == topology::VertexKind::Core;
+        const std::string cable = na + "-" + nb;
+        if (k == topology::VertexKind::Gpu && fabric) {
+          cut_off.emplace(topo.vertex(v).index,
+                          fmt::format("its only cable to the fabric, {}, is down", cable));
+        } else if (k == topology::VertexKind::Gpu && ko == topology::VertexKind::Hca) {
+          cut_off.emplace(topo.vertex(v).index,
+                          fmt::format("its only link to its network adapter, {}, is down", cable));
+        } else if (k == topology::VertexKind::Hca && fabric) {
+          for (const auto e : boost::make_iterator_range(boost::out_edges(v, topo.graph()))) {
+            const topology::VertexId g = boost::target(e, topo.graph());
+            if (topo.vertex(g).kind != topology::VertexKind::Gpu) continue;
+            cut_off.emplace(topo.vertex(g).index,
+                            fmt::format("its network adapter {} lost its only cable to the fabric, {}",
+                                        topo.vertex(v).name, cable));
+          }
+        }
+      }
+    }
     auto check = [&](int a, int b) {
       try {
         (void)topo.route(a, b);
       } catch (const InputError&) {
-        // Its own cable among them: say that nothing routes around it.
-        const std::string gpu = fmt::format("gpu{}", b);
-        const bool own = std::any_of(f.failed.begin(), f.failed.end(),
-                                     [&](const auto& c) { return c.first == gpu || c.second == gpu; }) ||
-                         std::any_of(f.timed.begin(), f.timed.end(),
-                                     [&](const auto& c) { return c.fail && (c.a == gpu || c.b == gpu); });
+        // A GPU cut off from the fabric among them: named first, with the
+        // cable, and that nothing routes around it.
+        const auto cut = cut_off.count(b) != 0U ? cut_off.find(b) : cut_off.find(a);
+        const int from = cut != cut_off.end() ? cut->first : b;
+        const int to = from == b ? a : b;
         const std::string why = fmt::format(
-            "with {} {} down GPU {} cannot reach GPU {} (no route left{})", down == 1 ? "this" : "these",
-            down == 1 ? "1 cable" : fmt::format("{} cables", down), b, a,
-            own ? fmt::format("; GPU {}'s only cable to the fabric is down, "
-                              "and NCCL's detour through a neighbour's NIC, PXN, is not modelled",
-                              b)
-                : "");
+            "with {} {} down GPU {} cannot reach GPU {} (no route left{})",
+            down.size() == 1 ? "this" : "these",
+            down.size() == 1 ? "1 cable" : fmt::format("{} cables", down.size()), from, to,
+            cut != cut_off.end() ? fmt::format("; GPU {}: {}, and NCCL's detour through a neighbour's "
+                                               "NIC over NVLink, PXN, is not modelled",
+                                               from, cut->second)
+                                 : "");
         if (!f.links) throw ScenarioError(fmt::format("{}: failures.links: {}", s.file, why));
         throw ScenarioError(f.links->where, fmt::format("{}: {}", f.links->path, why), f.links->option);
       }
@@ -195,12 +246,12 @@ topology::Topology build_topology(const Scenario& s) {
       for (int g = 1; g < per_node; ++g) check(per_node, g);
     }
   };
-  if (!f.failed.empty()) check_reachable(t, f.failed.size());
+  if (!f.failed.empty()) check_reachable(t, f.failed);
   // Cables failing during the run (`at:`): their names, and that the fabric
   // once they are all down still connects every GPU.
   if (f.timed.empty()) return t;
   topology::Topology after = t;
-  std::size_t timed_down = 0;
+  std::vector<std::pair<std::string, std::string>> all_down = f.failed;
   for (const auto& c : f.timed) {
     const char* key = c.fail ? "links" : "degraded";
     try {
@@ -208,8 +259,9 @@ topology::Topology build_topology(const Scenario& s) {
       const auto b = after.find_vertex(c.b);
       // Both throw when there is no such cable (a factor of 1 changes nothing).
       if (c.fail) {
+        refuse_nvlink(a, b);
         (void)after.fail_cable(a, b);
-        ++timed_down;
+        all_down.emplace_back(c.a, c.b);
       } else {
         (void)after.degrade_cable(a, b, 1.0);
       }
@@ -217,7 +269,7 @@ topology::Topology build_topology(const Scenario& s) {
       throw cable_error(key, c.a, c.b, e.what());
     }
   }
-  if (timed_down > 0) check_reachable(after, f.failed.size() + timed_down);
+  if (all_down.size() > f.failed.size()) check_reachable(after, all_down);
   return t;
 }
 
