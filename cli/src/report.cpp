@@ -102,6 +102,12 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
                                                (s.model.tied_embeddings ? 1 : 2);
   rep.experts = s.model.moe.experts;
   rep.top_k = s.model.is_moe() ? s.model.moe.top_k : 0;
+  if (s.model.is_moe()) {
+    rep.shared_experts = s.model.moe.shared_experts;
+    rep.capacity_factor = s.model.moe.capacity_factor;
+    rep.imbalance = s.model.moe.imbalance;
+    rep.load_factor = s.model.moe.load_factor(s.plan.ep);
+  }
   rep.gpu = s.gpu.name;
   rep.fabric = std::string(fabric_name(s));
   rep.fabric_detail = fabric_detail(s);
@@ -644,6 +650,22 @@ std::string grouped(std::int64_t n) {
     digits.insert(static_cast<std::size_t>(at), ",");
   return digits;
 }
+
+/// How an MoE run routes, when it is not the even, dropless default: ", capacity
+/// factor 1.25: every expert padded to it" or ", busiest expert-parallel
+/// rank 1.25x the average: every rank modelled as it, ...".
+std::string moe_routing_phrase(const RunReport& r) {
+  if (r.capacity_factor > 1.0) {
+    return fmt::format(", capacity factor {}: every expert padded to it", r.capacity_factor);
+  }
+  if (r.load_factor > 1.0) {
+    return fmt::format(
+        ", busiest expert-parallel rank {}x the average: every rank modelled as it, in time and all-to-all "
+        "bytes",
+        r.load_factor);
+  }
+  return {};
+}
 }  // namespace
 
 std::string format_text(const RunReport& r) {
@@ -653,14 +675,18 @@ std::string format_text(const RunReport& r) {
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({}{})\n", r.scenario, r.model, r.gpus, r.gpu,
                      fabric_phrase(r.fabric) + r.fabric_detail, r.hcas);
-  out += fmt::format("Model          {}: {} parameters{}{}\n", r.model, parameter_count(r.parameters),
-                     r.experts > 0 ? fmt::format(", {} active per token (top {} of {} experts)",
-                                                 parameter_count(r.active_parameters), r.top_k, r.experts)
-                                   : std::string(),
-                     r.padded_parameters != r.parameters
-                         ? fmt::format(" (+{} as Megatron counts them, the vocabulary padded to {})",
-                                       grouped(r.padded_parameters - r.parameters), r.padded_vocab)
-                         : std::string());
+  out += fmt::format(
+      "Model          {}: {} parameters{}{}\n", r.model, parameter_count(r.parameters),
+      r.experts > 0
+          ? fmt::format(", {} active per token (top {} of {} experts{}{})",
+                        parameter_count(r.active_parameters), r.top_k, r.experts,
+                        r.shared_experts > 0 ? fmt::format(" + {} shared", r.shared_experts) : std::string(),
+                        moe_routing_phrase(r))
+          : std::string(),
+      r.padded_parameters != r.parameters
+          ? fmt::format(" (+{} as Megatron counts them, the vocabulary padded to {})",
+                        grouped(r.padded_parameters - r.parameters), r.padded_vocab)
+          : std::string());
   out += fmt::format("Plan           dp={} tp={} pp={}{}{}, {} x {} tokens, {} schedule{}\n", r.dp, r.tp,
                      r.pp, r.shows_ep() ? fmt::format(" ep={}", r.ep) : "",
                      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout),
@@ -874,9 +900,16 @@ std::string format_json(const RunReport& r) {
       "\"mfu\": {:.6f}, \"hardware_tflops_per_gpu\": {:.6f}, \"hfu\": {:.6f}, \"tokens_per_s\": {:.3f}, {}"
       "\"network_bytes\": {}, \"nvlink_bytes\": {}, \"fabric_bytes\": {}, \"gradient_dtype\": {}, "
       "{}\"oom\": {}, \"memory_per_stage\": [{}]{}}}\n",
-      json_string(r.scenario), json_string(r.model), r.parameters, r.active_parameters, r.padded_vocab,
-      r.padded_parameters, json_string(r.gpu), json_string(r.fabric), r.fabric_tiers, r.gpus, r.dp, r.tp,
-      r.pp,
+      json_string(r.scenario), json_string(r.model), r.parameters,
+      std::to_string(r.active_parameters) +
+          (r.experts > 0 ? fmt::format(", \"moe\": {{\"experts\": {}, \"top_k\": {}, \"shared_experts\": {}, "
+                                       "\"capacity_factor\": {:.6f}, \"imbalance\": {:.6f}, "
+                                       "\"load_factor\": {:.6f}}}",
+                                       r.experts, r.top_k, r.shared_experts, r.capacity_factor, r.imbalance,
+                                       r.load_factor)
+                         : std::string()),
+      r.padded_vocab, r.padded_parameters, json_string(r.gpu), json_string(r.fabric), r.fabric_tiers, r.gpus,
+      r.dp, r.tp, r.pp,
       (r.shows_ep() ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule), r.virtual_stages, r.micro_batches, r.micro_batch, r.global_batch, r.seq_len,

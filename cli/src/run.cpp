@@ -57,6 +57,19 @@ std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
     if (work.micro_batch > 1) fixes.emplace_back("a smaller training.micro_batch");
     if (plan.tp > 1 && !plan.sequence_parallel) fixes.emplace_back("parallelism.sequence_parallel: true");
   } else if (plan.dp > 1) {
+    // A mixture of experts: twice the expert parallelism holds half the
+    // experts per GPU (their weights, gradients and optimizer states), where
+    // the plan with it runs (helper 99: it was never suggested).
+    if (s.model.is_moe()) {
+      parallelism::ParallelPlan wider = plan;
+      wider.ep = plan.ep * 2;
+      try {
+        wider.validate(s.model, work, s.gpus());
+        fixes.push_back(fmt::format("parallelism.ep: {} (half the experts per GPU)", wider.ep));
+      } catch (const Error&) {
+        // no wider expert parallelism fits this plan
+      }
+    }
     // The ZeRO stage that shards the part (helper 82: gradients were sent
     // to stage 1, which does not shard them).
     // Named only where the plan with it is one the tool runs (helper 84:
@@ -170,6 +183,8 @@ int cmd_run(const Args& args, std::ostream& out) {
     return std::nullopt;
   };
   const auto trace_path = output("trace", s.outputs.trace);
+  // Said on stderr now, and in the report's warnings (JSON) with the rest.
+  std::vector<std::string> option_warnings;
   if (!trace_path) {
     // What the trace records, with no trace written: it does nothing.
     std::vector<std::string> unused;
@@ -180,9 +195,9 @@ int cmd_run(const Args& args, std::ostream& out) {
     if (!s.outputs.trace_micro_batches.empty()) unused.emplace_back("outputs.trace_micro_batches");
     if (s.outputs.trace_transfers) unused.emplace_back("outputs.trace_transfers");
     for (const std::string& u : unused) {
-      std::cerr << fmt::format(
-          "tessera: warning: {}: {} has no effect without a trace (--trace FILE or outputs.trace)\n", s.file,
-          u);
+      option_warnings.push_back(
+          fmt::format("{} has no effect without a trace (--trace FILE or outputs.trace)", u));
+      std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, option_warnings.back());
     }
   }
   const auto links_path = output("links", s.outputs.links);
@@ -221,6 +236,7 @@ int cmd_run(const Args& args, std::ostream& out) {
   for (std::size_t i = s.warnings.size(); i < rep.warnings.size(); ++i) {
     std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, rep.warnings[i]);
   }
+  rep.warnings.insert(rep.warnings.end(), option_warnings.begin(), option_warnings.end());
   if (trace) trace->finish();
   if (links_path) {
     // The backend's own CSV (ns3), else the one from its per-link vectors.

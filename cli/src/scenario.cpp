@@ -106,6 +106,11 @@ std::string key_alias(const std::string& key) {
       {"moe_intermediate_size", "expert_ffn_hidden"},
       {"moe_layer_freq", "moe_every"},
       {"n_shared_experts", "shared_experts"},
+      {"n_routed_experts", "experts"},
+      {"routed_experts", "experts"},
+      {"moe_expert_capacity_factor", "capacity_factor"},
+      {"expert_capacity_factor", "capacity_factor"},
+      {"capacity", "capacity_factor"},
       {"first_k_dense_replace", "first_dense_layers"},
       {"num_experts_per_tok", "top_k"},
       {"micro_batch_size", "micro_batch"},
@@ -159,6 +164,10 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
        {"grad_sync", "Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce'"}},
       {"use_distributed_optimizer",
        {"zero_stage", "Megatron's --use-distributed-optimizer is 'zero_stage: 1'"}},
+      {"expert_tensor_parallel_size",
+       {"ep",
+        "Megatron's --expert-tensor-parallel-size is not modelled: the experts are split over 'tp' as "
+        "the layers are (Megatron's default)"}},
       {"disable_bias_linear", {"linear_bias", "Megatron's --disable-bias-linear is 'linear_bias: false'"}},
       {"add_bias_linear", {"linear_bias", "did you mean 'linear_bias'?"}},
       {"normalization", {"norm", "did you mean 'norm' (layernorm or rmsnorm)?"}},
@@ -431,7 +440,8 @@ class Section {
   }
 
   /// A number in [lo, hi] (finite).
-  double number_in(const std::string& key, double lo, double hi) {
+  /// `below`: why a value under `lo` is refused, said after the range.
+  double number_in(const std::string& key, double lo, double hi, const char* below = nullptr) {
     YAML::Node v = need(key);
     double x = 0;
     try {
@@ -441,7 +451,9 @@ class Section {
       fail_at(v.Mark(), key_path(key), fmt::format("expected a number, got '{}'", describe(v)));
     }
     if (!std::isfinite(x) || x < lo || x > hi) {
-      fail_at(v.Mark(), key_path(key), fmt::format("must be between {} and {}, got {}", lo, hi, v.Scalar()));
+      fail_at(v.Mark(), key_path(key),
+              fmt::format("must be between {} and {}, got {}{}", lo, hi, v.Scalar(),
+                          below != nullptr && x < lo ? fmt::format(": {}", below) : std::string()));
     }
     return x;
   }
@@ -477,8 +489,28 @@ class Section {
     // of ours first, else a spelling neighbour.
     // A mixture-of-experts name one level up (model.num_experts): the key
     // under `moe`.
-    static const std::set<std::string> kMoeKeys{"experts",   "top_k",          "expert_ffn_hidden",
-                                                "moe_every", "shared_experts", "first_dense_layers"};
+    static const std::set<std::string> kMoeKeys{"experts",         "top_k",          "expert_ffn_hidden",
+                                                "moe_every",       "shared_experts", "first_dense_layers",
+                                                "capacity_factor", "imbalance"};
+    // A plan's key in another section (training.ep, model.tp): the key
+    // under `parallelism`, and a batch key under `parallelism` the key
+    // under `training`.
+    static const std::set<std::string> kPlanKeys{"dp",
+                                                 "tp",
+                                                 "pp",
+                                                 "ep",
+                                                 "schedule",
+                                                 "virtual_stages",
+                                                 "layout",
+                                                 "sequence_parallel",
+                                                 "tp_comm_overlap",
+                                                 "recompute",
+                                                 "zero_stage",
+                                                 "grad_sync",
+                                                 "bucket_size",
+                                                 "overlap_param_gather",
+                                                 "pipeline_scatter_gather"};
+    static const std::set<std::string> kBatchKeys{"micro_batch", "global_batch", "seq_len", "dtype"};
     // A count of micro-batches is no key: it follows from the batch sizes.
     // (training.micro_batches is a key: micro-batches per replica)
     static const std::set<std::string> kAccumulation{"gradient_accumulation_steps", "grad_accum_steps",
@@ -496,6 +528,11 @@ class Section {
       const std::string alias = key_alias(k);
       if (all.count("moe") != 0U && (kMoeKeys.count(alias) != 0U || kMoeKeys.count(k) != 0U))
         return fmt::format(", did you mean 'moe.{}'?", alias.empty() ? k : alias);
+      const std::string ours = alias.empty() ? k : alias;
+      if ((path_ == "training" || path_ == "model") && kPlanKeys.count(ours) != 0U)
+        return fmt::format(", did you mean 'parallelism.{}'?", ours);
+      if (path_ == "parallelism" && kBatchKeys.count(ours) != 0U)
+        return fmt::format(", did you mean 'training.{}'?", ours);
       return did_you_mean(k, std::vector<std::string>(all.begin(), all.end()));
     };
     std::vector<YAML::const_iterator> unknown;
@@ -797,7 +834,10 @@ parallelism::TransformerConfig read_model(Section& m) {
     if (e.has("moe_every")) moe.moe_every = e.positive_int("moe_every");
     if (e.has("first_dense_layers")) moe.first_dense_layers = e.count("first_dense_layers");
     if (e.has("shared_experts")) moe.shared_experts = e.count("shared_experts");
-    if (e.has("capacity_factor")) moe.capacity_factor = e.number_in("capacity_factor", 0.01, 100);
+    if (e.has("capacity_factor"))
+      moe.capacity_factor =
+          e.number_in("capacity_factor", 1, 100,
+                      "below 1 an expert drops tokens, which the model does not represent (1: dropless)");
     if (e.has("imbalance")) moe.imbalance = e.number_in("imbalance", 1, 100);
     e.finish();
     checked_keys(

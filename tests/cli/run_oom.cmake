@@ -55,3 +55,19 @@ execute_process(COMMAND ${TESSERA} run ${dir}/llama3-70b.yaml --set parallelism.
 if(NOT rc6 EQUAL 3 OR NOT err6 MATCHES "pipeline stage 3 needs 113.0 GiB of 80.0 GiB \\(its largest part, gradients, [0-9.]+ GiB: try more tensor or pipeline parallelism;")
   message(FATAL_ERROR "megatron-deepspeed pipeline: expected stage 3 and no ZeRO-2, got ${rc6}: ${err6}")
 endif()
+# A mixture of experts: twice the expert parallelism, where the plan runs
+# with it, is named first for its weights, gradients and optimizer states
+# (helper 99: ep was never suggested).
+execute_process(COMMAND ${TESSERA} run ${dir}/mixtral-ep.yaml --set parallelism.ep=2 --set parallelism.recompute=full
+                        --set parallelism.pp=1 --set parallelism.dp=32
+                OUTPUT_VARIABLE out7 ERROR_VARIABLE err7 RESULT_VARIABLE rc7)
+if(NOT rc7 EQUAL 3 OR NOT err7 MATCHES "\\(its largest part, gradients, [0-9.]+ GiB: try parallelism.ep: 4 \\(half the experts per GPU\\), parallelism.zero_stage: 2 or more tensor")
+  message(FATAL_ERROR "mixture of experts: expected exit code 3 and ep 4, got ${rc7}: ${err7}")
+endif()
+# At the most expert parallelism there is (ep = experts) it is not offered.
+execute_process(COMMAND ${TESSERA} run ${dir}/mixtral-ep.yaml --set parallelism.ep=8 --set parallelism.recompute=full
+                        --set parallelism.pp=1 --set parallelism.dp=32 --set parallelism.zero_stage=0
+                OUTPUT_VARIABLE out8 ERROR_VARIABLE err8 RESULT_VARIABLE rc8)
+if(NOT rc8 EQUAL 3 OR NOT err8 MATCHES "\\(its largest part, optimizer states, [0-9.]+ GiB: try parallelism.zero_stage: 1 or more tensor")
+  message(FATAL_ERROR "ep 8 of 8 experts: no wider expert parallelism exists, yet: ${err8}")
+endif()

@@ -528,6 +528,42 @@ TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
       std::string::npos)
       << error_of(moe);
   EXPECT_NE(error_of(moe).find(", did you mean 'moe.top_k'?)"), std::string::npos) << error_of(moe);
+  // DeepSeek's routed experts are `experts`, not `shared_experts` (helper 99:
+  // the spelling neighbour was suggested), one level up and in `moe`; the
+  // capacity factor under Megatron's name.
+  EXPECT_EQ(
+      error_of(replaced(text, "  preset: gpt2-large\n", "  preset: gpt2-large\n  n_routed_experts: 8\n"))
+          .substr(0, 77),
+      "s.yaml:23:3: model.n_routed_experts: unknown key, did you mean 'moe.experts'?");
+  const std::string in_moe = replaced(text, "  preset: gpt2-large\n",
+                                      "  preset: gpt2-large\n  moe:\n    experts: 8\n    routed_experts: 8\n"
+                                      "    moe_expert_capacity_factor: 1.25\n");
+  EXPECT_EQ(error_of(in_moe).substr(0, 165),
+            "s.yaml:25:5: model.moe.routed_experts: unknown key, did you mean 'experts'?; also unknown here: "
+            "moe_expert_capacity_factor (line 26, did you mean 'capacity_factor'?)");
+  // Megatron's expert tensor parallelism: said to be not modelled.
+  EXPECT_NE(error_of(replaced(text, "  dp: 16\n", "  dp: 16\n  expert_tensor_parallel_size: 1\n"))
+                .find("parallelism.expert_tensor_parallel_size: unknown key, Megatron's "
+                      "--expert-tensor-parallel-size is not modelled: the experts are split over 'tp' as the "
+                      "layers are (Megatron's default)"),
+            std::string::npos);
+}
+
+// A plan's key written under `training` (or `model`), a batch key under
+// `parallelism`: the section it belongs to (helper 99: training.ep had no
+// suggestion).
+TEST(Scenario, KeysInTheWrongSectionNameTheirSection) {
+  const std::string text = default_text();
+  EXPECT_EQ(error_of(replaced(text, "  dtype: bf16\n", "  dtype: bf16\n  ep: 2\n")).substr(0, 69),
+            "s.yaml:27:3: training.ep: unknown key, did you mean 'parallelism.ep'?");
+  EXPECT_EQ(error_of(replaced(text, "  dtype: bf16\n", "  dtype: bf16\n  tensor_model_parallel_size: 2\n"))
+                .substr(0, 93),
+            "s.yaml:27:3: training.tensor_model_parallel_size: unknown key, did you mean 'parallelism.tp'?");
+  EXPECT_EQ(error_of(replaced(text, "  preset: gpt2-large\n", "  preset: gpt2-large\n  zero_stage: 1\n"))
+                .substr(0, 82),
+            "s.yaml:23:3: model.zero_stage: unknown key, did you mean 'parallelism.zero_stage'?");
+  EXPECT_EQ(error_of(replaced(text, "  dp: 16\n", "  dp: 16\n  micro_batch: 2\n")).substr(0, 87),
+            "s.yaml:30:3: parallelism.micro_batch: unknown key, did you mean 'training.micro_batch'?");
 }
 
 // Megatron-LM's flags written as keys: what to write instead, in the error
@@ -1626,13 +1662,68 @@ TEST(Scenario, MixtureOfExpertsAndExpertParallelKeys) {
       "m.yaml (--set model.moe.first_dense_layers): model.moe.first_dense_layers: model 'mixtral-8x7b': "
       "moe.first_dense_layers (32) leaves no MoE layer among the 32 "
       "layers");
-  EXPECT_NE(error({Override{"model.moe.capacity_factor", "0"}})
-                .find("model.moe.capacity_factor: must be between 0.01 and 100, got 0"),
-            std::string::npos);
+  // One range, said with why (helper 99: 0.001 was "between 0.01 and 100",
+  // 0.5 "at least 1").
+  const std::string drops =
+      ": below 1 an expert drops tokens, which the model does not represent (1: dropless)";
+  EXPECT_EQ(error({Override{"model.moe.capacity_factor", "0"}}),
+            "m.yaml (--set model.moe.capacity_factor): model.moe.capacity_factor: must be between 1 and 100, "
+            "got 0" +
+                drops);
+  EXPECT_EQ(error({Override{"model.moe.capacity_factor", "0.5"}}),
+            "m.yaml (--set model.moe.capacity_factor): model.moe.capacity_factor: must be between 1 and 100, "
+            "got 0.5" +
+                drops);
+  EXPECT_EQ(error({Override{"model.moe.capacity_factor", "101"}}),
+            "m.yaml (--set model.moe.capacity_factor): model.moe.capacity_factor: must be between 1 and 100, "
+            "got 101");
   EXPECT_NE(error({Override{"model.moe.expertz", "3"}}).find("model.moe.expertz: unknown key"),
             std::string::npos);
   EXPECT_EQ(error({Override{"model.preset", "llama3-8b"}}),
             "m.yaml:38:7: parallelism.ep: ep (8) needs a mixture-of-experts model (model.moe.experts)");
+}
+
+// The routing the forecast assumes is in the report (helper 99: an
+// imbalance of 1.25 moved the iteration 15% and the report did not say it):
+// the text's Model line when it is not the even dropless default, the JSON's
+// "moe" object always for an MoE model, none for a dense one.
+TEST(Scenario, MoeRoutingIsInTheReport) {
+  std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/mixtral-ep.yaml");
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto report = [&](const std::vector<Override>& o) {
+    const Scenario s = parse_scenario(text.str(), "m.yaml", o);
+    return make_report(s, simulate_scenario(s, nullptr, nullptr, false));
+  };
+  const RunReport even = report({});
+  EXPECT_NE(format_text(even).find("12.88 B active per token (top 2 of 8 experts)\n"), std::string::npos)
+      << format_text(even);
+  EXPECT_NE(format_json(even).find("\"moe\": {\"experts\": 8, \"top_k\": 2, \"shared_experts\": 0, "
+                                   "\"capacity_factor\": 1.000000, \"imbalance\": 1.000000, "
+                                   "\"load_factor\": 1.000000}"),
+            std::string::npos);
+  const RunReport busy = report({Override{"model.moe.imbalance", "1.25"}});
+  EXPECT_NE(
+      format_text(busy).find("(top 2 of 8 experts, busiest expert-parallel rank 1.25x the average: every "
+                             "rank modelled as it, in time and all-to-all bytes)\n"),
+      std::string::npos)
+      << format_text(busy);
+  EXPECT_NE(format_json(busy).find("\"imbalance\": 1.250000, \"load_factor\": 1.250000}"), std::string::npos);
+  EXPECT_GT(busy.iteration_time, even.iteration_time);
+  // Under a capacity the padding is the load, at any ep; with ep 1 an
+  // imbalance loads nothing.
+  const RunReport padded = report({Override{"model.moe.capacity_factor", "1.5"}});
+  EXPECT_NE(
+      format_text(padded).find("(top 2 of 8 experts, capacity factor 1.5: every expert padded to it)\n"),
+      std::string::npos)
+      << format_text(padded);
+  const RunReport local = report({Override{"model.moe.imbalance", "1.25"}, Override{"parallelism.ep", "1"}});
+  EXPECT_DOUBLE_EQ(local.load_factor, 1.0);
+  EXPECT_NE(format_text(local).find("(top 2 of 8 experts)\n"), std::string::npos);
+  const Scenario dense = parse_scenario(default_text(), "s.yaml");
+  EXPECT_EQ(
+      format_json(make_report(dense, simulate_scenario(dense, nullptr, nullptr, false))).find("\"moe\""),
+      std::string::npos);
 }
 
 TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {

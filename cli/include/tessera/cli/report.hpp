@@ -96,6 +96,15 @@ struct RunReport {
   [[nodiscard]] bool shows_ep() const { return ep > 1 || experts > 0; }
   std::int64_t experts = 0;  ///< routed experts (0: dense), and
   std::int64_t top_k = 0;    ///< how many a token goes to
+  /// The rest of the routing (parallelism::MoeConfig), for an MoE model:
+  /// experts every token goes through, the capacity factor (1: dropless),
+  /// the busiest expert-parallel rank's load over the average, and what a
+  /// rank computes and sends over the average at this plan's ep
+  /// (MoeConfig::load_factor: every rank is modelled as the busiest).
+  std::int64_t shared_experts = 0;
+  double capacity_factor = 1.0;
+  double imbalance = 1.0;
+  double load_factor = 1.0;
   std::string gpu;
   std::string fabric;
   std::string fabric_detail;  ///< study::fabric_detail: ", 3 tiers by tiers: auto" or empty
