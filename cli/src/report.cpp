@@ -240,6 +240,16 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.gradient_dtype =
       std::string(node_model::to_string(grad == node_model::DType::TF32 ? node_model::DType::FP32 : grad));
   rep.packet_fabric = sim.packet_fabric;
+  // An explicit ns3.buffer below a link's credit round trip throttles it
+  // whatever its load (helper 101: nothing said so; docs/scenarios.md).
+  if (const auto& f = sim.packet_fabric; f && f->links_below_round_trip > 0) {
+    rep.warnings.push_back(fmt::format(
+        "ns3.buffer ({} B per port and VL) is below the credit round trip of {} link{} that carried packets "
+        "(up to {} B at line rate): they wait for credits however light their load, so the forecast is "
+        "slower than such a fabric runs; 0 (auto) sizes each buffer to its round trip",
+        f->settings.buffer.count(), f->links_below_round_trip, f->links_below_round_trip == 1 ? "" : "s",
+        f->round_trip_bytes.count()));
+  }
   return rep;
 }
 

@@ -98,6 +98,8 @@ class IbFabric final : public Ns3Network::Fabric {
   std::vector<ns3::Ptr<IbChannel>> m_channels;
   std::unordered_map<std::uint64_t, std::uint16_t> m_firstPort;  ///< (src, dst) -> port at src
   std::unordered_map<std::uint64_t, InMessage> m_messages;
+  std::vector<std::int64_t>
+      m_roundTripBytes;  ///< per LinkId: its credit round trip at line rate, in credit bytes
   std::vector<std::int32_t> m_sourceClasses;  ///< Ns3Options::source_classes (the devices point here)
   std::size_t m_numClasses = 0;               ///< highest class + 1
   std::uint64_t m_nextMessageId = 0;
@@ -137,6 +139,7 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
   std::vector<std::vector<ns3::Ptr<IbNetDevice>>> ports(nv);
   for (std::size_t v = 0; v < nv; ++v) ports[v].resize(boost::out_degree(v, topo.graph()));
   m_devices.resize(links.size());
+  m_roundTripBytes.assign(links.size(), 0);
   for (std::size_t k = 0; k < links.size(); ++k) {
     const auto& l = links[k];
     auto device = ns3::CreateObject<IbNetDevice>();
@@ -155,16 +158,17 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
     // traffic stalled for credits at small MTUs (256 B, one packet per
     // segment: 10.6% slow on a lone all-reduce).
     std::int64_t buffer = options.buffer_bytes.count();
-    if (buffer == 0) {
-      const auto segmentBlockBytes =
-          static_cast<std::int64_t>(SegmentBlocksOf(static_cast<std::uint64_t>(m_segmentWireBytes),
-                                                    static_cast<std::uint64_t>(m_mtu), m_headerBytes)) *
-          kIbCreditBlockBytes;
-      const double perWireByte =
-          static_cast<double>(segmentBlockBytes) / static_cast<double>(m_segmentWireBytes);
-      const double loopBytes = 2.0 * l.latency.seconds() * l.bandwidth.bytes_per_second() * perWireByte;
-      buffer = static_cast<std::int64_t>(std::ceil(loopBytes)) + 3 * segmentBlockBytes;
-    }
+    const auto segmentBlockBytes =
+        static_cast<std::int64_t>(SegmentBlocksOf(static_cast<std::uint64_t>(m_segmentWireBytes),
+                                                  static_cast<std::uint64_t>(m_mtu), m_headerBytes)) *
+        kIbCreditBlockBytes;
+    const double perWireByte =
+        static_cast<double>(segmentBlockBytes) / static_cast<double>(m_segmentWireBytes);
+    const double loopBytes = 2.0 * l.latency.seconds() * l.bandwidth.bytes_per_second() * perWireByte;
+    // The credit round trip of this link at line rate: an explicit buffer
+    // below it throttles the link whatever the load (reported in the stats).
+    m_roundTripBytes[k] = static_cast<std::int64_t>(std::ceil(loopBytes));
+    if (buffer == 0) buffer = m_roundTripBytes[k] + 3 * segmentBlockBytes;
     buffer = (buffer + kIbCreditBlockBytes - 1) / kIbCreditBlockBytes * kIbCreditBlockBytes;
     if (buffer > std::numeric_limits<std::uint32_t>::max()) {
       throw InputError(fmt::format(
@@ -511,6 +515,8 @@ const Ns3NetworkStats& IbFabric::GetStats() const {
   m_stats.max_buffer_bytes = Bytes(0);
   m_stats.min_rx_buffer = Bytes(0);
   m_stats.max_rx_buffer = Bytes(0);
+  m_stats.links_below_round_trip = 0;
+  m_stats.round_trip_bytes = Bytes(0);
   std::int64_t stall = 0;
   for (std::size_t k = 0; k < m_devices.size(); ++k) {
     const auto& d = m_devices[k];
@@ -520,6 +526,10 @@ const Ns3NetworkStats& IbFabric::GetStats() const {
       const Bytes b(static_cast<std::int64_t>(m_devices[k ^ 1U]->GetBufferBytes()));
       m_stats.min_rx_buffer = m_stats.min_rx_buffer == Bytes(0) ? b : std::min(m_stats.min_rx_buffer, b);
       m_stats.max_rx_buffer = std::max(m_stats.max_rx_buffer, b);
+      if (b.count() < m_roundTripBytes[k]) {
+        ++m_stats.links_below_round_trip;
+        m_stats.round_trip_bytes = std::max(m_stats.round_trip_bytes, Bytes(m_roundTripBytes[k]));
+      }
     }
     m_stats.packet_hops += d->m_txPackets;
     m_stats.wire_bytes += Bytes(static_cast<std::int64_t>(d->m_txWireBytes));

@@ -100,6 +100,8 @@ class Ns3Backend final : public NetworkBackend {
     f.credit_violations = n.credit_violations;
     f.min_rx_buffer = n.min_rx_buffer;
     f.max_rx_buffer = n.max_rx_buffer;
+    f.links_below_round_trip = n.links_below_round_trip;
+    f.round_trip_bytes = n.round_trip_bytes;
     f.events = report.events;
     f.scale_up_messages = n.scale_up_messages;
     f.scale_up_payload = n.scale_up_payload;

@@ -173,6 +173,12 @@ struct Ns3NetworkStats {
   /// the links that carried packets, smallest and largest; 0 when none did.
   Bytes min_rx_buffer;
   Bytes max_rx_buffer;
+  /// Links that carried packets into a buffer smaller than their credit
+  /// round trip at line rate (2 x latency x rate, in credit bytes: an
+  /// explicit ns3.buffer too small, which throttles the link whatever its
+  /// load), and the largest such round trip; 0 with automatic buffers.
+  std::uint64_t links_below_round_trip = 0;
+  Bytes round_trip_bytes;
   Time credit_stall;                     ///< sum over output ports of time spent waiting for credits
   std::uint64_t credit_violations = 0;   ///< credits below zero or above the buffer (always 0 unless a bug)
   // ScaleUpModel::Flow: messages moved as flows inside a node. They count in

@@ -41,6 +41,10 @@ struct PacketFabricStats {
   /// largest over the links that carried packets (0: none did).
   Bytes min_rx_buffer;
   Bytes max_rx_buffer;
+  /// Links whose receive buffer is below their credit round trip, and the
+  /// largest such round trip (ns3_modules::Ns3NetworkStats).
+  std::uint64_t links_below_round_trip = 0;
+  Bytes round_trip_bytes;
   std::uint64_t events = 0;  ///< ns-3 events executed
   /// Messages (and their payload) moved as flows inside a node's NVLink
   /// domain (ns3.scale_up: flow); counted in messages_sent/delivered only.
