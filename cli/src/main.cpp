@@ -513,7 +513,8 @@ and docs/parallelism.md.
                                [--predictor tile-mlp|roofline|linreg|mlp] [--weights DIR]
 
 Predicts every kernel of a NeuSight-schema CSV (OPName plus B,M,N,K or B,H;
-op names in any case) and writes the rows with a Predicted_ms column. As in
+op names in any case) and writes the rows with a Predicted_ms column (an
+input's own Predicted_ms column, an earlier output's, is replaced). As in
 NeuSight's schema, a GEMM is (B x M x N) @ (B x N x K): N is the reduction
 dimension, not K (tessera kernels' k); an XLA table's m,n,k go in as
 M=m, N=k, K=n (docs/node_model.md). An optional `dtype` column

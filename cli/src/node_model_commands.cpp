@@ -133,6 +133,9 @@ int validate_leave_one_gpu_out(const ArgParser& p, const std::string& data, std:
   const nm::DeviceCatalog catalog(nm::find_device_configs(dir.string()));
   const nm::MeasurementSet train = nm::read_measurement_dir(train_dir.string(), catalog);
   const nm::MeasurementSet test = nm::read_measurement_dir(test_dir.string(), catalog);
+  // The report once the folds ran: a fold that fails (a --gpu not in the
+  // data) leaves stdout empty (helper 102: the header came first).
+  const auto rows = nm::leave_one_gpu_out(train, test, opt, &std::cerr);
   out << fmt::format(
       "leave-one-GPU-out: for each GPU, tile-mlp and linreg are retrained on the training rows\n"
       "(train/) of the other GPUs only, tile table and launch floors included; MAPE on every row\n"
@@ -140,7 +143,6 @@ int validate_leave_one_gpu_out(const ArgParser& p, const std::string& data, std:
       "on in its fold. (test) and (train) split the tile-mlp error by source.\n"
       "tile-mlp: {} epochs, at most {} training rows per class\n\n",
       opt.train.mlp.epochs, opt.train.max_rows_per_class);
-  const auto rows = nm::leave_one_gpu_out(train, test, opt, &std::cerr);
   out << nm::format_logo(rows);
   // On stderr, so that stdout stays the same byte for byte.
   std::cerr << fmt::format("leave-one-GPU-out took {:.0f}s\n",
@@ -381,22 +383,28 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
       throw InputError(fmt::format("{}: row {}: {}", input, r + 1, e.what()));
     }
   }
+  // A file that has a Predicted_ms column (an earlier run's output) gets
+  // its values replaced in place: a second column of the name was appended
+  // (helper 102), which no reader of the file could tell apart.
+  const int predicted_col = t.column("Predicted_ms");
   std::string text;
   for (std::size_t c = 0; c < t.header.size(); ++c) {
     if (c > 0) text += ',';
     text += nm::csv_escape(t.header[c]);
   }
-  text += ",Predicted_ms\n";
+  text += predicted_col < 0 ? ",Predicted_ms\n" : "\n";
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string value = fmt::format("{:.6g}", predicted[r]);
     for (std::size_t c = 0; c < t.rows[r].size(); ++c) {
       if (c > 0) text += ',';
-      text += nm::csv_escape(t.rows[r][c]);
+      text += static_cast<int>(c) == predicted_col ? value : nm::csv_escape(t.rows[r][c]);
     }
-    text += fmt::format(",{:.6g}\n", predicted[r]);
+    text += predicted_col < 0 ? fmt::format(",{}\n", value) : "\n";
   }
   write_file_atomic(output, text);
-  out << fmt::format("predicted {} kernel{} on {} with {} -> {}\n", t.rows.size(),
-                     t.rows.size() == 1 ? "" : "s", gpu.name, predictor->name(), output);
+  out << fmt::format("predicted {} kernel{} on {} with {} -> {}{}\n", t.rows.size(),
+                     t.rows.size() == 1 ? "" : "s", gpu.name, predictor->name(), output,
+                     predicted_col < 0 ? "" : " (the input's Predicted_ms column replaced)");
   // The Untested GPU note of each element type the rows use, as predict-model
   // gives it (none for the GPUs the weights learned on).
   std::vector<nm::DType> used;

@@ -1201,10 +1201,12 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
   if (!sections_read) read_job_sections();
   if (cluster_only && root.IsMap() && !root["jobs"]) {
     // What runs on the cluster is not used: sections left out get stand-ins
-    // (a small GPT, one sequence, no parallelism) so the cluster is read by
-    // the same code and rules as any scenario's. Sections written are read.
+    // (a small GPT, one sequence in fp32, which every GPU runs: a V100's
+    // cluster was refused for the stand-in's bf16; no parallelism) so the
+    // cluster is read by the same code and rules as any scenario's.
+    // Sections written are read.
     if (!root["model"]) root["model"] = YAML::Load("{preset: gpt3-xl}");
-    if (!root["training"]) root["training"] = YAML::Load("{micro_batch: 1, seq_len: 2048, dtype: bf16}");
+    if (!root["training"]) root["training"] = YAML::Load("{micro_batch: 1, seq_len: 2048, dtype: fp32}");
     if (!root["parallelism"]) root["parallelism"] = YAML::Node(YAML::NodeType::Map);
   }
 
@@ -2856,6 +2858,30 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& sets) {
   std::vector<Override> out;
   out.reserve(sets.size() + 2);
   for (const auto& text : sets) out.push_back(parse_override(text));
+  return out;
+}
+
+std::string shell_word(const std::string& word) {
+  const bool plain =
+      !word.empty() &&
+      word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:/=,+-") ==
+          std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string override_flags(const std::vector<Override>& overrides) {
+  std::string out;
+  for (const Override& o : overrides) {
+    if (!out.empty()) out += ' ';
+    if (o.flag == "--backend" || o.flag == "--predictor") {
+      out += o.flag + " " + shell_word(o.value);
+    } else {
+      out += "--set " + shell_word(o.path + "=" + o.value);
+    }
+  }
   return out;
 }
 

@@ -211,13 +211,7 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
   std::string own;
   for (const std::string& set : sets) {
     if (planned.count(set.substr(0, set.find('='))) != 0U) continue;
-    // Quoted for a shell where it holds more than a plain word.
-    const bool plain =
-        set.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:/=,+-") ==
-        std::string::npos;
-    std::string quoted = "'";
-    for (const char c : set) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    own += fmt::format("--set {} ", plain ? set : quoted + "'");
+    own += fmt::format("--set {} ", shell_word(set));
   }
   out.flags = own + out.flags;
   return out;

@@ -134,6 +134,7 @@ Sensitivity run_sensitivity(const Scenario& base, const std::string& text,
 
   Sensitivity r;
   r.iteration = times.front();
+  r.overrides = overrides;
   for (std::size_t i = 0; i < steps.size(); ++i) r.rows.push_back({steps[i], times[i + 1]});
   const auto magnitude = [&](const SensitivityRow& row) { return std::llabs(row.change(r.iteration).ps()); };
   std::stable_sort(r.rows.begin(), r.rows.end(), [&](const SensitivityRow& a, const SensitivityRow& b) {
@@ -144,10 +145,33 @@ Sensitivity run_sensitivity(const Scenario& base, const std::string& text,
 
 namespace {
 
-std::string sets_text(const SensitivityStep& step) {
+/// The overrides of a row's run: the command's own (the last of a key, as
+/// applied), then the step's, a step's key replacing the command's. As
+/// flags, `tessera run SCENARIO` with them reproduces the row (helper 103:
+/// the command's own --set flags were left out, and a row's flags gave
+/// another forecast).
+std::vector<Override> row_overrides(const std::vector<Override>& own, const SensitivityStep& step) {
+  std::vector<Override> all;
+  const auto same_key = [](const Override& a, const Override& b) { return a.path == b.path; };
+  for (const Override& o : own) {
+    const auto by_step = [&](const Override& t) { return same_key(t, o); };
+    if (std::any_of(step.sets.begin(), step.sets.end(), by_step)) continue;
+    const auto earlier = std::find_if(all.begin(), all.end(), by_step);
+    if (earlier != all.end()) all.erase(earlier);
+    all.push_back(o);
+  }
+  all.insert(all.end(), step.sets.begin(), step.sets.end());
+  return all;
+}
+
+/// A row's keys as one JSON object's members; --backend and --predictor are
+/// the report's `backend` and `predictor`.
+std::string sets_json(const std::vector<Override>& own, const SensitivityStep& step) {
   std::string out;
-  for (const Override& o : step.sets)
-    out += fmt::format("{}--set {}={}", out.empty() ? "" : " ", o.path, o.value);
+  for (const Override& o : row_overrides(own, step)) {
+    if (o.flag == "--backend" || o.flag == "--predictor") continue;
+    out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", json_string(o.path), json_string(o.value));
+  }
   return out;
 }
 
@@ -170,14 +194,14 @@ std::string format_sensitivity_text(const Scenario& s, const Sensitivity& r) {
   out +=
       "What each calibration constant is worth in this forecast: the iteration with that one constant\n"
       "moved by one step from the value the scenario uses, the others unchanged, largest change first.\n"
-      "`tessera run` with a row's --set reproduces it.\n\n";
+      "`tessera run` on the scenario file with a row's flags reproduces it.\n\n";
   out += fmt::format("{:<50} {:>7} {:>13} {:>12} {:>8}   {}\n", "constant", "step", "iteration", "change", "",
-                     "--set");
+                     "flags");
   for (const SensitivityRow& row : r.rows) {
     const Time d = row.change(r.iteration);
     out += fmt::format("{:<50} {:>7} {:>10.3f} ms {:>+9.3f} ms {:>+7.2f}%   {}\n", row.step.constant,
                        row.step.step, row.iteration.ms(), d.ms(), 100.0 * share(d, r.iteration),
-                       sets_text(row.step));
+                       override_flags(row_overrides(r.overrides, row.step)));
   }
   if (r.rows.empty()) out += "(no calibration constant applies to this scenario)\n";
   out +=
@@ -195,10 +219,7 @@ std::string format_sensitivity_json(const Scenario& s, const Sensitivity& r) {
       caveat_json(s), r.iteration.seconds());
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const SensitivityRow& row = r.rows[i];
-    std::string sets;
-    for (const Override& o : row.step.sets) {
-      sets += fmt::format("{}{}: {}", sets.empty() ? "" : ", ", json_string(o.path), json_string(o.value));
-    }
+    const std::string sets = sets_json(r.overrides, row.step);
     const Time d = row.change(r.iteration);
     out += fmt::format(
         "{}{{\"constant\": {}, \"step\": {}, \"set\": {{{}}}, \"iteration_time_s\": {:.9e}, "

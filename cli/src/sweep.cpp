@@ -1313,12 +1313,15 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                         value, earlier.key, a.key));
       }
     }
-    // A number listed twice in two spellings (01 and 1) is one point too.
-    // (Zipped lists may repeat a value: whole points are checked below.)
+    // A number listed twice in two spellings (01 and 1, +2 and 2: YAML
+    // reads a leading + as the number) is one point too. (Zipped lists may
+    // repeat a value: whole points are checked below.) Words are compared
+    // as written: some keys read them in any case, others not.
     std::map<std::string, std::string> listed;
     for (const auto& v : zip ? std::vector<std::string>{} : a.values) {
       double x = 0;
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      const char* first = v.data() + (v.size() > 1 && v[0] == '+' && v[1] != '-' && v[1] != '+' ? 1 : 0);
+      const auto [end, ec] = std::from_chars(first, v.data() + v.size(), x);
       const std::string key = ec == std::errc() && end == v.data() + v.size() ? fmt::format("{}", x) : v;
       const auto [it, fresh] = listed.emplace(key, v);
       if (fresh) continue;

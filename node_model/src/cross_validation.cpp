@@ -1,6 +1,7 @@
 #include "tessera/node_model/cross_validation.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -83,7 +84,8 @@ std::vector<LogoRow> leave_one_gpu_out(const MeasurementSet& train, const Measur
   std::vector<std::string> folds = fold_gpus(train, test);
   if (!opt.gpu.empty()) {
     if (std::find(folds.begin(), folds.end(), opt.gpu) == folds.end()) {
-      throw InputError(fmt::format("--gpu: no measurements of '{}' in the data", opt.gpu));
+      throw InputError(fmt::format("--gpu: no measurements of '{}' in the data (its GPUs: {})", opt.gpu,
+                                   fmt::join(folds, ", ")));
     }
     folds = {opt.gpu};
   }

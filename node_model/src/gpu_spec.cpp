@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <string>
 #include <utility>
 
@@ -40,7 +41,10 @@ std::optional<DType> try_parse_dtype(std::string_view text) {
   if (s == "fp16" || s == "float16") return DType::FP16;
   if (s == "bf16" || s == "bfloat16") return DType::BF16;
   if (s == "tf32") return DType::TF32;
-  if (s == "fp8") return DType::FP8;
+  // PyTorch's FP8 types: both formats time as one FP8 peak.
+  if (s == "fp8" || s == "float8_e4m3fn" || s == "float8_e5m2" || s == "float8_e4m3fnuz" ||
+      s == "float8_e5m2fnuz")
+    return DType::FP8;
   return std::nullopt;
 }
 
@@ -71,8 +75,14 @@ FlopRate GpuSpec::matmul_peak(DType d) const {
     case DType::FP8: peak = fp8_peak; break;
   }
   if (!(peak.per_second() > 0)) {
-    throw InputError(fmt::format("GPU '{}' has no {} tensor cores (no {}_peak): cannot run {} GEMMs", name,
-                                 to_string(d), to_string(d), to_string(d)));
+    // Where a peak is given: an inline GPU's `fp8_peak`, a device JSON's
+    // `FP8FLOPs` (helper 102: only the first was named, to a JSON's user).
+    std::string upper(to_string(d));
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    throw InputError(
+        fmt::format("GPU '{}' has no {} tensor cores (no {} peak: `{}_peak` of an inline GPU, "
+                    "`{}FLOPs` of a device JSON): cannot run {} GEMMs",
+                    name, to_string(d), upper, to_string(d), upper, to_string(d)));
   }
   return peak;
 }

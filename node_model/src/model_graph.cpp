@@ -631,6 +631,9 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const 
     }
     rows.push_back(row);
   }
+  if (!gpu_filter.empty() && rows.empty()) {
+    throw InputError(fmt::format("--gpu: no model runs of '{}' in {}", gpu_filter, labels_dir));
+  }
   return rows;
 }
 

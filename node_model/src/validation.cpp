@@ -1,6 +1,7 @@
 #include "tessera/node_model/validation.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,15 @@ namespace tessera::node_model {
 
 std::vector<KernelErrorRow> validate_kernels(const MeasurementSet& test, const PredictorFactory& make,
                                              int max_rows_per_group, const std::string& gpu_filter) {
+  // A --gpu that names no GPU of the data is a mistake, not an empty table
+  // (helper 102: it printed one and exited 0).
+  if (!gpu_filter.empty() && std::none_of(test.gpus.begin(), test.gpus.end(),
+                                          [&](const GpuSpec& g) { return g.name == gpu_filter; })) {
+    std::vector<std::string> names;
+    for (const GpuSpec& g : test.gpus) names.push_back(g.name);
+    throw InputError(fmt::format("--gpu: no measurements of '{}' in the data (its GPUs: {})", gpu_filter,
+                                 fmt::join(names, ", ")));
+  }
   // Group row indices by (gpu, class), keeping file order.
   std::map<std::pair<int, int>, std::vector<int>> groups;
   for (std::size_t i = 0; i < test.rows.size(); ++i) {

@@ -465,6 +465,19 @@ TEST(NcclTests, ClusterFileNeedsNoModelTrainingOrPlan) {
       << one_out.str();
   EXPECT_NE(one_out.str().find("all-reduce of 8 ranks on 1 host: 0.0% over 11 rows"), std::string::npos)
       << one_out.str();
+  // A GPU without bf16 (helper 104: the stand-in training's bf16 refused a
+  // V100 cluster, at a line and column of no file).
+  const std::string v100 = (dir / "v100.yaml").string();
+  std::ofstream(v100) << "cluster: {nodes: 1, gpus_per_node: 8, gpu: V100-SXM2, nic_bandwidth: 100Gbps}\n";
+  const Scenario sv = parse_cluster_scenario(
+      "cluster: {nodes: 1, gpus_per_node: 8, gpu: V100-SXM2, nic_bandwidth: 100Gbps}\n", v100);
+  const std::string runv = (dir / "all_reduce_v100.txt").string();
+  std::ofstream(runv) << model_run(sv, build_topology(sv), "all_reduce_perf", 1, 8);
+  std::ostringstream v100_out;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", runv, "--scenario", v100}, v100_out), 0);
+  EXPECT_NE(v100_out.str().find("v100.yaml's cluster (1 node x 8 V100-SXM2, flow backend)"),
+            std::string::npos)
+      << v100_out.str();
 
   // Sections written are read and checked as in any scenario.
   std::ofstream(cluster) << kCluster << "training:\n  micro_batch: 1\n  dtype: fp16\n";

@@ -219,7 +219,18 @@ TEST(Sensitivity, ReportsNameEveryRowAndItsSets) {
   EXPECT_NE(report.find("+4.000 ms"), std::string::npos) << report;
   EXPECT_NE(report.find("--set calibration.host_microbatch=7.87ms"), std::string::npos) << report;
   const std::string json = format_sensitivity_json(s, r);
-  EXPECT_NE(json.find("\"set\": {\"calibration.host_microbatch\": \"7.87ms\"}"), std::string::npos) << json;
+  // The command's own overrides (one GPU) come first, in each row's set.
+  EXPECT_NE(json.find("\"set\": {\"cluster.nodes\": \"1\", \"cluster.gpus_per_node\": \"1\", "
+                      "\"cluster.fabric.hosts_per_leaf\": \"1\", \"parallelism.dp\": \"1\", "
+                      "\"training.global_batch\": \"32\", \"calibration.host_microbatch\": \"7.87ms\"}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(
+      report.find(
+          "--set cluster.nodes=1 --set cluster.gpus_per_node=1 --set cluster.fabric.hosts_per_leaf=1 "
+          "--set parallelism.dp=1 --set training.global_batch=32 --set calibration.host_microbatch=7.87ms"),
+      std::string::npos)
+      << report;
   EXPECT_NE(json.find("\"change_s\": 4.000000000e-03"), std::string::npos) << json;
 }
 

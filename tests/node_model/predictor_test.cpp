@@ -244,6 +244,10 @@ TEST(KernelCsv, DtypeCellsTrimmedEmptyMeansTheFallbackTorchNamesRead) {
             "d.csv: row 5, column 'dtype': unknown dtype 'bf61' (expected fp32, tf32, fp16, bf16 or fp8)");
   EXPECT_EQ(nm::parse_dtype("torch.bfloat16"), nm::DType::BF16);
   EXPECT_EQ(nm::parse_dtype("float"), nm::DType::FP32);
+  // PyTorch's FP8 types, either format (helper 102: refused).
+  EXPECT_EQ(nm::parse_dtype("torch.float8_e4m3fn"), nm::DType::FP8);
+  EXPECT_EQ(nm::parse_dtype("float8_e5m2"), nm::DType::FP8);
+  EXPECT_EQ(nm::try_parse_dtype("float8"), std::nullopt);
 }
 
 TEST(KernelCsv, QuotedCellsAndAtomicWrite) {

@@ -59,7 +59,7 @@ Scenario load_scenario(const std::string& path, const std::vector<Override>& ove
 /// cluster, its calibration, collectives and backend: `validate collectives
 /// --nccl-tests`): its `model`, `training` and `parallelism` sections may be
 /// left out (stand-ins take their place: GPT-3 XL, one sequence of 2048
-/// tokens in bf16, no parallelism); sections written are read and checked
+/// tokens in fp32, no parallelism); sections written are read and checked
 /// as in any scenario.
 Scenario load_cluster_scenario(const std::string& path, const std::vector<Override>& overrides = {});
 
@@ -72,6 +72,13 @@ Scenario load_cluster_scenario(const std::string& path, const std::vector<Overri
 std::vector<std::string> take_set_options(const std::vector<std::string>& args, std::vector<std::string>& sets);
 void declare_scenario_options(ArgParser& p);
 std::vector<Override> scenario_overrides(const std::vector<std::string>& sets, const ArgParser& p);
+/// A word as a POSIX shell reads it back: as is where it holds only
+/// letters, digits and `._:/=,+-`, else in single quotes.
+std::string shell_word(const std::string& word);
+/// `overrides` as the command-line flags that give them, in order, each
+/// shell-quoted (shell_word): `--backend X` and `--predictor X` for the
+/// overrides of those options, `--set PATH=VALUE` for the others.
+std::string override_flags(const std::vector<Override>& overrides);
 /// The overrides of `--set` texts alone, in order (commands without
 /// --backend/--predictor: validate training).
 std::vector<Override> parse_overrides(const std::vector<std::string>& sets);

@@ -41,6 +41,9 @@ struct SensitivityRow {
 
 struct Sensitivity {
   Time iteration;                    ///< the scenario as given
+  /// The command's own overrides (--set, --backend, --predictor), before
+  /// each step's: a row's flags reproduce it with these first.
+  std::vector<Override> overrides;
   std::vector<SensitivityRow> rows;  ///< largest |change| first; ties in sensitivity_steps' order
 };
 
