@@ -90,14 +90,21 @@ std::string dataset_folder(const std::string& data, const std::string& dataset) 
   return std::filesystem::is_directory(inside, ec) ? inside.string() : data;
 }
 
-int parse_positive_int(const std::string& text, const std::string& flag, int max) {
+int parse_int_in(const std::string& text, const std::string& flag, int min, int max) {
   const bool digits = !text.empty() && text.size() <= 10 && text.find_first_not_of("0123456789") == std::string::npos;
   if (digits) {
     const long long v = std::stoll(text);
-    if (v >= 1 && v <= max) return static_cast<int>(v);
-    throw UsageError(fmt::format("{}: expected a whole number from 1 to {}, got '{}'", flag, max, text));
+    if (v >= min && v <= max) return static_cast<int>(v);
+    throw UsageError(
+        fmt::format("{}: expected a whole number from {} to {}, got '{}'", flag, min, max, text));
   }
-  throw UsageError(fmt::format("{}: expected a positive integer, got '{}'", flag, text));
+  throw UsageError(fmt::format(
+      "{}: expected {}, got '{}'", flag,
+      min == 1 ? std::string("a positive integer") : fmt::format("a whole number from {}", min), text));
+}
+
+int parse_positive_int(const std::string& text, const std::string& flag, int max) {
+  return parse_int_in(text, flag, 1, max);
 }
 
 }  // namespace tessera::cli

@@ -180,13 +180,22 @@ int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const s
   // The --noise table read before anything is printed: a bad one is an
   // error with no report above it.
   std::optional<nm::MeasurementSet> noise_ref;
-  if (auto other = p.get("noise")) noise_ref = nm::read_xla_gemm_table(*other);
+  std::vector<nm::DtypeErrorRow> noise_rows;
+  if (auto other = p.get("noise")) {
+    noise_ref = nm::read_xla_gemm_table(*other);
+    noise_rows = nm::measurement_noise(set, *noise_ref);
+    // A repeat that shares no shape with the data gives no floor: said
+    // before any report (helper 102: a header line and nothing under it).
+    if (noise_rows.empty()) {
+      throw InputError(fmt::format(
+          "{}: --noise: no GEMM of {} (b, m, n, k and dtype) is in it: not a repeat of it", *other, data));
+    }
+  }
   if (auto k = p.get("kfold")) {
     if (name != "tile-mlp")
       throw UsageError("--kfold retrains the tensor-core model of the tile-mlp predictor");
-    const int folds = parse_positive_int(*k, "--kfold");
-    // (the same words as parse_positive_int's for 0: helper 87)
-    if (folds < 2) throw UsageError(fmt::format("--kfold: expected a whole number from 2 up, got '{}'", *k));
+    // One message for 0 and 1 (helpers 87, 102).
+    const int folds = parse_int_in(*k, "--kfold", 2);
     const auto t0 = std::chrono::steady_clock::now();
     std::ostringstream log;
     predicted = nm::tensor_core_kfold(set, folds, tensor_core_options(p), &log);
@@ -215,7 +224,7 @@ int validate_gemm_set(const ArgParser& p, const nm::MeasurementSet& set, const s
   if (noise_ref) {
     out << fmt::format("noise floor: {} taken as predictions of {} on shared shapes\n", *p.get("noise"),
                        data);
-    for (const auto& r : nm::measurement_noise(set, *noise_ref)) {
+    for (const auto& r : noise_rows) {
       out << fmt::format("{:<10} {:>6} {:>17.1f}%\n", r.dtype, r.rows, r.mape);
     }
   }

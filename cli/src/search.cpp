@@ -378,7 +378,11 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (auto list = p.get("virtual-stages")) {
     const std::vector<std::string> items = split(*list, ',');
     for (const std::string& item : items.empty() ? std::vector<std::string>{""} : items) {
-      const int v = parse_positive_int(item, "--virtual-stages", 1 << 20);
+      // 0 and 1 get one message (helper 103: two that disagreed).
+      const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
+      const int v = digits && item.size() < 3 && std::stoi(item) < 2
+                        ? 0
+                        : parse_positive_int(item, "--virtual-stages", 1 << 20);
       if (v < 2) {
         throw UsageError(fmt::format(
             "--virtual-stages: expected chunk counts of 2 or more separated by commas (2,4,5), got '{}'",

@@ -291,6 +291,13 @@ std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_p
   };
   std::vector<MeasuredErrorRow> out;
   out.reserve(order.size());
+  // A reference that repeats none of the kernels gives no floor: an error,
+  // not a column of dashes (helper 102).
+  if (!reference.empty() && all.noise_rows == 0) {
+    throw InputError(
+        fmt::format("{}: --noise: no kernel of {} (its kernel, shape and dtype) is in it: not a repeat of it",
+                    reference, csv_path));
+  }
   for (const auto& g : order) out.push_back(summarize(g, groups.at(g)));
   out.push_back(summarize("all", all));
   return out;

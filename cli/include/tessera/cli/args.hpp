@@ -48,6 +48,8 @@ class ArgParser {
 /// A whole number in [1, max] given to `flag`: digits only (no sign, no
 /// suffix, no spaces). Throws UsageError naming the flag otherwise.
 int parse_positive_int(const std::string& text, const std::string& flag, int max = 1 << 30);
+/// The same in [min, max] (min >= 1), one message for every value out of it.
+int parse_int_in(const std::string& text, const std::string& flag, int min, int max = 1 << 30);
 
 /// --data given one level above a dataset (../shared/data, which holds
 /// neusight/, xla/ and vtrain/): DATA/`dataset` when that is a directory,
