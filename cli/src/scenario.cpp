@@ -2114,6 +2114,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                                 micro_batches, plan.dp, s.workload.micro_batch));
       }
       plan.global_batch = static_cast<std::int64_t>(g);
+      s.batch_as_micro_batches = true;
     }
     // virtual_stages left out or `auto`: under interleaved-1f1b the fewest
     // chunks from 2 up that split the layers evenly, else 1, so that a sweep

@@ -191,9 +191,16 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
   }
   // The global batch searched, also where the scenario leaves it to
   // micro_batch x dp: the winner's dp and micro-batch would change it.
+  // The batch in the key the scenario gives it by, the other in a comment:
+  // a file takes one of them, and a global_batch pasted beside a file's
+  // micro_batches is an error (helper 103). The flags override either.
   out.flags += fmt::format(" --set training.global_batch={}", pl.global_batch);
-  out.yaml +=
-      fmt::format("training:\n  micro_batch: {}\n  global_batch: {}\n", w.micro_batch, pl.global_batch);
+  const std::string gb = fmt::format("global_batch: {}", pl.global_batch);
+  const std::string mbs =
+      fmt::format("micro_batches: {}", pl.global_batch / (static_cast<std::int64_t>(pl.dp) * w.micro_batch));
+  out.yaml += fmt::format(
+      "training:\n  micro_batch: {}\n  {}   # or {} instead (a file gives one of the two)\n", w.micro_batch,
+      base.batch_as_micro_batches ? mbs : gb, base.batch_as_micro_batches ? gb : mbs);
   // The search's own --set flags that the plan's do not set come first:
   // with them the flags reproduce the winner on the scenario file alone
   // (helper 73: a search with --set cluster.nodes=32 printed flags that

@@ -1396,7 +1396,13 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     o.insert(o.end(), fixed.begin(), fixed.end());
     try {
       Scenario sc = parse_scenario(text, scenario_path, o);
-      require_single_job(sc, "sweep");
+      // A scenario with jobs is no sweep at any point: said as such, not as
+      // one invalid point that --skip-invalid would leave out (helper 103).
+      try {
+        require_single_job(sc, "sweep");
+      } catch (const ScenarioError& e) {
+        throw UsageError(e.what());
+      }
       check_work(sc);  // a point too large to simulate is no valid point either
       scenarios.emplace(pt.index, std::move(sc));
     } catch (const ScenarioError& e) {

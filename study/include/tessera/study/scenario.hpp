@@ -161,6 +161,9 @@ struct Scenario {
   parallelism::TransformerConfig model;
   parallelism::Workload workload;
   parallelism::ParallelPlan plan;  ///< `parallelism:` plus training.global_batch
+  /// The batch was given as training.micro_batches (per data-parallel
+  /// replica; plan.global_batch follows dp), not as global_batch.
+  bool batch_as_micro_batches = false;
   /// `cluster` always holds the node and HCA fields; its leaf-spine fields
   /// are used when fabric == LeafSpine, fat_tree / rail otherwise.
   FabricKind fabric = FabricKind::LeafSpine;
