@@ -409,11 +409,11 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     return 0;
   }
   out << fmt::format(
-      "Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {}, {} node model)\n", s.name, s.model.name,
-      s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
+      "Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {}, {} node model, {} network backend)\n", s.name,
+      s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
       plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "",
       micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch),
-      predictor.name());
+      predictor.name(), to_string(s.backend));
   out << caveat_lines(s) << "\n";
   auto row_name = [](const Row& r) {
     return r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;

@@ -838,8 +838,10 @@ int cmd_search(const Args& args, std::ostream& out) {
     return 0;
   }
 
-  out << fmt::format("Search {}: {} on {} x {}{}, global batch {} x {} tokens\n", base.name, base.model.name,
-                     gpus, base.gpu.name, mixed_gpus_phrase(base), global_batch, base.workload.seq_len);
+  out << fmt::format(
+      "Search {}: {} on {} x {}{}, global batch {} x {} tokens ({} node model, {} network backend)\n",
+      base.name, base.model.name, gpus, base.gpu.name, mixed_gpus_phrase(base), global_batch,
+      base.workload.seq_len, base.predictor, to_string(base.backend));
   std::vector<std::string> kept = kept_plan_keys(base.plan, base.workload, space);
   // The ZeRO stage is kept even at 0 (which the YAML leaves out): said, with
   // the option that searches it.

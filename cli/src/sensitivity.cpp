@@ -186,8 +186,8 @@ double share(Time part, Time iteration) {
 
 std::string format_sensitivity_text(const Scenario& s, const Sensitivity& r) {
   std::string out;
-  out += fmt::format("Scenario       {}: {} on {} x {}, {} network backend\n", s.name, s.model.name, s.gpus(),
-                     s.gpu.name, to_string(s.backend));
+  out += fmt::format("Scenario       {}: {} on {} x {}, {} node model, {} network backend\n", s.name,
+                     s.model.name, s.gpus(), s.gpu.name, s.predictor, to_string(s.backend));
   out += caveat_lines(s);
   out += fmt::format("Iteration      {:.3f} ms with the scenario's calibration (docs/calibration.md)\n\n",
                      r.iteration.ms());
