@@ -112,9 +112,17 @@ using Command = std::function<int(const tessera::cli::Args&, std::ostream&)>;
 /// Flushes stdout; a report that could not be written (a full disk,
 /// `> /dev/full`, a closed pipe) is an error, not a silent success.
 int finish_stdout() {
+  // errno names the cause only when this flush is the write that failed: a
+  // write that failed while the command ran left an errno that later calls
+  // overwrote (helper 102: `kernels > /dev/full` said "No such file").
+  errno = 0;
   std::cout.flush();
   if (std::cout.good() && std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return 0;
-  std::cerr << "tessera: error: cannot write the output to stdout: " << std::strerror(errno) << '\n';
+  const int cause = errno;
+  std::cerr << "tessera: error: cannot write the output to stdout"
+            << (cause != 0 ? std::string(": ") + std::strerror(cause)
+                           : std::string(" (a write to it failed)"))
+            << '\n';
   return 2;
 }
 

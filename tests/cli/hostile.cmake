@@ -228,6 +228,11 @@ hostile(NAME output.train_predictor_out_is_file RC 2 REGEX [=[--out s\.yaml: not
         ARGS train-predictor --data . --out s.yaml)
 hostile(NAME output.full_stdout RC 2 REGEX [=[^tessera: error: cannot write the output to stdout]=]
         ARGS run s.yaml STDOUT /dev/full)
+# A report longer than stdout's buffer fails while the command runs: no
+# stale cause (helper 102: "No such file or directory").
+hostile(NAME output.full_stdout_kernels RC 2
+        REGEX [=[^tessera: error: cannot write the output to stdout( \(a write to it failed\)|: No space left on device)$]=]
+        ARGS kernels s.yaml --out /tmp/tessera_hostile_full_kernels.csv STDOUT /dev/full)
 hostile(NAME output.full_stdout_version RC 2 REGEX [=[^tessera: error: cannot write the output to stdout]=]
         ARGS --version STDOUT /dev/full)
 
