@@ -42,14 +42,20 @@ std::size_t CsvTable::require_first_column(std::string_view name) const {
 }
 
 double CsvTable::number(std::size_t row, std::size_t col) const {
-  const std::string& cell = rows.at(row).at(col);
+  // Spaces around a number are read past, at both ends (helper 102: a
+  // leading one was, strtod's, a trailing one refused), as they are around
+  // the header's names and the dtype words.
+  const std::string& raw = rows.at(row).at(col);
+  const std::size_t first = raw.find_first_not_of(" \t");
+  const std::string cell =
+      first == std::string::npos ? std::string() : raw.substr(first, raw.find_last_not_of(" \t") - first + 1);
   char* end = nullptr;
   const double v = std::strtod(cell.c_str(), &end);
   // strtod also reads hexadecimal (0x10): no measurement is written so.
   const bool hex = cell.find_first_of("xX") != std::string::npos;
   if (cell.empty() || hex || end != cell.c_str() + cell.size() || !std::isfinite(v)) {
-    throw InputError(fmt::format("{}: row {}, column '{}': '{}' is not a number", path, row + 1,
-                                 header.at(col), cell));
+    throw InputError(
+        fmt::format("{}: row {}, column '{}': '{}' is not a number", path, row + 1, header.at(col), raw));
   }
   return v;
 }

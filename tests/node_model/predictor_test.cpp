@@ -182,6 +182,14 @@ TEST(KernelCsv, ErrorsNameFileRowAndColumn) {
   const auto v = nm::parse_csv("OPName,B\nsoftmax,4\n", "v.csv");
   EXPECT_NE(error_of([&] { (void)nm::kernel_from_row(v, 0); }).find("v.csv: missing column 'H'"), std::string::npos);
   EXPECT_NE(error_of([] { (void)nm::parse_csv("a,b\n1,2,3\n", "r.csv"); }).find("r.csv: row 1"), std::string::npos);
+  // Spaces around numbers and op names are read past at both ends (helper
+  // 102: a trailing one was refused); inside a number they are an error.
+  const auto sp = nm::parse_csv("OPName,B,M,N,K\n Linear ,1 , 2,3\t,4\nbmm,1,2 2,3,4\n", "s.csv");
+  EXPECT_EQ(nm::kernel_from_row(sp, 0).op, nm::KernelOp::Linear);
+  EXPECT_EQ(nm::kernel_from_row(sp, 0).m, 2);
+  EXPECT_EQ(nm::kernel_from_row(sp, 0).k, 3);
+  EXPECT_EQ(error_of([&] { (void)nm::kernel_from_row(sp, 1); }),
+            "s.csv: row 2, column 'M': '2 2' is not a number");
 }
 
 TEST(KernelCsv, LoneCarriageReturnsEndRowsAndGraphsNeedTheirColumns) {
