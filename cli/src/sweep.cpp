@@ -95,15 +95,19 @@ std::string label(const Point& p, const std::vector<bool>* only = nullptr) {
 // table's batch), expert parallelism (1 for a dense model), HFU, the
 // fullest stage's GPU memory and the model chunks per pipeline rank (what
 // `virtual_stages: auto` chose under interleaved-1f1b; helper 60: a sweep
-// over schedules did not say), then, with `training.tokens`, the whole
+// over schedules did not say), the bytes sent per iteration, all, within
+// nodes and between them (run --json's; helper 99: a sweep over plans or
+// fabrics had no traffic to compare), then, with `training.tokens`, the whole
 // training run at the point's throughput (tokens, days, GPU-hours and, with
 // a price, cost: empty cells where the point has none, or does not fit;
 // helpers 64 and 70: the table had them, the CSV not) close the row.
 constexpr const char* kMetricNames =
     "gpus,fabric_tiers,iteration_time_s,compute_time_s,host_time_s,bubble_time_s,exposed_comm_time_s,"
     "tflops_per_gpu,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch,ep,hfu,"
-    "memory_capacity_bytes,virtual_stages,training_tokens,training_days,gpu_hours,cost";
-constexpr std::size_t kMetricColumns = 25;
+    "memory_capacity_bytes,virtual_stages,network_bytes,nvlink_bytes,fabric_bytes,training_tokens,training_"
+    "days,"
+    "gpu_hours,cost";
+constexpr std::size_t kMetricColumns = 28;
 enum MetricColumn : std::size_t {
   kGpus = 0,
   kIteration = 2,
@@ -113,10 +117,10 @@ enum MetricColumn : std::size_t {
   kOom = 10,
   kMemoryCapacity = 19,
   kVirtualStages = 20,
-  kTrainingTokens = 21,  // the first of the training run's cells, which may be empty
-  kTrainingDays = 22,
-  kGpuHours = 23,
-  kCost = 24
+  kTrainingTokens = 24,  // the first of the training run's cells, which may be empty
+  kTrainingDays = 25,
+  kGpuHours = 26,
+  kCost = 27
 };
 
 /// The training run's cells of a row, in plain decimals (a spreadsheet
@@ -171,17 +175,17 @@ std::string csv_row(const Point& p, const RunReport& r, double training_tokens) 
                    // gpus, fabric_tiers, the iteration split, tflops_per_gpu,
                    // tokens_per_s, peak_memory_bytes, oom, the plan, mfu,
                    // global_batch, ep, hfu, memory_capacity_bytes, virtual_stages,
-                   // then the training run's cells
+                   // the bytes sent, then the training run's cells
                    ",{},{},"
                    "{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},"
                    "{:.6f},{:.3f},{},{},"
                    "{},{},{},{},{:.6f},"
-                   "{},{},{:.6f},{},{}{}",
+                   "{},{},{:.6f},{},{},{},{},{}{}",
                    r.gpus, r.fabric_tiers, r.iteration_time.seconds(), r.compute_time.seconds(),
                    r.host_time.seconds(), r.bubble_time.seconds(), r.exposed_comm_time.seconds(),
                    r.tflops_per_gpu, r.tokens_per_second, fullest.total.count(), r.oom() ? 1 : 0, r.dp, r.tp,
                    r.pp, r.micro_batches, r.mfu, r.global_batch, r.ep, r.hfu, fullest.capacity.count(),
-                   r.virtual_stages,
+                   r.virtual_stages, r.bytes_sent.count(), r.nvlink_bytes.count(), r.fabric_bytes.count(),
                    training_cells(training_tokens, r.oom() ? std::nullopt : r.training_run));
 }
 

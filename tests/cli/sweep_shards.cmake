@@ -139,7 +139,7 @@ endforeach()
 # sweep-merge and as --out of the same shard (it would be read in the wrong
 # places).
 file(READ ${WORKDIR}/part0.csv p0)
-string(REPLACE ",global_batch,ep,hfu,memory_capacity_bytes,virtual_stages,training_tokens,training_days,gpu_hours,cost\n" ",global_batch\n" old "${p0}")
+string(REPLACE ",global_batch,ep,hfu,memory_capacity_bytes,virtual_stages,network_bytes,nvlink_bytes,fabric_bytes,training_tokens,training_days,gpu_hours,cost\n" ",global_batch\n" old "${p0}")
 if(old STREQUAL p0)
   message(FATAL_ERROR "test setup: the metric columns were not found in part0.csv:\n${p0}")
 endif()
@@ -199,7 +199,7 @@ file(STRINGS ${WORKDIR}/tokens.csv token_rows)
 list(GET token_rows 0 token_header)
 list(GET token_rows 1 token_fits)
 list(GET token_rows 2 token_oom)
-if(NOT rc EQUAL 0 OR NOT token_header MATCHES ",virtual_stages,training_tokens,training_days,gpu_hours,cost$"
+if(NOT rc EQUAL 0 OR NOT token_header MATCHES ",virtual_stages,network_bytes,nvlink_bytes,fabric_bytes,training_tokens,training_days,gpu_hours,cost$"
    OR NOT token_fits MATCHES ",0,[^\n]*,300000000000,[0-9][0-9][.][0-9]+,[0-9]+[.][0-9][0-9][0-9],$"
    OR NOT token_oom MATCHES ",1,[^\n]*,300000000000,,,$")
   message(FATAL_ERROR "the CSV's training run columns:\n${token_header}\n${token_fits}\n${token_oom}\n${whole_tokens}")

@@ -22,14 +22,17 @@ foreach(expect "\n +0  cluster.nodes=1 training.micro_batch=4 +8 +[0-9.]+ +[0-9.
 endforeach()
 file(STRINGS ${csv} lines)
 list(GET lines 0 header)
-if(NOT header MATCHES "^point,cluster.nodes,training.micro_batch,gpus,fabric_tiers,iteration_time_s,.*,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch,ep,hfu,memory_capacity_bytes,virtual_stages,training_tokens,training_days,gpu_hours,cost$")
+if(NOT header MATCHES "^point,cluster.nodes,training.micro_batch,gpus,fabric_tiers,iteration_time_s,.*,tokens_per_s,peak_memory_bytes,oom,dp,tp,pp,micro_batches,mfu,global_batch,ep,hfu,memory_capacity_bytes,virtual_stages,network_bytes,nvlink_bytes,fabric_bytes,training_tokens,training_days,gpu_hours,cost$")
   message(FATAL_ERROR "CSV header: ${header}")
 endif()
 list(GET lines 1 first)
 # dp 8 (auto on one node), tp, pp, 1 micro-batch, MFU, 8 x 4 sequences, no
 # expert parallelism, HFU (no recomputation: the MFU), an H100's 80 GiB,
-# one model chunk per rank, no training run (no training.tokens)
-if(NOT first MATCHES "^0,1,4,8,2,.*,[0-9]+,0,8,1,1,1,(0[.][0-9]+),32,1,([0-9.]+),85899345920,1,,,,$" OR NOT CMAKE_MATCH_1 STREQUAL CMAKE_MATCH_2)
+# one model chunk per rank, the bytes sent (all over NVLink on one node:
+# the network's are the NVLink's, none between nodes), no training run (no
+# training.tokens)
+if(NOT first MATCHES "^0,1,4,8,2,.*,[0-9]+,0,8,1,1,1,(0[.][0-9]+),32,1,([0-9.]+),85899345920,1,([1-9][0-9]+),([0-9]+),0,,,,$"
+   OR NOT CMAKE_MATCH_1 STREQUAL CMAKE_MATCH_2 OR NOT CMAKE_MATCH_3 STREQUAL CMAKE_MATCH_4)
   message(FATAL_ERROR "first row: ${first}")
 endif()
 # Labels longer than the settings column's 40 characters widen it: every
