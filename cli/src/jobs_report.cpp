@@ -83,9 +83,8 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
   // tessera run's Stragglers line, per job that has any.
   std::vector<std::string> slow;
   for (const auto& j : o.jobs) {
-    if (j.stragglers == 0) continue;
-    slow.push_back(fmt::format("{}: {} of {} GPUs slower than predicted (compute x{:.3f} at most)", j.name,
-                               j.stragglers, j.gpus, j.max_compute_scale));
+    if (!j.scales.any()) continue;
+    slow.push_back(fmt::format("{}: {}", j.name, compute_scales_phrase(j.scales, j.gpus)));
   }
   if (!slow.empty()) out += fmt::format("Stragglers     {}\n", fmt::join(slow, "; "));
   // Each job's fullest pipeline stage against its GPU (tessera run's memory table, one line).
@@ -207,11 +206,8 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
         R"({}{{"name": {}, "gpus": {}, "nodes": [{}], {}"alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "peak_memory_bytes": {}, "memory_capacity_bytes": {}, "oom": {}, "busiest_links": {}{}}})",
         i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes,
         // As tessera run --json: only for a job with stragglers.
-        j.stragglers > 0 ? fmt::format(R"("stragglers": {}, "max_compute_scale": {:.6f}, )", j.stragglers,
-                                       j.max_compute_scale)
-                         : std::string(),
-        j.alone.seconds(), j.shared.seconds(), j.slowdown(), j.tokens_per_s, j.peak_memory.count(),
-        j.memory_capacity.count(), j.oom(), links, extra);
+        compute_scales_json(j.scales), j.alone.seconds(), j.shared.seconds(), j.slowdown(), j.tokens_per_s,
+        j.peak_memory.count(), j.memory_capacity.count(), j.oom(), links, extra);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e})", o.makespan.seconds());
   if (o.packet_fabric) out += json_packet_fabric(*o.packet_fabric);

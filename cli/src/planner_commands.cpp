@@ -396,10 +396,13 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     // As in tessera run --json: "untested_gpu" and "known_bias" only when set.
     out << fmt::format(
         "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"dp\": {}, \"tp\": {}, \"pp\": {}, "
-        "\"ep\": {}, \"micro_batches\": {}, \"micro_batch\": {}, \"global_batch\": {}, \"seq_len\": {}, "
+        "{}\"micro_batches\": {}, \"micro_batch\": {}, \"global_batch\": {}, \"seq_len\": {}, "
         "\"backend\": {}, \"predictor\": {}, {}{}\"schedules\": [{}]}}\n",
         json_string(s.name), json_string(s.model.name), json_string(s.gpu.name), s.gpus(), plan.dp, plan.tp,
-        plan.pp, plan.ep, plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
+        plan.pp,
+        // As in run --json: `ep` for a mixture of experts only (helper 106).
+        s.model.is_moe() ? fmt::format("\"ep\": {}, ", plan.ep) : std::string(),
+        plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch,
         plan.sequences(s.workload.micro_batch), s.workload.seq_len,
         json_string(std::string(to_string(s.backend))), json_string(std::string(predictor.name())),
         mixed_gpus_json(s) + scenario_warnings_json(s), caveat_json(s), items);

@@ -158,11 +158,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
     rep.mixed_nodes = s.mixed_gpus->nodes;
   }
   rep.failures = s.failures;
-  for (double f : s.compute_scale) {
-    if (f == 1.0) continue;
-    ++rep.stragglers;
-    rep.max_compute_scale = std::max(rep.max_compute_scale, f);
-  }
+  for (double f : s.compute_scale) rep.scales.add(f);
   rep.schedule = std::string(parallelism::to_string(s.plan.schedule));
   rep.micro_batches = sim.plan.micro_batches;
   // (the plan validated global_batch = dp x micro_batch x micro-batches)
@@ -202,7 +198,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   // FP8 runs: the same model FLOPs against the dense FP8 peak too, so that
   // an MFU above 100% of the BF16 peak reads for what it is.
   if (rep.fp8) rep.mfu_fp8_peak = rep.tflops_per_gpu / s.gpu.matmul_peak(node_model::DType::FP8).tflops();
-  if (rep.stragglers > 0 || s.mixed_gpus) {
+  if (rep.scales.any() || s.mixed_gpus) {
     // Which pipeline stage holds the iteration back: each stage's busiest
     // compute stream (a stage waits for its slowest rank) against the fastest.
     rep.stage_balance.resize(static_cast<std::size_t>(s.plan.pp));
@@ -561,11 +557,22 @@ std::string caveat_json(const Scenario& s, bool plan_bias, bool trailing) {
 }
 
 std::string ranking_bias_note(std::string_view known_bias, std::string_view rows, std::string_view which) {
+  // The note of one plan starts with its own width ("8-way tensor
+  // parallelism: "); over rows of several widths it names them all (helper
+  // 106: "8-way" headed a note about 4-way points).
+  constexpr std::string_view kWay = "-way tensor parallelism: ";
+  const std::size_t way = known_bias.find(kWay);
+  std::string bias(known_bias);
+  if (way != std::string_view::npos && way > 0 &&
+      known_bias.substr(0, way).find_first_not_of("0123456789") == std::string_view::npos) {
+    bias = fmt::format("{}-way and wider tensor parallelism: {}", parallelism::kKnownBiasMinTp,
+                       known_bias.substr(way + kWay.size()));
+  }
   return fmt::format(
       "note: known bias: {}; {} with {}-way or wider tensor parallelism{}{} may therefore rank above {} with "
       "less "
       "that run faster\n",
-      known_bias, rows, parallelism::kKnownBiasMinTp, which.empty() ? "" : " ", which, rows);
+      bias, rows, parallelism::kKnownBiasMinTp, which.empty() ? "" : " ", which, rows);
 }
 
 std::string failures_json(const Scenario::Failures& f) {
@@ -581,6 +588,29 @@ std::string failures_json(const Scenario::Failures& f) {
   return fmt::format(
       "\"failures\": {{\"links\": {}, \"degraded\": {}, \"degraded_rate\": {:.6f}, \"timed\": [{}]}}, ",
       names(f.failed), names(f.degraded), f.degraded_rate, fmt::join(timed, ", "));
+}
+
+std::string compute_scales_phrase(const study::ComputeScales& c, int gpus) {
+  std::string out;
+  if (c.slower > 0) {
+    out = fmt::format("{} of {} GPUs slower than predicted (compute x{:.3f} at most)", c.slower, gpus,
+                      c.max_scale);
+  }
+  if (c.faster > 0) {
+    out += c.slower > 0 ? fmt::format(", {} faster (x{:.3f} at least)", c.faster, c.min_scale)
+                        : fmt::format("{} of {} GPUs faster than predicted (compute x{:.3f} at least)",
+                                      c.faster, gpus, c.min_scale);
+  }
+  return out;
+}
+
+std::string compute_scales_json(const study::ComputeScales& c) {
+  std::string out;
+  if (c.slower > 0)
+    out += fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", c.slower, c.max_scale);
+  if (c.faster > 0)
+    out += fmt::format("\"faster_gpus\": {}, \"min_compute_scale\": {:.6f}, ", c.faster, c.min_scale);
+  return out;
 }
 
 std::string failures_line(const Scenario::Failures& f, Time iteration) {
@@ -718,10 +748,7 @@ std::string format_text(const RunReport& r) {
         r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, nodes_phrase(r.mixed_nodes));
   }
   out += failures_line(r.failures, r.iteration_time);
-  if (r.stragglers > 0) {
-    out += fmt::format("Stragglers     {} of {} GPUs slower than predicted (compute x{:.3f} at most)\n", r.stragglers,
-                       r.gpus, r.max_compute_scale);
-  }
+  if (r.scales.any()) out += fmt::format("Stragglers     {}\n", compute_scales_phrase(r.scales, r.gpus));
   if (const auto& o = r.kernel_overrides) {
     out +=
         fmt::format("Measured       {} of {} kernel{} in {} matched ({} planner lookup{}){}{}\n", o->matched,
@@ -928,10 +955,7 @@ std::string format_json(const RunReport& r) {
       r.overlap_param_gather ? "\"overlap_param_gather\": true, " : "", json_string(r.backend),
       json_string(r.predictor),
       (r.mixed_gpu.empty() ? std::string() : mixed_gpus_json(r.mixed_gpu, r.mixed_nodes)) +
-          (r.stragglers > 0 ? fmt::format("\"stragglers\": {}, \"max_compute_scale\": {:.6f}, ", r.stragglers,
-                                          r.max_compute_scale)
-                            : std::string()) +
-          failures_json(r.failures),
+          compute_scales_json(r.scales) + failures_json(r.failures),
       (r.predictor_weights.empty()
            ? std::string()
            : fmt::format("\"predictor_weights\": {}, ", json_string(r.predictor_weights))) +

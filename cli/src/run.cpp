@@ -46,6 +46,17 @@ std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
   const Share* largest = std::max_element(std::begin(parts), std::end(parts),
                                           [](const Share& a, const Share& b) { return a.bytes < b.bytes; });
   std::vector<std::string> fixes;
+  // GPipe keeps every micro-batch's activations until its backward: 1F1B
+  // keeps at most pp of them, and more pipeline stages only add micro-
+  // batches per pipeline under GPipe (helper 106: the hint left out the
+  // schedule and offered more pipeline parallelism, which grew the stage).
+  const bool gpipe_activations = largest->part == Part::Activations &&
+                                 plan.schedule == parallelism::Schedule::GPipe &&
+                                 plan.micro_batches(work.micro_batch) > 1;
+  if (gpipe_activations) {
+    fixes.emplace_back(
+        "parallelism.schedule: 1f1b (GPipe holds every micro-batch's activations, 1F1B at most pp)");
+  }
   if (largest->part == Part::Activations) {
     // Selective recomputation recomputes the attention core, which
     // FlashAttention already keeps none of (helper 83: it was advised).
@@ -86,7 +97,7 @@ std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
     }
     if (plan.zero_stage < stage && valid) fixes.push_back(fmt::format("parallelism.zero_stage: {}", stage));
   }
-  fixes.emplace_back("more tensor or pipeline parallelism");
+  fixes.emplace_back(gpipe_activations ? "more tensor parallelism" : "more tensor or pipeline parallelism");
   const std::string last = fixes.back();
   fixes.pop_back();
   return fmt::format("its largest part, {}, {:.1f} GiB: try {}{}{}", largest->name, largest->bytes.in_gib(),

@@ -1147,6 +1147,20 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
                                       file, events.second_at.line + 1, events.second_at.column + 1));
     }
   } catch (const YAML::ParserException& e) {
+    // A tab in a line's indentation (YAML indents with spaces only) reads as
+    // "illegal map value" at the line above it (helper 106): named, with
+    // its line, where one comes at or before the line after the error's.
+    std::istringstream lines(text);
+    std::string line;
+    for (int n = 0; std::getline(lines, line) && n <= e.mark.line + 1; ++n) {
+      const std::size_t indent = line.find_first_not_of(" \t");
+      if (indent == std::string::npos || line[indent] == '#') continue;
+      const std::size_t tab = line.find('\t');
+      if (tab < indent) {
+        throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, n + 1, tab + 1,
+                                        "a tab in the indentation (YAML indents with spaces only)"));
+      }
+    }
     throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   check_keys(root, file, "", 0);
@@ -2175,6 +2189,13 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
             "parallelism.tp_comm_overlap has no effect with tp = 1 (no tensor-parallel collectives)");
       }
     }
+    // ZeRO shards over the data-parallel group: with dp = 1 there is no one
+    // to shard with (helper 106: said nothing).
+    if (plan.dp == 1 && plan.zero_stage > 0) {
+      s.warnings.push_back(fmt::format(
+          "parallelism.zero_stage {} has no effect with dp = 1 (it shards across the data-parallel group)",
+          plan.zero_stage));
+    }
     if (p.has("pipeline_scatter_gather") && (plan.tp == 1 || plan.pp == 1 || plan.sequence_parallel)) {
       s.warnings.push_back(fmt::format(
           "parallelism.pipeline_scatter_gather has no effect here (it applies with tp > 1 and pp > 1, "
@@ -2488,6 +2509,12 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       m.fail_at(m.node()["nodes"].Mark(), m.key_path("nodes"), why);
     }
     m.finish();
+    // The cluster's own GPU changes nothing (helper 106: a Mixed GPUs line
+    // and no word).
+    if (mixed.gpu.name == s.gpu.name) {
+      s.warnings.push_back(fmt::format(
+          "mixed_gpus.gpu {} is the cluster's own GPU: the nodes it names are unchanged", mixed.gpu.name));
+    }
     s.mixed_gpus = std::move(mixed);
   }
   if (top.has("failures")) {
@@ -2630,6 +2657,19 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     }
     if (!g.has("nodes") && !g.has("ranks") && !g.has("random_sigma")) {
       g.fail_at(g.node().Mark(), g.key_path(""), "name nodes, ranks or random_sigma");
+    }
+    // Nodes or ranks without a slowdown keep its default, 1: they change
+    // nothing (helper 106: silently), as a slowdown with neither does.
+    const bool listed = g.has("nodes") || g.has("ranks");
+    if (listed && !g.has("slowdown")) {
+      const char* key = g.has("nodes") ? "nodes" : "ranks";
+      g.fail_at(
+          g.node()[key].Mark(), g.key_path(key),
+          "without stragglers.slowdown (default 1) the listed GPUs run as predicted: give their slowdown");
+    }
+    if (!listed && g.has("slowdown")) {
+      g.fail_at(g.node()["slowdown"].Mark(), g.key_path("slowdown"),
+                "a slowdown without nodes or ranks has no effect: name the GPUs it slows");
     }
     g.finish();
   }

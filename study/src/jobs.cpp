@@ -165,10 +165,7 @@ JobsOutcome simulate_jobs(const Scenario& s) {
     }
     if (!s.compute_scale.empty()) {
       for (int g : gpu_of[j]) {
-        const double f = s.compute_scale[static_cast<std::size_t>(g)];
-        if (f == 1.0) continue;
-        ++o.stragglers;
-        o.max_compute_scale = o.stragglers == 1 ? f : std::max(o.max_compute_scale, f);
+        o.scales.add(s.compute_scale[static_cast<std::size_t>(g)]);
       }
     }
     o.alone = iteration_of(alone, gpu_of[j]);

@@ -475,6 +475,16 @@ TEST(Stragglers, KeysGiveThePerGpuFactors) {
       << error_of(text, {{"stragglers.nodes", "2"}});
   EXPECT_NE(error_of(text, {{"stragglers.slowdown", "0"}}).find("stragglers.slowdown"), std::string::npos);
   EXPECT_NE(error_of(text, {{"stragglers.seed", "3"}}).find("a seed without random_sigma"), std::string::npos);
+  // Listed GPUs without a slowdown, or a slowdown with no GPUs listed,
+  // change nothing (helper 106: silently).
+  EXPECT_NE(
+      error_of(text, {{"stragglers.nodes", "1"}})
+          .find("stragglers.nodes: without stragglers.slowdown (default 1) the listed GPUs run as predicted"),
+      std::string::npos)
+      << error_of(text, {{"stragglers.nodes", "1"}});
+  EXPECT_NE(error_of(text, {{"stragglers.random_sigma", "0.1"}, {"stragglers.slowdown", "2"}})
+                .find("stragglers.slowdown: a slowdown without nodes or ranks has no effect"),
+            std::string::npos);
 }
 
 // A slower data-parallel rank holds the all-reduce back: the iteration grows,
@@ -495,8 +505,45 @@ TEST(Stragglers, OneSlowGpuSlowsTheDataParallelStep) {
   EXPECT_GT(b.result.makespan, a.result.makespan);
   EXPECT_LE(b.result.makespan, a.result.makespan + (b.result.ranks[5].compute_busy - compute));
   const RunReport r = make_report(slow, b);
-  EXPECT_EQ(r.stragglers, 1);
-  EXPECT_DOUBLE_EQ(r.max_compute_scale, 1.1);
+  EXPECT_EQ(r.scales.slower, 1);
+  EXPECT_DOUBLE_EQ(r.scales.max_scale, 1.1);
+}
+
+// A slowdown under 1 makes GPUs faster, and a random draw makes some slower
+// and some faster: the report counts each side (helper 106: every factor
+// other than 1 was called slower, "x0.500 at most").
+TEST(Stragglers, FasterGpusAreCountedAsFaster) {
+  const std::string text = scenario_text("default.yaml");
+  const Scenario fast =
+      parse_scenario(text, "d.yaml", {{"stragglers.nodes", "1"}, {"stragglers.slowdown", "0.5"}});
+  const RunReport f = make_report(fast, simulate_scenario(fast));
+  EXPECT_EQ(f.scales.slower, 0);
+  EXPECT_EQ(f.scales.faster, 8);
+  EXPECT_DOUBLE_EQ(f.scales.min_scale, 0.5);
+  EXPECT_NE(
+      format_text(f).find("\nStragglers     8 of 16 GPUs faster than predicted (compute x0.500 at least)\n"),
+      std::string::npos)
+      << format_text(f);
+  EXPECT_NE(format_json(f).find("\"faster_gpus\": 8, \"min_compute_scale\": 0.500000, "), std::string::npos);
+  EXPECT_EQ(format_json(f).find("\"stragglers\""), std::string::npos);
+
+  const Scenario noisy = parse_scenario(text, "d.yaml", {{"stragglers.random_sigma", "0.2"}});
+  const RunReport n = make_report(noisy, simulate_scenario(noisy));
+  int above = 0, below = 0;
+  for (const double x : noisy.compute_scale) {
+    above += x > 1.0 ? 1 : 0;
+    below += x < 1.0 ? 1 : 0;
+  }
+  ASSERT_GT(above, 0);
+  ASSERT_GT(below, 0);
+  EXPECT_EQ(n.scales.slower, above);
+  EXPECT_EQ(n.scales.faster, below);
+  EXPECT_NE(format_text(n).find(
+                fmt::format("\nStragglers     {} of 16 GPUs slower than predicted (compute x{:.3f} at "
+                            "most), {} faster (x{:.3f} at least)\n",
+                            above, n.scales.max_scale, below, n.scales.min_scale)),
+            std::string::npos)
+      << format_text(n);
 }
 
 // Stragglers in a scenario with jobs: node and rank indices are the
@@ -514,10 +561,10 @@ TEST(Stragglers, JobsCountTheirOwnSlowGpus) {
             (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}));
   const JobsOutcome o = simulate_jobs(s);
   ASSERT_EQ(o.jobs.size(), 2U);
-  EXPECT_EQ(o.jobs[0].stragglers, 8);
-  EXPECT_EQ(o.jobs[0].max_compute_scale, 2.0);
-  EXPECT_EQ(o.jobs[1].stragglers, 0);
-  EXPECT_EQ(o.jobs[1].max_compute_scale, 1.0);
+  EXPECT_EQ(o.jobs[0].scales.slower, 8);
+  EXPECT_EQ(o.jobs[0].scales.max_scale, 2.0);
+  EXPECT_EQ(o.jobs[1].scales.slower, 0);
+  EXPECT_EQ(o.jobs[1].scales.max_scale, 1.0);
   const JobsOutcome plain = simulate_jobs(parse_scenario(text, "t.yaml"));
   EXPECT_GT(o.jobs[0].alone, plain.jobs[0].alone);
   EXPECT_EQ(o.jobs[1].alone, plain.jobs[1].alone);

@@ -71,3 +71,12 @@ execute_process(COMMAND ${TESSERA} run ${dir}/mixtral-ep.yaml --set parallelism.
 if(NOT rc8 EQUAL 3 OR NOT err8 MATCHES "\\(its largest part, optimizer states, [0-9.]+ GiB: try parallelism.zero_stage: 1 or more tensor")
   message(FATAL_ERROR "ep 8 of 8 experts: no wider expert parallelism exists, yet: ${err8}")
 endif()
+# Activations the largest part under GPipe with micro-batches: the schedule
+# is named first, and no more pipeline stages (helper 106: under GPipe they
+# add micro-batches per pipeline and grew the stage).
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set training.micro_batch=16 --set training.global_batch=512
+                        --set parallelism.schedule=gpipe
+                OUTPUT_VARIABLE out8 ERROR_VARIABLE err8 RESULT_VARIABLE rc8)
+if(NOT rc8 EQUAL 3 OR NOT err8 MATCHES "\\(its largest part, activations, [0-9.]+ GiB: try parallelism.schedule: 1f1b \\(GPipe holds every micro-batch's activations, 1F1B at most pp\\), parallelism.recompute: selective or full, a smaller training.micro_batch or more tensor parallelism; tessera search")
+  message(FATAL_ERROR "gpipe: expected exit code 3 and the schedule first, got ${rc8}: ${err8}")
+endif()

@@ -120,8 +120,7 @@ struct RunReport {
   std::string mixed_gpu;        ///< `mixed_gpus.gpu` (empty: one GPU type)
   std::vector<int> mixed_nodes;    ///< the nodes that hold it
   Scenario::Failures failures;     ///< `failures:` (cables out of service or slow)
-  int stragglers = 0;              ///< GPUs whose compute_scale is not 1 (`stragglers:`)
-  double max_compute_scale = 0.0;  ///< the largest of those factors
+  study::ComputeScales scales;     ///< GPUs `stragglers:` makes slower or faster
   std::string schedule;
   std::int64_t micro_batches = 0;
   /// The rest of the plan, as the scenario's keys name them (the summary's
@@ -316,6 +315,13 @@ std::string caveat_json(const std::vector<std::string>& untested_gpu,
 /// scenario takes out or slows, as it names them, a timed change at or
 /// after `iteration` marked as having no effect.
 std::string failures_line(const Scenario::Failures& f, Time iteration);
+/// What `stragglers:` does to `gpus` GPUs, in words ("4 of 32 GPUs slower
+/// than predicted (compute x1.250 at most), 3 faster (x0.800 at least)"),
+/// and as JSON members with a trailing ", " (`stragglers` and
+/// `max_compute_scale` for the slower, `faster_gpus` and `min_compute_scale`
+/// for the faster; each pair only where there are such GPUs).
+std::string compute_scales_phrase(const study::ComputeScales& c, int gpus);
+std::string compute_scales_json(const study::ComputeScales& c);
 /// The ns-3 run's fabric counters (the report's `Packet fabric` lines), with
 /// the invariants side by side (injected against delivered, drops, credit
 /// violations).

@@ -3,6 +3,7 @@
 // "Several jobs"): every job planned alone, their task graphs placed on the
 // cluster's GPUs and run in one simulation on one network, and each job run
 // alone on the same GPUs for its slowdown.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +32,25 @@ parallelism::TaskGraph place_jobs(const std::vector<const parallelism::TaskGraph
 /// sorted. Throws InputError when the counts exceed the free nodes.
 std::vector<std::vector<int>> random_placement(std::vector<int> free_nodes, const std::vector<int>& counts,
                                                std::uint64_t seed);
+
+/// GPUs whose compute the `stragglers:` section scales (Scenario::
+/// compute_scale), split by direction: a factor above 1 is slower than
+/// predicted, below 1 faster (a slowdown under 1, or the random draw's lower
+/// half; helper 106: every factor other than 1 was counted slower).
+struct ComputeScales {
+  int slower = 0;
+  double max_scale = 1.0;  ///< the largest factor of the slower GPUs (1 if none)
+  int faster = 0;
+  double min_scale = 1.0;  ///< the smallest factor of the faster GPUs (1 if none)
+  void add(double f) {
+    if (f > 1.0) {
+      max_scale = slower++ == 0 ? f : std::max(max_scale, f);
+    } else if (f < 1.0) {
+      min_scale = faster++ == 0 ? f : std::min(min_scale, f);
+    }
+  }
+  [[nodiscard]] bool any() const { return slower + faster > 0; }
+};
 
 /// One directed link as one job used it in the shared run.
 struct JobLink {
@@ -70,10 +90,9 @@ struct JobOutcome {
   int fullest_stage = 0;
   Bytes peak_memory;
   Bytes memory_capacity;
-  /// Its GPUs slower than predicted (`stragglers:`, Scenario::compute_scale
-  /// on the cluster's GPUs) and the largest factor among them (1 if none).
-  int stragglers = 0;
-  double max_compute_scale = 1.0;
+  /// Its GPUs slower and faster than predicted (`stragglers:`,
+  /// Scenario::compute_scale on the cluster's GPUs).
+  ComputeScales scales;
   [[nodiscard]] bool oom() const { return memory_capacity.count() > 0 && peak_memory > memory_capacity; }
   [[nodiscard]] double slowdown() const {
     return alone > Time::zero() ? static_cast<double>(shared.ps()) / static_cast<double>(alone.ps()) - 1.0 : 0.0;
