@@ -1234,6 +1234,17 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   const std::optional<std::string> rows_path = p.get("rows");
   FileSet files;
   files.input(file, "--data");
+  // The scenario and its measured kernels are inputs too: --rows on either
+  // is refused (helper 107: it overwrote them).
+  if (base) {
+    files.input(*base, "--scenario");
+    try {
+      const Scenario s = load_cluster_scenario(*base, overrides);
+      if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
+    } catch (const Error&) {
+      // (RunTemplate::from_file read it already; a file it reads is one load_scenario reads)
+    }
+  }
   if (rows_path) files.output(*rows_path, "--rows");
   auto runs = read_vtrain_runs(file, templates.front());
   if (auto e = p.get("every")) {
