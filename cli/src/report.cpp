@@ -240,9 +240,10 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   // whatever its load (helper 101: nothing said so; docs/scenarios.md).
   if (const auto& f = sim.packet_fabric; f && f->links_below_round_trip > 0) {
     rep.warnings.push_back(fmt::format(
-        "ns3.buffer ({} B per port and VL) is below the credit round trip of {} link{} that carried packets "
-        "(up to {} B at line rate): they wait for credits however light their load, so the forecast is "
-        "slower than such a fabric runs; 0 (auto) sizes each buffer to its round trip",
+        "ns3.buffer ({} B per port and VL) is below what 0 (auto) sizes for {} link{} that carried packets "
+        "(the credit round trip at line rate and three segments of ns3.packets_per_segment packets: "
+        "up to {} B): they wait for credits however light their load, so the forecast is slower than such a "
+        "fabric runs; 0 (auto), or ns3.packets_per_segment=1 for a small buffer",
         f->settings.buffer.count(), f->links_below_round_trip, f->links_below_round_trip == 1 ? "" : "s",
         f->round_trip_bytes.count()));
   }
