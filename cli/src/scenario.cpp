@@ -1786,6 +1786,25 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
         type_at.Mark(), f.key_path("type"),
         fmt::format("unknown fabric type '{}' (expected leaf-spine, fat-tree or rail-optimized)", type));
   }
+  // The switch cables' unit slips, as the HCA's are warned about (helper
+  // 108: spine_bandwidth 200Mbps ran 258x slower with no word, 200GB/s made
+  // a 2:1 fabric non-blocking).
+  for (const char* key : {"spine_bandwidth", "core_bandwidth"}) {
+    if (!f.has(key)) continue;
+    const Bandwidth bw = f.unit(key, parse_bandwidth);
+    const double gbps = static_cast<double>(bw.bps()) * 1e-9;
+    if (bw > parse_bandwidth("800Gbps")) {
+      s.warnings.push_back(
+          fmt::format("{} = {:g} Gb/s: one switch cable runs at 800 Gb/s at most today (bytes "
+                      "for bits, GB/s for Gbps?)",
+                      f.key_path(key), gbps));
+    } else if (bw < parse_bandwidth("10Gbps")) {
+      s.warnings.push_back(
+          fmt::format("{} = {:g} Gb/s: a GPU cluster's switch cable runs at 10 Gb/s or more "
+                      "(Mbps for Gbps?)",
+                      f.key_path(key), gbps));
+    }
+  }
   f.finish();
 }
 
