@@ -1610,6 +1610,23 @@ std::string latency_slip(const std::string& path, Time t) {
 
 /// A switch-to-switch link's latency: the key if given (warned about above
 /// kSlipLatency), else kSwitchLinkLatency.
+/// The warning for a cable rate no GPU cluster has (`what`: "HCA port",
+/// "switch cable"), or empty: above 800 Gb/s bytes for bits, below 10 Gb/s
+/// Mbps for Gbps.
+std::string bandwidth_slip(const std::string& path, Bandwidth bw, std::string_view what) {
+  const double gbps = static_cast<double>(bw.bps()) * 1e-9;
+  if (bw > parse_bandwidth("800Gbps")) {
+    return fmt::format(
+        "{} = {:g} Gb/s: one {} runs at 800 Gb/s at most today (bytes for bits, GB/s for Gbps?)", path, gbps,
+        what);
+  }
+  if (bw < parse_bandwidth("10Gbps")) {
+    return fmt::format("{} = {:g} Gb/s: a GPU cluster's {} runs at 10 Gb/s or more (Mbps for Gbps?)", path,
+                       gbps, what);
+  }
+  return {};
+}
+
 Time fabric_latency(Section& f, const char* key, Scenario& s) {
   if (!f.has(key)) return kSwitchLinkLatency;
   const Time t = f.unit(key, parse_time);
@@ -1791,19 +1808,8 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   // a 2:1 fabric non-blocking).
   for (const char* key : {"spine_bandwidth", "core_bandwidth"}) {
     if (!f.has(key)) continue;
-    const Bandwidth bw = f.unit(key, parse_bandwidth);
-    const double gbps = static_cast<double>(bw.bps()) * 1e-9;
-    if (bw > parse_bandwidth("800Gbps")) {
-      s.warnings.push_back(
-          fmt::format("{} = {:g} Gb/s: one switch cable runs at 800 Gb/s at most today (bytes "
-                      "for bits, GB/s for Gbps?)",
-                      f.key_path(key), gbps));
-    } else if (bw < parse_bandwidth("10Gbps")) {
-      s.warnings.push_back(
-          fmt::format("{} = {:g} Gb/s: a GPU cluster's switch cable runs at 10 Gb/s or more "
-                      "(Mbps for Gbps?)",
-                      f.key_path(key), gbps));
-    }
+    const std::string w = bandwidth_slip(f.key_path(key), f.unit(key, parse_bandwidth), "switch cable");
+    if (!w.empty()) s.warnings.push_back(w);
   }
   f.finish();
 }
@@ -1944,19 +1950,12 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // One HCA port runs at 800 Gb/s at most today; more is a slip of bytes
     // for bits (400GB/s for 400Gbps, 200GB/s for HDR's 200Gbps: helper 78,
     // once under a 1600 Gb/s threshold) more often than a future NIC.
-    if (cl.nic_bandwidth > parse_bandwidth("800Gbps")) {
-      s.warnings.push_back(
-          fmt::format("cluster.nic_bandwidth = {:g} Gb/s: one HCA port runs at 800 Gb/s at most today "
-                      "(bytes for bits, GB/s for Gbps?)",
-                      static_cast<double>(cl.nic_bandwidth.bps()) * 1e-9));
-    }
     // Under 10 Gb/s is no GPU cluster's HCA: Mbps for Gbps (helper 86: 400Mbps
-    // ran silently, a reduce-scatter of 87 s).
-    if (cl.nodes > 1 && cl.nic_bandwidth < parse_bandwidth("10Gbps")) {
-      s.warnings.push_back(
-          fmt::format("cluster.nic_bandwidth = {:g} Gb/s: a GPU cluster's HCA port runs at 10 Gb/s or more "
-                      "(Mbps for Gbps?)",
-                      static_cast<double>(cl.nic_bandwidth.bps()) * 1e-9));
+    // ran silently, a reduce-scatter of 87 s); said beyond one node, where
+    // the HCAs carry traffic.
+    if (cl.nic_bandwidth > parse_bandwidth("800Gbps") || cl.nodes > 1) {
+      if (std::string w = bandwidth_slip("cluster.nic_bandwidth", cl.nic_bandwidth, "HCA port"); !w.empty())
+        s.warnings.push_back(std::move(w));
     }
     node.nvlink = {cl.nvlink_bandwidth, cl.nvlink_latency};
     // HCAs per node (default: one per GPU) and the PCIe link to a shared one.

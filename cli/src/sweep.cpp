@@ -30,6 +30,7 @@
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
+#include "tessera/names.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/study/pipeline.hpp"
 
@@ -1290,8 +1291,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     Axis a{o.path, split(o.value, ',')};
     for (auto& v : a.values) {
       // "1, 2": the space after a comma is no part of the value.
-      const auto first = v.find_first_not_of(" \t");
-      v = first == std::string::npos ? std::string() : v.substr(first, v.find_last_not_of(" \t") - first + 1);
+      v = std::string(trim_blanks(v));
       if (v.empty()) throw UsageError(fmt::format("tessera sweep: --set {}: empty value in the list", value));
       // The CSV writes values as they are, unquoted (helper 94: a quote
       // made rows a CSV reader splits otherwise).

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "tessera/error.hpp"
+#include "tessera/names.hpp"
 #include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/node_model/json.hpp"
 
@@ -46,9 +47,7 @@ double CsvTable::number(std::size_t row, std::size_t col) const {
   // leading one was, strtod's, a trailing one refused), as they are around
   // the header's names and the dtype words.
   const std::string& raw = rows.at(row).at(col);
-  const std::size_t first = raw.find_first_not_of(" \t");
-  const std::string cell =
-      first == std::string::npos ? std::string() : raw.substr(first, raw.find_last_not_of(" \t") - first + 1);
+  const std::string cell(trim_blanks(raw));
   char* end = nullptr;
   const double v = std::strtod(cell.c_str(), &end);
   // strtod also reads hexadecimal (0x10): no measurement is written so.

@@ -52,10 +52,7 @@ KernelOp parse_kernel_op(std::string_view name) {
   // Any case: NeuSight's files write the names in lower case, a user's may
   // write `Linear` or `BMM` (as the dtype column may write `BF16`).
   // Spaces around it are read past, as around numbers (csv.hpp).
-  const std::size_t first = name.find_first_not_of(" \t");
-  const std::string lower = first == std::string_view::npos
-                                ? std::string()
-                                : ascii_lower(name.substr(first, name.find_last_not_of(" \t") - first + 1));
+  const std::string lower = ascii_lower(trim_blanks(name));
   for (const auto& [o, n] : kNames) {
     if (n == lower) return o;
   }

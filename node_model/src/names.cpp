@@ -7,6 +7,12 @@
 
 namespace tessera {
 
+std::string_view trim_blanks(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
 std::string ascii_lower(std::string_view text) {
   std::string s(text);
   std::transform(s.begin(), s.end(), s.begin(),

@@ -11,6 +11,9 @@ namespace tessera {
 /// `text` in ASCII lower case, for names a user may write in any case
 /// (dtypes, frameworks, schedules, file extensions).
 std::string ascii_lower(std::string_view text);
+/// `text` without the spaces and tabs at either end (a CSV cell, a listed
+/// value); empty when it holds nothing else.
+std::string_view trim_blanks(std::string_view text);
 
 /// The candidates a mistyped `name` most likely meant: those at the
 /// smallest edit distance (insertions, deletions, substitutions, and swaps
