@@ -1,6 +1,7 @@
 #include "tessera/study/nccl_tests.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -87,6 +88,7 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
   std::size_t size_col = 0;
   std::size_t time_col = 0;
   std::size_t algbw_col = std::string::npos;
+  std::size_t wrong_col = std::string::npos;
   bool rows_started = false;
   std::size_t line_no = 0;
   // A run's header (its test, its ranks) after rows: another run.
@@ -121,7 +123,14 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
         }
         continue;
       }
-      if (tok.size() >= 3 && tok[1] == "Rank" && all_digits(tok[2])) {
+      // "# Out of bounds values : 3 FAILED": nccl-tests found wrong results.
+      if (line.find("Out of bounds values") != std::string_view::npos && tok.back() == "FAILED") {
+        throw InputError(
+            fmt::format("{}:{}: nccl-tests reports wrong results ('{}'): a failed run times nothing "
+                        "trustworthy; rerun it",
+                        file, line_no, fmt::join(tok, " ")));
+      }
+      if (tok.size() >= 3 && tok[1] == "Rank") {
         check_one_run();
         const auto on = std::find(tok.begin(), tok.end(), "on");
         const auto device = std::find(tok.begin(), tok.end(), "device");
@@ -148,14 +157,26 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
             std::find(columns.begin() + static_cast<std::ptrdiff_t>(time_col), columns.end(), "algbw");
         algbw_col =
             algbw == columns.end() ? std::string::npos : static_cast<std::size_t>(algbw - columns.begin());
+        // The out-of-place "#wrong" (a count of wrong values; older versions
+        // print a maximum "error" instead, judged by the footer alone).
+        const auto wrong =
+            std::find(columns.begin() + static_cast<std::ptrdiff_t>(time_col), columns.end(), "#wrong");
+        wrong_col =
+            wrong == columns.end() ? std::string::npos : static_cast<std::size_t>(wrong - columns.begin());
       }
       continue;
     }
     // A row: after the header, its first cell a number. Anything else
     // (NCCL_DEBUG lines, "HOST:PID:TID [0] NCCL INFO ...", warnings) is not
     // nccl-tests' own output.
-    if (columns.empty() || !(tok[0].front() >= '0' && tok[0].front() <= '9') ||
-        tok[0].find(':') != std::string::npos) {
+    if (columns.empty() || tok[0].find(':') != std::string::npos) continue;
+    if (!(tok[0].front() >= '0' && tok[0].front() <= '9')) {
+      // A line laid out as a row (the header's cells, a number for the
+      // time) whose size is not a number is a damaged row, not a log line.
+      if (tok.size() == columns.size() && time_col < tok.size() &&
+          tok[time_col].find_first_not_of("0123456789.") == std::string::npos) {
+        (void)number_cell(tok[size_col], file, line_no, "size");
+      }
       continue;
     }
     rows_started = true;
@@ -189,6 +210,12 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
             "writes the time in microseconds",
             file, line_no, tok[time_col], tok[size_col], implied, tok[algbw_col]));
       }
+    }
+    if (wrong_col < tok.size() && tok[wrong_col] != "0" && tok[wrong_col] != "N/A") {
+      throw InputError(
+          fmt::format("{}:{}: column '#wrong': {} wrong values at {} B: nccl-tests found this row's results "
+                      "wrong; rerun it",
+                      file, line_no, tok[wrong_col], tok[size_col]));
     }
     log.rows.push_back({line_no, Bytes(static_cast<std::int64_t>(size)), Time::from_seconds(us * 1e-6)});
   }

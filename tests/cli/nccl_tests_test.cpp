@@ -211,6 +211,20 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
       {std::string(kCurrent) + "#  Rank  0 Group  0 Pid 1 on alpha device 0\n", "ag.txt",
        "ag.txt:20: a second nccl-tests run in one file: give each run its own file"},
       {short_row, "all_reduce.txt", "all_reduce.txt:12: 3 cells, but the header has 12 columns"},
+      // A rank line whose rank is not an index was skipped: the run was
+      // timed as 3 ranks.
+      {replaced(kCurrent, "Rank  3 Group", "Rank -3 Group"), "ag.txt",
+       "ag.txt:7: rank '-3' is not a whole number up to 2147483647"},
+      // A row whose size is damaged was skipped as a log line.
+      {replaced(kCurrent, "     2097152", "    2O97152"), "ag.txt",
+       "ag.txt:17: column 'size': '2O97152' is not a number"},
+      // Wrong results: the row's count, and the footer of a failed run.
+      {replaced(kCurrent, "11.63    8.73      0", "11.63    8.73      7"), "ag.txt",
+       "ag.txt:17: column '#wrong': 7 wrong values at 2097152 B: nccl-tests found this row's results wrong; "
+       "rerun it"},
+      {replaced(kOld, "values : 0 OK", "values : 2 FAILED"), "all_reduce.txt",
+       "all_reduce.txt:14: nccl-tests reports wrong results ('# Out of bounds values : 2 FAILED'): a failed "
+       "run times nothing trustworthy; rerun it"},
   };
   for (const Case& c : cases) EXPECT_EQ(error_of(c.text, c.file), c.error);
   // A cluster too small for the run names the file.
