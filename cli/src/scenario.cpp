@@ -884,10 +884,25 @@ Override parse_override(const std::string& text) {
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }
 
-std::vector<std::size_t> key_path_columns(const node_model::CsvTable& t) {
+std::vector<std::size_t> key_path_columns(
+    const node_model::CsvTable& t, std::span<const std::pair<std::string_view, std::string_view>> set_by) {
   std::vector<std::size_t> out;
   for (std::size_t c = 0; c < t.header.size(); ++c) {
-    if (t.header[c].find('.') != std::string::npos) out.push_back(c);
+    const std::string& h = t.header[c];
+    if (h.find('.') == std::string::npos) continue;
+    // Two columns setting one key: which wins is not known (and a JSON
+    // report would carry the key twice).
+    (void)t.column(h);
+    for (const auto& [key, column] : set_by) {
+      if (h != key) continue;
+      if (t.column(column) >= 0) {
+        throw InputError(fmt::format("{}: column '{}' sets what column '{}' gives: remove one of them",
+                                     t.path, h, column));
+      }
+      throw InputError(fmt::format(
+          "{}: column '{}': this table gives that key in a column named '{}': rename it", t.path, h, column));
+    }
+    out.push_back(c);
   }
   return out;
 }
@@ -903,6 +918,21 @@ std::vector<std::pair<std::string, std::string>> key_path_cells(const node_model
     if (!v.empty()) out.emplace_back(t.header[c], std::move(v));
   }
   return out;
+}
+
+std::optional<std::string> key_column_error(const std::vector<std::pair<std::string, std::string>>& keys,
+                                            std::string_view detail) {
+  for (const auto& [key, value] : keys) {
+    // The key itself or one of its sections ("trainng: unknown key").
+    for (std::size_t end = key.find('.');; end = key.find('.', end + 1)) {
+      const std::string_view prefix = std::string_view(key).substr(0, end);
+      if (detail.substr(0, prefix.size()) == prefix &&
+          detail.substr(prefix.size()).rfind(": unknown key", 0) == 0)
+        return fmt::format("column '{}': {}", key, detail);
+      if (end == std::string::npos) break;
+    }
+  }
+  return std::nullopt;
 }
 
 namespace {

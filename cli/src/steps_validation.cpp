@@ -50,6 +50,9 @@ struct MeasuredStep {
   }
 };
 
+/// The longest measured time a row may give: a day, in ms.
+constexpr double kDayMs = 86'400'000.0;
+
 std::vector<MeasuredStep> read_steps(const std::string& path) {
   const node_model::CsvTable t = node_model::read_csv(path);
   auto col = [&](const char* name) { return t.require_column(name); };
@@ -59,7 +62,20 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
   const int opt_col = t.column("optimizer_ms");
   const int fwd_col = t.column("fwd_ms");
   const int tp_col = t.column("tp");
-  const std::vector<std::size_t> key_columns = key_path_columns(t);
+  // The keys the step's columns set (step_scenario_yaml).
+  static constexpr std::pair<std::string_view, std::string_view> kSetBy[] = {
+      {"model.layers", "layers"},
+      {"model.hidden", "hidden"},
+      {"model.heads", "heads"},
+      {"model.vocab", "vocab"},
+      {"training.micro_batch", "micro_batch"},
+      {"training.global_batch", "micro_batch"},
+      {"training.micro_batches", "micro_batch"},
+      {"training.seq_len", "seq"},
+      {"training.dtype", "dtype"},
+      {"training.flash_attention", "flash_attention"},
+      {"parallelism.tp", "tp"}};
+  const std::vector<std::size_t> key_columns = key_path_columns(t, kSetBy);
   // A column named as a scenario key without its section would be read by
   // nobody, and every row would run at the default (helper 107: a
   // `recompute` column was ignored, the error 7.4% against 37.7% with
@@ -109,9 +125,13 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     s.flash = f == "true";
     s.keys = key_path_cells(t, r, key_columns);
     const double ms = t.number(r, it);
-    if (!(ms > 0)) {
-      throw InputError(fmt::format("{}: row {}, column 'iteration_ms': must be positive (got '{}')", path,
-                                   r + 1, t.rows[r][it]));
+    // Above a day is no step's time but a unit slip or a damaged cell (1e308
+    // printed a 300-digit measurement and an error of -100%).
+    if (!(ms > 0) || ms > kDayMs) {
+      throw InputError(
+          fmt::format("{}: row {}, column 'iteration_ms': must be positive and at most a day, "
+                      "86400000 ms (got '{}')",
+                      path, r + 1, t.rows[r][it]));
     }
     double opt = -1;
     if (opt_col >= 0) {
@@ -119,8 +139,8 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
       if (!(opt >= 0) || opt >= ms) {
         throw InputError(
             fmt::format("{}: row {}, column 'optimizer_ms': must be at least 0 and below "
-                        "iteration_ms (got '{}')",
-                        path, r + 1, t.rows[r][static_cast<std::size_t>(opt_col)]));
+                        "iteration_ms (got '{}', iteration_ms '{}')",
+                        path, r + 1, t.rows[r][static_cast<std::size_t>(opt_col)], t.rows[r][it]));
       }
     }
     double fwd = -1;
@@ -128,8 +148,9 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
       fwd = t.number(r, static_cast<std::size_t>(fwd_col));
       if (!(fwd > 0) || fwd >= ms) {
         throw InputError(
-            fmt::format("{}: row {}, column 'fwd_ms': must be positive and below iteration_ms (got '{}')",
-                        path, r + 1, t.rows[r][static_cast<std::size_t>(fwd_col)]));
+            fmt::format("{}: row {}, column 'fwd_ms': must be positive and below iteration_ms (got '{}', "
+                        "iteration_ms '{}')",
+                        path, r + 1, t.rows[r][static_cast<std::size_t>(fwd_col)], t.rows[r][it]));
       }
     }
     // Repeats of one configuration are averaged.
@@ -335,6 +356,7 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
       const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
       if (e.option() == row_flag) {
         // A value in one of the row's key-path columns: "key.path: why".
+        if (const auto column = key_column_error(m.keys, rest)) throw InputError(data + ": " + *column);
         throw InputError(fmt::format("{}: row {}: {}", data, m.first_row, rest));
       }
       throw InputError(e.option().empty() ? fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu,
@@ -347,7 +369,16 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
       frameworks.push_back(ran_under);
     }
     StepPhases phases;
-    const double predicted = study::simulate_scenario(s, &phases, nullptr, false).result.makespan.ms();
+    double predicted = 0;
+    try {
+      predicted = study::simulate_scenario(s, &phases, nullptr, false).result.makespan.ms();
+    } catch (const ScenarioError& e) {
+      // A plan past the simulator's limits (a row of 10^8 layers): named by
+      // the data row, not by the scenario generated for it.
+      std::string why = e.detail().empty() ? std::string(e.what()) : e.detail();
+      if (why.rfind(s.file + ": ", 0) == 0) why.erase(0, s.file.size() + 2);  // the generated scenario's name
+      throw InputError(fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu, framework, why));
+    }
     const double e = predicted / m.measured_ms - 1.0;
     // The phases, where the data says how long the optimizer step took.
     std::string fb = "-", opt = "-", fwd = "-";

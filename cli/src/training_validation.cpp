@@ -205,7 +205,22 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
   const std::size_t c_dp = t.require_column("data parallelism"),
                     c_pp = t.require_column("pipeline parallelism");
   const std::size_t c_time = t.require_column("iteration time (ms)");
-  const std::vector<std::size_t> key_columns = key_path_columns(t);
+  // The keys the runs columns set (MeasuredRun's scenario): a key-path
+  // column for one of them would contradict its row's runs column.
+  static constexpr std::pair<std::string_view, std::string_view> kSetBy[] = {
+      {"cluster.nodes", "# GPUs"},
+      {"cluster.gpus_per_node", "# GPUs"},
+      {"model.layers", "# layers"},
+      {"model.hidden", "hidden size"},
+      {"model.heads", "attention heads"},
+      {"training.micro_batch", "micro batch"},
+      {"training.global_batch", "global batch"},
+      {"training.micro_batches", "global batch"},
+      {"training.seq_len", "sequence length"},
+      {"parallelism.tp", "tensor parallelism"},
+      {"parallelism.dp", "data parallelism"},
+      {"parallelism.pp", "pipeline parallelism"}};
+  const std::vector<std::size_t> key_columns = key_path_columns(t, kSetBy);
   std::vector<MeasuredRun> runs;
   runs.reserve(t.rows.size());
   auto narrow = [&](std::size_t r, std::size_t c) {
@@ -231,9 +246,12 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     m.pp = narrow(r, c_pp);
     m.measured_ms = t.number(r, c_time);
     m.keys = key_path_cells(t, r, key_columns);
-    if (m.measured_ms <= 0) {
+    // Above a day is no iteration's time but a unit slip or a damaged cell.
+    if (m.measured_ms <= 0 || m.measured_ms > 86'400'000.0) {
       throw InputError(
-          fmt::format("{}: row {}, column '{}': must be positive", path, r + 1, t.header[c_time]));
+          fmt::format("{}: row {}, column '{}': must be positive and at most a day, 86400000 ms "
+                      "(got '{}')",
+                      path, r + 1, t.header[c_time], t.rows[r][c_time]));
     }
     if (m.tp * m.dp * m.pp != m.gpus) {
       throw InputError(fmt::format("{}: row {}: tp x dp x pp = {} x {} x {} is not the {} GPUs", path, r + 1,
@@ -245,7 +263,9 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     try {
       (void)where.scenario(m, {});
     } catch (const ScenarioError& e) {
-      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, e.detail().empty() ? e.what() : e.detail()));
+      const std::string why = e.detail().empty() ? std::string(e.what()) : e.detail();
+      if (const auto column = key_column_error(m.keys, why)) throw InputError(path + ": " + *column);
+      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, why));
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: row {}: {}", path, r + 1, e.what()));
     }
@@ -328,7 +348,15 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
       // 59: --set backend=ns3 ran several at once), the others' freely.
       std::unique_lock<std::mutex> serial(serial_mu, std::defer_lock);
       if (!backends.at(s.backend.name).concurrent_runs()) serial.lock();
-      const Simulation sim = simulate_scenario(s, nullptr, nullptr, false, backends);
+      Simulation sim;
+      try {
+        sim = simulate_scenario(s, nullptr, nullptr, false, backends);
+      } catch (const ScenarioError& e) {
+        // A plan past the simulator's limits (a row of 10^8 layers): the
+        // row, not the scenario generated for it.
+        throw InputError(fmt::format("validate training (data row {} on {}): {}", m.row, gpu,
+                                     e.detail().empty() ? std::string(e.what()) : e.detail()));
+      }
       if (serial.owns_lock()) serial.unlock();
       PredictedRun& p = out[i];
       p.run = m;
@@ -1202,7 +1230,11 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   const std::string data = dataset_folder(p.require("data"), "vtrain");
   const std::string file =
       fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
-  if (!fs::exists(file)) throw InputError(fmt::format("--data {}: no ground_truth_single.csv there", data));
+  if (!fs::exists(file)) {
+    // A folder without the runs file, or a file that is not there at all.
+    throw InputError(fs::is_directory(data) ? fmt::format("--data {}: no ground_truth_single.csv there", data)
+                                            : fmt::format("--data {}: no such file or folder", data));
+  }
   std::vector<RunTemplate> templates;
   const std::optional<std::string> base = p.get("scenario");
   if (base) {

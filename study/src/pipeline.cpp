@@ -93,7 +93,9 @@ WorkEstimate estimate_work(const Scenario& s) {
 void check_work(const Scenario& s) {
   const WorkEstimate w = estimate_work(s);
   if (w.events() <= kMaxSimulatedEvents) return;
-  const char* keys = "training.global_batch, training.micro_batch";
+  // Kernels: micro-batches x layers x kernels per layer on every rank.
+  const char* keys =
+      w.micro_batches > 1 ? "training.global_batch, training.micro_batch, model.layers" : "model.layers";
   double largest = w.tasks;
   if (w.tp_transfers > largest) {
     largest = w.tp_transfers;

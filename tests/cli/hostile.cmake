@@ -340,7 +340,7 @@ hostile(NAME fat_tree_tiers_auto_full RC 2
         REGEX [=[^tessera: error: fat_tree\.yaml:13:8: cluster\.fabric\.k: a k=8 3-tier fat-tree \(the most tiers: auto builds\) attaches 128 HCAs, but the cluster has 136]=]
         ARGS run fat_tree.yaml --set cluster.fabric.tiers=auto --set cluster.nodes=17 --set parallelism.dp=auto)
 hostile(NAME huge.global_batch RC 2
-        REGEX [=[^tessera: error: s\.yaml: training\.global_batch, training\.micro_batch: one iteration would take about .* 6\.25e\+07 micro-batches per replica]=]
+        REGEX [=[^tessera: error: s\.yaml: training\.global_batch, training\.micro_batch, model\.layers: one iteration would take about .* 6\.25e\+07 micro-batches per replica]=]
         ARGS run s.yaml --set training.global_batch=1000000000 --set training.micro_batch=1)
 hostile(NAME huge.chunks RC 2
         REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take]=]

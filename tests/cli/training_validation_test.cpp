@@ -677,6 +677,26 @@ TEST(TrainingValidation, KeyPathColumnsSetTheirKeyPerRun) {
     EXPECT_NE(std::string(e.what()).find("such as parallelism.recompute"), std::string::npos) << e.what();
   }
 
+  // A key path named twice, or one a runs column already sets (the rows
+  // were labelled with the runs column and run with the other).
+  const std::string plain = std::string(kHeader).substr(0, std::strlen(kHeader) - 1);
+  const std::pair<std::string, std::string> contradictions[] = {
+      {",parallelism.recompute,parallelism.recompute\n8,8,1,1024,16,4,256,8,1,1,50,full,none\n",
+       ": column 'parallelism.recompute' appears twice in the header (columns 12 and 13)"},
+      {",model.hidden\n8,8,1,1024,16,4,256,8,1,1,50,2048\n",
+       ": column 'model.hidden' sets what column 'hidden size' gives: remove one of them"},
+      {",cluster.nodes\n8,8,1,1024,16,4,256,8,1,1,50,2\n",
+       ": column 'cluster.nodes' sets what column '# GPUs' gives: remove one of them"}};
+  for (const auto& [columns, message] : contradictions) {
+    const std::string file = write_temp("tessera_runs_keys_twice.csv", plain + columns);
+    try {
+      (void)read_vtrain_runs(file, t);
+      ADD_FAILURE() << columns;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), file + message);
+    }
+  }
+
   // Two global batches each with and without full recomputation: two
   // groups of the marginal cost, not one.
   std::vector<PredictedRun> p;

@@ -4,6 +4,7 @@
 // ScenarioError naming the file, line, column and key path.
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,12 +46,22 @@ std::string uneven_layer_split_warning(std::int64_t layers, int pp, int virtual_
 
 /// The columns of a table of measured runs named by a scenario key path (a
 /// '.' in the name, e.g. `training.optimizer`): each sets its key for its row
-/// (`validate training`, `validate steps`).
-std::vector<std::size_t> key_path_columns(const node_model::CsvTable& t);
+/// (`validate training`, `validate steps`). `set_by` lists the key paths
+/// the table's own columns set (key path, column): a key-path column for one
+/// of them, or a key path named by two columns, throws InputError naming
+/// the file and both columns.
+std::vector<std::size_t> key_path_columns(
+    const node_model::CsvTable& t,
+    std::span<const std::pair<std::string_view, std::string_view>> set_by = {});
 /// Row `row`'s non-empty cells of those columns, trimmed: (key path, value).
 std::vector<std::pair<std::string, std::string>> key_path_cells(const node_model::CsvTable& t,
                                                                 std::size_t row,
                                                                 const std::vector<std::size_t>& columns);
+/// A scenario's error `detail` about a key path one of `keys` named that
+/// is no key ("training.optimiser: unknown key, ..."): the column's fault,
+/// not its row's, as "column 'training.optimiser': <detail>"; else nothing.
+std::optional<std::string> key_column_error(const std::vector<std::pair<std::string, std::string>>& keys,
+                                            std::string_view detail);
 
 /// Reads and validates a scenario file, after applying `overrides`. Throws
 /// ScenarioError.
