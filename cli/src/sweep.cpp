@@ -380,6 +380,7 @@ struct SweepCaveats {
   /// (helper 80: a sweep over the HCAs' speed at fixed spines levelled off
   /// with nothing saying why; tessera run's Scenario line says so).
   HeldNotes oversubscribed;
+  HeldNotes spines_oversubscribed;  ///< a fat-tree's spine tier (core links below leaf links)
   std::vector<std::string> biased;  ///< points with a plan's known bias
   int narrowest_tp = 0, widest_tp = 0;
   std::string widest_bias;  ///< known_bias_note of the widest tensor parallelism
@@ -466,6 +467,10 @@ struct SweepCaveats {
           fmt::format("Leaves oversubscribed {} ({}): their up-links can cap the traffic between leaves",
                       ratio, which_on_chart(pts)));
     }
+    for (const auto& [ratio, pts] : spines_oversubscribed.entries) {
+      out.push_back(fmt::format("Spines oversubscribed {} ({}): their core links can cap the traffic between pods",
+                                ratio, which_on_chart(pts)));
+    }
     if (tiers.size() > 1) out.push_back(fmt::format("Fat-tree (tiers: auto): {}", tiers_by_gpus()));
     if (const std::int64_t b = fixed_global_batch(); b > 0) {
       out.push_back(
@@ -488,6 +493,12 @@ struct SweepCaveats {
       out += fmt::format(
           "note{}: the leaves are oversubscribed {}: their up-links carry less than their hosts can send, "
           "and can cap the traffic between leaves (cluster.fabric's spine bandwidth and count)\n",
+          pts.size() == points ? " (every point)" : " for " + which(pts), ratio);
+    }
+    for (const auto& [ratio, pts] : spines_oversubscribed.entries) {
+      out += fmt::format(
+          "note{}: the spines are oversubscribed {}: their core links carry less than their leaf links, and can "
+          "cap the traffic between pods (cluster.fabric's core and spine bandwidth)\n",
           pts.size() == points ? " (every point)" : " for " + which(pts), ratio);
     }
     if (const std::int64_t b = fixed_global_batch(); b > 0) {
@@ -543,6 +554,8 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const PointScenario
     for (const std::string& w : scenario_warnings(sc)) c.warnings.add(w, point);
     if (const double r = study::leaf_oversubscription(sc); r > 1.0 + 1e-9)
       c.oversubscribed.add(fmt::format("{:.3g}:1", r), point);
+    if (const double r = study::spine_oversubscription(sc); r > 1.0 + 1e-9)
+      c.spines_oversubscribed.add(fmt::format("{:.3g}:1", r), point);
     const std::string bias = parallelism::known_bias_note(sc.plan);
     if (bias.empty()) continue;
     c.biased.push_back(std::to_string(pt.index));

@@ -65,6 +65,11 @@ double leaf_oversubscription(const Scenario& s) {
   return 0.0;
 }
 
+double spine_oversubscription(const Scenario& s) {
+  if (!s.fabric_written || s.fabric != FabricKind::FatTree) return 0.0;
+  return topology::spine_oversubscription(s.fat_tree);
+}
+
 std::string fabric_detail(const Scenario& s) {
   if (!s.fabric_written) return {};
   std::string out;
@@ -74,6 +79,10 @@ std::string fabric_detail(const Scenario& s) {
   // it decides what crosses the leaves (docs/topology.md).
   if (const double r = leaf_oversubscription(s); r > 1.0 + 1e-9)
     out += fmt::format(", {:.3g}:1 at the leaves", r);
+  // And where the spines' core links carry less than their leaf links
+  // (core_bandwidth below spine_bandwidth): what crosses pods shares them.
+  if (const double r = spine_oversubscription(s); r > 1.0 + 1e-9)
+    out += fmt::format(", {:.3g}:1 at the spines", r);
   return out;
 }
 

@@ -335,6 +335,33 @@ TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
   const std::string report = format_text(make_report(four, simulate_scenario(four)));
   EXPECT_EQ(report.substr(0, report.find('\n')),
             "Scenario       default: gpt2-large on 16 x H100-SXM (leaf-spine fabric, 2:1 at the leaves)");
+  EXPECT_NE(format_json(make_report(four, simulate_scenario(four)))
+                .find("\"leaf_oversubscription\": 2.000000, \"spine_oversubscription\": 0.000000"),
+            std::string::npos);
+}
+
+// A 3-tier fat-tree's spines: k/2 leaf links over k/2 core links, said
+// where the cluster spans pods and the core links are slower (helper 108:
+// only the leaves were ever reported). k = 8: 4 leaves of 4 hosts per pod,
+// 16 HCAs; the default's 16 GPUs fill one pod, 32 span two.
+TEST(Report, ScenarioLineSaysTheSpinesOversubscription) {
+  const std::string block = "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n";
+  const std::string tree = replaced(default_text(), block,
+                                    "    type: fat-tree\n    k: 8\n    tiers: 3\n    core_bandwidth: 100Gbps\n");
+  auto spines = [&](const std::vector<Override>& o) {
+    return study::spine_oversubscription(parse_scenario(tree, "d.yaml", o));
+  };
+  EXPECT_EQ(spines({}), 0.0);  // one pod: nothing crosses the cores
+  const std::vector<Override> two_pods{{"cluster.nodes", "4"}, {"parallelism.dp", "32"}};
+  EXPECT_DOUBLE_EQ(spines(two_pods), 4.0);  // 400 Gb/s leaf links over 100 Gb/s core links
+  const Scenario s = parse_scenario(tree, "d.yaml", two_pods);
+  EXPECT_EQ(study::fabric_detail(s), ", 4:1 at the spines");
+  EXPECT_NE(format_json(make_report(s, simulate_scenario(s))).find("\"spine_oversubscription\": 4.000000"),
+            std::string::npos);
+  std::vector<Override> fast = two_pods;
+  fast.push_back({"cluster.fabric.core_bandwidth", "400Gbps"});
+  EXPECT_DOUBLE_EQ(spines(fast), 1.0);
+  EXPECT_EQ(study::fabric_detail(parse_scenario(tree, "d.yaml", fast)), "");
 }
 
 // A stage that fits with less than 5% of its GPU's memory left is warned

@@ -216,6 +216,16 @@ FatTreeUse fat_tree_use(const FatTreeSpec& spec) {
 
 }  // namespace
 
+double spine_oversubscription(const FatTreeSpec& spec) {
+  const FatTreeUse use = fat_tree_use(spec);
+  if (!use.cores) return 0.0;
+  // A spine's down-links: one to each leaf of its pod (the first pod is
+  // full when the cluster uses more than one); its up-links: k/2 cores.
+  const int k = spec.k;
+  return leaf_ratio(std::min<std::int64_t>(k / 2, static_cast<std::int64_t>(use.leaves)), spec.leaf_spine.bandwidth,
+                    k / 2, spec.spine_core.bandwidth);
+}
+
 void check_size(const FatTreeSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
   const Int128 k = spec.k;

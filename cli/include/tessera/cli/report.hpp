@@ -109,6 +109,11 @@ struct RunReport {
   std::string fabric;
   std::string fabric_detail;  ///< study::fabric_detail: ", 3 tiers by tiers: auto" or empty
   int fabric_tiers = 0;       ///< study::fabric_tiers: switch tiers between nodes (0: no fabric)
+  /// study::leaf_oversubscription and spine_oversubscription: host (leaf)
+  /// bandwidth into a switch over its up-links' (1: non-blocking; 0: no
+  /// traffic crosses that tier).
+  double leaf_oversubscription = 0.0;
+  double spine_oversubscription = 0.0;
   std::string hcas;  ///< "; 4 HCAs per node, 2 GPUs each" when GPUs share HCAs, else empty
   int gpus = 0;
   int dp = 1, tp = 1, pp = 1;

@@ -69,7 +69,8 @@ std::string_view fabric_name(const Scenario& s);
 /// the scenario left to the cluster's size (`tiers: auto`), ", 3 tiers by
 /// tiers: auto"; where the fullest leaf's hosts can send more than its
 /// up-links carry, ", 2:1 at the leaves" (host bandwidth into the leaf
-/// over its up-links'); otherwise empty.
+/// over its up-links'); where a fat-tree's spines' core links carry less
+/// than their leaf links, ", 2:1 at the spines"; otherwise empty.
 std::string fabric_detail(const Scenario& s);
 /// Host bandwidth into the fullest leaf over its up-links' (1 or less:
 /// non-blocking). HCAs fill leaves in order, so the first leaf is full when
@@ -77,6 +78,9 @@ std::string fabric_detail(const Scenario& s);
 /// for a leaf-spine or fat-tree whose HCAs all fit on one leaf (nothing
 /// crosses the spines) and for a cluster written without a fabric.
 double leaf_oversubscription(const Scenario& s);
+/// A 3-tier fat-tree's spine oversubscription where the cluster spans pods
+/// (topology::spine_oversubscription); 0 for every other fabric.
+double spine_oversubscription(const Scenario& s);
 /// The switch tiers between the nodes: 0 for a one-node cluster written
 /// without a fabric, 2 for a leaf-spine or rail-optimized fabric, a
 /// fat-tree's tiers (as `tiers: auto` chose them).

@@ -68,6 +68,11 @@ int host_ports_per_leaf(const FatTreeSpec& spec);
 /// built (its k*r/(r+1) host ports, or the cluster's HCAs where fewer fill
 /// the one leaf) over the leaf's up-link bandwidth; 1.0 = non-blocking.
 double oversubscription(const FatTreeSpec& spec);
+/// Spine (aggregation) oversubscription of a 3-tier fat-tree whose HCAs
+/// span more than one pod: a spine's leaf links (one per leaf of its pod)
+/// over its k/2 core links, by bandwidth; 1.0 = non-blocking. 0 when no
+/// traffic crosses the cores (2 tiers, or one pod holds every HCA).
+double spine_oversubscription(const FatTreeSpec& spec);
 /// Throws InputError naming cluster.fabric.k when the fat-tree would have
 /// more links than a Topology can number (LinkId is int32), e.g. a 3-tier
 /// tree of a huge radix. build_fat_tree calls it; loaders may call it first.
