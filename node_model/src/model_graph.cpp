@@ -354,13 +354,15 @@ std::vector<std::vector<std::int64_t>> parse_shapes(const std::string& text) {
     } else if (c == ']' || c == ')') {
       flush();
       if ((single && depth == 1) || depth == 2) out.push_back(cur);
-      --depth;
+      if (--depth < 0) throw InputError(fmt::format("'{}' closes a bracket never opened", c));
     } else if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
       num += c;
     } else {
       flush();
     }
   }
+  // "[[4, 1024" (a cell cut short) would read as no shape at all.
+  if (depth != 0) throw InputError(fmt::format("{} bracket{} never closed", depth, depth == 1 ? "" : "s"));
   return out;
 }
 

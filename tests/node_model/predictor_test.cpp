@@ -211,6 +211,23 @@ TEST(KernelCsv, LoneCarriageReturnsEndRowsAndGraphsNeedTheirColumns) {
       "forward + backward)");
   EXPECT_EQ(error_of([&] { (void)nm::fx_graph_from_csv(nm::parse_csv(head + "\n", "g.csv"), "g.csv"); }),
             "g.csv: no ops (a header line, then one op per row)");
+  // A shape cell cut short, or one with a stray closing bracket, read as no
+  // shape (helper 107: an unclosed input_shapes was accepted).
+  auto matmul = [&](const std::string& in) {
+    return error_of([&] {
+      (void)nm::fx_graph_from_csv(nm::parse_csv(head + "\ncall_function,<built-in function matmul>,{},\"" +
+                                                    in + "\",\"(4, 2, 16)\",0.01\n",
+                                                "g.csv"),
+                                  "g.csv");
+    });
+  };
+  EXPECT_EQ(
+      matmul("[[4, 2, 8], [4, 8, 16]"),
+      "g.csv: row 1, columns 'input_shapes'/'output_shape': cannot parse shapes (1 bracket never closed)");
+  EXPECT_EQ(matmul("[[4, 2, 8]], [4, 8, 16]]"),
+            "g.csv: row 1, columns 'input_shapes'/'output_shape': cannot parse "
+            "shapes (']' closes a bracket never opened)");
+  EXPECT_EQ(matmul("[[4, 2, 8], [4, 8, 16]]"), "<no InputError>");
 }
 
 TEST(KernelCsv, GraphConversionsThatReturnTheirInputHaveNoKernelAndKernelsTakeTheRowsDtype) {
