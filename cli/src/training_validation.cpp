@@ -77,6 +77,7 @@ RunTemplate RunTemplate::from_file(const std::string& path, const std::vector<Ov
   }
   t.label_ = base.gpu.name;
   t.gpus_per_node_ = base.cluster.gpus_per_node;
+  if (base.kernel_overrides) t.kernel_overrides_path_ = base.kernel_overrides->path();
   return t;
 }
 
@@ -1270,12 +1271,8 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   // is refused (helper 107: it overwrote them).
   if (base) {
     files.input(*base, "--scenario");
-    try {
-      const Scenario s = load_cluster_scenario(*base, overrides);
-      if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
-    } catch (const Error&) {
-      // (RunTemplate::from_file read it already; a file it reads is one load_scenario reads)
-    }
+    if (const std::string& k = templates.front().kernel_overrides_path(); !k.empty())
+      files.input(k, "node_model.overrides");
   }
   if (rows_path) files.output(*rows_path, "--rows");
   auto runs = read_vtrain_runs(file, templates.front());

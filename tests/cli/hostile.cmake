@@ -223,6 +223,9 @@ hostile(NAME output.predict_kernels_output_is_input RC 2 REGEX [=[--output k_ok\
 # validate training --rows on its scenario (helper 107: it overwrote it).
 hostile(NAME output.validate_training_rows_is_scenario RC 2 REGEX [=[--rows s\.yaml: refusing to overwrite --scenario]=]
         ARGS validate training --data runs_ok.csv --scenario s.yaml --rows s.yaml)
+hostile(NAME output.validate_training_rows_is_kernel_overrides RC 2
+        REGEX [=[--rows ovr_ok\.csv: refusing to overwrite node_model\.overrides \(ovr_ok\.csv\)]=]
+        ARGS validate training --data runs_ok.csv --scenario s.yaml --set node_model.overrides=ovr_ok.csv --rows ovr_ok.csv)
 hostile(NAME output.predict_kernels_output_is_device RC 2 REGEX [=[--output dev_ok\.json: refusing to overwrite --device]=]
         ARGS predict-kernels --device dev_ok.json --input k_ok.csv --output dev_ok.json)
 hostile(NAME output.merge_out_is_shard RC 2 REGEX [=[--out shard_garbage\.csv: refusing to overwrite a shard]=]

@@ -64,6 +64,9 @@ class RunTemplate {
   /// `cluster.gpu` name).
   [[nodiscard]] const std::string& label() const { return label_; }
   [[nodiscard]] bool is_vtrain() const { return base_text_.empty(); }
+  /// The scenario file's measured kernels (`node_model.overrides`), an
+  /// input of the command; empty when it has none (and for vTrain's).
+  [[nodiscard]] const std::string& kernel_overrides_path() const { return kernel_overrides_path_; }
   /// The scenario of `run`: `overrides` (the command's --set), then the
   /// run's keys (its GPUs, size, batch, plan and key columns). Throws
   /// InputError for a run the template cannot hold (a GPU count that is not
@@ -78,6 +81,7 @@ class RunTemplate {
   std::string base_text_;  ///< a scenario file's text (empty: vTrain)
   std::string base_file_;
   int gpus_per_node_ = 8;
+  std::string kernel_overrides_path_;
 };
 
 /// Reads measured runs in vTrain's schema (`ground_truth_single.csv`), plus
