@@ -187,11 +187,11 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
     // such rows moved a MAPE from 3% to 16%, or to 192,038%).
     const double implied = m.kernel.flops().count() / (m.latency_ms * 1e-3);
     if (!(std::abs(flops_per_s / implied - 1.0) <= 0.05)) {
-      throw InputError(
-          fmt::format("{}: row {}, column 'flops_per_s': {:g} disagrees with 2 x b x m x n x k / latency_ms "
-                      "= {:g} (is the "
-                      "latency in milliseconds, and are the dimensions right?)",
-                      csv_path, r + 1, flops_per_s, implied));
+      throw InputError(fmt::format(
+          "{}: row {}, columns 'flops_per_s' and 'latency_ms': {:g} disagrees with 2 x b x m x n x k "
+          "/ latency_ms = {:g} (which is wrong: is the latency in milliseconds, and are the dimensions "
+          "right?)",
+          csv_path, r + 1, flops_per_s, implied));
     }
     // One measurement per GEMM: a repeated row would count twice.
     // (by the table's own dtype: two FP8 operand formats read as one DType)

@@ -210,11 +210,13 @@ TEST(XlaTable, BadInputNamesFileRowAndColumn) {
   // a dimension typed wrong, were read), and one row per GEMM and dtype.
   EXPECT_NE(
       error_for("unit.csv", kHeader + good + "sm_90,1,256,256,256,bf16xbf16->bf16,6.7e12,5\n")
-          .find("unit.csv: row 2, column 'flops_per_s': 6.7e+12 disagrees with 2 x b x m x n x k / "
-                "latency_ms = 6.71089e+09 (is the latency in milliseconds, and are the dimensions right?)"),
+          .find(
+              "unit.csv: row 2, columns 'flops_per_s' and 'latency_ms': 6.7e+12 disagrees with 2 x b x m x n "
+              "x k / latency_ms = 6.71089e+09 (which is wrong: is the latency in milliseconds, and are the "
+              "dimensions right?)"),
       std::string::npos);
   EXPECT_NE(error_for("dim.csv", kHeader + good + "sm_90,1,2560,256,256,bf16xbf16->bf16,6.7e12,0.005\n")
-                .find("dim.csv: row 2, column 'flops_per_s'"),
+                .find("dim.csv: row 2, columns 'flops_per_s' and 'latency_ms'"),
             std::string::npos);
   EXPECT_EQ(error_for("dup.csv", kHeader + good + good),
             temp_csv("dup.csv", kHeader + good + good) +
