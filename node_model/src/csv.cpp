@@ -97,6 +97,12 @@ CsvTable parse_csv(std::string_view text, const std::string& path) {
   };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    // A NUL is no CSV text (a binary file, or a damaged one), and it would
+    // cut every message that quotes its cell short.
+    if (c == '\0') {
+      throw InputError(fmt::format(
+          "{}: line {}: a NUL byte: not a UTF-8 text CSV file (binary, UTF-16 or damaged)", path, line));
+    }
     if (in_quotes) {
       if (c == '"') {
         if (i + 1 < text.size() && text[i + 1] == '"') {

@@ -199,6 +199,10 @@ TEST(KernelCsv, LoneCarriageReturnsEndRowsAndGraphsNeedTheirColumns) {
   EXPECT_EQ(cr.header.size(), 5U);
   ASSERT_EQ(cr.rows.size(), 1U);
   EXPECT_EQ(cr.rows[0][4], "64");
+  // A NUL byte is refused by line: it cut short every message quoting its
+  // cell (helper 107).
+  EXPECT_EQ(error_of([] { (void)nm::parse_csv(std::string("OPName,B\nadd,2\nmul,\0\n", 20), "nul.csv"); }),
+            "nul.csv: line 3: a NUL byte: not a UTF-8 text CSV file (binary, UTF-16 or damaged)");
   const auto crlf = nm::parse_csv("OPName,B\r\nadd,2\r\n", "crlf.csv");
   EXPECT_EQ(crlf.rows.size(), 1U);
   EXPECT_EQ(crlf.rows[0][1], "2");
