@@ -420,7 +420,7 @@ std::pair<bool, bool> parse_nccl_fit(const std::string& text) {
 
 /// The fitted classes as a `calibration:` section to paste, with a note for
 /// each launch that fitted at its floor and each efficiency at its ceiling.
-std::string fitted_section(const study::NcclTestsFit& fit) {
+std::string fitted_section(const study::NcclTestsFit& fit, const std::vector<std::string>& sets) {
   std::string out =
       "\nFitted (paste into the scenario's calibration: section, merged with any keys it has there):\n"
       "calibration:\n";
@@ -431,12 +431,18 @@ std::string fitted_section(const study::NcclTestsFit& fit) {
     out += fmt::format("  {0}_efficiency: {1:.4f}\n  {0}_group_penalty: {2:.4f}\n  {0}_launch: {3:.2f}us\n",
                        prefix, cls->calibration.peak_efficiency, cls->calibration.group_penalty,
                        cls->calibration.launch_latency.us());
-    if (cls->step_fitted)
-      out += fmt::format("  {}_step: {:.2f}us\n", prefix, cls->calibration.step_latency.us());
-    out += fmt::format("  # {} from {} file{}, {} rows{}{}\n", prefix, cls->files, cls->files == 1 ? "" : "s",
-                       cls->rows,
-                       cls->penalty_fitted ? "" : "; the group penalty is the scenario's (one group size)",
-                       cls->step_fitted ? "" : "; the step latency is the scenario's (one step count)");
+    // The step always: where it was not fitted, the one the fit ran with
+    // (the scenario's, or this command's --set), so the section reproduces
+    // the fit's error (helper 110: a --set step was left out).
+    out += fmt::format("  {}_step: {:.2f}us\n", prefix, cls->calibration.step_latency.us());
+    out += fmt::format(
+        "  # {} from {} file{}, {} rows{}{}\n", prefix, cls->files, cls->files == 1 ? "" : "s", cls->rows,
+        cls->penalty_fitted ? "" : "; the group penalty is the scenario's (one group size)",
+        cls->step_fitted ? "" : "; the step latency is the one the fit ran with (one step count)");
+  }
+  if (!sets.empty()) {
+    out +=
+        fmt::format("  # fitted with --set {}: keep those in the scenario too\n", fmt::join(sets, " --set "));
   }
   for (const auto& [cls, prefix] : classes) {
     if (!cls->fitted) continue;
@@ -568,7 +574,7 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   // (Not "calibration:": a line a user might take for the section to paste.)
   out << fmt::format("Communication model, {}:\n  NVLink: {}\n  network: {}\n", source,
                      link_text(s.calibration.comm.nvlink), link_text(s.calibration.comm.network));
-  if (fitted) out << fitted_section(*fitted);
+  if (fitted) out << fitted_section(*fitted, sets);
   out << '\n';
   out << fmt::format("{:<28} {:<15} {:>5} {:>5} {:>10} {:>12} {:>12} {:>8} {:>11} {:>11}\n", "file",
                      "collective", "ranks", "nodes", "size", "measured", "predicted", "error", "busbw meas",

@@ -306,11 +306,28 @@ TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
   // efficiency(8) = 0.7062 - 0.449 / 8 = 0.65 (a penalty of 0 would have
   // moved every other group size).
   EXPECT_NEAR(shipped.calibration.comm.nvlink.group_penalty, 0.449, 1e-9);
-  EXPECT_NE(text.find("calibration:\n  nvlink_efficiency: 0.7062\n  nvlink_group_penalty: 0.4490\n"
-                      "  nvlink_launch: 20.00us\n  # nvlink from 1 file, 11 rows; the group penalty is the "
-                      "scenario's (one group size); the step latency is the scenario's (one step count)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "calibration:\n  nvlink_efficiency: 0.7062\n  nvlink_group_penalty: 0.4490\n"
+          "  nvlink_launch: 20.00us\n  nvlink_step: 0.00us\n  # nvlink from 1 file, 11 rows; the group "
+          "penalty is the scenario's (one group size); the step latency is the one the fit ran with (one "
+          "step count)\n"),
+      std::string::npos)
       << text;
+  // A step the command set is the one the fit ran with: the section carries
+  // it, and names the --set (helper 110: pasted without it, the error was
+  // not the fit's).
+  std::ostringstream with_step;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "nvlink", "--set",
+                                      "calibration.nvlink_step=3us"},
+                                     with_step),
+            0);
+  EXPECT_NE(with_step.str().find("  nvlink_step: 3.00us\n"), std::string::npos) << with_step.str();
+  EXPECT_NE(
+      with_step.str().find("  # fitted with --set calibration.nvlink_step=3us: keep those in the scenario "
+                           "too\n"),
+      std::string::npos)
+      << with_step.str();
   EXPECT_NE(text.find("all_reduce_perf.txt          all-reduce          8     1      1 GiB"),
             std::string::npos)
       << text;
