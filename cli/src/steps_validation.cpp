@@ -50,9 +50,6 @@ struct MeasuredStep {
   }
 };
 
-/// The longest measured time a row may give: a day, in ms.
-constexpr double kDayMs = 86'400'000.0;
-
 std::vector<MeasuredStep> read_steps(const std::string& path) {
   const node_model::CsvTable t = node_model::read_csv(path);
   auto col = [&](const char* name) { return t.require_column(name); };
@@ -127,7 +124,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     const double ms = t.number(r, it);
     // Above a day is no step's time but a unit slip or a damaged cell (1e308
     // printed a 300-digit measurement and an error of -100%).
-    if (!(ms > 0) || ms > kDayMs) {
+    if (!(ms > 0) || ms > kMaxMeasuredMs) {
       throw InputError(
           fmt::format("{}: row {}, column 'iteration_ms': must be positive and at most a day, "
                       "86400000 ms (got '{}')",

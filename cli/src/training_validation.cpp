@@ -248,7 +248,7 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     m.measured_ms = t.number(r, c_time);
     m.keys = key_path_cells(t, r, key_columns);
     // Above a day is no iteration's time but a unit slip or a damaged cell.
-    if (m.measured_ms <= 0 || m.measured_ms > 86'400'000.0) {
+    if (m.measured_ms <= 0 || m.measured_ms > kMaxMeasuredMs) {
       throw InputError(
           fmt::format("{}: row {}, column '{}': must be positive and at most a day, 86400000 ms "
                       "(got '{}')",

@@ -53,6 +53,9 @@ std::string uneven_layer_split_warning(std::int64_t layers, int pp, int virtual_
 std::vector<std::size_t> key_path_columns(
     const node_model::CsvTable& t,
     std::span<const std::pair<std::string_view, std::string_view>> set_by = {});
+/// The longest time a measured row (`validate training`, `validate steps`)
+/// may give, in ms: a day. Above it is a unit slip or a damaged cell.
+inline constexpr double kMaxMeasuredMs = 86'400'000.0;
 /// Row `row`'s non-empty cells of those columns, trimmed: (key path, value).
 std::vector<std::pair<std::string, std::string>> key_path_cells(const node_model::CsvTable& t,
                                                                 std::size_t row,
