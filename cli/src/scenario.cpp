@@ -1805,6 +1805,24 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       }
     } else if (ft.tiers == 3) {
       ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency", s)};
+    } else {
+      // A 2-tier tree has no core links: its core keys are checked (a
+      // sweep over tiers: 2, 3 shares them) and said to do nothing here.
+      std::vector<std::string> idle;
+      if (f.has("core_bandwidth")) {
+        (void)f.unit("core_bandwidth", parse_bandwidth);
+        idle.push_back(f.key_path("core_bandwidth"));
+      }
+      if (f.has("core_latency")) {
+        (void)fabric_latency(f, "core_latency", s);
+        idle.push_back(f.key_path("core_latency"));
+      }
+      if (!idle.empty()) {
+        s.warnings.push_back(fmt::format(
+            "{} {} no effect on a 2-tier fat-tree (core links exist with tiers: 3, "
+            "or tiers: auto past {} HCAs)",
+            fmt::join(idle, " and "), idle.size() == 1 ? "has" : "have", topology::host_capacity(ft)));
+      }
     }
     check_tree(
         ft,
@@ -1837,7 +1855,9 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   // 108: spine_bandwidth 200Mbps ran 258x slower with no word, 200GB/s made
   // a 2:1 fabric non-blocking).
   for (const char* key : {"spine_bandwidth", "core_bandwidth"}) {
-    if (!f.has(key)) continue;
+    // Only a fat-tree has core links (elsewhere core_bandwidth is unknown).
+    if ((key == std::string_view("core_bandwidth") && s.fabric != FabricKind::FatTree) || !f.has(key))
+      continue;
     const std::string w = bandwidth_slip(f.key_path(key), f.unit(key, parse_bandwidth), "switch cable");
     if (!w.empty()) s.warnings.push_back(w);
   }

@@ -1113,6 +1113,37 @@ TEST(Scenario, FabricTooSmallNamesTheNumbers) {
   EXPECT_NE(error_of(default_text() + "predictor: oracle\n").find("predictor: "), std::string::npos);
 }
 
+// Core links exist only in a 3-tier fat-tree (helper 109: core_latency was
+// refused on a 2-tier tree, so a sweep over tiers 2, 3 failed, while
+// core_bandwidth was taken silently on leaf-spine, where it did nothing).
+TEST(Scenario, CoreKeysOnlyWhereThereAreCoreLinks) {
+  const std::string two =
+      replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+               "    type: fat-tree\n    k: 8\n    tiers: 2\n    core_latency: 700ns\n");
+  const Scenario s = parse_scenario(two, "s.yaml");
+  ASSERT_EQ(s.warnings.size(), 1U);
+  EXPECT_EQ(
+      s.warnings[0],
+      "cluster.fabric.core_latency has no effect on a 2-tier fat-tree (core links exist with tiers: 3, or "
+      "tiers: auto past 32 HCAs)");
+  // Still checked: a sweep's 3-tier point would use it.
+  EXPECT_NE(error_of(replaced(two, "700ns", "soon")).find("cluster.fabric.core_latency"), std::string::npos);
+  const Scenario both =
+      parse_scenario(replaced(two, "core_latency", "core_bandwidth: 400Gbps\n    core_latency"), "s.yaml");
+  ASSERT_EQ(both.warnings.size(), 1U);
+  EXPECT_EQ(both.warnings[0].rfind(
+                "cluster.fabric.core_bandwidth and cluster.fabric.core_latency have no effect", 0),
+            0U)
+      << both.warnings[0];
+  // A leaf-spine fabric has no core tier at all: an unknown key.
+  for (const char* key : {"core_bandwidth: 400Gbps", "core_latency: 1us"}) {
+    const std::string e = error_of(
+        replaced(default_text(), "    spines: 8\n", "    spines: 8\n    " + std::string(key) + "\n"));
+    EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
+    EXPECT_EQ(e.find("known here: core_bandwidth"), std::string::npos) << e;
+  }
+}
+
 // `tiers: auto`: the fewest tiers of k-port switches that hold the HCAs,
 // so a sweep over nodes grows the tree (k = 8: 2 tiers hold 32 HCAs, 4
 // nodes of 8; 3 tiers 128, 16 nodes). The core links default to the spine
