@@ -89,6 +89,11 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
   std::size_t time_col = 0;
   std::size_t algbw_col = std::string::npos;
   std::size_t wrong_col = std::string::npos;
+  std::size_t type_col = std::string::npos;   // the data type ("float", "half"): one per file
+  std::size_t redop_col = std::string::npos;  // the reduction ("sum", "max"): one per file
+  std::string first_type;
+  std::string first_redop;
+  std::set<std::int64_t> sizes;  // each size once
   bool rows_started = false;
   std::size_t line_no = 0;
   // A run's header (its test, its ranks) after rows: another run.
@@ -163,6 +168,12 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
             std::find(columns.begin() + static_cast<std::ptrdiff_t>(time_col), columns.end(), "#wrong");
         wrong_col =
             wrong == columns.end() ? std::string::npos : static_cast<std::size_t>(wrong - columns.begin());
+        const auto column_at = [&](std::string_view name) {
+          const auto at = std::find(columns.begin(), columns.end(), name);
+          return at == columns.end() ? std::string::npos : static_cast<std::size_t>(at - columns.begin());
+        };
+        type_col = column_at("type");
+        redop_col = column_at("redop");
       }
       continue;
     }
@@ -216,6 +227,28 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
           fmt::format("{}:{}: column '#wrong': {} wrong values at {} B: nccl-tests found this row's results "
                       "wrong; rerun it",
                       file, line_no, tok[wrong_col], tok[size_col]));
+    }
+    // `-d all` or `-o all` time each size once per data type or reduction
+    // (each file a fit would count ten times over, its types' different
+    // speeds mixed): one of each per file.
+    const auto one_of = [&](std::size_t col, std::string& first, std::string_view what,
+                            std::string_view flag) {
+      if (col >= tok.size()) return;
+      if (first.empty()) {
+        first = tok[col];
+      } else if (tok[col] != first) {
+        throw InputError(
+            fmt::format("{}:{}: {} '{}' after rows of '{}': the run timed several {}s (nccl-tests {} all?); "
+                        "Tessera reads "
+                        "one per file: rerun with one {} (e.g. {} {}), or keep one's rows",
+                        file, line_no, what, tok[col], first, what, flag, flag, flag, first));
+      }
+    };
+    one_of(type_col, first_type, "data type", "-d");
+    one_of(redop_col, first_redop, "reduction", "-o");
+    if (!sizes.insert(static_cast<std::int64_t>(size)).second) {
+      throw InputError(fmt::format("{}:{}: size {} B a second time: each size is timed once in a run", file,
+                                   line_no, tok[size_col]));
     }
     log.rows.push_back({line_no, Bytes(static_cast<std::int64_t>(size)), Time::from_seconds(us * 1e-6)});
   }

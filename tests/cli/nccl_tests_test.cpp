@@ -222,6 +222,17 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
       {replaced(kCurrent, "11.63    8.73      0", "11.63    8.73      7"), "ag.txt",
        "ag.txt:17: column '#wrong': 7 wrong values at 2097152 B: nccl-tests found this row's results wrong; "
        "rerun it"},
+      // `-d all` / `-o all`: each size once per data type or reduction
+      // (helper 110: counted ten times in a fit), and a size twice.
+      {replaced(kCurrent, "131072     float", "131072      half"), "ag.txt",
+       "ag.txt:17: data type 'half' after rows of 'float': the run timed several data types (nccl-tests -d "
+       "all?); Tessera reads one per file: rerun with one -d (e.g. -d float), or keep one's rows"},
+      {replaced(kOld, "524288   float     sum", "524288   float     max"), "all_reduce.txt",
+       "all_reduce.txt:13: reduction 'max' after rows of 'sum': the run timed several reductions (nccl-tests "
+       "-o all?); Tessera reads one per file: rerun with one -o (e.g. -o sum), or keep one's rows"},
+      {replaced(kOld, "     2097152        524288   float     sum    88.00   23.83",
+                "     1048576        262144   float     sum    44.00   23.83"),
+       "all_reduce.txt", "all_reduce.txt:13: size 1048576 B a second time: each size is timed once in a run"},
       {replaced(kOld, "values : 0 OK", "values : 2 FAILED"), "all_reduce.txt",
        "all_reduce.txt:14: nccl-tests reports wrong results ('# Out of bounds values : 2 FAILED'): a failed "
        "run times nothing trustworthy; rerun it"},
