@@ -496,6 +496,13 @@ double mean_percent(const std::vector<double>& errors) {
   return errors.empty() ? 0.0 : 100.0 * total / static_cast<double>(errors.size());
 }
 
+/// "12.3% over 5 rows >= 1 MiB", or "n/a (no rows >= 1 MiB)" for none (a
+/// 0.0% over no rows read as a perfect fit).
+std::string mape_over(const std::vector<double>& errors, std::string_view which) {
+  if (errors.empty()) return fmt::format("n/a (no rows{})", which);
+  return fmt::format("{:.1f}% over {} rows{}", mean_percent(errors), errors.size(), which);
+}
+
 /// `validate collectives --nccl-tests FILE,... --scenario CLUSTER.yaml`: the
 /// user's own nccl-tests runs, each row timed on the scenario's cluster,
 /// and with --fit the NVLink and network constants fit to them.
@@ -556,8 +563,10 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
     }
     if (!kept.empty()) {
       const std::string cls = kept.substr(0, kept.find(':'));
-      out << fmt::format("note: --fit all fits {} only ({}): the {} constants are the scenario's\n",
-                         cls == "nvlink" ? "network" : "nvlink", kept, cls);
+      out << fmt::format(
+          "note: --fit all fits {} only ({}, with rows of {} and more): the {} constants are the "
+          "scenario's\n",
+          cls == "nvlink" ? "network" : "nvlink", kept, fit_min, cls);
     }
     if (fitted->nvlink.fitted) s.calibration.comm.nvlink = fitted->nvlink.calibration;
     if (fitted->network.fitted) s.calibration.comm.network = fitted->network.calibration;
@@ -598,11 +607,9 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
       if (row.size.count() >= kFitMinBytes) big.push_back(std::abs(err));
     }
     summaries.push_back(fmt::format(
-        "summary {}: {} of {} ranks on {} host{}: {:.1f}% over {} rows >= {}; all sizes {:.1f}% over {} "
-        "rows{}\n",
-        name, to_string(log.kind), n, study::nccl_tests_nodes(log),
-        study::nccl_tests_nodes(log) == 1 ? "" : "s", mean_percent(big), big.size(), fit_min,
-        mean_percent(every), every.size(),
+        "summary {}: {} of {} ranks on {} host{}: {}; all sizes {}{}\n", name, to_string(log.kind), n,
+        study::nccl_tests_nodes(log), study::nccl_tests_nodes(log) == 1 ? "" : "s",
+        mape_over(big, " >= " + fit_min), mape_over(every, ""),
         log.empty_rows > 0
             ? fmt::format(" ({} row{} of 0 bytes skipped)", log.empty_rows, log.empty_rows == 1 ? "" : "s")
             : ""));
@@ -612,8 +619,8 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   out << fmt::format("\nMAPE of time (rows below {}: NCCL's small-message protocols, not fitted):\n",
                      fit_min);
   for (const auto& line : summaries) out << line;
-  out << fmt::format("summary overall: {:.1f}% over {} rows >= {}; all sizes {:.1f}% over {} rows\n",
-                     mean_percent(all_big), all_big.size(), fit_min, mean_percent(all_rows), all_rows.size());
+  out << fmt::format("summary overall: {}; all sizes {}\n", mape_over(all_big, " >= " + fit_min),
+                     mape_over(all_rows, ""));
   return 0;
 }
 

@@ -506,5 +506,5 @@ hostile(NAME ns3.p2p_links RC 2
 # --fit all on runs of one host fits NVLink and keeps the network's, saying so
 # (it was the error above, naming a --fit network the user did not type).
 hostile(NAME nccl_tests.fit_all_one_host RC 0
-        REGEX [=[note: --fit all fits nvlink only \(network: no run across hosts\): the network constants are the scenario's]=]
+        REGEX [=[note: --fit all fits nvlink only \(network: no run across hosts, with rows of 1 MiB and more\): the network constants are the scenario's]=]
         ARGS validate collectives --nccl-tests nccl_all_reduce_perf_old.txt --scenario s.yaml --fit all)

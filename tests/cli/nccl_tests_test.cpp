@@ -362,6 +362,24 @@ TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
   std::ostringstream shipped_out;
   EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml}, shipped_out), 0);
   EXPECT_EQ(shipped_out.str().find("0.0% over 11 rows"), std::string::npos);
+  // A run of small sizes only has no figure >= 1 MiB: n/a, not "0.0% over 0
+  // rows" (helper 110), which reads as a perfect fit.
+  const std::string small = (dir / "all_gather_perf.txt").string();
+  std::ofstream(small) << replaced(
+      replaced(kCurrent, "     1048576         65536     float    none      -1    101.5   10.33",
+               "        1024           256     float    none      -1     10.5    0.00"),
+      "     2097152        131072     float    none      -1    180.25  11.63",
+      "        2048           512     float    none      -1     11.25   0.00");
+  std::ostringstream small_out;
+  EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", small, "--scenario", yaml}, small_out), 0);
+  EXPECT_NE(
+      small_out.str().find("summary all_gather_perf.txt: all-gather of 4 ranks on 2 hosts: n/a (no rows >= "
+                           "1 MiB); all sizes "),
+      std::string::npos)
+      << small_out.str();
+  EXPECT_NE(small_out.str().find("summary overall: n/a (no rows >= 1 MiB); all sizes "), std::string::npos)
+      << small_out.str();
+  EXPECT_EQ(small_out.str().find("over 0 rows"), std::string::npos) << small_out.str();
   // The network class needs runs across hosts; --scenario is required.
   EXPECT_THROW(
       (void)cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "network"}, out),

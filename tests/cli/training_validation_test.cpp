@@ -750,6 +750,13 @@ TEST(TrainingValidation, FitOnlyMovesTheListedConstants) {
   EXPECT_EQ(pasted.host_microbatch, f.host_microbatch);
   EXPECT_EQ(pasted.host_iteration, f.host_iteration);
   EXPECT_NE(f.host_iteration.ps() % 1'000'000, 0);  // not a round number: the rendering is exact
+  // The shift is fit to 0.1 us, not to the picosecond (helper 110:
+  // 97.860131us in the section, a precision no measurement has).
+  std::vector<MeasuredRun> finer = runs;
+  for (std::size_t i = 0; i < runs.size(); ++i) finer[i].measured_ms = shipped[i].predicted_ms + 2.34567891;
+  const HostFit rounded = fit_host_overhead(finer, t, {}, 1, only_iteration);
+  EXPECT_EQ(rounded.host_iteration.ps() % 100'000, 0) << to_string(rounded.host_iteration);
+  EXPECT_NEAR(rounded.host_iteration.ms(), c.host_iteration.ms() + 2.3457, 1e-9);
   // With its source: comments say what it was fit on, which keys it holds,
   // and which constants it kept; pasted, it gives the same constants.
   const std::string commented = calibration_yaml(f, "runs.csv (3 runs, A100-80GB)");
