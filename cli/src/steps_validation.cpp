@@ -50,6 +50,20 @@ struct MeasuredStep {
   }
 };
 
+/// The keys the step's columns set (step_scenario_yaml), with the column.
+constexpr std::pair<std::string_view, std::string_view> kSetBy[] = {
+    {"model.layers", "layers"},
+    {"model.hidden", "hidden"},
+    {"model.heads", "heads"},
+    {"model.vocab", "vocab"},
+    {"training.micro_batch", "micro_batch"},
+    {"training.global_batch", "micro_batch"},
+    {"training.micro_batches", "micro_batch"},
+    {"training.seq_len", "seq"},
+    {"training.dtype", "dtype"},
+    {"training.flash_attention", "flash_attention"},
+    {"parallelism.tp", "tp"}};
+
 std::vector<MeasuredStep> read_steps(const std::string& path) {
   const node_model::CsvTable t = node_model::read_csv(path);
   auto col = [&](const char* name) { return t.require_column(name); };
@@ -59,19 +73,6 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
   const int opt_col = t.column("optimizer_ms");
   const int fwd_col = t.column("fwd_ms");
   const int tp_col = t.column("tp");
-  // The keys the step's columns set (step_scenario_yaml).
-  static constexpr std::pair<std::string_view, std::string_view> kSetBy[] = {
-      {"model.layers", "layers"},
-      {"model.hidden", "hidden"},
-      {"model.heads", "heads"},
-      {"model.vocab", "vocab"},
-      {"training.micro_batch", "micro_batch"},
-      {"training.global_batch", "micro_batch"},
-      {"training.micro_batches", "micro_batch"},
-      {"training.seq_len", "seq"},
-      {"training.dtype", "dtype"},
-      {"training.flash_attention", "flash_attention"},
-      {"parallelism.tp", "tp"}};
   const std::vector<std::size_t> key_columns = key_path_columns(t, kSetBy);
   // A column named as a scenario key without its section would be read by
   // nobody, and every row would run at the default (helper 107: a
@@ -301,6 +302,17 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   p.parse(take_set_options(args, sets));
   p.expect_positional(0, "arguments");
   const std::vector<Override> overrides = scenario_overrides(sets, p);
+  // A --set of a key the steps' own columns set would time steps that
+  // were not measured (--set model.hidden=1024 ran every step at it).
+  for (const Override& o : overrides) {
+    for (const auto& [key, column] : kSetBy) {
+      if (o.path != key) continue;
+      throw UsageError(fmt::format(
+          "--set {}: every step sets its own (the steps file's '{}' column{}): each step is timed as "
+          "measured; change the file's rows to time another",
+          o.path, column, column == "tp" ? ", 1 without it" : ""));
+    }
+  }
   const std::string data = p.require("data");
   const std::string gpu = p.get("gpu").value_or("H200");
   try {

@@ -81,6 +81,47 @@ RunTemplate RunTemplate::from_file(const std::string& path, const std::vector<Ov
   return t;
 }
 
+namespace {
+
+/// The keys every run sets from its own columns, with the column each comes
+/// from, and their values for `m`.
+constexpr std::array<std::pair<const char*, std::string_view>, 9> kRunKeys{{
+    {"model.layers", "# layers"},
+    {"model.hidden", "hidden size"},
+    {"model.heads", "attention heads"},
+    {"training.micro_batch", "micro batch"},
+    {"training.global_batch", "global batch"},
+    {"training.seq_len", "sequence length"},
+    {"parallelism.tp", "tensor parallelism"},
+    {"parallelism.dp", "data parallelism"},
+    {"parallelism.pp", "pipeline parallelism"},
+}};
+
+std::array<std::pair<const char*, int>, 9> run_key_values(const MeasuredRun& m) {
+  const int values[] = {m.layers,  m.hidden, m.heads, m.micro_batch, m.global_batch,
+                        m.seq_len, m.tp,     m.dp,    m.pp};
+  std::array<std::pair<const char*, int>, 9> out{};
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = {kRunKeys[i].first, values[i]};
+  return out;
+}
+
+}  // namespace
+
+void refuse_run_keys(const std::vector<Override>& overrides, bool vtrain) {
+  for (const Override& o : overrides) {
+    std::string_view column;
+    for (const auto& [key, col] : kRunKeys) {
+      if (o.path == key) column = col;
+    }
+    if (o.path == "cluster.nodes" || (vtrain && o.path == "cluster.gpus_per_node")) column = "# GPUs";
+    if (column.empty()) continue;
+    throw UsageError(fmt::format(
+        "--set {}: every run sets its own (the runs file's '{}' column): each run is timed as measured; "
+        "change the file's rows to time another",
+        o.path, column));
+  }
+}
+
 Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>& overrides) const {
   if (is_vtrain()) {
     if (m.gpus > 8) {
@@ -89,8 +130,13 @@ Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>
           "(docs/calibration.md, \"Your own measurements\")",
           m.gpus));
     }
+    // As below: the run's own sizes and plan after the command's --set
+    // (a --set model.layers moved every run to that depth, silently).
+    const std::string flag = fmt::format("data row {}", m.row);
     std::vector<Override> o = overrides;
-    for (const auto& [k, v] : m.keys) o.push_back({k, v, fmt::format("data row {}", m.row)});
+    for (const auto& [key, v] : run_key_values(m)) o.push_back({std::string(key), std::to_string(v), flag});
+    o.push_back({"cluster.gpus_per_node", std::to_string(m.gpus), flag});
+    for (const auto& [k, v] : m.keys) o.push_back({k, v, flag});
     return parse_scenario(vtrain_scenario_yaml(m, gpu_), "run", o);
   }
   // The command's --set first, then the run's own keys: what a run measured
@@ -110,15 +156,7 @@ Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>
     set("cluster.gpus_per_node", m.gpus);
     set("cluster.hcas_per_node", m.gpus);  // one node: its HCAs carry nothing
   }
-  set("model.layers", m.layers);
-  set("model.hidden", m.hidden);
-  set("model.heads", m.heads);
-  set("training.micro_batch", m.micro_batch);
-  set("training.global_batch", m.global_batch);
-  set("training.seq_len", m.seq_len);
-  set("parallelism.tp", m.tp);
-  set("parallelism.dp", m.dp);
-  set("parallelism.pp", m.pp);
+  for (const auto& [key, v] : run_key_values(m)) set(key, v);
   for (const auto& [k, v] : m.keys) o.push_back({k, v, flag});
   return parse_scenario(base_text_, base_file_, o);
 }
@@ -1229,6 +1267,7 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   p.parse(take_set_options(args, sets));
   const std::vector<Override> overrides = parse_overrides(sets);
   p.expect_positional(0, "arguments");
+  refuse_run_keys(overrides, !p.has("scenario"));
   const bool json = p.has("json");
   const std::string data = dataset_folder(p.require("data"), "vtrain");
   const std::string file =

@@ -530,6 +530,21 @@ TEST(TrainingValidation, RunOnAScenarioFileIsThatScenarioWithTheRunsKeys) {
   const auto slower = predict_runs({m}, t, {{"calibration.host_launch", "80us"}}, 1);
   EXPECT_GT(slower[0].predicted_ms, expected);
   EXPECT_EQ(t.scenario(m, {{"parallelism.tp", "4"}, {"parallelism.dp", "4"}}).plan.tp, 8);
+  // So on vTrain's built-in node (it took the --set: every run at that depth).
+  MeasuredRun small = big_run();
+  small.gpus = 8;
+  small.tp = 8;
+  small.dp = 1;
+  small.pp = 1;
+  small.global_batch = 4;
+  const Scenario on_vtrain = RunTemplate::vtrain("A100-80GB").scenario(small, {{"model.layers", "3"}});
+  EXPECT_EQ(on_vtrain.model.layers, small.layers);
+  EXPECT_EQ(on_vtrain.plan.tp, 8);
+  // The command refuses such a --set, naming the column.
+  EXPECT_THROW(refuse_run_keys({{"training.seq_len", "4096"}}, false), UsageError);
+  EXPECT_THROW(refuse_run_keys({{"cluster.gpus_per_node", "4"}}, true), UsageError);
+  EXPECT_NO_THROW(refuse_run_keys({{"cluster.gpus_per_node", "4"}}, false));  // the scenario's nodes
+  EXPECT_NO_THROW(refuse_run_keys({{"calibration.host_launch", "30us"}}, true));
 
   // Fewer GPUs than a node: one node of that many.
   MeasuredRun part = big_run();

@@ -94,6 +94,11 @@ class RunTemplate {
 std::vector<MeasuredRun> read_vtrain_runs(const std::string& path,
                                           const RunTemplate& where = RunTemplate::vtrain("A100-80GB"));
 
+/// Throws UsageError for a --set of a key every run sets from its own
+/// columns (model sizes, batch, plan, the cluster's nodes; with `vtrain`,
+/// the built-in node's GPUs too): it could not change what was measured.
+void refuse_run_keys(const std::vector<Override>& overrides, bool vtrain);
+
 struct PredictedRun {
   MeasuredRun run;
   std::string gpu;
