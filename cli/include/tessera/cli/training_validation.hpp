@@ -167,8 +167,10 @@ struct CvSplit {
   int folds = 0;  ///< 0: no cross-validation
   bool by_hidden = false;
   std::vector<int> hiddens;  ///< by_hidden: the distinct hidden sizes, ascending (fold i holds hiddens[i])
-  /// "2".."20" or "hidden"; throws UsageError otherwise, and for "hidden"
-  /// when the runs have fewer than two hidden sizes.
+  int profiles = 0;          ///< the runs' distinct profiles (hidden, micro-batch, tp, pp)
+  /// "2".."20" or "hidden"; throws UsageError otherwise, for "hidden"
+  /// when the runs have fewer than two hidden sizes, and for K folds when
+  /// every run falls in one (nothing would be held out).
   static CvSplit parse(const std::string& text, const std::vector<MeasuredRun>& runs);
   [[nodiscard]] int fold(const MeasuredRun& run) const;
 };
