@@ -462,6 +462,14 @@ std::string fitted_section(const study::NcclTestsFit& fit, const std::vector<std
           "note: {0}_launch fitted at its floor, 0: the runs' fixed cost is below what the model charges "
           "before any launch ({0}_step {1:.1f} us per transfer, and the topology's latency per hop); {2}\n",
           prefix, cls->calibration.step_latency.us(), lower);
+    } else if (!ceiling && cls->step_fitted && cls->calibration.launch_latency <= Time::zero() &&
+               cls->calibration.step_latency <= Time::zero()) {
+      // Both fixed costs at their floor (helper 110: no note, +34% left at
+      // 1 MiB): only the topology's per-hop latency is left to lower.
+      out += fmt::format(
+          "note: {0}_launch and {0}_step both fitted at their floor, 0: the runs' fixed cost is below the "
+          "topology's latency per hop alone; with a lower cluster.{1} the fit can follow the small rows\n",
+          prefix, nvlink ? "nvlink_latency" : "nic_latency");
     }
     if (!nvlink && cls->penalty_fitted && cls->calibration.group_penalty > 0 && !ceiling) {
       // efficiency(n) = peak - penalty / n rises with the group and goes on

@@ -444,6 +444,34 @@ TEST(NcclTests, AFitAtItsBoundsSaysWhatToCheck) {
       std::string::npos)
       << hops.str();
   EXPECT_EQ(hops.str().find("fitted at its ceiling"), std::string::npos) << hops.str();
+  // Runs across hosts of two step counts (2 and 8 ranks) with no fixed
+  // cost, fit on a scenario whose HCA hops are 20 us: launch and step both
+  // stop at 0, and a note says so (helper 110: none, with +34% left).
+  Scenario free = shipped;
+  free.calibration.comm.network.launch_latency = Time::zero();
+  free.calibration.comm.network.step_latency = Time::zero();
+  free.calibration.comm.network.peak_efficiency = 0.5;
+  free.calibration.comm.network.group_penalty = 0.0;
+  std::vector<std::string> files;
+  for (const int per_host : {1, 4}) {
+    files.push_back((dir / ("all_reduce_perf_" + std::to_string(per_host) + ".txt")).string());
+    std::ofstream(files.back()) << model_run(free, build_topology(shipped), "all_reduce_perf", 2, per_host);
+  }
+  std::string slow_nic = kCluster;
+  slow_nic.replace(slow_nic.find("  nic_bandwidth"), 0, "  nic_latency: 20us\n");
+  std::ofstream(yaml) << slow_nic;
+  std::ostringstream floors;
+  EXPECT_EQ(cmd_validate_collectives(
+                {"--nccl-tests", files[0] + "," + files[1], "--scenario", yaml, "--fit", "network"}, floors),
+            0);
+  EXPECT_NE(floors.str().find("  network_launch: 0.00us\n  network_step: 0.00us\n"), std::string::npos)
+      << floors.str();
+  EXPECT_NE(
+      floors.str().find("note: network_launch and network_step both fitted at their floor, 0: the runs' "
+                        "fixed cost is below the topology's latency per hop alone; with a lower "
+                        "cluster.nic_latency the fit can follow the small rows\n"),
+      std::string::npos)
+      << floors.str();
   std::filesystem::remove_all(dir);
 }
 
