@@ -83,26 +83,34 @@ RunTemplate RunTemplate::from_file(const std::string& path, const std::vector<Ov
 
 namespace {
 
-/// The keys every run sets from its own columns, with the column each comes
-/// from, and their values for `m`.
-constexpr std::array<std::pair<const char*, std::string_view>, 9> kRunKeys{{
+/// The keys every run's own columns set (MeasuredRun's scenario), with the
+/// column each comes from: a key-path column or a --set for one of them
+/// would contradict the run.
+constexpr std::pair<std::string_view, std::string_view> kRunColumnKeys[] = {
+    {"cluster.nodes", "# GPUs"},
+    {"cluster.gpus_per_node", "# GPUs"},
     {"model.layers", "# layers"},
     {"model.hidden", "hidden size"},
     {"model.heads", "attention heads"},
     {"training.micro_batch", "micro batch"},
     {"training.global_batch", "global batch"},
+    {"training.micro_batches", "global batch"},
     {"training.seq_len", "sequence length"},
     {"parallelism.tp", "tensor parallelism"},
     {"parallelism.dp", "data parallelism"},
-    {"parallelism.pp", "pipeline parallelism"},
-}};
+    {"parallelism.pp", "pipeline parallelism"}};
 
+/// The run's sizes, batch and plan as the keys they set.
 std::array<std::pair<const char*, int>, 9> run_key_values(const MeasuredRun& m) {
-  const int values[] = {m.layers,  m.hidden, m.heads, m.micro_batch, m.global_batch,
-                        m.seq_len, m.tp,     m.dp,    m.pp};
-  std::array<std::pair<const char*, int>, 9> out{};
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = {kRunKeys[i].first, values[i]};
-  return out;
+  return {{{"model.layers", m.layers},
+           {"model.hidden", m.hidden},
+           {"model.heads", m.heads},
+           {"training.micro_batch", m.micro_batch},
+           {"training.global_batch", m.global_batch},
+           {"training.seq_len", m.seq_len},
+           {"parallelism.tp", m.tp},
+           {"parallelism.dp", m.dp},
+           {"parallelism.pp", m.pp}}};
 }
 
 }  // namespace
@@ -110,10 +118,10 @@ std::array<std::pair<const char*, int>, 9> run_key_values(const MeasuredRun& m) 
 void refuse_run_keys(const std::vector<Override>& overrides, bool vtrain) {
   for (const Override& o : overrides) {
     std::string_view column;
-    for (const auto& [key, col] : kRunKeys) {
-      if (o.path == key) column = col;
+    for (const auto& [key, col] : kRunColumnKeys) {
+      // (a scenario's own nodes take --set cluster.gpus_per_node)
+      if (o.path == key && (vtrain || key != "cluster.gpus_per_node")) column = col;
     }
-    if (o.path == "cluster.nodes" || (vtrain && o.path == "cluster.gpus_per_node")) column = "# GPUs";
     if (column.empty()) continue;
     throw UsageError(fmt::format(
         "--set {}: every run sets its own (the runs file's '{}' column): each run is timed as measured; "
@@ -246,20 +254,7 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
   const std::size_t c_time = t.require_column("iteration time (ms)");
   // The keys the runs columns set (MeasuredRun's scenario): a key-path
   // column for one of them would contradict its row's runs column.
-  static constexpr std::pair<std::string_view, std::string_view> kSetBy[] = {
-      {"cluster.nodes", "# GPUs"},
-      {"cluster.gpus_per_node", "# GPUs"},
-      {"model.layers", "# layers"},
-      {"model.hidden", "hidden size"},
-      {"model.heads", "attention heads"},
-      {"training.micro_batch", "micro batch"},
-      {"training.global_batch", "global batch"},
-      {"training.micro_batches", "global batch"},
-      {"training.seq_len", "sequence length"},
-      {"parallelism.tp", "tensor parallelism"},
-      {"parallelism.dp", "data parallelism"},
-      {"parallelism.pp", "pipeline parallelism"}};
-  const std::vector<std::size_t> key_columns = key_path_columns(t, kSetBy);
+  const std::vector<std::size_t> key_columns = key_path_columns(t, kRunColumnKeys);
   std::vector<MeasuredRun> runs;
   runs.reserve(t.rows.size());
   auto narrow = [&](std::size_t r, std::size_t c) {
@@ -304,6 +299,16 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     } catch (const ScenarioError& e) {
       const std::string why = e.detail().empty() ? std::string(e.what()) : e.detail();
       if (const auto column = key_column_error(m.keys, why)) throw InputError(path + ": " + *column);
+      // A rule on a runs column's value ("model.heads: ... must divide
+      // hidden"): named by that column, as a bad cell is.
+      for (const auto& [key, col] : kRunColumnKeys) {
+        const std::string prefix = std::string(key) + ": ";
+        if (why.rfind(prefix, 0) == 0) {
+          throw InputError(fmt::format("{}: row {}, column '{}': {}", path, r + 1,
+                                       t.header[t.require_column(std::string(col))],
+                                       why.substr(prefix.size())));
+        }
+      }
       throw InputError(fmt::format("{}: row {}: {}", path, r + 1, why));
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: row {}: {}", path, r + 1, e.what()));
@@ -392,9 +397,11 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
         sim = simulate_scenario(s, nullptr, nullptr, false, backends);
       } catch (const ScenarioError& e) {
         // A plan past the simulator's limits (a row of 10^8 layers): the
-        // row, not the scenario generated for it.
-        throw InputError(fmt::format("validate training (data row {} on {}): {}", m.row, gpu,
-                                     e.detail().empty() ? std::string(e.what()) : e.detail()));
+        // row, not the scenario generated for it (its name stripped, as
+        // validate steps strips it).
+        std::string why = e.detail().empty() ? std::string(e.what()) : e.detail();
+        if (why.rfind(s.file + ": ", 0) == 0) why.erase(0, s.file.size() + 2);
+        throw InputError(fmt::format("validate training (data row {} on {}): {}", m.row, gpu, why));
       }
       if (serial.owns_lock()) serial.unlock();
       PredictedRun& p = out[i];

@@ -103,11 +103,15 @@ TEST(TrainingValidation, ReadsRunsAndRejectsBadRows) {
   // A row that makes no valid scenario: the scenario's rule, named by file
   // and row, with no position in the YAML generated for it.
   const std::string file = write_temp("tessera_vtrain_test.csv", "");
-  EXPECT_EQ(error_of(std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,2,1\n2,15,8,1024,16,24,1024,1,1,2,1\n"),
-            file + ": row 2: training.global_batch: global_batch (15) must be a multiple of dp x micro_batch "
-                   "(1 x 8 = 8)");
-  EXPECT_EQ(error_of(std::string(kHeader) + "2,16,8,1000,16,24,1024,1,1,2,1\n"),
-            file + ": row 1: model.heads: model 'gpt-h1000-l24': heads (16) must divide hidden (1000)");
+  EXPECT_EQ(
+      error_of(std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,2,1\n2,15,8,1024,16,24,1024,1,1,2,1\n"),
+      file +
+          ": row 2, column 'global batch': global_batch (15) must be a multiple of dp x micro_batch "
+          "(1 x 8 = 8)");
+  EXPECT_EQ(
+      error_of(std::string(kHeader) + "2,16,8,1000,16,24,1024,1,1,2,1\n"),
+      file +
+          ": row 1, column 'attention heads': model 'gpt-h1000-l24': heads (16) must divide hidden (1000)");
 }
 
 TEST(TrainingValidation, PlanFamilies) {
