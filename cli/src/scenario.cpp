@@ -828,6 +828,15 @@ parallelism::TransformerConfig read_model(Section& m) {
     // Mixture of experts (docs/scenarios.md): fields beside a preset override it.
     Section e = m.child("moe");
     parallelism::MoeConfig& moe = cfg.moe;
+    // A moe section on a dense model (a preset without experts, or none)
+    // makes it one, which needs the experts' count: said as such (a bare
+    // "missing required key" read as if the key were optional elsewhere).
+    if (!cfg.is_moe() && !e.has("experts")) {
+      e.fail_at(e.node().Mark(), e.key_path("experts"),
+                fmt::format("missing: the model{} is dense, and a moe section makes it a mixture of experts, "
+                            "which needs experts (and top_k, 1 by default)",
+                            cfg.name.empty() ? "" : fmt::format(" '{}'", cfg.name)));
+    }
     if (e.has("experts") || !cfg.is_moe()) moe.experts = e.positive_int("experts");
     if (e.has("top_k")) moe.top_k = e.positive_int("top_k");
     if (e.has("expert_ffn_hidden")) moe.expert_ffn_hidden = e.positive_int("expert_ffn_hidden");

@@ -555,6 +555,13 @@ TEST(Scenario, OtherToolsKeyNamesAreSuggestedAsOurs) {
       std::string::npos)
       << error_of(moe);
   EXPECT_NE(error_of(moe).find(", did you mean 'moe.top_k'?)"), std::string::npos) << error_of(moe);
+  // A moe section without experts on a dense model: said to be dense
+  // (helper 109: "model.moe.experts: missing required key" for an imbalance).
+  EXPECT_NE(
+      error_of(replaced(text, "  preset: gpt2-large\n", "  preset: gpt2-large\n  moe:\n    imbalance: 1.5\n"))
+          .find("model.moe.experts: missing: the model 'gpt2-large' is dense, and a moe section makes it a "
+                "mixture of experts, which needs experts (and top_k, 1 by default)"),
+      std::string::npos);
   // DeepSeek's routed experts are `experts`, not `shared_experts` (helper 99:
   // the spelling neighbour was suggested), one level up and in `moe`; the
   // capacity factor under Megatron's name.
