@@ -713,8 +713,8 @@ std::string moe_routing_phrase(const RunReport& r) {
 
 std::string format_text(const RunReport& r) {
   // Shares of the iteration as compare-schedules prints them (IterationBreakdown::share).
-  const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time, r.exposed_comm_time};
-  auto pct = [&](Time t) { return 100.0 * split.share(t); };
+  const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time,
+                                 r.exposed_comm_time};
   std::string out;
   out += fmt::format("Scenario       {}: {} on {} x {} ({}{})\n", r.scenario, r.model, r.gpus, r.gpu,
                      fabric_phrase(r.fabric) + r.fabric_detail, r.hcas);
@@ -768,16 +768,18 @@ std::string format_text(const RunReport& r) {
     }
   }
   out += fmt::format("Iteration      {:>12.3f} ms\n", r.iteration_time.ms());
-  out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), pct(r.compute_time));
+  // The four shares rounded together, so that they add up to 100.0%.
+  const std::array<int, 4> tenths = split.tenths_of_percent();
+  out += fmt::format("  compute      {:>12.3f} ms  {:5.1f}%\n", r.compute_time.ms(), tenths[0] / 10.0);
   // Eager kernels are timed with their hosts' launch floors in them
   // (docs/calibration.md): zero here is not a free host (helper 56).
   const bool floors = r.framework == "pytorch-eager" && r.host_time == Time::zero();
-  out += fmt::format("  host         {:>12.3f} ms  {:5.1f}%{}\n", r.host_time.ms(), pct(r.host_time),
+  out += fmt::format("  host         {:>12.3f} ms  {:5.1f}%{}\n", r.host_time.ms(), tenths[1] / 10.0,
                      floors ? "  (pytorch-eager: each kernel's launch floor is in compute; calibration host "
                               "keys model the host apart)"
                             : "");
-  out += fmt::format("  bubble       {:>12.3f} ms  {:5.1f}%\n", r.bubble_time.ms(), pct(r.bubble_time));
-  out += fmt::format("  exposed comm {:>12.3f} ms  {:5.1f}%\n", r.exposed_comm_time.ms(), pct(r.exposed_comm_time));
+  out += fmt::format("  bubble       {:>12.3f} ms  {:5.1f}%\n", r.bubble_time.ms(), tenths[2] / 10.0);
+  out += fmt::format("  exposed comm {:>12.3f} ms  {:5.1f}%\n", r.exposed_comm_time.ms(), tenths[3] / 10.0);
   if (r.comm_costs && r.comm_costs->empty()) out += "Comm costs     none: the plan runs no communication\n";
   if (r.comm_costs && !r.comm_costs->empty()) {
     out +=

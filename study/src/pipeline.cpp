@@ -372,6 +372,29 @@ double IterationBreakdown::share(Time part) const {
   return iteration > Time::zero() ? static_cast<double>(part.ps()) / static_cast<double>(iteration.ps()) : 0.0;
 }
 
+std::array<int, 4> IterationBreakdown::tenths_of_percent() const {
+  std::array<int, 4> out{};
+  if (iteration <= Time::zero()) return out;
+  const Time parts[] = {compute, host, bubble, exposed_comm};
+  std::array<double, 4> remainder{};
+  int total = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const double exact = 1000.0 * share(parts[i]);
+    out[i] = static_cast<int>(std::floor(exact));
+    remainder[i] = exact - out[i];
+    total += out[i];
+  }
+  // The tenths the floors left, to the largest remainders (the earlier part
+  // first on a tie: deterministic); none where the parts do not fill the
+  // iteration.
+  const int target = static_cast<int>(std::llround(1000.0 * share(compute + host + bubble + exposed_comm)));
+  std::array<std::size_t, 4> order{0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
+  for (std::size_t k = 0; k < 4 && total < target; ++k, ++total) ++out[order[k]];
+  return out;
+}
+
 std::string_view to_string(CommClass c) {
   switch (c) {
     case CommClass::TensorParallel:

@@ -371,6 +371,22 @@ TEST(Report, ScenarioLineSaysTheSpinesOversubscription) {
 // sequences x seq_len over its time. default.yaml: dp 16 x micro-batch 8 =
 // 128 sequences of 1024 tokens, 131,072 tokens; in 0.5 s, 262,144 tokens/s;
 // with a global batch of 256 (2 micro-batches per replica) twice that.
+// The breakdown's four shares, rounded together: 35.25 / 7.75 / 31.25 /
+// 25.75%, each rounded up alone, would print 100.2%; by largest remainder
+// (ties to the earlier part) 35.3 + 7.8 + 31.2 + 25.7 = 100.0.
+TEST(Report, TheBreakdownsSharesAddUpToAHundred) {
+  const auto ms = [](double v) { return Time::from_seconds(v * 1e-3); };
+  const study::IterationBreakdown b{ms(1000), ms(352.5), ms(77.5), ms(312.5), ms(257.5)};
+  EXPECT_EQ(b.tenths_of_percent(), (std::array<int, 4>{353, 78, 312, 257}));
+  // 1/3 each of three parts: 333 + 333 + 334 (the remainders equal: the earliest first).
+  const study::IterationBreakdown thirds{ms(3), ms(1), ms(1), ms(1), ms(0)};
+  EXPECT_EQ(thirds.tenths_of_percent(), (std::array<int, 4>{334, 333, 333, 0}));
+  // Parts short of the iteration keep their own rounding (no tenth made up).
+  const study::IterationBreakdown part{ms(1000), ms(500), ms(0), ms(0), ms(0)};
+  EXPECT_EQ(part.tenths_of_percent(), (std::array<int, 4>{500, 0, 0, 0}));
+  EXPECT_EQ((study::IterationBreakdown{}.tenths_of_percent()), (std::array<int, 4>{0, 0, 0, 0}));
+}
+
 TEST(Report, TokensPerSecondIsTheIterationsTokensOverItsTime) {
   const Scenario d = parse_scenario(default_text(), "d.yaml");
   EXPECT_DOUBLE_EQ(study::tokens_per_second(d, Time::from_ms(500)), 262'144.0);

@@ -1,6 +1,7 @@
 #pragma once
 // Scenario -> plan -> topology -> simulation: the pipeline every command that
 // forecasts an iteration shares (run, sweep, compare-schedules).
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,6 +51,12 @@ struct IterationBreakdown {
   /// `part` (one of the four) as a share of the iteration, in [0, 1]: the
   /// percentages `run` and `compare-schedules` print (0 for an empty iteration).
   [[nodiscard]] double share(Time part) const;
+  /// The four shares (compute, host, bubble, exposed communication) in
+  /// tenths of a percent, rounded by largest remainder so that they add up
+  /// to 1000 as the parts add up to the iteration (rounded one by one, a
+  /// third of the reports summed to 99.9% or 100.1%); all 0 for an empty
+  /// iteration.
+  [[nodiscard]] std::array<int, 4> tenths_of_percent() const;
 };
 IterationBreakdown breakdown(const Simulation& sim);
 /// Throughput (defined here only): one iteration's tokens (the plan's
