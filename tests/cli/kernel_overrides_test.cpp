@@ -3,14 +3,18 @@
 // predicted) x that kernel's occurrences, and `tessera run`'s report says how
 // many kernels were matched (and says nothing without overrides).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "tessera/cli/commands.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/node_model/predictors.hpp"
@@ -270,6 +274,51 @@ TEST_F(KernelOverridesRun, EveryJobOfAJobsScenarioUsesTheOverrides) {
     EXPECT_EQ(p->predict(nm::Kernel::vector(nm::KernelOp::LayerNorm, 8, 64, nm::DType::BF16)),
               Time::from_us(2));
   }
+}
+
+// Measured times are cluster.gpu's: the ranks of a mixed_gpus node keep
+// their own GPU's predictions (helper 112: an untouched `kernels --out`
+// template moved a mixed cluster's forecast 22%). Two one-GPU nodes in data
+// parallel, node 1 a slower A100: every kernel measured at 1 us on the H100
+// makes the H100 rank fast, but the iteration waits for the A100's.
+TEST_F(KernelOverridesRun, MixedGpusNodesKeepTheirOwnGpusTimes) {
+  std::string text = kScenario;
+  text.replace(text.find("  nodes: 1\n"), 11, "  nodes: 2\n");
+  text.replace(text.find("hosts_per_leaf: 1"), 17, "hosts_per_leaf: 2");
+  text.replace(text.find("  dp: 1\n"), 8, "  dp: 2\n");
+  text += "mixed_gpus: {gpu: A100-80GB, nodes: 1-1}\n";
+  const Scenario plain = parse_scenario(text, "mixed.yaml");
+  // Every kernel of the model at 1 us: `tessera kernels --out`'s template
+  // (the H100's), its time_us and part_time_us cells set to 1.
+  const std::string yaml = write("mixed.yaml", text);
+  std::ostringstream ignored;
+  ASSERT_EQ(cmd_kernels({yaml, "--out", (dir_ / "template.csv").string()}, ignored), 0);
+  std::ifstream in(dir_ / "template.csv");
+  std::string csv, line;
+  std::getline(in, line);
+  csv = line + "\n";  // op,b,m,n,k,h,dtype,time_us,part_time_us,...
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cs(line);
+    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+    ASSERT_GE(cells.size(), 9U) << line;
+    cells[7] = "1";
+    if (!cells[8].empty()) cells[8] = "1";
+    csv += fmt::format("{}\n", fmt::join(cells, ","));
+  }
+  const Scenario over =
+      parse_scenario(text, "mixed.yaml", {Override{"node_model.overrides", write("all.csv", csv)}});
+  const Time t_plain = study::simulate_scenario(plain).result.makespan;
+  const Time t_over = study::simulate_scenario(over).result.makespan;
+  EXPECT_EQ(t_over, t_plain);  // the A100 rank bounds both
+  // All H100s: the overrides do apply, and the iteration falls.
+  std::string all_h100 = text.substr(0, text.find("mixed_gpus:"));
+  const Time h_plain = study::simulate_scenario(parse_scenario(all_h100, "h.yaml")).result.makespan;
+  const Time h_over =
+      study::simulate_scenario(
+          parse_scenario(all_h100, "h.yaml", {Override{"node_model.overrides", write("all.csv", csv)}}))
+          .result.makespan;
+  EXPECT_LT(h_over.ps() * 2, h_plain.ps());
 }
 
 TEST_F(KernelOverridesRun, PyTorchProfilerExportChangesExactlyItsLeafGemms) {
