@@ -712,10 +712,14 @@ void ShapeCache::put(const Kernel& k, Time t) const {
 }
 
 TileMlpPredictor::TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model,
-                                   std::shared_ptr<const TensorCoreModel> tensor_core)
+                                   std::shared_ptr<const TensorCoreModel> tensor_core,
+                                   std::shared_ptr<const TileMlpModel> untrained_from)
     : gpu_(std::move(gpu)), model_(std::move(model)), tensor_core_(std::move(tensor_core)), gpu_index_(-1) {
   gpu_.validate();
   if (!model_) throw InputError("tile-mlp predictor: no model");
+  if (untrained_from &&
+      std::any_of(model_->nets.begin(), model_->nets.end(), [](const Mlp& n) { return n.empty(); }))
+    untrained_ = std::make_unique<TileMlpPredictor>(gpu_, std::move(untrained_from), tensor_core_);
   tensor_tile_ = model_->tiles.largest_gemm_tile();
   gpu_index_ = model_->tiles.nearest_gpu(gpu_);
 }
@@ -729,6 +733,8 @@ double TileMlpPredictor::fp32_kernel_ms(KernelClass c, const Kernel& fp32) const
 
 double TileMlpPredictor::learned_kernel_ms(const Kernel& kernel) const {
   const auto cls = kernel_class(kernel.op);
+  if (cls && untrained_ && model_->nets[static_cast<int>(*cls)].empty())
+    return untrained_->learned_kernel_ms(kernel);
   if (!cls || model_->nets[static_cast<int>(*cls)].empty()) return memory_bound_time(kernel, gpu_).ms();
   if (kernel.dtype == DType::FP32) return fp32_kernel_ms(*cls, kernel);
   // TF32 vector ops are FP32 ops.
@@ -759,6 +765,8 @@ double TileMlpPredictor::predict_ms_uncached(const Kernel& kernel) const {
     // GPU's per-kernel floor, as its GPU time (predict_device) has.
     return std::max(tensor_core_->floor_ms, memory_bound_time(kernel, gpu_).ms());
   }
+  if (cls && untrained_ && model_->nets[static_cast<int>(*cls)].empty())
+    return untrained_->predict_ms_uncached(kernel);
   if (!cls || model_->nets[static_cast<int>(*cls)].empty()) {
     return memory_bound_time(kernel, gpu_).ms();
   }

@@ -1,6 +1,7 @@
 // The learned kernel predictors: input handling, the shipped weights, and
 // accuracy on NeuSight's real measurements (skipped when the data is absent).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -481,6 +483,34 @@ TEST(TileMlp, WeightsRoundTripAndRejectWrongVersion) {
   no_blend.replace(at, 11, "floor_blends");
   EXPECT_NE(error_of([&] { (void)nm::TileMlpModel::parse(no_blend, "w.txt"); }).find("w.txt: malformed weights (floor_blend)"),
             std::string::npos);
+}
+
+// A retrained folder whose bmm class had no training rows: its bmm kernels
+// are timed by the embedded network, as a folder without a file keeps the
+// embedded file (helper 112: at their memory bound, 84% fast); the classes
+// it has are its own.
+TEST(TileMlp, ARetrainedFoldersUntrainedClassKeepsTheEmbeddedNetwork) {
+  const std::string text(nm::embedded_weights("tile_mlp"));
+  ASSERT_FALSE(text.empty());
+  nm::TileMlpModel partial = nm::TileMlpModel::parse(text, "w");
+  partial.nets[static_cast<int>(nm::KernelClass::Bmm)] = nm::Mlp{};
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_untrained_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tile_mlp.txt") << partial.serialize();
+  const nm::GpuSpec& g = nm::gpu_preset("A100-80GB");
+  const auto retrained = nm::make_predictor("tile-mlp", g, dir.string());
+  const auto embedded = nm::make_predictor("tile-mlp", g);
+  const nm::Kernel bmm = nm::Kernel::gemm(nm::KernelOp::Bmm, 64, 2048, 2048, 128, nm::DType::FP32);
+  EXPECT_EQ(retrained->predict(bmm), embedded->predict(bmm));
+  EXPECT_EQ(retrained->predict_device(bmm), embedded->predict_device(bmm));
+  // Without the embedded network to fall back on: the memory bound, far faster.
+  const nm::TileMlpPredictor bare(g, std::make_shared<const nm::TileMlpModel>(partial));
+  EXPECT_LT(bare.predict(bmm).seconds(), 0.5 * embedded->predict(bmm).seconds());
+  // A class the folder has is its own network's (here the same weights).
+  const nm::Kernel ln = nm::Kernel::vector(nm::KernelOp::LayerNorm, 8192, 4096, nm::DType::FP32);
+  EXPECT_EQ(retrained->predict(ln), bare.predict(ln));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TileMlp, LaunchFloorBlendIsASmoothMaximum) {

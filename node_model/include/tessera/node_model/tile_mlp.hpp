@@ -211,8 +211,13 @@ struct TensorCoreModel;
 /// 16-bit kernels are predicted through their FP32 twin (above).
 class TileMlpPredictor final : public KernelPredictor {
  public:
+  /// `untrained_from`: the model that times the classes `model` has no
+  /// network for (a retrained folder's classes without training rows keep
+  /// the embedded network, as a folder without a file keeps the embedded
+  /// file); without it such a class is timed at its memory bound.
   TileMlpPredictor(GpuSpec gpu, std::shared_ptr<const TileMlpModel> model,
-                   std::shared_ptr<const TensorCoreModel> tensor_core = nullptr);
+                   std::shared_ptr<const TensorCoreModel> tensor_core = nullptr,
+                   std::shared_ptr<const TileMlpModel> untrained_from = nullptr);
   /// As timed alone from the host by PyTorch eager: launch_floor_blend(class
   /// launch floor, learned kernel time, the class's p); tensor-core GEMMs the
   /// same with the tensor-core model's GPU time; copies (no class) their
@@ -251,6 +256,8 @@ class TileMlpPredictor final : public KernelPredictor {
   ShapeCache cache_;
   ShapeCache device_cache_;
   ShapeCache part_cache_;
+  /// The classes `model_` has no network for (see the constructor).
+  std::unique_ptr<TileMlpPredictor> untrained_;
 };
 
 }  // namespace tessera::node_model
