@@ -902,6 +902,15 @@ std::vector<std::size_t> key_path_columns(
     // Two columns setting one key: which wins is not known (and a JSON
     // report would carry the key twice).
     (void)t.column(h);
+    // The GPU is the report's, one per table: its groups, fits and labels
+    // are per GPU (helper 112: a cluster.gpu column ran half the rows on an
+    // H100 under the A100's label, one fit over both).
+    if (h == "cluster.gpu" || h.rfind("mixed_gpus.", 0) == 0 || h.rfind("cluster.gpu.", 0) == 0) {
+      throw InputError(fmt::format(
+          "{}: column '{}': a table's rows run on one GPU, the report's (--gpu, or the scenario's "
+          "cluster.gpu); give each GPU's rows a file of their own",
+          t.path, h));
+    }
     for (const auto& [key, column] : set_by) {
       if (h != key) continue;
       if (t.column(column) >= 0) {
