@@ -44,6 +44,15 @@ struct MeasuredStep {
   double measured_ms = 0;             ///< mean over the rows of this configuration
   double measured_optimizer_ms = -1;  ///< mean of the optimizer_ms column (-1: none)
   double measured_fwd_ms = -1;        ///< mean of the fwd_ms column (-1: none)
+  double measured_fwd_bwd_ms = -1;    ///< mean of the fwd_bwd_ms column (-1: none)
+  /// The measured forward + backward: its own column where the file has
+  /// one (helper 112: iteration minus optimizer was used even then, wrong
+  /// for an iteration_ms holding data loading), else iteration_ms minus
+  /// optimizer_ms; -1 for neither.
+  [[nodiscard]] double fwd_bwd_ms() const {
+    if (measured_fwd_bwd_ms > 0) return measured_fwd_bwd_ms;
+    return measured_optimizer_ms >= 0 ? measured_ms - measured_optimizer_ms : -1;
+  }
   int rows = 0;
   int first_row = 0;  ///< 1-based data row of its first measurement
   [[nodiscard]] auto key() const {
@@ -83,6 +92,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                     flash = col("flash_attention"), it = col("iteration_ms");
   const int opt_col = t.column("optimizer_ms");
   const int fwd_col = t.column("fwd_ms");
+  const int fb_col = t.column("fwd_bwd_ms");
   const int tp_col = t.column("tp");
   const std::vector<std::size_t> key_columns = key_path_columns(t, kSetBy);
   // A column named as a scenario key without its section would be read by
@@ -170,6 +180,16 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                         path, r + 1, t.rows[r][static_cast<std::size_t>(fwd_col)], t.rows[r][it]));
       }
     }
+    double fb = -1;
+    if (fb_col >= 0) {
+      fb = t.number(r, static_cast<std::size_t>(fb_col));
+      if (!(fb > 0) || fb > ms) {
+        throw InputError(
+            fmt::format("{}: row {}, column 'fwd_bwd_ms': must be positive and at most iteration_ms (got "
+                        "'{}', iteration_ms '{}')",
+                        path, r + 1, t.rows[r][static_cast<std::size_t>(fb_col)], t.rows[r][it]));
+      }
+    }
     // Repeats of one configuration are averaged.
     bool merged = false;
     for (auto& o : out) {
@@ -177,6 +197,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
         o.measured_ms = (o.measured_ms * o.rows + ms) / (o.rows + 1);
         if (opt >= 0) o.measured_optimizer_ms = (o.measured_optimizer_ms * o.rows + opt) / (o.rows + 1);
         if (fwd > 0) o.measured_fwd_ms = (o.measured_fwd_ms * o.rows + fwd) / (o.rows + 1);
+        if (fb > 0) o.measured_fwd_bwd_ms = (o.measured_fwd_bwd_ms * o.rows + fb) / (o.rows + 1);
         ++o.rows;
         merged = true;
         break;
@@ -186,6 +207,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
       s.measured_ms = ms;
       s.measured_optimizer_ms = opt;
       s.measured_fwd_ms = fwd;
+      s.measured_fwd_bwd_ms = fb;
       s.rows = 1;
       s.first_row = static_cast<int>(r + 1);
       out.push_back(s);
@@ -306,7 +328,7 @@ std::string step_json(const MeasuredStep& m, double predicted, double predicted_
       "\"fwd_bwd_error\": {}, \"optimizer_error\": {}, \"forward_error\": {}}}",
       m.first_row, m.rows, m.layers, m.hidden, m.heads, m.seq, m.micro_batch, m.vocab, json_string(m.dtype),
       m.flash ? "true" : "false", m.tp, keys, m.measured_ms, predicted, predicted / m.measured_ms - 1.0,
-      opt ? json_error(predicted - predicted_optimizer, m.measured_ms - m.measured_optimizer_ms) : "null",
+      m.fwd_bwd_ms() > 0 ? json_error(predicted - predicted_optimizer, m.fwd_bwd_ms()) : "null",
       opt ? json_error(predicted_optimizer, m.measured_optimizer_ms) : "null",
       json_error(predicted_fwd, m.measured_fwd_ms));
 }
@@ -410,11 +432,9 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     const double e = predicted / m.measured_ms - 1.0;
     // The phases, where the data says how long the optimizer step took.
     std::string fb = "-", opt = "-", fwd = "-";
-    if (m.measured_optimizer_ms >= 0) {
-      const double p_opt = phases.optimizer().ms();
-      fb = signed_pct(predicted - p_opt, m.measured_ms - m.measured_optimizer_ms);
-      if (m.measured_optimizer_ms > 0) opt = signed_pct(p_opt, m.measured_optimizer_ms);
-    }
+    const double p_opt = phases.optimizer().ms();
+    if (m.fwd_bwd_ms() > 0) fb = signed_pct(predicted - p_opt, m.fwd_bwd_ms());
+    if (m.measured_optimizer_ms > 0) opt = signed_pct(p_opt, m.measured_optimizer_ms);
     if (m.measured_fwd_ms > 0) fwd = signed_pct(phases.forward().ms(), m.measured_fwd_ms);
     errors.push_back(e);
     json_steps += (json_steps.empty() ? "" : ", ") +

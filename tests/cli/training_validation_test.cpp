@@ -329,6 +329,36 @@ TEST(TrainingValidation, JsonReportHasTheTextsGroupsAndEveryRun) {
   EXPECT_TRUE(gpus[0].find("fixed_part")->is_null());
 }
 
+// The forward + backward is the fwd_bwd_ms column where the file has one
+// (helper 112: iteration minus optimizer was used, so an iteration_ms that
+// held more, data loading, moved the fwd+bwd error): the same step with its
+// iteration doubled keeps its fwd+bwd error.
+TEST(StepsValidation, FwdBwdIsItsOwnColumn) {
+  const std::string header =
+      "layers,hidden,heads,seq,micro_batch,vocab,dtype,flash_attention,fwd_bwd_ms,optimizer_ms,iteration_"
+      "ms\n";
+  auto fwd_bwd_error = [&](const std::string& row) {
+    const std::string data = write_temp("tessera_fwd_bwd.csv", header + row);
+    std::ostringstream json;
+    EXPECT_EQ(cmd_validate_steps({"--data", data, "--json"}, json), 0);
+    const node_model::JsonValue j = node_model::parse_json(json.str(), "validate steps --json");
+    return j.find("steps")->array()[0].find("fwd_bwd_error")->number();
+  };
+  const double as_measured = fwd_bwd_error("8,1024,16,1024,4,50304,bf16,false,21.5391,2.6053,24.1413\n");
+  EXPECT_DOUBLE_EQ(fwd_bwd_error("8,1024,16,1024,4,50304,bf16,false,21.5391,2.6053,48.2826\n"), as_measured);
+  // Without the column: iteration minus optimizer.
+  const std::string no_column =
+      write_temp("tessera_fwd_bwd.csv",
+                 "layers,hidden,heads,seq,micro_batch,vocab,dtype,flash_attention,optimizer_ms,iteration_ms\n"
+                 "8,1024,16,1024,4,50304,bf16,false,2.6053,24.1413\n");
+  std::ostringstream json;
+  ASSERT_EQ(cmd_validate_steps({"--data", no_column, "--json"}, json), 0);
+  const double derived =
+      node_model::parse_json(json.str(), "j").find("steps")->array()[0].find("fwd_bwd_error")->number();
+  EXPECT_NE(derived, as_measured);  // 21.5360 ms, not 21.5391
+  EXPECT_NEAR(derived, (1 + as_measured) * 21.5391 / (24.1413 - 2.6053) - 1, 2e-6);  // (JSON to 6 places)
+}
+
 TEST(StepsValidation, JsonHasTheTablesFigures) {
   // Our H200 Megatron steps with their phases (fwd_ms, optimizer_ms): each
   // step's JSON numbers are the text row's, the summary's too.
