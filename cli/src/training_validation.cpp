@@ -468,7 +468,7 @@ std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, 
 
 }  // namespace
 
-std::string calibration_yaml(const HostFit& f, const std::string& source) {
+std::string calibration_yaml(const HostFit& f, const std::string& source, const std::vector<Override>& sets) {
   std::string s = "calibration:\n";
   if (!source.empty()) {
     s += fmt::format(
@@ -476,9 +476,21 @@ std::string calibration_yaml(const HostFit& f, const std::string& source) {
         "printed: keep yours\n",
         source);
   }
+  // The --set options the fit ran under (helper 112: pasted without them a
+  // 6.2% fit gave 12.7%), as validate collectives --fit names its own.
+  std::vector<std::string> flags;
+  for (const Override& o : sets) flags.push_back(fmt::format("{}={}", o.path, o.value));
+  if (!flags.empty()) {
+    s += fmt::format("  # fitted with --set {}: keep those in the scenario too\n",
+                     fmt::join(flags, " --set "));
+  }
   auto key = [&](const char* name, Time value, bool fitted) {
-    s += fmt::format("  {}: {}{}\n", name, to_string(value),
-                     fitted ? "" : "  # kept: the scenario's, not fit");
+    const std::string path = std::string("calibration.") + name;
+    const bool by_set =
+        std::any_of(sets.begin(), sets.end(), [&](const Override& o) { return o.path == path; });
+    s += fmt::format(
+        "  {}: {}{}\n", name, to_string(value),
+        fitted ? "" : (by_set ? "  # kept: --set's, not fit" : "  # kept: the scenario's, not fit"));
   };
   key("host_launch", f.host_launch, f.fitted.host_launch);
   key("host_p2p", f.host_p2p, f.fitted.host_p2p);
@@ -1061,6 +1073,17 @@ void check_time_units(const std::vector<PredictedRun>& predicted, const std::str
   }
 }
 
+/// `overrides` with the four host constants of `f` after them (exact
+/// nanoseconds, as the section prints them).
+std::vector<Override> with_host_fit(const std::vector<Override>& overrides, const HostFit& f) {
+  std::vector<Override> o = overrides;
+  o.push_back({"calibration.host_launch", fmt::format("{}ns", f.host_launch.ps() / 1000)});
+  o.push_back({"calibration.host_iteration", fmt::format("{}ns", f.host_iteration.ps() / 1000)});
+  o.push_back({"calibration.host_p2p", fmt::format("{}ns", f.host_p2p.ps() / 1000)});
+  o.push_back({"calibration.host_microbatch", fmt::format("{}ns", f.host_microbatch.ps() / 1000)});
+  return o;
+}
+
 int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vector<RunTemplate>& templates,
                            const std::vector<Override>& overrides, unsigned jobs, const CvSplit& split,
                            HostFitKeys keys, const std::optional<std::string>& rows_path,
@@ -1081,6 +1104,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
                          templates.size() * (1 + std::max(folds, 0)), 0, std::cerr,
                          ::isatty(STDERR_FILENO) != 0);
   std::vector<PredictedRun> cv_all;
+  std::vector<PredictedRun> fit_rows;  // --fit --rows: every run with its GPU's fit
   std::string verdicts;  // per variant: the held-out errors against the scenario's constants
   for (const RunTemplate& gpu : templates) {
     const HostFit f = fit_host_overhead(runs, gpu, overrides, jobs, keys);
@@ -1095,8 +1119,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     // At column 0, as validate collectives prints its section (helper 78:
     // pasted indented it became calibration.calibration).
     text << "Fitted (paste into the scenario's calibration: section, merged with any keys it has there):\n"
-         << calibration_yaml(f, fmt::format("{} ({} run{}, {})", file, runs.size(),
-                                            runs.size() == 1 ? "" : "s", gpu.label()));
+         << calibration_yaml(
+                f,
+                fmt::format("{} ({} run{}, {})", file, runs.size(), runs.size() == 1 ? "" : "s", gpu.label()),
+                overrides);
     // The fit's error is in sample; with as many constants as runs it is no
     // evidence at all (the constants can absorb any model error). After a
     // blank line, at column 0: not part of the section (helper 79: copied
@@ -1122,7 +1148,15 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
         "\"host_iteration\": {}}}",
         json_string(gpu.label()), runs.size(), f.simulations, f.mean_error, calibration_json(f),
         f.fitted.host_launch, f.fitted.host_p2p, f.fitted.host_microbatch, f.fitted.host_iteration));
-    if (folds == 0) continue;
+    if (folds == 0) {
+      // --rows with --fit: every run as the fitted section forecasts it
+      // (helper 112: the option was taken and nothing written).
+      if (rows_path) {
+        const auto fitted = predict_runs(runs, gpu, with_host_fit(overrides, f), jobs);
+        fit_rows.insert(fit_rows.end(), fitted.begin(), fitted.end());
+      }
+      continue;
+    }
     std::vector<PredictedRun> cv;
     std::vector<double> fold_means;
     std::vector<std::string> folds_json;
@@ -1154,12 +1188,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
               ? fmt::format("; {} constants fit on {} run{}: underdetermined", fk_count, train.size(),
                             train.size() == 1 ? "" : "s")
               : "";
-      std::vector<Override> o = overrides;
-      o.push_back({"calibration.host_launch", fmt::format("{}ns", fk.host_launch.ps() / 1000)});
-      o.push_back({"calibration.host_iteration", fmt::format("{}ns", fk.host_iteration.ps() / 1000)});
-      o.push_back({"calibration.host_p2p", fmt::format("{}ns", fk.host_p2p.ps() / 1000)});
-      o.push_back({"calibration.host_microbatch", fmt::format("{}ns", fk.host_microbatch.ps() / 1000)});
-      const auto pred = predict_runs(test, gpu, o, jobs);
+      const auto pred = predict_runs(test, gpu, with_host_fit(overrides, fk), jobs);
       text << fmt::format(
           "  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, "
           "host_iteration {:.2f} ms; {} held-out runs{}{}\n",
@@ -1198,6 +1227,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     cv_all.insert(cv_all.end(), cv.begin(), cv.end());
   }
   progress.finish();
+  if (folds == 0 && rows_path) {
+    write_file_atomic(*rows_path, rows_csv(fit_rows));
+    text << fmt::format("\nevery run with the fitted constants (in sample) written to {}\n", *rows_path);
+  }
   if (folds > 0) {
     if (split.by_hidden) {
       text << fmt::format(

@@ -146,7 +146,11 @@ struct HostFit {
 /// `source` ("my_runs.csv (12 runs)"), comments say what it was fit on and
 /// that the section's other keys are not in it; a constant not fit is marked
 /// "# kept" either way.
-std::string calibration_yaml(const HostFit& fit, const std::string& source = {});
+/// `sets`: the command's --set options the fit ran under, named in a
+/// comment (pasted without them, the section does not give the fit's
+/// error), and a kept constant one of them gave is said to come from it.
+std::string calibration_yaml(const HostFit& fit, const std::string& source = {},
+                             const std::vector<Override>& sets = {});
 /// The four constants as a JSON object of exact unit strings (values for
 /// --set calibration.KEY=...), as `--fit --json` prints them.
 std::string calibration_json(const HostFit& fit);
