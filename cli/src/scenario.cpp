@@ -1964,6 +1964,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       node.fabric = checked(c, v, c.key_path("node_fabric"),
                             [&] { return topology::parse_node_fabric(c.scalar("node_fabric")); });
     }
+    // (rings inside a mesh node spread over its links: docs/collectives.md)
+    s.collectives.mesh_node = node.fabric == topology::NodeFabric::NvLinkMesh;
     // Link latencies default to the shipped scenarios' values (docs/scenarios.md);
     // 1us per NVLink link is also what the NVLink collective calibration was fit
     // with (kNvlinkLatency of `validate collectives`).
@@ -1994,14 +1996,25 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // or NVIDIA's both-directions figure for the per-direction one.
     if (c.has("nvlink_bandwidth") && preset_name && !gpu_swapped) {
       const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(*preset_name);
-      const double ratio = preset ? cl.nvlink_bandwidth.bytes_per_second() / preset->bytes_per_second() : 1.0;
+      // A mesh's key is each link's: a GPU has gpus_per_node - 1 of them
+      // (helper 111: 100GB/s links of a 4-GPU A100 board, right, were
+      // called a unit slip against the GPU's 300GB/s).
+      const bool mesh = node.fabric == topology::NodeFabric::NvLinkMesh;
+      const double links = mesh ? std::max(1, cl.gpus_per_node - 1) : 1.0;
+      const double ratio =
+          preset ? links * cl.nvlink_bandwidth.bytes_per_second() / preset->bytes_per_second() : 1.0;
       if (ratio < 0.5 || ratio >= 2.0) {
         const auto gbs = [](Bandwidth b) { return fmt::format("{:g}GB/s", b.bytes_per_second() * 1e-9); };
         s.warnings.push_back(
-            fmt::format("cluster.nvlink_bandwidth = {} is {:.3g}x {}'s NVLink, {} per GPU and direction "
-                        "(bits for bytes, or "
-                        "both directions for one?)",
-                        gbs(cl.nvlink_bandwidth), ratio, *preset_name, gbs(*preset)));
+            mesh ? fmt::format(
+                       "cluster.nvlink_bandwidth = {} per mesh link, {} links a GPU, is {:.3g}x {}'s "
+                       "NVLink, {} per GPU and direction (bits for bytes, or both directions for one?)",
+                       gbs(cl.nvlink_bandwidth), cl.gpus_per_node - 1, ratio, *preset_name, gbs(*preset))
+                 : fmt::format(
+                       "cluster.nvlink_bandwidth = {} is {:.3g}x {}'s NVLink, {} per GPU and direction "
+                       "(bits for bytes, or "
+                       "both directions for one?)",
+                       gbs(cl.nvlink_bandwidth), ratio, *preset_name, gbs(*preset)));
       }
     }
     cl.nvlink_latency = c.has("nvlink_latency") ? c.unit("nvlink_latency", parse_time) : Time::from_us(1);

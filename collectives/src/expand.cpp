@@ -119,13 +119,24 @@ bool ring_family(CollectiveKind kind, Algorithm a) {
   }
 }
 
+/// True when every rank of the group is on one node (ranks_per_node known).
+bool within_one_node(const std::vector<int>& ranks, int ranks_per_node) {
+  if (ranks_per_node < 1 || ranks.empty()) return false;
+  const int node = ranks.front() / ranks_per_node;
+  return std::all_of(ranks.begin(), ranks.end(), [&](int r) { return r / ranks_per_node == node; });
+}
+
 TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ranks, Bytes size,
                     const ExpandOptions& o) {
   const bool flows = o.granularity == Granularity::Flows;
-  // A ring over several nodes runs as NCCL's rail-aligned channels.
+  // A ring over several nodes runs as NCCL's rail-aligned channels; one in
+  // a mesh node as rings over the mesh's links.
   const bool rails = a == Algorithm::Ring && multi_node_shape(ranks, o.ranks_per_node);
+  const bool mesh =
+      a == Algorithm::Ring && o.mesh_node && ranks.size() >= 3 && within_one_node(ranks, o.ranks_per_node);
   switch (kind) {
     case CollectiveKind::AllReduce:
+      if (mesh) return mesh_ring_all_reduce(ranks, size, flows);
       if (rails) return rail_ring_all_reduce(ranks, size, o.ranks_per_node, flows);
       if (a == Algorithm::Ring) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
       if (a == Algorithm::Tree) return double_binary_tree_all_reduce(ranks, size);
@@ -141,11 +152,13 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
       }
       break;
     case CollectiveKind::ReduceScatter:
+      if (mesh) return mesh_ring_reduce_scatter(ranks, size, flows);
       if (rails) return rail_ring_reduce_scatter(ranks, size, o.ranks_per_node, flows);
       if (a == Algorithm::Ring) return flows ? ring_reduce_scatter_flows(ranks, size) : ring_reduce_scatter(ranks, size);
       if (a == Algorithm::HalvingDoubling) return halving_reduce_scatter(ranks, size);
       break;
     case CollectiveKind::AllGather:
+      if (mesh) return mesh_ring_all_gather(ranks, size, flows);
       if (rails) return rail_ring_all_gather(ranks, size, o.ranks_per_node, flows);
       if (a == Algorithm::Ring) return flows ? ring_all_gather_flows(ranks, size) : ring_all_gather(ranks, size);
       if (a == Algorithm::HalvingDoubling) return doubling_all_gather(ranks, size);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
+
 #include "build_util.hpp"
 #include "tessera/collectives/hierarchical.hpp"
 #include "tessera/error.hpp"
@@ -148,13 +150,28 @@ std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int rank
   return rings;
 }
 
+std::vector<std::vector<int>> mesh_rings(const std::vector<int>& ranks) {
+  detail::check_group("mesh rings", ranks, Bytes(0));
+  const auto p = static_cast<int>(ranks.size());
+  if (p < 2) throw InputError(fmt::format("mesh rings: {} rank(s); a ring needs 2", p));
+  std::vector<std::vector<int>> rings;
+  for (int stride = 1; stride < p; ++stride) {
+    if (std::gcd(stride, p) != 1) continue;
+    std::vector<int>& ring = rings.emplace_back();
+    ring.reserve(ranks.size());
+    for (int i = 0; i < p; ++i) ring.push_back(ranks[static_cast<std::size_t>((i * stride) % p)]);
+  }
+  return rings;
+}
+
 namespace {
-TransferGraph rail_ring(std::string_view what, const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                        bool flows, bool reduce_scatter, bool all_gather) {
-  detail::check_group(what, ranks, size);
+/// Ring reduce-scatter / all-gather / both over `rings` at once, ring c
+/// carrying part c of `size`.
+TransferGraph multi_ring(const std::vector<int>& ranks, Bytes size,
+                         const std::vector<std::vector<int>>& rings, bool flows, bool reduce_scatter,
+                         bool all_gather) {
   TransferGraph g;
   if (size.count() == 0) return g;
-  const auto rings = rail_rings(ranks, ranks_per_node);
   const auto p = static_cast<std::int64_t>(ranks.size());
   const std::int64_t first = reduce_scatter ? 0 : p - 1;
   const std::int64_t last = all_gather ? 2 * (p - 1) : p - 1;
@@ -165,7 +182,33 @@ TransferGraph rail_ring(std::string_view what, const std::vector<int>& ranks, By
   }
   return g;
 }
+
+TransferGraph mesh_ring(std::string_view what, const std::vector<int>& ranks, Bytes size, bool flows,
+                        bool reduce_scatter, bool all_gather) {
+  detail::check_group(what, ranks, size);
+  if (size.count() == 0) return {};
+  return multi_ring(ranks, size, mesh_rings(ranks), flows, reduce_scatter, all_gather);
+}
+
+TransferGraph rail_ring(std::string_view what, const std::vector<int>& ranks, Bytes size, int ranks_per_node,
+                        bool flows, bool reduce_scatter, bool all_gather) {
+  detail::check_group(what, ranks, size);
+  if (size.count() == 0) return {};
+  return multi_ring(ranks, size, rail_rings(ranks, ranks_per_node), flows, reduce_scatter, all_gather);
+}
 }  // namespace
+
+TransferGraph mesh_ring_all_reduce(const std::vector<int>& ranks, Bytes size, bool flows) {
+  return mesh_ring("ring all-reduce", ranks, size, flows, true, true);
+}
+
+TransferGraph mesh_ring_reduce_scatter(const std::vector<int>& ranks, Bytes size, bool flows) {
+  return mesh_ring("ring reduce-scatter", ranks, size, flows, true, false);
+}
+
+TransferGraph mesh_ring_all_gather(const std::vector<int>& ranks, Bytes size, bool flows) {
+  return mesh_ring("ring all-gather", ranks, size, flows, false, true);
+}
 
 TransferGraph rail_ring_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
                                    bool flows) {

@@ -333,6 +333,48 @@ TEST(RailRings, EveryRingVisitsEveryRankAndCrossesNodesOnOneRail) {
   expect_input_error([] { (void)rail_rings({0, 1, 2, 3}, 4); }, {"at least 2 nodes"});
 }
 
+// A full NVLink mesh (helper 111: one ring left two of each GPU's three
+// links idle, a 4-GPU board forecast as a third of its NVLink): rings of
+// the strides coprime with p, on different links, the bytes split.
+TEST(MeshRings, StridesCoprimeWithTheGroupUseDifferentLinks) {
+  EXPECT_EQ(mesh_rings({5, 6}), (std::vector<std::vector<int>>{{5, 6}}));
+  EXPECT_EQ(mesh_rings(iota_ranks(4)), (std::vector<std::vector<int>>{{0, 1, 2, 3}, {0, 3, 2, 1}}));
+  const auto eight = mesh_rings(iota_ranks(8));
+  ASSERT_EQ(eight.size(), 4U);  // strides 1, 3, 5, 7
+  EXPECT_EQ(eight[1], (std::vector<int>{0, 3, 6, 1, 4, 7, 2, 5}));
+  std::set<std::pair<int, int>> links;
+  for (const auto& ring : eight) {
+    EXPECT_EQ(std::set<int>(ring.begin(), ring.end()).size(), 8U);
+    for (std::size_t i = 0; i < ring.size(); ++i)
+      EXPECT_TRUE(links.insert({ring[i], ring[(i + 1) % ring.size()]}).second) << "a link used twice";
+  }
+  EXPECT_EQ(links.size(), 32U);  // of the mesh's 56 directed links
+  // The same bytes as one ring's in all, each rank sending 2(p-1)/p of the buffer.
+  const std::int64_t size = 1 << 20;
+  for (bool flows : {false, true}) {
+    const auto g = mesh_ring_all_reduce(iota_ranks(4), Bytes(size), flows);
+    std::vector<std::int64_t> sent(4);
+    for (const auto& t : g.transfers) sent[static_cast<std::size_t>(t.src)] += t.bytes.count();
+    for (std::int64_t b : sent) EXPECT_EQ(b, 2 * 3 * size / 4);
+  }
+  // expand() takes them for a ring inside one mesh node, not across nodes.
+  ExpandOptions o;
+  o.algorithm = Algorithm::Ring;
+  o.ranks_per_node = 4;
+  o.mesh_node = true;
+  std::set<std::pair<int, int>> used;
+  for (const auto& t :
+       expand(parallelism::CollectiveKind::AllReduce, iota_ranks(4), Bytes(size), o).transfers)
+    used.insert({t.src, t.dst});
+  EXPECT_EQ(used.size(), 8U);  // both directions of the ring
+  o.mesh_node = false;
+  used.clear();
+  for (const auto& t :
+       expand(parallelism::CollectiveKind::AllReduce, iota_ranks(4), Bytes(size), o).transfers)
+    used.insert({t.src, t.dst});
+  EXPECT_EQ(used.size(), 4U);
+}
+
 TEST(RailRings, CarryTheFlatRingsBytesSplitOverTheRings) {
   // Each rank sends 2(p-1)/p of the buffer in all, as on one ring, and
   // across nodes once: 2(p-1)/p of its ring's share S/L.

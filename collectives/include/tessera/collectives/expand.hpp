@@ -86,6 +86,11 @@ struct ExpandOptions {
   /// Ranks per node (global rank r is on node r / ranks_per_node); 0 = not
   /// known, the group is treated as flat.
   int ranks_per_node = 0;
+  /// The node's GPUs are a full NVLink mesh (a link per pair, no switch): a
+  /// ring inside one node runs as mesh_rings, several rings over different
+  /// links, as NCCL's channels spread over them (one ring used one link of
+  /// each GPU's p - 1). Needs ranks_per_node.
+  bool mesh_node = false;
   /// Nominal per-step latency and per-rank bandwidth Auto's cost model uses
   /// (an inter-node hop of a 400 Gb/s HCA with NCCL's software overhead).
   Time auto_latency = Time::from_us(5);

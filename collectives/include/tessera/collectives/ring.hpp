@@ -57,6 +57,22 @@ TransferGraph rail_ring_reduce_scatter(const std::vector<int>& ranks, Bytes size
                                        bool flows);
 TransferGraph rail_ring_all_gather(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows);
 
+/// The rings of a group inside one node whose GPUs are a full NVLink mesh
+/// (a link per pair, no switch): one ring per stride s in 1..p-1 coprime
+/// with the group's size p, visiting ranks[0], ranks[s], ranks[2s], ...
+/// (mod p). Rings of different strides use different links (the ring of
+/// stride s the links i -> i + s), so NCCL's channels over a mesh, which
+/// one ring would leave idle but for one link of each GPU's p - 1, are
+/// approximated: 1 ring at p = 2, 2 at 3 and 4 (all links at 3; at 4 the
+/// pairs two apart stay idle), 4 at 8. Throws InputError for fewer than 2 ranks.
+std::vector<std::vector<int>> mesh_rings(const std::vector<int>& ranks);
+
+/// Ring all-reduce, reduce-scatter and all-gather over the mesh_rings of
+/// `ranks`, ring c carrying part c of `size` (as the rail rings split it).
+TransferGraph mesh_ring_all_reduce(const std::vector<int>& ranks, Bytes size, bool flows);
+TransferGraph mesh_ring_reduce_scatter(const std::vector<int>& ranks, Bytes size, bool flows);
+TransferGraph mesh_ring_all_gather(const std::vector<int>& ranks, Bytes size, bool flows);
+
 /// Chain broadcast from ranks[0]: ranks[0] -> ranks[1] -> ... -> ranks[p-1],
 /// the whole buffer per hop. Pipelined with pipeline(): C chunks take
 /// (p-1 + C-1) hop times of size/C each.
