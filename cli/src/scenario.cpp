@@ -185,6 +185,11 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
       {"swiglu", {"gated_mlp", "Megatron's --swiglu is 'gated_mlp: true'"}},
       {"position_embedding_type",
        {"learned_positions", "Megatron's --position-embedding-type rope is 'learned_positions: false'"}},
+      // (helper 111: `rope` was "did you mean 'moe'?")
+      {"rope", {"learned_positions", "rotary positions (RoPE) are 'learned_positions: false'"}},
+      {"use_rotary_position_embeddings",
+       {"learned_positions", "Megatron's --use-rotary-position-embeddings is 'learned_positions: false'"}},
+      {"rotary", {"learned_positions", "rotary positions (RoPE) are 'learned_positions: false'"}},
       {"recompute_granularity",
        {"recompute", "Megatron's --recompute-granularity is 'recompute: full' or 'recompute: selective'"}},
       {"recompute_activations",
@@ -1614,6 +1619,9 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
   for (const auto& [path, flag] : overridden) {
     const std::string section = path.substr(0, path.find('.'));
     if (section != "model" && section != "training" && section != "parallelism") continue;
+    // (training.tokens does nothing in a jobs scenario, said below: pointing
+    // to jobs[i].training.tokens led nowhere, helper 111)
+    if (path == "training.tokens") continue;
     std::vector<std::string> shadowed;
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       // (not where the job's own key is set too: what the warning advises)
@@ -2057,6 +2065,17 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     cl.pcie_latency = c.has("pcie_latency") ? c.unit("pcie_latency", parse_time) : Time::from_ns(500);
     if (cl.pcie_bandwidth.bps() <= 0) {
       c.fail_at(c.node()["pcie_bandwidth"].Mark(), c.key_path("pcie_bandwidth"), "must be positive");
+    }
+    // The PCIe link is the path of GPUs to an HCA they share: with one HCA
+    // per GPU nothing crosses it (helper 111: taken without a word).
+    if (cl.hcas_per_node == cl.gpus_per_node && (c.has("pcie_bandwidth") || c.has("pcie_latency"))) {
+      s.warnings.push_back(fmt::format(
+          "cluster.{} {} no effect with an HCA per GPU (the PCIe link is modelled where GPUs share an HCA: "
+          "cluster.hcas_per_node below gpus_per_node)",
+          c.has("pcie_bandwidth") && c.has("pcie_latency")
+              ? "pcie_bandwidth and pcie_latency"
+              : (c.has("pcie_bandwidth") ? "pcie_bandwidth" : "pcie_latency"),
+          c.has("pcie_bandwidth") && c.has("pcie_latency") ? "have" : "has"));
     }
     node.hcas = cl.hcas_per_node;
     node.pcie = {cl.pcie_bandwidth, cl.pcie_latency};

@@ -1159,6 +1159,25 @@ TEST(Scenario, AMeshNodesLinksAreEachLinksAndItsRingsSpreadOverThem) {
   EXPECT_GT(one_link.seconds() / on_mesh.seconds(), 1.05);
 }
 
+// Keys that do nothing here are said so (helper 111): PCIe with an HCA per
+// GPU; and RoPE's common names point to learned_positions, not to 'moe'.
+TEST(Scenario, PcieWithAnHcaPerGpuAndRopeNames) {
+  const Scenario s = parse_scenario(default_text(), "d.yaml", {{"cluster.pcie_bandwidth", "8GB/s"}});
+  ASSERT_EQ(s.warnings.size(), 1U);
+  EXPECT_EQ(
+      s.warnings[0],
+      "cluster.pcie_bandwidth has no effect with an HCA per GPU (the PCIe link is modelled where GPUs share "
+      "an HCA: cluster.hcas_per_node below gpus_per_node)");
+  EXPECT_TRUE(parse_scenario(default_text(), "d.yaml",
+                             {{"cluster.pcie_bandwidth", "8GB/s"}, {"cluster.hcas_per_node", "4"}})
+                  .warnings.empty());
+  for (const char* key : {"model.rope", "model.use_rotary_position_embeddings"}) {
+    const std::string e = error_of(default_text(), {{key, "true"}});
+    EXPECT_NE(e.find("'learned_positions: false'"), std::string::npos) << e;
+    EXPECT_EQ(e.find("did you mean 'moe'"), std::string::npos) << e;
+  }
+}
+
 // Core links exist only in a 3-tier fat-tree (helper 109: core_latency was
 // refused on a 2-tier tree, so a sweep over tiers 2, 3 failed, while
 // core_bandwidth was taken silently on leaf-spine, where it did nothing).
