@@ -493,9 +493,11 @@ models and distributed then read its neusight/, training its vtrain/.
                model width (each hidden size predicted by a fit on the
                others); --every N takes every N-th run only (the
                shipped constants were fit with --every 2); --rows FILE
-               writes every run's prediction; --json the report and every
-               run as one object (errors as fractions; not with --fit or
-               --cv). Your own runs (any GPU count) in
+               writes every run's prediction (with --fit: the fitted
+               constants'; with --cv: held out); --json the report and
+               every run as one object (errors as fractions; with --fit
+               or --cv, the fits, folds and verdict too). Your own runs
+               (any GPU count) in
                vTrain's schema: --data RUNS.csv --scenario CLUSTER.yaml runs
                each as that scenario with the run's GPUs (cluster.nodes in
                whole nodes), model size, batch and plan, and any column

@@ -464,7 +464,18 @@ int cmd_validate(const Args& args, std::ostream& out) {
     if (auto w = p.get("weights")) return nm::make_predictor(name, gpu, *w);
     return nm::make_predictor(name, gpu);
   };
-  if (what == "kernels" && p.has("device")) return validate_measured(p, data, make, out);
+  if (what == "kernels" && p.has("device")) {
+    // An XLA table is read as XLA's (its GPU is the H100 it was measured
+    // on): with --device it was read as a kernel file and refused for a
+    // missing NeuSight column (helper 112).
+    if (fs::is_regular_file(data) && nm::is_xla_gemm_table(data)) {
+      throw UsageError(fmt::format(
+          "tessera validate: {} is an XLA GEMM table, read without --device (its rows are XLA's H100-SXM "
+          "measurements): validate kernels --data {}",
+          data, data));
+    }
+    return validate_measured(p, data, make, out);
+  }
   for (const char* opt : {"device", "dtype"}) {
     if (p.has(opt)) {
       throw UsageError(

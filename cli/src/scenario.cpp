@@ -930,6 +930,36 @@ std::vector<std::size_t> key_path_columns(
   return out;
 }
 
+void check_time_units(const std::vector<MeasuredBesideForecast>& rows, const std::string& file,
+                      std::string_view noun) {
+  // Forecasts this many times off the measurements, or more: the times are
+  // not milliseconds (helper 78: seconds under "iteration time (ms)" fit
+  // every constant to 0; helper 112: validate steps printed a 94751% error).
+  constexpr double kUnitsOffFactor = 30.0;
+  if (rows.empty()) return;
+  std::vector<double> ratio;
+  ratio.reserve(rows.size());
+  for (const auto& r : rows) ratio.push_back(r.measured_ms / r.predicted_ms);
+  std::vector<double> sorted = ratio;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  const double median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  if (median >= kUnitsOffFactor || median <= 1.0 / kUnitsOffFactor) {
+    throw InputError(fmt::format(
+        "{}: the measured iteration times are {:.3g} x the forecasts (median over {} {}s): is the time "
+        "column in milliseconds?",
+        file, median, rows.size(), noun));
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double off = ratio[i] / median;
+    if (off < kUnitsOffFactor && off > 1.0 / kUnitsOffFactor) continue;
+    throw InputError(fmt::format(
+        "{}: row {}: its measured iteration time, {:.6g} ms, is {:.3g} x its forecast where the {}s' "
+        "median is {:.3g} x: is it in milliseconds, as the other rows?",
+        file, rows[i].row, rows[i].measured_ms, ratio[i], noun, median));
+  }
+}
+
 std::vector<std::pair<std::string, std::string>> key_path_cells(const node_model::CsvTable& t,
                                                                 std::size_t row,
                                                                 const std::vector<std::size_t>& columns) {

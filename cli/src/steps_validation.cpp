@@ -387,6 +387,7 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
                                    "predicted ms", "error", "fwd+bwd error", "optimizer error",
                                    forward ? fmt::format(" {:>14}", "forward error") : std::string());
   std::vector<double> errors;
+  std::vector<MeasuredBesideForecast> beside;
   std::string json_steps;
   // The frameworks the rows ran under (a row's training.framework column
   // wins over --framework), named in the footer.
@@ -437,12 +438,15 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     if (m.measured_optimizer_ms > 0) opt = signed_pct(p_opt, m.measured_optimizer_ms);
     if (m.measured_fwd_ms > 0) fwd = signed_pct(phases.forward().ms(), m.measured_fwd_ms);
     errors.push_back(e);
+    beside.push_back({m.first_row, m.measured_ms, predicted});
     json_steps += (json_steps.empty() ? "" : ", ") +
                   step_json(m, predicted, phases.optimizer().ms(), phases.forward().ms());
     report += fmt::format("{:<{}} {:>5} {:>12.2f} {:>12.2f} {:>+7.1f}% {:>16} {:>16}{}\n", label(m), width,
                           m.rows, m.measured_ms, predicted, 100.0 * e, fb, opt,
                           forward ? fmt::format(" {:>14}", fwd) : std::string());
   }
+  // Times not in milliseconds: refused, as validate training refuses them.
+  check_time_units(beside, data, "step");
   const node_model::ErrorStats e = node_model::error_stats(errors);
   if (p.has("json")) {
     std::vector<std::string> quoted;

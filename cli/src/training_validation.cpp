@@ -1041,36 +1041,12 @@ namespace {
 
 /// --fit: the host calibration fit on every run; --cv K: each fold predicted
 /// with the calibration fit on the other folds.
-/// Forecasts this many times off the measurements, or more, in the median:
-/// the times are not milliseconds (seconds under "iteration time (ms)").
-constexpr double kUnitsOffFactor = 30.0;
-
-/// Throws InputError when the runs' measured times are kUnitsOffFactor or
-/// more off the forecasts in the median, or one run's is kUnitsOffFactor
-/// or more off the others' (one row in seconds: helper 78's fit set every
-/// constant to 0 and printed a section to paste): nothing fit or reported
-/// on them would mean anything.
+/// The rows' measured times against their forecasts (cli::check_time_units).
 void check_time_units(const std::vector<PredictedRun>& predicted, const std::string& file) {
-  if (predicted.empty()) return;
-  std::vector<double> ratio;
-  ratio.reserve(predicted.size());
-  for (const auto& p : predicted) ratio.push_back(p.run.measured_ms / p.predicted_ms);
-  const double median = node_model::median(ratio);
-  if (median >= kUnitsOffFactor || median <= 1.0 / kUnitsOffFactor) {
-    throw InputError(fmt::format(
-        "{}: the measured iteration times are {:.3g} x the forecasts (median over {} runs): is the time "
-        "column in milliseconds?",
-        file, median, predicted.size()));
-  }
-  for (std::size_t i = 0; i < predicted.size(); ++i) {
-    const double off = ratio[i] / median;
-    if (off < kUnitsOffFactor && off > 1.0 / kUnitsOffFactor) continue;
-    const MeasuredRun& r = predicted[i].run;
-    throw InputError(fmt::format(
-        "{}: row {}: its measured iteration time, {:.6g} ms, is {:.3g} x its forecast where the runs' "
-        "median is {:.3g} x: is it in milliseconds, as the other rows?",
-        file, r.row, r.measured_ms, ratio[i], median));
-  }
+  std::vector<MeasuredBesideForecast> rows;
+  rows.reserve(predicted.size());
+  for (const auto& p : predicted) rows.push_back({p.run.row, p.run.measured_ms, p.predicted_ms});
+  cli::check_time_units(rows, file, "run");
 }
 
 /// `overrides` with the four host constants of `f` after them (exact

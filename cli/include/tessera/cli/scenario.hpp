@@ -56,6 +56,20 @@ std::vector<std::size_t> key_path_columns(
 /// The longest time a measured row (`validate training`, `validate steps`)
 /// may give, in ms: a day. Above it is a unit slip or a damaged cell.
 inline constexpr double kMaxMeasuredMs = 86'400'000.0;
+
+/// One measured time beside its forecast, for check_time_units.
+struct MeasuredBesideForecast {
+  int row = 0;  ///< 1-based data row
+  double measured_ms = 0;
+  double predicted_ms = 0;
+};
+/// Throws InputError when the measured times are 30x or more off their
+/// forecasts in the median (the time column not in milliseconds), or one
+/// row's is 30x or more off the others' (that row in seconds): nothing
+/// reported on them would mean anything. `noun`: "run" or "step", as the
+/// messages name the rows.
+void check_time_units(const std::vector<MeasuredBesideForecast>& rows, const std::string& file,
+                      std::string_view noun);
 /// Row `row`'s non-empty cells of those columns, trimmed: (key path, value).
 std::vector<std::pair<std::string, std::string>> key_path_cells(const node_model::CsvTable& t,
                                                                 std::size_t row,
