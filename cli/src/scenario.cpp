@@ -1094,6 +1094,44 @@ void check_keys(const YAML::Node& node, const std::string& file, const std::stri
   }
 }
 
+/// YAML's merge key (`<<: *anchor`, or a list of anchors), which yaml-cpp
+/// does not resolve: the merged mappings' keys join the mapping, its own
+/// keys winning, then the earlier mapping's (YAML 1.1's merge type; helper
+/// 111: sharing a section between jobs by an anchor read as "training.<<:
+/// unknown key"). Nested as check_keys allows.
+void resolve_merge_keys(YAML::Node node, const std::string& file, int depth) {
+  if (depth > 64) return;  // (check_keys names it)
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) resolve_merge_keys(node[i], file, depth + 1);
+    return;
+  }
+  if (!node.IsMap()) return;
+  for (auto it = node.begin(); it != node.end(); ++it) resolve_merge_keys(it->second, file, depth + 1);
+  const YAML::Node& view = node;  // (a non-const [] would add the key)
+  const YAML::Node merge = view["<<"];
+  if (!merge) return;
+  std::vector<YAML::Node> sources;
+  if (merge.IsMap()) {
+    sources.push_back(merge);
+  } else if (merge.IsSequence()) {
+    for (std::size_t i = 0; i < merge.size(); ++i) sources.push_back(merge[i]);
+  }
+  if (sources.empty() ||
+      std::any_of(sources.begin(), sources.end(), [](const YAML::Node& m) { return !m.IsMap(); })) {
+    const YAML::Mark m = merge.Mark();
+    throw ScenarioError(
+        m.is_null() ? file : fmt::format("{}:{}:{}", file, m.line + 1, m.column + 1),
+        "'<<' (a YAML merge key) takes a mapping, an alias of one (*name), or a list of them");
+  }
+  node.remove("<<");
+  for (const YAML::Node& source : sources) {
+    for (auto it = source.begin(); it != source.end(); ++it) {
+      if (!it->first.IsScalar() || view[it->first.Scalar()]) continue;
+      node[it->first.Scalar()] = it->second;
+    }
+  }
+}
+
 void apply_override(const YAML::Node& root, const Override& o, const std::string& file) {
   const std::string option = o.flag.empty() ? "--set " + o.path : o.flag;
   // What the messages call it: the option, or (a data row's key) the path.
@@ -1246,6 +1284,7 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
     }
     throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  resolve_merge_keys(root, file, 0);
   check_keys(root, file, "", 0);
   if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));
   if (!overrides.empty() && !root.IsMap()) throw ScenarioError(fmt::format("{}: the scenario must be a YAML mapping", file));

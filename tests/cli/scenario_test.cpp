@@ -1178,6 +1178,26 @@ TEST(Scenario, PcieWithAnHcaPerGpuAndRopeNames) {
   }
 }
 
+// YAML merge keys share a section between jobs (helper 111: "training.<<:
+// unknown key", or keys the merge gave reported missing): the merged keys
+// join the mapping, its own keys winning.
+TEST(Scenario, YamlMergeKeysJoinTheMapping) {
+  std::string t = default_text();
+  t = replaced(t, "training:\n", "training: &t\n");
+  t = replaced(t, "  dp: 16\n", "");
+  t += "jobs:\n  - name: a\n    nodes: 1\n    training:\n      <<: *t\n      micro_batch: 4\n"
+       "  - name: b\n    nodes: 1\n";
+  const Scenario s = parse_scenario(t, "m.yaml");
+  ASSERT_EQ(s.jobs.size(), 2U);
+  EXPECT_EQ(s.jobs[0].scenario.workload.micro_batch, 4);                                // its own key wins
+  EXPECT_EQ(s.jobs[0].scenario.workload.seq_len, s.jobs[1].scenario.workload.seq_len);  // the rest merged
+  EXPECT_NE(s.jobs[1].scenario.workload.micro_batch, 4);
+  // A merge of a scalar is an error naming its line.
+  const std::string bad = replaced(t, "<<: *t", "<<: 5");
+  EXPECT_NE(error_of(bad).find("'<<' (a YAML merge key) takes a mapping"), std::string::npos)
+      << error_of(bad);
+}
+
 // Core links exist only in a 3-tier fat-tree (helper 109: core_latency was
 // refused on a 2-tier tree, so a sweep over tiers 2, 3 failed, while
 // core_bandwidth was taken silently on leaf-spine, where it did nothing).
