@@ -1430,7 +1430,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       // The message alone may not tell which value or combination is
       // invalid (cluster.nodes=4 makes dp x tp x pp wrong): name the point,
       // unless it names the one swept key's value already (a bad value).
-      if (axes.size() == 1 && e.option() == "--set " + axes.front().key) throw;
+      // (helper 109: that case lost the --skip-invalid hint)
+      if (axes.size() == 1 && e.option() == "--set " + axes.front().key)
+        throw ScenarioError(fmt::format("{} (--skip-invalid runs the valid points)", e.what()));
       throw ScenarioError(fmt::format("{} (sweep point {}: {}; --skip-invalid runs the valid points)",
                                       e.what(), pt.index, label(pt)));
     }
