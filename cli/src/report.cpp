@@ -528,7 +528,9 @@ std::string caveat_json(const std::vector<std::string>& untested_gpu,
 
 std::string fp8_note(const Scenario& s) {
   if (!s.workload.profile.fp8) return {};
-  return fmt::format("layer GEMMs in FP8, timed unvalidated ({})", kFp8GemmFigure);
+  // (the MFU's peak said wherever this note is: compare-schedules and sweep
+  // printed an FP8 run's MFU with no word of which peak, helper 109)
+  return fmt::format("layer GEMMs in FP8, timed unvalidated ({}); MFU against the BF16 peak", kFp8GemmFigure);
 }
 
 std::string multi_node_note(const Scenario& s) {

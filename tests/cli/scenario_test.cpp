@@ -1909,6 +1909,10 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
           rf.mfu_fp8_peak)),
       std::string::npos);
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
+  // The note compare-schedules and sweep print says which peak their MFU is
+  // against (helper 109: it did not).
+  EXPECT_NE(fp8_note(f).find("; MFU against the BF16 peak"), std::string::npos) << fp8_note(f);
+  EXPECT_TRUE(fp8_note(b).empty());
 }
 
 // run --json gives the fullest stage's memory and its GPU's at the top, as
