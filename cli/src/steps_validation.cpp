@@ -375,9 +375,17 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   // The forward's error where the data times it (fwd_ms).
   const bool forward =
       std::any_of(steps.begin(), steps.end(), [](const auto& m) { return m.measured_fwd_ms > 0; });
+  // The dtype and vocabulary where the steps differ in them (helper 112: two
+  // configurations apart only in those printed the same label).
+  const bool dtypes_differ = std::any_of(
+      steps.begin(), steps.end(), [&](const MeasuredStep& m) { return m.dtype != steps.front().dtype; });
+  const bool vocabs_differ = std::any_of(
+      steps.begin(), steps.end(), [&](const MeasuredStep& m) { return m.vocab != steps.front().vocab; });
   auto label = [&](const MeasuredStep& m) {
-    return fmt::format("{} x {}, {}, {}{}{}{}", m.layers, m.hidden, m.seq, m.micro_batch,
+    return fmt::format("{} x {}, {}, {}{}{}{}{}{}", m.layers, m.hidden, m.seq, m.micro_batch,
                        m.flash ? ", flash" : "", m.tp > 1 ? fmt::format(", tp {}", m.tp) : std::string(),
+                       dtypes_differ ? ", " + m.dtype : std::string(),
+                       vocabs_differ ? fmt::format(", vocab {}", m.vocab) : std::string(),
                        varying_keys(steps, m));
   };
   std::size_t width = 45;

@@ -359,6 +359,27 @@ TEST(StepsValidation, FwdBwdIsItsOwnColumn) {
   EXPECT_NEAR(derived, (1 + as_measured) * 21.5391 / (24.1413 - 2.6053) - 1, 2e-6);  // (JSON to 6 places)
 }
 
+// Steps apart only in dtype or vocabulary are labelled apart (helper 112:
+// two identical labels); a file of one dtype keeps the short label.
+TEST(StepsValidation, LabelsNameTheDtypeOrVocabularyWhereTheyDiffer) {
+  const std::string header = "layers,hidden,heads,seq,micro_batch,vocab,dtype,flash_attention,iteration_ms\n";
+  auto text_of = [&](const std::string& rows) {
+    std::ostringstream out;
+    EXPECT_EQ(cmd_validate_steps({"--data", write_temp("tessera_labels.csv", header + rows)}, out), 0);
+    return out.str();
+  };
+  const std::string dtypes =
+      text_of("8,1024,16,1024,4,50304,bf16,false,24.1\n8,1024,16,1024,4,50304,fp16,false,24.5\n");
+  EXPECT_NE(dtypes.find("\n8 x 1024, 1024, 4, bf16 "), std::string::npos) << dtypes;
+  EXPECT_NE(dtypes.find("\n8 x 1024, 1024, 4, fp16 "), std::string::npos) << dtypes;
+  const std::string vocabs =
+      text_of("8,1024,16,1024,4,50304,bf16,false,24.1\n8,1024,16,1024,4,32000,bf16,false,23.5\n");
+  EXPECT_NE(vocabs.find("\n8 x 1024, 1024, 4, vocab 32000 "), std::string::npos) << vocabs;
+  const std::string same =
+      text_of("8,1024,16,1024,4,50304,bf16,false,24.1\n8,2048,16,1024,4,50304,bf16,false,60\n");
+  EXPECT_EQ(same.find("bf16 "), std::string::npos) << same;
+}
+
 TEST(StepsValidation, JsonHasTheTablesFigures) {
   // Our H200 Megatron steps with their phases (fwd_ms, optimizer_ms): each
   // step's JSON numbers are the text row's, the summary's too.
