@@ -1127,9 +1127,23 @@ void resolve_merge_keys(YAML::Node node, const std::string& file, int depth) {
   for (const YAML::Node& source : sources) {
     for (auto it = source.begin(); it != source.end(); ++it) {
       if (!it->first.IsScalar() || view[it->first.Scalar()]) continue;
-      node[it->first.Scalar()] = it->second;
+      node[it->first] = it->second;  // (the key node itself: its line, where the anchor wrote it)
     }
   }
+}
+
+/// How many times `target` (the node itself, not an equal one) is reached
+/// from `node`, stopping at 2: an anchor's mapping is reached once per
+/// alias (and per merge, which shares its values).
+int reached(const YAML::Node& node, const YAML::Node& target, int depth = 0) {
+  if (depth > 64) return 0;
+  int n = node.is(target) ? 1 : 0;
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end() && n < 2; ++it) n += reached(it->second, target, depth + 1);
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size() && n < 2; ++i) n += reached(node[i], target, depth + 1);
+  }
+  return n;
 }
 
 void apply_override(const YAML::Node& root, const Override& o, const std::string& file) {
@@ -1204,6 +1218,15 @@ void apply_override(const YAML::Node& root, const Override& o, const std::string
     if (!next.IsMap()) {
       throw ScenarioError(file, fmt::format("{}: '{}' is not a mapping in this scenario", label, walked),
                           option);
+    }
+    // A mapping the file shares by an anchor (`training: *t` in two jobs, or
+    // merged with `<<`): changed here only, on a copy (helper 113: a
+    // --set jobs[1].training.micro_batch changed job 0 too).
+    if (reached(root, next) > 1) {
+      const YAML::Node copy = YAML::Clone(next);
+      node.remove(keys[i]);  // (assigning to the entry would rewrite the shared node itself)
+      node[keys[i]] = copy;
+      next.reset(node[keys[i]]);  // (rebind: assigning would rewrite the shared node)
     }
     node.reset(next);  // rebind: plain assignment would overwrite the parent's content
   }

@@ -346,6 +346,11 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
   // A --set of a key the steps' own columns set would time steps that
   // were not measured (--set model.hidden=1024 ran every step at it).
   for (const Override& o : overrides) {
+    // The report names --gpu's GPU (helper 113: --set cluster.gpu ran the
+    // steps on an A100 under the H200's name).
+    if (o.path == "cluster.gpu" || o.path.rfind("cluster.gpu.", 0) == 0) {
+      throw UsageError(fmt::format("--set {}: the steps run on --gpu (give --gpu NAME)", o.path));
+    }
     for (const auto& [key, column] : kSetBy) {
       if (o.path != key) continue;
       throw UsageError(fmt::format(

@@ -117,6 +117,14 @@ std::array<std::pair<const char*, int>, 9> run_key_values(const MeasuredRun& m) 
 
 void refuse_run_keys(const std::vector<Override>& overrides, bool vtrain) {
   for (const Override& o : overrides) {
+    // vTrain's node is an A100 of --gpu's variant, as the report labels it
+    // (helper 113: --set cluster.gpu ran every run on an H100 under it).
+    if (vtrain && (o.path == "cluster.gpu" || o.path.rfind("cluster.gpu.", 0) == 0)) {
+      throw UsageError(
+          fmt::format("--set {}: vTrain's node is an A100, the variant --gpu names (A100-80GB or "
+                      "A100-40GB); another cluster's runs go with --scenario",
+                      o.path));
+    }
     std::string_view column;
     for (const auto& [key, col] : kRunColumnKeys) {
       // (a scenario's own nodes take --set cluster.gpus_per_node)
@@ -478,8 +486,19 @@ std::string calibration_yaml(const HostFit& f, const std::string& source, const 
   }
   // The --set options the fit ran under (helper 112: pasted without them a
   // 6.2% fit gave 12.7%), as validate collectives --fit names its own.
+  // (not a --set of a constant the fit moved: the section holds its value,
+  // helper 113)
+  const std::pair<const char*, bool> moved[] = {{"calibration.host_launch", f.fitted.host_launch},
+                                                {"calibration.host_p2p", f.fitted.host_p2p},
+                                                {"calibration.host_microbatch", f.fitted.host_microbatch},
+                                                {"calibration.host_iteration", f.fitted.host_iteration}};
   std::vector<std::string> flags;
-  for (const Override& o : sets) flags.push_back(fmt::format("{}={}", o.path, o.value));
+  for (const Override& o : sets) {
+    if (std::any_of(std::begin(moved), std::end(moved),
+                    [&](const auto& m) { return m.second && o.path == m.first; }))
+      continue;
+    flags.push_back(fmt::format("{}={}", o.path, o.value));
+  }
   if (!flags.empty()) {
     s += fmt::format("  # fitted with --set {}: keep those in the scenario too\n",
                      fmt::join(flags, " --set "));

@@ -1192,6 +1192,14 @@ TEST(Scenario, YamlMergeKeysJoinTheMapping) {
   EXPECT_EQ(s.jobs[0].scenario.workload.micro_batch, 4);                                // its own key wins
   EXPECT_EQ(s.jobs[0].scenario.workload.seq_len, s.jobs[1].scenario.workload.seq_len);  // the rest merged
   EXPECT_NE(s.jobs[1].scenario.workload.micro_batch, 4);
+  // A --set of one job's section changes that job only, though the file
+  // shares the mapping by an anchor (helper 113: both jobs changed).
+  std::string aliased = replaced(t, "      <<: *t\n      micro_batch: 4\n", "      *t\n");
+  aliased = replaced(aliased, "    training:\n      *t\n", "    training: *t\n");
+  aliased = replaced(aliased, "  - name: b\n    nodes: 1\n", "  - name: b\n    nodes: 1\n    training: *t\n");
+  const Scenario one = parse_scenario(aliased, "m.yaml", {{"jobs[1].training.micro_batch", "2"}});
+  EXPECT_EQ(one.jobs[1].scenario.workload.micro_batch, 2);
+  EXPECT_NE(one.jobs[0].scenario.workload.micro_batch, 2);
   // A merge of a scalar is an error naming its line.
   const std::string bad = replaced(t, "<<: *t", "<<: 5");
   EXPECT_NE(error_of(bad).find("'<<' (a YAML merge key) takes a mapping"), std::string::npos)

@@ -598,6 +598,8 @@ TEST(TrainingValidation, RunOnAScenarioFileIsThatScenarioWithTheRunsKeys) {
   // The command refuses such a --set, naming the column.
   EXPECT_THROW(refuse_run_keys({{"training.seq_len", "4096"}}, false), UsageError);
   EXPECT_THROW(refuse_run_keys({{"cluster.gpus_per_node", "4"}}, true), UsageError);
+  EXPECT_THROW(refuse_run_keys({{"cluster.gpu", "H100-SXM"}}, true), UsageError);  // --gpu names vTrain's
+  EXPECT_NO_THROW(refuse_run_keys({{"cluster.gpu", "H100-SXM"}}, false));     // a scenario's label follows it
   EXPECT_NO_THROW(refuse_run_keys({{"cluster.gpus_per_node", "4"}}, false));  // the scenario's nodes
   EXPECT_NO_THROW(refuse_run_keys({{"calibration.host_launch", "30us"}}, true));
 
