@@ -714,7 +714,8 @@ std::string moe_routing_phrase(const RunReport& r) {
 }  // namespace
 
 std::string format_text(const RunReport& r) {
-  // Shares of the iteration as compare-schedules prints them (IterationBreakdown::share).
+  // Shares of the iteration, rounded together as compare-schedules rounds
+  // its bubble (IterationBreakdown::tenths_of_percent).
   const IterationBreakdown split{r.iteration_time, r.compute_time, r.host_time, r.bubble_time,
                                  r.exposed_comm_time};
   std::string out;

@@ -26,6 +26,7 @@
 #include "tessera/names.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/roofline.hpp"
+#include "tessera/node_model/validation.hpp"
 #include "tessera/study/jobs.hpp"
 #include "tessera/topology/fabrics.hpp"
 #include "tessera/units.hpp"
@@ -930,6 +931,16 @@ std::vector<std::size_t> key_path_columns(
   return out;
 }
 
+std::string loose_column_name(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
 void check_time_units(const std::vector<MeasuredBesideForecast>& rows, const std::string& file,
                       std::string_view noun) {
   // Forecasts this many times off the measurements, or more: the times are
@@ -940,10 +951,7 @@ void check_time_units(const std::vector<MeasuredBesideForecast>& rows, const std
   std::vector<double> ratio;
   ratio.reserve(rows.size());
   for (const auto& r : rows) ratio.push_back(r.measured_ms / r.predicted_ms);
-  std::vector<double> sorted = ratio;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t n = sorted.size();
-  const double median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  const double median = node_model::median(ratio);
   if (median >= kUnitsOffFactor || median <= 1.0 / kUnitsOffFactor) {
     throw InputError(fmt::format(
         "{}: the measured iteration times are {:.3g} x the forecasts (median over {} {}s): is the time "

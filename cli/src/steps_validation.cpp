@@ -60,16 +60,6 @@ struct MeasuredStep {
   }
 };
 
-/// A column name without case, spaces or punctuation ("GPU " -> "gpu").
-std::string loose_name(std::string_view name) {
-  std::string out;
-  for (const char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) != 0)
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 /// The keys the step's columns set (step_scenario_yaml), with the column.
 constexpr std::pair<std::string_view, std::string_view> kSetBy[] = {
     {"model.layers", "layers"},
@@ -107,7 +97,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
   for (const std::string& h : t.header) {
     // A GPU column would be a note nobody reads: the steps run on --gpu
     // (helper 112: a file of H100 rows ran on the H200, no word).
-    if (loose_name(h) == "gpu" || loose_name(h) == "device") {
+    if (loose_column_name(h) == "gpu" || loose_column_name(h) == "device") {
       throw InputError(
           fmt::format("{}: column '{}' is not read: every step runs on --gpu; give each GPU's "
                       "steps a file of their own",

@@ -198,17 +198,6 @@ constexpr std::array<std::string_view, 11> kRunColumns{"# GPUs",
                                                        "pipeline parallelism",
                                                        "iteration time (ms)"};
 
-/// A column name without case, spaces, '#', '_' or '-' ("# GPUs" -> "gpus").
-std::string loose(std::string_view name) {
-  std::string out;
-  for (const char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  return out;
-}
-
 /// Throws one InputError for every required column the header lacks, with
 /// the header it needs, the one it has and, where a column differs only in
 /// case, spaces or punctuation, that one (helper 78: "missing column
@@ -220,7 +209,7 @@ void check_run_columns(const node_model::CsvTable& t, const std::string& path) {
     if (t.column(name) >= 0) continue;
     std::string m = fmt::format("'{}'", name);
     for (const std::string& h : t.header) {
-      if (loose(h) == loose(name)) m += fmt::format(" (not '{}')", h);
+      if (loose_column_name(h) == loose_column_name(name)) m += fmt::format(" (not '{}')", h);
     }
     missing.push_back(std::move(m));
   }

@@ -57,6 +57,10 @@ std::vector<std::size_t> key_path_columns(
 /// may give, in ms: a day. Above it is a unit slip or a damaged cell.
 inline constexpr double kMaxMeasuredMs = 86'400'000.0;
 
+/// A column name without case, spaces or punctuation ("# GPUs" -> "gpus"):
+/// how the measured-data readers match a header written another way.
+std::string loose_column_name(std::string_view name);
+
 /// One measured time beside its forecast, for check_time_units.
 struct MeasuredBesideForecast {
   int row = 0;  ///< 1-based data row
