@@ -42,6 +42,11 @@ void gate(TransferGraph& g, TransferIndex begin, TransferIndex end, F&& entry) {
 TransferGraph ring_steps(const std::vector<int>& ranks, Bytes size, std::int64_t first, std::int64_t last);
 /// ring_steps as flows: one transfer per connection (ring_*_flows).
 TransferGraph ring_flows(const std::vector<int>& ranks, Bytes size, std::int64_t first, std::int64_t last);
+/// Steps [first, last) (as ring_steps, or as ring_flows with `flows`) of
+/// several rings of the same ranks at once, ring c carrying part c of `size`
+/// split in rings.size().
+TransferGraph multi_ring(const std::vector<std::vector<int>>& rings, Bytes size, std::int64_t first,
+                         std::int64_t last, bool flows);
 TransferGraph double_binary_tree_core(const std::vector<int>& ranks, Bytes size);
 
 }  // namespace tessera::collectives::detail

@@ -137,7 +137,7 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
   switch (kind) {
     case CollectiveKind::AllReduce:
       if (mesh) return mesh_ring_all_reduce(ranks, size, flows);
-      if (rails) return rail_ring_all_reduce(ranks, size, o.ranks_per_node, flows);
+      if (rails) return rail_ring_all_reduce(ranks, size, o.ranks_per_node, flows, o.mesh_node);
       if (a == Algorithm::Ring) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
       if (a == Algorithm::Tree) return double_binary_tree_all_reduce(ranks, size);
       if (a == Algorithm::HalvingDoubling) return halving_doubling_all_reduce(ranks, size);
@@ -147,19 +147,20 @@ TransferGraph build(CollectiveKind kind, Algorithm a, const std::vector<int>& ra
               "hierarchical all-reduce needs ranks_per_node (got {}): which of the {} ranks share a node",
               o.ranks_per_node, ranks.size()));
         }
-        return flows ? hierarchical_all_reduce_flows(ranks, size, o.ranks_per_node)
-                     : hierarchical_all_reduce(ranks, size, o.ranks_per_node);
+        return flows ? hierarchical_all_reduce_flows(ranks, size, o.ranks_per_node, InterNode::Ring,
+                                                     o.mesh_node)
+                     : hierarchical_all_reduce(ranks, size, o.ranks_per_node, InterNode::Ring, o.mesh_node);
       }
       break;
     case CollectiveKind::ReduceScatter:
       if (mesh) return mesh_ring_reduce_scatter(ranks, size, flows);
-      if (rails) return rail_ring_reduce_scatter(ranks, size, o.ranks_per_node, flows);
+      if (rails) return rail_ring_reduce_scatter(ranks, size, o.ranks_per_node, flows, o.mesh_node);
       if (a == Algorithm::Ring) return flows ? ring_reduce_scatter_flows(ranks, size) : ring_reduce_scatter(ranks, size);
       if (a == Algorithm::HalvingDoubling) return halving_reduce_scatter(ranks, size);
       break;
     case CollectiveKind::AllGather:
       if (mesh) return mesh_ring_all_gather(ranks, size, flows);
-      if (rails) return rail_ring_all_gather(ranks, size, o.ranks_per_node, flows);
+      if (rails) return rail_ring_all_gather(ranks, size, o.ranks_per_node, flows, o.mesh_node);
       if (a == Algorithm::Ring) return flows ? ring_all_gather_flows(ranks, size) : ring_all_gather(ranks, size);
       if (a == Algorithm::HalvingDoubling) return doubling_all_gather(ranks, size);
       break;

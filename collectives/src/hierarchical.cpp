@@ -50,20 +50,27 @@ void check_even_nodes(std::string_view what, const std::vector<std::vector<int>>
 }
 
 TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_per_node, InterNode inter,
-                           bool flows) {
+                           bool flows, bool mesh_node) {
   const auto rings = flows ? &detail::ring_flows : &detail::ring_steps;
+  // Inside a mesh node, the phases run over its mesh rings.
+  auto in_node = [&](const std::vector<int>& members, std::int64_t first, std::int64_t last) {
+    return mesh_node && members.size() >= 3
+               ? detail::multi_ring(mesh_rings(members), size, first, last, flows)
+               : rings(members, size, first, last);
+  };
   detail::check_group("hierarchical all-reduce", ranks, size);
   const auto nodes = split_by_node(ranks, ranks_per_node);
   const std::size_t local = nodes.front().size();
   check_even_nodes("hierarchical all-reduce", nodes, ranks_per_node);
   if (ranks.size() == 1 || size.count() == 0) return {};
+  if (nodes.size() == 1 && mesh_node && local >= 3) return mesh_ring_all_reduce(ranks, size, flows);
   if (nodes.size() == 1 || local == 1) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
 
   const auto members_per_node = static_cast<std::int64_t>(local);
   TransferGraph g;
   // 1. Intra-node reduce-scatter.
   const auto rs_begin = static_cast<TransferIndex>(g.transfers.size());
-  for (const auto& members : nodes) detail::append(g, rings(members, size, 0, members_per_node - 1));
+  for (const auto& members : nodes) detail::append(g, in_node(members, 0, members_per_node - 1));
   const auto rs_end = static_cast<TransferIndex>(g.transfers.size());
   const auto rs_into = detail::into(g, rs_begin, rs_end);
   auto received = [](const auto& by_rank, int rank) {
@@ -89,7 +96,7 @@ TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_
   // 3. Intra-node all-gather.
   for (const auto& members : nodes) {
     const TransferIndex begin =
-        detail::append(g, rings(members, size, members_per_node - 1, 2 * (members_per_node - 1)));
+        detail::append(g, in_node(members, members_per_node - 1, 2 * (members_per_node - 1)));
     detail::gate(g, begin, static_cast<TransferIndex>(g.transfers.size()),
                  [&](int src) { return received(inter_into, src); });
   }
@@ -99,13 +106,13 @@ TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_
 }  // namespace
 
 TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                      InterNode inter) {
-  return hierarchical(ranks, size, ranks_per_node, inter, false);
+                                      InterNode inter, bool mesh_node) {
+  return hierarchical(ranks, size, ranks_per_node, inter, false, mesh_node);
 }
 
 TransferGraph hierarchical_all_reduce_flows(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                            InterNode inter) {
-  return hierarchical(ranks, size, ranks_per_node, inter, true);
+                                            InterNode inter, bool mesh_node) {
+  return hierarchical(ranks, size, ranks_per_node, inter, true, mesh_node);
 }
 
 TransferGraph hierarchical_all_to_all(const std::vector<int>& ranks, Bytes size, int ranks_per_node) {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <numeric>
+#include <algorithm>
 
 #include "build_util.hpp"
 #include "tessera/collectives/hierarchical.hpp"
@@ -116,7 +116,7 @@ TransferGraph ring_all_gather_flows(const std::vector<int>& ranks, Bytes size) {
   return detail::ring_flows(ranks, size, p - 1, 2 * (p - 1));
 }
 
-std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int ranks_per_node) {
+std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int ranks_per_node, bool mesh_node) {
   detail::check_group("rail rings", ranks, Bytes(0));
   std::vector<std::vector<int>> nodes = split_by_node(ranks, ranks_per_node);
   const std::size_t local = nodes.front().size();
@@ -135,34 +135,120 @@ std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int rank
   }
   // (split_by_node orders each node's ranks by local index: its rail.)
   const auto l = static_cast<int>(local);
+  // Ring c's order of the positions inside a node: c, c+1, ..., c-1 (the
+  // links i -> i+1 of an NVSwitch node's ports), or on a mesh of an even
+  // count the zig-zag paths, every directed link in one ring.
+  std::vector<std::vector<int>> chains;
+  if (mesh_node && l % 2 == 0) {
+    chains = mesh_paths(l);
+  } else {
+    for (int c = 0; c < l; ++c) {
+      std::vector<int>& chain = chains.emplace_back();
+      for (int j = 0; j < l; ++j) chain.push_back((c + j) % l);
+    }
+  }
   std::vector<std::vector<int>> rings(local);
   for (int c = 0; c < l; ++c) {
     auto& ring = rings[static_cast<std::size_t>(c)];
+    const auto& chain = chains[static_cast<std::size_t>(c)];
     ring.reserve(ranks.size());
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       for (int j = 0; j < l; ++j) {
-        // Even nodes c, c+1, ..., c-1; odd nodes the reverse.
+        // Even nodes the chain; odd nodes the reverse.
         const int k = i % 2 == 0 ? j : l - 1 - j;
-        ring.push_back(nodes[i][static_cast<std::size_t>((c + k) % l)]);
+        ring.push_back(nodes[i][static_cast<std::size_t>(chain[static_cast<std::size_t>(k)])]);
       }
     }
   }
   return rings;
 }
 
+namespace {
+/// Walecki's zig-zag order of the 2m points of a circle from point k: k, k+1,
+/// k-1, k+2, k-2, ..., k+m (mod 2m). For k = 0..m-1 these m Hamiltonian paths
+/// share no edge and cover every edge of the complete graph on the 2m points.
+std::vector<int> zigzag(int k, int m) {
+  const int c = 2 * m;
+  std::vector<int> out{k};
+  out.reserve(static_cast<std::size_t>(c));
+  for (int j = 1; j <= m; ++j) {
+    out.push_back((k + j) % c);
+    if (j < m) out.push_back(((k - j) % c + c) % c);
+  }
+  return out;
+}
+
+/// floor((p-1)/2) Hamiltonian cycles of the complete graph on 0..p-1 (p >= 3)
+/// that share no edge, each starting at 0. Odd p (Walecki): the hub p-1 and
+/// the zig-zag from k of the circle 0..p-2, k = 0..(p-3)/2; they use every
+/// edge. Even p: those of p-1 with p-1 spliced into edge {m-1, m} of each
+/// zig-zag (positions m-1 and m, m = (p-2)/2): the spliced edges are
+/// {k+m/2, k-m/2} (m even) or {k-(m-1)/2, k+(m+1)/2} (m odd), k = 0..m-1,
+/// pairwise disjoint, so with {p-1, p-2} they are a perfect matching, the
+/// edges no cycle uses (tests check both for p up to 64).
+std::vector<std::vector<int>> hamiltonian_cycles(int p) {
+  const int odd = p % 2 == 1 ? p : p - 1;
+  const int m = (odd - 1) / 2;
+  std::vector<std::vector<int>> cycles;
+  for (int k = 0; k < m; ++k) {
+    std::vector<int> c{odd - 1};
+    for (int v : zigzag(k, m)) c.push_back(v);
+    if (p != odd) c.insert(c.begin() + m + 1, p - 1);
+    std::rotate(c.begin(), std::find(c.begin(), c.end(), 0), c.end());
+    cycles.push_back(std::move(c));
+  }
+  return cycles;
+}
+
+/// `order` (positions 0..p-1) as the ranks at those positions.
+std::vector<int> at_positions(const std::vector<int>& ranks, const std::vector<int>& order) {
+  std::vector<int> out;
+  out.reserve(order.size());
+  for (int i : order) out.push_back(ranks[static_cast<std::size_t>(i)]);
+  return out;
+}
+}  // namespace
+
 std::vector<std::vector<int>> mesh_rings(const std::vector<int>& ranks) {
   detail::check_group("mesh rings", ranks, Bytes(0));
   const auto p = static_cast<int>(ranks.size());
   if (p < 2) throw InputError(fmt::format("mesh rings: {} rank(s); a ring needs 2", p));
+  if (p == 2) return {ranks};
   std::vector<std::vector<int>> rings;
-  for (int stride = 1; stride < p; ++stride) {
-    if (std::gcd(stride, p) != 1) continue;
-    std::vector<int>& ring = rings.emplace_back();
-    ring.reserve(ranks.size());
-    for (int i = 0; i < p; ++i) ring.push_back(ranks[static_cast<std::size_t>((i * stride) % p)]);
+  for (const auto& cycle : hamiltonian_cycles(p)) {
+    rings.push_back(at_positions(ranks, cycle));
+    std::vector<int> back(cycle.rbegin(), cycle.rend());  // the other direction, from position 0
+    std::rotate(back.begin(), back.end() - 1, back.end());
+    rings.push_back(at_positions(ranks, back));
   }
   return rings;
 }
+
+std::vector<std::vector<int>> mesh_paths(int local) {
+  if (local < 2 || local % 2 != 0) {
+    throw InputError(fmt::format("mesh paths: {} GPUs; the zig-zag paths need an even number", local));
+  }
+  std::vector<std::vector<int>> paths;
+  for (int k = 0; k < local / 2; ++k) {
+    std::vector<int> path = zigzag(k, local / 2);
+    paths.push_back(path);
+    paths.emplace_back(path.rbegin(), path.rend());
+  }
+  return paths;
+}
+
+namespace detail {
+TransferGraph multi_ring(const std::vector<std::vector<int>>& rings, Bytes size, std::int64_t first,
+                         std::int64_t last, bool flows) {
+  TransferGraph g;
+  const auto parts = split(size, static_cast<std::int64_t>(rings.size()));
+  for (std::size_t c = 0; c < rings.size(); ++c) {
+    append(g,
+           flows ? ring_flows(rings[c], parts[c], first, last) : ring_steps(rings[c], parts[c], first, last));
+  }
+  return g;
+}
+}  // namespace detail
 
 namespace {
 /// Ring reduce-scatter / all-gather / both over `rings` at once, ring c
@@ -170,17 +256,11 @@ namespace {
 TransferGraph multi_ring(const std::vector<int>& ranks, Bytes size,
                          const std::vector<std::vector<int>>& rings, bool flows, bool reduce_scatter,
                          bool all_gather) {
-  TransferGraph g;
-  if (size.count() == 0) return g;
+  if (size.count() == 0) return {};
   const auto p = static_cast<std::int64_t>(ranks.size());
   const std::int64_t first = reduce_scatter ? 0 : p - 1;
   const std::int64_t last = all_gather ? 2 * (p - 1) : p - 1;
-  const auto parts = detail::split(size, static_cast<std::int64_t>(rings.size()));
-  for (std::size_t c = 0; c < rings.size(); ++c) {
-    detail::append(g, flows ? detail::ring_flows(rings[c], parts[c], first, last)
-                            : detail::ring_steps(rings[c], parts[c], first, last));
-  }
-  return g;
+  return detail::multi_ring(rings, size, first, last, flows);
 }
 
 TransferGraph mesh_ring(std::string_view what, const std::vector<int>& ranks, Bytes size, bool flows,
@@ -191,10 +271,11 @@ TransferGraph mesh_ring(std::string_view what, const std::vector<int>& ranks, By
 }
 
 TransferGraph rail_ring(std::string_view what, const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                        bool flows, bool reduce_scatter, bool all_gather) {
+                        bool flows, bool reduce_scatter, bool all_gather, bool mesh_node) {
   detail::check_group(what, ranks, size);
   if (size.count() == 0) return {};
-  return multi_ring(ranks, size, rail_rings(ranks, ranks_per_node), flows, reduce_scatter, all_gather);
+  return multi_ring(ranks, size, rail_rings(ranks, ranks_per_node, mesh_node), flows, reduce_scatter,
+                    all_gather);
 }
 }  // namespace
 
@@ -210,19 +291,19 @@ TransferGraph mesh_ring_all_gather(const std::vector<int>& ranks, Bytes size, bo
   return mesh_ring("ring all-gather", ranks, size, flows, false, true);
 }
 
-TransferGraph rail_ring_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                   bool flows) {
-  return rail_ring("ring all-reduce", ranks, size, ranks_per_node, flows, true, true);
+TransferGraph rail_ring_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows,
+                                   bool mesh_node) {
+  return rail_ring("ring all-reduce", ranks, size, ranks_per_node, flows, true, true, mesh_node);
 }
 
 TransferGraph rail_ring_reduce_scatter(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                       bool flows) {
-  return rail_ring("ring reduce-scatter", ranks, size, ranks_per_node, flows, true, false);
+                                       bool flows, bool mesh_node) {
+  return rail_ring("ring reduce-scatter", ranks, size, ranks_per_node, flows, true, false, mesh_node);
 }
 
-TransferGraph rail_ring_all_gather(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                   bool flows) {
-  return rail_ring("ring all-gather", ranks, size, ranks_per_node, flows, false, true);
+TransferGraph rail_ring_all_gather(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows,
+                                   bool mesh_node) {
+  return rail_ring("ring all-gather", ranks, size, ranks_per_node, flows, false, true, mesh_node);
 }
 
 TransferGraph chain_broadcast(const std::vector<int>& ranks, Bytes size) {

@@ -57,7 +57,12 @@ WorkEstimate estimate_work(const Scenario& s) {
   w.tasks = w.ranks * per_rank_layer_steps * 40;
   // Tensor parallel: about 4 all-reduces (or their all-gather/reduce-scatter
   // halves) per layer and micro-batch, forward and backward.
-  w.tp_transfers = tp > 1 ? w.ranks * per_rank_layer_steps * 4 * 2 * ring_sends(tp, 1) : 0.0;
+  // Inside a mesh node, a ring is its mesh rings (collectives::mesh_rings:
+  // two per Hamiltonian cycle), each rank in every one.
+  const double tp_rings = s.collectives.mesh_node && tp >= 3 && tp <= s.cluster.gpus_per_node
+                              ? 2.0 * std::floor((tp - 1) / 2)
+                              : 1.0;
+  w.tp_transfers = tp > 1 ? w.ranks * per_rank_layer_steps * 4 * 2 * tp_rings * ring_sends(tp, 1) : 0.0;
   // Data parallel: the stage's gradients, each bucket a ring all-reduce
   // (after the backward pass, Megatron's one contiguous buffer).
   const double grad_bytes =

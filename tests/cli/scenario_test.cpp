@@ -1159,6 +1159,35 @@ TEST(Scenario, AMeshNodesLinksAreEachLinksAndItsRingsSpreadOverThem) {
   EXPECT_GT(one_link.seconds() / on_mesh.seconds(), 1.05);
 }
 
+// Two 8-GPU mesh nodes of 50 GB/s links (helper 114): a data-parallel ring
+// across them ran each node's hops over the chains c, c+1, ..., seven rings
+// on each link i -> i+1, and a hierarchical all-reduce ran its phases
+// inside a node on one ring, both forecast as a node of 50 GB/s (51% and
+// 56% slow here). Over the zig-zag paths each directed link carries one of
+// the eight rings (an NVSwitch port carries seven), and the hierarchical
+// phases run over six mesh rings: the forecasts of NVSwitch nodes at 350
+// and 300 GB/s.
+TEST(Scenario, RingsAcrossMeshNodesSpreadOverTheirLinks) {
+  const std::string mesh =
+      "name: mesh8\ncluster:\n  nodes: 2\n  gpus_per_node: 8\n  gpu: A100-40GB\n  node_fabric: nvlink-mesh\n"
+      "  nvlink_bandwidth: 50GB/s\n  nic_bandwidth: 200Gbps\n  fabric:\n    type: fat-tree\n    tiers: 2\n"
+      "    k: 8\n    spine_bandwidth: 200Gbps\nmodel:\n  preset: gpt3-xl\n  layers: 4\ntraining:\n"
+      "  micro_batch: 4\n  global_batch: 64\n  seq_len: 1024\n  dtype: bf16\nparallelism:\n  dp: 16\n"
+      "collectives:\n  algorithm: ring\n";
+  auto iteration = [](const std::string& text) {
+    return simulate_scenario(parse_scenario(text, "m.yaml")).result.makespan.seconds();
+  };
+  const std::string on_switch = replaced(mesh, "  node_fabric: nvlink-mesh\n", "");
+  for (const auto& [algorithm, ports] :
+       {std::pair{"ring", "350GB/s"}, std::pair{"hierarchical", "300GB/s"}}) {
+    const std::string m = replaced(mesh, "algorithm: ring", std::string("algorithm: ") + algorithm);
+    const std::string sw = replaced(on_switch, "algorithm: ring", std::string("algorithm: ") + algorithm);
+    const double on_mesh = iteration(m);
+    EXPECT_NEAR(on_mesh / iteration(replaced(sw, "50GB/s", ports)), 1.0, 0.01) << algorithm;
+    EXPECT_GT(iteration(sw) / on_mesh, 1.4) << algorithm;  // a port of one link
+  }
+}
+
 // Keys that do nothing here are said so (helper 111): PCIe with an HCA per
 // GPU; and RoPE's common names point to learned_positions, not to 'moe'.
 TEST(Scenario, PcieWithAnHcaPerGpuAndRopeNames) {

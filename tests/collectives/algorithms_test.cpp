@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -335,20 +336,45 @@ TEST(RailRings, EveryRingVisitsEveryRankAndCrossesNodesOnOneRail) {
 
 // A full NVLink mesh (helper 111: one ring left two of each GPU's three
 // links idle, a 4-GPU board forecast as a third of its NVLink): rings of
-// the strides coprime with p, on different links, the bytes split.
-TEST(MeshRings, StridesCoprimeWithTheGroupUseDifferentLinks) {
+// the Hamiltonian cycles that share no link, each both ways, the bytes split.
+TEST(MeshRings, HamiltonianCyclesBothWaysUseEveryLinkOnce) {
   EXPECT_EQ(mesh_rings({5, 6}), (std::vector<std::vector<int>>{{5, 6}}));
-  EXPECT_EQ(mesh_rings(iota_ranks(4)), (std::vector<std::vector<int>>{{0, 1, 2, 3}, {0, 3, 2, 1}}));
+  EXPECT_EQ(mesh_rings({7, 8, 9}), (std::vector<std::vector<int>>{{7, 8, 9}, {7, 9, 8}}));
+  // p = 4: one cycle (0 3 1 2) each way; the pairs 0-1 and 2-3 stay idle.
+  EXPECT_EQ(mesh_rings(iota_ranks(4)), (std::vector<std::vector<int>>{{0, 3, 1, 2}, {0, 2, 1, 3}}));
+  // p = 8: Walecki's three cycles (the hub 6, the zig-zags of the circle
+  // 0..5 from 0, 1, 2, with 7 spliced in) each way: 6 rings where the
+  // strides coprime with 8 gave 4.
   const auto eight = mesh_rings(iota_ranks(8));
-  ASSERT_EQ(eight.size(), 4U);  // strides 1, 3, 5, 7
-  EXPECT_EQ(eight[1], (std::vector<int>{0, 3, 6, 1, 4, 7, 2, 5}));
-  std::set<std::pair<int, int>> links;
-  for (const auto& ring : eight) {
-    EXPECT_EQ(std::set<int>(ring.begin(), ring.end()).size(), 8U);
-    for (std::size_t i = 0; i < ring.size(); ++i)
-      EXPECT_TRUE(links.insert({ring[i], ring[(i + 1) % ring.size()]}).second) << "a link used twice";
+  ASSERT_EQ(eight.size(), 6U);
+  EXPECT_EQ(eight[0], (std::vector<int>{0, 1, 5, 7, 2, 4, 3, 6}));
+  EXPECT_EQ(eight[1], (std::vector<int>{0, 6, 3, 4, 2, 7, 5, 1}));
+  for (int p = 3; p <= 64; ++p) {
+    const auto rings = mesh_rings(iota_ranks(p, 100));
+    EXPECT_EQ(rings.size(), 2U * static_cast<std::size_t>((p - 1) / 2)) << p;
+    std::set<std::pair<int, int>> links;
+    for (const auto& ring : rings) {
+      ASSERT_EQ(ring.size(), static_cast<std::size_t>(p));
+      EXPECT_EQ(ring.front(), 100);
+      EXPECT_EQ(std::set<int>(ring.begin(), ring.end()).size(), static_cast<std::size_t>(p)) << p;
+      for (std::size_t i = 0; i < ring.size(); ++i)
+        EXPECT_TRUE(links.insert({ring[i], ring[(i + 1) % ring.size()]}).second)
+            << p << ": a link used twice";
+    }
+    if (p % 2 == 1) {
+      EXPECT_EQ(links.size(), static_cast<std::size_t>(p * (p - 1))) << p;  // every directed link
+    } else {
+      // The idle pairs (both directions idle) are a perfect matching.
+      std::vector<int> idle(static_cast<std::size_t>(p));
+      for (int a = 0; a < p; ++a)
+        for (int b = a + 1; b < p; ++b) {
+          const bool there = links.count({100 + a, 100 + b}) > 0;
+          EXPECT_EQ(there, links.count({100 + b, 100 + a}) > 0) << p;
+          if (!there) ++idle[static_cast<std::size_t>(a)], ++idle[static_cast<std::size_t>(b)];
+        }
+      for (int n : idle) EXPECT_EQ(n, 1) << p;
+    }
   }
-  EXPECT_EQ(links.size(), 32U);  // of the mesh's 56 directed links
   // The same bytes as one ring's in all, each rank sending 2(p-1)/p of the buffer.
   const std::int64_t size = 1 << 20;
   for (bool flows : {false, true}) {
@@ -373,6 +399,120 @@ TEST(MeshRings, StridesCoprimeWithTheGroupUseDifferentLinks) {
        expand(parallelism::CollectiveKind::AllReduce, iota_ranks(4), Bytes(size), o).transfers)
     used.insert({t.src, t.dst});
   EXPECT_EQ(used.size(), 4U);
+}
+
+// Walecki's zig-zag paths, each both ways: every directed link of an
+// even mesh once.
+TEST(MeshPaths, ZigZagsBothWaysUseEveryDirectedLinkOnce) {
+  EXPECT_EQ(mesh_paths(4),
+            (std::vector<std::vector<int>>{{0, 1, 3, 2}, {2, 3, 1, 0}, {1, 2, 0, 3}, {3, 0, 2, 1}}));
+  for (int l = 2; l <= 32; l += 2) {
+    const auto paths = mesh_paths(l);
+    ASSERT_EQ(paths.size(), static_cast<std::size_t>(l));
+    std::set<std::pair<int, int>> links;
+    for (const auto& path : paths) {
+      EXPECT_EQ(std::set<int>(path.begin(), path.end()).size(), static_cast<std::size_t>(l));
+      for (std::size_t i = 0; i + 1 < path.size(); ++i)
+        EXPECT_TRUE(links.insert({path[i], path[i + 1]}).second) << l;
+    }
+    EXPECT_EQ(links.size(), static_cast<std::size_t>(l * (l - 1))) << l;
+  }
+  expect_input_error([] { (void)mesh_paths(5); }, {"5 GPUs", "even"});
+}
+
+// Rings across nodes of a mesh (helper 114): the chains c, c+1, ... put
+// L - 1 of the L rings on each link i -> i+1 inside a node, so an 8-GPU
+// mesh of 50 GB/s links moved a ring's in-node hops at a seventh of its
+// NIC's pace; over the zig-zag paths each directed link carries one ring.
+TEST(RailRings, OnMeshNodesEachLinkInsideANodeCarriesOneRing) {
+  const int rpn = 8;
+  for (int nodes : {2, 3}) {
+    const auto ranks = iota_ranks(rpn * nodes);
+    for (bool mesh : {false, true}) {
+      std::map<std::pair<int, int>, int> load;
+      std::vector<int> exits(ranks.size());
+      int off_rail = 0;
+      for (const auto& ring : rail_rings(ranks, rpn, mesh)) {
+        EXPECT_EQ(std::set<int>(ring.begin(), ring.end()).size(), ranks.size());
+        for (std::size_t i = 0; i < ring.size(); ++i) {
+          const int a = ring[i];
+          const int b = ring[(i + 1) % ring.size()];
+          if (a / rpn == b / rpn) {
+            ++load[{a, b}];
+          } else {
+            ++exits[static_cast<std::size_t>(a)];
+            off_rail += a % rpn != b % rpn ? 1 : 0;
+          }
+        }
+      }
+      int busiest = 0;
+      for (const auto& [link, n] : load) busiest = std::max(busiest, n);
+      EXPECT_EQ(busiest, mesh ? 1 : rpn - 1) << nodes;
+      if (mesh) {
+        EXPECT_EQ(load.size(), static_cast<std::size_t>(nodes * rpn * (rpn - 1)));
+      }
+      for (int n : exits) EXPECT_EQ(n, 1) << "every rank leaves its node once";
+      EXPECT_EQ(off_rail, nodes % 2 == 0 ? 0 : rpn) << "only an odd count's wrap changes rails";
+    }
+  }
+  // An odd count keeps the chains.
+  EXPECT_EQ(rail_rings(iota_ranks(6), 3, true), rail_rings(iota_ranks(6), 3, false));
+  // expand() takes the paths for a ring across mesh nodes.
+  ExpandOptions o;
+  o.algorithm = Algorithm::Ring;
+  o.ranks_per_node = rpn;
+  o.mesh_node = true;
+  std::set<std::pair<int, int>> used;
+  for (const auto& t :
+       expand(parallelism::CollectiveKind::AllReduce, iota_ranks(2 * rpn), Bytes::mib(1), o).transfers)
+    if (t.src / rpn == t.dst / rpn) used.insert({t.src, t.dst});
+  EXPECT_EQ(used.size(), 2U * rpn * (rpn - 1));
+}
+
+// The hierarchical all-reduce's phases inside a mesh node run over its mesh
+// rings (they used one ring: half a 4-GPU board's speed, a third of an
+// 8-GPU one's), with the same bytes per rank.
+TEST(Hierarchical, OnMeshNodesThePhasesInsideANodeUseTheMeshRings) {
+  const int rpn = 8;
+  const int nodes = 2;
+  const std::int64_t size = 3 << 20;  // whole chunks of six rings of 8
+  const auto ranks = iota_ranks(rpn * nodes);
+  for (bool flows : {false, true}) {
+    for (bool mesh : {false, true}) {
+      const auto g = flows ? hierarchical_all_reduce_flows(ranks, Bytes(size), rpn, InterNode::Ring, mesh)
+                           : hierarchical_all_reduce(ranks, Bytes(size), rpn, InterNode::Ring, mesh);
+      expect_well_formed(g);
+      std::vector<std::int64_t> intra(ranks.size()), inter(ranks.size());
+      std::map<std::pair<int, int>, std::int64_t> link_bytes;
+      for (const auto& t : g.transfers) {
+        if (t.src / rpn == t.dst / rpn) {
+          intra[static_cast<std::size_t>(t.src)] += t.bytes.count();
+          link_bytes[{t.src, t.dst}] += t.bytes.count();
+        } else {
+          EXPECT_EQ(t.src % rpn, t.dst % rpn);
+          inter[static_cast<std::size_t>(t.src)] += t.bytes.count();
+        }
+      }
+      for (int r : ranks) {
+        EXPECT_EQ(intra[static_cast<std::size_t>(r)], 2LL * (rpn - 1) * size / rpn) << mesh;
+        EXPECT_EQ(inter[static_cast<std::size_t>(r)], 2LL * (nodes - 1) * (size / rpn) / nodes) << mesh;
+      }
+      // One ring: 8 links a node, each with a GPU's whole in-node bytes;
+      // six rings: 48, each with a sixth.
+      EXPECT_EQ(link_bytes.size(), static_cast<std::size_t>(nodes * (mesh ? 6 : 1) * rpn)) << flows;
+      std::int64_t most = 0;
+      for (const auto& [link, b] : link_bytes) most = std::max(most, b);
+      const double per_gpu = 2.0 * (rpn - 1) * static_cast<double>(size) / rpn;
+      EXPECT_EQ(static_cast<double>(most), mesh ? per_gpu / 6 : per_gpu) << flows;
+    }
+  }
+  // One mesh node: the mesh ring all-reduce.
+  ExpandOptions o;
+  o.algorithm = Algorithm::Hierarchical;
+  o.ranks_per_node = 4;
+  o.mesh_node = true;
+  EXPECT_EQ(expand(parallelism::CollectiveKind::AllReduce, iota_ranks(4), Bytes(400), o).transfers.size(),
+            mesh_ring_all_reduce(iota_ranks(4), Bytes(400), false).transfers.size());
 }
 
 TEST(RailRings, CarryTheFlatRingsBytesSplitOverTheRings) {

@@ -89,7 +89,9 @@ struct ExpandOptions {
   /// The node's GPUs are a full NVLink mesh (a link per pair, no switch): a
   /// ring inside one node runs as mesh_rings, several rings over different
   /// links, as NCCL's channels spread over them (one ring used one link of
-  /// each GPU's p - 1). Needs ranks_per_node.
+  /// each GPU's p - 1); so do the hierarchical all-reduce's phases inside a
+  /// node, and a ring across nodes takes mesh_paths inside each node of an
+  /// even count (rail_rings). Needs ranks_per_node.
   bool mesh_node = false;
   /// Nominal per-step latency and per-rank bandwidth Auto's cost model uses
   /// (an inter-node hop of a 400 Gb/s HCA with NCCL's software overhead).

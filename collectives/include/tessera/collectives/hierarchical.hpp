@@ -18,11 +18,14 @@ enum class InterNode { Ring, Tree };
 ///     tree; a rank starts once it has received its intra-node chunks;
 ///  3. ring all-gather inside every node.
 /// Per rank: 2(L-1)/L * size inside the node and 2(N-1)/N * size/L across
-/// nodes (ring). With N = 1 or L = 1 it is the flat ring all-reduce.
+/// nodes (ring). With N = 1 or L = 1 it is the flat ring all-reduce. On
+/// `mesh_node`s (a link per GPU pair) the phases inside a node, and the flat
+/// ring of N = 1, run over the node's mesh_rings (ring.hpp), the bytes
+/// split among them.
 /// Throws InputError when ranks_per_node < 1 or nodes hold different numbers
 /// of the group's ranks.
 TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                      InterNode inter = InterNode::Ring);
+                                      InterNode inter = InterNode::Ring, bool mesh_node = false);
 /// The same with its rings as flows (ring_*_flows): per node one flow per
 /// intra-node ring connection for the reduce-scatter and one for the
 /// all-gather, per rail one flow per connection of the inter-node ring (a
@@ -30,7 +33,7 @@ TransferGraph hierarchical_all_reduce(const std::vector<int>& ranks, Bytes size,
 /// reduce-scatter flow into it, its all-gather flow for the inter-node flows
 /// into it.
 TransferGraph hierarchical_all_reduce_flows(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                            InterNode inter = InterNode::Ring);
+                                            InterNode inter = InterNode::Ring, bool mesh_node = false);
 
 /// Hierarchical (two-level) all-to-all, rail-aligned: with L ranks on each of
 /// N nodes and the buffer split into one block per group member as the

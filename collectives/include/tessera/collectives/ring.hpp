@@ -44,28 +44,43 @@ TransferGraph ring_all_gather_flows(const std::vector<int>& ranks, Bytes size);
 /// each node's exit and the next node's entry are the same position, so a
 /// hop between nodes joins GPUs of one rail, and over the L rings every
 /// rank sends across nodes once per direction. With an odd N the wrap from
-/// the last node to the first changes rails. Throws InputError unless the
-/// group has that shape.
-std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int ranks_per_node);
+/// the last node to the first changes rails. On `mesh_node`s (a link per
+/// GPU pair) of an even L, ring c visits the positions in the order of
+/// mesh_paths(L)[c] instead (the reverse on the 2nd, 4th, ... node), so the
+/// L rings use every directed link inside a node once where the chains
+/// c, c+1, ... would all crowd the links i -> i+1; a mesh of an odd L keeps
+/// those chains. Throws InputError unless the group has that shape.
+std::vector<std::vector<int>> rail_rings(const std::vector<int>& ranks, int ranks_per_node,
+                                         bool mesh_node = false);
 
 /// Ring all-reduce, reduce-scatter and all-gather over the rail_rings of
 /// `ranks`: ring c carries part c of `size` split in L (the remainder
 /// spread over the first), all rings at once; step by step, or as flows
 /// (one transfer per ring connection, as ring_*_flows).
-TransferGraph rail_ring_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows);
+TransferGraph rail_ring_all_reduce(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows,
+                                   bool mesh_node = false);
 TransferGraph rail_ring_reduce_scatter(const std::vector<int>& ranks, Bytes size, int ranks_per_node,
-                                       bool flows);
-TransferGraph rail_ring_all_gather(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows);
+                                       bool flows, bool mesh_node = false);
+TransferGraph rail_ring_all_gather(const std::vector<int>& ranks, Bytes size, int ranks_per_node, bool flows,
+                                   bool mesh_node = false);
 
 /// The rings of a group inside one node whose GPUs are a full NVLink mesh
-/// (a link per pair, no switch): one ring per stride s in 1..p-1 coprime
-/// with the group's size p, visiting ranks[0], ranks[s], ranks[2s], ...
-/// (mod p). Rings of different strides use different links (the ring of
-/// stride s the links i -> i + s), so NCCL's channels over a mesh, which
-/// one ring would leave idle but for one link of each GPU's p - 1, are
-/// approximated: 1 ring at p = 2, 2 at 3 and 4 (all links at 3; at 4 the
-/// pairs two apart stay idle), 4 at 8. Throws InputError for fewer than 2 ranks.
+/// (a link per pair, no switch): the floor((p-1)/2) Hamiltonian cycles of
+/// the complete graph on the group's p positions that share no link
+/// (Walecki's construction), each as two rings, one per direction, from
+/// ranks[0]. So NCCL's channels over a mesh, which one ring would leave idle
+/// but for one link of each GPU's p - 1, use every directed link at an odd
+/// p and all but a perfect matching's at an even p: 1 ring at p = 2, 2 at 3
+/// and 4 (at 4 two pairs stay idle), 4 at 5 and 6, 6 at 7 and 8. Throws
+/// InputError for fewer than 2 ranks.
 std::vector<std::vector<int>> mesh_rings(const std::vector<int>& ranks);
+
+/// The L directed Hamiltonian paths through the positions 0..L-1 of a mesh
+/// node (L even) that share no directed link: Walecki's zig-zags k, k+1, k-1,
+/// k+2, ..., k + L/2 (mod L) for k = 0..L/2-1, each followed by its reverse;
+/// together they use every directed link once. Throws InputError for an odd
+/// or non-positive L.
+std::vector<std::vector<int>> mesh_paths(int local);
 
 /// Ring all-reduce, reduce-scatter and all-gather over the mesh_rings of
 /// `ranks`, ring c carrying part c of `size` (as the rail rings split it).
