@@ -308,6 +308,8 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
   const std::string noise = p.get("noise").value_or("");
   if (!noise.empty()) files.input(noise, "--noise");
   const std::string name = p.get("predictor").value_or(std::string(nm::kDefaultPredictor));
+  // (The footer names a --weights folder: its figures are not the shipped model's.)
+  const std::string weights = p.get("weights").value_or("");
   const auto rows = nm::validate_measured_kernels(data, gpu, make, dtype, noise);
   if (p.has("json")) {
     // The table as one object: per group (a kernel and dtype, then "all")
@@ -321,16 +323,19 @@ int validate_measured(const ArgParser& p, const std::string& data, const nm::Pre
           r.p90 / 100, r.roofline_mape / 100,
           r.noise_mape < 0 ? std::string("null") : fmt::format("{:.6f}", r.noise_mape / 100));
     }
-    out << fmt::format("{{\"data\": {}, \"gpu\": {}, \"predictor\": {}, \"noise\": {}, \"groups\": [{}]}}\n",
-                       json_string(data), json_string(gpu.name), json_string(name),
-                       noise.empty() ? std::string("null") : json_string(noise), groups);
+    out << fmt::format(
+        "{{\"data\": {}, \"gpu\": {}, \"predictor\": {}, \"weights\": {}, \"noise\": {}, \"groups\": "
+        "[{}]}}\n",
+        json_string(data), json_string(gpu.name), json_string(name),
+        weights.empty() ? std::string("null") : json_string(weights),
+        noise.empty() ? std::string("null") : json_string(noise), groups);
     return 0;
   }
   out << nm::format_measured_errors(rows, name);
   out << fmt::format(
-      "({} on {}: GPU time (predict_device) against the measured kernels; signed: (predicted - measured) / "
+      "({} on {}{}: GPU time (predict_device) against the measured kernels; signed: (predicted - measured) / "
       "measured; noise: {})\n",
-      data, gpu.name,
+      data, gpu.name, weights.empty() ? std::string() : fmt::format(", the weights in {}", weights),
       noise.empty() ? std::string("give a repeat of the measurement with --noise FILE") : noise);
   return 0;
 }

@@ -46,8 +46,13 @@ if(EXISTS ${WORKDIR}/tc/tile_mlp.txt OR NOT EXISTS ${WORKDIR}/tc/tensor_core.txt
   message(FATAL_ERROR "--only tensor-core: expected tensor_core.txt alone in --out")
 endif()
 tessera_ok(out validate kernels --data ${GEMMS} --device H100-SXM --weights ${WORKDIR}/tc)
-if(NOT out MATCHES "\nall +1524 ")
-  message(FATAL_ERROR "validate kernels --weights (tensor-core only): expected the 1524 rows, got:\n${out}")
+if(NOT out MATCHES "\nall +1524 " OR NOT out MATCHES "on H100-SXM, the weights in ${WORKDIR}/tc: GPU time")
+  message(FATAL_ERROR "validate kernels --weights (tensor-core only): expected the 1524 rows and the "
+                      "weights named in the footer, got:\n${out}")
+endif()
+tessera_ok(out validate kernels --data ${GEMMS} --device H100-SXM --weights ${WORKDIR}/tc --json)
+if(NOT out MATCHES "\"weights\": \"${WORKDIR}/tc\"")
+  message(FATAL_ERROR "validate kernels --weights --json: no weights key, got:\n${out}")
 endif()
 file(WRITE ${WORKDIR}/k.csv "OPName,dtype,B,M,N,K\nlinear,bf16,1,4096,4096,4096\nlinear,fp32,1,4096,4096,4096\n")
 tessera_ok(with predict-kernels --device H100-SXM --input ${WORKDIR}/k.csv --output ${WORKDIR}/with.csv
