@@ -899,6 +899,20 @@ Override parse_override(const std::string& text) {
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }
 
+void refuse_set_of_row_keys(const std::vector<Override>& overrides,
+                            std::span<const std::pair<std::string_view, std::string_view>> set_by,
+                            std::string_view row, std::string_view (*note)(std::string_view column)) {
+  for (const Override& o : overrides) {
+    for (const auto& [key, column] : set_by) {
+      if (o.path != key) continue;
+      throw UsageError(fmt::format(
+          "--set {}: every {} sets its own (the {}s file's '{}' column{}): each {} is timed as measured; "
+          "change the file's rows to time another",
+          o.path, row, row, column, note != nullptr ? note(column) : std::string_view(), row));
+    }
+  }
+}
+
 std::vector<std::size_t> key_path_columns(
     const node_model::CsvTable& t, std::span<const std::pair<std::string_view, std::string_view>> set_by) {
   std::vector<std::size_t> out;

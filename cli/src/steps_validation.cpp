@@ -341,14 +341,10 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     if (o.path == "cluster.gpu" || o.path.rfind("cluster.gpu.", 0) == 0) {
       throw UsageError(fmt::format("--set {}: the steps run on --gpu (give --gpu NAME)", o.path));
     }
-    for (const auto& [key, column] : kSetBy) {
-      if (o.path != key) continue;
-      throw UsageError(fmt::format(
-          "--set {}: every step sets its own (the steps file's '{}' column{}): each step is timed as "
-          "measured; change the file's rows to time another",
-          o.path, column, column == "tp" ? ", 1 without it" : ""));
-    }
   }
+  refuse_set_of_row_keys(overrides, kSetBy, "step", [](std::string_view column) {
+    return column == "tp" ? std::string_view(", 1 without it") : std::string_view();
+  });
   const std::string data = p.require("data");
   const std::string gpu = p.get("gpu").value_or("H200");
   try {

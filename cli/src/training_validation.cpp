@@ -125,17 +125,13 @@ void refuse_run_keys(const std::vector<Override>& overrides, bool vtrain) {
                       "A100-40GB); another cluster's runs go with --scenario",
                       o.path));
     }
-    std::string_view column;
-    for (const auto& [key, col] : kRunColumnKeys) {
-      // (a scenario's own nodes take --set cluster.gpus_per_node)
-      if (o.path == key && (vtrain || key != "cluster.gpus_per_node")) column = col;
-    }
-    if (column.empty()) continue;
-    throw UsageError(fmt::format(
-        "--set {}: every run sets its own (the runs file's '{}' column): each run is timed as measured; "
-        "change the file's rows to time another",
-        o.path, column));
   }
+  // (a scenario's own nodes take --set cluster.gpus_per_node)
+  std::vector<std::pair<std::string_view, std::string_view>> set_by;
+  for (const auto& entry : kRunColumnKeys) {
+    if (vtrain || entry.first != "cluster.gpus_per_node") set_by.push_back(entry);
+  }
+  refuse_set_of_row_keys(overrides, set_by, "run");
 }
 
 Scenario RunTemplate::scenario(const MeasuredRun& m, const std::vector<Override>& overrides) const {

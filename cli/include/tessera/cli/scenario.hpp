@@ -53,6 +53,14 @@ std::string uneven_layer_split_warning(std::int64_t layers, int pp, int virtual_
 std::vector<std::size_t> key_path_columns(
     const node_model::CsvTable& t,
     std::span<const std::pair<std::string_view, std::string_view>> set_by = {});
+/// Throws UsageError for a --set of a key that `set_by` (key path, column)
+/// sets in every row of a table of measured `row`s ("run", "step"): each row
+/// is timed as measured (a --set model.layers moved every run to that depth,
+/// silently). `note` is added after the column's name (", 1 without it").
+void refuse_set_of_row_keys(const std::vector<Override>& overrides,
+                            std::span<const std::pair<std::string_view, std::string_view>> set_by,
+                            std::string_view row,
+                            std::string_view (*note)(std::string_view column) = nullptr);
 /// The longest time a measured row (`validate training`, `validate steps`)
 /// may give, in ms: a day. Above it is a unit slip or a damaged cell.
 inline constexpr double kMaxMeasuredMs = 86'400'000.0;
