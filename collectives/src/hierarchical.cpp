@@ -52,18 +52,17 @@ void check_even_nodes(std::string_view what, const std::vector<std::vector<int>>
 TransferGraph hierarchical(const std::vector<int>& ranks, Bytes size, int ranks_per_node, InterNode inter,
                            bool flows, bool mesh_node) {
   const auto rings = flows ? &detail::ring_flows : &detail::ring_steps;
-  // Inside a mesh node, the phases run over its mesh rings.
+  // Inside a mesh node, the phases run over its mesh rings (one ring for 2).
   auto in_node = [&](const std::vector<int>& members, std::int64_t first, std::int64_t last) {
-    return mesh_node && members.size() >= 3
-               ? detail::multi_ring(mesh_rings(members), size, first, last, flows)
-               : rings(members, size, first, last);
+    return mesh_node ? detail::multi_ring(mesh_rings(members), size, first, last, flows)
+                     : rings(members, size, first, last);
   };
   detail::check_group("hierarchical all-reduce", ranks, size);
   const auto nodes = split_by_node(ranks, ranks_per_node);
   const std::size_t local = nodes.front().size();
   check_even_nodes("hierarchical all-reduce", nodes, ranks_per_node);
   if (ranks.size() == 1 || size.count() == 0) return {};
-  if (nodes.size() == 1 && mesh_node && local >= 3) return mesh_ring_all_reduce(ranks, size, flows);
+  if (nodes.size() == 1 && mesh_node) return mesh_ring_all_reduce(ranks, size, flows);
   if (nodes.size() == 1 || local == 1) return flows ? ring_all_reduce_flows(ranks, size) : ring_all_reduce(ranks, size);
 
   const auto members_per_node = static_cast<std::int64_t>(local);

@@ -224,6 +224,8 @@ std::vector<std::vector<int>> mesh_rings(const std::vector<int>& ranks) {
   return rings;
 }
 
+int mesh_ring_count(int p) { return p < 3 ? 1 : 2 * ((p - 1) / 2); }
+
 std::vector<std::vector<int>> mesh_paths(int local) {
   if (local < 2 || local % 2 != 0) {
     throw InputError(fmt::format("mesh paths: {} GPUs; the zig-zag paths need an even number", local));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessera/collectives/expand.hpp"
+#include "tessera/collectives/ring.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
 #include "tessera/index.hpp"
 #include "tessera/node_model/predictors.hpp"
@@ -57,10 +58,10 @@ WorkEstimate estimate_work(const Scenario& s) {
   w.tasks = w.ranks * per_rank_layer_steps * 40;
   // Tensor parallel: about 4 all-reduces (or their all-gather/reduce-scatter
   // halves) per layer and micro-batch, forward and backward.
-  // Inside a mesh node, a ring is its mesh rings (collectives::mesh_rings:
-  // two per Hamiltonian cycle), each rank in every one.
-  const double tp_rings = s.collectives.mesh_node && tp >= 3 && tp <= s.cluster.gpus_per_node
-                              ? 2.0 * std::floor((tp - 1) / 2)
+  // Inside a mesh node, a ring is its mesh rings (collectives::mesh_rings),
+  // each rank in every one.
+  const double tp_rings = s.collectives.mesh_node && plan.tp <= s.cluster.gpus_per_node
+                              ? collectives::mesh_ring_count(plan.tp)
                               : 1.0;
   w.tp_transfers = tp > 1 ? w.ranks * per_rank_layer_steps * 4 * 2 * tp_rings * ring_sends(tp, 1) : 0.0;
   // Data parallel: the stage's gradients, each bucket a ring all-reduce

@@ -339,6 +339,7 @@ TEST(RailRings, EveryRingVisitsEveryRankAndCrossesNodesOnOneRail) {
 // the Hamiltonian cycles that share no link, each both ways, the bytes split.
 TEST(MeshRings, HamiltonianCyclesBothWaysUseEveryLinkOnce) {
   EXPECT_EQ(mesh_rings({5, 6}), (std::vector<std::vector<int>>{{5, 6}}));
+  EXPECT_EQ(mesh_ring_count(2), 1);
   EXPECT_EQ(mesh_rings({7, 8, 9}), (std::vector<std::vector<int>>{{7, 8, 9}, {7, 9, 8}}));
   // p = 4: one cycle (0 3 1 2) each way; the pairs 0-1 and 2-3 stay idle.
   EXPECT_EQ(mesh_rings(iota_ranks(4)), (std::vector<std::vector<int>>{{0, 3, 1, 2}, {0, 2, 1, 3}}));
@@ -352,6 +353,7 @@ TEST(MeshRings, HamiltonianCyclesBothWaysUseEveryLinkOnce) {
   for (int p = 3; p <= 64; ++p) {
     const auto rings = mesh_rings(iota_ranks(p, 100));
     EXPECT_EQ(rings.size(), 2U * static_cast<std::size_t>((p - 1) / 2)) << p;
+    EXPECT_EQ(static_cast<int>(rings.size()), mesh_ring_count(p)) << p;
     std::set<std::pair<int, int>> links;
     for (const auto& ring : rings) {
       ASSERT_EQ(ring.size(), static_cast<std::size_t>(p));

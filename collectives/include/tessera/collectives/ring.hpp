@@ -74,6 +74,9 @@ TransferGraph rail_ring_all_gather(const std::vector<int>& ranks, Bytes size, in
 /// and 4 (at 4 two pairs stay idle), 4 at 5 and 6, 6 at 7 and 8. Throws
 /// InputError for fewer than 2 ranks.
 std::vector<std::vector<int>> mesh_rings(const std::vector<int>& ranks);
+/// How many rings mesh_rings gives a group of p ranks: 1 below 3, else
+/// 2 floor((p-1)/2).
+int mesh_ring_count(int p);
 
 /// The L directed Hamiltonian paths through the positions 0..L-1 of a mesh
 /// node (L even) that share no directed link: Walecki's zig-zags k, k+1, k-1,
