@@ -74,6 +74,9 @@ constexpr std::pair<std::string_view, std::string_view> kSetBy[] = {
     {"training.flash_attention", "flash_attention"},
     {"parallelism.tp", "tp"}};
 
+std::string step_scenario_yaml(const MeasuredStep& m, const std::string& gpu, const std::string& framework);
+void refuse_section_less_keys(const node_model::CsvTable& t, const MeasuredStep& first);
+
 std::vector<MeasuredStep> read_steps(const std::string& path) {
   const node_model::CsvTable t = node_model::read_csv(path);
   auto col = [&](const char* name) { return t.require_column(name); };
@@ -85,15 +88,6 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
   const int fb_col = t.column("fwd_bwd_ms");
   const int tp_col = t.column("tp");
   const std::vector<std::size_t> key_columns = key_path_columns(t, kSetBy);
-  // A column named as a scenario key without its section would be read by
-  // nobody, and every row would run at the default (helper 107: a
-  // `recompute` column was ignored, the error 7.4% against 37.7% with
-  // parallelism.recompute). Other plain columns are the user's notes.
-  static const char* const kSectionKeys[] = {"parallelism.recompute",  "parallelism.sequence_parallel",
-                                             "parallelism.zero_stage", "parallelism.schedule",
-                                             "parallelism.grad_sync",  "parallelism.tp_comm_overlap",
-                                             "training.framework",     "training.optimizer",
-                                             "training.zero_grad",     "training.grad_accumulation_fusion"};
   for (const std::string& h : t.header) {
     // A GPU column would be a note nobody reads: the steps run on --gpu
     // (helper 112: a file of H100 rows ran on the H200, no word).
@@ -102,13 +96,6 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
           fmt::format("{}: column '{}' is not read: every step runs on --gpu; give each GPU's "
                       "steps a file of their own",
                       path, h));
-    }
-    for (const char* key : kSectionKeys) {
-      const std::string_view k(key);
-      if (h == k.substr(k.find('.') + 1)) {
-        throw InputError(fmt::format("{}: column '{}' is not read: {} '{}'", path, h,
-                                     "a scenario key is named with its section,", key));
-      }
     }
   }
   std::vector<MeasuredStep> out;
@@ -204,6 +191,7 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     }
   }
   if (out.empty()) throw InputError(fmt::format("{}: no steps", path));
+  refuse_section_less_keys(t, out.front());
   return out;
 }
 
@@ -249,6 +237,45 @@ parallelism:
                      fmt::arg("vocab", m.vocab), fmt::arg("gpu", gpu), fmt::arg("framework", framework),
                      fmt::arg("tp", m.tp), fmt::arg("mb", m.micro_batch), fmt::arg("seq", m.seq),
                      fmt::arg("dtype", m.dtype), fmt::arg("flash", m.flash ? "true" : "false"));
+}
+
+/// A plain column named as a scenario key without its section
+/// (`recompute` for parallelism.recompute, `pp`, `virtual_stages`) would be
+/// read by nobody, and every row would run at the default (helper 107: a
+/// `recompute` column was ignored, the error 7.4% against 37.7%). Other
+/// plain columns are the user's notes. Which names are keys the scenario
+/// loader itself says: each such column is tried as a key of every section
+/// on the first step's scenario, and any answer but "unknown key" (it ran,
+/// or it refused the probe's value) makes it one.
+void refuse_section_less_keys(const node_model::CsvTable& t, const MeasuredStep& first) {
+  static constexpr std::string_view kStepColumns[] = {"iteration_ms", "optimizer_ms", "fwd_ms", "fwd_bwd_ms"};
+  static constexpr std::string_view kSections[] = {"parallelism", "training",    "model",
+                                                   "cluster",     "calibration", "node_model"};
+  const std::string yaml = step_scenario_yaml(first, "H200", "pytorch-eager");
+  for (const std::string& h : t.header) {
+    if (h.empty() || std::any_of(h.begin(), h.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_';
+        }))
+      continue;  // a key path (section.key), or no key's name
+    if (std::find(std::begin(kStepColumns), std::end(kStepColumns), h) != std::end(kStepColumns)) continue;
+    if (std::any_of(std::begin(kSetBy), std::end(kSetBy), [&](const auto& k) { return k.second == h; }))
+      continue;
+    for (const std::string_view section : kSections) {
+      const std::string key = fmt::format("{}.{}", section, h);
+      try {
+        (void)parse_scenario(yaml, "step", {{key, "1", "probe"}});
+      } catch (const ScenarioError& e) {
+        if (e.detail().rfind(key + ": unknown key", 0) == 0) continue;
+      }
+      for (const auto& [set, column] : kSetBy) {
+        if (set != key) continue;
+        throw InputError(fmt::format("{}: column '{}' is not read: each step's '{}' column sets {}", t.path,
+                                     h, column, key));
+      }
+      throw InputError(fmt::format(
+          "{}: column '{}' is not read: a scenario key is named with its section, '{}'", t.path, h, key));
+    }
+  }
 }
 
 /// The phases of a simulated step on rank 0: the optimizer step (the
