@@ -246,22 +246,40 @@ parallelism:
 /// plain columns are the user's notes. Which names are keys the scenario
 /// loader itself says: each such column is tried as a key of every section
 /// on the first step's scenario, and any answer but "unknown key" (it ran,
-/// or it refused the probe's value) makes it one.
+/// or it refused the probe's value) makes it one. A file's own column
+/// written otherwise (`TP`, `Fwd ms`) is named too: `TP` ran every row at
+/// tp 1 under its label.
 void refuse_section_less_keys(const node_model::CsvTable& t, const MeasuredStep& first) {
   static constexpr std::string_view kStepColumns[] = {"iteration_ms", "optimizer_ms", "fwd_ms", "fwd_bwd_ms"};
   static constexpr std::string_view kSections[] = {"parallelism", "training",    "model",
                                                    "cluster",     "calibration", "node_model"};
   const std::string yaml = step_scenario_yaml(first, "H200", "pytorch-eager");
   for (const std::string& h : t.header) {
-    if (h.empty() || std::any_of(h.begin(), h.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_';
-        }))
-      continue;  // a key path (section.key), or no key's name
-    if (std::find(std::begin(kStepColumns), std::end(kStepColumns), h) != std::end(kStepColumns)) continue;
-    if (std::any_of(std::begin(kSetBy), std::end(kSetBy), [&](const auto& k) { return k.second == h; }))
-      continue;
+    // As a key would be written: lower case, '_' for a space or '-'
+    // ("Virtual stages", "virtual-stages"); a name with other punctuation is
+    // a key path (section.key) or no key's name.
+    std::string name;
+    for (const char c : h) {
+      if (c == ' ' || c == '-' || c == '_') {
+        name += '_';
+      } else if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+        name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else {
+        name.clear();
+        break;
+      }
+    }
+    if (name.empty()) continue;
+    const bool step_column =
+        std::find(std::begin(kStepColumns), std::end(kStepColumns), name) != std::end(kStepColumns) ||
+        std::any_of(std::begin(kSetBy), std::end(kSetBy), [&](const auto& k) { return k.second == name; });
+    if (step_column) {
+      if (name == h) continue;
+      // "Fwd ms" for fwd_ms: an optional column would be a note, silently.
+      throw InputError(fmt::format("{}: column '{}' is not read: name it '{}'", t.path, h, name));
+    }
     for (const std::string_view section : kSections) {
-      const std::string key = fmt::format("{}.{}", section, h);
+      const std::string key = fmt::format("{}.{}", section, name);
       try {
         (void)parse_scenario(yaml, "step", {{key, "1", "probe"}});
       } catch (const ScenarioError& e) {
