@@ -269,7 +269,8 @@ void refuse_section_less_keys(const node_model::CsvTable& t, const MeasuredStep&
         break;
       }
     }
-    if (name.empty()) continue;
+    // `name` labels a row, as model.name labels a model: a note either way.
+    if (name.empty() || name == "name") continue;
     const bool step_column =
         std::find(std::begin(kStepColumns), std::end(kStepColumns), name) != std::end(kStepColumns) ||
         std::any_of(std::begin(kSetBy), std::end(kSetBy), [&](const auto& k) { return k.second == name; });
