@@ -482,10 +482,14 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     double predicted = 0;
     try {
       predicted = study::simulate_scenario(s, &phases, nullptr, false).result.makespan.ms();
-    } catch (const ScenarioError& e) {
-      // A plan past the simulator's limits (a row of 10^8 layers): named by
-      // the data row, not by the scenario generated for it.
-      std::string why = e.detail().empty() ? std::string(e.what()) : e.detail();
+    } catch (const InputError& e) {
+      // A plan past the simulator's limits (a row of 10^8 layers), or a
+      // kernel the row's sizes make impossible: named by the data row, not
+      // by the scenario generated for it.
+      const auto* scenario_error = dynamic_cast<const ScenarioError*>(&e);
+      std::string why = scenario_error != nullptr && !scenario_error->detail().empty()
+                            ? scenario_error->detail()
+                            : std::string(e.what());
       if (why.rfind(s.file + ": ", 0) == 0) why.erase(0, s.file.size() + 2);  // the generated scenario's name
       throw InputError(fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu, framework, why));
     }

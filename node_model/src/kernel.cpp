@@ -133,7 +133,7 @@ void Kernel::validate() const {
   // bytes() counts in 64-bit integers: dimensions whose traffic passes 2^62
   // bytes (4 EiB, no GPU's) would wrap around to a wrong, small time.
   if (const double bytes = traffic<double>(*this); bytes > 0x1p62) {
-    throw InputError(
+    throw OverflowError(
         fmt::format("{} kernel: its dimensions move {:.3g} bytes, more than the 2^62 (4 EiB) a "
                     "kernel may (a dimension too large?)",
                     to_string(op), bytes));
