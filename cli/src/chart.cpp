@@ -155,6 +155,16 @@ std::string fit(const std::string& text, double width, double font_size) {
   return text.substr(0, chars - 3) + "...";
 }
 
+// A title too wide for `width`, cut in the middle: its start (the command)
+// and its end (a scenario's file name, where a long path comes first) stay.
+std::string fit_title(const std::string& text, double width, double font_size) {
+  if (text_width(text, font_size) <= width) return text;
+  const auto chars = static_cast<std::size_t>(std::max(1.0, width / (font_size * 0.58)));
+  if (chars <= 8) return fit(text, width, font_size);
+  const std::size_t keep = chars - 3, head = keep * 2 / 5, tail = keep - head;
+  return text.substr(0, head) + "..." + text.substr(text.size() - tail);
+}
+
 }  // namespace
 
 std::string line_panel(const LinePanel& p, double x, double y, double w, double h) {
@@ -422,7 +432,7 @@ std::string open_document(double w, double h, std::string_view title, std::strin
       "\n"
       R"(<text x="12" y="24" font-size="16" font-weight="bold">{2}</text>)"
       "\n",
-      w, h, escape(fit(std::string(title), w - 24, 16)));
+      w, h, escape(fit_title(std::string(title), w - 24, 16)));
   if (!subtitle.empty()) {
     s += fmt::format(R"(<text x="12" y="42" font-size="12" fill="#555">{}</text>)"
                      "\n",

@@ -255,6 +255,27 @@ TEST(ChartNumbers, ShortTickLabels) {
   EXPECT_EQ(chart::short_number(128), "128");
 }
 
+// A title wider than the chart keeps its start and its end: `tessera sweep`
+// of a scenario under a long path was cut to the path's first directories,
+// the file name lost.
+TEST(ChartTitle, LongTitleKeepsTheFileName) {
+  const std::string dir(200, 'd');
+  const std::string svg = chart::open_document(
+      600, 400, fmt::format("tessera sweep /home/{}/scenarios/gpt3-175b.yaml", dir), "swept: cluster.nodes");
+  const auto title_at = svg.find("font-weight=\"bold\">");
+  ASSERT_NE(title_at, std::string::npos);
+  const auto start = svg.find('>', title_at) + 1;
+  const std::string title = svg.substr(start, svg.find("</text>", start) - start);
+  EXPECT_EQ(title.rfind("tessera sweep /home/dd", 0), 0U) << title;
+  EXPECT_NE(title.find("d...d"), std::string::npos) << title;
+  EXPECT_EQ(title.substr(title.size() - 25), "/scenarios/gpt3-175b.yaml") << title;
+  // 576 px (600 less the margins) at 16 px, 0.58 em a character: 62.
+  EXPECT_EQ(title.size(), 62U) << title;
+  // A title that fits is left as written.
+  const std::string short_svg = chart::open_document(600, 400, "tessera sweep s.yaml", "");
+  EXPECT_NE(short_svg.find(">tessera sweep s.yaml</text>"), std::string::npos);
+}
+
 // A node sweep over scaling.yaml's `tiers: auto` fat-tree (16-port
 // switches: 2 tiers hold 16 nodes of 8) says under the chart and the table
 // where the tree gained a tier; a sweep within one tier count says nothing.

@@ -97,7 +97,9 @@ struct LegendEntry {
 std::string legend(const std::vector<LegendEntry>& entries, double x, double y, double width, double& height);
 
 /// The opening of an SVG document of w x h pixels: white background, the
-/// title (bold) and an optional subtitle line below it. Close with "</svg>\n".
+/// title (bold; cut in the middle where too wide, so that a long scenario
+/// path keeps its file name) and an optional subtitle line below it (cut at
+/// its end). Close with "</svg>\n".
 std::string open_document(double w, double h, std::string_view title, std::string_view subtitle);
 
 /// The height taken by open_document's title and subtitle.
