@@ -117,6 +117,9 @@ struct Row {
   std::string schedule;
   int virtual_stages = 1;
   std::string error;  ///< non-empty when the schedule cannot run this scenario
+  /// With an error: whether the plan took the schedule (its simulation
+  /// failed: a size past the simulator's range) or refused it.
+  bool applicable = true;
   Breakdown result;
   /// What tessera run would warn of for this schedule besides the
   /// scenario's own warnings (printed once): an uneven split of the layers
@@ -237,7 +240,7 @@ std::string svg_chart(const std::string& title, const std::string& subtitle, con
   double longest = 0, fullest = capacity.in_gib();
   for (const Row& r : rows) {
     const std::string name = r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
-    Bar t{name, {}, {}, r.error.empty() ? "" : "not applicable"};
+    Bar t{name, {}, {}, r.error.empty() ? "" : (r.applicable ? "failed (see the table)" : "not applicable")};
     Bar m = t;
     if (r.error.empty()) {
       const auto& b = r.result.split;
@@ -342,9 +345,16 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       row.virtual_stages = v;
       try {
         plan.validate(s.model, s.workload, s.gpus());
-        row.result = simulate_plan(s, plan, predictor);
       } catch (const InputError& e) {
         row.error = e.what();
+        row.applicable = false;
+      }
+      if (row.error.empty()) {
+        try {
+          row.result = simulate_plan(s, plan, predictor);
+        } catch (const InputError& e) {
+          row.error = e.what();
+        }
       }
       if (row.error.empty()) {
         // helper 60: the shipped schedules.yaml's v=2 row split 24 layers
@@ -357,6 +367,18 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       }
       rows.push_back(std::move(row));
     }
+  }
+  // Nothing to compare: one error, not a table of failures and exit 0
+  // (a seq_len of 10^9 printed five "not applicable" rows of the same
+  // "cannot be simulated").
+  if (std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.error.empty(); })) {
+    if (std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return r.error == rows.front().error; }))
+      throw InputError(rows.front().error);
+    throw InputError(fmt::format(
+        "{}: none of the {} schedules compared runs its plan; {}{}: {}", p.positional()[0], rows.size(),
+        rows.front().schedule,
+        rows.front().virtual_stages > 1 ? fmt::format(" (v={})", rows.front().virtual_stages) : std::string(),
+        rows.front().error));
   }
 
   const auto& plan = s.plan;
@@ -431,7 +453,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   for (const Row& r : rows) {
     const std::string name = row_name(r);
     if (!r.error.empty()) {
-      out << fmt::format("{:<{}} not applicable: {}\n", name, width, r.error);
+      out << fmt::format("{:<{}} {}: {}\n", name, width, r.applicable ? "failed" : "not applicable", r.error);
       continue;
     }
     for (const std::string& w : r.warnings) warned += fmt::format("warning for {}: {}\n", name, w);

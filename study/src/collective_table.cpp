@@ -28,7 +28,20 @@ struct Representative {
 
 }  // namespace
 
+// The table, its overflows not yet named (below).
+static CollectiveTable build_collective_table(const Scenario& s);
+
 CollectiveTable collective_table(const Scenario& s) {
+  try {
+    return build_collective_table(s);
+  } catch (const OverflowError& e) {
+    // Sizes past int64 (a kernel of seq_len 10^9): named by the keys that
+    // scale them, as tessera run names them.
+    throw_overflow(s, e);
+  }
+}
+
+static CollectiveTable build_collective_table(const Scenario& s) {
   require_single_job(s, "collectives");
   const auto predictor = make_scenario_predictor(s);
   const parallelism::TaskGraph graph = parallelism::plan_training(s.model, s.workload, s.plan, *predictor);

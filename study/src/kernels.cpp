@@ -6,6 +6,7 @@
 
 #include "tessera/parallelism/passes.hpp"
 #include "tessera/parallelism/transformer.hpp"
+#include "tessera/study/pipeline.hpp"
 
 namespace tessera::study {
 
@@ -21,7 +22,20 @@ std::string_view to_string(OpPass p) {
   return "?";
 }
 
+// The table, its overflows not yet named (below).
+static KernelTable build_kernel_table(const Scenario& s);
+
 KernelTable kernel_table(const Scenario& s) {
+  try {
+    return build_kernel_table(s);
+  } catch (const OverflowError& e) {
+    // Sizes past int64 (a kernel of seq_len 10^9): named by the keys that
+    // scale them, as tessera run names them.
+    throw_overflow(s, e);
+  }
+}
+
+static KernelTable build_kernel_table(const Scenario& s) {
   const auto predictor = make_scenario_predictor(s);
   const parallelism::KernelTimer timer(*predictor, s.workload);
   KernelTable table;

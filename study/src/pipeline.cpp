@@ -225,6 +225,59 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
 
 }  // namespace
 
+void throw_overflow(const Scenario& s, const OverflowError& e) {
+  // A time or size past int64 while planning or simulating: the iteration
+  // is too big to represent. Name the keys that scale it: a latency of
+  // more than a day if the scenario has one (no real link or host has),
+  // else the work per iteration.
+  const std::pair<const char*, Time> latencies[] = {
+      {"cluster.nvlink_latency", s.cluster.nvlink_latency},
+      {"cluster.nic_latency", s.cluster.nic_latency},
+      {"cluster.pcie_latency", s.cluster.pcie_latency},
+      {"cluster.fabric.spine_latency",
+       s.fabric == FabricKind::LeafSpine
+           ? s.cluster.spine_latency
+           : (s.fabric == FabricKind::FatTree ? s.fat_tree.leaf_spine.latency : s.rail.leaf_spine.latency)},
+      {"cluster.fabric.core_latency",
+       s.fabric == FabricKind::FatTree ? s.fat_tree.spine_core.latency : Time{}},
+      {"collectives.auto_latency", s.collectives.auto_latency},
+      {"calibration.host_launch", s.calibration.host_launch},
+      {"calibration.host_iteration", s.calibration.host_iteration},
+      {"calibration.host_p2p", s.calibration.host_p2p},
+      {"calibration.host_microbatch", s.calibration.host_microbatch},
+      {"calibration.nvlink_launch", s.calibration.comm.nvlink.launch_latency},
+      {"calibration.nvlink_step", s.calibration.comm.nvlink.step_latency},
+      {"calibration.network_launch", s.calibration.comm.network.launch_latency},
+      {"calibration.network_step", s.calibration.comm.network.step_latency},
+  };
+  // (the first one: collectives.auto_latency defaults to 2 x cluster.nic_latency)
+  const auto* longest = std::find_if(std::begin(latencies), std::end(latencies),
+                                     [](const auto& l) { return l.second > Time::from_seconds(86'400); });
+  if (longest != std::end(latencies)) {
+    throw ScenarioError(fmt::format("{}: {}: {} cannot be simulated: {}", s.file, longest->first,
+                                    to_string(longest->second), e.what()));
+  }
+  // A measured kernel time of more than a day (node_model.overrides),
+  // as launched or as a part of a fused kernel (part_time_us).
+  if (s.kernel_overrides) {
+    for (const auto& k : s.kernel_overrides->entries()) {
+      const bool part = k.part_time && *k.part_time > k.time;
+      const Time t = part ? *k.part_time : k.time;
+      if (t <= Time::from_seconds(86'400)) continue;
+      throw ScenarioError(fmt::format("{}: node_model.overrides: {} line {}: {}{} cannot be simulated: {}",
+                                      s.file, s.kernel_overrides->path(), k.line, part ? "part_time_us " : "",
+                                      to_string(t), e.what()));
+    }
+  }
+  throw ScenarioError(fmt::format(
+      "{}: training.micro_batch, training.seq_len, training.global_batch: one iteration ({} x {} tokens "
+      "per micro-batch, {}) cannot be simulated: {}",
+      s.file, s.workload.micro_batch, s.workload.seq_len,
+      s.plan.global_batch > 0 ? fmt::format("{} sequences", s.plan.global_batch)
+                              : std::string("one micro-batch per replica"),
+      e.what()));
+}
+
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,
                              const node_model::KernelPredictor* predictor, bool split,
                              const BackendRegistry& backends) {
@@ -294,56 +347,7 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
     }
     throw ScenarioError(fmt::format("{}: {}", s.file, e.what()));
   } catch (const OverflowError& e) {
-    // A time or size past int64 while planning or simulating: the iteration
-    // is too big to represent. Name the keys that scale it: a latency of
-    // more than a day if the scenario has one (no real link or host has),
-    // else the work per iteration.
-    const std::pair<const char*, Time> latencies[] = {
-        {"cluster.nvlink_latency", s.cluster.nvlink_latency},
-        {"cluster.nic_latency", s.cluster.nic_latency},
-        {"cluster.pcie_latency", s.cluster.pcie_latency},
-        {"cluster.fabric.spine_latency",
-         s.fabric == FabricKind::LeafSpine
-             ? s.cluster.spine_latency
-             : (s.fabric == FabricKind::FatTree ? s.fat_tree.leaf_spine.latency : s.rail.leaf_spine.latency)},
-        {"cluster.fabric.core_latency",
-         s.fabric == FabricKind::FatTree ? s.fat_tree.spine_core.latency : Time{}},
-        {"collectives.auto_latency", s.collectives.auto_latency},
-        {"calibration.host_launch", s.calibration.host_launch},
-        {"calibration.host_iteration", s.calibration.host_iteration},
-        {"calibration.host_p2p", s.calibration.host_p2p},
-        {"calibration.host_microbatch", s.calibration.host_microbatch},
-        {"calibration.nvlink_launch", s.calibration.comm.nvlink.launch_latency},
-        {"calibration.nvlink_step", s.calibration.comm.nvlink.step_latency},
-        {"calibration.network_launch", s.calibration.comm.network.launch_latency},
-        {"calibration.network_step", s.calibration.comm.network.step_latency},
-    };
-    // (the first one: collectives.auto_latency defaults to 2 x cluster.nic_latency)
-    const auto* longest = std::find_if(std::begin(latencies), std::end(latencies),
-                                       [](const auto& l) { return l.second > Time::from_seconds(86'400); });
-    if (longest != std::end(latencies)) {
-      throw ScenarioError(fmt::format("{}: {}: {} cannot be simulated: {}", s.file, longest->first,
-                                      to_string(longest->second), e.what()));
-    }
-    // A measured kernel time of more than a day (node_model.overrides),
-    // as launched or as a part of a fused kernel (part_time_us).
-    if (s.kernel_overrides) {
-      for (const auto& k : s.kernel_overrides->entries()) {
-        const bool part = k.part_time && *k.part_time > k.time;
-        const Time t = part ? *k.part_time : k.time;
-        if (t <= Time::from_seconds(86'400)) continue;
-        throw ScenarioError(fmt::format("{}: node_model.overrides: {} line {}: {}{} cannot be simulated: {}",
-                                        s.file, s.kernel_overrides->path(), k.line,
-                                        part ? "part_time_us " : "", to_string(t), e.what()));
-      }
-    }
-    throw ScenarioError(fmt::format(
-        "{}: training.micro_batch, training.seq_len, training.global_batch: one iteration ({} x {} tokens "
-        "per micro-batch, {}) cannot be simulated: {}",
-        s.file, s.workload.micro_batch, s.workload.seq_len,
-        s.plan.global_batch > 0 ? fmt::format("{} sequences", s.plan.global_batch)
-                                : std::string("one micro-batch per replica"),
-        e.what()));
+    throw_overflow(s, e);
   }
 }
 

@@ -133,6 +133,13 @@ inline constexpr double kMaxSimulatedEvents = 4e9;
 /// simulate_scenario calls it; sweep calls it for every point first.
 void check_work(const Scenario& s);
 
+/// Throws the ScenarioError for `e`, a time or size past int64 met while
+/// planning or simulating `s`: it names the key that scales it (a latency of
+/// more than a day, a measured kernel time of more than a day, else the
+/// work per iteration: training.micro_batch, seq_len, global_batch).
+/// simulate_scenario, kernel_table and collective_table map with it.
+[[noreturn]] void throw_overflow(const Scenario& s, const OverflowError& e);
+
 /// Runs `graph` on `topo` with the scenario's backend, looked up by name in
 /// `backends`, and its options (execution_options, and `ns3:` for the ns-3
 /// backend), unobserved.
