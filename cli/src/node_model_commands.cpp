@@ -684,8 +684,16 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
   if (dtype == nm::DType::FP8)
     throw UsageError("--dtype fp8: PyTorch eager runs no FP8 model (fp32, tf32, fp16, bf16)");
   const auto predictor = predictor_from(p, gpu);
-  const auto graph = nm::build_model_graph(shape, batch, seq, mode == "train", dtype);
-  const nm::GraphTimes t = nm::predict_graph_times(graph, *predictor);
+  nm::GraphTimes t;
+  try {
+    t = nm::predict_graph_times(nm::build_model_graph(shape, batch, seq, mode == "train", dtype), *predictor);
+  } catch (const OverflowError& e) {
+    // A batch too large to time (10^9 sequences): named by the options that
+    // size it, not by the clock alone.
+    throw UsageError(fmt::format("--batch {} --seq {}: {} of {} cannot be timed: {}", batch, seq,
+                                 mode == "train" ? "a training step" : "a forward pass", model_path,
+                                 e.what()));
+  }
   // A config saved in 16 bits is still timed in --dtype's (fp32 unless given).
   if (!shape.torch_dtype.empty() && shape.torch_dtype != "float32" && !p.get("dtype")) {
     std::cerr << fmt::format(
