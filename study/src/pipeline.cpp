@@ -269,13 +269,15 @@ void throw_overflow(const Scenario& s, const OverflowError& e) {
                                       to_string(t), e.what()));
     }
   }
+  // (the model's size too: a hidden of 10^7 overflows at a usual batch)
   throw ScenarioError(fmt::format(
-      "{}: training.micro_batch, training.seq_len, training.global_batch: one iteration ({} x {} tokens "
-      "per micro-batch, {}) cannot be simulated: {}",
+      "{}: training.micro_batch, training.seq_len, training.global_batch, model.hidden, model.layers: one "
+      "iteration ({} x {} tokens per micro-batch, {}, through {} layers of hidden {}) cannot be simulated: "
+      "{}",
       s.file, s.workload.micro_batch, s.workload.seq_len,
       s.plan.global_batch > 0 ? fmt::format("{} sequences", s.plan.global_batch)
                               : std::string("one micro-batch per replica"),
-      e.what()));
+      s.model.layers, s.model.hidden, e.what()));
 }
 
 Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* observer,

@@ -148,7 +148,7 @@ hostile(NAME crash.fat_tree_radix RC 0
         ARGS run fat_tree.yaml --set cluster.fabric.k=3000000 --set cluster.fabric.tiers=3
              --set cluster.fabric.core_bandwidth=400Gbps --set cluster.fabric.core_latency=1us)
 hostile(NAME wrong.micro_batch_time_overflow RC 2
-        REGEX [=[^tessera: error: s\.yaml: training\.micro_batch, training\.seq_len, training\.global_batch: one iteration .* cannot be simulated: time overflow]=]
+        REGEX [=[^tessera: error: s\.yaml: training\.micro_batch, training\.seq_len, training\.global_batch, model\.hidden, model\.layers: one iteration .* cannot be simulated: time overflow]=]
         ARGS run s.yaml --set training.micro_batch=1000000000)
 hostile(NAME wrong.nic_latency_times_two RC 2 REGEX [=[cluster\.nic_latency: time overflow: 9000000s x 2]=]
         ARGS run s.yaml --set cluster.nic_latency=9000000s)

@@ -146,11 +146,12 @@ TEST(Robustness, TimeOverflowWhileSimulatingNamesTheKeys) {
     FAIL() << "no ScenarioError";
   } catch (const ScenarioError& e) {
     const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("s.yaml: training.micro_batch, training.seq_len, training.global_batch: one iteration "
-                        "(1000000000 x 1024 tokens per micro-batch, one micro-batch per replica) cannot be "
-                        "simulated: time overflow: ",
-                        0),
-              0U)
+    EXPECT_EQ(
+        msg.rfind("s.yaml: training.micro_batch, training.seq_len, training.global_batch, model.hidden, "
+                  "model.layers: one iteration (1000000000 x 1024 tokens per micro-batch, one micro-batch "
+                  "per replica, through 36 layers of hidden 1280) cannot be simulated: time overflow: ",
+                  0),
+        0U)
         << msg;
   }
   // A latency of weeks fits once, but not summed over an iteration: named as the cause.
