@@ -371,7 +371,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   // Nothing to compare: one error, not a table of failures and exit 0
   // (a seq_len of 10^9 printed five "not applicable" rows of the same
   // "cannot be simulated").
-  if (std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.error.empty(); })) {
+  if (!rows.empty() && std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.error.empty(); })) {
     if (std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return r.error == rows.front().error; }))
       throw InputError(rows.front().error);
     throw InputError(fmt::format(
