@@ -378,7 +378,9 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         "{}: none of the {} schedules compared runs its plan; {}{}: {}", p.positional()[0], rows.size(),
         rows.front().schedule,
         rows.front().virtual_stages > 1 ? fmt::format(" (v={})", rows.front().virtual_stages) : std::string(),
-        rows.front().error));
+        // (the scenario's name once)
+        rows.front().error.rfind(s.file + ": ", 0) == 0 ? rows.front().error.substr(s.file.size() + 2)
+                                                        : rows.front().error));
   }
 
   const auto& plan = s.plan;

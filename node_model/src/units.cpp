@@ -190,6 +190,15 @@ Time Time::from_ps_rounded(double ps) {
   return Time(static_cast<std::int64_t>(r));
 }
 
+Bytes Bytes::from_truncated(double n) {
+  const double r = std::trunc(n);
+  if (!std::isfinite(r) || r >= kInt64Limit || r < -kInt64Limit) {
+    throw OverflowError(
+        fmt::format("size overflow: {:.6g} bytes do not fit in a 64-bit byte count (at most 8 EiB)", n));
+  }
+  return Bytes(static_cast<std::int64_t>(r));
+}
+
 Time transmit_time(Bytes size, Bandwidth rate) {
   if (rate.bps() <= 0) throw InputError("transmit_time: bandwidth must be positive");
   if (size.count() < 0) throw InputError("transmit_time: size must not be negative");

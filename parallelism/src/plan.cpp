@@ -354,7 +354,17 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
         break;
     }
   }
-  e.activations = Bytes(static_cast<std::int64_t>(peak));
+  // (a size past int64, seq_len 10^9: an OverflowError naming what, which
+  // the study layer names the keys of)
+  auto bytes_of = [&](double b, const char* what) {
+    try {
+      return Bytes::from_truncated(b);
+    } catch (const OverflowError&) {
+      throw OverflowError(
+          fmt::format("stage {}'s {}: {:.3g} bytes per GPU, past the 8 EiB a size may be", stage, what, b));
+    }
+  };
+  e.activations = bytes_of(peak, "activations");
   std::int64_t workspace = kWorkspaceBytes;
   if (p.recompute == Recompute::Full) {
     // Backward of a layer holds that layer's recomputed activations.
@@ -362,7 +372,7 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
     none.recompute = Recompute::None;
     double largest = layer_activation_bytes(m, w, none);
     if (m.is_moe()) largest = std::max(largest, moe_layer_activation_bytes(m, w, none));
-    workspace += static_cast<std::int64_t>(largest);
+    workspace = (Bytes(workspace) + bytes_of(largest, "recomputed layer")).count();
   }
   if (m.is_moe() && p.ep > 1) {
     // The expert-parallel all-to-all's send and receive buffers (one layer's at a time).

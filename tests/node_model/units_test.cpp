@@ -198,6 +198,18 @@ TEST(Units, TimeArithmeticOverflowThrows) {
   EXPECT_EQ((Time::max() - Time::max()).ps(), 0);
 }
 
+// A size computed in double (an activation estimate) converts through
+// from_truncated: past int64 it throws (the cast was undefined behaviour,
+// found by UBSan at seq_len 10^9).
+TEST(Units, SizeFromDoubleTruncatesOrThrows) {
+  EXPECT_EQ(Bytes::from_truncated(1536.9).count(), 1536);
+  EXPECT_EQ(Bytes::from_truncated(9.2e18).count(), 9'200'000'000'000'000'000LL);
+  EXPECT_THROW((void)Bytes::from_truncated(9.3e18), OverflowError);
+  EXPECT_THROW((void)Bytes::from_truncated(5.376e21), OverflowError);
+  EXPECT_THROW((void)Bytes::from_truncated(std::nan("")), OverflowError);
+  EXPECT_THROW((void)Bytes::from_truncated(HUGE_VAL), OverflowError);
+}
+
 TEST(Units, SizeArithmeticOverflowThrows) {
   const Bytes big = parse_bytes("8000000TB");
   EXPECT_EQ(big.count(), 8'000'000'000'000'000'000LL);

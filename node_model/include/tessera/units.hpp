@@ -92,6 +92,9 @@ class Bytes {
   static constexpr Bytes kib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, 1024)); }
   static constexpr Bytes mib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, std::int64_t{1024} * 1024)); }
   static constexpr Bytes gib(std::int64_t n) { return Bytes(detail::checked<detail::Quantity::Size>('x', n, std::int64_t{1024} * 1024 * 1024)); }
+  /// `n` bytes rounded toward zero (as a cast would); OverflowError when it is not finite
+  /// or not representable in int64 (an estimate past 8 EiB).
+  static Bytes from_truncated(double n);
 
   [[nodiscard]] constexpr std::int64_t count() const { return n_; }
   [[nodiscard]] constexpr double as_double() const { return static_cast<double>(n_); }
