@@ -158,6 +158,38 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                                      ? std::string("more than 2^63")
                                      : std::to_string(static_cast<std::int64_t>(per_step))));
   }
+  // One micro-batch's largest tensors, in 128 bits: the kernels size them
+  // in int64 elements and bytes (times a few bytes per element, and the
+  // flops of a GEMM), so a sequence of 10^9 tokens must stop here, named,
+  // not wrap around (undefined behaviour) or fail deep in a kernel. Named
+  // by the larger of the micro-batch's two sizes.
+  {
+    constexpr Int128 kMaxElements = Int128{1} << 56;
+    const Int128 tokens = static_cast<Int128>(work.micro_batch) * work.seq_len;
+    const std::int64_t width = std::max({model.hidden, model.ffn_hidden, model.vocab});
+    const Int128 activations = tokens * width;
+    const Int128 scores = work.flash_attention ? 0 : tokens * model.heads * work.seq_len;
+    const auto big = [](Int128 v) { return fmt::format("{:.3g}", static_cast<double>(v)); };
+    const std::string culprit = work.seq_len >= work.micro_batch
+                                    ? fmt::format("seq_len ({}) is too long", work.seq_len)
+                                    : fmt::format("micro_batch ({}) is too large", work.micro_batch);
+    if (scores > kMaxElements) {
+      throw OverflowError(
+          fmt::format("{}: one micro-batch's attention scores hold {} elements (micro_batch x heads x "
+                      "seq_len^2 = {} x {} x "
+                      "{}^2), more than the 2^56 a tensor may hold here (flash attention keeps none)",
+                      culprit, big(scores), work.micro_batch, model.heads, work.seq_len));
+    }
+    if (activations > kMaxElements) {
+      throw OverflowError(
+          fmt::format("{}: one micro-batch's widest activation holds {} elements (micro_batch x seq_len x {} "
+                      "= {} x {} x {}), "
+                      "more than the 2^56 a tensor may hold here",
+                      culprit, big(activations),
+                      width == model.vocab ? "vocab" : (width == model.hidden ? "hidden" : "ffn_hidden"),
+                      work.micro_batch, work.seq_len, width));
+    }
+  }
   if (virtual_stages > 1 && splits_backward(schedule)) {
     throw InputError(fmt::format("virtual_stages ({}) must be 1 with schedule {}: the zero-bubble schedules are "
                                  "implemented for one model chunk per pipeline rank",

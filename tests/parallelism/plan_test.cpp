@@ -53,6 +53,41 @@ std::string error_of(const TransformerConfig& m, const Workload& w, const Parall
 
 }  // namespace
 
+// One micro-batch's largest tensor must be sizeable in int64 elements
+// (2^56 at most): the score matrices (micro_batch x heads x seq_len^2,
+// unless flash attention keeps none) and the widest activation (micro_batch
+// x seq_len x max(hidden, ffn, vocab)). Past it the kernels' int64 products
+// overflowed (undefined behaviour under UBSan) before any kernel refused.
+TEST(Plan, TensorsPastTwoToTheFiftySixElementsAreRefusedByTheirKey) {
+  const TransformerConfig m = tiny();  // hidden 64, 4 heads, ffn 256, vocab 97
+  ParallelPlan p;
+  // 2^27 tokens: 4 x 2^54 scores = 2^56, the most allowed.
+  Workload w{1, std::int64_t{1} << 27, DType::FP32};
+  EXPECT_EQ(error_of(m, w, p, 1), "");
+  w.seq_len = (std::int64_t{1} << 27) + 1;
+  EXPECT_EQ(error_of(m, w, p, 1)
+                .rfind("seq_len (134217729) is too long: one micro-batch's attention scores hold "
+                       "7.21e+16 elements (micro_batch x heads x seq_len^2 = 1 x 4 x 134217729^2)",
+                       0),
+            0U)
+      << error_of(m, w, p, 1);
+  EXPECT_THROW(p.validate(m, w, 1), OverflowError);
+  // Flash attention keeps no scores: then the widest activation, 2^56 / 256
+  // tokens of ffn 256, bounds it.
+  w.flash_attention = true;
+  EXPECT_EQ(error_of(m, w, p, 1), "");
+  w.seq_len = std::int64_t{1} << 48;
+  EXPECT_EQ(error_of(m, w, p, 1), "");
+  w.seq_len = (std::int64_t{1} << 48) + 1;
+  EXPECT_EQ(error_of(m, w, p, 1)
+                .rfind("seq_len (281474976710657) is too long: one micro-batch's widest activation "
+                       "holds 7.21e+16 elements (micro_batch x seq_len x ffn_hidden = 1 x "
+                       "281474976710657 x 256)",
+                       0),
+            0U)
+      << error_of(m, w, p, 1);
+}
+
 // The stage fullest for its GPU: with mixed GPUs the one with the most
 // memory for its capacity (50 of 40 GiB is fuller than 60 of 80), else the
 // most bytes; the first of equals.
