@@ -379,8 +379,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         rows.front().schedule,
         rows.front().virtual_stages > 1 ? fmt::format(" (v={})", rows.front().virtual_stages) : std::string(),
         // (the scenario's name once)
-        rows.front().error.rfind(s.file + ": ", 0) == 0 ? rows.front().error.substr(s.file.size() + 2)
-                                                        : rows.front().error));
+        rows.front().error.starts_with(s.file + ": ") ? rows.front().error.substr(s.file.size() + 2)
+                                                      : rows.front().error));
   }
 
   const auto& plan = s.plan;

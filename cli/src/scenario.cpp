@@ -945,6 +945,14 @@ std::vector<std::size_t> key_path_columns(
   return out;
 }
 
+std::string without_scenario_file(const InputError& e, const std::string& file) {
+  const auto* located = dynamic_cast<const ScenarioError*>(&e);
+  std::string why =
+      located != nullptr && !located->detail().empty() ? located->detail() : std::string(e.what());
+  if (!file.empty() && why.starts_with(file + ": ")) why.erase(0, file.size() + 2);
+  return why;
+}
+
 std::string loose_column_name(std::string_view name) {
   std::string out;
   for (const char c : name) {

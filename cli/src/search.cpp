@@ -422,7 +422,7 @@ int cmd_search(const Args& args, std::ostream& out) {
     try {
       return load_scenario(p.positional()[0], overrides);
     } catch (const ScenarioError& e) {
-      const std::string detail = e.detail().empty() ? std::string(e.what()) : e.detail();
+      const std::string detail = without_scenario_file(e);
       // The plan's own keys, or a global batch its dp x micro-batch does
       // not divide (--set training.global_batch=1000 over a dp-32 plan).
       if (!detail.starts_with("parallelism.") && !detail.starts_with("training.global_batch:")) throw;

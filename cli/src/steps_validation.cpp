@@ -463,7 +463,7 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
     } catch (const ScenarioError& e) {
       // Named by the override, or by the data row (with the options that
       // made its scenario), never by the YAML generated for it.
-      const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
+      const std::string rest = without_scenario_file(e);
       if (e.option() == row_flag) {
         // A value in one of the row's key-path columns: "key.path: why".
         if (const auto column = key_column_error(m.keys, rest)) throw InputError(data + ": " + *column);
@@ -486,12 +486,8 @@ int cmd_validate_steps(const Args& args, std::ostream& out) {
       // A plan past the simulator's limits (a row of 10^8 layers), or a
       // kernel the row's sizes make impossible: named by the data row, not
       // by the scenario generated for it.
-      const auto* scenario_error = dynamic_cast<const ScenarioError*>(&e);
-      std::string why = scenario_error != nullptr && !scenario_error->detail().empty()
-                            ? scenario_error->detail()
-                            : std::string(e.what());
-      if (why.rfind(s.file + ": ", 0) == 0) why.erase(0, s.file.size() + 2);  // the generated scenario's name
-      throw InputError(fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu, framework, why));
+      throw InputError(fmt::format("{}: row {} (on {}, {}): {}", data, m.first_row, gpu, framework,
+                                   without_scenario_file(e, s.file)));
     }
     const double e = predicted / m.measured_ms - 1.0;
     // The phases, where the data says how long the optimizer step took.

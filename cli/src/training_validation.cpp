@@ -290,7 +290,7 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     try {
       (void)where.scenario(m, {});
     } catch (const ScenarioError& e) {
-      const std::string why = e.detail().empty() ? std::string(e.what()) : e.detail();
+      const std::string why = without_scenario_file(e);
       if (const auto column = key_column_error(m.keys, why)) throw InputError(path + ": " + *column);
       // A rule on a runs column's value ("model.heads: ... must divide
       // hidden"): named by that column, as a bad cell is.
@@ -376,7 +376,7 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
         s = where.scenario(m, overrides);
       } catch (const ScenarioError& e) {
         // The rows were checked when read: this is an override's error.
-        const std::string rest = e.detail().empty() ? std::string(e.what()) : e.detail();
+        const std::string rest = without_scenario_file(e);
         throw InputError(e.option().empty()
                              ? fmt::format("validate training (data row {} on {}): {}", m.row, gpu, rest)
                              : fmt::format("validate training ({}): {}", e.option(), rest));
@@ -388,13 +388,12 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
       Simulation sim;
       try {
         sim = simulate_scenario(s, nullptr, nullptr, false, backends);
-      } catch (const ScenarioError& e) {
-        // A plan past the simulator's limits (a row of 10^8 layers): the
-        // row, not the scenario generated for it (its name stripped, as
-        // validate steps strips it).
-        std::string why = e.detail().empty() ? std::string(e.what()) : e.detail();
-        if (why.rfind(s.file + ": ", 0) == 0) why.erase(0, s.file.size() + 2);
-        throw InputError(fmt::format("validate training (data row {} on {}): {}", m.row, gpu, why));
+      } catch (const InputError& e) {
+        // A plan past the simulator's limits (a row of 10^8 layers), or any
+        // input error of its simulation: the row, not the scenario
+        // generated for it (its name stripped, as validate steps strips it).
+        throw InputError(fmt::format("validate training (data row {} on {}): {}", m.row, gpu,
+                                     without_scenario_file(e, s.file)));
       }
       if (serial.owns_lock()) serial.unlock();
       PredictedRun& p = out[i];

@@ -174,17 +174,15 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                                     ? fmt::format("seq_len ({}) is too long", work.seq_len)
                                     : fmt::format("micro_batch ({}) is too large", work.micro_batch);
     if (scores > kMaxElements) {
-      throw OverflowError(
-          fmt::format("{}: one micro-batch's attention scores hold {} elements (micro_batch x heads x "
-                      "seq_len^2 = {} x {} x "
-                      "{}^2), more than the 2^56 a tensor may hold here (flash attention keeps none)",
-                      culprit, big(scores), work.micro_batch, model.heads, work.seq_len));
+      throw OverflowError(fmt::format(
+          "{}: one micro-batch's attention scores hold {} elements (micro_batch x heads x seq_len^2 "
+          "= {} x {} x {}^2), more than the 2^56 a tensor may hold here (flash attention keeps none)",
+          culprit, big(scores), work.micro_batch, model.heads, work.seq_len));
     }
     if (activations > kMaxElements) {
       throw OverflowError(
           fmt::format("{}: one micro-batch's widest activation holds {} elements (micro_batch x seq_len x {} "
-                      "= {} x {} x {}), "
-                      "more than the 2^56 a tensor may hold here",
+                      "= {} x {} x {}), more than the 2^56 a tensor may hold here",
                       culprit, big(activations),
                       width == model.vocab ? "vocab" : (width == model.hidden ? "hidden" : "ffn_hidden"),
                       work.micro_batch, work.seq_len, width));

@@ -28,20 +28,10 @@ struct Representative {
 
 }  // namespace
 
-// The table, its overflows not yet named (below).
-static CollectiveTable build_collective_table(const Scenario& s);
+namespace {
 
-CollectiveTable collective_table(const Scenario& s) {
-  try {
-    return build_collective_table(s);
-  } catch (const OverflowError& e) {
-    // Sizes past int64 (a kernel of seq_len 10^9): named by the keys that
-    // scale them, as tessera run names them.
-    throw_overflow(s, e);
-  }
-}
-
-static CollectiveTable build_collective_table(const Scenario& s) {
+// The table, its overflows not yet named (collective_table).
+CollectiveTable build_collective_table(const Scenario& s) {
   require_single_job(s, "collectives");
   const auto predictor = make_scenario_predictor(s);
   const parallelism::TaskGraph graph = parallelism::plan_training(s.model, s.workload, s.plan, *predictor);
@@ -143,6 +133,14 @@ static CollectiveTable build_collective_table(const Scenario& s) {
     table.network_together_per_stage.push_back(network_together);
   }
   return table;
+}
+
+}  // namespace
+
+// Sizes past int64 (a kernel of seq_len 10^11): named by the keys that
+// scale them, as tessera run names them.
+CollectiveTable collective_table(const Scenario& s) {
+  return naming_overflow(s, [&] { return build_collective_table(s); });
 }
 
 }  // namespace tessera::study

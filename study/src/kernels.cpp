@@ -22,20 +22,10 @@ std::string_view to_string(OpPass p) {
   return "?";
 }
 
-// The table, its overflows not yet named (below).
-static KernelTable build_kernel_table(const Scenario& s);
+namespace {
 
-KernelTable kernel_table(const Scenario& s) {
-  try {
-    return build_kernel_table(s);
-  } catch (const OverflowError& e) {
-    // Sizes past int64 (a kernel of seq_len 10^9): named by the keys that
-    // scale them, as tessera run names them.
-    throw_overflow(s, e);
-  }
-}
-
-static KernelTable build_kernel_table(const Scenario& s) {
+// The table, its overflows not yet named (kernel_table).
+KernelTable build_kernel_table(const Scenario& s) {
   const auto predictor = make_scenario_predictor(s);
   const parallelism::KernelTimer timer(*predictor, s.workload);
   KernelTable table;
@@ -69,6 +59,14 @@ static KernelTable build_kernel_table(const Scenario& s) {
     }
   }
   return table;
+}
+
+}  // namespace
+
+// Sizes past int64 (a kernel of seq_len 10^11): named by the keys that
+// scale them, as tessera run names them.
+KernelTable kernel_table(const Scenario& s) {
+  return naming_overflow(s, [&] { return build_kernel_table(s); });
 }
 
 std::vector<PartTotals> part_totals(const KernelTable& t, const Scenario& s) {

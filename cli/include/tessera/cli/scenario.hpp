@@ -65,6 +65,12 @@ void refuse_set_of_row_keys(const std::vector<Override>& overrides,
 /// may give, in ms: a day. Above it is a unit slip or a damaged cell.
 inline constexpr double kMaxMeasuredMs = 86'400'000.0;
 
+/// An error's message without its location: a ScenarioError's detail
+/// ("KEY.PATH: what is wrong"), else what() with a leading "FILE: " dropped
+/// (`file` non-empty). For callers that name the error by their own source
+/// (a data row, a schedule) instead of a scenario they generated.
+std::string without_scenario_file(const InputError& e, const std::string& file = {});
+
 /// A column name without case, spaces or punctuation ("# GPUs" -> "gpus"):
 /// how the measured-data readers match a header written another way.
 std::string loose_column_name(std::string_view name);

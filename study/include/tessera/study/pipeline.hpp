@@ -139,6 +139,15 @@ void check_work(const Scenario& s);
 /// work per iteration: training.micro_batch, seq_len, global_batch).
 /// simulate_scenario, kernel_table and collective_table map with it.
 [[noreturn]] void throw_overflow(const Scenario& s, const OverflowError& e);
+/// `f()`, its OverflowError named by throw_overflow.
+template <class F>
+auto naming_overflow(const Scenario& s, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const OverflowError& e) {
+    throw_overflow(s, e);
+  }
+}
 
 /// Runs `graph` on `topo` with the scenario's backend, looked up by name in
 /// `backends`, and its options (execution_options, and `ns3:` for the ns-3
