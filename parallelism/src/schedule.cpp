@@ -170,20 +170,23 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
     const Int128 activations = tokens * width;
     const Int128 scores = work.flash_attention ? 0 : tokens * model.heads * work.seq_len;
     const auto big = [](Int128 v) { return fmt::format("{:.3g}", static_cast<double>(v)); };
-    const std::string culprit = work.seq_len >= work.micro_batch
-                                    ? fmt::format("seq_len ({}) is too long", work.seq_len)
-                                    : fmt::format("micro_batch ({}) is too large", work.micro_batch);
+    // (formatted only when thrown: validate runs for every plan a search tries)
+    const auto culprit = [&] {
+      return work.seq_len >= work.micro_batch
+                 ? fmt::format("seq_len ({}) is too long", work.seq_len)
+                 : fmt::format("micro_batch ({}) is too large", work.micro_batch);
+    };
     if (scores > kMaxElements) {
       throw OverflowError(fmt::format(
           "{}: one micro-batch's attention scores hold {} elements (micro_batch x heads x seq_len^2 "
           "= {} x {} x {}^2), more than the 2^56 a tensor may hold here (flash attention keeps none)",
-          culprit, big(scores), work.micro_batch, model.heads, work.seq_len));
+          culprit(), big(scores), work.micro_batch, model.heads, work.seq_len));
     }
     if (activations > kMaxElements) {
       throw OverflowError(
           fmt::format("{}: one micro-batch's widest activation holds {} elements (micro_batch x seq_len x {} "
                       "= {} x {} x {}), more than the 2^56 a tensor may hold here",
-                      culprit, big(activations),
+                      culprit(), big(activations),
                       width == model.vocab ? "vocab" : (width == model.hidden ? "hidden" : "ffn_hidden"),
                       work.micro_batch, work.seq_len, width));
     }
