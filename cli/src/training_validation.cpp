@@ -1177,6 +1177,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
           underdetermined);
       text << std::flush;
       std::vector<double> errors;
+      errors.reserve(pred.size());
       for (const PredictedRun& r : pred) errors.push_back(r.error());
       if (!errors.empty()) fold_means.push_back(error_stats(errors).mean);
       folds_json.push_back(
@@ -1230,7 +1231,7 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     }
   }
   if (json) {
-    for (std::string& f : fits_json) f = "{" + f + "}";
+    for (std::string& f : fits_json) f = fmt::format("{{{}}}", f);
     out << fmt::format(
         "{{\"data\": {}, \"scenario_file\": {}, \"runs\": {}, \"folds\": {}, \"fits\": [{}], "
         "\"held_out\": {}}}\n",

@@ -211,7 +211,7 @@ topology::Topology build_topology(const Scenario& s) {
         const topology::VertexKind k = topo.vertex(v).kind, ko = topo.vertex(other).kind;
         const bool fabric = ko == topology::VertexKind::Leaf || ko == topology::VertexKind::Spine ||
                             ko == topology::VertexKind::Core;
-        const std::string cable = na + "-" + nb;
+        const std::string cable = fmt::format("{}-{}", na, nb);
         if (k == topology::VertexKind::Gpu && fabric) {
           cut_off.emplace(topo.vertex(v).index,
                           fmt::format("its only cable to the fabric, {}, is down", cable));

@@ -383,7 +383,7 @@ TEST(MeshRings, HamiltonianCyclesBothWaysUseEveryLinkOnce) {
     const auto g = mesh_ring_all_reduce(iota_ranks(4), Bytes(size), flows);
     std::vector<std::int64_t> sent(4);
     for (const auto& t : g.transfers) sent[static_cast<std::size_t>(t.src)] += t.bytes.count();
-    for (std::int64_t b : sent) EXPECT_EQ(b, 2 * 3 * size / 4);
+    for (std::int64_t b : sent) EXPECT_EQ(b, size * 2 * 3 / 4);
   }
   // expand() takes them for a ring inside one mesh node, not across nodes.
   ExpandOptions o;

@@ -392,7 +392,7 @@ TEST(Plan, ZeroTwoAndThreeReduceEveryMicroBatchsGradients) {
   p.global_batch = 8;
   p.grad_sync = GradSync::AfterBackward;
   // 8 layers + the embedding (128 padded rows + 32 positions) + the final norm, 4 bytes each.
-  const std::int64_t grads = (8 * m.params_per_layer() + (128 + 32) * 64 + 2 * 64) * 4;
+  const std::int64_t grads = (8 * m.params_per_layer() + (128 + 32) * 64LL + 2 * 64LL) * 4;
   for (int zero : {1, 2, 3}) {
     p.zero_stage = zero;
     const auto g = plan_training(m, kWork, p, pred);
@@ -772,7 +772,8 @@ TEST(Memory, WithoutDropoutNoMasks) {
   p.dp = 1;
   p.sequence_parallel = true;
   p.recompute = Recompute::Selective;
-  const double logits = 1024.0 * ((50304 + 511) / 512 * 512 / 4) * 4;  // padded to 128 x tp, per rank
+  const std::int64_t vocab_per_rank = (50304 + 511) / 512 * 512 / 4;  // padded to 128 x tp, per rank
+  const double logits = 1024.0 * static_cast<double>(vocab_per_rank) * 4;
   const double with = static_cast<double>(estimate_memory(model_preset("gpt2-large"), bf16, p, Bytes::gib(40))
                                               .memory_per_stage[0]
                                               .activations.count());
