@@ -376,9 +376,10 @@ std::string torch_ddp_refusal(const ParallelPlan& plan, const Workload& work) {
 std::string known_bias_note(const ParallelPlan& plan) {
   if (plan.tp < kKnownBiasMinTp) return {};
   return fmt::format(
-      "{}-way tensor parallelism: on measured single-node A100 runs (vTrain) layers with 4- and 8-way "
-      "tensor parallelism come out 14-17% too cheap where the GPU bounds them, so forecasts with it are "
-      "optimistic (docs/calibration.md, \"The marginal cost of a layer\")",
+      "{}-way tensor parallelism: on measured single-node A100 runs (vTrain, hidden 1024-2048) layers "
+      "with 4- and 8-way tensor parallelism come out 14-17% too cheap where the GPU bounds them (up to "
+      "about 1 ms per layer and micro-batch, in the all-reduces that join the ranks: less of a wider "
+      "layer), so forecasts with it are optimistic (docs/calibration.md, \"The marginal cost of a layer\")",
       plan.tp);
 }
 
