@@ -379,8 +379,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         rows.front().schedule,
         rows.front().virtual_stages > 1 ? fmt::format(" (v={})", rows.front().virtual_stages) : std::string(),
         // (the scenario's name once)
-        rows.front().error.starts_with(s.file + ": ") ? rows.front().error.substr(s.file.size() + 2)
-                                                      : rows.front().error));
+        without_file_prefix(rows.front().error, s.file)));
   }
 
   const auto& plan = s.plan;

@@ -947,10 +947,13 @@ std::vector<std::size_t> key_path_columns(
 
 std::string without_scenario_file(const InputError& e, const std::string& file) {
   const auto* located = dynamic_cast<const ScenarioError*>(&e);
-  std::string why =
-      located != nullptr && !located->detail().empty() ? located->detail() : std::string(e.what());
-  if (!file.empty() && why.starts_with(file + ": ")) why.erase(0, file.size() + 2);
-  return why;
+  return without_file_prefix(
+      located != nullptr && !located->detail().empty() ? located->detail() : std::string(e.what()), file);
+}
+
+std::string without_file_prefix(std::string message, const std::string& file) {
+  if (!file.empty() && message.starts_with(file + ": ")) message.erase(0, file.size() + 2);
+  return message;
 }
 
 std::string loose_column_name(std::string_view name) {

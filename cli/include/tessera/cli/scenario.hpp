@@ -70,6 +70,9 @@ inline constexpr double kMaxMeasuredMs = 86'400'000.0;
 /// (`file` non-empty). For callers that name the error by their own source
 /// (a data row, a schedule) instead of a scenario they generated.
 std::string without_scenario_file(const InputError& e, const std::string& file = {});
+/// `message` without a leading "FILE: " (`file` non-empty): an error message
+/// kept as text (a compare-schedules row's) named by the caller's source.
+std::string without_file_prefix(std::string message, const std::string& file);
 
 /// A column name without case, spaces or punctuation ("# GPUs" -> "gpus"):
 /// how the measured-data readers match a header written another way.
