@@ -218,8 +218,9 @@ one line per value of the other keys (a key of one value is a
 setting, named under the chart). Running the same command again
 resumes an interrupted sweep without redoing finished points (while it runs,
 the CSV's first line names the sweep: the scenario's text and the settings;
-an unfinished CSV of another sweep is an error, and a finished CSV is run
-again and rewritten, so a changed scenario never keeps an old row). Every
+an unfinished CSV of another sweep is an error, a finished CSV of the same
+swept keys is run again and rewritten, so a changed scenario never keeps an
+old row, and one of other keys is an error: remove it or give --out). Every
 point is checked before any runs (an invalid one is an error naming it, or,
 with --skip-invalid, left out and listed). In a node sweep dp follows the GPU count
 when the scenario leaves parallelism.dp out; over one that fixes it, add
@@ -302,7 +303,8 @@ Prints the winner as --set flags and as YAML.
                        grad_syncs and virtual_stages ("auto" or the counts) values
                        enumerated, global_batch, seq_len, top,
                        max_candidates), the counts
-                       (plans_considered, plans_fit, simulated, screened),
+                       (plans_considered, plans_invalid, plans_fit,
+                       simulated, screened),
                        "candidates" (the top N ranked: rank, dp, tp, pp, ep,
                        micro_batch, schedule, virtual_stages, recompute,
                        zero_stage, grad_sync, peak_memory_bytes and "run",

@@ -797,7 +797,11 @@ parallelism::TransformerConfig read_model(Section& m) {
           std::tuple{"heads", preset.heads, cfg.heads},
           std::tuple{"ffn_hidden", preset.ffn_hidden, cfg.ffn_hidden},
           std::tuple{"vocab", preset.vocab, cfg.vocab},
-          std::tuple{"kv_heads", preset.kv_heads, cfg.kv_heads}}) {
+          // kv_heads as attention sees it: a preset without one has a key
+          // and value head per query head (with the heads as now), so
+          // `kv_heads: 20` on gpt2-large's 20 heads changes nothing.
+          std::tuple{"kv_heads", preset.kv_heads > 0 ? preset.kv_heads : cfg.heads,
+                     cfg.kv_heads_or_heads()}}) {
       if (was != now) changed += fmt::format("{}{} {}", changed.empty() ? "" : ", ", key, now);
     }
     if (m.has("name")) {

@@ -1452,6 +1452,13 @@ TEST(Scenario, HiddenBesidePresetScalesItsMlp) {
   EXPECT_EQ(model("  hidden: 2560\n  heads: 20").name, "gpt2-large (hidden 2560, ffn_hidden 10240)");
   EXPECT_EQ(model("  layers: 12").name, "gpt2-large (layers 12)");
   EXPECT_EQ(model("  layers: 36").name, "gpt2-large");  // the preset's own value
+  // kv_heads as attention has them: gpt2-large has one per head (20), so 20
+  // is no change; with 40 heads, 20 is (grouped-query attention).
+  EXPECT_EQ(model("  kv_heads: 20").name, "gpt2-large");
+  EXPECT_EQ(model("  kv_heads: 5").name, "gpt2-large (kv_heads 5)");
+  EXPECT_EQ(model("  heads: 40").name, "gpt2-large (heads 40)");
+  EXPECT_EQ(model("  heads: 40\n  kv_heads: 20").name, "gpt2-large (heads 40, kv_heads 20)");
+  EXPECT_EQ(model("  heads: 40\n  kv_heads: 40").name, "gpt2-large (heads 40)");
   EXPECT_EQ(model("  layers: 12\n  name: small").name, "small");
   auto llama = [](const std::string& hidden) {
     return parse_scenario(replaced(replaced(default_text(), "preset: gpt2-large",
