@@ -470,7 +470,8 @@ class Section {
       if (!v.IsScalar()) throw YAML::BadConversion(v.Mark());
       return v.as<bool>();
     } catch (const YAML::BadConversion&) {
-      fail_at(v.Mark(), key_path(key), fmt::format("expected true or false, got '{}'", describe(v)));
+      fail_at(v.Mark(), key_path(key),
+              fmt::format("expected true or false (YAML's yes/no and on/off too), got '{}'", describe(v)));
     }
   }
 
@@ -897,8 +898,11 @@ std::string uneven_layer_split_warning(std::int64_t layers, int pp, int virtual_
 
 Override parse_override(const std::string& text) {
   const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+  if (eq == std::string::npos || eq == 0) {
     throw InputError(fmt::format("--set '{}': expected key.path=value", text));
+  }
+  if (eq + 1 == text.size()) {
+    throw InputError(fmt::format("--set '{}': the value is empty (expected key.path=value)", text));
   }
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }
@@ -2093,6 +2097,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
           "l2_cache", [](const Spec& g) { return g.l2_cache.as_double() * 1e-6; }, 2, "P4", "MB");
       range(
           "memory", [](const Spec& g) { return g.memory.as_double() * 1e-9; }, 8, "P4", "GB");
+      // The SM count sets the tile model's waves and per-SM rate: 100,000
+      // SMs at a fixed peak made the utilization network extrapolate to a
+      // 13-day iteration without a word (helper 114).
+      range(
+          "sms", [](const Spec& g) { return static_cast<double>(g.sms); }, 20, "P4", "SMs");
     }
     topology::NodeSpec node;
     node.gpus = cl.gpus_per_node;
@@ -2297,6 +2306,14 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (t.has("grad_clipping")) s.plan.grad_clipping = t.boolean("grad_clipping");
     if (t.has("grad_accumulation_fusion")) {
       s.workload.profile.grad_accumulation_fusion = t.boolean("grad_accumulation_fusion");
+      // Megatron's fused main-gradient accumulation: eager PyTorch has no
+      // main gradients to fuse into (helper 114: silently ignored).
+      if (!megatron) {
+        s.warnings.push_back(fmt::format(
+            "training.grad_accumulation_fusion has no effect under framework {} (it fuses Megatron's FP32 "
+            "main-gradient accumulation into the weight-gradient GEMMs)",
+            node_model::to_string(s.workload.framework)));
+      }
     }
     // PyTorch eager: how zero_grad leaves .grad (PyTorch 2's set_to_none by
     // default, ProfileOptions' default: the first micro-batch writes the

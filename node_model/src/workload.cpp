@@ -393,6 +393,13 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
     // GradScaler's _amp_foreach_non_finite_check_and_unscale_).
     if (dtype_ == DType::FP16) p.add(memory_pass(params * 8LL, f32), mt);
   }
+  // Global-norm clipping (Megatron's --clip-grad, torch's clip_grad_norm_)
+  // before the step, fused optimizer or not (helper 114: it priced nothing
+  // with PyTorch's unfused Adam).
+  if (clip) {
+    p.add(memory_pass(params * 4LL, f32), mt);  // global gradient norm (one read)
+    p.add(memory_pass(params * 8LL, f32), mt);  // rescale
+  }
   if (!fused) {
     // PyTorch Adam: m and v decay and update, the step, the update applied.
     p.add(flat_kernel(KernelOp::MulU, params, f32), mt);
@@ -401,10 +408,6 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
     p.add(flat_kernel(KernelOp::Mul, params, f32), mt);
     p.add(flat_kernel(KernelOp::Div, params, f32), mt);
     p.add(flat_kernel(KernelOp::Add, params, f32), mt);
-  }
-  if (fused && clip) {
-    p.add(memory_pass(params * 4LL, f32), mt);  // global gradient norm (one read)
-    p.add(memory_pass(params * 8LL, f32), mt);  // rescale
   }
   if (fused) {
     // apex FusedAdam: reads parameters, gradients and both moments, writes

@@ -154,6 +154,21 @@ TEST(Robustness, TimeOverflowWhileSimulatingNamesTheKeys) {
         0U)
         << msg;
   }
+  // A GPU spec warned about as no GPU's (10^6 SMs at an H100's peak: the
+  // tile model's per-SM rate a millionth of it) is named beside them
+  // (helper 114: only the workload's keys were).
+  const Scenario many_sms = parse_scenario(text, "s.yaml", {{"cluster.gpu.sms", "1000000"}});
+  try {
+    (void)simulate_scenario(many_sms);
+    FAIL() << "no ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "s.yaml: training.micro_batch, training.seq_len, training.global_batch, model.hidden, "
+                  "model.layers (or cluster.gpu.sms, warned about as no GPU's): one iteration ",
+                  0),
+              0U)
+        << e.what();
+  }
   // A latency of weeks fits once, but not summed over an iteration: named as the cause.
   const Scenario slow_link = parse_scenario(text, "s.yaml", {{"cluster.nic_latency", "4000000s"}});
   try {

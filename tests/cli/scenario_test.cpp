@@ -781,6 +781,16 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
   EXPECT_EQ(slip("l2_cache: 96MB", "l2_cache: 96GB"),
             std::vector<std::string>{"cluster.gpu.l2_cache = 96000 MB is above 4x every GPU's the node model "
                                      "knows (MI300X: 256 MB) (a unit slip?)"});
+  // The SM count too (helper 114: 100,000 SMs at a fixed peak gave a 13-day
+  // iteration without a word).
+  EXPECT_EQ(
+      slip("sms: 142", "sms: 14"),
+      std::vector<std::string>{"cluster.gpu.sms = 14 SMs is below every GPU's the node model knows (P4: "
+                               "20 SMs) (a unit slip?)"});
+  EXPECT_EQ(
+      slip("sms: 142", "sms: 100000"),
+      std::vector<std::string>{"cluster.gpu.sms = 100000 SMs is above 4x every GPU's the node model knows "
+                               "(MI300X: 304 SMs) (a unit slip?)"});
   EXPECT_EQ(error_of(default_text(), {{"cluster.gpu", "my_gpu.JSON"}})
                 .rfind("s.yaml (--set cluster.gpu): cluster.gpu: 'my_gpu.JSON' is a file: a scenario takes "
                        "a GPU preset name or the GPU inline, a mapping with name, fp32_peak,",
@@ -2217,6 +2227,32 @@ TEST(Scenario, TensorParallelKeysWithoutTensorParallelismAreWarnedAbout) {
                         {"parallelism.sequence_parallel", "true"},
                         {"parallelism.tp_comm_overlap", "false"}})
                   .empty());
+}
+
+// Megatron's fused main-gradient accumulation under eager PyTorch, which has
+// no main gradients: warned about as doing nothing (helper 114: silent).
+TEST(Scenario, GradAccumulationFusionUnderEagerIsWarnedAbout) {
+  auto warnings = [](const std::vector<Override>& o) {
+    return parse_scenario(default_text(), "d.yaml", o).warnings;
+  };
+  EXPECT_EQ(
+      warnings({{"training.framework", "pytorch-eager"}, {"training.grad_accumulation_fusion", "false"}}),
+      std::vector<std::string>{
+          "training.grad_accumulation_fusion has no effect under framework pytorch-eager (it fuses "
+          "Megatron's FP32 main-gradient accumulation into the weight-gradient GEMMs)"});
+  EXPECT_TRUE(warnings({{"training.grad_accumulation_fusion", "false"}}).empty());  // megatron
+  EXPECT_TRUE(warnings({{"training.framework", "pytorch-eager"}}).empty());
+}
+
+// An empty --set value is said as such (it had the key.path=value form).
+TEST(Scenario, EmptyOverrideValueIsNamed) {
+  try {
+    (void)parse_override("training.micro_batch=");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--set 'training.micro_batch=': the value is empty (expected key.path=value)");
+  }
 }
 
 TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
