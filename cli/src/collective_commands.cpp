@@ -514,7 +514,10 @@ std::string mape_over(const std::vector<double>& errors, std::string_view which)
 /// `validate collectives --nccl-tests FILE,... --scenario CLUSTER.yaml`: the
 /// user's own nccl-tests runs, each row timed on the scenario's cluster,
 /// and with --fit the NVLink and network constants fit to them.
-int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets, std::ostream& out) {
+int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets, std::ostream& final_out) {
+  // The report is written whole at the end: an error on a later row leaves
+  // no partial report on stdout (helper 116).
+  std::ostringstream out;
   if (p.has("data")) throw UsageError("--nccl-tests and --data exclude each other");
   if (p.has("cv"))
     throw UsageError("--cv is for --data's tables; with --nccl-tests, --fit prints the fitted error");
@@ -604,7 +607,13 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
     const int n = static_cast<int>(log.ranks.size());
     std::vector<double> big, every;
     for (const auto& row : log.rows) {
-      const Time predicted = study::time_nccl_tests_row(s, topo, log, gpus[f], row.size);
+      Time predicted;
+      try {
+        predicted = study::time_nccl_tests_row(s, topo, log, gpus[f], row.size);
+      } catch (const OverflowError& e) {
+        throw InputError(fmt::format("{}:{}: column 'size': {} cannot be simulated on {}'s cluster: {}",
+                                     log.file, row.line, size_text(row.size), *scenario_path, e.what()));
+      }
       const double err = predicted.seconds() / row.measured.seconds() - 1.0;
       const double bus = collectives::bus_bytes(log.kind, n, row.size) * 1e-9;
       out << fmt::format(
@@ -629,6 +638,7 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   for (const auto& line : summaries) out << line;
   out << fmt::format("summary overall: {}; all sizes {}\n", mape_over(all_big, " >= " + fit_min),
                      mape_over(all_rows, ""));
+  final_out << out.str();
   return 0;
 }
 

@@ -504,9 +504,24 @@ int cmd_validate(const Args& args, std::ostream& out) {
     }
   }
   if (what == "kernels") {
+    // A file that is no XLA table is none of the forms this reads without
+    // --device (helper 116: an empty, binary or tab-separated file was told
+    // of a missing device_configs directory).
+    if (fs::is_regular_file(data)) {
+      throw InputError(fmt::format(
+          "{}: {}; validate kernels reads XLA's GEMM table, a NeuSight kernel directory, or one GPU's "
+          "kernels with --device GPU",
+          data,
+          fs::file_size(data) == 0 ? "an empty file"
+                                   : "not an XLA GEMM table (its header has no 'arch' column)"));
+    }
     const std::string dir = kernel_split(p.require("data"), "test").string();
     const nm::DeviceCatalog catalog(nm::find_device_configs(dir));
     const nm::MeasurementSet test = nm::read_measurement_dir(dir, catalog);
+    // A directory of header-only files (or none) measured nothing: an error,
+    // as a header-only file is elsewhere (helper 116: an empty table, exit 0).
+    if (test.rows.empty())
+      throw InputError(fmt::format("{}: no measurements (no kernel rows in its CSV files)", dir));
     const auto rows = nm::validate_kernels(test, make, max_rows, p.get("gpu").value_or(""));
     out << nm::format_kernel_errors(rows, name);
     if (name == nm::kDefaultPredictor) {

@@ -203,6 +203,13 @@ double row_latency_ms(const CsvTable& t, std::size_t row, std::size_t col) {
     throw InputError(fmt::format("{}: row {}, column '{}': latency must be positive (got '{}')", t.path,
                                  row + 1, t.header.at(col), t.rows.at(row).at(col)));
   }
+  // No kernel runs for a day: a unit slip, or a damaged cell (helper 116:
+  // 1e300 was read and scored as a 100% error).
+  if (ms > 86'400e3) {
+    throw InputError(
+        fmt::format("{}: row {}, column '{}': latency {} ms is more than a day (in milliseconds?)", t.path,
+                    row + 1, t.header.at(col), t.rows.at(row).at(col)));
+  }
   return ms;
 }
 

@@ -132,7 +132,12 @@ DType parse_xla_dtype(std::string_view name) {
 bool is_xla_gemm_table(const std::string& csv_path) {
   std::ifstream in(csv_path);
   std::string line;
-  if (!in || !std::getline(in, line)) return false;
+  // The header is the first line with more than blanks on it, as read_csv
+  // skips blank lines (helper 116: a leading blank line made the table a
+  // NeuSight directory without device_configs).
+  do {
+    if (!in || !std::getline(in, line)) return false;
+  } while (line.find_first_not_of(" \t\r") == std::string::npos);
   // An `arch` column, which no NeuSight schema has: a table missing one of
   // the other columns is then read as XLA's and its error names the column.
   // The header as read_csv reads it (BOM, quotes, spaces, CR).

@@ -26,6 +26,9 @@ class Parser {
   Parser(std::string_view text, std::string_view source) : s_(text), source_(source) {}
 
   JsonValue parse_document() {
+    // A UTF-8 byte-order mark (Windows editors write one) is read past, as
+    // the CSV readers do (helper 116: "unexpected character '\xEF'").
+    if (s_.substr(0, 3) == "\xEF\xBB\xBF") i_ = 3;
     skip_ws();
     JsonValue v = parse_value(0);
     skip_ws();
@@ -69,6 +72,10 @@ class Parser {
     if (c == 'N' && s_.substr(i_, 3) == "NaN") { i_ += 3; return JsonValue(std::nan("")); }
     if (c == '-' || (std::isdigit(static_cast<unsigned char>(c)) != 0)) return JsonValue(parse_number());
     if (c == '\0') fail("unexpected end of input");
+    // A byte that prints as no character is named by its value, so that the
+    // one-line error stays text (helper 116: a raw \x01 on the terminal).
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7F) fail(fmt::format("unexpected byte 0x{:02X} (not JSON text)", byte));
     fail(fmt::format("unexpected character '{}'", c));
   }
 

@@ -15,6 +15,7 @@
 
 #include "tessera/error.hpp"
 #include "tessera/files.hpp"
+#include "tessera/names.hpp"
 #include "tessera/node_model/csv.hpp"
 
 namespace tessera::node_model {
@@ -47,12 +48,16 @@ class RowReader {
 
   /// A finite number, or nullopt for an empty cell.
   [[nodiscard]] std::optional<double> number_or_empty(std::size_t row, std::size_t col) const {
-    const std::string& c = cell(row, col);
+    // As CsvTable::number reads them: blanks around the number read past,
+    // hexadecimal (strtod's 0x400) refused (helper 116: a dimension 0x400
+    // and a time 0x6d were read as 1024 and 109 us).
+    const std::string& raw = cell(row, col);
+    const std::string c(trim_blanks(raw));
     if (c.empty()) return std::nullopt;
     char* end = nullptr;
     const double v = std::strtod(c.c_str(), &end);
-    if (end != c.c_str() + c.size() || !std::isfinite(v))
-      fail(row, col, fmt::format("'{}' is not a number", c));
+    if (end != c.c_str() + c.size() || !std::isfinite(v) || c.find_first_of("xX") != std::string::npos)
+      fail(row, col, fmt::format("'{}' is not a number", raw));
     return v;
   }
 

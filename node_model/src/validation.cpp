@@ -204,6 +204,17 @@ std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DTyp
     MeasuredRow m;
     m.kernel = kernel_from_row(t, r, dtype);
     m.latency_ms = row_latency_ms(t, r, lat_col);
+    // A kernel measured ten times faster than the GPU's peaks allow (its
+    // roofline bound) is a slip in its dimensions or its unit (helper 116:
+    // B = 99999999999 was scored as a 2e12% error). (Ten times: a boost clock
+    // or a sparse peak is never that far above the datasheet's dense one.)
+    if (const Time bound = roofline_time(m.kernel, gpu); m.latency_ms * 1e-3 < bound.seconds() / 10) {
+      throw InputError(fmt::format(
+          "{}: row {}, column '{}': {} ms is more than ten times faster than {} allows at its peak ({:.4g} "
+          "ms "
+          "for this kernel): are the dimensions and the unit (milliseconds) right?",
+          csv_path, r + 1, t.header.at(lat_col), t.rows[r][lat_col], gpu.name, bound.seconds() * 1e3));
+    }
     m.group = fmt::format("{}/{}", t.rows[r][op_col], to_string(dtype));
     for (int c : group_cols) m.group += "/" + t.rows[r][static_cast<std::size_t>(c)];
     m.key = m.group;

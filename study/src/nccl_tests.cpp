@@ -62,7 +62,8 @@ double number_cell(const std::string& cell, const std::string& file, std::size_t
   try {
     std::size_t used = 0;
     const double v = std::stod(cell, &used);
-    if (used == cell.size() && std::isfinite(v)) return v;
+    // (std::stod reads hexadecimal, 0x10, which nccl-tests never writes)
+    if (used == cell.size() && std::isfinite(v) && cell.find_first_of("xX") == std::string::npos) return v;
   } catch (const std::logic_error&) {
   }
   throw InputError(fmt::format("{}:{}: column '{}': '{}' is not a number", file, line, column, cell));
@@ -181,12 +182,21 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
     // (NCCL_DEBUG lines, "HOST:PID:TID [0] NCCL INFO ...", warnings) is not
     // nccl-tests' own output.
     if (columns.empty() || tok[0].find(':') != std::string::npos) continue;
+    const auto bad_size = [&] {
+      return InputError(fmt::format("{}:{}: column 'size': must be a whole number of bytes, got '{}'", file,
+                                    line_no, tok[size_col]));
+    };
     if (!(tok[0].front() >= '0' && tok[0].front() <= '9')) {
-      // A line laid out as a row (the header's cells, a number for the
-      // time) whose size is not a number is a damaged row, not a log line.
+      // A line laid out as a row (the header's cells; a sign before the
+      // size, or a number for the time) whose size is no count of bytes is
+      // a damaged row, not a log line (helper 116: -4194304 and +4194304
+      // rows were dropped without a word).
+      const char first = tok[0].front();
       if (tok.size() == columns.size() && time_col < tok.size() &&
-          tok[time_col].find_first_not_of("0123456789.") == std::string::npos) {
+          (first == '-' || first == '+' ||
+           tok[time_col].find_first_not_of("0123456789.") == std::string::npos)) {
         (void)number_cell(tok[size_col], file, line_no, "size");
+        throw bad_size();
       }
       continue;
     }
@@ -197,9 +207,14 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
     }
     const double size = number_cell(tok[size_col], file, line_no, "size");
     const double us = number_cell(tok[time_col], file, line_no, "time");
-    if (size < 0 || size != std::floor(size) || size > 9e18) {
-      throw InputError(fmt::format("{}:{}: column 'size': must be a whole number of bytes, got '{}'", file,
-                                   line_no, tok[size_col]));
+    if (size < 0 || size != std::floor(size) || !all_digits(tok[size_col])) throw bad_size();
+    // nccl-tests' sizes stop at what a GPU holds; 2^50 B (1 PiB) keeps a
+    // collective's sums inside int64 bytes (helper 116: 9e18 overflowed
+    // while the report was printed, naming no file).
+    if (size > 1125899906842624.0) {
+      throw InputError(
+          fmt::format("{}:{}: column 'size': {} B is more than 2^50 (1 PiB), no GPU's collective", file,
+                      line_no, tok[size_col]));
     }
     if (size == 0) {
       ++log.empty_rows;
@@ -208,6 +223,11 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
     if (!(us > 0)) {
       throw InputError(
           fmt::format("{}:{}: column 'time': must be positive, got '{}'", file, line_no, tok[time_col]));
+    }
+    if (us > 86'400e6) {  // (1e300 us overflowed Time, naming no file)
+      throw InputError(
+          fmt::format("{}:{}: column 'time': {} us is more than a day: nccl-tests writes microseconds", file,
+                      line_no, tok[time_col]));
     }
     // nccl-tests prints algbw = size / time beside the time: a time that
     // disagrees with it by more than rounding was not written in

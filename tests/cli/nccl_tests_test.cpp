@@ -218,6 +218,21 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
       // A row whose size is damaged was skipped as a log line.
       {replaced(kCurrent, "     2097152", "    2O97152"), "ag.txt",
        "ag.txt:17: column 'size': '2O97152' is not a number"},
+      // A signed or hexadecimal size (helper 116: -4194304 and +4194304 rows
+      // dropped as log lines, 0x200000 read as hex), a size past 2^50 B (it
+      // overflowed while the report printed), a time past a day (1e300 us
+      // overflowed), a hexadecimal time.
+      {replaced(kCurrent, "     2097152", "    -2097152"), "ag.txt",
+       "ag.txt:17: column 'size': must be a whole number of bytes, got '-2097152'"},
+      {replaced(kCurrent, "     2097152", "    +2097152"), "ag.txt",
+       "ag.txt:17: column 'size': must be a whole number of bytes, got '+2097152'"},
+      {replaced(kCurrent, "     2097152", "    0x200000"), "ag.txt",
+       "ag.txt:17: column 'size': '0x200000' is not a number"},
+      {replaced(kCurrent, "     2097152", "9000000000000000000"), "ag.txt",
+       "ag.txt:17: column 'size': 9000000000000000000 B is more than 2^50 (1 PiB), no GPU's collective"},
+      {replaced(kCurrent, "180.25  11.63", "1e300  11.63"), "ag.txt",
+       "ag.txt:17: column 'time': 1e300 us is more than a day: nccl-tests writes microseconds"},
+      {replaced(kCurrent, "180.25", "0xb4"), "ag.txt", "ag.txt:17: column 'time': '0xb4' is not a number"},
       // Wrong results: the row's count, and the footer of a failed run.
       {replaced(kCurrent, "11.63    8.73      0", "11.63    8.73      7"), "ag.txt",
        "ag.txt:17: column '#wrong': 7 wrong values at 2097152 B: nccl-tests found this row's results wrong; "

@@ -166,4 +166,11 @@ TEST(JsonStrictness, DuplicateKeysAndBadEscapesAreErrors) {
   // Valid escapes decode to UTF-8, a surrogate pair to one 4-byte character.
   EXPECT_EQ(nm::parse_json(R"(["\u00e9\u20ac\ud83d\ude00"])", "d.json").array().at(0).string(),
             "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+  // A UTF-8 byte-order mark is read past; a byte that prints as nothing is
+  // named by its value (helper 116: raw bytes in the one-line error).
+  EXPECT_EQ(nm::parse_json("\xEF\xBB\xBF{\"SMs\": 108}", "d.json").find("SMs")->number(), 108.0);
+  EXPECT_EQ(error_of(std::string("\x01{}")),
+            "d.json: line 1, column 1: malformed JSON: unexpected byte 0x01 (not JSON text)");
+  EXPECT_EQ(error_of("{\"a\": \xFF}"),
+            "d.json: line 1, column 7: malformed JSON: unexpected byte 0xFF (not JSON text)");
 }
