@@ -47,15 +47,20 @@ double CsvTable::number(std::size_t row, std::size_t col) const {
   // leading one was, strtod's, a trailing one refused), as they are around
   // the header's names and the dtype words.
   const std::string& raw = rows.at(row).at(col);
-  const std::string cell(trim_blanks(raw));
-  char* end = nullptr;
-  const double v = std::strtod(cell.c_str(), &end);
-  // strtod also reads hexadecimal (0x10): no measurement is written so.
-  const bool hex = cell.find_first_of("xX") != std::string::npos;
-  if (cell.empty() || hex || end != cell.c_str() + cell.size() || !std::isfinite(v)) {
+  const auto v = decimal_number(raw);
+  if (!v) {
     throw InputError(
         fmt::format("{}: row {}, column '{}': '{}' is not a number", path, row + 1, header.at(col), raw));
   }
+  return *v;
+}
+
+std::optional<double> decimal_number(std::string_view text) {
+  const std::string cell(trim_blanks(text));
+  if (cell.empty() || cell.find_first_of("xX") != std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(cell.c_str(), &end);
+  if (end != cell.c_str() + cell.size() || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 

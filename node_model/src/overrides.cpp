@@ -52,12 +52,9 @@ class RowReader {
     // hexadecimal (strtod's 0x400) refused (helper 116: a dimension 0x400
     // and a time 0x6d were read as 1024 and 109 us).
     const std::string& raw = cell(row, col);
-    const std::string c(trim_blanks(raw));
-    if (c.empty()) return std::nullopt;
-    char* end = nullptr;
-    const double v = std::strtod(c.c_str(), &end);
-    if (end != c.c_str() + c.size() || !std::isfinite(v) || c.find_first_of("xX") != std::string::npos)
-      fail(row, col, fmt::format("'{}' is not a number", raw));
+    if (trim_blanks(raw).empty()) return std::nullopt;
+    const auto v = decimal_number(raw);
+    if (!v) fail(row, col, fmt::format("'{}' is not a number", raw));
     return v;
   }
 

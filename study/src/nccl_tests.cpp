@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tessera/error.hpp"
+#include "tessera/node_model/csv.hpp"
 #include "tessera/study/pipeline.hpp"
 
 namespace tessera::study {
@@ -59,13 +60,7 @@ const Test* test_in(std::string_view text) {
 
 double number_cell(const std::string& cell, const std::string& file, std::size_t line,
                    std::string_view column) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(cell, &used);
-    // (std::stod reads hexadecimal, 0x10, which nccl-tests never writes)
-    if (used == cell.size() && std::isfinite(v) && cell.find_first_of("xX") == std::string::npos) return v;
-  } catch (const std::logic_error&) {
-  }
+  if (const auto v = node_model::decimal_number(cell)) return *v;
   throw InputError(fmt::format("{}:{}: column '{}': '{}' is not a number", file, line, column, cell));
 }
 

@@ -4,6 +4,7 @@
 // column. Output is written atomically: a temporary file renamed into place,
 // so a failed run never leaves a partial file behind.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,12 @@ Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype = DType::
 /// around it ignored), or `fallback` when `dtype_col` < 0 or the cell is
 /// empty; throws InputError naming file, row and column.
 DType row_dtype(const CsvTable& t, std::size_t row, int dtype_col, DType fallback);
+
+/// A data file's cell as a finite decimal number, blanks around it read past;
+/// nullopt for an empty cell, hexadecimal (strtod's 0x10: no measurement is
+/// written so), trailing text, NaN or infinity. The one reading of a number
+/// that CsvTable::number, kernel overrides and nccl-tests logs share.
+std::optional<double> decimal_number(std::string_view cell);
 
 /// A measured latency in ms from column `col`: a positive number; throws
 /// InputError naming file, row and column.
