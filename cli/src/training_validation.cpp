@@ -1322,6 +1322,26 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   p.expect_positional(0, "arguments");
   refuse_run_keys(overrides, !p.has("scenario"));
   const bool json = p.has("json");
+  // The arguments are checked before the data is looked for: a wrong --gpu
+  // is told as such whether or not --data is there.
+  if (p.has("scenario") && p.has("gpu")) {
+    throw UsageError(
+        "--gpu and --scenario exclude each other: the scenario names its GPU (cluster.gpu; "
+        "--set cluster.gpu=NAME to change it)");
+  }
+  std::vector<std::string> gpus = {"A100-80GB", "A100-40GB"};
+  if (auto g = p.get("gpu")) {
+    // A preset's name as gpu_preset reads it (any case, nvidia-smi's name).
+    const node_model::GpuSpec* preset = node_model::find_gpu_preset(*g);
+    const std::string name = preset != nullptr ? preset->name : *g;
+    if (name != "A100-80GB" && name != "A100-40GB") {
+      throw UsageError(
+          fmt::format("--gpu: expected A100-80GB or A100-40GB (vTrain's node; --scenario for another "
+                      "cluster), got '{}'",
+                      *g));
+    }
+    gpus = {name};
+  }
   const std::string data = dataset_folder(p.require("data"), "vtrain");
   const std::string file =
       fs::is_directory(data) ? (fs::path(data) / "ground_truth_single.csv").string() : data;
@@ -1333,26 +1353,8 @@ int cmd_validate_training(const Args& args, std::ostream& out) {
   std::vector<RunTemplate> templates;
   const std::optional<std::string> base = p.get("scenario");
   if (base) {
-    if (p.has("gpu")) {
-      throw UsageError(
-          "--gpu and --scenario exclude each other: the scenario names its GPU (cluster.gpu; "
-          "--set cluster.gpu=NAME to change it)");
-    }
     templates.push_back(RunTemplate::from_file(*base, overrides));
   } else {
-    std::vector<std::string> gpus = {"A100-80GB", "A100-40GB"};
-    if (auto g = p.get("gpu")) {
-      // A preset's name as gpu_preset reads it (any case, nvidia-smi's name).
-      const node_model::GpuSpec* preset = node_model::find_gpu_preset(*g);
-      const std::string name = preset != nullptr ? preset->name : *g;
-      if (name != "A100-80GB" && name != "A100-40GB") {
-        throw UsageError(
-            fmt::format("--gpu: expected A100-80GB or A100-40GB (vTrain's node; --scenario for another "
-                        "cluster), got '{}'",
-                        *g));
-      }
-      gpus = {name};
-    }
     templates.reserve(gpus.size());
     for (auto& g : gpus) templates.push_back(RunTemplate::vtrain(g));
   }
