@@ -1111,10 +1111,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
               "constants' on these runs\n";
     } else if (k >= runs.size()) {
       text << fmt::format(
-          "\nnote: {} constants fit on {} run{}: {} can absorb the model's error on them, so the {:.1f}% "
+          "\nnote: {} constant{} fit on {} run{}: {} can absorb the model's error on them, so the {:.1f}% "
           "above says nothing about other runs. Add runs (other micro-batch counts, layer counts or plans) "
           "or fit fewer constants (--fit-only)\n",
-          k, runs.size(), runs.size() == 1 ? "" : "s",
+          k, k == 1 ? "" : "s", runs.size(), runs.size() == 1 ? "" : "s",
           k > runs.size() ? "more constants than runs" : "as many constants as runs", 100 * f.mean_error);
     } else if (folds == 0) {
       text << "\n(the error is on the runs fit; --cv K predicts each run with a fit that did not see its "
@@ -1164,15 +1164,15 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
       const auto fk_count = static_cast<std::size_t>(fk.fitted.count());
       const std::string underdetermined =
           fk_count >= train.size() && fk_count > 0
-              ? fmt::format("; {} constants fit on {} run{}: underdetermined", fk_count, train.size(),
-                            train.size() == 1 ? "" : "s")
+              ? fmt::format("; {} constant{} fit on {} run{}: underdetermined", fk_count,
+                            fk_count == 1 ? "" : "s", train.size(), train.size() == 1 ? "" : "s")
               : "";
       const auto pred = predict_runs(test, gpu, with_host_fit(overrides, fk), jobs);
       text << fmt::format(
-          "  fold {}: fit on {} runs: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, "
-          "host_iteration {:.2f} ms; {} held-out runs{}{}\n",
-          k, train.size(), fk.host_launch.us(), fk.host_p2p.ms(), fk.host_microbatch.ms(),
-          fk.host_iteration.ms(), test.size(),
+          "  fold {}: fit on {} run{}: host_launch {:.1f} us, host_p2p {:.2f} ms, host_microbatch {:.2f} ms, "
+          "host_iteration {:.2f} ms; {} held-out run{}{}{}\n",
+          k, train.size(), train.size() == 1 ? "" : "s", fk.host_launch.us(), fk.host_p2p.ms(),
+          fk.host_microbatch.ms(), fk.host_iteration.ms(), test.size(), test.size() == 1 ? "" : "s",
           split.by_hidden ? fmt::format(" (hidden {})", split.hiddens[static_cast<std::size_t>(k)]) : "",
           underdetermined);
       text << std::flush;

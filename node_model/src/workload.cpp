@@ -376,9 +376,11 @@ Pass OpRules::grad_accumulation(std::int64_t params, int tensors) const {
   return p;
 }
 
-Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip) const {
+Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip,
+                        std::int64_t main_grads) const {
   if (params <= 0)
     throw InputError(fmt::format("optimizer: parameter count must be positive (got {})", params));
+  if (main_grads == 0) main_grads = params;
   Pass p;
   const DType f32 = DType::FP32;
   const int mt = std::max(multi_tensor_launches(params), (tensors + 35) / 36);
@@ -416,9 +418,11 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip)
   }
   // The updated FP32 masters copied to the 16-bit weights, multi-tensor.
   if (mixed) p.add(memory_pass(params * (4LL + dtype_bytes(dtype_)), f32), mt);
-  // Zero Megatron's main gradients (PyTorch DDP's zero_grad sets .grad to None).
+  // Zero Megatron's main gradients (PyTorch DDP's zero_grad sets .grad to
+  // None): the whole buffer the rank accumulates into, which the
+  // distributed optimizer does not shard (`main_grads`).
   if (megatron() && options_.main_grad) {
-    p.add(memory_pass(params * dtype_bytes(grad_dtype()), grad_dtype()), tensors);
+    p.add(memory_pass(main_grads * dtype_bytes(grad_dtype()), grad_dtype()), tensors);
   }
   return p;
 }

@@ -442,8 +442,16 @@ ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const Pa
   LayerPieces& embed = out.embedding;
   LayerPieces& head = out.lm_head;
   const auto ef = embedding_ops(m, w, shard);
-  embed.forward.passes("fwd", forward_passes(ef, 0, ef.size()));
-  if (tp) embed.forward.comm("fwd.tp", reduce, act);
+  // The vocabulary-parallel lookup's partial sums are reduced over the tp
+  // group right after the lookups, before the position add and the
+  // dropout. With sequence parallelism Megatron reduce-scatters them only
+  // when there is no position table (LanguageModelEmbedding's
+  // reduce_scatter_embeddings); with one it all-reduces, adds the positions
+  // on every token and scatters the sum (a split, no communication).
+  const std::size_t lookups = m.learned_positions ? 2 : 1;
+  embed.forward.passes("fwd", forward_passes(ef, 0, lookups));
+  if (tp) embed.forward.comm("fwd.tp", sp && m.learned_positions ? CollectiveKind::AllReduce : reduce, act);
+  if (lookups < ef.size()) embed.forward.passes("fwd", forward_passes(ef, lookups, ef.size()));
   if (sp) embed.backward.comm("bwd.tp", CollectiveKind::AllGather, act);
   const auto esteps = backward_steps(ef);
   embed.backward.passes("bwd", backward_passes(ef, esteps, 0, esteps.size()));

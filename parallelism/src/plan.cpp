@@ -1446,7 +1446,15 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const StageSlots& s
   // Optimizer step over this rank's (shard of the) parameters.
   const std::int64_t step_params = optimizer_shard_params(c.model, c.work, c.plan, c.part, stage);
   const int tensors = static_cast<int>(c.part.stage_layers(stage) * kTensorsPerLayer + 4);
-  const Pass opt_pass = c.work.rules().optimizer(step_params, tensors, c.plan.fused_optimizer, c.plan.grad_clipping);
+  // The main gradients zeroed after it: under ZeRO-1 (Megatron's
+  // distributed optimizer) the whole buffer the rank accumulated into, not
+  // the shard the step updates (zero_grad_buffer); ZeRO-2/3 keep only the
+  // shard's gradients.
+  const std::int64_t held = c.plan.zero_stage == 1
+                                ? stage_params(c.model, c.work, c.plan, c.part.chunk_layers, stage).total()
+                                : step_params;
+  const Pass opt_pass =
+      c.work.rules().optimizer(step_params, tensors, c.plan.fused_optimizer, c.plan.grad_clipping, held);
   PieceList opt_piece(c.timer);
   opt_piece.passes("optimizer", {&opt_pass});
   const Piece& opt = opt_piece.pieces().front();

@@ -409,8 +409,12 @@ std::vector<OpKernels> embedding_ops(const TransformerConfig& m, const Workload&
   std::vector<OpKernels> ops;
   ops.push_back(r.embedding("embedding", t, padded_vocab_per_rank(m, w, shard.tp), m.hidden));
   if (m.learned_positions) {
+    // Megatron adds the position table on every token, then scatters the
+    // sum to the sequence-parallel shards (LanguageModelEmbedding reduces
+    // and scatters in one step only without a position table): the add is
+    // over t tokens, the dropout over the shard.
     ops.push_back(r.embedding("position", t, w.seq_len, m.hidden));
-    ops.push_back(r.elementwise("embedding_add", KernelOp::Add, tv, m.hidden, 0));
+    ops.push_back(r.elementwise("embedding_add", KernelOp::Add, t, m.hidden, 0));
   }
   if (m.dropout) ops.push_back(r.dropout("embedding_dropout", tv, m.hidden));
   return ops;
@@ -426,11 +430,15 @@ std::vector<OpKernels> lm_head_ops(const TransformerConfig& m, const Workload& w
   const std::int64_t v = padded_vocab_per_rank(m, w, shard.tp);
   std::vector<OpKernels> ops;
   ops.push_back(r.layer_norm("ln_f", tv, m.hidden, !m.rms_norm));
-  // The LM head shares the word embedding's weight: its weight gradient is
-  // the GEMM alone (the embedding accumulates the tied gradient).
+  // A tied LM head shares the word embedding's weight (its parameters are
+  // the embedding's). Under Megatron its weight gradient still goes to the
+  // shared main gradient: with gradient_accumulation_fusion the wgrad GEMM
+  // accumulates into it, without it the hook adds its .grad. Under eager,
+  // autograd sums the two uses' gradients into the one .grad whose
+  // accumulation the embedding counts: the GEMM alone.
   OpKernels head = r.linear("lm_head", t, m.hidden, v, false);
   if (m.tied_embeddings) {
-    head.weight_grad.truncate(1, 1);
+    if (!node_model::is_megatron(w.framework)) head.weight_grad.truncate(1, 1);
     head.params = 0;
   }
   ops.push_back(std::move(head));

@@ -652,6 +652,64 @@ TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
   EXPECT_THROW((void)node_model::OpRules(node_model::Framework::Megatron, DType::FP16, {.fp8 = true}), InputError);
 }
 
+TEST(Transformer, MegatronAddsThePositionsOnEveryTokenAndAccumulatesTheTiedHeadsGradient) {
+  // GPT-3 175B at tp 8 with SP, one sequence of 2048 tokens.
+  const auto& m = model_preset("gpt3-175b");
+  const Workload bf16 = bf16_work(2048);
+  const Sharding shard{8, true};
+  auto find = [](const std::vector<OpKernels>& ops, const std::string& name) {
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const OpKernels& o) { return o.name == name; });
+    EXPECT_NE(it, ops.end()) << name;
+    return *it;
+  };
+  const auto embedding = embedding_ops(m, bf16, shard);
+  // The word and position embeddings are added on all 2048 tokens (before
+  // the sum is split among the shards): 2048 x 12288 bf16 read twice and
+  // written once; the dropout runs on the rank's 256.
+  const OpKernels add = find(embedding, "embedding_add");
+  ASSERT_EQ(add.forward.kernels.size(), 1U);
+  EXPECT_EQ(add.forward.kernels[0].bytes(), Bytes(3LL * 2 * 2048 * 12288));
+  const OpKernels dropout = find(embedding, "embedding_dropout");
+  EXPECT_EQ(dropout.forward.kernels[0].b * dropout.forward.kernels[0].h, 256LL * 12288);
+  // The tied LM head's weight gradient (51200 / 8 = 6400 vocabulary rows of
+  // the shared weight): the wgrad GEMM accumulating into the FP32 main
+  // gradient (gradient_accumulation_fusion: as for every fused linear, the
+  // main gradient's 6400 x 12288 x 4 B beside the GEMM, no launch of its
+  // own). Its parameters are the embedding's.
+  const OpKernels head = find(lm_head_ops(m, bf16, shard), "lm_head");
+  EXPECT_EQ(head.params, 0);
+  ASSERT_EQ(head.weight_grad.kernels.size(), 2U);
+  EXPECT_TRUE(node_model::is_gemm(head.weight_grad.kernels[0].op));
+  EXPECT_EQ(head.weight_grad.kernels[1].dtype, DType::FP32);
+  EXPECT_EQ(head.weight_grad.kernels[1].bytes(), Bytes(6400LL * 12288 * 4));
+  EXPECT_EQ(head.weight_grad.launches, 1);
+  // Under eager, autograd sums the two uses into the one .grad whose
+  // accumulation the embedding counts: the GEMM alone.
+  Workload eager = bf16;
+  eager.framework = node_model::Framework::PyTorchEager;
+  EXPECT_EQ(find(lm_head_ops(m, eager, shard), "lm_head").weight_grad.kernels.size(), 1U);
+}
+
+TEST(Transformer, TheDistributedOptimizerZeroesTheWholeMainGradientBuffer) {
+  // Megatron's zero_grad_buffer clears every main gradient the rank
+  // accumulated into, though the distributed optimizer steps on a shard:
+  // 1 M parameters, a shard of 125,000 (dp 8), FP32 main gradients (bf16).
+  const node_model::OpRules rules(node_model::Framework::Megatron, DType::BF16);
+  const auto whole = rules.optimizer(125'000, 10, true, false, 1'000'000);
+  const auto shard = rules.optimizer(125'000, 10, true, false);
+  ASSERT_EQ(whole.kernels.size(), shard.kernels.size());
+  // The zeroing: 4 B per main gradient.
+  const node_model::Kernel& zero = whole.kernels.back();
+  const double row = 8.0 * node_model::kFlatRow;
+  EXPECT_EQ(zero.dtype, DType::FP32);
+  EXPECT_NEAR(static_cast<double>(zero.bytes().count()), 4'000'000.0, row);
+  EXPECT_NEAR(static_cast<double>(shard.kernels.back().bytes().count()), 500'000.0, row);
+  // Everything before it is the shard's.
+  for (std::size_t i = 0; i + 1 < whole.kernels.size(); ++i) {
+    EXPECT_EQ(whole.kernels[i].bytes(), shard.kernels[i].bytes()) << i;
+  }
+}
+
 TEST(Fp8, GemmsAreNoSlowerThanTheirBf16TwinsOnH100) {
   // Every layer GEMM of Llama 3 70B at tp = 8, 8K tokens, with the shipped
   // tile-mlp (tensor-core) model.

@@ -385,6 +385,38 @@ TEST(Passes, LmHeadRunsTheVocabularyParallelLossAllReducesInItsForward) {
   EXPECT_EQ(pieces_text(model_pieces(tiny(), w, ParallelPlan{}, timer).lm_head.forward), "fwd");
 }
 
+TEST(Passes, EmbeddingReducesItsLookupsBeforeThePositionAdd) {
+  // Megatron's LanguageModelEmbedding: the vocabulary-parallel lookup's
+  // partial sums are reduced right after the lookups; the position add and
+  // the dropout follow. With sequence parallelism and a position table it
+  // all-reduces (the add runs on every token, then the sum is split among
+  // the shards); only without a position table does it reduce-scatter.
+  const test_support::LayersOnlyPredictor pred(97);
+  const Workload w = megatron_work();
+  const KernelTimer timer(pred, w);
+  ParallelPlan p;
+  p.tp = 2;
+  const Bytes act(32LL * 64 * 4);  // 32 tokens x hidden 64 x FP32
+  const ModelPieces plain = model_pieces(tiny(), w, p, timer);
+  EXPECT_EQ(pieces_text(plain.embedding.forward), "fwd fwd.tp.all-reduce fwd");
+  p.sequence_parallel = true;
+  const ModelPieces sp = model_pieces(tiny(), w, p, timer);
+  EXPECT_EQ(pieces_text(sp.embedding.forward), "fwd fwd.tp.all-reduce fwd");
+  for (const Piece& c : sp.embedding.forward.pieces()) {
+    if (!c.compute) {
+      EXPECT_EQ(c.kind, CollectiveKind::AllReduce);
+      EXPECT_EQ(c.bytes, act);
+    }
+  }
+  EXPECT_EQ(pieces_text(sp.embedding.backward), "bwd.tp.all-gather bwd");
+  TransformerConfig rotary = tiny();
+  rotary.learned_positions = false;
+  const ModelPieces rs = model_pieces(rotary, w, p, timer);
+  EXPECT_EQ(pieces_text(rs.embedding.forward), "fwd fwd.tp.reduce-scatter fwd");
+  rotary.dropout = false;
+  EXPECT_EQ(pieces_text(model_pieces(rotary, w, p, timer).embedding.forward), "fwd fwd.tp.reduce-scatter");
+}
+
 TEST(Passes, WithoutTensorParallelCollectivesARankRunsItsShareAlone) {
   const test_support::LayersOnlyPredictor pred(97);
   const Workload w = work();

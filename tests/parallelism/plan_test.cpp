@@ -653,6 +653,47 @@ TEST(Plan, DataParallelReducesEveryGradientOnceInBuckets) {
   EXPECT_EQ(count(z, 0, "dp.grad").by_kind.count("all-reduce"), 0U);
 }
 
+TEST(Plan, TheDistributedOptimizerZeroesEveryMainGradientTheRankHolds) {
+  // Memory-bound kernels timed at 1 ps per byte, GEMMs free: the optimizer
+  // task is the bytes of its passes. Megatron, bf16, dp 8 with the
+  // distributed optimizer: the step updates an eighth of the stage's
+  // parameters, zero_grad_buffer then clears all of them.
+  class BytesPredictor final : public node_model::KernelPredictor {
+   public:
+    [[nodiscard]] Time predict(const node_model::Kernel& k) const override {
+      return node_model::is_gemm(k.op) ? Time::zero() : Time::from_ps(k.bytes().count());
+    }
+    [[nodiscard]] std::string_view name() const override { return "bytes"; }
+    [[nodiscard]] const node_model::GpuSpec& gpu() const override { return gpu_; }
+
+   private:
+    node_model::GpuSpec gpu_ = node_model::gpu_preset("H100-SXM");
+  };
+  const BytesPredictor pred;
+  const auto m = tiny();
+  Workload w{1, 32, DType::BF16};
+  w.framework = node_model::Framework::Megatron;
+  ParallelPlan p;
+  p.dp = 8;
+  p.global_batch = 8;
+  p.zero_stage = 1;
+  const auto pl = plan_training_detailed(m, w, p, pred);
+  const auto& tasks = pl.graph.tasks(0);
+  const auto opt =
+      std::find_if(tasks.begin(), tasks.end(), [](const Task& t) { return t.name == "optimizer"; });
+  ASSERT_NE(opt, tasks.end());
+  const std::int64_t held = pl.summary.params_per_stage[0];
+  const std::int64_t shard = (held + 7) / 8;
+  auto time = [&](const node_model::Pass& pass) {
+    Time t;
+    for (const auto& k : pass.kernels) t += pred.predict(k);
+    return t;
+  };
+  const node_model::OpRules rules = w.rules();
+  EXPECT_EQ(opt->duration, time(rules.optimizer(shard, 1, p.fused_optimizer, p.grad_clipping, held)));
+  EXPECT_GT(opt->duration, time(rules.optimizer(shard, 1, p.fused_optimizer, p.grad_clipping)));
+}
+
 TEST(Plan, EveryCombinationValidates) {
   const auto m = tiny();
   test_support::LayersOnlyPredictor pred(m.vocab);

@@ -261,8 +261,11 @@ class OpRules {
   /// FP32 before the update (then, with fp16, unscaled with the inf/nan check
   /// as PyTorch's GradScaler does) and the masters copied back to the 16-bit
   /// weights after it, multi-tensor. Multi-tensor kernels launch once per 320 chunks
-  /// of 64 Ki elements (apex `multi_tensor_apply`).
-  [[nodiscard]] Pass optimizer(std::int64_t params, int tensors, bool fused, bool clip) const;
+  /// of 64 Ki elements (apex `multi_tensor_apply`). `main_grads`: the
+  /// gradients the zeroing clears, the rank's whole main-gradient buffer
+  /// where the step updates a shard of it (ZeRO-1/2; 0: `params`).
+  [[nodiscard]] Pass optimizer(std::int64_t params, int tensors, bool fused, bool clip,
+                               std::int64_t main_grads = 0) const;
 
  private:
   /// linear() with its GEMMs in `gemm` (FP8: behind the casts of layer_linear()).
