@@ -257,8 +257,10 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   if (p.recompute == Recompute::Full) b.append(lp.forward, "recompute.");
   if (p.recompute == Recompute::Selective && !w.flash_attention) {
     // Recompute the attention core: scores to context (scale, mask, softmax,
-    // dropout in between).
-    b.passes("recompute.attn", forward_passes(ops, index_of(ops, "scores"), index_of(ops, "context") + 1));
+    // dropout in between) and the context's permute to [s, b, h] (inside
+    // Megatron's checkpointed CoreAttention / DotProductAttention).
+    b.passes("recompute.attn",
+             forward_passes(ops, index_of(ops, "scores"), index_of(ops, "context_copy") + 1));
   }
   const auto steps = backward_steps(ops);
   auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };
@@ -358,7 +360,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   PieceList& b = lp.backward;
   if (p.recompute == Recompute::Full) b.append(lp.forward, "recompute.");
   if (p.recompute == Recompute::Selective && !w.flash_attention) {
-    b.passes("recompute.attn", fwd(index_of(ops, "scores"), index_of(ops, "context") + 1));
+    b.passes("recompute.attn", fwd(index_of(ops, "scores"), index_of(ops, "context_copy") + 1));
   }
   const auto steps = backward_steps(ops);
   auto range = [&](std::size_t from, std::size_t to) { return backward_passes(ops, steps, from, to); };

@@ -417,6 +417,50 @@ TEST(Passes, EmbeddingReducesItsLookupsBeforeThePositionAdd) {
   EXPECT_EQ(pieces_text(model_pieces(rotary, w, p, timer).embedding.forward), "fwd fwd.tp.reduce-scatter");
 }
 
+TEST(Passes, SelectiveRecomputationRedoesTheAttentionCoreWithItsPermute) {
+  // Megatron checkpoints CoreAttention (DotProductAttention): the scores,
+  // softmax, dropout and context bmms and the context's permute to
+  // [s, b, h], whose copy is inside it. Memory-bound kernels at 1 ps per
+  // byte, GEMMs free: the recomputation is the softmax's, the dropout's and
+  // the copy's bytes.
+  class BytesPredictor final : public node_model::KernelPredictor {
+   public:
+    [[nodiscard]] Time predict(const node_model::Kernel& k) const override {
+      return node_model::is_gemm(k.op) ? Time::zero() : Time::from_ps(k.bytes().count());
+    }
+    [[nodiscard]] std::string_view name() const override { return "bytes"; }
+    [[nodiscard]] const node_model::GpuSpec& gpu() const override { return gpu_; }
+
+   private:
+    node_model::GpuSpec gpu_ = node_model::gpu_preset("H100-SXM");
+  };
+  const BytesPredictor pred;
+  const Workload w = work();
+  const KernelTimer timer(pred, w);
+  // The backward's compute with it, less the backward's without it.
+  auto backward = [&](Recompute rc) {
+    ParallelPlan p;
+    p.recompute = rc;
+    Time t;
+    const LayerPieces lp = layer_pieces(tiny(), w, p, timer, false);
+    for (const Piece& c : lp.backward.pieces()) t += c.duration;
+    return t;
+  };
+  Time expected, without_copy;
+  bool in = false;
+  for (const auto& op : layer_ops(tiny(), w, Sharding{1, false})) {
+    in = in || op.name == "scores";
+    if (!in) continue;
+    for (const auto& k : op.forward.kernels) {
+      expected += pred.predict(k);
+      if (op.name != "context_copy") without_copy += pred.predict(k);
+    }
+    if (op.name == "context_copy") break;
+  }
+  EXPECT_EQ(backward(Recompute::Selective) - backward(Recompute::None), expected);
+  EXPECT_GT(expected, without_copy);
+}
+
 TEST(Passes, WithoutTensorParallelCollectivesARankRunsItsShareAlone) {
   const test_support::LayersOnlyPredictor pred(97);
   const Workload w = work();
