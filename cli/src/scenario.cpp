@@ -2051,12 +2051,14 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (!c.node()["gpu"].IsScalar()) {
       const auto tf = [](FlopRate r) { return fmt::format("{:g} TFLOP/s", r.per_second() * 1e-12); };
       if (s.gpu.fp32_peak > s.gpu.tensor_peak) {
+        s.suspect_gpu_keys.emplace_back("cluster.gpu.fp32_peak");
         s.warnings.push_back(
             fmt::format("cluster.gpu.fp32_peak ({}) is above tensor_peak ({}): on every GPU the "
                         "16-bit tensor cores are the faster (a unit slip?)",
                         tf(s.gpu.fp32_peak), tf(s.gpu.tensor_peak)));
       }
       if (s.gpu.fp8_peak.per_second() > 0 && s.gpu.fp8_peak < s.gpu.tensor_peak) {
+        s.suspect_gpu_keys.emplace_back("cluster.gpu.fp8_peak");
         s.warnings.push_back(
             fmt::format("cluster.gpu.fp8_peak ({}) is below tensor_peak ({}): FP8 tensor cores "
                         "run at least the 16-bit rate (a unit slip?)",
@@ -2075,6 +2077,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         }
         const double value = get(s.gpu);
         if (value >= least && value <= 4 * get(*most)) return;
+        // (the memory's capacity times nothing)
+        if (key != std::string_view("memory"))
+          s.suspect_gpu_keys.push_back(fmt::format("cluster.gpu.{}", key));
         s.warnings.push_back(fmt::format(
             "cluster.gpu.{} = {:g} {} is {} (a unit slip?)", key, value, unit,
             value < least ? fmt::format("below every GPU's the node model knows ({}: {:.4g} {})", least_gpu,

@@ -272,12 +272,7 @@ void throw_overflow(const Scenario& s, const OverflowError& e) {
   // (the model's size too: a hidden of 10^7 overflows at a usual batch)
   // An inline GPU's spec warned about as no GPU's (a unit slip) slows every
   // kernel as much: named too (helper 114: sms 10^6, memory_bandwidth 1B/s).
-  std::string gpu_keys;
-  for (const std::string& w : s.warnings) {
-    if (w.rfind("cluster.gpu.", 0) != 0) continue;
-    const std::string key = w.substr(0, w.find_first_of(" ("));
-    if (gpu_keys.find(key) == std::string::npos) gpu_keys += (gpu_keys.empty() ? "" : ", ") + key;
-  }
+  const std::string gpu_keys = fmt::format("{}", fmt::join(s.suspect_gpu_keys, ", "));
   throw ScenarioError(fmt::format(
       "{}: training.micro_batch, training.seq_len, training.global_batch, model.hidden, model.layers{}: one "
       "iteration ({} x {} tokens per micro-batch, {}, through {} layers of hidden {}) cannot be simulated: "

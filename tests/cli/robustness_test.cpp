@@ -169,6 +169,21 @@ TEST(Robustness, TimeOverflowWhileSimulatingNamesTheKeys) {
               0U)
         << e.what();
   }
+  // Only the keys that change kernel times: a memory capacity warned about
+  // as no GPU's too (1 GB, under a P4's 8) is not named.
+  const Scenario small_memory =
+      parse_scenario(text, "s.yaml", {{"cluster.gpu.sms", "1000000"}, {"cluster.gpu.memory", "1GB"}});
+  EXPECT_EQ(small_memory.suspect_gpu_keys, std::vector<std::string>{"cluster.gpu.sms"});
+  EXPECT_TRUE(std::any_of(small_memory.warnings.begin(), small_memory.warnings.end(),
+                          [](const std::string& w) { return w.rfind("cluster.gpu.memory = 1 GB", 0) == 0; }));
+  try {
+    (void)simulate_scenario(small_memory);
+    FAIL() << "no ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers (or cluster.gpu.sms, warned about as no GPU's): one "),
+              std::string::npos)
+        << e.what();
+  }
   // A latency of weeks fits once, but not summed over an iteration: named as the cause.
   const Scenario slow_link = parse_scenario(text, "s.yaml", {{"cluster.nic_latency", "4000000s"}});
   try {

@@ -262,6 +262,10 @@ struct Scenario {
   /// "warning:" prefix), e.g. a tensor-parallel group spanning nodes;
   /// `tessera run` prints them on stderr.
   std::vector<std::string> warnings;
+  /// The inline GPU's spec keys (`cluster.gpu.sms`, ...) among the warnings
+  /// as no GPU's (a unit slip): keys that change kernel times, which an
+  /// iteration too long to simulate then names beside the workload's.
+  std::vector<std::string> suspect_gpu_keys;
   /// `training.tokens`: the tokens the whole training run processes (0: not
   /// given); with it the reports give the run's time and GPU-hours
   /// (study::training_run).
