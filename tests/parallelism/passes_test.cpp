@@ -423,18 +423,7 @@ TEST(Passes, SelectiveRecomputationRedoesTheAttentionCoreWithItsPermute) {
   // [s, b, h], whose copy is inside it. Memory-bound kernels at 1 ps per
   // byte, GEMMs free: the recomputation is the softmax's, the dropout's and
   // the copy's bytes.
-  class BytesPredictor final : public node_model::KernelPredictor {
-   public:
-    [[nodiscard]] Time predict(const node_model::Kernel& k) const override {
-      return node_model::is_gemm(k.op) ? Time::zero() : Time::from_ps(k.bytes().count());
-    }
-    [[nodiscard]] std::string_view name() const override { return "bytes"; }
-    [[nodiscard]] const node_model::GpuSpec& gpu() const override { return gpu_; }
-
-   private:
-    node_model::GpuSpec gpu_ = node_model::gpu_preset("H100-SXM");
-  };
-  const BytesPredictor pred;
+  const test_support::BytesPredictor pred;
   const Workload w = work();
   const KernelTimer timer(pred, w);
   // The backward's compute with it, less the backward's without it.

@@ -658,18 +658,7 @@ TEST(Plan, TheDistributedOptimizerZeroesEveryMainGradientTheRankHolds) {
   // task is the bytes of its passes. Megatron, bf16, dp 8 with the
   // distributed optimizer: the step updates an eighth of the stage's
   // parameters, zero_grad_buffer then clears all of them.
-  class BytesPredictor final : public node_model::KernelPredictor {
-   public:
-    [[nodiscard]] Time predict(const node_model::Kernel& k) const override {
-      return node_model::is_gemm(k.op) ? Time::zero() : Time::from_ps(k.bytes().count());
-    }
-    [[nodiscard]] std::string_view name() const override { return "bytes"; }
-    [[nodiscard]] const node_model::GpuSpec& gpu() const override { return gpu_; }
-
-   private:
-    node_model::GpuSpec gpu_ = node_model::gpu_preset("H100-SXM");
-  };
-  const BytesPredictor pred;
+  const test_support::BytesPredictor pred;
   const auto m = tiny();
   Workload w{1, 32, DType::BF16};
   w.framework = node_model::Framework::Megatron;

@@ -43,4 +43,18 @@ class LayersOnlyPredictor final : public node_model::KernelPredictor {
   node_model::GpuSpec gpu_;
 };
 
+/// The other way round: memory-bound kernels take one picosecond per byte
+/// they move, GEMMs no time (a pass's time is its vector kernels' bytes).
+class BytesPredictor final : public node_model::KernelPredictor {
+ public:
+  [[nodiscard]] Time predict(const node_model::Kernel& k) const override {
+    return node_model::is_gemm(k.op) ? Time::zero() : Time::from_ps(k.bytes().count());
+  }
+  [[nodiscard]] std::string_view name() const override { return "bytes"; }
+  [[nodiscard]] const node_model::GpuSpec& gpu() const override { return gpu_; }
+
+ private:
+  node_model::GpuSpec gpu_ = node_model::gpu_preset("H100-SXM");
+};
+
 }  // namespace tessera::test_support
