@@ -452,7 +452,9 @@ ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const Pa
   // on every token and scatters the sum (a split, no communication).
   const std::size_t lookups = m.learned_positions ? 2 : 1;
   embed.forward.passes("fwd", forward_passes(ef, 0, lookups));
-  if (tp) embed.forward.comm("fwd.tp", sp && m.learned_positions ? CollectiveKind::AllReduce : reduce, act);
+  const CollectiveKind embed_reduce =
+      sp && !m.learned_positions ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
+  if (tp) embed.forward.comm("fwd.tp", embed_reduce, act);
   if (lookups < ef.size()) embed.forward.passes("fwd", forward_passes(ef, lookups, ef.size()));
   if (sp) embed.backward.comm("bwd.tp", CollectiveKind::AllGather, act);
   const auto esteps = backward_steps(ef);
