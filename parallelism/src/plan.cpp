@@ -668,9 +668,12 @@ double model_flops(const TransformerConfig& model, const Workload& work, const P
   return per_replica_rank_sum * static_cast<double>(micro_batches) * plan.dp;
 }
 
-std::int64_t optimizer_shard_params(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
-                                    const StagePartition& part, int stage) {
-  const StageParams held = stage_params(model, work, plan, part.chunk_layers, stage);
+namespace {
+
+/// The part of the parameters `held` by one rank that its optimizer step
+/// updates (optimizer_shard_params).
+std::int64_t optimizer_shard_of(const TransformerConfig& model, const ParallelPlan& plan,
+                                const StageParams& held) {
   const std::int64_t params = held.total();
   if (plan.zero_stage < 1) return params;
   if (model.is_moe() && plan.ep > 1) {
@@ -679,6 +682,13 @@ std::int64_t optimizer_shard_params(const TransformerConfig& model, const Worklo
     return (held.dense + plan.dp - 1) / plan.dp + (held.expert + expert_dp - 1) / expert_dp;
   }
   return (params + plan.dp - 1) / plan.dp;
+}
+
+}  // namespace
+
+std::int64_t optimizer_shard_params(const TransformerConfig& model, const Workload& work,
+                                    const ParallelPlan& plan, const StagePartition& part, int stage) {
+  return optimizer_shard_of(model, plan, stage_params(model, work, plan, part.chunk_layers, stage));
 }
 
 // ---------------------------------------------------------------------------
@@ -1444,15 +1454,14 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const StageSlots& s
     rb.host_sync(rb.compute("optimizer.sync", Time::zero(), Flops(), std::exchange(before_step, {})));
   }
   // Optimizer step over this rank's (shard of the) parameters.
-  const std::int64_t step_params = optimizer_shard_params(c.model, c.work, c.plan, c.part, stage);
+  const StageParams stage_held = stage_params(c.model, c.work, c.plan, c.part.chunk_layers, stage);
+  const std::int64_t step_params = optimizer_shard_of(c.model, c.plan, stage_held);
   const int tensors = static_cast<int>(c.part.stage_layers(stage) * kTensorsPerLayer + 4);
   // The main gradients zeroed after it: under ZeRO-1 (Megatron's
   // distributed optimizer) the whole buffer the rank accumulated into, not
   // the shard the step updates (zero_grad_buffer); ZeRO-2/3 keep only the
   // shard's gradients.
-  const std::int64_t held = c.plan.zero_stage == 1
-                                ? stage_params(c.model, c.work, c.plan, c.part.chunk_layers, stage).total()
-                                : step_params;
+  const std::int64_t held = c.plan.zero_stage == 1 ? stage_held.total() : step_params;
   const Pass opt_pass =
       c.work.rules().optimizer(step_params, tensors, c.plan.fused_optimizer, c.plan.grad_clipping, held);
   PieceList opt_piece(c.timer);
