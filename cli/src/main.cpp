@@ -38,9 +38,9 @@ constexpr std::string_view kDescription = R"(Forecasts how fast a model trains o
 
 constexpr std::string_view kCommands = R"(Forecasting:
   run SCENARIO.yaml [--backend flow|ns3] [--json] [--set KEY=VALUE] [--trace F] [--links F]
-        Simulate one training iteration: iteration time (compute, pipeline
-        bubble, exposed communication), tokens/s, TFLOP/s and MFU per GPU,
-        memory per stage.
+        Simulate one training iteration: iteration time (compute, host,
+        pipeline bubble, exposed communication), tokens/s, TFLOP/s and MFU
+        per GPU, memory per stage.
   sweep SCENARIO.yaml --set KEY=V1,V2,... [--out F.csv] [--svg F.svg] [--jobs N] [--shard I/N|auto]
         Run a grid of settings in parallel, resumable, with a scaling chart.
   sweep-merge --out F.csv [--json] SHARD.csv...
