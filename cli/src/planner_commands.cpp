@@ -372,8 +372,13 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   // (a seq_len of 10^9 printed five "not applicable" rows of the same
   // "cannot be simulated").
   if (!rows.empty() && std::all_of(rows.begin(), rows.end(), [](const Row& r) { return !r.error.empty(); })) {
+    // Named by the scenario (and the --schedules entry when it is the only
+    // one): "schedule zb-h1 needs pp >= 2" alone did not say of which file.
     if (std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return r.error == rows.front().error; }))
-      throw InputError(rows.front().error);
+      throw InputError(fmt::format(
+          "{}{}: {}", p.positional()[0],
+          rows.size() == 1 ? fmt::format(" (--schedules {})", rows.front().schedule) : std::string(),
+          without_file_prefix(rows.front().error, s.file)));
     throw InputError(fmt::format(
         "{}: none of the {} schedules compared runs its plan; {}{}: {}", p.positional()[0], rows.size(),
         rows.front().schedule,

@@ -1948,6 +1948,10 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     const YAML::Node tiers_at = f.need("tiers");
     s.fat_tree_tiers_auto = tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
     ft.tiers = s.fat_tree_tiers_auto ? 2 : f.positive_int32("tiers");
+    if (ft.tiers != 2 && ft.tiers != 3) {
+      f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
+                fmt::format("a fat-tree has 2 or 3 tiers, or tiers: auto (got {})", ft.tiers));
+    }
     ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
     tree_links(ft);
     if (s.fat_tree_tiers_auto) {
