@@ -50,6 +50,20 @@ TEST(Expand, AutoFollowsTheDocumentedRule) {
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, first_ranks(8), Bytes::mib(25), o), Algorithm::Ring);
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, {0, 1, 2, 8, 9}, Bytes::mib(25), o),
             Algorithm::Ring);
+  // ...as 8 rail rings at once, each with an eighth of the buffer: ring
+  // 30(a + S/(16 x 8 B)) vs tree 8(a + S/B), tree below ~0.71 MB (0.90 MB
+  // for one ring, above).
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes(600'000), o), Algorithm::Tree);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes(800'000), o), Algorithm::Ring);
+  // Chunks pipeline the algorithm chosen, they do not choose it: a tree in
+  // 8 chunks had been estimated at 15(a + S/8B), below one ring's 30(a +
+  // S/16B) at any size, and won on 16 ranks (and within a node of 8) for
+  // gradients of gigabytes, where the tree as built runs 1.3-5x slower.
+  o.chunks = 8;
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes::mib(25), o), Algorithm::Ring);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, first_ranks(8), Bytes::mib(25), o), Algorithm::Ring);
+  EXPECT_EQ(resolve_algorithm(CollectiveKind::AllReduce, g16, Bytes(600'000), o), Algorithm::Tree);
+  o.chunks = 1;
   o.ranks_per_node = 0;
   EXPECT_EQ(resolve_algorithm(CollectiveKind::ReduceScatter, g16, Bytes(64), o), Algorithm::Ring);
   EXPECT_EQ(resolve_algorithm(CollectiveKind::AllGather, g16, Bytes(64), o), Algorithm::Ring);

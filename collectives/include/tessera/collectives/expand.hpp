@@ -103,11 +103,12 @@ struct ExpandOptions {
 /// The rule (NCCL-like, by message size and group shape):
 ///  - send-recv, all-to-all: Direct (all-to-all: Hierarchical only when asked);
 ///  - reduce-scatter, all-gather: Ring (as NCCL);
-///  - all-reduce: Tree when its estimate 2*ceil(log2 p)*(a + S/B) [C chunks:
-///    (2*ceil(log2 p) + C - 1)*(a + S/(C*B))] beats the ring's
-///    2(p-1)*(a + S/(p*B)); otherwise Ring (across whole nodes build() lays
-///    it as rail rings, NCCL's choice; Hierarchical only when asked). Groups
-///    of 1 or 2 ranks: Ring.
+///  - all-reduce: Tree when its estimate 2*ceil(log2 p)*(a + S/B) beats the
+///    ring's 2(p-1)*(a + S/(p*L*B)), whatever the chunks (they pipeline the
+///    algorithm chosen); otherwise Ring (across whole nodes build() lays
+///    it as L rail rings at once, L the ranks on each node, NCCL's choice;
+///    within a node L = 1; Hierarchical only when asked). Groups of 1 or 2
+///    ranks: Ring.
 ///  - broadcast, reduce: Tree (binomial, ceil(log2 p)*(a + S/B)) unless the
 ///    pipelined chain ((p-1 + C-1)*(a + S/(C*B))) is faster.
 /// a = auto_latency, B = auto_bandwidth, S = size, C = chunks.
