@@ -43,13 +43,13 @@ Kernel memory_pass(std::int64_t bytes, DType dtype) {
   return flat_kernel(KernelOp::MulU, std::max<std::int64_t>(1, (bytes + per - 1) / per), dtype);
 }
 
-int multi_tensor_launches(std::int64_t elements) {
+std::int64_t multi_tensor_launches(std::int64_t elements) {
   // apex multi_tensor_apply: chunks of 2048 * 32 elements, at most 320
   // blocks (chunks) per launch.
   constexpr std::int64_t kChunk = 2048LL * 32;
   constexpr std::int64_t kBlocks = 320;
   const std::int64_t chunks = (elements + kChunk - 1) / kChunk;
-  return static_cast<int>(std::max<std::int64_t>(1, (chunks + kBlocks - 1) / kBlocks));
+  return std::max<std::int64_t>(1, (chunks + kBlocks - 1) / kBlocks);
 }
 
 OpRules::OpRules(Framework framework, DType dtype, ProfileOptions options)
@@ -383,7 +383,7 @@ Pass OpRules::optimizer(std::int64_t params, int tensors, bool fused, bool clip,
   if (main_grads == 0) main_grads = params;
   Pass p;
   const DType f32 = DType::FP32;
-  const int mt = std::max(multi_tensor_launches(params), (tensors + 35) / 36);
+  const std::int64_t mt = std::max<std::int64_t>(multi_tensor_launches(params), (tensors + 35) / 36);
   const bool mixed = dtype_bytes(dtype_) == 2;
   if (mixed && (!megatron() || dtype_ == DType::FP16)) {
     // 16-bit gradients copied to the FP32 masters' (Megatron: its FP16 main

@@ -247,7 +247,7 @@ TEST(Transformer, ALayerWithoutBiasesHasNoBiasGradients) {
     for (const auto& op : layer_ops(m, w)) sum += op.params;
     return sum;
   };
-  auto weight_grad_launches = [&](std::string_view name) {
+  auto weight_grad_launches = [&](std::string_view name) -> std::int64_t {
     for (const auto& op : layer_ops(m, w)) {
       if (op.name == name) return op.weight_grad.launches;
     }

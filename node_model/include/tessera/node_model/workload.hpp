@@ -49,9 +49,12 @@ struct Pass {
   std::vector<bool> part;
   /// Kernel launches the host issues for this pass (a fused kernel that the
   /// node model times as several traffic-equivalent kernels is one launch).
-  int launches = 0;
+  /// 64-bit: a multi-tensor optimizer of 10^16 parameters issues 6 x 10^8
+  /// launches per pass, and a pass of several overflowed an int into a
+  /// negative host time.
+  std::int64_t launches = 0;
 
-  void add(const Kernel& k, int launch = 1) {
+  void add(const Kernel& k, std::int64_t launch = 1) {
     kernels.push_back(k);
     part.push_back(launch == 0);
     launches += launch;
@@ -62,7 +65,7 @@ struct Pass {
     launches += p.launches;
   }
   /// Keeps the first `n` kernels, which are `launches` launches.
-  void truncate(std::size_t n, int launch_count) {
+  void truncate(std::size_t n, std::int64_t launch_count) {
     kernels.resize(n);
     part.resize(n);
     launches = launch_count;
@@ -285,6 +288,6 @@ inline constexpr std::int64_t kFlatRow = 4096;
 /// An elementwise kernel over `elements` contiguous elements as rows of kFlatRow.
 Kernel flat_kernel(KernelOp op, std::int64_t elements, DType dtype);
 /// Launches of one apex multi-tensor kernel over `elements` elements.
-int multi_tensor_launches(std::int64_t elements);
+std::int64_t multi_tensor_launches(std::int64_t elements);
 
 }  // namespace tessera::node_model

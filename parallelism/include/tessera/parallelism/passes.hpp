@@ -81,13 +81,14 @@ struct HostShape {
   double span_s = 0;
   bool any = false;
 
-  static HostShape of_pass(int launches, double duration_s, double c) {
+  static HostShape of_pass(std::int64_t launches, double duration_s, double c) {
     HostShape h;
     h.any = launches > 0 || duration_s > 0;
     h.launches = launches;
     h.duration_s = duration_s;
     // Units of equal length: the bound is the first launch (c + D) or the last (L c + D / L).
-    h.span_s = launches > 0 ? std::max(c + duration_s, launches * c + duration_s / launches) : duration_s;
+    const auto l = static_cast<double>(launches);
+    h.span_s = launches > 0 ? std::max(c + duration_s, l * c + duration_s / l) : duration_s;
     return h;
   }
   void then(const HostShape& q, double c) {
