@@ -69,8 +69,12 @@ WorkEstimate estimate_work(const Scenario& s) {
   const double grad_bytes =
       static_cast<double>(s.model.params_per_layer_per_tp_rank(plan.tp)) * layers_per_stage * 4.0;
   const parallelism::GradSync sync = plan.resolved_grad_sync(s.workload);
+  // A bucket closes at the first layer end past the bucket size, so it holds
+  // at least one layer's gradients: at most a bucket per layer (a 100 B
+  // bucket size was refused as 7.5e11 events; it runs as one per layer).
   const double cut =
-      std::max(1.0, std::ceil(grad_bytes / std::max(1.0, plan.resolved_bucket_size(s.workload).as_double())));
+      std::clamp(std::ceil(grad_bytes / std::max(1.0, plan.resolved_bucket_size(s.workload).as_double())),
+                 1.0, layers_per_stage);
   // Megatron-Core's DDP cuts buckets on the first stage only, and with
   // interleaving reduces a chunk at a time (parallelism::DpGradSync): per
   // rank on average.

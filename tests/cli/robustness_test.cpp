@@ -293,6 +293,19 @@ TEST(Robustness, WorkEstimateIsWithinAFewTimesTheSimulated) {
     EXPECT_LE(w.transfers(), 3 * actual) << name;
     EXPECT_LT(w.events(), kMaxSimulatedEvents) << name;
   }
+  // A bucket holds at least a layer's gradients (it closes at the first
+  // layer end past the bucket size): a 100 B bucket size runs one bucket
+  // per layer, and was refused as 7.5e11 events, one bucket per 100 B.
+  {
+    const Scenario tiny =
+        parse_scenario(scenario_text("default.yaml"), "default.yaml",
+                       {{"parallelism.grad_sync", "overlapped"}, {"parallelism.bucket_size", "100B"}});
+    const WorkEstimate w = estimate_work(tiny);
+    const auto actual =
+        static_cast<double>(simulate_scenario(tiny, nullptr, nullptr, false).result.transfers);
+    EXPECT_GE(w.transfers(), actual / 3);
+    EXPECT_LE(w.transfers(), 3 * actual);
+  }
   // The GPT-3 scenario at its real global batch, and the 30,720-GPU
   // benchmark of docs/benchmarks.md, are below the limit.
   const std::string gpt3 = scenario_text("gpt3-175b.yaml");
