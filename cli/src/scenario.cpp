@@ -3020,12 +3020,17 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       // Credits count each packet in whole 64-byte blocks.
       const std::int64_t packet = (ns.mtu.count() + ns.header_bytes.count() + 63) / 64 * 64;
       const Bytes segment = Bytes(packet) * ns.packets_per_segment;
-      // The credit counters are 32-bit (helper 95: checked only when the
-      // ns-3 fabric was built, without the key's line, and never on flow).
-      if (ns.buffer.count() > std::int64_t{std::numeric_limits<std::uint32_t>::max()}) {
+      // The credit counters are 32-bit and the fabric rounds a buffer up to
+      // whole 64-byte credit blocks, so the most it holds is 4294967232 B
+      // (helper 95: checked only when the ns-3 fabric was built, without the
+      // key's line, and never on flow; helper 118: 4294967233-4294967295 B
+      // passed here and failed there).
+      constexpr std::int64_t kMostCredits = std::int64_t{std::numeric_limits<std::uint32_t>::max()} / 64 * 64;
+      if (ns.buffer.count() > kMostCredits) {
         n.fail_at(v.Mark(), n.key_path("buffer"),
-                  fmt::format("{} is more than the credit counters hold, 4294967295 B (4 GiB less one byte)",
-                              n.scalar("buffer")));
+                  fmt::format("{} is more than the credit counters hold, {} B (4 GiB less one 64-byte credit "
+                              "block: a buffer is rounded up to whole blocks)",
+                              n.scalar("buffer"), kMostCredits));
       }
       if (ns.buffer.count() > 0 && ns.buffer < segment) {
         n.fail_at(
