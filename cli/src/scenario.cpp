@@ -2944,6 +2944,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       g.fail_at(g.node()["slowdown"].Mark(), g.key_path("slowdown"),
                 "a slowdown without nodes or ranks has no effect: name the GPUs it slows");
     }
+    if (listed && slowdown < 1.0) {
+      // Faster GPUs are allowed (a newer part among older ones), but MFU and
+      // HFU stay against the preset's peak (helper 118: 0.01 on every rank
+      // reported an MFU of 200%, without a word).
+      s.warnings.push_back(fmt::format(
+          "{} {} makes the listed GPUs {:.3g}x faster than {}'s model; MFU and HFU stay against its peak "
+          "and can pass 100%",
+          g.key_path("slowdown"), g.scalar("slowdown"), 1.0 / slowdown, s.gpu.name));
+    }
     g.finish();
   }
   if (top.has("backend")) {
