@@ -559,11 +559,19 @@ double read_e2e_latency(const std::string& path) {
   const auto key = s.find("\"e2e_latency\"");
   const auto colon = key == std::string::npos ? key : s.find(':', key);
   if (colon == std::string::npos) throw InputError(fmt::format("{}: no \"e2e_latency\" field", path));
+  double ms = 0;
   try {
-    return std::stod(s.substr(colon + 1));
+    ms = std::stod(s.substr(colon + 1));
   } catch (const std::logic_error&) {
     throw InputError(fmt::format("{}: \"e2e_latency\" is not a number", path));
   }
+  // (helper 120: 0 printed an error of inf, invalid JSON under --json, and
+  // -5 an error of -9985%, exit 0)
+  if (!std::isfinite(ms) || ms <= 0) {
+    throw InputError(
+        fmt::format("{}: \"e2e_latency\" must be a positive time in milliseconds (got {})", path, ms));
+  }
+  return ms;
 }
 
 }  // namespace

@@ -617,6 +617,11 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const 
     const JsonValue label = read_json_file(f.string());
     const JsonValue* e2e = label.find("e2e_latency");
     if (e2e == nullptr || !e2e->is_number()) continue;
+    // (helper 120: 0 printed inf% and -3 an error of 6996%)
+    if (!std::isfinite(e2e->number()) || e2e->number() <= 0) {
+      throw InputError(fmt::format("{}: \"e2e_latency\" must be a positive time in milliseconds (got {})",
+                                   f.string(), e2e->number()));
+    }
     const ModelShape shape = model_shape_from_config(read_json_file(config.string()), config.string());
     const bool train = m[2].str() == "train";
     const auto graph = build_model_graph(shape, std::stoll(m[4].str()), std::stoll(m[3].str()), train);
