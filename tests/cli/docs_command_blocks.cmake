@@ -1,7 +1,9 @@
 # Every fenced block of a doc that opens with a one-line `tessera validate
-# steps ...` or `tessera validate kernels ...` command and shows its output
-# is what that command prints today: each line of the block below the
-# command is a line of the command's output. The tables are quoted figures
+# steps ...`, `tessera validate kernels ...`, `tessera kernels ...` or
+# `tessera collectives ...` command (written with or without a `$ ` prompt)
+# and shows its output is what that command prints today: each line of the
+# block below the command, other than a `...` elision, is a line of the
+# command's output. The tables are quoted figures
 # (docs/node_model.md's H200 and H100 steps); without this check they went
 # stale when a kernel rule changed and the golden outputs were refreshed.
 # -DTESSERA (the binary), -DDOCS (the doc), -DROOT (the repository root: the
@@ -9,12 +11,15 @@
 # blocks the doc is expected to hold, so that a reformatted doc cannot make
 # this test check nothing).
 file(READ ${DOCS} docs)
-set(opening "```\ntessera validate ")
 set(rest "${docs}")
 set(checked 0)
 set(more 1)
 while(more)
-  string(FIND "${rest}" "${opening}" at)
+  string(FIND "${rest}" "```\ntessera " at)
+  string(FIND "${rest}" "```\n$ tessera " prompted)
+  if(at LESS 0 OR (prompted GREATER_EQUAL 0 AND prompted LESS at))
+    set(at ${prompted})
+  endif()
   if(at LESS 0)
     break()
   endif()
@@ -32,12 +37,13 @@ while(more)
     continue()  # a command alone, no output shown
   endif()
   string(SUBSTRING "${block}" 0 ${eol} command)
+  string(REGEX REPLACE "^\\$ " "" command "${command}")
   math(EXPR body_start "${eol} + 1")
   string(SUBSTRING "${block}" ${body_start} -1 body)
   if(command MATCHES "\\\\$")
     continue()  # a command continued on the next line: its arguments are not one line
   endif()
-  if(NOT command MATCHES "^tessera validate (steps|kernels) ")
+  if(NOT command MATCHES "^tessera (validate (steps|kernels)|kernels|collectives) ")
     continue()
   endif()
   string(REGEX REPLACE "^tessera " "" arguments "${command}")
@@ -54,7 +60,7 @@ while(more)
     string(SUBSTRING "${lines}" 0 ${eol} line)
     math(EXPR next "${eol} + 1")
     string(SUBSTRING "${lines}" ${next} -1 lines)
-    if(line STREQUAL "")
+    if(line STREQUAL "" OR line STREQUAL "...")
       continue()
     endif()
     string(FIND "${out}" "\n${line}\n" found)
@@ -66,6 +72,6 @@ while(more)
   math(EXPR checked "${checked} + 1")
 endwhile()
 if(checked LESS MIN_BLOCKS)
-  message(FATAL_ERROR "${DOCS}: ${checked} 'tessera validate steps|kernels' blocks with output, expected ${MIN_BLOCKS}")
+  message(FATAL_ERROR "${DOCS}: ${checked} blocks of a tessera command with its output, expected ${MIN_BLOCKS}")
 endif()
 message(STATUS "${checked} blocks checked")
