@@ -167,6 +167,24 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
                         path, r + 1, t.rows[r][static_cast<std::size_t>(fb_col)], t.rows[r][it]));
       }
     }
+    // The phases of one step must agree with each other (helper 120: a
+    // forward longer than forward + backward, or phases summing to twice
+    // the step, were read and gave errors of -63% and -87%). Phases timed
+    // apart and averaged over repeats can sum a little past the step (our
+    // H100 and H200 files: up to 4.3%); a fifth past it is not one step.
+    if (fwd > 0 && fb > 0 && fwd >= fb) {
+      throw InputError(
+          fmt::format("{}: row {}, column 'fwd_ms': the forward must be below fwd_bwd_ms, which "
+                      "holds it (got '{}', fwd_bwd_ms '{}')",
+                      path, r + 1, t.rows[r][static_cast<std::size_t>(fwd_col)],
+                      t.rows[r][static_cast<std::size_t>(fb_col)]));
+    }
+    if (fb > 0 && opt >= 0 && fb + opt > 1.2 * ms) {
+      throw InputError(
+          fmt::format("{}: row {}, columns 'fwd_bwd_ms' and 'optimizer_ms': their sum ({} ms) is "
+                      "more than a fifth past iteration_ms ('{}'): not the phases of one step",
+                      path, r + 1, fb + opt, t.rows[r][it]));
+    }
     // Repeats of one configuration are averaged.
     bool merged = false;
     for (auto& o : out) {
