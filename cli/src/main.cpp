@@ -549,8 +549,10 @@ tensor-core model (fp8 needs FP8FLOPs in the device config).
 
 Builds a HuggingFace model's operator graph as PyTorch eager runs it
 (unfused kernels, as NeuSight measured) and sums the predicted kernel times:
-end-to-end, forward and backward ms. model_type gpt2 (gpt_neo, gpt3), opt,
-bert or switch_transformers; the MLP activation from the config (gelu_new,
+end-to-end, forward and backward ms. model_type gpt2 (gpt_neo, gpt3: GPT-Neo's
+local attention layers are priced as global ones), opt, bert or
+switch_transformers; a null size (n_inner, intermediate_size) is Hugging
+Face's default; the MLP activation from the config (gelu_new,
 gelu, gelu_pytorch_tanh, relu). --mode inf: one forward pass of the whole
 sequence (no KV cache); train: forward + backward, no optimizer step.
 --dtype: the tensors' type (default fp32, what the 1-GPU runs it is

@@ -23,7 +23,9 @@ namespace {
 std::int64_t get_int(const JsonValue& c, std::initializer_list<const char*> keys, const std::string& source,
                      std::int64_t fallback = -1) {
   for (const char* k : keys) {
-    if (const JsonValue* v = c.find(k); v != nullptr) {
+    // A null is Hugging Face's "the default" (GPT-2's "n_inner": null is 4 x
+    // n_embd): absent, where there is a default (helper 120: refused).
+    if (const JsonValue* v = c.find(k); v != nullptr && !(v->is_null() && fallback > 0)) {
       // (at most 2^24: larger than any model's dimension, small enough that
       // products of dimensions stay exact)
       constexpr double kMax = 16777216;
@@ -122,9 +124,10 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
   if (t == "gpt2" || t == "gpt_neo" || t == "gpt3") {
     m.family = "gpt2";
     m.hidden = get_int(c, {"n_embd", "hidden_size"}, source);
-    m.heads = get_int(c, {"n_head", "num_attention_heads"}, source);
-    m.layers = get_int(c, {"n_layer", "num_hidden_layers"}, source);
-    m.ffn = get_int(c, {"n_inner"}, source, 4 * m.hidden);
+    // (GPT-Neo names them num_heads, num_layers and intermediate_size)
+    m.heads = get_int(c, {"n_head", "num_attention_heads", "num_heads"}, source);
+    m.layers = get_int(c, {"n_layer", "num_hidden_layers", "num_layers"}, source);
+    m.ffn = get_int(c, {"n_inner", "intermediate_size"}, source, 4 * m.hidden);
     m.vocab = get_int(c, {"vocab_size"}, source);
   } else if (t == "opt") {
     m.family = "opt";

@@ -576,6 +576,19 @@ TEST(ModelGraph, ConfigFieldsShapeTheGraph) {
   EXPECT_EQ(error_of([&] { (void)shape(gpt2 + R"(,"activation_function":"swish"})"); }),
             "c.json: activation_function 'swish' is not one the graph builds (gelu_new, gelu, "
             "gelu_pytorch_tanh, relu)");
+  // Hugging Face's null is the default (GPT-2's n_inner: 4 x n_embd), and
+  // GPT-Neo's own key names are read (both were refused).
+  EXPECT_EQ(shape(gpt2 + R"(,"n_inner":null})").ffn, 256);
+  const auto neo = shape(
+      R"({"model_type":"gpt_neo","hidden_size":64,"num_heads":4,"num_layers":3,"intermediate_size":null,)"
+      R"("vocab_size":97})");
+  EXPECT_EQ(neo.heads, 4);
+  EXPECT_EQ(neo.layers, 3);
+  EXPECT_EQ(neo.ffn, 256);
+  EXPECT_EQ(error_of([&] {
+              (void)shape(R"({"model_type":"gpt2","n_embd":64,"n_head":null,"n_layer":2,"vocab_size":97})");
+            }),
+            "c.json: key 'n_head' must be a whole number from 1 to 16777216");
   // OPT-350m's shape: 2048-wide embeddings and LM head projected to 512; post-norm, no final layer norm.
   const std::string opt =
       R"({"model_type":"opt","hidden_size":512,"num_attention_heads":8,"num_hidden_layers":2,)"
