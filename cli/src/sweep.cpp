@@ -1816,8 +1816,15 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   for (const std::string& part : p.positional()) {
     const std::string text = read_input_file(part, "shard CSV");
     std::istringstream in(text);
+    // A shard copied through Windows has CRLF line ends (helper 120: its
+    // first line was "not a shard"); the other CSV readers take them too.
+    const auto next_line = [&in](std::string& out) -> bool {
+      if (!std::getline(in, out)) return false;
+      if (!out.empty() && out.back() == '\r') out.pop_back();
+      return true;
+    };
     std::string line;
-    std::getline(in, line);
+    next_line(line);
     const ShardFile f = parse_shard_line(line, part);
     if (!first) first = f;
     if (f.id == first->id && f.points == first->points && f.count != first->count) {
@@ -1847,7 +1854,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     }
     std::string columns;
     std::vector<std::string> notes;
-    while (std::getline(in, columns) && columns.rfind(kChartNote, 0) == 0)
+    while (next_line(columns) && columns.rfind(kChartNote, 0) == 0)
       notes.push_back(columns.substr(kChartNote.size()));
     if (header.empty()) {
       header = columns;
@@ -1876,8 +1883,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     std::size_t line_no = 2 + notes.size();
     std::size_t held = 0;
     std::size_t held_failed = 0;
-    for (; std::getline(in, line);) {
+    for (; next_line(line);) {
       ++line_no;
+      if (line.empty() && in.peek() == std::char_traits<char>::eof()) break;  // a last blank line
       // A point whose simulation failed, left out by --skip-failed: "#
       // failed point N: why", after the rows.
       if (line.rfind(kFailedLine, 0) == 0) {

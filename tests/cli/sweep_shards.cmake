@@ -110,6 +110,17 @@ endif()
 if(NOT EXISTS ${WORKDIR}/merged.svg)
   message(FATAL_ERROR "sweep-merge wrote no SVG")
 endif()
+# A shard copied with CRLF line ends and a last blank line merges the same
+# (it was "not a shard CSV", and the blank line a malformed row).
+file(READ ${WORKDIR}/part0.csv part0)
+string(REPLACE "\n" "\r\n" part0_crlf "${part0}\n")
+file(WRITE ${WORKDIR}/part0_crlf.csv "${part0_crlf}")
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/merged_crlf.csv ${WORKDIR}/part1.csv
+                        ${WORKDIR}/part0_crlf.csv RESULT_VARIABLE rc ERROR_VARIABLE err)
+file(READ ${WORKDIR}/merged_crlf.csv b)
+if(NOT rc EQUAL 0 OR NOT a STREQUAL b)
+  message(FATAL_ERROR "a CRLF shard should merge as its LF twin (${rc}): ${err}\n${b}")
+endif()
 # sweep-merge --json: the merged points as sweep --json gives them from its
 # rows (settings, metric columns), equal to the whole sweep's.
 execute_process(COMMAND ${TESSERA} sweep-merge --json --out ${WORKDIR}/merged_json.csv ${WORKDIR}/part1.csv ${WORKDIR}/part0.csv
