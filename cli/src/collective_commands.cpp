@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -511,6 +512,15 @@ std::string mape_over(const std::vector<double>& errors, std::string_view which)
   return fmt::format("{:.1f}% over {} rows{}", mean_percent(errors), errors.size(), which);
 }
 
+/// The GPU model a name holds ("A100" of "NVIDIA A100-SXM4-80GB" and of
+/// "A100-80GB"), or "" for none of those it knows.
+std::string gpu_family(const std::string& name) {
+  for (const char* f : {"GB200", "B200", "H200", "H100", "A100", "V100", "MI300X", "L40", "A10"}) {
+    if (name.find(f) != std::string::npos) return f;
+  }
+  return "";
+}
+
 /// `validate collectives --nccl-tests FILE,... --scenario CLUSTER.yaml`: the
 /// user's own nccl-tests runs, each row timed on the scenario's cluster,
 /// and with --fit the NVLink and network constants fit to them.
@@ -549,6 +559,21 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   std::vector<std::vector<int>> gpus;
   gpus.reserve(logs.size());
   for (const auto& log : logs) gpus.push_back(study::nccl_tests_gpus(log, s));
+  // Runs of another GPU than the scenario's (their rank lines name it): a
+  // fit would calibrate this cluster with that GPU's NCCL (helper 120: H100
+  // runs fitted an A100 scenario without a word). Said, not refused: a
+  // part's name may differ from the preset's in ways this does not know.
+  for (const auto& log : logs) {
+    const std::string ran = log.ranks.empty() ? std::string() : log.ranks.front().gpu;
+    const std::string ours = gpu_family(s.gpu.name);
+    if (!ran.empty() && !ours.empty() && ran.find(ours) == std::string::npos && !gpu_family(ran).empty()) {
+      std::cerr << fmt::format(
+          "tessera: warning: {}: its ranks ran on {}, the scenario's GPU is {}: these runs time another "
+          "GPU's "
+          "NCCL than the cluster's\n",
+          log.file, ran, s.gpu.name);
+    }
+  }
   const topology::Topology topo = build_topology(s);
   const std::string fit_min = size_text(Bytes(kFitMinBytes));  // as the messages and the report write it
 

@@ -140,8 +140,13 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
           throw InputError(fmt::format("{}:{}: a rank line without 'on HOST device N': '{}'", file, line_no,
                                        std::string(line)));
         }
+        // "... device 0 [0x07] NVIDIA H100 80GB HBM3": the name after the bus id.
+        std::string gpu;
+        if (device + 2 < tok.end() && (device + 2)->front() == '[') {
+          for (auto t = device + 3; t < tok.end(); ++t) gpu += (gpu.empty() ? "" : " ") + std::string(*t);
+        }
         ranks.emplace_back(index_cell(tok[2], file, line_no, "rank"),
-                           NcclTestsRank{*(on + 1), index_cell(*(device + 1), file, line_no, "device")});
+                           NcclTestsRank{*(on + 1), index_cell(*(device + 1), file, line_no, "device"), gpu});
         continue;
       }
       // The column header: "#  size  count  type  redop  root  time  algbw ...".

@@ -144,6 +144,7 @@ TEST(NcclTests, ReadsTheOutputOfAnyVersion) {
   EXPECT_EQ(log.hosts, (std::vector<std::string>{"alpha", "beta"}));
   EXPECT_EQ(log.ranks[2].host, "beta");
   EXPECT_EQ(log.ranks[3].device, 1);
+  EXPECT_EQ(log.ranks[2].gpu, "NVIDIA A100-SXM4-80GB");  // after the bus id
   ASSERT_EQ(log.rows.size(), 2U);
   EXPECT_EQ(log.rows[0].size, Bytes(1048576));
   EXPECT_EQ(log.rows[0].measured, Time::from_ps(101'500'000));  // the out-of-place time, not the in-place
@@ -307,6 +308,37 @@ TEST(NcclTests, FitRecoversTheConstantsThatMadeTheRuns) {
   EXPECT_NEAR(shipped.calibration.comm.network.step_latency.us(), 6.2, 1e-9);
   // Asked for one class, the other is left alone.
   EXPECT_FALSE(study::fit_nccl_tests(shipped, topo, logs, true, false).network.fitted);
+}
+
+// Runs whose rank lines name another GPU than the scenario's are said to
+// (helper 120: H100 runs fitted an A100 cluster without a word); runs of
+// the scenario's GPU are not.
+TEST(NcclTests, RunsOfAnotherGpuAreWarnedAbout) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tessera_nccl_gpu_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string yaml = (dir / "cluster.yaml").string();
+  std::ofstream(yaml) << kCluster;
+  const Scenario s = parse_cluster_scenario(kCluster, yaml);
+  const std::string a100 = (dir / "all_reduce_perf.txt").string();
+  const std::string h100 = (dir / "all_reduce_h100.txt").string();
+  const std::string run = model_run(s, build_topology(s), "all_reduce_perf", 1, 8);
+  std::ofstream(a100) << run;
+  std::ofstream(h100) << replaced(run, "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3");
+  auto warnings = [&](const std::string& file) {
+    std::ostringstream out;
+    testing::internal::CaptureStderr();
+    const int rc = cmd_validate_collectives({"--nccl-tests", file, "--scenario", yaml}, out);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(rc, 0);
+    return err;
+  };
+  EXPECT_EQ(warnings(a100), "");
+  EXPECT_EQ(warnings(h100),
+            "tessera: warning: " + h100 +
+                ": its ranks ran on NVIDIA H100 80GB HBM3, the scenario's GPU is A100-80GB: these "
+                "runs time another GPU's NCCL than the cluster's\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {

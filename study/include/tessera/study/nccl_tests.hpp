@@ -22,6 +22,9 @@ namespace tessera::study {
 struct NcclTestsRank {
   std::string host;
   int device = 0;
+  /// The GPU's name the rank line ends with ("NVIDIA H100 80GB HBM3", after
+  /// the bus id); empty when the line has none.
+  std::string gpu;
 };
 
 /// One measured size: nccl-tests' `size` (bytes, in its convention, which
