@@ -541,6 +541,20 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   if (std::any_of(paths.begin(), paths.end(), [](const std::string& x) { return x.empty(); })) {
     throw UsageError("--nccl-tests: expected FILE[,FILE...] (an empty name in the list)");
   }
+  // A file named twice would weigh twice in --fit, where each file weighs
+  // the same (helper 120: counted twice, silently).
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      std::error_code ec1;
+      std::error_code ec2;
+      const auto a = std::filesystem::weakly_canonical(paths[i], ec1);
+      const auto b = std::filesystem::weakly_canonical(paths[j], ec2);
+      if (paths[i] == paths[j] || (!ec1 && !ec2 && !a.empty() && a == b)) {
+        throw UsageError(fmt::format(
+            "--nccl-tests: {} is named twice (as {}): each file weighs the same once", paths[i], paths[j]));
+      }
+    }
+  }
   std::optional<std::pair<bool, bool>> fit;
   bool fit_all = false;  // --fit all: whichever class the runs have
   if (auto f = p.get("fit")) {

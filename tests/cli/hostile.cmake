@@ -485,6 +485,10 @@ hostile(NAME nccl_tests.missing RC 2
 hostile(NAME nccl_tests.empty_name RC 2
         REGEX [=[^tessera: error: --nccl-tests: expected FILE\[,FILE\.\.\.\] \(an empty name in the list\)$]=]
         ARGS validate collectives --nccl-tests nccl_all_gather_perf.txt, --scenario s.yaml)
+# One file named twice (here as ./FILE too) would weigh twice in --fit.
+hostile(NAME nccl_tests.file_twice RC 2
+        REGEX [=[^tessera: error: --nccl-tests: \./nccl_all_gather_perf\.txt is named twice \(as nccl_all_gather_perf\.txt\): each file weighs the same once$]=]
+        ARGS validate collectives --nccl-tests nccl_all_gather_perf.txt,./nccl_all_gather_perf.txt --scenario s.yaml)
 hostile(NAME nccl_tests.no_scenario RC 2
         REGEX [=[^tessera: error: --nccl-tests needs --scenario CLUSTER\.yaml]=]
         ARGS validate collectives --nccl-tests nccl_all_gather_perf.txt)
