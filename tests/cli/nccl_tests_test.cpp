@@ -329,7 +329,7 @@ TEST(NcclTests, RunsOfAnotherGpuAreWarnedAbout) {
     std::ostringstream out;
     testing::internal::CaptureStderr();
     const int rc = cmd_validate_collectives({"--nccl-tests", file, "--scenario", yaml}, out);
-    const std::string err = testing::internal::GetCapturedStderr();
+    std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(rc, 0);
     return err;
   };
