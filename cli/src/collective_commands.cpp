@@ -29,6 +29,7 @@
 #include "tessera/error.hpp"
 #include "tessera/files.hpp"
 #include "tessera/node_model/csv.hpp"
+#include "tessera/node_model/gpu_spec.hpp"
 #include "tessera/parallelism/task_graph.hpp"
 #include "tessera/study/nccl_tests.hpp"
 #include "tessera/study/pipeline.hpp"
@@ -512,15 +513,6 @@ std::string mape_over(const std::vector<double>& errors, std::string_view which)
   return fmt::format("{:.1f}% over {} rows{}", mean_percent(errors), errors.size(), which);
 }
 
-/// The GPU model a name holds ("A100" of "NVIDIA A100-SXM4-80GB" and of
-/// "A100-80GB"), or "" for none of those it knows.
-std::string gpu_family(const std::string& name) {
-  for (const char* f : {"GB200", "B200", "H200", "H100", "A100", "V100", "MI300X", "L40", "A10"}) {
-    if (name.find(f) != std::string::npos) return f;
-  }
-  return "";
-}
-
 /// `validate collectives --nccl-tests FILE,... --scenario CLUSTER.yaml`: the
 /// user's own nccl-tests runs, each row timed on the scenario's cluster,
 /// and with --fit the NVLink and network constants fit to them.
@@ -542,17 +534,16 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
     throw UsageError("--nccl-tests: expected FILE[,FILE...] (an empty name in the list)");
   }
   // A file named twice would weigh twice in --fit, where each file weighs
-  // the same (helper 120: counted twice, silently).
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      std::error_code ec1;
-      std::error_code ec2;
-      const auto a = std::filesystem::weakly_canonical(paths[i], ec1);
-      const auto b = std::filesystem::weakly_canonical(paths[j], ec2);
-      if (paths[i] == paths[j] || (!ec1 && !ec2 && !a.empty() && a == b)) {
-        throw UsageError(fmt::format(
-            "--nccl-tests: {} is named twice (as {}): each file weighs the same once", paths[i], paths[j]));
-      }
+  // the same (helper 120: counted twice, silently). Compared as named and
+  // as resolved (./FILE); a name that does not resolve as itself.
+  std::map<std::filesystem::path, std::string> named;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    std::filesystem::path key = std::filesystem::weakly_canonical(path, ec);
+    if (ec || key.empty()) key = path;
+    if (const auto [it, fresh] = named.emplace(key, path); !fresh) {
+      throw UsageError(fmt::format("--nccl-tests: {} is named twice (as {}): each file weighs the same once",
+                                   path, it->second));
     }
   }
   std::optional<std::pair<bool, bool>> fit;
@@ -573,14 +564,16 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
   std::vector<std::vector<int>> gpus;
   gpus.reserve(logs.size());
   for (const auto& log : logs) gpus.push_back(study::nccl_tests_gpus(log, s));
-  // Runs of another GPU than the scenario's (their rank lines name it): a
-  // fit would calibrate this cluster with that GPU's NCCL (helper 120: H100
-  // runs fitted an A100 scenario without a word). Said, not refused: a
-  // part's name may differ from the preset's in ways this does not know.
+  // Runs of another GPU than the scenario's (their rank lines name it, as
+  // nvidia-smi does: the names node_model::find_gpu_preset knows, which
+  // validate kernels --device checks its Device column with): a fit would
+  // calibrate this cluster with that GPU's NCCL (helper 120: H100 runs
+  // fitted an A100 scenario without a word). Said, not refused: a name no
+  // preset has says nothing.
   for (const auto& log : logs) {
     const std::string ran = log.ranks.empty() ? std::string() : log.ranks.front().gpu;
-    const std::string ours = gpu_family(s.gpu.name);
-    if (!ran.empty() && !ours.empty() && ran.find(ours) == std::string::npos && !gpu_family(ran).empty()) {
+    const node_model::GpuSpec* part = ran.empty() ? nullptr : node_model::find_gpu_preset(ran);
+    if (part != nullptr && part->name != s.gpu.name) {
       std::cerr << fmt::format(
           "tessera: warning: {}: its ranks ran on {}, the scenario's GPU is {}: these runs time another "
           "GPU's "

@@ -109,6 +109,14 @@ parallelism:
 /// A run of `test` over the first `per_host` GPUs of each of `hosts` hosts,
 /// its times those the model gives `truth` (printed to 0.01 us, as
 /// nccl-tests prints them), 1 KiB to 1 GiB.
+/// A fresh directory under the system's temporary one, named by `tag` and
+/// the process (tests running at once do not share it).
+std::filesystem::path temp_dir(const std::string& tag) {
+  const auto dir = std::filesystem::temp_directory_path() / (tag + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 std::string model_run(const Scenario& truth, const topology::Topology& topo, const std::string& test,
                       int hosts, int per_host) {
   std::string text = "# Using devices\n";
@@ -314,9 +322,7 @@ TEST(NcclTests, FitRecoversTheConstantsThatMadeTheRuns) {
 // (helper 120: H100 runs fitted an A100 cluster without a word); runs of
 // the scenario's GPU are not.
 TEST(NcclTests, RunsOfAnotherGpuAreWarnedAbout) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera_nccl_gpu_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const auto dir = temp_dir("tessera_nccl_gpu_");
   const std::string yaml = (dir / "cluster.yaml").string();
   std::ofstream(yaml) << kCluster;
   const Scenario s = parse_cluster_scenario(kCluster, yaml);
@@ -342,9 +348,7 @@ TEST(NcclTests, RunsOfAnotherGpuAreWarnedAbout) {
 }
 
 TEST(NcclTests, CommandPrintsTheFittedSectionAndEachRow) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera_nccl_tests_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const auto dir = temp_dir("tessera_nccl_tests_");
   const std::string yaml = (dir / "cluster.yaml").string();
   std::ofstream(yaml) << kCluster;
   const Scenario shipped = parse_cluster_scenario(kCluster, yaml);
@@ -446,9 +450,7 @@ TEST(NcclTests, AFitAtItsBoundsSaysWhatToCheck) {
   // ceiling, 1, and the command names the rate to check (helper 78: it
   // printed 1.0000 and nothing else). Their launch is 0 and the step 0
   // already: the note points to the per-hop latency, not to a lower step.
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera_nccl_bounds_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const auto dir = temp_dir("tessera_nccl_bounds_");
   const Scenario shipped = parse_cluster_scenario(kCluster, "cluster.yaml");
   Scenario truth = shipped;
   truth.calibration.comm.nvlink.peak_efficiency = 1.0;
@@ -528,9 +530,7 @@ TEST(NcclTests, ANetworkEfficiencyRisingWithTheGroupIsSaidToGoOnUnmeasured) {
   // and the model takes it on to 0.85 at any larger group (helper 78: a
   // fit on 2-4 nodes carried to 64 unremarked). The note gives the values
   // that hold it at 16 ranks.
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera_nccl_rising_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const auto dir = temp_dir("tessera_nccl_rising_");
   const Scenario shipped = parse_cluster_scenario(kCluster, "cluster.yaml");
   Scenario truth = shipped;
   truth.calibration.comm.network.peak_efficiency = 0.85;
@@ -564,9 +564,7 @@ TEST(NcclTests, ANetworkEfficiencyRisingWithTheGroupIsSaidToGoOnUnmeasured) {
 }
 
 TEST(NcclTests, ClusterFileNeedsNoModelTrainingOrPlan) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tessera_nccl_cluster_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const auto dir = temp_dir("tessera_nccl_cluster_");
   const std::string cluster = (dir / "cluster.yaml").string();
   const std::string whole = (dir / "whole.yaml").string();
   std::ofstream(cluster) << kCluster;
