@@ -203,20 +203,25 @@ std::string tight_row(const std::string& row) {
   return tight_memory_text("its fullest stage", peak, capacity);
 }
 
-/// Whether the last kMetricColumns cells of a split row are finite numbers
-/// (the training run's may be empty).
-bool metrics_are_numbers(const std::vector<std::string>& cols) {
-  if (cols.size() < kMetricColumns) return false;
+/// The first of the last kMetricColumns cells of a split row that is not
+/// a finite number (the training run's may be empty), or none; a row too
+/// short for the metrics gives its size.
+std::optional<std::size_t> first_non_number_metric(const std::vector<std::string>& cols) {
+  if (cols.size() < kMetricColumns) return cols.size();
   const std::size_t m0 = cols.size() - kMetricColumns;
   for (std::size_t m = m0; m < cols.size(); ++m) {
     const std::string& c = cols[m];
     if (c.empty() && m >= m0 + kTrainingTokens) continue;
     char* end = nullptr;
     const double v = std::strtod(c.c_str(), &end);
-    if (c.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) return false;
+    if (c.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) return m;
   }
-  return true;
+  return std::nullopt;
 }
+
+/// Whether the last kMetricColumns cells of a split row are finite numbers
+/// (the training run's may be empty).
+bool metrics_are_numbers(const std::vector<std::string>& cols) { return !first_non_number_metric(cols); }
 
 /// Whether `row` (split) is a finished row of `p`: its settings are the
 /// point's and every metric is a number.
@@ -1912,9 +1917,14 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
         continue;
       }
       const auto cols = split(line, ',');
-      if (cols.size() != fields || !is_point_index(cols[0]) || !metrics_are_numbers(cols)) {
+      if (cols.size() != fields || !is_point_index(cols[0])) {
         throw InputError(fmt::format("{}:{}: malformed row (expected a point index, {} settings and {} numbers)", part,
                                      line_no, fields - 1 - kMetricColumns, kMetricColumns));
+      }
+      // (a bare "malformed row" named no column)
+      if (const auto bad = first_non_number_metric(cols)) {
+        throw InputError(fmt::format("{}:{}: column '{}': '{}' is not a number", part, line_no,
+                                     split(header, ',').at(*bad), cols.at(*bad)));
       }
       const auto idx = static_cast<std::size_t>(std::stoull(cols[0]));
       if (idx >= f.points || idx % f.count != f.index || f.skipped.count(idx) != 0U) {

@@ -121,6 +121,15 @@ file(READ ${WORKDIR}/merged_crlf.csv b)
 if(NOT rc EQUAL 0 OR NOT a STREQUAL b)
   message(FATAL_ERROR "a CRLF shard should merge as its LF twin (${rc}): ${err}\n${b}")
 endif()
+# A metric cell that is not a number names its column (it was a bare
+# "malformed row").
+file(READ ${WORKDIR}/part0.csv part0)
+string(REGEX REPLACE "\n([0-9]+,[^,\n]*,[^,\n]*,[^,\n]*,[^,\n]*,)[^,\n]*," "\n\\1abc," part0_text "${part0}")
+if(part0_text STREQUAL part0)
+  message(FATAL_ERROR "test setup: no row's iteration_time_s was replaced:\n${part0}")
+endif()
+file(WRITE ${WORKDIR}/text0.csv "${part0_text}")
+expect_merge_refused("a non-numeric metric should name its column" "text0.csv:[0-9]+: column 'iteration_time_s': 'abc' is not a number\n$" ${WORKDIR}/part1.csv ${WORKDIR}/text0.csv)
 # sweep-merge --json: the merged points as sweep --json gives them from its
 # rows (settings, metric columns), equal to the whole sweep's.
 execute_process(COMMAND ${TESSERA} sweep-merge --json --out ${WORKDIR}/merged_json.csv ${WORKDIR}/part1.csv ${WORKDIR}/part0.csv
