@@ -65,7 +65,8 @@ Node model (kernel latency prediction, docs/node_model.md):
                   [--predictor NAME] [--weights DIR]
   predict-model --model HF_CONFIG.json --device GPU|DEVICE.json --batch N --seq L --mode inf|train [--dtype D]
                 [--predictor NAME] [--weights DIR] [--json]
-  predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json [--layers N] [--predictor NAME] [--weights DIR]
+  predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json [--layers N] [--model HF_CONFIG.json]
+                [--predictor NAME] [--weights DIR]
   train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE.csv --device GPU]
 
 Validation against measurements:
@@ -562,7 +563,7 @@ object with the model, device, batch, seq, mode, dtype, predictor,
 e2e_ms, fw_ms, bw_ms. No memory check (tessera run has one).
 )"},
       {"predict-graph", R"(usage: tessera predict-graph --graph OPGRAPH.csv --device GPU|DEVICE.json
-                             [--predictor NAME] [--weights DIR] [--layers N]
+                             [--predictor NAME] [--weights DIR] [--layers N] [--model HF_CONFIG.json]
 
 Predicts every op of a torch.fx operator-graph CSV (NeuSight's labels/<GPU>/*.csv)
 beside its measured latency, with the kernels and backward rules of
@@ -570,6 +571,9 @@ predict-model. A training graph (one with measured backward latencies) also
 gets backward columns (backward plus gradient accumulation); in an inference
 graph dropout is free. Totals count the ops of the repeated block (layer 0)
 --layers times, else num_layer of the label JSON beside the graph, else once.
+--model: the graph's HuggingFace config, which sizes the embedding tables
+(their gradients are zeroed and accumulated whole); else NeuSight's
+model_configs/<model>.json beside labels/ when there is one.
 )"},
       {"train-predictor",
        R"(usage: tessera train-predictor --data DIR --out DIR [--xla DIR | --gemms FILE --device GPU]

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <regex>
 #include <sstream>
 
 #include "tessera/cli/args.hpp"
@@ -546,8 +547,15 @@ int cmd_validate(const Args& args, std::ostream& out) {
     if (fs::is_directory(fs::path(data) / "labels")) dir = (fs::path(data) / "labels").string();
     const nm::DeviceCatalog catalog(nm::find_device_configs(dir));
     const std::string configs = (fs::path(nm::find_device_configs(dir)).parent_path() / "model_configs").string();
-    const auto rows = nm::validate_models(dir, configs, catalog, make, p.get("gpu").value_or(""));
+    std::vector<std::string> skipped;
+    const auto rows = nm::validate_models(dir, configs, catalog, make, p.get("gpu").value_or(""), &skipped);
     out << nm::format_model_errors(rows, name);
+    if (!skipped.empty()) {
+      constexpr std::size_t kShown = 5;
+      out << fmt::format("not validated: {} label file{}\n", skipped.size(), skipped.size() == 1 ? "" : "s");
+      for (std::size_t i = 0; i < std::min(skipped.size(), kShown); ++i) out << "  " << skipped[i] << "\n";
+      if (skipped.size() > kShown) out << fmt::format("  ... and {} more\n", skipped.size() - kShown);
+    }
     return 0;
   }
   throw UsageError(
@@ -698,6 +706,11 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
   const nm::DType dtype = dtype_option(p);
   if (dtype == nm::DType::FP8)
     throw UsageError("--dtype fp8: PyTorch eager runs no FP8 model (fp32, tf32, fp16, bf16)");
+  // (build_model_graph's own error names neither the option nor the file)
+  if (shape.max_seq > 0 && seq > shape.max_seq) {
+    throw UsageError(fmt::format("--seq {}: longer than the {} learned positions of {} (its {})", seq,
+                                 shape.max_seq, model_path, shape.max_seq_key));
+  }
   const auto predictor = predictor_from(p, gpu);
   nm::GraphTimes t;
   try {
@@ -742,13 +755,29 @@ int cmd_predict_model(const Args& args, std::ostream& out) {
 
 int cmd_predict_graph(const Args& args, std::ostream& out) {
   ArgParser p("tessera predict-graph");
-  p.option("graph").option("device").option("predictor").option("weights").option("layers");
+  p.option("graph").option("device").option("predictor").option("weights").option("layers").option("model");
   p.parse(args);
   p.expect_positional(0, "arguments");
   const std::string graph_path = p.require("graph");
   const nm::GpuSpec gpu = device_option(p.require("device"));
   const auto predictor = predictor_from(p, gpu);
-  const nm::FxGraph graph = nm::read_fx_graph(graph_path);
+  // The model's config sizes the embedding tables (not in the graph):
+  // --model, else NeuSight's layout, labels/<GPU>/<model>-<mode>-<seq>-<batch>.csv
+  // beside model_configs/<model>.json (as validate models finds it).
+  std::optional<std::string> config_path = p.get("model");
+  if (!config_path) {
+    static const std::regex kRun(R"(^(.+)-(inf|train)-[0-9]+-[0-9]+\.csv$)");
+    std::smatch m;
+    const std::string name = fs::path(graph_path).filename().string();
+    if (std::regex_match(name, m, kRun)) {
+      const fs::path found = fs::path(graph_path).parent_path().parent_path().parent_path() /
+                             "model_configs" / (m[1].str() + ".json");
+      if (fs::exists(found)) config_path = found.string();
+    }
+  }
+  std::optional<nm::ModelShape> model;
+  if (config_path) model = nm::model_shape_from_config(nm::read_json_file(*config_path), *config_path);
+  const nm::FxGraph graph = nm::read_fx_graph(graph_path, model ? &*model : nullptr);
   // Layer count: --layers, else the label JSON beside the graph, else 1.
   // The label's own end-to-end time is said after the totals.
   double layers = 1;
@@ -849,6 +878,22 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
     out << fmt::format(
         "note: the graph's folder names {} (NeuSight's GPU it was measured on); predicted for {}\n", folder,
         gpu.name);
+  }
+  int tables_unknown = 0;
+  const nm::FxOp* first_unknown = nullptr;
+  for (const auto& op : graph.ops) {
+    if (!op.table_unknown) continue;
+    ++tables_unknown;
+    if (first_unknown == nullptr) first_unknown = &op;
+  }
+  if (tables_unknown > 0) {
+    out << fmt::format(
+        "note: {} embedding row{} (row {} {}) {} a table of unknown size ({}): the backward priced is the "
+        "scatter-add alone, without zeroing and accumulating the table's gradient\n",
+        tables_unknown, tables_unknown == 1 ? "" : "s", first_unknown->row, first_unknown->name,
+        tables_unknown == 1 ? "has" : "have",
+        model ? fmt::format("not one {} names", *config_path)
+              : std::string("no model config: --model HF_CONFIG.json"));
   }
   if (skipped > 0) {
     out << fmt::format(

@@ -612,6 +612,14 @@ int cmd_validate_distributed(const Args& args, std::ostream& out) {
                                             : node_model::make_predictor(s.predictor, kernel_gpu(s));
     const Breakdown b = simulate_plan(s, s.plan, *predictor);
     const double predicted = b.split.iteration.ms();
+    // A label in seconds (0.452 for 452 ms) would read as a 10^5 % error:
+    // refused, as validate training and steps refuse their rows'.
+    if (const double ratio = measured / predicted;
+        ratio >= kTimeUnitsOffFactor || ratio <= 1.0 / kTimeUnitsOffFactor) {
+      throw InputError(fmt::format(
+          "{}: \"e2e_latency\" {:g} is {:.3g} x the forecast of {:.1f} ms: is it in milliseconds?", label,
+          measured, ratio, predicted));
+    }
     const double signed_err = (predicted - measured) / measured;
     const double err = std::abs(signed_err);
     sum += err;

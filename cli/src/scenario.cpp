@@ -979,13 +979,12 @@ void check_time_units(const std::vector<MeasuredBesideForecast>& rows, const std
   // Forecasts this many times off the measurements, or more: the times are
   // not milliseconds (helper 78: seconds under "iteration time (ms)" fit
   // every constant to 0; helper 112: validate steps printed a 94751% error).
-  constexpr double kUnitsOffFactor = 30.0;
   if (rows.empty()) return;
   std::vector<double> ratio;
   ratio.reserve(rows.size());
   for (const auto& r : rows) ratio.push_back(r.measured_ms / r.predicted_ms);
   const double median = node_model::median(ratio);
-  if (median >= kUnitsOffFactor || median <= 1.0 / kUnitsOffFactor) {
+  if (median >= kTimeUnitsOffFactor || median <= 1.0 / kTimeUnitsOffFactor) {
     throw InputError(fmt::format(
         "{}: the measured iteration times are {:.3g} x the forecasts (median over {} {}s): is the time "
         "column in milliseconds?",
@@ -993,7 +992,7 @@ void check_time_units(const std::vector<MeasuredBesideForecast>& rows, const std
   }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const double off = ratio[i] / median;
-    if (off < kUnitsOffFactor && off > 1.0 / kUnitsOffFactor) continue;
+    if (off < kTimeUnitsOffFactor && off > 1.0 / kTimeUnitsOffFactor) continue;
     throw InputError(fmt::format(
         "{}: row {}: its measured iteration time, {:.6g} ms, is {:.3g} x its forecast where the {}s' "
         "median is {:.3g} x: is it in milliseconds, as the other rows?",

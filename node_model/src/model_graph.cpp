@@ -143,6 +143,7 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
     m.layers = get_int(c, {"num_hidden_layers"}, source);
     m.ffn = get_int(c, {"intermediate_size"}, source);
     m.vocab = get_int(c, {"vocab_size"}, source);
+    m.type_vocab = get_int(c, {"type_vocab_size"}, source, 2);
   } else if (t == "switch_transformers") {
     m.family = "switch";
     m.hidden = get_int(c, {"d_model"}, source);
@@ -196,6 +197,21 @@ ModelShape model_shape_from_config(const JsonValue& c, const std::string& source
     }
   }
   return m;
+}
+
+std::int64_t embedding_table_rows(const ModelShape& m, const std::string& module, std::int64_t seq) {
+  const std::size_t dot = module.rfind('.');
+  const std::string name = dot == std::string::npos ? module : module.substr(dot + 1);
+  // nn.Embedding(max_positions, hidden): the whole table, whatever the
+  // sequence (its gradient is zeroed and accumulated whole).
+  const std::int64_t positions = m.max_seq > 0 ? m.max_seq : seq;
+  if (name == "wte" || name == "embed_tokens" || name == "word_embeddings" || name == "shared")
+    return m.vocab;
+  if (name == "wpe" || name == "position_embeddings") return positions;
+  if (name == "embed_positions" && m.family == "opt")
+    return positions + 2;  // OPTLearnedPositionalEmbedding's offset
+  if (name == "token_type_embeddings" && m.type_vocab > 0) return m.type_vocab;
+  return 0;
 }
 
 std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, std::int64_t seq, bool train,
@@ -260,8 +276,8 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
 
   const double layers = static_cast<double>(m.layers);
   if (m.family == "gpt2") {
-    g.embedding("wte", tokens, m.vocab, hidden);
-    g.embedding("wpe", seq, seq, hidden);
+    g.embedding("wte", tokens, embedding_table_rows(m, "wte", seq), hidden);
+    g.embedding("wpe", seq, embedding_table_rows(m, "wpe", seq), hidden);
     g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
     g.dropout("emb_drop", tokens, hidden);
     block("h", layers, true, ffn_width, false);
@@ -271,19 +287,20 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     // word_embed_proj_dim: the token embeddings and the LM head that wide,
     // projected in and out of the layers' width (OPT-350m).
     const std::int64_t embed = m.embed_proj > 0 ? m.embed_proj : hidden;
-    g.embedding("embed_tokens", tokens, m.vocab, embed);
+    g.embedding("embed_tokens", tokens, embedding_table_rows(m, "embed_tokens", seq), embed);
     if (m.embed_proj > 0) g.linear("project_in", tokens, embed, hidden, 1, false);  // bias=False in HF
-    g.embedding("embed_positions", tokens, seq + 2, hidden);
+    g.embedding("embed_positions", tokens, embedding_table_rows(m, "embed_positions", seq), hidden);
     g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
     block("layers", layers, true, ffn_width, true);
     if (!post_norm) g.layer_norm("final_layer_norm", tokens, hidden);
     if (m.embed_proj > 0) g.linear("project_out", tokens, hidden, embed, 1, false);
     g.linear("lm_head", tokens, embed, m.vocab);
   } else if (m.family == "bert") {
-    g.embedding("word_embeddings", tokens, m.vocab, hidden);
-    g.embedding("token_type_embeddings", tokens, 2, hidden);
+    g.embedding("word_embeddings", tokens, embedding_table_rows(m, "word_embeddings", seq), hidden);
+    g.embedding("token_type_embeddings", tokens, embedding_table_rows(m, "token_type_embeddings", seq),
+                hidden);
     g.elem("emb_add", KernelOp::Add, tokens, hidden, 0);
-    g.embedding("position_embeddings", seq, seq, hidden);
+    g.embedding("position_embeddings", seq, embedding_table_rows(m, "position_embeddings", seq), hidden);
     g.elem("emb_add2", KernelOp::Add, tokens, hidden, 0);
     g.layer_norm("emb_ln", tokens, hidden);
     g.dropout("emb_drop", tokens, hidden);
@@ -292,7 +309,7 @@ std::vector<GraphOp> build_model_graph(const ModelShape& m, std::int64_t batch, 
     g.elem("pooler_act", KernelOp::Tanh, batch, hidden, 1);
     g.linear("classifier", batch, hidden, 2);
   } else {  // switch: encoder-decoder; every other FFN is a top-1 mixture of experts.
-    g.embedding("shared", tokens, m.vocab, hidden);
+    g.embedding("shared", tokens, embedding_table_rows(m, "shared", seq), hidden);
     const double enc_dense = std::ceil(layers / 2.0);
     const double enc_sparse = layers - enc_dense;
     block("encoder.dense", enc_dense, false, ffn_width, true);
@@ -392,9 +409,11 @@ int label_layers(const JsonValue& label, const std::string& source) {
   return static_cast<int>(n->number());
 }
 
-FxGraph read_fx_graph(const std::string& path) { return fx_graph_from_csv(read_csv(path), path); }
+FxGraph read_fx_graph(const std::string& path, const ModelShape* model) {
+  return fx_graph_from_csv(read_csv(path), path, model);
+}
 
-FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
+FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path, const ModelShape* model) {
   const std::size_t c_op = t.require_column("op");
   const std::size_t c_target = t.require_column("target");
   const std::size_t c_meta = t.require_column("meta");
@@ -524,8 +543,16 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path) {
       g.softmax(n, rows, last);
     } else if (module_is("LayerNorm")) {
       g.layer_norm(n, rows, last);
-    } else if (module_is("Embedding") || has("embedding") || target == "contiguous" || target == "to" ||
-               target == "float") {
+    } else if (module_is("Embedding") || has("embedding")) {
+      // The analytic graph's rule: a gather forward; backward the table
+      // gradient zeroed, the tokens scatter-added, the table accumulated
+      // into .grad. The table's size is not in the graph: its model's config
+      // gives it (a module call's target names the table, `transformer.wte`).
+      const std::int64_t table =
+          model != nullptr && is_module ? embedding_table_rows(*model, target, rows) : 0;
+      op.table_unknown = train && table == 0;
+      g.embedding(n, rows, table, last);
+    } else if (target == "contiguous" || target == "to" || target == "float") {
       g.copy(n, numel);
     } else if (has("dropout") || module_is("Dropout")) {
       if (numel > 1) g.dropout(n, rows, last);
@@ -586,10 +613,14 @@ GraphTimes measured_fx_times(const FxGraph& graph, double layers) {
 
 // ---------------------------------------------------------------- validation
 
-std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const std::string& model_configs_dir,
-                                           const DeviceCatalog& catalog, const PredictorFactory& make,
-                                           const std::string& gpu_filter) {
+std::vector<ModelErrorRow> validate_models(const std::string& labels_dir,
+                                           const std::string& model_configs_dir, const DeviceCatalog& catalog,
+                                           const PredictorFactory& make, const std::string& gpu_filter,
+                                           std::vector<std::string>* skipped) {
   namespace fs = std::filesystem;
+  auto skip = [&](const fs::path& f, const std::string& why) {
+    if (skipped != nullptr) skipped->push_back(fmt::format("{}: {}", f.string(), why));
+  };
   static const std::regex kName(R"(^(.+)-(inf|train)-([0-9]+)-([0-9]+)\.json$)");
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(labels_dir)) {
@@ -601,14 +632,38 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const 
   for (const auto& f : files) {
     std::smatch m;
     const std::string fname = f.filename().string();
-    if (!std::regex_match(fname, m, kName)) continue;
+    // (NeuSight's fused-kernel runs, <run>-fusion.json, are not validated: documented)
+    static const std::regex kFusion(R"(-fusion\.json$)");
+    if (!std::regex_match(fname, m, kName)) {
+      if (!std::regex_search(fname, kFusion)) skip(f, "not named <model>-<inf|train>-<seq>-<batch>.json");
+      continue;
+    }
     const std::string model = m[1].str();
     const fs::path config = fs::path(model_configs_dir) / (model + ".json");
-    if (!fs::exists(config)) continue;
+    if (!fs::exists(config)) {
+      skip(f, fmt::format("no model config {}", config.string()));
+      continue;
+    }
     // The GPU: the directory name is the device-config file stem.
     const fs::path dev_file = fs::path(model_configs_dir).parent_path() / "device_configs" /
                               (f.parent_path().filename().string() + ".json");
-    if (!fs::exists(dev_file)) continue;
+    if (!fs::exists(dev_file)) {
+      skip(f, fmt::format("no device config {}", dev_file.string()));
+      continue;
+    }
+    // The sequence and batch of its name (helper: a batch of 0 failed
+    // without naming the file).
+    auto name_number = [&](int i, const char* what) {
+      const std::string digits = m[i].str();
+      constexpr std::size_t kMaxDigits = 9;
+      if (digits.size() > kMaxDigits || std::stoll(digits) < 1) {
+        throw InputError(fmt::format("{}: its name's {} must be a whole number from 1 to 999999999 (got {})",
+                                     f.string(), what, digits));
+      }
+      return std::stoll(digits);
+    };
+    const std::int64_t seq = name_number(3, "sequence length");
+    const std::int64_t batch = name_number(4, "batch");
     const GpuSpec gpu = load_device_config(dev_file.string());
     if (!gpu_filter.empty() && gpu.name != gpu_filter) continue;
     (void)catalog;
@@ -619,7 +674,10 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const 
     }
     const JsonValue label = read_json_file(f.string());
     const JsonValue* e2e = label.find("e2e_latency");
-    if (e2e == nullptr || !e2e->is_number()) continue;
+    if (e2e == nullptr || !e2e->is_number()) {
+      skip(f, "no numeric \"e2e_latency\"");
+      continue;
+    }
     // (helper 120: 0 printed inf% and -3 an error of 6996%)
     if (!std::isfinite(e2e->number()) || e2e->number() <= 0) {
       throw InputError(fmt::format("{}: \"e2e_latency\" must be a positive time in milliseconds (got {})",
@@ -627,7 +685,12 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const 
     }
     const ModelShape shape = model_shape_from_config(read_json_file(config.string()), config.string());
     const bool train = m[2].str() == "train";
-    const auto graph = build_model_graph(shape, std::stoll(m[4].str()), std::stoll(m[3].str()), train);
+    std::vector<GraphOp> graph;
+    try {
+      graph = build_model_graph(shape, batch, seq, train);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", f.string(), e.what()));  // a sequence past the positions
+    }
     ModelErrorRow row;
     row.gpu = gpu.name;
     row.model = fmt::format("{}-{}-{}", model, m[3].str(), m[4].str());

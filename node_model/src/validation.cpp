@@ -182,8 +182,14 @@ struct MeasuredRow {
   double latency_ms = 0.0;
 };
 
-std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DType default_dtype,
-                                               const GpuSpec& gpu) {
+struct MeasuredKernels {
+  std::vector<MeasuredRow> rows;
+  /// The columns a repeat matches on, as the file names them (its OPName
+  /// and dtype, then source, pass, layout and dimensions where present).
+  std::vector<std::string> key_columns;
+};
+
+MeasuredKernels read_measured_kernels(const std::string& csv_path, DType default_dtype, const GpuSpec& gpu) {
   const CsvTable t = read_csv(csv_path);
   const std::size_t op_col = t.require_column("OPName");
   const std::size_t lat_col = t.require_column("Latency");
@@ -197,7 +203,12 @@ std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DTyp
   for (const char* c : {"layout", "B", "M", "N", "K", "H"}) {
     if (int i = t.column(c); i >= 0) key_cols.push_back(i);
   }
-  std::vector<MeasuredRow> out;
+  MeasuredKernels result;
+  result.key_columns = {"OPName", "dtype"};
+  for (const std::vector<int>* cols : {&group_cols, &key_cols}) {
+    for (int c : *cols) result.key_columns.push_back(t.header.at(static_cast<std::size_t>(c)));
+  }
+  std::vector<MeasuredRow>& out = result.rows;
   check_measured_on(t, device_col, gpu);
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const DType dtype = row_dtype(t, r, dtype_col, default_dtype);
@@ -215,13 +226,19 @@ std::vector<MeasuredRow> read_measured_kernels(const std::string& csv_path, DTyp
           csv_path, r + 1, t.header.at(lat_col), t.rows[r][lat_col], gpu.name, bound.seconds() * 1e3));
     }
     m.group = fmt::format("{}/{}", t.rows[r][op_col], to_string(dtype));
-    for (int c : group_cols) m.group += "/" + t.rows[r][static_cast<std::size_t>(c)];
+    // The group names the parts a row has (no empty `linear/bf16//fwd`);
+    // the key keeps every column's place, empty or not.
     m.key = m.group;
+    for (int c : group_cols) {
+      const std::string& v = t.rows[r][static_cast<std::size_t>(c)];
+      if (!v.empty()) m.group += "/" + v;
+      m.key += "/" + v;
+    }
     for (int c : key_cols) m.key += "," + t.rows[r][static_cast<std::size_t>(c)];
     out.push_back(std::move(m));
   }
   if (out.empty()) throw InputError(fmt::format("{}: no measurements", csv_path));
-  return out;
+  return result;
 }
 
 }  // namespace
@@ -259,10 +276,11 @@ ErrorStats error_stats(const std::vector<double>& signed_errors) {
 std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_path, const GpuSpec& gpu,
                                                         const PredictorFactory& make, DType default_dtype,
                                                         const std::string& reference) {
-  const std::vector<MeasuredRow> rows = read_measured_kernels(csv_path, default_dtype, gpu);
+  const MeasuredKernels data = read_measured_kernels(csv_path, default_dtype, gpu);
+  const std::vector<MeasuredRow>& rows = data.rows;
   std::map<std::string, double> ref;
   if (!reference.empty()) {
-    for (const auto& m : read_measured_kernels(reference, default_dtype, gpu))
+    for (const auto& m : read_measured_kernels(reference, default_dtype, gpu).rows)
       ref.emplace(m.key, m.latency_ms);
   }
   const auto predictor = make(gpu);
@@ -304,9 +322,8 @@ std::vector<MeasuredErrorRow> validate_measured_kernels(const std::string& csv_p
   // A reference that repeats none of the kernels gives no floor: an error,
   // not a column of dashes (helper 102).
   if (!reference.empty() && all.noise_rows == 0) {
-    throw InputError(
-        fmt::format("{}: --noise: no kernel of {} (its kernel, shape and dtype) is in it: not a repeat of it",
-                    reference, csv_path));
+    throw InputError(fmt::format("{}: --noise: no kernel of {} (the same {}) is in it: not a repeat of it",
+                                 reference, csv_path, fmt::join(data.key_columns, ", ")));
   }
   for (const auto& g : order) out.push_back(summarize(g, groups.at(g)));
   out.push_back(summarize("all", all));

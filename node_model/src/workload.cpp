@@ -242,9 +242,9 @@ OpKernels OpRules::embedding(std::string name, std::int64_t tokens, std::int64_t
   // embedding_dense_backward: zero the table gradient (a fill writes the
   // table once and reads nothing: a memory pass of the table's bytes, where
   // a copy moved them twice; helper 72), scatter-add the tokens.
-  op.weight_grad.add(memory_pass(table_rows * hidden * dtype_bytes(dtype_), dtype_));
+  if (table_rows > 0) op.weight_grad.add(memory_pass(table_rows * hidden * dtype_bytes(dtype_), dtype_));
   op.weight_grad.add(Kernel::vector(KernelOp::Add, tokens, hidden, dtype_));
-  op.weight_grad.append(grad_accumulation(table_rows * hidden));
+  if (table_rows > 0) op.weight_grad.append(grad_accumulation(table_rows * hidden));
   return op;
 }
 

@@ -706,6 +706,55 @@ TEST(FxGraph, EvalDropoutIsFreeAndTrainingOpsGetTheBuildersBackwardRules) {
   fs::remove_all(dir);
 }
 
+// An fx Embedding row gets the analytic graph's embedding rule, its table
+// sized by the model's config: forward a gather; backward the table gradient
+// zeroed (a pass over the table's bytes), the tokens scatter-added and the
+// table accumulated. Without a config only the scatter-add, said by the flag.
+TEST(FxGraph, EmbeddingRowsGetTheAnalyticRuleWithTheirConfigsTable) {
+  const nm::ModelShape gpt2 = nm::model_shape_from_config(
+      nm::parse_json(R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_layer":2,"vocab_size":1000,)"
+                     R"("n_positions":512})",
+                     "g.json"),
+      "g.json");
+  EXPECT_EQ(nm::embedding_table_rows(gpt2, "transformer.wte", 128), 1000);
+  EXPECT_EQ(nm::embedding_table_rows(gpt2, "transformer.wpe", 128),
+            512);  // the whole table, not the sequence
+  EXPECT_EQ(nm::embedding_table_rows(gpt2, "transformer.h.0.attn", 128), 0);
+  const std::string csv =
+      "op,target,meta,input_shapes,output_shape,latency,fw_latency,bw_latency,acc_latency,Name\n"
+      "call_module,transformer.wte,\"{'nn_module_stack': [('transformer.wte', <class "
+      "'torch.nn.modules.sparse.Embedding'>)]}\",\"[[2, 128]]\",\"(2, 128, 64)\",0.3,0.1,0.1,0.1,wte\n";
+  const nm::FxGraph with = nm::fx_graph_from_csv(nm::parse_csv(csv, "g.csv"), "g.csv", &gpt2);
+  ASSERT_EQ(with.ops.size(), 1U);
+  const nm::FxOp& op = with.ops[0];
+  EXPECT_FALSE(op.table_unknown);
+  ASSERT_EQ(op.kernels.size(), 1U);
+  EXPECT_EQ(op.kernels[0].op, nm::KernelOp::Copy);
+  // The same kernels as predict-model's wte, in order.
+  const auto analytic = nm::build_model_graph(gpt2, 2, 128, true);
+  std::vector<nm::Kernel> wte_bw;
+  for (const auto& k : analytic) {
+    if (k.name.rfind("wte.bw", 0) == 0) wte_bw.push_back(k.kernel);
+  }
+  ASSERT_EQ(op.bw_kernels.size(), wte_bw.size());
+  ASSERT_GE(wte_bw.size(), 3U);
+  for (std::size_t i = 0; i < wte_bw.size(); ++i) {
+    EXPECT_EQ(op.bw_kernels[i].op, wte_bw[i].op) << i;
+    EXPECT_EQ(op.bw_kernels[i].b, wte_bw[i].b) << i;
+    EXPECT_EQ(op.bw_kernels[i].h, wte_bw[i].h) << i;
+  }
+  // The zeroing writes the 1000 x 64 FP32 table (256000 B, in whole rows of
+  // a flat kernel: 262144); the scatter-add is 256 x 64.
+  EXPECT_EQ(op.bw_kernels[0].bytes().count(), 262144);
+  EXPECT_EQ(op.bw_kernels[1].op, nm::KernelOp::Add);
+  EXPECT_EQ(op.bw_kernels[1].b * op.bw_kernels[1].h, 256 * 64);
+
+  const nm::FxGraph without = nm::fx_graph_from_csv(nm::parse_csv(csv, "g.csv"), "g.csv");
+  EXPECT_TRUE(without.ops[0].table_unknown);
+  ASSERT_EQ(without.ops[0].bw_kernels.size(), 1U);  // the scatter-add alone
+  EXPECT_EQ(without.ops[0].bw_kernels[0].op, nm::KernelOp::Add);
+}
+
 TEST(ModelGraph, ErrorTableSummarisesEachGpuAndMode) {
   std::vector<nm::ModelErrorRow> rows(3);
   rows[0] = {"GPU A", "m-512-1", "inf", 100, 110, 50, 0};
@@ -782,6 +831,58 @@ TEST(TileMlpAccuracy, EndToEndModels) {
     EXPECT_LE(std::abs(r.ops_error()), kOpsLimit) << r.model;
   }
   EXPECT_GE(with_ops, 8);
+}
+
+// validate models says which label files it left out and why, and a label
+// it cannot run names its file (a batch of 0 in the name, an e2e_latency of 0).
+TEST(ModelGraph, ValidateModelsSaysWhatItLeftOutAndNamesBadLabels) {
+  const fs::path dir = fs::temp_directory_path() / "tessera_validate_models_test";
+  fs::remove_all(dir);
+  for (const char* d : {"labels/GPU_X", "labels/GPU_Y", "model_configs", "device_configs"})
+    fs::create_directories(dir / d);
+  std::ofstream(dir / "device_configs" / "GPU_X.json")
+      << R"({"Device":"GPU X","Dev_Mem":16,"Mem_Bw":900,"Num_Sm":80,"Core_Per_SM":64,"Freq":1380,)"
+      << R"("SingleFLOPs":14000,"L2Cache":6})";
+  std::ofstream(dir / "model_configs" / "m.json")
+      << R"({"model_type":"gpt2","n_embd":64,"n_head":4,"n_layer":2,"vocab_size":1000,"n_positions":128})";
+  const std::string ok = R"({"num_layer": 2, "e2e_latency": 1.5})";
+  std::ofstream(dir / "labels" / "GPU_X" / "m-train-64-1.json") << ok;
+  std::ofstream(dir / "labels" / "GPU_X" / "m-inf-64-1-fusion.json")
+      << ok;  // fused runs: left out, documented
+  std::ofstream(dir / "labels" / "GPU_X" / "m-train-64.json") << ok;
+  std::ofstream(dir / "labels" / "GPU_X" / "other-train-64-1.json") << ok;
+  std::ofstream(dir / "labels" / "GPU_X" / "m-inf-64-2.json") << R"({"num_layer": 2})";
+  std::ofstream(dir / "labels" / "GPU_Y" / "m-train-64-1.json") << ok;
+  const nm::DeviceCatalog catalog((dir / "device_configs").string());
+  const auto make = [](const nm::GpuSpec& g) { return nm::make_predictor("roofline", g); };
+  const std::string labels = (dir / "labels").string();
+  const std::string configs = (dir / "model_configs").string();
+  std::vector<std::string> skipped;
+  const auto rows = nm::validate_models(labels, configs, catalog, make, "", &skipped);
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].model, "m-64-1");
+  const std::string x = (dir / "labels" / "GPU_X").string() + "/";
+  ASSERT_EQ(skipped.size(), 4U);
+  EXPECT_EQ(skipped[0], x + "m-inf-64-2.json: no numeric \"e2e_latency\"");
+  EXPECT_EQ(skipped[1], x + "m-train-64.json: not named <model>-<inf|train>-<seq>-<batch>.json");
+  EXPECT_EQ(skipped[2], x + "other-train-64-1.json: no model config " + configs + "/other.json");
+  EXPECT_EQ(skipped[3], (dir / "labels" / "GPU_Y").string() + "/m-train-64-1.json: no device config " +
+                            (dir / "device_configs").string() + "/GPU_Y.json");
+
+  fs::remove_all(dir / "labels" / "GPU_Y");
+  std::ofstream(dir / "labels" / "GPU_X" / "m-train-64-0.json") << ok;
+  EXPECT_EQ(error_of([&] { (void)nm::validate_models(labels, configs, catalog, make); }),
+            x + "m-train-64-0.json: its name's batch must be a whole number from 1 to 999999999 (got 0)");
+  fs::remove(dir / "labels" / "GPU_X" / "m-train-64-0.json");
+  std::ofstream(dir / "labels" / "GPU_X" / "m-train-256-1.json") << ok;
+  EXPECT_EQ(error_of([&] { (void)nm::validate_models(labels, configs, catalog, make); }),
+            x + "m-train-256-1.json: sequence length 256 is longer than the model's 128 learned positions "
+                "(n_positions in its config)");
+  fs::remove(dir / "labels" / "GPU_X" / "m-train-256-1.json");
+  std::ofstream(dir / "labels" / "GPU_X" / "m-train-64-1.json") << R"({"num_layer": 2, "e2e_latency": 0})";
+  EXPECT_EQ(error_of([&] { (void)nm::validate_models(labels, configs, catalog, make); }),
+            x + "m-train-64-1.json: \"e2e_latency\" must be a positive time in milliseconds (got 0)");
+  fs::remove_all(dir);
 }
 
 TEST(SplitK, GridZOfALinearIsItsSplitAndCutsTheReduction) {

@@ -78,6 +78,10 @@ std::string without_file_prefix(std::string message, const std::string& file);
 /// how the measured-data readers match a header written another way.
 std::string loose_column_name(std::string_view name);
 
+/// A measured time this many times its forecast, or its forecast this
+/// many times it, is in another unit than milliseconds (or damaged).
+inline constexpr double kTimeUnitsOffFactor = 30.0;
+
 /// One measured time beside its forecast, for check_time_units.
 struct MeasuredBesideForecast {
   int row = 0;  ///< 1-based data row

@@ -27,6 +27,7 @@ struct ModelShape {
   std::string family;  ///< gpt2, opt, bert, switch
   std::int64_t hidden = 0, heads = 0, layers = 0, ffn = 0, vocab = 0;
   std::int64_t decoder_layers = 0, experts = 0;  ///< switch
+  std::int64_t type_vocab = 0;                   ///< BERT's token types (`type_vocab_size`, default 2)
   std::int64_t head_dim = 0;  ///< per-head q/k/v width (T5/Switch `d_kv`); 0 = hidden / heads
   /// Learned positions (`n_positions`, `max_position_embeddings`): the
   /// longest sequence the model takes; 0 = no limit given (Switch's relative
@@ -51,6 +52,14 @@ struct ModelShape {
 /// Reads the dimensions of a HuggingFace config; throws InputError naming
 /// the file and key (an activation the graph does not build, too).
 ModelShape model_shape_from_config(const JsonValue& config, const std::string& source);
+
+/// Rows of the embedding table that a HuggingFace module names (the last
+/// part of `module`: `wte`, `embed_tokens`, `word_embeddings` and `shared` the
+/// vocabulary; `wpe` and `position_embeddings` the learned positions, OPT's
+/// `embed_positions` two more; `token_type_embeddings` BERT's token types);
+/// `seq` stands in for positions the config does not give. 0 for a name
+/// the model has no table for.
+std::int64_t embedding_table_rows(const ModelShape& m, const std::string& module, std::int64_t seq);
 
 /// The kernels PyTorch eager launches for one forward (and, when `train`,
 /// backward) pass of the model with `dtype` tensors (FP32: what NeuSight
@@ -78,16 +87,22 @@ struct FxOp {
   /// Per kernel of `kernels` and of `bw_kernels`: a further part of the
   /// kernel launched before it (GraphOp::fused_part).
   std::vector<bool> fused_parts, bw_fused_parts;
+  /// An embedding of a training graph whose table size is not known (no
+  /// model config, or a module name it has no table for): its backward is
+  /// the scatter-add alone (OpRules::embedding with no table).
+  bool table_unknown = false;
 };
 struct FxGraph {
   bool train = false;  ///< the ops measured a backward pass (else eval mode, where dropout is free)
   std::vector<FxOp> ops;
 };
 /// Reads a graph CSV; rows the model does not understand get no kernels.
-/// Each op gets the kernels and backward rules of `build_model_graph`.
-FxGraph read_fx_graph(const std::string& path);
+/// Each op gets the kernels and backward rules of `build_model_graph`;
+/// `model` (the graph's HuggingFace config, optional) sizes its embedding
+/// tables, as `build_model_graph` does.
+FxGraph read_fx_graph(const std::string& path, const ModelShape* model = nullptr);
 /// The same from a parsed table (`path` names it in messages).
-FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path);
+FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path, const ModelShape* model = nullptr);
 /// `num_layer` of a NeuSight label JSON: a whole number from 1 to 100000,
 /// else InputError naming `source` and the value.
 int label_layers(const JsonValue& label, const std::string& source);
@@ -109,9 +124,12 @@ struct ModelErrorRow {
 };
 /// Every labels/<GPU>/<model>-<inf|train>-<seq>-<batch>.json (not -fusion) of
 /// a known GPU and model config, with the op sum of the graph CSV beside it.
-std::vector<ModelErrorRow> validate_models(const std::string& labels_dir, const std::string& model_configs_dir,
-                                           const DeviceCatalog& catalog, const PredictorFactory& make,
-                                           const std::string& gpu_filter = "");
+/// `skipped` (optional) gets one line per label file left out and why (its
+/// name, no model or device config, no numeric e2e_latency).
+std::vector<ModelErrorRow> validate_models(const std::string& labels_dir,
+                                           const std::string& model_configs_dir, const DeviceCatalog& catalog,
+                                           const PredictorFactory& make, const std::string& gpu_filter = "",
+                                           std::vector<std::string>* skipped = nullptr);
 std::string format_model_errors(const std::vector<ModelErrorRow>& rows, const std::string& predictor);
 
 }  // namespace tessera::node_model

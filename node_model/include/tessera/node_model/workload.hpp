@@ -200,6 +200,9 @@ class OpRules {
   /// A copy (permute + contiguous); `grad`: its gradient is a copy too.
   [[nodiscard]] OpKernels copy(std::string name, std::int64_t elements, bool grad = true) const;
   /// Embedding lookup of `tokens` rows from a table of `table_rows` x `hidden`.
+  /// `table_rows` 0: the table's size is not known (an op graph read without
+  /// its model's config): the backward is the scatter-add alone, without
+  /// zeroing the table's gradient or accumulating it.
   [[nodiscard]] OpKernels embedding(std::string name, std::int64_t tokens, std::int64_t table_rows,
                                     std::int64_t hidden) const;
 
