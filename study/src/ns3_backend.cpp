@@ -1,11 +1,13 @@
 // The ns-3 backend: packets on an ns-3 InfiniBand or point-to-point fabric
 // (ns3_modules). Compiled only in a build with ns-3 (TESSERA_HAVE_NS3).
+#include "tessera/ns3_modules/ns3_backend.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "backends.hpp"
-#include "tessera/ns3_modules/ns3_backend.hpp"
 
 namespace tessera::study::detail {
 
@@ -31,6 +33,45 @@ ns3_modules::Ns3Options ns3_options(const Scenario& s, const engine::ExecutionOp
   ns3.scale_up = set.scale_up == Ns3Settings::ScaleUp::Flow ? ns3_modules::ScaleUpModel::Flow
                                                             : ns3_modules::ScaleUpModel::Packets;
   return ns3;
+}
+
+/// The most packet-hops (segment-hops: a coarsened segment is one) one ns-3
+/// run may be estimated at: about 17 minutes at the 1 M packet-hops per CPU
+/// second measured (docs/benchmarks.md), the flow backend's limit in time
+/// (kMaxSimulatedEvents).
+constexpr double kMaxPacketHops = 1e9;
+
+/// Refuses, before any packet moves, a run whose packets would take longer
+/// than kMaxPacketHops allows: the flow backend's run of the same graph
+/// (about a hundred times faster) gives the bytes each link carries, and
+/// each link's bytes over the segment size are its packet-hops (a lower
+/// bound: a message shorter than a segment is one packet). NVLink links
+/// carry flows, not packets, under `ns3.scale_up: flow`. (ns3.mtu=1B ran
+/// for hours with no word.)
+void check_packet_work(const parallelism::TaskGraph& graph, const topology::Topology& topo, const Scenario& s,
+                       const engine::ExecutionOptions& options) {
+  const Ns3Settings& set = s.ns3;
+  const double segment = static_cast<double>(set.mtu.count()) *
+                         (set.model == Ns3Settings::Model::InfiniBand ? set.packets_per_segment : 1);
+  const BackendRun flow = make_flow_backend()->run(graph, topo, s, options, nullptr);
+  double hops = 0;
+  double bytes = 0;
+  for (std::size_t l = 0; l < flow.link_bytes.size(); ++l) {
+    if (set.scale_up == Ns3Settings::ScaleUp::Flow &&
+        topo.tier(static_cast<topology::LinkId>(l)) == topology::LinkTier::NvLink)
+      continue;
+    bytes += flow.link_bytes[l];
+    hops += std::ceil(flow.link_bytes[l] / segment);
+  }
+  if (hops <= kMaxPacketHops) return;
+  const bool ib = set.model == Ns3Settings::Model::InfiniBand;
+  throw ScenarioError(fmt::format(
+      "{}: {}: one iteration would be about {:.2g} packet-hops ({:.3g} B over the packet fabric's links in "
+      "segments of {:.0f} B), more than the {:.0e} that can be simulated (about 17 minutes at 1 M "
+      "packet-hops "
+      "per second; docs/scenarios.md, limits): {}, or use backend flow",
+      s.file, ib ? "ns3.packets_per_segment" : "ns3.mtu", hops, bytes, segment, kMaxPacketHops,
+      ib ? "coarsen the segments (a larger ns3.packets_per_segment)" : "a larger ns3.mtu"));
 }
 
 class Ns3Backend final : public NetworkBackend {
@@ -65,6 +106,7 @@ class Ns3Backend final : public NetworkBackend {
                                           const Scenario& s, const engine::ExecutionOptions& options,
                                           engine::ExecutionObserver* observer,
                                           std::vector<std::int32_t> source_classes) const override {
+    check_packet_work(graph, topo, s, options);
     const bool classified = !source_classes.empty();
     ns3_modules::Ns3Options ns3 = ns3_options(s, options);
     ns3.source_classes = std::move(source_classes);
