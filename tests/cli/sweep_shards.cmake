@@ -10,6 +10,17 @@ function(expect_merge_refused what regex)
     message(FATAL_ERROR "${what}: ${rc} ${err}")
   endif()
 endfunction()
+# Shard 0 (part0.csv) with `from` replaced by `to` (a regex; setup fails if
+# nothing matched), written as `name` and merged with shard 1: refused.
+function(expect_edited_part0_refused what name from to regex)
+  file(READ ${WORKDIR}/part0.csv p0)
+  string(REGEX REPLACE "${from}" "${to}" edited "${p0}")
+  if(edited STREQUAL p0)
+    message(FATAL_ERROR "test setup (${what}): '${from}' not found in shard 0:\n${p0}")
+  endif()
+  file(WRITE ${WORKDIR}/${name} "${edited}")
+  expect_merge_refused("${what}" "${regex}" ${WORKDIR}/${name} ${WORKDIR}/part1.csv)
+endfunction()
 file(REMOVE_RECURSE ${WORKDIR})
 file(MAKE_DIRECTORY ${WORKDIR})
 set(common sweep ${SCENARIO} --set training.micro_batch=1,2,4 --set training.seq_len=512,1024 --jobs 1)
@@ -76,13 +87,8 @@ expect_merge_refused("merging shards split two ways should say so" "third0.csv: 
 expect_merge_refused("merging an incomplete set should fail with exit 2" "shard 0/2 of sweep [0-9a-f]+ is missing \\(give all 2 shard files\\)" ${WORKDIR}/part1.csv)
 # A shard killed before its last point (its final row cut off) is refused,
 # although the points it holds are contiguous with the other shard's.
-file(READ ${WORKDIR}/part0.csv p0)
-string(REGEX REPLACE "\n4,[^\n]*\n$" "\n" cut "${p0}")
-if(cut STREQUAL p0)
-  message(FATAL_ERROR "test setup: point 4 not found in shard 0:\n${p0}")
-endif()
-file(WRITE ${WORKDIR}/cut0.csv "${cut}")
-expect_merge_refused("merging an unfinished shard should fail with exit 2" "shard 0/2 holds 2 of its 3 points \\(point 4 is missing" ${WORKDIR}/cut0.csv ${WORKDIR}/part1.csv)
+expect_edited_part0_refused("merging an unfinished shard should fail with exit 2" cut0.csv "\n4,[^\n]*\n$" "\n"
+                            "shard 0/2 holds 2 of its 3 points \\(point 4 is missing")
 # A shard of another sweep (same keys and columns, other values) is refused.
 execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set training.micro_batch=1,2,8 --set training.seq_len=512,1024
                         --jobs 1 --shard 1/2 --out ${WORKDIR}/other1.csv
@@ -123,13 +129,9 @@ if(NOT rc EQUAL 0 OR NOT a STREQUAL b)
 endif()
 # A metric cell that is not a number names its column (it was a bare
 # "malformed row").
-file(READ ${WORKDIR}/part0.csv part0)
-string(REGEX REPLACE "\n([0-9]+,[^,\n]*,[^,\n]*,[^,\n]*,[^,\n]*,)[^,\n]*," "\n\\1abc," part0_text "${part0}")
-if(part0_text STREQUAL part0)
-  message(FATAL_ERROR "test setup: no row's iteration_time_s was replaced:\n${part0}")
-endif()
-file(WRITE ${WORKDIR}/text0.csv "${part0_text}")
-expect_merge_refused("a non-numeric metric should name its column" "text0.csv:[0-9]+: column 'iteration_time_s': 'abc' is not a number\n$" ${WORKDIR}/part1.csv ${WORKDIR}/text0.csv)
+expect_edited_part0_refused("a non-numeric metric should name its column" text0.csv
+                            "\n([0-9]+,[^,\n]*,[^,\n]*,[^,\n]*,[^,\n]*,)[^,\n]*," "\n\\1abc,"
+                            "text0.csv:[0-9]+: column 'iteration_time_s': 'abc' is not a number\n$")
 # sweep-merge --json: the merged points as sweep --json gives them from its
 # rows (settings, metric columns), equal to the whole sweep's.
 execute_process(COMMAND ${TESSERA} sweep-merge --json --out ${WORKDIR}/merged_json.csv ${WORKDIR}/part1.csv ${WORKDIR}/part0.csv
