@@ -219,7 +219,10 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
 /// the chart's legend (a reader of the chart alone; helper 60: the text's
 /// Known bias lines were missing from it).
 std::vector<std::string> chart_notes(const Scenario& s) {
-  std::vector<std::string> out;
+  // Which models drew it, as sweep's chart says (helper 121: an ns-3 chart
+  // looked like a flow one).
+  std::vector<std::string> out{
+      fmt::format("Models: {} node model, {} network backend", s.predictor, to_string(s.backend))};
   for (const std::string& note : untested_gpu_notes(s)) out.push_back(chart_untested_note("", note));
   const std::string attention = flash_attention_note(s);
   for (const std::string& note : known_bias_notes(s, false))

@@ -380,6 +380,7 @@ struct SweepCaveats {
   HeldNotes fp8;                    ///< fp8_note (unvalidated FP8 GEMM times)
   HeldNotes scale;                  ///< kMultiNodeCaveat, held by the points on more than one node
   HeldNotes warnings;               ///< each scenario warning (tessera run's) with its points
+  HeldNotes models;                 ///< "P node model, B network backend" with its points
   /// Each leaf oversubscription ("2:1") with its points: a point whose
   /// leaves' up-links carry less than their hosts can send is capped there
   /// (helper 80: a sweep over the HCAs' speed at fixed spines levelled off
@@ -453,6 +454,11 @@ struct SweepCaveats {
   /// Short lines for under the chart, for a reader of the chart alone.
   [[nodiscard]] std::vector<std::string> chart_notes() const {
     std::vector<std::string> out;
+    // Which models drew it (helper 121: an ns-3 chart looked like a flow one).
+    for (const auto& [note, pts] : models.entries) {
+      out.push_back(models.entries.size() == 1 ? "Models: " + note
+                                               : fmt::format("Models ({}): {}", which_on_chart(pts), note));
+    }
     for (const auto& [note, pts] : untested.entries)
       out.push_back(chart_untested_note(which_on_chart(pts), note));
     for (const auto& [note, pts] : gpu_bias.entries)
@@ -557,6 +563,8 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const PointScenario
     c.fp8.add(fp8_note(sc), point);
     if (!multi_node_note(sc).empty()) c.scale.add(std::string(kMultiNodeCaveat), point);
     for (const std::string& w : scenario_warnings(sc)) c.warnings.add(w, point);
+    c.models.add(fmt::format("{} node model, {} network backend", sc.predictor, to_string(sc.backend)),
+                 point);
     if (const double r = study::leaf_oversubscription(sc); r > 1.0 + 1e-9)
       c.oversubscribed.add(fmt::format("{:.3g}:1", r), point);
     if (const double r = study::spine_oversubscription(sc); r > 1.0 + 1e-9)
@@ -1159,6 +1167,14 @@ constexpr std::string_view kScalingOfWhatRan =
     "note: scaling is relative to the fewest GPUs among the points that ran; a failed point with fewer "
     "GPUs would have been its baseline\n";
 
+/// The chart's line for the points --skip-failed left out (none: empty),
+/// the same from sweep and sweep-merge.
+std::string failed_chart_note(const std::vector<std::size_t>& indices) {
+  if (indices.empty()) return {};
+  return fmt::format("Left out: point{} {}, whose simulation failed (--skip-failed)",
+                     indices.size() == 1 ? "" : "s", fmt::join(indices, ", "));
+}
+
 /// The lines after the table naming the points --skip-failed left out.
 std::string failed_text(const std::vector<std::pair<Point, std::string>>& failed) {
   if (failed.empty()) return {};
@@ -1715,8 +1731,12 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     }
     return 0;
   }
-  write_file_atomic(svg_path, svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path),
-                                        caveats.chart_notes(), zip));
+  std::vector<std::string> notes = caveats.chart_notes();
+  std::vector<std::size_t> failed_indices;
+  for (const auto& f : failed_points) failed_indices.push_back(f.first.index);
+  if (!failed_indices.empty()) notes.push_back(failed_chart_note(failed_indices));
+  write_file_atomic(svg_path,
+                    svg_chart(rows, keys, fmt::format("tessera sweep {}", scenario_path), notes, zip));
 
   if (p.has("json")) {
     print_json(svg_path);
@@ -1960,7 +1980,11 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   write_file_atomic(csv_path, merged);
   const auto columns = split(header, ',');
   const std::vector<std::string> keys(columns.begin() + 1, columns.end() - static_cast<std::ptrdiff_t>(kMetricColumns));
-  write_file_atomic(svg_path, svg_chart(rows, keys, "tessera sweep-merge", chart_notes));
+  std::vector<std::string> notes = chart_notes;
+  std::vector<std::size_t> failed_indices;
+  for (const auto& f : failed) failed_indices.push_back(f.first);
+  if (!failed_indices.empty()) notes.push_back(failed_chart_note(failed_indices));
+  write_file_atomic(svg_path, svg_chart(rows, keys, "tessera sweep-merge", notes));
   // The table the unsharded sweep prints, its settings read from the rows
   // (a key of one value in every row is said once above it).
   std::vector<Point> points;
@@ -2019,10 +2043,18 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
                             : values[price_key].size() == 1
                                 ? fmt::format(", at {} per GPU-hour", *values[price_key].begin())
                                 : std::string(", at each point's price per GPU-hour");
+  // The models line sweep prints above its table, from the shards' chart
+  // note of one set of models (several: a note each, below).
+  constexpr std::string_view kModels = "Models: ";
+  for (const std::string& note : chart_notes) {
+    if (note.starts_with(kModels)) out << fmt::format("models: {}\n", note.substr(kModels.size()));
+  }
   print_table(out, points, rows, one_value, efficiency, runs, price);
   // The caveats the shards' sweep printed under its table, in the short
   // form its chart has them (helper 73: the merged table had none).
-  for (const std::string& note : chart_notes) out << fmt::format("note: {}\n", note);
+  for (const std::string& note : chart_notes) {
+    if (!note.starts_with(kModels)) out << fmt::format("note: {}\n", note);
+  }
   if (!first->skipped.empty()) {
     out << fmt::format(
         "skipped {} point(s) that are not valid scenarios (--skip-invalid): {} (each shard said why)\n",

@@ -1,11 +1,11 @@
 #include "tessera/cli/trace.hpp"
-#include "tessera/files.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -16,6 +16,7 @@
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/error.hpp"
+#include "tessera/files.hpp"
 
 namespace tessera::cli {
 
@@ -143,7 +144,11 @@ FileTraceSink::FileTraceSink(std::string path) : path_(std::move(path)) {
   target_ = target.path;
   tmp_ = target.direct ? target.path : temporary_path(target.path, static_cast<long>(::getpid()));
   direct_ = target.direct;
-  if (ends_with(path_, ".gz")) {
+  // In any case (helper 121: x.JSON.GZ was written as plain JSON).
+  std::string lower = path_;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ends_with(lower, ".gz")) {
     // gzopen writes a header without name or time: deterministic output.
     gz_ = ::gzopen(tmp_.c_str(), "wb6");
     if (gz_ == nullptr) throw InputError(fmt::format("{}: cannot write: {}", path_, std::strerror(errno)));

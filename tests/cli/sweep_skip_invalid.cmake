@@ -64,10 +64,10 @@ execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv ${WOR
                 RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE merged_out)
 file(READ ${WORKDIR}/whole.csv whole)
 file(READ ${WORKDIR}/merged.csv merged)
-# It prints the sweep's table (the scaling column too), its caveats and
+# It prints the sweep's models line and table (the scaling column too), its caveats and
 # the skipped points.
 if(NOT rc EQUAL 0 OR NOT merged STREQUAL whole
-   OR NOT merged_out MATCHES "^every point: parallelism.tp=1\npoint  settings [^\n]*  scaling\n +0  cluster.nodes=1 +8 [^\n]* 100[.]0%\n +3  cluster.nodes=2 +16 [^\n]*%\nnote: Untested scale, points with cluster.nodes=2: [^\n]*\nskipped 4 point\\(s\\) that are not valid scenarios \\(--skip-invalid\\): 1, 2, 4, 5 \\(each shard said why\\)\nmerged 2 points from 2 shards")
+   OR NOT merged_out MATCHES "^models: tile-mlp node model, flow network backend\nevery point: parallelism.tp=1\npoint  settings [^\n]*  scaling\n +0  cluster.nodes=1 +8 [^\n]* 100[.]0%\n +3  cluster.nodes=2 +16 [^\n]*%\nnote: Untested scale, points with cluster.nodes=2: [^\n]*\nskipped 4 point\\(s\\) that are not valid scenarios \\(--skip-invalid\\): 1, 2, 4, 5 \\(each shard said why\\)\nmerged 2 points from 2 shards")
   message(FATAL_ERROR "merge (${rc}): ${err}${merged_out}\nmerged:\n${merged}\nwhole:\n${whole}")
 endif()
 # --json: the merged points and the skipped ones in sweep --json's shape.

@@ -435,8 +435,8 @@ TEST(ChromeTrace, GzipDecompressesToTheSameBytesAndRunsAreIdentical) {
       std::filesystem::temp_directory_path() / ("tessera_trace_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string plain = (dir / "t.json").string(), gz = (dir / "t.json.gz").string(),
-                    gz2 = (dir / "again.json.gz").string();
-  for (const auto& path : {plain, gz, gz2}) {
+                    gz2 = (dir / "again.json.gz").string(), upper = (dir / "UPPER.JSON.GZ").string();
+  for (const auto& path : {plain, gz, gz2, upper}) {
     TraceFile f(path, s, {});
     (void)simulate_scenario(s, f.observer(), nullptr, false);
     f.finish();
@@ -445,12 +445,13 @@ TEST(ChromeTrace, GzipDecompressesToTheSameBytesAndRunsAreIdentical) {
   EXPECT_GT(text.size(), 100'000U);
   EXPECT_EQ(gunzip(gz), text);
   EXPECT_EQ(read_file(gz2), read_file(gz));  // no file name or time in the gzip header
+  EXPECT_EQ(read_file(upper), read_file(gz));  // .GZ compresses as .gz does
   EXPECT_LT(std::filesystem::file_size(gz) * 5, text.size());
   // Determinism: the same input gives the same bytes.
   EXPECT_EQ(run_traced(s, {}).text, run_traced(s, {}).text);
-  // Only the three traces: no temporaries left.
+  // Only the four traces: no temporaries left.
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()),
-            3);
+            4);
   std::filesystem::remove_all(dir);
 }
 
