@@ -245,9 +245,10 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
         "ns3.buffer ({} B per port and VL) is below what 0 (auto) sizes for {} link{} that carried packets "
         "(the credit round trip at line rate and three segments of ns3.packets_per_segment packets: "
         "up to {} B): they wait for credits however light their load, so the forecast is slower than such a "
-        "fabric runs; 0 (auto), or ns3.packets_per_segment=1 for a small buffer",
+        "fabric runs; 0 (auto){}",
         f->settings.buffer.count(), f->links_below_round_trip, f->links_below_round_trip == 1 ? "" : "s",
-        f->round_trip_bytes.count()));
+        f->round_trip_bytes.count(),
+        f->settings.packets_per_segment > 1 ? ", or ns3.packets_per_segment=1 for a small buffer" : ""));
   }
   return rep;
 }

@@ -171,7 +171,11 @@ IbFabric::IbFabric(const topology::Topology& topo, Ns3EventLoop& loop, const Ns3
     // the loop, below the segments by the segment-coarsened model (helper
     // 108: 130-260 KiB at 32 packets per segment slowed a lone collective
     // 2.4x, with no word).
-    m_roundTripBytes[k] = static_cast<std::int64_t>(std::ceil(loopBytes)) + 3 * segmentBlockBytes;
+    // (in whole credit blocks, as the buffer is sized: the warning's figure
+    // is the auto buffer the report gives; helper 121)
+    m_roundTripBytes[k] =
+        (static_cast<std::int64_t>(std::ceil(loopBytes)) + 3 * segmentBlockBytes + kIbCreditBlockBytes - 1) /
+        kIbCreditBlockBytes * kIbCreditBlockBytes;
     if (buffer == 0) buffer = m_roundTripBytes[k];
     buffer = (buffer + kIbCreditBlockBytes - 1) / kIbCreditBlockBytes * kIbCreditBlockBytes;
     if (buffer > std::numeric_limits<std::uint32_t>::max()) {
