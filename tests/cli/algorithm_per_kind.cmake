@@ -7,7 +7,7 @@
 #  - {all-to-all: hierarchical} runs: the all-to-all's inter-node bytes are
 #    the direct algorithm's (same fabric bytes), plus (L-1)/L of it again
 #    inside the node (more NVLink bytes), and the iteration changes (slower
-#    here, 1969 against 1916 ms: the direct exchange, every peer at once, is
+#    here, 1972 against 1919 ms: the direct exchange, every peer at once, is
 #    bound by the HCAs alone on this non-blocking fabric; the hierarchical
 #    one moves its NVLink phase first);
 #  - {all-to-all: direct} is what auto does (the same JSON as no choice).
