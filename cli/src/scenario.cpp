@@ -3023,6 +3023,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     }
     if (n.has("buffer")) {
       const YAML::Node v = n.need("buffer");
+      // ("auto" is what 0 means: helper 121 wrote it and got a bare size error)
+      if (n.scalar("buffer") == "auto") {
+        n.fail_at(v.Mark(), n.key_path("buffer"),
+                  "'auto' is written 0 (0: sized per link to cover the credit round trip), or give a size");
+      }
       ns.buffer = n.scalar("buffer") == "0" ? Bytes(0) : n.unit("buffer", parse_bytes);
       // (checked: mtu + header bytes fit easily, times at most 4096 packets)
       // Credits count each packet in whole 64-byte blocks.
