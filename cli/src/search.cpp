@@ -386,28 +386,50 @@ int cmd_search(const Args& args, std::ostream& out) {
       space.grad_syncs.push_back(g);
     }
   }
-  if (auto list = p.get("virtual-stages")) {
+  // A --set parallelism.virtual_stages=N counts as --virtual-stages N, as in
+  // compare-schedules, where interleaved-1f1b is searched (helper 123: search
+  // refused it on a scenario without pipelining, or dropped it with a note,
+  // never trying N chunks); else it is the scenario's, as any --set.
+  std::optional<std::string> chunk_list = p.get("virtual-stages");
+  std::string chunk_flag = "--virtual-stages";
+  const bool interleaving_searched = std::find(space.schedules.begin(), space.schedules.end(),
+                                               Schedule::Interleaved1F1B) != space.schedules.end();
+  for (auto it = sets.begin(); interleaving_searched && it != sets.end();) {
+    const Override o = parse_override(*it);
+    if (o.path != "parallelism.virtual_stages" || o.value == "auto") {
+      ++it;
+      continue;
+    }
+    if (chunk_list) {
+      throw UsageError(fmt::format(
+          "{} and --set parallelism.virtual_stages both set the model chunks to try: give one", chunk_flag));
+    }
+    chunk_list = o.value;
+    chunk_flag = "--set parallelism.virtual_stages";
+    it = sets.erase(it);
+  }
+  if (const auto& list = chunk_list) {
     const std::vector<std::string> items = split(*list, ',');
     for (const std::string& item : items.empty() ? std::vector<std::string>{""} : items) {
       // 0 and 1 get one message (helper 103: two that disagreed).
       const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
       const int v = digits && item.size() < 3 && std::stoi(item) < 2
                         ? 0
-                        : parse_positive_int(item, "--virtual-stages", 1 << 20);
+                        : parse_positive_int(item, chunk_flag, 1 << 20);
       if (v < 2) {
-        throw UsageError(fmt::format(
-            "--virtual-stages: expected chunk counts of 2 or more separated by commas (2,4,5), got '{}'",
-            *list));
+        throw UsageError(
+            fmt::format("{}: expected chunk counts of 2 or more separated by commas (2,4,5), got '{}'",
+                        chunk_flag, *list));
       }
       if (std::find(space.chunks.begin(), space.chunks.end(), v) != space.chunks.end()) {
-        throw UsageError(fmt::format("--virtual-stages: {} is listed twice in '{}'", v, *list));
+        throw UsageError(fmt::format("{}: {} is listed twice in '{}'", chunk_flag, v, *list));
       }
       space.chunks.push_back(v);
     }
     if (std::find(space.schedules.begin(), space.schedules.end(), Schedule::Interleaved1F1B) ==
         space.schedules.end()) {
-      throw UsageError(
-          "--virtual-stages: --schedules leaves out interleaved-1f1b, the one schedule with model chunks");
+      throw UsageError(fmt::format(
+          "{}: --schedules leaves out interleaved-1f1b, the one schedule with model chunks", chunk_flag));
     }
   }
   // The screen ranks a plan's ZeRO stages and gradient syncs alike (compute
