@@ -1733,6 +1733,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   }
   std::vector<std::string> notes = caveats.chart_notes();
   std::vector<std::size_t> failed_indices;
+  failed_indices.reserve(failed_points.size());
   for (const auto& f : failed_points) failed_indices.push_back(f.first.index);
   if (!failed_indices.empty()) notes.push_back(failed_chart_note(failed_indices));
   write_file_atomic(svg_path,
@@ -1982,6 +1983,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   const std::vector<std::string> keys(columns.begin() + 1, columns.end() - static_cast<std::ptrdiff_t>(kMetricColumns));
   std::vector<std::string> notes = chart_notes;
   std::vector<std::size_t> failed_indices;
+  failed_indices.reserve(failed.size());
   for (const auto& f : failed) failed_indices.push_back(f.first);
   if (!failed_indices.empty()) notes.push_back(failed_chart_note(failed_indices));
   write_file_atomic(svg_path, svg_chart(rows, keys, "tessera sweep-merge", notes));

@@ -112,7 +112,7 @@ parallelism:
 /// A fresh directory under the system's temporary one, named by `tag` and
 /// the process (tests running at once do not share it).
 std::filesystem::path temp_dir(const std::string& tag) {
-  const auto dir = std::filesystem::temp_directory_path() / (tag + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() / (tag + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
 }
