@@ -702,7 +702,9 @@ int cmd_search(const Args& args, std::ostream& out) {
         "{}: no parallel plan of the {} GPUs fits {} of GPU memory{}{} for this model and "
         "global batch {}",
         base.file, gpus, to_string(smallest), base.mixed_gpus ? " (the smallest GPU)" : "",
-        headroom > Bytes() ? fmt::format(" less {} of headroom", to_string(headroom)) : "", global_batch));
+        // (as given: 79.9GiB, not its 85791971738B; helper 123)
+        headroom > Bytes() ? fmt::format(" less {} of headroom", p.get("memory-headroom").value_or("")) : "",
+        global_batch));
   }
   const std::size_t simulated = std::min(fitting.size(), max_candidates);
   // (--jobs was declared but ignored; ns-3 runs one Simulator per process)
