@@ -74,27 +74,12 @@ Breakdown simulate_plan(const Scenario& scenario, const ParallelPlan& plan, cons
 /// own schedule may not interleave), else the scenario's count (2 when it
 /// does not interleave).
 std::vector<int> virtual_stage_list(const ArgParser& p, std::vector<std::string>& sets) {
-  std::optional<std::string> text = p.get("virtual-stages");
-  std::string flag = "--virtual-stages";
-  for (auto it = sets.begin(); it != sets.end();) {
-    const Override o = parse_override(*it);
-    if (o.path != "parallelism.virtual_stages" || o.value == "auto") {
-      ++it;
-      continue;
-    }
-    if (text) {
-      throw UsageError(
-          fmt::format("{} and --set parallelism.virtual_stages both set the interleaved schedule's "
-                      "chunks: give one",
-                      flag));
-    }
-    text = o.value;
-    flag = "--set parallelism.virtual_stages";
-    it = sets.erase(it);
-  }
+  const std::optional<ChunkList> list = take_chunk_list(p.get("virtual-stages"), sets);
   std::vector<int> out;
-  if (!text) return out;
-  std::stringstream ss(*text);
+  if (!list) return out;
+  const std::string& text = list->text;
+  const std::string& flag = list->flag;
+  std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
     int v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
@@ -102,10 +87,10 @@ std::vector<int> virtual_stage_list(const ArgParser& p, std::vector<std::string>
       throw UsageError(
           fmt::format("{} {}: expected whole numbers of 2 or more "
                       "(model chunks per pipeline rank), got '{}'",
-                      flag, *text, item));
+                      flag, text, item));
     }
     if (std::find(out.begin(), out.end(), v) != out.end()) {
-      throw UsageError(fmt::format("{} {}: {} is named twice", flag, *text, v));
+      throw UsageError(fmt::format("{} {}: {} is named twice", flag, text, v));
     }
     out.push_back(v);
   }

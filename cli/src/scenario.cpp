@@ -907,6 +907,26 @@ Override parse_override(const std::string& text) {
   return Override{text.substr(0, eq), text.substr(eq + 1)};
 }
 
+std::optional<ChunkList> take_chunk_list(const std::optional<std::string>& given,
+                                         std::vector<std::string>& sets) {
+  std::optional<ChunkList> out;
+  if (given) out = ChunkList{*given, "--virtual-stages"};
+  for (auto it = sets.begin(); it != sets.end();) {
+    const Override o = parse_override(*it);
+    if (o.path != "parallelism.virtual_stages" || o.value == "auto") {
+      ++it;
+      continue;
+    }
+    if (out) {
+      throw UsageError(fmt::format(
+          "{} and --set parallelism.virtual_stages both set the model chunks to try: give one", out->flag));
+    }
+    out = ChunkList{o.value, "--set parallelism.virtual_stages"};
+    it = sets.erase(it);
+  }
+  return out;
+}
+
 void refuse_set_of_row_keys(const std::vector<Override>& overrides,
                             std::span<const std::pair<std::string_view, std::string_view>> set_by,
                             std::string_view row, std::string_view (*note)(std::string_view column)) {

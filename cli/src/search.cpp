@@ -390,26 +390,15 @@ int cmd_search(const Args& args, std::ostream& out) {
   // compare-schedules, where interleaved-1f1b is searched (helper 123: search
   // refused it on a scenario without pipelining, or dropped it with a note,
   // never trying N chunks); else it is the scenario's, as any --set.
-  std::optional<std::string> chunk_list = p.get("virtual-stages");
-  std::string chunk_flag = "--virtual-stages";
   const bool interleaving_searched = std::find(space.schedules.begin(), space.schedules.end(),
                                                Schedule::Interleaved1F1B) != space.schedules.end();
-  for (auto it = sets.begin(); interleaving_searched && it != sets.end();) {
-    const Override o = parse_override(*it);
-    if (o.path != "parallelism.virtual_stages" || o.value == "auto") {
-      ++it;
-      continue;
-    }
-    if (chunk_list) {
-      throw UsageError(fmt::format(
-          "{} and --set parallelism.virtual_stages both set the model chunks to try: give one", chunk_flag));
-    }
-    chunk_list = o.value;
-    chunk_flag = "--set parallelism.virtual_stages";
-    it = sets.erase(it);
-  }
-  if (const auto& list = chunk_list) {
-    const std::vector<std::string> items = split(*list, ',');
+  std::vector<std::string> no_sets;
+  const std::optional<ChunkList> chunk_list =
+      take_chunk_list(p.get("virtual-stages"), interleaving_searched ? sets : no_sets);
+  if (chunk_list) {
+    const std::string& list = chunk_list->text;
+    const std::string& chunk_flag = chunk_list->flag;
+    const std::vector<std::string> items = split(list, ',');
     for (const std::string& item : items.empty() ? std::vector<std::string>{""} : items) {
       // 0 and 1 get one message (helper 103: two that disagreed).
       const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
@@ -419,15 +408,14 @@ int cmd_search(const Args& args, std::ostream& out) {
       if (v < 2) {
         throw UsageError(
             fmt::format("{}: expected chunk counts of 2 or more separated by commas (2,4,5), got '{}'",
-                        chunk_flag, *list));
+                        chunk_flag, list));
       }
       if (std::find(space.chunks.begin(), space.chunks.end(), v) != space.chunks.end()) {
-        throw UsageError(fmt::format("{}: {} is listed twice in '{}'", chunk_flag, v, *list));
+        throw UsageError(fmt::format("{}: {} is listed twice in '{}'", chunk_flag, v, list));
       }
       space.chunks.push_back(v);
     }
-    if (std::find(space.schedules.begin(), space.schedules.end(), Schedule::Interleaved1F1B) ==
-        space.schedules.end()) {
+    if (!interleaving_searched) {
       throw UsageError(fmt::format(
           "{}: --schedules leaves out interleaved-1f1b, the one schedule with model chunks", chunk_flag));
     }

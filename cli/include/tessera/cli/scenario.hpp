@@ -38,6 +38,17 @@ struct Override {
 /// Parses "key.path=value"; throws InputError.
 Override parse_override(const std::string& text);
 
+/// The model chunks to try, as written, and the option that gave them:
+/// `--virtual-stages` (`given`), or a `--set parallelism.virtual_stages=N`
+/// other than auto, which counts as `--virtual-stages N` and is taken out
+/// of `sets` (compare-schedules and search). None: neither; both: UsageError.
+struct ChunkList {
+  std::string text;
+  std::string flag;
+};
+std::optional<ChunkList> take_chunk_list(const std::optional<std::string>& given,
+                                         std::vector<std::string>& sets);
+
 /// The warning for a pipeline whose pp x virtual_stages chunks do not split
 /// the model's layers evenly (forecast as such; Megatron-LM refuses it
 /// unless told how), or empty: the scenario's, and each schedule's of
