@@ -1743,18 +1743,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     print_json(svg_path);
     return 0;
   }
-  // The models every point runs with (a swept backend is in the rows).
-  const auto same = [&](auto&& get) {
-    return std::all_of(scenarios.begin(), scenarios.end(), [&](const auto& point) {
-      return get(point.second) == get(scenarios.begin()->second);
-    });
-  };
-  if (same([](const Scenario& sc) { return std::string(to_string(sc.backend)); }) &&
-      same([](const Scenario& sc) { return sc.predictor; })) {
-    const Scenario& first = scenarios.begin()->second;
-    out << fmt::format("models: {} node model, {} network backend\n", first.predictor,
-                       to_string(first.backend));
-  }
+  // The models every point runs with, the chart's Models line (a swept
+  // backend is in the rows).
+  if (caveats.models.entries.size() == 1)
+    out << fmt::format("models: {}\n", caveats.models.entries.front().note);
   std::vector<bool> one_value;
   one_value.reserve(axes.size());
   for (const Axis& a : axes) one_value.push_back(a.values.size() == 1);
