@@ -10,7 +10,6 @@
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <regex>
 #include <sstream>
 
 #include "tessera/cli/args.hpp"
@@ -766,12 +765,9 @@ int cmd_predict_graph(const Args& args, std::ostream& out) {
   // beside model_configs/<model>.json (as validate models finds it).
   std::optional<std::string> config_path = p.get("model");
   if (!config_path) {
-    static const std::regex kRun(R"(^(.+)-(inf|train)-[0-9]+-[0-9]+\.csv$)");
-    std::smatch m;
-    const std::string name = fs::path(graph_path).filename().string();
-    if (std::regex_match(name, m, kRun)) {
+    if (const auto run = nm::parse_neusight_run_name(fs::path(graph_path).filename().string(), ".csv")) {
       const fs::path found = fs::path(graph_path).parent_path().parent_path().parent_path() /
-                             "model_configs" / (m[1].str() + ".json");
+                             "model_configs" / (run->model + ".json");
       if (fs::exists(found)) config_path = found.string();
     }
   }

@@ -409,6 +409,16 @@ int label_layers(const JsonValue& label, const std::string& source) {
   return static_cast<int>(n->number());
 }
 
+std::optional<NeuSightRunName> parse_neusight_run_name(const std::string& file_name,
+                                                       std::string_view extension) {
+  static const std::regex kName(R"(^(.+)-(inf|train)-([0-9]+)-([0-9]+)$)");
+  if (!file_name.ends_with(extension)) return std::nullopt;
+  const std::string stem = file_name.substr(0, file_name.size() - extension.size());
+  std::smatch m;
+  if (!std::regex_match(stem, m, kName)) return std::nullopt;
+  return NeuSightRunName{m[1].str(), m[2].str(), m[3].str(), m[4].str()};
+}
+
 FxGraph read_fx_graph(const std::string& path, const ModelShape* model) {
   return fx_graph_from_csv(read_csv(path), path, model);
 }
@@ -621,7 +631,6 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir,
   auto skip = [&](const fs::path& f, const std::string& why) {
     if (skipped != nullptr) skipped->push_back(fmt::format("{}: {}", f.string(), why));
   };
-  static const std::regex kName(R"(^(.+)-(inf|train)-([0-9]+)-([0-9]+)\.json$)");
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(labels_dir)) {
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
@@ -630,15 +639,14 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir,
   std::vector<ModelErrorRow> rows;
   std::map<std::string, std::pair<std::unique_ptr<KernelPredictor>, std::unique_ptr<KernelPredictor>>> preds;
   for (const auto& f : files) {
-    std::smatch m;
     const std::string fname = f.filename().string();
-    // (NeuSight's fused-kernel runs, <run>-fusion.json, are not validated: documented)
-    static const std::regex kFusion(R"(-fusion\.json$)");
-    if (!std::regex_match(fname, m, kName)) {
-      if (!std::regex_search(fname, kFusion)) skip(f, "not named <model>-<inf|train>-<seq>-<batch>.json");
+    const std::optional<NeuSightRunName> run = parse_neusight_run_name(fname, ".json");
+    if (!run) {
+      // (NeuSight's fused-kernel runs, <run>-fusion.json, are not validated: documented)
+      if (!fname.ends_with("-fusion.json")) skip(f, "not named <model>-<inf|train>-<seq>-<batch>.json");
       continue;
     }
-    const std::string model = m[1].str();
+    const std::string& model = run->model;
     const fs::path config = fs::path(model_configs_dir) / (model + ".json");
     if (!fs::exists(config)) {
       skip(f, fmt::format("no model config {}", config.string()));
@@ -653,8 +661,7 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir,
     }
     // The sequence and batch of its name (helper: a batch of 0 failed
     // without naming the file).
-    auto name_number = [&](int i, const char* what) {
-      const std::string digits = m[i].str();
+    auto name_number = [&](const std::string& digits, const char* what) {
       constexpr std::size_t kMaxDigits = 9;
       if (digits.size() > kMaxDigits || std::stoll(digits) < 1) {
         throw InputError(fmt::format("{}: its name's {} must be a whole number from 1 to 999999999 (got {})",
@@ -662,8 +669,8 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir,
       }
       return std::stoll(digits);
     };
-    const std::int64_t seq = name_number(3, "sequence length");
-    const std::int64_t batch = name_number(4, "batch");
+    const std::int64_t seq = name_number(run->seq, "sequence length");
+    const std::int64_t batch = name_number(run->batch, "batch");
     const GpuSpec gpu = load_device_config(dev_file.string());
     if (!gpu_filter.empty() && gpu.name != gpu_filter) continue;
     (void)catalog;
@@ -684,7 +691,7 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir,
                                    f.string(), e2e->number()));
     }
     const ModelShape shape = model_shape_from_config(read_json_file(config.string()), config.string());
-    const bool train = m[2].str() == "train";
+    const bool train = run->mode == "train";
     std::vector<GraphOp> graph;
     try {
       graph = build_model_graph(shape, batch, seq, train);
@@ -693,8 +700,8 @@ std::vector<ModelErrorRow> validate_models(const std::string& labels_dir,
     }
     ModelErrorRow row;
     row.gpu = gpu.name;
-    row.model = fmt::format("{}-{}-{}", model, m[3].str(), m[4].str());
-    row.mode = m[2].str();
+    row.model = fmt::format("{}-{}-{}", model, run->seq, run->batch);
+    row.mode = run->mode;
     row.measured_ms = e2e->number();
     row.predicted_ms = predict_graph_times(graph, *p.first).e2e_ms();
     row.roofline_ms = predict_graph_times(graph, *p.second).e2e_ms();

@@ -1,7 +1,9 @@
 #pragma once
 // Operator graphs of whole models, as lists of kernels: built analytically
 // from a HuggingFace config, or read from NeuSight's torch.fx graph CSVs.
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/node_model/csv.hpp"
@@ -103,6 +105,15 @@ struct FxGraph {
 FxGraph read_fx_graph(const std::string& path, const ModelShape* model = nullptr);
 /// The same from a parsed table (`path` names it in messages).
 FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path, const ModelShape* model = nullptr);
+/// The parts of a NeuSight run's file name, `<model>-<inf|train>-<seq>-<batch>`
+/// then `extension` (".json" for a label, ".csv" for its op graph), as
+/// written (the numbers unchecked); none for another name.
+struct NeuSightRunName {
+  std::string model, mode, seq, batch;
+};
+std::optional<NeuSightRunName> parse_neusight_run_name(const std::string& file_name,
+                                                       std::string_view extension);
+
 /// `num_layer` of a NeuSight label JSON: a whole number from 1 to 100000,
 /// else InputError naming `source` and the value.
 int label_layers(const JsonValue& label, const std::string& source);
