@@ -24,26 +24,26 @@ endforeach()
 run_ok(${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv --svg ${WORKDIR}/merged.svg
        ${WORKDIR}/shard0.csv ${WORKDIR}/shard1.csv)
 run_ok(${TESSERA} compare-schedules ${SCENARIOS}/schedules.yaml --svg ${WORKDIR}/schedules.svg)
+# WORKDIR/CHART.svg has a text element matching `regex` (what: for the message).
+function(expect_chart_text chart regex what)
+  file(READ ${WORKDIR}/${chart}.svg svg)
+  if(NOT svg MATCHES ">${regex}<")
+    message(FATAL_ERROR "${chart}.svg: no ${what}")
+  endif()
+endfunction()
 # The compare-schedules chart says what it compares: model, GPUs, plan, and
 # with which models (helper 121: an ns-3 chart looked like a flow one).
-file(READ ${WORKDIR}/schedules.svg schedules)
-if(NOT schedules MATCHES ">gpt3-xl on 32 x A100-80GB, dp=2 tp=2 pp=8, 16 micro-batches of 2 sequences<"
-   OR NOT schedules MATCHES ">Models: tile-mlp node model, flow network backend<")
-  message(FATAL_ERROR "schedules.svg: no subtitle naming the model, GPUs and plan, or no models line")
-endif()
+expect_chart_text(schedules "gpt3-xl on 32 x A100-80GB, dp=2 tp=2 pp=8, 16 micro-batches of 2 sequences"
+                  "subtitle naming the model, GPUs and plan")
+expect_chart_text(schedules "Models: tile-mlp node model, flow network backend" "models line")
 if(NS3)
   run_ok(${TESSERA} compare-schedules ${SCENARIOS}/small-ns3.yaml --schedules 1f1b --backend ns3
          --svg ${WORKDIR}/schedules_ns3.svg)
-  file(READ ${WORKDIR}/schedules_ns3.svg schedules_ns3)
-  if(NOT schedules_ns3 MATCHES ">Models: tile-mlp node model, ns3 network backend<")
-    message(FATAL_ERROR "schedules_ns3.svg: no models line naming the ns3 backend")
-  endif()
+  expect_chart_text(schedules_ns3 "Models: tile-mlp node model, ns3 network backend"
+                    "models line naming the ns3 backend")
 endif()
 # A sweep's chart names its models too.
-file(READ ${WORKDIR}/micro_batch.svg micro_batch)
-if(NOT micro_batch MATCHES ">Models: tile-mlp node model, flow network backend<")
-  message(FATAL_ERROR "micro_batch.svg: no models line")
-endif()
+expect_chart_text(micro_batch "Models: tile-mlp node model, flow network backend" "models line")
 # The merged sweep draws the same chart as the unsharded one, but for its title.
 file(READ ${WORKDIR}/nodes.svg nodes)
 file(READ ${WORKDIR}/merged.svg merged)
