@@ -290,13 +290,15 @@ Prints the winner as --set flags and as YAML.
   --zero-stages LIST   try these ZeRO stages, not the scenario's alone (e.g.
                        0,1,3; the scenario's is tried only if listed; default:
                        the scenario's, kept): a zero column, and the winner's
-                       stage in its flags and YAML
+                       stage in its flags and YAML. Plans without data
+                       parallelism run at stage 0 (a stage has no effect
+                       there), the scenario's stage too
   --grad-syncs LIST    try these data-parallel gradient syncs (after-backward,
                        overlapped, overlap-grad-reduce; the scenario's only if
                        listed; default: the scenario's, kept): a grad sync
                        column, and the winner's in its flags and YAML. Plans
-                       without data parallelism take the first stage and sync
-                       listed that make a valid plan
+                       without data parallelism take the first sync listed
+                       that makes a valid plan
   --memory-headroom SIZE  GPU memory a plan must leave free (e.g. 8GiB: CUDA
                        context, allocator fragmentation, NCCL buffers; default 0)
   --json               print one JSON object instead: "searched" (the tp, pp,

@@ -188,10 +188,15 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
   // tensor parallelism (run would warn so): off in both (helper 56).
   const bool no_sp = pl.tp == 1 && base.plan.sequence_parallel;
   if (no_sp) out.flags += " --set parallelism.sequence_parallel=false";
+  // Likewise the scenario's ZeRO stage in a winner without data
+  // parallelism (the search ran it at 0).
+  const bool no_zero = space.zero_stages.empty() && pl.zero_stage != base.plan.zero_stage;
+  if (no_zero) out.flags += fmt::format(" --set parallelism.zero_stage={}", pl.zero_stage);
   // Not searched, kept from the scenario: in the YAML too, so that the
   // section can replace the scenario's without losing them.
   for (const std::string& k : kept_plan_keys(base.plan, base.workload, space)) {
-    if (!(no_sp && k == "sequence_parallel: true")) out.yaml += fmt::format("  {}\n", k);
+    if (!(no_sp && k == "sequence_parallel: true") && !(no_zero && k.starts_with("zero_stage:")))
+      out.yaml += fmt::format("  {}\n", k);
   }
   // The global batch searched, also where the scenario leaves it to
   // micro_batch x dp: the winner's dp and micro-batch would change it.
@@ -625,7 +630,10 @@ int cmd_search(const Args& args, std::ostream& out) {
                   plan.schedule = sched;
                   plan.virtual_stages = chunks;
                   plan.recompute = rc;
-                  plan.zero_stage = zero;
+                  // ZeRO shards over dp: at dp 1 a stage has no effect (run
+                  // warns so), and the winner is pasted at 0. Megatron-Core's
+                  // overlap_param_gather needs stage 1, so it keeps it.
+                  plan.zero_stage = dp == 1 && !base.plan.overlap_param_gather ? 0 : zero;
                   plan.grad_sync = sync;
                   plan.global_batch = global_batch;
                   // An MoE model's tensor parallelism needs sequence parallelism
@@ -862,6 +870,14 @@ int cmd_search(const Args& args, std::ostream& out) {
   // The ZeRO stage is kept even at 0 (which the YAML leaves out): said, with
   // the option that searches it.
   if (space.zero_stages.empty() && base.plan.zero_stage == 0) kept.emplace_back("zero_stage: 0");
+  // Plans with dp 1 run it at 0 (it would have no effect there): said
+  // where one was simulated.
+  const bool zero_dropped = std::any_of(ranked.begin(), ranked.end(), [&](const auto& c) {
+    return c->plan.zero_stage != base.plan.zero_stage;
+  });
+  for (std::string& k : kept) {
+    if (k.starts_with("zero_stage:") && zero_dropped) k += " (0 where dp = 1)";
+  }
   if (!kept.empty()) {
     const bool sync_kept = std::any_of(kept.begin(), kept.end(),
                                        [](const std::string& k) { return k.starts_with("grad_sync:"); });
