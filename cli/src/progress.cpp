@@ -39,6 +39,7 @@ void ProgressObserver::on_start(const parallelism::TaskGraph& graph) {
 }
 
 void ProgressObserver::on_compute(int rank, const parallelism::Task& task, Time start, Time end) {
+  simulated_ = std::max(simulated_, end);
   advance(1);
   if (inner_ != nullptr) inner_->on_compute(rank, task, start, end);
 }
@@ -61,6 +62,7 @@ void ProgressObserver::advance(std::uint64_t tasks) {
 void ProgressObserver::on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
                                      Time start, Time end) {
   // A collective ends for all its ranks at once: one task of each of them.
+  simulated_ = std::max(simulated_, end);
   advance(ranks.size());
   if (inner_ != nullptr) inner_->on_collective(task, group, ranks, start, end);
 }
@@ -71,6 +73,12 @@ void ProgressObserver::on_transfer(const collectives::Transfer& t, Time start, T
 
 void ProgressObserver::on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) {
   if (inner_ != nullptr) inner_->on_host_wait(rank, task, start, end);
+}
+
+void ProgressObserver::on_heartbeat(Time now) {
+  simulated_ = std::max(simulated_, now);
+  draw(false);
+  if (inner_ != nullptr) inner_->on_heartbeat(now);
 }
 
 void ProgressObserver::draw(bool force) {
@@ -87,11 +95,13 @@ void ProgressObserver::draw(bool force) {
   if (tty_) {
     constexpr int kWidth = 30;
     const auto filled = static_cast<int>(kWidth * share);
-    err_ << fmt::format("\rsimulating [{}{}] {:3.0f}% of {} tasks, {:.0f} s", std::string(filled, '#'),
-                        std::string(kWidth - filled, ' '), 100 * share, total_, secs)
+    err_ << fmt::format("\rsimulating [{}{}] {:3.0f}% of {} tasks, {:.0f} s, {:.1f} ms simulated",
+                        std::string(filled, '#'), std::string(kWidth - filled, ' '), 100 * share, total_,
+                        secs, simulated_.ms())
          << std::flush;
   } else {
-    err_ << fmt::format("tessera: simulating: {:.0f}% of {} tasks after {:.0f} s\n", 100 * share, total_, secs)
+    err_ << fmt::format("tessera: simulating: {:.0f}% of {} tasks after {:.0f} s, {:.1f} ms simulated\n",
+                        100 * share, total_, secs, simulated_.ms())
          << std::flush;
   }
   drawn_ = true;

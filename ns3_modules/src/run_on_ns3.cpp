@@ -15,6 +15,9 @@ engine::ExecutionResult run_on_ns3(const parallelism::TaskGraph& graph, const to
   // The loop is declared first, so it is destroyed last: the network lets go
   // of its ns-3 objects, then Simulator::Destroy() runs.
   Ns3EventLoop loop;
+  // A long collective ends no task for minutes: the observer (a progress
+  // bar) hears the simulated clock move meanwhile.
+  if (observer != nullptr) loop.set_heartbeat([observer](Time now) { observer->on_heartbeat(now); });
   Ns3Network net(topo, loop, options);
   engine::ExecutionResult result;
   try {

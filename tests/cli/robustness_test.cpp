@@ -341,8 +341,40 @@ TEST(Progress, LogLinesCountComputeTasksAndNameTheSecondRun) {
   EXPECT_GT(tasks, 1280U);
   EXPECT_LT(tasks, 2 * 1280U);
   EXPECT_NE(log.find("% of " + std::to_string(tasks) + " tasks after "), std::string::npos) << log;
+  // (with the simulated time reached: the iteration's end by the last line)
+  EXPECT_NE(log.find(fmt::format(", {:.1f} ms simulated\n", without.result.makespan.ms())), std::string::npos)
+      << log;
   EXPECT_NE(log.find("tessera: simulated the iteration in "), std::string::npos) << log;
   EXPECT_EQ(log.back(), '\n');
+}
+
+// A backend's heartbeat (ns-3, during a long collective) redraws the line
+// with the simulated time, though no task ended, and is forwarded.
+TEST(Progress, HeartbeatRedrawsWithTheSimulatedTime) {
+  struct Inner final : engine::ExecutionObserver {
+    std::vector<Time> beats;
+    void on_heartbeat(Time now) override { beats.push_back(now); }
+  };
+  parallelism::TaskGraph g;
+  parallelism::Program prog;
+  parallelism::Task c;
+  c.name = "fwd";
+  c.kind = parallelism::TaskKind::Compute;
+  c.duration = Time::from_ms(5);
+  prog.tasks.push_back(c);
+  g.add_rank(g.add_program(std::move(prog)), {});
+  std::ostringstream err;
+  Inner inner;
+  {
+    ProgressObserver progress(&inner, err, false, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+    progress.on_start(g);
+    progress.on_heartbeat(Time::from_us(1'300));
+    progress.on_heartbeat(Time::from_us(2'500));
+  }
+  EXPECT_EQ(err.str(),
+            "tessera: simulating: 0% of 1 tasks after 0 s, 1.3 ms simulated\n"
+            "tessera: simulating: 0% of 1 tasks after 0 s, 2.5 ms simulated\n");
+  EXPECT_EQ(inner.beats, (std::vector<Time>{Time::from_us(1'300), Time::from_us(2'500)}));
 }
 
 // Progress of a job of many items (sweep points, search candidates): on a

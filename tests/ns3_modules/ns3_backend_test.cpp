@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "../engine/test_topologies.hpp"
@@ -121,6 +122,30 @@ TEST(Ns3EventLoop, FreshSimulatorAfterAnExceptionInsideRun) {
   loop.run();
   EXPECT_EQ(ran, 1);  // the 9 ns event of the failed run is gone
   EXPECT_EQ(loop.now(), Time::from_ns(1));
+}
+
+// The heartbeat comes from the scheduler, once every `every` events taken
+// from the queue, with the time of the event before it: it adds no event,
+// so the order and the count are those of a run without it.
+TEST(Ns3EventLoop, HeartbeatEveryNEventsAddsNone) {
+  std::vector<Time> beats;
+  std::vector<int> order;
+  std::uint64_t events = 0;
+  {
+    Ns3EventLoop loop;
+    loop.set_heartbeat([&](Time now) { beats.push_back(now); }, 3);
+    for (int i = 1; i <= 10; ++i) loop.schedule(Time::from_ps(i), [&order, i] { order.push_back(i); });
+    loop.run();
+    events = loop.events_processed();
+    EXPECT_THROW(loop.set_heartbeat([](Time) {}, 0), InputError);
+  }
+  // (taken 3rd, 6th and 9th: the clock still reads the 2nd, 5th and 8th)
+  EXPECT_EQ(beats, (std::vector<Time>{Time::from_ps(2), Time::from_ps(5), Time::from_ps(8)}));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  Ns3EventLoop plain;
+  for (int i = 1; i <= 10; ++i) plain.schedule(Time::from_ps(i), [] {});
+  plain.run();
+  EXPECT_EQ(events, plain.events_processed());
 }
 
 TEST(Ns3PointToPoint, RejectsBadOptions) {
@@ -294,6 +319,32 @@ TEST(Ns3Backend, TwoRunsInOneProcessAreIdentical) {
   }
   EXPECT_GT(first.makespan, Time::from_us(40));
   }
+}
+
+// An observer hears the ns-3 clock between the tasks' ends (a long
+// collective ends none for minutes), and the run is the one without it:
+// the same times, the same ns-3 events.
+TEST(Ns3Backend, ObserverHearsAHeartbeatThatChangesNothing) {
+  struct Beats final : engine::ExecutionObserver {
+    std::vector<Time> at;
+    void on_heartbeat(Time now) override { at.push_back(now); }
+  };
+  const Topology t = star(4, Bandwidth::gbps(200), Time::from_ns(600));
+  const auto graph = all_reduce_graph(4, Bytes::mib(64));
+  Beats beats;
+  ns3_modules::Ns3Report heard;
+  ns3_modules::Ns3Report plain;
+  const auto with = ns3_modules::run_on_ns3(graph, t, {}, &beats, &heard);
+  const auto without = ns3_modules::run_on_ns3(graph, t, {}, nullptr, &plain);
+  EXPECT_EQ(with.makespan, without.makespan);
+  EXPECT_EQ(heard.events, plain.events);
+  // One all-reduce of 64 MiB: no task ends before the last event, but the
+  // heartbeat comes every 65,536 events, the clock moving forward.
+  ASSERT_GT(plain.events, 4 * Ns3EventLoop::kHeartbeatEvents);
+  EXPECT_EQ(beats.at.size(), plain.events / Ns3EventLoop::kHeartbeatEvents);
+  EXPECT_TRUE(std::is_sorted(beats.at.begin(), beats.at.end()));
+  EXPECT_GT(beats.at.front(), Time::zero());
+  EXPECT_LT(beats.at.front(), with.makespan);
 }
 
 // --- Scale-up (NVLink) domain: flows beside the packet fabric ---------------

@@ -1,7 +1,9 @@
 #pragma once
 // Progress of a long run: a bar on a terminal, a line every 10 s in a log.
 // An observer that forwards every event to another one (the trace, or
-// none) and counts the compute tasks finished against the graph's total.
+// none) and counts the compute tasks finished against the graph's total,
+// with the simulated time reached (also between tasks, from the backend's
+// heartbeat).
 // Runs shorter than a few seconds print nothing; the line is cleared at the
 // end, so stdout's report and stderr's errors stay as they are.
 #include <chrono>
@@ -32,6 +34,9 @@ class ProgressObserver : public engine::ExecutionObserver {
                      Time end) override;
   void on_transfer(const collectives::Transfer& t, Time start, Time end) override;
   void on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) override;
+  /// Redraws (as often as a task's end would) with the simulated time: a
+  /// long collective on ns-3 ends no task for minutes.
+  void on_heartbeat(Time now) override;
   /// Clears the bar (call before printing the report).
   void finish();
 
@@ -45,6 +50,7 @@ class ProgressObserver : public engine::ExecutionObserver {
   std::uint64_t total_ = 0;
   std::uint64_t done_ = 0;
   std::uint64_t stride_ = 4096;
+  Time simulated_ = Time::zero();  ///< the latest simulated time heard of
   bool drawn_ = false;
   std::chrono::milliseconds quiet_;
   std::chrono::milliseconds log_every_;

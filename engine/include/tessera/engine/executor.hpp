@@ -36,6 +36,11 @@ class ExecutionObserver {
   /// next task (`task`) ready but not yet issued by the host (the time
   /// RankResult::host_wait counts outside tasks).
   virtual void on_host_wait(int /*rank*/, const parallelism::Task& /*task*/, Time /*start*/, Time /*end*/) {}
+  /// A backend's sign of life during a long stretch without tasks ending (a
+  /// large collective on ns-3's packets): the simulated time now. Called
+  /// every so many of the backend's own events (the ns-3 backend: 65,536),
+  /// by none of the flow backend's; it measures nothing.
+  virtual void on_heartbeat(Time /*now*/) {}
 };
 
 struct RankResult {
