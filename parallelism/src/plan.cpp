@@ -41,12 +41,17 @@ constexpr std::int64_t kWorkspaceBytes = 1LL << 30;  // CUDA context + cuBLAS wo
 
 /// The MLP's activations kept for the backward, in sbh/t per layer: the
 /// activation function's input and output, 2 bytes per element of the
-/// ffn_hidden-wide activation each; a gated MLP (SwiGLU) keeps both halves
-/// of fc1's output and the product the gate makes, twice as much.
-/// Korthikanti et al.'s 16 for a GPT MLP (ffn_hidden = 4 hidden).
-double mlp_activation_factor(const TransformerConfig& m) {
-  const double gated = m.gated_mlp ? 2.0 : 1.0;
-  return 4.0 * gated * static_cast<double>(m.ffn_hidden) / static_cast<double>(m.hidden);
+/// ffn_hidden-wide activation each; Korthikanti et al.'s 16 for a GPT MLP
+/// (ffn_hidden = 4 hidden). A gated MLP (SwiGLU) keeps fc1's output, both
+/// halves (4 f), and fc2's input, the product (2 f); run unfused (SiLU,
+/// then a multiply: Megatron-DeepSpeed, eager) also the SiLU's output the
+/// multiply keeps (2 f more), where Megatron-Core's fused bias_swiglu
+/// saves its input alone (the kernel rule, transformer.cpp; helper 124:
+/// the fused one was counted as unfused, 8 f).
+double mlp_activation_factor(const TransformerConfig& m, const Workload& w) {
+  const double f = static_cast<double>(m.ffn_hidden) / static_cast<double>(m.hidden);
+  if (!m.gated_mlp) return 4.0 * f;
+  return w.framework == node_model::Framework::Megatron ? 6.0 * f : 8.0 * f;
 }
 
 /// Activation bytes one layer keeps for backward per micro-batch (Korthikanti
@@ -65,10 +70,10 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   // per kv_heads/heads (grouped-query attention keeps fewer), the
   // projection's input 2, and the MLP's activation input and output, 2
   // bytes per element of the ffn/t-wide activation each (mlp_activation_factor:
-  // Korthikanti's 16 for ffn = 4h; a gated MLP keeps twice as much). For
+  // Korthikanti's 16 for ffn = 4h; a gated MLP keeps 1.5x or twice as much). For
   // kv_heads = heads, Korthikanti's 8 + 16.
   const double kv = static_cast<double>(m.kv_heads_or_heads()) / a;
-  const double sharded = 4 + 4 * kv + mlp_activation_factor(m);
+  const double sharded = 4 + 4 * kv + mlp_activation_factor(m, w);
   const double replicated = 8 + masks;      // the norms' inputs, QKV's and fc1's inputs, the masks (x sbh)
   const double all = replicated + sharded;  // with SP, x sbh/t
   double bytes = 0;
@@ -86,12 +91,15 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
         // Where Megatron's fused softmax does not take the shape, its torch
         // path keeps the softmax output in FP32 for the backward: 4 bytes
         // per score instead of 2 (the casts, scale and mask keep nothing but
-        // the shared causal mask), 7 in all.
+        // the shared causal mask), 7 in all with dropout (its mask and
+        // output). Without dropout the context bmm keeps the probabilities
+        // cast back to 16 bits, a copy of their own: 6 (helper 124: 4). The
+        // fused kernel's 16-bit output is the one the bmm keeps: 2.
         const bool torch_path =
             node_model::is_megatron(w.framework) && dtype_bytes(w.dtype) == 2 &&
             !node_model::fused_softmax_available(w.framework, w.dtype, w.micro_batch * (m.heads / p.tp),
                                                  w.seq_len, w.seq_len);
-        const double scores = (torch_path ? 4 : 2) + (m.dropout ? 3 : 0);
+        const double scores = torch_path ? (m.dropout ? 7 : 6) : (m.dropout ? 5 : 2);
         bytes = p.sequence_parallel ? sbh / t * (all + scores * a * s / h)
                                     : sbh * (replicated + sharded / t + scores * a * s / (h * t));
       }
@@ -155,7 +163,7 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
   const double sbh = s * b * h;
   const double rep = p.sequence_parallel ? 1.0 / t : 1.0;  // replicated across TP ranks without SP
   const double mask = m.dropout ? 1 : 0;                   // the dropout mask after the MLP (sbh bytes)
-  const double mlp = (2 + mask) * sbh * rep + mlp_activation_factor(m) * sbh / t;
+  const double mlp = (2 + mask) * sbh * rep + mlp_activation_factor(m, w) * sbh / t;
   const double gated = m.gated_mlp ? 2.0 : 1.0;
   const double fe = static_cast<double>(m.expert_ffn()) / t;
   const double routed =

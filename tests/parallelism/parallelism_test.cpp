@@ -387,7 +387,7 @@ TEST(Memory, TorchSoftmaxPathKeepsItsOutputInFp32) {
   // 4096, Megatron-DeepSpeed's only to 2048, so the latter runs the torch
   // path and keeps the softmax output in FP32: 2 more bytes per score,
   // 2 x (16 / 8) x 4096^2 x 2 = 134,217,728 bytes per layer, 24 layers.
-  const TransformerConfig m = vtrain_gpt_1024();
+  TransformerConfig m = vtrain_gpt_1024();
   ParallelPlan p;
   p.tp = 8;
   p.recompute = Recompute::None;
@@ -402,6 +402,15 @@ TEST(Memory, TorchSoftmaxPathKeepsItsOutputInFp32) {
   EXPECT_NEAR(
       activations(node_model::Framework::MegatronDeepSpeed) - activations(node_model::Framework::Megatron),
       24 * per_layer, 2.0);
+  // Without dropout (the Llama presets) the fused kernel's 16-bit output is
+  // the tensor the context bmm keeps, 2 bytes per score, where the torch
+  // path keeps its FP32 output and the 16-bit probabilities the bmm reads,
+  // 4 + 2 (helper 124: 4): 4 bytes more per score, twice the difference
+  // with dropout (7 against 5 bytes).
+  m.dropout = false;
+  EXPECT_NEAR(
+      activations(node_model::Framework::MegatronDeepSpeed) - activations(node_model::Framework::Megatron),
+      2 * 24 * per_layer, 2.0);
 }
 
 TEST(Transformer, OptimizerStreamsUseMeasuredRowWidths) {
