@@ -122,7 +122,7 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   // The kernels' times are what an Untested GPU line and a GPU's Known bias
   // are about; a plan's Known bias is in joining its ranks, not in these
   // kernels.
-  out << caveat_lines(listed_gpu(s), false);
+  out << caveat_lines(listed_gpu(s), false, false);  // (no MFU here)
   // fp8 runs keep bf16 outside their layer GEMMs (docs/parallelism.md).
   out << fmt::format("Workload       {} {}{}, micro-batch {}, sequence {}, tp={}{}{}\n",
                      node_model::to_string(s.workload.framework), node_model::to_string(s.workload.dtype),

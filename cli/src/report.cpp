@@ -527,11 +527,19 @@ std::string caveat_json(const std::vector<std::string>& untested_gpu,
   return out;
 }
 
-std::string fp8_note(const Scenario& s) {
+std::string fp8_basis() {
+  return fmt::format(
+      "layer GEMMs in FP8, timed unvalidated: the BF16 fit's utilization on the FP8 peak, fit on no FP8 data "
+      "({}); "
+      "memory as at bf16 (no FP8 weight copies; activations at 16 bits)",
+      kFp8GemmFigure);
+}
+
+std::string fp8_note(const Scenario& s, bool mfu) {
   if (!s.workload.profile.fp8) return {};
   // (the MFU's peak said wherever this note is: compare-schedules and sweep
   // printed an FP8 run's MFU with no word of which peak, helper 109)
-  return fmt::format("layer GEMMs in FP8, timed unvalidated ({}); MFU against the BF16 peak", kFp8GemmFigure);
+  return mfu ? fp8_basis() + "; MFU against the BF16 peak" : fp8_basis();
 }
 
 std::string multi_node_note(const Scenario& s) {
@@ -547,8 +555,8 @@ std::string multi_node_note(const Scenario& s) {
   return fmt::format("{} nodes: {}", s.cluster.nodes, kMultiNodeCaveat);
 }
 
-std::string caveat_lines(const Scenario& s, bool plan_bias) {
-  const std::string fp8 = fp8_note(s);
+std::string caveat_lines(const Scenario& s, bool plan_bias, bool mfu) {
+  const std::string fp8 = fp8_note(s, mfu);
   return caveat_lines(untested_gpu_notes(s), known_bias_notes(s, plan_bias), multi_node_note(s)) +
          labelled_lines("FP8", fp8.empty() ? std::vector<std::string>{} : std::vector<std::string>{fp8});
 }
@@ -801,10 +809,9 @@ std::string format_text(const RunReport& r) {
   out += fmt::format("Per GPU        {:>12.1f} TFLOP/s model (MFU {:.1f}%), {:.1f} TFLOP/s hardware (HFU {:.1f}%)\n",
                      r.tflops_per_gpu, 100.0 * r.mfu, r.hardware_tflops_per_gpu, 100.0 * r.hfu);
   if (r.fp8) {
-    out += fmt::format(
-        "FP8            layer GEMMs in FP8, timed unvalidated ({}); MFU/HFU against the BF16 peak "
-        "(against the FP8 peak: MFU {:.1f}%)\n",
-        kFp8GemmFigure, 100.0 * r.mfu_fp8_peak);
+    out +=
+        fmt::format("FP8            {}; MFU/HFU against the BF16 peak (against the FP8 peak: MFU {:.1f}%)\n",
+                    fp8_basis(), 100.0 * r.mfu_fp8_peak);
   }
   out += fmt::format(
       "Network        {:>12.3f} GB sent per iteration: {:.3f} GB over NVLink within nodes, {:.3f} GB "
@@ -955,9 +962,8 @@ std::string format_json(const RunReport& r) {
                                        r.experts, r.top_k, r.shared_experts, r.capacity_factor, r.imbalance,
                                        r.load_factor)
                          : std::string()),
-      r.padded_vocab, r.padded_parameters, json_string(r.gpu), json_string(r.fabric), r.fabric_tiers, r.leaf_oversubscription,
-      r.spine_oversubscription, r.gpus,
-      r.dp, r.tp, r.pp,
+      r.padded_vocab, r.padded_parameters, json_string(r.gpu), json_string(r.fabric), r.fabric_tiers,
+      r.leaf_oversubscription, r.spine_oversubscription, r.gpus, r.dp, r.tp, r.pp,
       (r.shows_ep() ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule), r.virtual_stages, r.micro_batches, r.micro_batch, r.global_batch, r.seq_len,
@@ -972,7 +978,8 @@ std::string format_json(const RunReport& r) {
            : fmt::format("\"predictor_weights\": {}, ", json_string(r.predictor_weights))) +
           kernel_overrides_json(r) +
           // fp8_gemm_times too, as the other commands name the caveat.
-          (r.fp8 ? fmt::format("\"fp8\": {{\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\", "
+          (r.fp8 ? fmt::format("\"fp8\": {{\"gemm_times\": \"unvalidated\", \"memory\": \"bf16\", "
+                               "\"mfu_peak\": \"bf16\", "
                                "\"mfu_fp8_peak\": {:.6f}}}, \"fp8_gemm_times\": \"unvalidated\", ",
                                r.mfu_fp8_peak)
                  : std::string()) +

@@ -763,8 +763,55 @@ node_model::GpuSpec read_gpu(Section& cluster, std::vector<std::string>& warning
   return spec;
 }
 
+/// What a scenario's model keys change from its preset, as the model's
+/// label gives it ("layers 12, moe.top_k 1"): the architecture (sizes,
+/// booleans, norm, the experts' shape), not a routing setting such as
+/// moe.capacity_factor.
+std::string changed_from_preset(const parallelism::TransformerConfig& preset,
+                                const parallelism::TransformerConfig& cfg) {
+  std::vector<std::string> changed;
+  for (const auto& [key, was, now] :
+       {std::tuple{"layers", preset.layers, cfg.layers}, std::tuple{"hidden", preset.hidden, cfg.hidden},
+        std::tuple{"heads", preset.heads, cfg.heads},
+        std::tuple{"ffn_hidden", preset.ffn_hidden, cfg.ffn_hidden},
+        std::tuple{"vocab", preset.vocab, cfg.vocab},
+        // kv_heads as attention sees it: a preset without one has a key
+        // and value head per query head (with the heads as now), so
+        // `kv_heads: 20` on gpt2-large's 20 heads changes nothing.
+        std::tuple{"kv_heads", preset.kv_heads > 0 ? preset.kv_heads : cfg.heads, cfg.kv_heads_or_heads()}}) {
+    if (was != now) changed.push_back(fmt::format("{} {}", key, now));
+  }
+  for (const auto& [key, was, now] :
+       {std::tuple{"gated_mlp", preset.gated_mlp, cfg.gated_mlp},
+        std::tuple{"tied_embeddings", preset.tied_embeddings, cfg.tied_embeddings},
+        std::tuple{"learned_positions", preset.learned_positions, cfg.learned_positions},
+        std::tuple{"dropout", preset.dropout, cfg.dropout},
+        std::tuple{"linear_bias", preset.linear_bias, cfg.linear_bias}}) {
+    if (was != now) changed.push_back(fmt::format("{} {}", key, now));
+  }
+  if (preset.rms_norm != cfg.rms_norm) changed.push_back(cfg.rms_norm ? "norm rmsnorm" : "norm layernorm");
+  // The experts' shape (helper 125: a moe override kept the preset's
+  // label, so a sweep over it named different models alike); an expert
+  // width of 0 is the model's ffn_hidden.
+  const auto expert_ffn = [](const parallelism::TransformerConfig& c) {
+    return c.moe.expert_ffn_hidden > 0 ? c.moe.expert_ffn_hidden : c.ffn_hidden;
+  };
+  for (const auto& [key, was, now] :
+       {std::tuple{"moe.experts", preset.moe.experts, cfg.moe.experts},
+        std::tuple{"moe.top_k", preset.moe.top_k, cfg.moe.top_k},
+        std::tuple{"moe.expert_ffn_hidden", cfg.is_moe() ? expert_ffn(preset) : 0,
+                   cfg.is_moe() ? expert_ffn(cfg) : 0},
+        std::tuple{"moe.moe_every", preset.moe.moe_every, cfg.moe.moe_every},
+        std::tuple{"moe.first_dense_layers", preset.moe.first_dense_layers, cfg.moe.first_dense_layers},
+        std::tuple{"moe.shared_experts", preset.moe.shared_experts, cfg.moe.shared_experts}}) {
+    if (was != now) changed.push_back(fmt::format("{} {}", key, now));
+  }
+  return fmt::format("{}", fmt::join(changed, ", "));
+}
+
 parallelism::TransformerConfig read_model(Section& m) {
   parallelism::TransformerConfig cfg;
+  std::optional<parallelism::TransformerConfig> preset_cfg;  // a preset's, before the scenario's keys
   if (m.has("preset")) {
     const YAML::Node at = m.need("preset");
     cfg = checked(m, at, m.key_path("preset"), [&] { return parallelism::model_preset(m.scalar("preset")); });
@@ -790,26 +837,7 @@ parallelism::TransformerConfig read_model(Section& m) {
     }
     override_field("vocab", cfg.vocab);
     override_field("kv_heads", cfg.kv_heads);
-    // The label says what differs from the preset ("gpt2-large (layers 12)"),
-    // unless the scenario names the model.
-    std::string changed;
-    for (const auto& [key, was, now] :
-         {std::tuple{"layers", preset.layers, cfg.layers}, std::tuple{"hidden", preset.hidden, cfg.hidden},
-          std::tuple{"heads", preset.heads, cfg.heads},
-          std::tuple{"ffn_hidden", preset.ffn_hidden, cfg.ffn_hidden},
-          std::tuple{"vocab", preset.vocab, cfg.vocab},
-          // kv_heads as attention sees it: a preset without one has a key
-          // and value head per query head (with the heads as now), so
-          // `kv_heads: 20` on gpt2-large's 20 heads changes nothing.
-          std::tuple{"kv_heads", preset.kv_heads > 0 ? preset.kv_heads : cfg.heads,
-                     cfg.kv_heads_or_heads()}}) {
-      if (was != now) changed += fmt::format("{}{} {}", changed.empty() ? "" : ", ", key, now);
-    }
-    if (m.has("name")) {
-      cfg.name = m.scalar("name");
-    } else if (!changed.empty()) {
-      cfg.name = fmt::format("{} ({})", cfg.name, changed);
-    }
+    preset_cfg = preset;
   } else {
     m.require({"layers", "hidden", "heads", "vocab"});
     cfg.name = m.has("name") ? m.scalar("name") : "custom";
@@ -865,6 +893,16 @@ parallelism::TransformerConfig read_model(Section& m) {
         {"experts", "top_k", "expert_ffn_hidden", "moe_every", "first_dense_layers", "shared_experts",
          "capacity_factor", "imbalance"},
         [&] { cfg.validate(); }, true);  // the rest: the model's check below
+  }
+  // The label says what differs from the preset ("gpt2-large (layers 12)"),
+  // unless the scenario names the model.
+  if (preset_cfg) {
+    const std::string changed = changed_from_preset(*preset_cfg, cfg);
+    if (m.has("name")) {
+      cfg.name = m.scalar("name");
+    } else if (!changed.empty()) {
+      cfg.name = fmt::format("{} ({})", cfg.name, changed);
+    }
   }
   m.finish();
   checked_keys(m, "model", {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"},

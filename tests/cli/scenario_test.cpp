@@ -1470,6 +1470,16 @@ TEST(Scenario, HiddenBesidePresetScalesItsMlp) {
   EXPECT_EQ(model("  heads: 40\n  kv_heads: 20").name, "gpt2-large (heads 40, kv_heads 20)");
   EXPECT_EQ(model("  heads: 40\n  kv_heads: 40").name, "gpt2-large (heads 40)");
   EXPECT_EQ(model("  layers: 12\n  name: small").name, "small");
+  // Every architecture key, not the sizes alone (helper 125: a moe or a
+  // boolean override kept the preset's label, so a sweep over one named
+  // different models alike); a routing setting is no other model.
+  EXPECT_EQ(model("  dropout: false\n  norm: rmsnorm").name, "gpt2-large (dropout false, norm rmsnorm)");
+  EXPECT_EQ(model("  dropout: true").name, "gpt2-large");
+  EXPECT_EQ(model("  moe: {experts: 8, top_k: 2}").name, "gpt2-large (moe.experts 8, moe.top_k 2)");
+  EXPECT_EQ(model("  moe: {experts: 8, top_k: 2, expert_ffn_hidden: 5120, capacity_factor: 1.5}").name,
+            "gpt2-large (moe.experts 8, moe.top_k 2)");  // 5120: the model's ffn_hidden
+  EXPECT_EQ(model("  moe: {experts: 8, expert_ffn_hidden: 2560, moe_every: 2}").name,
+            "gpt2-large (moe.experts 8, moe.expert_ffn_hidden 2560, moe.moe_every 2)");
   auto llama = [](const std::string& hidden) {
     return parse_scenario(replaced(replaced(default_text(), "preset: gpt2-large",
                                             "preset: llama3-8b\n  hidden: " + hidden),
@@ -1961,16 +1971,23 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
   const std::string line = "FP8            layer GEMMs in FP8, timed unvalidated";
   EXPECT_NE(format_text(rf).find(line), std::string::npos);
   EXPECT_EQ(format_text(rb).find("FP8"), std::string::npos);
-  EXPECT_NE(
-      format_json(rf).find(fmt::format(
-          "\"fp8\": {{\"gemm_times\": \"unvalidated\", \"mfu_peak\": \"bf16\", \"mfu_fp8_peak\": {:.6f}}}",
-          rf.mfu_fp8_peak)),
-      std::string::npos);
+  EXPECT_NE(format_json(rf).find(fmt::format(
+                "\"fp8\": {{\"gemm_times\": \"unvalidated\", \"memory\": \"bf16\", \"mfu_peak\": \"bf16\", "
+                "\"mfu_fp8_peak\": {:.6f}}}",
+                rf.mfu_fp8_peak)),
+            std::string::npos);
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
   // The note compare-schedules and sweep print says which peak their MFU is
   // against (helper 109: it did not).
   EXPECT_NE(fp8_note(f).find("; MFU against the BF16 peak"), std::string::npos) << fp8_note(f);
   EXPECT_TRUE(fp8_note(b).empty());
+  // `kernels` prints no MFU: its note names no peak (helper 125). Every
+  // note says no FP8 data was fit and that memory is counted as at bf16.
+  EXPECT_EQ(fp8_note(f, false).find("MFU"), std::string::npos) << fp8_note(f, false);
+  for (const std::string& note : {fp8_note(f), fp8_note(f, false), format_text(rf)}) {
+    EXPECT_NE(note.find("fit on no FP8 data"), std::string::npos) << note;
+    EXPECT_NE(note.find("memory as at bf16"), std::string::npos) << note;
+  }
 }
 
 // run --json gives the fullest stage's memory and its GPU's at the top, as

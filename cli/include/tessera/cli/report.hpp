@@ -266,10 +266,15 @@ std::vector<std::string> known_bias_notes(const Scenario& s, bool plan = true);
 /// XLA's H100 table, the fp8 row (docs/node_model.md; test docs.fp8_figure
 /// checks it against the command).
 inline constexpr std::string_view kFp8GemmFigure =
-    "28.3% MAPE on XLA's FP8 rows, shapes held out, against 24.0% for the FP32-twin baseline";
-/// "layer GEMMs in FP8, timed unvalidated (kFp8GemmFigure)" for a scenario
-/// with training.dtype fp8, else empty.
-std::string fp8_note(const Scenario& s);
+    "28.3% MAPE on XLA's H100 FP8 rows, shapes held out, worse than the FP32-twin baseline's 24.0%";
+/// What an FP8 run's forecast rests on (helper 125: the line did not say
+/// that no FP8 data was fit, nor that memory is bf16's): "layer GEMMs in
+/// FP8, timed unvalidated: ... (kFp8GemmFigure); memory as at bf16 ...".
+/// `mfu`: the command prints an MFU, so the note says which peak it is
+/// against (`kernels` prints none). Empty unless training.dtype is fp8.
+std::string fp8_note(const Scenario& s, bool mfu = true);
+/// fp8_note's text before its MFU clause, for any fp8 scenario.
+std::string fp8_basis();
 /// Why a forecast on more than one node is untested: no multi-node run was
 /// measured here, and the collectives between nodes are timed with assumed
 /// InfiniBand constants (helpers 64, 66).
@@ -297,7 +302,8 @@ std::string flash_attention_note(const Scenario& s);
 /// pads them; `plan_bias` false leaves the plan's bias out of the second (a
 /// command whose rows have plans of their own, or none). An fp8 scenario's
 /// "FP8" line (fp8_note) follows.
-std::string caveat_lines(const Scenario& s, bool plan_bias = true);
+/// `mfu` false: the command prints no MFU (fp8_note).
+std::string caveat_lines(const Scenario& s, bool plan_bias = true, bool mfu = true);
 /// The same as JSON members, each followed by ", " (to precede another
 /// member; `trailing` false: each preceded by ", ", to follow one):
 /// "untested_gpu", "known_bias" and "untested_scale", each only when set,
