@@ -528,8 +528,9 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   out << "\nThe iteration is bubble + exposed comm + compute + host, as `tessera run` splits it. compute:\n"
          "the busiest GPU's kernels; host: its compute stream waiting for the host to launch them (the\n"
          "data step per micro-batch, pipeline sends, collectives its kernels wait for); bubble: pipeline\n"
-         "fill and drain with free communication, and its share of the iteration; exposed comm: the\n"
-         "rest. MFU: model FLOPs per GPU-second over the GPU's dense matmul peak, as `tessera run`\n"
+         "fill and drain with free communication, other stages' host stalls included, and its share of\n"
+         "the iteration; exposed comm: the rest. MFU: model FLOPs per GPU-second over the GPU's dense matmul "
+         "peak, as `tessera run`\n"
          "reports it. '!' marks a stage that does not fit in the GPU's memory.\n";
   if (svg_path) {
     write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),

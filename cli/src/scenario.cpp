@@ -178,6 +178,11 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
         "parameters, x 4 for FP32 main gradients)"}},
       {"bf16", {"dtype", "Megatron's --bf16 is 'dtype: bf16'"}},
       {"fp16", {"dtype", "Megatron's --fp16 is 'dtype: fp16'"}},
+      // (helper 125: `fp8: hybrid` got "missing required key" alone)
+      {"fp8",
+       {"dtype", "Megatron's --fp8-format hybrid (Transformer Engine's FP8 training) is 'dtype: fp8'"}},
+      {"fp8_format",
+       {"dtype", "Megatron's --fp8-format hybrid (Transformer Engine's FP8 training) is 'dtype: fp8'"}},
       {"clip_grad",
        {"grad_clipping", "Megatron's --clip-grad is 'grad_clipping: true' (the norm's value costs nothing)"}},
       {"use_flash_attn", {"flash_attention", "Megatron's --use-flash-attn is 'flash_attention: true'"}},

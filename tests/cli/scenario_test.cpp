@@ -645,6 +645,16 @@ TEST(Scenario, MegatronFlagsAreSaidAsOurKeys) {
                            "--bf16 is 'dtype: bf16')"),
       std::string::npos)
       << error_of(flags);
+  // So is Megatron's FP8 flag (helper 125: "missing required key" alone).
+  for (const char* key : {"fp8", "fp8_format"}) {
+    const std::string fp8 = replaced(text, "  dtype: bf16\n", fmt::format("  {}: hybrid\n", key));
+    EXPECT_NE(error_of(fp8).find(fmt::format(
+                  "{} (line 26): Megatron's --fp8-format hybrid (Transformer Engine's FP8 training) is "
+                  "'dtype: fp8'",
+                  key)),
+              std::string::npos)
+        << error_of(fp8);
+  }
   // Context parallelism, however it is spelled, is said not to be modelled
   // (helper 83: `cp` was "did you mean 'dp', 'ep', 'pp' or 'tp'?").
   for (const char* key :
