@@ -314,6 +314,16 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
   // Zero-bubble schedules: what each layer keeps from B to W.
   const double per_layer_w = layer_weight_grad_bytes(m, w, p);
   const double logits = static_cast<double>(w.micro_batch * w.seq_len * padded_vocab_per_rank(m, w, p.tp)) * 4.0;
+  // Outside the layers, as Megatron-LM's own estimate counts them
+  // (theoretical_memory_usage.py; Korthikanti et al., Section 4.3; helper
+  // 124): the first chunk keeps the embedding dropout's mask, 1 byte per
+  // element of its output; the last the final norm's input and the LM
+  // head's input (with SP its shard: Megatron re-gathers it for the weight
+  // gradient), 16-bit each, the head's input until its weight gradient.
+  const double tokens_h = static_cast<double>(w.micro_batch * w.seq_len * m.hidden) /
+                          (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0);
+  const double embedding_mask = m.dropout ? tokens_h : 0.0;
+  const double head_input = tokens_h * static_cast<double>(dtype_bytes(w.dtype));
   const int last_chunk = p.pp * p.virtual_stages - 1;
   double held = 0, peak = 0;
   std::int64_t in_flight = 0;  // micro-batch chunks whose F has run and whose backward has not finished
@@ -335,9 +345,10 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
       bytes += (per_moe_layer - per_layer) * moe_layers;
       kept += (per_moe_layer_w - per_layer_w) * moe_layers;
     }
+    if (k == 0) bytes += embedding_mask;
     if (k == last_chunk) {
-      bytes += logits;
-      kept += logits;
+      bytes += logits + 2 * head_input;  // (the final norm's input and the head's)
+      kept += logits + head_input;
     }
     switch (st.kind) {
       case StepKind::F:

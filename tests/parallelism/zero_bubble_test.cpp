@@ -280,15 +280,24 @@ TEST(ZeroBubble, ActivationMemoryFollowsThePapersTable2) {
   // held from F to B; M_W = 32 sbh x 2 = 2048 x 64 bytes kept from B to W
   // (the linears' inputs and output gradients, Qi et al. Table 1). 4 stages
   // of 4 layers; the last stage also holds b s vocab x 4 bytes of logits
-  // (vocabulary 97 padded to 128) per micro-batch until its W.
+  // (vocabulary 97 padded to 128) and the LM head's input, sbh x 4 bytes,
+  // per micro-batch until its W, and the final norm's input, sbh x 4 bytes,
+  // until its B; the first the embedding dropout's mask, sbh bytes, until
+  // its B.
   const std::int64_t mb = 2048LL * 44 * 2, mw = 2048LL * 64, logits = 32LL * 128 * 4, layers = 4;
+  const std::int64_t mask = 2048, head = 2048LL * 4;
   const int p = 4;
   const auto h1 = estimate_memory(kModel, kWork, pipeline(Schedule::ZeroBubbleH1, p, 8), Bytes::gib(80));
   const auto h2 = estimate_memory(kModel, kWork, pipeline(Schedule::ZeroBubbleH2, p, 8), Bytes::gib(80));
   const auto one = estimate_memory(kModel, kWork, pipeline(Schedule::OneFOneB, p, 8), Bytes::gib(80));
   for (int s = 0; s < p; ++s) {
     const auto i = static_cast<std::size_t>(s);
-    const std::int64_t extra_h1 = s == p - 1 ? p * logits : 0, extra_h2 = s == p - 1 ? (2 * p - 1) * logits : 0;
+    // (the last stage: 1 micro-batch between F and B, 3 (ZB-H2: 6) between
+    // B and W; the first: 4 (7) between F and B)
+    const std::int64_t extra_h1 = s == p - 1 ? p * logits + 5 * head : s == 0 ? p * mask : 0;
+    const std::int64_t extra_h2 = s == p - 1 ? (2 * p - 1) * logits + 8 * head
+                                  : s == 0   ? (2 * p - 1) * mask
+                                             : 0;
     // Worker s (from 0) holds (p - s) M_B + s M_W under ZB-H1, (2p - 2s - 1) M_B + 2s M_W under ZB-H2.
     EXPECT_EQ(h1.memory_per_stage[i].activations.count(), layers * ((p - s) * mb + s * mw) + extra_h1) << s;
     EXPECT_EQ(h2.memory_per_stage[i].activations.count(),
@@ -309,6 +318,7 @@ TEST(ZeroBubble, ActivationMemoryFollowsThePapersTable2) {
 // Memory); stage 0 holds M_W - M_B more per layer than 1F1B's p M_B.
 TEST(ZeroBubble, PeakFollowsTheLargerStashWhereWKeepsMore) {
   const std::int64_t mb = 2048LL * 2 * 2, mw = 2048LL * 64, layers = 4;
+  const std::int64_t mask = 2048;  // the embedding dropout's, stage 0, F to B
   const int p = 4;
   auto full = [&](Schedule s) {
     ParallelPlan plan = pipeline(s, p, 8);
@@ -319,13 +329,16 @@ TEST(ZeroBubble, PeakFollowsTheLargerStashWhereWKeepsMore) {
              one = full(Schedule::OneFOneB);
   for (int s = 0; s < p - 1; ++s) {  // (the last stage adds its logits)
     const auto i = static_cast<std::size_t>(s);
-    EXPECT_EQ(h1.memory_per_stage[i].activations.count(), layers * ((p - s - 1) * mb + (s + 1) * mw)) << s;
+    EXPECT_EQ(h1.memory_per_stage[i].activations.count(),
+              layers * ((p - s - 1) * mb + (s + 1) * mw) + (s == 0 ? (p - 1) * mask : 0))
+        << s;
     EXPECT_EQ(h2.memory_per_stage[i].activations.count(),
-              layers * ((2 * p - 2 * s - 2) * mb + (2LL * s + 1) * mw))
+              layers * ((2 * p - 2 * s - 2) * mb + (2LL * s + 1) * mw) + (s == 0 ? (2 * p - 2) * mask : 0))
         << s;
   }
+  // (1F1B's stage 0 holds p masks, ZB-H1's p - 1 at its peak)
   EXPECT_EQ(h1.memory_per_stage[0].activations.count() - one.memory_per_stage[0].activations.count(),
-            layers * (mw - mb));
+            layers * (mw - mb) - mask);
 }
 
 // What W keeps follows the layer's shape, not GPT's (Memory in
@@ -346,10 +359,11 @@ TEST(ZeroBubble, StashFollowsTheLayerShape) {
   m.gated_mlp = true;
   m.ffn_hidden = 128;
   const std::int64_t mb = 2048LL * 38 * 2, mw = 2048LL * 26 * 2, logits = 32LL * 128 * 4, layers = 4;
+  const std::int64_t mask = 2048, head = 2048LL * 4;  // outside the layers, as above
   const int p = 4;
   const auto h1 = estimate_memory(m, kWork, pipeline(Schedule::ZeroBubbleH1, p, 8), Bytes::gib(80));
   for (int s = 0; s < p; ++s) {
-    const std::int64_t extra = s == p - 1 ? p * logits : 0;
+    const std::int64_t extra = s == p - 1 ? p * logits + 5 * head : s == 0 ? p * mask : 0;
     EXPECT_EQ(h1.memory_per_stage[static_cast<std::size_t>(s)].activations.count(),
               layers * ((p - s) * mb + s * mw) + extra)
         << s;
