@@ -147,13 +147,15 @@ void print_scenario_warnings(const Scenario& s) {
     std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
 }
 
-std::string mixed_gpus_json(const std::string& gpu, const std::vector<int>& nodes) {
-  return fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}]}}, ", json_string(gpu),
-                     fmt::join(nodes, ", "));
+std::string mixed_gpus_json(const std::string& gpu, const std::vector<int>& nodes,
+                            const std::string& peak_gpu) {
+  return fmt::format("\"mixed_gpus\": {{\"gpu\": {}, \"nodes\": [{}], \"mfu_peak_gpu\": {}}}, ",
+                     json_string(gpu), fmt::join(nodes, ", "), json_string(peak_gpu));
 }
 
 std::string mixed_gpus_json(const Scenario& s) {
-  return s.mixed_gpus ? mixed_gpus_json(s.mixed_gpus->gpu.name, s.mixed_gpus->nodes) : std::string();
+  return s.mixed_gpus ? mixed_gpus_json(s.mixed_gpus->gpu.name, s.mixed_gpus->nodes, s.gpu.name)
+                      : std::string();
 }
 
 std::string scenario_warnings_json(const Scenario& s) {

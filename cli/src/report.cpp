@@ -758,9 +758,14 @@ std::string format_text(const RunReport& r) {
       r.backend);
   out += caveat_lines(r.untested_gpu, r.known_bias, r.untested_scale);
   if (!r.mixed_gpu.empty()) {
+    // (MFU's peak said: the cluster GPU's, whatever the mixed nodes run;
+    // helper 127)
     out += fmt::format(
-        "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU)\n",
-        r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, nodes_phrase(r.mixed_nodes));
+        "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU; MFU and "
+        "HFU "
+        "against {}'s peak)\n",
+        r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, nodes_phrase(r.mixed_nodes),
+        r.gpu);
   }
   out += failures_line(r.failures, r.iteration_time);
   if (r.scales.any()) out += fmt::format("Stragglers     {}\n", compute_scales_phrase(r.scales, r.gpus));
@@ -971,7 +976,7 @@ std::string format_json(const RunReport& r) {
       r.zero_stage, json_string(r.grad_sync),
       r.overlap_param_gather ? "\"overlap_param_gather\": true, " : "", json_string(r.backend),
       json_string(r.predictor),
-      (r.mixed_gpu.empty() ? std::string() : mixed_gpus_json(r.mixed_gpu, r.mixed_nodes)) +
+      (r.mixed_gpu.empty() ? std::string() : mixed_gpus_json(r.mixed_gpu, r.mixed_nodes, r.gpu)) +
           compute_scales_json(r.scales) + failures_json(r.failures),
       (r.predictor_weights.empty()
            ? std::string()

@@ -2836,7 +2836,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     }
     const std::string text = m.scalar("nodes");
     try {
-      mixed.nodes = parse_index_list(text, m.key_path("nodes"), s.cluster.nodes);
+      mixed.nodes = parse_index_list(text, m.key_path("nodes"), s.cluster.nodes, true);
     } catch (const InputError& e) {
       std::string why = e.what();
       const std::string prefix = m.key_path("nodes") + ": ";
@@ -2849,6 +2849,14 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (mixed.gpu.name == s.gpu.name) {
       s.warnings.push_back(fmt::format(
           "mixed_gpus.gpu {} is the cluster's own GPU: the nodes it names are unchanged", mixed.gpu.name));
+    } else if (static_cast<int>(mixed.nodes.size()) == s.cluster.nodes) {
+      // Every node replaced: the report would still name cluster.gpu, and
+      // its MFU the cluster GPU's peak (helper 127).
+      s.warnings.push_back(
+          fmt::format("mixed_gpus.nodes names every node: no {} is left (MFU and HFU stay against its peak); "
+                      "for a cluster "
+                      "of {} alone set cluster.gpu: {}",
+                      s.gpu.name, mixed.gpu.name, mixed.gpu.name));
     }
     s.mixed_gpus = std::move(mixed);
   }
@@ -2957,7 +2965,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     auto list = [&](const char* key, std::int64_t limit) {
       const std::string text = g.scalar(key);
       try {
-        return parse_index_list(text, g.key_path(key), limit);
+        return parse_index_list(text, g.key_path(key), limit, true);
       } catch (const InputError& e) {
         std::string why = e.what();
         const std::string prefix = g.key_path(key) + ": ";
@@ -3005,6 +3013,12 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     if (!listed && g.has("slowdown")) {
       g.fail_at(g.node()["slowdown"].Mark(), g.key_path("slowdown"),
                 "a slowdown without nodes or ranks has no effect: name the GPUs it slows");
+    }
+    if (listed && g.has("slowdown") && slowdown == 1.0) {
+      // (helper 127: said nothing, where nodes without a slowdown are an
+      // error; a sweep's baseline point may mean it)
+      s.warnings.push_back(
+          fmt::format("{} 1: the listed GPUs run as predicted (no straggler)", g.key_path("slowdown")));
     }
     if (listed && slowdown < 1.0) {
       // Faster GPUs are allowed (a newer part among older ones), but MFU and

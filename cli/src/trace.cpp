@@ -58,7 +58,8 @@ std::int64_t micro_batch_of(std::string_view name) {
 // ---------------------------------------------------------------------------
 // Option parsing
 
-std::vector<int> parse_index_list(std::string_view text, std::string_view what, std::int64_t limit) {
+std::vector<int> parse_index_list(std::string_view text, std::string_view what, std::int64_t limit,
+                                  bool once) {
   std::vector<int> out;
   auto number = [&](std::string_view item, std::string_view part) {
     std::int64_t v = -1;
@@ -87,6 +88,11 @@ std::vector<int> parse_index_list(std::string_view text, std::string_view what, 
     pos = comma + 1;
   }
   std::sort(out.begin(), out.end());
+  if (once) {
+    const auto twice = std::adjacent_find(out.begin(), out.end());
+    if (twice != out.end())
+      throw InputError(fmt::format("{}: {} is listed twice in '{}'", what, *twice, text));
+  }
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }

@@ -485,6 +485,23 @@ TEST(Stragglers, KeysGiveThePerGpuFactors) {
   EXPECT_NE(error_of(text, {{"stragglers.random_sigma", "0.1"}, {"stragglers.slowdown", "2"}})
                 .find("stragglers.slowdown: a slowdown without nodes or ranks has no effect"),
             std::string::npos);
+  // A node or rank listed twice is likely a slip for another (helper 127:
+  // read as a set, silently), as in a job's nodes.
+  for (const auto& [key, list, twice] :
+       {std::tuple{"stragglers.ranks", "3,3", 3}, std::tuple{"stragglers.ranks", "0-4,2", 2},
+        std::tuple{"stragglers.nodes", "1,1", 1}}) {
+    const std::string e = error_of(text, {{key, list}, {"stragglers.slowdown", "2"}});
+    EXPECT_NE(e.find(fmt::format("{}: {} is listed twice in '{}'", key, twice, list)), std::string::npos)
+        << e;
+  }
+  const std::string mixed = error_of(text, {{"mixed_gpus.gpu", "A100-80GB"}, {"mixed_gpus.nodes", "1,1"}});
+  EXPECT_NE(mixed.find("mixed_gpus.nodes: 1 is listed twice in '1,1'"), std::string::npos) << mixed;
+  // A slowdown of 1 with GPUs listed slows nothing: said.
+  const Scenario one =
+      parse_scenario(text, "d.yaml", {{"stragglers.nodes", "1"}, {"stragglers.slowdown", "1"}});
+  EXPECT_NE(std::find(one.warnings.begin(), one.warnings.end(),
+                      "stragglers.slowdown 1: the listed GPUs run as predicted (no straggler)"),
+            one.warnings.end());
 }
 
 // A slower data-parallel rank holds the all-reduce back: the iteration grows,
@@ -827,6 +844,14 @@ TEST(MixedGpus, EachNodeTimedOnItsOwnGpu) {
                                                                      {"mixed_gpus.nodes", "0-3"}}))
                        .result.makespan;
   EXPECT_EQ(all, h100);
+  // ... and says that no cluster.gpu is left, whose peak MFU stays against
+  // (helper 127).
+  const Scenario every =
+      parse_scenario(text, "s.yaml", {{"mixed_gpus.gpu", "H100-SXM"}, {"mixed_gpus.nodes", "0-3"}});
+  EXPECT_NE(std::find(every.warnings.begin(), every.warnings.end(),
+                      "mixed_gpus.nodes names every node: no A100-80GB is left (MFU and HFU stay against its "
+                      "peak); for a cluster of H100-SXM alone set cluster.gpu: H100-SXM"),
+            every.warnings.end());
   const Time same = simulate_scenario(parse_scenario(text, "s.yaml", {{"mixed_gpus.gpu", "A100-80GB"},
                                                                       {"mixed_gpus.nodes", "1"}}))
                         .result.makespan;
@@ -948,8 +973,11 @@ TEST(MixedGpus, EachStageFitsOnItsSmallestGpu) {
   EXPECT_EQ(rep.memory[0].capacity, node_model::gpu_preset("H100-SXM").memory);
   EXPECT_EQ(rep.memory[1].capacity, node_model::gpu_preset("A100-40GB").memory);
   for (const auto& m : rep.memory) EXPECT_EQ(m.oom, m.total > m.capacity) << m.stage;
-  EXPECT_NE(format_json(rep).find("\"mixed_gpus\": {\"gpu\": \"A100-40GB\", \"nodes\": [1]}"),
+  // (with the GPU whose peak MFU is against, helper 127, said in the text too)
+  EXPECT_NE(format_json(rep).find(
+                "\"mixed_gpus\": {\"gpu\": \"A100-40GB\", \"nodes\": [1], \"mfu_peak_gpu\": \"H100-SXM\"}"),
             std::string::npos);
+  EXPECT_NE(format_text(rep).find("; MFU and HFU against H100-SXM's peak)\n"), std::string::npos);
   // Micro-batch 16: stage 1 (51 GiB) fits an H100, not its A100-40GB.
   const Scenario big = parse_scenario(text, "d.yaml",
                                       {{"parallelism.dp", "8"},

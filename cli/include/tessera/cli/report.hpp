@@ -25,10 +25,12 @@ void print_scenario_warnings(const Scenario& s);
 /// the --json of the commands that forecast one scenario carries what they
 /// print on stderr.
 std::string scenario_warnings_json(const Scenario& s);
-/// `"mixed_gpus": {"gpu": NAME, "nodes": [...]}, ` as run --json gives it,
+/// `"mixed_gpus": {"gpu": NAME, "nodes": [...], "mfu_peak_gpu": NAME}, ` as run --json gives it,
 /// or nothing without `mixed_gpus:`.
 std::string mixed_gpus_json(const Scenario& s);
-std::string mixed_gpus_json(const std::string& gpu, const std::vector<int>& nodes);
+/// `peak_gpu`: the GPU whose peak MFU and HFU are against (cluster.gpu).
+std::string mixed_gpus_json(const std::string& gpu, const std::vector<int>& nodes,
+                            const std::string& peak_gpu);
 /// The warnings only the jobs' forecast shows (a cable changing after the
 /// last job's iteration, late_failure_warnings): `run` prints them on
 /// stderr, the JSON lists them after scenario_warnings.

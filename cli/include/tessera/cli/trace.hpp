@@ -70,7 +70,11 @@ inline constexpr std::int64_t kMaxTraceMicroBatch = 1'000'000;
 /// Parses a list of non-negative integers such as "0-7,64" (ranges
 /// inclusive) into an ascending list without repeats; every value must be
 /// below `limit`. Throws InputError "`what`: ..." naming the bad item.
-std::vector<int> parse_index_list(std::string_view text, std::string_view what, std::int64_t limit);
+/// `once`: a value listed twice (`1,1`, `0-3,2`) is an error too (a list of
+/// nodes or ranks, where it is likely a slip for another; a trace's ranks
+/// may overlap).
+std::vector<int> parse_index_list(std::string_view text, std::string_view what, std::int64_t limit,
+                                  bool once = false);
 /// "on" / "off" (also true/false, yes/no, 1/0); throws InputError naming `what`.
 bool parse_on_off(std::string_view text, std::string_view what);
 
