@@ -631,7 +631,12 @@ void checked_keys(const Section& s, const std::string& path, std::initializer_li
         key = k;
       }
     }
-    if (!key.empty()) s.fail_at(s.key_mark(key), s.key_path(key), msg);
+    if (!key.empty()) {
+      // A library message that opens with the key's path says it once
+      // (helper 126: "cluster.fabric.k: cluster.fabric.k must be even ...").
+      const std::string kp = s.key_path(key);
+      s.fail_at(s.key_mark(key), kp, msg.rfind(kp + " ", 0) == 0 ? msg.substr(kp.size() + 1) : msg);
+    }
     if (!only_keys) s.fail_at(s.node().Mark(), path, msg);
   }
 }
@@ -1946,9 +1951,10 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   const YAML::Node type_at = f.need("type");
   const std::string type = f.scalar("type");
   const std::int64_t hcas = static_cast<std::int64_t>(cl.nodes) * cl.hcas_per_node;
-  auto check_capacity = [&](std::int64_t capacity, const std::string& what, std::string_view hint) {
+  auto check_capacity = [&](std::int64_t capacity, const std::string& what, std::string_view hint,
+                            const char* key = "k") {
     if (capacity < hcas) {
-      f.fail_at(f.node()["k"].Mark(), f.key_path("k"),
+      f.fail_at(f.node()[key].Mark(), f.key_path(key),
                 cl.hcas_per_node < cl.gpus_per_node
                     ? fmt::format("{} attaches {} HCAs, but the cluster has {} (cluster.nodes x "
                                   "cluster.hcas_per_node = {} x {}){}",
@@ -1975,9 +1981,10 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     // checked here, at the key it names, before `tiers: auto` sizes the tree.
     checked_keys(f, f.key_path("k"), {"oversubscription", "k"}, [&] { (void)topology::host_capacity(spec); });
   };
-  auto check_tree = [&](const auto& spec, const std::string& what, std::string_view hint = {}) {
-    checked(f, f.node()["k"], f.key_path("k"), [&] {
-      check_capacity(topology::host_capacity(spec), what, hint);
+  auto check_tree = [&](const auto& spec, const std::string& what, std::string_view hint = {},
+                        const char* key = "k") {
+    checked(f, f.node()[key], f.key_path(key), [&] {
+      check_capacity(topology::host_capacity(spec), what, hint, key);
       topology::check_size(spec);
       return 0;
     });
@@ -2015,6 +2022,12 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
                 fmt::format("a fat-tree has 2 or 3 tiers, or tiers: auto (got {})", ft.tiers));
     }
     ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
+    // (helper 126: past k the library's error named no file or line)
+    if (ft.pods > ft.k) {
+      f.fail_at(f.node()["pods"].Mark(), f.key_path("pods"),
+                fmt::format("a 3-tier fat-tree of {}-port switches has at most k = {} pods (got {})", ft.k,
+                            ft.k, ft.pods));
+    }
     tree_links(ft);
     if (s.fat_tree_tiers_auto) {
       f.mark_used("tiers");
@@ -2034,6 +2047,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       // A 2-tier tree has no core links: its core keys are checked (a
       // sweep over tiers: 2, 3 shares them) and said to do nothing here.
       std::vector<std::string> idle;
+      if (f.has("pods")) idle.push_back(f.key_path("pods"));  // (helper 126: silently)
       if (f.has("core_bandwidth")) {
         (void)f.unit("core_bandwidth", parse_bandwidth);
         idle.push_back(f.key_path("core_bandwidth"));
@@ -2044,16 +2058,22 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       }
       if (!idle.empty()) {
         s.warnings.push_back(fmt::format(
-            "{} {} no effect on a 2-tier fat-tree (core links exist with tiers: 3, "
+            "{} {} no effect on a 2-tier fat-tree (core links and pods exist with tiers: 3, "
             "or tiers: auto past {} HCAs)",
             fmt::join(idle, " and "), idle.size() == 1 ? "has" : "have", topology::host_capacity(ft)));
       }
     }
-    check_tree(
-        ft,
-        fmt::format("a k={} {}-tier fat-tree{}", ft.k, ft.tiers,
-                    s.fat_tree_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""),
-        ft.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)" : "; for more HCAs a larger k");
+    // Fewer pods than k limit a 3-tier tree's capacity: the error names
+    // them (helper 126: it blamed k).
+    const bool few_pods = ft.tiers == 3 && ft.pods > 0 && ft.pods < ft.k;
+    check_tree(ft,
+               fmt::format("a k={} {}-tier fat-tree{}{}", ft.k, ft.tiers,
+                           few_pods ? fmt::format(" of {} pods", ft.pods) : "",
+                           s.fat_tree_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""),
+               ft.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)"
+               : few_pods    ? fmt::format("; for more HCAs more pods (up to k = {}) or a larger k", ft.k)
+                             : "; for more HCAs a larger k",
+               few_pods ? "pods" : "k");
   } else if (type == "rail-optimized") {
     s.fabric = FabricKind::RailOptimized;
     f.require({"k", "spine_bandwidth"});

@@ -180,7 +180,10 @@ topology::Topology build_topology(const Scenario& s) {
     const bool gpu_side = ka == VertexKind::Gpu || kb == VertexKind::Gpu;
     const bool nvlink = gpu_side && (ka == VertexKind::NvSwitch || kb == VertexKind::NvSwitch ||
                                      (ka == VertexKind::Gpu && kb == VertexKind::Gpu));
-    if (nvlink) {
+    // (a pair with no cable between them, gpu0-gpu1 on NVSwitch nodes, is
+    // the topology's "no cable" error: helper 126, this one sent the user
+    // to failures.degraded, which then said so)
+    if (nvlink && !t.cable_links(a, b).empty()) {
       throw InputError(
           "an NVLink cable inside a node cannot fail in this model (its node's traffic is timed with "
           "NCCL's NVLink figures; a GPU that loses an NVLink is drained in practice): give it under "

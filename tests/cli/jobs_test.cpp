@@ -727,6 +727,11 @@ TEST(Failures, CablesByNameAndUnreachableGpus) {
       "for a slow NVLink";
   EXPECT_EQ(topology_error(text, "gpu0-nvswitch0"),
             "s.yaml (--set failures.links): failures.links: gpu0-nvswitch0: " + nvlink_refused);
+  // Two GPUs of an NVSwitch node have no cable between them: said so, not
+  // sent to failures.degraded, which would say it (helper 126).
+  EXPECT_EQ(topology_error(text, "gpu0-gpu1").find(nvlink_refused), std::string::npos);
+  EXPECT_NE(topology_error(text, "gpu0-gpu1").find("no cable between gpu0 and gpu1"), std::string::npos)
+      << topology_error(text, "gpu0-gpu1");
   try {
     (void)build_topology(
         parse_scenario(text + "failures:\n  links:\n    - {cable: nvswitch1-gpu9, at: 1ms}\n", "s.yaml"));

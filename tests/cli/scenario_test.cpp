@@ -1264,10 +1264,10 @@ TEST(Scenario, CoreKeysOnlyWhereThereAreCoreLinks) {
                "    type: fat-tree\n    k: 8\n    tiers: 2\n    core_latency: 700ns\n");
   const Scenario s = parse_scenario(two, "s.yaml");
   ASSERT_EQ(s.warnings.size(), 1U);
-  EXPECT_EQ(
-      s.warnings[0],
-      "cluster.fabric.core_latency has no effect on a 2-tier fat-tree (core links exist with tiers: 3, or "
-      "tiers: auto past 32 HCAs)");
+  EXPECT_EQ(s.warnings[0],
+            "cluster.fabric.core_latency has no effect on a 2-tier fat-tree (core links and pods exist with "
+            "tiers: 3, "
+            "or tiers: auto past 32 HCAs)");
   // Still checked: a sweep's 3-tier point would use it.
   EXPECT_NE(error_of(replaced(two, "700ns", "soon")).find("cluster.fabric.core_latency"), std::string::npos);
   const Scenario both =
@@ -1277,6 +1277,28 @@ TEST(Scenario, CoreKeysOnlyWhereThereAreCoreLinks) {
                 "cluster.fabric.core_bandwidth and cluster.fabric.core_latency have no effect", 0),
             0U)
       << both.warnings[0];
+  // Nor pods (helper 126: silently); past k, or fewer than the cluster's
+  // HCAs need, the error names pods at its line (it named no file, or k).
+  const Scenario pods = parse_scenario(two, "s.yaml", {{"cluster.fabric.pods", "2"}});
+  ASSERT_EQ(pods.warnings.size(), 1U);
+  EXPECT_EQ(pods.warnings[0].rfind("cluster.fabric.pods and cluster.fabric.core_latency have no effect", 0),
+            0U)
+      << pods.warnings[0];
+  const std::string three = replaced(two, "tiers: 2", "tiers: 3\n    core_bandwidth: 400Gbps");
+  EXPECT_EQ(
+      error_of(three, {{"cluster.fabric.pods", "9"}}),
+      "s.yaml (--set cluster.fabric.pods): cluster.fabric.pods: a 3-tier fat-tree of 8-port switches has "
+      "at most k = 8 pods (got 9)");
+  // A library check's message names its key once (helper 126: twice).
+  EXPECT_EQ(error_of(two, {{"cluster.fabric.k", "7"}}),
+            "s.yaml (--set cluster.fabric.k): cluster.fabric.k: must be even and at least 4 (got 7)");
+  const std::string one_pod = replaced(three, "k: 8", "k: 8\n    pods: 1");
+  EXPECT_NE(error_of(one_pod, {{"cluster.nodes", "3"}})
+                .find(": cluster.fabric.pods: a k=8 3-tier fat-tree of 1 pods attaches 16 HCAs, but the "
+                      "cluster has 24 (one per GPU: cluster.nodes x cluster.gpus_per_node = 3 x 8); for more "
+                      "HCAs more pods (up to k = 8) or a larger k"),
+            std::string::npos)
+      << error_of(one_pod, {{"cluster.nodes", "3"}});
   // A leaf-spine fabric has no core tier at all: an unknown key.
   for (const char* key : {"core_bandwidth: 400Gbps", "core_latency: 1us"}) {
     const std::string e = error_of(
@@ -1367,8 +1389,9 @@ TEST(Scenario, OversubscriptionThatDoesNotSplitTheLeafNamesTheKey) {
   const std::string t =
       replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
                "    type: fat-tree\n    k: 16\n    tiers: auto\n    oversubscription: 1\n");
+  // (the key named once: helper 126)
   const std::string why =
-      "cluster.fabric.oversubscription 4 does not divide the ports: a leaf of k = 16 ports cannot split 4:1 "
+      "4 does not divide the ports: a leaf of k = 16 ports cannot split 4:1 "
       "into host ports and up-links (r + 1 = 5 must divide k)";
   EXPECT_EQ(error_of(t, {Override{"cluster.fabric.oversubscription", "4"}}),
             "s.yaml (--set cluster.fabric.oversubscription): cluster.fabric.oversubscription: " + why);
@@ -2115,7 +2138,7 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
   ASSERT_EQ(rm.untested_gpu.size(), 1U);
   EXPECT_EQ(rm.untested_gpu[0].rfind("MI300X (AMD CDNA 3)", 0), 0U);
   EXPECT_NE(format_text(rm).find("\nMixed GPUs     1 node of MI300X (node 1; each stage's memory checked "
-                                 "against its smallest GPU)\n"),
+                                 "against its smallest GPU; MFU and HFU against H100-SXM's peak)\n"),
             std::string::npos)
       << format_text(rm);
   // Both unmeasured: a line each, the label on the first; --json lists
@@ -2138,7 +2161,7 @@ TEST(Report, UntestedGpuLineOnlyForGenerationsNoMeasurementBacks) {
       parse_scenario(default_text(), "mm.yaml", {{"mixed_gpus.gpu", "MI300X"}, {"mixed_gpus.nodes", "0-1"}});
   EXPECT_NE(format_text(make_report(mm, simulate_scenario(mm)))
                 .find("\nMixed GPUs     2 nodes of MI300X (nodes 0, 1; each stage's memory checked against "
-                      "its smallest GPU)\n"),
+                      "its smallest GPU; MFU and HFU against H100-SXM's peak)\n"),
             std::string::npos);
   // The same GPU on both: said once.
   const Scenario bb =

@@ -246,7 +246,7 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
   const LeafPorts p = leaf_ports(k, spec.oversubscription);
   if (spec.tiers == 3 && (spec.pods < 0 || spec.pods > k)) {
     throw InputError(
-        fmt::format("cluster.fabric.pods must be between 1 and k = {} (got {}; 0 = k)", k, spec.pods));
+        fmt::format("cluster.fabric.pods must be between 1 and k = {}, or 0 for k (got {})", k, spec.pods));
   }
   check_node(spec.node, spec.nodes);
   check_link(spec.host, "cluster.fabric.host");
