@@ -186,9 +186,14 @@ double share(Time part, Time iteration) {
 
 std::string format_sensitivity_text(const Scenario& s, const Sensitivity& r) {
   std::string out;
-  out += fmt::format("Scenario       {}: {} on {} x {}, {} node model, {} network backend\n", s.name,
-                     s.model.name, s.gpus(), s.gpu.name, s.predictor, to_string(s.backend));
+  out += fmt::format("Scenario       {}: {} on {} x {}{}, {} node model, {} network backend\n", s.name,
+                     s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), s.predictor,
+                     to_string(s.backend));
   out += caveat_lines(s);
+  // (helper 127: a forecast with slower GPUs said nothing of them here)
+  study::ComputeScales scales;
+  for (double f : s.compute_scale) scales.add(f);
+  if (scales.any()) out += fmt::format("Stragglers     {}\n", compute_scales_phrase(scales, s.gpus()));
   out += fmt::format("Iteration      {:.3f} ms with the scenario's calibration (docs/calibration.md)\n\n",
                      r.iteration.ms());
   out +=
