@@ -1779,8 +1779,9 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
   }
   Scenario s = parse_root(base, file, overridden);
   if (s.mixed_gpus) {
-    throw ScenarioError(fmt::format("{}: mixed_gpus: not available with jobs (each job runs on the cluster's gpu)",
-                                    file));
+    // (at its line, as the outputs below: helper 127, it named the file alone)
+    placement_error.fail_at(root["mixed_gpus"] ? root["mixed_gpus"].Mark() : root.Mark(), "mixed_gpus",
+                            "not available with jobs (each job runs on the cluster's gpu)");
   }
   // Outputs tessera run cannot write for several jobs (as --trace, --links).
   for (const char* key : {"trace", "links", "trace_ranks", "trace_micro_batches", "trace_transfers"}) {

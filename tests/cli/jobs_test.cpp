@@ -115,6 +115,12 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
             std::string::npos);
   // A job's own plan is checked against its own GPUs.
   EXPECT_NE(error_of(text, {{"parallelism.dp", "32"}}).find("parallelism.dp"), std::string::npos);
+  // mixed_gpus is refused at its line (helper 127: the file alone).
+  const std::string mixed = text + "mixed_gpus:\n  gpu: A100-80GB\n  nodes: 1\n";
+  const std::string line = std::to_string(std::count(text.begin(), text.end(), '\n') + 2);
+  EXPECT_EQ(
+      error_of(mixed),
+      "s.yaml:" + line + ":3: mixed_gpus: not available with jobs (each job runs on the cluster's gpu)");
 }
 
 // One job's keys from the command line (helper 81: `--set jobs[0].nodes=3`
