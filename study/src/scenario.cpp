@@ -164,7 +164,11 @@ topology::Topology build_topology(const Scenario& s) {
   auto apply = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& cables, auto&& act) {
     for (const auto& [a, b] : cables) {
       try {
-        act(t.find_vertex(a), t.find_vertex(b));
+        // The first end first (helper 126: the order of a call's arguments
+        // is unspecified, and GCC named an unknown second end before an
+        // unknown first).
+        const topology::VertexId va = t.find_vertex(a);
+        act(va, t.find_vertex(b));
       } catch (const InputError& e) {
         throw cable_error(key, a, b, e.what());
       }

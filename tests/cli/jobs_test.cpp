@@ -686,6 +686,14 @@ TEST(Failures, CablesByNameAndUnreachableGpus) {
         "s.yaml (--set failures.links): failures.links: leaf0-spine9: topology: no vertex named 'spine9' "
         "(the names are gpu0..gpu15, nvswitch0..nvswitch1, leaf0..leaf1, spine0..spine7)");
   }
+  // Both ends unknown: the first is named (helper 126: the second was).
+  try {
+    (void)build_topology(parse_scenario(text, "s.yaml", {{"failures.links", "foo-bar"}}));
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("foo-bar: topology: no vertex named 'foo'"), std::string::npos)
+        << e.what();
+  }
   std::string all;
   for (int k = 0; k < 8; ++k) all += fmt::format("{}leaf1-spine{}", k ? "," : "", k);
   const Scenario cut = parse_scenario(text, "s.yaml", {{"failures.links", all}});
