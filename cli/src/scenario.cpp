@@ -1582,7 +1582,11 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
                          const std::map<std::string, std::string>& overridden,
                          const std::set<std::string>& file_job_sections) {
   const YAML::Node jobs = root["jobs"];
-  if (!jobs.IsSequence() || jobs.size() == 0) fail_node(file, jobs, "jobs", "expected a non-empty list of jobs");
+  // (as `--set jobs=...` where that wrote it: helper 127, a bogus 1:1)
+  const Section placement_error(root, "", file, &overridden);  // errors as `--set` or file:line:column
+  if (!jobs.IsSequence() || jobs.size() == 0) {
+    placement_error.fail_at(jobs.Mark(), "jobs", "expected a non-empty list of jobs");
+  }
   if (!root["cluster"] || !root["cluster"].IsMap() || !root["cluster"]["nodes"]) {
     throw ScenarioError(fmt::format("{}: cluster.nodes: missing required key", file));
   }
@@ -1595,7 +1599,6 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
   }
   // `placement: packed | spread | random`, or a mapping {policy, seed}
   // (seed only with random).
-  const Section placement_error(root, "", file, &overridden);  // errors as `--set` or file:line:column
   // A job's errors at its file position, or naming the `--set` that wrote
   // the key (`--set jobs[0].nodes=...`).
   auto fail = [&](const YAML::Node& at, const std::string& path, const std::string& msg) {

@@ -115,6 +115,8 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
             std::string::npos);
   // A job's own plan is checked against its own GPUs.
   EXPECT_NE(error_of(text, {{"parallelism.dp", "32"}}).find("parallelism.dp"), std::string::npos);
+  // An empty list from --set names the --set (helper 127: a bogus 1:1).
+  EXPECT_EQ(error_of(text, {{"jobs", "[]"}}), "s.yaml (--set jobs): jobs: expected a non-empty list of jobs");
   // mixed_gpus is refused at its line (helper 127: the file alone).
   const std::string mixed = text + "mixed_gpus:\n  gpu: A100-80GB\n  nodes: 1\n";
   const std::string line = std::to_string(std::count(text.begin(), text.end(), '\n') + 2);
