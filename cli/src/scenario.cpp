@@ -1802,16 +1802,29 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
       for (int n : j.nodes) used[static_cast<std::size_t>(n)] = true;
     }
     std::vector<int> idle;
+    std::vector<std::string> idle_ranks;  // "31 (node 3)"
     for (int n = 0; n < cluster_nodes; ++n) {
       if (used[static_cast<std::size_t>(n)]) continue;
+      bool any = false;
       for (int k = 0; k < s.cluster.gpus_per_node; ++k) {
-        if (s.compute_scale[flat_index(n, s.cluster.gpus_per_node, k)] != 1.0) {
-          idle.push_back(n);
-          break;
-        }
+        const std::size_t r = flat_index(n, s.cluster.gpus_per_node, k);
+        if (s.compute_scale[r] == 1.0) continue;
+        any = true;
+        idle_ranks.push_back(fmt::format("{} (node {})", r, n));
       }
+      if (any) idle.push_back(n);
     }
-    if (!idle.empty()) {
+    // Named as the user gave them: ranks where only ranks were listed
+    // (helper 127: `ranks: 31` was warned about as node 3).
+    const bool by_rank =
+        root["stragglers"].IsMap() && root["stragglers"]["ranks"] && !root["stragglers"]["nodes"];
+    if (!idle.empty() && by_rank) {
+      s.warnings.push_back(fmt::format(
+          "stragglers: rank{} {} run{} no job: {} slowdown changes nothing (rank and node indices are the "
+          "cluster's)",
+          idle_ranks.size() == 1 ? "" : "s", fmt::join(idle_ranks, ", "), idle_ranks.size() == 1 ? "s" : "",
+          idle_ranks.size() == 1 ? "its" : "their"));
+    } else if (!idle.empty()) {
       s.warnings.push_back(fmt::format(
           "stragglers: node{} {} run{} no job: {} slowdown changes nothing (node indices are the cluster's)",
           idle.size() == 1 ? "" : "s", fmt::join(idle, ", "), idle.size() == 1 ? "s" : "",

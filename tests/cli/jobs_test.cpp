@@ -621,9 +621,10 @@ TEST(Stragglers, JobsCountTheirOwnSlowGpus) {
   const Scenario two_idle = parse_scenario(
       text, "t.yaml", {{"cluster.nodes", "6"}, {"stragglers.ranks", "33,47"}, {"stragglers.slowdown", "2"}});
   ASSERT_EQ(two_idle.warnings.size(), 1U);
-  EXPECT_EQ(
-      two_idle.warnings[0],
-      "stragglers: nodes 4, 5 run no job: their slowdown changes nothing (node indices are the cluster's)");
+  // (ranks named as given, with their nodes: helper 127)
+  EXPECT_EQ(two_idle.warnings[0],
+            "stragglers: ranks 33 (node 4), 47 (node 5) run no job: their slowdown changes nothing (rank and "
+            "node indices are the cluster's)");
   EXPECT_TRUE(parse_scenario(text, "t.yaml", {{"cluster.nodes", "5"}, {"stragglers.random_sigma", "0.1"}})
                   .warnings.empty());
 }
