@@ -291,8 +291,9 @@ Prints the winner as --set flags and as YAML.
                        0,1,3; the scenario's is tried only if listed; default:
                        the scenario's, kept): a zero column, and the winner's
                        stage in its flags and YAML. Plans without data
-                       parallelism run at stage 0 (a stage has no effect
-                       there), the scenario's stage too
+                       parallelism run at stage 0 without
+                       overlap_param_gather (neither has an effect there),
+                       the scenario's stage too
   --grad-syncs LIST    try these data-parallel gradient syncs (after-backward,
                        overlapped, overlap-grad-reduce; the scenario's only if
                        listed; default: the scenario's, kept): a grad sync

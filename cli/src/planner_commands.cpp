@@ -433,7 +433,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "",
       micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch),
       predictor.name(), to_string(s.backend));
-  out << caveat_lines(s) << "\n";
+  out << caveat_lines(s) << stragglers_line(s) << "\n";
   auto row_name = [](const Row& r) {
     return r.virtual_stages > 1 ? fmt::format("{} (v={})", r.schedule, r.virtual_stages) : r.schedule;
   };
@@ -529,9 +529,9 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
          "the busiest GPU's kernels; host: its compute stream waiting for the host to launch them (the\n"
          "data step per micro-batch, pipeline sends, collectives its kernels wait for); bubble: pipeline\n"
          "fill and drain with free communication, other stages' host stalls included, and its share of\n"
-         "the iteration; exposed comm: the rest. MFU: model FLOPs per GPU-second over the GPU's dense matmul "
-         "peak, as `tessera run`\n"
-         "reports it. '!' marks a stage that does not fit in the GPU's memory.\n";
+         "the iteration; exposed comm: the rest. MFU: model FLOPs per GPU-second over the GPU's dense\n"
+         "matmul peak, as `tessera run` reports it. '!' marks a stage that does not fit in the GPU's\n"
+         "memory.\n";
   if (svg_path) {
     write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
                                            chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));

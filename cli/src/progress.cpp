@@ -29,6 +29,7 @@ ProgressObserver::~ProgressObserver() { finish(); }
 void ProgressObserver::on_start(const parallelism::TaskGraph& graph) {
   total_ = 0;
   done_ = 0;
+  simulated_ = Time::zero();
   for (int r = 0; r < graph.num_ranks(); ++r) {
     total_ += graph.tasks(r).size();  // compute tasks and each rank's part in a collective
   }

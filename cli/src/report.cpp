@@ -160,7 +160,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
     rep.mixed_nodes = s.mixed_gpus->nodes;
   }
   rep.failures = s.failures;
-  for (double f : s.compute_scale) rep.scales.add(f);
+  rep.scales = compute_scales_of(s);
   rep.schedule = std::string(parallelism::to_string(s.plan.schedule));
   rep.micro_batches = sim.plan.micro_batches;
   // (the plan validated global_batch = dp x micro_batch x micro-batches)
@@ -616,6 +616,17 @@ std::string compute_scales_phrase(const study::ComputeScales& c, int gpus) {
                                       c.faster, gpus, c.min_scale);
   }
   return out;
+}
+
+study::ComputeScales compute_scales_of(const Scenario& s) {
+  study::ComputeScales c;
+  for (double f : s.compute_scale) c.add(f);
+  return c;
+}
+
+std::string stragglers_line(const Scenario& s) {
+  const study::ComputeScales c = compute_scales_of(s);
+  return c.any() ? fmt::format("Stragglers     {}\n", compute_scales_phrase(c, s.gpus())) : std::string();
 }
 
 std::string compute_scales_json(const study::ComputeScales& c) {

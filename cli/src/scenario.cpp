@@ -1783,8 +1783,8 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
   Scenario s = parse_root(base, file, overridden);
   if (s.mixed_gpus) {
     // (at its line, as the outputs below: helper 127, it named the file alone)
-    placement_error.fail_at(root["mixed_gpus"] ? root["mixed_gpus"].Mark() : root.Mark(), "mixed_gpus",
-                            "not available with jobs (each job runs on the cluster's gpu)");
+    placement_error.fail_at(root["mixed_gpus"] ? placement_error.key_mark("mixed_gpus") : root.Mark(),
+                            "mixed_gpus", "not available with jobs (each job runs on the cluster's gpu)");
   }
   // Outputs tessera run cannot write for several jobs (as --trace, --links).
   for (const char* key : {"trace", "links", "trace_ranks", "trace_micro_batches", "trace_transfers"}) {
@@ -2085,7 +2085,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     const bool few_pods = ft.tiers == 3 && ft.pods > 0 && ft.pods < ft.k;
     check_tree(ft,
                fmt::format("a k={} {}-tier fat-tree{}{}", ft.k, ft.tiers,
-                           few_pods ? fmt::format(" of {} pods", ft.pods) : "",
+                           few_pods ? fmt::format(" of {} pod{}", ft.pods, ft.pods == 1 ? "" : "s") : "",
                            s.fat_tree_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""),
                ft.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)"
                : few_pods    ? fmt::format("; for more HCAs more pods (up to k = {}) or a larger k", ft.k)

@@ -192,10 +192,13 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
   // parallelism (the search ran it at 0).
   const bool no_zero = space.zero_stages.empty() && pl.zero_stage != base.plan.zero_stage;
   if (no_zero) out.flags += fmt::format(" --set parallelism.zero_stage={}", pl.zero_stage);
+  const bool no_param_gather = base.plan.overlap_param_gather && !pl.overlap_param_gather;
+  if (no_param_gather) out.flags += " --set parallelism.overlap_param_gather=false";
   // Not searched, kept from the scenario: in the YAML too, so that the
   // section can replace the scenario's without losing them.
   for (const std::string& k : kept_plan_keys(base.plan, base.workload, space)) {
-    if (!(no_sp && k == "sequence_parallel: true") && !(no_zero && k.starts_with("zero_stage:")))
+    if (!(no_sp && k == "sequence_parallel: true") && !(no_zero && k.starts_with("zero_stage:")) &&
+        !(no_param_gather && k == "overlap_param_gather: true"))
       out.yaml += fmt::format("  {}\n", k);
   }
   // The global batch searched, also where the scenario leaves it to
@@ -631,9 +634,11 @@ int cmd_search(const Args& args, std::ostream& out) {
                   plan.virtual_stages = chunks;
                   plan.recompute = rc;
                   // ZeRO shards over dp: at dp 1 a stage has no effect (run
-                  // warns so), and the winner is pasted at 0. Megatron-Core's
-                  // overlap_param_gather needs stage 1, so it keeps it.
-                  plan.zero_stage = dp == 1 && !base.plan.overlap_param_gather ? 0 : zero;
+                  // warns so), and the winner is pasted at 0; so has
+                  // Megatron-Core's overlap_param_gather, which needs stage
+                  // 1: off too (helper 128).
+                  plan.zero_stage = dp == 1 ? 0 : zero;
+                  if (dp == 1) plan.overlap_param_gather = false;
                   plan.grad_sync = sync;
                   plan.global_batch = global_batch;
                   // An MoE model's tensor parallelism needs sequence parallelism
@@ -899,7 +904,7 @@ int cmd_search(const Args& args, std::ostream& out) {
         base.price_per_gpu_hour ? fmt::format(" and cost at {:g} per GPU-hour", *base.price_per_gpu_hour)
                                 : "");
   }
-  out << caveat_lines(base, false);
+  out << caveat_lines(base, false) << stragglers_line(base);
   out << fmt::format(
       "{} plans considered{}, {} fit in memory, {} simulated{}\n\n", considered,
       invalid > 0 ? fmt::format(" ({} not valid plans)", invalid) : "", fitting.size(), simulated,

@@ -190,10 +190,7 @@ std::string format_sensitivity_text(const Scenario& s, const Sensitivity& r) {
                      s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), s.predictor,
                      to_string(s.backend));
   out += caveat_lines(s);
-  // (helper 127: a forecast with slower GPUs said nothing of them here)
-  study::ComputeScales scales;
-  for (double f : s.compute_scale) scales.add(f);
-  if (scales.any()) out += fmt::format("Stragglers     {}\n", compute_scales_phrase(scales, s.gpus()));
+  out += stragglers_line(s);  // (helper 127: a forecast with slower GPUs said nothing of them here)
   out += fmt::format("Iteration      {:.3f} ms with the scenario's calibration (docs/calibration.md)\n\n",
                      r.iteration.ms());
   out +=

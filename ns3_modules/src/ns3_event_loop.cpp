@@ -41,7 +41,8 @@ class HeartbeatScheduler final : public ns3::PriorityQueueScheduler {
             .AddAttribute("Heartbeat", "Called every Interval events removed from the queue.",
                           ns3::CallbackValue(), ns3::MakeCallbackAccessor(&HeartbeatScheduler::m_heartbeat),
                           ns3::MakeCallbackChecker())
-            .AddAttribute("Interval", "Events between two heartbeats.", ns3::UintegerValue(1U << 16),
+            .AddAttribute("Interval", "Events between two heartbeats.",
+                          ns3::UintegerValue(Ns3EventLoop::kHeartbeatEvents),
                           ns3::MakeUintegerAccessor(&HeartbeatScheduler::m_interval),
                           ns3::MakeUintegerChecker<std::uint64_t>(1));
     return tid;
@@ -58,7 +59,7 @@ class HeartbeatScheduler final : public ns3::PriorityQueueScheduler {
 
  private:
   ns3::Callback<void> m_heartbeat;
-  std::uint64_t m_interval = 1U << 16;
+  std::uint64_t m_interval = Ns3EventLoop::kHeartbeatEvents;
   std::uint64_t m_removed = 0;
 };
 
@@ -111,15 +112,27 @@ void Ns3EventLoop::schedule(Time delay, engine::Callback fn) {
   ns3::Simulator::Schedule(ns3::PicoSeconds(delay.ps()), event);
 }
 
-void Ns3EventLoop::run() { ns3::Simulator::Run(); }
+void Ns3EventLoop::run() {
+  // The heartbeat calls out while the run runs, not when Destroy() (or
+  // SetScheduler) drains what an interrupted run left (helper 128).
+  running_ = true;
+  try {
+    ns3::Simulator::Run();
+  } catch (...) {
+    running_ = false;
+    throw;
+  }
+  running_ = false;
+}
 
 void Ns3EventLoop::set_heartbeat(std::function<void(Time)> fn, std::uint64_t every) {
   if (every == 0) throw InputError("ns-3 backend: a heartbeat every 0 events");
   ns3::ObjectFactory scheduler;
   if (fn) {
     scheduler.SetTypeId(HeartbeatScheduler::GetTypeId());
-    scheduler.Set("Heartbeat",
-                  ns3::CallbackValue(ns3::Callback<void>([this, fn = std::move(fn)] { fn(now()); })));
+    scheduler.Set("Heartbeat", ns3::CallbackValue(ns3::Callback<void>([this, fn = std::move(fn)] {
+                    if (running_) fn(now());
+                  })));
     scheduler.Set("Interval", ns3::UintegerValue(every));
   } else {
     scheduler.SetTypeId("ns3::PriorityQueueScheduler");

@@ -457,9 +457,9 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
 
 // Points are joined in order of their GPUs whatever order the sweep listed
 // them in, and the ideal line and the efficiency start from the fewest GPUs
-// that fit: Llama 3 8B under ZeRO-2 at micro-batch 8 needs 84.8 GiB on one
-// node (out of memory), 77.4 on two, 73.6 on four (micro-batch 7 until its
-// fused SwiGLU stopped counting a SiLU output, 2026-12-06: 78.1 on one).
+// that fit: Llama 3 8B under ZeRO-2 at micro-batch 8 needs 85.0 GiB on one
+// node (out of memory), 77.5 on two, 73.7 on four (micro-batch 7 until its
+// fused SwiGLU stopped counting a SiLU output, 2026-12-06: 78.2 on one).
 TEST_F(ChartTest, NodeSweepJoinsByGpusAndScalesFromTheFewestThatFit) {
   const std::string svg =
       sweep("scaling.yaml", {"cluster.nodes=4,1,2", "model.preset=llama3-8b", "parallelism.zero_stage=2",

@@ -119,10 +119,10 @@ TEST(Jobs, BadInputIsOneLineNamingTheNumbers) {
   EXPECT_EQ(error_of(text, {{"jobs", "[]"}}), "s.yaml (--set jobs): jobs: expected a non-empty list of jobs");
   // mixed_gpus is refused at its line (helper 127: the file alone).
   const std::string mixed = text + "mixed_gpus:\n  gpu: A100-80GB\n  nodes: 1\n";
-  const std::string line = std::to_string(std::count(text.begin(), text.end(), '\n') + 2);
+  const std::string line = std::to_string(std::count(text.begin(), text.end(), '\n') + 1);
   EXPECT_EQ(
       error_of(mixed),
-      "s.yaml:" + line + ":3: mixed_gpus: not available with jobs (each job runs on the cluster's gpu)");
+      "s.yaml:" + line + ":1: mixed_gpus: not available with jobs (each job runs on the cluster's gpu)");
 }
 
 // One job's keys from the command line (helper 81: `--set jobs[0].nodes=3`

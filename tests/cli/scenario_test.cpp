@@ -1294,7 +1294,7 @@ TEST(Scenario, CoreKeysOnlyWhereThereAreCoreLinks) {
             "s.yaml (--set cluster.fabric.k): cluster.fabric.k: must be even and at least 4 (got 7)");
   const std::string one_pod = replaced(three, "k: 8", "k: 8\n    pods: 1");
   EXPECT_NE(error_of(one_pod, {{"cluster.nodes", "3"}})
-                .find(": cluster.fabric.pods: a k=8 3-tier fat-tree of 1 pods attaches 16 HCAs, but the "
+                .find(": cluster.fabric.pods: a k=8 3-tier fat-tree of 1 pod attaches 16 HCAs, but the "
                       "cluster has 24 (one per GPU: cluster.nodes x cluster.gpus_per_node = 3 x 8); for more "
                       "HCAs more pods (up to k = 8) or a larger k"),
             std::string::npos)

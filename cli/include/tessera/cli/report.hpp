@@ -335,6 +335,13 @@ std::string failures_line(const Scenario::Failures& f, Time iteration);
 /// for the faster; each pair only where there are such GPUs).
 std::string compute_scales_phrase(const study::ComputeScales& c, int gpus);
 std::string compute_scales_json(const study::ComputeScales& c);
+/// The scenario's `stragglers:` factors, counted by direction (the one count
+/// of slower and faster GPUs every report uses).
+study::ComputeScales compute_scales_of(const Scenario& s);
+/// "Stragglers     <compute_scales_phrase>\n" where the scenario has slower
+/// or faster GPUs, else empty: `run`'s line, which sensitivity,
+/// compare-schedules and search print too (helpers 127, 128).
+std::string stragglers_line(const Scenario& s);
 /// The ns-3 run's fabric counters (the report's `Packet fabric` lines), with
 /// the invariants side by side (injected against delivered, drops, credit
 /// violations).

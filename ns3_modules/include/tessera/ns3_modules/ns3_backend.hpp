@@ -154,13 +154,17 @@ class Ns3EventLoop final : public engine::EventLoop {
   /// Events ns-3 has executed so far (ours and its own packet events).
   [[nodiscard]] std::uint64_t events_processed() const;
   /// A sign of life for long runs: `fn` is called with the simulated time
-  /// once every `every` events ns-3 takes from its queue (from the
-  /// scheduler, so no event is added: the results and events_processed()
-  /// stay exactly as without it, and the calls end with the events). Null
-  /// `fn`: none. Call before run(). Throws InputError for `every` 0.
+  /// once every `every` events ns-3 takes from its queue while run() runs
+  /// (from the scheduler, so no event is added: the results and
+  /// events_processed() stay exactly as without it; not when ns-3 drains
+  /// what an interrupted run left, in the destructor). Null `fn`: none.
+  /// Call before run(). Throws InputError for `every` 0.
   void set_heartbeat(std::function<void(Time)> fn, std::uint64_t every = kHeartbeatEvents);
   /// The default heartbeat interval: about 50 ms of a large run's wall time.
   static constexpr std::uint64_t kHeartbeatEvents = 1U << 16;
+
+ private:
+  bool running_ = false;  ///< inside run(): the heartbeat calls out only then
 };
 
 /// What the packet fabric did; filled as the simulation runs.
