@@ -529,9 +529,8 @@ std::string caveat_json(const std::vector<std::string>& untested_gpu,
 
 std::string fp8_basis() {
   return fmt::format(
-      "layer GEMMs in FP8, timed unvalidated: the BF16 fit's utilization on the FP8 peak, fit on no FP8 data "
-      "({}); "
-      "memory as at bf16 (no FP8 weight copies; activations at 16 bits)",
+      "layer GEMMs in FP8, timed unvalidated: the BF16 fit's utilization on the FP8 peak, fit on no FP8 "
+      "data ({}); memory as at bf16 (no FP8 weight copies; activations at 16 bits)",
       kFp8GemmFigure);
 }
 
@@ -772,9 +771,8 @@ std::string format_text(const RunReport& r) {
     // (MFU's peak said: the cluster GPU's, whatever the mixed nodes run;
     // helper 127)
     out += fmt::format(
-        "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU; MFU and "
-        "HFU "
-        "against {}'s peak)\n",
+        "Mixed GPUs     {} node{} of {} ({}; each stage's memory checked against its smallest GPU; "
+        "MFU and HFU against {}'s peak)\n",
         r.mixed_nodes.size(), r.mixed_nodes.size() == 1 ? "" : "s", r.mixed_gpu, nodes_phrase(r.mixed_nodes),
         r.gpu);
   }

@@ -51,7 +51,7 @@ constexpr std::int64_t kWorkspaceBytes = 1LL << 30;  // CUDA context + cuBLAS wo
 double mlp_activation_factor(const TransformerConfig& m, const Workload& w) {
   const double f = static_cast<double>(m.ffn_hidden) / static_cast<double>(m.hidden);
   if (!m.gated_mlp) return 4.0 * f;
-  return w.framework == node_model::Framework::Megatron ? 6.0 * f : 8.0 * f;
+  return fused_swiglu(m, w) ? 6.0 * f : 8.0 * f;
 }
 
 /// Activation bytes one layer keeps for backward per micro-batch (Korthikanti

@@ -300,7 +300,7 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   // unfused ones), Megatron-DeepSpeed's and eager's SiLU (timed as GeLU's
   // elementwise class) and a multiply (helper 74: its ParallelMLP's swiglu
   // is F.silu(x[0]) * x[1], unfused).
-  if (m.gated_mlp && w.framework == node_model::Framework::Megatron) {
+  if (fused_swiglu(m, w)) {
     ops.push_back(r.bias_swiglu("swiglu", t, f, bias ? 2 * f : 0));
   } else {
     ops.push_back(r.bias_gelu(m.gated_mlp ? "silu" : "gelu", t, f, bias ? (m.gated_mlp ? 2 : 1) * f : 0));
@@ -309,6 +309,10 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   ops.push_back(r.layer_linear("fc2", t, f, h, linear_bias));
   ops.push_back(r.bias_dropout_add("residual2", tv, h, m.dropout, bias));
   return ops;
+}
+
+bool fused_swiglu(const TransformerConfig& m, const Workload& w) {
+  return m.gated_mlp && w.framework == node_model::Framework::Megatron;
 }
 
 std::int64_t expert_dispatch_tokens_per_rank(const TransformerConfig& m, const Workload& w,

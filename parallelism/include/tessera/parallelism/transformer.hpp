@@ -204,6 +204,10 @@ using node_model::Pass;
 /// ln2, fc1, gelu (bias-GeLU), [gate], fc2, residual2. Heads and MLP columns
 /// are split `shard.tp` ways.
 std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, const Sharding& shard = {});
+/// A gated MLP's SiLU and multiply run as Megatron-Core's one fused
+/// bias_swiglu kernel each way (the `megatron` profile), not apart: the
+/// kernels layer_ops lists and the activations the memory model keeps.
+[[nodiscard]] bool fused_swiglu(const TransformerConfig& m, const Workload& w);
 /// The operators of one MoE layer on one rank of a tp x ep layout, in forward
 /// order: the attention block as layer_ops (ln1 .. residual1), ln2, `router`
 /// (hidden x experts GEMM, replicated, on the rank's own tokens: its sequence
