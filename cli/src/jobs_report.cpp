@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <iostream>
 
 #include "tessera/cli/report.hpp"
@@ -102,6 +103,22 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
                        node_list(j.nodes), j.alone.seconds() * 1e3, j.shared.seconds() * 1e3, 100.0 * j.slowdown(),
                        j.tokens_per_s);
   }
+  // tessera run's split of each job's iteration (study::breakdown): with
+  // the same plan alone and shared, only the exposed communication differs.
+  out +=
+      "Split          each job's iteration as tessera run splits it; sharing the fabric adds only to the "
+      "exposed communication\n";
+  out += fmt::format("{:<16} {:>12} {:>12} {:>12}   {}\n", "job", "compute (ms)", "host (ms)", "bubble (ms)",
+                     "exposed comm (ms): alone -> shared");
+  for (const auto& j : o.jobs) {
+    const IterationBreakdown alone = j.alone_breakdown();
+    const IterationBreakdown shared = j.shared_breakdown();
+    const std::array<int, 4> tenths = shared.tenths_of_percent();
+    out += fmt::format(
+        "{:<16} {:>12.3f} {:>12.3f} {:>12.3f}   {:.3f} -> {:.3f} ({:.1f}% of the shared iteration)\n", j.name,
+        shared.compute.ms(), shared.host.ms(), shared.bubble.ms(), alone.exposed_comm.ms(),
+        shared.exposed_comm.ms(), tenths[3] / 10.0);
+  }
   // One iteration each, started together: jobs of different lengths would
   // drift in and out of phase over many (docs/scenarios.md, "Several jobs").
   if (!o.jobs.empty()) {
@@ -185,6 +202,7 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
   const JobNotes notes = job_notes(s);
   for (std::size_t i = 0; i < o.jobs.size(); ++i) {
     const auto& j = o.jobs[i];
+    const IterationBreakdown shared = j.shared_breakdown();
     // As in tessera run --json: each only when the job has one.
     const std::string extra =
         i < notes.untested_gpu.size()
@@ -205,10 +223,12 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
       links += "]";
     }
     out += fmt::format(
-        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], {}"alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "tokens_per_s": {:.3f}, "peak_memory_bytes": {}, "memory_capacity_bytes": {}, "oom": {}, "busiest_links": {}{}}})",
+        R"({}{{"name": {}, "gpus": {}, "nodes": [{}], {}"alone_iteration_time_s": {:.9e}, "iteration_time_s": {:.9e}, "slowdown": {:.6f}, "compute_time_s": {:.9e}, "host_time_s": {:.9e}, "bubble_time_s": {:.9e}, "alone_exposed_comm_time_s": {:.9e}, "exposed_comm_time_s": {:.9e}, "tokens_per_s": {:.3f}, "peak_memory_bytes": {}, "memory_capacity_bytes": {}, "oom": {}, "busiest_links": {}{}}})",
         i == 0 ? "" : ", ", json_string(j.name), j.gpus, nodes,
         // As tessera run --json: only for a job with stragglers.
-        compute_scales_json(j.scales), j.alone.seconds(), j.shared.seconds(), j.slowdown(), j.tokens_per_s,
+        compute_scales_json(j.scales), j.alone.seconds(), j.shared.seconds(), j.slowdown(),
+        shared.compute.seconds(), shared.host.seconds(), shared.bubble.seconds(),
+        j.alone_breakdown().exposed_comm.seconds(), shared.exposed_comm.seconds(), j.tokens_per_s,
         j.peak_memory.count(), j.memory_capacity.count(), j.oom(), links, extra);
   }
   out += fmt::format(R"(], "iteration_time_s": {:.9e})", o.makespan.seconds());

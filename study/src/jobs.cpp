@@ -152,7 +152,8 @@ JobsOutcome simulate_jobs(const Scenario& s) {
   }
   for (std::size_t j = 0; j < s.jobs.size(); ++j) {
     const Job& job = s.jobs[j];
-    const engine::ExecutionResult alone = execute_on_backend(s, place_jobs({&graphs[j]}, {gpu_of[j]}, s.gpus()), topo);
+    const parallelism::TaskGraph alone_graph = place_jobs({&graphs[j]}, {gpu_of[j]}, s.gpus());
+    const engine::ExecutionResult alone = execute_on_backend(s, alone_graph, topo);
     JobOutcome o;
     o.name = job.name;
     o.nodes = job.nodes;
@@ -169,6 +170,9 @@ JobsOutcome simulate_jobs(const Scenario& s) {
       }
     }
     o.alone = iteration_of(alone, gpu_of[j]);
+    // Its ranks' stragglers apply here as in the runs (execution_options
+    // scales the cluster's GPUs); the other jobs' GPUs run nothing.
+    o.free_comm = free_communication(engine::execute_on_free_network(alone_graph, execution_options(s)));
     o.shared = iteration_of(shared, gpu_of[j]);
     o.tokens_per_s = tokens_per_second(job.scenario, o.shared);
     if (out.per_job_links) {

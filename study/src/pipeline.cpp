@@ -216,14 +216,10 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
   if (!split) return sim;
   // Free communication: the zero-cost network applies no calibration; one
   // rank per class of interchangeable ranks runs.
-  const auto free = engine::execute_on_free_network(planned.graph, options);
+  const FreeCommunication free = free_communication(engine::execute_on_free_network(planned.graph, options));
   sim.free_comm_makespan = free.makespan;
-  for (const auto& r : free.ranks) {
-    if (r.compute_busy > sim.free_comm_compute || (r.compute_busy == sim.free_comm_compute && r.host_wait > sim.free_comm_host)) {
-      sim.free_comm_compute = r.compute_busy;
-      sim.free_comm_host = r.host_wait;
-    }
-  }
+  sim.free_comm_compute = free.compute;
+  sim.free_comm_host = free.host;
   return sim;
 }
 
@@ -361,14 +357,30 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
   }
 }
 
-IterationBreakdown breakdown(const Simulation& sim) {
+FreeCommunication free_communication(const engine::ExecutionResult& free_network) {
+  FreeCommunication f;
+  f.makespan = free_network.makespan;
+  for (const auto& r : free_network.ranks) {
+    if (r.compute_busy > f.compute || (r.compute_busy == f.compute && r.host_wait > f.host)) {
+      f.compute = r.compute_busy;
+      f.host = r.host_wait;
+    }
+  }
+  return f;
+}
+
+IterationBreakdown breakdown(Time iteration, const FreeCommunication& free) {
   IterationBreakdown b;
-  b.iteration = sim.result.makespan;
-  b.compute = sim.free_comm_compute;
-  b.host = std::min(sim.free_comm_host, std::max(Time::zero(), sim.free_comm_makespan - b.compute));
-  b.bubble = std::max(Time::zero(), sim.free_comm_makespan - b.compute - b.host);
-  b.exposed_comm = std::max(Time::zero(), b.iteration - sim.free_comm_makespan);
+  b.iteration = iteration;
+  b.compute = free.compute;
+  b.host = std::min(free.host, std::max(Time::zero(), free.makespan - b.compute));
+  b.bubble = std::max(Time::zero(), free.makespan - b.compute - b.host);
+  b.exposed_comm = std::max(Time::zero(), b.iteration - free.makespan);
   return b;
+}
+
+IterationBreakdown breakdown(const Simulation& sim) {
+  return breakdown(sim.result.makespan, {sim.free_comm_makespan, sim.free_comm_compute, sim.free_comm_host});
 }
 
 std::optional<TrainingRun> training_run(double tokens, double tokens_per_second, int gpus,

@@ -301,6 +301,68 @@ TEST(Jobs, SlowdownsByHand) {
   EXPECT_EQ(spread.makespan, spread.jobs[0].shared);
 }
 
+// Each job's split (compute, host, bubble, exposed communication) is the
+// one tessera run gives the same job alone on a cluster of its own; sharing
+// the fabric moves only the exposed communication, by the slowdown's time.
+TEST(Jobs, EachJobsSplitIsTesseraRunsAndSharingAddsOnlyExposedComm) {
+  const std::string text = scenario_text("two-jobs.yaml");
+  // The same job alone: the top level without `jobs`, on its 2 nodes.
+  std::string one = text.substr(0, text.find("\njobs:") + 1);
+  one.replace(one.find("nodes: 4"), 8, "nodes: 2");
+  one.erase(one.find("placement: spread\n"), 18);  // (a key of jobs only)
+  const Simulation sim = simulate_scenario(parse_scenario(one, "one.yaml"));
+  const IterationBreakdown single = breakdown(sim);
+  ASSERT_GT(single.exposed_comm, Time::zero());
+  ASSERT_GT(single.host, Time::zero());
+  const JobsOutcome packed = simulate_jobs(parse_scenario(text, "t.yaml", {{"placement", "packed"}}));
+  const JobsOutcome spread = simulate_jobs(parse_scenario(text, "t.yaml"));
+  for (const JobsOutcome* o : {&packed, &spread}) {
+    ASSERT_EQ(o->jobs.size(), 2U);
+    for (const auto& j : o->jobs) {
+      const IterationBreakdown alone = j.alone_breakdown();
+      const IterationBreakdown shared = j.shared_breakdown();
+      EXPECT_EQ(alone.compute + alone.host + alone.bubble + alone.exposed_comm, j.alone) << j.name;
+      EXPECT_EQ(shared.compute + shared.host + shared.bubble + shared.exposed_comm, j.shared) << j.name;
+      EXPECT_EQ(alone.compute, single.compute) << j.name;
+      EXPECT_EQ(alone.host, single.host) << j.name;
+      EXPECT_EQ(alone.bubble, single.bubble) << j.name;
+      EXPECT_EQ(shared.compute, alone.compute) << j.name;
+      EXPECT_EQ(shared.exposed_comm - alone.exposed_comm, j.shared - j.alone) << j.name;
+    }
+  }
+  // Packed, each job under its own leaf is the single job, exposed
+  // communication included; spread, the shared up-links add to it.
+  EXPECT_EQ(packed.jobs[0].alone_breakdown().exposed_comm, single.exposed_comm);
+  EXPECT_EQ(packed.jobs[0].shared_breakdown().exposed_comm, single.exposed_comm);
+  EXPECT_GT(spread.jobs[0].shared_breakdown().exposed_comm, spread.jobs[0].alone_breakdown().exposed_comm);
+  // A straggler node of job-a doubles its compute; job-b's is untouched.
+  const JobsOutcome slow = simulate_jobs(
+      parse_scenario(text, "t.yaml", {{"stragglers.nodes", "0"}, {"stragglers.slowdown", "2"}}));
+  EXPECT_EQ(slow.jobs[0].alone_breakdown().compute, single.compute + single.compute);
+  EXPECT_EQ(slow.jobs[1].alone_breakdown().compute, single.compute);
+  // The report: the split per job, in ms, and the exposed share of the
+  // shared iteration; --json: tessera run's keys per job.
+  const Scenario s = parse_scenario(text, "t.yaml");
+  const std::string t = format_jobs_text(s, spread);
+  const auto& a = spread.jobs[0];
+  const IterationBreakdown sa = a.shared_breakdown();
+  EXPECT_NE(t.find(fmt::format(
+                "\njob-a            {:>12.3f} {:>12.3f} {:>12.3f}   {:.3f} -> {:.3f} ({:.1f}% of the "
+                "shared iteration)\n",
+                sa.compute.ms(), sa.host.ms(), sa.bubble.ms(), a.alone_breakdown().exposed_comm.ms(),
+                sa.exposed_comm.ms(), sa.tenths_of_percent()[3] / 10.0)),
+            std::string::npos)
+      << t;
+  const std::string j = format_jobs_json(s, spread);
+  EXPECT_NE(j.find(fmt::format(R"("slowdown": {:.6f}, "compute_time_s": {:.9e}, "host_time_s": {:.9e}, )"
+                               R"("bubble_time_s": {:.9e}, "alone_exposed_comm_time_s": {:.9e}, )"
+                               R"("exposed_comm_time_s": {:.9e}, "tokens_per_s")",
+                               a.slowdown(), sa.compute.seconds(), sa.host.seconds(), sa.bubble.seconds(),
+                               a.alone_breakdown().exposed_comm.seconds(), sa.exposed_comm.seconds())),
+            std::string::npos)
+      << j;
+}
+
 // Link bytes by job (flow backend): packed, each job stays under its own
 // leaf, so neither has a byte on a leaf-spine link; spread, both cross the
 // spines. On every link the jobs' bytes add up to the link's total, and a

@@ -11,6 +11,7 @@
 
 #include "tessera/parallelism/task_graph.hpp"
 #include "tessera/study/backend.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "tessera/study/scenario.hpp"
 #include "tessera/topology/topology.hpp"
 #include "tessera/units.hpp"
@@ -93,6 +94,14 @@ struct JobOutcome {
   /// Its GPUs slower and faster than predicted (`stragglers:`,
   /// Scenario::compute_scale on the cluster's GPUs).
   ComputeScales scales;
+  /// The job alone on its GPUs with every collective free: what splits its
+  /// iterations into compute, host, bubble and exposed communication.
+  FreeCommunication free_comm;
+  /// The split of its iteration alone and shared (tessera run's, defined
+  /// once in study::breakdown): the other jobs' traffic can only add to the
+  /// exposed communication.
+  [[nodiscard]] IterationBreakdown alone_breakdown() const { return breakdown(alone, free_comm); }
+  [[nodiscard]] IterationBreakdown shared_breakdown() const { return breakdown(shared, free_comm); }
   [[nodiscard]] bool oom() const { return memory_capacity.count() > 0 && peak_memory > memory_capacity; }
   [[nodiscard]] double slowdown() const {
     return alone > Time::zero() ? static_cast<double>(shared.ps()) / static_cast<double>(alone.ps()) - 1.0 : 0.0;

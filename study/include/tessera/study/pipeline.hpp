@@ -59,6 +59,19 @@ struct IterationBreakdown {
   [[nodiscard]] std::array<int, 4> tenths_of_percent() const;
 };
 IterationBreakdown breakdown(const Simulation& sim);
+/// What the split takes from a run on the free network
+/// (engine::execute_on_free_network): its makespan, the busiest compute
+/// stream (ties: the rank that waited longer for its host) and that rank's
+/// host wait. Simulation's free_comm_* fields and each job of a `jobs:`
+/// scenario hold these.
+struct FreeCommunication {
+  Time makespan, compute, host;
+};
+FreeCommunication free_communication(const engine::ExecutionResult& free_network);
+/// The split of an iteration of length `iteration` whose plan, on the free
+/// network, gave `free` (what breakdown(Simulation) computes; the jobs'
+/// reports use it for each job alone and shared).
+IterationBreakdown breakdown(Time iteration, const FreeCommunication& free);
 /// Throughput (defined here only): one iteration's tokens (the plan's
 /// sequences x seq_len) over `iteration`; 0 for an empty iteration. `run`,
 /// `sweep`, `search` and the jobs' reports all give this.
