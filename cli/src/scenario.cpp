@@ -635,7 +635,11 @@ void checked_keys(const Section& s, const std::string& path, std::initializer_li
       // A library message that opens with the key's path says it once
       // (helper 126: "cluster.fabric.k: cluster.fabric.k must be even ...").
       const std::string kp = s.key_path(key);
-      s.fail_at(s.key_mark(key), kp, msg.rfind(kp + " ", 0) == 0 ? msg.substr(kp.size() + 1) : msg);
+      // At the value, as every other check of a value points (helper 126:
+      // `k: 7` was marked at the key, `k: 0` at the value).
+      const YAML::Node value = s.node()[key];
+      s.fail_at(value.IsScalar() ? value.Mark() : s.key_mark(key), kp,
+                msg.rfind(kp + " ", 0) == 0 ? msg.substr(kp.size() + 1) : msg);
     }
     if (!only_keys) s.fail_at(s.node().Mark(), path, msg);
   }

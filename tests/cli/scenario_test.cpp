@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -940,14 +941,14 @@ TEST(Scenario, ErrorsNameTheKeyPath) {
       std::string::npos);
   EXPECT_NE(
       error_of(replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n  heads: 7"))
-          .find(":23:3: model.heads: model 'gpt2-large (heads 7)': heads (7) must divide hidden (1280)"),
+          .find(":23:10: model.heads: model 'gpt2-large (heads 7)': heads (7) must divide hidden (1280)"),
       std::string::npos);
   // The key the rule names first, not the section nor the other key named.
   EXPECT_NE(
       error_of(
           replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n  heads: 20\n  kv_heads: 6"))
           .find(
-              ":24:3: model.kv_heads: model 'gpt2-large (kv_heads 6)': kv_heads (6) must divide heads (20)"),
+              ":24:13: model.kv_heads: model 'gpt2-large (kv_heads 6)': kv_heads (6) must divide heads (20)"),
       std::string::npos)
       << error_of(replaced(default_text(), "preset: gpt2-large",
                            "preset: gpt2-large\n  heads: 20\n  kv_heads: 6"));
@@ -1292,6 +1293,16 @@ TEST(Scenario, CoreKeysOnlyWhereThereAreCoreLinks) {
   // A library check's message names its key once (helper 126: twice).
   EXPECT_EQ(error_of(two, {{"cluster.fabric.k", "7"}}),
             "s.yaml (--set cluster.fabric.k): cluster.fabric.k: must be even and at least 4 (got 7)");
+  // In the file, at the value, where `k: 0`'s own check points (helper 126:
+  // `k: 7` was marked at the key).
+  const std::size_t k_line =
+      static_cast<std::size_t>(
+          std::count(two.begin(), two.begin() + static_cast<std::ptrdiff_t>(two.find("k: 8")), '\n')) +
+      1;
+  EXPECT_EQ(error_of(replaced(two, "k: 8", "k: 7")),
+            fmt::format("s.yaml:{}:8: cluster.fabric.k: must be even and at least 4 (got 7)", k_line));
+  EXPECT_EQ(error_of(replaced(two, "k: 8", "k: 0")),
+            fmt::format("s.yaml:{}:8: cluster.fabric.k: must be positive, got 0", k_line));
   const std::string one_pod = replaced(three, "k: 8", "k: 8\n    pods: 1");
   EXPECT_NE(error_of(one_pod, {{"cluster.nodes", "3"}})
                 .find(": cluster.fabric.pods: a k=8 3-tier fat-tree of 1 pod attaches 16 HCAs, but the "
@@ -1396,10 +1407,10 @@ TEST(Scenario, OversubscriptionThatDoesNotSplitTheLeafNamesTheKey) {
   EXPECT_EQ(error_of(t, {Override{"cluster.fabric.oversubscription", "4"}}),
             "s.yaml (--set cluster.fabric.oversubscription): cluster.fabric.oversubscription: " + why);
   EXPECT_EQ(error_of(replaced(t, "oversubscription: 1", "oversubscription: 4")),
-            "s.yaml:19:5: cluster.fabric.oversubscription: " + why);
+            "s.yaml:19:23: cluster.fabric.oversubscription: " + why);
   EXPECT_EQ(error_of(replaced(replaced(t, "tiers: auto", "tiers: 2"), "oversubscription: 1",
                               "oversubscription: 4")),
-            "s.yaml:19:5: cluster.fabric.oversubscription: " + why);
+            "s.yaml:19:23: cluster.fabric.oversubscription: " + why);
   EXPECT_EQ(parse_scenario(t, "s.yaml", {Override{"cluster.fabric.oversubscription", "3"}})
                 .fat_tree.oversubscription,
             3);
