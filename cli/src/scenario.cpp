@@ -784,25 +784,24 @@ node_model::GpuSpec read_gpu(Section& cluster, std::vector<std::string>& warning
 std::string changed_from_preset(const parallelism::TransformerConfig& preset,
                                 const parallelism::TransformerConfig& cfg) {
   std::vector<std::string> changed;
-  for (const auto& [key, was, now] :
-       {std::tuple{"layers", preset.layers, cfg.layers}, std::tuple{"hidden", preset.hidden, cfg.hidden},
-        std::tuple{"heads", preset.heads, cfg.heads},
-        std::tuple{"ffn_hidden", preset.ffn_hidden, cfg.ffn_hidden},
-        std::tuple{"vocab", preset.vocab, cfg.vocab},
-        // kv_heads as attention sees it: a preset without one has a key
-        // and value head per query head (with the heads as now), so
-        // `kv_heads: 20` on gpt2-large's 20 heads changes nothing.
-        std::tuple{"kv_heads", preset.kv_heads > 0 ? preset.kv_heads : cfg.heads, cfg.kv_heads_or_heads()}}) {
+  // Each key once, in the label's order: sizes, booleans, norm, experts.
+  const auto note = [&](const char* key, const auto& was, const auto& now) {
     if (was != now) changed.push_back(fmt::format("{} {}", key, now));
-  }
-  for (const auto& [key, was, now] :
-       {std::tuple{"gated_mlp", preset.gated_mlp, cfg.gated_mlp},
-        std::tuple{"tied_embeddings", preset.tied_embeddings, cfg.tied_embeddings},
-        std::tuple{"learned_positions", preset.learned_positions, cfg.learned_positions},
-        std::tuple{"dropout", preset.dropout, cfg.dropout},
-        std::tuple{"linear_bias", preset.linear_bias, cfg.linear_bias}}) {
-    if (was != now) changed.push_back(fmt::format("{} {}", key, now));
-  }
+  };
+  note("layers", preset.layers, cfg.layers);
+  note("hidden", preset.hidden, cfg.hidden);
+  note("heads", preset.heads, cfg.heads);
+  note("ffn_hidden", preset.ffn_hidden, cfg.ffn_hidden);
+  note("vocab", preset.vocab, cfg.vocab);
+  // kv_heads as attention sees it: a preset without one has a key and value
+  // head per query head (with the heads as now), so `kv_heads: 20` on
+  // gpt2-large's 20 heads changes nothing.
+  note("kv_heads", preset.kv_heads > 0 ? preset.kv_heads : cfg.heads, cfg.kv_heads_or_heads());
+  note("gated_mlp", preset.gated_mlp, cfg.gated_mlp);
+  note("tied_embeddings", preset.tied_embeddings, cfg.tied_embeddings);
+  note("learned_positions", preset.learned_positions, cfg.learned_positions);
+  note("dropout", preset.dropout, cfg.dropout);
+  note("linear_bias", preset.linear_bias, cfg.linear_bias);
   if (preset.rms_norm != cfg.rms_norm) changed.push_back(cfg.rms_norm ? "norm rmsnorm" : "norm layernorm");
   // The experts' shape (helper 125: a moe override kept the preset's
   // label, so a sweep over it named different models alike); an expert
@@ -810,16 +809,12 @@ std::string changed_from_preset(const parallelism::TransformerConfig& preset,
   const auto expert_ffn = [](const parallelism::TransformerConfig& c) {
     return c.moe.expert_ffn_hidden > 0 ? c.moe.expert_ffn_hidden : c.ffn_hidden;
   };
-  for (const auto& [key, was, now] :
-       {std::tuple{"moe.experts", preset.moe.experts, cfg.moe.experts},
-        std::tuple{"moe.top_k", preset.moe.top_k, cfg.moe.top_k},
-        std::tuple{"moe.expert_ffn_hidden", cfg.is_moe() ? expert_ffn(preset) : 0,
-                   cfg.is_moe() ? expert_ffn(cfg) : 0},
-        std::tuple{"moe.moe_every", preset.moe.moe_every, cfg.moe.moe_every},
-        std::tuple{"moe.first_dense_layers", preset.moe.first_dense_layers, cfg.moe.first_dense_layers},
-        std::tuple{"moe.shared_experts", preset.moe.shared_experts, cfg.moe.shared_experts}}) {
-    if (was != now) changed.push_back(fmt::format("{} {}", key, now));
-  }
+  note("moe.experts", preset.moe.experts, cfg.moe.experts);
+  note("moe.top_k", preset.moe.top_k, cfg.moe.top_k);
+  note("moe.expert_ffn_hidden", cfg.is_moe() ? expert_ffn(preset) : 0, cfg.is_moe() ? expert_ffn(cfg) : 0);
+  note("moe.moe_every", preset.moe.moe_every, cfg.moe.moe_every);
+  note("moe.first_dense_layers", preset.moe.first_dense_layers, cfg.moe.first_dense_layers);
+  note("moe.shared_experts", preset.moe.shared_experts, cfg.moe.shared_experts);
   return fmt::format("{}", fmt::join(changed, ", "));
 }
 
