@@ -221,9 +221,16 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
     }
     if (pp < 2) throw InputError(fmt::format("schedule interleaved-1f1b needs pp >= 2 (got {})", pp));
     if (m % pp != 0) {
-      throw InputError(fmt::format("schedule interleaved-1f1b needs the micro-batches (global_batch / (dp x "
-                                   "micro_batch) = {} / ({} x {}) = {}) to be a multiple of pp ({})",
-                                   global_batch, dp, work.micro_batch, m, pp));
+      // Without a global batch there is one micro-batch (helper 130: "0 /
+      // (2 x 1) = 1").
+      const std::string count =
+          global_batch > 0 ? fmt::format("global_batch / (dp x micro_batch) = {} / ({} x {}) = {}", global_batch,
+                                         dp, work.micro_batch, m)
+                           : fmt::format("{}: no global_batch given, one micro-batch of {} per dp rank", m,
+                                         work.micro_batch);
+      throw InputError(fmt::format("schedule interleaved-1f1b needs the micro-batches ({}) to be a multiple of pp "
+                                   "({}): give a global_batch (or micro_batches) that makes them one",
+                                   count, pp));
     }
   }
   if (zero_stage < 0 || zero_stage > 3) {

@@ -951,6 +951,12 @@ TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   p.schedule = Schedule::Interleaved1F1B;
   p.pp = 3;
   EXPECT_NE(error_of(m, kWork, p, 3).find("= 8) to be a multiple of pp (3)"), std::string::npos);
+  // Without a global batch: one micro-batch, said so (helper 130: "0 / (1 x 1) = 1").
+  p.global_batch = 0;
+  EXPECT_EQ(error_of(m, kWork, p, 3),
+            "schedule interleaved-1f1b needs the micro-batches (1: no global_batch given, one micro-batch of 1 "
+            "per dp rank) to be a multiple of pp (3): give a global_batch (or micro_batches) that makes them one");
+  p.global_batch = 8;
   p.pp = 2;
   p.virtual_stages = 1;
   EXPECT_EQ(
