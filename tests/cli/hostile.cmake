@@ -325,7 +325,7 @@ hostile(NAME hf_config.mode RC 2 REGEX [=[--mode]=]
 
 # --- Valid but huge: refused at once with the estimate, not run for hours. ----
 hostile(NAME huge.nodes_million RC 2
-        REGEX [=[^tessera: error: s\.yaml:[0-9]+:[0-9]+: cluster\.fabric\.spines: 1000000 leaves x 8 spines and 8000000 GPUs need more than 20000000 directed links \(about 3 GiB\), the most that are built: fewer cluster\.nodes or cluster\.fabric\.spines \(with --set cluster\.nodes=1000000, --set parallelism\.dp=8000000\)$]=]
+        REGEX [=[^tessera: error: s\.yaml:[0-9]+:[0-9]+: cluster\.fabric\.spines: 1000000 leaves x 8 spines and 8000000 GPUs need more than 20000000 directed links \(about 3\.9 GiB\), the most that are built: fewer cluster\.nodes or cluster\.fabric\.spines \(with --set cluster\.nodes=1000000, --set parallelism\.dp=8000000\)$]=]
         ARGS run s.yaml --set cluster.nodes=1000000 --set parallelism.dp=8000000)
 hostile(NAME huge.dp_eight_million RC 2
         REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take about .* engine events]=]

@@ -474,11 +474,11 @@ void check_size(const LeafSpineSpec& spec) {
   // NVSwitch links, PCIe links to shared HCAs, HCA-leaf links, leaf-spine links.
   const Int128 duplex = gpus + (shared ? gpus : 0) + hosts + (leaves > 1 ? leaves * spec.spines : 0);
   if (2 * duplex > kMaxBuiltLinks) {
-    throw InputError(
-        fmt::format("{} leaves x {} spines and {} GPUs need more than {} directed links (about {} GiB), the "
-                    "most that are built: fewer cluster.nodes or cluster.fabric.spines",
-                    static_cast<std::int64_t>(leaves), spec.spines,
-                    static_cast<std::int64_t>(gpus), kMaxBuiltLinks, kMaxBuiltLinks * kBytesPerBuiltLink >> 30));
+    throw InputError(fmt::format(
+        "{} leaves x {} spines and {} GPUs need more than {} directed links (about {:.1f} GiB), the "
+        "most that are built: fewer cluster.nodes or cluster.fabric.spines",
+        static_cast<std::int64_t>(leaves), spec.spines, static_cast<std::int64_t>(gpus), kMaxBuiltLinks,
+        static_cast<double>(kMaxBuiltLinks * kBytesPerBuiltLink) / (1 << 30)));
   }
 }
 
