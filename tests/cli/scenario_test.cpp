@@ -1794,8 +1794,15 @@ TEST(Scenario, ZeroBubbleSchedulesFromYamlAndOverrides) {
   EXPECT_EQ(parse_scenario(yaml, "s.yaml").plan.schedule, parallelism::Schedule::ZeroBubbleH2);
   const Scenario h1 = parse_scenario(text.str(), "s.yaml", {Override{"parallelism.schedule", "zb-h1"}});
   EXPECT_EQ(h1.plan.schedule, parallelism::Schedule::ZeroBubbleH1);
+  // virtual_stages: auto, so that run and sweep take the interleaved
+  // schedule compare-schedules shows (helper 130: the file's 1 refused it).
+  const Scenario inter =
+      parse_scenario(text.str(), "s.yaml", {Override{"parallelism.schedule", "interleaved-1f1b"}});
+  EXPECT_EQ(inter.plan.schedule, parallelism::Schedule::Interleaved1F1B);
+  EXPECT_EQ(inter.plan.virtual_stages, 3);
+  EXPECT_EQ(parse_scenario(text.str(), "s.yaml").plan.virtual_stages, 1);
   // Virtual stages are refused naming the key (line 38 of the file, its value at column 19).
-  EXPECT_EQ(error_of(replaced(yaml, "virtual_stages: 1", "virtual_stages: 2")),
+  EXPECT_EQ(error_of(replaced(yaml, "virtual_stages: auto", "virtual_stages: 2")),
             "s.yaml:40:19: parallelism.virtual_stages: virtual_stages (2) must be 1 with schedule zb-h2: the "
             "zero-bubble schedules are implemented for one model chunk per pipeline rank");
 }
