@@ -202,7 +202,7 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
     predictor = owned.get();
   }
   auto planned = plan_scenario(s, *predictor);
-  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Simulation sim{build_topology(s), std::move(planned.summary), {}, {}, {}, {}, {}, {}, {}, {}};
   if (const auto* o = dynamic_cast<const node_model::OverridePredictor*>(predictor))
     sim.kernel_overrides = o->stats();
   const engine::ExecutionOptions options = execution_options(s);
@@ -216,10 +216,7 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
   if (!split) return sim;
   // Free communication: the zero-cost network applies no calibration; one
   // rank per class of interchangeable ranks runs.
-  const FreeCommunication free = free_communication(engine::execute_on_free_network(planned.graph, options));
-  sim.free_comm_makespan = free.makespan;
-  sim.free_comm_compute = free.compute;
-  sim.free_comm_host = free.host;
+  sim.free_comm = free_communication(engine::execute_on_free_network(planned.graph, options));
   return sim;
 }
 
@@ -379,9 +376,7 @@ IterationBreakdown breakdown(Time iteration, const FreeCommunication& free) {
   return b;
 }
 
-IterationBreakdown breakdown(const Simulation& sim) {
-  return breakdown(sim.result.makespan, {sim.free_comm_makespan, sim.free_comm_compute, sim.free_comm_host});
-}
+IterationBreakdown breakdown(const Simulation& sim) { return breakdown(sim.result.makespan, sim.free_comm); }
 
 std::optional<TrainingRun> training_run(double tokens, double tokens_per_second, int gpus,
                                         std::optional<double> price_per_gpu_hour) {

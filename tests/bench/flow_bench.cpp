@@ -153,23 +153,20 @@ int main(int argc, char** argv) {
 
     double t_free = 0.0;
     double c_free = 0.0;
-    Time free_makespan;
-    Time free_compute;
+    study::FreeCommunication free_comm;  // what run's split reads (study::free_communication)
     if (free_run) {
       t0 = Clock::now();
       c0 = cpu_seconds();
       if (reference) {
         test_support::ReferenceEventLoop free_loop;
         engine::ZeroCostNetwork free_net(free_loop);
-        const auto free = test_support::reference_execute(planned.graph, free_loop, free_net, nullptr, options);
-        free_makespan = free.makespan;
-        for (const auto& r : free.ranks) free_compute = std::max(free_compute, r.compute_busy);
+        free_comm = study::free_communication(
+            test_support::reference_execute(planned.graph, free_loop, free_net, nullptr, options));
       } else {
         engine::DiscreteEventLoop free_loop;
         engine::ZeroCostNetwork free_net(free_loop);
-        const auto free = engine::execute(planned.graph, free_loop, free_net, nullptr, options);
-        free_makespan = free.makespan;
-        for (const auto& r : free.ranks) free_compute = std::max(free_compute, r.compute_busy);
+        free_comm =
+            study::free_communication(engine::execute(planned.graph, free_loop, free_net, nullptr, options));
       }
       t_free = seconds_since(t0);
       c_free = cpu_seconds() - c0;
@@ -187,8 +184,8 @@ int main(int argc, char** argv) {
                  recomputations == 0 ? 0.0 : static_cast<double>(visited) / static_cast<double>(recomputations));
     }
     if (free_run) {
-      fmt::print("zero-cost    {:.3f} s wall, {:.3f} s CPU  (makespan {} ps, busiest compute {} ps)\n", t_free, c_free,
-                 free_makespan.ps(), free_compute.ps());
+      fmt::print("zero-cost    {:.3f} s wall, {:.3f} s CPU  (makespan {} ps, busiest compute {} ps)\n",
+                 t_free, c_free, free_comm.makespan.ps(), free_comm.compute.ps());
     }
     fmt::print("makespan     {} ps\n", result.makespan.ps());
     fmt::print("fingerprint  {:016x} over {} observed events\n", fp.value(), fp.events());
@@ -199,8 +196,7 @@ int main(int argc, char** argv) {
       sim.topology = topo;
       sim.plan = std::move(planned.summary);
       sim.result = result;
-      sim.free_comm_makespan = free_makespan;
-      sim.free_comm_compute = free_compute;
+      sim.free_comm = free_comm;
       sim.link_bytes = link_bytes;
       fmt::print("{}", cli::format_json(cli::make_report(s, sim)));
     }

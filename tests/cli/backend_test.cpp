@@ -98,7 +98,7 @@ TEST(Backends, ARegisteredBackendRunsAScenario) {
   const Simulation free = simulate_scenario(s, nullptr, nullptr, true, backends);
   EXPECT_EQ(runs, 1);
   EXPECT_GT(free.result.makespan, Time::zero());
-  EXPECT_EQ(free.result.makespan, free.free_comm_makespan);  // nothing exposed
+  EXPECT_EQ(free.result.makespan, free.free_comm.makespan);  // nothing exposed
   EXPECT_LT(free.result.makespan, flow.result.makespan);
   EXPECT_EQ(free.link_csv.substr(0, 5), "link,");
   EXPECT_TRUE(free.link_bytes.empty());
@@ -109,7 +109,7 @@ TEST(Backends, ARegisteredBackendRunsAScenario) {
   EXPECT_EQ(runs, 2);
   // search's screen: the same free-communication iteration, without a
   // topology or a backend run.
-  EXPECT_EQ(study::free_communication_iteration(s, *predictor), free.free_comm_makespan);
+  EXPECT_EQ(study::free_communication_iteration(s, *predictor), free.free_comm.makespan);
   EXPECT_EQ(runs, 2);
 
   // Without the registry that has it, the name is unknown.

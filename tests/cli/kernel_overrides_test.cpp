@@ -130,7 +130,7 @@ TEST_F(KernelOverridesRun, OneKernelShapeChangesComputeByMeasuredMinusPredictedT
   const Simulation a = simulate_scenario(plain);
   const Simulation b = simulate_scenario(with);
   const Time delta = (measured - predicted) * occurrences;
-  EXPECT_EQ(b.free_comm_compute - a.free_comm_compute, delta);
+  EXPECT_EQ(b.free_comm.compute - a.free_comm.compute, delta);
   EXPECT_EQ(b.result.makespan - a.result.makespan, delta);  // nothing else moves
   EXPECT_EQ(breakdown(b).exposed_comm, Time::zero());
 
@@ -357,7 +357,7 @@ TEST_F(KernelOverridesRun, PyTorchProfilerExportChangesExactlyItsLeafGemms) {
   const std::int64_t occurrences = 8;
   const Time delta = (measured->predict(qkv) - base->predict(qkv)) * occurrences +
                      (measured->predict(qkv_wgrad) - base->predict(qkv_wgrad)) * occurrences;
-  EXPECT_EQ(b.free_comm_compute - a.free_comm_compute, delta);
+  EXPECT_EQ(b.free_comm.compute - a.free_comm.compute, delta);
   EXPECT_EQ(b.result.makespan - a.result.makespan, delta);
 
   ASSERT_TRUE(b.kernel_overrides.has_value());

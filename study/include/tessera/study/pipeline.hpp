@@ -18,17 +18,22 @@
 
 namespace tessera::study {
 
+/// What the split takes from a run on the free network
+/// (engine::execute_on_free_network): its makespan, the busiest compute
+/// stream (ties: the rank that waited longer for its host) and that rank's
+/// host wait (parallelism::HostOverhead: time its GPU idled for the host).
+/// A Simulation and each job of a `jobs:` scenario hold one.
+struct FreeCommunication {
+  Time makespan, compute, host;
+};
+
 struct Simulation {
   topology::Topology topology;
   parallelism::PlanSummary plan;     ///< micro-batches, per-stage memory
   engine::ExecutionResult result;    ///< on the scenario's network
-  /// Makespan and busiest compute stream with free communication: what the
-  /// plan costs by itself (compute + pipeline bubbles).
-  Time free_comm_makespan;
-  Time free_comm_compute;
-  /// The same run's host wait on the rank with the busiest compute stream
-  /// (parallelism::HostOverhead): time its GPU idled for the host.
-  Time free_comm_host;
+  /// The run with free communication: what the plan costs by itself
+  /// (compute, host, pipeline bubbles).
+  FreeCommunication free_comm;
   // What the backend measured on the links (BackendRun).
   std::vector<double> link_bytes;  ///< per directed link (flow backend)
   std::vector<Time> link_busy;     ///< per directed link: time it carried a flow (flow backend)
@@ -59,14 +64,6 @@ struct IterationBreakdown {
   [[nodiscard]] std::array<int, 4> tenths_of_percent() const;
 };
 IterationBreakdown breakdown(const Simulation& sim);
-/// What the split takes from a run on the free network
-/// (engine::execute_on_free_network): its makespan, the busiest compute
-/// stream (ties: the rank that waited longer for its host) and that rank's
-/// host wait. Simulation's free_comm_* fields and each job of a `jobs:`
-/// scenario hold these.
-struct FreeCommunication {
-  Time makespan, compute, host;
-};
 FreeCommunication free_communication(const engine::ExecutionResult& free_network);
 /// The split of an iteration of length `iteration` whose plan, on the free
 /// network, gave `free` (what breakdown(Simulation) computes; the jobs'
