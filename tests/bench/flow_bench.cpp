@@ -1,37 +1,46 @@
 // Flow backend + executor benchmark: a plain timing main (not Google
 // Benchmark: one run of a large scenario takes seconds to minutes).
 //
-//   flow_bench [SCENARIO.yaml] [--set KEY=VALUE ...] [--reference] [--no-free] [--dump FILE] [--json]
+//   flow_bench [SCENARIO.yaml] [--set KEY=VALUE ...] [--reference] [--line-rate] [--no-free] [--dump FILE]
+//              [--json]
 //
 // Loads the scenario (default: tests/bench/scenarios/gpt3_175b_1024.yaml),
-// plans it, builds its topology, then times one iteration on the flow
-// backend and one on a zero-cost network (what `tessera run` does), and
+// plans it with the scenario's predictor, builds its topology, then times one
+// iteration on the flow backend and one on a zero-cost network with the
+// scenario's execution options (study::execution_options: its NCCL
+// calibration, stragglers, reduction kernels; what `tessera run` does), and
 // prints wall times, sizes and a fingerprint of every observed event (compute,
 // collective and transfer times), which must not change when the engine is
 // optimised. --reference runs the original engine instead (event loop,
-// global-recompute flow backend and executor, tests/engine/reference_engine.hpp); --dump
-// writes every observed event (kind, id, start ps, end ps) to FILE; --json
-// also prints the report `tessera run --json` would print.
+// global-recompute flow backend and executor, tests/engine/reference_engine.hpp),
+// which predates the NCCL calibration, the host model and coarse collective
+// expansion: it compares with the current engine under --line-rate (no
+// calibration) with the host constants at 0 and collectives.granularity=steps
+// (makespans within a few ps; docs/benchmarks.md). --dump writes every observed event (kind, id, start
+// ps, end ps) to FILE; --json also prints the report `tessera run --json`
+// would print (not with --line-rate or --reference, whose runs it is not).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
-#include <cstdint>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "../engine/reference_engine.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/engine/executor.hpp"
 #include "tessera/engine/flow_network.hpp"
 #include "tessera/engine/zero_cost_network.hpp"
+#include "tessera/error.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/parallelism/plan.hpp"
+#include "tessera/study/pipeline.hpp"
+#include "tessera/study/scenario.hpp"
 
 using namespace tessera;
 
@@ -93,6 +102,7 @@ int main(int argc, char** argv) {
     std::string path = std::string(TESSERA_BENCH_DIR) + "/scenarios/gpt3_175b_1024.yaml";
     std::vector<cli::Override> overrides;
     bool reference = false;
+    bool line_rate = false;
     bool free_run = true;
     std::string dump_path;
     bool json = false;
@@ -102,6 +112,8 @@ int main(int argc, char** argv) {
         overrides.push_back(cli::parse_override(argv[++i]));
       } else if (a == "--reference") {
         reference = true;
+      } else if (a == "--line-rate") {
+        line_rate = true;
       } else if (a == "--dump" && i + 1 < argc) {
         dump_path = argv[++i];
       } else if (a == "--json") {
@@ -114,7 +126,7 @@ int main(int argc, char** argv) {
     }
     auto t0 = Clock::now();
     const cli::Scenario s = cli::load_scenario(path, overrides);
-    const auto predictor = node_model::make_predictor(s.predictor, s.gpu);
+    const auto predictor = study::make_scenario_predictor(s);
     auto planned = parallelism::plan_training_detailed(s.model, s.workload, s.plan, *predictor);
     std::size_t tasks = 0;
     for (int r = 0; r < planned.graph.num_ranks(); ++r) tasks += planned.graph.tasks(r).size();
@@ -123,7 +135,12 @@ int main(int argc, char** argv) {
     const topology::Topology topo = cli::build_topology(s);
     const double t_topo = seconds_since(t0);
 
-    const engine::ExecutionOptions options{s.collectives};
+    if (json && (line_rate || reference))
+      throw InputError("--json prints run's report: not with --line-rate or --reference");
+    if (s.mixed_gpus)
+      throw InputError("flow_bench plans one GPU type: a scenario with mixed_gpus is not supported");
+    const engine::ExecutionOptions options =
+        line_rate || reference ? engine::ExecutionOptions{s.collectives} : study::execution_options(s);
     Fingerprint fp;
     if (!dump_path.empty()) fp.dump = std::fopen(dump_path.c_str(), "w");
     t0 = Clock::now();
@@ -172,8 +189,10 @@ int main(int argc, char** argv) {
       c_free = cpu_seconds() - c0;
     }
 
-    fmt::print("scenario     {} ({} GPUs: dp={} tp={} pp={}, {} micro-batches, {})\n", s.name, s.gpus(), s.plan.dp,
-               s.plan.tp, s.plan.pp, planned.summary.micro_batches, reference ? "reference backend" : "flow backend");
+    fmt::print("scenario     {} ({} GPUs: dp={} tp={} pp={}, {} micro-batches, {}, {})\n", s.name, s.gpus(),
+               s.plan.dp, s.plan.tp, s.plan.pp, planned.summary.micro_batches,
+               reference ? "reference backend" : "flow backend",
+               line_rate || reference ? "line rate" : "scenario's calibration");
     fmt::print("graph        {} tasks, topology {} links\n", tasks, topo.links().size());
     fmt::print("plan         {:.3f} s\n", t_plan);
     fmt::print("topology     {:.3f} s\n", t_topo);
