@@ -91,6 +91,18 @@ TEST(LeafSpine, RejectsImpossibleSpecs) {
   EXPECT_THROW((void)t.route(0, 32), InputError);
 }
 
+// One wording for every fabric's size error: 20 M links x 210 B = 3.91 GiB;
+// a count whose bytes overflow int64 (or the -1 callers pass for a count
+// past int64) is "more than 8 EiB".
+TEST(Topology, BuiltLinksMemoryIsOneDecimalGiB) {
+  EXPECT_EQ(built_links_memory(kMaxBuiltLinks), "about 3.9 GiB");
+  EXPECT_EQ(built_links_memory(5'113'056), "about 1.0 GiB");  // 5113056 x 210 = 1.0737e9 B
+  EXPECT_EQ(built_links_memory(0), "about 0.0 GiB");
+  EXPECT_EQ(built_links_memory(std::numeric_limits<std::int64_t>::max() / kBytesPerBuiltLink + 1),
+            "more than 8 EiB");
+  EXPECT_EQ(built_links_memory(-1), "more than 8 EiB");
+}
+
 // Issue 17: hosts + hosts_per_leaf - 1 overflowed int for a huge leaf (no
 // leaves, then an empty vector indexed); huge spine counts overflow LinkId.
 TEST(LeafSpine, HugeLeavesAndSpinesDoNotWrap) {

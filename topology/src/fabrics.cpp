@@ -32,11 +32,8 @@ void check_links(Int128 duplex, std::string_view key, int value, std::string_vie
   const std::string count = 2 * duplex > std::numeric_limits<std::int64_t>::max()
                                 ? std::string("more than 2^63")
                                 : std::to_string(static_cast<std::int64_t>(2 * duplex));
-  const std::string memory =
-      2 * duplex > std::numeric_limits<std::int64_t>::max() / kBytesPerBuiltLink
-          ? std::string("more than 8 EiB")
-          : fmt::format("about {:.1f} GiB", static_cast<double>(static_cast<std::int64_t>(2 * duplex)) *
-                                                 kBytesPerBuiltLink / (1 << 30));
+  const std::string memory = built_links_memory(
+      2 * duplex > std::numeric_limits<std::int64_t>::max() ? -1 : static_cast<std::int64_t>(2 * duplex));
   throw InputError(fmt::format("{} = {} is too large: {} has {} directed links ({}, only the part the "
                                "cluster uses counted); at most {} can be simulated",
                                key, value, what, count, memory, static_cast<std::int64_t>(kMaxLinks)));

@@ -464,6 +464,14 @@ Time Topology::latency(const Path& p) const {
 
 // ------------------------------------------------------------ leaf-spine
 
+std::string built_links_memory(std::int64_t directed_links) {
+  if (directed_links < 0 || directed_links > std::numeric_limits<std::int64_t>::max() / kBytesPerBuiltLink) {
+    return "more than 8 EiB";
+  }
+  return fmt::format("about {:.1f} GiB",
+                     static_cast<double>(directed_links * kBytesPerBuiltLink) / (1 << 30));
+}
+
 void check_size(const LeafSpineSpec& spec) {
   __extension__ using Int128 = __int128;
   const Int128 gpus = static_cast<Int128>(spec.nodes) * spec.gpus_per_node;
@@ -474,11 +482,11 @@ void check_size(const LeafSpineSpec& spec) {
   // NVSwitch links, PCIe links to shared HCAs, HCA-leaf links, leaf-spine links.
   const Int128 duplex = gpus + (shared ? gpus : 0) + hosts + (leaves > 1 ? leaves * spec.spines : 0);
   if (2 * duplex > kMaxBuiltLinks) {
-    throw InputError(fmt::format(
-        "{} leaves x {} spines and {} GPUs need more than {} directed links (about {:.1f} GiB), the "
-        "most that are built: fewer cluster.nodes or cluster.fabric.spines",
-        static_cast<std::int64_t>(leaves), spec.spines, static_cast<std::int64_t>(gpus), kMaxBuiltLinks,
-        static_cast<double>(kMaxBuiltLinks * kBytesPerBuiltLink) / (1 << 30)));
+    throw InputError(
+        fmt::format("{} leaves x {} spines and {} GPUs need more than {} directed links ({}), the "
+                    "most that are built: fewer cluster.nodes or cluster.fabric.spines",
+                    static_cast<std::int64_t>(leaves), spec.spines, static_cast<std::int64_t>(gpus),
+                    kMaxBuiltLinks, built_links_memory(kMaxBuiltLinks)));
   }
 }
 

@@ -184,6 +184,10 @@ struct LeafSpineSpec {
 inline constexpr std::int64_t kMaxBuiltLinks = 20'000'000;
 /// Bytes of memory a fabric of `links` directed links takes, about.
 inline constexpr std::int64_t kBytesPerBuiltLink = 210;
+/// The memory `directed_links` links would take, as the size errors print
+/// it: "about 3.9 GiB" (one decimal), or "more than 8 EiB" where the count
+/// times kBytesPerBuiltLink overflows (a negative count means that too).
+std::string built_links_memory(std::int64_t directed_links);
 
 /// Throws InputError naming cluster.fabric.spines when the fabric would have
 /// more than kMaxBuiltLinks links. build_leaf_spine
