@@ -472,7 +472,8 @@ models and distributed then read its neusight/, training its vtrain/.
                --line-rate the uncalibrated model for comparison.
                Your own runs: --nccl-tests FILE[,FILE...] (nccl-tests'
                output, one run per file) --scenario CLUSTER.yaml (its
-               cluster: section; model, training, plan not needed) times
+               cluster: section; model, training, plan not needed;
+               --set KEY=VALUE overrides it as in run) times
                each row on that cluster; --fit nvlink|network|all fits the
                constants (runs on one host: NVLink; across hosts: network)
                and prints them as a calibration: section
