@@ -170,6 +170,11 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
         "Megatron's --expert-tensor-parallel-size is not modelled: the experts are split over 'tp' as "
         "the layers are (Megatron's default)"}},
       {"disable_bias_linear", {"linear_bias", "Megatron's --disable-bias-linear is 'linear_bias: false'"}},
+      // (helper 131: it met only "missing vocab")
+      {"padded_vocab_size",
+       {"vocab",
+        "did you mean 'vocab'? (the tokenizer's size: Megatron's padded_vocab_size is it padded to a "
+        "multiple of 128 x tp, as the model pads 'vocab')"}},
       {"add_bias_linear", {"linear_bias", "did you mean 'linear_bias'?"}},
       {"normalization", {"norm", "did you mean 'norm' (layernorm or rmsnorm)?"}},
       {"ddp_bucket_size",
@@ -2616,6 +2621,34 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
           "parallelism.tp = {} spans nodes: with layout {} a tensor-parallel group does not fit in one node of "
           "cluster.gpus_per_node = {} GPUs (legal, but its all-reduces cross the network)",
           plan.tp, parallelism::to_string(plan.layout), s.cluster.gpus_per_node));
+    }
+    // Megatron's fused softmax refuses some shapes and its torch path then
+    // runs, much slower and with FP32 scores kept: a cliff a user sees as
+    // a sudden MFU drop between two micro-batch sizes (helper 131: GPT 18B
+    // at tp 8, 48 heads, micro-batch 1: 25.9% MFU, 34.8% at 2).
+    if (node_model::is_megatron(s.workload.framework) && node_model::dtype_bytes(s.workload.dtype) == 2 &&
+        !s.workload.flash_attention && s.model.heads % plan.tp == 0) {
+      const std::int64_t per_rank = s.model.heads / plan.tp;
+      const std::int64_t mb = s.workload.micro_batch;
+      const std::string why = node_model::fused_softmax_refusal(s.workload.framework, mb * per_rank,
+                                                                s.workload.seq_len, s.workload.seq_len);
+      if (!why.empty()) {
+        std::string instead = "training.flash_attention: true";
+        for (std::int64_t m = mb + 1; m <= mb + 8; ++m) {
+          if (node_model::fused_softmax_available(s.workload.framework, s.workload.dtype, m * per_rank,
+                                                  s.workload.seq_len, s.workload.seq_len)) {
+            instead = fmt::format("training.micro_batch {} or {}", m, instead);
+            break;
+          }
+        }
+        s.warnings.push_back(
+            fmt::format("attention softmax unfused: Megatron's fused softmax kernel {}, so its torch path "
+                        "runs (micro_batch "
+                        "{} x {} heads per rank, sequence {}: FP32 scores, more time and activation memory; "
+                        "{} would use a "
+                        "fused kernel; docs/parallelism.md, \"Framework profiles\")",
+                        why, mb, per_rank, s.workload.seq_len, instead));
+      }
     }
     // PyTorch DDP under Megatron where Megatron-LM refuses it: modelled
     // (the forecast of the same sync on another stack), said (helper 79).

@@ -67,10 +67,25 @@ DType OpRules::grad_dtype() const {
 bool fused_softmax_available(Framework framework, DType dtype, std::int64_t batches, std::int64_t sq,
                              std::int64_t sk) {
   if (!is_megatron(framework) || dtype_bytes(dtype) != 2) return false;
-  if (sk <= 16 || sq % 4 != 0 || batches % 4 != 0) return false;
-  if (framework == Framework::MegatronDeepSpeed) return sk <= 2048;
-  const std::int64_t batches_per_block = sk <= 128 ? 8 : 4;
-  return sk <= 4096 && sk % 4 == 0 && batches % batches_per_block == 0;
+  return fused_softmax_refusal(framework, batches, sq, sk).empty();
+}
+
+std::string fused_softmax_refusal(Framework framework, std::int64_t batches, std::int64_t sq,
+                                  std::int64_t sk) {
+  const bool ds = framework == Framework::MegatronDeepSpeed;
+  const std::int64_t max_keys = ds ? 2048 : 4096;
+  if (sk <= 16 || sk > max_keys) {
+    return fmt::format("takes more than 16 and at most {} keys only (sequence {} here)", max_keys, sk);
+  }
+  if (sq % 4 != 0 || (!ds && sk % 4 != 0)) {
+    return fmt::format("takes sequences that are multiples of 4 only ({} here)", sq);
+  }
+  const std::int64_t per_block = ds || sk > 128 ? 4 : 8;
+  if (batches % per_block != 0) {
+    return fmt::format("takes micro_batch x heads per rank score matrices in multiples of {} only ({} here)",
+                       per_block, batches);
+  }
+  return {};
 }
 
 namespace {

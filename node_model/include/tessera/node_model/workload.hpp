@@ -138,6 +138,13 @@ struct ProfileOptions {
 bool fused_softmax_available(Framework framework, DType dtype, std::int64_t batches, std::int64_t sq,
                              std::int64_t sk);
 
+/// Why the fused kernel of a Megatron `framework` does not take the shape
+/// ("takes micro_batch x heads per rank score matrices in multiples of 4
+/// only (6 here)"), or empty where it does: the rule of
+/// fused_softmax_available for 16-bit scores, said.
+std::string fused_softmax_refusal(Framework framework, std::int64_t batches, std::int64_t sq,
+                                  std::int64_t sk);
+
 /// The rule table. Pure: builds kernel lists, times nothing.
 class OpRules {
  public:
