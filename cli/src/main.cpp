@@ -196,8 +196,8 @@ injected and delivered, packet-hops, drops, credit stalls, ns-3 events.
   --allow-oom          exit 0 even when a pipeline stage does not fit in GPU memory
   --comm-breakdown     also what each class of communication costs: the iteration
                        again with that class free (tensor-parallel, expert
-                       all-to-all, expert data-parallel, data-parallel,
-                       pipeline), one more simulation each; each alone, so the
+                       all-to-all, expert data-parallel, data-parallel, tied
+                       embedding, pipeline), one more simulation each; each alone, so the
                        savings do not add up to the exposed communication
                        (JSON: comm_costs)
 

@@ -436,6 +436,8 @@ std::string_view to_string(CommClass c) {
       return "expert data-parallel";
     case CommClass::DataParallel:
       return "data-parallel";
+    case CommClass::TiedEmbedding:
+      return "tied embedding";
     case CommClass::Pipeline:
       return "pipeline";
     case CommClass::Other:
@@ -454,8 +456,14 @@ CommClass comm_class(std::string_view task_name) {
   // expert (ZeRO's reduce-scatter and gather, ZeRO-3's per-layer gathers).
   if (has("expert_grad") || has("expert_param")) return CommClass::ExpertDataParallel;
   if (has(".tp.")) return CommClass::TensorParallel;
+  // Sequence parallelism's all-reduce of the norms' (and biases')
+  // gradients runs over the tensor-parallel group (helper 131: it was
+  // counted as data-parallel); the tied word embedding's, over the first
+  // and last pipeline stages (Megatron's embedding group), is neither.
+  if (starts("norm.grad.")) return CommClass::TensorParallel;
+  if (starts("embedding.grad.")) return CommClass::TiedEmbedding;
   // The rest over the data-parallel ranks: gradients, ZeRO's parameter
-  // gathers (`layer.fwd.zero3.param.all-gather`), the tied embedding's gradient.
+  // gathers (`layer.fwd.zero3.param.all-gather`).
   if (starts("dp.") || has(".zero3.") || starts("zero3.") || has(".grad.")) return CommClass::DataParallel;
   return CommClass::Other;
 }

@@ -145,6 +145,11 @@ TEST(Scenario, LinearBiasAndNormKeysChangeTheParameterCount) {
                 .find("model.disable_bias_linear: unknown key, Megatron's --disable-bias-linear is "
                       "'linear_bias: false' (known here:"),
             std::string::npos);
+  EXPECT_NE(error_of(default_text(), {{"model.padded_vocab_size", "51200"}})
+                .find("model.padded_vocab_size: unknown key, did you mean 'vocab'? (the tokenizer's size: "
+                      "Megatron's padded_vocab_size is it padded to a multiple of 128 x tp"),
+            std::string::npos)
+      << error_of(default_text(), {{"model.padded_vocab_size", "51200"}});
   EXPECT_NE(
       error_of(default_text(), {{"parallelism.overlap_grad_reduce", "true"}})
           .find("unknown key, Megatron's --overlap-grad-reduce is 'grad_sync: overlap-grad-reduce' (known"),
@@ -2401,6 +2406,47 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
       << aut[0];
 }
 
+// Megatron's fused softmax refuses shapes its CUDA kernel does not take; the
+// torch path then runs (a step in MFU between micro-batch sizes, helper 131):
+// one warning naming why, the next micro-batch the kernel takes, and
+// FlashAttention. 16 heads at tp 8: 2 per rank.
+TEST(Scenario, UnfusedSoftmaxIsWarnedWithWhatWouldFuseIt) {
+  auto with = [&](const std::vector<std::pair<std::string, std::string>>& sets) {
+    std::vector<Override> o{{"model.heads", "16"}, {"parallelism.dp", "2"}, {"parallelism.tp", "8"}};
+    for (const auto& [k, v] : sets) o.push_back({k, v});
+    return parse_scenario(default_text(), "s.yaml", o);
+  };
+  const Scenario mb1 = with({{"training.micro_batch", "1"}});
+  ASSERT_EQ(mb1.warnings.size(), 1U);
+  EXPECT_EQ(
+      mb1.warnings[0],
+      "attention softmax unfused: Megatron's fused softmax kernel takes micro_batch x heads per rank score "
+      "matrices in multiples of 4 only (2 here), so its torch path runs (micro_batch 1 x 2 heads per rank, "
+      "sequence 1024: FP32 scores, more time and activation memory; training.micro_batch 2 or "
+      "training.flash_attention: true would use a fused kernel; docs/parallelism.md, \"Framework "
+      "profiles\")");
+  // 3 x 2 = 6 is no multiple of 4 either; 4 x 2 is.
+  const Scenario mb3 = with({{"training.micro_batch", "3"}});
+  ASSERT_EQ(mb3.warnings.size(), 1U);
+  EXPECT_NE(mb3.warnings[0].find("(6 here)"), std::string::npos) << mb3.warnings[0];
+  EXPECT_NE(mb3.warnings[0].find("training.micro_batch 4 or training.flash_attention"), std::string::npos)
+      << mb3.warnings[0];
+  EXPECT_TRUE(with({{"training.micro_batch", "2"}}).warnings.empty());
+  EXPECT_TRUE(with({{"training.micro_batch", "1"}, {"training.flash_attention", "true"}}).warnings.empty());
+  EXPECT_TRUE(with({{"training.micro_batch", "1"}, {"training.dtype", "fp32"}}).warnings.empty());
+  EXPECT_TRUE(
+      with({{"training.micro_batch", "1"}, {"training.framework", "pytorch-eager"}}).warnings.empty());
+  // Megatron-DeepSpeed's kernel stops at 2048 keys: no micro-batch helps.
+  const Scenario ds = with({{"training.framework", "megatron-deepspeed"}, {"training.seq_len", "4096"}});
+  ASSERT_EQ(ds.warnings.size(), 1U);
+  EXPECT_NE(ds.warnings[0].find("takes more than 16 and at most 2048 keys only (sequence 4096 here)"),
+            std::string::npos)
+      << ds.warnings[0];
+  EXPECT_NE(ds.warnings[0].find("; training.flash_attention: true would use"), std::string::npos)
+      << ds.warnings[0];
+  EXPECT_TRUE(with({{"training.seq_len", "4096"}}).warnings.empty());  // Megatron-LM's takes 4096
+}
+
 TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
   // Default: Megatron's layout, no warning (tp = 1).
   const Scenario d = parse_scenario(default_text(), "d.yaml");
@@ -2500,4 +2546,28 @@ TEST(Report, CommCostsNameEveryClassThePlanRuns) {
   // The tensor-parallel class on a plan with tp 8 (llama3-70b's layers).
   EXPECT_EQ(study::comm_class("layer012.fwd.tp.all-gather"), study::CommClass::TensorParallel);
   EXPECT_EQ(study::comm_class("lm_head.fwd.tp.loss.all-reduce"), study::CommClass::TensorParallel);
+  // Sequence parallelism's norm gradients go over the tp group; the tied
+  // embedding's over the first and last stages: not data-parallel (helper
+  // 131: a dp-1 plan showed a data-parallel cost).
+  EXPECT_EQ(study::comm_class("norm.grad.all-reduce"), study::CommClass::TensorParallel);
+  EXPECT_EQ(study::comm_class("embedding.grad.all-reduce"), study::CommClass::TiedEmbedding);
+  EXPECT_EQ(study::to_string(study::CommClass::TiedEmbedding), "tied embedding");
+}
+
+// A dp-1 pipeline of a tied-embedding GPT with sequence parallelism: no
+// data-parallel row; the embedding group's all-reduce and the norms' are
+// named for what they are, each a real cost.
+TEST(Report, CommCostsOfAPipelineWithoutDataParallelism) {
+  const Scenario s =
+      load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/gpt3-175b.yaml",
+                    {{"cluster.nodes", "16"}, {"parallelism.dp", "1"}, {"training.global_batch", "16"}});
+  const Simulation sim = study::simulate_scenario(s);
+  std::vector<study::CommClass> classes;
+  for (const auto& c : study::communication_costs(s, sim.result.makespan)) {
+    classes.push_back(c.cls);
+    EXPECT_EQ(c.iteration_without + c.saving, sim.result.makespan) << study::to_string(c.cls);
+  }
+  EXPECT_EQ(classes,
+            (std::vector<study::CommClass>{study::CommClass::TensorParallel, study::CommClass::TiedEmbedding,
+                                           study::CommClass::Pipeline}));
 }

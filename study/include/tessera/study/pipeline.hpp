@@ -192,7 +192,21 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
 /// data-parallel traffic (`dp.grad`, `dp.param`, ZeRO-3's `zero3.param`
 /// gathers, the tied embedding's gradient), the pipeline's sends and
 /// receives (`pp.`), other (none in today's plans).
-enum class CommClass { TensorParallel, ExpertAllToAll, ExpertDataParallel, DataParallel, Pipeline, Other };
+/// Classes of communication (comm_class, communication_costs): the tensor-
+/// parallel group's (its layers' collectives, sequence parallelism's norm
+/// gradients), the experts' all-to-alls and their data-parallel traffic,
+/// the rest's data-parallel traffic (gradients, ZeRO's gathers), the tied
+/// word embedding's gradient between the first and last pipeline stages,
+/// the pipeline's sends and receives.
+enum class CommClass {
+  TensorParallel,
+  ExpertAllToAll,
+  ExpertDataParallel,
+  DataParallel,
+  TiedEmbedding,
+  Pipeline,
+  Other
+};
 std::string_view to_string(CommClass c);
 CommClass comm_class(std::string_view task_name);
 
