@@ -2097,21 +2097,64 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
                few_pods ? "pods" : "k");
   } else if (type == "rail-optimized") {
     s.fabric = FabricKind::RailOptimized;
+    auto& ro = s.rail;
     f.require({"k", "spine_bandwidth"});
-    tree_nodes(s.rail);
-    tree_links(s.rail);
-    // One rail group is a leaf per rail (an HCA of each node): with fewer
-    // than k leaves' spine ports for them, the fabric holds no HCA at all.
-    if (const int rails = s.rail.node.hca_count(); s.rail.k < rails) {
-      f.fail_at(f.node()["k"].Mark(), f.key_path("k"),
-                fmt::format("a k={} rail-optimized fabric has at most {} leaves (one per spine port), fewer "
-                            "than a node's {} rails (a leaf for each of its HCAs); k must be at least {}",
-                            s.rail.k, s.rail.k, rails, rails));
+    tree_nodes(ro);
+    // `tiers`: 2 (the default), 3 (a plane per rail, joined by cores:
+    // NVIDIA's SuperPOD layout), or auto (the fewest that hold the HCAs).
+    const YAML::Node tiers_at = f.has("tiers") ? f.need("tiers") : YAML::Node();
+    s.fat_tree_tiers_auto = f.has("tiers") && tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
+    ro.tiers = f.has("tiers") && !s.fat_tree_tiers_auto ? f.positive_int32("tiers") : 2;
+    if (ro.tiers != 2 && ro.tiers != 3) {
+      f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
+                fmt::format("a rail-optimized fabric has 2 or 3 tiers, or tiers: auto (got {})", ro.tiers));
     }
-    // Its two tiers hold k / rails rail groups: past them, a larger k or
-    // a fat-tree with a third tier.
-    check_tree(s.rail, fmt::format("a k={} rail-optimized fabric", s.rail.k),
-               "; it has 2 tiers: for more HCAs a larger k, or type fat-tree with tiers: auto");
+    tree_links(ro);
+    if (s.fat_tree_tiers_auto) {
+      f.mark_used("tiers");
+      if (topology::host_capacity(ro) < hcas) ro.tiers = 3;
+    }
+    if (ro.tiers == 3) {
+      ro.spine_core = {s.fat_tree_tiers_auto && !f.has("core_bandwidth")
+                           ? ro.leaf_spine.bandwidth
+                           : f.unit("core_bandwidth", parse_bandwidth),
+                       fabric_latency(f, "core_latency", s)};
+    } else {
+      // Core keys without cores: checked (a sweep over tiers shares them);
+      // said to do nothing unless tiers: auto would use them at more nodes.
+      std::vector<std::string> idle;
+      if (f.has("core_bandwidth")) {
+        (void)f.unit("core_bandwidth", parse_bandwidth);
+        idle.push_back(f.key_path("core_bandwidth"));
+      }
+      if (f.has("core_latency")) {
+        (void)fabric_latency(f, "core_latency", s);
+        idle.push_back(f.key_path("core_latency"));
+      }
+      if (!idle.empty() && !s.fat_tree_tiers_auto) {
+        s.warnings.push_back(fmt::format(
+            "{} {} no effect on a 2-tier rail-optimized fabric (core links exist with tiers: 3, or tiers: "
+            "auto past {} HCAs)",
+            fmt::join(idle, " and "), idle.size() == 1 ? "has" : "have", topology::host_capacity(ro)));
+      }
+      // One rail group is a leaf per rail (an HCA of each node): with fewer
+      // than k leaves' spine ports for them, the fabric holds no HCA at all.
+      if (const int rails = ro.node.hca_count(); ro.k < rails) {
+        f.fail_at(
+            f.node()["k"].Mark(), f.key_path("k"),
+            fmt::format("a k={} rail-optimized fabric has at most {} leaves (one per spine port), fewer "
+                        "than a node's {} rails (a leaf for each of its HCAs); k must be at least {}, or "
+                        "tiers: 3",
+                        ro.k, ro.k, rails, rails));
+      }
+    }
+    // Two tiers hold k / rails rail groups, three k/2: past them, a larger
+    // k (or a third tier).
+    check_tree(
+        ro,
+        fmt::format("a k={} {}-tier rail-optimized fabric{}", ro.k, ro.tiers,
+                    s.fat_tree_tiers_auto && ro.tiers == 3 ? " (the most tiers: auto builds)" : ""),
+        ro.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)" : "; for more HCAs a larger k");
   } else {
     f.fail_at(
         type_at.Mark(), f.key_path("type"),
@@ -2121,8 +2164,8 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   // 108: spine_bandwidth 200Mbps ran 258x slower with no word, 200GB/s made
   // a 2:1 fabric non-blocking).
   for (const char* key : {"spine_bandwidth", "core_bandwidth"}) {
-    // Only a fat-tree has core links (elsewhere core_bandwidth is unknown).
-    if ((key == std::string_view("core_bandwidth") && s.fabric != FabricKind::FatTree) || !f.has(key))
+    // Only trees of 3 tiers have core links (leaf-spine knows no core_bandwidth).
+    if ((key == std::string_view("core_bandwidth") && s.fabric == FabricKind::LeafSpine) || !f.has(key))
       continue;
     const std::string w = bandwidth_slip(f.key_path(key), f.unit(key, parse_bandwidth), "switch cable");
     if (!w.empty()) s.warnings.push_back(w);

@@ -394,6 +394,7 @@ struct SweepCaveats {
   /// of each tier count chosen (said only when the points differ: a kink in
   /// the curve may be the tier).
   std::map<int, std::pair<int, int>> tiers;
+  bool rail_tiers = false;  ///< the fabric is rail-optimized (tiers and spines said as a rail fabric's)
   /// The points' GPU counts and global batches (sequences; 0: one
   /// micro-batch per replica): a sweep over GPUs at one global batch says
   /// so (helper 70: its chart's efficiency fell with the micro-batches per
@@ -479,10 +480,14 @@ struct SweepCaveats {
                       ratio, which_on_chart(pts)));
     }
     for (const auto& [ratio, pts] : spines_oversubscribed.entries) {
-      out.push_back(fmt::format("Spines oversubscribed {} ({}): their core links can cap the traffic between pods",
-                                ratio, which_on_chart(pts)));
+      out.push_back(
+          fmt::format("Spines oversubscribed {} ({}): their core links can cap the traffic between {}", ratio,
+                      which_on_chart(pts), rail_tiers ? "rails" : "pods"));
     }
-    if (tiers.size() > 1) out.push_back(fmt::format("Fat-tree (tiers: auto): {}", tiers_by_gpus()));
+    if (tiers.size() > 1) {
+      out.push_back(
+          fmt::format("{} (tiers: auto): {}", rail_tiers ? "Rail-optimized" : "Fat-tree", tiers_by_gpus()));
+    }
     if (const std::int64_t b = fixed_global_batch(); b > 0) {
       out.push_back(
           fmt::format("Global batch {} sequences at every point: more GPUs, fewer micro-batches each", b));
@@ -548,6 +553,7 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const PointScenario
   c.all = &points;
   for (const Point& pt : points) {
     const Scenario& sc = scenarios.at(pt.index);
+    if (sc.fabric_written && sc.fabric == FabricKind::RailOptimized) c.rail_tiers = true;
     if (sc.fat_tree_tiers_auto && sc.fabric_written) {
       auto& [fewest, most] = c.tiers.try_emplace(fabric_tiers(sc), sc.gpus(), sc.gpus()).first->second;
       fewest = std::min(fewest, sc.gpus());

@@ -235,8 +235,9 @@ void throw_overflow(const Scenario& s, const OverflowError& e) {
        s.fabric == FabricKind::LeafSpine
            ? s.cluster.spine_latency
            : (s.fabric == FabricKind::FatTree ? s.fat_tree.leaf_spine.latency : s.rail.leaf_spine.latency)},
-      {"cluster.fabric.core_latency",
-       s.fabric == FabricKind::FatTree ? s.fat_tree.spine_core.latency : Time{}},
+      {"cluster.fabric.core_latency", s.fabric == FabricKind::FatTree         ? s.fat_tree.spine_core.latency
+                                      : s.fabric == FabricKind::RailOptimized ? s.rail.spine_core.latency
+                                                                              : Time{}},
       {"collectives.auto_latency", s.collectives.auto_latency},
       {"calibration.host_launch", s.calibration.host_launch},
       {"calibration.host_iteration", s.calibration.host_iteration},

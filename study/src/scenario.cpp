@@ -42,7 +42,8 @@ std::string_view fabric_name(const Scenario& s) { return s.fabric_written ? to_s
 
 int fabric_tiers(const Scenario& s) {
   if (!s.fabric_written) return 0;
-  return s.fabric == FabricKind::FatTree ? s.fat_tree.tiers : 2;
+  if (s.fabric == FabricKind::FatTree) return s.fat_tree.tiers;
+  return s.fabric == FabricKind::RailOptimized ? s.rail.tiers : 2;
 }
 
 double leaf_oversubscription(const Scenario& s) {
@@ -66,14 +67,15 @@ double leaf_oversubscription(const Scenario& s) {
 }
 
 double spine_oversubscription(const Scenario& s) {
-  if (!s.fabric_written || s.fabric != FabricKind::FatTree) return 0.0;
-  return topology::spine_oversubscription(s.fat_tree);
+  if (!s.fabric_written || s.fabric == FabricKind::LeafSpine) return 0.0;
+  return s.fabric == FabricKind::FatTree ? topology::spine_oversubscription(s.fat_tree)
+                                         : topology::spine_oversubscription(s.rail);
 }
 
 std::string fabric_detail(const Scenario& s) {
   if (!s.fabric_written) return {};
   std::string out;
-  if (s.fabric == FabricKind::FatTree && s.fat_tree_tiers_auto)
+  if (s.fabric != FabricKind::LeafSpine && s.fat_tree_tiers_auto)
     out += fmt::format(", {} tiers by tiers: auto", fabric_tiers(s));
   // Where the leaves' up-links carry less than their hosts can send, say so:
   // it decides what crosses the leaves (docs/topology.md).

@@ -1379,8 +1379,8 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
       << error_of(replaced(t, "tiers: auto", "tiers: many"));
 }
 
-// A rail-optimized fabric has two tiers: past its k / rails rail groups the
-// error says what holds more.
+// A rail-optimized fabric has two tiers by default: past its k / rails rail
+// groups the error says what holds more (a larger k, or a third tier).
 TEST(Scenario, RailFabricTooSmallSaysWhatHoldsMore) {
   const std::string t =
       replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
@@ -1390,11 +1390,63 @@ TEST(Scenario, RailFabricTooSmallSaysWhatHoldsMore) {
             32);
   EXPECT_NE(
       error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}})
-          .find("cluster.fabric.k: a k=8 rail-optimized fabric attaches 32 HCAs, but the cluster has 40 "
-                "(one per GPU: cluster.nodes x cluster.gpus_per_node = 5 x 8); "
-                "it has 2 tiers: for more HCAs a larger k, or type fat-tree with tiers: auto"),
+          .find(
+              "cluster.fabric.k: a k=8 2-tier rail-optimized fabric attaches 32 HCAs, but the cluster has 40 "
+              "(one per GPU: cluster.nodes x cluster.gpus_per_node = 5 x 8); "
+              "for more HCAs a larger k, or tiers: 3 (or auto)"),
       std::string::npos)
       << error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}});
+}
+
+// Three tiers (a plane per rail joined by cores, NVIDIA's SuperPOD layout):
+// `tiers: 3` needs core_bandwidth, `tiers: auto` takes the fewest tiers
+// that hold the HCAs (core links at the spine links' speed unless given),
+// and core keys on two tiers are said to do nothing. k = 8: 2 tiers hold 4
+// nodes, 3 tiers 4 rail groups of 4 nodes (16).
+TEST(Scenario, RailFabricOfThreeTiers) {
+  const std::string t =
+      replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
+               "    type: rail-optimized\n    k: 8\n");
+  const std::vector<Override> nodes{{"cluster.nodes", "16"}, {"parallelism.dp", "auto"}};
+  auto with = [&](std::vector<Override> o) {
+    o.insert(o.begin(), nodes.begin(), nodes.end());
+    return o;
+  };
+  const Scenario three = parse_scenario(
+      t, "s.yaml", with({{"cluster.fabric.tiers", "3"}, {"cluster.fabric.core_bandwidth", "200Gbps"}}));
+  EXPECT_EQ(three.rail.tiers, 3);
+  EXPECT_EQ(three.rail.spine_core.bandwidth, parse_bandwidth("200Gbps"));
+  EXPECT_EQ(study::fabric_tiers(three), 3);
+  EXPECT_FALSE(three.fat_tree_tiers_auto);
+  EXPECT_DOUBLE_EQ(study::spine_oversubscription(three), 2.0);  // 4 groups at 400 Gb/s over 4 cores at 200
+  EXPECT_EQ(error_of(t, with({{"cluster.fabric.tiers", "3"}})),
+            "s.yaml:16:5: cluster.fabric.core_bandwidth: missing required key");
+  EXPECT_NE(
+      error_of(t, with({{"cluster.fabric.tiers", "4"}}))
+          .find("cluster.fabric.tiers: a rail-optimized fabric has 2 or 3 tiers, or tiers: auto (got 4)"),
+      std::string::npos);
+  const Scenario autos = parse_scenario(t, "s.yaml", with({{"cluster.fabric.tiers", "auto"}}));
+  EXPECT_EQ(autos.rail.tiers, 3);
+  EXPECT_TRUE(autos.fat_tree_tiers_auto);
+  EXPECT_EQ(autos.rail.spine_core.bandwidth, autos.rail.leaf_spine.bandwidth);
+  EXPECT_NE(study::fabric_detail(autos).find(", 3 tiers by tiers: auto"), std::string::npos);
+  EXPECT_EQ(
+      parse_scenario(t, "s.yaml",
+                     {{"cluster.nodes", "4"}, {"parallelism.dp", "auto"}, {"cluster.fabric.tiers", "auto"}})
+          .rail.tiers,
+      2);
+  EXPECT_NE(error_of(t, with({{"cluster.fabric.tiers", "3"},
+                              {"cluster.fabric.core_bandwidth", "400Gbps"},
+                              {"cluster.nodes", "17"}}))
+                .find("a k=8 3-tier rail-optimized fabric attaches 128 HCAs, but the cluster has 136"),
+            std::string::npos);
+  const Scenario idle = parse_scenario(
+      t, "s.yaml",
+      {{"cluster.fabric.core_bandwidth", "400Gbps"}, {"cluster.nodes", "4"}, {"parallelism.dp", "auto"}});
+  ASSERT_EQ(idle.warnings.size(), 1U);
+  EXPECT_EQ(idle.warnings[0],
+            "cluster.fabric.core_bandwidth has no effect on a 2-tier rail-optimized fabric (core links exist "
+            "with tiers: 3, or tiers: auto past 32 HCAs)");
 }
 
 // A leaf's k ports split r:1 into host ports and up-links: an
@@ -1431,7 +1483,11 @@ TEST(Scenario, RailFabricNeedsALeafPerRail) {
       error_of(t, {Override{"cluster.fabric.k", "6"}}),
       "s.yaml (--set cluster.fabric.k): cluster.fabric.k: a k=6 rail-optimized fabric has at most 6 leaves "
       "(one per spine port), fewer than a node's 8 rails (a leaf for each of its HCAs); k must be at least "
-      "8");
+      "8, or tiers: 3");
+  // Three tiers give each rail its own spines: k = 6 takes 3 rail groups.
+  EXPECT_EQ(
+      parse_scenario(t, "s.yaml", {{"cluster.fabric.k", "6"}, {"cluster.fabric.tiers", "auto"}}).rail.tiers,
+      3);
 }
 
 // Under pytorch-eager a host key switches to the host model, taking the

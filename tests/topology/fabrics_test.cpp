@@ -313,6 +313,70 @@ TEST(RailOptimized, CrossRailShiftUsesEverySpineOnce) {
     EXPECT_EQ(follow_tables(t, lft, 0, 8 * node + 1), t.route(0, 8 * node + 1));
 }
 
+// Three tiers (a plane per rail, NVIDIA's SuperPOD layout): k = 16, 8 nodes
+// per rail leaf, 3 rail groups (20 nodes) of 8 rails: 24 leaves, 8 spines
+// per rail (64), 8 x 8 cores. Same-rail traffic crosses one spine of its
+// rail, never a core; cross-rail traffic crosses a core. k/2 = 8 rail
+// groups at most: 64 nodes; 65 are refused. A rail ring's shift between
+// rail groups puts one flow on each spine link it uses, as on a full tree.
+TEST(RailOptimized, ThreeTiersAreRailPlanesJoinedByCores) {
+  RailOptimizedSpec s = rail_spec(20, 16);
+  s.tiers = 3;
+  s.spine_core = spec_link();
+  EXPECT_EQ(host_capacity(s), 8 * 8 * 8);
+  const auto t = build_rail_optimized(s);
+  EXPECT_EQ(t.count(VertexKind::Leaf), 24);
+  EXPECT_EQ(t.count(VertexKind::Spine), 64);
+  EXPECT_EQ(t.count(VertexKind::Core), 64);
+  const auto links = t.count_links();
+  EXPECT_EQ(links[static_cast<std::size_t>(LinkTier::LeafSpine)], 2 * 24 * 8);
+  EXPECT_EQ(links[static_cast<std::size_t>(LinkTier::SpineCore)], 2 * 64 * 8);
+  const Path same_group = t.route(3, 8 + 3);  // rail 3 of nodes 0 and 1: one leaf
+  EXPECT_EQ(same_group.size(), 2U);
+  const Path same_rail = t.route(3, 8 * 8 + 3);  // rail 3 of nodes 0 and 8: rail groups 0 and 1
+  ASSERT_EQ(same_rail.size(), 4U);
+  EXPECT_EQ(kind_after(t, same_rail[1]), VertexKind::Spine);
+  const Path cross = t.route(3, 8 * 8 + 4);  // rail 3 to rail 4 of another group
+  ASSERT_EQ(cross.size(), 6U);
+  EXPECT_EQ(kind_after(t, cross[2]), VertexKind::Core);
+  // A rail ring's hop from group 0 to group 1 on every rail at once: one
+  // flow per spine link used, none through a core.
+  for (int shift = 1; shift < 8; ++shift) {
+    std::vector<int> flows(t.links().size(), 0);
+    for (int node = 0; node < 8; ++node) {
+      for (int rail = 0; rail < 8; ++rail) {
+        for (LinkId l : t.route(8 * node + rail, 8 * (8 + (node + shift) % 8) + rail))
+          ++flows[static_cast<std::size_t>(l)];
+      }
+    }
+    for (std::size_t l = 0; l < flows.size(); ++l) {
+      const LinkTier tier = t.tier(static_cast<LinkId>(l));
+      EXPECT_LE(flows[l], tier == LinkTier::SpineCore   ? 0
+                          : tier == LinkTier::LeafSpine ? 1
+                                                        : 8)
+          << "link " << l;
+    }
+  }
+  const auto lft = build_forwarding_tables(t);
+  EXPECT_EQ(follow_tables(t, lft, 3, 8 * 8 + 4), cross);
+  s.nodes = 65;
+  EXPECT_THROW((void)build_rail_optimized(s), InputError);
+  s.nodes = 64;
+  EXPECT_EQ(build_rail_optimized(s).count(VertexKind::Leaf), 64);
+  // Two tiers of the same switches hold 16 / 8 = 2 rail groups.
+  s.tiers = 2;
+  s.nodes = 20;
+  EXPECT_EQ(host_capacity(s), 2 * 8 * 8);
+  EXPECT_THROW((void)build_rail_optimized(s), InputError);
+  // Spines whose core links are half as fast: 2:1 between rail groups' spines
+  // and cores (8 down-links at 400 Gb/s, 8 up at 200).
+  s.tiers = 3;
+  s.spine_core = spec_link("200Gbps");
+  EXPECT_DOUBLE_EQ(spine_oversubscription(s), 3.0 / 8.0 * 2.0);
+  s.nodes = 64;
+  EXPECT_DOUBLE_EQ(spine_oversubscription(s), 2.0);
+}
+
 TEST(NodeInternals, NvLinkMeshGivesDirectGpuLinks) {
   FatTreeSpec s = fat_tree(4, 2);
   s.node.gpus = 4;

@@ -314,8 +314,19 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
 std::int64_t host_capacity(const RailOptimizedSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
   const int rails = std::max(1, spec.node.hca_count());
+  // 3 tiers: a rail's spines take k/2 rail groups (their other k/2 ports go
+  // to the cores), each of `rails` leaves.
+  if (spec.tiers == 3) return static_cast<std::int64_t>(spec.k / 2) * p.down * rails;
   // At most k leaves (one spine port each), one leaf per rail per rail group.
   return static_cast<std::int64_t>(spec.k / rails) * p.down * rails;
+}
+
+double spine_oversubscription(const RailOptimizedSpec& spec) {
+  if (spec.tiers != 3 || spec.node.hca_count() <= 1) return 0.0;
+  const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  const std::int64_t groups = (static_cast<std::int64_t>(spec.nodes) + p.down - 1) / p.down;
+  return leaf_ratio(std::min<std::int64_t>(spec.k / 2, groups), spec.leaf_spine.bandwidth, spec.k / 2,
+                    spec.spine_core.bandwidth);
 }
 
 double oversubscription(const RailOptimizedSpec& spec) {
@@ -326,19 +337,95 @@ double oversubscription(const RailOptimizedSpec& spec) {
 
 void check_size(const RailOptimizedSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
-  // At most k leaves (more are rejected by the builder), each linked to every spine.
-  const Int128 leaves = spec.k;
-  check_links(static_cast<Int128>(spec.nodes) * spec.node.hca_count() + leaves * p.up +
-                  node_links(spec.nodes, spec.node),
-              "cluster.fabric.k", spec.k, fmt::format("a rail-optimized fabric of {}-port switches", spec.k));
+  // At most k leaves (more are rejected by the builder), each linked to every
+  // spine; with 3 tiers at most k/2 x rails leaves, one link to each spine of
+  // their rail, and each rail's spines k/2 core links.
+  const Int128 rails = std::max(1, spec.node.hca_count());
+  const Int128 leaves = spec.tiers == 3 ? static_cast<Int128>(spec.k / 2) * rails : spec.k;
+  Int128 duplex = static_cast<Int128>(spec.nodes) * spec.node.hca_count() + leaves * p.up +
+                  node_links(spec.nodes, spec.node);
+  if (spec.tiers == 3) duplex += rails * p.up * (spec.k / 2);
+  check_links(
+      duplex, "cluster.fabric.k", spec.k,
+      fmt::format("a {}rail-optimized fabric of {}-port switches", spec.tiers == 3 ? "3-tier " : "", spec.k));
 }
+
+namespace {
+
+/// The 3-tier rail-optimized fabric (RailOptimizedSpec): rail i's leaves
+/// are leaf{i * groups + g} for rail group g, its spines spine{i * up + j},
+/// and spine j of every rail links to cores core{j * k/2 + c}.
+Topology build_rail_planes(const RailOptimizedSpec& spec, const LeafPorts& p) {
+  const int rails = spec.node.hca_count();
+  const std::int64_t groups = (static_cast<std::int64_t>(spec.nodes) + p.down - 1) / p.down;
+  if (groups > spec.k / 2) {
+    throw InputError(
+        fmt::format("cluster: {} nodes need {} rail groups of {} nodes but a 3-tier rail-optimized fabric of "
+                    "k = {} ports "
+                    "takes at most k/2 = {} ({} HCAs)",
+                    spec.nodes, groups, p.down, spec.k, spec.k / 2, host_capacity(spec)));
+  }
+  Topology t;
+  const auto gpu_v = add_nodes(t, spec.nodes, spec.node);
+  const auto host_v = add_hcas(t, gpu_v, spec.nodes, spec.node);
+  const auto g = static_cast<int>(groups);
+  std::vector<VertexId> leaf_v;
+  leaf_v.reserve(static_cast<std::size_t>(rails) * static_cast<std::size_t>(g));
+  for (int l = 0; l < rails * g; ++l)
+    leaf_v.push_back(t.add_vertex(VertexKind::Leaf, fmt::format("leaf{}", l), l));
+  for (int n = 0; n < spec.nodes; ++n) {
+    for (int i = 0; i < rails; ++i) {
+      t.add_duplex_link(host_v[flat_index(n, rails, i)], leaf_v[flat_index(i, g, n / p.down)],
+                        spec.host.bandwidth, spec.host.latency);
+    }
+  }
+  // Rails meet only in the cores: none with one rail (then its spines
+  // join its leaves, and one leaf needs no spine).
+  const bool cores = rails > 1;
+  std::vector<VertexId> spine_v;
+  if (rails * g > 1) {
+    for (int sp = 0; sp < rails * p.up; ++sp) {
+      spine_v.push_back(t.add_vertex(VertexKind::Spine, fmt::format("spine{}", sp), sp));
+    }
+    for (int i = 0; i < rails; ++i) {
+      for (int l = 0; l < g; ++l) {
+        for (int j = 0; j < p.up; ++j) {
+          t.add_duplex_link(leaf_v[flat_index(i, g, l)], spine_v[flat_index(i, p.up, j)],
+                            spec.leaf_spine.bandwidth, spec.leaf_spine.latency);
+        }
+      }
+    }
+  }
+  if (cores) {
+    std::vector<VertexId> core_v;
+    for (int c = 0; c < p.up * (spec.k / 2); ++c) {
+      core_v.push_back(t.add_vertex(VertexKind::Core, fmt::format("core{}", c), c));
+    }
+    for (int i = 0; i < rails; ++i) {
+      for (int j = 0; j < p.up; ++j) {
+        for (int c = 0; c < spec.k / 2; ++c) {
+          t.add_duplex_link(spine_v[flat_index(i, p.up, j)], core_v[flat_index(j, spec.k / 2, c)],
+                            spec.spine_core.bandwidth, spec.spine_core.latency);
+        }
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace
 
 Topology build_rail_optimized(const RailOptimizedSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
+  if (spec.tiers != 2 && spec.tiers != 3) {
+    throw InputError(fmt::format("cluster.fabric.tiers must be 2 or 3 (got {})", spec.tiers));
+  }
   check_node(spec.node, spec.nodes);
   check_link(spec.host, "cluster.fabric.host");
   check_link(spec.leaf_spine, "cluster.fabric.leaf_spine");
+  if (spec.tiers == 3) check_link(spec.spine_core, "cluster.fabric.spine_core");
   check_size(spec);
+  if (spec.tiers == 3) return build_rail_planes(spec, p);
   const int rails = spec.node.hca_count();
   // (in 64 bits: nodes + down - 1 can pass INT_MAX)
   const std::int64_t groups = (static_cast<std::int64_t>(spec.nodes) + p.down - 1) / p.down;

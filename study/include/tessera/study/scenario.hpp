@@ -78,7 +78,8 @@ std::string fabric_detail(const Scenario& s);
 /// for a leaf-spine or fat-tree whose HCAs all fit on one leaf (nothing
 /// crosses the spines) and for a cluster written without a fabric.
 double leaf_oversubscription(const Scenario& s);
-/// A 3-tier fat-tree's spine oversubscription where the cluster spans pods
+/// A 3-tier fat-tree's spine oversubscription where the cluster spans pods,
+/// a 3-tier rail-optimized fabric's where it has more than one rail
 /// (topology::spine_oversubscription); 0 for every other fabric.
 double spine_oversubscription(const Scenario& s);
 /// The switch tiers between the nodes: 0 for a one-node cluster written
@@ -175,8 +176,9 @@ struct Scenario {
   /// then holds the stand-in its HCAs sit on, which carries no traffic.
   bool fabric_written = true;
   topology::FatTreeSpec fat_tree;
-  /// `cluster.fabric.tiers: auto`: fat_tree.tiers was chosen for the
-  /// cluster's size (the fewest that hold its HCAs).
+  /// `cluster.fabric.tiers: auto`: fat_tree.tiers (or rail.tiers, on a
+  /// rail-optimized fabric) was chosen for the cluster's size (the fewest
+  /// that hold its HCAs).
   bool fat_tree_tiers_auto = false;
   topology::RailOptimizedSpec rail;
   collectives::ExpandOptions collectives;

@@ -87,16 +87,29 @@ Topology build_fat_tree(const FatTreeSpec& spec);
 /// the k/(r+1) spines, so a spine needs one port per leaf: at most k leaves
 /// (gpus x rail groups). Same-rail traffic stays under one leaf while the
 /// nodes fit a rail leaf; cross-rail traffic crosses a spine.
+///
+/// With tiers = 3 (NVIDIA's SuperPOD layout), each rail is a plane of its
+/// own: rail i's leaves (one per rail group) link to rail i's group of
+/// k/(r+1) spines, each spine with k/2 ports down (at most k/2 rail groups)
+/// and k/2 up to the cores; spine j of every rail links to the same k/2
+/// cores (core group j). Same-rail traffic crosses at most a spine of its
+/// rail; cross-rail traffic crosses a core. (k/2) x k*r/(r+1) nodes.
 struct RailOptimizedSpec {
   int nodes = 1;
   NodeSpec node;
   int k = 64;
   int oversubscription = 1;
+  int tiers = 2;        ///< 2 or 3
   LinkSpec host;        ///< HCA to rail leaf
   LinkSpec leaf_spine;  ///< rail leaf to spine
+  LinkSpec spine_core;  ///< spine to core (tiers = 3)
 };
 
 std::int64_t host_capacity(const RailOptimizedSpec& spec);
+/// Spine oversubscription of a 3-tier rail-optimized fabric with more than
+/// one rail: a spine's leaf links (one per rail group) over its k/2 core
+/// links, by bandwidth; 0 with 2 tiers or one rail (no cores).
+double spine_oversubscription(const RailOptimizedSpec& spec);
 /// Leaf oversubscription of a rail leaf: its hosts' bandwidth (one HCA per
 /// node of its rail group, at most k*r/(r+1)) over its up-link bandwidth.
 double oversubscription(const RailOptimizedSpec& spec);
