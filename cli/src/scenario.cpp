@@ -99,6 +99,15 @@ std::string key_alias(const std::string& key) {
       {"ffn_hidden_size", "ffn_hidden"},
       {"intermediate_size", "ffn_hidden"},
       {"vocab_size", "vocab"},
+      // An inline GPU's 16-bit peak by its dtype (helper 132: `bf16_peak`
+      // got no word beside "missing tensor_peak").
+      {"bf16_peak", "tensor_peak"},
+      {"fp16_peak", "tensor_peak"},
+      {"bf16_tflops", "tensor_peak"},
+      {"fp16_tflops", "tensor_peak"},
+      {"fp32_tflops", "fp32_peak"},
+      {"fp8_tflops", "fp8_peak"},
+      {"tf32_tflops", "tf32_peak"},
       {"num_experts", "experts"},
       {"num_local_experts", "experts"},
       {"moe_router_topk", "top_k"},
@@ -2214,6 +2223,19 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                         "run at least the 16-bit rate (a unit slip?)",
                         tf(s.gpu.fp8_peak), tf(s.gpu.tensor_peak)));
       }
+      // FP8 runs twice the 16-bit rate on every GPU that has it (Hopper,
+      // Blackwell, MI300X); far more is a slip, and FP8 plans would then
+      // report an MFU past 100% against the 16-bit peak (helper 132: 9x gave
+      // 174.5%).
+      if (s.gpu.fp8_peak.per_second() > 2.5 * s.gpu.tensor_peak.per_second()) {
+        s.warnings.push_back(fmt::format(
+            "cluster.gpu.fp8_peak ({}) is {:.3g}x tensor_peak ({}): FP8 tensor cores run 2x the 16-bit rate "
+            "on "
+            "every GPU that has them (a unit slip?; MFU is counted against tensor_peak, so FP8 plans could "
+            "pass 100%)",
+            tf(s.gpu.fp8_peak), s.gpu.fp8_peak.per_second() / s.gpu.tensor_peak.per_second(),
+            tf(s.gpu.tensor_peak)));
+      }
       // Values below every GPU the node model knows (NeuSight's P4 has the
       // least of most, T4 the least tensor peak) or above 4x the most of the
       // presets: bits for bytes, a prefix off by 1000.
@@ -2257,6 +2279,32 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       // 13-day iteration without a word (helper 114).
       range(
           "sms", [](const Spec& g) { return static_cast<double>(g.sms); }, 20, "P4", "SMs");
+      // Each key in range, the two together not: FLOPs per byte of memory
+      // traffic more than twice any preset's (H100 PCIe: 378) is a
+      // memory_bandwidth slip that the range above misses (helper 132:
+      // 8000Gbps, 1 TB/s, on a 2,250 TFLOP/s GPU ran 5x slower, no word).
+      const auto ridge = [](const Spec& g) {
+        return g.tensor_peak.per_second() / std::max(1.0, g.memory_bandwidth.bytes_per_second());
+      };
+      const Spec* steepest = nullptr;
+      for (const std::string& name : node_model::gpu_preset_names()) {
+        const Spec& g = node_model::gpu_preset(name);
+        if (steepest == nullptr || ridge(g) > ridge(*steepest)) steepest = &g;
+      }
+      const auto flagged = [&](const char* key) {
+        return std::find(s.suspect_gpu_keys.begin(), s.suspect_gpu_keys.end(), key) !=
+               s.suspect_gpu_keys.end();
+      };
+      if (ridge(s.gpu) > 2 * ridge(*steepest) && !flagged("cluster.gpu.memory_bandwidth") &&
+          !flagged("cluster.gpu.tensor_peak")) {
+        s.suspect_gpu_keys.emplace_back("cluster.gpu.memory_bandwidth");
+        s.warnings.push_back(
+            fmt::format("cluster.gpu: tensor_peak / memory_bandwidth = {:.0f} FLOP per byte, above twice "
+                        "every GPU's the node "
+                        "model knows ({}: {:.0f}): memory_bandwidth {:g} GB/s (a unit slip, Gbps for GB/s?)",
+                        ridge(s.gpu), steepest->name, ridge(*steepest),
+                        s.gpu.memory_bandwidth.bytes_per_second() * 1e-9));
+      }
     }
     topology::NodeSpec node;
     node.gpus = cl.gpus_per_node;
@@ -2493,6 +2541,17 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                   fmt::format("FlashAttention runs fp16 or bf16 only, as does fp8 training's attention "
                               "(training.dtype is {})",
                               node_model::to_string(s.workload.dtype)));
+      }
+      // FlashAttention 2 needs Ampere or newer: a GPU without BF16 tensor
+      // cores (Volta, Turing) does not run the kernel timed (helper 132).
+      if (s.workload.flash_attention && !s.gpu.bf16) {
+        s.warnings.push_back(
+            fmt::format("training.flash_attention on {}: FlashAttention 2 runs on GPUs with BF16 tensor "
+                        "cores (Ampere and "
+                        "newer), and FlashAttention 1 on Turing and Ampere only; the forecast times a fused "
+                        "attention kernel "
+                        "this GPU may not run (flash_attention: false times the attention it runs)",
+                        s.gpu.name));
       }
     }
     t.finish();

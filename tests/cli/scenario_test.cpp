@@ -145,6 +145,18 @@ TEST(Scenario, LinearBiasAndNormKeysChangeTheParameterCount) {
                 .find("model.disable_bias_linear: unknown key, Megatron's --disable-bias-linear is "
                       "'linear_bias: false' (known here:"),
             std::string::npos);
+  // An inline GPU's 16-bit peak by its dtype's name (helper 132).
+  EXPECT_NE(
+      error_of(default_text(), {{"cluster.gpu",
+                                 "{name: X, fp32_peak: 60TFLOPS, bf16_peak: 900TFLOPS, memory_bandwidth: "
+                                 "3TB/s, sms: 132, l2_cache: 50MB, memory: 80GiB}"},
+                                {"cluster.nvlink_bandwidth", "450GB/s"}})
+          .find("did you mean 'tensor_peak'?"),
+      std::string::npos)
+      << error_of(default_text(), {{"cluster.gpu",
+                                    "{name: X, fp32_peak: 60TFLOPS, bf16_peak: 900TFLOPS, memory_bandwidth: "
+                                    "3TB/s, sms: 132, l2_cache: 50MB, memory: 80GiB}"},
+                                   {"cluster.nvlink_bandwidth", "450GB/s"}});
   EXPECT_NE(error_of(default_text(), {{"model.padded_vocab_size", "51200"}})
                 .find("model.padded_vocab_size: unknown key, did you mean 'vocab'? (the tokenizer's size: "
                       "Megatron's padded_vocab_size is it padded to a multiple of 128 x tp"),
@@ -807,6 +819,28 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
       slip("sms: 142", "sms: 100000"),
       std::vector<std::string>{"cluster.gpu.sms = 100000 SMs is above 4x every GPU's the node model knows "
                                "(MI300X: 304 SMs) (a unit slip?)"});
+  // Each key in range, the two together not (helper 132: a B200's peak over
+  // 8000Gbps, 1 TB/s, ran 5x slower without a word): FLOPs per byte more than
+  // twice any preset's. Said once where the range check names the key.
+  const auto ridge = slip("864GB/s", "200GB/s");
+  ASSERT_EQ(ridge.size(), 1U);
+  EXPECT_EQ(
+      ridge[0].rfind("cluster.gpu: tensor_peak / memory_bandwidth = 905 FLOP per byte, above twice every "
+                     "GPU's the node model knows (",
+                     0),
+      0U)
+      << ridge[0];
+  EXPECT_NE(ridge[0].find("): memory_bandwidth 200 GB/s (a unit slip, Gbps for GB/s?)"), std::string::npos)
+      << ridge[0];
+  EXPECT_TRUE(slip("864GB/s", "450GB/s").empty());  // 402 FLOP per byte: within twice
+  // FP8 runs twice the 16-bit rate wherever it exists; 10x would put FP8
+  // plans' MFU past 100% (helper 132: 174.5%).
+  EXPECT_EQ(
+      slip("fp8_peak: 362TFLOPS", "fp8_peak: 1810TFLOPS"),
+      std::vector<std::string>{
+          "cluster.gpu.fp8_peak (1810 TFLOP/s) is 10x tensor_peak (181 TFLOP/s): FP8 tensor cores run 2x "
+          "the 16-bit rate on every GPU that has them (a unit slip?; MFU is counted against tensor_peak, "
+          "so FP8 plans could pass 100%)"});
   EXPECT_EQ(error_of(default_text(), {{"cluster.gpu", "my_gpu.JSON"}})
                 .rfind("s.yaml (--set cluster.gpu): cluster.gpu: 'my_gpu.JSON' is a file: a scenario takes "
                        "a GPU preset name or the GPU inline, a mapping with name, fp32_peak,",
@@ -2466,6 +2500,28 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
 // torch path then runs (a step in MFU between micro-batch sizes, helper 131):
 // one warning naming why, the next micro-batch the kernel takes, and
 // FlashAttention. 16 heads at tp 8: 2 per rank.
+// FlashAttention 2 runs on Ampere and newer; a V100 (no BF16 tensor
+// cores) is warned about (helper 132), an A100 not.
+TEST(Scenario, FlashAttentionOnAGpuWithoutBf16IsWarnedAbout) {
+  const std::vector<Override> v100{{"cluster.gpu", "V100-SXM2"},
+                                   {"cluster.nvlink_bandwidth", "150GB/s"},
+                                   {"training.dtype", "fp16"},
+                                   {"training.flash_attention", "true"}};
+  const Scenario s = parse_scenario(default_text(), "s.yaml", v100);
+  ASSERT_EQ(s.warnings.size(), 1U);
+  EXPECT_EQ(
+      s.warnings[0].rfind("training.flash_attention on V100-SXM2: FlashAttention 2 runs on GPUs with BF16 "
+                          "tensor cores (Ampere and newer)",
+                          0),
+      0U)
+      << s.warnings[0];
+  EXPECT_TRUE(parse_scenario(default_text(), "s.yaml",
+                             {{"cluster.gpu", "A100-80GB"},
+                              {"cluster.nvlink_bandwidth", "300GB/s"},
+                              {"training.flash_attention", "true"}})
+                  .warnings.empty());
+}
+
 TEST(Scenario, UnfusedSoftmaxIsWarnedWithWhatWouldFuseIt) {
   auto with = [&](const std::vector<std::pair<std::string, std::string>>& sets) {
     std::vector<Override> o{{"model.heads", "16"}, {"parallelism.dp", "2"}, {"parallelism.tp", "8"}};
