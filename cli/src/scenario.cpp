@@ -2011,6 +2011,20 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     // checked here, at the key it names, before `tiers: auto` sizes the tree.
     checked_keys(f, f.key_path("k"), {"oversubscription", "k"}, [&] { (void)topology::host_capacity(spec); });
   };
+  // The core keys of a tree built with 2 tiers: checked (a sweep over tiers
+  // shares them) and returned, to be said to do nothing.
+  auto idle_core_keys = [&] {
+    std::vector<std::string> idle;
+    if (f.has("core_bandwidth")) {
+      (void)f.unit("core_bandwidth", parse_bandwidth);
+      idle.push_back(f.key_path("core_bandwidth"));
+    }
+    if (f.has("core_latency")) {
+      (void)fabric_latency(f, "core_latency", s);
+      idle.push_back(f.key_path("core_latency"));
+    }
+    return idle;
+  };
   auto check_tree = [&](const auto& spec, const std::string& what, std::string_view hint = {},
                         const char* key = "k") {
     checked(f, f.node()[key], f.key_path(key), [&] {
@@ -2078,14 +2092,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       // sweep over tiers: 2, 3 shares them) and said to do nothing here.
       std::vector<std::string> idle;
       if (f.has("pods")) idle.push_back(f.key_path("pods"));  // (helper 126: silently)
-      if (f.has("core_bandwidth")) {
-        (void)f.unit("core_bandwidth", parse_bandwidth);
-        idle.push_back(f.key_path("core_bandwidth"));
-      }
-      if (f.has("core_latency")) {
-        (void)fabric_latency(f, "core_latency", s);
-        idle.push_back(f.key_path("core_latency"));
-      }
+      for (std::string& key : idle_core_keys()) idle.push_back(std::move(key));
       if (!idle.empty()) {
         s.warnings.push_back(fmt::format(
             "{} {} no effect on a 2-tier fat-tree (core links and pods exist with tiers: 3, "
@@ -2131,15 +2138,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     } else {
       // Core keys without cores: checked (a sweep over tiers shares them);
       // said to do nothing unless tiers: auto would use them at more nodes.
-      std::vector<std::string> idle;
-      if (f.has("core_bandwidth")) {
-        (void)f.unit("core_bandwidth", parse_bandwidth);
-        idle.push_back(f.key_path("core_bandwidth"));
-      }
-      if (f.has("core_latency")) {
-        (void)fabric_latency(f, "core_latency", s);
-        idle.push_back(f.key_path("core_latency"));
-      }
+      const std::vector<std::string> idle = idle_core_keys();
       if (!idle.empty() && !s.fat_tree_tiers_auto) {
         s.warnings.push_back(fmt::format(
             "{} {} no effect on a 2-tier rail-optimized fabric (core links exist with tiers: 3, or tiers: "
