@@ -398,6 +398,7 @@ Topology build_rail_planes(const RailOptimizedSpec& spec, const LeafPorts& p) {
   }
   if (cores) {
     std::vector<VertexId> core_v;
+    core_v.reserve(static_cast<std::size_t>(p.up) * static_cast<std::size_t>(spec.k / 2));
     for (int c = 0; c < p.up * (spec.k / 2); ++c) {
       core_v.push_back(t.add_vertex(VertexKind::Core, fmt::format("core{}", c), c));
     }
