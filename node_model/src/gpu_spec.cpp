@@ -181,10 +181,10 @@ std::string normalized_gpu_name(std::string_view name) {
 }
 
 /// Other names of the presets' parts, normalized: what `nvidia-smi
-/// --query-gpu=name` and `rocm-smi` print for them, and the H100's full SXM
-/// name (SXM5). Only names of the same part: the PCIe A100 cards differ in
+/// --query-gpu=name` and `rocm-smi` print for them, and the SXM parts' full
+/// names (H100 and H200 SXM5, B200 SXM6). Only names of the same part: the PCIe A100 cards differ in
 /// bandwidth and power, the 16 GB V100 in memory.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kAliases{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kAliases{{
     {"v100-sxm2-32gb", "V100-SXM2"},
     {"a100-sxm4-40gb", "A100-40GB"},
     {"a100-sxm4-80gb", "A100-80GB"},
@@ -195,6 +195,11 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kAliases
     {"h100-sxm5-80gb", "H100-SXM"},
     {"h100-sxm-80gb", "H100-SXM"},
     {"h100-pcie-80gb", "H100-PCIe"},
+    // The SXM form factors' names (helper 132: `B200-SXM` was refused).
+    {"h200-sxm", "H200"},
+    {"h200-sxm5", "H200"},
+    {"b200-sxm", "B200"},
+    {"b200-sxm6", "B200"},
     {"instinct-mi300x", "MI300X"},
     {"mi300x-oam", "MI300X"},
 }};

@@ -41,6 +41,10 @@ TEST(GpuSpec, PresetsByTheNamesToolsPrint) {
       {"Tesla V100-SXM2-32GB", "V100-SXM2"},
       {"AMD Instinct MI300X", "MI300X"},
       {"  nvidia  b200 ", "B200"},
+      {"B200-SXM", "B200"},  // helper 132: refused without a hint
+      {"B200 SXM6", "B200"},
+      {"H200-SXM", "H200"},
+      {"h200_sxm5", "H200"},
   };
   for (const auto& [name, preset] : same) {
     EXPECT_EQ(gpu_preset(name).name, preset) << name;

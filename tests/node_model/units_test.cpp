@@ -105,6 +105,8 @@ TEST(Units, ParsesCounts) {
 TEST(Units, ParsesFlopRate) {
   EXPECT_DOUBLE_EQ(parse_flop_rate("989TFLOPS").per_second(), 989e12);
   EXPECT_DOUBLE_EQ(parse_flop_rate("19.5 TFLOP/s").per_second(), 19.5e12);
+  EXPECT_DOUBLE_EQ(parse_flop_rate("2250TFLOPs").per_second(), 2250e12);  // spec sheets' spelling
+  EXPECT_DOUBLE_EQ(parse_flop_rate("4.5 PFLOPs").per_second(), 4.5e15);
 }
 
 TEST(Units, BareZeroNeedsNoUnit) {
