@@ -64,26 +64,49 @@ DType OpRules::grad_dtype() const {
   return dtype_;
 }
 
+namespace {
+/// The rule of Megatron's fused softmax kernel (fused_softmax_available),
+/// the first condition a shape breaks: kept apart from its wording, so that
+/// planning, which asks per layer, formats nothing.
+enum class SoftmaxRule { Takes, Keys, Sequence, Batches };
+struct SoftmaxShape {
+  bool ds;                 ///< Megatron-DeepSpeed's kernel (keys up to 2048)
+  std::int64_t max_keys;   ///< 2048 or 4096
+  std::int64_t per_block;  ///< score matrices per CUDA block (8 for short keys under Megatron-LM)
+};
+SoftmaxShape softmax_shape(Framework framework, std::int64_t sk) {
+  const bool ds = framework == Framework::MegatronDeepSpeed;
+  return {ds, ds ? 2048 : 4096, ds || sk > 128 ? 4 : 8};
+}
+SoftmaxRule softmax_rule(Framework framework, std::int64_t batches, std::int64_t sq, std::int64_t sk) {
+  const SoftmaxShape k = softmax_shape(framework, sk);
+  if (sk <= 16 || sk > k.max_keys) return SoftmaxRule::Keys;
+  if (sq % 4 != 0 || (!k.ds && sk % 4 != 0)) return SoftmaxRule::Sequence;
+  if (batches % k.per_block != 0) return SoftmaxRule::Batches;
+  return SoftmaxRule::Takes;
+}
+}  // namespace
+
 bool fused_softmax_available(Framework framework, DType dtype, std::int64_t batches, std::int64_t sq,
                              std::int64_t sk) {
   if (!is_megatron(framework) || dtype_bytes(dtype) != 2) return false;
-  return fused_softmax_refusal(framework, batches, sq, sk).empty();
+  return softmax_rule(framework, batches, sq, sk) == SoftmaxRule::Takes;
 }
 
 std::string fused_softmax_refusal(Framework framework, std::int64_t batches, std::int64_t sq,
                                   std::int64_t sk) {
-  const bool ds = framework == Framework::MegatronDeepSpeed;
-  const std::int64_t max_keys = ds ? 2048 : 4096;
-  if (sk <= 16 || sk > max_keys) {
-    return fmt::format("takes more than 16 and at most {} keys only (sequence {} here)", max_keys, sk);
-  }
-  if (sq % 4 != 0 || (!ds && sk % 4 != 0)) {
-    return fmt::format("takes sequences that are multiples of 4 only ({} here)", sq);
-  }
-  const std::int64_t per_block = ds || sk > 128 ? 4 : 8;
-  if (batches % per_block != 0) {
-    return fmt::format("takes micro_batch x heads per rank score matrices in multiples of {} only ({} here)",
-                       per_block, batches);
+  const SoftmaxShape k = softmax_shape(framework, sk);
+  switch (softmax_rule(framework, batches, sq, sk)) {
+    case SoftmaxRule::Keys:
+      return fmt::format("takes more than 16 and at most {} keys only (sequence {} here)", k.max_keys, sk);
+    case SoftmaxRule::Sequence:
+      return fmt::format("takes sequences that are multiples of 4 only ({} here)", sq);
+    case SoftmaxRule::Batches:
+      return fmt::format(
+          "takes micro_batch x heads per rank score matrices in multiples of {} only ({} here)", k.per_block,
+          batches);
+    case SoftmaxRule::Takes:
+      break;
   }
   return {};
 }
