@@ -2059,8 +2059,8 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     // real cluster of the same switches would; the core links default to
     // the spine links' bandwidth.
     const YAML::Node tiers_at = f.need("tiers");
-    s.fat_tree_tiers_auto = tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
-    ft.tiers = s.fat_tree_tiers_auto ? 2 : f.positive_int32("tiers");
+    s.fabric_tiers_auto = tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
+    ft.tiers = s.fabric_tiers_auto ? 2 : f.positive_int32("tiers");
     if (ft.tiers != 2 && ft.tiers != 3) {
       f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
                 fmt::format("a fat-tree has 2 or 3 tiers, or tiers: auto (got {})", ft.tiers));
@@ -2073,7 +2073,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
                             ft.k, ft.pods));
     }
     tree_links(ft);
-    if (s.fat_tree_tiers_auto) {
+    if (s.fabric_tiers_auto) {
       f.mark_used("tiers");
       if (topology::host_capacity(ft) < hcas) ft.tiers = 3;
       if (ft.tiers == 3) {
@@ -2106,7 +2106,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     check_tree(ft,
                fmt::format("a k={} {}-tier fat-tree{}{}", ft.k, ft.tiers,
                            few_pods ? fmt::format(" of {} pod{}", ft.pods, ft.pods == 1 ? "" : "s") : "",
-                           s.fat_tree_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""),
+                           s.fabric_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""),
                ft.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)"
                : few_pods    ? fmt::format("; for more HCAs more pods (up to k = {}) or a larger k", ft.k)
                              : "; for more HCAs a larger k",
@@ -2119,19 +2119,19 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     // `tiers`: 2 (the default), 3 (a plane per rail, joined by cores:
     // NVIDIA's SuperPOD layout), or auto (the fewest that hold the HCAs).
     const YAML::Node tiers_at = f.has("tiers") ? f.need("tiers") : YAML::Node();
-    s.fat_tree_tiers_auto = f.has("tiers") && tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
-    ro.tiers = f.has("tiers") && !s.fat_tree_tiers_auto ? f.positive_int32("tiers") : 2;
+    s.fabric_tiers_auto = f.has("tiers") && tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
+    ro.tiers = f.has("tiers") && !s.fabric_tiers_auto ? f.positive_int32("tiers") : 2;
     if (ro.tiers != 2 && ro.tiers != 3) {
       f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
                 fmt::format("a rail-optimized fabric has 2 or 3 tiers, or tiers: auto (got {})", ro.tiers));
     }
     tree_links(ro);
-    if (s.fat_tree_tiers_auto) {
+    if (s.fabric_tiers_auto) {
       f.mark_used("tiers");
       if (topology::host_capacity(ro) < hcas) ro.tiers = 3;
     }
     if (ro.tiers == 3) {
-      ro.spine_core = {s.fat_tree_tiers_auto && !f.has("core_bandwidth")
+      ro.spine_core = {s.fabric_tiers_auto && !f.has("core_bandwidth")
                            ? ro.leaf_spine.bandwidth
                            : f.unit("core_bandwidth", parse_bandwidth),
                        fabric_latency(f, "core_latency", s)};
@@ -2139,7 +2139,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       // Core keys without cores: checked (a sweep over tiers shares them);
       // said to do nothing unless tiers: auto would use them at more nodes.
       const std::vector<std::string> idle = idle_core_keys();
-      if (!idle.empty() && !s.fat_tree_tiers_auto) {
+      if (!idle.empty() && !s.fabric_tiers_auto) {
         s.warnings.push_back(fmt::format(
             "{} {} no effect on a 2-tier rail-optimized fabric (core links exist with tiers: 3, or tiers: "
             "auto past {} HCAs)",
@@ -2161,7 +2161,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     check_tree(
         ro,
         fmt::format("a k={} {}-tier rail-optimized fabric{}", ro.k, ro.tiers,
-                    s.fat_tree_tiers_auto && ro.tiers == 3 ? " (the most tiers: auto builds)" : ""),
+                    s.fabric_tiers_auto && ro.tiers == 3 ? " (the most tiers: auto builds)" : ""),
         ro.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)" : "; for more HCAs a larger k");
   } else {
     f.fail_at(
@@ -2229,8 +2229,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       if (s.gpu.fp8_peak.per_second() > 2.5 * s.gpu.tensor_peak.per_second()) {
         s.warnings.push_back(fmt::format(
             "cluster.gpu.fp8_peak ({}) is {:.3g}x tensor_peak ({}): FP8 tensor cores run 2x the 16-bit rate "
-            "on "
-            "every GPU that has them (a unit slip?; MFU is counted against tensor_peak, so FP8 plans could "
+            "on every GPU that has them (a unit slip?; MFU is counted against tensor_peak, so FP8 plans "
+            "could "
             "pass 100%)",
             tf(s.gpu.fp8_peak), s.gpu.fp8_peak.per_second() / s.gpu.tensor_peak.per_second(),
             tf(s.gpu.tensor_peak)));
@@ -2299,8 +2299,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         s.suspect_gpu_keys.emplace_back("cluster.gpu.memory_bandwidth");
         s.warnings.push_back(
             fmt::format("cluster.gpu: tensor_peak / memory_bandwidth = {:.0f} FLOP per byte, above twice "
-                        "every GPU's the node "
-                        "model knows ({}: {:.0f}): memory_bandwidth {:g} GB/s (a unit slip, Gbps for GB/s?)",
+                        "every GPU's the node model knows ({}: {:.0f}): memory_bandwidth {:g} GB/s (a unit "
+                        "slip, Gbps for GB/s?)",
                         ridge(s.gpu), steepest->name, ridge(*steepest),
                         s.gpu.memory_bandwidth.bytes_per_second() * 1e-9));
       }
@@ -2544,13 +2544,12 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       // FlashAttention 2 needs Ampere or newer: a GPU without BF16 tensor
       // cores (Volta, Turing) does not run the kernel timed (helper 132).
       if (s.workload.flash_attention && !s.gpu.bf16) {
-        s.warnings.push_back(
-            fmt::format("training.flash_attention on {}: FlashAttention 2 runs on GPUs with BF16 tensor "
-                        "cores (Ampere and "
-                        "newer), and FlashAttention 1 on Turing and Ampere only; the forecast times a fused "
-                        "attention kernel "
-                        "this GPU may not run (flash_attention: false times the attention it runs)",
-                        s.gpu.name));
+        s.warnings.push_back(fmt::format(
+            "training.flash_attention on {}: FlashAttention 2 runs on GPUs with BF16 tensor "
+            "cores (Ampere and newer), and FlashAttention 1 on Turing and Ampere only; the "
+            "forecast times a fused attention kernel this GPU may not run (flash_attention: false "
+            "times the attention it runs)",
+            s.gpu.name));
       }
     }
     t.finish();
@@ -2744,10 +2743,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         }
         s.warnings.push_back(
             fmt::format("attention softmax unfused: Megatron's fused softmax kernel {}, so its torch path "
-                        "runs (micro_batch "
-                        "{} x {} heads per rank, sequence {}: FP32 scores, more time and activation memory; "
-                        "{} would use a "
-                        "fused kernel; docs/parallelism.md, \"Framework profiles\")",
+                        "runs (micro_batch {} x {} heads per rank, sequence {}: FP32 scores, more time and "
+                        "activation memory; {} would use a fused kernel; docs/parallelism.md, \"Framework "
+                        "profiles\")",
                         why, mb, per_rank, s.workload.seq_len, instead));
       }
     }

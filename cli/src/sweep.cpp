@@ -554,7 +554,7 @@ SweepCaveats sweep_caveats(const std::vector<Point>& points, const PointScenario
   for (const Point& pt : points) {
     const Scenario& sc = scenarios.at(pt.index);
     if (sc.fabric_written && sc.fabric == FabricKind::RailOptimized) c.rail_tiers = true;
-    if (sc.fat_tree_tiers_auto && sc.fabric_written) {
+    if (sc.fabric_tiers_auto && sc.fabric_written) {
       auto& [fewest, most] = c.tiers.try_emplace(fabric_tiers(sc), sc.gpus(), sc.gpus()).first->second;
       fewest = std::min(fewest, sc.gpus());
       most = std::max(most, sc.gpus());

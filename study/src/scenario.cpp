@@ -75,7 +75,7 @@ double spine_oversubscription(const Scenario& s) {
 std::string fabric_detail(const Scenario& s) {
   if (!s.fabric_written) return {};
   std::string out;
-  if (s.fabric != FabricKind::LeafSpine && s.fat_tree_tiers_auto)
+  if (s.fabric != FabricKind::LeafSpine && s.fabric_tiers_auto)
     out += fmt::format(", {} tiers by tiers: auto", fabric_tiers(s));
   // Where the leaves' up-links carry less than their hosts can send, say so:
   // it decides what crosses the leaves (docs/topology.md).

@@ -1372,7 +1372,7 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
         {Override{"cluster.nodes", std::to_string(nodes)}, Override{"parallelism.dp", "auto"}});
   };
   const Scenario two = at(4, t);
-  EXPECT_TRUE(two.fat_tree_tiers_auto);
+  EXPECT_TRUE(two.fabric_tiers_auto);
   EXPECT_EQ(two.fat_tree.tiers, 2);
   EXPECT_EQ(study::fabric_detail(two), ", 2 tiers by tiers: auto");
   EXPECT_EQ(build_topology(two).num_gpus(), 32);
@@ -1451,7 +1451,7 @@ TEST(Scenario, RailFabricOfThreeTiers) {
   EXPECT_EQ(three.rail.tiers, 3);
   EXPECT_EQ(three.rail.spine_core.bandwidth, parse_bandwidth("200Gbps"));
   EXPECT_EQ(study::fabric_tiers(three), 3);
-  EXPECT_FALSE(three.fat_tree_tiers_auto);
+  EXPECT_FALSE(three.fabric_tiers_auto);
   EXPECT_DOUBLE_EQ(study::spine_oversubscription(three), 2.0);  // 4 groups at 400 Gb/s over 4 cores at 200
   EXPECT_EQ(error_of(t, with({{"cluster.fabric.tiers", "3"}})),
             "s.yaml:16:5: cluster.fabric.core_bandwidth: missing required key");
@@ -1461,7 +1461,7 @@ TEST(Scenario, RailFabricOfThreeTiers) {
       std::string::npos);
   const Scenario autos = parse_scenario(t, "s.yaml", with({{"cluster.fabric.tiers", "auto"}}));
   EXPECT_EQ(autos.rail.tiers, 3);
-  EXPECT_TRUE(autos.fat_tree_tiers_auto);
+  EXPECT_TRUE(autos.fabric_tiers_auto);
   EXPECT_EQ(autos.rail.spine_core.bandwidth, autos.rail.leaf_spine.bandwidth);
   EXPECT_NE(study::fabric_detail(autos).find(", 3 tiers by tiers: auto"), std::string::npos);
   EXPECT_EQ(

@@ -311,6 +311,15 @@ Topology build_fat_tree(const FatTreeSpec& spec) {
 
 // --------------------------------------------------------- rail-optimized
 
+namespace {
+/// Rail groups of a rail-optimized fabric: consecutive nodes sharing each
+/// rail's leaf, p.down per leaf (in 64 bits: nodes + down - 1 can pass
+/// INT_MAX).
+std::int64_t rail_groups(const RailOptimizedSpec& spec, const LeafPorts& p) {
+  return (static_cast<std::int64_t>(spec.nodes) + p.down - 1) / p.down;
+}
+}  // namespace
+
 std::int64_t host_capacity(const RailOptimizedSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
   const int rails = std::max(1, spec.node.hca_count());
@@ -324,7 +333,7 @@ std::int64_t host_capacity(const RailOptimizedSpec& spec) {
 double spine_oversubscription(const RailOptimizedSpec& spec) {
   if (spec.tiers != 3 || spec.node.hca_count() <= 1) return 0.0;
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
-  const std::int64_t groups = (static_cast<std::int64_t>(spec.nodes) + p.down - 1) / p.down;
+  const std::int64_t groups = rail_groups(spec, p);
   return leaf_ratio(std::min<std::int64_t>(spec.k / 2, groups), spec.leaf_spine.bandwidth, spec.k / 2,
                     spec.spine_core.bandwidth);
 }
@@ -357,7 +366,7 @@ namespace {
 /// and spine j of every rail links to cores core{j * k/2 + c}.
 Topology build_rail_planes(const RailOptimizedSpec& spec, const LeafPorts& p) {
   const int rails = spec.node.hca_count();
-  const std::int64_t groups = (static_cast<std::int64_t>(spec.nodes) + p.down - 1) / p.down;
+  const std::int64_t groups = rail_groups(spec, p);
   if (groups > spec.k / 2) {
     throw InputError(
         fmt::format("cluster: {} nodes need {} rail groups of {} nodes but a 3-tier rail-optimized fabric of "
@@ -428,8 +437,7 @@ Topology build_rail_optimized(const RailOptimizedSpec& spec) {
   check_size(spec);
   if (spec.tiers == 3) return build_rail_planes(spec, p);
   const int rails = spec.node.hca_count();
-  // (in 64 bits: nodes + down - 1 can pass INT_MAX)
-  const std::int64_t groups = (static_cast<std::int64_t>(spec.nodes) + p.down - 1) / p.down;
+  const std::int64_t groups = rail_groups(spec, p);
   const std::int64_t leaves = groups * rails;
   if (leaves > spec.k) {
     throw InputError(fmt::format(

@@ -179,7 +179,7 @@ struct Scenario {
   /// `cluster.fabric.tiers: auto`: fat_tree.tiers (or rail.tiers, on a
   /// rail-optimized fabric) was chosen for the cluster's size (the fewest
   /// that hold its HCAs).
-  bool fat_tree_tiers_auto = false;
+  bool fabric_tiers_auto = false;
   topology::RailOptimizedSpec rail;
   collectives::ExpandOptions collectives;
   Calibration calibration;
