@@ -318,7 +318,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   if (chunk_counts.empty())
     chunk_counts.push_back(s.plan.virtual_stages > 1
                                ? s.plan.virtual_stages
-                               : parallelism::auto_virtual_stages(s.model.layers, s.plan.pp));
+                               : parallelism::auto_virtual_stages(s.model.layers, s.plan));
 
   std::vector<Row> rows;
   for (Schedule sched : schedules) {
@@ -347,7 +347,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       if (row.error.empty()) {
         // helper 60: the shipped schedules.yaml's v=2 row split 24 layers
         // into 16 chunks without the warning run gives for it.
-        if (std::string w = uneven_layer_split_warning(s.model.layers, plan.pp, v);
+        if (std::string w = uneven_layer_split_warning(s.model.layers, plan);
             !w.empty() && std::find(s.warnings.begin(), s.warnings.end(), w) == s.warnings.end())
           row.warnings.push_back(std::move(w));
         if (std::string w = schedule_tight_warning(row.result.summary); !w.empty())

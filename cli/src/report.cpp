@@ -24,6 +24,10 @@ std::string micro_batches_phrase(std::int64_t micro_batches, std::int64_t micro_
 
 namespace {
 
+/// A first or last pipeline stage this many times the fastest stage's
+/// compute gets the hint of first_stage_layers / last_stage_layers.
+constexpr double kStageImbalanceHint = 1.10;
+
 /// "Known bias" on a chart of one scenario, "Known bias, points with ..." on a sweep's.
 std::string chart_label(std::string_view label, std::string_view which) {
   return which.empty() ? std::string(label) : fmt::format("{}, {}", label, which);
@@ -124,6 +128,8 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.pp = s.plan.pp;
   rep.ep = s.plan.ep;
   rep.virtual_stages = s.plan.virtual_stages;
+  rep.first_stage_layers = s.plan.first_stage_layers;
+  rep.last_stage_layers = s.plan.last_stage_layers;
   rep.micro_batch = s.workload.micro_batch;
   rep.seq_len = s.workload.seq_len;
   rep.recompute = std::string(parallelism::to_string(s.plan.recompute));
@@ -200,12 +206,18 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   // FP8 runs: the same model FLOPs against the dense FP8 peak too, so that
   // an MFU above 100% of the BF16 peak reads for what it is.
   if (rep.fp8) rep.mfu_fp8_peak = rep.tflops_per_gpu / s.gpu.matmul_peak(node_model::DType::FP8).tflops();
-  if (rep.scales.any() || s.mixed_gpus) {
+  if (s.plan.pp > 1 || rep.scales.any() || s.mixed_gpus) {
     // Which pipeline stage holds the iteration back: each stage's busiest
-    // compute stream (a stage waits for its slowest rank) against the fastest.
+    // compute stream (a stage waits for its slowest rank) against the
+    // fastest. The first and last stages hold the embedding and the LM head
+    // beside their layers (parallelism.first_stage_layers and
+    // last_stage_layers move layers off them).
+    rep.stage_balance_lines = rep.scales.any() || s.mixed_gpus || s.plan.pp <= 4;
+    const std::vector<std::int64_t> layers = parallelism::stage_layer_split(s.model.layers, s.plan);
     rep.stage_balance.resize(static_cast<std::size_t>(s.plan.pp));
     for (std::size_t st = 0; st < rep.stage_balance.size(); ++st) {
       rep.stage_balance[st].stage = static_cast<int>(st);
+      rep.stage_balance[st].layers = layers[st];
       rep.stage_balance[st].slowest_rank = -1;
     }
     for (std::size_t rank = 0; rank < r.ranks.size(); ++rank) {
@@ -221,6 +233,20 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
     for (auto& b : rep.stage_balance) {
       b.vs_fastest = fastest > Time::zero() ? static_cast<double>(b.compute.ps()) / static_cast<double>(fastest.ps())
                                             : 1.0;
+    }
+    // The slowest stage the first or the last, which hold the embedding and
+    // the LM head beside their layers, on GPUs alike: what moves layers off
+    // it (the first of equals, as the text marks it).
+    const auto slowest =
+        std::max_element(rep.stage_balance.begin(), rep.stage_balance.end(),
+                         [](const StageBalance& a, const StageBalance& b) { return a.compute < b.compute; });
+    const bool last = slowest->stage + 1 == s.plan.pp;
+    if ((slowest->stage == 0 || last) && slowest->vs_fastest >= kStageImbalanceHint && slowest->layers > 1 &&
+        !s.plan.first_stage_layers && !s.plan.last_stage_layers && !rep.scales.any() && !s.mixed_gpus) {
+      rep.stage_balance_hint = fmt::format(
+          "the {} stage computes x{:.2f} what the fastest does: parallelism.{}_stage_layers (Megatron-Core's "
+          "--decoder-{}-pipeline-num-layers) gives it fewer layers than the others",
+          last ? "last" : "first", slowest->vs_fastest, last ? "last" : "first", last ? "last" : "first");
     }
   }
   rep.bytes_sent = r.bytes_sent;
@@ -752,9 +778,13 @@ std::string format_text(const RunReport& r) {
           ? fmt::format(" (+{} as Megatron counts them, the vocabulary padded to {})",
                         grouped(r.padded_parameters - r.parameters), r.padded_vocab)
           : std::string());
-  out += fmt::format("Plan           dp={} tp={} pp={}{}{}, {} x {} tokens, {} schedule{}\n", r.dp, r.tp,
+  std::vector<std::string> own_split;
+  if (r.first_stage_layers) own_split.push_back(fmt::format("first_stage_layers {}", *r.first_stage_layers));
+  if (r.last_stage_layers) own_split.push_back(fmt::format("last_stage_layers {}", *r.last_stage_layers));
+  out += fmt::format("Plan           dp={} tp={} pp={}{}{}{}, {} x {} tokens, {} schedule{}\n", r.dp, r.tp,
                      r.pp, r.shows_ep() ? fmt::format(" ep={}", r.ep) : "",
                      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout),
+                     own_split.empty() ? std::string() : fmt::format(" ({})", fmt::join(own_split, ", ")),
                      micro_batches_phrase(r.micro_batches, r.micro_batch), r.seq_len, r.schedule,
                      r.virtual_stages > 1 ? fmt::format(" (virtual_stages {})", r.virtual_stages) : "");
   out += fmt::format(
@@ -837,12 +867,26 @@ std::string format_text(const RunReport& r) {
                                           [](const StageBalance& a, const StageBalance& b) {
                                             return a.compute < b.compute;
                                           });
-    out += "Stage balance  busiest compute stream per pipeline stage, against the fastest stage\n";
-    for (auto it = r.stage_balance.begin(); it != r.stage_balance.end(); ++it) {
-      out += fmt::format("  stage {:<6} {:>12.3f} ms  x{:.3f}  (rank {}){}\n", it->stage, it->compute.ms(),
-                         it->vs_fastest, it->slowest_rank,
-                         it == slowest && r.stage_balance.size() > 1 ? "  <- slowest" : "");
+    const auto fastest =
+        std::min_element(r.stage_balance.begin(), r.stage_balance.end(),
+                         [](const StageBalance& a, const StageBalance& b) { return a.compute < b.compute; });
+    const auto layers = [](std::int64_t n) { return fmt::format("{} layer{}", n, n == 1 ? "" : "s"); };
+    if (r.stage_balance_lines) {
+      out += "Stage balance  busiest compute stream per pipeline stage, against the fastest stage\n";
+      for (auto it = r.stage_balance.begin(); it != r.stage_balance.end(); ++it) {
+        out += fmt::format("  stage {:<6} {:>12.3f} ms  x{:.3f}  (rank {}, {}){}\n", it->stage,
+                           it->compute.ms(), it->vs_fastest, it->slowest_rank, layers(it->layers),
+                           it == slowest && r.stage_balance.size() > 1 ? "  <- slowest" : "");
+      }
+    } else {
+      out += fmt::format(
+          "Stage balance  busiest compute stream per pipeline stage from {:.3f} ms (stage {}, {}) to {:.3f} "
+          "ms "
+          "(stage {}, {}: x{:.3f}, the slowest)\n",
+          fastest->compute.ms(), fastest->stage, layers(fastest->layers), slowest->compute.ms(),
+          slowest->stage, layers(slowest->layers), slowest->vs_fastest);
     }
+    if (!r.stage_balance_hint.empty()) out += fmt::format("               {}\n", r.stage_balance_hint);
   }
   if (r.memory.size() <= 4) {
     for (const auto& m : r.memory) {
@@ -927,8 +971,9 @@ std::string format_json(const RunReport& r) {
     for (std::size_t i = 0; i < r.stage_balance.size(); ++i) {
       const auto& b = r.stage_balance[i];
       balance += fmt::format(
-          "{}{{\"stage\": {}, \"slowest_rank\": {}, \"compute_time_s\": {:.9e}, \"vs_fastest\": {:.6f}}}",
-          i == 0 ? "" : ", ", b.stage, b.slowest_rank, b.compute.seconds(), b.vs_fastest);
+          "{}{{\"stage\": {}, \"layers\": {}, \"slowest_rank\": {}, \"compute_time_s\": {:.9e}, "
+          "\"vs_fastest\": {:.6f}}}",
+          i == 0 ? "" : ", ", b.stage, b.layers, b.slowest_rank, b.compute.seconds(), b.vs_fastest);
     }
     balance += "]";
   }
@@ -980,11 +1025,14 @@ std::string format_json(const RunReport& r) {
       r.leaf_oversubscription, r.spine_oversubscription, r.gpus, r.dp, r.tp, r.pp,
       (r.shows_ep() ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
-      json_string(r.schedule), r.virtual_stages, r.micro_batches, r.micro_batch, r.global_batch, r.seq_len,
-      json_string(r.dtype), json_string(r.framework), json_string(r.recompute), r.sequence_parallel,
-      r.zero_stage, json_string(r.grad_sync),
-      r.overlap_param_gather ? "\"overlap_param_gather\": true, " : "", json_string(r.backend),
-      json_string(r.predictor),
+      json_string(r.schedule),
+      std::to_string(r.virtual_stages) +
+          (r.first_stage_layers ? fmt::format(", \"first_stage_layers\": {}", *r.first_stage_layers) : "") +
+          (r.last_stage_layers ? fmt::format(", \"last_stage_layers\": {}", *r.last_stage_layers) : ""),
+      r.micro_batches, r.micro_batch, r.global_batch, r.seq_len, json_string(r.dtype),
+      json_string(r.framework), json_string(r.recompute), r.sequence_parallel, r.zero_stage,
+      json_string(r.grad_sync), r.overlap_param_gather ? "\"overlap_param_gather\": true, " : "",
+      json_string(r.backend), json_string(r.predictor),
       (r.mixed_gpu.empty() ? std::string() : mixed_gpus_json(r.mixed_gpu, r.mixed_nodes, r.gpu)) +
           compute_scales_json(r.scales) + failures_json(r.failures),
       (r.predictor_weights.empty()

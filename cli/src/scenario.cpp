@@ -90,6 +90,10 @@ std::string key_alias(const std::string& key) {
       {"data_parallel", "dp"},
       {"data_parallel_size", "dp"},
       {"virtual_pipeline_model_parallel_size", "virtual_stages"},
+      {"decoder_first_pipeline_num_layers", "first_stage_layers"},
+      {"num_layers_in_first_pipeline_stage", "first_stage_layers"},
+      {"decoder_last_pipeline_num_layers", "last_stage_layers"},
+      {"num_layers_in_last_pipeline_stage", "last_stage_layers"},
       {"num_layers", "layers"},
       {"num_hidden_layers", "layers"},
       {"hidden_size", "hidden"},
@@ -527,6 +531,8 @@ class Section {
                                                  "ep",
                                                  "schedule",
                                                  "virtual_stages",
+                                                 "first_stage_layers",
+                                                 "last_stage_layers",
                                                  "layout",
                                                  "sequence_parallel",
                                                  "tp_comm_overlap",
@@ -935,10 +941,14 @@ parallelism::TransformerConfig read_model(Section& m) {
 
 }  // namespace
 
-std::string uneven_layer_split_warning(std::int64_t layers, int pp, int virtual_stages) {
+std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan) {
   // An uneven split of the layers is forecast as it is, but Megatron-LM
   // refuses it unless told how (--decoder-first-pipeline-num-layers and
-  // the like): said, with the chunk sizes.
+  // the like: first_stage_layers, last_stage_layers, which say it): said,
+  // with the chunk sizes.
+  if (plan.first_stage_layers || plan.last_stage_layers) return {};
+  const int pp = plan.pp;
+  const int virtual_stages = plan.virtual_stages;
   const std::int64_t chunks = static_cast<std::int64_t>(pp) * virtual_stages;
   if (chunks <= 1 || chunks > layers || layers % chunks == 0) return {};
   const std::int64_t small = layers / chunks;
@@ -2609,6 +2619,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // virtual_stages left out or `auto`: under interleaved-1f1b the fewest
     // chunks from 2 up that split the layers evenly, else 1, so that a sweep
     // or --set over schedules needs no matching list.
+    // Megatron-Core's --decoder-first/last-pipeline-num-layers: before
+    // virtual_stages' auto, which then divides them too.
+    if (p.has("first_stage_layers")) plan.first_stage_layers = p.positive_int32("first_stage_layers");
+    if (p.has("last_stage_layers")) plan.last_stage_layers = p.positive_int32("last_stage_layers");
     const bool vs_auto = !p.has("virtual_stages") ||
                          (p.need("virtual_stages").IsScalar() && p.scalar("virtual_stages") == "auto");
     if (!vs_auto) plan.virtual_stages = p.positive_int32("virtual_stages");
@@ -2618,7 +2632,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       plan.schedule = checked(p, v, p.key_path("schedule"), [&] { return parallelism::parse_schedule(p.scalar("schedule")); });
     }
     if (vs_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B)
-      plan.virtual_stages = parallelism::auto_virtual_stages(s.model.layers, plan.pp);
+      plan.virtual_stages = parallelism::auto_virtual_stages(s.model.layers, plan);
     if (p.has("recompute")) {
       const YAML::Node v = p.need("recompute");
       plan.recompute = checked(p, v, p.key_path("recompute"), [&] { return parallelism::parse_recompute(p.scalar("recompute")); });
@@ -2650,7 +2664,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
     }
     p.finish();
-    if (std::string w = uneven_layer_split_warning(s.model.layers, plan.pp, plan.virtual_stages); !w.empty())
+    if (std::string w = uneven_layer_split_warning(s.model.layers, plan); !w.empty())
       s.warnings.push_back(std::move(w));
     // Tensor-parallel options given to a plan without tensor parallelism (or
     // pipeline stages) do nothing: said, as other keys that do nothing are.

@@ -136,7 +136,25 @@ std::vector<std::string> kept_plan_keys(const parallelism::ParallelPlan& p, cons
     out.push_back(fmt::format("bucket_size: {}", size));
   }
   if (!p.tp_comm_overlap) out.emplace_back("tp_comm_overlap: false");
+  // A split of the layers of its own on the first or last stage: kept, so
+  // only the depths it is valid at are plans (the others are refused).
+  if (p.first_stage_layers) out.push_back(fmt::format("first_stage_layers: {}", *p.first_stage_layers));
+  if (p.last_stage_layers) out.push_back(fmt::format("last_stage_layers: {}", *p.last_stage_layers));
   return out;
+}
+
+/// True when `chunks` model chunks per pipeline rank split every stage's
+/// layers under `plan` (its pp, and first_stage_layers / last_stage_layers
+/// where given) evenly, as Megatron-LM requires of interleaving.
+bool chunks_split_stages(std::int64_t layers, const parallelism::ParallelPlan& plan, int chunks) {
+  parallelism::ParallelPlan chunked = plan;
+  chunked.virtual_stages = chunks;
+  try {
+    const std::vector<std::int64_t> stages = parallelism::stage_layer_split(layers, chunked);
+    return std::all_of(stages.begin(), stages.end(), [chunks](std::int64_t n) { return n % chunks == 0; });
+  } catch (const InputError&) {
+    return false;
+  }
 }
 
 /// The winner, ready to paste: as --set flags and as the scenario's
@@ -489,8 +507,7 @@ int cmd_search(const Args& args, std::ostream& out) {
             // Warnings about the stand-in plan's keys (sequence parallelism
             // at its tp 1, its layers split unevenly over pp 3) are not the
             // scenario's.
-            const std::string uneven =
-                uneven_layer_split_warning(s.model.layers, s.plan.pp, s.plan.virtual_stages);
+            const std::string uneven = uneven_layer_split_warning(s.model.layers, s.plan);
             std::erase_if(s.warnings,
                           [&](const std::string& w) { return w.starts_with("parallelism.") || w == uneven; });
             if (!stand_in || s.warnings.size() < stand_in->warnings.size()) stand_in = std::move(s);
@@ -574,11 +591,13 @@ int cmd_search(const Args& args, std::ostream& out) {
         continue;
       }
       if (pp == 1) continue;
+      ParallelPlan at_pp = base.plan;
+      at_pp.pp = pp;
       const std::vector<int> counts =
-          space.chunks.empty() ? std::vector<int>{parallelism::auto_virtual_stages(base.model.layers, pp)}
+          space.chunks.empty() ? std::vector<int>{parallelism::auto_virtual_stages(base.model.layers, at_pp)}
                                : space.chunks;
       for (int c : counts) {
-        if (base.model.layers % (std::int64_t{c} * pp) == 0) out.emplace_back(sched, c);
+        if (chunks_split_stages(base.model.layers, at_pp, c)) out.emplace_back(sched, c);
       }
     }
     return out;
@@ -1014,7 +1033,7 @@ int cmd_search(const Args& args, std::ostream& out) {
     const ParallelPlan& w = ranked.front()->plan;
     std::vector<int> others;
     for (int c = 2; std::int64_t{c} * w.pp <= base.model.layers; ++c) {
-      if (c != w.virtual_stages && base.model.layers % (std::int64_t{c} * w.pp) == 0) others.push_back(c);
+      if (c != w.virtual_stages && chunks_split_stages(base.model.layers, w, c)) others.push_back(c);
     }
     if (!others.empty()) {
       out << fmt::format(

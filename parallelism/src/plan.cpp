@@ -610,7 +610,7 @@ PlanSummary estimate_memory(const TransformerConfig& model, const Workload& work
   plan.validate(model, work);
   PlanSummary s;
   s.micro_batches = plan.micro_batches(work.micro_batch);
-  s.chunk_layers = chunk_layers(model.layers, plan.pp, plan.virtual_stages);
+  s.chunk_layers = chunk_layers(model.layers, plan);
   for (int st = 0; st < plan.pp; ++st) {
     const StageParams params = stage_params(model, work, plan, s.chunk_layers, st);
     s.params_per_stage.push_back(params.total());
@@ -637,6 +637,14 @@ StagePartition partition_layers(std::int64_t layers, int pp, int virtual_stages)
   out.pp = pp;
   out.virtual_stages = virtual_stages;
   out.chunk_layers = chunk_layers(layers, pp, virtual_stages);
+  return out;
+}
+
+StagePartition partition_layers(std::int64_t layers, const ParallelPlan& plan) {
+  StagePartition out;
+  out.pp = plan.pp;
+  out.virtual_stages = plan.virtual_stages;
+  out.chunk_layers = chunk_layers(layers, plan);
   return out;
 }
 
@@ -1543,7 +1551,7 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
   const bool torch_ddp = plan.torch_ddp(work);
   if (torch_ddp) work.profile.main_grad = false;
 
-  const StagePartition part = partition_layers(model.layers, plan.pp, plan.virtual_stages);
+  const StagePartition part = partition_layers(model.layers, plan);
   const KernelTimer timer(predictor, work);
   const ModelPieces pieces = model_pieces(model, work, plan, timer);
   out.summary.model_flops = model_flops(model, work, plan, part, out.summary.micro_batches);

@@ -91,6 +91,23 @@ int auto_virtual_stages(std::int64_t layers, int pp) {
   return 2;
 }
 
+int auto_virtual_stages(std::int64_t layers, const ParallelPlan& plan) {
+  if (!plan.first_stage_layers && !plan.last_stage_layers) return auto_virtual_stages(layers, plan.pp);
+  const std::int64_t own = plan.first_stage_layers.value_or(0) + plan.last_stage_layers.value_or(0);
+  const int others = plan.pp - (plan.first_stage_layers ? 1 : 0) - (plan.last_stage_layers ? 1 : 0);
+  if (others < 0 || (others > 0 && ((layers - own) <= 0 || (layers - own) % others != 0))) return 2;
+  std::vector<std::int64_t> counts;
+  if (plan.first_stage_layers) counts.push_back(*plan.first_stage_layers);
+  if (plan.last_stage_layers) counts.push_back(*plan.last_stage_layers);
+  if (others > 0) counts.push_back((layers - own) / others);
+  const std::int64_t fewest = *std::min_element(counts.begin(), counts.end());
+  for (std::int64_t v = 2; v <= fewest; ++v) {
+    if (std::all_of(counts.begin(), counts.end(), [v](std::int64_t n) { return n % v == 0; }))
+      return static_cast<int>(v);
+  }
+  return 2;
+}
+
 std::int64_t ParallelPlan::micro_batches(std::int64_t micro_batch) const {
   if (global_batch == 0) return 1;
   return global_batch / (static_cast<std::int64_t>(dp) * micro_batch);
@@ -147,6 +164,7 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
     throw InputError(fmt::format("pp x virtual_stages ({} x {} = {}) must not exceed the model's layers ({})", pp,
                                  virtual_stages, static_cast<std::int64_t>(pp) * virtual_stages, model.layers));
   }
+  if (first_stage_layers || last_stage_layers) (void)stage_layer_split(model.layers, *this);
   if (global_batch < 0) throw InputError(fmt::format("global_batch must be positive (got {})", global_batch));
   // (dp x micro_batch in 128 bits: a product past int64 is no divisor of an int64 global batch)
   const Int128 per_step = static_cast<Int128>(dp) * work.micro_batch;
@@ -397,6 +415,77 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_
   }
   std::vector<std::int64_t> out(static_cast<std::size_t>(n), layers / n);
   for (std::int64_t k = 0; k < layers % n; ++k) ++out[static_cast<std::size_t>(k)];
+  return out;
+}
+
+std::vector<std::int64_t> stage_layer_split(std::int64_t layers, const ParallelPlan& plan) {
+  const int pp = plan.pp;
+  const int v = plan.virtual_stages;
+  if (!plan.first_stage_layers && !plan.last_stage_layers) {
+    const std::vector<std::int64_t> chunks = chunk_layers(layers, pp, v);
+    std::vector<std::int64_t> out(static_cast<std::size_t>(pp), 0);
+    for (std::size_t k = 0; k < chunks.size(); ++k) out[k % static_cast<std::size_t>(pp)] += chunks[k];
+    return out;
+  }
+  // The key an error names first: the one given (first_stage_layers when both are).
+  const char* key = plan.first_stage_layers ? "first_stage_layers" : "last_stage_layers";
+  if (pp < 2) {
+    throw InputError(fmt::format("{} needs pp >= 2 (got pp {}: one stage holds every layer)", key, pp));
+  }
+  for (const auto& [given, name] : {std::pair{plan.first_stage_layers, "first_stage_layers"},
+                                    std::pair{plan.last_stage_layers, "last_stage_layers"}}) {
+    if (!given) continue;
+    if (*given < 1) throw InputError(fmt::format("{} must be positive (got {})", name, *given));
+    if (*given % v != 0) {
+      throw InputError(
+          fmt::format("{} ({}) must be a multiple of virtual_stages ({}): each of a stage's model "
+                      "chunks holds as many layers (Megatron-Core requires it)",
+                      name, *given, v));
+    }
+  }
+  const std::int64_t own = plan.first_stage_layers.value_or(0) + plan.last_stage_layers.value_or(0);
+  const int others = pp - (plan.first_stage_layers ? 1 : 0) - (plan.last_stage_layers ? 1 : 0);
+  const std::int64_t rest = layers - own;
+  const std::string given = plan.first_stage_layers && plan.last_stage_layers
+                                ? fmt::format("first_stage_layers + last_stage_layers ({} + {})",
+                                              *plan.first_stage_layers, *plan.last_stage_layers)
+                                : fmt::format("{} ({})", key, own);
+  if (others == 0 && rest != 0) {
+    throw InputError(fmt::format(
+        "{} must be the model's {} layers with pp 2 (the two stages are all of them)", given, layers));
+  }
+  if (others > 0) {
+    const std::string who = others == 1 ? "the other stage" : fmt::format("the other {} stages", others);
+    if (rest < static_cast<std::int64_t>(others) * v) {
+      throw InputError(fmt::format("{} leave{} {} of the model's {} layers to {}: each needs at least {}",
+                                   given, plan.first_stage_layers && plan.last_stage_layers ? "" : "s",
+                                   std::max<std::int64_t>(rest, 0), layers, who, v));
+    }
+    if (rest % others != 0 || (rest / others) % v != 0) {
+      throw InputError(
+          fmt::format("{} leave{} {} layers, which {} cannot split evenly{} (Megatron-Core requires it)",
+                      given, plan.first_stage_layers && plan.last_stage_layers ? "" : "s", rest, who,
+                      v > 1 ? fmt::format(" into chunks of virtual_stages ({})", v) : std::string()));
+    }
+  }
+  std::vector<std::int64_t> out(static_cast<std::size_t>(pp), others > 0 ? rest / others : 0);
+  if (plan.first_stage_layers) out.front() = *plan.first_stage_layers;
+  if (plan.last_stage_layers) out.back() = *plan.last_stage_layers;
+  return out;
+}
+
+std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& plan) {
+  if (!plan.first_stage_layers && !plan.last_stage_layers)
+    return chunk_layers(layers, plan.pp, plan.virtual_stages);
+  const std::vector<std::int64_t> stages = stage_layer_split(layers, plan);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(plan.pp) *
+                                static_cast<std::size_t>(plan.virtual_stages));
+  for (int c = 0; c < plan.virtual_stages; ++c) {
+    for (int st = 0; st < plan.pp; ++st) {
+      out[static_cast<std::size_t>(c) * static_cast<std::size_t>(plan.pp) + static_cast<std::size_t>(st)] =
+          stages[static_cast<std::size_t>(st)] / plan.virtual_stages;
+    }
+  }
   return out;
 }
 

@@ -1,19 +1,21 @@
 // Several jobs on one fabric (`jobs:`): placement, the merged graph, and
 // slowdowns that can be checked by hand.
+#include "tessera/study/jobs.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 
-#include "tessera/study/jobs.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
+#include "tessera/study/pipeline.hpp"
 #include "test_scenarios.hpp"
 
 using namespace tessera;
@@ -951,6 +953,50 @@ TEST(MixedGpus, EachNodeTimedOnItsOwnGpu) {
             std::string::npos);
 }
 
+// parallelism.first_stage_layers / last_stage_layers reach the execution:
+// GPT-3 XL's 24 layers over 4 stages as 6 + 7 + 7 + 4 against 6 each. The
+// first stage is the same plan (the same compute, to the picosecond); a
+// middle stage's one more layer costs what the last stage's two fewer save
+// per layer (a layer is the same work on every stage, within a microsecond:
+// the optimizer's and gradient buffers' sizes differ); the last stage, whose
+// LM head made it 1.3 times the others, stops setting the pace.
+TEST(StageBalance, FirstAndLastStageLayersMoveLayersBetweenStages) {
+  const std::string text = scenario_text("schedules.yaml");
+  const std::vector<Override> pp4 = {{"parallelism.pp", "4"}, {"parallelism.dp", "4"}};
+  std::vector<Override> split = pp4;
+  split.push_back({"parallelism.first_stage_layers", "6"});
+  split.push_back({"parallelism.last_stage_layers", "4"});
+  const Scenario even_s = parse_scenario(text, "s.yaml", pp4);
+  const Scenario split_s = parse_scenario(text, "s.yaml", split);
+  const auto even_r = simulate_scenario(even_s, nullptr, nullptr, false);
+  const auto split_r = simulate_scenario(split_s, nullptr, nullptr, false);
+  const RunReport even = make_report(even_s, even_r);
+  const RunReport own = make_report(split_s, split_r);
+  ASSERT_EQ(even.stage_balance.size(), 4U);
+  ASSERT_EQ(own.stage_balance.size(), 4U);
+  for (int st = 0; st < 4; ++st) {
+    EXPECT_EQ(even.stage_balance[static_cast<std::size_t>(st)].layers, 6);
+    EXPECT_EQ(own.stage_balance[static_cast<std::size_t>(st)].layers, (std::array<int, 4>{6, 7, 7, 4})[st]);
+  }
+  EXPECT_EQ(own.stage_balance[0].compute, even.stage_balance[0].compute);
+  EXPECT_EQ(own.stage_balance[1].compute, own.stage_balance[2].compute);
+  const double layer_s = own.stage_balance[1].compute.seconds() - even.stage_balance[1].compute.seconds();
+  const double two_layers_s =
+      even.stage_balance[3].compute.seconds() - own.stage_balance[3].compute.seconds();
+  EXPECT_GT(layer_s, 0.03);  // about a seventh of the stage's 0.27 s
+  EXPECT_NEAR(two_layers_s, 2 * layer_s, 1e-6);
+  EXPECT_GT(even.stage_balance[3].vs_fastest, 1.25);
+  EXPECT_EQ(even.stage_balance_hint.rfind("the last stage computes x1.30", 0), 0U) << even.stage_balance_hint;
+  EXPECT_TRUE(own.stage_balance_hint.empty());  // the plan says how it splits
+  EXPECT_LT(own.iteration_time.seconds(), 0.9 * even.iteration_time.seconds());
+  EXPECT_NE(
+      format_text(own).find("Plan           dp=4 tp=2 pp=4 (first_stage_layers 6, last_stage_layers 4), "),
+      std::string::npos);
+  EXPECT_NE(
+      format_json(own).find(R"("virtual_stages": 1, "first_stage_layers": 6, "last_stage_layers": 4, )"),
+      std::string::npos);
+}
+
 // Stage balance (`stragglers:` or `mixed_gpus:`): dp=8 pp=2 on 2 nodes puts
 // stage 0 on node 0 and stage 1 on node 1 (Megatron order: tp, dp, pp).
 // Node 1 at 1.5x: stage 1's busiest compute stream is 1.5 times what it is
@@ -966,12 +1012,33 @@ TEST(Stragglers, StageBalanceNamesTheSlowStage) {
   const Scenario slow = parse_scenario(text, "d.yaml", slow_keys);
   const auto a = simulate_scenario(base, nullptr, nullptr, false);
   const auto b = simulate_scenario(slow, nullptr, nullptr, false);
-  EXPECT_TRUE(make_report(base, a).stage_balance.empty());  // neither key: no stage balance
   Time stage_base[2];
   for (int r = 0; r < 16; ++r) {
     stage_base[r / 8] = std::max(stage_base[r / 8], a.result.ranks[static_cast<std::size_t>(r)].compute_busy);
   }
+  // Without either key a pipeline has its stages' balance too (18 layers
+  // each), and the last stage, whose LM head computes about 2.9 layers'
+  // FLOPs (2 x 1280 x 50257 a token against 2 x (12 x 1280^2 + 2 x 1024 x
+  // 1280)), 1.1 times the first or more: the hint.
+  const RunReport plain = make_report(base, a);
+  ASSERT_EQ(plain.stage_balance.size(), 2U);
+  EXPECT_EQ(plain.stage_balance[0].compute, stage_base[0]);
+  EXPECT_EQ(plain.stage_balance[1].compute, stage_base[1]);
+  EXPECT_EQ(plain.stage_balance[0].layers, 18);
+  EXPECT_EQ(plain.stage_balance[1].layers, 18);
+  EXPECT_GT(plain.stage_balance[1].vs_fastest, 1.1);
+  EXPECT_LT(plain.stage_balance[1].vs_fastest, 1.2);
+  EXPECT_EQ(
+      plain.stage_balance_hint,
+      fmt::format("the last stage computes x{:.2f} what the fastest does: parallelism.last_stage_layers "
+                  "(Megatron-Core's --decoder-last-pipeline-num-layers) gives it fewer layers than the "
+                  "others",
+                  plain.stage_balance[1].vs_fastest));
+  EXPECT_NE(format_text(plain).find("\n               " + plain.stage_balance_hint + "\n"),
+            std::string::npos);
+  // Slower GPUs make the slow stage: no hint of layers then.
   const RunReport rep = make_report(slow, b);
+  EXPECT_TRUE(rep.stage_balance_hint.empty()) << rep.stage_balance_hint;
   ASSERT_EQ(rep.stage_balance.size(), 2U);
   EXPECT_EQ(rep.stage_balance[0].stage, 0);
   EXPECT_EQ(rep.stage_balance[1].stage, 1);
@@ -988,13 +1055,13 @@ TEST(Stragglers, StageBalanceNamesTheSlowStage) {
   EXPECT_DOUBLE_EQ(rep.stage_balance[0].vs_fastest, 1.0);
   const std::string txt = format_text(rep);
   EXPECT_NE(txt.find("Stage balance"), std::string::npos) << txt;
-  EXPECT_NE(txt.find(fmt::format("  stage 1      {:>12.3f} ms  x{:.3f}  (rank {})  <- slowest",
+  EXPECT_NE(txt.find(fmt::format("  stage 1      {:>12.3f} ms  x{:.3f}  (rank {}, 18 layers)  <- slowest",
                                  rep.stage_balance[1].compute.ms(), rep.stage_balance[1].vs_fastest,
                                  rep.stage_balance[1].slowest_rank)),
             std::string::npos)
       << txt;
   const std::string json = format_json(rep);
-  EXPECT_NE(json.find(fmt::format(R"("stage_balance": [{{"stage": 0, "slowest_rank": {}, )",
+  EXPECT_NE(json.find(fmt::format(R"("stage_balance": [{{"stage": 0, "layers": 18, "slowest_rank": {}, )",
                                   rep.stage_balance[0].slowest_rank)),
             std::string::npos)
       << json;

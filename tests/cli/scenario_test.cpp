@@ -2375,6 +2375,59 @@ TEST(Scenario, UnevenLayerSplitIsWarnedAbout) {
   EXPECT_TRUE(warnings({{"parallelism.pp", "4"}, {"parallelism.dp", "4"}}).empty());
 }
 
+// Megatron-Core's --decoder-first/last-pipeline-num-layers as
+// parallelism.first_stage_layers / last_stage_layers: gpt2-large's 36 layers
+// over 8 stages as 8 + 4 x 6 + 4 (with no uneven-split warning: the plan
+// says how); a split Megatron-Core refuses is an error at the key; the flag's
+// names point to ours.
+TEST(Scenario, FirstAndLastStageLayersSayHowToSplitThePipeline) {
+  const std::vector<Override> pp8 = {{"parallelism.pp", "8"}, {"parallelism.dp", "2"}};
+  auto with = [&](const std::vector<Override>& more) {
+    std::vector<Override> o = pp8;
+    o.insert(o.end(), more.begin(), more.end());
+    return o;
+  };
+  const Scenario s =
+      parse_scenario(default_text(), "d.yaml",
+                     with({{"parallelism.first_stage_layers", "2"}, {"parallelism.last_stage_layers", "4"}}));
+  EXPECT_EQ(s.plan.first_stage_layers, 2);
+  EXPECT_EQ(s.plan.last_stage_layers, 4);
+  EXPECT_EQ(parallelism::stage_layer_split(s.model.layers, s.plan),
+            (std::vector<std::int64_t>{2, 5, 5, 5, 5, 5, 5, 4}));
+  EXPECT_TRUE(s.warnings.empty()) << s.warnings[0];
+  // The even split of 36 over 8 is warned about; the same plan told how is not.
+  EXPECT_EQ(parse_scenario(default_text(), "d.yaml", pp8).warnings.size(), 1U);
+  // virtual_stages auto under interleaving: the fewest chunks per rank
+  // dividing every stage's layers (6, 12, 12, 6: 2).
+  const Scenario v = parse_scenario(default_text(), "d.yaml",
+                                    {{"parallelism.pp", "4"},
+                                     {"parallelism.dp", "4"},
+                                     {"parallelism.schedule", "interleaved-1f1b"},
+                                     {"parallelism.first_stage_layers", "6"},
+                                     {"parallelism.last_stage_layers", "6"},
+                                     {"training.global_batch", "128"}});
+  EXPECT_EQ(v.plan.virtual_stages, 2);  // 6, 12, 12, 6: the fewest dividing all
+  EXPECT_EQ(parallelism::chunk_layers(v.model.layers, v.plan),
+            (std::vector<std::int64_t>{3, 6, 6, 3, 3, 6, 6, 3}));
+  // Refused where Megatron-Core refuses, at the key.
+  EXPECT_EQ(error_of(default_text(), with({{"parallelism.last_stage_layers", "3"}})),
+            "s.yaml (--set parallelism.last_stage_layers): parallelism.last_stage_layers: last_stage_layers "
+            "(3) leaves 33 layers, which the other 7 stages cannot split evenly (Megatron-Core requires it)");
+  EXPECT_EQ(
+      error_of(default_text(), {{"parallelism.first_stage_layers", "4"}}),
+      "s.yaml (--set parallelism.first_stage_layers): parallelism.first_stage_layers: first_stage_layers "
+      "needs pp >= 2 (got pp 1: one stage holds every layer)");
+  EXPECT_NE(error_of(default_text(), with({{"parallelism.last_stage_layers", "0"}})).find("must be positive"),
+            std::string::npos);
+  const std::string text = default_text();
+  const std::string flag =
+      replaced(text, "  dp: 16\n", "  dp: 2\n  pp: 8\n  decoder_last_pipeline_num_layers: 4\n");
+  EXPECT_NE(error_of(flag).find("parallelism.decoder_last_pipeline_num_layers: unknown key, did you mean "
+                                "'last_stage_layers'?"),
+            std::string::npos)
+      << error_of(flag);
+}
+
 TEST(Scenario, TensorParallelKeysWithoutTensorParallelismAreWarnedAbout) {
   // default.yaml: tp = 1, pp = 1. Each key given does nothing: one warning.
   auto warnings = [](const std::vector<Override>& o) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -147,6 +148,80 @@ TEST(Passes, PartitionCountsMoeLayersPerChunk) {
   EXPECT_EQ(part.moe_layers(tiny_moe(), 0), 1);
   EXPECT_EQ(part.moe_layers(tiny_moe(), 1), 1);
   EXPECT_EQ(partition_layers(4, 1, 1).moe_layers(tiny_moe(), 0), 2);
+}
+
+// Megatron-Core's --decoder-first/last-pipeline-num-layers: the stages not
+// named split the rest evenly; under interleaving each stage's layers are
+// split evenly over its chunks (chunk k on rank k % pp).
+TEST(Passes, FirstAndLastStageLayersSplitTheRestEvenly) {
+  ParallelPlan plan;
+  plan.pp = 4;
+  EXPECT_EQ(stage_layer_split(24, plan), (std::vector<std::int64_t>{6, 6, 6, 6}));
+  EXPECT_EQ(stage_layer_split(10, plan), (std::vector<std::int64_t>{3, 3, 2, 2}));  // the even split's
+  plan.first_stage_layers = 8;
+  plan.last_stage_layers = 4;
+  EXPECT_EQ(stage_layer_split(24, plan), (std::vector<std::int64_t>{8, 6, 6, 4}));
+  EXPECT_EQ(chunk_layers(24, plan), (std::vector<std::int64_t>{8, 6, 6, 4}));
+  plan.first_stage_layers.reset();
+  plan.last_stage_layers = 3;
+  EXPECT_EQ(stage_layer_split(24, plan), (std::vector<std::int64_t>{7, 7, 7, 3}));
+  // Two chunks per rank: rank 0 runs chunks 0 and 4 (4 layers each), rank 3
+  // chunks 3 and 7 (2 each; the LM head with chunk 7).
+  plan.virtual_stages = 2;
+  plan.first_stage_layers = 8;
+  plan.last_stage_layers = 4;
+  EXPECT_EQ(chunk_layers(24, plan), (std::vector<std::int64_t>{4, 3, 3, 2, 4, 3, 3, 2}));
+  const StagePartition part = partition_layers(24, plan);
+  EXPECT_EQ(part.stage_layers(0), 8);
+  EXPECT_EQ(part.stage_layers(3), 4);
+  EXPECT_EQ(part.first_layer(4), 12);
+  EXPECT_TRUE(part.has_lm_head(part.chunk(3, 1)));
+  // virtual_stages auto: the fewest chunks from 2 up dividing every stage.
+  plan.virtual_stages = 1;
+  plan.first_stage_layers = 9;
+  plan.last_stage_layers = 3;
+  EXPECT_EQ(auto_virtual_stages(24, plan), 3);  // 9, 6, 6, 3
+  plan.first_stage_layers = 7;
+  EXPECT_EQ(auto_virtual_stages(26, plan), 2);  // 7 is prime: none divides; 2, refused by validate
+}
+
+TEST(Passes, FirstAndLastStageLayersRefuseWhatMegatronCoreRefuses) {
+  const auto error = [](std::int64_t layers, int pp, int v, std::optional<std::int64_t> first,
+                        std::optional<std::int64_t> last) {
+    ParallelPlan plan;
+    plan.pp = pp;
+    plan.virtual_stages = v;
+    plan.first_stage_layers = first;
+    plan.last_stage_layers = last;
+    try {
+      (void)stage_layer_split(layers, plan);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(24, 1, 1, 6, {}),
+            "first_stage_layers needs pp >= 2 (got pp 1: one stage holds every layer)");
+  EXPECT_EQ(error(24, 4, 1, {}, 0), "last_stage_layers must be positive (got 0)");
+  EXPECT_EQ(error(24, 4, 1, {}, 1),
+            "last_stage_layers (1) leaves 23 layers, which the other 3 stages cannot split evenly "
+            "(Megatron-Core requires it)");
+  EXPECT_EQ(error(24, 4, 2, 7, {}),
+            "first_stage_layers (7) must be a multiple of virtual_stages (2): each of a stage's model chunks "
+            "holds as many layers (Megatron-Core requires it)");
+  EXPECT_EQ(error(24, 4, 2, 8, 6),
+            "first_stage_layers + last_stage_layers (8 + 6) leave 10 layers, which the other 2 stages cannot "
+            "split evenly into chunks of virtual_stages (2) (Megatron-Core requires it)");
+  EXPECT_EQ(error(24, 4, 2, 6, 6), "no error");  // 6, 6, 6, 6 in chunks of 3
+  EXPECT_EQ(
+      error(24, 4, 1, 12, 11),
+      "first_stage_layers + last_stage_layers (12 + 11) leave 1 of the model's 24 layers to the other 2 "
+      "stages: each needs at least 1");
+  EXPECT_EQ(
+      error(24, 2, 1, 12, 11),
+      "first_stage_layers + last_stage_layers (12 + 11) must be the model's 24 layers with pp 2 (the two "
+      "stages are all of them)");
+  EXPECT_EQ(error(24, 2, 1, 16, {}), "no error");  // 16 and 8
 }
 
 TEST(Passes, PartitionRejectsMoreChunksThanLayers) {

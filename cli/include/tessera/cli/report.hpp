@@ -72,11 +72,12 @@ struct StageMemory {
   Bytes weights, gradients, optimizer_states, activations, workspace;
 };
 
-/// One pipeline stage's compute in the real run (`stragglers:` or
-/// `mixed_gpus:` only): its busiest rank's compute stream
-/// (engine::RankResult::compute_busy) against the fastest stage's.
+/// One pipeline stage's compute in the real run (plans with pp > 1): its
+/// busiest rank's compute stream (engine::RankResult::compute_busy) against
+/// the fastest stage's.
 struct StageBalance {
   int stage = 0;
+  std::int64_t layers = 0;  ///< the stage's layers (parallelism::stage_layer_split)
   int slowest_rank = 0;  ///< the stage's rank with the most compute (lowest rank on a tie)
   Time compute;          ///< that rank's compute_busy
   double vs_fastest = 1.0;  ///< compute / the least of every stage's `compute` (1 for the fastest)
@@ -135,6 +136,14 @@ struct RunReport {
   /// micro-batch and per iteration, tokens per sequence, recomputation,
   /// sequence parallelism, ZeRO stage, gradient sync (resolved: never auto).
   int virtual_stages = 1;
+  /// parallelism.first_stage_layers / last_stage_layers, where given.
+  std::optional<std::int64_t> first_stage_layers, last_stage_layers;
+  /// Every stage's lines in the text (stragglers or mixed GPUs, or at most
+  /// 4 stages); else one line, the fastest and the slowest stage.
+  bool stage_balance_lines = false;
+  /// What moves layers off a first or last stage that computes
+  /// kStageImbalanceHint times the fastest stage's or more (empty: none).
+  std::string stage_balance_hint;
   std::int64_t micro_batch = 0;
   std::int64_t global_batch = 0;
   std::int64_t seq_len = 0;

@@ -52,8 +52,9 @@ std::optional<ChunkList> take_chunk_list(const std::optional<std::string>& given
 /// The warning for a pipeline whose pp x virtual_stages chunks do not split
 /// the model's layers evenly (forecast as such; Megatron-LM refuses it
 /// unless told how), or empty: the scenario's, and each schedule's of
-/// compare-schedules.
-std::string uneven_layer_split_warning(std::int64_t layers, int pp, int virtual_stages);
+/// compare-schedules. Empty for a plan that says how
+/// (first_stage_layers, last_stage_layers).
+std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan);
 
 /// The columns of a table of measured runs named by a scenario key path (a
 /// '.' in the name, e.g. `training.optimizer`): each sets its key for its row

@@ -66,6 +66,9 @@ struct StagePartition {
 /// first chunks taking one more layer when it does not divide). Throws
 /// InputError when there are more chunks than layers.
 StagePartition partition_layers(std::int64_t layers, int pp, int virtual_stages);
+/// `layers` over `plan`'s chunks as chunk_layers(layers, plan) splits them:
+/// its first_stage_layers and last_stage_layers where given.
+StagePartition partition_layers(std::int64_t layers, const ParallelPlan& plan);
 
 // ---------------------------------------------------------------------------
 // Op programs: a layer's work on one rank as a list of pieces.

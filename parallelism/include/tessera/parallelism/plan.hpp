@@ -83,6 +83,13 @@ struct ParallelPlan {
   int ep = 1;
   /// Model chunks per pipeline rank (interleaved 1F1B); 1 otherwise.
   int virtual_stages = 1;
+  /// Layers of the first and of the last pipeline stage (Megatron-Core's
+  /// --decoder-first-pipeline-num-layers and
+  /// --decoder-last-pipeline-num-layers); the other stages split the rest
+  /// evenly. Unset: every stage alike (stage_layer_split). Under
+  /// interleaving each is split evenly over the stage's virtual_stages chunks.
+  std::optional<std::int64_t> first_stage_layers;
+  std::optional<std::int64_t> last_stage_layers;
   /// Sequences per iteration over all replicas; 0 = dp x micro_batch (one
   /// micro-batch per replica).
   std::int64_t global_batch = 0;
@@ -156,6 +163,11 @@ struct ParallelPlan {
 /// requires unless told how to split unevenly; 2 when none does (forecast,
 /// with the scenario's warning for an uneven split).
 int auto_virtual_stages(std::int64_t layers, int pp);
+/// As above for a plan whose first or last stage holds its own number of
+/// layers (ParallelPlan::first_stage_layers): the fewest from 2 up that
+/// divide every stage's layers; 2 when none does (the plan's validate then
+/// says why).
+int auto_virtual_stages(std::int64_t layers, const ParallelPlan& plan);
 
 /// Where a global rank sits, under `plan.layout`. The default is Megatron's
 /// order: tp innermost, then dp, then pp, so that a tensor-parallel group is a
@@ -223,6 +235,19 @@ std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int
 /// rank k % pp as that rank's chunk k / pp): an even split, the first chunks
 /// taking one more layer when it does not divide.
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_stages);
+/// Layers of each pipeline stage under `plan`: its first_stage_layers and
+/// last_stage_layers where given, the other stages splitting the rest evenly
+/// (as Megatron-Core requires); without them the even split above (stages'
+/// sums of chunk_layers). Throws InputError, naming the key, for a split
+/// Megatron-Core refuses: pp 1, a count below 1, a rest the other stages
+/// cannot share evenly (or that leaves one without a layer), a stage's
+/// layers not a multiple of virtual_stages.
+std::vector<std::int64_t> stage_layer_split(std::int64_t layers, const ParallelPlan& plan);
+/// Layers of each model chunk under `plan` (pipeline order): each stage's
+/// stage_layer_split divided evenly over its virtual_stages chunks, or
+/// chunk_layers(layers, pp, virtual_stages) when the plan gives no stage its
+/// own number.
+std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& plan);
 
 /// Memory one rank needs at its peak (Megatron/ZeRO accounting).
 struct MemoryEstimate {
