@@ -27,6 +27,9 @@ namespace {
 /// A first or last pipeline stage this many times the fastest stage's
 /// compute gets the hint of first_stage_layers / last_stage_layers.
 constexpr double kStageImbalanceHint = 1.10;
+/// The least gain on the slowest stage's compute a suggested split must
+/// promise (parallelism::balanced_edge_stage_split).
+constexpr double kStageSplitMinGain = 0.03;
 
 /// "Known bias" on a chart of one scenario, "Known bias, points with ..." on a sweep's.
 std::string chart_label(std::string_view label, std::string_view which) {
@@ -241,12 +244,35 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
         std::max_element(rep.stage_balance.begin(), rep.stage_balance.end(),
                          [](const StageBalance& a, const StageBalance& b) { return a.compute < b.compute; });
     const bool last = slowest->stage + 1 == s.plan.pp;
-    if ((slowest->stage == 0 || last) && slowest->vs_fastest >= kStageImbalanceHint && slowest->layers > 1 &&
-        !s.plan.first_stage_layers && !s.plan.last_stage_layers && !rep.scales.any() && !s.mixed_gpus) {
-      rep.stage_balance_hint = fmt::format(
-          "the {} stage computes x{:.2f} what the fastest does: parallelism.{}_stage_layers (Megatron-Core's "
-          "--decoder-{}-pipeline-num-layers) gives it fewer layers than the others",
-          last ? "last" : "first", slowest->vs_fastest, last ? "last" : "first", last ? "last" : "first");
+    const bool own = s.plan.first_stage_layers || s.plan.last_stage_layers;
+    if ((slowest->stage == 0 || last) && slowest->vs_fastest >= kStageImbalanceHint && !rep.scales.any() &&
+        !s.mixed_gpus) {
+      std::vector<double> compute_s;
+      for (const auto& b : rep.stage_balance) compute_s.push_back(b.compute.seconds());
+      const auto split =
+          parallelism::balanced_edge_stage_split(s.model.layers, s.plan, compute_s, kStageSplitMinGain);
+      const std::string head = fmt::format("the {} stage computes x{:.2f} what the fastest does",
+                                           last ? "last" : "first", slowest->vs_fastest);
+      if (split) {
+        std::vector<std::string> keys;
+        if (split->first_stage_layers)
+          keys.push_back(fmt::format("first_stage_layers {}", *split->first_stage_layers));
+        if (split->last_stage_layers)
+          keys.push_back(fmt::format("last_stage_layers {}", *split->last_stage_layers));
+        const int probe = s.plan.pp > 2 ? 1 : 0;
+        const auto& p = rep.stage_balance[static_cast<std::size_t>(probe)];
+        rep.stage_balance_hint = fmt::format(
+            "{}: parallelism.{} (Megatron-Core's --decoder-first/last-pipeline-num-layers) would take the "
+            "slowest "
+            "stage's compute from {:.1f} to about {:.1f} ms ({:.2f} ms a layer, as {} stage computes one)",
+            head, fmt::join(keys, " and "), slowest->compute.ms(), split->slowest_s * 1e3,
+            p.compute.ms() / static_cast<double>(p.layers), probe == 0 ? "the first" : "a middle");
+      } else if (!own) {
+        rep.stage_balance_hint = fmt::format(
+            "{}: no split of the first and last stages' layers that Megatron-Core accepts "
+            "(parallelism.first_stage_layers, last_stage_layers) balances it better at pp {}",
+            head, s.plan.pp);
+      }
     }
   }
   rep.bytes_sent = r.bytes_sent;

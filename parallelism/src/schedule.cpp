@@ -6,8 +6,12 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tessera/error.hpp"
@@ -418,60 +422,165 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_
   return out;
 }
 
+namespace {
+
+/// Why Megatron-Core refuses a first / last stage of its own size, stated
+/// once: stage_layer_split words it, balanced_edge_stage_split skips it.
+enum class EdgeSplitRefusal {
+  None,
+  OneStage,          ///< pp 1
+  NotPositive,       ///< `key` below 1
+  NotChunkMultiple,  ///< `key` not a multiple of virtual_stages
+  NotAllLayers,      ///< pp 2: the two do not add up to the layers
+  TooFewLeft,        ///< the other stages would get fewer than virtual_stages each
+  Uneven,            ///< the other stages cannot split the rest evenly (into whole chunks)
+};
+struct EdgeSplitCheck {
+  EdgeSplitRefusal why = EdgeSplitRefusal::None;
+  const char* key = "";  ///< the key the refusal is about (NotPositive, NotChunkMultiple)
+  std::int64_t rest = 0;
+  int others = 0;
+};
+
+EdgeSplitCheck check_edge_split(std::int64_t layers, int pp, int v, const std::optional<std::int64_t>& first,
+                                const std::optional<std::int64_t>& last) {
+  EdgeSplitCheck c;
+  if (pp < 2) {
+    c.why = EdgeSplitRefusal::OneStage;
+    return c;
+  }
+  for (const auto& [given, name] :
+       {std::pair{&first, "first_stage_layers"}, std::pair{&last, "last_stage_layers"}}) {
+    if (!*given) continue;
+    c.key = name;
+    if (**given < 1) {
+      c.why = EdgeSplitRefusal::NotPositive;
+      return c;
+    }
+    if (**given % v != 0) {
+      c.why = EdgeSplitRefusal::NotChunkMultiple;
+      return c;
+    }
+  }
+  c.others = pp - (first ? 1 : 0) - (last ? 1 : 0);
+  c.rest = layers - first.value_or(0) - last.value_or(0);
+  if (c.others == 0 && c.rest != 0) c.why = EdgeSplitRefusal::NotAllLayers;
+  if (c.others > 0 && c.rest < static_cast<std::int64_t>(c.others) * v)
+    c.why = EdgeSplitRefusal::TooFewLeft;
+  else if (c.others > 0 && (c.rest % c.others != 0 || (c.rest / c.others) % v != 0))
+    c.why = EdgeSplitRefusal::Uneven;
+  return c;
+}
+
+/// The stages' layers of a split check_edge_split accepts.
+std::vector<std::int64_t> edge_split(int pp, const EdgeSplitCheck& c,
+                                     const std::optional<std::int64_t>& first,
+                                     const std::optional<std::int64_t>& last) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(pp), c.others > 0 ? c.rest / c.others : 0);
+  if (first) out.front() = *first;
+  if (last) out.back() = *last;
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::int64_t> stage_layer_split(std::int64_t layers, const ParallelPlan& plan) {
   const int pp = plan.pp;
   const int v = plan.virtual_stages;
-  if (!plan.first_stage_layers && !plan.last_stage_layers) {
+  const auto& first = plan.first_stage_layers;
+  const auto& last = plan.last_stage_layers;
+  if (!first && !last) {
     const std::vector<std::int64_t> chunks = chunk_layers(layers, pp, v);
     std::vector<std::int64_t> out(static_cast<std::size_t>(pp), 0);
     for (std::size_t k = 0; k < chunks.size(); ++k) out[k % static_cast<std::size_t>(pp)] += chunks[k];
     return out;
   }
+  const EdgeSplitCheck c = check_edge_split(layers, pp, v, first, last);
   // The key an error names first: the one given (first_stage_layers when both are).
-  const char* key = plan.first_stage_layers ? "first_stage_layers" : "last_stage_layers";
-  if (pp < 2) {
-    throw InputError(fmt::format("{} needs pp >= 2 (got pp {}: one stage holds every layer)", key, pp));
-  }
-  for (const auto& [given, name] : {std::pair{plan.first_stage_layers, "first_stage_layers"},
-                                    std::pair{plan.last_stage_layers, "last_stage_layers"}}) {
-    if (!given) continue;
-    if (*given < 1) throw InputError(fmt::format("{} must be positive (got {})", name, *given));
-    if (*given % v != 0) {
+  const char* key = first ? "first_stage_layers" : "last_stage_layers";
+  const std::string given =
+      first && last ? fmt::format("first_stage_layers + last_stage_layers ({} + {})", *first, *last)
+                    : fmt::format("{} ({})", key, first.value_or(0) + last.value_or(0));
+  const char* leave = first && last ? "leave" : "leaves";
+  const std::string who = c.others == 1 ? "the other stage" : fmt::format("the other {} stages", c.others);
+  switch (c.why) {
+    case EdgeSplitRefusal::None:
+      return edge_split(pp, c, first, last);
+    case EdgeSplitRefusal::OneStage:
+      throw InputError(fmt::format("{} needs pp >= 2 (got pp {}: one stage holds every layer)", key, pp));
+    case EdgeSplitRefusal::NotPositive:
+      throw InputError(fmt::format("{} must be positive (got {})", c.key,
+                                   std::string_view(c.key) == "first_stage_layers" ? *first : *last));
+    case EdgeSplitRefusal::NotChunkMultiple:
       throw InputError(
           fmt::format("{} ({}) must be a multiple of virtual_stages ({}): each of a stage's model "
                       "chunks holds as many layers (Megatron-Core requires it)",
-                      name, *given, v));
+                      c.key, std::string_view(c.key) == "first_stage_layers" ? *first : *last, v));
+    case EdgeSplitRefusal::NotAllLayers:
+      throw InputError(fmt::format(
+          "{} must be the model's {} layers with pp 2 (the two stages are all of them)", given, layers));
+    case EdgeSplitRefusal::TooFewLeft:
+      throw InputError(fmt::format("{} {} {} of the model's {} layers to {}: each needs at least {}", given,
+                                   leave, std::max<std::int64_t>(c.rest, 0), layers, who, v));
+    case EdgeSplitRefusal::Uneven:
+      throw InputError(fmt::format(
+          "{} {} {} layers, which {} cannot split evenly{} (Megatron-Core requires it)", given, leave, c.rest,
+          who, v > 1 ? fmt::format(" into chunks of virtual_stages ({})", v) : std::string()));
+  }
+  return {};
+}
+
+std::optional<EdgeStageSplit> balanced_edge_stage_split(std::int64_t layers, const ParallelPlan& plan,
+                                                        const std::vector<double>& stage_compute_s,
+                                                        double min_gain) {
+  const int pp = plan.pp;
+  if (pp < 2 || stage_compute_s.size() != static_cast<std::size_t>(pp)) return std::nullopt;
+  const std::vector<std::int64_t> now = stage_layer_split(layers, plan);
+  const auto at = [](const auto& v, int i) { return v[static_cast<std::size_t>(i)]; };
+  // What a layer costs: a middle stage's compute per layer (the first's with pp 2).
+  const int probe = pp > 2 ? 1 : 0;
+  if (at(now, probe) <= 0 || at(stage_compute_s, probe) <= 0) return std::nullopt;
+  const double layer_s = at(stage_compute_s, probe) / static_cast<double>(at(now, probe));
+  // Beside their layers: the first stage's embedding, the last's LM head and loss.
+  const double first_extra =
+      std::max(0.0, stage_compute_s.front() - static_cast<double>(now.front()) * layer_s);
+  const double last_extra = std::max(0.0, stage_compute_s.back() - static_cast<double>(now.back()) * layer_s);
+  const double slowest_now = *std::max_element(stage_compute_s.begin(), stage_compute_s.end());
+  std::optional<EdgeStageSplit> best;
+  std::vector<double> best_stages;  // best's stages, slowest first
+  std::vector<std::optional<std::int64_t>> counts{std::nullopt};
+  for (std::int64_t n = 1; n <= layers; ++n) counts.emplace_back(n);
+  for (const auto& first : counts) {
+    for (const auto& last : counts) {
+      const EdgeSplitCheck c = check_edge_split(layers, pp, plan.virtual_stages, first, last);
+      if (c.why != EdgeSplitRefusal::None || (!first && !last)) continue;
+      const std::vector<std::int64_t> split = edge_split(pp, c, first, last);
+      std::vector<double> stages;
+      for (int st = 0; st < pp; ++st) {
+        const double extra = st == 0 ? first_extra : (st == pp - 1 ? last_extra : 0.0);
+        stages.push_back(static_cast<double>(at(split, st)) * layer_s + extra);
+      }
+      std::sort(stages.begin(), stages.end(), std::greater<>());
+      // Lexicographic minimax: the slowest stage, then the next slowest...
+      // (a stage nearly as slow as the slowest still lengthens the pipeline's
+      // fill and drain); equal within 1e-9, the fewer keys, then the
+      // candidates' order.
+      int cmp = 0;
+      for (std::size_t i = 0; best && cmp == 0 && i < stages.size(); ++i) {
+        const double a = stages[i], b = best_stages[i];
+        if (a < b * (1 - 1e-9)) cmp = -1;
+        if (a > b * (1 + 1e-9)) cmp = 1;
+      }
+      const int keys = (first ? 1 : 0) + (last ? 1 : 0);
+      const int best_keys = best ? (best->first_stage_layers ? 1 : 0) + (best->last_stage_layers ? 1 : 0) : 0;
+      if (!best || cmp < 0 || (cmp == 0 && keys < best_keys)) {
+        best = EdgeStageSplit{first, last, stages.front()};
+        best_stages = std::move(stages);
+      }
     }
   }
-  const std::int64_t own = plan.first_stage_layers.value_or(0) + plan.last_stage_layers.value_or(0);
-  const int others = pp - (plan.first_stage_layers ? 1 : 0) - (plan.last_stage_layers ? 1 : 0);
-  const std::int64_t rest = layers - own;
-  const std::string given = plan.first_stage_layers && plan.last_stage_layers
-                                ? fmt::format("first_stage_layers + last_stage_layers ({} + {})",
-                                              *plan.first_stage_layers, *plan.last_stage_layers)
-                                : fmt::format("{} ({})", key, own);
-  if (others == 0 && rest != 0) {
-    throw InputError(fmt::format(
-        "{} must be the model's {} layers with pp 2 (the two stages are all of them)", given, layers));
-  }
-  if (others > 0) {
-    const std::string who = others == 1 ? "the other stage" : fmt::format("the other {} stages", others);
-    if (rest < static_cast<std::int64_t>(others) * v) {
-      throw InputError(fmt::format("{} leave{} {} of the model's {} layers to {}: each needs at least {}",
-                                   given, plan.first_stage_layers && plan.last_stage_layers ? "" : "s",
-                                   std::max<std::int64_t>(rest, 0), layers, who, v));
-    }
-    if (rest % others != 0 || (rest / others) % v != 0) {
-      throw InputError(
-          fmt::format("{} leave{} {} layers, which {} cannot split evenly{} (Megatron-Core requires it)",
-                      given, plan.first_stage_layers && plan.last_stage_layers ? "" : "s", rest, who,
-                      v > 1 ? fmt::format(" into chunks of virtual_stages ({})", v) : std::string()));
-    }
-  }
-  std::vector<std::int64_t> out(static_cast<std::size_t>(pp), others > 0 ? rest / others : 0);
-  if (plan.first_stage_layers) out.front() = *plan.first_stage_layers;
-  if (plan.last_stage_layers) out.back() = *plan.last_stage_layers;
-  return out;
+  if (!best || best->slowest_s > slowest_now * (1 - min_gain)) return std::nullopt;
+  return best;
 }
 
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& plan) {

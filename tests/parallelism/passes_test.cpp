@@ -224,6 +224,40 @@ TEST(Passes, FirstAndLastStageLayersRefuseWhatMegatronCoreRefuses) {
   EXPECT_EQ(error(24, 2, 1, 16, {}), "no error");  // 16 and 8
 }
 
+// The split of the edge stages' layers with the least compute on the
+// slowest stage, from a layer's cost on a middle stage (1 s here) and what
+// the first and last stages compute beside their layers (0 and 3 s).
+TEST(Passes, BalancedEdgeStageSplitEstimatesFromAMiddleStage) {
+  ParallelPlan plan;
+  plan.pp = 4;
+  // 6, 6, 6, 6 + 3: one layer fewer on the last stage gives 7, 7, 7, 3 + 3
+  // (slowest 7); 6 + 7 + 7 + 4 ties it (7, 7, 7, 6 sorted) with two keys.
+  auto split = balanced_edge_stage_split(24, plan, {6, 6, 6, 9}, 0.03);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_FALSE(split->first_stage_layers.has_value());
+  EXPECT_EQ(split->last_stage_layers, 3);
+  EXPECT_DOUBLE_EQ(split->slowest_s, 7.0);
+  // Nothing beats a last stage 1.7% above the rest (a layer moved costs more).
+  EXPECT_FALSE(balanced_edge_stage_split(24, plan, {6, 6, 6, 6.1}, 0.03).has_value());
+  // Under 2 chunks per rank every stage's layers are even: 8 + 6 + 6 + 4
+  // (8, 6, 6, 4 + 3) is the best, 11% below the plan's 9.
+  plan.virtual_stages = 2;
+  split = balanced_edge_stage_split(24, plan, {6, 6, 6, 9}, 0.03);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->first_stage_layers, 8);
+  EXPECT_EQ(split->last_stage_layers, 4);
+  EXPECT_DOUBLE_EQ(split->slowest_s, 8.0);
+  // pp 2: a layer as the first stage computes one (18 layers, 18 s): 19 + 17.
+  ParallelPlan two;
+  two.pp = 2;
+  split = balanced_edge_stage_split(36, two, {18, 20.9}, 0.03);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_FALSE(split->first_stage_layers.has_value());
+  EXPECT_EQ(split->last_stage_layers, 17);
+  EXPECT_DOUBLE_EQ(split->slowest_s, 19.9);
+  EXPECT_FALSE(balanced_edge_stage_split(36, ParallelPlan{}, {18}, 0.03).has_value());  // pp 1
+}
+
 TEST(Passes, PartitionRejectsMoreChunksThanLayers) {
   EXPECT_THROW(partition_layers(3, 4, 1), InputError);
   EXPECT_THROW(partition_layers(7, 2, 4), InputError);

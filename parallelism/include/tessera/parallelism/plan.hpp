@@ -249,6 +249,30 @@ std::vector<std::int64_t> stage_layer_split(std::int64_t layers, const ParallelP
 /// own number.
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& plan);
 
+/// A split of the first and last stages' layers (first_stage_layers,
+/// last_stage_layers) and the compute it gives the slowest stage.
+struct EdgeStageSplit {
+  std::optional<std::int64_t> first_stage_layers, last_stage_layers;
+  double slowest_s = 0;  ///< the slowest stage's compute under it, estimated (seconds)
+};
+/// The split of the first and last stages' layers that Megatron-Core
+/// accepts (stage_layer_split) with the least compute on the slowest stage,
+/// estimated from what each stage of `plan` computes (`stage_compute_s`,
+/// one per stage): a layer costs what one costs on a middle stage (its
+/// compute over its layers; with pp 2, on the first stage, whose embedding
+/// is taken as free), and the first and last stages keep what they compute
+/// beside their layers (embedding, LM head and loss). Candidates: each
+/// stage's count unset or 1..layers (not both unset), under
+/// plan.virtual_stages, ranked by their stages' compute sorted slowest first
+/// and compared in that order (the slowest stage, then the next: a stage
+/// nearly as slow lengthens the pipeline's fill and drain); equal within
+/// 1e-9, the fewer keys set, then the smaller first_stage_layers, then
+/// last_stage_layers. Empty when pp < 2 or the best's slowest stage is not
+/// below the plan's own by `min_gain` (a fraction).
+std::optional<EdgeStageSplit> balanced_edge_stage_split(std::int64_t layers, const ParallelPlan& plan,
+                                                        const std::vector<double>& stage_compute_s,
+                                                        double min_gain);
+
 /// Memory one rank needs at its peak (Megatron/ZeRO accounting).
 struct MemoryEstimate {
   Bytes weights;
