@@ -160,8 +160,12 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
 }
 
 void print_scenario_warnings(const Scenario& s) {
-  for (const std::string& w : scenario_warnings(s))
-    std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
+  // At the key a warning opens with, as errors are placed (file:line:col).
+  for (const std::string& w : scenario_warnings(s)) {
+    const auto at = s.warning_locations.find(w);
+    std::cerr << fmt::format("tessera: warning: {}: {}\n",
+                             at == s.warning_locations.end() ? s.file : at->second, w);
+  }
 }
 
 std::string mixed_gpus_json(const std::string& gpu, const std::vector<int>& nodes,

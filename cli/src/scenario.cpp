@@ -1394,6 +1394,55 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
 
 namespace {
 
+/// Scenario::warning_locations: each warning's leading key path ("cluster.
+/// nvlink_bandwidth = ...", "model.layers (36) ...", "stragglers: ...")
+/// walked in the file as read (overrides applied) to its deepest part the
+/// file writes, and placed as an error at it would be (Section::location).
+void locate_warnings(Scenario& s, const YAML::Node& root, const std::string& file,
+                     const std::map<std::string, std::string>& overridden) {
+  if (!root.IsMap()) return;
+  const Section top(root, "", file, &overridden);
+  for (const std::string& w : s.warnings) {
+    std::size_t end = 0;
+    while (end < w.size() && (std::isalnum(static_cast<unsigned char>(w[end])) != 0 || w[end] == '_' ||
+                              w[end] == '.' || w[end] == '[' || w[end] == ']')) {
+      ++end;
+    }
+    if (end == 0 || end == w.size() || (w[end] != ' ' && w[end] != ':') || w[end - 1] == '.') continue;
+    const std::string path = w.substr(0, end);
+    // Walk "a.b[2].c": names and indices, as far as the file has them.
+    YAML::Node at = root;
+    YAML::Mark mark = YAML::Mark::null_mark();
+    bool any = false;
+    std::size_t i = 0;
+    while (i < path.size()) {
+      YAML::Node next;
+      if (path[i] == '[') {
+        const std::size_t close = path.find(']', i);
+        const std::optional<std::int64_t> k =
+            close == std::string::npos ? std::nullopt : decimal(path.substr(i + 1, close - i - 1));
+        const YAML::Node& seq = at;
+        if (!k || !seq.IsSequence() || *k < 0 || static_cast<std::size_t>(*k) >= seq.size()) break;
+        next.reset(seq[static_cast<std::size_t>(*k)]);
+        i = close + 1;
+      } else {
+        if (path[i] == '.') ++i;
+        const std::size_t stop = path.find_first_of(".[", i);
+        const std::string key = path.substr(i, stop == std::string::npos ? std::string::npos : stop - i);
+        const YAML::Node& map = at;
+        if (key.empty() || !map.IsMap() || !map[key]) break;
+        next.reset(map[key]);
+        i = stop == std::string::npos ? path.size() : stop;
+      }
+      at.reset(next);
+      any = true;
+      if (!at.Mark().is_null()) mark = at.Mark();
+    }
+    if (!any) continue;
+    s.warning_locations[w] = top.location(mark, path).first;
+  }
+}
+
 Scenario parse_text(const std::string& text, const std::string& file, const std::vector<Override>& overrides,
                     bool cluster_only) {
   // A scenario is UTF-8 text (names end up in JSON reports, which must be).
@@ -1512,7 +1561,9 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
     return parse_root(root, file, overridden);
   };
   try {
-    return parse();
+    Scenario s = parse();
+    locate_warnings(s, root, file, overridden);
+    return s;
   } catch (const MissingKeyNearMisses& e) {
     // Each near miss in turn: read again with the required key given its
     // value; the near miss is a typo if that read finds it unknown.

@@ -2428,6 +2428,31 @@ TEST(Scenario, FirstAndLastStageLayersSayHowToSplitThePipeline) {
       << error_of(flag);
 }
 
+// A warning is placed as an error would be: at the value of the key it
+// opens with (the deepest part of its path the file writes), or at the
+// --set that set it; one opening with no key of the file has no place.
+TEST(Scenario, WarningsArePlacedAtTheirKey) {
+  const std::string text = replaced(default_text(), "nvlink_bandwidth: 450GB/s", "nvlink_bandwidth: 900GB/s");
+  const Scenario file = parse_scenario(text, "s.yaml");
+  ASSERT_EQ(file.warnings.size(), 1U);
+  EXPECT_EQ(file.warnings[0].rfind("cluster.nvlink_bandwidth = 900GB/s is 2x", 0), 0U) << file.warnings[0];
+  EXPECT_EQ(file.warning_locations.at(file.warnings[0]), "s.yaml:11:21");
+  const Scenario set = parse_scenario(default_text(), "s.yaml", {{"cluster.nvlink_bandwidth", "900GB/s"}});
+  EXPECT_EQ(set.warning_locations.at(set.warnings.at(0)), "s.yaml (--set cluster.nvlink_bandwidth)");
+  // model.layers comes from the preset: placed at the model section the file writes.
+  const Scenario uneven =
+      parse_scenario(default_text(), "s.yaml", {{"parallelism.pp", "8"}, {"parallelism.dp", "2"}});
+  EXPECT_EQ(uneven.warning_locations.at(uneven.warnings.at(0)), "s.yaml:22:3");
+  const Scenario softmax = parse_scenario(default_text(), "s.yaml",
+                                          {{"model.heads", "16"},
+                                           {"parallelism.dp", "2"},
+                                           {"parallelism.tp", "8"},
+                                           {"training.micro_batch", "1"}});
+  ASSERT_EQ(softmax.warnings.size(), 1U);
+  EXPECT_EQ(softmax.warnings[0].rfind("attention softmax unfused", 0), 0U);
+  EXPECT_TRUE(softmax.warning_locations.empty());
+}
+
 TEST(Scenario, TensorParallelKeysWithoutTensorParallelismAreWarnedAbout) {
   // default.yaml: tp = 1, pp = 1. Each key given does nothing: one warning.
   auto warnings = [](const std::vector<Override>& o) {

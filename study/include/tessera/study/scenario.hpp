@@ -264,6 +264,11 @@ struct Scenario {
   /// "warning:" prefix), e.g. a tensor-parallel group spanning nodes;
   /// `tessera run` prints them on stderr.
   std::vector<std::string> warnings;
+  /// Where a warning is about, as errors say it: "file:line:col" of the key
+  /// path it opens with (of the deepest part of it the file writes), or
+  /// "file (--set KEY)" where the command line set it; a warning opening
+  /// with no key of the file has no entry (its file is said).
+  std::map<std::string, std::string> warning_locations;
   /// The inline GPU's spec keys (`cluster.gpu.sms`, ...) among the warnings
   /// as no GPU's (a unit slip): keys that change kernel times, which an
   /// iteration too long to simulate then names beside the workload's.
