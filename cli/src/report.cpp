@@ -244,34 +244,65 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
         std::max_element(rep.stage_balance.begin(), rep.stage_balance.end(),
                          [](const StageBalance& a, const StageBalance& b) { return a.compute < b.compute; });
     const bool last = slowest->stage + 1 == s.plan.pp;
-    const bool own = s.plan.first_stage_layers || s.plan.last_stage_layers;
     if ((slowest->stage == 0 || last) && slowest->vs_fastest >= kStageImbalanceHint && !rep.scales.any() &&
         !s.mixed_gpus) {
-      std::vector<double> compute_s;
-      for (const auto& b : rep.stage_balance) compute_s.push_back(b.compute.seconds());
-      const auto split =
-          parallelism::balanced_edge_stage_split(s.model.layers, s.plan, compute_s, kStageSplitMinGain);
       const std::string head = fmt::format("the {} stage computes x{:.2f} what the fastest does",
                                            last ? "last" : "first", slowest->vs_fastest);
-      if (split) {
-        std::vector<std::string> keys;
-        if (split->first_stage_layers)
-          keys.push_back(fmt::format("first_stage_layers {}", *split->first_stage_layers));
-        if (split->last_stage_layers)
-          keys.push_back(fmt::format("last_stage_layers {}", *split->last_stage_layers));
-        const int probe = s.plan.pp > 2 ? 1 : 0;
-        const auto& p = rep.stage_balance[static_cast<std::size_t>(probe)];
+      // The estimate prices every layer alike: not for a model whose layers
+      // differ (dense and MoE layers mixed).
+      const std::int64_t moe_layers = s.model.moe_layers_in(0, s.model.layers);
+      if (moe_layers != 0 && moe_layers != s.model.layers) {
         rep.stage_balance_hint = fmt::format(
-            "{}: parallelism.{} (Megatron-Core's --decoder-first/last-pipeline-num-layers) would take the "
-            "slowest "
-            "stage's compute from {:.1f} to about {:.1f} ms ({:.2f} ms a layer, as {} stage computes one)",
-            head, fmt::join(keys, " and "), slowest->compute.ms(), split->slowest_s * 1e3,
-            p.compute.ms() / static_cast<double>(p.layers), probe == 0 ? "the first" : "a middle");
-      } else if (!own) {
-        rep.stage_balance_hint = fmt::format(
-            "{}: no split of the first and last stages' layers that Megatron-Core accepts "
-            "(parallelism.first_stage_layers, last_stage_layers) balances it better at pp {}",
-            head, s.plan.pp);
+            "{}: parallelism.first_stage_layers and last_stage_layers (Megatron-Core's "
+            "--decoder-first/last-pipeline-num-layers) move layers off it (no split suggested: this model's "
+            "dense and MoE layers differ in cost)",
+            head);
+      } else {
+        std::vector<double> compute_s;
+        for (const auto& b : rep.stage_balance) compute_s.push_back(b.compute.seconds());
+        // A split whose stages fit the GPU (or, where the plan's own does
+        // not, hold no more than it does).
+        const auto& own_memory = sim.plan.memory_per_stage;
+        const Bytes own_peak =
+            own_memory.empty() ? Bytes() : own_memory[parallelism::fullest_stage(own_memory)].total();
+        const auto fits = [&](const parallelism::ParallelPlan& plan) {
+          const auto memory =
+              parallelism::estimate_memory(s.model, s.workload, plan, s.gpu.memory).memory_per_stage;
+          const auto& fullest = memory[parallelism::fullest_stage(memory)];
+          return !fullest.oom() || fullest.total() <= own_peak;
+        };
+        rep.suggested_split = parallelism::balanced_edge_stage_split(s.model.layers, s.plan, compute_s,
+                                                                     kStageSplitMinGain, fits);
+        if (const auto& split = rep.suggested_split) {
+          // Both keys where the plan sets either: one it sets and the
+          // suggestion does not is to be removed.
+          std::vector<std::string> keys;
+          std::string dropped;
+          for (const auto& [value, own, key] :
+               {std::tuple{split->first_stage_layers, s.plan.first_stage_layers, "first_stage_layers"},
+                std::tuple{split->last_stage_layers, s.plan.last_stage_layers, "last_stage_layers"}}) {
+            if (value)
+              keys.push_back(fmt::format("{} {}", key, *value));
+            else if (own)
+              dropped = fmt::format(" without the plan's {}", key);
+          }
+          const int probe = s.plan.pp > 2 ? 1 : 0;
+          const auto& p = rep.stage_balance[static_cast<std::size_t>(probe)];
+          rep.stage_balance_hint = fmt::format(
+              "{}: parallelism.{}{} (Megatron-Core's --decoder-first/last-pipeline-num-layers) would take "
+              "the "
+              "slowest stage's compute from {:.1f} to about {:.1f} ms ({:.2f} ms a layer, as {} stage "
+              "computes "
+              "one)",
+              head, fmt::join(keys, " and "), dropped, slowest->compute.ms(), split->slowest_s * 1e3,
+              p.compute.ms() / static_cast<double>(p.layers), probe == 0 ? "the first" : "a middle");
+        } else {
+          rep.stage_balance_hint = fmt::format(
+              "{}: no split of the first and last stages' layers that Megatron-Core accepts at pp {} "
+              "(parallelism.first_stage_layers, last_stage_layers) and that fits in memory cuts the slowest "
+              "stage's compute by {:.0f}% or more",
+              head, s.plan.pp, 100 * kStageSplitMinGain);
+        }
       }
     }
   }
@@ -992,8 +1023,20 @@ std::string format_json(const RunReport& r) {
         m.workspace.count());
   }
   std::string balance;
+  if (!r.stage_balance_hint.empty()) {
+    const auto key = [](const std::optional<std::int64_t>& v) {
+      return v ? std::to_string(*v) : std::string("null");
+    };
+    balance += fmt::format(", \"stage_balance_hint\": {}", json_string(r.stage_balance_hint));
+    if (const auto& sp = r.suggested_split) {
+      balance += fmt::format(
+          ", \"suggested_split\": {{\"first_stage_layers\": {}, \"last_stage_layers\": {}, "
+          "\"slowest_stage_compute_s\": {:.9e}}}",
+          key(sp->first_stage_layers), key(sp->last_stage_layers), sp->slowest_s);
+    }
+  }
   if (!r.stage_balance.empty()) {
-    balance = ", \"stage_balance\": [";
+    balance += ", \"stage_balance\": [";
     for (std::size_t i = 0; i < r.stage_balance.size(); ++i) {
       const auto& b = r.stage_balance[i];
       balance += fmt::format(

@@ -959,12 +959,39 @@ std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::P
                                           : fmt::format("the first {} {}s get", big_ones, unit);
   const std::string rest = chunks - big_ones == 1 ? fmt::format("the last {} gets", unit)
                                                   : fmt::format("the other {} get", chunks - big_ones);
+  // How to tell it: the split closest to even (the fewest layers on the
+  // fullest stage, then the next...) that Megatron-Core accepts.
+  std::string told;
+  const std::vector<std::int64_t> now = parallelism::stage_layer_split(layers, plan);
+  const auto even =
+      parallelism::balanced_edge_stage_split(layers, plan, std::vector<double>(now.begin(), now.end()), 0.0);
+  if (even) {
+    parallelism::ParallelPlan split = plan;
+    split.first_stage_layers = even->first_stage_layers;
+    split.last_stage_layers = even->last_stage_layers;
+    const std::vector<std::int64_t> stages = parallelism::stage_layer_split(layers, split);
+    std::vector<std::string> keys;
+    if (even->first_stage_layers)
+      keys.push_back(fmt::format("first_stage_layers: {}", *even->first_stage_layers));
+    if (even->last_stage_layers)
+      keys.push_back(fmt::format("last_stage_layers: {}", *even->last_stage_layers));
+    // The stages' layers, runs of equal ones as "N x k".
+    std::vector<std::string> runs;
+    for (std::size_t i = 0; i < stages.size();) {
+      std::size_t j = i;
+      while (j < stages.size() && stages[j] == stages[i]) ++j;
+      runs.push_back(j - i == 1 ? fmt::format("{}", stages[i]) : fmt::format("{} (x{})", stages[i], j - i));
+      i = j;
+    }
+    told = fmt::format(": parallelism.{} give{} layers per stage {}", fmt::join(keys, " and "),
+                       keys.size() == 1 ? "s" : "", fmt::join(runs, ", "));
+  }
   return fmt::format(
       "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} "
-      "(forecast as such; Megatron-LM refuses an uneven split unless told how to make it)",
+      "(forecast as such; Megatron-LM refuses an uneven split unless told how to make it{})",
       layers, unit, v ? "pp x virtual_stages" : "pp",
       v ? fmt::format("{} x {} = {}", pp, virtual_stages, chunks) : fmt::format("{}", chunks), first,
-      small + 1, rest, small);
+      small + 1, rest, small, told);
 }
 
 Override parse_override(const std::string& text) {
@@ -2775,6 +2802,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                   micro_batches > 0 ? "training.micro_batches" : "training.global_batch", msg);
       }
       if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
+      // virtual_stages auto falls back to 2 where no count divides every
+      // stage's layers: said, as the file does not write the 2.
+      if ((key == "first_stage_layers" || key == "last_stage_layers") && vs_auto &&
+          plan.schedule == parallelism::Schedule::Interleaved1F1B && p.has(key)) {
+        p.fail_at(p.node()[key].Mark(), p.key_path(key),
+                  msg +
+                      "; virtual_stages auto found no count of chunks from 2 up that divides every stage's "
+                      "layers, and took 2");
+      }
       if (p.has(key)) p.fail_at(p.node()[key].Mark(), p.key_path(key), msg);
       p.fail_at(p.node().Mark(), "parallelism", msg);
     }

@@ -523,16 +523,22 @@ std::vector<std::int64_t> stage_layer_split(std::int64_t layers, const ParallelP
       throw InputError(fmt::format("{} {} {} of the model's {} layers to {}: each needs at least {}", given,
                                    leave, std::max<std::int64_t>(c.rest, 0), layers, who, v));
     case EdgeSplitRefusal::Uneven:
-      throw InputError(fmt::format(
-          "{} {} {} layers, which {} cannot split evenly{} (Megatron-Core requires it)", given, leave, c.rest,
-          who, v > 1 ? fmt::format(" into chunks of virtual_stages ({})", v) : std::string()));
+      if (c.rest % c.others == 0) {
+        throw InputError(
+            fmt::format("{} {} {} layers, {} for {}: not a multiple of virtual_stages ({}) (each of a "
+                        "stage's model chunks holds as many layers; Megatron-Core requires it)",
+                        given, leave, c.rest, c.rest / c.others, c.others == 1 ? who : "each of " + who, v));
+      }
+      throw InputError(
+          fmt::format("{} {} {} layers, which {} cannot split evenly (Megatron-Core requires it)", given,
+                      leave, c.rest, who));
   }
   return {};
 }
 
-std::optional<EdgeStageSplit> balanced_edge_stage_split(std::int64_t layers, const ParallelPlan& plan,
-                                                        const std::vector<double>& stage_compute_s,
-                                                        double min_gain) {
+std::optional<EdgeStageSplit> balanced_edge_stage_split(
+    std::int64_t layers, const ParallelPlan& plan, const std::vector<double>& stage_compute_s,
+    double min_gain, const std::function<bool(const ParallelPlan&)>& admissible) {
   const int pp = plan.pp;
   if (pp < 2 || stage_compute_s.size() != static_cast<std::size_t>(pp)) return std::nullopt;
   const std::vector<std::int64_t> now = stage_layer_split(layers, plan);
@@ -548,6 +554,7 @@ std::optional<EdgeStageSplit> balanced_edge_stage_split(std::int64_t layers, con
   const double slowest_now = *std::max_element(stage_compute_s.begin(), stage_compute_s.end());
   std::optional<EdgeStageSplit> best;
   std::vector<double> best_stages;  // best's stages, slowest first
+  std::pair<std::int64_t, std::int64_t> best_edges;  // best's last and first stages' layers
   std::vector<std::optional<std::int64_t>> counts{std::nullopt};
   for (std::int64_t n = 1; n <= layers; ++n) counts.emplace_back(n);
   for (const auto& first : counts) {
@@ -571,11 +578,21 @@ std::optional<EdgeStageSplit> balanced_edge_stage_split(std::int64_t layers, con
         if (a < b * (1 - 1e-9)) cmp = -1;
         if (a > b * (1 + 1e-9)) cmp = 1;
       }
+      // Ties: the fewer keys, then the fewer layers on the last stage (it
+      // holds the LM head), then on the first.
       const int keys = (first ? 1 : 0) + (last ? 1 : 0);
       const int best_keys = best ? (best->first_stage_layers ? 1 : 0) + (best->last_stage_layers ? 1 : 0) : 0;
-      if (!best || cmp < 0 || (cmp == 0 && keys < best_keys)) {
+      const auto edges = std::pair{split.back(), split.front()};
+      if (!best || cmp < 0 || (cmp == 0 && (keys < best_keys || (keys == best_keys && edges < best_edges)))) {
+        if (admissible) {
+          ParallelPlan candidate = plan;
+          candidate.first_stage_layers = first;
+          candidate.last_stage_layers = last;
+          if (!admissible(candidate)) continue;
+        }
         best = EdgeStageSplit{first, last, stages.front()};
         best_stages = std::move(stages);
+        best_edges = edges;
       }
     }
   }

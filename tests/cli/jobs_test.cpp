@@ -999,6 +999,43 @@ TEST(StageBalance, FirstAndLastStageLayersMoveLayersBetweenStages) {
       << even.stage_balance_hint;
   EXPECT_NEAR(own.stage_balance[1].compute.ms(), estimate_ms, 1e-3 * estimate_ms);
   EXPECT_TRUE(own.stage_balance_hint.empty());  // the slowest stage is a middle one
+  EXPECT_NE(format_json(even).find(R"("suggested_split": {"first_stage_layers": 6, "last_stage_layers": 4, )"
+                                   R"("slowest_stage_compute_s": )"),
+            std::string::npos);
+  EXPECT_NE(format_json(even).find(R"("stage_balance_hint": "the last stage computes x1.30)"),
+            std::string::npos);
+  EXPECT_EQ(format_json(own).find("suggested_split"), std::string::npos);
+  // A plan with a split of its own is told the whole split, a key of its
+  // own the suggestion drops included: 9 + 6 + 6 + 3 under 3 chunks a rank
+  // (virtual_stages auto) has its first stage slowest; 6 each is better.
+  std::vector<Override> nine = pp4;
+  for (const auto& [k, v] :
+       {std::pair{"parallelism.schedule", "interleaved-1f1b"},
+        std::pair{"parallelism.first_stage_layers", "9"}, std::pair{"parallelism.last_stage_layers", "3"}})
+    nine.push_back({k, v});
+  const Scenario nine_s = parse_scenario(text, "s.yaml", nine);
+  EXPECT_EQ(nine_s.plan.virtual_stages, 3);
+  const RunReport nine_r = make_report(nine_s, simulate_scenario(nine_s, nullptr, nullptr, false));
+  EXPECT_EQ(nine_r.stage_balance_hint.rfind("the first stage computes x", 0), 0U)
+      << nine_r.stage_balance_hint;
+  EXPECT_NE(nine_r.stage_balance_hint.find(
+                ": parallelism.last_stage_layers 6 without the plan's first_stage_layers "
+                "(Megatron-Core's"),
+            std::string::npos)
+      << nine_r.stage_balance_hint;
+  // Dense and MoE layers mixed: the keys are named, no split estimated.
+  std::vector<Override> moe = pp4;
+  for (const auto& [k, v] :
+       {std::pair{"model.moe.experts", "8"}, std::pair{"model.moe.top_k", "2"},
+        std::pair{"model.moe.first_dense_layers", "4"}, std::pair{"parallelism.sequence_parallel", "true"}})
+    moe.push_back({k, v});
+  const Scenario moe_s = parse_scenario(text, "s.yaml", moe);
+  const RunReport moe_r = make_report(moe_s, simulate_scenario(moe_s, nullptr, nullptr, false));
+  EXPECT_FALSE(moe_r.suggested_split.has_value());
+  EXPECT_NE(
+      moe_r.stage_balance_hint.find("(no split suggested: this model's dense and MoE layers differ in cost)"),
+      std::string::npos)
+      << moe_r.stage_balance_hint;
   EXPECT_LT(own.iteration_time.seconds(), 0.9 * even.iteration_time.seconds());
   EXPECT_NE(
       format_text(own).find("Plan           dp=4 tp=2 pp=4 (first_stage_layers 6, last_stage_layers 4), "),

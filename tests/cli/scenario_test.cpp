@@ -2356,7 +2356,8 @@ TEST(Scenario, UnevenLayerSplitIsWarnedAbout) {
             std::vector<std::string>{
                 "model.layers (36) is not a multiple of the pipeline's stages, pp (8): the first "
                 "4 stages get 5 layers, the other 4 get 4 (forecast as such; Megatron-LM "
-                "refuses an uneven split unless told how to make it)"});
+                "refuses an uneven split unless told how to make it: parallelism.first_stage_layers: 3 and "
+                "last_stage_layers: 3 give layers per stage 3, 5 (x6), 3)"});
   EXPECT_EQ(warnings({{"parallelism.pp", "2"},
                       {"parallelism.dp", "8"},
                       {"parallelism.schedule", "interleaved-1f1b"},
@@ -2369,7 +2370,9 @@ TEST(Scenario, UnevenLayerSplitIsWarnedAbout) {
   EXPECT_EQ(
       warnings({{"model.layers", "33"}, {"parallelism.pp", "16"}, {"parallelism.dp", "1"}})[0].rfind(
           "model.layers (33) is not a multiple of the pipeline's stages, pp (16): the first stage gets 3 "
-          "layers, the other 15 get 2 (",
+          "layers, the other 15 get 2 (forecast as such; Megatron-LM refuses an uneven split unless told how "
+          "to "
+          "make it: parallelism.first_stage_layers: 3 gives layers per stage 3, 2 (x15))",
           0),
       0U);
   EXPECT_TRUE(warnings({{"parallelism.pp", "4"}, {"parallelism.dp", "4"}}).empty());

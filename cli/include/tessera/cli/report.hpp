@@ -144,6 +144,9 @@ struct RunReport {
   /// What moves layers off a first or last stage that computes
   /// kStageImbalanceHint times the fastest stage's or more (empty: none).
   std::string stage_balance_hint;
+  /// The split stage_balance_hint suggests, with its estimate of the slowest
+  /// stage's compute (JSON `suggested_split`).
+  std::optional<parallelism::EdgeStageSplit> suggested_split;
   std::int64_t micro_batch = 0;
   std::int64_t global_batch = 0;
   std::int64_t seq_len = 0;

@@ -5,6 +5,7 @@
 // recomputation and ZeRO. Pure functions: no event loop, no network.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -266,12 +267,14 @@ struct EdgeStageSplit {
 /// plan.virtual_stages, ranked by their stages' compute sorted slowest first
 /// and compared in that order (the slowest stage, then the next: a stage
 /// nearly as slow lengthens the pipeline's fill and drain); equal within
-/// 1e-9, the fewer keys set, then the smaller first_stage_layers, then
-/// last_stage_layers. Empty when pp < 2 or the best's slowest stage is not
-/// below the plan's own by `min_gain` (a fraction).
-std::optional<EdgeStageSplit> balanced_edge_stage_split(std::int64_t layers, const ParallelPlan& plan,
-                                                        const std::vector<double>& stage_compute_s,
-                                                        double min_gain);
+/// 1e-9, the fewer keys set, then the fewer layers on the last stage (it
+/// holds the LM head), then on the first. Only candidates `admissible` accepts (the plan with
+/// the candidate's keys; empty: all), e.g. those that fit in memory. Empty
+/// when pp < 2 or the best's slowest stage is not below the plan's own by
+/// `min_gain` (a fraction).
+std::optional<EdgeStageSplit> balanced_edge_stage_split(
+    std::int64_t layers, const ParallelPlan& plan, const std::vector<double>& stage_compute_s,
+    double min_gain, const std::function<bool(const ParallelPlan&)>& admissible = {});
 
 /// Memory one rank needs at its peak (Megatron/ZeRO accounting).
 struct MemoryEstimate {
