@@ -76,7 +76,16 @@ class MissingKeyNearMisses : public ScenarioError {
 /// keys of a scenario: an unknown key that is one of them is suggested as
 /// ours, before any spelling neighbour ("expert_parallel" is `ep`, not
 /// `sequence_parallel`).
-std::string key_alias(const std::string& key) {
+/// A Megatron flag as typed on its command line (`--tensor-model-parallel-size`)
+/// in the spelling its arguments take (`tensor_model_parallel_size`).
+std::string flag_spelling(const std::string& key) {
+  std::string out = key.substr(std::min(key.find_first_not_of('-'), key.size()));
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+std::string key_alias(const std::string& typed) {
+  const std::string key = flag_spelling(typed);
   static const std::map<std::string, std::string> kAliases{
       {"expert_parallel", "ep"},
       {"expert_model_parallel_size", "ep"},
@@ -149,8 +158,9 @@ constexpr const char* kNoContextParallelism =
 /// or a setting we do not model: the key of ours they concern (the hint is
 /// given only in the section that has it) and what to write instead, for
 /// the flag's `value` as written (clip_grad: 0 is no clipping).
-std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::string& key,
+std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::string& typed,
                                                                  const YAML::Node& value) {
+  const std::string key = flag_spelling(typed);
   const std::string v = value.IsScalar() ? ascii_lower(value.Scalar()) : std::string();
   if (key == "clip_grad" && (v == "0" || v == "0.0")) {
     return std::pair<std::string, std::string>{"grad_clipping",

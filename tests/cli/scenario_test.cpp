@@ -2429,6 +2429,13 @@ TEST(Scenario, FirstAndLastStageLayersSayHowToSplitThePipeline) {
                                 "'last_stage_layers'?"),
             std::string::npos)
       << error_of(flag);
+  // As typed on Megatron's command line, dashes and all (any flag).
+  EXPECT_NE(error_of(text, {{"parallelism.decoder-first-pipeline-num-layers", "4"}})
+                .find("unknown key, did you mean 'first_stage_layers'?"),
+            std::string::npos);
+  EXPECT_NE(error_of(text, {{"parallelism.--tensor-model-parallel-size", "2"}})
+                .find("unknown key, did you mean 'tp'?"),
+            std::string::npos);
 }
 
 // A warning is placed as an error would be: at the value of the key it
