@@ -165,9 +165,12 @@ const std::map<std::string, std::string>& command_help() {
 Plans one training iteration of the scenario (docs/scenarios.md), simulates it
 on the chosen network backend and prints: iteration time split into compute,
 host, pipeline bubble and exposed communication; tokens/s; model and hardware
-TFLOP/s per GPU (MFU, HFU); bytes sent; memory per pipeline stage (weights,
-gradients with their dtype, optimizer states, activations, workspace). On the
-ns3 backend also the packet fabric: segment size, packets and payload
+TFLOP/s per GPU (MFU, HFU); bytes sent; with pipeline stages each stage's
+compute and layers (Stage balance; where the first or last stage computes
+1.1x the fastest, the split of parallelism.first_stage_layers and
+last_stage_layers that balances them best); memory per pipeline stage
+(weights, gradients with their dtype, optimizer states, activations,
+workspace). On the ns3 backend also the packet fabric: segment size, packets and payload
 injected and delivered, packet-hops, drops, credit stalls, ns-3 events.
 
   --backend flow|ns3   override the scenario's backend (flow: max-min fluid
