@@ -95,23 +95,6 @@ int auto_virtual_stages(std::int64_t layers, int pp) {
   return 2;
 }
 
-int auto_virtual_stages(std::int64_t layers, const ParallelPlan& plan) {
-  if (!plan.first_stage_layers && !plan.last_stage_layers) return auto_virtual_stages(layers, plan.pp);
-  const std::int64_t own = plan.first_stage_layers.value_or(0) + plan.last_stage_layers.value_or(0);
-  const int others = plan.pp - (plan.first_stage_layers ? 1 : 0) - (plan.last_stage_layers ? 1 : 0);
-  if (others < 0 || (others > 0 && ((layers - own) <= 0 || (layers - own) % others != 0))) return 2;
-  std::vector<std::int64_t> counts;
-  if (plan.first_stage_layers) counts.push_back(*plan.first_stage_layers);
-  if (plan.last_stage_layers) counts.push_back(*plan.last_stage_layers);
-  if (others > 0) counts.push_back((layers - own) / others);
-  const std::int64_t fewest = *std::min_element(counts.begin(), counts.end());
-  for (std::int64_t v = 2; v <= fewest; ++v) {
-    if (std::all_of(counts.begin(), counts.end(), [v](std::int64_t n) { return n % v == 0; }))
-      return static_cast<int>(v);
-  }
-  return 2;
-}
-
 std::int64_t ParallelPlan::micro_batches(std::int64_t micro_batch) const {
   if (global_batch == 0) return 1;
   return global_batch / (static_cast<std::int64_t>(dp) * micro_batch);
@@ -484,6 +467,19 @@ std::vector<std::int64_t> edge_split(int pp, const EdgeSplitCheck& c,
 
 }  // namespace
 
+int auto_virtual_stages(std::int64_t layers, const ParallelPlan& plan) {
+  const auto& first = plan.first_stage_layers;
+  const auto& last = plan.last_stage_layers;
+  if (!first && !last) return auto_virtual_stages(layers, plan.pp);
+  // The fewest chunks from 2 up that the split accepts (every stage's layers
+  // a multiple of them), up to the fewest layers a stage can hold.
+  for (std::int64_t v = 2; v <= layers / std::max(plan.pp, 1); ++v) {
+    if (check_edge_split(layers, plan.pp, static_cast<int>(v), first, last).why == EdgeSplitRefusal::None)
+      return static_cast<int>(v);
+  }
+  return 2;
+}
+
 std::vector<std::int64_t> stage_layer_split(std::int64_t layers, const ParallelPlan& plan) {
   const int pp = plan.pp;
   const int v = plan.virtual_stages;
@@ -540,7 +536,9 @@ std::optional<EdgeStageSplit> balanced_edge_stage_split(
     std::int64_t layers, const ParallelPlan& plan, const std::vector<double>& stage_compute_s,
     double min_gain, const std::function<bool(const ParallelPlan&)>& admissible) {
   const int pp = plan.pp;
-  if (pp < 2 || stage_compute_s.size() != static_cast<std::size_t>(pp)) return std::nullopt;
+  // (every pair of counts is tried: models of up to kMaxEdgeSplitLayers)
+  if (pp < 2 || stage_compute_s.size() != static_cast<std::size_t>(pp) || layers > kMaxEdgeSplitLayers)
+    return std::nullopt;
   const std::vector<std::int64_t> now = stage_layer_split(layers, plan);
   const auto at = [](const auto& v, int i) { return v[static_cast<std::size_t>(i)]; };
   // What a layer costs: a middle stage's compute per layer (the first's with pp 2).

@@ -258,6 +258,14 @@ TEST(Passes, BalancedEdgeStageSplitEstimatesFromAMiddleStage) {
   EXPECT_EQ(split->last_stage_layers, 17);
   EXPECT_DOUBLE_EQ(split->slowest_s, 19.9);
   EXPECT_FALSE(balanced_edge_stage_split(36, ParallelPlan{}, {18}, 0.03).has_value());  // pp 1
+  // Past kMaxEdgeSplitLayers no search (every pair of counts is tried).
+  EXPECT_FALSE(balanced_edge_stage_split(kMaxEdgeSplitLayers + 2, two,
+                                         {kMaxEdgeSplitLayers / 2 + 1.0, kMaxEdgeSplitLayers / 2 + 101.0},
+                                         0.03)
+                   .has_value());
+  EXPECT_TRUE(balanced_edge_stage_split(kMaxEdgeSplitLayers, two,
+                                        {kMaxEdgeSplitLayers / 2.0, kMaxEdgeSplitLayers / 2 + 100.0}, 0.03)
+                  .has_value());
   // Only admissible splits (those that fit in memory, in the report): 19 +
   // 17 refused, the next best is 20 + 16 (20 against 20.9: 4% gained).
   split = balanced_edge_stage_split(36, two, {18, 20.9}, 0.03, [](const ParallelPlan& p) {

@@ -256,6 +256,9 @@ struct EdgeStageSplit {
   std::optional<std::int64_t> first_stage_layers, last_stage_layers;
   double slowest_s = 0;  ///< the slowest stage's compute under it, estimated (seconds)
 };
+/// The most layers balanced_edge_stage_split searches splits of (it tries
+/// every pair of counts; real models have a few hundred at most).
+inline constexpr std::int64_t kMaxEdgeSplitLayers = 1024;
 /// The split of the first and last stages' layers that Megatron-Core
 /// accepts (stage_layer_split) with the least compute on the slowest stage,
 /// estimated from what each stage of `plan` computes (`stage_compute_s`,
@@ -270,8 +273,8 @@ struct EdgeStageSplit {
 /// 1e-9, the fewer keys set, then the fewer layers on the last stage (it
 /// holds the LM head), then on the first. Only candidates `admissible` accepts (the plan with
 /// the candidate's keys; empty: all), e.g. those that fit in memory. Empty
-/// when pp < 2 or the best's slowest stage is not below the plan's own by
-/// `min_gain` (a fraction).
+/// when pp < 2, past kMaxEdgeSplitLayers layers, or the best's slowest
+/// stage is not below the plan's own by `min_gain` (a fraction).
 std::optional<EdgeStageSplit> balanced_edge_stage_split(
     std::int64_t layers, const ParallelPlan& plan, const std::vector<double>& stage_compute_s,
     double min_gain, const std::function<bool(const ParallelPlan&)>& admissible = {});
