@@ -286,16 +286,12 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
             else if (own)
               dropped = fmt::format(" without the plan's {}", key);
           }
-          const int probe = s.plan.pp > 2 ? 1 : 0;
-          const auto& p = rep.stage_balance[static_cast<std::size_t>(probe)];
           rep.stage_balance_hint = fmt::format(
-              "{}: parallelism.{}{} (Megatron-Core's --decoder-first/last-pipeline-num-layers) would take "
-              "the "
-              "slowest stage's compute from {:.1f} to about {:.1f} ms ({:.2f} ms a layer, as {} stage "
-              "computes "
-              "one)",
+              "{}: parallelism.{}{} (Megatron-Core's --decoder-first/last-pipeline-num-layers) "
+              "would take the slowest stage's compute from {:.1f} to about {:.1f} ms "
+              "({:.2f} ms a layer, as {} stage computes one)",
               head, fmt::join(keys, " and "), dropped, slowest->compute.ms(), split->slowest_s * 1e3,
-              p.compute.ms() / static_cast<double>(p.layers), probe == 0 ? "the first" : "a middle");
+              split->layer_s * 1e3, split->priced_on == 0 ? "the first" : "a middle");
         } else {
           rep.stage_balance_hint = fmt::format(
               "{}: no split of the first and last stages' layers that Megatron-Core accepts at pp {} "
@@ -937,9 +933,8 @@ std::string format_text(const RunReport& r) {
       }
     } else {
       out += fmt::format(
-          "Stage balance  busiest compute stream per pipeline stage from {:.3f} ms (stage {}, {}) to {:.3f} "
-          "ms "
-          "(stage {}, {}: x{:.3f}, the slowest)\n",
+          "Stage balance  busiest compute stream per pipeline stage from {:.3f} ms (stage {}, {}) "
+          "to {:.3f} ms (stage {}, {}: x{:.3f}, the slowest)\n",
           fastest->compute.ms(), fastest->stage, layers(fastest->layers), slowest->compute.ms(),
           slowest->stage, layers(slowest->layers), slowest->vs_fastest);
     }

@@ -588,7 +588,7 @@ std::optional<EdgeStageSplit> balanced_edge_stage_split(
           candidate.last_stage_layers = last;
           if (!admissible(candidate)) continue;
         }
-        best = EdgeStageSplit{first, last, stages.front()};
+        best = EdgeStageSplit{first, last, stages.front(), layer_s, probe};
         best_stages = std::move(stages);
         best_edges = edges;
       }

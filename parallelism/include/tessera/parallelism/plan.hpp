@@ -255,6 +255,8 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& 
 struct EdgeStageSplit {
   std::optional<std::int64_t> first_stage_layers, last_stage_layers;
   double slowest_s = 0;  ///< the slowest stage's compute under it, estimated (seconds)
+  double layer_s = 0;    ///< what the estimate takes a layer to cost (seconds)
+  int priced_on = 0;     ///< the stage that cost is measured on (1, a middle one; 0 with pp 2)
 };
 /// The most layers balanced_edge_stage_split searches splits of (it tries
 /// every pair of counts; real models have a few hundred at most).
