@@ -37,6 +37,10 @@ std::string chart_label(std::string_view label, std::string_view which) {
 }
 std::string note_head(const std::string& note) { return note.substr(0, note.find(':')); }
 
+/// Pipeline stages by their busiest compute stream: the slowest stage (the
+/// first of equals) is max_element's, the fastest min_element's.
+bool computes_less(const StageBalance& a, const StageBalance& b) { return a.compute < b.compute; }
+
 }  // namespace
 
 std::string chart_untested_note(std::string_view which, const std::string& note) {
@@ -133,6 +137,8 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
   rep.virtual_stages = s.plan.virtual_stages;
   rep.first_stage_layers = s.plan.first_stage_layers;
   rep.last_stage_layers = s.plan.last_stage_layers;
+  rep.account_for_embedding = s.plan.account_for_embedding;
+  rep.account_for_loss = s.plan.account_for_loss;
   rep.micro_batch = s.workload.micro_batch;
   rep.seq_len = s.workload.seq_len;
   rep.recompute = std::string(parallelism::to_string(s.plan.recompute));
@@ -240,9 +246,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
     // The slowest stage the first or the last, which hold the embedding and
     // the LM head beside their layers, on GPUs alike: what moves layers off
     // it (the first of equals, as the text marks it).
-    const auto slowest =
-        std::max_element(rep.stage_balance.begin(), rep.stage_balance.end(),
-                         [](const StageBalance& a, const StageBalance& b) { return a.compute < b.compute; });
+    const auto slowest = std::max_element(rep.stage_balance.begin(), rep.stage_balance.end(), computes_less);
     const bool last = slowest->stage + 1 == s.plan.pp;
     if ((slowest->stage == 0 || last) && slowest->vs_fastest >= kStageImbalanceHint && !rep.scales.any() &&
         !s.mixed_gpus) {
@@ -286,6 +290,9 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
             else if (own)
               dropped = fmt::format(" without the plan's {}", key);
           }
+          // (Megatron-Core takes either: the counted split goes.)
+          if (const std::string counted = parallelism::accounted_split_keys(s.plan); !counted.empty())
+            dropped = fmt::format(" without the plan's {}", counted);
           rep.stage_balance_hint = fmt::format(
               "{}: parallelism.{}{} (Megatron-Core's --decoder-first/last-pipeline-num-layers) "
               "would take the slowest stage's compute from {:.1f} to about {:.1f} ms "
@@ -834,6 +841,8 @@ std::string format_text(const RunReport& r) {
   std::vector<std::string> own_split;
   if (r.first_stage_layers) own_split.push_back(fmt::format("first_stage_layers {}", *r.first_stage_layers));
   if (r.last_stage_layers) own_split.push_back(fmt::format("last_stage_layers {}", *r.last_stage_layers));
+  if (r.account_for_embedding) own_split.emplace_back("account_for_embedding");
+  if (r.account_for_loss) own_split.emplace_back("account_for_loss");
   out += fmt::format("Plan           dp={} tp={} pp={}{}{}{}, {} x {} tokens, {} schedule{}\n", r.dp, r.tp,
                      r.pp, r.shows_ep() ? fmt::format(" ep={}", r.ep) : "",
                      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout),
@@ -916,13 +925,8 @@ std::string format_text(const RunReport& r) {
       r.bytes_sent.as_double() * 1e-9, r.nvlink_bytes.as_double() * 1e-9, r.fabric_bytes.as_double() * 1e-9);
   if (!r.stage_balance.empty()) {
     // The slowest stage sets the pace of the pipeline: marked.
-    const auto slowest = std::max_element(r.stage_balance.begin(), r.stage_balance.end(),
-                                          [](const StageBalance& a, const StageBalance& b) {
-                                            return a.compute < b.compute;
-                                          });
-    const auto fastest =
-        std::min_element(r.stage_balance.begin(), r.stage_balance.end(),
-                         [](const StageBalance& a, const StageBalance& b) { return a.compute < b.compute; });
+    const auto slowest = std::max_element(r.stage_balance.begin(), r.stage_balance.end(), computes_less);
+    const auto fastest = std::min_element(r.stage_balance.begin(), r.stage_balance.end(), computes_less);
     const auto layers = [](std::int64_t n) { return fmt::format("{} layer{}", n, n == 1 ? "" : "s"); };
     if (r.stage_balance_lines) {
       out += "Stage balance  busiest compute stream per pipeline stage, against the fastest stage\n";
@@ -1092,7 +1096,9 @@ std::string format_json(const RunReport& r) {
       json_string(r.schedule),
       std::to_string(r.virtual_stages) +
           (r.first_stage_layers ? fmt::format(", \"first_stage_layers\": {}", *r.first_stage_layers) : "") +
-          (r.last_stage_layers ? fmt::format(", \"last_stage_layers\": {}", *r.last_stage_layers) : ""),
+          (r.last_stage_layers ? fmt::format(", \"last_stage_layers\": {}", *r.last_stage_layers) : "") +
+          (r.account_for_embedding ? ", \"account_for_embedding\": true" : "") +
+          (r.account_for_loss ? ", \"account_for_loss\": true" : ""),
       r.micro_batches, r.micro_batch, r.global_batch, r.seq_len, json_string(r.dtype),
       json_string(r.framework), json_string(r.recompute), r.sequence_parallel, r.zero_stage,
       json_string(r.grad_sync), r.overlap_param_gather ? "\"overlap_param_gather\": true, " : "",

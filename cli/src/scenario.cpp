@@ -103,6 +103,8 @@ std::string key_alias(const std::string& typed) {
       {"num_layers_in_first_pipeline_stage", "first_stage_layers"},
       {"decoder_last_pipeline_num_layers", "last_stage_layers"},
       {"num_layers_in_last_pipeline_stage", "last_stage_layers"},
+      {"account_for_embedding_in_pipeline_split", "account_for_embedding"},
+      {"account_for_loss_in_pipeline_split", "account_for_loss"},
       {"num_layers", "layers"},
       {"num_hidden_layers", "layers"},
       {"hidden_size", "hidden"},
@@ -543,6 +545,8 @@ class Section {
                                                  "virtual_stages",
                                                  "first_stage_layers",
                                                  "last_stage_layers",
+                                                 "account_for_embedding",
+                                                 "account_for_loss",
                                                  "layout",
                                                  "sequence_parallel",
                                                  "tp_comm_overlap",
@@ -956,7 +960,9 @@ std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::P
   // refuses it unless told how (--decoder-first-pipeline-num-layers and
   // the like: first_stage_layers, last_stage_layers, which say it): said,
   // with the chunk sizes.
-  if (plan.first_stage_layers || plan.last_stage_layers) return {};
+  if (plan.first_stage_layers || plan.last_stage_layers || plan.account_for_embedding ||
+      plan.account_for_loss)
+    return {};
   const int pp = plan.pp;
   const int virtual_stages = plan.virtual_stages;
   const std::int64_t chunks = static_cast<std::int64_t>(pp) * virtual_stages;
@@ -972,6 +978,17 @@ std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::P
   // How to tell it: the split closest to even (the fewest layers on the
   // fullest stage, then the next...) that Megatron-Core accepts.
   std::string told;
+  // The stages' layers, runs of equal ones as "N (xk)".
+  const auto runs_of = [](const std::vector<std::int64_t>& stages) {
+    std::vector<std::string> runs;
+    for (std::size_t i = 0; i < stages.size();) {
+      std::size_t j = i;
+      while (j < stages.size() && stages[j] == stages[i]) ++j;
+      runs.push_back(j - i == 1 ? fmt::format("{}", stages[i]) : fmt::format("{} (x{})", stages[i], j - i));
+      i = j;
+    }
+    return fmt::format("{}", fmt::join(runs, ", "));
+  };
   const std::vector<std::int64_t> now = parallelism::stage_layer_split(layers, plan);
   const auto even =
       parallelism::balanced_edge_stage_split(layers, plan, std::vector<double>(now.begin(), now.end()), 0.0);
@@ -985,16 +1002,27 @@ std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::P
       keys.push_back(fmt::format("first_stage_layers: {}", *even->first_stage_layers));
     if (even->last_stage_layers)
       keys.push_back(fmt::format("last_stage_layers: {}", *even->last_stage_layers));
-    // The stages' layers, runs of equal ones as "N x k".
-    std::vector<std::string> runs;
-    for (std::size_t i = 0; i < stages.size();) {
-      std::size_t j = i;
-      while (j < stages.size() && stages[j] == stages[i]) ++j;
-      runs.push_back(j - i == 1 ? fmt::format("{}", stages[i]) : fmt::format("{} (x{})", stages[i], j - i));
-      i = j;
-    }
     told = fmt::format(": parallelism.{} give{} layers per stage {}", fmt::join(keys, " and "),
-                       keys.size() == 1 ? "s" : "", fmt::join(runs, ", "));
+                       keys.size() == 1 ? "s" : "", runs_of(stages));
+  }
+  // Or Megatron-Core's --account-for-embedding/loss-in-pipeline-split, where
+  // counting the embedding and the loss as layers splits evenly: both, else
+  // one.
+  for (const auto& [embedding, loss] :
+       {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+    parallelism::ParallelPlan counted = plan;
+    counted.account_for_embedding = embedding;
+    counted.account_for_loss = loss;
+    try {
+      const std::vector<std::int64_t> stages = parallelism::stage_layer_split(layers, counted);
+      told +=
+          fmt::format("{} parallelism.{}: true give{} {}{} (the {} counted as a layer)",
+                      told.empty() ? ":" : "; or", parallelism::accounted_split_keys(counted),
+                      embedding && loss ? "" : "s", told.empty() ? "layers per stage " : "", runs_of(stages),
+                      embedding && loss ? "embedding and the loss each" : (embedding ? "embedding" : "loss"));
+      break;
+    } catch (const InputError&) {
+    }
   }
   return fmt::format(
       "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} "
@@ -2711,6 +2739,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // virtual_stages' auto, which then divides them too.
     if (p.has("first_stage_layers")) plan.first_stage_layers = p.positive_int32("first_stage_layers");
     if (p.has("last_stage_layers")) plan.last_stage_layers = p.positive_int32("last_stage_layers");
+    // --account-for-embedding/loss-in-pipeline-split: before it too.
+    if (p.has("account_for_embedding")) plan.account_for_embedding = p.boolean("account_for_embedding");
+    if (p.has("account_for_loss")) plan.account_for_loss = p.boolean("account_for_loss");
     const bool vs_auto = !p.has("virtual_stages") ||
                          (p.need("virtual_stages").IsScalar() && p.scalar("virtual_stages") == "auto");
     if (!vs_auto) plan.virtual_stages = p.positive_int32("virtual_stages");
@@ -2814,8 +2845,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
       // virtual_stages auto falls back to 2 where no count divides every
       // stage's layers: said, as the file does not write the 2.
-      if ((key == "first_stage_layers" || key == "last_stage_layers") && vs_auto &&
-          plan.schedule == parallelism::Schedule::Interleaved1F1B && p.has(key)) {
+      if ((key == "first_stage_layers" || key == "last_stage_layers" || key == "account_for_embedding" ||
+           key == "account_for_loss") &&
+          vs_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B && p.has(key)) {
         p.fail_at(p.node()[key].Mark(), p.key_path(key),
                   msg +
                       "; virtual_stages auto found no count of chunks from 2 up that divides every stage's "

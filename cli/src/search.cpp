@@ -140,16 +140,23 @@ std::vector<std::string> kept_plan_keys(const parallelism::ParallelPlan& p, cons
   // only the depths it is valid at are plans (the others are refused).
   if (p.first_stage_layers) out.push_back(fmt::format("first_stage_layers: {}", *p.first_stage_layers));
   if (p.last_stage_layers) out.push_back(fmt::format("last_stage_layers: {}", *p.last_stage_layers));
+  if (p.account_for_embedding) out.emplace_back("account_for_embedding: true");
+  if (p.account_for_loss) out.emplace_back("account_for_loss: true");
   return out;
 }
 
 /// True when `chunks` model chunks per pipeline rank split every stage's
 /// layers under `plan` (its pp, and first_stage_layers / last_stage_layers
-/// where given) evenly, as Megatron-LM requires of interleaving.
+/// where given) evenly, as Megatron-LM requires of interleaving (with
+/// account_for_embedding / account_for_loss: the stages' counts with them).
 bool chunks_split_stages(std::int64_t layers, const parallelism::ParallelPlan& plan, int chunks) {
   parallelism::ParallelPlan chunked = plan;
   chunked.virtual_stages = chunks;
   try {
+    if (plan.account_for_embedding || plan.account_for_loss) {
+      (void)parallelism::chunk_layers(layers, chunked);
+      return true;
+    }
     const std::vector<std::int64_t> stages = parallelism::stage_layer_split(layers, chunked);
     return std::all_of(stages.begin(), stages.end(), [chunks](std::int64_t n) { return n % chunks == 0; });
   } catch (const InputError&) {
@@ -575,8 +582,24 @@ int cmd_search(const Args& args, std::ostream& out) {
   space.tp = divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node);
   // (pp must also divide the GPUs: the JSON's "searched" lists only those)
   space.pp.clear();
-  for (int pp : divisors(base.model.layers, gpus)) {
-    if (gpus % pp == 0) space.pp.push_back(pp);
+  // pp divides the layers, or, where the scenario splits them its own way
+  // (first_stage_layers, account_for_embedding...), that split holds at it
+  // (126 layers at pp 16 counting the embedding and the loss).
+  const bool own_split = base.plan.first_stage_layers || base.plan.last_stage_layers ||
+                         base.plan.account_for_embedding || base.plan.account_for_loss;
+  for (int pp : divisors(gpus, base.model.layers)) {
+    bool splits = base.model.layers % pp == 0;
+    if (!splits && own_split) {
+      ParallelPlan at_pp = base.plan;
+      at_pp.pp = pp;
+      at_pp.virtual_stages = 1;
+      try {
+        (void)parallelism::chunk_layers(base.model.layers, at_pp);
+        splits = true;
+      } catch (const InputError&) {
+      }
+    }
+    if (splits) space.pp.push_back(pp);
   }
   if (base.model.is_moe()) space.ep = divisors(base.model.moe.experts, base.model.moe.experts);
   // Each schedule tried at a pp, with its chunk count: interleaving takes

@@ -151,7 +151,8 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
     throw InputError(fmt::format("pp x virtual_stages ({} x {} = {}) must not exceed the model's layers ({})", pp,
                                  virtual_stages, static_cast<std::int64_t>(pp) * virtual_stages, model.layers));
   }
-  if (first_stage_layers || last_stage_layers) (void)stage_layer_split(model.layers, *this);
+  if (first_stage_layers || last_stage_layers || account_for_embedding || account_for_loss)
+    (void)chunk_layers(model.layers, *this);
   if (global_batch < 0) throw InputError(fmt::format("global_batch must be positive (got {})", global_batch));
   // (dp x micro_batch in 128 bits: a product past int64 is no divisor of an int64 global batch)
   const Int128 per_step = static_cast<Int128>(dp) * work.micro_batch;
@@ -455,6 +456,55 @@ EdgeSplitCheck check_edge_split(std::int64_t layers, int pp, int v, const std::o
   return c;
 }
 
+/// Megatron-Core's --account-for-embedding/loss-in-pipeline-split
+/// (get_num_layers_to_build): the layers plus one for the embedding and one
+/// for the loss split evenly over the pp x v chunks; the first chunk (stage
+/// 0's first) builds one layer fewer for the embedding, the last (the last
+/// stage's last) one fewer for the loss.
+std::vector<std::int64_t> accounted_chunk_layers(std::int64_t layers, const ParallelPlan& plan) {
+  const bool embedding = plan.account_for_embedding;
+  const bool loss = plan.account_for_loss;
+  const int pp = plan.pp;
+  const int v = plan.virtual_stages;
+  // Messages open with the key they are about (the first given).
+  const std::string key = accounted_split_keys(plan);
+  if (plan.first_stage_layers || plan.last_stage_layers) {
+    throw InputError(fmt::format(
+        "{} cannot be given with {}: Megatron-Core takes either the stages' own layer counts or the even "
+        "split counting the embedding and the loss, not both",
+        key, plan.first_stage_layers ? "first_stage_layers" : "last_stage_layers"));
+  }
+  if (pp < 1 || v < 1)
+    throw InputError(fmt::format("cannot split {} layers over pp {} x {} chunks", layers, pp, v));
+  const std::int64_t extra = (embedding ? 1 : 0) + (loss ? 1 : 0);
+  const std::int64_t counted = layers + extra;
+  const std::string what = fmt::format(
+      "{} the model's {} layers + {} ({}) = {}", embedding && loss ? "count" : "counts", layers, extra,
+      embedding && loss ? "the embedding and the loss" : (embedding ? "the embedding" : "the loss"), counted);
+  if (counted % pp != 0) {
+    throw InputError(fmt::format("{} {}, which do not split evenly over pp {} (Megatron-Core requires it)",
+                                 key, what, pp));
+  }
+  const std::int64_t per_stage = counted / pp;
+  if (per_stage % v != 0) {
+    throw InputError(fmt::format(
+        "{} {}, {} per stage, not a multiple of virtual_stages ({}) (each of a stage's model chunks holds "
+        "as many; Megatron-Core requires it)",
+        key, what, per_stage, v));
+  }
+  std::vector<std::int64_t> out(static_cast<std::size_t>(pp) * static_cast<std::size_t>(v), per_stage / v);
+  if (embedding) --out.front();
+  if (loss) --out.back();
+  if (out.front() < 1 || out.back() < 1) {
+    throw InputError(
+        fmt::format("{} {}, {} per model chunk, which leaves the {} chunk no transformer layer "
+                    "(Megatron-Core's standalone "
+                    "embedding or loss stage, which is not modelled)",
+                    key, what, per_stage / v, out.front() < 1 ? "first" : "last"));
+  }
+  return out;
+}
+
 /// The stages' layers of a split check_edge_split accepts.
 std::vector<std::int64_t> edge_split(int pp, const EdgeSplitCheck& c,
                                      const std::optional<std::int64_t>& first,
@@ -470,6 +520,21 @@ std::vector<std::int64_t> edge_split(int pp, const EdgeSplitCheck& c,
 int auto_virtual_stages(std::int64_t layers, const ParallelPlan& plan) {
   const auto& first = plan.first_stage_layers;
   const auto& last = plan.last_stage_layers;
+  if (plan.account_for_embedding || plan.account_for_loss) {
+    // The fewest chunks from 2 up that split the stages' counts with the
+    // embedding and the loss (refusals, first_stage_layers given too
+    // among them, are the plan's validate's to say).
+    ParallelPlan chunked = plan;
+    for (std::int64_t v = 2; v <= layers / std::max(plan.pp, 1); ++v) {
+      chunked.virtual_stages = static_cast<int>(v);
+      try {
+        (void)accounted_chunk_layers(layers, chunked);
+        return static_cast<int>(v);
+      } catch (const InputError&) {
+      }
+    }
+    return 2;
+  }
   if (!first && !last) return auto_virtual_stages(layers, plan.pp);
   // The fewest chunks from 2 up that the split accepts (every stage's layers
   // a multiple of them), up to the fewest layers a stage can hold.
@@ -486,7 +551,7 @@ std::vector<std::int64_t> stage_layer_split(std::int64_t layers, const ParallelP
   const auto& first = plan.first_stage_layers;
   const auto& last = plan.last_stage_layers;
   if (!first && !last) {
-    const std::vector<std::int64_t> chunks = chunk_layers(layers, pp, v);
+    const std::vector<std::int64_t> chunks = chunk_layers(layers, plan);
     std::vector<std::int64_t> out(static_cast<std::size_t>(pp), 0);
     for (std::size_t k = 0; k < chunks.size(); ++k) out[k % static_cast<std::size_t>(pp)] += chunks[k];
     return out;
@@ -586,6 +651,7 @@ std::optional<EdgeStageSplit> balanced_edge_stage_split(
           ParallelPlan candidate = plan;
           candidate.first_stage_layers = first;
           candidate.last_stage_layers = last;
+          candidate.account_for_embedding = candidate.account_for_loss = false;
           if (!admissible(candidate)) continue;
         }
         best = EdgeStageSplit{first, last, stages.front(), layer_s, probe};
@@ -598,7 +664,15 @@ std::optional<EdgeStageSplit> balanced_edge_stage_split(
   return best;
 }
 
+std::string accounted_split_keys(const ParallelPlan& plan) {
+  if (plan.account_for_embedding && plan.account_for_loss)
+    return "account_for_embedding and account_for_loss";
+  if (plan.account_for_embedding) return "account_for_embedding";
+  return plan.account_for_loss ? "account_for_loss" : "";
+}
+
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& plan) {
+  if (plan.account_for_embedding || plan.account_for_loss) return accounted_chunk_layers(layers, plan);
   if (!plan.first_stage_layers && !plan.last_stage_layers)
     return chunk_layers(layers, plan.pp, plan.virtual_stages);
   const std::vector<std::int64_t> stages = stage_layer_split(layers, plan);

@@ -1045,6 +1045,43 @@ TEST(StageBalance, FirstAndLastStageLayersMoveLayersBetweenStages) {
       std::string::npos);
 }
 
+// parallelism.account_for_embedding / account_for_loss reach the execution:
+// 22 layers + 2 over 4 stages as 5 + 6 + 6 + 5. The middle stages are the
+// even split's 6-layer stages (the same compute, to the picosecond); the
+// first stage is one layer lighter than the even split's 6 + 6 + 5 + 5; the
+// plan line and the JSON name the keys, and a suggested split drops them.
+TEST(StageBalance, AccountForEmbeddingAndLossMoveALayerOffEachEdgeStage) {
+  const std::string text = scenario_text("schedules.yaml");
+  const std::vector<Override> pp4 = {
+      {"parallelism.pp", "4"}, {"parallelism.dp", "4"}, {"model.layers", "22"}};
+  std::vector<Override> counted = pp4;
+  counted.push_back({"parallelism.account_for_embedding", "true"});
+  counted.push_back({"parallelism.account_for_loss", "true"});
+  const Scenario even_s = parse_scenario(text, "s.yaml", pp4);
+  const Scenario counted_s = parse_scenario(text, "s.yaml", counted);
+  const RunReport even = make_report(even_s, simulate_scenario(even_s, nullptr, nullptr, false));
+  const RunReport own = make_report(counted_s, simulate_scenario(counted_s, nullptr, nullptr, false));
+  ASSERT_EQ(own.stage_balance.size(), 4U);
+  for (int st = 0; st < 4; ++st) {
+    EXPECT_EQ(even.stage_balance[static_cast<std::size_t>(st)].layers, (std::array<int, 4>{6, 6, 5, 5})[st]);
+    EXPECT_EQ(own.stage_balance[static_cast<std::size_t>(st)].layers, (std::array<int, 4>{5, 6, 6, 5})[st]);
+  }
+  EXPECT_EQ(own.stage_balance[1].compute, even.stage_balance[1].compute);
+  EXPECT_EQ(own.stage_balance[2].compute, own.stage_balance[1].compute);
+  EXPECT_EQ(own.stage_balance[3].compute, even.stage_balance[3].compute);  // 5 layers and the LM head both
+  EXPECT_LT(own.stage_balance[0].compute, even.stage_balance[0].compute);
+  EXPECT_NE(format_text(own).find("pp=4 (account_for_embedding, account_for_loss), "), std::string::npos);
+  const std::string json = format_json(own);
+  EXPECT_NE(json.find(R"("virtual_stages": 1, "account_for_embedding": true, "account_for_loss": true, )"),
+            std::string::npos);
+  EXPECT_NE(own.stage_balance_hint.find(
+                ": parallelism.last_stage_layers 4 without the plan's account_for_embedding and "
+                "account_for_loss (Megatron-Core's"),
+            std::string::npos)
+      << own.stage_balance_hint;
+  EXPECT_EQ(format_json(even).find(R"("account_for_embedding": true)"), std::string::npos);
+}
+
 // Stage balance (`stragglers:` or `mixed_gpus:`): dp=8 pp=2 on 2 nodes puts
 // stage 0 on node 0 and stage 1 on node 1 (Megatron order: tp, dp, pp).
 // Node 1 at 1.5x: stage 1's busiest compute stream is 1.5 times what it is

@@ -2438,6 +2438,61 @@ TEST(Scenario, FirstAndLastStageLayersSayHowToSplitThePipeline) {
             std::string::npos);
 }
 
+// Megatron-Core's --account-for-embedding/loss-in-pipeline-split: keys of
+// the plan, the uneven split's warning names them where they split evenly,
+// and what Megatron-Core refuses is refused at the key.
+TEST(Scenario, AccountForEmbeddingAndLossSplitThePipelineAsMegatronCoreDoes) {
+  const std::vector<Override> pp8 = {
+      {"parallelism.pp", "8"}, {"parallelism.dp", "2"}, {"model.layers", "30"}};
+  auto with = [&](const std::vector<Override>& more) {
+    std::vector<Override> o = pp8;
+    o.insert(o.end(), more.begin(), more.end());
+    return o;
+  };
+  const Scenario s = parse_scenario(
+      default_text(), "d.yaml",
+      with({{"parallelism.account_for_embedding", "true"}, {"parallelism.account_for_loss", "true"}}));
+  EXPECT_TRUE(s.plan.account_for_embedding);
+  EXPECT_TRUE(s.plan.account_for_loss);
+  EXPECT_EQ(parallelism::stage_layer_split(s.model.layers, s.plan),
+            (std::vector<std::int64_t>{3, 4, 4, 4, 4, 4, 4, 3}));
+  EXPECT_TRUE(s.warnings.empty()) << s.warnings[0];
+  // Without them the uneven split is warned about, naming both ways to tell it.
+  const Scenario uneven = parse_scenario(default_text(), "d.yaml", pp8);
+  ASSERT_EQ(uneven.warnings.size(), 1U);
+  EXPECT_NE(uneven.warnings[0].find(
+                "; or parallelism.account_for_embedding and account_for_loss: true give 3, 4 (x6), 3 (the "
+                "embedding and the loss each counted as a layer)"),
+            std::string::npos)
+      << uneven.warnings[0];
+  // virtual_stages auto: the fewest chunks that split the counted stages (4 each: 2).
+  const Scenario v = parse_scenario(default_text(), "d.yaml",
+                                    with({{"parallelism.account_for_embedding", "true"},
+                                          {"parallelism.account_for_loss", "true"},
+                                          {"parallelism.schedule", "interleaved-1f1b"},
+                                          {"training.global_batch", "128"}}));
+  EXPECT_EQ(v.plan.virtual_stages, 2);
+  EXPECT_EQ(parallelism::chunk_layers(v.model.layers, v.plan),
+            (std::vector<std::int64_t>{1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1}));
+  // Refused at the key.
+  EXPECT_EQ(
+      error_of(default_text(), with({{"parallelism.account_for_loss", "true"}})),
+      "s.yaml (--set parallelism.account_for_loss): parallelism.account_for_loss: account_for_loss counts "
+      "the model's 30 layers + 1 (the loss) = 31, which do not split evenly over pp 8 (Megatron-Core "
+      "requires it)");
+  EXPECT_NE(
+      error_of(default_text(), with({{"parallelism.account_for_embedding", "true"},
+                                     {"parallelism.account_for_loss", "true"},
+                                     {"parallelism.first_stage_layers", "2"}}))
+          .find("parallelism.account_for_embedding: account_for_embedding and account_for_loss cannot be "
+                "given with first_stage_layers"),
+      std::string::npos);
+  // Megatron's flag names, dashed or not: did you mean.
+  EXPECT_NE(error_of(default_text(), with({{"parallelism.account-for-embedding-in-pipeline-split", "true"}}))
+                .find("unknown key, did you mean 'account_for_embedding'?"),
+            std::string::npos);
+}
+
 // A warning is placed as an error would be: at the value of the key it
 // opens with (the deepest part of its path the file writes), or at the
 // --set that set it; one opening with no key of the file has no place.

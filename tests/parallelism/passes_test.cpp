@@ -226,6 +226,85 @@ TEST(Passes, FirstAndLastStageLayersRefuseWhatMegatronCoreRefuses) {
   EXPECT_EQ(error(24, 2, 1, 16, {}), "no error");  // 16 and 8
 }
 
+// Megatron-Core's --account-for-embedding/loss-in-pipeline-split
+// (get_num_layers_to_build): the layers plus one for each split evenly over
+// the pp x v chunks, the first chunk and the last one layer fewer.
+TEST(Passes, AccountingForEmbeddingAndLossCountsThemAsLayers) {
+  ParallelPlan plan;
+  plan.pp = 16;
+  plan.account_for_embedding = true;
+  plan.account_for_loss = true;
+  // Llama 3 405B's 126 layers at pp 16: 128 / 16 = 8, the edge stages 7.
+  std::vector<std::int64_t> stages(16, 8);
+  stages.front() = stages.back() = 7;
+  EXPECT_EQ(stage_layer_split(126, plan), stages);
+  EXPECT_EQ(chunk_layers(126, plan), stages);
+  // One of them: 127 = 16 x 8 - 1 does not split; 24 + 1 over pp 5 does.
+  plan.account_for_loss = false;
+  plan.pp = 5;
+  EXPECT_EQ(stage_layer_split(24, plan), (std::vector<std::int64_t>{4, 5, 5, 5, 5}));
+  plan.account_for_embedding = false;
+  plan.account_for_loss = true;
+  EXPECT_EQ(stage_layer_split(24, plan), (std::vector<std::int64_t>{5, 5, 5, 5, 4}));
+  // Interleaved: 14 + 2 = 16 over 4 stages x 2 chunks of 2. Chunk 0 (rank 0's
+  // first) and chunk 7 (rank 3's second) build one: the stages 3, 4, 4, 3.
+  plan.pp = 4;
+  plan.virtual_stages = 2;
+  plan.account_for_embedding = true;
+  EXPECT_EQ(chunk_layers(14, plan), (std::vector<std::int64_t>{1, 2, 2, 2, 2, 2, 2, 1}));
+  EXPECT_EQ(stage_layer_split(14, plan), (std::vector<std::int64_t>{3, 4, 4, 3}));
+  const StagePartition part = partition_layers(14, plan);
+  EXPECT_EQ(part.first_layer(1), 1);
+  EXPECT_EQ(part.first_layer(4), 7);
+  EXPECT_TRUE(part.has_lm_head(part.chunk(3, 1)));
+  // virtual_stages auto: the fewest chunks from 2 up that split the counted
+  // stages (30 + 2 = 32 over pp 4: 8 per stage, 2 chunks).
+  plan.virtual_stages = 1;
+  EXPECT_EQ(auto_virtual_stages(30, plan), 2);
+  EXPECT_EQ(auto_virtual_stages(34, plan), 3);  // 36 / 4 = 9 per stage
+  // pp 1: one chunk that is first and last, all the layers.
+  plan.pp = 1;
+  EXPECT_EQ(chunk_layers(24, plan), (std::vector<std::int64_t>{24}));
+
+  const auto error = [](std::int64_t layers, int pp, int v, bool embedding, bool loss,
+                        std::optional<std::int64_t> first = {}) {
+    ParallelPlan p;
+    p.pp = pp;
+    p.virtual_stages = v;
+    p.account_for_embedding = embedding;
+    p.account_for_loss = loss;
+    p.first_stage_layers = first;
+    try {
+      (void)chunk_layers(layers, p);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(
+      error(126, 16, 1, true, false),
+      "account_for_embedding counts the model's 126 layers + 1 (the embedding) = 127, which do not split "
+      "evenly over pp 16 (Megatron-Core requires it)");
+  EXPECT_EQ(
+      error(126, 16, 3, true, true),
+      "account_for_embedding and account_for_loss count the model's 126 layers + 2 (the embedding and the "
+      "loss) = 128, 8 per stage, not a multiple of virtual_stages (3) (each of a stage's model chunks "
+      "holds as many; Megatron-Core requires it)");
+  EXPECT_EQ(
+      error(14, 4, 4, false, true),
+      "account_for_loss counts the model's 14 layers + 1 (the loss) = 15, which do not split evenly over "
+      "pp 4 (Megatron-Core requires it)");
+  EXPECT_EQ(
+      error(14, 4, 4, true, true),
+      "account_for_embedding and account_for_loss count the model's 14 layers + 2 (the embedding and the "
+      "loss) = 16, 1 per model chunk, which leaves the first chunk no transformer layer (Megatron-Core's "
+      "standalone embedding or loss stage, which is not modelled)");
+  EXPECT_EQ(error(24, 4, 1, true, false, 6),
+            "account_for_embedding cannot be given with first_stage_layers: Megatron-Core takes either the "
+            "stages' own layer counts or the even split counting the embedding and the loss, not both");
+  EXPECT_EQ(error(14, 4, 2, true, true), "no error");
+}
+
 // The split of the edge stages' layers with the least compute on the
 // slowest stage, from a layer's cost on a middle stage (1 s here) and what
 // the first and last stages compute beside their layers (0 and 3 s).

@@ -138,6 +138,8 @@ struct RunReport {
   int virtual_stages = 1;
   /// parallelism.first_stage_layers / last_stage_layers, where given.
   std::optional<std::int64_t> first_stage_layers, last_stage_layers;
+  /// parallelism.account_for_embedding / account_for_loss.
+  bool account_for_embedding = false, account_for_loss = false;
   /// Every stage's lines in the text (stragglers or mixed GPUs, or at most
   /// 4 stages); else one line, the fastest and the slowest stage.
   bool stage_balance_lines = false;

@@ -91,6 +91,14 @@ struct ParallelPlan {
   /// interleaving each is split evenly over the stage's virtual_stages chunks.
   std::optional<std::int64_t> first_stage_layers;
   std::optional<std::int64_t> last_stage_layers;
+  /// Megatron-Core's --account-for-embedding-in-pipeline-split and
+  /// --account-for-loss-in-pipeline-split: the embedding and the loss each
+  /// counted as a layer, the layers with them split evenly over pp x
+  /// virtual_stages chunks, the first chunk (the first stage's first) and the
+  /// last (the last stage's last) one transformer layer fewer
+  /// (chunk_layers). Not with first_stage_layers or last_stage_layers.
+  bool account_for_embedding = false;
+  bool account_for_loss = false;
   /// Sequences per iteration over all replicas; 0 = dp x micro_batch (one
   /// micro-batch per replica).
   std::int64_t global_batch = 0;
@@ -166,8 +174,9 @@ struct ParallelPlan {
 int auto_virtual_stages(std::int64_t layers, int pp);
 /// As above for a plan whose first or last stage holds its own number of
 /// layers (ParallelPlan::first_stage_layers): the fewest from 2 up that
-/// divide every stage's layers; 2 when none does (the plan's validate then
-/// says why).
+/// divide every stage's layers; with account_for_embedding / account_for_loss
+/// the fewest that divide the stages' counts with them; 2 when none does (the
+/// plan's validate then says why).
 int auto_virtual_stages(std::int64_t layers, const ParallelPlan& plan);
 
 /// Where a global rank sits, under `plan.layout`. The default is Megatron's
@@ -238,8 +247,9 @@ std::vector<PipelineStep> pipeline_order(Schedule s, int pp, int stage, std::int
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, int pp, int virtual_stages);
 /// Layers of each pipeline stage under `plan`: its first_stage_layers and
 /// last_stage_layers where given, the other stages splitting the rest evenly
-/// (as Megatron-Core requires); without them the even split above (stages'
-/// sums of chunk_layers). Throws InputError, naming the key, for a split
+/// (as Megatron-Core requires); without them the stages' sums of
+/// chunk_layers(layers, plan) (the even split above, or the one
+/// account_for_embedding / account_for_loss make). Throws InputError, naming the key, for a split
 /// Megatron-Core refuses: pp 1, a count below 1, a rest the other stages
 /// cannot share evenly (or that leaves one without a layer), a stage's
 /// layers not a multiple of virtual_stages.
@@ -247,8 +257,19 @@ std::vector<std::int64_t> stage_layer_split(std::int64_t layers, const ParallelP
 /// Layers of each model chunk under `plan` (pipeline order): each stage's
 /// stage_layer_split divided evenly over its virtual_stages chunks, or
 /// chunk_layers(layers, pp, virtual_stages) when the plan gives no stage its
-/// own number.
+/// own number. With account_for_embedding / account_for_loss: the layers
+/// plus one for each split evenly over the chunks, the first chunk one
+/// fewer for the embedding, the last one fewer for the loss; InputError,
+/// naming the key, where Megatron-Core refuses it (the count not a multiple
+/// of pp, a stage's not of virtual_stages, given with first_stage_layers or
+/// last_stage_layers) or a chunk would hold no layer (Megatron-Core's
+/// standalone embedding or loss stage, not modelled).
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& plan);
+
+/// The keys of `plan` that count the embedding and the loss as layers, as
+/// messages name them: "account_for_embedding and account_for_loss",
+/// either alone, or "" for neither.
+std::string accounted_split_keys(const ParallelPlan& plan);
 
 /// A split of the first and last stages' layers (first_stage_layers,
 /// last_stage_layers) and the compute it gives the slowest stage.
