@@ -1028,10 +1028,16 @@ std::string format_json(const RunReport& r) {
     };
     balance += fmt::format(", \"stage_balance_hint\": {}", json_string(r.stage_balance_hint));
     if (const auto& sp = r.suggested_split) {
+      // A plan counting the embedding and the loss is told to stop (Megatron-Core takes one way or the
+      // other).
       balance += fmt::format(
-          ", \"suggested_split\": {{\"first_stage_layers\": {}, \"last_stage_layers\": {}, "
+          ", \"suggested_split\": {{\"first_stage_layers\": {}, \"last_stage_layers\": {}, {}"
           "\"slowest_stage_compute_s\": {:.9e}}}",
-          key(sp->first_stage_layers), key(sp->last_stage_layers), sp->slowest_s);
+          key(sp->first_stage_layers), key(sp->last_stage_layers),
+          r.account_for_embedding || r.account_for_loss
+              ? "\"account_for_embedding\": false, \"account_for_loss\": false, "
+              : "",
+          sp->slowest_s);
     }
   }
   if (!r.stage_balance.empty()) {

@@ -955,7 +955,8 @@ parallelism::TransformerConfig read_model(Section& m) {
 
 }  // namespace
 
-std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan) {
+std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan,
+                                       bool virtual_stages_auto) {
   // An uneven split of the layers is forecast as it is, but Megatron-LM
   // refuses it unless told how (--decoder-first-pipeline-num-layers and
   // the like: first_stage_layers, last_stage_layers, which say it): said,
@@ -1006,23 +1007,44 @@ std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::P
                        keys.size() == 1 ? "s" : "", runs_of(stages));
   }
   // Or Megatron-Core's --account-for-embedding/loss-in-pipeline-split, where
-  // counting the embedding and the loss as layers splits evenly: both, else
-  // one.
+  // counting the embedding and the loss as layers splits evenly (under
+  // `virtual_stages: auto` at the chunks auto then takes): of both, either
+  // alone, the one whose fullest stages hold the fewest layers, then with
+  // the fewer on the last stage (its LM head), then on the first.
+  std::optional<std::pair<parallelism::ParallelPlan, std::vector<std::int64_t>>> counted_best;
   for (const auto& [embedding, loss] :
        {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
     parallelism::ParallelPlan counted = plan;
     counted.account_for_embedding = embedding;
     counted.account_for_loss = loss;
+    if (virtual_stages_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B)
+      counted.virtual_stages = parallelism::auto_virtual_stages(layers, counted);
+    std::vector<std::int64_t> stages;
     try {
-      const std::vector<std::int64_t> stages = parallelism::stage_layer_split(layers, counted);
-      told +=
-          fmt::format("{} parallelism.{}: true give{} {}{} (the {} counted as a layer)",
-                      told.empty() ? ":" : "; or", parallelism::accounted_split_keys(counted),
-                      embedding && loss ? "" : "s", told.empty() ? "layers per stage " : "", runs_of(stages),
-                      embedding && loss ? "embedding and the loss each" : (embedding ? "embedding" : "loss"));
-      break;
+      stages = parallelism::stage_layer_split(layers, counted);
     } catch (const InputError&) {
+      continue;
     }
+    const auto rank = [](const std::vector<std::int64_t>& st) {
+      std::vector<std::int64_t> key(st);
+      std::sort(key.begin(), key.end(), std::greater<>());
+      key.push_back(st.back());
+      key.push_back(st.front());
+      return key;
+    };
+    if (!counted_best || rank(stages) < rank(counted_best->second)) counted_best.emplace(counted, stages);
+  }
+  if (counted_best) {
+    const auto& [counted, stages] = *counted_best;
+    const bool both = counted.account_for_embedding && counted.account_for_loss;
+    told += fmt::format(
+        "{} parallelism.{}: true give{} {}{}{} (the {} counted as a layer)", told.empty() ? ":" : "; or",
+        parallelism::accounted_split_keys(counted), both ? "" : "s", told.empty() ? "layers per stage " : "",
+        runs_of(stages),
+        counted.virtual_stages != plan.virtual_stages
+            ? fmt::format(" at virtual_stages {}", counted.virtual_stages)
+            : "",
+        both ? "embedding and the loss each" : (counted.account_for_embedding ? "embedding" : "loss"));
   }
   return fmt::format(
       "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} "
@@ -2783,8 +2805,16 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
     }
     p.finish();
-    if (std::string w = uneven_layer_split_warning(s.model.layers, plan); !w.empty())
+    if (std::string w = uneven_layer_split_warning(s.model.layers, plan, vs_auto); !w.empty())
       s.warnings.push_back(std::move(w));
+    // Counting the embedding and the loss moves layers between stages: with
+    // one stage there are none to move.
+    if (plan.pp == 1 && (plan.account_for_embedding || plan.account_for_loss)) {
+      s.warnings.push_back(
+          fmt::format("parallelism.{} has no effect with pp = 1 (it moves layers off the first "
+                      "and last pipeline stages)",
+                      parallelism::accounted_split_keys(plan)));
+    }
     // Tensor-parallel options given to a plan without tensor parallelism (or
     // pipeline stages) do nothing: said, as other keys that do nothing are.
     if (plan.tp == 1) {
@@ -2845,8 +2875,11 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
       // virtual_stages auto falls back to 2 where no count divides every
       // stage's layers: said, as the file does not write the 2.
-      if ((key == "first_stage_layers" || key == "last_stage_layers" || key == "account_for_embedding" ||
-           key == "account_for_loss") &&
+      // (counting the embedding and the loss: only where the stages' count
+      // was the trouble, not the pipeline's)
+      const bool counted_key = key == "account_for_embedding" || key == "account_for_loss";
+      if ((key == "first_stage_layers" || key == "last_stage_layers" ||
+           (counted_key && msg.find("virtual_stages") != std::string::npos)) &&
           vs_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B && p.has(key)) {
         p.fail_at(p.node()[key].Mark(), p.key_path(key),
                   msg +

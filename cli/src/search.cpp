@@ -732,6 +732,18 @@ int cmd_search(const Args& args, std::ostream& out) {
         "cluster.nodes or training.global_batch)",
         base.file, gpus, global_batch, base.cluster.gpus_per_node, base.model.layers));
   }
+  if (considered == 0) {
+    // No schedule searched runs at any depth searched (helper 134: "no
+    // plan fits in memory" where none was sized).
+    std::vector<std::string> schedules, depths;
+    for (Schedule sched : space.schedules) schedules.emplace_back(parallelism::to_string(sched));
+    for (int pp : space.pp) depths.push_back(std::to_string(pp));
+    throw InputError(fmt::format(
+        "{}: no plan to consider: none of the schedules searched ({}) runs at the pipeline depths that split "
+        "the model (pp {}): interleaved-1f1b and the zero-bubble schedules need pp >= 2, interleaving chunks "
+        "that split every stage's layers (add 1f1b to --schedules)",
+        base.file, fmt::join(schedules, ", "), fmt::join(depths, ", ")));
+  }
   if (fitting.empty() && considered > 0 && invalid == considered) {
     throw InputError(
         fmt::format("{}: no valid parallel plan of the {} GPUs for this model and global batch {}: "

@@ -143,6 +143,9 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
                     ep, dp));
   }
   check_sharding(model, work, Sharding{tp, sequence_parallel, ep});
+  // Counting the embedding and the loss: its own refusals first (a chunk
+  // with no layer is one, more precisely said than by the checks below).
+  if (account_for_embedding || account_for_loss) (void)chunk_layers(model.layers, *this);
   if (pp > model.layers) {
     throw InputError(fmt::format("pp ({}) must not exceed the model's layers ({}): every pipeline stage needs a "
                                  "layer", pp, model.layers));
@@ -151,8 +154,7 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
     throw InputError(fmt::format("pp x virtual_stages ({} x {} = {}) must not exceed the model's layers ({})", pp,
                                  virtual_stages, static_cast<std::int64_t>(pp) * virtual_stages, model.layers));
   }
-  if (first_stage_layers || last_stage_layers || account_for_embedding || account_for_loss)
-    (void)chunk_layers(model.layers, *this);
+  if (first_stage_layers || last_stage_layers) (void)chunk_layers(model.layers, *this);
   if (global_batch < 0) throw InputError(fmt::format("global_batch must be positive (got {})", global_batch));
   // (dp x micro_batch in 128 bits: a product past int64 is no divisor of an int64 global batch)
   const Int128 per_step = static_cast<Int128>(dp) * work.micro_batch;

@@ -1080,6 +1080,11 @@ TEST(StageBalance, AccountForEmbeddingAndLossMoveALayerOffEachEdgeStage) {
             std::string::npos)
       << own.stage_balance_hint;
   EXPECT_EQ(format_json(even).find(R"("account_for_embedding": true)"), std::string::npos);
+  // The suggestion in JSON says the counted split goes.
+  EXPECT_NE(
+      json.find(R"("suggested_split": {"first_stage_layers": null, "last_stage_layers": 4, )"
+                R"("account_for_embedding": false, "account_for_loss": false, "slowest_stage_compute_s": )"),
+      std::string::npos);
 }
 
 // Stage balance (`stragglers:` or `mixed_gpus:`): dp=8 pp=2 on 2 nodes puts

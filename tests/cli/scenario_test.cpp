@@ -2487,6 +2487,47 @@ TEST(Scenario, AccountForEmbeddingAndLossSplitThePipelineAsMegatronCoreDoes) {
           .find("parallelism.account_for_embedding: account_for_embedding and account_for_loss cannot be "
                 "given with first_stage_layers"),
       std::string::npos);
+  // Of the two alone, the warning names the one with the fewer layers on
+  // the last stage (its LM head): 17 over pp 2 is 9, 8 counting the loss
+  // (8, 9 counting the embedding); under `virtual_stages: auto` at the
+  // chunks auto then takes (3: 9 and 9 - 1 in chunks of 3).
+  const std::vector<Override> seventeen = {
+      {"parallelism.pp", "2"}, {"parallelism.dp", "8"}, {"model.layers", "17"}};
+  const Scenario loss = parse_scenario(default_text(), "d.yaml", seventeen);
+  ASSERT_EQ(loss.warnings.size(), 1U);
+  EXPECT_NE(
+      loss.warnings[0].find(
+          "parallelism.last_stage_layers: 8 gives layers per stage 9, 8; or parallelism.account_for_loss: "
+          "true gives 9, 8 (the loss counted as a layer))"),
+      std::string::npos)
+      << loss.warnings[0];
+  std::vector<Override> interleaved = seventeen;
+  interleaved.push_back({"parallelism.schedule", "interleaved-1f1b"});
+  interleaved.push_back({"training.global_batch", "128"});
+  const Scenario auto_v = parse_scenario(default_text(), "d.yaml", interleaved);
+  ASSERT_EQ(auto_v.warnings.size(), 1U);
+  EXPECT_NE(auto_v.warnings[0].find(
+                "told how to make it: parallelism.account_for_loss: true gives layers per stage 9, 8 at "
+                "virtual_stages 3 (the loss counted as a layer))"),
+            std::string::npos)
+      << auto_v.warnings[0];
+  interleaved.push_back({"parallelism.account_for_loss", "true"});
+  const Scenario pasted = parse_scenario(default_text(), "d.yaml", interleaved);
+  EXPECT_EQ(pasted.plan.virtual_stages, 3);
+  EXPECT_TRUE(pasted.warnings.empty()) << pasted.warnings[0];
+  // One stage: nothing to move, said.
+  const Scenario one = parse_scenario(default_text(), "d.yaml", {{"parallelism.account_for_loss", "true"}});
+  ASSERT_EQ(one.warnings.size(), 1U);
+  EXPECT_EQ(one.warnings[0],
+            "parallelism.account_for_loss has no effect with pp = 1 (it moves layers off the first and last "
+            "pipeline stages)");
+  // A chunk left with no layer is said as such, before pp x virtual_stages
+  // exceeding the layers (32 chunks of 30 layers + 2).
+  EXPECT_NE(error_of(default_text(), with({{"parallelism.account_for_embedding", "true"},
+                                           {"parallelism.account_for_loss", "true"},
+                                           {"parallelism.virtual_stages", "4"}}))
+                .find("1 per model chunk, which leaves the first chunk no transformer layer"),
+            std::string::npos);
   // Megatron's flag names, dashed or not: did you mean.
   EXPECT_NE(error_of(default_text(), with({{"parallelism.account-for-embedding-in-pipeline-split", "true"}}))
                 .find("unknown key, did you mean 'account_for_embedding'?"),

@@ -53,8 +53,12 @@ std::optional<ChunkList> take_chunk_list(const std::optional<std::string>& given
 /// the model's layers evenly (forecast as such; Megatron-LM refuses it
 /// unless told how), or empty: the scenario's, and each schedule's of
 /// compare-schedules. Empty for a plan that says how
-/// (first_stage_layers, last_stage_layers).
-std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan);
+/// (first_stage_layers, last_stage_layers, account_for_embedding,
+/// account_for_loss). `virtual_stages_auto`: the plan's chunks were chosen
+/// by `virtual_stages: auto`, which a key pasted from the warning would
+/// choose again.
+std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan,
+                                       bool virtual_stages_auto = false);
 
 /// The columns of a table of measured runs named by a scenario key path (a
 /// '.' in the name, e.g. `training.optimizer`): each sets its key for its row
