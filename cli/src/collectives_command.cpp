@@ -77,8 +77,10 @@ int cmd_collectives(const Args& args, std::ostream& out) {
 
   out << fmt::format("Scenario       {}: {} x {} GPUs ({}), {} network backend\n", s.name, s.cluster.nodes,
                      s.cluster.gpus_per_node, s.gpu.name, s.backend.name);
-  out << fmt::format("Plan           dp={} tp={} pp={}{}{}\n", s.plan.dp, s.plan.tp, s.plan.pp,
+  out << fmt::format("Plan           dp={} tp={} pp={}{}{}{}\n", s.plan.dp, s.plan.tp, s.plan.pp,
                      s.plan.ep > 1 ? fmt::format(" ep={}", s.plan.ep) : "",
+                     layer_split_phrase(s.plan.first_stage_layers, s.plan.last_stage_layers,
+                                        s.plan.account_for_embedding, s.plan.account_for_loss),
                      s.plan.zero_stage > 0 ? fmt::format(", ZeRO stage {}", s.plan.zero_stage) : "");
   out << "Each distinct collective of one iteration, timed on the scenario's fabric with the\n"
          "calibrated NCCL costs (calibration.*): alone (one group), and with all the groups of its\n"

@@ -308,9 +308,12 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   const node_model::KernelPredictor& predictor = *owned;
   // The chart stands alone: it says what was compared, and under its
   // legend the text's Untested GPU and Known bias lines (chart_notes).
-  const std::string chart_subtitle = fmt::format(
-      "{} on {} x {}, dp={} tp={} pp={}, {}", s.model.name, s.gpus(), s.gpu.name, s.plan.dp, s.plan.tp,
-      s.plan.pp, micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch));
+  const std::string chart_subtitle =
+      fmt::format("{} on {} x {}, dp={} tp={} pp={}{}, {}", s.model.name, s.gpus(), s.gpu.name, s.plan.dp,
+                  s.plan.tp, s.plan.pp,
+                  layer_split_phrase(s.plan.first_stage_layers, s.plan.last_stage_layers,
+                                     s.plan.account_for_embedding, s.plan.account_for_loss),
+                  micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch));
 
   // The scenario's chunk count, else as `virtual_stages: auto` (helper 60:
   // 2 split schedules.yaml's 24 layers into 16 chunks, which Megatron-LM
@@ -428,9 +431,11 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     return 0;
   }
   out << fmt::format(
-      "Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}, {}, {} node model, {} network backend)\n", s.name,
+      "Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}{}, {}, {} node model, {} network backend)\n", s.name,
       s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
       plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "",
+      layer_split_phrase(plan.first_stage_layers, plan.last_stage_layers, plan.account_for_embedding,
+                         plan.account_for_loss),
       micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch),
       predictor.name(), to_string(s.backend));
   out << caveat_lines(s) << stragglers_line(s) << "\n";

@@ -22,6 +22,17 @@ std::string micro_batches_phrase(std::int64_t micro_batches, std::int64_t micro_
                      micro_batch, micro_batch == 1 ? "" : "s");
 }
 
+std::string layer_split_phrase(const std::optional<std::int64_t>& first_stage_layers,
+                               const std::optional<std::int64_t>& last_stage_layers,
+                               bool account_for_embedding, bool account_for_loss) {
+  std::vector<std::string> keys;
+  if (first_stage_layers) keys.push_back(fmt::format("first_stage_layers {}", *first_stage_layers));
+  if (last_stage_layers) keys.push_back(fmt::format("last_stage_layers {}", *last_stage_layers));
+  if (account_for_embedding) keys.emplace_back("account_for_embedding");
+  if (account_for_loss) keys.emplace_back("account_for_loss");
+  return keys.empty() ? std::string() : fmt::format(" ({})", fmt::join(keys, ", "));
+}
+
 namespace {
 
 /// A first or last pipeline stage this many times the fastest stage's
@@ -838,15 +849,11 @@ std::string format_text(const RunReport& r) {
           ? fmt::format(" (+{} as Megatron counts them, the vocabulary padded to {})",
                         grouped(r.padded_parameters - r.parameters), r.padded_vocab)
           : std::string());
-  std::vector<std::string> own_split;
-  if (r.first_stage_layers) own_split.push_back(fmt::format("first_stage_layers {}", *r.first_stage_layers));
-  if (r.last_stage_layers) own_split.push_back(fmt::format("last_stage_layers {}", *r.last_stage_layers));
-  if (r.account_for_embedding) own_split.emplace_back("account_for_embedding");
-  if (r.account_for_loss) own_split.emplace_back("account_for_loss");
   out += fmt::format("Plan           dp={} tp={} pp={}{}{}{}, {} x {} tokens, {} schedule{}\n", r.dp, r.tp,
                      r.pp, r.shows_ep() ? fmt::format(" ep={}", r.ep) : "",
                      r.layout.empty() ? "" : fmt::format(" (layout {})", r.layout),
-                     own_split.empty() ? std::string() : fmt::format(" ({})", fmt::join(own_split, ", ")),
+                     layer_split_phrase(r.first_stage_layers, r.last_stage_layers, r.account_for_embedding,
+                                        r.account_for_loss),
                      micro_batches_phrase(r.micro_batches, r.micro_batch), r.seq_len, r.schedule,
                      r.virtual_stages > 1 ? fmt::format(" (virtual_stages {})", r.virtual_stages) : "");
   out += fmt::format(

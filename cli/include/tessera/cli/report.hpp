@@ -241,6 +241,12 @@ std::string count_text(double n);
 /// "16 micro-batches of 2 sequences", "1 micro-batch of 8 sequences" (run's
 /// Plan line, compare-schedules' header).
 std::string micro_batches_phrase(std::int64_t micro_batches, std::int64_t micro_batch);
+/// " (first_stage_layers 6, last_stage_layers 4)", " (account_for_embedding,
+/// account_for_loss)": the plan's own split of the layers as its keys name
+/// it, or "" (run's Plan line, compare-schedules' header, collectives').
+std::string layer_split_phrase(const std::optional<std::int64_t>& first_stage_layers,
+                               const std::optional<std::int64_t>& last_stage_layers,
+                               bool account_for_embedding, bool account_for_loss);
 
 /// The short forms of tessera run's caveat lines under a chart (sweep,
 /// compare-schedules): `which` names the points a sweep's line holds for
