@@ -1008,43 +1008,18 @@ std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::P
   }
   // Or Megatron-Core's --account-for-embedding/loss-in-pipeline-split, where
   // counting the embedding and the loss as layers splits evenly (under
-  // `virtual_stages: auto` at the chunks auto then takes): of both, either
-  // alone, the one whose fullest stages hold the fewest layers, then with
-  // the fewer on the last stage (its LM head), then on the first.
-  std::optional<std::pair<parallelism::ParallelPlan, std::vector<std::int64_t>>> counted_best;
-  for (const auto& [embedding, loss] :
-       {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
-    parallelism::ParallelPlan counted = plan;
-    counted.account_for_embedding = embedding;
-    counted.account_for_loss = loss;
-    if (virtual_stages_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B)
-      counted.virtual_stages = parallelism::auto_virtual_stages(layers, counted);
-    std::vector<std::int64_t> stages;
-    try {
-      stages = parallelism::stage_layer_split(layers, counted);
-    } catch (const InputError&) {
-      continue;
-    }
-    const auto rank = [](const std::vector<std::int64_t>& st) {
-      std::vector<std::int64_t> key(st);
-      std::sort(key.begin(), key.end(), std::greater<>());
-      key.push_back(st.back());
-      key.push_back(st.front());
-      return key;
-    };
-    if (!counted_best || rank(stages) < rank(counted_best->second)) counted_best.emplace(counted, stages);
-  }
-  if (counted_best) {
-    const auto& [counted, stages] = *counted_best;
-    const bool both = counted.account_for_embedding && counted.account_for_loss;
+  // `virtual_stages: auto` at the chunks auto then takes).
+  if (const auto counted = parallelism::counted_layer_split(layers, plan, virtual_stages_auto)) {
+    const std::vector<std::int64_t> stages = parallelism::stage_layer_split(layers, *counted);
+    const bool both = counted->account_for_embedding && counted->account_for_loss;
     told += fmt::format(
         "{} parallelism.{}: true give{} {}{}{} (the {} counted as a layer)", told.empty() ? ":" : "; or",
-        parallelism::accounted_split_keys(counted), both ? "" : "s", told.empty() ? "layers per stage " : "",
+        parallelism::accounted_split_keys(*counted), both ? "" : "s", told.empty() ? "layers per stage " : "",
         runs_of(stages),
-        counted.virtual_stages != plan.virtual_stages
-            ? fmt::format(" at virtual_stages {}", counted.virtual_stages)
+        counted->virtual_stages != plan.virtual_stages
+            ? fmt::format(" at virtual_stages {}", counted->virtual_stages)
             : "",
-        both ? "embedding and the loss each" : (counted.account_for_embedding ? "embedding" : "loss"));
+        both ? "embedding and the loss each" : (counted->account_for_embedding ? "embedding" : "loss"));
   }
   return fmt::format(
       "model.layers ({}) is not a multiple of the pipeline's {}s, {} ({}): {} {} layers, {} {} "

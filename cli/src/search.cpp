@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -196,6 +197,16 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
     out.flags += fmt::format(" --set parallelism.virtual_stages={}", pl.virtual_stages);
     out.yaml += fmt::format("  virtual_stages: {}\n", pl.virtual_stages);
   }
+  // A depth the layers do not divide, split counting the embedding and the
+  // loss (the scenario's own keys are kept below).
+  for (const auto& [on, own, key] :
+       {std::tuple{pl.account_for_embedding, base.plan.account_for_embedding, "account_for_embedding"},
+        std::tuple{pl.account_for_loss, base.plan.account_for_loss, "account_for_loss"}}) {
+    if (on && !own) {
+      out.flags += fmt::format(" --set parallelism.{}=true", key);
+      out.yaml += fmt::format("  {}: true\n", key);
+    }
+  }
   // An MoE winner with tp > 1 that search gave sequence parallelism.
   if (pl.sequence_parallel && !base.plan.sequence_parallel) {
     out.flags += " --set parallelism.sequence_parallel=true";
@@ -271,12 +282,14 @@ std::string json_list(const std::vector<T>& items, F&& render) {
 /// A candidate's plan as JSON members (no braces).
 std::string plan_json(const Candidate& c) {
   return fmt::format(
-      "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"ep\": {}, \"micro_batch\": {}, \"schedule\": {}, "
-      "\"virtual_stages\": {}, \"recompute\": {}, \"zero_stage\": {}, \"grad_sync\": {}",
-      c.plan.dp, c.plan.tp, c.plan.pp, c.plan.ep, c.micro_batch,
-      json_string(std::string(parallelism::to_string(c.plan.schedule))), c.plan.virtual_stages,
-      json_string(std::string(parallelism::to_string(c.plan.recompute))), c.plan.zero_stage,
-      json_string(std::string(parallelism::to_string(c.plan.grad_sync))));
+             "\"dp\": {}, \"tp\": {}, \"pp\": {}, \"ep\": {}, \"micro_batch\": {}, \"schedule\": {}, "
+             "\"virtual_stages\": {}, \"recompute\": {}, \"zero_stage\": {}, \"grad_sync\": {}",
+             c.plan.dp, c.plan.tp, c.plan.pp, c.plan.ep, c.micro_batch,
+             json_string(std::string(parallelism::to_string(c.plan.schedule))), c.plan.virtual_stages,
+             json_string(std::string(parallelism::to_string(c.plan.recompute))), c.plan.zero_stage,
+             json_string(std::string(parallelism::to_string(c.plan.grad_sync)))) +
+         (c.plan.account_for_embedding ? ", \"account_for_embedding\": true" : "") +
+         (c.plan.account_for_loss ? ", \"account_for_loss\": true" : "");
 }
 
 /// `search --json`: one object with the settings searched, the counts, the
@@ -587,6 +600,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   // (126 layers at pp 16 counting the embedding and the loss).
   const bool own_split = base.plan.first_stage_layers || base.plan.last_stage_layers ||
                          base.plan.account_for_embedding || base.plan.account_for_loss;
+  std::map<int, std::pair<bool, bool>> counted_at_pp;  // pp -> (account_for_embedding, account_for_loss)
   for (int pp : divisors(gpus, base.model.layers)) {
     bool splits = base.model.layers % pp == 0;
     if (!splits && own_split) {
@@ -599,8 +613,28 @@ int cmd_search(const Args& args, std::ostream& out) {
       } catch (const InputError&) {
       }
     }
+    // A model whose layers do not divide over pp (Llama 3 405B's 126 at
+    // 16) is tried with them split as Megatron-Core splits them counting
+    // the embedding and the loss, where that splits them.
+    if (!splits && !own_split) {
+      ParallelPlan at_pp = base.plan;
+      at_pp.pp = pp;
+      at_pp.virtual_stages = 1;
+      if (const auto counted = parallelism::counted_layer_split(base.model.layers, at_pp, false)) {
+        counted_at_pp.emplace(pp, std::pair{counted->account_for_embedding, counted->account_for_loss});
+        splits = true;
+      }
+    }
     if (splits) space.pp.push_back(pp);
   }
+  // The plan at `pp` with its counted split, where it has one.
+  const auto with_counted_split = [&](ParallelPlan plan, int pp) {
+    if (const auto it = counted_at_pp.find(pp); it != counted_at_pp.end()) {
+      plan.account_for_embedding = it->second.first;
+      plan.account_for_loss = it->second.second;
+    }
+    return plan;
+  };
   if (base.model.is_moe()) space.ep = divisors(base.model.moe.experts, base.model.moe.experts);
   // Each schedule tried at a pp, with its chunk count: interleaving takes
   // --virtual-stages' counts, or compare-schedules' default (the fewest
@@ -614,7 +648,7 @@ int cmd_search(const Args& args, std::ostream& out) {
         continue;
       }
       if (pp == 1) continue;
-      ParallelPlan at_pp = base.plan;
+      ParallelPlan at_pp = with_counted_split(base.plan, pp);
       at_pp.pp = pp;
       const std::vector<int> counts =
           space.chunks.empty() ? std::vector<int>{parallelism::auto_virtual_stages(base.model.layers, at_pp)}
@@ -667,7 +701,7 @@ int cmd_search(const Args& args, std::ostream& out) {
                 // that fit, counted per plan).
                 ++considered;
                 for (Recompute rc : space.recompute) {
-                  ParallelPlan plan = base.plan;
+                  ParallelPlan plan = with_counted_split(base.plan, pp);
                   plan.dp = dp;
                   plan.tp = tp;
                   plan.pp = pp;
@@ -728,9 +762,12 @@ int cmd_search(const Args& args, std::ostream& out) {
     // no plan (not that none fits).
     throw InputError(fmt::format(
         "{}: no parallel plan splits the {} GPUs for this model and global batch {}: tp must divide the "
-        "{} GPUs per node, pp the {} layers, and dp = GPUs / (tp x pp) the global batch (another "
+        "{} GPUs per node, pp the {} layers{}, and dp = GPUs / (tp x pp) the global batch (another "
         "cluster.nodes or training.global_batch)",
-        base.file, gpus, global_batch, base.cluster.gpus_per_node, base.model.layers));
+        base.file, gpus, global_batch, base.cluster.gpus_per_node, base.model.layers,
+        own_split ? " as the scenario splits them"
+                  : fmt::format(" (or {} or {}, counting the embedding and the loss as Megatron-Core can)",
+                                base.model.layers + 1, base.model.layers + 2)));
   }
   if (considered == 0) {
     // No schedule searched runs at any depth searched (helper 134: "no
@@ -997,8 +1034,16 @@ int cmd_search(const Args& args, std::ostream& out) {
       sync ? fmt::format("{:<19} ", "grad sync") : "", "iteration ms", "tokens/s", "MFU", "peak GiB",
       days ? fmt::format(" {:>8}", "days") : "", cost ? fmt::format(" {:>12}", "cost") : "");
   bool any_tight = false;
+  // A depth the layers do not divide, split counting the embedding and the
+  // loss where the scenario did not (marked; the scenario's own is kept).
+  const auto counted_split = [&](const Candidate& c) {
+    return (c.plan.account_for_embedding && !base.plan.account_for_embedding) ||
+           (c.plan.account_for_loss && !base.plan.account_for_loss);
+  };
+  bool any_counted = false;
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     const Candidate& c = *ranked[i];
+    any_counted = any_counted || counted_split(c);
     const auto& r = *c.report;
     std::string run_columns;
     if (r.training_run) {
@@ -1011,9 +1056,10 @@ int cmd_search(const Args& args, std::ostream& out) {
     any_tight = any_tight || tight;
     out << fmt::format(
         "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {}{:<10} {}{}{:>13.3f} {:>12.0f} {:>5.1f}% {}{}\n", i + 1,
-        c.plan.dp, c.plan.tp, c.plan.pp, moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch,
-        parallelism::to_string(c.plan.schedule), chunks ? fmt::format("{:>6} ", c.plan.virtual_stages) : "",
-        parallelism::to_string(c.plan.recompute), zero ? fmt::format("{:>4} ", c.plan.zero_stage) : "",
+        c.plan.dp, c.plan.tp, fmt::format("{}{}", c.plan.pp, counted_split(c) ? "+" : ""),
+        moe ? fmt::format("{:>4} ", c.plan.ep) : "", c.micro_batch, parallelism::to_string(c.plan.schedule),
+        chunks ? fmt::format("{:>6} ", c.plan.virtual_stages) : "", parallelism::to_string(c.plan.recompute),
+        zero ? fmt::format("{:>4} ", c.plan.zero_stage) : "",
         sync ? fmt::format("{:<19} ", parallelism::to_string(c.plan.grad_sync)) : "", r.iteration_time.ms(),
         r.tokens_per_second, 100.0 * r.mfu,
         // (the mark's column padded only where a column follows)
@@ -1022,6 +1068,12 @@ int cmd_search(const Args& args, std::ostream& out) {
                     : run_columns.empty() ? ""
                                           : " "),
         run_columns);
+  }
+  if (any_counted) {
+    out << "+ the layers do not divide over pp: split as Megatron-Core splits them counting the embedding "
+           "and the "
+           "loss as a layer each (parallelism.account_for_embedding, account_for_loss; the JSON's plans name "
+           "them)\n";
   }
   if (any_tight) {
     out << fmt::format(

@@ -673,6 +673,38 @@ std::string accounted_split_keys(const ParallelPlan& plan) {
   return plan.account_for_loss ? "account_for_loss" : "";
 }
 
+std::optional<ParallelPlan> counted_layer_split(std::int64_t layers, const ParallelPlan& plan,
+                                                bool auto_chunks) {
+  std::optional<ParallelPlan> best;
+  std::vector<std::int64_t> best_rank;
+  for (const auto& [embedding, loss] :
+       {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+    ParallelPlan counted = plan;
+    counted.first_stage_layers.reset();
+    counted.last_stage_layers.reset();
+    counted.account_for_embedding = embedding;
+    counted.account_for_loss = loss;
+    if (auto_chunks && plan.schedule == Schedule::Interleaved1F1B)
+      counted.virtual_stages = auto_virtual_stages(layers, counted);
+    std::vector<std::int64_t> stages;
+    try {
+      stages = stage_layer_split(layers, counted);
+    } catch (const InputError&) {
+      continue;
+    }
+    // The stages fullest first, then the last stage's, then the first's.
+    std::vector<std::int64_t> rank(stages);
+    std::sort(rank.begin(), rank.end(), std::greater<>());
+    rank.push_back(stages.back());
+    rank.push_back(stages.front());
+    if (!best || rank < best_rank) {
+      best = counted;
+      best_rank = std::move(rank);
+    }
+  }
+  return best;
+}
+
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& plan) {
   if (plan.account_for_embedding || plan.account_for_loss) return accounted_chunk_layers(layers, plan);
   if (!plan.first_stage_layers && !plan.last_stage_layers)

@@ -271,6 +271,17 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, const ParallelPlan& 
 /// either alone, or "" for neither.
 std::string accounted_split_keys(const ParallelPlan& plan);
 
+/// `plan` with the layers counted as Megatron-Core's
+/// --account-for-embedding/loss-in-pipeline-split count them, where that
+/// splits them at the plan's pp and virtual_stages (`auto_chunks` and an
+/// interleaved schedule: at the chunks auto_virtual_stages then takes): of
+/// both, the embedding alone and the loss alone, the one whose fullest
+/// stages hold the fewest layers, then the fewer on the last stage (its LM
+/// head), then on the first; nullopt where none does. The plan's own split
+/// keys are replaced.
+std::optional<ParallelPlan> counted_layer_split(std::int64_t layers, const ParallelPlan& plan,
+                                                bool auto_chunks);
+
 /// A split of the first and last stages' layers (first_stage_layers,
 /// last_stage_layers) and the compute it gives the slowest stage.
 struct EdgeStageSplit {
