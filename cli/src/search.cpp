@@ -230,11 +230,18 @@ PastablePlan pastable(const Candidate& w, const Scenario& base, bool own_plan_re
   if (no_zero) out.flags += fmt::format(" --set parallelism.zero_stage={}", pl.zero_stage);
   const bool no_param_gather = base.plan.overlap_param_gather && !pl.overlap_param_gather;
   if (no_param_gather) out.flags += " --set parallelism.overlap_param_gather=false";
+  // The scenario's counted split does nothing in a winner without a
+  // pipeline (run would warn so): off in both (helper 135).
+  const bool no_counted = pl.pp == 1 && (base.plan.account_for_embedding || base.plan.account_for_loss);
+  if (no_counted && base.plan.account_for_embedding)
+    out.flags += " --set parallelism.account_for_embedding=false";
+  if (no_counted && base.plan.account_for_loss) out.flags += " --set parallelism.account_for_loss=false";
   // Not searched, kept from the scenario: in the YAML too, so that the
   // section can replace the scenario's without losing them.
   for (const std::string& k : kept_plan_keys(base.plan, base.workload, space)) {
     if (!(no_sp && k == "sequence_parallel: true") && !(no_zero && k.starts_with("zero_stage:")) &&
-        !(no_param_gather && k == "overlap_param_gather: true"))
+        !(no_param_gather && k == "overlap_param_gather: true") &&
+        !(no_counted && k.starts_with("account_for_")))
       out.yaml += fmt::format("  {}\n", k);
   }
   // The global batch searched, also where the scenario leaves it to
@@ -550,7 +557,13 @@ int cmd_search(const Args& args, std::ostream& out) {
   // recomputation, which search chooses itself (helper 91: an imbalance
   // "with no effect at ep 1" while plans with ep 8 were ranked).
   std::erase_if(base.warnings, [](const std::string& w) {
-    return w.starts_with("parallelism.ep = ") || w.starts_with("parallelism.recompute: ");
+    return w.starts_with("parallelism.ep = ") || w.starts_with("parallelism.recompute: ") ||
+           // nor about how its own pipeline splits the layers, which search
+           // chooses too (helper 135: every pp 16+ plan's report carried
+           // the scenario's "not a multiple of the pipeline's stages, pp 8")
+           (w.starts_with("model.layers (") &&
+            w.find("is not a multiple of the pipeline's") != std::string::npos) ||
+           w.starts_with("parallelism.account_for_");
   });
   print_scenario_warnings(base);
   // --memory-headroom: a plan fits when its fullest stage leaves this much of
@@ -603,7 +616,10 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::map<int, std::pair<bool, bool>> counted_at_pp;  // pp -> (account_for_embedding, account_for_loss)
   for (int pp : divisors(gpus, base.model.layers)) {
     bool splits = base.model.layers % pp == 0;
-    if (!splits && own_split) {
+    if (own_split) {
+      // (the split's own rule decides, at one chunk a rank: more chunks
+      // only add to it; helper 135: depths the layers divide were listed,
+      // their plans all refused)
       ParallelPlan at_pp = base.plan;
       at_pp.pp = pp;
       at_pp.virtual_stages = 1;
@@ -611,6 +627,7 @@ int cmd_search(const Args& args, std::ostream& out) {
         (void)parallelism::chunk_layers(base.model.layers, at_pp);
         splits = true;
       } catch (const InputError&) {
+        splits = false;
       }
     }
     // A model whose layers do not divide over pp (Llama 3 405B's 126 at
@@ -1070,10 +1087,9 @@ int cmd_search(const Args& args, std::ostream& out) {
         run_columns);
   }
   if (any_counted) {
-    out << "+ the layers do not divide over pp: split as Megatron-Core splits them counting the embedding "
-           "and the "
-           "loss as a layer each (parallelism.account_for_embedding, account_for_loss; the JSON's plans name "
-           "them)\n";
+    out << "+ the layers do not divide over pp: split as Megatron-Core splits them counting the embedding, "
+           "the loss or both as a layer (parallelism.account_for_embedding, account_for_loss; the JSON's "
+           "plans and the pasted plan name which)\n";
   }
   if (any_tight) {
     out << fmt::format(
