@@ -998,6 +998,22 @@ TEST(StageBalance, FirstAndLastStageLayersMoveLayersBetweenStages) {
   EXPECT_NE(even.stage_balance_hint.find(fmt::format("to about {:.1f} ms", estimate_ms)), std::string::npos)
       << even.stage_balance_hint;
   EXPECT_NEAR(own.stage_balance[1].compute.ms(), estimate_ms, 1e-3 * estimate_ms);
+  // The estimate is of compute: where the host's share of the iteration is
+  // 5% or more (the even split's last stage waits on its data steps: 56 ms
+  // of host in 477 ms, 0.9 ms with the split), the hint says so.
+  // (the breakdown's host time needs the run split into its parts)
+  const RunReport even_parts = make_report(even_s, simulate_scenario(even_s));
+  const RunReport own_parts = make_report(split_s, simulate_scenario(split_s));
+  const double host_share = even_parts.host_time.seconds() / even_parts.iteration_time.seconds();
+  EXPECT_GT(host_share, 0.05);
+  EXPECT_LT(own_parts.host_time.seconds() / own_parts.iteration_time.seconds(), 0.01);
+  EXPECT_NE(
+      even_parts.stage_balance_hint.find(fmt::format(
+          "; compute alone: the host, {:.1f}% of this iteration, is not in it, and its waits on the first "
+          "and last stages' data steps can decide which split is fastest: run the candidates)",
+          100 * host_share)),
+      std::string::npos)
+      << even_parts.stage_balance_hint;
   EXPECT_TRUE(own.stage_balance_hint.empty());  // the slowest stage is a middle one
   EXPECT_NE(format_json(even).find(R"("suggested_split": {"first_stage_layers": 6, "last_stage_layers": 4, )"
                                    R"("slowest_stage_compute_s": )"),
