@@ -615,28 +615,23 @@ int cmd_search(const Args& args, std::ostream& out) {
                          base.plan.account_for_embedding || base.plan.account_for_loss;
   std::map<int, std::pair<bool, bool>> counted_at_pp;  // pp -> (account_for_embedding, account_for_loss)
   for (int pp : divisors(gpus, base.model.layers)) {
+    ParallelPlan at_pp = base.plan;
+    at_pp.pp = pp;
+    at_pp.virtual_stages = 1;  // (a split's rule at one chunk a rank: more chunks only add to it)
     bool splits = base.model.layers % pp == 0;
     if (own_split) {
-      // (the split's own rule decides, at one chunk a rank: more chunks
-      // only add to it; helper 135: depths the layers divide were listed,
-      // their plans all refused)
-      ParallelPlan at_pp = base.plan;
-      at_pp.pp = pp;
-      at_pp.virtual_stages = 1;
+      // The scenario's own split decides (helper 135: depths the layers
+      // divide were listed, their plans all refused).
       try {
         (void)parallelism::chunk_layers(base.model.layers, at_pp);
         splits = true;
       } catch (const InputError&) {
         splits = false;
       }
-    }
-    // A model whose layers do not divide over pp (Llama 3 405B's 126 at
-    // 16) is tried with them split as Megatron-Core splits them counting
-    // the embedding and the loss, where that splits them.
-    if (!splits && !own_split) {
-      ParallelPlan at_pp = base.plan;
-      at_pp.pp = pp;
-      at_pp.virtual_stages = 1;
+    } else if (!splits) {
+      // A model whose layers do not divide over pp (Llama 3 405B's 126 at
+      // 16) is tried with them split as Megatron-Core splits them counting
+      // the embedding and the loss, where that splits them.
       if (const auto counted = parallelism::counted_layer_split(base.model.layers, at_pp, false)) {
         counted_at_pp.emplace(pp, std::pair{counted->account_for_embedding, counted->account_for_loss});
         splits = true;
