@@ -519,6 +519,9 @@ int cmd_search(const Args& args, std::ostream& out) {
       // each.)
       const std::string text = read_scenario_text(p.positional()[0]);
       std::optional<Scenario> stand_in;
+      // The keys of the scenario's own pipeline split that refused stand-ins
+      // (account_for_loss at pp 7 over 80 layers), said where none loads.
+      std::vector<std::string> split_refusals;
       for (const char* ep : {"", "1"}) {
         for (const auto& plan : plans) {
           std::vector<Override> relaxed = overrides;
@@ -538,9 +541,29 @@ int cmd_search(const Args& args, std::ostream& out) {
             std::erase_if(s.warnings,
                           [&](const std::string& w) { return w.starts_with("parallelism.") || w == uneven; });
             if (!stand_in || s.warnings.size() < stand_in->warnings.size()) stand_in = std::move(s);
-          } catch (const ScenarioError&) {
+          } catch (const ScenarioError& refused) {
+            const std::string why = without_scenario_file(refused);
+            const std::string key = why.substr(0, why.find_first_of(" :("));
+            if ((key == "parallelism.account_for_embedding" || key == "parallelism.account_for_loss" ||
+                 key == "parallelism.first_stage_layers" || key == "parallelism.last_stage_layers") &&
+                std::ranges::find(split_refusals, key) == split_refusals.end()) {
+              split_refusals.push_back(key);
+            }
           }
         }
+      }
+      if (!stand_in && !split_refusals.empty()) {
+        // Every stand-in is refused, some for the scenario's own split: that
+        // is what leaves search nothing to start from, not the scenario's
+        // plan's error (dp x tp x pp against the GPUs), whose dp and pp
+        // search would choose itself.
+        throw InputError(fmt::format(
+            "{}: no parallel plan to search from: the scenario's plan does not fit here ({}), and none of "
+            "the plans search tries in its place (pp 1 to 64, tp 1 to 8) both splits the layers as {} says "
+            "and is otherwise valid (a dp that divides the global batch); another cluster.nodes or "
+            "training.global_batch, or the scenario without {}",
+            p.positional()[0], detail, fmt::join(split_refusals, " and "),
+            split_refusals.size() == 1 ? "it" : "them"));
       }
       if (!stand_in) throw;
       plan_note = fmt::format(
