@@ -2830,7 +2830,19 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     } catch (const InputError& e) {
       // Library messages start with the key they are about.
       const std::string msg = e.what();
-      const std::string key = msg.substr(0, msg.find_first_of(" ("));
+      std::string key = msg.substr(0, msg.find_first_of(" ("));
+      // A refusal of first_stage_layers and last_stage_layers together
+      // names first_stage_layers first; it points at last_stage_layers
+      // where only that one was set on the command line (a sweep over it,
+      // the file giving first_stage_layers), so that the error is where
+      // the value that changed was typed.
+      const auto set_on_command_line = [&](const char* k) {
+        return !p.location(YAML::Mark::null_mark(), p.key_path(k)).second.empty();
+      };
+      if (key == "first_stage_layers" && msg.starts_with("first_stage_layers + last_stage_layers") &&
+          set_on_command_line("last_stage_layers") && !set_on_command_line("first_stage_layers")) {
+        key = "last_stage_layers";
+      }
       if (key == "dp") {
         // A node-count sweep over a scenario that fixes dp lands here: say
         // what leaving dp out would give.

@@ -2423,6 +2423,22 @@ TEST(Scenario, FirstAndLastStageLayersSayHowToSplitThePipeline) {
   EXPECT_NE(error_of(default_text(), with({{"parallelism.last_stage_layers", "0"}})).find("must be positive"),
             std::string::npos);
   const std::string text = default_text();
+  // Both given, refused together: the error is at last_stage_layers where
+  // the command line set it alone (a sweep over it, the file giving
+  // first_stage_layers), at first_stage_layers where the file gives both.
+  const std::string first_in_file =
+      replaced(text, "  dp: 16\n", "  dp: 2\n  pp: 8\n  first_stage_layers: 2\n");
+  EXPECT_EQ(
+      error_of(first_in_file, {{"parallelism.last_stage_layers", "5"}}),
+      "s.yaml (--set parallelism.last_stage_layers): parallelism.last_stage_layers: first_stage_layers + "
+      "last_stage_layers (2 + 5) leave 29 layers, which the other 6 stages cannot split evenly "
+      "(Megatron-Core requires it)");
+  const std::string both_in_file =
+      replaced(text, "  dp: 16\n", "  dp: 2\n  pp: 8\n  first_stage_layers: 2\n  last_stage_layers: 5\n");
+  EXPECT_TRUE(error_of(both_in_file).starts_with("s.yaml:")) << error_of(both_in_file);
+  EXPECT_NE(
+      error_of(both_in_file).find(": parallelism.first_stage_layers: first_stage_layers + last_stage_layers"),
+      std::string::npos);
   const std::string flag =
       replaced(text, "  dp: 16\n", "  dp: 2\n  pp: 8\n  decoder_last_pipeline_num_layers: 4\n");
   EXPECT_NE(error_of(flag).find("parallelism.decoder_last_pipeline_num_layers: unknown key, did you mean "
