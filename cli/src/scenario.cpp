@@ -2862,12 +2862,23 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
       // virtual_stages auto falls back to 2 where no count divides every
       // stage's layers: said, as the file does not write the 2.
-      // (counting the embedding and the loss: only where the stages' count
-      // was the trouble, not the pipeline's)
-      const bool counted_key = key == "account_for_embedding" || key == "account_for_loss";
-      if ((key == "first_stage_layers" || key == "last_stage_layers" ||
-           (counted_key && msg.find("virtual_stages") != std::string::npos)) &&
-          vs_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B && p.has(key)) {
+      // (only where the chunks were the trouble: the stages split the
+      // layers with one chunk each, as they do not with 81 counted layers
+      // over pp 4)
+      const bool split_key = key == "first_stage_layers" || key == "last_stage_layers" ||
+                             key == "account_for_embedding" || key == "account_for_loss";
+      const auto stages_split = [&] {
+        parallelism::ParallelPlan one_chunk = plan;
+        one_chunk.virtual_stages = 1;
+        try {
+          (void)parallelism::stage_layer_split(s.model.layers, one_chunk);
+          return true;
+        } catch (const InputError&) {
+          return false;
+        }
+      };
+      if (split_key && vs_auto && plan.schedule == parallelism::Schedule::Interleaved1F1B && p.has(key) &&
+          stages_split()) {
         p.fail_at(p.node()[key].Mark(), p.key_path(key),
                   msg +
                       "; virtual_stages auto found no count of chunks from 2 up that divides every stage's "
