@@ -2780,6 +2780,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
     }
     p.finish();
+    s.virtual_stages_auto = vs_auto;
     if (std::string w = uneven_layer_split_warning(s.model.layers, plan, vs_auto); !w.empty())
       s.warnings.push_back(std::move(w));
     // Counting the embedding and the loss moves layers between stages: with

@@ -579,14 +579,14 @@ int cmd_search(const Args& args, std::ostream& out) {
   // every candidate is ranked with them. Not those about the file's ep or
   // recomputation, which search chooses itself (helper 91: an imbalance
   // "with no effect at ep 1" while plans with ep 8 were ranked).
-  std::erase_if(base.warnings, [](const std::string& w) {
+  // nor about how its own pipeline splits the layers, which search chooses
+  // too (helper 135: every pp 16+ plan's report carried the scenario's "not
+  // a multiple of the pipeline's stages, pp 8").
+  const std::string own_uneven_split =
+      uneven_layer_split_warning(base.model.layers, base.plan, base.virtual_stages_auto);
+  std::erase_if(base.warnings, [&](const std::string& w) {
     return w.starts_with("parallelism.ep = ") || w.starts_with("parallelism.recompute: ") ||
-           // nor about how its own pipeline splits the layers, which search
-           // chooses too (helper 135: every pp 16+ plan's report carried
-           // the scenario's "not a multiple of the pipeline's stages, pp 8")
-           (w.starts_with("model.layers (") &&
-            w.find("is not a multiple of the pipeline's") != std::string::npos) ||
-           w.starts_with("parallelism.account_for_");
+           (!own_uneven_split.empty() && w == own_uneven_split) || w.starts_with("parallelism.account_for_");
   });
   print_scenario_warnings(base);
   // --memory-headroom: a plan fits when its fullest stage leaves this much of

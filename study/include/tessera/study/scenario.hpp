@@ -166,6 +166,10 @@ struct Scenario {
   parallelism::TransformerConfig model;
   parallelism::Workload workload;
   parallelism::ParallelPlan plan;  ///< `parallelism:` plus training.global_batch
+  /// `parallelism.virtual_stages` left out or `auto`: plan.virtual_stages
+  /// was chosen for the schedule and the split (what the uneven-split
+  /// warning says to paste depends on it).
+  bool virtual_stages_auto = false;
   /// The batch was given as training.micro_batches (per data-parallel
   /// replica; plan.global_batch follows dp), not as global_batch.
   bool batch_as_micro_batches = false;
