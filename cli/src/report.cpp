@@ -117,7 +117,7 @@ std::string training_run_json(const study::TrainingRun& t) {
       t.seconds, t.days(), t.gpu_hours, t.cost ? fmt::format("{:.3f}", *t.cost) : std::string("null"));
 }
 
-RunReport make_report(const Scenario& s, const Simulation& sim) {
+RunReport make_report(const Scenario& s, const Simulation& sim, const PlanTimer& time_plan) {
   RunReport rep;
   rep.scenario = s.name;
   rep.warnings = s.warnings;
@@ -319,12 +319,43 @@ RunReport make_report(const Scenario& s, const Simulation& sim) {
           // (Megatron-Core takes either: the counted split goes.)
           if (const std::string counted = parallelism::accounted_split_keys(s.plan); !counted.empty())
             dropped = fmt::format(" without the plan's {}", counted);
+          // The estimate is of compute alone; where `run` can time the
+          // split, it is simulated (free communication: compute, host and
+          // bubble, as the plan's own free-network run), which settles what
+          // the host's waits do to it.
+          std::string caveat = fmt::format("{})", host_caveat);
+          if (time_plan) {
+            parallelism::ParallelPlan with = s.plan;
+            with.first_stage_layers = split->first_stage_layers;
+            with.last_stage_layers = split->last_stage_layers;
+            with.account_for_embedding = false;
+            with.account_for_loss = false;
+            const Time own = sim.free_comm.makespan;
+            const Time t = time_plan(with);
+            rep.plan_free_iteration = own;
+            rep.split_free_iteration = t;
+            caveat = t < own
+                         ? fmt::format(
+                               "); simulated with every collective free, it takes the iteration from {:.1f} "
+                               "to {:.1f} ms ({:+.1f}%)",
+                               own.ms(), t.ms(), 100 * (t.seconds() / own.seconds() - 1))
+                         : fmt::format(
+                               "); but simulated with every collective free, the iteration is no faster "
+                               "with it ({:.1f} ms, {:.1f} ms with it): the slowest stage's compute does "
+                               "not decide it{}",
+                               own.ms(), t.ms(),
+                               host_share >= kStageHintHostShare
+                                   ? fmt::format(" (the host, {:.1f}% of this iteration, waits on the first "
+                                                 "and last stages' data steps)",
+                                                 100 * host_share)
+                                   : "");
+          }
           rep.stage_balance_hint = fmt::format(
               "{}: parallelism.{}{} (Megatron-Core's --decoder-first/last-pipeline-num-layers) "
               "would take the slowest stage's compute from {:.1f} to about {:.1f} ms "
-              "({:.2f} ms a layer, as {} stage computes one{})",
+              "({:.2f} ms a layer, as {} stage computes one{}",
               head, fmt::join(keys, " and "), dropped, slowest->compute.ms(), split->slowest_s * 1e3,
-              split->layer_s * 1e3, split->priced_on == 0 ? "the first" : "a middle", host_caveat);
+              split->layer_s * 1e3, split->priced_on == 0 ? "the first" : "a middle", caveat);
         } else {
           rep.stage_balance_hint = fmt::format(
               "{}: no split of the first and last stages' layers that Megatron-Core accepts at pp {} "
@@ -1054,12 +1085,16 @@ std::string format_json(const RunReport& r) {
       // other).
       balance += fmt::format(
           ", \"suggested_split\": {{\"first_stage_layers\": {}, \"last_stage_layers\": {}, {}"
-          "\"slowest_stage_compute_s\": {:.9e}}}",
+          "\"slowest_stage_compute_s\": {:.9e}{}}}",
           key(sp->first_stage_layers), key(sp->last_stage_layers),
           r.account_for_embedding || r.account_for_loss
               ? "\"account_for_embedding\": false, \"account_for_loss\": false, "
               : "",
-          sp->slowest_s);
+          sp->slowest_s,
+          r.split_free_iteration && r.plan_free_iteration
+              ? fmt::format(", \"free_comm_iteration_s\": {:.9e}, \"plan_free_comm_iteration_s\": {:.9e}",
+                            r.split_free_iteration->seconds(), r.plan_free_iteration->seconds())
+              : "");
     }
   }
   if (!r.stage_balance.empty()) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -237,10 +238,31 @@ int cmd_run(const Args& args, std::ostream& out) {
   // trace's hidden temporary is removed by the next run writing it).
   say_on_interrupt("nothing was written (outputs are written when the run finishes)");
   // A bar on a terminal, a line every 10 s in a log, for runs over 3 s.
-  ProgressObserver progress(trace ? trace->observer() : nullptr, std::cerr, ::isatty(STDERR_FILENO) != 0);
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  ProgressObserver progress(trace ? trace->observer() : nullptr, std::cerr, tty);
+  const auto started = std::chrono::steady_clock::now();
   const Simulation sim = simulate_scenario(s, &progress);
   progress.finish();
-  RunReport rep = make_report(s, sim);
+  // The split the Stage-balance hint suggests, simulated as the plan's own
+  // free-network run was (one more run, only where a split is suggested).
+  std::unique_ptr<node_model::KernelPredictor> split_predictor;
+  const PlanTimer time_split = [&](const parallelism::ParallelPlan& plan) {
+    // Said where the run was long enough to show progress (3 s).
+    const bool say = std::chrono::steady_clock::now() - started >= std::chrono::seconds(3);
+    if (say) {
+      std::cerr << (tty ? "" : "tessera: ")
+                << "timing the pipeline split the Stage balance line suggests (the plan once more on a free "
+                   "network)..."
+                << (tty ? "" : "\n") << std::flush;
+    }
+    if (!split_predictor) split_predictor = study::make_scenario_predictor(s);
+    Scenario with = s;
+    with.plan = plan;
+    const Time t = study::free_communication_iteration(with, *split_predictor);
+    if (say && tty) std::cerr << "\r\033[K" << std::flush;
+    return t;
+  };
+  RunReport rep = make_report(s, sim, time_split);
   // One more simulation per class of communication the plan runs.
   if (p.has("comm-breakdown")) rep.comm_costs = study::communication_costs(s, sim.result.makespan);
   // Warnings only the forecast shows (a cable changing after the iteration).

@@ -1014,6 +1014,60 @@ TEST(StageBalance, FirstAndLastStageLayersMoveLayersBetweenStages) {
           100 * host_share)),
       std::string::npos)
       << even_parts.stage_balance_hint;
+  // Where the report can time a plan (`run`), the suggested split is
+  // simulated with free communication, as the plan's own free-network run,
+  // and the hint says what it does to that iteration instead of "run the
+  // candidates": here 438 -> 373 ms, the host's waits gone with the split.
+  const auto predictor = study::make_scenario_predictor(even_s);
+  std::vector<parallelism::ParallelPlan> timed;
+  const PlanTimer timer = [&](const parallelism::ParallelPlan& plan) {
+    timed.push_back(plan);
+    Scenario with = even_s;
+    with.plan = plan;
+    return study::free_communication_iteration(with, *predictor);
+  };
+  const Simulation even_sim = simulate_scenario(even_s);
+  const RunReport simulated = make_report(even_s, even_sim, timer);
+  ASSERT_EQ(timed.size(), 1U);
+  EXPECT_EQ(timed[0].first_stage_layers, 6);
+  EXPECT_EQ(timed[0].last_stage_layers, 4);
+  ASSERT_TRUE(simulated.split_free_iteration && simulated.plan_free_iteration);
+  EXPECT_EQ(*simulated.plan_free_iteration, even_sim.free_comm.makespan);
+  EXPECT_EQ(*simulated.split_free_iteration, simulate_scenario(split_s).free_comm.makespan);
+  EXPECT_LT(*simulated.split_free_iteration, *simulated.plan_free_iteration);
+  const Time own_free = *simulated.plan_free_iteration;
+  const Time split_free = *simulated.split_free_iteration;
+  EXPECT_NE(
+      simulated.stage_balance_hint.find(fmt::format(
+          "as a middle stage computes one); simulated with every collective free, it takes the iteration "
+          "from {:.1f} to {:.1f} ms ({:+.1f}%)",
+          own_free.ms(), split_free.ms(), 100 * (split_free.seconds() / own_free.seconds() - 1))),
+      std::string::npos)
+      << simulated.stage_balance_hint;
+  EXPECT_EQ(simulated.stage_balance_hint.find("run the candidates"), std::string::npos);
+  EXPECT_NE(format_json(simulated).find(fmt::format(R"("free_comm_iteration_s": {:.9e}, )"
+                                                    R"("plan_free_comm_iteration_s": {:.9e}}})",
+                                                    split_free.seconds(), own_free.seconds())),
+            std::string::npos);
+  // A split whose compute is less but whose iteration is not (512-token
+  // sequences at pp 8: the host half the iteration, waiting on the data
+  // steps) is said to be no faster.
+  const Scenario short_s = parse_scenario(text, "s.yaml", {{"training.seq_len", "512"}});
+  const auto short_predictor = study::make_scenario_predictor(short_s);
+  const RunReport short_r =
+      make_report(short_s, simulate_scenario(short_s), [&](const parallelism::ParallelPlan& plan) {
+        Scenario with = short_s;
+        with.plan = plan;
+        return study::free_communication_iteration(with, *short_predictor);
+      });
+  ASSERT_TRUE(short_r.split_free_iteration && short_r.plan_free_iteration);
+  EXPECT_GE(*short_r.split_free_iteration, *short_r.plan_free_iteration);
+  EXPECT_NE(short_r.stage_balance_hint.find(fmt::format(
+                "); but simulated with every collective free, the iteration is no faster with it ({:.1f} ms, "
+                "{:.1f} ms with it): the slowest stage's compute does not decide it (the host, ",
+                short_r.plan_free_iteration->ms(), short_r.split_free_iteration->ms())),
+            std::string::npos)
+      << short_r.stage_balance_hint;
   EXPECT_TRUE(own.stage_balance_hint.empty());  // the slowest stage is a middle one
   EXPECT_NE(format_json(even).find(R"("suggested_split": {"first_stage_layers": 6, "last_stage_layers": 4, )"
                                    R"("slowest_stage_compute_s": )"),

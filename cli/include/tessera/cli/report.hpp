@@ -1,13 +1,14 @@
 #pragma once
 // What `tessera run` reports, and its two renderings.
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tessera/cli/scenario.hpp"
 #include "tessera/study/jobs.hpp"
 #include "tessera/study/pipeline.hpp"
-#include "tessera/cli/scenario.hpp"
 
 namespace tessera::cli {
 
@@ -149,6 +150,9 @@ struct RunReport {
   /// The split stage_balance_hint suggests, with its estimate of the slowest
   /// stage's compute (JSON `suggested_split`).
   std::optional<parallelism::EdgeStageSplit> suggested_split;
+  /// The iteration with every collective free, the plan's own and with the
+  /// suggested split (make_report's `time_plan`; unset without it).
+  std::optional<Time> plan_free_iteration, split_free_iteration;
   std::int64_t micro_batch = 0;
   std::int64_t global_batch = 0;
   std::int64_t seq_len = 0;
@@ -233,7 +237,15 @@ struct RunReport {
   [[nodiscard]] StageMemory fullest_stage() const;
 };
 
-RunReport make_report(const Scenario& s, const Simulation& sim);
+/// Times a plan of the scenario with every collective free (compute, host,
+/// bubble: study::free_communication_iteration), as `run` does for the
+/// split its Stage-balance hint suggests.
+using PlanTimer = std::function<Time(const parallelism::ParallelPlan&)>;
+/// `time_plan`: where given, the split the Stage-balance hint suggests is
+/// simulated with it and the hint says what it does to the iteration with
+/// free communication (beside the plan's own, Simulation::free_comm), not
+/// only to the slowest stage's compute.
+RunReport make_report(const Scenario& s, const Simulation& sim, const PlanTimer& time_plan = {});
 /// Aligned human-readable summary.
 std::string format_text(const RunReport& r);
 /// A count as written in a scenario: 1T, 300B, 1.5M (4 significant digits).
