@@ -91,6 +91,9 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
   std::string first_redop;
   std::set<std::int64_t> sizes;  // each size once
   bool rows_started = false;
+  // nccl-tests ends every run it finishes with "# Out of bounds values : N
+  // OK" (then "# Avg bus bandwidth"): without it the run was cut off.
+  bool finished = false;
   std::size_t line_no = 0;
   // A run's header (its test, its ranks) after rows: another run.
   auto check_one_run = [&] {
@@ -125,11 +128,14 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
         continue;
       }
       // "# Out of bounds values : 3 FAILED": nccl-tests found wrong results.
-      if (line.find("Out of bounds values") != std::string_view::npos && tok.back() == "FAILED") {
-        throw InputError(
-            fmt::format("{}:{}: nccl-tests reports wrong results ('{}'): a failed run times nothing "
-                        "trustworthy; rerun it",
-                        file, line_no, fmt::join(tok, " ")));
+      if (line.find("Out of bounds values") != std::string_view::npos) {
+        if (tok.back() == "FAILED") {
+          throw InputError(
+              fmt::format("{}:{}: nccl-tests reports wrong results ('{}'): a failed run times nothing "
+                          "trustworthy; rerun it",
+                          file, line_no, fmt::join(tok, " ")));
+        }
+        finished = true;
       }
       if (tok.size() >= 3 && tok[1] == "Rank") {
         check_one_run();
@@ -181,6 +187,17 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
     // A row: after the header, its first cell a number. Anything else
     // (NCCL_DEBUG lines, "HOST:PID:TID [0] NCCL INFO ...", warnings) is not
     // nccl-tests' own output.
+    // nccl-tests' failure messages ("HOST: Test NCCL failure common.cu:1279
+    // 'unhandled system error'", "Test CUDA failure"): the run aborted, and
+    // the rows before it are a run cut off (helper 137: they were fit).
+    if (line.find("Test NCCL failure") != std::string_view::npos ||
+        line.find("Test CUDA failure") != std::string_view::npos ||
+        line.find("Test failure") != std::string_view::npos) {
+      throw InputError(
+          fmt::format("{}:{}: nccl-tests failed ('{}'): a run cut off times nothing trustworthy; "
+                      "rerun it",
+                      file, line_no, fmt::join(tok, " ")));
+    }
     if (columns.empty() || tok[0].find(':') != std::string::npos) continue;
     const auto bad_size = [&] {
       return InputError(fmt::format("{}:{}: column 'size': must be a whole number of bytes, got '{}'", file,
@@ -201,9 +218,14 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
       continue;
     }
     rows_started = true;
-    if (tok.size() <= std::max(size_col, time_col)) {
-      throw InputError(fmt::format("{}:{}: {} cells, but the header has {} columns", file, line_no,
-                                   tok.size(), columns.size()));
+    // Every row has a cell under each of the header's columns: one with
+    // fewer was cut off while printed (helper 137: "1073741824 268435456
+    // float sum -1 11" read as 11 us for 1 GiB).
+    if (tok.size() < columns.size()) {
+      throw InputError(
+          fmt::format("{}:{}: {} cells, but the header has {} columns: a row cut off (the run "
+                      "killed while printing it?); rerun it",
+                      file, line_no, tok.size(), columns.size()));
     }
     const double size = number_cell(tok[size_col], file, line_no, "size");
     const double us = number_cell(tok[time_col], file, line_no, "time");
@@ -283,6 +305,12 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
         fmt::format("{}: no column header ('#  size  count  type ... time  algbw  busbw ...')", file));
   }
   if (log.rows.empty()) throw InputError(fmt::format("{}: no measured rows of more than 0 bytes", file));
+  if (!finished) {
+    throw InputError(fmt::format(
+        "{}: no '# Out of bounds values : 0 OK' line after the rows: the run did not finish (killed, "
+        "or the file cut short), and its last rows may be missing or cut off; rerun it",
+        file));
+  }
   if (test == nullptr) test = test_in(std::filesystem::path(file).filename().string());
   if (test == nullptr) {
     throw InputError(fmt::format(

@@ -129,8 +129,8 @@ std::string model_run(const Scenario& truth, const topology::Topology& topo, con
   }
   text += "# Collective test starting: " + test + "\n";
   text += "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n";
-  const study::NcclTestsLog shape =
-      study::parse_nccl_tests(text + "1024 256 float sum -1 1.0 0 0 0 1.0 0 0 0\n", test);
+  const study::NcclTestsLog shape = study::parse_nccl_tests(
+      text + "1024 256 float sum -1 1.0 0 0 0 1.0 0 0 0\n# Out of bounds values : 0 OK\n", test);
   const std::vector<int> gpus = study::nccl_tests_gpus(shape, truth);
   for (std::int64_t size = 1024; size <= (std::int64_t{1} << 30); size *= 2) {
     const Time t = study::time_nccl_tests_row(truth, topo, shape, gpus, Bytes(size));
@@ -139,7 +139,7 @@ std::string model_run(const Scenario& truth, const topology::Topology& topo, con
                   static_cast<long long>(size), static_cast<long long>(size / 4), t.us(), t.us());
     text += cells;
   }
-  return text;
+  return text + "# Out of bounds values : 0 OK\n";
 }
 
 }  // namespace
@@ -219,7 +219,25 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
        "ag.txt: rank 3 is missing (4 rank lines: ranks 0 to 3 once each)"},
       {std::string(kCurrent) + "#  Rank  0 Group  0 Pid 1 on alpha device 0\n", "ag.txt",
        "ag.txt:20: a second nccl-tests run in one file: give each run its own file"},
-      {short_row, "all_reduce.txt", "all_reduce.txt:12: 3 cells, but the header has 12 columns"},
+      {short_row, "all_reduce.txt",
+       "all_reduce.txt:12: 3 cells, but the header has 12 columns: a row cut off (the run killed while "
+       "printing it?); rerun it"},
+      // A row cut off after its time (helper 137: read as 11 us for 1 GiB,
+      // the fit pinned to its bound), an aborted run's failure line, and a
+      // run without its closing line (killed, or the file cut short).
+      {replaced(kCurrent, "180.25  11.63    8.73      0    178.0   11.78    8.84      0", "11"), "ag.txt",
+       "ag.txt:17: 6 cells, but the header has 13 columns: a row cut off (the run killed while "
+       "printing it?); rerun it"},
+      {replaced(kCurrent, "# Out of bounds values : 0 OK",
+                "beta: Test NCCL failure common.cu:1279 'unhandled system error'"),
+       "ag.txt",
+       "ag.txt:18: nccl-tests failed ('beta: Test NCCL failure common.cu:1279 'unhandled system "
+       "error''): a run cut off times nothing trustworthy; rerun it"},
+      {replaced(replaced(kCurrent, "# Out of bounds values : 0 OK\n", ""), "# Avg bus bandwidth    : 8.24\n",
+                ""),
+       "ag.txt",
+       "ag.txt: no '# Out of bounds values : 0 OK' line after the rows: the run did not finish "
+       "(killed, or the file cut short), and its last rows may be missing or cut off; rerun it"},
       // A rank line whose rank is not an index was skipped: the run was
       // timed as 3 ranks.
       {replaced(kCurrent, "Rank  3 Group", "Rank -3 Group"), "ag.txt",
