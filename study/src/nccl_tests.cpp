@@ -84,7 +84,7 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
   std::size_t size_col = 0;
   std::size_t time_col = 0;
   std::size_t algbw_col = std::string::npos;
-  std::size_t wrong_col = std::string::npos;
+  std::vector<std::size_t> wrong_cols;        // out-of-place's and in-place's "#wrong"
   std::size_t type_col = std::string::npos;   // the data type ("float", "half"): one per file
   std::size_t redop_col = std::string::npos;  // the reduction ("sum", "max"): one per file
   std::string first_type;
@@ -169,12 +169,13 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
             std::find(columns.begin() + static_cast<std::ptrdiff_t>(time_col), columns.end(), "algbw");
         algbw_col =
             algbw == columns.end() ? std::string::npos : static_cast<std::size_t>(algbw - columns.begin());
-        // The out-of-place "#wrong" (a count of wrong values; older versions
-        // print a maximum "error" instead, judged by the footer alone).
-        const auto wrong =
-            std::find(columns.begin() + static_cast<std::ptrdiff_t>(time_col), columns.end(), "#wrong");
-        wrong_col =
-            wrong == columns.end() ? std::string::npos : static_cast<std::size_t>(wrong - columns.begin());
+        // The out-of-place and in-place "#wrong" (a count of wrong values;
+        // older versions print a maximum "error" instead, judged by the
+        // footer alone).
+        wrong_cols.clear();
+        for (std::size_t c = time_col; c < columns.size(); ++c) {
+          if (columns[c] == "#wrong") wrong_cols.push_back(c);
+        }
         const auto column_at = [&](std::string_view name) {
           const auto at = std::find(columns.begin(), columns.end(), name);
           return at == columns.end() ? std::string::npos : static_cast<std::size_t>(at - columns.begin());
@@ -264,11 +265,15 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& file) {
             file, line_no, tok[time_col], tok[size_col], implied, tok[algbw_col]));
       }
     }
-    if (wrong_col < tok.size() && tok[wrong_col] != "0" && tok[wrong_col] != "N/A") {
-      throw InputError(
-          fmt::format("{}:{}: column '#wrong': {} wrong values at {} B: nccl-tests found this row's results "
-                      "wrong; rerun it",
-                      file, line_no, tok[wrong_col], tok[size_col]));
+    // (in place as well: helper 137, a run whose in-place results were
+    // wrong was fit)
+    for (const std::size_t wrong_col : wrong_cols) {
+      if (wrong_col < tok.size() && tok[wrong_col] != "0" && tok[wrong_col] != "N/A") {
+        throw InputError(fmt::format(
+            "{}:{}: column '#wrong': {} wrong values at {} B: nccl-tests found this row's results "
+            "wrong; rerun it",
+            file, line_no, tok[wrong_col], tok[size_col]));
+      }
     }
     // `-d all` or `-o all` time each size once per data type or reduction
     // (each file a fit would count ten times over, its types' different

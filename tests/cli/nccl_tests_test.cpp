@@ -264,6 +264,9 @@ TEST(NcclTests, BadOutputIsOneLineNamingFileAndLine) {
       {replaced(kCurrent, "11.63    8.73      0", "11.63    8.73      7"), "ag.txt",
        "ag.txt:17: column '#wrong': 7 wrong values at 2097152 B: nccl-tests found this row's results wrong; "
        "rerun it"},
+      {replaced(kCurrent, "11.78    8.84      0", "11.78    8.84      5"), "ag.txt",
+       "ag.txt:17: column '#wrong': 5 wrong values at 2097152 B: nccl-tests found this row's results wrong; "
+       "rerun it"},
       // `-d all` / `-o all`: each size once per data type or reduction
       // (helper 110: counted ten times in a fit), and a size twice.
       {replaced(kCurrent, "131072     float", "131072      half"), "ag.txt",
