@@ -446,6 +446,9 @@ std::string fitted_section(const study::NcclTestsFit& fit, const std::vector<std
     out +=
         fmt::format("  # fitted with --set {}: keep those in the scenario too\n", fmt::join(sets, " --set "));
   }
+  // The notes after a blank line: the section is pasted up to it (helper
+  // 137: a note right under it was pasted as a key).
+  const std::size_t section_end = out.size();
   for (const auto& [cls, prefix] : classes) {
     if (!cls->fitted) continue;
     const bool nvlink = std::string_view(prefix) == "nvlink";
@@ -496,6 +499,7 @@ std::string fitted_section(const study::NcclTestsFit& fit, const std::vector<std
           prefix, nvlink ? "cluster.nvlink_bandwidth" : "cluster.nic_bandwidth and cluster.hcas_per_node");
     }
   }
+  if (out.size() > section_end) out.insert(section_end, "\n");
   return out;
 }
 

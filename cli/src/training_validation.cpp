@@ -1139,6 +1139,10 @@ int fit_and_cross_validate(const std::vector<MeasuredRun>& runs, const std::vect
     std::vector<PredictedRun> cv;
     std::vector<double> fold_means;
     std::vector<std::string> folds_json;
+    // Apart from the section above, which is pasted up to its blank line
+    // (helper 137: the fold lines, indented as its keys, were pasted with
+    // it into malformed YAML).
+    text << "\nfits without each fold, each predicting the fold's runs:\n";
     for (int k = 0; k < folds; ++k) {
       std::vector<MeasuredRun> train, test;
       for (const MeasuredRun& r : runs) (split.fold(r) == k ? test : train).push_back(r);

@@ -487,9 +487,11 @@ TEST(NcclTests, AFitAtItsBoundsSaysWhatToCheck) {
   EXPECT_EQ(cmd_validate_collectives({"--nccl-tests", run, "--scenario", yaml, "--fit", "nvlink"}, out), 0);
   const std::string text = out.str();
   EXPECT_NE(text.find("  nvlink_efficiency: 1.0000\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("note: nvlink_efficiency fitted at its ceiling, 1: the runs' bus bandwidth reaches the "
-                      "scenario's link rate or passes it; check cluster.nvlink_bandwidth"),
-            std::string::npos)
+  // (after a blank line: the section is pasted up to one; helper 137)
+  EXPECT_NE(
+      text.find("\n\nnote: nvlink_efficiency fitted at its ceiling, 1: the runs' bus bandwidth reaches the "
+                "scenario's link rate or passes it; check cluster.nvlink_bandwidth"),
+      std::string::npos)
       << text;
   // (the launch's note, about latencies, waits for the rate to be right)
   EXPECT_EQ(text.find("nvlink_launch fitted at its floor"), std::string::npos) << text;
