@@ -147,20 +147,27 @@ double text_width(std::string_view text, double font_size) {
 
 namespace {
 
-/// `text` shortened with "..." to fit `width` pixels at `font_size`.
-std::string fit(const std::string& text, double width, double font_size) {
-  if (text_width(text, font_size) <= width) return text;
-  const auto chars = static_cast<std::size_t>(std::max(1.0, width / (font_size * 0.58)));
+/// The average advance of a bold sans-serif glyph, in em: DejaVu Sans Bold
+/// (librsvg's sans-serif on Debian) runs about 0.68 over paths and names
+/// (helper 136: a title cut at the regular 0.58 still ran past the edge).
+constexpr double kBoldAdvance = 0.68;
+
+/// `text` shortened with "..." to fit `width` pixels at `font_size`
+/// (`advance`: a glyph's average width in em).
+std::string fit(const std::string& text, double width, double font_size, double advance = 0.58) {
+  if (static_cast<double>(text.size()) * font_size * advance <= width) return text;
+  const auto chars = static_cast<std::size_t>(std::max(1.0, width / (font_size * advance)));
   if (chars <= 3) return text.substr(0, chars);
   return text.substr(0, chars - 3) + "...";
 }
 
 // A title too wide for `width`, cut in the middle: its start (the command)
 // and its end (a scenario's file name, where a long path comes first) stay.
+// In bold.
 std::string fit_title(const std::string& text, double width, double font_size) {
-  if (text_width(text, font_size) <= width) return text;
-  const auto chars = static_cast<std::size_t>(std::max(1.0, width / (font_size * 0.58)));
-  if (chars <= 8) return fit(text, width, font_size);
+  if (static_cast<double>(text.size()) * font_size * kBoldAdvance <= width) return text;
+  const auto chars = static_cast<std::size_t>(std::max(1.0, width / (font_size * kBoldAdvance)));
+  if (chars <= 8) return fit(text, width, font_size, kBoldAdvance);
   const std::size_t keep = chars - 3, head = keep * 2 / 5, tail = keep - head;
   return text.substr(0, head) + "..." + text.substr(text.size() - tail);
 }
@@ -186,9 +193,10 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
   const double bottom = 50 + (slant_drop > 0 ? slant_drop - 6 : 0);
   const double px = x + kLeft, py = y + kTop, pw = w - kLeft - kRight, ph = h - kTop - bottom;
   std::string s;
-  s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="13" font-weight="bold" text-anchor="middle">{}</text>)"
-                   "\n",
-                   px + pw / 2, y + 16, escape(fit(p.title, w - 10, 13)));
+  s += fmt::format(
+      R"(<text x="{:.1f}" y="{:.1f}" font-size="13" font-weight="bold" text-anchor="middle">{}</text>)"
+      "\n",
+      px + pw / 2, y + 16, escape(fit(p.title, w - 10, 13, kBoldAdvance)));
 
   // The x mapping.
   double x_lo = 0, x_hi = 1;
