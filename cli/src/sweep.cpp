@@ -1141,6 +1141,10 @@ std::string sweep_id(const std::string& text, const std::vector<Axis>& axes,
 /// A line of a shard's CSV between its first line and the column names: one
 /// of the sweep's chart notes (SweepCaveats::chart_notes), for sweep-merge.
 constexpr std::string_view kChartNote = "# chart note: ";
+/// The line before them: the chart's title, "tessera sweep SCENARIO", so
+/// that the merged chart says which scenario it is (helper 136: it said
+/// "tessera sweep-merge").
+constexpr std::string_view kChartTitle = "# chart title: ";
 
 /// The first line of a shard's CSV (before the column names): which sweep,
 /// which shard, how many points in all, and those --skip-invalid left out
@@ -1483,6 +1487,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // chart has them) go to the merged chart: sweep-merge reads no scenario.
   std::string chart_notes;
   if (sharded) {
+    chart_notes = fmt::format("{}tessera sweep {}\n", kChartTitle, scenario_path);
     for (const std::string& note : caveats.chart_notes())
       chart_notes += fmt::format("{}{}\n", kChartNote, note);
   }
@@ -1833,6 +1838,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   };
   std::string header;
   std::vector<std::string> chart_notes;  // the first shard's (kChartNote lines)
+  std::string chart_title = "tessera sweep-merge";  // the first shard's (kChartTitle), where it has one
   std::optional<ShardFile> first;
   std::map<std::size_t, std::string> shard_files;  // shard index -> file
   std::map<std::size_t, std::string> rows;
@@ -1878,11 +1884,17 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     }
     std::string columns;
     std::vector<std::string> notes;
-    while (next_line(columns) && columns.rfind(kChartNote, 0) == 0)
-      notes.push_back(columns.substr(kChartNote.size()));
+    std::string title;
+    while (next_line(columns) && (columns.rfind(kChartNote, 0) == 0 || columns.rfind(kChartTitle, 0) == 0)) {
+      if (columns.rfind(kChartTitle, 0) == 0)
+        title = columns.substr(kChartTitle.size());
+      else
+        notes.push_back(columns.substr(kChartNote.size()));
+    }
     if (header.empty()) {
       header = columns;
       chart_notes = notes;
+      if (!title.empty()) chart_title = title;
     } else if (notes != chart_notes) {
       throw InputError(
           fmt::format("{}: its chart notes differ from {}'s (another tessera wrote it? run every "
@@ -1984,7 +1996,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   failed_indices.reserve(failed.size());
   for (const auto& f : failed) failed_indices.push_back(f.first);
   if (!failed_indices.empty()) notes.push_back(failed_chart_note(failed_indices));
-  write_file_atomic(svg_path, svg_chart(rows, keys, "tessera sweep-merge", notes));
+  write_file_atomic(svg_path, svg_chart(rows, keys, chart_title, notes));
   // The table the unsharded sweep prints, its settings read from the rows
   // (a key of one value in every row is said once above it).
   std::vector<Point> points;

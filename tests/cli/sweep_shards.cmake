@@ -116,6 +116,13 @@ endif()
 if(NOT EXISTS ${WORKDIR}/merged.svg)
   message(FATAL_ERROR "sweep-merge wrote no SVG")
 endif()
+# ... the same chart as the whole sweep's, its title naming the scenario
+# (helper 136: "tessera sweep-merge").
+file(READ ${WORKDIR}/whole.svg whole_svg)
+file(READ ${WORKDIR}/merged.svg merged_svg)
+if(NOT whole_svg STREQUAL merged_svg)
+  message(FATAL_ERROR "the merged chart differs from the whole sweep's:\n${whole_svg}\n---\n${merged_svg}")
+endif()
 # A shard copied with CRLF line ends and a last blank line merges the same
 # (it was "not a shard CSV", and the blank line a malformed row).
 file(READ ${WORKDIR}/part0.csv part0)
