@@ -796,6 +796,19 @@ std::map<std::size_t, double> scaling_efficiency(const SweepSeries& series) {
   return out;
 }
 
+/// The most GPUs any series' scaling baseline has (scaling_efficiency's
+/// base point; 0 without a scaling column): a point that failed with at
+/// least as many GPUs would have been no series' baseline.
+double largest_baseline_gpus(const SweepSeries& series) {
+  double most = 0;
+  if (!series.gpus_on_x) return most;
+  for (const auto& [name, pts] : series.by_series) {
+    const auto fits = std::find_if(pts.begin(), pts.end(), [](const SweepPoint& q) { return !q.oom; });
+    most = std::max(most, (fits != pts.end() ? *fits : pts.front()).gpus);
+  }
+  return most;
+}
+
 /// Each point's scaling efficiency as the chart draws it (x_key_first).
 std::map<std::size_t, double> sweep_efficiency(const std::map<std::size_t, std::string>& rows,
                                                const std::vector<std::string>& keys, bool zipped = false) {
@@ -1588,6 +1601,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   const bool skip_failed = p.has("skip-failed");
   const std::size_t valid_points = points.size();  // failed or not
   std::vector<std::pair<Point, std::string>> failed_points;
+  double fewest_failed_gpus = 0;  // of the failed points (0: none)
   if (skip_failed) {
     for (std::size_t k : failed) {
       std::string why = errors[k]->cause;
@@ -1597,6 +1611,12 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     }
     std::sort(failed_points.begin(), failed_points.end(),
               [](const auto& a, const auto& b) { return a.first.index < b.first.index; });
+    for (const auto& [pt, why] : failed_points) {
+      if (const auto it = scenarios.find(pt.index); it != scenarios.end()) {
+        const double g = it->second.gpus();
+        fewest_failed_gpus = fewest_failed_gpus == 0 ? g : std::min(fewest_failed_gpus, g);
+      }
+    }
     std::set<std::size_t> left_out;
     for (const auto& f : failed_points) left_out.insert(f.first.index);
     std::erase_if(points, [&](const Point& pt) { return left_out.count(pt.index) != 0U; });
@@ -1771,7 +1791,13 @@ int cmd_sweep(const Args& args, std::ostream& out) {
                                  : std::string(", at each point's price per GPU-hour"));
   out << skipped_text(skipped);
   out << failed_text(failed_points);
-  if (!failed_points.empty() && !efficiency.empty()) out << kScalingOfWhatRan;
+  // Only where a failed point has fewer GPUs than some series' baseline
+  // (helper 136: said for a failed point of 16 GPUs under baselines of 8).
+  if (!failed_points.empty() && !efficiency.empty()) {
+    const SweepView view = x_key_first(rows, keys, zip);
+    if (fewest_failed_gpus < largest_baseline_gpus(sweep_series(view.rows, view.keys, zip)))
+      out << kScalingOfWhatRan;
+  }
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the
   // micro-batch, sequence, tensor parallelism or model predicts the kernels

@@ -97,3 +97,21 @@ execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nic_bandwidth
 if(NOT rc EQUAL 2 OR NOT out STREQUAL "" OR NOT err MATCHES "tessera: error: sweep point 0 [^\n]*; 2 points failed: 0, 1 \\(the same command runs the failed points again\\)\n$")
   message(FATAL_ERROR "a sweep whose every point failed should be an error (${rc}):\n${out}\n${err}")
 endif()
+# A node sweep's scaling column is relative to each series' fewest GPUs that
+# ran: a failed point with fewer GPUs (the 1-node point, its NVLink at
+# 1 bit/s) would have been its baseline, and that is said; one with more (the
+# 2-node point of a series whose 1-node point ran) is not (helper 136: said
+# whenever a point failed).
+execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nodes=1,2,4
+                        --set cluster.nvlink_bandwidth=1bps,450GB/s,450GB/s --zip --set parallelism.dp=auto
+                        --jobs 1 --skip-failed --out ${WORKDIR}/baseline.csv
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\nnote: scaling is relative to the fewest GPUs among the points that ran; a failed point with fewer GPUs would have been its baseline\n")
+  message(FATAL_ERROR "a failed point below the baseline should be said (${rc}):\n${out}")
+endif()
+execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nodes=1,2 --set cluster.nic_bandwidth=400Gbps,1bps
+                        --set parallelism.dp=auto --jobs 1 --skip-failed --out ${WORKDIR}/above.csv
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n  point 3 [(]" OR out MATCHES "fewest GPUs among")
+  message(FATAL_ERROR "a failed point above every baseline is no baseline (${rc}):\n${out}")
+endif()
