@@ -1452,6 +1452,11 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // --backend and --predictor hold for every point.
   const std::vector<Override> fixed = scenario_overrides({}, p);
   PointScenarios scenarios;
+  // Without --skip-invalid the first invalid point is the error; the rest
+  // are still checked, so that --skip-invalid is suggested only where some
+  // point is valid (helper 136: suggested for a --predictor typo, which no
+  // point survives).
+  std::optional<std::pair<ScenarioError, std::string>> first_invalid;  // the error, the point's part
   for (const Point& pt : grid_points) {
     std::vector<Override> o = pt.overrides;
     o.insert(o.end(), fixed.begin(), fixed.end());
@@ -1475,12 +1480,21 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       // invalid (cluster.nodes=4 makes dp x tp x pp wrong): name the point,
       // unless it names the one swept key's value already (a bad value).
       // (helper 109: that case lost the --skip-invalid hint)
-      if (axes.size() == 1 && e.option() == "--set " + axes.front().key)
-        throw ScenarioError(fmt::format("{} (--skip-invalid runs the valid points)", e.what()));
-      throw ScenarioError(fmt::format("{} (sweep point {}: {}; --skip-invalid runs the valid points)",
-                                      e.what(), pt.index, label(pt)));
+      if (!first_invalid) {
+        first_invalid.emplace(e, axes.size() == 1 && e.option() == "--set " + axes.front().key
+                                     ? std::string()
+                                     : fmt::format("sweep point {}: {}", pt.index, label(pt)));
+      }
+      continue;
     }
     points.push_back(pt);
+  }
+  if (first_invalid) {
+    const auto& [e, at] = *first_invalid;
+    const char* hint = points.empty() ? "" : "--skip-invalid runs the valid points";
+    if (at.empty() && points.empty()) throw e;
+    throw ScenarioError(
+        fmt::format("{} ({}{}{})", e.what(), at, !at.empty() && *hint != '\0' ? "; " : "", hint));
   }
   if (points.empty()) {
     throw ScenarioError(
