@@ -1037,9 +1037,12 @@ Shard parse_shard(const std::string& text) {
                                                            {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                                                            {"PMI_RANK", "PMI_SIZE"}};
     bool found = false;
+    std::string half;  // a rank variable without its size, or the size without the rank
     for (const auto& [rank, size] : sources) {
       const char* r = std::getenv(rank);
       const char* n = std::getenv(size);
+      if ((r == nullptr) != (n == nullptr) && half.empty())
+        half = fmt::format("{} is set but {} is not", r != nullptr ? rank : size, r != nullptr ? size : rank);
       if (r == nullptr || n == nullptr) continue;
       const bool slurm = std::string_view(rank) == "SLURM_ARRAY_TASK_ID";
       sh.index = number(r, rank, slurm ? kSlurmIds : 1'000'000);
@@ -1079,6 +1082,13 @@ Shard parse_shard(const std::string& text) {
         sh.index = (sh.index - min) / step;
       }
       break;
+    }
+    if (!found && !half.empty()) {
+      // (helper 136: "no Slurm array variables" with SLURM_ARRAY_TASK_ID set)
+      throw UsageError(
+          fmt::format("tessera sweep: --shard auto: {} (an array job sets both; or give "
+                      "--shard I/N)",
+                      half));
     }
     if (!found) {
       throw UsageError("tessera sweep: --shard auto: no Slurm array (SLURM_ARRAY_TASK_ID/COUNT) or MPI "
@@ -2117,8 +2127,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     for (const auto& [idx, why] : failed) out << fmt::format("  point {}: {}\n", idx, why);
     if (!efficiency.empty()) out << kScalingOfWhatRan;
   }
-  out << fmt::format("merged {} points from {} shards into {} and {}\n", rows.size(), p.positional().size(), csv_path,
-                     svg_path);
+  out << fmt::format("merged {} point{} from {} shard{} into {} and {}\n", rows.size(),
+                     rows.size() == 1 ? "" : "s", p.positional().size(),
+                     p.positional().size() == 1 ? "" : "s", csv_path, svg_path);
   return 0;
 }
 

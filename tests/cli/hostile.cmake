@@ -274,6 +274,11 @@ foreach(env IN ITEMS "PMI_RANK=0;PMI_SIZE=-1" "PMI_RANK=-1;PMI_SIZE=2" "OMPI_COM
   hostile(NAME options.shard_env_${id} RC 2 REGEX [=[--shard auto]=]
           ARGS sweep s.yaml --set cluster.nodes=1,2 --shard auto ENV ${env})
 endforeach()
+# A rank variable without its size is named (helper 136: "no Slurm array
+# variables" with SLURM_ARRAY_TASK_ID set).
+hostile(NAME options.shard_env_id_without_count RC 2
+        REGEX [=[^tessera: error: tessera sweep: --shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not \(an array job sets both; or give --shard I/N\)$]=]
+        ARGS sweep s.yaml --set cluster.nodes=1,2 --shard auto ENV "SLURM_ARRAY_TASK_ID=3")
 hostile(NAME options.sweep_no_axes RC 2 REGEX [=[give at least one --set]=] ARGS sweep s.yaml)
 hostile(NAME options.merge_garbage RC 2 REGEX [=[shard_garbage\.csv: not a shard CSV]=]
         ARGS sweep-merge --out m.csv shard_garbage.csv)
