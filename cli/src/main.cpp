@@ -43,7 +43,7 @@ constexpr std::string_view kCommands = R"(Forecasting:
         per GPU, memory per stage.
   sweep SCENARIO.yaml --set KEY=V1,V2,... [--out F.csv] [--svg F.svg] [--jobs N] [--shard I/N|auto]
         Run a grid of settings in parallel, resumable, with a scaling chart.
-  sweep-merge --out F.csv [--json] SHARD.csv...
+  sweep-merge --out F.csv [--svg F.svg] [--json] SHARD.csv...
         Merge the shards of a sweep run as a Slurm array or MPI ranks.
   search SCENARIO.yaml [--top N] [--json]
         Find the fastest parallel plan that fits in memory.
