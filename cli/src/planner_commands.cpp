@@ -432,9 +432,13 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     return 0;
   }
   out << fmt::format(
-      "Scenario {} ({} on {} x {}{}, dp={} tp={} pp={}{}{}, {}, {} node model, {} network backend)\n", s.name,
-      s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s), plan.dp, plan.tp, plan.pp,
-      plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "",
+      "Scenario {} ({} on {} x {}{}{}, dp={} tp={} pp={}{}{}, {}, {} node model, {} network backend)\n",
+      s.name, s.model.name, s.gpus(), s.gpu.name, mixed_gpus_phrase(s),
+      // the fabric where run's Scenario line says more of it than its kind
+      // (helper 136: the leaves' 2:1 oversubscription went unsaid here)
+      study::fabric_detail(s).empty() ? std::string()
+                                      : ", " + fabric_phrase(study::fabric_name(s)) + study::fabric_detail(s),
+      plan.dp, plan.tp, plan.pp, plan.ep > 1 ? fmt::format(" ep={}", plan.ep) : "",
       layer_split_phrase(plan.first_stage_layers, plan.last_stage_layers, plan.account_for_embedding,
                          plan.account_for_loss),
       micro_batches_phrase(s.plan.micro_batches(s.workload.micro_batch), s.workload.micro_batch),
