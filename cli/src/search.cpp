@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -544,10 +545,20 @@ int cmd_search(const Args& args, std::ostream& out) {
           } catch (const ScenarioError& refused) {
             const std::string why = without_scenario_file(refused);
             const std::string key = why.substr(0, why.find_first_of(" :("));
-            if ((key == "parallelism.account_for_embedding" || key == "parallelism.account_for_loss" ||
-                 key == "parallelism.first_stage_layers" || key == "parallelism.last_stage_layers") &&
-                std::ranges::find(split_refusals, key) == split_refusals.end()) {
-              split_refusals.push_back(key);
+            // Every split key the refusal is about (both where the two are
+            // refused together: "account_for_embedding and account_for_loss
+            // count ...", "first_stage_layers + last_stage_layers ...";
+            // helper 138: only the first was named).
+            constexpr std::array<std::string_view, 4> kSplitKeys = {
+                "first_stage_layers", "last_stage_layers", "account_for_embedding", "account_for_loss"};
+            const bool split_refusal = std::ranges::any_of(
+                kSplitKeys, [&](std::string_view k) { return key == fmt::format("parallelism.{}", k); });
+            for (std::string_view k : kSplitKeys) {
+              const std::string path = fmt::format("parallelism.{}", k);
+              if (split_refusal && why.find(k) != std::string::npos &&
+                  std::ranges::find(split_refusals, path) == split_refusals.end()) {
+                split_refusals.push_back(path);
+              }
             }
           }
         }
@@ -556,14 +567,59 @@ int cmd_search(const Args& args, std::ostream& out) {
         // Every stand-in is refused, some for the scenario's own split: that
         // is what leaves search nothing to start from, not the scenario's
         // plan's error (dp x tp x pp against the GPUs), whose dp and pp
-        // search would choose itself.
+        // search would choose itself. Dropping the split is suggested only
+        // where a stand-in loads without it (the counted split's keys, which
+        // --set can turn off; helper 138: suggested where nothing loads
+        // without it either).
+        std::sort(split_refusals.begin(), split_refusals.end());
+        const bool counted_only = std::ranges::all_of(
+            split_refusals, [](const std::string& k) { return k.starts_with("parallelism.account_for_"); });
+        bool loads_without = false;
+        if (counted_only) {
+          for (const auto& plan : plans) {
+            std::vector<Override> relaxed = overrides;
+            for (const auto& [key, value] :
+                 {std::pair{"parallelism.dp", "auto"}, std::pair{"parallelism.virtual_stages", "auto"},
+                  std::pair{"parallelism.schedule", "1f1b"},
+                  std::pair{"parallelism.account_for_embedding", "false"},
+                  std::pair{"parallelism.account_for_loss", "false"}}) {
+              relaxed.push_back(Override{key, value});
+            }
+            for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
+            try {
+              const Scenario without = parse_scenario(text, p.positional()[0], relaxed);
+              // ... and there search would find a depth: tp dividing a
+              // node's GPUs, pp the GPUs and the layers (or their counted
+              // split), dp the global batch (the loader takes an uneven
+              // split with a warning; search does not).
+              const int g = without.gpus();
+              const std::int64_t batch = without.plan.sequences(without.workload.micro_batch);
+              for (int tp : divisors(without.cluster.gpus_per_node, without.cluster.gpus_per_node)) {
+                for (int pp : divisors(g, without.model.layers)) {
+                  ParallelPlan at_pp = without.plan;
+                  at_pp.pp = pp;
+                  at_pp.virtual_stages = 1;
+                  if (g % (tp * pp) == 0 && batch % (g / (tp * pp)) == 0 &&
+                      (without.model.layers % pp == 0 ||
+                       parallelism::counted_layer_split(without.model.layers, at_pp, false)))
+                    loads_without = true;
+                }
+              }
+              break;
+            } catch (const ScenarioError&) {
+            }
+          }
+        }
+        const bool one = split_refusals.size() == 1;
         throw InputError(fmt::format(
             "{}: no parallel plan to search from: the scenario's plan does not fit here ({}), and none of "
-            "the plans search tries in its place (pp 1 to 64, tp 1 to 8) both splits the layers as {} says "
+            "the plans search tries in its place (pp 1 to 64, tp 1 to 8) both splits the layers as {} {} "
             "and is otherwise valid (a dp that divides the global batch); another cluster.nodes or "
-            "training.global_batch, or the scenario without {}",
-            p.positional()[0], detail, fmt::join(split_refusals, " and "),
-            split_refusals.size() == 1 ? "it" : "them"));
+            "training.global_batch{}",
+            p.positional()[0], detail, fmt::join(split_refusals, " and "), one ? "says" : "say",
+            loads_without  ? fmt::format(", or the scenario without {}", one ? "it" : "them")
+            : counted_only ? ""
+                           : ", or another split of the layers"));
       }
       if (!stand_in) throw;
       plan_note = fmt::format(
@@ -637,6 +693,10 @@ int cmd_search(const Args& args, std::ostream& out) {
   const bool own_split = base.plan.first_stage_layers || base.plan.last_stage_layers ||
                          base.plan.account_for_embedding || base.plan.account_for_loss;
   std::map<int, std::pair<bool, bool>> counted_at_pp;  // pp -> (account_for_embedding, account_for_loss)
+  // Depths the scenario's own split leaves out that would be searched
+  // without it (said where no plan fits: helper 138, "no plan fits" where
+  // account_for_loss allowed pp 1 alone).
+  std::vector<int> split_excluded;
   for (int pp : divisors(gpus, base.model.layers)) {
     ParallelPlan at_pp = base.plan;
     at_pp.pp = pp;
@@ -645,12 +705,14 @@ int cmd_search(const Args& args, std::ostream& out) {
     if (own_split) {
       // The scenario's own split decides (helper 135: depths the layers
       // divide were listed, their plans all refused).
+      const bool without_it = splits || parallelism::counted_layer_split(base.model.layers, at_pp, false);
       try {
         (void)parallelism::chunk_layers(base.model.layers, at_pp);
         splits = true;
       } catch (const InputError&) {
         splits = false;
       }
+      if (!splits && without_it) split_excluded.push_back(pp);
     } else if (!splits) {
       // A model whose layers do not divide over pp (Llama 3 405B's 126 at
       // 16) is tried with them split as Megatron-Core splits them counting
@@ -825,13 +887,26 @@ int cmd_search(const Args& args, std::ostream& out) {
   // Exit code 3, as `run` of a plan that does not fit (helper 94: it was
   // 2, a scenario typo's code, so a script could not tell them apart).
   if (fitting.empty()) {
+    std::string split_note;
+    if (!split_excluded.empty()) {
+      std::vector<std::string> depths, keys;
+      for (int pp : space.pp) depths.push_back(std::to_string(pp));
+      if (base.plan.first_stage_layers) keys.emplace_back("first_stage_layers");
+      if (base.plan.last_stage_layers) keys.emplace_back("last_stage_layers");
+      if (base.plan.account_for_embedding) keys.emplace_back("account_for_embedding");
+      if (base.plan.account_for_loss) keys.emplace_back("account_for_loss");
+      split_note = fmt::format(
+          " at the pipeline depths the scenario's split of the layers (parallelism.{}) holds at, pp {}; "
+          "pp {} would be searched without it",
+          fmt::join(keys, ", "), fmt::join(depths, ", "), fmt::join(split_excluded, ", "));
+    }
     throw OutOfMemoryError(fmt::format(
         "{}: no parallel plan of the {} GPUs fits {} of GPU memory{}{} for this model and "
-        "global batch {}",
+        "global batch {}{}",
         base.file, gpus, to_string(smallest), base.mixed_gpus ? " (the smallest GPU)" : "",
         // (as given: 79.9GiB, not its 85791971738B; helper 123)
         headroom > Bytes() ? fmt::format(" less {} of headroom", p.get("memory-headroom").value_or("")) : "",
-        global_batch));
+        global_batch, split_note));
   }
   const std::size_t simulated = std::min(fitting.size(), max_candidates);
   // (--jobs was declared but ignored; ns-3 runs one Simulator per process)
