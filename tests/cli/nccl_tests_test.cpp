@@ -144,6 +144,23 @@ std::string model_run(const Scenario& truth, const topology::Topology& topo, con
 
 }  // namespace
 
+// rccl-tests with -O 0 (in place only) leaves the out-of-place cells blank:
+// a row of the in-place group alone is read, its time the in-place one
+// (helper 138: refused as a row cut off); a row shorter still is cut off.
+TEST(NcclTests, InPlaceOnlyRowsAreRead) {
+  const std::string in_place =
+      replaced(replaced(replaced(kCurrent, "0.10    0.00    0.00      0     0.10", "0.10"),
+                        "101.5   10.33    7.75      0     99.0", "99.0"),
+               "180.25  11.63    8.73      0    178.0", "178.0");
+  const auto log = study::parse_nccl_tests(in_place, "ag.txt");
+  ASSERT_EQ(log.rows.size(), 2U);
+  EXPECT_EQ(log.rows[0].measured, Time::from_ps(99'000'000));
+  EXPECT_EQ(log.rows[1].measured, Time::from_ps(178'000'000));
+  EXPECT_NE(error_of(replaced(in_place, "178.0   11.78    8.84      0", "178.0   11.78"), "ag.txt")
+                .find("ag.txt:17: 7 cells, but the header has 13 columns: a row cut off"),
+            std::string::npos);
+}
+
 TEST(NcclTests, ReadsTheOutputOfAnyVersion) {
   const auto log = study::parse_nccl_tests(kCurrent, "runs/ag.txt");
   EXPECT_EQ(log.test, "all_gather_perf");
