@@ -340,14 +340,14 @@ RunReport make_report(const Scenario& s, const Simulation& sim, const PlanTimer&
                                "to {:.1f} ms ({:+.1f}%)",
                                own.ms(), t.ms(), 100 * (t.seconds() / own.seconds() - 1))
                          : fmt::format(
-                               "); but simulated with every collective free, the iteration is no faster "
-                               "with it ({:.1f} ms, {:.1f} ms with it): the slowest stage's compute does "
-                               "not decide it{}",
-                               own.ms(), t.ms(),
+                               "); but simulated with every collective free, it does not make the "
+                               "iteration faster: {:.1f} ms, {:.1f} ms with it ({:+.1f}%); the slowest "
+                               "stage's compute does not decide it{}",
+                               own.ms(), t.ms(), 100 * (t.seconds() / own.seconds() - 1),
+                               // (the host's share, not a cause: its
+                               // data steps or its launches; helper 138)
                                host_share >= kStageHintHostShare
-                                   ? fmt::format(" (the host, {:.1f}% of this iteration, waits on the first "
-                                                 "and last stages' data steps)",
-                                                 100 * host_share)
+                                   ? fmt::format(" (the host is {:.1f}% of this iteration)", 100 * host_share)
                                    : "");
           }
           rep.stage_balance_hint = fmt::format(
