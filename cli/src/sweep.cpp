@@ -1041,8 +1041,16 @@ Shard parse_shard(const std::string& text) {
     for (const auto& [rank, size] : sources) {
       const char* r = std::getenv(rank);
       const char* n = std::getenv(size);
-      if ((r == nullptr) != (n == nullptr) && half.empty())
-        half = fmt::format("{} is set but {} is not", r != nullptr ? rank : size, r != nullptr ? size : rank);
+      if ((r == nullptr) != (n == nullptr) && half.empty()) {
+        const bool slurm = std::string_view(rank) == "SLURM_ARRAY_TASK_ID";
+        half = fmt::format("{} is set but {} is not ({} sets both; or give --shard I/N)",
+                           r != nullptr ? rank : size, r != nullptr ? size : rank,
+                           slurm ? "a Slurm array job" : "an MPI launcher");
+        // A half-set Slurm array is said before any MPI variables are read:
+        // srun inside the array task sets PMI_RANK 0 of PMI_SIZE 1, which
+        // would run the whole sweep as shard 0/1 (helper 138).
+        if (slurm) break;
+      }
       if (r == nullptr || n == nullptr) continue;
       const bool slurm = std::string_view(rank) == "SLURM_ARRAY_TASK_ID";
       sh.index = number(r, rank, slurm ? kSlurmIds : 1'000'000);
@@ -1085,10 +1093,7 @@ Shard parse_shard(const std::string& text) {
     }
     if (!found && !half.empty()) {
       // (helper 136: "no Slurm array variables" with SLURM_ARRAY_TASK_ID set)
-      throw UsageError(
-          fmt::format("tessera sweep: --shard auto: {} (an array job sets both; or give "
-                      "--shard I/N)",
-                      half));
+      throw UsageError(fmt::format("tessera sweep: --shard auto: {}", half));
     }
     if (!found) {
       throw UsageError("tessera sweep: --shard auto: no Slurm array (SLURM_ARRAY_TASK_ID/COUNT) or MPI "

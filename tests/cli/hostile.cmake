@@ -277,8 +277,17 @@ endforeach()
 # A rank variable without its size is named (helper 136: "no Slurm array
 # variables" with SLURM_ARRAY_TASK_ID set).
 hostile(NAME options.shard_env_id_without_count RC 2
-        REGEX [=[^tessera: error: tessera sweep: --shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not \(an array job sets both; or give --shard I/N\)$]=]
+        REGEX [=[^tessera: error: tessera sweep: --shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not \(a Slurm array job sets both; or give --shard I/N\)$]=]
         ARGS sweep s.yaml --set cluster.nodes=1,2 --shard auto ENV "SLURM_ARRAY_TASK_ID=3")
+# ... even where srun in the array task sets PMI_RANK 0 of PMI_SIZE 1, which
+# would run the whole sweep as shard 0/1 (helper 138); an MPI variable alone
+# is an MPI launcher's, not an array job's.
+hostile(NAME options.shard_env_id_without_count_under_srun RC 2
+        REGEX [=[SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not]=]
+        ARGS sweep s.yaml --set cluster.nodes=1,2 --shard auto ENV "SLURM_ARRAY_TASK_ID=3;PMI_RANK=0;PMI_SIZE=1")
+hostile(NAME options.shard_env_size_without_rank RC 2
+        REGEX [=[^tessera: error: tessera sweep: --shard auto: PMI_SIZE is set but PMI_RANK is not \(an MPI launcher sets both; or give --shard I/N\)$]=]
+        ARGS sweep s.yaml --set cluster.nodes=1,2 --shard auto ENV "PMI_SIZE=2")
 hostile(NAME options.sweep_no_axes RC 2 REGEX [=[give at least one --set]=] ARGS sweep s.yaml)
 hostile(NAME options.merge_garbage RC 2 REGEX [=[shard_garbage\.csv: not a shard CSV]=]
         ARGS sweep-merge --out m.csv shard_garbage.csv)
