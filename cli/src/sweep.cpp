@@ -796,17 +796,43 @@ std::map<std::size_t, double> scaling_efficiency(const SweepSeries& series) {
   return out;
 }
 
-/// The most GPUs any series' scaling baseline has (scaling_efficiency's
-/// base point; 0 without a scaling column): a point that failed with at
-/// least as many GPUs would have been no series' baseline.
-double largest_baseline_gpus(const SweepSeries& series) {
-  double most = 0;
-  if (!series.gpus_on_x) return most;
-  for (const auto& [name, pts] : series.by_series) {
-    const auto fits = std::find_if(pts.begin(), pts.end(), [](const SweepPoint& q) { return !q.oom; });
-    most = std::max(most, (fits != pts.end() ? *fits : pts.front()).gpus);
+/// Whether a point that failed (its settings as the CSV's columns, and its
+/// GPUs) has fewer GPUs than the scaling baseline of its own series
+/// (scaling_efficiency's base point), so that it would have been that
+/// baseline: each failed point joins the rows as a row of its own, and
+/// the series are formed as the chart forms them (helper 138: compared
+/// with other series' baselines).
+bool failed_point_below_its_baseline(
+    const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys, bool zipped,
+    const std::map<std::size_t, std::pair<std::vector<std::string>, double>>& failed) {
+  if (rows.empty() || failed.empty()) return false;
+  std::map<std::size_t, std::string> with_failed = rows;
+  const std::vector<std::string> proto = split(rows.begin()->second, ',');
+  const std::size_t m0 = proto.size() - kMetricColumns;
+  for (const auto& [index, point] : failed) {
+    const auto& [settings, gpus] = point;
+    if (settings.size() + 1 != m0) return true;  // (not in the rows' layout: said, to be safe)
+    std::vector<std::string> cols = proto;
+    cols[0] = std::to_string(index);
+    std::copy(settings.begin(), settings.end(), cols.begin() + 1);
+    cols[m0 + kGpus] = fmt::format("{}", gpus);
+    cols[m0 + kTokens] = "0";
+    cols[m0 + kOom] = "0";
+    with_failed[index] = fmt::format("{}", fmt::join(cols, ","));
   }
-  return most;
+  const SweepView view = x_key_first(with_failed, keys, zipped);
+  const SweepSeries series = sweep_series(view.rows, view.keys, zipped);
+  if (!series.gpus_on_x) return false;
+  for (const auto& [name, pts] : series.by_series) {
+    double fewest_ran = 0, fewest_failed = 0;
+    for (const SweepPoint& q : pts) {
+      double& fewest = failed.count(q.index) != 0U ? fewest_failed : fewest_ran;
+      fewest = fewest == 0 ? q.gpus : std::min(fewest, q.gpus);
+    }
+    // (a series none of whose points ran has no scaling to speak of)
+    if (fewest_failed > 0 && fewest_ran > 0 && fewest_failed < fewest_ran) return true;
+  }
+  return false;
 }
 
 /// Each point's scaling efficiency as the chart draws it (x_key_first).
@@ -1630,7 +1656,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   const bool skip_failed = p.has("skip-failed");
   const std::size_t valid_points = points.size();  // failed or not
   std::vector<std::pair<Point, std::string>> failed_points;
-  double fewest_failed_gpus = 0;  // of the failed points (0: none)
+  // Each failed point's settings (as the CSV's columns) and GPUs.
+  std::map<std::size_t, std::pair<std::vector<std::string>, double>> failed_settings;
   if (skip_failed) {
     for (std::size_t k : failed) {
       std::string why = errors[k]->cause;
@@ -1642,8 +1669,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
               [](const auto& a, const auto& b) { return a.first.index < b.first.index; });
     for (const auto& [pt, why] : failed_points) {
       if (const auto it = scenarios.find(pt.index); it != scenarios.end()) {
-        const double g = it->second.gpus();
-        fewest_failed_gpus = fewest_failed_gpus == 0 ? g : std::min(fewest_failed_gpus, g);
+        std::vector<std::string> settings;
+        for (const Override& o : pt.overrides) settings.push_back(o.value);
+        failed_settings[pt.index] = {settings, static_cast<double>(it->second.gpus())};
       }
     }
     std::set<std::size_t> left_out;
@@ -1822,10 +1850,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   out << failed_text(failed_points);
   // Only where a failed point has fewer GPUs than some series' baseline
   // (helper 136: said for a failed point of 16 GPUs under baselines of 8).
-  if (!failed_points.empty() && !efficiency.empty()) {
-    const SweepView view = x_key_first(rows, keys, zip);
-    if (fewest_failed_gpus < largest_baseline_gpus(sweep_series(view.rows, view.keys, zip)))
-      out << kScalingOfWhatRan;
+  if (!failed_points.empty() && !efficiency.empty() &&
+      failed_point_below_its_baseline(rows, keys, zip, failed_settings)) {
+    out << kScalingOfWhatRan;
   }
   out << caveats.text();
   // Measured kernel times match by exact shape: a point that changes the
