@@ -655,8 +655,11 @@ struct SweepSeries {
 /// cluster.gpu.tensor_peak, ...).
 bool is_gpu_key(const std::string& key) { return key == "cluster.gpu" || key.starts_with("cluster.gpu."); }
 
+/// `joining`: rows that join the series the others form without changing
+/// them (a failed point's, failed_point_below_its_baseline): not counted in
+/// the keys' values nor in what varies together.
 SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
-                         bool zipped = false) {
+                         bool zipped = false, const std::set<std::size_t>& joining = {}) {
   SweepSeries out;
   out.values.resize(keys.size());
   // Each row's columns, split once; m0: where its metrics start.
@@ -664,12 +667,14 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows, const s
   split_rows.reserve(rows.size());
   for (const auto& [index, row] : rows) split_rows.emplace_back(index, split(row, ','));
   for (const auto& [index, cols] : split_rows) {
+    if (joining.count(index) != 0U) continue;
     const std::size_t m0 = cols.size() - kMetricColumns;
     for (std::size_t a = 0; a < keys.size() && 1 + a < m0; ++a) out.values[a].insert(cols[1 + a]);
   }
   for (std::size_t a = 0; a < keys.size(); ++a) out.fixed.push_back(a > 0 && out.values[a].size() == 1);
   std::set<std::string> firsts, combinations;
   for (const auto& [index, cols] : split_rows) {
+    if (joining.count(index) != 0U) continue;
     const std::size_t m0 = cols.size() - kMetricColumns;
     std::string combo;
     for (std::size_t a = 1; a < keys.size() && 1 + a < m0; ++a) {
@@ -680,7 +685,8 @@ SweepSeries sweep_series(const std::map<std::size_t, std::string>& rows, const s
   }
   // --zip says so; a merged CSV does not: one combination of the other
   // keys per point, and the first key changing with them.
-  out.covarying = rows.size() > 1 && (zipped || (combinations.size() == rows.size() && firsts.size() > 1));
+  const std::size_t formed = rows.size() - joining.size();
+  out.covarying = formed > 1 && (zipped || (combinations.size() == formed && firsts.size() > 1));
   for (const auto& [index, cols] : split_rows) {
     const std::size_t m0 = cols.size() - kMetricColumns;
     SweepPoint pt;
@@ -821,7 +827,9 @@ bool failed_point_below_its_baseline(
     with_failed[index] = fmt::format("{}", fmt::join(cols, ","));
   }
   const SweepView view = x_key_first(with_failed, keys, zipped);
-  const SweepSeries series = sweep_series(view.rows, view.keys, zipped);
+  std::set<std::size_t> joining;
+  for (const auto& [index, point] : failed) joining.insert(index);
+  const SweepSeries series = sweep_series(view.rows, view.keys, zipped, joining);
   if (!series.gpus_on_x) return false;
   for (const auto& [name, pts] : series.by_series) {
     double fewest_ran = 0, fewest_failed = 0;
@@ -1223,6 +1231,10 @@ std::string without_file(const std::string& message, const std::string& path) {
 /// A finished shard's line for a point --skip-failed left out, after its
 /// rows (sweep-merge reads them; a resumed shard runs the point again).
 constexpr std::string_view kFailedLine = "# failed point ";
+/// The line after it: the point's GPUs and settings ("# failed settings N:
+/// GPUS,V1,V2,..."), so that sweep-merge can tell whether it would have
+/// been its series' scaling baseline as sweep does.
+constexpr std::string_view kFailedSettingsLine = "# failed settings ";
 
 /// Said under a table with a scaling column when points failed: its 100%
 /// is the fewest GPUs among the points that ran (helper 97: a failed
@@ -1719,8 +1731,13 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::string final_csv = (sharded ? header : columns) + "\n";
   for (const auto& [index, row] : rows) final_csv += row + "\n";
   if (sharded) {
-    for (const auto& [pt, why] : failed_points)
+    for (const auto& [pt, why] : failed_points) {
       final_csv += fmt::format("{}{}: {}\n", kFailedLine, pt.index, why);
+      if (const auto it = failed_settings.find(pt.index); it != failed_settings.end()) {
+        final_csv += fmt::format("{}{}: {},{}\n", kFailedSettingsLine, pt.index, it->second.second,
+                                 fmt::join(it->second.first, ","));
+      }
+    }
   }
   write_file_atomic(csv_path, final_csv);
   // --json: one object, every (of a shard: each of its) point's settings
@@ -1925,6 +1942,8 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   std::map<std::size_t, std::string> shard_files;  // shard index -> file
   std::map<std::size_t, std::string> rows;
   std::map<std::size_t, std::string> failed;  // points --skip-failed left out, and why
+  // their settings and GPUs (kFailedSettingsLine; none from an older shard)
+  std::map<std::size_t, std::pair<std::vector<std::string>, double>> failed_settings;
   for (const std::string& part : p.positional()) {
     const std::string text = read_input_file(part, "shard CSV");
     std::istringstream in(text);
@@ -2004,6 +2023,26 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     for (; next_line(line);) {
       ++line_no;
       if (line.empty() && in.peek() == std::char_traits<char>::eof()) break;  // a last blank line
+      // Its GPUs and settings, after it.
+      if (line.rfind(kFailedSettingsLine, 0) == 0) {
+        const std::string rest = line.substr(kFailedSettingsLine.size());
+        const auto colon = rest.find(": ");
+        const std::string index = rest.substr(0, colon);
+        std::vector<std::string> cells =
+            colon == std::string::npos ? std::vector<std::string>{} : split(rest.substr(colon + 2), ',');
+        std::vector<double> gpus;
+        if (colon == std::string::npos || !is_point_index(index) || failed.count(std::stoull(index)) == 0U ||
+            cells.size() != fields - kMetricColumns || !all_numbers({cells.front()}, gpus) ||
+            !(gpus[0] > 0)) {
+          throw InputError(
+              fmt::format("{}:{}: malformed line (expected '{}N: GPUS,SETTING,...' after point N's "
+                          "'{}N: error')",
+                          part, line_no, kFailedSettingsLine, kFailedLine));
+        }
+        cells.erase(cells.begin());
+        failed_settings[std::stoull(index)] = {cells, gpus[0]};
+        continue;
+      }
       // A point whose simulation failed, left out by --skip-failed: "#
       // failed point N: why", after the rows.
       if (line.rfind(kFailedLine, 0) == 0) {
@@ -2157,7 +2196,14 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   if (!failed.empty()) {
     out << fmt::format("left out {} point(s) whose simulation failed (--skip-failed):\n", failed.size());
     for (const auto& [idx, why] : failed) out << fmt::format("  point {}: {}\n", idx, why);
-    if (!efficiency.empty()) out << kScalingOfWhatRan;
+    // As sweep says it (a shard of an older tessera, whose failed points
+    // lack their settings: said, to be safe).
+    const bool all_known =
+        std::ranges::all_of(failed, [&](const auto& f) { return failed_settings.count(f.first) != 0U; });
+    if (!efficiency.empty() &&
+        (!all_known || failed_point_below_its_baseline(rows, keys, false, failed_settings))) {
+      out << kScalingOfWhatRan;
+    }
   }
   out << fmt::format("merged {} point{} from {} shard{} into {} and {}\n", rows.size(),
                      rows.size() == 1 ? "" : "s", p.positional().size(),

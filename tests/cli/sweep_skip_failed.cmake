@@ -41,8 +41,9 @@ foreach(shard 0 1)
   endif()
 endforeach()
 file(READ ${WORKDIR}/part0.csv part0)
-if(NOT part0 MATCHES "\n# failed point 0: [^\n]*2bps cannot carry this iteration[^\n]*\n$")
-  message(FATAL_ERROR "shard 0 should end with its failed point:\n${part0}")
+# ... and its GPUs and settings, for sweep-merge's scaling note.
+if(NOT part0 MATCHES "\n# failed point 0: [^\n]*2bps cannot carry this iteration[^\n]*\n# failed settings 0: 16,2bps\n$")
+  message(FATAL_ERROR "shard 0 should end with its failed point and its settings:\n${part0}")
 endif()
 execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv ${WORKDIR}/part0.csv ${WORKDIR}/part1.csv
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -124,4 +125,38 @@ execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nodes=1,2,4
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "\n  point 7 [(]" OR out MATCHES "fewest GPUs among")
   message(FATAL_ERROR "a failed point is compared with its own series' baseline only (${rc}):\n${out}")
+endif()
+# sweep-merge says the scaling note as the unsharded sweep does, from the
+# shards' failed settings lines (helper 138: said whenever a point failed):
+# not for the 16-GPU failed point above 8-GPU baselines, but for a 1-node
+# point below its zipped series' 16-GPU baseline.
+foreach(shard 0 1)
+  execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nodes=1,2 --set cluster.nic_bandwidth=400Gbps,1bps
+                          --set parallelism.dp=auto --jobs 1 --skip-failed --shard ${shard}/2
+                          --out ${WORKDIR}/above${shard}.csv
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  execute_process(COMMAND ${TESSERA} sweep ${SCENARIO} --set cluster.nodes=1,2,4
+                          --set cluster.nvlink_bandwidth=1bps,450GB/s,450GB/s --zip --set parallelism.dp=auto
+                          --jobs 1 --skip-failed --shard ${shard}/2 --out ${WORKDIR}/below${shard}.csv
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+endforeach()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/above.csv ${WORKDIR}/above0.csv ${WORKDIR}/above1.csv
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n  point 3: " OR out MATCHES "fewest GPUs among")
+  message(FATAL_ERROR "sweep-merge: a failed point above every baseline is no baseline (${rc}):\n${out}")
+endif()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/below.csv ${WORKDIR}/below0.csv ${WORKDIR}/below1.csv
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\nnote: scaling is relative to the fewest GPUs among the points that ran")
+  message(FATAL_ERROR "sweep-merge: a failed point below its baseline should be said (${rc}):\n${out}")
+endif()
+# A settings line that does not hold the GPUs and one cell per setting is
+# refused, naming the line.
+file(READ ${WORKDIR}/above1.csv above1)
+string(REPLACE "# failed settings 3: 16," "# failed settings 3: x," bad1 "${above1}")
+file(WRITE ${WORKDIR}/bad1.csv "${bad1}")
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/above0.csv ${WORKDIR}/bad1.csv
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "bad1[.]csv:[0-9]+: malformed line [(]expected '# failed settings N: GPUS,SETTING,...' after point N's '# failed point N: error'[)]")
+  message(FATAL_ERROR "a malformed settings line should be refused (${rc}):\n${err}")
 endif()
