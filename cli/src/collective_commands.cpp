@@ -430,13 +430,17 @@ std::string fitted_section(const study::NcclTestsFit& fit, const std::vector<std
                                                                              {&fit.network, "network"}};
   for (const auto& [cls, prefix] : classes) {
     if (!cls->fitted) continue;
-    out += fmt::format("  {0}_efficiency: {1:.4f}\n  {0}_group_penalty: {2:.4f}\n  {0}_launch: {3:.2f}us\n",
-                       prefix, cls->calibration.peak_efficiency, cls->calibration.group_penalty,
-                       cls->calibration.launch_latency.us());
+    // The efficiencies are fit on a grid of 0.0002 and 0.0005 (4 decimals
+    // hold them); the latencies as exact times, so that the section pasted
+    // back gives the fit's errors row for row (helper 137: at 10 ns some
+    // rows moved by 0.1 point).
+    out += fmt::format("  {0}_efficiency: {1:.4f}\n  {0}_group_penalty: {2:.4f}\n  {0}_launch: {3}\n", prefix,
+                       cls->calibration.peak_efficiency, cls->calibration.group_penalty,
+                       to_string(cls->calibration.launch_latency));
     // The step always: where it was not fitted, the one the fit ran with
     // (the scenario's, or this command's --set), so the section reproduces
     // the fit's error (helper 110: a --set step was left out).
-    out += fmt::format("  {}_step: {:.2f}us\n", prefix, cls->calibration.step_latency.us());
+    out += fmt::format("  {}_step: {}\n", prefix, to_string(cls->calibration.step_latency));
     out += fmt::format(
         "  # {} from {} file{}, {} rows{}{}\n", prefix, cls->files, cls->files == 1 ? "" : "s", cls->rows,
         cls->penalty_fitted ? "" : "; the group penalty is the scenario's (one group size)",
