@@ -523,16 +523,25 @@ int cmd_search(const Args& args, std::ostream& out) {
       // The keys of the scenario's own pipeline split that refused stand-ins
       // (account_for_loss at pp 7 over 80 layers), said where none loads.
       std::vector<std::string> split_refusals;
+      // A stand-in's overrides: the command line's, dp following the GPUs,
+      // 1f1b, then `plan`'s and `more`.
+      const auto stand_in_overrides = [&](const std::vector<std::pair<std::string, std::string>>& plan,
+                                          const std::vector<Override>& more) {
+        std::vector<Override> relaxed = overrides;
+        for (const auto& [key, value] :
+             {std::pair{"parallelism.dp", "auto"}, std::pair{"parallelism.virtual_stages", "auto"},
+              std::pair{"parallelism.schedule", "1f1b"}}) {
+          relaxed.push_back(Override{key, value});
+        }
+        for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
+        relaxed.insert(relaxed.end(), more.begin(), more.end());
+        return relaxed;
+      };
       for (const char* ep : {"", "1"}) {
         for (const auto& plan : plans) {
-          std::vector<Override> relaxed = overrides;
-          for (const auto& [key, value] :
-               {std::pair{"parallelism.dp", "auto"}, std::pair{"parallelism.virtual_stages", "auto"},
-                std::pair{"parallelism.schedule", "1f1b"}}) {
-            relaxed.push_back(Override{key, value});
-          }
-          for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
-          if (*ep != '\0') relaxed.push_back(Override{"parallelism.ep", ep});
+          const std::vector<Override> relaxed =
+              stand_in_overrides(plan, *ep != '\0' ? std::vector<Override>{Override{"parallelism.ep", ep}}
+                                                   : std::vector<Override>{});
           try {
             Scenario s = parse_scenario(text, p.positional()[0], relaxed);
             // Warnings about the stand-in plan's keys (sequence parallelism
@@ -577,15 +586,9 @@ int cmd_search(const Args& args, std::ostream& out) {
         bool loads_without = false;
         if (counted_only) {
           for (const auto& plan : plans) {
-            std::vector<Override> relaxed = overrides;
-            for (const auto& [key, value] :
-                 {std::pair{"parallelism.dp", "auto"}, std::pair{"parallelism.virtual_stages", "auto"},
-                  std::pair{"parallelism.schedule", "1f1b"},
-                  std::pair{"parallelism.account_for_embedding", "false"},
-                  std::pair{"parallelism.account_for_loss", "false"}}) {
-              relaxed.push_back(Override{key, value});
-            }
-            for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
+            const std::vector<Override> relaxed =
+                stand_in_overrides(plan, {Override{"parallelism.account_for_embedding", "false"},
+                                          Override{"parallelism.account_for_loss", "false"}});
             try {
               const Scenario without = parse_scenario(text, p.positional()[0], relaxed);
               // ... and there search would find a depth: tp dividing a
