@@ -140,6 +140,37 @@ std::string marker_svg(Marker shape, double cx, double cy, std::string_view fill
                      cx, cy, fill);
 }
 
+std::string marker_outline_svg(Marker shape, double cx, double cy, std::string_view stroke, double opacity) {
+  const std::string tail = fmt::format(R"( fill="none" stroke="{}" stroke-width="1.5"{}/>)", stroke,
+                                       opacity < 1 ? fmt::format(R"( stroke-opacity="{}")", opacity) : "");
+  switch (shape) {
+    case Marker::Square:
+      return fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="14" height="14"{})"
+                         "\n",
+                         cx - 7, cy - 7, tail);
+    case Marker::Triangle:
+      return fmt::format(R"(<path d="M{:.1f},{:.1f} l9,16 h-18 z"{})"
+                         "\n",
+                         cx, cy - 10, tail);
+    case Marker::Diamond:
+      return fmt::format(R"(<path d="M{:.1f},{:.1f} l9,9 l-9,9 l-9,-9 z"{})"
+                         "\n",
+                         cx, cy - 9, tail);
+    case Marker::Circle:
+      break;
+  }
+  return fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="7.5"{})"
+                     "\n",
+                     cx, cy, tail);
+}
+
+std::string cross_svg(double cx, double cy) {
+  return fmt::format(
+      R"(<path class="flagged" d="M{:.1f},{:.1f} l9,9 m0,-9 l-9,9" stroke="#d62728" stroke-width="2.5"/>)"
+      "\n",
+      cx - 4.5, cy - 4.5);
+}
+
 double text_width(std::string_view text, double font_size) {
   // Average advance of a sans-serif glyph: about 0.58 em (digits 0.56).
   return static_cast<double>(text.size()) * font_size * 0.58;
@@ -234,6 +265,7 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
   double y_min = p.reference_y.value_or(std::numeric_limits<double>::infinity());
   for (const Series& ser : p.series) {
     for (const double v : ser.y) {
+      if (!std::isfinite(v)) continue;  // a gap
       y_max = std::max(y_max, v);
       y_min = std::min(y_min, v);
     }
@@ -331,36 +363,69 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
                      px, ry, px + pw, ry);
   }
 
-  // Series: reference lines first, so that the data lies on top.
+  // Series: reference lines first, so that the data lies on top. Each
+  // series is a group (its name and every point drawn, in SVG units, in
+  // data-name and data-points) of lines joining the points that fit: a line
+  // stops at a flagged point (out of memory) and at a gap (a y that is not
+  // finite: no value there), so it never reads as a run of settings that all
+  // fit; on a category axis the points are not joined (a line between two
+  // model presets is no trend).
   for (const bool dashed : {true, false}) {
     for (const Series& ser : p.series) {
       if (ser.dashed != dashed || ser.x.empty()) continue;
-      std::string points;
+      const bool join = dashed || p.x_scale != XScale::Category;
+      std::string all;
+      std::vector<std::string> lines;
+      std::string run;
+      std::size_t run_points = 0;
+      auto end_run = [&] {
+        if (run_points >= 2) lines.push_back(run);
+        run.clear();
+        run_points = 0;
+      };
       for (std::size_t i = 0; i < ser.x.size() && i < ser.y.size(); ++i) {
-        points += fmt::format("{}{:.1f},{:.1f}", points.empty() ? "" : " ", map_x(ser.x[i]), map_y(ser.y[i]));
+        if (!std::isfinite(ser.y[i])) {
+          end_run();
+          continue;
+        }
+        const std::string xy = fmt::format("{:.1f},{:.1f}", map_x(ser.x[i]), map_y(ser.y[i]));
+        all += (all.empty() ? "" : " ") + xy;
+        const bool flagged = i < ser.flagged.size() && ser.flagged[i];
+        if (flagged || !join) {
+          end_run();
+          continue;
+        }
+        run += (run.empty() ? "" : " ") + xy;
+        ++run_points;
       }
+      end_run();
       const char* opacity = ser.faded ? "0.3" : (dashed ? "0.8" : "");
       s += fmt::format(
-          R"(<polyline class="series" data-name="{}" points="{}" fill="none" stroke="{}" stroke-width="{}"{}{}/>)"
+          R"(<g class="series" data-name="{}" data-points="{}" fill="none" stroke="{}" stroke-width="{}"{}{}>)"
           "\n",
-          escape(ser.name), points, ser.color, dashed ? "1.5" : "2",
-          dashed ? R"( stroke-dasharray="6 4")" : "",
+          escape(ser.name), all, ser.color, dashed ? "1.5" : "2", dashed ? R"( stroke-dasharray="6 4")" : "",
           *opacity != 0 ? fmt::format(R"( stroke-opacity="{}")", opacity) : std::string());
+      for (const std::string& l : lines)
+        s += fmt::format(R"(<polyline points="{}"/>)"
+                         "\n",
+                         l);
+      s += "</g>\n";
     }
   }
   // Points: the flagged crosses of every series first, then the markers, so
-  // that a cross never hides another series' point that fits.
+  // that a cross never hides another series' point that fits. A cross sits
+  // in an outline of its series' marker (no line leads to it).
   for (const bool crosses : {true, false}) {
     for (const Series& ser : p.series) {
       if (ser.dashed) continue;
       for (std::size_t i = 0; i < ser.x.size() && i < ser.y.size(); ++i) {
+        if (!std::isfinite(ser.y[i])) continue;
         const bool flagged = i < ser.flagged.size() && ser.flagged[i];
         if (flagged != crosses) continue;
         const double cx = map_x(ser.x[i]), cy = map_y(ser.y[i]);
         if (flagged) {
-          s += fmt::format(R"(<path d="M{:.1f},{:.1f} l9,9 m0,-9 l-9,9" stroke="#d62728" stroke-width="2.5"/>)"
-                           "\n",
-                           cx - 4.5, cy - 4.5);
+          s += marker_outline_svg(ser.marker, cx, cy, ser.color, ser.faded ? 0.3 : 1.0);
+          s += cross_svg(cx, cy);
         } else {
           s += marker_svg(ser.marker, cx, cy, ser.color);
         }
@@ -413,9 +478,10 @@ std::string legend(const std::vector<LegendEntry>& entries, double x, double y, 
                        "\n",
                        cx + 5, cy - 10, e.color);
     } else if (e.cross) {
-      s += fmt::format(R"(<path d="M{:.1f},{:.1f} l9,9 m0,-9 l-9,9" stroke="#d62728" stroke-width="2.5"/>)"
-                       "\n",
-                       cx + 7.5, cy - 8.5);
+      s += marker_outline_svg(Marker::Circle, cx + 12, cy - 4, "#555");
+      s += cross_svg(cx + 12, cy - 4);
+    } else if (e.marker_only) {
+      s += marker_svg(e.marker, cx + kSample / 2, cy - 4, e.color);
     } else {
       s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2"{}/>)"
                        "\n",

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -926,6 +927,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
   }
 
   const bool many = series_names.size() > 1;
+  const bool category = tput.x_scale == chart::XScale::Category;  // points not joined
   bool any_oom = false;
   bool any_baseline = false;  // a series with a point that fits
   std::vector<chart::LegendEntry> entries;
@@ -951,10 +953,11 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
       ideal.x.push_back(x);
       ideal.y.push_back(first.tokens * q.gpus / first.gpus);
       // The efficiency of the points that fit, as the table and the JSON
-      // give it (`-`, null out of memory; helper 81: crosses at 100%).
-      if (q.oom) continue;
+      // give it (`-`, null out of memory; helper 81: crosses at 100%): a
+      // gap, where the line stops.
       per_gpu.x.push_back(x);
-      per_gpu.y.push_back(gpus_on_x ? efficiency.at(q.index) : 0.0);
+      per_gpu.y.push_back(q.oom || !gpus_on_x ? std::numeric_limits<double>::quiet_NaN()
+                                              : efficiency.at(q.index));
     }
     // A series that fits nowhere is drawn faded and says so in the legend:
     // out-of-memory throughput is not a result to read off, and there is no
@@ -965,10 +968,12 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
     any_baseline = any_baseline || !none_fits;
     if (gpus_on_x && !none_fits) tput.series.push_back(std::move(ideal));
     tput.series.push_back(std::move(data));
-    if (!per_gpu.x.empty()) eff.series.push_back(std::move(per_gpu));
+    if (std::any_of(per_gpu.y.begin(), per_gpu.y.end(), [](double v) { return std::isfinite(v); })) {
+      eff.series.push_back(std::move(per_gpu));
+    }
     if (many) {
       entries.push_back({series_names[i] + (none_fits ? " (OOM at every point)" : ""), c, false, false, false,
-                         false, chart::marker(i)});
+                         false, chart::marker(i), category});
     }
   }
   // The efficiency axis from a round 10% at least 5 points below the
@@ -979,6 +984,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
   bool any_efficiency = false;
   for (const chart::Series& ser : eff.series) {
     for (const double v : ser.y) {
+      if (!std::isfinite(v)) continue;  // out of memory
       lowest = std::min(lowest, v);
       any_efficiency = true;
     }
@@ -1015,12 +1021,17 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
     }
     // The keys of the lines: in the subtitle where they fit on it, else a
     // line of the legend (wrapped) rather than cut.
-    const std::string with_lines = fmt::format(
-        "{}; {} ({})", subtitle, lines, covarying ? "set with it, point by point" : "one line per value");
+    const std::string with_lines =
+        fmt::format("{}; {} ({})", subtitle, lines,
+                    covarying ? "set with it, point by point"
+                              : (category ? "one series per value" : "one line per value"));
     if (!lines.empty() && chart::text_width(with_lines, 12) <= width - 24) {
       subtitle = with_lines;
     } else if (!lines.empty()) {
-      entries.push_back({(covarying ? "Set with it, point by point: " : "One line per value of ") + lines,
+      entries.push_back({(covarying  ? "Set with it, point by point: "
+                          : category ? "One series per value of "
+                                     : "One line per value of ") +
+                             lines,
                          "#555", false, false, false, true});
     }
   }
@@ -1510,6 +1521,10 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // point is valid (helper 136: suggested for a --predictor typo, which no
   // point survives).
   std::optional<std::pair<ScenarioError, std::string>> first_invalid;  // the error, the point's part
+  // Whether every invalid point failed with the first one's message: where
+  // no point is valid either, the error is no point's (a --predictor typo;
+  // helper 138: it named point 0).
+  bool one_error = true;
   for (const Point& pt : grid_points) {
     std::vector<Override> o = pt.overrides;
     o.insert(o.end(), fixed.begin(), fixed.end());
@@ -1537,6 +1552,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         first_invalid.emplace(e, axes.size() == 1 && e.option() == "--set " + axes.front().key
                                      ? std::string()
                                      : fmt::format("sweep point {}: {}", pt.index, label(pt)));
+      } else if (std::string_view(e.what()) != first_invalid->first.what()) {
+        one_error = false;
       }
       continue;
     }
@@ -1545,7 +1562,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   if (first_invalid) {
     const auto& [e, at] = *first_invalid;
     const char* hint = points.empty() ? "" : "--skip-invalid runs the valid points";
-    if (at.empty() && points.empty()) throw e;
+    if (points.empty() && (at.empty() || (one_error && grid_points.size() > 1))) throw e;
     throw ScenarioError(
         fmt::format("{} ({}{}{})", e.what(), at, !at.empty() && *hint != '\0' ? "; " : "", hint));
   }

@@ -162,6 +162,38 @@ std::string attr(const Element* e, const std::string& key) {
   return it == e->attrs.end() ? "" : it->second;
 }
 
+/// The series groups (<g class="series">) of a chart, in document order.
+std::vector<const Element*> series(const Element& root) {
+  std::vector<const Element*> out;
+  for (const Element* g : all(root, "g")) {
+    if (attr(g, "class") == "series") out.push_back(g);
+  }
+  return out;
+}
+
+/// "x,y x,y ..." as pairs.
+std::vector<std::pair<double, double>> parse_points(const std::string& text) {
+  std::vector<std::pair<double, double>> pts;
+  std::istringstream in(text);
+  for (std::string xy; in >> xy;) {
+    const auto comma = xy.find(',');
+    pts.emplace_back(std::stod(xy.substr(0, comma)), std::stod(xy.substr(comma + 1)));
+  }
+  return pts;
+}
+
+/// A series' points (data-points), in SVG units.
+std::vector<std::pair<double, double>> points_of(const Element* g) {
+  return parse_points(attr(g, "data-points"));
+}
+
+/// The lines a series draws: the points of each of its polylines.
+std::vector<std::vector<std::pair<double, double>>> drawn_lines(const Element* g) {
+  std::vector<std::vector<std::pair<double, double>>> out;
+  for (const Element* l : all(*g, "polyline")) out.push_back(parse_points(attr(l, "points")));
+  return out;
+}
+
 std::set<std::string> texts(const Element& root) {
   std::set<std::string> out;
   for (const Element* t : all(root, "text")) out.insert(t->text);
@@ -223,10 +255,10 @@ class ChartTest : public ::testing::Test {
     return root;
   }
 
-  /// The names of the solid (data) and dashed (reference) polylines.
+  /// The names of the solid (data) and dashed (reference) series.
   static std::vector<std::string> lines(const Element& root, bool dashed) {
     std::vector<std::string> out;
-    for (const Element* p : all(root, "polyline")) {
+    for (const Element* p : series(root)) {
       if (attr(p, "stroke-dasharray").empty() != dashed) out.push_back(attr(p, "data-name"));
     }
     return out;
@@ -382,18 +414,12 @@ TEST(ChartNumbers, TicksBetweenStartAtARoundStepBelow) {
 
 namespace {
 
-/// The points of the first polyline named `name` (data-name), in SVG units.
-std::vector<std::pair<double, double>> polyline_points(const Element& root, const std::string& name) {
-  std::vector<std::pair<double, double>> pts;
-  for (const Element* p : all(root, "polyline")) {
-    if (attr(p, "data-name") != name || !pts.empty()) continue;
-    std::istringstream in(attr(p, "points"));
-    for (std::string xy; in >> xy;) {
-      const auto comma = xy.find(',');
-      pts.emplace_back(std::stod(xy.substr(0, comma)), std::stod(xy.substr(comma + 1)));
-    }
+/// The points of the first series named `name` (data-name), in SVG units.
+std::vector<std::pair<double, double>> series_points(const Element& root, const std::string& name) {
+  for (const Element* p : series(root)) {
+    if (attr(p, "data-name") == name) return points_of(p);
   }
-  return pts;
+  return {};
 }
 
 }  // namespace
@@ -415,8 +441,8 @@ TEST_F(ChartTest, NodeSweepHasLogGpuAxisIdealScalingAndEfficiency) {
   // (nodes 1 -> 2 -> 4) the same step up, log10(2) of a decade. The log
   // ticks put the frame (the first frame drawn) from 50k to 500k: one
   // decade, the frame's height.
-  const auto ideal = polyline_points(*root, "ideal scaling");
-  const auto data = polyline_points(*root, "throughput");
+  const auto ideal = series_points(*root, "ideal scaling");
+  const auto data = series_points(*root, "throughput");
   ASSERT_EQ(ideal.size(), 3U);
   ASSERT_EQ(data.size(), 3U);
   EXPECT_EQ(ideal.front(), data.front());
@@ -466,8 +492,8 @@ TEST_F(ChartTest, NodeSweepJoinsByGpusAndScalesFromTheFewestThatFit) {
       sweep("scaling.yaml", {"cluster.nodes=4,1,2", "model.preset=llama3-8b", "parallelism.zero_stage=2",
                              "parallelism.grad_sync=auto", "training.micro_batch=8"});
   const auto root = parse_chart(svg);
-  const auto data = polyline_points(*root, "throughput");
-  const auto ideal = polyline_points(*root, "ideal scaling");
+  const auto data = series_points(*root, "throughput");
+  const auto ideal = series_points(*root, "ideal scaling");
   ASSERT_EQ(data.size(), 3U);
   ASSERT_EQ(ideal.size(), 3U);
   EXPECT_LT(data[0].first, data[1].first);  // 8, 16, 32 GPUs left to right
@@ -487,36 +513,43 @@ TEST_F(ChartTest, TwoKeysGiveOneLinePerValueOfTheSecond) {
   const auto t = texts(*root);
   EXPECT_TRUE(t.count("parallelism.pp=1"));  // the legend
   EXPECT_TRUE(t.count("parallelism.pp=2"));
-  for (const Element* p : all(*root, "polyline")) {
-    std::istringstream pts(attr(p, "points"));
-    int n = 0;
-    for (std::string xy; pts >> xy;) ++n;
-    EXPECT_EQ(n, 2) << attr(p, "data-name");  // nodes=1,2
+  for (const Element* p : series(*root)) {
+    EXPECT_EQ(points_of(p).size(), 2U) << attr(p, "data-name");  // nodes=1,2
+    // both fit: one line through them
+    ASSERT_EQ(drawn_lines(p).size(), 1U) << attr(p, "data-name");
+    EXPECT_EQ(drawn_lines(p)[0], points_of(p));
   }
 }
 
-// A series out of memory at every point is drawn faded (its line at a
-// third of its opacity) and named so in the legend, with no ideal line and
-// no efficiency (no baseline fits: the table says `-`; helper 81: both were
-// drawn, the efficiency at 100%); its crosses are drawn before every
-// marker, so none hides a point that fits.
+// A series out of memory at every point is drawn faded (no line, the
+// outlines of its crosses at a third of their opacity) and named so in the
+// legend, with no ideal line and no efficiency (no baseline fits: the table
+// says `-`; helper 81: both were drawn, the efficiency at 100%); its
+// crosses are drawn before every marker, so none hides a point that fits.
 TEST_F(ChartTest, SeriesOutOfMemoryEverywhereIsFaded) {
   const std::string svg = sweep("scaling.yaml", {"cluster.nodes=1,2", "training.micro_batch=4,64"});
   const auto root = parse_chart(svg);
   int faded = 0, clear = 0;
-  for (const Element* p : all(*root, "polyline")) {
+  for (const Element* p : series(*root)) {
     const bool oom = attr(p, "data-name").find("training.micro_batch=64") != std::string::npos;
     EXPECT_EQ(attr(p, "stroke-opacity"), oom ? "0.3" : (attr(p, "stroke-dasharray").empty() ? "" : "0.8"))
         << attr(p, "data-name");
+    EXPECT_EQ(drawn_lines(p).size(), oom ? 0U : 1U) << attr(p, "data-name");  // no line through crosses
     (oom ? faded : clear) += 1;
   }
   EXPECT_EQ(faded, 1);  // throughput only
   EXPECT_EQ(clear, 3);
+  // Its two crosses, each in a faded outline of its series' marker.
+  int outlines = 0;
+  for (const Element* c : all(*root, "circle")) {
+    if (attr(c, "fill") == "none" && attr(c, "stroke-opacity") == "0.3") ++outlines;
+  }
+  EXPECT_EQ(outlines, 2) << svg;
   const auto t = texts(*root);
   EXPECT_TRUE(t.count("training.micro_batch=64 (OOM at every point)")) << svg;
   EXPECT_TRUE(t.count("training.micro_batch=4")) << svg;
   // In the first panel the crosses come before the markers.
-  const std::size_t first_marker = svg.find("<circle");
+  const std::size_t first_marker = svg.find(R"(r="3.5")");
   ASSERT_NE(first_marker, std::string::npos);
   const std::size_t first_cross = svg.find(R"(stroke="#d62728" stroke-width="2.5")");
   ASSERT_NE(first_cross, std::string::npos);
@@ -529,7 +562,7 @@ TEST_F(ChartTest, NoIdealLineWhereNothingFits) {
   const std::string svg = sweep("scaling.yaml", {"cluster.nodes=1,2,4", "training.micro_batch=64"});
   const auto root = parse_chart(svg);
   std::vector<std::string> lines;
-  for (const Element* p : all(*root, "polyline")) lines.push_back(attr(p, "data-name"));
+  for (const Element* p : series(*root)) lines.push_back(attr(p, "data-name"));
   EXPECT_EQ(lines, std::vector<std::string>{"throughput"}) << svg;
   for (const std::string& t : texts(*root)) EXPECT_EQ(t.find("ideal scaling"), std::string::npos) << t;
   // The empty efficiency panel says why, on an axis from 0, not from a 90%
@@ -544,20 +577,21 @@ TEST_F(ChartTest, NoIdealLineWhereNothingFits) {
 }
 
 // Points out of memory have no efficiency (`-` in the table), where their
-// series has a baseline that fits.
+// series has a baseline that fits; no line runs to a point out of memory.
 TEST_F(ChartTest, EfficiencyOnlyOfPointsThatFit) {
   // Llama 3 8B under ZeRO-2 at micro-batch 8: out of memory on one node,
   // fits on two and four.
   const auto root = parse_chart(
       sweep("scaling.yaml", {"cluster.nodes=1,2,4", "model.preset=llama3-8b", "parallelism.zero_stage=2",
                              "parallelism.grad_sync=auto", "training.micro_batch=8"}));
-  std::vector<std::size_t> points;  // of each "throughput" line: the throughput panel's, the efficiency's
-  for (const Element* p : all(*root, "polyline")) {
+  std::vector<std::size_t> points;  // of each "throughput" series: the throughput panel's, the efficiency's
+  for (const Element* p : series(*root)) {
     if (attr(p, "data-name") != "throughput") continue;
-    std::istringstream in(attr(p, "points"));
-    std::size_t n = 0;
-    for (std::string xy; in >> xy;) ++n;
-    points.push_back(n);
+    points.push_back(points_of(p).size());
+    // In both panels one line, through the two points that fit (16, 32 GPUs).
+    const auto pts = points_of(p);
+    ASSERT_EQ(drawn_lines(p).size(), 1U);
+    EXPECT_EQ(drawn_lines(p)[0], (std::vector<std::pair<double, double>>(pts.end() - 2, pts.end())));
   }
   EXPECT_EQ(points, (std::vector<std::size_t>{3, 2}));
   EXPECT_NE(printed_.find(" -  OOM"), std::string::npos) << printed_;
@@ -578,12 +612,10 @@ TEST_F(ChartTest, ZippedKeysAreOneLineThroughTheirPoints) {
       << fmt::format("{}", fmt::join(t, " | "));
   const auto solid = lines(*root, false);
   EXPECT_EQ(solid.size(), 2U);  // throughput and efficiency, one series
-  for (const Element* p : all(*root, "polyline")) {
+  for (const Element* p : series(*root)) {
     if (!attr(p, "stroke-dasharray").empty()) continue;
-    std::istringstream pts(attr(p, "points"));
-    int n = 0;
-    for (std::string xy; pts >> xy;) ++n;
-    EXPECT_EQ(n, 3);  // through all three points
+    ASSERT_EQ(drawn_lines(p).size(), 1U);
+    EXPECT_EQ(drawn_lines(p)[0].size(), 3U);  // through all three points
   }
   // Three points, each its own pair of values, and the table's scaling
   // column: per-GPU throughput over the 8-GPU baseline's (the chart's second
@@ -837,12 +869,81 @@ TEST_F(ChartTest, LongCategoriesSlantManySeriesKeepTheirColours) {
     EXPECT_TRUE(t.count(name)) << name << "\n" << svg;
   }
   std::set<std::string> colours;
-  for (const Element* p : all(*root, "polyline")) {
+  for (const Element* p : series(*root)) {
     if (attr(p, "stroke-dasharray").empty()) colours.insert(attr(p, "stroke"));
+    // Presets are categories: their points are not joined by a line.
+    EXPECT_TRUE(drawn_lines(p).empty()) << attr(p, "data-name");
+    EXPECT_EQ(points_of(p).size(), 6U) << attr(p, "data-name");
   }
+  // nor in the legend: its samples are markers alone
+  for (const Element* l : all(*root, "line")) EXPECT_NE(attr(l, "stroke-width"), "2") << svg;
   EXPECT_EQ(colours.size(), 9U) << svg;
   EXPECT_TRUE(t.count("swept: model.preset (x axis)")) << svg;
-  EXPECT_TRUE(t.count("One line per value of parallelism.zero_stage, training.micro_batch")) << svg;
+  EXPECT_TRUE(t.count("One series per value of parallelism.zero_stage, training.micro_batch")) << svg;
+}
+
+// A line joins only neighbours that both fit: it stops at a flagged (out
+// of memory) point and at a gap (NaN), and on a category axis there is none
+// (a line between two model presets or schedules is no trend). The flagged
+// point's cross sits in an outline of its series' marker, so it is still
+// told apart from another series' without a line leading to it.
+TEST(ChartLines, StopAtFlaggedPointsAndGapsAndDoNotJoinCategories) {
+  chart::LinePanel p;
+  p.x_scale = chart::XScale::Linear;
+  p.x_ticks = {1, 2, 3, 4, 5, 6};
+  chart::Series a{"a",
+                  {1, 2, 3, 4, 5, 6},
+                  {10, 20, 30, 40, 50, 60},
+                  "#1f77b4",
+                  false,
+                  {false, false, true, false, false, false},
+                  chart::Marker::Square};
+  chart::Series b{"b", {1, 2, 3, 4, 5, 6}, {5, 6, std::nan(""), 8, 9, 10}, "#ff7f0e", false, {}};
+  p.series = {a, b};
+  const auto panel = [](const chart::LinePanel& lp) {
+    return XmlParser("<svg>" + chart::line_panel(lp, 0, 0, 600, 300) + "</svg>").parse();
+  };
+  auto root = panel(p);
+  const auto groups = series(*root);
+  ASSERT_EQ(groups.size(), 2U);
+  // a: 1-2, then 4-5-6 (3 is out of memory)
+  EXPECT_EQ(points_of(groups[0]).size(), 6U);
+  const auto la = drawn_lines(groups[0]);
+  ASSERT_EQ(la.size(), 2U);
+  EXPECT_EQ(la[0].size(), 2U);
+  EXPECT_EQ(la[1].size(), 3U);
+  EXPECT_EQ(la[0].back(), points_of(groups[0])[1]);
+  EXPECT_EQ(la[1].front(), points_of(groups[0])[3]);
+  // b: the gap at 3 is no point at all
+  EXPECT_EQ(points_of(groups[1]).size(), 5U);
+  const auto lb = drawn_lines(groups[1]);
+  ASSERT_EQ(lb.size(), 2U);
+  EXPECT_EQ(lb[0].size(), 2U);
+  EXPECT_EQ(lb[1].size(), 3U);
+  // One cross, in a square outline of a's colour; 5 + 5 markers.
+  std::size_t crosses = 0, outlines = 0, markers = 0;
+  for (const Element* e : all(*root, "path")) crosses += attr(e, "class") == "flagged" ? 1 : 0;
+  for (const Element* e : all(*root, "rect")) {
+    if (attr(e, "fill") == "none" && attr(e, "stroke") == "#1f77b4") ++outlines;
+    if (attr(e, "fill") == "#1f77b4") ++markers;
+  }
+  for (const Element* e : all(*root, "circle")) markers += attr(e, "fill") == "#ff7f0e" ? 1 : 0;
+  EXPECT_EQ(crosses, 1U);
+  EXPECT_EQ(outlines, 1U);
+  EXPECT_EQ(markers, 10U);
+  // Categories: the same points, no lines.
+  p.x_scale = chart::XScale::Category;
+  p.categories = {"u", "v", "w", "x", "y", "z"};
+  for (chart::Series& ser : p.series) ser.x = {0, 1, 2, 3, 4, 5};
+  root = panel(p);
+  for (const Element* g : series(*root)) EXPECT_TRUE(drawn_lines(g).empty()) << attr(g, "data-name");
+  EXPECT_EQ(points_of(series(*root)[0]).size(), 6U);
+  // A reference (dashed) series is a line on any axis.
+  p.series.push_back({"ref", {0, 1, 2, 3, 4, 5}, {1, 1, 1, 1, 1, 1}, "#777", true, {}});
+  root = panel(p);
+  ASSERT_EQ(series(*root).size(), 3U);
+  EXPECT_EQ(attr(series(*root)[0], "data-name"), "ref");  // drawn first, under the data
+  EXPECT_EQ(drawn_lines(series(*root)[0]).size(), 1U);
 }
 
 TEST(ChartMarkers, SeriesPastThePaletteChangeTheirMarker) {

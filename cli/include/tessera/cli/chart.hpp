@@ -44,19 +44,31 @@ Marker marker(std::size_t i);
 /// One marker of `shape` centred on (cx, cy), filled with `fill`.
 std::string marker_svg(Marker shape, double cx, double cy, std::string_view fill);
 
+/// The outline of a `shape` marker about twice a marker's size centred on
+/// (cx, cy), stroked in `stroke` (at `opacity`), unfilled: what marks a
+/// flagged point's series around its cross.
+std::string marker_outline_svg(Marker shape, double cx, double cy, std::string_view stroke,
+                               double opacity = 1.0);
+/// A red cross of 9 x 9 pixels centred on (cx, cy): a flagged point (out of
+/// memory).
+std::string cross_svg(double cx, double cy);
+
 /// Approximate width in pixels of `text` at `font_size` (sans-serif).
 double text_width(std::string_view text, double font_size);
 
 struct Series {
   std::string name;
   std::vector<double> x;  ///< data values; category index for a category axis
-  std::vector<double> y;
+  std::vector<double> y;  ///< a value that is not finite (NaN) is a gap: nothing drawn, the line stops
   std::string color;
   bool dashed = false;        ///< a reference line: dashed, no markers
-  std::vector<bool> flagged;  ///< per point: drawn as a red cross (e.g. out of memory); may be empty
+  /// Per point: drawn as a red cross in an outline of the series' marker,
+  /// not joined to its neighbours (e.g. out of memory); may be empty.
+  std::vector<bool> flagged;
   Marker marker = Marker::Circle;
   /// Drawn at a third of its opacity (a series none of whose points count,
-  /// as one out of memory everywhere, must not read as the best).
+  /// as one out of memory everywhere, must not read as the best): its
+  /// outlines around the crosses.
   bool faded = false;
 };
 
@@ -79,7 +91,10 @@ struct LinePanel {
 };
 
 /// A panel drawn in the box (x, y, w, h): title, plot frame, grid, ticks,
-/// axis labels and the series.
+/// axis labels and the series: each a group (class "series", data-name,
+/// data-points: its points in SVG units) of lines joining the points that
+/// fit, stopping at flagged points and gaps; on a category axis only the
+/// reference series are lines, the data points are not joined.
 std::string line_panel(const LinePanel& p, double x, double y, double w, double h);
 
 struct LegendEntry {
@@ -90,6 +105,7 @@ struct LegendEntry {
   bool box = false;     ///< a filled box sample (bars)
   bool note = false;    ///< no sample: a line of text of its own, in `color`
   Marker marker = Marker::Circle;  ///< the point marker on a solid line sample
+  bool marker_only = false;        ///< the marker without its line (points not joined: a category axis)
 };
 
 /// Legend entries in rows from (x, y) wrapping at `width`; `height` gets the
