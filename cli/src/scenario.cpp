@@ -955,15 +955,24 @@ parallelism::TransformerConfig read_model(Section& m) {
 
 }  // namespace
 
+std::vector<std::string_view> layer_split_keys_set(const parallelism::ParallelPlan& plan) {
+  const std::array<bool, kLayerSplitKeys.size()> set = {plan.first_stage_layers.has_value(),
+                                                        plan.last_stage_layers.has_value(),
+                                                        plan.account_for_embedding, plan.account_for_loss};
+  std::vector<std::string_view> out;
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    if (set[i]) out.push_back(kLayerSplitKeys[i]);
+  }
+  return out;
+}
+
 std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan,
                                        bool virtual_stages_auto) {
   // An uneven split of the layers is forecast as it is, but Megatron-LM
   // refuses it unless told how (--decoder-first-pipeline-num-layers and
   // the like: first_stage_layers, last_stage_layers, which say it): said,
   // with the chunk sizes.
-  if (plan.first_stage_layers || plan.last_stage_layers || plan.account_for_embedding ||
-      plan.account_for_loss)
-    return {};
+  if (!layer_split_keys_set(plan).empty()) return {};
   const int pp = plan.pp;
   const int virtual_stages = plan.virtual_stages;
   const std::int64_t chunks = static_cast<std::int64_t>(pp) * virtual_stages;

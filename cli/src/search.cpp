@@ -51,6 +51,56 @@ std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
   return out;
 }
 
+/// The pipeline depths search tries for `s` on `gpus` GPUs.
+struct SearchDepths {
+  /// The depths dividing the GPUs (at most the layers) at which the layers
+  /// split: evenly, or as the scenario splits them where it has its own
+  /// split (126 layers at pp 16 counting the embedding and the loss), or,
+  /// where it has none, as Megatron-Core splits them counting the embedding
+  /// and the loss (`counted`).
+  std::vector<int> pp;
+  /// pp -> (account_for_embedding, account_for_loss): the counted split a
+  /// depth the layers do not divide is tried with (a scenario without a
+  /// split of its own).
+  std::map<int, std::pair<bool, bool>> counted;
+  /// The depths the scenario's own split leaves out that would be tried
+  /// without it.
+  std::vector<int> excluded;
+};
+
+SearchDepths search_depths(const Scenario& s, int gpus) {
+  SearchDepths out;
+  const bool own_split = !layer_split_keys_set(s.plan).empty();
+  for (int pp : divisors(gpus, s.model.layers)) {
+    ParallelPlan at_pp = s.plan;
+    at_pp.pp = pp;
+    at_pp.virtual_stages = 1;  // (a split's rule at one chunk a rank: more chunks only add to it)
+    bool splits = s.model.layers % pp == 0;
+    if (own_split) {
+      // The scenario's own split decides (helper 135: depths the layers
+      // divide were listed, their plans all refused).
+      const bool without_it = splits || parallelism::counted_layer_split(s.model.layers, at_pp, false);
+      try {
+        (void)parallelism::chunk_layers(s.model.layers, at_pp);
+        splits = true;
+      } catch (const InputError&) {
+        splits = false;
+      }
+      if (!splits && without_it) out.excluded.push_back(pp);
+    } else if (!splits) {
+      // A model whose layers do not divide over pp (Llama 3 405B's 126 at
+      // 16) is tried with them split as Megatron-Core splits them counting
+      // the embedding and the loss, where that splits them.
+      if (const auto counted = parallelism::counted_layer_split(s.model.layers, at_pp, false)) {
+        out.counted.emplace(pp, std::pair{counted->account_for_embedding, counted->account_for_loss});
+        splits = true;
+      }
+    }
+    if (splits) out.pp.push_back(pp);
+  }
+  return out;
+}
+
 /// A plan's iteration with free communication (compute, host and the
 /// plan's own pipeline bubble, study::free_communication_iteration): the
 /// screen only orders candidates by it; the simulation decides.
@@ -558,11 +608,9 @@ int cmd_search(const Args& args, std::ostream& out) {
             // refused together: "account_for_embedding and account_for_loss
             // count ...", "first_stage_layers + last_stage_layers ...";
             // helper 138: only the first was named).
-            constexpr std::array<std::string_view, 4> kSplitKeys = {
-                "first_stage_layers", "last_stage_layers", "account_for_embedding", "account_for_loss"};
             const bool split_refusal = std::ranges::any_of(
-                kSplitKeys, [&](std::string_view k) { return key == fmt::format("parallelism.{}", k); });
-            for (std::string_view k : kSplitKeys) {
+                kLayerSplitKeys, [&](std::string_view k) { return key == fmt::format("parallelism.{}", k); });
+            for (std::string_view k : kLayerSplitKeys) {
               const std::string path = fmt::format("parallelism.{}", k);
               if (split_refusal && why.find(k) != std::string::npos &&
                   std::ranges::find(split_refusals, path) == split_refusals.end()) {
@@ -591,21 +639,15 @@ int cmd_search(const Args& args, std::ostream& out) {
                                           Override{"parallelism.account_for_loss", "false"}});
             try {
               const Scenario without = parse_scenario(text, p.positional()[0], relaxed);
-              // ... and there search would find a depth: tp dividing a
-              // node's GPUs, pp the GPUs and the layers (or their counted
-              // split), dp the global batch (the loader takes an uneven
-              // split with a warning; search does not).
+              // ... and there search would find a depth (search_depths, as
+              // the search below: the loader takes an uneven split with a
+              // warning, search does not), with tp dividing a node's GPUs
+              // and dp the global batch.
               const int g = without.gpus();
               const std::int64_t batch = without.plan.sequences(without.workload.micro_batch);
               for (int tp : divisors(without.cluster.gpus_per_node, without.cluster.gpus_per_node)) {
-                for (int pp : divisors(g, without.model.layers)) {
-                  ParallelPlan at_pp = without.plan;
-                  at_pp.pp = pp;
-                  at_pp.virtual_stages = 1;
-                  if (g % (tp * pp) == 0 && batch % (g / (tp * pp)) == 0 &&
-                      (without.model.layers % pp == 0 ||
-                       parallelism::counted_layer_split(without.model.layers, at_pp, false)))
-                    loads_without = true;
+                for (int pp : search_depths(without, g).pp) {
+                  if (g % (tp * pp) == 0 && batch % (g / (tp * pp)) == 0) loads_without = true;
                 }
               }
               break;
@@ -689,44 +731,17 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::size_t splits = 0;     // (tp, pp, dp) that split the GPUs and the global batch
   space.tp = divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node);
   // (pp must also divide the GPUs: the JSON's "searched" lists only those)
-  space.pp.clear();
   // pp divides the layers, or, where the scenario splits them its own way
   // (first_stage_layers, account_for_embedding...), that split holds at it
   // (126 layers at pp 16 counting the embedding and the loss).
-  const bool own_split = base.plan.first_stage_layers || base.plan.last_stage_layers ||
-                         base.plan.account_for_embedding || base.plan.account_for_loss;
-  std::map<int, std::pair<bool, bool>> counted_at_pp;  // pp -> (account_for_embedding, account_for_loss)
+  const bool own_split = !layer_split_keys_set(base.plan).empty();
+  const SearchDepths depths = search_depths(base, gpus);
+  space.pp = depths.pp;
+  const std::map<int, std::pair<bool, bool>>& counted_at_pp = depths.counted;
   // Depths the scenario's own split leaves out that would be searched
   // without it (said where no plan fits: helper 138, "no plan fits" where
   // account_for_loss allowed pp 1 alone).
-  std::vector<int> split_excluded;
-  for (int pp : divisors(gpus, base.model.layers)) {
-    ParallelPlan at_pp = base.plan;
-    at_pp.pp = pp;
-    at_pp.virtual_stages = 1;  // (a split's rule at one chunk a rank: more chunks only add to it)
-    bool splits = base.model.layers % pp == 0;
-    if (own_split) {
-      // The scenario's own split decides (helper 135: depths the layers
-      // divide were listed, their plans all refused).
-      const bool without_it = splits || parallelism::counted_layer_split(base.model.layers, at_pp, false);
-      try {
-        (void)parallelism::chunk_layers(base.model.layers, at_pp);
-        splits = true;
-      } catch (const InputError&) {
-        splits = false;
-      }
-      if (!splits && without_it) split_excluded.push_back(pp);
-    } else if (!splits) {
-      // A model whose layers do not divide over pp (Llama 3 405B's 126 at
-      // 16) is tried with them split as Megatron-Core splits them counting
-      // the embedding and the loss, where that splits them.
-      if (const auto counted = parallelism::counted_layer_split(base.model.layers, at_pp, false)) {
-        counted_at_pp.emplace(pp, std::pair{counted->account_for_embedding, counted->account_for_loss});
-        splits = true;
-      }
-    }
-    if (splits) space.pp.push_back(pp);
-  }
+  const std::vector<int>& split_excluded = depths.excluded;
   // The plan at `pp` with its counted split, where it has one.
   const auto with_counted_split = [&](ParallelPlan plan, int pp) {
     if (const auto it = counted_at_pp.find(pp); it != counted_at_pp.end()) {
@@ -892,12 +907,9 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (fitting.empty()) {
     std::string split_note;
     if (!split_excluded.empty()) {
-      std::vector<std::string> depths, keys;
+      std::vector<std::string> depths;
       for (int pp : space.pp) depths.push_back(std::to_string(pp));
-      if (base.plan.first_stage_layers) keys.emplace_back("first_stage_layers");
-      if (base.plan.last_stage_layers) keys.emplace_back("last_stage_layers");
-      if (base.plan.account_for_embedding) keys.emplace_back("account_for_embedding");
-      if (base.plan.account_for_loss) keys.emplace_back("account_for_loss");
+      const std::vector<std::string_view> keys = layer_split_keys_set(base.plan);
       split_note = fmt::format(
           " at the pipeline depths the scenario's split of the layers (parallelism.{}) holds at, pp {}; "
           "pp {} would be searched without it",

@@ -2,6 +2,7 @@
 // Scenario files: YAML in, a fully validated Scenario out. Unknown keys,
 // wrong types, bad unit strings and impossible values are all reported as a
 // ScenarioError naming the file, line, column and key path.
+#include <array>
 #include <memory>
 #include <optional>
 #include <span>
@@ -48,6 +49,14 @@ struct ChunkList {
 };
 std::optional<ChunkList> take_chunk_list(const std::optional<std::string>& given,
                                          std::vector<std::string>& sets);
+
+/// The keys (under `parallelism.`) of a plan's own split of its layers over
+/// the pipeline's stages.
+inline constexpr std::array<std::string_view, 4> kLayerSplitKeys = {
+    "first_stage_layers", "last_stage_layers", "account_for_embedding", "account_for_loss"};
+/// Those of kLayerSplitKeys that `plan` sets (in that order): empty where its
+/// stages split the layers evenly, or as evenly as they go.
+std::vector<std::string_view> layer_split_keys_set(const parallelism::ParallelPlan& plan);
 
 /// The warning for a pipeline whose pp x virtual_stages chunks do not split
 /// the model's layers evenly (forecast as such; Megatron-LM refuses it
