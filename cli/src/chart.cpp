@@ -149,13 +149,14 @@ std::string marker_outline_svg(Marker shape, double cx, double cy, std::string_v
                          "\n",
                          cx - 7, cy - 7, tail);
     case Marker::Triangle:
-      return fmt::format(R"(<path d="M{:.1f},{:.1f} l9,16 h-18 z"{})"
+      // (centred: the 9 x 9 cross inside, its upper arms too; helper 139)
+      return fmt::format(R"(<path d="M{:.1f},{:.1f} l14,24 h-28 z"{})"
                          "\n",
-                         cx, cy - 10, tail);
+                         cx, cy - 15, tail);
     case Marker::Diamond:
-      return fmt::format(R"(<path d="M{:.1f},{:.1f} l9,9 l-9,9 l-9,-9 z"{})"
+      return fmt::format(R"(<path d="M{:.1f},{:.1f} l11,11 l-11,11 l-11,-11 z"{})"
                          "\n",
-                         cx, cy - 9, tail);
+                         cx, cy - 11, tail);
     case Marker::Circle:
       break;
   }
@@ -479,6 +480,9 @@ std::string legend(const std::vector<LegendEntry>& entries, double x, double y, 
                        cx + 5, cy - 10, e.color);
     } else if (e.cross) {
       s += marker_outline_svg(Marker::Circle, cx + 12, cy - 4, "#555");
+      s += cross_svg(cx + 12, cy - 4);
+    } else if (e.flagged_everywhere) {
+      s += marker_outline_svg(e.marker, cx + 12, cy - 4, e.color, 0.3);
       s += cross_svg(cx + 12, cy - 4);
     } else if (e.marker_only) {
       s += marker_svg(e.marker, cx + kSample / 2, cy - 4, e.color);

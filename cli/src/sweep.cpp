@@ -950,8 +950,12 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
       data.y.push_back(q.tokens);
       data.flagged.push_back(q.oom);
       any_oom = any_oom || q.oom;
-      ideal.x.push_back(x);
-      ideal.y.push_back(first.tokens * q.gpus / first.gpus);
+      // (from the baseline on: none below it, where a point is out of
+      // memory; helper 139: the line ran into its cross)
+      if (q.gpus >= first.gpus) {
+        ideal.x.push_back(x);
+        ideal.y.push_back(first.tokens * q.gpus / first.gpus);
+      }
       // The efficiency of the points that fit, as the table and the JSON
       // give it (`-`, null out of memory; helper 81: crosses at 100%): a
       // gap, where the line stops.
@@ -973,7 +977,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
     }
     if (many) {
       entries.push_back({series_names[i] + (none_fits ? " (OOM at every point)" : ""), c, false, false, false,
-                         false, chart::marker(i), category});
+                         false, chart::marker(i), category, none_fits});
     }
   }
   // The efficiency axis from a round 10% at least 5 points below the
@@ -1218,6 +1222,10 @@ constexpr std::string_view kChartNote = "# chart note: ";
 /// that the merged chart says which scenario it is (helper 136: it said
 /// "tessera sweep-merge").
 constexpr std::string_view kChartTitle = "# chart title: ";
+/// After the title, in a shard of a sweep with --zip: the keys were set
+/// point by point, which the rows alone do not always tell (helper 139: a
+/// zipped list repeating a value merged as two series).
+constexpr std::string_view kChartZipped = "# chart zipped: --zip";
 
 /// The first line of a shard's CSV (before the column names): which sweep,
 /// which shard, how many points in all, and those --skip-invalid left out
@@ -1522,8 +1530,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   // point survives).
   std::optional<std::pair<ScenarioError, std::string>> first_invalid;  // the error, the point's part
   // Whether every invalid point failed with the first one's message: where
-  // no point is valid either, the error is no point's (a --predictor typo;
-  // helper 138: it named point 0).
+  // no point is valid either, the error is no point's, with --skip-invalid
+  // or without (a --predictor typo; helpers 138, 139: it named point 0).
   bool one_error = true;
   for (const Point& pt : grid_points) {
     std::vector<Override> o = pt.overrides;
@@ -1540,10 +1548,6 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       check_work(sc);  // a point too large to simulate is no valid point either
       scenarios.emplace(pt.index, std::move(sc));
     } catch (const ScenarioError& e) {
-      if (skip_invalid) {
-        skipped.emplace_back(pt, without_file(e.what(), scenario_path));
-        continue;
-      }
       // The message alone may not tell which value or combination is
       // invalid (cluster.nodes=4 makes dp x tp x pp wrong): name the point,
       // unless it names the one swept key's value already (a bad value).
@@ -1555,14 +1559,17 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       } else if (std::string_view(e.what()) != first_invalid->first.what()) {
         one_error = false;
       }
+      if (skip_invalid) skipped.emplace_back(pt, without_file(e.what(), scenario_path));
       continue;
     }
     points.push_back(pt);
   }
-  if (first_invalid) {
+  if (first_invalid && points.empty() && (one_error || (first_invalid->second.empty() && !skip_invalid))) {
+    throw first_invalid->first;
+  }
+  if (first_invalid && !skip_invalid) {
     const auto& [e, at] = *first_invalid;
     const char* hint = points.empty() ? "" : "--skip-invalid runs the valid points";
-    if (points.empty() && (at.empty() || (one_error && grid_points.size() > 1))) throw e;
     throw ScenarioError(
         fmt::format("{} ({}{}{})", e.what(), at, !at.empty() && *hint != '\0' ? "; " : "", hint));
   }
@@ -1585,6 +1592,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   std::string chart_notes;
   if (sharded) {
     chart_notes = fmt::format("{}tessera sweep {}\n", kChartTitle, scenario_path);
+    if (zip) chart_notes += fmt::format("{}\n", kChartZipped);
     for (const std::string& note : caveats.chart_notes())
       chart_notes += fmt::format("{}{}\n", kChartNote, note);
   }
@@ -1955,6 +1963,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   std::string header;
   std::vector<std::string> chart_notes;  // the first shard's (kChartNote lines)
   std::string chart_title = "tessera sweep-merge";  // the first shard's (kChartTitle), where it has one
+  bool zipped = false;                              // the shards' sweep had --zip (kChartZipped)
   std::optional<ShardFile> first;
   std::map<std::size_t, std::string> shard_files;  // shard index -> file
   std::map<std::size_t, std::string> rows;
@@ -2003,12 +2012,18 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     std::string columns;
     std::vector<std::string> notes;
     std::string title;
-    while (next_line(columns) && (columns.rfind(kChartNote, 0) == 0 || columns.rfind(kChartTitle, 0) == 0)) {
-      if (columns.rfind(kChartTitle, 0) == 0)
+    bool shard_zipped = false;
+    while (next_line(columns) && (columns.rfind(kChartNote, 0) == 0 || columns.rfind(kChartTitle, 0) == 0 ||
+                                  columns == kChartZipped)) {
+      if (columns == kChartZipped)
+        shard_zipped = true;
+      else if (columns.rfind(kChartTitle, 0) == 0)
         title = columns.substr(kChartTitle.size());
       else
         notes.push_back(columns.substr(kChartNote.size()));
     }
+    // (the sweep's ID counts --zip: shards of one sweep agree)
+    zipped = zipped || shard_zipped;
     if (header.empty()) {
       header = columns;
       chart_notes = notes;
@@ -2034,7 +2049,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
       throw InputError(fmt::format("{}: its columns differ from {}'s", part, p.positional().front()));
     }
     const auto fields = split(header, ',').size();
-    std::size_t line_no = 2 + notes.size();
+    std::size_t line_no = 2 + notes.size() + (title.empty() ? 0 : 1) + (shard_zipped ? 1 : 0);
     std::size_t held = 0;
     std::size_t held_failed = 0;
     for (; next_line(line);) {
@@ -2134,7 +2149,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   failed_indices.reserve(failed.size());
   for (const auto& f : failed) failed_indices.push_back(f.first);
   if (!failed_indices.empty()) notes.push_back(failed_chart_note(failed_indices));
-  write_file_atomic(svg_path, svg_chart(rows, keys, chart_title, notes));
+  write_file_atomic(svg_path, svg_chart(rows, keys, chart_title, notes, zipped));
   // The table the unsharded sweep prints, its settings read from the rows
   // (a key of one value in every row is said once above it).
   std::vector<Point> points;
@@ -2148,7 +2163,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     }
     points.push_back(std::move(pt));
   }
-  const std::map<std::size_t, double> efficiency = sweep_efficiency(rows, keys);
+  const std::map<std::size_t, double> efficiency = sweep_efficiency(rows, keys, zipped);
   // The training run where the shards' scenarios had training.tokens: in
   // the rows.
   const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);
@@ -2218,7 +2233,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     const bool all_known =
         std::ranges::all_of(failed, [&](const auto& f) { return failed_settings.count(f.first) != 0U; });
     if (!efficiency.empty() &&
-        (!all_known || failed_point_below_its_baseline(rows, keys, false, failed_settings))) {
+        (!all_known || failed_point_below_its_baseline(rows, keys, zipped, failed_settings))) {
       out << kScalingOfWhatRan;
     }
   }

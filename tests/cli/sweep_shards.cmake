@@ -135,10 +135,21 @@ if(NOT rc EQUAL 0 OR NOT a STREQUAL b)
   message(FATAL_ERROR "a CRLF shard should merge as its LF twin (${rc}): ${err}\n${b}")
 endif()
 # A metric cell that is not a number names its column (it was a bare
-# "malformed row").
-expect_edited_part0_refused("a non-numeric metric should name its column" text0.csv
+# "malformed row") and its line: the first row's, after the shard line, the
+# chart title and notes and the column names (helper 139: the title line
+# was not counted).
+file(READ ${WORKDIR}/part0.csv p0)
+string(FIND "${p0}" "\npoint," columns_at)
+string(SUBSTRING "${p0}" 0 ${columns_at} above_columns)
+string(REGEX MATCHALL "\n" above_newlines "${above_columns}")
+list(LENGTH above_newlines first_row_line)
+math(EXPR first_row_line "${first_row_line} + 3")
+if(first_row_line LESS 4)
+  message(FATAL_ERROR "test setup: shard 0 should have a chart title above its columns:\n${p0}")
+endif()
+expect_edited_part0_refused("a non-numeric metric should name its column and line" text0.csv
                             "\n([0-9]+,[^,\n]*,[^,\n]*,[^,\n]*,[^,\n]*,)[^,\n]*," "\n\\1abc,"
-                            "text0.csv:[0-9]+: column 'iteration_time_s': 'abc' is not a number\n$")
+                            "text0.csv:${first_row_line}: column 'iteration_time_s': 'abc' is not a number\n$")
 # sweep-merge --json: the merged points as sweep --json gives them from its
 # rows (settings, metric columns), equal to the whole sweep's.
 execute_process(COMMAND ${TESSERA} sweep-merge --json --out ${WORKDIR}/merged_json.csv ${WORKDIR}/part1.csv ${WORKDIR}/part0.csv
@@ -257,4 +268,31 @@ string(JSON run_tokens ERROR_VARIABLE json_error GET "${merged_json}" points 0 t
 string(JSON oom_run ERROR_VARIABLE oom_error GET "${merged_json}" points 1 training_run)
 if(NOT rc EQUAL 0 OR NOT run_tokens STREQUAL "300000000000" OR oom_error STREQUAL "NOTFOUND")
   message(FATAL_ERROR "sweep-merge --json's training run (${json_error}; ${oom_error}):\n${merged_json}")
+endif()
+# A zipped sweep whose list repeats a value (global batch 256 at 8 and 32
+# GPUs): its shards say --zip (# chart zipped), so the merged chart is the
+# whole sweep's, one line through the three points (helper 139: merged, the
+# rows alone read as two series, one per global batch).
+set(zipped sweep ${SCENARIO} --set cluster.nodes=1,2,4 --set parallelism.dp=auto
+    --set training.global_batch=256,512,256 --zip --jobs 1)
+execute_process(COMMAND ${TESSERA} ${zipped} --out ${WORKDIR}/zip-whole.csv RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "zipped sweep failed: ${err}")
+endif()
+foreach(i 0 1)
+  execute_process(COMMAND ${TESSERA} ${zipped} --shard ${i}/2 --out ${WORKDIR}/zip${i}.csv
+                  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+  file(READ ${WORKDIR}/zip${i}.csv zip_shard)
+  if(NOT rc EQUAL 0 OR NOT zip_shard MATCHES "\n# chart zipped: --zip\n")
+    message(FATAL_ERROR "zipped shard ${i} (${rc}): ${err}\n${zip_shard}")
+  endif()
+endforeach()
+execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/zip-merged.csv ${WORKDIR}/zip0.csv ${WORKDIR}/zip1.csv
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+file(READ ${WORKDIR}/zip-whole.svg whole_svg)
+file(READ ${WORKDIR}/zip-merged.svg merged_svg)
+string(REGEX MATCHALL "<g class=\"series\"" zip_series "${whole_svg}")
+list(LENGTH zip_series zip_series)
+if(NOT rc EQUAL 0 OR NOT whole_svg STREQUAL merged_svg OR NOT zip_series EQUAL 3)
+  message(FATAL_ERROR "the merged zipped chart should be the whole sweep's, 3 series (ideal, throughput, efficiency; got ${zip_series}) (${rc}): ${err}\n${whole_svg}\n---\n${merged_svg}")
 endif()

@@ -106,6 +106,9 @@ struct LegendEntry {
   bool note = false;    ///< no sample: a line of text of its own, in `color`
   Marker marker = Marker::Circle;  ///< the point marker on a solid line sample
   bool marker_only = false;        ///< the marker without its line (points not joined: a category axis)
+  /// A series flagged at every point (out of memory everywhere): drawn as
+  /// the chart draws it, a cross in a faded outline of its marker.
+  bool flagged_everywhere = false;
 };
 
 /// Legend entries in rows from (x, y) wrapping at `width`; `height` gets the
