@@ -2474,7 +2474,12 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // A bandwidth under half the GPU's NVLink port, or twice it or more,
     // is a slip as often as a choice: 900Gbps for 900GB/s (bits for bytes),
     // or NVIDIA's both-directions figure for the per-direction one.
-    if (c.has("nvlink_bandwidth") && preset_name && !gpu_swapped) {
+    // (Where the GPU is swapped and the bandwidth is the file's, the warning
+    // above says so; both set on the command line are checked here: --set
+    // cluster.gpu=A100-80GB --set cluster.nvlink_bandwidth=600GB/s ran
+    // silently.)
+    if (c.has("nvlink_bandwidth") && preset_name &&
+        (!gpu_swapped || overridden.count("cluster.nvlink_bandwidth") != 0U)) {
       const std::optional<Bandwidth> preset = node_model::preset_nvlink_bandwidth(*preset_name);
       // A mesh's key is each link's: a GPU has gpus_per_node - 1 of them
       // (helper 111: 100GB/s links of a 4-GPU A100 board, right, were

@@ -740,6 +740,12 @@ TEST(Scenario, LikelyUnitSlipsAreWarnedAbout) {
                                "GPU and direction (bits for bytes, or both directions for one?)"});
   EXPECT_EQ(warnings({{"cluster.nvlink_bandwidth", "900GB/s"}}).size(), 1U);
   EXPECT_TRUE(warnings({{"cluster.nvlink_bandwidth", "225GB/s"}}).empty());  // half: a study, not a slip
+  // Against the GPU set beside it on the command line, not the file's.
+  EXPECT_EQ(
+      warnings({{"cluster.gpu", "A100-80GB"}, {"cluster.nvlink_bandwidth", "600GB/s"}}),
+      std::vector<std::string>{"cluster.nvlink_bandwidth = 600GB/s is 2x A100-80GB's NVLink, 300GB/s per "
+                               "GPU and direction (bits for bytes, or both directions for one?)"});
+  EXPECT_TRUE(warnings({{"cluster.gpu", "A100-80GB"}, {"cluster.nvlink_bandwidth", "300GB/s"}}).empty());
   EXPECT_EQ(warnings({{"cluster.nic_latency", "5ms"}}),
             std::vector<std::string>{
                 "cluster.nic_latency = 5000 us: a link's latency is a few microseconds at most "
