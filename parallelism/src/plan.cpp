@@ -1547,9 +1547,8 @@ PlannedTraining plan_training_detailed(const TransformerConfig& model, const Wor
                                        const ParallelPlan& plan, const node_model::KernelPredictor& predictor) {
   PlannedTraining out;
   out.summary = estimate_memory(model, given, plan, predictor.gpu().memory);
-  Workload work = given;
+  const Workload work = workload_under(given, plan);
   const bool torch_ddp = plan.torch_ddp(work);
-  if (torch_ddp) work.profile.main_grad = false;
 
   const StagePartition part = partition_layers(model.layers, plan);
   const KernelTimer timer(predictor, work);

@@ -85,6 +85,12 @@ bool ParallelPlan::torch_ddp(const Workload& work) const {
   return node_model::is_megatron(work.framework) && resolved_grad_sync(work) == GradSync::Overlapped;
 }
 
+Workload workload_under(const Workload& work, const ParallelPlan& plan) {
+  Workload out = work;
+  if (plan.torch_ddp(work)) out.profile.main_grad = false;
+  return out;
+}
+
 int auto_virtual_stages(std::int64_t layers, int pp) {
   if (pp >= 1 && layers % pp == 0) {
     const std::int64_t per_stage = layers / pp;

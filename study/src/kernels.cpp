@@ -27,19 +27,22 @@ namespace {
 // The table, its overflows not yet named (kernel_table).
 KernelTable build_kernel_table(const Scenario& s) {
   const auto predictor = make_scenario_predictor(s);
-  const parallelism::KernelTimer timer(*predictor, s.workload);
+  // As the plan runs it (helper 141: Megatron on PyTorch DDP listed the
+  // main-gradient accumulation the plan does not run).
+  const parallelism::Workload work = parallelism::workload_under(s.workload, s.plan);
+  const parallelism::KernelTimer timer(*predictor, work);
   KernelTable table;
   table.device_time = timer.host_model();
   const parallelism::Sharding dense{s.plan.tp, s.plan.sequence_parallel};
   const parallelism::Sharding moe{s.plan.tp, s.plan.sequence_parallel, s.plan.ep};
 
   std::vector<std::pair<std::string, std::vector<parallelism::OpKernels>>> parts;
-  parts.emplace_back("embedding", parallelism::embedding_ops(s.model, s.workload, dense));
+  parts.emplace_back("embedding", parallelism::embedding_ops(s.model, work, dense));
   if (s.model.moe_layers_in(0, s.model.layers) < s.model.layers) {
-    parts.emplace_back("layer", parallelism::layer_ops(s.model, s.workload, dense));
+    parts.emplace_back("layer", parallelism::layer_ops(s.model, work, dense));
   }
-  if (s.model.is_moe()) parts.emplace_back("moe_layer", parallelism::moe_layer_ops(s.model, s.workload, moe));
-  parts.emplace_back("lm_head", parallelism::lm_head_ops(s.model, s.workload, dense));
+  if (s.model.is_moe()) parts.emplace_back("moe_layer", parallelism::moe_layer_ops(s.model, work, moe));
+  parts.emplace_back("lm_head", parallelism::lm_head_ops(s.model, work, dense));
 
   std::map<node_model::Kernel, std::size_t> index;
   for (const auto& [part, ops] : parts) {

@@ -205,6 +205,12 @@ inline constexpr int kKnownBiasMinTp = 4;
 /// vTrain's single-node A100 runs (docs/calibration.md, "The marginal cost
 /// of a layer"), so such forecasts are optimistic. `tessera run` prints it.
 std::string known_bias_note(const ParallelPlan& plan);
+/// `work` as `plan` runs it, what the planner and `tessera kernels` time
+/// alike: under Megatron on PyTorch DDP (ParallelPlan::torch_ddp) there is
+/// no main-gradient buffer (profile.main_grad off: no per-micro-batch
+/// `main_grad +=` and no zeroing of it).
+[[nodiscard]] Workload workload_under(const Workload& work, const ParallelPlan& plan);
+
 /// Why Megatron-LM would refuse `plan`'s grad_sync overlapped (PyTorch DDP,
 /// --DDP-impl torch) under framework megatron, or empty: its arguments.py
 /// asserts DDP_impl == 'local' with bf16 (gradients accumulated and
