@@ -386,8 +386,12 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string candidates;
   for (std::size_t i = 0; i < std::min(top, ranked.size()); ++i) {
     const Candidate& c = *ranked[i];
-    candidates += fmt::format("{}{{\"rank\": {}, {}, \"peak_memory_bytes\": {}, \"run\": {}}}",
+    // Each with its --set flags, as the winner's: a row a script picks runs
+    // as ranked (helper 141: a tp > 1 MoE row needs sequence_parallel,
+    // which the plan's members do not say).
+    candidates += fmt::format("{}{{\"rank\": {}, {}, \"peak_memory_bytes\": {}, \"flags\": {}, \"run\": {}}}",
                               candidates.empty() ? "" : ", ", i + 1, plan_json(c), c.peak_memory.count(),
+                              json_string(pastable(c, base, counts.own_plan_refused, space, sets).flags),
                               strip_newline(format_json(*c.report)));
   }
   std::string winner = "null";

@@ -115,3 +115,20 @@ string(JSON run_time GET "${run}" iteration_time_s)
 if(NOT run_time STREQUAL winner_time)
   message(FATAL_ERROR "run with the winner's flags: ${run_time} s, search --json said ${winner_time} s")
 endif()
+
+# Every candidate carries its flags (the winner's are candidate 1's), and
+# the last one's reproduce its iteration time too (helper 141: only the
+# winner had flags, and a candidate's members do not say everything a run
+# of it needs, sequence_parallel with a tp > 1 MoE plan).
+get(first_flags candidates 0 flags)
+if(NOT first_flags STREQUAL flags)
+  message(FATAL_ERROR "candidate 1's flags '${first_flags}', the winner's '${flags}'")
+endif()
+get(last_flags candidates ${last} flags)
+get(last_time candidates ${last} run iteration_time_s)
+separate_arguments(flag_list UNIX_COMMAND "${last_flags}")
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${flag_list} --allow-oom --json OUTPUT_VARIABLE run RESULT_VARIABLE rc)
+string(JSON run_time ERROR_VARIABLE json_error GET "${run}" iteration_time_s)
+if(NOT rc EQUAL 0 OR json_error OR NOT run_time STREQUAL last_time)
+  message(FATAL_ERROR "run with candidate ${n}'s flags (${last_flags}): ${run_time} s (${rc}), search said ${last_time} s")
+endif()
