@@ -43,6 +43,17 @@ struct Candidate {
   Time estimate;  ///< the iteration with free communication (the screen)
 };
 
+/// The scenario's own plan as `tessera run` forecasts it (search simulates
+/// it beside the candidates), what the best plan is measured against; unset
+/// where that plan is not valid on the cluster searched (SearchCounts).
+struct OwnPlan {
+  Candidate plan;  ///< its report, or its error
+  /// The best plan's iteration over it, less 1 (negative: faster).
+  [[nodiscard]] double best_change(const Candidate& best) const {
+    return best.report->iteration_time.seconds() / plan.report->iteration_time.seconds() - 1.0;
+  }
+};
+
 std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
   std::vector<int> out;
   for (std::int64_t d = 1; d <= std::min(n, limit); ++d) {
@@ -357,7 +368,8 @@ std::string plan_json(const Candidate& c) {
 std::string search_json(const Scenario& base, std::int64_t global_batch, const SearchSpace& space,
                         std::size_t top, std::size_t max_candidates, const SearchCounts& counts,
                         const std::vector<const Candidate*>& ranked,
-                        const std::vector<const Candidate*>& failed, const std::vector<std::string>& sets) {
+                        const std::vector<const Candidate*>& failed, const std::vector<std::string>& sets,
+                        const std::optional<OwnPlan>& own) {
   auto strip_newline = [](std::string s) {
     while (!s.empty() && s.back() == '\n') s.pop_back();
     return s;
@@ -407,6 +419,19 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
             : std::string(),
         w.report->mfu, w.peak_memory.count(), json_string(paste.flags), json_string(paste.yaml));
   }
+  // The scenario's own plan: null where it is not valid here; its run's
+  // figures, or the error its simulation ended with.
+  std::string own_json = "null";
+  if (own) {
+    const Candidate& c = own->plan;
+    own_json = c.report ? fmt::format(
+                              "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": "
+                              "{:.6f}, \"peak_memory_bytes\": {}, \"fits\": {}, \"best_change\": {:.6f}}}",
+                              plan_json(c), c.report->iteration_time.seconds(), c.report->tokens_per_second,
+                              c.report->mfu, c.report->fullest_stage().total.count(),
+                              c.report->oom() ? "false" : "true", own->best_change(*ranked.front()))
+                        : fmt::format("{{{}, \"error\": {}}}", plan_json(c), json_string(c.error));
+  }
   const std::vector<std::string> warnings = scenario_warnings(base);
   const std::string failures = json_list(failed, [](const Candidate* c) {
     return fmt::format("{{{}, \"error\": {}}}", plan_json(*c), json_string(c->error));
@@ -414,14 +439,15 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, \"predictor\": {}, "
       "{}{}\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, "
-      "\"simulated\": {}, \"screened\": {}, \"candidates\": [{}], \"winner\": {}, \"failed\": {}}}\n",
+      "\"simulated\": {}, \"screened\": {}, \"candidates\": [{}], \"winner\": {}, \"scenario_plan\": {}, "
+      "\"failed\": {}}}\n",
       json_string(base.name), json_string(base.model.name), json_string(base.gpu.name), base.gpus(),
       json_string(std::string(to_string(base.backend))), json_string(base.predictor),
       // What the text prints above the table: the scenario's warnings, its
       // GPU's and workload's caveats (each candidate's run has its plan's).
       warnings.empty() ? std::string() : fmt::format("\"warnings\": {}, ", json_string_array(warnings)),
       caveat_json(base, false, true), searched, counts.considered, counts.invalid, counts.fit,
-      counts.simulated, counts.screened ? "true" : "false", candidates, winner, failures);
+      counts.simulated, counts.screened ? "true" : "false", candidates, winner, own_json, failures);
 }
 
 /// Of a screened search's simulations, those that go to other plans of the
@@ -1079,11 +1105,27 @@ int cmd_search(const Args& args, std::ostream& out) {
     if (c.input_error) throw InputError(msg);
     throw SimulationError(msg);
   }
+  // The scenario's own plan, as `tessera run` forecasts it (helper 141: a
+  // user looking for it among the plans found another recomputation of it,
+  // search keeping the cheapest that fits, or nothing), where it is valid
+  // here: one more simulation.
+  std::optional<OwnPlan> own;
+  if (plan_note.empty()) {
+    own.emplace();
+    own->plan.plan = base.plan;
+    own->plan.micro_batch = base.workload.micro_batch;
+    try {
+      own->plan.report = make_report(base, simulate_scenario(base));
+      own->plan.peak_memory = own->plan.report->fullest_stage().total;
+    } catch (const Error& e) {
+      own->plan.error = e.what();
+    }
+  }
   if (p.has("json")) {
     out << search_json(
         base, global_batch, space, top, max_candidates,
         SearchCounts{considered, invalid, fitting.size(), simulated, screened, !plan_note.empty()}, ranked,
-        failed, sets);
+        failed, sets, own);
     return 0;
   }
 
@@ -1202,6 +1244,38 @@ int cmd_search(const Args& args, std::ostream& out) {
     out << "+ the layers do not divide over pp: split as Megatron-Core splits them counting the embedding, "
            "the loss or both as a layer (parallelism.account_for_embedding, account_for_loss; the JSON's "
            "plans and the pasted plan name which)\n";
+  }
+  if (own) {
+    // The scenario's own plan against the best (its recomputation, schedule
+    // and chunks as the file sets them).
+    const Candidate& c = own->plan;
+    const ParallelPlan& pl = c.plan;
+    const std::string which = fmt::format(
+        "\nthe scenario's own plan (dp {}, tp {}, pp {}{}, micro-batch {}, {}{}, recompute {})", pl.dp, pl.tp,
+        pl.pp, moe ? fmt::format(", ep {}", pl.ep) : "", c.micro_batch, parallelism::to_string(pl.schedule),
+        pl.virtual_stages > 1 ? fmt::format(" with {} chunks", pl.virtual_stages) : "",
+        parallelism::to_string(pl.recompute));
+    if (!c.report) {
+      out << fmt::format("{}: its simulation failed ({})\n", which, c.error);
+    } else if (c.report->oom()) {
+      out << fmt::format(
+          "{} does not fit in GPU memory (its fullest stage needs {:.1f} of {:.1f} GiB): tessera "
+          "run refuses it\n",
+          which, c.report->fullest_stage().total.in_gib(), c.report->fullest_stage().capacity.in_gib());
+    } else {
+      const double change = own->best_change(*ranked.front());
+      const std::string verdict =
+          change <= -0.0005 ? fmt::format("the best plan above takes {:.1f}% less time", -100.0 * change)
+          : change >= 0.0005
+              ? fmt::format(
+                    "{:.1f}% faster than the best plan searched (what search keeps or does not vary, "
+                    "above, holds it back)",
+                    100.0 * change / (1.0 + change))
+              : std::string("as fast as the best plan above");
+      out << fmt::format("{}, as tessera run forecasts it: {:.3f} ms, {:.0f} tokens/s, MFU {:.1f}%; {}\n",
+                         which, c.report->iteration_time.ms(), c.report->tokens_per_second,
+                         100.0 * c.report->mfu, verdict);
+    }
   }
   if (any_tight) {
     out << fmt::format(

@@ -132,3 +132,19 @@ string(JSON run_time ERROR_VARIABLE json_error GET "${run}" iteration_time_s)
 if(NOT rc EQUAL 0 OR json_error OR NOT run_time STREQUAL last_time)
   message(FATAL_ERROR "run with candidate ${n}'s flags (${last_flags}): ${run_time} s (${rc}), search said ${last_time} s")
 endif()
+
+# The scenario's own plan, as run forecasts it (helper 141: search's table
+# may hold another recomputation of it, or nothing): its figures are run's,
+# and the text says them against the best plan's.
+execute_process(COMMAND ${TESSERA} run ${SCENARIO} --json OUTPUT_VARIABLE run RESULT_VARIABLE rc)
+string(JSON own_run_time GET "${run}" iteration_time_s)
+get(own_time scenario_plan iteration_time_s)
+get(own_dp scenario_plan dp)
+get(own_change scenario_plan best_change)
+string(JSON run_dp GET "${run}" dp)
+if(NOT rc EQUAL 0 OR NOT own_time STREQUAL own_run_time OR NOT own_dp STREQUAL run_dp)
+  message(FATAL_ERROR "scenario_plan: ${own_time} s at dp ${own_dp}, run: ${own_run_time} s at dp ${run_dp}")
+endif()
+if(NOT text MATCHES "\nthe scenario's own plan [(]dp ${run_dp}, [^\n]*[)], as tessera run forecasts it: [0-9.]+ ms, [0-9]+ tokens/s, MFU [0-9.]+%; the best plan above takes ([0-9.]+)% less time\n")
+  message(FATAL_ERROR "no line for the scenario's own plan:\n${text}")
+endif()
