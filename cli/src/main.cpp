@@ -276,7 +276,8 @@ parallel and prints the top N (default 10).
 When more than M plans fit, all of them are first screened by their
 iteration with free communication (compute, host and the plan's own pipeline
 bubble; no topology, no network) and the M most promising are simulated.
-Prints the winner as --set flags and as YAML.
+Prints the winner as --set flags and as YAML, and under the table the
+scenario's own plan as `tessera run` forecasts it, against the winner.
 
   --top N              rows of the table (default 10)
   --max-candidates M   plans simulated at most (default 64 per ZeRO stage and
