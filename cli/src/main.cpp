@@ -315,11 +315,14 @@ scenario's own plan as `tessera run` forecasts it, against the winner.
                        simulated, screened),
                        "candidates" (the top N ranked: rank, dp, tp, pp, ep,
                        micro_batch, schedule, virtual_stages, recompute,
-                       zero_stage, grad_sync, peak_memory_bytes and "run",
-                       the object `run --json`
-                       prints for the plan), "winner" (the plan, its
-                       iteration_time_s, tokens_per_s, mfu, peak_memory_bytes,
-                       "flags" and "yaml") and
+                       zero_stage, grad_sync, peak_memory_bytes, "flags"
+                       (the --set flags that run it) and "run", the object
+                       `run --json` prints for the plan), "winner" (the
+                       plan, its iteration_time_s, tokens_per_s, mfu,
+                       peak_memory_bytes, "flags" and "yaml"),
+                       "scenario_plan" (the scenario's own plan as run
+                       forecasts it, against the winner: best_change; null
+                       where it is not valid on this cluster) and
                        "failed" (plans whose simulation failed, with "error")
 
 Writes no files; Ctrl-C or SIGTERM exits 130 with one line on stderr.

@@ -47,7 +47,11 @@ struct Candidate {
 /// it beside the candidates), what the best plan is measured against; unset
 /// where that plan is not valid on the cluster searched (SearchCounts).
 struct OwnPlan {
-  Candidate plan;  ///< its report, or its error
+  Candidate plan;               ///< its report, or its error
+  std::string refused;          ///< why `tessera run` refuses the scenario with the search's --set flags
+  std::string flags;            ///< the search's --set flags, as given: `tessera run` with them runs it
+  Bytes free;                   ///< what its fullest stage leaves free of its GPU's memory
+  bool within_headroom = true;  ///< it leaves --memory-headroom free (search keeps only such plans)
   /// The best plan's iteration over it, less 1 (negative: faster).
   [[nodiscard]] double best_change(const Candidate& best) const {
     return best.report->iteration_time.seconds() / plan.report->iteration_time.seconds() - 1.0;
@@ -424,13 +428,24 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string own_json = "null";
   if (own) {
     const Candidate& c = own->plan;
-    own_json = c.report ? fmt::format(
-                              "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": "
-                              "{:.6f}, \"peak_memory_bytes\": {}, \"fits\": {}, \"best_change\": {:.6f}}}",
-                              plan_json(c), c.report->iteration_time.seconds(), c.report->tokens_per_second,
-                              c.report->mfu, c.report->fullest_stage().total.count(),
-                              c.report->oom() ? "false" : "true", own->best_change(*ranked.front()))
-                        : fmt::format("{{{}, \"error\": {}}}", plan_json(c), json_string(c.error));
+    // best_change only for a plan run forecasts (null out of memory: run
+    // refuses it; helper 142).
+    if (!own->refused.empty()) {
+      own_json =
+          fmt::format("{{\"flags\": {}, \"error\": {}}}", json_string(own->flags), json_string(own->refused));
+    } else if (!c.report) {
+      own_json = fmt::format("{{{}, \"flags\": {}, \"error\": {}}}", plan_json(c), json_string(own->flags),
+                             json_string(c.error));
+    } else {
+      own_json = fmt::format(
+          "{{{}, \"flags\": {}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
+          "\"peak_memory_bytes\": {}, \"free_memory_bytes\": {}, \"fits\": {}, \"within_headroom\": {}, "
+          "\"best_change\": {}}}",
+          plan_json(c), json_string(own->flags), c.report->iteration_time.seconds(),
+          c.report->tokens_per_second, c.report->mfu, c.report->fullest_stage().total.count(),
+          own->free.count(), c.report->oom() ? "false" : "true", own->within_headroom ? "true" : "false",
+          c.report->oom() ? std::string("null") : fmt::format("{:.6f}", own->best_change(*ranked.front())));
+    }
   }
   const std::vector<std::string> warnings = scenario_warnings(base);
   const std::string failures = json_list(failed, [](const Candidate* c) {
@@ -480,6 +495,10 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::vector<std::string> sets;
   p.parse(take_set_options(args, sets));
   p.expect_positional(1, "a scenario file");
+  // The --set flags as given: the scenario's own plan is run's with them
+  // (a --set parallelism.virtual_stages=N, taken below as --virtual-stages
+  // N, is its chunk count; helper 142).
+  const std::vector<std::string> run_sets = sets;
   auto positive = [&](const char* name, std::size_t fallback) {
     const auto v = p.get(name);
     return v ? static_cast<std::size_t>(parse_positive_int(*v, fmt::format("--{}", name))) : fallback;
@@ -1112,13 +1131,33 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::optional<OwnPlan> own;
   if (plan_note.empty()) {
     own.emplace();
-    own->plan.plan = base.plan;
-    own->plan.micro_batch = base.workload.micro_batch;
+    for (const std::string& set : run_sets)
+      own->flags += fmt::format("{}--set {}", own->flags.empty() ? "" : " ", set);
+    // As `tessera run` loads it with the search's --set flags (base may have
+    // left out a --set parallelism.virtual_stages, searched as a list).
+    std::optional<Scenario> mine;
     try {
-      own->plan.report = make_report(base, simulate_scenario(base));
-      own->plan.peak_memory = own->plan.report->fullest_stage().total;
-    } catch (const Error& e) {
-      own->plan.error = e.what();
+      mine = load_scenario(p.positional()[0], scenario_overrides(run_sets, p));
+    } catch (const ScenarioError& e) {
+      own->refused = without_scenario_file(e);
+    }
+    if (mine) {
+      own->plan.plan = mine->plan;
+      // (its gradient sync as its framework resolves `auto`, as the
+      // candidates' and run's)
+      own->plan.plan.grad_sync = mine->plan.resolved_grad_sync(mine->workload);
+      own->plan.micro_batch = mine->workload.micro_batch;
+      try {
+        own->plan.report = make_report(*mine, simulate_scenario(*mine));
+        own->plan.peak_memory = own->plan.report->fullest_stage().total;
+        own->free = mine->gpu.memory;
+        for (const auto& m : own->plan.report->memory) {
+          own->free = std::min(own->free, m.capacity - std::min(m.capacity, m.total));
+        }
+        own->within_headroom = !own->plan.report->oom() && own->free >= headroom;
+      } catch (const Error& e) {
+        own->plan.error = e.what();
+      }
     }
   }
   if (p.has("json")) {
@@ -1245,16 +1284,24 @@ int cmd_search(const Args& args, std::ostream& out) {
            "the loss or both as a layer (parallelism.account_for_embedding, account_for_loss; the JSON's "
            "plans and the pasted plan name which)\n";
   }
-  if (own) {
+  if (own && !own->refused.empty()) {
+    // (a --set the search takes as a list, virtual_stages, that run refuses)
+    out << fmt::format(
+        "\nthe scenario's own plan, with the search's --set flags, is refused by tessera run: {}\n",
+        own->refused);
+  } else if (own) {
     // The scenario's own plan against the best (its recomputation, schedule
-    // and chunks as the file sets them).
+    // and chunks as the file sets them; its ZeRO stage and gradient sync
+    // where the table has their columns).
     const Candidate& c = own->plan;
     const ParallelPlan& pl = c.plan;
     const std::string which = fmt::format(
-        "\nthe scenario's own plan (dp {}, tp {}, pp {}{}, micro-batch {}, {}{}, recompute {})", pl.dp, pl.tp,
-        pl.pp, moe ? fmt::format(", ep {}", pl.ep) : "", c.micro_batch, parallelism::to_string(pl.schedule),
+        "\nthe scenario's own plan (dp {}, tp {}, pp {}{}, micro-batch {}, {}{}, recompute {}{}{})", pl.dp,
+        pl.tp, pl.pp, moe ? fmt::format(", ep {}", pl.ep) : "", c.micro_batch,
+        parallelism::to_string(pl.schedule),
         pl.virtual_stages > 1 ? fmt::format(" with {} chunks", pl.virtual_stages) : "",
-        parallelism::to_string(pl.recompute));
+        parallelism::to_string(pl.recompute), zero ? fmt::format(", zero stage {}", pl.zero_stage) : "",
+        sync ? fmt::format(", {}", parallelism::to_string(pl.grad_sync)) : "");
     if (!c.report) {
       out << fmt::format("{}: its simulation failed ({})\n", which, c.error);
     } else if (c.report->oom()) {
@@ -1264,17 +1311,24 @@ int cmd_search(const Args& args, std::ostream& out) {
           which, c.report->fullest_stage().total.in_gib(), c.report->fullest_stage().capacity.in_gib());
     } else {
       const double change = own->best_change(*ranked.front());
+      // A plan that leaves less than --memory-headroom is one search does
+      // not keep: said, before any comparison (helper 142).
+      const std::string headroom_clause =
+          own->within_headroom
+              ? std::string()
+              : fmt::format(
+                    "; it leaves {:.1f} GiB free, less than --memory-headroom {}, so search does not keep it",
+                    own->free.in_gib(), p.get("memory-headroom").value_or(""));
       const std::string verdict =
           change <= -0.0005 ? fmt::format("the best plan above takes {:.1f}% less time", -100.0 * change)
           : change >= 0.0005
               ? fmt::format(
-                    "{:.1f}% faster than the best plan searched (what search keeps or does not vary, "
-                    "above, holds it back)",
-                    100.0 * change / (1.0 + change))
+                    "{:.1f}% faster than the best plan searched{}", 100.0 * change / (1.0 + change),
+                    own->within_headroom ? " (what search keeps or does not vary, above, holds it back)" : "")
               : std::string("as fast as the best plan above");
-      out << fmt::format("{}, as tessera run forecasts it: {:.3f} ms, {:.0f} tokens/s, MFU {:.1f}%; {}\n",
+      out << fmt::format("{}, as tessera run forecasts it: {:.3f} ms, {:.0f} tokens/s, MFU {:.1f}%; {}{}\n",
                          which, c.report->iteration_time.ms(), c.report->tokens_per_second,
-                         100.0 * c.report->mfu, verdict);
+                         100.0 * c.report->mfu, verdict, headroom_clause);
     }
   }
   if (any_tight) {
