@@ -146,10 +146,12 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11} {:>9} {:>8}\n", "part", "op.pass", "kernel",
                      "dtype", "b x m x n x k | rows x h", "time_us", "TFLOP/s", "GB/s");
   bool parts = false;
+  bool copies = false;
   for (const auto& u : t.uses) {
     const study::KernelTableRow& r = t.rows[u.row];
     const Time time = t.time_of(u);
     parts = parts || u.fused_part;
+    copies = copies || r.kernel.op == node_model::KernelOp::Copy;
     out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
                        u.op + "." + std::string(study::to_string(u.pass)),
                        fmt::format("{}{}", u.fused_part ? "+" : "", node_model::to_string(r.kernel.op)),
@@ -160,6 +162,11 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   if (parts) {
     out << "(+: a further part of the kernel above it, in the same launch, as the node model times a fused "
            "kernel: no launch floor of its own)\n";
+  }
+  // (helper 140: copies at 100% of the HBM peak, unexplained)
+  if (copies) {
+    out << "(copy: no copy kernel was measured to learn from, so a copy is timed at the GPU's full memory "
+           "bandwidth, or its per-kernel floor: a rate no real copy reaches)\n";
   }
   // Sums of the kernel times above: per part, and the whole model on this
   // rank (every part times its count; no recomputation, no collectives).
