@@ -62,3 +62,23 @@ function(seconds_to_ns out value)
   string(REGEX REPLACE "^0+([0-9])" "\\1" digits "${digits}")
   set(${out} ${digits} PARENT_SCOPE)
 endfunction()
+
+# sweep-merge of the files after `regex` refused (exit 2) with an error
+# matching `regex`; `what` names the case (its --out in ${WORKDIR}).
+function(expect_merge_refused what regex)
+  execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${ARGN} RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: ${rc} ${err}")
+  endif()
+endfunction()
+
+# edit_file(WHAT IN FROM TO OUT): IN with FROM replaced by TO (a regex),
+# written as OUT; the test's setup fails if nothing matched.
+function(edit_file what in from to out)
+  file(READ ${in} text)
+  string(REGEX REPLACE "${from}" "${to}" edited "${text}")
+  if(edited STREQUAL text)
+    message(FATAL_ERROR "test setup (${what}): '${from}' not found in ${in}:\n${text}")
+  endif()
+  file(WRITE ${out} "${edited}")
+endfunction()

@@ -2,23 +2,11 @@
 # here through the variables those launchers set) and merged gives the same
 # CSV as the sweep run in one piece.
 
-# sweep-merge of the files after `regex` refused (exit 2) with an error
-# matching `regex`; `what` names the case.
-function(expect_merge_refused what regex)
-  execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${ARGN} RESULT_VARIABLE rc ERROR_VARIABLE err)
-  if(NOT rc EQUAL 2 OR NOT err MATCHES "${regex}")
-    message(FATAL_ERROR "${what}: ${rc} ${err}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 # Shard 0 (part0.csv) with `from` replaced by `to` (a regex; setup fails if
 # nothing matched), written as `name` and merged with shard 1: refused.
 function(expect_edited_part0_refused what name from to regex)
-  file(READ ${WORKDIR}/part0.csv p0)
-  string(REGEX REPLACE "${from}" "${to}" edited "${p0}")
-  if(edited STREQUAL p0)
-    message(FATAL_ERROR "test setup (${what}): '${from}' not found in shard 0:\n${p0}")
-  endif()
-  file(WRITE ${WORKDIR}/${name} "${edited}")
+  edit_file("${what}" ${WORKDIR}/part0.csv "${from}" "${to}" ${WORKDIR}/${name})
   expect_merge_refused("${what}" "${regex}" ${WORKDIR}/${name} ${WORKDIR}/part1.csv)
 endfunction()
 file(REMOVE_RECURSE ${WORKDIR})

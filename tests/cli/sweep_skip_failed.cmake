@@ -5,6 +5,7 @@
 # in --json's "failed". Sharded: each shard lists its own failed points
 # after its rows, sweep-merge takes them as accounted for and gives the
 # whole sweep's CSV byte for byte; a shard run again retries them.
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 file(REMOVE_RECURSE ${WORKDIR})
 file(MAKE_DIRECTORY ${WORKDIR})
 set(common sweep ${SCENARIO} --set cluster.nic_bandwidth=2bps,400Gbps --jobs 1 --skip-failed)
@@ -79,11 +80,7 @@ foreach(bad "# failed point 00: x" "# failed point 0: " "# failed point 1: x")
     set(edited_file ${WORKDIR}/bad0.csv)
   endif()
   file(WRITE ${edited_file} "${edited}")
-  execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${edited_file} ${other}
-                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
-  if(NOT rc EQUAL 2 OR NOT err MATCHES "${expected}")
-    message(FATAL_ERROR "'${bad}' should be refused with '${expected}' (${rc}): ${err}")
-  endif()
+  expect_merge_refused("'${bad}' should be refused with '${expected}'" "${expected}" ${edited_file} ${other})
 endforeach()
 execute_process(COMMAND ${TESSERA} ${common} --shard 0/2 --out ${WORKDIR}/part0.csv RESULT_VARIABLE rc OUTPUT_QUIET
                 ERROR_VARIABLE err)
@@ -152,11 +149,8 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "\nnote: scaling is relative to the fewest 
 endif()
 # A settings line that does not hold the GPUs and one cell per setting is
 # refused, naming the line.
-file(READ ${WORKDIR}/above1.csv above1)
-string(REPLACE "# failed settings 3: 16," "# failed settings 3: x," bad1 "${above1}")
-file(WRITE ${WORKDIR}/bad1.csv "${bad1}")
-execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/bad.csv ${WORKDIR}/above0.csv ${WORKDIR}/bad1.csv
-                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
-if(NOT rc EQUAL 2 OR NOT err MATCHES "bad1[.]csv:[0-9]+: malformed line [(]expected '# failed settings N: GPUS,SETTING,...' after point N's '# failed point N: error'[)]")
-  message(FATAL_ERROR "a malformed settings line should be refused (${rc}):\n${err}")
-endif()
+edit_file("a malformed settings line" ${WORKDIR}/above1.csv "# failed settings 3: 16," "# failed settings 3: x,"
+          ${WORKDIR}/bad1.csv)
+expect_merge_refused("a malformed settings line should be refused"
+                     "bad1[.]csv:[0-9]+: malformed line [(]expected '# failed settings N: GPUS,SETTING,...' after point N's '# failed point N: error'[)]"
+                     ${WORKDIR}/above0.csv ${WORKDIR}/bad1.csv)
