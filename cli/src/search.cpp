@@ -58,6 +58,21 @@ struct OwnPlan {
   }
 };
 
+/// What the stage of `r` that leaves the least of its GPU's memory free
+/// leaves, and that GPU's memory (under mixed_gpus a stage on the smaller
+/// GPU may leave the least); `gpu_memory` for a report without stages.
+std::pair<Bytes, Bytes> least_free_memory(const RunReport& r, Bytes gpu_memory) {
+  Bytes free = gpu_memory, capacity = gpu_memory;
+  for (const auto& m : r.memory) {
+    const Bytes left = m.capacity - std::min(m.capacity, m.total);
+    if (left < free) {
+      free = left;
+      capacity = m.capacity;
+    }
+  }
+  return {free, capacity};
+}
+
 std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
   std::vector<int> out;
   for (std::int64_t d = 1; d <= std::min(n, limit); ++d) {
@@ -1135,11 +1150,16 @@ int cmd_search(const Args& args, std::ostream& out) {
       own->flags += fmt::format("{}--set {}", own->flags.empty() ? "" : " ", set);
     // As `tessera run` loads it with the search's --set flags (base may have
     // left out a --set parallelism.virtual_stages, searched as a list).
+    // (base itself where the search took no --set away: the same load)
     std::optional<Scenario> mine;
-    try {
-      mine = load_scenario(p.positional()[0], scenario_overrides(run_sets, p));
-    } catch (const ScenarioError& e) {
-      own->refused = without_scenario_file(e);
+    if (run_sets == sets) {
+      mine = base;
+    } else {
+      try {
+        mine = load_scenario(p.positional()[0], scenario_overrides(run_sets, p));
+      } catch (const ScenarioError& e) {
+        own->refused = without_scenario_file(e);
+      }
     }
     if (mine) {
       own->plan.plan = mine->plan;
@@ -1150,10 +1170,7 @@ int cmd_search(const Args& args, std::ostream& out) {
       try {
         own->plan.report = make_report(*mine, simulate_scenario(*mine));
         own->plan.peak_memory = own->plan.report->fullest_stage().total;
-        own->free = mine->gpu.memory;
-        for (const auto& m : own->plan.report->memory) {
-          own->free = std::min(own->free, m.capacity - std::min(m.capacity, m.total));
-        }
+        own->free = least_free_memory(*own->plan.report, mine->gpu.memory).first;
         own->within_headroom = !own->plan.report->oom() && own->free >= headroom;
       } catch (const Error& e) {
         own->plan.error = e.what();
@@ -1353,16 +1370,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (!ranked.empty() && headroom == Bytes()) {
     // What the winner leaves free, where nothing was asked to be left: the
     // memory model does not count everything a GPU's memory holds.
-    // (its fullest stage against that stage's GPU: under mixed_gpus a
-    // stage on the smaller GPU may leave the least)
-    Bytes free = base.gpu.memory, capacity = base.gpu.memory;
-    for (const auto& m : ranked.front()->report->memory) {
-      const Bytes left = m.capacity - std::min(m.capacity, m.total);
-      if (left < free) {
-        free = left;
-        capacity = m.capacity;
-      }
-    }
+    const auto [free, capacity] = least_free_memory(*ranked.front()->report, base.gpu.memory);
     out << fmt::format(
         "\nnote: the best plan leaves {:.1f} of {:.1f} GiB free, and the memory model's 1 GiB workspace "
         "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: --memory-headroom "
