@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tessera/cli/args.hpp"
@@ -77,13 +78,13 @@ struct Row {
   double weight = 0.0;  ///< in fits: per table 1, per series equal, log-size trapezoid within
 };
 
-CollectiveKind kind_of(const std::string& op, const std::string& file, std::size_t line) {
+CollectiveKind kind_of(const std::string& op, const std::string& where) {
   if (op == "all-reduce") return CollectiveKind::AllReduce;
   if (op == "all-gather") return CollectiveKind::AllGather;
   if (op == "reduce-scatter") return CollectiveKind::ReduceScatter;
   if (op == "all-to-all") return CollectiveKind::AllToAll;
   if (op == "collective-permute") return CollectiveKind::SendRecv;
-  throw InputError(fmt::format("{}:{}: column opcode: unknown collective '{}'", file, line, op));
+  throw InputError(fmt::format("{}, column 'opcode': unknown collective '{}'", where, op));
 }
 
 /// Bus bytes per rank in nccl-tests' convention (busbw = these / time).
@@ -99,31 +100,74 @@ std::vector<std::vector<int>> contiguous_groups(int num_groups, int per_group) {
   return out;
 }
 
+/// Bytes per element of an nccl-tests `type` or an XLA `element_type`;
+/// nullopt for a name neither uses.
+std::optional<std::int64_t> element_bytes(std::string_view type) {
+  static const std::map<std::string_view, std::int64_t> kSizes = {
+      {"int8", 1},  {"uint8", 1},  {"int32", 4},    {"uint32", 4}, {"int64", 8}, {"uint64", 8}, {"half", 2},
+      {"float", 4}, {"double", 8}, {"bfloat16", 2}, {"PRED", 1},   {"S8", 1},    {"U8", 1},     {"S16", 2},
+      {"U16", 2},   {"S32", 4},    {"U32", 4},      {"S64", 8},    {"U64", 8},   {"F16", 2},    {"BF16", 2},
+      {"F32", 4},   {"F64", 8},    {"F8E4M3FN", 1}, {"F8E5M2", 1}};
+  const auto it = kSizes.find(type);
+  if (it == kSizes.end()) return std::nullopt;
+  return it->second;
+}
+
+/// A table's element count and type, where it has them, must give its
+/// byte size (helper 143: a count or type disagreeing with the size, or an
+/// unknown type, was read without a word).
+/// `per_element`: the buffers `bytes` counts per element (a reduce-scatter's
+/// bytes are its input, its elements the output: the group size).
+void check_elements(const node_model::CsvTable& t, std::size_t row, std::size_t bytes_col, int count_col,
+                    int type_col, std::int64_t per_element = 1) {
+  if (type_col < 0) return;
+  const std::string& type = t.rows[row][static_cast<std::size_t>(type_col)];
+  const auto size = element_bytes(type);
+  if (!size) {
+    throw InputError(fmt::format("{}: {}, column '{}': unknown element type '{}'", t.path, t.row_name(row),
+                                 t.header[static_cast<std::size_t>(type_col)], type));
+  }
+  if (count_col < 0) return;
+  const std::int64_t count = t.positive_int(row, static_cast<std::size_t>(count_col));
+  const std::int64_t bytes = t.positive_int(row, bytes_col);
+  if (count > bytes || count * *size * per_element != bytes) {
+    throw InputError(fmt::format(
+        "{}: {}, columns '{}' and '{}': {} elements of {} ({} B each{}) are not {} bytes", t.path,
+        t.row_name(row), t.header[static_cast<std::size_t>(count_col)], t.header[bytes_col], count, type,
+        *size, per_element > 1 ? fmt::format(", x {} ranks", per_element) : "", bytes));
+  }
+}
+
 void read_a100(const std::string& dir, std::vector<Row>& rows) {
   for (int n = 2; n <= 8; ++n) {
     const std::string path = (fs::path(dir) / fmt::format("AR_GPU{}_1M_1024M_LUT.csv", n)).string();
     const node_model::CsvTable t = node_model::read_csv(path);
     const std::size_t size_col = t.require_column("size(B)");
     const std::size_t time_col = t.require_first_column("time(ns)");  // the first: out-of-place
+    // (a header alone left the group size out of the table: helper 143)
+    if (t.rows.empty())
+      throw InputError(fmt::format("{}: no measurements (a header line, then one per row)", path));
     for (std::size_t i = 0; i < t.rows.size(); ++i) {
       Row r;
       r.table = &kTables[0];
       r.file = path;
-      r.line = i + 2;
+      r.line = t.lines[i];
       r.op = "all-reduce";
       r.series = fmt::format("1x{}", n);
       r.groups = contiguous_groups(1, n);
       r.bytes = Bytes(t.positive_int(i, size_col));
+      check_elements(t, i, size_col, t.column("count"), t.column("type"));
       const double ns = t.number(i, time_col);
-      if (!(ns > 0)) throw InputError(fmt::format("{}:{}: column time(ns): must be positive", path, r.line));
+      if (!(ns > 0)) {
+        throw InputError(fmt::format("{}: {}, column 'time(ns)': must be positive", path, t.row_name(i)));
+      }
       r.measured = Time::from_seconds(ns * 1e-9);
       rows.push_back(std::move(r));
     }
   }
 }
 
-std::vector<std::vector<int>> parse_pairs(const std::string& text, const std::string& file,
-                                          std::size_t line) {
+std::vector<std::vector<int>> parse_pairs(const std::string& text, const std::string& where) {
   std::vector<std::vector<int>> out;
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ';');) {
@@ -136,11 +180,10 @@ std::vector<std::vector<int>> parse_pairs(const std::string& text, const std::st
       if (a < 0 || b < 0 || a > 7 || b > 7 || a == b) throw std::invalid_argument("range");
       out.push_back({a, b});
     } catch (const std::exception&) {
-      throw InputError(
-          fmt::format("{}:{}: column pairs: '{}' is not SRC->DST with GPUs 0-7", file, line, item));
+      throw InputError(fmt::format("{}, column 'pairs': '{}' is not SRC->DST with GPUs 0-7", where, item));
     }
   }
-  if (out.empty()) throw InputError(fmt::format("{}:{}: column pairs: empty", file, line));
+  if (out.empty()) throw InputError(fmt::format("{}, column 'pairs': empty", where));
   return out;
 }
 
@@ -152,37 +195,50 @@ void read_h100(const std::string& path, std::vector<Row>& rows) {
   const std::size_t devices_col = t.require_column("devices_per_group");
   const std::size_t pairs_col = t.require_column("pairs");
   const std::size_t latency_col = t.require_column("latency_us");
+  const int arch_col = t.column("arch");
+  if (t.rows.empty())
+    throw InputError(fmt::format("{}: no measurements (a header line, then one per row)", path));
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     Row r;
     r.table = &kTables[1];
     r.file = path;
-    r.line = i + 2;
+    r.line = t.lines[i];
     r.op = t.rows[i][op_col];
-    r.kind = kind_of(r.op, path, r.line);
+    const std::string where = fmt::format("{}: {}", path, t.row_name(i));
+    r.kind = kind_of(r.op, where);
     if (r.kind == CollectiveKind::SendRecv) {
       // "NAME SRC->DST;SRC->DST;..."
       const std::string cell = t.rows[i][pairs_col];
       const auto space = cell.find(' ');
       if (space == std::string::npos || space == 0) {
         throw InputError(
-            fmt::format("{}:{}: column pairs: expected 'NAME SRC->DST;...', got '{}'", path, r.line, cell));
+            fmt::format("{}, column 'pairs': expected 'NAME SRC->DST;...', got '{}'", where, cell));
       }
       r.series = cell.substr(0, space);
-      r.groups = parse_pairs(cell.substr(space + 1), path, r.line);
+      r.groups = parse_pairs(cell.substr(space + 1), where);
     } else {
       const auto g = t.positive_int(i, groups_col);
       const auto d = t.positive_int(i, devices_col);
       if (g * d > 8 || d < 2) {
-        throw InputError(
-            fmt::format("{}:{}: columns num_groups x devices_per_group: {} x {} does not fit 8 GPUs", path,
-                        r.line, g, d));
+        throw InputError(fmt::format(
+            "{}, columns 'num_groups' x 'devices_per_group': {} x {} does not fit 8 GPUs", where, g, d));
       }
       r.groups = contiguous_groups(static_cast<int>(g), static_cast<int>(d));
       r.series = fmt::format("{}x{}", g, d);
     }
     r.bytes = Bytes(t.positive_int(i, bytes_col));
+    check_elements(
+        t, i, bytes_col, t.column("elements"), t.column("element_type"),
+        r.kind == CollectiveKind::ReduceScatter ? static_cast<std::int64_t>(r.groups.front().size()) : 1);
+    // Measured on an H100 (sm_90), as the GEMM table's reader requires.
+    if (arch_col >= 0 && t.rows[i][static_cast<std::size_t>(arch_col)] != "sm_90") {
+      throw InputError(
+          fmt::format("{}, column 'arch': unknown arch '{}' (this reader knows sm_90, the H100 "
+                      "the table was measured on)",
+                      where, t.rows[i][static_cast<std::size_t>(arch_col)]));
+    }
     const double us = t.number(i, latency_col);
-    if (!(us > 0)) throw InputError(fmt::format("{}:{}: column latency_us: must be positive", path, r.line));
+    if (!(us > 0)) throw InputError(fmt::format("{}, column 'latency_us': must be positive", where));
     r.measured = Time::from_seconds(us * 1e-6);
     rows.push_back(std::move(r));
   }

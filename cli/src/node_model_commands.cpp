@@ -394,7 +394,7 @@ int cmd_predict_kernels(const Args& args, std::ostream& out) {
     try {
       predicted[r] = (device_time ? predictor->predict_device(k) : predictor->predict(k)).ms();
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: row {}: {}", input, r + 1, e.what()));
+      throw InputError(fmt::format("{}: {}: {}", input, t.row_name(r), e.what()));
     }
   }
   // A file that has a Predicted_ms column (an earlier run's output) gets

@@ -112,19 +112,18 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     // The vocabulary need not divide: each framework pads it as it does
     // (Megatron to a multiple of 128 x tp), and the measured rank ran the same.
     if (s.heads % s.tp != 0 || s.hidden % s.tp != 0) {
-      throw InputError(
-          fmt::format("{}: row {}, column 'tp': {} does not divide the heads ({}) and hidden ({})", path,
-                      r + 1, s.tp, s.heads, s.hidden));
+      throw InputError(fmt::format("{}: {}, column 'tp': {} does not divide the heads ({}) and hidden ({})",
+                                   path, t.row_name(r), s.tp, s.heads, s.hidden));
     }
     try {
       (void)node_model::parse_dtype(s.dtype);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: row {}, column 'dtype': {}", path, r + 1, e.what()));
+      throw InputError(fmt::format("{}: {}, column 'dtype': {}", path, t.row_name(r), e.what()));
     }
     const std::string& f = t.rows[r][flash];
     if (f != "true" && f != "false") {
-      throw InputError(fmt::format("{}: row {}, column 'flash_attention': expected true or false, got '{}'",
-                                   path, r + 1, f));
+      throw InputError(fmt::format("{}: {}, column 'flash_attention': expected true or false, got '{}'", path,
+                                   t.row_name(r), f));
     }
     s.flash = f == "true";
     s.keys = key_path_cells(t, r, key_columns);
@@ -133,18 +132,18 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     // printed a 300-digit measurement and an error of -100%).
     if (!(ms > 0) || ms > kMaxMeasuredMs) {
       throw InputError(
-          fmt::format("{}: row {}, column 'iteration_ms': must be positive and at most a day, "
+          fmt::format("{}: {}, column 'iteration_ms': must be positive and at most a day, "
                       "86400000 ms (got '{}')",
-                      path, r + 1, t.rows[r][it]));
+                      path, t.row_name(r), t.rows[r][it]));
     }
     double opt = -1;
     if (opt_col >= 0) {
       opt = t.number(r, static_cast<std::size_t>(opt_col));
       if (!(opt >= 0) || opt >= ms) {
         throw InputError(
-            fmt::format("{}: row {}, column 'optimizer_ms': must be at least 0 and below "
+            fmt::format("{}: {}, column 'optimizer_ms': must be at least 0 and below "
                         "iteration_ms (got '{}', iteration_ms '{}')",
-                        path, r + 1, t.rows[r][static_cast<std::size_t>(opt_col)], t.rows[r][it]));
+                        path, t.row_name(r), t.rows[r][static_cast<std::size_t>(opt_col)], t.rows[r][it]));
       }
     }
     double fwd = -1;
@@ -152,9 +151,9 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
       fwd = t.number(r, static_cast<std::size_t>(fwd_col));
       if (!(fwd > 0) || fwd >= ms) {
         throw InputError(
-            fmt::format("{}: row {}, column 'fwd_ms': must be positive and below iteration_ms (got '{}', "
+            fmt::format("{}: {}, column 'fwd_ms': must be positive and below iteration_ms (got '{}', "
                         "iteration_ms '{}')",
-                        path, r + 1, t.rows[r][static_cast<std::size_t>(fwd_col)], t.rows[r][it]));
+                        path, t.row_name(r), t.rows[r][static_cast<std::size_t>(fwd_col)], t.rows[r][it]));
       }
     }
     double fb = -1;
@@ -162,9 +161,9 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
       fb = t.number(r, static_cast<std::size_t>(fb_col));
       if (!(fb > 0) || fb > ms) {
         throw InputError(
-            fmt::format("{}: row {}, column 'fwd_bwd_ms': must be positive and at most iteration_ms (got "
+            fmt::format("{}: {}, column 'fwd_bwd_ms': must be positive and at most iteration_ms (got "
                         "'{}', iteration_ms '{}')",
-                        path, r + 1, t.rows[r][static_cast<std::size_t>(fb_col)], t.rows[r][it]));
+                        path, t.row_name(r), t.rows[r][static_cast<std::size_t>(fb_col)], t.rows[r][it]));
       }
     }
     // The phases of one step must agree with each other (helper 120: a
@@ -174,16 +173,16 @@ std::vector<MeasuredStep> read_steps(const std::string& path) {
     // H100 and H200 files: up to 4.3%); a fifth past it is not one step.
     if (fwd > 0 && fb > 0 && fwd >= fb) {
       throw InputError(
-          fmt::format("{}: row {}, column 'fwd_ms': the forward must be below fwd_bwd_ms, which "
+          fmt::format("{}: {}, column 'fwd_ms': the forward must be below fwd_bwd_ms, which "
                       "holds it (got '{}', fwd_bwd_ms '{}')",
-                      path, r + 1, t.rows[r][static_cast<std::size_t>(fwd_col)],
+                      path, t.row_name(r), t.rows[r][static_cast<std::size_t>(fwd_col)],
                       t.rows[r][static_cast<std::size_t>(fb_col)]));
     }
     if (fb > 0 && opt >= 0 && fb + opt > 1.2 * ms) {
       throw InputError(
-          fmt::format("{}: row {}, columns 'fwd_bwd_ms' and 'optimizer_ms': their sum ({} ms) is "
+          fmt::format("{}: {}, columns 'fwd_bwd_ms' and 'optimizer_ms': their sum ({} ms) is "
                       "more than a fifth past iteration_ms ('{}'): not the phases of one step",
-                      path, r + 1, fb + opt, t.rows[r][it]));
+                      path, t.row_name(r), fb + opt, t.rows[r][it]));
     }
     // Repeats of one configuration are averaged.
     bool merged = false;

@@ -254,7 +254,7 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     const std::int64_t v = t.positive_int(r, c);
     if (v > (1 << 24)) {
       throw InputError(
-          fmt::format("{}: row {}, column '{}': {} is out of range", path, r + 1, t.header[c], v));
+          fmt::format("{}: {}, column '{}': {} is out of range", path, t.row_name(r), t.header[c], v));
     }
     return static_cast<int>(v);
   };
@@ -276,13 +276,13 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
     // Above a day is no iteration's time but a unit slip or a damaged cell.
     if (m.measured_ms <= 0 || m.measured_ms > kMaxMeasuredMs) {
       throw InputError(
-          fmt::format("{}: row {}, column '{}': must be positive and at most a day, 86400000 ms "
+          fmt::format("{}: {}, column '{}': must be positive and at most a day, 86400000 ms "
                       "(got '{}')",
-                      path, r + 1, t.header[c_time], t.rows[r][c_time]));
+                      path, t.row_name(r), t.header[c_time], t.rows[r][c_time]));
     }
     if (m.tp * m.dp * m.pp != m.gpus) {
-      throw InputError(fmt::format("{}: row {}: tp x dp x pp = {} x {} x {} is not the {} GPUs", path, r + 1,
-                                   m.tp, m.dp, m.pp, m.gpus));
+      throw InputError(fmt::format("{}: {}: tp x dp x pp = {} x {} x {} is not the {} GPUs", path,
+                                   t.row_name(r), m.tp, m.dp, m.pp, m.gpus));
     }
     // Every rule a scenario checks (a global batch that dp x micro-batch
     // divides, heads that divide the hidden size, ...), named by row here
@@ -297,14 +297,14 @@ std::vector<MeasuredRun> read_vtrain_runs(const std::string& path, const RunTemp
       for (const auto& [key, col] : kRunColumnKeys) {
         const std::string prefix = std::string(key) + ": ";
         if (why.rfind(prefix, 0) == 0) {
-          throw InputError(fmt::format("{}: row {}, column '{}': {}", path, r + 1,
+          throw InputError(fmt::format("{}: {}, column '{}': {}", path, t.row_name(r),
                                        t.header[t.require_column(std::string(col))],
                                        why.substr(prefix.size())));
         }
       }
-      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, why));
+      throw InputError(fmt::format("{}: {}: {}", path, t.row_name(r), why));
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: row {}: {}", path, r + 1, e.what()));
+      throw InputError(fmt::format("{}: {}: {}", path, t.row_name(r), e.what()));
     }
     runs.push_back(m);
   }

@@ -42,6 +42,14 @@ std::size_t CsvTable::require_first_column(std::string_view name) const {
   throw InputError(fmt::format("{}: missing column '{}'", path, name));
 }
 
+std::string CsvTable::row_name(std::size_t row) const {
+  // A blank line or a quoted line break above the row puts it elsewhere
+  // than row + 1 lines below the header (helper 143: "row 2" on line 5).
+  if (row < lines.size() && lines[row] != row + 2)
+    return fmt::format("row {} (line {})", row + 1, lines[row]);
+  return fmt::format("row {}", row + 1);
+}
+
 double CsvTable::number(std::size_t row, std::size_t col) const {
   // Spaces around a number are read past, at both ends (helper 102: a
   // leading one was, strtod's, a trailing one refused), as they are around
@@ -50,7 +58,7 @@ double CsvTable::number(std::size_t row, std::size_t col) const {
   const auto v = decimal_number(raw);
   if (!v) {
     throw InputError(
-        fmt::format("{}: row {}, column '{}': '{}' is not a number", path, row + 1, header.at(col), raw));
+        fmt::format("{}: {}, column '{}': '{}' is not a number", path, row_name(row), header.at(col), raw));
   }
   return *v;
 }
@@ -67,8 +75,8 @@ std::optional<double> decimal_number(std::string_view text) {
 std::int64_t CsvTable::positive_int(std::size_t row, std::size_t col) const {
   const double v = number(row, col);
   if (v <= 0 || v != std::floor(v) || v > 9e15) {
-    throw InputError(fmt::format("{}: row {}, column '{}': dimension must be a positive integer (got '{}')",
-                                 path, row + 1, header.at(col), rows[row][col]));
+    throw InputError(fmt::format("{}: {}, column '{}': dimension must be a positive integer (got '{}')", path,
+                                 row_name(row), header.at(col), rows[row][col]));
   }
   return static_cast<std::int64_t>(v);
 }
@@ -156,7 +164,7 @@ Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype) {
   try {
     op = parse_kernel_op(t.rows.at(row).at(op_col));
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: row {}, column 'OPName': {}", t.path, row + 1, e.what()));
+    throw InputError(fmt::format("{}: {}, column 'OPName': {}", t.path, t.row_name(row), e.what()));
   }
   // NeuSight's columns describe [B, M, N] x [B, N, K] -> [B, M, K]: N is
   // the reduction and K the output width (the library's grid is
@@ -171,7 +179,7 @@ Kernel kernel_from_row(const CsvTable& t, std::size_t row, DType dtype) {
   try {
     k.validate();
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: row {}: {}", t.path, row + 1, e.what()));
+    throw InputError(fmt::format("{}: {}: {}", t.path, t.row_name(row), e.what()));
   }
   return k;
 }
@@ -198,22 +206,21 @@ DType row_dtype(const CsvTable& t, std::size_t row, int dtype_col, DType fallbac
   try {
     return parse_dtype(cell);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: row {}, column 'dtype': {}", t.path, row + 1, e.what()));
+    throw InputError(fmt::format("{}: {}, column 'dtype': {}", t.path, t.row_name(row), e.what()));
   }
 }
 
 double row_latency_ms(const CsvTable& t, std::size_t row, std::size_t col) {
   const double ms = t.number(row, col);
   if (!(ms > 0)) {
-    throw InputError(fmt::format("{}: row {}, column '{}': latency must be positive (got '{}')", t.path,
-                                 row + 1, t.header.at(col), t.rows.at(row).at(col)));
+    throw InputError(fmt::format("{}: {}, column '{}': latency must be positive (got '{}')", t.path,
+                                 t.row_name(row), t.header.at(col), t.rows.at(row).at(col)));
   }
   // No kernel runs for a day: a unit slip, or a damaged cell (helper 116:
   // 1e300 was read and scored as a 100% error).
   if (ms > 86'400e3) {
-    throw InputError(
-        fmt::format("{}: row {}, column '{}': latency {} ms is more than a day (in milliseconds?)", t.path,
-                    row + 1, t.header.at(col), t.rows.at(row).at(col)));
+    throw InputError(fmt::format("{}: {}, column '{}': latency {} ms is more than a day (in milliseconds?)",
+                                 t.path, t.row_name(row), t.header.at(col), t.rows.at(row).at(col)));
   }
   return ms;
 }

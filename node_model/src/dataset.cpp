@@ -36,6 +36,11 @@ void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog
   const CsvTable t = read_csv(csv_path);
   const std::size_t dev_col = t.require_column("Device");
   const std::size_t lat_col = t.require_column("Latency");
+  // A header with no rows under it would leave its op or GPU out of the
+  // training or the table without a word (helper 143).
+  if (t.rows.empty()) {
+    throw InputError(fmt::format("{}: no kernels (a header line, then one kernel per row)", csv_path));
+  }
   const int name_col = t.column("Kernel Name");
   const int gx = t.column("Grid x");
   const int gy = t.column("Grid y");
@@ -57,9 +62,8 @@ void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog
         for (const GpuSpec& c : catalog.all()) known.push_back(c.name);
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        throw InputError(
-            fmt::format("{}: row {}, column 'Device': no device config describes '{}'{} (known: {})",
-                        csv_path, r + 1, dev, did_you_mean(dev, known), list));
+        throw InputError(fmt::format("{}: {}, column 'Device': no device config describes '{}'{} (known: {})",
+                                     csv_path, t.row_name(r), dev, did_you_mean(dev, known), list));
       }
       gpu = into.add_gpu(*g);
       gpu_of.emplace_back(dev, gpu);
@@ -68,9 +72,9 @@ void read_measurements(const std::string& csv_path, const DeviceCatalog& catalog
     // trained on, or validated, at twice its bytes and the CUDA cores' peak.
     if (const DType d = row_dtype(t, r, dtype_col, DType::FP32); d != DType::FP32) {
       throw InputError(fmt::format(
-          "{}: row {}, column 'dtype': '{}': a measurement folder with device configs holds FP32 kernels "
+          "{}: {}, column 'dtype': '{}': a measurement folder with device configs holds FP32 kernels "
           "(the tile-mlp's); check {} kernels with `validate kernels --data FILE.csv --device GPU`",
-          csv_path, r + 1, to_string(d), to_string(d)));
+          csv_path, t.row_name(r), to_string(d), to_string(d)));
     }
     Measurement m;
     m.kernel = kernel_from_row(t, r);
@@ -168,15 +172,15 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
     const std::string& arch = t.rows[r][arch_col];
     if (arch != "sm_90") {
       throw InputError(
-          fmt::format("{}: row {}, column 'arch': unknown arch '{}' (this reader knows sm_90, the H100 "
+          fmt::format("{}: {}, column 'arch': unknown arch '{}' (this reader knows sm_90, the H100 "
                       "SXM)",
-                      csv_path, r + 1, arch));
+                      csv_path, t.row_name(r), arch));
     }
     DType dtype{};
     try {
       dtype = parse_xla_dtype(t.rows[r][dtype_col]);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: row {}, column 'dtype': {}", csv_path, r + 1, e.what()));
+      throw InputError(fmt::format("{}: {}, column 'dtype': {}", csv_path, t.row_name(r), e.what()));
     }
     Measurement m;
     m.kernel = Kernel::gemm(KernelOp::Bmm, t.positive_int(r, b_col), t.positive_int(r, m_col),
@@ -184,8 +188,8 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
     const double flops_per_s = t.number(r, flops_col);
     m.latency_ms = t.number(r, lat_col);
     if (!(m.latency_ms > 0)) {
-      throw InputError(fmt::format("{}: row {}, column 'latency_ms': latency must be positive (got '{}')",
-                                   csv_path, r + 1, t.rows[r][lat_col]));
+      throw InputError(fmt::format("{}: {}, column 'latency_ms': latency must be positive (got '{}')",
+                                   csv_path, t.row_name(r), t.rows[r][lat_col]));
     }
     // The table gives each GEMM's rate beside its time: they must agree (a
     // time in other units, or a dimension typed wrong, does not; helper 87:
@@ -193,17 +197,17 @@ MeasurementSet read_xla_gemm_table(const std::string& csv_path) {
     const double implied = m.kernel.flops().count() / (m.latency_ms * 1e-3);
     if (!(std::abs(flops_per_s / implied - 1.0) <= 0.05)) {
       throw InputError(fmt::format(
-          "{}: row {}, columns 'flops_per_s' and 'latency_ms': {:g} disagrees with 2 x b x m x n x k "
+          "{}: {}, columns 'flops_per_s' and 'latency_ms': {:g} disagrees with 2 x b x m x n x k "
           "/ latency_ms = {:g} (which is wrong: is the latency in milliseconds, and are the dimensions "
           "right?)",
-          csv_path, r + 1, flops_per_s, implied));
+          csv_path, t.row_name(r), flops_per_s, implied));
     }
     // One measurement per GEMM: a repeated row would count twice.
     // (by the table's own dtype: two FP8 operand formats read as one DType)
     const auto key = std::make_tuple(m.kernel.b, m.kernel.m, m.kernel.n, m.kernel.k, t.rows[r][dtype_col]);
     if (const auto [it, fresh] = seen.emplace(key, r + 1); !fresh) {
-      throw InputError(fmt::format("{}: row {}: the GEMM of row {} again ({} x {} x {} x {}, {})", csv_path,
-                                   r + 1, it->second, m.kernel.b, m.kernel.m, m.kernel.n, m.kernel.k,
+      throw InputError(fmt::format("{}: {}: the GEMM of row {} again ({} x {} x {} x {}, {})", csv_path,
+                                   t.row_name(r), it->second, m.kernel.b, m.kernel.m, m.kernel.n, m.kernel.k,
                                    t.rows[r][dtype_col]));
     }
     m.gpu = h100;
@@ -227,7 +231,7 @@ MeasurementSet read_measured_gemms(const std::vector<std::string>& csv_paths, co
       try {
         op = parse_kernel_op(t.rows[r][op_col]);
       } catch (const InputError& e) {
-        throw InputError(fmt::format("{}: row {}, column 'OPName': {}", path, r + 1, e.what()));
+        throw InputError(fmt::format("{}: {}, column 'OPName': {}", path, t.row_name(r), e.what()));
       }
       if (!is_gemm(op)) continue;
       const DType dtype = row_dtype(t, r, static_cast<int>(dtype_col), DType::FP32);
@@ -258,9 +262,9 @@ void check_measured_on(const CsvTable& t, int device_col, const GpuSpec& gpu) {
       continue;
     }
     throw InputError(fmt::format(
-        "{}: row {}, column 'Device': measured on '{}'{}, but --device is {} (give the GPU "
+        "{}: {}, column 'Device': measured on '{}'{}, but --device is {} (give the GPU "
         "the kernels ran on, or its device config JSON)",
-        t.path, row + 1, dev, preset ? fmt::format(" (the {} preset)", preset->name) : "", gpu.name));
+        t.path, t.row_name(row), dev, preset ? fmt::format(" (the {} preset)", preset->name) : "", gpu.name));
   }
 }
 

@@ -476,10 +476,9 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path, const Mode
       in = parse_shapes(row[c_in]);
       outs = parse_shapes(row[c_out]);
     } catch (const std::exception& e) {
-      throw InputError(fmt::format("{}: row {}, columns 'input_shapes'/'output_shape': cannot parse shapes ({})", path,
-                                   r + 1, dynamic_cast<const std::out_of_range*>(&e) != nullptr
-                                              ? "a dimension past int64"
-                                              : e.what()));
+      throw InputError(fmt::format(
+          "{}: {}, columns 'input_shapes'/'output_shape': cannot parse shapes ({})", path, t.row_name(r),
+          dynamic_cast<const std::out_of_range*>(&e) != nullptr ? "a dimension past int64" : e.what()));
     }
     for (const auto* shapes : {&in, &outs}) {
       for (const auto& s : *shapes) {
@@ -489,16 +488,25 @@ FxGraph fx_graph_from_csv(const CsvTable& t, const std::string& path, const Mode
         for (const auto d : s) elements *= d == 0 ? 1.0 : static_cast<double>(d);
         if (elements > 9.2e18) {
           throw InputError(
-              fmt::format("{}: row {}: a shape whose dimensions multiply past 2^63", path, r + 1));
+              fmt::format("{}: {}: a shape whose dimensions multiply past 2^63", path, t.row_name(r)));
         }
       }
     }
     for (const auto& [value, column] : {std::pair{op.measured_ms, "latency"}, std::pair{op.measured_fw_ms, "fw_latency"},
                                         std::pair{op.measured_bw_ms, "bw_latency"}}) {
       if (!std::isfinite(value) || value < 0) {
-        throw InputError(fmt::format("{}: row {}, column '{}': a latency must be a finite number >= 0 (got {})",
-                                     path, r + 1, column, value));
+        throw InputError(fmt::format("{}: {}, column '{}': a latency must be a finite number >= 0 (got {})",
+                                     path, t.row_name(r), column, value));
       }
+    }
+    // torch.fx's node kinds: another is a damaged row, which would drop out
+    // of the totals as an op without a kernel rule (helper 143).
+    if (kind != "placeholder" && kind != "get_attr" && kind != "output" && kind != "call_module" &&
+        kind != "call_function" && kind != "call_method") {
+      throw InputError(
+          fmt::format("{}: {}, column 'op': unknown node kind '{}' (torch.fx's are placeholder, "
+                      "get_attr, call_function, call_method, call_module and output)",
+                      path, t.row_name(r), kind));
     }
     if (kind == "placeholder" || kind == "get_attr" || kind == "output" || outs.empty()) {
       graph.ops.push_back(std::move(op));

@@ -220,10 +220,11 @@ MeasuredKernels read_measured_kernels(const std::string& csv_path, DType default
     // B = 99999999999 was scored as a 2e12% error). (Ten times: a boost clock
     // or a sparse peak is never that far above the datasheet's dense one.)
     if (const Time bound = roofline_time(m.kernel, gpu); m.latency_ms * 1e-3 < bound.seconds() / 10) {
-      throw InputError(fmt::format(
-          "{}: row {}, column '{}': {} ms is more than ten times faster than {} allows at its peak "
-          "({:.4g} ms for this kernel): are the dimensions and the unit (milliseconds) right?",
-          csv_path, r + 1, t.header.at(lat_col), t.rows[r][lat_col], gpu.name, bound.seconds() * 1e3));
+      throw InputError(
+          fmt::format("{}: {}, column '{}': {} ms is more than ten times faster than {} allows at its peak "
+                      "({:.4g} ms for this kernel): are the dimensions and the unit (milliseconds) right?",
+                      csv_path, t.row_name(r), t.header.at(lat_col), t.rows[r][lat_col], gpu.name,
+                      bound.seconds() * 1e3));
     }
     m.group = fmt::format("{}/{}", t.rows[r][op_col], to_string(dtype));
     // The group names the parts a row has (no empty `linear/bf16//fwd`);

@@ -32,6 +32,9 @@ struct CsvTable {
   /// purpose (nccl-tests: out-of-place, then in-place `time(ns)`); throws
   /// InputError when there is none.
   [[nodiscard]] std::size_t require_first_column(std::string_view name) const;
+  /// "row N" (1-based data row), with "(line L)" where the row is not on
+  /// line N + 1 of the file (blank lines or quoted line breaks above it).
+  [[nodiscard]] std::string row_name(std::size_t row) const;
   /// Cell as a finite decimal number (not hex: 0x10); throws InputError naming
   /// file, row and column.
   [[nodiscard]] double number(std::size_t row, std::size_t col) const;
