@@ -1046,7 +1046,13 @@ Override parse_override(const std::string& text) {
   if (eq + 1 == text.size()) {
     throw InputError(fmt::format("--set '{}': the value is empty (expected key.path=value)", text));
   }
-  return Override{text.substr(0, eq), text.substr(eq + 1)};
+  // Blanks around the key are no part of it (helper 145: ' cluster.nodes '
+  // was "unknown key, did you mean 'cluster'?", the blanks invisible).
+  std::string key = text.substr(0, eq);
+  key.erase(0, key.find_first_not_of(" \t"));
+  key.erase(key.find_last_not_of(" \t") + 1);
+  if (key.empty()) throw InputError(fmt::format("--set '{}': expected key.path=value", text));
+  return Override{key, text.substr(eq + 1)};
 }
 
 std::optional<ChunkList> take_chunk_list(const std::optional<std::string>& given,
@@ -1465,10 +1471,54 @@ Scenario parse_with_jobs(YAML::Node root, const std::string& file,
 
 namespace {
 
+/// The deepest part of the key path `path` ("a.b[2].c": names and
+/// indices) that the file as read (overrides applied) writes, and its mark;
+/// nullopt where it writes none of it. `whole`, if given, is set to whether
+/// the file writes all of it; `created`, if given, to the part of the path
+/// whose node has no mark (a `--set` made it), or left empty.
+std::optional<YAML::Mark> locate_path(const YAML::Node& root, const std::string& path, bool* whole = nullptr,
+                                      std::string* created = nullptr) {
+  YAML::Node at = root;
+  YAML::Mark mark = YAML::Mark::null_mark();
+  bool any = false;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    YAML::Node next;
+    if (path[i] == '[') {
+      const std::size_t close = path.find(']', i);
+      const std::optional<std::int64_t> k =
+          close == std::string::npos ? std::nullopt : decimal(path.substr(i + 1, close - i - 1));
+      const YAML::Node& seq = at;
+      if (!k || !seq.IsSequence() || *k < 0 || static_cast<std::size_t>(*k) >= seq.size()) break;
+      next.reset(seq[static_cast<std::size_t>(*k)]);
+      i = close + 1;
+    } else {
+      if (path[i] == '.') ++i;
+      const std::size_t stop = path.find_first_of(".[", i);
+      const std::string key = path.substr(i, stop == std::string::npos ? std::string::npos : stop - i);
+      const YAML::Node& map = at;
+      if (key.empty() || !map.IsMap() || !map[key]) break;
+      next.reset(map[key]);
+      i = stop == std::string::npos ? path.size() : stop;
+    }
+    at.reset(next);
+    any = true;
+    if (!at.Mark().is_null()) {
+      mark = at.Mark();
+    } else if (created != nullptr && created->empty()) {
+      *created = path.substr(0, i);
+    }
+  }
+  if (whole != nullptr) *whole = i >= path.size();
+  if (!any) return std::nullopt;
+  return mark;
+}
+
 /// Scenario::warning_locations: each warning's leading key path ("cluster.
 /// nvlink_bandwidth = ...", "model.layers (36) ...", "stragglers: ...")
 /// walked in the file as read (overrides applied) to its deepest part the
 /// file writes, and placed as an error at it would be (Section::location).
+/// Scenario::key_locations likewise for the keys study::check_work names.
 void locate_warnings(Scenario& s, const YAML::Node& root, const std::string& file,
                      const std::map<std::string, std::string>& overridden) {
   if (!root.IsMap()) return;
@@ -1481,36 +1531,23 @@ void locate_warnings(Scenario& s, const YAML::Node& root, const std::string& fil
     }
     if (end == 0 || end == w.size() || (w[end] != ' ' && w[end] != ':') || w[end - 1] == '.') continue;
     const std::string path = w.substr(0, end);
-    // Walk "a.b[2].c": names and indices, as far as the file has them.
-    YAML::Node at = root;
-    YAML::Mark mark = YAML::Mark::null_mark();
-    bool any = false;
-    std::size_t i = 0;
-    while (i < path.size()) {
-      YAML::Node next;
-      if (path[i] == '[') {
-        const std::size_t close = path.find(']', i);
-        const std::optional<std::int64_t> k =
-            close == std::string::npos ? std::nullopt : decimal(path.substr(i + 1, close - i - 1));
-        const YAML::Node& seq = at;
-        if (!k || !seq.IsSequence() || *k < 0 || static_cast<std::size_t>(*k) >= seq.size()) break;
-        next.reset(seq[static_cast<std::size_t>(*k)]);
-        i = close + 1;
-      } else {
-        if (path[i] == '.') ++i;
-        const std::size_t stop = path.find_first_of(".[", i);
-        const std::string key = path.substr(i, stop == std::string::npos ? std::string::npos : stop - i);
-        const YAML::Node& map = at;
-        if (key.empty() || !map.IsMap() || !map[key]) break;
-        next.reset(map[key]);
-        i = stop == std::string::npos ? path.size() : stop;
-      }
-      at.reset(next);
-      any = true;
-      if (!at.Mark().is_null()) mark = at.Mark();
-    }
-    if (!any) continue;
-    s.warning_locations[w] = top.location(mark, path).first;
+    std::string created;
+    bool whole = false;
+    const auto mark = locate_path(root, path, &whole, &created);
+    if (!mark) continue;
+    // In a part the command line made (--set cluster.gpu.tensor_peak over a
+    // preset's name), at the option that made it: the part's mark is its
+    // parent's (helper 145: a line of another key).
+    s.warning_locations[w] = whole || created.empty()
+                                 ? top.location(*mark, path).first
+                                 : top.location(YAML::Mark::null_mark(), created, true).first;
+  }
+  // (helper 145: an iteration too long to simulate named model.layers
+  // without the line that wrote it or the --set that set it)
+  for (const std::string path : study::kWorkKeys) {
+    bool whole = false;
+    const auto mark = locate_path(root, path, &whole);
+    if (mark && whole) s.key_locations[path] = top.location(*mark, path);  // (a section is no key's place)
   }
 }
 
@@ -2336,6 +2373,16 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
                     cl.nodes, cl.gpus_per_node, static_cast<std::int64_t>(cl.nodes) * cl.gpus_per_node,
                     std::numeric_limits<int>::max()));
     }
+    // One node is one NVLink domain: the largest shipped holds 72 GPUs
+    // (GB200 NVL72). More is a cluster's GPU count given as a node's, or a
+    // hypothetical machine (helper 145: 512 H100s on one NVSwitch ran
+    // silently).
+    if (cl.gpus_per_node > 72) {
+      s.warnings.push_back(fmt::format(
+          "cluster.gpus_per_node = {} GPUs in one NVLink domain, more than any machine built (72, GB200 "
+          "NVL72; HGX boards hold 8): the cluster's GPU count is cluster.nodes x gpus_per_node",
+          cl.gpus_per_node));
+    }
     s.gpu = read_gpu(c, s.warnings);
     // An inline GPU whose peaks no GPU has: a unit slip, most likely.
     if (!c.node()["gpu"].IsScalar()) {
@@ -2574,12 +2621,17 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     s.model = read_model(m);
   }
   YAML::Node global_batch_at;  // training.global_batch, checked with the plan
+  // (the plan's checks name these too: helper 145, a seq_len error pointed
+  // at the training section's first key)
+  YAML::Node micro_batch_at, seq_len_at;
   std::int64_t micro_batches = 0;  // training.micro_batches (0: not given)
   {
     Section t = top.child("training");
     t.require({"micro_batch", "seq_len", "dtype"});
     s.workload.micro_batch = t.positive_int("micro_batch");
     s.workload.seq_len = t.positive_int("seq_len");
+    micro_batch_at = t.need("micro_batch");
+    seq_len_at = t.need("seq_len");
     const YAML::Node dt = t.need("dtype");
     s.workload.dtype = checked(t, dt, t.key_path("dtype"), [&] { return node_model::parse_dtype(t.scalar("dtype")); });
     // The GPU must have tensor cores for the GEMMs' type (no bf16 on a V100,
@@ -2874,7 +2926,9 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
         p.fail_at(global_batch_at.Mark(),
                   micro_batches > 0 ? "training.micro_batches" : "training.global_batch", msg);
       }
-      if (key == "micro_batch" || key == "seq_len") p.fail_at(root["training"].Mark(), "training." + key, msg);
+      if (key == "micro_batch" || key == "seq_len") {
+        p.fail_at((key == "seq_len" ? seq_len_at : micro_batch_at).Mark(), "training." + key, msg);
+      }
       // virtual_stages auto falls back to 2 where no count divides every
       // stage's layers: said, as the file does not write the 2.
       // (only where the chunks were the trouble: the stages split the
@@ -3119,16 +3173,29 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     auto time_key = [&](const char* key, Time& field) {
       if (c.has(key)) field = c.unit(key, parse_time);
     };
-    auto host_key = [&](const char* key, Time& field, Time& given) {
+    // Above `most` a time is a unit slip more likely than a host (helper 145:
+    // host_launch=1s forecast 41 minutes an iteration without a word).
+    const auto slip = [&](const std::string& key, Time t, Time most, std::string_view what) {
+      if (t > most) {
+        s.warnings.push_back(fmt::format("{} = {}: {} (a unit slip, s for ms or ms for us?)", c.key_path(key),
+                                         to_string(t), what));
+      }
+    };
+    auto host_key = [&](const char* key, Time& field, Time& given, Time most, std::string_view what) {
       if (!c.has(key)) return;
       field = given = c.unit(key, parse_time);
       host_given = true;
+      slip(key, field, most, what);
     };
     launch_given = c.has("host_launch");
-    host_key("host_launch", s.calibration.host_launch, given_host.per_launch);
-    host_key("host_iteration", s.calibration.host_iteration, given_host.per_iteration);
-    host_key("host_p2p", s.calibration.host_p2p, given_host.per_p2p);
-    host_key("host_microbatch", s.calibration.host_microbatch, given_host.per_micro_batch);
+    host_key("host_launch", s.calibration.host_launch, given_host.per_launch, parse_time("1ms"),
+             "a kernel launch costs the host microseconds, not milliseconds");
+    host_key("host_iteration", s.calibration.host_iteration, given_host.per_iteration, parse_time("60s"),
+             "more than a minute of host time an iteration");
+    host_key("host_p2p", s.calibration.host_p2p, given_host.per_p2p, parse_time("100ms"),
+             "a pipeline exchange costs the host milliseconds at most");
+    host_key("host_microbatch", s.calibration.host_microbatch, given_host.per_micro_batch, parse_time("1s"),
+             "more than a second of host time a micro-batch");
     auto link = [&](const char* prefix, engine::LinkCalibration& l) {
       const std::string p(prefix);
       if (c.has(p + "_efficiency")) l.peak_efficiency = c.number_in(p + "_efficiency", 0.01, 1.0);
@@ -3136,6 +3203,12 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       time_key((p + "_launch").c_str(), l.launch_latency);
       time_key((p + "_step").c_str(), l.step_latency);
       time_key((p + "_skew").c_str(), l.skew);
+      for (const auto& [suffix, t] : {std::pair<const char*, Time>{"_launch", l.launch_latency},
+                                      std::pair<const char*, Time>{"_step", l.step_latency},
+                                      std::pair<const char*, Time>{"_skew", l.skew}}) {
+        if (c.has(p + suffix))
+          slip(p + suffix, t, parse_time("10ms"), "a collective's latency is microseconds");
+      }
       // Reported at the key given, as the key is written (the engine's check
       // below would name the section only).
       if (l.efficiency(2) <= 0.0) {

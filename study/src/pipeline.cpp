@@ -8,6 +8,8 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -120,11 +122,32 @@ void check_work(const Scenario& s) {
     keys = "training.global_batch, parallelism.pp";
   }
   if (w.ep_transfers > largest) keys = "parallelism.ep, collectives.chunks";
-  throw ScenarioError(fmt::format(
-      "{}: {}: one iteration would take about {:.2g} engine events ({:.2g} ranks, {:.3g} micro-batches per replica, "
-      "{:.2g} compute tasks, {:.2g} transfers), more than the {:.0e} that can be simulated (about 17 minutes and "
-      "7 GiB; docs/scenarios.md, limits)",
-      s.file, keys, w.events(), w.ranks, w.micro_batches, w.tasks, w.transfers(), kMaxSimulatedEvents));
+  // Placed at the key the command line set (a sweep's), else at the first
+  // the file writes.
+  std::string where = s.file;
+  std::string option;
+  bool placed = false;
+  for (std::string_view rest = keys; !rest.empty();) {
+    const std::size_t comma = rest.find(", ");
+    const std::string key(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+    const auto it = s.key_locations.find(key);
+    if (it == s.key_locations.end()) continue;
+    if (!it->second.second.empty()) {
+      std::tie(where, option) = it->second;
+      break;
+    }
+    if (!placed) where = it->second.first;
+    placed = true;
+  }
+  throw ScenarioError(
+      where,
+      fmt::format(
+          "{}: one iteration would take about {:.2g} engine events ({:.2g} ranks, {:.3g} micro-batches per "
+          "replica, {:.2g} compute tasks, {:.2g} transfers), more than the {:.0e} that can be simulated "
+          "(about 17 minutes and 7 GiB; docs/scenarios.md, limits)",
+          keys, w.events(), w.ranks, w.micro_batches, w.tasks, w.transfers(), kMaxSimulatedEvents),
+      option);
 }
 
 BackendRun run_on_backend(const Scenario& s, const parallelism::TaskGraph& graph, const topology::Topology& topo,

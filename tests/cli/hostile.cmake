@@ -342,7 +342,7 @@ hostile(NAME huge.nodes_million RC 2
         REGEX [=[^tessera: error: s\.yaml:[0-9]+:[0-9]+: cluster\.fabric\.spines: 1000000 leaves x 8 spines and 8000000 GPUs need more than 20000000 directed links \(about 3\.9 GiB\), the most that are built: fewer cluster\.nodes or cluster\.fabric\.spines \(with --set cluster\.nodes=1000000, --set parallelism\.dp=8000000\)$]=]
         ARGS run s.yaml --set cluster.nodes=1000000 --set parallelism.dp=8000000)
 hostile(NAME huge.dp_eight_million RC 2
-        REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take about .* engine events]=]
+        REGEX [=[^tessera: error: s\.yaml \(--set parallelism\.dp\): parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take about .* engine events]=]
         ARGS run s.yaml --set cluster.nodes=125000 --set parallelism.dp=1000000 --set cluster.fabric.hosts_per_leaf=64
              --set collectives.granularity=steps)
 # 20000-port switches for 16 GPUs: one leaf and its 10000 spines are built
@@ -357,10 +357,10 @@ hostile(NAME fat_tree_tiers_auto_full RC 2
         REGEX [=[^tessera: error: fat_tree\.yaml:13:8: cluster\.fabric\.k: a k=8 3-tier fat-tree \(the most tiers: auto builds\) attaches 128 HCAs, but the cluster has 136]=]
         ARGS run fat_tree.yaml --set cluster.fabric.tiers=auto --set cluster.nodes=17 --set parallelism.dp=auto)
 hostile(NAME huge.global_batch RC 2
-        REGEX [=[^tessera: error: s\.yaml: training\.global_batch, training\.micro_batch, model\.layers: one iteration would take about .* 6\.25e\+07 micro-batches per replica]=]
+        REGEX [=[^tessera: error: s\.yaml \(--set training\.global_batch\): training\.global_batch, training\.micro_batch, model\.layers: one iteration would take about .* 6\.25e\+07 micro-batches per replica]=]
         ARGS run s.yaml --set training.global_batch=1000000000 --set training.micro_batch=1)
 hostile(NAME huge.chunks RC 2
-        REGEX [=[^tessera: error: s\.yaml: parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take]=]
+        REGEX [=[^tessera: error: s\.yaml \(--set collectives\.chunks\): parallelism\.dp, cluster\.nodes, collectives\.chunks, parallelism\.bucket_size: one iteration would take]=]
         ARGS run s.yaml --set collectives.chunks=1000000000 --set collectives.granularity=steps)
 # As flows, a ring's connections ignore chunks: the same run is small.
 hostile(NAME huge.chunks_as_flows RC 0 REGEX [=[Iteration +205\.843 ms]=]

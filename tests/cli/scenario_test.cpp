@@ -2889,3 +2889,79 @@ TEST(Report, CommCostsOfAPipelineWithoutDataParallelism) {
             (std::vector<study::CommClass>{study::CommClass::TensorParallel, study::CommClass::TiedEmbedding,
                                            study::CommClass::Pipeline}));
 }
+
+// Helper 145's findings on where errors and warnings point, and what ran
+// without a word.
+TEST(Scenario, PlanChecksAndWorkLimitPointAtTheirKey) {
+  // The plan's seq_len check pointed at the training section's first key
+  // (micro_batch, line 24).
+  EXPECT_EQ(error_of(replaced(default_text(), "seq_len: 1024", "seq_len: 100000000"))
+                .rfind("s.yaml:25:12: training.seq_len: seq_len (100000000) is too long", 0),
+            0U)
+      << error_of(replaced(default_text(), "seq_len: 1024", "seq_len: 100000000"));
+  // An iteration too large to simulate names the line of the key the file
+  // writes, or the --set that set it.
+  const auto work_error = [](const Scenario& s) {
+    try {
+      study::check_work(s);
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const Scenario in_file = parse_scenario(
+      replaced(default_text(), "preset: gpt2-large", "preset: gpt2-large\n  layers: 1000000000"), "s.yaml");
+  EXPECT_EQ(work_error(in_file).rfind("s.yaml:23:11: model.layers: one iteration would take about", 0), 0U)
+      << work_error(in_file);
+  const Scenario set = parse_scenario(default_text(), "s.yaml", {{"model.layers", "1000000000"}});
+  EXPECT_EQ(work_error(set).rfind("s.yaml (--set model.layers): model.layers: one iteration", 0), 0U)
+      << work_error(set);
+}
+
+TEST(Scenario, SlipsThatRanSilentlyAreWarnedAbout) {
+  const auto warned = [](const Scenario& s, const std::string& start) {
+    return std::any_of(s.warnings.begin(), s.warnings.end(),
+                       [&](const std::string& w) { return w.rfind(start, 0) == 0; });
+  };
+  // A host time in seconds: 41 minutes an iteration.
+  const Scenario launch = parse_scenario(default_text(), "s.yaml", {{"calibration.host_launch", "1s"}});
+  EXPECT_TRUE(warned(launch, "calibration.host_launch = 1s: a kernel launch costs the host microseconds"));
+  EXPECT_EQ(launch.warning_locations.at(launch.warnings.back()), "s.yaml (--set calibration.host_launch)");
+  EXPECT_TRUE(warned(parse_scenario(default_text(), "s.yaml", {{"calibration.host_microbatch", "5s"}}),
+                     "calibration.host_microbatch = 5s"));
+  EXPECT_TRUE(warned(parse_scenario(default_text(), "s.yaml", {{"calibration.nvlink_launch", "20ms"}}),
+                     "calibration.nvlink_launch = 20ms"));
+  // The fitted values and a few times them are no slips.
+  EXPECT_TRUE(parse_scenario(default_text(), "s.yaml",
+                             {{"calibration.host_launch", "200us"}, {"calibration.host_microbatch", "20ms"}})
+                  .warnings.empty());
+  // 512 GPUs on one NVSwitch: the cluster's count as a node's.
+  const Scenario wide = parse_scenario(default_text(), "s.yaml",
+                                       {{"cluster.nodes", "1"},
+                                        {"cluster.gpus_per_node", "512"},
+                                        {"parallelism.dp", "auto"},
+                                        {"cluster.fabric.hosts_per_leaf", "512"}});
+  EXPECT_TRUE(warned(wide, "cluster.gpus_per_node = 512 GPUs in one NVLink domain"));
+  EXPECT_FALSE(warned(parse_scenario(default_text(), "s.yaml",
+                                     {{"cluster.nodes", "1"},
+                                      {"cluster.gpus_per_node", "72"},
+                                      {"parallelism.dp", "auto"},
+                                      {"cluster.fabric.hosts_per_leaf", "72"}}),
+                      "cluster.gpus_per_node"));
+}
+
+TEST(Scenario, WarningOfAGpuKeySetOverAPresetIsPlacedAtTheOption) {
+  // The preset's name in the file, a spec key set on the command line: the
+  // fp32_peak warning was placed at the cluster section's first key.
+  const Scenario s = parse_scenario(default_text(), "s.yaml", {{"cluster.gpu.tensor_peak", "1TFLOPS"}});
+  ASSERT_FALSE(s.warnings.empty());
+  EXPECT_EQ(s.warnings[0].rfind("cluster.gpu.fp32_peak", 0), 0U) << s.warnings[0];
+  EXPECT_EQ(s.warning_locations.at(s.warnings[0]), "s.yaml (--set cluster.gpu.tensor_peak)");
+}
+
+TEST(Scenario, BlanksAroundASetKeyAreNoPartOfIt) {
+  const Override o = parse_override(" cluster.nodes \t=2");
+  EXPECT_EQ(o.path, "cluster.nodes");
+  EXPECT_EQ(o.value, "2");
+  EXPECT_THROW((void)parse_override("  =2"), InputError);
+}

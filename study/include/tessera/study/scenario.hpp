@@ -3,6 +3,7 @@
 // plain Tessera types (no YAML here: cli's loader builds it), and what the
 // pipeline derives from it (the GPU as the node model times it, the fabric
 // with its failures, the node model with its overrides).
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +26,12 @@
 
 namespace tessera::study {
 
+/// The keys study::check_work names for an iteration too large to simulate
+/// (the loader records where each was written: Scenario::key_locations).
+inline constexpr std::array<const char*, 11> kWorkKeys = {
+    "training.global_batch",   "training.micro_batches", "training.micro_batch", "model.layers",
+    "parallelism.tp",          "collectives.chunks",     "parallelism.dp",       "cluster.nodes",
+    "parallelism.bucket_size", "parallelism.pp",         "parallelism.ep"};
 
 class ScenarioError : public InputError {
  public:
@@ -273,6 +280,10 @@ struct Scenario {
   /// "file (--set KEY)" where the command line set it; a warning opening
   /// with no key of the file has no entry (its file is said).
   std::map<std::string, std::string> warning_locations;
+  /// Where the keys study::check_work may name (kWorkKeys) were written, as
+  /// Section::location gives it: {"file:line:col", ""} or {"file (--set
+  /// KEY)", "--set KEY"}; a key the file does not write has no entry.
+  std::map<std::string, std::pair<std::string, std::string>> key_locations;
   /// The inline GPU's spec keys (`cluster.gpu.sms`, ...) among the warnings
   /// as no GPU's (a unit slip): keys that change kernel times, which an
   /// iteration too long to simulate then names beside the workload's.
