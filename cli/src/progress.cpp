@@ -68,6 +68,11 @@ void ProgressObserver::on_collective(const parallelism::Task& task, std::int32_t
   if (inner_ != nullptr) inner_->on_collective(task, group, ranks, start, end);
 }
 
+void ProgressObserver::on_collective_member(int rank, const parallelism::Task& task, std::int32_t group,
+                                            const std::vector<int>& ranks, Time start, Time end) {
+  if (inner_ != nullptr) inner_->on_collective_member(rank, task, group, ranks, start, end);
+}
+
 void ProgressObserver::on_transfer(const collectives::Transfer& t, Time start, Time end) {
   if (inner_ != nullptr) inner_->on_transfer(t, start, end);
 }

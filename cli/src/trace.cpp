@@ -544,35 +544,33 @@ void ChromeTraceObserver::on_host_wait(int rank, const parallelism::Task& task, 
   flush_if_full();
 }
 
+void ChromeTraceObserver::on_collective_member(int rank, const parallelism::Task& task, std::int32_t group,
+                                               const std::vector<int>& ranks, Time start, Time end) {
+  // Each member's slice by its own task (helper 144: named by one member's,
+  // an interleaved pipeline's message from the last stage to the first
+  // took the sender's chunk, or the receiver's, by which arrived first).
+  if (!traced(rank) || !micro_batch_kept(task.name)) return;
+  const std::int32_t tid = kGroupTidBase + group;
+  declare(rank, tid, &task, &ranks);
+  begin_event();
+  buffer_ += R"({"name":")";
+  append_json_escaped(buffer_, task.name);
+  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
+                 parallelism::to_string(task.collective), rank, tid);
+  append_us(buffer_, start);
+  buffer_ += R"(,"dur":)";
+  append_us(buffer_, end - start);
+  fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"ranks":{}}}}})", task.bytes.count(),
+                 ranks.size());
+  flush_if_full();
+}
+
 void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int32_t group,
-                                        const std::vector<int>& ranks, Time start, Time end) {
+                                        const std::vector<int>& ranks, Time start, Time /*end*/) {
+  // (the members' slices: on_collective_member)
   if (!micro_batch_kept(task.name)) return;
   const std::int32_t tid = kGroupTidBase + group;
   const bool p2p = task.collective == parallelism::CollectiveKind::SendRecv && ranks.size() == 2;
-  // The executor reports the collective with one member's task: name a
-  // pipeline message's slices by their own side.
-  std::string name(task.name);
-  for (int r : ranks) {
-    if (!traced(r)) continue;
-    declare(r, tid, &task, &ranks);
-    if (p2p) {
-      const bool sender = r == ranks[0];
-      for (const auto* from : {"send_", "recv_"}) {
-        const auto at = name.find(from);
-        if (at != std::string::npos) name.replace(at, 5, sender ? "send_" : "recv_");
-      }
-    }
-    begin_event();
-    buffer_ += R"({"name":")";
-    append_json_escaped(buffer_, name);
-    fmt::format_to(std::back_inserter(buffer_), R"(","cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
-                   parallelism::to_string(task.collective), r, tid);
-    append_us(buffer_, start);
-    buffer_ += R"(,"dur":)";
-    append_us(buffer_, end - start);
-    fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"ranks":{}}}}})", task.bytes.count(),
-                   ranks.size());
-  }
   if (p2p && traced(ranks[0]) && traced(ranks[1])) {
     // A flow arrow from the sender's slice to the receiver's.
     const std::int64_t id = next_id_++;

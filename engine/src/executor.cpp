@@ -825,9 +825,11 @@ class Executor {
       if (!st.busy || t.collective_id != id) {
         throw SimulationError(fmt::format("executor: rank {} is not running collective {}", rank, id));
       }
-      if (obs_ != nullptr && !observed) {
-        obs_->on_collective(t, group, g_.groups[static_cast<std::size_t>(group)].ranks, start, loop_.now());
+      if (obs_ != nullptr) {
+        const std::vector<int>& members = g_.groups[static_cast<std::size_t>(group)].ranks;
+        if (!observed) obs_->on_collective(t, group, members, start, loop_.now());
         observed = true;
+        obs_->on_collective_member(rank, t, group, members, start, loop_.now());
       }
       st.busy = false;
       ++st.next;

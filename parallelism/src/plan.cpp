@@ -553,10 +553,22 @@ class ProgramBuilder {
   void pieces(const std::vector<Piece>& ps, std::string_view prefix, std::int32_t tp_slot,
               std::vector<TaskIndex> first_deps, std::int32_t ep_slot = -1) {
     std::vector<TaskIndex> wait_next = std::move(first_deps), wait_after;
+    // A compute piece named as one before it (an op cut by its own
+    // collectives: the embedding's lookup and what follows its all-reduce,
+    // the loss between its three all-reduces) takes ".2", ".3", ... so that
+    // no two tasks of a step share a name (helper 144: a trace's
+    // `mb0.lm_head.fwd.loss` three times).
+    std::vector<std::pair<std::string_view, int>> seen;
     for (const Piece& p : ps) {
       name_.assign(prefix);
       name_ += p.name;
       if (p.compute) {
+        int n = 1;
+        for (auto& [name, times] : seen) {
+          if (name == p.name) n = ++times;
+        }
+        if (n == 1) seen.emplace_back(p.name, 1);
+        if (n > 1) fmt::format_to(std::back_inserter(name_), ".{}", n);
         const TaskIndex t = compute(name_, p.duration, p.flops, std::move(wait_next), p.host);
         if (p.host_sync && timer_.host_model()) host_sync(t);
         wait_next = std::move(wait_after);

@@ -1,5 +1,6 @@
 #include "tessera/cli/trace.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,9 +12,9 @@
 #include <sstream>
 
 #include "tessera/cli/args.hpp"
-#include "tessera/study/pipeline.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/node_model/json.hpp"
+#include "tessera/study/pipeline.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
@@ -146,8 +147,12 @@ struct Tee final : engine::ExecutionObserver {
   void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
                      Time start, Time end) override {
     if (task.collective == parallelism::CollectiveKind::SendRecv) ++sendrecv;
-    member_slices += static_cast<long>(ranks.size());
     next_.on_collective(task, group, ranks, start, end);
+  }
+  void on_collective_member(int rank, const parallelism::Task& task, std::int32_t group,
+                            const std::vector<int>& ranks, Time start, Time end) override {
+    ++member_slices;
+    next_.on_collective_member(rank, task, group, ranks, start, end);
   }
   void on_transfer(const collectives::Transfer& t, Time start, Time end) override {
     ++transfers;
@@ -218,6 +223,7 @@ TEST(ChromeTrace, RecordsEveryEventWithExactTimes) {
   ar.group = 0;
   ar.bytes = Bytes(64);
   obs.on_collective(ar, 0, {0, 1}, Time::from_us(3), Time::from_us(5));
+  for (int r : {0, 1}) obs.on_collective_member(r, ar, 0, {0, 1}, Time::from_us(3), Time::from_us(5));
   obs.on_transfer(collectives::Transfer{0, 1, Bytes(32), {}, 0}, Time::from_us(3), Time::from_us(4));
   obs.finish();
   const std::string& j = sink.text();
@@ -353,6 +359,45 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
             std::string::npos);
   EXPECT_NE(t.text.find(R"("name":"mb0.pp.recv_activation","cat":"send-recv","ph":"X","pid":4,)"),
             std::string::npos);
+}
+
+// Interleaved: a message from the last stage to the first goes from one
+// model chunk to the next; each side's slice is named by its own chunk
+// (helper 144: both took one member's name, c0 receiving activations on
+// stage 0, whose c0 holds the embedding, and c2 receiving gradients on the
+// last stage, whose c2 computes the loss).
+TEST(ChromeTrace, InterleavedPipelineSlicesNameTheirOwnChunk) {
+  const Scenario s = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/schedules.yaml",
+                                   {{"training.global_batch", "32"},
+                                    {"predictor", "roofline"},
+                                    {"parallelism.schedule", "interleaved-1f1b"}});
+  ASSERT_EQ(s.plan.virtual_stages, 3);
+  ASSERT_EQ(s.plan.pp, 8);
+  const Traced t = run_traced(s, {});
+  const auto slices = [&](const std::string& chunk, const char* what, int pid) {
+    long n = 0;
+    for (int mb = 0; mb < 8; ++mb) {
+      n += static_cast<long>(
+          count(t.text, fmt::format(R"("name":"{}.mb{}.pp.{}","cat":"send-recv","ph":"X","pid":{},)", chunk,
+                                    mb, what, pid)));
+    }
+    return n;
+  };
+  // Stage 0 (rank 0) receives activations for its chunks 1 and 2 and sends
+  // their gradients back; stage 7 (rank 28) receives gradients for its
+  // chunks 0 and 1 and sends their activations on.
+  EXPECT_EQ(slices("c0", "recv_activation", 0), 0);
+  EXPECT_EQ(slices("c1", "recv_activation", 0), 8);
+  EXPECT_EQ(slices("c2", "recv_activation", 0), 8);
+  EXPECT_EQ(slices("c0", "send_gradient", 0), 0);
+  EXPECT_EQ(slices("c1", "send_gradient", 0), 8);
+  EXPECT_EQ(slices("c2", "send_gradient", 0), 8);
+  EXPECT_EQ(slices("c0", "recv_gradient", 28), 8);
+  EXPECT_EQ(slices("c1", "recv_gradient", 28), 8);
+  EXPECT_EQ(slices("c2", "recv_gradient", 28), 0);
+  EXPECT_EQ(slices("c0", "send_activation", 28), 8);
+  EXPECT_EQ(slices("c1", "send_activation", 28), 8);
+  EXPECT_EQ(slices("c2", "send_activation", 28), 0);
 }
 
 // Llama 2 70B on a rail-optimized fabric, with a tied embedding and a

@@ -30,6 +30,8 @@ class ProgressObserver : public engine::ExecutionObserver {
 
   void on_start(const parallelism::TaskGraph& graph) override;
   void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override;
+  void on_collective_member(int rank, const parallelism::Task& task, std::int32_t group,
+                            const std::vector<int>& ranks, Time start, Time end) override;
   void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks, Time start,
                      Time end) override;
   void on_transfer(const collectives::Transfer& t, Time start, Time end) override;

@@ -144,6 +144,8 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
   void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override;
   void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
                      Time start, Time end) override;
+  void on_collective_member(int rank, const parallelism::Task& task, std::int32_t group,
+                            const std::vector<int>& ranks, Time start, Time end) override;
   void on_transfer(const collectives::Transfer& t, Time start, Time end) override;
   void on_host_wait(int rank, const parallelism::Task& task, Time start, Time end) override;
 

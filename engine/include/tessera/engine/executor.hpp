@@ -31,6 +31,13 @@ class ExecutionObserver {
   /// collective ran in; `ranks` its members.
   virtual void on_collective(const parallelism::Task& /*task*/, std::int32_t /*group*/,
                              const std::vector<int>& /*ranks*/, Time /*start*/, Time /*end*/) {}
+  /// The same collective's end on one member, `rank`, with that member's
+  /// own task: called for every member after on_collective, whose task is
+  /// one member's (the members' names differ where an interleaved
+  /// pipeline's message goes from one model chunk to the next, and a
+  /// message's sides are a send and a receive).
+  virtual void on_collective_member(int /*rank*/, const parallelism::Task& /*task*/, std::int32_t /*group*/,
+                                    const std::vector<int>& /*ranks*/, Time /*start*/, Time /*end*/) {}
   virtual void on_transfer(const collectives::Transfer& /*t*/, Time /*start*/, Time /*end*/) {}
   /// Host model: `rank`'s compute stream idles from `start` to `end`, its
   /// next task (`task`) ready but not yet issued by the host (the time
