@@ -24,8 +24,16 @@ struct Parsed {
   double factor;
 };
 
+/// A value as an error shows it: cut past 64 characters (helper 145: a
+/// 100,000-character value was echoed whole).
+std::string shown(std::string_view t) {
+  constexpr std::size_t kShown = 64;
+  return t.size() <= kShown ? std::string(t)
+                            : fmt::format("{}... ({} characters)", t.substr(0, kShown), t.size());
+}
+
 [[noreturn]] void fail(std::string_view kind, std::string_view text, std::string_view why) {
-  throw UnitError(fmt::format("invalid {} '{}': {}", kind, text, why));
+  throw UnitError(fmt::format("invalid {} '{}': {}", kind, shown(text), why));
 }
 
 template <std::size_t N>
@@ -74,7 +82,7 @@ Parsed parse_with(std::string_view kind, std::string_view text, const std::array
   for (const auto& u : units) {
     if (u.unit == unit) return {value, u.factor};
   }
-  fail(kind, text, fmt::format("unknown unit '{}' (expected one of {})", unit, expected));
+  fail(kind, text, fmt::format("unknown unit '{}' (expected one of {})", shown(unit), expected));
 }
 
 constexpr std::array<UnitFactor, 5> kTimeUnits{{

@@ -289,3 +289,33 @@ TEST(DidYouMean, NamesTheNearestCandidates) {
   EXPECT_EQ(did_you_mean("jsn", {"json", "out"}, "--", ""), ", did you mean --json?");
   EXPECT_EQ(did_you_mean("fly", {"run"}), "");
 }
+
+// A long value is cut in the message, with its length (helper 145: a
+// 100,000-character value made a 100 kB error line).
+TEST(Units, LongValuesAreCutInErrors) {
+  const std::string value = std::string(100'000, '4') + "Gbps";
+  try {
+    (void)parse_bandwidth(value);
+    FAIL() << "accepted";
+  } catch (const UnitError& e) {
+    const std::string what = e.what();
+    EXPECT_LT(what.size(), 400U) << what;
+    EXPECT_NE(what.find("'" + std::string(64, '4') + "... (100004 characters)'"), std::string::npos) << what;
+  }
+  try {
+    (void)parse_bandwidth("400" + std::string(1000, 'G'));
+    FAIL() << "accepted";
+  } catch (const UnitError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown unit '" + std::string(64, 'G') + "... (1000 characters)'"),
+              std::string::npos)
+        << e.what();
+  }
+  // A short one is shown whole.
+  EXPECT_THROW((void)parse_bandwidth("400Gbs"), UnitError);
+  try {
+    (void)parse_bandwidth("400Gbs");
+  } catch (const UnitError& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid bandwidth '400Gbs': unknown unit 'Gbs'"), std::string::npos)
+        << e.what();
+  }
+}
