@@ -218,7 +218,10 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
       {"use_flash_attn", {"flash_attention", "Megatron's --use-flash-attn is 'flash_attention: true'"}},
       {"untie_embeddings_and_output_weights",
        {"tied_embeddings", "Megatron's --untie-embeddings-and-output-weights is 'tied_embeddings: false'"}},
-      {"swiglu", {"gated_mlp", "Megatron's --swiglu is 'gated_mlp: true'"}},
+      {"swiglu",
+       {"gated_mlp",
+        "Megatron's --swiglu is 'gated_mlp: true' (without a preset and ffn_hidden, its width is "
+        "Megatron's: 4 x hidden x 2/3, rounded down to a multiple of 64)"}},
       {"position_embedding_type",
        {"learned_positions", "Megatron's --position-embedding-type rope is 'learned_positions: false'"}},
       // (helper 111: `rope` was "did you mean 'moe'?")
@@ -887,9 +890,15 @@ parallelism::TransformerConfig read_model(Section& m) {
     cfg.layers = m.positive_int("layers");
     cfg.hidden = m.positive_int("hidden");
     cfg.heads = m.positive_int("heads");
-    cfg.ffn_hidden = m.has("ffn_hidden") ? m.positive_int("ffn_hidden") : 4 * cfg.hidden;
     cfg.vocab = m.positive_int("vocab");
     if (m.has("kv_heads")) cfg.kv_heads = m.positive_int("kv_heads");
+    if (m.has("gated_mlp")) cfg.gated_mlp = m.boolean("gated_mlp");
+    // Without a width, Megatron's: 4 x hidden, and for SwiGLU two thirds of
+    // it rounded down to a multiple of 64 (arguments.py: --swiglu without
+    // --ffn-hidden-size; helper 147: 4 x hidden made a model 35% larger).
+    cfg.ffn_hidden = m.has("ffn_hidden") ? m.positive_int("ffn_hidden")
+                     : cfg.gated_mlp     ? std::max<std::int64_t>(64, 4 * cfg.hidden * 2 / 3 / 64 * 64)
+                                         : 4 * cfg.hidden;
   }
   if (m.has("gated_mlp")) cfg.gated_mlp = m.boolean("gated_mlp");
   if (m.has("tied_embeddings")) cfg.tied_embeddings = m.boolean("tied_embeddings");
@@ -2794,6 +2803,18 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       }
       plan.global_batch = static_cast<std::int64_t>(g);
       s.batch_as_micro_batches = true;
+    }
+    // No batch given: one micro-batch per replica, which a pipeline runs
+    // alone, its stages idle but one at a time (helper 147: a tp 8, pp 2
+    // file without its global_batch forecast 0.56 s where the 512 meant
+    // gave 6.90 s, silently).
+    if (plan.global_batch == 0 && plan.pp > 1 && s.jobs.empty()) {
+      s.warnings.push_back(fmt::format(
+          "training.global_batch not given: one micro-batch per pipeline (micro_batch x dp = {} x {} "
+          "sequences), "
+          "so {} of the {} stages idle at any time (give global_batch, Megatron's --global-batch-size, or "
+          "micro_batches)",
+          s.workload.micro_batch, plan.dp, plan.pp - 1, plan.pp));
     }
     // virtual_stages left out or `auto`: under interleaved-1f1b the fewest
     // chunks from 2 up that split the layers evenly, else 1, so that a sweep

@@ -26,8 +26,14 @@ Framework parse_framework(std::string_view text) {
   if (s == "pytorch-eager") return Framework::PyTorchEager;
   if (s == "megatron") return Framework::Megatron;
   if (s == "megatron-deepspeed") return Framework::MegatronDeepSpeed;
-  throw InputError(
-      fmt::format("unknown framework '{}' (expected megatron, megatron-deepspeed or pytorch-eager)", text));
+  // The names users give the stacks (helper 147: no suggestion for them).
+  const std::string hint =
+      s == "megatron-lm" || s == "megatron-core" || s == "megatron_lm" ? ", did you mean 'megatron'?"
+      : s == "deepspeed" || s == "megatron_deepspeed"  ? ", did you mean 'megatron-deepspeed'?"
+      : s == "pytorch" || s == "eager" || s == "torch" ? ", did you mean 'pytorch-eager'?"
+                                                       : "";
+  throw InputError(fmt::format(
+      "unknown framework '{}'{} (expected megatron, megatron-deepspeed or pytorch-eager)", text, hint));
 }
 
 Kernel flat_kernel(KernelOp op, std::int64_t elements, DType dtype) {

@@ -44,6 +44,14 @@ std::string without(std::string text, std::initializer_list<const char*> keys) {
   return text;
 }
 
+/// `o` with a global batch of 128 sequences (default.yaml gives none; with
+/// pp > 1 one micro-batch per pipeline is warned about, which tests of
+/// other warnings on a pipeline keep out this way).
+std::vector<Override> with_batch(std::vector<Override> o) {
+  o.push_back({"training.global_batch", "128"});
+  return o;
+}
+
 std::string error_of(const std::string& text, const std::vector<Override>& overrides = {}) {
   try {
     (void)parse_scenario(text, "s.yaml", overrides);
@@ -719,7 +727,9 @@ TEST(Scenario, MegatronFlagsAreSaidAsOurKeys) {
                "  preset: gpt2-large\n  swiglu: true\n  untie_embeddings_and_output_weights: true\n"
                "  position_embedding_type: rope\n");
   EXPECT_NE(error_of(model).find(
-                "model.swiglu: unknown key, Megatron's --swiglu is 'gated_mlp: true'; also unknown "
+                "model.swiglu: unknown key, Megatron's --swiglu is 'gated_mlp: true' (without a preset and "
+                "ffn_hidden, its width is Megatron's: 4 x hidden x 2/3, rounded down to a multiple of 64); "
+                "also unknown "
                 "here: untie_embeddings_and_output_weights (line 24, Megatron's "
                 "--untie-embeddings-and-output-weights is 'tied_embeddings: false'), "
                 "position_embedding_type (line 25, Megatron's --position-embedding-type rope is "
@@ -2356,7 +2366,7 @@ TEST(Scenario, Ns3KeysThatDoNothingAreWarnedAbout) {
 // gpt2-large's 36 layers on 16 GPUs.
 TEST(Scenario, UnevenLayerSplitIsWarnedAbout) {
   auto warnings = [](const std::vector<Override>& o) {
-    return parse_scenario(default_text(), "d.yaml", o).warnings;
+    return parse_scenario(default_text(), "d.yaml", with_batch(o)).warnings;
   };
   EXPECT_EQ(warnings({{"parallelism.pp", "8"}, {"parallelism.dp", "2"}}),
             std::vector<std::string>{
@@ -2390,7 +2400,7 @@ TEST(Scenario, UnevenLayerSplitIsWarnedAbout) {
 // says how); a split Megatron-Core refuses is an error at the key; the flag's
 // names point to ours.
 TEST(Scenario, FirstAndLastStageLayersSayHowToSplitThePipeline) {
-  const std::vector<Override> pp8 = {{"parallelism.pp", "8"}, {"parallelism.dp", "2"}};
+  const std::vector<Override> pp8 = with_batch({{"parallelism.pp", "8"}, {"parallelism.dp", "2"}});
   auto with = [&](const std::vector<Override>& more) {
     std::vector<Override> o = pp8;
     o.insert(o.end(), more.begin(), more.end());
@@ -2464,8 +2474,8 @@ TEST(Scenario, FirstAndLastStageLayersSayHowToSplitThePipeline) {
 // the plan, the uneven split's warning names them where they split evenly,
 // and what Megatron-Core refuses is refused at the key.
 TEST(Scenario, AccountForEmbeddingAndLossSplitThePipelineAsMegatronCoreDoes) {
-  const std::vector<Override> pp8 = {
-      {"parallelism.pp", "8"}, {"parallelism.dp", "2"}, {"model.layers", "30"}};
+  const std::vector<Override> pp8 =
+      with_batch({{"parallelism.pp", "8"}, {"parallelism.dp", "2"}, {"model.layers", "30"}});
   auto with = [&](const std::vector<Override>& more) {
     std::vector<Override> o = pp8;
     o.insert(o.end(), more.begin(), more.end());
@@ -2513,8 +2523,8 @@ TEST(Scenario, AccountForEmbeddingAndLossSplitThePipelineAsMegatronCoreDoes) {
   // the last stage (its LM head): 17 over pp 2 is 9, 8 counting the loss
   // (8, 9 counting the embedding); under `virtual_stages: auto` at the
   // chunks auto then takes (3: 9 and 9 - 1 in chunks of 3).
-  const std::vector<Override> seventeen = {
-      {"parallelism.pp", "2"}, {"parallelism.dp", "8"}, {"model.layers", "17"}};
+  const std::vector<Override> seventeen =
+      with_batch({{"parallelism.pp", "2"}, {"parallelism.dp", "8"}, {"model.layers", "17"}});
   const Scenario loss = parse_scenario(default_text(), "d.yaml", seventeen);
   ASSERT_EQ(loss.warnings.size(), 1U);
   EXPECT_NE(
@@ -2568,8 +2578,8 @@ TEST(Scenario, WarningsArePlacedAtTheirKey) {
   const Scenario set = parse_scenario(default_text(), "s.yaml", {{"cluster.nvlink_bandwidth", "900GB/s"}});
   EXPECT_EQ(set.warning_locations.at(set.warnings.at(0)), "s.yaml (--set cluster.nvlink_bandwidth)");
   // model.layers comes from the preset: placed at the model section the file writes.
-  const Scenario uneven =
-      parse_scenario(default_text(), "s.yaml", {{"parallelism.pp", "8"}, {"parallelism.dp", "2"}});
+  const Scenario uneven = parse_scenario(default_text(), "s.yaml",
+                                         with_batch({{"parallelism.pp", "8"}, {"parallelism.dp", "2"}}));
   EXPECT_EQ(uneven.warning_locations.at(uneven.warnings.at(0)), "s.yaml:22:3");
   const Scenario softmax = parse_scenario(default_text(), "s.yaml",
                                           {{"model.heads", "16"},
@@ -2633,7 +2643,7 @@ TEST(Scenario, BucketSizeWithOneReductionAfterTheBackwardIsWarnedAbout) {
   // after-backward): a bucket size does nothing there; with overlapped
   // buckets it applies.
   auto warnings = [](const std::vector<Override>& o) {
-    return parse_scenario(default_text(), "d.yaml", o).warnings;
+    return parse_scenario(default_text(), "d.yaml", with_batch(o)).warnings;
   };
   EXPECT_EQ(
       warnings({{"parallelism.bucket_size", "25MB"}}),
@@ -2773,7 +2783,7 @@ TEST(Scenario, RankLayoutKeyAndTensorGroupsAcrossNodes) {
   auto with = [&](const std::vector<std::pair<std::string, std::string>>& sets) {
     std::vector<Override> o{{"model.heads", "16"}};
     for (const auto& [k, v] : sets) o.push_back({k, v});
-    return parse_scenario(default_text(), "s.yaml", o);
+    return parse_scenario(default_text(), "s.yaml", with_batch(o));
   };
   // tp = 8 on 8-GPU nodes: one node per TP group.
   const Scenario tp8 = with({{"parallelism.dp", "2"}, {"parallelism.tp", "8"}});
@@ -2964,4 +2974,39 @@ TEST(Scenario, BlanksAroundASetKeyAreNoPartOfIt) {
   EXPECT_EQ(o.path, "cluster.nodes");
   EXPECT_EQ(o.value, "2");
   EXPECT_THROW((void)parse_override("  =2"), InputError);
+}
+
+// Helper 147: what a Megatron user's file left out was read silently
+// another way than Megatron reads it.
+TEST(Scenario, MegatronDefaultsWhereAFileLeavesThemOut) {
+  const std::string custom = replaced(default_text(), "  preset: gpt2-large\n",
+                                      "  layers: 40\n  hidden: 5120\n  heads: 40\n  vocab: 32000\n");
+  // SwiGLU without a width: Megatron's 4h x 2/3 rounded down to 64.
+  EXPECT_EQ(
+      parse_scenario(replaced(custom, "  vocab: 32000\n", "  vocab: 32000\n  gated_mlp: true\n"), "s.yaml")
+          .model.ffn_hidden,
+      13632);
+  EXPECT_EQ(parse_scenario(custom, "s.yaml").model.ffn_hidden, 4 * 5120);
+  EXPECT_EQ(parse_scenario(replaced(custom, "  vocab: 32000\n",
+                                    "  vocab: 32000\n  gated_mlp: true\n  ffn_hidden: 13824\n"),
+                           "s.yaml")
+                .model.ffn_hidden,
+            13824);
+  // A pipeline without a global batch runs one micro-batch: said.
+  const Scenario pipe =
+      parse_scenario(default_text(), "s.yaml", {{"parallelism.pp", "2"}, {"parallelism.dp", "8"}});
+  ASSERT_FALSE(pipe.warnings.empty());
+  EXPECT_EQ(pipe.warnings.back().rfind("training.global_batch not given: one micro-batch per pipeline "
+                                       "(micro_batch x dp = 8 x 8 sequences), so 1 of the 2 stages idle",
+                                       0),
+            0U)
+      << pipe.warnings.back();
+  const Scenario given =
+      parse_scenario(default_text(), "s.yaml",
+                     {{"parallelism.pp", "2"}, {"parallelism.dp", "8"}, {"training.global_batch", "128"}});
+  for (const std::string& w : given.warnings)
+    EXPECT_EQ(w.find("global_batch not given"), std::string::npos) << w;
+  EXPECT_NE(error_of(default_text(), {{"training.framework", "megatron-lm"}})
+                .find("unknown framework 'megatron-lm', did you mean 'megatron'?"),
+            std::string::npos);
 }
