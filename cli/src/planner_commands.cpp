@@ -155,17 +155,20 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
   s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)"
                    "\n",
                    kLeft + pw / 2, bottom + 32, chart::escape(x_label));
-  // The marker under the bars and their labels.
+  // The marker under the bars and their labels, in near-black: the red of
+  // a bar out of memory hid it where it crossed one (helper 148).
   if (marker) {
     const double mx = kLeft + marker->first * scale;
-    s += fmt::format(R"(<line class="capacity" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#d62728" stroke-width="2" stroke-dasharray="6 4"/>)"
-                     "\n",
-                     mx, top - 12, bottom);
+    s += fmt::format(
+        R"(<line class="capacity" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#333333" stroke-width="2" stroke-dasharray="6 4"/>)"
+        "\n",
+        mx, top - 12, bottom);
     // The label ends at the line, or starts there when it would not fit left of it.
     const bool left_of = mx - chart::text_width(marker->second, 12) - 4 >= 10;
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#d62728" text-anchor="{}">{}</text>)"
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#333333" text-anchor="{}">{}</text>)"
                      "\n",
-                     left_of ? mx - 4 : mx + 4, top - 8, left_of ? "end" : "start", chart::escape(marker->second));
+                     left_of ? mx - 4 : mx + 4, top - 8, left_of ? "end" : "start",
+                     chart::escape(marker->second));
   }
   double y = top;
   for (const Bar& b : bars) {
@@ -188,9 +191,10 @@ std::string bar_panel(const std::string& title, const std::string& x_label, cons
       x += w;
     }
     // A white halo keeps the text readable over the marker line.
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" stroke="white" stroke-width="3" paint-order="stroke">{}</text>)"
-                     "\n",
-                     x + 6, y + kBar * 0.68, chart::escape(b.end_label));
+    s += fmt::format(
+        R"(<text x="{:.1f}" y="{:.1f}" stroke="white" stroke-width="5" paint-order="stroke">{}</text>)"
+        "\n",
+        x + 6, y + kBar * 0.68, chart::escape(b.end_label));
     y += kBar + kGap;
   }
   height = bottom + 44 - y0;
@@ -307,8 +311,12 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   print_scenario_warnings(s);  // as tessera run: every schedule runs with them
   const auto owned = make_scenario_predictor(s);
   const node_model::KernelPredictor& predictor = *owned;
-  // The chart stands alone: it says what was compared, and under its
-  // legend the text's Untested GPU and Known bias lines (chart_notes).
+  // The chart stands alone: it says what was compared (its title the
+  // command, with its --set flags: helper 148 could not tell a recompute=
+  // full chart from the file's), and under its legend the text's Untested
+  // GPU and Known bias lines (chart_notes).
+  std::string chart_title = fmt::format("tessera compare-schedules {}", p.positional()[0]);
+  for (const std::string& set : sets) chart_title += " --set " + set;
   const std::string chart_subtitle =
       fmt::format("{} on {} x {}, dp={} tp={} pp={}{}, {}", s.model.name, s.gpus(), s.gpu.name, s.plan.dp,
                   s.plan.tp, s.plan.pp,
@@ -352,6 +360,11 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         // helper 60: the shipped schedules.yaml's v=2 row split 24 layers
         // into 16 chunks without the warning run gives for it.
         if (std::string w = uneven_layer_split_warning(s.model.layers, plan);
+            !w.empty() && std::find(s.warnings.begin(), s.warnings.end(), w) == s.warnings.end())
+          row.warnings.push_back(std::move(w));
+        // (helper 148: zb-h1 under full recomputation held 2.4x 1f1b's
+        // memory here, without the warning run gives)
+        if (std::string w = split_backward_recompute_warning(plan);
             !w.empty() && std::find(s.warnings.begin(), s.warnings.end(), w) == s.warnings.end())
           row.warnings.push_back(std::move(w));
         if (std::string w = schedule_tight_warning(row.result.summary); !w.empty())
@@ -427,8 +440,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         json_string(std::string(to_string(s.backend))), json_string(std::string(predictor.name())),
         mixed_gpus_json(s) + scenario_warnings_json(s), caveat_json(s), items);
     if (svg_path)
-      write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
-                                             chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));
+      write_file_atomic(
+          *svg_path, svg_chart(chart_title, chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));
     return 0;
   }
   out << fmt::format(
@@ -543,8 +556,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
          "matmul peak, as `tessera run` reports it. '!' marks a stage that does not fit in the GPU's\n"
          "memory.\n";
   if (svg_path) {
-    write_file_atomic(*svg_path, svg_chart(fmt::format("tessera compare-schedules {}", p.positional()[0]),
-                                           chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));
+    write_file_atomic(*svg_path,
+                      svg_chart(chart_title, chart_subtitle, rows, s.gpu.name, s.gpu.memory, chart_notes(s)));
     out << fmt::format("chart written to {}\n", *svg_path);
   }
   return 0;

@@ -1047,6 +1047,19 @@ std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::P
       small + 1, rest, small, told);
 }
 
+std::string split_backward_recompute_warning(const parallelism::ParallelPlan& plan) {
+  // Full recomputation under a split backward saves less than it seems
+  // (helper 83: stage 1's activations were the same with it and without).
+  if (!parallelism::splits_backward(plan.schedule) || plan.recompute != parallelism::Recompute::Full)
+    return {};
+  return fmt::format(
+      "parallelism.recompute: full under {}: B recomputes each layer and W keeps its linears' inputs and "
+      "output gradients until it runs, more than full recomputation keeps, so this plan holds more "
+      "activation memory than 1f1b with it (docs/parallelism.md, Memory model; tessera compare-schedules "
+      "shows both)",
+      parallelism::to_string(plan.schedule));
+}
+
 Override parse_override(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -3037,16 +3050,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
           "recompute: "
           "none holds; recompute: full recomputes whole layers)");
     }
-    // Full recomputation under a split backward saves less than it seems
-    // (helper 83: stage 1's activations were the same with it and without).
-    if (parallelism::splits_backward(plan.schedule) && plan.recompute == parallelism::Recompute::Full) {
-      s.warnings.push_back(fmt::format(
-          "parallelism.recompute: full under {}: B recomputes each layer and W keeps its linears' inputs and "
-          "output gradients until it runs, more than full recomputation keeps, so this plan holds more "
-          "activation memory than 1f1b with it (docs/parallelism.md, Memory model; tessera compare-schedules "
-          "shows both)",
-          parallelism::to_string(plan.schedule)));
-    }
+    if (std::string w = split_backward_recompute_warning(plan); !w.empty())
+      s.warnings.push_back(std::move(w));
   }
   if (top.has("predictor")) {
     const YAML::Node v = top.need("predictor");

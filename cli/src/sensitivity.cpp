@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -201,8 +202,11 @@ std::string format_sensitivity_text(const Scenario& s, const Sensitivity& r) {
                      "flags");
   for (const SensitivityRow& row : r.rows) {
     const Time d = row.change(r.iteration);
+    // A change that rounds to zero is shown as +0 (helper 148: "-0.00%").
+    const auto shown = [](double v, double unit) { return std::abs(v) < unit / 2 ? 0.0 : v; };
     out += fmt::format("{:<50} {:>7} {:>10.3f} ms {:>+9.3f} ms {:>+7.2f}%   {}\n", row.step.constant,
-                       row.step.step, row.iteration.ms(), d.ms(), 100.0 * share(d, r.iteration),
+                       row.step.step, row.iteration.ms(), shown(d.ms(), 1e-3),
+                       shown(100.0 * share(d, r.iteration), 1e-2),
                        override_flags(row_overrides(r.overrides, row.step)));
   }
   if (r.rows.empty()) out += "(no calibration constant applies to this scenario)\n";

@@ -69,6 +69,11 @@ std::vector<std::string_view> layer_split_keys_set(const parallelism::ParallelPl
 std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan,
                                        bool virtual_stages_auto = false);
 
+/// The warning for full recomputation under a schedule that splits the
+/// backward (zero-bubble: W keeps what full recomputation would drop), or
+/// empty: the scenario's, and each schedule's of compare-schedules.
+std::string split_backward_recompute_warning(const parallelism::ParallelPlan& plan);
+
 /// The columns of a table of measured runs named by a scenario key path (a
 /// '.' in the name, e.g. `training.optimizer`): each sets its key for its row
 /// (`validate training`, `validate steps`). `set_by` lists the key paths
