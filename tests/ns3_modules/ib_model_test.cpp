@@ -534,7 +534,10 @@ TEST(IbModel, ReportsAndCsv) {
   EXPECT_EQ(sampled, total);
   EXPECT_GT(r.events, r.network.packet_hops);
   const std::string csv = ns3_modules::link_csv(r, t);
-  EXPECT_EQ(csv.rfind("link,src,dst,tier,bandwidth_bps,payload_bytes,busy_us,utilization,packets,", 0), 0u);
+  EXPECT_EQ(csv.rfind("link,src,dst,tier,bandwidth_bps,payload_bytes,busy_us,utilization,segments,wire_bytes,"
+                      "credit_stall_us,max_queue_bytes,max_queue_segments\n",
+                      0),
+            0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 8);  // all 8 directed links carried traffic
   const std::string series = ns3_modules::link_timeseries_csv(r, t);
   EXPECT_GT(std::count(series.begin(), series.end(), '\n'), 8);

@@ -305,8 +305,9 @@ engine::ExecutionResult run_on_ns3(const parallelism::TaskGraph& graph, const to
 
 /// Per-link totals as CSV, one row per directed link that carried traffic:
 /// engine::kLinkCsvSharedColumns (link,src,dst,tier,bandwidth_bps,payload_bytes,
-/// busy_us,utilization (busy / end_time)), then packets,wire_bytes,
-/// credit_stall_us,max_queue_bytes,max_queue_packets
+/// busy_us,utilization (busy / end_time)), then segments,wire_bytes,
+/// credit_stall_us,max_queue_bytes,max_queue_segments (segments: the units
+/// ns-3 moves, Ns3Options::packets_per_segment MTU packets each)
 std::string link_csv(const Ns3Report& report, const topology::Topology& topo);
 /// Per-link time series as CSV (needs Ns3Options::link_sample_interval):
 /// link,t_us (bin start),wire_bytes,utilization (of the bin); links and bins
