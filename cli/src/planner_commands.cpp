@@ -296,11 +296,18 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   p.parse(take_set_options(args, sets));
   p.expect_positional(1, "a scenario file");
   const auto schedules = parse_schedule_list(p.get("schedules").value_or("gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2"));
+  // (named as given: helper 148's --set parallelism.virtual_stages=4 was
+  // told of a --virtual-stages it never typed)
+  const bool chunks_by_set =
+      !p.has("virtual-stages") && std::any_of(sets.begin(), sets.end(), [](const std::string& set) {
+        return set.rfind("parallelism.virtual_stages=", 0) == 0 && set != "parallelism.virtual_stages=auto";
+      });
   std::vector<int> chunk_counts = virtual_stage_list(p, sets);
   if (!chunk_counts.empty() &&
       std::find(schedules.begin(), schedules.end(), Schedule::Interleaved1F1B) == schedules.end()) {
     throw UsageError(
-        "--virtual-stages: --schedules leaves out interleaved-1f1b, the one schedule with model chunks");
+        fmt::format("{}: --schedules leaves out interleaved-1f1b, the one schedule with model chunks",
+                    chunks_by_set ? "--set parallelism.virtual_stages" : "--virtual-stages"));
   }
   const auto svg_path = p.get("svg");
   FileSet files;
