@@ -300,7 +300,8 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   // told of a --virtual-stages it never typed)
   const bool chunks_by_set =
       !p.has("virtual-stages") && std::any_of(sets.begin(), sets.end(), [](const std::string& set) {
-        return set.rfind("parallelism.virtual_stages=", 0) == 0 && set != "parallelism.virtual_stages=auto";
+        const Override o = parse_override(set);
+        return o.path == "parallelism.virtual_stages" && o.value != "auto";
       });
   std::vector<int> chunk_counts = virtual_stage_list(p, sets);
   if (!chunk_counts.empty() &&

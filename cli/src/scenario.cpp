@@ -2821,7 +2821,8 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // alone, its stages idle but one at a time (helper 147: a tp 8, pp 2
     // file without its global_batch forecast 0.56 s where the 512 meant
     // gave 6.90 s, silently).
-    if (plan.global_batch == 0 && plan.pp > 1 && s.jobs.empty()) {
+    // (a jobs: scenario's jobs are read here one by one, each warned about)
+    if (plan.global_batch == 0 && plan.pp > 1) {
       s.warnings.push_back(fmt::format(
           "training.global_batch not given: one micro-batch per pipeline (micro_batch x dp = {} x {} "
           "sequences), "

@@ -549,42 +549,48 @@ void ChromeTraceObserver::on_collective_member(int rank, const parallelism::Task
   // Each member's slice by its own task (helper 144: named by one member's,
   // an interleaved pipeline's message from the last stage to the first
   // took the sender's chunk, or the receiver's, by which arrived first).
-  if (!traced(rank) || !micro_batch_kept(task.name)) return;
   const std::int32_t tid = kGroupTidBase + group;
-  declare(rank, tid, &task, &ranks);
-  begin_event();
-  buffer_ += R"({"name":")";
-  append_json_escaped(buffer_, task.name);
-  fmt::format_to(std::back_inserter(buffer_), R"(","cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
-                 parallelism::to_string(task.collective), rank, tid);
-  append_us(buffer_, start);
-  buffer_ += R"(,"dur":)";
-  append_us(buffer_, end - start);
-  fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"ranks":{}}}}})", task.bytes.count(),
-                 ranks.size());
+  const auto flow = pending_flows_.find(group);
+  const bool last = flow != pending_flows_.end() && --flow->second.members_left == 0;
+  if (traced(rank) && micro_batch_kept(task.name)) {
+    declare(rank, tid, &task, &ranks);
+    begin_event();
+    buffer_ += R"({"name":")";
+    append_json_escaped(buffer_, task.name);
+    fmt::format_to(std::back_inserter(buffer_), R"(","cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
+                   parallelism::to_string(task.collective), rank, tid);
+    append_us(buffer_, start);
+    buffer_ += R"(,"dur":)";
+    append_us(buffer_, end - start);
+    fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"ranks":{}}}}})", task.bytes.count(),
+                   ranks.size());
+  }
+  if (last) {
+    // A flow arrow from the sender's slice to the receiver's, after both.
+    const PendingFlow f = flow->second;
+    pending_flows_.erase(flow);
+    for (int side = 0; side < 2; ++side) {
+      begin_event();
+      fmt::format_to(std::back_inserter(buffer_),
+                     R"({{"name":"pp","cat":"pp-flow","ph":"{}",{}"id":{},"pid":{},"tid":{},"ts":)",
+                     side == 0 ? "s" : "f", side == 0 ? "" : R"("bp":"e",)", f.id,
+                     side == 0 ? f.sender : f.receiver, tid);
+      append_us(buffer_, f.start);
+      buffer_ += '}';
+    }
+  }
   flush_if_full();
 }
 
 void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int32_t group,
                                         const std::vector<int>& ranks, Time start, Time /*end*/) {
-  // (the members' slices: on_collective_member)
+  // (the members' slices, and after them a message's flow arrow:
+  // on_collective_member)
   if (!micro_batch_kept(task.name)) return;
-  const std::int32_t tid = kGroupTidBase + group;
   const bool p2p = task.collective == parallelism::CollectiveKind::SendRecv && ranks.size() == 2;
   if (p2p && traced(ranks[0]) && traced(ranks[1])) {
-    // A flow arrow from the sender's slice to the receiver's.
-    const std::int64_t id = next_id_++;
-    for (int side = 0; side < 2; ++side) {
-      begin_event();
-      fmt::format_to(std::back_inserter(buffer_),
-                     R"({{"name":"pp","cat":"pp-flow","ph":"{}",{}"id":{},"pid":{},"tid":{},"ts":)",
-                     side == 0 ? "s" : "f", side == 0 ? "" : R"("bp":"e",)", id,
-                     ranks[static_cast<std::size_t>(side)], tid);
-      append_us(buffer_, start);
-      buffer_ += '}';
-    }
+    pending_flows_[group] = PendingFlow{next_id_++, ranks[0], ranks[1], start, ranks.size()};
   }
-  flush_if_full();
 }
 
 void ChromeTraceObserver::on_transfer(const collectives::Transfer& t, Time start, Time end) {

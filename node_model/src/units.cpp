@@ -24,12 +24,15 @@ struct Parsed {
   double factor;
 };
 
-/// A value as an error shows it: cut past 64 characters (helper 145: a
-/// 100,000-character value was echoed whole).
+/// A value as an error shows it: cut past 64 bytes (helper 145: a
+/// 100,000-character value was echoed whole), at a UTF-8 character's start
+/// (helper 150: a cut inside one made the JSON of a sweep's errors invalid).
 std::string shown(std::string_view t) {
   constexpr std::size_t kShown = 64;
-  return t.size() <= kShown ? std::string(t)
-                            : fmt::format("{}... ({} characters)", t.substr(0, kShown), t.size());
+  if (t.size() <= kShown) return std::string(t);
+  std::size_t cut = kShown;
+  while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0U) == 0x80U) --cut;  // a continuation byte
+  return fmt::format("{}... ({} bytes)", t.substr(0, cut), t.size());
 }
 
 [[noreturn]] void fail(std::string_view kind, std::string_view text, std::string_view why) {

@@ -106,8 +106,11 @@ void check_work(const Scenario& s) {
   const WorkEstimate w = estimate_work(s);
   if (w.events() <= kMaxSimulatedEvents) return;
   // Kernels: micro-batches x layers x kernels per layer on every rank.
-  const char* keys =
-      w.micro_batches > 1 ? "training.global_batch, training.micro_batch, model.layers" : "model.layers";
+  // (the batch by the key that gave it: helper 150, micro_batches set on
+  // the command line was placed at micro_batch's line)
+  const char* keys = w.micro_batches <= 1       ? "model.layers"
+                     : s.batch_as_micro_batches ? "training.micro_batches, training.micro_batch, model.layers"
+                                                : "training.global_batch, training.micro_batch, model.layers";
   double largest = w.tasks;
   if (w.tp_transfers > largest) {
     largest = w.tp_transfers;

@@ -2926,6 +2926,14 @@ TEST(Scenario, PlanChecksAndWorkLimitPointAtTheirKey) {
   const Scenario set = parse_scenario(default_text(), "s.yaml", {{"model.layers", "1000000000"}});
   EXPECT_EQ(work_error(set).rfind("s.yaml (--set model.layers): model.layers: one iteration", 0), 0U)
       << work_error(set);
+  // A batch given as micro-batches is named so (helper 150: placed at
+  // micro_batch's line as training.global_batch).
+  const Scenario mbs = parse_scenario(default_text(), "s.yaml", {{"training.micro_batches", "10000000"}});
+  EXPECT_EQ(work_error(mbs).rfind("s.yaml (--set training.micro_batches): training.micro_batches, "
+                                  "training.micro_batch, model.layers: one iteration",
+                                  0),
+            0U)
+      << work_error(mbs);
 }
 
 TEST(Scenario, SlipsThatRanSilentlyAreWarnedAbout) {

@@ -360,6 +360,21 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
             std::string::npos);
   EXPECT_NE(t.text.find(R"("name":"mb0.pp.recv_activation","cat":"send-recv","ph":"X","pid":4,)"),
             std::string::npos);
+  // The first message's flow arrow comes after both its slices (helper
+  // 150: written before them, at the same instant, a viewer may bind it to
+  // no slice).
+  const auto send = t.text.find(R"("name":"mb0.pp.send_activation","cat":"send-recv","ph":"X","pid":0,)");
+  const auto recv = t.text.find(R"("name":"mb0.pp.recv_activation","cat":"send-recv","ph":"X","pid":4,)");
+  const auto arrow = t.text.find(R"("cat":"pp-flow","ph":"s","id":)");
+  ASSERT_NE(arrow, std::string::npos);
+  EXPECT_NE(t.text.find(R"("pid":0,)", arrow), std::string::npos);
+  EXPECT_LT(t.text.find(R"("pid":0,)", arrow), t.text.find('\n', arrow)) << t.text.substr(arrow, 120);
+  EXPECT_GT(arrow, send);
+  EXPECT_GT(arrow, recv);
+  // A compute task after an op's own collective is named apart: the
+  // embedding's lookup, then what follows its tensor-parallel all-reduce.
+  EXPECT_NE(t.text.find(R"("name":"mb0.embedding.fwd","cat":"compute")"), std::string::npos);
+  EXPECT_NE(t.text.find(R"("name":"mb0.embedding.fwd.2","cat":"compute")"), std::string::npos);
 }
 
 // Interleaved: a message from the last stage to the first goes from one

@@ -181,6 +181,17 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
   std::string buffer_;
   std::uint64_t events_ = 0;
   std::int64_t next_id_ = 0;  ///< async transfer and flow ids
+  /// A pipeline message's flow arrow, written once both members' slices
+  /// are (on_collective reports the collective before its members: a flow
+  /// event before the slice it binds to at the same instant may bind to
+  /// none); by group, where one collective at a time completes.
+  struct PendingFlow {
+    std::int64_t id = 0;
+    int sender = 0, receiver = 0;
+    Time start;
+    std::size_t members_left = 0;
+  };
+  std::unordered_map<std::int32_t, PendingFlow> pending_flows_;
   bool finished_ = false;
 };
 
