@@ -73,10 +73,13 @@ Breakdown simulate_plan(const Scenario& scenario, const ParallelPlan& plan, cons
 /// --set parallelism.virtual_stages=N (taken out of `sets`: the scenario's
 /// own schedule may not interleave), else the scenario's count (2 when it
 /// does not interleave).
-std::vector<int> virtual_stage_list(const ArgParser& p, std::vector<std::string>& sets) {
+/// `given_by`: the option that gave the list (ChunkList::flag), if one did.
+std::vector<int> virtual_stage_list(const ArgParser& p, std::vector<std::string>& sets,
+                                    std::string& given_by) {
   const std::optional<ChunkList> list = take_chunk_list(p.get("virtual-stages"), sets);
   std::vector<int> out;
   if (!list) return out;
+  given_by = list->flag;
   const std::string& text = list->text;
   const std::string& flag = list->flag;
   std::stringstream ss(text);
@@ -298,17 +301,12 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   const auto schedules = parse_schedule_list(p.get("schedules").value_or("gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2"));
   // (named as given: helper 148's --set parallelism.virtual_stages=4 was
   // told of a --virtual-stages it never typed)
-  const bool chunks_by_set =
-      !p.has("virtual-stages") && std::any_of(sets.begin(), sets.end(), [](const std::string& set) {
-        const Override o = parse_override(set);
-        return o.path == "parallelism.virtual_stages" && o.value != "auto";
-      });
-  std::vector<int> chunk_counts = virtual_stage_list(p, sets);
+  std::string chunks_given_by;
+  std::vector<int> chunk_counts = virtual_stage_list(p, sets, chunks_given_by);
   if (!chunk_counts.empty() &&
       std::find(schedules.begin(), schedules.end(), Schedule::Interleaved1F1B) == schedules.end()) {
-    throw UsageError(
-        fmt::format("{}: --schedules leaves out interleaved-1f1b, the one schedule with model chunks",
-                    chunks_by_set ? "--set parallelism.virtual_stages" : "--virtual-stages"));
+    throw UsageError(fmt::format(
+        "{}: --schedules leaves out interleaved-1f1b, the one schedule with model chunks", chunks_given_by));
   }
   const auto svg_path = p.get("svg");
   FileSet files;

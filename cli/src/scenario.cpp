@@ -892,15 +892,17 @@ parallelism::TransformerConfig read_model(Section& m) {
     cfg.heads = m.positive_int("heads");
     cfg.vocab = m.positive_int("vocab");
     if (m.has("kv_heads")) cfg.kv_heads = m.positive_int("kv_heads");
-    if (m.has("gated_mlp")) cfg.gated_mlp = m.boolean("gated_mlp");
-    // Without a width, Megatron's: 4 x hidden, and for SwiGLU two thirds of
-    // it rounded down to a multiple of 64 (arguments.py: --swiglu without
-    // --ffn-hidden-size; helper 147: 4 x hidden made a model 35% larger).
-    cfg.ffn_hidden = m.has("ffn_hidden") ? m.positive_int("ffn_hidden")
-                     : cfg.gated_mlp     ? std::max<std::int64_t>(64, 4 * cfg.hidden * 2 / 3 / 64 * 64)
-                                         : 4 * cfg.hidden;
+    cfg.ffn_hidden = m.has("ffn_hidden") ? m.positive_int("ffn_hidden") : 0;  // 0: Megatron's, below
   }
   if (m.has("gated_mlp")) cfg.gated_mlp = m.boolean("gated_mlp");
+  // Without a width (and a preset), Megatron's: 4 x hidden, and for SwiGLU
+  // two thirds of it rounded down to a multiple of 64 (arguments.py:
+  // --swiglu without --ffn-hidden-size; helper 147: 4 x hidden made a model
+  // 35% larger).
+  if (cfg.ffn_hidden == 0) {
+    cfg.ffn_hidden =
+        cfg.gated_mlp ? std::max<std::int64_t>(64, 4 * cfg.hidden * 2 / 3 / 64 * 64) : 4 * cfg.hidden;
+  }
   if (m.has("tied_embeddings")) cfg.tied_embeddings = m.boolean("tied_embeddings");
   if (m.has("learned_positions")) cfg.learned_positions = m.boolean("learned_positions");
   if (m.has("dropout")) cfg.dropout = m.boolean("dropout");
@@ -3197,9 +3199,6 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   bool launch_given = false;
   if (top.has("calibration")) {
     Section c = top.child("calibration");
-    auto time_key = [&](const char* key, Time& field) {
-      if (c.has(key)) field = c.unit(key, parse_time);
-    };
     // Above `most` a time is a unit slip more likely than a host (helper 145:
     // host_launch=1s forecast 41 minutes an iteration without a word).
     const auto slip = [&](const std::string& key, Time t, Time most, std::string_view what) {
@@ -3227,14 +3226,12 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const std::string p(prefix);
       if (c.has(p + "_efficiency")) l.peak_efficiency = c.number_in(p + "_efficiency", 0.01, 1.0);
       if (c.has(p + "_group_penalty")) l.group_penalty = c.number_in(p + "_group_penalty", 0.0, 10.0);
-      time_key((p + "_launch").c_str(), l.launch_latency);
-      time_key((p + "_step").c_str(), l.step_latency);
-      time_key((p + "_skew").c_str(), l.skew);
-      for (const auto& [suffix, t] : {std::pair<const char*, Time>{"_launch", l.launch_latency},
-                                      std::pair<const char*, Time>{"_step", l.step_latency},
-                                      std::pair<const char*, Time>{"_skew", l.skew}}) {
-        if (c.has(p + suffix))
-          slip(p + suffix, t, parse_time("10ms"), "a collective's latency is microseconds");
+      for (const auto& [suffix, field] : {std::pair<const char*, Time*>{"_launch", &l.launch_latency},
+                                          std::pair<const char*, Time*>{"_step", &l.step_latency},
+                                          std::pair<const char*, Time*>{"_skew", &l.skew}}) {
+        if (!c.has(p + suffix)) continue;
+        *field = c.unit(p + suffix, parse_time);
+        slip(p + suffix, *field, parse_time("10ms"), "a collective's latency is microseconds");
       }
       // Reported at the key given, as the key is written (the engine's check
       // below would name the section only).

@@ -557,17 +557,15 @@ class ProgramBuilder {
     // collectives: the embedding's lookup and what follows its all-reduce,
     // the loss between its three all-reduces) takes ".2", ".3", ... so that
     // no two tasks of a step share a name (helper 144: a trace's
-    // `mb0.lm_head.fwd.loss` three times).
-    std::vector<std::pair<std::string_view, int>> seen;
-    for (const Piece& p : ps) {
+    // `mb0.lm_head.fwd.loss` three times). Counted over the pieces before
+    // it: a list is a few pieces, and this runs for every step and layer.
+    for (auto it = ps.begin(); it != ps.end(); ++it) {
+      const Piece& p = *it;
       name_.assign(prefix);
       name_ += p.name;
       if (p.compute) {
-        int n = 1;
-        for (auto& [name, times] : seen) {
-          if (name == p.name) n = ++times;
-        }
-        if (n == 1) seen.emplace_back(p.name, 1);
+        const auto n =
+            1 + std::count_if(ps.begin(), it, [&](const Piece& q) { return q.compute && q.name == p.name; });
         if (n > 1) fmt::format_to(std::back_inserter(name_), ".{}", n);
         const TaskIndex t = compute(name_, p.duration, p.flops, std::move(wait_next), p.host);
         if (p.host_sync && timer_.host_model()) host_sync(t);
