@@ -161,9 +161,7 @@ int cmd_run(const Args& args, std::ostream& out) {
     if (json_out) files.output(*json_out, p.get("json-out") ? "--json-out" : "outputs.json");
     say_on_interrupt("nothing was written (outputs are written when the run finishes)");
     const JobsOutcome o = simulate_jobs(s);
-    for (const std::string& w : jobs_outcome_warnings(s, o)) {
-      std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, w);
-    }
+    for (const std::string& w : jobs_outcome_warnings(s, o)) print_forecast_warning(s, w);
     if (json_out) write_file_atomic(*json_out, format_jobs_json(s, o));
     out << (p.has("json") ? format_jobs_json(s, o) : format_jobs_text(s, o));
     // As for one job: printed, but a plan that does not fit is not a result.
@@ -266,9 +264,8 @@ int cmd_run(const Args& args, std::ostream& out) {
   // One more simulation per class of communication the plan runs.
   if (p.has("comm-breakdown")) rep.comm_costs = study::communication_costs(s, sim.result.makespan);
   // Warnings only the forecast shows (a cable changing after the iteration).
-  for (std::size_t i = s.warnings.size(); i < rep.warnings.size(); ++i) {
-    std::cerr << fmt::format("tessera: warning: {}: {}\n", s.file, rep.warnings[i]);
-  }
+  for (std::size_t i = s.warnings.size(); i < rep.warnings.size(); ++i)
+    print_forecast_warning(s, rep.warnings[i]);
   rep.warnings.insert(rep.warnings.end(), option_warnings.begin(), option_warnings.end());
   if (trace) trace->finish();
   if (links_path) {

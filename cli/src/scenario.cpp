@@ -1568,11 +1568,13 @@ void locate_warnings(Scenario& s, const YAML::Node& root, const std::string& fil
   }
   // (helper 145: an iteration too long to simulate named model.layers
   // without the line that wrote it or the --set that set it)
-  for (const std::string path : study::kWorkKeys) {
+  const auto locate_key = [&](const std::string& path) {
     bool whole = false;
     const auto mark = locate_path(root, path, &whole);
     if (mark && whole) s.key_locations[path] = top.location(*mark, path);  // (a section is no key's place)
-  }
+  };
+  for (const std::string path : study::kWorkKeys) locate_key(path);
+  for (const std::string path : study::kRunWarningKeys) locate_key(path);
 }
 
 Scenario parse_text(const std::string& text, const std::string& file, const std::vector<Override>& overrides,

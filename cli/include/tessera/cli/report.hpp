@@ -22,6 +22,12 @@ std::vector<std::string> scenario_warnings(const Scenario& s);
 /// Prints scenario_warnings(s) on stderr, one "tessera: warning: FILE: ..."
 /// line each (run, kernels, collectives).
 void print_scenario_warnings(const Scenario& s);
+/// Where a warning only the forecast gives is about: the line (or --set)
+/// of the key it opens with, for the keys the loader located
+/// (study::kRunWarningKeys: `ns3.buffer`, `failures`), else the file.
+std::string forecast_warning_location(const Scenario& s, const std::string& warning);
+/// Prints such a warning on stderr, "tessera: warning: WHERE: ...".
+void print_forecast_warning(const Scenario& s, const std::string& warning);
 /// `"warnings": [...], ` of scenario_warnings(s), or nothing without any:
 /// the --json of the commands that forecast one scenario carries what they
 /// print on stderr.

@@ -32,6 +32,11 @@ inline constexpr std::array<const char*, 11> kWorkKeys = {
     "training.global_batch",   "training.micro_batches", "training.micro_batch", "model.layers",
     "parallelism.tp",          "collectives.chunks",     "parallelism.dp",       "cluster.nodes",
     "parallelism.bucket_size", "parallelism.pp",         "parallelism.ep"};
+/// The keys that warnings only a forecast can give open with (an ns3.buffer
+/// below a link's credit round trip, a cable failing after the iteration):
+/// the loader records where each was written (Scenario::key_locations), so
+/// those warnings are placed as the loader's are.
+inline constexpr std::array<const char*, 2> kRunWarningKeys = {"ns3.buffer", "failures"};
 
 class ScenarioError : public InputError {
  public:
@@ -280,7 +285,8 @@ struct Scenario {
   /// "file (--set KEY)" where the command line set it; a warning opening
   /// with no key of the file has no entry (its file is said).
   std::map<std::string, std::string> warning_locations;
-  /// Where the keys study::check_work may name (kWorkKeys) were written, as
+  /// Where the keys study::check_work may name (kWorkKeys) and those a
+  /// forecast's own warnings open with (kRunWarningKeys) were written, as
   /// Section::location gives it: {"file:line:col", ""} or {"file (--set
   /// KEY)", "--set KEY"}; a key the file does not write has no entry.
   std::map<std::string, std::pair<std::string, std::string>> key_locations;
