@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <sstream>
 
@@ -88,6 +89,20 @@ std::string dataset_folder(const std::string& data, const std::string& dataset) 
   std::error_code ec;
   const std::filesystem::path inside = std::filesystem::path(data) / dataset;
   return std::filesystem::is_directory(inside, ec) ? inside.string() : data;
+}
+
+void check_svg_path(const std::string& path) {
+  std::string tail = path.size() >= 4 ? path.substr(path.size() - 4) : path;
+  std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (tail == ".svg") return;
+  // (the names to give: this one's stem with .svg, and with .png for rsvg-convert)
+  const std::filesystem::path given(path);
+  const std::string svg = std::filesystem::path(given).replace_extension(".svg").string();
+  const std::string png = std::filesystem::path(given).replace_extension(".png").string();
+  throw UsageError(
+      fmt::format("--svg {}: the chart is an SVG file: give a name ending in .svg (for a PNG: "
+                  "--svg {}, then rsvg-convert -o {} {})",
+                  path, svg, png, svg));
 }
 
 int parse_int_in(const std::string& text, const std::string& flag, int min, int max) {

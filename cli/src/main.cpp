@@ -231,7 +231,8 @@ when the scenario leaves parallelism.dp out; over one that fixes it, add
 --set parallelism.dp=auto.
 
   --out FILE.csv       default SCENARIO-sweep.csv
-  --svg FILE.svg       default: the CSV's name with .svg
+  --svg FILE.svg       default: the CSV's name with .svg; the chart is SVG, so
+                       its name ends in .svg (rsvg-convert makes a PNG of it)
   --jobs N             parallel points (default: all cores; ns-3 runs one at a time)
   --json               print one JSON object (every point's settings and metrics,
                        the CSV's columns; skipped and failed with their flags) instead
@@ -260,6 +261,8 @@ would have written, and prints its table (with the scaling column of a node
 sweep). Refuses shards of different sweeps, conflicting points and missing
 points (the points a shard's --skip-failed left out are named, not missing).
 
+  --svg    the chart, default: the CSV's name with .svg; the chart is SVG,
+           so its name ends in .svg (rsvg-convert makes a PNG of it)
   --json   one object instead of the table: csv, svg, shards, points (each
            point's settings and metric columns, as sweep --json gives them
            from the CSV), skipped and failed
@@ -340,7 +343,9 @@ Plans and simulates the scenario under each pipeline schedule (by default
 all five) and prints iteration time, bubble (ms and share of the iteration,
 as run prints it), exposed communication, compute, host, MFU and peak memory
 per stage; --svg draws the iteration time split of each schedule and its
-peak memory per GPU against the GPU's capacity.
+peak memory per GPU against the GPU's capacity (an SVG file: its name ends
+in .svg; rsvg-convert makes a PNG of it). A note under the table says why
+when zb-h2's times are zb-h1's (no more micro-batches than stages).
 
 --virtual-stages 2,4 runs interleaved-1f1b once per chunk count (default:
 the scenario's virtual_stages; when it does not interleave, the fewest

@@ -311,7 +311,10 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   const auto svg_path = p.get("svg");
   FileSet files;
   files.input(p.positional()[0], "the scenario");
-  if (svg_path) files.output(*svg_path, "--svg");
+  if (svg_path) {
+    files.output(*svg_path, "--svg");
+    check_svg_path(*svg_path);  // (after: --svg naming the scenario is refused as that)
+  }
   const Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   require_single_job(s, "compare-schedules");
   print_scenario_warnings(s);  // as tessera run: every schedule runs with them
@@ -470,6 +473,19 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
   // broke the columns: helper 70).
   std::size_t width = 22;
   for (const Row& r : rows) width = std::max(width, row_name(r).size());
+  // The memory of each stage in a column of its own, right-aligned to the
+  // widest figure of any row, with a column for '!' where a stage of any row
+  // does not fit (they were joined by single spaces: "9.5" and "14.9" put
+  // the stages after them out of line, helper 151).
+  std::size_t mem_width = 0;
+  bool any_oom = false;
+  for (const Row& r : rows) {
+    if (!r.error.empty()) continue;
+    for (const auto& m : r.result.summary.memory_per_stage) {
+      mem_width = std::max(mem_width, fmt::format("{:.1f}", m.total().in_gib()).size());
+      any_oom = any_oom || m.oom();
+    }
+  }
   out << fmt::format("{:<{}} {:>12} {:>19} {:>12} {:>12} {:>12} {:>6}  {}\n", "schedule", width, "iteration",
                      "bubble", "exposed comm", "compute", "host", "MFU", "peak memory per stage (GiB)");
   std::string warned;  // tessera run's warnings, per schedule they hold for
@@ -484,12 +500,11 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     std::optional<Bytes> over;  // the first stage out of memory's capacity (mixed_gpus: its smallest GPU's)
     for (const auto& m : r.result.summary.memory_per_stage) {
       if (!mem.empty()) mem += ' ';
-      mem += fmt::format("{:.1f}", m.total().in_gib());
-      if (m.oom()) {
-        mem += '!';
-        if (!over) over = m.capacity;
-      }
+      mem += fmt::format("{:>{}.1f}{}", m.total().in_gib(), mem_width, m.oom() ? "!" : (any_oom ? " " : ""));
+      if (m.oom() && !over) over = m.capacity;
     }
+    // (no blank at the end of a line; before "OOM" it keeps that in line)
+    if (!over) mem.erase(mem.find_last_not_of(' ') + 1);
     // The bubble as `run` prints it: its time and its share of the iteration,
     // rounded with the other three (helper 113: 10.9% here, 11.0% in run).
     const IterationBreakdown& b = r.result.split;
@@ -522,6 +537,50 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         "as the weight-gradient GEMM that hides it under 1f1b runs in W "
         "(docs/parallelism.md, \"Schedules\")\n",
         fmt::join(exposing, ", "));
+  }
+  // zb-h2 with zb-h1's times, as the table prints them (helper 151: identical
+  // rows, nothing said why). With no more micro-batches than stages the first
+  // stage runs every forward before its first B under both (zb-h2's warm-up
+  // of 2(p - 1) forwards is cut to the m there are), as the last stage runs
+  // F and B in turn under both: the extra forwards that fill the first
+  // stage's wait under zb-h2 are not there (docs/parallelism.md,
+  // "Schedules"). Only the stages between may hold other memory.
+  auto ran = [&](Schedule sched) {
+    return std::find_if(rows.begin(), rows.end(), [&](const Row& r) {
+      return r.error.empty() && r.schedule == parallelism::to_string(sched);
+    });
+  };
+  const auto zb_h1 = ran(Schedule::ZeroBubbleH1);
+  const auto zb_h2 = ran(Schedule::ZeroBubbleH2);
+  const std::int64_t micro_batches = plan.micro_batches(s.workload.micro_batch);
+  if (zb_h1 != rows.end() && zb_h2 != rows.end() && micro_batches <= plan.pp) {
+    auto times = [](const Row& r) {
+      const IterationBreakdown& b = r.result.split;
+      return fmt::format("{:.3f} {:.3f} {:.3f} {:.3f} {:.3f}", b.iteration.ms(), b.bubble.ms(),
+                         b.exposed_comm.ms(), b.compute.ms(), b.host.ms());
+    };
+    auto memory = [](const Row& r) {
+      std::string text;
+      for (const auto& m : r.result.summary.memory_per_stage)
+        text += fmt::format(" {:.1f}", m.total().in_gib());
+      return text;
+    };
+    if (times(*zb_h1) == times(*zb_h2)) {
+      const bool same_memory = memory(*zb_h1) == memory(*zb_h2);
+      const std::int64_t h2_warm = 2 * (plan.pp - 1);
+      out << fmt::format(
+          "\nnote: zb-h2 forecasts zb-h1's times{} here: with {} micro-batch{} for {} pipeline stages the "
+          "first stage runs every forward before its first backward under both{}, so zb-h2 has no extra "
+          "forward to fill its wait for that backward with; with more micro-batches than stages ({} or more) "
+          "it can (docs/parallelism.md, \"Schedules\")\n",
+          same_memory ? " and memory" : " (not the memory of the stages between the first and the last)",
+          micro_batches, micro_batches == 1 ? "" : "es", plan.pp,
+          h2_warm > micro_batches
+              ? fmt::format(" (zb-h2's warm-up of 2(pp - 1) = {} forwards is cut to the {} there {})",
+                            h2_warm, micro_batches, micro_batches == 1 ? "is" : "are")
+              : std::string(),
+          plan.pp + 1);
+    }
   }
   // Interleaving slower than 1F1B where the per-micro-batch data step
   // (fit on DeepSpeed's data path) is what turns it: said with the figures

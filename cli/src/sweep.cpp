@@ -1512,6 +1512,9 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   files.input(scenario_path, "the scenario");
   files.output(csv_path, "--out");
   files.output(svg_path, "--svg");
+  // (after the checks of the files: an --svg naming the scenario or the CSV
+  // is refused as that)
+  if (p.get("svg")) check_svg_path(svg_path);
 
   // Validate every point before simulating any. --skip-invalid leaves out
   // the points that are no valid scenario (a grid of tp x pp where some
@@ -1926,6 +1929,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   for (const std::string& part : p.positional()) files.input(part, "a shard");
   files.output(csv_path, "--out");
   files.output(svg_path, "--svg");
+  // (after the checks of the files: an --svg naming a shard or the CSV is
+  // refused as that)
+  if (p.get("svg")) check_svg_path(svg_path);
   // Each shard starts with "# tessera sweep ID shard I/N of P points": all
   // must name the same sweep, every shard 0..N-1 must be there once, and
   // each must hold all of its points (a killed shard leaves some out).

@@ -1,5 +1,6 @@
 #include "tessera/files.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -185,6 +186,20 @@ void FileSet::output(const std::string& path, const std::string& flag) {
     if (!S_ISREG(st.st_mode)) {
       throw InputError(fmt::format("{} {}: cannot write: not a regular file", flag, path));
     }
+  }
+  // access() answers yes to root for any directory not on a read-only mount,
+  // /proc included, where no file can be made: the write then failed only
+  // after all the work (helper 151: compare-schedules --svg /proc/x.svg). So
+  // the temporary the write goes through (beside a regular file, or beside
+  // where a new one goes) is made and removed here.
+  const std::string probe = temporary_path(output_target(path).path, static_cast<long>(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != EEXIST) {
+    throw InputError(fmt::format("{} {}: cannot write: {}", flag, path, std::strerror(errno)));
+  }
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());
   }
   remove_stale_temporaries(p);
   outputs_.push_back({path, flag});

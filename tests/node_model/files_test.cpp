@@ -91,6 +91,21 @@ TEST_F(FilesTest, ReadOnlyOrSpecialOutputsAreRefused) {
   EXPECT_EQ(error_of([&] { files.output("", "--out"); }), "--out: empty output path");
 }
 
+TEST_F(FilesTest, AnOutputWhereNoFileCanBeMadeIsRefusedBeforeAnyWork) {
+  // access() lets root write to /proc, where no file can be made: the check
+  // makes the output's temporary and removes it (helper 151: the write failed
+  // only after compare-schedules had printed its table).
+  if (!fs::is_directory("/proc/self")) GTEST_SKIP() << "no /proc";
+  FileSet files;
+  const std::string err = error_of([&] { files.output("/proc/tessera_files_test.svg", "--svg"); });
+  EXPECT_EQ(err.rfind("--svg /proc/tessera_files_test.svg: cannot write: ", 0), 0U) << err;
+  // Where a file can be made, the check leaves nothing behind.
+  files.output(path("chart.svg"), "--svg");
+  int count = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++count;
+  EXPECT_EQ(count, 1);  // scenario.yaml
+}
+
 TEST_F(FilesTest, AnOutputThroughALinkReplacesItsTargetAndKeepsTheLink) {
   // A link to an existing file, and a link (relative) to one not written
   // yet: the link stays a link, its target gets the content. Before, the

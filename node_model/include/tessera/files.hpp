@@ -46,8 +46,9 @@ void write_file_atomic(const std::string& path, std::string_view content);
 /// The files one command reads and writes, checked before it does any work:
 /// an output must not be one of the inputs (also through a link or another
 /// spelling of the path), two outputs must not share a path, the directory
-/// must exist and be writable, and an existing output must not be read-only
-/// or a directory. Temporaries left beside an output by a killed earlier run
+/// must exist and be writable (the output's temporary is made there and
+/// removed: root passes access() even where no file can be made, /proc),
+/// and an existing output must not be read-only or a directory. Temporaries left beside an output by a killed earlier run
 /// (their process is gone) are removed. Every failure is an InputError naming
 /// the flag or key and the path.
 class FileSet {

@@ -56,6 +56,11 @@ int parse_int_in(const std::string& text, const std::string& flag, int min, int 
 /// else `data` itself.
 std::string dataset_folder(const std::string& data, const std::string& dataset);
 
+/// A --svg file name: it must end in .svg (any case). The charts are SVG text,
+/// which a name such as chart.png would hide from a viewer; throws a
+/// UsageError that says so and how to make a PNG (rsvg-convert).
+void check_svg_path(const std::string& path);
+
 /// `s` cut at every `sep`, empty items kept ("a,,b" -> a, "", b; "a," -> a, "").
 std::vector<std::string> split(const std::string& s, char sep);
 
