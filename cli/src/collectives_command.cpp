@@ -85,8 +85,9 @@ int cmd_collectives(const Args& args, std::ostream& out) {
   out << "Each distinct collective of one iteration, timed on the scenario's fabric with the\n"
          "calibrated NCCL costs (calibration.*): alone (one group), and with all the groups of its\n"
          "pipeline stage at once (`groups`, contending for the fabric). calls: per iteration on one\n"
-         "rank of the stage that calls it most, its row's stage (one row for a collective several\n"
-         "stages run). busbw: bus bandwidth in GB/s, as nccl-tests reports it.\n\n";
+         "rank of its row's stage (a collective several stages run has a row under each; a send/recv\n"
+         "pair between two stages is under both, as each side's role). busbw: bus bandwidth in GB/s,\n"
+         "as nccl-tests reports it.\n\n";
   out << fmt::format("{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>5} {:>11} {:>8} {:>6} {:>11} {:>8}\n",
                      "role", "kind", "size", "group", "nodes", "algorithm", "calls", "stage", "alone_us",
                      "busbw", "groups", "together_us", "busbw");
@@ -106,8 +107,8 @@ int cmd_collectives(const Args& args, std::ostream& out) {
   }
   if (!t.nvlink_per_stage.empty()) {
     out << fmt::format(
-        "\nOne rank of stage {}, every collective one after another: alone {:.3f} ms in groups inside a "
-        "node, "
+        "\nOne rank of stage {}, every collective one after another (its stage's rows, calls x time): alone "
+        "{:.3f} ms in groups inside a node, "
         "{:.3f} ms in groups across nodes; with its stage's groups at once {:.3f} ms and {:.3f} ms "
         "(tessera run reports what the iteration exposes of them)\n",
         busiest, t.nvlink_per_stage[busiest].ms(), t.network_per_stage[busiest].ms(),

@@ -42,6 +42,8 @@ namespace {
 struct Axis {
   std::string key;
   std::vector<std::string> values;
+
+  bool operator==(const Axis&) const = default;
 };
 
 struct Point {
@@ -1226,6 +1228,44 @@ constexpr std::string_view kChartTitle = "# chart title: ";
 /// point by point, which the rows alone do not always tell (helper 139: a
 /// zipped list repeating a value merged as two series).
 constexpr std::string_view kChartZipped = "# chart zipped: --zip";
+/// After them, in a shard, one line per swept key with its values as the
+/// sweep lists them ("# sweep axis: KEY=V1,V2,..."): the grid, so that
+/// sweep-merge can check that each row's settings are its point's (helper
+/// 152: a hand-edited row, or one of another sweep, merged under the index
+/// it claimed).
+constexpr std::string_view kSweepAxis = "# sweep axis: ";
+
+/// The points of the grid `grid(axes, zip)` makes, without making it
+/// (saturating at SIZE_MAX).
+std::size_t grid_size(const std::vector<Axis>& axes, bool zip) {
+  std::size_t n = zip ? 0 : 1;
+  for (const Axis& a : axes) {
+    const std::size_t m = a.values.size();
+    if (zip) {
+      n = std::max(n, m);
+    } else {
+      n = m != 0 && n > std::numeric_limits<std::size_t>::max() / m ? std::numeric_limits<std::size_t>::max()
+                                                                    : n * m;
+    }
+  }
+  return n;
+}
+
+/// Point `index`'s value of each axis, as `grid(axes, zip)` gives it (first
+/// axis outermost), without making the grid; `index` < grid_size(axes, zip).
+std::vector<std::string> grid_values(const std::vector<Axis>& axes, bool zip, std::size_t index) {
+  std::vector<std::string> values(axes.size());
+  for (std::size_t k = axes.size(); k-- > 0;) {
+    const auto& v = axes[k].values;
+    if (zip) {
+      values[k] = v[std::min(index, v.size() - 1)];
+    } else {
+      values[k] = v[index % v.size()];
+      index /= v.size();
+    }
+  }
+  return values;
+}
 
 /// The first line of a shard's CSV (before the column names): which sweep,
 /// which shard, how many points in all, and those --skip-invalid left out
@@ -1596,6 +1636,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   if (sharded) {
     chart_notes = fmt::format("{}tessera sweep {}\n", kChartTitle, scenario_path);
     if (zip) chart_notes += fmt::format("{}\n", kChartZipped);
+    for (const Axis& a : axes)
+      chart_notes += fmt::format("{}{}={}\n", kSweepAxis, a.key, fmt::join(a.values, ","));
     for (const std::string& note : caveats.chart_notes())
       chart_notes += fmt::format("{}{}\n", kChartNote, note);
   }
@@ -1970,6 +2012,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   std::vector<std::string> chart_notes;  // the first shard's (kChartNote lines)
   std::string chart_title = "tessera sweep-merge";  // the first shard's (kChartTitle), where it has one
   bool zipped = false;                              // the shards' sweep had --zip (kChartZipped)
+  std::vector<Axis> sweep_axes;                     // the first shard's (kSweepAxis lines)
   std::optional<ShardFile> first;
   std::map<std::size_t, std::string> shard_files;  // shard index -> file
   std::map<std::size_t, std::string> rows;
@@ -2019,15 +2062,31 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     std::vector<std::string> notes;
     std::string title;
     bool shard_zipped = false;
+    std::vector<Axis> shard_axes;  // its kSweepAxis lines
+    std::size_t line_no = 1;       // the lines read so far
     while (next_line(columns) && (columns.rfind(kChartNote, 0) == 0 || columns.rfind(kChartTitle, 0) == 0 ||
-                                  columns == kChartZipped)) {
-      if (columns == kChartZipped)
+                                  columns == kChartZipped || columns.rfind(kSweepAxis, 0) == 0)) {
+      ++line_no;
+      if (columns == kChartZipped) {
         shard_zipped = true;
-      else if (columns.rfind(kChartTitle, 0) == 0)
+      } else if (columns.rfind(kChartTitle, 0) == 0) {
         title = columns.substr(kChartTitle.size());
-      else
+      } else if (columns.rfind(kSweepAxis, 0) == 0) {
+        const std::string axis = columns.substr(kSweepAxis.size());
+        const auto eq = axis.find('=');
+        Axis a;
+        if (eq != std::string::npos) a = Axis{axis.substr(0, eq), split(axis.substr(eq + 1), ',')};
+        if (a.key.empty() || a.values.empty() ||
+            std::ranges::any_of(a.values, [](const std::string& v) { return v.empty(); })) {
+          throw InputError(
+              fmt::format("{}:{}: malformed line (expected '{}KEY=V1,V2,...')", part, line_no, kSweepAxis));
+        }
+        shard_axes.push_back(std::move(a));
+      } else {
         notes.push_back(columns.substr(kChartNote.size()));
+      }
     }
+    ++line_no;  // the columns
     // (the sweep's ID counts --zip: shards of one sweep agree)
     zipped = zipped || shard_zipped;
     if (header.empty()) {
@@ -2055,7 +2114,51 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
       throw InputError(fmt::format("{}: its columns differ from {}'s", part, p.positional().front()));
     }
     const auto fields = split(header, ',').size();
-    std::size_t line_no = 2 + notes.size() + (title.empty() ? 0 : 1) + (shard_zipped ? 1 : 0);
+    // The grid its rows are points of (kSweepAxis): the same in every
+    // shard, one line per setting column, as many points as the first line
+    // says.
+    const std::vector<std::string> setting_columns = [&] {
+      const auto all = split(header, ',');
+      return std::vector<std::string>(all.begin() + 1,
+                                      all.end() - static_cast<std::ptrdiff_t>(kMetricColumns));
+    }();
+    if (shard_axes.empty()) {
+      throw InputError(
+          fmt::format("{}: no '{}KEY=V1,V2,...' lines above its columns (a shard of an older version's "
+                      "sweep? run it again)",
+                      part, kSweepAxis));
+    }
+    std::vector<std::string> axis_keys;
+    for (const Axis& a : shard_axes) axis_keys.push_back(a.key);
+    if (axis_keys != setting_columns) {
+      throw InputError(fmt::format("{}: its swept keys ('{}' lines: {}) are not its setting columns ({})",
+                                   part, kSweepAxis, fmt::join(axis_keys, ", "),
+                                   fmt::join(setting_columns, ", ")));
+    }
+    if (grid_size(shard_axes, shard_zipped) != f.points) {
+      throw InputError(
+          fmt::format("{}: its swept values ('{}' lines) make {} points, where its first line says {}", part,
+                      kSweepAxis, grid_size(shard_axes, shard_zipped), f.points));
+    }
+    if (sweep_axes.empty()) {
+      sweep_axes = shard_axes;
+    } else if (shard_axes != sweep_axes) {
+      throw InputError(fmt::format("{}: its swept values ('{}' lines) differ from {}'s", part, kSweepAxis,
+                                   p.positional().front()));
+    }
+    // A row's (or failed point's) settings are those of the point its index
+    // names (helper 152: an edited row, or one of another sweep, merged
+    // under the index it claimed). `cells`: the settings, in column order.
+    const auto check_settings = [&](std::size_t idx, const std::vector<std::string>& cells) {
+      const std::vector<std::string> expected = grid_values(shard_axes, shard_zipped, idx);
+      for (std::size_t k = 0; k < expected.size(); ++k) {
+        if (cells[k] == expected[k]) continue;
+        throw InputError(
+            fmt::format("{}:{}: column '{}': '{}', where point {} of the sweep has {}={} (an edited "
+                        "row, or one of another sweep?)",
+                        part, line_no, setting_columns[k], cells[k], idx, setting_columns[k], expected[k]));
+      }
+    };
     std::size_t held = 0;
     std::size_t held_failed = 0;
     for (; next_line(line);) {
@@ -2078,6 +2181,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
                           part, line_no, kFailedSettingsLine, kFailedLine));
         }
         cells.erase(cells.begin());
+        check_settings(std::stoull(index), cells);
         failed_settings[std::stoull(index)] = {cells, gpus[0]};
         continue;
       }
@@ -2121,6 +2225,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
         throw InputError(fmt::format("{}:{}: point {} does not belong to shard {}/{} of {} points", part, line_no, idx,
                                      f.index, f.count, f.points));
       }
+      check_settings(
+          idx, std::vector<std::string>(
+                   cols.begin() + 1, cols.begin() + 1 + static_cast<std::ptrdiff_t>(setting_columns.size())));
       if (failed.count(idx) != 0U || !rows.emplace(idx, line).second) {
         throw InputError(fmt::format("{}:{}: point {} is given twice", part, line_no, idx));
       }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -19,8 +20,8 @@ double bus_bandwidth(const CollectiveTableRow& r, Time t) {
 
 namespace {
 
-/// Where a distinct collective was first called most often: a rank of that
-/// stage and the task's index in the stage's program.
+/// Where a row's collective is first called: a rank of the row's stage and
+/// the task's index in the stage's program.
 struct Representative {
   int rank = 0;
   std::size_t task = 0;
@@ -42,14 +43,19 @@ CollectiveTable build_collective_table(const Scenario& s) {
   std::map<int, int> stage_rank;
   for (int r = 0; r < ranks; ++r) stage_rank.emplace(parallelism::rank_coord(s.plan, r).pp, r);
 
-  using Key = std::tuple<std::string, parallelism::CollectiveKind, std::int64_t, int, int>;
+  // A row is one stage's: a collective that several stages call (the
+  // layers' tensor-parallel collectives, a pipeline send/recv pair's two
+  // sides, the tied embedding's all-reduce between the first and last
+  // stages) has a row under each, with that stage's calls, groups and
+  // times, so that each stage's sums below are those of its rows (helper
+  // 152: one row for all stages, under the stage calling it most, left
+  // each other stage's sums counting rows listed under another stage, timed
+  // on that stage's groups).
+  using Key = std::tuple<int, std::string, parallelism::CollectiveKind, std::int64_t, int, int>;
   std::map<Key, std::size_t> index;
   std::vector<Representative> reps;
   CollectiveTable table;
-  // Per stage: each call's row and task index, in program order.
-  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> stage_calls;
   for (const auto& [stage, rank] : stage_rank) {
-    auto& mine = stage_calls.emplace_back();
     const auto& tasks = graph.tasks(rank);
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const parallelism::Task& t = tasks[i];
@@ -57,33 +63,22 @@ CollectiveTable build_collective_table(const Scenario& s) {
       const auto& members = graph.groups[static_cast<std::size_t>(graph.group_of(rank, t.group))].ranks;
       std::set<int> nodes;
       for (int m : members) nodes.insert(m / s.cluster.gpus_per_node);
-      const Key key{parallelism::task_role(t.name), t.collective, t.bytes.count(),
-                    static_cast<int>(members.size()), static_cast<int>(nodes.size())};
+      const Key key{stage,           parallelism::task_role(t.name),   t.collective,
+                    t.bytes.count(), static_cast<int>(members.size()), static_cast<int>(nodes.size())};
       auto [it, inserted] = index.emplace(key, table.rows.size());
       if (inserted) {
         CollectiveTableRow row;
-        row.role = std::get<0>(key);
+        row.role = std::get<1>(key);
         row.kind = t.collective;
         row.bytes = t.bytes;
-        row.group_size = std::get<3>(key);
-        row.nodes = std::get<4>(key);
+        row.group_size = std::get<4>(key);
+        row.nodes = std::get<5>(key);
         row.algorithm = collectives::resolve_algorithm(t.collective, members, t.bytes, s.collectives);
+        row.stage = stage;
         table.rows.push_back(row);
         reps.push_back({rank, i});
       }
-      mine.emplace_back(it->second, i);
-    }
-    // The stage that calls a collective most represents it (the first such).
-    std::map<std::size_t, std::pair<std::int64_t, std::size_t>> calls;  // row -> calls, first task
-    for (const auto& [row, task] : mine) {
-      auto& c = calls.try_emplace(row, 0, task).first->second;
-      ++c.first;
-    }
-    for (const auto& [row, c] : calls) {
-      if (c.first <= table.rows[row].calls) continue;
-      table.rows[row].calls = c.first;
-      table.rows[row].stage = stage;
-      reps[row] = {rank, c.second};
+      ++table.rows[it->second].calls;
     }
   }
 
@@ -120,17 +115,17 @@ CollectiveTable build_collective_table(const Scenario& s) {
     row.alone = time_of(row.kind, row.bytes, {own});
     row.together = groups.size() == 1 ? row.alone : time_of(row.kind, row.bytes, groups);
   }
-  for (const auto& calls : stage_calls) {
-    Time nvlink, network, nvlink_together, network_together;
-    for (const auto& [row, task] : calls) {
-      const CollectiveTableRow& r = table.rows[row];
-      (r.nodes > 1 ? network : nvlink) += r.alone;
-      (r.nodes > 1 ? network_together : nvlink_together) += r.together;
-    }
-    table.nvlink_per_stage.push_back(nvlink);
-    table.network_per_stage.push_back(network);
-    table.nvlink_together_per_stage.push_back(nvlink_together);
-    table.network_together_per_stage.push_back(network_together);
+  // Each stage's sums: its rows' (every row is one stage's), calls x time.
+  const std::size_t stages = stage_rank.size();
+  table.nvlink_per_stage.assign(stages, Time::zero());
+  table.network_per_stage.assign(stages, Time::zero());
+  table.nvlink_together_per_stage.assign(stages, Time::zero());
+  table.network_together_per_stage.assign(stages, Time::zero());
+  for (const CollectiveTableRow& r : table.rows) {
+    const auto at = static_cast<std::size_t>(std::distance(stage_rank.begin(), stage_rank.find(r.stage)));
+    (r.nodes > 1 ? table.network_per_stage : table.nvlink_per_stage)[at] += r.alone * r.calls;
+    (r.nodes > 1 ? table.network_together_per_stage : table.nvlink_together_per_stage)[at] +=
+        r.together * r.calls;
   }
   return table;
 }

@@ -8,11 +8,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "tessera/cli/scenario.hpp"
 #include "tessera/parallelism/plan.hpp"
+#include "tessera/study/scenario.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
@@ -148,6 +152,80 @@ TEST(CollectiveTable, TimesOnTheFabricAloneAndTogether) {
   EXPECT_EQ(tp.together, tp.alone);
   EXPECT_GT(tp.alone.us(), 10.48);
   EXPECT_LT(tp.alone.us(), 10.49 + 6 * 2.0 + 2.0);
+}
+
+// The same two nodes, tp 4 inside a node, as two pipeline stages (one per
+// node, one layer each): every stage calls the layers' tensor-parallel
+// all-reduces, the two sides of each send/recv pair and the tied
+// embedding's all-reduce between the first and last stages.
+TEST(CollectiveTable, EachStageSumsTheRowsListedUnderIt) {
+  std::string text = kScenario;
+  const std::string dp = "  dp: 2\n";
+  text.replace(text.find(dp), dp.size(), "  pp: 2\n");
+  const study::Scenario s = parse_scenario(text, "tp4pp2.yaml");
+  ASSERT_EQ(s.plan.pp, 2);
+  const study::CollectiveTable t = study::collective_table(s);
+  ASSERT_EQ(t.nvlink_per_stage.size(), 2u);
+  ASSERT_EQ(t.network_together_per_stage.size(), 2u);
+  // Each stage's sums are those of the rows listed under it (helper 152:
+  // stage 1's counted the layers' all-reduces, listed under stage 0 alone).
+  for (int stage = 0; stage < 2; ++stage) {
+    Time nvlink, network, nvlink_together, network_together;
+    for (const auto& r : t.rows) {
+      ASSERT_TRUE(r.stage == 0 || r.stage == 1) << r.role;
+      if (r.stage != stage) continue;
+      (r.nodes > 1 ? network : nvlink) += r.alone * r.calls;
+      (r.nodes > 1 ? network_together : nvlink_together) += r.together * r.calls;
+    }
+    const auto at = static_cast<std::size_t>(stage);
+    EXPECT_EQ(t.nvlink_per_stage[at], nvlink) << stage;
+    EXPECT_EQ(t.network_per_stage[at], network) << stage;
+    EXPECT_EQ(t.nvlink_together_per_stage[at], nvlink_together) << stage;
+    EXPECT_EQ(t.network_together_per_stage[at], network_together) << stage;
+  }
+  // Each stage's rows hold every collective its rank calls, once: their
+  // calls add up to the collective tasks of the stage's first rank.
+  const auto predictor = study::make_scenario_predictor(s);
+  const auto graph = parallelism::plan_training(s.model, s.workload, s.plan, *predictor);
+  for (int stage = 0; stage < 2; ++stage) {
+    int rank = 0;
+    while (parallelism::rank_coord(s.plan, rank).pp != stage) ++rank;
+    std::int64_t tasks = 0;
+    for (const auto& task : graph.tasks(rank))
+      tasks += task.kind == parallelism::TaskKind::Collective ? 1 : 0;
+    std::int64_t calls = 0;
+    std::map<std::string, int> seen;
+    for (const auto& r : t.rows) {
+      if (r.stage != stage) continue;
+      calls += r.calls;
+      EXPECT_EQ(++seen[r.role + "/" + std::to_string(r.bytes.count())], 1)
+          << r.role << " twice in stage " << stage;
+    }
+    EXPECT_EQ(calls, tasks) << stage;
+  }
+  // A collective both stages call has a row under each, with that stage's
+  // calls: the layers' forward all-reduces (4 micro-batches x 1 layer x 2),
+  // and the tied embedding's gradient all-reduce between the two nodes.
+  for (const std::string_view role : {"layer.fwd.tp.all-reduce", "embedding.grad.all-reduce"}) {
+    for (int stage = 0; stage < 2; ++stage) {
+      const auto it = std::find_if(t.rows.begin(), t.rows.end(),
+                                   [&](const auto& r) { return r.role == role && r.stage == stage; });
+      ASSERT_NE(it, t.rows.end()) << role << " in stage " << stage;
+      EXPECT_EQ(it->calls, role == "layer.fwd.tp.all-reduce" ? 8 : 1) << role << " in stage " << stage;
+    }
+  }
+  // A send/recv pair is under both of its stages, as each side's role.
+  const auto under = [&](const std::string& role) {
+    std::set<int> stages;
+    for (const auto& r : t.rows) {
+      if (r.role == role) stages.insert(r.stage);
+    }
+    return stages;
+  };
+  EXPECT_EQ(under("pp.send_activation"), std::set<int>{0});
+  EXPECT_EQ(under("pp.recv_activation"), std::set<int>{1});
+  EXPECT_EQ(under("pp.send_gradient"), std::set<int>{1});
+  EXPECT_EQ(under("pp.recv_gradient"), std::set<int>{0});
 }
 
 TEST(CollectiveTable, RefusesJobs) {

@@ -138,6 +138,41 @@ endif()
 expect_edited_part0_refused("a non-numeric metric should name its column and line" text0.csv
                             "\n([0-9]+,[^,\n]*,[^,\n]*,[^,\n]*,[^,\n]*,)[^,\n]*," "\n\\1abc,"
                             "text0.csv:${first_row_line}: column 'iteration_time_s': 'abc' is not a number\n$")
+# Each shard carries the sweep's grid ('# sweep axis: KEY=V1,V2,...', one
+# line per swept key), and a row whose settings are not its point's is
+# refused, naming the file, line and column and the point's value (helper
+# 152: a hand-edited setting, or a row of another sweep, merged under the
+# index it claimed), with no merged file written.
+if(NOT p0 MATCHES "\n# sweep axis: training\\.micro_batch=1,2,4\n# sweep axis: training\\.seq_len=512,1024\n")
+  message(FATAL_ERROR "shard 0 carries no '# sweep axis:' lines:\n${p0}")
+endif()
+math(EXPR second_row_line "${first_row_line} + 1")
+expect_edited_part0_refused("an edited setting should name its file, line, column and the point's value" seq0.csv
+                            "\n2,2,512," "\n2,2,1024,"
+                            "^tessera: error: [^\n]*seq0\\.csv:${second_row_line}: column 'training\\.seq_len': '1024', where point 2 of the sweep has training\\.seq_len=512 [^\n]*\n$")
+# A row of another sweep (micro-batches 1, 2, 8) in place of point 5's.
+file(STRINGS ${WORKDIR}/other1.csv other_rows REGEX "^5,")
+if(NOT other_rows MATCHES "^5,8,1024,")
+  message(FATAL_ERROR "test setup: no point 5 (8, 1024) in other1.csv: ${other_rows}")
+endif()
+edit_file("a row of another sweep" ${WORKDIR}/part1.csv "\n5,[^\n]*" "\n${other_rows}" ${WORKDIR}/mixed1.csv)
+expect_merge_refused("a row of another sweep should be refused"
+                     "mixed1\\.csv:[0-9]+: column 'training\\.micro_batch': '8', where point 5 of the sweep has training\\.micro_batch=4 "
+                     ${WORKDIR}/part0.csv ${WORKDIR}/mixed1.csv)
+# Shards whose grids differ, and a shard without one (an older tessera's),
+# are refused.
+edit_file("other swept values" ${WORKDIR}/part0.csv "\n# sweep axis: training\\.micro_batch=1,2,4\n"
+          "\n# sweep axis: training.micro_batch=1,2,8\n" ${WORKDIR}/axis0.csv)
+expect_merge_refused("shards with other swept values should be refused"
+                     "axis0\\.csv: its swept values \\('# sweep axis: ' lines\\) differ from [^\n]*part1\\.csv's"
+                     ${WORKDIR}/part1.csv ${WORKDIR}/axis0.csv)
+edit_file("a shard without its grid" ${WORKDIR}/part0.csv "\n# sweep axis: [^\n]*" "" ${WORKDIR}/noaxis0.csv)
+expect_merge_refused("a shard without '# sweep axis:' lines should be refused as an older one"
+                     "noaxis0\\.csv: no '# sweep axis: KEY=V1,V2,[.][.][.]' lines above its columns \\(a shard of an older version's sweep\\? run it again\\)"
+                     ${WORKDIR}/part1.csv ${WORKDIR}/noaxis0.csv)
+if(EXISTS ${WORKDIR}/bad.csv)
+  message(FATAL_ERROR "a refused merge left ${WORKDIR}/bad.csv")
+endif()
 # sweep-merge --json: the merged points as sweep --json gives them from its
 # rows (settings, metric columns), equal to the whole sweep's.
 execute_process(COMMAND ${TESSERA} sweep-merge --json --out ${WORKDIR}/merged_json.csv ${WORKDIR}/part1.csv ${WORKDIR}/part0.csv

@@ -82,6 +82,13 @@ foreach(bad "# failed point 00: x" "# failed point 0: " "# failed point 1: x")
   file(WRITE ${edited_file} "${edited}")
   expect_merge_refused("'${bad}' should be refused with '${expected}'" "${expected}" ${edited_file} ${other})
 endforeach()
+# A failed point's settings that are not its point's are refused as a row's
+# are (helper 152), naming the line and column.
+string(REPLACE "\n# failed settings 0: 16,2bps\n" "\n# failed settings 0: 16,3bps\n" edited "${part0}")
+file(WRITE ${WORKDIR}/bad0.csv "${edited}")
+expect_merge_refused("a failed point's edited settings should be refused"
+                     "bad0\\.csv:[0-9]+: column 'cluster\\.nic_bandwidth': '3bps', where point 0 of the sweep has cluster\\.nic_bandwidth=2bps "
+                     ${WORKDIR}/bad0.csv ${WORKDIR}/part1.csv)
 execute_process(COMMAND ${TESSERA} ${common} --shard 0/2 --out ${WORKDIR}/part0.csv RESULT_VARIABLE rc OUTPUT_QUIET
                 ERROR_VARIABLE err)
 file(READ ${WORKDIR}/part0.csv again)

@@ -1,9 +1,10 @@
 #pragma once
 // The collectives a scenario's iteration runs and what each costs on the
 // scenario's fabric: the table behind `tessera collectives` (docs/cli.md).
-// Each distinct collective (its role in the plan, kind, size and group
-// shape) is listed once with how often a rank calls it per iteration, and
-// timed alone and with every group of its pipeline stage at once, by the
+// Each distinct collective of each pipeline stage (the stage, the
+// collective's role in the plan, kind, size and group shape) is listed once
+// with how often a rank of that stage calls it per iteration, and timed
+// alone and with every group of that stage at once, by the
 // scenario's backend with the calibrated NCCL costs that `run` uses. What
 // the iteration exposes of them (overlap with compute, waiting for other
 // ranks) is `tessera run`'s.
@@ -29,7 +30,10 @@ struct CollectiveTableRow {
   int nodes = 0;       ///< nodes one group spans (1: within a node, over NVLink)
   collectives::Algorithm algorithm = collectives::Algorithm::Auto;  ///< as resolved for the group
   /// Calls per iteration on one rank of `stage`, the pipeline stage whose
-  /// ranks call it most.
+  /// row it is: a collective several stages call has a row under each (a
+  /// pipeline send/recv pair under both of its stages, as each side's
+  /// role: `pp.send_activation` under the sender's, `pp.recv_activation`
+  /// under the receiver's).
   std::int64_t calls = 0;
   int stage = 0;
   /// Groups of that stage that run it at the same point of the iteration
@@ -44,12 +48,14 @@ struct CollectiveTableRow {
 [[nodiscard]] double bus_bandwidth(const CollectiveTableRow& r, Time t);
 
 struct CollectiveTable {
-  /// Distinct collectives in order of first call (stage 0's program first).
+  /// Each stage's distinct collectives, stage by stage, each stage's in
+  /// order of first call.
   std::vector<CollectiveTableRow> rows;
-  /// Per pipeline stage: the sum over its rank's collectives of calls x alone
-  /// time, for groups inside one node and groups that span nodes (what one
-  /// rank's collectives would take one after another, with no overlap and
-  /// no waiting).
+  /// Per pipeline stage: the sum over its rows (those whose `stage` it is:
+  /// every collective its ranks call) of calls x alone time, for groups
+  /// inside one node and groups that span nodes (what one rank's
+  /// collectives would take one after another, with no overlap and no
+  /// waiting).
   std::vector<Time> nvlink_per_stage, network_per_stage;
   /// The same sums of the `together` times (each with its stage's other
   /// groups at once, contending for the fabric).
