@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <limits>
+#include <unordered_map>
 
 #include "tessera/cli/args.hpp"
 #include "tessera/cli/report.hpp"
@@ -38,19 +40,44 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-/// The micro-batch a planner task name belongs to ("mb3.", "c1.mb3." prefix), or -1.
-std::int64_t micro_batch_of(std::string_view name) {
-  if (name.size() > 1 && name[0] == 'c' && name[1] >= '0' && name[1] <= '9') {
-    const auto dot = name.find('.');
-    if (dot == std::string_view::npos) return -1;
-    name.remove_prefix(dot + 1);
-  }
-  if (name.size() < 3 || name[0] != 'm' || name[1] != 'b') return -1;
-  std::int64_t mb = -1;
+/// `name` starts with `prefix`, decimal digits and a '.': the number, and
+/// `name` past the dot. Else -1, `name` as it was.
+std::int64_t take_numbered(std::string_view& name, std::string_view prefix) {
+  if (name.size() <= prefix.size() + 1 || name.substr(0, prefix.size()) != prefix) return -1;
+  const char* first = name.data() + prefix.size();
   const char* end = name.data() + name.size();
-  const auto [p, ec] = std::from_chars(name.data() + 2, end, mb);
+  if (*first < '0' || *first > '9') return -1;
+  std::int64_t v = -1;
+  const auto [p, ec] = std::from_chars(first, end, v);
   if (ec != std::errc() || p == end || *p != '.') return -1;
-  return mb;
+  name.remove_prefix(static_cast<std::size_t>(p - name.data()) + 1);
+  return v;
+}
+
+/// Where a planner task name puts its task (StepNames: "mb3.", "c1.mb3.",
+/// then "layer005." for a layer's tasks); -1 for what it does not say.
+struct TaskPlace {
+  std::int64_t chunk = -1, micro_batch = -1, layer = -1;
+};
+
+TaskPlace place_of(std::string_view name) {
+  TaskPlace at;
+  const std::int64_t chunk = take_numbered(name, "c");
+  const std::int64_t mb = take_numbered(name, "mb");
+  if (mb < 0) return at;  // no step's task (optimizer, gradient sync)
+  at.chunk = chunk;
+  at.micro_batch = mb;
+  at.layer = take_numbered(name, "layer");
+  return at;
+}
+
+/// A slice's args from its task's name (place_of): "chunk", "micro_batch"
+/// and "layer", those it says, each followed by a comma.
+void append_place(std::string& out, std::string_view name) {
+  const TaskPlace at = place_of(name);
+  if (at.chunk >= 0) fmt::format_to(std::back_inserter(out), R"("chunk":{},)", at.chunk);
+  if (at.micro_batch >= 0) fmt::format_to(std::back_inserter(out), R"("micro_batch":{},)", at.micro_batch);
+  if (at.layer >= 0) fmt::format_to(std::back_inserter(out), R"("layer":{},)", at.layer);
 }
 
 }  // namespace
@@ -378,9 +405,50 @@ void ChromeTraceObserver::flush_if_full() {
   buffer_.clear();
 }
 
+void ChromeTraceObserver::on_start(const parallelism::TaskGraph& graph) {
+  // The planner names a step's collectives of one kind alike (a layer's
+  // tensor-parallel all-reduces: `tessera collectives` counts them so);
+  // here each is numbered by its place among its name's collectives in its
+  // rank's program, the order the rank issues them. Counted once per
+  // program a traced rank runs (a stage's, shared by its tp x dp ranks).
+  occurrences_.assign(graph.programs.size(), Occurrences{});
+  program_of_.assign(traced_.size(), -1);
+  std::unordered_map<std::string_view, std::int32_t> seen;  // lookup only, never iterated
+  for (int r = 0; r < std::min(graph.num_ranks(), ranks_); ++r) {
+    if (!traced(r)) continue;
+    const std::int32_t p = graph.ranks[static_cast<std::size_t>(r)].program;
+    program_of_[static_cast<std::size_t>(r)] = p;
+    Occurrences& o = occurrences_[static_cast<std::size_t>(p)];
+    const auto& tasks = graph.programs[static_cast<std::size_t>(p)]->tasks;
+    if (o.tasks == tasks.data()) continue;  // counted for an earlier rank
+    o.tasks = tasks.data();
+    o.nth.assign(tasks.size(), 0);
+    seen.clear();
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].kind == parallelism::TaskKind::Collective) o.nth[i] = ++seen[tasks[i].name];
+    }
+  }
+}
+
+std::int32_t ChromeTraceObserver::occurrence(int rank, const parallelism::Task& task) const {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= program_of_.size()) return 0;
+  const std::int32_t p = program_of_[static_cast<std::size_t>(rank)];
+  if (p < 0) return 0;
+  const Occurrences& o = occurrences_[static_cast<std::size_t>(p)];
+  const std::less<const parallelism::Task*> before;
+  if (o.nth.empty() || before(&task, o.tasks) || !before(&task, o.tasks + o.nth.size())) return 0;
+  return o.nth[static_cast<std::size_t>(&task - o.tasks)];
+}
+
+void ChromeTraceObserver::append_task_name(int rank, const parallelism::Task& task) {
+  append_json_escaped(buffer_, task.name);
+  const std::int32_t n = occurrence(rank, task);
+  if (n > 1) fmt::format_to(std::back_inserter(buffer_), ".{}", n);
+}
+
 bool ChromeTraceObserver::micro_batch_kept(std::string_view task_name) const {
   if (options_.micro_batches.empty()) return true;
-  const std::int64_t mb = micro_batch_of(task_name);
+  const std::int64_t mb = place_of(task_name).micro_batch;
   return mb < 0 || std::binary_search(options_.micro_batches.begin(), options_.micro_batches.end(), mb);
 }
 
@@ -509,21 +577,29 @@ void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Ti
   append_us(buffer_, start);
   buffer_ += R"(,"dur":)";
   append_us(buffer_, end - start);
-  // A task whose kernels the host launched slower than the GPU ran them (the
-  // optimizer's many small kernels, a host-bound layer): the slice is the
-  // task's span; its args split it into the kernels' time and the host's
-  // (what the summary's host time counts).
-  if (!host_only && task.duration > Time::zero()) {
+  if (!host_only) {
+    // What the task carries besides its time (the slice): where its name
+    // puts it and the FLOPs its kernels execute on this rank (Task::flops,
+    // recomputation included: what HFU counts). No op or kernel kind: a
+    // task is a run of kernels and keeps none (the slice name says the
+    // piece, `fwd.attn`).
+    buffer_ += R"(,"args":{)";
+    append_place(buffer_, task.name);
+    fmt::format_to(std::back_inserter(buffer_), R"("flops":{:.0f})", task.flops.count());
+    // A task whose kernels the host launched slower than the GPU ran them
+    // (the optimizer's many small kernels, a host-bound layer): the slice
+    // is the task's span; its args split it into the kernels' time and the
+    // host's (what the summary's host time counts).
     const auto r = static_cast<std::size_t>(rank);
     const double scale = r < options_.compute_scale.size() ? options_.compute_scale[r] : 1.0;
     const Time kernels = engine::scaled_duration(task.duration, scale);
     if (end - start > kernels + Time::from_us(1)) {
-      buffer_ += R"(,"args":{"kernels_us":)";
+      buffer_ += R"(,"kernels_us":)";
       append_us(buffer_, kernels);
       buffer_ += R"(,"host_us":)";
       append_us(buffer_, end - start - kernels);
-      buffer_ += '}';
     }
+    buffer_ += '}';
   }
   buffer_ += '}';
   flush_if_full();
@@ -534,7 +610,7 @@ void ChromeTraceObserver::on_host_wait(int rank, const parallelism::Task& task, 
   declare(rank, kHostTid, nullptr, nullptr);
   begin_event();
   buffer_ += R"({"name":"wait for host: )";
-  append_json_escaped(buffer_, task.name);
+  append_task_name(rank, task);
   fmt::format_to(std::back_inserter(buffer_), R"(","cat":"host","ph":"X","pid":{},"tid":{},"ts":)", rank,
                  kHostTid);
   append_us(buffer_, start);
@@ -556,13 +632,15 @@ void ChromeTraceObserver::on_collective_member(int rank, const parallelism::Task
     declare(rank, tid, &task, &ranks);
     begin_event();
     buffer_ += R"({"name":")";
-    append_json_escaped(buffer_, task.name);
+    append_task_name(rank, task);
     fmt::format_to(std::back_inserter(buffer_), R"(","cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
                    parallelism::to_string(task.collective), rank, tid);
     append_us(buffer_, start);
     buffer_ += R"(,"dur":)";
     append_us(buffer_, end - start);
-    fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"bytes":{},"ranks":{}}}}})", task.bytes.count(),
+    buffer_ += R"(,"args":{)";
+    append_place(buffer_, task.name);
+    fmt::format_to(std::back_inserter(buffer_), R"("bytes":{},"ranks":{}}}}})", task.bytes.count(),
                    ranks.size());
   }
   if (last) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -139,6 +140,7 @@ TraceSummary check_trace(const std::string& text) {
 /// Counts what the executor reports, and passes it on to the trace.
 struct Tee final : engine::ExecutionObserver {
   explicit Tee(engine::ExecutionObserver& next) : next_(next) {}
+  void on_start(const parallelism::TaskGraph& graph) override { next_.on_start(graph); }
   void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override {
     // A task without GPU work that took no time (a host sync reached) is
     // not drawn: counted apart.
@@ -177,6 +179,7 @@ Scenario pipeline_scenario() {
 struct Traced {
   std::string text;
   long compute = 0, instant = 0, sendrecv = 0, member_slices = 0, transfers = 0, host_waits = 0;
+  std::vector<double> flops;  ///< per rank, the executor's (RankResult::flops)
 };
 
 Traced run_traced(const Scenario& s, TraceOptions options) {
@@ -187,8 +190,46 @@ Traced run_traced(const Scenario& s, TraceOptions options) {
   const Simulation sim = simulate_scenario(s, &tee, nullptr, false);
   trace.finish();
   EXPECT_EQ(static_cast<std::uint64_t>(tee.transfers), sim.result.transfers);
-  return {sink.text(),       tee.compute,   tee.instant,   tee.sendrecv,
-          tee.member_slices, tee.transfers, tee.host_waits};
+  std::vector<double> flops;
+  for (const auto& r : sim.result.ranks) flops.push_back(r.flops.count());
+  return {sink.text(),       tee.compute,   tee.instant,    tee.sendrecv,
+          tee.member_slices, tee.transfers, tee.host_waits, std::move(flops)};
+}
+
+/// Checks every compute and collective slice's args against its name: a
+/// "[cK.]mbN.[layerL.]" name's numbers, and only those, as `chunk`,
+/// `micro_batch` and `layer`; compute slices carry `flops`, collectives
+/// `bytes`. Returns the FLOPs of the compute slices per pid.
+std::map<int, double> check_slice_args(const std::string& text) {
+  static const std::regex place(R"(^(?:c(\d+)\.)?mb(\d+)\.(?:layer(\d+)\.)?)");
+  std::map<int, double> flops;
+  const auto root = node_model::parse_json(text, "trace");
+  for (const auto& e : root.find("traceEvents")->array()) {
+    if (e.find("ph")->string() != "X" || e.find("cat")->string() == "host") continue;
+    const std::string name = e.find("name")->string();
+    const auto* args = e.find("args");
+    EXPECT_NE(args, nullptr) << name;
+    if (args == nullptr) continue;
+    std::smatch m;
+    const bool step = std::regex_search(name, m, place);
+    const std::array<const char*, 3> keys{"chunk", "micro_batch", "layer"};
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      const auto* v = args->find(keys[k]);
+      const bool said = step && m[k + 1].matched;
+      EXPECT_EQ(v != nullptr, said) << name << ": " << keys[k];
+      if (v != nullptr && said) {
+        EXPECT_EQ(v->number(), std::stod(m[k + 1].str())) << name << ": " << keys[k];
+      }
+    }
+    if (e.find("cat")->string() == "compute") {
+      const auto* f = args->find("flops");
+      EXPECT_TRUE(f != nullptr && f->is_number() && f->number() >= 0) << name;
+      if (f != nullptr) flops[static_cast<int>(e.find("pid")->number())] += f->number();
+    } else {
+      EXPECT_NE(args->find("bytes"), nullptr) << name;
+    }
+  }
+  return flops;
 }
 
 std::string read_file(const std::string& path) {
@@ -265,7 +306,11 @@ TEST(ChromeTrace, HostTimeInsideComputeSlicesIsInTheirArgs) {
     if (e.find("ph")->string() != "X" || e.find("pid")->number() != 0) continue;
     const std::string cat = e.find("cat")->string();
     if (cat == "host") track_us += e.find("dur")->number();
-    if (cat != "compute" || e.find("args") == nullptr) continue;
+    if (cat != "compute") continue;
+    // Every compute slice has args (its FLOPs); host time in some.
+    ASSERT_NE(e.find("args"), nullptr);
+    EXPECT_NE(e.find("args")->find("flops"), nullptr);
+    if (e.find("args")->find("host_us") == nullptr) continue;
     const double host = e.find("args")->find("host_us")->number();
     EXPECT_NEAR(e.find("args")->find("kernels_us")->number() + host, e.find("dur")->number(), 1e-3);
     args_us += host;
@@ -414,6 +459,11 @@ TEST(ChromeTrace, InterleavedPipelineSlicesNameTheirOwnChunk) {
           << w.what << " on rank " << w.pid << ", c" << c;
     }
   }
+  // Each slice's args say its chunk, micro-batch and layer.
+  (void)check_slice_args(t.text);
+  EXPECT_NE(
+      t.text.find(R"("name":"c1.mb0.layer008.fwd.tp.all-reduce.2","cat":"all-reduce","ph":"X","pid":0,)"),
+      std::string::npos);
 }
 
 // Llama 2 70B on a rail-optimized fabric, with a tied embedding and a
@@ -578,4 +628,53 @@ TEST(ChromeTrace, ExpertParallelTracksAreNamedByRole) {
   // rank 19 is dp 3 of stage 1, the same experts as dp 11 (rank 27).
   EXPECT_NE(t.text.find(R"j("name":"rank 19 (node 2, stage 1, dp 3, ep 3, tp 0)")j"), std::string::npos);
   EXPECT_NE(t.text.find(R"j("name":"rank 27 (node 3, stage 1, dp 11, ep 3, tp 0)")j"), std::string::npos);
+}
+
+// The collectives a step issues of one kind share a task name (the
+// attention's and the MLP's tensor-parallel all-reduce, as `tessera
+// collectives` counts them); their slices are numbered apart, the second
+// on a rank `.2`, in the order the rank issues them. Compute slices say
+// where their names put them and the FLOPs the executor counts.
+TEST(ChromeTrace, SlicesOfAStepAreNamedApartAndCarryTheirTask) {
+  const Scenario s = pipeline_scenario();
+  const Traced t = run_traced(s, {});
+  const TraceSummary sum = check_trace(t.text);
+  const auto root = node_model::parse_json(t.text, "trace");
+  std::map<int, std::map<std::string, int>> names;  // pid -> collective slice name -> slices
+  for (const auto& e : root.find("traceEvents")->array()) {
+    if (e.find("ph")->string() != "X") continue;
+    const std::string cat = e.find("cat")->string();
+    if (cat == "compute" || cat == "host") continue;
+    ++names[static_cast<int>(e.find("pid")->number())][e.find("name")->string()];
+  }
+  EXPECT_EQ(names.size(), 32U);
+  for (const auto& [pid, n] : names) {
+    for (const auto& [name, slices] : n) EXPECT_EQ(slices, 1) << "rank " << pid << ": " << name;
+  }
+  // A layer's four tensor-parallel all-reduces (tp 2, no sequence
+  // parallelism), and the loss's three on the last stage.
+  for (const char* name : {"mb1.layer002.fwd.tp.all-reduce", "mb1.layer002.fwd.tp.all-reduce.2",
+                           "mb1.layer002.bwd.tp.all-reduce", "mb1.layer002.bwd.tp.all-reduce.2"}) {
+    EXPECT_EQ(names[0][name], 1) << name;
+  }
+  EXPECT_EQ(names[0].count("mb1.layer002.fwd.tp.all-reduce.3"), 0U);
+  for (const char* name : {"mb3.lm_head.fwd.tp.loss.all-reduce", "mb3.lm_head.fwd.tp.loss.all-reduce.2",
+                           "mb3.lm_head.fwd.tp.loss.all-reduce.3"}) {
+    EXPECT_EQ(names[28][name], 1) << name;
+  }
+  // Args: the place the name says, and the FLOPs: on every rank, its
+  // compute slices' add up to the executor's count.
+  const std::map<int, double> flops = check_slice_args(t.text);
+  ASSERT_EQ(t.flops.size(), 32U);
+  for (int r = 0; r < 32; ++r) {
+    EXPECT_GT(t.flops[static_cast<std::size_t>(r)], 0.0) << r;
+    EXPECT_NEAR(flops.count(r) ? flops.at(r) : 0.0, t.flops[static_cast<std::size_t>(r)],
+                1e-9 * t.flops[static_cast<std::size_t>(r)] + 64.0)
+        << "rank " << r;
+  }
+  EXPECT_NE(t.text.find(R"("name":"mb1.layer002.fwd.tp.all-reduce.2","cat":"all-reduce","ph":"X","pid":0,)"),
+            std::string::npos);
+  EXPECT_NE(t.text.find(R"("args":{"micro_batch":1,"layer":2,"bytes":)"), std::string::npos);
+  EXPECT_NE(t.text.find(R"("name":"optimizer","cat":"compute")"), std::string::npos);
+  EXPECT_EQ(sum.phases.at("X"), t.compute + t.member_slices + t.host_waits);
 }

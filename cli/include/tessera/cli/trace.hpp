@@ -2,14 +2,18 @@
 // A Chrome / Perfetto trace of one simulated iteration (the Trace Event
 // Format, JSON), collected through the executor's observer interface and
 // streamed to its sink while the simulation runs: memory stays constant
-// apart from a few tracks' state per traced rank and the link counters' bins.
+// apart from a few tracks' state per traced rank, a number per task of the
+// programs traced ranks run and the link counters' bins.
 //
 // One process per traced rank, named by its coordinates (node, pipeline
 // stage, data-parallel and tensor-parallel index). Its tracks (threads) are
 // declared when they first carry an event, so every declared track has
 // events: "compute", "host" (the compute stream waiting for its host to
 // launch the next task), and one per communication group named by its role (tp,
-// dp, pp-send / pp-recv with the peer stage, embedding). Pipeline sends carry
+// dp, pp-send / pp-recv with the peer stage, embedding). Slices are named by
+// their tasks (a collective whose name recurs on its rank numbered ".2",
+// ".3", ...), their args say what the task carries (FLOPs, bytes) and where
+// its name puts it (chunk, micro-batch, layer). Pipeline sends carry
 // flow arrows from the sender's slice to the receiver's. Optionally every
 // point-to-point transfer is an async slice on its sender ("transfers"). A
 // last process, "links", holds utilization counters of the busiest links.
@@ -141,6 +145,8 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
   ChromeTraceObserver(const ChromeTraceObserver&) = delete;
   ChromeTraceObserver& operator=(const ChromeTraceObserver&) = delete;
 
+  /// Numbers the collectives whose name recurs in a traced rank's program.
+  void on_start(const parallelism::TaskGraph& graph) override;
   void on_compute(int rank, const parallelism::Task& task, Time start, Time end) override;
   void on_collective(const parallelism::Task& task, std::int32_t group, const std::vector<int>& ranks,
                      Time start, Time end) override;
@@ -169,6 +175,13 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
                                        const std::vector<int>* members) const;
   void begin_event();
   void flush_if_full();
+  /// `task`'s place among the collectives of its name in `rank`'s program
+  /// (1, 2, ... in program order), from on_start; 0 for a compute task, or
+  /// a rank or task on_start did not see.
+  [[nodiscard]] std::int32_t occurrence(int rank, const parallelism::Task& task) const;
+  /// Appends `task`'s name, escaped, as its slices read: a collective from
+  /// the second of its name on `rank` on takes ".2", ".3", ...
+  void append_task_name(int rank, const parallelism::Task& task);
 
   TraceSink& sink_;
   int ranks_;
@@ -192,6 +205,14 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
     std::size_t members_left = 0;
   };
   std::unordered_map<std::int32_t, PendingFlow> pending_flows_;
+  /// Per program a traced rank runs (TaskGraph::programs index): its tasks
+  /// and each one's occurrence(); empty for the others.
+  struct Occurrences {
+    const parallelism::Task* tasks = nullptr;
+    std::vector<std::int32_t> nth;
+  };
+  std::vector<Occurrences> occurrences_;
+  std::vector<std::int32_t> program_of_;  ///< per rank: its program when traced, else -1
   bool finished_ = false;
 };
 
