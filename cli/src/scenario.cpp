@@ -2228,6 +2228,20 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       return 0;
     });
   };
+  // A leaf that holds no whole number of nodes (nor a node a whole number
+  // of leaves) splits nodes across leaves: warned about, as real clusters
+  // cable whole nodes to a leaf and the routing's balance assumes it.
+  const auto straddle_warning = [&](int per_leaf, const char* key, const std::string& what,
+                                    const std::string& fix) {
+    const int per_node = cl.hcas_per_node;
+    if (hcas <= per_leaf || per_leaf % per_node == 0 || per_node % per_leaf == 0) return;
+    s.warnings.push_back(fmt::format(
+        "{} = {}: {}'s leaves hold {} HCAs each, not a whole number of nodes ({} HCAs each), so nodes "
+        "straddle two leaves and destination-mod-k routing sends some of their flows over the same "
+        "up-links (a collective across nodes can run at half its bus bandwidth; docs/topology.md, "
+        "Limitations); {}",
+        f.key_path(key), f.scalar(key), what, per_leaf, per_node, fix));
+  };
   if (type == "leaf-spine") {
     s.fabric = FabricKind::LeafSpine;
     if (node.fabric != topology::NodeFabric::NvSwitch) {
@@ -2244,6 +2258,8 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       topology::check_size(cl);
       return 0;
     });
+    straddle_warning(cl.hosts_per_leaf, "hosts_per_leaf", "the leaf-spine fabric",
+                     "a hosts_per_leaf that is a multiple of the node's HCAs");
   } else if (type == "fat-tree") {
     s.fabric = FabricKind::FatTree;
     auto& ft = s.fat_tree;
@@ -2306,6 +2322,13 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
                : few_pods    ? fmt::format("; for more HCAs more pods (up to k = {}) or a larger k", ft.k)
                              : "; for more HCAs a larger k",
                few_pods ? "pods" : "k");
+    // Nodes straddling leaves (helper 154: on a k=40 tree of 8-GPU nodes,
+    // 20 HCAs per leaf, destination-mod-k routing sent two nodes' halves
+    // over the same 4 up-links of a leaf while 16 stood idle, and some
+    // stages' data-parallel all-reduce ran at half the bus bandwidth).
+    straddle_warning(
+        topology::host_ports_per_leaf(ft), "k", fmt::format("a k={} fat-tree", ft.k),
+        "a k whose leaves hold whole nodes (k/2 host ports per leaf, fewer with oversubscription)");
   } else if (type == "rail-optimized") {
     s.fabric = FabricKind::RailOptimized;
     auto& ro = s.rail;
