@@ -1,6 +1,7 @@
 // `tessera collectives`: the collectives of a scenario's iteration and what
 // each costs on its fabric (docs/cli.md, "Collectives").
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ostream>
@@ -10,6 +11,7 @@
 #include "tessera/cli/report.hpp"
 #include "tessera/cli/scenario.hpp"
 #include "tessera/files.hpp"
+#include "tessera/node_model/csv.hpp"
 #include "tessera/study/collective_table.hpp"
 
 namespace tessera::cli {
@@ -19,13 +21,16 @@ namespace {
 std::string table_csv(const study::CollectiveTable& t) {
   std::string out =
       "role,kind,bytes,group_size,nodes,algorithm,calls,stage,concurrent_groups,"
-      "alone_us,alone_busbw_gb_per_s,together_us,together_busbw_gb_per_s\n";
+      "alone_us,alone_busbw_gb_per_s,together_us,together_busbw_gb_per_s,stages\n";
+  // `stage`: the row's first stage (the column before helper 155 merged
+  // stages); `stages`: all of them as the text shows them, quoted where a
+  // comma separates ranges ("0,15").
   for (const auto& r : t.rows) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.2f},{:.3f},{:.2f}\n", r.role,
-                       parallelism::to_string(r.kind), r.bytes.count(), r.group_size, r.nodes,
-                       collectives::to_string(r.algorithm), r.calls, r.stage, r.concurrent_groups,
-                       r.alone.us(), study::bus_bandwidth(r, r.alone) * 1e-9, r.together.us(),
-                       study::bus_bandwidth(r, r.together) * 1e-9);
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{:.3f},{:.2f},{:.3f},{:.2f},{}\n", r.role, parallelism::to_string(r.kind),
+        r.bytes.count(), r.group_size, r.nodes, collectives::to_string(r.algorithm), r.calls, r.stage,
+        r.concurrent_groups, r.alone.us(), study::bus_bandwidth(r, r.alone) * 1e-9, r.together.us(),
+        study::bus_bandwidth(r, r.together) * 1e-9, node_model::csv_escape(study::stage_ranges(r.stages)));
   }
   return out;
 }
@@ -37,13 +42,13 @@ std::string table_json(const study::CollectiveTable& t, const study::Scenario& s
   for (const auto& r : t.rows) {
     rows += fmt::format(
         "{}{{\"role\": {}, \"kind\": \"{}\", \"bytes\": {}, \"group_size\": {}, \"nodes\": {}, "
-        "\"algorithm\": \"{}\", \"calls\": {}, \"stage\": {}, \"concurrent_groups\": {}, "
+        "\"algorithm\": \"{}\", \"calls\": {}, \"stage\": {}, \"stages\": [{}], \"concurrent_groups\": {}, "
         "\"alone_s\": {:.9e}, \"alone_busbw_bytes_per_s\": {:.6e}, "
         "\"together_s\": {:.9e}, \"together_busbw_bytes_per_s\": {:.6e}}}",
         rows.empty() ? "" : ", ", json_string(r.role), parallelism::to_string(r.kind), r.bytes.count(),
-        r.group_size, r.nodes, collectives::to_string(r.algorithm), r.calls, r.stage, r.concurrent_groups,
-        r.alone.seconds(), study::bus_bandwidth(r, r.alone), r.together.seconds(),
-        study::bus_bandwidth(r, r.together));
+        r.group_size, r.nodes, collectives::to_string(r.algorithm), r.calls, r.stage,
+        fmt::join(r.stages, ", "), r.concurrent_groups, r.alone.seconds(), study::bus_bandwidth(r, r.alone),
+        r.together.seconds(), study::bus_bandwidth(r, r.together));
   }
   std::string stages;
   for (std::size_t i = 0; i < t.nvlink_per_stage.size(); ++i) {
@@ -85,18 +90,22 @@ int cmd_collectives(const Args& args, std::ostream& out) {
   out << "Each distinct collective of one iteration, timed on the scenario's fabric with the\n"
          "calibrated NCCL costs (calibration.*): alone (one group), and with all the groups of its\n"
          "pipeline stage at once (`groups`, contending for the fabric). calls: per iteration on one\n"
-         "rank of its row's stage (a collective several stages run has a row under each; a send/recv\n"
-         "pair between two stages is under both, as each side's role). busbw: bus bandwidth in GB/s,\n"
-         "as nccl-tests reports it.\n\n";
-  out << fmt::format("{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>5} {:>11} {:>8} {:>6} {:>11} {:>8}\n",
-                     "role", "kind", "size", "group", "nodes", "algorithm", "calls", "stage", "alone_us",
-                     "busbw", "groups", "together_us", "busbw");
+         "rank of each of its row's stages (a collective several stages run is under each, in one\n"
+         "row for the stages where its calls and times are the same; a send/recv pair between two\n"
+         "stages is under both, as each side's role). busbw: bus bandwidth in GB/s, as nccl-tests\n"
+         "reports it.\n\n";
+  // The stage column as wide as its longest list of ranges ("1-2,4-14").
+  std::size_t stage_width = 5;
+  for (const auto& r : t.rows) stage_width = std::max(stage_width, study::stage_ranges(r.stages).size());
+  out << fmt::format("{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>{}} {:>11} {:>8} {:>6} {:>11} {:>8}\n",
+                     "role", "kind", "size", "group", "nodes", "algorithm", "calls", "stage", stage_width,
+                     "alone_us", "busbw", "groups", "together_us", "busbw");
   for (const auto& r : t.rows) {
     out << fmt::format(
-        "{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>5} {:>11.1f} {:>8.1f} {:>6} {:>11.1f} {:>8.1f}\n",
+        "{:<40} {:<15} {:>11} {:>5} {:>5} {:<17} {:>6} {:>{}} {:>11.1f} {:>8.1f} {:>6} {:>11.1f} {:>8.1f}\n",
         r.role, parallelism::to_string(r.kind), size_text(r.bytes), r.group_size, r.nodes,
-        collectives::to_string(r.algorithm), r.calls, r.stage, r.alone.us(),
-        study::bus_bandwidth(r, r.alone) * 1e-9, r.concurrent_groups, r.together.us(),
+        collectives::to_string(r.algorithm), r.calls, study::stage_ranges(r.stages), stage_width,
+        r.alone.us(), study::bus_bandwidth(r, r.alone) * 1e-9, r.concurrent_groups, r.together.us(),
         study::bus_bandwidth(r, r.together) * 1e-9);
   }
   // The stage whose collectives take longest one after another.

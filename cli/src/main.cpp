@@ -394,15 +394,18 @@ distinct one once: its role in the plan (the planner's task name without
 micro-batch, layer and bucket numbers, e.g. layer.fwd.tp.all-reduce,
 pp.send_activation, dp.grad.reduce-scatter.bucket), kind, per-rank buffer
 size, group size, the nodes a group spans, the algorithm NCCL's rule picks
-for it (collectives.algorithm) and how often a rank calls it per
-iteration. Each is timed on the scenario's fabric by its backend with the
-calibrated NCCL costs (calibration.*), as tessera run times it: alone (one
-group) and with every group of its pipeline stage at once, with the bus
-bandwidth in nccl-tests' convention, so that it can be checked against
-nccl-tests on your own cluster. What the iteration exposes of them (overlap
-with compute, waiting for other ranks) is tessera run's.
+for it (collectives.algorithm) and how often a rank of each of its
+pipeline stages calls it per iteration (stage: ranges such as 1-14, one row
+for the stages that call it alike). Each is timed on the scenario's fabric
+by its backend with the calibrated NCCL costs (calibration.*), as tessera
+run times it: alone (one group) and with every group of its pipeline stage
+at once, with the bus bandwidth in nccl-tests' convention, so that it can
+be checked against nccl-tests on your own cluster. What the iteration
+exposes of them (overlap with compute, waiting for other ranks) is tessera
+run's.
 
-  --out FILE.csv   the table as CSV (bytes, times in us, bus bandwidths in GB/s)
+  --out FILE.csv   the table as CSV (bytes, times in us, bus bandwidths in
+                   GB/s; stage: the row's first stage, stages: all of them)
   --json           one JSON object instead of the text: the plan, each
                    collective (the CSV's columns, times in seconds, bus
                    bandwidths in bytes/s) and per_stage: each stage's sums

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -16,6 +17,19 @@ namespace tessera::study {
 
 double bus_bandwidth(const CollectiveTableRow& r, Time t) {
   return t > Time::zero() ? collectives::bus_bytes(r.kind, r.group_size, r.bytes) / t.seconds() : 0.0;
+}
+
+std::string stage_ranges(const std::vector<int>& stages) {
+  std::string out;
+  for (std::size_t i = 0; i < stages.size();) {
+    std::size_t j = i;
+    while (j + 1 < stages.size() && stages[j + 1] == stages[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(stages[i]);
+    if (j > i) out += '-' + std::to_string(stages[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 namespace {
@@ -75,6 +89,7 @@ CollectiveTable build_collective_table(const Scenario& s) {
         row.nodes = std::get<5>(key);
         row.algorithm = collectives::resolve_algorithm(t.collective, members, t.bytes, s.collectives);
         row.stage = stage;
+        row.stages = {stage};
         table.rows.push_back(row);
         reps.push_back({rank, i});
       }
@@ -115,17 +130,41 @@ CollectiveTable build_collective_table(const Scenario& s) {
     row.alone = time_of(row.kind, row.bytes, {own});
     row.together = groups.size() == 1 ? row.alone : time_of(row.kind, row.bytes, groups);
   }
-  // Each stage's sums: its rows' (every row is one stage's), calls x time.
+  // Stages whose rows agree in everything but the stage (the middle stages
+  // of a deep pipeline, which run the same layers on the same shape of
+  // groups) share one row, where the first of them lists it, so that the
+  // table shows what tells the stages apart (helper 155: gpt3-175b's 16
+  // stages listed 180 rows, mostly the same ones for stages 1 to 14; 27
+  // now). Rows of one stage never merge (their role, size or group differ).
+  using Same = std::tuple<std::string, parallelism::CollectiveKind, std::int64_t, int, int,
+                          collectives::Algorithm, std::int64_t, int, Time, Time>;
+  std::map<Same, std::size_t> same;
+  std::vector<CollectiveTableRow> merged;
+  for (CollectiveTableRow& row : table.rows) {
+    const Same key{row.role,      row.kind,  row.bytes.count(),     row.group_size, row.nodes,
+                   row.algorithm, row.calls, row.concurrent_groups, row.alone,      row.together};
+    auto [it, inserted] = same.emplace(key, merged.size());
+    if (inserted) {
+      merged.push_back(std::move(row));
+    } else {
+      merged[it->second].stages.push_back(row.stage);
+    }
+  }
+  table.rows = std::move(merged);
+  // Each stage's sums: its rows' (each row counts once for each of its
+  // stages), calls x time.
   const std::size_t stages = stage_rank.size();
   table.nvlink_per_stage.assign(stages, Time::zero());
   table.network_per_stage.assign(stages, Time::zero());
   table.nvlink_together_per_stage.assign(stages, Time::zero());
   table.network_together_per_stage.assign(stages, Time::zero());
   for (const CollectiveTableRow& r : table.rows) {
-    const auto at = static_cast<std::size_t>(std::distance(stage_rank.begin(), stage_rank.find(r.stage)));
-    (r.nodes > 1 ? table.network_per_stage : table.nvlink_per_stage)[at] += r.alone * r.calls;
-    (r.nodes > 1 ? table.network_together_per_stage : table.nvlink_together_per_stage)[at] +=
-        r.together * r.calls;
+    for (const int stage : r.stages) {
+      const auto at = static_cast<std::size_t>(std::distance(stage_rank.begin(), stage_rank.find(stage)));
+      (r.nodes > 1 ? table.network_per_stage : table.nvlink_per_stage)[at] += r.alone * r.calls;
+      (r.nodes > 1 ? table.network_together_per_stage : table.nvlink_together_per_stage)[at] +=
+          r.together * r.calls;
+    }
   }
   return table;
 }

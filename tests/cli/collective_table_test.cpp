@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/cli/scenario.hpp"
 #include "tessera/parallelism/plan.hpp"
@@ -65,7 +66,64 @@ const study::CollectiveTableRow* find(const study::CollectiveTable& t, const std
   return nullptr;
 }
 
+bool holds(const study::CollectiveTableRow& r, int stage) {
+  return std::find(r.stages.begin(), r.stages.end(), stage) != r.stages.end();
+}
+
+// Each stage's sums are those of the rows it is under, each row once for
+// each of its stages (helper 152: stage 1's counted the layers' all-reduces,
+// listed under stage 0 alone); every row's stages ascend from its `stage`,
+// and no two rows differ in their stages alone (helper 155: they share one).
+void expect_stage_sums_of_rows(const study::CollectiveTable& t) {
+  const auto stages = static_cast<int>(t.nvlink_per_stage.size());
+  ASSERT_EQ(t.network_per_stage.size(), t.nvlink_per_stage.size());
+  ASSERT_EQ(t.nvlink_together_per_stage.size(), t.nvlink_per_stage.size());
+  ASSERT_EQ(t.network_together_per_stage.size(), t.nvlink_per_stage.size());
+  for (const auto& r : t.rows) {
+    ASSERT_FALSE(r.stages.empty()) << r.role;
+    EXPECT_EQ(r.stage, r.stages.front()) << r.role;
+    EXPECT_TRUE(std::is_sorted(r.stages.begin(), r.stages.end())) << r.role;
+    EXPECT_EQ(std::adjacent_find(r.stages.begin(), r.stages.end()), r.stages.end()) << r.role;
+    EXPECT_GE(r.stages.front(), 0) << r.role;
+    EXPECT_LT(r.stages.back(), stages) << r.role;
+  }
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    for (std::size_t j = i + 1; j < t.rows.size(); ++j) {
+      const auto& a = t.rows[i];
+      const auto& b = t.rows[j];
+      EXPECT_FALSE(a.role == b.role && a.kind == b.kind && a.bytes == b.bytes &&
+                   a.group_size == b.group_size && a.nodes == b.nodes && a.algorithm == b.algorithm &&
+                   a.calls == b.calls && a.concurrent_groups == b.concurrent_groups && a.alone == b.alone &&
+                   a.together == b.together)
+          << a.role << " in two rows, stages " << study::stage_ranges(a.stages) << " and "
+          << study::stage_ranges(b.stages);
+    }
+  }
+  for (int stage = 0; stage < stages; ++stage) {
+    Time nvlink, network, nvlink_together, network_together;
+    for (const auto& r : t.rows) {
+      if (!holds(r, stage)) continue;
+      (r.nodes > 1 ? network : nvlink) += r.alone * r.calls;
+      (r.nodes > 1 ? network_together : nvlink_together) += r.together * r.calls;
+    }
+    const auto at = static_cast<std::size_t>(stage);
+    EXPECT_EQ(t.nvlink_per_stage[at], nvlink) << stage;
+    EXPECT_EQ(t.network_per_stage[at], network) << stage;
+    EXPECT_EQ(t.nvlink_together_per_stage[at], nvlink_together) << stage;
+    EXPECT_EQ(t.network_together_per_stage[at], network_together) << stage;
+  }
+}
+
 }  // namespace
+
+TEST(CollectiveTable, StageRanges) {
+  EXPECT_EQ(study::stage_ranges({0}), "0");
+  EXPECT_EQ(study::stage_ranges({0, 15}), "0,15");
+  EXPECT_EQ(study::stage_ranges({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}), "1-14");
+  EXPECT_EQ(study::stage_ranges({1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}), "1-2,4-14");
+  EXPECT_EQ(study::stage_ranges({3, 7, 11}), "3,7,11");
+  EXPECT_EQ(study::stage_ranges({0, 1, 2, 4, 5, 6}), "0-2,4-6");
+}
 
 TEST(CollectiveTable, SizesGroupsAndCallsOfATensorAndDataParallelPlan) {
   const study::Scenario s = parse_scenario(kScenario, "tp4dp2.yaml");
@@ -167,22 +225,7 @@ TEST(CollectiveTable, EachStageSumsTheRowsListedUnderIt) {
   const study::CollectiveTable t = study::collective_table(s);
   ASSERT_EQ(t.nvlink_per_stage.size(), 2u);
   ASSERT_EQ(t.network_together_per_stage.size(), 2u);
-  // Each stage's sums are those of the rows listed under it (helper 152:
-  // stage 1's counted the layers' all-reduces, listed under stage 0 alone).
-  for (int stage = 0; stage < 2; ++stage) {
-    Time nvlink, network, nvlink_together, network_together;
-    for (const auto& r : t.rows) {
-      ASSERT_TRUE(r.stage == 0 || r.stage == 1) << r.role;
-      if (r.stage != stage) continue;
-      (r.nodes > 1 ? network : nvlink) += r.alone * r.calls;
-      (r.nodes > 1 ? network_together : nvlink_together) += r.together * r.calls;
-    }
-    const auto at = static_cast<std::size_t>(stage);
-    EXPECT_EQ(t.nvlink_per_stage[at], nvlink) << stage;
-    EXPECT_EQ(t.network_per_stage[at], network) << stage;
-    EXPECT_EQ(t.nvlink_together_per_stage[at], nvlink_together) << stage;
-    EXPECT_EQ(t.network_together_per_stage[at], network_together) << stage;
-  }
+  expect_stage_sums_of_rows(t);
   // Each stage's rows hold every collective its rank calls, once: their
   // calls add up to the collective tasks of the stage's first rank.
   const auto predictor = study::make_scenario_predictor(s);
@@ -196,29 +239,29 @@ TEST(CollectiveTable, EachStageSumsTheRowsListedUnderIt) {
     std::int64_t calls = 0;
     std::map<std::string, int> seen;
     for (const auto& r : t.rows) {
-      if (r.stage != stage) continue;
+      if (!holds(r, stage)) continue;
       calls += r.calls;
       EXPECT_EQ(++seen[r.role + "/" + std::to_string(r.bytes.count())], 1)
           << r.role << " twice in stage " << stage;
     }
     EXPECT_EQ(calls, tasks) << stage;
   }
-  // A collective both stages call has a row under each, with that stage's
-  // calls: the layers' forward all-reduces (4 micro-batches x 1 layer x 2),
-  // and the tied embedding's gradient all-reduce between the two nodes.
+  // A collective both stages call is under each, with that stage's calls:
+  // the layers' forward all-reduces (4 micro-batches x 1 layer x 2), and
+  // the tied embedding's gradient all-reduce between the two nodes; each
+  // the same on both stages' groups, so in one row for both (helper 155).
   for (const std::string_view role : {"layer.fwd.tp.all-reduce", "embedding.grad.all-reduce"}) {
-    for (int stage = 0; stage < 2; ++stage) {
-      const auto it = std::find_if(t.rows.begin(), t.rows.end(),
-                                   [&](const auto& r) { return r.role == role && r.stage == stage; });
-      ASSERT_NE(it, t.rows.end()) << role << " in stage " << stage;
-      EXPECT_EQ(it->calls, role == "layer.fwd.tp.all-reduce" ? 8 : 1) << role << " in stage " << stage;
-    }
+    const auto it = std::find_if(t.rows.begin(), t.rows.end(), [&](const auto& r) { return r.role == role; });
+    ASSERT_NE(it, t.rows.end()) << role;
+    EXPECT_EQ(it->stages, (std::vector<int>{0, 1})) << role;
+    EXPECT_EQ(it->stage, 0) << role;
+    EXPECT_EQ(it->calls, role == "layer.fwd.tp.all-reduce" ? 8 : 1) << role;
   }
   // A send/recv pair is under both of its stages, as each side's role.
   const auto under = [&](const std::string& role) {
     std::set<int> stages;
     for (const auto& r : t.rows) {
-      if (r.role == role) stages.insert(r.stage);
+      if (r.role == role) stages.insert(r.stages.begin(), r.stages.end());
     }
     return stages;
   };
@@ -226,6 +269,42 @@ TEST(CollectiveTable, EachStageSumsTheRowsListedUnderIt) {
   EXPECT_EQ(under("pp.recv_activation"), std::set<int>{1});
   EXPECT_EQ(under("pp.send_gradient"), std::set<int>{1});
   EXPECT_EQ(under("pp.recv_gradient"), std::set<int>{0});
+}
+
+// gpt3-175b's 16 stages (tp 8 inside a node, dp 8 and pp 16 across nodes):
+// the middle stages run the same layers on groups of the same shape, so
+// what they call alike shares one row with their stages as ranges (helper
+// 155: they listed 180 rows, mostly the same for stages 1 to 14), and each
+// stage's sums are still its rows'.
+TEST(CollectiveTable, StagesThatCallACollectiveAlikeShareItsRow) {
+  const study::Scenario s = load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/gpt3-175b.yaml", {});
+  ASSERT_EQ(s.plan.pp, 16);
+  const study::CollectiveTable t = study::collective_table(s);
+  ASSERT_EQ(t.nvlink_per_stage.size(), 16u);
+  expect_stage_sums_of_rows(t);
+  // Every stage's rank calls the layers' tensor-parallel collectives alike:
+  // one row each, under all 16 stages.
+  const auto* fwd = find(t, "layer.fwd.tp.all-gather");
+  ASSERT_NE(fwd, nullptr);
+  EXPECT_EQ(study::stage_ranges(fwd->stages), "0-15");
+  // The middle stages' data-parallel gradients (the same layers, no
+  // embedding or LM head): one row for stages 1 to 14, after stage 0's own
+  // (which holds the embedding too).
+  std::vector<std::string> grads;
+  for (const auto& r : t.rows) {
+    if (r.role == "dp.grad.reduce-scatter.bucket") grads.push_back(study::stage_ranges(r.stages));
+  }
+  EXPECT_EQ(grads, (std::vector<std::string>{"0", "1-14", "15"}));
+  // The tied embedding's all-reduce, between the first and last stages.
+  const auto* tied = find(t, "embedding.grad.all-reduce");
+  ASSERT_NE(tied, nullptr);
+  EXPECT_EQ(tied->stages, (std::vector<int>{0, 15}));
+  // In order of first stage; far fewer rows than the stages' collectives
+  // one stage at a time (27 of 180).
+  for (std::size_t i = 1; i < t.rows.size(); ++i) EXPECT_LE(t.rows[i - 1].stage, t.rows[i].stage) << i;
+  std::size_t per_stage_rows = 0;
+  for (const auto& r : t.rows) per_stage_rows += r.stages.size();
+  EXPECT_LT(t.rows.size() * 4, per_stage_rows);
 }
 
 TEST(CollectiveTable, RefusesJobs) {

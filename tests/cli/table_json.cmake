@@ -1,9 +1,10 @@
 # kernels --json and collectives --json: one object on stdout whose numbers
 # are the text's (each command run both ways on the same scenario). For
 # kernels: the execution count of the table, and the model row's total
-# against the text's "model" row (ms); for collectives: each row's role and
-# its alone time against the text's alone_us, row by row, and each stage's
-# sums against its rows' calls x alone times.
+# against the text's "model" row (ms); for collectives: each row's role,
+# stages (the text's ranges, "0-1") and alone time against the text's,
+# row by row, and each stage's sums against its rows' calls x alone times
+# (a row of several stages counts for each).
 execute_process(COMMAND ${TESSERA} kernels ${SCENARIO} OUTPUT_VARIABLE text RESULT_VARIABLE rc)
 execute_process(COMMAND ${TESSERA} kernels ${SCENARIO} --json OUTPUT_VARIABLE json RESULT_VARIABLE rc2)
 if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0)
@@ -82,7 +83,7 @@ if(NOT text MATCHES "\n([0-9]+) distinct collectives?\n" OR NOT n EQUAL CMAKE_MA
   message(FATAL_ERROR "collectives --json: ${n} rows\n${text}\n${json}")
 endif()
 # The text's rows, in order (between the column names and the blank line):
-# the JSON's, row by row (role, stage, alone time).
+# the JSON's, row by row (role, stages, alone time).
 string(FIND "${text}" "\nrole " table_at)
 string(SUBSTRING "${text}" ${table_at} -1 table)
 string(FIND "${table}" "\n\n" table_end)
@@ -103,19 +104,54 @@ endforeach()
 foreach(i RANGE ${last})
   string(JSON role GET "${json}" collectives ${i} role)
   string(JSON stage GET "${json}" collectives ${i} stage)
+  string(JSON n_stages LENGTH "${json}" collectives ${i} stages)
   string(JSON calls GET "${json}" collectives ${i} calls)
   string(JSON alone GET "${json}" collectives ${i} alone_s)
   seconds_to("${alone}" 6 alone_us)
   seconds_to("${alone}" 9 alone_ns)
-  # Each row's stage sums its calls x alone time (helper 152: a stage's
-  # sums counted rows listed under another stage).
-  math(EXPR sum_ns_${stage} "${sum_ns_${stage}} + ${calls} * ${alone_ns}")
-  math(EXPR calls_${stage} "${calls_${stage}} + ${calls}")
+  # Each of the row's stages sums its calls x alone time (helper 152: a
+  # stage's sums counted rows listed under another stage; helper 155: a row
+  # is every stage's that calls it alike). Its stages ascend from `stage`,
+  # and the text shows them as ranges ("0", "0-1", "0,15", "1-2,4-14").
+  set(ranges "")
+  set(previous "")
+  set(run_from "")
+  math(EXPR last_of_row "${n_stages} - 1")
+  foreach(j RANGE ${last_of_row})
+    string(JSON st GET "${json}" collectives ${i} stages ${j})
+    if(j EQUAL 0 AND NOT st EQUAL stage)
+      message(FATAL_ERROR "collectives --json row ${i} (${role}): stage ${stage}, stages start at ${st}")
+    endif()
+    if(NOT previous STREQUAL "" AND NOT st GREATER previous)
+      message(FATAL_ERROR "collectives --json row ${i} (${role}): stages not ascending at ${st}")
+    endif()
+    math(EXPR sum_ns_${st} "${sum_ns_${st}} + ${calls} * ${alone_ns}")
+    math(EXPR calls_${st} "${calls_${st}} + ${calls}")
+    if(previous STREQUAL "")
+      set(run_from ${st})
+    else()
+      math(EXPR next "${previous} + 1")
+      if(NOT st EQUAL next)
+        if(run_from EQUAL previous)
+          string(APPEND ranges "${run_from},")
+        else()
+          string(APPEND ranges "${run_from}-${previous},")
+        endif()
+        set(run_from ${st})
+      endif()
+    endif()
+    set(previous ${st})
+  endforeach()
+  if(run_from EQUAL previous)
+    string(APPEND ranges "${run_from}")
+  else()
+    string(APPEND ranges "${run_from}-${previous}")
+  endif()
   # The text's alone_us has one decimal: compare whole microseconds.
   list(GET text_rows ${i} row)
   string(REPLACE "." "[.]" role_re "${role}")
-  if(NOT row MATCHES "^${role_re} +[^\n]* ${calls} +${stage} +([0-9]+)[.]([0-9]) +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+$")
-    message(FATAL_ERROR "collectives --json row ${i} (${role}, ${calls} calls, stage ${stage}) is not the text's: ${row}")
+  if(NOT row MATCHES "^${role_re} +[^\n]* ${calls} +${ranges} +([0-9]+)[.]([0-9]) +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9.]+$")
+    message(FATAL_ERROR "collectives --json row ${i} (${role}, ${calls} calls, stages ${ranges}) is not the text's: ${row}")
   endif()
   set(text_us ${CMAKE_MATCH_1})
   if(CMAKE_MATCH_2 GREATER_EQUAL 5)
@@ -131,7 +167,8 @@ if(NOT stages EQUAL pp_of_json)
   message(FATAL_ERROR "collectives --json: ${stages} per_stage entries for pp ${pp_of_json}")
 endif()
 # Each stage's sums (inside and across nodes) are those of the rows listed
-# under it, to the rounding of each row's alone_s (half a nanosecond a call).
+# under it (each row under each of its stages), to the rounding of each
+# row's alone_s (half a nanosecond a call).
 foreach(s RANGE ${last_stage})
   string(JSON at GET "${json}" per_stage ${s} stage)
   string(JSON inside GET "${json}" per_stage ${s} inside_nodes_s)

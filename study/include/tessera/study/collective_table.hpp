@@ -2,10 +2,12 @@
 // The collectives a scenario's iteration runs and what each costs on the
 // scenario's fabric: the table behind `tessera collectives` (docs/cli.md).
 // Each distinct collective of each pipeline stage (the stage, the
-// collective's role in the plan, kind, size and group shape) is listed once
+// collective's role in the plan, kind, size and group shape) is found once
 // with how often a rank of that stage calls it per iteration, and timed
 // alone and with every group of that stage at once, by the
-// scenario's backend with the calibrated NCCL costs that `run` uses. What
+// scenario's backend with the calibrated NCCL costs that `run` uses; the
+// stages whose entries then agree in everything but the stage share one
+// row (the middle stages of a deep pipeline run the same layers). What
 // the iteration exposes of them (overlap with compute, waiting for other
 // ranks) is `tessera run`'s.
 #include <cstdint>
@@ -29,19 +31,29 @@ struct CollectiveTableRow {
   int group_size = 0;  ///< ranks in one group
   int nodes = 0;       ///< nodes one group spans (1: within a node, over NVLink)
   collectives::Algorithm algorithm = collectives::Algorithm::Auto;  ///< as resolved for the group
-  /// Calls per iteration on one rank of `stage`, the pipeline stage whose
-  /// row it is: a collective several stages call has a row under each (a
-  /// pipeline send/recv pair under both of its stages, as each side's
-  /// role: `pp.send_activation` under the sender's, `pp.recv_activation`
-  /// under the receiver's).
+  /// Calls per iteration on one rank of each of `stages`, the pipeline
+  /// stages whose row it is: a collective several stages call is under
+  /// each (a pipeline send/recv pair under both of its stages, as each
+  /// side's role: `pp.send_activation` under the sender's,
+  /// `pp.recv_activation` under the receiver's), in one row for the stages
+  /// where it has the same calls, groups and times, else in a row per
+  /// stage.
   std::int64_t calls = 0;
+  /// The first of `stages`.
   int stage = 0;
-  /// Groups of that stage that run it at the same point of the iteration
-  /// (the stage's tp x dp ranks' groups of this kind).
+  /// The stages whose row it is, ascending (at least one): each calls it
+  /// `calls` times with `concurrent_groups` groups, taking `alone` and
+  /// `together`, exactly.
+  std::vector<int> stages;
+  /// Groups of each of those stages that run it at the same point of the
+  /// iteration (the stage's tp x dp ranks' groups of this kind).
   int concurrent_groups = 0;
   Time alone;     ///< one group alone on the fabric
   Time together;  ///< all `concurrent_groups` at once (the slowest group)
 };
+
+/// `stages` (ascending) as ranges: "0", "1-14", "0,15", "1-2,4-14".
+[[nodiscard]] std::string stage_ranges(const std::vector<int>& stages);
 
 /// Bus bandwidth in nccl-tests' convention (bytes per second): the
 /// collective's bus bytes (collectives::bus_bytes) over `t`; 0 for t = 0.
@@ -49,10 +61,11 @@ struct CollectiveTableRow {
 
 struct CollectiveTable {
   /// Each stage's distinct collectives, stage by stage, each stage's in
-  /// order of first call.
+  /// order of first call; a row that several stages share is where its
+  /// first stage lists it.
   std::vector<CollectiveTableRow> rows;
-  /// Per pipeline stage: the sum over its rows (those whose `stage` it is:
-  /// every collective its ranks call) of calls x alone time, for groups
+  /// Per pipeline stage: the sum over its rows (those whose `stages` hold
+  /// it: every collective its ranks call) of calls x alone time, for groups
   /// inside one node and groups that span nodes (what one rank's
   /// collectives would take one after another, with no overlap and no
   /// waiting).
