@@ -368,7 +368,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
       if (row.error.empty()) {
         // helper 60: the shipped schedules.yaml's v=2 row split 24 layers
         // into 16 chunks without the warning run gives for it.
-        if (std::string w = uneven_layer_split_warning(s.model.layers, plan);
+        if (std::string w = uneven_layer_split_warning(s.model.layers, plan, s.workload.framework);
             !w.empty() && std::find(s.warnings.begin(), s.warnings.end(), w) == s.warnings.end())
           row.warnings.push_back(std::move(w));
         // (helper 148: zb-h1 under full recomputation held 2.4x 1f1b's

@@ -281,7 +281,15 @@ RunReport make_report(const Scenario& s, const Simulation& sim, const PlanTimer&
       // The estimate prices every layer alike: not for a model whose layers
       // differ (dense and MoE layers mixed).
       const std::int64_t moe_layers = s.model.moe_layers_in(0, s.model.layers);
-      if (moe_layers != 0 && moe_layers != s.model.layers) {
+      if (s.workload.framework == node_model::Framework::MegatronDeepSpeed) {
+        // DeepSpeed's pipeline engine has no split keys (helper 156: the
+        // hint offered Megatron-Core's under megatron-deepspeed).
+        rep.stage_balance_hint = fmt::format(
+            "{}: DeepSpeed's pipeline engine places the layers by its partition_method (framework "
+            "megatron-deepspeed: no split suggested; Megatron-Core's first_stage_layers and "
+            "last_stage_layers move layers off it under framework megatron)",
+            head);
+      } else if (moe_layers != 0 && moe_layers != s.model.layers) {
         rep.stage_balance_hint = fmt::format(
             "{}: parallelism.first_stage_layers and last_stage_layers (Megatron-Core's "
             "--decoder-first/last-pipeline-num-layers) move layers off it (no split suggested: this model's "

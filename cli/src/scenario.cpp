@@ -978,7 +978,11 @@ std::vector<std::string_view> layer_split_keys_set(const parallelism::ParallelPl
 }
 
 std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan,
-                                       bool virtual_stages_auto) {
+                                       node_model::Framework framework, bool virtual_stages_auto) {
+  // DeepSpeed's pipeline engine (megatron-deepspeed) partitions the layers
+  // itself (partition_method) and refuses no uneven split, nor has the keys
+  // the warning suggests (helper 156: it said Megatron-LM refuses it).
+  if (framework == node_model::Framework::MegatronDeepSpeed) return {};
   // An uneven split of the layers is forecast as it is, but Megatron-LM
   // refuses it unless told how (--decoder-first-pipeline-num-layers and
   // the like: first_stage_layers, last_stage_layers, which say it): said,
@@ -2909,8 +2913,23 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     }
     p.finish();
     s.virtual_stages_auto = vs_auto;
-    if (std::string w = uneven_layer_split_warning(s.model.layers, plan, vs_auto); !w.empty())
+    if (std::string w = uneven_layer_split_warning(s.model.layers, plan, s.workload.framework, vs_auto);
+        !w.empty())
       s.warnings.push_back(std::move(w));
+    // Megatron-Core's split keys have no DeepSpeed equivalent: its pipeline
+    // engine places the layers by its partition_method (helper 156: taken
+    // silently).
+    if (s.workload.framework == node_model::Framework::MegatronDeepSpeed && plan.pp > 1) {
+      const auto keys = layer_split_keys_set(plan);
+      if (!keys.empty()) {
+        s.warnings.push_back(fmt::format(
+            "parallelism.{} {} Megatron-Core's (--decoder-first/last-pipeline-num-layers, "
+            "--account-for-embedding/loss-in-pipeline-split): DeepSpeed's pipeline engine (framework "
+            "megatron-deepspeed) has no such option and places the layers by its partition_method, so "
+            "this split is a what-if",
+            fmt::join(keys, " and parallelism."), keys.size() == 1 ? "is" : "are"));
+      }
+    }
     // Counting the embedding and the loss moves layers between stages: with
     // one stage there are none to move.
     if (plan.pp == 1 && (plan.account_for_embedding || plan.account_for_loss)) {
@@ -2939,10 +2958,15 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
           "parallelism.zero_stage {} has no effect with dp = 1 (it shards across the data-parallel group)",
           plan.zero_stage));
     }
-    if (p.has("pipeline_scatter_gather") && (plan.tp == 1 || plan.pp == 1 || plan.sequence_parallel)) {
+    // (helper 156: under megatron-deepspeed it did nothing, unsaid: DeepSpeed's
+    // pipeline engine sends the whole activation)
+    const bool megatron_lm = s.workload.framework == node_model::Framework::Megatron;
+    if (p.has("pipeline_scatter_gather") &&
+        (plan.tp == 1 || plan.pp == 1 || plan.sequence_parallel || !megatron_lm)) {
       s.warnings.push_back(fmt::format(
-          "parallelism.pipeline_scatter_gather has no effect here (it applies with tp > 1 and pp > 1, "
-          "without sequence parallelism; tp = {}, pp = {}{})",
+          "parallelism.pipeline_scatter_gather has no effect here (it is Megatron-LM's: it applies under "
+          "framework megatron with tp > 1 and pp > 1, without sequence parallelism; {}tp = {}, pp = {}{})",
+          megatron_lm ? "" : fmt::format("framework {}, ", node_model::to_string(s.workload.framework)),
           plan.tp, plan.pp, plan.sequence_parallel ? ", sequence_parallel on" : ""));
     }
     // Buckets exist only where gradients are reduced as they fill

@@ -661,7 +661,8 @@ int cmd_search(const Args& args, std::ostream& out) {
             // Warnings about the stand-in plan's keys (sequence parallelism
             // at its tp 1, its layers split unevenly over pp 3) are not the
             // scenario's.
-            const std::string uneven = uneven_layer_split_warning(s.model.layers, s.plan);
+            const std::string uneven =
+                uneven_layer_split_warning(s.model.layers, s.plan, s.workload.framework);
             std::erase_if(s.warnings,
                           [&](const std::string& w) { return w.starts_with("parallelism.") || w == uneven; });
             if (!stand_in || s.warnings.size() < stand_in->warnings.size()) stand_in = std::move(s);
@@ -747,8 +748,8 @@ int cmd_search(const Args& args, std::ostream& out) {
   // nor about how its own pipeline splits the layers, which search chooses
   // too (helper 135: every pp 16+ plan's report carried the scenario's "not
   // a multiple of the pipeline's stages, pp 8").
-  const std::string own_uneven_split =
-      uneven_layer_split_warning(base.model.layers, base.plan, base.virtual_stages_auto);
+  const std::string own_uneven_split = uneven_layer_split_warning(
+      base.model.layers, base.plan, base.workload.framework, base.virtual_stages_auto);
   std::erase_if(base.warnings, [&](const std::string& w) {
     return w.starts_with("parallelism.ep = ") || w.starts_with("parallelism.recompute: ") ||
            (!own_uneven_split.empty() && w == own_uneven_split) || w.starts_with("parallelism.account_for_");

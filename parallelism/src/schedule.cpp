@@ -268,6 +268,16 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
           "rank (framework megatron-deepspeed; framework megatron runs every schedule)",
           to_string(schedule)));
     }
+    // Its pipeline engine reduces the gradients once, after the last
+    // micro-batch's backward: no PyTorch DDP buckets (helper 156: taken and
+    // labelled as Megatron on PyTorch DDP).
+    if (pp > 1 && resolved_grad_sync(work) == GradSync::Overlapped) {
+      throw InputError(fmt::format(
+          "grad_sync overlapped with pipeline parallelism (pp {}) is not Megatron-DeepSpeed's: its pipeline "
+          "engine reduces the gradients once, after the last micro-batch's backward (grad_sync "
+          "after-backward, the default under framework megatron-deepspeed)",
+          pp));
+    }
     if (pp > 1 && zero_stage >= 2) {
       throw InputError(
           fmt::format("zero_stage {} with pipeline parallelism (pp {}) is refused by DeepSpeed "

@@ -65,9 +65,10 @@ std::vector<std::string_view> layer_split_keys_set(const parallelism::ParallelPl
 /// (first_stage_layers, last_stage_layers, account_for_embedding,
 /// account_for_loss). `virtual_stages_auto`: the plan's chunks were chosen
 /// by `virtual_stages: auto`, which a key pasted from the warning would
-/// choose again.
+/// choose again. Empty under megatron-deepspeed too: DeepSpeed's pipeline
+/// engine splits the layers itself and refuses no uneven split.
 std::string uneven_layer_split_warning(std::int64_t layers, const parallelism::ParallelPlan& plan,
-                                       bool virtual_stages_auto = false);
+                                       node_model::Framework framework, bool virtual_stages_auto = false);
 
 /// The warning for full recomputation under a schedule that splits the
 /// backward (zero-bubble: W keeps what full recomputation would drop), or
