@@ -118,26 +118,31 @@ Marker marker(std::size_t i) {
   return kShapes[(i / 14) % kShapes.size()];
 }
 
-std::string marker_svg(Marker shape, double cx, double cy, std::string_view fill) {
+std::string marker_svg(Marker shape, double cx, double cy, std::string_view fill, bool halo) {
+  // The halo: a white stroke painted under the fill, so 1 px of white
+  // ring the marker.
+  const std::string tail =
+      fmt::format(R"( fill="{}"{}/>)", fill,
+                  halo ? R"( class="over-flagged" stroke="white" stroke-width="2" paint-order="stroke")" : "");
   switch (shape) {
     case Marker::Square:
-      return fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="7" height="7" fill="{}"/>)"
+      return fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="7" height="7"{})"
                          "\n",
-                         cx - 3.5, cy - 3.5, fill);
+                         cx - 3.5, cy - 3.5, tail);
     case Marker::Triangle:
-      return fmt::format(R"(<path d="M{:.1f},{:.1f} l4.5,8 h-9 z" fill="{}"/>)"
+      return fmt::format(R"(<path d="M{:.1f},{:.1f} l4.5,8 h-9 z"{})"
                          "\n",
-                         cx, cy - 4.5, fill);
+                         cx, cy - 4.5, tail);
     case Marker::Diamond:
-      return fmt::format(R"(<path d="M{:.1f},{:.1f} l4.5,4.5 l-4.5,4.5 l-4.5,-4.5 z" fill="{}"/>)"
+      return fmt::format(R"(<path d="M{:.1f},{:.1f} l4.5,4.5 l-4.5,4.5 l-4.5,-4.5 z"{})"
                          "\n",
-                         cx, cy - 4.5, fill);
+                         cx, cy - 4.5, tail);
     case Marker::Circle:
       break;
   }
-  return fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"/>)"
+  return fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5"{})"
                      "\n",
-                     cx, cy, fill);
+                     cx, cy, tail);
 }
 
 std::string marker_outline_svg(Marker shape, double cx, double cy, std::string_view stroke, double opacity) {
@@ -415,7 +420,24 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
   }
   // Points: the flagged crosses of every series first, then the markers, so
   // that a cross never hides another series' point that fits. A cross sits
-  // in an outline of its series' marker (no line leads to it).
+  // in an outline of its series' marker (no line leads to it). A point that
+  // fits drawn on another series' cross gets a white halo (helper 157: a
+  // small dot at the middle of a red cross read as part of it, the point
+  // lost).
+  std::vector<std::pair<double, double>> cross_at;
+  for (const Series& ser : p.series) {
+    if (ser.dashed) continue;
+    for (std::size_t i = 0; i < ser.x.size() && i < ser.y.size() && i < ser.flagged.size(); ++i) {
+      if (ser.flagged[i] && std::isfinite(ser.y[i])) cross_at.emplace_back(map_x(ser.x[i]), map_y(ser.y[i]));
+    }
+  }
+  // Within a cross's outline (at most 11 px from its centre) plus a marker.
+  constexpr double kOnCross = 11 + 4.5;
+  const auto on_cross = [&](double cx, double cy) {
+    return std::any_of(cross_at.begin(), cross_at.end(), [&](const auto& c) {
+      return std::hypot(c.first - cx, c.second - cy) <= kOnCross;
+    });
+  };
   for (const bool crosses : {true, false}) {
     for (const Series& ser : p.series) {
       if (ser.dashed) continue;
@@ -428,7 +450,7 @@ std::string line_panel(const LinePanel& p, double x, double y, double w, double 
           s += marker_outline_svg(ser.marker, cx, cy, ser.color, ser.faded ? 0.3 : 1.0);
           s += cross_svg(cx, cy);
         } else {
-          s += marker_svg(ser.marker, cx, cy, ser.color);
+          s += marker_svg(ser.marker, cx, cy, ser.color, on_cross(cx, cy));
         }
       }
     }

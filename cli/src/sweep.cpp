@@ -455,6 +455,33 @@ struct SweepCaveats {
     }
     return which(pts) + " (the CSV's point column)";
   }
+  /// The tensor parallelism of the biased points, as the notes name it:
+  /// "8", or "4- to 8" where they differ.
+  [[nodiscard]] std::string tp_widths() const {
+    return narrowest_tp == widest_tp ? std::to_string(widest_tp)
+                                     : fmt::format("{}- to {}", narrowest_tp, widest_tp);
+  }
+  /// The plan's known bias of the biased points: the widest's note, headed
+  /// by every width they have ("4- to 8-way tensor parallelism: ...", as the
+  /// chart says it; helper 157: "8-way" headed a note said of every point,
+  /// half of them 4-way).
+  [[nodiscard]] std::string tp_bias() const {
+    const std::string head = fmt::format("{}-way ", widest_tp);
+    if (narrowest_tp == widest_tp || !widest_bias.starts_with(head)) return widest_bias;
+    return fmt::format("{}-way {}", tp_widths(), widest_bias.substr(head.size()));
+  }
+  /// The warnings tessera run prints on stderr about the points' settings,
+  /// a line each with the points it holds for ("warning for points 0, 3:
+  /// ..."): after the table of sweep, and of sweep-merge from a shard's
+  /// kSweepWarning lines.
+  [[nodiscard]] std::vector<std::string> warning_lines() const {
+    std::vector<std::string> out;
+    for (const auto& [w, pts] : warnings.entries) {
+      out.push_back(pts.size() == points ? fmt::format("warning (every point): {}", w)
+                                         : fmt::format("warning for {}: {}", which(pts), w));
+    }
+    return out;
+  }
   /// Short lines for under the chart, for a reader of the chart alone.
   [[nodiscard]] std::vector<std::string> chart_notes() const {
     std::vector<std::string> out;
@@ -470,12 +497,7 @@ struct SweepCaveats {
     for (const auto& [note, pts] : attention.entries)
       out.push_back(chart_attention_note(which_on_chart(pts)));
     for (const auto& [note, pts] : fp8.entries) out.push_back(chart_fp8_note(which_on_chart(pts)));
-    if (!biased.empty()) {
-      out.push_back(chart_tp_bias_note(which_on_chart(biased),
-                                       narrowest_tp == widest_tp
-                                           ? std::to_string(widest_tp)
-                                           : fmt::format("{}- to {}", narrowest_tp, widest_tp)));
-    }
+    if (!biased.empty()) out.push_back(chart_tp_bias_note(which_on_chart(biased), tp_widths()));
     for (const auto& [note, pts] : scale.entries) out.push_back(chart_scale_note(which_on_chart(pts)));
     for (const auto& [ratio, pts] : oversubscribed.entries) {
       out.push_back(
@@ -501,10 +523,7 @@ struct SweepCaveats {
   [[nodiscard]] std::string text() const {
     std::string out;
     // What tessera run says on stderr about a point's settings.
-    for (const auto& [w, pts] : warnings.entries) {
-      out += pts.size() == points ? fmt::format("warning (every point): {}\n", w)
-                                  : fmt::format("warning for {}: {}\n", which(pts), w);
-    }
+    for (const std::string& w : warning_lines()) out += w + "\n";
     if (tiers.size() > 1) {
       out += fmt::format("note: cluster.fabric.tiers: auto built {}\n", tiers_by_gpus());
     }
@@ -538,7 +557,7 @@ struct SweepCaveats {
     notes(attention, "known bias");
     notes(fp8, "fp8");
     if (biased.size() == points) {
-      out += fmt::format("note (every point): known bias: {}\n", widest_bias);
+      out += fmt::format("note (every point): known bias: {}\n", tp_bias());
     } else if (!biased.empty()) {
       out += ranking_bias_note(widest_bias, "points", fmt::format("({})", fmt::join(biased, ", ")));
     }
@@ -606,30 +625,6 @@ std::string settings_json(const Point& pt) {
                         json_setting(pt.overrides[k].value));
   }
   return json + "}";
-}
-
-/// The members of a point's JSON object that its CSV row holds: "point",
-/// "settings", the metric columns before the training run's (oom a boolean;
-/// the callers add the run as "training_run") and, where `efficiency`
-/// has the point, "scaling_efficiency" (null out of memory). sweep --json
-/// adds what the scenario says; sweep-merge --json has only these.
-std::string point_json(const Point& pt, const std::string& row,
-                       const std::map<std::size_t, double>& efficiency) {
-  static const std::vector<std::string> kNames = split(kMetricNames, ',');
-  const auto cols = split(row, ',');
-  const std::size_t m0 = cols.size() - kMetricColumns;
-  std::string json = fmt::format("\"point\": {}, \"settings\": {}", pt.index, settings_json(pt));
-  for (std::size_t m = 0; m < kTrainingTokens; ++m) {
-    const std::string& v = cols[m0 + m];
-    json += fmt::format(", {}: {}", json_string(kNames[m]),
-                        kNames[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
-  }
-  if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
-    // An out-of-memory point's throughput is no result to scale from.
-    json += cols[m0 + kOom] == "1" ? std::string(", \"scaling_efficiency\": null")
-                                   : fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
-  }
-  return json;
 }
 
 /// A finished sweep's points as the chart draws them: one series per value
@@ -792,12 +787,19 @@ SweepView x_key_first(const std::map<std::size_t, std::string>& rows, const std:
 /// baseline being the point of fewest GPUs that fits in memory (the first
 /// when none fits). Empty otherwise. The chart's second panel and the
 /// table's column.
+/// The scaling baseline of a series' points (in order of their GPUs): the
+/// point of fewest GPUs that fits in memory (an out-of-memory throughput is
+/// no result to scale from); the first when none fits. `pts` not empty.
+const SweepPoint& scaling_baseline(const std::vector<SweepPoint>& pts) {
+  const auto fits = std::find_if(pts.begin(), pts.end(), [](const SweepPoint& q) { return !q.oom; });
+  return fits != pts.end() ? *fits : pts.front();
+}
+
 std::map<std::size_t, double> scaling_efficiency(const SweepSeries& series) {
   std::map<std::size_t, double> out;
   if (!series.gpus_on_x) return out;
   for (const auto& [name, pts] : series.by_series) {
-    const auto fits = std::find_if(pts.begin(), pts.end(), [](const SweepPoint& q) { return !q.oom; });
-    const SweepPoint& base = fits != pts.end() ? *fits : pts.front();
+    const SweepPoint& base = scaling_baseline(pts);
     for (const SweepPoint& q : pts) {
       out[q.index] = base.tokens > 0 ? (q.tokens / q.gpus) / (base.tokens / base.gpus) : 0.0;
     }
@@ -846,11 +848,93 @@ bool failed_point_below_its_baseline(
   return false;
 }
 
-/// Each point's scaling efficiency as the chart draws it (x_key_first).
-std::map<std::size_t, double> sweep_efficiency(const std::map<std::size_t, std::string>& rows,
-                                               const std::vector<std::string>& keys, bool zipped = false) {
+/// A sweep's scaling column as the chart draws it (x_key_first): each
+/// point's efficiency, its series' baseline, and the line under the table
+/// that names each series' baseline (the column compares each series with
+/// its own; helper 157: pp16 read 100.0% at 2048 GPUs beside pp32's 88.8%
+/// with nothing saying why). Empty where the GPU count does not change.
+struct SweepScaling {
+  std::map<std::size_t, double> efficiency;
+  /// Per point of a series with a point that fits: its baseline point.
+  std::map<std::size_t, std::size_t> baseline;
+  std::string note;  ///< "note: scaling: ...\n"; empty without a baseline that fits
+};
+SweepScaling sweep_scaling(const std::map<std::size_t, std::string>& rows, const std::vector<std::string>& keys,
+                           bool zipped = false) {
+  SweepScaling out;
   const SweepView view = x_key_first(rows, keys, zipped);
-  return scaling_efficiency(sweep_series(view.rows, view.keys, zipped));
+  const SweepSeries series = sweep_series(view.rows, view.keys, zipped);
+  out.efficiency = scaling_efficiency(series);
+  if (!series.gpus_on_x) return out;
+  // Each series' baseline that fits, in the series' order; those of none.
+  std::vector<std::pair<std::string, const SweepPoint*>> bases;
+  std::vector<std::string> none_fits;
+  for (const std::string& name : series.names) {
+    const std::vector<SweepPoint>& pts = series.by_series.at(name);
+    const SweepPoint& base = scaling_baseline(pts);
+    if (base.oom) {
+      none_fits.push_back(name);
+      continue;
+    }
+    bases.emplace_back(name, &base);
+    for (const SweepPoint& q : pts) out.baseline[q.index] = base.index;
+  }
+  if (bases.empty()) return out;
+  const auto at = [](const SweepPoint& b) { return fmt::format("point {} ({:g} GPUs)", b.index, b.gpus); };
+  const std::string none =
+      none_fits.empty() ? std::string()
+                        : fmt::format("; no point fits for {}", fmt::join(none_fits, "; "));
+  if (series.names.size() == 1) {
+    out.note = fmt::format("note: scaling: tokens/s per GPU over that of {}, the fewest GPUs that fit\n",
+                           at(*bases.front().second));
+    return out;
+  }
+  const bool one_count = std::all_of(bases.begin(), bases.end(), [&](const auto& b) {
+    return b.second->gpus == bases.front().second->gpus;
+  });
+  if (one_count) {
+    std::vector<std::size_t> indices;
+    for (const auto& b : bases) indices.push_back(b.second->index);
+    out.note = fmt::format(
+        "note: scaling: tokens/s per GPU over its series' point at {:g} GPUs, the fewest that fit (point{} "
+        "{}){}\n",
+        bases.front().second->gpus, indices.size() == 1 ? "" : "s", fmt::join(indices, ", "), none);
+    return out;
+  }
+  std::vector<std::string> each;
+  for (const auto& [name, base] : bases) each.push_back(fmt::format("{} for {}", at(*base), name));
+  out.note = fmt::format(
+      "note: scaling: tokens/s per GPU over its series' baseline, the point of fewest GPUs that fits: {}{}\n",
+      fmt::join(each, "; "), none);
+  return out;
+}
+
+/// The members of a point's JSON object that its CSV row holds: "point",
+/// "settings", the metric columns before the training run's (oom a boolean;
+/// the callers add the run as "training_run") and, where `efficiency`
+/// has the point, "scaling_efficiency" (null out of memory). sweep --json
+/// adds what the scenario says; sweep-merge --json has only these.
+std::string point_json(const Point& pt, const std::string& row, const SweepScaling& scaling) {
+  const std::map<std::size_t, double>& efficiency = scaling.efficiency;
+  static const std::vector<std::string> kNames = split(kMetricNames, ',');
+  const auto cols = split(row, ',');
+  const std::size_t m0 = cols.size() - kMetricColumns;
+  std::string json = fmt::format("\"point\": {}, \"settings\": {}", pt.index, settings_json(pt));
+  for (std::size_t m = 0; m < kTrainingTokens; ++m) {
+    const std::string& v = cols[m0 + m];
+    json += fmt::format(", {}: {}", json_string(kNames[m]),
+                        kNames[m] == "oom" ? (v == "1" ? std::string("true") : std::string("false")) : v);
+  }
+  if (const auto e = efficiency.find(pt.index); e != efficiency.end()) {
+    // An out-of-memory point's throughput is no result to scale from.
+    json += cols[m0 + kOom] == "1" ? std::string(", \"scaling_efficiency\": null")
+                                   : fmt::format(", \"scaling_efficiency\": {:.6f}", e->second);
+    // Which point it is relative to: its series' (null where none fits).
+    const auto b = scaling.baseline.find(pt.index);
+    json += b == scaling.baseline.end() ? std::string(", \"scaling_baseline\": null")
+                                        : fmt::format(", \"scaling_baseline\": {}", b->second);
+  }
+  return json;
 }
 
 /// Chart of a finished sweep from its CSV rows (point order); `keys` are the
@@ -944,8 +1028,7 @@ std::string svg_chart(const std::map<std::size_t, std::string>& swept_rows,
     chart::Series per_gpu{data.name, {}, {}, c, false, {}, chart::marker(i)};
     // The baseline: the fewest GPUs that fit (an out-of-memory point's
     // throughput is no result to scale from); the first when none fits.
-    const auto fits = std::find_if(pts.begin(), pts.end(), [](const Pt& q) { return !q.oom; });
-    const Pt& first = fits != pts.end() ? *fits : pts.front();
+    const Pt& first = scaling_baseline(pts);
     for (const Pt& q : pts) {
       const double x = gpus_on_x ? q.gpus : x_of[q.x_value];
       data.x.push_back(x);
@@ -1220,6 +1303,11 @@ std::string sweep_id(const std::string& text, const std::vector<Axis>& axes,
 /// A line of a shard's CSV between its first line and the column names: one
 /// of the sweep's chart notes (SweepCaveats::chart_notes), for sweep-merge.
 constexpr std::string_view kChartNote = "# chart note: ";
+/// After them, one of the warnings the sweep prints after its table about
+/// the points' settings (SweepCaveats::warning_lines, every valid point's),
+/// which sweep-merge prints as sweep does (helper 157: a merge dropped
+/// "warning for point 1: parallelism.zero_stage 1 has no effect ...").
+constexpr std::string_view kSweepWarning = "# sweep warning: ";
 /// The line before them: the chart's title, "tessera sweep SCENARIO", so
 /// that the merged chart says which scenario it is (helper 136: it said
 /// "tessera sweep-merge").
@@ -1330,13 +1418,15 @@ std::string skipped_text(const std::vector<std::pair<Point, std::string>>& skipp
 
 /// The table of a sweep's points: a key with one value (`one_value`, per
 /// key) is said once above it, the rows naming the others (all of them when
-/// none varies); the scaling column where `efficiency` has points; the
+/// none varies); the scaling column where `scaling` has points, and its
+/// note naming each series' baseline under the rows; the
 /// count of points out of memory after it. `price`: what the cost column
 /// is priced at, as the days line says it (", at 3.5 per GPU-hour").
 void print_table(std::ostream& out, const std::vector<Point>& points,
                  const std::map<std::size_t, std::string>& rows, const std::vector<bool>& one_value,
-                 const std::map<std::size_t, double>& efficiency,
+                 const SweepScaling& scaling,
                  const std::map<std::size_t, study::TrainingRun>& runs = {}, const std::string& price = {}) {
+  const std::map<std::size_t, double>& efficiency = scaling.efficiency;
   // With training.tokens: each point's days, and cost where it has a price.
   const bool days = !runs.empty();
   const bool cost =
@@ -1394,6 +1484,8 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
                                              : fmt::format("  {:>6.1f}%", 100 * e->second),
                        run_columns, does_not_fit ? "  OOM" : "");
   }
+  // Which point each series' scaling is relative to.
+  if (!efficiency.empty()) out << scaling.note;
   if (days) {
     // What the days and cost are (run's and search's words; helper 73: the
     // sweep said neither the tokens, the price nor "steady state").
@@ -1640,6 +1732,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
       chart_notes += fmt::format("{}{}={}\n", kSweepAxis, a.key, fmt::join(a.values, ","));
     for (const std::string& note : caveats.chart_notes())
       chart_notes += fmt::format("{}{}\n", kChartNote, note);
+    for (const std::string& w : caveats.warning_lines()) chart_notes += fmt::format("{}{}\n", kSweepWarning, w);
   }
   const std::string header = (sharded ? shard_line(id, shard, grid_points.size(), skipped)
                                       : unfinished_line(id, grid_points.size())) +
@@ -1817,8 +1910,8 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (const Axis& a : axes) keys.push_back(a.key);
   // Where the GPU count changes along the first key: each point's scaling
   // efficiency (the chart's second panel), over the whole sweep only.
-  const std::map<std::size_t, double> efficiency =
-      sharded ? std::map<std::size_t, double>{} : sweep_efficiency(rows, keys, zip);
+  const SweepScaling scaling = sharded ? SweepScaling{} : sweep_scaling(rows, keys, zip);
+  const std::map<std::size_t, double>& efficiency = scaling.efficiency;
   // With training.tokens: each point's whole run at its throughput, as its
   // CSV row has it (a plan that does not fit trains nothing).
   const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);
@@ -1839,7 +1932,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
     bool first = true;
     for (const Point& pt : points) {
       if (!mine(pt.index)) continue;
-      json += fmt::format("{}{{{}", first ? "" : ", ", point_json(pt, rows.at(pt.index), efficiency));
+      json += fmt::format("{}{{{}", first ? "" : ", ", point_json(pt, rows.at(pt.index), scaling));
       first = false;
       const Scenario& sc = scenarios.at(pt.index);
       if (!one_name) json += fmt::format(", \"scenario\": {}", json_string(sc.name));
@@ -1930,7 +2023,7 @@ int cmd_sweep(const Args& args, std::ostream& out) {
   for (const auto& [index, sc] : scenarios) {
     if (runs.count(index) != 0U && sc.price_per_gpu_hour) prices.insert(*sc.price_per_gpu_hour);
   }
-  print_table(out, points, rows, one_value, efficiency, runs,
+  print_table(out, points, rows, one_value, scaling, runs,
               prices.size() == 1 ? fmt::format(", at {:g} per GPU-hour", *prices.begin())
                                  : std::string(", at each point's price per GPU-hour"));
   out << skipped_text(skipped);
@@ -2010,6 +2103,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   };
   std::string header;
   std::vector<std::string> chart_notes;  // the first shard's (kChartNote lines)
+  std::vector<std::string> warnings;     // the first shard's (kSweepWarning lines)
   std::string chart_title = "tessera sweep-merge";  // the first shard's (kChartTitle), where it has one
   bool zipped = false;                              // the shards' sweep had --zip (kChartZipped)
   std::vector<Axis> sweep_axes;                     // the first shard's (kSweepAxis lines)
@@ -2059,15 +2153,18 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
       throw InputError(fmt::format("{}: shard {}/{} is also given as {}", part, f.index, f.count, it->second));
     }
     std::string columns;
-    std::vector<std::string> notes;
+    std::vector<std::string> notes, shard_warnings;
     std::string title;
     bool shard_zipped = false;
     std::vector<Axis> shard_axes;  // its kSweepAxis lines
     std::size_t line_no = 1;       // the lines read so far
     while (next_line(columns) && (columns.rfind(kChartNote, 0) == 0 || columns.rfind(kChartTitle, 0) == 0 ||
-                                  columns == kChartZipped || columns.rfind(kSweepAxis, 0) == 0)) {
+                                  columns == kChartZipped || columns.rfind(kSweepAxis, 0) == 0 ||
+                                  columns.rfind(kSweepWarning, 0) == 0)) {
       ++line_no;
-      if (columns == kChartZipped) {
+      if (columns.rfind(kSweepWarning, 0) == 0) {
+        shard_warnings.push_back(columns.substr(kSweepWarning.size()));
+      } else if (columns == kChartZipped) {
         shard_zipped = true;
       } else if (columns.rfind(kChartTitle, 0) == 0) {
         title = columns.substr(kChartTitle.size());
@@ -2092,12 +2189,13 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     if (header.empty()) {
       header = columns;
       chart_notes = notes;
+      warnings = shard_warnings;
       if (!title.empty()) chart_title = title;
-    } else if (notes != chart_notes) {
+    } else if (notes != chart_notes || shard_warnings != warnings) {
       throw InputError(
-          fmt::format("{}: its chart notes differ from {}'s (another tessera wrote it? run every "
+          fmt::format("{}: its chart notes{} differ from {}'s (another tessera wrote it? run every "
                       "shard with one)",
-                      part, p.positional().front()));
+                      part, notes != chart_notes ? "" : " (its warnings)", p.positional().front()));
     }
     // The metric columns this tessera writes (a shard of an older version
     // has others, which would be read in the wrong places).
@@ -2276,7 +2374,8 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
     }
     points.push_back(std::move(pt));
   }
-  const std::map<std::size_t, double> efficiency = sweep_efficiency(rows, keys, zipped);
+  const SweepScaling scaling = sweep_scaling(rows, keys, zipped);
+  const std::map<std::size_t, double>& efficiency = scaling.efficiency;
   // The training run where the shards' scenarios had training.tokens: in
   // the rows.
   const std::map<std::size_t, study::TrainingRun> runs = training_runs(rows);
@@ -2287,7 +2386,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
                                    json_string(csv_path), json_string(svg_path), first->count);
     for (std::size_t i = 0; i < points.size(); ++i) {
       const std::string& row = rows.at(points[i].index);
-      json += fmt::format("{}{{{}", i == 0 ? "" : ", ", point_json(points[i], row, efficiency));
+      json += fmt::format("{}{{{}", i == 0 ? "" : ", ", point_json(points[i], row, scaling));
       if (std::string tight = tight_row(row); !tight.empty())
         json += ", \"warnings\": " + json_string_array({tight});
       if (const auto r = runs.find(points[i].index); r != runs.end()) {
@@ -2327,7 +2426,10 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
   for (const std::string& note : chart_notes) {
     if (note.starts_with(kModels)) out << fmt::format("models: {}\n", note.substr(kModels.size()));
   }
-  print_table(out, points, rows, one_value, efficiency, runs, price);
+  print_table(out, points, rows, one_value, scaling, runs, price);
+  // The warnings about the points' settings, as the shards' sweep printed
+  // them (kSweepWarning).
+  for (const std::string& w : warnings) out << w << "\n";
   // The caveats the shards' sweep printed under its table, in the short
   // form its chart has them (helper 73: the merged table had none).
   for (const std::string& note : chart_notes) {

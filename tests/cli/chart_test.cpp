@@ -948,6 +948,47 @@ TEST(ChartLines, StopAtFlaggedPointsAndGapsAndDoNotJoinCategories) {
   EXPECT_EQ(drawn_lines(series(*root)[0]).size(), 1U);
 }
 
+// A point that fits, drawn on another series' out-of-memory cross at the
+// same x, is drawn after the cross and ringed in white, so it stays visible
+// (helper 157: an orange dot at the middle of a red cross read as part of
+// it); a point away from every cross is drawn plain.
+TEST(ChartLines, PointOnAnotherSeriesCrossIsHaloed) {
+  chart::LinePanel p;
+  p.x_scale = chart::XScale::Log;
+  p.y_log = true;
+  p.x_ticks = {128, 256, 512};
+  chart::Series a{"a", {128, 256, 512}, {4400, 8700, 17000}, "#1f77b4", false, {true, true, false}};
+  chart::Series b{"b", {128, 256, 512}, {2000, 8400, 16500}, "#ff7f0e", false, {false, true, false}};
+  p.series = {a, b};
+  const std::string svg = "<svg>" + chart::line_panel(p, 0, 0, 600, 300) + "</svg>";
+  const auto root = XmlParser(svg).parse();
+  std::map<std::string, std::vector<const Element*>> markers;  // colour -> its filled markers
+  for (const Element* c : all(*root, "circle")) {
+    if (attr(c, "fill") != "none") markers[attr(c, "fill")].push_back(c);
+  }
+  ASSERT_EQ(markers["#1f77b4"].size(), 1U) << svg;  // a at 512
+  ASSERT_EQ(markers["#ff7f0e"].size(), 2U) << svg;  // b at 128 and 512
+  // a's point at 512 lies on no cross; b's at 128 neither (a's cross there
+  // is far above it); b's at 512 is near a's point, which fits: no halo.
+  for (const auto& [colour, ms] : markers) {
+    for (const Element* m : ms) EXPECT_EQ(attr(m, "class"), "") << svg;
+  }
+  // b fits at 256, on a's cross there: haloed, and drawn after every cross.
+  p.series[1].flagged = {false, false, false};
+  const std::string svg2 = "<svg>" + chart::line_panel(p, 0, 0, 600, 300) + "</svg>";
+  const auto root2 = XmlParser(svg2).parse();
+  std::size_t haloed = 0;
+  for (const Element* c : all(*root2, "circle")) {
+    if (attr(c, "class") != "over-flagged") continue;
+    ++haloed;
+    EXPECT_EQ(attr(c, "fill"), "#ff7f0e") << svg2;
+    EXPECT_EQ(attr(c, "stroke"), "white") << svg2;
+    EXPECT_EQ(attr(c, "paint-order"), "stroke") << svg2;
+  }
+  EXPECT_EQ(haloed, 1U) << svg2;
+  EXPECT_LT(svg2.rfind(R"(class="flagged")"), svg2.find(R"(class="over-flagged")")) << svg2;
+}
+
 TEST(ChartMarkers, SeriesPastThePaletteChangeTheirMarker) {
   // 16 series: the 15th and 16th repeat the first two colours, so they are
   // drawn (and shown in the legend) with squares, not circles; no two of

@@ -68,7 +68,7 @@ file(READ ${WORKDIR}/merged.csv merged)
 # It prints the sweep's models line and table (the scaling column too), its caveats and
 # the skipped points.
 if(NOT rc EQUAL 0 OR NOT merged STREQUAL whole
-   OR NOT merged_out MATCHES "^models: tile-mlp node model, flow network backend\nevery point: parallelism.tp=1\npoint  settings [^\n]*  scaling\n +0  cluster.nodes=1 +8 [^\n]* 100[.]0%\n +3  cluster.nodes=2 +16 [^\n]*%\nnote: Untested scale, points with cluster.nodes=2: [^\n]*\nskipped 4 point\\(s\\) that are not valid scenarios \\(--skip-invalid\\): 1, 2, 4, 5 \\(each shard said why\\)\nmerged 2 points from 2 shards")
+   OR NOT merged_out MATCHES "^models: tile-mlp node model, flow network backend\nevery point: parallelism.tp=1\npoint  settings [^\n]*  scaling\n +0  cluster.nodes=1 +8 [^\n]* 100[.]0%\n +3  cluster.nodes=2 +16 [^\n]*%\nnote: scaling: tokens/s per GPU over that of point 0 \\(8 GPUs\\), the fewest GPUs that fit\nnote: Untested scale, points with cluster.nodes=2: [^\n]*\nskipped 4 point\\(s\\) that are not valid scenarios \\(--skip-invalid\\): 1, 2, 4, 5 \\(each shard said why\\)\nmerged 2 points from 2 shards")
   message(FATAL_ERROR "merge (${rc}): ${err}${merged_out}\nmerged:\n${merged}\nwhole:\n${whole}")
 endif()
 # --json: the merged points and the skipped ones in sweep --json's shape.

@@ -41,8 +41,10 @@ std::string color(std::size_t i);
 /// look alike.
 enum class Marker { Circle, Square, Triangle, Diamond };
 Marker marker(std::size_t i);
-/// One marker of `shape` centred on (cx, cy), filled with `fill`.
-std::string marker_svg(Marker shape, double cx, double cy, std::string_view fill);
+/// One marker of `shape` centred on (cx, cy), filled with `fill`; with
+/// `halo`, ringed in white (class "over-flagged": a point that fits drawn
+/// on another series' flagged cross, which would otherwise hide it).
+std::string marker_svg(Marker shape, double cx, double cy, std::string_view fill, bool halo = false);
 
 /// The outline of a `shape` marker about twice a marker's size centred on
 /// (cx, cy), stroked in `stroke` (at `opacity`), unfilled: what marks a
@@ -94,7 +96,9 @@ struct LinePanel {
 /// axis labels and the series: each a group (class "series", data-name,
 /// data-points: its points in SVG units) of lines joining the points that
 /// fit, stopping at flagged points and gaps; on a category axis only the
-/// reference series are lines, the data points are not joined.
+/// reference series are lines, the data points are not joined. Flagged
+/// crosses are drawn under every marker, and a marker on a cross is haloed
+/// (marker_svg), so that every point that fits stays visible.
 std::string line_panel(const LinePanel& p, double x, double y, double w, double h);
 
 struct LegendEntry {
