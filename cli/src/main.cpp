@@ -308,7 +308,11 @@ scenario's own plan as `tessera run` forecasts it, against the winner.
                        without data parallelism take the first sync listed
                        that makes a valid plan
   --memory-headroom SIZE  GPU memory a plan must leave free (e.g. 8GiB: CUDA
-                       context, allocator fragmentation, NCCL buffers; default 0)
+                       context, allocator fragmentation, NCCL buffers); the
+                       plans kept rank by time alone (0B: every plan that
+                       fits). Default: every plan that fits is kept, and those
+                       tessera run warns may not fit (95% or more of a GPU's
+                       memory, marked *) rank after the others
   --json               print one JSON object instead: "searched" (the tp, pp,
                        ep, micro_batch, schedules, recompute, zero_stages,
                        grad_syncs and virtual_stages ("auto" or the counts) values

@@ -73,6 +73,24 @@ std::pair<Bytes, Bytes> least_free_memory(const RunReport& r, Bytes gpu_memory) 
   return {free, capacity};
 }
 
+/// Whether tessera run warns that `c`'s simulated plan may not fit: its
+/// fullest stage at kTightMemoryShare or more of its GPU's memory
+/// (tight_memory_warning, the one rule of run's warning and the table's `*`).
+bool is_tight(const Candidate& c) { return c.report && !tight_memory_warning(c.report->memory).empty(); }
+
+/// A tight plan's fullest stage for its GPU (the most memory for its
+/// capacity) as run's warning names it: its need and its GPU's memory.
+std::pair<Bytes, Bytes> fullest_share(const RunReport& r) {
+  Bytes need, capacity;
+  for (const auto& m : r.memory) {
+    if (capacity == Bytes() || m.total.in_gib() / m.capacity.in_gib() > need.in_gib() / capacity.in_gib()) {
+      need = m.total;
+      capacity = m.capacity;
+    }
+  }
+  return {need, capacity};
+}
+
 std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
   std::vector<int> out;
   for (std::int64_t d = 1; d <= std::min(n, limit); ++d) {
@@ -388,7 +406,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
                         std::size_t top, std::size_t max_candidates, const SearchCounts& counts,
                         const std::vector<const Candidate*>& ranked,
                         const std::vector<const Candidate*>& failed, const std::vector<std::string>& sets,
-                        const std::optional<OwnPlan>& own) {
+                        const std::optional<OwnPlan>& own, bool tight_last, const Candidate* passed_over) {
   auto strip_newline = [](std::string s) {
     while (!s.empty() && s.back() == '\n') s.pop_back();
     return s;
@@ -420,10 +438,12 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
     // Each with its --set flags, as the winner's: a row a script picks runs
     // as ranked (helper 141: a tp > 1 MoE row needs sequence_parallel,
     // which the plan's members do not say).
-    candidates += fmt::format("{}{{\"rank\": {}, {}, \"peak_memory_bytes\": {}, \"flags\": {}, \"run\": {}}}",
-                              candidates.empty() ? "" : ", ", i + 1, plan_json(c), c.peak_memory.count(),
-                              json_string(pastable(c, base, counts.own_plan_refused, space, sets).flags),
-                              strip_newline(format_json(*c.report)));
+    candidates += fmt::format(
+        "{}{{\"rank\": {}, {}, \"peak_memory_bytes\": {}, \"tight\": {}, \"flags\": {}, \"run\": {}}}",
+        candidates.empty() ? "" : ", ", i + 1, plan_json(c), c.peak_memory.count(),
+        is_tight(c) ? "true" : "false",
+        json_string(pastable(c, base, counts.own_plan_refused, space, sets).flags),
+        strip_newline(format_json(*c.report)));
   }
   std::string winner = "null";
   if (!ranked.empty()) {
@@ -431,12 +451,26 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
     const PastablePlan paste = pastable(w, base, counts.own_plan_refused, space, sets);
     winner = fmt::format(
         "{{{}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, {}\"mfu\": {:.6f}, "
-        "\"peak_memory_bytes\": {}, \"flags\": {}, \"yaml\": {}}}",
+        "\"peak_memory_bytes\": {}, \"tight\": {}, \"flags\": {}, \"yaml\": {}}}",
         plan_json(w), w.report->iteration_time.seconds(), w.report->tokens_per_second,
         w.report->training_run
             ? fmt::format("\"training_run\": {}, ", training_run_json(*w.report->training_run))
             : std::string(),
-        w.report->mfu, w.peak_memory.count(), json_string(paste.flags), json_string(paste.yaml));
+        w.report->mfu, w.peak_memory.count(), is_tight(w) ? "true" : "false", json_string(paste.flags),
+        json_string(paste.yaml));
+  }
+  // The fastest plan, where it is tight and ranked after the winner (the
+  // text's note): null otherwise.
+  std::string fastest = "null";
+  if (passed_over) {
+    const Candidate& f = *passed_over;
+    const auto [need, capacity] = fullest_share(*f.report);
+    fastest = fmt::format(
+        "{{{}, \"iteration_time_s\": {:.9e}, \"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, "
+        "\"time_saved\": {:.6f}, \"flags\": {}}}",
+        plan_json(f), f.report->iteration_time.seconds(), need.count(), capacity.count(),
+        1.0 - f.report->iteration_time.seconds() / ranked.front()->report->iteration_time.seconds(),
+        json_string(pastable(f, base, counts.own_plan_refused, space, sets).flags));
   }
   // The scenario's own plan: null where it is not valid here; its run's
   // figures, or the error its simulation ended with.
@@ -454,11 +488,12 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
     } else {
       own_json = fmt::format(
           "{{{}, \"flags\": {}, \"iteration_time_s\": {:.9e}, \"tokens_per_s\": {:.3f}, \"mfu\": {:.6f}, "
-          "\"peak_memory_bytes\": {}, \"free_memory_bytes\": {}, \"fits\": {}, \"within_headroom\": {}, "
-          "\"best_change\": {}}}",
+          "\"peak_memory_bytes\": {}, \"free_memory_bytes\": {}, \"fits\": {}, \"tight\": {}, "
+          "\"within_headroom\": {}, \"best_change\": {}}}",
           plan_json(c), json_string(own->flags), c.report->iteration_time.seconds(),
           c.report->tokens_per_second, c.report->mfu, c.report->fullest_stage().total.count(),
-          own->free.count(), c.report->oom() ? "false" : "true", own->within_headroom ? "true" : "false",
+          own->free.count(), c.report->oom() ? "false" : "true", is_tight(c) ? "true" : "false",
+          own->within_headroom ? "true" : "false",
           c.report->oom() ? std::string("null") : fmt::format("{:.6f}", own->best_change(*ranked.front())));
     }
   }
@@ -469,15 +504,16 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, \"predictor\": {}, "
       "{}{}\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, "
-      "\"simulated\": {}, \"screened\": {}, \"candidates\": [{}], \"winner\": {}, \"scenario_plan\": {}, "
-      "\"failed\": {}}}\n",
+      "\"simulated\": {}, \"screened\": {}, \"tight_ranked_last\": {}, \"candidates\": [{}], \"winner\": {}, "
+      "\"fastest_tight_plan\": {}, \"scenario_plan\": {}, \"failed\": {}}}\n",
       json_string(base.name), json_string(base.model.name), json_string(base.gpu.name), base.gpus(),
       json_string(std::string(to_string(base.backend))), json_string(base.predictor),
       // What the text prints above the table: the scenario's warnings, its
       // GPU's and workload's caveats (each candidate's run has its plan's).
       warnings.empty() ? std::string() : fmt::format("\"warnings\": {}, ", json_string_array(warnings)),
       caveat_json(base, false, true), searched, counts.considered, counts.invalid, counts.fit,
-      counts.simulated, counts.screened ? "true" : "false", candidates, winner, own_json, failures);
+      counts.simulated, counts.screened ? "true" : "false", tight_last ? "true" : "false", candidates, winner,
+      fastest, own_json, failures);
 }
 
 /// Of a screened search's simulations, those that go to other plans of the
@@ -587,6 +623,23 @@ int cmd_search(const Args& args, std::ostream& out) {
       throw UsageError(fmt::format(
           "{}: --schedules leaves out interleaved-1f1b, the one schedule with model chunks", chunk_flag));
     }
+  }
+  // A list of values for a key (--set parallelism.tp=4,8; a comma outside a
+  // YAML list or mapping, as sweep reads its --set): one scenario is
+  // searched, and search tries the plans itself (helper 157: tp 4,8 ran
+  // with a Note that the scenario's plan was not valid, every tp searched,
+  // where a list of global batches was an error).
+  for (const std::string& set : sets) {
+    const Override o = parse_override(set);
+    if (o.value.find(',') == std::string::npos || o.value.find_first_of("[]{}\"'") != std::string::npos)
+      continue;
+    throw UsageError(fmt::format(
+        "--set {}: one value per key: search tries the parallel plans itself (dp, tp, pp, ep, micro-batch, "
+        "schedule, recompute) for one scenario; `tessera sweep` runs a list of values{}",
+        set,
+        o.path == "parallelism.virtual_stages"
+            ? " (search takes a list of chunk counts where --schedules includes interleaved-1f1b)"
+            : ""));
   }
   // The screen ranks a plan's ZeRO stages and gradient syncs alike (compute
   // + bubble): the default cap holds 64 plans at each combination tried, so
@@ -794,6 +847,16 @@ int cmd_search(const Args& args, std::ostream& out) {
   std::size_t considered = 0, invalid = 0;
   std::string first_invalid;  // why the first refused plan is refused
   std::size_t splits = 0;     // (tp, pp, dp) that split the GPUs and the global batch
+  // The plan out of memory by the least (its fullest stage's need against
+  // what that stage may use), said where no plan fits (helper 157: "no
+  // parallel plan fits" alone did not say how far off the cluster was).
+  struct Closest {
+    ParallelPlan plan;
+    std::int64_t micro_batch = 1;
+    Bytes need, capacity;
+    double share = 0;
+  };
+  std::optional<Closest> closest;
   space.tp = divisors(base.cluster.gpus_per_node, base.cluster.gpus_per_node);
   // (pp must also divide the GPUs: the JSON's "searched" lists only those)
   // pp divides the layers, or, where the scenario splits them its own way
@@ -917,7 +980,14 @@ int cmd_search(const Args& args, std::ostream& out) {
                     for (std::size_t st = 0; st < mem.memory_per_stage.size() && st < capacity.size(); ++st) {
                       mem.memory_per_stage[st].capacity = capacity[st] - headroom;
                     }
-                    if (mem.oom()) continue;
+                    if (mem.oom()) {
+                      // (its fullest stage for its GPU, as run reports it)
+                      const auto& m = mem.memory_per_stage[parallelism::fullest_stage(mem.memory_per_stage)];
+                      const double share = m.total().in_gib() / m.capacity.in_gib();
+                      if (!closest || share < closest->share)
+                        closest = Closest{plan, mb, m.total(), m.capacity, share};
+                      continue;
+                    }
                     best = Candidate{plan, mb, peak(mem), std::nullopt, {}, false, {}};
                     break;
                   } catch (const InputError& e) {
@@ -980,13 +1050,30 @@ int cmd_search(const Args& args, std::ostream& out) {
           "pp {} would be searched without it",
           fmt::join(keys, ", "), fmt::join(depths, ", "), fmt::join(split_excluded, ", "));
     }
+    // How far off the nearest plan is: its fullest stage's need against
+    // what that stage may use (the GPU's memory, less the headroom).
+    std::string closest_note;
+    if (closest) {
+      const ParallelPlan& pl = closest->plan;
+      closest_note = fmt::format(
+          "; the closest, dp {} tp {} pp {}{} micro-batch {} {}{} recompute {}{}{}, needs {:.1f} GiB per "
+          "GPU on its fullest stage, {:.1f} GiB over the {:.1f} GiB it may use{}",
+          pl.dp, pl.tp, pl.pp, base.model.is_moe() ? fmt::format(" ep {}", pl.ep) : "", closest->micro_batch,
+          parallelism::to_string(pl.schedule),
+          pl.virtual_stages > 1 ? fmt::format(" ({} chunks)", pl.virtual_stages) : "",
+          parallelism::to_string(pl.recompute),
+          space.zero_stages.empty() ? "" : fmt::format(" zero stage {}", pl.zero_stage),
+          space.grad_syncs.empty() ? "" : fmt::format(" {}", parallelism::to_string(pl.grad_sync)),
+          closest->need.in_gib(), closest->need.in_gib() - closest->capacity.in_gib(),
+          closest->capacity.in_gib(), headroom > Bytes() ? " (its GPU's memory less the headroom)" : "");
+    }
     throw OutOfMemoryError(fmt::format(
         "{}: no parallel plan of the {} GPUs fits {} of GPU memory{}{} for this model and "
-        "global batch {}{}",
+        "global batch {}{}{}",
         base.file, gpus, to_string(smallest), base.mixed_gpus ? " (the smallest GPU)" : "",
         // (as given: 79.9GiB, not its 85791971738B; helper 123)
         headroom > Bytes() ? fmt::format(" less {} of headroom", p.get("memory-headroom").value_or("")) : "",
-        global_batch, split_note));
+        global_batch, split_note, closest_note));
   }
   const std::size_t simulated = std::min(fitting.size(), max_candidates);
   // (--jobs was declared but ignored; ns-3 runs one Simulator per process)
@@ -1140,6 +1227,20 @@ int cmd_search(const Args& args, std::ostream& out) {
     if (c.input_error) throw InputError(msg);
     throw SimulationError(msg);
   }
+  // Without --memory-headroom, a plan tessera run warns may not fit (its
+  // fullest stage at kTightMemoryShare or more of its GPU's memory,
+  // tight_memory_warning: run's own rule) ranks after the plans that leave
+  // more free, each part by time (helper 157: the winner pasted was a plan
+  // at 79.1 of 80 GiB that run warned about, the next under 2% slower at
+  // 62 GiB). With --memory-headroom the headroom decides what is kept, and
+  // the plans kept rank by time alone (0B: every plan that fits).
+  const bool tight_last = !p.has("memory-headroom");
+  const Candidate* fastest = ranked.front();
+  if (tight_last) {
+    std::stable_partition(ranked.begin(), ranked.end(), [](const Candidate* c) { return !is_tight(*c); });
+  }
+  // The fastest plan, where a plan that is not so full wins over it.
+  const Candidate* passed_over = fastest != ranked.front() ? fastest : nullptr;
   // The scenario's own plan, as `tessera run` forecasts it (helper 141: a
   // user looking for it among the plans found another recomputation of it,
   // search keeping the cheapest that fits, or nothing), where it is valid
@@ -1182,7 +1283,7 @@ int cmd_search(const Args& args, std::ostream& out) {
     out << search_json(
         base, global_batch, space, top, max_candidates,
         SearchCounts{considered, invalid, fitting.size(), simulated, screened, !plan_note.empty()}, ranked,
-        failed, sets, own);
+        failed, sets, own, tight_last, passed_over);
     return 0;
   }
 
@@ -1280,7 +1381,7 @@ int cmd_search(const Args& args, std::ostream& out) {
     }
     // A plan tessera run would warn may not fit (95% or more of a GPU's
     // memory) is marked (helper 80: the 96- and 128-node winners were).
-    const bool tight = !tight_memory_warning(r.memory).empty();
+    const bool tight = is_tight(c);
     any_tight = any_tight || tight;
     out << fmt::format(
         "{:>4} {:>4} {:>4} {:>4} {}{:>4} {:<18} {}{:<10} {}{}{:>13.3f} {:>12.0f} {:>5.1f}% {}{}\n", i + 1,
@@ -1331,18 +1432,26 @@ int cmd_search(const Args& args, std::ostream& out) {
       const double change = own->best_change(*ranked.front());
       // A plan that leaves less than --memory-headroom is one search does
       // not keep: said, before any comparison (helper 142).
+      // Likewise a plan run warns may not fit, which search ranks after
+      // the others by default (without --memory-headroom).
+      const bool own_tight = tight_last && !tight_memory_warning(c.report->memory).empty();
       const std::string headroom_clause =
-          own->within_headroom
-              ? std::string()
-              : fmt::format(
+          !own->within_headroom
+              ? fmt::format(
                     "; it leaves {:.1f} GiB free, less than --memory-headroom {}, so search does not keep it",
-                    own->free.in_gib(), p.get("memory-headroom").value_or(""));
+                    own->free.in_gib(), p.get("memory-headroom").value_or(""))
+          : own_tight ? fmt::format(
+                            "; it fills {}% or more of a GPU's memory, where tessera run warns a plan "
+                            "may not fit, so search ranks such plans after the others",
+                            std::lround(100 * kTightMemoryShare))
+                      : std::string();
       const std::string verdict =
           change <= -0.0005 ? fmt::format("the best plan above takes {:.1f}% less time", -100.0 * change)
           : change >= 0.0005
-              ? fmt::format(
-                    "{:.1f}% faster than the best plan searched{}", 100.0 * change / (1.0 + change),
-                    own->within_headroom ? " (what search keeps or does not vary, above, holds it back)" : "")
+              ? fmt::format("{:.1f}% faster than the best plan searched{}", 100.0 * change / (1.0 + change),
+                            own->within_headroom && !own_tight
+                                ? " (what search keeps or does not vary, above, holds it back)"
+                                : "")
               : std::string("as fast as the best plan above");
       out << fmt::format("{}, as tessera run forecasts it: {:.3f} ms, {:.0f} tokens/s, MFU {:.1f}%; {}{}\n",
                          which, c.report->iteration_time.ms(), c.report->tokens_per_second,
@@ -1352,8 +1461,33 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (any_tight) {
     out << fmt::format(
         "* {}% or more of a GPU's memory: tessera run warns such a plan may not fit (the memory model counts "
-        "no fragmentation or NCCL buffers; --memory-headroom SIZE keeps only plans that leave SIZE free)\n",
-        std::lround(100 * kTightMemoryShare));
+        "no fragmentation or NCCL buffers); {}\n",
+        std::lround(100 * kTightMemoryShare),
+        tight_last
+            ? "ranked after the plans that leave more free (--memory-headroom SIZE instead keeps only plans "
+              "that leave SIZE free, ranked by time alone)"
+            : "ranked by time among the plans --memory-headroom keeps");
+  }
+  if (passed_over) {
+    // The fastest plan, ranked after a slower one that run does not warn
+    // about: named, with what it would gain and its flags.
+    const Candidate& f = *passed_over;
+    const auto rank =
+        static_cast<std::size_t>(std::find(ranked.begin(), ranked.end(), passed_over) - ranked.begin()) + 1;
+    const auto [need, capacity] = fullest_share(*f.report);
+    out << fmt::format(
+        "\nnote: the fastest plan simulated, dp {} tp {} pp {}{} micro-batch {} {}{} recompute {} "
+        "(rank {}{}), takes {:.1f}% less time than the best plan, but its fullest stage needs {:.1f} of "
+        "{:.1f} GiB ({:.0f}%): tessera run warns a plan that fills {}% or more of a GPU's memory may not "
+        "fit, so search ranks such plans after the others (--memory-headroom 0B ranks every plan that fits "
+        "by time alone); its flags: {}\n",
+        f.plan.dp, f.plan.tp, f.plan.pp, moe ? fmt::format(" ep {}", f.plan.ep) : "", f.micro_batch,
+        parallelism::to_string(f.plan.schedule),
+        f.plan.virtual_stages > 1 ? fmt::format(" ({} chunks)", f.plan.virtual_stages) : "",
+        parallelism::to_string(f.plan.recompute), rank, rank > top ? ", past --top" : "",
+        100.0 * (1.0 - f.report->iteration_time.seconds() / ranked.front()->report->iteration_time.seconds()),
+        need.in_gib(), capacity.in_gib(), 100.0 * need.in_gib() / capacity.in_gib(),
+        std::lround(100 * kTightMemoryShare), pastable(f, base, !plan_note.empty(), space, sets).flags);
   }
   // A known bias of some shown plans' forecasts (the plan's part of tessera
   // run's Known bias line, parallelism::known_bias_note): the widest tensor
