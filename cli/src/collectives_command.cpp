@@ -87,7 +87,7 @@ int cmd_collectives(const Args& args, std::ostream& out) {
                      layer_split_phrase(s.plan.first_stage_layers, s.plan.last_stage_layers,
                                         s.plan.account_for_embedding, s.plan.account_for_loss),
                      s.plan.zero_stage > 0 ? fmt::format(", ZeRO stage {}", s.plan.zero_stage) : "");
-  out << "Each distinct collective of one iteration, timed on the scenario's fabric with the\n"
+  out << "Each stage's distinct collectives of one iteration, timed on the scenario's fabric with the\n"
          "calibrated NCCL costs (calibration.*): alone (one group), and with all the groups of its\n"
          "pipeline stage at once (`groups`, contending for the fabric). calls: per iteration on one\n"
          "rank of each of its row's stages (a collective several stages run is under each, in one\n"
@@ -123,7 +123,10 @@ int cmd_collectives(const Args& args, std::ostream& out) {
         busiest, t.nvlink_per_stage[busiest].ms(), t.network_per_stage[busiest].ms(),
         t.nvlink_together_per_stage[busiest].ms(), t.network_together_per_stage[busiest].ms());
   }
-  out << fmt::format("{} distinct collective{}", t.rows.size(), t.rows.size() == 1 ? "" : "s");
+  // Rows, not collectives: one per stage's distinct collective, stages
+  // alike sharing one (helper 161: "distinct collectives" counted rows).
+  out << fmt::format("{} row{} (each stage's distinct collectives; stages that call one alike share its row)",
+                     t.rows.size(), t.rows.size() == 1 ? "" : "s");
   if (csv_path) {
     write_file_atomic(*csv_path, table_csv(t));
     out << fmt::format(", written to {}", *csv_path);

@@ -159,19 +159,6 @@ std::string format_jobs_text(const Scenario& s, const JobsOutcome& o) {
   return out;
 }
 
-std::string forecast_warning_location(const Scenario& s, const std::string& warning) {
-  for (const std::string key : study::kRunWarningKeys) {
-    if (warning.size() <= key.size() || warning.compare(0, key.size(), key) != 0) continue;
-    if (warning[key.size()] != ' ' && warning[key.size()] != ':') continue;
-    if (const auto at = s.key_locations.find(key); at != s.key_locations.end()) return at->second.first;
-  }
-  return s.file;
-}
-
-void print_forecast_warning(const Scenario& s, const std::string& warning) {
-  std::cerr << fmt::format("tessera: warning: {}: {}\n", forecast_warning_location(s, warning), warning);
-}
-
 void print_scenario_warnings(const Scenario& s) {
   // At the key a warning opens with, as errors are placed (file:line:col).
   for (const std::string& w : scenario_warnings(s)) {

@@ -394,7 +394,7 @@ Example:
                            [--predictor NAME]
 
 Lists the collectives of one training iteration of the scenario's plan, each
-distinct one once: its role in the plan (the planner's task name without
+stage's distinct ones once: its role in the plan (the planner's task name without
 micro-batch, layer and bucket numbers, e.g. layer.fwd.tp.all-reduce,
 pp.send_activation, dp.grad.reduce-scatter.bucket), kind, per-rank buffer
 size, group size, the nodes a group spans, the algorithm NCCL's rule picks

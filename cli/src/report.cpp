@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iostream>
 #include <set>
 
 namespace tessera::cli {
@@ -838,6 +839,19 @@ std::string tight_memory_text(std::string_view what, Bytes need, Bytes capacity)
       "a plan this full may not fit "
       "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free)",
       what, need.in_gib(), capacity.in_gib(), 100.0 * need.in_gib() / capacity.in_gib());
+}
+
+std::string forecast_warning_location(const Scenario& s, const std::string& warning) {
+  for (const std::string key : study::kRunWarningKeys) {
+    if (warning.size() <= key.size() || warning.compare(0, key.size(), key) != 0) continue;
+    if (warning[key.size()] != ' ' && warning[key.size()] != ':') continue;
+    if (const auto at = s.key_locations.find(key); at != s.key_locations.end()) return at->second.first;
+  }
+  return s.file;
+}
+
+void print_forecast_warning(const Scenario& s, const std::string& warning) {
+  std::cerr << fmt::format("tessera: warning: {}: {}\n", forecast_warning_location(s, warning), warning);
 }
 
 std::vector<std::string> late_failure_warnings(const Scenario::Failures& f, Time iteration) {

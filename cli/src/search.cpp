@@ -78,19 +78,6 @@ std::pair<Bytes, Bytes> least_free_memory(const RunReport& r, Bytes gpu_memory) 
 /// (tight_memory_warning, the one rule of run's warning and the table's `*`).
 bool is_tight(const Candidate& c) { return c.report && !tight_memory_warning(c.report->memory).empty(); }
 
-/// A tight plan's fullest stage for its GPU (the most memory for its
-/// capacity) as run's warning names it: its need and its GPU's memory.
-std::pair<Bytes, Bytes> fullest_share(const RunReport& r) {
-  Bytes need, capacity;
-  for (const auto& m : r.memory) {
-    if (capacity == Bytes() || m.total.in_gib() / m.capacity.in_gib() > need.in_gib() / capacity.in_gib()) {
-      need = m.total;
-      capacity = m.capacity;
-    }
-  }
-  return {need, capacity};
-}
-
 std::vector<int> divisors(std::int64_t n, std::int64_t limit) {
   std::vector<int> out;
   for (std::int64_t d = 1; d <= std::min(n, limit); ++d) {
@@ -464,11 +451,12 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   std::string fastest = "null";
   if (passed_over) {
     const Candidate& f = *passed_over;
-    const auto [need, capacity] = fullest_share(*f.report);
+    // (its fullest stage for its GPU, as run's warning names it)
+    const StageMemory fullest = f.report->fullest_stage();
     fastest = fmt::format(
         "{{{}, \"iteration_time_s\": {:.9e}, \"peak_memory_bytes\": {}, \"memory_capacity_bytes\": {}, "
         "\"time_saved\": {:.6f}, \"flags\": {}}}",
-        plan_json(f), f.report->iteration_time.seconds(), need.count(), capacity.count(),
+        plan_json(f), f.report->iteration_time.seconds(), fullest.total.count(), fullest.capacity.count(),
         1.0 - f.report->iteration_time.seconds() / ranked.front()->report->iteration_time.seconds(),
         json_string(pastable(f, base, counts.own_plan_refused, space, sets).flags));
   }
@@ -1434,7 +1422,7 @@ int cmd_search(const Args& args, std::ostream& out) {
       // not keep: said, before any comparison (helper 142).
       // Likewise a plan run warns may not fit, which search ranks after
       // the others by default (without --memory-headroom).
-      const bool own_tight = tight_last && !tight_memory_warning(c.report->memory).empty();
+      const bool own_tight = tight_last && is_tight(c);
       const std::string headroom_clause =
           !own->within_headroom
               ? fmt::format(
@@ -1474,7 +1462,7 @@ int cmd_search(const Args& args, std::ostream& out) {
     const Candidate& f = *passed_over;
     const auto rank =
         static_cast<std::size_t>(std::find(ranked.begin(), ranked.end(), passed_over) - ranked.begin()) + 1;
-    const auto [need, capacity] = fullest_share(*f.report);
+    const StageMemory fullest = f.report->fullest_stage();  // (as run's warning names it)
     out << fmt::format(
         "\nnote: the fastest plan simulated, dp {} tp {} pp {}{} micro-batch {} {}{} recompute {} "
         "(rank {}{}), takes {:.1f}% less time than the best plan, but its fullest stage needs {:.1f} of "
@@ -1486,8 +1474,9 @@ int cmd_search(const Args& args, std::ostream& out) {
         f.plan.virtual_stages > 1 ? fmt::format(" ({} chunks)", f.plan.virtual_stages) : "",
         parallelism::to_string(f.plan.recompute), rank, rank > top ? ", past --top" : "",
         100.0 * (1.0 - f.report->iteration_time.seconds() / ranked.front()->report->iteration_time.seconds()),
-        need.in_gib(), capacity.in_gib(), 100.0 * need.in_gib() / capacity.in_gib(),
-        std::lround(100 * kTightMemoryShare), pastable(f, base, !plan_note.empty(), space, sets).flags);
+        fullest.total.in_gib(), fullest.capacity.in_gib(),
+        100.0 * fullest.total.in_gib() / fullest.capacity.in_gib(), std::lround(100 * kTightMemoryShare),
+        pastable(f, base, !plan_note.empty(), space, sets).flags);
   }
   // A known bias of some shown plans' forecasts (the plan's part of tessera
   // run's Known bias line, parallelism::known_bias_note): the widest tensor

@@ -1,8 +1,9 @@
 # A warning only the forecast can give is placed at the key it opens with,
 # as the loader's warnings are (the noted gap: "failures: ... changes
 # nothing" and the ns3.buffer warning named only the file): a cable failing
-# after the iteration, written in the file, at the line of its `failures:`
-# entry; and with the scenario run as shipped, no such warning.
+# after the iteration, written in the file, at the `failures` section's
+# first line (its `links:`; not yet the cable's own entry); and with the
+# scenario run as shipped, no such warning.
 include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 file(READ ${SCENARIO} text)
 string(STRIP "${text}" text)

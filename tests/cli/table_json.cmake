@@ -79,7 +79,7 @@ if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0)
 endif()
 string(JSON n LENGTH "${json}" collectives)
 string(JSON pp_of_json GET "${json}" pp)
-if(NOT text MATCHES "\n([0-9]+) distinct collectives?\n" OR NOT n EQUAL CMAKE_MATCH_1 OR n EQUAL 0)
+if(NOT text MATCHES "\n([0-9]+) rows? \\(each stage's distinct collectives[^\n]*\\)\n" OR NOT n EQUAL CMAKE_MATCH_1 OR n EQUAL 0)
   message(FATAL_ERROR "collectives --json: ${n} rows\n${text}\n${json}")
 endif()
 # The text's rows, in order (between the column names and the blank line):
