@@ -333,13 +333,18 @@ std::string known_bias_note(const GpuSpec& gpu, DType dtype, bool fp8) {
   if (it == nullptr) return {};
   const std::string& n = it->name;
   if (n != "H100-SXM" && n != "H100-PCIe" && n != "H200") return {};
+  // At fp8 the sign holds for the bf16 kernels only: no FP8 training step
+  // was measured, and the FP8 GEMMs' own bias is unknown (helper 162: the
+  // line said the whole compute was optimistic).
   return fmt::format(
       "{} at {}: on bf16 training steps measured on an H100 and an H200 the model's GPU time comes out 7-13% "
       "short where the GPU bounds them (its memory-bound kernels and optimizer on Hopper), so the compute of "
-      "forecasts on it is optimistic (docs/node_model.md, \"Training steps on an H200\")",
+      "forecasts on it is optimistic{} (docs/node_model.md, \"Training steps on an H200\")",
       spec_label(gpu, *it),
       fp8 ? fmt::format("fp8 ({} outside the layers' GEMMs)", to_string(dtype))
-          : std::string(to_string(dtype)));
+          : std::string(to_string(dtype)),
+      fp8 ? " in its bf16 kernels (the layers' FP8 GEMMs were not measured in a step: their bias is unknown)"
+          : "");
 }
 
 }  // namespace tessera::node_model
