@@ -41,6 +41,9 @@ struct Candidate {
   std::string error;
   bool input_error = false;  ///< the error was the input's (InputError: a bandwidth too low to simulate)
   Time estimate;  ///< the iteration with free communication (the screen)
+  /// Its memory estimate is tight (tight_memory, run's rule), as is_tight
+  /// will say of its report: known before it is simulated.
+  bool tight_estimate = false;
 };
 
 /// The scenario's own plan as `tessera run` forecasts it (search simulates
@@ -185,6 +188,10 @@ struct SearchCounts {
   std::size_t considered = 0;  ///< plans enumerated (a plan's recomputations one plan)
   std::size_t invalid = 0;     ///< of them, plans the plan's rules refuse (ParallelPlan::validate)
   std::size_t fit = 0;         ///< plans that fit in memory (cheapest recomputation each)
+  /// Of them, tight plans (95% or more of memory) also kept with their
+  /// next recomputation that is not tight, one more candidate each (by
+  /// default; not under --memory-headroom).
+  std::size_t recomputed = 0;
   std::size_t simulated = 0;
   /// More fit than --max-candidates: screened by the iteration with free
   /// communication.
@@ -492,7 +499,8 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"gpus\": {}, \"backend\": {}, \"predictor\": {}, "
       "{}{}\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, "
-      "\"simulated\": {}, \"screened\": {}, \"tight_ranked_last\": {}, \"candidates\": [{}], \"winner\": {}, "
+      "\"plans_fit_recomputed_less_full\": {}, \"simulated\": {}, \"screened\": {}, \"tight_ranked_last\": "
+      "{}, \"candidates\": [{}], \"winner\": {}, "
       "\"fastest_tight_plan\": {}, \"scenario_plan\": {}, \"failed\": {}}}\n",
       json_string(base.name), json_string(base.model.name), json_string(base.gpu.name), base.gpus(),
       json_string(std::string(to_string(base.backend))), json_string(base.predictor),
@@ -500,8 +508,8 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
       // GPU's and workload's caveats (each candidate's run has its plan's).
       warnings.empty() ? std::string() : fmt::format("\"warnings\": {}, ", json_string_array(warnings)),
       caveat_json(base, false, true), searched, counts.considered, counts.invalid, counts.fit,
-      counts.simulated, counts.screened ? "true" : "false", tight_last ? "true" : "false", candidates, winner,
-      fastest, own_json, failures);
+      counts.recomputed, counts.simulated, counts.screened ? "true" : "false", tight_last ? "true" : "false",
+      candidates, winner, fastest, own_json, failures);
 }
 
 /// Of a screened search's simulations, those that go to other plans of the
@@ -674,6 +682,34 @@ int cmd_search(const Args& args, std::ostream& out) {
       // (The file read once: up to 1026 stand-ins are parsed from it, 0.3 ms
       // each.)
       const std::string text = read_scenario_text(p.positional()[0]);
+      // The global batch stays the scenario's where its plan sets it
+      // (micro_batch x dp, or micro_batches x dp x micro_batch: no
+      // global_batch key) and a --set of a plan key is what made the plan
+      // invalid: the batch `tessera run` trains the scenario with, the
+      // search's --set flags but those of parallelism keys applied (helper
+      // 158: --set parallelism.tp=4 over default.yaml, micro_batch 8 x dp
+      // 16, searched a batch of 32, micro_batch x the stand-in's dp 4). A
+      // batch given on the command line is the search's as given.
+      const bool batch_typed = std::ranges::any_of(overrides, [](const Override& o) {
+        return o.path == "training.global_batch" || o.path == "training.micro_batches";
+      });
+      std::optional<std::int64_t> own_batch;
+      bool own_batch_as_micro_batches = false;
+      if (!batch_typed) {
+        std::vector<Override> without_plan_sets;
+        std::ranges::copy_if(overrides, std::back_inserter(without_plan_sets),
+                             [](const Override& o) { return !o.path.starts_with("parallelism."); });
+        try {
+          const Scenario own = parse_scenario(text, p.positional()[0], without_plan_sets);
+          if (own.plan.global_batch == 0 || own.batch_as_micro_batches) {
+            own_batch = own.plan.sequences(own.workload.micro_batch);
+            own_batch_as_micro_batches = own.batch_as_micro_batches;
+          }
+        } catch (const ScenarioError&) {
+          // (its plan does not fit the cluster either: the batch follows
+          // the stand-in's dp, which the Note says)
+        }
+      }
       std::optional<Scenario> stand_in;
       // The keys of the scenario's own pipeline split that refused stand-ins
       // (account_for_loss at pp 7 over 80 layers), said where none loads.
@@ -689,6 +725,7 @@ int cmd_search(const Args& args, std::ostream& out) {
           relaxed.push_back(Override{key, value});
         }
         for (const auto& [key, value] : plan) relaxed.push_back(Override{key, value});
+        if (own_batch) relaxed.push_back(Override{"training.global_batch", std::to_string(*own_batch)});
         relaxed.insert(relaxed.end(), more.begin(), more.end());
         return relaxed;
       };
@@ -773,10 +810,27 @@ int cmd_search(const Args& args, std::ostream& out) {
                            : ", or another split of the layers"));
       }
       if (!stand_in) throw;
+      // Where the scenario's batch follows its dp and its own plan loads
+      // nowhere here, the batch searched is the stand-in's micro_batch x dp
+      // (x micro_batches): said, with how to choose another.
+      std::string batch_note;
+      if (own_batch) {
+        batch_note = fmt::format(
+            "; the global batch stays the scenario's, {} (its micro_batch x dp{}, as tessera run trains it "
+            "without the --set of parallelism keys)",
+            *own_batch, own_batch_as_micro_batches ? " x micro_batches" : "");
+      } else if (!batch_typed && (stand_in->plan.global_batch == 0 || stand_in->batch_as_micro_batches)) {
+        batch_note = fmt::format(
+            "; the scenario gives its global batch as micro_batch x dp{}, and its own plan does not load "
+            "here either: the batch searched, {}, follows dp {} of the GPUs (--set "
+            "training.global_batch=N to search another)",
+            stand_in->batch_as_micro_batches ? " x micro_batches" : "",
+            stand_in->plan.sequences(stand_in->workload.micro_batch), stand_in->plan.dp);
+      }
       plan_note = fmt::format(
           "the scenario's own plan is not valid here ({}); it is not one of "
-          "the candidates, which search chooses itself",
-          detail);
+          "the candidates, which search chooses itself{}",
+          detail, batch_note);
       return std::move(*stand_in);
     }
   }();
@@ -830,9 +884,18 @@ int cmd_search(const Args& args, std::ostream& out) {
       space.grad_syncs.empty()
           ? std::vector<parallelism::GradSync>{base.plan.resolved_grad_sync(base.workload)}
           : space.grad_syncs;
-  // Enumerate plans; for each keep the cheapest recomputation that fits.
+  // By default a plan tessera run warns may not fit (its fullest stage at
+  // kTightMemoryShare of its GPU's memory or more) ranks after the others;
+  // with --memory-headroom the headroom alone decides (see `ranked` below).
+  const bool tight_last = !p.has("memory-headroom");
+  // Enumerate plans; for each keep the cheapest recomputation that fits,
+  // and, by default, where that one is tight, also the next that is not
+  // (helper 158: selective at 96% was kept, and full at 80%, which may be
+  // the fastest plan that leaves room, was never tried), its own candidate.
   std::vector<Candidate> fitting;
   std::size_t considered = 0, invalid = 0;
+  // Tight plans kept again with a recomputation that is not tight.
+  std::size_t recomputed = 0;
   std::string first_invalid;  // why the first refused plan is refused
   std::size_t splits = 0;     // (tp, pp, dp) that split the GPUs and the global batch
   // The plan out of memory by the least (its fullest stage's need against
@@ -923,7 +986,7 @@ int cmd_search(const Args& args, std::ostream& out) {
                 // backward split in two.
                 if (parallelism::splits_backward(sched) && pp == 1) continue;
                 if (dp == 1 && dp1_served.count({sched, chunks}) != 0U) continue;
-                std::optional<Candidate> best;
+                std::optional<Candidate> best, less_full;
                 bool valid = false;
                 // A plan with its recomputations is one plan considered,
                 // however many of them the search tries before one fits
@@ -976,9 +1039,20 @@ int cmd_search(const Args& args, std::ostream& out) {
                         closest = Closest{plan, mb, m.total(), m.capacity, share};
                       continue;
                     }
-                    best = Candidate{plan, mb, peak(mem), std::nullopt, {}, false, {}};
-                    break;
+                    const bool tight = std::ranges::any_of(mem.memory_per_stage, [](const auto& m) {
+                      return tight_memory(m.total(), m.capacity);
+                    });
+                    Candidate fit{plan, mb, peak(mem), std::nullopt, {}, false, {}, tight};
+                    if (!best) {
+                      best = std::move(fit);
+                    } else if (!tight) {
+                      less_full = std::move(fit);
+                    }
+                    if (!tight || !tight_last) break;
                   } catch (const InputError& e) {
+                    // A costlier recomputation of a plan kept, refused: the
+                    // plan stays as kept.
+                    if (best) break;
                     // This (tp, pp, mb, schedule) is not a valid plan at all (a
                     // schedule the framework does not run): not out of memory.
                     ++invalid;
@@ -988,6 +1062,10 @@ int cmd_search(const Args& args, std::ostream& out) {
                 }
                 if (valid && dp == 1) dp1_served.emplace(sched, chunks);
                 if (best) fitting.push_back(*best);
+                if (less_full) {
+                  fitting.push_back(*less_full);
+                  ++recomputed;
+                }
               }
             }
           }
@@ -1098,11 +1176,14 @@ int cmd_search(const Args& args, std::ostream& out) {
     // each shape goes first, then the rest, each part by the screen (helper
     // 65: mixtral-ep's best plan, pp 4, saves communication the screen
     // cannot see and fell past the cut behind 64 pp-2 variants).
-    std::set<Shape> shapes;
+    // By default, where a shape's best-screened plan is tight (it ranks
+    // after the others), its best-screened plan that is not goes first too.
+    std::set<Shape> shapes, roomy_shapes;
     std::vector<Candidate> firsts, rest;
     for (Candidate& c : fitting) {
       const bool first = shapes.insert(shape_of(c)).second;
-      (first ? firsts : rest).push_back(std::move(c));
+      const bool first_roomy = tight_last && !c.tight_estimate && roomy_shapes.insert(shape_of(c)).second;
+      (first || first_roomy ? firsts : rest).push_back(std::move(c));
     }
     firsts.insert(firsts.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
     fitting = std::move(firsts);
@@ -1222,7 +1303,6 @@ int cmd_search(const Args& args, std::ostream& out) {
   // at 79.1 of 80 GiB that run warned about, the next under 2% slower at
   // 62 GiB). With --memory-headroom the headroom decides what is kept, and
   // the plans kept rank by time alone (0B: every plan that fits).
-  const bool tight_last = !p.has("memory-headroom");
   const Candidate* fastest = ranked.front();
   if (tight_last) {
     std::stable_partition(ranked.begin(), ranked.end(), [](const Candidate* c) { return !is_tight(*c); });
@@ -1268,10 +1348,10 @@ int cmd_search(const Args& args, std::ostream& out) {
     }
   }
   if (p.has("json")) {
-    out << search_json(
-        base, global_batch, space, top, max_candidates,
-        SearchCounts{considered, invalid, fitting.size(), simulated, screened, !plan_note.empty()}, ranked,
-        failed, sets, own, tight_last, passed_over);
+    out << search_json(base, global_batch, space, top, max_candidates,
+                       SearchCounts{considered, invalid, fitting.size() - recomputed, recomputed, simulated,
+                                    screened, !plan_note.empty()},
+                       ranked, failed, sets, own, tight_last, passed_over);
     return 0;
   }
 
@@ -1314,8 +1394,14 @@ int cmd_search(const Args& args, std::ostream& out) {
   }
   out << caveat_lines(base, false) << stragglers_line(base);
   out << fmt::format(
-      "{} plans considered{}, {} fit in memory, {} simulated{}\n\n", considered,
-      invalid > 0 ? fmt::format(" ({} not valid plans)", invalid) : "", fitting.size(), simulated,
+      "{} plans considered{}, {} fit in memory{}, {} simulated{}\n\n", considered,
+      invalid > 0 ? fmt::format(" ({} not valid plans)", invalid) : "", fitting.size() - recomputed,
+      // (each a candidate of its own: the simulated count counts them)
+      recomputed > 0 ? fmt::format(" ({} of them, {}% full or more, also with their next recomputation that "
+                                   "is not: {} candidates)",
+                                   recomputed, std::lround(100 * kTightMemoryShare), fitting.size())
+                     : "",
+      simulated,
       screened
           ? fmt::format(
                 " (by their iteration with free communication, the best of each dp x tp x pp{}{}{} first{}; "
