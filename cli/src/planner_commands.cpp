@@ -567,7 +567,7 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
     };
     if (times(*zb_h1) == times(*zb_h2)) {
       const bool same_memory = memory(*zb_h1) == memory(*zb_h2);
-      const std::int64_t h2_warm = 2 * (plan.pp - 1);
+      const std::int64_t h2_warm = 2 * (static_cast<std::int64_t>(plan.pp) - 1);
       out << fmt::format(
           "\nnote: zb-h2 forecasts zb-h1's times{} here: with {} micro-batch{} for {} pipeline stages the "
           "first stage runs every forward before its first backward under both{}, so zb-h2 has no extra "

@@ -894,6 +894,7 @@ SweepScaling sweep_scaling(const std::map<std::size_t, std::string>& rows, const
   });
   if (one_count) {
     std::vector<std::size_t> indices;
+    indices.reserve(bases.size());
     for (const auto& b : bases) indices.push_back(b.second->index);
     out.note = fmt::format(
         "note: scaling: tokens/s per GPU over its series' point at {:g} GPUs, the fewest that fit (point{} "
@@ -902,6 +903,7 @@ SweepScaling sweep_scaling(const std::map<std::size_t, std::string>& rows, const
     return out;
   }
   std::vector<std::string> each;
+  each.reserve(bases.size());
   for (const auto& [name, base] : bases) each.push_back(fmt::format("{} for {}", at(*base), name));
   out.note = fmt::format(
       "note: scaling: tokens/s per GPU over its series' baseline, the point of fewest GPUs that fits: {}{}\n",
@@ -2227,6 +2229,7 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
                       part, kSweepAxis));
     }
     std::vector<std::string> axis_keys;
+    axis_keys.reserve(shard_axes.size());
     for (const Axis& a : shard_axes) axis_keys.push_back(a.key);
     if (axis_keys != setting_columns) {
       throw InputError(fmt::format("{}: its swept keys ('{}' lines: {}) are not its setting columns ({})",

@@ -201,7 +201,7 @@ Traced run_traced(const Scenario& s, TraceOptions options) {
 /// `micro_batch` and `layer`; compute slices carry `flops`, collectives
 /// `bytes`. Returns the FLOPs of the compute slices per pid.
 std::map<int, double> check_slice_args(const std::string& text) {
-  static const std::regex place(R"(^(?:c(\d+)\.)?mb(\d+)\.(?:layer(\d+)\.)?)");
+  static const std::regex kPlace(R"(^(?:c(\d+)\.)?mb(\d+)\.(?:layer(\d+)\.)?)");
   std::map<int, double> flops;
   const auto root = node_model::parse_json(text, "trace");
   for (const auto& e : root.find("traceEvents")->array()) {
@@ -211,7 +211,7 @@ std::map<int, double> check_slice_args(const std::string& text) {
     EXPECT_NE(args, nullptr) << name;
     if (args == nullptr) continue;
     std::smatch m;
-    const bool step = std::regex_search(name, m, place);
+    const bool step = std::regex_search(name, m, kPlace);
     const std::array<const char*, 3> keys{"chunk", "micro_batch", "layer"};
     for (std::size_t k = 0; k < keys.size(); ++k) {
       const auto* v = args->find(keys[k]);
