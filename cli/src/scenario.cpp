@@ -2999,10 +2999,20 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       if (key == "dp") {
         // A node-count sweep over a scenario that fixes dp lands here: say
         // what leaving dp out would give.
+        // Without a batch key the global batch is micro_batch x dp: it
+        // would follow too (helper 160: 128 became 32, unsaid).
+        const std::int64_t auto_dp = s.gpus() / tp_pp;
+        const std::string batch =
+            plan.global_batch == 0
+                ? fmt::format(
+                      ", and the global batch with it, micro_batch x dp without training.global_batch: {}, "
+                      "not {}",
+                      s.workload.micro_batch * auto_dp, s.workload.micro_batch * plan.dp)
+                : "";
         const std::string hint =
             dp_fixed && s.gpus() % tp_pp == 0
-                ? fmt::format(" (with parallelism.dp left out or `auto` it follows the GPU count: dp {})",
-                              s.gpus() / tp_pp)
+                ? fmt::format(" (with parallelism.dp left out or `auto` it follows the GPU count: dp {}{})",
+                              auto_dp, batch)
                 : "";
         p.fail_at(dpn.Mark(), p.key_path("dp"),
                   fmt::format("{}, cluster.nodes x cluster.gpus_per_node = {} x {} = {}{}", msg, s.cluster.nodes,

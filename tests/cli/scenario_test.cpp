@@ -1687,7 +1687,14 @@ TEST(Scenario, DpAutoFollowsTheGpuCount) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(error({{"cluster.nodes", "4"}}),
+  EXPECT_EQ(
+      error({{"cluster.nodes", "4"}}),
+      "s.yaml:29:7: parallelism.dp: dp (16) must equal the number of GPUs (32), cluster.nodes x "
+      "cluster.gpus_per_node = 4 x 8 = 32 (with parallelism.dp left out or `auto` it follows the GPU "
+      "count: dp 32, and the global batch with it, micro_batch x dp without training.global_batch: 256, "
+      "not 128)");
+  // With a global batch given, the batch stays: only dp is said.
+  EXPECT_EQ(error({{"cluster.nodes", "4"}, {"training.global_batch", "128"}}),
             "s.yaml:29:7: parallelism.dp: dp (16) must equal the number of GPUs (32), cluster.nodes x "
             "cluster.gpus_per_node = 4 x 8 = 32 (with parallelism.dp left out or `auto` it follows the GPU "
             "count: dp 32)");
