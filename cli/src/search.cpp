@@ -689,10 +689,12 @@ int cmd_search(const Args& args, std::ostream& out) {
       // search's --set flags but those of parallelism keys applied (helper
       // 158: --set parallelism.tp=4 over default.yaml, micro_batch 8 x dp
       // 16, searched a batch of 32, micro_batch x the stand-in's dp 4). A
-      // batch given on the command line is the search's as given.
-      const bool batch_typed = std::ranges::any_of(overrides, [](const Override& o) {
-        return o.path == "training.global_batch" || o.path == "training.micro_batches";
-      });
+      // global batch given on the command line is the search's as given; a
+      // --set training.micro_batches counts micro-batches of the scenario's
+      // own dp, as run does (at the stand-in's dp it searched 4 x 4 x 8 =
+      // 128 where run trains 4 x 16 x 8 = 512, unsaid).
+      const bool batch_typed =
+          std::ranges::any_of(overrides, [](const Override& o) { return o.path == "training.global_batch"; });
       std::optional<std::int64_t> own_batch;
       bool own_batch_as_micro_batches = false;
       if (!batch_typed) {
@@ -719,6 +721,11 @@ int cmd_search(const Args& args, std::ostream& out) {
       const auto stand_in_overrides = [&](const std::vector<std::pair<std::string, std::string>>& plan,
                                           const std::vector<Override>& more) {
         std::vector<Override> relaxed = overrides;
+        // (the batch as a global_batch: a typed micro_batches beside it
+        // would be refused, both setting the batch)
+        if (own_batch) {
+          std::erase_if(relaxed, [](const Override& o) { return o.path == "training.micro_batches"; });
+        }
         for (const auto& [key, value] :
              {std::pair{"parallelism.dp", "auto"}, std::pair{"parallelism.virtual_stages", "auto"},
               std::pair{"parallelism.schedule", "1f1b"}}) {
