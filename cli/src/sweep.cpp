@@ -51,34 +51,50 @@ struct Point {
   std::vector<Override> overrides;
 };
 
-/// The cartesian product of the axes, first axis outermost; `zip`: point i
-/// takes every axis's i-th value (the axes have one length, or one value).
-std::vector<Point> grid(const std::vector<Axis>& axes, bool zip) {
-  if (zip) {
-    // A list of one value holds for every point.
-    std::size_t n = 0;
-    for (const Axis& a : axes) n = std::max(n, a.values.size());
-    std::vector<Point> points(n);
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      points[i].index = i;
-      for (const Axis& a : axes)
-        points[i].overrides.push_back(Override{a.key, a.values[std::min(i, a.values.size() - 1)]});
-    }
-    return points;
-  }
-  std::vector<Point> points{Point{}};
+/// The points of the grid of `axes` (the cartesian product; `zip`: point i
+/// takes every axis's i-th value, a list of one value holding for every
+/// point), without making it (saturating at SIZE_MAX).
+std::size_t grid_size(const std::vector<Axis>& axes, bool zip) {
+  std::size_t n = zip ? 0 : 1;
   for (const Axis& a : axes) {
-    std::vector<Point> next;
-    for (const Point& p : points) {
-      for (const std::string& v : a.values) {
-        Point q = p;
-        q.overrides.push_back(Override{a.key, v});
-        next.push_back(std::move(q));
-      }
+    const std::size_t m = a.values.size();
+    if (zip) {
+      n = std::max(n, m);
+    } else {
+      n = m != 0 && n > std::numeric_limits<std::size_t>::max() / m ? std::numeric_limits<std::size_t>::max()
+                                                                    : n * m;
     }
-    points = std::move(next);
   }
-  for (std::size_t i = 0; i < points.size(); ++i) points[i].index = i;
+  return n;
+}
+
+/// Point `index`'s value of each axis (the first axis outermost), without
+/// making the grid; `index` < grid_size(axes, zip). The one definition of a
+/// point's settings: grid() and sweep-merge's check of a shard's rows.
+std::vector<std::string> grid_values(const std::vector<Axis>& axes, bool zip, std::size_t index) {
+  std::vector<std::string> values(axes.size());
+  for (std::size_t k = axes.size(); k-- > 0;) {
+    const auto& v = axes[k].values;
+    if (zip) {
+      values[k] = v[std::min(index, v.size() - 1)];
+    } else {
+      values[k] = v[index % v.size()];
+      index /= v.size();
+    }
+  }
+  return values;
+}
+
+/// The grid's points (grid_size, grid_values), each with its index.
+std::vector<Point> grid(const std::vector<Axis>& axes, bool zip) {
+  std::vector<Point> points(grid_size(axes, zip));
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    points[i].index = i;
+    const std::vector<std::string> values = grid_values(axes, zip, i);
+    points[i].overrides.reserve(axes.size());
+    for (std::size_t k = 0; k < axes.size(); ++k)
+      points[i].overrides.push_back(Override{axes[k].key, values[k]});
+  }
   return points;
 }
 
@@ -1324,38 +1340,6 @@ constexpr std::string_view kChartZipped = "# chart zipped: --zip";
 /// 152: a hand-edited row, or one of another sweep, merged under the index
 /// it claimed).
 constexpr std::string_view kSweepAxis = "# sweep axis: ";
-
-/// The points of the grid `grid(axes, zip)` makes, without making it
-/// (saturating at SIZE_MAX).
-std::size_t grid_size(const std::vector<Axis>& axes, bool zip) {
-  std::size_t n = zip ? 0 : 1;
-  for (const Axis& a : axes) {
-    const std::size_t m = a.values.size();
-    if (zip) {
-      n = std::max(n, m);
-    } else {
-      n = m != 0 && n > std::numeric_limits<std::size_t>::max() / m ? std::numeric_limits<std::size_t>::max()
-                                                                    : n * m;
-    }
-  }
-  return n;
-}
-
-/// Point `index`'s value of each axis, as `grid(axes, zip)` gives it (first
-/// axis outermost), without making the grid; `index` < grid_size(axes, zip).
-std::vector<std::string> grid_values(const std::vector<Axis>& axes, bool zip, std::size_t index) {
-  std::vector<std::string> values(axes.size());
-  for (std::size_t k = axes.size(); k-- > 0;) {
-    const auto& v = axes[k].values;
-    if (zip) {
-      values[k] = v[std::min(index, v.size() - 1)];
-    } else {
-      values[k] = v[index % v.size()];
-      index /= v.size();
-    }
-  }
-  return values;
-}
 
 /// The first line of a shard's CSV (before the column names): which sweep,
 /// which shard, how many points in all, and those --skip-invalid left out
