@@ -9,6 +9,7 @@
 # - the warnings about the points' settings reach the merged table
 #   (`# sweep warning:` lines in each shard; the merge dropped them).
 # -DTESSERA, -DSCENARIO (gpt3-175b.yaml), -DWORKDIR.
+include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 file(REMOVE_RECURSE ${WORKDIR})
 file(MAKE_DIRECTORY ${WORKDIR})
 set(common sweep ${SCENARIO} --set cluster.nodes=16,32,128 --set parallelism.tp=4,8
@@ -44,13 +45,7 @@ foreach(expected
   endif()
 endforeach()
 # Two shards and their merge: the same lines.
-foreach(i 0 1)
-  execute_process(COMMAND ${TESSERA} ${common} --shard ${i}/2 --out ${WORKDIR}/part${i}.csv
-                  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "shard ${i} failed (${rc}): ${err}")
-  endif()
-endforeach()
+run_two_shards(part ${common})
 file(READ ${WORKDIR}/part0.csv part0)
 if(NOT part0 MATCHES "\n# sweep warning: warning for points 2, 3: parallelism.zero_stage 1 has no effect")
   message(FATAL_ERROR "shard 0 carries no warning line:\n${part0}")
