@@ -199,6 +199,8 @@ struct SearchCounts {
   /// The scenario's own plan was refused and searched from with pp 1,
   /// 1f1b and virtual_stages auto (the file's virtual_stages is not known).
   bool own_plan_refused = false;
+  /// Why (the text's `Note` line); empty where the plan was not refused.
+  std::string own_plan_note;
 };
 
 /// The scenario's parallelism keys search keeps as they are (not searched)
@@ -501,7 +503,7 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
       "{}{}\"searched\": {}, \"plans_considered\": {}, \"plans_invalid\": {}, \"plans_fit\": {}, "
       "\"plans_fit_recomputed_less_full\": {}, \"simulated\": {}, \"screened\": {}, \"tight_ranked_last\": "
       "{}, \"candidates\": [{}], \"winner\": {}, "
-      "\"fastest_tight_plan\": {}, \"scenario_plan\": {}, \"failed\": {}}}\n",
+      "\"fastest_tight_plan\": {}, \"scenario_plan\": {}, \"scenario_plan_note\": {}, \"failed\": {}}}\n",
       json_string(base.name), json_string(base.model.name), json_string(base.gpu.name), base.gpus(),
       json_string(std::string(to_string(base.backend))), json_string(base.predictor),
       // What the text prints above the table: the scenario's warnings, its
@@ -509,7 +511,8 @@ std::string search_json(const Scenario& base, std::int64_t global_batch, const S
       warnings.empty() ? std::string() : fmt::format("\"warnings\": {}, ", json_string_array(warnings)),
       caveat_json(base, false, true), searched, counts.considered, counts.invalid, counts.fit,
       counts.recomputed, counts.simulated, counts.screened ? "true" : "false", tight_last ? "true" : "false",
-      candidates, winner, fastest, own_json, failures);
+      candidates, winner, fastest, own_json,
+      counts.own_plan_note.empty() ? std::string("null") : json_string(counts.own_plan_note), failures);
 }
 
 /// Of a screened search's simulations, those that go to other plans of the
@@ -1357,7 +1360,7 @@ int cmd_search(const Args& args, std::ostream& out) {
   if (p.has("json")) {
     out << search_json(base, global_batch, space, top, max_candidates,
                        SearchCounts{considered, invalid, fitting.size() - recomputed, recomputed, simulated,
-                                    screened, !plan_note.empty()},
+                                    screened, !plan_note.empty(), plan_note},
                        ranked, failed, sets, own, tight_last, passed_over);
     return 0;
   }
