@@ -471,7 +471,10 @@ TEST(Plan, RecomputedForwardIsNamedAsSuch) {
   // Rank 0's compute tasks of layer 3, from "layer003." on.
   auto layer3 = [&](const ParallelPlan& plan) {
     std::vector<std::string> names;
-    for (const Task& t : plan_training(m, kWork, plan, pred).tasks(0)) {
+    // (the graph held: a range-for over a temporary's tasks() dangles
+    // before C++23, which crashed the whole test binary run at once)
+    const auto graph = plan_training(m, kWork, plan, pred);
+    for (const Task& t : graph.tasks(0)) {
       const auto at = t.name.find("layer003.");
       if (t.kind == TaskKind::Compute && at != std::string::npos) names.emplace_back(t.name.substr(at));
     }
