@@ -125,10 +125,18 @@ KernelOp grad_op(KernelOp op) {
   return op == KernelOp::MulU || op == KernelOp::DivU ? KernelOp::MulU : KernelOp::Mul;
 }
 
-/// Transformer Engine's cast_transpose of a `rows` x `cols` bf16 tensor to
-/// FP8: reads 2 bytes, writes the FP8 copy and its transpose (1 + 1), the
-/// amax reduced in the same kernel.
-Kernel fp8_cast(std::int64_t rows, std::int64_t cols) { return memory_pass(rows * cols * 4, DType::BF16); }
+/// Transformer Engine's FP8 kernels (TE 1.x, transformer_engine/pytorch/
+/// module/linear.py, layernorm_linear.py, base.py), as memory passes over a
+/// `rows` x `cols` tensor. fp8_cast_transpose_fused (and its bgrad form):
+/// reads the bf16 tensor (2 bytes), writes the FP8 copy and its transpose
+/// (1 + 1), the amax reduced in the same kernel.
+Kernel fp8_cast_transpose(std::int64_t rows, std::int64_t cols) {
+  return memory_pass(rows * cols * 4, DType::BF16);
+}
+/// cast_to_fp8: reads 2 bytes, writes the FP8 copy (1).
+Kernel fp8_cast(std::int64_t rows, std::int64_t cols) { return memory_pass(rows * cols * 3, DType::BF16); }
+/// fp8_transpose: reads the FP8 tensor (1 byte), writes its transpose (1).
+Kernel fp8_transpose(std::int64_t rows, std::int64_t cols) { return memory_pass(rows * cols * 2, DType::BF16); }
 }  // namespace
 
 OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
@@ -137,23 +145,53 @@ OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, 
 }
 
 OpKernels OpRules::layer_linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
-                                bool bias) const {
-  return linear_in(std::move(name), rows, in, out, bias, layer_gemm_dtype());
+                                bool bias, TeLinear te) const {
+  return linear_in(std::move(name), rows, in, out, bias, layer_gemm_dtype(), te);
 }
 
 OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out, bool bias,
-                             DType gemm) const {
+                             DType gemm, TeLinear te) const {
   OpKernels op;
   op.name = std::move(name);
   op.params = in * out + (bias ? out : 0);
-  if (gemm == DType::FP8) {
-    op.forward.add(fp8_cast(rows, in));      // x
-    op.forward.add(fp8_cast(in, out));       // the weight
-    op.input_grad.add(fp8_cast(rows, out));  // dy (E5M2)
-    op.cast_flops = op.forward.kernels[0].flops() + op.forward.kernels[1].flops() + op.input_grad.kernels[0].flops();
+  const bool fp8 = gemm == DType::FP8;
+  auto cast = [&](Pass& pass, const Kernel& k) {
+    pass.add(k);
+    op.cast_flops += k.flops();
+  };
+  const std::int64_t shards = std::max<std::int64_t>(1, te.sequence_shards);
+  const bool sp = shards > 1;
+  // dy cast, transpose and bias gradient in one kernel (no gather before it).
+  const bool bgrad_fused = fp8 && !(te.row_parallel && sp);
+  if (fp8) {
+    // The weight, once per iteration (cached while is_first_microbatch is
+    // false: update_fp8_weights in _Linear.forward / _LayerNormLinear.forward).
+    op.weight_cast.add(fp8_cast_transpose(in, out));
+    // x: written in FP8 by the norm (_LayerNormLinear); cast alone under
+    // sequence parallelism (a column-parallel linear its own shard, before
+    // the FP8 all-gather); else cast with its transpose.
+    if (!te.norm_fused) {
+      if (sp) {
+        cast(op.forward, fp8_cast(te.row_parallel ? rows : rows / shards, in));
+      } else {
+        cast(op.forward, fp8_cast_transpose(rows, in));
+      }
+    }
+    // dy (E5M2): grad_output_preprocess. A row-parallel linear under
+    // sequence parallelism casts its shard, all-gathers the FP8 copy (the
+    // planner's collective) and transposes what it gathered.
+    if (te.row_parallel && sp) {
+      cast(op.input_grad, fp8_cast(rows / shards, out));
+      cast(op.input_grad, fp8_transpose(rows, out));
+    } else {
+      cast(op.input_grad, fp8_cast_transpose(rows, out));
+    }
   }
   op.forward.add(Kernel::gemm(KernelOp::Linear, 1, rows, out, in, gemm));
   op.input_grad.add(Kernel::gemm(KernelOp::Linear, 1, rows, in, out, gemm));
+  // The weight gradient's FP8 input where no transpose was written with it:
+  // fp8_transpose of the (gathered) input before the wgrad GEMM.
+  if (fp8 && (te.norm_fused || sp)) cast(op.weight_grad, fp8_transpose(rows, in));
   op.weight_grad.add(Kernel::gemm(KernelOp::Linear, 1, in, out, rows, gemm));
   if (!megatron()) {
     // Eager: .grad of the weight and bias accumulated (one add; NeuSight's
@@ -167,7 +205,8 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
   // The wgrad GEMM reads and writes the main gradient (beta = 1): a part of
   // its launch, listed right after it (before the bias gradient's kernel).
   if (fused) op.weight_grad.add(memory_pass(in * out * dtype_bytes(grad_dtype()), grad_dtype()), 0);
-  if (bias) op.weight_grad.add(memory_pass(rows * out * dtype_bytes(dtype_), dtype_));  // grad_output.sum(0)
+  // grad_output.sum(0) (in the FP8 dy cast where Transformer Engine fuses it).
+  if (bias && !bgrad_fused) op.weight_grad.add(memory_pass(rows * out * dtype_bytes(dtype_), dtype_));
   if (!options_.main_grad) return op;  // .grad written by the GEMM (PyTorch DDP)
   if (fused) {
     if (bias) op.weight_grad.append(grad_accumulation(out));
@@ -184,10 +223,13 @@ OpKernels OpRules::grouped_linear(std::string name, std::int64_t groups, std::in
   op.params = groups * in * out;
   const DType gemm = layer_gemm_dtype();
   if (gemm == DType::FP8) {
-    op.forward.add(fp8_cast(groups * rows, in));
-    op.forward.add(fp8_cast(groups * in, out));
-    op.input_grad.add(fp8_cast(groups * rows, out));
-    op.cast_flops = op.forward.kernels[0].flops() + op.forward.kernels[1].flops() + op.input_grad.kernels[0].flops();
+    // Transformer Engine's GroupedLinear (no tensor or sequence parallelism
+    // of its own): the tokens and dy cast with their transposes, the
+    // weights once per iteration.
+    op.forward.add(fp8_cast_transpose(groups * rows, in));
+    op.input_grad.add(fp8_cast_transpose(groups * rows, out));
+    op.weight_cast.add(fp8_cast_transpose(groups * in, out));
+    op.cast_flops = op.forward.kernels[0].flops() + op.input_grad.kernels[0].flops();
   }
   op.forward.add(Kernel::gemm(KernelOp::Bmm, groups, rows, out, in, gemm));
   op.input_grad.add(Kernel::gemm(KernelOp::Bmm, groups, rows, in, out, gemm));

@@ -3,6 +3,7 @@
 // and expert-parallel collectives (docs/parallelism.md, "Planner passes").
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "tessera/error.hpp"
@@ -21,11 +22,34 @@ std::size_t index_of(const std::vector<OpKernels>& ops, std::string_view name) {
   throw SimulationError(fmt::format("planner: layer has no op '{}'", name));
 }
 
-/// The forward passes of ops [from, to).
-std::vector<const Pass*> forward_passes(const std::vector<OpKernels>& ops, std::size_t from, std::size_t to) {
+/// The forward passes of ops [from, to); with `first` (a model chunk's first
+/// micro-batch) each op's once-per-iteration kernels before its forward
+/// (OpKernels::weight_cast).
+std::vector<const Pass*> forward_passes(const std::vector<OpKernels>& ops, std::size_t from, std::size_t to,
+                                        bool first = false) {
   std::vector<const Pass*> out;
-  for (std::size_t i = from; i < to && i < ops.size(); ++i) out.push_back(&ops[i].forward);
+  for (std::size_t i = from; i < to && i < ops.size(); ++i) {
+    if (first && !ops[i].weight_cast.empty()) out.push_back(&ops[i].weight_cast);
+    out.push_back(&ops[i].forward);
+  }
   return out;
+}
+
+/// Whether any op runs kernels once per iteration (LayerPieces::first_forward).
+bool has_weight_casts(const std::vector<OpKernels>& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const OpKernels& op) { return !op.weight_cast.empty(); });
+}
+
+/// Bytes of one micro-batch's activation (b s h) in the layers' sequence-
+/// parallel all-gathers: the training dtype's, or under FP8 training 1 byte
+/// per element, as Transformer Engine gathers the FP8 copies (the norm's FP8
+/// output or a shard cast before the gather, the saved FP8 input re-gathered
+/// for the weight gradient, a row-parallel linear's FP8 output gradient;
+/// _Linear / _LayerNormLinear, grad_output_preprocess). Reductions stay in
+/// the training dtype (the GEMMs write bf16).
+Bytes gathered_activation(const TransformerConfig& m, const Workload& w) {
+  const std::int64_t bytes = w.profile.fp8 ? 1 : dtype_bytes(w.dtype);
+  return Bytes(w.micro_batch * w.seq_len * m.hidden * bytes);
 }
 
 /// Backward steps in execution order: for each op, last to first, its input
@@ -74,20 +98,21 @@ std::vector<const Pass*> backward_passes(const std::vector<OpKernels>& ops, cons
 /// block takes the whole sequence (`gather_block_input`: the MLP does, the
 /// MoE block routes each rank's own shard).
 void attention_forward(PieceList& f, const std::vector<OpKernels>& ops, std::size_t block,
-                       const ParallelPlan& p, Bytes act, bool gather_block_input = true) {
+                       const ParallelPlan& p, Bytes act, Bytes gathered, bool first,
+                       bool gather_block_input = true) {
   const bool sp = p.tp > 1 && p.sequence_parallel;
   const std::size_t qkv = index_of(ops, "qkv"), res1 = index_of(ops, "residual1");
   // Without SP no collective separates ln1 from the attention (nor ln2
   // from the next block): one task each, named after the block it runs.
   if (sp) {
-    f.passes("fwd.ln1", forward_passes(ops, 0, qkv));
-    f.comm("fwd.tp", CollectiveKind::AllGather, act);
+    f.passes("fwd.ln1", forward_passes(ops, 0, qkv, first));
+    f.comm("fwd.tp", CollectiveKind::AllGather, gathered);
   }
-  f.passes("fwd.attn", forward_passes(ops, sp ? qkv : 0, res1));
+  f.passes("fwd.attn", forward_passes(ops, sp ? qkv : 0, res1, first));
   f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
   if (sp) {
-    f.passes("fwd.ln2", forward_passes(ops, res1, block));
-    if (gather_block_input) f.comm("fwd.tp", CollectiveKind::AllGather, act);
+    f.passes("fwd.ln2", forward_passes(ops, res1, block, first));
+    if (gather_block_input) f.comm("fwd.tp", CollectiveKind::AllGather, gathered);
   }
 }
 /// Where the block after the attention starts its forward: at op `block`
@@ -103,17 +128,17 @@ std::size_t second_block_forward_start(const std::vector<OpKernels>& ops, std::s
 /// (with SP after re-gathering QKV's input) overlaps QKV's weight gradient
 /// unless tp_comm_overlap is off, then ln1.
 void attention_backward(PieceList& b, const std::vector<OpKernels>& ops, const std::vector<BackwardStep>& steps,
-                        std::size_t from, const ParallelPlan& p, Bytes act) {
+                        std::size_t from, const ParallelPlan& p, Bytes act, Bytes gathered) {
   const bool sp = p.tp > 1 && p.sequence_parallel, overlap = p.tp_comm_overlap;
   auto range = [&](std::size_t a, std::size_t z) { return backward_passes(ops, steps, a, z); };
   const std::size_t proj_dgrad = step_of(ops, steps, "proj", false);
   const std::size_t qkv_dgrad = step_of(ops, steps, "qkv", false), qkv_wgrad = step_of(ops, steps, "qkv", true);
   if (sp) {
     b.passes("bwd.ln2", range(from, proj_dgrad));
-    b.comm("bwd.tp", CollectiveKind::AllGather, act);
+    b.comm("bwd.tp", CollectiveKind::AllGather, gathered);
   }
   b.passes("bwd.attn", range(sp ? proj_dgrad : from, qkv_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, gathered, overlap);
   b.passes("bwd.qkv.dgrad", range(qkv_dgrad, qkv_wgrad));
   b.comm("bwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act, overlap);
   b.passes("bwd.qkv.wgrad", range(qkv_wgrad, qkv_wgrad + 1));
@@ -180,7 +205,7 @@ void run_comms(PieceList& l, const std::vector<BlockBackward::Comm>& comms, cons
 /// the weight gradients before them when tp_comm_overlap is on.
 void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKernels>& ops,
                           const std::vector<BackwardStep>& steps, const BlockBackward& block,
-                          const ParallelPlan& p, Bytes act) {
+                          const ParallelPlan& p, Bytes act, Bytes gathered) {
   const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
   const std::size_t end = steps.size();
   auto inputs = [&](std::size_t from, std::size_t to) {
@@ -195,7 +220,7 @@ void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKern
     return;
   }
   in.passes("bwd.res2", inputs(0, block.start));
-  if (sp && block.whole_sequence) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  if (sp && block.whole_sequence) in.comm("bwd.tp", CollectiveKind::AllGather, gathered);
   for (std::size_t r = 0; r < block.input.size(); ++r) {
     const BlockBackward::Run& run = block.input[r];
     in.passes(std::string(run.name), inputs(run.from, !tp && r + 1 == block.input.size() ? end : run.to));
@@ -211,7 +236,7 @@ void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKern
   const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
   if (block.whole_sequence) in.comm("bwd.tp", reduce, act);
   in.passes("bwd.ln2", inputs(block_end, proj_dgrad));
-  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, act);
+  if (sp) in.comm("bwd.tp", CollectiveKind::AllGather, gathered);
   in.passes("bwd.attn", inputs(proj_dgrad, qkv_dgrad + 1));
   in.comm("bwd.tp", reduce, act);
   in.passes("bwd.ln1", inputs(qkv_dgrad + 1, end));
@@ -221,11 +246,11 @@ void split_layer_backward(PieceList& in, PieceList& wg, const std::vector<OpKern
   }
   // An async collective is waited for by the second compute piece after it.
   const bool overlap = p.tp_comm_overlap;
-  if (block.weights_gather_input) wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  if (block.weights_gather_input) wg.comm("wgrad.tp", CollectiveKind::AllGather, gathered, overlap);
   wg.passes(std::string(block.weight_first.name), weights(block.weight_first.from, block.weight_first.to));
   wg.split();
   wg.passes(std::string(block.weight_last.name), weights(block.weight_last.from, block.weight_last.to));
-  wg.comm("wgrad.tp", CollectiveKind::AllGather, act, overlap);
+  wg.comm("wgrad.tp", CollectiveKind::AllGather, gathered, overlap);
   wg.passes("wgrad.attn", weights(block.weight_last.to, qkv_wgrad));
   wg.split();
   wg.passes("wgrad.qkv", weights(qkv_wgrad, end));
@@ -238,20 +263,25 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   const Sharding shard{p.tp, p.sequence_parallel};
   const auto ops = layer_ops(m, w, shard);
   const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const Bytes gathered = gathered_activation(m, w);
   const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
   const std::size_t fc1 = index_of(ops, "fc1"), res2 = index_of(ops, "residual2");
   LayerPieces lp(timer);
 
-  // Forward: [ln1] (AG) [qkv .. proj] AR|RS [residual1, ln2] (AG) [fc1 .. fc2] AR|RS [residual2].
-  PieceList& f = lp.forward;
-  if (!tp) {
-    f.passes("fwd", forward_passes(ops, 0, ops.size()));
-  } else {
-    attention_forward(f, ops, fc1, p, act);
-    f.passes("fwd.mlp", forward_passes(ops, second_block_forward_start(ops, fc1, p), res2));
+  // Forward: [ln1] (AG) [qkv .. proj] AR|RS [residual1, ln2] (AG) [fc1 .. fc2] AR|RS [residual2];
+  // `first`: the chunk's first micro-batch (with the once-per-iteration kernels).
+  auto forward = [&](PieceList& f, bool first) {
+    if (!tp) {
+      f.passes("fwd", forward_passes(ops, 0, ops.size(), first));
+      return;
+    }
+    attention_forward(f, ops, fc1, p, act, gathered, first);
+    f.passes("fwd.mlp", forward_passes(ops, second_block_forward_start(ops, fc1, p), res2, first));
     f.comm("fwd.tp", sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce, act);
-    f.passes("fwd.res2", forward_passes(ops, res2, ops.size()));
-  }
+    f.passes("fwd.res2", forward_passes(ops, res2, ops.size(), first));
+  };
+  forward(lp.forward, false);
+  if (has_weight_casts(ops)) forward(lp.first_forward.emplace(timer), true);
 
   PieceList& b = lp.backward;
   if (p.recompute == Recompute::Full) b.append(lp.forward, "recompute.");
@@ -275,7 +305,7 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
     mlp.weight_first = {"wgrad.mlp", 0, fc1_wgrad, {}};
     mlp.weight_last = {"wgrad.fc1", fc1_wgrad, fc1_wgrad + 1, {}};
     lp.input_backward.append(b);
-    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, mlp, p, act);
+    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, mlp, p, act, gathered);
   }
   if (!tp) {
     b.passes("bwd", range(0, steps.size()));
@@ -291,15 +321,15 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
   const CollectiveKind grad_kind = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
   if (sp) {
     b.passes("bwd.res2", range(0, fc2_dgrad));
-    b.comm("bwd.tp", CollectiveKind::AllGather, act);
+    b.comm("bwd.tp", CollectiveKind::AllGather, gathered);
   }
   b.passes("bwd.mlp", range(sp ? fc2_dgrad : 0, fc1_dgrad));
-  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+  if (sp) b.comm("bwd.tp", CollectiveKind::AllGather, gathered, overlap);
   b.passes("bwd.fc1.dgrad", range(fc1_dgrad, fc1_wgrad));
   b.comm("bwd.tp", grad_kind, act, overlap);
   b.passes("bwd.fc1.wgrad", range(fc1_wgrad, fc1_wgrad + 1));
   b.split();
-  attention_backward(b, ops, steps, fc1_wgrad + 1, p, act);
+  attention_backward(b, ops, steps, fc1_wgrad + 1, p, act, gathered);
   return lp;
 }
 
@@ -315,6 +345,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   const Sharding shard{p.tp, p.sequence_parallel, p.ep};
   const auto ops = moe_layer_ops(m, w, shard);
   const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const Bytes gathered = gathered_activation(m, w);  // the attention's and the shared experts' gathers
   const Bytes a2a = expert_all_to_all_bytes(m, w, shard);
   const Bytes routed(expert_tokens_per_rank(m, w, shard) * m.hidden * dtype_bytes(w.dtype));
   const bool tp = p.tp > 1, ep = p.ep > 1, shared = m.moe.shared_experts > 0;
@@ -323,7 +354,9 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   const std::size_t res2 = index_of(ops, "residual2");
   const std::size_t shared_fc1 = shared ? index_of(ops, "shared_fc1") : fc1;
   LayerPieces lp(timer);
-  auto fwd = [&](std::size_t from, std::size_t to) { return forward_passes(ops, from, to); };
+  auto fwd = [&](std::size_t from, std::size_t to, bool first = false) {
+    return forward_passes(ops, from, to, first);
+  };
 
   // Forward: ... [ln2] [router, top-k, permute] (AG [shared experts] RS) A2A (AG) [experts] (RS) A2A
   // [unpermute, residual2].
@@ -334,28 +367,34 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   // forward (and its recomputation). Padded to capacity
   // (--moe-pad-expert-input-to-capacity) the sizes are known: no sync.
   const bool sync = m.moe.dropless();
-  PieceList& f = lp.forward;
-  if (!tp) {
-    f.passes("fwd", fwd(0, shared_fc1));
-    if (sync) f.host_sync();
-    if (shared) f.passes("fwd.shared", fwd(shared_fc1, fc1));
-  } else {
-    attention_forward(f, ops, router, p, act, false);
-    f.passes("fwd.router", fwd(router, shared_fc1));
-    if (sync) f.host_sync();
-    if (shared) {
-      f.comm("fwd.tp", CollectiveKind::AllGather, act);
-      f.passes("fwd.shared", fwd(shared_fc1, fc1));
-      f.comm("fwd.tp", CollectiveKind::ReduceScatter, act);
+  // `first`: the chunk's first micro-batch (with the once-per-iteration kernels).
+  auto forward = [&](PieceList& f, bool first) {
+    if (!tp) {
+      f.passes("fwd", fwd(0, shared_fc1, first));
+      if (sync) f.host_sync();
+      if (shared) f.passes("fwd.shared", fwd(shared_fc1, fc1, first));
+    } else {
+      attention_forward(f, ops, router, p, act, gathered, first, false);
+      f.passes("fwd.router", fwd(router, shared_fc1, first));
+      if (sync) f.host_sync();
+      if (shared) {
+        // The shared experts' fc1 gathers its input (in FP8 under fp8 training).
+        f.comm("fwd.tp", CollectiveKind::AllGather, gathered);
+        f.passes("fwd.shared", fwd(shared_fc1, fc1, first));
+        f.comm("fwd.tp", CollectiveKind::ReduceScatter, act);
+      }
     }
-  }
-  if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
-  if (tp) f.comm("fwd.tp", CollectiveKind::AllGather, routed);
-  f.passes("fwd.experts", fwd(fc1, unpermute));
-  if (tp) f.comm("fwd.tp", CollectiveKind::ReduceScatter, routed);
-  if (ep) f.expert_comm("fwd.ep.combine", a2a);
-  f.passes("fwd.unpermute", fwd(unpermute, res2));
-  f.passes("fwd.res2", fwd(res2, ops.size()));
+    // The token dispatcher's gathers are its own (bf16), not Transformer Engine's.
+    if (ep) f.expert_comm("fwd.ep.dispatch", a2a);
+    if (tp) f.comm("fwd.tp", CollectiveKind::AllGather, routed);
+    f.passes("fwd.experts", fwd(fc1, unpermute, first));
+    if (tp) f.comm("fwd.tp", CollectiveKind::ReduceScatter, routed);
+    if (ep) f.expert_comm("fwd.ep.combine", a2a);
+    f.passes("fwd.unpermute", fwd(unpermute, res2, first));
+    f.passes("fwd.res2", fwd(res2, ops.size(), first));
+  };
+  forward(lp.forward, false);
+  if (has_weight_casts(ops)) forward(lp.first_forward.emplace(timer), true);
 
   PieceList& b = lp.backward;
   if (p.recompute == Recompute::Full) b.append(lp.forward, "recompute.");
@@ -376,7 +415,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   // The backward of the forward's reduce-scatter is an all-gather, and back.
   const Comm gather_routed{"bwd.tp", CollectiveKind::AllGather, routed, false};
   const Comm scatter_routed{"bwd.tp", CollectiveKind::ReduceScatter, routed, false};
-  const Comm gather_act{"bwd.tp", CollectiveKind::AllGather, act, false};
+  const Comm gather_act{"bwd.tp", CollectiveKind::AllGather, gathered, false};  // shared_fc2's dy
   const Comm scatter_act{"bwd.tp", CollectiveKind::ReduceScatter, act, false};
   // B (and the fused backward): the runs and their collectives in order.
   std::vector<BlockBackward::Run> runs;
@@ -399,7 +438,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
     moe.weight_first = {"wgrad.experts", 0, fc1_wgrad + 1, {}};
     moe.weight_last = {"wgrad.router", fc1_wgrad + 1, ln2_dgrad, {}};
     lp.input_backward.append(b);
-    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, moe, p, act);
+    split_layer_backward(lp.input_backward, lp.weight_backward, ops, steps, moe, p, act, gathered);
   }
   b.passes("bwd.res2", range(0, unpermute_dgrad));
   for (std::size_t r = 0; r < runs.size(); ++r) {
@@ -413,7 +452,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
       const std::size_t wgrad = step_of(ops, steps, "shared_fc1", true);
       const bool overlap = p.tp_comm_overlap;
       b.passes("bwd.shared", range(runs[r].from, dgrad));
-      b.comm("bwd.tp", CollectiveKind::AllGather, act, overlap);
+      b.comm("bwd.tp", CollectiveKind::AllGather, gathered, overlap);
       b.passes("bwd.shared.fc1.dgrad", range(dgrad, wgrad));
       b.comm("bwd.tp", CollectiveKind::ReduceScatter, act, overlap);
       b.passes("bwd.shared.fc1.wgrad", range(wgrad, runs[r].to));
@@ -426,7 +465,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   if (!tp) return lp;
   // The router's input gradient is its own shard's: no reduction before the
   // attention block's backward.
-  attention_backward(b, ops, steps, ln2_dgrad, p, act);
+  attention_backward(b, ops, steps, ln2_dgrad, p, act, gathered);
   return lp;
 }
 

@@ -1258,9 +1258,13 @@ class ParamGathers {
 
 /// An F step of chunk `k` on `stage`: the activation received (or the
 /// embedding), the chunk's layers, the LM head on the last chunk, the
-/// activation sent on.
+/// activation sent on. `first_micro_batch`: the chunk's first F step of the
+/// iteration, whose layers run their once-per-iteration kernels
+/// (LayerPieces::first_forward: Transformer Engine's FP8 weight casts,
+/// cached for the later micro-batches once Megatron-Core's schedule has set
+/// is_first_microbatch on the chunk).
 void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, int stage, int k,
-                 StepNames& named, ForwardParamGathers* params) {
+                 bool first_micro_batch, StepNames& named, ForwardParamGathers* params) {
   const int p = c.plan.pp, last = c.part.chunks() - 1;
   // The stages that load data (the first: tokens; the last: labels) start
   // each micro-batch with its data step (ProgramBuilder::micro_batch_start).
@@ -1292,7 +1296,8 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
     const LayerPieces& lp = c.pieces.of_layer(c.model, first_layer + l);
     gathers.before(unit++, first);
     needs(first_layer + l);
-    rb.pieces(lp.forward.pieces(), named.layer(first_layer + l), slots.tp, std::move(first), slots.ep);
+    rb.pieces(lp.forward_of(first_micro_batch).pieces(), named.layer(first_layer + l), slots.tp, std::move(first),
+              slots.ep);
     first = rb.take_pending();
   }
   if (k == last) {
@@ -1415,11 +1420,12 @@ void add_pipeline_steps(ProgramBuilder& rb, const PlanContext& c, const StageSlo
     const int k = c.part.chunk(stage, st.chunk);  // virtual stage
     named.start(st, v);
     if (st.forward()) {
-      const std::size_t ahead = forwards++ + static_cast<std::size_t>(stage);
+      const std::size_t at = forwards++;
+      const std::size_t ahead = at + static_cast<std::size_t>(stage);
       if (params != nullptr && ahead < forward_chunks.size() && forward_first[ahead]) {
         params->forward_step(forward_chunks[ahead]);
       }
-      add_forward(rb, c, slots, stage, k, named, params);
+      add_forward(rb, c, slots, stage, k, forward_first[at], named, params);
       continue;
     }
     const bool grads = st.kind == grad_step;

@@ -278,9 +278,15 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   const bool bias = m.linear_bias;
   const bool linear_bias = !megatron && bias;
   const bool norm_bias = !m.rms_norm;
+  // Megatron-Core's Transformer Engine layer (read under fp8 only): qkv and
+  // fc1 are TELayerNormColumnParallelLinear (ln1 and ln2 write their input
+  // in FP8), proj and fc2 TERowParallelLinear.
+  const std::int64_t shards = shard.sequence_parallel ? tp : 1;
+  const node_model::TeLinear column_ln{.row_parallel = false, .norm_fused = true, .sequence_shards = shards};
+  const node_model::TeLinear row{.row_parallel = true, .norm_fused = false, .sequence_shards = shards};
   std::vector<OpKernels> ops;
   ops.push_back(r.layer_norm("ln1", tv, h, norm_bias));
-  ops.push_back(r.layer_linear("qkv", t, h, (heads + 2 * kv) * d, bias));
+  ops.push_back(r.layer_linear("qkv", t, h, (heads + 2 * kv) * d, bias, column_ln));
   if (w.flash_attention) {
     ops.push_back(r.flash_attention("attention", bh, s, d));
   } else {
@@ -291,10 +297,10 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
   }
   // [b, heads, s, d] -> [s, b, heads * d]: permute(...).contiguous().
   ops.push_back(r.copy("context_copy", t * heads * d));
-  ops.push_back(r.layer_linear("proj", t, heads * d, h, linear_bias));
+  ops.push_back(r.layer_linear("proj", t, heads * d, h, linear_bias, row));
   ops.push_back(r.bias_dropout_add("residual1", tv, h, m.dropout, bias));
   ops.push_back(r.layer_norm("ln2", tv, h, norm_bias));
-  ops.push_back(r.layer_linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias));
+  ops.push_back(r.layer_linear("fc1", t, h, (m.gated_mlp ? 2 : 1) * f, linear_bias, column_ln));
   // SwiGLU: SiLU of the gate times the up projection; Megatron-Core's one
   // fused kernel each way (bias_swiglu; helper 72: it was timed as two
   // unfused ones), Megatron-DeepSpeed's and eager's SiLU (timed as GeLU's
@@ -306,7 +312,7 @@ std::vector<OpKernels> layer_ops(const TransformerConfig& m, const Workload& w, 
     ops.push_back(r.bias_gelu(m.gated_mlp ? "silu" : "gelu", t, f, bias ? (m.gated_mlp ? 2 : 1) * f : 0));
     if (m.gated_mlp) ops.push_back(r.elementwise("gate", KernelOp::Mul, t, f, 2));
   }
-  ops.push_back(r.layer_linear("fc2", t, f, h, linear_bias));
+  ops.push_back(r.layer_linear("fc2", t, f, h, linear_bias, row));
   ops.push_back(r.bias_dropout_add("residual2", tv, h, m.dropout, bias));
   return ops;
 }
@@ -358,12 +364,17 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   ops.push_back(r.top_k_gating("router_topk", own, experts));
   ops.push_back(r.copy("permute", dispatched * h));
   if (m.moe.shared_experts > 0) {
+    // The shared experts' MLP (TEColumnParallelLinear, TERowParallelLinear:
+    // ln2 is its own TENorm in an MoE layer, so fc1 casts its input).
     const std::int64_t fs = m.moe.shared_experts * m.expert_ffn() / tp;
-    ops.push_back(r.layer_linear("shared_fc1", t, h, width * fs, false));
+    const std::int64_t shards = shard.sequence_parallel ? tp : 1;
+    ops.push_back(r.layer_linear("shared_fc1", t, h, width * fs, false,
+                                 {.row_parallel = false, .norm_fused = false, .sequence_shards = shards}));
     ops.push_back(
         r.elementwise(m.gated_mlp ? "shared_silu" : "shared_act", KernelOp::Gelu, t, fs, 1));  // no bias
     if (m.gated_mlp) ops.push_back(r.elementwise("shared_gate", KernelOp::Mul, t, fs, 2));
-    ops.push_back(r.layer_linear("shared_fc2", t, fs, h, false));
+    ops.push_back(r.layer_linear("shared_fc2", t, fs, h, false,
+                                 {.row_parallel = true, .norm_fused = false, .sequence_shards = shards}));
   }
   const std::size_t first_routed = ops.size();
   ops.push_back(r.grouped_linear("fc1", local, per_expert, h, width * fe));

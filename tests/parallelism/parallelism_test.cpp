@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "tessera/error.hpp"
@@ -592,18 +593,24 @@ Workload fp8(Workload w) {
 
 TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
   // Llama 3 8B (gated MLP, GQA), unfused attention so the attention bmms are
-  // there to stay bf16; tp = 2.
+  // there to stay bf16; tp = 2 with sequence parallelism.
   const auto& m = model_preset("llama3-8b");
   const Workload bf16 = bf16_work(2048);
   const Sharding shard{2, true};
   const auto base = layer_ops(m, bf16, shard);
   const auto ops = layer_ops(m, fp8(bf16), shard);
   ASSERT_EQ(ops.size(), base.size());
-  int fp8_gemms = 0, casts = 0;
+  // Transformer Engine's kernels in the three passes, per linear: qkv and fc1
+  // (TELayerNormColumnParallelLinear: the norm writes their input in FP8)
+  // cast dy and transpose their input for the weight gradient; proj and fc2
+  // (TERowParallelLinear under sequence parallelism) cast their input, cast
+  // dy's shard and transpose the gathered dy, and transpose their input.
+  const std::map<std::string, std::size_t> added{{"qkv", 2}, {"proj", 4}, {"fc1", 2}, {"fc2", 4}};
+  int fp8_gemms = 0;
+  std::size_t casts = 0, weight_casts = 0;
   std::map<DType, int> others;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const bool layer_gemm = ops[i].name == "qkv" || ops[i].name == "proj" || ops[i].name == "fc1" ||
-                            ops[i].name == "fc2";
+    const bool layer_gemm = added.contains(ops[i].name);
     std::size_t kernels = 0, base_kernels = 0;
     for (const Pass OpKernels::*p : {&OpKernels::forward, &OpKernels::input_grad, &OpKernels::weight_grad}) {
       kernels += (ops[i].*p).kernels.size();
@@ -618,13 +625,18 @@ TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
         }
       }
     }
-    // The layer linears add three casts (x, the weight, dy); nothing else changes.
-    EXPECT_EQ(kernels, base_kernels + (layer_gemm ? 3 : 0)) << ops[i].name;
-    casts += layer_gemm ? 3 : 0;
+    EXPECT_EQ(kernels, base_kernels + (layer_gemm ? added.at(ops[i].name) : 0)) << ops[i].name;
+    casts += layer_gemm ? added.at(ops[i].name) : 0;
+    // The weight's cast, once per iteration, apart from the passes.
+    EXPECT_EQ(ops[i].weight_cast.kernels.size(), layer_gemm ? 1U : 0U) << ops[i].name;
+    EXPECT_EQ(ops[i].weight_cast.launches, layer_gemm ? 1 : 0) << ops[i].name;
+    weight_casts += ops[i].weight_cast.kernels.size();
+    EXPECT_TRUE(base[i].weight_cast.empty()) << ops[i].name;
   }
   // 4 linears x (forward, input-gradient, weight-gradient GEMM).
   EXPECT_EQ(fp8_gemms, 12);
-  EXPECT_EQ(casts, 12);
+  EXPECT_EQ(casts, 12U);  // 16 with the weights' casts before: 12 launches every micro-batch
+  EXPECT_EQ(weight_casts, 4U);
   // The rest: bf16, but for the FP32 main-gradient accumulation of the fused
   // wgrad GEMMs (one per linear, as with bf16) and the norms' gradients.
   int base_fp32 = 0;
@@ -635,14 +647,36 @@ TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
   }
   EXPECT_EQ(others[DType::FP32], base_fp32);
   EXPECT_EQ(others.size(), 2U);  // bf16 and fp32 only
-  // The casts: x (t x h = 2048 x 4096) read in bf16, written in FP8 with its
-  // transpose: 4 bytes per element.
-  const auto qkv = std::find_if(ops.begin(), ops.end(), [](const OpKernels& o) { return o.name == "qkv"; });
-  ASSERT_NE(qkv, ops.end());
-  EXPECT_EQ(qkv->forward.kernels[0].bytes(), Bytes(4LL * 2048 * 4096));
-  // The weight: 4096 x (32 + 2 x 8) x 128 / tp.
-  EXPECT_EQ(qkv->forward.kernels[1].bytes(), Bytes(4LL * 4096 * (48 * 128 / 2)));
-  EXPECT_EQ(qkv->forward.launches, 3);
+  auto find = [&](const std::string& name) {
+    const auto it = std::find_if(ops.begin(), ops.end(), [&](const OpKernels& o) { return o.name == name; });
+    EXPECT_NE(it, ops.end()) << name;
+    return *it;
+  };
+  // qkv: no input cast (ln1 writes FP8; the planner gathers it in FP8): its
+  // forward is the GEMM alone.
+  const OpKernels qkv = find("qkv");
+  EXPECT_EQ(qkv.forward.launches, 1);
+  ASSERT_EQ(qkv.forward.kernels.size(), 1U);
+  // The weight, 4096 x (32 + 2 x 8) x 128 / tp, read in bf16 and written in
+  // FP8 with its transpose: 4 bytes per element.
+  EXPECT_EQ(qkv.weight_cast.kernels[0].bytes(), Bytes(4LL * 4096 * (48 * 128 / 2)));
+  // dy (t x 3072 = 2048 x 3072, not gathered: column-parallel), cast with
+  // its transpose; the gathered FP8 input (2048 x 4096) transposed for the
+  // weight gradient before its GEMM (1 + 1 bytes per element).
+  EXPECT_EQ(qkv.input_grad.kernels[0].bytes(), Bytes(4LL * 2048 * 3072));
+  ASSERT_EQ(qkv.weight_grad.kernels.size(), 3U);  // transpose, GEMM, its main-gradient part
+  EXPECT_EQ(qkv.weight_grad.kernels[0].bytes(), Bytes(2LL * 2048 * 4096));
+  EXPECT_TRUE(node_model::is_gemm(qkv.weight_grad.kernels[1].op));
+  // proj (input 2048 x 4096 / tp): the input cast alone (3 bytes per
+  // element; sequence parallelism), dy's shard (1024 x 4096) cast before
+  // the FP8 gather and the gathered dy (2048 x 4096) transposed, the input
+  // transposed for the weight gradient.
+  const OpKernels proj = find("proj");
+  EXPECT_EQ(proj.forward.kernels[0].bytes(), Bytes(3LL * 2048 * 2048));
+  EXPECT_EQ(proj.input_grad.kernels[0].bytes(), Bytes(3LL * 1024 * 4096));
+  EXPECT_EQ(proj.input_grad.kernels[1].bytes(), Bytes(2LL * 2048 * 4096));
+  EXPECT_EQ(proj.input_grad.launches, 3);
+  EXPECT_EQ(proj.weight_grad.kernels[0].bytes(), Bytes(2LL * 2048 * 2048));
   // The same model FLOPs: the casts are hardware FLOPs only.
   auto model = [](const std::vector<OpKernels>& v) {
     double f = 0;
@@ -658,9 +692,55 @@ TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
   // The LM head and the MoE router stay bf16.
   for (const auto& op : lm_head_ops(m, fp8(bf16), shard)) {
     for (const auto& k : op.forward.kernels) EXPECT_NE(k.dtype, DType::FP8) << op.name;
+    EXPECT_TRUE(op.weight_cast.empty()) << op.name;
   }
   // fp8 keeps bf16 for everything but its GEMMs: other dtypes are refused.
   EXPECT_THROW((void)node_model::OpRules(node_model::Framework::Megatron, DType::FP16, {.fp8 = true}), InputError);
+}
+
+TEST(Fp8, WithoutSequenceParallelismInputsAndGradientsAreCastWithTheirTransposes) {
+  // GPT-3 XL at tp 2 without sequence parallelism: nothing is gathered, so
+  // Transformer Engine casts proj's and fc2's inputs and every dy with their
+  // transposes (fp8_cast_transpose_fused, 4 bytes per element) and
+  // transposes nothing in the weight-gradient pass but the FP8 output of
+  // the fused norms (qkv, fc1). QKV's bias gradient is fused into its dy
+  // cast (fp8_cast_transpose_bgrad_fused): no bias pass of its own.
+  const auto& m = model_preset("gpt3-xl");
+  ASSERT_TRUE(m.linear_bias);
+  const Workload bf16 = bf16_work(2048);
+  const Sharding shard{2, false};
+  const auto base = layer_ops(m, bf16, shard);
+  const auto ops = layer_ops(m, fp8(bf16), shard);
+  auto find = [](const std::vector<OpKernels>& v, const std::string& name) {
+    return *std::find_if(v.begin(), v.end(), [&](const OpKernels& o) { return o.name == name; });
+  };
+  const std::int64_t t = 2048, h = 2048, f = 8192 / 2;
+  const OpKernels proj = find(ops, "proj"), fc2 = find(ops, "fc2");
+  EXPECT_EQ(proj.forward.kernels[0].bytes(), Bytes(4LL * t * (h / 2)));
+  EXPECT_EQ(proj.input_grad.kernels[0].bytes(), Bytes(4LL * t * h));
+  EXPECT_EQ(proj.input_grad.launches, 2);  // the cast, the dgrad GEMM
+  EXPECT_EQ(fc2.forward.kernels[0].bytes(), Bytes(4LL * t * f));
+  for (const OpKernels& op : {proj, fc2}) {
+    EXPECT_EQ(op.weight_grad.kernels.size(), find(base, op.name).weight_grad.kernels.size()) << op.name;
+  }
+  const OpKernels qkv = find(ops, "qkv"), qkv16 = find(base, "qkv");
+  // bf16: the wgrad GEMM, its main-gradient part, the bias gradient and the
+  // bias's accumulation; fp8: the input's transpose, the GEMM, its part and
+  // the bias's accumulation.
+  ASSERT_EQ(qkv16.weight_grad.kernels.size(), 4U);
+  ASSERT_EQ(qkv.weight_grad.kernels.size(), 4U);
+  EXPECT_EQ(qkv.weight_grad.kernels[0].bytes(), Bytes(2LL * t * h));
+  EXPECT_EQ(qkv.weight_grad.launches, qkv16.weight_grad.launches);
+  EXPECT_EQ(qkv.input_grad.kernels[0].bytes(), Bytes(4LL * t * (3 * h / 2)));
+  // A mixture of experts' grouped GEMMs (Transformer Engine's GroupedLinear):
+  // tokens and dy cast with their transposes, the weights once per iteration.
+  const node_model::OpRules rules(node_model::Framework::Megatron, DType::BF16, {.fp8 = true});
+  const OpKernels experts = rules.grouped_linear("fc1", 4, 512, 1024, 2048);
+  EXPECT_EQ(experts.forward.kernels.size(), 2U);
+  EXPECT_EQ(experts.forward.kernels[0].bytes(), Bytes(4LL * 4 * 512 * 1024));
+  EXPECT_EQ(experts.input_grad.kernels[0].bytes(), Bytes(4LL * 4 * 512 * 2048));
+  ASSERT_EQ(experts.weight_cast.kernels.size(), 1U);
+  EXPECT_EQ(experts.weight_cast.kernels[0].bytes(), Bytes(4LL * 4 * 1024 * 2048));
 }
 
 TEST(Transformer, MegatronAddsThePositionsOnEveryTokenAndAccumulatesTheTiedHeadsGradient) {

@@ -685,6 +685,133 @@ TEST(Passes, WithoutTensorParallelCollectivesARankRunsItsShareAlone) {
             "fwd.ln1 fwd.ep.dispatch.all-to-all@ep fwd.experts fwd.ep.combine.all-to-all@ep fwd.unpermute");
 }
 
+namespace {
+/// megatron_work() in bf16 with Transformer Engine FP8 layer GEMMs
+/// (training.dtype: fp8).
+Workload fp8_work() {
+  Workload w = megatron_work();
+  w.dtype = DType::BF16;
+  w.profile.fp8 = true;
+  return w;
+}
+
+/// Every collective of `kind` in `list`, as its bytes.
+std::vector<std::int64_t> collective_bytes(const PieceList& list, CollectiveKind kind) {
+  std::vector<std::int64_t> out;
+  for (const Piece& p : list.pieces()) {
+    if (!p.compute && p.kind == kind) out.push_back(p.bytes.count());
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Passes, Fp8SequenceParallelGathersMoveOneBytePerElement) {
+  // Transformer Engine casts a sequence shard to FP8 before gathering it
+  // (the norms' FP8 output for qkv and fc1; the saved FP8 input re-gathered
+  // for the weight gradient; a row-parallel linear's dy in
+  // grad_output_preprocess): every all-gather of the layer moves 1 byte per
+  // element of b s h (32 x 64), the reduce-scatters of the GEMMs' bf16
+  // outputs 2.
+  const test_support::LayersOnlyPredictor pred(97);
+  const Workload w = fp8_work();
+  const KernelTimer timer(pred, w);
+  ParallelPlan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.schedule = Schedule::ZeroBubbleH1;
+  const std::int64_t act = 32 * 64;
+  const LayerPieces lp = layer_pieces(tiny(), w, p, timer, true);
+  ASSERT_TRUE(lp.first_forward.has_value());
+  // Forward: qkv's and fc1's inputs; the fused backward: fc2's and proj's dy,
+  // fc1's and qkv's inputs re-gathered (B: the dy, W: the inputs).
+  const std::vector<std::pair<const PieceList*, std::size_t>> lists{
+      {&lp.forward, 2}, {&*lp.first_forward, 2}, {&lp.backward, 4}, {&lp.input_backward, 2}, {&lp.weight_backward, 2}};
+  for (const auto& [l, n] : lists) {
+    const auto gathers = collective_bytes(*l, CollectiveKind::AllGather);
+    EXPECT_EQ(gathers, std::vector<std::int64_t>(n, act)) << pieces_text(*l);
+    for (std::int64_t b : collective_bytes(*l, CollectiveKind::ReduceScatter)) EXPECT_EQ(b, 2 * act);
+  }
+  // bf16: 2 bytes each.
+  Workload bf16 = w;
+  bf16.profile.fp8 = false;
+  const LayerPieces plain = layer_pieces(tiny(), bf16, p, timer, true);
+  EXPECT_FALSE(plain.first_forward.has_value());
+  EXPECT_EQ(collective_bytes(plain.forward, CollectiveKind::AllGather), (std::vector<std::int64_t>{2 * act, 2 * act}));
+  // An MoE layer: the attention's and the shared experts' gathers in FP8;
+  // the token dispatcher's gather of the routed tokens stays bf16 (its own,
+  // not Transformer Engine's).
+  TransformerConfig m = tiny_moe();
+  m.moe.shared_experts = 1;
+  const LayerPieces moe = moe_layer_pieces(m, w, p, timer, false);
+  const Bytes routed(expert_tokens_per_rank(m, w, Sharding{2, true}) * 64 * 2);
+  const auto gathers = collective_bytes(moe.forward, CollectiveKind::AllGather);
+  EXPECT_EQ(gathers, (std::vector<std::int64_t>{act, act, routed.count()}));
+}
+
+TEST(Passes, Fp8WeightCastsRunInEachChunksFirstMicroBatchOnly) {
+  // Megatron-Core sets is_first_microbatch on a model chunk for its first
+  // micro-batch and Transformer Engine caches the FP8 weights for the rest
+  // of the iteration: each layer casts its four weights (4 bytes per
+  // element: cast and transpose) in its chunk's first forward step only,
+  // not in later micro-batches and not in a recomputed forward. Memory
+  // passes cost a picosecond per byte, GEMMs nothing; interleaved 1F1B (two
+  // chunks per stage), 4 micro-batches, full recomputation.
+  const test_support::BytesPredictor pred;
+  Workload w = fp8_work();
+  w.host.per_launch = Time::from_us(1);
+  ParallelPlan p;
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.schedule = Schedule::Interleaved1F1B;
+  p.global_batch = 4;
+  p.recompute = Recompute::Full;
+  const TransformerConfig m = tiny();
+  // A layer's weight casts: qkv 64 x 192, proj 64 x 64, fc1 64 x 256, fc2 256 x 64.
+  std::int64_t cast_bytes = 0, cast_launches = 0;
+  for (const OpKernels& op : layer_ops(m, w)) {
+    for (const auto& k : op.weight_cast.kernels) cast_bytes += k.bytes().count();
+    cast_launches += op.weight_cast.launches;
+  }
+  EXPECT_EQ(cast_bytes, 4 * (64 * 192 + 64 * 64 + 64 * 256 + 256 * 64));
+  EXPECT_EQ(cast_launches, 4);
+  const TaskGraph g = plan_training(m, w, p, pred);
+  ASSERT_NO_THROW(g.validate());
+  ParallelPlan kept = p;
+  kept.recompute = Recompute::None;
+  const TaskGraph none = plan_training(m, w, kept, pred);
+  // Stage 0 runs layers 0-1 (chunk 0) and 4-5 (chunk 1).
+  auto task = [](const TaskGraph& graph, int chunk, int mb, std::int64_t layer,
+                 std::string_view step) -> const Task& {
+    const std::string name = fmt::format("c{}.mb{}.layer{:03}.{}", chunk, mb, layer, step);
+    const auto& tasks = graph.tasks(0);
+    const auto it = std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.name == name; });
+    EXPECT_NE(it, tasks.end()) << name;
+    return it != tasks.end() ? *it : tasks.front();
+  };
+  for (const auto& [chunk, layer] : std::vector<std::pair<int, std::int64_t>>{{0, 0}, {0, 1}, {1, 4}, {1, 5}}) {
+    const Task& first = task(g, chunk, 0, layer, "fwd");
+    for (int mb = 0; mb < 4; ++mb) {
+      const Task& fwd = task(g, chunk, mb, layer, "fwd");
+      const Task& later = task(g, chunk, mb == 0 ? 1 : mb, layer, "fwd");
+      if (mb > 0) {
+        EXPECT_EQ(first.duration - fwd.duration, Time::from_ps(cast_bytes)) << layer << " mb " << mb;
+        EXPECT_EQ(first.host_issue - fwd.host_issue, Time::from_us(cast_launches)) << layer << " mb " << mb;
+      }
+      // The recomputed forward (one task with the backward) casts no weight,
+      // in the first micro-batch either: it is a later micro-batch's forward
+      // and the backward.
+      EXPECT_EQ(task(g, chunk, mb, layer, "recompute.fwd+bwd").duration,
+                later.duration + task(none, chunk, mb, layer, "bwd").duration)
+          << layer << " mb " << mb;
+    }
+  }
+  // Without FP8 no forward differs.
+  Workload bf16 = w;
+  bf16.profile.fp8 = false;
+  const TaskGraph plain = plan_training(m, bf16, p, pred);
+  EXPECT_EQ(task(plain, 0, 0, 0, "fwd").duration, task(plain, 0, 1, 0, "fwd").duration);
+}
+
 // --- Data-parallel gradient buckets ----------------------------------------------
 
 TEST(Passes, OverlappedBucketsCloseOnceFull) {

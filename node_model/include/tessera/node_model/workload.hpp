@@ -88,9 +88,19 @@ struct OpKernels {
   /// Work on padding (a mixture of experts' capacity slack and routing
   /// imbalance): hardware FLOPs, not model FLOPs.
   Flops padding_flops;
-  /// Work of the FP8 casts (ProfileOptions::fp8): hardware FLOPs, not model
-  /// FLOPs (an fp8 run does the model FLOPs of its bf16 twin).
+  /// Work of the FP8 casts and transposes in the three passes
+  /// (ProfileOptions::fp8): hardware FLOPs, not model FLOPs (an fp8 run does
+  /// the model FLOPs of its bf16 twin). The weight casts of `weight_cast`
+  /// are not in it (they are in none of the three passes).
   Flops cast_flops;
+  /// Kernels that run once per iteration and model chunk, in the forward of
+  /// the chunk's first micro-batch (before the op's forward kernels), not in
+  /// later micro-batches nor in a recomputed forward: Transformer Engine's
+  /// FP8 weight casts (ProfileOptions::fp8), which it caches across the
+  /// micro-batches of an iteration (Megatron-Core sets is_first_microbatch
+  /// on the model chunk for its first micro-batch; OpRules::layer_linear).
+  /// Hardware work only. Empty otherwise.
+  Pass weight_cast;
 };
 
 /// Options of a framework profile that change kernels.
@@ -121,9 +131,28 @@ struct ProfileOptions {
   /// (`training.dtype: fp8`; the OpRules dtype stays bf16): the GEMMs of the
   /// transformer layers' linears (OpRules::layer_linear: QKV, projection,
   /// fc1, fc2, the experts' grouped GEMMs) run in FP8 (E4M3 forward, E5M2
-  /// gradients, 1 byte each, BF16 output) behind per-tensor casts to FP8
-  /// (memory passes); everything else runs in bf16 (docs/node_model.md).
+  /// gradients, 1 byte each, BF16 output) behind Transformer Engine's casts
+  /// to FP8 (memory passes; the weights' once per iteration,
+  /// OpKernels::weight_cast); everything else runs in bf16
+  /// (docs/node_model.md, docs/parallelism.md "FP8 training").
   bool fp8 = false;
+};
+
+/// Where a layer linear sits in Megatron-Core's Transformer Engine layer
+/// (get_gpt_layer_with_transformer_engine_spec), which decides how
+/// Transformer Engine gets its operands to FP8 (ProfileOptions::fp8 only;
+/// OpRules::layer_linear).
+struct TeLinear {
+  /// TERowParallelLinear (proj, fc2, a shared expert's fc2); else
+  /// column-parallel (qkv, fc1, a shared expert's fc1).
+  bool row_parallel = false;
+  /// TELayerNormColumnParallelLinear (a dense layer's qkv and fc1): the
+  /// layer norm before it writes its output in FP8 (that norm is the
+  /// layer's own `ln1` / `ln2` op), so the linear casts no input.
+  bool norm_fused = false;
+  /// Ranks sharing the sequence: tp with sequence parallelism (Transformer
+  /// Engine's sequence_parallel), else 1.
+  std::int64_t sequence_shards = 1;
 };
 
 /// Whether Megatron's fused scale-mask-softmax CUDA kernel
@@ -162,16 +191,32 @@ class OpRules {
   [[nodiscard]] OpKernels linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
                                  bool bias) const;
   /// A linear of a transformer layer (QKV, attention projection, fc1, fc2):
-  /// linear() with, under ProfileOptions::fp8, FP8 GEMMs and the casts of
-  /// their inputs to FP8: forward, the input x (rows x in) and the weight
-  /// (in x out) each cast with its transpose (Transformer Engine's
-  /// cast_transpose: reads 2 bytes, writes 1 + 1 per element, the amax
-  /// fused in); input gradient, the output gradient (rows x out) likewise.
-  /// The weight-gradient GEMM reuses the transposed FP8 copies. The weight
-  /// cast is charged every micro-batch (Transformer Engine caches it after
-  /// the first: an overestimate of (m - 1) weight casts per iteration).
+  /// linear() with, under ProfileOptions::fp8, FP8 GEMMs and Transformer
+  /// Engine's kernels that get their operands to FP8 (TE 1.x's _Linear and
+  /// _LayerNormLinear, TransformerEngineBaseModule.grad_output_preprocess;
+  /// Hopper's FP8 GEMMs take transposed copies, so each operand is also
+  /// transposed for the GEMM that needs it). `rows` are the GEMM's (with
+  /// sequence parallelism the gathered sequence); `te` where the linear sits.
+  ///  - The weight (in x out): cast with its transpose (cast_transpose:
+  ///    reads 2 bytes, writes 1 + 1 per element, the amax fused in) once
+  ///    per iteration, in OpKernels::weight_cast.
+  ///  - The input x (rows x in): none where the norm writes it in FP8
+  ///    (`norm_fused`); else cast with its transpose (4 bytes per element),
+  ///    or under sequence parallelism cast alone (3 bytes per element; a
+  ///    column-parallel linear casts its own shard, rows / shards, and the
+  ///    planner all-gathers the FP8 copy). Where it was not transposed
+  ///    (`norm_fused`, or sequence parallelism) the weight-gradient pass
+  ///    transposes the FP8 input (fp8_transpose: 1 + 1 bytes per element
+  ///    of rows x in) before its GEMM.
+  ///  - The output gradient dy (rows x out), before the input-gradient
+  ///    GEMM: cast with its transpose (4 bytes per element; with a bias its
+  ///    gradient fused in, cast_transpose_bgrad, so no bias pass of its
+  ///    own); a row-parallel linear under sequence parallelism casts its
+  ///    shard (3 bytes per element of rows / shards), which the planner
+  ///    all-gathers in FP8, then transposes the gathered dy (2 bytes per
+  ///    element).
   [[nodiscard]] OpKernels layer_linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
-                                       bool bias) const;
+                                       bool bias, TeLinear te = {}) const;
   /// Element type of the layer GEMMs: FP8 under ProfileOptions::fp8, else dtype().
   [[nodiscard]] DType layer_gemm_dtype() const { return options_.fp8 ? DType::FP8 : dtype_; }
   /// A mixture of experts' grouped GEMM (Megatron-core's GroupedMLP):
@@ -179,8 +224,12 @@ class OpRules {
   /// `in` x `out`, no bias, one launch each way; timed by the node model as
   /// the batched GEMM of those shapes. The weight gradient is a grouped GEMM
   /// too (accumulated into the main gradient as linear()'s). Under
-  /// ProfileOptions::fp8 the three grouped GEMMs run in FP8 behind the casts
-  /// layer_linear() describes.
+  /// ProfileOptions::fp8 the three grouped GEMMs run in FP8 behind
+  /// Transformer Engine's casts with their transposes (GroupedLinear, no
+  /// tensor parallelism of its own): the tokens (groups x rows x in) in the
+  /// forward, dy (groups x rows x out) before the input-gradient GEMM, 4
+  /// bytes per element each, and the weights (groups x in x out) once per
+  /// iteration (OpKernels::weight_cast).
   [[nodiscard]] OpKernels grouped_linear(std::string name, std::int64_t groups, std::int64_t rows,
                                          std::int64_t in, std::int64_t out) const;
   /// A mixture of experts' gating after the router GEMM: the softmax over
@@ -283,7 +332,7 @@ class OpRules {
  private:
   /// linear() with its GEMMs in `gemm` (FP8: behind the casts of layer_linear()).
   [[nodiscard]] OpKernels linear_in(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
-                                    bool bias, DType gemm) const;
+                                    bool bias, DType gemm, TeLinear te = {}) const;
   [[nodiscard]] bool megatron() const { return is_megatron(framework_); }
   Framework framework_;
   DType dtype_;

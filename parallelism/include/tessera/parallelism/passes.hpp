@@ -262,7 +262,13 @@ class PieceList {
 struct LayerPieces {
   explicit LayerPieces(const KernelTimer& timer)
       : forward(timer), backward(timer), input_backward(timer), weight_backward(timer) {}
+  /// The forward of every micro-batch (and the one a recomputation repeats).
   PieceList forward;
+  /// The forward of a model chunk's first micro-batch of the iteration where
+  /// it runs more than `forward`: `forward` with the ops' once-per-iteration
+  /// kernels (OpKernels::weight_cast: Transformer Engine's FP8 weight casts)
+  /// before their forward kernels. Empty where there are none.
+  std::optional<PieceList> first_forward;
   PieceList backward;  ///< including any recomputation
   /// Zero-bubble schedules (filled when the schedule splits the backward):
   /// B, the input gradients (with any recomputation), and W, the weight
@@ -276,17 +282,25 @@ struct LayerPieces {
     if (!split) return backward;
     return kind == StepKind::W ? weight_backward : input_backward;
   }
+  /// The forward a step runs: first_forward in the chunk's first
+  /// micro-batch (`first`) where there is one, else `forward`.
+  [[nodiscard]] const PieceList& forward_of(bool first) const {
+    return first && first_forward ? *first_forward : forward;
+  }
   void drop_tensor_parallel_collectives() {
     for (PieceList* l : {&forward, &backward, &input_backward, &weight_backward}) {
       l->drop_tensor_parallel_collectives();
     }
+    if (first_forward) first_forward->drop_tensor_parallel_collectives();
   }
 };
 
 /// A dense layer on one rank: forward [ln1] (AG) [qkv .. proj] AR|RS
 /// [residual1, ln2] (AG) [fc1 .. fc2] AR|RS [residual2] (collectives with
 /// tp > 1, AG with SP), its backward (docs/parallelism.md, "Tensor
-/// parallelism"), and with `split` its B and W.
+/// parallelism"), and with `split` its B and W. Under FP8 training the
+/// all-gathers move 1 byte per element (Transformer Engine gathers FP8)
+/// and the chunk's first micro-batch runs first_forward (the weight casts).
 LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const ParallelPlan& p,
                          const KernelTimer& timer, bool split);
 /// An MoE layer on one rank (docs/parallelism.md, "Mixture of experts"): the
