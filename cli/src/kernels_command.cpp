@@ -86,9 +86,10 @@ std::string table_json(const study::KernelTable& t, const study::Scenario& s) {
     parts += fmt::format(
         "{}{{\"part\": {}, \"count\": {}, \"forward_s\": {:.9e}, \"input_grad_s\": {:.9e}, "
         "\"weight_grad_s\": {:.9e}, \"total_s\": {:.9e}, \"gemm_s\": {:.9e}, "
-        "\"kernels\": {}, \"gemms\": {}}}",
+        "\"kernels\": {}, \"gemms\": {}, \"weight_cast_s\": {:.9e}}}",
         parts.empty() ? "" : ", ", json_string(p.part), p.instances, p.pass[0].seconds(), p.pass[1].seconds(),
-        p.pass[2].seconds(), p.total().seconds(), p.gemm.seconds(), p.kernels, p.gemm_kernels);
+        p.pass[2].seconds(), p.total().seconds(), p.gemm.seconds(), p.kernels, p.gemm_kernels,
+        p.weight_cast.seconds());
   }
   return fmt::format(
       "{{\"scenario\": {}, \"model\": {}, \"gpu\": {}, \"predictor\": {}, {}\"framework\": \"{}\", "
@@ -147,10 +148,12 @@ int cmd_kernels(const Args& args, std::ostream& out) {
                      "dtype", "b x m x n x k | rows x h", "time_us", "TFLOP/s", "GB/s");
   bool parts = false;
   bool copies = false;
+  bool weight_casts = false;
   for (const auto& u : t.uses) {
     const study::KernelTableRow& r = t.rows[u.row];
     const Time time = t.time_of(u);
     parts = parts || u.fused_part;
+    weight_casts = weight_casts || u.pass == study::OpPass::WeightCast;
     copies = copies || r.kernel.op == node_model::KernelOp::Copy;
     out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
                        u.op + "." + std::string(study::to_string(u.pass)),
@@ -163,6 +166,14 @@ int cmd_kernels(const Args& args, std::ostream& out) {
     out << "(+: a further part of the kernel above it, in the same launch, as the node model times a fused "
            "kernel: no launch floor of its own)\n";
   }
+  // Transformer Engine's FP8 weight casts run in the plan once per
+  // iteration and model chunk (LayerPieces::first_forward), not per
+  // micro-batch: listed (the CSV times them) but summed apart.
+  if (weight_casts) {
+    out << "(weight_cast: Transformer Engine's FP8 weight casts, once per iteration and model chunk, before "
+           "the "
+           "forward of the chunk's first micro-batch: not in the per-micro-batch sums below)\n";
+  }
   // (helper 140: copies at 100% of the HBM peak, unexplained)
   if (copies) {
     out << "(copy: no copy kernel was measured to learn from, so a copy is timed at the GPU's full memory "
@@ -173,7 +184,8 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   out << "\nPer micro-batch, milliseconds:\n";
   out << fmt::format("{:<10} {:>5} {:>10} {:>11} {:>12} {:>10} {:>10} {:>8} {:>6}\n", "part", "count",
                      "forward", "input_grad", "weight_grad", "total", "GEMM time", "kernels", "GEMMs");
-  for (const study::PartTotals& p : study::part_totals(t, s)) {
+  const std::vector<study::PartTotals> totals = study::part_totals(t, s);
+  for (const study::PartTotals& p : totals) {
     out << fmt::format("{:<10} {:>5} {:>10.3f} {:>11.3f} {:>12.3f} {:>10.3f} {:>10.3f} {:>8} {:>6}\n", p.part,
                        p.part == "model" ? "" : fmt::format("x{}", p.instances), p.pass[0].ms(),
                        p.pass[1].ms(), p.pass[2].ms(), p.total().ms(), p.gemm.ms(), p.kernels,
@@ -181,6 +193,17 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   }
   out << "(model: every part times its count, on one tensor-parallel rank and every pipeline stage; no "
          "recomputation, collectives or optimizer step)\n";
+  if (weight_casts) {
+    const study::PartTotals& model = totals.back();
+    std::string each;
+    for (std::size_t i = 0; i + 1 < totals.size(); ++i) {
+      if (totals[i].weight_cast <= Time::zero()) continue;
+      each += fmt::format("{}{} {:.3f} ms x{}", each.empty() ? "" : ", ", totals[i].part,
+                          totals[i].weight_cast.ms(), totals[i].instances);
+    }
+    out << fmt::format("Weight casts once per iteration: {:.3f} ms for the model ({})\n",
+                       model.weight_cast.ms(), each);
+  }
   out << fmt::format("{} distinct kernels", t.rows.size());
   if (csv_path) {
     write_file_atomic(*csv_path, table_csv(t));

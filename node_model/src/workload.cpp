@@ -205,8 +205,12 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
   // The wgrad GEMM reads and writes the main gradient (beta = 1): a part of
   // its launch, listed right after it (before the bias gradient's kernel).
   if (fused) op.weight_grad.add(memory_pass(in * out * dtype_bytes(grad_dtype()), grad_dtype()), 0);
-  // grad_output.sum(0) (in the FP8 dy cast where Transformer Engine fuses it).
-  if (bias && !bgrad_fused) op.weight_grad.add(memory_pass(rows * out * dtype_bytes(dtype_), dtype_));
+  // grad_output.sum(0) (in the FP8 dy cast where Transformer Engine fuses it:
+  // that much of the cast's work is the bias gradient's, model FLOPs as in
+  // bf16, so it leaves cast_flops).
+  const Kernel bias_grad = memory_pass(rows * out * dtype_bytes(dtype_), dtype_);
+  if (bias && !bgrad_fused) op.weight_grad.add(bias_grad);
+  if (bias && bgrad_fused) op.cast_flops = Flops(op.cast_flops.count() - bias_grad.flops().count());
   if (!options_.main_grad) return op;  // .grad written by the GEMM (PyTorch DDP)
   if (fused) {
     if (bias) op.weight_grad.append(grad_accumulation(out));

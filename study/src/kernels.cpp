@@ -18,6 +18,8 @@ std::string_view to_string(OpPass p) {
       return "input_grad";
     case OpPass::WeightGrad:
       return "weight_grad";
+    case OpPass::WeightCast:
+      return "weight_cast";
   }
   return "?";
 }
@@ -47,8 +49,11 @@ KernelTable build_kernel_table(const Scenario& s) {
   std::map<node_model::Kernel, std::size_t> index;
   for (const auto& [part, ops] : parts) {
     for (const auto& op : ops) {
-      const std::array<std::pair<OpPass, const node_model::Pass*>, 3> passes{
-          {{OpPass::Forward, &op.forward},
+      // The weight casts (once per iteration) first: they run before the
+      // forward of a chunk's first micro-batch.
+      const std::array<std::pair<OpPass, const node_model::Pass*>, 4> passes{
+          {{OpPass::WeightCast, &op.weight_cast},
+           {OpPass::Forward, &op.forward},
            {OpPass::InputGrad, &op.input_grad},
            {OpPass::WeightGrad, &op.weight_grad}}};
       for (const auto& [pass, kernels] : passes) {
@@ -88,6 +93,10 @@ std::vector<PartTotals> part_totals(const KernelTable& t, const Scenario& s) {
     PartTotals& p = out.back();
     const KernelTableRow& r = t.rows[u.row];
     const Time time = t.time_of(u);
+    if (u.pass == OpPass::WeightCast) {  // once per iteration, not per micro-batch
+      p.weight_cast += time;
+      continue;
+    }
     p.pass[static_cast<std::size_t>(u.pass)] += time;
     if (!u.fused_part) ++p.kernels;
     if (node_model::is_gemm(r.kernel.op)) {
@@ -101,6 +110,7 @@ std::vector<PartTotals> part_totals(const KernelTable& t, const Scenario& s) {
   for (const PartTotals& p : out) {
     for (std::size_t i = 0; i < 3; ++i) model.pass[i] += p.pass[i] * p.instances;
     model.gemm += p.gemm * p.instances;
+    model.weight_cast += p.weight_cast * p.instances;
     model.kernels += p.kernels * static_cast<std::size_t>(p.instances);
     model.gemm_kernels += p.gemm_kernels * static_cast<std::size_t>(p.instances);
   }

@@ -223,3 +223,53 @@ TEST(KernelTable, PartTotalsSumTheUsesAndCountEachPart) {
   EXPECT_GT(m.gemm, Time::zero());
   EXPECT_LT(m.gemm, m.total());
 }
+
+TEST(KernelTable, Fp8WeightCastsAreListedOncePerIterationOutsideTheMicroBatchSums) {
+  // fp8 training on an H100 (tp 2): Transformer Engine casts each layer
+  // linear's weight once per iteration and model chunk (OpKernels::
+  // weight_cast, which the planner runs in a chunk's first forward). The
+  // table lists them, so that the --out CSV (a node_model.overrides
+  // template) holds every kernel the plan times, but sums them apart from
+  // the per-micro-batch passes.
+  const study::Scenario s = parse_scenario(
+      kScenario, "tp2.yaml", {{"cluster.gpu", "H100-SXM"}, {"training.dtype", "fp8"}, {"model.layers", "4"}});
+  const study::KernelTable t = study::kernel_table(s);
+  std::map<std::string, const study::KernelTableRow*> casts;
+  Time layer_casts;
+  for (const auto& u : t.uses) {
+    if (u.pass != study::OpPass::WeightCast) continue;
+    EXPECT_EQ(u.part, "layer");
+    EXPECT_EQ(study::to_string(u.pass), "weight_cast");
+    casts[u.op] = &t.rows[u.row];
+    layer_casts += t.time_of(u);
+  }
+  // qkv 1024 x 1536, proj 512 x 1024, fc1 1024 x 2048, fc2 2048 x 1024 per
+  // rank, each read in bf16 and written in FP8 with its transpose.
+  const std::map<std::string, std::int64_t> elements{
+      {"qkv", 1024 * 1536}, {"proj", 512 * 1024}, {"fc1", 1024 * 2048}, {"fc2", 2048 * 1024}};
+  ASSERT_EQ(casts.size(), elements.size());
+  for (const auto& [op, n] : elements) {
+    ASSERT_TRUE(casts.contains(op)) << op;
+    EXPECT_EQ(casts[op]->kernel.bytes(), Bytes(4 * n)) << op;
+  }
+  // The per-micro-batch sums leave them out; each part's weight_cast holds
+  // them, the model's every layer's.
+  const std::vector<study::PartTotals> totals = study::part_totals(t, s);
+  ASSERT_EQ(totals[1].part, "layer");
+  std::array<Time, 3> pass{};
+  std::size_t kernels = 0;
+  for (const auto& u : t.uses) {
+    if (u.part != "layer" || u.pass == study::OpPass::WeightCast) continue;
+    pass[static_cast<std::size_t>(u.pass)] += t.time_of(u);
+    kernels += u.fused_part ? 0 : 1;
+  }
+  EXPECT_EQ(totals[1].pass, pass);
+  EXPECT_EQ(totals[1].kernels, kernels);
+  EXPECT_GT(layer_casts, Time::zero());
+  EXPECT_EQ(totals[1].weight_cast, layer_casts);
+  EXPECT_EQ(totals.back().weight_cast, layer_casts * 4);
+  EXPECT_EQ(totals[0].weight_cast, Time::zero());  // the embedding and LM head stay bf16
+  // bf16: none.
+  const study::Scenario bf16 = parse_scenario(kScenario, "tp2.yaml", {{"cluster.gpu", "H100-SXM"}});
+  for (const auto& u : study::kernel_table(bf16).uses) EXPECT_NE(u.pass, study::OpPass::WeightCast);
+}

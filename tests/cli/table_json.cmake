@@ -27,7 +27,7 @@ if(NOT text MATCHES "\n([0-9]+) distinct kernels")
 endif()
 set(text_distinct ${CMAKE_MATCH_1})
 # The text's rows between the header and the blank line: one per execution.
-string(REGEX MATCHALL "\n(embedding|layer|moe_layer|lm_head) +[a-z0-9_.]+[.](forward|input_grad|weight_grad) " rows "${text}")
+string(REGEX MATCHALL "\n(embedding|layer|moe_layer|lm_head) +[a-z0-9_.]+[.](forward|input_grad|weight_grad|weight_cast) " rows "${text}")
 list(LENGTH rows text_uses)
 # Seconds as CMake's string(JSON) gives a number (0.556283187200000003,
 # 1.7483e-05) to whole units of 10^-`places` s (6: microseconds, 9:

@@ -9,6 +9,7 @@
 #include "tessera/error.hpp"
 #include "tessera/node_model/predictors.hpp"
 #include "tessera/node_model/roofline.hpp"
+#include "tessera/parallelism/passes.hpp"
 #include "tessera/parallelism/plan.hpp"
 
 using namespace tessera;
@@ -732,6 +733,22 @@ TEST(Fp8, WithoutSequenceParallelismInputsAndGradientsAreCastWithTheirTransposes
   EXPECT_EQ(qkv.weight_grad.kernels[0].bytes(), Bytes(2LL * t * h));
   EXPECT_EQ(qkv.weight_grad.launches, qkv16.weight_grad.launches);
   EXPECT_EQ(qkv.input_grad.kernels[0].bytes(), Bytes(4LL * t * (3 * h / 2)));
+  // The bias gradient fused into the dy cast is still model work: the
+  // layer's model FLOPs (all kernels but the casts') are the bf16 run's
+  // (they fell by the bias pass's when its work went into cast_flops).
+  auto model = [](const std::vector<OpKernels>& v) {
+    double f = 0;
+    for (const auto& op : v) {
+      for (const Pass* p : {&op.forward, &op.input_grad, &op.weight_grad}) {
+        for (const auto& k : p->kernels) f += k.flops().count();
+      }
+      f -= op.cast_flops.count();
+    }
+    return f;
+  };
+  EXPECT_DOUBLE_EQ(model(ops), model(base));
+  EXPECT_DOUBLE_EQ(model_flops(m, fp8(bf16), ParallelPlan{}, partition_layers(m.layers, 1, 1), 1),
+                   model_flops(m, bf16, ParallelPlan{}, partition_layers(m.layers, 1, 1), 1));
   // A mixture of experts' grouped GEMMs (Transformer Engine's GroupedLinear):
   // tokens and dy cast with their transposes, the weights once per iteration.
   const node_model::OpRules rules(node_model::Framework::Megatron, DType::BF16, {.fp8 = true});

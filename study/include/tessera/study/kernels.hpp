@@ -3,8 +3,9 @@
 // times it: the table behind `tessera kernels` (docs/cli.md). It lists what
 // one instance of each part of the model launches per micro-batch (the word
 // and position embeddings, one transformer layer, one MoE layer, the LM head
-// and loss); the schedule, recomputation and the optimizer step are the
-// planner's and are not repeated here.
+// and loss), and the kernels an instance runs once per iteration
+// (OpPass::WeightCast); the schedule, recomputation and the optimizer step
+// are the planner's and are not repeated here.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -32,11 +33,15 @@ struct KernelTableRow {
 };
 
 /// The pass of an operator a kernel belongs to (node_model::OpKernels).
-enum class OpPass { Forward, InputGrad, WeightGrad };
-/// "forward", "input_grad", "weight_grad".
+/// WeightCast: OpKernels::weight_cast (Transformer Engine's FP8 weight
+/// casts under fp8 training), run once per iteration and model chunk, before
+/// the forward of the chunk's first micro-batch: not one micro-batch's work.
+enum class OpPass { Forward, InputGrad, WeightGrad, WeightCast };
+/// "forward", "input_grad", "weight_grad", "weight_cast".
 std::string_view to_string(OpPass p);
 
-/// One execution of a kernel in one micro-batch of one instance of a part.
+/// One execution of a kernel in one micro-batch of one instance of a part
+/// (OpPass::WeightCast: in one iteration).
 struct KernelUse {
   std::string part;  ///< "embedding", "layer", "moe_layer" or "lm_head"
   std::string op;    ///< the operator (parallelism::layer_ops names): "qkv", "softmax", ...
@@ -52,7 +57,8 @@ struct KernelTable {
   /// lm_head; forward, input_grad, weight_grad within an op).
   std::vector<KernelTableRow> rows;
   /// Every execution in model order: parts as above, operators in forward
-  /// order, each operator's forward, input-gradient, weight-gradient kernels.
+  /// order, each operator's weight casts (once per iteration, run before its
+  /// first forward), forward, input-gradient, weight-gradient kernels.
   std::vector<KernelUse> uses;
   /// True: device times (Megatron's explicit host model); false: eager
   /// kernels timed alone from the host.
@@ -73,15 +79,19 @@ struct PartTotals {
   /// layers for "layer" and "moe_layer", 1 for "embedding" and "lm_head".
   std::int64_t instances = 0;
   std::array<Time, 3> pass{};  ///< forward, input_grad, weight_grad (indexed by OpPass)
-  Time gemm;                   ///< of which GEMMs (linear, bmm), all passes
-  std::size_t kernels = 0;     ///< kernel executions, all passes (a fused kernel's parts: one)
+  Time gemm;                   ///< of which GEMMs (linear, bmm), the three passes
+  std::size_t kernels = 0;     ///< kernel executions, the three passes (a fused kernel's parts: one)
   std::size_t gemm_kernels = 0;
+  /// The OpPass::WeightCast kernels, once per iteration (in none of the
+  /// per-micro-batch sums above).
+  Time weight_cast;
   [[nodiscard]] Time total() const { return pass[0] + pass[1] + pass[2]; }
 };
 
 /// The table's uses summed per part, in model order, and the whole model
-/// (every part times its instances) last, named "model". No recomputation,
-/// schedule or collectives: a sum of kernel times, not an iteration.
+/// (every part times its instances) last, named "model": per micro-batch,
+/// the weight casts (once per iteration) apart. No recomputation, schedule
+/// or collectives: a sum of kernel times, not an iteration.
 [[nodiscard]] std::vector<PartTotals> part_totals(const KernelTable& t, const Scenario& s);
 
 /// The kernels of `s`'s model on one tensor-parallel rank (tp, sequence
