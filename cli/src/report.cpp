@@ -682,7 +682,8 @@ std::string caveat_json(const std::vector<std::string>& untested_gpu,
 std::string fp8_basis() {
   return fmt::format(
       "layer GEMMs in FP8, timed unvalidated: the BF16 fit's utilization on the FP8 peak, fit on no FP8 "
-      "data ({}); memory as at bf16 (no FP8 weight copies; activations at 16 bits)",
+      "data ({}); memory as Transformer Engine keeps it (the layer linears' saved inputs in FP8; their "
+      "cached FP8 weights and transposes as fp8 weights)",
       kFp8GemmFigure);
 }
 
@@ -812,8 +813,8 @@ std::vector<StageMemory> stage_memory(const std::vector<parallelism::MemoryEstim
   out.reserve(stages.size());
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const auto& m = stages[i];
-    out.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom(), m.weights, m.gradients,
-                              m.optimizer_states, m.activations, m.workspace});
+    out.push_back(StageMemory{static_cast<int>(i), m.total(), m.capacity, m.oom(), m.weights, m.fp8_weights,
+                              m.gradients, m.optimizer_states, m.activations, m.workspace});
   }
   return out;
 }
@@ -894,6 +895,11 @@ std::string moe_routing_phrase(const RunReport& r) {
         r.load_factor);
   }
   return {};
+}
+
+/// "fp8 weights 1.9, " for an fp8 run (MemoryEstimate::fp8_weights), else nothing.
+std::string fp8_weights_part(const RunReport& r, const StageMemory& m) {
+  return r.fp8 ? fmt::format("fp8 weights {:.1f}, ", m.fp8_weights.in_gib()) : std::string();
 }
 }  // namespace
 
@@ -1024,10 +1030,10 @@ std::string format_text(const RunReport& r) {
       out += fmt::format("Memory stage {:<3} {:>7.1f} GiB of {:.1f} GiB{}\n", m.stage, m.total.in_gib(),
                          m.capacity.in_gib(), m.oom ? "  ** OUT OF MEMORY **" : "");
       out += fmt::format(
-          "  weights {:.1f}, gradients {:.1f} ({}), optimizer {:.1f}, activations {:.1f}, workspace "
+          "  weights {:.1f}, {}gradients {:.1f} ({}), optimizer {:.1f}, activations {:.1f}, workspace "
           "{:.1f} GiB\n",
-          m.weights.in_gib(), m.gradients.in_gib(), r.gradient_dtype, m.optimizer_states.in_gib(),
-          m.activations.in_gib(), m.workspace.in_gib());
+          m.weights.in_gib(), fp8_weights_part(r, m), m.gradients.in_gib(), r.gradient_dtype,
+          m.optimizer_states.in_gib(), m.activations.in_gib(), m.workspace.in_gib());
     }
   } else if (!r.memory.empty()) {
     // Many stages: the extremes, and every stage that does not fit.
@@ -1053,9 +1059,9 @@ std::string format_text(const RunReport& r) {
     // The fullest stage's split, as the per-stage lines give it (every
     // stage's: --json).
     out += fmt::format(
-        "  stage {}: weights {:.1f}, gradients {:.1f} ({}), optimizer {:.1f}, activations {:.1f}, "
+        "  stage {}: weights {:.1f}, {}gradients {:.1f} ({}), optimizer {:.1f}, activations {:.1f}, "
         "workspace {:.1f} GiB\n",
-        hi->stage, hi->weights.in_gib(), hi->gradients.in_gib(), r.gradient_dtype,
+        hi->stage, hi->weights.in_gib(), fp8_weights_part(r, *hi), hi->gradients.in_gib(), r.gradient_dtype,
         hi->optimizer_states.in_gib(), hi->activations.in_gib(), hi->workspace.in_gib());
     for (const auto& m : r.memory) {
       if (m.oom)
@@ -1089,12 +1095,16 @@ std::string kernel_overrides_json(const RunReport& r) {
 std::string format_json(const RunReport& r) {
   std::string memory;
   for (const auto& m : r.memory) {
+    // fp8_weights_bytes for fp8 runs only (as the text's part), so others' are as before.
+    const std::string fp8_weights =
+        r.fp8 ? fmt::format("\"fp8_weights_bytes\": {}, ", m.fp8_weights.count()) : std::string();
     memory += fmt::format(
         "{}{{\"stage\": {}, \"bytes\": {}, \"capacity_bytes\": {}, \"oom\": {}, \"weights_bytes\": {}, "
-        "\"gradients_bytes\": {}, \"optimizer_bytes\": {}, \"activations_bytes\": {}, \"workspace_bytes\": {}}}",
+        "{}\"gradients_bytes\": {}, \"optimizer_bytes\": {}, \"activations_bytes\": {}, "
+        "\"workspace_bytes\": {}}}",
         memory.empty() ? "" : ", ", m.stage, m.total.count(), m.capacity.count(), m.oom ? "true" : "false",
-        m.weights.count(), m.gradients.count(), m.optimizer_states.count(), m.activations.count(),
-        m.workspace.count());
+        m.weights.count(), fp8_weights, m.gradients.count(), m.optimizer_states.count(),
+        m.activations.count(), m.workspace.count());
   }
   std::string balance;
   if (!r.stage_balance_hint.empty()) {
@@ -1195,8 +1205,8 @@ std::string format_json(const RunReport& r) {
            : fmt::format("\"predictor_weights\": {}, ", json_string(r.predictor_weights))) +
           kernel_overrides_json(r) +
           // fp8_gemm_times too, as the other commands name the caveat.
-          (r.fp8 ? fmt::format("\"fp8\": {{\"gemm_times\": \"unvalidated\", \"memory\": \"bf16\", "
-                               "\"mfu_peak\": \"bf16\", "
+          (r.fp8 ? fmt::format("\"fp8\": {{\"gemm_times\": \"unvalidated\", "
+                               "\"memory\": \"transformer-engine\", \"mfu_peak\": \"bf16\", "
                                "\"mfu_fp8_peak\": {:.6f}}}, \"fp8_gemm_times\": \"unvalidated\", ",
                                r.mfu_fp8_peak)
                  : std::string()) +

@@ -48,10 +48,48 @@ constexpr std::int64_t kWorkspaceBytes = 1LL << 30;  // CUDA context + cuBLAS wo
 /// multiply keeps (2 f more), where Megatron-Core's fused bias_swiglu
 /// saves its input alone (the kernel rule, transformer.cpp; helper 124:
 /// the fused one was counted as unfused, 8 f).
+///
+/// Under FP8 training fc2 saves its input in FP8 (see "FP8 training's saved
+/// inputs" below): f less.
 double mlp_activation_factor(const TransformerConfig& m, const Workload& w) {
   const double f = static_cast<double>(m.ffn_hidden) / static_cast<double>(m.hidden);
-  if (!m.gated_mlp) return 4.0 * f;
-  return fused_swiglu(m, w) ? 6.0 * f : 8.0 * f;
+  double factor = 4.0 * f;
+  if (m.gated_mlp) factor = fused_swiglu(m, w) ? 6.0 * f : 8.0 * f;
+  if (w.profile.fp8) factor -= f;
+  return factor;
+}
+
+// FP8 training's saved inputs (ProfileOptions::fp8; its dtype is bf16, so
+// the formulas' 16-bit units are bytes). Transformer Engine 1.x's linears
+// save for their weight gradient the FP8 copy of their input, 1 byte per
+// element, where bf16 training saves the 16-bit input, 2:
+//  - `_Linear.forward` (module/linear.py; proj and fc2 as
+//    TERowParallelLinear, a shared expert's fc1 as TEColumnParallelLinear)
+//    saves `inputmat_t`, the FP8 transpose fp8_cast_transpose_fused wrote,
+//    or under sequence parallelism `inputmat`, the FP8 cast alone (a
+//    column-parallel linear's own shard, re-gathered in the backward);
+//    `inputmat_no_fp8`, the 16-bit input, only without FP8.
+//  - `_LayerNormLinear.forward` (module/layernorm_linear.py; qkv and a dense
+//    fc1 as TELayerNormColumnParallelLinear) saves the norm's FP8 output
+//    `ln_out` (uint8; under SP the shard, re-gathered in the backward)
+//    beside the norm's 16-bit input `inputmat`, which bf16 counts already.
+//  - `_GroupedLinear.forward` (module/grouped_linear.py; the experts) saves
+//    `saved_inputmats_t`, FP8.
+// The 16-bit tensor goes unless another op keeps it: the attention keeps
+// its own output (the projection's input) where attention_keeps_output; a
+// shared expert's fc1 input is the router's input. Megatron-Core's layer
+// spec (get_gpt_layer_with_transformer_engine_spec) places the linears.
+
+/// Whether the attention keeps its 16-bit output, the projection's input,
+/// for its own backward: FlashAttention without recomputation (Transformer
+/// Engine's FusedAttnFunc.forward saves q, k, v and `out`, attention.py;
+/// flash-attn saves its `out` too). Under FP8 the projection's FP8 copy is
+/// then kept beside it. The unfused attention (its context bmm saves its
+/// inputs) and selective recomputation (Megatron checkpoints the core
+/// attention: its output is kept by the projection alone) keep no 16-bit
+/// copy.
+bool attention_keeps_output(const Workload& w, const ParallelPlan& p) {
+  return w.flash_attention && p.recompute == Recompute::None;
 }
 
 /// Activation bytes one layer keeps for backward per micro-batch (Korthikanti
@@ -73,8 +111,16 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
   // Korthikanti's 16 for ffn = 4h; a gated MLP keeps 1.5x or twice as much). For
   // kv_heads = heads, Korthikanti's 8 + 16.
   const double kv = static_cast<double>(m.kv_heads_or_heads()) / a;
-  const double sharded = 4 + 4 * kv + mlp_activation_factor(m, w);
-  const double replicated = 8 + masks;      // the norms' inputs, QKV's and fc1's inputs, the masks (x sbh)
+  double sharded = 4 + 4 * kv + mlp_activation_factor(m, w);
+  double replicated = 8 + masks;  // the norms' inputs, QKV's and fc1's inputs, the masks (x sbh)
+  if (w.profile.fp8) {
+    // (FP8 training's saved inputs) qkv's and fc1's inputs: the norms' FP8
+    // outputs, 1 each for 2; the projection's: its FP8 copy, 1 for 2, or
+    // 1 beside the 2 the attention keeps (attention_keeps_output). fc2's:
+    // mlp_activation_factor.
+    replicated -= 2;
+    sharded += attention_keeps_output(w, p) ? 1 : -1;
+  }
   const double all = replicated + sharded;  // with SP, x sbh/t
   double bytes = 0;
   switch (p.recompute) {
@@ -118,12 +164,16 @@ double layer_activation_bytes(const TransformerConfig& m, const Workload& w, con
 /// with SP, re-gathered by W), fc2's output gradient 2 (full size, as the
 /// row-parallel linear takes it), the activation's output 2 ffn/h /t (fc2's
 /// input) and fc1's output gradient 2 ffn/h /t (twice as wide gated). For
-/// a GPT MLP (ffn = 4h): 4 + 16/t, 2 + 18/t with SP.
-double mlp_weight_grad_factor(const TransformerConfig& m, const ParallelPlan& p) {
+/// a GPT MLP (ffn = 4h): 4 + 16/t, 2 + 18/t with SP. Under FP8 fc1's and
+/// fc2's inputs are their FP8 copies (FP8 training's saved inputs): 1 (1/t
+/// with SP) and f/t.
+double mlp_weight_grad_factor(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
   const double t = p.tp;
   const double gated = m.gated_mlp ? 2.0 : 1.0;
   const double f = static_cast<double>(m.ffn_hidden) / static_cast<double>(m.hidden);
-  return (p.sequence_parallel ? 2 / t : 2) + 2 + 2 * f * (1 + gated) / t;
+  double factor = (p.sequence_parallel ? 2 / t : 2) + 2 + 2 * f * (1 + gated) / t;
+  if (w.profile.fp8) factor -= (p.sequence_parallel ? 1 / t : 1) + f / t;
+  return factor;
 }
 
 /// Activation bytes one layer keeps from its B until its W under a
@@ -134,15 +184,18 @@ double mlp_weight_grad_factor(const TransformerConfig& m, const ParallelPlan& p)
 /// fc1's; projection and fc2 2sbh each, full size as the row-parallel
 /// linears take them): mlp_weight_grad_factor for the MLP's. 16-bit, scaled
 /// by dtype_bytes / 2. For a GPT layer and t = 1 this is Qi et al.'s M_W =
-/// 32 sbh (Table 1).
+/// 32 sbh (Table 1). Under FP8 the four inputs are the FP8 copies the
+/// linears saved (FP8 training's saved inputs; B frees the attention's own
+/// output), 1 byte per element.
 double layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
   const double sbh = static_cast<double>(w.seq_len) * static_cast<double>(w.micro_batch) *
                      static_cast<double>(m.hidden);
   const double t = p.tp;
   const double qkv = (static_cast<double>(m.heads) + 2.0 * static_cast<double>(m.kv_heads_or_heads())) /
                      static_cast<double>(m.heads);
-  const double attention = (p.sequence_parallel ? 2 / t : 2) + 2 + (2 + 2 * qkv) / t;
-  return sbh * (attention + mlp_weight_grad_factor(m, p)) * dtype_bytes(w.dtype) / 2.0;
+  double attention = (p.sequence_parallel ? 2 / t : 2) + 2 + (2 + 2 * qkv) / t;
+  if (w.profile.fp8) attention -= (p.sequence_parallel ? 1 / t : 1) + 1 / t;
+  return sbh * (attention + mlp_weight_grad_factor(m, w, p)) * dtype_bytes(w.dtype) / 2.0;
 }
 
 /// Activation bytes one MoE layer keeps for backward per micro-batch, for
@@ -154,7 +207,12 @@ double layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, co
 /// the experts' input 2h, activation input 2f' (4f' gated), activation
 /// output 2f' (+2f' gated: the gate's output) and output 2h (f' =
 /// expert_ffn_hidden / t), and the shared experts' activations per token
-/// likewise. With full recomputation: the layer input, as dense.
+/// likewise. With full recomputation: the layer input, as dense. Under FP8
+/// (FP8 training's saved inputs) the experts' fc1 and fc2 inputs are their
+/// FP8 copies, 1h and 1f' per routed token (GroupedLinear; the permuted
+/// bf16 tokens are kept by nothing else), the shared experts' fc2 input
+/// 1f_s', and their fc1 saves an FP8 copy of its input, 1 sbh (/t with
+/// SP), beside the router's 16-bit one (the same tensor at bf16).
 double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
   const double dense = layer_activation_bytes(m, w, p);
   if (p.recompute == Recompute::Full) return dense;
@@ -163,7 +221,7 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
   const double sbh = s * b * h;
   const double rep = p.sequence_parallel ? 1.0 / t : 1.0;  // replicated across TP ranks without SP
   const double mask = m.dropout ? 1 : 0;                   // the dropout mask after the MLP (sbh bytes)
-  const double mlp = (2 + mask) * sbh * rep + mlp_activation_factor(m, w) * sbh / t;
+  double mlp = (2 + mask) * sbh * rep + mlp_activation_factor(m, w) * sbh / t;
   const double gated = m.gated_mlp ? 2.0 : 1.0;
   const double fe = static_cast<double>(m.expert_ffn()) / t;
   const double routed =
@@ -172,6 +230,11 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
   moe += routed * (4 * h + 2 * fe * (2 * gated));
   const double fs = static_cast<double>(m.moe.shared_experts * m.expert_ffn()) / t;
   moe += s * b * 2 * fs * (2 * gated);
+  if (w.profile.fp8) {
+    mlp -= sbh * rep;  // the dense fc1's input was its FP8 copy (layer_activation_bytes)
+    moe -= routed * (h + fe) + s * b * fs;
+    if (m.moe.shared_experts > 0) moe += sbh * rep;
+  }
   return dense + (moe - mlp) * dtype_bytes(w.dtype) / 2.0;
 }
 
@@ -183,13 +246,15 @@ double moe_layer_activation_bytes(const TransformerConfig& m, const Workload& w,
 /// experts' activation output 2f_s' and fc1 output gradient 2f_s' (4f_s'
 /// gated) per token and their fc2 output gradient 2sbh, and per routed token
 /// the experts' fc1 input 2h, fc2 input 2f', fc1 output gradient 2f' (4f'
-/// gated) and fc2 output gradient 2h.
+/// gated) and fc2 output gradient 2h. Under FP8 the linears' inputs as
+/// moe_layer_activation_bytes keeps them (the experts' 1h and 1f', the
+/// shared experts' fc2 input 1f_s' and fc1's FP8 copy 1 sbh, /t with SP).
 double moe_layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w, const ParallelPlan& p) {
   const double s = static_cast<double>(w.seq_len), b = static_cast<double>(w.micro_batch);
   const double h = static_cast<double>(m.hidden), t = p.tp;
   const double sbh = s * b * h;
   const bool sp = p.sequence_parallel;
-  const double dense_mlp = mlp_weight_grad_factor(m, p) * sbh;
+  const double dense_mlp = mlp_weight_grad_factor(m, w, p) * sbh;
   const double gated = m.gated_mlp ? 2.0 : 1.0;
   const double fe = static_cast<double>(m.expert_ffn()) / t;
   const double fs = static_cast<double>(m.moe.shared_experts * m.expert_ffn()) / t;
@@ -198,6 +263,10 @@ double moe_layer_weight_grad_bytes(const TransformerConfig& m, const Workload& w
   double moe = (sp ? 2 * sbh / t : 2 * sbh) + 4 * s * b * static_cast<double>(m.moe.experts);
   if (m.moe.shared_experts > 0) moe += s * b * 2 * fs * (1 + gated) + 2 * sbh;
   moe += routed * (4 * h + 2 * fe * (1 + gated));
+  if (w.profile.fp8) {
+    moe -= routed * (h + fe) + s * b * fs;
+    if (m.moe.shared_experts > 0) moe += sp ? sbh / t : sbh;
+  }
   return layer_weight_grad_bytes(m, w, p) + (moe - dense_mlp) * dtype_bytes(w.dtype) / 2.0;
 }
 
@@ -239,6 +308,32 @@ StageParams stage_params(const TransformerConfig& m, const Workload& w, const Pa
   // The LM head (an untied one, or the tied one's copy on the last stage) and the final norm.
   if (stage == p.pp - 1) params += (p.pp > 1 || !m.tied_embeddings ? word : 0) + m.norm_params();
   return out;
+}
+
+/// Weight elements of the layer linears Transformer Engine runs in FP8 held
+/// by one rank of pipeline stage `stage` (every chunk of it): qkv, proj,
+/// fc1 and fc2 of a dense layer; qkv, proj, the shared experts' fc1 and fc2
+/// and the rank's experts (experts / ep of them) of an MoE layer; split tp
+/// ways as the layer_ops linears are (OpKernels::weight_cast). Not their
+/// biases, the norms, the router, the embedding or the LM head (Megatron-
+/// Core builds these outside Transformer Engine's FP8 linears).
+std::int64_t fp8_linear_weights(const TransformerConfig& m, const ParallelPlan& p,
+                                const std::vector<std::int64_t>& chunks, int stage) {
+  const std::int64_t h = m.hidden;
+  const std::int64_t attention = h * (h + 2 * m.kv_heads_or_heads() * (m.hidden / m.heads)) + h * h;
+  auto mlp = [&](std::int64_t ffn) { return h * ffn * (m.gated_mlp ? 2 : 1) + ffn * h; };
+  const std::int64_t dense = (attention + mlp(m.ffn_hidden)) / p.tp;
+  const std::int64_t moe = m.is_moe() ? (attention + mlp(m.moe.shared_experts * m.expert_ffn())) / p.tp +
+                                            m.moe.experts / p.ep * (mlp(m.expert_ffn()) / p.tp)
+                                      : 0;
+  std::int64_t weights = 0;
+  for (int c = 0; c < p.virtual_stages; ++c) {
+    const int k = c * p.pp + stage;
+    const std::int64_t n = chunks[static_cast<std::size_t>(k)];
+    const std::int64_t moe_layers = m.moe_layers_in(chunk_first_layer(chunks, k), n);
+    weights += (n - moe_layers) * dense + moe_layers * moe;
+  }
+  return weights;
 }
 
 /// ZeRO-3's units of model chunk `k`, in forward order: the parameters one
@@ -294,6 +389,22 @@ MemoryEstimate stage_memory(const TransformerConfig& m, const Workload& w, const
       }
     }
     e.weights += Bytes(gathered * dtype_bytes(w.dtype));
+  }
+  if (w.profile.fp8) {
+    // Transformer Engine 1.x's FP8 weight workspaces: each linear module
+    // caches its weight's FP8 cast and FP8 transpose (`set_fp8_weights`,
+    // module/base.py: `weight1_fp8` and `weight1_t_fp8`, uint8 tensors of the
+    // weight's shape and its transpose's), created in prepare_forward when
+    // `is_first_microbatch` is not None and filled once per iteration
+    // (`update_fp8_weights` in _Linear / _LayerNormLinear.forward; the
+    // experts' GroupedLinear.forward caches through get_fp8_workspace with
+    // its transpose, `with_transpose=torch.is_grad_enabled()`). Megatron-
+    // Core passes the flag (TELinear / TELayerNormColumnParallelLinear /
+    // TEGroupedLinear.forward: None only with
+    // disable_parameter_transpose_cache), so every module of every model
+    // chunk holds them for the whole run: 1 + 1 bytes per weight element.
+    // Counted whole under ZeRO-3 (the module caches the full weight it cast).
+    e.fp8_weights = Bytes(2 * fp8_linear_weights(m, p, chunks, stage));
   }
   // Gradients as the framework accumulates them (Megatron: FP32 main
   // gradients with bf16, node_model::OpRules::grad_dtype).

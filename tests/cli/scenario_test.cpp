@@ -2140,10 +2140,10 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
   const std::string line = "FP8            layer GEMMs in FP8, timed unvalidated";
   EXPECT_NE(format_text(rf).find(line), std::string::npos);
   EXPECT_EQ(format_text(rb).find("FP8"), std::string::npos);
-  EXPECT_NE(format_json(rf).find(fmt::format(
-                "\"fp8\": {{\"gemm_times\": \"unvalidated\", \"memory\": \"bf16\", \"mfu_peak\": \"bf16\", "
-                "\"mfu_fp8_peak\": {:.6f}}}",
-                rf.mfu_fp8_peak)),
+  EXPECT_NE(format_json(rf).find(
+                fmt::format("\"fp8\": {{\"gemm_times\": \"unvalidated\", \"memory\": \"transformer-engine\", "
+                            "\"mfu_peak\": \"bf16\", \"mfu_fp8_peak\": {:.6f}}}",
+                            rf.mfu_fp8_peak)),
             std::string::npos);
   EXPECT_EQ(format_json(rb).find("fp8"), std::string::npos);
   // The note compare-schedules and sweep print says which peak their MFU is
@@ -2151,12 +2151,32 @@ TEST(Scenario, Fp8IsFasterThanBf16ButNotTwiceAsFast) {
   EXPECT_NE(fp8_note(f).find("; MFU against the BF16 peak"), std::string::npos) << fp8_note(f);
   EXPECT_TRUE(fp8_note(b).empty());
   // `kernels` prints no MFU: its note names no peak (helper 125). Every
-  // note says no FP8 data was fit and that memory is counted as at bf16.
+  // note says no FP8 data was fit and that memory is counted as Transformer
+  // Engine keeps it.
   EXPECT_EQ(fp8_note(f, false).find("MFU"), std::string::npos) << fp8_note(f, false);
   for (const std::string& note : {fp8_note(f), fp8_note(f, false), format_text(rf)}) {
     EXPECT_NE(note.find("fit on no FP8 data"), std::string::npos) << note;
-    EXPECT_NE(note.find("memory as at bf16"), std::string::npos) << note;
+    EXPECT_NE(note.find("memory as Transformer Engine keeps it"), std::string::npos) << note;
   }
+  // Memory: the cached FP8 weights and transposes as a part of their own,
+  // in the text and the JSON (fp8 runs only), the same on every stage (20
+  // layers each: 4,278,190,080 bytes, Memory.Fp8CachesEachLinearsFp8WeightAndTranspose);
+  // the activations less than bf16's (FP8 saved inputs).
+  ASSERT_EQ(rf.memory.size(), 4U);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(rf.memory[i].fp8_weights, Bytes(4'278'190'080));
+    EXPECT_EQ(rb.memory[i].fp8_weights, Bytes(0));
+    EXPECT_LT(rf.memory[i].activations, rb.memory[i].activations);
+    EXPECT_EQ(rf.memory[i].weights, rb.memory[i].weights);
+  }
+  EXPECT_NE(format_text(rf).find(fmt::format("\n  weights {:.1f}, fp8 weights 4.0, gradients ",
+                                             rf.memory[0].weights.in_gib())),
+            std::string::npos)
+      << format_text(rf);
+  EXPECT_EQ(format_text(rb).find("fp8 weights"), std::string::npos);
+  EXPECT_NE(format_json(rf).find("\"fp8_weights_bytes\": 4278190080, \"gradients_bytes\""),
+            std::string::npos);
+  EXPECT_EQ(format_json(rb).find("fp8_weights_bytes"), std::string::npos);
 }
 
 // run --json gives the fullest stage's memory and its GPU's at the top, as

@@ -654,6 +654,42 @@ TEST(Moe, ZeroBubbleSplitsAnMoeLayerIntoBAndWWithTheSameWork) {
   EXPECT_EQ(busy(Schedule::ZeroBubbleH2), one_f_one_b);
 }
 
+// FP8 training (Transformer Engine, plan.cpp "FP8 training's saved
+// inputs"): tiny_moe with a shared expert, bf16 against fp8, tp 1, no SP,
+// unfused attention. Per MoE layer FP8 saves 1 byte per element of qkv's
+// input (sbh = 2,048) and proj's (2,048: the attention keeps no bf16 copy),
+// the experts' fc1 inputs (64 routed tokens x 64 = 4,096) and fc2 inputs
+// (64 x 96 = 6,144) and the shared expert's fc2 input (32 x 96 = 3,072), and
+// keeps the shared expert's FP8 copy of its input (2,048) beside the
+// router's bf16 one: 15,360 bytes less; 30,720 for the stage's 2 layers. A
+// zero-bubble W keeps those inputs too: zb-h1 with full recomputation holds
+// one layer's W share at its peak, 15,360 less. The cached FP8 weights and
+// transposes, 2 bytes per weight: qkv 64 x 192 + proj 64 x 64 + the shared
+// expert 2 x 64 x 96 + 4 experts x 12,288 = 77,824 per layer, 311,296 bytes
+// for 2 layers; with ep 2 the rank's 2 experts: 53,248, 212,992 bytes.
+TEST(Moe, Fp8KeepsTheExpertsInputsAndWeightsInFp8) {
+  TransformerConfig m = tiny_moe();
+  m.moe.shared_experts = 1;
+  Workload bf16 = kWork;
+  bf16.dtype = DType::BF16;
+  Workload fp8 = bf16;
+  fp8.profile.fp8 = true;
+  ParallelPlan p = data_parallel(1, 1, 1);
+  auto stage0 = [&](const Workload& w, const ParallelPlan& plan) {
+    return estimate_memory(m, w, plan, Bytes(0)).memory_per_stage[0];
+  };
+  EXPECT_EQ(stage0(bf16, p).activations - stage0(fp8, p).activations, Bytes(30'720));
+  EXPECT_EQ(stage0(bf16, p).fp8_weights, Bytes(0));
+  EXPECT_EQ(stage0(fp8, p).fp8_weights, Bytes(311'296));
+  ParallelPlan zb = p;
+  zb.pp = 2;
+  zb.schedule = Schedule::ZeroBubbleH1;
+  zb.recompute = Recompute::Full;
+  EXPECT_EQ(stage0(bf16, zb).activations - stage0(fp8, zb).activations, Bytes(15'360));
+  EXPECT_EQ(stage0(fp8, zb).fp8_weights, Bytes(155'648));  // its one layer
+  EXPECT_EQ(stage0(fp8, data_parallel(2, 2, 2)).fp8_weights, Bytes(212'992));
+}
+
 TEST(Moe, ZeroBubbleKeepsTheExpertsInputsAndOutputGradientsUntilW) {
   // pp 2, one micro-batch, full recomputation, zb-h1: F keeps each layer's
   // input, B recomputes and then keeps what W needs, so the peak is W's. Per

@@ -925,6 +925,126 @@ TEST(Memory, GroupedQueryAttentionKeepsNarrowKeysAndValues) {
   EXPECT_NEAR((stage0(mha) - stage0(llama)) / (128.0 * 8192), 3.5, 1e-9);
 }
 
+namespace {
+/// Activation bytes one more layer per stage adds on stage 0 of 2 under `p`
+/// (1F1B, 2 micro-batches in flight at its peak; the embedding and the LM
+/// head cancel out).
+double one_more_layer(const TransformerConfig& m, const Workload& w, ParallelPlan p) {
+  p.pp = 2;
+  p.global_batch = 2;
+  TransformerConfig more = m;
+  more.layers += 2;  // one more layer per stage
+  auto activations = [&](const TransformerConfig& c) {
+    const MemoryEstimate e = estimate_memory(c, w, p, Bytes::gib(8000)).memory_per_stage[0];
+    return static_cast<double>(e.activations.count());
+  };
+  return (activations(more) - activations(m)) / 2.0;
+}
+}  // namespace
+
+// FP8 training keeps what Transformer Engine 1.x saves (plan.cpp, "FP8
+// training's saved inputs"): qkv's and fc1's inputs as the norms' FP8
+// outputs, proj's and fc2's as their FP8 copies, 1 byte per element where
+// bf16 keeps 2. Llama 3 70B (h 8192, f 3.5h, K and V 8 of 64 heads, no
+// dropout, fused SwiGLU), s = 4096, FlashAttention, tp 8: sbh = 33,554,432.
+// bf16 keeps 8 sbh of norms' and qkv/fc1 inputs and 4.5 + 21 = 25.5 sbh/t
+// of Q, K, V, proj's input, fc1's output (7) and fc2's input (3.5h x 2 / h
+// = 7): 33.5 sbh/t with SP. FP8: qkv and fc1 inputs 1 each (8 -> 6), fc2's
+// input 3.5 (21 -> 17.5), and the projection keeps its FP8 copy, 1, beside
+// the bf16 output FlashAttention keeps for its backward (4.5 -> 5.5): 6 +
+// 23 = 29 sbh/t. Selective recomputation checkpoints the attention, so the
+// projection's FP8 copy is its input's only copy: 6 + 21 = 27 sbh/t.
+TEST(Memory, Fp8KeepsTheLinearsInputsInFp8) {
+  const auto& llama = model_preset("llama3-70b");
+  Workload bf16{1, 4096, DType::BF16};
+  bf16.flash_attention = true;
+  Workload fp8 = bf16;
+  fp8.profile.fp8 = true;
+  ParallelPlan p;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::None;
+  const double sbh = 4096.0 * 8192;
+  const double sbh_t = sbh / 8;                             // 4,194,304
+  EXPECT_EQ(one_more_layer(llama, bf16, p), 33.5 * sbh_t);  // 140,509,184 bytes
+  EXPECT_EQ(one_more_layer(llama, fp8, p), 29 * sbh_t);     // 121,634,816
+  // Without SP the norms' and qkv/fc1 inputs stay whole: bf16 8 sbh +
+  // 25.5 sbh/t = 375,390,208 bytes, FP8 6 sbh + 23 sbh/t = 297,795,584.
+  p.sequence_parallel = false;
+  EXPECT_EQ(one_more_layer(llama, bf16, p), 375'390'208.0);
+  EXPECT_EQ(one_more_layer(llama, fp8, p), 297'795'584.0);
+  EXPECT_EQ(375'390'208.0, 8 * sbh + 25.5 * sbh_t);
+  EXPECT_EQ(297'795'584.0, 6 * sbh + 23 * sbh_t);
+  // Selective recomputation, SP: 33.5 and 27 sbh/t (113,246,208 bytes).
+  p.sequence_parallel = true;
+  p.recompute = Recompute::Selective;
+  EXPECT_EQ(one_more_layer(llama, bf16, p), 33.5 * sbh_t);
+  EXPECT_EQ(one_more_layer(llama, fp8, p), 27 * sbh_t);
+  // The unfused attention keeps no bf16 output either: FP8 saves 2 sbh/t
+  // more against bf16 than with FlashAttention (the s x s terms, the same
+  // for both, cancel).
+  p.recompute = Recompute::None;
+  Workload bf16_unfused = bf16, fp8_unfused = fp8;
+  bf16_unfused.flash_attention = fp8_unfused.flash_attention = false;
+  EXPECT_EQ(one_more_layer(llama, bf16_unfused, p) - one_more_layer(llama, fp8_unfused, p),
+            (33.5 - 29 + 2) * sbh_t);
+  // Full recomputation keeps the layer's bf16 input, 2 sbh/t, either way;
+  // the layer recomputed in the backward (workspace) is the FP8 one's 29
+  // sbh/t against 33.5.
+  p.recompute = Recompute::Full;
+  EXPECT_EQ(one_more_layer(llama, bf16, p), 2 * sbh_t);
+  EXPECT_EQ(one_more_layer(llama, fp8, p), 2 * sbh_t);
+  ParallelPlan one_stage = p;
+  one_stage.pp = 2;
+  one_stage.global_batch = 2;
+  EXPECT_EQ(estimate_memory(llama, bf16, one_stage, Bytes::gib(80)).memory_per_stage[0].workspace -
+                estimate_memory(llama, fp8, one_stage, Bytes::gib(80)).memory_per_stage[0].workspace,
+            Bytes::from_truncated(4.5 * sbh_t));
+}
+
+// Transformer Engine caches each FP8 linear's weight cast and its FP8
+// transpose across micro-batches (module/base.py, set_fp8_weights), in
+// every model chunk: 1 + 1 bytes per weight element of qkv, proj, fc1 and
+// fc2. Llama 3 70B at tp 8: qkv 8192 x 10240, proj 8192^2, fc1 8192 x
+// 57344, fc2 28672 x 8192 = 855,638,016 weights, 106,954,752 per rank,
+// 213,909,504 bytes per layer; pp 4 holds 20 layers a stage: 4,278,190,080
+// bytes (3.98 GiB), with 2 virtual stages of 10 layers each the same. bf16
+// holds none; the bf16 weights, gradients and optimizer are the same.
+TEST(Memory, Fp8CachesEachLinearsFp8WeightAndTranspose) {
+  const auto& llama = model_preset("llama3-70b");
+  Workload bf16{1, 4096, DType::BF16};
+  bf16.flash_attention = true;
+  Workload fp8 = bf16;
+  fp8.profile.fp8 = true;
+  // The weights the kernel model casts (OpKernels::weight_cast).
+  std::int64_t cast = 0;
+  for (const auto& op : layer_ops(llama, fp8, Sharding{8, true})) {
+    if (!op.weight_cast.empty()) cast += op.params;
+  }
+  EXPECT_EQ(cast, 106'954'752);
+  EXPECT_EQ(cast * 8, 8192LL * 10240 + 8192LL * 8192 + 8192LL * 57344 + 28672LL * 8192);
+  ParallelPlan p;
+  p.tp = 8;
+  p.pp = 4;
+  p.sequence_parallel = true;
+  p.global_batch = 8;
+  for (int v : {1, 2}) {
+    p.virtual_stages = v;
+    p.schedule = v == 1 ? Schedule::OneFOneB : Schedule::Interleaved1F1B;
+    const auto a = estimate_memory(llama, bf16, p, Bytes::gib(80)).memory_per_stage;
+    const auto b = estimate_memory(llama, fp8, p, Bytes::gib(80)).memory_per_stage;
+    for (std::size_t s = 0; s < 4; ++s) {
+      EXPECT_EQ(a[s].fp8_weights, Bytes(0));
+      EXPECT_EQ(b[s].fp8_weights, Bytes(4'278'190'080)) << "stage " << s << ", " << v << " virtual";
+      EXPECT_EQ(b[s].weights, a[s].weights);
+      EXPECT_EQ(b[s].gradients, a[s].gradients);
+      EXPECT_EQ(b[s].optimizer_states, a[s].optimizer_states);
+      EXPECT_EQ(b[s].total(), b[s].weights + b[s].fp8_weights + b[s].gradients + b[s].optimizer_states +
+                                  b[s].activations + b[s].workspace);
+    }
+  }
+}
+
 TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   const auto m = model_preset("gpt2-large");
   ParallelPlan p;

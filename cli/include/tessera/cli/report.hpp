@@ -75,8 +75,9 @@ struct StageMemory {
   Bytes total;
   Bytes capacity;
   bool oom = false;
-  // The parts of `total` (parallelism::MemoryEstimate).
-  Bytes weights, gradients, optimizer_states, activations, workspace;
+  // The parts of `total` (parallelism::MemoryEstimate; fp8_weights: 0 but
+  // for fp8 runs, where the text and JSON give it).
+  Bytes weights, fp8_weights, gradients, optimizer_states, activations, workspace;
 };
 
 /// One pipeline stage's compute in the real run (plans with pp > 1): its
@@ -308,8 +309,9 @@ std::vector<std::string> known_bias_notes(const Scenario& s, bool plan = true);
 inline constexpr std::string_view kFp8GemmFigure =
     "28.3% MAPE on XLA's H100 FP8 rows, shapes held out, worse than the FP32-twin baseline's 24.0%";
 /// What an FP8 run's forecast rests on (helper 125: the line did not say
-/// that no FP8 data was fit, nor that memory is bf16's): "layer GEMMs in
-/// FP8, timed unvalidated: ... (kFp8GemmFigure); memory as at bf16 ...".
+/// that no FP8 data was fit, nor what memory counts): "layer GEMMs in FP8,
+/// timed unvalidated: ... (kFp8GemmFigure); memory as Transformer Engine
+/// keeps it ...".
 /// `mfu`: the command prints an MFU, so the note says which peak it is
 /// against (`kernels` prints none). Empty unless training.dtype is fp8.
 std::string fp8_note(const Scenario& s, bool mfu = true);

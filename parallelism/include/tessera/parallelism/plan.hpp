@@ -322,6 +322,12 @@ std::optional<EdgeStageSplit> balanced_edge_stage_split(
 /// Memory one rank needs at its peak (Megatron/ZeRO accounting).
 struct MemoryEstimate {
   Bytes weights;
+  /// FP8 training (ProfileOptions::fp8) only: Transformer Engine's cached
+  /// FP8 copy and FP8 transpose of each layer linear's weight (qkv, proj,
+  /// fc1, fc2, the shared experts' and the rank's experts'), 1 + 1 bytes per
+  /// weight element, held across micro-batches by every model chunk's
+  /// modules; 0 otherwise.
+  Bytes fp8_weights;
   Bytes gradients;
   Bytes optimizer_states;
   Bytes activations;  ///< peak of the activations held for backward, per schedule
@@ -330,7 +336,9 @@ struct MemoryEstimate {
   /// Micro-batch chunks whose activations are held at the peak (F run and
   /// backward not finished: W not run, under the zero-bubble schedules).
   std::int64_t peak_in_flight = 0;
-  [[nodiscard]] Bytes total() const { return weights + gradients + optimizer_states + activations + workspace; }
+  [[nodiscard]] Bytes total() const {
+    return weights + fp8_weights + gradients + optimizer_states + activations + workspace;
+  }
   [[nodiscard]] bool oom() const { return capacity.count() > 0 && total() > capacity; }
 };
 
