@@ -171,8 +171,7 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   // micro-batch: listed (the CSV times them) but summed apart.
   if (weight_casts) {
     out << "(weight_cast: Transformer Engine's FP8 weight casts, once per iteration and model chunk, before "
-           "the "
-           "forward of the chunk's first micro-batch: not in the per-micro-batch sums below)\n";
+           "the forward of the chunk's first micro-batch: not in the per-micro-batch sums below)\n";
   }
   // (helper 140: copies at 100% of the HBM peak, unexplained)
   if (copies) {

@@ -32,8 +32,12 @@ namespace {
 std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
   const parallelism::ParallelPlan& plan = s.plan;
   const parallelism::Workload& work = s.workload;
-  // The parts of a stage's memory; the ZeRO stage that shards each.
-  enum class Part { Activations, OptimizerStates, Weights, Gradients };
+  // The parts of a stage's memory; the ZeRO stage that shards each (0:
+  // none does). fp8 weights (0 but under fp8 training): Transformer
+  // Engine's cached FP8 weights and transposes, which no ZeRO stage shards
+  // (MemoryEstimate::fp8_weights; helper 167: a stage they filled named
+  // its activations as its largest part).
+  enum class Part { Activations, OptimizerStates, Weights, Fp8Weights, Gradients };
   struct Share {
     Part part;
     const char* name;
@@ -43,6 +47,7 @@ std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
   const Share parts[] = {{Part::Activations, "activations", m.activations, 0},
                          {Part::OptimizerStates, "optimizer states", m.optimizer_states, 1},
                          {Part::Weights, "weights", m.weights, 3},
+                         {Part::Fp8Weights, "fp8 weights", m.fp8_weights, 0},
                          {Part::Gradients, "gradients", m.gradients, 2}};
   const Share* largest = std::max_element(std::begin(parts), std::end(parts),
                                           [](const Share& a, const Share& b) { return a.bytes < b.bytes; });
@@ -88,15 +93,17 @@ std::string out_of_memory_hint(const StageMemory& m, const Scenario& s) {
     // DeepSpeed refuses ZeRO-2 with pipelines; overlap-grad-reduce is
     // ZeRO-1's).
     const int stage = largest->zero_stage;
-    parallelism::ParallelPlan sharded = plan;
-    sharded.zero_stage = stage;
-    bool valid = true;
-    try {
-      sharded.validate(s.model, work, s.gpus());
-    } catch (const Error&) {
-      valid = false;
+    if (stage > 0 && plan.zero_stage < stage) {
+      parallelism::ParallelPlan sharded = plan;
+      sharded.zero_stage = stage;
+      bool valid = true;
+      try {
+        sharded.validate(s.model, work, s.gpus());
+      } catch (const Error&) {
+        valid = false;
+      }
+      if (valid) fixes.push_back(fmt::format("parallelism.zero_stage: {}", stage));
     }
-    if (plan.zero_stage < stage && valid) fixes.push_back(fmt::format("parallelism.zero_stage: {}", stage));
   }
   fixes.emplace_back(gpipe_activations ? "more tensor parallelism" : "more tensor or pipeline parallelism");
   const std::string last = fixes.back();

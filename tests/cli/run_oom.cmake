@@ -81,3 +81,15 @@ execute_process(COMMAND ${TESSERA} run ${SCENARIO} --set training.micro_batch=16
 if(NOT rc8 EQUAL 3 OR NOT err8 MATCHES "\\(its largest part, activations, [0-9.]+ GiB: try parallelism.schedule: 1f1b \\(GPipe holds every micro-batch's activations, 1F1B at most pp\\), parallelism.recompute: selective or full, a smaller training.micro_batch or more tensor parallelism; tessera search")
   message(FATAL_ERROR "gpipe: expected exit code 3 and the schedule first, got ${rc8}: ${err8}")
 endif()
+# FP8 training under ZeRO-3: Transformer Engine's cached FP8 weights and
+# transposes, which no ZeRO stage shards, fill the stage (127.5 GiB of
+# 150.3 at tp 1, pp 1): they are named, with no ZeRO stage (helper 167:
+# the hint named the activations, 14.2 GiB, as the largest part).
+execute_process(COMMAND ${TESSERA} run ${dir}/llama3-70b-fp8.yaml --set parallelism.tp=1 --set parallelism.pp=1
+                        --set parallelism.dp=512 --set parallelism.zero_stage=3 --set parallelism.recompute=full
+                        --set parallelism.sequence_parallel=false --set training.global_batch=512
+                OUTPUT_VARIABLE out9 ERROR_VARIABLE err9 RESULT_VARIABLE rc9)
+if(NOT rc9 EQUAL 3 OR NOT out9 MATCHES "\n  weights [0-9.]+, fp8 weights 127.5, "
+   OR NOT err9 MATCHES "\\(its largest part, fp8 weights, 127.5 GiB: try more tensor or pipeline parallelism; tessera search")
+  message(FATAL_ERROR "fp8 weights: expected exit code 3 and them named, got ${rc9}: ${err9}")
+endif()

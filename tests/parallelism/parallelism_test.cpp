@@ -590,6 +590,19 @@ Workload fp8(Workload w) {
   w.profile.fp8 = true;
   return w;
 }
+/// The FLOPs of `ops`' kernels in the three passes less their casts'
+/// (OpKernels::cast_flops, hardware FLOPs only): the work model_flops
+/// counts as the model's where nothing is recomputed or padded.
+double kernel_flops_less_casts(const std::vector<OpKernels>& ops) {
+  double f = 0;
+  for (const auto& op : ops) {
+    for (const Pass* p : {&op.forward, &op.input_grad, &op.weight_grad}) {
+      for (const auto& k : p->kernels) f += k.flops().count();
+    }
+    f -= op.cast_flops.count();
+  }
+  return f;
+}
 }  // namespace
 
 TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
@@ -679,17 +692,7 @@ TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
   EXPECT_EQ(proj.input_grad.launches, 3);
   EXPECT_EQ(proj.weight_grad.kernels[0].bytes(), Bytes(2LL * 2048 * 2048));
   // The same model FLOPs: the casts are hardware FLOPs only.
-  auto model = [](const std::vector<OpKernels>& v) {
-    double f = 0;
-    for (const auto& op : v) {
-      for (const Pass* p : {&op.forward, &op.input_grad, &op.weight_grad}) {
-        for (const auto& k : p->kernels) f += k.flops().count();
-      }
-      f -= op.cast_flops.count();
-    }
-    return f;
-  };
-  EXPECT_DOUBLE_EQ(model(ops), model(base));
+  EXPECT_DOUBLE_EQ(kernel_flops_less_casts(ops), kernel_flops_less_casts(base));
   // The LM head and the MoE router stay bf16.
   for (const auto& op : lm_head_ops(m, fp8(bf16), shard)) {
     for (const auto& k : op.forward.kernels) EXPECT_NE(k.dtype, DType::FP8) << op.name;
@@ -736,17 +739,7 @@ TEST(Fp8, WithoutSequenceParallelismInputsAndGradientsAreCastWithTheirTransposes
   // The bias gradient fused into the dy cast is still model work: the
   // layer's model FLOPs (all kernels but the casts') are the bf16 run's
   // (they fell by the bias pass's when its work went into cast_flops).
-  auto model = [](const std::vector<OpKernels>& v) {
-    double f = 0;
-    for (const auto& op : v) {
-      for (const Pass* p : {&op.forward, &op.input_grad, &op.weight_grad}) {
-        for (const auto& k : p->kernels) f += k.flops().count();
-      }
-      f -= op.cast_flops.count();
-    }
-    return f;
-  };
-  EXPECT_DOUBLE_EQ(model(ops), model(base));
+  EXPECT_DOUBLE_EQ(kernel_flops_less_casts(ops), kernel_flops_less_casts(base));
   EXPECT_DOUBLE_EQ(model_flops(m, fp8(bf16), ParallelPlan{}, partition_layers(m.layers, 1, 1), 1),
                    model_flops(m, bf16, ParallelPlan{}, partition_layers(m.layers, 1, 1), 1));
   // A mixture of experts' grouped GEMMs (Transformer Engine's GroupedLinear):
