@@ -161,8 +161,11 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
   };
   const std::int64_t shards = std::max<std::int64_t>(1, te.sequence_shards);
   const bool sp = shards > 1;
-  // dy cast, transpose and bias gradient in one kernel (no gather before it).
-  const bool bgrad_fused = fp8 && !(te.row_parallel && sp);
+  // grad_output.sum(0): a pass of its own, or under FP8 inside the dy cast
+  // (cast_transpose_bgrad, where no gather comes before it), whose share of
+  // the work is the bias gradient's: model FLOPs as in bf16, not cast_flops.
+  const Kernel bias_grad = memory_pass(rows * out * dtype_bytes(dtype_), dtype_);
+  const bool bgrad_fused = bias && fp8 && !(te.row_parallel && sp);
   if (fp8) {
     // The weight, once per iteration (cached while is_first_microbatch is
     // false: update_fp8_weights in _Linear.forward / _LayerNormLinear.forward).
@@ -185,6 +188,7 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
       cast(op.input_grad, fp8_transpose(rows, out));
     } else {
       cast(op.input_grad, fp8_cast_transpose(rows, out));
+      if (bgrad_fused) op.cast_flops = Flops(op.cast_flops.count() - bias_grad.flops().count());
     }
   }
   op.forward.add(Kernel::gemm(KernelOp::Linear, 1, rows, out, in, gemm));
@@ -205,12 +209,7 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
   // The wgrad GEMM reads and writes the main gradient (beta = 1): a part of
   // its launch, listed right after it (before the bias gradient's kernel).
   if (fused) op.weight_grad.add(memory_pass(in * out * dtype_bytes(grad_dtype()), grad_dtype()), 0);
-  // grad_output.sum(0) (in the FP8 dy cast where Transformer Engine fuses it:
-  // that much of the cast's work is the bias gradient's, model FLOPs as in
-  // bf16, so it leaves cast_flops).
-  const Kernel bias_grad = memory_pass(rows * out * dtype_bytes(dtype_), dtype_);
-  if (bias && !bgrad_fused) op.weight_grad.add(bias_grad);
-  if (bias && bgrad_fused) op.cast_flops = Flops(op.cast_flops.count() - bias_grad.flops().count());
+  if (bias && !bgrad_fused) op.weight_grad.add(bias_grad);  // grad_output.sum(0)
   if (!options_.main_grad) return op;  // .grad written by the GEMM (PyTorch DDP)
   if (fused) {
     if (bias) op.weight_grad.append(grad_accumulation(out));

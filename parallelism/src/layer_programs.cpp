@@ -40,6 +40,12 @@ bool has_weight_casts(const std::vector<OpKernels>& ops) {
   return std::any_of(ops.begin(), ops.end(), [](const OpKernels& op) { return !op.weight_cast.empty(); });
 }
 
+/// Bytes of one micro-batch's activation (b s h) in the training dtype, as
+/// the layers' and the embedding's reductions move it (the GEMMs write it).
+Bytes activation(const TransformerConfig& m, const Workload& w) {
+  return Bytes(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+}
+
 /// Bytes of one micro-batch's activation (b s h) in the layers' sequence-
 /// parallel all-gathers: the training dtype's, or under FP8 training 1 byte
 /// per element, as Transformer Engine gathers the FP8 copies (the norm's FP8
@@ -48,8 +54,7 @@ bool has_weight_casts(const std::vector<OpKernels>& ops) {
 /// _Linear / _LayerNormLinear, grad_output_preprocess). Reductions stay in
 /// the training dtype (the GEMMs write bf16).
 Bytes gathered_activation(const TransformerConfig& m, const Workload& w) {
-  const std::int64_t bytes = w.profile.fp8 ? 1 : dtype_bytes(w.dtype);
-  return Bytes(w.micro_batch * w.seq_len * m.hidden * bytes);
+  return w.profile.fp8 ? Bytes(w.micro_batch * w.seq_len * m.hidden) : activation(m, w);
 }
 
 /// Backward steps in execution order: for each op, last to first, its input
@@ -262,7 +267,7 @@ LayerPieces layer_pieces(const TransformerConfig& m, const Workload& w, const Pa
                          const KernelTimer& timer, bool split) {
   const Sharding shard{p.tp, p.sequence_parallel};
   const auto ops = layer_ops(m, w, shard);
-  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const Bytes act = activation(m, w);
   const Bytes gathered = gathered_activation(m, w);
   const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
   const std::size_t fc1 = index_of(ops, "fc1"), res2 = index_of(ops, "residual2");
@@ -344,7 +349,7 @@ LayerPieces moe_layer_pieces(const TransformerConfig& m, const Workload& w, cons
   // (AG of the block input, RS of their output).
   const Sharding shard{p.tp, p.sequence_parallel, p.ep};
   const auto ops = moe_layer_ops(m, w, shard);
-  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const Bytes act = activation(m, w);
   const Bytes gathered = gathered_activation(m, w);  // the attention's and the shared experts' gathers
   const Bytes a2a = expert_all_to_all_bytes(m, w, shard);
   const Bytes routed(expert_tokens_per_rank(m, w, shard) * m.hidden * dtype_bytes(w.dtype));
@@ -478,7 +483,7 @@ ModelPieces model_pieces(const TransformerConfig& m, const Workload& w, const Pa
   if (m.is_moe()) out.moe_layer.emplace(moe_layer_pieces(m, w, p, timer, split));
   const bool tp = p.tp > 1, sp = tp && p.sequence_parallel;
   const Sharding shard{p.tp, p.sequence_parallel};
-  const Bytes act(w.micro_batch * w.seq_len * m.hidden * dtype_bytes(w.dtype));
+  const Bytes act = activation(m, w);
   const CollectiveKind reduce = sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
   LayerPieces& embed = out.embedding;
   LayerPieces& head = out.lm_head;

@@ -940,6 +940,20 @@ double one_more_layer(const TransformerConfig& m, const Workload& w, ParallelPla
   };
   return (activations(more) - activations(m)) / 2.0;
 }
+
+/// The FP8 memory tests' workloads: micro-batch 1 of 4,096 tokens with
+/// FlashAttention, in bf16 and at fp8.
+struct Bf16AndFp8 {
+  Workload bf16;
+  Workload fp8;
+};
+Bf16AndFp8 flash_bf16_and_fp8() {
+  Workload bf16{1, 4096, DType::BF16};
+  bf16.flash_attention = true;
+  Workload fp8 = bf16;
+  fp8.profile.fp8 = true;
+  return {bf16, fp8};
+}
 }  // namespace
 
 // FP8 training keeps what Transformer Engine 1.x saves (plan.cpp, "FP8
@@ -956,10 +970,7 @@ double one_more_layer(const TransformerConfig& m, const Workload& w, ParallelPla
 // projection's FP8 copy is its input's only copy: 6 + 21 = 27 sbh/t.
 TEST(Memory, Fp8KeepsTheLinearsInputsInFp8) {
   const auto& llama = model_preset("llama3-70b");
-  Workload bf16{1, 4096, DType::BF16};
-  bf16.flash_attention = true;
-  Workload fp8 = bf16;
-  fp8.profile.fp8 = true;
+  const auto [bf16, fp8] = flash_bf16_and_fp8();
   ParallelPlan p;
   p.tp = 8;
   p.sequence_parallel = true;
@@ -1010,10 +1021,7 @@ TEST(Memory, Fp8KeepsTheLinearsInputsInFp8) {
 // holds none; the bf16 weights, gradients and optimizer are the same.
 TEST(Memory, Fp8CachesEachLinearsFp8WeightAndTranspose) {
   const auto& llama = model_preset("llama3-70b");
-  Workload bf16{1, 4096, DType::BF16};
-  bf16.flash_attention = true;
-  Workload fp8 = bf16;
-  fp8.profile.fp8 = true;
+  const auto [bf16, fp8] = flash_bf16_and_fp8();
   // The weights the kernel model casts (OpKernels::weight_cast).
   std::int64_t cast = 0;
   for (const auto& op : layer_ops(llama, fp8, Sharding{8, true})) {
