@@ -95,3 +95,16 @@ function(edit_file what in from to out)
   endif()
   file(WRITE ${out} "${edited}")
 endfunction()
+
+# expect_matches(TEXT WHAT REGEX...): every REGEX matches TEXT, else a fatal
+# error naming WHAT and the first REGEX that does not. Each REGEX is one
+# argument, ';' and all (ARGV<n>; a foreach over the arguments would split
+# a regex at its ';' and check the halves apart).
+function(expect_matches text what)
+  math(EXPR last "${ARGC} - 1")
+  foreach(i RANGE 2 ${last})
+    if(NOT text MATCHES "${ARGV${i}}")
+      message(FATAL_ERROR "${what} lacks /${ARGV${i}}/:\n${text}")
+    endif()
+  endforeach()
+endfunction()

@@ -22,15 +22,11 @@ endif()
 # tp=4 with no recompute fits first at 128 nodes (point 8); the others at 16.
 set(scaling_note "\nnote: scaling: tokens/s per GPU over its series' baseline, the point of fewest GPUs that fits: point 8 \\(1024 GPUs\\) for parallelism.tp=4, parallelism.recompute=none; point 1 \\(128 GPUs\\) for parallelism.tp=4, parallelism.recompute=selective; point 2 \\(128 GPUs\\) for parallelism.tp=8, parallelism.recompute=none; point 3 \\(128 GPUs\\) for parallelism.tp=8, parallelism.recompute=selective\n")
 set(warning "\nwarning for points 2, 3: parallelism.zero_stage 1 has no effect with dp = 1")
-foreach(expected
+expect_matches("${out}" "sweep output"
     "\n    8  cluster.nodes=128 parallelism.tp=4 parallelism.recompute=none [^\n]* 100.0%\n"
     "${scaling_note}"
     "${warning}"
     "\nnote \\(every point\\): known bias: 4- to 8-way tensor parallelism: on measured")
-  if(NOT out MATCHES "${expected}")
-    message(FATAL_ERROR "sweep output lacks /${expected}/:\n${out}")
-  endif()
-endforeach()
 if(out MATCHES "known bias: 8-way")
   message(FATAL_ERROR "sweep says '8-way' of every point, half of them tp=4:\n${out}")
 endif()
@@ -55,14 +51,8 @@ execute_process(COMMAND ${TESSERA} sweep-merge --out ${WORKDIR}/merged.csv ${WOR
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "sweep-merge failed (${rc}): ${err}")
 endif()
-foreach(expected
-    "${scaling_note}"
-    "${warning}"
-    "\nnote: Known bias, every point: 4- to 8-way tensor parallelism")
-  if(NOT merged MATCHES "${expected}")
-    message(FATAL_ERROR "sweep-merge output lacks /${expected}/:\n${merged}")
-  endif()
-endforeach()
+expect_matches("${merged}" "sweep-merge output" "${scaling_note}" "${warning}"
+               "\nnote: Known bias, every point: 4- to 8-way tensor parallelism")
 # Shards whose warnings differ are refused, as those whose chart notes do.
 string(REPLACE "# sweep warning: warning for points 2, 3" "# sweep warning: warning for points 2" edited "${part0}")
 file(WRITE ${WORKDIR}/edited0.csv "${edited}")
