@@ -2,6 +2,7 @@
 // the node model says each costs (docs/cli.md, "Kernels").
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -23,6 +24,17 @@ double rate(double amount, Time t) { return t > Time::zero() ? amount / t.second
 std::string dims(const node_model::Kernel& k) {
   if (node_model::is_gemm(k.op)) return fmt::format("{} x {} x {} x {}", k.b, k.m, k.n, k.k);
   return fmt::format("{} x {}", k.b, k.h);
+}
+
+/// The text's kernel column: what the execution does where its class does
+/// not say (Transformer Engine's FP8 casts and transposes, timed as MulU
+/// memory passes), else the node model's class; "+" before a further part
+/// of a launch.
+std::string kernel_label(const study::KernelTable& t, const study::KernelUse& u) {
+  const std::string_view what = u.role != node_model::KernelRole::None
+                                    ? node_model::to_string(u.role)
+                                    : node_model::to_string(t.rows[u.row].kernel.op);
+  return fmt::format("{}{}", u.fused_part ? "+" : "", what);
 }
 
 /// The table as a CSV in the schema node_model.overrides reads (op, b, m, n,
@@ -73,13 +85,18 @@ std::string table_json(const study::KernelTable& t, const study::Scenario& s) {
     const bool gemm = node_model::is_gemm(k.op);
     const Time time = t.time_of(u);
     kernels += fmt::format(
-        "{}{{\"part\": {}, \"op\": {}, \"pass\": \"{}\", \"kernel\": \"{}\", \"dtype\": \"{}\", "
-        "\"b\": {}, \"m\": {}, \"n\": {}, \"k\": {}, \"h\": {}, \"time_s\": {:.9e}, \"tflops\": {:.6f}, "
-        "\"gb_per_s\": {:.3f}, \"part_of_launch\": {}, \"distinct_kernel\": {}}}",
+        "{}{{\"part\": {}, \"op\": {}, \"pass\": \"{}\", \"kernel\": \"{}\", \"role\": {}, "
+        "\"dtype\": \"{}\", \"b\": {}, \"m\": {}, \"n\": {}, \"k\": {}, \"h\": {}, \"time_s\": {:.9e}, "
+        "\"tflops\": {:.6f}, \"gb_per_s\": {:.3f}, \"part_of_launch\": {}, \"distinct_kernel\": {}}}",
         kernels.empty() ? "" : ", ", json_string(u.part), json_string(u.op), study::to_string(u.pass),
-        node_model::to_string(k.op), node_model::to_string(k.dtype), k.b, gemm ? k.m : 0, gemm ? k.n : 0,
-        gemm ? k.k : 0, gemm ? 0 : k.h, time.seconds(), rate(k.flops().count(), time) * 1e-12,
-        rate(k.bytes().as_double(), time) * 1e-9, u.fused_part ? "true" : "false", u.row);
+        node_model::to_string(k.op),
+        // What the text's kernel column says in place of the class (an FP8
+        // cast or transpose, its `kernel` the class that times it), or null.
+        u.role == node_model::KernelRole::None ? std::string("null")
+                                               : fmt::format("\"{}\"", node_model::to_string(u.role)),
+        node_model::to_string(k.dtype), k.b, gemm ? k.m : 0, gemm ? k.n : 0, gemm ? k.k : 0, gemm ? 0 : k.h,
+        time.seconds(), rate(k.flops().count(), time) * 1e-12, rate(k.bytes().as_double(), time) * 1e-9,
+        u.fused_part ? "true" : "false", u.row);
   }
   std::string parts;
   for (const study::PartTotals& p : study::part_totals(t, s)) {
@@ -144,20 +161,24 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   }
   out << "One micro-batch of one instance of each part (a layer's kernels run once per layer; recomputation "
          "repeats the forward):\n\n";
-  out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11} {:>9} {:>8}\n", "part", "op.pass", "kernel",
-                     "dtype", "b x m x n x k | rows x h", "time_us", "TFLOP/s", "GB/s");
+  // The kernel column as wide as its longest label ("cast+transpose").
+  std::size_t width = 8;
+  for (const auto& u : t.uses) width = std::max(width, kernel_label(t, u).size());
+  out << fmt::format("{:<10} {:<28} {:<{}} {:<6} {:>24} {:>11} {:>9} {:>8}\n", "part", "op.pass", "kernel",
+                     width, "dtype", "b x m x n x k | rows x h", "time_us", "TFLOP/s", "GB/s");
   bool parts = false;
   bool copies = false;
   bool weight_casts = false;
+  bool roles = false;
   for (const auto& u : t.uses) {
     const study::KernelTableRow& r = t.rows[u.row];
     const Time time = t.time_of(u);
     parts = parts || u.fused_part;
     weight_casts = weight_casts || u.pass == study::OpPass::WeightCast;
     copies = copies || r.kernel.op == node_model::KernelOp::Copy;
-    out << fmt::format("{:<10} {:<28} {:<8} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
-                       u.op + "." + std::string(study::to_string(u.pass)),
-                       fmt::format("{}{}", u.fused_part ? "+" : "", node_model::to_string(r.kernel.op)),
+    roles = roles || u.role != node_model::KernelRole::None;
+    out << fmt::format("{:<10} {:<28} {:<{}} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
+                       u.op + "." + std::string(study::to_string(u.pass)), kernel_label(t, u), width,
                        node_model::to_string(r.kernel.dtype), dims(r.kernel), time.us(),
                        rate(r.kernel.flops().count(), time) * 1e-12,
                        rate(r.kernel.bytes().as_double(), time) * 1e-9);
@@ -165,6 +186,12 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   if (parts) {
     out << "(+: a further part of the kernel above it, in the same launch, as the node model times a fused "
            "kernel: no launch floor of its own)\n";
+  }
+  // Transformer Engine's FP8 casts and transposes are timed as the memory
+  // passes of their traffic (OpRules::layer_linear): named by what they do.
+  if (roles) {
+    out << "(cast, transpose, cast+transpose: Transformer Engine's FP8 casts and transposes, timed as bf16 "
+           "memory passes of their traffic, the mulu class: mulu rows in the --out CSV)\n";
   }
   // Transformer Engine's FP8 weight casts run in the plan once per
   // iteration and model chunk (LayerPieces::first_forward), not per

@@ -381,10 +381,12 @@ recomputation and the optimizer step are the planner's (tessera run).
                    time_us with your measurements and give the file as
                    node_model.overrides (docs/scenarios.md)
   --json           one JSON object instead of the text: the workload, each
-                   kernel execution (part, op, pass, kernel, dtype, b, m, n,
-                   k, h, time_s, tflops, gb_per_s, distinct_kernel: its row
-                   of --out) and each part's sums in seconds (parts; the
-                   last, "model", the whole model)
+                   kernel execution (part, op, pass, kernel, role: cast,
+                   transpose or cast+transpose for fp8's Transformer Engine
+                   kernels, else null, dtype, b, m, n, k, h, time_s,
+                   tflops, gb_per_s, distinct_kernel: its row of --out) and
+                   each part's sums in seconds (parts; the last, "model",
+                   the whole model)
 
 Example:
   tessera kernels scenarios/default.yaml --out default_kernels.csv

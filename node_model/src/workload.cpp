@@ -21,6 +21,20 @@ std::string_view to_string(Framework f) {
   return "?";
 }
 
+std::string_view to_string(KernelRole role) {
+  switch (role) {
+    case KernelRole::None:
+      return "";
+    case KernelRole::Cast:
+      return "cast";
+    case KernelRole::Transpose:
+      return "transpose";
+    case KernelRole::CastTranspose:
+      return "cast+transpose";
+  }
+  return "?";
+}
+
 Framework parse_framework(std::string_view text) {
   const std::string s = ascii_lower(text);
   if (s == "pytorch-eager") return Framework::PyTorchEager;
@@ -125,18 +139,30 @@ KernelOp grad_op(KernelOp op) {
   return op == KernelOp::MulU || op == KernelOp::DivU ? KernelOp::MulU : KernelOp::Mul;
 }
 
+/// One of Transformer Engine's FP8 kernels: the memory pass it is timed as,
+/// and what it does (for the kernels table).
+struct Fp8Kernel {
+  Kernel kernel;
+  KernelRole role;
+};
+void add_fp8(Pass& pass, const Fp8Kernel& k) { pass.add(k.kernel, 1, k.role); }
+
 /// Transformer Engine's FP8 kernels (TE 1.x, transformer_engine/pytorch/
 /// module/linear.py, layernorm_linear.py, base.py), as memory passes over a
 /// `rows` x `cols` tensor. fp8_cast_transpose_fused (and its bgrad form):
 /// reads the bf16 tensor (2 bytes), writes the FP8 copy and its transpose
 /// (1 + 1), the amax reduced in the same kernel.
-Kernel fp8_cast_transpose(std::int64_t rows, std::int64_t cols) {
-  return memory_pass(rows * cols * 4, DType::BF16);
+Fp8Kernel fp8_cast_transpose(std::int64_t rows, std::int64_t cols) {
+  return {memory_pass(rows * cols * 4, DType::BF16), KernelRole::CastTranspose};
 }
 /// cast_to_fp8: reads 2 bytes, writes the FP8 copy (1).
-Kernel fp8_cast(std::int64_t rows, std::int64_t cols) { return memory_pass(rows * cols * 3, DType::BF16); }
+Fp8Kernel fp8_cast(std::int64_t rows, std::int64_t cols) {
+  return {memory_pass(rows * cols * 3, DType::BF16), KernelRole::Cast};
+}
 /// fp8_transpose: reads the FP8 tensor (1 byte), writes its transpose (1).
-Kernel fp8_transpose(std::int64_t rows, std::int64_t cols) { return memory_pass(rows * cols * 2, DType::BF16); }
+Fp8Kernel fp8_transpose(std::int64_t rows, std::int64_t cols) {
+  return {memory_pass(rows * cols * 2, DType::BF16), KernelRole::Transpose};
+}
 }  // namespace
 
 OpKernels OpRules::linear(std::string name, std::int64_t rows, std::int64_t in, std::int64_t out,
@@ -155,9 +181,9 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
   op.name = std::move(name);
   op.params = in * out + (bias ? out : 0);
   const bool fp8 = gemm == DType::FP8;
-  auto cast = [&](Pass& pass, const Kernel& k) {
-    pass.add(k);
-    op.cast_flops += k.flops();
+  auto cast = [&](Pass& pass, const Fp8Kernel& k) {
+    add_fp8(pass, k);
+    op.cast_flops += k.kernel.flops();
   };
   const std::int64_t shards = std::max<std::int64_t>(1, te.sequence_shards);
   const bool sp = shards > 1;
@@ -169,7 +195,7 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
   if (fp8) {
     // The weight, once per iteration (cached while is_first_microbatch is
     // false: update_fp8_weights in _Linear.forward / _LayerNormLinear.forward).
-    op.weight_cast.add(fp8_cast_transpose(in, out));
+    add_fp8(op.weight_cast, fp8_cast_transpose(in, out));
     // x: written in FP8 by the norm (_LayerNormLinear); cast alone under
     // sequence parallelism (a column-parallel linear its own shard, before
     // the FP8 all-gather); else cast with its transpose.
@@ -229,9 +255,9 @@ OpKernels OpRules::grouped_linear(std::string name, std::int64_t groups, std::in
     // Transformer Engine's GroupedLinear (no tensor or sequence parallelism
     // of its own): the tokens and dy cast with their transposes, the
     // weights once per iteration.
-    op.forward.add(fp8_cast_transpose(groups * rows, in));
-    op.input_grad.add(fp8_cast_transpose(groups * rows, out));
-    op.weight_cast.add(fp8_cast_transpose(groups * in, out));
+    add_fp8(op.forward, fp8_cast_transpose(groups * rows, in));
+    add_fp8(op.input_grad, fp8_cast_transpose(groups * rows, out));
+    add_fp8(op.weight_cast, fp8_cast_transpose(groups * in, out));
     op.cast_flops = op.forward.kernels[0].flops() + op.input_grad.kernels[0].flops();
   }
   op.forward.add(Kernel::gemm(KernelOp::Bmm, groups, rows, out, in, gemm));

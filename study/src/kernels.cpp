@@ -61,7 +61,7 @@ KernelTable build_kernel_table(const Scenario& s) {
           const node_model::Kernel& k = kernels->kernels[i];
           auto [it, inserted] = index.emplace(k, table.rows.size());
           if (inserted) table.rows.push_back({k, timer.time(k), timer.part_time(k)});
-          table.uses.push_back({part, op.name, pass, it->second, kernels->part[i]});
+          table.uses.push_back({part, op.name, pass, it->second, kernels->part[i], kernels->role[i]});
         }
       }
     }

@@ -273,3 +273,68 @@ TEST(KernelTable, Fp8WeightCastsAreListedOncePerIterationOutsideTheMicroBatchSum
   const study::Scenario bf16 = parse_scenario(kScenario, "tp2.yaml", {{"cluster.gpu", "H100-SXM"}});
   for (const auto& u : study::kernel_table(bf16).uses) EXPECT_NE(u.pass, study::OpPass::WeightCast);
 }
+
+TEST(KernelTable, Fp8CastsAndTransposesAreNamedPerUseAndTimedAsTheirMemoryPasses) {
+  // The fp8 tp2 scenario (as above): Transformer Engine's casts and
+  // transposes are MulU memory passes of their traffic, each execution
+  // labelled with what it does (KernelUse::role; the kernels table prints
+  // it in place of `mulu`); everything else has none.
+  const std::vector<Override> fp8{
+      {"cluster.gpu", "H100-SXM"}, {"training.dtype", "fp8"}, {"model.layers", "4"}};
+  const study::KernelTable t = study::kernel_table(parse_scenario(kScenario, "tp2.yaml", fp8));
+  auto roles = [](const study::KernelTable& table, const std::string& op, study::OpPass pass) {
+    std::vector<nm::KernelRole> out;
+    for (const auto& u : table.uses) {
+      if (u.part == "layer" && u.op == op && u.pass == pass) out.push_back(u.role);
+    }
+    return out;
+  };
+  using R = nm::KernelRole;
+  using P = study::OpPass;
+  // qkv (its input written in FP8 by ln1): the weight cast with its
+  // transpose, dy's cast with its transpose, the FP8 input's transpose
+  // before the wgrad GEMM; the GEMMs, the main-gradient part and the bias's
+  // accumulation unlabelled.
+  EXPECT_EQ(roles(t, "qkv", P::WeightCast), std::vector<R>{R::CastTranspose});
+  EXPECT_EQ(roles(t, "qkv", P::Forward), std::vector<R>{R::None});
+  EXPECT_EQ(roles(t, "qkv", P::InputGrad), (std::vector<R>{R::CastTranspose, R::None}));
+  EXPECT_EQ(roles(t, "qkv", P::WeightGrad), (std::vector<R>{R::Transpose, R::None, R::None, R::None}));
+  // proj (no sequence parallelism): its input and dy cast with their transposes.
+  EXPECT_EQ(roles(t, "proj", P::Forward), (std::vector<R>{R::CastTranspose, R::None}));
+  EXPECT_EQ(roles(t, "proj", P::InputGrad), (std::vector<R>{R::CastTranspose, R::None}));
+  std::size_t labelled = 0;
+  std::set<std::size_t> cast_rows;
+  for (const auto& u : t.uses) {
+    if (u.role == R::None) continue;
+    ++labelled;
+    cast_rows.insert(u.row);
+    const nm::Kernel& k = t.rows[u.row].kernel;
+    EXPECT_EQ(k.op, nm::KernelOp::MulU) << u.op;
+    EXPECT_EQ(k.dtype, nm::DType::BF16) << u.op;
+    EXPECT_FALSE(u.fused_part) << u.op;
+    EXPECT_EQ(t.time_of(u), t.rows[u.row].time) << u.op;
+  }
+  // 4 weight casts, 4 dy casts, 2 input casts (proj, fc2: the norms write
+  // qkv's and fc1's in FP8) and 2 transposes of those (qkv, fc1).
+  EXPECT_EQ(labelled, 12U);
+  // The label is the use's: proj's dy cast (1024 x 4096 rows of bf16 read,
+  // FP8 written twice) is the row of gelu's bias gradient, unlabelled there.
+  bool shared = false;
+  for (const auto& u : t.uses) shared = shared || (u.role == R::None && cast_rows.contains(u.row));
+  EXPECT_TRUE(shared);
+  // Under sequence parallelism proj casts its input alone (before the FP8
+  // gather) and dy's shard, transposes the gathered dy and, for the weight
+  // gradient, its gathered input.
+  auto sp = fp8;
+  sp.push_back({"parallelism.sequence_parallel", "true"});
+  const study::KernelTable t_sp = study::kernel_table(parse_scenario(kScenario, "tp2.yaml", sp));
+  EXPECT_EQ(roles(t_sp, "proj", P::Forward), (std::vector<R>{R::Cast, R::None}));
+  EXPECT_EQ(roles(t_sp, "proj", P::InputGrad), (std::vector<R>{R::Cast, R::Transpose, R::None}));
+  EXPECT_EQ(roles(t_sp, "proj", P::WeightGrad), (std::vector<R>{R::Transpose, R::None, R::None}));
+  EXPECT_EQ(nm::to_string(R::Cast), "cast");
+  EXPECT_EQ(nm::to_string(R::Transpose), "transpose");
+  EXPECT_EQ(nm::to_string(R::CastTranspose), "cast+transpose");
+  // bf16: none.
+  const study::Scenario bf16 = parse_scenario(kScenario, "tp2.yaml", {{"cluster.gpu", "H100-SXM"}});
+  for (const auto& u : study::kernel_table(bf16).uses) EXPECT_EQ(u.role, R::None) << u.op;
+}

@@ -38,6 +38,16 @@ Framework parse_framework(std::string_view text);
 /// Megatron-LM or Megatron-DeepSpeed: Megatron's kernels and host model.
 inline bool is_megatron(Framework f) { return f != Framework::PyTorchEager; }
 
+/// What a kernel of a pass does where its class (Kernel::op) does not say:
+/// Transformer Engine's FP8 casts and transposes (ProfileOptions::fp8;
+/// OpRules::layer_linear, grouped_linear), memory passes timed as the MulU
+/// class of their traffic (memory_pass) like the other conversions and
+/// accumulations. A label for the kernels table (`tessera kernels`): no
+/// predictor reads it. None: the class says it.
+enum class KernelRole : std::uint8_t { None, Cast, Transpose, CastTranspose };
+/// "", "cast", "transpose", "cast+transpose".
+std::string_view to_string(KernelRole role);
+
 /// The kernels of one pass of an operator.
 struct Pass {
   std::vector<Kernel> kernels;
@@ -47,6 +57,8 @@ struct Pass {
   /// GEMMs or a weight-gradient GEMM's main-gradient accumulation). Such a
   /// part pays no launch floor (KernelPredictor::predict_part).
   std::vector<bool> part;
+  /// Per kernel: what it does where its class does not say (KernelRole).
+  std::vector<KernelRole> role;
   /// Kernel launches the host issues for this pass (a fused kernel that the
   /// node model times as several traffic-equivalent kernels is one launch).
   /// 64-bit: a multi-tensor optimizer of 10^16 parameters issues 6 x 10^8
@@ -54,20 +66,23 @@ struct Pass {
   /// negative host time.
   std::int64_t launches = 0;
 
-  void add(const Kernel& k, std::int64_t launch = 1) {
+  void add(const Kernel& k, std::int64_t launch = 1, KernelRole r = KernelRole::None) {
     kernels.push_back(k);
     part.push_back(launch == 0);
+    role.push_back(r);
     launches += launch;
   }
   void append(const Pass& p) {
     kernels.insert(kernels.end(), p.kernels.begin(), p.kernels.end());
     part.insert(part.end(), p.part.begin(), p.part.end());
+    role.insert(role.end(), p.role.begin(), p.role.end());
     launches += p.launches;
   }
   /// Keeps the first `n` kernels, which are `launches` launches.
   void truncate(std::size_t n, std::int64_t launch_count) {
     kernels.resize(n);
     part.resize(n);
+    role.resize(n);
     launches = launch_count;
   }
   [[nodiscard]] bool empty() const { return kernels.empty() && launches == 0; }

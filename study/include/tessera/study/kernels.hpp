@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tessera/node_model/kernel.hpp"
+#include "tessera/node_model/workload.hpp"
 #include "tessera/study/scenario.hpp"
 #include "tessera/units.hpp"
 
@@ -50,6 +51,11 @@ struct KernelUse {
   /// A further part of the kernel launched before it (one launch): timed as
   /// the row's part_time.
   bool fused_part = false;
+  /// What this execution does where the row's kernel class does not say
+  /// (Transformer Engine's FP8 casts and transposes, timed as MulU memory
+  /// passes). Of the use, not the row: a row of the same class and shape
+  /// may be another pass elsewhere.
+  node_model::KernelRole role = node_model::KernelRole::None;
 };
 
 struct KernelTable {
