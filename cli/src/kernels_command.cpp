@@ -41,13 +41,18 @@ std::string kernel_label(const study::KernelTable& t, const study::KernelUse& u)
 /// k, h, dtype, time_us and, for a kernel that runs as a further part of a
 /// fused kernel, part_time_us), one row per distinct kernel, with its rates
 /// (launched) and uses (each execution: part:operator.pass, "+" after a
-/// part) as extra columns (ignored by the overrides reader).
+/// part, the role in parentheses after an FP8 cast or transpose, which the
+/// row's op, mulu, does not name) as extra columns (ignored by the
+/// overrides reader).
 std::string table_csv(const study::KernelTable& t) {
   std::vector<std::string> uses(t.rows.size());
   std::vector<bool> part(t.rows.size(), false);
   for (const auto& u : t.uses) {
-    uses[u.row] += fmt::format("{}{}:{}.{}{}", uses[u.row].empty() ? "" : " ", u.part, u.op,
-                               study::to_string(u.pass), u.fused_part ? "+" : "");
+    uses[u.row] += fmt::format("{}{}:{}.{}{}{}", uses[u.row].empty() ? "" : " ", u.part, u.op,
+                               study::to_string(u.pass), u.fused_part ? "+" : "",
+                               u.role == node_model::KernelRole::None
+                                   ? std::string()
+                                   : fmt::format("({})", node_model::to_string(u.role)));
     if (u.fused_part) part[u.row] = true;
   }
   std::string out = "op,b,m,n,k,h,dtype,time_us,part_time_us,tflops,gb_per_s,uses\n";
