@@ -167,15 +167,17 @@ int cmd_kernels(const Args& args, std::ostream& out) {
   out << "One micro-batch of one instance of each part (a layer's kernels run once per layer; recomputation "
          "repeats the forward):\n\n";
   // The kernel column as wide as its longest label ("cast+transpose").
+  std::vector<std::string> labels;
   std::size_t width = 8;
-  for (const auto& u : t.uses) width = std::max(width, kernel_label(t, u).size());
+  for (const auto& u : t.uses) width = std::max(width, labels.emplace_back(kernel_label(t, u)).size());
   out << fmt::format("{:<10} {:<28} {:<{}} {:<6} {:>24} {:>11} {:>9} {:>8}\n", "part", "op.pass", "kernel",
                      width, "dtype", "b x m x n x k | rows x h", "time_us", "TFLOP/s", "GB/s");
   bool parts = false;
   bool copies = false;
   bool weight_casts = false;
   bool roles = false;
-  for (const auto& u : t.uses) {
+  for (std::size_t i = 0; i < t.uses.size(); ++i) {
+    const study::KernelUse& u = t.uses[i];
     const study::KernelTableRow& r = t.rows[u.row];
     const Time time = t.time_of(u);
     parts = parts || u.fused_part;
@@ -183,7 +185,7 @@ int cmd_kernels(const Args& args, std::ostream& out) {
     copies = copies || r.kernel.op == node_model::KernelOp::Copy;
     roles = roles || u.role != node_model::KernelRole::None;
     out << fmt::format("{:<10} {:<28} {:<{}} {:<6} {:>24} {:>11.3f} {:>9.1f} {:>8.0f}\n", u.part,
-                       u.op + "." + std::string(study::to_string(u.pass)), kernel_label(t, u), width,
+                       u.op + "." + std::string(study::to_string(u.pass)), labels[i], width,
                        node_model::to_string(r.kernel.dtype), dims(r.kernel), time.us(),
                        rate(r.kernel.flops().count(), time) * 1e-12,
                        rate(r.kernel.bytes().as_double(), time) * 1e-9);

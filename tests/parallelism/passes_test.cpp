@@ -67,6 +67,16 @@ ParallelPlan megatron_core_plan() {
   return p;
 }
 
+/// 2-way tensor parallelism with sequence parallelism under zb-h1 (its
+/// layers split into B and W pieces).
+ParallelPlan tp2_sp_zb_h1() {
+  ParallelPlan p;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.schedule = Schedule::ZeroBubbleH1;
+  return p;
+}
+
 /// The names of the tasks that `prefix`'s tasks of stage `stage` depend on
 /// first, in order.
 std::vector<std::string> first_deps(const TaskGraph& g, int stage, std::string_view prefix) {
@@ -428,10 +438,7 @@ TEST(Passes, DenseLayerWithTensorAndSequenceParallelismSplitsIntoBAndW) {
   const test_support::LayersOnlyPredictor pred(97);
   const Workload w = work();
   const KernelTimer timer(pred, w);
-  ParallelPlan p;
-  p.tp = 2;
-  p.sequence_parallel = true;
-  p.schedule = Schedule::ZeroBubbleH1;
+  const ParallelPlan p = tp2_sp_zb_h1();
   const LayerPieces lp = layer_pieces(tiny(), w, p, timer, true);
   EXPECT_EQ(pieces_text(lp.forward),
             "fwd.ln1 fwd.tp.all-gather fwd.attn fwd.tp.reduce-scatter fwd.ln2 fwd.tp.all-gather fwd.mlp "
@@ -716,10 +723,7 @@ TEST(Passes, Fp8SequenceParallelGathersMoveOneBytePerElement) {
   const test_support::LayersOnlyPredictor pred(97);
   const Workload w = fp8_work();
   const KernelTimer timer(pred, w);
-  ParallelPlan p;
-  p.tp = 2;
-  p.sequence_parallel = true;
-  p.schedule = Schedule::ZeroBubbleH1;
+  const ParallelPlan p = tp2_sp_zb_h1();
   const std::int64_t act = 32 * 64;
   const LayerPieces lp = layer_pieces(tiny(), w, p, timer, true);
   ASSERT_TRUE(lp.first_forward.has_value());
