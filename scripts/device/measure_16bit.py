@@ -2,7 +2,7 @@
 """Measure 16-bit training kernels and a small GPT training step on one GPU.
 
 Run on a lent GPU machine (PyTorch with CUDA):  OUT=dir python3 measure_16bit.py
-(SECTIONS=a,b picks sections: tpsteps, recompute [RECOMPUTE_PROFILE=1], spsteps, ckpthost, wgradacc,
+(SECTIONS=a,b picks sections: vocab, tpsteps, recompute [RECOMPUTE_PROFILE=1], spsteps, ckpthost, wgradacc,
 gemmwarm, gemm, vector, other, e2e, sustained, xla; unset runs all)
 Writes CSVs under $OUT (tests/data/h200/README.md describes each file and its
 columns; GEMMs use NeuSight's convention: N is the reduction, K the output width). Every section is timed with CUDA events; each kernel timed
@@ -262,6 +262,35 @@ def section_gemm_warm(rows, dtypes=(("bf16", torch.bfloat16), ("fp16", torch.flo
                          bn, M, K, N, n])
         del q, k, p, sc, cx
     log(f"gemm warm: done, {len(rows)} rows")
+
+
+def section_vocab(rows, dtypes=(("fp16", torch.float16), ("bf16", torch.bfloat16))):
+    """The LM head's GEMMs with vTrain's unpadded vocabulary split, 50257 // tp output rows
+    per rank (odd at tp 1, a multiple of 8 at tp 2, of 4 at tp 4, of 2 at tp 8), each beside
+    the same GEMM with the width rounded up to a multiple of 64 (Megatron pads the vocabulary):
+    whether cuBLAS runs a GEMM whose width is no multiple of 8 slower than its FLOPs say
+    (docs/calibration.md, "Looked at again (2026-12-07)": the shape of vTrain's tp-1 excess).
+    `source` is vocab-unpadded or vocab-padded; validate with
+    tessera validate kernels --data vocab.csv --device NAME (the model has no alignment
+    feature: the unpadded rows' error beside the padded rows' is the slowdown)."""
+    for dname, dt in dtypes:
+        for tp in (1, 2, 4, 8):
+            raw = 50257 // tp
+            for n_out, source in ((raw, "vocab-unpadded"), (-(-raw // 64) * 64, "vocab-padded")):
+                for h in (1024, 2048):
+                    for t in (2048, 4096, 8192):
+                        if left() < 20:
+                            log("vocab: time limit, stopping")
+                            return
+                        x, w, dy = linear_operands(t, n_out, h, dt)
+                        rows.append(gemm_row("linear", dname, "fwd", "tn", source, 1, t, n_out, h,
+                                             lambda: F.linear(x, w), b2b=True))
+                        rows.append(gemm_row("linear", dname, "dgrad", "nn", source, 1, t, h, n_out,
+                                             lambda: torch.matmul(dy, w), b2b=True))
+                        rows.append(gemm_row("linear", dname, "wgrad", "nt", source, 1, n_out, h, t,
+                                             lambda: torch.matmul(dy.t(), x), b2b=True))
+                        del x, w, dy
+        log(f"vocab {dname}: {len(rows)} rows so far")
 
 
 def section_attention_bmm(rows):
@@ -1047,6 +1076,7 @@ def main():
     table_section("recompute", "recompute", section_recompute, "recompute_steps.csv", RECOMPUTE_HEADER)
     if want("recompute") and PROFILE:
         write_csv("other_recompute.csv", OTHER_HEADER, list(PROFILE))
+    table_section("vocab", "vocab", section_vocab, "vocab.csv", GEMM_HEADER)
     table_section("gemmwarm", "gemm warm",
                   lambda rows: section_gemm_warm(rows, limit_s=float(os.environ.get("GEMMWARM_S", "220"))),
                   "gemm_warm.csv", WARM_HEADER)
