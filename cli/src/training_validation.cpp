@@ -612,7 +612,7 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
   // helper 79, from 0 two rounds left a 37 ms data step at 30.6 ms with a
   // spurious exchange cost). The shipped constants and the vTrain folds lie
   // inside the grids: two rounds, as they were fit.
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < 8; ++round) {
     const auto before = std::tuple{launch_ns, mb_ns, p2p_ns};
     if (round >= 2 && (!extended || before == last_round)) break;
     last_round = before;
@@ -644,17 +644,26 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
       std::int64_t* value;
       std::int64_t scale;  ///< ns per unit of the simplex's coordinates
       std::int64_t resolution;
+      std::int64_t cap;  ///< the coordinate search's cap
     };
     std::vector<Axis> axes;
-    if (keys.host_launch) axes.push_back({&launch_ns, 10'000, 100});
-    if (keys.host_microbatch) axes.push_back({&mb_ns, 1'000'000, 10'000});
-    if (keys.host_p2p) axes.push_back({&p2p_ns, 500'000, 10'000});
+    if (keys.host_launch) axes.push_back({&launch_ns, 10'000, 100, 10'000'000});
+    if (keys.host_microbatch) axes.push_back({&mb_ns, 1'000'000, 10'000, 10'000'000'000});
+    if (keys.host_p2p) axes.push_back({&p2p_ns, 500'000, 10'000, 10'000'000'000});
     const std::size_t d = axes.size();
     using Point = std::vector<double>;
+    using Vertex = std::pair<Point, double>;
+    // Inside [0, cap] on every axis.
+    auto clamped = [&](Point x) {
+      for (std::size_t i = 0; i < d; ++i) {
+        x[i] = std::clamp(x[i], 0.0, static_cast<double>(axes[i].cap) / static_cast<double>(axes[i].scale));
+      }
+      return x;
+    };
     auto constants = [&](const Point& x) {
       std::vector<std::int64_t> v(d);
       for (std::size_t i = 0; i < d; ++i) {
-        const double ns = std::max(0.0, x[i] * static_cast<double>(axes[i].scale));
+        const double ns = x[i] * static_cast<double>(axes[i].scale);
         v[i] = std::llround(ns / static_cast<double>(axes[i].resolution)) * axes[i].resolution;
       }
       return v;
@@ -669,22 +678,21 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
       }
       return eval(l, q, m).second;
     };
-    if (extended && d >= 2) {
-      std::vector<std::pair<Point, double>> simplex;
-      Point start(d);
-      for (std::size_t i = 0; i < d; ++i) {
-        start[i] = static_cast<double>(*axes[i].value) / static_cast<double>(axes[i].scale);
-      }
-      simplex.emplace_back(start, error_at(start));
+    auto by_error = [](const Vertex& a, const Vertex& b) { return a.second < b.second; };
+    // One simplex from `start` (a unit step along each axis) until every
+    // vertex lies within a resolution step of the best: its best vertex.
+    auto simplex_from = [&](const Point& start) {
+      std::vector<Vertex> simplex{{start, error_at(start)}};
       for (std::size_t i = 0; i < d; ++i) {
         Point x = start;
-        x[i] += 1.0;
+        const bool room =
+            (x[i] + 1.0) * static_cast<double>(axes[i].scale) <= static_cast<double>(axes[i].cap);
+        x[i] += room ? 1.0 : -1.0;
+        x = clamped(x);
         simplex.emplace_back(x, error_at(x));
       }
-      auto by_error = [](const auto& a, const auto& b) { return a.second < b.second; };
       for (int it = 0; it < 400; ++it) {
         std::stable_sort(simplex.begin(), simplex.end(), by_error);
-        // Converged: every vertex within a resolution step of the best on every axis.
         bool small = true;
         for (std::size_t v = 1; v <= d && small; ++v) {
           for (std::size_t i = 0; i < d; ++i) {
@@ -700,17 +708,15 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
         }
         auto along = [&](double t) {
           Point x(d);
-          for (std::size_t i = 0; i < d; ++i) {
-            x[i] = std::max(0.0, centre[i] + t * (simplex[d].first[i] - centre[i]));
-          }
-          return x;
+          for (std::size_t i = 0; i < d; ++i) x[i] = centre[i] + t * (simplex[d].first[i] - centre[i]);
+          return clamped(x);
         };
         const Point r = along(-1.0);
         const double er = error_at(r);
         if (er < simplex[0].second) {
           const Point e = along(-2.0);
           const double ee = error_at(e);
-          simplex[d] = ee < er ? std::pair{e, ee} : std::pair{r, er};
+          simplex[d] = ee < er ? Vertex{e, ee} : Vertex{r, er};
         } else if (er < simplex[d - 1].second) {
           simplex[d] = {r, er};
         } else {
@@ -730,8 +736,23 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
         }
       }
       std::stable_sort(simplex.begin(), simplex.end(), by_error);
-      if (simplex[0].second < eval(launch_ns, p2p_ns, mb_ns).second) {
-        const std::vector<std::int64_t> v = constants(simplex[0].first);
+      return simplex[0];
+    };
+    if (extended && d >= 2) {
+      Point start(d);
+      for (std::size_t i = 0; i < d; ++i) {
+        start[i] = static_cast<double>(*axes[i].value) / static_cast<double>(axes[i].scale);
+      }
+      Vertex best{start, error_at(start)};
+      // Once more from its best point with fresh steps, the usual remedy
+      // for a simplex that collapsed (on a face at 0, say); on while it gains.
+      for (int pass = 0; pass < 4; ++pass) {
+        const Vertex v = simplex_from(best.first);
+        if (!(v.second < best.second)) break;
+        best = v;
+      }
+      if (best.second < eval(launch_ns, p2p_ns, mb_ns).second) {
+        const std::vector<std::int64_t> v = constants(best.first);
         for (std::size_t i = 0; i < d; ++i) *axes[i].value = v[i];
       }
     }

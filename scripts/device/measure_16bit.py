@@ -2,7 +2,7 @@
 """Measure 16-bit training kernels and a small GPT training step on one GPU.
 
 Run on a lent GPU machine (PyTorch with CUDA):  OUT=dir python3 measure_16bit.py
-(SECTIONS=a,b picks sections: vocab, tpsteps, recompute [RECOMPUTE_PROFILE=1], spsteps, ckpthost, wgradacc,
+(SECTIONS=a,b picks sections: tpsteps, recompute [RECOMPUTE_PROFILE=1], spsteps, ckpthost, wgradacc, vocab,
 gemmwarm, gemm, vector, other, e2e, sustained, xla; unset runs all)
 Writes CSVs under $OUT (tests/data/h200/README.md describes each file and its
 columns; GEMMs use NeuSight's convention: N is the reduction, K the output width). Every section is timed with CUDA events; each kernel timed
@@ -267,16 +267,18 @@ def section_gemm_warm(rows, dtypes=(("bf16", torch.bfloat16), ("fp16", torch.flo
 def section_vocab(rows, dtypes=(("fp16", torch.float16), ("bf16", torch.bfloat16))):
     """The LM head's GEMMs with vTrain's unpadded vocabulary split, 50257 // tp output rows
     per rank (odd at tp 1, a multiple of 8 at tp 2, of 4 at tp 4, of 2 at tp 8), each beside
-    the same GEMM with the width rounded up to a multiple of 64 (Megatron pads the vocabulary):
-    whether cuBLAS runs a GEMM whose width is no multiple of 8 slower than its FLOPs say
-    (docs/calibration.md, "Looked at again (2026-12-07)": the shape of vTrain's tp-1 excess).
-    `source` is vocab-unpadded or vocab-padded; validate with
+    the same GEMM at Megatron's padded width (the vocabulary padded to a multiple of 128 x tp:
+    50304, 25216, 12672, 6400 rows per rank): whether cuBLAS runs a 16-bit GEMM whose width
+    is no multiple of 8 slower than its FLOPs say (docs/calibration.md, "Looked at again
+    (2026-12-07)": the shape of vTrain's tp-1 excess). `source` is vocab-unpadded-tpN or
+    vocab-padded-tpN, so that each alignment is a group of its own; validate with
     tessera validate kernels --data vocab.csv --device NAME (the model has no alignment
-    feature: the unpadded rows' error beside the padded rows' is the slowdown)."""
+    feature: an unpadded group's error beside its padded group's is the slowdown)."""
     for dname, dt in dtypes:
         for tp in (1, 2, 4, 8):
             raw = 50257 // tp
-            for n_out, source in ((raw, "vocab-unpadded"), (-(-raw // 64) * 64, "vocab-padded")):
+            padded = -(-50257 // (128 * tp)) * 128
+            for n_out, source in ((raw, f"vocab-unpadded-tp{tp}"), (padded, f"vocab-padded-tp{tp}")):
                 for h in (1024, 2048):
                     for t in (2048, 4096, 8192):
                         if left() < 20:
