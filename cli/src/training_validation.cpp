@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -440,6 +441,93 @@ std::pair<double, double> best_shift(const std::vector<PredictedRun>& p) {
   return {x, mean_error_shifted(p, x)};
 }
 
+/// How the fit searches one host constant, in ns: a grid of `step` from 0
+/// to `max`, going on past it to `cap` while the error still falls, then
+/// refined to `resolution` (fit_host_overhead; the simplex takes `step` as
+/// its unit step and `cap` as its bound).
+struct HostSearch {
+  std::int64_t max, step, resolution, cap;
+};
+constexpr HostSearch kLaunchSearch{100'000, 10'000, 100, 10'000'000};
+constexpr HostSearch kMicrobatchSearch{8'000'000, 1'000'000, 10'000, 10'000'000'000};
+constexpr HostSearch kP2pSearch{4'000'000, 500'000, 10'000, 10'000'000'000};
+
+/// Nelder-Mead over the box [0, upper] (coordinates in units of each
+/// axis's first step), from `start` with a unit step along each axis, until
+/// every vertex lies within `tolerance` of the best on every axis (at most
+/// 400 iterations); restarted from its best point while that gains, the
+/// remedy for a simplex collapsed on a face of the box. Returns the best
+/// point seen and its value. Deterministic.
+std::pair<std::vector<double>, double> simplex_minimum(
+    const std::function<double(const std::vector<double>&)>& f, const std::vector<double>& start,
+    const std::vector<double>& upper, const std::vector<double>& tolerance) {
+  using Point = std::vector<double>;
+  using Vertex = std::pair<Point, double>;
+  const std::size_t d = start.size();
+  auto clamped = [&](Point x) {
+    for (std::size_t i = 0; i < d; ++i) x[i] = std::clamp(x[i], 0.0, upper[i]);
+    return x;
+  };
+  auto by_value = [](const Vertex& a, const Vertex& b) { return a.second < b.second; };
+  auto from = [&](const Point& first) {
+    std::vector<Vertex> simplex{{first, f(first)}};
+    for (std::size_t i = 0; i < d; ++i) {
+      Point x = first;
+      x[i] += x[i] + 1.0 <= upper[i] ? 1.0 : -1.0;
+      x = clamped(x);
+      simplex.emplace_back(x, f(x));
+    }
+    for (int it = 0; it < 400; ++it) {
+      std::stable_sort(simplex.begin(), simplex.end(), by_value);
+      bool small = true;
+      for (std::size_t v = 1; v <= d && small; ++v) {
+        for (std::size_t i = 0; i < d; ++i)
+          small = small && std::abs(simplex[v].first[i] - simplex[0].first[i]) <= tolerance[i];
+      }
+      if (small) break;
+      Point centre(d, 0.0);  // of all vertices but the worst
+      for (std::size_t v = 0; v < d; ++v) {
+        for (std::size_t i = 0; i < d; ++i) centre[i] += simplex[v].first[i] / static_cast<double>(d);
+      }
+      auto along = [&](double t) {  // from the centre, t times towards the worst
+        Point x(d);
+        for (std::size_t i = 0; i < d; ++i) x[i] = centre[i] + t * (simplex[d].first[i] - centre[i]);
+        return clamped(x);
+      };
+      const Point r = along(-1.0);
+      const double er = f(r);
+      if (er < simplex[0].second) {
+        const Point e = along(-2.0);
+        const double ee = f(e);
+        simplex[d] = ee < er ? Vertex{e, ee} : Vertex{r, er};
+      } else if (er < simplex[d - 1].second) {
+        simplex[d] = {r, er};
+      } else {
+        const Point c = along(er < simplex[d].second ? -0.5 : 0.5);
+        const double ec = f(c);
+        if (ec < std::min(er, simplex[d].second)) {
+          simplex[d] = {c, ec};
+        } else {  // shrink towards the best vertex
+          for (std::size_t v = 1; v <= d; ++v) {
+            for (std::size_t i = 0; i < d; ++i) {
+              simplex[v].first[i] = simplex[0].first[i] + 0.5 * (simplex[v].first[i] - simplex[0].first[i]);
+            }
+            simplex[v].second = f(simplex[v].first);
+          }
+        }
+      }
+    }
+    return *std::min_element(simplex.begin(), simplex.end(), by_value);
+  };
+  Vertex best{start, f(start)};
+  for (int pass = 0; pass < 4; ++pass) {
+    Vertex v = from(best.first);
+    if (!(v.second < best.second)) break;
+    best = std::move(v);
+  }
+  return best;
+}
+
 /// Least-squares line through (x, y): {slope, intercept}; nullopt when the x
 /// are all equal (no slope).
 std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
@@ -569,8 +657,9 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
   // doubling, until the error rises or `cap`: a cost above the usual range
   // is found, not clipped to it (helper 78: a 37 ms data step fit as 8.99 ms).
   const double g = (std::sqrt(5.0) - 1) / 2;
-  auto search = [&](auto&& f, std::int64_t max, std::int64_t step, std::int64_t resolution,
-                    std::int64_t cap) {
+  auto search = [&](auto&& f, const HostSearch& how) {
+    const std::int64_t max = how.max, resolution = how.resolution, cap = how.cap;
+    std::int64_t step = how.step;
     std::int64_t best = 0;
     double best_err = 1e300;
     for (std::int64_t x = 0; x <= max; x += step) {
@@ -617,16 +706,13 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
     if (round >= 2 && (!extended || before == last_round)) break;
     last_round = before;
     if (keys.host_launch) {
-      launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns, mb_ns).second; }, 100'000, 10'000, 100,
-                         10'000'000);
+      launch_ns = search([&](std::int64_t x) { return eval(x, p2p_ns, mb_ns).second; }, kLaunchSearch);
     }
     if (keys.host_microbatch) {
-      mb_ns = search([&](std::int64_t x) { return eval(launch_ns, p2p_ns, x).second; }, 8'000'000, 1'000'000,
-                     10'000, 10'000'000'000);
+      mb_ns = search([&](std::int64_t x) { return eval(launch_ns, p2p_ns, x).second; }, kMicrobatchSearch);
     }
     if (!keys.host_p2p) continue;
-    p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x, mb_ns).second; }, 4'000'000, 500'000,
-                    10'000, 10'000'000'000);
+    p2p_ns = search([&](std::int64_t x) { return eval(launch_ns, x, mb_ns).second; }, kP2pSearch);
   }
   // The error is a mean of absolute errors: kinked, and where the runs
   // trade one constant for another (launches against the data step) a
@@ -639,122 +725,44 @@ HostFit fit_host_overhead(const std::vector<MeasuredRun>& runs, const RunTemplat
   // the fit's own error by 0.04-0.07 points and the held-out figures do not
   // improve (docs/calibration.md, "Fitting"), so those fits stay as the
   // shipped constants were made.
-  {
-    struct Axis {
-      std::int64_t* value;
-      std::int64_t scale;  ///< ns per unit of the simplex's coordinates
-      std::int64_t resolution;
-      std::int64_t cap;  ///< the coordinate search's cap
+  // The fitted constants, in units of their grids' steps, within their caps.
+  struct Axis {
+    std::int64_t* value;
+    const HostSearch* how;
+  };
+  std::vector<Axis> axes;
+  if (keys.host_launch) axes.push_back({&launch_ns, &kLaunchSearch});
+  if (keys.host_microbatch) axes.push_back({&mb_ns, &kMicrobatchSearch});
+  if (keys.host_p2p) axes.push_back({&p2p_ns, &kP2pSearch});
+  if (extended && axes.size() >= 2) {
+    // Sets the fitted constants to `x`, each to its resolution.
+    auto set = [&](const std::vector<double>& x) {
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const HostSearch& h = *axes[i].how;
+        *axes[i].value =
+            std::llround(x[i] * static_cast<double>(h.step) / static_cast<double>(h.resolution)) *
+            h.resolution;
+      }
     };
-    std::vector<Axis> axes;
-    if (keys.host_launch) axes.push_back({&launch_ns, 10'000, 100, 10'000'000});
-    if (keys.host_microbatch) axes.push_back({&mb_ns, 1'000'000, 10'000, 10'000'000'000});
-    if (keys.host_p2p) axes.push_back({&p2p_ns, 500'000, 10'000, 10'000'000'000});
-    const std::size_t d = axes.size();
-    using Point = std::vector<double>;
-    using Vertex = std::pair<Point, double>;
-    // Inside [0, cap] on every axis.
-    auto clamped = [&](Point x) {
-      for (std::size_t i = 0; i < d; ++i) {
-        x[i] = std::clamp(x[i], 0.0, static_cast<double>(axes[i].cap) / static_cast<double>(axes[i].scale));
-      }
-      return x;
-    };
-    auto constants = [&](const Point& x) {
-      std::vector<std::int64_t> v(d);
-      for (std::size_t i = 0; i < d; ++i) {
-        const double ns = x[i] * static_cast<double>(axes[i].scale);
-        v[i] = std::llround(ns / static_cast<double>(axes[i].resolution)) * axes[i].resolution;
-      }
-      return v;
-    };
-    auto error_at = [&](const Point& x) {
-      const std::vector<std::int64_t> v = constants(x);
-      std::int64_t l = launch_ns, m = mb_ns, q = p2p_ns;
-      for (std::size_t i = 0; i < d; ++i) {
-        if (axes[i].value == &launch_ns) l = v[i];
-        if (axes[i].value == &mb_ns) m = v[i];
-        if (axes[i].value == &p2p_ns) q = v[i];
-      }
-      return eval(l, q, m).second;
-    };
-    auto by_error = [](const Vertex& a, const Vertex& b) { return a.second < b.second; };
-    // One simplex from `start` (a unit step along each axis) until every
-    // vertex lies within a resolution step of the best: its best vertex.
-    auto simplex_from = [&](const Point& start) {
-      std::vector<Vertex> simplex{{start, error_at(start)}};
-      for (std::size_t i = 0; i < d; ++i) {
-        Point x = start;
-        const bool room =
-            (x[i] + 1.0) * static_cast<double>(axes[i].scale) <= static_cast<double>(axes[i].cap);
-        x[i] += room ? 1.0 : -1.0;
-        x = clamped(x);
-        simplex.emplace_back(x, error_at(x));
-      }
-      for (int it = 0; it < 400; ++it) {
-        std::stable_sort(simplex.begin(), simplex.end(), by_error);
-        bool small = true;
-        for (std::size_t v = 1; v <= d && small; ++v) {
-          for (std::size_t i = 0; i < d; ++i) {
-            const double span =
-                std::abs(simplex[v].first[i] - simplex[0].first[i]) * static_cast<double>(axes[i].scale);
-            if (span > static_cast<double>(axes[i].resolution)) small = false;
-          }
-        }
-        if (small) break;
-        Point centre(d, 0.0);
-        for (std::size_t v = 0; v < d; ++v) {
-          for (std::size_t i = 0; i < d; ++i) centre[i] += simplex[v].first[i] / static_cast<double>(d);
-        }
-        auto along = [&](double t) {
-          Point x(d);
-          for (std::size_t i = 0; i < d; ++i) x[i] = centre[i] + t * (simplex[d].first[i] - centre[i]);
-          return clamped(x);
-        };
-        const Point r = along(-1.0);
-        const double er = error_at(r);
-        if (er < simplex[0].second) {
-          const Point e = along(-2.0);
-          const double ee = error_at(e);
-          simplex[d] = ee < er ? Vertex{e, ee} : Vertex{r, er};
-        } else if (er < simplex[d - 1].second) {
-          simplex[d] = {r, er};
-        } else {
-          const Point c = along(er < simplex[d].second ? -0.5 : 0.5);
-          const double ec = error_at(c);
-          if (ec < std::min(er, simplex[d].second)) {
-            simplex[d] = {c, ec};
-          } else {
-            // Shrink towards the best vertex.
-            for (std::size_t v = 1; v <= d; ++v) {
-              for (std::size_t i = 0; i < d; ++i) {
-                simplex[v].first[i] = simplex[0].first[i] + 0.5 * (simplex[v].first[i] - simplex[0].first[i]);
-              }
-              simplex[v].second = error_at(simplex[v].first);
-            }
-          }
-        }
-      }
-      std::stable_sort(simplex.begin(), simplex.end(), by_error);
-      return simplex[0];
-    };
-    if (extended && d >= 2) {
-      Point start(d);
-      for (std::size_t i = 0; i < d; ++i) {
-        start[i] = static_cast<double>(*axes[i].value) / static_cast<double>(axes[i].scale);
-      }
-      Vertex best{start, error_at(start)};
-      // Once more from its best point with fresh steps, the usual remedy
-      // for a simplex that collapsed (on a face at 0, say); on while it gains.
-      for (int pass = 0; pass < 4; ++pass) {
-        const Vertex v = simplex_from(best.first);
-        if (!(v.second < best.second)) break;
-        best = v;
-      }
-      if (best.second < eval(launch_ns, p2p_ns, mb_ns).second) {
-        const std::vector<std::int64_t> v = constants(best.first);
-        for (std::size_t i = 0; i < d; ++i) *axes[i].value = v[i];
-      }
+    std::vector<double> start, upper, tolerance;
+    for (const Axis& a : axes) {
+      const auto step = static_cast<double>(a.how->step);
+      start.push_back(static_cast<double>(*a.value) / step);
+      upper.push_back(static_cast<double>(a.how->cap) / step);
+      tolerance.push_back(static_cast<double>(a.how->resolution) / step);
+    }
+    const std::tuple found{launch_ns, mb_ns, p2p_ns};
+    const double found_error = eval(launch_ns, p2p_ns, mb_ns).second;
+    const auto [best, best_error] = simplex_minimum(
+        [&](const std::vector<double>& x) {
+          set(x);
+          return eval(launch_ns, p2p_ns, mb_ns).second;
+        },
+        start, upper, tolerance);
+    if (best_error < found_error) {
+      set(best);
+    } else {
+      std::tie(launch_ns, mb_ns, p2p_ns) = found;
     }
   }
   const auto [shift_ms, err] = eval(launch_ns, p2p_ns, mb_ns);

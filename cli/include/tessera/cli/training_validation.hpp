@@ -114,8 +114,9 @@ std::vector<PredictedRun> predict_runs(const std::vector<MeasuredRun>& runs, con
                                        const std::vector<Override>& overrides, unsigned jobs);
 
 /// Host-overhead calibration fit on measured runs (docs/calibration.md):
-/// `calibration.host_launch` and `calibration.host_p2p` by coordinate
-/// descent (grid, then golden-section search) over simulations, then
+/// `calibration.host_launch`, `host_microbatch` and `host_p2p` by coordinate
+/// descent (grid, then golden-section search) over simulations, where a
+/// search went past its first grid followed by a Nelder-Mead simplex, then
 /// `calibration.host_iteration`, which shifts every prediction by exactly its
 /// value (it is host work after the last sync of the iteration), in closed
 /// form (the weighted median minimising the mean relative error).
