@@ -524,6 +524,23 @@ int cmd_validate(const Args& args, std::ostream& out) {
       throw InputError(fmt::format("{}: no measurements (no kernel rows in its CSV files)", dir));
     const auto rows = nm::validate_kernels(test, make, max_rows, p.get("gpu").value_or(""));
     out << nm::format_kernel_errors(rows, name);
+    // Where the learned model loses to the roofline baseline, said under the
+    // table rather than left to the docs (helper 171: the P4's linear at
+    // 220.8% read as a broken model).
+    std::vector<std::string> worse;
+    for (const auto& r : rows) {
+      if (r.mape > r.roofline_mape)
+        worse.push_back(
+            fmt::format("{} {} ({:.1f}% against {:.1f}%)", r.gpu, r.kernel_class, r.mape, r.roofline_mape));
+    }
+    if (!worse.empty()) {
+      constexpr std::size_t kListed = 6;
+      const std::size_t more = worse.size() > kListed ? worse.size() - kListed : 0;
+      worse.resize(std::min(worse.size(), kListed));
+      out << fmt::format(
+          "worse than the roofline: {}{} (docs/node_model.md, Limitations, says why where it is known)\n",
+          fmt::join(worse, ", "), more > 0 ? fmt::format(" and {} more", more) : std::string());
+    }
     if (name == nm::kDefaultPredictor) {
       // Which rows test a GPU the weights learned on (their shapes held out,
       // the GPU not) and which a GPU they never saw.

@@ -835,11 +835,9 @@ std::string tight_memory_warning(const std::vector<StageMemory>& memory) {
 
 std::string tight_memory_text(std::string_view what, Bytes need, Bytes capacity) {
   return fmt::format(
-      "memory: {} needs {:.1f} of {:.1f} GiB ({:.0f}%), and the memory model's 1 GiB workspace "
-      "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: "
-      "a plan this full may not fit "
+      "memory: {} needs {:.1f} of {:.1f} GiB ({:.0f}%), and {}: a plan this full may not fit "
       "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free)",
-      what, need.in_gib(), capacity.in_gib(), 100.0 * need.in_gib() / capacity.in_gib());
+      what, need.in_gib(), capacity.in_gib(), 100.0 * need.in_gib() / capacity.in_gib(), kWorkspaceCaveat);
 }
 
 std::string forecast_warning_location(const Scenario& s, const std::string& warning) {

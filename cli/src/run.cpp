@@ -139,6 +139,13 @@ std::string link_csv(const topology::Topology& topo, const Simulation& sim) {
   return out;
 }
 
+/// One stderr line naming the files the run wrote (sweep, compare-schedules,
+/// kernels and collectives say where theirs went; stdout stays the report,
+/// valid JSON under --json; helper 171).
+void say_written(const std::vector<std::string>& files) {
+  if (!files.empty()) std::cerr << fmt::format("tessera: wrote {}\n", fmt::join(files, ", "));
+}
+
 }  // namespace
 
 int cmd_run(const Args& args, std::ostream& out) {
@@ -169,7 +176,10 @@ int cmd_run(const Args& args, std::ostream& out) {
     say_on_interrupt("nothing was written (outputs are written when the run finishes)");
     const JobsOutcome o = simulate_jobs(s);
     for (const std::string& w : jobs_outcome_warnings(s, o)) print_forecast_warning(s, w);
-    if (json_out) write_file_atomic(*json_out, format_jobs_json(s, o));
+    if (json_out) {
+      write_file_atomic(*json_out, format_jobs_json(s, o));
+      say_written({*json_out + " (the report as JSON)"});
+    }
     out << (p.has("json") ? format_jobs_json(s, o) : format_jobs_text(s, o));
     // As for one job: printed, but a plan that does not fit is not a result.
     // Every job that does not fit, in one line.
@@ -274,12 +284,21 @@ int cmd_run(const Args& args, std::ostream& out) {
   for (std::size_t i = s.warnings.size(); i < rep.warnings.size(); ++i)
     print_forecast_warning(s, rep.warnings[i]);
   rep.warnings.insert(rep.warnings.end(), option_warnings.begin(), option_warnings.end());
-  if (trace) trace->finish();
+  std::vector<std::string> written;
+  if (trace) {
+    trace->finish();
+    written.push_back(*trace_path + " (the trace: ui.perfetto.dev)");
+  }
   if (links_path) {
     // The backend's own CSV (ns3), else the one from its per-link vectors.
     write_file_atomic(*links_path, !sim.link_csv.empty() ? sim.link_csv : link_csv(sim.topology, sim));
+    written.push_back(*links_path + " (each link's bytes and busy time)");
   }
-  if (json_path) write_file_atomic(*json_path, format_json(rep));
+  if (json_path) {
+    write_file_atomic(*json_path, format_json(rep));
+    written.push_back(*json_path + " (the report as JSON)");
+  }
+  say_written(written);
   out << (p.has("json") ? format_json(rep) : format_text(rep));
   if (rep.oom() && !p.has("allow-oom")) {
     // The forecast is printed, but a plan that does not fit is not a result

@@ -1592,10 +1592,9 @@ int cmd_search(const Args& args, std::ostream& out) {
     // memory model does not count everything a GPU's memory holds.
     const auto [free, capacity] = least_free_memory(*ranked.front()->report, base.gpu.memory);
     out << fmt::format(
-        "\nnote: the best plan leaves {:.1f} of {:.1f} GiB free, and the memory model's 1 GiB workspace "
-        "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: --memory-headroom "
-        "SIZE keeps only plans that leave SIZE free\n",
-        free.in_gib(), capacity.in_gib());
+        "\nnote: the best plan leaves {:.1f} of {:.1f} GiB free, and {}: --memory-headroom SIZE keeps only "
+        "plans that leave SIZE free\n",
+        free.in_gib(), capacity.in_gib(), kWorkspaceCaveat);
   }
   if (!ranked.empty() && ranked.front()->plan.virtual_stages > 1 && space.chunks.empty()) {
     // The winner interleaves the default chunk count only: the other counts

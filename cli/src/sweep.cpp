@@ -1493,12 +1493,12 @@ void print_table(std::ostream& out, const std::vector<Point>& points,
   }
   if (!tight.empty()) {
     out << fmt::format(
-        "warning for point{} {}: memory: {}% or more of the GPU's memory needed, "
-        "and the memory model's 1 GiB workspace counts no fragmentation or NCCL buffers: "
+        "warning for point{} {}: memory: {}% or more of the GPU's memory needed, and {}: "
         "a plan this full may not fit "
         "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free; "
         "--json: each point's warnings)\n",
-        tight.size() == 1 ? "" : "s", fmt::join(tight, ", "), std::lround(100 * kTightMemoryShare));
+        tight.size() == 1 ? "" : "s", fmt::join(tight, ", "), std::lround(100 * kTightMemoryShare),
+        kWorkspaceCaveat);
   }
 }
 

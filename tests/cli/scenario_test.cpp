@@ -525,8 +525,9 @@ TEST(Report, TightMemoryIsWarned) {
   // another (helper 80: compare-schedules said both of one plan).
   EXPECT_EQ(tight_memory_warning({stage(0, 76.0), stage(1, 79.9), stage(2, 90, true)}), "");
   EXPECT_EQ(tight_memory_warning({stage(0, 76.0), stage(1, 79.9), stage(2, 60)}),
-            "memory: stage 1 needs 79.9 of 80.0 GiB (100%), and the memory model's 1 GiB workspace "
-            "(CUDA context, cuBLAS, allocator slack) counts no fragmentation or NCCL buffers: "
+            "memory: stage 1 needs 79.9 of 80.0 GiB (100%), and the memory model's workspace (1 GiB of "
+            "CUDA context, cuBLAS and allocator slack, plus a recomputed layer's activations or all-to-all "
+            "buffers where the plan has them) counts no fragmentation or NCCL's own buffers: "
             "a plan this full may not fit "
             "(tessera search --memory-headroom SIZE keeps plans that leave SIZE free)");
   EXPECT_NE(tight_memory_warning({stage(0, 76.0)}).find("stage 0 needs 76.0 of 80.0 GiB (95%)"),

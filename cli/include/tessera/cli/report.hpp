@@ -406,6 +406,14 @@ std::string tight_memory_warning(const std::vector<StageMemory>& memory);
 std::vector<StageMemory> stage_memory(const std::vector<parallelism::MemoryEstimate>& stages);
 /// Its text for `what` ("stage 2", a sweep point's "the fullest stage").
 std::string tight_memory_text(std::string_view what, Bytes need, Bytes capacity);
+/// What the memory model's workspace holds and what it leaves out, in the
+/// words of every "may not fit" warning and note (run, sweep, search): the
+/// fixed 1 GiB beside the plan's own buffers, so that a report's "workspace
+/// 1.1 GiB" does not read as a contradiction (helper 171).
+inline constexpr std::string_view kWorkspaceCaveat =
+    "the memory model's workspace (1 GiB of CUDA context, cuBLAS and allocator slack, plus a recomputed "
+    "layer's activations or all-to-all buffers where the plan has them) counts no fragmentation or NCCL's "
+    "own buffers";
 /// One warning per timed change at or after `iteration` (it changes
 /// nothing: a unit slip, 10s for 10ms, would make a failure study the
 /// baseline).
