@@ -3728,17 +3728,32 @@ namespace {
 
 /// An error about a key of the file that the command line did not set may
 /// still follow from what it set (`--set parallelism.tp=3` and the file's
-/// dp no longer fits): such an error ends with the --set options given.
+/// dp no longer fits): such an error ends with the --set options given,
+/// unless the file without them fails the same way (a section the file
+/// lacks is no fault of `--set training.micro_batch=2`).
 template <typename F>
 Scenario naming_sets(const std::vector<Override>& overrides, F&& parse) {
   try {
-    return parse();
+    return parse(overrides);
   } catch (const ScenarioError& e) {
     std::string sets;
+    std::vector<Override> flags_only;
     for (const auto& o : overrides) {
-      if (o.flag.empty()) sets += fmt::format("{}--set {}={}", sets.empty() ? "" : ", ", o.path, o.value);
+      if (o.flag.empty()) {
+        sets += fmt::format("{}--set {}={}", sets.empty() ? "" : ", ", o.path, o.value);
+      } else {
+        flags_only.push_back(o);
+      }
     }
     if (!e.option().empty() || sets.empty()) throw;
+    bool same_without_sets = false;
+    try {
+      (void)parse(flags_only);
+    } catch (const ScenarioError& without) {
+      same_without_sets = std::string_view(without.what()) == e.what();
+    } catch (const std::exception&) {
+    }
+    if (same_without_sets) throw;
     if (e.detail().empty()) throw ScenarioError(fmt::format("{} (with {})", e.what(), sets));
     throw ScenarioError(e.where(), fmt::format("{} (with {})", e.detail(), sets));
   }
@@ -3747,12 +3762,15 @@ Scenario naming_sets(const std::vector<Override>& overrides, F&& parse) {
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides) {
-  return naming_sets(overrides, [&] { return parse_scenario(read_scenario_text(path), path, overrides); });
+  const std::string text = read_scenario_text(path);
+  return naming_sets(overrides,
+                     [&](const std::vector<Override>& sets) { return parse_scenario(text, path, sets); });
 }
 
 Scenario load_cluster_scenario(const std::string& path, const std::vector<Override>& overrides) {
-  return naming_sets(overrides,
-                     [&] { return parse_cluster_scenario(read_scenario_text(path), path, overrides); });
+  const std::string text = read_scenario_text(path);
+  return naming_sets(
+      overrides, [&](const std::vector<Override>& sets) { return parse_cluster_scenario(text, path, sets); });
 }
 
 std::vector<std::string> take_set_options(const std::vector<std::string>& args, std::vector<std::string>& sets) {

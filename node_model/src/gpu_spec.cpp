@@ -208,9 +208,13 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kAliases
 constexpr std::string_view kPcieA100 =
     "the PCIe A100 is not a preset (the A100 presets are the SXM4 parts, 1,555 and 2,039 GB/s, "
     "with NVSwitch): give its spec as an inline GPU (docs/scenarios.md)";
-constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kNotOnePreset{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kNotOnePreset{{
     {"a100", "ambiguous: write A100-40GB or A100-80GB (the SXM4 parts)"},
     {"h100", "ambiguous: write H100-SXM or H100-PCIe"},
+    // Both H100 presets hold 80 GB: without this, did-you-mean offered A100-80GB.
+    {"h100-80gb", "ambiguous: write H100-SXM or H100-PCIe (both hold 80 GB)"},
+    {"h100-nvl",
+     "the H100 NVL (a PCIe card) is not a preset: give its spec as an inline GPU (docs/scenarios.md)"},
     {"v100",
      "ambiguous: V100-SXM2 is the 32 GB SXM2 part; give another V100 as an inline GPU (docs/scenarios.md)"},
     {"a100-pcie-40gb", kPcieA100},

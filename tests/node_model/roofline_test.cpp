@@ -59,6 +59,9 @@ TEST(GpuSpec, PresetsByTheNamesToolsPrint) {
   const std::map<std::string, std::string> refused = {
       {"A100", "GPU 'A100': ambiguous: write A100-40GB or A100-80GB (the SXM4 parts)"},
       {"h100", "GPU 'h100': ambiguous: write H100-SXM or H100-PCIe"},
+      // Both H100 presets hold 80 GB (did-you-mean offered A100-80GB).
+      {"H100-80GB", "GPU 'H100-80GB': ambiguous: write H100-SXM or H100-PCIe (both hold 80 GB)"},
+      {"NVIDIA H100 NVL", "GPU 'NVIDIA H100 NVL': the H100 NVL (a PCIe card) is not a preset"},
       {"NVIDIA A100 80GB PCIe", "GPU 'NVIDIA A100 80GB PCIe': the PCIe A100 is not a preset"},
       {"NVIDIA A100-PCIE-40GB", "GPU 'NVIDIA A100-PCIE-40GB': the PCIe A100 is not a preset"},
       {"Tesla V100-SXM2-16GB", "GPU 'Tesla V100-SXM2-16GB': the V100-SXM2 preset is the 32 GB part"},
