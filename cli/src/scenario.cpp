@@ -2638,7 +2638,13 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     } else {
       cl.hcas_per_node = cl.gpus_per_node;
     }
-    cl.pcie_bandwidth = c.has("pcie_bandwidth") ? c.unit("pcie_bandwidth", parse_bandwidth) : Bandwidth::gigabytes_per_second(64);
+    // Without the key: the GPU preset's PCIe generation (an A100's is 4.0,
+    // half of 5.0's 64 GB/s; helper 173), else 5.0's.
+    const std::optional<std::string> gpu_preset = gpu_preset_key(c.node()["gpu"]);
+    const Bandwidth pcie_default =
+        (gpu_preset ? node_model::preset_pcie_bandwidth(*gpu_preset) : std::nullopt)
+            .value_or(Bandwidth::gigabytes_per_second(64));
+    cl.pcie_bandwidth = c.has("pcie_bandwidth") ? c.unit("pcie_bandwidth", parse_bandwidth) : pcie_default;
     cl.pcie_latency = c.has("pcie_latency") ? c.unit("pcie_latency", parse_time) : Time::from_ns(500);
     if (cl.pcie_bandwidth.bps() <= 0) {
       c.fail_at(c.node()["pcie_bandwidth"].Mark(), c.key_path("pcie_bandwidth"), "must be positive");

@@ -276,6 +276,25 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Bandwidth> preset_pcie_bandwidth(std::string_view name) {
+  static constexpr std::array<std::pair<std::string_view, double>, 8> kPcie{{
+      {"V100-SXM2", 16},
+      {"A100-40GB", 32},
+      {"A100-80GB", 32},
+      {"H100-SXM", 64},
+      {"H100-PCIe", 64},
+      {"H200", 64},
+      {"B200", 64},
+      {"MI300X", 64},
+  }};
+  const GpuSpec* g = find_gpu_preset(name);
+  if (g == nullptr) return std::nullopt;
+  for (const auto& [preset, gbps] : kPcie) {
+    if (preset == g->name) return Bandwidth::gigabytes_per_second(gbps);
+  }
+  return std::nullopt;
+}
+
 /// The preset with `gpu`'s spec, whatever its name and memory capacity (an
 /// inline GPU that copies a preset's numbers, or a preset with more or less
 /// memory, is that GPU to the node model: the capacity times no kernel);

@@ -1792,6 +1792,14 @@ TEST(Scenario, HcasPerNodeDefaultsToOnePerGpuAndSharesWhenFewer) {
   EXPECT_EQ(shared.cluster.hcas_per_node, 2);
   EXPECT_EQ(shared.cluster.pcie_bandwidth, parse_bandwidth("32GB/s"));
   EXPECT_EQ(shared.cluster.pcie_latency, parse_time("500ns"));  // documented default
+  // Without the key, the GPU preset's PCIe generation: H100-SXM 5.0, an
+  // A100 4.0 (helper 173: 64 GB/s for every GPU), an inline GPU 5.0.
+  const Override share{"cluster.hcas_per_node", "2"};
+  EXPECT_EQ(parse_scenario(default_text(), "s.yaml", {share}).cluster.pcie_bandwidth,
+            parse_bandwidth("64GB/s"));
+  EXPECT_EQ(parse_scenario(default_text(), "s.yaml", {share, Override{"cluster.gpu", "A100-80GB"}})
+                .cluster.pcie_bandwidth,
+            parse_bandwidth("32GB/s"));
   const auto t = build_topology(shared);
   EXPECT_EQ(t.count(topology::VertexKind::Hca), 2 * 2);
   EXPECT_EQ(t.count_links()[static_cast<std::size_t>(topology::LinkTier::Pcie)], 2 * 16);

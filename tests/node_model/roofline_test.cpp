@@ -52,6 +52,15 @@ TEST(GpuSpec, PresetsByTheNamesToolsPrint) {
     EXPECT_EQ(preset_nvlink_bandwidth(name), preset_nvlink_bandwidth(preset)) << name;
   }
   EXPECT_EQ(preset_nvlink_bandwidth("NVIDIA A100-SXM4-80GB"), Bandwidth::gigabytes_per_second(300));
+  // The host interface by PCIe generation, x16 per direction (helper 173:
+  // every GPU got PCIe 5.0's 64 GB/s, an A100's is 4.0).
+  EXPECT_EQ(preset_pcie_bandwidth("V100-SXM2"), Bandwidth::gigabytes_per_second(16));
+  EXPECT_EQ(preset_pcie_bandwidth("NVIDIA A100-SXM4-40GB"), Bandwidth::gigabytes_per_second(32));
+  EXPECT_EQ(preset_pcie_bandwidth("A100-80GB"), Bandwidth::gigabytes_per_second(32));
+  EXPECT_EQ(preset_pcie_bandwidth("H100-SXM"), Bandwidth::gigabytes_per_second(64));
+  EXPECT_EQ(preset_pcie_bandwidth("B200"), Bandwidth::gigabytes_per_second(64));
+  EXPECT_FALSE(preset_pcie_bandwidth("GB200").has_value());
+  EXPECT_FALSE(preset_pcie_bandwidth("A100").has_value());
   EXPECT_EQ(find_gpu_preset("nvidia h200"), &gpu_preset("H200"));
   EXPECT_EQ(find_gpu_preset("A100"), nullptr);
   EXPECT_EQ(find_gpu_preset("B300"), nullptr);

@@ -80,6 +80,14 @@ std::vector<std::string> gpu_preset_names();
 /// that are not presets (`name` as gpu_preset reads it). A scenario's
 /// `cluster.nvlink_bandwidth` defaults to it.
 std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name);
+/// The host interface of a preset's part, PCIe x16 per direction by its
+/// generation (what a GPU's traffic to an HCA it shares crosses): V100-SXM2
+/// 16 GB/s (PCIe 3.0), A100-40GB and A100-80GB 32 GB/s (4.0), H100-SXM,
+/// H100-PCIe, H200, B200 and MI300X 64 GB/s (5.0). Empty for GB200 (the
+/// path from a superchip's GPU to its HCA is not a datasheet's PCIe slot)
+/// and for names that are not presets. A scenario's `cluster.pcie_bandwidth`
+/// defaults to it, else to PCIe 5.0's 64 GB/s.
+std::optional<Bandwidth> preset_pcie_bandwidth(std::string_view name);
 
 /// Why kernel times on `gpu` at training dtype `dtype` are an extrapolation
 /// beyond the GPU generations the node model was fit on or checked against
