@@ -239,6 +239,19 @@ std::optional<std::pair<std::string, std::string>> flag_key_hint(const std::stri
        {"virtual_stages",
         "Megatron's --num-layers-per-virtual-pipeline-stage N counts layers per model chunk; ours "
         "counts chunks per rank: 'virtual_stages: layers / (pp x N)'"}},
+      // Names other tools and papers give (helper 173: no hint for them).
+      {"zero", {"zero_stage", "did you mean 'zero_stage'? (0, 1, 2 or 3: ZeRO's stage)"}},
+      {"zero_optimization", {"zero_stage", "DeepSpeed's zero_optimization.stage is 'zero_stage'"}},
+      {"flash_attn", {"flash_attention", "did you mean 'flash_attention'? (true or false)"}},
+      {"activation_checkpointing",
+       {"recompute",
+        "activation checkpointing is 'recompute: full' (or 'selective': attention's core only)"}},
+      {"gradient_checkpointing",
+       {"recompute", "gradient checkpointing is 'recompute: full' (or 'selective': attention's core only)"}},
+      {"activation",
+       {"gated_mlp",
+        "the MLP's activation: 'gated_mlp: true' for SwiGLU (a gated MLP), false for GeLU; both are "
+        "timed as their fused kernels"}},
       {"context_parallel_size", {"tp", kNoContextParallelism}},
       // (helper 83: `cp` was "did you mean 'dp', 'ep', 'pp' or 'tp'?")
       {"cp", {"tp", kNoContextParallelism}},
@@ -330,6 +343,8 @@ class Section {
   }
 
   [[nodiscard]] std::string key_path(const std::string& key) const { return child_key_path(path_, key); }
+  /// This section's key path ("cluster.fabric").
+  [[nodiscard]] const std::string& path() const { return path_; }
 
   [[nodiscard]] bool has(const std::string& key) const {
     known_.insert(key);  // asked for: a key this section understands
@@ -2246,6 +2261,29 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
         "Limitations); {}",
         f.key_path(key), f.scalar(key), what, per_leaf, per_node, fix));
   };
+  // Keys of another fabric type, left behind when `type` changed: one error
+  // naming them with the keys this type needs, not a missing-key error now
+  // and an unknown-key error on the next run (helper 173).
+  const auto other_type_keys = [&](std::initializer_list<const char*> theirs, const char* their_type,
+                                   const std::string& ours) {
+    std::vector<std::string> left;
+    for (const char* k : theirs) {
+      if (f.node()[k]) left.emplace_back(k);
+    }
+    if (left.empty()) return;
+    f.fail_at(f.key_mark(left.front()), f.path(),
+              fmt::format("{} {} {}'s key{}, not a {} fabric's: a {} fabric takes {}", fmt::join(left, ", "),
+                          left.size() == 1 ? "is a" : "are a", their_type, left.size() == 1 ? "" : "s", type,
+                          type, ours));
+  };
+  if (type == "leaf-spine") {
+    other_type_keys({"k", "tiers", "core_bandwidth", "core_latency", "oversubscription"},
+                    "fat-tree or rail-optimized fabric", "hosts_per_leaf, spines and spine_bandwidth");
+  } else if (type == "fat-tree" || type == "rail-optimized") {
+    other_type_keys({"hosts_per_leaf", "spines"}, "leaf-spine fabric",
+                    type == "fat-tree" ? "k, tiers (2, 3 or auto) and spine_bandwidth"
+                                       : "k and spine_bandwidth (tiers: 2 by default)");
+  }
   if (type == "leaf-spine") {
     s.fabric = FabricKind::LeafSpine;
     if (node.fabric != topology::NodeFabric::NvSwitch) {
@@ -2749,7 +2787,18 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       const YAML::Node v = t.need("optimizer");
       const std::string name = t.scalar("optimizer");
       if (name != "adam" && name != "fused-adam") {
-        t.fail_at(v.Mark(), t.key_path("optimizer"), fmt::format("unknown optimizer '{}' (expected adam or fused-adam)", name));
+        // AdamW's decoupled weight decay is one more term in the same
+        // passes (helper 173: `adamw` was refused with no word of that).
+        const std::string lower = ascii_lower(name);
+        std::string hint;
+        if (lower == "adamw" || lower == "fused-adamw" || lower == "fused_adamw" || lower == "fusedadamw") {
+          hint = fmt::format(": did you mean '{}'? (AdamW's weight decay costs the same passes as Adam's)",
+                             lower == "adamw" ? "adam" : "fused-adam");
+        } else if (lower == "fused_adam" || lower == "fusedadam") {
+          hint = ": did you mean 'fused-adam'?";
+        }
+        t.fail_at(v.Mark(), t.key_path("optimizer"),
+                  fmt::format("unknown optimizer '{}' (expected adam or fused-adam){}", name, hint));
       }
       s.plan.fused_optimizer = name == "fused-adam";
     }

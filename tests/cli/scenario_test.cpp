@@ -1284,6 +1284,25 @@ TEST(Scenario, PcieWithAnHcaPerGpuAndRopeNames) {
   }
 }
 
+// Names other tools give (helper 173: refused with no hint): each points to
+// our key or value.
+TEST(Scenario, OtherToolsNamesPointToOurs) {
+  const std::pair<Override, std::string> cases[] = {
+      {{"parallelism.zero", "1"}, "did you mean 'zero_stage'?"},
+      {{"training.flash_attn", "true"}, "did you mean 'flash_attention'?"},
+      {{"parallelism.activation_checkpointing", "true"}, "activation checkpointing is 'recompute: full'"},
+      {{"model.activation", "swiglu"}, "'gated_mlp: true' for SwiGLU"},
+      {{"training.optimizer", "adamw"}, "did you mean 'adam'? (AdamW's weight decay costs the same passes"},
+      {{"training.optimizer", "fused_adam"}, "did you mean 'fused-adam'?"},
+  };
+  for (const auto& [o, hint] : cases) {
+    const std::string e = error_of(default_text(), {o});
+    EXPECT_NE(e.find(hint), std::string::npos) << o.path << "=" << o.value << ": " << e;
+  }
+  EXPECT_EQ(error_of(default_text(), {{"training.optimizer", "sgd"}}).find("did you mean"),
+            std::string::npos);
+}
+
 // YAML merge keys share a section between jobs (helper 111: "training.<<:
 // unknown key", or keys the merge gave reported missing): the merged keys
 // join the mapping, its own keys winning.
@@ -1366,11 +1385,16 @@ TEST(Scenario, CoreKeysOnlyWhereThereAreCoreLinks) {
                       "HCAs more pods (up to k = 8) or a larger k"),
             std::string::npos)
       << error_of(one_pod, {{"cluster.nodes", "3"}});
-  // A leaf-spine fabric has no core tier at all: an unknown key.
+  // A leaf-spine fabric has no core tier at all: another fabric's key (an
+  // unknown key until helper 173's review, which wrote a fat-tree's keys
+  // under a leaf-spine).
   for (const char* key : {"core_bandwidth: 400Gbps", "core_latency: 1us"}) {
     const std::string e = error_of(
         replaced(default_text(), "    spines: 8\n", "    spines: 8\n    " + std::string(key) + "\n"));
-    EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
+    EXPECT_NE(e.find(" is a fat-tree or rail-optimized fabric's key, not a leaf-spine fabric's: a leaf-spine "
+                     "fabric takes hosts_per_leaf, spines and spine_bandwidth"),
+              std::string::npos)
+        << e;
     EXPECT_EQ(e.find("known here: core_bandwidth"), std::string::npos) << e;
   }
 }
