@@ -2301,7 +2301,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       return 0;
     });
     straddle_warning(cl.hosts_per_leaf, "hosts_per_leaf", "the leaf-spine fabric",
-                     "a hosts_per_leaf that is a multiple of the node's HCAs");
+                     "use a hosts_per_leaf that is a multiple of the node's HCAs or divides them");
   } else if (type == "fat-tree") {
     s.fabric = FabricKind::FatTree;
     auto& ft = s.fat_tree;
@@ -2370,7 +2370,8 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     // stages' data-parallel all-reduce ran at half the bus bandwidth).
     straddle_warning(
         topology::host_ports_per_leaf(ft), "k", fmt::format("a k={} fat-tree", ft.k),
-        "a k whose leaves hold whole nodes (k/2 host ports per leaf, fewer with oversubscription)");
+        "use a k whose leaves hold whole nodes or whose nodes span whole leaves (k/2 host ports per leaf, "
+        "fewer with oversubscription)");
   } else if (type == "rail-optimized") {
     s.fabric = FabricKind::RailOptimized;
     auto& ro = s.rail;
