@@ -258,6 +258,23 @@ std::vector<std::string> gpu_preset_names() {
   return out;
 }
 
+namespace {
+
+/// The GB/s a table gives the preset `name` means; empty for another name
+/// or a preset the table leaves out.
+template <std::size_t N>
+std::optional<Bandwidth> preset_gbps(std::string_view name,
+                                     const std::array<std::pair<std::string_view, double>, N>& table) {
+  const GpuSpec* g = find_gpu_preset(name);
+  if (g == nullptr) return std::nullopt;
+  for (const auto& [preset, gbps] : table) {
+    if (preset == g->name) return Bandwidth::gigabytes_per_second(gbps);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
   static constexpr std::array<std::pair<std::string_view, double>, 7> kNvlink{{
       {"V100-SXM2", 150},
@@ -268,12 +285,7 @@ std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
       {"B200", 900},
       {"GB200", 900},
   }};
-  const GpuSpec* g = find_gpu_preset(name);
-  if (g == nullptr) return std::nullopt;
-  for (const auto& [preset, gbps] : kNvlink) {
-    if (preset == g->name) return Bandwidth::gigabytes_per_second(gbps);
-  }
-  return std::nullopt;
+  return preset_gbps(name, kNvlink);
 }
 
 std::optional<Bandwidth> preset_pcie_bandwidth(std::string_view name) {
@@ -287,12 +299,7 @@ std::optional<Bandwidth> preset_pcie_bandwidth(std::string_view name) {
       {"B200", 64},
       {"MI300X", 64},
   }};
-  const GpuSpec* g = find_gpu_preset(name);
-  if (g == nullptr) return std::nullopt;
-  for (const auto& [preset, gbps] : kPcie) {
-    if (preset == g->name) return Bandwidth::gigabytes_per_second(gbps);
-  }
-  return std::nullopt;
+  return preset_gbps(name, kPcie);
 }
 
 /// The preset with `gpu`'s spec, whatever its name and memory capacity (an
