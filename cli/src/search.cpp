@@ -1378,8 +1378,17 @@ int cmd_search(const Args& args, std::ostream& out) {
   const bool zero_dropped = std::any_of(ranked.begin(), ranked.end(), [&](const auto& c) {
     return c->plan.zero_stage != base.plan.zero_stage;
   });
+  // Likewise sequence parallelism, off in plans with tp 1 (helper 173:
+  // "Kept sequence_parallel: true" above a tp-1 winner whose flags set it
+  // false).
+  // (the plans keep the flag, which does nothing at tp 1; the winner's
+  // flags say false, as run would warn of it)
+  const bool sp_dropped =
+      base.plan.sequence_parallel &&
+      std::any_of(ranked.begin(), ranked.end(), [](const auto& c) { return c->plan.tp == 1; });
   for (std::string& k : kept) {
     if (k.starts_with("zero_stage:") && zero_dropped) k += " (0 where dp = 1)";
+    if (k.starts_with("sequence_parallel:") && sp_dropped) k += " (false where tp = 1)";
   }
   if (!kept.empty()) {
     const bool sync_kept = std::any_of(kept.begin(), kept.end(),
