@@ -107,7 +107,7 @@ TEST(TrainingValidation, ReadsRunsAndRejectsBadRows) {
       error_of(std::string(kHeader) + "8,32,4,1024,16,24,1024,2,2,2,1\n2,15,8,1024,16,24,1024,1,1,2,1\n"),
       file +
           ": row 2, column 'global batch': global_batch (15) must be a multiple of dp x micro_batch "
-          "(1 x 8 = 8)");
+          "(1 x 8 = 8): the nearest are 8 and 16");
   EXPECT_EQ(
       error_of(std::string(kHeader) + "2,16,8,1000,16,24,1024,1,1,2,1\n"),
       file +

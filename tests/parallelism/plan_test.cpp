@@ -1070,7 +1070,8 @@ TEST(PlanErrors, OneLineNamingKeysAndNumbers) {
   p.dp = 1;
   Workload w2 = kWork;
   w2.micro_batch = 2;
-  EXPECT_EQ(error_of(m, w2, p, 2), "global_batch (5) must be a multiple of dp x micro_batch (1 x 2 = 2)");
+  EXPECT_EQ(error_of(m, w2, p, 2),
+            "global_batch (5) must be a multiple of dp x micro_batch (1 x 2 = 2): the nearest are 4 and 6");
   p.global_batch = 8;
   p.virtual_stages = 2;
   // It says what to set (helper 60: a --set of virtual_stages alone).
