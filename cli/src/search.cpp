@@ -1378,11 +1378,9 @@ int cmd_search(const Args& args, std::ostream& out) {
   const bool zero_dropped = std::any_of(ranked.begin(), ranked.end(), [&](const auto& c) {
     return c->plan.zero_stage != base.plan.zero_stage;
   });
-  // Likewise sequence parallelism, off in plans with tp 1 (helper 173:
-  // "Kept sequence_parallel: true" above a tp-1 winner whose flags set it
-  // false).
-  // (the plans keep the flag, which does nothing at tp 1; the winner's
-  // flags say false, as run would warn of it)
+  // Likewise the scenario's sequence parallelism, which does nothing in the
+  // plans with tp 1 (they keep the flag; a tp-1 winner's flags say false):
+  // helper 173 saw "Kept sequence_parallel: true" above such a winner.
   const bool sp_dropped =
       base.plan.sequence_parallel &&
       std::any_of(ranked.begin(), ranked.end(), [](const auto& c) { return c->plan.tp == 1; });

@@ -168,23 +168,19 @@ void ParallelPlan::validate(const TransformerConfig& model, const Workload& work
       (per_step > global_batch || global_batch % static_cast<std::int64_t>(per_step) != 0)) {
     // The valid batches beside it (helper 173: "must be a multiple of 16"
     // left the arithmetic to the user).
-    std::string nearest;
-    if (per_step <= std::numeric_limits<std::int64_t>::max()) {
-      const Int128 below = global_batch / per_step * per_step;
-      const Int128 above = below + per_step;
-      const auto text = [](Int128 x) { return std::to_string(static_cast<std::int64_t>(x)); };
-      if (below == 0) {
-        nearest = ": the smallest is " + text(per_step);
-      } else if (above <= std::numeric_limits<std::int64_t>::max()) {
-        nearest = fmt::format(": the nearest are {} and {}", text(below), text(above));
-      }
-    }
+    constexpr Int128 kMax = std::numeric_limits<std::int64_t>::max();
+    const auto text = [](Int128 x) {
+      return x > kMax ? std::string("more than 2^63") : std::to_string(static_cast<std::int64_t>(x));
+    };
+    const Int128 below = global_batch / per_step * per_step;
+    const Int128 above = below + per_step;
+    const std::string nearest = per_step > kMax ? std::string()
+                                : below == 0    ? ": the smallest is " + text(per_step)
+                                : above <= kMax
+                                    ? fmt::format(": the nearest are {} and {}", text(below), text(above))
+                                    : std::string();
     throw InputError(fmt::format("global_batch ({}) must be a multiple of dp x micro_batch ({} x {} = {}){}",
-                                 global_batch, dp, work.micro_batch,
-                                 per_step > std::numeric_limits<std::int64_t>::max()
-                                     ? std::string("more than 2^63")
-                                     : std::to_string(static_cast<std::int64_t>(per_step)),
-                                 nearest));
+                                 global_batch, dp, work.micro_batch, text(per_step), nearest));
   }
   // One micro-batch's largest tensors, in 128 bits: the kernels size them
   // in int64 elements and bytes (times a few bytes per element, and the
