@@ -200,9 +200,11 @@ std::string format_jobs_json(const Scenario& s, const JobsOutcome& o) {
   const std::string seed = s.placement == "random" ? fmt::format(R"(, "placement_seed": {})", s.placement_seed) : "";
   std::string out = fmt::format(
       R"({{"scenario": {}, "gpus": {}, "gpu": {}, "fabric": {}, "fabric_tiers": {}, )"
+      R"("leaf_oversubscription": {:.6f}, "spine_oversubscription": {:.6f}, "nodes_per_leaf": {:.6f}, )"
       R"("placement": "{}"{}, "backend": "{}", "jobs": [)",
       json_string(s.name), s.gpus(), json_string(s.gpu.name), json_string(std::string(fabric_name(s))),
-      fabric_tiers(s), s.placement, seed, to_string(s.backend));
+      fabric_tiers(s), study::leaf_oversubscription(s), study::spine_oversubscription(s),
+      study::nodes_per_leaf(s), s.placement, seed, to_string(s.backend));
   const JobNotes notes = job_notes(s);
   for (std::size_t i = 0; i < o.jobs.size(); ++i) {
     const auto& j = o.jobs[i];

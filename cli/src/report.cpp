@@ -142,6 +142,7 @@ RunReport make_report(const Scenario& s, const Simulation& sim, const PlanTimer&
   rep.fabric_tiers = fabric_tiers(s);
   rep.leaf_oversubscription = study::leaf_oversubscription(s);
   rep.spine_oversubscription = study::spine_oversubscription(s);
+  rep.nodes_per_leaf = study::nodes_per_leaf(s);
   if (s.cluster.hcas_per_node < s.cluster.gpus_per_node) {
     rep.hcas = fmt::format("; {} HCAs per node, {} GPUs each", s.cluster.hcas_per_node,
                            s.cluster.gpus_per_node / s.cluster.hcas_per_node);
@@ -1163,7 +1164,7 @@ std::string format_json(const RunReport& r) {
       "{{\"scenario\": {}, \"model\": {}, \"parameters\": {}, \"active_parameters\": {}, "
       "\"padded_vocab\": {}, \"padded_parameters\": {}, \"gpu\": {}, "
       "\"fabric\": {}, \"fabric_tiers\": {}, \"leaf_oversubscription\": {:.6f}, "
-      "\"spine_oversubscription\": {:.6f}, \"gpus\": {}, "
+      "\"spine_oversubscription\": {:.6f}, \"nodes_per_leaf\": {:.6f}, \"gpus\": {}, "
       "\"dp\": {}, \"tp\": {}, "
       "\"pp\": {}, {}\"schedule\": {}, \"virtual_stages\": {}, \"micro_batches\": {}, \"micro_batch\": {}, "
       "\"global_batch\": {}, \"seq_len\": {}, \"dtype\": {}, \"framework\": {}, \"recompute\": {}, "
@@ -1183,7 +1184,7 @@ std::string format_json(const RunReport& r) {
                                        r.load_factor)
                          : std::string()),
       r.padded_vocab, r.padded_parameters, json_string(r.gpu), json_string(r.fabric), r.fabric_tiers,
-      r.leaf_oversubscription, r.spine_oversubscription, r.gpus, r.dp, r.tp, r.pp,
+      r.leaf_oversubscription, r.spine_oversubscription, r.nodes_per_leaf, r.gpus, r.dp, r.tp, r.pp,
       (r.shows_ep() ? fmt::format("\"ep\": {}, ", r.ep) : std::string()) +
           (r.layout.empty() ? std::string() : fmt::format("\"layout\": {}, ", json_string(r.layout))),
       json_string(r.schedule),

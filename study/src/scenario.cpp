@@ -72,6 +72,46 @@ double spine_oversubscription(const Scenario& s) {
                                          : topology::spine_oversubscription(s.rail);
 }
 
+double nodes_per_leaf(const Scenario& s) {
+  if (!s.fabric_written) return 0.0;
+  const auto& c = s.cluster;
+  const int hca = c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node;
+  switch (s.fabric) {
+    case FabricKind::LeafSpine:
+      return static_cast<double>(c.hosts_per_leaf) / hca;
+    case FabricKind::FatTree:
+      return static_cast<double>(topology::host_ports_per_leaf(s.fat_tree)) / hca;
+    case FabricKind::RailOptimized:
+      return topology::host_ports_per_leaf(s.rail);
+  }
+  return 0.0;
+}
+
+namespace {
+
+/// ", 3 nodes per leaf" where the cluster's HCAs fill more than one leaf
+/// (helper 173: at a fixed radix a 2:1 fat-tree holds more nodes per leaf
+/// than a 1:1 one and can come out faster, which the line did not show).
+std::string leaf_size_detail(const Scenario& s) {
+  const auto& c = s.cluster;
+  const int hca = c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node;
+  const double per_leaf = nodes_per_leaf(s);
+  if (s.fabric == FabricKind::RailOptimized) {
+    const int group = static_cast<int>(per_leaf);
+    return c.nodes > group ? fmt::format(", rail groups of {} node{}", group, group == 1 ? "" : "s") : "";
+  }
+  const auto ports = static_cast<std::int64_t>(std::llround(per_leaf * hca));
+  if (static_cast<std::int64_t>(c.nodes) * hca <= ports) return {};  // one leaf holds them all
+  if (ports % hca == 0) {
+    const std::int64_t n = ports / hca;
+    return fmt::format(", {} node{} per leaf", n, n == 1 ? "" : "s");
+  }
+  if (hca % ports == 0) return fmt::format(", a node across {} leaves", hca / ports);
+  return fmt::format(", {:.3g} nodes per leaf", per_leaf);
+}
+
+}  // namespace
+
 std::string fabric_detail(const Scenario& s) {
   if (!s.fabric_written) return {};
   std::string out;
@@ -85,6 +125,7 @@ std::string fabric_detail(const Scenario& s) {
   // (core_bandwidth below spine_bandwidth): what crosses pods shares them.
   if (const double r = spine_oversubscription(s); r > 1.0 + 1e-9)
     out += fmt::format(", {:.3g}:1 at the spines", r);
+  out += leaf_size_detail(s);
   return out;
 }
 

@@ -351,7 +351,7 @@ hostile(NAME huge.fat_tree_radix_memory RC 0 REGEX [=[Iteration +[0-9.]+ ms]=]
         ARGS run fat_tree.yaml --set cluster.fabric.k=20000)
 # tiers: auto grows the k=8 tree to 3 tiers past 4 nodes of 8 and says so
 # (the core links default to the spine links), and past 16 names k.
-hostile(NAME fat_tree_tiers_auto RC 0 REGEX [=[fat-tree fabric, 3 tiers by tiers: auto\)]=]
+hostile(NAME fat_tree_tiers_auto RC 0 REGEX [=[fat-tree fabric, 3 tiers by tiers: auto, a node across 2 leaves\)]=]
         ARGS run fat_tree.yaml --set cluster.fabric.tiers=auto --set cluster.nodes=5 --set parallelism.dp=auto)
 hostile(NAME fat_tree_tiers_auto_full RC 2
         REGEX [=[^tessera: error: fat_tree\.yaml:13:8: cluster\.fabric\.k: a k=8 3-tier fat-tree \(the most tiers: auto builds\) attaches 128 HCAs, but the cluster has 136]=]

@@ -1355,8 +1355,11 @@ TEST(Jobs, ReportCarriesTheJobsUntestedGpuAndKnownBiasNotes) {
   EXPECT_EQ(t.find("job-a: 4-way"), std::string::npos) << t;
   const std::string j = format_jobs_json(s, o);
   // The cluster's GPU and fabric, as run --json names them.
-  EXPECT_NE(j.find(R"("gpus": 32, "gpu": "B200", "fabric": "leaf-spine", "fabric_tiers": 2, "placement")"),
-            std::string::npos)
+  EXPECT_NE(
+      j.find(
+          R"("gpus": 32, "gpu": "B200", "fabric": "leaf-spine", "fabric_tiers": 2, "leaf_oversubscription": 4.000000, )"
+          R"("spine_oversubscription": 0.000000, "nodes_per_leaf": 2.000000, "placement")"),
+      std::string::npos)
       << j;
   const std::size_t a = j.find(R"({"name": "job-a")");
   const std::size_t b = j.find(R"({"name": "job-b")");

@@ -336,10 +336,11 @@ TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
   auto detail = [&](const std::vector<Override>& o) {
     return study::fabric_detail(parse_scenario(text, "d.yaml", o));
   };
-  EXPECT_EQ(detail({}), "");
-  EXPECT_EQ(detail({{"cluster.fabric.spines", "4"}}), ", 2:1 at the leaves");
-  EXPECT_EQ(detail({{"cluster.fabric.spines", "3"}}), ", 2.67:1 at the leaves");
-  EXPECT_EQ(detail({{"cluster.fabric.spines", "4"}, {"cluster.fabric.spine_bandwidth", "800Gbps"}}), "");
+  EXPECT_EQ(detail({}), ", 1 node per leaf");
+  EXPECT_EQ(detail({{"cluster.fabric.spines", "4"}}), ", 2:1 at the leaves, 1 node per leaf");
+  EXPECT_EQ(detail({{"cluster.fabric.spines", "3"}}), ", 2.67:1 at the leaves, 1 node per leaf");
+  EXPECT_EQ(detail({{"cluster.fabric.spines", "4"}, {"cluster.fabric.spine_bandwidth", "800Gbps"}}),
+            ", 1 node per leaf");
   // A leaf of 32 ports holding all the cluster's 16 HCAs: nothing crosses it.
   EXPECT_EQ(detail({{"cluster.fabric.hosts_per_leaf", "32"}, {"cluster.fabric.spines", "1"}}), "");
   // A fat-tree's and a rail-optimized fabric's leaves: k*r/(r+1) host ports
@@ -348,7 +349,9 @@ TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
   const std::string block = "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n";
   const std::string tree =
       replaced(text, block, "    type: fat-tree\n    k: 8\n    tiers: 2\n    oversubscription: 3\n");
-  EXPECT_EQ(study::fabric_detail(parse_scenario(tree, "d.yaml", {})), ", 3:1 at the leaves");
+  // k = 8 at 3:1: 6 host ports per leaf, a node's 8 HCAs straddle two.
+  EXPECT_EQ(study::fabric_detail(parse_scenario(tree, "d.yaml", {})),
+            ", 3:1 at the leaves, 0.75 nodes per leaf");
   EXPECT_EQ(study::fabric_detail(parse_scenario(tree, "d.yaml", {{"cluster.fabric.k", "32"}})), "");
   const std::string rail =
       replaced(text, block, "    type: rail-optimized\n    k: 8\n    oversubscription: 3\n");
@@ -357,13 +360,33 @@ TEST(Report, ScenarioLineSaysTheLeavesOversubscription) {
   EXPECT_EQ(study::fabric_detail(
                 parse_scenario(rail, "d.yaml", {{"cluster.nodes", "6"}, {"parallelism.dp", "48"}})),
             ", 3:1 at the leaves");
+  // Past one rail group (12 nodes on leaves of 12 host ports at k = 16) its size is said.
+  EXPECT_EQ(
+      study::fabric_detail(parse_scenario(
+          rail, "d.yaml", {{"cluster.nodes", "12"}, {"parallelism.dp", "96"}, {"cluster.fabric.k", "16"}})),
+      ", 3:1 at the leaves");
+  EXPECT_EQ(
+      study::fabric_detail(parse_scenario(
+          rail, "d.yaml", {{"cluster.nodes", "13"}, {"parallelism.dp", "104"}, {"cluster.fabric.k", "16"}})),
+      ", 3:1 at the leaves, rail groups of 12 nodes");
   const Scenario four = parse_scenario(text, "d.yaml", {{"cluster.fabric.spines", "4"}});
   const std::string report = format_text(make_report(four, simulate_scenario(four)));
-  EXPECT_EQ(report.substr(0, report.find('\n')),
-            "Scenario       default: gpt2-large on 16 x H100-SXM (leaf-spine fabric, 2:1 at the leaves)");
+  EXPECT_EQ(
+      report.substr(0, report.find('\n')),
+      "Scenario       default: gpt2-large on 16 x H100-SXM (leaf-spine fabric, 2:1 at the leaves, 1 node per "
+      "leaf)");
   EXPECT_NE(format_json(make_report(four, simulate_scenario(four)))
-                .find("\"leaf_oversubscription\": 2.000000, \"spine_oversubscription\": 0.000000"),
+                .find("\"leaf_oversubscription\": 2.000000, \"spine_oversubscription\": 0.000000, "
+                      "\"nodes_per_leaf\": 1.000000"),
             std::string::npos);
+  // Leaves of 16 HCAs hold two nodes; of 12, one and a half (nodes straddle them).
+  EXPECT_EQ(detail({{"cluster.fabric.hosts_per_leaf", "16"},
+                    {"cluster.fabric.spines", "16"},
+                    {"cluster.nodes", "4"},
+                    {"parallelism.dp", "32"}}),
+            ", 2 nodes per leaf");
+  EXPECT_DOUBLE_EQ(
+      study::nodes_per_leaf(parse_scenario(text, "d.yaml", {{"cluster.fabric.hosts_per_leaf", "12"}})), 1.5);
 }
 
 // A 3-tier fat-tree's spines: k/2 leaf links over k/2 core links, said
@@ -381,13 +404,13 @@ TEST(Report, ScenarioLineSaysTheSpinesOversubscription) {
   const std::vector<Override> two_pods{{"cluster.nodes", "4"}, {"parallelism.dp", "32"}};
   EXPECT_DOUBLE_EQ(spines(two_pods), 4.0);  // 400 Gb/s leaf links over 100 Gb/s core links
   const Scenario s = parse_scenario(tree, "d.yaml", two_pods);
-  EXPECT_EQ(study::fabric_detail(s), ", 4:1 at the spines");
+  EXPECT_EQ(study::fabric_detail(s), ", 4:1 at the spines, a node across 2 leaves");
   EXPECT_NE(format_json(make_report(s, simulate_scenario(s))).find("\"spine_oversubscription\": 4.000000"),
             std::string::npos);
   std::vector<Override> fast = two_pods;
   fast.push_back({"cluster.fabric.core_bandwidth", "400Gbps"});
   EXPECT_DOUBLE_EQ(spines(fast), 1.0);
-  EXPECT_EQ(study::fabric_detail(parse_scenario(tree, "d.yaml", fast)), "");
+  EXPECT_EQ(study::fabric_detail(parse_scenario(tree, "d.yaml", fast)), ", a node across 2 leaves");
 }
 
 // A stage that fits with less than 5% of its GPU's memory left is warned
@@ -1415,13 +1438,13 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
   const Scenario two = at(4, t);
   EXPECT_TRUE(two.fabric_tiers_auto);
   EXPECT_EQ(two.fat_tree.tiers, 2);
-  EXPECT_EQ(study::fabric_detail(two), ", 2 tiers by tiers: auto");
+  EXPECT_EQ(study::fabric_detail(two), ", 2 tiers by tiers: auto, a node across 2 leaves");
   EXPECT_EQ(build_topology(two).num_gpus(), 32);
   const Scenario three = at(5, t);
   EXPECT_EQ(three.fat_tree.tiers, 3);
   EXPECT_EQ(three.fat_tree.spine_core.bandwidth, parse_bandwidth("400Gbps"));  // spine_bandwidth
   EXPECT_EQ(three.fat_tree.spine_core.latency, parse_time("600ns"));
-  EXPECT_EQ(study::fabric_detail(three), ", 3 tiers by tiers: auto");
+  EXPECT_EQ(study::fabric_detail(three), ", 3 tiers by tiers: auto, a node across 2 leaves");
   EXPECT_EQ(study::fabric_tiers(two), 2);  // run --json's and the sweep CSV's fabric_tiers
   EXPECT_EQ(study::fabric_tiers(three), 3);
   EXPECT_EQ(build_topology(three).num_gpus(), 40);
@@ -1446,7 +1469,8 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
         << e.what();
   }
   // A written tier count is not reported; anything but 2, 3 or auto is an error naming tiers.
-  EXPECT_EQ(study::fabric_detail(parse_scenario(replaced(t, "tiers: auto", "tiers: 2"), "s.yaml")), "");
+  EXPECT_EQ(study::fabric_detail(parse_scenario(replaced(t, "tiers: auto", "tiers: 2"), "s.yaml")),
+            ", a node across 2 leaves");
   EXPECT_EQ(study::fabric_tiers(parse_scenario(replaced(t, "tiers: auto", "tiers: 2"), "s.yaml")), 2);
   EXPECT_EQ(study::fabric_tiers(parse_scenario(default_text(), "s.yaml")), 2);  // leaf-spine
   EXPECT_NE(error_of(replaced(t, "tiers: auto", "tiers: many")).find("cluster.fabric.tiers"),

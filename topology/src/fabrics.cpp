@@ -320,6 +320,10 @@ std::int64_t rail_groups(const RailOptimizedSpec& spec, const LeafPorts& p) {
 }
 }  // namespace
 
+int host_ports_per_leaf(const RailOptimizedSpec& spec) {
+  return leaf_ports(spec.k, spec.oversubscription).down;
+}
+
 std::int64_t host_capacity(const RailOptimizedSpec& spec) {
   const LeafPorts p = leaf_ports(spec.k, spec.oversubscription);
   const int rails = std::max(1, spec.node.hca_count());

@@ -125,6 +125,7 @@ struct RunReport {
   /// traffic crosses that tier).
   double leaf_oversubscription = 0.0;
   double spine_oversubscription = 0.0;
+  double nodes_per_leaf = 0.0;  ///< study::nodes_per_leaf (0: no fabric)
   std::string hcas;  ///< "; 4 HCAs per node, 2 GPUs each" when GPUs share HCAs, else empty
   int gpus = 0;
   int dp = 1, tp = 1, pp = 1;

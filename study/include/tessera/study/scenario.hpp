@@ -82,7 +82,11 @@ std::string_view fabric_name(const Scenario& s);
 /// tiers: auto"; where the fullest leaf's hosts can send more than its
 /// up-links carry, ", 2:1 at the leaves" (host bandwidth into the leaf
 /// over its up-links'); where a fat-tree's spines' core links carry less
-/// than their leaf links, ", 2:1 at the spines"; otherwise empty.
+/// than their leaf links, ", 2:1 at the spines"; and where the HCAs
+/// fill more than one leaf, the leaves' size: ", 3 nodes per leaf" (a
+/// fraction where nodes straddle leaves, ", a node across 2 leaves"), a
+/// rail-optimized fabric's ", rail groups of 16 nodes" past one group;
+/// otherwise empty.
 std::string fabric_detail(const Scenario& s);
 /// Host bandwidth into the fullest leaf over its up-links' (1 or less:
 /// non-blocking). HCAs fill leaves in order, so the first leaf is full when
@@ -94,6 +98,12 @@ double leaf_oversubscription(const Scenario& s);
 /// a 3-tier rail-optimized fabric's where it has more than one rail
 /// (topology::spine_oversubscription); 0 for every other fabric.
 double spine_oversubscription(const Scenario& s);
+/// The nodes one leaf serves: a leaf-spine or fat-tree leaf's host ports
+/// over a node's HCAs (fractional where nodes straddle leaves, below 1
+/// where a node spans leaves), a rail leaf's host ports (its rail group:
+/// one HCA of each of its nodes); 0 for a cluster written without a
+/// fabric. Where the leaf boundary falls decides what crosses the spines.
+double nodes_per_leaf(const Scenario& s);
 /// The switch tiers between the nodes: 0 for a one-node cluster written
 /// without a fabric, 2 for a leaf-spine or rail-optimized fabric, a
 /// fat-tree's tiers (as `tiers: auto` chose them).

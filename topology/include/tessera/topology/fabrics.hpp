@@ -106,6 +106,9 @@ struct RailOptimizedSpec {
 };
 
 std::int64_t host_capacity(const RailOptimizedSpec& spec);
+/// Host ports of a rail leaf, k*r/(r+1): the nodes of a rail group (the
+/// leaf takes one HCA of each). Throws as host_ports_per_leaf(FatTreeSpec).
+int host_ports_per_leaf(const RailOptimizedSpec& spec);
 /// Spine oversubscription of a 3-tier rail-optimized fabric with more than
 /// one rail: a spine's leaf links (one per rail group) over its k/2 core
 /// links, by bandwidth; 0 with 2 tiers or one rail (no cores).
