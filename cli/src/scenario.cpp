@@ -2189,6 +2189,12 @@ void one_node_fabric(Scenario& s, const topology::NodeSpec& node, const topology
 }
 
 /// cluster.fabric: the fabric between the nodes, by its `type`.
+/// The capacity error's note on a tree `tiers: auto` grew to 3 tiers.
+std::string most_auto_builds(const Scenario& s) {
+  return s.fabric_tiers_default ? " (the most tiers: auto, the default, builds)"
+                                : " (the most tiers: auto builds)";
+}
+
 void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const topology::LinkSpec& host) {
   auto& cl = s.cluster;
   Section f = c.child("fabric");
@@ -2281,8 +2287,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
                     "fat-tree or rail-optimized fabric", "hosts_per_leaf, spines and spine_bandwidth");
   } else if (type == "fat-tree" || type == "rail-optimized") {
     other_type_keys({"hosts_per_leaf", "spines"}, "leaf-spine fabric",
-                    type == "fat-tree" ? "k, tiers (2, 3 or auto) and spine_bandwidth"
-                                       : "k and spine_bandwidth (tiers: 2 by default)");
+                    "k and spine_bandwidth (tiers: 2, 3 or auto, the default)");
   }
   if (type == "leaf-spine") {
     s.fabric = FabricKind::LeafSpine;
@@ -2305,14 +2310,16 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
   } else if (type == "fat-tree") {
     s.fabric = FabricKind::FatTree;
     auto& ft = s.fat_tree;
-    f.require({"k", "tiers", "spine_bandwidth"});
+    f.require({"k", "spine_bandwidth"});
     tree_nodes(ft);
-    // `tiers: auto`: the fewest tiers of these switches that hold the
-    // cluster's HCAs (2, else 3), so a sweep over nodes grows the tree as a
-    // real cluster of the same switches would; the core links default to
-    // the spine links' bandwidth.
-    const YAML::Node tiers_at = f.need("tiers");
-    s.fabric_tiers_auto = tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
+    // `tiers: auto` (the default): the fewest tiers of these switches that
+    // hold the cluster's HCAs (2, else 3), so a sweep over nodes grows the
+    // tree as a real cluster of the same switches would; the core links
+    // default to the spine links' bandwidth. (Helper 173: tiers was required
+    // here and 2 by default on a rail-optimized fabric.)
+    const YAML::Node tiers_at = f.has("tiers") ? f.need("tiers") : YAML::Node();
+    s.fabric_tiers_default = !f.has("tiers");
+    s.fabric_tiers_auto = s.fabric_tiers_default || (tiers_at.IsScalar() && tiers_at.Scalar() == "auto");
     ft.tiers = s.fabric_tiers_auto ? 2 : f.positive_int32("tiers");
     if (ft.tiers != 2 && ft.tiers != 3) {
       f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
@@ -2327,7 +2334,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     }
     tree_links(ft);
     if (s.fabric_tiers_auto) {
-      f.mark_used("tiers");
+      if (!s.fabric_tiers_default) f.mark_used("tiers");
       if (topology::host_capacity(ft) < hcas) ft.tiers = 3;
       if (ft.tiers == 3) {
         ft.spine_core = {
@@ -2359,7 +2366,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     check_tree(ft,
                fmt::format("a k={} {}-tier fat-tree{}{}", ft.k, ft.tiers,
                            few_pods ? fmt::format(" of {} pod{}", ft.pods, ft.pods == 1 ? "" : "s") : "",
-                           s.fabric_tiers_auto && ft.tiers == 3 ? " (the most tiers: auto builds)" : ""),
+                           s.fabric_tiers_auto && ft.tiers == 3 ? most_auto_builds(s) : ""),
                ft.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)"
                : few_pods    ? fmt::format("; for more HCAs more pods (up to k = {}) or a larger k", ft.k)
                              : "; for more HCAs a larger k",
@@ -2377,18 +2384,20 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     auto& ro = s.rail;
     f.require({"k", "spine_bandwidth"});
     tree_nodes(ro);
-    // `tiers`: 2 (the default), 3 (a plane per rail, joined by cores:
-    // NVIDIA's SuperPOD layout), or auto (the fewest that hold the HCAs).
+    // `tiers`: 2, 3 (a plane per rail, joined by cores: NVIDIA's SuperPOD
+    // layout), or auto (the default: the fewest that hold the HCAs, as a
+    // fat-tree's).
     const YAML::Node tiers_at = f.has("tiers") ? f.need("tiers") : YAML::Node();
-    s.fabric_tiers_auto = f.has("tiers") && tiers_at.IsScalar() && tiers_at.Scalar() == "auto";
-    ro.tiers = f.has("tiers") && !s.fabric_tiers_auto ? f.positive_int32("tiers") : 2;
+    s.fabric_tiers_default = !f.has("tiers");
+    s.fabric_tiers_auto = s.fabric_tiers_default || (tiers_at.IsScalar() && tiers_at.Scalar() == "auto");
+    ro.tiers = !s.fabric_tiers_auto ? f.positive_int32("tiers") : 2;
     if (ro.tiers != 2 && ro.tiers != 3) {
       f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
                 fmt::format("a rail-optimized fabric has 2 or 3 tiers, or tiers: auto (got {})", ro.tiers));
     }
     tree_links(ro);
     if (s.fabric_tiers_auto) {
-      f.mark_used("tiers");
+      if (!s.fabric_tiers_default) f.mark_used("tiers");
       if (topology::host_capacity(ro) < hcas) ro.tiers = 3;
     }
     if (ro.tiers == 3) {
@@ -2422,7 +2431,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     check_tree(
         ro,
         fmt::format("a k={} {}-tier rail-optimized fabric{}", ro.k, ro.tiers,
-                    s.fabric_tiers_auto && ro.tiers == 3 ? " (the most tiers: auto builds)" : ""),
+                    s.fabric_tiers_auto && ro.tiers == 3 ? most_auto_builds(s) : ""),
         ro.tiers == 2 ? "; for more HCAs a larger k, or tiers: 3 (or auto)" : "; for more HCAs a larger k");
   } else {
     f.fail_at(

@@ -115,8 +115,10 @@ std::string leaf_size_detail(const Scenario& s) {
 std::string fabric_detail(const Scenario& s) {
   if (!s.fabric_written) return {};
   std::string out;
-  if (s.fabric != FabricKind::LeafSpine && s.fabric_tiers_auto)
+  if (s.fabric != FabricKind::LeafSpine && s.fabric_tiers_auto && !s.fabric_tiers_default)
     out += fmt::format(", {} tiers by tiers: auto", fabric_tiers(s));
+  else if (s.fabric != FabricKind::LeafSpine && s.fabric_tiers_auto && fabric_tiers(s) == 3)
+    out += ", 3 tiers";  // tiers left out (auto): said where the cluster needed the third
   // Where the leaves' up-links carry less than their hosts can send, say so:
   // it decides what crosses the leaves (docs/topology.md).
   if (const double r = leaf_oversubscription(s); r > 1.0 + 1e-9)

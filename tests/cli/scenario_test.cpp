@@ -678,10 +678,40 @@ TEST(Scenario, MissingKeysOfAFewValuesNameThem) {
                       "fp16, bf16 or fp8)"),
             std::string::npos)
       << error_of(replaced(text, "  dtype: bf16\n", ""));
-  EXPECT_NE(error_of(text, {{"cluster.fabric", "{type: fat-tree, k: 16}"}})
-                .find("cluster.fabric: missing required keys: tiers (2, 3 or auto), spine_bandwidth"),
+}
+
+// `tiers` is optional on both trees and `auto` by default (helper 173: a
+// fat-tree required it, a rail-optimized fabric took 2): the fewest tiers
+// of these switches that hold the HCAs, named in the Scenario line only
+// where that is 3; 2 or 3 written are built as written.
+TEST(Scenario, TreeTiersDefaultToAuto) {
+  const std::string block = "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n";
+  const std::string tree = replaced(default_text(), block, "    type: fat-tree\n    k: 8\n");
+  auto at = [&](const std::string& text, int nodes) {
+    return parse_scenario(
+        text, "s.yaml",
+        {Override{"cluster.nodes", std::to_string(nodes)}, Override{"parallelism.dp", "auto"}});
+  };
+  const Scenario two = at(tree, 4);
+  EXPECT_TRUE(two.fabric_tiers_auto);
+  EXPECT_TRUE(two.fabric_tiers_default);
+  EXPECT_EQ(two.fat_tree.tiers, 2);
+  EXPECT_TRUE(two.warnings.empty());
+  EXPECT_EQ(study::fabric_detail(two), ", a node across 2 leaves");
+  const Scenario three = at(tree, 5);
+  EXPECT_EQ(three.fat_tree.tiers, 3);
+  EXPECT_EQ(three.fat_tree.spine_core.bandwidth, parse_bandwidth("400Gbps"));  // the spine links'
+  EXPECT_EQ(study::fabric_detail(three), ", 3 tiers, a node across 2 leaves");
+  EXPECT_NE(error_of(tree, {{"cluster.nodes", "17"}, {"parallelism.dp", "auto"}})
+                .find("a k=8 3-tier fat-tree (the most tiers: auto, the default, builds) attaches 128 HCAs"),
             std::string::npos)
-      << error_of(text, {{"cluster.fabric", "{type: fat-tree, k: 16}"}});
+      << error_of(tree, {{"cluster.nodes", "17"}, {"parallelism.dp", "auto"}});
+  EXPECT_EQ(
+      at(replaced(tree, "k: 8\n", "k: 8\n    tiers: 3\n    core_bandwidth: 400Gbps\n"), 4).fat_tree.tiers, 3);
+  const std::string rail = replaced(default_text(), block, "    type: rail-optimized\n    k: 8\n");
+  EXPECT_EQ(at(rail, 4).rail.tiers, 2);
+  EXPECT_EQ(at(rail, 5).rail.tiers, 3);
+  EXPECT_EQ(study::fabric_detail(at(rail, 5)), ", 3 tiers, rail groups of 4 nodes");
 }
 
 TEST(Scenario, MegatronFlagsAreSaidAsOurKeys) {
@@ -1478,8 +1508,9 @@ TEST(Scenario, FatTreeTiersAutoGrowsWithTheCluster) {
       << error_of(replaced(t, "tiers: auto", "tiers: many"));
 }
 
-// A rail-optimized fabric has two tiers by default: past its k / rails rail
-// groups the error says what holds more (a larger k, or a third tier).
+// A rail-optimized fabric of two tiers: past its k / rails rail groups the
+// error says what holds more (a larger k, or a third tier, which the
+// default tiers: auto builds).
 TEST(Scenario, RailFabricTooSmallSaysWhatHoldsMore) {
   const std::string t =
       replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
@@ -1488,13 +1519,15 @@ TEST(Scenario, RailFabricTooSmallSaysWhatHoldsMore) {
                 .gpus(),
             32);
   EXPECT_NE(
-      error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}})
+      error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"},
+                   Override{"cluster.fabric.tiers", "2"}})
           .find(
               "cluster.fabric.k: a k=8 2-tier rail-optimized fabric attaches 32 HCAs, but the cluster has 40 "
               "(one per GPU: cluster.nodes x cluster.gpus_per_node = 5 x 8); "
               "for more HCAs a larger k, or tiers: 3 (or auto)"),
       std::string::npos)
-      << error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"}});
+      << error_of(t, {Override{"cluster.nodes", "5"}, Override{"parallelism.dp", "auto"},
+                      Override{"cluster.fabric.tiers", "2"}});
 }
 
 // Three tiers (a plane per rail joined by cores, NVIDIA's SuperPOD layout):
@@ -1539,9 +1572,11 @@ TEST(Scenario, RailFabricOfThreeTiers) {
                               {"cluster.nodes", "17"}}))
                 .find("a k=8 3-tier rail-optimized fabric attaches 128 HCAs, but the cluster has 136"),
             std::string::npos);
-  const Scenario idle = parse_scenario(
-      t, "s.yaml",
-      {{"cluster.fabric.core_bandwidth", "400Gbps"}, {"cluster.nodes", "4"}, {"parallelism.dp", "auto"}});
+  const Scenario idle = parse_scenario(t, "s.yaml",
+                                       {{"cluster.fabric.core_bandwidth", "400Gbps"},
+                                        {"cluster.fabric.tiers", "2"},
+                                        {"cluster.nodes", "4"},
+                                        {"parallelism.dp", "auto"}});
   ASSERT_EQ(idle.warnings.size(), 1U);
   EXPECT_EQ(idle.warnings[0],
             "cluster.fabric.core_bandwidth has no effect on a 2-tier rail-optimized fabric (core links exist "
@@ -1579,7 +1614,7 @@ TEST(Scenario, RailFabricNeedsALeafPerRail) {
       replaced(default_text(), "    type: leaf-spine\n    hosts_per_leaf: 8\n    spines: 8\n",
                "    type: rail-optimized\n    k: 8\n");
   EXPECT_EQ(
-      error_of(t, {Override{"cluster.fabric.k", "6"}}),
+      error_of(t, {Override{"cluster.fabric.k", "6"}, Override{"cluster.fabric.tiers", "2"}}),
       "s.yaml (--set cluster.fabric.k): cluster.fabric.k: a k=6 rail-optimized fabric has at most 6 leaves "
       "(one per spine port), fewer than a node's 8 rails (a leaf for each of its HCAs); k must be at least "
       "8, or tiers: 3");

@@ -206,6 +206,9 @@ struct Scenario {
   /// rail-optimized fabric) was chosen for the cluster's size (the fewest
   /// that hold its HCAs).
   bool fabric_tiers_auto = false;
+  /// `cluster.fabric.tiers` left out: auto, which the reports name only
+  /// where it built 3 tiers.
+  bool fabric_tiers_default = false;
   topology::RailOptimizedSpec rail;
   collectives::ExpandOptions collectives;
   Calibration calibration;
