@@ -15,6 +15,7 @@
 #include "tessera/node_model/json.hpp"
 #include "tessera/parallelism/plan.hpp"
 #include "tessera/study/pipeline.hpp"
+#include "tessera/study/routing_check.hpp"
 
 using namespace tessera;
 using namespace tessera::cli;
@@ -3136,4 +3137,56 @@ TEST(Scenario, MegatronDefaultsWhereAFileLeavesThemOut) {
   EXPECT_NE(error_of(default_text(), {{"training.framework", "megatron-lm"}})
                 .find("unknown framework 'megatron-lm', did you mean 'megatron'?"),
             std::string::npos);
+}
+
+// Static destination-mod-k routes crowd the data-parallel rings of two
+// pipeline stages that share a leaf (helper 172: dp 3, 5, 7 slower than 4, 6,
+// 8, unexplained). Leaves of 16 HCAs hold two 8-GPU nodes; tp 8, pp 2:
+// at dp 3 stage 0 is nodes 0-2 and stage 1 nodes 3-5, so leaf1 holds node 2
+// (its ring's wrap to node 0, GPUs 0-7) and node 3 (to node 4, GPUs 32-39):
+// 32-39 mod 16 are 0-7 again, two flows on each of leaf1's first 8 up-links
+// while the other 8 stand idle. At dp 4 each stage fills two leaves.
+TEST(Report, DataParallelRingsCrowdedOnStaticRoutesAreWarnedAbout) {
+  const std::string text = replaced(default_text(), "    hosts_per_leaf: 8\n    spines: 8\n",
+                                    "    hosts_per_leaf: 16\n    spines: 16\n");
+  auto at = [&](int dp, std::vector<Override> more = {}) {
+    more.push_back({"cluster.nodes", std::to_string(2 * dp)});
+    more.push_back({"model.heads", "16"});  // (gpt2-large's 20 do not split 8 ways)
+    more.push_back({"parallelism.tp", "8"});
+    more.push_back({"parallelism.pp", "2"});
+    more.push_back({"parallelism.dp", std::to_string(dp)});
+    more.push_back({"training.global_batch", std::to_string(16 * dp)});
+    return parse_scenario(text, "s.yaml", more);
+  };
+  const Scenario three = at(3);
+  const auto shared = study::data_parallel_link_sharing(three, build_topology(three));
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_EQ(shared->flows, 2);
+  EXPECT_EQ(shared->needed, 1);
+  EXPECT_EQ(shared->links, 16);
+  EXPECT_TRUE(shared->up);
+  EXPECT_EQ(shared->switch_name, "leaf1");
+  EXPECT_EQ(shared->link, "leaf1 -> spine0");
+  EXPECT_EQ(
+      study::link_sharing_warning(shared, three),
+      "static destination-mod-k routing puts 2 of the data-parallel rings' flows on one link (leaf1 -> "
+      "spine0) where leaf1's 16 up-links could carry them 1 per link: where the stages' gradient "
+      "reductions overlap, their steps between nodes run at up to 1/2 of the rate (as a subnet manager's "
+      "static routes would; docs/topology.md, Limitations); pipeline stages on whole leaves (dp x tp, 24 "
+      "GPUs here, a multiple or a divisor of the 16 GPUs of a leaf's nodes), or adaptive routing "
+      "(ns3.adaptive_routing with backend: ns3), avoid it");
+  // run's report carries it, once.
+  const RunReport rep = make_report(three, simulate_scenario(three));
+  EXPECT_EQ(std::count(rep.warnings.begin(), rep.warnings.end(), study::link_sharing_warning(shared, three)),
+            1);
+  const Scenario four = at(4);
+  EXPECT_FALSE(study::data_parallel_link_sharing(four, build_topology(four)).has_value());
+  // The ns-3 backend's adaptive routing spreads them: nothing to say.
+  const Scenario adaptive = at(3, {{"backend", "ns3"}, {"ns3.adaptive_routing", "true"}});
+  EXPECT_FALSE(study::data_parallel_link_sharing(adaptive, build_topology(adaptive)).has_value());
+  // One data-parallel rank: no rings.
+  const Scenario alone = parse_scenario(
+      text, "s.yaml",
+      {{"model.heads", "16"}, {"parallelism.tp", "8"}, {"parallelism.pp", "2"}, {"parallelism.dp", "1"}});
+  EXPECT_FALSE(study::data_parallel_link_sharing(alone, build_topology(alone)).has_value());
 }

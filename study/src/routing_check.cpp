@@ -1,0 +1,127 @@
+#include "tessera/study/routing_check.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "tessera/collectives/expand.hpp"
+#include "tessera/parallelism/plan.hpp"
+
+namespace tessera::study {
+
+namespace {
+
+/// Switch tiers bottom up: a link is an up-link when it climbs.
+int level(topology::VertexKind k) {
+  switch (k) {
+    case topology::VertexKind::Leaf:
+      return 1;
+    case topology::VertexKind::Spine:
+      return 2;
+    case topology::VertexKind::Core:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
+bool fabric_tier(topology::LinkTier t) {
+  return t == topology::LinkTier::LeafSpine || t == topology::LinkTier::SpineCore;
+}
+
+}  // namespace
+
+std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s,
+                                                           const topology::Topology& topo) {
+  const parallelism::ParallelPlan& plan = s.plan;
+  if (!s.fabric_written || s.cluster.nodes <= 1 || plan.dp <= 1) return std::nullopt;
+  if (s.backend.name == "ns3" && s.ns3.adaptive_routing) return std::nullopt;
+  const int rpn = s.cluster.gpus_per_node;
+  collectives::ExpandOptions opts = s.collectives;
+  opts.granularity = collectives::Granularity::Flows;
+  opts.chunks = 1;
+  if (opts.ranks_per_node == 0) opts.ranks_per_node = rpn;
+  // Every data-parallel group's ring connections (a gradient bucket's
+  // all-reduce: large enough that Auto takes the ring, as for a bucket).
+  std::vector<int> flows_on(topo.links().size(), 0);
+  bool crossed = false;
+  for (int pp = 0; pp < plan.pp; ++pp) {
+    for (int tp = 0; tp < plan.tp; ++tp) {
+      std::vector<int> ranks;
+      ranks.reserve(static_cast<std::size_t>(plan.dp));
+      for (int d = 0; d < plan.dp; ++d) ranks.push_back(parallelism::rank_of(plan, {tp, d, pp}));
+      const collectives::TransferGraph g =
+          collectives::expand(parallelism::CollectiveKind::AllReduce, ranks, Bytes::mib(256), opts);
+      for (const collectives::Transfer& t : g.transfers) {
+        if (t.src / rpn == t.dst / rpn) continue;  // inside a node
+        for (topology::LinkId l : topo.route(t.src, t.dst)) {
+          if (!fabric_tier(topo.tier(l))) continue;
+          ++flows_on[static_cast<std::size_t>(l)];
+          crossed = true;
+        }
+      }
+    }
+  }
+  if (!crossed) return std::nullopt;
+  // Per switch and direction: its links (in service) and the flows they carry.
+  struct Side {
+    int links = 0;
+    int flows = 0;
+  };
+  std::map<std::pair<topology::VertexId, bool>, Side> sides;  // (switch, up)
+  const auto side_of = [&](topology::LinkId l) {
+    const topology::Link& k = topo.link(l);
+    const bool up = level(topo.vertex(k.dst).kind) > level(topo.vertex(k.src).kind);
+    return std::make_pair(up ? k.src : k.dst, up);
+  };
+  for (std::size_t i = 0; i < topo.links().size(); ++i) {
+    const auto l = static_cast<topology::LinkId>(i);
+    if (!fabric_tier(topo.tier(l)) || topo.failed(l)) continue;
+    Side& side = sides[side_of(l)];
+    ++side.links;
+    side.flows += flows_on[i];
+  }
+  std::optional<SharedFabricLink> worst;
+  double worst_excess = 1.0;
+  for (std::size_t i = 0; i < topo.links().size(); ++i) {
+    if (flows_on[i] < 2) continue;
+    const auto l = static_cast<topology::LinkId>(i);
+    const auto key = side_of(l);
+    const Side& side = sides.at(key);
+    const int needed = (side.flows + side.links - 1) / side.links;
+    const double excess = static_cast<double>(flows_on[i]) / needed;
+    if (excess <= worst_excess) continue;
+    worst_excess = excess;
+    const topology::Link& k = topo.link(l);
+    worst = SharedFabricLink{flows_on[i],
+                             needed,
+                             side.links,
+                             topo.vertex(key.first).name,
+                             fmt::format("{} -> {}", topo.vertex(k.src).name, topo.vertex(k.dst).name),
+                             key.second};
+  }
+  return worst;
+}
+
+std::string link_sharing_warning(const std::optional<SharedFabricLink>& shared, const Scenario& s) {
+  if (!shared) return {};
+  const SharedFabricLink& w = *shared;
+  const int per_stage = s.plan.dp * s.plan.tp;
+  const auto leaf_gpus = static_cast<long long>(std::llround(nodes_per_leaf(s) * s.cluster.gpus_per_node));
+  return fmt::format(
+      "static destination-mod-k routing puts {} of the data-parallel rings' flows on one link ({}) where "
+      "{}'s {} {} could carry them {} per link: where the stages' gradient reductions overlap, their steps "
+      "between nodes run at up to 1/{} of the rate (as a subnet manager's static routes would; "
+      "docs/topology.md, Limitations); pipeline stages on whole {} (dp x tp, {} GPUs here, a multiple or a "
+      "divisor of the {} GPUs of {}), or adaptive routing (ns3.adaptive_routing with backend: ns3), avoid it",
+      w.flows, w.link, w.switch_name, w.links, w.up ? "up-links" : "down-links", w.needed,
+      (w.flows + w.needed - 1) / w.needed, s.fabric == FabricKind::RailOptimized ? "rail groups" : "leaves",
+      per_stage, leaf_gpus,
+      s.fabric == FabricKind::RailOptimized ? "a rail group's nodes" : "a leaf's nodes");
+}
+
+}  // namespace tessera::study
