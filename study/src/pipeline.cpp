@@ -332,13 +332,17 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
         having.emplace_back(parallelism::to_string(kind));
     }
     const std::string algorithm(collectives::to_string(e.algorithm()));
+    // At the key (helper 175: the file alone, and no word of a --set).
+    const auto at = s.key_locations.find("collectives.algorithm");
+    const bool located = at != s.key_locations.end();
     throw ScenarioError(
-        s.file,
+        located ? at->second.first : s.file,
         fmt::format(
             "collectives.algorithm: {}, which this plan runs; give '{}' per kind to the kinds that have "
             "it ({}), e.g. collectives.algorithm: {{{}: {}}}, and the others keep auto",
             e.what(), algorithm, fmt::join(having, ", "), having.empty() ? "all-reduce" : having.front(),
-            algorithm));
+            algorithm),
+        located ? at->second.second : std::string());
   } catch (const TransferOverflowError& e) {
     // A transfer too slow to finish: name the bandwidth key it ran at.
     const Bandwidth spine = s.fabric == FabricKind::LeafSpine ? s.cluster.spine_bandwidth

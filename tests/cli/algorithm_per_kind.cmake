@@ -15,7 +15,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/helpers.cmake)
 set(shape --set cluster.nodes=8 --set cluster.gpus_per_node=4)
 execute_process(COMMAND ${TESSERA} run ${SCENARIO} ${shape} --set collectives.algorithm=hierarchical
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-if(rc EQUAL 0 OR NOT err MATCHES "^tessera: error: [^\n]*mixtral-ep\\.yaml: collectives\\.algorithm: collective reduce-scatter has no algorithm 'hierarchical' \\(available: auto, ring, halving-doubling\\), which this plan runs; give 'hierarchical' per kind to the kinds that have it \\(all-reduce, all-to-all\\), e\\.g\\. collectives\\.algorithm: {all-reduce: hierarchical}, and the others keep auto\n$")
+if(rc EQUAL 0 OR NOT err MATCHES "^tessera: error: [^\n]*mixtral-ep\\.yaml \\(--set collectives\\.algorithm\\): collectives\\.algorithm: collective reduce-scatter has no algorithm 'hierarchical' \\(available: auto, ring, halving-doubling\\), which this plan runs; give 'hierarchical' per kind to the kinds that have it \\(all-reduce, all-to-all\\), e\\.g\\. collectives\\.algorithm: {all-reduce: hierarchical}, and the others keep auto\n$")
   message(FATAL_ERROR "hierarchical for every kind: expected an error naming reduce-scatter's algorithms, got ${rc}: ${err}")
 endif()
 tessera_ok(plain run ${SCENARIO} ${shape} --json)

@@ -3190,3 +3190,32 @@ TEST(Report, DataParallelRingsCrowdedOnStaticRoutesAreWarnedAbout) {
       {{"model.heads", "16"}, {"parallelism.tp", "8"}, {"parallelism.pp", "2"}, {"parallelism.dp", "1"}});
   EXPECT_FALSE(study::data_parallel_link_sharing(alone, build_topology(alone)).has_value());
 }
+
+// One collectives.algorithm that a collective the plan runs lacks is an
+// error at the key, as the loader's are (helper 175: it named the file
+// alone, and no --set).
+TEST(Scenario, AnAlgorithmThePlanCannotRunIsAnErrorAtItsKey) {
+  const std::string text = default_text() + "collectives:\n  algorithm: hierarchical\n";
+  const auto line = std::count(text.begin(), text.end(), '\n');  // the last line's number
+  const Scenario s = parse_scenario(text, "s.yaml", {{"parallelism.zero_stage", "1"}});
+  try {
+    (void)simulate_scenario(s);
+    FAIL() << "ZeRO's reduce-scatter has no hierarchical algorithm";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.where(), fmt::format("s.yaml:{}:14", line));
+    EXPECT_TRUE(e.option().empty());
+    EXPECT_EQ(e.detail().rfind(
+                  "collectives.algorithm: collective reduce-scatter has no algorithm 'hierarchical'", 0),
+              0U)
+        << e.detail();
+  }
+  const Scenario set = parse_scenario(
+      default_text(), "s.yaml", {{"parallelism.zero_stage", "1"}, {"collectives.algorithm", "hierarchical"}});
+  try {
+    (void)simulate_scenario(set);
+    FAIL() << "ZeRO's reduce-scatter has no hierarchical algorithm";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.where(), "s.yaml (--set collectives.algorithm)");
+    EXPECT_EQ(e.option(), "--set collectives.algorithm");
+  }
+}

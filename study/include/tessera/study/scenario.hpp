@@ -32,11 +32,13 @@ inline constexpr std::array<const char*, 11> kWorkKeys = {
     "training.global_batch",   "training.micro_batches", "training.micro_batch", "model.layers",
     "parallelism.tp",          "collectives.chunks",     "parallelism.dp",       "cluster.nodes",
     "parallelism.bucket_size", "parallelism.pp",         "parallelism.ep"};
-/// The keys that warnings only a forecast can give open with (an ns3.buffer
-/// below a link's credit round trip, a cable failing after the iteration):
+/// The keys that warnings and errors only a forecast can give open with (an
+/// ns3.buffer below a link's credit round trip, a cable failing after the
+/// iteration, one collectives.algorithm a collective the plan runs lacks):
 /// the loader records where each was written (Scenario::key_locations), so
-/// those warnings are placed as the loader's are.
-inline constexpr std::array<const char*, 2> kRunWarningKeys = {"ns3.buffer", "failures"};
+/// they are placed as the loader's are.
+inline constexpr std::array<const char*, 3> kRunWarningKeys = {"ns3.buffer", "failures",
+                                                               "collectives.algorithm"};
 
 class ScenarioError : public InputError {
  public:
