@@ -6,8 +6,6 @@
 #include <iostream>
 #include <set>
 
-#include "tessera/study/routing_check.hpp"
-
 namespace tessera::cli {
 
 std::string count_text(double n) {
@@ -386,12 +384,6 @@ RunReport make_report(const Scenario& s, const Simulation& sim, const PlanTimer&
   rep.memory = stage_memory(sim.plan.memory_per_stage);
   rep.fullest = parallelism::fullest_stage(sim.plan.memory_per_stage);
   if (std::string w = tight_memory_warning(rep.memory); !w.empty()) rep.warnings.push_back(std::move(w));
-  // Static routes that crowd the data-parallel rings onto some fabric links
-  // (helper 172: dp 3, 5, 7 ran their gradient reductions slower than dp 4,
-  // 6, 8 on a fat-tree whose leaves hold two nodes, unexplained).
-  if (std::string w = study::link_sharing_warning(study::data_parallel_link_sharing(s, sim.topology), s);
-      !w.empty())
-    rep.warnings.push_back(std::move(w));
   // A plan that does not fit runs no training: no days or cost for it.
   if (!rep.oom()) rep.training_run = study::training_run(s, rep.tokens_per_second);
   // As stored: TF32 is a tensor-core mode, its tensors are FP32.

@@ -28,6 +28,7 @@
 #include "tessera/node_model/roofline.hpp"
 #include "tessera/node_model/validation.hpp"
 #include "tessera/study/jobs.hpp"
+#include "tessera/study/routing_check.hpp"
 #include "tessera/topology/fabrics.hpp"
 #include "tessera/units.hpp"
 
@@ -1596,6 +1597,23 @@ void locate_warnings(Scenario& s, const YAML::Node& root, const std::string& fil
   for (const std::string path : study::kRunWarningKeys) locate_key(path);
 }
 
+/// Static routes that crowd the data-parallel rings onto some fabric links
+/// (helper 172: dp 3, 5, 7 ran their gradient reductions slower than dp 4,
+/// 6, 8 on a fat-tree whose leaves hold two nodes, unexplained): a warning
+/// of the scenario, so that run, every sweep point and compare-schedules
+/// give it (helper 176: a sweep's dip at 192 nodes went unexplained).
+void warn_of_crowded_routes(Scenario& s) {
+  if (!s.fabric_written || s.cluster.nodes <= 1 || s.plan.dp <= 1 || s.gpus() > study::kMostGpusChecked)
+    return;
+  std::string w;
+  try {
+    w = study::link_sharing_warning(study::data_parallel_link_sharing(s, study::build_topology(s)), s);
+  } catch (const Error&) {
+    return;  // a fabric that cannot be built: the run that builds it says why
+  }
+  if (!w.empty()) s.warnings.push_back(std::move(w));
+}
+
 Scenario parse_text(const std::string& text, const std::string& file, const std::vector<Override>& overrides,
                     bool cluster_only) {
   // A scenario is UTF-8 text (names end up in JSON reports, which must be).
@@ -1715,6 +1733,7 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
   };
   try {
     Scenario s = parse();
+    if (!cluster_only && s.jobs.empty()) warn_of_crowded_routes(s);
     locate_warnings(s, root, file, overridden);
     return s;
   } catch (const MissingKeyNearMisses& e) {
@@ -2189,6 +2208,18 @@ void one_node_fabric(Scenario& s, const topology::NodeSpec& node, const topology
 }
 
 /// cluster.fabric: the fabric between the nodes, by its `type`.
+/// A written `tiers` other than auto: a whole number (2 or 3, which the
+/// caller checks), or an error saying auto is the other value (helper 176:
+/// `Auto` got "expected a whole number").
+int written_tiers(Section& f, const YAML::Node& at, const char* what) {
+  const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  if (at.IsScalar() && std::any_of(at.Scalar().begin(), at.Scalar().end(), letter)) {
+    f.fail_at(at.Mark(), f.key_path("tiers"),
+              fmt::format("{} has 2 or 3 tiers, or tiers: auto (got '{}')", what, at.Scalar()));
+  }
+  return f.positive_int32("tiers");
+}
+
 /// The capacity error's note on a tree `tiers: auto` grew to 3 tiers.
 std::string most_auto_builds(const Scenario& s) {
   return s.fabric_tiers_default ? " (the most tiers: auto, the default, builds)"
@@ -2320,7 +2351,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     const YAML::Node tiers_at = f.has("tiers") ? f.need("tiers") : YAML::Node();
     s.fabric_tiers_default = !f.has("tiers");
     s.fabric_tiers_auto = s.fabric_tiers_default || (tiers_at.IsScalar() && tiers_at.Scalar() == "auto");
-    ft.tiers = s.fabric_tiers_auto ? 2 : f.positive_int32("tiers");
+    ft.tiers = s.fabric_tiers_auto ? 2 : written_tiers(f, tiers_at, "a fat-tree");
     if (ft.tiers != 2 && ft.tiers != 3) {
       f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
                 fmt::format("a fat-tree has 2 or 3 tiers, or tiers: auto (got {})", ft.tiers));
@@ -2346,7 +2377,11 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
         (void)fabric_latency(f, "core_latency", s);
       }
     } else if (ft.tiers == 3) {
-      ft.spine_core = {f.unit("core_bandwidth", parse_bandwidth), fabric_latency(f, "core_latency", s)};
+      // (helper 176: tiers: 3 required core_bandwidth where auto's 3 tiers
+      // took the spine links'; the same default now)
+      ft.spine_core = {
+          f.has("core_bandwidth") ? f.unit("core_bandwidth", parse_bandwidth) : ft.leaf_spine.bandwidth,
+          fabric_latency(f, "core_latency", s)};
     } else {
       // A 2-tier tree has no core links: its core keys are checked (a
       // sweep over tiers: 2, 3 shares them) and said to do nothing here.
@@ -2390,7 +2425,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     const YAML::Node tiers_at = f.has("tiers") ? f.need("tiers") : YAML::Node();
     s.fabric_tiers_default = !f.has("tiers");
     s.fabric_tiers_auto = s.fabric_tiers_default || (tiers_at.IsScalar() && tiers_at.Scalar() == "auto");
-    ro.tiers = !s.fabric_tiers_auto ? f.positive_int32("tiers") : 2;
+    ro.tiers = !s.fabric_tiers_auto ? written_tiers(f, tiers_at, "a rail-optimized fabric") : 2;
     if (ro.tiers != 2 && ro.tiers != 3) {
       f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
                 fmt::format("a rail-optimized fabric has 2 or 3 tiers, or tiers: auto (got {})", ro.tiers));
@@ -2401,10 +2436,9 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
       if (topology::host_capacity(ro) < hcas) ro.tiers = 3;
     }
     if (ro.tiers == 3) {
-      ro.spine_core = {s.fabric_tiers_auto && !f.has("core_bandwidth")
-                           ? ro.leaf_spine.bandwidth
-                           : f.unit("core_bandwidth", parse_bandwidth),
-                       fabric_latency(f, "core_latency", s)};
+      ro.spine_core = {
+          !f.has("core_bandwidth") ? ro.leaf_spine.bandwidth : f.unit("core_bandwidth", parse_bandwidth),
+          fabric_latency(f, "core_latency", s)};
     } else {
       // Core keys without cores: checked (a sweep over tiers shares them);
       // said to do nothing unless tiers: auto would use them at more nodes.

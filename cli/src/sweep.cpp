@@ -508,6 +508,22 @@ struct SweepCaveats {
     }
     for (const auto& [note, pts] : untested.entries)
       out.push_back(chart_untested_note(which_on_chart(pts), note));
+    // tessera run's warnings, their opening words (helper 176: a dip the
+    // table's warning explained was unexplained on the chart).
+    for (const auto& [w, pts] : warnings.entries) {
+      constexpr std::size_t kShort = 40, kLong = 96;
+      std::string head = w;
+      if (head.size() > kLong) {
+        std::size_t cut = std::string::npos;  // the first clause's end past its opening words
+        for (const char* sep : {" (", "; ", ": ", ", "}) {
+          if (const std::size_t p = head.find(sep, kShort); p <= kLong) cut = std::min(cut, p);
+        }
+        head =
+            cut != std::string::npos ? head.substr(0, cut) : head.substr(0, head.rfind(' ', kLong)) + " ...";
+      }
+      out.push_back(fmt::format("Warning ({}): {} (the table's notes and --json say it all)",
+                                which_on_chart(pts), head));
+    }
     for (const auto& [note, pts] : gpu_bias.entries)
       out.push_back(chart_gpu_bias_note(which_on_chart(pts), note));
     for (const auto& [note, pts] : attention.entries)

@@ -15,6 +15,10 @@ namespace tessera::study {
 
 namespace {
 
+/// The all-reduce the check lays out: a gradient bucket's size, large enough
+/// that Auto takes the ring where a bucket's all-reduce would.
+constexpr Bytes kBucket = Bytes::mib(256);
+
 /// Switch tiers bottom up: a link is an up-link when it climbs.
 int level(topology::VertexKind k) {
   switch (k) {
@@ -39,6 +43,9 @@ std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s,
                                                            const topology::Topology& topo) {
   const parallelism::ParallelPlan& plan = s.plan;
   if (!s.fabric_written || s.cluster.nodes <= 1 || plan.dp <= 1) return std::nullopt;
+  // A route per GPU, on a fabric built for the check: past this, not checked
+  // (the loader calls it for every scenario it reads).
+  if (s.gpus() > kMostGpusChecked) return std::nullopt;
   if (s.backend.name == "ns3" && s.ns3.adaptive_routing) return std::nullopt;
   const int rpn = s.cluster.gpus_per_node;
   collectives::ExpandOptions opts = s.collectives;
@@ -54,8 +61,13 @@ std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s,
       std::vector<int> ranks;
       ranks.reserve(static_cast<std::size_t>(plan.dp));
       for (int d = 0; d < plan.dp; ++d) ranks.push_back(parallelism::rank_of(plan, {tp, d, pp}));
-      const collectives::TransferGraph g =
-          collectives::expand(parallelism::CollectiveKind::AllReduce, ranks, Bytes::mib(256), opts);
+      // Rings only (the hierarchical all-reduce's between nodes too): their
+      // connections all carry at once; a tree's or halving-doubling's take
+      // turns, and so may share a link at no cost.
+      const auto kind = parallelism::CollectiveKind::AllReduce;
+      const collectives::Algorithm a = collectives::resolve_algorithm(kind, ranks, kBucket, opts);
+      if (a != collectives::Algorithm::Ring && a != collectives::Algorithm::Hierarchical) return std::nullopt;
+      const collectives::TransferGraph g = collectives::expand(kind, ranks, kBucket, opts);
       for (const collectives::Transfer& t : g.transfers) {
         if (t.src / rpn == t.dst / rpn) continue;  // inside a node
         for (topology::LinkId l : topo.route(t.src, t.dst)) {

@@ -709,6 +709,16 @@ TEST(Scenario, TreeTiersDefaultToAuto) {
       << error_of(tree, {{"cluster.nodes", "17"}, {"parallelism.dp", "auto"}});
   EXPECT_EQ(
       at(replaced(tree, "k: 8\n", "k: 8\n    tiers: 3\n    core_bandwidth: 400Gbps\n"), 4).fat_tree.tiers, 3);
+  // tiers: 3 written takes the spine links' bandwidth for the cores, as
+  // auto's third tier does (helper 176: it was a missing key there).
+  const Scenario written3 = at(replaced(tree, "k: 8\n", "k: 8\n    tiers: 3\n"), 4);
+  EXPECT_EQ(written3.fat_tree.tiers, 3);
+  EXPECT_EQ(written3.fat_tree.spine_core.bandwidth, written3.fat_tree.leaf_spine.bandwidth);
+  // A value neither a number nor auto says what it may be.
+  EXPECT_EQ(
+      error_of(tree, {{"cluster.fabric.tiers", "Auto"}}),
+      "s.yaml (--set cluster.fabric.tiers): cluster.fabric.tiers: a fat-tree has 2 or 3 tiers, or tiers: "
+      "auto (got 'Auto')");
   const std::string rail = replaced(default_text(), block, "    type: rail-optimized\n    k: 8\n");
   EXPECT_EQ(at(rail, 4).rail.tiers, 2);
   EXPECT_EQ(at(rail, 5).rail.tiers, 3);
@@ -1552,8 +1562,10 @@ TEST(Scenario, RailFabricOfThreeTiers) {
   EXPECT_EQ(study::fabric_tiers(three), 3);
   EXPECT_FALSE(three.fabric_tiers_auto);
   EXPECT_DOUBLE_EQ(study::spine_oversubscription(three), 2.0);  // 4 groups at 400 Gb/s over 4 cores at 200
-  EXPECT_EQ(error_of(t, with({{"cluster.fabric.tiers", "3"}})),
-            "s.yaml:16:5: cluster.fabric.core_bandwidth: missing required key");
+  // Without core_bandwidth the cores take the spine links' (a non-blocking
+  // core, as tiers: auto builds it; until 2026-12-08 a missing key).
+  EXPECT_EQ(parse_scenario(t, "s.yaml", with({{"cluster.fabric.tiers", "3"}})).rail.spine_core.bandwidth,
+            three.rail.leaf_spine.bandwidth);
   EXPECT_NE(
       error_of(t, with({{"cluster.fabric.tiers", "4"}}))
           .find("cluster.fabric.tiers: a rail-optimized fabric has 2 or 3 tiers, or tiers: auto (got 4)"),

@@ -23,11 +23,16 @@ struct SharedFabricLink {
   bool up = true;           ///< up-links out of the switch, else down-links into it
 };
 
+/// The most GPUs data_parallel_link_sharing checks (a route each).
+inline constexpr int kMostGpusChecked = 65536;
+
 /// The fabric link (leaf-spine or spine-core tier) where the data-parallel
 /// rings' flows exceed what their switch's links of that direction could
 /// hold them to, the largest excess (flows / needed) first, ties by link id;
 /// nullopt when there is none, the cluster has no fabric or one node, dp is
-/// 1, or the ns-3 backend routes adaptively.
+/// 1, the all-reduce is no ring (collectives::resolve_algorithm for a 256 MiB
+/// bucket: a tree's steps take turns), the cluster has more than
+/// kMostGpusChecked GPUs, or the ns-3 backend routes adaptively.
 std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s, const topology::Topology& topo);
 
 /// The warning `run` prints for it (empty for nullopt).
