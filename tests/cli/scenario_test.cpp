@@ -3231,3 +3231,19 @@ TEST(Scenario, AnAlgorithmThePlanCannotRunIsAnErrorAtItsKey) {
     EXPECT_EQ(e.option(), "--set collectives.algorithm");
   }
 }
+
+// The top-level keys are checked first, `jobs` and `placement` among those
+// known (helper 175: `job:` came after a dp error that the jobs it meant
+// would have made moot, and the list of known keys named neither).
+TEST(Scenario, TopLevelKeysAreCheckedFirstJobsAndPlacementKnown) {
+  const std::string text = default_text() + "job:\n  - nodes: 1\n";
+  const auto line = std::count(text.begin(), text.end(), '\n') - 1;
+  const std::string known =
+      "(known here: backend, calibration, cluster, collectives, failures, jobs, mixed_gpus, model, name, "
+      "node_model, ns3, outputs, parallelism, placement, predictor, stragglers, training)";
+  // dp 16 on 4 nodes of 8 would be an error of its own: the typo comes first.
+  EXPECT_EQ(error_of(text, {{"cluster.nodes", "4"}}),
+            fmt::format("s.yaml:{}:1: job: unknown key, did you mean 'jobs'? {}", line, known));
+  EXPECT_EQ(error_of(default_text() + "placment: spread\n"),
+            fmt::format("s.yaml:{}:1: placment: unknown key, did you mean 'placement'? {}", line, known));
+}
