@@ -3367,6 +3367,10 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
   parallelism::HostOverhead given_host;
   bool host_given = false;
   bool launch_given = false;
+  // The first host key given besides host_launch (one that makes the
+  // switch), where the warning about a switch without a launch cost is
+  // placed (helper 175: at `calibration`, which a --set had made).
+  std::string first_host_key;
   if (top.has("calibration")) {
     Section c = top.child("calibration");
     // Above `most` a time is a unit slip more likely than a host (helper 145:
@@ -3381,6 +3385,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       if (!c.has(key)) return;
       field = given = c.unit(key, parse_time);
       host_given = true;
+      if (first_host_key.empty() && std::string_view(key) != "host_launch") first_host_key = c.key_path(key);
       slip(key, field, most, what);
     };
     launch_given = c.has("host_launch");
@@ -3439,13 +3444,13 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     // faster than with no host key at all (helper 87: host_iteration=0.001us
     // cut a step by 29%).
     if (given_host.enabled() && given_host.per_launch == Time::zero()) {
-      s.warnings.push_back(
-          fmt::format("calibration: a host key under framework {} switches to the host model, where kernels "
-                      "take their GPU "
-                      "time without their launch floors, and calibration.host_launch is {}: launches cost "
-                      "the host nothing "
-                      "(give host_launch, fit on your host: docs/calibration.md, \"Your own host\")",
-                      node_model::to_string(s.workload.framework), launch_given ? "0" : "not given (0)"));
+      s.warnings.push_back(fmt::format(
+          "{}: a host key under framework {} switches to the host model, where kernels "
+          "take their GPU "
+          "time without their launch floors, and calibration.host_launch is {}: launches cost "
+          "the host nothing "
+          "(give host_launch, fit on your host: docs/calibration.md, \"Your own host\")",
+          first_host_key, node_model::to_string(s.workload.framework), launch_given ? "0" : "not given (0)"));
     }
   }
   if (top.has("mixed_gpus")) {
@@ -3773,7 +3778,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
       for (const auto& [path, flag] : overridden) {
         if (path.rfind("ns3.", 0) == 0 && flag.rfind("--set", 0) == 0) {
           s.warnings.push_back(fmt::format(
-              "{}: the {} backend ignores the ns3 section (--backend ns3 uses it)", flag, s.backend.name));
+              "{}: the {} backend ignores the ns3 section (--backend ns3 uses it)", path, s.backend.name));
         }
       }
     }

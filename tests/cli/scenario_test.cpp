@@ -1649,8 +1649,9 @@ TEST(Scenario, EagerHostModelWithoutALaunchCostIsWarnedAbout) {
   EXPECT_EQ(
       warnings({{"calibration.host_iteration", "0.001us"}}),
       std::vector<std::string>{
-          "calibration: a host key under framework pytorch-eager switches to the host model, where kernels "
-          "take their GPU time without their launch floors, and calibration.host_launch is not given (0): "
+          "calibration.host_iteration: a host key under framework pytorch-eager switches to the host model, "
+          "where kernels take their GPU time without their launch floors, and calibration.host_launch is not "
+          "given (0): "
           "launches cost the host nothing (give host_launch, fit on your host: docs/calibration.md, \"Your "
           "own host\")"});
   EXPECT_EQ(warnings({{"calibration.host_iteration", "1ms"}, {"calibration.host_launch", "0us"}}).size(), 1U);
@@ -2477,9 +2478,10 @@ TEST(Scenario, Ns3KeysThatDoNothingAreWarnedAbout) {
   // --backend ns3 and is not warned about.
   const Scenario flow = parse_scenario(default_text(), "d.yaml", {{"ns3.packets_per_segment", "1"}});
   ASSERT_EQ(flow.warnings.size(), 1U);
-  EXPECT_EQ(
-      flow.warnings[0],
-      "--set ns3.packets_per_segment: the flow backend ignores the ns3 section (--backend ns3 uses it)");
+  EXPECT_EQ(flow.warnings[0],
+            "ns3.packets_per_segment: the flow backend ignores the ns3 section (--backend ns3 uses it)");
+  // Placed as an error at that key would be (helper 175: "d.yaml: --set ...").
+  EXPECT_EQ(flow.warning_locations.at(flow.warnings[0]), "d.yaml (--set ns3.packets_per_segment)");
   EXPECT_TRUE(parse_scenario(default_text(), "d.yaml",
                              {{"ns3.packets_per_segment", "1"}, {"backend", "ns3", "--backend"}})
                   .warnings.empty());
