@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -53,9 +54,9 @@ std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s,
   opts.chunks = 1;
   if (opts.ranks_per_node == 0) opts.ranks_per_node = rpn;
   // Every data-parallel group's ring connections (a gradient bucket's
-  // all-reduce: large enough that Auto takes the ring, as for a bucket).
-  std::vector<int> flows_on(topo.links().size(), 0);
-  bool crossed = false;
+  // all-reduce: large enough that Auto takes the ring, as for a bucket),
+  // their fabric links by pipeline stage.
+  std::vector<std::vector<topology::LinkId>> stage_links(static_cast<std::size_t>(plan.pp));
   for (int pp = 0; pp < plan.pp; ++pp) {
     for (int tp = 0; tp < plan.tp; ++tp) {
       std::vector<int> ranks;
@@ -71,20 +72,13 @@ std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s,
       for (const collectives::Transfer& t : g.transfers) {
         if (t.src / rpn == t.dst / rpn) continue;  // inside a node
         for (topology::LinkId l : topo.route(t.src, t.dst)) {
-          if (!fabric_tier(topo.tier(l))) continue;
-          ++flows_on[static_cast<std::size_t>(l)];
-          crossed = true;
+          if (fabric_tier(topo.tier(l))) stage_links[static_cast<std::size_t>(pp)].push_back(l);
         }
       }
     }
   }
-  if (!crossed) return std::nullopt;
-  // Per switch and direction: its links (in service) and the flows they carry.
-  struct Side {
-    int links = 0;
-    int flows = 0;
-  };
-  std::map<std::pair<topology::VertexId, bool>, Side> sides;  // (switch, up)
+  // Per switch and direction: its links in service.
+  std::map<std::pair<topology::VertexId, bool>, int> side_links;  // (switch, up) -> links
   const auto side_of = [&](topology::LinkId l) {
     const topology::Link& k = topo.link(l);
     const bool up = level(topo.vertex(k.dst).kind) > level(topo.vertex(k.src).kind);
@@ -92,29 +86,44 @@ std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s,
   };
   for (std::size_t i = 0; i < topo.links().size(); ++i) {
     const auto l = static_cast<topology::LinkId>(i);
-    if (!fabric_tier(topo.tier(l)) || topo.failed(l)) continue;
-    Side& side = sides[side_of(l)];
-    ++side.links;
-    side.flows += flows_on[i];
+    if (fabric_tier(topo.tier(l)) && !topo.failed(l)) ++side_links[side_of(l)];
   }
+  // The rings of neighbouring stages together: their reductions follow each
+  // other by one micro-batch's backward, so they are the ones that overlap
+  // (stages far apart reduce at different times: counted together they
+  // warned of links the run never shared).
   std::optional<SharedFabricLink> worst;
   double worst_excess = 1.0;
-  for (std::size_t i = 0; i < topo.links().size(); ++i) {
-    if (flows_on[i] < 2) continue;
-    const auto l = static_cast<topology::LinkId>(i);
-    const auto key = side_of(l);
-    const Side& side = sides.at(key);
-    const int needed = (side.flows + side.links - 1) / side.links;
-    const double excess = static_cast<double>(flows_on[i]) / needed;
-    if (excess <= worst_excess) continue;
-    worst_excess = excess;
-    const topology::Link& k = topo.link(l);
-    worst = SharedFabricLink{flows_on[i],
-                             needed,
-                             side.links,
-                             topo.vertex(key.first).name,
-                             fmt::format("{} -> {}", topo.vertex(k.src).name, topo.vertex(k.dst).name),
-                             key.second};
+  std::vector<int> flows_on(topo.links().size(), 0);
+  const int windows = std::max(1, plan.pp - 1);
+  for (int w = 0; w < windows; ++w) {
+    std::vector<topology::LinkId> used;
+    for (int st = w; st < std::min(plan.pp, w + 2); ++st) {
+      for (topology::LinkId l : stage_links[static_cast<std::size_t>(st)]) {
+        if (flows_on[static_cast<std::size_t>(l)]++ == 0) used.push_back(l);
+      }
+    }
+    std::map<std::pair<topology::VertexId, bool>, int> side_flows;
+    for (topology::LinkId l : used) side_flows[side_of(l)] += flows_on[static_cast<std::size_t>(l)];
+    std::sort(used.begin(), used.end());  // ties by link id
+    for (topology::LinkId l : used) {
+      const int flows = flows_on[static_cast<std::size_t>(l)];
+      if (flows < 2) continue;
+      const auto key = side_of(l);
+      const int links = side_links.at(key);
+      const int needed = (side_flows.at(key) + links - 1) / links;
+      const double excess = static_cast<double>(flows) / needed;
+      if (excess <= worst_excess) continue;
+      worst_excess = excess;
+      const topology::Link& k = topo.link(l);
+      worst = SharedFabricLink{flows,
+                               needed,
+                               links,
+                               topo.vertex(key.first).name,
+                               fmt::format("{} -> {}", topo.vertex(k.src).name, topo.vertex(k.dst).name),
+                               key.second};
+    }
+    for (topology::LinkId l : used) flows_on[static_cast<std::size_t>(l)] = 0;
   }
   return worst;
 }

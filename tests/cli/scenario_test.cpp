@@ -3249,3 +3249,33 @@ TEST(Scenario, TopLevelKeysAreCheckedFirstJobsAndPlacementKnown) {
   EXPECT_EQ(error_of(default_text() + "placment: spread\n"),
             fmt::format("s.yaml:{}:1: placment: unknown key, did you mean 'placement'? {}", line, known));
 }
+
+// Two neighbouring stages' rings are counted together, not all stages at
+// once: on llama3-70b.yaml's rail fabric at tp 2, pp 8 on 40 nodes, rings
+// of stages far apart map onto the same up-links but reduce at different
+// times (the run's data-parallel cost, 159 ms, lies between 32 and 48
+// nodes' 157 and 160 ms), while gpt3-175b.yaml at dp 3 (48 nodes) crowds
+// neighbouring stages' rings (206 ms against 145 at dp 4).
+TEST(Report, CrowdedRoutesAreCheckedBetweenNeighbouringStages) {
+  auto file = [](const char* name) {
+    std::ifstream in(std::string(TESSERA_SCENARIO_DIR) + "/" + name);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const Scenario llama = parse_scenario(file("llama3-70b.yaml"), "l.yaml",
+                                        {{"cluster.nodes", "40"},
+                                         {"parallelism.tp", "2"},
+                                         {"parallelism.pp", "8"},
+                                         {"parallelism.dp", "auto"},
+                                         {"training.global_batch", "2560"}});
+  EXPECT_FALSE(study::data_parallel_link_sharing(llama, build_topology(llama)).has_value());
+  const Scenario gpt = parse_scenario(file("gpt3-175b.yaml"), "g.yaml",
+                                      {{"cluster.nodes", "48"}, {"training.global_batch", "48"}});
+  const auto shared = study::data_parallel_link_sharing(gpt, build_topology(gpt));
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_EQ(shared->flows, 2);
+  EXPECT_EQ(shared->needed, 1);
+  EXPECT_EQ(shared->link, "leaf1 -> spine0");
+  EXPECT_EQ(gpt.warnings.back(), study::link_sharing_warning(shared, gpt));
+}

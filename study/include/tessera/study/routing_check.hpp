@@ -11,9 +11,10 @@
 
 namespace tessera::study {
 
-/// The worst fabric link of the data-parallel rings (every data-parallel
-/// group's ring all-reduce connections at once, expanded as the executor
-/// expands them, routed by Topology::route).
+/// The worst fabric link of the data-parallel rings (the ring all-reduce
+/// connections of every data-parallel group of two neighbouring pipeline
+/// stages at once, expanded as the executor expands them, routed by
+/// Topology::route).
 struct SharedFabricLink {
   int flows = 0;   ///< the rings' flows on that link
   int needed = 0;  ///< ceil(flows through its switch's links of that direction / those links)
