@@ -375,6 +375,22 @@ TEST_F(ChartTest, NodeSweepAtOneGlobalBatchSaysSo) {
     EXPECT_EQ(line.find("Global batch"), std::string::npos) << line;
 }
 
+// A point's warnings are named under the chart in their opening words
+// (helper 176: a dip the table's warning explained was unexplained on the
+// chart); a long one is cut at the end of its first clause.
+TEST_F(ChartTest, SweepChartNamesThePointsWarnings) {
+  const auto t =
+      texts(*parse_chart(sweep("scaling.yaml", {"cluster.nodes=1", "cluster.nic_latency=1us,5ms"})));
+  std::string all;
+  for (const std::string& line : t) all += line + "\n";
+  EXPECT_NE(
+      all.find("Warning (points with cluster.nic_latency=5ms): cluster.nic_latency = 5000 us: a link's"),
+      std::string::npos)
+      << all;
+  EXPECT_NE(all.find("(the table's notes and --json say it all)"), std::string::npos) << all;
+  EXPECT_EQ(all.find("Warning (points with cluster.nic_latency=1us)"), std::string::npos) << all;
+}
+
 TEST(ChartNumbers, LogTicksAndWholeNumberLabels) {
   EXPECT_EQ(chart::log_ticks(94858, 7.9e6), (std::vector<double>{5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7}));
   EXPECT_EQ(chart::log_ticks(200, 200), (std::vector<double>{200}));
