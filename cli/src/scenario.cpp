@@ -2484,6 +2484,19 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
         type_at.Mark(), f.key_path("type"),
         fmt::format("unknown fabric type '{}' (expected leaf-spine, fat-tree or rail-optimized)", type));
   }
+  // How the switches pick among equal-cost up-links: static
+  // destination-mod-k tables (what a subnet manager installs; the default)
+  // or adaptive (least loaded when a flow starts; NDR fabrics with adaptive
+  // routing on), for the flow backend and, unless ns3.adaptive_routing says
+  // otherwise, the ns-3 one.
+  if (f.has("routing")) {
+    const std::string r = f.scalar("routing");
+    if (r != "static" && r != "adaptive") {
+      f.fail_at(f.node()["routing"].Mark(), f.key_path("routing"),
+                fmt::format("expected static or adaptive (got '{}')", r));
+    }
+    s.fabric_adaptive_routing = r == "adaptive";
+  }
   // The switch cables' unit slips, as the HCA's are warned about (helper
   // 108: spine_bandwidth 200Mbps ran 258x slower with no word, 200GB/s made
   // a 2:1 fabric non-blocking).
@@ -3664,6 +3677,7 @@ Scenario parse_root(YAML::Node root, const std::string& file, const std::map<std
     const YAML::Node b = top.need("backend");
     s.backend = checked(top, b, "backend", [&] { return parse_backend(top.scalar("backend")); });
   }
+  s.ns3.adaptive_routing = s.fabric_adaptive_routing;  // unless ns3.adaptive_routing is written
   if (top.has("ns3")) {
     // The ns-3 backend's options (docs/scenarios.md, `ns3`): read and checked
     // whatever the backend, so that `--backend ns3` never meets a bad value

@@ -72,12 +72,32 @@ std::uint32_t FlowNetwork::route(int src, int dst) {
   return index;
 }
 
+std::uint32_t FlowNetwork::route_now(int src, int dst) {
+  if (!adaptive_) return route(src, dst);
+  // A pair with one equal-cost path (inside a node, under one leaf) keeps
+  // its cached route: nothing to choose.
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32U) | static_cast<std::uint32_t>(dst);
+  auto [one, fresh] = single_path_.try_emplace(key, false);
+  if (fresh) one->second = routing_->count_ecmp_paths(src, dst) <= 1;
+  if (one->second) return route(src, dst);
+  topology::Path path = routing_->route_least_loaded(
+      src, dst, [this](topology::LinkId l) { return use_[static_cast<std::size_t>(l)].active; });
+  const auto [it, added] = adaptive_index_.try_emplace(path, static_cast<std::uint32_t>(routes_.size()));
+  if (added) {
+    routes_.push_back(Route{static_cast<std::uint32_t>(path_links_.size()),
+                            static_cast<std::uint32_t>(path.size()), topo_.latency(path)});
+    path_links_.insert(path_links_.end(), path.begin(), path.end());
+  }
+  return it->second;
+}
+
 void FlowNetwork::send(const Message& msg, Callback on_delivered) {
   if (msg.bytes.count() < 0) throw SimulationError("flow network: negative message size");
   if (!(msg.efficiency > 0.0 && msg.efficiency <= 1.0)) {
     throw SimulationError(fmt::format("flow network: message efficiency must be in (0, 1] (got {})", msg.efficiency));
   }
-  const std::uint32_t r = route(msg.src, msg.dst);
+  const std::uint32_t r = msg.bytes.count() == 0 ? route(msg.src, msg.dst) : route_now(msg.src, msg.dst);
   const Route& rt = routes_[r];
   if (rt.len == 0 || msg.bytes.count() == 0) {
     loop_.schedule(rt.latency + msg.delay_after, std::move(on_delivered));
@@ -163,6 +183,7 @@ void FlowNetwork::apply_cable_change(topology::VertexId a, topology::VertexId b,
   (void)failed_topo_->fail_cable(a, b);
   routing_ = failed_topo_.get();
   route_index_.clear();
+  single_path_.clear();
   ++routing_epoch_;
   std::vector<Slot> moving;
   for (topology::LinkId l : links) {
@@ -192,7 +213,7 @@ void FlowNetwork::reroute(Slot s, Time now) {
   const Time delay_after = f.latency - routes_[f.route].latency;
   std::uint32_t r = 0;
   try {
-    r = route(f.src, f.dst);
+    r = route_now(f.src, f.dst);
   } catch (const InputError& e) {
     throw SimulationError(fmt::format("flow network: at {} a failed cable cut a flow off: {}", to_string(now),
                                       e.what()));

@@ -22,6 +22,7 @@ class FlowBackend final : public NetworkBackend {
                                           std::vector<std::int32_t> source_classes) const override {
     engine::DiscreteEventLoop loop;
     engine::FlowNetwork net(topo, loop);
+    net.set_adaptive_routing(s.fabric_adaptive_routing);
     const bool classified = !source_classes.empty();
     if (classified) net.set_source_classes(std::move(source_classes));
     // `failures:` entries with `at:` change their cable during the run.

@@ -47,7 +47,7 @@ std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s,
   // A route per GPU, on a fabric built for the check: past this, not checked
   // (the loader calls it for every scenario it reads).
   if (s.gpus() > kMostGpusChecked) return std::nullopt;
-  if (s.backend.name == "ns3" && s.ns3.adaptive_routing) return std::nullopt;
+  if (s.backend.name == "ns3" ? s.ns3.adaptive_routing : s.fabric_adaptive_routing) return std::nullopt;
   const int rpn = s.cluster.gpus_per_node;
   collectives::ExpandOptions opts = s.collectives;
   opts.granularity = collectives::Granularity::Flows;
@@ -138,7 +138,7 @@ std::string link_sharing_warning(const std::optional<SharedFabricLink>& shared, 
       "{}'s {} {} could carry them {} per link: where the stages' gradient reductions overlap, their steps "
       "between nodes run at up to 1/{} of the rate (as a subnet manager's static routes would; "
       "docs/topology.md, Limitations); pipeline stages on whole {} (dp x tp, {} GPUs here, a multiple or a "
-      "divisor of the {} GPUs of {}), or adaptive routing (ns3.adaptive_routing with backend: ns3), avoid it",
+      "divisor of the {} GPUs of {}), or adaptive routing (cluster.fabric.routing: adaptive), avoid it",
       w.flows, w.link, w.switch_name, w.links, w.up ? "up-links" : "down-links", w.needed,
       (w.flows + w.needed - 1) / w.needed, s.fabric == FabricKind::RailOptimized ? "rail groups" : "leaves",
       per_stage, leaf_gpus,

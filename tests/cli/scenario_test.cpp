@@ -3188,7 +3188,7 @@ TEST(Report, DataParallelRingsCrowdedOnStaticRoutesAreWarnedAbout) {
       "reductions overlap, their steps between nodes run at up to 1/2 of the rate (as a subnet manager's "
       "static routes would; docs/topology.md, Limitations); pipeline stages on whole leaves (dp x tp, 24 "
       "GPUs here, a multiple or a divisor of the 16 GPUs of a leaf's nodes), or adaptive routing "
-      "(ns3.adaptive_routing with backend: ns3), avoid it");
+      "(cluster.fabric.routing: adaptive), avoid it");
   // run's report carries it, once.
   const RunReport rep = make_report(three, simulate_scenario(three));
   EXPECT_EQ(std::count(rep.warnings.begin(), rep.warnings.end(), study::link_sharing_warning(shared, three)),
@@ -3198,6 +3198,18 @@ TEST(Report, DataParallelRingsCrowdedOnStaticRoutesAreWarnedAbout) {
   // The ns-3 backend's adaptive routing spreads them: nothing to say.
   const Scenario adaptive = at(3, {{"backend", "ns3"}, {"ns3.adaptive_routing", "true"}});
   EXPECT_FALSE(study::data_parallel_link_sharing(adaptive, build_topology(adaptive)).has_value());
+  // So does the flow backend's (cluster.fabric.routing: adaptive, which the
+  // ns-3 backend takes too unless ns3.adaptive_routing says otherwise), and
+  // (the iteration: Report.CrowdedRoutesAreCheckedBetweenNeighbouringStages).
+  const Scenario flows = at(3, {{"cluster.fabric.routing", "adaptive"}});
+  EXPECT_TRUE(flows.fabric_adaptive_routing);
+  EXPECT_TRUE(flows.ns3.adaptive_routing);
+  EXPECT_FALSE(at(3, {{"cluster.fabric.routing", "adaptive"}, {"ns3.adaptive_routing", "false"}})
+                   .ns3.adaptive_routing);
+  EXPECT_FALSE(study::data_parallel_link_sharing(flows, build_topology(flows)).has_value());
+  EXPECT_EQ(error_of(text, {{"cluster.fabric.routing", "ecmp"}}),
+            "s.yaml (--set cluster.fabric.routing): cluster.fabric.routing: expected static or adaptive (got "
+            "'ecmp')");
   // One data-parallel rank: no rings.
   const Scenario alone = parse_scenario(
       text, "s.yaml",
@@ -3278,4 +3290,15 @@ TEST(Report, CrowdedRoutesAreCheckedBetweenNeighbouringStages) {
   EXPECT_EQ(shared->needed, 1);
   EXPECT_EQ(shared->link, "leaf1 -> spine0");
   EXPECT_EQ(gpt.warnings.back(), study::link_sharing_warning(shared, gpt));
+  // The flow backend's adaptive routing spreads them: 1442.5 ms against the
+  // static routes' 1519.1 (dp 4 on static routes: 1456.4).
+  const Scenario adaptive = parse_scenario(
+      file("gpt3-175b.yaml"), "g.yaml",
+      {{"cluster.nodes", "48"}, {"training.global_batch", "48"}, {"cluster.fabric.routing", "adaptive"}});
+  EXPECT_TRUE(adaptive.warnings.empty() ||
+              adaptive.warnings.back().find("destination-mod-k") == std::string::npos);
+  const double fixed_ms = simulate_scenario(gpt).result.makespan.seconds() * 1e3;
+  const double adaptive_ms = simulate_scenario(adaptive).result.makespan.seconds() * 1e3;
+  EXPECT_NEAR(fixed_ms, 1519.1, 0.1);
+  EXPECT_NEAR(adaptive_ms, 1442.5, 0.1);
 }

@@ -147,6 +147,40 @@ TEST(LeafSpine, BisectionFollowsTheOversubscription) {
   EXPECT_EQ(bisection_bandwidth(u).bps(), 15 * kB.bps());
 }
 
+// Adaptive routing (route_least_loaded): with no load it is the static
+// route; with load it takes the equal-cost path whose most loaded link is
+// least, looking past the source leaf's up-links to the spine's link down
+// to the destination leaf.
+TEST(LeafSpine, LeastLoadedRouteAvoidsLoadedLinksOnTheWholePath) {
+  LeafSpineSpec s;
+  s.nodes = 4;
+  s.gpus_per_node = 8;
+  s.nvlink_bandwidth = parse_bandwidth("450GB/s");
+  s.nic_bandwidth = kB;
+  s.hosts_per_leaf = 16;
+  s.spines = 4;
+  s.spine_bandwidth = kB;
+  const Topology t = build_leaf_spine(s);  // leaf0: GPUs 0-15, leaf1: 16-31
+  std::vector<int> load(t.links().size(), 0);
+  const auto by_load = [&](LinkId l) { return load[static_cast<std::size_t>(l)]; };
+  const Path fixed = t.route(0, 16);
+  EXPECT_EQ(t.route_least_loaded(0, 16, by_load), fixed);
+  // Load the static route's spine on its way down: the flow goes by another.
+  const auto spine_of = [&](const Path& p) { return t.vertex(t.link(p[1]).dst).name; };
+  for (LinkId l : fixed) ++load[static_cast<std::size_t>(l)];
+  const Path other = t.route_least_loaded(0, 16, by_load);
+  EXPECT_NE(spine_of(other), spine_of(fixed));
+  ASSERT_EQ(other.size(), fixed.size());
+  // Only the down-link of the static route's spine loaded (a flow from
+  // another leaf into leaf1): the up-links are all free, the path still
+  // avoids that spine.
+  std::fill(load.begin(), load.end(), 0);
+  ++load[static_cast<std::size_t>(fixed[2])];
+  EXPECT_NE(spine_of(t.route_least_loaded(0, 16, by_load)), spine_of(fixed));
+  // Inside a node there is one path.
+  EXPECT_EQ(t.route_least_loaded(0, 1, by_load), t.route(0, 1));
+}
+
 TEST(FatTree, LeafOversubscriptionCountsTheHostsALeafHolds) {
   FatTreeSpec s = fat_tree(12, 2, 3);  // 9 host ports and 3 up-links per leaf
   EXPECT_EQ(host_ports_per_leaf(s), 9);

@@ -22,6 +22,7 @@
 // as every route) with the bytes they have left, and every later message is
 // routed around it.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -87,6 +88,11 @@ class FlowNetwork final : public Network {
   /// class_of_rank[r] in 0..classes-1 is rank r's class, -1 (or a rank past
   /// the end) counts in no class. Call before the first send.
   void set_source_classes(std::vector<std::int32_t> class_of_rank);
+  /// Adaptive routing: each message takes, at every switch with several
+  /// equal-cost next hops, the link with the fewest flows on it when it
+  /// starts (topology::Topology::route_least_loaded), instead of the static
+  /// destination-mod-k route. Call before the first send.
+  void set_adaptive_routing(bool on) { adaptive_ = on; }
   /// link_bytes() split by the class of each message's source ([class][LinkId]);
   /// over the classes it sums to link_bytes() for links only classed ranks
   /// use. Empty without set_source_classes.
@@ -172,6 +178,14 @@ class FlowNetwork final : public Network {
   std::unique_ptr<topology::Topology> failed_topo_;
   std::uint64_t routing_epoch_ = 0;
   std::unordered_map<std::uint64_t, std::uint32_t> route_index_;  // lookup only, never iterated
+  bool adaptive_ = false;
+  /// Adaptive routes by their links (each distinct path stored once).
+  std::map<topology::Path, std::uint32_t> adaptive_index_;
+  /// Pairs with a single equal-cost path (adaptive routing has no choice).
+  std::unordered_map<std::uint64_t, bool> single_path_;
+  /// The route of a message from src to dst: the cached static one, or
+  /// with adaptive routing the least loaded now.
+  std::uint32_t route_now(int src, int dst);
   std::vector<Route> routes_;
   std::vector<topology::LinkId> path_links_;  // every route's links, back to back
   std::vector<Flow> flows_;         // slots; free ones listed in free_

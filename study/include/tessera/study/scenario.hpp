@@ -211,6 +211,12 @@ struct Scenario {
   /// `cluster.fabric.tiers` left out: auto, which the reports name only
   /// where it built 3 tiers.
   bool fabric_tiers_default = false;
+  /// `cluster.fabric.routing: adaptive`: the flow backend routes each flow
+  /// over the least loaded equal-cost links (engine::FlowNetwork::
+  /// set_adaptive_routing), and the ns-3 backend routes adaptively unless
+  /// `ns3.adaptive_routing` is written false; static destination-mod-k
+  /// tables otherwise.
+  bool fabric_adaptive_routing = false;
   topology::RailOptimizedSpec rail;
   collectives::ExpandOptions collectives;
   Calibration calibration;

@@ -4,6 +4,7 @@
 #include <array>
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -113,6 +114,13 @@ class Topology {
   /// pays for one BFS per switch that GPUs attach to. Not thread-safe on
   /// the first call.
   [[nodiscard]] Path route(int src, int dst) const;
+  /// As route(), but a switch with several equal-cost next hops takes the
+  /// one through which the least loaded equal-cost path runs on (the least
+  /// bottleneck, the most `load`ed link, then the least total load; `load`
+  /// by LinkId, e.g. flows on it now), the destination-mod-k choice among
+  /// equals, else the first in port order: adaptive routing, decided when a
+  /// flow starts.
+  [[nodiscard]] Path route_least_loaded(int src, int dst, const std::function<int(LinkId)>& load) const;
   /// Every equal-cost path route() chooses from (ECMP set, same filters), in
   /// port order; at most `limit` paths.
   [[nodiscard]] std::vector<Path> ecmp_paths(int src, int dst, std::size_t limit = 1 << 16) const;
