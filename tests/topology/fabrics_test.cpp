@@ -122,7 +122,8 @@ TEST(FatTree, BisectionBandwidthMatchesTheFormula) {
   }
 }
 
-TEST(LeafSpine, BisectionFollowsTheOversubscription) {
+/// 4 nodes of 8 GPUs, 16 HCAs per leaf (two leaves), 4 spines: 4:1.
+LeafSpineSpec two_leaves_of_two_nodes() {
   LeafSpineSpec s;
   s.nodes = 4;
   s.gpus_per_node = 8;
@@ -131,6 +132,11 @@ TEST(LeafSpine, BisectionFollowsTheOversubscription) {
   s.hosts_per_leaf = 16;
   s.spines = 4;
   s.spine_bandwidth = kB;
+  return s;
+}
+
+TEST(LeafSpine, BisectionFollowsTheOversubscription) {
+  LeafSpineSpec s = two_leaves_of_two_nodes();
   EXPECT_DOUBLE_EQ(oversubscription(s), 4.0);
   // 32 HCAs, two leaves: 16 x 400 Gb/s / 4.
   EXPECT_EQ(bisection_bandwidth(build_leaf_spine(s)).bps(), 16 * kB.bps() / 4);
@@ -152,14 +158,7 @@ TEST(LeafSpine, BisectionFollowsTheOversubscription) {
 // least, looking past the source leaf's up-links to the spine's link down
 // to the destination leaf.
 TEST(LeafSpine, LeastLoadedRouteAvoidsLoadedLinksOnTheWholePath) {
-  LeafSpineSpec s;
-  s.nodes = 4;
-  s.gpus_per_node = 8;
-  s.nvlink_bandwidth = parse_bandwidth("450GB/s");
-  s.nic_bandwidth = kB;
-  s.hosts_per_leaf = 16;
-  s.spines = 4;
-  s.spine_bandwidth = kB;
+  LeafSpineSpec s = two_leaves_of_two_nodes();
   const Topology t = build_leaf_spine(s);  // leaf0: GPUs 0-15, leaf1: 16-31
   std::vector<int> load(t.links().size(), 0);
   const auto by_load = [&](LinkId l) { return load[static_cast<std::size_t>(l)]; };
