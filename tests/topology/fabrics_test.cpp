@@ -122,6 +122,7 @@ TEST(FatTree, BisectionBandwidthMatchesTheFormula) {
   }
 }
 
+namespace {
 /// 4 nodes of 8 GPUs, 16 HCAs per leaf (two leaves), 4 spines: 4:1.
 LeafSpineSpec two_leaves_of_two_nodes() {
   LeafSpineSpec s;
@@ -134,6 +135,7 @@ LeafSpineSpec two_leaves_of_two_nodes() {
   s.spine_bandwidth = kB;
   return s;
 }
+}  // namespace
 
 TEST(LeafSpine, BisectionFollowsTheOversubscription) {
   LeafSpineSpec s = two_leaves_of_two_nodes();
