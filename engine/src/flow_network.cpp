@@ -26,6 +26,12 @@ std::int64_t delay_ps(double remaining, double rate, bool& capped) {
   return capped ? kNeverPs : static_cast<std::int64_t>(x);
 }
 
+/// A (src, dst) pair as one key of the route caches.
+std::uint64_t pair_key(int src, int dst) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32U) |
+         static_cast<std::uint32_t>(dst);
+}
+
 }  // namespace
 
 TransferOverflowError transfer_overflow_error(double bytes, int src, int dst, const topology::Topology& topo,
@@ -58,16 +64,19 @@ FlowNetwork::FlowNetwork(const topology::Topology& topo, EventLoop& loop)
   min_left_ = capacity_;
 }
 
-std::uint32_t FlowNetwork::route(int src, int dst) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32U) |
-                            static_cast<std::uint32_t>(dst);
-  auto it = route_index_.find(key);
-  if (it != route_index_.end()) return it->second;
-  const topology::Path path = routing_->route(src, dst);
+std::uint32_t FlowNetwork::store_route(const topology::Path& path) {
   const auto index = static_cast<std::uint32_t>(routes_.size());
   routes_.push_back(Route{static_cast<std::uint32_t>(path_links_.size()), static_cast<std::uint32_t>(path.size()),
                           topo_.latency(path)});
   path_links_.insert(path_links_.end(), path.begin(), path.end());
+  return index;
+}
+
+std::uint32_t FlowNetwork::route(int src, int dst) {
+  const std::uint64_t key = pair_key(src, dst);
+  auto it = route_index_.find(key);
+  if (it != route_index_.end()) return it->second;
+  const std::uint32_t index = store_route(routing_->route(src, dst));
   route_index_.emplace(key, index);
   return index;
 }
@@ -76,20 +85,16 @@ std::uint32_t FlowNetwork::route_now(int src, int dst) {
   if (!adaptive_) return route(src, dst);
   // A pair with one equal-cost path (inside a node, under one leaf) keeps
   // its cached route: nothing to choose.
-  const std::uint64_t key =
-      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32U) | static_cast<std::uint32_t>(dst);
-  auto [one, fresh] = single_path_.try_emplace(key, false);
+  auto [one, fresh] = single_path_.try_emplace(pair_key(src, dst), false);
   if (fresh) one->second = routing_->count_ecmp_paths(src, dst) <= 1;
   if (one->second) return route(src, dst);
   topology::Path path = routing_->route_least_loaded(
       src, dst, [this](topology::LinkId l) { return use_[static_cast<std::size_t>(l)].active; });
-  const auto [it, added] = adaptive_index_.try_emplace(path, static_cast<std::uint32_t>(routes_.size()));
-  if (added) {
-    routes_.push_back(Route{static_cast<std::uint32_t>(path_links_.size()),
-                            static_cast<std::uint32_t>(path.size()), topo_.latency(path)});
-    path_links_.insert(path_links_.end(), path.begin(), path.end());
-  }
-  return it->second;
+  const auto it = adaptive_index_.find(path);
+  if (it != adaptive_index_.end()) return it->second;
+  const std::uint32_t index = store_route(path);
+  adaptive_index_.emplace(std::move(path), index);
+  return index;
 }
 
 void FlowNetwork::send(const Message& msg, Callback on_delivered) {

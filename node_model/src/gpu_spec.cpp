@@ -260,15 +260,32 @@ std::vector<std::string> gpu_preset_names() {
 
 namespace {
 
-/// The GB/s a table gives the preset `name` means; empty for another name
-/// or a preset the table leaves out.
-template <std::size_t N>
-std::optional<Bandwidth> preset_gbps(std::string_view name,
-                                     const std::array<std::pair<std::string_view, double>, N>& table) {
+/// A preset's links out of the GPU, GB/s per direction (0: none given):
+/// NVLink to the node's switch or peers, the PCIe x16 of its generation.
+struct HostLinks {
+  std::string_view preset;
+  double nvlink = 0;
+  double pcie = 0;
+};
+constexpr std::array<HostLinks, 9> kHostLinks{{
+    {"V100-SXM2", 150, 16},
+    {"A100-40GB", 300, 32},
+    {"A100-80GB", 300, 32},
+    {"H100-SXM", 450, 64},
+    {"H100-PCIe", 0, 64},
+    {"H200", 450, 64},
+    {"B200", 900, 64},
+    {"GB200", 900, 0},
+    {"MI300X", 0, 64},
+}};
+
+/// The GB/s `field` of kHostLinks gives the preset `name` means; empty for
+/// another name or a preset without it.
+std::optional<Bandwidth> host_link(std::string_view name, double HostLinks::*field) {
   const GpuSpec* g = find_gpu_preset(name);
   if (g == nullptr) return std::nullopt;
-  for (const auto& [preset, gbps] : table) {
-    if (preset == g->name) return Bandwidth::gigabytes_per_second(gbps);
+  for (const HostLinks& h : kHostLinks) {
+    if (h.preset == g->name && h.*field > 0) return Bandwidth::gigabytes_per_second(h.*field);
   }
   return std::nullopt;
 }
@@ -276,30 +293,11 @@ std::optional<Bandwidth> preset_gbps(std::string_view name,
 }  // namespace
 
 std::optional<Bandwidth> preset_nvlink_bandwidth(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, double>, 7> kNvlink{{
-      {"V100-SXM2", 150},
-      {"A100-40GB", 300},
-      {"A100-80GB", 300},
-      {"H100-SXM", 450},
-      {"H200", 450},
-      {"B200", 900},
-      {"GB200", 900},
-  }};
-  return preset_gbps(name, kNvlink);
+  return host_link(name, &HostLinks::nvlink);
 }
 
 std::optional<Bandwidth> preset_pcie_bandwidth(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, double>, 8> kPcie{{
-      {"V100-SXM2", 16},
-      {"A100-40GB", 32},
-      {"A100-80GB", 32},
-      {"H100-SXM", 64},
-      {"H100-PCIe", 64},
-      {"H200", 64},
-      {"B200", 64},
-      {"MI300X", 64},
-  }};
-  return preset_gbps(name, kPcie);
+  return host_link(name, &HostLinks::pcie);
 }
 
 /// The preset with `gpu`'s spec, whatever its name and memory capacity (an

@@ -391,80 +391,72 @@ const detail::Router& Topology::router() const {
   return *router_;
 }
 
-Path Topology::route(int src, int dst) const {
-  const VertexId s = gpu(src);
-  const VertexId d = gpu(dst);
-  if (s == d) return {};
-  const detail::Router& r = router();
+namespace {
+
+[[noreturn]] void no_route(int src, int dst) {
+  throw InputError(fmt::format("topology: no route from GPU {} to GPU {}", src, dst));
+}
+
+/// The path from GPU `src` to GPU `dst` that `pick(candidates, at)` takes
+/// hop by hop among each switch's equal-cost next hops (route() and
+/// route_least_loaded() differ only in the pick).
+template <typename Pick>
+Path walk(const Topology& t, const detail::Router& r, int src, int dst, Pick&& pick) {
+  const VertexId d = t.gpu(dst);
   Path path;
   std::vector<LinkId> cand;
-  VertexId at = s;
-  while (at != d) {
-    r.candidates(*this, at, dst, cand);
-    if (cand.empty() || path.size() > num_vertices()) {
-      throw InputError(fmt::format("topology: no route from GPU {} to GPU {}", src, dst));
-    }
-    const LinkId chosen = r.choose(cand, at, dst);
-    path.push_back(chosen);
-    at = links_[static_cast<std::size_t>(chosen)].dst;
+  for (VertexId at = t.gpu(src); at != d; at = t.link(path.back()).dst) {
+    r.candidates(t, at, dst, cand);
+    if (cand.empty() || path.size() > t.num_vertices()) no_route(src, dst);
+    path.push_back(pick(cand, at));
   }
   return path;
 }
 
-Path Topology::route_least_loaded(int src, int dst, const std::function<int(LinkId)>& load) const {
-  const VertexId s = gpu(src);
-  const VertexId d = gpu(dst);
-  if (s == d) return {};
+}  // namespace
+
+Path Topology::route(int src, int dst) const {
   const detail::Router& r = router();
+  return walk(*this, r, src, dst,
+              [&](const std::vector<LinkId>& cand, VertexId at) { return r.choose(cand, at, dst); });
+}
+
+Path Topology::route_least_loaded(int src, int dst, const std::function<int(LinkId)>& load) const {
+  const detail::Router& r = router();
+  const VertexId d = gpu(dst);
   // The least loaded equal-cost path from each vertex on to dst, memoised:
   // its bottleneck (the most loaded link), then its total load (links every
   // choice shares, such as the destination's own, add alike). A switch's
   // choice then looks past its own up-links to the spine's one link down
   // to the destination's leaf, which a choice of the up-link alone would
-  // crowd.
+  // crowd. Equal-cost next hops each come nearer to dst: no cycle.
   using Score = std::pair<int, int>;  // (most loaded link, sum of loads)
   const auto via = [](int l, Score rest) { return Score{std::max(l, rest.first), l + rest.second}; };
   std::unordered_map<VertexId, Score> best;
-  best.reserve(64);
-  std::vector<LinkId> cand;
-  const auto bottleneck = [&](auto&& self, VertexId at, std::size_t depth) -> Score {
+  const auto rest_of = [&](auto&& self, VertexId at) -> Score {
     if (at == d) return {0, 0};
     if (const auto it = best.find(at); it != best.end()) return it->second;
-    if (depth > num_vertices())
-      throw InputError(fmt::format("topology: no route from GPU {} to GPU {}", src, dst));
     std::vector<LinkId> here;
     r.candidates(*this, at, dst, here);
-    if (here.empty()) throw InputError(fmt::format("topology: no route from GPU {} to GPU {}", src, dst));
+    if (here.empty()) no_route(src, dst);
     Score least{std::numeric_limits<int>::max(), std::numeric_limits<int>::max()};
-    for (LinkId l : here)
-      least = std::min(least, via(load(l), self(self, links_[static_cast<std::size_t>(l)].dst, depth + 1)));
+    for (LinkId l : here) least = std::min(least, via(load(l), self(self, link(l).dst)));
     best.emplace(at, least);
     return least;
   };
-  Path path;
-  VertexId at = s;
-  while (at != d) {
-    r.candidates(*this, at, dst, cand);
-    if (cand.empty() || path.size() > num_vertices()) {
-      throw InputError(fmt::format("topology: no route from GPU {} to GPU {}", src, dst));
-    }
+  const auto through = [&](LinkId l) { return via(load(l), rest_of(rest_of, link(l).dst)); };
+  return walk(*this, r, src, dst, [&](const std::vector<LinkId>& cand, VertexId at) {
     LinkId chosen = r.choose(cand, at, dst);
-    if (cand.size() > 1) {
-      const auto through = [&](LinkId l) {
-        return via(load(l), bottleneck(bottleneck, links_[static_cast<std::size_t>(l)].dst, path.size()));
-      };
-      Score least = through(chosen);
-      for (LinkId l : cand) {  // port order: the first of the least, unless D-mod-k's is one
-        if (const Score x = through(l); x < least) {
-          least = x;
-          chosen = l;
-        }
+    if (cand.size() == 1) return chosen;
+    Score least = through(chosen);
+    for (LinkId l : cand) {  // port order: the first of the least, unless D-mod-k's is one
+      if (const Score x = through(l); x < least) {
+        least = x;
+        chosen = l;
       }
     }
-    path.push_back(chosen);
-    at = links_[static_cast<std::size_t>(chosen)].dst;
-  }
-  return path;
+    return chosen;
+  });
 }
 
 std::vector<Path> Topology::ecmp_paths(int src, int dst, std::size_t limit) const {

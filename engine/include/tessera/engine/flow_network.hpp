@@ -186,6 +186,8 @@ class FlowNetwork final : public Network {
   /// The route of a message from src to dst: the cached static one, or
   /// with adaptive routing the least loaded now.
   std::uint32_t route_now(int src, int dst);
+  /// Appends `path` to routes_ and path_links_; its index.
+  std::uint32_t store_route(const topology::Path& path);
   std::vector<Route> routes_;
   std::vector<topology::LinkId> path_links_;  // every route's links, back to back
   std::vector<Flow> flows_;         // slots; free ones listed in free_
