@@ -1603,15 +1603,7 @@ void locate_warnings(Scenario& s, const YAML::Node& root, const std::string& fil
 /// of the scenario, so that run, every sweep point and compare-schedules
 /// give it (helper 176: a sweep's dip at 192 nodes went unexplained).
 void warn_of_crowded_routes(Scenario& s) {
-  if (!s.fabric_written || s.cluster.nodes <= 1 || s.plan.dp <= 1 || s.gpus() > study::kMostGpusChecked)
-    return;
-  std::string w;
-  try {
-    w = study::link_sharing_warning(study::data_parallel_link_sharing(s, study::build_topology(s)), s);
-  } catch (const Error&) {
-    return;  // a fabric that cannot be built: the run that builds it says why
-  }
-  if (!w.empty()) s.warnings.push_back(std::move(w));
+  if (std::string w = study::crowded_routes_warning(s); !w.empty()) s.warnings.push_back(std::move(w));
 }
 
 Scenario parse_text(const std::string& text, const std::string& file, const std::vector<Override>& overrides,
@@ -2219,17 +2211,18 @@ void one_node_fabric(Scenario& s, const topology::NodeSpec& node, const topology
   }
 }
 
-/// cluster.fabric: the fabric between the nodes, by its `type`.
-/// A written `tiers` other than auto: a whole number (2 or 3, which the
-/// caller checks), or an error saying auto is the other value (helper 176:
-/// `Auto` got "expected a whole number").
+/// A written `tiers` other than auto: 2 or 3, else an error saying what it
+/// may be (helper 176: `Auto` got "expected a whole number").
 int written_tiers(Section& f, const YAML::Node& at, const char* what) {
   const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
-  if (at.IsScalar() && std::any_of(at.Scalar().begin(), at.Scalar().end(), letter)) {
+  const bool word = at.IsScalar() && std::any_of(at.Scalar().begin(), at.Scalar().end(), letter);
+  const int tiers = word ? 0 : f.positive_int32("tiers");
+  if (tiers != 2 && tiers != 3) {
     f.fail_at(at.Mark(), f.key_path("tiers"),
-              fmt::format("{} has 2 or 3 tiers, or tiers: auto (got '{}')", what, at.Scalar()));
+              fmt::format("{} has 2 or 3 tiers, or tiers: auto (got {})", what,
+                          word ? fmt::format("'{}'", at.Scalar()) : std::to_string(tiers)));
   }
-  return f.positive_int32("tiers");
+  return tiers;
 }
 
 /// The capacity error's note on a tree `tiers: auto` grew to 3 tiers.
@@ -2238,6 +2231,7 @@ std::string most_auto_builds(const Scenario& s) {
                                 : " (the most tiers: auto builds)";
 }
 
+/// cluster.fabric: the fabric between the nodes, by its `type`.
 void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const topology::LinkSpec& host) {
   auto& cl = s.cluster;
   Section f = c.child("fabric");
@@ -2364,10 +2358,6 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     s.fabric_tiers_default = !f.has("tiers");
     s.fabric_tiers_auto = s.fabric_tiers_default || (tiers_at.IsScalar() && tiers_at.Scalar() == "auto");
     ft.tiers = s.fabric_tiers_auto ? 2 : written_tiers(f, tiers_at, "a fat-tree");
-    if (ft.tiers != 2 && ft.tiers != 3) {
-      f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
-                fmt::format("a fat-tree has 2 or 3 tiers, or tiers: auto (got {})", ft.tiers));
-    }
     ft.pods = f.has("pods") ? f.positive_int32("pods") : 0;
     // (helper 126: past k the library's error named no file or line)
     if (ft.pods > ft.k) {
@@ -2437,11 +2427,7 @@ void read_fabric(Section& c, Scenario& s, const topology::NodeSpec& node, const 
     const YAML::Node tiers_at = f.has("tiers") ? f.need("tiers") : YAML::Node();
     s.fabric_tiers_default = !f.has("tiers");
     s.fabric_tiers_auto = s.fabric_tiers_default || (tiers_at.IsScalar() && tiers_at.Scalar() == "auto");
-    ro.tiers = !s.fabric_tiers_auto ? written_tiers(f, tiers_at, "a rail-optimized fabric") : 2;
-    if (ro.tiers != 2 && ro.tiers != 3) {
-      f.fail_at(tiers_at.Mark(), f.key_path("tiers"),
-                fmt::format("a rail-optimized fabric has 2 or 3 tiers, or tiers: auto (got {})", ro.tiers));
-    }
+    ro.tiers = s.fabric_tiers_auto ? 2 : written_tiers(f, tiers_at, "a rail-optimized fabric");
     tree_links(ro);
     if (s.fabric_tiers_auto) {
       if (!s.fabric_tiers_default) f.mark_used("tiers");

@@ -38,16 +38,22 @@ bool fabric_tier(topology::LinkTier t) {
   return t == topology::LinkTier::LeafSpine || t == topology::LinkTier::SpineCore;
 }
 
+/// Whether the check has anything to look at: rings between nodes over a
+/// fabric with static routes, on a cluster it checks.
+bool checked(const Scenario& s) {
+  if (!s.fabric_written || s.cluster.nodes <= 1 || s.plan.dp <= 1 || s.gpus() > kMostGpusChecked)
+    return false;
+  // One leaf holding every node: nothing crosses a spine.
+  if (s.fabric != FabricKind::RailOptimized && nodes_per_leaf(s) >= s.cluster.nodes) return false;
+  return !(s.backend.name == "ns3" ? s.ns3.adaptive_routing : s.fabric_adaptive_routing);
+}
+
 }  // namespace
 
 std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s,
                                                            const topology::Topology& topo) {
   const parallelism::ParallelPlan& plan = s.plan;
-  if (!s.fabric_written || s.cluster.nodes <= 1 || plan.dp <= 1) return std::nullopt;
-  // A route per GPU, on a fabric built for the check: past this, not checked
-  // (the loader calls it for every scenario it reads).
-  if (s.gpus() > kMostGpusChecked) return std::nullopt;
-  if (s.backend.name == "ns3" ? s.ns3.adaptive_routing : s.fabric_adaptive_routing) return std::nullopt;
+  if (!checked(s)) return std::nullopt;
   const int rpn = s.cluster.gpus_per_node;
   collectives::ExpandOptions opts = s.collectives;
   opts.granularity = collectives::Granularity::Flows;
@@ -143,6 +149,15 @@ std::string link_sharing_warning(const std::optional<SharedFabricLink>& shared, 
       (w.flows + w.needed - 1) / w.needed, s.fabric == FabricKind::RailOptimized ? "rail groups" : "leaves",
       per_stage, leaf_gpus,
       s.fabric == FabricKind::RailOptimized ? "a rail group's nodes" : "a leaf's nodes");
+}
+
+std::string crowded_routes_warning(const Scenario& s) {
+  if (!checked(s)) return {};  // (building the fabric is most of the cost)
+  try {
+    return link_sharing_warning(data_parallel_link_sharing(s, build_topology(s)), s);
+  } catch (const Error&) {
+    return {};  // a fabric that cannot be built: the run that builds it says why
+  }
 }
 
 }  // namespace tessera::study

@@ -46,20 +46,42 @@ int fabric_tiers(const Scenario& s) {
   return s.fabric == FabricKind::RailOptimized ? s.rail.tiers : 2;
 }
 
+namespace {
+
+int hcas_per_node(const Scenario& s) {
+  return s.cluster.hcas_per_node > 0 ? s.cluster.hcas_per_node : s.cluster.gpus_per_node;
+}
+
+/// HCAs of the whole cluster.
+std::int64_t cluster_hcas(const Scenario& s) {
+  return static_cast<std::int64_t>(s.cluster.nodes) * hcas_per_node(s);
+}
+
+/// Host ports of one leaf of the written fabric (a rail leaf's: one per
+/// node of its rail group).
+int leaf_host_ports(const Scenario& s) {
+  switch (s.fabric) {
+    case FabricKind::LeafSpine:
+      return s.cluster.hosts_per_leaf;
+    case FabricKind::FatTree:
+      return topology::host_ports_per_leaf(s.fat_tree);
+    case FabricKind::RailOptimized:
+      return topology::host_ports_per_leaf(s.rail);
+  }
+  return 0;
+}
+
+}  // namespace
+
 double leaf_oversubscription(const Scenario& s) {
   if (!s.fabric_written) return 0.0;
-  const auto& c = s.cluster;
-  const std::int64_t hcas =
-      static_cast<std::int64_t>(c.nodes) * (c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node);
   // Where one leaf holds every HCA nothing crosses a spine (a rail leaf
   // always sends cross-rail traffic up).
   switch (s.fabric) {
     case FabricKind::LeafSpine:
-      return hcas <= c.hosts_per_leaf ? 0.0 : topology::oversubscription(c);
+      return cluster_hcas(s) <= leaf_host_ports(s) ? 0.0 : topology::oversubscription(s.cluster);
     case FabricKind::FatTree:
-      return hcas <= static_cast<std::int64_t>(topology::host_ports_per_leaf(s.fat_tree))
-                 ? 0.0
-                 : topology::oversubscription(s.fat_tree);
+      return cluster_hcas(s) <= leaf_host_ports(s) ? 0.0 : topology::oversubscription(s.fat_tree);
     case FabricKind::RailOptimized:
       return topology::oversubscription(s.rail);
   }
@@ -74,17 +96,8 @@ double spine_oversubscription(const Scenario& s) {
 
 double nodes_per_leaf(const Scenario& s) {
   if (!s.fabric_written) return 0.0;
-  const auto& c = s.cluster;
-  const int hca = c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node;
-  switch (s.fabric) {
-    case FabricKind::LeafSpine:
-      return static_cast<double>(c.hosts_per_leaf) / hca;
-    case FabricKind::FatTree:
-      return static_cast<double>(topology::host_ports_per_leaf(s.fat_tree)) / hca;
-    case FabricKind::RailOptimized:
-      return topology::host_ports_per_leaf(s.rail);
-  }
-  return 0.0;
+  const int ports = leaf_host_ports(s);
+  return s.fabric == FabricKind::RailOptimized ? ports : static_cast<double>(ports) / hcas_per_node(s);
 }
 
 namespace {
@@ -93,21 +106,16 @@ namespace {
 /// (helper 173: at a fixed radix a 2:1 fat-tree holds more nodes per leaf
 /// than a 1:1 one and can come out faster, which the line did not show).
 std::string leaf_size_detail(const Scenario& s) {
-  const auto& c = s.cluster;
-  const int hca = c.hcas_per_node > 0 ? c.hcas_per_node : c.gpus_per_node;
-  const double per_leaf = nodes_per_leaf(s);
-  if (s.fabric == FabricKind::RailOptimized) {
-    const int group = static_cast<int>(per_leaf);
-    return c.nodes > group ? fmt::format(", rail groups of {} node{}", group, group == 1 ? "" : "s") : "";
+  const int ports = leaf_host_ports(s);
+  if (s.fabric == FabricKind::RailOptimized) {  // a rail group: a node per port
+    return s.cluster.nodes > ports ? fmt::format(", rail groups of {} node{}", ports, ports == 1 ? "" : "s")
+                                   : "";
   }
-  const auto ports = static_cast<std::int64_t>(std::llround(per_leaf * hca));
-  if (static_cast<std::int64_t>(c.nodes) * hca <= ports) return {};  // one leaf holds them all
-  if (ports % hca == 0) {
-    const std::int64_t n = ports / hca;
-    return fmt::format(", {} node{} per leaf", n, n == 1 ? "" : "s");
-  }
+  const int hca = hcas_per_node(s);
+  if (cluster_hcas(s) <= ports) return {};  // one leaf holds them all
+  if (ports % hca == 0) return fmt::format(", {} node{} per leaf", ports / hca, ports == hca ? "" : "s");
   if (hca % ports == 0) return fmt::format(", a node across {} leaves", hca / ports);
-  return fmt::format(", {:.3g} nodes per leaf", per_leaf);
+  return fmt::format(", {:.3g} nodes per leaf", nodes_per_leaf(s));
 }
 
 }  // namespace
@@ -115,10 +123,12 @@ std::string leaf_size_detail(const Scenario& s) {
 std::string fabric_detail(const Scenario& s) {
   if (!s.fabric_written) return {};
   std::string out;
-  if (s.fabric != FabricKind::LeafSpine && s.fabric_tiers_auto && !s.fabric_tiers_default)
-    out += fmt::format(", {} tiers by tiers: auto", fabric_tiers(s));
-  else if (s.fabric != FabricKind::LeafSpine && s.fabric_tiers_auto && fabric_tiers(s) == 3)
-    out += ", 3 tiers";  // tiers left out (auto): said where the cluster needed the third
+  if (s.fabric != FabricKind::LeafSpine && s.fabric_tiers_auto) {
+    if (!s.fabric_tiers_default)
+      out += fmt::format(", {} tiers by tiers: auto", fabric_tiers(s));
+    else if (fabric_tiers(s) == 3)
+      out += ", 3 tiers";  // tiers left out (auto): said where the cluster needed the third
+  }
   // Where the leaves' up-links carry less than their hosts can send, say so:
   // it decides what crosses the leaves (docs/topology.md).
   if (const double r = leaf_oversubscription(s); r > 1.0 + 1e-9)

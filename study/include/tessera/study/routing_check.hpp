@@ -24,7 +24,8 @@ struct SharedFabricLink {
   bool up = true;           ///< up-links out of the switch, else down-links into it
 };
 
-/// The most GPUs data_parallel_link_sharing checks (a route each).
+/// The most GPUs data_parallel_link_sharing checks (a route each; the
+/// loader checks every scenario it reads).
 inline constexpr int kMostGpusChecked = 65536;
 
 /// The fabric link (leaf-spine or spine-core tier) where the data-parallel
@@ -38,5 +39,9 @@ std::optional<SharedFabricLink> data_parallel_link_sharing(const Scenario& s, co
 
 /// The warning `run` prints for it (empty for nullopt).
 std::string link_sharing_warning(const std::optional<SharedFabricLink>& shared, const Scenario& s);
+
+/// The warning for the scenario's own fabric (built here, where the check
+/// applies at all), or empty: what the scenario loader adds to its warnings.
+std::string crowded_routes_warning(const Scenario& s);
 
 }  // namespace tessera::study
