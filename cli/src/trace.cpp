@@ -313,17 +313,18 @@ class ChromeTraceObserver::LinkLoad {
   /// then sum above the line rate. The excess of a bin moves to the nearest
   /// earlier bins with room (where the bytes went), what is left to the
   /// nearest later ones; the total stays the link's bytes.
-  [[nodiscard]] std::vector<double> capped(topology::LinkId l, double full) const {
+  /// `cap[k]` is bin k's room at line rate (less in a last bin cut by the
+  /// iteration's end).
+  [[nodiscard]] std::vector<double> capped(topology::LinkId l, const std::vector<double>& cap) const {
     std::vector<double> b = bins(l);
-    if (!(full > 0)) return b;
     double carry = 0;
     for (std::size_t k = b.size(); k-- > 0;) {
       b[k] += carry;
-      carry = std::max(0.0, b[k] - full);
+      carry = std::max(0.0, b[k] - cap[k]);
       b[k] -= carry;
     }
     for (std::size_t k = 0; k < b.size() && carry > 0; ++k) {
-      const double room = std::max(0.0, full - b[k]);
+      const double room = std::max(0.0, cap[k] - b[k]);
       const double put = std::min(room, carry);
       b[k] += put;
       carry -= put;
@@ -558,6 +559,7 @@ void ChromeTraceObserver::declare(int rank, std::int32_t tid, const parallelism:
 }
 
 void ChromeTraceObserver::on_compute(int rank, const parallelism::Task& task, Time start, Time end) {
+  end_ = std::max(end_, end);
   if (!traced(rank) || !micro_batch_kept(task.name)) return;
   // A task with no GPU work that took no time (a host sync the GPU had
   // already reached) draws nothing: helper 60 counted 135 zero-length
@@ -661,7 +663,8 @@ void ChromeTraceObserver::on_collective_member(int rank, const parallelism::Task
 }
 
 void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int32_t group,
-                                        const std::vector<int>& ranks, Time start, Time /*end*/) {
+                                        const std::vector<int>& ranks, Time start, Time end) {
+  end_ = std::max(end_, end);
   // (the members' slices, and after them a message's flow arrow:
   // on_collective_member)
   if (!micro_batch_kept(task.name)) return;
@@ -672,6 +675,7 @@ void ChromeTraceObserver::on_collective(const parallelism::Task& task, std::int3
 }
 
 void ChromeTraceObserver::on_transfer(const collectives::Transfer& t, Time start, Time end) {
+  end_ = std::max(end_, end);
   if (links_) links_->add(t.src, t.dst, start, end, static_cast<double>(t.bytes.count()));
   if (!options_.transfers || !traced(t.src)) return;
   declare(t.src, kTransferTid, nullptr, nullptr);
@@ -721,22 +725,32 @@ void ChromeTraceObserver::finish() {
       append_json_escaped(name, topology_->vertex(link.src).name);
       name += "->";
       append_json_escaped(name, topology_->vertex(link.dst).name);
-      // Bytes a bin holds at line rate.
-      const double full = link.bandwidth.bytes_per_second() * static_cast<double>(width) * 1e-12;
-      const std::vector<double> bins = links_->capped(l, full);
+      // Bytes a bin holds at line rate: the bins end with the iteration (a
+      // last bin cut by its end holds that part's; helper 177: the counters
+      // ran 0.2 ms past gpt3-175b's end, the last bin averaged over time
+      // after it), and a sample at the end returns to 0.
+      const double rate = link.bandwidth.bytes_per_second() * 1e-12;  // bytes per ps
+      const std::size_t used =
+          end_ > Time::zero() ? static_cast<std::size_t>((end_.ps() - 1) / width) + 1 : 0;
+      std::vector<double> cap(links_->bins(l).size(), 0.0);
+      for (std::size_t k = 0; k < cap.size() && k < used; ++k) {
+        const std::int64_t from = static_cast<std::int64_t>(k) * width;
+        cap[k] = rate * static_cast<double>(std::min(width, end_.ps() - from));
+      }
+      const std::vector<double> bins = links_->capped(l, cap);
       std::string last;
-      for (std::size_t k = 0; k <= bins.size(); ++k) {
-        const double u = k < bins.size() && full > 0 ? bins[k] / full : 0.0;
+      for (std::size_t k = 0; k <= used; ++k) {
+        const double u = k < used && k < bins.size() && cap[k] > 0 ? bins[k] / cap[k] : 0.0;
         std::string value = fmt::format("{:.4f}", u);
-        if (value == last) continue;
+        if (value == last && k < used) continue;
+        if (value == last) break;
         last = value;
         begin_event();
         fmt::format_to(std::back_inserter(buffer_),
                        R"({{"name":"{}","cat":"link","ph":"C","pid":{},"tid":0,"ts":)", name, pid);
-        append_us(buffer_, Time::from_ps(static_cast<std::int64_t>(k) * width));
+        append_us(buffer_, k < used ? Time::from_ps(static_cast<std::int64_t>(k) * width) : end_);
         fmt::format_to(std::back_inserter(buffer_), R"(,"args":{{"utilization":{}}}}})", value);
         flush_if_full();
-        if (k == bins.size()) break;
       }
     }
   }

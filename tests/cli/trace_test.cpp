@@ -37,6 +37,8 @@ struct TraceSummary {
   std::map<std::pair<int, int>, std::string> tracks;  ///< (pid, tid) -> thread name
   std::set<std::string> counters;                     ///< names of C events
   double max_utilization = 0;                         ///< of the link counters
+  double last_counter_us = 0;                         ///< the latest C event's ts
+  std::map<std::string, double> last_counter_value;   ///< per counter, its latest utilization
   std::vector<std::string> slice_names;               ///< names of X events
   int flows = 0;                                      ///< s/f pairs
   node_model::JsonValue other;                        ///< otherData
@@ -109,11 +111,13 @@ TraceSummary check_trace(const std::string& text) {
       (p == "s" ? f.first : f.second) += 1;
     } else if (p == "C") {
       out.counters.insert(name);
+      out.last_counter_us = std::max(out.last_counter_us, t);
       for (const auto& [k, v] : e.find("args")->object()) {
         EXPECT_TRUE(v.is_number()) << k;
         if (k == "utilization") {
           EXPECT_GE(v.number(), 0.0) << name;
           out.max_utilization = std::max(out.max_utilization, v.number());
+          out.last_counter_value[name] = v.number();
         }
       }
     } else {
@@ -180,6 +184,7 @@ struct Traced {
   std::string text;
   long compute = 0, instant = 0, sendrecv = 0, member_slices = 0, transfers = 0, host_waits = 0;
   std::vector<double> flops;  ///< per rank, the executor's (RankResult::flops)
+  Time makespan;              ///< the iteration
 };
 
 Traced run_traced(const Scenario& s, TraceOptions options) {
@@ -192,8 +197,8 @@ Traced run_traced(const Scenario& s, TraceOptions options) {
   EXPECT_EQ(static_cast<std::uint64_t>(tee.transfers), sim.result.transfers);
   std::vector<double> flops;
   for (const auto& r : sim.result.ranks) flops.push_back(r.flops.count());
-  return {sink.text(),       tee.compute,   tee.instant,    tee.sendrecv,
-          tee.member_slices, tee.transfers, tee.host_waits, std::move(flops)};
+  return {sink.text(),   tee.compute,    tee.instant,      tee.sendrecv,       tee.member_slices,
+          tee.transfers, tee.host_waits, std::move(flops), sim.result.makespan};
 }
 
 /// Checks every compute and collective slice's args against its name: a
@@ -491,6 +496,25 @@ TEST(ChromeTrace, LinkUtilizationNeverAboveTheLineRate) {
     busiest = std::max(busiest, sum.max_utilization);
   }
   EXPECT_GE(busiest, 0.99);  // the busiest links do run at line rate
+}
+
+// Helper 177: the counters' last bin ran past the iteration (gpt3-175b's
+// last sample 1.65 ms after its end), averaged over time after it. They end
+// with the iteration, every link back at 0 there.
+// default.yaml with ZeRO-1 ends on the parameters' all-gather, over the
+// fabric until the last microsecond.
+TEST(ChromeTrace, LinkCountersEndWithTheIteration) {
+  const Scenario s =
+      load_scenario(std::string(TESSERA_SCENARIO_DIR) + "/default.yaml", {{"parallelism.zero_stage", "1"}});
+  TraceOptions o;
+  o.ranks = {0};
+  const Traced t = run_traced(s, o);
+  const TraceSummary sum = check_trace(t.text);
+  ASSERT_FALSE(sum.counters.empty());
+  EXPECT_LE(sum.last_counter_us, t.makespan.us() + 1e-3);
+  EXPECT_GT(sum.last_counter_us, t.makespan.us() - 1000.0);  // the fabric busy in the last ms
+  for (const auto& [name, last] : sum.last_counter_value) EXPECT_EQ(last, 0.0) << name;
+  EXPECT_LE(sum.max_utilization, 1.0);
 }
 
 TEST(ChromeTrace, RankFilterKeepsOnlyTheChosenRanks) {

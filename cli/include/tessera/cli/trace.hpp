@@ -214,6 +214,7 @@ class ChromeTraceObserver final : public engine::ExecutionObserver {
   std::vector<Occurrences> occurrences_;
   std::vector<std::int32_t> program_of_;  ///< per rank: its program when traced, else -1
   bool finished_ = false;
+  Time end_;  ///< the latest end of anything reported: the iteration's end
 };
 
 /// What `tessera run --trace FILE` uses: the file sink, the scenario's
