@@ -181,15 +181,10 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
   op.name = std::move(name);
   op.params = in * out + (bias ? out : 0);
   const bool fp8 = gemm == DType::FP8;
-  auto cast = [&](Pass& pass, const Fp8Kernel& k) {
-    add_fp8(pass, k);
-    op.cast_flops += k.kernel.flops();
-  };
   const std::int64_t shards = std::max<std::int64_t>(1, te.sequence_shards);
   const bool sp = shards > 1;
   // grad_output.sum(0): a pass of its own, or under FP8 inside the dy cast
-  // (cast_transpose_bgrad, where no gather comes before it), whose share of
-  // the work is the bias gradient's: model FLOPs as in bf16, not cast_flops.
+  // (cast_transpose_bgrad, where no gather comes before it).
   const Kernel bias_grad = memory_pass(rows * out * dtype_bytes(dtype_), dtype_);
   const bool bgrad_fused = bias && fp8 && !(te.row_parallel && sp);
   if (fp8) {
@@ -201,27 +196,26 @@ OpKernels OpRules::linear_in(std::string name, std::int64_t rows, std::int64_t i
     // the FP8 all-gather); else cast with its transpose.
     if (!te.norm_fused) {
       if (sp) {
-        cast(op.forward, fp8_cast(te.row_parallel ? rows : rows / shards, in));
+        add_fp8(op.forward, fp8_cast(te.row_parallel ? rows : rows / shards, in));
       } else {
-        cast(op.forward, fp8_cast_transpose(rows, in));
+        add_fp8(op.forward, fp8_cast_transpose(rows, in));
       }
     }
     // dy (E5M2): grad_output_preprocess. A row-parallel linear under
     // sequence parallelism casts its shard, all-gathers the FP8 copy (the
     // planner's collective) and transposes what it gathered.
     if (te.row_parallel && sp) {
-      cast(op.input_grad, fp8_cast(rows / shards, out));
-      cast(op.input_grad, fp8_transpose(rows, out));
+      add_fp8(op.input_grad, fp8_cast(rows / shards, out));
+      add_fp8(op.input_grad, fp8_transpose(rows, out));
     } else {
-      cast(op.input_grad, fp8_cast_transpose(rows, out));
-      if (bgrad_fused) op.cast_flops = Flops(op.cast_flops.count() - bias_grad.flops().count());
+      add_fp8(op.input_grad, fp8_cast_transpose(rows, out));
     }
   }
   op.forward.add(Kernel::gemm(KernelOp::Linear, 1, rows, out, in, gemm));
   op.input_grad.add(Kernel::gemm(KernelOp::Linear, 1, rows, in, out, gemm));
   // The weight gradient's FP8 input where no transpose was written with it:
   // fp8_transpose of the (gathered) input before the wgrad GEMM.
-  if (fp8 && (te.norm_fused || sp)) cast(op.weight_grad, fp8_transpose(rows, in));
+  if (fp8 && (te.norm_fused || sp)) add_fp8(op.weight_grad, fp8_transpose(rows, in));
   op.weight_grad.add(Kernel::gemm(KernelOp::Linear, 1, in, out, rows, gemm));
   if (!megatron()) {
     // Eager: .grad of the weight and bias accumulated (one add; NeuSight's
@@ -258,7 +252,6 @@ OpKernels OpRules::grouped_linear(std::string name, std::int64_t groups, std::in
     add_fp8(op.forward, fp8_cast_transpose(groups * rows, in));
     add_fp8(op.input_grad, fp8_cast_transpose(groups * rows, out));
     add_fp8(op.weight_cast, fp8_cast_transpose(groups * in, out));
-    op.cast_flops = op.forward.kernels[0].flops() + op.input_grad.kernels[0].flops();
   }
   op.forward.add(Kernel::gemm(KernelOp::Bmm, groups, rows, out, in, gemm));
   op.input_grad.add(Kernel::gemm(KernelOp::Bmm, groups, rows, in, out, gemm));

@@ -772,16 +772,21 @@ StagePartition partition_layers(std::int64_t layers, const ParallelPlan& plan) {
 double model_flops(const TransformerConfig& model, const Workload& work, const ParallelPlan& plan,
                    const StagePartition& part, std::int64_t micro_batches) {
   // Model FLOPs (no recomputation) of one micro-batch: per layer, and of the
-  // embedding and the LM head.
+  // embedding and the LM head. The matrix products' alone, as Megatron-LM and
+  // PaLM count them: norms, activations, the optimizer, the main-gradient
+  // accumulation and FP8 casts are the implementation's (helper 177: with
+  // every kernel counted, MFU's numerator moved with `training.framework`
+  // and `grad_sync`).
   auto op_flops = [](const std::vector<OpKernels>& ops) {
     double f = 0;
     for (const auto& op : ops) {
       for (const Pass* pass : {&op.forward, &op.input_grad, &op.weight_grad}) {
-        for (const auto& k : pass->kernels) f += k.flops().count();
+        for (const auto& k : pass->kernels) {
+          if (node_model::is_gemm(k.op)) f += k.flops().count();
+        }
       }
       f -= op.recomputed_flops.count();
       f -= op.padding_flops.count();
-      f -= op.cast_flops.count();
     }
     return f;
   };

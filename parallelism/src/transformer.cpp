@@ -386,28 +386,22 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   // (the rank's own tokens).
   ops.push_back(r.elementwise("unpermute", KernelOp::Mul, dispatched, h, 2));
   // The routed ops compute `routed` tokens where the model's work is t x
-  // top_k (each rank's share of the group's t x top_k routed tokens;
-  // `unpermute` its own `dispatched` where the work is own x top_k): their
-  // model FLOPs are that share of the kernels that scale with the tokens.
-  // The experts' weight-gradient accumulation (the non-GEMM kernels of the
-  // grouped linears' W pass) scales with the experts a rank holds, which
-  // depends on ep: it is no model FLOPs.
+  // top_k (each rank's share of the group's t x top_k routed tokens): their
+  // model FLOPs (the GEMMs', model_flops) are that share of their GEMMs'
+  // work, the rest padding.
   const double useful_experts =
       std::min(1.0, static_cast<double>(t * m.moe.top_k) / static_cast<double>(routed));
   const double useful_own =
       std::min(1.0, static_cast<double>(own * m.moe.top_k) / static_cast<double>(dispatched));
   for (std::size_t i = first_routed; i < ops.size(); ++i) {
     const double useful = ops[i].name == "unpermute" ? useful_own : useful_experts;
-    const bool grouped = ops[i].name == "fc1" || ops[i].name == "fc2";
-    double all = 0, model = 0;
+    double gemm = 0;
     for (const Pass* p : {&ops[i].forward, &ops[i].input_grad, &ops[i].weight_grad}) {
       for (const auto& k : p->kernels) {
-        const double f = k.flops().count();
-        all += f;
-        if (!grouped || node_model::is_gemm(k.op)) model += f * useful;
+        if (node_model::is_gemm(k.op)) gemm += k.flops().count();
       }
     }
-    ops[i].padding_flops = Flops(all - model - ops[i].cast_flops.count());  // the casts: cast_flops
+    ops[i].padding_flops = Flops(gemm * (1.0 - useful));
   }
   // The experts return no bias (Megatron-Core), so none is added here.
   ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h, m.dropout, false));

@@ -590,16 +590,16 @@ Workload fp8(Workload w) {
   w.profile.fp8 = true;
   return w;
 }
-/// The FLOPs of `ops`' kernels in the three passes less their casts'
-/// (OpKernels::cast_flops, hardware FLOPs only): the work model_flops
+/// The FLOPs of `ops`' GEMMs in the three passes: the work model_flops
 /// counts as the model's where nothing is recomputed or padded.
-double kernel_flops_less_casts(const std::vector<OpKernels>& ops) {
+double gemm_flops(const std::vector<OpKernels>& ops) {
   double f = 0;
   for (const auto& op : ops) {
     for (const Pass* p : {&op.forward, &op.input_grad, &op.weight_grad}) {
-      for (const auto& k : p->kernels) f += k.flops().count();
+      for (const auto& k : p->kernels) {
+        if (node_model::is_gemm(k.op)) f += k.flops().count();
+      }
     }
-    f -= op.cast_flops.count();
   }
   return f;
 }
@@ -692,7 +692,7 @@ TEST(Fp8, TheFourLayerGemmsRunInFp8AndEverythingElseAsWithBf16) {
   EXPECT_EQ(proj.input_grad.launches, 3);
   EXPECT_EQ(proj.weight_grad.kernels[0].bytes(), Bytes(2LL * 2048 * 2048));
   // The same model FLOPs: the casts are hardware FLOPs only.
-  EXPECT_DOUBLE_EQ(kernel_flops_less_casts(ops), kernel_flops_less_casts(base));
+  EXPECT_DOUBLE_EQ(gemm_flops(ops), gemm_flops(base));
   // The LM head and the MoE router stay bf16.
   for (const auto& op : lm_head_ops(m, fp8(bf16), shard)) {
     for (const auto& k : op.forward.kernels) EXPECT_NE(k.dtype, DType::FP8) << op.name;
@@ -736,10 +736,8 @@ TEST(Fp8, WithoutSequenceParallelismInputsAndGradientsAreCastWithTheirTransposes
   EXPECT_EQ(qkv.weight_grad.kernels[0].bytes(), Bytes(2LL * t * h));
   EXPECT_EQ(qkv.weight_grad.launches, qkv16.weight_grad.launches);
   EXPECT_EQ(qkv.input_grad.kernels[0].bytes(), Bytes(4LL * t * (3 * h / 2)));
-  // The bias gradient fused into the dy cast is still model work: the
-  // layer's model FLOPs (all kernels but the casts') are the bf16 run's
-  // (they fell by the bias pass's when its work went into cast_flops).
-  EXPECT_DOUBLE_EQ(kernel_flops_less_casts(ops), kernel_flops_less_casts(base));
+  // The layer's model FLOPs (its GEMMs') are the bf16 run's.
+  EXPECT_DOUBLE_EQ(gemm_flops(ops), gemm_flops(base));
   EXPECT_DOUBLE_EQ(model_flops(m, fp8(bf16), ParallelPlan{}, partition_layers(m.layers, 1, 1), 1),
                    model_flops(m, bf16, ParallelPlan{}, partition_layers(m.layers, 1, 1), 1));
   // A mixture of experts' grouped GEMMs (Transformer Engine's GroupedLinear):

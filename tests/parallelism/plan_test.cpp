@@ -1333,13 +1333,15 @@ TEST(TaskGraph, NamesKeptByAProgramOutliveTheBuffersTheyCameFrom) {
 }
 
 TEST(Plan, ModelFlopsCountNoRecomputation) {
-  // MFU's numerator: without recomputation it is what the tasks of a plan
-  // without tensor parallelism execute (all ranks); with tp 2 the tasks
-  // also execute twice what both ranks repeat (layer norms, residuals,
-  // dropout without sequence parallelism), the model FLOPs do not (helper
-  // 76: they counted it, MFU 0.3% high at tp 8). With full recomputation
-  // the tasks execute one more forward of every layer per micro-batch, the
-  // model FLOPs stay the same.
+  // MFU's numerator: the GEMMs' work (as Megatron-LM and PaLM count it);
+  // without recomputation, what the GEMMs of a plan without tensor
+  // parallelism execute (all ranks): with this predictor (a GEMM 1 ps per
+  // FLOP, anything else nothing, the LM head free) the compute tasks' time
+  // plus the LM head's GEMMs. With tp 2 the tasks also execute twice what
+  // both ranks repeat (layer norms, residuals, dropout without sequence
+  // parallelism), the model FLOPs do not (helper 76: they counted it, MFU
+  // 0.3% high at tp 8). With full recomputation the tasks execute one more
+  // forward of every layer per micro-batch, the model FLOPs stay the same.
   const auto m = tiny();
   test_support::LayersOnlyPredictor pred(m.vocab);
   ParallelPlan p;
@@ -1354,8 +1356,27 @@ TEST(Plan, ModelFlopsCountNoRecomputation) {
     }
     return f;
   };
+  auto gemm_time_ps = [](const TaskGraph& g) {
+    double ps = 0;
+    for (int r = 0; r < g.num_ranks(); ++r) {
+      for (const auto& t : g.tasks(r)) {
+        if (t.kind == TaskKind::Compute) ps += static_cast<double>(t.duration.ps());
+      }
+    }
+    return ps;
+  };
   const auto tp1 = plan_training_detailed(m, kWork, p, pred);
-  EXPECT_DOUBLE_EQ(tp1.summary.model_flops, executed(tp1.graph));
+  double head = 0;  // the LM head's GEMMs, per micro-batch
+  for (const auto& op : lm_head_ops(m, kWork, Sharding{1, false})) {
+    for (const Pass* pass : {&op.forward, &op.input_grad, &op.weight_grad}) {
+      for (const auto& k : pass->kernels) head += node_model::is_gemm(k.op) ? k.flops().count() : 0.0;
+    }
+  }
+  // 3 GEMMs of 2 x 32 x 64 x 128 (the vocabulary padded), 2 micro-batches
+  // per pipeline (global batch 8 over dp 4), 4 pipelines.
+  EXPECT_DOUBLE_EQ(head, 3 * 2 * 32 * 64 * 128);
+  EXPECT_DOUBLE_EQ(tp1.summary.model_flops, gemm_time_ps(tp1.graph) + head * 2 * 4);
+  EXPECT_GT(executed(tp1.graph), tp1.summary.model_flops);  // and the other kernels
   p.dp = 2;
   p.tp = 2;
   const auto none = plan_training_detailed(m, kWork, p, pred);

@@ -100,14 +100,9 @@ struct OpKernels {
   /// Work in the passes that repeats the forward (FlashAttention's backward
   /// recomputes QK^T): hardware FLOPs, not model FLOPs.
   Flops recomputed_flops;
-  /// Work on padding (a mixture of experts' capacity slack and routing
+  /// GEMM work on padding (a mixture of experts' capacity slack and routing
   /// imbalance): hardware FLOPs, not model FLOPs.
   Flops padding_flops;
-  /// Work of the FP8 casts and transposes in the three passes
-  /// (ProfileOptions::fp8): hardware FLOPs, not model FLOPs (an fp8 run does
-  /// the model FLOPs of its bf16 twin). The weight casts of `weight_cast`
-  /// are not in it (they are in none of the three passes).
-  Flops cast_flops;
   /// Kernels that run once per iteration and model chunk, in the forward of
   /// the chunk's first micro-batch (before the op's forward kernels), not in
   /// later micro-batches nor in a recomputed forward: Transformer Engine's
