@@ -38,10 +38,27 @@ void ArgParser::parse(const std::vector<std::string>& args) {
       if (inline_value) throw UsageError(fmt::format("{}: --{} takes no value", command_, name));
       seen_flags_.insert(name);
     } else if (options_.count(name) != 0U) {
+      // (helper 179: a repeated --json-out kept the last silently)
+      if (values_.count(name) != 0U) {
+        throw UsageError(fmt::format("{}: --{} given twice", command_, name));
+      }
       if (inline_value) {
         values_[name] = *inline_value;
       } else {
         if (i + 1 >= args.size()) throw UsageError(fmt::format("{}: --{} needs a value", command_, name));
+        // An option of this command where the value should be is one
+        // (helper 179: `run S --trace --json` wrote a trace named --json
+        // and printed text); a file of that name goes as --trace=--json.
+        const std::string& next = args[i + 1];
+        if (next.rfind("--", 0) == 0) {
+          const std::string next_name =
+              next.substr(2, next.find('=') == std::string::npos ? std::string::npos : next.find('=') - 2);
+          if (options_.count(next_name) != 0U || flags_.count(next_name) != 0U || next_name == "set") {
+            throw UsageError(
+                fmt::format("{}: --{} needs a value, not the option {} (a file of that name: --{}={})",
+                            command_, name, next, name, next));
+          }
+        }
         values_[name] = args[++i];
       }
     } else {

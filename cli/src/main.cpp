@@ -673,6 +673,31 @@ const std::string& usage() {
 
 }  // namespace
 
+namespace {
+/// `message` on one line: a value that held a line break (a YAML block
+/// scalar, a job name with \n) broke the one-line error in two or three
+/// (helper 179); line breaks and other control characters are written as
+/// escapes.
+std::string one_line(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char c : message) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   const auto& commands = commands_table();
   // Bare `tessera` is a usage error: usage on stderr, exit 2.
@@ -743,16 +768,16 @@ int main(int argc, char** argv) {
                  "(see the limits in docs/scenarios.md)\n";
     return 2;
   } catch (const tessera::InputError& e) {
-    std::cerr << "tessera: error: " << e.what() << '\n';
+    std::cerr << "tessera: error: " << one_line(e.what()) << '\n';
     return 2;
   } catch (const tessera::cli::OutOfMemoryError& e) {
-    std::cerr << "tessera: out of memory: " << e.what() << '\n';
+    std::cerr << "tessera: out of memory: " << one_line(e.what()) << '\n';
     return 3;
   } catch (const tessera::Error& e) {
-    std::cerr << "tessera: simulation error: " << e.what() << '\n';
+    std::cerr << "tessera: simulation error: " << one_line(e.what()) << '\n';
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "tessera: internal error: " << e.what() << '\n';
+    std::cerr << "tessera: internal error: " << one_line(e.what()) << '\n';
     return 1;
   }
 }

@@ -451,7 +451,16 @@ int cmd_validate(const Args& args, std::ostream& out) {
   p.option("device").option("dtype");
   p.flag("leave-one-gpu-out").flag("json");
   p.parse(args);
-  p.expect_positional(1, "what to validate (kernels or models)");
+  p.expect_positional(1, "what to validate (kernels, models, distributed, collectives, training or steps)");
+  // (helper 179: `validate kernel` got no hint)
+  static const std::vector<std::string> kChecks{"collectives", "distributed", "kernels",
+                                                "models",      "steps",       "training"};
+  if (std::find(kChecks.begin(), kChecks.end(), p.positional()[0]) == kChecks.end()) {
+    throw UsageError(
+        fmt::format("tessera validate: unknown check '{}'{} (kernels, models, distributed, "
+                    "collectives, training or steps)",
+                    p.positional()[0], did_you_mean(p.positional()[0], kChecks)));
+  }
   if (p.has("json") && !(p.positional()[0] == "kernels" && p.has("device") && !p.has("kfold"))) {
     throw UsageError(
         "tessera validate: --json applies to kernels measured on one GPU (validate kernels --data FILE.csv "

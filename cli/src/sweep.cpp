@@ -1715,6 +1715,16 @@ int cmd_sweep(const Args& args, std::ostream& out) {
         fmt::format("tessera sweep: no point of the sweep is a valid scenario (point {}, {}: {})",
                     skipped.front().first.index, label(skipped.front().first), skipped.front().second));
   }
+  // The points' measured kernel times are inputs too (helper 179: --svg
+  // naming node_model.overrides overwrote the measurements).
+  {
+    FileSet measured;
+    for (const auto& [index, sc] : scenarios) {
+      if (sc.kernel_overrides) measured.input(sc.kernel_overrides->path(), "node_model.overrides");
+    }
+    measured.output(csv_path, "--out");
+    measured.output(svg_path, "--svg");
+  }
 
   // A shard's CSV starts with a line naming its sweep and shard, an
   // unsharded sweep's with one naming the sweep until it finishes.

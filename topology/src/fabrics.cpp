@@ -74,11 +74,13 @@ LeafPorts leaf_ports(int k, int r) {
   if (k < 4 || k % 2 != 0)
     throw InputError(fmt::format("cluster.fabric.k must be even and at least 4 (got {})", k));
   if (r < 1) throw InputError(fmt::format("cluster.fabric.oversubscription must be at least 1 (got {})", r));
-  if (k % (r + 1) != 0) {
+  // (64-bit: r + 1 overflowed at r = 2^31 - 1; helper 179)
+  const std::int64_t parts = static_cast<std::int64_t>(r) + 1;
+  if (k % parts != 0) {
     throw InputError(fmt::format(
         "cluster.fabric.oversubscription {} does not divide the ports: a leaf of k = {} ports cannot split "
         "{}:1 into host ports and up-links (r + 1 = {} must divide k)",
-        r, k, r, r + 1));
+        r, k, r, parts));
   }
   return {k / (r + 1) * r, k / (r + 1)};
 }

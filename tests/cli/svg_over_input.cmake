@@ -1,0 +1,25 @@
+# --svg naming the scenario's node_model.overrides is refused before anything
+# is written (helper 179: sweep and compare-schedules overwrote the measured
+# kernel times, exit 0), with the file untouched.
+# -DTESSERA, -DSCENARIO, -DWORKDIR.
+file(MAKE_DIRECTORY ${WORKDIR})
+execute_process(COMMAND ${TESSERA} kernels ${SCENARIO} --out ${WORKDIR}/measured.csv OUTPUT_QUIET RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kernels --out failed (${rc})")
+endif()
+file(RENAME ${WORKDIR}/measured.csv ${WORKDIR}/measured.svg)
+file(READ ${WORKDIR}/measured.svg before)
+foreach(cmd "compare-schedules" "sweep")
+  set(args ${cmd} ${SCENARIO} --set node_model.overrides=${WORKDIR}/measured.svg --svg ${WORKDIR}/measured.svg)
+  if(cmd STREQUAL "sweep")
+    list(APPEND args --set training.micro_batch=1,2 --out ${WORKDIR}/sweep.csv)
+  endif()
+  execute_process(COMMAND ${TESSERA} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "^tessera: error: --svg [^\n]*measured[.]svg: refusing to overwrite node_model[.]overrides [(][^\n]*measured[.]svg[)] with an output\n$")
+    message(FATAL_ERROR "${cmd} (${rc}):\n${out}${err}")
+  endif()
+  file(READ ${WORKDIR}/measured.svg after)
+  if(NOT after STREQUAL before)
+    message(FATAL_ERROR "${cmd} wrote over the measured kernel times")
+  endif()
+endforeach()
