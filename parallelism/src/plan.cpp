@@ -586,8 +586,13 @@ std::int32_t bind(Groups& groups, const ParallelPlan& plan, const RankCoord& me,
 /// group's collectives in the same order, so they derive the same id.
 class ProgramBuilder {
  public:
-  ProgramBuilder(Program& prog, const KernelTimer& timer, Time p2p_host)
-      : prog_(prog), timer_(timer), p2p_host_(p2p_host) {}
+  /// `exchange_blocks`: the sync after a pipeline exchange also waits for
+  /// the exchange (Megatron-LM's torch.cuda.synchronize() after its
+  /// send/receive requests' wait(): the sender's next kernel waits for its
+  /// send to be received); else it drains the compute stream alone
+  /// (DeepSpeed's pipeline engine, which does not sync the device).
+  ProgramBuilder(Program& prog, const KernelTimer& timer, Time p2p_host, bool exchange_blocks)
+      : prog_(prog), timer_(timer), p2p_host_(p2p_host), exchange_blocks_(exchange_blocks) {}
 
   std::int32_t slot(const SlotRole& role) {
     for (std::size_t s = 0; s < roles_.size(); ++s) {
@@ -610,6 +615,8 @@ class ProgramBuilder {
       sync.kind = TaskKind::Compute;
       sync.host_sync = true;
       if (last_compute_ >= 0) sync.deps.push_back(last_compute_);
+      if (exchange_blocks_) sync.deps.insert(sync.deps.end(), exchanges_.begin(), exchanges_.end());
+      exchanges_.clear();
       last_compute_ = push(std::move(sync));
     }
     Task t;
@@ -654,6 +661,9 @@ class ProgramBuilder {
         // A pipeline exchange: the pipeline engine's host work, then a sync.
         t.host_issue += p2p_host_;
         sync_before_compute_ = true;
+        const TaskIndex exchange = push(std::move(t));
+        exchanges_.push_back(exchange);
+        return exchange;
       }
     }
     return push(std::move(t));
@@ -713,6 +723,8 @@ class ProgramBuilder {
   Time p2p_host_;
   const char* sync_name_ = "pp.sync";
   bool sync_before_compute_ = false;  ///< a pipeline exchange was issued: sync before the next compute
+  bool exchange_blocks_ = false;
+  std::vector<TaskIndex> exchanges_;  ///< the pipeline exchanges since the last sync
   TaskIndex last_compute_ = -1;
   std::vector<SlotRole> roles_;
   std::vector<std::int64_t> seq_;  // per slot: collectives issued so far
@@ -1382,6 +1394,17 @@ class ParamGathers {
 void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slots, int stage, int k,
                  bool first_micro_batch, StepNames& named, ForwardParamGathers* params) {
   const int p = c.plan.pp, last = c.part.chunks() - 1;
+  // Megatron-LM receives the activation (recv_forward, or with the send
+  // before it) before forward_step, whose get_batch is the data step: the
+  // receive is posted first, so a sender that waits for it (blocking
+  // exchanges, ProgramBuilder) does not wait for the data step too.
+  std::optional<TaskIndex> recv;
+  auto receive = [&] {
+    const int from = (k - 1) % p;
+    return rb.collective(named("pp.recv_activation"), CollectiveKind::SendRecv,
+                         rb.slot({kPipeForward, from, stage}), c.pipe_msg, {});
+  };
+  if (!c.part.has_embedding(k) && c.work.framework == node_model::Framework::Megatron) recv = receive();
   // The stages that load data (the first: tokens; the last: labels) start
   // each micro-batch with its data step (ProgramBuilder::micro_batch_start).
   if (c.timer.host_model() && c.work.host.per_micro_batch > Time::zero() && (k == 0 || k == last)) {
@@ -1400,12 +1423,10 @@ void add_forward(ProgramBuilder& rb, const PlanContext& c, const StageSlots& slo
     rb.pieces(c.pieces.embedding.forward.pieces(), named("embedding."), slots.tp, std::move(first));
     first = rb.take_pending();
   } else {
-    const int from = (k - 1) % p;
-    const TaskIndex recv = rb.collective(named("pp.recv_activation"), CollectiveKind::SendRecv,
-                                         rb.slot({kPipeForward, from, stage}), c.pipe_msg, {});
+    if (!recv) recv = receive();
     first.push_back(c.scatter_gather ? rb.collective(named("pp.gather_activation"), CollectiveKind::AllGather,
-                                                     slots.tp, c.act, {recv})
-                                     : recv);
+                                                     slots.tp, c.act, {*recv})
+                                     : *recv);
   }
   const std::int64_t first_layer = c.part.first_layer(k);
   for (std::int64_t l = 0; l < c.part.layers(k); ++l) {
@@ -1639,7 +1660,14 @@ void add_optimizer(ProgramBuilder& rb, const PlanContext& c, const StageSlots& s
 Program stage_program(const PlanContext& c, int stage, std::vector<SlotRole>& roles,
                       ParamBuckets* buckets = nullptr, const ParamBuckets* gathered = nullptr) {
   Program prog;
-  ProgramBuilder rb(prog, c.timer, c.work.host.per_p2p);
+  // Megatron-LM's 1F1B pairs each send with the receive it waits for next
+  // (send_forward_recv_backward, send_backward_recv_forward), as this
+  // program does; its interleaved schedule batches others, which the
+  // program does not follow (with blocking exchanges it would deadlock),
+  // and Megatron-Core overlaps them there (--overlap-p2p-communication).
+  const bool blocking =
+      c.work.framework == node_model::Framework::Megatron && c.plan.schedule == Schedule::OneFOneB;
+  ProgramBuilder rb(prog, c.timer, c.work.host.per_p2p, blocking);
   const StageSlots slots = stage_slots(rb, c);
   const auto order = pipeline_order(c.plan.schedule, c.plan.pp, stage, c.micro_batches, c.part.virtual_stages);
   reserve_tasks(rb, c, stage);

@@ -367,7 +367,7 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
   const TraceSummary sum = check_trace(t.text);
   // Every rank (32 <= 64) plus the links process.
   EXPECT_EQ(sum.pids.size(), 33U);
-  EXPECT_EQ(t.host_waits, 56);
+  EXPECT_EQ(t.host_waits, 60);
   // Zero-length host syncs are not drawn (helper 60: 135 empty `.sync`
   // slices on llama3-70b's compute tracks); this run has some.
   EXPECT_GT(t.instant, 0);
@@ -376,15 +376,17 @@ TEST(ChromeTrace, PipelineRunMatchesTheTraceEventSchema) {
   EXPECT_EQ(t.sendrecv, 224);
   EXPECT_EQ(sum.flows, 224);
   EXPECT_EQ(sum.phases.count("b"), 0U);  // transfers off by default
-  // The host model: the 24 ranks of the middle stages wait once for their
-  // host to launch a pipeline sync, the 4 ranks of the last stage once per
-  // micro-batch (4): each micro-batch's data step drains their GPU first.
+  // The host model: the 28 ranks after the first stage wait once for their
+  // host to launch a pipeline receive, the 4 ranks of the last stage also
+  // once per micro-batch (4): each micro-batch's data step drains their GPU
+  // first (after the receive is posted, as Megatron receives before
+  // get_batch).
   // The first stage's 4 ranks wait once per micro-batch for their host to
   // launch the embedding's tensor-parallel all-reduce (the embedding's
   // launches outlast its kernels: 17.5 us; helper 76: it was bubble). Each
   // data step (first and last stage, 8 ranks x 4 micro-batches) is host
   // work on the same track.
-  EXPECT_EQ(sum.categories.at("host"), 24 + 4 * 4 + 4 * 4 + 8 * 4);
+  EXPECT_EQ(sum.categories.at("host"), 28 + 4 * 4 + 4 * 4 + 8 * 4);
   EXPECT_NE(t.text.find(R"("name":"wait for host: mb3.embedding.fwd.tp.all-reduce","cat":"host")"),
             std::string::npos);
   EXPECT_EQ(sum.tracks.at({10, 1}), "host (GPU waits for the host)");

@@ -157,6 +157,51 @@ TEST(Schedules, MegatronHostSyncsAfterPipelineExchangesNeverDeadlock) {
   }
 }
 
+// Megatron-LM's 1F1B exchanges end with the requests' wait() and
+// torch.cuda.synchronize(): the sync after them waits for the sends too
+// (helper 178: they never held the sender), and the last stage posts each
+// activation's receive before the micro-batch's data step (recv_forward
+// before get_batch). DeepSpeed's engine (megatron-deepspeed) does not sync
+// the device after its exchanges, and Megatron-Core overlaps the
+// interleaved schedule's: there the sync drains the compute stream alone.
+TEST(Schedules, MegatronsOneFOneBSyncWaitsForItsSends) {
+  test_support::LayersOnlyPredictor pred(kModel.vocab);
+  auto plan_of = [&](node_model::Framework f, Schedule sched) {
+    Workload w = kWork;
+    w.framework = f;
+    w.host.per_micro_batch = Time::from_us(300);
+    const ParallelPlan p = pipeline(sched, 2, 4);
+    return std::pair{plan_training(kModel, w, p, pred), p};
+  };
+  // Whether some sync of `rank`'s program depends on one of its sends.
+  auto sync_waits_for_a_send = [](const TaskGraph& g, int rank) {
+    const auto& tasks = g.tasks(rank);
+    for (const auto& t : tasks) {
+      if (!t.host_sync) continue;
+      for (const TaskIndex d : t.deps) {
+        if (std::string_view(tasks[static_cast<std::size_t>(d)].name).find("pp.send_") !=
+            std::string_view::npos)
+          return true;
+      }
+    }
+    return false;
+  };
+  const auto [megatron, p] = plan_of(node_model::Framework::Megatron, Schedule::OneFOneB);
+  EXPECT_TRUE(sync_waits_for_a_send(megatron, rank_of(p, {0, 0, 0})));
+  EXPECT_TRUE(sync_waits_for_a_send(megatron, rank_of(p, {0, 0, 1})));
+  EXPECT_FALSE(sync_waits_for_a_send(
+      plan_of(node_model::Framework::MegatronDeepSpeed, Schedule::OneFOneB).first, rank_of(p, {0, 0, 0})));
+  EXPECT_FALSE(sync_waits_for_a_send(plan_of(node_model::Framework::Megatron, Schedule::GPipe).first,
+                                     rank_of(p, {0, 0, 0})));
+  // The last stage: mb0's receive, then its data step.
+  std::vector<std::string_view> order;
+  for (const auto& t : megatron.tasks(rank_of(p, {0, 0, 1}))) {
+    const std::string_view n = t.name;
+    if (n == "mb0.pp.recv_activation" || n == "mb0.data") order.push_back(n);
+  }
+  EXPECT_EQ(order, (std::vector<std::string_view>{"mb0.pp.recv_activation", "mb0.data"}));
+}
+
 TEST(Schedules, EachMicroBatchsDataStepIdlesTheGpuForItsHostWork) {
   // The host model with only a per-micro-batch cost X (an infinitely fast
   // host otherwise): each micro-batch's forward starts with a sync and X of
