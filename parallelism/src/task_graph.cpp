@@ -233,16 +233,19 @@ void TaskGraph::validate() const {
 SymmetryQuotient symmetry_quotient(const TaskGraph& g, const std::vector<std::int64_t>& colour) {
   const std::size_t n = g.ranks.size();
   // slot_in[group][position]: the slot under which that member names it.
+  // (group by group, each member's few slots searched: a search of every
+  // group of every rank for the rank cost ranks x group size, quadratic in
+  // a pure data-parallel job; helper 179)
   std::vector<std::vector<std::int32_t>> slot_in(g.groups.size());
-  for (std::size_t gi = 0; gi < g.groups.size(); ++gi) slot_in[gi].assign(g.groups[gi].ranks.size(), -1);
-  for (std::size_t r = 0; r < n; ++r) {
-    const auto& slots = g.ranks[r].groups;
-    for (std::size_t s = 0; s < slots.size(); ++s) {
-      const auto gi = static_cast<std::size_t>(slots[s]);
-      if (gi >= g.groups.size()) continue;
-      const auto& members = g.groups[gi].ranks;
-      for (std::size_t pos = 0; pos < members.size(); ++pos) {
-        if (members[pos] == static_cast<int>(r)) slot_in[gi][pos] = static_cast<std::int32_t>(s);
+  for (std::size_t gi = 0; gi < g.groups.size(); ++gi) {
+    const auto& members = g.groups[gi].ranks;
+    slot_in[gi].assign(members.size(), -1);
+    for (std::size_t pos = 0; pos < members.size(); ++pos) {
+      const auto r = static_cast<std::size_t>(members[pos]);
+      if (r >= n) continue;
+      const auto& slots = g.ranks[r].groups;
+      for (std::size_t s = 0; s < slots.size(); ++s) {
+        if (slots[s] == static_cast<std::int32_t>(gi)) slot_in[gi][pos] = static_cast<std::int32_t>(s);
       }
     }
   }
@@ -272,16 +275,24 @@ SymmetryQuotient symmetry_quotient(const TaskGraph& g, const std::vector<std::in
     }
   }
   std::size_t classes = 0;
+  std::vector<std::vector<std::int64_t>> group_sig(g.groups.size());  // each group's, once a round
   for (;;) {
     std::map<std::vector<std::int64_t>, int> ids;
     std::vector<int> next(n);
     std::vector<std::int64_t> key;
+    for (std::size_t gi = 0; gi < g.groups.size(); ++gi) {
+      group_sig[gi].clear();
+      signature(cls, gi, group_sig[gi]);
+    }
     for (std::size_t r = 0; r < n; ++r) {
       key.clear();
       key.push_back(cls[r]);
       for (std::int32_t gi : g.ranks[r].groups) {
         key.push_back(-1);  // slot separator
-        if (gi >= 0 && static_cast<std::size_t>(gi) < g.groups.size()) signature(cls, static_cast<std::size_t>(gi), key);
+        if (gi >= 0 && static_cast<std::size_t>(gi) < g.groups.size()) {
+          const auto& sig = group_sig[static_cast<std::size_t>(gi)];
+          key.insert(key.end(), sig.begin(), sig.end());
+        }
       }
       next[r] = ids.try_emplace(key, static_cast<int>(ids.size())).first->second;
     }
