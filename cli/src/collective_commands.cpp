@@ -594,7 +594,8 @@ int validate_nccl_tests(const ArgParser& p, const std::vector<std::string>& sets
         "(GPU, GPUs per node, NVLink, HCAs, fabric)");
   }
   std::vector<std::string> paths = split(*p.get("nccl-tests"), ',');
-  if (std::any_of(paths.begin(), paths.end(), [](const std::string& x) { return x.empty(); })) {
+  if (paths.empty() ||
+      std::any_of(paths.begin(), paths.end(), [](const std::string& x) { return x.empty(); })) {
     throw UsageError("--nccl-tests: expected FILE[,FILE...] (an empty name in the list)");
   }
   // A file named twice would weigh twice in --fit, where each file weighs

@@ -357,6 +357,10 @@ chunks from 2 up that split the layers evenly, as virtual_stages: auto);
 a --set
 parallelism.virtual_stages=N counts as --virtual-stages N, whatever the
 scenario's schedule.
+
+--json prints one object instead of the table: the scenario and its plan,
+and per schedule its times in seconds, bubble_share, tokens_per_s, mfu and
+peak memory (docs/cli.md).
 )"},
       {"kernels",
        R"(usage: tessera kernels SCENARIO.yaml [--out FILE.csv] [--json] [--set KEY=VALUE]... [--predictor NAME]
@@ -500,7 +504,8 @@ models and distributed then read its neusight/, training its vtrain/.
                and prints them as a calibration: section
   steps        whole one-GPU training steps measured on a GPU (--data
                tests/data/h200/steps.csv: plain PyTorch, bf16), each run as a
-               one-GPU scenario (--gpu H200, --framework pytorch-eager|megatron,
+               one-GPU scenario (--gpu H200, --framework
+               pytorch-eager|megatron|megatron-deepspeed,
                --set KEY=VALUE as in run); with an optimizer_ms column, also
                the forward+backward and optimizer errors; a tp column: one
                tensor-parallel rank's step (tests/data/h200/tp_steps.csv);

@@ -247,6 +247,12 @@ nm::GpuSpec device_option(const std::string& device, FileSet* files = nullptr) {
     if (files != nullptr) files->input(device, "--device");
     return nm::load_device_config(device);
   }
+  // A path (a / or a .json name) that is not there is a missing file, not
+  // an unknown preset (helper 179).
+  if (device.find('/') != std::string::npos ||
+      (device.size() > 5 && device.compare(device.size() - 5, 5, ".json") == 0)) {
+    throw InputError(fmt::format("--device {}: cannot open device JSON file: no such file", device));
+  }
   try {
     return nm::gpu_preset(device);
   } catch (const InputError& e) {

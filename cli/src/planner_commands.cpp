@@ -33,6 +33,10 @@ using parallelism::Schedule;
 std::vector<Schedule> parse_schedule_list(const std::string& text) {
   std::vector<Schedule> out;
   std::stringstream ss(text);
+  // (helper 179: `1f1b,` ran as 1f1b; getline drops a trailing empty item)
+  if (!text.empty() && text.back() == ',') {
+    throw UsageError(fmt::format("--schedules '{}': an empty item after the last comma", text));
+  }
   for (std::string item; std::getline(ss, item, ',');) {
     Schedule s{};
     try {

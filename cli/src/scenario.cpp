@@ -1096,6 +1096,11 @@ Override parse_override(const std::string& text) {
   key.erase(0, key.find_first_not_of(" \t"));
   key.erase(key.find_last_not_of(" \t") + 1);
   if (key.empty()) throw InputError(fmt::format("--set '{}': expected key.path=value", text));
+  // (helper 179: `cluster.nodes.=2` set cluster.nodes)
+  if (key.front() == '.' || key.back() == '.' || key.find("..") != std::string::npos) {
+    throw InputError(
+        fmt::format("--set '{}': the key '{}' has an empty part (expected key.path=value)", text, key));
+  }
   return Override{key, text.substr(eq + 1)};
 }
 
