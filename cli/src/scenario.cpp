@@ -1351,6 +1351,54 @@ void check_keys(const YAML::Node& node, const std::string& file, const std::stri
   }
 }
 
+/// Whether the quote at `line[col]` closes on the line (escapes in double
+/// quotes, '' in single quotes skipped).
+bool quote_closes(std::string_view line, std::size_t col) {
+  const char q = line[col];
+  for (std::size_t i = col + 1; i < line.size(); ++i) {
+    if (q == '"' && line[i] == '\\') {
+      ++i;  // an escape
+    } else if (line[i] == q) {
+      if (q == '\'' && i + 1 < line.size() && line[i + 1] == '\'') {
+        ++i;  // '' is a quote inside single quotes
+      } else {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// A quoted value that does not close on its own line: YAML lets a quoted
+/// scalar run over lines, so `nodes: "2` took every line up to the next
+/// quote as its text and the error was the keys it swallowed ("missing
+/// required keys" at another line; helper 179). No scenario value spans
+/// lines: named at its opening quote.
+void check_quotes_close(const YAML::Node& node, const std::vector<std::string_view>& lines,
+                        const std::string& file, const std::string& path, int depth) {
+  if (depth > 64) return;  // (check_keys names it)
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar())
+        check_quotes_close(it->second, lines, file, child_key_path(path, it->first.Scalar()), depth + 1);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      check_quotes_close(node[i], lines, file, fmt::format("{}[{}]", path, i), depth + 1);
+    }
+  } else if (node.IsScalar() && node.Tag() == "!") {
+    const YAML::Mark m = node.Mark();
+    if (m.is_null() || m.line < 0 || static_cast<std::size_t>(m.line) >= lines.size()) return;
+    const std::string_view line = lines[static_cast<std::size_t>(m.line)];
+    const auto col = static_cast<std::size_t>(m.column);
+    if (col >= line.size() || (line[col] != '"' && line[col] != '\'') || quote_closes(line, col)) return;
+    throw ScenarioError(fmt::format(
+        "{}:{}:{}: {}: the quoted value opened here does not close on its line (a "
+        "missing closing {}? the lines up to the next one were read as its text)",
+        file, m.line + 1, m.column + 1, path.empty() ? "(top level)" : path, line[col] == '"' ? "\"" : "'"));
+  }
+}
+
 /// YAML's merge key (`<<: *anchor`, or a list of anchors), which yaml-cpp
 /// does not resolve: the merged mappings' keys join the mapping, its own
 /// keys winning, then the earlier mapping's (YAML 1.1's merge type; helper
@@ -1653,7 +1701,32 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
                                         "a tab in the indentation (YAML indents with spaces only)"));
       }
     }
+    // A value opening a quote it never closes reads to the file's end: named
+    // at the quote (helper 179: "end of map not found" at the last line).
+    std::istringstream again(text);
+    for (int n = 0; std::getline(again, line) && n <= e.mark.line; ++n) {
+      const std::size_t indent = line.find_first_not_of(" \t");
+      if (indent == std::string::npos || line[indent] == '#') continue;
+      std::size_t value = line.find(": ", indent);
+      value = value == std::string::npos ? std::string::npos : line.find_first_not_of(' ', value + 1);
+      if (value != std::string::npos && (line[value] == '"' || line[value] == '\'') &&
+          !quote_closes(line, value)) {
+        throw ScenarioError(
+            fmt::format("{}:{}:{}: malformed YAML: a quoted value opened here does not close (a "
+                        "missing closing {}?)",
+                        file, n + 1, value + 1, line[value] == '"' ? "\"" : "'"));
+      }
+    }
     throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  {
+    std::vector<std::string_view> lines;
+    for (std::size_t at = 0; at <= text.size();) {
+      const std::size_t end = std::min(text.find('\n', at), text.size());
+      lines.emplace_back(text.data() + at, end - at);
+      at = end + 1;
+    }
+    check_quotes_close(root, lines, file, "", 0);
   }
   resolve_merge_keys(root, file, 0);
   check_keys(root, file, "", 0);
