@@ -1648,6 +1648,7 @@ void locate_warnings(Scenario& s, const YAML::Node& root, const std::string& fil
   };
   for (const std::string path : study::kWorkKeys) locate_key(path);
   for (const std::string path : study::kRunWarningKeys) locate_key(path);
+  for (const std::string path : study::kSimulationKeys) locate_key(path);
 }
 
 /// Static routes that crowd the data-parallel rings onto some fabric links

@@ -248,6 +248,14 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
 
 }  // namespace
 
+/// `message` at `key` where the scenario wrote it (its line, or the --set
+/// that gave it), else at the file.
+[[noreturn]] void throw_at_key(const Scenario& s, const std::string& key, const std::string& message) {
+  const auto at = s.key_locations.find(key);
+  if (at == s.key_locations.end()) throw ScenarioError(fmt::format("{}: {}", s.file, message));
+  throw ScenarioError(at->second.first, message, at->second.second);
+}
+
 void throw_overflow(const Scenario& s, const OverflowError& e) {
   // A time or size past int64 while planning or simulating: the iteration
   // is too big to represent. Name the keys that scale it: a latency of
@@ -278,8 +286,9 @@ void throw_overflow(const Scenario& s, const OverflowError& e) {
   const auto* longest = std::find_if(std::begin(latencies), std::end(latencies),
                                      [](const auto& l) { return l.second > Time::from_seconds(86'400); });
   if (longest != std::end(latencies)) {
-    throw ScenarioError(fmt::format("{}: {}: {} cannot be simulated: {}", s.file, longest->first,
-                                    to_string(longest->second), e.what()));
+    throw_at_key(
+        s, longest->first,
+        fmt::format("{}: {} cannot be simulated: {}", longest->first, to_string(longest->second), e.what()));
   }
   // A measured kernel time of more than a day (node_model.overrides),
   // as launched or as a part of a fused kernel (part_time_us).
@@ -367,17 +376,18 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
       return r.second.bps() > 0 && std::abs(static_cast<double>(r.second.bps()) - e.bottleneck_bps()) <= 1.0;
     });
     if (key != std::end(rates)) {
-      throw ScenarioError(fmt::format("{}: {}: {} cannot carry this iteration: {}", s.file, key->first,
-                                      to_string(key->second), e.what()));
+      throw_at_key(s, key->first,
+                   fmt::format("{}: {} cannot carry this iteration: {}", key->first, to_string(key->second),
+                               e.what()));
     }
     const bool degraded = !s.failures.degraded.empty() ||
                           std::any_of(s.failures.timed.begin(), s.failures.timed.end(),
                                       [](const Scenario::Failures::Timed& t) { return !t.fail; });
     if (degraded) {
-      throw ScenarioError(
-          fmt::format("{}: failures.degraded_rate: {:g} leaves a degraded cable too slow for this "
-                      "iteration: {}",
-                      s.file, s.failures.degraded_rate, e.what()));
+      throw_at_key(s, "failures.degraded_rate",
+                   fmt::format("failures.degraded_rate: {:g} leaves a degraded cable too slow for this "
+                               "iteration: {}",
+                               s.failures.degraded_rate, e.what()));
     }
     throw ScenarioError(fmt::format("{}: {}", s.file, e.what()));
   } catch (const OverflowError& e) {

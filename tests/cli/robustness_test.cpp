@@ -190,7 +190,8 @@ TEST(Robustness, TimeOverflowWhileSimulatingNamesTheKeys) {
     (void)simulate_scenario(slow_link);
     FAIL() << "no ScenarioError";
   } catch (const ScenarioError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("s.yaml: cluster.nic_latency: 4000000s cannot be simulated: time overflow: ",
+    EXPECT_EQ(std::string(e.what()).rfind("s.yaml (--set cluster.nic_latency): cluster.nic_latency: 4000000s "
+                                          "cannot be simulated: time overflow: ",
                                           0),
               0U)
         << e.what();
@@ -216,8 +217,10 @@ TEST(Robustness, TransferTooSlowToSimulateNamesTheSlowestLink) {
       ADD_FAILURE() << "no ScenarioError with " << o.back().path << "=" << o.back().value;
     } catch (const ScenarioError& e) {
       const std::string msg = e.what();
-      EXPECT_EQ(
-          msg.rfind("s.yaml: cluster.nic_bandwidth: 1bps cannot carry this iteration: a transfer of ", 0), 0U)
+      EXPECT_EQ(msg.rfind("s.yaml (--set cluster.nic_bandwidth): cluster.nic_bandwidth: 1bps cannot carry "
+                          "this iteration: a transfer of ",
+                          0),
+                0U)
           << msg;
       EXPECT_NE(msg.find("would take more than 46 days of simulated time: the slowest link of its path, "),
                 std::string::npos)
@@ -236,10 +239,10 @@ TEST(Robustness, TransferTooSlowToSimulateNamesTheSlowestLink) {
     (void)simulate_scenario(degraded);
     FAIL() << "no ScenarioError";
   } catch (const ScenarioError& e) {
-    EXPECT_EQ(
-        std::string(e.what()).rfind(
-            "s.yaml: failures.degraded_rate: 1e-06 leaves a degraded cable too slow for this iteration: ", 0),
-        0U)
+    EXPECT_EQ(std::string(e.what()).rfind("s.yaml:34:18: failures.degraded_rate: 1e-06 leaves a degraded "
+                                          "cable too slow for this iteration: ",
+                                          0),
+              0U)
         << e.what();
   }
 }

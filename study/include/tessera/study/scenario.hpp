@@ -39,6 +39,21 @@ inline constexpr std::array<const char*, 11> kWorkKeys = {
 /// they are placed as the loader's are.
 inline constexpr std::array<const char*, 3> kRunWarningKeys = {"ns3.buffer", "failures",
                                                                "collectives.algorithm"};
+/// The keys an iteration too slow or too long to simulate is blamed on (a
+/// bandwidth that cannot carry a transfer, a latency or host cost past a
+/// day): recorded as kWorkKeys are, so the error is placed at the key or
+/// its --set (helper 179: `--set cluster.nic_bandwidth=1bps` named neither).
+inline constexpr std::array<const char*, 20> kSimulationKeys = {
+    "cluster.nvlink_bandwidth",      "cluster.nic_bandwidth",
+    "cluster.pcie_bandwidth",        "cluster.fabric.spine_bandwidth",
+    "cluster.fabric.core_bandwidth", "cluster.nvlink_latency",
+    "cluster.nic_latency",           "cluster.pcie_latency",
+    "cluster.fabric.spine_latency",  "cluster.fabric.core_latency",
+    "collectives.auto_latency",      "calibration.host_launch",
+    "calibration.host_iteration",    "calibration.host_p2p",
+    "calibration.host_microbatch",   "calibration.nvlink_launch",
+    "calibration.nvlink_step",       "calibration.network_launch",
+    "calibration.network_step",      "failures.degraded_rate"};
 
 class ScenarioError : public InputError {
  public:
