@@ -678,7 +678,13 @@ int cmd_validate_distributed(const Args& args, std::ostream& out) {
   const std::string dir = p.get("scenarios").value_or("scenarios/validation");
   if (!fs::is_directory(data)) throw InputError(fmt::format("--data {}: not a directory", data));
   if (!fs::is_directory(dir)) {
-    throw InputError(fmt::format("--scenarios {}: not a directory (run from the repository root or pass --scenarios)", dir));
+    // (the hint is for the default, not a --scenarios given: helper 179)
+    throw InputError(
+        p.get("scenarios")
+            ? fmt::format("--scenarios {}: not a directory", dir)
+            : fmt::format("{}: not a directory (the default --scenarios: run from the repository root "
+                          "or pass --scenarios DIR)",
+                          dir));
   }
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) {

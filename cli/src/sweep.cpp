@@ -233,7 +233,9 @@ std::optional<std::size_t> first_non_number_metric(const std::vector<std::string
     if (c.empty() && m >= m0 + kTrainingTokens) continue;
     char* end = nullptr;
     const double v = std::strtod(c.c_str(), &end);
-    if (c.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) return m;
+    // (every metric is a time, a count, bytes or a share: helper 179's
+    // edited shard merged -1000 ms as an iteration)
+    if (c.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0) return m;
   }
   return std::nullopt;
 }
@@ -2328,8 +2330,9 @@ int cmd_sweep_merge(const Args& args, std::ostream& out) {
       }
       // (a bare "malformed row" named no column)
       if (const auto bad = first_non_number_metric(cols)) {
-        throw InputError(fmt::format("{}:{}: column '{}': '{}' is not a number", part, line_no,
-                                     split(header, ',').at(*bad), cols.at(*bad)));
+        throw InputError(fmt::format("{}:{}: column '{}': '{}' is not a number{}", part, line_no,
+                                     split(header, ',').at(*bad), cols.at(*bad),
+                                     cols.at(*bad).starts_with('-') ? " of zero or more" : ""));
       }
       const auto idx = static_cast<std::size_t>(std::stoull(cols[0]));
       if (idx >= f.points || idx % f.count != f.index || f.skipped.count(idx) != 0U) {

@@ -138,6 +138,10 @@ endif()
 expect_edited_part0_refused("a non-numeric metric should name its column and line" text0.csv
                             "\n([0-9]+,[^,\n]*,[^,\n]*,[^,\n]*,[^,\n]*,)[^,\n]*," "\n\\1abc,"
                             "text0.csv:${first_row_line}: column 'iteration_time_s': 'abc' is not a number\n$")
+# (helper 179: an edited -1000 ms merged as the point's iteration)
+expect_edited_part0_refused("a negative metric should be refused" negative0.csv
+                            "\n([0-9]+,[^,\n]*,[^,\n]*,[^,\n]*,[^,\n]*,)[^,\n]*," "\n\\1-1.0,"
+                            "negative0.csv:${first_row_line}: column 'iteration_time_s': '-1.0' is not a number of zero or more\n$")
 # Each shard carries the sweep's grid ('# sweep axis: KEY=V1,V2,...', one
 # line per swept key), and a row whose settings are not its point's is
 # refused, naming the file, line and column and the point's value (helper
