@@ -459,6 +459,7 @@ Example:
 )"},
       {"validate",
        R"(usage: tessera validate kernels|models|distributed|collectives|training|steps --data DIR [options]
+       tessera validate collectives --nccl-tests FILE[,FILE...] --scenario CLUSTER.yaml [options]
 
 --data may also be the folder above the datasets (../shared/data): kernels,
 models and distributed then read its neusight/, training its vtrain/.
