@@ -51,8 +51,7 @@ void ArgParser::parse(const std::vector<std::string>& args) {
         // and printed text); a file of that name goes as --trace=--json.
         const std::string& next = args[i + 1];
         if (next.rfind("--", 0) == 0) {
-          const std::string next_name =
-              next.substr(2, next.find('=') == std::string::npos ? std::string::npos : next.find('=') - 2);
+          const std::string next_name = next.substr(2, next.find('=') - 2);  // (npos - 2: to the end)
           if (options_.count(next_name) != 0U || flags_.count(next_name) != 0U || next_name == "set") {
             throw UsageError(
                 fmt::format("{}: --{} needs a value, not the option {} (a file of that name: --{}={})",

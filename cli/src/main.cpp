@@ -677,9 +677,6 @@ const std::string& usage() {
   return kUsage;
 }
 
-}  // namespace
-
-namespace {
 /// `message` on one line: a value that held a line break (a YAML block
 /// scalar, a job name with \n) broke the one-line error in two or three
 /// (helper 179); line breaks and other control characters are written as

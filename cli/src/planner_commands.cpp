@@ -313,18 +313,14 @@ int cmd_compare_schedules(const Args& args, std::ostream& out) {
         "{}: --schedules leaves out interleaved-1f1b, the one schedule with model chunks", chunks_given_by));
   }
   const auto svg_path = p.get("svg");
+  const Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
   FileSet files;
   files.input(p.positional()[0], "the scenario");
+  // (helper 179: --svg naming node_model.overrides overwrote the measurements)
+  if (s.kernel_overrides) files.input(s.kernel_overrides->path(), "node_model.overrides");
   if (svg_path) {
     files.output(*svg_path, "--svg");
     check_svg_path(*svg_path);  // (after: --svg naming the scenario is refused as that)
-  }
-  const Scenario s = load_scenario(p.positional()[0], scenario_overrides(sets, p));
-  // (helper 179: --svg naming node_model.overrides overwrote the measurements)
-  if (svg_path && s.kernel_overrides) {
-    FileSet measured;
-    measured.input(s.kernel_overrides->path(), "node_model.overrides");
-    measured.output(*svg_path, "--svg");
   }
   require_single_job(s, "compare-schedules");
   print_scenario_warnings(s);  // as tessera run: every schedule runs with them

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "tessera/cli/args.hpp"
 #include "tessera/cli/trace.hpp"
 #include "tessera/files.hpp"
 #include "tessera/index.hpp"
@@ -1374,7 +1375,7 @@ bool quote_closes(std::string_view line, std::size_t col) {
 /// quote as its text and the error was the keys it swallowed ("missing
 /// required keys" at another line; helper 179). No scenario value spans
 /// lines: named at its opening quote.
-void check_quotes_close(const YAML::Node& node, const std::vector<std::string_view>& lines,
+void check_quotes_close(const YAML::Node& node, const std::vector<std::string>& lines,
                         const std::string& file, const std::string& path, int depth) {
   if (depth > 64) return;  // (check_keys names it)
   if (node.IsMap()) {
@@ -1667,6 +1668,8 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
     throw ScenarioError(fmt::format("{}:{}: not valid UTF-8 (byte 0x{:02x}); save the scenario as UTF-8", file,
                                     bad->first, bad->second));
   }
+  // The text's lines, for the checks that read it as written.
+  const std::vector<std::string> lines = split(text, '\n');
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -1691,9 +1694,12 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
     // A tab in a line's indentation (YAML indents with spaces only) reads as
     // "illegal map value" at the line above it (helper 106): named, with
     // its line, where one comes at or before the line after the error's.
-    std::istringstream lines(text);
-    std::string line;
-    for (int n = 0; std::getline(lines, line) && n <= e.mark.line + 1; ++n) {
+    // A value opening a quote it never closes reads to the file's end: named
+    // at the quote (helper 179: "end of map not found" at the last line),
+    // unless a tab comes first.
+    std::optional<std::pair<int, std::size_t>> unclosed;  // (line, column) of its quote
+    for (int n = 0; n < static_cast<int>(lines.size()) && n <= e.mark.line + 1; ++n) {
+      const std::string& line = lines[static_cast<std::size_t>(n)];
       const std::size_t indent = line.find_first_not_of(" \t");
       if (indent == std::string::npos || line[indent] == '#') continue;
       const std::size_t tab = line.find('\t');
@@ -1701,34 +1707,24 @@ Scenario parse_text(const std::string& text, const std::string& file, const std:
         throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, n + 1, tab + 1,
                                         "a tab in the indentation (YAML indents with spaces only)"));
       }
-    }
-    // A value opening a quote it never closes reads to the file's end: named
-    // at the quote (helper 179: "end of map not found" at the last line).
-    std::istringstream again(text);
-    for (int n = 0; std::getline(again, line) && n <= e.mark.line; ++n) {
-      const std::size_t indent = line.find_first_not_of(" \t");
-      if (indent == std::string::npos || line[indent] == '#') continue;
       std::size_t value = line.find(": ", indent);
       value = value == std::string::npos ? std::string::npos : line.find_first_not_of(' ', value + 1);
-      if (value != std::string::npos && (line[value] == '"' || line[value] == '\'') &&
-          !quote_closes(line, value)) {
-        throw ScenarioError(
-            fmt::format("{}:{}:{}: malformed YAML: a quoted value opened here does not close (a "
-                        "missing closing {}?)",
-                        file, n + 1, value + 1, line[value] == '"' ? "\"" : "'"));
+      if (!unclosed && n <= e.mark.line && value != std::string::npos &&
+          (line[value] == '"' || line[value] == '\'') && !quote_closes(line, value)) {
+        unclosed.emplace(n, value);
       }
     }
-    throw ScenarioError(fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
-  }
-  {
-    std::vector<std::string_view> lines;
-    for (std::size_t at = 0; at <= text.size();) {
-      const std::size_t end = std::min(text.find('\n', at), text.size());
-      lines.emplace_back(text.data() + at, end - at);
-      at = end + 1;
+    if (unclosed) {
+      const auto [n, value] = *unclosed;
+      throw ScenarioError(
+          fmt::format("{}:{}:{}: malformed YAML: a quoted value opened here does not close (a "
+                      "missing closing {}?)",
+                      file, n + 1, value + 1, lines[static_cast<std::size_t>(n)][value] == '"' ? "\"" : "'"));
     }
-    check_quotes_close(root, lines, file, "", 0);
+    throw ScenarioError(
+        fmt::format("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  check_quotes_close(root, lines, file, "", 0);
   resolve_merge_keys(root, file, 0);
   check_keys(root, file, "", 0);
   if (!root || root.IsNull()) throw ScenarioError(fmt::format("{}: the scenario is empty", file));

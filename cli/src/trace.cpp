@@ -730,17 +730,19 @@ void ChromeTraceObserver::finish() {
       // ran 0.2 ms past gpt3-175b's end, the last bin averaged over time
       // after it), and a sample at the end returns to 0.
       const double rate = link.bandwidth.bytes_per_second() * 1e-12;  // bytes per ps
+      // (the bins the iteration reaches; the rest hold nothing)
       const std::size_t used =
-          end_ > Time::zero() ? static_cast<std::size_t>((end_.ps() - 1) / width) + 1 : 0;
+          std::min(links_->bins(l).size(),
+                   end_ > Time::zero() ? static_cast<std::size_t>((end_.ps() - 1) / width) + 1 : 0);
       std::vector<double> cap(links_->bins(l).size(), 0.0);
-      for (std::size_t k = 0; k < cap.size() && k < used; ++k) {
+      for (std::size_t k = 0; k < used; ++k) {
         const std::int64_t from = static_cast<std::int64_t>(k) * width;
         cap[k] = rate * static_cast<double>(std::min(width, end_.ps() - from));
       }
       const std::vector<double> bins = links_->capped(l, cap);
       std::string last;
       for (std::size_t k = 0; k <= used; ++k) {
-        const double u = k < used && k < bins.size() && cap[k] > 0 ? bins[k] / cap[k] : 0.0;
+        const double u = k < used && cap[k] > 0 ? bins[k] / cap[k] : 0.0;
         std::string value = fmt::format("{:.4f}", u);
         if (value == last && k < used) continue;
         if (value == last) break;

@@ -791,15 +791,8 @@ double model_flops(const TransformerConfig& model, const Workload& work, const P
   // and `grad_sync`).
   auto op_flops = [](const std::vector<OpKernels>& ops) {
     double f = 0;
-    for (const auto& op : ops) {
-      for (const Pass* pass : {&op.forward, &op.input_grad, &op.weight_grad}) {
-        for (const auto& k : pass->kernels) {
-          if (node_model::is_gemm(k.op)) f += k.flops().count();
-        }
-      }
-      f -= op.recomputed_flops.count();
-      f -= op.padding_flops.count();
-    }
+    for (const auto& op : ops)
+      f += op.gemm_flops().count() - op.recomputed_flops.count() - op.padding_flops.count();
     return f;
   };
   // The model's work is counted once: the ops as one tensor-parallel group

@@ -385,23 +385,13 @@ std::vector<OpKernels> moe_layer_ops(const TransformerConfig& m, const Workload&
   // The expert outputs weighted by the router and summed back per token
   // (the rank's own tokens).
   ops.push_back(r.elementwise("unpermute", KernelOp::Mul, dispatched, h, 2));
-  // The routed ops compute `routed` tokens where the model's work is t x
+  // The experts' GEMMs compute `routed` tokens where the model's work is t x
   // top_k (each rank's share of the group's t x top_k routed tokens): their
-  // model FLOPs (the GEMMs', model_flops) are that share of their GEMMs'
-  // work, the rest padding.
-  const double useful_experts =
-      std::min(1.0, static_cast<double>(t * m.moe.top_k) / static_cast<double>(routed));
-  const double useful_own =
-      std::min(1.0, static_cast<double>(own * m.moe.top_k) / static_cast<double>(dispatched));
+  // model FLOPs (the GEMMs', model_flops) are that share of their work, the
+  // rest padding. (The other routed ops have no GEMM.)
+  const double useful = std::min(1.0, static_cast<double>(t * m.moe.top_k) / static_cast<double>(routed));
   for (std::size_t i = first_routed; i < ops.size(); ++i) {
-    const double useful = ops[i].name == "unpermute" ? useful_own : useful_experts;
-    double gemm = 0;
-    for (const Pass* p : {&ops[i].forward, &ops[i].input_grad, &ops[i].weight_grad}) {
-      for (const auto& k : p->kernels) {
-        if (node_model::is_gemm(k.op)) gemm += k.flops().count();
-      }
-    }
-    ops[i].padding_flops = Flops(gemm * (1.0 - useful));
+    ops[i].padding_flops = Flops(ops[i].gemm_flops().count() * (1.0 - useful));
   }
   // The experts return no bias (Megatron-Core), so none is added here.
   ops.push_back(r.bias_dropout_add("residual2", shard.sequence_parallel ? t / tp : t, h, m.dropout, false));

@@ -246,15 +246,16 @@ Simulation simulate_unchecked(const Scenario& s, engine::ExecutionObserver* obse
   return sim;
 }
 
-}  // namespace
-
 /// `message` at `key` where the scenario wrote it (its line, or the --set
 /// that gave it), else at the file.
 [[noreturn]] void throw_at_key(const Scenario& s, const std::string& key, const std::string& message) {
   const auto at = s.key_locations.find(key);
-  if (at == s.key_locations.end()) throw ScenarioError(fmt::format("{}: {}", s.file, message));
-  throw ScenarioError(at->second.first, message, at->second.second);
+  const bool located = at != s.key_locations.end();
+  throw ScenarioError(located ? at->second.first : s.file, message,
+                      located ? at->second.second : std::string());
 }
+
+}  // namespace
 
 void throw_overflow(const Scenario& s, const OverflowError& e) {
   // A time or size past int64 while planning or simulating: the iteration
@@ -342,16 +343,13 @@ Simulation simulate_scenario(const Scenario& s, engine::ExecutionObserver* obser
     }
     const std::string algorithm(collectives::to_string(e.algorithm()));
     // At the key (helper 175: the file alone, and no word of a --set).
-    const auto at = s.key_locations.find("collectives.algorithm");
-    const bool located = at != s.key_locations.end();
-    throw ScenarioError(
-        located ? at->second.first : s.file,
+    throw_at_key(
+        s, "collectives.algorithm",
         fmt::format(
             "collectives.algorithm: {}, which this plan runs; give '{}' per kind to the kinds that have "
             "it ({}), e.g. collectives.algorithm: {{{}: {}}}, and the others keep auto",
             e.what(), algorithm, fmt::join(having, ", "), having.empty() ? "all-reduce" : having.front(),
-            algorithm),
-        located ? at->second.second : std::string());
+            algorithm));
   } catch (const TransferOverflowError& e) {
     // A transfer too slow to finish: name the bandwidth key it ran at.
     const Bandwidth spine = s.fabric == FabricKind::LeafSpine ? s.cluster.spine_bandwidth

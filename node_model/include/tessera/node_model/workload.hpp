@@ -111,6 +111,18 @@ struct OpKernels {
   /// on the model chunk for its first micro-batch; OpRules::layer_linear).
   /// Hardware work only. Empty otherwise.
   Pass weight_cast;
+
+  /// The GEMMs' work in the three passes (model FLOPs count only these,
+  /// less recomputed_flops and padding_flops).
+  [[nodiscard]] Flops gemm_flops() const {
+    double f = 0;
+    for (const Pass* p : {&forward, &input_grad, &weight_grad}) {
+      for (const Kernel& k : p->kernels) {
+        if (is_gemm(k.op)) f += k.flops().count();
+      }
+    }
+    return Flops(f);
+  }
 };
 
 /// Options of a framework profile that change kernels.
